@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Install the Debian packages the build, the lab and the tests need — only the
+# missing ones, so a second call costs a dpkg query and nothing else.
+set -euo pipefail
+packages=(
+  ansible-core ansible-lint yamllint   # controller (2.14 on Debian 12) and lint
+  openssh-server openssh-client sudo acl  # real SSH to the lab nodes, become
+  debootstrap                            # Debian 13 roots: PVE 9 nodes, ansible-core 2.19
+  dpkg-dev apt-utils                     # the lab's apt repository
+  iproute2 util-linux procps curl ca-certificates python3-voluptuous
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+command -v go >/dev/null || { echo "deps: Go >= 1.25 is required (https://go.dev/dl); not found on PATH" >&2; exit 1; }
