@@ -1,0 +1,123 @@
+package ansible
+
+import (
+	"context"
+	"sync"
+)
+
+// Run is what a module sees of one invocation: its parameters, the modes
+// Ansible asked for, and the ways to report back.
+// Its methods are safe for concurrent use.
+type Run struct {
+	ctx    context.Context
+	module *Module
+	inv    *Invocation
+	params map[string]any
+
+	mu       sync.Mutex
+	step     string
+	result   map[string]any
+	warnings []string
+	deprecs  []map[string]any
+	secrets  *secretSet
+	done     []Change // applied and verified (real run) or planned (check mode)
+	pending  Pending  // check mode only
+	failure  error    // first stage failure; sticks
+	log      func(string)
+}
+
+// Context is the run's context; it carries the module deadline.
+func (r *Run) Context() context.Context { return r.ctx }
+
+// CheckMode reports whether Ansible runs the task with --check.
+func (r *Run) CheckMode() bool { return r.inv.CheckMode }
+
+// DiffMode reports whether Ansible runs the task with --diff.
+func (r *Run) DiffMode() bool { return r.inv.Diff }
+
+// Verbosity is the number of -v flags.
+func (r *Run) Verbosity() int { return r.inv.Verbosity }
+
+// AnsibleVersion is the controller's ansible-core version ("2.14.18").
+func (r *Run) AnsibleVersion() string { return r.inv.AnsibleVersion }
+
+// ModuleName is the module name being run (short form, e.g. "pve_base").
+func (r *Run) ModuleName() string { return r.module.Name }
+
+// Params returns a copy of the validated parameters (with defaults), keyed
+// by canonical option name.
+func (r *Run) Params() map[string]any { return deepCopy(r.params).(map[string]any) }
+
+// Decode stores the validated parameters into out (a pointer to a struct)
+// using mapstructure with the struct tag `ansible`, e.g.
+//
+//	type params struct {
+//	    Name  string            `ansible:"name"`
+//	    Count *int              `ansible:"count"` // nil when not set and no default
+//	    Disks []disk            `ansible:"disks"`
+//	    Extra map[string]string `ansible:"labels"`
+//	}
+func (r *Run) Decode(out any) error { return decodeParams(r.params, out) }
+
+// Warn adds a warning to the result (shown as [WARNING] by Ansible).
+func (r *Run) Warn(msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.warnings = append(r.warnings, msg)
+}
+
+// Deprecate adds a deprecation notice, removed in collection version version.
+func (r *Run) Deprecate(msg, version string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.deprecs = append(r.deprecs, map[string]any{"msg": msg, "version": version, "collection_name": "gopve.proxmox"})
+}
+
+// Log writes a line to stderr when Ansible runs with at least level -v
+// flags. Secrets are masked. Ansible shows stderr only when a module fails.
+func (r *Run) Log(level int, format string, args ...any) {
+	if r.inv.Verbosity < level {
+		return
+	}
+	r.logf(format, args...)
+}
+
+// AddSecret registers a value learnt at run time (e.g. a token read from a
+// file) that must be masked like a no_log parameter.
+func (r *Run) AddSecret(s string) { r.secrets.add(s) }
+
+// Set adds a module-specific key to the result. Keys the runtime owns
+// (changed, failed, diff, invocation, warnings, deprecations, changes,
+// skipped, exception and any `_ansible_*` key) are rejected with a panic,
+// which fails the task: that is a bug in the module. "msg" may be set.
+func (r *Run) Set(key string, value any) {
+	if reservedKey(key) {
+		panic("ansible: module tried to set reserved result key " + key)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.result[key] = value
+}
+
+// Step names what the module is doing now, for timeout messages
+// ("timed out after 30s while <step>"). The driver sets it itself around
+// stages and changes.
+func (r *Run) Step(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.step = name
+}
+
+// Stage runs one observe+plan stage and then, in a real run, applies and
+// verifies each planned change in order; in check mode it records them as
+// pending. It returns the first error (planning, apply or verify), which
+// the module should return. After a failure the run is failed for good.
+func (r *Run) Stage(name string, plan StageFunc) error { return r.stage(name, plan) }
+
+// Changes returns the changes done so far: applied and verified in a real
+// run, planned in check mode.
+func (r *Run) Changes() []Change {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Change(nil), r.done...)
+}
