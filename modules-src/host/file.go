@@ -1,0 +1,167 @@
+package host
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/google/renameio/v2"
+)
+
+// FileState is what a file looks like now, read without side effects.
+type FileState struct {
+	Path    string // logical path
+	Exists  bool
+	Content []byte
+	Mode    fs.FileMode // permission bits only
+	UID     int
+	GID     int
+}
+
+// ReadFile reads the current state of a logical path. A missing file is not an
+// error: Exists is false.
+func (r Root) ReadFile(path string) (FileState, error) {
+	st := FileState{Path: path, UID: -1, GID: -1}
+	real := r.Path(path)
+	info, err := os.Stat(real)
+	if errors.Is(err, fs.ErrNotExist) {
+		return st, nil
+	}
+	if err != nil {
+		return st, fmt.Errorf("read %s: %w", path, err)
+	}
+	if info.IsDir() {
+		return st, fmt.Errorf("read %s: is a directory, expected a file", path)
+	}
+	data, err := os.ReadFile(real)
+	if err != nil {
+		return st, fmt.Errorf("read %s: %w", path, err)
+	}
+	st.Exists = true
+	st.Content = data
+	st.Mode = info.Mode().Perm()
+	if sys, ok := info.Sys().(*syscall.Stat_t); ok {
+		st.UID, st.GID = int(sys.Uid), int(sys.Gid)
+	}
+	return st, nil
+}
+
+// FileChange is one planned write: the whole desired content of a file, with
+// the state it replaces. It is the unit of diff reporting and of apply.
+type FileChange struct {
+	Path    string      `json:"path"`
+	Before  FileState   `json:"-"`
+	After   []byte      `json:"-"`
+	Mode    fs.FileMode `json:"-"`
+	Backup  bool        `json:"-"` // keep a copy of the old content next to the file
+	Comment string      `json:"-"` // why, for humans (e.g. "disable pve-enterprise")
+}
+
+// PlanFile compares the current state of path with the desired content and
+// mode. It returns nil when nothing would change. A zero mode keeps the
+// existing mode, or uses 0644 for a new file.
+func (r Root) PlanFile(path string, desired []byte, mode fs.FileMode) (*FileChange, error) {
+	cur, err := r.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return PlanFrom(cur, desired, mode), nil
+}
+
+// PlanFrom is PlanFile for a state the caller already read.
+func PlanFrom(cur FileState, desired []byte, mode fs.FileMode) *FileChange {
+	if mode == 0 {
+		mode = 0o644
+		if cur.Exists {
+			mode = cur.Mode
+		}
+	}
+	if cur.Exists && bytes.Equal(cur.Content, desired) && cur.Mode == mode {
+		return nil
+	}
+	return &FileChange{Path: cur.Path, Before: cur, After: desired, Mode: mode}
+}
+
+// Diff is one entry of Ansible's diff list (the `--diff` output).
+type Diff struct {
+	Before       string `json:"before"`
+	After        string `json:"after"`
+	BeforeHeader string `json:"before_header"`
+	AfterHeader  string `json:"after_header"`
+}
+
+// Diff renders the change for Ansible's diff mode. A mode-only change is shown
+// in the headers, since the text is identical.
+func (c *FileChange) Diff() Diff {
+	bh, ah := c.Path, c.Path
+	if !c.Before.Exists {
+		bh = c.Path + " (absent)"
+	} else if c.Before.Mode != c.Mode {
+		bh = fmt.Sprintf("%s (mode %04o)", c.Path, c.Before.Mode)
+		ah = fmt.Sprintf("%s (mode %04o)", c.Path, c.Mode)
+	}
+	return Diff{Before: string(c.Before.Content), After: string(c.After), BeforeHeader: bh, AfterHeader: ah}
+}
+
+// ApplyFile writes the change atomically (temporary file + rename in the same
+// directory), so a reader never sees half a file. The owner of an existing
+// file is kept; parent directories are created 0755 when missing. It returns
+// the logical path of the backup, when one was asked for and the file existed.
+func (r Root) ApplyFile(c *FileChange, now time.Time) (backup string, err error) {
+	real := r.Path(c.Path)
+	if err := os.MkdirAll(filepath.Dir(real), 0o755); err != nil {
+		return "", fmt.Errorf("write %s: create parent directory: %w", c.Path, err)
+	}
+	if c.Backup && c.Before.Exists {
+		backup = BackupName(c.Path, now)
+		if err := renameio.WriteFile(r.Path(backup), c.Before.Content, c.Before.Mode); err != nil {
+			return "", fmt.Errorf("write %s: backup to %s: %w", c.Path, backup, err)
+		}
+	}
+	pf, err := renameio.NewPendingFile(real, renameio.WithPermissions(c.Mode), renameio.IgnoreUmask())
+	if err != nil {
+		return backup, fmt.Errorf("write %s: %w", c.Path, err)
+	}
+	defer pf.Cleanup()
+	if _, err := pf.Write(c.After); err != nil {
+		return backup, fmt.Errorf("write %s: %w", c.Path, err)
+	}
+	if c.Before.Exists && c.Before.UID >= 0 && (c.Before.UID != os.Geteuid() || c.Before.GID != os.Getegid()) {
+		if err := pf.Chown(c.Before.UID, c.Before.GID); err != nil {
+			return backup, fmt.Errorf("write %s: keep owner %d:%d: %w", c.Path, c.Before.UID, c.Before.GID, err)
+		}
+	}
+	if err := pf.CloseAtomicallyReplace(); err != nil {
+		return backup, fmt.Errorf("write %s: %w", c.Path, err)
+	}
+	return backup, nil
+}
+
+// VerifyFile reads the file back and fails unless it holds exactly what the
+// change promised.
+func (r Root) VerifyFile(c *FileChange) error {
+	st, err := r.ReadFile(c.Path)
+	if err != nil {
+		return err
+	}
+	switch {
+	case !st.Exists:
+		return fmt.Errorf("verify %s: file is missing after the write", c.Path)
+	case !bytes.Equal(st.Content, c.After):
+		return fmt.Errorf("verify %s: content differs from what was written (another process changed it?)", c.Path)
+	case st.Mode != c.Mode:
+		return fmt.Errorf("verify %s: mode is %04o, expected %04o", c.Path, st.Mode, c.Mode)
+	}
+	return nil
+}
+
+// BackupName is where a backup of path taken at now goes: next to the file,
+// named like Ansible's own backups (path.YYYY-MM-DD@HH:MM:SS~).
+func BackupName(path string, now time.Time) string {
+	return fmt.Sprintf("%s.%s~", path, now.UTC().Format("2006-01-02@15:04:05"))
+}

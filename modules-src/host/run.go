@@ -1,0 +1,183 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Command is one program to run on the node.
+type Command struct {
+	Name  string
+	Args  []string
+	Env   []string // extra KEY=VALUE pairs on top of the runner's base environment
+	Stdin []byte
+}
+
+// String renders the command line for logs and error messages. Arguments are
+// shell-quoted only when needed, so the line can be pasted into a shell.
+func (c Command) String() string {
+	parts := make([]string, 0, len(c.Args)+1)
+	for _, a := range append([]string{c.Name}, c.Args...) {
+		parts = append(parts, shellQuote(a))
+	}
+	return strings.Join(parts, " ")
+}
+
+func shellQuote(s string) string {
+	if s == "" {
+		return "''"
+	}
+	if strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,@+%", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// Result is what a finished command left behind. ExitCode is -1 when the
+// program could not be started at all.
+type Result struct {
+	Command  string        `json:"cmd"`
+	Stdout   string        `json:"stdout,omitempty"`
+	Stderr   string        `json:"stderr,omitempty"`
+	ExitCode int           `json:"rc"`
+	Duration time.Duration `json:"-"`
+}
+
+// Runner runs commands on the node. Run returns a *CommandError (with the
+// Result inside) when the command exits non-zero or cannot start, and always
+// returns the Result, so callers that expect a given exit code (blkid's 2)
+// can look at Result.ExitCode.
+type Runner interface {
+	Run(ctx context.Context, cmd Command) (Result, error)
+}
+
+// CommandError is a command that failed. Its message names the command, the
+// exit code and the last lines of stderr, so a user can act on it.
+type CommandError struct {
+	Result Result
+	Err    error // start failure or *exec.ExitError
+}
+
+func (e *CommandError) Error() string {
+	msg := strings.TrimSpace(e.Result.Stderr)
+	if msg == "" {
+		msg = strings.TrimSpace(e.Result.Stdout)
+	}
+	msg = lastLines(msg, 10)
+	if e.Result.ExitCode < 0 {
+		return fmt.Sprintf("%s: cannot run: %v", e.Result.Command, e.Err)
+	}
+	if msg == "" {
+		return fmt.Sprintf("%s: exit status %d", e.Result.Command, e.Result.ExitCode)
+	}
+	return fmt.Sprintf("%s: exit status %d: %s", e.Result.Command, e.Result.ExitCode, msg)
+}
+
+func (e *CommandError) Unwrap() error { return e.Err }
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = append([]string{"…"}, lines[len(lines)-n:]...)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// ExitCode returns the exit code carried by err when it is a *CommandError,
+// and -1 otherwise.
+func ExitCode(err error) int {
+	var ce *CommandError
+	if errors.As(err, &ce) {
+		return ce.Result.ExitCode
+	}
+	return -1
+}
+
+// Masker hides secrets in text before it leaves the process (logs, errors).
+type Masker func(string) string
+
+// ExecRunner runs real programs with a fixed base environment (LANG=C, so
+// parsers see untranslated output) and keeps a log of what ran.
+type ExecRunner struct {
+	// Mask hides secrets in command lines, output and errors; nil masks nothing.
+	Mask Masker
+	// BaseEnv replaces the default base environment when set.
+	BaseEnv []string
+
+	mu  sync.Mutex
+	log []Result
+}
+
+// DefaultEnv is the base environment of every command: a C locale for stable
+// output and a non-interactive frontend so nothing waits on a prompt.
+func DefaultEnv() []string {
+	return []string{
+		"LANG=C", "LC_ALL=C", "LANGUAGE=",
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"DEBIAN_FRONTEND=noninteractive", "APT_LISTCHANGES_FRONTEND=none",
+	}
+}
+
+// Run implements Runner.
+func (r *ExecRunner) Run(ctx context.Context, cmd Command) (Result, error) {
+	c := exec.CommandContext(ctx, cmd.Name, cmd.Args...)
+	base := r.BaseEnv
+	if base == nil {
+		base = DefaultEnv()
+	}
+	c.Env = append(append([]string{}, base...), cmd.Env...)
+	var stdout, stderr bytes.Buffer
+	c.Stdout, c.Stderr = &stdout, &stderr
+	if cmd.Stdin != nil {
+		c.Stdin = bytes.NewReader(cmd.Stdin)
+	}
+	start := time.Now()
+	err := c.Run()
+	res := Result{
+		Command:  r.mask(cmd.String()),
+		Stdout:   r.mask(stdout.String()),
+		Stderr:   r.mask(stderr.String()),
+		ExitCode: 0,
+		Duration: time.Since(start),
+	}
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			res.ExitCode = ee.ExitCode()
+		} else {
+			res.ExitCode = -1
+		}
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
+		}
+	}
+	r.mu.Lock()
+	r.log = append(r.log, res)
+	r.mu.Unlock()
+	if err != nil {
+		return res, &CommandError{Result: res, Err: err}
+	}
+	return res, nil
+}
+
+func (r *ExecRunner) mask(s string) string {
+	if r.Mask == nil {
+		return s
+	}
+	return r.Mask(s)
+}
+
+// Log returns the commands run so far, oldest first (already masked).
+func (r *ExecRunner) Log() []Result {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Result(nil), r.log...)
+}
