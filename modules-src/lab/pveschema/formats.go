@@ -1,0 +1,168 @@
+package pveschema
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// formatCheck verifies one value; the error text is PVE's own (it follows
+// "invalid format - " in the 400 answer).
+type formatCheck func(string) error
+
+var (
+	nodeRe      = regexp.MustCompile(`^(?:[a-zA-Z0-9](?:[a-zA-Z0-9\-]*[a-zA-Z0-9])?)$`)
+	configIDRe  = regexp.MustCompile(`(?i)^[a-z][a-z0-9_-]+$`)
+	storageIDRe = regexp.MustCompile(`(?i)^[a-z][a-z0-9\-_.]*[a-z0-9]$`)
+	poolIDRe    = regexp.MustCompile(`^[A-Za-z0-9_\-]+$`)
+	realmRe     = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9.\-_]+$`)
+	userIDRe    = regexp.MustCompile(`^[^\s:/]+@[A-Za-z][A-Za-z0-9.\-_]+$`)
+	dnsNameRe   = regexp.MustCompile(`^(?:(?:[a-zA-Z0-9](?:[a-zA-Z0-9\-]*[a-zA-Z0-9])?)\.)*(?:[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?)$`)
+	macRe       = regexp.MustCompile(`^[a-fA-F0-9]{2}(?::[a-fA-F0-9]{2}){5}$`)
+	vmidRe      = regexp.MustCompile(`^[1-9]\d{2,8}$`)
+	replJobRe   = regexp.MustCompile(`^[1-9][0-9]{2,8}-\d{1,9}$`)
+	contentRe   = regexp.MustCompile(`^(images|rootdir|vztmpl|iso|backup|snippets|import|none)$`)
+)
+
+// formats holds the cheap checks of PVE's registered formats; unknown
+// formats are accepted, which errs on the permissive side.
+var formats = map[string]formatCheck{
+	"pve-node": func(s string) error {
+		if !nodeRe.MatchString(s) {
+			return errors.New("value does not look like a valid node name")
+		}
+		return nil
+	},
+	"pve-configid": func(s string) error {
+		if !configIDRe.MatchString(s) {
+			return fmt.Errorf("invalid configuration ID '%s'", s)
+		}
+		return nil
+	},
+	"pve-storage-id": func(s string) error {
+		if !storageIDRe.MatchString(s) {
+			return fmt.Errorf("storage ID '%s' contains illegal characters", s)
+		}
+		return nil
+	},
+	"pve-poolid": func(s string) error {
+		if !poolIDRe.MatchString(s) {
+			return fmt.Errorf("invalid pool ID '%s'", s)
+		}
+		return nil
+	},
+	"pve-realm": func(s string) error {
+		if !realmRe.MatchString(s) {
+			return errors.New("value does not look like a valid realm")
+		}
+		return nil
+	},
+	"pve-userid": func(s string) error {
+		if !userIDRe.MatchString(s) {
+			return errors.New("value does not look like a valid user name")
+		}
+		return nil
+	},
+	"pve-vmid": func(s string) error {
+		if !vmidRe.MatchString(s) {
+			return errors.New("value does not look like a valid VM ID")
+		}
+		return nil
+	},
+	"pve-replication-job-id": func(s string) error {
+		if !replJobRe.MatchString(s) {
+			return fmt.Errorf("invalid replication job id '%s'", s)
+		}
+		return nil
+	},
+	"ip": func(s string) error {
+		if net.ParseIP(s) == nil {
+			return fmt.Errorf("value does not look like a valid IP address")
+		}
+		return nil
+	},
+	"ipv4": func(s string) error {
+		if ip := net.ParseIP(s); ip == nil || ip.To4() == nil {
+			return fmt.Errorf("value does not look like a valid IPv4 address")
+		}
+		return nil
+	},
+	"ipv6": func(s string) error {
+		if ip := net.ParseIP(s); ip == nil || ip.To4() != nil {
+			return fmt.Errorf("value does not look like a valid IPv6 address")
+		}
+		return nil
+	},
+	"address": func(s string) error {
+		if net.ParseIP(s) == nil && !dnsNameRe.MatchString(s) {
+			return fmt.Errorf("value does not look like a valid address: %s", s)
+		}
+		return nil
+	},
+	"dns-name": func(s string) error {
+		if !dnsNameRe.MatchString(s) {
+			return fmt.Errorf("value does not look like a valid DNS name")
+		}
+		return nil
+	},
+	"mac-addr": func(s string) error {
+		if !macRe.MatchString(s) {
+			return fmt.Errorf("value does not look like a valid MAC address")
+		}
+		return nil
+	},
+	"CIDR": func(s string) error {
+		if _, _, err := net.ParseCIDR(s); err != nil {
+			return fmt.Errorf("value does not look like a valid CIDR network")
+		}
+		return nil
+	},
+	"pve-storage-content": func(s string) error {
+		if !contentRe.MatchString(s) {
+			return fmt.Errorf("invalid content type '%s'", s)
+		}
+		return nil
+	},
+}
+
+// CheckFormat verifies s against a named PVE format. A `-list` format
+// (pve-node-list, pve-storage-id-list, pve-storage-content-list…) checks each
+// element of the comma/space/semicolon separated list, as split_list does.
+func CheckFormat(name, s string) error {
+	if check, ok := formats[name]; ok {
+		return check(s)
+	}
+	if base, ok := strings.CutSuffix(name, "-list"); ok {
+		if check, ok := formats[base]; ok {
+			for _, item := range SplitList(s) {
+				if err := check(item); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// SplitList splits a PVE list value the way PVE::Tools::split_list does.
+func SplitList(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool {
+		return r == ',' || r == ';' || r == ' ' || r == '\t' || r == '\n' || r == 0
+	})
+}
+
+// ParseIndexedKey splits `link3` into ("link", 3); ok is false otherwise.
+func ParseIndexedKey(key string) (base string, idx int, ok bool) {
+	m := numberedKey.FindStringSubmatch(key)
+	if m == nil {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(m[2])
+	if err != nil {
+		return "", 0, false
+	}
+	return m[1], n, true
+}

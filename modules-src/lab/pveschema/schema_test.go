@@ -1,0 +1,226 @@
+package pveschema
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func mustLoad(t *testing.T, v int) *Schema {
+	t.Helper()
+	s, err := Load(v)
+	if err != nil {
+		t.Fatalf("Load(%d): %v", v, err)
+	}
+	return s
+}
+
+func TestLoadUnknownVersion(t *testing.T) {
+	if _, err := Load(7); err == nil {
+		t.Fatal("Load(7) succeeded; want an error naming the embedded versions")
+	}
+}
+
+func TestLookup(t *testing.T) {
+	s := mustLoad(t, 9)
+	tests := []struct {
+		method, path string
+		wantSchema   string
+		wantParams   map[string]string
+		want501      bool
+	}{
+		{"GET", "/version", "/version", map[string]string{}, false},
+		{"GET", "/cluster/config/join", "/cluster/config/join", map[string]string{}, false},
+		{"GET", "/nodes/pve01/tasks/UPID:pve01:00001:0002:0003:clustercreate:c1:root@pam:/status",
+			"/nodes/{node}/tasks/{upid}/status",
+			map[string]string{"node": "pve01", "upid": "UPID:pve01:00001:0002:0003:clustercreate:c1:root@pam:"}, false},
+		{"GET", "/nodes/pve02/storage/local/status", "/nodes/{node}/storage/{storage}/status",
+			map[string]string{"node": "pve02", "storage": "local"}, false},
+		{"GET", "/nope", "", nil, true},
+		{"PATCH", "/version", "", nil, true},
+		{"DELETE", "/version", "", nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+tt.path, func(t *testing.T) {
+			m, params, err := s.Lookup(tt.method, tt.path)
+			if tt.want501 {
+				var ni *NotImplementedError
+				if !errors.As(err, &ni) {
+					t.Fatalf("Lookup = %v, want NotImplementedError", err)
+				}
+				want := "Method '" + tt.method + " " + tt.path + "' not implemented"
+				if err.Error() != want {
+					t.Errorf("message %q, want %q", err.Error(), want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Lookup: %v", err)
+			}
+			if m.Path != tt.wantSchema || m.HTTPMethod != tt.method {
+				t.Errorf("matched %s %s, want %s %s", m.HTTPMethod, m.Path, tt.method, tt.wantSchema)
+			}
+			for k, v := range tt.wantParams {
+				if params[k] != v {
+					t.Errorf("param %s = %q, want %q", k, params[k], v)
+				}
+			}
+			if len(params) != len(tt.wantParams) {
+				t.Errorf("params %v, want %v", params, tt.wantParams)
+			}
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	fp := strings.TrimSuffix(strings.Repeat("AB:", 32), ":")
+	tests := []struct {
+		name    string
+		version int
+		method  string
+		path    string
+		params  map[string]any
+		want    map[string]string // nil = valid; "" value = any message for that key
+	}{
+		{"create ok", 9, "POST", "/cluster/config", map[string]any{"clustername": "lab", "link0": "10.0.0.1"}, nil},
+		{"unknown param", 9, "POST", "/cluster/config", map[string]any{"clustername": "lab", "colour": "red"},
+			map[string]string{"colour": MsgUnknownProperty}},
+		{"missing required", 9, "POST", "/cluster/config", map[string]any{},
+			map[string]string{"clustername": MsgMissingProperty}},
+		{"link7 in range", 9, "POST", "/cluster/config", map[string]any{"clustername": "lab", "link7": "10.0.0.1"}, nil},
+		{"link8 out of range", 9, "POST", "/cluster/config", map[string]any{"clustername": "lab", "link8": "10.0.0.1"},
+			map[string]string{"link8": MsgUnknownProperty}},
+		{"link with priority", 9, "POST", "/cluster/config", map[string]any{"clustername": "lab", "link0": "address=10.0.0.1,priority=10"}, nil},
+		{"link priority too big", 9, "POST", "/cluster/config", map[string]any{"clustername": "lab", "link0": "10.0.0.1,priority=300"},
+			map[string]string{"link0": ""}},
+		{"link unknown key", 9, "POST", "/cluster/config", map[string]any{"clustername": "lab", "link0": "10.0.0.1,colour=red"},
+			map[string]string{"link0": ""}},
+		{"clustername too long", 9, "POST", "/cluster/config", map[string]any{"clustername": "a234567890123456"},
+			map[string]string{"clustername": "value may only be 15 characters long"}},
+		{"clustername bad format", 9, "POST", "/cluster/config", map[string]any{"clustername": "-bad"},
+			map[string]string{"clustername": "invalid format - value does not look like a valid node name"}},
+		{"integer as numeric string", 9, "POST", "/cluster/config", map[string]any{"clustername": "lab", "nodeid": "3"}, nil},
+		{"integer as JSON number", 9, "POST", "/cluster/config", map[string]any{"clustername": "lab", "nodeid": float64(3)}, nil},
+		{"integer wrong type", 9, "POST", "/cluster/config", map[string]any{"clustername": "lab", "nodeid": "three"},
+			map[string]string{"nodeid": "type check ('integer') failed - got 'three'"}},
+		{"integer below minimum", 9, "POST", "/cluster/config", map[string]any{"clustername": "lab", "votes": "0"},
+			map[string]string{"votes": "value must have a minimum value of 1"}},
+		{"token-coefficient only in PVE 9", 8, "POST", "/cluster/config", map[string]any{"clustername": "lab", "token-coefficient": "125"},
+			map[string]string{"token-coefficient": MsgUnknownProperty}},
+		{"token-coefficient PVE 9", 9, "POST", "/cluster/config", map[string]any{"clustername": "lab", "token-coefficient": "125"}, nil},
+		{"join ok", 9, "POST", "/cluster/config/join", map[string]any{"hostname": "10.0.0.1", "fingerprint": fp, "password": "x", "force": "1"}, nil},
+		{"boolean JSON true", 9, "POST", "/cluster/config/join", map[string]any{"hostname": "h", "fingerprint": fp, "password": "x", "force": true}, nil},
+		{"boolean string true rejected", 9, "POST", "/cluster/config/join", map[string]any{"hostname": "h", "fingerprint": fp, "password": "x", "force": "true"},
+			map[string]string{"force": "type check ('boolean') failed - got 'true'"}},
+		{"boolean 2 rejected", 8, "POST", "/cluster/config/join", map[string]any{"hostname": "h", "fingerprint": fp, "password": "x", "force": "2"},
+			map[string]string{"force": "type check ('boolean') failed - got '2'"}},
+		{"fingerprint pattern", 9, "POST", "/cluster/config/join", map[string]any{"hostname": "h", "fingerprint": "AB:CD", "password": "x"},
+			map[string]string{"fingerprint": "value does not match the regex pattern"}},
+		{"enum", 9, "GET", "/cluster/resources", map[string]any{"type": "vms"},
+			map[string]string{"type": "value 'vms' does not have a value in the enumeration 'vm, storage, node, sdn'"}},
+		{"enum ok", 9, "GET", "/cluster/resources", map[string]any{"type": "vm"}, nil},
+		{"storage id format", 9, "POST", "/storage", map[string]any{"storage": "9bad", "type": "dir", "path": "/x"},
+			map[string]string{"storage": "invalid format - storage ID '9bad' contains illegal characters"}},
+		{"storage type enum (glusterfs gone in 9)", 9, "POST", "/storage", map[string]any{"storage": "g1", "type": "glusterfs"},
+			map[string]string{"type": ""}},
+		{"storage type glusterfs in 8", 8, "POST", "/storage", map[string]any{"storage": "g1", "type": "glusterfs"}, nil},
+		{"path param node format", 9, "GET", "/nodes/{node}/status", map[string]any{"node": "bad_node"},
+			map[string]string{"node": "invalid format - value does not look like a valid node name"}},
+		{"content list format", 9, "POST", "/storage", map[string]any{"storage": "d1", "type": "dir", "path": "/x", "content": "images,bogus"},
+			map[string]string{"content": ""}},
+		{"net31 ok, net32 not (qemu)", 9, "POST", "/nodes/{node}/qemu/{vmid}/config", map[string]any{"node": "pve01", "vmid": "100", "net32": "virtio"},
+			map[string]string{"net32": MsgUnknownProperty}},
+		{"no leading zero index", 9, "POST", "/cluster/config", map[string]any{"clustername": "lab", "link01": "10.0.0.1"},
+			map[string]string{"link01": MsgUnknownProperty}},
+	}
+	schemas := map[int]*Schema{8: mustLoad(t, 8), 9: mustLoad(t, 9)}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := schemas[tt.version].Method(tt.method, tt.path)
+			if m == nil {
+				t.Fatalf("schema %d has no %s %s", tt.version, tt.method, tt.path)
+			}
+			got := m.Validate(tt.params)
+			if tt.want == nil {
+				if got != nil {
+					t.Fatalf("Validate = %v, want valid", got)
+				}
+				return
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("Validate = %v, want errors for %v", got, tt.want)
+			}
+			for k, msg := range tt.want {
+				g, ok := got[k]
+				if !ok {
+					t.Errorf("no error for %q in %v", k, got)
+				} else if msg != "" && g != msg {
+					t.Errorf("error for %q = %q, want %q", k, g, msg)
+				}
+			}
+		})
+	}
+}
+
+func TestCheckValue(t *testing.T) {
+	s := mustLoad(t, 9)
+	joinInfo := s.Method("GET", "/cluster/config/join").Returns
+	status := s.Method("GET", "/cluster/status").Returns
+	taskStatus := s.Method("GET", "/nodes/{node}/tasks/{upid}/status").Returns
+	fp := strings.TrimSuffix(strings.Repeat("AB:", 32), ":")
+	tests := []struct {
+		name     string
+		schema   *Prop
+		json     string
+		problems int
+	}{
+		{"join info with corosync strings", joinInfo,
+			`{"config_digest":"x","preferred_node":"pve01","totem":{},"nodelist":[{"name":"pve01","nodeid":"1","quorum_votes":"1","pve_addr":"10.0.0.1","pve_fp":"` + fp + `","ring0_addr":"10.0.0.1"}]}`, 0},
+		{"join info bad fingerprint", joinInfo,
+			`{"config_digest":"x","preferred_node":"pve01","totem":{},"nodelist":[{"name":"pve01","pve_addr":"10.0.0.1","pve_fp":"nope","quorum_votes":"1"}]}`, 1},
+		{"join info unknown top key (additionalProperties 0)", joinInfo,
+			`{"config_digest":"x","preferred_node":"pve01","totem":{},"nodelist":[],"extra":1}`, 1},
+		{"join info missing key", joinInfo, `{"preferred_node":"pve01","totem":{},"nodelist":[]}`, 1},
+		{"standalone status", status, `[{"type":"node","id":"node/pve01","name":"pve01","nodeid":0,"local":1,"online":1,"ip":"10.0.0.1","level":""}]`, 0},
+		{"status wrong boolean", status, `[{"type":"node","id":"node/pve01","name":"pve01","online":"yes"}]`, 1},
+		{"status bad enum", status, `[{"type":"nodes","id":"node/pve01","name":"pve01"}]`, 1},
+		{"task status string pid", taskStatus, `{"upid":"u","node":"n","pid":"12","pstart":1,"starttime":1,"type":"t","id":"","user":"root@pam","status":"running"}`, 0},
+		{"task status missing status", taskStatus, `{"upid":"u","node":"n","pid":1,"pstart":1,"starttime":1,"type":"t","id":"","user":"root@pam"}`, 1},
+		{"null return", s.Method("DELETE", "/storage/{storage}").Returns, `null`, 0},
+		{"non-null where null", s.Method("DELETE", "/storage/{storage}").Returns, `"x"`, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var v any
+			if err := json.Unmarshal([]byte(tt.json), &v); err != nil {
+				t.Fatal(err)
+			}
+			got := CheckValue(tt.schema, v)
+			if len(got) != tt.problems {
+				t.Errorf("CheckValue = %q, want %d problem(s)", got, tt.problems)
+			}
+		})
+	}
+}
+
+func TestEveryPathMatchesItself(t *testing.T) {
+	for _, v := range Versions {
+		s := mustLoad(t, v)
+		for _, p := range s.Paths() {
+			concrete := strings.NewReplacer("{", "x", "}", "").Replace(p)
+			for hm := range s.methods[p] {
+				m, _, err := s.Lookup(hm, concrete)
+				if err != nil {
+					t.Errorf("PVE %d: %s %s (as %s): %v", v, hm, p, concrete, err)
+					continue
+				}
+				// A literal sibling may legitimately win (e.g. /nodes/xnode vs
+				// literal paths); it must at least be a path with that method.
+				if m.HTTPMethod != hm {
+					t.Errorf("PVE %d: %s %s matched %s %s", v, hm, p, m.HTTPMethod, m.Path)
+				}
+			}
+		}
+	}
+}
