@@ -37,7 +37,8 @@ type Env func(key string) (string, bool)
 
 // Execute validates inv against m's spec, runs m, and returns the result
 // object with secrets masked. It does no I/O of its own besides writing
-// m's logs to stderr; it does not recover panics (Main does).
+// m's logs to stderr. A panic in the module's goroutine becomes a failed
+// result; Main adds the stdout guard and the timeout watchdog.
 func Execute(ctx context.Context, m *Module, inv *Invocation, env Env, stderr io.Writer) map[string]any {
 	return execute(ctx, m, inv, env, stderr)
 }

@@ -2,7 +2,9 @@ package ansible
 
 import (
 	"context"
+	"io"
 	"sync"
+	"time"
 )
 
 // Run is what a module sees of one invocation: its parameters, the modes
@@ -23,7 +25,8 @@ type Run struct {
 	done     []Change // applied and verified (real run) or planned (check mode)
 	pending  Pending  // check mode only
 	failure  error    // first stage failure; sticks
-	log      func(string)
+	stderr   io.Writer
+	timeout  time.Duration
 }
 
 // Context is the run's context; it carries the module deadline.

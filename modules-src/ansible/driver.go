@@ -1,0 +1,330 @@
+package ansible
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/go-viper/mapstructure/v2"
+)
+
+// reservedKeys are the result keys the runtime owns.
+var reservedKeys = map[string]bool{
+	"changed": true, "failed": true, "diff": true, "invocation": true, "warnings": true,
+	"deprecations": true, "changes": true, "skipped": true, "exception": true,
+}
+
+func reservedKey(k string) bool { return reservedKeys[k] || strings.HasPrefix(k, "_ansible_") }
+
+// newRun validates the invocation and prepares a Run. If validation fails,
+// the returned result is the final (failed) result and the Run is nil.
+func newRun(parent context.Context, m *Module, inv *Invocation, env Env, stderr io.Writer) (*Run, context.CancelFunc, map[string]any) {
+	params := deepCopy(inv.Params).(map[string]any)
+	v := validateParams(m.Spec, params, env, inv.IgnoreUnknownOpts)
+	r := &Run{
+		module:  m,
+		inv:     inv,
+		params:  params,
+		result:  map[string]any{},
+		secrets: newSecretSet(),
+		stderr:  stderr,
+	}
+	for _, s := range v.secrets {
+		r.secrets.add(s)
+	}
+	r.warnings = append(r.warnings, v.warnings...)
+	if len(v.errors) > 0 {
+		msg := v.errors[0]
+		if rest, ok := strings.CutPrefix(msg, unsupportedPrefix); ok {
+			msg = fmt.Sprintf("Unsupported parameters for (%s) module: %s", m.Name, rest)
+		}
+		return nil, func() {}, r.buildResult(errors.New(msg))
+	}
+	timeout := m.Timeout
+	if m.TimeoutOption != "" {
+		if f, ok := pyNumber(params[m.TimeoutOption]); ok && f > 0 {
+			timeout = time.Duration(f * float64(time.Second))
+		}
+	}
+	r.timeout = timeout
+	var cancel context.CancelFunc
+	if timeout > 0 {
+		r.ctx, cancel = context.WithTimeout(parent, timeout)
+	} else {
+		r.ctx, cancel = context.WithCancel(parent)
+	}
+	return r, cancel, nil
+}
+
+func execute(ctx context.Context, m *Module, inv *Invocation, env Env, stderr io.Writer) map[string]any {
+	r, cancel, res := newRun(ctx, m, inv, env, stderr)
+	defer cancel()
+	if res != nil {
+		return res
+	}
+	return r.runModule()
+}
+
+// runModule calls the module, turning a panic into a failure whose message
+// carries the panic value (the stack goes to stderr only).
+func (r *Run) runModule() (res map[string]any) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.logf("panic in module %s: %v\n%s", r.module.Name, p, debug.Stack())
+			res = r.buildResult(fmt.Errorf("module %s crashed (panic: %v) while %s; this is a bug in gopve, please report it with the task's stderr", r.module.Name, p, r.currentStep()))
+		}
+	}()
+	if r.module.Run == nil {
+		return r.buildResult(fmt.Errorf("module %s has no code (Module.Run is nil); this is a bug in gopve", r.module.Name))
+	}
+	err := r.module.Run(r)
+	r.mu.Lock()
+	if err == nil {
+		err = r.failure // a stage failed but the module did not return it
+	}
+	r.mu.Unlock()
+	if err != nil && r.ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
+		err = r.timeoutError(err)
+	}
+	return r.buildResult(err)
+}
+
+func (r *Run) timeoutError(cause error) error {
+	msg := fmt.Sprintf("timed out after %s while %s", r.timeout, r.currentStep())
+	if cause != nil && cause.Error() != context.DeadlineExceeded.Error() {
+		msg += ": " + cause.Error()
+	}
+	return errors.New(msg)
+}
+
+func (r *Run) currentStep() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.step == "" {
+		return "starting"
+	}
+	return r.step
+}
+
+func (r *Run) stage(name string, plan StageFunc) error {
+	r.mu.Lock()
+	if r.failure != nil {
+		defer r.mu.Unlock()
+		return r.failure
+	}
+	pending := append(Pending(nil), r.pending...)
+	r.mu.Unlock()
+
+	fail := func(err error) error {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.failure == nil {
+			r.failure = err
+		}
+		return r.failure
+	}
+	if err := r.ctx.Err(); err != nil {
+		return fail(r.timeoutError(err))
+	}
+
+	r.Step("observing (" + name + ")")
+	changes, err := plan(r.ctx, pending)
+	if err != nil {
+		if r.ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
+			return fail(r.timeoutError(err))
+		}
+		return fail(err)
+	}
+	if err := r.checkChanges(name, changes); err != nil {
+		return fail(err)
+	}
+	if r.inv.CheckMode {
+		r.mu.Lock()
+		r.done = append(r.done, changes...)
+		r.pending = append(r.pending, changes...)
+		r.mu.Unlock()
+		return nil
+	}
+	for _, c := range changes {
+		r.Step("applying " + c.Summary)
+		if err := c.Apply(r.ctx); err != nil {
+			if r.ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
+				return fail(r.timeoutError(err))
+			}
+			return fail(fmt.Errorf("could not %s: %w", c.Summary, err))
+		}
+		r.Step("verifying " + c.Summary)
+		if err := c.Verify(r.ctx); err != nil {
+			if r.ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
+				return fail(r.timeoutError(err))
+			}
+			return fail(fmt.Errorf("applied %q, but reading it back does not show the promised state: %w", c.Summary, err))
+		}
+		r.mu.Lock()
+		r.done = append(r.done, c)
+		r.mu.Unlock()
+	}
+	return nil
+}
+
+// checkChanges rejects changes a module should never produce: they are
+// bugs, reported as such rather than run.
+func (r *Run) checkChanges(stage string, changes []Change) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seen := map[string]bool{}
+	for _, c := range r.done {
+		seen[c.ID] = true
+	}
+	for _, c := range changes {
+		var problem string
+		switch {
+		case c.ID == "":
+			problem = "has no ID"
+		case seen[c.ID]:
+			problem = "has an ID already used in this run"
+		case c.Summary == "":
+			problem = "has no Summary"
+		case c.Apply == nil:
+			problem = "has no Apply"
+		case c.Verify == nil:
+			problem = "has no Verify (a change that cannot be read back cannot be reported as done)"
+		}
+		if problem != "" {
+			return fmt.Errorf("stage %s planned change %q that %s; this is a bug in gopve module %s", stage, c.ID, problem, r.module.Name)
+		}
+		seen[c.ID] = true
+	}
+	return nil
+}
+
+// buildResult assembles the result object: module data, then the keys the
+// runtime owns, then masking. err nil means success.
+func (r *Run) buildResult(failure error) map[string]any {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	res := map[string]any{}
+	for k, v := range r.result {
+		res[k] = v
+	}
+	changes := make([]any, 0, len(r.done))
+	var diffs []any
+	for _, c := range r.done {
+		changes = append(changes, c.Summary)
+		if c.Diff != nil {
+			diffs = append(diffs, c.Diff)
+		}
+	}
+	res["changed"] = len(r.done) > 0
+	res["changes"] = changes
+	if r.inv.Diff && len(diffs) > 0 {
+		res["diff"] = diffs
+	}
+	if len(r.warnings) > 0 {
+		res["warnings"] = append([]string(nil), r.warnings...)
+	}
+	if len(r.deprecs) > 0 {
+		res["deprecations"] = append([]map[string]any(nil), r.deprecs...)
+	}
+	if failure != nil {
+		res["failed"] = true
+		res["msg"] = failure.Error()
+	} else if _, ok := res["msg"]; !ok {
+		res["msg"] = r.defaultMsg()
+	}
+
+	secrets := r.secrets.list()
+	var encErr error
+	normalized, encErr := toJSONShape(res)
+	if encErr != nil {
+		normalized = map[string]any{
+			"failed":  true,
+			"changed": len(r.done) > 0,
+			"changes": changes,
+			"msg":     fmt.Sprintf("module %s returned data that cannot be sent to Ansible as JSON (%v); this is a bug in gopve", r.module.Name, encErr),
+		}
+	}
+	out := maskValue(normalized, secrets, reservedOrKnown).(map[string]any)
+	if r.inv.InjectInvocation == nil || *r.inv.InjectInvocation {
+		args, err := toJSONShape(r.params)
+		if err != nil {
+			args = map[string]any{}
+		}
+		out["invocation"] = map[string]any{"module_args": maskValue(args, secrets, nil)}
+	}
+	return out
+}
+
+// reservedOrKnown are top-level keys masking must not rename.
+var reservedOrKnown = map[string]bool{
+	"changed": true, "failed": true, "diff": true, "invocation": true, "warnings": true,
+	"deprecations": true, "changes": true, "skipped": true, "exception": true, "msg": true,
+}
+
+func (r *Run) defaultMsg() string {
+	n := len(r.done)
+	switch {
+	case n == 0:
+		return "nothing to change"
+	case r.inv.CheckMode && n == 1:
+		return "1 change would be made (check mode)"
+	case r.inv.CheckMode:
+		return fmt.Sprintf("%d changes would be made (check mode)", n)
+	case n == 1:
+		return "1 change applied and verified"
+	default:
+		return fmt.Sprintf("%d changes applied and verified", n)
+	}
+}
+
+// toJSONShape round-trips v through encoding/json so that module data of
+// any Go type (structs, typed slices) becomes the runtime's value shapes,
+// which masking can walk.
+func toJSONShape(v any) (map[string]any, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	out, err := decodeJSONValue(data)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := out.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("result is a JSON %s, not an object", jsonKind(out))
+	}
+	return m, nil
+}
+
+func decodeParams(params map[string]any, out any) error {
+	dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
+		TagName: "ansible",
+		Result:  out,
+		// Values the spec typed are already coerced; weak typing only
+		// matters inside raw/dict values (e.g. {a: 1} into map[string]string).
+		WeaklyTypedInput: true,
+		Squash:           true,
+	})
+	if err != nil {
+		return fmt.Errorf("internal error preparing to decode parameters: %w", err)
+	}
+	if err := dec.Decode(params); err != nil {
+		return fmt.Errorf("could not decode the module parameters: %w", err)
+	}
+	return nil
+}
+
+func (r *Run) logf(format string, args ...any) {
+	if r.stderr == nil {
+		return
+	}
+	line := r.secrets.maskString(fmt.Sprintf(format, args...))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fmt.Fprintf(r.stderr, "[%s] %s\n", r.module.Name, strings.TrimRight(line, "\n"))
+}

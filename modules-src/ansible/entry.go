@@ -1,0 +1,141 @@
+package ansible
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// watchdogGrace is how long a module may keep running past its deadline to
+// return on its own before the watchdog reports the timeout and exits.
+const watchdogGrace = 3 * time.Second
+
+func runMain(mods []Module, argv []string) int {
+	out, err := guardStdout()
+	if err != nil {
+		// Without a guard we can still print the result; say why stdout
+		// may be polluted.
+		fmt.Fprintf(os.Stderr, "gopve: %v\n", err)
+		out = os.Stdout
+	}
+	p := &printer{w: out}
+	code := mainWith(context.Background(), mods, argv, os.LookupEnv, os.Stderr, p, watchdogGrace, func(c int) { os.Exit(c) })
+	return code
+}
+
+// printer writes exactly one result, whoever asks first.
+type printer struct {
+	once sync.Once
+	w    io.Writer
+	code int
+}
+
+func (p *printer) emit(res map[string]any) int {
+	p.once.Do(func() {
+		p.code = 0
+		if failed, _ := res["failed"].(bool); failed {
+			p.code = 1
+		}
+		p.w.Write(encodeResult(res))
+	})
+	return p.code
+}
+
+// encodeResult renders one JSON object and a newline. It cannot fail: a
+// result that does not encode is replaced by a failure saying so.
+func encodeResult(res map[string]any) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(res); err != nil {
+		buf.Reset()
+		enc.Encode(map[string]any{"failed": true, "changed": res["changed"],
+			"msg": "gopve could not encode its result as JSON: " + err.Error()})
+	}
+	return buf.Bytes()
+}
+
+// failOnly is the result when no module could be run at all.
+func failOnly(msg string) map[string]any {
+	return map[string]any{"failed": true, "changed": false, "msg": msg}
+}
+
+func mainWith(ctx context.Context, mods []Module, argv []string, env Env, stderr io.Writer, p *printer, grace time.Duration, exit func(int)) int {
+	if len(argv) < 2 {
+		return p.emit(failOnly("no args file given: gopve modules are run by Ansible as `<binary> <args file>`; for the human commands run `gopve help`"))
+	}
+	data, err := os.ReadFile(argv[1])
+	if err != nil {
+		return p.emit(failOnly(fmt.Sprintf("cannot read the args file: %v", err)))
+	}
+	inv, err := parseArgs(data)
+	if err != nil {
+		return p.emit(failOnly(err.Error()))
+	}
+	m, err := pickModule(mods, inv, argv[0])
+	if err != nil {
+		return p.emit(failOnly(err.Error()))
+	}
+	return runGuarded(ctx, m, inv, env, stderr, p, grace, exit)
+}
+
+// runGuarded runs the module in its own goroutine so that a module stuck
+// past its deadline cannot keep Ansible waiting without an answer.
+func runGuarded(ctx context.Context, m *Module, inv *Invocation, env Env, stderr io.Writer, p *printer, grace time.Duration, exit func(int)) int {
+	r, cancel, res := newRun(ctx, m, inv, env, stderr)
+	defer cancel()
+	if res != nil {
+		return p.emit(res)
+	}
+	done := make(chan map[string]any, 1)
+	go func() { done <- r.runModule() }()
+
+	var watchdog <-chan time.Time
+	if deadline, ok := r.ctx.Deadline(); ok {
+		t := time.NewTimer(time.Until(deadline) + grace)
+		defer t.Stop()
+		watchdog = t.C
+	}
+	select {
+	case res := <-done:
+		return p.emit(res)
+	case <-watchdog:
+		r.logf("module did not stop within %s after its deadline; reporting the timeout", grace)
+		code := p.emit(r.buildResult(r.timeoutError(nil)))
+		exit(code)
+		return code
+	}
+}
+
+// pickModule finds the module to run: the action plugin's `_gopve_module`,
+// else the name the binary was called by (a symlink named after a module,
+// possibly copied by Ansible as AnsiballZ_<name>).
+func pickModule(mods []Module, inv *Invocation, argv0 string) (*Module, error) {
+	name := inv.GopveModule
+	source := "_gopve_module"
+	if name == "" {
+		name = strings.TrimPrefix(filepath.Base(argv0), "AnsiballZ_")
+		name = strings.TrimSuffix(name, filepath.Ext(name))
+		source = "the program name"
+	}
+	for i := range mods {
+		if mods[i].Name == name {
+			return &mods[i], nil
+		}
+	}
+	names := make([]string, len(mods))
+	for i, m := range mods {
+		names[i] = m.Name
+	}
+	sort.Strings(names)
+	return nil, fmt.Errorf("no module %q (from %s) in this gopve binary; it provides: %s. Is the collection's binary older than its plugins?",
+		name, source, strings.Join(names, ", "))
+}
