@@ -29,8 +29,7 @@ type rule struct {
 }
 
 // Runner is the fake. Patterns are full command lines as host.Command.String
-// renders them; a pattern ending in " *" matches any command starting with the
-// part before the star. The first matching rule wins. A command that matches
+// renders them, where "*" matches any characters. The first matching rule wins. A command that matches
 // no rule fails with exit 127 and is recorded in Unexpected.
 type Runner struct {
 	mu         sync.Mutex
@@ -82,11 +81,32 @@ func (f *Runner) Run(_ context.Context, cmd host.Command) (host.Result, error) {
 	return res, nil
 }
 
+// match is a glob where "*" matches any run of characters (spaces and
+// slashes included), so "apt-get -o * update" matches a sandboxed update.
+// A trailing " *" also matches nothing at all ("zpool list *" = "zpool list").
 func match(pattern, line string) bool {
-	if p, ok := strings.CutSuffix(pattern, " *"); ok {
-		return line == p || strings.HasPrefix(line, p+" ")
+	if p, ok := strings.CutSuffix(pattern, " *"); ok && line == p {
+		return true
 	}
-	return pattern == line
+	parts := strings.Split(pattern, "*")
+	if len(parts) == 1 {
+		return pattern == line
+	}
+	if !strings.HasPrefix(line, parts[0]) {
+		return false
+	}
+	line = line[len(parts[0]):]
+	for i, part := range parts[1:] {
+		if i == len(parts)-2 {
+			return strings.HasSuffix(line, part)
+		}
+		j := strings.Index(line, part)
+		if j < 0 {
+			return false
+		}
+		line = line[j+len(part):]
+	}
+	return true
 }
 
 // Calls returns every command line run so far, in order.

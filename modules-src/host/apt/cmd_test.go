@@ -1,0 +1,87 @@
+package apt
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/gopve/proxmox/modules-src/host/hosttest"
+)
+
+const simOut = `NOTE: This is only a simulation!
+Reading package lists...
+Building dependency tree...
+The following packages have been kept back:
+  proxmox-kernel-helper
+The following packages will be upgraded:
+  pve-manager proxmox-widget-toolkit
+2 upgraded, 1 newly installed, 0 to remove and 1 not upgraded.
+Inst proxmox-widget-toolkit [5.0.2] (5.0.5 Proxmox:9.0/pve-no-subscription [all])
+Inst pve-manager [9.2.2] (9.2.5 Proxmox:9.0/pve-no-subscription [amd64]) []
+Inst vim (2:9.1.1230-2 Debian:13.1/stable [amd64])
+Remv oldpkg [1.0]
+Conf proxmox-widget-toolkit (5.0.5 Proxmox:9.0/pve-no-subscription [all])
+`
+
+func TestParseSimulation(t *testing.T) {
+	p := ParseSimulation(simOut)
+	want := []Pkg{{"proxmox-widget-toolkit", "5.0.2", "5.0.5"}, {"pve-manager", "9.2.2", "9.2.5"}, {"vim", "", "2:9.1.1230-2"}}
+	if !reflect.DeepEqual(p.Install, want) {
+		t.Errorf("Install = %+v", p.Install)
+	}
+	if len(p.Upgrades()) != 2 || !reflect.DeepEqual(p.Remove, []string{"oldpkg"}) || !reflect.DeepEqual(p.KeptBack, []string{"proxmox-kernel-helper"}) {
+		t.Errorf("plan = %+v", p)
+	}
+	if !ParseSimulation("0 upgraded, 0 newly installed\n").Empty() {
+		t.Error("empty simulation not empty")
+	}
+}
+
+func TestUpdateErrors(t *testing.T) {
+	cases := []struct {
+		name    string
+		reply   hosttest.Reply
+		wantErr string
+		warns   int
+	}{
+		{"ok", hosttest.Reply{Stdout: "Hit:1 http://deb.debian.org/debian trixie InRelease\nReading package lists..."}, "", 0},
+		{"401 enterprise", hosttest.Reply{Exit: 100, Stdout: "Err:2 https://enterprise.proxmox.com/debian/pve trixie InRelease\n  401  Unauthorized [IP: 1.2.3.4 443]",
+			Stderr: "E: Failed to fetch https://enterprise.proxmox.com/debian/pve/dists/trixie/InRelease  401  Unauthorized\nE: The repository 'https://enterprise.proxmox.com/debian/pve trixie InRelease' is not signed."}, "401", 0},
+		{"warning-only fetch failure", hosttest.Reply{Stderr: "W: Failed to fetch http://x/dists/y/InRelease  Could not resolve 'x'\nW: Some index files failed to download."}, "Could not resolve", 1},
+		{"plain warning", hosttest.Reply{Stderr: "W: Target Packages is configured multiple times"}, "", 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := hosttest.New().On("apt-get update", c.reply)
+			w, err := Client{Runner: f}.Update(context.Background())
+			if c.wantErr == "" && err != nil || c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)) {
+				t.Fatalf("err = %v, want containing %q", err, c.wantErr)
+			}
+			var ue *UpdateError
+			if c.wantErr != "" && !errors.As(err, &ue) {
+				t.Errorf("error is %T, want *UpdateError", err)
+			}
+			if len(w) != c.warns {
+				t.Errorf("warnings = %q", w)
+			}
+		})
+	}
+}
+
+func TestInstalledAndPolicy(t *testing.T) {
+	f := hosttest.New().On("dpkg-query -W -f * vim htop nope", hosttest.Reply{Exit: 1,
+		Stdout: "vim\tii \t2:9.1-2\nhtop\tun \t\n", Stderr: "dpkg-query: no packages found matching nope"})
+	got, err := Installed(context.Background(), f, []string{"vim", "htop", "nope"})
+	if err != nil || !reflect.DeepEqual(got, map[string]string{"vim": "2:9.1-2"}) {
+		t.Errorf("Installed = %v, %v", got, err)
+	}
+	p := ParsePolicy("pve-manager:\n  Installed: 9.2.2\n  Candidate: 9.2.5\n  Version table:\n")
+	if p != (Policy{Installed: "9.2.2", Candidate: "9.2.5"}) {
+		t.Errorf("policy = %+v", p)
+	}
+	if ParsePolicy("x:\n  Installed: (none)\n  Candidate: 1\n").Installed != "" {
+		t.Error("(none) not mapped to empty")
+	}
+}
