@@ -1,0 +1,161 @@
+// Package aptrepo builds and serves the lab's Debian package repositories.
+//
+// A lab node runs the real apt and dpkg, so the pitfalls of the apt side of a
+// PVE upgrade (B1 repository files, B2 stale cache, B3 proxmoxlib.js rewritten
+// by an upgrade, B5 new kernel) reproduce only if the repositories behave like
+// the real ones: signed suites, an enterprise repository that answers 401
+// without a subscription, a no-subscription suite carrying newer versions than
+// the ones installed. This package builds those repositories on disk with
+// dpkg-deb, apt-ftparchive and gpg, and serves them over HTTP as the hosts the
+// nodes' repository files name (deb.debian.org, download.proxmox.com, …),
+// acting as the nodes' apt proxy so those files stay byte-identical to a
+// fresh install while nothing ever leaves the machine.
+package aptrepo
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Release describes the package versions of one PVE major version: what a
+// fresh node has installed and what the no-subscription suite offers on top.
+type Release struct {
+	PVE      int    // 8 or 9
+	Codename string // Debian suite the PVE release stands on
+
+	ManagerInstalled, ManagerNew string // pve-manager
+	ToolkitInstalled, ToolkitNew string // proxmox-widget-toolkit
+	MetaInstalled, MetaNew       string // proxmox-default-kernel
+	KernelInstalled, KernelNew   string // kernel ABI names, e.g. 6.14.8-2-pve
+	CephDir                      string // enterprise ceph repository directory
+	DebianHost                   string // mirror host in the installer's files
+}
+
+// ReleaseFor returns the lab's package story for a PVE major version. The
+// numbers follow the seed write-up (9.2.2 installed, 9.2.5 available).
+func ReleaseFor(pve int) (Release, error) {
+	switch pve {
+	case 9:
+		return Release{PVE: 9, Codename: "trixie",
+			ManagerInstalled: "9.2.2", ManagerNew: "9.2.5",
+			ToolkitInstalled: "5.0.5", ToolkitNew: "5.0.6",
+			MetaInstalled: "2.0.0", MetaNew: "2.0.1",
+			KernelInstalled: "6.14.8-2-pve", KernelNew: "6.14.11-1-pve",
+			CephDir: "ceph-squid", DebianHost: "deb.debian.org"}, nil
+	case 8:
+		return Release{PVE: 8, Codename: "bookworm",
+			ManagerInstalled: "8.4.1", ManagerNew: "8.4.5",
+			ToolkitInstalled: "4.3.11", ToolkitNew: "4.3.13",
+			MetaInstalled: "1.1.0", MetaNew: "1.1.1",
+			KernelInstalled: "6.8.12-9-pve", KernelNew: "6.8.12-11-pve",
+			CephDir: "ceph-quincy", DebianHost: "ftp.debian.org"}, nil
+	}
+	return Release{}, fmt.Errorf("PVE %d is not simulated: the lab knows PVE 8 (bookworm) and 9 (trixie)", pve)
+}
+
+// pkg is one dummy Debian package: a control stanza, files and maintainer scripts.
+type pkg struct {
+	Name, Version, Depends, Description string
+	Files                               map[string]string // absolute path → content
+	Modes                               map[string]uint32 // absolute path → mode (default 0644)
+	Postinst                            string
+}
+
+func (p pkg) filename() string { return p.Name + "_" + p.Version + "_all.deb" }
+
+func (p pkg) control() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Package: %s\nVersion: %s\nArchitecture: all\nMaintainer: gopve lab <lab@gopve.invalid>\n", p.Name, p.Version)
+	if p.Depends != "" {
+		fmt.Fprintf(&b, "Depends: %s\n", p.Depends)
+	}
+	fmt.Fprintf(&b, "Section: admin\nPriority: optional\nDescription: %s\n gopve lab stand-in package: same name and version story as the real one, no real content.\n", p.Description)
+	return b.String()
+}
+
+// kernelABI turns "6.14.8-2-pve" into the package name of that kernel.
+func kernelPackage(abi string) string { return "proxmox-kernel-" + abi + "-signed" }
+
+// managerPkg is pve-manager: pveversion prints the line `pveversion` prints on a
+// real node, with the kernel the node "booted" (written by the lab at start).
+func managerPkg(r Release, version string) pkg {
+	script := fmt.Sprintf(`#!/bin/sh
+# gopve lab stand-in for pveversion (pve-manager %[1]s).
+kernel=$(cat /var/lib/gopve-lab/running-kernel 2>/dev/null || uname -r)
+echo "pve-manager/%[1]s/%[2]s (running kernel: $kernel)"
+`, version, fakeCommit(version))
+	return pkg{Name: "pve-manager", Version: version, Depends: "proxmox-widget-toolkit",
+		Description: "Proxmox Virtual Environment Management Tools",
+		Files:       map[string]string{"/usr/bin/pveversion": script},
+		Modes:       map[string]uint32{"/usr/bin/pveversion": 0o755}}
+}
+
+// fakeCommit is a stable 16-hex-digit stand-in for the git hash in pveversion.
+func fakeCommit(version string) string {
+	var h uint64 = 1469598103934665603
+	for _, c := range version {
+		h = (h ^ uint64(c)) * 1099511628211
+	}
+	return fmt.Sprintf("%016x", h)
+}
+
+func toolkitPkg(version string) pkg {
+	return pkg{Name: "proxmox-widget-toolkit", Version: version,
+		Description: "Core Widgets and ExtJS Helper Classes for Proxmox Web UIs",
+		Files:       map[string]string{ProxmoxLibJS: ProxmoxLib(version)}}
+}
+
+// kernelPkgs returns the kernel image package and the meta package that pulls
+// it in. Installing a kernel marks the node as needing a reboot (B5) the way
+// Debian does: /run/reboot-required and /run/reboot-required.pkgs.
+func kernelPkgs(metaVersion, abi string) []pkg {
+	name := kernelPackage(abi)
+	return []pkg{
+		{Name: name, Version: strings.TrimSuffix(abi, "-pve"),
+			Description: "Proxmox Kernel Image (signed)",
+			Files: map[string]string{
+				"/boot/vmlinuz-" + abi:                 "gopve lab stand-in kernel image " + abi + "\n",
+				"/lib/modules/" + abi + "/modules.dep": "",
+			},
+			Postinst: fmt.Sprintf(`#!/bin/sh
+set -e
+if [ "$1" = configure ]; then
+  touch /run/reboot-required
+  echo %s >> /run/reboot-required.pkgs
+fi
+`, name)},
+		{Name: "proxmox-default-kernel", Version: metaVersion, Depends: name,
+			Description: "Default Proxmox Kernel Image"},
+	}
+}
+
+// debianExtras are tools a user's base role typically installs (the seed's
+// pve_base installs these). The lab's Debian suites are otherwise empty, so
+// they exist as tiny stand-ins with a version lower than any real one: a node
+// that already has the real package keeps it.
+var debianExtras = []string{"vim", "htop", "tmux", "git", "lsb-release"}
+
+func debianExtraPkg(name string) pkg {
+	return pkg{Name: name, Version: "0~gopvelab1", Description: name + " (gopve lab stand-in)",
+		Files: map[string]string{"/usr/share/doc/" + name + "/gopve-lab-stand-in": "This is not the real " + name + ".\n"}}
+}
+
+// noSubscriptionPkgs is what the no-subscription suite offers: both the
+// installed and the newer versions, as the real pool does.
+func noSubscriptionPkgs(r Release) []pkg {
+	ps := []pkg{
+		managerPkg(r, r.ManagerInstalled), managerPkg(r, r.ManagerNew),
+		toolkitPkg(r.ToolkitInstalled), toolkitPkg(r.ToolkitNew),
+	}
+	ps = append(ps, kernelPkgs(r.MetaInstalled, r.KernelInstalled)...)
+	ps = append(ps, kernelPkgs(r.MetaNew, r.KernelNew)...)
+	return ps
+}
+
+// installedPkgs is what a fresh node has: installed with dpkg -i at lab
+// creation, since on a real node they came from the enterprise repository the
+// node cannot reach.
+func installedPkgs(r Release) []pkg {
+	ps := []pkg{managerPkg(r, r.ManagerInstalled), toolkitPkg(r.ToolkitInstalled)}
+	return append(ps, kernelPkgs(r.MetaInstalled, r.KernelInstalled)...)
+}
