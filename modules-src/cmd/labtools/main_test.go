@@ -1,0 +1,106 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gopve/proxmox/modules-src/lab/tools"
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+func TestMain(m *testing.M) {
+	cmds := map[string]func() int{"labtools": func() int { return run(os.Args) }}
+	for _, n := range tools.Names() {
+		cmds[n] = func() int { return run(os.Args) }
+	}
+	os.Exit(testscript.RunMain(m, cmds))
+}
+
+// writeNode writes a node.json for a node whose state lives under dir.
+func writeNode(path, node, dir string, extra map[string]any) error {
+	n := map[string]any{"node": node, "pve": 9, "state_dir": filepath.Join(dir, "state"), "root": filepath.Join(dir, "root")}
+	for k, v := range extra {
+		n[k] = v
+	}
+	b, err := json.Marshal(n)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o600)
+}
+
+func loopWorks() bool {
+	if os.Geteuid() != 0 {
+		return false
+	}
+	f, err := os.CreateTemp("", "looptest")
+	if err != nil {
+		return false
+	}
+	defer os.Remove(f.Name())
+	f.Truncate(1 << 20)
+	f.Close()
+	out, err := exec.Command("losetup", "-f", "--show", f.Name()).Output()
+	if err != nil {
+		return false
+	}
+	exec.Command("losetup", "-d", strings.TrimSpace(string(out))).Run()
+	return true
+}
+
+func TestScripts(t *testing.T) {
+	loop := loopWorks()
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata",
+		Setup: func(e *testscript.Env) error {
+			nj := filepath.Join(e.WorkDir, "node.json")
+			e.Setenv("GOPVE_LAB_NODE_JSON", nj)
+			return writeNode(nj, "pve01", e.WorkDir, nil)
+		},
+		Condition: func(cond string) (bool, error) {
+			switch cond {
+			case "loop":
+				return loop, nil
+			case "root":
+				return os.Geteuid() == 0, nil
+			}
+			_, err := exec.LookPath(strings.TrimPrefix(cond, "have:"))
+			return err == nil, nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			// loopdev FILE VAR: attach FILE to a free loop device, export
+			// its path as $VAR and detach it when the script ends.
+			"loopdev": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 2 {
+					ts.Fatalf("usage: loopdev FILE VAR")
+				}
+				out, err := exec.Command("losetup", "-f", "--show", ts.MkAbs(args[0])).Output()
+				ts.Check(err)
+				dev := strings.TrimSpace(string(out))
+				ts.Defer(func() { exec.Command("losetup", "-d", dev).Run() })
+				ts.Setenv(args[1], dev)
+			},
+			// node NAME DIR [key=value...]: write a node.json for another
+			// node and point GOPVE_LAB_NODE_JSON at it.
+			"node": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) < 2 {
+					ts.Fatalf("usage: node NAME DIR [key=value...]")
+				}
+				extra := map[string]any{}
+				for _, kv := range args[2:] {
+					k, v, _ := strings.Cut(kv, "=")
+					extra[k] = v
+				}
+				dir := ts.MkAbs(args[1])
+				nj := filepath.Join(dir, "node.json")
+				ts.Check(os.MkdirAll(dir, 0o755))
+				ts.Check(writeNode(nj, args[0], dir, extra))
+				ts.Setenv("GOPVE_LAB_NODE_JSON", nj)
+			},
+		},
+	})
+}

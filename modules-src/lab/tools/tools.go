@@ -1,0 +1,47 @@
+// Package tools dispatches the lab's PVE/ZFS command-line stand-ins
+// (zpool, zfs, systemctl, update-initramfs, pvecm, pvesm, pvesh) by the name
+// they were called as. The labtools binary is installed under each name in
+// every lab node; see docs/contracts.md, "Lab".
+package tools
+
+import (
+	"sort"
+	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/tools/cli"
+	"github.com/gopve/proxmox/modules-src/lab/tools/nodecfg"
+	"github.com/gopve/proxmox/modules-src/lab/tools/zfs"
+)
+
+// commands maps a tool name to its entry point.
+var commands = map[string]func(env *cli.Env, node *nodecfg.Node) int{
+	"zpool": func(env *cli.Env, node *nodecfg.Node) int {
+		return (&zfs.Tool{Env: env, Node: node, Now: time.Now}).Zpool()
+	},
+	"zfs": func(env *cli.Env, node *nodecfg.Node) int {
+		return (&zfs.Tool{Env: env, Node: node, Now: time.Now}).Zfs()
+	},
+}
+
+// Names lists the tools, sorted (for installing the links).
+func Names() []string {
+	var out []string
+	for n := range commands {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Run runs tool name. It reports whether name is known.
+func Run(name string, env *cli.Env) (int, bool) {
+	fn, ok := commands[name]
+	if !ok {
+		return 0, false
+	}
+	node, err := nodecfg.Load(env.Getenv)
+	if err != nil {
+		return env.Fail(1, "%s: %v", name, err), true
+	}
+	return fn(env, node), true
+}

@@ -1,0 +1,826 @@
+package zfs
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/tools/cli"
+	"github.com/gopve/proxmox/modules-src/lab/tools/nodecfg"
+	"github.com/gopve/proxmox/modules-src/lab/tools/statefile"
+	"github.com/gopve/proxmox/modules-src/lab/tools/zfslabel"
+)
+
+// StateFile is the name of the ZFS state under state_dir.
+const StateFile = "zfs.json"
+
+// Tool runs zpool/zfs for one node.
+type Tool struct {
+	Env  *cli.Env
+	Node *nodecfg.Node
+	Now  func() time.Time
+}
+
+func (t *Tool) update(fn func(s *State) (bool, error)) error {
+	var s State
+	return statefile.Update(t.Node.StatePath(StateFile), &s, func() (bool, error) { return fn(&s) })
+}
+
+// exitErr carries an exit status through update's error path.
+type exitErr struct {
+	code int
+	msg  string
+}
+
+func (e *exitErr) Error() string { return e.msg }
+
+func fail(code int, format string, a ...any) error {
+	return &exitErr{code: code, msg: fmt.Sprintf(format, a...)}
+}
+
+func (t *Tool) finish(err error) int {
+	if err == nil {
+		return 0
+	}
+	if e, ok := err.(*exitErr); ok {
+		if e.msg != "" {
+			return t.Env.Fail(e.code, "%s", e.msg)
+		}
+		return e.code
+	}
+	return t.Env.Fail(1, "%v", err)
+}
+
+const zpoolUsage = `usage: zpool command args ...
+where 'command' is one of the following:
+
+	create [-fnd] [-o property=value] ... 
+	    [-O file-system-property=value] ... 
+	    [-m mountpoint] [-R root] <pool> <vdev> ...
+	destroy [-f] <pool>
+	export [-af] <pool> ...
+	get [-Hp] [-o "all" | field[,...]] <"all" | property[,...]> [pool] ...
+	import [-d dir] [-f] [pool | id]
+	labelclear [-f] <vdev>
+	list [-gHLpPv] [-o property[,...]] [pool] ...
+	scrub [-s | -p] <pool> ...
+	set <property=value> <pool>
+	status [-xP] [pool] ...
+`
+
+// Zpool runs the zpool stand-in.
+func (t *Tool) Zpool() int {
+	args := t.Env.Args
+	if len(args) == 0 {
+		t.Env.Errf("missing command\n%s", zpoolUsage)
+		return 2
+	}
+	cmd, rest := args[0], args[1:]
+	var err error
+	switch cmd {
+	case "create":
+		err = t.create(rest)
+	case "list":
+		err = t.list(rest)
+	case "status":
+		err = t.status(rest)
+	case "get":
+		err = t.poolGet(rest)
+	case "set":
+		err = t.poolSet(rest)
+	case "destroy":
+		err = t.destroy(rest)
+	case "export":
+		err = t.export(rest)
+	case "import":
+		err = t.importPool(rest)
+	case "scrub":
+		err = t.scrub(rest)
+	case "labelclear":
+		err = t.labelclear(rest)
+	case "-?", "help":
+		t.Env.Outf("%s", zpoolUsage)
+		return 0
+	default:
+		t.Env.Errf("unrecognized command '%s'\n%s", cmd, zpoolUsage)
+		return 2
+	}
+	return t.finish(err)
+}
+
+func usage(msg string) error { return fail(2, "%s\n%s", msg, strings.TrimRight(zpoolUsage, "\n")) }
+
+var reservedPool = regexp.MustCompile(`^(mirror|raidz[0-9]*|draid[0-9]*|spare|log|cache|special|dedup|c[0-9].*)$`)
+
+func checkPoolName(name string) error {
+	if reservedPool.MatchString(name) {
+		return fail(1, "cannot create '%s': name is reserved", name)
+	}
+	if name == "" || !(name[0] >= 'a' && name[0] <= 'z' || name[0] >= 'A' && name[0] <= 'Z') {
+		return fail(1, "cannot create '%s': name must begin with a letter", name)
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("_-.: ", c)) {
+			return fail(1, "cannot create '%s': invalid character '%c' in pool name", name, c)
+		}
+	}
+	return nil
+}
+
+var minDevices = map[string]int{"mirror": 2, "raidz1": 2, "raidz2": 3, "raidz3": 4}
+
+func (t *Tool) create(args []string) error {
+	opts, rest, err := cli.Getopt(args, "fndo:O:m:R:t:")
+	if err != nil {
+		return usage(err.Error())
+	}
+	force := false
+	poolProps := map[string]string{}
+	fsProps := map[string]string{}
+	mountpoint := ""
+	for _, o := range opts {
+		switch o.Name {
+		case 'f':
+			force = true
+		case 'o', 'O':
+			k, v, ok := strings.Cut(o.Value, "=")
+			if !ok {
+				return usage(fmt.Sprintf("missing '=' for property=value argument"))
+			}
+			if o.Name == 'o' {
+				def, ok := poolSettable[k]
+				if !ok {
+					return fail(2, "property '%s' is not a valid pool or vdev property", k)
+				}
+				cv, err := def.validate(v)
+				if err != nil {
+					return fail(1, "cannot create '%s': %v", firstOr(rest), err)
+				}
+				poolProps[k] = cv
+			} else {
+				def := datasetProp(k)
+				if def == nil && !isUserProp(k) {
+					return fail(1, "cannot create '%s': invalid property '%s'", firstOr(rest), k)
+				}
+				if def != nil {
+					cv, err := def.validate(v)
+					if err != nil {
+						return fail(1, "cannot create '%s': %v", firstOr(rest), err)
+					}
+					k, v = def.name, cv
+				}
+				fsProps[k] = v
+			}
+		case 'm':
+			mountpoint = o.Value
+		}
+	}
+	if len(rest) == 0 {
+		return usage("missing pool name argument")
+	}
+	if len(rest) == 1 {
+		return usage("missing vdev specification")
+	}
+	name := rest[0]
+	if err := checkPoolName(name); err != nil {
+		return err
+	}
+	// vdev specification: one optional layout keyword, then devices.
+	layout := "stripe"
+	devArgs := rest[1:]
+	switch kw := devArgs[0]; kw {
+	case "mirror", "raidz", "raidz1", "raidz2", "raidz3":
+		layout = kw
+		if kw == "raidz" {
+			layout = "raidz1"
+		}
+		devArgs = devArgs[1:]
+	}
+	for _, a := range devArgs {
+		if _, ok := minDevices[a]; ok || a == "raidz" || a == "log" || a == "cache" || a == "spare" || a == "special" {
+			return fail(1, "lab zpool: only one top-level vdev group is simulated (got '%s' after the first)", a)
+		}
+	}
+	if need := minDevices[layout]; len(devArgs) < max(need, 1) {
+		if len(devArgs) == 0 {
+			return fail(1, "invalid vdev specification: %s requires at least %d devices", layout, need)
+		}
+		return fail(1, "invalid vdev specification: %s requires at least %d devices", layout, need)
+	}
+	var leaves []*leaf
+	for _, a := range devArgs {
+		l, err := resolveLeaf(a)
+		if err != nil {
+			return fail(1, "%v", err)
+		}
+		leaves = append(leaves, l)
+	}
+	return t.update(func(s *State) (bool, error) {
+		var vdevErrs []string
+		fatal := false
+		for _, l := range leaves {
+			msg, hard := t.inUse(s, l, force)
+			if msg != "" {
+				vdevErrs = append(vdevErrs, msg)
+				fatal = fatal || hard
+			}
+		}
+		if len(vdevErrs) > 0 {
+			head := "use '-f' to override the following errors:"
+			if force {
+				head = "the following errors must be manually repaired:"
+			}
+			return false, fail(1, "invalid vdev specification\n%s\n%s", head, strings.Join(vdevErrs, "\n"))
+		}
+		seen := map[string]bool{}
+		for _, l := range leaves {
+			if seen[l.resolved] {
+				return false, fail(1, "cannot create '%s': one or more vdevs refer to the same device, or one of\nthe devices is part of an active md or lvm device", name)
+			}
+			seen[l.resolved] = true
+			if l.size < zfslabel.MinDeviceBytes {
+				return false, fail(1, "cannot create '%s': one or more devices is less than the minimum size (64M)", name)
+			}
+		}
+		if s.pool(name) != nil {
+			return false, fail(1, "cannot create '%s': pool already exists", name)
+		}
+		now := t.Now()
+		p := &Pool{Name: name, GUID: newGUID(), TopGUID: newGUID(), Layout: layout, Props: poolProps,
+			Created: now, TXG: 4, Ashift: 12}
+		if a, ok := poolProps["ashift"]; ok && a != "0" {
+			p.Ashift, _ = strconv.Atoi(a)
+		}
+		if layout == "stripe" || len(leaves) == 1 {
+			p.TopGUID = 0
+		}
+		for _, l := range leaves {
+			p.Devices = append(p.Devices, Device{Path: l.arg, Resolved: l.resolved, Size: l.size, GUID: newGUID(), File: l.file})
+		}
+		root := &Dataset{Name: name, Props: fsProps, Created: now}
+		if mountpoint != "" {
+			def := datasetProp("mountpoint")
+			if _, err := def.validate(mountpoint); err != nil {
+				return false, fail(1, "cannot create '%s': %v", name, err)
+			}
+			root.Props["mountpoint"] = mountpoint
+		}
+		p.Datasets = []*Dataset{root}
+		if err := t.writeLabels(p, zfslabel.StateActive); err != nil {
+			return false, err
+		}
+		// drop earlier exported/destroyed records of the same devices
+		var keep []*Pool
+		for _, o := range s.Pools {
+			if !sharesDevice(o, p) {
+				keep = append(keep, o)
+			}
+		}
+		s.Pools = append(keep, p)
+		if mp, _ := s.get(p, root, "mountpoint"); strings.HasPrefix(mp.value, "/") {
+			os.MkdirAll(t.Node.HostPath(mp.value), 0o755) // the mount itself is not simulated
+		}
+		return true, nil
+	})
+}
+
+func firstOr(a []string) string {
+	if len(a) > 0 {
+		return a[0]
+	}
+	return ""
+}
+
+func sharesDevice(a, b *Pool) bool {
+	for _, x := range a.Devices {
+		for _, y := range b.Devices {
+			if x.Resolved == y.Resolved {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// inUse mirrors check_slice/check_file: a device with a foreign signature
+// needs -f; a member of an active pool can never be reused. hard reports
+// an error -f cannot override.
+func (t *Tool) inUse(s *State, l *leaf, force bool) (msg string, hard bool) {
+	typ := signature(l.arg)
+	if typ == "" {
+		return "", false
+	}
+	if typ != "zfs_member" {
+		if force {
+			return "", false
+		}
+		return fmt.Sprintf("%s contains a filesystem of type '%s'", l.arg, typ), false
+	}
+	lab, _ := zfslabel.Read(l.arg)
+	if lab == nil {
+		return "", false
+	}
+	desc := ""
+	switch lab.State {
+	case zfslabel.StateActive:
+		desc = "potentially active"
+		for _, p := range s.Pools {
+			if p.Name == lab.Pool && p.GUID == lab.PoolGUID && !p.Exported {
+				desc = "active"
+			}
+		}
+	case zfslabel.StateExported:
+		desc = "exported"
+	case zfslabel.StateDestroyed:
+		return "", false
+	default:
+		desc = "unknown"
+	}
+	if desc == "active" {
+		return fmt.Sprintf("%s is part of active pool '%s'", l.arg, lab.Pool), true
+	}
+	if force {
+		return "", false
+	}
+	return fmt.Sprintf("%s is part of %s pool '%s'", l.arg, desc, lab.Pool), false
+}
+
+func (t *Tool) writeLabels(p *Pool, state uint64) error {
+	host := t.Node.Node
+	var kids []zfslabel.Child
+	var asize uint64
+	for _, d := range p.Devices {
+		kids = append(kids, zfslabel.Child{GUID: d.GUID, Path: d.Path, Type: leafKind(d)})
+		asize += p.asize(d)
+	}
+	vtype := ""
+	var nparity uint64
+	switch {
+	case p.Layout == "mirror":
+		vtype = "mirror"
+	case strings.HasPrefix(p.Layout, "raidz"):
+		vtype, nparity = "raidz", uint64(p.parity())
+	}
+	for _, d := range p.Devices {
+		l := &zfslabel.Label{Pool: p.Name, PoolGUID: p.GUID, GUID: d.GUID, TopGUID: p.TopGUID, State: state,
+			TXG: p.TXG, Hostname: host, Path: d.Path, Ashift: uint64(p.Ashift), VdevType: vtype, Nparity: nparity,
+			Children: kids, Asize: asize, Timestamp: t.Now()}
+		if vtype == "" {
+			l.TopGUID, l.VdevType, l.Asize = d.GUID, leafKind(d), p.asize(d)
+		}
+		if err := zfslabel.Write(d.Path, l); err != nil {
+			return fail(1, "cannot create '%s': %v", p.Name, err)
+		}
+	}
+	return nil
+}
+
+func leafKind(d Device) string {
+	if d.File {
+		return "file"
+	}
+	return "disk"
+}
+
+func (t *Tool) relabel(p *Pool, state uint64) {
+	p.TXG++
+	for _, d := range p.Devices {
+		if l, _ := zfslabel.Read(d.Path); l != nil && l.PoolGUID == p.GUID {
+			zfslabel.SetState(d.Path, l, state)
+		}
+	}
+}
+
+func (t *Tool) destroy(args []string) error {
+	_, rest, err := cli.Getopt(args, "f")
+	if err != nil {
+		return usage(err.Error())
+	}
+	if len(rest) != 1 {
+		return usage("missing pool argument")
+	}
+	return t.update(func(s *State) (bool, error) {
+		p := s.pool(rest[0])
+		if p == nil {
+			return false, fail(1, "cannot open '%s': no such pool", rest[0])
+		}
+		t.relabel(p, zfslabel.StateDestroyed)
+		for i, o := range s.Pools {
+			if o == p {
+				s.Pools = append(s.Pools[:i], s.Pools[i+1:]...)
+				break
+			}
+		}
+		return true, nil
+	})
+}
+
+func (t *Tool) export(args []string) error {
+	_, rest, err := cli.Getopt(args, "af")
+	if err != nil {
+		return usage(err.Error())
+	}
+	if len(rest) == 0 {
+		return usage("missing pool argument")
+	}
+	return t.update(func(s *State) (bool, error) {
+		for _, n := range rest {
+			p := s.pool(n)
+			if p == nil {
+				return false, fail(1, "cannot open '%s': no such pool", n)
+			}
+			t.relabel(p, zfslabel.StateExported)
+			p.Exported = true
+		}
+		return true, nil
+	})
+}
+
+func (t *Tool) importPool(args []string) error {
+	_, rest, err := cli.Getopt(args, "d:fN")
+	if err != nil {
+		return usage(err.Error())
+	}
+	return t.update(func(s *State) (bool, error) {
+		var avail []*Pool
+		for _, p := range s.Pools {
+			if p.Exported {
+				avail = append(avail, p)
+			}
+		}
+		if len(rest) == 0 {
+			if len(avail) == 0 {
+				t.Env.Errf("no pools available to import\n")
+				return false, nil
+			}
+			for _, p := range avail {
+				t.Env.Outf("   pool: %s\n     id: %d\n  state: ONLINE\n action: The pool can be imported using its name or numeric identifier.\n config:\n\n", p.Name, p.GUID)
+				t.writeConfig(p, false, false)
+				t.Env.Outf("\n")
+			}
+			return false, nil
+		}
+		for _, p := range avail {
+			if p.Name == rest[0] || strconv.FormatUint(p.GUID, 10) == rest[0] {
+				if s.pool(p.Name) != nil {
+					return false, fail(1, "cannot import '%s': a pool with that name already exists", p.Name)
+				}
+				p.Exported = false
+				t.relabel(p, zfslabel.StateActive)
+				return true, nil
+			}
+		}
+		return false, fail(1, "cannot import '%s': no such pool available", rest[0])
+	})
+}
+
+func (t *Tool) scrub(args []string) error {
+	_, rest, err := cli.Getopt(args, "spw")
+	if err != nil {
+		return usage(err.Error())
+	}
+	if len(rest) == 0 {
+		return usage("missing pool name argument")
+	}
+	return t.update(func(s *State) (bool, error) {
+		for _, n := range rest {
+			p := s.pool(n)
+			if p == nil {
+				return false, fail(1, "cannot open '%s': no such pool", n)
+			}
+			p.Props["lab:lastscrub"] = strconv.FormatInt(t.Now().Unix(), 10)
+		}
+		return true, nil
+	})
+}
+
+func (t *Tool) labelclear(args []string) error {
+	opts, rest, err := cli.Getopt(args, "f")
+	if err != nil || len(rest) != 1 {
+		return usage("missing vdev name")
+	}
+	return t.update(func(s *State) (bool, error) {
+		l, _ := zfslabel.Read(rest[0])
+		if l == nil {
+			return false, fail(1, "failed to check state for %s", rest[0])
+		}
+		if l.State == zfslabel.StateActive && s.pool(l.Pool) != nil {
+			return false, fail(1, "labelclear operation failed.\n\tVdev %s is a member (ACTIVE), of pool \"%s\".\n\tTo remove label information from this device, export or destroy\n\tthe pool, or remove %s from the configuration of this pool\n\tand retry the labelclear operation.", rest[0], l.Pool, rest[0])
+		}
+		if l.State == zfslabel.StateExported && len(opts) == 0 {
+			return false, fail(1, "use '-f' to override the following error:\n%s is a member of exported pool \"%s\"", rest[0], l.Pool)
+		}
+		return false, zfslabel.Wipe(rest[0])
+	})
+}
+
+func (t *Tool) selectPools(s *State, names []string) ([]*Pool, error) {
+	if len(names) == 0 {
+		return s.imported(), nil
+	}
+	var out []*Pool
+	for _, n := range names {
+		p := s.pool(n)
+		if p == nil {
+			return out, fail(1, "cannot open '%s': no such pool", n)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+var listDefault = []string{"name", "size", "allocated", "free", "checkpoint", "expandsize", "fragmentation", "capacity", "dedupratio", "health", "altroot"}
+
+var poolColumn = map[string]column{
+	"name": {header: "NAME"}, "size": {header: "SIZE", right: true, min: 5}, "allocated": {header: "ALLOC", right: true, min: 5},
+	"free": {header: "FREE", right: true, min: 5}, "checkpoint": {header: "CKPOINT", right: true, min: 5},
+	"expandsize": {header: "EXPANDSZ", right: true, min: 5}, "fragmentation": {header: "FRAG", right: true, min: 5},
+	"capacity": {header: "CAP", right: true, min: 5}, "dedupratio": {header: "DEDUP", right: true, min: 5},
+	"health": {header: "HEALTH", right: true, min: 8}, "altroot": {header: "ALTROOT"}, "guid": {header: "GUID"},
+	"ashift": {header: "ASHIFT", right: true, min: 5},
+}
+
+func (t *Tool) list(args []string) error {
+	opts, rest, err := cli.Getopt(args, "gHLpPvo:T:")
+	if err != nil {
+		return usage(err.Error())
+	}
+	scripted, parsable := false, false
+	fields := listDefault
+	for _, o := range opts {
+		switch o.Name {
+		case 'H':
+			scripted = true
+		case 'p':
+			parsable = true
+		case 'o':
+			fields = nil
+			for _, f := range strings.Split(o.Value, ",") {
+				n, ok := poolPropName(f)
+				if !ok && f != "name" {
+					return usage(fmt.Sprintf("bad property list: invalid property '%s'", f))
+				}
+				fields = append(fields, n)
+			}
+		}
+	}
+	var s State
+	if err := statefile.Read(t.Node.StatePath(StateFile), &s); err != nil {
+		return err
+	}
+	pools, perr := t.selectPools(&s, rest)
+	if len(pools) == 0 && perr == nil {
+		t.Env.Outf("no pools available\n")
+		return nil
+	}
+	var cols []column
+	for _, f := range fields {
+		c, ok := poolColumn[f]
+		if !ok {
+			c = column{header: strings.ToUpper(f)}
+		}
+		cols = append(cols, c)
+	}
+	var rows [][]string
+	for _, p := range pools {
+		var r []string
+		for _, f := range fields {
+			if f == "name" {
+				r = append(r, p.Name)
+				continue
+			}
+			r = append(r, poolValue(p, f, parsable))
+		}
+		rows = append(rows, r)
+	}
+	if len(rows) > 0 {
+		writeTable(t.Env.Stdout, cols, rows, scripted, false)
+	}
+	return perr
+}
+
+func poolValue(p *Pool, f string, parsable bool) string {
+	v := p.getProp(f)
+	if parsable && v.isNum {
+		return strconv.FormatUint(v.raw, 10)
+	}
+	return v.value
+}
+
+func (t *Tool) poolGet(args []string) error {
+	opts, rest, err := cli.Getopt(args, "Hpo:")
+	if err != nil {
+		return usage(err.Error())
+	}
+	if len(rest) == 0 {
+		return usage("missing property argument")
+	}
+	scripted, parsable := false, false
+	fields := []string{"name", "property", "value", "source"}
+	for _, o := range opts {
+		switch o.Name {
+		case 'H':
+			scripted = true
+		case 'p':
+			parsable = true
+		case 'o':
+			if o.Value != "all" {
+				fields = strings.Split(o.Value, ",")
+			}
+		}
+	}
+	var props []string
+	if rest[0] == "all" {
+		props = poolPropNames
+	} else {
+		for _, n := range strings.Split(rest[0], ",") {
+			pn, ok := poolPropName(n)
+			if !ok && !isUserProp(n) {
+				return usage(fmt.Sprintf("bad property list: invalid property '%s'", n))
+			}
+			props = append(props, pn)
+		}
+	}
+	var s State
+	if err := statefile.Read(t.Node.StatePath(StateFile), &s); err != nil {
+		return err
+	}
+	pools, perr := t.selectPools(&s, rest[1:])
+	if perr != nil {
+		return perr
+	}
+	var rows [][]string
+	for _, p := range pools {
+		for _, pr := range props {
+			var v valueSource
+			if isUserProp(pr) {
+				v = valueSource{value: "-", source: "-"}
+				if x, ok := p.Props[pr]; ok {
+					v = valueSource{value: x, source: "local"}
+				}
+			} else {
+				v = p.getProp(pr)
+			}
+			val := v.value
+			if parsable && v.isNum {
+				val = strconv.FormatUint(v.raw, 10)
+			}
+			cells := map[string]string{"name": p.Name, "property": pr, "value": val, "source": v.source}
+			var r []string
+			for _, f := range fields {
+				r = append(r, cells[f])
+			}
+			rows = append(rows, r)
+		}
+	}
+	var cols []column
+	for _, f := range fields {
+		cols = append(cols, column{header: strings.ToUpper(f)})
+	}
+	writeTable(t.Env.Stdout, cols, rows, scripted, false)
+	return nil
+}
+
+func (t *Tool) poolSet(args []string) error {
+	if len(args) != 2 {
+		return usage("missing property=value argument")
+	}
+	k, v, ok := strings.Cut(args[0], "=")
+	if !ok {
+		return usage("missing '=' for property=value argument")
+	}
+	return t.update(func(s *State) (bool, error) {
+		p := s.pool(args[1])
+		if p == nil {
+			return false, fail(1, "cannot open '%s': no such pool", args[1])
+		}
+		if isUserProp(k) {
+			p.Props[k] = v
+			return true, nil
+		}
+		name, known := poolPropName(k)
+		def, settable := poolSettable[name]
+		switch {
+		case !known:
+			return false, fail(1, "cannot set property for '%s': invalid property '%s'", p.Name, k)
+		case !settable || name == "altroot":
+			return false, fail(1, "cannot set property for '%s': property '%s' is readonly", p.Name, name)
+		}
+		cv, err := def.validate(v)
+		if err != nil {
+			return false, fail(1, "cannot set property for '%s': %v", p.Name, err)
+		}
+		// Z4: like real ZFS, `zpool set ashift` only changes the property used
+		// for vdevs added later; existing vdevs keep the ashift of creation.
+		if p.Props == nil {
+			p.Props = map[string]string{}
+		}
+		p.Props[name] = cv
+		return true, nil
+	})
+}
+
+func (t *Tool) status(args []string) error {
+	opts, rest, err := cli.Getopt(args, "xPLvgpt")
+	if err != nil {
+		return usage(err.Error())
+	}
+	full, onlyBad := false, false
+	for _, o := range opts {
+		switch o.Name {
+		case 'P':
+			full = true
+		case 'x':
+			onlyBad = true
+		}
+	}
+	var s State
+	if err := statefile.Read(t.Node.StatePath(StateFile), &s); err != nil {
+		return err
+	}
+	pools, perr := t.selectPools(&s, rest)
+	if perr != nil {
+		return perr
+	}
+	if len(pools) == 0 {
+		t.Env.Outf("no pools available\n")
+		return nil
+	}
+	if onlyBad {
+		t.Env.Outf("all pools are healthy\n")
+		return nil
+	}
+	for i, p := range pools {
+		if i > 0 {
+			t.Env.Outf("\n")
+		}
+		t.Env.Outf("  pool: %s\n state: ONLINE\n", p.Name)
+		if ts, ok := p.Props["lab:lastscrub"]; ok {
+			sec, _ := strconv.ParseInt(ts, 10, 64)
+			t.Env.Outf("  scan: scrub repaired 0B in 00:00:01 with 0 errors on %s\n", time.Unix(sec, 0).UTC().Format("Mon Jan _2 15:04:05 2006"))
+		}
+		t.Env.Outf("config:\n\n")
+		t.writeConfig(p, full, true)
+		t.Env.Outf("\nerrors: No known data errors\n")
+	}
+	return nil
+}
+
+func vdevName(d Device, full bool) string {
+	if full {
+		return d.Path
+	}
+	return filepath.Base(d.Path)
+}
+
+// writeConfig prints the vdev tree as print_status_config does: a tab,
+// the name indented by depth and padded to the widest name (at least 10).
+func (t *Tool) writeConfig(p *Pool, full, counters bool) {
+	type row struct {
+		depth int
+		name  string
+	}
+	rows := []row{{0, p.Name}}
+	depth := 2
+	switch {
+	case p.Layout == "mirror" || strings.HasPrefix(p.Layout, "raidz"):
+		rows = append(rows, row{2, p.Layout + "-0"})
+		depth = 4
+	}
+	for _, d := range p.Devices {
+		rows = append(rows, row{depth, vdevName(d, full)})
+	}
+	width := 10
+	for _, r := range rows {
+		width = max(width, r.depth+len(r.name))
+	}
+	if counters {
+		t.Env.Outf("\t%-*s  %-8s %5s %5s %5s\n", width, "NAME", "STATE", "READ", "WRITE", "CKSUM")
+	}
+	for _, r := range rows {
+		if counters {
+			t.Env.Outf("\t%*s%-*s  %-8s %5s %5s %5s\n", r.depth, "", width-r.depth, r.name, "ONLINE", "0", "0", "0")
+		} else {
+			t.Env.Outf("\t%*s%-*s  %s\n", r.depth, "", width-r.depth, r.name, "ONLINE")
+		}
+	}
+}
+
+// PoolNames lists imported pools (for systemd's zfs-scrub instances and tests).
+func PoolNames(statePath string) ([]string, error) {
+	var s State
+	if err := statefile.Read(statePath, &s); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, p := range s.imported() {
+		out = append(out, p.Name)
+	}
+	sort.Strings(out)
+	return out, nil
+}
