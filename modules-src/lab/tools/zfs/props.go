@@ -356,4 +356,3 @@ func (p *Pool) getProp(name string) valueSource {
 	}
 	return valueSource{value: def.def, source: "default"}
 }
-
