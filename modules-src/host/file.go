@@ -165,3 +165,11 @@ func (r Root) VerifyFile(c *FileChange) error {
 func BackupName(path string, now time.Time) string {
 	return fmt.Sprintf("%s.%s~", path, now.UTC().Format("2006-01-02@15:04:05"))
 }
+
+// Remove deletes a file; a file that is already gone is not an error.
+func (r Root) Remove(path string) error {
+	if err := os.Remove(r.Path(path)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove %s: %w", path, err)
+	}
+	return nil
+}

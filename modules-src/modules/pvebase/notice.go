@@ -1,0 +1,195 @@
+package pvebase
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io/fs"
+	"regexp"
+
+	"github.com/gopve/proxmox/modules-src/ansible"
+	"github.com/gopve/proxmox/modules-src/host"
+	"github.com/gopve/proxmox/modules-src/host/apt"
+)
+
+const (
+	proxmoxlib  = "/usr/share/javascript/proxmox-widget-toolkit/proxmoxlib.js"
+	toolkitPkg  = "proxmox-widget-toolkit"
+	hookConf    = "/etc/apt/apt.conf.d/99gopve-subscription-notice"
+	hookScript  = "/usr/local/sbin/gopve-subscription-notice"
+	patchedMark = "void({ //"
+)
+
+// nag is the start of the dialog the web UI shows without a subscription;
+// replacing it with "void({ //" turns the call into a no-op expression and
+// comments out the rest of its first line, the well-known patch the seed's
+// role applied.
+var nag = regexp.MustCompile(`Ext\.Msg\.show\(\{\s+title: gettext\('No valid sub`)
+
+// hookConfText runs the script after every dpkg run; the script is a no-op
+// when the file is already patched.
+const hookConfText = `// Managed by gopve.proxmox pve_base (subscription_notice_hook): re-apply the
+// subscription notice patch when a package upgrade rewrites proxmoxlib.js.
+DPkg::Post-Invoke { "if [ -x ` + hookScript + ` ]; then ` + hookScript + `; fi"; };
+`
+
+// The sed expression is the same replacement as nag (GNU sed -z reads the
+// whole file as one record, so \s+ can span the line break).
+const hookScriptText = `#!/bin/sh
+# Managed by gopve.proxmox pve_base (subscription_notice_hook).
+# Re-applies the subscription notice patch after proxmox-widget-toolkit
+# upgrades rewrite proxmoxlib.js, and restarts pveproxy only if it changed.
+f=` + proxmoxlib + `
+[ -f "$f" ] || exit 0
+before=$(cksum < "$f")
+sed -z -E -i "s/Ext\.Msg\.show\(\{\s+title: gettext\('No valid sub/void({ \/\//" "$f" || exit 0
+[ "$before" = "$(cksum < "$f")" ] || systemctl try-restart pveproxy.service || true
+exit 0
+`
+
+// planNotice is stage 5, after the upgrade on purpose (B3).
+func (m *base) planNotice(ctx context.Context, pending ansible.Pending) ([]ansible.Change, error) {
+	var changes []ansible.Change
+	hookCh, hookInPlace, err := m.planHook()
+	if err != nil {
+		return nil, err
+	}
+	if m.p.RemoveNotice {
+		ch, err := m.planPatch(pending, hookInPlace)
+		if err != nil {
+			return nil, err
+		}
+		changes = append(changes, ch...)
+	}
+	return append(changes, hookCh...), nil
+}
+
+func (m *base) toolkitUpgradePending(pending ansible.Pending) bool {
+	if !pending.Has("packages:upgrade") && !pending.Has("packages:install") {
+		return false
+	}
+	for _, p := range append(append([]apt.Pkg(nil), m.upgradePlan.Install...), m.installPlan.Install...) {
+		if p.Name == toolkitPkg {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *base) planPatch(pending ansible.Pending, hookInPlace bool) ([]ansible.Change, error) {
+	cur, err := m.env.Root.ReadFile(proxmoxlib)
+	if err != nil {
+		return nil, err
+	}
+	if m.toolkitUpgradePending(pending) {
+		// Check mode with a pending toolkit upgrade: the upgrade will bring
+		// back the notice, and the patch will be re-applied after it — by
+		// the hook if it is already installed, else by this stage.
+		if hookInPlace {
+			return nil, nil
+		}
+		return []ansible.Change{{
+			ID:      "notice:patch",
+			Summary: "remove the subscription notice from " + proxmoxlib + " (after the " + toolkitPkg + " upgrade) and restart pveproxy",
+			Apply:   func(context.Context) error { return fmt.Errorf("internal error: predicted change applied") },
+			Verify:  func(context.Context) error { return nil },
+		}}, nil
+	}
+	if !cur.Exists {
+		m.r.Warn(proxmoxlib + " does not exist (is " + toolkitPkg + " installed?); subscription notice left alone")
+		return nil, nil
+	}
+	if !nag.Match(cur.Content) {
+		if !bytes.Contains(cur.Content, []byte(patchedMark)) {
+			m.r.Warn(proxmoxlib + " does not contain the expected subscription check (changed upstream?); nothing patched")
+		}
+		return nil, nil
+	}
+	desired := nag.ReplaceAll(cur.Content, []byte(patchedMark))
+	fc := host.PlanFrom(cur, desired, 0)
+	fc.Backup = true
+	ch := m.fileChange("notice:patch", "remove the subscription notice from "+proxmoxlib+" and restart pveproxy", fc)
+	// The JavaScript diff is a 500 kB file; show only the lines that change.
+	ch.Diff = &ansible.Diff{Before: nagLines(cur.Content), After: nagLines(desired), BeforeHeader: proxmoxlib, AfterHeader: proxmoxlib}
+	write := ch.Apply
+	ch.Apply = func(ctx context.Context) error {
+		if err := write(ctx); err != nil {
+			return err
+		}
+		_, err := m.env.Runner.Run(ctx, host.Command{Name: "systemctl", Args: []string{"restart", "pveproxy.service"}})
+		return err
+	}
+	check := ch.Verify
+	ch.Verify = func(ctx context.Context) error {
+		if err := check(ctx); err != nil {
+			return err
+		}
+		if _, err := m.env.Runner.Run(ctx, host.Command{Name: "systemctl", Args: []string{"is-active", "pveproxy.service"}}); err != nil {
+			return fmt.Errorf("pveproxy is not active after the restart: %w", err)
+		}
+		return nil
+	}
+	return []ansible.Change{ch}, nil
+}
+
+// nagLines returns the lines around the subscription check, for the diff.
+func nagLines(content []byte) string {
+	loc := nag.FindIndex(content)
+	if loc == nil {
+		loc = []int{bytes.Index(content, []byte(patchedMark)), 0}
+		if loc[0] < 0 {
+			return ""
+		}
+		loc[1] = loc[0] + len(patchedMark)
+	}
+	start := bytes.LastIndexByte(content[:loc[0]], '\n') + 1
+	end := loc[1]
+	if i := bytes.IndexByte(content[end:], '\n'); i >= 0 {
+		end += i + 1
+	}
+	return string(content[start:end])
+}
+
+// planHook installs or removes the DPkg::Post-Invoke hook. hookInPlace says
+// whether the hook is already installed as wanted (it then re-applies the
+// patch after a toolkit upgrade in this very run).
+func (m *base) planHook() (changes []ansible.Change, hookInPlace bool, err error) {
+	files := []struct {
+		path string
+		text string
+		mode fs.FileMode
+	}{{hookScript, hookScriptText, 0o755}, {hookConf, hookConfText, 0o644}}
+	inPlace := true
+	for _, f := range files {
+		cur, err := m.env.Root.ReadFile(f.path)
+		if err != nil {
+			return nil, false, err
+		}
+		if !m.p.NoticeHook {
+			if cur.Exists {
+				p := f.path
+				changes = append(changes, ansible.Change{
+					ID:      "notice:hook-remove:" + p,
+					Summary: "remove " + p + " (subscription_notice_hook is false)",
+					Diff:    &ansible.Diff{Before: string(cur.Content), After: "", BeforeHeader: p, AfterHeader: p + " (absent)"},
+					Apply:   func(context.Context) error { return m.env.Root.Remove(p) },
+					Verify: func(context.Context) error {
+						st, err := m.env.Root.ReadFile(p)
+						if err == nil && st.Exists {
+							err = fmt.Errorf("%s still exists", p)
+						}
+						return err
+					},
+				})
+			}
+			inPlace = false
+			continue
+		}
+		fc := host.PlanFrom(cur, []byte(f.text), f.mode)
+		if fc != nil {
+			inPlace = false
+			changes = append(changes, m.fileChange("notice:hook:"+f.path, "install the subscription notice hook "+f.path, fc))
+		}
+	}
+	return changes, inPlace, nil
+}

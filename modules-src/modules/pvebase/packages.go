@@ -1,0 +1,225 @@
+package pvebase
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/gopve/proxmox/modules-src/ansible"
+	"github.com/gopve/proxmox/modules-src/host/apt"
+)
+
+// prepareAPT makes m.client see the package lists a real run would see at
+// this point: refreshed after the repository stage (B2). In a real run the
+// repository files are already written, so the real lists are refreshed. In
+// check mode a sandbox holding the predicted repository files is refreshed
+// instead, so nothing under /etc/apt or /var/lib/apt changes.
+func (m *base) prepareAPT(ctx context.Context) error {
+	if m.client.Runner != nil {
+		return nil
+	}
+	m.client = apt.Client{Runner: m.env.Runner}
+	refresh := m.changed || m.p.UpdateCache
+	if !refresh {
+		return nil
+	}
+	if m.r.CheckMode() {
+		files := map[string][]byte{}
+		for p, f := range m.files {
+			files[p] = f.Bytes()
+		}
+		sb, err := apt.NewSandbox(files)
+		if err != nil {
+			return err
+		}
+		m.sandbox = sb
+		m.client.Opts = sb.Opts
+	}
+	warnings, err := m.client.Update(ctx)
+	for _, w := range warnings {
+		m.r.Warn("apt-get update: " + w)
+	}
+	if err != nil {
+		return fmt.Errorf("%w (fix the repository or disable it with the matching *_repo option)", err)
+	}
+	return nil
+}
+
+func (m *base) cleanup() {
+	if m.sandbox != nil {
+		m.sandbox.Close()
+	}
+}
+
+func pkgList(ps []apt.Pkg) string {
+	parts := make([]string, 0, len(ps))
+	for _, p := range ps {
+		switch {
+		case p.From == "":
+			parts = append(parts, fmt.Sprintf("%s (%s)", p.Name, p.To))
+		default:
+			parts = append(parts, fmt.Sprintf("%s %s → %s", p.Name, p.From, p.To))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// planInstall is stage 2: extra packages that are not installed.
+func (m *base) planInstall(ctx context.Context, _ ansible.Pending) ([]ansible.Change, error) {
+	if len(m.p.ExtraPackages) == 0 && m.p.Upgrade == "none" {
+		return nil, nil
+	}
+	if err := m.prepareAPT(ctx); err != nil {
+		return nil, err
+	}
+	if len(m.p.ExtraPackages) == 0 {
+		return nil, nil
+	}
+	have, err := apt.Installed(ctx, m.env.Runner, m.p.ExtraPackages)
+	if err != nil {
+		return nil, err
+	}
+	var missing []string
+	for _, p := range m.p.ExtraPackages {
+		if _, ok := have[p]; !ok {
+			missing = append(missing, p)
+		}
+	}
+	if len(missing) == 0 {
+		return nil, nil
+	}
+	plan, err := m.client.SimulateInstall(ctx, missing)
+	if err != nil {
+		return nil, fmt.Errorf("extra_packages: %w", err)
+	}
+	m.installPlan = plan
+	return []ansible.Change{{
+		ID:      "packages:install",
+		Summary: "install " + pkgList(plan.Install),
+		Diff:    versionsDiff("packages", plan.Install),
+		Apply:   func(ctx context.Context) error { return apt.Client{Runner: m.env.Runner}.Install(ctx, missing) },
+		Verify: func(ctx context.Context) error {
+			have, err := apt.Installed(ctx, m.env.Runner, missing)
+			if err != nil {
+				return err
+			}
+			var still []string
+			for _, p := range missing {
+				if _, ok := have[p]; !ok {
+					still = append(still, p)
+				}
+			}
+			if len(still) > 0 {
+				return fmt.Errorf("still not installed: %s", strings.Join(still, ", "))
+			}
+			return nil
+		},
+	}}, nil
+}
+
+// versionsDiff shows package versions as a structured before/after diff.
+func versionsDiff(header string, ps []apt.Pkg) *ansible.Diff {
+	before, after := map[string]any{}, map[string]any{}
+	for _, p := range ps {
+		if p.From != "" {
+			before[p.Name] = p.From
+		}
+		after[p.Name] = p.To
+	}
+	return &ansible.Diff{Before: before, After: after, BeforeHeader: header, AfterHeader: header}
+}
+
+// kernelPkg matches packages whose upgrade means a reboot is pending (B5).
+var kernelPkg = regexp.MustCompile(`^(proxmox-kernel-|pve-kernel-|linux-image-)`)
+
+// planUpgrade is stage 3: dist-upgrade, and the proof afterwards that
+// nothing the configured repositories offer is left behind (B2).
+func (m *base) planUpgrade(ctx context.Context, pending ansible.Pending) ([]ansible.Change, error) {
+	for _, p := range m.installPlan.Install {
+		if kernelPkg.MatchString(p.Name) {
+			m.reboot = append(m.reboot, "kernel package "+p.Name+" installed")
+		}
+	}
+	if m.p.Upgrade == "none" {
+		return nil, nil
+	}
+	if err := m.prepareAPT(ctx); err != nil {
+		return nil, err
+	}
+	plan, err := m.client.SimulateDistUpgrade(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if pending.Has("packages:install") {
+		// check mode: what the install brings is not upgraded a second time
+		done := map[string]bool{}
+		for _, p := range m.installPlan.Install {
+			done[p.Name] = true
+		}
+		var rest []apt.Pkg
+		for _, p := range plan.Install {
+			if !done[p.Name] {
+				rest = append(rest, p)
+			}
+		}
+		plan.Install = rest
+	}
+	m.upgradePlan = plan
+	m.upgraded = append([]apt.Pkg(nil), plan.Install...)
+	for _, p := range plan.Install {
+		if kernelPkg.MatchString(p.Name) {
+			m.reboot = append(m.reboot, "kernel package "+p.Name+" upgraded to "+p.To)
+		}
+	}
+	if plan.Empty() {
+		return nil, nil
+	}
+	summary := "dist-upgrade " + pkgList(plan.Install)
+	if len(plan.Install) == 0 {
+		summary = "dist-upgrade"
+	}
+	if len(plan.Remove) > 0 {
+		summary += "; remove " + strings.Join(plan.Remove, ", ")
+	}
+	return []ansible.Change{{
+		ID:      "packages:upgrade",
+		Summary: summary,
+		Diff:    versionsDiff("packages", plan.Install),
+		Apply: func(ctx context.Context) error {
+			return apt.Client{Runner: m.env.Runner}.DistUpgrade(ctx)
+		},
+		Verify: func(ctx context.Context) error {
+			left, err := apt.Client{Runner: m.env.Runner}.SimulateDistUpgrade(ctx)
+			if err != nil {
+				return err
+			}
+			if !left.Empty() {
+				var names []string
+				for _, p := range left.Install {
+					names = append(names, p.Name)
+				}
+				names = append(names, left.KeptBack...)
+				names = append(names, left.Remove...)
+				sort.Strings(names)
+				return fmt.Errorf("still upgradable from the configured repositories after dist-upgrade: %s (see apt-cache policy)", strings.Join(names, ", "))
+			}
+			// report the versions really installed, not the ones predicted
+			names := make([]string, 0, len(plan.Install))
+			for _, p := range plan.Install {
+				names = append(names, p.Name)
+			}
+			got, err := apt.Installed(ctx, m.env.Runner, names)
+			if err != nil {
+				return err
+			}
+			for i, p := range m.upgraded {
+				if v, ok := got[p.Name]; ok {
+					m.upgraded[i].To = v
+				}
+			}
+			return nil
+		},
+	}}, nil
+}

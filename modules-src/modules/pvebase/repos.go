@@ -1,0 +1,346 @@
+package pvebase
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/gopve/proxmox/modules-src/ansible"
+	"github.com/gopve/proxmox/modules-src/host"
+	"github.com/gopve/proxmox/modules-src/host/apt"
+)
+
+// base carries what one run learns from stage to stage.
+type base struct {
+	r   *ansible.Run
+	env Env
+	p   params
+
+	suite   string
+	format  apt.Format
+	files   map[string]*apt.File   // every repository file, as the run leaves it
+	before  map[string]host.FileState
+	repos   []repoDef
+	changed bool // a repository file changes in this run
+
+	client  apt.Client   // APT as the packages stages must see it
+	sandbox *apt.Sandbox // check mode only
+
+	installPlan apt.Plan
+	upgradePlan apt.Plan
+	upgraded    []apt.Pkg
+	reboot      []string // reasons a reboot is pending
+}
+
+// repoDef is one of the four Proxmox repositories this module manages.
+type repoDef struct {
+	Name      string // pve-enterprise …
+	Option    string // the option choosing its state
+	Want      string // enabled | disabled
+	URI       string
+	Component string
+	File      string // base name of the file we create, without extension
+}
+
+// Default repository URLs; Ceph ones take the release.
+const (
+	defPVEEnterprise     = "https://enterprise.proxmox.com/debian/pve"
+	defPVENoSubscription = "http://download.proxmox.com/debian/pve"
+	defCephEnterprise    = "https://enterprise.proxmox.com/debian/ceph-{ceph_release}"
+	defCephNoSub         = "http://download.proxmox.com/debian/ceph-{ceph_release}"
+	defSignedBy          = "/usr/share/keyrings/proxmox-archive-keyring.gpg"
+)
+
+func (m *base) url(key, def, cephRelease string) string {
+	u := def
+	if v := m.p.RepositoryURLs[key]; v != "" {
+		u = v
+	}
+	return strings.TrimRight(strings.ReplaceAll(u, "{ceph_release}", cephRelease), "/")
+}
+
+// cephReleaseOnNode finds the Ceph release already configured (any entry
+// whose URI ends in /ceph-<release>), so a node on reef is not switched to
+// squid behind the user's back.
+func cephReleaseOnNode(files map[string]*apt.File) string {
+	names := sortedKeys(files)
+	for _, n := range names {
+		for _, e := range files[n].Entries() {
+			for _, u := range e.URIs {
+				b := path.Base(strings.TrimRight(u, "/"))
+				if rel, ok := strings.CutPrefix(b, "ceph-"); ok && rel != "" {
+					return rel
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// planRepos is stage 1.
+func (m *base) planRepos(_ context.Context, _ ansible.Pending) ([]ansible.Change, error) {
+	m.suite = m.p.Suite
+	if m.suite == "" {
+		osr, err := apt.ReadOSRelease(m.env.Root)
+		if err != nil {
+			return nil, fmt.Errorf("suite: %w", err)
+		}
+		m.suite = osr.VersionCodename
+	}
+	switch m.p.RepoFormat {
+	case "deb822":
+		m.format = apt.Deb822
+	case "list":
+		m.format = apt.OneLine
+	default:
+		// Debian 12 and older read .list; deb822 became the default in 13 (B1).
+		m.format = apt.Deb822
+		if m.suite == "bookworm" || m.suite == "bullseye" || m.suite == "buster" {
+			m.format = apt.OneLine
+		}
+	}
+	files, err := apt.ReadAll(m.env.Root)
+	if err != nil {
+		return nil, err
+	}
+	m.files, m.before = map[string]*apt.File{}, map[string]host.FileState{}
+	for _, f := range files {
+		m.files[f.Path] = f
+		st, err := m.env.Root.ReadFile(f.Path)
+		if err != nil {
+			return nil, err
+		}
+		m.before[f.Path] = st
+	}
+	ceph := m.p.CephRelease
+	if ceph == "" {
+		ceph = cephReleaseOnNode(m.files)
+	}
+	if ceph == "" {
+		ceph = "squid"
+		if m.suite == "bookworm" {
+			ceph = "reef"
+		}
+	}
+	m.repos = []repoDef{
+		{"pve-enterprise", "enterprise_repo", m.p.EnterpriseRepo, m.url("pve_enterprise", defPVEEnterprise, ceph), "pve-enterprise", "pve-enterprise"},
+		{"pve-no-subscription", "no_subscription_repo", m.p.NoSubscriptionRepo, m.url("pve_no_subscription", defPVENoSubscription, ceph), "pve-no-subscription", "pve-no-subscription"},
+		{"ceph-enterprise", "ceph_enterprise_repo", m.p.CephEnterpriseRepo, m.url("ceph_enterprise", defCephEnterprise, ceph), "enterprise", "ceph"},
+		{"ceph-no-subscription", "ceph_no_subscription_repo", m.p.CephNoSubscriptionRepo, m.url("ceph_no_subscription", defCephNoSub, ceph), "no-subscription", "ceph-no-subscription"},
+	}
+	why := map[string][]string{} // file → what we do to it
+	for _, d := range m.repos {
+		acts, err := m.converge(d)
+		if err != nil {
+			return nil, err
+		}
+		for f, a := range acts {
+			why[f] = append(why[f], a)
+		}
+	}
+	var changes []ansible.Change
+	for _, p := range sortedKeys(m.files) {
+		f := m.files[p]
+		mode := m.before[p].Mode
+		if m.owned(p) || !m.before[p].Exists {
+			mode = 0o644 // files we own are 0644 whatever they were
+		}
+		fc := host.PlanFrom(m.before[p], f.Bytes(), mode)
+		if fc == nil {
+			continue
+		}
+		summary := strings.Join(why[p], ", ")
+		if summary == "" {
+			summary = "set mode 0644"
+		}
+		changes = append(changes, m.fileChange("repo:"+p, summary+" in "+p, fc))
+	}
+	m.changed = len(changes) > 0
+	return changes, nil
+}
+
+// owned tells whether a file is one of the repository files named after the
+// repositories this module manages.
+func (m *base) owned(p string) bool {
+	if path.Dir(p) != apt.SourcesDir {
+		return false
+	}
+	b := path.Base(p)
+	for _, d := range m.repos {
+		if b == d.File+".sources" || b == d.File+".list" {
+			return true
+		}
+	}
+	return false
+}
+
+// fileChange wraps a planned file write as a driver change.
+func (m *base) fileChange(id, summary string, fc *host.FileChange) ansible.Change {
+	d := fc.Diff()
+	return ansible.Change{
+		ID:      id,
+		Summary: summary,
+		Diff:    &ansible.Diff{Before: d.Before, After: d.After, BeforeHeader: d.BeforeHeader, AfterHeader: d.AfterHeader},
+		Apply: func(context.Context) error {
+			_, err := m.env.Root.ApplyFile(fc, m.env.Now())
+			return err
+		},
+		Verify: func(context.Context) error { return m.env.Root.VerifyFile(fc) },
+	}
+}
+
+type match struct {
+	file  *apt.File
+	entry apt.Entry
+}
+
+func (m *base) matches(d repoDef) []match {
+	var out []match
+	for _, p := range sortedKeys(m.files) {
+		f := m.files[p]
+		for _, e := range f.Entries() {
+			if e.HasURI(d.URI) && e.HasComponent(d.Component) && contains(e.Types, "deb") {
+				out = append(out, match{f, e})
+			}
+		}
+	}
+	return out
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// converge edits m.files so repository d ends in its wanted state, and says
+// what it did per file.
+func (m *base) converge(d repoDef) (map[string]string, error) {
+	acts := map[string]string{}
+	ms := m.matches(d)
+	if d.Want == stateDisabled {
+		for _, x := range ms {
+			if x.entry.Enabled {
+				if err := x.file.SetEnabled(x.entry.Index, false); err != nil {
+					return nil, err
+				}
+				acts[x.file.Path] = "disable " + d.Name
+			}
+		}
+		return acts, nil
+	}
+	// enabled: every enabled entry must carry the node's suite; when none is
+	// enabled, the one in our own file (else the first found) is re-enabled.
+	anyEnabled := false
+	for _, x := range ms {
+		if !x.entry.Enabled {
+			continue
+		}
+		anyEnabled = true
+		if !contains(x.entry.Suites, m.suite) {
+			if err := x.file.SetSuites(x.entry.Index, m.suite); err != nil {
+				return nil, err
+			}
+			acts[x.file.Path] = fmt.Sprintf("set suite %s for %s", m.suite, d.Name)
+		}
+	}
+	if anyEnabled {
+		return acts, nil
+	}
+	if len(ms) > 0 {
+		pick := ms[0]
+		for _, x := range ms {
+			if m.owned(x.file.Path) && strings.HasPrefix(path.Base(x.file.Path), d.File+".") {
+				pick = x
+				break
+			}
+		}
+		if err := pick.file.SetEnabled(pick.entry.Index, true); err != nil {
+			return nil, err
+		}
+		if !contains(pick.entry.Suites, m.suite) {
+			if err := pick.file.SetSuites(pick.entry.Index, m.suite); err != nil {
+				return nil, err
+			}
+		}
+		acts[pick.file.Path] = "enable " + d.Name
+		return acts, nil
+	}
+	// absent: write it into our own file (appended if that file exists for
+	// another reason).
+	ext, text := ".sources", ""
+	if m.format == apt.OneLine {
+		ext = ".list"
+		text = apt.ListLine(d.URI, m.suite, []string{d.Component}, true)
+	} else {
+		signed := defSignedBy
+		if m.p.SignedBy != nil {
+			signed = *m.p.SignedBy
+		}
+		text = apt.Stanza([]string{"deb"}, []string{d.URI}, []string{m.suite}, []string{d.Component}, signed, true)
+	}
+	p := path.Join(apt.SourcesDir, d.File+ext)
+	var content []byte
+	if f, ok := m.files[p]; ok {
+		content = f.Bytes()
+		if len(content) > 0 && content[len(content)-1] != '\n' {
+			content = append(content, '\n')
+		}
+		if m.format == apt.Deb822 && len(content) > 0 {
+			content = append(content, '\n')
+		}
+	} else {
+		m.before[p] = host.FileState{Path: p, UID: -1, GID: -1}
+	}
+	content = append(content, text...)
+	f, err := apt.ParseFile(p, m.format, content)
+	if err != nil {
+		return nil, fmt.Errorf("internal error rendering %s: %w", p, err)
+	}
+	m.files[p] = f
+	acts[p] = "add " + d.Name
+	return acts, nil
+}
+
+// repoReport is one repository in the result.
+type repoReport struct {
+	Name  string   `json:"name"`
+	State string   `json:"state"` // enabled, disabled, absent
+	URI   string   `json:"uri"`
+	Suite string   `json:"suite"`
+	Files []string `json:"files"`
+}
+
+func (m *base) repoReports() []repoReport {
+	var out []repoReport
+	for _, d := range m.repos {
+		rep := repoReport{Name: d.Name, State: "absent", URI: d.URI, Suite: m.suite, Files: []string{}}
+		for _, x := range m.matches(d) {
+			if !contains(rep.Files, x.file.Path) {
+				rep.Files = append(rep.Files, x.file.Path)
+			}
+			switch {
+			case x.entry.Enabled:
+				rep.State = stateEnabled
+			case rep.State == "absent":
+				rep.State = stateDisabled
+			}
+		}
+		out = append(out, rep)
+	}
+	return out
+}
