@@ -20,6 +20,11 @@ const (
 	patchedMark = "void({ //"
 )
 
+// noticeSummary is the same whether the patch is predicted after a pending
+// toolkit upgrade or planned on the file as it is, so check mode and the real
+// run list identical changes.
+const noticeSummary = "remove the subscription notice from " + proxmoxlib + " and restart pveproxy"
+
 // nag is the start of the dialog the web UI shows without a subscription;
 // replacing it with "void({ //" turns the call into a no-op expression and
 // comments out the rest of its first line, the well-known patch the seed's
@@ -90,7 +95,7 @@ func (m *base) planPatch(pending ansible.Pending, hookInPlace bool) ([]ansible.C
 		}
 		return []ansible.Change{{
 			ID:      "notice:patch",
-			Summary: "remove the subscription notice from " + proxmoxlib + " (after the " + toolkitPkg + " upgrade) and restart pveproxy",
+			Summary: noticeSummary,
 			Apply:   func(context.Context) error { return fmt.Errorf("internal error: predicted change applied") },
 			Verify:  func(context.Context) error { return nil },
 		}}, nil
@@ -108,7 +113,7 @@ func (m *base) planPatch(pending ansible.Pending, hookInPlace bool) ([]ansible.C
 	desired := nag.ReplaceAll(cur.Content, []byte(patchedMark))
 	fc := host.PlanFrom(cur, desired, 0)
 	fc.Backup = true
-	ch := m.fileChange("notice:patch", "remove the subscription notice from "+proxmoxlib+" and restart pveproxy", fc)
+	ch := m.fileChange("notice:patch", noticeSummary, fc)
 	// The JavaScript diff is a 500 kB file; show only the lines that change.
 	ch.Diff = &ansible.Diff{Before: nagLines(cur.Content), After: nagLines(desired), BeforeHeader: proxmoxlib, AfterHeader: proxmoxlib}
 	write := ch.Apply
