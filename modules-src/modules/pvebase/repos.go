@@ -20,7 +20,7 @@ type base struct {
 
 	suite   string
 	format  apt.Format
-	files   map[string]*apt.File   // every repository file, as the run leaves it
+	files   map[string]*apt.File // every repository file, as the run leaves it
 	before  map[string]host.FileState
 	repos   []repoDef
 	changed bool // a repository file changes in this run
