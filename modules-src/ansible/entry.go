@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -68,7 +69,15 @@ func failOnly(msg string) map[string]any {
 	return map[string]any{"failed": true, "changed": false, "msg": msg}
 }
 
-func mainWith(ctx context.Context, mods []Module, argv []string, env Env, stderr io.Writer, p *printer, grace time.Duration, exit func(int)) int {
+func mainWith(ctx context.Context, mods []Module, argv []string, env Env, stderr io.Writer, p *printer, grace time.Duration, exit func(int)) (code int) {
+	// A panic outside the module (argument parsing, validation, result
+	// building) is a runtime bug; it still ends as one failed JSON object.
+	defer func() {
+		if v := recover(); v != nil {
+			fmt.Fprintf(stderr, "gopve: internal panic: %v\n%s", v, debug.Stack())
+			code = p.emit(failOnly(fmt.Sprintf("gopve crashed (panic: %v); this is a bug in gopve, please report it with the task's stderr", v)))
+		}
+	}()
 	if len(argv) < 2 {
 		return p.emit(failOnly("no args file given: gopve modules are run by Ansible as `<binary> <args file>`; for the human commands run `gopve help`"))
 	}

@@ -1,0 +1,457 @@
+package ansible
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fakeTarget is a key/value "system" a test module manages, counting
+// writes so tests can prove check mode writes nothing.
+type fakeTarget struct {
+	state   map[string]string
+	applies int
+	// readBackLies makes Verify see this value instead of what was written.
+	readBackLies map[string]string
+}
+
+func (f *fakeTarget) read(k string) string {
+	if v, ok := f.readBackLies[k]; ok {
+		return v
+	}
+	return f.state[k]
+}
+
+// planSet is one stage: set each key to its wanted value.
+func (f *fakeTarget) planSet(want map[string]string) StageFunc {
+	return func(ctx context.Context, pending Pending) ([]Change, error) {
+		var out []Change
+		for _, k := range sortedKeys(want) {
+			k, v := k, want[k]
+			if f.state[k] == v {
+				continue
+			}
+			out = append(out, Change{
+				ID:      "key:" + k,
+				Summary: "set " + k,
+				Diff:    TextDiff(k, f.state[k], v),
+				Apply: func(context.Context) error {
+					f.applies++
+					f.state[k] = v
+					return nil
+				},
+				Verify: func(context.Context) error {
+					if got := f.read(k); got != v {
+						return errors.New(k + " reads back as " + got)
+					}
+					return nil
+				},
+			})
+		}
+		return out, nil
+	}
+}
+
+func testModule(run func(r *Run) error) *Module {
+	return &Module{
+		Name: "gopve_unit",
+		Spec: Spec{Options: map[string]Option{
+			"name":     {Type: TypeStr, Description: []string{"x"}},
+			"password": {Type: TypeStr, NoLog: true, EnvFallback: []string{"UNIT_PASSWORD"}, Description: []string{"x"}},
+			"count":    {Type: TypeInt, Description: []string{"x"}},
+			"timeout":  {Type: TypeFloat, Description: []string{"x"}},
+		}},
+		TimeoutOption: "timeout",
+		Run:           run,
+	}
+}
+
+func noEnv(string) (string, bool) { return "", false }
+
+func exec1(t *testing.T, m *Module, inv *Invocation) map[string]any {
+	t.Helper()
+	if inv.Params == nil {
+		inv.Params = map[string]any{}
+	}
+	res := Execute(context.Background(), m, inv, noEnv, io.Discard)
+	if _, err := json.Marshal(res); err != nil {
+		t.Fatalf("result does not encode: %v", err)
+	}
+	return res
+}
+
+func TestDriverModes(t *testing.T) {
+	tests := []struct {
+		name         string
+		check, diff  bool
+		initial      map[string]string
+		wantChanged  bool
+		wantApplies  int
+		wantChanges  []string
+		wantDiffs    int
+		wantPending2 []string // IDs the second stage sees as pending
+		wantMsg      string
+	}{
+		{name: "check mode predicts and writes nothing", check: true, diff: true, initial: map[string]string{},
+			wantChanged: true, wantApplies: 0, wantChanges: []string{"set a", "set b", "set c"}, wantDiffs: 3,
+			wantPending2: []string{"key:a", "key:b"}, wantMsg: "3 changes would be made (check mode)"},
+		{name: "real run applies and verifies", initial: map[string]string{},
+			wantChanged: true, wantApplies: 3, wantChanges: []string{"set a", "set b", "set c"},
+			wantPending2: nil, wantMsg: "3 changes applied and verified"},
+		{name: "diff only in diff mode", diff: true, initial: map[string]string{"a": "1"},
+			wantChanged: true, wantApplies: 2, wantChanges: []string{"set b", "set c"}, wantDiffs: 2},
+		{name: "nothing to do", initial: map[string]string{"a": "1", "b": "2", "c": "3"},
+			wantChanged: false, wantChanges: []string{}, wantMsg: "nothing to change"},
+		{name: "check mode with nothing to do", check: true, initial: map[string]string{"a": "1", "b": "2", "c": "3"},
+			wantChanged: false, wantChanges: []string{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeTarget{state: tc.initial}
+			var pending2 []string
+			m := testModule(func(r *Run) error {
+				if err := r.Stage("first", f.planSet(map[string]string{"a": "1", "b": "2"})); err != nil {
+					return err
+				}
+				return r.Stage("second", func(ctx context.Context, p Pending) ([]Change, error) {
+					for _, c := range p {
+						pending2 = append(pending2, c.ID)
+					}
+					return f.planSet(map[string]string{"c": "3"})(ctx, p)
+				})
+			})
+			res := exec1(t, m, &Invocation{CheckMode: tc.check, Diff: tc.diff})
+			if res["failed"] != nil {
+				t.Fatalf("failed: %v", res["msg"])
+			}
+			if res["changed"] != tc.wantChanged {
+				t.Errorf("changed = %v, want %v", res["changed"], tc.wantChanged)
+			}
+			if f.applies != tc.wantApplies {
+				t.Errorf("Apply called %d times, want %d", f.applies, tc.wantApplies)
+			}
+			if got := stringsOfAny(res["changes"]); strings.Join(got, "|") != strings.Join(tc.wantChanges, "|") {
+				t.Errorf("changes = %q, want %q", got, tc.wantChanges)
+			}
+			diffs, _ := res["diff"].([]any)
+			if len(diffs) != tc.wantDiffs {
+				t.Errorf("%d diffs, want %d: %v", len(diffs), tc.wantDiffs, res["diff"])
+			}
+			if strings.Join(pending2, "|") != strings.Join(tc.wantPending2, "|") {
+				t.Errorf("second stage saw pending %q, want %q", pending2, tc.wantPending2)
+			}
+			if tc.wantMsg != "" && res["msg"] != tc.wantMsg {
+				t.Errorf("msg = %q, want %q", res["msg"], tc.wantMsg)
+			}
+		})
+	}
+}
+
+func stringsOfAny(v any) []string {
+	out := []string{}
+	list, _ := v.([]any)
+	for _, e := range list {
+		out = append(out, e.(string))
+	}
+	return out
+}
+
+func TestDriverFailures(t *testing.T) {
+	tests := []struct {
+		name        string
+		run         func(f *fakeTarget) func(r *Run) error
+		lies        map[string]string
+		wantMsg     []string // substrings
+		wantChanged bool
+		wantState   map[string]string
+	}{
+		{
+			name: "verify failure fails the task and says what was read back",
+			lies: map[string]string{"b": "stale"},
+			run: func(f *fakeTarget) func(r *Run) error {
+				return func(r *Run) error {
+					return r.Stage("s", f.planSet(map[string]string{"a": "1", "b": "2", "c": "3"}))
+				}
+			},
+			wantMsg:     []string{`applied "set b"`, "b reads back as stale"},
+			wantChanged: true, // a was applied and verified before
+			wantState:   map[string]string{"a": "1", "b": "2"},
+		},
+		{
+			name: "a failed stage stops later stages even if the module ignores the error",
+			lies: map[string]string{"a": "nope"},
+			run: func(f *fakeTarget) func(r *Run) error {
+				return func(r *Run) error {
+					_ = r.Stage("s1", f.planSet(map[string]string{"a": "1"}))
+					_ = r.Stage("s2", f.planSet(map[string]string{"z": "9"}))
+					return nil
+				}
+			},
+			wantMsg:     []string{`applied "set a"`, "a reads back as nope"},
+			wantChanged: false,
+			wantState:   map[string]string{"a": "1"},
+		},
+		{
+			name: "apply failure",
+			run: func(f *fakeTarget) func(r *Run) error {
+				return func(r *Run) error {
+					return r.Stage("s", func(context.Context, Pending) ([]Change, error) {
+						return []Change{{ID: "x", Summary: "format the disk", Apply: func(context.Context) error { return errors.New("device busy") },
+							Verify: func(context.Context) error { return nil }}}, nil
+					})
+				}
+			},
+			wantMsg:   []string{"could not format the disk: device busy"},
+			wantState: map[string]string{},
+		},
+		{
+			name: "a change without Verify is refused before anything is applied",
+			run: func(f *fakeTarget) func(r *Run) error {
+				return func(r *Run) error {
+					return r.Stage("s", func(context.Context, Pending) ([]Change, error) {
+						return []Change{{ID: "x", Summary: "unverifiable", Apply: func(context.Context) error { f.applies++; return nil }}}, nil
+					})
+				}
+			},
+			wantMsg:   []string{`change "x"`, "has no Verify", "bug"},
+			wantState: map[string]string{},
+		},
+		{
+			name: "duplicate change IDs are a bug",
+			run: func(f *fakeTarget) func(r *Run) error {
+				return func(r *Run) error {
+					if err := r.Stage("s1", f.planSet(map[string]string{"a": "1"})); err != nil {
+						return err
+					}
+					f.state["a"] = "0"
+					return r.Stage("s2", f.planSet(map[string]string{"a": "1"}))
+				}
+			},
+			wantMsg:     []string{"already used"},
+			wantChanged: true,
+			wantState:   map[string]string{"a": "0"},
+		},
+		{
+			name: "observe error",
+			run: func(f *fakeTarget) func(r *Run) error {
+				return func(r *Run) error {
+					return r.Stage("s", func(context.Context, Pending) ([]Change, error) {
+						return nil, errors.New("cannot read /etc/apt/sources.list: permission denied")
+					})
+				}
+			},
+			wantMsg:   []string{"cannot read /etc/apt/sources.list"},
+			wantState: map[string]string{},
+		},
+		{
+			name: "module error",
+			run: func(f *fakeTarget) func(r *Run) error {
+				return func(r *Run) error { return errors.New("pool tank is degraded") }
+			},
+			wantMsg:   []string{"pool tank is degraded"},
+			wantState: map[string]string{},
+		},
+		{
+			name: "setting a reserved key is a bug that fails the task",
+			run: func(f *fakeTarget) func(r *Run) error {
+				return func(r *Run) error { r.Set("changed", true); return nil }
+			},
+			wantMsg:   []string{"reserved result key changed", "panic"},
+			wantState: map[string]string{},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeTarget{state: map[string]string{}, readBackLies: tc.lies}
+			res := exec1(t, testModule(tc.run(f)), &Invocation{})
+			if res["failed"] != true {
+				t.Fatalf("not failed: %v", res)
+			}
+			msg, _ := res["msg"].(string)
+			for _, want := range tc.wantMsg {
+				if !strings.Contains(msg, want) {
+					t.Errorf("msg %q lacks %q", msg, want)
+				}
+			}
+			if res["changed"] != tc.wantChanged {
+				t.Errorf("changed = %v, want %v", res["changed"], tc.wantChanged)
+			}
+			if len(f.state) != len(tc.wantState) {
+				t.Errorf("state = %v, want %v", f.state, tc.wantState)
+			}
+			for k, v := range tc.wantState {
+				if f.state[k] != v {
+					t.Errorf("state = %v, want %v", f.state, tc.wantState)
+				}
+			}
+		})
+	}
+}
+
+func TestMaskingEverywhere(t *testing.T) {
+	const secret = "Sup3r-s3cret"
+	const runtimeSecret = "tok-from-file-42"
+	var logs bytes.Buffer
+	m := testModule(func(r *Run) error {
+		r.AddSecret(runtimeSecret)
+		r.Log(0, "logging in with %s and %s", secret, runtimeSecret)
+		r.Set("nested", map[string]any{"deep": []any{"x" + secret + "y", map[string]any{"k": secret}}, secret: "as a key"})
+		r.Set("token_seen", runtimeSecret)
+		r.Set("typed", struct{ Field string }{Field: "pw=" + secret})
+		r.Warn("the password " + secret + " is weak")
+		if err := r.Stage("s", func(context.Context, Pending) ([]Change, error) {
+			return []Change{{ID: "f", Summary: "write " + secret + " to the file",
+				Diff:   &Diff{Before: "old " + secret, After: map[string]any{"password": secret}},
+				Apply:  func(context.Context) error { return nil },
+				Verify: func(context.Context) error { return errors.New("file holds " + secret + " and " + runtimeSecret) },
+			}}, nil
+		}); err != nil {
+			return err
+		}
+		return nil
+	})
+	for _, source := range []string{"param", "env fallback"} {
+		t.Run(source, func(t *testing.T) {
+			logs.Reset()
+			inv := &Invocation{Params: map[string]any{"name": "user " + secret}, Diff: true, CheckMode: true}
+			env := noEnv
+			if source == "param" {
+				inv.Params["password"] = secret
+			} else {
+				env = func(k string) (string, bool) {
+					if k == "UNIT_PASSWORD" {
+						return secret, true
+					}
+					return "", false
+				}
+			}
+			res := Execute(context.Background(), m, inv, env, &logs)
+			out, _ := json.Marshal(res)
+			if bytes.Contains(out, []byte(secret)) || bytes.Contains(out, []byte(runtimeSecret)) {
+				t.Fatalf("secret leaked in result: %s", out)
+			}
+			if strings.Contains(logs.String(), secret) || strings.Contains(logs.String(), runtimeSecret) {
+				t.Fatalf("secret leaked in log: %s", logs.String())
+			}
+			if !strings.Contains(logs.String(), "logging in with ******** and ********") {
+				t.Errorf("log not masked as expected: %q", logs.String())
+			}
+			args := res["invocation"].(map[string]any)["module_args"].(map[string]any)
+			if args["password"] != noLogPlaceholder {
+				t.Errorf("invocation password = %v", args["password"])
+			}
+			if args["name"] != "user ********" {
+				t.Errorf("invocation name = %v", args["name"])
+			}
+			if res["token_seen"] != noLogPlaceholder {
+				t.Errorf("token_seen = %v", res["token_seen"])
+			}
+			for _, want := range []string{`"x********y"`, `"********":"as a key"`, `"pw=********"`, `"write ******** to the file"`,
+				`"old ********"`, `"the password ******** is weak"`} {
+				if !bytes.Contains(out, []byte(want)) {
+					t.Errorf("result lacks %s: %s", want, out)
+				}
+			}
+		})
+	}
+	// A real run: the verify error carries both secrets.
+	inv := &Invocation{Params: map[string]any{"password": secret}}
+	res := Execute(context.Background(), m, inv, noEnv, io.Discard)
+	if msg := res["msg"].(string); !strings.Contains(msg, "file holds ******** and ********") {
+		t.Errorf("verify failure msg not masked: %q", msg)
+	}
+}
+
+func TestInvocationGate(t *testing.T) {
+	yes, no := true, false
+	for _, tc := range []struct {
+		name   string
+		inject *bool
+		want   bool
+	}{{"absent (<= 2.20)", nil, true}, {"true", &yes, true}, {"false (2.21 default)", &no, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := exec1(t, testModule(func(*Run) error { return nil }), &Invocation{InjectInvocation: tc.inject, Params: map[string]any{"count": "3"}})
+			inv, ok := res["invocation"].(map[string]any)
+			if ok != tc.want {
+				t.Fatalf("invocation present = %v, want %v", ok, tc.want)
+			}
+			if ok && inv["module_args"].(map[string]any)["count"] != 3 {
+				t.Errorf("module_args not coerced: %v", inv)
+			}
+		})
+	}
+}
+
+func TestPanicBecomesFailure(t *testing.T) {
+	var logs bytes.Buffer
+	m := testModule(func(r *Run) error {
+		r.Step("reading the pool")
+		panic("index out of range [3] with length 3")
+	})
+	res := Execute(context.Background(), m, &Invocation{Params: map[string]any{}}, noEnv, &logs)
+	msg, _ := res["msg"].(string)
+	if res["failed"] != true || !strings.Contains(msg, "index out of range [3]") || !strings.Contains(msg, "while reading the pool") {
+		t.Fatalf("result = %v", res)
+	}
+	if strings.Contains(msg, "goroutine") || !strings.Contains(logs.String(), "goroutine") {
+		t.Errorf("stack must go to stderr only; msg %q, stderr %q", msg, logs.String())
+	}
+}
+
+func TestTimeoutNamesTheStep(t *testing.T) {
+	m := testModule(func(r *Run) error {
+		return r.Stage("wait", func(ctx context.Context, _ Pending) ([]Change, error) {
+			r.Step("waiting for task UPID:pve01:1")
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})
+	})
+	start := time.Now()
+	res := exec1(t, m, &Invocation{Params: map[string]any{"timeout": "0.05"}})
+	if time.Since(start) > 5*time.Second {
+		t.Fatal("timeout option ignored")
+	}
+	msg, _ := res["msg"].(string)
+	if res["failed"] != true || !strings.Contains(msg, "timed out after 50ms while waiting for task UPID:pve01:1") {
+		t.Fatalf("result = %v", res)
+	}
+}
+
+func TestDecodeAndResultData(t *testing.T) {
+	type params struct {
+		Name  string `ansible:"name"`
+		Count *int   `ansible:"count"`
+	}
+	var got params
+	m := testModule(func(r *Run) error {
+		if err := r.Decode(&got); err != nil {
+			return err
+		}
+		r.Set("msg", "custom")
+		r.Set("answer", 42)
+		r.Deprecate("old option", "2.0.0")
+		return nil
+	})
+	res := exec1(t, m, &Invocation{Params: map[string]any{"name": "n", "count": "7"}})
+	if got.Name != "n" || got.Count == nil || *got.Count != 7 {
+		t.Fatalf("decoded %+v", got)
+	}
+	if res["msg"] != "custom" || res["answer"] != 42 || res["changed"] != false {
+		t.Errorf("result = %v", res)
+	}
+	deps, _ := res["deprecations"].([]any)
+	if len(deps) != 1 || deps[0].(map[string]any)["collection_name"] != "gopve.proxmox" {
+		t.Errorf("deprecations = %v", res["deprecations"])
+	}
+	// An unset pointer option stays nil.
+	got = params{}
+	exec1(t, m, &Invocation{Params: map[string]any{"name": "n"}})
+	if got.Count != nil {
+		t.Errorf("count = %v, want nil", *got.Count)
+	}
+}
