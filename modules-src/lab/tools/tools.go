@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/tools/cli"
+	"github.com/gopve/proxmox/modules-src/lab/tools/initramfs"
 	"github.com/gopve/proxmox/modules-src/lab/tools/nodecfg"
+	"github.com/gopve/proxmox/modules-src/lab/tools/systemctl"
 	"github.com/gopve/proxmox/modules-src/lab/tools/zfs"
 )
 
@@ -20,6 +22,12 @@ var commands = map[string]func(env *cli.Env, node *nodecfg.Node) int{
 	},
 	"zfs": func(env *cli.Env, node *nodecfg.Node) int {
 		return (&zfs.Tool{Env: env, Node: node, Now: time.Now}).Zfs()
+	},
+	"systemctl": func(env *cli.Env, node *nodecfg.Node) int {
+		return (&systemctl.Tool{Env: env, Node: node, Now: time.Now}).Run()
+	},
+	"update-initramfs": func(env *cli.Env, node *nodecfg.Node) int {
+		return (&initramfs.Tool{Env: env, Node: node, Now: time.Now}).Run()
 	},
 }
 
