@@ -1,0 +1,257 @@
+// Package zfs reads ZFS pool state through the zpool and zfs commands, in
+// their script-friendly forms (-H: tab separated, no header; -p: exact
+// numbers), and parses `zpool status -P` for the vdev tree.
+package zfs
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/gopve/proxmox/modules-src/host"
+)
+
+// Client runs zpool/zfs through a Runner.
+type Client struct{ Runner host.Runner }
+
+func (c Client) run(ctx context.Context, name string, args ...string) (host.Result, error) {
+	return c.Runner.Run(ctx, host.Command{Name: name, Args: args})
+}
+
+// Exists tells whether an imported pool has this name (Z1). "no such pool"
+// is the only failure that means absent; anything else is an error.
+func (c Client) Exists(ctx context.Context, pool string) (bool, error) {
+	res, err := c.run(ctx, "zpool", "list", "-H", "-o", "name", pool)
+	if err == nil {
+		return strings.TrimSpace(res.Stdout) == pool, nil
+	}
+	if strings.Contains(res.Stderr, "no such pool") {
+		return false, nil
+	}
+	return false, fmt.Errorf("look for pool %s: %w", pool, err)
+}
+
+// Pools lists the imported pools.
+func (c Client) Pools(ctx context.Context) ([]string, error) {
+	res, err := c.run(ctx, "zpool", "list", "-H", "-o", "name")
+	if err != nil {
+		return nil, fmt.Errorf("list pools: %w", err)
+	}
+	return strings.Fields(res.Stdout), nil
+}
+
+// Usage is the capacity and health line of `zpool list`.
+type Usage struct {
+	Size   uint64 `json:"size"`
+	Alloc  uint64 `json:"allocated"`
+	Free   uint64 `json:"free"`
+	Health string `json:"health"`
+}
+
+// Usage reads `zpool list -Hp -o size,alloc,free,health POOL`.
+func (c Client) Usage(ctx context.Context, pool string) (Usage, error) {
+	res, err := c.run(ctx, "zpool", "list", "-H", "-p", "-o", "size,alloc,free,health", pool)
+	if err != nil {
+		return Usage{}, fmt.Errorf("read pool %s: %w", pool, err)
+	}
+	return ParseUsage(res.Stdout)
+}
+
+// ParseUsage parses one -Hp line of size, alloc, free, health.
+func ParseUsage(out string) (Usage, error) {
+	f := strings.Split(strings.TrimRight(out, "\n"), "\t")
+	if len(f) != 4 {
+		return Usage{}, fmt.Errorf("unexpected zpool list output %q (want 4 tab-separated fields)", out)
+	}
+	var u Usage
+	for i, p := range []*uint64{&u.Size, &u.Alloc, &u.Free} {
+		v, err := strconv.ParseUint(f[i], 10, 64)
+		if err != nil {
+			return Usage{}, fmt.Errorf("unexpected zpool list output %q: field %d is not a number", out, i+1)
+		}
+		*p = v
+	}
+	u.Health = f[3]
+	return u, nil
+}
+
+// Prop is one property value and where it comes from (local, default, …).
+type Prop struct {
+	Value  string `json:"value"`
+	Source string `json:"source"`
+}
+
+// Props reads dataset properties with `zfs get -H -p -o property,value,source`.
+func (c Client) Props(ctx context.Context, dataset string, names []string) (map[string]Prop, error) {
+	res, err := c.run(ctx, "zfs", "get", "-H", "-p", "-o", "property,value,source", strings.Join(names, ","), dataset)
+	if err != nil {
+		return nil, fmt.Errorf("read properties of %s: %w", dataset, err)
+	}
+	return ParseProps(res.Stdout)
+}
+
+// PoolProp reads one pool property with `zpool get -H -p -o value`.
+func (c Client) PoolProp(ctx context.Context, pool, name string) (string, error) {
+	res, err := c.run(ctx, "zpool", "get", "-H", "-p", "-o", "value", name, pool)
+	if err != nil {
+		return "", fmt.Errorf("read %s of pool %s: %w", name, pool, err)
+	}
+	return strings.TrimSpace(res.Stdout), nil
+}
+
+// ParseProps parses property<TAB>value<TAB>source lines.
+func ParseProps(out string) (map[string]Prop, error) {
+	props := map[string]Prop{}
+	for _, l := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		if l == "" {
+			continue
+		}
+		f := strings.Split(l, "\t")
+		if len(f) != 3 {
+			return nil, fmt.Errorf("unexpected zfs get line %q (want property, value, source)", l)
+		}
+		props[f[0]] = Prop{Value: f[1], Source: f[2]}
+	}
+	return props, nil
+}
+
+// Vdev is a top-level vdev: a leaf device (Type "disk") or a group.
+type Vdev struct {
+	Type    string   `json:"type"` // disk, mirror, raidz1, raidz2, raidz3, draid…
+	Devices []string `json:"devices"`
+	State   string   `json:"state"`
+}
+
+// Status is the parsed `zpool status -P POOL`.
+type Status struct {
+	Pool  string `json:"pool"`
+	State string `json:"state"`
+	Vdevs []Vdev `json:"vdevs"` // data vdevs only (logs, cache, spares… are skipped)
+}
+
+// Status reads `zpool status -P POOL` (full device paths).
+func (c Client) Status(ctx context.Context, pool string) (Status, error) {
+	res, err := c.run(ctx, "zpool", "status", "-P", pool)
+	if err != nil {
+		return Status{}, fmt.Errorf("read status of pool %s: %w", pool, err)
+	}
+	return ParseStatus(res.Stdout)
+}
+
+// ParseStatus reads the config tree. Nesting is by indentation after the
+// leading tab: the pool at 0, top-level vdevs at 2, leaves of a group at 4.
+// Section names at level 0 other than the pool (logs, cache, spares,
+// special, dedup) end the data vdevs.
+func ParseStatus(out string) (Status, error) {
+	var st Status
+	inConfig, inData := false, false
+	for _, l := range strings.Split(out, "\n") {
+		t := strings.TrimSpace(l)
+		if !inConfig {
+			switch {
+			case strings.HasPrefix(t, "pool:"):
+				st.Pool = strings.TrimSpace(strings.TrimPrefix(t, "pool:"))
+			case strings.HasPrefix(t, "state:"):
+				st.State = strings.TrimSpace(strings.TrimPrefix(t, "state:"))
+			case t == "config:":
+				inConfig = true
+			}
+			continue
+		}
+		if t == "" || strings.HasPrefix(t, "NAME ") {
+			continue
+		}
+		if strings.HasPrefix(t, "errors:") {
+			break
+		}
+		body := strings.TrimPrefix(l, "\t")
+		level := len(body) - len(strings.TrimLeft(body, " "))
+		f := strings.Fields(t)
+		name, state := f[0], ""
+		if len(f) > 1 {
+			state = f[1]
+		}
+		switch {
+		case level == 0:
+			inData = name == st.Pool
+		case !inData:
+		case level == 2:
+			typ := "disk"
+			if g := groupType(name); g != "" {
+				typ = g
+			}
+			v := Vdev{Type: typ, State: state}
+			if typ == "disk" {
+				v.Devices = []string{name}
+			}
+			st.Vdevs = append(st.Vdevs, v)
+		case level >= 4 && len(st.Vdevs) > 0:
+			last := &st.Vdevs[len(st.Vdevs)-1]
+			last.Devices = append(last.Devices, name)
+		}
+	}
+	if st.Pool == "" || !inConfig {
+		return st, fmt.Errorf("unexpected zpool status output: no pool/config section")
+	}
+	return st, nil
+}
+
+// groupType maps "mirror-0", "raidz2-1", "draid1:…" to the vdev type.
+func groupType(name string) string {
+	base := name
+	if i := strings.LastIndexByte(name, '-'); i > 0 {
+		if _, err := strconv.Atoi(name[i+1:]); err == nil {
+			base = name[:i]
+		}
+	}
+	switch base {
+	case "mirror", "raidz1", "raidz2", "raidz3", "replacing", "spare":
+		return base
+	case "raidz":
+		return "raidz1"
+	}
+	if strings.HasPrefix(name, "draid") {
+		return "draid"
+	}
+	return ""
+}
+
+// Layout names the pool's data layout the way pve_zfs's option does:
+// "single" (one disk), "stripe" (several disks), or the group type when all
+// top-level vdevs share it.
+func (s Status) Layout() string {
+	if len(s.Vdevs) == 0 {
+		return ""
+	}
+	types := map[string]bool{}
+	for _, v := range s.Vdevs {
+		types[v.Type] = true
+	}
+	if len(types) != 1 {
+		keys := make([]string, 0, len(types))
+		for k := range types {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		return "mixed(" + strings.Join(keys, ",") + ")"
+	}
+	t := s.Vdevs[0].Type
+	if t == "disk" {
+		if len(s.Vdevs) == 1 {
+			return "single"
+		}
+		return "stripe"
+	}
+	return t
+}
+
+// Leaves returns every data device of the pool.
+func (s Status) Leaves() []string {
+	var out []string
+	for _, v := range s.Vdevs {
+		out = append(out, v.Devices...)
+	}
+	return out
+}
