@@ -1,0 +1,339 @@
+package pvesim
+
+import (
+	"fmt"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// NodeInfo is a snapshot of one node as a client sees it.
+type NodeInfo struct {
+	Name        string
+	Addr        string // IP
+	URL         string // https://Addr:Port/api2/json
+	Fingerprint string // SHA-256 of the current certificate, AA:BB:…
+	CertPEM     []byte // current certificate (changes on join: C5)
+	Online      bool
+	Serving     bool   // listener up (false while offline or restarting)
+	Cluster     string // cluster name, "" when standalone
+}
+
+// Node returns the node's current view, or false if unknown.
+func (s *Sim) Node(name string) (NodeInfo, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.st.Nodes[name]
+	rt := s.nodes[name]
+	if n == nil || rt == nil {
+		return NodeInfo{}, false
+	}
+	info := NodeInfo{
+		Name: n.Name, Addr: n.Addr,
+		URL:         "https://" + net.JoinHostPort(n.Addr, strconv.Itoa(s.cfg.Port)) + "/api2/json",
+		Fingerprint: rt.cert.fingerprint, CertPEM: append([]byte(nil), rt.cert.certPEM...),
+		Online: n.Online, Serving: rt.srv != nil,
+	}
+	if db := s.st.DBs[n.DB]; db.Corosync != nil {
+		info.Cluster = db.Corosync.ClusterName
+	}
+	return info, true
+}
+
+// NodeNames lists the nodes in configuration order.
+func (s *Sim) NodeNames() []string {
+	out := make([]string, 0, len(s.cfg.Nodes))
+	for _, n := range s.cfg.Nodes {
+		out = append(out, n.Name)
+	}
+	return out
+}
+
+// Version is the simulated PVE major version.
+func (s *Sim) Version() int { return s.cfg.Version }
+
+// RootPassword is root@pam's password on every node.
+func (s *Sim) RootPassword() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st.RootPassword
+}
+
+// LabToken returns the root@pam!lab token (privilege separation off).
+func (s *Sim) LabToken() (id, secret string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return "root@pam!lab", s.st.TokenSecret
+}
+
+// Requests returns the request log (oldest first); ResetRequests empties it.
+func (s *Sim) Requests() []Request { return s.log.Entries() }
+
+// ResetRequests empties the request log.
+func (s *Sim) ResetRequests() { s.log.Reset() }
+
+// Faults is the lab's fault table.
+func (s *Sim) Faults() *Faults { return s.faults }
+
+// InternalErrors lists failures of the simulator itself (state saves,
+// listeners that could not come back); tests should expect none.
+func (s *Sim) InternalErrors() []string { return s.log.Errors() }
+
+// SetOnline powers a node on or off: off closes its API and removes its
+// vote from quorum (C10).
+func (s *Sim) SetOnline(name string, online bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.st.Nodes[name]
+	if n == nil {
+		return fmt.Errorf("no node %q in this lab (have %s)", name, strings.Join(s.NodeNames(), ", "))
+	}
+	if n.Online == online {
+		return nil
+	}
+	n.Online = online
+	if online {
+		n.BootTime = time.Now().Unix()
+		if s.ctx.Err() == nil && !n.restarting {
+			if err := s.listenLocked(name); err != nil {
+				return err
+			}
+		}
+	} else {
+		s.stopLocked(name)
+	}
+	s.saveLocked()
+	return nil
+}
+
+// TokenSpec describes an API token to create for a test or the lab CLI.
+type TokenSpec struct {
+	User    string // user@realm; created (realm pve, no password) if missing
+	Name    string // token name
+	Privsep bool   // privilege separation: only ACLs granted to the token count
+}
+
+// AddToken creates a token in node's /etc/pve (shared by its cluster) and
+// returns its full id and secret.
+func (s *Sim) AddToken(node string, spec TokenSpec) (id, secret string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	db := s.dbOf(node)
+	if db == nil {
+		return "", "", fmt.Errorf("no node %q in this lab", node)
+	}
+	if !strings.Contains(spec.User, "@") || spec.Name == "" {
+		return "", "", fmt.Errorf("token needs user@realm and a name (got %q, %q)", spec.User, spec.Name)
+	}
+	if db.Access.Users[spec.User] == nil {
+		db.Access.Users[spec.User] = &User{ID: spec.User}
+	}
+	id = spec.User + "!" + spec.Name
+	secret = newUUID()
+	db.Access.Tokens[id] = &Token{ID: id, Secret: secret, Privsep: spec.Privsep}
+	s.saveLocked()
+	return id, secret, nil
+}
+
+// AddUser creates a pve-realm user with a password (for ticket tests).
+func (s *Sim) AddUser(node, user, password string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	db := s.dbOf(node)
+	if db == nil {
+		return fmt.Errorf("no node %q in this lab", node)
+	}
+	db.Access.Users[user] = &User{ID: user, Password: password}
+	s.saveLocked()
+	return nil
+}
+
+// Grant adds an ACL entry on node's /etc/pve: role is a PVE role name
+// (PVEAuditor, PVEDatastoreAdmin, Administrator…) or "priv:A,B".
+func (s *Sim) Grant(node, path, ugid, role string, propagate bool) error {
+	if _, ok := rolePrivs(role); !ok {
+		return fmt.Errorf("unknown role %q", role)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	db := s.dbOf(node)
+	if db == nil {
+		return fmt.Errorf("no node %q in this lab", node)
+	}
+	db.Access.ACL = append(db.Access.ACL, ACLEntry{Path: path, UGID: ugid, Role: role, Propagate: propagate})
+	s.saveLocked()
+	return nil
+}
+
+// ClusterMember is one corosync member as the control API shows it.
+type ClusterMember struct {
+	Name      string `json:"name"`
+	NodeID    int    `json:"nodeid"`
+	Votes     int    `json:"votes"`
+	Ring0Addr string `json:"ring0_addr"`
+	Online    bool   `json:"online"`
+}
+
+// ClusterInfo is `pvecm status` material for the CLI stand-ins.
+type ClusterInfo struct {
+	Name          string          `json:"name"`
+	ConfigVersion int             `json:"config_version"`
+	Transport     string          `json:"transport"`
+	SecureAuth    bool            `json:"secure_auth"`
+	RingID        string          `json:"ring_id"`
+	ExpectedVotes int             `json:"expected_votes"`
+	TotalVotes    int             `json:"total_votes"`
+	Quorum        int             `json:"quorum"`
+	Quorate       bool            `json:"quorate"`
+	Nodes         []ClusterMember `json:"nodes"`
+	CorosyncConf  string          `json:"corosync_conf"`
+}
+
+// Cluster returns the cluster node belongs to, or false when standalone.
+func (s *Sim) Cluster(node string) (ClusterInfo, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.clusterLocked(node)
+}
+
+func (s *Sim) clusterLocked(node string) (ClusterInfo, bool) {
+	db := s.dbOf(node)
+	if db == nil || db.Corosync == nil {
+		return ClusterInfo{}, false
+	}
+	c := db.Corosync
+	info := ClusterInfo{Name: c.ClusterName, ConfigVersion: c.ConfigVersion, Transport: "knet", SecureAuth: true,
+		ExpectedVotes: c.totalVotes(), Quorate: s.quorateLocked(db), CorosyncConf: renderCorosyncConf(c)}
+	lowest := 0
+	for _, m := range c.Nodes {
+		up := s.memberUpLocked(m.Name)
+		if up {
+			info.TotalVotes += m.Votes
+			if lowest == 0 || m.NodeID < lowest {
+				lowest = m.NodeID
+			}
+		}
+		info.Nodes = append(info.Nodes, ClusterMember{Name: m.Name, NodeID: m.NodeID, Votes: m.Votes, Ring0Addr: m.Links["ring0_addr"], Online: up})
+	}
+	sort.Slice(info.Nodes, func(i, j int) bool { return info.Nodes[i].NodeID < info.Nodes[j].NodeID })
+	info.Quorum = info.ExpectedVotes/2 + 1
+	info.RingID = fmt.Sprintf("%d.%x", lowest, c.ConfigVersion)
+	return info, true
+}
+
+// CreateCluster is `pvecm create` on node (no task; the CLI prints its own
+// output): the cluster is quorate at once.
+func (s *Sim) CreateCluster(node, name, link0 string) (ClusterInfo, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.st.Nodes[node]
+	if n == nil {
+		return ClusterInfo{}, fmt.Errorf("no node %q in this lab", node)
+	}
+	db := s.dbOf(node)
+	if db.Corosync != nil {
+		return ClusterInfo{}, &ConflictError{Msg: "cluster config '/etc/pve/corosync.conf' already exists"}
+	}
+	addr := n.Addr
+	if link0 != "" {
+		addr = linkAddr(link0)
+	}
+	db.Corosync = &Corosync{ClusterName: name, ConfigVersion: 1, Nodes: []*CorosyncNode{{
+		Name: node, NodeID: 1, Votes: 1, Links: map[string]string{"ring0_addr": addr}}}}
+	if s.cfg.Version >= 9 {
+		db.Corosync.TokenCoefficient = 125
+	}
+	n.CorosyncUpAt = time.Now().Unix()
+	db.Serial++
+	s.saveLocked()
+	info, _ := s.clusterLocked(node)
+	return info, nil
+}
+
+// ConflictError is a refusal the control API answers with 409.
+type ConflictError struct{ Msg string }
+
+func (e *ConflictError) Error() string { return e.Msg }
+
+// NotFoundError is answered with 404 by the control API.
+type NotFoundError struct{ Msg string }
+
+func (e *NotFoundError) Error() string { return e.Msg }
+
+// AddNode is what `pvecm add` achieves (over SSH, so the CLI does it through
+// the control socket): joiner becomes a member of member's cluster at once,
+// its /etc/pve replaced and its certificate regenerated (C5, C6).
+func (s *Sim) AddNode(member, joiner, link0 string, force bool) (ClusterInfo, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	mdb := s.dbOf(member)
+	j := s.st.Nodes[joiner]
+	if mdb == nil || j == nil {
+		return ClusterInfo{}, &NotFoundError{Msg: fmt.Sprintf("no node %q or %q in this lab", member, joiner)}
+	}
+	if mdb.Corosync == nil {
+		return ClusterInfo{}, &NotFoundError{Msg: "Corosync config '/etc/pve/corosync.conf' does not exist - is this node part of a cluster?"}
+	}
+	if reasons := s.joinableLocked(joiner); len(reasons) > 0 && !force {
+		return ClusterInfo{}, &ConflictError{Msg: "detected the following error(s):\n* " + strings.Join(reasons, "\n* ") + "\nCheck if node may join a cluster failed!"}
+	}
+	if err := s.requireQuorumLocked(mdb); err != nil {
+		return ClusterInfo{}, &ConflictError{Msg: err.Error()}
+	}
+	c := mdb.Corosync
+	if c.member(joiner) != nil {
+		if !force {
+			return ClusterInfo{}, &ConflictError{Msg: fmt.Sprintf("can't add existing node '%s'", joiner)}
+		}
+		c.Nodes = removeMember(c.Nodes, joiner)
+	}
+	id := 1
+	for _, m := range c.Nodes {
+		if m.NodeID >= id {
+			id = m.NodeID + 1
+		}
+	}
+	addr := j.Addr
+	if link0 != "" {
+		addr = linkAddr(link0)
+	}
+	c.Nodes = append(c.Nodes, &CorosyncNode{Name: joiner, NodeID: id, Votes: 1, Links: map[string]string{"ring0_addr": addr}})
+	c.ConfigVersion++
+	mdb.Serial++
+	if j.DB != mdb.ID {
+		delete(s.st.DBs, j.DB)
+		j.DB = mdb.ID
+	}
+	j.CorosyncUpAt = time.Now().Unix()
+	j.CertGen++
+	cert, err := loadOrCreateCert(s.cfg.Dir, joiner, j.Addr, j.CertGen)
+	if err != nil {
+		return ClusterInfo{}, err
+	}
+	s.nodes[joiner].cert = cert
+	if s.nodes[joiner].srv != nil {
+		s.stopLocked(joiner)
+		if err := s.listenLocked(joiner); err != nil {
+			return ClusterInfo{}, err
+		}
+	}
+	s.saveLocked()
+	info, _ := s.clusterLocked(member)
+	return info, nil
+}
+
+// SetExpectedVotes is `pvecm expected N` (0 restores the sum of votes).
+func (s *Sim) SetExpectedVotes(node string, votes int) (ClusterInfo, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	db := s.dbOf(node)
+	if db == nil || db.Corosync == nil {
+		return ClusterInfo{}, &NotFoundError{Msg: "Corosync config '/etc/pve/corosync.conf' does not exist - is this node part of a cluster?"}
+	}
+	db.Corosync.ExpectedVotes = votes
+	s.saveLocked()
+	info, _ := s.clusterLocked(node)
+	return info, nil
+}

@@ -1,0 +1,117 @@
+package pvesim
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/google/renameio/v2"
+)
+
+// nodeCert is a node's pve-ssl certificate. ECDSA instead of PVE's RSA keeps
+// lab creation fast; clients only see a self-signed cert and its SHA-256.
+type nodeCert struct {
+	tls         tls.Certificate
+	certPEM     []byte
+	fingerprint string
+}
+
+func certDir(dir, node string) string { return filepath.Join(dir, "pvesim", "nodes", node) }
+
+// loadOrCreateCert returns the node's certificate of generation gen,
+// creating and persisting it when missing: restarts keep it, a join (which
+// bumps gen) replaces it (pitfall C5).
+func loadOrCreateCert(dir, node, addr string, gen int) (*nodeCert, error) {
+	d := certDir(dir, node)
+	certPath := filepath.Join(d, fmt.Sprintf("pve-ssl.%d.pem", gen))
+	keyPath := filepath.Join(d, fmt.Sprintf("pve-ssl.%d.key", gen))
+	certPEM, errC := os.ReadFile(certPath)
+	keyPEM, errK := os.ReadFile(keyPath)
+	if errC != nil || errK != nil {
+		if !errors.Is(errC, os.ErrNotExist) && errC != nil {
+			return nil, fmt.Errorf("read certificate of %s: %w", node, errC)
+		}
+		var err error
+		certPEM, keyPEM, err = generateCert(node, addr)
+		if err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("create certificate dir of %s: %w", node, err)
+		}
+		if err := renameio.WriteFile(keyPath, keyPEM, 0o600); err != nil {
+			return nil, fmt.Errorf("write key of %s: %w", node, err)
+		}
+		if err := renameio.WriteFile(certPath, certPEM, 0o644); err != nil {
+			return nil, fmt.Errorf("write certificate of %s: %w", node, err)
+		}
+		// The previous generation is of no use once replaced.
+		if gen > 0 {
+			_ = os.Remove(filepath.Join(d, fmt.Sprintf("pve-ssl.%d.pem", gen-1)))
+			_ = os.Remove(filepath.Join(d, fmt.Sprintf("pve-ssl.%d.key", gen-1)))
+		}
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("certificate of %s in %s is unusable (delete it to regenerate): %w", node, d, err)
+	}
+	return &nodeCert{tls: pair, certPEM: certPEM, fingerprint: Fingerprint(pair.Certificate[0])}, nil
+}
+
+// Fingerprint formats the SHA-256 of a DER certificate as PVE does:
+// upper-case hex pairs joined by colons.
+func Fingerprint(der []byte) string {
+	sum := sha256.Sum256(der)
+	parts := make([]string, len(sum))
+	for i, b := range sum {
+		parts[i] = fmt.Sprintf("%02X", b)
+	}
+	return strings.Join(parts, ":")
+}
+
+func generateCert(node, addr string) (certPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("generate key for %s: %w", node, err)
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 64))
+	if err != nil {
+		return nil, nil, fmt.Errorf("generate serial for %s: %w", node, err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: node + ".lab", Organization: []string{"PVE Cluster Node"}, OrganizationalUnit: []string{"PVE Cluster Node"}},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().AddDate(2, 0, 0),
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:     []string{node, node + ".lab", "localhost"},
+	}
+	if ip := net.ParseIP(addr); ip != nil {
+		tmpl.IPAddresses = []net.IP{ip}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("create certificate for %s: %w", node, err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode key for %s: %w", node, err)
+	}
+	certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	keyPEM = pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+	return certPEM, keyPEM, nil
+}

@@ -1,0 +1,465 @@
+package pvesim
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// memberUpLocked: the node runs, its API is not mid-restart and its
+// corosync has started.
+func (s *Sim) memberUpLocked(name string) bool {
+	n := s.st.Nodes[name]
+	return n != nil && n.Online && !n.restarting && n.CorosyncUpAt <= time.Now().Unix()
+}
+
+// quorateLocked: a standalone /etc/pve is always writable; a cluster's
+// only with a majority of votes up (C10: 1 of 3 is not).
+func (s *Sim) quorateLocked(db *ConfigDB) bool {
+	if db.Corosync == nil {
+		return true
+	}
+	up := 0
+	for _, m := range db.Corosync.Nodes {
+		if s.memberUpLocked(m.Name) {
+			up += m.Votes
+		}
+	}
+	return up*2 > db.Corosync.totalVotes()
+}
+
+// cfsWriteLocked mirrors cfs_lock_file on a read-only /etc/pve: the lock
+// attempt spins for the lock timeout, then dies "no quorum!", wrapped by
+// the caller's message (e.g. "create storage failed").
+func (s *Sim) cfsWriteLocked(db *ConfigDB, file, errmsg string) *APIError {
+	if s.quorateLocked(db) {
+		return nil
+	}
+	lockid := "file-" + strings.ReplaceAll(file, ".", "_")
+	e := errStatus(500, "%s: cfs-lock '%s' error: no quorum!", errmsg, lockid)
+	e.wait = s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout)
+	return e
+}
+
+// requireQuorumLocked is check_cfs_quorum, used by cluster-wide writes.
+func (s *Sim) requireQuorumLocked(db *ConfigDB) error {
+	if !s.quorateLocked(db) {
+		return fmt.Errorf("cluster not ready - no quorum?")
+	}
+	return nil
+}
+
+func (s *Sim) getClusterStatus(rc *reqCtx) (any, error) {
+	db := rc.db()
+	self := s.st.Nodes[rc.node]
+	if db.Corosync == nil {
+		return []map[string]any{{
+			"type": "node", "id": "node/" + rc.node, "name": rc.node, "nodeid": 0,
+			"ip": self.Addr, "local": 1, "online": 1, "level": "",
+		}}, nil
+	}
+	c := db.Corosync
+	out := []map[string]any{{
+		"type": "cluster", "id": "cluster", "name": c.ClusterName, "nodes": len(c.Nodes),
+		"version": c.ConfigVersion, "quorate": boolNum(s.quorateLocked(db)),
+	}}
+	for _, m := range c.Nodes {
+		n := s.st.Nodes[m.Name]
+		out = append(out, map[string]any{
+			"type": "node", "id": "node/" + m.Name, "name": m.Name, "nodeid": m.NodeID,
+			"ip": n.Addr, "local": boolNum(m.Name == rc.node), "online": boolNum(s.memberUpLocked(m.Name)), "level": "",
+		})
+	}
+	return out, nil
+}
+
+func boolNum(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (s *Sim) getClusterConfigIndex(rc *reqCtx) (any, error) {
+	out := []map[string]any{}
+	for _, n := range []string{"apiversion", "join", "nodes", "qdevice", "totem"} {
+		out = append(out, map[string]any{"name": n})
+	}
+	return out, nil
+}
+
+// linkAddr extracts the address of a link property string.
+func linkAddr(v string) string {
+	for _, part := range strings.Split(v, ",") {
+		k, val, ok := strings.Cut(part, "=")
+		if !ok {
+			return part
+		}
+		if k == "address" {
+			return val
+		}
+	}
+	return ""
+}
+
+// linksOf collects link0..link7 as ringN_addr.
+func linksOf(rc *reqCtx, defAddr string) map[string]string {
+	links := map[string]string{}
+	for i := 0; i <= 7; i++ {
+		if v := rc.str(fmt.Sprintf("link%d", i)); v != "" {
+			links[fmt.Sprintf("ring%d_addr", i)] = linkAddr(v)
+		}
+	}
+	if len(links) == 0 {
+		links["ring0_addr"] = defAddr
+	}
+	return links
+}
+
+// POST /cluster/config: root@pam ticket only (enforced by the schema's
+// missing permissions); a task on this node; quorate shortly after it ends.
+func (s *Sim) postClusterCreate(rc *reqCtx) (any, error) {
+	db := rc.db()
+	if db.Corosync != nil {
+		return nil, fmt.Errorf("cluster config '/etc/pve/corosync.conf' already exists")
+	}
+	name := rc.str("clustername")
+	node := rc.node
+	self := s.st.Nodes[node]
+	c := &Corosync{ClusterName: name, ConfigVersion: 1, Nodes: []*CorosyncNode{{
+		Name: node, NodeID: rc.integer("nodeid", 1), Votes: rc.integer("votes", 1), Links: linksOf(rc, self.Addr),
+	}}}
+	if s.cfg.Version >= 9 {
+		c.TokenCoefficient = rc.integer("token-coefficient", 125)
+	}
+	// corosync.conf is written at once (a second create fails), but corosync
+	// only counts once the worker finished and the service restarted.
+	db.Corosync = c
+	self.CorosyncUpAt = time.Now().Add(24 * time.Hour).Unix()
+	db.Serial++
+	upid := s.startTaskLocked(rc, node, "clustercreate", name, func(t *taskRun) string {
+		t.logf("Writing corosync key to /etc/corosync/authkey.")
+		t.logf("Writing corosync config to /etc/pve/corosync.conf")
+		t.logf("Restart corosync and cluster filesystem")
+		if !s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration)) {
+			return "unexpected status"
+		}
+		settle := s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration) / 2
+		t.commit(func() { self.CorosyncUpAt = time.Now().Add(settle).Unix() })
+		return ""
+	})
+	s.saveLocked()
+	return upid, nil
+}
+
+// renderCorosyncConf writes corosync.conf as pvecm does; its SHA-1 is the
+// join info's config_digest.
+func renderCorosyncConf(c *Corosync) string {
+	var b strings.Builder
+	b.WriteString("logging {\n  debug: off\n  to_syslog: yes\n}\n\nnodelist {\n")
+	for _, m := range c.Nodes {
+		fmt.Fprintf(&b, "  node {\n    name: %s\n    nodeid: %d\n    quorum_votes: %d\n", m.Name, m.NodeID, m.Votes)
+		keys := make([]string, 0, len(m.Links))
+		for k := range m.Links {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(&b, "    %s: %s\n", k, m.Links[k])
+		}
+		b.WriteString("  }\n")
+	}
+	b.WriteString("}\n\nquorum {\n  provider: corosync_votequorum\n}\n\n")
+	fmt.Fprintf(&b, "totem {\n  cluster_name: %s\n  config_version: %d\n  interface {\n    linknumber: 0\n  }\n  ip_version: ipv4-6\n  link_mode: passive\n  secauth: on\n", c.ClusterName, c.ConfigVersion)
+	if c.TokenCoefficient > 0 && c.TokenCoefficient != 125 {
+		fmt.Fprintf(&b, "  token_coefficient: %d\n", c.TokenCoefficient)
+	}
+	b.WriteString("  version: 2\n}\n")
+	return b.String()
+}
+
+// totem is corosync's totem section as join info shows it: all strings.
+func totem(c *Corosync) map[string]any {
+	t := map[string]any{
+		"cluster_name":   c.ClusterName,
+		"config_version": strconv.Itoa(c.ConfigVersion),
+		"interface":      map[string]any{"0": map[string]any{"linknumber": "0"}},
+		"ip_version":     "ipv4-6",
+		"link_mode":      "passive",
+		"secauth":        "on",
+		"version":        "2",
+	}
+	if c.TokenCoefficient > 0 && c.TokenCoefficient != 125 {
+		t["token_coefficient"] = strconv.Itoa(c.TokenCoefficient)
+	}
+	return t
+}
+
+func (s *Sim) getTotem(rc *reqCtx) (any, error) {
+	db := rc.db()
+	if db.Corosync == nil {
+		return map[string]any{}, nil
+	}
+	return totem(db.Corosync), nil
+}
+
+// GET /cluster/config/join: 424 on a standalone node; corosync values are
+// strings; pve_fp is each member's current certificate fingerprint.
+func (s *Sim) getJoinInfo(rc *reqCtx) (any, error) {
+	db := rc.db()
+	if db.Corosync == nil {
+		return nil, errStatus(424, "node is not in a cluster, no join info available!")
+	}
+	c := db.Corosync
+	preferred := rc.node
+	if rc.has("node") {
+		preferred = rc.str("node")
+		if c.member(preferred) == nil {
+			return nil, fmt.Errorf("unknown node '%s'", preferred)
+		}
+	}
+	list := []map[string]any{}
+	for _, m := range c.Nodes {
+		n := s.st.Nodes[m.Name]
+		e := map[string]any{
+			"name": m.Name, "nodeid": strconv.Itoa(m.NodeID), "quorum_votes": strconv.Itoa(m.Votes),
+			"pve_addr": n.Addr, "pve_fp": s.nodes[m.Name].cert.fingerprint,
+		}
+		for k, v := range m.Links {
+			e[k] = v
+		}
+		list = append(list, e)
+	}
+	sum := sha1.Sum([]byte(renderCorosyncConf(c)))
+	return map[string]any{
+		"nodelist": list, "preferred_node": preferred, "totem": totem(c),
+		"config_digest": hex.EncodeToString(sum[:]),
+	}, nil
+}
+
+func (s *Sim) getClusterNodes(rc *reqCtx) (any, error) {
+	db := rc.db()
+	if db.Corosync == nil {
+		return nil, fmt.Errorf("Corosync config '/etc/pve/corosync.conf' does not exist - is this node part of a cluster?")
+	}
+	out := []map[string]any{}
+	for _, m := range db.Corosync.Nodes {
+		e := map[string]any{"node": m.Name, "name": m.Name, "nodeid": strconv.Itoa(m.NodeID), "quorum_votes": strconv.Itoa(m.Votes)}
+		for k, v := range m.Links {
+			e[k] = v
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// findNodeLocked resolves a join's hostname: a node name or its address.
+func (s *Sim) findNodeLocked(host string) *Node {
+	for _, n := range s.st.Nodes {
+		if n.Name == host || n.Addr == host || n.Name+".lab" == host {
+			return n
+		}
+	}
+	return nil
+}
+
+func (s *Sim) joinLock(dbID string) *sync.Mutex {
+	if s.joinLocks[dbID] == nil {
+		s.joinLocks[dbID] = &sync.Mutex{}
+	}
+	return s.joinLocks[dbID]
+}
+
+// lockWithTimeout tries to take m within d.
+func (s *Sim) lockWithTimeout(m *sync.Mutex, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if m.TryLock() {
+			return true
+		}
+		if time.Now().After(deadline) || !s.sleep(20*time.Millisecond) {
+			return false
+		}
+	}
+}
+
+// joinable is assert_joinable for node: the reasons it may not join.
+func (s *Sim) joinableLocked(node string) []string {
+	db := s.dbOf(node)
+	if db.Corosync == nil {
+		return nil
+	}
+	return []string{
+		"authentication key '/etc/corosync/authkey' already exists",
+		"cluster config '/etc/pve/corosync.conf' already exists",
+		"corosync is already running, is this node already in a cluster?!",
+	}
+}
+
+// POST /cluster/config/join, sent to the joining node (C4, C5, C6).
+func (s *Sim) postJoin(rc *reqCtx) (any, error) {
+	joiner := rc.node
+	p := struct {
+		host, fp, password string
+		force              bool
+		nodeid, votes      int
+		links              map[string]string
+	}{rc.str("hostname"), rc.str("fingerprint"), rc.str("password"), rc.boolean("force"),
+		rc.integer("nodeid", 0), rc.integer("votes", 1), linksOf(rc, s.st.Nodes[joiner].Addr)}
+	upid := s.startTaskLocked(rc, joiner, "clusterjoin", "", func(t *taskRun) string {
+		return s.joinWorker(t, joiner, p.host, p.fp, p.password, p.force, p.nodeid, p.votes, p.links)
+	})
+	return upid, nil
+}
+
+func (s *Sim) joinWorker(t *taskRun, joiner, host, fp, password string, force bool, nodeid, votes int, links map[string]string) string {
+	lockTimeout := s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout)
+	step := s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration) / 4
+
+	// The joiner's own /var/lock/pvecm.lock.
+	local := s.joinLock("local:" + joiner)
+	if !s.lockWithTimeout(local, lockTimeout) {
+		return "can't lock file '/var/lock/pvecm.lock' - got timeout"
+	}
+	defer local.Unlock()
+
+	s.mu.Lock()
+	if reasons := s.joinableLocked(joiner); len(reasons) > 0 && !force {
+		s.mu.Unlock()
+		t.logf("detected the following error(s):")
+		for _, r := range reasons {
+			t.logf("* %s", r)
+		}
+		return "Check if node may join a cluster failed!"
+	}
+	h := s.findNodeLocked(host)
+	s.mu.Unlock()
+	t.logf("Establishing API connection with host '%s'", host)
+	if !s.sleep(step) {
+		return "unexpected status"
+	}
+
+	s.mu.Lock()
+	if h == nil || !h.Online || h.restarting {
+		s.mu.Unlock()
+		return fmt.Sprintf("500 Can't connect to %s:%d (Connection refused)", host, s.cfg.Port)
+	}
+	hostFP := s.nodes[h.Name].cert.fingerprint
+	if !strings.EqualFold(hostFP, fp) {
+		s.mu.Unlock()
+		return fmt.Sprintf("500 Can't connect to %s:%d (certificate fingerprint mismatch: got %s)", host, s.cfg.Port, hostFP)
+	}
+	if password != s.st.RootPassword {
+		s.mu.Unlock()
+		return "401 authentication failure"
+	}
+	hdb := s.st.DBs[h.DB]
+	if hdb.Corosync == nil {
+		s.mu.Unlock()
+		return "500 Corosync config '/etc/pve/corosync.conf' does not exist - is this node part of a cluster?"
+	}
+	s.mu.Unlock()
+	t.logf("Login succeeded.")
+	t.logf("check cluster join API version")
+
+	// The member's pvecm.lock + cfs lock on corosync.conf serialise joins (C4).
+	cl := s.joinLock(hdb.ID)
+	if !s.lockWithTimeout(cl, lockTimeout) {
+		return "500 can't lock file '/var/lock/pvecm.lock' - got timeout"
+	}
+	defer cl.Unlock()
+
+	s.mu.Lock()
+	if err := s.requireQuorumLocked(hdb); err != nil {
+		s.mu.Unlock()
+		return "500 " + err.Error()
+	}
+	c := hdb.Corosync
+	if m := c.member(joiner); m != nil {
+		if !force {
+			s.mu.Unlock()
+			return fmt.Sprintf("500 can't add existing node '%s'", joiner)
+		}
+		c.Nodes = removeMember(c.Nodes, joiner)
+	}
+	if nodeid == 0 {
+		nodeid = 1
+		for _, m := range c.Nodes {
+			if m.NodeID >= nodeid {
+				nodeid = m.NodeID + 1
+			}
+		}
+	}
+	for _, m := range c.Nodes {
+		if m.NodeID == nodeid {
+			s.mu.Unlock()
+			return fmt.Sprintf("500 Node ID %d already used by node %s", nodeid, m.Name)
+		}
+	}
+	c.Nodes = append(c.Nodes, &CorosyncNode{Name: joiner, NodeID: nodeid, Votes: votes, Links: links})
+	sort.Slice(c.Nodes, func(i, j int) bool { return c.Nodes[i].NodeID < c.Nodes[j].NodeID })
+	c.ConfigVersion++
+	hdb.Serial++
+	// The joiner's /etc/pve is replaced by the cluster's (S1, Z7): its own
+	// storage.cfg, tokens and tickets are gone from now on.
+	j := s.st.Nodes[joiner]
+	old := j.DB
+	j.DB = hdb.ID
+	if old != hdb.ID {
+		delete(s.st.DBs, old)
+	}
+	j.CorosyncUpAt = time.Now().Add(24 * time.Hour).Unix()
+	j.restarting = true
+	s.stopLocked(joiner)
+	s.saveLocked()
+	s.mu.Unlock()
+	t.logf("Request addition of this node")
+	t.logf("Join request OK, finishing setup locally")
+	t.logf("stopping pve-cluster service")
+	t.logf("backup old database to '/var/lib/pve-cluster/backup/config-%d.sql.gz'", time.Now().Unix())
+	t.logf("waiting for quorum...OK")
+	t.logf("(re)generate node files")
+	t.logf("generate new node certificate")
+
+	if !s.sleep(s.cfg.dur(s.cfg.RestartWindow, DefaultRestartWindow)) {
+		return "unexpected status"
+	}
+
+	s.mu.Lock()
+	j.CertGen++
+	cert, err := loadOrCreateCert(s.cfg.Dir, joiner, j.Addr, j.CertGen)
+	if err != nil {
+		j.restarting = false
+		s.mu.Unlock()
+		return "unable to generate pve certificate: " + err.Error()
+	}
+	s.nodes[joiner].cert = cert
+	j.restarting = false
+	j.CorosyncUpAt = time.Now().Unix()
+	if j.Online {
+		if err := s.listenLocked(joiner); err != nil {
+			s.log.addError(err)
+		}
+	}
+	s.saveLocked()
+	s.mu.Unlock()
+	t.logf("merge authorized SSH keys")
+	t.logf("generated new node certificate, restart pveproxy and pvedaemon services")
+	t.logf("successfully added node '%s' to cluster.", joiner)
+	return ""
+}
+
+func removeMember(list []*CorosyncNode, name string) []*CorosyncNode {
+	out := list[:0]
+	for _, m := range list {
+		if m.Name != name {
+			out = append(out, m)
+		}
+	}
+	return out
+}

@@ -1,0 +1,174 @@
+package pvesim
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// ControlHandler serves the lab's internal control API (plain HTTP/JSON,
+// meant for a Unix socket; not part of the PVE API). Errors are non-2xx with
+// {"error": "<message>"}. See the package documentation for the routes.
+func (s *Sim) ControlHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/requests", func(w http.ResponseWriter, r *http.Request) {
+		list := s.Requests()
+		node, onlyMut := r.URL.Query().Get("node"), r.URL.Query().Get("mutating") == "1"
+		out := []Request{}
+		for _, e := range list {
+			if node != "" && e.Node != node || onlyMut && !e.Mutating() {
+				continue
+			}
+			out = append(out, e)
+		}
+		ctlJSON(w, 200, out)
+	})
+	mux.HandleFunc("DELETE /v1/requests", func(w http.ResponseWriter, r *http.Request) {
+		s.ResetRequests()
+		ctlJSON(w, 200, map[string]any{})
+	})
+	mux.HandleFunc("GET /v1/faults", func(w http.ResponseWriter, r *http.Request) {
+		ctlJSON(w, 200, s.faults.List())
+	})
+	mux.HandleFunc("POST /v1/faults", func(w http.ResponseWriter, r *http.Request) {
+		var f struct {
+			Fault
+			DelayMS int64 `json:"delay_ms"`
+		}
+		if !ctlDecode(w, r, &f) {
+			return
+		}
+		if f.DelayMS > 0 {
+			f.Delay = time.Duration(f.DelayMS) * time.Millisecond
+		}
+		id, err := s.faults.Add(f.Fault)
+		if err != nil {
+			ctlError(w, 400, err)
+			return
+		}
+		ctlJSON(w, 200, map[string]any{"id": id})
+	})
+	mux.HandleFunc("DELETE /v1/faults", func(w http.ResponseWriter, r *http.Request) {
+		s.faults.Clear()
+		ctlJSON(w, 200, map[string]any{})
+	})
+	mux.HandleFunc("DELETE /v1/faults/{id}", func(w http.ResponseWriter, r *http.Request) {
+		id, err := strconv.Atoi(r.PathValue("id"))
+		if err != nil {
+			ctlError(w, 400, fmt.Errorf("fault id must be a number: %w", err))
+			return
+		}
+		s.faults.Remove(id)
+		ctlJSON(w, 200, map[string]any{})
+	})
+	mux.HandleFunc("GET /v1/nodes", func(w http.ResponseWriter, r *http.Request) {
+		out := []map[string]any{}
+		for _, name := range s.NodeNames() {
+			n, _ := s.Node(name)
+			out = append(out, nodeJSON(n))
+		}
+		ctlJSON(w, 200, out)
+	})
+	mux.HandleFunc("GET /v1/nodes/{node}", func(w http.ResponseWriter, r *http.Request) {
+		n, ok := s.Node(r.PathValue("node"))
+		if !ok {
+			ctlError(w, 404, fmt.Errorf("no node %q in this lab", r.PathValue("node")))
+			return
+		}
+		ctlJSON(w, 200, nodeJSON(n))
+	})
+	mux.HandleFunc("POST /v1/nodes/{node}/online", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Online bool `json:"online"`
+		}
+		if !ctlDecode(w, r, &body) {
+			return
+		}
+		if err := s.SetOnline(r.PathValue("node"), body.Online); err != nil {
+			ctlError(w, 404, err)
+			return
+		}
+		n, _ := s.Node(r.PathValue("node"))
+		ctlJSON(w, 200, nodeJSON(n))
+	})
+	mux.HandleFunc("GET /v1/nodes/{node}/cluster", func(w http.ResponseWriter, r *http.Request) {
+		info, ok := s.Cluster(r.PathValue("node"))
+		if !ok {
+			ctlError(w, 404, errors.New("Error: Corosync config '/etc/pve/corosync.conf' does not exist - is this node part of a cluster?"))
+			return
+		}
+		ctlJSON(w, 200, info)
+	})
+	mux.HandleFunc("POST /v1/clusters", func(w http.ResponseWriter, r *http.Request) {
+		var body struct{ Node, Name, Link0 string }
+		if !ctlDecode(w, r, &body) {
+			return
+		}
+		info, err := s.CreateCluster(body.Node, body.Name, body.Link0)
+		ctlResult(w, info, err)
+	})
+	mux.HandleFunc("POST /v1/nodes/{member}/cluster/nodes", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Node  string `json:"node"`
+			Link0 string `json:"link0"`
+			Force bool   `json:"force"`
+		}
+		if !ctlDecode(w, r, &body) {
+			return
+		}
+		info, err := s.AddNode(r.PathValue("member"), body.Node, body.Link0, body.Force)
+		ctlResult(w, info, err)
+	})
+	mux.HandleFunc("POST /v1/nodes/{node}/cluster/expected", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Votes int `json:"votes"`
+		}
+		if !ctlDecode(w, r, &body) {
+			return
+		}
+		info, err := s.SetExpectedVotes(r.PathValue("node"), body.Votes)
+		ctlResult(w, info, err)
+	})
+	return mux
+}
+
+func nodeJSON(n NodeInfo) map[string]any {
+	return map[string]any{"name": n.Name, "addr": n.Addr, "url": n.URL, "fingerprint": n.Fingerprint,
+		"online": n.Online, "serving": n.Serving, "cluster": n.Cluster}
+}
+
+func ctlResult(w http.ResponseWriter, v any, err error) {
+	var conflict *ConflictError
+	var notFound *NotFoundError
+	switch {
+	case err == nil:
+		ctlJSON(w, 200, v)
+	case errors.As(err, &conflict):
+		ctlError(w, 409, err)
+	case errors.As(err, &notFound):
+		ctlError(w, 404, err)
+	default:
+		ctlError(w, 500, err)
+	}
+}
+
+func ctlDecode(w http.ResponseWriter, r *http.Request, v any) bool {
+	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
+		ctlError(w, 400, fmt.Errorf("control API wants a JSON body: %w", err))
+		return false
+	}
+	return true
+}
+
+func ctlJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func ctlError(w http.ResponseWriter, status int, err error) {
+	ctlJSON(w, status, map[string]string{"error": err.Error()})
+}

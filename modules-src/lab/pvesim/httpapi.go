@@ -1,0 +1,528 @@
+package pvesim
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pveschema"
+)
+
+// APIError is an error answer as PVE renders it: the status line's reason
+// phrase is the message's first line, the body {"data":null,"message":…}
+// plus "errors" per parameter for 400s.
+type APIError struct {
+	Status  int
+	Message string
+	Errors  map[string]string
+	// wait delays the answer outside the state lock (e.g. a cfs lock that
+	// times out after LockTimeout).
+	wait time.Duration
+}
+
+func (e *APIError) Error() string { return fmt.Sprintf("%d %s", e.Status, e.Message) }
+
+func errStatus(status int, format string, args ...any) *APIError {
+	return &APIError{Status: status, Message: fmt.Sprintf(format, args...)}
+}
+
+// errParams is PVE's raise_param_exc: 400 "Parameter verification failed."
+func errParams(errs map[string]string) *APIError {
+	return &APIError{Status: 400, Message: "Parameter verification failed.", Errors: errs}
+}
+
+func errPerm(detail string) *APIError {
+	return errStatus(403, "Permission check failed (%s)", detail)
+}
+
+// reqCtx is what a handler sees.
+type reqCtx struct {
+	s      *Sim
+	node   string // node that handles the request (after proxyto)
+	origin string // node whose API was called
+	method *pveschema.Method
+	params map[string]any
+	who    *principal
+	fault  *Fault // a task-level fault matched by this request
+}
+
+func (rc *reqCtx) str(k string) string {
+	v, ok := rc.params[k]
+	if !ok {
+		return ""
+	}
+	return paramString(v)
+}
+
+func (rc *reqCtx) has(k string) bool { _, ok := rc.params[k]; return ok }
+
+func (rc *reqCtx) boolean(k string) bool {
+	v, ok := rc.params[k]
+	if !ok {
+		return false
+	}
+	if b, ok := v.(bool); ok {
+		return b
+	}
+	return paramString(v) == "1"
+}
+
+func (rc *reqCtx) integer(k string, def int) int {
+	if !rc.has(k) {
+		return def
+	}
+	n, err := strconv.Atoi(rc.str(k))
+	if err != nil {
+		return def
+	}
+	return n
+}
+
+// db is the pmxcfs of the handling node.
+func (rc *reqCtx) db() *ConfigDB { return rc.s.dbOf(rc.node) }
+
+type handlerFunc func(rc *reqCtx) (any, error)
+
+// handlers maps "METHOD /schema/path" to its implementation. Paths the
+// schema knows but the simulator does not implement answer 501 like an
+// unknown path, and the request log says so.
+func (s *Sim) handlers() map[string]handlerFunc {
+	return map[string]handlerFunc{
+		"GET /version":                               s.getVersion,
+		"POST /access/ticket":                        s.postTicket,
+		"GET /access/ticket":                         func(*reqCtx) (any, error) { return nil, nil },
+		"GET /nodes":                                 s.getNodes,
+		"GET /nodes/{node}/status":                   s.getNodeStatus,
+		"GET /nodes/{node}/tasks":                    s.getTasks,
+		"GET /nodes/{node}/tasks/{upid}/status":      s.getTaskStatus,
+		"GET /nodes/{node}/tasks/{upid}/log":         s.getTaskLog,
+		"GET /nodes/{node}/storage":                  s.getNodeStorage,
+		"GET /nodes/{node}/storage/{storage}/status": s.getNodeStorageStatus,
+		"GET /cluster/status":                        s.getClusterStatus,
+		"GET /cluster/resources":                     s.getClusterResources,
+		"GET /cluster/config":                        s.getClusterConfigIndex,
+		"POST /cluster/config":                       s.postClusterCreate,
+		"GET /cluster/config/join":                   s.getJoinInfo,
+		"POST /cluster/config/join":                  s.postJoin,
+		"GET /cluster/config/nodes":                  s.getClusterNodes,
+		"GET /cluster/config/totem":                  s.getTotem,
+		"GET /storage":                               s.getStorageList,
+		"POST /storage":                              s.postStorage,
+		"GET /storage/{storage}":                     s.getStorage,
+		"PUT /storage/{storage}":                     s.putStorage,
+		"DELETE /storage/{storage}":                  s.deleteStorage,
+		"GET /pools":                                 s.getPools,
+		"POST /pools":                                s.postPool,
+		"PUT /pools":                                 s.putPool,
+		"DELETE /pools":                              s.deletePool,
+		"GET /pools/{poolid}":                        s.getPoolDeprecated,
+		"PUT /pools/{poolid}":                        s.putPool,
+		"DELETE /pools/{poolid}":                     s.deletePool,
+	}
+}
+
+// nodeHandler serves one node's /api2/json.
+func (s *Sim) nodeHandler(node string) http.Handler {
+	table := s.handlers()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.serve(node, table, w, r)
+	})
+}
+
+func (s *Sim) serve(node string, table map[string]handlerFunc, w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	apiPath, ok := strings.CutPrefix(r.URL.Path, "/api2/json")
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	if apiPath == "" {
+		apiPath = "/"
+	}
+	entry := Request{Time: start, Node: node, Method: r.Method, Path: apiPath}
+	params, perr := readParams(r)
+	finish := func(status int) {
+		entry.Status = status
+		entry.Duration = time.Since(start)
+		entry.Params = redactParams(params, s.secrets())
+		s.log.add(entry)
+	}
+
+	fault := s.faults.take(node, r.Method, apiPath)
+	var taskFault *Fault
+	if fault != nil {
+		entry.Fault = string(fault.Kind)
+		switch fault.Kind {
+		case FaultLatency:
+			if !s.sleepCtx(r, fault.Delay) {
+				finish(0)
+				return
+			}
+		case FaultError:
+			st := fault.Status
+			if st == 0 {
+				st = 500
+			}
+			msg := fault.Message
+			if msg == "" {
+				msg = "injected failure"
+			}
+			finish(st)
+			writeError(w, &APIError{Status: st, Message: msg})
+			return
+		case FaultReset:
+			finish(0)
+			resetConn(w)
+			return
+		case FaultHang:
+			select {
+			case <-r.Context().Done():
+			case <-s.ctx.Done():
+			}
+			finish(0)
+			resetConn(w)
+			return
+		case FaultLock:
+			d := fault.Delay
+			if d == 0 {
+				d = s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout)
+			}
+			s.sleepCtx(r, d)
+			file := fault.LockFile
+			if file == "" {
+				file = "/var/lock/pve-manager/pve-simulated.lck"
+			}
+			finish(500)
+			writeError(w, errStatus(500, "can't lock file '%s' - got timeout", file))
+			return
+		case FaultTaskFail, FaultSlowConfig:
+			taskFault = fault
+		}
+	}
+
+	if perr != nil {
+		finish(400)
+		writeError(w, errStatus(400, "%v", perr))
+		return
+	}
+	m, pathParams, err := s.schema.Lookup(r.Method, apiPath)
+	if err != nil {
+		finish(501)
+		writeError(w, errStatus(501, "%s", err.Error()))
+		return
+	}
+	for k, v := range pathParams {
+		params[k] = v
+	}
+
+	status, data, aerr := s.dispatch(node, table, m, params, r, taskFault)
+	if aerr != nil {
+		if aerr.wait > 0 {
+			s.sleepCtx(r, aerr.wait)
+		}
+		if aerr.Status == 401 {
+			s.sleepCtx(r, s.cfg.dur(s.cfg.AuthDelay, DefaultAuthDelay))
+		}
+		finish(aerr.Status)
+		writeError(w, aerr)
+		return
+	}
+	finish(status)
+	writeData(w, data)
+}
+
+// dispatch authenticates, validates and runs the handler under the state lock.
+func (s *Sim) dispatch(node string, table map[string]handlerFunc, m *pveschema.Method, params map[string]any, r *http.Request, taskFault *Fault) (int, any, *APIError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	db := s.dbOf(node)
+	world := strings.Contains(string(m.Permissions), `"world"`)
+	var who *principal
+	if !world {
+		var msg string
+		who, msg = authenticate(db, r)
+		if who == nil {
+			return 0, nil, errStatus(401, "%s", msg)
+		}
+		if who.Ticket && r.Method != "GET" {
+			if !verifyCSRF(db, who.User, r.Header.Get("CSRFPreventionToken")) {
+				return 0, nil, errStatus(401, "Permission denied - invalid csrf token")
+			}
+		}
+		if who.TokenID != "" && !bool(m.AllowToken) {
+			return 0, nil, errStatus(403, "Permission check failed (API tokens are not allowed for this method)")
+		}
+	}
+	if errs := m.Validate(params); errs != nil {
+		return 0, nil, errParams(errs)
+	}
+	target := node
+	if m.ProxyTo != "" {
+		if t := paramString(params[m.ProxyTo]); t != "" && t != node {
+			if aerr := s.proxyCheckLocked(node, t); aerr != nil {
+				return 0, nil, aerr
+			}
+			target = t
+		}
+	}
+	if who != nil {
+		if detail := checkPermissions(db, who, m.Permissions, params); detail != "" {
+			return 0, nil, errPerm(detail)
+		}
+	}
+	h := table[m.HTTPMethod+" "+m.Path]
+	if h == nil {
+		return 0, nil, errStatus(501, "Method '%s %s' not implemented", m.HTTPMethod, m.Path)
+	}
+	rc := &reqCtx{s: s, node: target, origin: node, method: m, params: params, who: who, fault: taskFault}
+	data, err := h(rc)
+	if err != nil {
+		var aerr *APIError
+		if errors.As(err, &aerr) {
+			return 0, nil, aerr
+		}
+		return 0, nil, errStatus(500, "%v", err)
+	}
+	return 200, data, nil
+}
+
+// proxyCheckLocked mirrors pveproxy forwarding to {node}: unknown nodes fail
+// name resolution, offline members answer 595.
+func (s *Sim) proxyCheckLocked(from, to string) *APIError {
+	n := s.st.Nodes[to]
+	if n == nil || n.DB != s.st.Nodes[from].DB {
+		return errStatus(500, "hostname lookup '%s' failed - failed to get address info for: %s: Name or service not known", to, to)
+	}
+	if !n.Online || n.restarting {
+		return errStatus(595, "Connection refused")
+	}
+	return nil
+}
+
+// readParams merges the body (form or JSON) and the query string; query
+// values win, as in pve-http-server.
+func readParams(r *http.Request) (map[string]any, error) {
+	params := map[string]any{}
+	if r.Body != nil && (r.Method == "POST" || r.Method == "PUT" || r.Method == "DELETE") {
+		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if err != nil {
+			return params, fmt.Errorf("unable to read request body: %w", err)
+		}
+		ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		switch {
+		case len(strings.TrimSpace(string(body))) == 0:
+		case ct == "application/json":
+			dec := json.NewDecoder(strings.NewReader(string(body)))
+			dec.UseNumber()
+			var obj map[string]any
+			if err := dec.Decode(&obj); err != nil {
+				return params, fmt.Errorf("malformed JSON request body: %w", err)
+			}
+			for k, v := range obj {
+				if v != nil {
+					params[k] = v
+				}
+			}
+		default:
+			vals, err := url.ParseQuery(string(body))
+			if err != nil {
+				return params, fmt.Errorf("malformed form request body: %w", err)
+			}
+			mergeValues(params, vals)
+		}
+	}
+	mergeValues(params, r.URL.Query())
+	return params, nil
+}
+
+func mergeValues(params map[string]any, vals url.Values) {
+	for k, vs := range vals {
+		if len(vs) == 1 {
+			params[k] = vs[0]
+			continue
+		}
+		list := make([]any, len(vs))
+		for i, v := range vs {
+			list[i] = v
+		}
+		params[k] = list
+	}
+}
+
+// paramString renders a parameter value as Perl would see it.
+func paramString(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case json.Number:
+		return x.String()
+	case bool:
+		if x {
+			return "1"
+		}
+		return "0"
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case []any:
+		parts := make([]string, len(x))
+		for i, p := range x {
+			parts[i] = paramString(p)
+		}
+		return strings.Join(parts, ",")
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func setCommonHeaders(h http.Header) {
+	h.Set("Content-Type", "application/json;charset=UTF-8")
+	h.Set("Server", "pve-api-daemon/3.0")
+	h.Set("Cache-Control", "max-age=0")
+	h.Set("Pragma", "no-cache")
+	h.Set("Expires", time.Now().UTC().Format(http.TimeFormat))
+}
+
+func writeData(w http.ResponseWriter, data any) {
+	body, err := json.Marshal(map[string]any{"data": data})
+	if err != nil {
+		writeError(w, errStatus(500, "unable to encode result: %v", err))
+		return
+	}
+	setCommonHeaders(w.Header())
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(200)
+	_, _ = w.Write(body)
+}
+
+// writeError renders an error with the message's first line as the HTTP
+// reason phrase (Go's ResponseWriter cannot, so the connection is hijacked;
+// PVE closes keep-alive on errors anyway). 595 answers carry a text body,
+// as pveproxy's do.
+func writeError(w http.ResponseWriter, e *APIError) {
+	msg := strings.TrimRight(e.Message, "\n")
+	reason := msg
+	if i := strings.IndexByte(reason, '\n'); i >= 0 {
+		reason = reason[:i]
+	}
+	reason = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, reason)
+	var body []byte
+	ctype := "application/json;charset=UTF-8"
+	if e.Status >= 590 {
+		body, ctype = []byte(msg+"\n"), "text/plain"
+	} else {
+		obj := map[string]any{"data": nil, "message": msg + "\n"}
+		if len(e.Errors) > 0 {
+			obj["errors"] = e.Errors
+		}
+		body, _ = json.Marshal(obj)
+	}
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		setCommonHeaders(w.Header())
+		w.Header().Set("Content-Type", ctype)
+		w.WriteHeader(e.Status)
+		_, _ = w.Write(body)
+		return
+	}
+	conn, buf, err := hj.Hijack()
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	h := http.Header{}
+	setCommonHeaders(h)
+	h.Set("Content-Type", ctype)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set("Connection", "close")
+	fmt.Fprintf(buf, "HTTP/1.1 %d %s\r\n", e.Status, reason)
+	keys := make([]string, 0, len(h))
+	for k := range h {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(buf, "%s: %s\r\n", k, h.Get(k))
+	}
+	buf.WriteString("\r\n")
+	buf.Write(body)
+	_ = buf.Flush()
+}
+
+// resetConn drops the connection with a TCP reset and no answer.
+func resetConn(w http.ResponseWriter) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		panic(http.ErrAbortHandler)
+	}
+	conn, _, err := hj.Hijack()
+	if err != nil {
+		return
+	}
+	raw := conn
+	if nc, ok := conn.(interface{ NetConn() net.Conn }); ok {
+		raw = nc.NetConn()
+	}
+	if tc, ok := raw.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = raw.Close()
+}
+
+// sleepCtx waits d unless the client or the simulator goes away.
+func (s *Sim) sleepCtx(r *http.Request, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	case <-s.ctx.Done():
+		return false
+	}
+}
+
+// secrets are the values the request log must never show.
+func (s *Sim) secrets() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []string{s.st.RootPassword, s.st.TokenSecret}
+	for _, db := range s.st.DBs {
+		for _, t := range db.Access.Tokens {
+			out = append(out, t.Secret)
+		}
+		for _, u := range db.Access.Users {
+			if u.Password != "" {
+				out = append(out, u.Password)
+			}
+		}
+	}
+	return out
+}
+
+func (s *Sim) dbOf(node string) *ConfigDB {
+	n := s.st.Nodes[node]
+	if n == nil {
+		return nil
+	}
+	return s.st.DBs[n.DB]
+}

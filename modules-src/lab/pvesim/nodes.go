@@ -1,0 +1,231 @@
+package pvesim
+
+import (
+	"strings"
+	"time"
+)
+
+// versionInfo is what GET /version reports per major version.
+func versionInfo(v int) map[string]any {
+	if v == 8 {
+		return map[string]any{"version": "8.4.14", "release": "8.4", "repoid": "b502d23c55afcba1", "console": "html5"}
+	}
+	return map[string]any{"version": "9.1.1", "release": "9.1", "repoid": "42db4a6cf33dac83", "console": "html5"}
+}
+
+func (s *Sim) getVersion(rc *reqCtx) (any, error) { return versionInfo(s.cfg.Version), nil }
+
+// POST /access/ticket: root@pam (pam password shared by the lab's nodes) or
+// a pve-realm user; a valid ticket as password renews it.
+func (s *Sim) postTicket(rc *reqCtx) (any, error) {
+	db := rc.db()
+	user := rc.str("username")
+	if !strings.Contains(user, "@") {
+		realm := rc.str("realm")
+		if realm == "" {
+			realm = "pam"
+		}
+		user += "@" + realm
+	}
+	pw := rc.str("password")
+	ok := false
+	if u := db.Access.Users[user]; u != nil {
+		switch {
+		case user == "root@pam":
+			ok = pw == s.st.RootPassword
+		case u.Password != "":
+			ok = pw == u.Password
+		}
+	}
+	if !ok && strings.HasPrefix(pw, "PVE:") {
+		if tu, valid := verifyTicket(db, pw, time.Now()); valid && tu == user {
+			ok = true
+		}
+	}
+	if !ok {
+		return nil, errStatus(401, "authentication failure")
+	}
+	now := time.Now()
+	out := map[string]any{
+		"username":            user,
+		"ticket":              makeTicket(db, user, now),
+		"CSRFPreventionToken": makeCSRF(db, user, now),
+	}
+	if db.Corosync != nil {
+		out["clustername"] = db.Corosync.ClusterName
+	}
+	return out, nil
+}
+
+// membersLocked lists the nodes sharing node's /etc/pve (itself if standalone).
+func (s *Sim) membersLocked(node string) []string {
+	db := s.dbOf(node)
+	if db.Corosync == nil {
+		return []string{node}
+	}
+	out := make([]string, 0, len(db.Corosync.Nodes))
+	for _, m := range db.Corosync.Nodes {
+		out = append(out, m.Name)
+	}
+	return out
+}
+
+// nodeUpLocked: reachable for a cluster view (online, not restarting).
+func (s *Sim) nodeUpLocked(name string) bool {
+	n := s.st.Nodes[name]
+	return n != nil && n.Online && !n.restarting
+}
+
+const (
+	simMaxMem  = 16 * 1024 * 1024 * 1024
+	simMem     = 3 * 1024 * 1024 * 1024
+	simMaxDisk = 100 * 1024 * 1024 * 1024
+	simDisk    = 8 * 1024 * 1024 * 1024
+)
+
+func (s *Sim) getNodes(rc *reqCtx) (any, error) {
+	db := rc.db()
+	out := []map[string]any{}
+	for _, name := range s.membersLocked(rc.node) {
+		e := map[string]any{"node": name, "id": "node/" + name, "type": "node", "level": "",
+			"ssl_fingerprint": s.nodes[name].cert.fingerprint}
+		if !s.nodeUpLocked(name) {
+			e["status"] = "offline"
+		} else {
+			e["status"] = "online"
+			// Without Sys.Audit the node is listed, without its stats (K19).
+			if hasPriv(db, rc.who, "/nodes/"+name, []string{"Sys.Audit"}, false) {
+				e["cpu"], e["maxcpu"] = 0.02, 4
+				e["mem"], e["maxmem"] = simMem, simMaxMem
+				e["disk"], e["maxdisk"] = simDisk, simMaxDisk
+				e["uptime"] = time.Now().Unix() - s.st.Nodes[name].BootTime
+			}
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+func (s *Sim) getNodeStatus(rc *reqCtx) (any, error) {
+	n := s.st.Nodes[rc.node]
+	ver := versionInfo(s.cfg.Version)
+	kernel := "6.14.8-2-pve"
+	if s.cfg.Version == 8 {
+		kernel = "6.8.12-11-pve"
+	}
+	return map[string]any{
+		"boot-info":      map[string]any{"mode": "efi", "secureboot": 0},
+		"cpu":            0.02,
+		"cpuinfo":        map[string]any{"cores": 4, "cpus": 4, "model": "QEMU Virtual CPU", "sockets": 1, "mhz": "2400.000", "hvm": "1", "flags": "", "user_hz": 100},
+		"current-kernel": map[string]any{"machine": "x86_64", "release": kernel, "sysname": "Linux", "version": "#1 SMP PREEMPT_DYNAMIC PMX"},
+		"kversion":       "Linux " + kernel,
+		"loadavg":        []string{"0.10", "0.05", "0.01"},
+		"memory":         map[string]any{"available": simMaxMem - simMem, "free": simMaxMem - simMem, "total": simMaxMem, "used": simMem},
+		"swap":           map[string]any{"free": 0, "total": 0, "used": 0},
+		"pveversion":     "pve-manager/" + ver["version"].(string) + "/" + ver["repoid"].(string),
+		"rootfs":         map[string]any{"avail": simMaxDisk - simDisk, "free": simMaxDisk - simDisk, "total": simMaxDisk, "used": simDisk},
+		"uptime":         time.Now().Unix() - n.BootTime,
+		"idle":           0,
+		"wait":           0,
+		"ksm":            map[string]any{"shared": 0},
+	}, nil
+}
+
+func (s *Sim) getClusterResources(rc *reqCtx) (any, error) {
+	db := rc.db()
+	typ := rc.str("type")
+	out := []map[string]any{}
+	members := s.membersLocked(rc.node)
+	if typ == "" || typ == "node" {
+		for _, name := range members {
+			e := map[string]any{"id": "node/" + name, "type": "node", "node": name, "level": ""}
+			if s.nodeUpLocked(name) {
+				e["status"] = "online"
+				if hasPriv(db, rc.who, "/nodes/"+name, []string{"Sys.Audit"}, false) {
+					e["cpu"], e["maxcpu"] = 0.02, 4
+					e["mem"], e["maxmem"] = simMem, simMaxMem
+					e["disk"], e["maxdisk"] = simDisk, simMaxDisk
+					e["uptime"] = time.Now().Unix() - s.st.Nodes[name].BootTime
+					e["cgroup-mode"] = 2
+				}
+			} else {
+				e["status"] = "offline"
+			}
+			out = append(out, e)
+		}
+	}
+	if typ == "" || typ == "storage" {
+		for _, id := range db.sortedStorageIDs() {
+			if !hasPriv(db, rc.who, "/storage/"+id, []string{"Datastore.Audit", "Datastore.AllocateSpace"}, true) {
+				continue
+			}
+			st := db.Storage[id]
+			for _, name := range members {
+				if !storageOnNode(st, name) {
+					continue
+				}
+				e := map[string]any{
+					"id": "storage/" + name + "/" + id, "type": "storage", "node": name, "storage": id,
+					"plugintype": st.Type, "content": st.content(), "shared": boolNum(st.shared()),
+				}
+				if s.nodeUpLocked(name) && !st.disabled() {
+					e["status"] = "available"
+					e["disk"], e["maxdisk"] = simDisk, simMaxDisk
+				} else {
+					e["status"] = "unknown"
+				}
+				out = append(out, e)
+			}
+		}
+	}
+	return out, nil
+}
+
+func (s *Sim) getNodeStorage(rc *reqCtx) (any, error) {
+	db := rc.db()
+	out := []map[string]any{}
+	for _, id := range db.sortedStorageIDs() {
+		st := db.Storage[id]
+		if rc.has("storage") && rc.str("storage") != id {
+			continue
+		}
+		if !storageOnNode(st, rc.node) {
+			continue
+		}
+		if !hasPriv(db, rc.who, "/storage/"+id, []string{"Datastore.Audit", "Datastore.AllocateSpace"}, true) {
+			continue
+		}
+		if rc.boolean("enabled") && st.disabled() {
+			continue
+		}
+		if c := rc.str("content"); c != "" && !st.hasContent(c) {
+			continue
+		}
+		out = append(out, s.storageStatus(rc.node, st))
+	}
+	return out, nil
+}
+
+func (s *Sim) storageStatus(node string, st *Storage) map[string]any {
+	e := map[string]any{
+		"storage": st.ID, "type": st.Type, "content": st.content(),
+		"shared": boolNum(st.shared()), "enabled": boolNum(!st.disabled()), "active": boolNum(!st.disabled()),
+	}
+	if !st.disabled() {
+		e["total"], e["used"], e["avail"] = simMaxDisk, simDisk, simMaxDisk-simDisk
+		e["used_fraction"] = float64(simDisk) / float64(simMaxDisk)
+	}
+	return e
+}
+
+func (s *Sim) getNodeStorageStatus(rc *reqCtx) (any, error) {
+	db := rc.db()
+	st := db.Storage[rc.str("storage")]
+	if st == nil || !storageOnNode(st, rc.node) {
+		return nil, errParams(map[string]string{"storage": "No such storage."})
+	}
+	e := s.storageStatus(rc.node, st)
+	delete(e, "storage")
+	delete(e, "used_fraction")
+	return e, nil
+}

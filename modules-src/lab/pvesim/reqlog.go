@@ -1,0 +1,105 @@
+package pvesim
+
+import (
+	"io"
+	"log"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Request is one entry of the request log. Params never hold secrets:
+// passwords, token secrets and tickets are replaced by "<redacted>".
+type Request struct {
+	Time     time.Time         `json:"time"`
+	Node     string            `json:"node"`
+	Method   string            `json:"method"`
+	Path     string            `json:"path"` // without /api2/json
+	Params   map[string]string `json:"params,omitempty"`
+	Auth     string            `json:"auth,omitempty"` // "root@pam", "root@pam!lab" or ""
+	Status   int               `json:"status"`
+	Duration time.Duration     `json:"duration"`
+	Fault    string            `json:"fault,omitempty"` // kind of injected fault, if any
+}
+
+// Mutating is true for every method but GET: what check mode must never send.
+func (r Request) Mutating() bool { return r.Method != "GET" && r.Method != "HEAD" }
+
+// RequestLog records every API request; safe for concurrent use.
+type RequestLog struct {
+	mu      sync.Mutex
+	entries []Request
+	errs    []string
+}
+
+func newRequestLog() *RequestLog { return &RequestLog{} }
+
+func (l *RequestLog) add(r Request) {
+	l.mu.Lock()
+	l.entries = append(l.entries, r)
+	l.mu.Unlock()
+}
+
+func (l *RequestLog) addError(err error) {
+	l.mu.Lock()
+	l.errs = append(l.errs, err.Error())
+	l.mu.Unlock()
+}
+
+// Entries returns a copy of the log, oldest first.
+func (l *RequestLog) Entries() []Request {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]Request(nil), l.entries...)
+}
+
+// Reset empties the log (e.g. between a check-mode run and its assertion).
+func (l *RequestLog) Reset() {
+	l.mu.Lock()
+	l.entries = nil
+	l.mu.Unlock()
+}
+
+// Errors returns internal errors (failed state saves) seen while serving.
+func (l *RequestLog) Errors() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.errs...)
+}
+
+const redacted = "<redacted>"
+
+// secretKey tells whether a parameter carries a secret by its name.
+func secretKey(k string) bool {
+	k = strings.ToLower(k)
+	switch k {
+	case "ticket", "otp", "tfa-challenge", "csrfpreventiontoken":
+		return true
+	}
+	return strings.Contains(k, "password") || strings.Contains(k, "secret")
+}
+
+// redactParams renders params as strings, hiding secret-named keys and any
+// value that contains one of the known secrets (a password passed in an
+// unexpected parameter is still hidden).
+func redactParams(params map[string]any, secrets []string) map[string]string {
+	if len(params) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(params))
+	for k, v := range params {
+		s := paramString(v)
+		if secretKey(k) {
+			s = redacted
+		}
+		for _, sec := range secrets {
+			if sec != "" && strings.Contains(s, sec) {
+				s = redacted
+			}
+		}
+		out[k] = s
+	}
+	return out
+}
+
+func nullLogger() *log.Logger { return log.New(io.Discard, "", 0) }

@@ -1,0 +1,283 @@
+package pvesim
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pveschema"
+)
+
+// Defaults of Config's durations (zero means default, negative means none).
+const (
+	DefaultAuthDelay     = 3 * time.Second // pveproxy's delay on every 401
+	DefaultTaskDuration  = 2 * time.Second
+	DefaultRestartWindow = 3 * time.Second
+	DefaultLockTimeout   = 10 * time.Second // cfs_lock and pvecm.lock
+	DefaultPort          = 8006
+)
+
+// Config describes a lab's simulated cluster.
+type Config struct {
+	Version int          // PVE major version: 8 or 9
+	Dir     string       // lab directory; state and certificates go to <Dir>/pvesim
+	Nodes   []NodeConfig // every node, standalone at creation
+	Port    int          // API port on every node address; default 8006
+
+	AuthDelay     time.Duration // delay of every 401 (real PVE: 3 s)
+	TaskDuration  time.Duration // how long an ordinary task runs
+	RestartWindow time.Duration // API down time of a joining node (C5)
+	LockTimeout   time.Duration // wait for a busy lock before "got timeout"
+}
+
+// NodeConfig names a node and the loopback address its API listens on.
+type NodeConfig struct {
+	Name string // pve01
+	Addr string // 127.77.S.11 (IP only; the port is Config.Port)
+}
+
+func (c Config) dur(d, def time.Duration) time.Duration {
+	switch {
+	case d < 0:
+		return 0
+	case d == 0:
+		return def
+	}
+	return d
+}
+
+// Sim is a running (or stopped) simulated cluster.
+type Sim struct {
+	cfg    Config
+	schema *pveschema.Schema
+	lock   *os.File // flock on <Dir>/pvesim/lock: one simulator per lab
+
+	mu     sync.Mutex // guards st, nodes, serving state
+	st     *State
+	nodes  map[string]*nodeRuntime
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // task workers and restart timers
+
+	joinLocks map[string]*sync.Mutex // per cluster DB: pvecm.lock + corosync.conf cfs lock
+	faults    *Faults
+	log       *RequestLog
+}
+
+// nodeRuntime is the serving side of a node (not persisted).
+type nodeRuntime struct {
+	name string
+	cert *nodeCert
+	srv  *http.Server
+	ln   net.Listener
+}
+
+// New loads the lab's simulator state from cfg.Dir, or creates it (fresh
+// standalone nodes, new certificates, new root password and lab token).
+// It holds an exclusive lock on the lab until Close.
+func New(cfg Config) (*Sim, error) {
+	if cfg.Version != 8 && cfg.Version != 9 {
+		return nil, fmt.Errorf("PVE version %d is not simulated: use 8 or 9", cfg.Version)
+	}
+	if cfg.Dir == "" || len(cfg.Nodes) == 0 {
+		return nil, errors.New("pvesim: Config needs Dir and at least one node")
+	}
+	if cfg.Port == 0 {
+		cfg.Port = DefaultPort
+	}
+	schema, err := pveschema.Load(cfg.Version)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(cfg.Dir, "pvesim"), 0o700); err != nil {
+		return nil, fmt.Errorf("create simulator dir: %w", err)
+	}
+	lock, err := os.OpenFile(filepath.Join(cfg.Dir, "pvesim", "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open simulator lock: %w", err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("another simulator already runs lab %s: %w", cfg.Dir, err)
+	}
+	s := &Sim{cfg: cfg, schema: schema, lock: lock, nodes: map[string]*nodeRuntime{},
+		joinLocks: map[string]*sync.Mutex{}, faults: newFaults(), log: newRequestLog()}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if err := s.loadOrInit(); err != nil {
+		s.releaseLock()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Sim) loadOrInit() error {
+	st, err := loadState(s.cfg.Dir)
+	switch {
+	case err == nil:
+		if st.Version != s.cfg.Version {
+			return fmt.Errorf("lab %s simulates PVE %d, not %d: recreate the lab to change version", s.cfg.Dir, st.Version, s.cfg.Version)
+		}
+		// Tasks that ran when the simulator stopped died with it.
+		for _, n := range st.Nodes {
+			for _, t := range n.Tasks {
+				if t.Status == "running" {
+					t.Status, t.ExitStatus, t.EndTime = "stopped", "unexpected status", nowUnix()
+				}
+			}
+		}
+	case errors.Is(err, os.ErrNotExist):
+		st = &State{Version: s.cfg.Version, Nodes: map[string]*Node{}, DBs: map[string]*ConfigDB{},
+			RootPassword: randomHex(12), TokenSecret: newUUID(), NextPID: 4000}
+	default:
+		return err
+	}
+	for _, nc := range s.cfg.Nodes {
+		if nc.Name == "" || net.ParseIP(nc.Addr) == nil {
+			return fmt.Errorf("node %q needs a name and an IP address (got %q)", nc.Name, nc.Addr)
+		}
+		n := st.Nodes[nc.Name]
+		if n == nil {
+			db := newDB(st, nc.Name)
+			st.DBs[db.ID] = db
+			n = &Node{Name: nc.Name, Online: true, DB: db.ID, BootTime: nowUnix()}
+			st.Nodes[nc.Name] = n
+		}
+		n.Addr = nc.Addr
+		cert, err := loadOrCreateCert(s.cfg.Dir, n.Name, n.Addr, n.CertGen)
+		if err != nil {
+			return err
+		}
+		s.nodes[n.Name] = &nodeRuntime{name: n.Name, cert: cert}
+	}
+	s.st = st
+	return st.save(s.cfg.Dir)
+}
+
+// Start listens on every online node's Addr:Port. It returns once all
+// listeners are bound; requests are then served until Close or ctx ends.
+func (s *Sim) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name, n := range s.st.Nodes {
+		if !n.Online {
+			continue
+		}
+		if err := s.listenLocked(name); err != nil {
+			s.stopAllLocked()
+			return err
+		}
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		select {
+		case <-ctx.Done():
+			s.mu.Lock()
+			s.stopAllLocked()
+			s.mu.Unlock()
+		case <-s.ctx.Done():
+		}
+	}()
+	return nil
+}
+
+func (s *Sim) listenLocked(name string) error {
+	rt := s.nodes[name]
+	if rt == nil || rt.srv != nil {
+		return nil
+	}
+	n := s.st.Nodes[name]
+	addr := net.JoinHostPort(n.Addr, strconv.Itoa(s.cfg.Port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("node %s cannot listen on %s (is another lab using this slot?): %w", name, addr, err)
+	}
+	cert := rt.cert
+	tlsLn := tls.NewListener(ln, &tls.Config{
+		MinVersion:   tls.VersionTLS12,
+		Certificates: []tls.Certificate{cert.tls},
+		NextProtos:   []string{"http/1.1"}, // pveproxy speaks HTTP/1.1 only
+	})
+	srv := &http.Server{
+		Handler:           s.nodeHandler(name),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          nullLogger(),
+	}
+	rt.srv, rt.ln = srv, ln
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		_ = srv.Serve(tlsLn)
+	}()
+	return nil
+}
+
+func (s *Sim) stopLocked(name string) {
+	rt := s.nodes[name]
+	if rt == nil || rt.srv == nil {
+		return
+	}
+	_ = rt.srv.Close() // drops open connections too, like a daemon restart
+	rt.srv, rt.ln = nil, nil
+}
+
+func (s *Sim) stopAllLocked() {
+	for name := range s.nodes {
+		s.stopLocked(name)
+	}
+}
+
+// Close stops every listener and task worker, saves the state and releases
+// the lab lock. Running tasks are recorded as died ("unexpected status").
+func (s *Sim) Close() error {
+	s.cancel()
+	s.mu.Lock()
+	s.stopAllLocked()
+	s.mu.Unlock()
+	s.wg.Wait()
+	s.mu.Lock()
+	err := s.st.save(s.cfg.Dir)
+	s.mu.Unlock()
+	s.releaseLock()
+	return err
+}
+
+func (s *Sim) releaseLock() {
+	if s.lock != nil {
+		_ = syscall.Flock(int(s.lock.Fd()), syscall.LOCK_UN)
+		s.lock.Close()
+		s.lock = nil
+	}
+}
+
+// saveLocked persists the state; a failure is logged into the request log's
+// error channel rather than failing the API call that already happened.
+func (s *Sim) saveLocked() {
+	if err := s.st.save(s.cfg.Dir); err != nil {
+		s.log.addError(err)
+	}
+}
+
+// sleep waits d or until the simulator closes; false means closed.
+func (s *Sim) sleep(d time.Duration) bool {
+	if d <= 0 {
+		return s.ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.ctx.Done():
+		return false
+	}
+}

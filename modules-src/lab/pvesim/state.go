@@ -1,0 +1,253 @@
+package pvesim
+
+import (
+	"crypto/rand"
+	"crypto/sha1"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/google/renameio/v2"
+)
+
+// State is the whole simulated world, persisted as JSON in
+// <Dir>/pvesim/state.json after every change. It is split like real PVE:
+//
+//   - Nodes: what lives on each machine (online switch, certificate
+//     generation, which pmxcfs database it mounts, its task list);
+//   - DBs: pmxcfs instances ("/etc/pve"). A standalone node has its own; a
+//     cluster shares one. Everything cluster-wide — corosync.conf,
+//     storage.cfg, pools, users/tokens/ACLs, and later guests, HA and
+//     replication — hangs off a ConfigDB, so a join (which replaces the
+//     joiner's /etc/pve with the cluster's) is a pointer swap, exactly the
+//     behaviour of pitfalls S1/Z7.
+//
+// Part 2 (guests, clone, HA, replication) adds fields to ConfigDB and Node
+// without reshaping anything here.
+type State struct {
+	Version int                  `json:"version"`
+	Nodes   map[string]*Node     `json:"nodes"`
+	DBs     map[string]*ConfigDB `json:"dbs"`
+	// RootPassword is root@pam's password (the same on every lab node, as
+	// credentials.yml promises); TokenSecret the root@pam!lab secret.
+	RootPassword string `json:"root_password"`
+	TokenSecret  string `json:"token_secret"`
+	NextPID      int    `json:"next_pid"`
+}
+
+// Node is one simulated PVE host.
+type Node struct {
+	Name    string `json:"name"`
+	Addr    string `json:"addr"`
+	Online  bool   `json:"online"`
+	DB      string `json:"db"`
+	CertGen int    `json:"cert_gen"`
+	// BootTime feeds uptime; PStart is the fake pstart of its daemons.
+	BootTime int64   `json:"boot_time"`
+	Tasks    []*Task `json:"tasks"`
+	// CorosyncUpAt is when this member's corosync is up (after cluster
+	// create/join finished); before that it does not count for quorum.
+	CorosyncUpAt int64 `json:"corosync_up_at,omitempty"`
+	// restarting is true while the API is down for a join (not persisted).
+	restarting bool
+}
+
+// ConfigDB is one pmxcfs instance (/etc/pve).
+type ConfigDB struct {
+	ID string `json:"id"`
+	// AuthKey signs tickets and CSRF tokens (priv/authkey.key): a node that
+	// swaps DB on join invalidates every ticket it issued before.
+	AuthKey  string              `json:"auth_key"`
+	Corosync *Corosync           `json:"corosync,omitempty"`
+	Storage  map[string]*Storage `json:"storage"`
+	Pools    map[string]*Pool    `json:"pools"`
+	Access   Access              `json:"access"`
+	// Serial counts writes; digests derive from content, this is for debugging.
+	Serial int `json:"serial"`
+}
+
+// Corosync is corosync.conf plus what `pvecm expected` overrides.
+type Corosync struct {
+	ClusterName      string          `json:"cluster_name"`
+	ConfigVersion    int             `json:"config_version"`
+	TokenCoefficient int             `json:"token_coefficient,omitempty"`
+	Nodes            []*CorosyncNode `json:"nodes"`
+	// ExpectedVotes overrides the sum of votes when set (pvecm expected).
+	ExpectedVotes int `json:"expected_votes,omitempty"`
+}
+
+// CorosyncNode is one nodelist entry.
+type CorosyncNode struct {
+	Name   string            `json:"name"`
+	NodeID int               `json:"nodeid"`
+	Votes  int               `json:"votes"`
+	Links  map[string]string `json:"links"` // "ring0_addr" → "10.0.0.1"
+}
+
+// Storage is one storage.cfg section. Options keep PVE's JSON types:
+// numbers for integers/booleans (SectionConfig), strings otherwise.
+type Storage struct {
+	ID      string         `json:"id"`
+	Type    string         `json:"type"`
+	Options map[string]any `json:"options"`
+}
+
+// Pool is one resource pool of user.cfg.
+type Pool struct {
+	ID      string   `json:"id"`
+	Comment string   `json:"comment,omitempty"`
+	Members []string `json:"members,omitempty"` // "qemu/100", "storage/local"
+}
+
+// Access is the user.cfg/token.cfg part of a DB.
+type Access struct {
+	Users  map[string]*User  `json:"users"`
+	Tokens map[string]*Token `json:"tokens"` // "user@realm!id"
+	ACL    []ACLEntry        `json:"acl"`
+}
+
+// User is a PVE user; root@pam always has every privilege.
+type User struct {
+	ID string `json:"id"`
+	// Password is for realm "pve" users; pam users use the node's password.
+	Password string `json:"password,omitempty"`
+}
+
+// Token is an API token. With Privsep its privileges are the intersection of
+// its own ACL entries and its user's (K19); without, those of its user.
+type Token struct {
+	ID      string `json:"id"` // user@realm!name
+	Secret  string `json:"secret"`
+	Privsep bool   `json:"privsep"`
+}
+
+// ACLEntry grants Role on Path to a user or token ("user@realm!id").
+type ACLEntry struct {
+	Path      string `json:"path"`
+	UGID      string `json:"ugid"`
+	Role      string `json:"role"`
+	Propagate bool   `json:"propagate"`
+}
+
+// Task is one worker task; see tasks.go.
+type Task struct {
+	UPID       string   `json:"upid"`
+	Node       string   `json:"node"`
+	PID        int      `json:"pid"`
+	PStart     int      `json:"pstart"`
+	StartTime  int64    `json:"starttime"`
+	EndTime    int64    `json:"endtime,omitempty"`
+	Type       string   `json:"type"`
+	ID         string   `json:"id"`
+	User       string   `json:"user"` // user@realm or user@realm!token
+	Status     string   `json:"status"`
+	ExitStatus string   `json:"exitstatus,omitempty"`
+	Log        []string `json:"log"`
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(fmt.Sprintf("crypto/rand failed: %v", err)) // cannot happen on Linux
+	}
+	return hex.EncodeToString(b)
+}
+
+// newUUID returns a v4 UUID, the shape of PVE token secrets.
+func newUUID() string {
+	h := randomHex(16)
+	return h[0:8] + "-" + h[8:12] + "-4" + h[13:16] + "-a" + h[17:20] + "-" + h[20:32]
+}
+
+// newDB creates a fresh standalone /etc/pve for node, as the installer
+// leaves it: local (dir) and local-lvm (lvmthin), root@pam and the lab token.
+func newDB(st *State, node string) *ConfigDB {
+	db := &ConfigDB{
+		ID:      "db-" + node + "-" + randomHex(4),
+		AuthKey: randomHex(32),
+		Storage: map[string]*Storage{
+			"local": {ID: "local", Type: "dir", Options: map[string]any{
+				"path": "/var/lib/vz", "content": "iso,vztmpl,backup,import"}},
+			"local-lvm": {ID: "local-lvm", Type: "lvmthin", Options: map[string]any{
+				"thinpool": "data", "vgname": "pve", "content": "rootdir,images"}},
+		},
+		Pools: map[string]*Pool{},
+		Access: Access{
+			Users:  map[string]*User{"root@pam": {ID: "root@pam"}},
+			Tokens: map[string]*Token{"root@pam!lab": {ID: "root@pam!lab", Secret: st.TokenSecret}},
+		},
+	}
+	if st.Version == 8 {
+		db.Storage["local"].Options["content"] = "iso,vztmpl,backup"
+	}
+	return db
+}
+
+// digestOf is the SHA-1 hex of a canonical encoding, like PVE's digests.
+func digestOf(v any) string {
+	b, _ := json.Marshal(v) // maps marshal with sorted keys
+	sum := sha1.Sum(b)
+	return hex.EncodeToString(sum[:])
+}
+
+func (db *ConfigDB) sortedStorageIDs() []string {
+	ids := make([]string, 0, len(db.Storage))
+	for id := range db.Storage {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// members returns the cluster members in nodeid order (nil if standalone).
+func (c *Corosync) member(name string) *CorosyncNode {
+	for _, n := range c.Nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+func (c *Corosync) totalVotes() int {
+	if c.ExpectedVotes > 0 {
+		return c.ExpectedVotes
+	}
+	t := 0
+	for _, n := range c.Nodes {
+		t += n.Votes
+	}
+	return t
+}
+
+func stateFile(dir string) string { return filepath.Join(dir, "pvesim", "state.json") }
+
+func loadState(dir string) (*State, error) {
+	b, err := os.ReadFile(stateFile(dir))
+	if err != nil {
+		return nil, err
+	}
+	var st State
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, fmt.Errorf("simulator state %s is corrupt (delete the lab to start over): %w", stateFile(dir), err)
+	}
+	return &st, nil
+}
+
+// save writes the state atomically (0600: it holds the lab's secrets).
+func (st *State) save(dir string) error {
+	b, err := json.MarshalIndent(st, "", " ")
+	if err != nil {
+		return fmt.Errorf("encode simulator state: %w", err)
+	}
+	if err := renameio.WriteFile(stateFile(dir), b, 0o600); err != nil {
+		return fmt.Errorf("write simulator state: %w", err)
+	}
+	return nil
+}
+
+func nowUnix() int64 { return time.Now().Unix() }

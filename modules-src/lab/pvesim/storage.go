@@ -1,0 +1,305 @@
+package pvesim
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/gopve/proxmox/modules-src/lab/pveschema"
+)
+
+// storageType is a storage plugin's options(): which keys it takes, which
+// are required and which are fixed (cannot change after creation), and the
+// content types it supports. Source: pve-storage *Plugin.pm options().
+type storageType struct {
+	options  []string
+	required []string
+	fixed    []string
+	content  []string
+	shared   bool // always shared (nfs)
+	v9only   []string
+	v8only   []string
+}
+
+var fileContent = []string{"images", "rootdir", "vztmpl", "iso", "backup", "snippets", "import", "none"}
+
+var storageTypes = map[string]storageType{
+	"dir": {
+		options: []string{"path", "content-dirs", "nodes", "shared", "disable", "prune-backups", "max-protected-backups",
+			"content", "format", "mkdir", "create-base-path", "create-subdirs", "is_mountpoint", "bwlimit", "preallocation"},
+		required: []string{"path"},
+		fixed:    []string{"path", "snapshot-as-volume-chain"},
+		content:  fileContent,
+		v9only:   []string{"snapshot-as-volume-chain"},
+		v8only:   []string{"maxfiles"},
+	},
+	"nfs": {
+		options: []string{"path", "server", "export", "options", "content-dirs", "nodes", "disable", "prune-backups",
+			"max-protected-backups", "content", "format", "mkdir", "create-base-path", "create-subdirs", "bwlimit", "preallocation"},
+		required: []string{"path", "server", "export"},
+		fixed:    []string{"path", "server", "export", "snapshot-as-volume-chain"},
+		content:  fileContent,
+		shared:   true,
+		v9only:   []string{"snapshot-as-volume-chain"},
+		v8only:   []string{"maxfiles"},
+	},
+	"zfspool": {
+		options:  []string{"pool", "blocksize", "sparse", "nodes", "disable", "content", "bwlimit", "mountpoint"},
+		required: []string{"pool"},
+		fixed:    []string{"pool"},
+		content:  []string{"images", "rootdir"},
+	},
+	"lvmthin": {
+		options:  []string{"thinpool", "vgname", "nodes", "disable", "content", "bwlimit"},
+		required: []string{"thinpool", "vgname"},
+		fixed:    []string{"thinpool", "vgname"},
+		content:  []string{"images", "rootdir"},
+	},
+	"lvm": {
+		options:  []string{"vgname", "base", "saferemove", "saferemove_throughput", "shared", "tagged_only", "nodes", "disable", "content", "bwlimit"},
+		required: []string{"vgname"},
+		fixed:    []string{"vgname", "base", "snapshot-as-volume-chain"},
+		content:  []string{"images", "rootdir"},
+		v9only:   []string{"snapshot-as-volume-chain"},
+	},
+}
+
+func (t storageType) allows(key string, version int) bool {
+	for _, list := range [][]string{t.options, t.versionOnly(version)} {
+		for _, k := range list {
+			if k == key {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (t storageType) versionOnly(version int) []string {
+	if version >= 9 {
+		return t.v9only
+	}
+	return t.v8only
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (st *Storage) opt(k string) string {
+	v, ok := st.Options[k]
+	if !ok {
+		return ""
+	}
+	return paramString(v)
+}
+
+func (st *Storage) content() string { return st.opt("content") }
+func (st *Storage) disabled() bool  { return st.opt("disable") == "1" }
+func (st *Storage) hasContent(c string) bool {
+	return contains(pveschema.SplitList(st.content()), c)
+}
+
+func (st *Storage) shared() bool {
+	return storageTypes[st.Type].shared || st.opt("shared") == "1"
+}
+
+// storageOnNode: a storage without `nodes` is available everywhere.
+func storageOnNode(st *Storage, node string) bool {
+	n := st.opt("nodes")
+	return n == "" || contains(pveschema.SplitList(n), node)
+}
+
+// storageView is the GET shape: options plus storage, type, digest, with
+// numbers for integer/boolean options (SectionConfig).
+func (st *Storage) view(digest string) map[string]any {
+	out := map[string]any{"storage": st.ID, "type": st.Type}
+	for k, v := range st.Options {
+		out[k] = v
+	}
+	if digest != "" {
+		out["digest"] = digest
+	}
+	return out
+}
+
+// typedOption converts a request value to PVE's stored JSON type using the
+// POST /storage schema: integers and booleans become numbers.
+func (s *Sim) typedOption(key string, v any) any {
+	m := s.schema.Method("POST", "/storage")
+	p, ok := m.Parameters.PropFor(key)
+	str := paramString(v)
+	if !ok {
+		return str
+	}
+	switch p.Type {
+	case "integer", "boolean":
+		if n, err := strconv.Atoi(str); err == nil {
+			return n
+		}
+	case "number":
+		if f, err := strconv.ParseFloat(str, 64); err == nil {
+			return f
+		}
+	}
+	if key == "content" || key == "nodes" {
+		// Re-encoded as a sorted comma list, like Config.pm does.
+		items := pveschema.SplitList(str)
+		sort.Strings(items)
+		return strings.Join(items, ",")
+	}
+	return str
+}
+
+func (s *Sim) checkStorageOptions(typ string, t storageType, rc *reqCtx, skip ...string) error {
+	for k := range rc.params {
+		if contains(skip, k) {
+			continue
+		}
+		if !t.allows(k, s.cfg.Version) {
+			return fmt.Errorf("unexpected property '%s'", k)
+		}
+	}
+	if c := rc.str("content"); c != "" {
+		for _, item := range pveschema.SplitList(c) {
+			if !contains(t.content, item) {
+				return fmt.Errorf("storage does not support content type '%s'", item)
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Sim) getStorageList(rc *reqCtx) (any, error) {
+	db := rc.db()
+	digest := digestOf(db.Storage)
+	out := []map[string]any{}
+	for _, id := range db.sortedStorageIDs() {
+		st := db.Storage[id]
+		if rc.has("type") && rc.str("type") != st.Type {
+			continue
+		}
+		// Filtered, not refused, without audit rights (K19).
+		if !hasPriv(db, rc.who, "/storage/"+id, []string{"Datastore.Audit", "Datastore.AllocateSpace"}, true) {
+			continue
+		}
+		out = append(out, st.view(digest))
+	}
+	return out, nil
+}
+
+func (s *Sim) getStorage(rc *reqCtx) (any, error) {
+	db := rc.db()
+	st := db.Storage[rc.str("storage")]
+	if st == nil {
+		return nil, fmt.Errorf("storage '%s' does not exist", rc.str("storage"))
+	}
+	return st.view(digestOf(db.Storage)), nil
+}
+
+// POST /storage: validated per type (S2), written to the shared storage.cfg
+// of the node's /etc/pve (S1); answers {storage, type}.
+func (s *Sim) postStorage(rc *reqCtx) (any, error) {
+	db := rc.db()
+	id, typ := rc.str("storage"), rc.str("type")
+	t, ok := storageTypes[typ]
+	if !ok {
+		return nil, fmt.Errorf("storage type '%s' is not simulated by the lab", typ)
+	}
+	// check_config runs before the lock, so its errors are not wrapped.
+	if err := s.checkStorageOptions(typ, t, rc, "storage", "type"); err != nil {
+		return nil, err
+	}
+	for _, k := range t.required {
+		if !rc.has(k) {
+			return nil, fmt.Errorf("missing value for required option '%s'", k)
+		}
+	}
+	if aerr := s.cfsWriteLocked(db, "storage.cfg", "create storage failed"); aerr != nil {
+		return nil, aerr
+	}
+	if db.Storage[id] != nil {
+		return nil, fmt.Errorf("create storage failed: storage ID '%s' already defined", id)
+	}
+	st := &Storage{ID: id, Type: typ, Options: map[string]any{}}
+	for k, v := range rc.params {
+		if k == "storage" || k == "type" {
+			continue
+		}
+		st.Options[k] = s.typedOption(k, v)
+	}
+	db.Storage[id] = st
+	db.Serial++
+	s.saveLocked()
+	return map[string]any{"storage": id, "type": typ}, nil
+}
+
+// PUT /storage/{storage}: fixed keys refused even with the same value.
+func (s *Sim) putStorage(rc *reqCtx) (any, error) {
+	db := rc.db()
+	if aerr := s.cfsWriteLocked(db, "storage.cfg", "update storage failed"); aerr != nil {
+		return nil, aerr
+	}
+	id := rc.str("storage")
+	st := db.Storage[id]
+	if st == nil {
+		return nil, fmt.Errorf("update storage failed: storage '%s' does not exist", id)
+	}
+	if d := rc.str("digest"); d != "" && d != digestOf(db.Storage) {
+		return nil, fmt.Errorf("update storage failed: detected modified configuration - file changed by other user? Try again.")
+	}
+	t := storageTypes[st.Type]
+	for k := range rc.params {
+		if contains(t.fixed, k) {
+			return nil, fmt.Errorf("update storage failed: can't change value of fixed parameter '%s'", k)
+		}
+	}
+	if err := s.checkStorageOptions(st.Type, t, rc, "storage", "delete", "digest"); err != nil {
+		return nil, fmt.Errorf("update storage failed: %w", err)
+	}
+	var deletes []string
+	if rc.has("delete") {
+		deletes = pveschema.SplitList(rc.str("delete"))
+		for _, k := range deletes {
+			if contains(t.fixed, k) || contains(t.required, k) {
+				return nil, fmt.Errorf("update storage failed: cannot delete required option '%s'", k)
+			}
+			if rc.has(k) {
+				return nil, fmt.Errorf("update storage failed: cannot set and delete property '%s' at the same time!", k)
+			}
+		}
+	}
+	for k, v := range rc.params {
+		if k == "storage" || k == "delete" || k == "digest" {
+			continue
+		}
+		st.Options[k] = s.typedOption(k, v)
+	}
+	for _, k := range deletes {
+		delete(st.Options, k)
+	}
+	db.Serial++
+	s.saveLocked()
+	return map[string]any{"storage": id, "type": st.Type}, nil
+}
+
+func (s *Sim) deleteStorage(rc *reqCtx) (any, error) {
+	db := rc.db()
+	if aerr := s.cfsWriteLocked(db, "storage.cfg", "delete storage failed"); aerr != nil {
+		return nil, aerr
+	}
+	id := rc.str("storage")
+	if db.Storage[id] == nil {
+		return nil, fmt.Errorf("delete storage failed: storage '%s' does not exist", id)
+	}
+	delete(db.Storage, id)
+	db.Serial++
+	s.saveLocked()
+	return nil, nil
+}
