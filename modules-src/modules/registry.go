@@ -5,6 +5,7 @@ package modules
 import (
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/modules/pvebase"
+	"github.com/gopve/proxmox/modules-src/modules/pvezfs"
 )
 
 // Shipped returns the modules of the released collection, in the order
@@ -14,6 +15,7 @@ func Shipped() []ansible.Module {
 	return []ansible.Module{
 		// pvebase.Module(), pvezfs.Module(), … are added here by their authors.
 		pvebase.Module(),
+		pvezfs.Module(),
 	}
 }
 

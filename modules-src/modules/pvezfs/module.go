@@ -137,4 +137,3 @@ func run(r *ansible.Run, e Env) error {
 	m.report(r.Context())
 	return nil
 }
-

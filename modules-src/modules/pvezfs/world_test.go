@@ -1,0 +1,269 @@
+package pvezfs
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/gopve/proxmox/modules-src/ansible"
+	"github.com/gopve/proxmox/modules-src/host"
+	"github.com/gopve/proxmox/modules-src/host/hosttest"
+)
+
+// fakePool is a pool in the fake node.
+type fakePool struct {
+	layout  string // "" (disks), mirror, raidz1…
+	devices []string
+	ashift  int
+	props   map[string]string
+}
+
+// world is a fake node with disks in /dev, by-id links, and zpool/zfs/blkid/
+// systemctl/wipefs answering in their real formats.
+type world struct {
+	t     *testing.T
+	root  host.Root
+	fake  *hosttest.Runner
+	pools map[string]*fakePool
+	sigs  map[string]string // kernel dev → blkid output
+	units map[string]bool   // enabled+active
+}
+
+func newWorld(t *testing.T) *world {
+	w := &world{t: t, root: host.Root(t.TempDir()), fake: hosttest.New(), pools: map[string]*fakePool{},
+		sigs: map[string]string{}, units: map[string]bool{}}
+	byid := w.root.Path("/dev/disk/by-id")
+	if err := os.MkdirAll(byid, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"nvme0n1", "nvme0n1p1", "nvme1n1", "sda", "sdb", "sdc"} {
+		os.WriteFile(w.root.Path("/dev/"+d), nil, 0o600)
+	}
+	for name, target := range map[string]string{
+		"nvme-eui.0000000624aabbcc":       "nvme0n1",
+		"nvme-eui.0000000624aabbcc_1":     "nvme0n1",
+		"nvme-eui.0000000624aabbcc-part1": "nvme0n1p1",
+		"nvme-Samsung_SSD_980_S64A":       "nvme0n1",
+		"nvme-eui.0000000624ddeeff":       "nvme1n1",
+		"wwn-0x5000000000000001":          "sda",
+		"wwn-0x5000000000000002":          "sdb",
+		"wwn-0x5000000000000003":          "sdc",
+	} {
+		os.Symlink("../../"+target, filepath.Join(byid, name))
+	}
+	w.fake.OnFunc("zpool *", w.zpool)
+	w.fake.OnFunc("zfs *", w.zfs)
+	w.fake.OnFunc("blkid *", w.blkid)
+	w.fake.OnFunc("systemctl *", w.systemctl)
+	w.fake.OnFunc("wipefs -a *", func(c host.Command) hosttest.Reply {
+		delete(w.sigs, w.kernel(c.Args[1]))
+		return hosttest.Reply{}
+	})
+	return w
+}
+
+func (w *world) kernel(dev string) string {
+	real, err := filepath.EvalSymlinks(w.root.Path(dev))
+	if err != nil {
+		return dev
+	}
+	l, _ := w.root.Logical(real)
+	return l
+}
+
+func (w *world) zpool(c host.Command) hosttest.Reply {
+	a := c.Args
+	switch {
+	case a[0] == "list" && len(a) == 4: // list -H -o name
+		var names []string
+		for n := range w.pools {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return hosttest.Reply{Stdout: strings.Join(names, "\n") + "\n"}
+	case a[0] == "list":
+		name := a[len(a)-1]
+		p := w.pools[name]
+		if p == nil {
+			return hosttest.Reply{Exit: 1, Stderr: fmt.Sprintf("cannot open '%s': no such pool\n", name)}
+		}
+		if a[3] == "name" {
+			return hosttest.Reply{Stdout: name + "\n"}
+		}
+		return hosttest.Reply{Stdout: "511101108224\t470220800\t510630887424\tONLINE\n"}
+	case a[0] == "get": // get -H -p -o value ashift POOL
+		p := w.pools[a[len(a)-1]]
+		return hosttest.Reply{Stdout: fmt.Sprintf("%d\n", p.ashift)}
+	case a[0] == "status":
+		name := a[len(a)-1]
+		p := w.pools[name]
+		if p == nil {
+			return hosttest.Reply{Exit: 1, Stderr: fmt.Sprintf("cannot open '%s': no such pool\n", name)}
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "  pool: %s\n state: ONLINE\nconfig:\n\n\tNAME        STATE     READ WRITE CKSUM\n\t%s     ONLINE       0     0     0\n", name, name)
+		indent := "  "
+		if p.layout != "" {
+			fmt.Fprintf(&b, "\t  %s-0  ONLINE       0     0     0\n", p.layout)
+			indent = "    "
+		}
+		for _, d := range p.devices {
+			// real ZFS partitions whole disks: -P shows the -part1 path
+			fmt.Fprintf(&b, "\t%s%s-part1  ONLINE       0     0     0\n", indent, d)
+		}
+		b.WriteString("\nerrors: No known data errors\n")
+		return hosttest.Reply{Stdout: b.String()}
+	case a[0] == "create":
+		p := &fakePool{props: map[string]string{"atime": "on", "compression": "off", "xattr": "on", "acltype": "off"}}
+		var rest []string
+		for i := 1; i < len(a); i++ {
+			switch a[i] {
+			case "-o":
+				fmt.Sscanf(strings.TrimPrefix(a[i+1], "ashift="), "%d", &p.ashift)
+				i++
+			case "-O":
+				k, v, _ := strings.Cut(a[i+1], "=")
+				if v == "posixacl" {
+					v = "posix" // as current OpenZFS reads it back
+				}
+				p.props[k] = v
+				i++
+			case "-m":
+				p.props["mountpoint"] = a[i+1]
+				i++
+			default:
+				rest = append(rest, a[i])
+			}
+		}
+		name := rest[0]
+		if _, ok := w.pools[name]; ok {
+			return hosttest.Reply{Exit: 1, Stderr: fmt.Sprintf("cannot create '%s': pool already exists\n", name)}
+		}
+		rest = rest[1:]
+		if len(rest) > 0 && (rest[0] == "mirror" || strings.HasPrefix(rest[0], "raidz")) {
+			p.layout, rest = rest[0], rest[1:]
+		}
+		for _, d := range rest {
+			if s := w.sigs[w.kernel(d)]; s != "" {
+				return hosttest.Reply{Exit: 1, Stderr: "invalid vdev specification\nuse '-f' to override the following errors:\n" + d + " contains a filesystem\n"}
+			}
+			w.sigs[w.kernel(d)] = fmt.Sprintf(`%s: LABEL="%s" UUID="1" VERSION="5000" TYPE="zfs_member" USAGE="filesystem"`, d, name)
+		}
+		p.devices = rest
+		w.pools[name] = p
+		return hosttest.Reply{}
+	case a[0] == "destroy":
+		delete(w.pools, a[1])
+		return hosttest.Reply{}
+	}
+	return hosttest.Reply{Exit: 2, Stderr: "world: unsupported " + c.String()}
+}
+
+func (w *world) zfs(c host.Command) hosttest.Reply {
+	a := c.Args
+	switch a[0] {
+	case "get": // get -H -p -o property,value,source PROPS POOL
+		p := w.pools[a[len(a)-1]]
+		if p == nil {
+			return hosttest.Reply{Exit: 1, Stderr: "cannot open: dataset does not exist"}
+		}
+		var b strings.Builder
+		for _, k := range strings.Split(a[len(a)-2], ",") {
+			v, ok := p.props[k]
+			src := "local"
+			if !ok {
+				v, src = "-", "default"
+				if k == "mounted" {
+					v, src = "yes", "-"
+				}
+			}
+			fmt.Fprintf(&b, "%s\t%s\t%s\n", k, v, src)
+		}
+		return hosttest.Reply{Stdout: b.String()}
+	case "set":
+		k, v, _ := strings.Cut(a[1], "=")
+		if v == "posixacl" {
+			v = "posix"
+		}
+		w.pools[a[2]].props[k] = v
+		return hosttest.Reply{}
+	}
+	return hosttest.Reply{Exit: 2, Stderr: "world: unsupported " + c.String()}
+}
+
+func (w *world) blkid(c host.Command) hosttest.Reply {
+	dev := c.Args[len(c.Args)-1]
+	s := w.sigs[w.kernel(dev)]
+	if s == "" {
+		return hosttest.Reply{Exit: 2}
+	}
+	if strings.Contains(c.String(), "BLOCK_SIZE") {
+		return hosttest.Reply{Stdout: "4096\n"}
+	}
+	return hosttest.Reply{Stdout: s + "\n"}
+}
+
+func (w *world) systemctl(c host.Command) hosttest.Reply {
+	a := c.Args
+	switch a[0] {
+	case "is-enabled":
+		if w.units[a[1]] {
+			return hosttest.Reply{Stdout: "enabled\n"}
+		}
+		return hosttest.Reply{Exit: 1, Stdout: "disabled\n"}
+	case "is-active":
+		if w.units[a[1]] {
+			return hosttest.Reply{Stdout: "active\n"}
+		}
+		return hosttest.Reply{Exit: 3, Stdout: "inactive\n"}
+	case "enable":
+		w.units[a[2]] = true
+		return hosttest.Reply{}
+	case "disable":
+		w.units[a[2]] = false
+		return hosttest.Reply{}
+	}
+	return hosttest.Reply{Exit: 1, Stderr: "world: unsupported " + c.String()}
+}
+
+func (w *world) run(args map[string]any, check bool) map[string]any {
+	w.t.Helper()
+	m := New(func(*ansible.Run) Env { return Env{Root: w.root, Runner: w.fake} })
+	inv := &ansible.Invocation{Params: args, CheckMode: check, Diff: true}
+	return ansible.Execute(context.Background(), &m, inv, func(string) (string, bool) { return "", false }, io.Discard)
+}
+
+// state is everything the fake node holds, to prove check mode changes nothing.
+func (w *world) state() string {
+	var b strings.Builder
+	names := make([]string, 0, len(w.pools))
+	for n := range w.pools {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(&b, "%s %+v\n", n, *w.pools[n])
+	}
+	fmt.Fprintf(&b, "%v %v\n", w.sigs, w.units)
+	filepath.WalkDir(string(w.root), func(p string, d fs.DirEntry, err error) error {
+		b.WriteString(p + "\n")
+		return nil
+	})
+	return b.String()
+}
+
+func changes(res map[string]any) []string {
+	var out []string
+	for _, c := range res["changes"].([]any) {
+		out = append(out, c.(string))
+	}
+	return out
+}
+
+func failed(res map[string]any) bool { f, _ := res["failed"].(bool); return f }
