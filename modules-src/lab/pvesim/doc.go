@@ -1,0 +1,99 @@
+// Package pvesim simulates a Proxmox VE 8 or 9 cluster of N nodes well
+// enough that the collection's modules cannot tell it from the real API for
+// the endpoints they use — including the ugly parts (pitfalls C4–C6, C10,
+// K19, S1, S2, Z7) — so that "green is not proof" can be tested.
+//
+// # Shape
+//
+// One schema-validating HTTP layer (httpapi.go) in front of a backend state
+// model (state.go), moto-style. Each request is: fault injection → parameter
+// parsing (form or JSON body, query merged in and winning) → schema lookup
+// (501 `Method 'GET /x' not implemented`) → authentication (401, delayed
+// like pveproxy) → CSRF for ticket writes → validation against the lab
+// version's official schema (400 `Parameter verification failed.` with
+// `errors`) → proxyto {node} → the schema's permission check (403
+// `Permission check failed (...)`; methods without permissions are
+// root@pam-ticket only) → the handler, under one state lock. Errors carry
+// the message as HTTP reason phrase and `{"data":null,"message":"…\n"}`.
+//
+// The state mirrors PVE's split: per-node things (online switch, certificate
+// generation, task list) on Node, and everything pmxcfs holds — corosync.conf,
+// storage.cfg, pools, users/tokens/ACLs — on a ConfigDB. A standalone node
+// has its own DB; a join replaces the joiner's DB by the cluster's, which is
+// why its local storage.cfg, tokens and tickets vanish (S1, Z7). Part 2
+// (guests, templates, clone, HA, replication) adds maps to ConfigDB and
+// handlers to the table in httpapi.go; tasks, faults and the request log
+// already serve them (startTaskLocked, taskRun.commit for K4-style "config
+// appears late", FaultTaskFail).
+//
+// State is saved as JSON (<Dir>/pvesim/state.json, 0600: it holds the lab's
+// root password and token secret) after every change; certificates live in
+// <Dir>/pvesim/nodes/<node>/. New takes an exclusive flock on
+// <Dir>/pvesim/lock: one simulator per lab. Restarting the simulator keeps
+// state and certificates; only a join regenerates a node's certificate (C5).
+//
+// # Go API
+//
+//	s, err := pvesim.New(pvesim.Config{Version: 9, Dir: labDir,
+//		Nodes: []pvesim.NodeConfig{{Name: "pve01", Addr: "127.77.1.11"}, …},
+//		AuthDelay: 3 * time.Second}) // zero durations mean PVE-like defaults, negative means none
+//	err = s.Start(ctx)               // listens on every online node's Addr:8006 (Config.Port)
+//	defer s.Close()
+//	info, _ := s.Node("pve01")       // URL, Fingerprint (AA:BB:…), CertPEM, Online, Serving, Cluster
+//	pw := s.RootPassword()           // root@pam, same on every node
+//	id, secret := s.LabToken()       // root@pam!lab, privilege separation off
+//	s.AddToken(node, TokenSpec{…}); s.AddUser(node, user, pw); s.Grant(node, path, ugid, role, propagate)
+//	s.SetOnline("pve03", false)      // power off: API gone, vote lost (C10)
+//	s.Faults().Add(pvesim.Fault{Node: "pve02", Method: "GET", Path: "/nodes/*/tasks/*/status",
+//		Kind: pvesim.FaultError, Status: 500, Message: "got timeout", Count: 2})
+//	s.Requests()                     // request log, secrets redacted; Request.Mutating()
+//	s.Cluster("pve01"); s.CreateCluster(…); s.AddNode(…); s.SetExpectedVotes(…) // pvecm material
+//	http.Serve(unixListener, s.ControlHandler())
+//
+// # Simulated time
+//
+// Tasks run for Config.TaskDuration (default 2 s). Cluster create: the
+// corosync.conf exists at once, the cluster is quorate TaskDuration/2 after
+// the task ends. Join (a "clusterjoin" task on the joiner): the joiner's own
+// pvecm.lock, assert_joinable (C6: a node with a corosync.conf fails with
+// "Check if node may join a cluster failed!"), login to hostname with
+// fingerprint and password, the cluster's join lock (joins are serialised;
+// a join waiting longer than LockTimeout fails "can't lock file
+// '/var/lock/pvecm.lock' - got timeout", C4), quorum ("cluster not ready -
+// no quorum?"), then the joiner's API is down for RestartWindow and comes
+// back with a new certificate (C5). Writes to a non-quorate /etc/pve wait
+// LockTimeout then fail "<op> failed: cfs-lock 'file-storage_cfg' error: no
+// quorum!" (C10).
+//
+// # Endpoints
+//
+// /version, /access/ticket, /nodes, /nodes/{node}/status,
+// /nodes/{node}/tasks[/{upid}/status|log], /nodes/{node}/storage[/{storage}/status],
+// /cluster/status, /cluster/resources (node and storage entries),
+// /cluster/config (create, index), /cluster/config/join (GET, POST),
+// /cluster/config/nodes, /cluster/config/totem, /storage[/{storage}] (dir,
+// nfs, zfspool, lvmthin, lvm with per-type options, required and fixed keys),
+// /pools (8.1+ forms and the deprecated /pools/{poolid}). Anything else in the
+// schema answers 501 like an unknown path.
+//
+// # Control API (ControlHandler, plain HTTP/JSON on the lab's Unix socket)
+//
+// Errors are non-2xx with {"error": "<message as real PVE prints it>"}.
+//
+//	GET    /v1/requests[?node=pve01][&mutating=1]  request log (redacted)
+//	DELETE /v1/requests                            empty the log
+//	GET    /v1/faults                              installed faults with fire counts
+//	POST   /v1/faults   {"node","method","path","kind","delay_ms","status","message","lock_file","exitstatus","count"} → {"id"}
+//	DELETE /v1/faults[/{id}]                       remove one or all
+//	GET    /v1/nodes[/{node}]                      {name, addr, url, fingerprint, online, serving, cluster}
+//	POST   /v1/nodes/{node}/online {"online":bool} power a node on/off
+//	GET    /v1/nodes/{node}/cluster                pvecm status material; 404 when standalone
+//	POST   /v1/clusters {"node","name","link0"}    pvecm create; 409 if already clustered
+//	POST   /v1/nodes/{member}/cluster/nodes {"node","link0","force"}  pvecm add (joins node to member's cluster);
+//	                                               404 member standalone, 409 assert_joinable / quorum / existing node
+//	POST   /v1/nodes/{node}/cluster/expected {"votes":N}  pvecm expected
+//
+// Cluster bodies: {"name","config_version","transport":"knet","secure_auth":true,
+// "ring_id","expected_votes","total_votes","quorum","quorate",
+// "nodes":[{"name","nodeid","votes","ring0_addr","online"}],"corosync_conf"}.
+package pvesim
