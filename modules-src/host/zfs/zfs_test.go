@@ -1,0 +1,109 @@
+package zfs
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	"github.com/gopve/proxmox/modules-src/host/hosttest"
+)
+
+// The seed's real output (scan line included), -P form.
+const seedStatus = `  pool: nvme-vm
+ state: ONLINE
+  scan: scrub repaired 0B in 00:00:11 with 0 errors on Sun Aug  9 00:24:12 2026
+config:
+
+	NAME                                                         STATE     READ WRITE CKSUM
+	nvme-vm                                                      ONLINE       0     0     0
+	  /dev/disk/by-id/nvme-eui.0000000624aabbccddeeff0011-part1  ONLINE       0     0     0
+
+errors: No known data errors
+`
+
+const mirrorWithLogs = `  pool: tank
+ state: DEGRADED
+config:
+
+	NAME                                    STATE     READ WRITE CKSUM
+	tank                                    DEGRADED     0     0     0
+	  mirror-0                              DEGRADED     0     0     0
+	    /dev/disk/by-id/wwn-0x1-part1       ONLINE       0     0     0
+	    /dev/disk/by-id/wwn-0x2-part1       UNAVAIL      0     0     0
+	  mirror-1                              ONLINE       0     0     0
+	    /dev/disk/by-id/wwn-0x3-part1       ONLINE       0     0     0
+	    /dev/disk/by-id/wwn-0x4-part1       ONLINE       0     0     0
+	logs
+	  /dev/disk/by-id/nvme-eui.9-part1      ONLINE       0     0     0
+	cache
+	  /dev/disk/by-id/nvme-eui.8-part1      ONLINE       0     0     0
+
+errors: No known data errors
+`
+
+func TestParseStatus(t *testing.T) {
+	cases := []struct {
+		name   string
+		in     string
+		layout string
+		leaves []string
+		state  string
+	}{
+		{"seed single", seedStatus, "single", []string{"/dev/disk/by-id/nvme-eui.0000000624aabbccddeeff0011-part1"}, "ONLINE"},
+		{"mirrors with log and cache", mirrorWithLogs, "mirror",
+			[]string{"/dev/disk/by-id/wwn-0x1-part1", "/dev/disk/by-id/wwn-0x2-part1", "/dev/disk/by-id/wwn-0x3-part1", "/dev/disk/by-id/wwn-0x4-part1"}, "DEGRADED"},
+		{"raidz legacy name", "  pool: r\n state: ONLINE\nconfig:\n\n\tNAME STATE\n\tr ONLINE\n\t  raidz-0 ONLINE\n\t    /dev/sda ONLINE\n\t    /dev/sdb ONLINE\n", "raidz1", []string{"/dev/sda", "/dev/sdb"}, "ONLINE"},
+		{"stripe", "  pool: s\n state: ONLINE\nconfig:\n\n\tNAME STATE\n\ts ONLINE\n\t  /dev/sda ONLINE\n\t  /dev/sdb ONLINE\n", "stripe", []string{"/dev/sda", "/dev/sdb"}, "ONLINE"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			st, err := ParseStatus(c.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Layout() != c.layout || !reflect.DeepEqual(st.Leaves(), c.leaves) || st.State != c.state {
+				t.Errorf("got layout %s leaves %q state %s", st.Layout(), st.Leaves(), st.State)
+			}
+		})
+	}
+	if _, err := ParseStatus("garbage"); err == nil {
+		t.Error("garbage parsed")
+	}
+}
+
+func TestParseUsageAndProps(t *testing.T) {
+	u, err := ParseUsage("1056964608\t454656\t1056509952\tONLINE\n")
+	if err != nil || u != (Usage{1056964608, 454656, 1056509952, "ONLINE"}) {
+		t.Errorf("usage = %+v %v", u, err)
+	}
+	if _, err := ParseUsage("1008M\t444K\tONLINE\n"); err == nil {
+		t.Error("non -p output accepted")
+	}
+	p, err := ParseProps("mountpoint\t/nvme-vm\tlocal\ncompression\tlz4\tlocal\nchecksum\ton\tdefault\n")
+	if err != nil || p["mountpoint"] != (Prop{"/nvme-vm", "local"}) || p["checksum"].Source != "default" {
+		t.Errorf("props = %v %v", p, err)
+	}
+	if _, err := ParseProps("NAME  PROPERTY  VALUE  SOURCE\n"); err == nil {
+		t.Error("header-style output accepted")
+	}
+}
+
+// TestExists: Z1 — "no such pool" means absent, any other failure is an error.
+func TestExists(t *testing.T) {
+	cases := []struct {
+		reply   hosttest.Reply
+		want    bool
+		wantErr bool
+	}{
+		{hosttest.Reply{Stdout: "nvme-vm\n"}, true, false},
+		{hosttest.Reply{Exit: 1, Stderr: "cannot open 'nvme-vm': no such pool\n"}, false, false},
+		{hosttest.Reply{Exit: 1, Stderr: "The ZFS modules are not loaded.\n"}, false, true},
+	}
+	for _, c := range cases {
+		f := hosttest.New().On("zpool list -H -o name nvme-vm", c.reply)
+		got, err := Client{Runner: f}.Exists(context.Background(), "nvme-vm")
+		if got != c.want || (err != nil) != c.wantErr {
+			t.Errorf("%+v: got %v, %v", c.reply, got, err)
+		}
+	}
+}
