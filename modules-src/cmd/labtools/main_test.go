@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gopve/proxmox/modules-src/lab/tools"
+	"github.com/gopve/proxmox/modules-src/lab/tools/control/controltest"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -57,9 +58,22 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata",
 		Setup: func(e *testscript.Env) error {
+			// A fake of the simulator's control API per script, on a short
+			// socket path (sun_path is 108 bytes).
+			dir, err := os.MkdirTemp("", "ctl")
+			if err != nil {
+				return err
+			}
+			sock := filepath.Join(dir, "control.sock")
+			stop, err := controltest.New().Serve(sock)
+			if err != nil {
+				return err
+			}
+			e.Defer(func() { stop(); os.RemoveAll(dir) })
+			e.Setenv("CONTROL", sock)
 			nj := filepath.Join(e.WorkDir, "node.json")
 			e.Setenv("GOPVE_LAB_NODE_JSON", nj)
-			return writeNode(nj, "pve01", e.WorkDir, nil)
+			return writeNode(nj, "pve01", e.WorkDir, map[string]any{"control": sock, "address": "127.0.0.1"})
 		},
 		Condition: func(cond string) (bool, error) {
 			switch cond {
@@ -84,13 +98,20 @@ func TestScripts(t *testing.T) {
 				ts.Defer(func() { exec.Command("losetup", "-d", dev).Run() })
 				ts.Setenv(args[1], dev)
 			},
+			// sshd NODEJSON: start a real sshd on a loopback address whose
+			// sessions run the stand-in as the node NODEJSON describes;
+			// exports $SSHHOST and points $GOPVE_LAB_SSH at an ssh wrapper
+			// that uses $WORK's key and known_hosts (host key checking on).
+			"sshd": cmdSshd,
+			// trusthost: put $SSHHOST's host key into the known_hosts file.
+			"trusthost": cmdTrustHost,
 			// node NAME DIR [key=value...]: write a node.json for another
 			// node and point GOPVE_LAB_NODE_JSON at it.
 			"node": func(ts *testscript.TestScript, neg bool, args []string) {
 				if len(args) < 2 {
 					ts.Fatalf("usage: node NAME DIR [key=value...]")
 				}
-				extra := map[string]any{}
+				extra := map[string]any{"control": ts.Getenv("CONTROL")}
 				for _, kv := range args[2:] {
 					k, v, _ := strings.Cut(kv, "=")
 					extra[k] = v

@@ -5,12 +5,15 @@
 package tools
 
 import (
+	"io"
 	"sort"
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/tools/cli"
+	"github.com/gopve/proxmox/modules-src/lab/tools/control"
 	"github.com/gopve/proxmox/modules-src/lab/tools/initramfs"
 	"github.com/gopve/proxmox/modules-src/lab/tools/nodecfg"
+	"github.com/gopve/proxmox/modules-src/lab/tools/pvecm"
 	"github.com/gopve/proxmox/modules-src/lab/tools/systemctl"
 	"github.com/gopve/proxmox/modules-src/lab/tools/zfs"
 )
@@ -25,6 +28,14 @@ var commands = map[string]func(env *cli.Env, node *nodecfg.Node) int{
 	},
 	"systemctl": func(env *cli.Env, node *nodecfg.Node) int {
 		return (&systemctl.Tool{Env: env, Node: node, Now: time.Now}).Run()
+	},
+	"pvecm": func(env *cli.Env, node *nodecfg.Node) int {
+		t := &pvecm.Tool{Env: env, Node: node, Cluster: control.New(node.Control), Now: time.Now}
+		t.Restart = func(units ...string) {
+			quiet := &cli.Env{Args: append([]string{"restart"}, units...), Stdout: io.Discard, Stderr: io.Discard, Getenv: env.Getenv}
+			(&systemctl.Tool{Env: quiet, Node: node, Now: time.Now}).Run()
+		}
+		return t.Run()
 	},
 	"update-initramfs": func(env *cli.Env, node *nodecfg.Node) int {
 		return (&initramfs.Tool{Env: env, Node: node, Now: time.Now}).Run()
