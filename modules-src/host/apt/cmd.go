@@ -44,7 +44,7 @@ func (e *UpdateError) Unwrap() error { return e.Err }
 // "Err:" line or "W: Failed to fetch" is an error. Other "W:" lines are
 // returned as warnings.
 func (c Client) Update(ctx context.Context) (warnings []string, err error) {
-	res, runErr := c.Runner.Run(ctx, c.aptGet("update"))
+	res, runErr := c.Runner.Run(ctx, c.aptGet("-o", lockWait, "update"))
 	var bad []string
 	for _, l := range strings.Split(res.Stdout+"\n"+res.Stderr, "\n") {
 		l = strings.TrimSpace(l)
@@ -123,8 +123,13 @@ func ParseSimulation(out string) Plan {
 	return p
 }
 
-// nonInteractive keeps existing config files and never prompts.
-var nonInteractive = []string{"-y", "-q", "-o", "Dpkg::Options::=--force-confdef", "-o", "Dpkg::Options::=--force-confold"}
+// lockWait makes apt wait for a dpkg/lists lock held by another apt run
+// (unattended-upgrades, a user) instead of failing at once.
+const lockWait = "DPkg::Lock::Timeout=300"
+
+// nonInteractive keeps existing config files, never prompts, and waits for
+// the dpkg lock.
+var nonInteractive = []string{"-y", "-q", "-o", lockWait, "-o", "Dpkg::Options::=--force-confdef", "-o", "Dpkg::Options::=--force-confold"}
 
 // SimulateDistUpgrade asks what `apt-get dist-upgrade` would do.
 func (c Client) SimulateDistUpgrade(ctx context.Context) (Plan, error) {

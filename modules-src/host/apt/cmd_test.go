@@ -54,7 +54,7 @@ func TestUpdateErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			f := hosttest.New().On("apt-get update", c.reply)
+			f := hosttest.New().On("apt-get -o DPkg::Lock::Timeout=300 update", c.reply)
 			w, err := Client{Runner: f}.Update(context.Background())
 			if c.wantErr == "" && err != nil || c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)) {
 				t.Fatalf("err = %v, want containing %q", err, c.wantErr)

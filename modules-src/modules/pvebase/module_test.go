@@ -25,8 +25,13 @@ func TestFreshNode(t *testing.T) {
 			if !reflect.DeepEqual(before, w.snapshot()) {
 				t.Fatal("check mode wrote to the node")
 			}
-			if w.fake.Ran("apt-get update") || w.fake.Ran("update-initramfs *") || w.fake.Ran("systemctl restart *") {
+			if w.fake.Ran("apt-get -o DPkg::Lock::Timeout=300 update") || w.fake.Ran("update-initramfs *") || w.fake.Ran("systemctl restart *") {
 				t.Fatalf("check mode ran a command with side effects: %q", w.fake.Calls())
+			}
+			for _, c := range w.fake.Calls() {
+				if strings.Contains(c, " -y ") || (strings.Contains(c, " update") && !strings.Contains(c, "Dir::State::Lists=")) {
+					t.Fatalf("check mode ran %q", c)
+				}
 			}
 			real := w.run(args(), false)
 			if failed(real) {

@@ -67,10 +67,11 @@ func pkgList(ps []apt.Pkg) string {
 }
 
 // planInstall is stage 2: extra packages that are not installed.
+// The lists are refreshed here even when nothing is to be installed or
+// upgraded: a repository changed in this run must not leave a stale cache
+// behind, and an unreachable repository (401 from enterprise) must fail the
+// run — in check mode too, where the sandbox refresh predicts that failure.
 func (m *base) planInstall(ctx context.Context, _ ansible.Pending) ([]ansible.Change, error) {
-	if len(m.p.ExtraPackages) == 0 && m.p.Upgrade == "none" {
-		return nil, nil
-	}
 	if err := m.prepareAPT(ctx); err != nil {
 		return nil, err
 	}
