@@ -124,3 +124,28 @@ func TestExecRunner(t *testing.T) {
 		t.Errorf("logged command = %s", r.Log()[0].Command)
 	}
 }
+
+// TestApplyKeepsOwner: an edited file keeps its owner (needs root to chown).
+func TestApplyKeepsOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create a file owned by someone else")
+	}
+	root := Root(t.TempDir())
+	p := "/etc/x.conf"
+	os.MkdirAll(filepath.Dir(root.Path(p)), 0o755)
+	os.WriteFile(root.Path(p), []byte("a\n"), 0o640)
+	if err := os.Chown(root.Path(p), 1234, 5678); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := root.PlanFile(p, []byte("b\n"), 0)
+	if err != nil || ch == nil {
+		t.Fatal(ch, err)
+	}
+	if _, err := root.ApplyFile(ch, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := root.ReadFile(p)
+	if st.UID != 1234 || st.GID != 5678 || st.Mode != 0o640 {
+		t.Errorf("after apply: uid %d gid %d mode %o", st.UID, st.GID, st.Mode)
+	}
+}
