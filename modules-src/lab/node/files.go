@@ -35,6 +35,10 @@ func (n *Node) prepare() error {
 		names = append(names, p)
 	}
 	sort.Strings(names)
+	// Links last: their targets must exist.
+	sort.SliceStable(names, func(i, j int) bool {
+		return n.cfg.Files[names[i]].Link == "" && n.cfg.Files[names[j]].Link != ""
+	})
 	for _, p := range names {
 		if err := n.writeFile(p, n.cfg.Files[p]); err != nil {
 			return fmt.Errorf("node %s: writing %s: %w", n.cfg.Name, p, err)
@@ -286,6 +290,14 @@ func (n *Node) writeFile(p string, f File) error {
 	dst, err := n.inUpper(p)
 	if err != nil {
 		return err
+	}
+	if f.Link != "" {
+		src, err := n.inUpper(f.Link)
+		if err != nil {
+			return err
+		}
+		_ = os.Remove(dst)
+		return os.Link(src, dst)
 	}
 	mode := f.Mode
 	if mode == 0 {

@@ -48,10 +48,13 @@ type Config struct {
 	Disks []Disk
 }
 
-// File is a file to place in the node: Data, or a copy of the host file Source.
+// File is a file to place in the node: Data, a copy of the host file
+// Source, or a hard link to another file of the node (Link, a node path) so
+// one multi-call binary can sit under many names without many copies.
 type File struct {
 	Data   []byte
 	Source string
+	Link   string
 	Mode   os.FileMode // 0 means 0644
 }
 

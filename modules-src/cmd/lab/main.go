@@ -1,0 +1,342 @@
+// Command lab starts, inspects and stops gopve labs: simulated PVE clusters
+// whose nodes answer real SSH on 127.77.S.(10+i) and whose Ansible inventory
+// is written to <dir>/inventory.yml.
+//
+//	lab up [--nodes 3] [--pve 9] [--slot S | --dir D]   start (no-op if already up)
+//	lab status [--slot S | --dir D | --all]             what runs, exit 1 if not up
+//	lab ssh [--slot S | --dir D] NODE [COMMAND…]        ssh into a node with the lab key
+//	lab down [--slot S | --dir D]                       stop everything, remove the dir
+//
+// `lab up` leaves a supervisor process (`lab supervise`) holding the nodes,
+// the repositories and the API simulator; `lab down` stops it.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/labctl"
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "usage: lab up|down|status|ssh [flags]  (lab <command> -h for flags)")
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "up":
+		err = up(args[1:], stdout)
+	case "down":
+		err = down(args[1:], stdout)
+	case "status":
+		var up bool
+		up, err = status(args[1:], stdout)
+		if err == nil && !up {
+			return 1
+		}
+	case "ssh":
+		err = sshCmd(args[1:])
+	case "supervise":
+		err = supervise(args[1:], stdout)
+	default:
+		err = fmt.Errorf("unknown command %q: use up, down, status or ssh", args[0])
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "lab:", err)
+		return 1
+	}
+	return 0
+}
+
+// where is the --slot/--dir pair every command takes.
+type where struct {
+	slot int
+	dir  string
+}
+
+func (w *where) flags(fs *flag.FlagSet) {
+	fs.IntVar(&w.slot, "slot", 0, "lab slot 1..200 (addresses 127.77.SLOT.*); default 1")
+	fs.StringVar(&w.dir, "dir", "", "lab directory (default "+labctl.BaseDir+"/lab<slot>)")
+}
+
+func (w *where) resolve() (string, error) {
+	if w.dir != "" {
+		return filepath.Abs(w.dir)
+	}
+	if w.slot == 0 {
+		w.slot = 1
+	}
+	return labctl.DefaultDir(w.slot), nil
+}
+
+func up(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("lab up", flag.ContinueOnError)
+	var w where
+	w.flags(fs)
+	nodes := fs.Int("nodes", 3, "number of nodes (pve01…)")
+	pve := fs.Int("pve", 9, "PVE major version: 8 (Debian 12) or 9 (Debian 13)")
+	tools := fs.String("labtools", "", "CLI stand-ins binary (default: built from modules-src/cmd/labtools)")
+	timeout := fs.Duration("timeout", 10*time.Minute, "give up after this long (the first PVE 9 lab builds a Debian root)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	dir, err := w.resolve()
+	if err != nil {
+		return err
+	}
+	if st, err := labctl.ReadState(dir); err == nil {
+		if alive(st.PID) {
+			if st.PVE != *pve || len(st.Nodes) != *nodes {
+				return fmt.Errorf("%s already runs a lab with %d PVE %d nodes; `lab down --dir %s` first to change it", dir, len(st.Nodes), st.PVE, dir)
+			}
+			fmt.Fprintf(stdout, "lab already up in %s\n", dir)
+			printUsage(stdout, st)
+			return nil
+		}
+		// A lab whose supervisor died: clear what it left and start afresh.
+		if err := labctl.Cleanup(dir); err != nil {
+			return fmt.Errorf("clearing a dead lab in %s: %w", dir, err)
+		}
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("creating %s: %w", dir, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	if *tools == "" {
+		if *tools, err = labctl.BuildLabtools(ctx, dir); err != nil {
+			return err
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	logPath := filepath.Join(dir, "supervisor.log")
+	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	cmd := exec.Command(self, "supervise", "--dir", dir, "--slot", fmt.Sprint(w.slot),
+		"--nodes", fmt.Sprint(*nodes), "--pve", fmt.Sprint(*pve), "--labtools", *tools)
+	cmd.Stdout, cmd.Stderr = log, log
+	// Its own session: the supervisor outlives this command and the terminal.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting the lab supervisor: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	fmt.Fprintf(stdout, "lab: starting %d PVE %d nodes in %s (log: %s)\n", *nodes, *pve, dir, logPath)
+	for {
+		select {
+		case err := <-exited:
+			b, _ := os.ReadFile(logPath)
+			_ = labctl.Cleanup(dir)
+			return fmt.Errorf("the lab supervisor stopped (%v):\n%s", err, tail(string(b), 40))
+		case <-ctx.Done():
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			<-exited
+			return fmt.Errorf("the lab did not come up within %s", *timeout)
+		case <-time.After(200 * time.Millisecond):
+		}
+		if st, err := labctl.ReadState(dir); err == nil && st.PID == cmd.Process.Pid {
+			printUsage(stdout, st)
+			return nil
+		}
+	}
+}
+
+func printUsage(w io.Writer, st labctl.State) {
+	inv := filepath.Join(st.Dir, labctl.InventoryFile)
+	fmt.Fprintf(w, "lab up: slot %d, PVE %d, %d nodes\n", st.Slot, st.PVE, len(st.Nodes))
+	for _, n := range st.Nodes {
+		fmt.Fprintf(w, "  %-6s %s (ssh root, API https://%s:8006)\n", n.Name, n.Addr, n.Addr)
+	}
+	fmt.Fprintf(w, "inventory:   %s\ncredentials: %s\n", inv, filepath.Join(st.Dir, labctl.CredentialsFile))
+	fmt.Fprintf(w, "try:         ansible -i %s all -m ping\n", inv)
+	fmt.Fprintf(w, "             lab ssh --dir %s pve01 pveversion\n", st.Dir)
+	fmt.Fprintf(w, "stop:        lab down --dir %s\n", st.Dir)
+}
+
+func supervise(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("lab supervise", flag.ContinueOnError)
+	var w where
+	w.flags(fs)
+	nodes := fs.Int("nodes", 3, "")
+	pve := fs.Int("pve", 9, "")
+	tools := fs.String("labtools", "", "")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer stop()
+	lab, err := labctl.Start(ctx, labctl.Options{Nodes: *nodes, PVE: *pve, Slot: w.slot, Dir: w.dir,
+		Labtools: *tools, Log: stdout})
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	fmt.Fprintln(stdout, "lab: stopping")
+	return lab.Close()
+}
+
+func down(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("lab down", flag.ContinueOnError)
+	var w where
+	w.flags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	dir, err := w.resolve()
+	if err != nil {
+		return err
+	}
+	st, err := labctl.ReadState(dir)
+	if err == nil && alive(st.PID) {
+		_ = syscall.Kill(st.PID, syscall.SIGTERM)
+		deadline := time.Now().Add(60 * time.Second)
+		for alive(st.PID) && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		if alive(st.PID) {
+			_ = syscall.Kill(st.PID, syscall.SIGKILL)
+		}
+	}
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		fmt.Fprintf(stdout, "lab down: %s is gone\n", dir)
+		return nil
+	}
+	if err := labctl.Cleanup(dir); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "lab down: %s is gone\n", dir)
+	return nil
+}
+
+func status(args []string, stdout io.Writer) (bool, error) {
+	fs := flag.NewFlagSet("lab status", flag.ContinueOnError)
+	var w where
+	w.flags(fs)
+	all := fs.Bool("all", false, "every lab under "+labctl.BaseDir)
+	if err := fs.Parse(args); err != nil {
+		return false, err
+	}
+	var dirs []string
+	if *all {
+		matches, _ := filepath.Glob(filepath.Join(labctl.BaseDir, "lab*"))
+		sort.Strings(matches)
+		dirs = matches
+	} else {
+		dir, err := w.resolve()
+		if err != nil {
+			return false, err
+		}
+		dirs = []string{dir}
+	}
+	anyUp := false
+	for _, dir := range dirs {
+		st, err := labctl.ReadState(dir)
+		if err != nil {
+			fmt.Fprintf(stdout, "%s: no lab\n", dir)
+			continue
+		}
+		state := "up"
+		if !alive(st.PID) {
+			state = "dead (supervisor gone; `lab down` cleans up)"
+		} else {
+			anyUp = true
+		}
+		fmt.Fprintf(stdout, "%s: slot %d, PVE %d, %s, supervisor pid %d, since %s\n", dir, st.Slot, st.PVE, state, st.PID, st.Started.Format(time.RFC3339))
+		for _, n := range st.Nodes {
+			fmt.Fprintf(stdout, "  %-6s %-15s ssh %s\n", n.Name, n.Addr, portState(n.Addr, "22"))
+		}
+	}
+	return anyUp, nil
+}
+
+func sshCmd(args []string) error {
+	fs := flag.NewFlagSet("lab ssh", flag.ContinueOnError)
+	var w where
+	w.flags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() < 1 {
+		return errors.New("usage: lab ssh [--slot S | --dir D] NODE [COMMAND…]")
+	}
+	dir, err := w.resolve()
+	if err != nil {
+		return err
+	}
+	st, err := labctl.ReadState(dir)
+	if err != nil {
+		return err
+	}
+	for _, n := range st.Nodes {
+		if n.Name == fs.Arg(0) {
+			argv := []string{"ssh", "-i", filepath.Join(dir, labctl.KeyFile),
+				"-o", "UserKnownHostsFile=" + filepath.Join(dir, labctl.KnownHostsFile),
+				"-o", "GlobalKnownHostsFile=/dev/null", "-o", "StrictHostKeyChecking=yes", "-o", "IdentitiesOnly=yes",
+				"root@" + n.Addr}
+			argv = append(argv, fs.Args()[1:]...)
+			path, err := exec.LookPath("ssh")
+			if err != nil {
+				return err
+			}
+			return syscall.Exec(path, argv, os.Environ())
+		}
+	}
+	return fmt.Errorf("the lab in %s has no node %q", dir, fs.Arg(0))
+}
+
+func alive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	if err := syscall.Kill(pid, 0); err != nil {
+		return false
+	}
+	// A zombie or a recycled pid is not our supervisor.
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	if f := strings.Fields(string(b)); len(f) > 2 && f[2] == "Z" {
+		return false
+	}
+	return true
+}
+
+func portState(host, port string) string {
+	c, err := net.DialTimeout("tcp", net.JoinHostPort(host, port), 500*time.Millisecond)
+	if err != nil {
+		return "down"
+	}
+	c.Close()
+	return "up"
+}
+
+func tail(s string, lines int) string {
+	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(l) > lines {
+		l = l[len(l)-lines:]
+	}
+	return strings.Join(l, "\n")
+}

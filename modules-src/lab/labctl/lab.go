@@ -1,0 +1,573 @@
+// Package labctl starts and stops a whole lab: the apt repositories, the
+// PVE API simulator, the control socket and N simulated nodes reachable by
+// real SSH, and writes the Ansible inventory and credentials that point at
+// them. Tests use it in-process; the `lab` command runs it in a supervisor.
+package labctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/aptrepo"
+	"github.com/gopve/proxmox/modules-src/lab/node"
+	"github.com/gopve/proxmox/modules-src/lab/sshkey"
+)
+
+// BaseDir holds the labs' directories when Options.Dir is not given.
+const BaseDir = "/var/lib/gopve-lab"
+
+// MaxSlot is the highest slot: node addresses are 127.77.S.(10+i).
+const MaxSlot = 200
+
+// Options describe the lab to start.
+type Options struct {
+	Nodes int    // number of nodes, default 3 (pve01…)
+	PVE   int    // PVE major version: 8 or 9 (default 9)
+	Slot  int    // 1..MaxSlot; 0 picks the first free slot
+	Dir   string // lab directory; default BaseDir/lab<slot>. Must not hold a lab.
+	// Root overrides the Debian root the nodes stand on (overlay lower
+	// layer). Default: "/" (this machine, Debian 12) for PVE 8, the cached
+	// trixie root from hack/debian-root.sh for PVE 9.
+	Root string
+	// Labtools is the CLI stand-ins binary (modules-src/cmd/labtools),
+	// installed in every node under the names of the PVE/ZFS tools. Empty:
+	// the nodes have no stand-ins.
+	Labtools string
+	Domain   string    // DNS domain of the nodes' FQDNs (default lab.internal)
+	Log      io.Writer // progress and server logs (nil: discarded)
+}
+
+// NodeInfo is what a user of the lab needs to reach a node.
+type NodeInfo struct {
+	Name string `json:"name"`
+	Addr string `json:"addr"`
+}
+
+// Lab is a running lab.
+type Lab struct {
+	opts    Options
+	dir     string
+	slot    int
+	key     sshkey.Pair
+	nodes   []*labNode
+	repo    *aptrepo.Repo
+	apt     *aptrepo.Server
+	control *http.Server
+	sim     simulator
+	creds   Credentials
+	slotF   *os.File
+	log     io.Writer
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+type labNode struct {
+	info    NodeInfo
+	hostKey sshkey.Pair
+	node    *node.Node
+}
+
+// SlotAddr is the lab's own address in slot s (the repository server).
+func SlotAddr(s int) string { return fmt.Sprintf("127.77.%d.1", s) }
+
+// NodeAddr is the address of node i (1-based) in slot s.
+func NodeAddr(s, i int) string { return fmt.Sprintf("127.77.%d.%d", s, 10+i) }
+
+// NodeName is the name of node i (1-based).
+func NodeName(i int) string { return fmt.Sprintf("pve%02d", i) }
+
+// DefaultDir is the directory of the lab in slot s.
+func DefaultDir(s int) string { return filepath.Join(BaseDir, fmt.Sprintf("lab%d", s)) }
+
+// Start builds and starts a lab. On error everything already started is
+// stopped and the directory removed.
+func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
+	if os.Geteuid() != 0 {
+		return nil, errors.New("the lab needs root: nodes use mount namespaces, overlayfs and loop devices")
+	}
+	if opts.Nodes == 0 {
+		opts.Nodes = 3
+	}
+	if opts.PVE == 0 {
+		opts.PVE = 9
+	}
+	if opts.Nodes < 1 || opts.Nodes > 9 {
+		return nil, fmt.Errorf("a lab has 1 to 9 nodes, not %d", opts.Nodes)
+	}
+	if _, err := aptrepo.ReleaseFor(opts.PVE); err != nil {
+		return nil, err
+	}
+	l := &Lab{opts: opts, log: opts.Log}
+	if l.log == nil {
+		l.log = io.Discard
+	}
+	begin := time.Now()
+	if err := l.claimSlot(opts.Slot); err != nil {
+		return nil, err
+	}
+	l.dir = opts.Dir
+	if l.dir == "" {
+		l.dir = DefaultDir(l.slot)
+	}
+	if l.dir, err = filepath.Abs(l.dir); err != nil {
+		l.releaseSlot()
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(l.dir, StateFile)); err == nil {
+		l.releaseSlot()
+		return nil, fmt.Errorf("%s already holds a lab: stop it first (lab down --dir %s)", l.dir, l.dir)
+	}
+	if err := os.MkdirAll(l.dir, 0o700); err != nil {
+		l.releaseSlot()
+		return nil, fmt.Errorf("creating the lab directory: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			if cerr := l.Close(); cerr != nil {
+				err = fmt.Errorf("%w (and cleaning up: %v)", err, cerr)
+			}
+		}
+	}()
+	l.logf("lab: slot %d, %d PVE %d nodes, directory %s", l.slot, opts.Nodes, opts.PVE, l.dir)
+
+	root, err := l.debianRoot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if l.key, err = sshkey.New("gopve-lab"); err != nil {
+		return nil, err
+	}
+	if l.repo, err = aptrepo.Build(ctx, filepath.Join(l.dir, "repo"), opts.PVE); err != nil {
+		return nil, err
+	}
+	if err := l.startAptServer(); err != nil {
+		return nil, err
+	}
+	if err := l.startSimulator(ctx); err != nil {
+		return nil, err
+	}
+	if err := l.startControl(); err != nil {
+		return nil, err
+	}
+	l.logf("lab: repositories and API ready in %s", time.Since(begin).Round(time.Millisecond))
+
+	for i := 1; i <= opts.Nodes; i++ {
+		ln, err := l.newNode(i, root)
+		if err != nil {
+			return nil, err
+		}
+		l.nodes = append(l.nodes, ln)
+	}
+	if err := l.eachNode(func(n *labNode) error { return n.node.Start(ctx) }); err != nil {
+		return nil, err
+	}
+	if err := l.eachNode(func(n *labNode) error { return l.install(ctx, n) }); err != nil {
+		return nil, err
+	}
+	if err := l.writeClientFiles(); err != nil {
+		return nil, err
+	}
+	if err := l.writeState(); err != nil {
+		return nil, err
+	}
+	l.logf("lab: up in %s; inventory %s", time.Since(begin).Round(time.Millisecond), l.Inventory())
+	return l, nil
+}
+
+func (l *Lab) logf(format string, args ...any) { fmt.Fprintf(l.log, format+"\n", args...) }
+
+// eachNode runs fn for every node in parallel and joins the errors.
+func (l *Lab) eachNode(fn func(*labNode) error) error {
+	errs := make([]error, len(l.nodes))
+	var wg sync.WaitGroup
+	for i, n := range l.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = fn(n)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// claimSlot takes slot s (or the first free one) with a lock file held for
+// the lab's lifetime, so labs started side by side never share addresses.
+func (l *Lab) claimSlot(s int) error {
+	if s < 0 || s > MaxSlot {
+		return fmt.Errorf("slot %d is out of range 1..%d", s, MaxSlot)
+	}
+	if err := os.MkdirAll(lockDir, 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", lockDir, err)
+	}
+	try := func(s int) (bool, error) {
+		f, err := os.OpenFile(slotLockPath(s), os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			return false, fmt.Errorf("opening the slot lock: %w", err)
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			f.Close()
+			return false, nil
+		}
+		// A listener left on the slot's address by something else also
+		// makes the slot busy.
+		if ln, err := net.Listen("tcp", net.JoinHostPort(SlotAddr(s), "80")); err != nil {
+			f.Close()
+			return false, nil
+		} else {
+			ln.Close()
+		}
+		l.slot, l.slotF = s, f
+		return true, nil
+	}
+	if s != 0 {
+		ok, err := try(s)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("slot %d is in use by another lab (addresses 127.77.%d.*)", s, s)
+		}
+		return nil
+	}
+	for s := 1; s <= MaxSlot; s++ {
+		ok, err := try(s)
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+	}
+	return errors.New("every lab slot is in use")
+}
+
+const lockDir = "/run/lock/gopve-lab"
+
+func slotLockPath(s int) string { return filepath.Join(lockDir, fmt.Sprintf("slot%d.lock", s)) }
+
+func (l *Lab) releaseSlot() {
+	if l.slotF != nil {
+		_ = os.Remove(slotLockPath(l.slot))
+		l.slotF.Close()
+		l.slotF = nil
+	}
+}
+
+// debianRoot returns the lower layer of the nodes.
+func (l *Lab) debianRoot(ctx context.Context) (string, error) {
+	if l.opts.Root != "" {
+		return l.opts.Root, nil
+	}
+	if l.opts.PVE == 8 {
+		return "/", nil
+	}
+	return TrixieRoot(ctx)
+}
+
+func (l *Lab) startAptServer() error {
+	srv, err := aptrepo.NewServer(l.repo, l.log)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(SlotAddr(l.slot), "80"))
+	if err != nil {
+		return fmt.Errorf("listening for the apt repositories: %w", err)
+	}
+	l.apt = srv
+	go func() { _ = srv.Serve(ln) }()
+	return nil
+}
+
+// controlSocket is the lab supervisor's control socket on the host.
+func (l *Lab) controlSocket() string { return filepath.Join(l.dir, "control.sock") }
+
+func (l *Lab) startControl() error {
+	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, `{"error": "the lab runs without its PVE API simulator"}`+"\n")
+	})
+	if l.sim != nil {
+		h = l.sim.ControlHandler()
+	}
+	_ = os.Remove(l.controlSocket())
+	ln, err := net.Listen("unix", l.controlSocket())
+	if err != nil {
+		return fmt.Errorf("listening on the control socket: %w", err)
+	}
+	l.control = &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
+	go func() { _ = l.control.Serve(ln) }()
+	return nil
+}
+
+// newNode configures node i: its keys, files and disks.
+func (l *Lab) newNode(i int, root string) (*labNode, error) {
+	name, addr := NodeName(i), NodeAddr(l.slot, i)
+	hostKey, err := sshkey.New("root@" + name)
+	if err != nil {
+		return nil, err
+	}
+	files, err := l.nodeFiles(i, name, addr)
+	if err != nil {
+		return nil, err
+	}
+	hide := []string{BaseDir, l.dir}
+	n, err := node.New(node.Config{
+		Name: name, Domain: l.opts.Domain, Addr: addr, PVE: l.opts.PVE,
+		Lower: root, Dir: filepath.Join(l.dir, "nodes", name), Hide: hide,
+		HostKey: hostKey.PrivatePEM, HostKeyPub: hostKey.Public,
+		AuthorizedKeys: append(append([]byte(nil), l.key.Public...), []byte(" gopve-lab\n")...),
+		Files:          files,
+		Binds:          []node.Bind{{Source: l.controlSocket(), Target: "/run/gopve-lab/control.sock"}},
+		Disks:          node.DefaultDisks(i),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &labNode{info: NodeInfo{Name: name, Addr: addr}, hostKey: hostKey, node: n}, nil
+}
+
+// installDir is where a node finds the packages it has "from the installer".
+const installDir = "/var/cache/gopve-lab/install"
+
+// Tools the CLI stand-ins binary answers as, and where each is installed.
+var standIns = map[string]string{
+	"pvecm": "/usr/bin/pvecm", "pvesm": "/usr/sbin/pvesm", "pvesh": "/usr/bin/pvesh",
+	"zpool": "/usr/sbin/zpool", "zfs": "/usr/sbin/zfs",
+	"update-initramfs": "/usr/sbin/update-initramfs", "systemctl": "/usr/local/sbin/systemctl",
+}
+
+func (l *Lab) nodeFiles(i int, name, addr string) (map[string]node.File, error) {
+	files := map[string]node.File{}
+	for p, data := range aptrepo.FreshFiles(l.repo.Release, l.repo.Keyring) {
+		files[p] = node.File{Data: data}
+	}
+	const caPath = "/etc/gopve-lab/apt-ca.pem"
+	files[caPath] = node.File{Data: l.apt.CAPEM()}
+	files[aptrepo.AptConfPath] = node.File{Data: aptrepo.AptConf("http://"+SlotAddr(l.slot)+":80/", caPath)}
+	for _, deb := range l.repo.Installed {
+		files[installDir+"/"+filepath.Base(deb)] = node.File{Source: deb}
+	}
+	nodeJSON, err := l.nodeJSON(name, addr)
+	if err != nil {
+		return nil, err
+	}
+	files["/etc/gopve-lab/node.json"] = node.File{Data: nodeJSON, Mode: 0o600}
+	if l.opts.Labtools != "" {
+		const bin = "/usr/lib/gopve-lab/labtools"
+		files[bin] = node.File{Source: l.opts.Labtools, Mode: 0o755}
+		for _, p := range standIns {
+			files[p] = node.File{Link: bin}
+		}
+	}
+	return files, nil
+}
+
+// install finishes a node the way the PVE installer leaves it: the PVE
+// packages installed, root's password set, the apt cache refreshed against
+// the fresh repository files (the enterprise ones fail with 401, as on a
+// node without subscription) and no reboot pending.
+func (l *Lab) install(ctx context.Context, n *labNode) error {
+	script := fmt.Sprintf(`set -e
+export DEBIAN_FRONTEND=noninteractive
+dpkg -i %[1]s/*.deb >/dev/null
+rm -rf %[1]s
+# The kernel the installer booted into is the one it installed.
+ls /boot | sed -n 's/^vmlinuz-\(.*-pve\)$/\1/p' | sort -V | tail -n 1 > /var/lib/gopve-lab/running-kernel
+apt-get update -q >/var/log/gopve-lab-install-apt.log 2>&1 || true
+rm -f /run/reboot-required /run/reboot-required.pkgs
+`, installDir)
+	if res, err := l.Run(ctx, n.info.Name, script, nil); err != nil {
+		return fmt.Errorf("node %s: installing PVE packages: %w", n.info.Name, err)
+	} else if res.ExitCode != 0 {
+		return fmt.Errorf("node %s: installing PVE packages failed (exit %d): %s", n.info.Name, res.ExitCode, res.Stderr)
+	}
+	// The password goes through stdin: never on a command line or in a log.
+	res, err := l.Run(ctx, n.info.Name, "chpasswd", strings.NewReader("root:"+l.creds.Password+"\n"))
+	if err != nil {
+		return fmt.Errorf("node %s: setting root's password: %w", n.info.Name, err)
+	}
+	if res.ExitCode != 0 {
+		return fmt.Errorf("node %s: setting root's password failed: %s", n.info.Name, res.Stderr)
+	}
+	return nil
+}
+
+// Dir is the lab's directory.
+func (l *Lab) Dir() string { return l.dir }
+
+// Slot is the lab's slot.
+func (l *Lab) Slot() int { return l.slot }
+
+// PVE is the simulated PVE major version.
+func (l *Lab) PVE() int { return l.opts.PVE }
+
+// Nodes lists the nodes in order.
+func (l *Lab) Nodes() []NodeInfo {
+	out := make([]NodeInfo, len(l.nodes))
+	for i, n := range l.nodes {
+		out[i] = n.info
+	}
+	return out
+}
+
+// Inventory is the path of the lab's Ansible inventory.
+func (l *Lab) Inventory() string { return filepath.Join(l.dir, InventoryFile) }
+
+// Credentials are the lab's API credentials (also in credentials.yml).
+func (l *Lab) Credentials() Credentials { return l.creds }
+
+// PrivateKey is the path of the lab's SSH client key.
+func (l *Lab) PrivateKey() string { return filepath.Join(l.dir, KeyFile) }
+
+// UpperPath is where node name's file p lives on the host once the node has
+// written it (its overlay upper layer); "" for an unknown node.
+func (l *Lab) UpperPath(name, p string) string {
+	if n := l.node(name); n != nil {
+		return n.node.UpperPath(p)
+	}
+	return ""
+}
+
+func (l *Lab) node(name string) *labNode {
+	for _, n := range l.nodes {
+		if n.info.Name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+// Reboot stops and starts a node: every process ends, /run and /tmp are
+// fresh, the ZFS ARC limit comes from zfs.conf again and the newest
+// installed kernel runs (B4, B5).
+func (l *Lab) Reboot(ctx context.Context, name string) error {
+	n := l.node(name)
+	if n == nil {
+		return fmt.Errorf("the lab has no node %q", name)
+	}
+	if err := n.node.Stop(); err != nil {
+		return err
+	}
+	return n.node.Start(ctx)
+}
+
+// Running reports, per node, whether its sshd is alive.
+func (l *Lab) Running() map[string]bool {
+	out := map[string]bool{}
+	for _, n := range l.nodes {
+		out[n.info.Name] = n.node.Running()
+	}
+	return out
+}
+
+// Close stops everything the lab started and removes its directory. It
+// refuses to delete the directory while anything is still mounted under it.
+func (l *Lab) Close() error {
+	l.closeOnce.Do(func() { l.closeErr = l.close() })
+	return l.closeErr
+}
+
+func (l *Lab) close() error {
+	var errs []error
+	for _, n := range l.nodes {
+		if err := n.node.Stop(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if l.control != nil {
+		_ = l.control.Close()
+	}
+	if l.apt != nil {
+		_ = l.apt.Close()
+	}
+	if l.sim != nil {
+		if err := l.sim.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("stopping the simulator: %w", err))
+		}
+	}
+	if l.dir != "" {
+		if err := Cleanup(l.dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	l.releaseSlot()
+	return errors.Join(errs...)
+}
+
+// Cleanup removes what a lab may leave in dir after a crash: loop devices
+// backed by its disk images, processes chrooted into its nodes, then the
+// directory itself. Mounts need no clean-up: they live in the nodes' own
+// mount namespaces and vanish with their processes.
+func Cleanup(dir string) error {
+	var errs []error
+	if err := killProcessesUnder(dir); err != nil {
+		errs = append(errs, err)
+	}
+	if err := node.DetachLoopsUnder(dir); err != nil {
+		errs = append(errs, err)
+	}
+	if mounts := MountsUnder(dir); len(mounts) > 0 {
+		return errors.Join(append(errs, fmt.Errorf("not removing %s: still mounted there: %s", dir, strings.Join(mounts, ", ")))...)
+	}
+	if loops, err := node.LoopsUnder(dir); err == nil && len(loops) > 0 {
+		return errors.Join(append(errs, fmt.Errorf("not removing %s: loop devices still attached: %s", dir, strings.Join(loops, ", ")))...)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		errs = append(errs, fmt.Errorf("removing %s: %w", dir, err))
+	}
+	return errors.Join(errs...)
+}
+
+// MountsUnder lists the host's mount points under dir (from /proc/self/mountinfo).
+func MountsUnder(dir string) []string {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	prefix := filepath.Clean(dir) + "/"
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && (strings.HasPrefix(f[4]+"/", prefix)) {
+			out = append(out, f[4])
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// killProcessesUnder kills every process whose root directory is under dir
+// (a node's processes, should its supervisor have died without them).
+func killProcessesUnder(dir string) error {
+	prefix := filepath.Clean(dir) + "/"
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return fmt.Errorf("listing processes: %w", err)
+	}
+	for _, e := range entries {
+		pid := 0
+		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil || pid <= 1 {
+			continue
+		}
+		root, err := os.Readlink(filepath.Join("/proc", e.Name(), "root"))
+		if err != nil || !strings.HasPrefix(root+"/", prefix) {
+			continue
+		}
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	return nil
+}
