@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim"
 	"github.com/gopve/proxmox/modules-src/lab/tools"
-	"github.com/gopve/proxmox/modules-src/lab/tools/control/controltest"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -58,22 +58,14 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata",
 		Setup: func(e *testscript.Env) error {
-			// A fake of the simulator's control API per script, on a short
-			// socket path (sun_path is 108 bytes).
-			dir, err := os.MkdirTemp("", "ctl")
+			// The lab's real API simulator, in-process, per script.
+			s, err := startSim(e)
 			if err != nil {
 				return err
 			}
-			sock := filepath.Join(dir, "control.sock")
-			stop, err := controltest.New().Serve(sock)
-			if err != nil {
-				return err
-			}
-			e.Defer(func() { stop(); os.RemoveAll(dir) })
-			e.Setenv("CONTROL", sock)
 			nj := filepath.Join(e.WorkDir, "node.json")
 			e.Setenv("GOPVE_LAB_NODE_JSON", nj)
-			return writeNode(nj, "pve01", e.WorkDir, map[string]any{"control": sock, "address": "127.0.0.1"})
+			return writeNode(nj, "pve01", e.WorkDir, simNode(s, e.Getenv("CONTROL"), "pve01"))
 		},
 		Condition: func(cond string) (bool, error) {
 			switch cond {
@@ -111,7 +103,7 @@ func TestScripts(t *testing.T) {
 				if len(args) < 2 {
 					ts.Fatalf("usage: node NAME DIR [key=value...]")
 				}
-				extra := map[string]any{"control": ts.Getenv("CONTROL")}
+				extra := simNode(ts.Value(simKey{}).(*pvesim.Sim), ts.Getenv("CONTROL"), args[0])
 				for _, kv := range args[2:] {
 					k, v, _ := strings.Cut(kv, "=")
 					extra[k] = v

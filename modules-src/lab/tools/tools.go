@@ -9,11 +9,14 @@ import (
 	"sort"
 	"time"
 
+	"github.com/gopve/proxmox/modules-src/lab/tools/apiclient"
 	"github.com/gopve/proxmox/modules-src/lab/tools/cli"
 	"github.com/gopve/proxmox/modules-src/lab/tools/control"
 	"github.com/gopve/proxmox/modules-src/lab/tools/initramfs"
 	"github.com/gopve/proxmox/modules-src/lab/tools/nodecfg"
 	"github.com/gopve/proxmox/modules-src/lab/tools/pvecm"
+	"github.com/gopve/proxmox/modules-src/lab/tools/pvesh"
+	"github.com/gopve/proxmox/modules-src/lab/tools/pvesm"
 	"github.com/gopve/proxmox/modules-src/lab/tools/systemctl"
 	"github.com/gopve/proxmox/modules-src/lab/tools/zfs"
 )
@@ -36,6 +39,20 @@ var commands = map[string]func(env *cli.Env, node *nodecfg.Node) int{
 			(&systemctl.Tool{Env: quiet, Node: node, Now: time.Now}).Run()
 		}
 		return t.Run()
+	},
+	"pvesm": func(env *cli.Env, node *nodecfg.Node) int {
+		api, err := apiclient.New(node)
+		if err != nil {
+			return env.Fail(255, "pvesm: %v", err)
+		}
+		return (&pvesm.Tool{Env: env, Node: node.Node, API: api}).Run()
+	},
+	"pvesh": func(env *cli.Env, node *nodecfg.Node) int {
+		api, err := apiclient.New(node)
+		if err != nil {
+			return env.Fail(255, "pvesh: %v", err)
+		}
+		return (&pvesh.Tool{Env: env, API: api}).Run()
 	},
 	"update-initramfs": func(env *cli.Env, node *nodecfg.Node) int {
 		return (&initramfs.Tool{Env: env, Node: node, Now: time.Now}).Run()

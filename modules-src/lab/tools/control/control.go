@@ -139,3 +139,23 @@ func (c *Client) SetExpected(ctx context.Context, node string, votes int) (*Clus
 	err := c.Do(ctx, http.MethodPost, "/v1/nodes/"+node+"/cluster/expected", map[string]any{"votes": votes}, &cl)
 	return &cl, err
 }
+
+// NodeInfo is the simulator's current view of a node.
+type NodeInfo struct {
+	Name        string `json:"name"`
+	Addr        string `json:"addr"`
+	URL         string `json:"url"`
+	Fingerprint string `json:"fingerprint"`
+	Online      bool   `json:"online"`
+	Cluster     string `json:"cluster"`
+}
+
+// Node returns what the simulator says about node now: a join regenerates
+// the joiner's certificate (C5), so node.json's fingerprint can be stale.
+func (c *Client) Node(ctx context.Context, node string) (*NodeInfo, error) {
+	var n NodeInfo
+	if err := c.Do(ctx, http.MethodGet, "/v1/nodes/"+node, nil, &n); err != nil {
+		return nil, err
+	}
+	return &n, nil
+}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim"
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+type simKey struct{}
+
+// startSim runs the lab's real API simulator in-process for one script:
+// three standalone nodes on loopback addresses outside the labs' range,
+// the control API on a Unix socket. It exports $ADDR1..$ADDR3 and $CONTROL.
+func startSim(e *testscript.Env) (*pvesim.Sim, error) {
+	base := fmt.Sprintf("127.79.%d.", (os.Getpid()+int(time.Now().UnixNano()/1e6))%250+1)
+	port, err := freePort(base + "11")
+	if err != nil {
+		return nil, err
+	}
+	var nodes []pvesim.NodeConfig
+	for i := 1; i <= 3; i++ {
+		addr := fmt.Sprintf("%s%d", base, 10+i)
+		nodes = append(nodes, pvesim.NodeConfig{Name: fmt.Sprintf("pve0%d", i), Addr: addr})
+		e.Setenv(fmt.Sprintf("ADDR%d", i), addr)
+	}
+	s, err := pvesim.New(pvesim.Config{Version: 9, Dir: filepath.Join(e.WorkDir, ".lab"), Nodes: nodes, Port: port,
+		AuthDelay: -1, TaskDuration: 50 * time.Millisecond, RestartWindow: 50 * time.Millisecond, LockTimeout: time.Second})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := s.Start(ctx); err != nil {
+		cancel()
+		s.Close()
+		return nil, err
+	}
+	// sun_path is 108 bytes: keep the socket path short.
+	dir, err := os.MkdirTemp("", "ctl")
+	if err != nil {
+		cancel()
+		s.Close()
+		return nil, err
+	}
+	sock := filepath.Join(dir, "control.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		cancel()
+		s.Close()
+		return nil, err
+	}
+	srv := &http.Server{Handler: s.ControlHandler()}
+	go srv.Serve(ln)
+	e.Defer(func() { srv.Close(); cancel(); s.Close(); os.RemoveAll(dir) })
+	e.Setenv("CONTROL", sock)
+	e.Values[simKey{}] = s
+	return s, nil
+}
+
+func freePort(host string) (int, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// simNode is what node.json says about node in the simulated lab.
+func simNode(s *pvesim.Sim, control, name string) map[string]any {
+	info, ok := s.Node(name)
+	if !ok {
+		return map[string]any{"control": control}
+	}
+	id, secret := s.LabToken()
+	return map[string]any{"control": control, "address": info.Addr,
+		"api": "https://" + net.JoinHostPort(info.Addr, portOf(info.URL)), "api_fingerprint": info.Fingerprint,
+		"api_token": id + "=" + secret}
+}
+
+func portOf(u string) string {
+	p, err := url.Parse(u)
+	if err != nil || p.Port() == "" {
+		return "8006"
+	}
+	return p.Port()
+}
