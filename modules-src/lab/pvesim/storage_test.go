@@ -1,0 +1,128 @@
+package pvesim
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// S1/S2: storage CRUD with per-type options, fixed keys, delete and digest.
+func TestStorageCRUDS1S2(t *testing.T) {
+	t.Parallel()
+	for _, v := range []int{8, 9} {
+		s := startSim(t, simOpts{version: v})
+		c := newClient(t, s, "pve01").labToken()
+		tests := []struct {
+			name   string
+			method string
+			path   string
+			params url.Values
+			status int
+			reason string // exact reason phrase when set
+		}{
+			{"zfspool per S2", "POST", "/storage", url.Values{"storage": {"tank"}, "type": {"zfspool"}, "pool": {"tank/vm"},
+				"content": {"rootdir,images"}, "sparse": {"1"}, "nodes": {"pve01"}}, 200, ""},
+			{"duplicate", "POST", "/storage", url.Values{"storage": {"tank"}, "type": {"zfspool"}, "pool": {"tank"}}, 500,
+				"create storage failed: storage ID 'tank' already defined"},
+			{"option of another type", "POST", "/storage", url.Values{"storage": {"z2"}, "type": {"zfspool"}, "pool": {"x"}, "path": {"/x"}}, 500,
+				"unexpected property 'path'"},
+			{"missing required", "POST", "/storage", url.Values{"storage": {"z3"}, "type": {"zfspool"}}, 500,
+				"missing value for required option 'pool'"},
+			{"content not supported by type", "POST", "/storage", url.Values{"storage": {"z4"}, "type": {"zfspool"}, "pool": {"p"}, "content": {"iso"}}, 500,
+				"storage does not support content type 'iso'"},
+			{"unknown to the schema", "POST", "/storage", url.Values{"storage": {"z5"}, "type": {"zfspool"}, "pool": {"p"}, "colour": {"red"}}, 400, ""},
+			{"nfs", "POST", "/storage", url.Values{"storage": {"nas"}, "type": {"nfs"}, "server": {"10.0.0.5"}, "export": {"/export"},
+				"path": {"/mnt/pve/nas"}, "content": {"backup,iso"}}, 200, ""},
+			{"lvmthin", "POST", "/storage", url.Values{"storage": {"thin"}, "type": {"lvmthin"}, "vgname": {"vg"}, "thinpool": {"data"}}, 200, ""},
+			{"fixed key, same value", "PUT", "/storage/tank", url.Values{"pool": {"tank/vm"}}, 500,
+				"update storage failed: can't change value of fixed parameter 'pool'"},
+			{"fixed nfs server", "PUT", "/storage/nas", url.Values{"server": {"10.0.0.6"}}, 500,
+				"update storage failed: can't change value of fixed parameter 'server'"},
+			{"update non-fixed", "PUT", "/storage/tank", url.Values{"sparse": {"0"}, "content": {"images"}}, 200, ""},
+			{"digest mismatch", "PUT", "/storage/tank", url.Values{"digest": {"0000000000000000000000000000000000000000"}, "disable": {"1"}}, 500,
+				"update storage failed: detected modified configuration - file changed by other user? Try again."},
+			{"delete option", "PUT", "/storage/tank", url.Values{"delete": {"nodes"}}, 200, ""},
+			{"delete required", "PUT", "/storage/tank", url.Values{"delete": {"pool"}}, 500, ""},
+			{"S4 snippets on local", "PUT", "/storage/local", url.Values{"content": {"iso,vztmpl,backup,import,snippets"}}, 200, ""},
+			{"update missing", "PUT", "/storage/nope", url.Values{"disable": {"1"}}, 500, "update storage failed: storage 'nope' does not exist"},
+			{"delete", "DELETE", "/storage/thin", nil, 200, ""},
+			{"delete missing", "DELETE", "/storage/thin", nil, 500, "delete storage failed: storage 'thin' does not exist"},
+		}
+		for _, tt := range tests {
+			r := c.call(tt.method, tt.path, tt.params)
+			if r.err != nil || r.status != tt.status || tt.reason != "" && r.reason != tt.reason {
+				t.Errorf("PVE %d %s: %d %q (err %v), want %d %q", v, tt.name, r.status, r.reason, r.err, tt.status, tt.reason)
+			}
+			if tt.method == "POST" && tt.status == 200 {
+				d := r.obj()
+				if d["storage"] != tt.params.Get("storage") || d["type"] != tt.params.Get("type") {
+					t.Errorf("create returned %v, want {storage,type}", r.data)
+				}
+			}
+		}
+		got := c.call("GET", "/storage/tank", nil).must(t, "get tank").obj()
+		// SectionConfig numbers, content re-encoded, deleted key gone, digest present.
+		if got["sparse"] != float64(0) || got["content"] != "images" || got["pool"] != "tank/vm" || got["digest"] == nil {
+			t.Errorf("PVE %d tank = %v", v, got)
+		}
+		if _, has := got["nodes"]; has {
+			t.Errorf("deleted option still present: %v", got)
+		}
+		// A digest read now is accepted for the next update.
+		c.call("PUT", "/storage/tank", url.Values{"digest": {got["digest"].(string)}, "blocksize": {"16k"}}).must(t, "update with digest")
+		local := c.call("GET", "/storage/local", nil).must(t, "local").obj()
+		if !strings.Contains(local["content"].(string), "snippets") {
+			t.Errorf("S4: local content %v", local["content"])
+		}
+		// maxfiles exists for dir in PVE 8 only.
+		r := c.call("POST", "/storage", url.Values{"storage": {"old"}, "type": {"dir"}, "path": {"/srv/old"}, "maxfiles": {"2"}})
+		if v == 8 && r.status != 200 || v == 9 && r.status == 200 {
+			t.Errorf("PVE %d dir maxfiles: %d %q", v, r.status, r.reason)
+		}
+		list := c.call("GET", "/storage", url.Values{"type": {"zfspool"}}).must(t, "list by type").list()
+		if len(list) != 1 || list[0]["storage"] != "tank" {
+			t.Errorf("type filter: %v", list)
+		}
+		ns := c.call("GET", "/nodes/pve01/storage", nil).must(t, "node storage").list()
+		if len(ns) < 3 {
+			t.Errorf("node storage %v", ns)
+		}
+		st := c.call("GET", "/nodes/pve01/storage/nas/status", nil).must(t, "storage status").obj()
+		if st["type"] != "nfs" || st["shared"] != float64(1) {
+			t.Errorf("nfs status %v", st)
+		}
+		if r := c.call("GET", "/nodes/pve01/storage/nope/status", nil); r.status != 400 {
+			t.Errorf("missing storage status: %d", r.status)
+		}
+		if r := c.call("DELETE", "/storage/tank", nil).must(t, "delete tank"); r.data != nil {
+			t.Errorf("delete returned %v, want null", r.data)
+		}
+	}
+}
+
+func TestPools(t *testing.T) {
+	t.Parallel()
+	s := startSim(t, simOpts{version: 8})
+	c := newClient(t, s, "pve01").labToken()
+	c.call("POST", "/pools", url.Values{"poolid": {"tenant-a"}, "comment": {"A"}}).must(t, "create")
+	if r := c.call("POST", "/pools", url.Values{"poolid": {"tenant-a"}}); r.status != 500 || r.reason != "create pool failed: pool 'tenant-a' already exists" {
+		t.Errorf("duplicate: %d %q", r.status, r.reason)
+	}
+	c.call("PUT", "/pools", url.Values{"poolid": {"tenant-a"}, "comment": {"B"}, "storage": {"local"}}).must(t, "update")
+	one := c.call("GET", "/pools", url.Values{"poolid": {"tenant-a"}}).must(t, "get one").list()
+	if len(one) != 1 || one[0]["comment"] != "B" || len(one[0]["members"].([]any)) != 1 {
+		t.Errorf("pool %v", one)
+	}
+	dep := c.call("GET", "/pools/tenant-a", nil).must(t, "deprecated get").obj()
+	if dep["comment"] != "B" {
+		t.Errorf("deprecated form %v", dep)
+	}
+	if r := c.call("DELETE", "/pools", url.Values{"poolid": {"tenant-a"}}); r.status != 500 || !strings.Contains(r.reason, "is not empty") {
+		t.Errorf("delete non-empty: %d %q", r.status, r.reason)
+	}
+	c.call("PUT", "/pools", url.Values{"poolid": {"tenant-a"}, "storage": {"local"}, "delete": {"1"}}).must(t, "remove member")
+	c.call("DELETE", "/pools", url.Values{"poolid": {"tenant-a"}}).must(t, "delete")
+	if r := c.call("GET", "/pools", url.Values{"poolid": {"tenant-a"}}); r.status != 500 {
+		t.Errorf("deleted pool still readable: %d", r.status)
+	}
+}
