@@ -21,6 +21,29 @@ for m in pve_base pve_zfs; do
   cp "$HERE/capture.py" "$coll/plugins/modules/$m.py"
 done
 
-export ANSIBLE_COLLECTIONS_PATH=$work/collections ANSIBLE_NOCOLOR=1 \
+cp "$HERE/inventory.yml" "$HERE/roles.yml" "$work/"
+export ANSIBLE_COLLECTIONS_PATH=/gopve/collections ANSIBLE_NOCOLOR=1 \
   ANSIBLE_RETRY_FILES_ENABLED=0 ANSIBLE_LOCALHOST_WARNING=0
-ansible-playbook -i "$HERE/inventory.yml" "$HERE/roles.yml" "$@"
+
+# ansible-core 2.14 (this machine)
+echo "== ansible-core $(ansible --version | sed -n '1s/.*core \([0-9.]*\).*/\1/p')"
+ANSIBLE_COLLECTIONS_PATH=$work/collections ansible-playbook -i "$work/inventory.yml" "$work/roles.yml" "$@"
+
+# ansible-core 2.19 (the cached Debian 13 root), in an overlay so the cached
+# root is never written, with the work directory bind-mounted at /gopve.
+trixie=${GOPVE_TRIXIE_ROOT:-/var/cache/gopve/roots/trixie}
+if [ "${GOPVE_ROLES_219:-1}" = 1 ] && [ -x "$trixie/usr/bin/ansible-playbook" ]; then
+  echo "== ansible-core from $trixie"
+  mkdir -p "$work/ovl/up" "$work/ovl/work" "$work/ovl/root"
+  unshare -m --propagation private bash -euc '
+    mount -t overlay overlay -o "lowerdir=$1,upperdir=$2/ovl/up,workdir=$2/ovl/work" "$2/ovl/root"
+    mount -t proc proc "$2/ovl/root/proc"
+    mkdir -p "$2/ovl/root/gopve" && mount --bind "$2" "$2/ovl/root/gopve"
+    shift 2
+    chroot "$0" env HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+      ANSIBLE_COLLECTIONS_PATH=/gopve/collections ANSIBLE_NOCOLOR=1 ANSIBLE_LOCALHOST_WARNING=0 \
+      ansible-playbook -i /gopve/inventory.yml /gopve/roles.yml "$@"
+  ' "$work/ovl/root" "$trixie" "$work" "$@"
+else
+  echo "== skipped ansible-core 2.19: no $trixie/usr/bin/ansible-playbook (hack/debian-root.sh trixie builds it)"
+fi
