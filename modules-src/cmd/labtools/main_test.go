@@ -97,6 +97,13 @@ func TestScripts(t *testing.T) {
 			"sshd": cmdSshd,
 			// trusthost: put $SSHHOST's host key into the known_hosts file.
 			"trusthost": cmdTrustHost,
+			// online NODE 0|1: power a simulated node off or on (C10).
+			"online": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 2 {
+					ts.Fatalf("usage: online NODE 0|1")
+				}
+				ts.Check(ts.Value(simKey{}).(*pvesim.Sim).SetOnline(args[0], args[1] == "1"))
+			},
 			// node NAME DIR [key=value...]: write a node.json for another
 			// node and point GOPVE_LAB_NODE_JSON at it.
 			"node": func(ts *testscript.TestScript, neg bool, args []string) {
