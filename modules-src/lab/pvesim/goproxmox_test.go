@@ -1,0 +1,172 @@
+package pvesim
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	proxmox "github.com/luthermonson/go-proxmox"
+)
+
+// pinnedHTTPClient trusts exactly one certificate fingerprint, the way the
+// modules pin PVE's self-signed certificates (K14).
+func pinnedHTTPClient(fp string) *http.Client {
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		InsecureSkipVerify: true,
+		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
+			if len(raw) == 0 || !strings.EqualFold(Fingerprint(raw[0]), fp) {
+				return errors.New("fingerprint mismatch")
+			}
+			return nil
+		},
+	}}}
+}
+
+// The modules use go-proxmox v0.8.2's transport: it must log in (lazily,
+// after a 401) and read /version, with a password and with a token.
+func TestGoProxmoxClient(t *testing.T) {
+	t.Parallel()
+	s := startSim(t, simOpts{})
+	n := mustNode(t, s, "pve01")
+	ctx := context.Background()
+
+	withPassword := proxmox.NewClient(n.URL,
+		proxmox.WithHTTPClient(pinnedHTTPClient(n.Fingerprint)),
+		proxmox.WithCredentials(&proxmox.Credentials{Username: "root@pam", Password: s.RootPassword()}))
+	v, err := withPassword.Version(ctx)
+	if err != nil {
+		t.Fatalf("go-proxmox with password: %v", err)
+	}
+	if !strings.HasPrefix(v.Release, "9.") {
+		t.Errorf("release %q", v.Release)
+	}
+
+	id, secret := s.LabToken()
+	withToken := proxmox.NewClient(n.URL, proxmox.WithHTTPClient(pinnedHTTPClient(n.Fingerprint)), proxmox.WithAPIToken(id, secret))
+	if _, err := withToken.Version(ctx); err != nil {
+		t.Fatalf("go-proxmox with token: %v", err)
+	}
+	// A JSON body (go-proxmox's encoding) through the schema validator.
+	var out json.RawMessage
+	if err := withToken.Post(ctx, "/pools", map[string]any{"poolid": "from-go-proxmox"}, &out); err != nil {
+		t.Fatalf("go-proxmox POST /pools: %v", err)
+	}
+	// A 400 surfaces as go-proxmox's "bad request" error naming the parameter.
+	err = withToken.Post(ctx, "/pools", map[string]any{"poolid": "x", "bogus": 1}, &out)
+	if err == nil || !strings.Contains(err.Error(), "bogus") {
+		t.Errorf("invalid POST through go-proxmox: %v", err)
+	}
+	// Wrong pin: TLS refuses.
+	bad := proxmox.NewClient(n.URL, proxmox.WithHTTPClient(pinnedHTTPClient("AA:BB")), proxmox.WithAPIToken(id, secret))
+	if _, err := bad.Version(ctx); err == nil {
+		t.Error("wrong fingerprint accepted")
+	}
+}
+
+// Restarting the simulator keeps state and certificates (only a join
+// changes a certificate, C5).
+func TestRestartKeepsStateAndCertificates(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s, err := New(testConfig(simOpts{version: 9, nodes: 2}, 199, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := mustNode(t, s, "pve01").Fingerprint
+	pw := s.RootPassword()
+	if _, err := s.CreateCluster("pve01", "lab", ""); err != nil {
+		t.Fatal(err)
+	}
+	// A second simulator on the same lab is refused while the first runs.
+	if _, err := New(testConfig(simOpts{version: 9, nodes: 2}, 199, dir)); err == nil {
+		t.Error("two simulators on one lab")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(testConfig(simOpts{version: 8, nodes: 2}, 199, dir)); err == nil {
+		t.Error("lab reopened with another PVE version")
+	}
+	s2, err := New(testConfig(simOpts{version: 9, nodes: 2}, 199, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if got := mustNode(t, s2, "pve01").Fingerprint; got != fp {
+		t.Errorf("fingerprint changed across restart: %s → %s", fp, got)
+	}
+	if s2.RootPassword() != pw {
+		t.Error("root password changed across restart")
+	}
+	if info, ok := s2.Cluster("pve01"); !ok || info.Name != "lab" {
+		t.Errorf("cluster lost across restart: %+v", info)
+	}
+}
+
+func TestControlAPI(t *testing.T) {
+	t.Parallel()
+	s := startSim(t, simOpts{nodes: 3})
+	srv := httptest.NewServer(s.ControlHandler())
+	defer srv.Close()
+	do := func(method, path, body string) (int, map[string]any) {
+		t.Helper()
+		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var out map[string]any
+		_ = json.NewDecoder(res.Body).Decode(&out)
+		return res.StatusCode, out
+	}
+	tests := []struct {
+		method, path, body string
+		status             int
+		check              func(map[string]any) bool
+	}{
+		{"GET", "/v1/nodes/pve01/cluster", "", 404, func(m map[string]any) bool { return strings.Contains(m["error"].(string), "does not exist") }},
+		{"POST", "/v1/clusters", `{"node":"pve01","name":"lab","link0":"127.77.9.11"}`, 200, func(m map[string]any) bool {
+			return m["name"] == "lab" && m["quorate"] == true && m["transport"] == "knet"
+		}},
+		{"POST", "/v1/clusters", `{"node":"pve01","name":"again"}`, 409, func(m map[string]any) bool {
+			return m["error"] == "cluster config '/etc/pve/corosync.conf' already exists"
+		}},
+		{"POST", "/v1/nodes/pve02/cluster/nodes", `{"node":"pve03"}`, 404, nil},
+		{"POST", "/v1/nodes/pve01/cluster/nodes", `{"node":"pve02"}`, 200, func(m map[string]any) bool { return len(m["nodes"].([]any)) == 2 }},
+		{"POST", "/v1/nodes/pve01/cluster/nodes", `{"node":"pve02"}`, 409, func(m map[string]any) bool {
+			return strings.Contains(m["error"].(string), "Check if node may join a cluster failed!")
+		}},
+		{"POST", "/v1/nodes/pve01/online", `{"online":false}`, 200, func(m map[string]any) bool { return m["online"] == false && m["serving"] == false }},
+		{"GET", "/v1/nodes/pve02/cluster", "", 200, func(m map[string]any) bool { return m["quorate"] == false }},
+		{"POST", "/v1/nodes/pve02/cluster/expected", `{"votes":1}`, 200, func(m map[string]any) bool { return m["quorate"] == true }},
+		{"POST", "/v1/nodes/pve01/online", `{"online":true}`, 200, func(m map[string]any) bool { return m["serving"] == true }},
+		{"POST", "/v1/faults", `{"path":"/version","kind":"error","status":500,"message":"boom","count":1}`, 200, func(m map[string]any) bool { return m["id"] != nil }},
+		{"POST", "/v1/faults", `{"path":"/version","kind":"nope"}`, 400, nil},
+		{"GET", "/v1/nodes/nope", "", 404, nil},
+	}
+	for _, tt := range tests {
+		status, body := do(tt.method, tt.path, tt.body)
+		if status != tt.status || tt.check != nil && !tt.check(body) {
+			t.Errorf("%s %s %s: %d %v, want %d", tt.method, tt.path, tt.body, status, body, tt.status)
+		}
+	}
+	// The injected fault reaches the PVE API.
+	c := newClient(t, s, "pve01").labToken()
+	if r := c.call("GET", "/version", nil); r.status != 500 || r.reason != "boom" {
+		t.Errorf("fault from control API: %d %q", r.status, r.reason)
+	}
+	// The cluster made through the control API is the one the HTTPS API shows.
+	st := c.call("GET", "/cluster/status", nil).must(t, "status").list()
+	if st[0]["name"] != "lab" || len(st) != 3 {
+		t.Errorf("HTTPS view of the control-made cluster: %v", st)
+	}
+}
