@@ -15,7 +15,7 @@ PLATFORMS  := linux/amd64:linux_x86_64 linux/arm64:linux_aarch64 darwin/amd64:da
 HOST_TAG   := $(shell uname -s | tr A-Z a-z)_$(shell uname -m)
 GO_SRC     := $(shell find modules-src -name '*.go' 2>/dev/null) go.mod go.sum
 
-.PHONY: all deps build dist collection install test test-unit test-integration lint bench demo lab-up lab-down clean
+.PHONY: all deps build build-test dist collection install test test-unit test-integration lint bench demo lab-up lab-down clean
 
 all: build
 
@@ -28,6 +28,15 @@ build: bin/gopve_$(HOST_TAG)
 bin/gopve_$(HOST_TAG): $(GO_SRC)
 	@mkdir -p bin
 	CGO_ENABLED=0 $(GO) build $(GOFLAGS_REL) -o $@ ./modules-src/cmd/gopve
+
+# build-test: the binary with the test-only module gopve_test, for
+# tests/integration; kept out of bin/ so it can never ship.
+TEST_BIN := tests/integration/out/bin/gopve_$(HOST_TAG)
+build-test: $(TEST_BIN)
+
+$(TEST_BIN): $(GO_SRC)
+	@mkdir -p $(dir $@)
+	CGO_ENABLED=0 $(GO) build -tags gopve_testmodule $(GOFLAGS_REL) -o $@ ./modules-src/cmd/gopve
 
 # dist: one static multi-call binary per shipped platform.
 dist: $(GO_SRC)

@@ -109,7 +109,9 @@ def probe_script(cache_root, hashes):
     """
     cases = "\n".join('  "%s %s") tag=%s ;;' % p for p in PLATFORMS)
     wants = "\n".join("  %s) want=%s ;;" % (tag, hashes[tag]) for tag in SHIPPED_TAGS if tag in hashes)
-    return r"""
+    # strip(): Ansible appends " && sleep 0"; a trailing newline would make
+    # that a syntax error after the script ran.
+    return (r"""
 cache_root=%(root)s
 %(sha)s
 un=$(uname -sm 2>/dev/null) || un=''
@@ -145,14 +147,14 @@ if [ -L "$bin" ] || [ -e "$bin" ]; then
 else
   echo "%(mark)sstatus=miss"
 fi
-""" % dict(root=shlex.quote(cache_root), sha=_SHA256_FN, mark=MARK, cases=cases, wants=wants)
+""" % dict(root=shlex.quote(cache_root), sha=_SHA256_FN, mark=MARK, cases=cases, wants=wants)).strip()
 
 
 def install_script(src, dest, want):
     """Move a transferred binary into the cache: copy under a temporary name,
     check its hash, then rename, so a concurrent reader sees the whole file or
     nothing. Runs as the user the module will run as."""
-    return r"""
+    return (r"""
 umask 077
 %(sha)s
 src=%(src)s
@@ -170,7 +172,7 @@ if [ "$got" != "$want" ]; then
 fi
 chmod 0700 "$tmp" && mv -f "$tmp" "$dest" || { rm -f "$tmp"; echo "%(mark)serror=cannot install $dest"; exit 0; }
 echo "%(mark)sstatus=installed"
-""" % dict(sha=_SHA256_FN, src=shlex.quote(src), dest=shlex.quote(dest), want=shlex.quote(want), mark=MARK)
+""" % dict(sha=_SHA256_FN, src=shlex.quote(src), dest=shlex.quote(dest), want=shlex.quote(want), mark=MARK)).strip()
 
 
 def parse_probe(stdout):
@@ -189,10 +191,13 @@ class GoModuleAction(ActionBase):
 
     gopve_module = None
 
-    _supports_check_mode = True
-    _supports_async = True
-
     def run(self, tmp=None, task_vars=None):
+        # ActionBase.__init__ sets both per instance (async off), so class
+        # attributes would be overridden: set them here, as action/normal.py
+        # does. The binary honours _ansible_check_mode; async goes through
+        # Ansible's async_wrapper.
+        self._supports_check_mode = True
+        self._supports_async = True
         task_vars = task_vars or {}
         result = super(GoModuleAction, self).run(tmp, task_vars)
         del tmp  # unused since Ansible 2.5

@@ -1,0 +1,502 @@
+#!/usr/bin/env bash
+# ansible-playbook integration tests of gopve.proxmox, run under two
+# controllers: ansible-core 2.14 (this Debian 12 machine) and 2.19 (the cached
+# Debian 13 root of hack/debian-root.sh, entered with unshare + chroot).
+#
+# What it sets up, all under one temporary directory removed on exit:
+#   - the collection, assembled from this tree with the test-only binary
+#     (-tags gopve_testmodule) and its generated gopve_test plugins, built
+#     with ansible-galaxy and installed with each controller's ansible-galaxy;
+#   - one target: a real sshd from Debian's openssh-server, running in an
+#     overlay of the Debian 13 root (so nothing on this machine is changed:
+#     its users and sudoers live in the overlay), listening on five loopback
+#     addresses with its own host key; root logs in with a generated key, and
+#     one unprivileged user per controller has passwordless sudo. Two of the
+#     addresses log in with keys whose environment puts a fake uname first on
+#     PATH ("FreeBSD amd64", "Darwin arm64") to test platform selection;
+#   - localhost through the local connection (delegate_to).
+# Every case checks real effects: files on disk, the cache directories,
+# transfers counted in -vvv output, the recap; not only task status.
+#
+# Usage: tests/integration/run.sh            (both controllers)
+#        GOPVE_IT_CONTROLLERS=2.14 tests/integration/run.sh
+# GOPVE_TEST_BINARY=/path/to/gopve uses a prebuilt test binary instead of
+# building one; GOPVE_IT_KEEP=1 keeps the temporary directory for debugging.
+set -euo pipefail
+
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+HERE=$REPO/tests/integration
+SELF=$HERE/run.sh
+
+# --- helpers run inside a private mount namespace (re-entered via $0) ------
+
+# __overlay ROOT OVL: mount an overlay of ROOT (never written: changes go to
+# OVL/up) at OVL/root with /proc, /dev and /tmp, for a chroot.
+mount_overlay() {
+  local lower=$1 ovl=$2
+  mkdir -p "$ovl/up" "$ovl/work" "$ovl/root"
+  mount -t overlay overlay -o "lowerdir=$lower,upperdir=$ovl/up,workdir=$ovl/work" "$ovl/root"
+  mount -t proc proc "$ovl/root/proc"
+  mount --rbind /dev "$ovl/root/dev"
+  mount --rbind /sys "$ovl/root/sys"
+  mount --bind /tmp "$ovl/root/tmp"
+}
+
+if [ "${1:-}" = __holder ]; then
+  # __holder ROOT OVL: mount the controller root once and keep the namespace
+  # alive; commands enter it with nsenter (ssh ControlPersist masters started
+  # there keep using the same mounts).
+  shift; mount_overlay "$1" "$2"
+  touch "$2/ready"
+  exec sleep infinity
+fi
+if [ "${1:-}" = __target ]; then
+  # __target ROOT OVL SETUP SSHD_CONFIG: prepare the target root, then become its sshd.
+  shift; lower=$1 ovl=$2 setup=$3 config=$4
+  mount_overlay "$lower" "$ovl"
+  chroot "$ovl/root" /bin/sh "$setup"
+  exec chroot "$ovl/root" /usr/sbin/sshd -D -e -f "$config"
+fi
+
+# --- set-up ---------------------------------------------------------------
+
+CONTROLLERS=${GOPVE_IT_CONTROLLERS:-2.14 2.19}
+T=$(mktemp -d /tmp/gopve-it.XXXXXX)
+chmod 0711 "$T"
+SSHD_PID= HOLDER_PID=
+cleanup() {
+  local rc=$? p
+  for p in $SSHD_PID $HOLDER_PID; do
+    kill "$p" 2>/dev/null || true
+    wait "$p" 2>/dev/null || true
+  done
+  # ssh ControlPersist masters the controllers left (their ControlPath is under $T).
+  for p in $(pgrep -f "$T/w[0-9]*/cp/" 2>/dev/null || true); do kill "$p" 2>/dev/null || true; done
+  if [ -n "${GOPVE_IT_KEEP:-}" ]; then
+    echo "kept $T" >&2
+  else
+    rm -rf --one-file-system "$T"
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+log() { printf '%s\n' "$*" >&2; }
+die() { log "run.sh: $*"; exit 1; }
+
+[ "$(id -u)" = 0 ] || die "must run as root (chroot, mount namespaces, sshd)"
+for tool in ansible-playbook ansible-galaxy ansible-doc ssh-keygen unshare nsenter chroot sha256sum; do
+  command -v "$tool" >/dev/null || die "$tool is missing: run make deps"
+done
+
+HOST_TAG=$(uname -s | tr A-Z a-z)_$(uname -m)
+[ "$HOST_TAG" = linux_x86_64 ] || [ "$HOST_TAG" = linux_aarch64 ] ||
+  die "these tests run on Linux x86_64 or aarch64, not $HOST_TAG"
+
+# The test-tagged binary (never in bin/: it must not ship).
+if [ -n "${GOPVE_TEST_BINARY:-}" ]; then
+  TEST_BIN=$GOPVE_TEST_BINARY
+else
+  log "building the test binary (make build-test)"
+  make -s -C "$REPO" build-test >&2
+  TEST_BIN=$REPO/tests/integration/out/bin/gopve_$HOST_TAG
+fi
+[ -x "$TEST_BIN" ] || die "test binary $TEST_BIN missing"
+SHA=$(sha256sum "$TEST_BIN" | cut -d' ' -f1)
+
+TRIXIE=
+log "Debian 13 root (hack/debian-root.sh trixie; a few minutes the first time)"
+TRIXIE=$("$REPO/hack/debian-root.sh" trixie) || die "cannot build the Debian 13 root (the target and the 2.19 controller)"
+
+# Assemble the collection: this tree's collection files, the test binary and
+# the plugins it generates, plus gopve_test in the api action group so that
+# module_defaults with group/gopve.proxmox.api can be tested honestly.
+SRC=$T/src
+mkdir -p "$SRC/bin"
+for f in galaxy.yml README.md LICENSE CHANGELOG.md meta plugins roles playbooks; do
+  [ -e "$REPO/$f" ] && cp -a "$REPO/$f" "$SRC/"
+done
+cp "$TEST_BIN" "$SRC/bin/gopve_$HOST_TAG"
+"$TEST_BIN" gen-plugins --out "$SRC" >&2 || die "gopve gen-plugins failed"
+[ -f "$SRC/plugins/action/gopve_test.py" ] && [ -f "$SRC/plugins/modules/gopve_test.py" ] ||
+  die "gen-plugins wrote no gopve_test plugins: was the binary built with -tags gopve_testmodule?"
+sed -i 's/^  api:$/  api:\n    - gopve_test/' "$SRC/meta/runtime.yml"
+grep -q -- '- gopve_test' "$SRC/meta/runtime.yml" || die "could not add gopve_test to the api group"
+ansible-galaxy collection build --output-path "$T/dist" "$SRC" >"$T/build.log" 2>&1 ||
+  { cat "$T/build.log" >&2; die "ansible-galaxy collection build failed"; }
+ARTIFACT=$(ls "$T"/dist/gopve-proxmox-*.tar.gz)
+
+# SSH material.
+mkdir -p "$T/ssh" "$T/keys" "$T/fake/freebsd" "$T/fake/darwin" "$T/home"
+chmod 0755 "$T/home" "$T/fake" "$T/fake/freebsd" "$T/fake/darwin"
+ssh-keygen -q -t ed25519 -N '' -f "$T/ssh/host_ed25519"
+for k in test fbsd darwin; do ssh-keygen -q -t ed25519 -N '' -C "gopve-it-$k" -f "$T/keys/$k"; done
+printf '#!/bin/sh\necho "FreeBSD amd64"\n' >"$T/fake/freebsd/uname"
+printf '#!/bin/sh\necho "Darwin arm64"\n' >"$T/fake/darwin/uname"
+chmod 0755 "$T/fake/freebsd/uname" "$T/fake/darwin/uname"
+# A loopback /24 picked per run, so parallel runs and the lab (127.77.*) don't meet.
+NET=127.88.$(( ($$ % 200) + 20 ))
+PORT=2222
+declare -A ADDR=([h1]=$NET.1 [h2]=$NET.2 [usr]=$NET.3 [fbsd]=$NET.4 [darwin]=$NET.5 [sec]=$NET.6)
+SYSPATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+{
+  echo "$(cat "$T/keys/test.pub")"
+  echo "environment=\"PATH=$T/fake/freebsd:$SYSPATH\" $(cat "$T/keys/fbsd.pub")"
+  echo "environment=\"PATH=$T/fake/darwin:$SYSPATH\" $(cat "$T/keys/darwin.pub")"
+} >"$T/ssh/authorized_keys.root"
+: >"$T/ssh/known_hosts"
+for h in "${!ADDR[@]}"; do
+  echo "[${ADDR[$h]}]:$PORT $(cut -d' ' -f1,2 "$T/ssh/host_ed25519.pub")" >>"$T/ssh/known_hosts"
+done
+{
+  echo "Port $PORT"
+  for h in "${!ADDR[@]}"; do echo "ListenAddress ${ADDR[$h]}"; done
+  cat <<EOF
+HostKey $T/ssh/host_ed25519
+PidFile none
+AuthorizedKeysFile $T/ssh/authorized_keys.%u
+StrictModes no
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+PermitUserEnvironment yes
+Subsystem sftp internal-sftp
+MaxStartups 100
+MaxSessions 100
+LogLevel INFO
+EOF
+} >"$T/ssh/sshd_config"
+
+# One unprivileged user per controller (so each controller starts with an
+# empty cache in that user's home), created inside the target's overlay.
+declare -A UNPRIV UNPRIV_UID
+setup=$T/ssh/target-setup.sh
+{
+  echo 'set -e'
+  echo "echo '127.0.1.1 $(hostname)' >>/etc/hosts"
+  echo 'mkdir -p /run/sshd && chmod 0755 /run/sshd'
+  for c in $CONTROLLERS; do
+    u=gopveit${c//./}; uid=$(( 41000 + ${c//./} ))
+    UNPRIV[$c]=$u; UNPRIV_UID[$c]=$uid
+    echo "useradd -u $uid -m -d $T/home/$u -s /bin/sh $u"
+    echo "usermod -p '*' $u"
+    echo "echo '$u ALL=(ALL) NOPASSWD: ALL' >/etc/sudoers.d/$u && chmod 0440 /etc/sudoers.d/$u"
+    cp "$T/keys/test.pub" "$T/ssh/authorized_keys.$u"
+  done
+} >"$setup"
+chmod 0644 "$T"/ssh/authorized_keys.* "$setup"
+
+log "starting sshd on $NET.1-5:$PORT"
+unshare --mount --propagation private -- "$SELF" __target "$TRIXIE" "$T/target" "$setup" "$T/ssh/sshd_config" \
+  >"$T/sshd.log" 2>&1 &
+SSHD_PID=$!
+for _ in $(seq 100); do
+  [ "$(grep -c "Server listening on $NET" "$T/sshd.log" 2>/dev/null)" = "${#ADDR[@]}" ] && break
+  kill -0 "$SSHD_PID" 2>/dev/null || { cat "$T/sshd.log" >&2; die "sshd did not start"; }
+  sleep 0.1
+done
+[ "$(grep -c "Server listening on $NET" "$T/sshd.log")" = "${#ADDR[@]}" ] || { cat "$T/sshd.log" >&2; die "sshd is not listening"; }
+
+# The secret of the no_log case, and an environment that carries it to the
+# target as a login variable (a task `environment:` would show it in -vvv's
+# EXEC lines, which is Ansible's doing, not ours).
+SECRET="gopve-S3cret-$RANDOM$RANDOM$RANDOM"
+ssh-keygen -q -t ed25519 -N '' -C gopve-it-secret -f "$T/keys/secret"
+echo "environment=\"GOPVE_TEST_SECRET=$SECRET\" $(cat "$T/keys/secret.pub")" >>"$T/ssh/authorized_keys.root"
+printf 'the_secret: "%s"\n' "$SECRET" >"$T/secret.yml"
+chmod 0600 "$T/secret.yml"
+
+if [[ " $CONTROLLERS " == *" 2.19 "* ]]; then
+  unshare --mount --propagation private -- "$SELF" __holder "$TRIXIE" "$T/ctl219" >"$T/holder.log" 2>&1 &
+  HOLDER_PID=$!
+  for _ in $(seq 100); do [ -e "$T/ctl219/ready" ] && break; sleep 0.1; done
+  [ -e "$T/ctl219/ready" ] || { cat "$T/holder.log" >&2; die "cannot mount the 2.19 controller root"; }
+fi
+
+# --- running a controller -------------------------------------------------
+
+CTL=  # current controller: 2.14 or 2.19
+W=    # its work directory
+ctl() {  # ctl CMD...: run CMD under the current controller, clean environment, cwd $W
+  local env=(PATH=$SYSPATH HOME=/root LANG=C.UTF-8 ANSIBLE_CONFIG="$T/ansible.cfg"
+    ANSIBLE_COLLECTIONS_PATH="$W/collections" ANSIBLE_LOCAL_TEMP="$W/localtmp"
+    ANSIBLE_SSH_CONTROL_PATH_DIR="$W/cp" ANSIBLE_NOCOLOR=1 ANSIBLE_FORCE_COLOR=0
+    ANSIBLE_RETRY_FILES_ENABLED=0 ANSIBLE_INVENTORY="$W/inventory.yml" ANSIBLE_FORKS=5
+    ANSIBLE_DEPRECATION_WARNINGS=0)
+  if [ "$CTL" = 2.14 ]; then
+    (cd "$W" && env -i "${env[@]}" "$@")
+  else
+    nsenter --mount --target "$HOLDER_PID" -- chroot "$T/ctl219/root" \
+      /usr/bin/env -i "${env[@]}" /bin/sh -c 'cd "$0" && exec "$@"' "$W" "$@"
+  fi
+}
+: >"$T/ansible.cfg"
+
+prepare_controller() {
+  W=$T/w${CTL//./}
+  mkdir -p "$W/files" "$W/cache" "$W/logs" "$W/localtmp" "$W/cp"
+  chmod 1777 "$W/files"
+  chmod 0755 "$W"
+  local u=${UNPRIV[$CTL]}
+  cat >"$W/inventory.yml" <<EOF
+all:
+  vars:
+    w: $W
+    unpriv_user: $u
+    unpriv_uid: ${UNPRIV_UID[$CTL]}
+    ansible_python_interpreter: /usr/bin/python3
+  children:
+    ssh:
+      vars:
+        ansible_port: $PORT
+        ansible_user: root
+        ansible_ssh_private_key_file: $T/keys/test
+        ansible_ssh_common_args: -o UserKnownHostsFile=$T/ssh/known_hosts -o StrictHostKeyChecking=yes -o IdentitiesOnly=yes
+      hosts:
+        h1: {ansible_host: ${ADDR[h1]}, gopve_remote_cache: $W/cache/h1}
+        h2: {ansible_host: ${ADDR[h2]}, gopve_remote_cache: $W/cache/h2}
+        usr: {ansible_host: ${ADDR[usr]}, ansible_user: $u, ansible_become: true, gopve_remote_cache: $W/cache/usr-root}
+        fbsd:
+          ansible_host: ${ADDR[fbsd]}
+          ansible_ssh_private_key_file: $T/keys/fbsd
+          gopve_remote_cache: $W/cache/fbsd
+          expect_msg: "no binary for fbsd: its platform is 'FreeBSD amd64' .uname -sm.. The collection ships binaries for linux_x86_64"
+        darwin:
+          ansible_host: ${ADDR[darwin]}
+          ansible_ssh_private_key_file: $T/keys/darwin
+          gopve_remote_cache: $W/cache/darwin
+          expect_msg: "no bin/gopve_darwin_arm64, needed by darwin .'Darwin arm64'.*make dist"
+        sec:
+          ansible_host: ${ADDR[sec]}
+          ansible_ssh_private_key_file: $T/keys/secret
+          gopve_remote_cache: $W/cache/sec
+    local:
+      hosts:
+        localhost: {ansible_connection: local, gopve_remote_cache: $W/cache/local}
+EOF
+  log "[$CTL] installing $(basename "$ARTIFACT") with ansible-galaxy"
+  ctl ansible-galaxy collection install -p "$W/collections" "$ARTIFACT" >"$W/logs/install.log" 2>&1 ||
+    { cat "$W/logs/install.log" >&2; return 1; }
+}
+
+# --- checks ---------------------------------------------------------------
+
+PASSED=0 FAILED=0
+declare -A CTL_PASSED CTL_FAILED
+REASONS=()
+why() { REASONS+=("$*"); }
+
+# pb NAME PLAYBOOK [ARGS...]: ansible-playbook -vvv, output in $W/logs/NAME.log
+pb() {
+  local name=$1 book=$2; shift 2
+  cp "$HERE/playbooks/$book" "$W/$book"
+  ctl ansible-playbook -vvv "$@" "$book" >"$W/logs/$name.log" 2>&1
+}
+# puts NAME HOST: transfers of the gopve binary to HOST in that log
+puts() {
+  local addr=${ADDR[$2]:-$2}
+  grep -c "^<$addr> PUT .*/bin/gopve_$HOST_TAG TO " "$W/logs/$1.log" || true
+}
+recap() {  # recap NAME HOST -> "ok=.. changed=.. unreachable=.. failed=.."
+  grep -E "^$2 +: ok=" "$W/logs/$1.log" | tail -1 | tr -s ' ' | cut -d' ' -f3-6
+}
+expect_recap() {  # expect_recap NAME HOST CHANGED FAILED
+  local r; r=$(recap "$1" "$2")
+  [[ ( -z "$3" || "$r" == *"changed=$3 "* ) && "$r" == *"failed=$4" ]] || why "$2 recap in $1: '$r', want changed=$3 failed=$4"
+}
+expect_content() {  # expect_content FILE TEXT
+  if [ ! -f "$1" ]; then why "$1 does not exist"; return; fi
+  [ "$(cat "$1")" = "$2" ] || why "$1 holds '$(cat "$1")', want '$2'"
+}
+expect_cache() {  # expect_cache DIR OWNER_UID: exactly one verified entry
+  local dir=$1 owner=$2 entries
+  entries=$(cd "$dir" 2>/dev/null && find . -mindepth 1 | sort | tr '\n' ' ')
+  [ "$entries" = "./$SHA ./$SHA/gopve " ] || { why "cache $dir holds '$entries', want ./$SHA/gopve only"; return; }
+  [ "$(sha256sum <"$dir/$SHA/gopve" | cut -d' ' -f1)" = "$SHA" ] || why "cache entry $dir/$SHA/gopve has the wrong hash"
+  [ "$(stat -c '%a %u' "$dir/$SHA/gopve")" = "700 $owner" ] ||
+    why "cache entry $dir/$SHA/gopve has mode/owner '$(stat -c '%a %u' "$dir/$SHA/gopve")', want '700 $owner'"
+}
+no_remote_tmp_left() {
+  local left
+  left=$(find "$T/target/up/root/.ansible/tmp" "$T/home/${UNPRIV[$CTL]}/.ansible/tmp" "$T/target/up/var/tmp" \
+    -mindepth 1 -maxdepth 1 -name 'ansible-tmp-*' 2>/dev/null | head -3)
+  [ -z "$left" ] || why "task tmpdirs left behind: $left"
+}
+
+run_case() {  # run_case NAME: runs case_NAME, records the verdict
+  local name=$1
+  REASONS=()
+  "case_$name" || why "case_$name stopped early"
+  if [ ${#REASONS[@]} -eq 0 ]; then
+    PASSED=$((PASSED + 1)); CTL_PASSED[$CTL]=$(( ${CTL_PASSED[$CTL]:-0} + 1 ))
+    printf '  PASS  %-22s\n' "$name"
+  else
+    FAILED=$((FAILED + 1)); CTL_FAILED[$CTL]=$(( ${CTL_FAILED[$CTL]:-0} + 1 ))
+    printf '  FAIL  %-22s\n' "$name"
+    printf '        - %s\n' "${REASONS[@]}"
+    printf '        (logs: %s/logs)\n' "$W"
+  fi
+}
+
+# --- the cases --------------------------------------------------------------
+
+case_install() {
+  ctl ansible-galaxy collection list -p "$W/collections" gopve.proxmox >"$W/logs/list.log" 2>&1 ||
+    why "ansible-galaxy collection list failed"
+  grep -Eq 'gopve\.proxmox +0\.1\.0' "$W/logs/list.log" || why "installed collection not listed: $(cat "$W/logs/list.log")"
+  local b=$W/collections/ansible_collections/gopve/proxmox/bin/gopve_$HOST_TAG
+  [ -x "$b" ] || why "installed $b is not executable"
+  [ -x "$W/collections/ansible_collections/gopve/proxmox/plugins/modules/gopve_exec.sh" ] ||
+    why "installed wrapper gopve_exec.sh is not executable"
+}
+
+case_many_tasks() {
+  pb many_tasks many_tasks.yml || why "playbook failed (see many_tasks.log)"
+  local h n i
+  for h in h1 h2; do
+    n=$(puts many_tasks $h)
+    [ "$n" = 1 ] || why "$h: binary transferred $n times over 12 tasks, want exactly 1"
+    expect_recap many_tasks $h 1 0
+    expect_cache "$W/cache/$h" 0
+    for i in 1 2 3 4 5 6; do expect_content "$W/files/$h-$i" "file $i on $h"; done
+  done
+  no_remote_tmp_left
+}
+
+case_idempotence() {
+  pb idempotence many_tasks.yml || why "second run failed"
+  local h n
+  for h in h1 h2; do
+    expect_recap idempotence $h 0 0
+    n=$(puts idempotence $h)
+    [ "$n" = 0 ] || why "$h: binary transferred $n times although cached"
+  done
+}
+
+case_check_diff() {
+  printf 'before\n' >"$W/files/check-existing"
+  pb check_diff check_diff.yml --check --diff || why "check-mode run failed"
+  [ ! -e "$W/files/check-new" ] || why "check mode created $W/files/check-new"
+  expect_content "$W/files/check-existing" before
+  expect_recap check_diff h1 3 0
+  grep -qx -- '-before' "$W/logs/check_diff.log" || why "diff lacks the line -before"
+  grep -qx -- '+after' "$W/logs/check_diff.log" || why "diff lacks the line +after"
+}
+
+case_no_log() {
+  pb no_log no_log.yml -e "secret_file=$T/secret.yml" || why "no_log playbook failed"
+  expect_recap no_log h1 '' 0
+  local hits
+  hits=$(grep -rl --binary-files=text -- "$SECRET" "$W" "$T/target/up" "$T/ctl${CTL//./}/up" "$T/home" 2>/dev/null | head -5 || true)
+  [ -z "$hits" ] || why "secret found in: $hits"
+  grep -q 'censored' "$W/logs/no_log.log" || why "the no_log task result was not censored"
+  # -vvv shows the module's invocation (register drops it): the value was masked, not dropped.
+  grep -q '"secret": "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"' "$W/logs/no_log.log" ||
+    why "the module did not report the secret option as masked"
+}
+
+case_env_fallback_secret() {
+  # The fallback reads the login environment of host sec (its key sets
+  # GOPVE_TEST_SECRET); a task `environment:` would show the value in -vvv's
+  # EXEC lines, which is Ansible's doing, not ours.
+  pb env_fallback env_fallback.yml || why "env-fallback playbook failed"
+  expect_recap env_fallback sec 0 0
+  grep -q '"secret": "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"' "$W/logs/env_fallback.log" ||
+    why "the env fallback value did not reach the module (no masked secret in its invocation)"
+  local hits
+  hits=$(grep -rl --binary-files=text -- "$SECRET" "$W" "$T/target/up" "$T/ctl${CTL//./}/up" "$T/home" 2>/dev/null | head -5 || true)
+  [ -z "$hits" ] || why "secret (from the env fallback) found in: $hits"
+}
+
+case_become() {
+  pb become become.yml || why "become playbook failed"
+  local u=${UNPRIV[$CTL]} uid=${UNPRIV_UID[$CTL]}
+  expect_content "$W/files/by-$u" "written by $u"
+  [ "$(stat -c %u "$W/files/by-$u" 2>/dev/null)" = "$uid" ] || why "by-$u is not owned by $u"
+  expect_cache "$T/home/$u/.ansible/gopve" "$uid"   # default cache: the become user's home
+  expect_content "$W/files/by-root-via-sudo" "written by root"
+  [ "$(stat -c %u "$W/files/by-root-via-sudo" 2>/dev/null)" = 0 ] || why "by-root-via-sudo is not owned by root"
+  expect_cache "$W/cache/usr-root" 0
+  no_remote_tmp_left
+}
+
+case_delegate() {
+  pb delegate delegate.yml || why "delegate playbook failed"
+  expect_content "$W/files/delegated" "delegated from h1"
+  expect_cache "$W/cache/local" 0
+  local n; n=$(puts delegate localhost)
+  [ "$n" = 1 ] || why "binary transferred $n times to localhost, want 1"
+  [ "$(puts delegate h1)" = 0 ] || why "binary was sent to h1 for a delegated task"
+}
+
+case_defaults_env_async() {
+  pb defaults_env_async defaults_env_async.yml || why "module_defaults/environment/async playbook failed"
+  expect_content "$W/files/async-poll0" async
+  expect_content "$W/files/async-poll1" polled
+  no_remote_tmp_left
+}
+
+case_platforms() {
+  pb platforms platforms.yml || why "platform playbook failed (assertions)"
+  local h
+  for h in fbsd darwin; do
+    [ "$(puts platforms $h)" = 0 ] || why "$h: a binary was transferred to an unsupported platform"
+    [ ! -e "$W/files/platform-$h" ] || why "$h: the module ran"
+    [ ! -e "$W/cache/$h" ] || why "$h: a cache directory was created"
+  done
+  grep -q 'Exec format error' "$W/logs/platforms.log" && why "an Exec format error reached the user"
+  return 0
+}
+
+case_corrupt_cache() {
+  local entry=$W/cache/h1/$SHA/gopve
+  [ -f "$entry" ] || { why "no cache entry to corrupt (many_tasks must run first)"; return; }
+  printf '#!/bin/sh\ntouch %s/pwned\necho "{\\"changed\\": false}"\n' "$W" >"$entry"
+  pb corrupt many_tasks.yml --limit h1 || why "run after corrupting the cache failed"
+  [ ! -e "$W/pwned" ] || why "the tampered cache entry was executed"
+  expect_cache "$W/cache/h1" 0
+  [ "$(puts corrupt h1)" = 1 ] || why "h1: binary transferred $(puts corrupt h1) times after corruption, want 1"
+  grep -q 'did not match its sha256' "$W/logs/corrupt.log" || why "no warning about the replaced cache entry"
+  # A symlink planted in place of the binary is removed, not followed.
+  rm -f "$entry"; ln -s /bin/true "$entry"
+  pb corrupt_link many_tasks.yml --limit h1 || why "run after planting a symlink failed"
+  [ ! -L "$entry" ] && [ -f "$entry" ] || why "the planted symlink is still there"
+  expect_cache "$W/cache/h1" 0
+}
+
+case_bad_input() {
+  pb bad_input bad_input.yml || why "bad-input playbook failed (assertions)"
+  [ ! -e "$W/files/bad-input" ] || why "a rejected task created its file"
+  expect_recap bad_input h1 0 0
+}
+
+case_ansible_doc() {
+  ctl ansible-doc gopve.proxmox.gopve_test >"$W/logs/doc.log" 2>&1 || why "ansible-doc gopve.proxmox.gopve_test failed"
+  grep -qi 'gopve_test' "$W/logs/doc.log" || why "ansible-doc shows no gopve_test docs"
+  ctl ansible-doc -l gopve.proxmox >"$W/logs/doc-list.log" 2>&1 || why "ansible-doc -l failed"
+  grep -q '^gopve\.proxmox\.gopve_test ' "$W/logs/doc-list.log" || why "ansible-doc -l does not list gopve_test"
+  grep -Eq '^gopve\.proxmox\.gopve_exec +Internal' "$W/logs/doc-list.log" ||
+    why "ansible-doc -l does not mark gopve_exec as internal"
+  grep -Eqi 'UNDOCUMENTED|WARNING|ERROR' "$W/logs/doc-list.log" && why "ansible-doc -l complains: $(grep -Ei 'UNDOCUMENTED|WARNING|ERROR' "$W/logs/doc-list.log" | head -3)"
+  return 0
+}
+
+CASES="install many_tasks idempotence check_diff no_log env_fallback_secret become delegate defaults_env_async platforms corrupt_cache bad_input ansible_doc"
+
+for CTL in $CONTROLLERS; do
+  start=$SECONDS
+  echo "== ansible-core $CTL controller"
+  if ! prepare_controller; then
+    FAILED=$((FAILED + 1)); CTL_FAILED[$CTL]=1
+    echo "  FAIL  install (see above)"
+    continue
+  fi
+  ctl ansible --version 2>/dev/null | head -1 | sed 's/^/   /'
+  for c in $CASES; do run_case "$c"; done
+  echo "== ansible-core $CTL: ${CTL_PASSED[$CTL]:-0} passed, ${CTL_FAILED[$CTL]:-0} failed ($((SECONDS - start))s)"
+done
+
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" = 0 ]
