@@ -271,7 +271,7 @@ func (t *Tool) create(args []string) error {
 			root.Props["mountpoint"] = mountpoint
 		}
 		p.Datasets = []*Dataset{root}
-		if err := t.writeLabels(p, zfslabel.StateActive); err != nil {
+		if err := t.writeLabels(p, zfslabel.StateActive, false); err != nil {
 			return false, err
 		}
 		// drop earlier exported/destroyed records of the same devices
@@ -350,7 +350,10 @@ func (t *Tool) inUse(s *State, l *leaf, force bool) (msg string, hard bool) {
 	return fmt.Sprintf("%s is part of %s pool '%s'", l.arg, desc, lab.Pool), false
 }
 
-func (t *Tool) writeLabels(p *Pool, state uint64) error {
+// writeLabels writes the full labels of every device of p (only those that
+// still carry p's label when onlyOwn is set, for export/destroy/import: a
+// device reused by another pool since keeps that pool's label).
+func (t *Tool) writeLabels(p *Pool, state uint64, onlyOwn bool) error {
 	host := t.Node.Node
 	var kids []zfslabel.Child
 	var asize uint64
@@ -367,6 +370,11 @@ func (t *Tool) writeLabels(p *Pool, state uint64) error {
 		vtype, nparity = "raidz", uint64(p.parity())
 	}
 	for _, d := range p.Devices {
+		if onlyOwn {
+			if cur, _ := zfslabel.Read(d.Path); cur == nil || cur.PoolGUID != p.GUID {
+				continue
+			}
+		}
 		l := &zfslabel.Label{Pool: p.Name, PoolGUID: p.GUID, GUID: d.GUID, TopGUID: p.TopGUID, State: state,
 			TXG: p.TXG, Hostname: host, Path: d.Path, Ashift: uint64(p.Ashift), VdevType: vtype, Nparity: nparity,
 			Children: kids, Asize: asize, Timestamp: t.Now()}
@@ -374,7 +382,7 @@ func (t *Tool) writeLabels(p *Pool, state uint64) error {
 			l.TopGUID, l.VdevType, l.Asize = d.GUID, leafKind(d), p.asize(d)
 		}
 		if err := zfslabel.Write(d.Path, l); err != nil {
-			return fail(1, "cannot create '%s': %v", p.Name, err)
+			return fail(1, "cannot write the label of %s for pool '%s': %v", d.Path, p.Name, err)
 		}
 	}
 	return nil
@@ -387,13 +395,11 @@ func leafKind(d Device) string {
 	return "disk"
 }
 
-func (t *Tool) relabel(p *Pool, state uint64) {
+// relabel records a pool state change (export, destroy, import) in the
+// labels of the devices that still belong to the pool.
+func (t *Tool) relabel(p *Pool, state uint64) error {
 	p.TXG++
-	for _, d := range p.Devices {
-		if l, _ := zfslabel.Read(d.Path); l != nil && l.PoolGUID == p.GUID {
-			zfslabel.SetState(d.Path, l, state)
-		}
-	}
+	return t.writeLabels(p, state, true)
 }
 
 func (t *Tool) destroy(args []string) error {
@@ -409,7 +415,9 @@ func (t *Tool) destroy(args []string) error {
 		if p == nil {
 			return false, fail(1, "cannot open '%s': no such pool", rest[0])
 		}
-		t.relabel(p, zfslabel.StateDestroyed)
+		if err := t.relabel(p, zfslabel.StateDestroyed); err != nil {
+			return false, err
+		}
 		for i, o := range s.Pools {
 			if o == p {
 				s.Pools = append(s.Pools[:i], s.Pools[i+1:]...)
@@ -434,7 +442,9 @@ func (t *Tool) export(args []string) error {
 			if p == nil {
 				return false, fail(1, "cannot open '%s': no such pool", n)
 			}
-			t.relabel(p, zfslabel.StateExported)
+			if err := t.relabel(p, zfslabel.StateExported); err != nil {
+				return false, err
+			}
 			p.Exported = true
 		}
 		return true, nil
@@ -471,7 +481,9 @@ func (t *Tool) importPool(args []string) error {
 					return false, fail(1, "cannot import '%s': a pool with that name already exists", p.Name)
 				}
 				p.Exported = false
-				t.relabel(p, zfslabel.StateActive)
+				if err := t.relabel(p, zfslabel.StateActive); err != nil {
+					return false, err
+				}
 				return true, nil
 			}
 		}

@@ -206,14 +206,6 @@ func Read(path string) (*Label, error) {
 	return nil, nil
 }
 
-// SetState rewrites the state field of an existing label (export, destroy).
-func SetState(path string, l *Label, state uint64) error {
-	c := *l
-	c.State = state
-	c.TXG++
-	return Write(path, &c)
-}
-
 // Wipe zeroes the four label areas (what `zpool labelclear` does).
 func Wipe(path string) error {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)

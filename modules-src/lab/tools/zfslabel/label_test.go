@@ -51,7 +51,9 @@ func TestWriteReadRoundTrip(t *testing.T) {
 			if got.Pool != "nvme-vm" || got.PoolGUID != 1234567890123 || got.GUID != 42 || got.State != StateActive {
 				t.Fatalf("read back %+v", got)
 			}
-			if err := SetState(p, got, StateExported); err != nil {
+			exported := testLabel(vt)
+			exported.State, exported.TXG = StateExported, 5
+			if err := Write(p, exported); err != nil {
 				t.Fatal(err)
 			}
 			if got, _ = Read(p); got.State != StateExported {
