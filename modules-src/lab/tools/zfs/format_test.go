@@ -18,8 +18,8 @@ func TestNicenum(t *testing.T) {
 		{1536, "1.50K"},
 		{11_500_000_000, "10.7G"},
 		{476 << 30, "476G"},
-		{511_101_108_224, "476G"},   // 475.99G: three digits leave room for no decimals
-		{12_348_030_976, "11.5G"},   // seed: ALLOC 11.5G
+		{511_101_108_224, "476G"}, // 475.99G: three digits leave room for no decimals
+		{12_348_030_976, "11.5G"}, // seed: ALLOC 11.5G
 		{1 << 40, "1T"},
 		{(1 << 40) + (1 << 39), "1.50T"},
 	} {
