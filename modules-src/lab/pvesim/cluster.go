@@ -268,7 +268,10 @@ func (s *Sim) findNodeLocked(host string) *Node {
 	return nil
 }
 
+// joinLock returns the named lock; callers must not hold s.mu.
 func (s *Sim) joinLock(dbID string) *sync.Mutex {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.joinLocks[dbID] == nil {
 		s.joinLocks[dbID] = &sync.Mutex{}
 	}

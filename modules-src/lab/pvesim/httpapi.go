@@ -100,6 +100,7 @@ func (s *Sim) handlers() map[string]handlerFunc {
 		"GET /version":                               s.getVersion,
 		"POST /access/ticket":                        s.postTicket,
 		"GET /access/ticket":                         func(*reqCtx) (any, error) { return nil, nil },
+		"GET /access/permissions":                    s.getPermissions,
 		"GET /nodes":                                 s.getNodes,
 		"GET /nodes/{node}/status":                   s.getNodeStatus,
 		"GET /nodes/{node}/tasks":                    s.getTasks,
