@@ -346,11 +346,11 @@ func (t *Tool) enable(verb string, names []string, now bool) int {
 		}
 		return true, nil
 	})
-	for _, m := range msgs {
-		t.Env.Errf("%s\n", m)
-	}
 	if err != nil {
 		return t.Env.Fail(1, "%v", err)
+	}
+	for _, m := range msgs {
+		t.Env.Errf("%s\n", m)
 	}
 	return 0
 }

@@ -220,7 +220,8 @@ func (t *Tool) create(args []string) error {
 		}
 		leaves = append(leaves, l)
 	}
-	return t.update(func(s *State) (bool, error) {
+	labelled := false
+	err = t.update(func(s *State) (bool, error) {
 		var vdevErrs []string
 		fatal := false
 		for _, l := range leaves {
@@ -271,6 +272,7 @@ func (t *Tool) create(args []string) error {
 			root.Props["mountpoint"] = mountpoint
 		}
 		p.Datasets = []*Dataset{root}
+		labelled = true
 		if err := t.writeLabels(p, zfslabel.StateActive, false); err != nil {
 			return false, err
 		}
@@ -287,6 +289,13 @@ func (t *Tool) create(args []string) error {
 		}
 		return true, nil
 	})
+	if err != nil && labelled {
+		// The pool was not recorded: leave no half-created pool behind.
+		for _, l := range leaves {
+			zfslabel.Wipe(l.arg)
+		}
+	}
+	return err
 }
 
 func firstOr(a []string) string {
