@@ -245,7 +245,7 @@ func (s *Sim) CreateCluster(node, name, link0 string) (ClusterInfo, error) {
 	if s.cfg.Version >= 9 {
 		db.Corosync.TokenCoefficient = 125
 	}
-	n.CorosyncUpAt = time.Now().Unix()
+	n.CorosyncUpAt = time.Now().UnixMilli()
 	db.Serial++
 	s.saveLocked()
 	info, _ := s.clusterLocked(node)
@@ -306,7 +306,7 @@ func (s *Sim) AddNode(member, joiner, link0 string, force bool) (ClusterInfo, er
 		delete(s.st.DBs, j.DB)
 		j.DB = mdb.ID
 	}
-	j.CorosyncUpAt = time.Now().Unix()
+	j.CorosyncUpAt = time.Now().UnixMilli()
 	j.CertGen++
 	cert, err := loadOrCreateCert(s.cfg.Dir, joiner, j.Addr, j.CertGen)
 	if err != nil {

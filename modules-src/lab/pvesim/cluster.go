@@ -15,7 +15,7 @@ import (
 // corosync has started.
 func (s *Sim) memberUpLocked(name string) bool {
 	n := s.st.Nodes[name]
-	return n != nil && n.Online && !n.restarting && n.CorosyncUpAt <= time.Now().Unix()
+	return n != nil && n.Online && !n.restarting && n.CorosyncUpAt <= time.Now().UnixMilli()
 }
 
 // quorateLocked: a standalone /etc/pve is always writable; a cluster's
@@ -140,7 +140,7 @@ func (s *Sim) postClusterCreate(rc *reqCtx) (any, error) {
 	// corosync.conf is written at once (a second create fails), but corosync
 	// only counts once the worker finished and the service restarted.
 	db.Corosync = c
-	self.CorosyncUpAt = time.Now().Add(24 * time.Hour).Unix()
+	self.CorosyncUpAt = time.Now().Add(24 * time.Hour).UnixMilli()
 	db.Serial++
 	upid := s.startTaskLocked(rc, node, "clustercreate", name, func(t *taskRun) string {
 		t.logf("Writing corosync key to /etc/corosync/authkey.")
@@ -150,7 +150,7 @@ func (s *Sim) postClusterCreate(rc *reqCtx) (any, error) {
 			return "unexpected status"
 		}
 		settle := s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration) / 2
-		t.commit(func() { self.CorosyncUpAt = time.Now().Add(settle).Unix() })
+		t.commit(func() { self.CorosyncUpAt = time.Now().Add(settle).UnixMilli() })
 		return ""
 	})
 	s.saveLocked()
@@ -416,7 +416,7 @@ func (s *Sim) joinWorker(t *taskRun, joiner, host, fp, password string, force bo
 	if old != hdb.ID {
 		delete(s.st.DBs, old)
 	}
-	j.CorosyncUpAt = time.Now().Add(24 * time.Hour).Unix()
+	j.CorosyncUpAt = time.Now().Add(24 * time.Hour).UnixMilli()
 	j.restarting = true
 	s.stopLocked(joiner)
 	s.saveLocked()
@@ -443,7 +443,7 @@ func (s *Sim) joinWorker(t *taskRun, joiner, host, fp, password string, force bo
 	}
 	s.nodes[joiner].cert = cert
 	j.restarting = false
-	j.CorosyncUpAt = time.Now().Unix()
+	j.CorosyncUpAt = time.Now().UnixMilli()
 	if j.Online {
 		if err := s.listenLocked(joiner); err != nil {
 			s.log.addError(err)

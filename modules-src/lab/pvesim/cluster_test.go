@@ -25,7 +25,9 @@ func joinParams(s *Sim, host string, fp string) url.Values {
 // fails in the task although the request was accepted.
 func TestCreateJoinQuorumC4C5(t *testing.T) {
 	t.Parallel()
-	s := startSim(t, simOpts{nodes: 3, taskDuration: 300 * time.Millisecond, restartWindow: 600 * time.Millisecond})
+	// The create task (1 s) plus quorum settling (0.5 s) leaves the early
+	// join, whose quorum check comes after 0.25 s, a wide window.
+	s := startSim(t, simOpts{nodes: 3, taskDuration: time.Second, restartWindow: 600 * time.Millisecond})
 	p1 := newClient(t, s, "pve01").root()
 	p2 := newClient(t, s, "pve02").root()
 	p3 := newClient(t, s, "pve03").root()

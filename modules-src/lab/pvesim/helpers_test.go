@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -46,6 +45,12 @@ func testConfig(o simOpts, slot int, dir string) Config {
 // startSim creates and starts a simulator that the test's cleanup closes.
 func startSim(t *testing.T, o simOpts) *Sim {
 	t.Helper()
+	return startSimWith(t, o, nil)
+}
+
+// startSimWith lets a test adjust the Config (hooks) before New.
+func startSimWith(t *testing.T, o simOpts, adjust func(*Config)) *Sim {
+	t.Helper()
 	if o.version == 0 {
 		o.version = 9
 	}
@@ -71,7 +76,11 @@ func startSim(t *testing.T, o simOpts) *Sim {
 	var lastErr error
 	for attempt := 0; attempt < 55; attempt++ {
 		slot := 200 + int(slotCounter.Add(1))%55
-		s, err := New(testConfig(o, slot, dir))
+		cfg := testConfig(o, slot, dir)
+		if adjust != nil {
+			adjust(&cfg)
+		}
+		s, err := New(cfg)
 		if err != nil {
 			t.Fatalf("New: %v", err)
 		}
@@ -314,5 +323,3 @@ func quorate(c *apiClient, want int) bool {
 	}
 	return q && online == want
 }
-
-var _ = sync.Mutex{}

@@ -140,6 +140,11 @@ func (s *Sim) nodeHandler(node string) http.Handler {
 }
 
 func (s *Sim) serve(node string, table map[string]handlerFunc, w http.ResponseWriter, r *http.Request) {
+	if !s.enter() {
+		resetConn(w)
+		return
+	}
+	defer s.reqWG.Done()
 	start := time.Now()
 	apiPath, ok := strings.CutPrefix(r.URL.Path, "/api2/json")
 	if !ok {

@@ -168,7 +168,7 @@ func (s *Sim) getClusterResources(rc *reqCtx) (any, error) {
 					"id": "storage/" + name + "/" + id, "type": "storage", "node": name, "storage": id,
 					"plugintype": st.Type, "content": st.content(), "shared": boolNum(st.shared()),
 				}
-				if s.nodeUpLocked(name) && !st.disabled() {
+				if s.nodeUpLocked(name) && s.activeOn(name, st) == nil {
 					e["status"] = "available"
 					e["disk"], e["maxdisk"] = simDisk, simMaxDisk
 				} else {
@@ -207,11 +207,12 @@ func (s *Sim) getNodeStorage(rc *reqCtx) (any, error) {
 }
 
 func (s *Sim) storageStatus(node string, st *Storage) map[string]any {
+	active := s.activeOn(node, st) == nil
 	e := map[string]any{
 		"storage": st.ID, "type": st.Type, "content": st.content(),
-		"shared": boolNum(st.shared()), "enabled": boolNum(!st.disabled()), "active": boolNum(!st.disabled()),
+		"shared": boolNum(st.shared()), "enabled": boolNum(!st.disabled()), "active": boolNum(active),
 	}
-	if !st.disabled() {
+	if active {
 		e["total"], e["used"], e["avail"] = simMaxDisk, simDisk, simMaxDisk-simDisk
 		e["used_fraction"] = float64(simDisk) / float64(simMaxDisk)
 	}

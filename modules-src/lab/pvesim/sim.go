@@ -33,6 +33,14 @@ type Config struct {
 	Nodes   []NodeConfig // every node, standalone at creation
 	Port    int          // API port on every node address; default 8006
 
+	// StorageCheck, when set, activates a storage on a node the way the
+	// storage plugin would (e.g. "is the ZFS pool there?", pitfall Z7): nil
+	// means active. Node-local state lives outside the simulator (the lab
+	// node's filesystem), hence a hook. Create fails with its error on the
+	// node that handles the request; status shows active 0 elsewhere. It
+	// runs under the simulator's lock: it must not call back into the Sim.
+	StorageCheck func(node string, st StorageInfo) error
+
 	AuthDelay     time.Duration // delay of every 401 (real PVE: 3 s)
 	TaskDuration  time.Duration // how long an ordinary task runs
 	RestartWindow time.Duration // API down time of a joining node (C5)
@@ -69,8 +77,14 @@ type Sim struct {
 	wg     sync.WaitGroup // task workers and restart timers
 
 	joinLocks map[string]*sync.Mutex // per cluster DB: pvecm.lock + corosync.conf cfs lock
-	faults    *Faults
-	log       *RequestLog
+
+	// In-flight API requests, so Close returns only when none can still
+	// touch the state or the lab directory.
+	reqMu   sync.Mutex
+	closing bool
+	reqWG   sync.WaitGroup
+	faults  *Faults
+	log     *RequestLog
 }
 
 // nodeRuntime is the serving side of a node (not persisted).
@@ -239,11 +253,15 @@ func (s *Sim) stopAllLocked() {
 // Close stops every listener and task worker, saves the state and releases
 // the lab lock. Running tasks are recorded as died ("unexpected status").
 func (s *Sim) Close() error {
+	s.reqMu.Lock()
+	s.closing = true
+	s.reqMu.Unlock()
 	s.cancel()
 	s.mu.Lock()
 	s.stopAllLocked()
 	s.mu.Unlock()
 	s.wg.Wait()
+	s.reqWG.Wait()
 	s.mu.Lock()
 	err := s.st.save(s.cfg.Dir)
 	s.mu.Unlock()
@@ -265,6 +283,17 @@ func (s *Sim) saveLocked() {
 	if err := s.st.save(s.cfg.Dir); err != nil {
 		s.log.addError(err)
 	}
+}
+
+// enter registers an in-flight request; false once the simulator closes.
+func (s *Sim) enter() bool {
+	s.reqMu.Lock()
+	defer s.reqMu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.reqWG.Add(1)
+	return true
 }
 
 // sleep waits d or until the simulator closes; false means closed.

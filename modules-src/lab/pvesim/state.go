@@ -51,7 +51,7 @@ type Node struct {
 	Tasks    []*Task `json:"tasks"`
 	// CorosyncUpAt is when this member's corosync is up (after cluster
 	// create/join finished); before that it does not count for quorum.
-	CorosyncUpAt int64 `json:"corosync_up_at,omitempty"`
+	CorosyncUpAt int64 `json:"corosync_up_at_ms,omitempty"` // Unix milliseconds
 	// restarting is true while the API is down for a join (not persisted).
 	restarting bool
 }

@@ -9,6 +9,32 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
 )
 
+// StorageInfo is what Config.StorageCheck gets to decide activation.
+type StorageInfo struct {
+	ID      string
+	Type    string
+	Options map[string]string // pool, path, vgname…, as strings
+}
+
+func (st *Storage) info() StorageInfo {
+	opts := make(map[string]string, len(st.Options))
+	for k, v := range st.Options {
+		opts[k] = paramString(v)
+	}
+	return StorageInfo{ID: st.ID, Type: st.Type, Options: opts}
+}
+
+// activeOn tells whether the storage activates on node (Config.StorageCheck).
+func (s *Sim) activeOn(node string, st *Storage) error {
+	if st.disabled() {
+		return fmt.Errorf("storage '%s' is disabled", st.ID)
+	}
+	if s.cfg.StorageCheck == nil {
+		return nil
+	}
+	return s.cfg.StorageCheck(node, st.info())
+}
+
 // storageType is a storage plugin's options(): which keys it takes, which
 // are required and which are fixed (cannot change after creation), and the
 // content types it supports. Source: pve-storage *Plugin.pm options().
@@ -233,6 +259,13 @@ func (s *Sim) postStorage(rc *reqCtx) (any, error) {
 			continue
 		}
 		st.Options[k] = s.typedOption(k, v)
+	}
+	// Activation on the local node detects problems early; on failure the
+	// storage is not added (Config.pm create).
+	if storageOnNode(st, rc.node) && !st.disabled() {
+		if err := s.activeOn(rc.node, st); err != nil {
+			return nil, fmt.Errorf("create storage failed: %v", err)
+		}
 	}
 	db.Storage[id] = st
 	db.Serial++

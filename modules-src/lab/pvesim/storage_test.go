@@ -1,6 +1,7 @@
 package pvesim
 
 import (
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -124,5 +125,44 @@ func TestPools(t *testing.T) {
 	c.call("DELETE", "/pools", url.Values{"poolid": {"tenant-a"}}).must(t, "delete")
 	if r := c.call("GET", "/pools", url.Values{"poolid": {"tenant-a"}}); r.status != 500 {
 		t.Errorf("deleted pool still readable: %d", r.status)
+	}
+}
+
+// Z7: a zfspool storage whose pool is missing on a node — create fails on
+// the local node (activation), other nodes show it inactive.
+func TestStorageActivationHookZ7(t *testing.T) {
+	t.Parallel()
+	pools := map[string]bool{"pve01": true} // only pve01 has tank
+	s := startSimWith(t, simOpts{nodes: 2}, func(c *Config) {
+		c.StorageCheck = func(node string, st StorageInfo) error {
+			if st.Type == "zfspool" && !pools[node] {
+				return fmt.Errorf("zfs error: cannot open '%s': no such pool", st.Options["pool"])
+			}
+			return nil
+		}
+	})
+	if _, err := s.CreateCluster("pve01", "lab", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddNode("pve01", "pve02", "", false); err != nil {
+		t.Fatal(err)
+	}
+	c2 := newClient(t, s, "pve02").labToken()
+	r := c2.call("POST", "/storage", url.Values{"storage": {"tank"}, "type": {"zfspool"}, "pool": {"tank"}})
+	if r.status != 500 || r.reason != "create storage failed: zfs error: cannot open 'tank': no such pool" {
+		t.Fatalf("create on a node without the pool: %d %q", r.status, r.reason)
+	}
+	if got := c2.call("GET", "/storage", nil).must(t, "list").list(); len(got) != 2 {
+		t.Errorf("failed create left the storage behind: %v", got)
+	}
+	c1 := newClient(t, s, "pve01").labToken()
+	c1.call("POST", "/storage", url.Values{"storage": {"tank"}, "type": {"zfspool"}, "pool": {"tank"}}).must(t, "create on pve01")
+	st := c2.call("GET", "/nodes/pve02/storage/tank/status", nil).must(t, "status on pve02").obj()
+	if st["active"] != float64(0) {
+		t.Errorf("pve02 without the pool shows %v", st)
+	}
+	st = c1.call("GET", "/nodes/pve01/storage/tank/status", nil).must(t, "status on pve01").obj()
+	if st["active"] != float64(1) {
+		t.Errorf("pve01 with the pool shows %v", st)
 	}
 }
