@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -113,7 +114,11 @@ func TestScripts(t *testing.T) {
 				extra := simNode(ts.Value(simKey{}).(*pvesim.Sim), ts.Getenv("CONTROL"), args[0])
 				for _, kv := range args[2:] {
 					k, v, _ := strings.Cut(kv, "=")
-					extra[k] = v
+					if n, err := strconv.Atoi(v); err == nil {
+						extra[k] = n
+					} else {
+						extra[k] = v
+					}
 				}
 				dir := ts.MkAbs(args[1])
 				nj := filepath.Join(dir, "node.json")
