@@ -317,7 +317,9 @@ func (t *Tool) zlist(args []string) error {
 	}
 	pools, dss, derr := s.datasets(rest, recursive)
 	if len(dss) == 0 && derr == nil {
-		t.Env.Outf("no datasets available\n")
+		if !scripted {
+			t.Env.Errf("no datasets available\n")
+		}
 		return nil
 	}
 	var cols []column

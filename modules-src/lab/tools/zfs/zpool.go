@@ -596,7 +596,9 @@ func (t *Tool) list(args []string) error {
 	}
 	pools, perr := t.selectPools(&s, rest)
 	if len(pools) == 0 && perr == nil {
-		t.Env.Outf("no pools available\n")
+		if !scripted { // zpool_do_list says nothing in scripted mode
+			t.Env.Outf("no pools available\n")
+		}
 		return nil
 	}
 	var cols []column
