@@ -337,3 +337,56 @@ func (s *Sim) SetExpectedVotes(node string, votes int) (ClusterInfo, error) {
 	info, _ := s.clusterLocked(node)
 	return info, nil
 }
+
+// ReadPmxcfs returns a file of node's /etc/pve (path relative to /etc/pve,
+// e.g. "priv/authorized_keys"); false when it does not exist.
+func (s *Sim) ReadPmxcfs(node, path string) (string, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	db := s.dbOf(node)
+	if db == nil {
+		return "", false, &NotFoundError{Msg: fmt.Sprintf("no node %q in this lab", node)}
+	}
+	c, ok := db.Files[cleanPmxcfsPath(path)]
+	return c, ok, nil
+}
+
+// WritePmxcfs writes (or, with remove, deletes) a file of node's /etc/pve.
+// Without quorum /etc/pve is read-only (C10) and the write fails as a shell
+// redirection would.
+func (s *Sim) WritePmxcfs(node, path, content string, remove bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	db := s.dbOf(node)
+	if db == nil {
+		return &NotFoundError{Msg: fmt.Sprintf("no node %q in this lab", node)}
+	}
+	p := cleanPmxcfsPath(path)
+	if p == "" {
+		return &ConflictError{Msg: fmt.Sprintf("invalid /etc/pve path %q", path)}
+	}
+	if !s.quorateLocked(db) {
+		return &ConflictError{Msg: fmt.Sprintf("unable to write '/etc/pve/%s': Permission denied", p)}
+	}
+	if db.Files == nil {
+		db.Files = map[string]string{}
+	}
+	if remove {
+		delete(db.Files, p)
+	} else {
+		db.Files[p] = content
+	}
+	db.Serial++
+	s.saveLocked()
+	return nil
+}
+
+func cleanPmxcfsPath(p string) string {
+	p = strings.Trim(p, "/")
+	for _, seg := range strings.Split(p, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return ""
+		}
+	}
+	return p
+}

@@ -132,6 +132,29 @@ func (s *Sim) ControlHandler() http.Handler {
 		info, err := s.SetExpectedVotes(r.PathValue("node"), body.Votes)
 		ctlResult(w, info, err)
 	})
+	mux.HandleFunc("GET /v1/nodes/{node}/pmxcfs/{path...}", func(w http.ResponseWriter, r *http.Request) {
+		content, ok, err := s.ReadPmxcfs(r.PathValue("node"), r.PathValue("path"))
+		switch {
+		case err != nil:
+			ctlResult(w, nil, err)
+		case !ok:
+			ctlError(w, 404, fmt.Errorf("/etc/pve/%s: No such file or directory", r.PathValue("path")))
+		default:
+			ctlJSON(w, 200, map[string]string{"content": content})
+		}
+	})
+	mux.HandleFunc("PUT /v1/nodes/{node}/pmxcfs/{path...}", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Content string `json:"content"`
+		}
+		if !ctlDecode(w, r, &body) {
+			return
+		}
+		ctlResult(w, map[string]any{}, s.WritePmxcfs(r.PathValue("node"), r.PathValue("path"), body.Content, false))
+	})
+	mux.HandleFunc("DELETE /v1/nodes/{node}/pmxcfs/{path...}", func(w http.ResponseWriter, r *http.Request) {
+		ctlResult(w, map[string]any{}, s.WritePmxcfs(r.PathValue("node"), r.PathValue("path"), "", true))
+	})
 	return mux
 }
 

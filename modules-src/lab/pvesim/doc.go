@@ -92,6 +92,12 @@
 //	POST   /v1/nodes/{member}/cluster/nodes {"node","link0","force"}  pvecm add (joins node to member's cluster);
 //	                                               404 member standalone, 409 assert_joinable / quorum / existing node
 //	POST   /v1/nodes/{node}/cluster/expected {"votes":N}  pvecm expected
+//	GET    /v1/nodes/{node}/pmxcfs/{path}          {"content"} of /etc/pve/{path} as node sees it; 404 if absent
+//	PUT    /v1/nodes/{node}/pmxcfs/{path} {"content"}  write it (409 "Permission denied" without quorum, C10)
+//	DELETE /v1/nodes/{node}/pmxcfs/{path}          remove it
+//
+// The pmxcfs files (e.g. priv/authorized_keys, C7) belong to the node's
+// /etc/pve: after a join the joiner sees the cluster's copy, its own is gone.
 //
 // Cluster bodies: {"name","config_version","transport":"knet","secure_auth":true,
 // "ring_id","expected_votes","total_votes","quorum","quorate",

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -168,5 +169,54 @@ func TestControlAPI(t *testing.T) {
 	st := c.call("GET", "/cluster/status", nil).must(t, "status").list()
 	if st[0]["name"] != "lab" || len(st) != 3 {
 		t.Errorf("HTTPS view of the control-made cluster: %v", st)
+	}
+}
+
+// C7: /etc/pve/priv/authorized_keys is cluster-wide: after a join the
+// joiner sees the primary's copy and its own keys are gone; without quorum
+// /etc/pve refuses writes (C10).
+func TestPmxcfsFilesFollowTheJoinC7(t *testing.T) {
+	t.Parallel()
+	s := startSim(t, simOpts{nodes: 2})
+	srv := httptest.NewServer(s.ControlHandler())
+	defer srv.Close()
+	ctl := func(method, path, body string) (int, map[string]any) {
+		t.Helper()
+		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var out map[string]any
+		_ = json.NewDecoder(res.Body).Decode(&out)
+		return res.StatusCode, out
+	}
+	const keys = "/v1/nodes/%s/pmxcfs/priv/authorized_keys"
+	if st, _ := ctl("PUT", fmt.Sprintf(keys, "pve01"), `{"content":"ssh-ed25519 AAAA primary\n"}`); st != 200 {
+		t.Fatalf("write on pve01: %d", st)
+	}
+	if st, _ := ctl("PUT", fmt.Sprintf(keys, "pve02"), `{"content":"ssh-ed25519 BBBB joiner-only\n"}`); st != 200 {
+		t.Fatalf("write on pve02: %d", st)
+	}
+	if _, err := s.CreateCluster("pve01", "lab", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddNode("pve01", "pve02", "", false); err != nil {
+		t.Fatal(err)
+	}
+	st, body := ctl("GET", fmt.Sprintf(keys, "pve02"), "")
+	if st != 200 || body["content"] != "ssh-ed25519 AAAA primary\n" {
+		t.Errorf("pve02 after join: %d %v", st, body)
+	}
+	if st, _ := ctl("GET", "/v1/nodes/pve02/pmxcfs/../etc/shadow", ""); st == 200 {
+		t.Error("path escaping /etc/pve accepted")
+	}
+	if err := s.SetOnline("pve01", false); err != nil {
+		t.Fatal(err)
+	}
+	st, body = ctl("PUT", fmt.Sprintf(keys, "pve02"), `{"content":"x"}`)
+	if st != 409 || !strings.Contains(fmt.Sprint(body["error"]), "Permission denied") {
+		t.Errorf("write without quorum: %d %v", st, body)
 	}
 }

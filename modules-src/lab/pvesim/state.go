@@ -66,6 +66,9 @@ type ConfigDB struct {
 	Storage  map[string]*Storage `json:"storage"`
 	Pools    map[string]*Pool    `json:"pools"`
 	Access   Access              `json:"access"`
+	// Files holds other /etc/pve files by relative path
+	// ("priv/authorized_keys"): a join swaps them with the rest (C7).
+	Files map[string]string `json:"files,omitempty"`
 	// Serial counts writes; digests derive from content, this is for debugging.
 	Serial int `json:"serial"`
 }
