@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/lab/tools/zfslabel"
+	"golang.org/x/sys/unix"
 )
 
 // leaf is a device argument of zpool create after resolution.
@@ -18,6 +19,7 @@ type leaf struct {
 	resolved string
 	size     int64
 	file     bool
+	ashift   int // what ZFS would auto-detect: log2 of the physical sector size
 }
 
 // resolveLeaf mirrors make_leaf_vdev: absolute paths are used as given, bare
@@ -62,6 +64,13 @@ func resolveLeaf(arg string) (*leaf, error) {
 	defer f.Close()
 	if l.size, err = zfslabel.Size(f); err != nil {
 		return nil, err
+	}
+	l.ashift = 9 // files, and disks with 512-byte physical sectors
+	if !l.file {
+		if pbs, err := unix.IoctlGetInt(int(f.Fd()), unix.BLKPBSZGET); err == nil && pbs > 512 {
+			for l.ashift = 9; 1<<l.ashift < pbs && l.ashift < 16; l.ashift++ {
+			}
+		}
 	}
 	return l, nil
 }

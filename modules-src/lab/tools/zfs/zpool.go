@@ -253,7 +253,12 @@ func (t *Tool) create(args []string) error {
 		}
 		now := t.Now()
 		p := &Pool{Name: name, GUID: newGUID(), TopGUID: newGUID(), Layout: layout, Props: poolProps,
-			Created: now, TXG: 4, Ashift: 12}
+			Created: now, TXG: 4}
+		// Z4: without -o ashift, ZFS takes the largest physical sector size
+		// of the devices (512-byte sectors give ashift 9, not 12).
+		for _, l := range leaves {
+			p.Ashift = max(p.Ashift, l.ashift)
+		}
 		if a, ok := poolProps["ashift"]; ok && a != "0" {
 			p.Ashift, _ = strconv.Atoi(a)
 		}
