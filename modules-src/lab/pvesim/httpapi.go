@@ -97,37 +97,38 @@ type handlerFunc func(rc *reqCtx) (any, error)
 // unknown path, and the request log says so.
 func (s *Sim) handlers() map[string]handlerFunc {
 	return map[string]handlerFunc{
-		"GET /version":                               s.getVersion,
-		"POST /access/ticket":                        s.postTicket,
-		"GET /access/ticket":                         func(*reqCtx) (any, error) { return nil, nil },
-		"GET /access/permissions":                    s.getPermissions,
-		"GET /nodes":                                 s.getNodes,
-		"GET /nodes/{node}/status":                   s.getNodeStatus,
-		"GET /nodes/{node}/tasks":                    s.getTasks,
-		"GET /nodes/{node}/tasks/{upid}/status":      s.getTaskStatus,
-		"GET /nodes/{node}/tasks/{upid}/log":         s.getTaskLog,
-		"GET /nodes/{node}/storage":                  s.getNodeStorage,
-		"GET /nodes/{node}/storage/{storage}/status": s.getNodeStorageStatus,
-		"GET /cluster/status":                        s.getClusterStatus,
-		"GET /cluster/resources":                     s.getClusterResources,
-		"GET /cluster/config":                        s.getClusterConfigIndex,
-		"POST /cluster/config":                       s.postClusterCreate,
-		"GET /cluster/config/join":                   s.getJoinInfo,
-		"POST /cluster/config/join":                  s.postJoin,
-		"GET /cluster/config/nodes":                  s.getClusterNodes,
-		"GET /cluster/config/totem":                  s.getTotem,
-		"GET /storage":                               s.getStorageList,
-		"POST /storage":                              s.postStorage,
-		"GET /storage/{storage}":                     s.getStorage,
-		"PUT /storage/{storage}":                     s.putStorage,
-		"DELETE /storage/{storage}":                  s.deleteStorage,
-		"GET /pools":                                 s.getPools,
-		"POST /pools":                                s.postPool,
-		"PUT /pools":                                 s.putPool,
-		"DELETE /pools":                              s.deletePool,
-		"GET /pools/{poolid}":                        s.getPoolDeprecated,
-		"PUT /pools/{poolid}":                        s.putPool,
-		"DELETE /pools/{poolid}":                     s.deletePool,
+		"GET /version":                                s.getVersion,
+		"POST /access/ticket":                         s.postTicket,
+		"GET /access/ticket":                          func(*reqCtx) (any, error) { return nil, nil },
+		"GET /access/permissions":                     s.getPermissions,
+		"GET /nodes":                                  s.getNodes,
+		"GET /nodes/{node}/status":                    s.getNodeStatus,
+		"GET /nodes/{node}/tasks":                     s.getTasks,
+		"GET /nodes/{node}/tasks/{upid}/status":       s.getTaskStatus,
+		"GET /nodes/{node}/tasks/{upid}/log":          s.getTaskLog,
+		"GET /nodes/{node}/storage":                   s.getNodeStorage,
+		"GET /nodes/{node}/storage/{storage}/status":  s.getNodeStorageStatus,
+		"GET /nodes/{node}/storage/{storage}/content": s.getStorageContent,
+		"GET /cluster/status":                         s.getClusterStatus,
+		"GET /cluster/resources":                      s.getClusterResources,
+		"GET /cluster/config":                         s.getClusterConfigIndex,
+		"POST /cluster/config":                        s.postClusterCreate,
+		"GET /cluster/config/join":                    s.getJoinInfo,
+		"POST /cluster/config/join":                   s.postJoin,
+		"GET /cluster/config/nodes":                   s.getClusterNodes,
+		"GET /cluster/config/totem":                   s.getTotem,
+		"GET /storage":                                s.getStorageList,
+		"POST /storage":                               s.postStorage,
+		"GET /storage/{storage}":                      s.getStorage,
+		"PUT /storage/{storage}":                      s.putStorage,
+		"DELETE /storage/{storage}":                   s.deleteStorage,
+		"GET /pools":                                  s.getPools,
+		"POST /pools":                                 s.postPool,
+		"PUT /pools":                                  s.putPool,
+		"DELETE /pools":                               s.deletePool,
+		"GET /pools/{poolid}":                         s.getPoolDeprecated,
+		"PUT /pools/{poolid}":                         s.putPool,
+		"DELETE /pools/{poolid}":                      s.deletePool,
 	}
 }
 
@@ -251,7 +252,11 @@ func (s *Sim) dispatch(node string, table map[string]handlerFunc, m *pveschema.M
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	db := s.dbOf(node)
-	world := strings.Contains(string(m.Permissions), `"world"`)
+	var perms struct {
+		User string `json:"user"`
+	}
+	_ = json.Unmarshal(m.Permissions, &perms)
+	world := perms.User == "world"
 	var who *principal
 	if !world {
 		var msg string

@@ -1,6 +1,7 @@
 package pvesim
 
 import (
+	"fmt"
 	"strings"
 	"time"
 )
@@ -229,4 +230,23 @@ func (s *Sim) getNodeStorageStatus(rc *reqCtx) (any, error) {
 	delete(e, "storage")
 	delete(e, "used_fraction")
 	return e, nil
+}
+
+// GET /nodes/{node}/storage/{storage}/content: volumes arrive with guests in
+// part 2; until then every storage is empty. Unknown or disabled storages
+// fail like PVE's storage_check_enabled.
+func (s *Sim) getStorageContent(rc *reqCtx) (any, error) {
+	db := rc.db()
+	id := rc.str("storage")
+	st := db.Storage[id]
+	if st == nil {
+		return nil, fmt.Errorf("storage '%s' does not exist", id)
+	}
+	if !storageOnNode(st, rc.node) {
+		return nil, fmt.Errorf("storage '%s' is not available on node '%s'", id, rc.node)
+	}
+	if err := s.activeOn(rc.node, st); err != nil {
+		return nil, err
+	}
+	return []map[string]any{}, nil
 }

@@ -19,7 +19,7 @@ func TestEveryHandlerFitsReturnsSchema(t *testing.T) {
 		tok := newClient(t, s, "pve01").labToken()
 		tour := func(c *apiClient, node string) {
 			for _, p := range []string{"/version", "/nodes", "/nodes/" + node + "/status", "/nodes/" + node + "/tasks",
-				"/nodes/" + node + "/storage", "/nodes/" + node + "/storage/local/status", "/cluster/status",
+				"/nodes/" + node + "/storage", "/nodes/" + node + "/storage/local/status", "/nodes/" + node + "/storage/local/content", "/cluster/status",
 				"/cluster/resources", "/cluster/config", "/cluster/config/totem", "/storage", "/storage/local",
 				"/pools", "/access/permissions", "/access/ticket"} {
 				c.call("GET", p, nil).must(t, "GET "+p)
