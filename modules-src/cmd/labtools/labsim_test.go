@@ -61,6 +61,18 @@ func startSim(e *testscript.Env) (*pvesim.Sim, error) {
 	e.Defer(func() { srv.Close(); cancel(); s.Close(); os.RemoveAll(dir) })
 	e.Setenv("CONTROL", sock)
 	e.Values[simKey{}] = s
+	// Answers for `pvecm add` over the API: the root password, then the
+	// certificate question.
+	pw := s.RootPassword()
+	for name, text := range map[string]string{"pw": pw + "\n", "pw-yes": pw + "\nyes\n", "pw-no": pw + "\nno\n", "badpw-yes": "wrong\nyes\n"} {
+		if err := os.WriteFile(filepath.Join(e.WorkDir, "answers-"+name), []byte(text), 0o600); err != nil {
+			return nil, err
+		}
+	}
+	for i := 1; i <= 3; i++ {
+		info, _ := s.Node(fmt.Sprintf("pve0%d", i))
+		e.Setenv(fmt.Sprintf("FP%d", i), info.Fingerprint)
+	}
 	return s, nil
 }
 

@@ -4,6 +4,10 @@
 // runs the real /usr/bin/ssh to the member, with host key checking as
 // configured: an unknown host key makes ssh fail without a terminal, and,
 // like real pvecm (C2), the command then exits 0 without having joined.
+// Without --use_ssh, `pvecm add` joins over the API as real pvecm does: the
+// peer's root password and certificate answer are read from stdin when it is
+// not a terminal, so under automation it fails with "EOF while reading
+// password" (exit 255).
 package pvecm
 
 import (
@@ -67,6 +71,9 @@ func (t *Tool) die(format string, a ...any) int {
 // Run executes pvecm with env.Args.
 func (t *Tool) Run() int {
 	pos, opts, err := cli.PVEArgs(t.Env.Args, map[string]bool{"use_ssh": true, "force": true, "silent": true, "unmerge-known-hosts": true})
+	if fp, ok := opts["fingerprint"]; ok && fp == "" {
+		return t.die("400 Parameter verification failed.\nfingerprint: value does not match the regex pattern")
+	}
 	if err != nil {
 		return t.die("%v", err)
 	}
@@ -284,9 +291,7 @@ func (t *Tool) add(ctx context.Context, pos []string, opts map[string]string) in
 		return t.die("%v", err)
 	}
 	if opts["use_ssh"] != "1" {
-		// Real pvecm asks for the peer's root password on the terminal and
-		// then for the API fingerprint; the lab does not simulate that dialogue.
-		return t.die("lab pvecm: joining over the API prompts for the root password on a terminal, which the lab does not simulate; use 'pvecm add %s --use_ssh' or the API (POST /cluster/config/join)", host)
+		return t.apiJoin(ctx, host, opts)
 	}
 	link0 := t.link0(opts)
 	remote := []string{"pvecm", "addnode", t.Node.Node, "--force", "1"}
@@ -313,10 +318,17 @@ func (t *Tool) add(ctx context.Context, pos []string, opts map[string]string) in
 	default:
 		return t.die("unable to add node: command failed (ssh %s %s)", host, strings.Join(remote, " "))
 	}
-	t.Env.Outf("copy corosync auth key\nstopping pve-cluster service\nbackup old database to '/var/lib/pve-cluster/backup/config-%d.sql.gz'\nwaiting for quorum...OK\n(re)generate node files\ngenerate new node certificate\nmerge authorized SSH keys\ngenerated new node certificate, restart pveproxy and pvedaemon services\nsuccessfully added node '%s' to cluster.\n",
+	t.Env.Outf("copy corosync auth key\n")
+	t.finishJoin()
+	return 0
+}
+
+// finishJoin prints what PVE::Cluster::Setup::finish_join does and restarts
+// the local services it restarts.
+func (t *Tool) finishJoin() {
+	t.Env.Outf("stopping pve-cluster service\nbackup old database to '/var/lib/pve-cluster/backup/config-%d.sql.gz'\nwaiting for quorum...OK\n(re)generate node files\ngenerate new node certificate\nmerge authorized SSH keys\ngenerated new node certificate, restart pveproxy and pvedaemon services\nsuccessfully added node '%s' to cluster.\n",
 		t.Now().Unix(), t.Node.Node)
 	t.restart("corosync", "pve-cluster", "pveproxy", "pvedaemon")
-	return 0
 }
 
 func (t *Tool) addnode(ctx context.Context, pos []string, opts map[string]string) int {
