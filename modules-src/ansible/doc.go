@@ -62,6 +62,49 @@
 // after the deadline, a watchdog prints a failed result naming the step that
 // was running (Run.Step, or the stage/change the driver is in) and exits.
 //
+// # Writing a module
+//
+// A module package exports a constructor returning a Module, and is added
+// by hand to modules.Shipped() (modules-src/modules/registry.go):
+//
+//	func Module() ansible.Module {
+//	    return ansible.Module{
+//	        Name:             "pve_example",
+//	        ShortDescription: "One line for ansible-doc -l",
+//	        Description:      []string{"Paragraphs for ansible-doc."},
+//	        Examples:         "- name: ...\n  gopve.proxmox.pve_example:\n    ...\n",
+//	        Return:           "key:\n  description: ...\n  returned: success\n  type: str\n", // top-level YAML mapping
+//	        ActionGroups:     []string{ansible.GroupAPI}, // API modules only
+//	        Timeout:          10 * time.Minute,
+//	        Spec:             ansible.Spec{Options: map[string]ansible.Option{ /* every option has a Description */ }},
+//	        Run:              run,
+//	    }
+//	}
+//
+// Module.Check reports definition mistakes (the registry test runs it on
+// every module). Documentation (plugins/modules/<name>.py) is generated from
+// the Module by `gopve gen-plugins`; `changes` is documented automatically.
+//
+// Result keys: the runtime owns changed, failed, msg (unless the module
+// sets one with Run.Set("msg", …)), changes, diff, warnings, deprecations
+// and invocation; everything else comes from Run.Set. Decode uses the
+// struct tag `ansible` (mapstructure; weakly typed only where the spec left
+// a value untyped, e.g. inside a dict option; embedded structs are
+// squashed); a pointer field stays nil when an option is unset.
+//
+// # Fidelity to AnsibleModule
+//
+// testdata/ansible_cases.json holds answers recorded from ansible-core's
+// own AnsibleModule by testdata/gen_ansible_cases.py (run it with
+// /usr/bin/python3 to refresh); TestMatchesAnsibleModule compares every
+// case: failure, first error message, warnings and module_args. Deliberate
+// differences: floats without a fraction are accepted as int (2.19 native
+// templating), a bool given for an int becomes 0/1, NaN/infinite floats are
+// rejected (JSON cannot carry them back), where Python's answer depends on
+// dict or set order we use sorted order, and map keys in results are masked
+// too. Not implemented: the "Module did not set no_log for X" warning,
+// deprecated aliases/options, types json/jsonarg/bytes/bits.
+//
 // # Secrets
 //
 // Values of no_log options (including values that came from an environment
