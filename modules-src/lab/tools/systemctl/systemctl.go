@@ -207,7 +207,7 @@ func (t *Tool) properties(st *State, u unit) [][2]string {
 		{"MainPID", mainPID},
 		{"NRestarts", "0"},
 		{"Id", u.id},
-		{"Names", u.id},
+		{"Names", strings.TrimSpace(u.id + " " + aliasOf(u.id))},
 		{"Description", u.expand(u.def.description)},
 		{"LoadState", "loaded"},
 		{"ActiveState", active},
@@ -296,8 +296,11 @@ func (t *Tool) isEnabled(names []string, quiet bool) int {
 			return t.Env.Fail(1, "Failed to get unit file state for %s: No such file or directory", u.id)
 		}
 		s := t.enabledState(&st, u)
-		if u.isTemplate() {
+		switch {
+		case u.isTemplate():
 			s = "indirect"
+		case u.alias != "":
+			s = "alias" // systemd ≥ 247 answers this for Alias= names
 		}
 		if enabledLike[s] {
 			code = 0
@@ -557,4 +560,16 @@ func (t *Tool) listUnits(patterns []string, all bool) int {
 	}
 	t.Env.Outf("\nLOAD   = Reflects whether the unit definition was properly loaded.\nACTIVE = The high-level unit activation state, i.e. generalization of SUB.\nSUB    = The low-level unit activation state, values depend on unit type.\n%d loaded units listed.\n", len(rows))
 	return 0
+}
+
+// aliasOf returns the alias names of a unit ("sshd.service" for ssh.service).
+func aliasOf(id string) string {
+	var out []string
+	for a, target := range aliases {
+		if target == id {
+			out = append(out, a)
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, " ")
 }

@@ -63,6 +63,7 @@ type unit struct {
 	id       string
 	def      *unitDef
 	instance string
+	alias    string // the name asked for when it is an alias (sshd.service)
 }
 
 // lookup resolves a name. Like real systemd, any instance of an existing
@@ -70,13 +71,14 @@ type unit struct {
 // no pool of that name exists: the scrub would fail only when it fires).
 func lookup(name string) unit {
 	id := normalize(name)
+	alias := ""
 	if a, ok := aliases[id]; ok {
-		id = a
+		id, alias = a, id
 	}
 	for i := range catalog {
 		d := &catalog[i]
 		if d.name == id {
-			return unit{id: id, def: d}
+			return unit{id: id, def: d, alias: alias}
 		}
 		if tmpl, ok := strings.CutSuffix(d.name, "@"+suffixOf(d.name)); ok && !strings.HasSuffix(id, "@"+suffixOf(d.name)) {
 			inst, ok := strings.CutPrefix(id, tmpl+"@")
