@@ -1,11 +1,5 @@
 //go:build gopve_testmodule
 
-// Package gopvetest is the module the integration tests drive through a
-// real ansible-playbook. It exercises the runtime end to end: options of
-// every type, a no_log option with an environment fallback, a file managed
-// through observe → plan → apply → verify, and knobs to panic, sleep, print
-// junk on stdout and sabotage verification. It is compiled only with the
-// build tag gopve_testmodule and never ships.
 package gopvetest
 
 import (
