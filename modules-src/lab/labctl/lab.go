@@ -25,7 +25,7 @@ import (
 )
 
 // BaseDir holds the labs' directories when Options.Dir is not given.
-const BaseDir = "/var/lib/gopve-lab"
+const BaseDir = "/var/lib/gopve/labs"
 
 // MaxSlot is the highest slot: node addresses are 127.77.S.(10+i).
 const MaxSlot = 200

@@ -279,6 +279,10 @@ func testUserRole(t *testing.T, lab *Lab, r aptrepo.Release) {
 		9: "        dest: /etc/apt/sources.list.d/pve-enterprise.sources\n        content: |\n          Enabled: no\n          Types: deb\n          URIs: https://enterprise.proxmox.com/debian/pve\n          Suites: trixie\n          Components: pve-enterprise\n          Signed-By: /usr/share/keyrings/proxmox-archive-keyring.gpg\n",
 		8: "        dest: /etc/apt/sources.list.d/pve-enterprise.list\n        content: |\n          # deb https://enterprise.proxmox.com/debian/pve bookworm pve-enterprise\n",
 	}[r.PVE]
+	ceph := map[int]string{
+		9: "        dest: /etc/apt/sources.list.d/ceph.sources\n        content: |\n          Enabled: no\n          Types: deb\n          URIs: https://enterprise.proxmox.com/debian/ceph-squid\n          Suites: trixie\n          Components: enterprise\n          Signed-By: /usr/share/keyrings/proxmox-archive-keyring.gpg\n",
+		8: "        dest: /etc/apt/sources.list.d/ceph.list\n        content: |\n          # deb https://enterprise.proxmox.com/debian/ceph-quincy bookworm enterprise\n",
+	}[r.PVE]
 	noSub := map[int]string{
 		9: "        dest: /etc/apt/sources.list.d/pve-no-subscription.sources\n        content: |\n          Types: deb\n          URIs: http://download.proxmox.com/debian/pve\n          Suites: trixie\n          Components: pve-no-subscription\n          Signed-By: /usr/share/keyrings/proxmox-archive-keyring.gpg\n",
 		8: "        dest: /etc/apt/sources.list.d/pve-no-subscription.list\n        content: |\n          deb http://download.proxmox.com/debian/pve bookworm pve-no-subscription\n",
@@ -289,6 +293,9 @@ func testUserRole(t *testing.T, lab *Lab, r aptrepo.Release) {
     - name: Disable enterprise repository
       ansible.builtin.copy:
 ` + enterprise + `        mode: "0644"
+    - name: Disable Ceph repository
+      ansible.builtin.copy:
+` + ceph + `        mode: "0644"
     - name: Enable no-subscription repository
       ansible.builtin.copy:
 ` + noSub + `        mode: "0644"
