@@ -244,10 +244,11 @@ func (s *Sim) getJoinInfo(rc *reqCtx) (any, error) {
 
 func (s *Sim) getClusterNodes(rc *reqCtx) (any, error) {
 	db := rc.db()
-	if db.Corosync == nil {
-		return nil, fmt.Errorf("Corosync config '/etc/pve/corosync.conf' does not exist - is this node part of a cluster?")
-	}
 	out := []map[string]any{}
+	if db.Corosync == nil {
+		// hash_to_array of an absent nodelist: an empty list, not an error.
+		return out, nil
+	}
 	for _, m := range db.Corosync.Nodes {
 		e := map[string]any{"node": m.Name, "name": m.Name, "nodeid": strconv.Itoa(m.NodeID), "quorum_votes": strconv.Itoa(m.Votes)}
 		for k, v := range m.Links {

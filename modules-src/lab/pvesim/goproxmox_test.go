@@ -220,3 +220,51 @@ func TestPmxcfsFilesFollowTheJoinC7(t *testing.T) {
 		t.Errorf("write without quorum: %d %v", st, body)
 	}
 }
+
+// The shapes reproduce what real PVE does to go-proxmox v0.8.2's typed
+// wrappers (research notes §1.1/§1.6): join info's corosync strings break
+// JoinInfo, storage create's {storage,type} object breaks
+// NewClusterStorage after the storage was created, while cluster status and
+// tasks decode. If one of these starts "working", the simulator drifted.
+func TestGoProxmoxTypedWrappersSeeRealShapes(t *testing.T) {
+	t.Parallel()
+	s := startSim(t, simOpts{taskDuration: 50 * time.Millisecond})
+	n := mustNode(t, s, "pve01")
+	ctx := context.Background()
+	id, secret := s.LabToken()
+	c := proxmox.NewClient(n.URL, proxmox.WithHTTPClient(pinnedHTTPClient(n.Fingerprint)), proxmox.WithAPIToken(id, secret))
+	if _, err := s.CreateCluster("pve01", "lab", ""); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := c.Cluster(ctx)
+	if err != nil {
+		t.Fatalf("cluster status through go-proxmox: %v", err)
+	}
+	if cl.Name != "lab" || cl.Quorate != 1 {
+		t.Errorf("go-proxmox cluster %+v", cl)
+	}
+	if _, err := cl.JoinInfo(ctx, ""); err == nil || !strings.Contains(err.Error(), "string") {
+		t.Errorf("JoinInfo decoded corosync strings (%v): the simulator no longer returns them as strings", err)
+	}
+	_, err = c.NewClusterStorage(ctx,
+		proxmox.ClusterStorageOptions{Name: "storage", Value: "d1"},
+		proxmox.ClusterStorageOptions{Name: "type", Value: "dir"},
+		proxmox.ClusterStorageOptions{Name: "path", Value: "/srv/d1"})
+	if err == nil || !strings.Contains(err.Error(), "cannot unmarshal object") {
+		t.Errorf("NewClusterStorage: %v, want the real object-vs-UPID unmarshal error", err)
+	}
+	if _, err := c.ClusterStorage(ctx, "d1"); err != nil {
+		t.Errorf("the storage must exist although go-proxmox reported an error: %v", err)
+	}
+	// A task through go-proxmox's own wait.
+	s.mu.Lock()
+	upid := s.startTaskLocked(&reqCtx{s: s, who: &principal{User: "root@pam", TokenID: "lab"}}, "pve01", "vzdump", "", s.simpleTask("backup"))
+	s.mu.Unlock()
+	task := proxmox.NewTask(proxmox.UPID(upid), c)
+	if err := task.WaitFor(ctx, 5); err != nil {
+		t.Fatalf("go-proxmox task wait: %v", err)
+	}
+	if !task.IsSuccessful || task.ExitStatus != "OK" || task.Node != "pve01" {
+		t.Errorf("go-proxmox task %+v", task)
+	}
+}
