@@ -122,10 +122,10 @@ func (s *Sim) AddToken(node string, spec TokenSpec) (id, secret string, err erro
 	defer s.mu.Unlock()
 	db := s.dbOf(node)
 	if db == nil {
-		return "", "", fmt.Errorf("no node %q in this lab", node)
+		return "", "", &NotFoundError{Msg: fmt.Sprintf("no node %q in this lab", node)}
 	}
 	if !strings.Contains(spec.User, "@") || spec.Name == "" {
-		return "", "", fmt.Errorf("token needs user@realm and a name (got %q, %q)", spec.User, spec.Name)
+		return "", "", &BadRequestError{Msg: fmt.Sprintf("token needs user@realm and a name (got %q, %q)", spec.User, spec.Name)}
 	}
 	if db.Access.Users[spec.User] == nil {
 		db.Access.Users[spec.User] = &User{ID: spec.User}
@@ -139,11 +139,14 @@ func (s *Sim) AddToken(node string, spec TokenSpec) (id, secret string, err erro
 
 // AddUser creates a pve-realm user with a password (for ticket tests).
 func (s *Sim) AddUser(node, user, password string) error {
+	if !strings.Contains(user, "@") {
+		return &BadRequestError{Msg: fmt.Sprintf("user %q needs a realm (user@pve)", user)}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	db := s.dbOf(node)
 	if db == nil {
-		return fmt.Errorf("no node %q in this lab", node)
+		return &NotFoundError{Msg: fmt.Sprintf("no node %q in this lab", node)}
 	}
 	db.Access.Users[user] = &User{ID: user, Password: password}
 	s.saveLocked()
@@ -154,13 +157,13 @@ func (s *Sim) AddUser(node, user, password string) error {
 // (PVEAuditor, PVEDatastoreAdmin, Administrator…) or "priv:A,B".
 func (s *Sim) Grant(node, path, ugid, role string, propagate bool) error {
 	if _, ok := rolePrivs(role); !ok {
-		return fmt.Errorf("unknown role %q", role)
+		return &BadRequestError{Msg: fmt.Sprintf("unknown role %q (use a PVE role such as PVEAuditor, or \"priv:A,B\")", role)}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	db := s.dbOf(node)
 	if db == nil {
-		return fmt.Errorf("no node %q in this lab", node)
+		return &NotFoundError{Msg: fmt.Sprintf("no node %q in this lab", node)}
 	}
 	db.Access.ACL = append(db.Access.ACL, ACLEntry{Path: path, UGID: ugid, Role: role, Propagate: propagate})
 	s.saveLocked()
@@ -230,7 +233,7 @@ func (s *Sim) CreateCluster(node, name, link0 string) (ClusterInfo, error) {
 	defer s.mu.Unlock()
 	n := s.st.Nodes[node]
 	if n == nil {
-		return ClusterInfo{}, fmt.Errorf("no node %q in this lab", node)
+		return ClusterInfo{}, &NotFoundError{Msg: fmt.Sprintf("no node %q in this lab", node)}
 	}
 	db := s.dbOf(node)
 	if db.Corosync != nil {
@@ -256,6 +259,11 @@ func (s *Sim) CreateCluster(node, name, link0 string) (ClusterInfo, error) {
 type ConflictError struct{ Msg string }
 
 func (e *ConflictError) Error() string { return e.Msg }
+
+// BadRequestError is answered with 400 by the control API.
+type BadRequestError struct{ Msg string }
+
+func (e *BadRequestError) Error() string { return e.Msg }
 
 // NotFoundError is answered with 404 by the control API.
 type NotFoundError struct{ Msg string }

@@ -132,6 +132,40 @@ func (s *Sim) ControlHandler() http.Handler {
 		info, err := s.SetExpectedVotes(r.PathValue("node"), body.Votes)
 		ctlResult(w, info, err)
 	})
+	mux.HandleFunc("POST /v1/access/users", func(w http.ResponseWriter, r *http.Request) {
+		var body struct{ Node, User, Password string }
+		if !ctlDecode(w, r, &body) {
+			return
+		}
+		ctlResult(w, map[string]any{}, s.AddUser(body.Node, body.User, body.Password))
+	})
+	mux.HandleFunc("POST /v1/access/tokens", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Node    string `json:"node"`
+			User    string `json:"user"`
+			Name    string `json:"name"`
+			Privsep bool   `json:"privsep"`
+		}
+		if !ctlDecode(w, r, &body) {
+			return
+		}
+		id, secret, err := s.AddToken(body.Node, TokenSpec{User: body.User, Name: body.Name, Privsep: body.Privsep})
+		// Like `pveum user token add`, the secret is shown once, to the caller.
+		ctlResult(w, map[string]string{"full-tokenid": id, "value": secret}, err)
+	})
+	mux.HandleFunc("POST /v1/access/acl", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Node      string `json:"node"`
+			Path      string `json:"path"`
+			UGID      string `json:"ugid"`
+			Role      string `json:"role"`
+			Propagate bool   `json:"propagate"`
+		}
+		if !ctlDecode(w, r, &body) {
+			return
+		}
+		ctlResult(w, map[string]any{}, s.Grant(body.Node, body.Path, body.UGID, body.Role, body.Propagate))
+	})
 	mux.HandleFunc("GET /v1/nodes/{node}/pmxcfs/{path...}", func(w http.ResponseWriter, r *http.Request) {
 		content, ok, err := s.ReadPmxcfs(r.PathValue("node"), r.PathValue("path"))
 		switch {
@@ -166,9 +200,12 @@ func nodeJSON(n NodeInfo) map[string]any {
 func ctlResult(w http.ResponseWriter, v any, err error) {
 	var conflict *ConflictError
 	var notFound *NotFoundError
+	var bad *BadRequestError
 	switch {
 	case err == nil:
 		ctlJSON(w, 200, v)
+	case errors.As(err, &bad):
+		ctlError(w, 400, err)
 	case errors.As(err, &conflict):
 		ctlError(w, 409, err)
 	case errors.As(err, &notFound):

@@ -92,6 +92,9 @@
 //	POST   /v1/nodes/{member}/cluster/nodes {"node","link0","force"}  pvecm add (joins node to member's cluster);
 //	                                               404 member standalone, 409 assert_joinable / quorum / existing node
 //	POST   /v1/nodes/{node}/cluster/expected {"votes":N}  pvecm expected
+//	POST   /v1/access/users  {"node","user","password"}          pve-realm user (ticket tests)
+//	POST   /v1/access/tokens {"node","user","name","privsep"}    → {"full-tokenid","value"} (secret shown once)
+//	POST   /v1/access/acl    {"node","path","ugid","role","propagate"}  role: PVEAuditor, … or "priv:A,B"
 //	GET    /v1/nodes/{node}/pmxcfs/{path}          {"content"} of /etc/pve/{path} as node sees it; 404 if absent
 //	PUT    /v1/nodes/{node}/pmxcfs/{path} {"content"}  write it (409 "Permission denied" without quorum, C10)
 //	DELETE /v1/nodes/{node}/pmxcfs/{path}          remove it

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -267,4 +268,56 @@ func TestGoProxmoxTypedWrappersSeeRealShapes(t *testing.T) {
 	if !task.IsSuccessful || task.ExitStatus != "OK" || task.Node != "pve01" {
 		t.Errorf("go-proxmox task %+v", task)
 	}
+}
+
+// Limited tokens for module tests (K19) are made through the control API.
+func TestControlAPIAccess(t *testing.T) {
+	t.Parallel()
+	s := startSim(t, simOpts{})
+	srv := httptest.NewServer(s.ControlHandler())
+	defer srv.Close()
+	post := func(path, body string) (int, map[string]any) {
+		t.Helper()
+		res, err := http.Post(srv.URL+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var out map[string]any
+		_ = json.NewDecoder(res.Body).Decode(&out)
+		return res.StatusCode, out
+	}
+	st, tok := post("/v1/access/tokens", `{"node":"pve01","user":"auto@pve","name":"ci","privsep":true}`)
+	if st != 200 || tok["full-tokenid"] != "auto@pve!ci" || tok["value"] == "" {
+		t.Fatalf("token: %d %v", st, tok)
+	}
+	c := newClient(t, s, "pve01").withToken(tok["full-tokenid"].(string), tok["value"].(string))
+	if n := len(c.call("GET", "/storage", nil).must(t, "storage").list()); n != 0 {
+		t.Errorf("fresh privsep token sees %d storages", n)
+	}
+	for _, body := range []string{
+		`{"node":"pve01","path":"/","ugid":"auto@pve","role":"PVEDatastoreAdmin","propagate":true}`,
+		`{"node":"pve01","path":"/storage","ugid":"auto@pve!ci","role":"priv:Datastore.Audit","propagate":true}`,
+	} {
+		if st, out := post("/v1/access/acl", body); st != 200 {
+			t.Fatalf("acl %s: %d %v", body, st, out)
+		}
+	}
+	if n := len(c.call("GET", "/storage", nil).must(t, "storage").list()); n != 2 {
+		t.Errorf("token with Datastore.Audit sees %d storages, want 2", n)
+	}
+	// Intersection: the token has no Datastore.Allocate of its own.
+	if r := c.call("POST", "/storage", url.Values{"storage": {"d1"}, "type": {"dir"}, "path": {"/x"}}); r.status != 403 {
+		t.Errorf("privsep token allocating: %d", r.status)
+	}
+	if st, _ := post("/v1/access/acl", `{"node":"pve01","path":"/","ugid":"x@pve","role":"NoSuchRole"}`); st != 400 {
+		t.Errorf("unknown role: %d", st)
+	}
+	if st, _ := post("/v1/access/tokens", `{"node":"pve09","user":"a@pve","name":"b"}`); st != 404 {
+		t.Errorf("unknown node: %d", st)
+	}
+	if st, _ := post("/v1/access/users", `{"node":"pve01","user":"alice@pve","password":"wonderland"}`); st != 200 {
+		t.Fatalf("user: %d", st)
+	}
+	newClient(t, s, "pve01").login("alice@pve", "wonderland")
 }
