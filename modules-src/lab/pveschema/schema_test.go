@@ -131,6 +131,8 @@ func TestValidate(t *testing.T) {
 			map[string]string{"content": ""}},
 		{"net31 ok, net32 not (qemu)", 9, "POST", "/nodes/{node}/qemu/{vmid}/config", map[string]any{"node": "pve01", "vmid": "100", "net32": "virtio"},
 			map[string]string{"net32": MsgUnknownProperty}},
+		{"requires", 9, "POST", "/access/ticket", map[string]any{"username": "root@pam", "password": "x", "path": "/"},
+			map[string]string{"privs": "missing property - 'path' requires this property"}},
 		{"no leading zero index", 9, "POST", "/cluster/config", map[string]any{"clustername": "lab", "link01": "10.0.0.1"},
 			map[string]string{"link01": MsgUnknownProperty}},
 	}

@@ -111,7 +111,7 @@ func ValidateObject(schema *Prop, params map[string]any) map[string]string {
 			continue
 		}
 		if _, ok := params[prop.Requires]; !ok && errs[prop.Requires] == "" {
-			errs[prop.Requires] = MsgMissingProperty
+			errs[prop.Requires] = fmt.Sprintf("missing property - '%s' requires this property", key)
 		}
 	}
 	if len(errs) == 0 {
