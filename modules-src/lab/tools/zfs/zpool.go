@@ -139,7 +139,7 @@ func (t *Tool) create(args []string) error {
 	if err != nil {
 		return usage(err.Error())
 	}
-	force := false
+	force, dryRun := false, false
 	poolProps := map[string]string{}
 	fsProps := map[string]string{}
 	mountpoint := ""
@@ -147,6 +147,8 @@ func (t *Tool) create(args []string) error {
 		switch o.Name {
 		case 'f':
 			force = true
+		case 'n':
+			dryRun = true
 		case 'o', 'O':
 			k, v, ok := strings.Cut(o.Value, "=")
 			if !ok {
@@ -250,6 +252,18 @@ func (t *Tool) create(args []string) error {
 		}
 		if s.pool(name) != nil {
 			return false, fail(1, "cannot create '%s': pool already exists", name)
+		}
+		if dryRun { // -n: the layout, nothing written
+			t.Env.Outf("would create '%s' with the following layout:\n\n\t%s\n", name, name)
+			indent := "\t  "
+			if layout != "stripe" {
+				t.Env.Outf("\t  %s\n", strings.TrimSuffix(layout, "1"))
+				indent = "\t    "
+			}
+			for _, l := range leaves {
+				t.Env.Outf("%s%s\n", indent, filepath.Base(l.arg))
+			}
+			return false, nil
 		}
 		now := t.Now()
 		p := &Pool{Name: name, GUID: newGUID(), TopGUID: newGUID(), Layout: layout, Props: poolProps,
@@ -484,7 +498,7 @@ func (t *Tool) importPool(args []string) error {
 			}
 			for _, p := range avail {
 				t.Env.Outf("   pool: %s\n     id: %d\n  state: ONLINE\n action: The pool can be imported using its name or numeric identifier.\n config:\n\n", p.Name, p.GUID)
-				t.writeConfig(p, false, false)
+				t.writeConfig(p, false, false, false)
 				t.Env.Outf("\n")
 			}
 			return false, nil
@@ -758,11 +772,13 @@ func (t *Tool) status(args []string) error {
 	if err != nil {
 		return usage(err.Error())
 	}
-	full, onlyBad := false, false
+	full, onlyBad, resolve := false, false, false
 	for _, o := range opts {
 		switch o.Name {
 		case 'P':
 			full = true
+		case 'L':
+			resolve = true
 		case 'x':
 			onlyBad = true
 		}
@@ -793,22 +809,30 @@ func (t *Tool) status(args []string) error {
 			t.Env.Outf("  scan: scrub repaired 0B in 00:00:01 with 0 errors on %s\n", time.Unix(sec, 0).UTC().Format("Mon Jan _2 15:04:05 2006"))
 		}
 		t.Env.Outf("config:\n\n")
-		t.writeConfig(p, full, true)
+		t.writeConfig(p, full, resolve, true)
 		t.Env.Outf("\nerrors: No known data errors\n")
 	}
 	return nil
 }
 
-func vdevName(d Device, full bool) string {
-	if full {
-		return d.Path
+// vdevName is how zpool status names a leaf: the basename of the recorded
+// path, the full path with -P, the symlink target with -L.
+func vdevName(d Device, full, resolve bool) string {
+	p := d.Path
+	if resolve {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			p = r
+		}
 	}
-	return filepath.Base(d.Path)
+	if full {
+		return p
+	}
+	return filepath.Base(p)
 }
 
 // writeConfig prints the vdev tree as print_status_config does: a tab,
 // the name indented by depth and padded to the widest name (at least 10).
-func (t *Tool) writeConfig(p *Pool, full, counters bool) {
+func (t *Tool) writeConfig(p *Pool, full, resolve, counters bool) {
 	type row struct {
 		depth int
 		name  string
@@ -821,7 +845,7 @@ func (t *Tool) writeConfig(p *Pool, full, counters bool) {
 		depth = 4
 	}
 	for _, d := range p.Devices {
-		rows = append(rows, row{depth, vdevName(d, full)})
+		rows = append(rows, row{depth, vdevName(d, full, resolve)})
 	}
 	width := 10
 	for _, r := range rows {
