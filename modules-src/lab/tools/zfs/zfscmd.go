@@ -425,10 +425,13 @@ func (t *Tool) zdestroy(args []string) error {
 	if err != nil || len(rest) != 1 {
 		return zusage("missing dataset argument")
 	}
-	recursive := false
+	recursive, dryRun := false, false
 	for _, o := range opts {
-		if o.Name == 'r' || o.Name == 'R' {
+		switch o.Name {
+		case 'r', 'R':
 			recursive = true
+		case 'n':
+			dryRun = true
 		}
 	}
 	name := rest[0]
@@ -456,6 +459,12 @@ func (t *Tool) zdestroy(args []string) error {
 		}
 		if len(kids) > 0 && !recursive {
 			return false, fail(1, "cannot destroy '%s': filesystem has children\nuse '-r' to destroy the following datasets:\n%s", name, strings.Join(kids, "\n"))
+		}
+		if dryRun { // -n: say what would go, change nothing
+			for _, k := range append(kids, name) {
+				t.Env.Outf("would destroy %s\n", k)
+			}
+			return false, nil
 		}
 		p.Datasets = keep
 		return true, nil

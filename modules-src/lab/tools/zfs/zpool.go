@@ -520,9 +520,18 @@ func (t *Tool) importPool(args []string) error {
 }
 
 func (t *Tool) scrub(args []string) error {
-	_, rest, err := cli.Getopt(args, "spw")
+	opts, rest, err := cli.Getopt(args, "spw")
 	if err != nil {
 		return usage(err.Error())
+	}
+	stop := ""
+	for _, o := range opts {
+		switch o.Name {
+		case 's':
+			stop = "cancel"
+		case 'p':
+			stop = "pause"
+		}
 	}
 	if len(rest) == 0 {
 		return usage("missing pool name argument")
@@ -532,6 +541,9 @@ func (t *Tool) scrub(args []string) error {
 			p := s.pool(n)
 			if p == nil {
 				return false, fail(1, "cannot open '%s': no such pool", n)
+			}
+			if stop != "" { // lab scrubs finish at once: there is never one to stop
+				return false, fail(1, "cannot %s scrubbing %s: there is no active scrub", stop, n)
 			}
 			p.Props["lab:lastscrub"] = strconv.FormatInt(t.Now().Unix(), 10)
 		}
