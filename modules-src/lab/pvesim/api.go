@@ -284,7 +284,11 @@ func (s *Sim) AddNode(member, joiner, link0 string, force bool) (ClusterInfo, er
 	if mdb.Corosync == nil {
 		return ClusterInfo{}, &NotFoundError{Msg: "Corosync config '/etc/pve/corosync.conf' does not exist - is this node part of a cluster?"}
 	}
-	if reasons := s.joinableLocked(joiner); len(reasons) > 0 && !force {
+	addr := j.Addr
+	if link0 != "" {
+		addr = linkAddr(link0)
+	}
+	if reasons := s.joinableLocked(joiner, map[string]string{"ring0_addr": addr}); len(reasons) > 0 && !force {
 		return ClusterInfo{}, &ConflictError{Msg: "detected the following error(s):\n* " + strings.Join(reasons, "\n* ") + "\nCheck if node may join a cluster failed!"}
 	}
 	if err := s.requireQuorumLocked(mdb); err != nil {
@@ -302,10 +306,6 @@ func (s *Sim) AddNode(member, joiner, link0 string, force bool) (ClusterInfo, er
 		if m.NodeID >= id {
 			id = m.NodeID + 1
 		}
-	}
-	addr := j.Addr
-	if link0 != "" {
-		addr = linkAddr(link0)
 	}
 	c.Nodes = append(c.Nodes, &CorosyncNode{Name: joiner, NodeID: id, Votes: 1, Links: map[string]string{"ring0_addr": addr}})
 	c.ConfigVersion++

@@ -292,17 +292,30 @@ func (s *Sim) lockWithTimeout(m *sync.Mutex, d time.Duration) bool {
 	}
 }
 
-// joinable is assert_joinable for node: the reasons it may not join.
-func (s *Sim) joinableLocked(node string) []string {
-	db := s.dbOf(node)
-	if db.Corosync == nil {
-		return nil
+// joinableLocked is assert_joinable for node: the reasons it may not join.
+// links are the ringN_addr the join would use; each must be an address of
+// the joiner (passing the primary's IP as link0 is a classic mistake).
+func (s *Sim) joinableLocked(node string, links map[string]string) []string {
+	var reasons []string
+	if s.dbOf(node).Corosync != nil {
+		reasons = append(reasons,
+			"authentication key '/etc/corosync/authkey' already exists",
+			"cluster config '/etc/pve/corosync.conf' already exists",
+			"corosync is already running, is this node already in a cluster?!")
 	}
-	return []string{
-		"authentication key '/etc/corosync/authkey' already exists",
-		"cluster config '/etc/pve/corosync.conf' already exists",
-		"corosync is already running, is this node already in a cluster?!",
+	addr := s.st.Nodes[node].Addr
+	keys := make([]string, 0, len(links))
+	for k := range links {
+		keys = append(keys, k)
 	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if ip := links[k]; ip != addr && ip != node {
+			link := "link" + strings.TrimSuffix(strings.TrimPrefix(k, "ring"), "_addr")
+			reasons = append(reasons, fmt.Sprintf("%s: cannot use IP '%s', not found on local node!", link, ip))
+		}
+	}
+	return reasons
 }
 
 // POST /cluster/config/join, sent to the joining node (C4, C5, C6).
@@ -333,7 +346,7 @@ func (s *Sim) joinWorker(t *taskRun, joiner, host, fp, password string, force bo
 	defer local.Unlock()
 
 	s.mu.Lock()
-	if reasons := s.joinableLocked(joiner); len(reasons) > 0 && !force {
+	if reasons := s.joinableLocked(joiner, links); len(reasons) > 0 && !force {
 		s.mu.Unlock()
 		t.logf("detected the following error(s):")
 		for _, r := range reasons {

@@ -304,3 +304,28 @@ func TestQuorumLossC10(t *testing.T) {
 	c.call("POST", "/storage", url.Values{"storage": {"d1"}, "type": {"dir"}, "path": {"/srv/d1"}}).must(t, "write after quorum is back")
 	newClient(t, s, "pve02").labToken().call("GET", "/storage/d1", nil).must(t, "pve02 sees it")
 }
+
+// A join whose link0 is not an address of the joiner (the primary's IP, a
+// typo) fails assert_joinable, like real PVE; the joiner stays standalone.
+func TestJoinRefusesForeignLinkAddress(t *testing.T) {
+	t.Parallel()
+	s := startSim(t, simOpts{nodes: 2})
+	if _, err := s.CreateCluster("pve01", "lab", ""); err != nil {
+		t.Fatal(err)
+	}
+	n1 := mustNode(t, s, "pve01")
+	p2 := newClient(t, s, "pve02").root()
+	params := joinParams(s, "pve01", n1.Fingerprint)
+	params.Set("link0", n1.Addr)
+	upid := p2.call("POST", "/cluster/config/join", params).must(t, "join accepted").data.(string)
+	if st := waitTask(t, p2, upid); st["exitstatus"] != "Check if node may join a cluster failed!" {
+		t.Fatalf("exitstatus %v", st["exitstatus"])
+	}
+	logText := fmt.Sprint(p2.call("GET", "/nodes/pve02/tasks/"+url.PathEscape(upid)+"/log", nil).data)
+	if !strings.Contains(logText, "link0: cannot use IP '"+n1.Addr+"', not found on local node!") {
+		t.Errorf("log %s", logText)
+	}
+	if _, clustered := s.Cluster("pve02"); clustered {
+		t.Error("pve02 joined with a foreign link address")
+	}
+}
