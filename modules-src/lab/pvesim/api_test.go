@@ -236,3 +236,26 @@ func TestTokenPrivsepEmptyListsK19(t *testing.T) {
 		t.Errorf("auditor creating storage: %d %q", r.status, r.reason)
 	}
 }
+
+// The schema is the lab version's: token-coefficient exists only in PVE 9.
+func TestValidationFollowsLabVersion(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		version int
+		status  int
+	}{{8, 400}, {9, 200}} {
+		s := startSim(t, simOpts{version: tc.version})
+		c := newClient(t, s, "pve01").root()
+		r := c.call("POST", "/cluster/config", url.Values{"clustername": {"lab"}, "token-coefficient": {"150"}})
+		if r.status != tc.status {
+			t.Errorf("PVE %d token-coefficient: %d %q %v, want %d", tc.version, r.status, r.reason, r.errs, tc.status)
+		}
+		if tc.status == 200 {
+			waitTask(t, c, r.data.(string))
+			info, _ := s.Cluster("pve01")
+			if !strings.Contains(info.CorosyncConf, "token_coefficient: 150") {
+				t.Errorf("corosync.conf lacks the coefficient:\n%s", info.CorosyncConf)
+			}
+		}
+	}
+}
