@@ -24,7 +24,9 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/labctl"
 )
 
-func startLab(t *testing.T, pve int) (*labctl.Lab, string) {
+// startLab starts a lab of n nodes, builds gopve and copies it to pve01 as
+// /usr/local/bin/gopve-e2e. It returns the lab and the local binary.
+func startLab(t *testing.T, pve, n int) (*labctl.Lab, string) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("lab end-to-end tests are skipped with -short")
@@ -55,7 +57,7 @@ func startLab(t *testing.T, pve int) (*labctl.Lab, string) {
 		t.Fatalf("building gopve: %v\n%s", err, out)
 	}
 	var log bytes.Buffer
-	lab, err := labctl.Start(ctx, labctl.Options{Nodes: 1, PVE: pve, Dir: filepath.Join(tmp, "lab"), Labtools: tools, Log: &log})
+	lab, err := labctl.Start(ctx, labctl.Options{Nodes: n, PVE: pve, Dir: filepath.Join(tmp, "lab"), Labtools: tools, Log: &log})
 	if err != nil {
 		t.Fatalf("starting the lab: %v\n%s", err, log.String())
 	}
@@ -73,8 +75,10 @@ func startLab(t *testing.T, pve int) (*labctl.Lab, string) {
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("copying gopve to the node: %v %s", err, res.Stderr)
 	}
-	return lab, "/usr/local/bin/gopve-e2e"
+	return lab, bin
 }
+
+const nodeBin = "/usr/local/bin/gopve-e2e"
 
 // invoke runs a module on the node the way Ansible runs a binary module.
 func invoke(t *testing.T, lab *labctl.Lab, bin, module string, args map[string]any, check bool) map[string]any {
@@ -101,11 +105,18 @@ func invoke(t *testing.T, lab *labctl.Lab, bin, module string, args map[string]a
 // and dpkg's status, so check mode can be proven write-free.
 const nodeState = `cd / && find etc/apt etc/modprobe.d usr/share/javascript/proxmox-widget-toolkit var/lib/apt/lists var/lib/dpkg/status usr/local/sbin sys/module/zfs/parameters/zfs_arc_max -type f 2>/dev/null | sort | xargs sha256sum; ls -l --time-style=+%s /boot 2>/dev/null`
 
-func labState(t *testing.T, lab *labctl.Lab) string {
+func labState(t *testing.T, lab *labctl.Lab, nodes ...string) string {
 	t.Helper()
-	out, err := lab.SSH("pve01", nodeState)
-	if err != nil {
-		t.Fatal(err)
+	if len(nodes) == 0 {
+		nodes = []string{"pve01"}
+	}
+	out := ""
+	for _, n := range nodes {
+		o, err := lab.SSH(n, nodeState)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out += n + ":\n" + o
 	}
 	return out
 }
@@ -114,7 +125,8 @@ func TestLabPVE8(t *testing.T) { testLab(t, 8) }
 func TestLabPVE9(t *testing.T) { testLab(t, 9) }
 
 func testLab(t *testing.T, pve int) {
-	lab, bin := startLab(t, pve)
+	lab, _ := startLab(t, pve, 1)
+	bin := nodeBin
 	r, err := aptrepo.ReleaseFor(pve)
 	if err != nil {
 		t.Fatal(err)
