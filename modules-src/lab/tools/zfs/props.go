@@ -222,7 +222,7 @@ func (s *State) get(p *Pool, d *Dataset, name string) (valueSource, bool) {
 	case "mounted":
 		mp, _ := s.get(p, d, "mountpoint")
 		cm, _ := s.get(p, d, "canmount")
-		if mp.value == "none" || mp.value == "legacy" || cm.value != "on" {
+		if mp.value == "none" || mp.value == "legacy" || cm.value != "on" || d.Unmounted {
 			return valueSource{value: "no", source: "-"}, true
 		}
 		return valueSource{value: "yes", source: "-"}, true

@@ -45,6 +45,8 @@ type Dataset struct {
 	Name    string            `json:"name"`
 	Props   map[string]string `json:"props"`
 	Created time.Time         `json:"created"`
+	// Unmounted: mounting failed (its directory was not empty).
+	Unmounted bool `json:"unmounted,omitempty"`
 }
 
 func newGUID() uint64 {

@@ -2,7 +2,6 @@ package zfs
 
 import (
 	"fmt"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -214,7 +213,8 @@ func (t *Tool) zset(args []string) error {
 	if len(targets) == 0 {
 		return zusage("missing dataset name(s)")
 	}
-	return t.update(func(s *State) (bool, error) {
+	var mountErr error
+	err := t.update(func(s *State) (bool, error) {
 		for _, n := range targets {
 			_, d := s.dataset(n)
 			if d == nil {
@@ -237,14 +237,27 @@ func (t *Tool) zset(args []string) error {
 				if d.Props == nil {
 					d.Props = map[string]string{}
 				}
+				p, _ := s.dataset(n)
+				before, _ := s.get(p, d, def.name)
 				d.Props[def.name] = cv
-				if def.name == "mountpoint" && strings.HasPrefix(cv, "/") {
-					os.MkdirAll(t.Node.HostPath(cv), 0o755)
+				if def.name == "mountpoint" && (before.value != cv || d.Unmounted) {
+					// a new mountpoint remounts (the dataset and its children)
+					for _, c := range p.Datasets {
+						if c == d || strings.HasPrefix(c.Name, d.Name+"/") {
+							if err := t.mount(s, p, c); err != nil && mountErr == nil {
+								mountErr = err
+							}
+						}
+					}
 				}
 			}
 		}
 		return true, nil
 	})
+	if err != nil {
+		return err
+	}
+	return mountErr
 }
 
 func (t *Tool) zinherit(args []string) error {
@@ -384,7 +397,8 @@ func (t *Tool) zcreate(args []string) error {
 		}
 	}
 	name := rest[0]
-	return t.update(func(s *State) (bool, error) {
+	var mountErr error
+	err = t.update(func(s *State) (bool, error) {
 		p, d := s.dataset(name)
 		if p == nil {
 			poolName, _, _ := strings.Cut(name, "/")
@@ -413,11 +427,15 @@ func (t *Tool) zcreate(args []string) error {
 		}
 		nd := &Dataset{Name: name, Props: props, Created: t.Now()}
 		p.Datasets = append(p.Datasets, nd)
-		if mp, _ := s.get(p, nd, "mountpoint"); strings.HasPrefix(mp.value, "/") {
-			os.MkdirAll(t.Node.HostPath(mp.value), 0o755)
+		if err := t.mount(s, p, nd); err != nil {
+			mountErr = fail(1, "%v\nfilesystem successfully created, but not mounted", err)
 		}
 		return true, nil
 	})
+	if err != nil {
+		return err
+	}
+	return mountErr
 }
 
 func (t *Tool) zdestroy(args []string) error {

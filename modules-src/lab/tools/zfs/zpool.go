@@ -223,6 +223,7 @@ func (t *Tool) create(args []string) error {
 		leaves = append(leaves, l)
 	}
 	labelled := false
+	var mountErr error
 	err = t.update(func(s *State) (bool, error) {
 		var vdevErrs []string
 		fatal := false
@@ -303,11 +304,13 @@ func (t *Tool) create(args []string) error {
 			}
 		}
 		s.Pools = append(keep, p)
-		if mp, _ := s.get(p, root, "mountpoint"); strings.HasPrefix(mp.value, "/") {
-			os.MkdirAll(t.Node.HostPath(mp.value), 0o755) // the mount itself is not simulated
-		}
+		mountErr = t.mount(s, p, root)
 		return true, nil
 	})
+	if err == nil && mountErr != nil {
+		// The pool exists; only its mount failed (real zpool exits 1 too).
+		return mountErr
+	}
 	if err != nil && labelled {
 		// The pool was not recorded: leave no half-created pool behind.
 		for _, l := range leaves {
@@ -887,4 +890,36 @@ func PoolNames(statePath string) ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// mount "mounts" a dataset at its mountpoint: the directory is created; a
+// directory that exists and is not empty makes the mount fail as in ZFS
+// ("cannot mount '/x': directory is not empty"), leaving mounted=no.
+func (t *Tool) mount(s *State, p *Pool, d *Dataset) error {
+	d.Unmounted = false
+	mp, _ := s.get(p, d, "mountpoint")
+	if !strings.HasPrefix(mp.value, "/") {
+		return nil
+	}
+	dir := t.Node.HostPath(mp.value)
+	// Directories that are other datasets' mountpoints belong to those
+	// mounts, not to the directory underneath (no layering is simulated).
+	others := map[string]bool{}
+	for _, o := range p.Datasets {
+		if o != d {
+			if omp, _ := s.get(p, o, "mountpoint"); strings.HasPrefix(omp.value, "/") {
+				others[omp.value] = true
+			}
+		}
+	}
+	if ents, err := os.ReadDir(dir); err == nil {
+		for _, e := range ents {
+			if !others[filepath.Join(mp.value, e.Name())] {
+				d.Unmounted = true
+				return fail(1, "cannot mount '%s': directory is not empty", mp.value)
+			}
+		}
+	}
+	os.MkdirAll(dir, 0o755)
+	return nil
 }
