@@ -231,7 +231,10 @@ func (s *Sim) serve(node string, table map[string]handlerFunc, w http.ResponseWr
 		params[k] = v
 	}
 
-	status, data, aerr := s.dispatch(node, table, m, params, r, taskFault)
+	status, data, who, aerr := s.dispatch(node, table, m, params, r, taskFault)
+	if who != nil {
+		entry.Auth = who.full()
+	}
 	if aerr != nil {
 		if aerr.wait > 0 {
 			s.sleepCtx(r, aerr.wait)
@@ -248,7 +251,7 @@ func (s *Sim) serve(node string, table map[string]handlerFunc, w http.ResponseWr
 }
 
 // dispatch authenticates, validates and runs the handler under the state lock.
-func (s *Sim) dispatch(node string, table map[string]handlerFunc, m *pveschema.Method, params map[string]any, r *http.Request, taskFault *Fault) (int, any, *APIError) {
+func (s *Sim) dispatch(node string, table map[string]handlerFunc, m *pveschema.Method, params map[string]any, r *http.Request, taskFault *Fault) (int, any, *principal, *APIError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	db := s.dbOf(node)
@@ -262,48 +265,48 @@ func (s *Sim) dispatch(node string, table map[string]handlerFunc, m *pveschema.M
 		var msg string
 		who, msg = authenticate(db, r)
 		if who == nil {
-			return 0, nil, errStatus(401, "%s", msg)
+			return 0, nil, who, errStatus(401, "%s", msg)
 		}
 		if who.Ticket && r.Method != "GET" {
 			if !verifyCSRF(db, who.User, r.Header.Get("CSRFPreventionToken")) {
-				return 0, nil, errStatus(401, "Permission denied - invalid csrf token")
+				return 0, nil, who, errStatus(401, "Permission denied - invalid csrf token")
 			}
 		}
 		if who.TokenID != "" && !bool(m.AllowToken) {
-			return 0, nil, errStatus(403, "Permission check failed (API tokens are not allowed for this method)")
+			return 0, nil, who, errStatus(403, "Permission check failed (API tokens are not allowed for this method)")
 		}
 	}
 	if errs := m.Validate(params); errs != nil {
-		return 0, nil, errParams(errs)
+		return 0, nil, who, errParams(errs)
 	}
 	target := node
 	if m.ProxyTo != "" {
 		if t := paramString(params[m.ProxyTo]); t != "" && t != node {
 			if aerr := s.proxyCheckLocked(node, t); aerr != nil {
-				return 0, nil, aerr
+				return 0, nil, who, aerr
 			}
 			target = t
 		}
 	}
 	if who != nil {
 		if detail := checkPermissions(db, who, m.Permissions, params); detail != "" {
-			return 0, nil, errPerm(detail)
+			return 0, nil, who, errPerm(detail)
 		}
 	}
 	h := table[m.HTTPMethod+" "+m.Path]
 	if h == nil {
-		return 0, nil, errStatus(501, "Method '%s %s' not implemented", m.HTTPMethod, m.Path)
+		return 0, nil, who, errStatus(501, "Method '%s %s' not implemented", m.HTTPMethod, m.Path)
 	}
 	rc := &reqCtx{s: s, node: target, origin: node, method: m, params: params, who: who, fault: taskFault}
 	data, err := h(rc)
 	if err != nil {
 		var aerr *APIError
 		if errors.As(err, &aerr) {
-			return 0, nil, aerr
+			return 0, nil, who, aerr
 		}
-		return 0, nil, errStatus(500, "%v", err)
+		return 0, nil, who, errStatus(500, "%v", err)
 	}
-	return 200, data, nil
+	return 200, data, who, nil
 }
 
 // proxyCheckLocked mirrors pveproxy forwarding to {node}: unknown nodes fail

@@ -209,6 +209,14 @@ func TestRequestLogRedaction(t *testing.T) {
 			mut++
 		}
 	}
+	// The log says who called: the token for the pool, root@pam for the join.
+	auths := map[string]string{}
+	for _, e := range s.Requests() {
+		auths[e.Method+" "+e.Path] = e.Auth
+	}
+	if auths["POST /pools"] != "root@pam!lab" || auths["POST /cluster/config/join"] != "root@pam" {
+		t.Errorf("request log auth fields %v", auths)
+	}
 	// root login on pve01, ticket renewal, pool, root login on pve02, join.
 	if mut != 5 {
 		t.Errorf("%d mutating requests logged, want 5", mut)
