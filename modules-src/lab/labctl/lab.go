@@ -21,6 +21,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/aptrepo"
 	"github.com/gopve/proxmox/modules-src/lab/node"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim"
 	"github.com/gopve/proxmox/modules-src/lab/sshkey"
 )
 
@@ -64,7 +65,7 @@ type Lab struct {
 	repo    *aptrepo.Repo
 	apt     *aptrepo.Server
 	control *http.Server
-	sim     simulator
+	sim     *pvesim.Sim
 	creds   Credentials
 	slotF   *os.File
 	log     io.Writer
@@ -295,14 +296,7 @@ func (l *Lab) startAptServer() error {
 func (l *Lab) controlSocket() string { return filepath.Join(l.dir, "control.sock") }
 
 func (l *Lab) startControl() error {
-	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = io.WriteString(w, `{"error": "the lab runs without its PVE API simulator"}`+"\n")
-	})
-	if l.sim != nil {
-		h = l.sim.ControlHandler()
-	}
+	h := l.sim.ControlHandler()
 	_ = os.Remove(l.controlSocket())
 	ln, err := net.Listen("unix", l.controlSocket())
 	if err != nil {

@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -265,6 +269,56 @@ func testLab(t *testing.T, pve int) {
 		if out := onNode(t, lab, "pve01", "stat -c %a /etc/gopve-lab/node.json"); strings.TrimSpace(out) != "600" {
 			t.Errorf("node.json mode %s, want 600 (it may carry the API token)", out)
 		}
+	})
+
+	t.Run("api_and_credentials", func(t *testing.T) {
+		creds := lab.Credentials()
+		if creds.Password == "" || creds.TokenSecret == "" || creds.TokenID != "root@pam!lab" {
+			t.Fatalf("credentials incomplete: user %q token %q", creds.User, creds.TokenID)
+		}
+		for _, n := range nodes {
+			fp := creds.Fingerprints[n.Name]
+			client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+				InsecureSkipVerify: true, // verified below by pinning the fingerprint, as PVE clients do
+				VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
+					sum := sha256.Sum256(raw[0])
+					var parts []string
+					for _, b := range sum {
+						parts = append(parts, fmt.Sprintf("%02X", b))
+					}
+					if got := strings.Join(parts, ":"); got != fp {
+						return fmt.Errorf("fingerprint %s, want %s", got, fp)
+					}
+					return nil
+				}}}}
+			req, _ := http.NewRequest("GET", fmt.Sprintf("https://%s:%d/api2/json/version", n.Addr, creds.Port), nil)
+			req.Header.Set("Authorization", "PVEAPIToken="+creds.TokenID+"="+creds.TokenSecret)
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatalf("%s API: %v", n.Name, err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || !strings.Contains(string(body), fmt.Sprintf(`"%d.`, pve)) {
+				t.Errorf("%s /version: %d %s", n.Name, resp.StatusCode, body)
+			}
+			if got := onNode(t, lab, n.Name, "cat /etc/gopve-lab/node.json"); !strings.Contains(got, fp) {
+				t.Errorf("%s node.json lacks the API fingerprint:\n%s", n.Name, got)
+			}
+		}
+		// Secrets only in credentials.yml (0600) and node.json (0600 in the nodes).
+		fi, err := os.Stat(filepath.Join(lab.Dir(), CredentialsFile))
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("credentials.yml: %v mode %v, want 0600", err, fi.Mode())
+		}
+		for _, f := range []string{InventoryFile, StateFile, KnownHostsFile} {
+			b, _ := os.ReadFile(filepath.Join(lab.Dir(), f))
+			if bytes.Contains(b, []byte(creds.Password)) || bytes.Contains(b, []byte(creds.TokenSecret)) {
+				t.Errorf("%s contains a secret", f)
+			}
+		}
+		// Root's password works on the nodes as on PVE (PAM root@pam).
+		onNode(t, lab, "pve01", "python3 -c 'import crypt,spwd' 2>/dev/null; grep -q '^root:\\$' /etc/shadow")
 	})
 
 	t.Run("user_role_runs_as_on_pve", func(t *testing.T) { testUserRole(t, lab, r) })
