@@ -257,6 +257,12 @@ func TestGoProxmoxTypedWrappersSeeRealShapes(t *testing.T) {
 	if _, err := c.ClusterStorage(ctx, "d1"); err != nil {
 		t.Errorf("the storage must exist although go-proxmox reported an error: %v", err)
 	}
+	if nodes, err := c.Nodes(ctx); err != nil || len(nodes) != 1 || nodes[0].SSLFingerprint != n.Fingerprint {
+		t.Errorf("go-proxmox Nodes: %v %+v", err, nodes)
+	}
+	if node, err := c.Node(ctx, "pve01"); err != nil || !strings.HasPrefix(node.PVEVersion, "pve-manager/9.") || node.CPUInfo.Cores != 4 {
+		t.Errorf("go-proxmox Node: %v %+v", err, node)
+	}
 	// A task through go-proxmox's own wait.
 	s.mu.Lock()
 	upid := s.startTaskLocked(&reqCtx{s: s, who: &principal{User: "root@pam", TokenID: "lab"}}, "pve01", "vzdump", "", s.simpleTask("backup"))
