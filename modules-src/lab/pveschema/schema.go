@@ -74,7 +74,11 @@ type Prop struct {
 	Properties           map[string]*Prop `json:"properties"`
 	AdditionalProperties *Flag            `json:"additionalProperties"`
 	Requires             string           `json:"requires"`
-	Description          string           `json:"description"`
+	// Alias/KeyAlias describe property-string shorthands: in net[n],
+	// "virtio=XX:…" is macaddr=XX:… with model=virtio.
+	Alias       string `json:"alias"`
+	KeyAlias    string `json:"keyAlias"`
+	Description string `json:"description"`
 }
 
 // Flag is a Perl-ish boolean: 0/1, "0"/"1" or true/false in the JSON.

@@ -319,6 +319,18 @@ func checkPropertyString(keys map[string]*Prop, s string) error {
 		if !ok {
 			return fmt.Errorf("invalid key in comma-separated list property: %s", k)
 		}
+		if p.Alias != "" {
+			if p.KeyAlias != "" {
+				if seen[p.KeyAlias] {
+					return fmt.Errorf("duplicate key in comma-separated list property: %s", p.KeyAlias)
+				}
+				seen[p.KeyAlias] = true
+			}
+			k = p.Alias
+			if p, ok = keys[k]; !ok {
+				return nil // a schema alias to nowhere: do not guess
+			}
+		}
 		if seen[k] {
 			return fmt.Errorf("duplicate key in comma-separated list property: %s", k)
 		}
@@ -328,7 +340,7 @@ func checkPropertyString(keys map[string]*Prop, s string) error {
 		}
 	}
 	for k, p := range keys {
-		if !bool(p.Optional) && !seen[k] {
+		if !bool(p.Optional) && p.Alias == "" && !seen[k] {
 			return fmt.Errorf("format error\n%s: %s", k, MsgMissingProperty)
 		}
 	}
