@@ -206,7 +206,7 @@ func (db *ConfigDB) sortedStorageIDs() []string {
 	return ids
 }
 
-// members returns the cluster members in nodeid order (nil if standalone).
+// member returns the corosync nodelist entry of name, or nil.
 func (c *Corosync) member(name string) *CorosyncNode {
 	for _, n := range c.Nodes {
 		if n.Name == name {

@@ -142,7 +142,7 @@ func storageOnNode(st *Storage, node string) bool {
 	return n == "" || contains(pveschema.SplitList(n), node)
 }
 
-// storageView is the GET shape: options plus storage, type, digest, with
+// view is the GET shape: options plus storage, type, digest, with
 // numbers for integer/boolean options (SectionConfig).
 func (st *Storage) view(digest string) map[string]any {
 	out := map[string]any{"storage": st.ID, "type": st.Type}
