@@ -199,4 +199,18 @@ func testLab(t *testing.T, pve int) {
 	if again := invoke(t, lab, bin, "pve_base", arc, false); again["changed"] != false {
 		t.Errorf("ARC second run: %q %v", changes(again), again["msg"])
 	}
+
+	// B3 across later upgrades: the DPkg::Post-Invoke hook re-applies the
+	// patch when dpkg rewrites proxmoxlib.js outside of this module.
+	hook := map[string]any{"upgrade": "none", "subscription_notice_hook": true}
+	if res := invoke(t, lab, bin, "pve_base", hook, false); failed(res) || len(changes(res)) != 2 {
+		t.Fatalf("hook install: %v %q", res["msg"], changes(res))
+	}
+	out, err := lab.SSH("pve01", "DEBIAN_FRONTEND=noninteractive apt-get install --reinstall -y -q proxmox-widget-toolkit >/dev/null 2>&1 && grep -c 'void({ //' "+aptrepo.ProxmoxLibJS+"; grep -c \"title: gettext('No valid sub\" "+aptrepo.ProxmoxLibJS+" || true")
+	if err != nil || out != "1\n0\n" {
+		t.Errorf("after reinstalling the toolkit with the hook in place: %q %v (want the patch re-applied)", out, err)
+	}
+	if res := invoke(t, lab, bin, "pve_base", hook, false); failed(res) || res["changed"] != false {
+		t.Errorf("after the hook re-patched: %v %q", res["msg"], changes(res))
+	}
 }
