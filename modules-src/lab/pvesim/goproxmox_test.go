@@ -110,6 +110,25 @@ func TestRestartKeepsStateAndCertificates(t *testing.T) {
 	if info, ok := s2.Cluster("pve01"); !ok || info.Name != "lab" {
 		t.Errorf("cluster lost across restart: %+v", info)
 	}
+	// A task cut short by the restart is recorded as died, not left running.
+	s2.mu.Lock()
+	s2.st.Nodes["pve02"].Tasks = append(s2.st.Nodes["pve02"].Tasks, &Task{UPID: "UPID:pve02:00000001:00000001:00000001:x::root@pam:", Status: "running"})
+	s2.st.Nodes["pve02"].CorosyncUpAt = time.Now().Add(time.Hour).UnixMilli()
+	s2.mu.Unlock()
+	if err := s2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s3, err := New(testConfig(simOpts{version: 9, nodes: 2}, 199, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s3.Close()
+	if tk := s3.st.Nodes["pve02"].Tasks[0]; tk.Status != "stopped" || tk.ExitStatus != "unexpected status" {
+		t.Errorf("task across restart: %+v", tk)
+	}
+	if s3.st.Nodes["pve02"].CorosyncUpAt > time.Now().UnixMilli() {
+		t.Error("a join cut short by the restart leaves the node out of quorum forever")
+	}
 }
 
 func TestControlAPI(t *testing.T) {

@@ -140,8 +140,12 @@ func (s *Sim) loadOrInit() error {
 		if st.Version != s.cfg.Version {
 			return fmt.Errorf("lab %s simulates PVE %d, not %d: recreate the lab to change version", s.cfg.Dir, st.Version, s.cfg.Version)
 		}
-		// Tasks that ran when the simulator stopped died with it.
+		// Tasks that ran when the simulator stopped died with it; a create or
+		// join cut short still brought corosync up, as after a real reboot.
 		for _, n := range st.Nodes {
+			if n.CorosyncUpAt > time.Now().UnixMilli() {
+				n.CorosyncUpAt = time.Now().UnixMilli()
+			}
 			for _, t := range n.Tasks {
 				if t.Status == "running" {
 					t.Status, t.ExitStatus, t.EndTime = "stopped", "unexpected status", nowUnix()
@@ -251,11 +255,16 @@ func (s *Sim) stopAllLocked() {
 }
 
 // Close stops every listener and task worker, saves the state and releases
-// the lab lock. Running tasks are recorded as died ("unexpected status").
+// the lab lock. Running tasks are recorded as died ("unexpected status") when
+// the lab is loaded again. Calling Close twice is harmless.
 func (s *Sim) Close() error {
 	s.reqMu.Lock()
+	already := s.closing
 	s.closing = true
 	s.reqMu.Unlock()
+	if already {
+		return nil // the state was saved and the lab released by the first Close
+	}
 	s.cancel()
 	s.mu.Lock()
 	s.stopAllLocked()
