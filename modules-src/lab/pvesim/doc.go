@@ -68,13 +68,15 @@
 // # Endpoints
 //
 // /version, /access/ticket, /nodes, /nodes/{node}/status,
-// /nodes/{node}/tasks[/{upid}/status|log], /nodes/{node}/storage[/{storage}/status],
+// /access/permissions, /nodes/{node}/tasks[/{upid}/status|log],
+// /nodes/{node}/storage[/{storage}/status|content],
 // /cluster/status, /cluster/resources (node and storage entries),
 // /cluster/config (create, index), /cluster/config/join (GET, POST),
 // /cluster/config/nodes, /cluster/config/totem, /storage[/{storage}] (dir,
 // nfs, zfspool, lvmthin, lvm with per-type options, required and fixed keys),
 // /pools (8.1+ forms and the deprecated /pools/{poolid}). Anything else in the
-// schema answers 501 like an unknown path.
+// schema answers 501 "Method '…' not implemented (exists in PVE N, not
+// simulated by the lab)"; paths unknown to the schema answer PVE's plain 501.
 //
 // # Control API (ControlHandler, plain HTTP/JSON on the lab's Unix socket)
 //

@@ -93,8 +93,8 @@ func (rc *reqCtx) db() *ConfigDB { return rc.s.dbOf(rc.node) }
 type handlerFunc func(rc *reqCtx) (any, error)
 
 // handlers maps "METHOD /schema/path" to its implementation. Paths the
-// schema knows but the simulator does not implement answer 501 like an
-// unknown path, and the request log says so.
+// schema knows but the simulator does not implement answer 501 with a
+// message that says so.
 func (s *Sim) handlers() map[string]handlerFunc {
 	return map[string]handlerFunc{
 		"GET /version":                                s.getVersion,
@@ -295,7 +295,9 @@ func (s *Sim) dispatch(node string, table map[string]handlerFunc, m *pveschema.M
 	}
 	h := table[m.HTTPMethod+" "+m.Path]
 	if h == nil {
-		return 0, nil, who, errStatus(501, "Method '%s %s' not implemented", m.HTTPMethod, m.Path)
+		// Real PVE has this method: say plainly that only the lab lacks it, so
+		// no module mistakes it for a version difference (e.g. HA rules in 8).
+		return 0, nil, who, errStatus(501, "Method '%s %s' not implemented (exists in PVE %d, not simulated by the lab)", m.HTTPMethod, m.Path, s.cfg.Version)
 	}
 	rc := &reqCtx{s: s, node: target, origin: node, method: m, params: params, who: who, fault: taskFault}
 	data, err := h(rc)
