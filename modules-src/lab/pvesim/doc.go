@@ -48,6 +48,8 @@
 //		Kind: pvesim.FaultError, Status: 500, Message: "got timeout", Count: 2})
 //	s.Requests()                     // request log, secrets redacted; Request.Mutating()
 //	s.Cluster("pve01"); s.CreateCluster(…); s.AddNode(…); s.SetExpectedVotes(…) // pvecm material
+//	s.ReadPmxcfs(node, "priv/authorized_keys"); s.WritePmxcfs(…)  // other /etc/pve files (C7)
+//	Config.StorageCheck = func(node string, st StorageInfo) error { … } // activation, e.g. "is the ZFS pool there?" (Z7)
 //	http.Serve(unixListener, s.ControlHandler())
 //
 // # Simulated time
@@ -61,7 +63,10 @@
 // a join waiting longer than LockTimeout fails "can't lock file
 // '/var/lock/pvecm.lock' - got timeout", C4), quorum ("cluster not ready -
 // no quorum?"), then the joiner's API is down for RestartWindow and comes
-// back with a new certificate (C5). Writes to a non-quorate /etc/pve wait
+// back with a new certificate (C5). Failures after the login carry the
+// member's HTTP code as the API client reports it ("500 cluster not ready -
+// no quorum?"): match the text, not the whole exit status. Writes to a
+// non-quorate /etc/pve wait
 // LockTimeout then fail "<op> failed: cfs-lock 'file-storage_cfg' error: no
 // quorum!" (C10).
 //
