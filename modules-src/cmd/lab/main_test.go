@@ -1,0 +1,88 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gopve/proxmox/modules-src/lab/labctl"
+)
+
+// TestUpIsIdempotentAndDownLeavesNothing drives the real binary: two labs
+// side by side (distinct slots), a second `lab up` that changes nothing,
+// `lab status`, and `lab down` that removes everything.
+func TestUpIsIdempotentAndDownLeavesNothing(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the lab needs root (namespaces, overlayfs, loop devices)")
+	}
+	bin := filepath.Join(t.TempDir(), "lab")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	lab := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		cmd := exec.Command(bin, args...)
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		return out.String(), err
+	}
+	base := t.TempDir()
+	dirA, dirB := filepath.Join(base, "a"), filepath.Join(base, "b")
+	t.Cleanup(func() { _, _ = lab("down", "--dir", dirA); _, _ = lab("down", "--dir", dirB) })
+
+	if out, err := lab("up", "--nodes", "1", "--pve", "8", "--dir", dirA); err != nil {
+		t.Fatalf("lab up A: %v\n%s", err, out)
+	}
+	if out, err := lab("up", "--nodes", "1", "--pve", "8", "--dir", dirB); err != nil {
+		t.Fatalf("lab up B: %v\n%s", err, out)
+	}
+	stA, stB := readState(t, dirA), readState(t, dirB)
+	if stA.Slot == stB.Slot {
+		t.Fatalf("two labs share slot %d", stA.Slot)
+	}
+	out, err := lab("up", "--nodes", "1", "--pve", "8", "--dir", dirA)
+	if err != nil || !strings.Contains(out, "already up") {
+		t.Errorf("second lab up: %v\n%s", err, out)
+	}
+	if again := readState(t, dirA); again.PID != stA.PID {
+		t.Errorf("second lab up replaced the supervisor (%d → %d)", stA.PID, again.PID)
+	}
+	if out, err := lab("up", "--nodes", "2", "--pve", "8", "--dir", dirA); err == nil {
+		t.Errorf("lab up with another shape on a running lab must fail:\n%s", out)
+	}
+	if out, err := lab("status", "--dir", dirA); err != nil || !strings.Contains(out, "pve01") || !strings.Contains(out, "ssh up") {
+		t.Errorf("lab status: %v\n%s", err, out)
+	}
+	if out, err := lab("ssh", "--dir", dirA, "pve01", "hostname"); err != nil || strings.TrimSpace(out) != "pve01" {
+		t.Errorf("lab ssh: %v %q", err, out)
+	}
+	for _, d := range []string{dirA, dirB} {
+		if out, err := lab("down", "--dir", d); err != nil {
+			t.Errorf("lab down: %v\n%s", err, out)
+		}
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("%s survived lab down", d)
+		}
+	}
+	if _, err := lab("status", "--dir", dirA); err == nil {
+		t.Error("lab status must exit non-zero once the lab is down")
+	}
+	if loops, _ := exec.Command("losetup", "--list", "--noheadings", "--output", "BACK-FILE").Output(); bytes.Contains(loops, []byte(base)) {
+		t.Errorf("loop devices left: %s", loops)
+	}
+	if alive(stA.PID) || alive(stB.PID) {
+		t.Error("a supervisor survived lab down")
+	}
+}
+
+func readState(t *testing.T, dir string) labctl.State {
+	t.Helper()
+	st, err := labctl.ReadState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
