@@ -300,7 +300,6 @@ class GoModuleAction(ActionBase):
         if status == "corrupt":
             msg = ("gopve: the cached binary %s on %s did not match its sha256 and was deleted; "
                    "a fresh copy was installed" % (path, host))
-            display.warning(msg)
             result.setdefault("warnings", []).append(msg)
         self._install(host, local[tag][0], path, hashes[tag])
         return path
