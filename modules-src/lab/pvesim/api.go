@@ -376,6 +376,9 @@ func (s *Sim) WritePmxcfs(node, path, content string, remove bool) error {
 	if !s.quorateLocked(db) {
 		return &ConflictError{Msg: fmt.Sprintf("unable to write '/etc/pve/%s': Permission denied", p)}
 	}
+	if old, ok := db.Files[p]; ok && !remove && old == content || !ok && remove {
+		return nil // nothing changes: no write, no state save (syncers poll)
+	}
 	if db.Files == nil {
 		db.Files = map[string]string{}
 	}
