@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -311,11 +310,18 @@ func evalCheck(db *ConfigDB, who *principal, check []any, params map[string]any)
 		if hasPriv(db, who, p, privs, anyOf) {
 			return true, ""
 		}
-		sort.Strings(privs)
+		// RPCEnvironment: check_any names all alternatives joined by "|",
+		// check_full the first privilege that is missing.
 		if anyOf {
 			return false, fmt.Sprintf("%s, %s", p, strings.Join(privs, "|"))
 		}
-		return false, fmt.Sprintf("%s, %s", p, strings.Join(privs, ", "))
+		have := privileges(db, who, p)
+		for _, priv := range privs {
+			if !have[priv] {
+				return false, fmt.Sprintf("%s, %s", p, priv)
+			}
+		}
+		return false, p
 	case "or":
 		detail := ""
 		for _, sub := range check[1:] {
