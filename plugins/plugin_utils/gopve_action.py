@@ -67,7 +67,7 @@ MARK = "GOPVE_PROBE "
 # The wrapper copies the binary path verbatim out of the JSON args file, so
 # the path may hold no character that JSON escapes (quote, backslash,
 # control and non-ASCII characters).
-_SAFE_PATH = re.compile(r"^/[\x20-\x7e]*$")
+_SAFE_PATH = re.compile(r"^/[\x20-\x21\x23-\x5b\x5d-\x7e]*$")
 
 _SHA256_FN = r"""
 gopve_sha256() {

@@ -361,6 +361,15 @@ case_install() {
     why "installed wrapper gopve_exec.sh is not executable"
 }
 
+case_action_scripts() {
+  # Unit tests of the plugin's host-side scripts under this controller's
+  # Python and ansible-core (imports included), against the installed copy.
+  rm -rf "$W/unit" && cp -a "$HERE/unit" "$W/unit"
+  ctl /usr/bin/env PYTHONPATH="$W/collections" /usr/bin/python3 -m unittest discover -s "$W/unit" \
+    >"$W/logs/action_scripts.log" 2>&1 || why "unit tests failed: $(grep -E '^(FAIL|ERROR):' "$W/logs/action_scripts.log" | head -3 | tr '\n' ' ')"
+  grep -q '^OK' "$W/logs/action_scripts.log" || why "unit tests did not report OK"
+}
+
 case_many_tasks() {
   pb many_tasks many_tasks.yml || why "playbook failed (see many_tasks.log)"
   local h n i
@@ -496,7 +505,7 @@ case_ansible_doc() {
 }
 
 # GOPVE_IT_CASES="install many_tasks corrupt_cache" runs a subset (in this order).
-CASES=${GOPVE_IT_CASES:-install many_tasks idempotence check_diff no_log env_fallback_secret become delegate defaults_env_async platforms corrupt_cache bad_input ansible_doc}
+CASES=${GOPVE_IT_CASES:-install action_scripts many_tasks idempotence check_diff no_log env_fallback_secret become delegate defaults_env_async platforms corrupt_cache bad_input ansible_doc}
 
 # run_controller: every case under $CTL; prints its report, and its counts
 # last as "COUNTS passed failed".

@@ -1,0 +1,173 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The host-side scripts of plugins/plugin_utils/gopve_action.py, run with a
+real /bin/sh and a fake uname: platform mapping for every shipped platform
+(including the macOS ones no test host can run), and the cache decisions
+hit / miss / corrupt / install.
+
+run.sh runs this under each controller's Python and ansible-core, with the
+installed collection on PYTHONPATH:
+  python3 -m unittest discover -s tests/integration/unit
+"""
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+from ansible_collections.gopve.proxmox.plugins.plugin_utils import gopve_action as ga
+
+
+def sha(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+class ScriptTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="gopve-action-test.")
+        self.addCleanup(shutil.rmtree, self.dir)
+        self.fakebin = os.path.join(self.dir, "fakebin")
+        os.mkdir(self.fakebin)
+        self.home = os.path.join(self.dir, "home")
+        os.mkdir(self.home)
+        self.uname("Linux x86_64")
+
+    def uname(self, answer):
+        path = os.path.join(self.fakebin, "uname")
+        with open(path, "w") as f:
+            f.write("#!/bin/sh\necho '%s'\n" % answer)
+        os.chmod(path, 0o755)
+
+    def sh(self, script):
+        # Ansible appends " && sleep 0" to every command: do the same, so a
+        # script that ends badly (e.g. a trailing newline) fails here too.
+        env = {"PATH": self.fakebin + ":/usr/bin:/bin", "HOME": self.home}
+        res = subprocess.run(["/bin/sh", "-c", script + " && sleep 0"], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+        self.assertEqual(res.stderr, b"", "script wrote to stderr: %r" % res.stderr)
+        return ga.parse_probe(res.stdout)
+
+
+class ProbeTest(ScriptTest):
+    def test_platform_mapping(self):
+        cases = [
+            ("Linux x86_64", "linux_x86_64"),
+            ("Linux aarch64", "linux_aarch64"),
+            ("Linux arm64", "linux_aarch64"),
+            ("Darwin x86_64", "darwin_x86_64"),
+            ("Darwin arm64", "darwin_arm64"),
+            ("FreeBSD amd64", ""),
+            ("Linux armv7l", ""),
+            ("Linux i686", ""),
+        ]
+        hashes = dict((tag, sha(tag.encode())) for tag in ga.SHIPPED_TAGS)
+        for answer, tag in cases:
+            with self.subTest(uname=answer):
+                self.uname(answer)
+                out = self.sh(ga.probe_script(self.dir + "/cache", hashes))
+                self.assertEqual(out.get("uname"), answer)
+                self.assertEqual(out.get("tag"), tag)
+                if tag:
+                    self.assertEqual(out.get("path"), "%s/cache/%s/gopve" % (self.dir, hashes[tag]))
+                    self.assertEqual(out.get("status"), "miss")
+                else:
+                    self.assertNotIn("status", out)
+
+    def test_shipped_platform_missing_from_build(self):
+        out = self.sh(ga.probe_script(self.dir, {"linux_aarch64": "ab" * 32}))
+        self.assertEqual(out.get("tag"), "linux_x86_64")
+        self.assertNotIn("path", out)
+        self.assertNotIn("status", out)
+
+    def entry(self, content, mode=0o700):
+        want = sha(b"the real binary")
+        d = os.path.join(self.dir, "cache", want)
+        os.makedirs(d, exist_ok=True)
+        path = os.path.join(d, "gopve")
+        with open(path, "wb") as f:
+            f.write(content)
+        os.chmod(path, mode)
+        return want, path
+
+    def probe(self, want):
+        return self.sh(ga.probe_script(self.dir + "/cache", {"linux_x86_64": want}))
+
+    def test_hit(self):
+        want, path = self.entry(b"the real binary")
+        self.assertEqual(self.probe(want).get("status"), "hit")
+        self.assertTrue(os.path.exists(path))
+
+    def test_corrupt_entries_are_deleted(self):
+        for name, content, mode in [("tampered", b"#!/bin/sh\necho pwned\n", 0o700),
+                                    ("truncated", b"the real", 0o700),
+                                    ("not executable", b"the real binary", 0o600)]:
+            with self.subTest(name):
+                want, path = self.entry(content, mode)
+                self.assertEqual(self.probe(want).get("status"), "corrupt")
+                self.assertFalse(os.path.exists(path), "corrupt entry was kept")
+
+    def test_symlink_is_removed_not_followed(self):
+        want, path = self.entry(b"x")
+        os.remove(path)
+        target = os.path.join(self.dir, "elsewhere")
+        with open(target, "wb") as f:
+            f.write(b"the real binary")
+        os.chmod(target, 0o700)
+        os.symlink(target, path)
+        self.assertEqual(self.probe(want).get("status"), "corrupt")
+        self.assertFalse(os.path.lexists(path))
+        self.assertTrue(os.path.exists(target), "the symlink target was touched")
+
+    def test_home_expansion(self):
+        out = self.sh(ga.probe_script("~/.ansible/gopve", {"linux_x86_64": "cd" * 32}))
+        self.assertEqual(out.get("path"), "%s/.ansible/gopve/%s/gopve" % (self.home, "cd" * 32))
+
+    def test_cache_root_is_quoted(self):
+        root = self.dir + "/it's $(touch pwned) here"
+        out = self.sh(ga.probe_script(root, {"linux_x86_64": "ef" * 32}))
+        self.assertEqual(out.get("path"), "%s/%s/gopve" % (root, "ef" * 32))
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "pwned")))
+
+
+class InstallTest(ScriptTest):
+    def src(self, data):
+        path = os.path.join(self.dir, "transferred")
+        with open(path, "wb") as f:
+            f.write(data)
+        return path
+
+    def test_install(self):
+        data = b"binary bytes"
+        dest = os.path.join(self.dir, "cache", sha(data), "gopve")
+        out = self.sh(ga.install_script(self.src(data), dest, sha(data)))
+        self.assertEqual(out.get("status"), "installed")
+        with open(dest, "rb") as f:
+            self.assertEqual(f.read(), data)
+        self.assertEqual(os.stat(dest).st_mode & 0o777, 0o700)
+        self.assertEqual(os.listdir(os.path.dirname(dest)), ["gopve"], "temporary file left behind")
+
+    def test_hash_mismatch_installs_nothing(self):
+        want = sha(b"what the controller sent")
+        dest = os.path.join(self.dir, "cache", want, "gopve")
+        out = self.sh(ga.install_script(self.src(b"what arrived"), dest, want))
+        self.assertNotEqual(out.get("status"), "installed")
+        self.assertIn("expected " + want, out.get("error", ""))
+        self.assertEqual(os.listdir(os.path.dirname(dest)), [], "something was left in the cache")
+
+
+class PathTest(unittest.TestCase):
+    def test_safe_paths(self):
+        # The wrapper copies the path out of the JSON args verbatim: only
+        # characters JSON leaves alone are allowed.
+        cases = [("/root/.ansible/gopve/ab/gopve", True), ("/with space/x", True),
+                 ('/quo"te', False), ("/back\\slash", False), ("relative/x", False),
+                 ("/caf\u00e9", False), ("/tab\there", False)]
+        for path, ok in cases:
+            with self.subTest(path=path):
+                self.assertEqual(bool(ga._SAFE_PATH.match(path)), ok)
+
+
+if __name__ == "__main__":
+    unittest.main()
