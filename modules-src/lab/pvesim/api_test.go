@@ -1,6 +1,7 @@
 package pvesim
 
 import (
+	"context"
 	"net/url"
 	"strings"
 	"testing"
@@ -258,5 +259,18 @@ func TestValidationFollowsLabVersion(t *testing.T) {
 				t.Errorf("corosync.conf lacks the coefficient:\n%s", info.CorosyncConf)
 			}
 		}
+	}
+}
+
+// Query parameters are merged into the body's and win (pve-http-server).
+func TestQueryParamsMergeAndWin(t *testing.T) {
+	t.Parallel()
+	s := startSim(t, simOpts{})
+	c := newClient(t, s, "pve01").labToken()
+	r := c.callCtx(context.Background(), "POST", "/pools?poolid=from-query", url.Values{"poolid": {"from-body"}, "comment": {"c"}}, "")
+	r.must(t, "POST with query and body")
+	pools := c.call("GET", "/pools", nil).must(t, "pools").list()
+	if len(pools) != 1 || pools[0]["poolid"] != "from-query" || pools[0]["comment"] != "c" {
+		t.Errorf("pools %v: want from-query with the body's comment", pools)
 	}
 }
