@@ -132,8 +132,11 @@ fi
 // debianExtras are tools a user's base role typically installs (the seed's
 // pve_base installs these). The lab's Debian suites are otherwise empty, so
 // they exist as tiny stand-ins with a version lower than any real one: a node
-// that already has the real package keeps it.
-var debianExtras = []string{"vim", "htop", "tmux", "git", "lsb-release"}
+// that already has the real package keeps it. tmux is left out: trixie's
+// libtinfo6 Breaks tmux (< 3.3a-4), so a low-versioned stand-in is
+// uninstallable there (real apt says so) and a higher one would replace a
+// real tmux.
+var debianExtras = []string{"vim", "htop", "git", "lsb-release"}
 
 func debianExtraPkg(name string) pkg {
 	return pkg{Name: name, Version: "0~gopvelab1", Description: name + " (gopve lab stand-in)",

@@ -70,6 +70,8 @@ type Lab struct {
 	slotF   *os.File
 	log     io.Writer
 
+	stopSync  context.CancelFunc
+	syncDone  chan struct{}
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -175,6 +177,9 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 		return nil, err
 	}
 	if err := l.eachNode(func(n *labNode) error { return l.install(ctx, n) }); err != nil {
+		return nil, err
+	}
+	if err := l.startPmxcfsSync(l.syncCtx()); err != nil {
 		return nil, err
 	}
 	if err := l.writeClientFiles(); err != nil {
@@ -475,8 +480,21 @@ func (l *Lab) Close() error {
 	return l.closeErr
 }
 
+// syncCtx lives as long as the lab.
+func (l *Lab) syncCtx() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	l.stopSync = cancel
+	return ctx
+}
+
 func (l *Lab) close() error {
 	var errs []error
+	if l.stopSync != nil {
+		l.stopSync()
+		if l.syncDone != nil {
+			<-l.syncDone
+		}
+	}
 	for _, n := range l.nodes {
 		if err := n.node.Stop(); err != nil {
 			errs = append(errs, err)

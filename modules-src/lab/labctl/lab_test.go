@@ -322,6 +322,40 @@ func testLab(t *testing.T, pve int) {
 	})
 
 	t.Run("user_role_runs_as_on_pve", func(t *testing.T) { testUserRole(t, lab, r) })
+
+	// C7: root's authorized_keys is /etc/pve's; a join replaces the
+	// joiner's copy by the cluster's, so a key only the joiner had vanishes.
+	t.Run("C7_join_swaps_authorized_keys", func(t *testing.T) {
+		const extra = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJoinerOnlyKeyJoinerOnlyKeyJoinerOnlyKey00 only-on-pve03"
+		onNode(t, lab, "pve03", "echo '"+extra+"' >> /root/.ssh/authorized_keys")
+		waitFor(t, func() bool {
+			c, _, _ := lab.Sim().ReadPmxcfs("pve03", "priv/authorized_keys")
+			return strings.Contains(c, "only-on-pve03")
+		}, "the node's edit of /etc/pve/priv/authorized_keys never reached the simulator")
+		if _, err := lab.Sim().CreateCluster("pve01", "labcluster", nodes[0].Addr); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, func() bool {
+			_, err := lab.Sim().AddNode("pve01", "pve03", nodes[2].Addr, false)
+			return err == nil
+		}, "pve03 could not join")
+		waitFor(t, func() bool {
+			out, err := lab.SSH("pve03", "cat /root/.ssh/authorized_keys")
+			return err == nil && !strings.Contains(out, "only-on-pve03")
+		}, "after the join pve03 still has its own authorized_keys")
+	})
+}
+
+// waitFor polls cond for up to 30 s.
+func waitFor(t *testing.T, cond func() bool, msg string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal(msg)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
 }
 
 // testUserRole runs a plain role of the seed's kind (apt, copy, replace,
@@ -359,7 +393,7 @@ func testUserRole(t *testing.T, lab *Lab, r aptrepo.Release) {
       changed_when: false
     - name: Install extra packages
       ansible.builtin.apt:
-        name: [htop, tmux]
+        name: [htop, lsb-release]
         state: present
     - name: Upgrade system
       ansible.builtin.apt:
