@@ -16,6 +16,7 @@ type NodeInfo struct {
 	URL         string // https://Addr:Port/api2/json
 	Fingerprint string // SHA-256 of the current certificate, AA:BB:…
 	CertPEM     []byte // current certificate (changes on join: C5)
+	CAPEM       []byte // root CA of its /etc/pve (pve-root-ca.pem): shared by a cluster (K14 ca_path)
 	Online      bool
 	Serving     bool   // listener up (false while offline or restarting)
 	Cluster     string // cluster name, "" when standalone
@@ -38,6 +39,9 @@ func (s *Sim) Node(name string) (NodeInfo, bool) {
 	}
 	if db := s.st.DBs[n.DB]; db.Corosync != nil {
 		info.Cluster = db.Corosync.ClusterName
+	}
+	if ca := s.cas[n.DB]; ca != nil {
+		info.CAPEM = append([]byte(nil), ca.certPEM...)
 	}
 	return info, true
 }
@@ -311,12 +315,16 @@ func (s *Sim) AddNode(member, joiner, link0 string, force bool) (ClusterInfo, er
 	c.ConfigVersion++
 	mdb.Serial++
 	if j.DB != mdb.ID {
-		delete(s.st.DBs, j.DB)
+		s.dropDBLocked(j.DB)
 		j.DB = mdb.ID
 	}
 	j.CorosyncUpAt = time.Now().UnixMilli()
 	j.CertGen++
-	cert, err := loadOrCreateCert(s.cfg.Dir, joiner, j.Addr, j.CertGen)
+	ca, err := s.caLocked(j.DB)
+	if err != nil {
+		return ClusterInfo{}, err
+	}
+	cert, err := loadOrCreateCert(s.cfg.Dir, joiner, j.Addr, j.CertGen, ca)
 	if err != nil {
 		return ClusterInfo{}, err
 	}

@@ -21,20 +21,92 @@ import (
 	"github.com/google/renameio/v2"
 )
 
-// nodeCert is a node's pve-ssl certificate. ECDSA instead of PVE's RSA keeps
-// lab creation fast; clients only see a self-signed cert and its SHA-256.
+// nodeCert is a node's pve-ssl certificate, signed by its /etc/pve's root
+// CA (pve-root-ca.pem) as on real PVE. ECDSA instead of PVE's RSA keeps lab
+// creation fast; clients see the same thing: a certificate to pin by SHA-256
+// or to verify against the cluster's CA (K14).
 type nodeCert struct {
 	tls         tls.Certificate
 	certPEM     []byte
 	fingerprint string
 }
 
+// rootCA is the pve-root-ca of one /etc/pve (ConfigDB): a join gives the
+// joiner the cluster's CA and a new certificate signed by it.
+type rootCA struct {
+	cert    *x509.Certificate
+	key     *ecdsa.PrivateKey
+	certPEM []byte
+}
+
 func certDir(dir, node string) string { return filepath.Join(dir, "pvesim", "nodes", node) }
+func caDir(dir string) string         { return filepath.Join(dir, "pvesim", "ca") }
+
+// loadOrCreateCA returns the root CA of DB dbID, creating it when missing.
+func loadOrCreateCA(dir, dbID string) (*rootCA, error) {
+	certPath := filepath.Join(caDir(dir), dbID+".pem")
+	keyPath := filepath.Join(caDir(dir), dbID+".key")
+	certPEM, errC := os.ReadFile(certPath)
+	keyPEM, errK := os.ReadFile(keyPath)
+	if errC != nil || errK != nil {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			return nil, fmt.Errorf("generate root CA key: %w", err)
+		}
+		tmpl := &x509.Certificate{
+			SerialNumber:          big.NewInt(time.Now().UnixNano()),
+			Subject:               pkix.Name{CommonName: "Proxmox Virtual Environment", OrganizationalUnit: []string{dbID}, Organization: []string{"PVE Cluster Manager CA"}},
+			NotBefore:             time.Now().Add(-time.Hour),
+			NotAfter:              time.Now().AddDate(10, 0, 0),
+			KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
+			BasicConstraintsValid: true,
+			IsCA:                  true,
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+		if err != nil {
+			return nil, fmt.Errorf("create root CA: %w", err)
+		}
+		keyDER, err := x509.MarshalECPrivateKey(key)
+		if err != nil {
+			return nil, fmt.Errorf("encode root CA key: %w", err)
+		}
+		certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+		keyPEM = pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+		if err := os.MkdirAll(caDir(dir), 0o700); err != nil {
+			return nil, fmt.Errorf("create CA dir: %w", err)
+		}
+		if err := renameio.WriteFile(keyPath, keyPEM, 0o600); err != nil {
+			return nil, fmt.Errorf("write root CA key: %w", err)
+		}
+		if err := renameio.WriteFile(certPath, certPEM, 0o644); err != nil {
+			return nil, fmt.Errorf("write root CA: %w", err)
+		}
+	}
+	cb, _ := pem.Decode(certPEM)
+	kb, _ := pem.Decode(keyPEM)
+	if cb == nil || kb == nil {
+		return nil, fmt.Errorf("root CA in %s is unreadable (delete the lab to start over)", caDir(dir))
+	}
+	cert, err := x509.ParseCertificate(cb.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("parse root CA: %w", err)
+	}
+	key, err := x509.ParseECPrivateKey(kb.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("parse root CA key: %w", err)
+	}
+	return &rootCA{cert: cert, key: key, certPEM: certPEM}, nil
+}
+
+func removeCA(dir, dbID string) {
+	_ = os.Remove(filepath.Join(caDir(dir), dbID+".pem"))
+	_ = os.Remove(filepath.Join(caDir(dir), dbID+".key"))
+}
 
 // loadOrCreateCert returns the node's certificate of generation gen,
-// creating and persisting it when missing: restarts keep it, a join (which
-// bumps gen) replaces it (pitfall C5).
-func loadOrCreateCert(dir, node, addr string, gen int) (*nodeCert, error) {
+// creating it (signed by ca) and persisting it when missing: restarts keep
+// it, a join (which bumps gen) replaces it (pitfall C5).
+func loadOrCreateCert(dir, node, addr string, gen int, ca *rootCA) (*nodeCert, error) {
 	d := certDir(dir, node)
 	certPath := filepath.Join(d, fmt.Sprintf("pve-ssl.%d.pem", gen))
 	keyPath := filepath.Join(d, fmt.Sprintf("pve-ssl.%d.key", gen))
@@ -45,7 +117,7 @@ func loadOrCreateCert(dir, node, addr string, gen int) (*nodeCert, error) {
 			return nil, fmt.Errorf("read certificate of %s: %w", node, errC)
 		}
 		var err error
-		certPEM, keyPEM, err = generateCert(node, addr)
+		certPEM, keyPEM, err = generateCert(node, addr, ca)
 		if err != nil {
 			return nil, err
 		}
@@ -82,7 +154,7 @@ func Fingerprint(der []byte) string {
 	return strings.Join(parts, ":")
 }
 
-func generateCert(node, addr string) (certPEM, keyPEM []byte, err error) {
+func generateCert(node, addr string, ca *rootCA) (certPEM, keyPEM []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, fmt.Errorf("generate key for %s: %w", node, err)
@@ -103,7 +175,7 @@ func generateCert(node, addr string) (certPEM, keyPEM []byte, err error) {
 	if ip := net.ParseIP(addr); ip != nil {
 		tmpl.IPAddresses = []net.IP{ip}
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
 		return nil, nil, fmt.Errorf("create certificate for %s: %w", node, err)
 	}

@@ -428,7 +428,7 @@ func (s *Sim) joinWorker(t *taskRun, joiner, host, fp, password string, force bo
 	old := j.DB
 	j.DB = hdb.ID
 	if old != hdb.ID {
-		delete(s.st.DBs, old)
+		s.dropDBLocked(old)
 	}
 	j.CorosyncUpAt = time.Now().Add(24 * time.Hour).UnixMilli()
 	j.restarting = true
@@ -449,7 +449,11 @@ func (s *Sim) joinWorker(t *taskRun, joiner, host, fp, password string, force bo
 
 	s.mu.Lock()
 	j.CertGen++
-	cert, err := loadOrCreateCert(s.cfg.Dir, joiner, j.Addr, j.CertGen)
+	ca, err := s.caLocked(j.DB)
+	var cert *nodeCert
+	if err == nil {
+		cert, err = loadOrCreateCert(s.cfg.Dir, joiner, j.Addr, j.CertGen, ca)
+	}
 	if err != nil {
 		j.restarting = false
 		s.mu.Unlock()

@@ -28,7 +28,10 @@
 //
 // State is saved as JSON (<Dir>/pvesim/state.json, 0600: it holds the lab's
 // root password and token secret) after every change; certificates live in
-// <Dir>/pvesim/nodes/<node>/. New takes an exclusive flock on
+// <Dir>/pvesim/nodes/<node>/, signed by the root CA of the node's /etc/pve
+// (<Dir>/pvesim/ca/<db>.pem, PVE's pve-root-ca.pem): pin a node by its
+// fingerprint, or trust the CA (K14) — a join re-signs the joiner with the
+// cluster's CA. New takes an exclusive flock on
 // <Dir>/pvesim/lock: one simulator per lab. Restarting the simulator keeps
 // state and certificates; only a join regenerates a node's certificate (C5).
 //
@@ -39,7 +42,7 @@
 //		AuthDelay: 3 * time.Second}) // zero durations mean PVE-like defaults, negative means none
 //	err = s.Start(ctx)               // listens on every online node's Addr:8006 (Config.Port)
 //	defer s.Close()
-//	info, _ := s.Node("pve01")       // URL, Fingerprint (AA:BB:…), CertPEM, Online, Serving, Cluster
+//	info, _ := s.Node("pve01")       // URL, Fingerprint (AA:BB:…), CertPEM, CAPEM, Online, Serving, Cluster
 //	pw := s.RootPassword()           // root@pam, same on every node
 //	id, secret := s.LabToken()       // root@pam!lab, privilege separation off
 //	s.AddToken(node, TokenSpec{…}); s.AddUser(node, user, pw); s.Grant(node, path, ugid, role, propagate)

@@ -346,3 +346,49 @@ func TestControlAPIAccess(t *testing.T) {
 	}
 	newClient(t, s, "pve01").login("alice@pve", "wonderland")
 }
+
+// K14: certificates are signed by the /etc/pve root CA, so a client may
+// verify with ca_path instead of pinning. A join re-signs the joiner with
+// the cluster's CA: the cluster CA then verifies every member, the joiner's
+// old CA no longer does.
+func TestClusterRootCAK14(t *testing.T) {
+	t.Parallel()
+	s := startSim(t, simOpts{nodes: 2})
+	verifyWith := func(caPEM []byte, node string) error {
+		n := mustNode(t, s, node)
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(caPEM) {
+			t.Fatal("CA PEM does not parse")
+		}
+		hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+		defer hc.CloseIdleConnections()
+		res, err := hc.Get(n.URL + "/version")
+		if err != nil {
+			return err
+		}
+		res.Body.Close()
+		return nil
+	}
+	ca1, ca2 := mustNode(t, s, "pve01").CAPEM, mustNode(t, s, "pve02").CAPEM
+	if err := verifyWith(ca1, "pve01"); err != nil {
+		t.Fatalf("pve01 with its own CA: %v", err)
+	}
+	if err := verifyWith(ca1, "pve02"); err == nil {
+		t.Fatal("standalone pve02 verified with pve01's CA")
+	}
+	if _, err := s.CreateCluster("pve01", "lab", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddNode("pve01", "pve02", "", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := verifyWith(ca1, "pve02"); err != nil {
+		t.Errorf("joined pve02 with the cluster CA: %v", err)
+	}
+	if err := verifyWith(ca2, "pve02"); err == nil {
+		t.Error("joined pve02 still verifies with its pre-join CA")
+	}
+	if got := mustNode(t, s, "pve02").CAPEM; string(got) != string(ca1) {
+		t.Error("pve02 does not report the cluster's CA after the join")
+	}
+}

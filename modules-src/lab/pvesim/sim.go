@@ -77,6 +77,7 @@ type Sim struct {
 	wg     sync.WaitGroup // task workers and restart timers
 
 	joinLocks map[string]*sync.Mutex // per cluster DB: pvecm.lock + corosync.conf cfs lock
+	cas       map[string]*rootCA     // pve-root-ca per DB, loaded on demand
 
 	// In-flight API requests, so Close returns only when none can still
 	// touch the state or the lab directory.
@@ -124,7 +125,7 @@ func New(cfg Config) (*Sim, error) {
 		return nil, fmt.Errorf("another simulator already runs lab %s: %w", cfg.Dir, err)
 	}
 	s := &Sim{cfg: cfg, schema: schema, lock: lock, nodes: map[string]*nodeRuntime{},
-		joinLocks: map[string]*sync.Mutex{}, faults: newFaults(), log: newRequestLog()}
+		joinLocks: map[string]*sync.Mutex{}, cas: map[string]*rootCA{}, faults: newFaults(), log: newRequestLog()}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := s.loadOrInit(); err != nil {
 		s.releaseLock()
@@ -170,7 +171,11 @@ func (s *Sim) loadOrInit() error {
 			st.Nodes[nc.Name] = n
 		}
 		n.Addr = nc.Addr
-		cert, err := loadOrCreateCert(s.cfg.Dir, n.Name, n.Addr, n.CertGen)
+		ca, err := s.caLocked(n.DB)
+		if err != nil {
+			return err
+		}
+		cert, err := loadOrCreateCert(s.cfg.Dir, n.Name, n.Addr, n.CertGen, ca)
 		if err != nil {
 			return err
 		}
@@ -318,4 +323,25 @@ func (s *Sim) sleep(d time.Duration) bool {
 	case <-s.ctx.Done():
 		return false
 	}
+}
+
+// caLocked returns the root CA of a DB (pve-root-ca.pem), loading or
+// creating it once.
+func (s *Sim) caLocked(dbID string) (*rootCA, error) {
+	if ca := s.cas[dbID]; ca != nil {
+		return ca, nil
+	}
+	ca, err := loadOrCreateCA(s.cfg.Dir, dbID)
+	if err != nil {
+		return nil, err
+	}
+	s.cas[dbID] = ca
+	return ca, nil
+}
+
+// dropDBLocked forgets a DB replaced by a join, with its CA.
+func (s *Sim) dropDBLocked(dbID string) {
+	delete(s.st.DBs, dbID)
+	delete(s.cas, dbID)
+	removeCA(s.cfg.Dir, dbID)
 }
