@@ -123,6 +123,9 @@ func TestExecRunner(t *testing.T) {
 	if r.Log()[0].Command != `sh -c 'echo out; echo "bad ********" >&2; exit 3'` {
 		t.Errorf("logged command = %s", r.Log()[0].Command)
 	}
+	if l := CommandLog(r); len(l) != 3 || l[0]["rc"] != 3 || l[2]["rc"] != -1 {
+		t.Errorf("CommandLog = %v", l)
+	}
 }
 
 // TestApplyKeepsOwner: an edited file keeps its owner (needs root to chown).

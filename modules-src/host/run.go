@@ -181,3 +181,22 @@ func (r *ExecRunner) Log() []Result {
 	defer r.mu.Unlock()
 	return append([]Result(nil), r.log...)
 }
+
+// Logger is a Runner that keeps a log of what ran (ExecRunner does).
+type Logger interface {
+	Log() []Result
+}
+
+// CommandLog summarises what a runner ran, for results at high verbosity:
+// the masked command line and its exit code, without the output.
+func CommandLog(r Runner) []map[string]any {
+	l, ok := r.(Logger)
+	if !ok {
+		return nil
+	}
+	var out []map[string]any
+	for _, res := range l.Log() {
+		out = append(out, map[string]any{"cmd": res.Command, "rc": res.ExitCode})
+	}
+	return out
+}

@@ -216,6 +216,11 @@ reboot_reasons:
   returned: always
   type: list
   elements: str
+commands:
+  description: The commands the module ran on the node (command line and exit code), oldest first.
+  returned: with -vv or more
+  type: list
+  elements: dict
 """
 
 if __name__ == "__main__":

@@ -170,6 +170,11 @@ scrub_timer:
   returned: always
   type: str
   sample: zfs-scrub-monthly@nvme-vm.timer
+commands:
+  description: The commands the module ran on the node (command line and exit code), oldest first.
+  returned: with -vv or more
+  type: list
+  elements: dict
 """
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ package pvebase
 import (
 	"os"
 
+	"github.com/gopve/proxmox/modules-src/host"
 	"github.com/gopve/proxmox/modules-src/host/apt"
 )
 
@@ -34,6 +35,9 @@ func (m *base) report() {
 	}
 	m.r.Set("reboot_required", len(reasons) > 0)
 	m.r.Set("reboot_reasons", reasons)
+	if m.r.Verbosity() >= 2 {
+		m.r.Set("commands", host.CommandLog(m.env.Runner))
+	}
 }
 
 const examples = `- name: Base configuration of every node
@@ -90,4 +94,9 @@ reboot_reasons:
   returned: always
   type: list
   elements: str
+commands:
+  description: The commands the module ran on the node (command line and exit code), oldest first.
+  returned: with -vv or more
+  type: list
+  elements: dict
 `

@@ -49,4 +49,9 @@ scrub_timer:
   returned: always
   type: str
   sample: zfs-scrub-monthly@nvme-vm.timer
+commands:
+  description: The commands the module ran on the node (command line and exit code), oldest first.
+  returned: with -vv or more
+  type: list
+  elements: dict
 `

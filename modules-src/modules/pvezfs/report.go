@@ -3,6 +3,7 @@ package pvezfs
 import (
 	"context"
 
+	"github.com/gopve/proxmox/modules-src/host"
 	"github.com/gopve/proxmox/modules-src/host/blockdev"
 	"github.com/gopve/proxmox/modules-src/host/zfs"
 )
@@ -60,4 +61,7 @@ func (m *pool) report(ctx context.Context) {
 		timer = scrubUnit(m.p.Scrub, m.p.Name)
 	}
 	m.r.Set("scrub_timer", timer)
+	if m.r.Verbosity() >= 2 {
+		m.r.Set("commands", host.CommandLog(m.env.Runner))
+	}
 }
