@@ -6,7 +6,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/labctl"
 )
@@ -85,4 +87,54 @@ func readState(t *testing.T, dir string) labctl.State {
 		t.Fatal(err)
 	}
 	return st
+}
+
+// TestDownAfterSupervisorCrash kills the supervisor outright: its nodes die
+// with it (they are tied to it), `lab status` reports the lab dead, and
+// `lab down` still detaches the loop devices and removes the directory.
+func TestDownAfterSupervisorCrash(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the lab needs root (namespaces, overlayfs, loop devices)")
+	}
+	bin := filepath.Join(t.TempDir(), "lab")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	dir := filepath.Join(t.TempDir(), "crash")
+	t.Cleanup(func() { _ = exec.Command(bin, "down", "--dir", dir).Run() })
+	if out, err := exec.Command(bin, "up", "--nodes", "1", "--pve", "8", "--dir", dir).CombinedOutput(); err != nil {
+		t.Fatalf("lab up: %v\n%s", err, out)
+	}
+	st := readState(t, dir)
+	if err := syscall.Kill(st.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for alive(st.PID) && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	// The node's sshd goes with its supervisor.
+	deadline = time.Now().Add(10 * time.Second)
+	for portState(st.Nodes[0].Addr, "22") == "up" && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if portState(st.Nodes[0].Addr, "22") == "up" {
+		t.Error("the node's sshd outlived its supervisor")
+	}
+	out, err := exec.Command(bin, "status", "--dir", dir).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "dead") {
+		t.Errorf("lab status after a crash: %v\n%s", err, out)
+	}
+	if loops, _ := labctl.LoopsUnder(dir); len(loops) == 0 {
+		t.Log("no loop device left to clean (the kernel may have released them)")
+	}
+	if out, err := exec.Command(bin, "down", "--dir", dir).CombinedOutput(); err != nil {
+		t.Fatalf("lab down after a crash: %v\n%s", err, out)
+	}
+	if loops, _ := labctl.LoopsUnder(dir); len(loops) != 0 {
+		t.Errorf("loop devices left: %v", loops)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("%s survived lab down", dir)
+	}
 }

@@ -544,6 +544,9 @@ func Cleanup(dir string) error {
 	return errors.Join(errs...)
 }
 
+// LoopsUnder lists the loop devices backed by files under dir.
+func LoopsUnder(dir string) ([]string, error) { return node.LoopsUnder(dir) }
+
 // MountsUnder lists the host's mount points under dir (from /proc/self/mountinfo).
 func MountsUnder(dir string) []string {
 	b, err := os.ReadFile("/proc/self/mountinfo")
