@@ -1,9 +1,13 @@
 package apt
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/gopve/proxmox/modules-src/host"
 )
 
 // Fresh PVE 9 node files (B1).
@@ -142,5 +146,62 @@ func TestOSRelease(t *testing.T) {
 	o := ParseOSRelease([]byte("PRETTY_NAME=\"Debian GNU/Linux 13 (trixie)\"\nID=debian\nVERSION_ID=\"13\"\nVERSION_CODENAME=trixie\n"))
 	if o != (OSRelease{ID: "debian", VersionID: "13", VersionCodename: "trixie"}) {
 		t.Errorf("got %+v", o)
+	}
+}
+
+func TestReadAll(t *testing.T) {
+	root := host.Root(t.TempDir())
+	files := map[string]string{
+		"/etc/apt/sources.list":                       "deb http://ftp.debian.org/debian bookworm main\n",
+		"/etc/apt/sources.list.d/pve-enterprise.list": "# deb https://enterprise.proxmox.com/debian/pve bookworm pve-enterprise\n",
+		"/etc/apt/sources.list.d/debian.sources":      debianSources,
+		"/etc/apt/sources.list.d/old.list.save":       "garbage that APT ignores\n",
+		"/etc/apt/sources.list.d/notes.txt":           "garbage that APT ignores\n",
+	}
+	for p, c := range files {
+		os.MkdirAll(filepath.Dir(root.Path(p)), 0o755)
+		os.WriteFile(root.Path(p), []byte(c), 0o644)
+	}
+	got, err := ReadAll(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, f := range got {
+		paths = append(paths, f.Path+":"+string(f.Format))
+	}
+	want := []string{"/etc/apt/sources.list:list", "/etc/apt/sources.list.d/debian.sources:deb822", "/etc/apt/sources.list.d/pve-enterprise.list:list"}
+	if !reflect.DeepEqual(paths, want) {
+		t.Errorf("ReadAll = %q", paths)
+	}
+	if e := got[2].Entries(); len(e) != 1 || e[0].Enabled {
+		t.Errorf("commented-out enterprise entry = %+v", e)
+	}
+}
+
+func TestSandbox(t *testing.T) {
+	sb, err := NewSandbox(map[string][]byte{
+		SourcesList:                        []byte("deb http://a/ x main\n"),
+		SourcesDir + "/pve-no-sub.sources": []byte("Types: deb\n"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b1, _ := os.ReadFile(filepath.Join(sb.Dir, "sources.list"))
+	b2, _ := os.ReadFile(filepath.Join(sb.Dir, "sources.list.d", "pve-no-sub.sources"))
+	if string(b1) != "deb http://a/ x main\n" || string(b2) != "Types: deb\n" {
+		t.Errorf("sandbox files: %q %q", b1, b2)
+	}
+	opts := strings.Join(sb.Opts, " ")
+	for _, want := range []string{"Dir::Etc::sourcelist=" + sb.Dir, "Dir::Etc::sourceparts=" + sb.Dir, "Dir::State::Lists=" + sb.Dir, "Dir::Cache=" + sb.Dir} {
+		if !strings.Contains(opts, want) {
+			t.Errorf("options %q lack %q", opts, want)
+		}
+	}
+	if err := sb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(sb.Dir); !os.IsNotExist(err) {
+		t.Error("sandbox not removed")
 	}
 }

@@ -273,3 +273,39 @@ func TestNoticeHook(t *testing.T) {
 		t.Error("hook conf still there")
 	}
 }
+
+// TestNoRefreshWithoutCause: update_cache false and no repository change:
+// no apt-get update at all, not even a sandboxed one (B2 is about refreshing
+// when repositories changed, never on a timer).
+func TestNoRefreshWithoutCause(t *testing.T) {
+	w := newWorld(t, 9)
+	if res := w.run(map[string]any{"upgrade": "none", "remove_subscription_notice": false}, false); failed(res) {
+		t.Fatal(res["msg"])
+	}
+	n := len(w.fake.Calls())
+	for _, check := range []bool{true, false} {
+		res := w.run(map[string]any{"update_cache": false, "remove_subscription_notice": false}, check)
+		if failed(res) {
+			t.Fatal(res["msg"])
+		}
+	}
+	for _, c := range w.fake.Calls()[n:] {
+		if strings.HasSuffix(c, " update") {
+			t.Errorf("refreshed without a repository change: %s", c)
+		}
+	}
+	// ... but a repository change forces the refresh even with update_cache false.
+	p := "/etc/apt/sources.list.d/pve-enterprise.sources"
+	write(t, w.root, p, strings.TrimPrefix(read(t, w.root, p), "Enabled: no\n"), 0o644)
+	n = len(w.fake.Calls())
+	if res := w.run(map[string]any{"update_cache": false, "remove_subscription_notice": false}, false); failed(res) {
+		t.Fatal(res["msg"])
+	}
+	refreshed := false
+	for _, c := range w.fake.Calls()[n:] {
+		refreshed = refreshed || c == "apt-get -o DPkg::Lock::Timeout=300 update"
+	}
+	if !refreshed {
+		t.Error("a repository change did not refresh the lists (B2)")
+	}
+}
