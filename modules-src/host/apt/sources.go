@@ -87,14 +87,10 @@ type File struct {
 // comments are errors as well.
 func ParseFile(p string, format Format, data []byte) (*File, error) {
 	f := &File{Path: p, Format: format}
-	s := string(data)
-	f.final = strings.HasSuffix(s, "\n")
-	s = strings.TrimSuffix(s, "\n")
-	if s != "" || len(data) > 0 {
-		f.lines = strings.Split(s, "\n")
-	}
-	if len(data) == 0 {
-		f.lines = nil
+	if len(data) > 0 {
+		s := string(data)
+		f.final = strings.HasSuffix(s, "\n")
+		f.lines = strings.Split(strings.TrimSuffix(s, "\n"), "\n")
 	}
 	if err := f.index(); err != nil {
 		return nil, err
