@@ -34,7 +34,7 @@ func archives(r Release) []archive {
 	c := r.Codename
 	var extras []pkg
 	for _, n := range debianExtras {
-		extras = append(extras, debianExtraPkg(n))
+		extras = append(extras, debianExtraPkg(r.Codename, n))
 	}
 	debComponents := []string{"main", "contrib", "non-free-firmware"}
 	if r.PVE == 8 {

@@ -132,14 +132,21 @@ fi
 // debianExtras are tools a user's base role typically installs (the seed's
 // pve_base installs these). The lab's Debian suites are otherwise empty, so
 // they exist as tiny stand-ins with a version lower than any real one: a node
-// that already has the real package keeps it. tmux is left out: trixie's
-// libtinfo6 Breaks tmux (< 3.3a-4), so a low-versioned stand-in is
-// uninstallable there (real apt says so) and a higher one would replace a
-// real tmux.
-var debianExtras = []string{"vim", "htop", "git", "lsb-release"}
+// that already has the real package keeps it.
+var debianExtras = []string{"vim", "htop", "tmux", "git", "lsb-release"}
 
-func debianExtraPkg(name string) pkg {
-	return pkg{Name: name, Version: "0~gopvelab1", Description: name + " (gopve lab stand-in)",
+// extraVersion is a stand-in's version. Real apt enforces the real Breaks:
+// trixie's libtinfo6 Breaks tmux (< 3.3a-4), so on trixie (whose minimal
+// root has no tmux to shadow) tmux's stand-in sits just above that.
+func extraVersion(codename, name string) string {
+	if codename == "trixie" && name == "tmux" {
+		return "3.3a-4+gopvelab1"
+	}
+	return "0~gopvelab1"
+}
+
+func debianExtraPkg(codename, name string) pkg {
+	return pkg{Name: name, Version: extraVersion(codename, name), Description: name + " (gopve lab stand-in)",
 		Files: map[string]string{"/usr/share/doc/" + name + "/gopve-lab-stand-in": "This is not the real " + name + ".\n"}}
 }
 

@@ -393,7 +393,7 @@ func testUserRole(t *testing.T, lab *Lab, r aptrepo.Release) {
       changed_when: false
     - name: Install extra packages
       ansible.builtin.apt:
-        name: [htop, lsb-release]
+        name: [vim, htop, tmux, git, lsb-release]
         state: present
     - name: Upgrade system
       ansible.builtin.apt:
