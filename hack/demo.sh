@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # make demo: build the lab, start a 3-node PVE lab (or reuse the running one),
 # prove Ansible reaches every node over SSH, and say how to use it.
-#   PVE=8|9 (default 9)  NODES (default 3)  SLOT (default 1)
+#   PVE=8|9 (default 9)  NODES (default 3)  SLOT (default: the running lab, else the first free slot)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 pve=${PVE:-9}
 nodes=${NODES:-3}
-slot=${SLOT:-1}
+slot_args=()
+[ -n "${SLOT:-}" ] && slot_args=(--slot "$SLOT")
 # The lab binary lives outside the checkout so it is never packaged; the
 # supervisor it starts keeps running after this script ends.
 lab=${GOPVE_LAB:-/var/lib/gopve/bin/lab}
@@ -21,9 +22,10 @@ mkdir -p "$(dirname "$lab")"
 echo "demo: building $lab"
 CGO_ENABLED=0 go build -o "$lab" ./modules-src/cmd/lab
 
-"$lab" up --nodes "$nodes" --pve "$pve" --slot "$slot"
-dir=/var/lib/gopve/labs/lab$slot
-inventory=$dir/inventory.yml
+out=$("$lab" up --nodes "$nodes" --pve "$pve" "${slot_args[@]}")
+echo "$out"
+inventory=$(sed -n 's/^inventory: *//p' <<<"$out")
+dir=$(dirname "$inventory")
 
 echo
 echo "demo: ansible -i $inventory all -m ping"
@@ -34,9 +36,9 @@ cat <<USAGE
 The lab is up and stays up. What you can do with it:
   ansible -i $inventory pve -m shell -a 'pveversion; ls /etc/apt/sources.list.d'
   ansible-playbook -i $inventory -e @$dir/credentials.yml <your playbook>
-  $lab ssh --slot $slot pve01            # a root shell on pve01
-  $lab status --slot $slot
-  $lab down --slot $slot                 # stop everything, remove $dir
+  $lab ssh --dir $dir pve01      # a root shell on pve01
+  $lab status --dir $dir
+  $lab down --dir $dir           # stop everything, remove $dir
 
 Each node is a fresh PVE $pve: enterprise repositories (401 without subscription),
 pve-manager one patch behind the no-subscription repository, blank /dev/nvme0n1 for a

@@ -70,18 +70,57 @@ type where struct {
 }
 
 func (w *where) flags(fs *flag.FlagSet) {
-	fs.IntVar(&w.slot, "slot", 0, "lab slot 1..200 (addresses 127.77.SLOT.*); default 1")
+	fs.IntVar(&w.slot, "slot", 0, "lab slot 1..200 (addresses 127.77.SLOT.*); default: the only lab under "+labctl.BaseDir+", else 1")
 	fs.StringVar(&w.dir, "dir", "", "lab directory (default "+labctl.BaseDir+"/lab<slot>)")
 }
 
+// resolve names the lab a command is about: --dir, --slot, else the only
+// lab under BaseDir, else slot 1.
 func (w *where) resolve() (string, error) {
 	if w.dir != "" {
 		return filepath.Abs(w.dir)
 	}
 	if w.slot == 0 {
+		if labs := existingLabs(); len(labs) == 1 {
+			return labs[0], nil
+		}
 		w.slot = 1
 	}
 	return labctl.DefaultDir(w.slot), nil
+}
+
+// resolveForUp is resolve for `lab up`: without --slot or --dir it reuses
+// the only running lab, or takes the first free slot, so `lab up` works
+// while other labs (tests, colleagues) hold slot 1.
+func (w *where) resolveForUp() (string, error) {
+	if w.dir != "" || w.slot != 0 {
+		return w.resolve()
+	}
+	if labs := existingLabs(); len(labs) == 1 {
+		return labs[0], nil
+	}
+	for s := 1; s <= labctl.MaxSlot; s++ {
+		dir := labctl.DefaultDir(s)
+		if _, err := os.Stat(dir); err == nil {
+			continue
+		}
+		if labctl.SlotFree(s) {
+			w.slot = s
+			return dir, nil
+		}
+	}
+	return "", errors.New("every lab slot is in use")
+}
+
+// existingLabs lists the lab directories under BaseDir holding a lab.
+func existingLabs() []string {
+	matches, _ := filepath.Glob(filepath.Join(labctl.BaseDir, "lab*", labctl.StateFile))
+	var dirs []string
+	for _, m := range matches {
+		dirs = append(dirs, filepath.Dir(m))
+	}
+	sort.Strings(dirs)
+	return dirs
 }
 
 func up(args []string, stdout io.Writer) error {
@@ -95,11 +134,12 @@ func up(args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	dir, err := w.resolve()
+	dir, err := w.resolveForUp()
 	if err != nil {
 		return err
 	}
 	if st, err := labctl.ReadState(dir); err == nil {
+		w.slot = st.Slot
 		if alive(st.PID) {
 			if st.PVE != *pve || len(st.Nodes) != *nodes {
 				return fmt.Errorf("%s already runs a lab with %d PVE %d nodes; `lab down --dir %s` first to change it", dir, len(st.Nodes), st.PVE, dir)
@@ -240,9 +280,7 @@ func status(args []string, stdout io.Writer) (bool, error) {
 	}
 	var dirs []string
 	if *all {
-		matches, _ := filepath.Glob(filepath.Join(labctl.BaseDir, "lab*"))
-		sort.Strings(matches)
-		dirs = matches
+		dirs = existingLabs()
 	} else {
 		dir, err := w.resolve()
 		if err != nil {

@@ -262,11 +262,26 @@ func (l *Lab) claimSlot(s int) error {
 
 const lockDir = "/run/lock/gopve-lab"
 
+// SlotFree reports whether no lab holds slot s right now.
+func SlotFree(s int) bool {
+	f, err := os.OpenFile(slotLockPath(s), os.O_RDONLY, 0)
+	if err != nil {
+		return true // never claimed, or released
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return false
+	}
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return true
+}
+
 func slotLockPath(s int) string { return filepath.Join(lockDir, fmt.Sprintf("slot%d.lock", s)) }
 
 func (l *Lab) releaseSlot() {
 	if l.slotF != nil {
-		_ = os.Remove(slotLockPath(l.slot))
+		// The lock file stays: removing it would let a waiter that opened
+		// it and a newcomer that creates a fresh one both "hold" the slot.
 		l.slotF.Close()
 		l.slotF = nil
 	}
