@@ -64,15 +64,24 @@ fi
 CONTROLLERS=${GOPVE_IT_CONTROLLERS:-2.14 2.19}
 T=$(mktemp -d /tmp/gopve-it.XXXXXX)
 chmod 0711 "$T"
-SSHD_PID= HOLDER_PID=
+SSHD_PID= HOLDER_PID= CTL_PIDS=
+kill_tree() {  # kill_tree PID: PID and its descendants, by id
+  local c
+  for c in $(ps -o pid= --ppid "$1" 2>/dev/null); do kill_tree "$c"; done
+  kill "$1" 2>/dev/null || true
+}
 cleanup() {
-  local rc=$? p
+  local rc=$? p sock
+  # Controllers still running (interrupted run).
+  for p in $CTL_PIDS; do kill_tree "$p"; done
+  # ssh ControlPersist masters the controllers left: ask each to exit.
+  for sock in "$T"/w*/cp/*; do
+    [ -S "$sock" ] && { ssh -o ControlPath="$sock" -O exit gopve-it >/dev/null 2>&1 || true; }
+  done
   for p in $SSHD_PID $HOLDER_PID; do
     kill "$p" 2>/dev/null || true
     wait "$p" 2>/dev/null || true
   done
-  # ssh ControlPersist masters the controllers left (their ControlPath is under $T).
-  for p in $(pgrep -f "$T/w[0-9]*/cp/" 2>/dev/null || true); do kill "$p" 2>/dev/null || true; done
   if [ -n "${GOPVE_IT_KEEP:-}" ]; then
     echo "kept $T" >&2
   else
@@ -531,8 +540,10 @@ pids=()
 for CTL in $CONTROLLERS; do
   run_controller >"$T/report.$CTL" 2>&1 &
   pids+=($!)
+  CTL_PIDS="$CTL_PIDS $!"
 done
 for p in "${pids[@]}"; do wait "$p" || true; done
+CTL_PIDS=
 total_passed=0 total_failed=0
 for CTL in $CONTROLLERS; do
   grep -v '^COUNTS ' "$T/report.$CTL"
