@@ -507,6 +507,9 @@ case_bad_input() {
 case_ansible_doc() {
   ctl ansible-doc gopve.proxmox.gopve_test >"$W/logs/doc.log" 2>&1 || why "ansible-doc gopve.proxmox.gopve_test failed"
   grep -qi 'gopve_test' "$W/logs/doc.log" || why "ansible-doc shows no gopve_test docs"
+  ctl ansible-doc gopve.proxmox.gopve_exec >"$W/logs/doc-exec.log" 2>&1 || why "ansible-doc gopve.proxmox.gopve_exec failed"
+  tr -s ' \n' ' ' <"$W/logs/doc-exec.log" | grep -q 'not a module to call' ||
+    why "the wrapper's docs do not say it is internal: $(head -3 "$W/logs/doc-exec.log")"
   ctl ansible-doc -l gopve.proxmox >"$W/logs/doc-list.log" 2>&1 || why "ansible-doc -l failed"
   grep -q '^gopve\.proxmox\.gopve_test ' "$W/logs/doc-list.log" || why "ansible-doc -l does not list gopve_test"
   grep -Eq '^gopve\.proxmox\.gopve_exec +Internal' "$W/logs/doc-list.log" ||
