@@ -92,6 +92,49 @@ def sha256_file(path):
     return digest.hexdigest()
 
 
+def cached_sha256(path, memo_dir):
+    """sha256 of a local binary, memoised in memo_dir for the rest of the run.
+
+    Every task hashes every shipped binary (the probe needs them all before
+    the platform is known): tens of milliseconds per task. Ansible forks a
+    worker per task, so an in-memory cache would not survive; the memo lives
+    in the run's local tmp dir (ANSIBLE_LOCAL_TEMP, private to the user,
+    removed at exit), keyed by the file's identity and mtime, so a rebuilt
+    binary gets hashed again. memo_dir None disables the memo.
+    """
+    if not memo_dir:
+        return sha256_file(path)
+    st = os.stat(path)
+    ident = "%s|%d|%d|%d|%d" % (os.path.abspath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    memo = os.path.join(memo_dir, "gopve-sha256-" + hashlib.sha256(ident.encode()).hexdigest()[:32])
+    try:
+        with open(memo) as f:
+            value = f.read().strip()
+        if re.match(r"^[0-9a-f]{64}$", value):
+            return value
+    except (IOError, OSError):
+        pass
+    value = sha256_file(path)
+    tmp = "%s.%d" % (memo, os.getpid())
+    try:
+        with open(tmp, "w") as f:
+            f.write(value)
+        os.rename(tmp, memo)  # atomic: forks racing on the same memo both write the same value
+    except (IOError, OSError):
+        pass
+    return value
+
+
+def local_tmp_dir():
+    """The run's controller-side tmp dir (created by Ansible), or None."""
+    try:
+        from ansible import constants as C
+        path = C.DEFAULT_LOCAL_TMP
+    except Exception:  # pylint: disable=broad-except  (an optimisation only)
+        return None
+    return path if path and os.path.isdir(path) else None
+
+
 def platform_list():
     """Human list of what the collection ships, for error messages."""
     by_tag = {}
@@ -249,10 +292,11 @@ class GoModuleAction(ActionBase):
         """Platform tag -> (path, sha256) for each binary of this build."""
         found = {}
         bin_dir = self._bin_dir()
+        memo_dir = local_tmp_dir()
         for tag in SHIPPED_TAGS:
             path = os.path.join(bin_dir, "gopve_" + tag)
             if os.path.isfile(path):
-                found[tag] = (path, sha256_file(path))
+                found[tag] = (path, cached_sha256(path, memo_dir))
         return found
 
     def _cache_root(self, task_vars):

@@ -157,6 +157,42 @@ class InstallTest(ScriptTest):
         self.assertEqual(os.listdir(os.path.dirname(dest)), [], "something was left in the cache")
 
 
+class HashMemoTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="gopve-action-test.")
+        self.addCleanup(shutil.rmtree, self.dir)
+        self.memo = os.path.join(self.dir, "memo")
+        os.mkdir(self.memo)
+        self.bin = os.path.join(self.dir, "gopve_linux_x86_64")
+
+    def write(self, data, mtime_ns):
+        with open(self.bin, "wb") as f:
+            f.write(data)
+        os.utime(self.bin, ns=(mtime_ns, mtime_ns))
+
+    def test_memo_is_used_and_invalidated(self):
+        self.write(b"version 1", 10**18)
+        self.assertEqual(ga.cached_sha256(self.bin, self.memo), sha(b"version 1"))
+        memos = os.listdir(self.memo)
+        self.assertEqual(len(memos), 1)
+        # Same identity: the memo answers (prove it by planting a value).
+        with open(os.path.join(self.memo, memos[0]), "w") as f:
+            f.write("0" * 64)
+        self.assertEqual(ga.cached_sha256(self.bin, self.memo), "0" * 64)
+        # A rebuilt binary (new content, new mtime) is hashed again.
+        self.write(b"version 2!", 2 * 10**18)
+        self.assertEqual(ga.cached_sha256(self.bin, self.memo), sha(b"version 2!"))
+        # A damaged memo is ignored.
+        for name in os.listdir(self.memo):
+            with open(os.path.join(self.memo, name), "w") as f:
+                f.write("garbage")
+        self.assertEqual(ga.cached_sha256(self.bin, self.memo), sha(b"version 2!"))
+
+    def test_no_memo_dir(self):
+        self.write(b"x", 10**18)
+        self.assertEqual(ga.cached_sha256(self.bin, None), sha(b"x"))
+
+
 class PathTest(unittest.TestCase):
     def test_safe_paths(self):
         # The wrapper copies the path out of the JSON args verbatim: only
