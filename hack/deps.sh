@@ -7,7 +7,7 @@ packages=(
   openssh-server openssh-client sudo acl  # real SSH to the lab nodes, become
   debootstrap                            # Debian 13 roots: PVE 9 nodes, ansible-core 2.19
   dpkg-dev apt-utils                     # the lab's apt repository
-  iproute2 util-linux procps curl ca-certificates python3-voluptuous
+  iproute2 util-linux procps curl ca-certificates python3-voluptuous bc
 )
 missing=()
 for p in "${packages[@]}"; do
