@@ -63,6 +63,7 @@ test-unit:
 
 test-integration: deps
 	./tests/integration/run.sh
+	./tests/roles/run.sh
 
 lint: deps
 	@test -z "$$(gofmt -l modules-src)" || { gofmt -l modules-src; echo 'gofmt: files above need formatting'; exit 1; }
@@ -75,6 +76,18 @@ bench:
 
 demo: deps build
 	./hack/demo.sh
+
+LAB := /var/lib/gopve/bin/lab
+$(LAB): $(GO_SRC)
+	@mkdir -p $(dir $@)
+	CGO_ENABLED=0 $(GO) build -o $@ ./modules-src/cmd/lab
+
+# lab-up / lab-down: the lab alone (PVE=8|9, NODES=n), for your own playbooks.
+lab-up: deps $(LAB)
+	$(LAB) up --nodes $(or $(NODES),3) --pve $(or $(PVE),9)
+
+lab-down: $(LAB)
+	$(LAB) down
 
 clean:
 	rm -rf bin collection/*.tar.gz
