@@ -3,7 +3,10 @@ package pvesim
 import (
 	"crypto/sha1"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -23,6 +26,9 @@ func (s *Sim) memberUpLocked(name string) bool {
 func (s *Sim) quorateLocked(db *ConfigDB) bool {
 	if db.Corosync == nil {
 		return true
+	}
+	if db.Detached {
+		return false
 	}
 	up := 0
 	for _, m := range db.Corosync.Nodes {
@@ -72,7 +78,7 @@ func (s *Sim) getClusterStatus(rc *reqCtx) (any, error) {
 		n := s.st.Nodes[m.Name]
 		out = append(out, map[string]any{
 			"type": "node", "id": "node/" + m.Name, "name": m.Name, "nodeid": m.NodeID,
-			"ip": n.Addr, "local": boolNum(m.Name == rc.node), "online": boolNum(s.memberUpLocked(m.Name)), "level": "",
+			"ip": n.Addr, "local": boolNum(m.Name == rc.node), "online": boolNum(!db.Detached && s.memberUpLocked(m.Name)), "level": "",
 		})
 	}
 	return out, nil
@@ -483,4 +489,76 @@ func removeMember(list []*CorosyncNode, name string) []*CorosyncNode {
 		}
 	}
 	return out
+}
+
+// DELETE /cluster/config/nodes/{node} is PVE's delnode (C9), sent to a
+// remaining member: it only edits the cluster's corosync.conf and stops the
+// removed node's corosync (corosync-cfgtool -k). Nothing in the API makes
+// the removed node standalone again: it keeps its copy of /etc/pve with the
+// old corosync.conf, without quorum, and assert_joinable refuses it until it
+// is reinstalled (or cleaned by hand, as PVE's docs describe).
+func (s *Sim) deleteClusterNode(rc *reqCtx) (any, error) {
+	victim := rc.str("node")
+	if victim == rc.node {
+		return nil, fmt.Errorf("Cannot delete myself from cluster!")
+	}
+	db := rc.db()
+	if err := s.requireQuorumLocked(db); err != nil {
+		return nil, err
+	}
+	var m *CorosyncNode
+	if db.Corosync != nil {
+		// PVE accepts the node name or one of its link addresses.
+		for _, cand := range db.Corosync.Nodes {
+			if cand.Name == victim || cand.Links["ring0_addr"] == victim || cand.Links["ring1_addr"] == victim {
+				m = cand
+				break
+			}
+		}
+	}
+	if m == nil {
+		return nil, fmt.Errorf("Node/IP: %s is not a known host of the cluster.", victim)
+	}
+	n := s.st.Nodes[m.Name]
+	if n != nil && n.DB == db.ID {
+		stale, err := s.detachedCopyLocked(db)
+		if err != nil {
+			return nil, err
+		}
+		n.DB = stale.ID
+	}
+	db.Corosync.Nodes = removeMember(db.Corosync.Nodes, m.Name)
+	db.Corosync.ConfigVersion++
+	db.Serial++
+	s.saveLocked()
+	return nil, nil
+}
+
+// detachedCopyLocked copies db (with its root CA, which signed the removed
+// node's certificate) as the stale /etc/pve of a node removed by delnode.
+func (s *Sim) detachedCopyLocked(db *ConfigDB) (*ConfigDB, error) {
+	raw, err := json.Marshal(db)
+	if err != nil {
+		return nil, fmt.Errorf("copy /etc/pve for the removed node: %w", err)
+	}
+	var stale ConfigDB
+	if err := json.Unmarshal(raw, &stale); err != nil {
+		return nil, fmt.Errorf("copy /etc/pve for the removed node: %w", err)
+	}
+	stale.ID = db.ID + "-detached-" + randomHex(2)
+	stale.Detached = true
+	for _, ext := range []string{".pem", ".key"} {
+		b, err := os.ReadFile(filepath.Join(caDir(s.cfg.Dir), db.ID+ext))
+		if err != nil {
+			if os.IsNotExist(err) {
+				continue // no CA issued yet: the copy creates its own on demand
+			}
+			return nil, fmt.Errorf("copy the cluster CA for the removed node: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(caDir(s.cfg.Dir), stale.ID+ext), b, 0o600); err != nil {
+			return nil, fmt.Errorf("copy the cluster CA for the removed node: %w", err)
+		}
+	}
+	s.st.DBs[stale.ID] = &stale
+	return &stale, nil
 }

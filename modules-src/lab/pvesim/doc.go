@@ -80,7 +80,9 @@
 // /nodes/{node}/storage[/{storage}/status|content],
 // /cluster/status, /cluster/resources (node and storage entries),
 // /cluster/config (create, index), /cluster/config/join (GET, POST),
-// /cluster/config/nodes, /cluster/config/totem, /storage[/{storage}] (dir,
+// /cluster/config/nodes, DELETE /cluster/config/nodes/{node} (delnode: the
+// removed node keeps a stale, never-quorate /etc/pve with corosync.conf and
+// refuses a re-join, C9), /cluster/config/totem, /storage[/{storage}] (dir,
 // nfs, zfspool, lvmthin, lvm with per-type options, required and fixed keys),
 // /pools (8.1+ forms and the deprecated /pools/{poolid}). Anything else in the
 // schema answers 501 "Method '…' not implemented (exists in PVE N, not

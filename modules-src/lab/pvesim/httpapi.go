@@ -116,6 +116,7 @@ func (s *Sim) handlers() map[string]handlerFunc {
 		"GET /cluster/config/join":                    s.getJoinInfo,
 		"POST /cluster/config/join":                   s.postJoin,
 		"GET /cluster/config/nodes":                   s.getClusterNodes,
+		"DELETE /cluster/config/nodes/{node}":         s.deleteClusterNode,
 		"GET /cluster/config/totem":                   s.getTotem,
 		"GET /storage":                                s.getStorageList,
 		"POST /storage":                               s.postStorage,

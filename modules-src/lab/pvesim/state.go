@@ -71,6 +71,10 @@ type ConfigDB struct {
 	Files map[string]string `json:"files,omitempty"`
 	// Serial counts writes; digests derive from content, this is for debugging.
 	Serial int `json:"serial"`
+	// Detached marks the copy of /etc/pve a node keeps after a member
+	// removed it with delnode (C9): its corosync was stopped, so this copy
+	// is never quorate, still holds corosync.conf and refuses a re-join.
+	Detached bool `json:"detached,omitempty"`
 }
 
 // Corosync is corosync.conf plus what `pvecm expected` overrides.
