@@ -131,8 +131,13 @@ func TestDelnodeLeavesRemovedNodeClusteredC9(t *testing.T) {
 			if got := names(p3); got != "pve01,pve02,pve03" {
 				t.Errorf("removed pve03 sees members %s, want its stale pve01,pve02,pve03", got)
 			}
-			if quorate(p3, 0) {
-				t.Errorf("removed pve03 claims quorum")
+			for _, e := range p3.call("GET", "/cluster/status", nil).must(t, "status on removed pve03").list() {
+				if e["type"] == "cluster" && fmt.Sprint(e["quorate"]) != "0" {
+					t.Errorf("removed pve03 claims quorum: %v", e)
+				}
+				if e["type"] == "node" && fmt.Sprint(e["online"]) != "0" {
+					t.Errorf("removed pve03, its corosync stopped, still sees %v online", e["name"])
+				}
 			}
 			if r := p3.call("GET", "/cluster/config/join", nil); r.status != 200 {
 				t.Errorf("removed pve03 should still answer join info from its stale config: %d %q", r.status, r.reason)
