@@ -121,6 +121,98 @@ func labState(t *testing.T, lab *labctl.Lab, nodes ...string) string {
 	return out
 }
 
+// nodeLogs are the traces of commands with side effects: dpkg and apt's
+// logs, and the jobs the lab's systemctl and update-initramfs stand-ins
+// record. A run that must change nothing leaves them as they were.
+const nodeLogs = `cd / && for f in var/log/dpkg.log var/log/apt/history.log var/lib/gopve-lab/systemctl.log var/lib/gopve-lab/update-initramfs.log; do echo "$f $(cat $f 2>/dev/null | sha256sum)"; done`
+
+// labStateAndLogs is labState on pve01 plus the side-effect logs.
+func labStateAndLogs(t *testing.T, lab *labctl.Lab) string {
+	t.Helper()
+	logs, err := lab.SSH("pve01", nodeLogs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return labState(t, lab) + "logs:\n" + logs
+}
+
+// reEnableEnterprise re-enables pve-enterprise the way an admin would by
+// hand: "Enabled: no" dropped from the deb822 file (PVE 9), the "#" removed
+// from the .list line (PVE 8).
+const reEnableEnterprise = `set -e; f=$(grep -l 'enterprise.proxmox.com/debian/pve' /etc/apt/sources.list.d/*); case $f in *.sources) sed -i '/^Enabled:/d' $f;; *.list) sed -i 's|^#* *deb https://enterprise|deb https://enterprise|' $f;; esac; cat $f`
+
+// testLabDrift runs on a converged node: one thing is changed by hand, and
+// the next run must predict and change exactly that, say what it changed,
+// and leave every other file and the apt/dpkg state as they were.
+func testLabDrift(t *testing.T, lab *labctl.Lab, bin string, args func() map[string]any) {
+	t.Helper()
+	converged := labStateAndLogs(t, lab)
+	// B1: the enterprise repository is back (an admin, or a package's
+	// postinst); without a subscription apt-get update fails with 401 (B2).
+	file, err := lab.SSH("pve01", reEnableEnterprise)
+	if err != nil {
+		t.Fatalf("re-enabling the enterprise repository by hand: %v", err)
+	}
+	drifted := labStateAndLogs(t, lab)
+	if drifted == converged {
+		t.Fatalf("the hand edit changed nothing:\n%s", file)
+	}
+	check := invoke(t, lab, bin, "pve_base", args(), true)
+	if failed(check) || check["changed"] != true {
+		t.Fatalf("drift, check mode: changed=%v %v", check["changed"], check["msg"])
+	}
+	if after := labStateAndLogs(t, lab); after != drifted {
+		t.Fatalf("drift, check mode wrote to the node:\nbefore:\n%s\nafter:\n%s", drifted, after)
+	}
+	got := changes(check)
+	if len(got) != 1 || !strings.Contains(got[0], "enterprise") || !strings.Contains(got[0], "/etc/apt/sources.list.d/pve-enterprise.") {
+		t.Errorf("B1 drift: check mode must predict one change, disabling the enterprise repository in its file; got %q", got)
+	}
+	real := invoke(t, lab, bin, "pve_base", args(), false)
+	if failed(real) {
+		t.Fatalf("drift, real run: %v", real["msg"])
+	}
+	if got, want := changes(real), changes(check); !reflect.DeepEqual(got, want) {
+		t.Errorf("B1 drift: the real run changed %q, check mode predicted %q", got, want)
+	}
+	if after := labStateAndLogs(t, lab); after != converged {
+		t.Errorf("B1 drift: the node is not back to its converged state (only the enterprise file may have changed, and back):\nconverged:\n%s\nafter:\n%s", converged, after)
+	}
+	if again := invoke(t, lab, bin, "pve_base", args(), false); failed(again) || again["changed"] != false {
+		t.Errorf("after the drift was repaired: changed=%v %q %v", again["changed"], changes(again), again["msg"])
+	}
+}
+
+// testLabBadInput: bad input fails before anything runs, naming the
+// parameter, and leaves no trace on the node (state and logs identical).
+func testLabBadInput(t *testing.T, lab *labctl.Lab, bin string) {
+	t.Helper()
+	for _, tc := range []struct {
+		name  string
+		args  map[string]any
+		param string
+	}{
+		{"unknown option", map[string]any{"upgrade": "none", "zfs_arc_maxx": "4G"}, "zfs_arc_maxx"},
+		// B4: "4GB" is ambiguous (10^9 or 2^30?), "4X" no unit at all.
+		{"ambiguous ARC unit", map[string]any{"upgrade": "none", "zfs_arc_max": "4GB"}, "zfs_arc_max"},
+		{"unknown ARC unit", map[string]any{"upgrade": "none", "zfs_arc_max": "4X"}, "zfs_arc_max"},
+		{"bad choice", map[string]any{"upgrade": "none", "enterprise_repo": "on"}, "enterprise_repo"},
+	} {
+		before := labStateAndLogs(t, lab)
+		res := invoke(t, lab, bin, "pve_base", tc.args, false)
+		msg, _ := res["msg"].(string)
+		if !failed(res) || !strings.Contains(msg, tc.param) {
+			t.Errorf("%s: want a failure naming %s, got failed=%v msg=%q", tc.name, tc.param, res["failed"], msg)
+		}
+		if res["changed"] == true {
+			t.Errorf("%s: a refused input reports changed", tc.name)
+		}
+		if after := labStateAndLogs(t, lab); after != before {
+			t.Errorf("%s: the node changed:\nbefore:\n%s\nafter:\n%s", tc.name, before, after)
+		}
+	}
+}
+
 func TestLabPVE8(t *testing.T) { testLab(t, 8) }
 func TestLabPVE9(t *testing.T) { testLab(t, 9) }
 
@@ -175,6 +267,9 @@ func testLab(t *testing.T, pve int) {
 	if failed(again) || again["changed"] != false {
 		t.Fatalf("second run: changed=%v %q %v", again["changed"], changes(again), again["msg"])
 	}
+
+	testLabDrift(t, lab, bin, args)
+	testLabBadInput(t, lab, bin)
 
 	// B4: the ARC cap, with the lab's update-initramfs and sysfs stand-ins.
 	arc := map[string]any{"upgrade": "none", "zfs_arc_max": "4G"}
