@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -74,6 +75,48 @@ func recapChanged(t *testing.T, out string, host string) int {
 	return n
 }
 
+// changedTasks reads ansible-playbook's default output: per host, the
+// names of the tasks (and handlers) that reported changed, in order, each
+// once (a loop prints one line per item).
+func changedTasks(out string) map[string][]string {
+	task := ""
+	header := regexp.MustCompile(`^(?:TASK|RUNNING HANDLER) \[(.*)\] \*+$`)
+	changed := regexp.MustCompile(`^changed: \[([^\]\s]+)`)
+	got := map[string][]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if m := header.FindStringSubmatch(line); m != nil {
+			task = m[1]
+			continue
+		}
+		if m := changed.FindStringSubmatch(line); m != nil {
+			h := m[1]
+			if l := got[h]; len(l) == 0 || l[len(l)-1] != task {
+				got[h] = append(got[h], task)
+			}
+		}
+	}
+	return got
+}
+
+// playState is, per host, everything the two playbooks may touch (nodeState),
+// the pool and its timers, and the side-effect logs (nodeLogs).
+func playState(t *testing.T, lab *labctl.Lab, hosts []string) string {
+	t.Helper()
+	out := ""
+	for _, h := range hosts {
+		o, err := lab.SSH(h, nodeState+"; "+poolState+"; "+nodeLogs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out += h + ":\n" + o
+	}
+	return out
+}
+
+// poolState: pools, datasets with their properties, scrub timers and the
+// stand-ins' state files.
+const poolState = `zpool list -H -o name; zfs get -H -o name,property,value,source all 2>/dev/null; for p in monthly weekly; do systemctl is-enabled zfs-scrub-$p@nvme-vm.timer; systemctl is-active zfs-scrub-$p@nvme-vm.timer; done; cd /var/lib/gopve-lab && sha256sum zfs.json 2>&1; python3 -c "import json; d=json.load(open('systemd.json')); [print(k, v.get('enabled', ''), v['active']) for k, v in sorted(d['units'].items())]" 2>&1; true`
+
 func TestLabPlaybooksPVE8(t *testing.T) { testPlaybooks(t, 8) }
 func TestLabPlaybooksPVE9(t *testing.T) { testPlaybooks(t, 9) }
 
@@ -83,45 +126,54 @@ func testPlaybooks(t *testing.T, pve int) {
 	r, _ := aptrepo.ReleaseFor(pve)
 	coll := installCollection(t, repo, bin)
 	vars := filepath.Join(t.TempDir(), "pve.yml")
-	v := seedVars
-	if pve == 9 {
-		// The lab's trixie repository has no tmux candidate (its stand-in
-		// conflicts with trixie's libtinfo6): the seed's list without it.
-		v += "pve_base_extra_packages: [vim, htop, curl, git, lsb-release]\n"
-	}
-	if err := os.WriteFile(vars, []byte(v), 0o644); err != nil {
+	// The seed's group_vars as they are: the role's default
+	// pve_base_extra_packages is the seed's list, tmux included.
+	if err := os.WriteFile(vars, []byte(seedVars), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	hosts := []string{"pve01", "pve02", "pve03"}
 	for _, pb := range []string{"base.yml", "zfs.yml"} {
 		path := filepath.Join(repo, "playbooks", pb)
-		before := labState(t, lab, hosts...)
-		zfsBefore, _ := lab.SSH("pve01", "zpool list -H -o name")
-		out, err := playbook(t, lab, coll, vars, path, "--check", "--diff")
+		before := playState(t, lab, hosts)
+		check, err := playbook(t, lab, coll, vars, path, "--check", "--diff")
 		if err != nil {
-			t.Fatalf("%s --check: %v\n%s", pb, err, out)
+			t.Fatalf("%s --check: %v\n%s", pb, err, check)
 		}
-		zfsAfter, _ := lab.SSH("pve01", "zpool list -H -o name")
-		if after := labState(t, lab, hosts...); after != before || zfsAfter != zfsBefore {
-			t.Fatalf("%s --check wrote to the nodes", pb)
+		if after := playState(t, lab, hosts); after != before {
+			t.Fatalf("%s --check wrote to the nodes:\nbefore:\n%s\nafter:\n%s", pb, before, after)
 		}
 		for _, h := range hosts {
-			if recapChanged(t, out, h) == 0 {
-				t.Errorf("%s --check on %s predicts no change on a fresh node:\n%s", pb, h, out)
+			if recapChanged(t, check, h) == 0 {
+				t.Errorf("%s --check on %s predicts no change on a fresh node:\n%s", pb, h, check)
 			}
 		}
-		out, err = playbook(t, lab, coll, vars, path)
+		real, err := playbook(t, lab, coll, vars, path)
 		if err != nil {
-			t.Fatalf("%s: %v\n%s", pb, err, out)
+			t.Fatalf("%s: %v\n%s", pb, err, real)
 		}
-		out, err = playbook(t, lab, coll, vars, path)
+		// The real run changes exactly what check mode predicted: the same
+		// count per host, and the same tasks.
+		predicted, changed := changedTasks(check), changedTasks(real)
+		for _, h := range hosts {
+			if c, r := recapChanged(t, check, h), recapChanged(t, real, h); c != r {
+				t.Errorf("%s on %s: --check predicted changed=%d, the real run changed=%d", pb, h, c, r)
+			}
+			if !reflect.DeepEqual(predicted[h], changed[h]) {
+				t.Errorf("%s on %s: --check predicted changes in tasks %q, the real run changed %q", pb, h, predicted[h], changed[h])
+			}
+		}
+		converged := playState(t, lab, hosts)
+		again, err := playbook(t, lab, coll, vars, path)
 		if err != nil {
-			t.Fatalf("%s second run: %v\n%s", pb, err, out)
+			t.Fatalf("%s second run: %v\n%s", pb, err, again)
 		}
 		for _, h := range hosts {
-			if n := recapChanged(t, out, h); n != 0 {
-				t.Errorf("%s second run on %s: changed=%d, want 0:\n%s", pb, h, n, out)
+			if n := recapChanged(t, again, h); n != 0 {
+				t.Errorf("%s second run on %s: changed=%d, want 0:\n%s", pb, h, n, again)
 			}
+		}
+		if after := playState(t, lab, hosts); after != converged {
+			t.Errorf("%s second run (changed=0) changed the nodes:\nbefore:\n%s\nafter:\n%s", pb, converged, after)
 		}
 	}
 	for _, h := range hosts {
