@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -121,7 +122,17 @@ func testLabBadInput(t *testing.T, lab *labctl.Lab, bin string, state func() str
 		{"unmounted pool", map[string]any{"name": "nvme-vm", "devices": []any{"/dev/nvme0n1"}, "mountpoint": "none"}, "mountpoint"},
 	} {
 		before, jobs := state(), mustSSH(t, lab, jobLog)
-		res := invoke(t, lab, bin, tc.args, false)
+		// -vv returns the commands the module ran: bad input must be refused
+		// before any command that could change the node (a zpool create
+		// that zpool itself happens to refuse is a bug too).
+		args := map[string]any{"_ansible_verbosity": 2}
+		for k, v := range tc.args {
+			args[k] = v
+		}
+		res := invoke(t, lab, bin, args, false)
+		if cmds, _ := res["commands"].([]any); len(writers(cmds)) > 0 {
+			t.Errorf("%s: commands with side effects ran before the input was refused: %q", tc.name, writers(cmds))
+		}
 		msg, _ := res["msg"].(string)
 		if !failed(res) || !strings.Contains(msg, tc.param) {
 			t.Errorf("%s: want a failure naming %s, got failed=%v msg=%q", tc.name, tc.param, res["failed"], msg)
@@ -182,6 +193,22 @@ func testLabDrift(t *testing.T, lab *labctl.Lab, bin string, args map[string]any
 			t.Errorf("%s: systemctl jobs %q, want %q", tc.name, ran, tc.jobs)
 		}
 	}
+}
+
+// readOnly are the commands that only look at the node.
+var readOnly = regexp.MustCompile(`^(zpool (list|status|get)|zfs (list|get)|blkid|systemctl (show|is-enabled|is-active|status|list-unit-files|list-units)) `)
+
+// writers picks, from a result's "commands" (-vv), those that are not
+// read-only.
+func writers(cmds []any) []string {
+	var out []string
+	for _, c := range cmds {
+		m, _ := c.(map[string]any)
+		if cmd, _ := m["cmd"].(string); !readOnly.MatchString(cmd + " ") {
+			out = append(out, cmd)
+		}
+	}
+	return out
 }
 
 func nonEmpty(xs []string) []string {
