@@ -223,9 +223,8 @@ func testLab(t *testing.T, pve int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Not tmux: the lab's tmux stand-in conflicts with trixie's libtinfo6.
 	args := func() map[string]any {
-		return map[string]any{"extra_packages": []any{"htop", "git"}}
+		return map[string]any{"extra_packages": []any{"htop", "tmux", "git"}}
 	}
 
 	before := labState(t, lab)
