@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# make demo: build the lab, start a 3-node PVE lab (or reuse the running one),
-# prove Ansible reaches every node over SSH, then run the collection's phases
-# (playbooks/site.yml) against it the way a user would: check mode first, the
-# real run, and a second run that must change nothing.
-#   PVE=8|9 (default 9)  NODES (default 3)  SLOT (default: the running lab, else the first free slot)
+# make demo: build the lab, start a fresh 3-node PVE lab (the previous demo
+# lab, if any, is taken down first), prove Ansible reaches every node over
+# SSH, then run the collection's phases (playbooks/site.yml) against it the
+# way a user would: check mode first, the real run, and a second run that
+# must change nothing. The lab stays up afterwards for you to explore.
+#   PVE=8|9 (default 9)  NODES (default 3)  DEMO_DIR (default /var/lib/gopve/labs/demo)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 pve=${PVE:-9}
 nodes=${NODES:-3}
-slot_args=()
-[ -n "${SLOT:-}" ] && slot_args=(--slot "$SLOT")
+demo_dir=${DEMO_DIR:-/var/lib/gopve/labs/demo}
 # The lab binary lives outside the checkout so it is never packaged; the
 # supervisor it starts keeps running after this script ends.
 lab=${GOPVE_LAB:-/var/lib/gopve/bin/lab}
@@ -24,7 +24,8 @@ mkdir -p "$(dirname "$lab")"
 echo "demo: building $lab"
 CGO_ENABLED=0 go build -o "$lab" ./modules-src/cmd/lab
 
-out=$("$lab" up --nodes "$nodes" --pve "$pve" "${slot_args[@]}")
+[ -e "$demo_dir" ] && "$lab" down --dir "$demo_dir" >/dev/null
+out=$("$lab" up --nodes "$nodes" --pve "$pve" --dir "$demo_dir")
 echo "$out"
 inventory=$(sed -n 's/^inventory: *//p' <<<"$out")
 dir=$(dirname "$inventory")
@@ -42,27 +43,32 @@ trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/src/bin"
 cp -r galaxy.yml meta plugins roles playbooks README.md LICENSE CHANGELOG.md "$stage/src/"
 cp "bin/gopve_$(uname -s | tr A-Z a-z)_$(uname -m)" "$stage/src/bin/"
+export ANSIBLE_COLLECTIONS_PATH=$collections ANSIBLE_RETRY_FILES_ENABLED=0
 ansible-galaxy collection build --force --output-path "$stage" "$stage/src" >/dev/null
 ansible-galaxy collection install --force -p "$collections" "$stage"/gopve-proxmox-*.tar.gz >/dev/null
-export ANSIBLE_COLLECTIONS_PATH=$collections ANSIBLE_RETRY_FILES_ENABLED=0
 vars=(-e @hack/demo/group_vars.yml)
 site=playbooks/site.yml
+recap() { sed -n '/^PLAY RECAP/,$p'; }
 
 echo
 echo "demo: ansible-playbook --check --diff $site   (predicts; writes nothing)"
-ansible-playbook -i "$inventory" "${vars[@]}" --check --diff "$site" | tail -n 6
+ansible-playbook -i "$inventory" "${vars[@]}" --check --diff "$site" | recap
 echo
 echo "demo: ansible-playbook $site   (the real run: every change read back before it is reported)"
-ansible-playbook -i "$inventory" "${vars[@]}" "$site" | tail -n 6
+ansible-playbook -i "$inventory" "${vars[@]}" "$site" | recap
 echo
 echo "demo: ansible-playbook $site   (again: must be changed=0 everywhere)"
 second=$(ansible-playbook -i "$inventory" "${vars[@]}" "$site")
-tail -n 6 <<<"$second"
+recap <<<"$second"
 if grep -Eq 'changed=[1-9]|failed=[1-9]' <<<"$second"; then
   echo "demo: the second run was not clean" >&2
   exit 1
 fi
-ansible -i "$inventory" pve -m shell -a 'pveversion; zpool list -H -o name,health,size' | sed 's/^/  /'
+echo "demo: what the nodes say now"
+for node in $(sed -n 's/^ *\(pve[0-9][0-9]*\):$/\1/p' "$inventory"); do
+  printf '  %s: %s | %s\n' "$node" "$("$lab" ssh --dir "$dir" "$node" pveversion)" \
+    "$("$lab" ssh --dir "$dir" "$node" 'zpool list -H -o name,health,size' | tr '\t' ' ')"
+done
 
 cat <<USAGE
 
