@@ -266,20 +266,27 @@ var reservedOrKnown = map[string]bool{
 	"deprecations": true, "changes": true, "skipped": true, "exception": true, "msg": true,
 }
 
+// defaultMsg says what the run did, naming every change, so that a task's
+// one-line output answers "what changed?" without -v (the `changes` key holds
+// the same summaries as a list).
 func (r *Run) defaultMsg() string {
 	n := len(r.done)
-	switch {
-	case n == 0:
+	if n == 0 {
 		return "nothing to change"
-	case r.inv.CheckMode && n == 1:
-		return "1 change would be made (check mode)"
-	case r.inv.CheckMode:
-		return fmt.Sprintf("%d changes would be made (check mode)", n)
-	case n == 1:
-		return "1 change applied and verified"
-	default:
-		return fmt.Sprintf("%d changes applied and verified", n)
 	}
+	what := "change"
+	if n > 1 {
+		what = "changes"
+	}
+	summaries := make([]string, n)
+	for i, c := range r.done {
+		summaries[i] = c.Summary
+	}
+	verb := "applied and verified"
+	if r.inv.CheckMode {
+		verb = "would be made (check mode)"
+	}
+	return fmt.Sprintf("%d %s %s: %s", n, what, verb, strings.Join(summaries, "; "))
 }
 
 // toJSONShape round-trips v through encoding/json so that module data of

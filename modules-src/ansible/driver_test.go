@@ -99,10 +99,10 @@ func TestDriverModes(t *testing.T) {
 	}{
 		{name: "check mode predicts and writes nothing", check: true, diff: true, initial: map[string]string{},
 			wantChanged: true, wantApplies: 0, wantChanges: []string{"set a", "set b", "set c"}, wantDiffs: 3,
-			wantPending2: []string{"key:a", "key:b"}, wantMsg: "3 changes would be made (check mode)"},
+			wantPending2: []string{"key:a", "key:b"}, wantMsg: "3 changes would be made (check mode): set a; set b; set c"},
 		{name: "real run applies and verifies", initial: map[string]string{},
 			wantChanged: true, wantApplies: 3, wantChanges: []string{"set a", "set b", "set c"},
-			wantPending2: nil, wantMsg: "3 changes applied and verified"},
+			wantPending2: nil, wantMsg: "3 changes applied and verified: set a; set b; set c"},
 		{name: "diff only in diff mode", diff: true, initial: map[string]string{"a": "1"},
 			wantChanged: true, wantApplies: 2, wantChanges: []string{"set b", "set c"}, wantDiffs: 2},
 		{name: "nothing to do", initial: map[string]string{"a": "1", "b": "2", "c": "3"},
