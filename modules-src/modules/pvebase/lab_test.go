@@ -8,98 +8,15 @@ package pvebase
 // run must change nothing — on PVE 8 and on PVE 9.
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/aptrepo"
 	"github.com/gopve/proxmox/modules-src/lab/labctl"
+	"github.com/gopve/proxmox/modules-src/lab/labtest"
 )
-
-// startLab starts a lab of n nodes, builds gopve and copies it to pve01 as
-// /usr/local/bin/gopve-e2e. It returns the lab and the local binary.
-func startLab(t *testing.T, pve, n int) (*labctl.Lab, string) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("lab end-to-end tests are skipped with -short")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("the lab needs root")
-	}
-	for _, tool := range []string{"unshare", "losetup", "dpkg-deb", "apt-ftparchive", "gpg", "/usr/sbin/sshd"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is missing (make deps): %v", tool, err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	tmp := t.TempDir()
-	tools, err := labctl.BuildLabtools(ctx, tmp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	repo, err := labctl.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(tmp, "gopve")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./modules-src/cmd/gopve")
-	build.Dir, build.Env = repo, append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building gopve: %v\n%s", err, out)
-	}
-	var log bytes.Buffer
-	lab, err := labctl.Start(ctx, labctl.Options{Nodes: n, PVE: pve, Dir: filepath.Join(tmp, "lab"), Labtools: tools, Log: &log})
-	if err != nil {
-		t.Fatalf("starting the lab: %v\n%s", err, log.String())
-	}
-	t.Cleanup(func() {
-		if err := lab.Close(); err != nil {
-			t.Errorf("closing the lab: %v", err)
-		}
-	})
-	f, err := os.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	res, err := lab.Run(ctx, "pve01", "cat > /usr/local/bin/gopve-e2e && chmod 755 /usr/local/bin/gopve-e2e", f)
-	if err != nil || res.ExitCode != 0 {
-		t.Fatalf("copying gopve to the node: %v %s", err, res.Stderr)
-	}
-	return lab, bin
-}
-
-const nodeBin = "/usr/local/bin/gopve-e2e"
-
-// invoke runs a module on the node the way Ansible runs a binary module.
-func invoke(t *testing.T, lab *labctl.Lab, bin, module string, args map[string]any, check bool) map[string]any {
-	t.Helper()
-	full := map[string]any{"_gopve_module": module, "_ansible_check_mode": check, "_ansible_diff": true, "_ansible_version": "2.14.18"}
-	for k, v := range args {
-		full[k] = v
-	}
-	data, _ := json.Marshal(full)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	res, err := lab.Run(ctx, "pve01", "f=$(mktemp) && cat > $f && "+bin+" $f; rc=$?; rm -f $f; exit $rc", bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out map[string]any
-	if err := json.Unmarshal([]byte(res.Stdout), &out); err != nil {
-		t.Fatalf("%s did not print one JSON object (%v):\nstdout: %s\nstderr: %s", module, err, res.Stdout, res.Stderr)
-	}
-	return out
-}
 
 // nodeState hashes everything pve_base may touch, plus the package lists
 // and dpkg's status, so check mode can be proven write-free.
@@ -157,7 +74,7 @@ func testLabDrift(t *testing.T, lab *labctl.Lab, bin string, args func() map[str
 	if drifted == converged {
 		t.Fatalf("the hand edit changed nothing:\n%s", file)
 	}
-	check := invoke(t, lab, bin, "pve_base", args(), true)
+	check := labtest.Invoke(t, lab, bin, "pve_base", args(), true)
 	if failed(check) || check["changed"] != true {
 		t.Fatalf("drift, check mode: changed=%v %v", check["changed"], check["msg"])
 	}
@@ -168,7 +85,7 @@ func testLabDrift(t *testing.T, lab *labctl.Lab, bin string, args func() map[str
 	if len(got) != 1 || !strings.Contains(got[0], "enterprise") || !strings.Contains(got[0], "/etc/apt/sources.list.d/pve-enterprise.") {
 		t.Errorf("B1 drift: check mode must predict one change, disabling the enterprise repository in its file; got %q", got)
 	}
-	real := invoke(t, lab, bin, "pve_base", args(), false)
+	real := labtest.Invoke(t, lab, bin, "pve_base", args(), false)
 	if failed(real) {
 		t.Fatalf("drift, real run: %v", real["msg"])
 	}
@@ -178,7 +95,7 @@ func testLabDrift(t *testing.T, lab *labctl.Lab, bin string, args func() map[str
 	if after := labStateAndLogs(t, lab); after != converged {
 		t.Errorf("B1 drift: the node is not back to its converged state (only the enterprise file may have changed, and back):\nconverged:\n%s\nafter:\n%s", converged, after)
 	}
-	if again := invoke(t, lab, bin, "pve_base", args(), false); failed(again) || again["changed"] != false {
+	if again := labtest.Invoke(t, lab, bin, "pve_base", args(), false); failed(again) || again["changed"] != false {
 		t.Errorf("after the drift was repaired: changed=%v %q %v", again["changed"], changes(again), again["msg"])
 	}
 }
@@ -199,7 +116,7 @@ func testLabBadInput(t *testing.T, lab *labctl.Lab, bin string) {
 		{"bad choice", map[string]any{"upgrade": "none", "enterprise_repo": "on"}, "enterprise_repo"},
 	} {
 		before := labStateAndLogs(t, lab)
-		res := invoke(t, lab, bin, "pve_base", tc.args, false)
+		res := labtest.Invoke(t, lab, bin, "pve_base", tc.args, false)
 		msg, _ := res["msg"].(string)
 		if !failed(res) || !strings.Contains(msg, tc.param) {
 			t.Errorf("%s: want a failure naming %s, got failed=%v msg=%q", tc.name, tc.param, res["failed"], msg)
@@ -217,8 +134,8 @@ func TestLabPVE8(t *testing.T) { testLab(t, 8) }
 func TestLabPVE9(t *testing.T) { testLab(t, 9) }
 
 func testLab(t *testing.T, pve int) {
-	lab, _ := startLab(t, pve, 1)
-	bin := nodeBin
+	lab, _ := labtest.Start(t, pve, 1)
+	bin := labtest.NodeBinary
 	r, err := aptrepo.ReleaseFor(pve)
 	if err != nil {
 		t.Fatal(err)
@@ -228,7 +145,7 @@ func testLab(t *testing.T, pve int) {
 	}
 
 	before := labState(t, lab)
-	check := invoke(t, lab, bin, "pve_base", args(), true)
+	check := labtest.Invoke(t, lab, bin, "pve_base", args(), true)
 	if failed(check) || check["changed"] != true {
 		t.Fatalf("check mode: %v", check)
 	}
@@ -239,7 +156,7 @@ func testLab(t *testing.T, pve int) {
 		t.Errorf("check mode does not predict the pve-manager upgrade (B2): %q", changes(check))
 	}
 
-	real := invoke(t, lab, bin, "pve_base", args(), false)
+	real := labtest.Invoke(t, lab, bin, "pve_base", args(), false)
 	if failed(real) {
 		msg, _ := real["msg"].(string)
 		if strings.Contains(msg, "/var/lib/gopve-lab") && strings.Contains(msg, "no space left on device") {
@@ -262,7 +179,7 @@ func testLab(t *testing.T, pve int) {
 		t.Errorf("B5: a new kernel must say reboot_required: %v", real["reboot_reasons"])
 	}
 
-	again := invoke(t, lab, bin, "pve_base", args(), false)
+	again := labtest.Invoke(t, lab, bin, "pve_base", args(), false)
 	if failed(again) || again["changed"] != false {
 		t.Fatalf("second run: changed=%v %q %v", again["changed"], changes(again), again["msg"])
 	}
@@ -273,11 +190,11 @@ func testLab(t *testing.T, pve int) {
 	// B4: the ARC cap, with the lab's update-initramfs and sysfs stand-ins.
 	arc := map[string]any{"upgrade": "none", "zfs_arc_max": "4G"}
 	before = labState(t, lab)
-	check = invoke(t, lab, bin, "pve_base", arc, true)
+	check = labtest.Invoke(t, lab, bin, "pve_base", arc, true)
 	if after := labState(t, lab); after != before || failed(check) {
 		t.Fatalf("ARC check mode: %v; wrote to the node: %v", check["msg"], after != before)
 	}
-	real = invoke(t, lab, bin, "pve_base", arc, false)
+	real = labtest.Invoke(t, lab, bin, "pve_base", arc, false)
 	if failed(real) {
 		t.Fatalf("ARC real run: %v", real["msg"])
 	}
@@ -290,21 +207,21 @@ func testLab(t *testing.T, pve int) {
 	if real["reboot_required"] != true {
 		t.Errorf("B5: an ARC change without live apply must say reboot_required")
 	}
-	if again := invoke(t, lab, bin, "pve_base", arc, false); again["changed"] != false {
+	if again := labtest.Invoke(t, lab, bin, "pve_base", arc, false); again["changed"] != false {
 		t.Errorf("ARC second run: %q %v", changes(again), again["msg"])
 	}
 
 	// B3 across later upgrades: the DPkg::Post-Invoke hook re-applies the
 	// patch when dpkg rewrites proxmoxlib.js outside of this module.
 	hook := map[string]any{"upgrade": "none", "subscription_notice_hook": true}
-	if res := invoke(t, lab, bin, "pve_base", hook, false); failed(res) || len(changes(res)) != 2 {
+	if res := labtest.Invoke(t, lab, bin, "pve_base", hook, false); failed(res) || len(changes(res)) != 2 {
 		t.Fatalf("hook install: %v %q", res["msg"], changes(res))
 	}
 	out, err := lab.SSH("pve01", "DEBIAN_FRONTEND=noninteractive apt-get install --reinstall -y -q proxmox-widget-toolkit >/dev/null 2>&1 && grep -c 'void({ //' "+aptrepo.ProxmoxLibJS+"; grep -c \"title: gettext('No valid sub\" "+aptrepo.ProxmoxLibJS+" || true")
 	if err != nil || out != "1\n0\n" {
 		t.Errorf("after reinstalling the toolkit with the hook in place: %q %v (want the patch re-applied)", out, err)
 	}
-	if res := invoke(t, lab, bin, "pve_base", hook, false); failed(res) || res["changed"] != false {
+	if res := labtest.Invoke(t, lab, bin, "pve_base", hook, false); failed(res) || res["changed"] != false {
 		t.Errorf("after the hook re-patched: %v %q", res["msg"], changes(res))
 	}
 }

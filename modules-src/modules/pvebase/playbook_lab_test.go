@@ -18,6 +18,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/aptrepo"
 	"github.com/gopve/proxmox/modules-src/lab/labctl"
+	"github.com/gopve/proxmox/modules-src/lab/labtest"
 )
 
 // seedVars is the seed's group_vars/pve.yml.
@@ -121,7 +122,7 @@ func TestLabPlaybooksPVE8(t *testing.T) { testPlaybooks(t, 8) }
 func TestLabPlaybooksPVE9(t *testing.T) { testPlaybooks(t, 9) }
 
 func testPlaybooks(t *testing.T, pve int) {
-	lab, bin := startLab(t, pve, 3)
+	lab, bin := labtest.Start(t, pve, 3)
 	repo, _ := labctl.RepoRoot()
 	r, _ := aptrepo.ReleaseFor(pve)
 	coll := installCollection(t, repo, bin)

@@ -7,89 +7,19 @@ package pvezfs
 // was predicted, the second run changes nothing.
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/labctl"
+	"github.com/gopve/proxmox/modules-src/lab/labtest"
 )
 
-func startLab(t *testing.T, pve int) (*labctl.Lab, string) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("lab end-to-end tests are skipped with -short")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("the lab needs root")
-	}
-	for _, tool := range []string{"unshare", "losetup", "dpkg-deb", "apt-ftparchive", "gpg", "/usr/sbin/sshd"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is missing (make deps): %v", tool, err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	tmp := t.TempDir()
-	tools, err := labctl.BuildLabtools(ctx, tmp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	repo, err := labctl.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(tmp, "gopve")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./modules-src/cmd/gopve")
-	build.Dir, build.Env = repo, append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building gopve: %v\n%s", err, out)
-	}
-	var log bytes.Buffer
-	lab, err := labctl.Start(ctx, labctl.Options{Nodes: 1, PVE: pve, Dir: filepath.Join(tmp, "lab"), Labtools: tools, Log: &log})
-	if err != nil {
-		t.Fatalf("starting the lab: %v\n%s", err, log.String())
-	}
-	t.Cleanup(func() {
-		if err := lab.Close(); err != nil {
-			t.Errorf("closing the lab: %v", err)
-		}
-	})
-	f, err := os.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	res, err := lab.Run(ctx, "pve01", "cat > /usr/local/bin/gopve-e2e && chmod 755 /usr/local/bin/gopve-e2e", f)
-	if err != nil || res.ExitCode != 0 {
-		t.Fatalf("copying gopve to the node: %v %s", err, res.Stderr)
-	}
-	return lab, "/usr/local/bin/gopve-e2e"
-}
-
+// invoke runs pve_zfs on pve01 of the lab (see labtest.Invoke).
 func invoke(t *testing.T, lab *labctl.Lab, bin string, args map[string]any, check bool) map[string]any {
 	t.Helper()
-	full := map[string]any{"_gopve_module": "pve_zfs", "_ansible_check_mode": check, "_ansible_diff": true}
-	for k, v := range args {
-		full[k] = v
-	}
-	data, _ := json.Marshal(full)
-	res, err := lab.Run(context.Background(), "pve01", "f=$(mktemp) && cat > $f && "+bin+" $f; rc=$?; rm -f $f; exit $rc", bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out map[string]any
-	if err := json.Unmarshal([]byte(res.Stdout), &out); err != nil {
-		t.Fatalf("pve_zfs did not print one JSON object (%v):\nstdout: %s\nstderr: %s", err, res.Stdout, res.Stderr)
-	}
-	return out
+	return labtest.Invoke(t, lab, bin, "pve_zfs", args, check)
 }
 
 // zfsState is what check mode must leave untouched: pools, datasets and
@@ -234,7 +164,8 @@ func TestLabPVE8(t *testing.T) { testLab(t, 8) }
 func TestLabPVE9(t *testing.T) { testLab(t, 9) }
 
 func testLab(t *testing.T, pve int) {
-	lab, bin := startLab(t, pve)
+	lab, _ := labtest.Start(t, pve, 1)
+	bin := labtest.NodeBinary
 	state := func() string {
 		out, err := lab.SSH("pve01", zfsState)
 		if err != nil {

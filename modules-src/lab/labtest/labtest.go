@@ -1,0 +1,100 @@
+// Package labtest is what a module's end-to-end tests need from the lab:
+// start one with the module binary built from this tree and installed on
+// pve01, and run a module there the way Ansible runs a binary module (an
+// args file, one JSON object back). Only _test.go files import it.
+package labtest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/labctl"
+)
+
+// NodeBinary is where Start installs the gopve binary on pve01.
+const NodeBinary = "/usr/local/bin/gopve-e2e"
+
+// Start starts a lab of n nodes running PVE pve, builds gopve from this tree
+// and installs it on pve01 at NodeBinary. It returns the lab (closed when the
+// test ends) and the local path of the binary. Lab tests need root and the
+// tools `make deps` installs; they are skipped with -short.
+func Start(t *testing.T, pve, n int) (*labctl.Lab, string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("lab end-to-end tests are skipped with -short")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("the lab needs root")
+	}
+	for _, tool := range []string{"unshare", "losetup", "dpkg-deb", "apt-ftparchive", "gpg", "/usr/sbin/sshd"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is missing (make deps): %v", tool, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	tmp := t.TempDir()
+	tools, err := labctl.BuildLabtools(ctx, tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, err := labctl.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(tmp, "gopve")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./modules-src/cmd/gopve")
+	build.Dir, build.Env = repo, append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building gopve: %v\n%s", err, out)
+	}
+	var log bytes.Buffer
+	lab, err := labctl.Start(ctx, labctl.Options{Nodes: n, PVE: pve, Dir: filepath.Join(tmp, "lab"), Labtools: tools, Log: &log})
+	if err != nil {
+		t.Fatalf("starting the lab: %v\n%s", err, log.String())
+	}
+	t.Cleanup(func() {
+		if err := lab.Close(); err != nil {
+			t.Errorf("closing the lab: %v", err)
+		}
+	})
+	f, err := os.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	res, err := lab.Run(ctx, "pve01", "cat > "+NodeBinary+" && chmod 755 "+NodeBinary, f)
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("copying gopve to the node: %v %s", err, res.Stderr)
+	}
+	return lab, bin
+}
+
+// Invoke runs module on pve01 with the binary at nodeBin, in check mode or
+// not, with diff mode on, and returns its one JSON result (the test fails
+// if the binary printed anything else).
+func Invoke(t *testing.T, lab *labctl.Lab, nodeBin, module string, args map[string]any, check bool) map[string]any {
+	t.Helper()
+	full := map[string]any{"_gopve_module": module, "_ansible_check_mode": check, "_ansible_diff": true, "_ansible_version": "2.14.18"}
+	for k, v := range args {
+		full[k] = v
+	}
+	data, _ := json.Marshal(full)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	res, err := lab.Run(ctx, "pve01", "f=$(mktemp) && cat > $f && "+nodeBin+" $f; rc=$?; rm -f $f; exit $rc", bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out map[string]any
+	if err := json.Unmarshal([]byte(res.Stdout), &out); err != nil {
+		t.Fatalf("%s did not print one JSON object (%v):\nstdout: %s\nstderr: %s", module, err, res.Stdout, res.Stderr)
+	}
+	return out
+}
