@@ -15,7 +15,7 @@ PLATFORMS  := linux/amd64:linux_x86_64 linux/arm64:linux_aarch64 darwin/amd64:da
 HOST_TAG   := $(shell uname -s | tr A-Z a-z)_$(shell uname -m)
 GO_SRC     := $(shell find modules-src -name '*.go' 2>/dev/null) go.mod go.sum
 
-.PHONY: all deps build build-test dist collection install test test-unit test-integration lint bench demo lab-up lab-down clean
+.PHONY: all deps roots build build-test dist collection install test test-unit test-integration lint bench demo lab-up lab-down clean
 
 all: build
 
@@ -58,8 +58,15 @@ install: collection
 
 test: deps test-unit test-integration
 
-test-unit:
-	$(GO) test -count=1 ./modules-src/...
+# The Debian 13 root (PVE 9 lab nodes, the ansible-core 2.19 controller) is
+# built once, up front, so no test spends its time limit waiting for it.
+roots: deps
+	@./hack/debian-root.sh trixie >/dev/null
+
+# Lab end-to-end tests start real nodes: a package can take several minutes
+# on a loaded 2-core machine, beyond go test's default 10-minute limit.
+test-unit: roots
+	$(GO) test -count=1 -timeout 30m ./modules-src/...
 
 test-integration: deps
 	./tests/integration/run.sh
