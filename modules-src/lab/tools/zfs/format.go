@@ -83,3 +83,23 @@ func writeTable(w io.Writer, cols []column, rows [][]string, scripted, noHeader 
 		line(r)
 	}
 }
+
+// writeGetTable prints the table of zfs get and zpool get: each row holds one
+// property's cells by field name ("name", "property", "value", ...); the -o
+// fields pick which cells are shown, in order, under their names in upper case.
+// A field a row has no cell for shows empty.
+func writeGetTable(w io.Writer, fields []string, rows []map[string]string, scripted bool) {
+	var cols []column
+	for _, f := range fields {
+		cols = append(cols, column{header: strings.ToUpper(f)})
+	}
+	var cells [][]string
+	for _, row := range rows {
+		var r []string
+		for _, f := range fields {
+			r = append(r, row[f])
+		}
+		cells = append(cells, r)
+	}
+	writeTable(w, cols, cells, scripted, false)
+}

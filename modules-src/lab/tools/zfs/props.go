@@ -178,6 +178,15 @@ type valueSource struct {
 	isNum         bool
 }
 
+// shown is the value as list and get print it: with -p (parsable), numeric
+// properties as raw numbers instead of their human-readable form.
+func (v valueSource) shown(parsable bool) string {
+	if parsable && v.isNum {
+		return strconv.FormatUint(v.raw, 10)
+	}
+	return v.value
+}
+
 func parent(name string) string {
 	if i := strings.LastIndexByte(name, '/'); i >= 0 {
 		return name[:i]

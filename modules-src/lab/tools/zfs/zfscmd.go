@@ -3,7 +3,6 @@ package zfs
 import (
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/lab/tools/cli"
@@ -156,7 +155,7 @@ func (t *Tool) zget(args []string) error {
 		return err
 	}
 	pools, dss, derr := s.datasets(rest[1:], recursive)
-	var rows [][]string
+	var rows []map[string]string
 	for i, d := range dss {
 		for _, pr := range props {
 			v, _ := s.get(pools[i], d, pr)
@@ -172,24 +171,11 @@ func (t *Tool) zget(args []string) error {
 					continue
 				}
 			}
-			val := v.value
-			if parsable && v.isNum {
-				val = strconv.FormatUint(v.raw, 10)
-			}
-			cells := map[string]string{"name": d.Name, "property": pr, "value": val, "received": "-", "source": v.source}
-			var r []string
-			for _, f := range fields {
-				r = append(r, cells[f])
-			}
-			rows = append(rows, r)
+			rows = append(rows, map[string]string{"name": d.Name, "property": pr, "value": v.shown(parsable), "received": "-", "source": v.source})
 		}
 	}
-	var cols []column
-	for _, f := range fields {
-		cols = append(cols, column{header: strings.ToUpper(f)})
-	}
-	if len(rows) > 0 {
-		writeTable(t.Env.Stdout, cols, rows, scripted, false)
+	if len(rows) > 0 { // zfs get prints no header when nothing matched
+		writeGetTable(t.Env.Stdout, fields, rows, scripted)
 	}
 	return derr
 }
@@ -352,11 +338,7 @@ func (t *Tool) zlist(args []string) error {
 				continue
 			}
 			v, _ := s.get(pools[i], d, f)
-			if parsable && v.isNum {
-				r = append(r, strconv.FormatUint(v.raw, 10))
-			} else {
-				r = append(r, v.value)
-			}
+			r = append(r, v.shown(parsable))
 		}
 		rows = append(rows, r)
 	}

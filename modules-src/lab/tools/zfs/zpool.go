@@ -662,11 +662,7 @@ func (t *Tool) list(args []string) error {
 }
 
 func poolValue(p *Pool, f string, parsable bool) string {
-	v := p.getProp(f)
-	if parsable && v.isNum {
-		return strconv.FormatUint(v.raw, 10)
-	}
-	return v.value
+	return p.getProp(f).shown(parsable)
 }
 
 func (t *Tool) poolGet(args []string) error {
@@ -711,7 +707,7 @@ func (t *Tool) poolGet(args []string) error {
 	if perr != nil {
 		return perr
 	}
-	var rows [][]string
+	var rows []map[string]string
 	for _, p := range pools {
 		for _, pr := range props {
 			var v valueSource
@@ -723,23 +719,10 @@ func (t *Tool) poolGet(args []string) error {
 			} else {
 				v = p.getProp(pr)
 			}
-			val := v.value
-			if parsable && v.isNum {
-				val = strconv.FormatUint(v.raw, 10)
-			}
-			cells := map[string]string{"name": p.Name, "property": pr, "value": val, "source": v.source}
-			var r []string
-			for _, f := range fields {
-				r = append(r, cells[f])
-			}
-			rows = append(rows, r)
+			rows = append(rows, map[string]string{"name": p.Name, "property": pr, "value": v.shown(parsable), "source": v.source})
 		}
 	}
-	var cols []column
-	for _, f := range fields {
-		cols = append(cols, column{header: strings.ToUpper(f)})
-	}
-	writeTable(t.Env.Stdout, cols, rows, scripted, false)
+	writeGetTable(t.Env.Stdout, fields, rows, scripted)
 	return nil
 }
 
