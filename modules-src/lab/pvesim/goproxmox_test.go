@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -134,21 +133,7 @@ func TestRestartKeepsStateAndCertificates(t *testing.T) {
 func TestControlAPI(t *testing.T) {
 	t.Parallel()
 	s := startSim(t, simOpts{nodes: 3})
-	srv := httptest.NewServer(s.ControlHandler())
-	defer srv.Close()
-	do := func(method, path, body string) (int, map[string]any) {
-		t.Helper()
-		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		var out map[string]any
-		_ = json.NewDecoder(res.Body).Decode(&out)
-		return res.StatusCode, out
-	}
+	do := controlAPI(t, s)
 	tests := []struct {
 		method, path, body string
 		status             int
@@ -198,20 +183,7 @@ func TestControlAPI(t *testing.T) {
 func TestPmxcfsFilesFollowTheJoinC7(t *testing.T) {
 	t.Parallel()
 	s := startSim(t, simOpts{nodes: 2})
-	srv := httptest.NewServer(s.ControlHandler())
-	defer srv.Close()
-	ctl := func(method, path, body string) (int, map[string]any) {
-		t.Helper()
-		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		var out map[string]any
-		_ = json.NewDecoder(res.Body).Decode(&out)
-		return res.StatusCode, out
-	}
+	ctl := controlAPI(t, s)
 	const keys = "/v1/nodes/%s/pmxcfs/priv/authorized_keys"
 	if st, _ := ctl("PUT", fmt.Sprintf(keys, "pve01"), `{"content":"ssh-ed25519 AAAA primary\n"}`); st != 200 {
 		t.Fatalf("write on pve01: %d", st)
@@ -299,19 +271,8 @@ func TestGoProxmoxTypedWrappersSeeRealShapes(t *testing.T) {
 func TestControlAPIAccess(t *testing.T) {
 	t.Parallel()
 	s := startSim(t, simOpts{})
-	srv := httptest.NewServer(s.ControlHandler())
-	defer srv.Close()
-	post := func(path, body string) (int, map[string]any) {
-		t.Helper()
-		res, err := http.Post(srv.URL+path, "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		var out map[string]any
-		_ = json.NewDecoder(res.Body).Decode(&out)
-		return res.StatusCode, out
-	}
+	ctl := controlAPI(t, s)
+	post := func(path, body string) (int, map[string]any) { t.Helper(); return ctl("POST", path, body) }
 	st, tok := post("/v1/access/tokens", `{"node":"pve01","user":"auto@pve","name":"ci","privsep":true}`)
 	if st != 200 || tok["full-tokenid"] != "auto@pve!ci" || tok["value"] == "" {
 		t.Fatalf("token: %d %v", st, tok)

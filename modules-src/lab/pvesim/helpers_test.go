@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync/atomic"
@@ -322,4 +323,28 @@ func quorate(c *apiClient, want int) bool {
 		}
 	}
 	return q && online == want
+}
+
+// controlAPI serves s's control API for the test and returns a caller that
+// sends one JSON request and decodes the JSON answer.
+func controlAPI(t *testing.T, s *Sim) func(method, path, body string) (int, map[string]any) {
+	t.Helper()
+	srv := httptest.NewServer(s.ControlHandler())
+	t.Cleanup(srv.Close)
+	return func(method, path, body string) (int, map[string]any) {
+		t.Helper()
+		req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var out map[string]any
+		_ = json.NewDecoder(res.Body).Decode(&out)
+		return res.StatusCode, out
+	}
 }
