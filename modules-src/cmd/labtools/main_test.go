@@ -15,11 +15,11 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	cmds := map[string]func() int{"labtools": func() int { return run(os.Args) }}
+	cmds := map[string]func(){"labtools": func() { os.Exit(run(os.Args)) }}
 	for _, n := range tools.Names() {
-		cmds[n] = func() int { return run(os.Args) }
+		cmds[n] = func() { os.Exit(run(os.Args)) }
 	}
-	os.Exit(testscript.RunMain(m, cmds))
+	testscript.Main(m, cmds)
 }
 
 // writeNode writes a node.json for a node whose state lives under dir.

@@ -500,6 +500,7 @@ func removeMember(list []*CorosyncNode, name string) []*CorosyncNode {
 func (s *Sim) deleteClusterNode(rc *reqCtx) (any, error) {
 	victim := rc.str("node")
 	if victim == rc.node {
+		//lint:ignore ST1005 PVE's own message, as pvecm delnode prints it
 		return nil, fmt.Errorf("Cannot delete myself from cluster!")
 	}
 	db := rc.db()
@@ -517,6 +518,7 @@ func (s *Sim) deleteClusterNode(rc *reqCtx) (any, error) {
 		}
 	}
 	if m == nil {
+		//lint:ignore ST1005 PVE's own message, as pvecm delnode prints it
 		return nil, fmt.Errorf("Node/IP: %s is not a known host of the cluster.", victim)
 	}
 	n := s.st.Nodes[m.Name]

@@ -285,6 +285,7 @@ func (s *Sim) putStorage(rc *reqCtx) (any, error) {
 		return nil, fmt.Errorf("update storage failed: storage '%s' does not exist", id)
 	}
 	if d := rc.str("digest"); d != "" && d != digestOf(db.Storage) {
+		//lint:ignore ST1005 PVE's own message, as the storage API returns it
 		return nil, fmt.Errorf("update storage failed: detected modified configuration - file changed by other user? Try again.")
 	}
 	t := storageTypes[st.Type]
@@ -304,6 +305,7 @@ func (s *Sim) putStorage(rc *reqCtx) (any, error) {
 				return nil, fmt.Errorf("update storage failed: cannot delete required option '%s'", k)
 			}
 			if rc.has(k) {
+				//lint:ignore ST1005 PVE's own message, as the storage API returns it
 				return nil, fmt.Errorf("update storage failed: cannot set and delete property '%s' at the same time!", k)
 			}
 		}

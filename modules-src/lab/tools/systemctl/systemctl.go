@@ -321,10 +321,11 @@ func (t *Tool) enable(verb string, names []string, now bool) int {
 		for _, n := range names {
 			u := lookup(n)
 			if u.def == nil {
+				//lint:ignore ST1005 systemctl's own message, printed verbatim
 				return false, fmt.Errorf("Failed to %s unit: Unit file %s does not exist.", verb, u.id)
 			}
 			if u.def.enabled == "static" {
-				msgs = append(msgs, fmt.Sprintf("The unit files have no installation config (WantedBy=, RequiredBy=, UpheldBy=,\nAlso=, or Alias= settings in the [Install] section, and DefaultInstance= for\ntemplate units). This means they are not meant to be enabled or disabled using systemctl."))
+				msgs = append(msgs, "The unit files have no installation config (WantedBy=, RequiredBy=, UpheldBy=,\nAlso=, or Alias= settings in the [Install] section, and DefaultInstance= for\ntemplate units). This means they are not meant to be enabled or disabled using systemctl.")
 				continue
 			}
 			us := st.unit(u, t.Now())
@@ -385,6 +386,7 @@ func (t *Tool) action(verb string, names []string) int {
 					what = "not loaded"
 				}
 				if u.isTemplate() {
+					//lint:ignore ST1005 systemctl's own message, printed verbatim
 					return true, fmt.Errorf("Failed to %s %s: Unit name %s is missing the instance name.", verb, u.id, u.id)
 				}
 				return true, &exit{5, fmt.Sprintf("Failed to %s %s: Unit %s %s.", verbText(verb), u.id, u.id, what)}
@@ -407,6 +409,7 @@ func (t *Tool) action(verb string, names []string) int {
 				}
 			case "reload":
 				if !us.Active {
+					//lint:ignore ST1005 systemctl's own message, printed verbatim
 					return true, fmt.Errorf("Job for %s failed.\nSee \"systemctl status %s\" and \"journalctl -xeu %s\" for details.", u.id, u.id, u.id)
 				}
 				t.transition(u, us, "reload")
