@@ -2,6 +2,7 @@ package pvesim
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -109,8 +110,8 @@ func (s *Sim) putPool(rc *reqCtx) (any, error) {
 			}
 			m := "storage/" + st
 			if rc.boolean("delete") {
-				p.Members = removeString(p.Members, m)
-			} else if !contains(p.Members, m) {
+				p.Members = slices.DeleteFunc(p.Members, func(x string) bool { return x == m })
+			} else if !slices.Contains(p.Members, m) {
 				p.Members = append(p.Members, m)
 			}
 		}
@@ -118,16 +119,6 @@ func (s *Sim) putPool(rc *reqCtx) (any, error) {
 	db.Serial++
 	s.saveLocked()
 	return nil, nil
-}
-
-func removeString(list []string, s string) []string {
-	out := list[:0]
-	for _, x := range list {
-		if x != s {
-			out = append(out, x)
-		}
-	}
-	return out
 }
 
 func (s *Sim) deletePool(rc *reqCtx) (any, error) {

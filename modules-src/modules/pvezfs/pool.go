@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -210,7 +211,7 @@ func (m *pool) planPool(ctx context.Context, _ ansible.Pending) ([]ansible.Chang
 			continue
 		}
 		label := sig.Fields["LABEL"]
-		if sig.Fields["TYPE"] == "zfs_member" && contains(imported, label) {
+		if sig.Fields["TYPE"] == "zfs_member" && slices.Contains(imported, label) {
 			return nil, fmt.Errorf("devices: %s (%s) belongs to the imported ZFS pool %q; refusing to touch it", d.ByID, d.Kernel, label)
 		}
 		if !m.p.Wipe {
@@ -220,15 +221,6 @@ func (m *pool) planPool(ctx context.Context, _ ansible.Pending) ([]ansible.Chang
 	}
 	m.created = true
 	return append(changes, m.createChange()), nil
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 func (m *pool) wipeChange(d blockdev.Device, what string) ansible.Change {

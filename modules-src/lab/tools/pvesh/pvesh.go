@@ -8,8 +8,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -181,7 +183,7 @@ func (t *Tool) text(data json.RawMessage, noborder, noheader bool) {
 	}
 	switch x := v.(type) {
 	case map[string]any:
-		keys := sortedKeys(x)
+		keys := slices.Sorted(maps.Keys(x))
 		var rows [][]string
 		for _, k := range keys {
 			rows = append(rows, []string{k, scalar(x[k])})
@@ -224,15 +226,6 @@ func (t *Tool) text(data json.RawMessage, noborder, noheader bool) {
 	default:
 		t.Env.Outf("%s\n", scalar(v))
 	}
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func (t *Tool) table(header []string, rows [][]string, noborder, noheader bool) {

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -239,7 +240,7 @@ func (t *Tool) show(names, props []string, valueOnly bool) int {
 			}
 			all := t.properties(st, lookup(n))
 			for _, kv := range all {
-				if len(props) > 0 && !contains(props, kv[0]) {
+				if len(props) > 0 && !slices.Contains(props, kv[0]) {
 					continue
 				}
 				if valueOnly {
@@ -255,15 +256,6 @@ func (t *Tool) show(names, props []string, valueOnly bool) int {
 		return t.Env.Fail(1, "%v", err)
 	}
 	return 0
-}
-
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func (t *Tool) isActive(names []string, quiet bool) int {
