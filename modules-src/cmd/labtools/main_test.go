@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gopve/proxmox/modules-src/internal/testenv"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim"
 	"github.com/gopve/proxmox/modules-src/lab/tools"
 	"github.com/rogpeppe/go-internal/testscript"
@@ -56,7 +57,7 @@ func loopWorks() bool {
 
 func TestScripts(t *testing.T) {
 	loop := loopWorks()
-	testscript.Run(t, testscript.Params{
+	testenv.Script(t, testscript.Params{
 		Dir: "testdata",
 		Setup: func(e *testscript.Env) error {
 			// The lab's real API simulator, in-process, per script.
