@@ -5,8 +5,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -170,11 +172,7 @@ func renderCorosyncConf(c *Corosync) string {
 	b.WriteString("logging {\n  debug: off\n  to_syslog: yes\n}\n\nnodelist {\n")
 	for _, m := range c.Nodes {
 		fmt.Fprintf(&b, "  node {\n    name: %s\n    nodeid: %d\n    quorum_votes: %d\n", m.Name, m.NodeID, m.Votes)
-		keys := make([]string, 0, len(m.Links))
-		for k := range m.Links {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
+		keys := slices.Sorted(maps.Keys(m.Links))
 		for _, k := range keys {
 			fmt.Fprintf(&b, "    %s: %s\n", k, m.Links[k])
 		}
@@ -310,11 +308,7 @@ func (s *Sim) joinableLocked(node string, links map[string]string) []string {
 			"corosync is already running, is this node already in a cluster?!")
 	}
 	addr := s.st.Nodes[node].Addr
-	keys := make([]string, 0, len(links))
-	for k := range links {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(links))
 	for _, k := range keys {
 		if ip := links[k]; ip != addr && ip != node {
 			link := "link" + strings.TrimSuffix(strings.TrimPrefix(k, "ring"), "_addr")

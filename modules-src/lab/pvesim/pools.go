@@ -2,8 +2,8 @@ package pvesim
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 )
 
@@ -23,12 +23,7 @@ func (s *Sim) poolMembers(rc *reqCtx, p *Pool) []map[string]any {
 }
 
 func (s *Sim) sortedPools(db *ConfigDB) []string {
-	ids := make([]string, 0, len(db.Pools))
-	for id := range db.Pools {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	return ids
+	return slices.Sorted(maps.Keys(db.Pools))
 }
 
 // GET /pools[?poolid=]: pools without Pool.Audit are left out (K19).

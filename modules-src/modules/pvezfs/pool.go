@@ -3,6 +3,7 @@ package pvezfs
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path"
 	"regexp"
 	"slices"
@@ -318,11 +319,7 @@ func (m *pool) planProps(ctx context.Context, pending ansible.Pending) ([]ansibl
 	if pending.Has("pool:create") {
 		return nil, nil // created with exactly these properties
 	}
-	keys := make([]string, 0, len(m.props))
-	for k := range m.props {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(m.props))
 	cur, err := m.zfs().Props(ctx, m.p.Name, keys)
 	if err != nil {
 		return nil, fmt.Errorf("properties: %w", err)

@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"sort"
 	"strings"
 	"unicode/utf8"
 
@@ -118,11 +117,7 @@ func perlPretty(b *strings.Builder, v any, depth int) {
 			b.WriteString("{}")
 			return
 		}
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
+		keys := slices.Sorted(maps.Keys(x))
 		b.WriteString("{\n")
 		for i, k := range keys {
 			kb, _ := json.Marshal(k)
@@ -208,11 +203,7 @@ func (t *Tool) text(data json.RawMessage, noborder, noheader bool) {
 			}
 			return
 		}
-		var names []string
-		for k := range cols {
-			names = append(names, k)
-		}
-		sort.Strings(names)
+		names := slices.Sorted(maps.Keys(cols))
 		var rows [][]string
 		for _, e := range x {
 			m := e.(map[string]any)
