@@ -379,6 +379,7 @@ case_action_scripts() {
   ctl /usr/bin/env PYTHONPATH="$W/collections" /usr/bin/python3 -m unittest discover -s "$W/unit" \
     >"$W/logs/action_scripts.log" 2>&1 || why "unit tests failed: $(grep -E '^(FAIL|ERROR):' "$W/logs/action_scripts.log" | head -3 | tr '\n' ' ')"
   grep -q '^OK' "$W/logs/action_scripts.log" || why "unit tests did not report OK"
+  grep -q '^Ran [1-9]' "$W/logs/action_scripts.log" || why "no unit test ran (Python 3.11's unittest says OK for zero tests)"
 }
 
 case_many_tasks() {
