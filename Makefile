@@ -2,7 +2,7 @@
 #
 # The two commands a newcomer needs (fresh Debian 12, as root):
 #   make demo   # build, start the built-in lab, run the collection against it
-#   make test   # every test: Go unit + lab fidelity + ansible-playbook integration
+#   make test   # lint, then every test: Go unit + lab fidelity + ansible-playbook integration
 # Both install the Debian packages they need first (make deps).
 
 SHELL      := /bin/bash
@@ -56,7 +56,8 @@ collection: dist
 install: collection
 	ansible-galaxy collection install --force $(ARTIFACT)
 
-test: deps test-unit test-integration
+# lint first: a formatting or staticcheck error fails in seconds, not after the lab tests.
+test: deps lint test-unit test-integration
 
 # The Debian 13 root (PVE 9 lab nodes, the ansible-core 2.19 controller) is
 # built once, up front, so no test spends its time limit waiting for it.
@@ -75,6 +76,10 @@ test-integration: deps
 lint: deps
 	@test -z "$$(gofmt -l modules-src)" || { gofmt -l modules-src; echo 'gofmt: files above need formatting'; exit 1; }
 	$(GO) vet ./modules-src/...
+	$(GO) tool staticcheck ./modules-src/...
+	@# the test-only module (build tag) is compiled for tests/integration: lint it too
+	$(GO) vet -tags gopve_testmodule ./modules-src/...
+	$(GO) tool staticcheck -tags gopve_testmodule ./modules-src/...
 	yamllint -s roles playbooks meta galaxy.yml
 	ansible-lint -q roles playbooks
 

@@ -19,4 +19,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-command -v go >/dev/null || { echo "deps: Go >= 1.25 is required (https://go.dev/dl); not found on PATH" >&2; exit 1; }
+# The Go version is stated once, in go.mod's `go` line; this only reads it.
+want=$(sed -n 's/^go //p' "$(dirname "$0")/../go.mod")
+command -v go >/dev/null || { echo "deps: Go >= $want is required (go.mod; https://go.dev/dl); not found on PATH" >&2; exit 1; }
+have=$(go env GOVERSION); have=${have#go}
+if [ "$(printf '%s\n%s\n' "$want" "$have" | sort -V | head -n1)" != "$want" ]; then
+  echo "deps: Go >= $want is required (go.mod); $(command -v go) is $have" >&2; exit 1
+fi

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/internal/testenv"
 )
 
 // The entry point is tested in a real child process (this test binary
@@ -109,9 +111,7 @@ func mustOneObject(t *testing.T, out []byte) map[string]any {
 }
 
 func TestEntryInChildProcess(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts child processes")
-	}
+	testenv.NeedLong(t, "starts child processes")
 	tests := []struct {
 		name       string
 		argv0      string

@@ -202,6 +202,7 @@ func (v *validation) listNoLogValues(opts map[string]Option, params map[string]a
 			}
 			m, ok := e.(map[string]any)
 			if !ok {
+				//lint:ignore ST1005 AnsibleModule's own wording (typo included), compared verbatim with its recorded answers
 				return fmt.Errorf("Value '%s' in the sub parameter field '%s' must by a %s, not '%s'",
 					pyStr(e), name, o.Type, strings.TrimSuffix(strings.TrimPrefix(pyTypeName(e), "<class '"), "'>"))
 			}

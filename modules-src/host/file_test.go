@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/internal/testenv"
 )
 
 func TestPlanApplyVerifyFile(t *testing.T) {
@@ -131,7 +133,7 @@ func TestExecRunner(t *testing.T) {
 // TestApplyKeepsOwner: an edited file keeps its owner (needs root to chown).
 func TestApplyKeepsOwner(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to create a file owned by someone else")
+		testenv.Skip(t, "needs root to create a file owned by someone else")
 	}
 	root := Root(t.TempDir())
 	p := "/etc/x.conf"

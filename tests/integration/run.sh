@@ -96,6 +96,9 @@ log() { printf '%s\n' "$*" >&2; }
 die() { log "run.sh: $*"; exit 1; }
 
 [ "$(id -u)" = 0 ] || die "must run as root (chroot, mount namespaces, sshd)"
+# CI (GOPVE_REQUIRE_LAB set, see .ci/run) runs every case under both controllers.
+[ "${GOPVE_REQUIRE_LAB:-0}" = 0 ] || [ -z "${GOPVE_IT_CASES:-}${GOPVE_IT_CONTROLLERS:-}" ] ||
+  die "GOPVE_IT_CASES/GOPVE_IT_CONTROLLERS narrow the run; GOPVE_REQUIRE_LAB is set, so every case must run"
 for tool in ansible-playbook ansible-galaxy ansible-doc ssh-keygen unshare nsenter chroot sha256sum; do
   command -v "$tool" >/dev/null || die "$tool is missing: run make deps"
 done
@@ -376,6 +379,7 @@ case_action_scripts() {
   ctl /usr/bin/env PYTHONPATH="$W/collections" /usr/bin/python3 -m unittest discover -s "$W/unit" \
     >"$W/logs/action_scripts.log" 2>&1 || why "unit tests failed: $(grep -E '^(FAIL|ERROR):' "$W/logs/action_scripts.log" | head -3 | tr '\n' ' ')"
   grep -q '^OK' "$W/logs/action_scripts.log" || why "unit tests did not report OK"
+  grep -q '^Ran [1-9]' "$W/logs/action_scripts.log" || why "no unit test ran (Python 3.11's unittest says OK for zero tests)"
 }
 
 case_many_tasks() {
@@ -554,4 +558,5 @@ for CTL in $CONTROLLERS; do
   total_passed=$((total_passed + p)); total_failed=$((total_failed + f))
 done
 echo "$total_passed passed, $total_failed failed"
+[ "$total_passed" -gt 0 ] || die "no case ran"
 [ "$total_failed" = 0 ]

@@ -25,9 +25,16 @@ cp "$HERE/inventory.yml" "$HERE/roles.yml" "$work/"
 export ANSIBLE_COLLECTIONS_PATH=/gopve/collections ANSIBLE_NOCOLOR=1 \
   ANSIBLE_RETRY_FILES_ENABLED=0 ANSIBLE_LOCALHOST_WARNING=0
 
+# ran_tasks LOG WHAT: the recap of LOG shows tasks run (exit 0 with no
+# host matched or every task skipped would prove nothing).
+ran_tasks() {
+  grep -Eq ': ok=[1-9][0-9]* .*failed=0' "$1" || { echo "roles/run.sh: $2 ran no task (see the recap above)" >&2; exit 1; }
+}
+
 # ansible-core 2.14 (this machine)
 echo "== ansible-core $(ansible --version | sed -n '1s/.*core \([0-9.]*\).*/\1/p')"
-ANSIBLE_COLLECTIONS_PATH=$work/collections ansible-playbook -i "$work/inventory.yml" "$work/roles.yml" "$@"
+ANSIBLE_COLLECTIONS_PATH=$work/collections ansible-playbook -i "$work/inventory.yml" "$work/roles.yml" "$@" | tee "$work/run-214.log"
+ran_tasks "$work/run-214.log" "ansible-core 2.14"
 
 # ansible-core 2.19 (the cached Debian 13 root), in an overlay so the cached
 # root is never written, with the work directory bind-mounted at /gopve.
@@ -43,7 +50,11 @@ if [ "${GOPVE_ROLES_219:-1}" = 1 ] && [ -x "$trixie/usr/bin/ansible-playbook" ];
     chroot "$0" env HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin \
       ANSIBLE_COLLECTIONS_PATH=/gopve/collections ANSIBLE_NOCOLOR=1 ANSIBLE_LOCALHOST_WARNING=0 \
       ansible-playbook -i /gopve/inventory.yml /gopve/roles.yml "$@"
-  ' "$work/ovl/root" "$trixie" "$work" "$@"
+  ' "$work/ovl/root" "$trixie" "$work" "$@" | tee "$work/run-219.log"
+  ran_tasks "$work/run-219.log" "ansible-core 2.19"
+elif [ "${GOPVE_REQUIRE_LAB:-0}" != 0 ]; then
+  echo "roles/run.sh: ansible-core 2.19 not run (GOPVE_ROLES_219=${GOPVE_ROLES_219:-1}, $trixie/usr/bin/ansible-playbook) and GOPVE_REQUIRE_LAB is set" >&2
+  exit 1
 else
   echo "== skipped ansible-core 2.19: no $trixie/usr/bin/ansible-playbook (hack/debian-root.sh trixie builds it)"
 fi

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gopve/proxmox/modules-src/internal/testenv"
 	"github.com/gopve/proxmox/modules-src/lab/labctl"
 )
 
@@ -18,7 +19,7 @@ import (
 // `lab status`, and `lab down` that removes everything.
 func TestUpIsIdempotentAndDownLeavesNothing(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("the lab needs root (namespaces, overlayfs, loop devices)")
+		testenv.Skip(t, "the lab needs root (namespaces, overlayfs, loop devices)")
 	}
 	bin := filepath.Join(t.TempDir(), "lab")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
@@ -94,7 +95,7 @@ func readState(t *testing.T, dir string) labctl.State {
 // `lab down` still detaches the loop devices and removes the directory.
 func TestDownAfterSupervisorCrash(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("the lab needs root (namespaces, overlayfs, loop devices)")
+		testenv.Skip(t, "the lab needs root (namespaces, overlayfs, loop devices)")
 	}
 	bin := filepath.Join(t.TempDir(), "lab")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {

@@ -9,17 +9,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gopve/proxmox/modules-src/internal/testenv"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim"
 	"github.com/gopve/proxmox/modules-src/lab/tools"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
 func TestMain(m *testing.M) {
-	cmds := map[string]func() int{"labtools": func() int { return run(os.Args) }}
+	cmds := map[string]func(){"labtools": func() { os.Exit(run(os.Args)) }}
 	for _, n := range tools.Names() {
-		cmds[n] = func() int { return run(os.Args) }
+		cmds[n] = func() { os.Exit(run(os.Args)) }
 	}
-	os.Exit(testscript.RunMain(m, cmds))
+	testscript.Main(m, cmds)
 }
 
 // writeNode writes a node.json for a node whose state lives under dir.
@@ -56,7 +57,7 @@ func loopWorks() bool {
 
 func TestScripts(t *testing.T) {
 	loop := loopWorks()
-	testscript.Run(t, testscript.Params{
+	testenv.Script(t, testscript.Params{
 		Dir: "testdata",
 		Setup: func(e *testscript.Env) error {
 			// The lab's real API simulator, in-process, per script.

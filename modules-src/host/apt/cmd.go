@@ -3,10 +3,11 @@ package apt
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/host"
@@ -256,11 +257,7 @@ func NewSandbox(files map[string][]byte) (*Sandbox, error) {
 			return nil, fmt.Errorf("create temporary APT state: %w", err)
 		}
 	}
-	names := make([]string, 0, len(files))
-	for p := range files {
-		names = append(names, p)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(files))
 	for _, p := range names {
 		dst := filepath.Join(dir, "sources.list")
 		if p != SourcesList {

@@ -6,7 +6,8 @@ package zfs
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -230,11 +231,7 @@ func (s Status) Layout() string {
 		types[v.Type] = true
 	}
 	if len(types) != 1 {
-		keys := make([]string, 0, len(types))
-		for k := range types {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
+		keys := slices.Sorted(maps.Keys(types))
 		return "mixed(" + strings.Join(keys, ",") + ")"
 	}
 	t := s.Vdevs[0].Type

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -161,11 +163,7 @@ func buildDeb(ctx context.Context, workDir, outDir string, p pkg) (string, error
 // writeArchive lays out pool/ and dists/ of one archive and signs its suites.
 func writeArchive(ctx context.Context, root string, a archive, build func(pkg) (string, error), s *signer) error {
 	base := filepath.Join(root, a.host, filepath.FromSlash(a.path))
-	suites := make([]string, 0, len(a.suites))
-	for suite := range a.suites {
-		suites = append(suites, suite)
-	}
-	sort.Strings(suites)
+	suites := slices.Sorted(maps.Keys(a.suites))
 	for _, suite := range suites {
 		comps := a.suites[suite]
 		names := make([]string, 0, len(comps))

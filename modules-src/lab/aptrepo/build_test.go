@@ -11,13 +11,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gopve/proxmox/modules-src/internal/testenv"
 )
 
 func needTools(t *testing.T) {
 	t.Helper()
 	for _, tool := range []string{"dpkg-deb", "apt-ftparchive", "gpg", "gpgconf"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed (make deps): %v", tool, err)
+			testenv.Skipf(t, "%s is not installed (make deps): %v", tool, err)
 		}
 	}
 }

@@ -11,12 +11,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/big"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -58,11 +59,7 @@ func NewServer(repo *Repo, log io.Writer) (*Server, error) {
 			s.hosts[e.Name()] = true
 		}
 	}
-	names := make([]string, 0, len(s.hosts))
-	for h := range s.hosts {
-		names = append(names, h)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(s.hosts))
 	cert, caPEM, err := newCertificate(names)
 	if err != nil {
 		return nil, err

@@ -19,17 +19,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gopve/proxmox/modules-src/internal/testenv"
 	"github.com/gopve/proxmox/modules-src/lab/aptrepo"
 )
 
 func needRoot(t *testing.T) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("the lab needs root (namespaces, overlayfs, loop devices): run `go test ./modules-src/lab/...` as root")
+		testenv.Skip(t, "the lab needs root (namespaces, overlayfs, loop devices): run `go test ./modules-src/lab/...` as root")
 	}
 	for _, tool := range []string{"unshare", "losetup", "dpkg-deb", "apt-ftparchive", "gpg", "/usr/sbin/sshd"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is missing (make deps): %v", tool, err)
+			testenv.Skipf(t, "%s is missing (make deps): %v", tool, err)
 		}
 	}
 }
@@ -118,7 +119,7 @@ func onNode(t *testing.T, lab *Lab, node, cmd string) string {
 func ansible(t *testing.T, lab *Lab, bin string, args ...string) (string, error) {
 	t.Helper()
 	if _, err := exec.LookPath(bin); err != nil {
-		t.Skipf("%s is not installed: %v", bin, err)
+		testenv.Skipf(t, "%s is not installed: %v", bin, err)
 	}
 	cmd := exec.Command(bin, append([]string{"-i", lab.Inventory()}, args...)...)
 	home := t.TempDir()
@@ -132,7 +133,7 @@ func TestLabPVE8(t *testing.T) { testLab(t, 8) }
 
 func TestLabPVE9(t *testing.T) {
 	if os.Getenv("GOPVE_LAB_SKIP_PVE9") != "" {
-		t.Skip("GOPVE_LAB_SKIP_PVE9 is set")
+		testenv.Skip(t, "GOPVE_LAB_SKIP_PVE9 is set")
 	}
 	testLab(t, 9)
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gopve/proxmox/modules-src/internal/testenv"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim"
 )
 
@@ -283,7 +284,7 @@ func writeFile(t *testing.T, p, content string) {
 func ansibleWith(t *testing.T, inventory, bin string, args ...string) (string, error) {
 	t.Helper()
 	if _, err := exec.LookPath(bin); err != nil {
-		t.Skipf("%s is not installed: %v", bin, err)
+		testenv.Skipf(t, "%s is not installed: %v", bin, err)
 	}
 	cmd := exec.Command(bin, append([]string{"-i", inventory}, args...)...)
 	// A short HOME: ssh's control sockets live under it and a subtest's

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gopve/proxmox/modules-src/internal/testenv"
 	"github.com/gopve/proxmox/modules-src/lab/labctl"
 )
 
@@ -27,14 +28,14 @@ const NodeBinary = "/usr/local/bin/gopve-e2e"
 func Start(t *testing.T, pve, n int) (*labctl.Lab, string) {
 	t.Helper()
 	if testing.Short() {
-		t.Skip("lab end-to-end tests are skipped with -short")
+		testenv.Skip(t, "lab end-to-end tests are skipped with -short")
 	}
 	if os.Geteuid() != 0 {
-		t.Skip("the lab needs root")
+		testenv.Skip(t, "the lab needs root")
 	}
 	for _, tool := range []string{"unshare", "losetup", "dpkg-deb", "apt-ftparchive", "gpg", "/usr/sbin/sshd"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is missing (make deps): %v", tool, err)
+			testenv.Skipf(t, "%s is missing (make deps): %v", tool, err)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -30,11 +32,7 @@ func (n *Node) prepare() error {
 	if err := n.writeBase(); err != nil {
 		return fmt.Errorf("node %s: preparing its filesystem: %w", n.cfg.Name, err)
 	}
-	names := make([]string, 0, len(n.cfg.Files))
-	for p := range n.cfg.Files {
-		names = append(names, p)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(n.cfg.Files))
 	// Links last: their targets must exist.
 	sort.SliceStable(names, func(i, j int) bool {
 		return n.cfg.Files[names[i]].Link == "" && n.cfg.Files[names[j]].Link != ""
@@ -116,11 +114,7 @@ func (n *Node) writeBase() error {
 			return err
 		}
 	}
-	keys := make([]string, 0, len(files))
-	for p := range files {
-		keys = append(keys, p)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(files))
 	for _, p := range keys {
 		if err := n.writeFile(p, files[p]); err != nil {
 			return err

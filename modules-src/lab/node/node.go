@@ -233,7 +233,7 @@ func (n *Node) stopLocked() error {
 	if err := n.detachDisks(); err != nil {
 		errs = append(errs, err)
 	}
-	return joinErrors(errs)
+	return errors.Join(errs...)
 }
 
 func (n *Node) detachDisks() error {
@@ -258,12 +258,5 @@ func (n *Node) detachDisks() error {
 		}
 	}
 	n.disks = nil
-	return joinErrors(errs)
-}
-
-func joinErrors(errs []error) error {
-	if len(errs) == 0 {
-		return nil
-	}
 	return errors.Join(errs...)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gopve/proxmox/modules-src/internal/testenv"
 	"github.com/gopve/proxmox/modules-src/lab/sshkey"
 	"golang.org/x/crypto/ssh"
 )
@@ -15,7 +16,7 @@ import (
 func needRoot(t *testing.T) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("lab nodes need root (mount and UTS namespaces, overlayfs, loop devices): run the lab tests as root")
+		testenv.Skip(t, "lab nodes need root (mount and UTS namespaces, overlayfs, loop devices): run the lab tests as root")
 	}
 }
 

@@ -2,6 +2,8 @@ package pveschema
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 )
 
@@ -44,11 +46,7 @@ func walkValue(p *Prop, v any, at string, out *[]string) {
 			walkValue(p.Items, it, fmt.Sprintf("%s[%d]", at, i), out)
 		}
 	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
+		keys := slices.Sorted(maps.Keys(x))
 		strict := p.AdditionalProperties != nil && !bool(*p.AdditionalProperties)
 		for _, k := range keys {
 			sub, ok := p.PropFor(k)

@@ -24,7 +24,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -166,12 +167,7 @@ func Load(version int) (*Schema, error) {
 
 // Paths returns every schema path, sorted.
 func (s *Schema) Paths() []string {
-	out := make([]string, 0, len(s.methods))
-	for p := range s.methods {
-		out = append(out, p)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(s.methods))
 }
 
 // Method returns the description of (httpMethod, schemaPath), or nil.

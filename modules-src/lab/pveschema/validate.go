@@ -3,9 +3,10 @@ package pveschema
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -145,11 +146,7 @@ func checkProp(p *Prop, v any) string {
 	case map[string]any:
 		if p.Properties != nil {
 			if errs := ValidateObject(p, x); errs != nil {
-				keys := make([]string, 0, len(errs))
-				for k := range errs {
-					keys = append(keys, k)
-				}
-				sort.Strings(keys)
+				keys := slices.Sorted(maps.Keys(errs))
 				return keys[0] + ": " + errs[keys[0]]
 			}
 		}

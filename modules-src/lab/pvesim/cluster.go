@@ -5,8 +5,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -170,11 +172,7 @@ func renderCorosyncConf(c *Corosync) string {
 	b.WriteString("logging {\n  debug: off\n  to_syslog: yes\n}\n\nnodelist {\n")
 	for _, m := range c.Nodes {
 		fmt.Fprintf(&b, "  node {\n    name: %s\n    nodeid: %d\n    quorum_votes: %d\n", m.Name, m.NodeID, m.Votes)
-		keys := make([]string, 0, len(m.Links))
-		for k := range m.Links {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
+		keys := slices.Sorted(maps.Keys(m.Links))
 		for _, k := range keys {
 			fmt.Fprintf(&b, "    %s: %s\n", k, m.Links[k])
 		}
@@ -310,11 +308,7 @@ func (s *Sim) joinableLocked(node string, links map[string]string) []string {
 			"corosync is already running, is this node already in a cluster?!")
 	}
 	addr := s.st.Nodes[node].Addr
-	keys := make([]string, 0, len(links))
-	for k := range links {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(links))
 	for _, k := range keys {
 		if ip := links[k]; ip != addr && ip != node {
 			link := "link" + strings.TrimSuffix(strings.TrimPrefix(k, "ring"), "_addr")
@@ -500,6 +494,7 @@ func removeMember(list []*CorosyncNode, name string) []*CorosyncNode {
 func (s *Sim) deleteClusterNode(rc *reqCtx) (any, error) {
 	victim := rc.str("node")
 	if victim == rc.node {
+		//lint:ignore ST1005 PVE's own message, as pvecm delnode prints it
 		return nil, fmt.Errorf("Cannot delete myself from cluster!")
 	}
 	db := rc.db()
@@ -517,6 +512,7 @@ func (s *Sim) deleteClusterNode(rc *reqCtx) (any, error) {
 		}
 	}
 	if m == nil {
+		//lint:ignore ST1005 PVE's own message, as pvecm delnode prints it
 		return nil, fmt.Errorf("Node/IP: %s is not a known host of the cluster.", victim)
 	}
 	n := s.st.Nodes[m.Name]

@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"net"
 	"net/http"
 	"net/url"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -468,11 +469,7 @@ func writeError(w http.ResponseWriter, e *APIError) {
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	h.Set("Connection", "close")
 	fmt.Fprintf(buf, "HTTP/1.1 %d %s\r\n", e.Status, reason)
-	keys := make([]string, 0, len(h))
-	for k := range h {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(h))
 	for _, k := range keys {
 		fmt.Fprintf(buf, "%s: %s\r\n", k, h.Get(k))
 	}

@@ -2,7 +2,8 @@ package pvesim
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -22,12 +23,7 @@ func (s *Sim) poolMembers(rc *reqCtx, p *Pool) []map[string]any {
 }
 
 func (s *Sim) sortedPools(db *ConfigDB) []string {
-	ids := make([]string, 0, len(db.Pools))
-	for id := range db.Pools {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	return ids
+	return slices.Sorted(maps.Keys(db.Pools))
 }
 
 // GET /pools[?poolid=]: pools without Pool.Audit are left out (K19).
@@ -109,8 +105,8 @@ func (s *Sim) putPool(rc *reqCtx) (any, error) {
 			}
 			m := "storage/" + st
 			if rc.boolean("delete") {
-				p.Members = removeString(p.Members, m)
-			} else if !contains(p.Members, m) {
+				p.Members = slices.DeleteFunc(p.Members, func(x string) bool { return x == m })
+			} else if !slices.Contains(p.Members, m) {
 				p.Members = append(p.Members, m)
 			}
 		}
@@ -118,16 +114,6 @@ func (s *Sim) putPool(rc *reqCtx) (any, error) {
 	db.Serial++
 	s.saveLocked()
 	return nil, nil
-}
-
-func removeString(list []string, s string) []string {
-	out := list[:0]
-	for _, x := range list {
-		if x != s {
-			out = append(out, x)
-		}
-	}
-	return out
 }
 
 func (s *Sim) deletePool(rc *reqCtx) (any, error) {

@@ -6,9 +6,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/google/renameio/v2"
@@ -202,12 +203,7 @@ func digestOf(v any) string {
 }
 
 func (db *ConfigDB) sortedStorageIDs() []string {
-	ids := make([]string, 0, len(db.Storage))
-	for id := range db.Storage {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	return ids
+	return slices.Sorted(maps.Keys(db.Storage))
 }
 
 // member returns the corosync nodelist entry of name, or nil.

@@ -2,6 +2,7 @@ package pvesim
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -109,15 +110,6 @@ func (t storageType) versionOnly(version int) []string {
 	return t.v8only
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 func (st *Storage) opt(k string) string {
 	v, ok := st.Options[k]
 	if !ok {
@@ -129,7 +121,7 @@ func (st *Storage) opt(k string) string {
 func (st *Storage) content() string { return st.opt("content") }
 func (st *Storage) disabled() bool  { return st.opt("disable") == "1" }
 func (st *Storage) hasContent(c string) bool {
-	return contains(pveschema.SplitList(st.content()), c)
+	return slices.Contains(pveschema.SplitList(st.content()), c)
 }
 
 func (st *Storage) shared() bool {
@@ -139,7 +131,7 @@ func (st *Storage) shared() bool {
 // storageOnNode: a storage without `nodes` is available everywhere.
 func storageOnNode(st *Storage, node string) bool {
 	n := st.opt("nodes")
-	return n == "" || contains(pveschema.SplitList(n), node)
+	return n == "" || slices.Contains(pveschema.SplitList(n), node)
 }
 
 // view is the GET shape: options plus storage, type, digest, with
@@ -185,7 +177,7 @@ func (s *Sim) typedOption(key string, v any) any {
 
 func (s *Sim) checkStorageOptions(typ string, t storageType, rc *reqCtx, skip ...string) error {
 	for k := range rc.params {
-		if contains(skip, k) {
+		if slices.Contains(skip, k) {
 			continue
 		}
 		if !t.allows(k, s.cfg.Version) {
@@ -194,7 +186,7 @@ func (s *Sim) checkStorageOptions(typ string, t storageType, rc *reqCtx, skip ..
 	}
 	if c := rc.str("content"); c != "" {
 		for _, item := range pveschema.SplitList(c) {
-			if !contains(t.content, item) {
+			if !slices.Contains(t.content, item) {
 				return fmt.Errorf("storage does not support content type '%s'", item)
 			}
 		}
@@ -285,11 +277,12 @@ func (s *Sim) putStorage(rc *reqCtx) (any, error) {
 		return nil, fmt.Errorf("update storage failed: storage '%s' does not exist", id)
 	}
 	if d := rc.str("digest"); d != "" && d != digestOf(db.Storage) {
+		//lint:ignore ST1005 PVE's own message, as the storage API returns it
 		return nil, fmt.Errorf("update storage failed: detected modified configuration - file changed by other user? Try again.")
 	}
 	t := storageTypes[st.Type]
 	for k := range rc.params {
-		if contains(t.fixed, k) {
+		if slices.Contains(t.fixed, k) {
 			return nil, fmt.Errorf("update storage failed: can't change value of fixed parameter '%s'", k)
 		}
 	}
@@ -300,10 +293,11 @@ func (s *Sim) putStorage(rc *reqCtx) (any, error) {
 	if rc.has("delete") {
 		deletes = pveschema.SplitList(rc.str("delete"))
 		for _, k := range deletes {
-			if contains(t.fixed, k) || contains(t.required, k) {
+			if slices.Contains(t.fixed, k) || slices.Contains(t.required, k) {
 				return nil, fmt.Errorf("update storage failed: cannot delete required option '%s'", k)
 			}
 			if rc.has(k) {
+				//lint:ignore ST1005 PVE's own message, as the storage API returns it
 				return nil, fmt.Errorf("update storage failed: cannot set and delete property '%s' at the same time!", k)
 			}
 		}

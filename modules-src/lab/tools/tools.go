@@ -6,7 +6,8 @@ package tools
 
 import (
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/tools/apiclient"
@@ -61,12 +62,7 @@ var commands = map[string]func(env *cli.Env, node *nodecfg.Node) int{
 
 // Names lists the tools, sorted (for installing the links).
 func Names() []string {
-	var out []string
-	for n := range commands {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(commands))
 }
 
 // Run runs tool name. It reports whether name is known.

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gopve/proxmox/modules-src/internal/testenv"
 	"github.com/gopve/proxmox/modules-src/lab/aptrepo"
 	"github.com/gopve/proxmox/modules-src/lab/labctl"
 	"github.com/gopve/proxmox/modules-src/lab/labtest"
@@ -51,7 +52,7 @@ func installCollection(t *testing.T, repo, bin string) string {
 func playbook(t *testing.T, lab *labctl.Lab, collections, vars, pb string, extra ...string) (string, error) {
 	t.Helper()
 	if _, err := exec.LookPath("ansible-playbook"); err != nil {
-		t.Skip("ansible-playbook is not installed")
+		testenv.Skip(t, "ansible-playbook is not installed")
 	}
 	args := append([]string{"-i", lab.Inventory(), "-e", "@" + vars, pb}, extra...)
 	cmd := exec.Command("ansible-playbook", args...)

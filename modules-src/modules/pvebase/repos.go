@@ -3,8 +3,9 @@ package pvebase
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/ansible"
@@ -65,7 +66,7 @@ func (m *base) url(key, def, cephRelease string) string {
 // whose URI ends in /ceph-<release>), so a node on reef is not switched to
 // squid behind the user's back.
 func cephReleaseOnNode(files map[string]*apt.File) string {
-	names := sortedKeys(files)
+	names := slices.Sorted(maps.Keys(files))
 	for _, n := range names {
 		for _, e := range files[n].Entries() {
 			for _, u := range e.URIs {
@@ -77,15 +78,6 @@ func cephReleaseOnNode(files map[string]*apt.File) string {
 		}
 	}
 	return ""
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // planRepos is stage 1.
@@ -150,7 +142,7 @@ func (m *base) planRepos(_ context.Context, _ ansible.Pending) ([]ansible.Change
 		}
 	}
 	var changes []ansible.Change
-	for _, p := range sortedKeys(m.files) {
+	for _, p := range slices.Sorted(maps.Keys(m.files)) {
 		f := m.files[p]
 		mode := m.before[p].Mode
 		if m.owned(p) || !m.before[p].Exists {
@@ -207,24 +199,15 @@ type match struct {
 
 func (m *base) matches(d repoDef) []match {
 	var out []match
-	for _, p := range sortedKeys(m.files) {
+	for _, p := range slices.Sorted(maps.Keys(m.files)) {
 		f := m.files[p]
 		for _, e := range f.Entries() {
-			if e.HasURI(d.URI) && e.HasComponent(d.Component) && contains(e.Types, "deb") {
+			if e.HasURI(d.URI) && e.HasComponent(d.Component) && slices.Contains(e.Types, "deb") {
 				out = append(out, match{f, e})
 			}
 		}
 	}
 	return out
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // converge edits m.files so repository d ends in its wanted state, and says
@@ -251,7 +234,7 @@ func (m *base) converge(d repoDef) (map[string]string, error) {
 			continue
 		}
 		anyEnabled = true
-		if !contains(x.entry.Suites, m.suite) {
+		if !slices.Contains(x.entry.Suites, m.suite) {
 			if err := x.file.SetSuites(x.entry.Index, m.suite); err != nil {
 				return nil, err
 			}
@@ -272,7 +255,7 @@ func (m *base) converge(d repoDef) (map[string]string, error) {
 		if err := pick.file.SetEnabled(pick.entry.Index, true); err != nil {
 			return nil, err
 		}
-		if !contains(pick.entry.Suites, m.suite) {
+		if !slices.Contains(pick.entry.Suites, m.suite) {
 			if err := pick.file.SetSuites(pick.entry.Index, m.suite); err != nil {
 				return nil, err
 			}
@@ -330,7 +313,7 @@ func (m *base) repoReports() []repoReport {
 	for _, d := range m.repos {
 		rep := repoReport{Name: d.Name, State: "absent", URI: d.URI, Suite: m.suite, Files: []string{}}
 		for _, x := range m.matches(d) {
-			if !contains(rep.Files, x.file.Path) {
+			if !slices.Contains(rep.Files, x.file.Path) {
 				rep.Files = append(rep.Files, x.file.Path)
 			}
 			switch {

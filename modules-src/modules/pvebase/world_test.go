@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -177,7 +179,7 @@ func (w *world) aptGet(cmd host.Command) hosttest.Reply {
 		out.WriteString("NOTE: This is only a simulation!\n")
 		switch rest[1] {
 		case "dist-upgrade":
-			for _, n := range sortedKeys(w.installed) {
+			for _, n := range slices.Sorted(maps.Keys(w.installed)) {
 				if c := avail[n]; c != "" && c != w.installed[n] {
 					if w.held[n] {
 						fmt.Fprintf(&out, "The following packages have been kept back:\n  %s\n", n)
@@ -208,22 +210,13 @@ func (w *world) aptGet(cmd host.Command) hosttest.Reply {
 			}
 		}
 		return hosttest.Reply{}
-	case len(rest) >= 2 && contains(rest, "install"):
-		for _, n := range rest[indexOf(rest, "install")+1:] {
+	case len(rest) >= 2 && slices.Contains(rest, "install"):
+		for _, n := range rest[slices.Index(rest, "install")+1:] {
 			w.installed[n] = w.lists["real"][n]
 		}
 		return hosttest.Reply{}
 	}
 	return hosttest.Reply{Exit: 64, Stderr: "world: unsupported apt-get call " + cmd.String()}
-}
-
-func indexOf(xs []string, x string) int {
-	for i, y := range xs {
-		if y == x {
-			return i
-		}
-	}
-	return -1
 }
 
 func (w *world) dpkgQuery(cmd host.Command) hosttest.Reply {

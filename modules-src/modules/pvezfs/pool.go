@@ -3,8 +3,10 @@ package pvezfs
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -22,11 +24,10 @@ type pool struct {
 	env Env
 	p   params
 
-	props      map[string]string // wanted dataset properties (mountpoint included)
-	devices    []blockdev.Device
-	existed    bool
-	created    bool // a create is planned in this run
-	warnedSize bool
+	props   map[string]string // wanted dataset properties (mountpoint included)
+	devices []blockdev.Device
+	existed bool
+	created bool // a create is planned in this run
 }
 
 func (m *pool) zfs() zfs.Client { return zfs.Client{Runner: m.env.Runner} }
@@ -211,7 +212,7 @@ func (m *pool) planPool(ctx context.Context, _ ansible.Pending) ([]ansible.Chang
 			continue
 		}
 		label := sig.Fields["LABEL"]
-		if sig.Fields["TYPE"] == "zfs_member" && contains(imported, label) {
+		if sig.Fields["TYPE"] == "zfs_member" && slices.Contains(imported, label) {
 			return nil, fmt.Errorf("devices: %s (%s) belongs to the imported ZFS pool %q; refusing to touch it", d.ByID, d.Kernel, label)
 		}
 		if !m.p.Wipe {
@@ -221,15 +222,6 @@ func (m *pool) planPool(ctx context.Context, _ ansible.Pending) ([]ansible.Chang
 	}
 	m.created = true
 	return append(changes, m.createChange()), nil
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 func (m *pool) wipeChange(d blockdev.Device, what string) ansible.Change {
@@ -327,11 +319,7 @@ func (m *pool) planProps(ctx context.Context, pending ansible.Pending) ([]ansibl
 	if pending.Has("pool:create") {
 		return nil, nil // created with exactly these properties
 	}
-	keys := make([]string, 0, len(m.props))
-	for k := range m.props {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(m.props))
 	cur, err := m.zfs().Props(ctx, m.p.Name, keys)
 	if err != nil {
 		return nil, fmt.Errorf("properties: %w", err)

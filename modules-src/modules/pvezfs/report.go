@@ -2,6 +2,7 @@ package pvezfs
 
 import (
 	"context"
+	"slices"
 
 	"github.com/gopve/proxmox/modules-src/host"
 	"github.com/gopve/proxmox/modules-src/host/blockdev"
@@ -47,7 +48,7 @@ func (m *pool) report(ctx context.Context) {
 		}
 		keys := []string{"compression", "atime", "xattr", "acltype", "mountpoint", "mounted"}
 		for k := range m.props {
-			if !contains(keys, k) {
+			if !slices.Contains(keys, k) {
 				keys = append(keys, k)
 			}
 		}

@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 
@@ -81,11 +82,7 @@ func (w *world) zpool(c host.Command) hosttest.Reply {
 	a := c.Args
 	switch {
 	case a[0] == "list" && len(a) == 4: // list -H -o name
-		var names []string
-		for n := range w.pools {
-			names = append(names, n)
-		}
-		sort.Strings(names)
+		names := slices.Sorted(maps.Keys(w.pools))
 		return hosttest.Reply{Stdout: strings.Join(names, "\n") + "\n"}
 	case a[0] == "list":
 		name := a[len(a)-1]
@@ -242,11 +239,7 @@ func (w *world) run(args map[string]any, check bool) map[string]any {
 // state is everything the fake node holds, to prove check mode changes nothing.
 func (w *world) state() string {
 	var b strings.Builder
-	names := make([]string, 0, len(w.pools))
-	for n := range w.pools {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(w.pools))
 	for _, n := range names {
 		fmt.Fprintf(&b, "%s %+v\n", n, *w.pools[n])
 	}

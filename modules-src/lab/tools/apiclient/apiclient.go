@@ -13,9 +13,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -79,11 +80,7 @@ type Error struct {
 
 func (e *Error) Error() string {
 	if e.Status == 400 && len(e.Errors) > 0 {
-		keys := make([]string, 0, len(e.Errors))
-		for k := range e.Errors {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
+		keys := slices.Sorted(maps.Keys(e.Errors))
 		var b strings.Builder
 		b.WriteString("400 Parameter verification failed.\n")
 		for _, k := range keys {

@@ -8,9 +8,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
-	"sort"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -116,11 +117,7 @@ func perlPretty(b *strings.Builder, v any, depth int) {
 			b.WriteString("{}")
 			return
 		}
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
+		keys := slices.Sorted(maps.Keys(x))
 		b.WriteString("{\n")
 		for i, k := range keys {
 			kb, _ := json.Marshal(k)
@@ -181,7 +178,7 @@ func (t *Tool) text(data json.RawMessage, noborder, noheader bool) {
 	}
 	switch x := v.(type) {
 	case map[string]any:
-		keys := sortedKeys(x)
+		keys := slices.Sorted(maps.Keys(x))
 		var rows [][]string
 		for _, k := range keys {
 			rows = append(rows, []string{k, scalar(x[k])})
@@ -206,11 +203,7 @@ func (t *Tool) text(data json.RawMessage, noborder, noheader bool) {
 			}
 			return
 		}
-		var names []string
-		for k := range cols {
-			names = append(names, k)
-		}
-		sort.Strings(names)
+		names := slices.Sorted(maps.Keys(cols))
 		var rows [][]string
 		for _, e := range x {
 			m := e.(map[string]any)
@@ -224,15 +217,6 @@ func (t *Tool) text(data json.RawMessage, noborder, noheader bool) {
 	default:
 		t.Env.Outf("%s\n", scalar(v))
 	}
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func (t *Tool) table(header []string, rows [][]string, noborder, noheader bool) {

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -239,7 +240,7 @@ func (t *Tool) show(names, props []string, valueOnly bool) int {
 			}
 			all := t.properties(st, lookup(n))
 			for _, kv := range all {
-				if len(props) > 0 && !contains(props, kv[0]) {
+				if len(props) > 0 && !slices.Contains(props, kv[0]) {
 					continue
 				}
 				if valueOnly {
@@ -255,15 +256,6 @@ func (t *Tool) show(names, props []string, valueOnly bool) int {
 		return t.Env.Fail(1, "%v", err)
 	}
 	return 0
-}
-
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func (t *Tool) isActive(names []string, quiet bool) int {
@@ -321,10 +313,11 @@ func (t *Tool) enable(verb string, names []string, now bool) int {
 		for _, n := range names {
 			u := lookup(n)
 			if u.def == nil {
+				//lint:ignore ST1005 systemctl's own message, printed verbatim
 				return false, fmt.Errorf("Failed to %s unit: Unit file %s does not exist.", verb, u.id)
 			}
 			if u.def.enabled == "static" {
-				msgs = append(msgs, fmt.Sprintf("The unit files have no installation config (WantedBy=, RequiredBy=, UpheldBy=,\nAlso=, or Alias= settings in the [Install] section, and DefaultInstance= for\ntemplate units). This means they are not meant to be enabled or disabled using systemctl."))
+				msgs = append(msgs, "The unit files have no installation config (WantedBy=, RequiredBy=, UpheldBy=,\nAlso=, or Alias= settings in the [Install] section, and DefaultInstance= for\ntemplate units). This means they are not meant to be enabled or disabled using systemctl.")
 				continue
 			}
 			us := st.unit(u, t.Now())
@@ -385,6 +378,7 @@ func (t *Tool) action(verb string, names []string) int {
 					what = "not loaded"
 				}
 				if u.isTemplate() {
+					//lint:ignore ST1005 systemctl's own message, printed verbatim
 					return true, fmt.Errorf("Failed to %s %s: Unit name %s is missing the instance name.", verb, u.id, u.id)
 				}
 				return true, &exit{5, fmt.Sprintf("Failed to %s %s: Unit %s %s.", verbText(verb), u.id, u.id, what)}
@@ -407,6 +401,7 @@ func (t *Tool) action(verb string, names []string) int {
 				}
 			case "reload":
 				if !us.Active {
+					//lint:ignore ST1005 systemctl's own message, printed verbatim
 					return true, fmt.Errorf("Job for %s failed.\nSee \"systemctl status %s\" and \"journalctl -xeu %s\" for details.", u.id, u.id, u.id)
 				}
 				t.transition(u, us, "reload")

@@ -302,6 +302,7 @@ var poolSettable = map[string]*propDef{
 	"ashift": {name: "ashift", def: "0", check: func(v string) error {
 		n, err := strconv.Atoi(v)
 		if err != nil || (n != 0 && (n < 9 || n > 16)) {
+			//lint:ignore ST1005 zpool's own message, printed verbatim
 			return fmt.Errorf("property 'ashift' number %s is invalid.", v)
 		}
 		return nil

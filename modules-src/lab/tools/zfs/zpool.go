@@ -152,7 +152,7 @@ func (t *Tool) create(args []string) error {
 		case 'o', 'O':
 			k, v, ok := strings.Cut(o.Value, "=")
 			if !ok {
-				return usage(fmt.Sprintf("missing '=' for property=value argument"))
+				return usage("missing '=' for property=value argument")
 			}
 			if o.Name == 'o' {
 				def, ok := poolSettable[k]

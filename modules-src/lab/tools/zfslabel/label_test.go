@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/internal/testenv"
 )
 
 func sparse(t *testing.T, size int64) string {
@@ -87,7 +89,7 @@ func TestRealBlkidSeesZfsMember(t *testing.T) {
 		blkids["trixie"] = []string{"chroot", root, "/usr/sbin/blkid"}
 	}
 	if len(blkids) == 0 {
-		t.Skip("no blkid on this machine")
+		testenv.Skip(t, "no blkid on this machine")
 	}
 	for name, argv := range blkids {
 		t.Run(name, func(t *testing.T) {
@@ -96,7 +98,7 @@ func TestRealBlkidSeesZfsMember(t *testing.T) {
 				// the chroot must see the image: put it inside the root.
 				d, err := os.MkdirTemp("/var/cache/gopve/roots/trixie/tmp", "zfslabel")
 				if err != nil {
-					t.Skip(err)
+					testenv.Skip(t, err)
 				}
 				t.Cleanup(func() { os.RemoveAll(d) })
 				dir = d
