@@ -65,8 +65,8 @@ var dpkgReadOnly = []string{"--audit", "-C", "--print-architecture", "--print-fo
 // program, by subcommand or by the options that make it read-only:
 //
 //   - apt-get only simulates (-s) or runs `update` in a Sandbox, and like
-//     apt-cache it must not write APT's binary caches (SandboxOpts or
-//     NoCacheOpts);
+//     apt-cache it must not write APT's binary caches nor (apt-get) its
+//     planner log (the Sandbox's options or apt.ReadOnlyOpts);
 //   - systemctl is-enabled/is-active/show/status…; zpool and zfs list/get/
 //     status; dpkg --audit/-l/-s…; apt-mark show*; pvesh get; blkid -p;
 //     wipefs without -a; ssh-keygen -F/-l.
@@ -177,8 +177,15 @@ func aptNoCacheWrite(args []string) bool {
 	return ok1 && ok2 && pkg == "" && src == ""
 }
 
+// aptGetNoWrite adds apt-get's planner log (/var/log/apt/eipp.log.xz),
+// written even by `apt-get -s install`.
+func aptGetNoWrite(args []string) bool {
+	planner, ok := aptOpt(args, "Dir::Log::Planner")
+	return aptNoCacheWrite(args) && ok && planner == "/dev/null"
+}
+
 func aptGetReadOnly(args []string) bool {
-	if !aptNoCacheWrite(args) {
+	if !aptGetNoWrite(args) {
 		return false
 	}
 	simulate := slices.ContainsFunc(args, func(a string) bool {

@@ -62,16 +62,18 @@ while :; do sleep 0.05; done`
 // other is a bug that panics before it runs.
 func TestReadOnlyRunner(t *testing.T) {
 	sandbox := filepath.Join(os.TempDir(), SandboxPrefix+"123")
-	noCache := []string{"-o", "Dir::Cache::pkgcache=", "-o", "Dir::Cache::srcpkgcache="}
-	sb := []string{"-c", sandbox + "/apt.conf", "-o", "Dir::State::Lists=" + sandbox + "/lists", "-o", "Dir::Cache=" + sandbox + "/cache"}
+	noCache := []string{"-o", "Dir::Cache::pkgcache=", "-o", "Dir::Cache::srcpkgcache=", "-o", "Dir::Log::Planner=/dev/null"}
+	sb := []string{"-c", sandbox + "/apt.conf", "-o", "Dir::State::Lists=" + sandbox + "/lists", "-o", "Dir::Cache=" + sandbox + "/cache", "-o", "Dir::Log::Planner=/dev/null"}
 	cases := []struct {
 		cmd  Command
 		read bool
 	}{
 		{Command{Name: "apt-get", Args: append(append([]string{}, noCache...), "-s", "-q", "dist-upgrade")}, true},
-		{Command{Name: "apt-get", Args: []string{"-s", "-q", "dist-upgrade"}}, false}, // would save /var/cache/apt/*.bin
+		{Command{Name: "apt-get", Args: []string{"-s", "-q", "dist-upgrade"}}, false},                                     // would save /var/cache/apt/*.bin
+		{Command{Name: "apt-get", Args: append(append([]string{}, noCache[:4]...), "-s", "-q", "install", "vim")}, false}, // would log its plan to eipp.log.xz
 		{Command{Name: "apt-get", Args: append(append([]string{}, sb...), "-o", "DPkg::Lock::Timeout=300", "update")}, true},
 		{Command{Name: "apt-get", Args: append(append([]string{}, sb[2:]...), "update")}, false}, // node's update hooks would run
+		{Command{Name: "apt-get", Args: append(append([]string{}, sb...), "-s", "install", "vim")}, true},
 		{Command{Name: "apt-get", Args: append(append([]string{}, noCache...), "update")}, false},
 		{Command{Name: "apt-get", Args: append(append([]string{}, noCache...), "-y", "install", "vim")}, false},
 		{Command{Name: "apt-get", Args: append(append([]string{}, noCache...), "-y", "dist-upgrade")}, false},

@@ -176,10 +176,12 @@ func (c Client) Install(ctx context.Context, pkgs []string) error {
 	return nil
 }
 
-// NoCacheOpts keep APT from saving its binary caches (/var/cache/apt/*.bin),
-// which it does as root whenever they are stale, even to simulate: check
-// mode passes them on every apt-get/apt-cache call outside a Sandbox.
-var NoCacheOpts = []string{"-o", "Dir::Cache::pkgcache=", "-o", "Dir::Cache::srcpkgcache="}
+// ReadOnlyOpts keep APT from writing when it only reads or simulates: run
+// as root it saves its binary caches (/var/cache/apt/*.bin) whenever they
+// are stale, and `apt-get -s install` still logs its plan to
+// /var/log/apt/eipp.log.xz. Check mode passes them on every
+// apt-get/apt-cache call outside a Sandbox (whose options include them).
+var ReadOnlyOpts = []string{"-o", "Dir::Cache::pkgcache=", "-o", "Dir::Cache::srcpkgcache=", "-o", "Dir::Log::Planner=/dev/null"}
 
 // Installed returns the installed version of each package that is installed
 // (dpkg status "install ok installed"); others are absent from the map.
@@ -304,6 +306,8 @@ func NewSandbox(files map[string][]byte) (*Sandbox, error) {
 		"-o", "Dir::Cache=" + filepath.Join(dir, "cache"),
 		// the download sandbox user (_apt) cannot enter a 0700 temp dir
 		"-o", "APT::Sandbox::User=root",
+		// simulations log their plan (eipp.log.xz) outside Dir::Cache
+		"-o", "Dir::Log::Planner=/dev/null",
 	}
 	return s, nil
 }

@@ -148,7 +148,7 @@ func TestSandboxClearsUpdateHooks(t *testing.T) {
 	if !host.ReadOnlyCommand(cmd) {
 		t.Errorf("check mode would refuse the sandbox update %s", cmd)
 	}
-	if cmd := (Client{Opts: NoCacheOpts}).aptGet("-s", "-q", "dist-upgrade"); !host.ReadOnlyCommand(cmd) {
+	if cmd := (Client{Opts: ReadOnlyOpts}).aptGet("-s", "-q", "dist-upgrade"); !host.ReadOnlyCommand(cmd) {
 		t.Errorf("check mode would refuse %s", cmd)
 	}
 }

@@ -23,7 +23,7 @@ func (m *base) prepareAPT(ctx context.Context) error {
 	m.client = apt.Client{Runner: m.env.Runner}
 	if m.r.CheckMode() {
 		// outside the sandbox, APT must not even refresh its binary caches
-		m.client.Opts = apt.NoCacheOpts
+		m.client.Opts = apt.ReadOnlyOpts
 	}
 	refresh := m.changed || m.p.UpdateCache
 	if !refresh {
