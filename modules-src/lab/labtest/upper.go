@@ -25,6 +25,11 @@ var NotState = []string{
 	"/var/tmp",             // idem
 	"/root/.ansible/tmp",   // Ansible's remote temp dirs
 	"/root/.ansible/gopve", // the action plugin's binary cache
+	// login accounting sshd and PAM write for Ansible's own SSH connection
+	"/var/log/lastlog",
+	"/var/log/wtmp",
+	"/var/log/wtmp.db",
+	"/var/log/btmp",
 }
 
 // NotStateFiles are file patterns (path.Match) UpperDigest leaves out:
@@ -33,10 +38,12 @@ var NotState = []string{
 // (zfs.json, systemd.json) are hashed.
 var NotStateFiles = []string{"/var/lib/gopve-lab/*.lock"}
 
-// excluded tells whether a node path is under one of NotState or matches
-// NotStateFiles.
+// excluded tells whether a node path is under one of NotState, is the
+// directory holding Ansible's (~/.ansible, created by the first task) or
+// matches NotStateFiles.
 func excluded(p string) bool {
-	return slices.ContainsFunc(NotState, func(x string) bool { return p == x || strings.HasPrefix(p, x+"/") }) ||
+	return p == "/root/.ansible" ||
+		slices.ContainsFunc(NotState, func(x string) bool { return p == x || strings.HasPrefix(p, x+"/") }) ||
 		slices.ContainsFunc(NotStateFiles, func(pat string) bool { ok, _ := path.Match(pat, p); return ok })
 }
 
