@@ -13,8 +13,11 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/labtest"
 )
 
-func TestLabRuntimeContractPVE9(t *testing.T) {
-	lab, _ := labtest.Start(t, 9, 2)
+func TestLabRuntimeContractPVE8(t *testing.T) { testLabRuntimeContract(t, 8) }
+func TestLabRuntimeContractPVE9(t *testing.T) { testLabRuntimeContract(t, 9) }
+
+func testLabRuntimeContract(t *testing.T, pve int) {
+	lab, _ := labtest.Start(t, pve, 2)
 	bin := labtest.NodeBinary
 
 	// Check mode on a fresh node, where every stage has something to do:
@@ -47,7 +50,7 @@ func TestLabRuntimeContractPVE9(t *testing.T) {
 	// configure), so a killed apt-get would leave packages unpacked but
 	// not configured (`dpkg --audit`). The transaction must run to its end
 	// and the task fail afterwards naming the step.
-	r, err := aptrepo.ReleaseFor(9)
+	r, err := aptrepo.ReleaseFor(pve)
 	if err != nil {
 		t.Fatal(err)
 	}
