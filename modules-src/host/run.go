@@ -76,6 +76,10 @@ func (e *CommandError) Error() string {
 	if e.Result.ExitCode < 0 {
 		return fmt.Sprintf("%s: cannot run: %v", e.Result.Command, e.Err)
 	}
+	var ee *exec.ExitError
+	if errors.As(e.Err, &ee) && ee.ExitCode() < 0 {
+		return fmt.Sprintf("%s: %v", e.Result.Command, e.Err) // "… (signal: terminated)"
+	}
 	if msg == "" {
 		return fmt.Sprintf("%s: exit status %d", e.Result.Command, e.Result.ExitCode)
 	}
@@ -181,9 +185,16 @@ func (r *ExecRunner) Run(ctx context.Context, cmd Command) (Result, error) {
 	}
 	if err != nil {
 		var ee *exec.ExitError
-		if errors.As(err, &ee) {
+		switch {
+		case errors.As(err, &ee) && ee.ExitCode() < 0:
+			// killed by a signal: the shell's convention, 128 + signal
+			res.ExitCode = 128
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				res.ExitCode += int(ws.Signal())
+			}
+		case ee != nil:
 			res.ExitCode = ee.ExitCode()
-		} else {
+		default:
 			res.ExitCode = -1
 		}
 		if ctx.Err() != nil {

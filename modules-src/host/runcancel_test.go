@@ -21,9 +21,12 @@ while :; do sleep 0.05; done`
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := r.Run(ctx, Command{Name: "sh", Args: []string{"-c", script}})
-	if !errors.Is(err, context.DeadlineExceeded) {
+	res, err := r.Run(ctx, Command{Name: "sh", Args: []string{"-c", script}})
+	if !errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "cannot run") {
 		t.Fatalf("err = %v", err)
+	}
+	if res.ExitCode != 143 {
+		t.Errorf("exit code %d, want 143 (exit 143 after SIGTERM)", res.ExitCode)
 	}
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("took %s: the cancelled command was not stopped by SIGTERM", took)
@@ -132,5 +135,16 @@ func TestReadOnlyRunner(t *testing.T) {
 	}
 	if l := CommandLog(ro); len(l) != 1 || l[0]["cmd"] != "true" {
 		t.Errorf("CommandLog through ReadOnly = %v", l)
+	}
+}
+
+// A command killed by the signal reports 128+signal and says so, not that
+// it could not run.
+func TestSignalledCommand(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	res, err := (&ExecRunner{}).Run(ctx, Command{Name: "sleep", Args: []string{"30"}})
+	if res.ExitCode != 143 || err == nil || strings.Contains(err.Error(), "cannot run") || !strings.Contains(err.Error(), "signal: terminated") {
+		t.Errorf("rc %d, err %v", res.ExitCode, err)
 	}
 }
