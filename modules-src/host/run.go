@@ -49,6 +49,7 @@ type Result struct {
 	Stdout   string        `json:"stdout,omitempty"`
 	Stderr   string        `json:"stderr,omitempty"`
 	ExitCode int           `json:"rc"`
+	Signal   string        `json:"-"` // the signal that killed it ("terminated"), if one did
 	Duration time.Duration `json:"-"`
 }
 
@@ -76,9 +77,8 @@ func (e *CommandError) Error() string {
 	if e.Result.ExitCode < 0 {
 		return fmt.Sprintf("%s: cannot run: %v", e.Result.Command, e.Err)
 	}
-	var ee *exec.ExitError
-	if errors.As(e.Err, &ee) && ee.ExitCode() < 0 {
-		return fmt.Sprintf("%s: %v", e.Result.Command, e.Err) // "… (signal: terminated)"
+	if e.Result.Signal != "" {
+		return fmt.Sprintf("%s: stopped by a signal (%s): %v", e.Result.Command, e.Result.Signal, e.Err)
 	}
 	if msg == "" {
 		return fmt.Sprintf("%s: exit status %d", e.Result.Command, e.Result.ExitCode)
@@ -188,9 +188,10 @@ func (r *ExecRunner) Run(ctx context.Context, cmd Command) (Result, error) {
 		switch {
 		case errors.As(err, &ee) && ee.ExitCode() < 0:
 			// killed by a signal: the shell's convention, 128 + signal
-			res.ExitCode = 128
+			res.ExitCode, res.Signal = 128, "unknown"
 			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 				res.ExitCode += int(ws.Signal())
+				res.Signal = ws.Signal().String()
 			}
 		case ee != nil:
 			res.ExitCode = ee.ExitCode()

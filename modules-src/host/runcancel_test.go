@@ -144,7 +144,7 @@ func TestSignalledCommand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	res, err := (&ExecRunner{}).Run(ctx, Command{Name: "sleep", Args: []string{"30"}})
-	if res.ExitCode != 143 || err == nil || strings.Contains(err.Error(), "cannot run") || !strings.Contains(err.Error(), "signal: terminated") {
+	if res.ExitCode != 143 || err == nil || strings.Contains(err.Error(), "cannot run") || !strings.Contains(err.Error(), "stopped by a signal (terminated)") {
 		t.Errorf("rc %d, err %v", res.ExitCode, err)
 	}
 }
