@@ -39,14 +39,18 @@ func (r readOnlyRunner) Log() []Result {
 
 // readOnlyVerbs lists, per program, the subcommands that only read.
 var readOnlyVerbs = map[string][]string{
-	"systemctl": {"is-enabled", "is-active", "is-failed", "show", "status", "cat", "list-units", "list-unit-files", "list-timers", "list-dependencies"},
-	"zpool":     {"list", "status", "get", "iostat", "version", "history"},
-	"zfs":       {"list", "get", "version"},
-	"pvecm":     {"status", "nodes"},
-	"pvesm":     {"status", "list", "path"},
-	"pvesh":     {"get", "ls"},
-	"apt-mark":  {"showhold", "showmanual", "showauto", "showinstall", "showremove", "showpurge"},
-	"apt-cache": {"policy", "show", "showpkg", "showsrc", "madison", "depends", "rdepends", "pkgnames", "search", "stats"},
+	"systemctl":  {"is-enabled", "is-active", "is-failed", "show", "status", "cat", "list-units", "list-unit-files", "list-timers", "list-dependencies"},
+	"zpool":      {"list", "status", "get", "iostat", "version", "history"},
+	"zfs":        {"list", "get", "version"},
+	"pvecm":      {"status", "nodes"},
+	"pvesm":      {"status", "list", "path"},
+	"pvesh":      {"get", "ls"},
+	"qm":         {"config", "list", "status", "pending", "showcmd"},
+	"pct":        {"config", "list", "status", "pending"},
+	"pvesr":      {"list", "status"},
+	"ha-manager": {"status", "config"},
+	"apt-mark":   {"showhold", "showmanual", "showauto", "showinstall", "showremove", "showpurge"},
+	"apt-cache":  {"policy", "show", "showpkg", "showsrc", "madison", "depends", "rdepends", "pkgnames", "search", "stats"},
 }
 
 // readOnlyPrograms only ever read (or only read with the arguments modules
@@ -73,8 +77,12 @@ var dpkgReadOnly = []string{"--audit", "-C", "--print-architecture", "--print-fo
 //     apt-cache it must not write APT's binary caches nor (apt-get) its
 //     planner log (the Sandbox's options or apt.ReadOnlyOpts);
 //   - systemctl is-enabled/is-active/show/status…; zpool and zfs list/get/
-//     status; dpkg --audit/-l/-s…; apt-mark show*; pvesh get; blkid -p;
-//     wipefs without -a; ssh-keygen -F/-l.
+//     status, and their dry runs (zpool create/add -n, zfs create/destroy
+//     -n); dpkg --audit/-l/-s…; apt-mark show*; pvesh get; qm/pct config,
+//     list, status; blkid -p; wipefs without -a; ssh-keygen -F/-l.
+//
+// A module that needs another read-only command adds it here, with a case
+// in TestReadOnlyRunner.
 func ReadOnlyCommand(cmd Command) bool {
 	prog := path.Base(cmd.Name)
 	args := cmd.Args
@@ -101,6 +109,13 @@ func ReadOnlyCommand(cmd Command) bool {
 			}
 			return strings.HasPrefix(a, "-") && strings.ContainsAny(a[1:], "ao")
 		})
+	case "zpool", "zfs":
+		// -n is the dry run of create/add (zpool) and create/destroy (zfs):
+		// it validates and prints what would be done, and changes nothing
+		if dry := map[string][]string{"zpool": {"create", "add"}, "zfs": {"create", "destroy"}}[prog]; slices.Contains(dry, firstArg(args)) {
+			return slices.Contains(args, "-n")
+		}
+		return verbIn(firstArg(args), readOnlyVerbs[prog])
 	case "ssh-keygen":
 		return slices.Contains(args, "-F") || slices.Contains(args, "-l") || slices.Contains(args, "-y")
 	}

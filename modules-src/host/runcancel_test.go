@@ -94,6 +94,11 @@ func TestReadOnlyRunner(t *testing.T) {
 		{Command{Name: "systemctl", Args: []string{"enable", "--now", "zfs-scrub-monthly@tank.timer"}}, false},
 		{Command{Name: "zpool", Args: []string{"list", "-H", "-o", "name"}}, true},
 		{Command{Name: "zpool", Args: []string{"create", "tank", "/dev/sdb"}}, false},
+		{Command{Name: "zpool", Args: []string{"create", "-n", "-O", "compression=bogus", "tank", "/dev/sdb"}}, true},
+		{Command{Name: "zpool", Args: []string{"destroy", "-n", "tank"}}, false}, // zpool destroy has no dry run
+		{Command{Name: "zfs", Args: []string{"destroy", "-n", "tank/a"}}, true},
+		{Command{Name: "qm", Args: []string{"config", "100"}}, true},
+		{Command{Name: "qm", Args: []string{"set", "100", "--memory", "2048"}}, false},
 		{Command{Name: "/usr/sbin/zfs", Args: []string{"get", "-H", "-p", "all", "tank"}}, true},
 		{Command{Name: "zfs", Args: []string{"set", "atime=off", "tank"}}, false},
 		{Command{Name: "blkid", Args: []string{"-p", "/dev/sdb"}}, true},
