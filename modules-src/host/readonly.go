@@ -58,6 +58,7 @@ var readOnlyVerbs = map[string][]string{
 var readOnlyPrograms = []string{
 	"dpkg-query", "uname", "pveversion", "hostname", "id", "stat", "cat", "test", "ls", "readlink",
 	"getent", "uptime", "cksum", "sha256sum", "nproc", "lsblk", "findmnt", "ssh-keyscan", "true",
+	"linux-version", "lsb_release", "systemd-detect-virt", "df", "free", "whoami", "date", "mountpoint",
 }
 
 // dpkgWrites are the dpkg actions that change the system.
