@@ -115,6 +115,12 @@
 //	    }
 //	}
 //
+// A module that acts on a node through modules-src/host gives its stages,
+// in check mode, host.Root.ReadOnly() and host.ReadOnly(runner): any file
+// write or command off the read-only allow-list then panics with
+// *host.WriteAttempt, which this runtime reports as a failed task and a bug
+// (pve_base and pve_zfs do this in their Module.Run).
+//
 // Module.Check reports definition mistakes (the registry test runs it on
 // every module). Documentation (plugins/modules/<name>.py) is generated from
 // the Module by `gopve gen-plugins`; `changes` is documented automatically.
