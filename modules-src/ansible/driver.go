@@ -46,6 +46,9 @@ func newRun(parent context.Context, m *Module, inv *Invocation, env Env, stderr 
 		}
 		return nil, func() {}, r.buildResult(errors.New(msg))
 	}
+	if f, ok := pyNumber(params[TimeoutOption]); ok && f < 0 {
+		return nil, func() {}, r.buildResult(fmt.Errorf("timeout: %v is negative; give the task's deadline in seconds, or 0 for none", params[TimeoutOption]))
+	}
 	parent = context.WithValue(parent, runKey{}, r)
 	var cancel context.CancelFunc
 	if timeout, ok := m.deadline(params); ok {

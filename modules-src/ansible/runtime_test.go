@@ -71,8 +71,10 @@ func TestTimeoutOptionForEveryModule(t *testing.T) {
 	if time.Since(start) > 5*time.Second || !strings.Contains(res["msg"].(string), "timed out after 50ms") {
 		t.Errorf("timeout option ignored: %v", res["msg"])
 	}
-	if res := exec1(t, m, &Invocation{Params: map[string]any{"timeout": "soon"}}); res["failed"] != true || !strings.Contains(res["msg"].(string), "timeout") {
-		t.Errorf("bad timeout accepted: %v", res)
+	for _, bad := range []any{"soon", -5} {
+		if res := exec1(t, m, &Invocation{Params: map[string]any{"timeout": bad}}); res["failed"] != true || !strings.Contains(res["msg"].(string), "timeout") {
+			t.Errorf("bad timeout %v accepted: %v", bad, res)
+		}
 	}
 }
 
