@@ -59,6 +59,7 @@ func helperModules() []Module {
 
 func TestMain(m *testing.M) {
 	if os.Getenv("GOPVE_ENTRY_HELPER") == "1" {
+		watchdogGrace = 3 * time.Second // the stuck-module case need not wait the real 15 s
 		os.Exit(Main(helperModules(), []string{os.Getenv("GOPVE_ENTRY_ARGV0"), os.Getenv("GOPVE_ENTRY_ARGS")}))
 	}
 	os.Exit(m.Run())
@@ -252,7 +253,7 @@ func TestIgnoreUnknownOpts(t *testing.T) {
 		if failed := res["failed"] == true; failed == ignore {
 			t.Errorf("ignore_unknown_opts=%v: result %v", ignore, res)
 		}
-		if !ignore && res["msg"] != "Unsupported parameters for (echo) module: bogus. Supported parameters include: count, name, secret." {
+		if !ignore && res["msg"] != "Unsupported parameters for (echo) module: bogus. Supported parameters include: count, name, secret, timeout." {
 			t.Errorf("msg = %q", res["msg"])
 		}
 	}

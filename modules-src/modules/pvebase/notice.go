@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io/fs"
 	"regexp"
+	"time"
 
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/host"
 	"github.com/gopve/proxmox/modules-src/host/apt"
+	"github.com/gopve/proxmox/modules-src/host/systemd"
 )
 
 const (
@@ -53,14 +55,14 @@ exit 0
 `
 
 // planNotice is stage 5, after the upgrade on purpose (B3).
-func (m *base) planNotice(ctx context.Context, pending ansible.Pending) ([]ansible.Change, error) {
+func (m *base) planNotice(ctx context.Context, w *ansible.World) ([]ansible.Change, error) {
 	var changes []ansible.Change
 	hookCh, hookInPlace, err := m.planHook()
 	if err != nil {
 		return nil, err
 	}
 	if m.p.RemoveNotice {
-		ch, err := m.planPatch(pending, hookInPlace)
+		ch, err := m.planPatch(ctx, w, hookInPlace)
 		if err != nil {
 			return nil, err
 		}
@@ -69,27 +71,38 @@ func (m *base) planNotice(ctx context.Context, pending ansible.Pending) ([]ansib
 	return append(changes, hookCh...), nil
 }
 
-func (m *base) toolkitUpgradePending(pending ansible.Pending) bool {
-	if !pending.Has("packages:upgrade") && !pending.Has("packages:install") {
-		return false
+// toolkitReplaced tells whether a change planned earlier in this run
+// installs another proxmox-widget-toolkit, whose package ships a fresh,
+// unpatched proxmoxlib.js (B3). Only check mode can see that: in a real run
+// the upgrade has already happened and the file on disk says it all.
+func toolkitReplaced(ctx context.Context, w *ansible.World, installed func(context.Context) (string, error)) (bool, error) {
+	next, ok := installedVersion(toolkitPkg).Predicted(w)
+	if !ok {
+		return false, nil
 	}
-	for _, p := range append(append([]apt.Pkg(nil), m.upgradePlan.Install...), m.installPlan.Install...) {
-		if p.Name == toolkitPkg {
-			return true
-		}
+	now, err := installed(ctx)
+	if err != nil {
+		return false, err
 	}
-	return false
+	return next != now, nil
 }
 
-func (m *base) planPatch(pending ansible.Pending, hookInPlace bool) ([]ansible.Change, error) {
+func (m *base) planPatch(ctx context.Context, w *ansible.World, hookInPlace bool) ([]ansible.Change, error) {
 	cur, err := m.env.Root.ReadFile(proxmoxlib)
 	if err != nil {
 		return nil, err
 	}
-	if m.toolkitUpgradePending(pending) {
-		// Check mode with a pending toolkit upgrade: the upgrade will bring
-		// back the notice, and the patch will be re-applied after it — by
-		// the hook if it is already installed, else by this stage.
+	replaced, err := toolkitReplaced(ctx, w, func(ctx context.Context) (string, error) {
+		v, err := apt.Installed(ctx, m.env.Runner, []string{toolkitPkg})
+		return v[toolkitPkg], err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if replaced {
+		// The upgrade will bring back the notice, and the patch will be
+		// re-applied after it — by the hook if it is already installed,
+		// else by this stage.
 		if hookInPlace {
 			return nil, nil
 		}
@@ -107,8 +120,9 @@ func (m *base) planPatch(pending ansible.Pending, hookInPlace bool) ([]ansible.C
 	if !nag.Match(cur.Content) {
 		if !bytes.Contains(cur.Content, []byte(patchedMark)) {
 			m.r.Warn(proxmoxlib + " does not contain the expected subscription check (changed upstream?); nothing patched")
+			return nil, nil
 		}
-		return nil, nil
+		return m.planPendingRestart(ctx, cur)
 	}
 	desired := nag.ReplaceAll(cur.Content, []byte(patchedMark))
 	fc := host.PlanFrom(cur, desired, 0)
@@ -116,25 +130,77 @@ func (m *base) planPatch(pending ansible.Pending, hookInPlace bool) ([]ansible.C
 	ch := m.fileChange("notice:patch", noticeSummary, fc)
 	// The JavaScript diff is a 500 kB file; show only the lines that change.
 	ch.Diff = &ansible.Diff{Before: nagLines(cur.Content), After: nagLines(desired), BeforeHeader: proxmoxlib, AfterHeader: proxmoxlib}
-	write := ch.Apply
+	// Two actions, one effect: the patch only shows once pveproxy has
+	// restarted. If the restart fails, the file is put back, so the next
+	// run patches and restarts again (host.WriteThenAct).
 	ch.Apply = func(ctx context.Context) error {
-		if err := write(ctx); err != nil {
-			return err
-		}
-		_, err := m.env.Runner.Run(ctx, host.Command{Name: "systemctl", Args: []string{"restart", "pveproxy.service"}})
-		return err
+		_, err := m.env.Root.WriteThenAct(ctx, fc, m.env.Now(), m.restartProxy)
+		return fileApplyError(err)
 	}
-	check := ch.Verify
 	ch.Verify = func(ctx context.Context) error {
-		if err := check(ctx); err != nil {
+		if err := m.env.Root.VerifyFile(fc); err != nil {
 			return err
 		}
-		if _, err := m.env.Runner.Run(ctx, host.Command{Name: "systemctl", Args: []string{"is-active", "pveproxy.service"}}); err != nil {
-			return fmt.Errorf("pveproxy is not active after the restart: %w", err)
-		}
-		return nil
+		return m.verifyProxyRestarted(ctx)
 	}
 	return []ansible.Change{ch}, nil
+}
+
+const proxyUnit = "pveproxy.service"
+
+func (m *base) restartProxy(ctx context.Context) error {
+	_, err := m.env.Runner.Run(ctx, host.Command{Name: "systemctl", Args: []string{"restart", proxyUnit}})
+	return err
+}
+
+// restartPending tells whether pveproxy has not been (re)started since
+// proxmoxlib.js was last written: then it still serves the old file. The
+// timestamp systemd prints has second resolution, so the file's time is
+// compared at that resolution too.
+func (m *base) restartPending(ctx context.Context, lib host.FileState) (pending bool, why string, err error) {
+	since, active, err := systemd.ActiveSince(ctx, m.env.Runner, proxyUnit)
+	if err != nil {
+		return false, "", err
+	}
+	if !active {
+		return true, proxyUnit + " is not running", nil
+	}
+	if since.Before(lib.ModTime.Truncate(time.Second)) {
+		return true, fmt.Sprintf("%s was patched at %s, after %s started (%s)", proxmoxlib, lib.ModTime.UTC().Format(time.RFC3339), proxyUnit, since.UTC().Format(time.RFC3339)), nil
+	}
+	return false, "", nil
+}
+
+// planPendingRestart finds the second half of an earlier patch that never
+// happened (the restart failed and the undo did too, or the run was killed
+// between the two): the file is patched, pveproxy older than it.
+func (m *base) planPendingRestart(ctx context.Context, lib host.FileState) ([]ansible.Change, error) {
+	pending, why, err := m.restartPending(ctx, lib)
+	if err != nil || !pending {
+		return nil, err
+	}
+	return []ansible.Change{{
+		ID:      "notice:restart",
+		Summary: "restart " + proxyUnit + " (" + why + ")",
+		Apply:   m.restartProxy,
+		Verify:  m.verifyProxyRestarted,
+	}}, nil
+}
+
+// verifyProxyRestarted reads back that pveproxy runs the patched file: it
+// is active and started no earlier than the file was written.
+func (m *base) verifyProxyRestarted(ctx context.Context) error {
+	lib, err := m.env.Root.ReadFile(proxmoxlib)
+	if err != nil {
+		return err
+	}
+	if pending, why, err := m.restartPending(ctx, lib); err != nil || pending {
+		if err == nil {
+			err = fmt.Errorf("pveproxy does not serve the patched file: %s", why)
+		}
+		return err
+	}
+	return nil
 }
 
 // nagLines returns the lines around the subscription check, for the diff.

@@ -2,6 +2,7 @@ package pvebase
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"path"
@@ -81,7 +82,7 @@ func cephReleaseOnNode(files map[string]*apt.File) string {
 }
 
 // planRepos is stage 1.
-func (m *base) planRepos(_ context.Context, _ ansible.Pending) ([]ansible.Change, error) {
+func (m *base) planRepos(_ context.Context, _ *ansible.World) ([]ansible.Change, error) {
 	m.suite = m.p.Suite
 	if m.suite == "" {
 		osr, err := apt.ReadOSRelease(m.env.Root)
@@ -186,10 +187,21 @@ func (m *base) fileChange(id, summary string, fc *host.FileChange) ansible.Chang
 		Diff:    &ansible.Diff{Before: d.Before, After: d.After, BeforeHeader: d.BeforeHeader, AfterHeader: d.AfterHeader},
 		Apply: func(context.Context) error {
 			_, err := m.env.Root.ApplyFile(fc, m.env.Now())
-			return err
+			return fileApplyError(err)
 		},
 		Verify: func(context.Context) error { return m.env.Root.VerifyFile(fc) },
 	}
+}
+
+// fileApplyError tells the driver when a failed file write changed
+// nothing: the compare-and-swap found the file edited since it was read
+// and left it alone.
+func fileApplyError(err error) error {
+	var conflict *host.ConflictError
+	if errors.As(err, &conflict) {
+		return ansible.NothingChanged(err)
+	}
+	return err
 }
 
 type match struct {
