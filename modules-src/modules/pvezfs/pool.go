@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -65,16 +66,11 @@ func (m *pool) validate() error {
 	if p.Ashift < 9 || p.Ashift > 16 {
 		return fmt.Errorf("ashift: %d is out of range (9 to 16; 12 means 4 KiB sectors)", p.Ashift)
 	}
-	m.props = DefaultProperties()
-	for k, v := range p.Properties {
-		if k == "mountpoint" {
-			return fmt.Errorf("properties: set the mountpoint with the mountpoint option, not in properties")
-		}
-		m.props[k] = fmt.Sprint(v)
-		if b, ok := v.(bool); ok { // YAML on/off arrive as booleans
-			m.props[k] = map[bool]string{true: "on", false: "off"}[b]
-		}
+	props, err := wantedProperties(p.Properties)
+	if err != nil {
+		return err
 	}
+	m.props = props
 	mp := p.Mountpoint
 	if mp == "" {
 		mp = "/" + p.Name
@@ -88,6 +84,9 @@ func (m *pool) validate() error {
 	m.props["mountpoint"] = path.Clean(mp)
 	if mp == "none" || mp == "legacy" {
 		m.props["mountpoint"] = mp
+	}
+	if cm := m.props["canmount"]; cm != "" && cm != "on" && !p.AllowUnmounted {
+		return fmt.Errorf("properties: canmount=%s refused: the pool would not be mounted, and Proxmox VE must mount its datasets for LXC container volumes (Z5); set allow_unmounted: true if this pool never holds containers", cm)
 	}
 	return nil
 }
@@ -219,17 +218,33 @@ func (m *pool) planPool(ctx context.Context, _ ansible.Pending) ([]ansible.Chang
 		}
 		changes = append(changes, m.wipeChange(d, sig.Describe()))
 	}
+	if m.wantsMount() {
+		if err := m.mountpointFree(m.props["mountpoint"]); err != nil {
+			return nil, err
+		}
+	}
 	m.created = true
 	return append(changes, m.createChange()), nil
 }
 
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
+func contains(xs []string, x string) bool { return slices.Contains(xs, x) }
+
+// createFailed reads the node back after `zpool create` failed: zpool exits
+// non-zero when the pool was created but could not be mounted, and a
+// message saying "could not create" would then hide a pool that exists.
+func (m *pool) createFailed(ctx context.Context, cause error) error {
+	exists, err := m.zfs().Exists(ctx, m.p.Name)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w; reading the pools back afterwards failed too (%v), so pool %s may exist: check zpool list", cause, err, m.p.Name)
+	case exists:
+		msg := fmt.Sprintf("zpool create exited with an error but pool %s now exists on the node", m.p.Name)
+		if got, err := m.zfs().Props(ctx, m.p.Name, []string{"mounted"}); err == nil && got["mounted"].Value == "no" {
+			msg += fmt.Sprintf(", not mounted at %s", m.props["mountpoint"])
 		}
+		return fmt.Errorf("%s (%w); fix the cause and run the task again: it converges the existing pool instead of creating another", msg, cause)
 	}
-	return false
+	return cause
 }
 
 func (m *pool) wipeChange(d blockdev.Device, what string) ansible.Change {
@@ -287,7 +302,10 @@ func (m *pool) createChange() ansible.Change {
 			BeforeHeader: "pool " + m.p.Name + " (absent)", AfterHeader: "pool " + m.p.Name},
 		Apply: func(ctx context.Context) error {
 			_, err := m.env.Runner.Run(ctx, host.Command{Name: "zpool", Args: args})
-			return err
+			if err == nil {
+				return nil
+			}
+			return m.createFailed(ctx, err)
 		},
 		Verify: func(ctx context.Context) error {
 			ok, err := m.zfs().Exists(ctx, m.p.Name)
@@ -306,23 +324,9 @@ func (m *pool) createChange() ansible.Change {
 	}
 }
 
-// sameValue compares a property as zfs reads it back with the requested
-// value: acltype=posixacl reads back as "posix" on current OpenZFS.
-func sameValue(prop, have, want string) bool {
-	norm := func(v string) string {
-		v = strings.ToLower(v)
-		if prop == "acltype" && v == "posixacl" {
-			return "posix"
-		}
-		if prop == "acltype" && v == "noacl" {
-			return "off"
-		}
-		return v
-	}
-	return norm(have) == norm(want)
-}
-
-// planProps is stage 2: changeable properties and the mountpoint (Z5).
+// planProps is stage 2: changeable properties and the mountpoint (Z5),
+// compared with what `zfs get -p` reads back (bytes for sizes), and the
+// pool really mounted, not just its mountpoint property right.
 func (m *pool) planProps(ctx context.Context, pending ansible.Pending) ([]ansible.Change, error) {
 	if pending.Has("pool:create") {
 		return nil, nil // created with exactly these properties
@@ -332,51 +336,89 @@ func (m *pool) planProps(ctx context.Context, pending ansible.Pending) ([]ansibl
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	cur, err := m.zfs().Props(ctx, m.p.Name, keys)
+	read := append([]string(nil), keys...)
+	for _, k := range []string{"mounted", "canmount"} {
+		if !contains(read, k) {
+			read = append(read, k)
+		}
+	}
+	cur, err := m.zfs().Props(ctx, m.p.Name, read)
 	if err != nil {
 		return nil, fmt.Errorf("properties: %w", err)
 	}
 	var changes []ansible.Change
 	for _, k := range keys {
-		k, want := k, m.props[k]
+		want := m.props[k]
 		have, ok := cur[k]
 		if !ok {
 			return nil, fmt.Errorf("properties: zfs did not report %q for %s", k, m.p.Name)
 		}
-		if sameValue(k, have.Value, want) {
+		if zfs.SameValue(k, have.Value, want) {
 			continue
 		}
-		changes = append(changes, ansible.Change{
-			ID:      "prop:" + k,
-			Summary: fmt.Sprintf("set %s=%s on %s (was %s)", k, want, m.p.Name, have.Value),
-			Diff:    &ansible.Diff{Before: k + "=" + have.Value + "\n", After: k + "=" + want + "\n", BeforeHeader: m.p.Name, AfterHeader: m.p.Name},
-			Apply: func(ctx context.Context) error {
-				_, err := m.env.Runner.Run(ctx, host.Command{Name: "zfs", Args: []string{"set", k + "=" + want, m.p.Name}})
-				return err
-			},
-			Verify: func(ctx context.Context) error {
-				got, err := m.zfs().Props(ctx, m.p.Name, []string{k})
-				if err != nil {
-					return err
-				}
-				if !sameValue(k, got[k].Value, want) {
-					return fmt.Errorf("%s reads %s=%s, expected %s", m.p.Name, k, got[k].Value, want)
-				}
-				return nil
-			},
-		})
+		if zfs.CreateOnly(k) {
+			return nil, fmt.Errorf("properties: %s is %s on pool %s and can only be set when a pool is created; pve_zfs never rebuilds an existing pool: set %s: %s to keep it", k, have.Value, m.p.Name, k, have.Value)
+		}
+		changes = append(changes, m.propChange(k, have.Value, want))
+	}
+	if ch, err := m.planMount(cur, len(changes) > 0 && hasProp(changes, "mountpoint")); err != nil || ch != nil {
+		if err != nil {
+			return nil, err
+		}
+		changes = append(changes, *ch)
 	}
 	return changes, nil
+}
+
+func hasProp(changes []ansible.Change, k string) bool {
+	for _, c := range changes {
+		if c.ID == "prop:"+k {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *pool) propChange(k, before, want string) ansible.Change {
+	return ansible.Change{
+		ID:      "prop:" + k,
+		Summary: fmt.Sprintf("set %s=%s on %s (was %s)", k, want, m.p.Name, before),
+		Diff:    &ansible.Diff{Before: k + "=" + before + "\n", After: k + "=" + want + "\n", BeforeHeader: m.p.Name, AfterHeader: m.p.Name},
+		Apply: func(ctx context.Context) error {
+			_, err := m.env.Runner.Run(ctx, host.Command{Name: "zfs", Args: []string{"set", k + "=" + want, m.p.Name}})
+			return err
+		},
+		Verify: func(ctx context.Context) error {
+			got, err := m.zfs().Props(ctx, m.p.Name, []string{k})
+			if err != nil {
+				return err
+			}
+			if !zfs.SameValue(k, got[k].Value, want) {
+				return fmt.Errorf("%s reads %s=%s, expected %s", m.p.Name, k, got[k].Value, want)
+			}
+			if k == "mountpoint" {
+				return m.verifyMounted(ctx)
+			}
+			return nil
+		},
+	}
 }
 
 func scrubUnit(period, pool string) string { return "zfs-scrub-" + period + "@" + pool + ".timer" }
 
 // planScrub is stage 3 (Z6).
 func (m *pool) planScrub(ctx context.Context, _ ansible.Pending) ([]ansible.Change, error) {
+	return m.scrubChanges(ctx, m.p.Scrub)
+}
+
+// scrubChanges enables the timer of period (monthly, weekly) and disables
+// the other; any other period ("disabled", "" for a destroyed pool)
+// disables both.
+func (m *pool) scrubChanges(ctx context.Context, keep string) ([]ansible.Change, error) {
 	var changes []ansible.Change
 	for _, period := range []string{"monthly", "weekly"} {
 		unit := scrubUnit(period, m.p.Name)
-		want := m.p.Scrub == period
+		want := keep == period
 		st, err := systemd.State(ctx, m.env.Runner, unit)
 		if err != nil {
 			return nil, fmt.Errorf("scrub: %w", err)
@@ -413,17 +455,26 @@ func (m *pool) planScrub(ctx context.Context, _ ansible.Pending) ([]ansible.Chan
 	return changes, nil
 }
 
-// planDestroy is state=absent.
+// planDestroy is state=absent: the pool destroyed, then its scrub timers
+// disabled (left enabled, they would fire every month against a pool that
+// no longer exists). Timers left by an earlier destroy are disabled too.
 func (m *pool) planDestroy(ctx context.Context, _ ansible.Pending) ([]ansible.Change, error) {
 	exists, err := m.zfs().Exists(ctx, m.p.Name)
-	if err != nil || !exists {
+	if err != nil {
 		return nil, err
+	}
+	timers, err := m.scrubChanges(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	if !exists {
+		return timers, nil
 	}
 	m.existed = true
 	if !m.p.ForceDestroy {
 		return nil, fmt.Errorf("force_destroy: pool %s exists and state=absent would destroy it with all its data; set force_destroy: true to really do that", m.p.Name)
 	}
-	return []ansible.Change{{
+	return append([]ansible.Change{{
 		ID:      "pool:destroy",
 		Summary: "destroy pool " + m.p.Name + " and all its data",
 		Apply: func(ctx context.Context) error {
@@ -437,5 +488,5 @@ func (m *pool) planDestroy(ctx context.Context, _ ansible.Pending) ([]ansible.Ch
 			}
 			return err
 		},
-	}}, nil
+	}}, timers...), nil
 }
