@@ -21,7 +21,7 @@ type Client struct {
 }
 
 func (c Client) aptGet(args ...string) host.Command {
-	return host.Command{Name: "apt-get", Args: append(append([]string{}, c.Opts...), args...)}
+	return host.Command{Name: "apt-get", Args: append(append([]string{}, c.Opts...), args...), Env: ProxyEnv(os.Environ())}
 }
 
 // UpdateError is an `apt-get update` that could not fetch every index; it
@@ -111,7 +111,9 @@ func ParseSimulation(out string) Plan {
 			inKept = false
 		}
 		switch {
-		case strings.HasPrefix(l, "The following packages have been kept back"):
+		// apt 3 (Debian 13) says "Not upgrading:" where apt 2 listed
+		// "The following packages have been kept back:".
+		case strings.HasPrefix(l, "The following packages have been kept back"), strings.TrimSpace(l) == "Not upgrading:":
 			inKept = true
 		case instLine.MatchString(l):
 			m := instLine.FindStringSubmatch(l)

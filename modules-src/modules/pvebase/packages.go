@@ -153,6 +153,9 @@ func (m *base) planUpgrade(ctx context.Context, pending ansible.Pending) ([]ansi
 	if err != nil {
 		return nil, err
 	}
+	if plan, err = m.dropHeld(ctx, plan); err != nil {
+		return nil, err
+	}
 	if pending.Has("packages:install") {
 		// check mode: what the install brings is not upgraded a second time
 		done := map[string]bool{}
@@ -196,6 +199,7 @@ func (m *base) planUpgrade(ctx context.Context, pending ansible.Pending) ([]ansi
 			if err != nil {
 				return err
 			}
+			left = m.leftWithoutHeld(left)
 			if !left.Empty() {
 				var names []string
 				for _, p := range left.Install {

@@ -32,6 +32,8 @@ type base struct {
 	upgradePlan apt.Plan
 	upgraded    []apt.Pkg
 	reboot      []string // reasons a reboot is pending
+	held        []string // packages on hold (apt-mark showhold)
+	heldBack    []string // held packages the upgrade skipped
 }
 
 // repoDef is one of the four Proxmox repositories this module manages.
@@ -89,7 +91,10 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // planRepos is stage 1.
-func (m *base) planRepos(_ context.Context, _ ansible.Pending) ([]ansible.Change, error) {
+func (m *base) planRepos(ctx context.Context, _ ansible.Pending) ([]ansible.Change, error) {
+	if err := m.guardTarget(ctx); err != nil {
+		return nil, err
+	}
 	m.suite = m.p.Suite
 	if m.suite == "" {
 		osr, err := apt.ReadOSRelease(m.env.Root)
@@ -110,6 +115,7 @@ func (m *base) planRepos(_ context.Context, _ ansible.Pending) ([]ansible.Change
 			m.format = apt.OneLine
 		}
 	}
+	m.warnSignedByList()
 	files, err := apt.ReadAll(m.env.Root)
 	if err != nil {
 		return nil, err
