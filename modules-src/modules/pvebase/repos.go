@@ -91,7 +91,7 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // planRepos is stage 1.
-func (m *base) planRepos(ctx context.Context, _ ansible.Pending) ([]ansible.Change, error) {
+func (m *base) planRepos(ctx context.Context, _ *ansible.World) ([]ansible.Change, error) {
 	if err := m.guardTarget(ctx); err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"strings"
 
@@ -49,6 +50,13 @@ func (m *pool) planMount(cur map[string]zfs.Prop, remounting bool) (*ansible.Cha
 			return err
 		},
 		Verify: m.verifyMounted,
+		Predict: func(w *ansible.World) {
+			props, _ := datasetProps(m.p.Name).Predicted(w)
+			next := maps.Clone(cur)
+			maps.Copy(next, props)
+			next["mounted"] = zfs.Prop{Value: "yes", Source: "-"}
+			datasetProps(m.p.Name).Predict(w, next)
+		},
 	}, nil
 }
 

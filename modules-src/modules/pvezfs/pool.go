@@ -3,6 +3,7 @@ package pvezfs
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path"
 	"regexp"
 	"slices"
@@ -180,7 +181,7 @@ func (m *pool) compareExisting(ctx context.Context, st zfs.Status) error {
 }
 
 // planPool is stage 1.
-func (m *pool) planPool(ctx context.Context, _ ansible.Pending) ([]ansible.Change, error) {
+func (m *pool) planPool(ctx context.Context, _ *ansible.World) ([]ansible.Change, error) {
 	exists, err := m.zfs().Exists(ctx, m.p.Name)
 	if err != nil {
 		return nil, err
@@ -321,16 +322,29 @@ func (m *pool) createChange() ansible.Change {
 			}
 			return m.compareExisting(ctx, st)
 		},
+		// the pool's root dataset gets exactly the properties of the
+		// command line (-O, -m)
+		Predict: func(w *ansible.World) {
+			props := make(map[string]zfs.Prop, len(m.props))
+			for k, v := range m.props {
+				props[k] = zfs.Prop{Value: v}
+			}
+			datasetProps(m.p.Name).Predict(w, props)
+		},
 	}
+}
+
+// datasetProps is a fact of the predicted world (ansible.World): the
+// pool's root dataset properties as zfs would read them back. A planned
+// create predicts them, so stage 2 plans against the pool as it will be.
+func datasetProps(pool string) ansible.Key[map[string]zfs.Prop] {
+	return ansible.Key[map[string]zfs.Prop]("pvezfs:props:" + pool)
 }
 
 // planProps is stage 2: changeable properties and the mountpoint (Z5),
 // compared with what `zfs get -p` reads back (bytes for sizes), and the
 // pool really mounted, not just its mountpoint property right.
-func (m *pool) planProps(ctx context.Context, pending ansible.Pending) ([]ansible.Change, error) {
-	if pending.Has("pool:create") {
-		return nil, nil // created with exactly these properties
-	}
+func (m *pool) planProps(ctx context.Context, w *ansible.World) ([]ansible.Change, error) {
 	keys := make([]string, 0, len(m.props))
 	for k := range m.props {
 		keys = append(keys, k)
@@ -342,7 +356,9 @@ func (m *pool) planProps(ctx context.Context, pending ansible.Pending) ([]ansibl
 			read = append(read, k)
 		}
 	}
-	cur, err := m.zfs().Props(ctx, m.p.Name, read)
+	cur, err := datasetProps(m.p.Name).Get(ctx, w, func(ctx context.Context) (map[string]zfs.Prop, error) {
+		return m.zfs().Props(ctx, m.p.Name, read)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("properties: %w", err)
 	}
@@ -359,7 +375,7 @@ func (m *pool) planProps(ctx context.Context, pending ansible.Pending) ([]ansibl
 		if zfs.CreateOnly(k) {
 			return nil, fmt.Errorf("properties: %s is %s on pool %s and can only be set when a pool is created; pve_zfs never rebuilds an existing pool: set %s: %s to keep it", k, have.Value, m.p.Name, k, have.Value)
 		}
-		changes = append(changes, m.propChange(k, have.Value, want))
+		changes = append(changes, m.propChange(k, have.Value, want, cur))
 	}
 	if ch, err := m.planMount(cur, len(changes) > 0 && hasProp(changes, "mountpoint")); err != nil || ch != nil {
 		if err != nil {
@@ -379,7 +395,7 @@ func hasProp(changes []ansible.Change, k string) bool {
 	return false
 }
 
-func (m *pool) propChange(k, before, want string) ansible.Change {
+func (m *pool) propChange(k, before, want string, cur map[string]zfs.Prop) ansible.Change {
 	return ansible.Change{
 		ID:      "prop:" + k,
 		Summary: fmt.Sprintf("set %s=%s on %s (was %s)", k, want, m.p.Name, before),
@@ -401,13 +417,20 @@ func (m *pool) propChange(k, before, want string) ansible.Change {
 			}
 			return nil
 		},
+		Predict: func(w *ansible.World) {
+			props, _ := datasetProps(m.p.Name).Predicted(w)
+			next := maps.Clone(cur)
+			maps.Copy(next, props)
+			next[k] = zfs.Prop{Value: want}
+			datasetProps(m.p.Name).Predict(w, next)
+		},
 	}
 }
 
 func scrubUnit(period, pool string) string { return "zfs-scrub-" + period + "@" + pool + ".timer" }
 
 // planScrub is stage 3 (Z6).
-func (m *pool) planScrub(ctx context.Context, _ ansible.Pending) ([]ansible.Change, error) {
+func (m *pool) planScrub(ctx context.Context, _ *ansible.World) ([]ansible.Change, error) {
 	return m.scrubChanges(ctx, m.p.Scrub)
 }
 
@@ -458,7 +481,7 @@ func (m *pool) scrubChanges(ctx context.Context, keep string) ([]ansible.Change,
 // planDestroy is state=absent: the pool destroyed, then its scrub timers
 // disabled (left enabled, they would fire every month against a pool that
 // no longer exists). Timers left by an earlier destroy are disabled too.
-func (m *pool) planDestroy(ctx context.Context, _ ansible.Pending) ([]ansible.Change, error) {
+func (m *pool) planDestroy(ctx context.Context, _ *ansible.World) ([]ansible.Change, error) {
 	exists, err := m.zfs().Exists(ctx, m.p.Name)
 	if err != nil {
 		return nil, err
