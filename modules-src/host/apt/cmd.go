@@ -169,7 +169,8 @@ func (c Client) Install(ctx context.Context, pkgs []string) error {
 }
 
 // Installed returns the installed version of each package that is installed
-// (dpkg status "install ok installed"); others are absent from the map.
+// (dpkg state "installed", whether selected for install or held); others
+// are absent from the map.
 func Installed(ctx context.Context, r host.Runner, pkgs []string) (map[string]string, error) {
 	out := map[string]string{}
 	if len(pkgs) == 0 {
@@ -183,7 +184,9 @@ func Installed(ctx context.Context, r host.Runner, pkgs []string) (map[string]st
 	}
 	for _, l := range strings.Split(res.Stdout, "\n") {
 		f := strings.Split(l, "\t")
-		if len(f) == 3 && strings.HasPrefix(f[1], "ii") {
+		// Status-Abbrev: desired action, then state; "ii" and "hi" (on
+		// hold, apt-mark hold) are both installed.
+		if len(f) == 3 && len(f[1]) >= 2 && f[1][1] == 'i' {
 			name, _, _ := strings.Cut(f[0], ":") // drop :amd64
 			out[name] = f[2]
 		}

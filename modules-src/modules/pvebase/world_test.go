@@ -251,7 +251,11 @@ func (w *world) dpkgQuery(cmd host.Command) hosttest.Reply {
 	exit := 0
 	for _, n := range cmd.Args[3:] {
 		if v, ok := w.installed[n]; ok {
-			fmt.Fprintf(&out, "%s\tii \t%s\n", n, v)
+			status := "ii " // Status-Abbrev: held packages read "hi "
+			if w.held[n] {
+				status = "hi "
+			}
+			fmt.Fprintf(&out, "%s\t%s\t%s\n", n, status, v)
 		} else {
 			exit = 1
 		}
