@@ -52,6 +52,7 @@ func TestPropertiesValidatedBeforePlanning(t *testing.T) {
 		{map[string]any{"recordsize": "3K"}, "power of 2"},
 		{map[string]any{"used": "1G"}, "read-only"},
 		{map[string]any{"canmount": "off"}, "allow_unmounted"},
+		{map[string]any{"org.example:note": "a\nb"}, "one line"},
 	}
 	for _, existing := range []bool{false, true} {
 		for _, c := range cases {

@@ -59,6 +59,8 @@ func (m *pool) validate() error {
 		return fmt.Errorf("mountpoint: %s refused: Proxmox VE must mount the pool's datasets for LXC container volumes, so containers on an unmounted pool fail to start (Z5); keep the default /%s, or set allow_unmounted: true if this pool never holds containers", mp, p.Name)
 	case mp != "none" && mp != "legacy" && !strings.HasPrefix(mp, "/"):
 		return fmt.Errorf("mountpoint: %q must be an absolute path", mp)
+	case strings.ContainsFunc(mp, func(r rune) bool { return r < ' ' || r == 0x7f }):
+		return fmt.Errorf("mountpoint: %q contains a line break or control character", mp)
 	}
 	m.props["mountpoint"] = path.Clean(mp)
 	if mp == "none" || mp == "legacy" {
