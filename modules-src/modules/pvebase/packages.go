@@ -21,6 +21,10 @@ func (m *base) prepareAPT(ctx context.Context) error {
 		return nil
 	}
 	m.client = apt.Client{Runner: m.env.Runner}
+	if m.r.CheckMode() {
+		// outside the sandbox, APT must not even refresh its binary caches
+		m.client.Opts = apt.NoCacheOpts
+	}
 	refresh := m.changed || m.p.UpdateCache
 	if !refresh {
 		return nil

@@ -37,6 +37,11 @@ type world struct {
 	restarts  int
 	initramfs int
 	initFail  bool
+	// pveproxy: when it last started (an hour before the test, like a
+	// node booted earlier), and whether its restarts fail
+	proxyStart   time.Time
+	proxyDown    bool
+	restartFails bool
 }
 
 const nagJS = `Ext.define('Proxmox.Utils', {
@@ -120,7 +125,23 @@ func newWorld(t *testing.T, pve int) *world {
 	write(t, r, "/boot/vmlinuz-6.14.8-2-pve", "", 0o644)
 	write(t, r, "/boot/vmlinuz-6.1.0-40-amd64", "", 0o644) // a Debian kernel left from the installation
 	w.fake.OnFunc("dpkg-query *", w.dpkgQuery)
-	w.fake.OnFunc("systemctl restart pveproxy.service", func(host.Command) hosttest.Reply { w.restarts++; return hosttest.Reply{} })
+	w.proxyStart = time.Now().Add(-time.Hour)
+	w.fake.OnFunc("systemctl restart pveproxy.service", func(host.Command) hosttest.Reply {
+		if w.restartFails {
+			w.proxyDown = true
+			return hosttest.Reply{Exit: 1, Stderr: "Job for pveproxy.service failed because the control process exited with error code."}
+		}
+		w.restarts++
+		w.proxyStart, w.proxyDown = time.Now(), false
+		return hosttest.Reply{}
+	})
+	w.fake.OnFunc("systemctl show -p ActiveState,ActiveEnterTimestamp pveproxy.service", func(cmd host.Command) hosttest.Reply {
+		if w.proxyDown {
+			return hosttest.Reply{Stdout: "ActiveState=failed\nActiveEnterTimestamp=\n"}
+		}
+		// systemd's format, second resolution, in the zone TZ names
+		return hosttest.Reply{Stdout: "ActiveState=active\nActiveEnterTimestamp=" + w.proxyStart.UTC().Format("Mon 2006-01-02 15:04:05") + " UTC\n"}
+	})
 	w.fake.On("systemctl is-active pveproxy.service", hosttest.Reply{Stdout: "active\n"})
 	w.fake.OnFunc("update-initramfs -u -k all", func(host.Command) hosttest.Reply {
 		if w.initFail {
@@ -146,6 +167,10 @@ func (w *world) aptGet(cmd host.Command) hosttest.Reply {
 			case "Dir::State::Lists":
 				lists = v
 			}
+			i++
+			continue
+		}
+		if a == "-c" { // the sandbox's apt.conf
 			i++
 			continue
 		}
