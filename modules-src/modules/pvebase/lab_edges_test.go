@@ -195,4 +195,3 @@ func (p *loggingProxy) saw(host string) bool {
 	}
 	return false
 }
-
