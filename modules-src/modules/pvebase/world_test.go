@@ -42,6 +42,8 @@ type world struct {
 	proxyStart   time.Time
 	proxyDown    bool
 	restartFails bool
+	// afterUpgrade runs at the end of every real dist-upgrade
+	afterUpgrade func()
 }
 
 const nagJS = `Ext.define('Proxmox.Utils', {
@@ -251,6 +253,9 @@ func (w *world) aptGet(cmd host.Command) hosttest.Reply {
 					write(w.t, w.root, proxmoxlib, nagJS, 0o644) // B3: the upgrade brings the notice back
 				}
 			}
+		}
+		if w.afterUpgrade != nil {
+			w.afterUpgrade()
 		}
 		return hosttest.Reply{}
 	case len(rest) >= 2 && contains(rest, "install"):
