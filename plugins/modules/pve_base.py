@@ -227,13 +227,19 @@ upgraded:
   type: list
   elements: dict
   sample: [{name: pve-manager, from: 9.2.2, to: 9.2.5}]
+held:
+  description: Packages on hold (apt-mark showhold) that the dist-upgrade left at their installed version; a warning names them too. They do not count as left upgradable.
+  returned: always
+  type: list
+  elements: str
+  sample: [pve-manager]
 installed:
   description: Packages installed for extra_packages (with their dependencies).
   returned: always
   type: list
   elements: dict
 reboot_required:
-  description: A reboot is pending (new kernel, ZFS ARC cap not applied live, /run/reboot-required). The module never reboots.
+  description: A reboot is pending (a kernel newer than the running one installed, by this run or earlier; ZFS ARC cap not applied live; /run/reboot-required). The module never reboots.
   returned: always
   type: bool
 reboot_reasons:

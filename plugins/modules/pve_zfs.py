@@ -13,7 +13,7 @@ short_description: "A ZFS pool on a Proxmox VE node: created on stable device na
 description:
   - "Creates a ZFS pool from one or more disks, addressed by their stable /dev/disk/by-id names, with ashift and the usual create-time properties, mounted at /<name>, and enables its monthly scrub timer."
   - "A disk that carries any signature (partition table, filesystem, old pool label) is refused, naming it, unless wipe_signatures is set. A disk of an imported pool is always refused."
-  - "On an existing pool nothing is created or destroyed: changeable properties and the mountpoint converge; a different ashift or layout fails with an explanation."
+  - "On an existing pool nothing is created or destroyed: changeable properties and the mountpoint converge, and a pool that is not mounted is mounted; a different ashift or layout fails with an explanation. A mountpoint directory that holds files is refused before anything is written (zfs could not mount there)."
   - "Only creates the pool: declare it as Proxmox storage later, cluster-wide (pve_storage), because joining a cluster replaces the node's storage.cfg. Use the same pool name on every node: replication needs it."
 author:
   - "gopve.proxmox contributors"
@@ -65,7 +65,7 @@ options:
       - "pool"
   properties:
     description:
-      - "Dataset properties of the pool's root dataset, merged over the defaults compression=lz4, atime=off, xattr=sa, acltype=posixacl. Set at creation and converged on existing pools."
+      - "Dataset properties of the pool's root dataset, merged over the defaults compression=lz4, atime=off, xattr=sa, acltype=posixacl. Set at creation and converged on existing pools. Names and values are checked before anything is planned (unknown names, values zfs refuses and read-only properties fail the task, in check mode too); sizes take units (recordsize: 1M, quota: 10G) and are compared with what zfs reads back in bytes."
     type: "dict"
     default: {}
   scrub:
@@ -79,7 +79,7 @@ options:
       - "disabled"
   state:
     description:
-      - "present creates or converges the pool; absent destroys it, only with force_destroy."
+      - "present creates or converges the pool; absent destroys it, only with force_destroy, and disables its scrub timers."
     type: "str"
     default: "present"
     choices:

@@ -22,7 +22,7 @@ type Client struct {
 }
 
 func (c Client) aptGet(args ...string) host.Command {
-	return host.Command{Name: "apt-get", Args: append(append([]string{}, c.Opts...), args...)}
+	return host.Command{Name: "apt-get", Args: append(append([]string{}, c.Opts...), args...), Env: ProxyEnv(os.Environ())}
 }
 
 // UpdateError is an `apt-get update` that could not fetch every index; it
@@ -112,7 +112,9 @@ func ParseSimulation(out string) Plan {
 			inKept = false
 		}
 		switch {
-		case strings.HasPrefix(l, "The following packages have been kept back"):
+		// apt 3 (Debian 13) says "Not upgrading:" where apt 2 listed
+		// "The following packages have been kept back:".
+		case strings.HasPrefix(l, "The following packages have been kept back"), strings.TrimSpace(l) == "Not upgrading:":
 			inKept = true
 		case instLine.MatchString(l):
 			m := instLine.FindStringSubmatch(l)
@@ -185,7 +187,8 @@ func (c Client) Install(ctx context.Context, pkgs []string) error {
 var ReadOnlyOpts = []string{"-o", "Dir::Cache::pkgcache=", "-o", "Dir::Cache::srcpkgcache=", "-o", "Dir::Log::Planner=/dev/null"}
 
 // Installed returns the installed version of each package that is installed
-// (dpkg status "install ok installed"); others are absent from the map.
+// (dpkg state "installed", whether selected for install or held); others
+// are absent from the map.
 func Installed(ctx context.Context, r host.Runner, pkgs []string) (map[string]string, error) {
 	out := map[string]string{}
 	if len(pkgs) == 0 {
@@ -199,7 +202,9 @@ func Installed(ctx context.Context, r host.Runner, pkgs []string) (map[string]st
 	}
 	for _, l := range strings.Split(res.Stdout, "\n") {
 		f := strings.Split(l, "\t")
-		if len(f) == 3 && strings.HasPrefix(f[1], "ii") {
+		// Status-Abbrev: desired action, then state; "ii" and "hi" (on
+		// hold, apt-mark hold) are both installed.
+		if len(f) == 3 && len(f[1]) >= 2 && f[1][1] == 'i' {
 			name, _, _ := strings.Cut(f[0], ":") // drop :amd64
 			out[name] = f[2]
 		}

@@ -74,10 +74,11 @@ func TestUpdateErrors(t *testing.T) {
 }
 
 func TestInstalledAndPolicy(t *testing.T) {
-	f := hosttest.New().On("dpkg-query -W -f * vim htop nope", hosttest.Reply{Exit: 1,
-		Stdout: "vim\tii \t2:9.1-2\nhtop\tun \t\n", Stderr: "dpkg-query: no packages found matching nope"})
-	got, err := Installed(context.Background(), f, []string{"vim", "htop", "nope"})
-	if err != nil || !reflect.DeepEqual(got, map[string]string{"vim": "2:9.1-2"}) {
+	// a held package (apt-mark hold) reads "hi": installed all the same
+	f := hosttest.New().On("dpkg-query -W -f * vim htop nope pve-manager tmux", hosttest.Reply{Exit: 1,
+		Stdout: "vim\tii \t2:9.1-2\nhtop\tun \t\npve-manager\thi \t9.2.2\ntmux\trc \t3.5\n", Stderr: "dpkg-query: no packages found matching nope"})
+	got, err := Installed(context.Background(), f, []string{"vim", "htop", "nope", "pve-manager", "tmux"})
+	if err != nil || !reflect.DeepEqual(got, map[string]string{"vim": "2:9.1-2", "pve-manager": "9.2.2"}) {
 		t.Errorf("Installed = %v, %v", got, err)
 	}
 	p := ParsePolicy("pve-manager:\n  Installed: 9.2.2\n  Candidate: 9.2.5\n  Version table:\n")

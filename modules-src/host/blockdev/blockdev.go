@@ -113,6 +113,13 @@ func Resolve(root host.Root, given string) (Device, error) {
 		d.ByID = given
 		return d, nil
 	}
+	if disk, ok := partitionOf(root, kernel); ok {
+		whole := "the whole disk"
+		if disk != "" {
+			whole += " (" + disk + ")"
+		}
+		return d, fmt.Errorf("device %s is a partition (%s), not a disk; give %s: zpool create partitions whole disks itself", given, kernel, whole)
+	}
 	links, err := Links(root, kernel)
 	if err != nil {
 		return d, err
@@ -172,4 +179,32 @@ func ParseBlkid(out string) map[string]string {
 		}
 	}
 	return fields
+}
+
+// partitionOf tells whether kernel is a partition, and of which disk when
+// that can be told: the kernel marks partitions in
+// /sys/class/block/NAME/partition, and udev names their by-id links after
+// the disk's with a -partN suffix.
+func partitionOf(root host.Root, kernel string) (disk string, ok bool) {
+	if _, err := os.Stat(root.Path(path.Join("/sys/class/block", path.Base(kernel), "partition"))); err == nil {
+		ok = true
+	}
+	entries, err := os.ReadDir(root.Path(ByIDDir))
+	if err != nil {
+		return "", ok
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !partLink.MatchString(name) {
+			continue
+		}
+		if target, err := Canonical(root, path.Join(ByIDDir, name)); err != nil || target != kernel {
+			continue
+		}
+		ok = true
+		if d, err := Canonical(root, path.Join(ByIDDir, partLink.ReplaceAllString(name, ""))); err == nil {
+			return d, true
+		}
+	}
+	return "", ok
 }

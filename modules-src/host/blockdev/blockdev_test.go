@@ -19,10 +19,16 @@ func fakeDisks(t *testing.T) host.Root {
 	if err := os.MkdirAll(byid, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range []string{"nvme0n1", "nvme0n1p1", "nvme1n1", "sda"} {
+	for _, d := range []string{"nvme0n1", "nvme0n1p1", "nvme1n1", "sda", "sda1", "sdz"} {
 		if err := os.WriteFile(filepath.Join(root, "dev", d), nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := os.MkdirAll(filepath.Join(root, "sys/class/block/sda1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "sys/class/block/sda1/partition"), []byte("1\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	links := map[string]string{
 		"nvme-Samsung_SSD_980_S64A":       "nvme0n1",
@@ -54,7 +60,12 @@ func TestResolve(t *testing.T) {
 		{"/dev/disk/by-id/nvme-eui.0025385b21404321-part1", "", "", "partition"},
 		{"/dev/nvme7n1", "", "", "does not exist"},
 		{"nvme0n1", "", "", "under /dev"},
-		{"/dev/nvme0n1p1", "", "", "no stable link"},
+		// issue 7: a partition is named as such, with its disk, not as
+		// a device without a stable link (its -part1 link exists).
+		{"/dev/nvme0n1p1", "", "", "device /dev/nvme0n1p1 is a partition (/dev/nvme0n1p1), not a disk; give the whole disk (/dev/nvme0n1)"},
+		// a partition without links, known from sysfs
+		{"/dev/sda1", "", "", "device /dev/sda1 is a partition"},
+		{"/dev/sdz", "", "", "no stable link"},
 	}
 	for _, c := range cases {
 		d, err := Resolve(root, c.given)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,6 +83,13 @@ func Start(t *testing.T, pve, n int) (*labctl.Lab, string) {
 // if the binary printed anything else).
 func Invoke(t *testing.T, lab *labctl.Lab, nodeBin, module string, args map[string]any, check bool) map[string]any {
 	t.Helper()
+	return InvokeEnv(t, lab, nodeBin, module, args, check, nil)
+}
+
+// InvokeEnv is Invoke with extra environment variables (KEY=value) for the
+// module process, as Ansible's `environment:` keyword sets them.
+func InvokeEnv(t *testing.T, lab *labctl.Lab, nodeBin, module string, args map[string]any, check bool, env []string) map[string]any {
+	t.Helper()
 	full := map[string]any{"_gopve_module": module, "_ansible_check_mode": check, "_ansible_diff": true, "_ansible_version": "2.14.18"}
 	for k, v := range args {
 		full[k] = v
@@ -89,7 +97,15 @@ func Invoke(t *testing.T, lab *labctl.Lab, nodeBin, module string, args map[stri
 	data, _ := json.Marshal(full)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	res, err := lab.Run(ctx, "pve01", "f=$(mktemp) && cat > $f && "+nodeBin+" $f; rc=$?; rm -f $f; exit $rc", bytes.NewReader(data))
+	run := nodeBin
+	if len(env) > 0 {
+		quoted := make([]string, len(env))
+		for i, kv := range env {
+			quoted[i] = "'" + strings.ReplaceAll(kv, "'", `'\''`) + "'"
+		}
+		run = "env " + strings.Join(quoted, " ") + " " + nodeBin
+	}
+	res, err := lab.Run(ctx, "pve01", "f=$(mktemp) && cat > $f && "+run+" $f; rc=$?; rm -f $f; exit $rc", bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -168,6 +168,9 @@ func run(r *ansible.Run, e Env) error {
 	if err := r.Decode(&p); err != nil {
 		return err
 	}
+	if err := validateParams(p); err != nil {
+		return err
+	}
 	m := &base{r: r, env: e, p: p}
 	var arcBytes uint64
 	if p.ZFSArcMax != "" {

@@ -230,7 +230,7 @@ func TestEnterpriseWithoutSubscription(t *testing.T) {
 // failure naming it (B2).
 func TestLeftUpgradable(t *testing.T) {
 	w := newWorld(t, 9)
-	w.held["pve-manager"] = true
+	w.keptBack["pve-manager"] = true
 	res := w.run(map[string]any{"remove_subscription_notice": false}, false)
 	if !failed(res) || !strings.Contains(res["msg"].(string), "pve-manager") {
 		t.Fatalf("msg = %v, want failure naming pve-manager", res["msg"])

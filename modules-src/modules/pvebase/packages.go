@@ -163,6 +163,9 @@ func (m *base) planUpgrade(ctx context.Context, w *ansible.World) ([]ansible.Cha
 	if err != nil {
 		return nil, err
 	}
+	if plan, err = m.dropHeld(ctx, plan); err != nil {
+		return nil, err
+	}
 	// What an earlier change of this run already installs (predicted in
 	// check mode, where the simulation still sees the node as it was) is
 	// not upgraded a second time.
@@ -206,6 +209,7 @@ func (m *base) planUpgrade(ctx context.Context, w *ansible.World) ([]ansible.Cha
 			if err != nil {
 				return err
 			}
+			left = m.leftWithoutHeld(left)
 			if !left.Empty() {
 				var names []string
 				for _, p := range left.Install {

@@ -34,6 +34,8 @@ type base struct {
 	upgradePlan apt.Plan
 	upgraded    []apt.Pkg
 	reboot      []string // reasons a reboot is pending
+	held        []string // packages on hold (apt-mark showhold)
+	heldBack    []string // held packages the upgrade skipped
 }
 
 // repoDef is one of the four Proxmox repositories this module manages.
@@ -82,7 +84,10 @@ func cephReleaseOnNode(files map[string]*apt.File) string {
 }
 
 // planRepos is stage 1.
-func (m *base) planRepos(_ context.Context, _ *ansible.World) ([]ansible.Change, error) {
+func (m *base) planRepos(ctx context.Context, _ *ansible.World) ([]ansible.Change, error) {
+	if err := m.guardTarget(ctx); err != nil {
+		return nil, err
+	}
 	m.suite = m.p.Suite
 	if m.suite == "" {
 		osr, err := apt.ReadOSRelease(m.env.Root)
@@ -103,6 +108,7 @@ func (m *base) planRepos(_ context.Context, _ *ansible.World) ([]ansible.Change,
 			m.format = apt.OneLine
 		}
 	}
+	m.warnSignedByList()
 	files, err := apt.ReadAll(m.env.Root)
 	if err != nil {
 		return nil, err

@@ -32,7 +32,10 @@ type world struct {
 	fake      *hosttest.Runner
 	installed map[string]string
 	lists     map[string]map[string]string // lists dir → candidates
-	held      map[string]bool              // never upgraded by dist-upgrade
+	held      map[string]bool              // on hold (apt-mark showhold): kept back by dist-upgrade
+	keptBack  map[string]bool              // kept back by dist-upgrade for another reason (a new dependency)
+	running   string                       // the kernel pveversion reports
+	aptEnvs   [][]string                   // the environment of every apt-get call
 	restarts  int
 	initramfs int
 	initFail  bool
@@ -91,7 +94,7 @@ func read(t *testing.T, root host.Root, p string) string {
 func newWorld(t *testing.T, pve int) *world {
 	w := &world{t: t, root: host.Root(t.TempDir()), fake: hosttest.New(),
 		installed: map[string]string{"pve-manager": "9.2.2", "proxmox-widget-toolkit": "5.0.2"},
-		lists:     map[string]map[string]string{}, held: map[string]bool{}}
+		lists:     map[string]map[string]string{}, held: map[string]bool{}, keptBack: map[string]bool{}, running: "6.14.8-2-pve"}
 	r := w.root
 	if pve == 9 {
 		write(t, r, "/etc/os-release", "PRETTY_NAME=\"Debian GNU/Linux 13 (trixie)\"\nID=debian\nVERSION_ID=\"13\"\nVERSION_CODENAME=trixie\n", 0o644)
@@ -107,7 +110,24 @@ func newWorld(t *testing.T, pve int) *world {
 	write(t, r, "/etc/modprobe.d/zfs.conf", "options zfs zfs_arc_max=3353346048\n", 0o644)
 	write(t, r, "/sys/module/zfs/parameters/zfs_arc_max", "3353346048\n", 0o644)
 	write(t, r, proxmoxlib, nagJS, 0o644)
-	w.fake.OnFunc("apt-get *", w.aptGet)
+	w.fake.OnFunc("apt-get *", func(c host.Command) hosttest.Reply {
+		w.aptEnvs = append(w.aptEnvs, c.Env)
+		return w.aptGet(c)
+	})
+	w.fake.OnFunc("apt-mark showhold", func(host.Command) hosttest.Reply {
+		var out strings.Builder
+		for _, n := range slices.Sorted(maps.Keys(w.held)) {
+			if w.held[n] {
+				out.WriteString(n + "\n")
+			}
+		}
+		return hosttest.Reply{Stdout: out.String()}
+	})
+	w.fake.OnFunc("pveversion", func(host.Command) hosttest.Reply {
+		return hosttest.Reply{Stdout: "pve-manager/" + w.installed["pve-manager"] + "/0123456789abcdef (running kernel: " + w.running + ")\n"}
+	})
+	write(t, r, "/boot/vmlinuz-6.14.8-2-pve", "", 0o644)
+	write(t, r, "/boot/vmlinuz-6.1.0-40-amd64", "", 0o644) // a Debian kernel left from the installation
 	w.fake.OnFunc("dpkg-query *", w.dpkgQuery)
 	w.proxyStart = time.Now().Add(-time.Hour)
 	w.fake.OnFunc("systemctl restart pveproxy.service", func(host.Command) hosttest.Reply {
@@ -208,7 +228,7 @@ func (w *world) aptGet(cmd host.Command) hosttest.Reply {
 		case "dist-upgrade":
 			for _, n := range slices.Sorted(maps.Keys(w.installed)) {
 				if c := avail[n]; c != "" && c != w.installed[n] {
-					if w.held[n] {
+					if w.held[n] || w.keptBack[n] {
 						fmt.Fprintf(&out, "The following packages have been kept back:\n  %s\n", n)
 						continue
 					}
@@ -229,7 +249,7 @@ func (w *world) aptGet(cmd host.Command) hosttest.Reply {
 		return hosttest.Reply{Stdout: out.String()}
 	case len(rest) >= 1 && rest[len(rest)-1] == "dist-upgrade":
 		for n, v := range w.installed {
-			if c := w.lists["real"][n]; c != "" && c != v && !w.held[n] {
+			if c := w.lists["real"][n]; c != "" && c != v && !w.held[n] && !w.keptBack[n] {
 				w.installed[n] = c
 				if n == toolkitPkg {
 					write(w.t, w.root, proxmoxlib, nagJS, 0o644) // B3: the upgrade brings the notice back
@@ -254,7 +274,11 @@ func (w *world) dpkgQuery(cmd host.Command) hosttest.Reply {
 	exit := 0
 	for _, n := range cmd.Args[3:] {
 		if v, ok := w.installed[n]; ok {
-			fmt.Fprintf(&out, "%s\tii \t%s\n", n, v)
+			status := "ii " // Status-Abbrev: held packages read "hi "
+			if w.held[n] {
+				status = "hi "
+			}
+			fmt.Fprintf(&out, "%s\t%s\t%s\n", n, status, v)
 		} else {
 			exit = 1
 		}

@@ -213,6 +213,7 @@ func testLab(t *testing.T, pve int) {
 		t.Fatalf("Z1 rerun: %v %q", again["msg"], again["changes"])
 	}
 	testLabDrift(t, lab, bin, args, state)
+	testLabEdges(t, lab, bin, args, state)
 	// Z4: another ashift fails, destroys nothing.
 	res = invoke(t, lab, bin, map[string]any{"name": "nvme-vm", "devices": []any{"/dev/nvme0n1"}, "ashift": 9}, false)
 	if !failed(res) || !strings.Contains(res["msg"].(string), "ashift") {

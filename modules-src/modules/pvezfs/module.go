@@ -49,7 +49,7 @@ func New(env func(*ansible.Run) Env) ansible.Module {
 		Description: []string{
 			"Creates a ZFS pool from one or more disks, addressed by their stable /dev/disk/by-id names, with ashift and the usual create-time properties, mounted at /<name>, and enables its monthly scrub timer.",
 			"A disk that carries any signature (partition table, filesystem, old pool label) is refused, naming it, unless wipe_signatures is set. A disk of an imported pool is always refused.",
-			"On an existing pool nothing is created or destroyed: changeable properties and the mountpoint converge; a different ashift or layout fails with an explanation.",
+			"On an existing pool nothing is created or destroyed: changeable properties and the mountpoint converge, and a pool that is not mounted is mounted; a different ashift or layout fails with an explanation. A mountpoint directory that holds files is refused before anything is written (zfs could not mount there).",
 			"Only creates the pool: declare it as Proxmox storage later, cluster-wide (pve_storage), because joining a cluster replaces the node's storage.cfg. Use the same pool name on every node: replication needs it.",
 		},
 		Notes: []string{
@@ -81,7 +81,7 @@ func spec() ansible.Spec {
 			"name": {Type: ansible.TypeStr, Required: true, Aliases: []string{"pool"},
 				Description: []string{"Pool name. Use the same name on every node (replication needs it)."}},
 			"state": {Type: ansible.TypeStr, Default: "present", Choices: []any{"present", "absent"},
-				Description: []string{"present creates or converges the pool; absent destroys it, only with force_destroy."}},
+				Description: []string{"present creates or converges the pool; absent destroys it, only with force_destroy, and disables its scrub timers."}},
 			"devices": {Type: ansible.TypeList, Elements: ansible.TypeStr, Aliases: []string{"device"},
 				Description: []string{"Disks of the pool: kernel names (/dev/nvme0n1) or /dev/disk/by-id links. Kernel names are resolved to the best by-id link (nvme-eui.*, wwn-* first; -part* links and _1 duplicates skipped). Required with state=present."}},
 			"layout": {Type: ansible.TypeStr, Default: "single", Choices: []any{"single", "stripe", "mirror", "raidz1", "raidz2", "raidz3"},
@@ -89,7 +89,7 @@ func spec() ansible.Spec {
 			"ashift": {Type: ansible.TypeInt, Default: 12,
 				Description: []string{"log2 of the sector size; 12 (4 KiB) suits every modern SSD. Fixed at creation."}},
 			"properties": {Type: ansible.TypeDict, Default: map[string]any{},
-				Description: []string{"Dataset properties of the pool's root dataset, merged over the defaults compression=lz4, atime=off, xattr=sa, acltype=posixacl. Set at creation and converged on existing pools."}},
+				Description: []string{"Dataset properties of the pool's root dataset, merged over the defaults compression=lz4, atime=off, xattr=sa, acltype=posixacl. Set at creation and converged on existing pools. Names and values are checked before anything is planned (unknown names, values zfs refuses and read-only properties fail the task, in check mode too); sizes take units (recordsize: 1M, quota: 10G) and are compared with what zfs reads back in bytes."}},
 			"mountpoint": {Type: ansible.TypeStr,
 				Description: []string{"Mountpoint of the pool; default /<name>. none/legacy are refused unless allow_unmounted is set (LXC needs a mounted pool)."}},
 			"allow_unmounted": {Type: ansible.TypeBool, Default: false,

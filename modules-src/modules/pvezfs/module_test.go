@@ -204,6 +204,7 @@ func TestBadInput(t *testing.T) {
 		{map[string]any{"name": "mirror", "devices": []any{"/dev/sda"}}, "name:"},
 		{map[string]any{"name": "tank", "devices": []any{"/dev/sda"}, "ashift": 20}, "ashift:"},
 		{map[string]any{"name": "tank", "devices": []any{"/dev/disk/by-id/nvme-eui.0000000624aabbcc-part1"}}, "partition"},
+		{map[string]any{"name": "tank", "devices": []any{"/dev/sda"}, "mountpoint": "/tank\nx"}, "mountpoint: "},
 	}
 	for _, c := range cases {
 		w := newWorld(t)

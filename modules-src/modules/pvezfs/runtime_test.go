@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gopve/proxmox/modules-src/host"
+	"github.com/gopve/proxmox/modules-src/host/zfs"
 )
 
 // Real run = prediction, compared on outcomes: the pool's properties after
@@ -70,7 +71,7 @@ func TestPredictionIsTheOutcome(t *testing.T) {
 			}
 			pool := w.pools["tank"]
 			for k, v := range predicted {
-				if !sameValue(k, pool.props[k], v) {
+				if !zfs.SameValue(k, pool.props[k], v) {
 					t.Errorf("%s=%s after the real run, check mode predicted %s", k, pool.props[k], v)
 				}
 			}

@@ -19,10 +19,11 @@ import (
 
 // fakePool is a pool in the fake node.
 type fakePool struct {
-	layout  string // "" (disks), mirror, raidz1…
-	devices []string
-	ashift  int
-	props   map[string]string
+	layout    string // "" (disks), mirror, raidz1…
+	devices   []string
+	ashift    int
+	props     map[string]string
+	unmounted bool // its mount failed
 }
 
 // world is a fake node with disks in /dev, by-id links, and zpool/zfs/blkid/
@@ -34,6 +35,8 @@ type world struct {
 	pools map[string]*fakePool
 	sigs  map[string]string // kernel dev → blkid output
 	units map[string]bool   // enabled+active
+
+	mountFails bool // zpool create creates the pool but cannot mount it
 }
 
 func newWorld(t *testing.T) *world {
@@ -126,10 +129,9 @@ func (w *world) zpool(c host.Command) hosttest.Reply {
 				i++
 			case "-O":
 				k, v, _ := strings.Cut(a[i+1], "=")
-				if v == "posixacl" {
-					v = "posix" // as current OpenZFS reads it back
+				if msg := setProp(p, k, v); msg != "" {
+					return hosttest.Reply{Exit: 1, Stderr: fmt.Sprintf("cannot create '%s': %s\n", a[len(a)-1], msg)}
 				}
-				p.props[k] = v
 				i++
 			case "-m":
 				p.props["mountpoint"] = a[i+1]
@@ -154,6 +156,11 @@ func (w *world) zpool(c host.Command) hosttest.Reply {
 		}
 		p.devices = rest
 		w.pools[name] = p
+		if w.mountFails {
+			// the pool exists, its mount failed: real zpool exits 1
+			p.unmounted = true
+			return hosttest.Reply{Exit: 1, Stderr: fmt.Sprintf("cannot mount '%s': directory is not empty\n", p.props["mountpoint"])}
+		}
 		return hosttest.Reply{}
 	case a[0] == "destroy":
 		delete(w.pools, a[1])
@@ -162,10 +169,72 @@ func (w *world) zpool(c host.Command) hosttest.Reply {
 	return hosttest.Reply{Exit: 2, Stderr: "world: unsupported " + c.String()}
 }
 
+// numericProps are stored as bytes and printed as zfs does: bytes with -p,
+// a short binary unit without ("1M"); unset quotas read "none", or 0 with -p.
+var numericProps = map[string]bool{"recordsize": true, "quota": true, "reservation": true, "refquota": true,
+	"refreservation": true, "volblocksize": true, "special_small_blocks": true}
+
+// toBytes reads "1M", "10G", "131072" (the fake's own parser, not the
+// module's).
+func toBytes(v string) (uint64, bool) {
+	if v == "none" {
+		return 0, true
+	}
+	mult := uint64(1)
+	if i := strings.IndexByte("KMGT", v[len(v)-1]); i >= 0 {
+		mult, v = 1<<(10*(i+1)), v[:len(v)-1]
+	}
+	var n uint64
+	if _, err := fmt.Sscanf(v, "%d", &n); err != nil || fmt.Sprint(n) != v {
+		return 0, false
+	}
+	return n * mult, true
+}
+
+func human(n uint64) string {
+	if n == 0 {
+		return "none"
+	}
+	for i := 3; i >= 1; i-- {
+		if u := uint64(1) << (10 * i); n%u == 0 {
+			return fmt.Sprintf("%d%c", n/u, "KMGT"[i-1])
+		}
+	}
+	return fmt.Sprint(n)
+}
+
+// setProp validates like zfs set does for the values the tests use.
+func setProp(p *fakePool, k, v string) string {
+	switch k {
+	case "compression":
+		if !strings.HasPrefix(v, "lz4") && !strings.HasPrefix(v, "zstd") && v != "on" && v != "off" && !strings.HasPrefix(v, "gzip") {
+			return "'compression' must be one of 'on | off | lzjb | gzip | gzip-[1-9] | zle | lz4 | zstd | zstd-[1-19] | zstd-fast | zstd-fast-[1-10,20,30,40,50,60,70,80,90,100,500,1000]'"
+		}
+	case "atime", "xattr", "acltype", "mountpoint", "canmount", "sync", "dedup":
+	default:
+		if !numericProps[k] && !strings.Contains(k, ":") {
+			return fmt.Sprintf("invalid property '%s'", k)
+		}
+	}
+	if v == "posixacl" {
+		v = "posix" // as current OpenZFS reads it back
+	}
+	if numericProps[k] {
+		n, ok := toBytes(v)
+		if !ok {
+			return fmt.Sprintf("bad numeric value '%s'", v)
+		}
+		v = fmt.Sprint(n)
+	}
+	p.props[k] = v
+	return ""
+}
+
 func (w *world) zfs(c host.Command) hosttest.Reply {
 	a := c.Args
 	switch a[0] {
-	case "get": // get -H -p -o property,value,source PROPS POOL
+	case "get": // get -H [-p] -o property,value,source PROPS POOL
+		parsable := contains(a, "-p")
 		p := w.pools[a[len(a)-1]]
 		if p == nil {
 			return hosttest.Reply{Exit: 1, Stderr: "cannot open: dataset does not exist"}
@@ -174,21 +243,44 @@ func (w *world) zfs(c host.Command) hosttest.Reply {
 		for _, k := range strings.Split(a[len(a)-2], ",") {
 			v, ok := p.props[k]
 			src := "local"
-			if !ok {
-				v, src = "-", "default"
-				if k == "mounted" {
-					v, src = "yes", "-"
+			switch {
+			case k == "mounted":
+				v, src = "yes", "-"
+				if p.unmounted || p.props["mountpoint"] == "none" || p.props["mountpoint"] == "legacy" || p.props["canmount"] == "off" {
+					v = "no"
 				}
+			case k == "canmount" && !ok:
+				v, src = "on", "default"
+			case !ok && k == "recordsize":
+				v, src = "131072", "default"
+			case !ok && numericProps[k]:
+				v, src = "0", "default"
+			case !ok:
+				v, src = "-", "default"
+			}
+			if numericProps[k] && !parsable {
+				n, _ := toBytes(v)
+				v = human(n)
 			}
 			fmt.Fprintf(&b, "%s\t%s\t%s\n", k, v, src)
 		}
 		return hosttest.Reply{Stdout: b.String()}
 	case "set":
 		k, v, _ := strings.Cut(a[1], "=")
-		if v == "posixacl" {
-			v = "posix"
+		p := w.pools[a[2]]
+		if msg := setProp(p, k, v); msg != "" {
+			return hosttest.Reply{Exit: 1, Stderr: fmt.Sprintf("cannot set property for '%s': %s\n", a[2], msg)}
 		}
-		w.pools[a[2]].props[k] = v
+		if k == "mountpoint" && p.props["canmount"] != "off" {
+			p.unmounted = false // zfs mounts the filesystem at its new mountpoint
+		}
+		return hosttest.Reply{}
+	case "mount":
+		p := w.pools[a[1]]
+		if p == nil {
+			return hosttest.Reply{Exit: 1, Stderr: fmt.Sprintf("cannot open '%s': dataset does not exist\n", a[1])}
+		}
+		p.unmounted = false
 		return hosttest.Reply{}
 	}
 	return hosttest.Reply{Exit: 2, Stderr: "world: unsupported " + c.String()}
