@@ -81,3 +81,34 @@ func Mutating(s *pvesim.Sim) []pvesim.Request {
 	}
 	return out
 }
+
+// Cluster forms one cluster of every node of s (pvecm create on pve01, then
+// add), so that /etc/pve — storage.cfg included — is shared (S1).
+func Cluster(t testing.TB, s *pvesim.Sim) {
+	t.Helper()
+	names := s.NodeNames()
+	first, _ := s.Node(names[0])
+	if _, err := s.CreateCluster(names[0], "lab", first.Addr); err != nil {
+		t.Fatalf("cluster create: %v", err)
+	}
+	for _, n := range names[1:] {
+		info, _ := s.Node(n)
+		if _, err := s.AddNode(names[0], n, info.Addr, false); err != nil {
+			t.Fatalf("adding %s: %v", n, err)
+		}
+	}
+	// A join restarts the joiner's API; wait until every node answers.
+	deadline := time.Now().Add(10 * time.Second)
+	for _, n := range names {
+		for {
+			info, _ := s.Node(n)
+			if info.Serving {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s does not serve its API after the join", n)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
