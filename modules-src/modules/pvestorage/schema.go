@@ -6,8 +6,8 @@ package pvestorage
 // the schema (schema_gen_test.go, `go test -run TestSchemaTable -update`),
 // so the shipped binary carries them without importing the lab.
 type optSchema struct {
-	Type        string // string, integer, boolean, number
-	Format      string // a named PVE format; "property-string" for key=value lists
+	Type        string   // string, integer, boolean, number
+	Format      string   // a named PVE format; "property-string" for key=value lists
 	Keys        []string // the keys of a property string
 	Enum        []string
 	Pattern     string

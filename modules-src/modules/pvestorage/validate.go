@@ -108,6 +108,7 @@ func checkFormat(o optSchema, v string) error {
 			return nil
 		})
 	case "pve-storage-path":
+		// PVE::Storage::Plugin::verify_path: absolute, without ; ( ).
 		if !pathRe.MatchString(v) {
 			return fmt.Errorf("%q is not an absolute path (and may not contain ; ( ))", v)
 		}
