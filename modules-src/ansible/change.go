@@ -1,23 +1,34 @@
 package ansible
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // Change is one planned modification of the target.
 type Change struct {
 	// ID is a stable short name, unique within the run, e.g.
-	// "repo:pve-no-subscription". Later stages look pending changes up by ID.
+	// "repo:pve-no-subscription".
 	ID string
 	// Summary is the human text listed under `changes` in the result, e.g.
 	// "enable pve-no-subscription".
 	Summary string
 	// Diff is shown in diff mode; nil when a diff is not meaningful.
 	Diff *Diff
-	// Apply makes the change. Never called in check mode.
+	// Apply makes the change. Never called in check mode. Once Apply has
+	// been called the change counts as made (the task reports changed, even
+	// when Apply or Verify then fails), unless Apply returns an error built
+	// with NothingChanged: its promise that it left the target exactly as it
+	// found it (it failed before touching anything, or rolled back).
 	Apply func(ctx context.Context) error
 	// Verify reads back what Apply promised and returns an error describing
 	// what it found if that is not the promised state. Required: a change
 	// that cannot be verified cannot be reported as done.
 	Verify func(ctx context.Context) error
+	// Predict records in the World what the target looks like once this
+	// change is made, for the stages after this one (check mode only; see
+	// World). nil when no later stage reads anything this change affects.
+	Predict func(w *World)
 }
 
 // Diff is one entry of the result's `diff` list. Before and After are
@@ -35,27 +46,33 @@ func TextDiff(path, before, after string) *Diff {
 	return &Diff{Before: before, After: after, BeforeHeader: path, AfterHeader: path}
 }
 
-// Pending lists the changes earlier stages planned but that were not applied
-// because the run is in check mode. In a real run it is empty: every earlier
-// change has been applied and verified before the next stage observes.
-type Pending []Change
-
-// Has reports whether a change with this ID is pending.
-func (p Pending) Has(id string) bool {
-	_, ok := p.Get(id)
-	return ok
-}
-
-// Get returns the pending change with this ID.
-func (p Pending) Get(id string) (Change, bool) {
-	for _, c := range p {
-		if c.ID == id {
-			return c, true
-		}
-	}
-	return Change{}, false
-}
-
 // StageFunc observes (reads only) and returns the changes it wants made.
-// pending holds the not-applied changes of earlier stages (check mode only).
-type StageFunc func(ctx context.Context, pending Pending) ([]Change, error)
+// w is the world as the earlier stages leave it: in check mode it holds
+// what their planned changes predicted (World).
+type StageFunc func(ctx context.Context, w *World) ([]Change, error)
+
+// nothingChanged marks an Apply error after which the target is as it was.
+type nothingChanged struct{ err error }
+
+func (e *nothingChanged) Error() string { return e.err.Error() }
+func (e *nothingChanged) Unwrap() error { return e.err }
+
+// NothingChanged wraps an error returned by Apply to declare that Apply left
+// nothing behind: it failed before its first write, or it undid what it had
+// done and the undo succeeded. The change is then reported as not made
+// (`changes_not_run`), and does not make the task changed. Only an Apply
+// that can guarantee this may say it; when in doubt, return the error as
+// is and the change counts as made but unverified.
+func NothingChanged(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &nothingChanged{err: err}
+}
+
+// IsNothingChanged reports whether err (or an error it wraps) was built by
+// NothingChanged.
+func IsNothingChanged(err error) bool {
+	var nc *nothingChanged
+	return errors.As(err, &nc)
+}

@@ -3,6 +3,7 @@ package ansible
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strings"
 )
@@ -32,13 +33,15 @@ func (m *Module) Check() error {
 	if strings.TrimSpace(m.Examples) == "" {
 		add("module %s: Examples is empty", m.Name)
 	}
-	if m.TimeoutOption != "" {
-		o, ok := m.Spec.Options[m.TimeoutOption]
-		if !ok {
-			add("module %s: TimeoutOption %q is not an option", m.Name, m.TimeoutOption)
-		} else if o.Type != TypeInt && o.Type != TypeFloat {
-			add("module %s: TimeoutOption %q must be int or float (seconds)", m.Name, m.TimeoutOption)
+	for name := range m.runtimeOptions() {
+		if _, ok := m.Spec.Options[name]; ok {
+			add("module %s: option %s is provided by the runtime to every module; do not declare it", m.Name, name)
 		}
+	}
+	if m.Params == nil {
+		add("module %s: Params is nil (set it to the zero value of the struct Run.Decode fills)", m.Name)
+	} else if err := checkParamsType(m.Spec, reflect.TypeOf(m.Params)); err != nil {
+		add("module %s: %v", m.Name, err)
 	}
 	checkOptions(m.Name, m.Spec.Options, m.Spec.Constraints, add)
 	return errors.Join(errs...)

@@ -108,9 +108,16 @@ func TestMaskValueRules(t *testing.T) {
 }
 
 func TestModuleCheck(t *testing.T) {
+	type sub struct {
+		C int `ansible:"c"`
+	}
+	type params struct {
+		A string `ansible:"a"`
+		B []sub  `ansible:"b"`
+	}
 	good := func() Module {
 		return Module{Name: "pve_ok", ShortDescription: "x", Description: []string{"x"}, Examples: "- x: {}",
-			Run: func(*Run) error { return nil },
+			Run: func(*Run) error { return nil }, Params: params{},
 			Spec: Spec{Options: map[string]Option{
 				"a": {Type: TypeStr, Description: []string{"a"}, Choices: []any{"x", "y"}, Default: "x"},
 				"b": {Type: TypeList, Elements: TypeDict, Description: []string{"b"},
@@ -141,7 +148,19 @@ func TestModuleCheck(t *testing.T) {
 			b.Options["c"] = Option{Type: TypeInt}
 			m.Spec.Options["b"] = b
 		}, "pve_ok.b.c: no Description"},
-		{"timeout option missing", func(m *Module) { m.TimeoutOption = "timeout" }, "TimeoutOption"},
+		{"declares the runtime's timeout", func(m *Module) {
+			m.Spec.Options["timeout"] = Option{Type: TypeInt, Description: []string{"t"}}
+		}, "option timeout is provided by the runtime"},
+		{"no params struct", func(m *Module) { m.Params = nil }, "Params is nil"},
+		{"option without field", func(m *Module) {
+			m.Spec.Options["extra"] = Option{Description: []string{"e"}}
+		}, "option extra has no field"},
+		{"sub-option without field", func(m *Module) {
+			b := m.Spec.Options["b"]
+			b.Options["d"] = Option{Description: []string{"d"}}
+			m.Spec.Options["b"] = b
+		}, "option b.d has no field"},
+		{"field without option", func(m *Module) { delete(m.Spec.Options, "a") }, "field tagged a is no option"},
 		{"no examples", func(m *Module) { m.Examples = "" }, "Examples"},
 	}
 	for _, tc := range tests {

@@ -18,7 +18,8 @@
 //     so that check mode and `changed` cannot be gotten wrong by a module.
 //   - Prints exactly one JSON object on stdout whatever happens (stdout of the
 //     process is redirected to stderr while the module runs; panics and
-//     timeouts become failed results), with every no_log value masked.
+//     timeouts become failed results), with every no_log value masked —
+//     in what a panic prints on stderr too.
 //
 // # The plan/apply/verify driver
 //
@@ -29,7 +30,7 @@
 //	    if err := r.Decode(&p); err != nil {
 //	        return err
 //	    }
-//	    if err := r.Stage("repos", func(ctx context.Context, pending ansible.Pending) ([]ansible.Change, error) {
+//	    if err := r.Stage("repos", func(ctx context.Context, w *ansible.World) ([]ansible.Change, error) {
 //	        cur, err := readRepos(ctx)          // observe: no writes here
 //	        if err != nil {
 //	            return nil, err
@@ -44,23 +45,55 @@
 // Each stage observes and returns the Changes it wants. In a real run the
 // driver applies each change and then calls its Verify, which must read back
 // the state Apply promised; a failed Verify fails the task with a message
-// saying what was applied and what was read back. In check mode nothing is
-// applied: the changes are recorded as pending and handed to later stages
-// (Pending) so they can predict what the earlier stages would have done.
+// saying what was applied and what was read back.
 //
-// `changed` is never set by a module: it is true iff at least one change was
-// planned (check mode) or applied and verified (real run). The result lists
-// the change summaries under `changes`, and the diffs under `diff` when diff
-// mode is on. Once a stage fails, the run is failed: later Stage calls return
-// the same error without running, even if the module ignores it.
+// # Prediction: the World
+//
+// In check mode nothing is applied, so a later stage cannot observe what an
+// earlier one would have done. Instead each Change may carry a Predict
+// function recording, in the run's World, the facts it changes (typed keys,
+// Key[T]); the driver calls them in check mode, after the stage planned. A
+// later stage reads a fact with Key.Get(ctx, w, observe): the predicted
+// value if a planned change predicted one, else what observe reads on the
+// target. In a real run the World stays empty and Get always observes, so
+// both modes plan against the same world: as it is, or as it would be.
+// Stages never look at which changes are planned, only at facts.
+//
+// # `changed` is the truth, also after a failure
+//
+// `changed` is never set by a module. In check mode it is true iff a change
+// was planned. In a real run a change counts as made as soon as its Apply
+// has been called — when Apply or Verify then fails too — unless Apply
+// returns an error built with NothingChanged, its guarantee that it left
+// the target as it found it (failed before writing, or rolled back
+// completely). `changes` lists the changes made (or planned), `diff` their
+// diffs in diff mode. A failed real run also returns:
+//
+//   - changes_verified: applied and read back as promised;
+//   - changes_unverified: Apply called, but not read back as promised (the
+//     failing step, or an Apply that failed part-way);
+//   - changes_not_run: planned and not made (never started after the
+//     failure, or undone, per NothingChanged). Stages after the failing one
+//     never plan, so their changes are not listed.
+//
+// Once a stage fails, the run is failed: later Stage calls return the same
+// error without running, even if the module ignores it.
 //
 // # Timeouts
 //
-// Module.Timeout is the default deadline of the context passed to stages and
-// to Apply/Verify; Module.TimeoutOption names an option (seconds) that
-// overrides it. If the module does not return within a short grace period
-// after the deadline, a watchdog prints a failed result naming the step that
-// was running (Run.Step, or the stage/change the driver is in) and exits.
+// Every module has a `timeout` option (seconds, float) that the runtime adds
+// to its spec and documentation (TimeoutOption); Module.Timeout is its
+// default, 0 meaning no deadline. Modules must not declare it and Decode
+// does not hand it to them. The deadline is the context passed to stages and
+// to Apply/Verify; host.ExecRunner cancels a running command with SIGTERM to
+// its process group and SIGKILL only after a grace period. Work that must
+// never be cut short (an APT/dpkg transaction) runs inside Uninterruptible:
+// its context ignores the deadline, the watchdog waits for it, and once it
+// has finished the task fails naming the step if the deadline passed. If
+// the module does not return within a short grace period after the
+// deadline (and outside such a section), a watchdog prints a failed result
+// naming the step that was running (Run.Step, or the stage/change the driver
+// is in) and exits.
 //
 // # Writing a module
 //
@@ -75,7 +108,8 @@
 //	        Examples:         "- name: ...\n  gopve.proxmox.pve_example:\n    ...\n",
 //	        Return:           "key:\n  description: ...\n  returned: success\n  type: str\n", // top-level YAML mapping
 //	        ActionGroups:     []string{ansible.GroupAPI}, // API modules only
-//	        Timeout:          10 * time.Minute,
+//	        Timeout:          10 * time.Minute, // default of the runtime's timeout option
+//	        Params:           params{},          // the struct Decode fills; Check compares it with Spec
 //	        Spec:             ansible.Spec{Options: map[string]ansible.Option{ /* every option has a Description */ }},
 //	        Run:              run,
 //	    }
@@ -86,11 +120,16 @@
 // the Module by `gopve gen-plugins`; `changes` is documented automatically.
 //
 // Result keys: the runtime owns changed, failed, msg (unless the module
-// sets one with Run.Set("msg", …)), changes, diff, warnings, deprecations
-// and invocation; everything else comes from Run.Set. Decode uses the
-// struct tag `ansible` (mapstructure; weakly typed only where the spec left
-// a value untyped, e.g. inside a dict option; embedded structs are
-// squashed); a pointer field stays nil when an option is unset.
+// sets one with Run.Set("msg", …)), changes, changes_verified,
+// changes_unverified, changes_not_run, diff, warnings, deprecations and
+// invocation; everything else comes from Run.Set. Decode uses the struct
+// tag `ansible` (mapstructure; weakly typed only where the spec left a value
+// untyped, e.g. inside a dict option; embedded structs are squashed); a
+// pointer field stays nil when an option is unset. The struct must match
+// the spec both ways — every option has a field and every tagged field an
+// option, sub-options of struct fields included — or Decode fails as a bug;
+// Module.Params lets Check (and so the registry test) prove it for every
+// module without running it.
 //
 // # Fidelity to AnsibleModule
 //

@@ -92,7 +92,7 @@ func (m *Module) Documentation() string {
 	doc.set("description", stringsAny(m.Description))
 	doc.set("author", []any{"gopve.proxmox contributors"})
 	if len(m.Options()) > 0 {
-		doc.set("options", optionsDoc(m.Spec.Options))
+		doc.set("options", optionsDoc(m.fullSpec().Options))
 	}
 	var attrs yamlMap
 	attrs.set("check_mode", yamlMap{
@@ -133,8 +133,9 @@ func (m *Module) Documentation() string {
 	return b.String()
 }
 
-// Options returns the top-level option names, sorted.
-func (m *Module) Options() []string { return sortedKeys(m.Spec.Options) }
+// Options returns the top-level option names, sorted, the runtime's own
+// (timeout) included.
+func (m *Module) Options() []string { return sortedKeys(m.fullSpec().Options) }
 
 func optionsDoc(opts map[string]Option) yamlMap {
 	var out yamlMap
@@ -194,12 +195,25 @@ func stringsAny(s []string) []any {
 func (m *Module) ReturnDoc() string {
 	var doc yamlMap
 	doc.set("changes", yamlMap{
-		{"description", []any{"Summaries of the changes applied and verified (or, in check mode, planned), in order. Empty when nothing needed to change."}},
+		{"description", []any{"Summaries of the changes made (or, in check mode, planned), in order. Empty when nothing needed to change.",
+			"A change counts as made once it was started, even if it then failed, unless it left nothing behind; C(changed) is true exactly when this list is not empty."}},
 		{"returned", "always"},
 		{"type", "list"},
 		{"elements", "str"},
 		{"sample", []any{"enable pve-no-subscription repository"}},
 	})
+	for _, k := range []struct{ key, what string }{
+		{"changes_verified", "Changes made and read back as promised."},
+		{"changes_unverified", "Changes started (so possibly partly or wholly made) but not read back as promised: the step that failed, or one whose check failed."},
+		{"changes_not_run", "Changes planned but not made: never started because an earlier one failed, or started and undone completely. Changes later stages would have planned are not known and not listed."},
+	} {
+		doc.set(k.key, yamlMap{
+			{"description", []any{k.what}},
+			{"returned", "failure (not in check mode)"},
+			{"type", "list"},
+			{"elements", "str"},
+		})
+	}
 	var b bytes.Buffer
 	writeYAML(&b, doc, 0)
 	if r := strings.TrimSpace(m.Return); r != "" {

@@ -8,7 +8,6 @@ import (
 	"io"
 	"runtime/debug"
 	"strings"
-	"time"
 
 	"github.com/go-viper/mapstructure/v2"
 )
@@ -17,6 +16,7 @@ import (
 var reservedKeys = map[string]bool{
 	"changed": true, "failed": true, "diff": true, "invocation": true, "warnings": true,
 	"deprecations": true, "changes": true, "skipped": true, "exception": true,
+	"changes_verified": true, "changes_unverified": true, "changes_not_run": true,
 }
 
 func reservedKey(k string) bool { return reservedKeys[k] || strings.HasPrefix(k, "_ansible_") }
@@ -25,7 +25,7 @@ func reservedKey(k string) bool { return reservedKeys[k] || strings.HasPrefix(k,
 // the returned result is the final (failed) result and the Run is nil.
 func newRun(parent context.Context, m *Module, inv *Invocation, env Env, stderr io.Writer) (*Run, context.CancelFunc, map[string]any) {
 	params := deepCopy(inv.Params).(map[string]any)
-	v := validateParams(m.Spec, params, env, inv.IgnoreUnknownOpts)
+	v := validateParams(m.fullSpec(), params, env, inv.IgnoreUnknownOpts)
 	r := &Run{
 		module:  m,
 		inv:     inv,
@@ -33,6 +33,7 @@ func newRun(parent context.Context, m *Module, inv *Invocation, env Env, stderr 
 		result:  map[string]any{},
 		secrets: newSecretSet(),
 		stderr:  stderr,
+		world:   newWorld(),
 	}
 	for _, s := range v.secrets {
 		r.secrets.add(s)
@@ -45,15 +46,10 @@ func newRun(parent context.Context, m *Module, inv *Invocation, env Env, stderr 
 		}
 		return nil, func() {}, r.buildResult(errors.New(msg))
 	}
-	timeout := m.Timeout
-	if m.TimeoutOption != "" {
-		if f, ok := pyNumber(params[m.TimeoutOption]); ok && f > 0 {
-			timeout = time.Duration(f * float64(time.Second))
-		}
-	}
-	r.timeout = timeout
+	parent = context.WithValue(parent, runKey{}, r)
 	var cancel context.CancelFunc
-	if timeout > 0 {
+	if timeout, ok := m.deadline(params); ok {
+		r.timeout = timeout
 		r.ctx, cancel = context.WithTimeout(parent, timeout)
 	} else {
 		r.ctx, cancel = context.WithCancel(parent)
@@ -117,10 +113,12 @@ func (r *Run) stage(name string, plan StageFunc) error {
 		defer r.mu.Unlock()
 		return r.failure
 	}
-	pending := append(Pending(nil), r.pending...)
 	r.mu.Unlock()
 
 	fail := func(err error) error {
+		if r.ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
+			err = r.timeoutError(err)
+		}
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		if r.failure == nil {
@@ -133,43 +131,62 @@ func (r *Run) stage(name string, plan StageFunc) error {
 	}
 
 	r.Step("observing (" + name + ")")
-	changes, err := plan(r.ctx, pending)
+	changes, err := plan(r.ctx, r.world)
 	if err != nil {
-		if r.ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
-			return fail(r.timeoutError(err))
-		}
 		return fail(err)
 	}
 	if err := r.checkChanges(name, changes); err != nil {
 		return fail(err)
 	}
+	first := r.record(changes)
 	if r.inv.CheckMode {
-		r.mu.Lock()
-		r.done = append(r.done, changes...)
-		r.pending = append(r.pending, changes...)
-		r.mu.Unlock()
+		for _, c := range changes {
+			if c.Predict != nil {
+				c.Predict(r.world)
+			}
+		}
+		r.setStatus(first, len(changes), statusPlanned)
 		return nil
 	}
-	for _, c := range changes {
+	for i, c := range changes {
 		r.Step("applying " + c.Summary)
-		if err := c.Apply(r.ctx); err != nil {
-			if r.ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
-				return fail(r.timeoutError(err))
-			}
-			return fail(fmt.Errorf("could not %s: %w", c.Summary, err))
+		applyErr := c.Apply(r.ctx)
+		if applyErr != nil && IsNothingChanged(applyErr) {
+			r.setStatus(first+i, 1, statusNotRun)
+			return fail(fmt.Errorf("could not %s (nothing was changed): %w", c.Summary, applyErr))
+		}
+		// From here on the change counts as made until Verify proves it.
+		r.setStatus(first+i, 1, statusUnverified)
+		if applyErr != nil {
+			return fail(fmt.Errorf("could not %s: %w", c.Summary, applyErr))
 		}
 		r.Step("verifying " + c.Summary)
 		if err := c.Verify(r.ctx); err != nil {
-			if r.ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
-				return fail(r.timeoutError(err))
-			}
 			return fail(fmt.Errorf("applied %q, but reading it back does not show the promised state: %w", c.Summary, err))
 		}
-		r.mu.Lock()
-		r.done = append(r.done, c)
-		r.mu.Unlock()
+		r.setStatus(first+i, 1, statusVerified)
 	}
 	return nil
+}
+
+// record adds planned changes (not run yet) and returns the index of the
+// first one.
+func (r *Run) record(changes []Change) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	first := len(r.changes)
+	for _, c := range changes {
+		r.changes = append(r.changes, changeRecord{Change: c, status: statusNotRun})
+	}
+	return first
+}
+
+func (r *Run) setStatus(from, n int, s changeStatus) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := from; i < from+n; i++ {
+		r.changes[i].status = s
+	}
 }
 
 // checkChanges rejects changes a module should never produce: they are
@@ -178,7 +195,7 @@ func (r *Run) checkChanges(stage string, changes []Change) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	seen := map[string]bool{}
-	for _, c := range r.done {
+	for _, c := range r.changes {
 		seen[c.ID] = true
 	}
 	for _, c := range changes {
@@ -203,6 +220,32 @@ func (r *Run) checkChanges(stage string, changes []Change) error {
 	return nil
 }
 
+// made returns the changes that count for `changed` and `changes`: planned
+// ones in check mode, those whose Apply was called (verified or not) in a
+// real run. Caller holds r.mu.
+func (r *Run) made() []Change {
+	var out []Change
+	for _, c := range r.changes {
+		switch c.status {
+		case statusPlanned, statusVerified, statusUnverified:
+			out = append(out, c.Change)
+		}
+	}
+	return out
+}
+
+// summaries returns the summaries of the changes with status s, never nil.
+// Caller holds r.mu.
+func (r *Run) summaries(s changeStatus) []any {
+	out := []any{}
+	for _, c := range r.changes {
+		if c.status == s {
+			out = append(out, c.Summary)
+		}
+	}
+	return out
+}
+
 // buildResult assembles the result object: module data, then the keys the
 // runtime owns, then masking. err nil means success.
 func (r *Run) buildResult(failure error) map[string]any {
@@ -212,15 +255,16 @@ func (r *Run) buildResult(failure error) map[string]any {
 	for k, v := range r.result {
 		res[k] = v
 	}
-	changes := make([]any, 0, len(r.done))
+	made := r.made()
+	changes := make([]any, 0, len(made))
 	var diffs []any
-	for _, c := range r.done {
+	for _, c := range made {
 		changes = append(changes, c.Summary)
 		if c.Diff != nil {
 			diffs = append(diffs, c.Diff)
 		}
 	}
-	res["changed"] = len(r.done) > 0
+	res["changed"] = len(made) > 0
 	res["changes"] = changes
 	if r.inv.Diff && len(diffs) > 0 {
 		res["diff"] = diffs
@@ -234,8 +278,13 @@ func (r *Run) buildResult(failure error) map[string]any {
 	if failure != nil {
 		res["failed"] = true
 		res["msg"] = failure.Error()
+		if !r.inv.CheckMode {
+			res["changes_verified"] = r.summaries(statusVerified)
+			res["changes_unverified"] = r.summaries(statusUnverified)
+			res["changes_not_run"] = r.summaries(statusNotRun)
+		}
 	} else if _, ok := res["msg"]; !ok {
-		res["msg"] = r.defaultMsg()
+		res["msg"] = r.defaultMsg(made)
 	}
 
 	secrets := r.secrets.list()
@@ -244,7 +293,7 @@ func (r *Run) buildResult(failure error) map[string]any {
 	if encErr != nil {
 		normalized = map[string]any{
 			"failed":  true,
-			"changed": len(r.done) > 0,
+			"changed": len(made) > 0,
 			"changes": changes,
 			"msg":     fmt.Sprintf("module %s returned data that cannot be sent to Ansible as JSON (%v); this is a bug in gopve", r.module.Name, encErr),
 		}
@@ -264,13 +313,14 @@ func (r *Run) buildResult(failure error) map[string]any {
 var reservedOrKnown = map[string]bool{
 	"changed": true, "failed": true, "diff": true, "invocation": true, "warnings": true,
 	"deprecations": true, "changes": true, "skipped": true, "exception": true, "msg": true,
+	"changes_verified": true, "changes_unverified": true, "changes_not_run": true,
 }
 
 // defaultMsg says what the run did, naming every change, so that a task's
 // one-line output answers "what changed?" without -v (the `changes` key holds
 // the same summaries as a list).
-func (r *Run) defaultMsg() string {
-	n := len(r.done)
+func (r *Run) defaultMsg(made []Change) string {
+	n := len(made)
 	if n == 0 {
 		return "nothing to change"
 	}
@@ -279,7 +329,7 @@ func (r *Run) defaultMsg() string {
 		what = "changes"
 	}
 	summaries := make([]string, n)
-	for i, c := range r.done {
+	for i, c := range made {
 		summaries[i] = c.Summary
 	}
 	verb := "applied and verified"

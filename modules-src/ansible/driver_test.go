@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -27,13 +28,20 @@ func (f *fakeTarget) read(k string) string {
 	return f.state[k]
 }
 
+// fact is how stages read a key of the fake target: predicted in check
+// mode when an earlier change predicted it, observed otherwise.
+func (f *fakeTarget) fact(ctx context.Context, w *World, k string) string {
+	v, _ := Key[string]("key:"+k).Get(ctx, w, func(context.Context) (string, error) { return f.state[k], nil })
+	return v
+}
+
 // planSet is one stage: set each key to its wanted value.
 func (f *fakeTarget) planSet(want map[string]string) StageFunc {
-	return func(ctx context.Context, pending Pending) ([]Change, error) {
+	return func(ctx context.Context, w *World) ([]Change, error) {
 		var out []Change
 		for _, k := range sortedKeys(want) {
 			k, v := k, want[k]
-			if f.state[k] == v {
+			if f.fact(ctx, w, k) == v {
 				continue
 			}
 			out = append(out, Change{
@@ -51,9 +59,21 @@ func (f *fakeTarget) planSet(want map[string]string) StageFunc {
 					}
 					return nil
 				},
+				Predict: func(w *World) { Key[string]("key:"+k).Predict(w, v) },
 			})
 		}
 		return out, nil
+	}
+}
+
+// planDerived is a stage that depends on an earlier one: c must be a's
+// value followed by "!". In check mode it must see a as the first stage
+// would leave it.
+func (f *fakeTarget) planDerived(seen *string) StageFunc {
+	return func(ctx context.Context, w *World) ([]Change, error) {
+		a := f.fact(ctx, w, "a")
+		*seen = a
+		return f.planSet(map[string]string{"c": a + "!"})(ctx, w)
 	}
 }
 
@@ -64,10 +84,8 @@ func testModule(run func(r *Run) error) *Module {
 			"name":     {Type: TypeStr, Description: []string{"x"}},
 			"password": {Type: TypeStr, NoLog: true, EnvFallback: []string{"UNIT_PASSWORD"}, Description: []string{"x"}},
 			"count":    {Type: TypeInt, Description: []string{"x"}},
-			"timeout":  {Type: TypeFloat, Description: []string{"x"}},
 		}},
-		TimeoutOption: "timeout",
-		Run:           run,
+		Run: run,
 	}
 }
 
@@ -87,43 +105,38 @@ func exec1(t *testing.T, m *Module, inv *Invocation) map[string]any {
 
 func TestDriverModes(t *testing.T) {
 	tests := []struct {
-		name         string
-		check, diff  bool
-		initial      map[string]string
-		wantChanged  bool
-		wantApplies  int
-		wantChanges  []string
-		wantDiffs    int
-		wantPending2 []string // IDs the second stage sees as pending
-		wantMsg      string
+		name        string
+		check, diff bool
+		initial     map[string]string
+		wantChanged bool
+		wantApplies int
+		wantChanges []string
+		wantDiffs   int
+		wantSeenA   string // a as the second stage sees it
+		wantMsg     string
 	}{
 		{name: "check mode predicts and writes nothing", check: true, diff: true, initial: map[string]string{},
 			wantChanged: true, wantApplies: 0, wantChanges: []string{"set a", "set b", "set c"}, wantDiffs: 3,
-			wantPending2: []string{"key:a", "key:b"}, wantMsg: "3 changes would be made (check mode): set a; set b; set c"},
+			wantSeenA: "1", wantMsg: "3 changes would be made (check mode): set a; set b; set c"},
 		{name: "real run applies and verifies", initial: map[string]string{},
 			wantChanged: true, wantApplies: 3, wantChanges: []string{"set a", "set b", "set c"},
-			wantPending2: nil, wantMsg: "3 changes applied and verified: set a; set b; set c"},
+			wantSeenA: "1", wantMsg: "3 changes applied and verified: set a; set b; set c"},
 		{name: "diff only in diff mode", diff: true, initial: map[string]string{"a": "1"},
-			wantChanged: true, wantApplies: 2, wantChanges: []string{"set b", "set c"}, wantDiffs: 2},
-		{name: "nothing to do", initial: map[string]string{"a": "1", "b": "2", "c": "3"},
-			wantChanged: false, wantChanges: []string{}, wantMsg: "nothing to change"},
-		{name: "check mode with nothing to do", check: true, initial: map[string]string{"a": "1", "b": "2", "c": "3"},
-			wantChanged: false, wantChanges: []string{}},
+			wantChanged: true, wantApplies: 2, wantChanges: []string{"set b", "set c"}, wantDiffs: 2, wantSeenA: "1"},
+		{name: "nothing to do", initial: map[string]string{"a": "1", "b": "2", "c": "1!"},
+			wantChanged: false, wantChanges: []string{}, wantSeenA: "1", wantMsg: "nothing to change"},
+		{name: "check mode with nothing to do", check: true, initial: map[string]string{"a": "1", "b": "2", "c": "1!"},
+			wantChanged: false, wantChanges: []string{}, wantSeenA: "1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &fakeTarget{state: tc.initial}
-			var pending2 []string
+			var seenA string
 			m := testModule(func(r *Run) error {
 				if err := r.Stage("first", f.planSet(map[string]string{"a": "1", "b": "2"})); err != nil {
 					return err
 				}
-				return r.Stage("second", func(ctx context.Context, p Pending) ([]Change, error) {
-					for _, c := range p {
-						pending2 = append(pending2, c.ID)
-					}
-					return f.planSet(map[string]string{"c": "3"})(ctx, p)
-				})
+				return r.Stage("second", f.planDerived(&seenA))
 			})
 			res := exec1(t, m, &Invocation{CheckMode: tc.check, Diff: tc.diff})
 			if res["failed"] != nil {
@@ -142,13 +155,61 @@ func TestDriverModes(t *testing.T) {
 			if len(diffs) != tc.wantDiffs {
 				t.Errorf("%d diffs, want %d: %v", len(diffs), tc.wantDiffs, res["diff"])
 			}
-			if strings.Join(pending2, "|") != strings.Join(tc.wantPending2, "|") {
-				t.Errorf("second stage saw pending %q, want %q", pending2, tc.wantPending2)
+			if seenA != tc.wantSeenA {
+				t.Errorf("second stage saw a=%q, want %q (the world as the first stage leaves it)", seenA, tc.wantSeenA)
 			}
 			if tc.wantMsg != "" && res["msg"] != tc.wantMsg {
 				t.Errorf("msg = %q, want %q", res["msg"], tc.wantMsg)
 			}
+			if _, ok := res["changes_not_run"]; ok {
+				t.Errorf("changes_not_run in a successful result: %v", res)
+			}
 		})
+	}
+}
+
+// TestPredictionIsTheOutcome compares outcomes, not plans: the state a real
+// run leaves behind must be the state check mode predicted, for stages that
+// depend on each other, from several starting states.
+func TestPredictionIsTheOutcome(t *testing.T) {
+	for _, initial := range []map[string]string{
+		{}, {"a": "1"}, {"a": "0", "c": "0!"}, {"a": "1", "b": "2", "c": "1!"}, {"b": "9", "c": "1!"},
+	} {
+		stages := func(f *fakeTarget) func(r *Run) error {
+			var seen string
+			return func(r *Run) error {
+				if err := r.Stage("first", f.planSet(map[string]string{"a": "1", "b": "2"})); err != nil {
+					return err
+				}
+				return r.Stage("second", f.planDerived(&seen))
+			}
+		}
+		// check mode: the predicted outcome is the observed state overlaid
+		// with every predicted fact
+		checked := &fakeTarget{state: maps.Clone(initial)}
+		var world *World
+		m := testModule(func(r *Run) error {
+			world = r.World()
+			return stages(checked)(r)
+		})
+		if res := exec1(t, m, &Invocation{CheckMode: true}); res["failed"] != nil {
+			t.Fatal(res["msg"])
+		}
+		predicted := maps.Clone(initial)
+		for _, fact := range world.Facts() {
+			v, _ := Key[string](fact).Predicted(world)
+			predicted[strings.TrimPrefix(fact, "key:")] = v
+		}
+		if !maps.Equal(checked.state, initial) {
+			t.Fatalf("check mode changed the target: %v → %v", initial, checked.state)
+		}
+		real := &fakeTarget{state: maps.Clone(initial)}
+		if res := exec1(t, testModule(stages(real)), &Invocation{}); res["failed"] != nil {
+			t.Fatal(res["msg"])
+		}
+		if !maps.Equal(real.state, predicted) {
+			t.Errorf("from %v: real run left %v, check mode predicted %v", initial, real.state, predicted)
+		}
 	}
 }
 
@@ -169,6 +230,8 @@ func TestDriverFailures(t *testing.T) {
 		wantMsg     []string // substrings
 		wantChanged bool
 		wantState   map[string]string
+		// what became of each planned change (real run failures)
+		wantVerified, wantUnverified, wantNotRun []string
 	}{
 		{
 			name: "verify failure fails the task and says what was read back",
@@ -178,9 +241,10 @@ func TestDriverFailures(t *testing.T) {
 					return r.Stage("s", f.planSet(map[string]string{"a": "1", "b": "2", "c": "3"}))
 				}
 			},
-			wantMsg:     []string{`applied "set b"`, "b reads back as stale"},
-			wantChanged: true, // a was applied and verified before
-			wantState:   map[string]string{"a": "1", "b": "2"},
+			wantMsg:      []string{`applied "set b"`, "b reads back as stale"},
+			wantChanged:  true,
+			wantState:    map[string]string{"a": "1", "b": "2"},
+			wantVerified: []string{"set a"}, wantUnverified: []string{"set b"}, wantNotRun: []string{"set c"},
 		},
 		{
 			name: "a failed stage stops later stages even if the module ignores the error",
@@ -192,28 +256,51 @@ func TestDriverFailures(t *testing.T) {
 					return nil
 				}
 			},
-			wantMsg:     []string{`applied "set a"`, "a reads back as nope"},
-			wantChanged: false,
-			wantState:   map[string]string{"a": "1"},
+			wantMsg: []string{`applied "set a"`, "a reads back as nope"},
+			// applied but not read back: the change is made all the same
+			wantChanged:    true,
+			wantState:      map[string]string{"a": "1"},
+			wantUnverified: []string{"set a"},
 		},
 		{
 			name: "apply failure",
 			run: func(f *fakeTarget) func(r *Run) error {
 				return func(r *Run) error {
-					return r.Stage("s", func(context.Context, Pending) ([]Change, error) {
+					return r.Stage("s", func(context.Context, *World) ([]Change, error) {
 						return []Change{{ID: "x", Summary: "format the disk", Apply: func(context.Context) error { return errors.New("device busy") },
+							Verify: func(context.Context) error { return nil }},
+							{ID: "y", Summary: "mount it", Apply: func(context.Context) error { return nil }, Verify: func(context.Context) error { return nil }}}, nil
+					})
+				}
+			},
+			// Apply was called and did not promise it left nothing behind
+			wantMsg:        []string{"could not format the disk: device busy"},
+			wantChanged:    true,
+			wantState:      map[string]string{},
+			wantUnverified: []string{"format the disk"}, wantNotRun: []string{"mount it"},
+		},
+		{
+			name: "apply failure that left nothing behind",
+			run: func(f *fakeTarget) func(r *Run) error {
+				return func(r *Run) error {
+					return r.Stage("s", func(context.Context, *World) ([]Change, error) {
+						return []Change{{ID: "x", Summary: "rebuild the initramfs",
+							Apply: func(context.Context) error {
+								return NothingChanged(errors.New("update-initramfs failed; zfs.conf restored"))
+							},
 							Verify: func(context.Context) error { return nil }}}, nil
 					})
 				}
 			},
-			wantMsg:   []string{"could not format the disk: device busy"},
-			wantState: map[string]string{},
+			wantMsg:    []string{"could not rebuild the initramfs (nothing was changed): update-initramfs failed; zfs.conf restored"},
+			wantState:  map[string]string{},
+			wantNotRun: []string{"rebuild the initramfs"},
 		},
 		{
 			name: "a change without Verify is refused before anything is applied",
 			run: func(f *fakeTarget) func(r *Run) error {
 				return func(r *Run) error {
-					return r.Stage("s", func(context.Context, Pending) ([]Change, error) {
+					return r.Stage("s", func(context.Context, *World) ([]Change, error) {
 						return []Change{{ID: "x", Summary: "unverifiable", Apply: func(context.Context) error { f.applies++; return nil }}}, nil
 					})
 				}
@@ -232,15 +319,16 @@ func TestDriverFailures(t *testing.T) {
 					return r.Stage("s2", f.planSet(map[string]string{"a": "1"}))
 				}
 			},
-			wantMsg:     []string{"already used"},
-			wantChanged: true,
-			wantState:   map[string]string{"a": "0"},
+			wantMsg:      []string{"already used"},
+			wantChanged:  true,
+			wantState:    map[string]string{"a": "0"},
+			wantVerified: []string{"set a"},
 		},
 		{
 			name: "observe error",
 			run: func(f *fakeTarget) func(r *Run) error {
 				return func(r *Run) error {
-					return r.Stage("s", func(context.Context, Pending) ([]Change, error) {
+					return r.Stage("s", func(context.Context, *World) ([]Change, error) {
 						return nil, errors.New("cannot read /etc/apt/sources.list: permission denied")
 					})
 				}
@@ -281,6 +369,19 @@ func TestDriverFailures(t *testing.T) {
 			if res["changed"] != tc.wantChanged {
 				t.Errorf("changed = %v, want %v", res["changed"], tc.wantChanged)
 			}
+			for key, want := range map[string][]string{"changes_verified": tc.wantVerified,
+				"changes_unverified": tc.wantUnverified, "changes_not_run": tc.wantNotRun} {
+				got, ok := res[key]
+				if !ok {
+					t.Errorf("failed result lacks %s: %v", key, res)
+				}
+				if strings.Join(stringsOfAny(got), "|") != strings.Join(want, "|") {
+					t.Errorf("%s = %v, want %q", key, got, want)
+				}
+			}
+			if made := append(append([]string{}, tc.wantVerified...), tc.wantUnverified...); strings.Join(stringsOfAny(res["changes"]), "|") != strings.Join(made, "|") {
+				t.Errorf("changes = %v, want the made ones %q", res["changes"], made)
+			}
 			if len(f.state) != len(tc.wantState) {
 				t.Errorf("state = %v, want %v", f.state, tc.wantState)
 			}
@@ -304,7 +405,7 @@ func TestMaskingEverywhere(t *testing.T) {
 		r.Set("token_seen", runtimeSecret)
 		r.Set("typed", struct{ Field string }{Field: "pw=" + secret})
 		r.Warn("the password " + secret + " is weak")
-		if err := r.Stage("s", func(context.Context, Pending) ([]Change, error) {
+		if err := r.Stage("s", func(context.Context, *World) ([]Change, error) {
 			return []Change{{ID: "f", Summary: "write " + secret + " to the file",
 				Diff:   &Diff{Before: "old " + secret, After: map[string]any{"password": secret}},
 				Apply:  func(context.Context) error { return nil },
@@ -405,7 +506,7 @@ func TestPanicBecomesFailure(t *testing.T) {
 
 func TestTimeoutNamesTheStep(t *testing.T) {
 	m := testModule(func(r *Run) error {
-		return r.Stage("wait", func(ctx context.Context, _ Pending) ([]Change, error) {
+		return r.Stage("wait", func(ctx context.Context, _ *World) ([]Change, error) {
 			r.Step("waiting for task UPID:pve01:1")
 			<-ctx.Done()
 			return nil, ctx.Err()
@@ -424,8 +525,9 @@ func TestTimeoutNamesTheStep(t *testing.T) {
 
 func TestDecodeAndResultData(t *testing.T) {
 	type params struct {
-		Name  string `ansible:"name"`
-		Count *int   `ansible:"count"`
+		Name     string `ansible:"name"`
+		Password string `ansible:"password"`
+		Count    *int   `ansible:"count"`
 	}
 	var got params
 	m := testModule(func(r *Run) error {

@@ -71,11 +71,13 @@ func failOnly(msg string) map[string]any {
 
 func mainWith(ctx context.Context, mods []Module, argv []string, env Env, stderr io.Writer, p *printer, grace time.Duration, exit func(int)) (code int) {
 	// A panic outside the module (argument parsing, validation, result
-	// building) is a runtime bug; it still ends as one failed JSON object.
+	// building) is a runtime bug; it still ends as one failed JSON object,
+	// with the no_log values of the arguments masked like everywhere else.
+	secrets := newSecretSet()
 	defer func() {
 		if v := recover(); v != nil {
-			fmt.Fprintf(stderr, "gopve: internal panic: %v\n%s", v, debug.Stack())
-			code = p.emit(failOnly(fmt.Sprintf("gopve crashed (panic: %v); this is a bug in gopve, please report it with the task's stderr", v)))
+			fmt.Fprintf(stderr, "gopve: internal panic: %s\n%s", secrets.maskString(fmt.Sprint(v)), debug.Stack())
+			code = p.emit(failOnly(secrets.maskString(fmt.Sprintf("gopve crashed (panic: %v); this is a bug in gopve, please report it with the task's stderr", v))))
 		}
 	}()
 	if len(argv) < 2 {
@@ -93,7 +95,63 @@ func mainWith(ctx context.Context, mods []Module, argv []string, env Env, stderr
 	if err != nil {
 		return p.emit(failOnly(err.Error()))
 	}
+	addRawSecrets(secrets, m.Spec.Options, inv.Params, env)
 	return runGuarded(ctx, m, inv, env, stderr, p, grace, exit)
+}
+
+// addRawSecrets registers the no_log values of not yet validated arguments
+// (and of their environment fallbacks), for masking panics that happen
+// before or outside the Run.
+func addRawSecrets(s *secretSet, opts map[string]Option, params map[string]any, env Env) {
+	for name, o := range opts {
+		names := append([]string{name}, o.Aliases...)
+		for _, n := range names {
+			v, ok := params[n]
+			if !ok {
+				continue
+			}
+			if o.NoLog {
+				addSecretValues(s, v)
+			}
+			if len(o.Options) > 0 {
+				switch x := v.(type) {
+				case map[string]any:
+					addRawSecrets(s, o.Options, x, env)
+				case []any:
+					for _, e := range x {
+						if m, ok := e.(map[string]any); ok {
+							addRawSecrets(s, o.Options, m, env)
+						}
+					}
+				}
+			}
+		}
+		if o.NoLog && env != nil {
+			for _, e := range o.EnvFallback {
+				if v, ok := env(e); ok {
+					s.add(v)
+				}
+			}
+		}
+	}
+}
+
+func addSecretValues(s *secretSet, v any) {
+	switch x := v.(type) {
+	case string:
+		s.add(x)
+	case []any:
+		for _, e := range x {
+			addSecretValues(s, e)
+		}
+	case map[string]any:
+		for _, e := range x {
+			addSecretValues(s, e)
+		}
+	case nil:
+	default:
+		s.add(fmt.Sprint(x))
+	}
 }
 
 // runGuarded runs the module in its own goroutine so that a module stuck
@@ -113,14 +171,22 @@ func runGuarded(ctx context.Context, m *Module, inv *Invocation, env Env, stderr
 		defer t.Stop()
 		watchdog = t.C
 	}
-	select {
-	case res := <-done:
-		return p.emit(res)
-	case <-watchdog:
-		r.logf("module did not stop within %s after its deadline; reporting the timeout", grace)
-		code := p.emit(r.buildResult(r.timeoutError(nil)))
-		exit(code)
-		return code
+	for {
+		select {
+		case res := <-done:
+			return p.emit(res)
+		case <-watchdog:
+			if r.inCritical() {
+				// An APT/dpkg transaction (Uninterruptible) is running: it
+				// is never cut short; look again once it may have ended.
+				watchdog = time.After(grace)
+				continue
+			}
+			r.logf("module did not stop within %s after its deadline; reporting the timeout", grace)
+			code := p.emit(r.buildResult(r.timeoutError(nil)))
+			exit(code)
+			return code
+		}
 	}
 }
 

@@ -252,7 +252,7 @@ func TestIgnoreUnknownOpts(t *testing.T) {
 		if failed := res["failed"] == true; failed == ignore {
 			t.Errorf("ignore_unknown_opts=%v: result %v", ignore, res)
 		}
-		if !ignore && res["msg"] != "Unsupported parameters for (echo) module: bogus. Supported parameters include: count, name, secret." {
+		if !ignore && res["msg"] != "Unsupported parameters for (echo) module: bogus. Supported parameters include: count, name, secret, timeout." {
 			t.Errorf("msg = %q", res["msg"])
 		}
 	}

@@ -45,7 +45,7 @@ func fuzzModules() []Module {
 		}
 		r.Set("echo", r.Params())
 		r.Log(0, "params %v", r.Params())
-		return r.Stage("s", func(context.Context, Pending) ([]Change, error) {
+		return r.Stage("s", func(context.Context, *World) ([]Change, error) {
 			return []Change{{ID: "c", Summary: "change", Diff: TextDiff("f", "", r.inv.ModuleName),
 				Apply: func(context.Context) error { return nil }, Verify: func(context.Context) error { return nil }}}, nil
 		})

@@ -22,11 +22,27 @@ type Run struct {
 	warnings []string
 	deprecs  []map[string]any
 	secrets  *secretSet
-	done     []Change // applied and verified (real run) or planned (check mode)
-	pending  Pending  // check mode only
-	failure  error    // first stage failure; sticks
+	changes  []changeRecord // every planned change, in order, with what became of it
+	world    *World         // predictions of planned changes (check mode)
+	failure  error          // first stage failure; sticks
 	stderr   io.Writer
 	timeout  time.Duration
+	critical int // Uninterruptible sections running now
+}
+
+// changeStatus is what became of a planned change.
+type changeStatus int
+
+const (
+	statusNotRun     changeStatus = iota // planned, Apply not called (or it changed nothing)
+	statusPlanned                        // check mode: would be made
+	statusUnverified                     // Apply called; not (yet) read back as promised
+	statusVerified                       // applied and read back
+)
+
+type changeRecord struct {
+	Change
+	status changeStatus
 }
 
 // Context is the run's context; it carries the module deadline.
@@ -60,7 +76,12 @@ func (r *Run) Params() map[string]any { return deepCopy(r.params).(map[string]an
 //	    Disks []disk            `ansible:"disks"`
 //	    Extra map[string]string `ansible:"labels"`
 //	}
-func (r *Run) Decode(out any) error { return decodeParams(r.params, out) }
+//
+// The struct must match the spec both ways (every option has a field, every
+// tagged field an option; sub-options of struct-typed fields too), else
+// Decode fails as a bug. The runtime's own options (timeout) are not
+// decoded.
+func (r *Run) Decode(out any) error { return r.decodeChecked(out) }
 
 // Warn adds a warning to the result (shown as [WARNING] by Ansible).
 func (r *Run) Warn(msg string) {
@@ -112,15 +133,19 @@ func (r *Run) Step(name string) {
 }
 
 // Stage runs one observe+plan stage and then, in a real run, applies and
-// verifies each planned change in order; in check mode it records them as
-// pending. It returns the first error (planning, apply or verify), which
-// the module should return. After a failure the run is failed for good.
+// verifies each planned change in order; in check mode it calls each
+// change's Predict instead, so later stages see the predicted World. It
+// returns the first error (planning, apply or verify), which the module
+// should return. After a failure the run is failed for good.
 func (r *Run) Stage(name string, plan StageFunc) error { return r.stage(name, plan) }
 
-// Changes returns the changes done so far: applied and verified in a real
-// run, planned in check mode.
+// Changes returns the changes made so far (Apply called, verified or not)
+// in a real run, the planned ones in check mode.
 func (r *Run) Changes() []Change {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]Change(nil), r.done...)
+	return r.made()
 }
+
+// World is the run's predicted world (see World): empty in a real run.
+func (r *Run) World() *World { return r.world }

@@ -45,10 +45,15 @@ type Module struct {
 	Spec Spec
 
 	// Timeout is the default deadline for the whole run; 0 means no deadline.
+	// Users override it with the `timeout` option the runtime adds to every
+	// module (TimeoutOption).
 	Timeout time.Duration
-	// TimeoutOption names an int/float option (in seconds) that overrides
-	// Timeout when set; "" means none. The option must be declared in Spec.
-	TimeoutOption string
+
+	// Params is a zero value of the struct Run.Decode fills (e.g. params{}).
+	// Check compares its `ansible` tags with Spec both ways, so an option
+	// nobody reads or a field no option fills is caught by the registry
+	// test, not by a user.
+	Params any
 
 	// Run is the module: decode params, then observe/plan in stages (Run.Stage).
 	// A returned error fails the task with err.Error() as msg.

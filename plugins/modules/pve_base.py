@@ -108,6 +108,12 @@ options:
     description:
       - "Debian suite of the Proxmox repositories. Default: VERSION_CODENAME from /etc/os-release."
     type: "str"
+  timeout:
+    description:
+      - "Deadline of the whole task in seconds; default 3600 (1h0m0s). 0 means no deadline."
+      - "At the deadline a running command is sent SIGTERM (to its whole process group) and, if it has not exited after a grace period, SIGKILL; the task then fails naming the step it was in."
+      - "APT/dpkg transactions (package installs and upgrades) are never interrupted by the deadline: they run to completion, and the task fails afterwards naming the step, so the package database is never left half-configured."
+    type: "float"
   update_cache:
     description:
       - "Refresh the package lists before installing or upgrading, on every run. The lists are refreshed anyway whenever a repository file changed in this run (never based on the age of the cache)."
@@ -174,12 +180,31 @@ EXAMPLES = r"""
 RETURN = r"""
 changes:
   description:
-    - "Summaries of the changes applied and verified (or, in check mode, planned), in order. Empty when nothing needed to change."
+    - "Summaries of the changes made (or, in check mode, planned), in order. Empty when nothing needed to change."
+    - "A change counts as made once it was started, even if it then failed, unless it left nothing behind; C(changed) is true exactly when this list is not empty."
   returned: "always"
   type: "list"
   elements: "str"
   sample:
     - "enable pve-no-subscription repository"
+changes_verified:
+  description:
+    - "Changes made and read back as promised."
+  returned: "failure (not in check mode)"
+  type: "list"
+  elements: "str"
+changes_unverified:
+  description:
+    - "Changes started (so possibly partly or wholly made) but not read back as promised: the step that failed, or one whose check failed."
+  returned: "failure (not in check mode)"
+  type: "list"
+  elements: "str"
+changes_not_run:
+  description:
+    - "Changes planned but not made: never started because an earlier one failed, or started and undone completely. Changes later stages would have planned are not known and not listed."
+  returned: "failure (not in check mode)"
+  type: "list"
+  elements: "str"
 repositories:
   description: Final state of the four Proxmox repositories.
   returned: always

@@ -180,8 +180,8 @@ func TestAnsibleDocAcceptsGeneratedDocs(t *testing.T) {
 			continue
 		}
 		opts := d["doc"].(map[string]any)["options"].(map[string]any)
-		if len(opts) != len(m.Spec.Options) {
-			t.Errorf("ansible-doc %s shows %d options, spec has %d", m.Name, len(opts), len(m.Spec.Options))
+		if len(opts) != len(m.Options()) {
+			t.Errorf("ansible-doc %s shows %d options, spec has %d", m.Name, len(opts), len(m.Options()))
 		}
 	}
 }

@@ -31,7 +31,6 @@ type params struct {
 	State       string         `ansible:"state" json:"state"`
 	Panic       bool           `ansible:"panic" json:"panic"`
 	Sleep       float64        `ansible:"sleep" json:"sleep"`
-	Timeout     *int           `ansible:"timeout" json:"timeout"`
 	PrintJunk   bool           `ansible:"print_junk" json:"print_junk"`
 	BreakVerify bool           `ansible:"break_verify" json:"break_verify"`
 }
@@ -73,8 +72,8 @@ facts:
       description: The decoded parameters, after coercion and masking.
       type: dict
 `,
-		Timeout:       60 * time.Second,
-		TimeoutOption: "timeout",
+		Timeout: 60 * time.Second,
+		Params:  params{},
 		Spec: ansible.Spec{Options: map[string]ansible.Option{
 			"name":   {Type: ansible.TypeStr, Required: true, Aliases: []string{"title"}, Description: []string{"A name, echoed back."}},
 			"count":  {Type: ansible.TypeInt, Description: []string{"An integer, echoed back."}},
@@ -90,7 +89,6 @@ facts:
 			"state":   {Type: ansible.TypeStr, Choices: []any{"present", "absent"}, Default: "present", Description: []string{"Whether C(path) should exist."}},
 			"panic":   {Type: ansible.TypeBool, Default: false, Description: []string{"Panic inside the module."}},
 			"sleep":   {Type: ansible.TypeFloat, Default: 0, Description: []string{"Seconds to sleep inside the module, honouring the deadline."}},
-			"timeout": {Type: ansible.TypeInt, Description: []string{"Module deadline in seconds (default 60)."}},
 			"print_junk": {Type: ansible.TypeBool, Default: false,
 				Description: []string{"Print junk on stdout from Go and from a child process, to prove the runtime keeps stdout clean."}},
 			"break_verify": {Type: ansible.TypeBool, Default: false,
@@ -127,7 +125,7 @@ func run(r *ansible.Run) error {
 	}
 	r.Log(1, "managing %q (state %s)", p.Path, p.State)
 	if p.Path != "" {
-		if err := r.Stage("file", func(ctx context.Context, _ ansible.Pending) ([]ansible.Change, error) {
+		if err := r.Stage("file", func(ctx context.Context, _ *ansible.World) ([]ansible.Change, error) {
 			return planFile(p)
 		}); err != nil {
 			return err

@@ -33,7 +33,7 @@ func TestFileLifecycle(t *testing.T) {
 		{"create", map[string]any{"content": "a\n"}, false, true, false, "a\n", ""},
 		{"idempotent", map[string]any{"content": "a\n"}, false, false, false, "a\n", ""},
 		{"check mode rewrite", map[string]any{"content": "b\n"}, true, true, false, "a\n", ""},
-		{"sabotaged rewrite fails verify", map[string]any{"content": "b\n", "break_verify": true}, false, false, true, "b\nsabotaged\n", `holds "b\nsabotaged\n", expected "b\n"`},
+		{"sabotaged rewrite fails verify (the file changed all the same)", map[string]any{"content": "b\n", "break_verify": true}, false, true, true, "b\nsabotaged\n", `holds "b\nsabotaged\n", expected "b\n"`},
 		{"check mode remove", map[string]any{"state": "absent"}, true, true, false, "b\nsabotaged\n", ""},
 		{"remove", map[string]any{"state": "absent"}, false, true, false, "", ""},
 		{"remove again", map[string]any{"state": "absent"}, false, false, false, "", ""},

@@ -70,6 +70,7 @@ func New(env func(*ansible.Run) Env) ansible.Module {
 		Return:       returnDoc,
 		Spec:         spec(),
 		Timeout:      time.Hour,
+		Params:       params{},
 		Run: func(r *ansible.Run) error {
 			e := env(r)
 			if e.Now == nil {
@@ -170,7 +171,7 @@ func run(r *ansible.Run, e Env) error {
 		{"repositories", m.planRepos},
 		{"packages", m.planInstall},
 		{"upgrade", m.planUpgrade},
-		{"zfs_arc", func(ctx context.Context, _ ansible.Pending) ([]ansible.Change, error) {
+		{"zfs_arc", func(ctx context.Context, _ *ansible.World) ([]ansible.Change, error) {
 			return m.planArc(ctx, arcBytes)
 		}},
 		{"subscription_notice", m.planNotice},

@@ -53,14 +53,14 @@ exit 0
 `
 
 // planNotice is stage 5, after the upgrade on purpose (B3).
-func (m *base) planNotice(ctx context.Context, pending ansible.Pending) ([]ansible.Change, error) {
+func (m *base) planNotice(ctx context.Context, w *ansible.World) ([]ansible.Change, error) {
 	var changes []ansible.Change
 	hookCh, hookInPlace, err := m.planHook()
 	if err != nil {
 		return nil, err
 	}
 	if m.p.RemoveNotice {
-		ch, err := m.planPatch(pending, hookInPlace)
+		ch, err := m.planPatch(ctx, w, hookInPlace)
 		if err != nil {
 			return nil, err
 		}
@@ -69,27 +69,38 @@ func (m *base) planNotice(ctx context.Context, pending ansible.Pending) ([]ansib
 	return append(changes, hookCh...), nil
 }
 
-func (m *base) toolkitUpgradePending(pending ansible.Pending) bool {
-	if !pending.Has("packages:upgrade") && !pending.Has("packages:install") {
-		return false
+// toolkitReplaced tells whether a change planned earlier in this run
+// installs another proxmox-widget-toolkit, whose package ships a fresh,
+// unpatched proxmoxlib.js (B3). Only check mode can see that: in a real run
+// the upgrade has already happened and the file on disk says it all.
+func toolkitReplaced(ctx context.Context, w *ansible.World, installed func(context.Context) (string, error)) (bool, error) {
+	next, ok := installedVersion(toolkitPkg).Predicted(w)
+	if !ok {
+		return false, nil
 	}
-	for _, p := range append(append([]apt.Pkg(nil), m.upgradePlan.Install...), m.installPlan.Install...) {
-		if p.Name == toolkitPkg {
-			return true
-		}
+	now, err := installed(ctx)
+	if err != nil {
+		return false, err
 	}
-	return false
+	return next != now, nil
 }
 
-func (m *base) planPatch(pending ansible.Pending, hookInPlace bool) ([]ansible.Change, error) {
+func (m *base) planPatch(ctx context.Context, w *ansible.World, hookInPlace bool) ([]ansible.Change, error) {
 	cur, err := m.env.Root.ReadFile(proxmoxlib)
 	if err != nil {
 		return nil, err
 	}
-	if m.toolkitUpgradePending(pending) {
-		// Check mode with a pending toolkit upgrade: the upgrade will bring
-		// back the notice, and the patch will be re-applied after it — by
-		// the hook if it is already installed, else by this stage.
+	replaced, err := toolkitReplaced(ctx, w, func(ctx context.Context) (string, error) {
+		v, err := apt.Installed(ctx, m.env.Runner, []string{toolkitPkg})
+		return v[toolkitPkg], err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if replaced {
+		// The upgrade will bring back the notice, and the patch will be
+		// re-applied after it — by the hook if it is already installed,
+		// else by this stage.
 		if hookInPlace {
 			return nil, nil
 		}

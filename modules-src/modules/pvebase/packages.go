@@ -71,7 +71,7 @@ func pkgList(ps []apt.Pkg) string {
 // upgraded: a repository changed in this run must not leave a stale cache
 // behind, and an unreachable repository (401 from enterprise) must fail the
 // run — in check mode too, where the sandbox refresh predicts that failure.
-func (m *base) planInstall(ctx context.Context, _ ansible.Pending) ([]ansible.Change, error) {
+func (m *base) planInstall(ctx context.Context, _ *ansible.World) ([]ansible.Change, error) {
 	if err := m.prepareAPT(ctx); err != nil {
 		return nil, err
 	}
@@ -97,6 +97,7 @@ func (m *base) planInstall(ctx context.Context, _ ansible.Pending) ([]ansible.Ch
 	}
 	m.installPlan = plan
 	return []ansible.Change{{
+		Predict: func(w *ansible.World) { predictInstalled(w, plan.Install) },
 		ID:      "packages:install",
 		Summary: "install " + pkgList(plan.Install),
 		Diff:    versionsDiff("packages", plan.Install),
@@ -137,7 +138,7 @@ var kernelPkg = regexp.MustCompile(`^(proxmox-kernel-|pve-kernel-|linux-image-)`
 
 // planUpgrade is stage 3: dist-upgrade, and the proof afterwards that
 // nothing the configured repositories offer is left behind (B2).
-func (m *base) planUpgrade(ctx context.Context, pending ansible.Pending) ([]ansible.Change, error) {
+func (m *base) planUpgrade(ctx context.Context, w *ansible.World) ([]ansible.Change, error) {
 	for _, p := range m.installPlan.Install {
 		if kernelPkg.MatchString(p.Name) {
 			m.reboot = append(m.reboot, "kernel package "+p.Name+" installed")
@@ -153,20 +154,16 @@ func (m *base) planUpgrade(ctx context.Context, pending ansible.Pending) ([]ansi
 	if err != nil {
 		return nil, err
 	}
-	if pending.Has("packages:install") {
-		// check mode: what the install brings is not upgraded a second time
-		done := map[string]bool{}
-		for _, p := range m.installPlan.Install {
-			done[p.Name] = true
+	// What an earlier change of this run already installs (predicted in
+	// check mode, where the simulation still sees the node as it was) is
+	// not upgraded a second time.
+	var rest []apt.Pkg
+	for _, p := range plan.Install {
+		if v, ok := installedVersion(p.Name).Predicted(w); !ok || v != p.To {
+			rest = append(rest, p)
 		}
-		var rest []apt.Pkg
-		for _, p := range plan.Install {
-			if !done[p.Name] {
-				rest = append(rest, p)
-			}
-		}
-		plan.Install = rest
 	}
+	plan.Install = rest
 	m.upgradePlan = plan
 	m.upgraded = append([]apt.Pkg(nil), plan.Install...)
 	for _, p := range plan.Install {
@@ -185,6 +182,7 @@ func (m *base) planUpgrade(ctx context.Context, pending ansible.Pending) ([]ansi
 		summary += "; remove " + strings.Join(plan.Remove, ", ")
 	}
 	return []ansible.Change{{
+		Predict: func(w *ansible.World) { predictInstalled(w, plan.Install) },
 		ID:      "packages:upgrade",
 		Summary: summary,
 		Diff:    versionsDiff("packages", plan.Install),
@@ -223,4 +221,17 @@ func (m *base) planUpgrade(ctx context.Context, pending ansible.Pending) ([]ansi
 			return nil
 		},
 	}}, nil
+}
+
+// installedVersion is a fact of the predicted world (ansible.World): the
+// version of a package once the planned installs and upgrades are done.
+func installedVersion(pkg string) ansible.Key[string] {
+	return ansible.Key[string]("pvebase:installed:" + pkg)
+}
+
+// predictInstalled records what an install or upgrade leaves installed.
+func predictInstalled(w *ansible.World, ps []apt.Pkg) {
+	for _, p := range ps {
+		installedVersion(p.Name).Predict(w, p.To)
+	}
 }

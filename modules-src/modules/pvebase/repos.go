@@ -89,7 +89,7 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // planRepos is stage 1.
-func (m *base) planRepos(_ context.Context, _ ansible.Pending) ([]ansible.Change, error) {
+func (m *base) planRepos(_ context.Context, _ *ansible.World) ([]ansible.Change, error) {
 	m.suite = m.p.Suite
 	if m.suite == "" {
 		osr, err := apt.ReadOSRelease(m.env.Root)

@@ -61,6 +61,7 @@ func New(env func(*ansible.Run) Env) ansible.Module {
 		Return:       returnDoc,
 		Spec:         spec(),
 		Timeout:      30 * time.Minute,
+		Params:       params{},
 		Run:          func(r *ansible.Run) error { return run(r, env(r)) },
 	}
 }

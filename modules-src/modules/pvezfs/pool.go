@@ -3,6 +3,7 @@ package pvezfs
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path"
 	"regexp"
 	"sort"
@@ -181,7 +182,7 @@ func (m *pool) compareExisting(ctx context.Context, st zfs.Status) error {
 }
 
 // planPool is stage 1.
-func (m *pool) planPool(ctx context.Context, _ ansible.Pending) ([]ansible.Change, error) {
+func (m *pool) planPool(ctx context.Context, _ *ansible.World) ([]ansible.Change, error) {
 	exists, err := m.zfs().Exists(ctx, m.p.Name)
 	if err != nil {
 		return nil, err
@@ -303,6 +304,15 @@ func (m *pool) createChange() ansible.Change {
 			}
 			return m.compareExisting(ctx, st)
 		},
+		// the pool's root dataset gets exactly the properties of the
+		// command line (-O, -m)
+		Predict: func(w *ansible.World) {
+			props := make(map[string]zfs.Prop, len(m.props))
+			for k, v := range m.props {
+				props[k] = zfs.Prop{Value: v}
+			}
+			datasetProps(m.p.Name).Predict(w, props)
+		},
 	}
 }
 
@@ -322,17 +332,23 @@ func sameValue(prop, have, want string) bool {
 	return norm(have) == norm(want)
 }
 
+// datasetProps is a fact of the predicted world (ansible.World): the
+// pool's root dataset properties as zfs would read them back. A planned
+// create predicts them, so stage 2 plans against the pool as it will be.
+func datasetProps(pool string) ansible.Key[map[string]zfs.Prop] {
+	return ansible.Key[map[string]zfs.Prop]("pvezfs:props:" + pool)
+}
+
 // planProps is stage 2: changeable properties and the mountpoint (Z5).
-func (m *pool) planProps(ctx context.Context, pending ansible.Pending) ([]ansible.Change, error) {
-	if pending.Has("pool:create") {
-		return nil, nil // created with exactly these properties
-	}
+func (m *pool) planProps(ctx context.Context, w *ansible.World) ([]ansible.Change, error) {
 	keys := make([]string, 0, len(m.props))
 	for k := range m.props {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	cur, err := m.zfs().Props(ctx, m.p.Name, keys)
+	cur, err := datasetProps(m.p.Name).Get(ctx, w, func(ctx context.Context) (map[string]zfs.Prop, error) {
+		return m.zfs().Props(ctx, m.p.Name, keys)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("properties: %w", err)
 	}
@@ -364,6 +380,13 @@ func (m *pool) planProps(ctx context.Context, pending ansible.Pending) ([]ansibl
 				}
 				return nil
 			},
+			Predict: func(w *ansible.World) {
+				props, _ := datasetProps(m.p.Name).Predicted(w)
+				next := maps.Clone(cur)
+				maps.Copy(next, props)
+				next[k] = zfs.Prop{Value: want}
+				datasetProps(m.p.Name).Predict(w, next)
+			},
 		})
 	}
 	return changes, nil
@@ -372,7 +395,7 @@ func (m *pool) planProps(ctx context.Context, pending ansible.Pending) ([]ansibl
 func scrubUnit(period, pool string) string { return "zfs-scrub-" + period + "@" + pool + ".timer" }
 
 // planScrub is stage 3 (Z6).
-func (m *pool) planScrub(ctx context.Context, _ ansible.Pending) ([]ansible.Change, error) {
+func (m *pool) planScrub(ctx context.Context, _ *ansible.World) ([]ansible.Change, error) {
 	var changes []ansible.Change
 	for _, period := range []string{"monthly", "weekly"} {
 		unit := scrubUnit(period, m.p.Name)
@@ -414,7 +437,7 @@ func (m *pool) planScrub(ctx context.Context, _ ansible.Pending) ([]ansible.Chan
 }
 
 // planDestroy is state=absent.
-func (m *pool) planDestroy(ctx context.Context, _ ansible.Pending) ([]ansible.Change, error) {
+func (m *pool) planDestroy(ctx context.Context, _ *ansible.World) ([]ansible.Change, error) {
 	exists, err := m.zfs().Exists(ctx, m.p.Name)
 	if err != nil || !exists {
 		return nil, err

@@ -1,0 +1,94 @@
+package ansible
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"time"
+)
+
+// TimeoutOption is the option the runtime gives every module: the deadline
+// of the whole task, in seconds. Modules must not declare it themselves.
+const TimeoutOption = "timeout"
+
+// runtimeOptions are the options every module has without declaring them.
+// Decode does not hand them to the module.
+func (m *Module) runtimeOptions() map[string]Option {
+	def := "no deadline"
+	if m.Timeout > 0 {
+		def = fmt.Sprintf("%g (%s)", m.Timeout.Seconds(), m.Timeout)
+	}
+	return map[string]Option{
+		TimeoutOption: {Type: TypeFloat, Description: []string{
+			"Deadline of the whole task in seconds; default " + def + ". 0 means no deadline.",
+			"At the deadline a running command is sent SIGTERM (to its whole process group) and, if it has not exited after a grace period, SIGKILL; the task then fails naming the step it was in.",
+			"APT/dpkg transactions (package installs and upgrades) are never interrupted by the deadline: they run to completion, and the task fails afterwards naming the step, so the package database is never left half-configured.",
+		}},
+	}
+}
+
+// fullSpec is the module's spec plus the runtime's options: what arguments
+// are validated against and what the documentation shows.
+func (m *Module) fullSpec() Spec {
+	s := m.Spec
+	s.Options = maps.Clone(m.Spec.Options)
+	if s.Options == nil {
+		s.Options = map[string]Option{}
+	}
+	for k, o := range m.runtimeOptions() {
+		if _, clash := s.Options[k]; !clash { // Check reports the clash
+			s.Options[k] = o
+		}
+	}
+	return s
+}
+
+// deadline is the task's timeout: the timeout option when given, else the
+// module's default. ok is false when the run has no deadline.
+func (m *Module) deadline(params map[string]any) (time.Duration, bool) {
+	if f, ok := pyNumber(params[TimeoutOption]); ok {
+		if f <= 0 {
+			return 0, false
+		}
+		return time.Duration(f * float64(time.Second)), true
+	}
+	return m.Timeout, m.Timeout > 0
+}
+
+type runKey struct{}
+
+// Uninterruptible runs fn to completion whatever the task's deadline: fn's
+// context is not cancelled by it, and the watchdog waits for fn to return
+// before reporting a timeout. It is for operations that must never be cut
+// short (an APT/dpkg transaction: dpkg killed mid-way leaves packages
+// half-configured). If the deadline passed while fn ran, the error returned
+// says so (wrapping context.DeadlineExceeded), so the driver fails the task
+// naming the step; fn's own error wins when it has one.
+//
+// ctx must be (derived from) a context the driver handed to a stage, Apply
+// or Verify; with any other context fn simply runs detached from it.
+func Uninterruptible(ctx context.Context, what string, fn func(ctx context.Context) error) error {
+	if r, ok := ctx.Value(runKey{}).(*Run); ok {
+		r.mu.Lock()
+		r.critical++
+		r.mu.Unlock()
+		defer func() {
+			r.mu.Lock()
+			r.critical--
+			r.mu.Unlock()
+		}()
+	}
+	start := time.Now()
+	err := fn(context.WithoutCancel(ctx))
+	if err == nil && ctx.Err() != nil {
+		err = fmt.Errorf("%s was left to finish (took %s, never interrupted) but the deadline passed meanwhile: %w", what, time.Since(start).Round(time.Second), ctx.Err())
+	}
+	return err
+}
+
+// inCritical reports whether an Uninterruptible section is running.
+func (r *Run) inCritical() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.critical > 0
+}
