@@ -251,3 +251,19 @@ type pinError struct{ got, want string }
 func (p *pinError) Error() string {
 	return fmt.Sprintf("certificate fingerprint %s does not match api_fingerprint %s", p.got, p.want)
 }
+
+// NothingDone reports whether a failed write certainly changed nothing:
+// PVE refused it before acting (parameters, permission, authentication, a
+// lock or quorum it could not get, the object already there or missing), or
+// the request never reached PVE. An unanswered write is never "nothing done".
+func NothingDone(err error) bool {
+	var e *Error
+	if !errors.As(err, &e) || e.Unanswered {
+		return false
+	}
+	switch e.kind {
+	case KindBadRequest, KindPermission, KindAuth, KindLocked, KindNoQuorum, KindExists, KindNotFound, KindTLS:
+		return true
+	}
+	return notSent(e)
+}

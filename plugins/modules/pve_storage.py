@@ -332,6 +332,12 @@ options:
       - "Storage types: lvmthin."
       - "Fixed at creation; a different value on an existing storage fails."
     type: "str"
+  timeout:
+    description:
+      - "Deadline of the whole task in seconds; default 300 (5m0s). 0 means no deadline."
+      - "At the deadline a running command is sent SIGTERM (to its whole process group) and, if it has not exited after a grace period, SIGKILL; the task then fails naming the step it was in."
+      - "APT/dpkg transactions (package installs and upgrades) are never interrupted by the deadline: they run to completion, and the task fails afterwards naming the step, so the package database is never left half-configured."
+    type: "float"
   type:
     description:
       - "Storage type. Required with state=present; it can never change on an existing storage."
@@ -431,12 +437,31 @@ EXAMPLES = r"""
 RETURN = r"""
 changes:
   description:
-    - "Summaries of the changes applied and verified (or, in check mode, planned), in order. Empty when nothing needed to change."
+    - "Summaries of the changes made (or, in check mode, planned), in order. Empty when nothing needed to change."
+    - "A change counts as made once it was started, even if it then failed, unless it left nothing behind; C(changed) is true exactly when this list is not empty."
   returned: "always"
   type: "list"
   elements: "str"
   sample:
     - "enable pve-no-subscription repository"
+changes_verified:
+  description:
+    - "Changes made and read back as promised."
+  returned: "failure (not in check mode)"
+  type: "list"
+  elements: "str"
+changes_unverified:
+  description:
+    - "Changes started (so possibly partly or wholly made) but not read back as promised: the step that failed, or one whose check failed."
+  returned: "failure (not in check mode)"
+  type: "list"
+  elements: "str"
+changes_not_run:
+  description:
+    - "Changes planned but not made: never started because an earlier one failed, or started and undone completely. Changes later stages would have planned are not known and not listed."
+  returned: "failure (not in check mode)"
+  type: "list"
+  elements: "str"
 storage:
   description: The storage's configuration as PVE holds it after the run (predicted in check mode), without secrets and digest; empty when it does not exist.
   returned: always

@@ -221,3 +221,26 @@ func TestPasswordStatusAbsent(t *testing.T) {
 		t.Errorf("absent again: %v", res["msg"])
 	}
 }
+
+// `changed` after a failed write tells the truth: a PUT PVE refused for a
+// lock it never got changed nothing; a PUT whose outcome is unknown counts
+// as made but unverified.
+func TestChangedAfterFailedWrite(t *testing.T) {
+	w := newWorld(t, 9)
+	if res := w.run(zfsArgs(), false); failed(res) {
+		t.Fatal(res["msg"])
+	}
+	args := zfsArgs()
+	args["disable"] = true
+	w.sim.Faults().Add(pvesim.Fault{Method: "PUT", Path: "/storage/nvme-vm", Kind: pvesim.FaultLock, Delay: time.Millisecond})
+	res := w.run(args, false)
+	if !failed(res) || res["changed"] != false || !strings.Contains(pveapi.String(res["changes_not_run"]), "update storage nvme-vm") {
+		t.Errorf("lock never obtained: changed=%v not_run=%v msg=%v", res["changed"], res["changes_not_run"], res["msg"])
+	}
+	w.sim.Faults().Clear()
+	w.sim.Faults().Add(pvesim.Fault{Method: "PUT", Path: "/storage/nvme-vm", Kind: pvesim.FaultError, Status: 500, Message: "unexpected failure", Count: 1})
+	res = w.run(args, false)
+	if !failed(res) || res["changed"] != true || !strings.Contains(pveapi.String(res["changes_unverified"]), "update storage nvme-vm") {
+		t.Errorf("unknown outcome: changed=%v unverified=%v msg=%v", res["changed"], res["changes_unverified"], res["msg"])
+	}
+}

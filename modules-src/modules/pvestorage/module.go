@@ -56,6 +56,7 @@ func New(o pveapi.Options) ansible.Module {
 		Return:       returnDoc,
 		ActionGroups: []string{ansible.GroupAPI},
 		Spec:         pveapi.WithConnection(spec()),
+		Params:       params{},
 		Timeout:      5 * time.Minute,
 		Run:          func(r *ansible.Run) error { return run(r, o) },
 	}
@@ -161,6 +162,7 @@ type params struct {
 	Type              string `ansible:"type"`
 	Force             bool   `ansible:"force"`
 	NodeStatus        bool   `ansible:"node_status"`
+	StorageOptions
 }
 
 func run(r *ansible.Run, o pveapi.Options) error {
@@ -168,14 +170,14 @@ func run(r *ansible.Run, o pveapi.Options) error {
 	if err := r.Decode(&p); err != nil {
 		return err
 	}
-	want, err := wanted(r.Params(), p)
+	want, err := wanted(p)
 	if err != nil {
 		return err
 	}
 	if o.Log == nil {
 		o.Log = func(format string, args ...any) { r.Log(3, format, args...) }
 	}
-	if p.Host != "" && !p.ValidateCerts && p.Fingerprint == "" {
+	if p.Host != "" && !p.ValidateCerts && p.Connection.Fingerprint == "" {
 		r.Warn("validate_certs is false: anyone between this host and " + p.Host + " can read the API credentials; trust the cluster CA with ca_path or pin the node with api_fingerprint instead")
 	}
 	c, err := pveapi.Connect(r.Context(), p.Connection, o)
@@ -191,14 +193,15 @@ func run(r *ansible.Run, o pveapi.Options) error {
 // wanted turns the task's storage options into PVE keys and PVE's string
 // forms, refusing before any request what cannot be right for the type in
 // any PVE version. Version-specific checks come after GET /version.
-func wanted(all map[string]any, p params) (map[string]string, error) {
+func wanted(p params) (map[string]string, error) {
+	given := p.byKey()
 	if err := checkStorageID(p.Storage); err != nil {
 		return nil, err
 	}
 	want := map[string]string{}
 	for _, key := range allKeys() {
-		v, ok := all[optionName(key)]
-		if !ok || v == nil {
+		v := given[key]
+		if v == nil {
 			continue
 		}
 		s, err := pveString(key, v)

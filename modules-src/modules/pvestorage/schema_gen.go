@@ -95,3 +95,99 @@ var schemaV9 = map[string]optSchema{
 	"username":                 {Type: "string", Updatable: true, Description: "RBD Id."},
 	"vgname":                   {Type: "string", Format: "pve-storage-vgname", Description: "Volume group name."},
 }
+
+// StorageOptions holds the type options as the task gives them (nil when unset).
+type StorageOptions struct {
+	Base                  any `ansible:"base"`
+	Blocksize             any `ansible:"blocksize"`
+	Bwlimit               any `ansible:"bwlimit"`
+	Content               any `ansible:"content"`
+	ContentDirs           any `ansible:"content_dirs"`
+	CreateBasePath        any `ansible:"create_base_path"`
+	CreateSubdirs         any `ansible:"create_subdirs"`
+	Datastore             any `ansible:"datastore"`
+	Disable               any `ansible:"disable"`
+	Domain                any `ansible:"domain"`
+	EncryptionKey         any `ansible:"encryption_key"`
+	Export                any `ansible:"export"`
+	Fingerprint           any `ansible:"fingerprint"`
+	Format                any `ansible:"format"`
+	IsMountpoint          any `ansible:"is_mountpoint"`
+	MasterPubkey          any `ansible:"master_pubkey"`
+	MaxProtectedBackups   any `ansible:"max_protected_backups"`
+	Maxfiles              any `ansible:"maxfiles"`
+	Mkdir                 any `ansible:"mkdir"`
+	Mountpoint            any `ansible:"mountpoint"`
+	Namespace             any `ansible:"namespace"`
+	Nodes                 any `ansible:"nodes"`
+	Options               any `ansible:"options"`
+	Password              any `ansible:"password"`
+	Path                  any `ansible:"path"`
+	Pool                  any `ansible:"pool"`
+	Port                  any `ansible:"port"`
+	Preallocation         any `ansible:"preallocation"`
+	PruneBackups          any `ansible:"prune_backups"`
+	Saferemove            any `ansible:"saferemove"`
+	SaferemoveStepsize    any `ansible:"saferemove_stepsize"`
+	SaferemoveThroughput  any `ansible:"saferemove_throughput"`
+	Server                any `ansible:"server"`
+	Share                 any `ansible:"share"`
+	Shared                any `ansible:"shared"`
+	Smbversion            any `ansible:"smbversion"`
+	SnapshotAsVolumeChain any `ansible:"snapshot_as_volume_chain"`
+	Sparse                any `ansible:"sparse"`
+	Subdir                any `ansible:"subdir"`
+	TaggedOnly            any `ansible:"tagged_only"`
+	Thinpool              any `ansible:"thinpool"`
+	Username              any `ansible:"username"`
+	Vgname                any `ansible:"vgname"`
+}
+
+// byKey maps PVE keys to the values the task gave.
+func (o StorageOptions) byKey() map[string]any {
+	return map[string]any{
+		"base":                     o.Base,
+		"blocksize":                o.Blocksize,
+		"bwlimit":                  o.Bwlimit,
+		"content":                  o.Content,
+		"content-dirs":             o.ContentDirs,
+		"create-base-path":         o.CreateBasePath,
+		"create-subdirs":           o.CreateSubdirs,
+		"datastore":                o.Datastore,
+		"disable":                  o.Disable,
+		"domain":                   o.Domain,
+		"encryption-key":           o.EncryptionKey,
+		"export":                   o.Export,
+		"fingerprint":              o.Fingerprint,
+		"format":                   o.Format,
+		"is_mountpoint":            o.IsMountpoint,
+		"master-pubkey":            o.MasterPubkey,
+		"max-protected-backups":    o.MaxProtectedBackups,
+		"maxfiles":                 o.Maxfiles,
+		"mkdir":                    o.Mkdir,
+		"mountpoint":               o.Mountpoint,
+		"namespace":                o.Namespace,
+		"nodes":                    o.Nodes,
+		"options":                  o.Options,
+		"password":                 o.Password,
+		"path":                     o.Path,
+		"pool":                     o.Pool,
+		"port":                     o.Port,
+		"preallocation":            o.Preallocation,
+		"prune-backups":            o.PruneBackups,
+		"saferemove":               o.Saferemove,
+		"saferemove-stepsize":      o.SaferemoveStepsize,
+		"saferemove_throughput":    o.SaferemoveThroughput,
+		"server":                   o.Server,
+		"share":                    o.Share,
+		"shared":                   o.Shared,
+		"smbversion":               o.Smbversion,
+		"snapshot-as-volume-chain": o.SnapshotAsVolumeChain,
+		"sparse":                   o.Sparse,
+		"subdir":                   o.Subdir,
+		"tagged_only":              o.TaggedOnly,
+		"thinpool":                 o.Thinpool,
+		"username":                 o.Username,
+		"vgname":                   o.Vgname,
+	}
+}

@@ -122,7 +122,7 @@ func (s *storage) read(ctx context.Context) (map[string]any, error) {
 	return cfg, nil
 }
 
-func (s *storage) plan(ctx context.Context, _ ansible.Pending) ([]ansible.Change, error) {
+func (s *storage) plan(ctx context.Context, _ *ansible.World) ([]ansible.Change, error) {
 	v, err := s.c.Version(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the PVE version: %w", err)
@@ -201,7 +201,13 @@ func (s *storage) planCreate() ([]ansible.Change, error) {
 func (s *storage) create(ctx context.Context, params url.Values) error {
 	for attempt := 1; ; attempt++ {
 		err := s.c.Post(ctx, "/storage", params, nil)
-		if err == nil || !pveapi.IsUnanswered(err) {
+		if err == nil {
+			return nil
+		}
+		if pveapi.NothingDone(err) {
+			return ansible.NothingChanged(err)
+		}
+		if !pveapi.IsUnanswered(err) {
 			return err
 		}
 		cfg, rerr := s.read(ctx)
@@ -214,7 +220,7 @@ func (s *storage) create(ctx context.Context, params url.Values) error {
 		}
 		var e *pveapi.Error
 		if attempt > 1 || !errors.As(err, &e) || e.Status != 0 {
-			return fmt.Errorf("%w (reading back shows storage %s was not created)", err, s.p.Storage)
+			return ansible.NothingChanged(fmt.Errorf("%w (reading back shows storage %s was not created)", err, s.p.Storage))
 		}
 	}
 }
@@ -267,8 +273,12 @@ func (s *storage) planUpdate(cfg map[string]any) ([]ansible.Change, error) {
 		Diff:    ansible.TextDiff(cfgHeader, section(cfg), section(after)),
 		Apply: func(ctx context.Context) error {
 			err := s.c.Put(ctx, s.path(), set, nil)
-			if err != nil && strings.Contains(err.Error(), "detected modified configuration") {
-				return fmt.Errorf("%w: storage.cfg changed between reading and writing; nothing was written, run the task again", err)
+			switch {
+			case err != nil && strings.Contains(err.Error(), "detected modified configuration"):
+				// PVE compares the digest before writing anything.
+				return ansible.NothingChanged(fmt.Errorf("%w: storage.cfg changed between reading and writing; nothing was written, run the task again", err))
+			case pveapi.NothingDone(err):
+				return ansible.NothingChanged(err)
 			}
 			return err
 		},
@@ -315,7 +325,13 @@ func (s *storage) planDelete(ctx context.Context, cfg map[string]any) ([]ansible
 		ID:      "storage:delete",
 		Summary: fmt.Sprintf("remove storage %s", s.p.Storage),
 		Diff:    ansible.TextDiff(cfgHeader, section(cfg), ""),
-		Apply:   func(ctx context.Context) error { return s.c.Delete(ctx, s.path(), nil, nil) },
+		Apply: func(ctx context.Context) error {
+			err := s.c.Delete(ctx, s.path(), nil, nil)
+			if pveapi.NothingDone(err) {
+				return ansible.NothingChanged(err)
+			}
+			return err
+		},
 		Verify: func(ctx context.Context) error {
 			cfg, err := s.read(ctx)
 			if err != nil {
