@@ -77,11 +77,14 @@ func WithConnection(spec ansible.Spec) ansible.Spec {
 }
 
 // ForRun connects for a module run: requests are logged at -vvv (method,
-// path, outcome; never values), and switching verification off is warned
-// about.
-func ForRun(r *ansible.Run, conn Connection) (*Client, error) {
+// path, outcome; never values) unless o.Log is set, and switching
+// verification off is warned about.
+func ForRun(r *ansible.Run, conn Connection, o Options) (*Client, error) {
 	if conn.Host != "" && !conn.ValidateCerts && conn.Fingerprint == "" {
 		r.Warn("validate_certs is false: anyone between this host and " + conn.Host + " can read the API credentials; trust the cluster CA with ca_path or pin the node with api_fingerprint instead")
 	}
-	return Connect(r.Context(), conn, Options{Log: func(format string, args ...any) { r.Log(3, format, args...) }})
+	if o.Log == nil {
+		o.Log = func(format string, args ...any) { r.Log(3, format, args...) }
+	}
+	return Connect(r.Context(), conn, o)
 }

@@ -174,13 +174,7 @@ func run(r *ansible.Run, o pveapi.Options) error {
 	if err != nil {
 		return err
 	}
-	if o.Log == nil {
-		o.Log = func(format string, args ...any) { r.Log(3, format, args...) }
-	}
-	if p.Host != "" && !p.ValidateCerts && p.Connection.Fingerprint == "" {
-		r.Warn("validate_certs is false: anyone between this host and " + p.Host + " can read the API credentials; trust the cluster CA with ca_path or pin the node with api_fingerprint instead")
-	}
-	c, err := pveapi.Connect(r.Context(), p.Connection, o)
+	c, err := pveapi.ForRun(r, p.Connection, o)
 	if err != nil {
 		return err
 	}
