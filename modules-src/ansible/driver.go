@@ -158,6 +158,9 @@ func (r *Run) stage(name string, plan StageFunc) error {
 		// From here on the change counts as made until Verify proves it.
 		r.setStatus(first+i, 1, statusUnverified)
 		if applyErr != nil {
+			if r.ctx.Err() != nil && errors.Is(applyErr, context.DeadlineExceeded) {
+				return fail(r.timeoutError(applyErr)) // the step already names the change
+			}
 			return fail(fmt.Errorf("could not %s: %w", c.Summary, applyErr))
 		}
 		r.Step("verifying " + c.Summary)

@@ -16,8 +16,11 @@ import (
 )
 
 // watchdogGrace is how long a module may keep running past its deadline to
-// return on its own before the watchdog reports the timeout and exits.
-const watchdogGrace = 3 * time.Second
+// return on its own before the watchdog reports the timeout and exits. It
+// exceeds host.DefaultTermGrace (10 s), the time a cancelled command gets
+// between SIGTERM and SIGKILL, so a command still cleaning up is not
+// orphaned by the process exiting under it.
+var watchdogGrace = 15 * time.Second
 
 func runMain(mods []Module, argv []string) int {
 	out, err := guardStdout()

@@ -57,6 +57,7 @@ func helperModules() []Module {
 
 func TestMain(m *testing.M) {
 	if os.Getenv("GOPVE_ENTRY_HELPER") == "1" {
+		watchdogGrace = 3 * time.Second // the stuck-module case need not wait the real 15 s
 		os.Exit(Main(helperModules(), []string{os.Getenv("GOPVE_ENTRY_ARGV0"), os.Getenv("GOPVE_ENTRY_ARGS")}))
 	}
 	os.Exit(m.Run())

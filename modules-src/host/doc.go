@@ -5,8 +5,13 @@
 //
 // The package is split by job:
 //
-//   - host (this package): Root, atomic file edits with diffs and backups, the
-//     command Runner and its log.
+//   - host (this package): Root, atomic file edits with diffs and backups
+//     (written through symbolic links, compare-and-swap against what was
+//     read: ConflictError), WriteThenAct for a write whose effect needs a
+//     second action (undone if the action fails), the command Runner and its
+//     log (commands cancelled with SIGTERM to their process group), and
+//     check mode's read-only Root and Runner (ReadOnly, ReadOnlyCommand:
+//     a write attempt panics with *WriteAttempt, a bug).
 //   - host/apt: /etc/os-release, deb822 .sources and one-line .list files,
 //     apt-get/apt-cache/dpkg-query wrappers.
 //   - host/modprobe: module option files such as /etc/modprobe.d/zfs.conf.

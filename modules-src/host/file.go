@@ -15,19 +15,30 @@ import (
 
 // FileState is what a file looks like now, read without side effects.
 type FileState struct {
-	Path    string // logical path
+	Path string // logical path
+	// Target is the logical path of the file itself: Path, or where Path
+	// leads when it is a symbolic link (e.g. /root/.ssh/authorized_keys →
+	// /etc/pve/priv/authorized_keys on a cluster member). Writes go there.
+	Target  string
 	Exists  bool
 	Content []byte
 	Mode    fs.FileMode // permission bits only
 	UID     int
 	GID     int
+	ModTime time.Time // last modification; zero when the file does not exist
 }
 
-// ReadFile reads the current state of a logical path. A missing file is not an
-// error: Exists is false.
+// ReadFile reads the current state of a logical path, following symbolic
+// links to the file they lead to. A missing file is not an error: Exists is
+// false.
 func (r Root) ReadFile(path string) (FileState, error) {
-	st := FileState{Path: path, UID: -1, GID: -1}
-	real := r.Path(path)
+	st := FileState{Path: path, Target: path, UID: -1, GID: -1}
+	target, err := r.resolve(path)
+	if err != nil {
+		return st, fmt.Errorf("read %s: %w", path, err)
+	}
+	st.Target = target
+	real := r.Path(target)
 	info, err := os.Stat(real)
 	if errors.Is(err, fs.ErrNotExist) {
 		return st, nil
@@ -45,10 +56,39 @@ func (r Root) ReadFile(path string) (FileState, error) {
 	st.Exists = true
 	st.Content = data
 	st.Mode = info.Mode().Perm()
+	st.ModTime = info.ModTime()
 	if sys, ok := info.Sys().(*syscall.Stat_t); ok {
 		st.UID, st.GID = int(sys.Uid), int(sys.Gid)
 	}
 	return st, nil
+}
+
+// maxLinks bounds symlink chains, as the kernel does (ELOOP).
+const maxLinks = 40
+
+// resolve follows symbolic links in the last component of a logical path
+// and returns the logical path of the file they lead to. Absolute link
+// targets are node paths, so they are resolved under the root too.
+func (r Root) resolve(path string) (string, error) {
+	cur := filepath.Clean("/" + path)
+	for i := 0; i < maxLinks; i++ {
+		info, err := os.Lstat(r.Path(cur))
+		if errors.Is(err, fs.ErrNotExist) || (err == nil && info.Mode()&fs.ModeSymlink == 0) {
+			return cur, nil
+		}
+		if err != nil {
+			return "", err
+		}
+		link, err := os.Readlink(r.Path(cur))
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(link) {
+			link = filepath.Join(filepath.Dir(cur), link)
+		}
+		cur = filepath.Clean(link)
+	}
+	return "", fmt.Errorf("too many levels of symbolic links")
 }
 
 // FileChange is one planned write: the whole desired content of a file, with
@@ -108,14 +148,50 @@ func (c *FileChange) Diff() Diff {
 	return Diff{Before: string(c.Before.Content), After: string(c.After), BeforeHeader: bh, AfterHeader: ah}
 }
 
-// ApplyFile writes the change atomically (temporary file + rename in the same
-// directory), so a reader never sees half a file. The owner of an existing
-// file is kept; parent directories are created 0755 when missing. It returns
-// the logical path of the backup, when one was asked for and the file existed.
+// ApplyFile writes the change atomically (temporary file + rename in the
+// same directory), so a reader never sees half a file. The owner of an
+// existing file is kept; parent directories are created 0755 when missing.
+// It returns the logical path of the backup, when one was asked for and the
+// file existed.
+//
+// A symbolic link is written through: the file it leads to is replaced and
+// the link stays (the same target as when the change was planned, else the
+// write is refused naming both). The write is a compare-and-swap: right
+// before the rename the file is read again, and if it no longer holds what
+// was observed when the change was planned (another process edited it), it
+// is left alone and a *ConflictError says so; nothing was changed then.
 func (r Root) ApplyFile(c *FileChange, now time.Time) (backup string, err error) {
-	real := r.Path(c.Path)
+	r.mustWrite("write " + c.Path)
+	target, err := r.resolve(c.Path)
+	if err != nil {
+		return "", fmt.Errorf("write %s: %w", c.Path, err)
+	}
+	planned := c.Before.Target
+	if planned == "" {
+		planned = c.Path
+	}
+	if target != planned {
+		return "", &ConflictError{Path: c.Path, Why: fmt.Sprintf("it now leads to %s, but led to %s when the change was planned", target, planned)}
+	}
+	real := r.Path(target)
 	if err := os.MkdirAll(filepath.Dir(real), 0o755); err != nil {
-		return "", fmt.Errorf("write %s: create parent directory: %w", c.Path, err)
+		return "", fmt.Errorf("write %s: create parent directory: %w", describe(c.Path, target), err)
+	}
+	pf, err := renameio.NewPendingFile(real, renameio.WithPermissions(c.Mode), renameio.IgnoreUmask())
+	if err != nil {
+		return "", fmt.Errorf("write %s: %w", describe(c.Path, target), err)
+	}
+	defer pf.Cleanup()
+	if _, err := pf.Write(c.After); err != nil {
+		return "", fmt.Errorf("write %s: %w", describe(c.Path, target), err)
+	}
+	if c.Before.Exists && c.Before.UID >= 0 && (c.Before.UID != os.Geteuid() || c.Before.GID != os.Getegid()) {
+		if err := pf.Chown(c.Before.UID, c.Before.GID); err != nil {
+			return "", fmt.Errorf("write %s: keep owner %d:%d: %w", describe(c.Path, target), c.Before.UID, c.Before.GID, err)
+		}
+	}
+	if err := r.stillAsObserved(c.Path, c.Before); err != nil {
+		return "", err
 	}
 	if c.Backup && c.Before.Exists {
 		backup = BackupName(c.Path, now)
@@ -123,23 +199,49 @@ func (r Root) ApplyFile(c *FileChange, now time.Time) (backup string, err error)
 			return "", fmt.Errorf("write %s: backup to %s: %w", c.Path, backup, err)
 		}
 	}
-	pf, err := renameio.NewPendingFile(real, renameio.WithPermissions(c.Mode), renameio.IgnoreUmask())
-	if err != nil {
-		return backup, fmt.Errorf("write %s: %w", c.Path, err)
-	}
-	defer pf.Cleanup()
-	if _, err := pf.Write(c.After); err != nil {
-		return backup, fmt.Errorf("write %s: %w", c.Path, err)
-	}
-	if c.Before.Exists && c.Before.UID >= 0 && (c.Before.UID != os.Geteuid() || c.Before.GID != os.Getegid()) {
-		if err := pf.Chown(c.Before.UID, c.Before.GID); err != nil {
-			return backup, fmt.Errorf("write %s: keep owner %d:%d: %w", c.Path, c.Before.UID, c.Before.GID, err)
-		}
-	}
 	if err := pf.CloseAtomicallyReplace(); err != nil {
-		return backup, fmt.Errorf("write %s: %w", c.Path, err)
+		return backup, fmt.Errorf("write %s: %w", describe(c.Path, target), err)
 	}
 	return backup, nil
+}
+
+// describe names a file and, when it differs, the file a link leads to.
+func describe(path, target string) string {
+	if path == target {
+		return path
+	}
+	return path + " (→ " + target + ")"
+}
+
+// ConflictError is a write refused because the file is not what the change
+// was planned against; the file was left as it is.
+type ConflictError struct {
+	Path string
+	Why  string
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("%s was not written: %s; another process changed it since it was read, so nothing was overwritten (run the task again to plan against the new content)", e.Path, e.Why)
+}
+
+// stillAsObserved is the compare of compare-and-swap: the file must hold
+// what was read when the change was planned.
+func (r Root) stillAsObserved(path string, before FileState) error {
+	now, err := r.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	switch {
+	case now.Exists != before.Exists && before.Exists:
+		return &ConflictError{Path: path, Why: "it was deleted"}
+	case now.Exists != before.Exists:
+		return &ConflictError{Path: path, Why: "it was created meanwhile"}
+	case now.Exists && !bytes.Equal(now.Content, before.Content):
+		return &ConflictError{Path: path, Why: "its content changed"}
+	case now.Exists && now.Mode != before.Mode:
+		return &ConflictError{Path: path, Why: fmt.Sprintf("its mode changed from %04o to %04o", before.Mode, now.Mode)}
+	}
+	return nil
 }
 
 // VerifyFile reads the file back and fails unless it holds exactly what the
@@ -166,10 +268,31 @@ func BackupName(path string, now time.Time) string {
 	return fmt.Sprintf("%s.%s~", path, now.UTC().Format("2006-01-02@15:04:05"))
 }
 
-// Remove deletes a file; a file that is already gone is not an error.
+// Remove deletes a file (a symbolic link itself, not what it leads to); a
+// file that is already gone is not an error.
 func (r Root) Remove(path string) error {
+	r.mustWrite("remove " + path)
 	if err := os.Remove(r.Path(path)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove %s: %w", path, err)
+	}
+	return nil
+}
+
+// WriteInPlace writes data into an existing file without replacing it
+// (sysfs parameters such as /sys/module/zfs/parameters/zfs_arc_max cannot
+// be renamed over).
+func (r Root) WriteInPlace(path string, data []byte) error {
+	r.mustWrite("write " + path)
+	f, err := os.OpenFile(r.Path(path), os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
 }

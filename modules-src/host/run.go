@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -106,11 +107,20 @@ type Masker func(string) string
 
 // ExecRunner runs real programs with a fixed base environment (LANG=C, so
 // parsers see untranslated output) and keeps a log of what ran.
+//
+// Each command runs in its own process group. When the context is done
+// (the task's deadline), the whole group gets SIGTERM, so a program and its
+// children can clean up; only a group still alive TermGrace later gets
+// SIGKILL. Work that must never be interrupted (an APT/dpkg transaction) is
+// run with a context the deadline does not cancel (see apt.Client).
 type ExecRunner struct {
 	// Mask hides secrets in command lines, output and errors; nil masks nothing.
 	Mask Masker
 	// BaseEnv replaces the default base environment when set.
 	BaseEnv []string
+	// TermGrace is the time between SIGTERM and SIGKILL once the context
+	// is done; DefaultTermGrace when zero.
+	TermGrace time.Duration
 
 	mu  sync.Mutex
 	log []Result
@@ -126,9 +136,27 @@ func DefaultEnv() []string {
 	}
 }
 
+// DefaultTermGrace is how long a cancelled command may take to exit after
+// SIGTERM before it is killed.
+const DefaultTermGrace = 10 * time.Second
+
 // Run implements Runner.
 func (r *ExecRunner) Run(ctx context.Context, cmd Command) (Result, error) {
 	c := exec.CommandContext(ctx, cmd.Name, cmd.Args...)
+	grace := r.TermGrace
+	if grace <= 0 {
+		grace = DefaultTermGrace
+	}
+	// Own process group, so cancelling reaches the children too (apt-get's
+	// methods, a shell's pipeline), and SIGTERM first: a program killed
+	// outright cannot undo what it started.
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var termSent time.Time
+	c.Cancel = func() error {
+		termSent = time.Now()
+		return syscall.Kill(-c.Process.Pid, syscall.SIGTERM)
+	}
+	c.WaitDelay = grace
 	base := r.BaseEnv
 	if base == nil {
 		base = DefaultEnv()
@@ -141,6 +169,9 @@ func (r *ExecRunner) Run(ctx context.Context, cmd Command) (Result, error) {
 	}
 	start := time.Now()
 	err := c.Run()
+	if !termSent.IsZero() {
+		reapGroup(c.Process.Pid, termSent.Add(grace))
+	}
 	res := Result{
 		Command:  r.mask(cmd.String()),
 		Stdout:   r.mask(stdout.String()),
@@ -199,4 +230,18 @@ func CommandLog(r Runner) []map[string]any {
 		out = append(out, map[string]any{"cmd": res.Command, "rc": res.ExitCode})
 	}
 	return out
+}
+
+// reapGroup waits until the process group pgid is empty or deadline has
+// passed, and then kills what is left of it: the leader of a cancelled
+// command has exited, but its children got the same SIGTERM and the same
+// grace period to finish.
+func reapGroup(pgid int, deadline time.Time) {
+	for time.Now().Before(deadline) {
+		if syscall.Kill(-pgid, 0) != nil {
+			return // nobody left
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 }

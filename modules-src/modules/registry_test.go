@@ -1,6 +1,7 @@
 package modules
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -23,6 +24,22 @@ func TestRegistry(t *testing.T) {
 	for _, m := range Shipped() {
 		if m.Name == "gopve_test" {
 			t.Errorf("the test module must not ship")
+		}
+	}
+}
+
+// TestParamsMatchSpec: every shipped module declares the struct it decodes
+// into (Module.Params), and that struct matches its spec both ways — an
+// option without a field would be validated and then ignored, a field
+// without an option could never be set (Module.Check reports both).
+func TestParamsMatchSpec(t *testing.T) {
+	for _, m := range Shipped() {
+		if m.Params == nil {
+			t.Errorf("module %s: Params is not set", m.Name)
+			continue
+		}
+		if err := m.Check(); err != nil && strings.Contains(err.Error(), "does not match the spec") {
+			t.Errorf("module %s: %v", m.Name, err)
 		}
 	}
 }

@@ -149,22 +149,39 @@ func (c Client) SimulateInstall(ctx context.Context, pkgs []string) (Plan, error
 	return ParseSimulation(res.Stdout), nil
 }
 
-// DistUpgrade upgrades everything, non-interactively, keeping local config files.
+// A dpkg transaction (DistUpgrade, Install) is never interrupted: dpkg
+// killed between unpacking and configuring leaves packages half-installed
+// (`dpkg --audit` lists them) and the next apt-get refuses to run until
+// `dpkg --configure -a`. So these run with a context that the caller's
+// deadline does not cancel; they end when apt-get ends. Callers that have a
+// deadline check it afterwards (ansible.Uninterruptible does) and fail the
+// task then, naming the step.
+
+// DistUpgrade upgrades everything, non-interactively, keeping local config
+// files. It runs to completion whatever ctx's deadline.
 func (c Client) DistUpgrade(ctx context.Context) error {
-	if _, err := c.Runner.Run(ctx, c.aptGet(append(append([]string{}, nonInteractive...), "dist-upgrade")...)); err != nil {
+	if _, err := c.Runner.Run(context.WithoutCancel(ctx), c.aptGet(append(append([]string{}, nonInteractive...), "dist-upgrade")...)); err != nil {
 		return fmt.Errorf("dist-upgrade: %w", err)
 	}
 	return nil
 }
 
-// Install installs pkgs, non-interactively.
+// Install installs pkgs, non-interactively. It runs to completion whatever
+// ctx's deadline.
 func (c Client) Install(ctx context.Context, pkgs []string) error {
 	args := append(append(append([]string{}, nonInteractive...), "install"), pkgs...)
-	if _, err := c.Runner.Run(ctx, c.aptGet(args...)); err != nil {
+	if _, err := c.Runner.Run(context.WithoutCancel(ctx), c.aptGet(args...)); err != nil {
 		return fmt.Errorf("install %s: %w", strings.Join(pkgs, ", "), err)
 	}
 	return nil
 }
+
+// ReadOnlyOpts keep APT from writing when it only reads or simulates: run
+// as root it saves its binary caches (/var/cache/apt/*.bin) whenever they
+// are stale, and `apt-get -s install` still logs its plan to
+// /var/log/apt/eipp.log.xz. Check mode passes them on every
+// apt-get/apt-cache call outside a Sandbox (whose options include them).
+var ReadOnlyOpts = []string{"-o", "Dir::Cache::pkgcache=", "-o", "Dir::Cache::srcpkgcache=", "-o", "Dir::Log::Planner=/dev/null"}
 
 // Installed returns the installed version of each package that is installed
 // (dpkg status "install ok installed"); others are absent from the map.
@@ -244,8 +261,13 @@ type Sandbox struct {
 // NewSandbox writes files (logical path → content: sources.list and
 // sources.list.d/* entries) under a new temporary directory and returns the
 // "-o" options that point APT at it.
+//
+// `apt-get update` in the sandbox runs without the node's
+// APT::Update::{Pre,Post}-Invoke* hooks (cleared by the sandbox's apt.conf,
+// passed with -c): they would refresh state outside the sandbox
+// (appstream's catalog, command-not-found, update stamps).
 func NewSandbox(files map[string][]byte) (*Sandbox, error) {
-	dir, err := os.MkdirTemp("", "gopve-apt-")
+	dir, err := os.MkdirTemp("", host.SandboxPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("create temporary APT state: %w", err)
 	}
@@ -271,16 +293,31 @@ func NewSandbox(files map[string][]byte) (*Sandbox, error) {
 			return nil, fmt.Errorf("create temporary APT state: %w", err)
 		}
 	}
+	conf := filepath.Join(dir, "apt.conf")
+	if err := os.WriteFile(conf, []byte(sandboxConf), 0o644); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("create temporary APT state: %w", err)
+	}
 	s.Opts = []string{
+		"-c", conf,
 		"-o", "Dir::Etc::sourcelist=" + filepath.Join(dir, "sources.list"),
 		"-o", "Dir::Etc::sourceparts=" + filepath.Join(dir, "sources.list.d"),
 		"-o", "Dir::State::Lists=" + filepath.Join(dir, "lists"),
 		"-o", "Dir::Cache=" + filepath.Join(dir, "cache"),
 		// the download sandbox user (_apt) cannot enter a 0700 temp dir
 		"-o", "APT::Sandbox::User=root",
+		// simulations log their plan (eipp.log.xz) outside Dir::Cache
+		"-o", "Dir::Log::Planner=/dev/null",
 	}
 	return s, nil
 }
+
+// sandboxConf clears the hooks apt-get update would run on the node.
+const sandboxConf = `// gopve check mode: no hooks of the node run for the sandbox's apt-get update
+#clear APT::Update::Pre-Invoke;
+#clear APT::Update::Post-Invoke;
+#clear APT::Update::Post-Invoke-Success;
+`
 
 // Close removes the temporary state.
 func (s *Sandbox) Close() error { return os.RemoveAll(s.Dir) }

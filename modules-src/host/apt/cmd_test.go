@@ -3,10 +3,13 @@ package apt
 import (
 	"context"
 	"errors"
+	"os"
+	"os/exec"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/gopve/proxmox/modules-src/host"
 	"github.com/gopve/proxmox/modules-src/host/hosttest"
 )
 
@@ -83,5 +86,69 @@ func TestInstalledAndPolicy(t *testing.T) {
 	}
 	if ParsePolicy("x:\n  Installed: (none)\n  Candidate: 1\n").Installed != "" {
 		t.Error("(none) not mapped to empty")
+	}
+}
+
+// ctxRunner records whether each command's context was already done when
+// it started.
+type ctxRunner struct{ cancelled []bool }
+
+func (r *ctxRunner) Run(ctx context.Context, cmd host.Command) (host.Result, error) {
+	r.cancelled = append(r.cancelled, ctx.Err() != nil)
+	return host.Result{Command: cmd.String()}, nil
+}
+
+// A dpkg transaction is never interrupted by the caller's deadline: dpkg
+// killed half-way leaves packages half-configured (`dpkg --audit`).
+func TestTransactionsIgnoreTheDeadline(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r := &ctxRunner{}
+	c := Client{Runner: r}
+	if err := c.DistUpgrade(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Install(ctx, []string{"vim"}); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(r.cancelled, []bool{false, false}) {
+		t.Errorf("transactions saw a cancelled context: %v", r.cancelled)
+	}
+}
+
+// The sandbox's apt-get update runs without the node's update hooks, and
+// the read-only runner of check mode accepts it.
+func TestSandboxClearsUpdateHooks(t *testing.T) {
+	sb, err := NewSandbox(map[string][]byte{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	conf := ""
+	for i, o := range sb.Opts {
+		if o == "-c" {
+			conf = sb.Opts[i+1]
+		}
+	}
+	b, err := os.ReadFile(conf)
+	for _, h := range []string{"APT::Update::Post-Invoke;", "APT::Update::Post-Invoke-Success;", "APT::Update::Pre-Invoke;"} {
+		if err != nil || !strings.Contains(string(b), "#clear "+h) {
+			t.Errorf("sandbox apt.conf %s does not clear %s: %q %v", conf, h, b, err)
+		}
+	}
+	if _, err := exec.LookPath("apt-config"); err == nil {
+		// APT itself must read it that way; the node's hooks come from
+		// /etc/apt/apt.conf.d, read before any option given
+		out, err := exec.Command("apt-config", append([]string{"-o", "APT::Update::Post-Invoke-Success::=touch /tmp/gopve-hook-ran"}, append(sb.Opts, "dump")...)...).Output()
+		if err != nil || strings.Contains(string(out), `Post-Invoke-Success:: "touch /tmp/gopve-hook-ran"`) {
+			t.Errorf("apt-config with the sandbox options still has the hook: %v\n%s", err, out)
+		}
+	}
+	cmd := Client{Opts: sb.Opts}.aptGet("-o", lockWait, "update")
+	if !host.ReadOnlyCommand(cmd) {
+		t.Errorf("check mode would refuse the sandbox update %s", cmd)
+	}
+	if cmd := (Client{Opts: ReadOnlyOpts}).aptGet("-s", "-q", "dist-upgrade"); !host.ReadOnlyCommand(cmd) {
+		t.Errorf("check mode would refuse %s", cmd)
 	}
 }

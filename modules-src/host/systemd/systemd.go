@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/gopve/proxmox/modules-src/host"
 )
@@ -55,4 +56,32 @@ func DisableNow(ctx context.Context, r host.Runner, unit string) error {
 		return fmt.Errorf("disable %s: %w", unit, err)
 	}
 	return nil
+}
+
+// startLayout is how systemctl prints timestamps (TZ=UTC makes the zone
+// one Go can parse).
+const startLayout = "Mon 2006-01-02 15:04:05 MST"
+
+// ActiveSince returns when the unit last entered the active state
+// (ActiveEnterTimestamp, second resolution); ok is false when the unit is
+// not active.
+func ActiveSince(ctx context.Context, r host.Runner, unit string) (since time.Time, ok bool, err error) {
+	res, err := r.Run(ctx, host.Command{Name: "systemctl", Args: []string{"show", "-p", "ActiveState,ActiveEnterTimestamp", unit}, Env: []string{"TZ=UTC"}})
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("systemctl show %s: %w", unit, err)
+	}
+	props := map[string]string{}
+	for _, l := range strings.Split(res.Stdout, "\n") {
+		if k, v, found := strings.Cut(strings.TrimSpace(l), "="); found {
+			props[k] = v
+		}
+	}
+	if props["ActiveState"] != "active" {
+		return time.Time{}, false, nil
+	}
+	since, err = time.Parse(startLayout, props["ActiveEnterTimestamp"])
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("systemctl show %s: ActiveEnterTimestamp %q: %w", unit, props["ActiveEnterTimestamp"], err)
+	}
+	return since, true, nil
 }

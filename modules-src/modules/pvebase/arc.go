@@ -56,26 +56,16 @@ func (m *base) planArc(_ context.Context, want uint64) ([]ansible.Change, error)
 	if fc := host.PlanFrom(cur, []byte(desired), 0o644); fc != nil {
 		fileChanges = true
 		ch := m.fileChange("zfs_arc:conf", fmt.Sprintf("set zfs_arc_max=%s (%s) in %s and rebuild the initramfs", val, size.Format(want), zfsConf), fc)
-		write := ch.Apply
+		// Two actions, one effect: the cap only takes effect at boot once
+		// the initramfs embeds the file. If the rebuild fails, the file is
+		// put back (host.WriteThenAct), else the next run would see no
+		// change and never rebuild.
 		ch.Apply = func(ctx context.Context) error {
-			if err := write(ctx); err != nil {
+			_, err := m.env.Root.WriteThenAct(ctx, fc, m.env.Now(), func(ctx context.Context) error {
+				_, err := m.env.Runner.Run(ctx, host.Command{Name: "update-initramfs", Args: []string{"-u", "-k", "all"}})
 				return err
-			}
-			_, err := m.env.Runner.Run(ctx, host.Command{Name: "update-initramfs", Args: []string{"-u", "-k", "all"}})
-			if err == nil {
-				return nil
-			}
-			// Put the old file back: left in place, the next run would see
-			// no change and never rebuild the initramfs.
-			undo := host.PlanFrom(host.FileState{Path: zfsConf, Exists: true, Content: []byte(desired), Mode: 0o644, UID: -1, GID: -1}, cur.Content, cur.Mode)
-			if cur.Exists && undo != nil {
-				if _, uerr := m.env.Root.ApplyFile(undo, m.env.Now()); uerr != nil {
-					return fmt.Errorf("%w; restoring the previous %s also failed: %v", err, zfsConf, uerr)
-				}
-			} else if !cur.Exists {
-				_ = os.Remove(m.env.Root.Path(zfsConf))
-			}
-			return fmt.Errorf("%w (%s restored, so the next run retries)", err, zfsConf)
+			})
+			return fileApplyError(err)
 		}
 		changes = append(changes, ch)
 	}
@@ -91,7 +81,7 @@ func (m *base) planArc(_ context.Context, want uint64) ([]ansible.Change, error)
 			Diff:    &ansible.Diff{Before: strconv.FormatUint(live, 10) + "\n", After: val + "\n", BeforeHeader: arcSysfs, AfterHeader: arcSysfs},
 			Apply: func(context.Context) error {
 				// sysfs parameters are written in place, never renamed over
-				return os.WriteFile(m.env.Root.Path(arcSysfs), []byte(val+"\n"), 0o644)
+				return m.env.Root.WriteInPlace(arcSysfs, []byte(val+"\n"))
 			},
 			Verify: func(context.Context) error {
 				got, _, err := m.readLiveArc()

@@ -41,6 +41,16 @@ type Env struct {
 	Now    func() time.Time
 }
 
+// readOnly is the environment of check mode: a root that refuses writes
+// and a runner that runs only read-only commands, both failing the task as
+// a bug on any attempt (host.WriteAttempt). Check mode is write-free by
+// construction, not because every stage remembers to be careful.
+func (e Env) readOnly() Env {
+	e.Root = e.Root.ReadOnly()
+	e.Runner = host.ReadOnly(e.Runner)
+	return e
+}
+
 // Module is pve_base as it runs on a node.
 func Module() ansible.Module {
 	return New(func(*ansible.Run) Env {
@@ -75,6 +85,9 @@ func New(env func(*ansible.Run) Env) ansible.Module {
 			e := env(r)
 			if e.Now == nil {
 				e.Now = time.Now
+			}
+			if r.CheckMode() {
+				e = e.readOnly()
 			}
 			return run(r, e)
 		},

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io/fs"
 	"regexp"
+	"time"
 
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/host"
 	"github.com/gopve/proxmox/modules-src/host/apt"
+	"github.com/gopve/proxmox/modules-src/host/systemd"
 )
 
 const (
@@ -118,8 +120,9 @@ func (m *base) planPatch(ctx context.Context, w *ansible.World, hookInPlace bool
 	if !nag.Match(cur.Content) {
 		if !bytes.Contains(cur.Content, []byte(patchedMark)) {
 			m.r.Warn(proxmoxlib + " does not contain the expected subscription check (changed upstream?); nothing patched")
+			return nil, nil
 		}
-		return nil, nil
+		return m.planPendingRestart(ctx, cur)
 	}
 	desired := nag.ReplaceAll(cur.Content, []byte(patchedMark))
 	fc := host.PlanFrom(cur, desired, 0)
@@ -127,25 +130,77 @@ func (m *base) planPatch(ctx context.Context, w *ansible.World, hookInPlace bool
 	ch := m.fileChange("notice:patch", noticeSummary, fc)
 	// The JavaScript diff is a 500 kB file; show only the lines that change.
 	ch.Diff = &ansible.Diff{Before: nagLines(cur.Content), After: nagLines(desired), BeforeHeader: proxmoxlib, AfterHeader: proxmoxlib}
-	write := ch.Apply
+	// Two actions, one effect: the patch only shows once pveproxy has
+	// restarted. If the restart fails, the file is put back, so the next
+	// run patches and restarts again (host.WriteThenAct).
 	ch.Apply = func(ctx context.Context) error {
-		if err := write(ctx); err != nil {
-			return err
-		}
-		_, err := m.env.Runner.Run(ctx, host.Command{Name: "systemctl", Args: []string{"restart", "pveproxy.service"}})
-		return err
+		_, err := m.env.Root.WriteThenAct(ctx, fc, m.env.Now(), m.restartProxy)
+		return fileApplyError(err)
 	}
-	check := ch.Verify
 	ch.Verify = func(ctx context.Context) error {
-		if err := check(ctx); err != nil {
+		if err := m.env.Root.VerifyFile(fc); err != nil {
 			return err
 		}
-		if _, err := m.env.Runner.Run(ctx, host.Command{Name: "systemctl", Args: []string{"is-active", "pveproxy.service"}}); err != nil {
-			return fmt.Errorf("pveproxy is not active after the restart: %w", err)
-		}
-		return nil
+		return m.verifyProxyRestarted(ctx)
 	}
 	return []ansible.Change{ch}, nil
+}
+
+const proxyUnit = "pveproxy.service"
+
+func (m *base) restartProxy(ctx context.Context) error {
+	_, err := m.env.Runner.Run(ctx, host.Command{Name: "systemctl", Args: []string{"restart", proxyUnit}})
+	return err
+}
+
+// restartPending tells whether pveproxy has not been (re)started since
+// proxmoxlib.js was last written: then it still serves the old file. The
+// timestamp systemd prints has second resolution, so the file's time is
+// compared at that resolution too.
+func (m *base) restartPending(ctx context.Context, lib host.FileState) (pending bool, why string, err error) {
+	since, active, err := systemd.ActiveSince(ctx, m.env.Runner, proxyUnit)
+	if err != nil {
+		return false, "", err
+	}
+	if !active {
+		return true, proxyUnit + " is not running", nil
+	}
+	if since.Before(lib.ModTime.Truncate(time.Second)) {
+		return true, fmt.Sprintf("%s was patched at %s, after %s started (%s)", proxmoxlib, lib.ModTime.UTC().Format(time.RFC3339), proxyUnit, since.UTC().Format(time.RFC3339)), nil
+	}
+	return false, "", nil
+}
+
+// planPendingRestart finds the second half of an earlier patch that never
+// happened (the restart failed and the undo did too, or the run was killed
+// between the two): the file is patched, pveproxy older than it.
+func (m *base) planPendingRestart(ctx context.Context, lib host.FileState) ([]ansible.Change, error) {
+	pending, why, err := m.restartPending(ctx, lib)
+	if err != nil || !pending {
+		return nil, err
+	}
+	return []ansible.Change{{
+		ID:      "notice:restart",
+		Summary: "restart " + proxyUnit + " (" + why + ")",
+		Apply:   m.restartProxy,
+		Verify:  m.verifyProxyRestarted,
+	}}, nil
+}
+
+// verifyProxyRestarted reads back that pveproxy runs the patched file: it
+// is active and started no earlier than the file was written.
+func (m *base) verifyProxyRestarted(ctx context.Context) error {
+	lib, err := m.env.Root.ReadFile(proxmoxlib)
+	if err != nil {
+		return err
+	}
+	if pending, why, err := m.restartPending(ctx, lib); err != nil || pending {
+		if err == nil {
+			err = fmt.Errorf("pveproxy does not serve the patched file: %s", why)
+		}
+		return err
+	}
+	return nil
 }
 
 // nagLines returns the lines around the subscription check, for the diff.

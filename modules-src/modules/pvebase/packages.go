@@ -21,6 +21,10 @@ func (m *base) prepareAPT(ctx context.Context) error {
 		return nil
 	}
 	m.client = apt.Client{Runner: m.env.Runner}
+	if m.r.CheckMode() {
+		// outside the sandbox, APT must not even refresh its binary caches
+		m.client.Opts = apt.ReadOnlyOpts
+	}
 	refresh := m.changed || m.p.UpdateCache
 	if !refresh {
 		return nil
@@ -101,7 +105,12 @@ func (m *base) planInstall(ctx context.Context, _ *ansible.World) ([]ansible.Cha
 		ID:      "packages:install",
 		Summary: "install " + pkgList(plan.Install),
 		Diff:    versionsDiff("packages", plan.Install),
-		Apply:   func(ctx context.Context) error { return apt.Client{Runner: m.env.Runner}.Install(ctx, missing) },
+		// a dpkg transaction runs to completion whatever the deadline
+		Apply: func(ctx context.Context) error {
+			return ansible.Uninterruptible(ctx, "the apt-get install transaction", func(ctx context.Context) error {
+				return apt.Client{Runner: m.env.Runner}.Install(ctx, missing)
+			})
+		},
 		Verify: func(ctx context.Context) error {
 			have, err := apt.Installed(ctx, m.env.Runner, missing)
 			if err != nil {
@@ -186,8 +195,11 @@ func (m *base) planUpgrade(ctx context.Context, w *ansible.World) ([]ansible.Cha
 		ID:      "packages:upgrade",
 		Summary: summary,
 		Diff:    versionsDiff("packages", plan.Install),
+		// a dpkg transaction runs to completion whatever the deadline
 		Apply: func(ctx context.Context) error {
-			return apt.Client{Runner: m.env.Runner}.DistUpgrade(ctx)
+			return ansible.Uninterruptible(ctx, "the apt-get dist-upgrade transaction", func(ctx context.Context) error {
+				return apt.Client{Runner: m.env.Runner}.DistUpgrade(ctx)
+			})
 		},
 		Verify: func(ctx context.Context) error {
 			left, err := apt.Client{Runner: m.env.Runner}.SimulateDistUpgrade(ctx)

@@ -2,6 +2,7 @@ package pvebase
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"sort"
@@ -194,10 +195,21 @@ func (m *base) fileChange(id, summary string, fc *host.FileChange) ansible.Chang
 		Diff:    &ansible.Diff{Before: d.Before, After: d.After, BeforeHeader: d.BeforeHeader, AfterHeader: d.AfterHeader},
 		Apply: func(context.Context) error {
 			_, err := m.env.Root.ApplyFile(fc, m.env.Now())
-			return err
+			return fileApplyError(err)
 		},
 		Verify: func(context.Context) error { return m.env.Root.VerifyFile(fc) },
 	}
+}
+
+// fileApplyError tells the driver when a failed file write changed
+// nothing: the compare-and-swap found the file edited since it was read
+// and left it alone.
+func fileApplyError(err error) error {
+	var conflict *host.ConflictError
+	if errors.As(err, &conflict) {
+		return ansible.NothingChanged(err)
+	}
+	return err
 }
 
 type match struct {

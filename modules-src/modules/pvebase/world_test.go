@@ -34,6 +34,13 @@ type world struct {
 	restarts  int
 	initramfs int
 	initFail  bool
+	// pveproxy: when it last started (an hour before the test, like a
+	// node booted earlier), and whether its restarts fail
+	proxyStart   time.Time
+	proxyDown    bool
+	restartFails bool
+	// afterUpgrade runs at the end of every real dist-upgrade
+	afterUpgrade func()
 }
 
 const nagJS = `Ext.define('Proxmox.Utils', {
@@ -100,7 +107,23 @@ func newWorld(t *testing.T, pve int) *world {
 	write(t, r, proxmoxlib, nagJS, 0o644)
 	w.fake.OnFunc("apt-get *", w.aptGet)
 	w.fake.OnFunc("dpkg-query *", w.dpkgQuery)
-	w.fake.OnFunc("systemctl restart pveproxy.service", func(host.Command) hosttest.Reply { w.restarts++; return hosttest.Reply{} })
+	w.proxyStart = time.Now().Add(-time.Hour)
+	w.fake.OnFunc("systemctl restart pveproxy.service", func(host.Command) hosttest.Reply {
+		if w.restartFails {
+			w.proxyDown = true
+			return hosttest.Reply{Exit: 1, Stderr: "Job for pveproxy.service failed because the control process exited with error code."}
+		}
+		w.restarts++
+		w.proxyStart, w.proxyDown = time.Now(), false
+		return hosttest.Reply{}
+	})
+	w.fake.OnFunc("systemctl show -p ActiveState,ActiveEnterTimestamp pveproxy.service", func(cmd host.Command) hosttest.Reply {
+		if w.proxyDown {
+			return hosttest.Reply{Stdout: "ActiveState=failed\nActiveEnterTimestamp=\n"}
+		}
+		// systemd's format, second resolution, in the zone TZ names
+		return hosttest.Reply{Stdout: "ActiveState=active\nActiveEnterTimestamp=" + w.proxyStart.UTC().Format("Mon 2006-01-02 15:04:05") + " UTC\n"}
+	})
 	w.fake.On("systemctl is-active pveproxy.service", hosttest.Reply{Stdout: "active\n"})
 	w.fake.OnFunc("update-initramfs -u -k all", func(host.Command) hosttest.Reply {
 		if w.initFail {
@@ -126,6 +149,10 @@ func (w *world) aptGet(cmd host.Command) hosttest.Reply {
 			case "Dir::State::Lists":
 				lists = v
 			}
+			i++
+			continue
+		}
+		if a == "-c" { // the sandbox's apt.conf
 			i++
 			continue
 		}
@@ -206,6 +233,9 @@ func (w *world) aptGet(cmd host.Command) hosttest.Reply {
 					write(w.t, w.root, proxmoxlib, nagJS, 0o644) // B3: the upgrade brings the notice back
 				}
 			}
+		}
+		if w.afterUpgrade != nil {
+			w.afterUpgrade()
 		}
 		return hosttest.Reply{}
 	case len(rest) >= 2 && contains(rest, "install"):

@@ -62,7 +62,16 @@ func New(env func(*ansible.Run) Env) ansible.Module {
 		Spec:         spec(),
 		Timeout:      30 * time.Minute,
 		Params:       params{},
-		Run:          func(r *ansible.Run) error { return run(r, env(r)) },
+		Run: func(r *ansible.Run) error {
+			e := env(r)
+			if r.CheckMode() {
+				// write-free by construction: a write attempt fails the
+				// task as a bug (host.WriteAttempt)
+				e.Root = e.Root.ReadOnly()
+				e.Runner = host.ReadOnly(e.Runner)
+			}
+			return run(r, e)
+		},
 	}
 }
 

@@ -1,0 +1,213 @@
+package host
+
+import (
+	"context"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// ReadOnly wraps a Runner for check mode: only commands on the read-only
+// allow-list (ReadOnlyCommand) run; any other command is not run at all and
+// panics with a *WriteAttempt, because a module that tries to change the
+// node in check mode is a bug, which the runtime reports as such. The
+// wrapper keeps the inner runner's log (Logger).
+func ReadOnly(inner Runner) Runner {
+	if ro, ok := inner.(readOnlyRunner); ok {
+		return ro
+	}
+	return readOnlyRunner{inner: inner}
+}
+
+type readOnlyRunner struct{ inner Runner }
+
+func (r readOnlyRunner) Run(ctx context.Context, cmd Command) (Result, error) {
+	if !ReadOnlyCommand(cmd) {
+		panic(&WriteAttempt{What: "run `" + cmd.String() + "`, which is not a read-only command"})
+	}
+	return r.inner.Run(ctx, cmd)
+}
+
+func (r readOnlyRunner) Log() []Result {
+	if l, ok := r.inner.(Logger); ok {
+		return l.Log()
+	}
+	return nil
+}
+
+// readOnlyVerbs lists, per program, the subcommands that only read.
+var readOnlyVerbs = map[string][]string{
+	"systemctl": {"is-enabled", "is-active", "is-failed", "show", "status", "cat", "list-units", "list-unit-files", "list-timers", "list-dependencies"},
+	"zpool":     {"list", "status", "get", "iostat", "version", "history"},
+	"zfs":       {"list", "get", "version"},
+	"pvecm":     {"status", "nodes"},
+	"pvesm":     {"status", "list", "path"},
+	"pvesh":     {"get", "ls"},
+	"apt-mark":  {"showhold", "showmanual", "showauto", "showinstall", "showremove", "showpurge"},
+	"apt-cache": {"policy", "show", "showpkg", "showsrc", "madison", "depends", "rdepends", "pkgnames", "search", "stats"},
+}
+
+// readOnlyPrograms only ever read (or only read with the arguments modules
+// give them).
+var readOnlyPrograms = []string{
+	"dpkg-query", "uname", "pveversion", "hostname", "id", "stat", "cat", "test", "ls", "readlink",
+	"getent", "uptime", "cksum", "sha256sum", "nproc", "lsblk", "findmnt", "ssh-keyscan", "true",
+}
+
+// dpkgReadOnly are the dpkg actions that only read its database.
+var dpkgReadOnly = []string{"--audit", "-C", "--print-architecture", "--print-foreign-architectures", "-l", "--list",
+	"-L", "--listfiles", "-s", "--status", "-S", "--search", "--compare-versions", "--get-selections", "--verify", "-V"}
+
+// ReadOnlyCommand reports whether cmd is on the allow-list of commands that
+// do not change the node, which is all check mode may run. The list is per
+// program, by subcommand or by the options that make it read-only:
+//
+//   - apt-get only simulates (-s) or runs `update` in a Sandbox, and like
+//     apt-cache it must not write APT's binary caches nor (apt-get) its
+//     planner log (the Sandbox's options or apt.ReadOnlyOpts);
+//   - systemctl is-enabled/is-active/show/status…; zpool and zfs list/get/
+//     status; dpkg --audit/-l/-s…; apt-mark show*; pvesh get; blkid -p;
+//     wipefs without -a; ssh-keygen -F/-l.
+func ReadOnlyCommand(cmd Command) bool {
+	prog := path.Base(cmd.Name)
+	args := cmd.Args
+	switch prog {
+	case "apt-get":
+		return aptGetReadOnly(args)
+	case "apt-cache":
+		return aptNoCacheWrite(args) && verbIn(aptVerb(args), readOnlyVerbs[prog])
+	case "dpkg":
+		return slices.ContainsFunc(args, func(a string) bool { return slices.Contains(dpkgReadOnly, a) })
+	case "blkid":
+		// -p probes the device directly; without it blkid may update its
+		// cache file (/run/blkid/blkid.tab).
+		return slices.Contains(args, "-p") || hasPair(args, "-c", "/dev/null")
+	case "wipefs":
+		// lists signatures unless told to erase them (-a, -o)
+		if slices.Contains(args, "-n") || slices.Contains(args, "--no-act") {
+			return true
+		}
+		return !slices.ContainsFunc(args, func(a string) bool {
+			if strings.HasPrefix(a, "--") {
+				return a == "--all" || strings.HasPrefix(a, "--offset")
+			}
+			return strings.HasPrefix(a, "-") && strings.ContainsAny(a[1:], "ao")
+		})
+	case "ssh-keygen":
+		return slices.Contains(args, "-F") || slices.Contains(args, "-l") || slices.Contains(args, "-y")
+	}
+	if slices.Contains(readOnlyPrograms, prog) {
+		return true
+	}
+	if verbs, ok := readOnlyVerbs[prog]; ok {
+		return verbIn(firstArg(args), verbs)
+	}
+	return false
+}
+
+func verbIn(v string, verbs []string) bool { return v != "" && slices.Contains(verbs, v) }
+
+// firstArg is the first argument that is not an option.
+func firstArg(args []string) string {
+	for _, a := range args {
+		if !strings.HasPrefix(a, "-") {
+			return a
+		}
+	}
+	return ""
+}
+
+// aptVerb is the first argument of an apt command that is neither an
+// option nor an option's value (-o X, -c X, -t X).
+func aptVerb(args []string) string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-o" || a == "-c" || a == "-t" || a == "--option" || a == "--config-file" || a == "--target-release":
+			i++
+		case strings.HasPrefix(a, "-"):
+		default:
+			return a
+		}
+	}
+	return ""
+}
+
+// aptOpt returns the value of "-o Key=value" (the last one wins, as in APT).
+func aptOpt(args []string, key string) (string, bool) {
+	val, found := "", false
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] != "-o" && args[i] != "--option" {
+			continue
+		}
+		k, v, ok := strings.Cut(args[i+1], "=")
+		if ok && strings.EqualFold(k, key) {
+			val, found = v, true
+		}
+	}
+	return val, found
+}
+
+func hasPair(args []string, k, v string) bool {
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == k && args[i+1] == v {
+			return true
+		}
+	}
+	return false
+}
+
+// inSandbox tells whether p lies in a Sandbox directory.
+func inSandbox(p string) bool {
+	prefix := filepath.Join(os.TempDir(), SandboxPrefix)
+	return strings.HasPrefix(filepath.Clean(p), prefix)
+}
+
+// aptNoCacheWrite: APT run as root saves its binary caches
+// (/var/cache/apt/*.bin) whenever they are stale, even to simulate; it may
+// only do so in a sandbox, or not at all.
+func aptNoCacheWrite(args []string) bool {
+	if c, ok := aptOpt(args, "Dir::Cache"); ok && inSandbox(c) {
+		return true
+	}
+	pkg, ok1 := aptOpt(args, "Dir::Cache::pkgcache")
+	src, ok2 := aptOpt(args, "Dir::Cache::srcpkgcache")
+	return ok1 && ok2 && pkg == "" && src == ""
+}
+
+// aptGetNoWrite adds apt-get's planner log (/var/log/apt/eipp.log.xz),
+// written even by `apt-get -s install`.
+func aptGetNoWrite(args []string) bool {
+	planner, ok := aptOpt(args, "Dir::Log::Planner")
+	return aptNoCacheWrite(args) && ok && planner == "/dev/null"
+}
+
+func aptGetReadOnly(args []string) bool {
+	if !aptGetNoWrite(args) {
+		return false
+	}
+	simulate := slices.ContainsFunc(args, func(a string) bool {
+		return a == "-s" || a == "--simulate" || a == "--just-print" || a == "--dry-run" || a == "--recon" || a == "--no-act"
+	})
+	verb := aptVerb(args)
+	switch {
+	case verb == "update":
+		// only into a sandbox, with the node's update hooks cleared
+		lists, ok := aptOpt(args, "Dir::State::Lists")
+		conf := ""
+		for i := 0; i+1 < len(args); i++ {
+			if args[i] == "-c" || args[i] == "--config-file" {
+				conf = args[i+1]
+			}
+		}
+		return ok && inSandbox(lists) && conf != "" && inSandbox(conf)
+	case simulate:
+		return verb == "install" || verb == "dist-upgrade" || verb == "upgrade" || verb == "full-upgrade" || verb == "remove" || verb == "purge" || verb == "autoremove"
+	}
+	return false
+}
+
+// SandboxPrefix starts the name of every Sandbox directory (in os.TempDir).
+const SandboxPrefix = "gopve-apt-"

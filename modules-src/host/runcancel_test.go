@@ -1,0 +1,135 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// At the deadline the whole process group gets SIGTERM, and a program that
+// handles it finishes its cleanup: nothing is SIGKILLed while it does.
+func TestCancelSendsSIGTERMToTheGroup(t *testing.T) {
+	dir := t.TempDir()
+	script := `trap 'sleep 0.3; echo cleaned > ` + dir + `/parent; exit 143' TERM
+sh -c "trap 'echo cleaned > ` + dir + `/child; exit 143' TERM; while :; do sleep 0.05; done" &
+while :; do sleep 0.05; done`
+	r := &ExecRunner{TermGrace: 5 * time.Second}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := r.Run(ctx, Command{Name: "sh", Args: []string{"-c", script}})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v", err)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("took %s: the cancelled command was not stopped by SIGTERM", took)
+	}
+	for _, who := range []string{"parent", "child"} {
+		if b, err := os.ReadFile(filepath.Join(dir, who)); err != nil || strings.TrimSpace(string(b)) != "cleaned" {
+			t.Errorf("%s did not get SIGTERM and finish its cleanup: %q %v", who, b, err)
+		}
+	}
+}
+
+// A program that ignores SIGTERM is killed after the grace period, with its
+// children.
+func TestCancelKillsAfterGrace(t *testing.T) {
+	dir := t.TempDir()
+	script := `trap '' TERM
+sh -c "trap '' TERM; while :; do date +%s%N > ` + dir + `/alive; sleep 0.05; done" &
+while :; do sleep 0.05; done`
+	r := &ExecRunner{TermGrace: 300 * time.Millisecond}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	r.Run(ctx, Command{Name: "sh", Args: []string{"-c", script}})
+	if took := time.Since(start); took < 450*time.Millisecond || took > 3*time.Second {
+		t.Errorf("took %s, want the deadline plus the grace period", took)
+	}
+	before, _ := os.ReadFile(filepath.Join(dir, "alive"))
+	time.Sleep(300 * time.Millisecond)
+	after, _ := os.ReadFile(filepath.Join(dir, "alive"))
+	if string(before) != string(after) {
+		t.Error("the child survived the kill")
+	}
+}
+
+// Check mode's runner: only commands on the read-only allow-list run; any
+// other is a bug that panics before it runs.
+func TestReadOnlyRunner(t *testing.T) {
+	sandbox := filepath.Join(os.TempDir(), SandboxPrefix+"123")
+	noCache := []string{"-o", "Dir::Cache::pkgcache=", "-o", "Dir::Cache::srcpkgcache=", "-o", "Dir::Log::Planner=/dev/null"}
+	sb := []string{"-c", sandbox + "/apt.conf", "-o", "Dir::State::Lists=" + sandbox + "/lists", "-o", "Dir::Cache=" + sandbox + "/cache", "-o", "Dir::Log::Planner=/dev/null"}
+	cases := []struct {
+		cmd  Command
+		read bool
+	}{
+		{Command{Name: "apt-get", Args: append(append([]string{}, noCache...), "-s", "-q", "dist-upgrade")}, true},
+		{Command{Name: "apt-get", Args: []string{"-s", "-q", "dist-upgrade"}}, false},                                     // would save /var/cache/apt/*.bin
+		{Command{Name: "apt-get", Args: append(append([]string{}, noCache[:4]...), "-s", "-q", "install", "vim")}, false}, // would log its plan to eipp.log.xz
+		{Command{Name: "apt-get", Args: append(append([]string{}, sb...), "-o", "DPkg::Lock::Timeout=300", "update")}, true},
+		{Command{Name: "apt-get", Args: append(append([]string{}, sb[2:]...), "update")}, false}, // node's update hooks would run
+		{Command{Name: "apt-get", Args: append(append([]string{}, sb...), "-s", "install", "vim")}, true},
+		{Command{Name: "apt-get", Args: append(append([]string{}, noCache...), "update")}, false},
+		{Command{Name: "apt-get", Args: append(append([]string{}, noCache...), "-y", "install", "vim")}, false},
+		{Command{Name: "apt-get", Args: append(append([]string{}, noCache...), "-y", "dist-upgrade")}, false},
+		{Command{Name: "apt-cache", Args: append(append([]string{}, noCache...), "policy", "pve-manager")}, true},
+		{Command{Name: "apt-cache", Args: []string{"policy", "pve-manager"}}, false},
+		{Command{Name: "apt-mark", Args: []string{"showhold"}}, true},
+		{Command{Name: "apt-mark", Args: []string{"hold", "pve-manager"}}, false},
+		{Command{Name: "dpkg-query", Args: []string{"-W", "vim"}}, true},
+		{Command{Name: "dpkg", Args: []string{"--audit"}}, true},
+		{Command{Name: "dpkg", Args: []string{"--configure", "-a"}}, false},
+		{Command{Name: "systemctl", Args: []string{"is-active", "pveproxy.service"}}, true},
+		{Command{Name: "systemctl", Args: []string{"show", "-p", "ActiveState", "pveproxy.service"}}, true},
+		{Command{Name: "systemctl", Args: []string{"restart", "pveproxy.service"}}, false},
+		{Command{Name: "systemctl", Args: []string{"enable", "--now", "zfs-scrub-monthly@tank.timer"}}, false},
+		{Command{Name: "zpool", Args: []string{"list", "-H", "-o", "name"}}, true},
+		{Command{Name: "zpool", Args: []string{"create", "tank", "/dev/sdb"}}, false},
+		{Command{Name: "/usr/sbin/zfs", Args: []string{"get", "-H", "-p", "all", "tank"}}, true},
+		{Command{Name: "zfs", Args: []string{"set", "atime=off", "tank"}}, false},
+		{Command{Name: "blkid", Args: []string{"-p", "/dev/sdb"}}, true},
+		{Command{Name: "blkid", Args: []string{"/dev/sdb"}}, false}, // updates blkid's cache file
+		{Command{Name: "wipefs", Args: []string{"/dev/sdb"}}, true},
+		{Command{Name: "wipefs", Args: []string{"-a", "/dev/sdb"}}, false},
+		{Command{Name: "wipefs", Args: []string{"-fa", "/dev/sdb"}}, false},
+		{Command{Name: "update-initramfs", Args: []string{"-u", "-k", "all"}}, false},
+		{Command{Name: "pvesh", Args: []string{"get", "/cluster/status"}}, true},
+		{Command{Name: "pvesh", Args: []string{"create", "/cluster/config"}}, false},
+		{Command{Name: "rm", Args: []string{"-rf", "/"}}, false},
+	}
+	inner := &ExecRunner{}
+	for _, c := range cases {
+		if got := ReadOnlyCommand(c.cmd); got != c.read {
+			t.Errorf("ReadOnlyCommand(%s) = %v, want %v", c.cmd, got, c.read)
+		}
+		if c.read {
+			continue
+		}
+		func() {
+			defer func() {
+				p := recover()
+				var wa *WriteAttempt
+				if err, ok := p.(error); !ok || !errors.As(err, &wa) || !strings.Contains(err.Error(), c.cmd.String()) {
+					t.Errorf("ReadOnly(...).Run(%s): recovered %v, want a *WriteAttempt naming the command", c.cmd, p)
+				}
+			}()
+			ReadOnly(inner).Run(context.Background(), c.cmd)
+		}()
+	}
+	if len(inner.Log()) != 0 {
+		t.Errorf("refused commands ran: %v", inner.Log())
+	}
+	// allowed commands do run, and the log stays visible through the wrapper
+	ro := ReadOnly(inner)
+	if _, err := ro.Run(context.Background(), Command{Name: "true"}); err != nil {
+		t.Fatal(err)
+	}
+	if l := CommandLog(ro); len(l) != 1 || l[0]["cmd"] != "true" {
+		t.Errorf("CommandLog through ReadOnly = %v", l)
+	}
+}
