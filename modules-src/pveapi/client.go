@@ -25,6 +25,8 @@ type Client struct {
 	target string
 	local  bool
 
+	taskPoll time.Duration
+
 	calls atomic.Int64
 
 	versionOnce sync.Once
@@ -54,13 +56,18 @@ type Options struct {
 	// LocalAllowed reports whether local mode is possible; default: running
 	// as root with pvesh in PATH.
 	LocalAllowed func() bool
+	// TaskPoll overrides DefaultTaskPoll (tests).
+	TaskPoll time.Duration
 }
 
 // Connect builds a client from the connection options. With a password it
 // logs in at once (so the first real request does not pay pveproxy's 3 s
 // delay on a 401); with a token nothing is sent yet.
 func Connect(ctx context.Context, conn Connection, o Options) (*Client, error) {
-	c := &Client{retry: DefaultRetry, logf: o.Log}
+	c := &Client{retry: DefaultRetry, logf: o.Log, taskPoll: DefaultTaskPoll}
+	if o.TaskPoll > 0 {
+		c.taskPoll = o.TaskPoll
+	}
 	if o.Retry != nil {
 		c.retry = *o.Retry
 	}

@@ -92,6 +92,8 @@ var (
 // parsePveshError reads pvesh's stderr: "400 Parameter verification
 // failed." followed by "param: message" lines, or a plain die message
 // ("storage 'x' does not exist"), which the classifier reads by text.
+// Reconstruction: this is the lab stand-in's format, modelled on what real
+// pvesh prints (PVE::CLIHandler); not checked against a real node.
 func parsePveshError(stderr string) (int, string, map[string]string) {
 	lines := strings.Split(strings.TrimSpace(stderr), "\n")
 	first := strings.TrimSpace(lines[0])

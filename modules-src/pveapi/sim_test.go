@@ -159,12 +159,14 @@ func TestSimFaults(t *testing.T) {
 // Tasks in the simulator: cluster create (root ticket) ends OK; with a
 // task-fail fault it ends in a TaskError carrying the log.
 func TestSimWaitTask(t *testing.T) {
-	pveapi.TaskPoll = 20 * time.Millisecond
 	for _, fail := range []bool{false, true} {
 		s := pveapitest.Start(t, 9, 1)
 		conn := pveapitest.TokenConn(t, s, "pve01")
 		conn.TokenID, conn.TokenSecret, conn.User, conn.Password = "", "", "root@pam", s.RootPassword()
-		c := connect(t, conn)
+		c, err := pveapi.Connect(context.Background(), conn, pveapi.Options{Retry: &pveapitest.FastRetry, TaskPoll: 20 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
 		if fail {
 			s.Faults().Add(pvesim.Fault{Method: "POST", Path: "/cluster/config", Kind: pvesim.FaultTaskFail, ExitStatus: "corosync-keygen failed"})
 		}

@@ -47,10 +47,11 @@ func (e *TaskError) Error() string {
 	return msg
 }
 
-// TaskPoll is how often WaitTask asks; LogTail how many log lines a failure carries.
-var (
-	TaskPoll = time.Second
-	LogTail  = 20
+// DefaultTaskPoll is how often WaitTask asks (Options.TaskPoll overrides
+// it); LogTail is how many log lines a failure carries.
+const (
+	DefaultTaskPoll = time.Second
+	LogTail         = 20
 )
 
 var warningsRe = regexp.MustCompile(`^WARNINGS: \d+$`)
@@ -96,7 +97,7 @@ func (c *Client) WaitTask(ctx context.Context, upid string) (*TaskResult, error)
 				return nil, fmt.Errorf("waiting for task %s on %s: %w (last error: %v)", u.Type, u.Node, ctx.Err(), lastErr)
 			}
 			return nil, fmt.Errorf("waiting for task %s on %s: %w", u.Type, u.Node, ctx.Err())
-		case <-time.After(TaskPoll):
+		case <-time.After(c.taskPoll):
 		}
 	}
 }

@@ -13,7 +13,6 @@ import (
 // K3: the task is polled at the node written in the UPID, and only
 // stopped+OK (or WARNINGS: N) is success.
 func TestWaitTask(t *testing.T) {
-	TaskPoll = 5 * time.Millisecond
 	const (
 		ok    = "UPID:pve02:0000ABCD:00112233:65A0B1C2:qmclone:100:root@pam!ci:"
 		warn  = "UPID:pve02:0000ABCD:00112233:65A0B1C3:vzdump:100:root@pam!ci:"
@@ -63,7 +62,10 @@ func TestWaitTask(t *testing.T) {
 		}
 		return true
 	})
-	c := connect(t, f.conn(t))
+	c, err := Connect(context.Background(), f.conn(t), Options{Retry: &fastRetry, TaskPoll: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
 	if res, err := c.WaitTask(ctx, ok); err != nil || res.ExitStatus != "OK" {
 		t.Errorf("ok task: %+v %v", res, err)

@@ -8,6 +8,7 @@ package pvestorage
 // nothing.
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -97,5 +98,45 @@ func testPlaybook(t *testing.T, pve int) {
 	}
 	if w := l.writes(); len(w) != 0 || len(l.sim.Requests()) > 4 {
 		t.Errorf("second run: %d requests (two GETs per task at most), writes %+v", len(l.sim.Requests()), w)
+	}
+
+	// module_defaults for group/gopve.proxmox.api points the module at pve02's
+	// API, once on the node and once delegated to the controller.
+	info, _ := l.sim.Node("pve02")
+	creds := lab.Credentials()
+	apiVars := filepath.Join(t.TempDir(), "api.yml")
+	os.WriteFile(apiVars, []byte(fmt.Sprintf("api_token_id: %q\napi_token_secret: %q\napi_fp: %q\napi_addr: %q\n",
+		creds.TokenID, creds.TokenSecret, info.Fingerprint, info.Addr)), 0o600)
+	defaultsPB := filepath.Join(t.TempDir(), "defaults.yml")
+	os.WriteFile(defaultsPB, []byte(`- hosts: pve
+  gather_facts: false
+  module_defaults:
+    group/gopve.proxmox.api:
+      api_host: "{{ api_addr }}"
+      api_token_id: "{{ api_token_id }}"
+      api_token_secret: "{{ api_token_secret }}"
+      api_fingerprint: "{{ api_fp }}"
+  tasks:
+    - name: On the node, through pve02's API
+      gopve.proxmox.pve_storage: {storage: nvme-vm, type: zfspool, pool: nvme-vm, sparse: true}
+      run_once: true
+    - name: Delegated to the controller
+      gopve.proxmox.pve_storage: {storage: nvme-vm, type: zfspool, content: [images, rootdir]}
+      run_once: true
+      delegate_to: localhost
+`), 0o644)
+	l.sim.ResetRequests()
+	out, err = labtest.Playbook(t, lab, coll, apiVars, defaultsPB)
+	if err != nil {
+		t.Fatalf("module_defaults play: %v\n%s", err, out)
+	}
+	reqs := l.sim.Requests()
+	for _, r := range reqs {
+		if r.Node != "pve02" || r.Method != "GET" {
+			t.Errorf("module_defaults: want GETs at pve02 only, got %s %s at %s", r.Method, r.Path, r.Node)
+		}
+	}
+	if len(reqs) != 4 || labtest.RecapChanged(t, out, "pve01") != 0 {
+		t.Errorf("module_defaults: %d requests, want two per task:\n%s", len(reqs), out)
 	}
 }
