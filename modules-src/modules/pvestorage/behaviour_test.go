@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim"
 	"github.com/gopve/proxmox/modules-src/pveapi"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveapitest"
@@ -242,5 +243,37 @@ func TestChangedAfterFailedWrite(t *testing.T) {
 	res = w.run(args, false)
 	if !failed(res) || res["changed"] != true || !strings.Contains(pveapi.String(res["changes_unverified"]), "update storage nvme-vm") {
 		t.Errorf("unknown outcome: changed=%v unverified=%v msg=%v", res["changed"], res["changes_unverified"], res["msg"])
+	}
+}
+
+// -vvv logs each request (method, path, outcome) and never a credential;
+// validate_certs: false is warned about.
+func TestLogAndInsecureWarning(t *testing.T) {
+	w := newWorld(t, 9)
+	full := map[string]any{}
+	for k, v := range w.conn {
+		full[k] = v
+	}
+	for k, v := range zfsArgs() {
+		full[k] = v
+	}
+	delete(full, "api_fingerprint")
+	full["validate_certs"] = false
+	var stderr strings.Builder
+	m := New(pveapi.Options{Retry: &pveapitest.FastRetry})
+	res := ansible.Execute(context.Background(), &m, &ansible.Invocation{Params: full, Verbosity: 3}, func(string) (string, bool) { return "", false }, &stderr)
+	if failed(res) {
+		t.Fatal(res["msg"])
+	}
+	log := stderr.String()
+	if !strings.Contains(log, "GET /storage/nvme-vm") || !strings.Contains(log, "POST /storage -> ok") {
+		t.Errorf("-vvv log: %s", log)
+	}
+	secret := w.conn["api_token_secret"].(string)
+	if strings.Contains(log, secret) || strings.Contains(pveapi.String(res), secret) {
+		t.Errorf("the token secret leaked")
+	}
+	if !strings.Contains(pveapi.String(res["warnings"]), "validate_certs is false") {
+		t.Errorf("no warning for validate_certs: false: %v", res["warnings"])
 	}
 }
