@@ -150,13 +150,15 @@ func (r *Run) stage(name string, plan StageFunc) error {
 	}
 	for i, c := range changes {
 		r.Step("applying " + c.Summary)
+		// From the call on, the change counts as made (also for a watchdog
+		// reporting while Apply still runs) until Verify proves it, or
+		// Apply declares it left nothing behind.
+		r.setStatus(first+i, 1, statusUnverified)
 		applyErr := c.Apply(r.ctx)
 		if applyErr != nil && IsNothingChanged(applyErr) {
 			r.setStatus(first+i, 1, statusNotRun)
 			return fail(fmt.Errorf("could not %s (nothing was changed): %w", c.Summary, applyErr))
 		}
-		// From here on the change counts as made until Verify proves it.
-		r.setStatus(first+i, 1, statusUnverified)
 		if applyErr != nil {
 			if r.ctx.Err() != nil && errors.Is(applyErr, context.DeadlineExceeded) {
 				return fail(r.timeoutError(applyErr)) // the step already names the change

@@ -157,3 +157,23 @@ func TestCheckModeWriteFailsAsABug(t *testing.T) {
 		t.Errorf("result = %v", res)
 	}
 }
+
+// A watchdog reporting while Apply still runs (a module ignoring its
+// deadline) reports the change as made: Apply was called.
+func TestWatchdogCountsTheRunningApply(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	mods := []Module{{Name: "stuck", Timeout: 30 * time.Millisecond, Params: struct{}{}, Run: func(r *Run) error {
+		return r.Stage("s", func(context.Context, *World) ([]Change, error) {
+			return []Change{{ID: "x", Summary: "zpool create tank",
+				Apply:  func(context.Context) error { <-release; return nil }, // ignores its context
+				Verify: func(context.Context) error { return nil }}}, nil
+		})
+	}}}
+	var out bytes.Buffer
+	mainWith(context.Background(), mods, []string{"/x/stuck", writeTemp(t, `{}`)}, noEnv, io.Discard, &printer{w: &out}, 20*time.Millisecond, func(int) {})
+	res := mustOneObject(t, out.Bytes())
+	if res["failed"] != true || res["changed"] != true || strings.Join(stringsOfAny(res["changes_unverified"]), "|") != "zpool create tank" {
+		t.Errorf("result = %v", res)
+	}
+}

@@ -56,6 +56,11 @@ var readOnlyPrograms = []string{
 	"getent", "uptime", "cksum", "sha256sum", "nproc", "lsblk", "findmnt", "ssh-keyscan", "true",
 }
 
+// dpkgWrites are the dpkg actions that change the system.
+var dpkgWrites = []string{"-i", "--install", "--unpack", "--configure", "-r", "--remove", "-P", "--purge",
+	"--triggers-only", "--set-selections", "--clear-selections", "--update-avail", "--merge-avail",
+	"--clear-avail", "--forget-old-unavail", "--add-architecture", "--remove-architecture", "-A", "--record-avail"}
+
 // dpkgReadOnly are the dpkg actions that only read its database.
 var dpkgReadOnly = []string{"--audit", "-C", "--print-architecture", "--print-foreign-architectures", "-l", "--list",
 	"-L", "--listfiles", "-s", "--status", "-S", "--search", "--compare-versions", "--get-selections", "--verify", "-V"}
@@ -79,7 +84,8 @@ func ReadOnlyCommand(cmd Command) bool {
 	case "apt-cache":
 		return aptNoCacheWrite(args) && verbIn(aptVerb(args), readOnlyVerbs[prog])
 	case "dpkg":
-		return slices.ContainsFunc(args, func(a string) bool { return slices.Contains(dpkgReadOnly, a) })
+		return slices.ContainsFunc(args, func(a string) bool { return slices.Contains(dpkgReadOnly, a) }) &&
+			!slices.ContainsFunc(args, func(a string) bool { return slices.Contains(dpkgWrites, a) })
 	case "blkid":
 		// -p probes the device directly; without it blkid may update its
 		// cache file (/run/blkid/blkid.tab).

@@ -84,6 +84,7 @@ func TestReadOnlyRunner(t *testing.T) {
 		{Command{Name: "dpkg-query", Args: []string{"-W", "vim"}}, true},
 		{Command{Name: "dpkg", Args: []string{"--audit"}}, true},
 		{Command{Name: "dpkg", Args: []string{"--configure", "-a"}}, false},
+		{Command{Name: "dpkg", Args: []string{"--audit", "--configure", "-a"}}, false},
 		{Command{Name: "systemctl", Args: []string{"is-active", "pveproxy.service"}}, true},
 		{Command{Name: "systemctl", Args: []string{"show", "-p", "ActiveState", "pveproxy.service"}}, true},
 		{Command{Name: "systemctl", Args: []string{"restart", "pveproxy.service"}}, false},
