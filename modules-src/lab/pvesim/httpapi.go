@@ -168,6 +168,7 @@ func (s *Sim) serve(node string, table map[string]handlerFunc, w http.ResponseWr
 
 	fault := s.faults.take(node, r.Method, apiPath)
 	var taskFault *Fault
+	loseAnswer := false
 	if fault != nil {
 		entry.Fault = string(fault.Kind)
 		switch fault.Kind {
@@ -215,6 +216,8 @@ func (s *Sim) serve(node string, table map[string]handlerFunc, w http.ResponseWr
 			return
 		case FaultTaskFail, FaultSlowConfig:
 			taskFault = fault
+		case FaultLostAnswer:
+			loseAnswer = true
 		}
 	}
 
@@ -249,6 +252,10 @@ func (s *Sim) serve(node string, table map[string]handlerFunc, w http.ResponseWr
 		return
 	}
 	finish(status)
+	if loseAnswer {
+		resetConn(w)
+		return
+	}
 	writeData(w, data)
 }
 

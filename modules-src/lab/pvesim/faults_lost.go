@@ -1,0 +1,7 @@
+package pvesim
+
+// FaultLostAnswer lets the request be handled completely (the change is
+// made and logged) and then resets the connection instead of answering:
+// the "did my create happen?" case a client must answer by re-reading, not
+// by sending the request again. Added for pveapi's write-retry tests.
+const FaultLostAnswer FaultKind = "lost-answer"

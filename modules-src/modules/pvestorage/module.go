@@ -1,0 +1,233 @@
+// Package pvestorage is the pve_storage module: one storage definition of
+// a Proxmox VE cluster (/etc/pve/storage.cfg), through the API.
+//
+// Storage lives in pmxcfs, so it is declared once for the whole cluster
+// (S1), from one node or from the controller (S3: the role runs it once).
+// One stage:
+//
+//   - observe: GET /version (the schema of that PVE version validates every
+//     option before anything is written) and GET /storage/{id}: a no-op run
+//     costs exactly these two reads.
+//   - plan: absent → create (POST /storage); present → compare the options
+//     the task gives, normalised (lists sorted, PVE's defaults filled in),
+//     and update the differences with one digest-guarded PUT, shown as a
+//     storage.cfg diff. A different value for a fixed key (type, pool,
+//     path, server, export…) fails naming it: never a delete-and-recreate.
+//     state=absent refuses while guests still have volumes on it, unless
+//     force.
+//   - verify: every change is read back; the final config is returned, and
+//     with node_status the storage's status on every node it applies to.
+package pvestorage
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gopve/proxmox/modules-src/ansible"
+	"github.com/gopve/proxmox/modules-src/pveapi"
+)
+
+// Module is pve_storage.
+func Module() ansible.Module { return New(pveapi.Options{}) }
+
+// New builds the module with client options (tests point it at a
+// simulator with short retries).
+func New(o pveapi.Options) ansible.Module {
+	return ansible.Module{
+		Name:             "pve_storage",
+		ShortDescription: "A Proxmox VE cluster storage: created, converged with a diff, never silently recreated",
+		Description: []string{
+			"Creates, updates or removes one storage definition of a Proxmox VE cluster (/etc/pve/storage.cfg) through the API. The definition is cluster-wide: declare it once, from one node or from the controller, not once per node.",
+			"Every option is checked against the official API schema of the node's PVE version (8 or 9) and against the options of the storage type before anything is written; a bad value fails naming the option.",
+			"On an existing storage, only the options the task gives are compared (lists sorted, PVE's defaults filled in), and differences are written with one PUT guarded by the config digest, shown as a storage.cfg diff. A different value for a key PVE cannot change (type, pool, path, server, export, share, datastore, vgname, thinpool…) fails naming it instead of deleting and recreating the storage.",
+			"An empty value (empty list or string) removes that option from the definition.",
+			"state=absent refuses to remove a storage on which guests still have volumes, unless force is set; the volumes themselves are never deleted.",
+		},
+		Notes: []string{
+			"Secrets (password, encryption_key) are sent when the storage is created; PVE keeps them under /etc/pve/priv and never shows them, so they are not compared afterwards.",
+			"Run it once per cluster (run_once: true in a play on the pve group): /etc/pve/storage.cfg is shared by every member, and a node joining a cluster loses its own definitions.",
+			"Without api_host, as root on a PVE node, the module uses the node's API through pvesh (local mode): no credentials, about half a second per API call. Parameters then appear in the node's process list while pvesh runs: prefer api_host with a token for storages that carry a password.",
+		},
+		Requirements: []string{"Proxmox VE 8 or 9", "an API token or user with Datastore.Allocate on /storage (or root on a node, local mode)"},
+		Examples:     examples,
+		Return:       returnDoc,
+		ActionGroups: []string{ansible.GroupAPI},
+		Spec:         pveapi.WithConnection(spec()),
+		Params:       params{},
+		Timeout:      5 * time.Minute,
+		Run:          func(r *ansible.Run) error { return run(r, o) },
+	}
+}
+
+// optionName is the Ansible name of a PVE key (content-dirs → content_dirs).
+func optionName(key string) string { return strings.ReplaceAll(key, "-", "_") }
+
+func spec() ansible.Spec {
+	opts := map[string]ansible.Option{
+		"storage": {Type: ansible.TypeStr, Required: true, Aliases: []string{"name", "id"},
+			Description: []string{"Storage ID, e.g. nvme-vm or local."}},
+		"state": {Type: ansible.TypeStr, Default: "present", Choices: []any{"present", "absent"},
+			Description: []string{"present creates or converges the definition; absent removes it (never the data)."}},
+		"type": {Type: ansible.TypeStr, Choices: anySlice(typeNames),
+			Description: []string{"Storage type. Required with state=present; it can never change on an existing storage."}},
+		"force": {Type: ansible.TypeBool, Default: false,
+			Description: []string{"With state=absent, remove the definition even though guests still have volumes on it (the volumes stay, unreachable until the storage is declared again)."}},
+		"node_status": {Type: ansible.TypeBool, Default: false,
+			Description: []string{"Also return the storage's status on every node it applies to (one more API call per node)."}},
+	}
+	for _, key := range allKeys() {
+		o := optSchemaAny(key)
+		opt := ansible.Option{Type: ansibleType(key, o), Description: optionDoc(key, o)}
+		if opt.Type == ansible.TypeList {
+			opt.Elements = ansible.TypeStr
+		}
+		if name := optionName(key); name != key {
+			opt.Aliases = []string{key}
+		}
+		opt.NoLog = slices.Contains(secretKeys, key)
+		opts[optionName(key)] = opt
+	}
+	return ansible.Spec{Options: opts, Constraints: ansible.Constraints{
+		RequiredIf: []ansible.RequiredIf{{Key: "state", Value: "present", Requirements: []string{"type"}}},
+	}}
+}
+
+// optSchemaAny is the key's schema in PVE 9, or PVE 8 for 8-only keys.
+func optSchemaAny(key string) optSchema {
+	if o, ok := schemaV9[key]; ok {
+		return o
+	}
+	return schemaV8[key]
+}
+
+func ansibleType(key string, o optSchema) ansible.Type {
+	switch {
+	case key == "content" || key == "nodes":
+		return ansible.TypeList
+	case o.Format == "property-string" || key == "is_mountpoint":
+		return ansible.TypeRaw // a dict or PVE's key=value string; yes/no or a path
+	case o.Type == "boolean":
+		return ansible.TypeBool
+	case o.Type == "integer":
+		return ansible.TypeInt
+	case o.Type == "number":
+		return ansible.TypeFloat
+	}
+	return ansible.TypeStr
+}
+
+func optionDoc(key string, o optSchema) []string {
+	var types, fixedIn []string
+	for _, t := range typeNames {
+		st := storageTypes[t]
+		if st.allows(key, 8) || st.allows(key, 9) {
+			types = append(types, t)
+		}
+		if slices.Contains(st.fixed, key) {
+			fixedIn = append(fixedIn, t)
+		}
+	}
+	doc := []string{fmt.Sprintf("PVE option %s: %s", key, o.Description), "Storage types: " + strings.Join(types, ", ") + "."}
+	if _, in8 := schemaV8[key]; !in8 {
+		doc = append(doc, "PVE 9 only.")
+	} else if _, in9 := schemaV9[key]; !in9 {
+		doc = append(doc, "PVE 8 only (removed in PVE 9).")
+	}
+	if len(fixedIn) > 0 || !o.Updatable {
+		doc = append(doc, "Fixed at creation; a different value on an existing storage fails.")
+	}
+	if o.Format == "property-string" {
+		doc = append(doc, "A dict ("+strings.Join(o.Keys, ", ")+") or PVE's key=value,… string.")
+	}
+	return doc
+}
+
+func anySlice(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}
+
+// params are the module's own options; storage options are read from the
+// validated parameters by key (wanted).
+type params struct {
+	pveapi.Connection `ansible:",squash"`
+	Storage           string `ansible:"storage"`
+	State             string `ansible:"state"`
+	Type              string `ansible:"type"`
+	Force             bool   `ansible:"force"`
+	NodeStatus        bool   `ansible:"node_status"`
+	StorageOptions
+}
+
+func run(r *ansible.Run, o pveapi.Options) error {
+	var p params
+	if err := r.Decode(&p); err != nil {
+		return err
+	}
+	want, err := wanted(p)
+	if err != nil {
+		return err
+	}
+	c, err := pveapi.ForRun(r, p.Connection, o)
+	if err != nil {
+		return err
+	}
+	s := &storage{r: r, c: c, p: p, want: want}
+	err = r.Stage("storage", s.plan)
+	s.report(err == nil)
+	return err
+}
+
+// wanted turns the task's storage options into PVE keys and PVE's string
+// forms, refusing before any request what cannot be right for the type in
+// any PVE version. Version-specific checks come after GET /version.
+func wanted(p params) (map[string]string, error) {
+	given := p.byKey()
+	if err := checkStorageID(p.Storage); err != nil {
+		return nil, err
+	}
+	want := map[string]string{}
+	for _, key := range allKeys() {
+		v := given[key]
+		if v == nil {
+			continue
+		}
+		s, err := pveString(key, v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", optionName(key), err)
+		}
+		want[key] = s
+	}
+	if p.State == "absent" {
+		return want, nil
+	}
+	t := storageTypes[p.Type]
+	for _, key := range slices.Sorted(maps.Keys(want)) {
+		if !t.allows(key, 8) && !t.allows(key, 9) {
+			return nil, fmt.Errorf("%s: not an option of storage type %s (it takes %s)", optionName(key), p.Type, strings.Join(optionNames(t), ", "))
+		}
+	}
+	if c, ok := want["content"]; ok {
+		for _, item := range pveapi.SplitList(c) {
+			if !slices.Contains(t.content, item) {
+				return nil, fmt.Errorf("content: a %s storage cannot hold %q (it holds %s)", p.Type, item, strings.Join(t.content, ", "))
+			}
+		}
+	}
+	return want, nil
+}
+
+func optionNames(t storageType) []string {
+	var out []string
+	for _, k := range append(append(slices.Clone(t.options), t.v8only...), t.v9only...) {
+		out = append(out, optionName(k))
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}

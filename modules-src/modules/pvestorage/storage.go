@@ -1,0 +1,429 @@
+package pvestorage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gopve/proxmox/modules-src/ansible"
+	"github.com/gopve/proxmox/modules-src/pveapi"
+)
+
+// storage carries one run's knowledge from the stage to the report.
+type storage struct {
+	r    *ansible.Run
+	c    *pveapi.Client
+	p    params
+	want map[string]string
+
+	version int
+	existed bool
+	final   map[string]any // read back (real run) or predicted (check mode); nil when absent
+}
+
+func (s *storage) path() string { return pveapi.Path("/storage/%s", s.p.Storage) }
+
+// pveString renders a task value in PVE's form: booleans 0/1, sorted
+// comma lists, dicts as key=value lists.
+func pveString(key string, v any) (string, error) {
+	switch x := v.(type) {
+	case bool:
+		if key == "is_mountpoint" {
+			return map[bool]string{true: "yes", false: "no"}[x], nil
+		}
+		return map[bool]string{true: "1", false: "0"}[x], nil
+	case int:
+		return strconv.Itoa(x), nil
+	case int64:
+		return strconv.FormatInt(x, 10), nil
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64), nil
+	case string:
+		return normalise(key, x), nil
+	case []any:
+		parts := make([]string, 0, len(x))
+		for _, e := range x {
+			parts = append(parts, fmt.Sprint(e))
+		}
+		return normalise(key, strings.Join(parts, ",")), nil
+	case map[string]any:
+		parts := make([]string, 0, len(x))
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			parts = append(parts, k+"="+pveapi.String(x[k]))
+		}
+		return strings.Join(parts, ","), nil
+	}
+	return "", fmt.Errorf("unsupported value %v (%T)", v, v)
+}
+
+// normalise puts a value in the form two equal settings share: lists
+// sorted and de-duplicated, booleans as 0/1.
+func normalise(key, v string) string {
+	v = strings.TrimSpace(v)
+	if key == "content" || key == "nodes" {
+		items := pveapi.SplitList(v)
+		slices.Sort(items)
+		return strings.Join(slices.Compact(items), ",")
+	}
+	if o, ok := optSchemaAnyOK(key); ok && o.Type == "boolean" && v != "" {
+		if b, err := pveapi.ParseBool(v); err == nil {
+			return map[bool]string{true: "1", false: "0"}[b]
+		}
+	}
+	return v
+}
+
+func optSchemaAnyOK(key string) (optSchema, bool) {
+	if o, ok := schemaV9[key]; ok {
+		return o, true
+	}
+	o, ok := schemaV8[key]
+	return o, ok
+}
+
+// current is the value PVE uses for key: what the config says, else the
+// schema's default (booleans default to 0).
+func (s *storage) current(cfg map[string]any, key string) string {
+	if v, ok := cfg[key]; ok {
+		return normalise(key, pveapi.String(v))
+	}
+	o := schemaFor(s.version)[key]
+	switch {
+	case o.Type == "boolean":
+		if b, err := pveapi.ParseBool(o.Default); err == nil && b {
+			return "1"
+		}
+		return "0"
+	case len(o.Enum) > 0 || key == "is_mountpoint":
+		return o.Default
+	}
+	return ""
+}
+
+// read returns the storage's config and digest; nil config when it does
+// not exist. A 403 stays an error: not being allowed to see is not absent (K19).
+func (s *storage) read(ctx context.Context) (map[string]any, error) {
+	var cfg map[string]any
+	err := s.c.Get(ctx, s.path(), nil, &cfg)
+	if pveapi.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		if pveapi.IsPermission(err) {
+			return nil, fmt.Errorf("cannot read storage %s: %w; without Datastore.Allocate on /storage/%s the module cannot tell whether it exists, and does not guess", s.p.Storage, err, s.p.Storage)
+		}
+		return nil, fmt.Errorf("cannot read storage %s: %w", s.p.Storage, err)
+	}
+	return cfg, nil
+}
+
+func (s *storage) plan(ctx context.Context, _ *ansible.World) ([]ansible.Change, error) {
+	v, err := s.c.Version(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the PVE version: %w", err)
+	}
+	s.version = v.Major
+	if s.p.State == "present" {
+		if err := s.checkForVersion(); err != nil {
+			return nil, err
+		}
+	}
+	cfg, err := s.read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.existed = cfg != nil
+	s.final = cfg
+	switch {
+	case s.p.State == "absent" && cfg == nil:
+		return nil, nil
+	case s.p.State == "absent":
+		return s.planDelete(ctx, cfg)
+	case cfg == nil:
+		return s.planCreate()
+	}
+	return s.planUpdate(cfg)
+}
+
+func (s *storage) checkForVersion() error {
+	t, schema := storageTypes[s.p.Type], schemaFor(s.version)
+	for _, key := range slices.Sorted(maps.Keys(s.want)) {
+		if !t.allows(key, s.version) {
+			return fmt.Errorf("%s: not an option of storage type %s on PVE %d", optionName(key), s.p.Type, s.version)
+		}
+		if s.want[key] == "" {
+			continue // removal
+		}
+		if err := checkValue(schema[key], s.want[key]); err != nil {
+			return fmt.Errorf("%s: %w", optionName(key), err)
+		}
+	}
+	return nil
+}
+
+func (s *storage) planCreate() ([]ansible.Change, error) {
+	t := storageTypes[s.p.Type]
+	for _, k := range t.required {
+		if s.want[k] == "" {
+			return nil, fmt.Errorf("%s: required to create a %s storage", optionName(k), s.p.Type)
+		}
+	}
+	params := url.Values{"storage": {s.p.Storage}, "type": {s.p.Type}}
+	predicted := map[string]any{"storage": s.p.Storage, "type": s.p.Type}
+	for k, v := range s.want {
+		if v == "" {
+			continue
+		}
+		params.Set(k, v)
+		if !slices.Contains(secretKeys, k) {
+			predicted[k] = v
+		}
+	}
+	s.final = predicted
+	return []ansible.Change{{
+		ID:      "storage:create",
+		Summary: fmt.Sprintf("create %s storage %s", s.p.Type, s.p.Storage),
+		Diff:    ansible.TextDiff(cfgHeader, "", section(predicted)),
+		Apply:   func(ctx context.Context) error { return s.create(ctx, params) },
+		Verify:  s.verify,
+	}}, nil
+}
+
+// create sends the POST once. If its answer is lost, the storage is read
+// back: present means the create happened (it is not sent again); absent
+// after a connection that broke without any answer means it did not, and
+// it is sent one more time.
+func (s *storage) create(ctx context.Context, params url.Values) error {
+	for attempt := 1; ; attempt++ {
+		err := s.c.Post(ctx, "/storage", params, nil)
+		if err == nil {
+			return nil
+		}
+		if pveapi.NothingDone(err) {
+			return ansible.NothingChanged(err)
+		}
+		if !pveapi.IsUnanswered(err) {
+			return err
+		}
+		cfg, rerr := s.read(ctx)
+		if rerr != nil {
+			return fmt.Errorf("%w; reading back to learn whether it happened also failed: %v", err, rerr)
+		}
+		if cfg != nil {
+			s.r.Warn(fmt.Sprintf("the answer to creating storage %s was lost (%v); reading back shows it was created, so it was not sent again", s.p.Storage, err))
+			return nil
+		}
+		var e *pveapi.Error
+		if attempt > 1 || !errors.As(err, &e) || e.Status != 0 {
+			return ansible.NothingChanged(fmt.Errorf("%w (reading back shows storage %s was not created)", err, s.p.Storage))
+		}
+	}
+}
+
+func (s *storage) planUpdate(cfg map[string]any) ([]ansible.Change, error) {
+	curType := pveapi.String(cfg["type"])
+	if curType != s.p.Type {
+		return nil, fmt.Errorf("type: storage %s is a %s storage, not %s; PVE cannot change a storage's type: remove it (state: absent) and declare it again if that is really meant", s.p.Storage, curType, s.p.Type)
+	}
+	t, schema := storageTypes[s.p.Type], schemaFor(s.version)
+	set := url.Values{}
+	var deletes, changed []string
+	after := maps.Clone(cfg)
+	for _, key := range slices.Sorted(maps.Keys(s.want)) {
+		if slices.Contains(secretKeys, key) {
+			continue
+		}
+		want, have := s.want[key], s.current(cfg, key)
+		if want == have {
+			continue
+		}
+		if _, present := cfg[key]; want == "" && !present {
+			continue
+		}
+		if slices.Contains(t.fixed, key) || !schema[key].Updatable {
+			return nil, fmt.Errorf("%s: fixed for a %s storage: %s has %q and PVE cannot change it (wanted %q); nothing was changed. Declare a new storage under another ID instead", optionName(key), s.p.Type, s.p.Storage, have, want)
+		}
+		changed = append(changed, optionName(key))
+		if want == "" {
+			deletes = append(deletes, key)
+			delete(after, key)
+		} else {
+			set.Set(key, want)
+			after[key] = want
+		}
+	}
+	if len(changed) == 0 {
+		return nil, nil
+	}
+	if len(deletes) > 0 {
+		set.Set("delete", strings.Join(deletes, ","))
+	}
+	if d := pveapi.String(cfg["digest"]); d != "" {
+		set.Set("digest", d)
+	}
+	s.final = after
+	return []ansible.Change{{
+		ID:      "storage:update",
+		Summary: fmt.Sprintf("update storage %s (%s)", s.p.Storage, strings.Join(changed, ", ")),
+		Diff:    ansible.TextDiff(cfgHeader, section(cfg), section(after)),
+		Apply: func(ctx context.Context) error {
+			err := s.c.Put(ctx, s.path(), set, nil)
+			switch {
+			case err != nil && strings.Contains(err.Error(), "detected modified configuration"):
+				// PVE compares the digest before writing anything.
+				return ansible.NothingChanged(fmt.Errorf("%w: storage.cfg changed between reading and writing; nothing was written, run the task again", err))
+			case pveapi.NothingDone(err):
+				return ansible.NothingChanged(err)
+			}
+			return err
+		},
+		Verify: s.verify,
+	}}, nil
+}
+
+// verify reads the storage back and checks every option the task gave.
+func (s *storage) verify(ctx context.Context) error {
+	cfg, err := s.read(ctx)
+	if err != nil {
+		return err
+	}
+	if cfg == nil {
+		return fmt.Errorf("storage %s does not exist", s.p.Storage)
+	}
+	var wrong []string
+	for _, key := range slices.Sorted(maps.Keys(s.want)) {
+		if slices.Contains(secretKeys, key) {
+			continue
+		}
+		if got := s.current(cfg, key); got != s.want[key] {
+			if _, present := cfg[key]; s.want[key] == "" && !present {
+				continue
+			}
+			wrong = append(wrong, fmt.Sprintf("%s is %q, not %q", optionName(key), got, s.want[key]))
+		}
+	}
+	s.final = cfg
+	if len(wrong) > 0 {
+		return errors.New(strings.Join(wrong, "; "))
+	}
+	return nil
+}
+
+func (s *storage) planDelete(ctx context.Context, cfg map[string]any) ([]ansible.Change, error) {
+	if !s.p.Force {
+		if err := s.checkNoGuestVolumes(ctx, cfg); err != nil {
+			return nil, err
+		}
+	}
+	s.final = nil
+	return []ansible.Change{{
+		ID:      "storage:delete",
+		Summary: fmt.Sprintf("remove storage %s", s.p.Storage),
+		Diff:    ansible.TextDiff(cfgHeader, section(cfg), ""),
+		Apply: func(ctx context.Context) error {
+			err := s.c.Delete(ctx, s.path(), nil, nil)
+			if pveapi.NothingDone(err) {
+				return ansible.NothingChanged(err)
+			}
+			return err
+		},
+		Verify: func(ctx context.Context) error {
+			cfg, err := s.read(ctx)
+			if err != nil {
+				return err
+			}
+			if cfg != nil {
+				return fmt.Errorf("storage %s still exists", s.p.Storage)
+			}
+			return nil
+		},
+	}}, nil
+}
+
+type node struct {
+	Node   string `json:"node"`
+	Status string `json:"status"`
+}
+
+// nodesOf lists the cluster nodes the storage applies to.
+func (s *storage) nodesOf(ctx context.Context, cfg map[string]any) ([]node, error) {
+	var all []node
+	if err := s.c.Get(ctx, "/nodes", nil, &all); err != nil {
+		return nil, err
+	}
+	restrict := pveapi.SplitList(pveapi.String(cfg["nodes"]))
+	var out []node
+	for _, n := range all {
+		if len(restrict) == 0 || slices.Contains(restrict, n.Node) {
+			out = append(out, n)
+		}
+	}
+	slices.SortFunc(out, func(a, b node) int { return strings.Compare(a.Node, b.Node) })
+	return out, nil
+}
+
+type volume struct {
+	VolID string `json:"volid"`
+	VMID  int    `json:"vmid"`
+}
+
+// checkNoGuestVolumes refuses the removal while any guest has a volume on
+// the storage, on any node it applies to. A node that cannot be asked
+// blocks the removal too: an unanswered question is not "no volumes".
+func (s *storage) checkNoGuestVolumes(ctx context.Context, cfg map[string]any) error {
+	nodes, err := s.nodesOf(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("cannot list the nodes to look for guest volumes on %s: %w (force: true removes it anyway)", s.p.Storage, err)
+	}
+	var used []string
+	for _, n := range nodes {
+		if n.Status != "" && n.Status != "online" {
+			return fmt.Errorf("cannot look for guest volumes on %s: node %s is %s (force: true removes it anyway)", s.p.Storage, n.Node, n.Status)
+		}
+		var vols []volume
+		if err := s.c.Get(ctx, pveapi.Path("/nodes/%s/storage/%s/content", n.Node, s.p.Storage), nil, &vols); err != nil {
+			return fmt.Errorf("cannot look for guest volumes on %s on node %s: %w (force: true removes it anyway)", s.p.Storage, n.Node, err)
+		}
+		for _, v := range vols {
+			if v.VMID > 0 {
+				used = append(used, fmt.Sprintf("%s (guest %d, on %s)", v.VolID, v.VMID, n.Node))
+			}
+		}
+	}
+	if len(used) > 0 {
+		more := ""
+		if len(used) > 5 {
+			more = fmt.Sprintf(" and %d more", len(used)-5)
+			used = used[:5]
+		}
+		return fmt.Errorf("storage %s still holds guest volumes: %s%s; move or remove them first, or set force: true to remove only the definition", s.p.Storage, strings.Join(used, ", "), more)
+	}
+	// An empty answer only means "no volumes" if we were allowed to see them (K19).
+	if err := s.c.RequireAny(ctx, "/storage/"+s.p.Storage, "Datastore.Audit", "Datastore.AllocateSpace"); err != nil {
+		return fmt.Errorf("cannot tell whether guests have volumes on %s: %w", s.p.Storage, err)
+	}
+	return nil
+}
+
+const cfgHeader = "/etc/pve/storage.cfg"
+
+// section renders a config the way storage.cfg shows it.
+func section(cfg map[string]any) string {
+	if cfg == nil {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s\n", pveapi.String(cfg["type"]), pveapi.String(cfg["storage"]))
+	for _, k := range slices.Sorted(maps.Keys(cfg)) {
+		if k == "type" || k == "storage" || k == "digest" || slices.Contains(secretKeys, k) {
+			continue
+		}
+		fmt.Fprintf(&b, "\t%s %s\n", k, pveapi.String(cfg[k]))
+	}
+	return b.String()
+}

@@ -1,0 +1,246 @@
+package pveapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Client calls one PVE API: a node's pveproxy over HTTPS, or the node's own
+// API through pvesh (local mode). Methods are safe for concurrent use.
+type Client struct {
+	t      transport
+	retry  RetryPolicy
+	logf   func(format string, args ...any)
+	target string
+	local  bool
+
+	taskPoll time.Duration
+
+	calls atomic.Int64
+
+	versionOnce sync.Once
+	version     Version
+	versionErr  error
+}
+
+// transport sends one request and returns the raw `data` of the answer, or
+// an *Error (classified) describing what went wrong.
+type transport interface {
+	do(ctx context.Context, method, path string, params url.Values) (json.RawMessage, error)
+}
+
+// Options are the knobs a module (or a test) may set besides the
+// connection options.
+type Options struct {
+	// HTTPClient replaces the client built from the TLS options (tests,
+	// proxies). Its transport is wrapped to capture PVE's error answers.
+	HTTPClient *http.Client
+	// Log receives one line per request (method, path, status, duration;
+	// never a parameter value). Wire it to ansible.Run.Log at -vvv.
+	Log func(format string, args ...any)
+	// Retry overrides DefaultRetry (tests use short waits).
+	Retry *RetryPolicy
+	// Pvesh is the pvesh command of local mode; default "pvesh" in PATH.
+	Pvesh string
+	// LocalAllowed reports whether local mode is possible; default: running
+	// as root with pvesh in PATH.
+	LocalAllowed func() bool
+	// TaskPoll overrides DefaultTaskPoll (tests).
+	TaskPoll time.Duration
+}
+
+// Connect builds a client from the connection options. With a password it
+// logs in at once (so the first real request does not pay pveproxy's 3 s
+// delay on a 401); with a token nothing is sent yet.
+func Connect(ctx context.Context, conn Connection, o Options) (*Client, error) {
+	c := &Client{retry: DefaultRetry, logf: o.Log, taskPoll: DefaultTaskPoll}
+	if o.TaskPoll > 0 {
+		c.taskPoll = o.TaskPoll
+	}
+	if o.Retry != nil {
+		c.retry = *o.Retry
+	}
+	if c.logf == nil {
+		c.logf = func(string, ...any) {}
+	}
+	if conn.Host == "" {
+		allowed := o.LocalAllowed
+		bin := o.Pvesh
+		if bin == "" {
+			bin = "pvesh"
+		}
+		if allowed == nil {
+			allowed = func() bool {
+				_, err := exec.LookPath(bin)
+				return os.Geteuid() == 0 && err == nil
+			}
+		}
+		if !allowed() {
+			return nil, errors.New("api_host: required unless the module runs as root on a Proxmox VE node (local mode uses the node's own API through pvesh)")
+		}
+		c.t, c.local, c.target = &pveshTransport{bin: bin}, true, "local node (pvesh)"
+		return c, nil
+	}
+	ht, err := newHTTPTransport(ctx, conn, o)
+	if err != nil {
+		return nil, err
+	}
+	c.t, c.target = ht, ht.base
+	return c, nil
+}
+
+// Local tells whether the client runs in local mode (pvesh).
+func (c *Client) Local() bool { return c.local }
+
+// Target names what the client talks to, for messages ("https://h:8006").
+func (c *Client) Target() string { return c.target }
+
+// Calls is the number of API requests sent so far (retries included).
+func (c *Client) Calls() int { return int(c.calls.Load()) }
+
+// Get reads path and decodes `data` into out (see Decode). Temporary
+// failures and lock contention are retried within the RetryPolicy.
+func (c *Client) Get(ctx context.Context, path string, params url.Values, out any) error {
+	return c.Do(ctx, http.MethodGet, path, params, out)
+}
+
+// Post, Put and Delete send a write. They are retried only when PVE said
+// it could not take a lock (nothing happened) or the connection could not
+// be opened; any other failure after sending is returned with
+// IsUnanswered(err) true when the write may have happened.
+func (c *Client) Post(ctx context.Context, path string, params url.Values, out any) error {
+	return c.Do(ctx, http.MethodPost, path, params, out)
+}
+
+func (c *Client) Put(ctx context.Context, path string, params url.Values, out any) error {
+	return c.Do(ctx, http.MethodPut, path, params, out)
+}
+
+func (c *Client) Delete(ctx context.Context, path string, params url.Values, out any) error {
+	return c.Do(ctx, http.MethodDelete, path, params, out)
+}
+
+// Do sends one request with the retry policy; out may be nil.
+func (c *Client) Do(ctx context.Context, method, path string, params url.Values, out any) error {
+	read := method == http.MethodGet
+	var tries, lockTries int
+	for {
+		start := time.Now()
+		c.calls.Add(1)
+		raw, err := c.t.do(ctx, method, path, params)
+		if err == nil {
+			c.logf("%s %s -> ok (%s)", method, path, time.Since(start).Round(time.Millisecond))
+			if out == nil {
+				return nil
+			}
+			if derr := Decode(raw, out); derr != nil {
+				return fmt.Errorf("%s %s: unexpected answer: %w", method, path, derr)
+			}
+			return nil
+		}
+		var e *Error
+		if !errors.As(err, &e) {
+			return err
+		}
+		c.logf("%s %s -> %s (%s)", method, path, err, time.Since(start).Round(time.Millisecond))
+		var wait time.Duration
+		switch {
+		case e.kind == KindLocked && lockTries < c.retry.LockRetries:
+			// PVE gave up waiting for a lock before changing anything.
+			lockTries++
+			wait = c.retry.LockWait
+		case e.kind == KindTemporary && tries < c.retry.ReadRetries && (read || notSent(e)):
+			tries++
+			wait = c.retry.backoff(tries)
+		default:
+			if !read && (e.kind == KindTemporary || e.kind == KindUnknown) && e.Status != 400 {
+				e.Unanswered = true
+			}
+			if tries+lockTries > 0 {
+				e.Message = strings.TrimSpace(e.Message + fmt.Sprintf(" (after %d retries)", tries+lockTries))
+			}
+			return e
+		}
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
+			return e
+		}
+		select {
+		case <-ctx.Done():
+			return e
+		case <-time.After(wait):
+		}
+	}
+}
+
+// RetryPolicy bounds the retries of Do.
+type RetryPolicy struct {
+	// ReadRetries is how often a GET is retried after a temporary failure
+	// (also a write whose connection could not even be opened).
+	ReadRetries int
+	// Backoff is the first wait; it doubles up to MaxBackoff.
+	Backoff, MaxBackoff time.Duration
+	// LockRetries is how often any request is retried after PVE's lock
+	// timeout (PVE has already waited ~10 s for the lock each time).
+	LockRetries int
+	LockWait    time.Duration
+}
+
+// DefaultRetry: about 7 s of retries for a read, three more lock attempts.
+var DefaultRetry = RetryPolicy{ReadRetries: 4, Backoff: 500 * time.Millisecond, MaxBackoff: 4 * time.Second,
+	LockRetries: 3, LockWait: time.Second}
+
+func (p RetryPolicy) backoff(n int) time.Duration {
+	d := p.Backoff << (n - 1)
+	if p.MaxBackoff > 0 && d > p.MaxBackoff {
+		d = p.MaxBackoff
+	}
+	return d
+}
+
+// Version is GET /version.
+type Version struct {
+	Version string `json:"version"` // 9.2.5
+	Release string `json:"release"` // 9.2
+	RepoID  string `json:"repoid"`
+	Major   int    `json:"-"`
+}
+
+// Version reads /version once per client (once per module run).
+func (c *Client) Version(ctx context.Context) (Version, error) {
+	c.versionOnce.Do(func() {
+		var v Version
+		if err := c.Get(ctx, "/version", nil, &v); err != nil {
+			c.versionErr = err
+			return
+		}
+		major, _, _ := strings.Cut(v.Version, ".")
+		v.Major, _ = strconv.Atoi(major)
+		if v.Major == 0 {
+			c.versionErr = fmt.Errorf("GET /version: cannot read a PVE version from %q", v.Version)
+			return
+		}
+		c.version = v
+	})
+	return c.version, c.versionErr
+}
+
+// Path builds an API path from a format whose %s verbs are path-escaped:
+// Path("/nodes/%s/tasks/%s/status", node, upid).
+func Path(format string, parts ...string) string {
+	esc := make([]any, len(parts))
+	for i, p := range parts {
+		esc[i] = url.PathEscape(p)
+	}
+	return fmt.Sprintf(format, esc...)
+}

@@ -1,0 +1,33 @@
+// Package pveapi is how every API module talks to Proxmox VE: one client,
+// one error type, one classifier, one retry policy, one task wait.
+//
+//   - Transport: github.com/luthermonson/go-proxmox for auth (API token in
+//     either spelling, K7; password → ticket, logged in once up front) over
+//     our own http.Client (validate_certs on by default, ca_path, or
+//     api_fingerprint pinning the node's certificate, K14). Its typed calls
+//     are not used (several break on real PVE answers) and neither is its
+//     task wait (it ignores the context and returns nil for failed tasks).
+//   - Local mode: no api_host, root on a PVE node → pvesh, the node's own
+//     API in-process as root@pam; one pvesh process (≈0.5 s) per call.
+//   - Answers: Decode reads `data` tolerantly (numbers as strings, 0/1
+//     booleans, comma lists).
+//   - Errors: *Error keeps method, path, HTTP status, PVE's message and
+//     per-parameter errors, never a credential; KindOf classifies it (not
+//     found, exists, locked, no quorum, temporary, permission, auth, bad
+//     request, TLS).
+//   - Retries (Do): reads retry temporary failures with bounded backoff;
+//     any request retries PVE's lock timeouts a bounded number of times;
+//     writes are otherwise never re-sent: a write whose answer was lost
+//     comes back with IsUnanswered(err), and the module re-reads to learn
+//     whether it happened.
+//   - Tasks: WaitTask polls at the UPID's node; OK or "WARNINGS: N" is
+//     success (warnings returned for Ansible), anything else a *TaskError
+//     with the log's tail; polling survives transient errors and stops at
+//     the context's deadline.
+//   - Permissions: RequireAny checks /access/permissions where PVE answers
+//     an empty list rather than 403 (K19).
+//   - Version: Client.Version reads /version once per run.
+//
+// Connection options are declared once (ConnectionOptions, WithConnection)
+// and decoded into Connection, embedded in each module's params.
+package pveapi

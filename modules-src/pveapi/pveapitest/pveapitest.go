@@ -1,0 +1,114 @@
+// Package pveapitest starts the lab's API simulator in-process for the
+// tests of pveapi and of the API modules: real HTTPS, real schema
+// validation, faults and the request log, without a lab. Only _test.go
+// files import it (it pulls in modules-src/lab).
+package pveapitest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim"
+	"github.com/gopve/proxmox/modules-src/pveapi"
+)
+
+// Start runs a simulator of n nodes for PVE version on loopback addresses
+// 127.79.X.11…, with short lab durations; it is closed when the test ends.
+func Start(t testing.TB, version, n int) *pvesim.Sim {
+	t.Helper()
+	dir := t.TempDir()
+	var lastErr error
+	for attempt := 0; attempt < 40; attempt++ {
+		slot := 1 + rand.IntN(250)
+		var nodes []pvesim.NodeConfig
+		for i := 1; i <= n; i++ {
+			nodes = append(nodes, pvesim.NodeConfig{Name: fmt.Sprintf("pve%02d", i), Addr: fmt.Sprintf("127.79.%d.%d", slot, 10+i)})
+		}
+		s, err := pvesim.New(pvesim.Config{Version: version, Dir: dir, Nodes: nodes,
+			AuthDelay: 20 * time.Millisecond, TaskDuration: 150 * time.Millisecond,
+			RestartWindow: 300 * time.Millisecond, LockTimeout: 100 * time.Millisecond})
+		if err != nil {
+			t.Fatalf("pvesim.New: %v", err)
+		}
+		if err := s.Start(context.Background()); err != nil {
+			s.Close()
+			lastErr = err
+			if errors.Is(err, syscall.EADDRINUSE) {
+				continue
+			}
+			t.Fatalf("pvesim Start: %v", err)
+		}
+		t.Cleanup(func() {
+			if err := s.Close(); err != nil {
+				t.Errorf("closing the simulator: %v", err)
+			}
+		})
+		return s
+	}
+	t.Fatalf("no free loopback address for the simulator: %v", lastErr)
+	return nil
+}
+
+// TokenConn is a connection to node as the lab token (root@pam!lab,
+// privilege separation off), pinned to the node's certificate.
+func TokenConn(t testing.TB, s *pvesim.Sim, node string) pveapi.Connection {
+	t.Helper()
+	info, ok := s.Node(node)
+	if !ok {
+		t.Fatalf("no node %s", node)
+	}
+	id, secret := s.LabToken()
+	return pveapi.Connection{Host: info.Addr, Port: pvesim.DefaultPort, TokenID: id, TokenSecret: secret,
+		ValidateCerts: true, Fingerprint: info.Fingerprint, Timeout: 5}
+}
+
+// FastRetry keeps retry tests quick.
+var FastRetry = pveapi.RetryPolicy{ReadRetries: 4, Backoff: 10 * time.Millisecond, MaxBackoff: 40 * time.Millisecond,
+	LockRetries: 3, LockWait: 10 * time.Millisecond}
+
+// Mutating returns the non-GET requests of the log (what check mode must never send).
+func Mutating(s *pvesim.Sim) []pvesim.Request {
+	var out []pvesim.Request
+	for _, r := range s.Requests() {
+		if r.Mutating() {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Cluster forms one cluster of every node of s (pvecm create on pve01, then
+// add), so that /etc/pve — storage.cfg included — is shared (S1).
+func Cluster(t testing.TB, s *pvesim.Sim) {
+	t.Helper()
+	names := s.NodeNames()
+	first, _ := s.Node(names[0])
+	if _, err := s.CreateCluster(names[0], "lab", first.Addr); err != nil {
+		t.Fatalf("cluster create: %v", err)
+	}
+	for _, n := range names[1:] {
+		info, _ := s.Node(n)
+		if _, err := s.AddNode(names[0], n, info.Addr, false); err != nil {
+			t.Fatalf("adding %s: %v", n, err)
+		}
+	}
+	// A join restarts the joiner's API; wait until every node answers.
+	deadline := time.Now().Add(10 * time.Second)
+	for _, n := range names {
+		for {
+			info, _ := s.Node(n)
+			if info.Serving {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s does not serve its API after the join", n)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
