@@ -50,7 +50,22 @@ class ScriptTest(unittest.TestCase):
         return ga.parse_probe(res.stdout)
 
 
-class ProbeTest(ScriptTest):
+class CacheScriptTest(ScriptTest):
+    def entry(self, content, mode=0o700):
+        want = sha(b"the real binary")
+        d = os.path.join(self.dir, "cache", want)
+        os.makedirs(d, exist_ok=True)
+        path = os.path.join(d, "gopve")
+        with open(path, "wb") as f:
+            f.write(content)
+        os.chmod(path, mode)
+        return want, path
+
+    def probe(self, want):
+        return self.sh(ga.probe_script(self.dir + "/cache", {"linux_x86_64": want}))
+
+
+class ProbeTest(CacheScriptTest):
     def test_platform_mapping(self):
         cases = [
             ("Linux x86_64", "linux_x86_64"),
@@ -80,19 +95,6 @@ class ProbeTest(ScriptTest):
         self.assertEqual(out.get("tag"), "linux_x86_64")
         self.assertNotIn("path", out)
         self.assertNotIn("status", out)
-
-    def entry(self, content, mode=0o700):
-        want = sha(b"the real binary")
-        d = os.path.join(self.dir, "cache", want)
-        os.makedirs(d, exist_ok=True)
-        path = os.path.join(d, "gopve")
-        with open(path, "wb") as f:
-            f.write(content)
-        os.chmod(path, mode)
-        return want, path
-
-    def probe(self, want):
-        return self.sh(ga.probe_script(self.dir + "/cache", {"linux_x86_64": want}))
 
     def test_hit(self):
         want, path = self.entry(b"the real binary")
@@ -141,7 +143,7 @@ class InstallTest(ScriptTest):
     def test_install(self):
         data = b"binary bytes"
         dest = os.path.join(self.dir, "cache", sha(data), "gopve")
-        out = self.sh(ga.install_script(self.src(data), dest, sha(data)))
+        out = self.sh(ga.install_script(self.src(data), os.path.join(self.dir, "cache"), dest, sha(data)))
         self.assertEqual(out.get("status"), "installed")
         with open(dest, "rb") as f:
             self.assertEqual(f.read(), data)
@@ -151,10 +153,129 @@ class InstallTest(ScriptTest):
     def test_hash_mismatch_installs_nothing(self):
         want = sha(b"what the controller sent")
         dest = os.path.join(self.dir, "cache", want, "gopve")
-        out = self.sh(ga.install_script(self.src(b"what arrived"), dest, want))
+        out = self.sh(ga.install_script(self.src(b"what arrived"), os.path.join(self.dir, "cache"), dest, want))
         self.assertNotEqual(out.get("status"), "installed")
         self.assertIn("expected " + want, out.get("error", ""))
         self.assertEqual(os.listdir(os.path.dirname(dest)), [], "something was left in the cache")
+
+    def test_install_uses_mktemp(self):
+        # A predictable name (.gopve.$$) planted as a symlink by someone
+        # else must not be written through.
+        data = b"binary bytes"
+        root = os.path.join(self.dir, "cache")
+        dest = os.path.join(root, sha(data), "gopve")
+        self.assertIn('mktemp "$dir/.gopve.XXXXXX"', ga.install_script("s", root, dest, sha(data)))
+        self.assertNotIn("$$", ga.install_script("s", root, dest, sha(data)))
+
+    def test_install_refuses_unsafe_cache(self):
+        data = b"binary bytes"
+        root = os.path.join(self.dir, "cache")
+        os.makedirs(root)
+        os.chmod(root, 0o777)
+        dest = os.path.join(root, sha(data), "gopve")
+        out = self.sh(ga.install_script(self.src(data), root, dest, sha(data)))
+        self.assertNotEqual(out.get("status"), "installed")
+        self.assertIn("writable by group or others", out.get("error", ""))
+        self.assertFalse(os.path.exists(dest))
+
+
+class CacheSafetyTest(CacheScriptTest):
+    """Issue 7: the cache directory and the binary belong to the user the
+    module runs as and are writable by nobody else, else the probe refuses
+    naming the path."""
+
+    def test_group_or_world_writable_is_refused(self):
+        for what, mode in [("root", 0o777), ("root", 0o775), ("dir", 0o757), ("bin", 0o722)]:
+            with self.subTest(what=what, mode=oct(mode)):
+                want, path = self.entry(b"the real binary")
+                target = {"root": os.path.join(self.dir, "cache"), "dir": os.path.dirname(path), "bin": path}[what]
+                os.chmod(target, mode)
+                try:
+                    out = self.probe(want)
+                finally:
+                    os.chmod(target, 0o700)
+                self.assertNotIn("status", out)
+                self.assertIn("refusing the binary cache: %s is writable by group or others" % target, out.get("error", ""))
+                self.assertIn("gopve_remote_cache", out.get("error", ""))
+                self.assertTrue(os.path.exists(path), "a refused cache must be left as it is")
+
+    @unittest.skipUnless(os.getuid() == 0, "needs root to create a file of another owner")
+    def test_other_owner_is_refused(self):
+        want, path = self.entry(b"the real binary")
+        os.chown(os.path.dirname(path), 65534, 65534)
+        out = self.probe(want)
+        self.assertIn("does not belong to", out.get("error", ""))
+        self.assertNotIn("status", out)
+
+    def test_safe_modes_pass(self):
+        want, path = self.entry(b"the real binary")
+        os.chmod(os.path.join(self.dir, "cache"), 0o755)
+        os.chmod(os.path.dirname(path), 0o755)
+        os.chmod(path, 0o755)
+        self.assertEqual(self.probe(want).get("status"), "hit")
+
+
+class FastScriptTest(ScriptTest):
+    """The one-command task: check, then exec with the arguments on stdin."""
+
+    def binary(self, body=None, mode=0o700):
+        # A stand-in binary: prints what it got on stdin and its argv, as one JSON object.
+        body = body or ('#!/bin/sh\n'
+                        'printf \'{"argv": "%s", "stdin": %s, "env": "%s"}\\n\' "$*" "$(cat)" "$GOPVE_T_ENV"\n')
+        data = body.encode()
+        want = sha(data)
+        d = os.path.join(self.dir, "cache", want)
+        os.makedirs(d)
+        path = os.path.join(d, "gopve")
+        with open(path, "wb") as f:
+            f.write(data)
+        os.chmod(path, mode)
+        return path, want
+
+    def fast(self, path, want, stdin=b'{"a": 1}', env=""):
+        script = ga.fast_script(path, want, env)
+        envv = {"PATH": self.fakebin + ":/usr/bin:/bin", "HOME": self.home}
+        res = subprocess.run(["/bin/sh", "-c", script + " && sleep 0"], env=envv, input=stdin,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+        return res.stdout.decode(), res.stderr.decode()
+
+    def test_runs_with_stdin(self):
+        path, want = self.binary()
+        out, err = self.fast(path, want, env="GOPVE_T_ENV='from env'")
+        self.assertEqual(err, "")
+        lines = out.splitlines()
+        self.assertEqual(lines[0], ga.FAST_RUN)
+        self.assertEqual(lines[1], '{"argv": "-", "stdin": {"a": 1}, "env": "from env"}')
+
+    def test_stale_entries_never_run(self):
+        for name in ("tampered", "symlink", "not executable", "missing", "world-writable dir"):
+            with self.subTest(name):
+                shutil.rmtree(os.path.join(self.dir, "cache"), ignore_errors=True)
+                pwned = os.path.join(self.dir, "pwned")
+                path, want = self.binary()
+                if name == "tampered":
+                    with open(path, "w") as f:
+                        f.write("#!/bin/sh\ntouch %s\n" % pwned)
+                elif name == "symlink":
+                    os.rename(path, path + ".real")
+                    os.symlink(path + ".real", path)
+                elif name == "not executable":
+                    os.chmod(path, 0o600)
+                elif name == "missing":
+                    os.remove(path)
+                else:
+                    os.chmod(os.path.dirname(path), 0o777)
+                out, _ = self.fast(path, want)
+                self.assertNotIn(ga.FAST_RUN, out)
+                self.assertIn(ga.MARK + "fast=stale", out)
+                self.assertFalse(os.path.exists(pwned))
+
+    def test_arguments_not_in_argv_or_env(self):
+        path, want = self.binary()
+        script = ga.fast_script(path, want, "")
+        self.assertNotIn("s3cret", script)
+        out, _ = self.fast(path, want, stdin=b'{"secret": "s3cret"}')
+        self.assertIn('"argv": "-"', out)
 
 
 class HashMemoTest(unittest.TestCase):
@@ -203,6 +324,20 @@ class PathTest(unittest.TestCase):
         for path, ok in cases:
             with self.subTest(path=path):
                 self.assertEqual(bool(ga._SAFE_PATH.match(path)), ok)
+
+
+class HostMemoTest(unittest.TestCase):
+    def test_roundtrip_and_keys(self):
+        d = tempfile.mkdtemp(prefix="gopve-memo-test.")
+        self.addCleanup(shutil.rmtree, d)
+        a, b = ga.HostMemo(d, "play1/h1"), ga.HostMemo(d, "play2/h1")
+        self.assertEqual(a.get(), {})
+        a.set({"path": "/x/gopve", "want": "ab"})
+        self.assertEqual(a.get(), {"path": "/x/gopve", "want": "ab"})
+        self.assertEqual(b.get(), {}, "another play must probe again")
+        a.forget()
+        self.assertEqual(a.get(), {})
+        self.assertEqual(ga.HostMemo(None, "k").get(), {})
 
 
 if __name__ == "__main__":
