@@ -49,7 +49,7 @@ import shlex
 
 from ansible import constants as C
 from ansible.errors import AnsibleActionFail
-from ansible.module_utils.common.text.converters import to_text
+from ansible.module_utils.common.text.converters import to_bytes, to_text
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
@@ -113,13 +113,15 @@ gopve_hash_of() {
 # be trusted, nothing when they all belong to the user running this script and
 # none is writable by group or others. With that, nobody but this user (and
 # root) can replace the binary between the hash check and exec. find -H
-# looks at what a symlinked cache directory points to.
+# looks at what a symlinked cache directory points to; it runs from / since
+# GNU find fails where it cannot come back to a cwd the become user may not
+# read (the login user's home).
 _UNSAFE_FN = r"""
 gopve_unsafe() {
   for p; do
     [ -O "$p" ] || { echo "$p does not belong to $(id -un 2>/dev/null || id -u), the user the module runs as"; return 0; }
   done
-  w=$(find -H "$@" -prune \( -perm -020 -o -perm -002 \) -print 2>&1) || { echo "cannot check the mode of $*: $w"; return 0; }
+  w=$(cd / && find -H "$@" -prune \( -perm -020 -o -perm -002 \) -print 2>&1) || { echo "cannot check the mode of $*: $w"; return 0; }
   [ -z "$w" ] || echo "$(echo "$w" | head -n 1) is writable by group or others"
 }
 """
@@ -325,10 +327,11 @@ def parse_probe(stdout):
 
 
 def encode_module_args(module_args):
-    """The arguments as _execute_module writes them for a binary module."""
+    """The arguments as _execute_module writes them for a binary module, as
+    bytes (the local connection hands in_data to Popen.communicate)."""
     if get_module_encoder is not None:
-        return json.dumps(module_args, cls=get_module_encoder(PROFILE, Direction.CONTROLLER_TO_MODULE))
-    return json.dumps(module_args)
+        return to_bytes(json.dumps(module_args, cls=get_module_encoder(PROFILE, Direction.CONTROLLER_TO_MODULE)))
+    return to_bytes(json.dumps(module_args))
 
 
 # _parse_returned_data takes the serialization profile from 2.19 on.
