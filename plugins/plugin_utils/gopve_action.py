@@ -326,6 +326,17 @@ def parse_probe(stdout):
     return out
 
 
+def merge_result(result, data):
+    """The module's result over the plugin's, keeping the warnings of both
+    (merge_hash would let the module's list replace the plugin's cache
+    warning)."""
+    warnings = list(result.get("warnings") or []) + list(data.get("warnings") or [])
+    out = merge_hash(result, data)
+    if warnings:
+        out["warnings"] = warnings
+    return out
+
+
 def encode_module_args(module_args):
     """The arguments as _execute_module writes them for a binary module, as
     bytes (the local connection hands in_data to Popen.communicate)."""
@@ -432,7 +443,7 @@ class GoModuleAction(ActionBase):
                 elif known.get("path"):
                     data = self._run_fast(host, known["path"], known["want"], args, task_vars, memo=memo)
                     if data is not None:
-                        return merge_hash(result, data)
+                        return merge_result(result, data)
                     # Nothing ran. Either stdin was refused (now in the memo)
                     # or the cache changed under us: probe again.
                     blocker = memo.get().get("why")
@@ -446,13 +457,12 @@ class GoModuleAction(ActionBase):
                 data = self._run_fast(host, binary, want, args, task_vars, memo=memo)
                 if data is not None:
                     memo.set({"path": binary, "want": want})
-                    return merge_hash(result, data)
+                    return merge_result(result, data)
             module_args = {BINARY_KEY: binary, MODULE_KEY: self.gopve_module}
             module_args.update(args)
-            result = merge_hash(result, self._execute_module(
+            return merge_result(result, self._execute_module(
                 module_name=WRAPPER_MODULE, module_args=module_args,
                 task_vars=task_vars, wrap_async=wrap_async))
-            return result
         finally:
             # async_wrapper owns (and removes) the tmpdir of an async task.
             if not wrap_async:

@@ -154,7 +154,7 @@ chmod 0755 "$T/fake/freebsd/uname" "$T/fake/darwin/uname"
 # A loopback /24 picked per run, so parallel runs and the lab (127.77.*) don't meet.
 NET=127.88.$(( ($$ % 200) + 20 ))
 PORT=2222
-declare -A ADDR=([h1]=$NET.1 [h2]=$NET.2 [usr]=$NET.3 [fbsd]=$NET.4 [darwin]=$NET.5 [sec]=$NET.6 [pw]=$NET.7)
+declare -A ADDR=([h1]=$NET.1 [h2]=$NET.2 [usr]=$NET.3 [fbsd]=$NET.4 [darwin]=$NET.5 [sec]=$NET.6 [pw]=$NET.7 [tty]=$NET.8)
 SYSPATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 {
   echo "$(cat "$T/keys/test.pub")"
@@ -211,6 +211,12 @@ setup=$T/ssh/target-setup.sh
   echo "echo 'gopvepw:$PW_PASS' | chpasswd && echo 'root:$ROOT_PASS' | chpasswd"
   echo "echo 'gopvepw ALL=(ALL) ALL' >/etc/sudoers.d/gopvepw && chmod 0440 /etc/sudoers.d/gopvepw"
   cp "$T/keys/test.pub" "$T/ssh/authorized_keys.gopvepw"
+  # gopvett: passwordless sudo that insists on a terminal (requiretty).
+  echo "useradd -u 42001 -m -d $T/home/gopvett -s /bin/sh gopvett"
+  echo "usermod -p '*' gopvett"
+  printf '%s\n' "echo 'Defaults:gopvett requiretty' >/etc/sudoers.d/gopvett" \
+    "echo 'gopvett ALL=(ALL) NOPASSWD: ALL' >>/etc/sudoers.d/gopvett" "chmod 0440 /etc/sudoers.d/gopvett"
+  cp "$T/keys/test.pub" "$T/ssh/authorized_keys.gopvett"
 } >"$setup"
 chmod 0644 "$T"/ssh/authorized_keys.* "$setup"
 
@@ -310,6 +316,7 @@ all:
           ansible_user: gopvepw
           pw_pass: "$PW_PASS"
           root_pass: "$ROOT_PASS"
+        tty: {ansible_host: ${ADDR[tty]}, ansible_user: gopvett, ansible_become: true, gopve_remote_cache: $W/cache/tty}
     local:
       hosts:
         localhost: {ansible_connection: local, gopve_remote_cache: $W/cache/local}
@@ -594,6 +601,16 @@ case_round_trips() {
   no_remote_tmp_left
 }
 
+case_tamper() {
+  # Between two tasks of one play (the second on the fast path, the host
+  # known): a tampered binary is never run but replaced with a warning; a
+  # cache directory made world-writable is refused naming it.
+  rm -f "$W/pwned-midplay"
+  pb tamper tamper.yml -e "sha=$SHA" || why "tamper playbook failed (assertions)"
+  [ ! -e "$W/pwned-midplay" ] || why "the binary tampered with mid-play was executed"
+  expect_cache "$W/cache/tamper" 0
+}
+
 case_become_methods() {
   # sudo asking for a password (the login user gopvepw), su with the root
   # password, su without one (root to an unprivileged user). sudo runs on
@@ -612,6 +629,14 @@ case_become_methods() {
     grep -q "gopve: fallback path (become method su needs a terminal)" "$W/logs/become_methods.log" ||
       why "su did not say it takes the fallback"
   fi
+  # requiretty: the fast path finds out at run time (nothing started), the
+  # task and the rest of the play take the fallback.
+  expect_recap become_methods tty '' 0
+  expect_content "$W/files/by-requiretty" "written by root"
+  if [ "$PTH" = fast ]; then
+    grep -q "gopve: fallback path (the fast path did not start (rc=1): sudo: .*tty" "$W/logs/become_methods.log" ||
+      why "requiretty: the second task did not take the fallback for the remembered reason"
+  fi
   expect_content "$W/files/by-su-nopass" "written by $(echo ${UNPRIV[$CTL$PTH]})"
   expect_content "$W/files/by-su-pass" "written by root"
   expect_content "$W/files/by-sudo-pass" "written by root"
@@ -620,7 +645,7 @@ case_become_methods() {
 }
 
 # GOPVE_IT_CASES="install many_tasks corrupt_cache" runs a subset (in this order).
-CASES=${GOPVE_IT_CASES:-install action_scripts many_tasks idempotence check_diff no_log env_fallback_secret become become_methods delegate defaults_env_async platforms corrupt_cache bad_input round_trips ansible_doc}
+CASES=${GOPVE_IT_CASES:-install action_scripts many_tasks idempotence check_diff no_log env_fallback_secret become become_methods tamper delegate defaults_env_async platforms corrupt_cache bad_input round_trips ansible_doc}
 
 # run_controller: every case under $CTL on path $PTH; prints its report, and
 # its counts last as "COUNTS passed failed".
