@@ -109,6 +109,16 @@ gopve_hash_of() {
 }
 """
 
+# gopve_stamp PATH...: one line of what stat says about each path: device,
+# inode, size, mtime and ctime (ns where stat has them), owner, mode. GNU
+# stat, else BSD/macOS stat; any failure prints something that matches no
+# recorded stamp.
+_STAMP_FN = r"""
+gopve_stamp() {
+  { stat --printf '%d:%i:%s:%.9Y:%.9Z:%u:%a;' -- "$@" || stat -n -f '%d:%i:%z:%Fm:%Fc:%u:%Lp;' -- "$@"; } 2>/dev/null
+}
+"""
+
 # gopve_unsafe PATH...: prints why the first of these existing paths must not
 # be trusted, nothing when they all belong to the user running this script and
 # none is writable by group or others. With that, nobody but this user (and
@@ -202,6 +212,7 @@ def probe_script(cache_root, hashes):
 cache_root=%(root)s
 %(sha)s
 %(unsafe)s
+%(stamp)s
 un=$(uname -sm 2>/dev/null) || un=''
 echo "%(mark)suname=$un"
 tag=''
@@ -236,7 +247,9 @@ for p in "$cache_root" "$dir" "$bin"; do
   fi
 done
 if [ -L "$bin" ] || [ -e "$bin" ]; then
+  before=$(gopve_stamp "$cache_root" "$dir" "$bin")
   if [ ! -L "$bin" ] && [ -f "$bin" ] && [ -x "$bin" ] && [ "$(gopve_hash_of "$bin")" = "$want" ]; then
+    [ "$before" = "$(gopve_stamp "$cache_root" "$dir" "$bin")" ] && echo "%(mark)sstamp=$before"
     echo "%(mark)sstatus=hit"
   else
     rm -f "$bin"
@@ -245,7 +258,7 @@ if [ -L "$bin" ] || [ -e "$bin" ]; then
 else
   echo "%(mark)sstatus=miss"
 fi
-""" % dict(root=shlex.quote(cache_root), sha=_SHA256_FN, unsafe=_UNSAFE_FN, mark=MARK,
+""" % dict(root=shlex.quote(cache_root), sha=_SHA256_FN, unsafe=_UNSAFE_FN, stamp=_STAMP_FN, mark=MARK,
            cases=cases, wants=wants)).replace("$CACHE_VAR", CACHE_VAR).strip()
 
 
@@ -258,6 +271,7 @@ def install_script(src, root, dest, want):
 umask 077
 %(sha)s
 %(unsafe)s
+%(stamp)s
 src=%(src)s
 root=%(root)s
 dest=%(dest)s
@@ -275,44 +289,61 @@ if [ "$got" != "$want" ]; then
   rm -f "$tmp"; echo "%(mark)serror=the transferred binary has sha256 $got, expected $want"; exit 0
 fi
 chmod 0700 "$tmp" && mv -f "$tmp" "$dest" || { rm -f "$tmp"; echo "%(mark)serror=cannot install $dest"; exit 0; }
+before=$(gopve_stamp "$root" "$dir" "$dest")
+[ "$(gopve_hash_of "$dest")" = "$want" ] && [ "$before" = "$(gopve_stamp "$root" "$dir" "$dest")" ] && echo "%(mark)sstamp=$before"
 echo "%(mark)sstatus=installed"
-""" % dict(sha=_SHA256_FN, unsafe=_UNSAFE_FN, src=shlex.quote(src), root=shlex.quote(root),
+""" % dict(sha=_SHA256_FN, unsafe=_UNSAFE_FN, stamp=_STAMP_FN, src=shlex.quote(src), root=shlex.quote(root),
            dest=shlex.quote(dest), want=shlex.quote(want), mark=MARK)).strip()
 
 
 FAST_RUN = MARK + "fast=run"
 
 
-def fast_script(path, want, env_prefix=""):
+def fast_script(path, want, env_prefix="", stamp=""):
     """The whole of a fast-path task: re-check the cached binary, then exec
     it with the arguments on stdin.
 
-    The check is the probe's, every time: the binary and its two directories
-    belong to the user running it and are writable by nobody else (so only
-    that user or root could swap the file between check and exec), it is a
-    regular executable file, and its SHA-256 is the one the controller
-    expects. The hash costs ~10 ms of sha256sum for a 4 MB binary; a cheaper
-    stat-based check (size, mtime, ctime) would miss damage below the file
-    system and is not worth the difference (see hack/bench.sh).
+    With stamp (what gopve_stamp printed when the probe or the install had
+    just verified owner, mode and SHA-256), the check is one stat call over
+    the cache directory, the <sha256> directory and the binary compared with
+    it; this is as safe as re-hashing, ~1 ms instead of ~10-20 ms of
+    sha256sum over a 4 MB binary (hack/bench.sh):
+    - owner and mode of the three are those verified, so nobody but this
+      user (and root) can have written them since; a chown/chmod changes
+      ctime anyway;
+    - any write, truncation, rename or replacement of the binary changes its
+      inode or ctime, and no unprivileged process can set ctime back (only
+      moving the system clock can), so the bytes are the ones hashed;
+    - a symlink swapped in has another inode.
+    What a stat cannot see is damage below the file system (bit rot on the
+    disk, raw writes by root); the full hash at every play's first task on
+    the host catches that. Without a stamp (a stat this script cannot read),
+    the check is the probe's: ownership, mode and the full SHA-256.
 
     Prints FAST_RUN just before exec, so the plugin knows whether the module
     started (then its JSON result follows) or not (then nothing ran and the
     probe path may run instead). env_prefix (Ansible's `environment:` as
     shell assignments) applies to the binary only, not to the check.
     """
+    if stamp:
+        check = '[ "$(gopve_stamp "$r" "$d" "$b")" = %s ]' % shlex.quote(stamp)
+        funcs = _STAMP_FN
+    else:
+        check = ('[ ! -L "$b" ] && [ -f "$b" ] && [ -x "$b" ] && [ -z "$(gopve_unsafe "$r" "$d" "$b")" ] '
+                 '&& [ "$(gopve_hash_of "$b")" = "$w" ]')
+        funcs = _SHA256_FN + _UNSAFE_FN
     return (r"""
-%(sha)s
-%(unsafe)s
+%(funcs)s
 b=%(bin)s
 w=%(want)s
 d=${b%%/*}
 r=${d%%/*}
-if [ ! -L "$b" ] && [ -f "$b" ] && [ -x "$b" ] && [ -z "$(gopve_unsafe "$r" "$d" "$b")" ] && [ "$(gopve_hash_of "$b")" = "$w" ]; then
+if %(check)s; then
   echo '%(run)s'
   %(env)s exec "$b" -
 fi
 echo '%(mark)sfast=stale'
-""" % dict(sha=_SHA256_FN, unsafe=_UNSAFE_FN, bin=shlex.quote(path), want=shlex.quote(want),
+""" % dict(funcs=funcs, check=check, bin=shlex.quote(path), want=shlex.quote(want),
            run=FAST_RUN, mark=MARK, env=env_prefix)).strip()
 
 
@@ -441,7 +472,8 @@ class GoModuleAction(ActionBase):
                 if known.get("fast") == "off":
                     blocker = known.get("why", "the fast path failed earlier in this play")
                 elif known.get("path"):
-                    data = self._run_fast(host, known["path"], known["want"], args, task_vars, memo=memo)
+                    data = self._run_fast(host, known["path"], known["want"], known.get("stamp", ""),
+                                          args, task_vars, memo=memo)
                     if data is not None:
                         return merge_result(result, data)
                     # Nothing ran. Either stdin was refused (now in the memo)
@@ -452,11 +484,11 @@ class GoModuleAction(ActionBase):
             if blocker:
                 display.vvv("gopve: fallback path (%s)" % blocker, host=host)
 
-            binary, want = self._ensure_binary(host, local, hashes, cache_root, result)
+            binary, want, stamp = self._ensure_binary(host, local, hashes, cache_root, result)
             if blocker is None:
-                data = self._run_fast(host, binary, want, args, task_vars, memo=memo)
+                data = self._run_fast(host, binary, want, stamp, args, task_vars, memo=memo)
                 if data is not None:
-                    memo.set({"path": binary, "want": want})
+                    memo.set({"path": binary, "want": want, "stamp": stamp})
                     return merge_result(result, data)
             module_args = {BINARY_KEY: binary, MODULE_KEY: self.gopve_module}
             module_args.update(args)
@@ -552,7 +584,7 @@ class GoModuleAction(ActionBase):
             cache_root, sorted(hashes.items()),
         ])
 
-    def _run_fast(self, host, path, want, args, task_vars, memo=None):
+    def _run_fast(self, host, path, want, stamp, args, task_vars, memo=None):
         """Run the module as one remote command. Returns its result, or None
         when the binary did not start (nothing ran: the caller may take
         another path). With memo, a refusal of stdin (e.g. sudo's
@@ -561,7 +593,7 @@ class GoModuleAction(ActionBase):
         module_args = {MODULE_KEY: self.gopve_module}
         module_args.update(args)
         self._update_module_args("gopve.proxmox." + self.gopve_module, module_args, task_vars)
-        cmd = fast_script(path, want, self._compute_environment_string())
+        cmd = fast_script(path, want, self._compute_environment_string(), stamp)
         res = self._low_level_execute_command(cmd, sudoable=True, in_data=encode_module_args(module_args))
         lines = to_text(res.get("stdout", "")).splitlines(True)
         started = [i for i, line in enumerate(lines) if line.rstrip("\r\n") == FAST_RUN]
@@ -636,8 +668,9 @@ class GoModuleAction(ActionBase):
         return root
 
     def _ensure_binary(self, host, local, hashes, cache_root, result):
-        """Return (path, sha256) of a verified binary for the target,
-        transferring and installing it only when the host's cache lacks it."""
+        """Return (path, sha256, stamp) of a verified binary for the target,
+        transferring and installing it only when the host's cache lacks it
+        (stamp: see fast_script; '' when the host's stat is not usable)."""
         res = self._low_level_execute_command(probe_script(cache_root, hashes), sudoable=True)
         probe = parse_probe(res.get("stdout", ""))
         if "uname" not in probe:
@@ -663,7 +696,7 @@ class GoModuleAction(ActionBase):
                                     "quotes or backslashes: set %s to such a directory" % (host, path, CACHE_VAR))
         status = probe.get("status")
         if status == "hit":
-            return path, hashes[tag]
+            return path, hashes[tag], probe.get("stamp", "")
         if status not in ("miss", "corrupt"):
             raise AnsibleActionFail("unexpected answer from the cache check on %s (rc=%s): %s %s"
                                     % (host, res.get("rc"), to_text(res.get("stdout", "")).strip(),
@@ -672,8 +705,8 @@ class GoModuleAction(ActionBase):
             msg = ("gopve: the cached binary %s on %s did not match its sha256 and was deleted; "
                    "a fresh copy was installed" % (path, host))
             result.setdefault("warnings", []).append(msg)
-        self._install(host, local[tag][0], probe.get("root", ""), path, hashes[tag])
-        return path, hashes[tag]
+        stamp = self._install(host, local[tag][0], probe.get("root", ""), path, hashes[tag])
+        return path, hashes[tag], stamp
 
     def _install(self, host, local_path, root, dest, want):
         if self._connection._shell.tmpdir is None:
@@ -690,3 +723,4 @@ class GoModuleAction(ActionBase):
                                     % (host, out.get("error") or "rc=%s, %s %s" % (
                                         res.get("rc"), to_text(res.get("stdout", "")).strip(),
                                         to_text(res.get("stderr", "")).strip())))
+        return out.get("stamp", "")

@@ -232,8 +232,8 @@ class FastScriptTest(ScriptTest):
         os.chmod(path, mode)
         return path, want
 
-    def fast(self, path, want, stdin=b'{"a": 1}', env=""):
-        script = ga.fast_script(path, want, env)
+    def fast(self, path, want, stdin=b'{"a": 1}', env="", stamp=""):
+        script = ga.fast_script(path, want, env, stamp)
         envv = {"PATH": self.fakebin + ":/usr/bin:/bin", "HOME": self.home}
         res = subprocess.run(["/bin/sh", "-c", script + " && sleep 0"], env=envv, input=stdin,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
@@ -269,6 +269,72 @@ class FastScriptTest(ScriptTest):
                 self.assertNotIn(ga.FAST_RUN, out)
                 self.assertIn(ga.MARK + "fast=stale", out)
                 self.assertFalse(os.path.exists(pwned))
+
+    def probe_stamp(self, want):
+        out = self.sh(ga.probe_script(os.path.join(self.dir, "cache"), {"linux_x86_64": want}))
+        self.assertEqual(out.get("status"), "hit")
+        self.assertTrue(out.get("stamp"), "the probe printed no stamp: %r" % out)
+        return out["stamp"]
+
+    def test_stamp_check_runs(self):
+        path, want = self.binary()
+        stamp = self.probe_stamp(want)
+        out, err = self.fast(path, want, stamp=stamp, env="GOPVE_T_ENV=x")
+        self.assertEqual(err, "")
+        self.assertEqual(out.splitlines(), [ga.FAST_RUN, '{"argv": "-", "stdin": {"a": 1}, "env": "x"}'])
+
+    def test_stamp_check_sees_every_change(self):
+        pwned = os.path.join(self.dir, "pwned")
+
+        def same_size_rewrite(path):
+            # Same length, mtime put back: only ctime tells.
+            with open(path, "rb") as f:
+                data = f.read()
+            st = os.stat(path)
+            evil = b"#!/bin/sh\ntouch %s\n" % pwned.encode()
+            with open(path, "wb") as f:
+                f.write(evil + b"#" * (len(data) - len(evil) - 1) + b"\n")
+            os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+        def replaced(path):
+            os.rename(path, path + ".old")
+            shutil.copy2(path + ".old", path)
+
+        def symlinked(path):
+            os.rename(path, path + ".real")
+            os.symlink(path + ".real", path)
+
+        changes = {
+            "same-size rewrite, mtime restored": same_size_rewrite,
+            "replaced by an identical copy": replaced,
+            "symlink": symlinked,
+            "dir made world-writable": lambda p: os.chmod(os.path.dirname(p), 0o777),
+            "cache root made group-writable": lambda p: os.chmod(os.path.join(self.dir, "cache"), 0o770),
+            "binary made world-writable": lambda p: os.chmod(p, 0o702),
+            "removed": os.remove,
+        }
+        for name, change in changes.items():
+            with self.subTest(name):
+                shutil.rmtree(os.path.join(self.dir, "cache"), ignore_errors=True)
+                path, want = self.binary()
+                os.chmod(os.path.join(self.dir, "cache"), 0o700)
+                stamp = self.probe_stamp(want)
+                change(path)
+                out, _ = self.fast(path, want, stamp=stamp)
+                self.assertNotIn(ga.FAST_RUN, out)
+                self.assertIn(ga.MARK + "fast=stale", out)
+                self.assertFalse(os.path.exists(pwned))
+
+    def test_install_prints_stamp(self):
+        data = b"binary bytes"
+        root = os.path.join(self.dir, "cache")
+        dest = os.path.join(root, sha(data), "gopve")
+        src = os.path.join(self.dir, "transferred")
+        with open(src, "wb") as f:
+            f.write(data)
+        out = self.sh(ga.install_script(src, root, dest, sha(data)))
+        self.assertEqual(out.get("status"), "installed")
+        self.assertEqual(out.get("stamp"), self.probe_stamp(sha(data)))
 
     def test_arguments_not_in_argv_or_env(self):
         path, want = self.binary()
