@@ -357,6 +357,31 @@ def parse_probe(stdout):
     return out
 
 
+# ssh(1) options that take an argument: in a cluster like -i/key or -lroot,
+# what follows them is that argument, not more flags.
+_SSH_ARG_FLAGS = "BbcDEeFIiJLlmOoPpQRSWw"
+
+
+def ssh_words_force_tty(words):
+    """Whether ssh arguments (split) ask for a tty: -t in a flag cluster, or
+    RequestTTY yes/force (what ansible-core >= 2.15 checks itself)."""
+    for i, word in enumerate(words):
+        if not word.startswith("-") or word.startswith("--"):
+            continue
+        for j, flag in enumerate(word[1:]):
+            if flag == "t":
+                return True
+            if flag == "o":
+                opt = word[j + 2:] or (words[i + 1] if i + 1 < len(words) else "")
+                key, _, val = opt.strip().replace(" ", "=", 1).partition("=")
+                if key.strip().lower() == "requesttty" and val.strip().lower() in ("yes", "force"):
+                    return True
+                break
+            if flag in _SSH_ARG_FLAGS:
+                break
+    return False
+
+
 def merge_result(result, data):
     """The module's result over the plugin's, keeping the warnings of both
     (merge_hash would let the module's list replace the plugin's cache
@@ -561,15 +586,7 @@ class GoModuleAction(ActionBase):
         words = []
         for opt in ("ssh_args", "ssh_common_args", "ssh_extra_args"):
             words.extend(shlex.split(to_text(self.get_connection_option(opt, "") or "")))
-        for i, word in enumerate(words):
-            if re.match(r"^-[^-o]*t", word):
-                return True
-            if word.startswith("-o"):
-                opt = word[2:] or (words[i + 1] if i + 1 < len(words) else "")
-                key, _, val = opt.replace(" ", "=", 1).partition("=")
-                if key.strip().lower() == "requesttty" and val.strip().lower() in ("yes", "force"):
-                    return True
-        return False
+        return ssh_words_force_tty(words)
 
     def _host_key(self, host, cache_root, hashes):
         """What identifies "this host's cache" for the memo: the play (so each

@@ -12,9 +12,11 @@ installed collection on PYTHONPATH:
 
 import hashlib
 import os
+import shlex
 import shutil
 import subprocess
 import tempfile
+import types
 import unittest
 
 from ansible_collections.gopve.proxmox.plugins.plugin_utils import gopve_action as ga
@@ -390,6 +392,68 @@ class PathTest(unittest.TestCase):
         for path, ok in cases:
             with self.subTest(path=path):
                 self.assertEqual(bool(ga._SAFE_PATH.match(path)), ok)
+
+
+class FastPathRulesTest(unittest.TestCase):
+    """When a task may send its arguments on stdin (GoModuleAction._fast_path_blocker),
+    checked on stand-in connection and become objects."""
+
+    class Become(object):
+        def __init__(self, name, pipelining=True, require_tty=False):
+            self.name, self.pipelining, self.require_tty = name, pipelining, require_tty
+
+    def blocker(self, transport="ssh", become=None, password="", pipelining=False, tty=False,
+                wrap_async=False, fast_var=True):
+        conn = types.SimpleNamespace(transport=transport)
+        fake = types.SimpleNamespace(
+            _connection=conn,
+            _templar=types.SimpleNamespace(template=lambda v: v),
+            _target_var=lambda task_vars, name, default: task_vars.get(name, default),
+            _ssh_tty_forced=lambda: tty,
+            _become_in_effect=lambda: become,
+            get_become_option=lambda name: password if name == "become_pass" else None,
+            _is_pipelining_enabled=lambda style: pipelining,
+        )
+        return ga.GoModuleAction._fast_path_blocker(fake, {ga.FAST_VAR: fast_var}, wrap_async)
+
+    def test_fast(self):
+        sudo = self.Become("sudo")
+        for kw in [dict(), dict(transport="local"), dict(become=sudo), dict(become=sudo, password="pw"),
+                   dict(transport="local", become=sudo), dict(transport="local", become=sudo, password="pw", pipelining=True),
+                   dict(become=sudo, pipelining=True), dict(fast_var="yes")]:
+            with self.subTest(**dict((k, str(v)) for k, v in kw.items())):
+                self.assertIsNone(self.blocker(**kw))
+
+    def test_fallback(self):
+        sudo = self.Become("sudo")
+        cases = [
+            (dict(wrap_async=True), "async"),
+            (dict(fast_var=False), "gopve_fast_path is false"),
+            (dict(fast_var="no"), "gopve_fast_path is false"),
+            (dict(transport="paramiko"), "paramiko connection"),
+            (dict(transport="community.docker.docker"), "docker connection"),
+            (dict(tty=True), "force a terminal"),
+            (dict(become=self.Become("su")), "su needs a terminal"),
+            (dict(become=self.Become("ansible.builtin.su"), password="pw", pipelining=True), "su needs a terminal"),
+            (dict(become=self.Become("machinectl", pipelining=False)), "machinectl needs a terminal"),
+            (dict(become=self.Become("x", require_tty=True)), "x needs a terminal"),
+            (dict(transport="local", become=sudo, password="pw"), "become password without pipelining"),
+        ]
+        for kw, why in cases:
+            with self.subTest(why=why, **dict((k, str(v)) for k, v in kw.items())):
+                self.assertIn(why, self.blocker(**kw) or "(fast path)")
+
+
+class SshTtyTest(unittest.TestCase):
+    def test_words(self):
+        cases = [("-tt", True), ("-t", True), ("-At", True), ("-q -o RequestTTY=force", True),
+                 ("-oRequestTTY=yes", True), ("-o 'RequestTTY yes'", True), ("-o RequestTTY=no", False),
+                 ("-o RequestTTY=auto", False), ("-i /etc/test/key -lroot -F/etc/ssh/cfg", False),
+                 ("-o StrictHostKeyChecking=yes -o UserKnownHostsFile=/tmp/t/known", False),
+                 ("-C -o ControlMaster=auto -o ControlPersist=60s", False), ("", False)]
+        for args, want in cases:
+            with self.subTest(args=args):
+                self.assertEqual(ga.ssh_words_force_tty(shlex.split(args)), want)
 
 
 class HostMemoTest(unittest.TestCase):
