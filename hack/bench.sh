@@ -1,21 +1,32 @@
 #!/usr/bin/env bash
-# make bench: speed and memory of the collection's module runtime, measured
-# side by side in one run and printed as ratios (never as absolute targets:
-# this machine is shared and noisy, ratios of runs taken together are not).
+# make bench: cost of a gopve.proxmox task next to Ansible's cheapest ones,
+# measured side by side in one run against a 1-node lab over real SSH, and
+# printed with ratios (this machine is shared and noisy: only figures taken
+# together compare).
 #
-#  1. per-task cost over real SSH against a 1-node lab, N module runs each:
-#       gopve warm  – gopve_test on a converged file, binary already cached
-#       python copy – ansible.builtin.copy on a converged file (the usual yardstick)
-#       gopve cold  – gopve_test with an empty cache every run (a transfer per task:
-#                     what the content-hash cache saves)
-#     each minus an empty play of the same shape, so SSH setup and fact-free
-#     play start-up are not counted.
-#  2. one module process, no Ansible around it: wall time and peak RSS of the
-#     Go runtime validating and converging a file vs. Python's AnsibleModule
-#     doing the same validation and file write (hack/bench_exec.py).
+#  1. ms per no-op task, N tasks per play, R rounds, the variants interleaved
+#     so load changes hit them alike, an empty play of the same shape
+#     subtracted (SSH set-up and play start-up are not counted):
+#       raw          ansible.builtin.raw: true (the floor: one SSH command)
+#       ping         ansible.builtin.ping (Python AnsiballZ)
+#       command      ansible.builtin.command: true
+#       zfs fast     gopve.proxmox.pve_zfs on a converged pool, fast path
+#                    (one remote command: check the cached binary, args on stdin)
+#       zfs fallback the same task with gopve_fast_path: false (wrapper module
+#                    through Ansible's _execute_module: tmp dir, args file)
+#       test fast    gopve.proxmox.gopve_test no-op on the fast path: the path's
+#                    own cost, without pve_zfs's reads of the pool
+#     and the remote commands per task of each (SSH EXEC lines of a -vvv run,
+#     sftp transfers included, divided by N: the fast path's first task probes).
+#  2. wall time (median of 10) and peak RSS of one pve_zfs run on the node,
+#     no Ansible around it (the cached binary, args on stdin, as the fast
+#     path runs it), and one module process vs Python's AnsibleModule
+#     (hack/bench_exec.py).
+# Targets (issue 8): zfs fast within 3x raw, and at least 4x cheaper than ping.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${BENCH_TASKS:-20}
+R=${BENCH_ROUNDS:-3}
 work=$(mktemp -d)
 lab=/var/lib/gopve/bin/lab
 labdir=
@@ -28,6 +39,7 @@ trap cleanup EXIT
 echo "bench: building the test-tagged binary and the lab"
 make -s build-test >/dev/null
 bin=$(ls tests/integration/out/bin/gopve_linux_x86_64)
+sha=$(sha256sum "$bin" | cut -d' ' -f1)
 mkdir -p "$(dirname "$lab")"
 CGO_ENABLED=0 go build -o "$lab" ./modules-src/cmd/lab
 
@@ -42,52 +54,99 @@ labdir=$work/lab
 "$lab" up --nodes 1 --pve 8 --dir "$labdir" >/dev/null
 inv=$labdir/inventory.yml
 
-play() { # play NAME TASK-YAML
+play() { # play NAME TASK-YAML: N copies of the task in one play
   cat >"$work/$1.yml" <<PLAY
 - hosts: pve01
   gather_facts: false
   tasks:
 $2
+      loop: "{{ range($N) | list }}"
 PLAY
 }
-play empty "    - ansible.builtin.meta: noop
-      loop: \"{{ range($N) | list }}\""
-play warm "    - gopve.proxmox.gopve_test: {name: bench, path: /root/bench-go.txt, content: \"x\\n\"}
-      loop: \"{{ range($N) | list }}\""
-play copy "    - ansible.builtin.copy: {dest: /root/bench-py.txt, content: \"x\\n\"}
-      loop: \"{{ range($N) | list }}\""
-play cold "    - gopve.proxmox.gopve_test: {name: bench, path: /root/bench-go.txt, content: \"x\\n\"}
-      vars: {gopve_remote_cache: \"/root/.bench-cache/{{ item }}\"}
-      loop: \"{{ range($N) | list }}\""
+zfs='    - gopve.proxmox.pve_zfs: {name: bench, devices: [/dev/nvme0n1]}'
+play empty '    - ansible.builtin.meta: noop'
+play raw '    - ansible.builtin.raw: "true"'
+play ping '    - ansible.builtin.ping:'
+play command '    - ansible.builtin.command: "true"'
+play zfs_fast "$zfs"
+play zfs_fallback "$zfs
+      vars: {gopve_fast_path: false}"
+play test_fast '    - gopve.proxmox.gopve_test: {name: bench}'
+variants="raw ping command zfs_fast zfs_fallback test_fast"
 
 export ANSIBLE_COLLECTIONS_PATH=$work/collections ANSIBLE_NOCOLOR=1 \
   ANSIBLE_RETRY_FILES_ENABLED=0 HOME=$work/home ANSIBLE_LOCAL_TEMP=$work/home/tmp
 mkdir -p "$work/home"
-run() { # seconds of one ansible-playbook run
-  local t0 t1
+run() { # run NAME [ARGS]: seconds of one ansible-playbook run
+  local name=$1 t0 t1; shift
   t0=$(date +%s.%N)
-  ansible-playbook -i "$inv" "$work/$1.yml" >"$work/$1.log" 2>&1 || {
-    cat "$work/$1.log" >&2; echo "bench: $1 failed" >&2; exit 1; }
+  ansible-playbook -i "$inv" "$@" "$work/$name.yml" >"$work/$name.log" 2>&1 || {
+    cat "$work/$name.log" >&2; echo "bench: $name failed" >&2; exit 1; }
   t1=$(date +%s.%N)
   echo "$t1 - $t0" | bc -l
 }
-# Warm the cache and converge both files first, then interleave the
-# measured runs so load changes hit every variant alike.
-run warm >/dev/null; run copy >/dev/null
-declare -A total=([empty]=0 [warm]=0 [copy]=0 [cold]=0)
-rounds=${BENCH_ROUNDS:-3}
-for r in $(seq "$rounds"); do
-  "$lab" ssh --dir "$labdir" pve01 'rm -rf /root/.bench-cache' >/dev/null
-  for v in empty warm copy cold; do
-    total[$v]=$(echo "${total[$v]} + $(run $v)" | bc -l)
+# Create the pool (untimed): every timed zfs task is then a converged no-op.
+run zfs_fast >/dev/null
+run zfs_fast >/dev/null
+grep -q 'changed=0' "$work/zfs_fast.log" || { echo "bench: pve_zfs was not converged after its first run" >&2; exit 1; }
+
+# Remote commands per task, from one -vvv run of each variant.
+declare -A trips
+for v in $variants; do
+  run "$v" -vvv >/dev/null
+  trips[$v]=$(echo "$(grep -c ' SSH: EXEC ' "$work/$v.log") / $N" | bc -l)
+done
+
+declare -A total=([empty]=0)
+for v in $variants; do total[$v]=0; done
+for _ in $(seq "$R"); do
+  for v in empty $variants; do
+    total[$v]=$(echo "${total[$v]} + $(run "$v")" | bc -l)
   done
 done
-per() { echo "(${total[$1]} - ${total[empty]}) / ($rounds * $N) * 1000" | bc -l; }
-warm=$(per warm); copy=$(per copy); cold=$(per cold)
-printf '\nper task over SSH (%d tasks x %d rounds, empty-play baseline subtracted)\n' "$N" "$rounds"
-printf '  %-34s %8.1f ms\n' "gopve_test, cached binary" "$warm" "ansible.builtin.copy" "$copy" "gopve_test, binary sent every task" "$cold"
-printf '  ratio gopve warm / python copy      %6.2f\n' "$(echo "$warm / $copy" | bc -l)"
-printf '  ratio gopve cold / gopve warm       %6.2f   (what the cache saves)\n' "$(echo "$cold / $warm" | bc -l)"
+per() { echo "(${total[$1]} - ${total[empty]}) / ($R * $N) * 1000" | bc -l; }
+declare -A ms
+for v in $variants; do ms[$v]=$(per "$v"); done
+
+printf '\nper no-op task over SSH (%d tasks x %d rounds, empty-play baseline subtracted)\n' "$N" "$R"
+printf '  %-44s %8s %14s\n' "" "ms/task" "remote cmds"
+label() {
+  case $1 in
+    raw) echo "ansible.builtin.raw: true" ;;
+    ping) echo "ansible.builtin.ping" ;;
+    command) echo "ansible.builtin.command: true" ;;
+    zfs_fast) echo "gopve.proxmox.pve_zfs, fast path" ;;
+    zfs_fallback) echo "gopve.proxmox.pve_zfs, fallback (wrapper)" ;;
+    test_fast) echo "gopve.proxmox.gopve_test no-op, fast path" ;;
+  esac
+}
+for v in $variants; do
+  printf '  %-44s %8.1f %14.2f\n' "$(label "$v")" "${ms[$v]}" "${trips[$v]}"
+done
+ratio() { echo "${ms[$1]} / ${ms[$2]}" | bc -l; }
+printf '  ratio pve_zfs fast / raw        %6.2f   (target <= 3)\n' "$(ratio zfs_fast raw)"
+printf '  ratio pve_zfs fast / ping       %6.2f   (target <= 0.25)\n' "$(ratio zfs_fast ping)"
+printf '  ratio pve_zfs fallback / fast   %6.2f   (what the fast path saves)\n' "$(ratio zfs_fallback zfs_fast)"
+
+printf '  ratio gopve_test fast / raw     %6.2f   (the fast path alone)\n' "$(ratio test_fast raw)"
+
+# One pve_zfs run on the node, as the fast path runs it, without Ansible:
+# how much of a task is the module's own reading of the pool.
+cached=/root/.ansible/gopve/$sha/gopve
+node=$("$lab" ssh --dir "$labdir" pve01 "python3 -c '
+import resource, statistics, subprocess, time
+args = b\"{\\\"_gopve_module\\\": \\\"pve_zfs\\\", \\\"name\\\": \\\"bench\\\", \\\"devices\\\": [\\\"/dev/nvme0n1\\\"]}\"
+times = []
+for _ in range(10):
+    t = time.perf_counter()
+    out = subprocess.run([\"$cached\", \"-\"], input=args, capture_output=True, check=True).stdout
+    times.append(time.perf_counter() - t)
+    assert b\"\\\"changed\\\":false\" in out, out
+print(statistics.median(times) * 1000, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
+'")
+read -r node_ms node_rss <<<"$node"
+printf '  one pve_zfs run on the node     %6.1f ms (no Ansible; it runs the pool/timer reads itself)\n' "$node_ms"
+printf '  peak RSS of one pve_zfs run     %6.1f MiB (largest of the binary and the tools it ran)\n' "$node_rss"
 
 echo
 /usr/bin/python3 hack/bench_exec.py "$bin" "$work/exec"

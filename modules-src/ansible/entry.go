@@ -84,11 +84,11 @@ func mainWith(ctx context.Context, mods []Module, argv []string, env Env, stderr
 		}
 	}()
 	if len(argv) < 2 {
-		return p.emit(failOnly("no args file given: gopve modules are run by Ansible as `<binary> <args file>`; for the human commands run `gopve help`"))
+		return p.emit(failOnly("no args file given: gopve modules are run by Ansible as `<binary> <args file>` (or `<binary> -` with the arguments on stdin); for the human commands run `gopve help`"))
 	}
-	data, err := os.ReadFile(argv[1])
+	data, err := readArgs(argv[1], os.Stdin)
 	if err != nil {
-		return p.emit(failOnly(fmt.Sprintf("cannot read the args file: %v", err)))
+		return p.emit(failOnly(err.Error()))
 	}
 	inv, err := parseArgs(data)
 	if err != nil {
@@ -155,6 +155,28 @@ func addSecretValues(s *secretSet, v any) {
 	default:
 		s.add(fmt.Sprint(x))
 	}
+}
+
+// ArgsFromStdin is the args "file" name that makes the binary read its
+// arguments from stdin: the action plugin's fast path sends them there, so
+// they never touch the node's disk nor appear in argv or the environment.
+const ArgsFromStdin = "-"
+
+// readArgs returns the raw arguments: the content of the args file, or all
+// of stdin for ArgsFromStdin. Both go through the same parseArgs.
+func readArgs(name string, stdin io.Reader) ([]byte, error) {
+	if name == ArgsFromStdin {
+		data, err := io.ReadAll(stdin)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read the arguments from stdin: %w", err)
+		}
+		return data, nil
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the args file: %w", err)
+	}
+	return data, nil
 }
 
 // runGuarded runs the module in its own goroutine so that a module stuck

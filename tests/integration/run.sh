@@ -20,6 +20,11 @@
 #
 # Usage: tests/integration/run.sh            (both controllers)
 #        GOPVE_IT_CONTROLLERS=2.14 tests/integration/run.sh
+#        GOPVE_IT_PATHS=fast tests/integration/run.sh   (only the fast path)
+# Every case runs twice per controller: on the action plugin's fast path (one
+# remote command per task, arguments on stdin) and on its fallback (host
+# variable gopve_fast_path: false: the gopve_exec wrapper through Ansible's
+# _execute_module), each with its own work directory, users and caches.
 # GOPVE_TEST_BINARY=/path/to/gopve uses a prebuilt test binary instead of
 # building one; GOPVE_IT_KEEP=1 keeps the temporary directory for debugging;
 # GOPVE_IT_CASES selects cases (see CASES below).
@@ -62,6 +67,7 @@ fi
 # --- set-up ---------------------------------------------------------------
 
 CONTROLLERS=${GOPVE_IT_CONTROLLERS:-2.14 2.19}
+PATHS=${GOPVE_IT_PATHS:-fast fallback}
 T=$(mktemp -d /tmp/gopve-it.XXXXXX)
 chmod 0711 "$T"
 SSHD_PID= HOLDER_PID= CTL_PIDS=
@@ -151,7 +157,7 @@ chmod 0755 "$T/fake/freebsd/uname" "$T/fake/darwin/uname"
 # A loopback /24 picked per run, so parallel runs and the lab (127.77.*) don't meet.
 NET=127.88.$(( ($$ % 200) + 20 ))
 PORT=2222
-declare -A ADDR=([h1]=$NET.1 [h2]=$NET.2 [usr]=$NET.3 [fbsd]=$NET.4 [darwin]=$NET.5 [sec]=$NET.6)
+declare -A ADDR=([h1]=$NET.1 [h2]=$NET.2 [usr]=$NET.3 [fbsd]=$NET.4 [darwin]=$NET.5 [sec]=$NET.6 [pw]=$NET.7 [tty]=$NET.8)
 SYSPATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 {
   echo "$(cat "$T/keys/test.pub")"
@@ -182,26 +188,42 @@ LogLevel INFO
 EOF
 } >"$T/ssh/sshd_config"
 
-# One unprivileged user per controller (so each controller starts with an
-# empty cache in that user's home), created inside the target's overlay.
+# One unprivileged user per controller and path (so each run starts with an
+# empty cache in that user's home), created inside the target's overlay,
+# plus one user "gopvepw" whose sudo asks for its password, and a root
+# password for su (become with a password).
+PW_PASS=gopve-pw-$RANDOM$RANDOM ROOT_PASS=gopve-root-$RANDOM$RANDOM
 declare -A UNPRIV UNPRIV_UID
 setup=$T/ssh/target-setup.sh
 {
   echo 'set -e'
   echo "echo '127.0.1.1 $(hostname)' >>/etc/hosts"
   echo 'mkdir -p /run/sshd && chmod 0755 /run/sshd'
+  n=0
   for c in $CONTROLLERS; do
-    u=gopveit${c//./}; uid=$(( 41000 + ${c//./} ))
-    UNPRIV[$c]=$u; UNPRIV_UID[$c]=$uid
-    echo "useradd -u $uid -m -d $T/home/$u -s /bin/sh $u"
-    echo "usermod -p '*' $u"
-    echo "echo '$u ALL=(ALL) NOPASSWD: ALL' >/etc/sudoers.d/$u && chmod 0440 /etc/sudoers.d/$u"
-    cp "$T/keys/test.pub" "$T/ssh/authorized_keys.$u"
+    for pth in $PATHS; do
+      u=gopveit${c//./}${pth:0:1}${pth: -1}; uid=$(( 41000 + ${c//./} * 4 + n )); n=$((n + 1))
+      UNPRIV[$c$pth]=$u; UNPRIV_UID[$c$pth]=$uid
+      echo "useradd -u $uid -m -d $T/home/$u -s /bin/sh $u"
+      echo "usermod -p '*' $u"
+      echo "echo '$u ALL=(ALL) NOPASSWD: ALL' >/etc/sudoers.d/$u && chmod 0440 /etc/sudoers.d/$u"
+      cp "$T/keys/test.pub" "$T/ssh/authorized_keys.$u"
+    done
   done
+  echo "useradd -u 42000 -m -d $T/home/gopvepw -s /bin/sh gopvepw"
+  echo "echo 'gopvepw:$PW_PASS' | chpasswd && echo 'root:$ROOT_PASS' | chpasswd"
+  echo "echo 'gopvepw ALL=(ALL) ALL' >/etc/sudoers.d/gopvepw && chmod 0440 /etc/sudoers.d/gopvepw"
+  cp "$T/keys/test.pub" "$T/ssh/authorized_keys.gopvepw"
+  # gopvett: passwordless sudo that insists on a terminal (requiretty).
+  echo "useradd -u 42001 -m -d $T/home/gopvett -s /bin/sh gopvett"
+  echo "usermod -p '*' gopvett"
+  printf '%s\n' "echo 'Defaults:gopvett requiretty' >/etc/sudoers.d/gopvett" \
+    "echo 'gopvett ALL=(ALL) NOPASSWD: ALL' >>/etc/sudoers.d/gopvett" "chmod 0440 /etc/sudoers.d/gopvett"
+  cp "$T/keys/test.pub" "$T/ssh/authorized_keys.gopvett"
 } >"$setup"
 chmod 0644 "$T"/ssh/authorized_keys.* "$setup"
 
-log "starting sshd on $NET.1-5:$PORT"
+log "starting sshd on $NET.1-${#ADDR[@]}:$PORT"
 unshare --mount --propagation private -- "$SELF" __target "$TRIXIE" "$T/target" "$setup" "$T/ssh/sshd_config" \
   >"$T/sshd.log" 2>&1 &
 SSHD_PID=$!
@@ -231,7 +253,8 @@ fi
 # --- running a controller -------------------------------------------------
 
 CTL=  # current controller: 2.14 or 2.19
-W=    # its work directory
+PTH=  # current path: fast or fallback
+W=    # their work directory
 ctl() {  # ctl CMD...: run CMD under the current controller, clean environment, cwd $W
   local env=(PATH=$SYSPATH HOME=/root LANG=C.UTF-8 ANSIBLE_CONFIG="$T/ansible.cfg"
     ANSIBLE_COLLECTIONS_PATH="$W/collections" ANSIBLE_LOCAL_TEMP="$W/localtmp"
@@ -247,19 +270,21 @@ ctl() {  # ctl CMD...: run CMD under the current controller, clean environment, 
 : >"$T/ansible.cfg"
 
 prepare_controller() {
-  W=$T/w${CTL//./}
+  W=$T/w${CTL//./}-$PTH
   mkdir -p "$W/files" "$W/cache" "$W/logs" "$W/localtmp" "$W/cp" "$W/rtmp" "$W/systmp" "$W/async"
   # Remote tmp and async dirs of this controller only: the other controller
   # runs at the same time on the same target.
   chmod 1777 "$W/files" "$W/rtmp" "$W/systmp" "$W/async"
   chmod 0755 "$W"
-  local u=${UNPRIV[$CTL]}
+  local u=${UNPRIV[$CTL$PTH]} fast=true
+  [ "$PTH" = fast ] || fast=false
   cat >"$W/inventory.yml" <<EOF
 all:
   vars:
     w: $W
+    gopve_fast_path: $fast
     unpriv_user: $u
-    unpriv_uid: ${UNPRIV_UID[$CTL]}
+    unpriv_uid: ${UNPRIV_UID[$CTL$PTH]}
     ansible_python_interpreter: /usr/bin/python3
     ansible_remote_tmp: $W/rtmp
     ansible_system_tmpdirs: [$W/systmp]
@@ -289,6 +314,12 @@ all:
           ansible_host: ${ADDR[sec]}
           ansible_ssh_private_key_file: $T/keys/secret
           gopve_remote_cache: $W/cache/sec
+        pw:
+          ansible_host: ${ADDR[pw]}
+          ansible_user: gopvepw
+          pw_pass: "$PW_PASS"
+          root_pass: "$ROOT_PASS"
+        tty: {ansible_host: ${ADDR[tty]}, ansible_user: gopvett, ansible_become: true, gopve_remote_cache: $W/cache/tty}
     local:
       hosts:
         localhost: {ansible_connection: local, gopve_remote_cache: $W/cache/local}
@@ -447,7 +478,7 @@ case_env_fallback_secret() {
 
 case_become() {
   pb become become.yml || why "become playbook failed"
-  local u=${UNPRIV[$CTL]} uid=${UNPRIV_UID[$CTL]}
+  local u=${UNPRIV[$CTL$PTH]} uid=${UNPRIV_UID[$CTL$PTH]}
   expect_content "$W/files/by-$u" "written by $u"
   [ "$(stat -c %u "$W/files/by-$u" 2>/dev/null)" = "$uid" ] || why "by-$u is not owned by $u"
   expect_cache "$T/home/$u/.ansible/gopve" "$uid"   # default cache: the become user's home
@@ -522,14 +553,109 @@ case_ansible_doc() {
   return 0
 }
 
-# GOPVE_IT_CASES="install many_tasks corrupt_cache" runs a subset (in this order).
-CASES=${GOPVE_IT_CASES:-install action_scripts many_tasks idempotence check_diff no_log env_fallback_secret become delegate defaults_env_async platforms corrupt_cache bad_input ansible_doc}
+# exec_counts NAME HOST: "task=count ..." for every TASK of that log, the
+# remote commands (SSH: EXEC lines, sftp transfers included; EXEC lines for
+# the local connection) run for HOST by that task, in order.
+exec_counts() {
+  local addr=${ADDR[$2]:-$2}
+  awk -v a="<$addr>" '
+    /^TASK \[/ { if (t != "") printf "%d ", n; t = $0; n = 0; next }
+    /^PLAY RECAP/ { if (t != "") printf "%d ", n; t = ""; next }
+    index($0, a " SSH: EXEC ") == 1 || index($0, a " EXEC ") == 1 { n++ }
+  ' "$W/logs/$1.log"
+}
 
-# run_controller: every case under $CTL; prints its report, and its counts
-# last as "COUNTS passed failed".
+case_round_trips() {
+  # Issue 8: on the fast path every module task after a host's first is one
+  # remote command (no tmp dir, no transfer); the fallback needs several.
+  # round_trips.yml: one task that probes (fresh cache), then 5 module
+  # tasks, on h1 (root login) and usr (sudo without password), pipelining
+  # off (Ansible's default); round_trips_pipelining: the same with it on.
+  local run h counts c i
+  for run in round_trips round_trips_pipelining; do
+    local extra=()
+    [ $run = round_trips_pipelining ] && extra=(-e ansible_pipelining=true -e rt_cache=pipelining)
+    pb $run round_trips.yml "${extra[@]}" || why "$run: playbook failed"
+    for h in h1 usr; do
+      counts=$(exec_counts $run $h)
+      read -r -a c <<<"$counts"
+      [ ${#c[@]} = 7 ] || { why "$run $h: want 7 tasks in the log, got '$counts'"; continue; }
+      echo "        $run $h: remote commands per task: $counts(task 1 probes and installs)" >>"$W/logs/summary"
+      for i in 1 2 3 4 5; do
+        if [ "$PTH" = fast ]; then
+          [ "${c[$i]}" = 1 ] || why "$run $h task $i: ${c[$i]} remote commands, want 1 on the fast path ($counts)"
+        else
+          [ "${c[$i]}" -ge 3 ] || why "$run $h task $i: ${c[$i]} remote commands, want the fallback's >= 3 ($counts)"
+        fi
+      done
+    done
+    expect_recap $run h1 '' 0
+    expect_recap $run usr '' 0
+  done
+  # Nothing of a task is left in a remote tmp dir, and the arguments never
+  # reach the node's disk: the fast path makes no tmp dir at all.
+  if [ "$PTH" = fast ]; then
+    grep -q "mkdir .*ansible-tmp-.*round" "$W/logs/round_trips.log" && why "a tmp dir was made on the fast path"
+    if grep -q "gopve: fallback path" "$W/logs/round_trips.log"; then
+      why "a task took the fallback: $(grep -m1 'gopve: fallback path' "$W/logs/round_trips.log")"
+    fi
+  else
+    grep -q "gopve: fallback path (gopve_fast_path is false)" "$W/logs/round_trips.log" || why "the fallback does not say why it was taken"
+  fi
+  no_remote_tmp_left
+}
+
+case_tamper() {
+  # Between two tasks of one play (the second on the fast path, the host
+  # known): a tampered binary is never run but replaced with a warning; a
+  # cache directory made world-writable is refused naming it.
+  rm -f "$W/pwned-midplay"
+  pb tamper tamper.yml -e "sha=$SHA" || why "tamper playbook failed (assertions)"
+  [ ! -e "$W/pwned-midplay" ] || why "the binary tampered with mid-play was executed"
+  expect_cache "$W/cache/tamper" 0
+}
+
+case_become_methods() {
+  # sudo asking for a password (the login user gopvepw), su with the root
+  # password, su without one (root to an unprivileged user). sudo runs on
+  # the fast path (ssh sends the password, then the arguments, over plain
+  # pipes); su needs a terminal, so it always takes the fallback.
+  pb become_methods become_methods.yml || why "become_methods playbook failed"
+  expect_recap become_methods pw '' 0
+  expect_recap become_methods h1 '' 0
+  local counts c
+  counts=$(exec_counts become_methods pw)
+  read -r -a c <<<"$counts"
+  echo "        become_methods pw: remote commands per task: $counts" >>"$W/logs/summary"
+  # tasks: sudo x2, assert, su x2, assert, then h1's play (0 for pw)
+  if [ "$PTH" = fast ]; then
+    [ "${c[1]:-}" = 1 ] || why "second sudo-with-password task: ${c[1]:-?} remote commands, want 1 ($counts)"
+    grep -q "gopve: fallback path (become method su needs a terminal)" "$W/logs/become_methods.log" ||
+      why "su did not say it takes the fallback"
+  fi
+  # requiretty: the fast path finds out at run time (nothing started), the
+  # task and the rest of the play take the fallback.
+  expect_recap become_methods tty '' 0
+  expect_content "$W/files/by-requiretty" "written by root"
+  if [ "$PTH" = fast ]; then
+    grep -q "gopve: fallback path (the fast path did not start (rc=1): sudo: .*tty" "$W/logs/become_methods.log" ||
+      why "requiretty: the second task did not take the fallback for the remembered reason"
+  fi
+  expect_content "$W/files/by-su-nopass" "written by $(echo ${UNPRIV[$CTL$PTH]})"
+  expect_content "$W/files/by-su-pass" "written by root"
+  expect_content "$W/files/by-sudo-pass" "written by root"
+  grep -rqs -- "$PW_PASS\|$ROOT_PASS" "$W/logs/become_methods.log" "$T/target/up/tmp" && why "a become password shows in the log or on the node"
+  no_remote_tmp_left
+}
+
+# GOPVE_IT_CASES="install many_tasks corrupt_cache" runs a subset (in this order).
+CASES=${GOPVE_IT_CASES:-install action_scripts many_tasks idempotence check_diff no_log env_fallback_secret become become_methods tamper delegate defaults_env_async platforms corrupt_cache bad_input round_trips ansible_doc}
+
+# run_controller: every case under $CTL on path $PTH; prints its report, and
+# its counts last as "COUNTS passed failed".
 run_controller() {
   local start=$SECONDS c
-  echo "== ansible-core $CTL controller"
+  echo "== ansible-core $CTL controller, $PTH path"
   if ! prepare_controller; then
     echo "  FAIL  install (see $W/logs/install.log)"
     echo "COUNTS 0 1"
@@ -537,25 +663,30 @@ run_controller() {
   fi
   ctl ansible --version 2>/dev/null | head -1 | sed 's/^/   /'
   for c in $CASES; do run_case "$c"; done
-  echo "== ansible-core $CTL: $PASSED passed, $FAILED failed ($((SECONDS - start))s)"
+  [ -f "$W/logs/summary" ] && cat "$W/logs/summary"
+  echo "== ansible-core $CTL, $PTH path: $PASSED passed, $FAILED failed ($((SECONDS - start))s)"
   echo "COUNTS $PASSED $FAILED"
 }
 
-# The controllers share only the sshd (each has its own hosts' caches, user
-# and work directory), so they run side by side.
+# The runs share only the sshd (each has its own hosts' caches, users and
+# work directory), so they run side by side.
 pids=()
 for CTL in $CONTROLLERS; do
-  run_controller >"$T/report.$CTL" 2>&1 &
-  pids+=($!)
-  CTL_PIDS="$CTL_PIDS $!"
+  for PTH in $PATHS; do
+    run_controller >"$T/report.$CTL.$PTH" 2>&1 &
+    pids+=($!)
+    CTL_PIDS="$CTL_PIDS $!"
+  done
 done
 for p in "${pids[@]}"; do wait "$p" || true; done
 CTL_PIDS=
 total_passed=0 total_failed=0
 for CTL in $CONTROLLERS; do
-  grep -v '^COUNTS ' "$T/report.$CTL"
-  read -r _ p f < <(grep '^COUNTS ' "$T/report.$CTL" || echo "COUNTS 0 1")
-  total_passed=$((total_passed + p)); total_failed=$((total_failed + f))
+  for PTH in $PATHS; do
+    grep -v '^COUNTS ' "$T/report.$CTL.$PTH"
+    read -r _ p f < <(grep '^COUNTS ' "$T/report.$CTL.$PTH" || echo "COUNTS 0 1")
+    total_passed=$((total_passed + p)); total_failed=$((total_failed + f))
+  done
 done
 echo "$total_passed passed, $total_failed failed"
 [ "$total_passed" -gt 0 ] || die "no case ran"

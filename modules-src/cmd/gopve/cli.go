@@ -16,7 +16,8 @@ import (
 
 const usage = `gopve — the Go modules of the gopve.proxmox Ansible collection
 
-Ansible runs this binary as "gopve <args file>". Commands for humans:
+Ansible runs this binary as "gopve <args file>" (or "gopve -", arguments on
+stdin: the action plugin's fast path). Commands for humans:
   gopve version                                   print the collection version
   gopve list                                      list the modules in this binary
   gopve docs NAME                                 print a module's DOCUMENTATION YAML
