@@ -98,6 +98,10 @@ func mainWith(ctx context.Context, mods []Module, argv []string, env Env, stderr
 	if err != nil {
 		return p.emit(failOnly(err.Error()))
 	}
+	// Values given in the arguments first, for every option, and only then
+	// the environment fallbacks: a lookup that panics must find every
+	// argument secret already registered, whatever the map order.
+	addRawSecrets(secrets, m.Spec.Options, inv.Params, nil)
 	addRawSecrets(secrets, m.Spec.Options, inv.Params, env)
 	return runGuarded(ctx, m, inv, env, stderr, p, grace, exit)
 }

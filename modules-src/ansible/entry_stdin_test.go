@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/gopve/proxmox/modules-src/internal/testenv"
 )
 
 // runChildStdin runs the entry point in a child process as the action
@@ -30,9 +32,7 @@ func runChildStdin(t *testing.T, argv0, stdin string) childRun {
 // Arguments on stdin go through exactly the validation of an args file:
 // same result for the same bytes, whichever way they arrive.
 func TestArgsOnStdinMatchArgsFile(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts child processes")
-	}
+	testenv.NeedLong(t, "starts child processes")
 	cases := map[string]string{
 		"2.14 shape":          args214,
 		"2.21 shape":          args221,
@@ -58,9 +58,7 @@ func TestArgsOnStdinMatchArgsFile(t *testing.T) {
 }
 
 func TestArgsOnStdinRunTheModule(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts child processes")
-	}
+	testenv.NeedLong(t, "starts child processes")
 	got := runChildStdin(t, "/x/gopve", `{"_gopve_module": "echo", "name": "from stdin", "count": "3", "_ansible_check_mode": true}`)
 	if got.code != 0 {
 		t.Fatalf("exit code %d: %s %s", got.code, got.stdout, got.stderr)

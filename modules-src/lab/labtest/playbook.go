@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/gopve/proxmox/modules-src/internal/testenv"
 	"github.com/gopve/proxmox/modules-src/lab/labctl"
 )
 
@@ -37,9 +38,7 @@ func InstallCollection(t *testing.T, repo, bin string) string {
 // returns the output. Skips the test when ansible-playbook is missing.
 func Playbook(t *testing.T, lab *labctl.Lab, collections, vars, pb string, extra ...string) (string, error) {
 	t.Helper()
-	if _, err := exec.LookPath("ansible-playbook"); err != nil {
-		t.Skip("ansible-playbook is not installed")
-	}
+	testenv.NeedTools(t, "ansible-playbook")
 	args := append([]string{"-i", lab.Inventory(), "-e", "@" + vars, pb}, extra...)
 	cmd := exec.Command("ansible-playbook", args...)
 	home := t.TempDir()
