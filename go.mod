@@ -3,18 +3,21 @@ module github.com/gopve/proxmox
 go 1.26.0
 
 require (
+	github.com/go-viper/mapstructure/v2 v2.5.0
+	github.com/google/renameio/v2 v2.0.2
+	github.com/hanwen/go-fuse/v2 v2.9.0
+	github.com/luthermonson/go-proxmox v0.8.2
+	github.com/rogpeppe/go-internal v1.16.0
+	golang.org/x/crypto v0.59.0
+	golang.org/x/sys v0.50.0
+)
+
+require (
 	github.com/buger/goterm v1.0.4 // indirect
 	github.com/diskfs/go-diskfs v1.9.3 // indirect
 	github.com/djherbis/times v1.6.0 // indirect
-	github.com/go-viper/mapstructure/v2 v2.5.0 // indirect
-	github.com/google/renameio/v2 v2.0.2 // indirect
 	github.com/gorilla/websocket v1.4.2 // indirect
 	github.com/jinzhu/copier v0.3.4 // indirect
-	github.com/luthermonson/go-proxmox v0.8.2 // indirect
 	github.com/magefile/mage v1.14.0 // indirect
-	github.com/rogpeppe/go-internal v1.16.0 // indirect
-	golang.org/x/crypto v0.59.0 // indirect
-	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/tools v0.26.0 // indirect
-	pault.ag/go/debian v0.19.0 // indirect
 )
