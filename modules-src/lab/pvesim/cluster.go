@@ -559,6 +559,14 @@ func (s *Sim) detachedCopyLocked(db *ConfigDB) (*ConfigDB, error) {
 			return nil, fmt.Errorf("copy the cluster CA for the removed node: %w", err)
 		}
 	}
+	if err := copyEtcPve(s.etcPveDir(db.ID), s.etcPveDir(stale.ID)); err != nil {
+		return nil, fmt.Errorf("copy /etc/pve for the removed node: %w", err)
+	}
+	for k, v := range s.written {
+		if rest, ok := strings.CutPrefix(k, db.ID+"\x00"); ok {
+			s.written[fileKey(stale.ID, rest)] = v
+		}
+	}
 	s.st.DBs[stale.ID] = &stale
 	return &stale, nil
 }

@@ -1,0 +1,453 @@
+package pvesim
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/google/renameio/v2"
+)
+
+// Every ConfigDB (one pmxcfs database, one /etc/pve) is a real directory,
+// <Dir>/pvesim/etc-pve/<db id>/, laid out as PVE lays out /etc/pve. The lab
+// mounts it as each member's /etc/pve (modules-src/lab/pmxcfs), so the
+// simulator, the CLI stand-ins and a role editing a file share one state:
+//
+//   - the simulator writes storage.cfg, user.cfg, priv/token.cfg and
+//     corosync.conf whenever its model of them changes (writeFilesLocked);
+//   - before every API request, and when the mount reports a change, it reads
+//     storage.cfg and user.cfg back (readFilesLocked): a hand edit is what the
+//     API shows next. corosync.conf and the access part of user.cfg are
+//     written, not read back (see docs/lab.md, known gaps);
+//   - every other file (priv/authorized_keys, datacenter.cfg, …) lives only
+//     in the directory.
+
+// etcPveDir is the backing directory of DB id.
+func (s *Sim) etcPveDir(id string) string { return filepath.Join(s.cfg.Dir, "pvesim", "etc-pve", id) }
+
+// fileKey indexes Sim.written.
+func fileKey(db, rel string) string { return db + "\x00" + rel }
+
+// Directories pve-cluster creates at start (prepare_observed_file_basedirs)
+// plus priv/lock, where cfs_lock_file takes its locks.
+var etcPveDirs = []string{"firewall", "ha", "mapping", "nodes", "priv", "priv/acme", "priv/lock", "sdn", "virtual-guest"}
+
+// writeFilesLocked renders the model of db into its directory; a file is
+// rewritten only when its rendering changed since the simulator last wrote
+// (or read) it, so a hand edit stays until the model changes.
+func (s *Sim) writeFilesLocked(db *ConfigDB) error {
+	dir := s.etcPveDir(db.ID)
+	for _, d := range etcPveDirs {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return fmt.Errorf("creating /etc/pve/%s: %w", d, err)
+		}
+	}
+	// Files of an earlier simulator that kept them in state.json.
+	for rel, content := range db.Files {
+		if err := writeEtcPveFile(dir, rel, []byte(content)); err != nil {
+			return err
+		}
+	}
+	db.Files = nil
+	files := map[string][]byte{
+		"storage.cfg":    []byte(renderStorageCfg(db)),
+		"user.cfg":       []byte(renderUserCfg(db)),
+		"priv/token.cfg": []byte(renderTokenCfg(db)),
+	}
+	if db.Corosync != nil {
+		files["corosync.conf"] = []byte(renderCorosyncConf(db.Corosync))
+	}
+	// Written once, then left to whoever edits them.
+	once := map[string][]byte{
+		"datacenter.cfg":   []byte("keyboard: en-us\n"), // the installer's (reconstruction)
+		"priv/authkey.key": []byte(db.AuthKey + "\n"),
+	}
+	if ca, err := s.caLocked(db.ID); err == nil {
+		once["pve-root-ca.pem"] = ca.certPEM
+		if key, err := os.ReadFile(filepath.Join(caDir(s.cfg.Dir), db.ID+".key")); err == nil {
+			once["priv/pve-root-ca.key"] = key
+		}
+	}
+	for rel, data := range once {
+		if _, err := os.Stat(filepath.Join(dir, rel)); errors.Is(err, fs.ErrNotExist) {
+			if err := writeEtcPveFile(dir, rel, data); err != nil {
+				return err
+			}
+		}
+	}
+	// nodes/<member>/ for every node whose /etc/pve this is.
+	for _, name := range s.sortedNodeNames() {
+		n := s.st.Nodes[name]
+		if n.DB != db.ID {
+			continue
+		}
+		for _, sub := range []string{"qemu-server", "lxc", "openvz", "priv"} {
+			if err := os.MkdirAll(filepath.Join(dir, "nodes", name, sub), 0o755); err != nil {
+				return fmt.Errorf("creating /etc/pve/nodes/%s/%s: %w", name, sub, err)
+			}
+		}
+		if rt := s.nodes[name]; rt != nil && rt.cert != nil {
+			files["nodes/"+name+"/pve-ssl.pem"] = rt.cert.certPEM
+			if key, err := os.ReadFile(filepath.Join(certDir(s.cfg.Dir, name), fmt.Sprintf("pve-ssl.%d.key", n.CertGen))); err == nil {
+				files["nodes/"+name+"/pve-ssl.key"] = key
+			}
+		}
+	}
+	for rel, data := range files {
+		k := fileKey(db.ID, rel)
+		if w, ok := s.written[k]; ok && bytes.Equal(w, data) {
+			continue
+		}
+		if err := writeEtcPveFile(dir, rel, data); err != nil {
+			return err
+		}
+		s.written[k] = data
+	}
+	if db.Corosync == nil {
+		k := fileKey(db.ID, "corosync.conf")
+		if _, ok := s.written[k]; ok {
+			_ = os.Remove(filepath.Join(dir, "corosync.conf"))
+			delete(s.written, k)
+		}
+	}
+	return nil
+}
+
+// writeEtcPveFile replaces a file atomically: a reader on any node sees the
+// old or the new content, never a mix.
+func writeEtcPveFile(dir, rel string, data []byte) error {
+	p := filepath.Join(dir, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("creating the directory of /etc/pve/%s: %w", rel, err)
+	}
+	if err := renameio.WriteFile(p, data, 0o600); err != nil {
+		return fmt.Errorf("writing /etc/pve/%s: %w", rel, err)
+	}
+	return nil
+}
+
+// readFilesLocked takes storage.cfg and the pools of user.cfg from db's
+// directory when they differ from what the simulator last wrote.
+func (s *Sim) readFilesLocked(db *ConfigDB) {
+	if db == nil {
+		return
+	}
+	dir := s.etcPveDir(db.ID)
+	if b, err := os.ReadFile(filepath.Join(dir, "storage.cfg")); err == nil {
+		k := fileKey(db.ID, "storage.cfg")
+		if w, ok := s.written[k]; !ok || !bytes.Equal(w, b) {
+			db.Storage = s.parseStorageCfg(string(b))
+			s.written[k] = b
+			db.Serial++
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "user.cfg")); err == nil {
+		k := fileKey(db.ID, "user.cfg")
+		if w, ok := s.written[k]; !ok || !bytes.Equal(w, b) {
+			db.Pools = parsePools(string(b), db.Pools)
+			s.written[k] = b
+			db.Serial++
+		}
+	}
+}
+
+func (s *Sim) sortedNodeNames() []string {
+	names := make([]string, 0, len(s.st.Nodes))
+	for n := range s.st.Nodes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// renderStorageCfg is SectionConfig::write_config for storage.cfg: per
+// section "type: id", then comment, a bare "disable", the plugin's
+// non-optional keys sorted, the other keys sorted, and a blank line.
+func renderStorageCfg(db *ConfigDB) string {
+	var b strings.Builder
+	for _, id := range db.sortedStorageIDs() {
+		st := db.Storage[id]
+		fmt.Fprintf(&b, "%s: %s\n", st.Type, st.ID)
+		if c := st.opt("comment"); c != "" {
+			fmt.Fprintf(&b, "\tcomment %s\n", c)
+		}
+		if st.disabled() {
+			b.WriteString("\tdisable\n")
+		}
+		t := storageTypes[st.Type]
+		keys := make([]string, 0, len(st.Options))
+		for k := range st.Options {
+			if k != "comment" && k != "disable" {
+				keys = append(keys, k)
+			}
+		}
+		sort.SliceStable(keys, func(i, j int) bool {
+			ri, rj := contains(t.required, keys[i]), contains(t.required, keys[j])
+			if ri != rj {
+				return ri
+			}
+			return keys[i] < keys[j]
+		})
+		for _, k := range keys {
+			fmt.Fprintf(&b, "\t%s %s\n", k, paramString(st.Options[k]))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// parseStorageCfg is SectionConfig::parse_config, lenient as PVE's: a bad
+// line is skipped, a section of an unknown type is kept as it is.
+func (s *Sim) parseStorageCfg(text string) map[string]*Storage {
+	out := map[string]*Storage{}
+	var cur *Storage
+	for _, line := range strings.Split(text, "\n") {
+		if strings.TrimSpace(line) == "" || strings.HasPrefix(strings.TrimSpace(line), "#") {
+			if strings.TrimSpace(line) == "" {
+				cur = nil
+			}
+			continue
+		}
+		if line[0] != ' ' && line[0] != '\t' {
+			typ, id, ok := strings.Cut(line, ":")
+			id = strings.TrimSpace(id)
+			if !ok || id == "" || strings.ContainsAny(typ, " \t") {
+				cur = nil
+				continue
+			}
+			cur = &Storage{ID: id, Type: typ, Options: map[string]any{}}
+			out[id] = cur
+			continue
+		}
+		if cur == nil {
+			continue
+		}
+		k, v, _ := strings.Cut(strings.TrimSpace(line), " ")
+		v = strings.TrimSpace(v)
+		if v == "" && (k == "disable" || k == "shared" || k == "sparse" || k == "mkdir" || k == "create-base-path" ||
+			k == "create-subdirs" || k == "is_mountpoint" || k == "saferemove" || k == "tagged_only") {
+			v = "1" // a bare boolean flag
+		}
+		if k == "content" || k == "nodes" {
+			cur.Options[k] = v // as written: PVE does not reorder lists it reads
+			continue
+		}
+		cur.Options[k] = s.typedOption(k, v)
+	}
+	return out
+}
+
+// renderUserCfg is PVE::AccessControl's write_user_config: users, tokens,
+// groups, pools and ACL lines.
+func renderUserCfg(db *ConfigDB) string {
+	var b strings.Builder
+	users := make([]string, 0, len(db.Access.Users))
+	for id := range db.Access.Users {
+		users = append(users, id)
+	}
+	sort.Strings(users)
+	for _, id := range users {
+		// user:<id>:<enable>:<expire>:<firstname>:<lastname>:<email>:<comment>:<keys>:
+		fmt.Fprintf(&b, "user:%s:1:0::::::\n", id)
+		tokens := []string{}
+		for tid := range db.Access.Tokens {
+			if strings.HasPrefix(tid, id+"!") {
+				tokens = append(tokens, tid)
+			}
+		}
+		sort.Strings(tokens)
+		for _, tid := range tokens {
+			fmt.Fprintf(&b, "token:%s:0:%d::\n", tid, boolNum(db.Access.Tokens[tid].Privsep))
+		}
+	}
+	b.WriteString("\n")
+	for _, id := range sortedKeys(db.Pools) {
+		p := db.Pools[id]
+		var vms, stores []string
+		for _, m := range p.Members {
+			typ, mid, _ := strings.Cut(m, "/")
+			if typ == "storage" {
+				stores = append(stores, mid)
+			} else {
+				vms = append(vms, mid)
+			}
+		}
+		fmt.Fprintf(&b, "pool:%s:%s:%s:%s:\n", id, p.Comment, strings.Join(vms, ","), strings.Join(stores, ","))
+	}
+	b.WriteString("\n")
+	for _, a := range db.Access.ACL {
+		fmt.Fprintf(&b, "acl:%d:%s:%s:%s:\n", boolNum(a.Propagate), a.Path, a.UGID, a.Role)
+	}
+	return b.String()
+}
+
+// parsePools reads the pool lines of user.cfg, keeping the guest type of
+// members it already knew (user.cfg lists guests by VMID only).
+func parsePools(text string, old map[string]*Pool) map[string]*Pool {
+	out := map[string]*Pool{}
+	for _, line := range strings.Split(text, "\n") {
+		f := strings.Split(strings.TrimSpace(line), ":")
+		if len(f) < 2 || f[0] != "pool" || f[1] == "" {
+			continue
+		}
+		for len(f) < 5 {
+			f = append(f, "")
+		}
+		p := &Pool{ID: f[1], Comment: f[2]}
+		known := map[string]string{}
+		if o := old[p.ID]; o != nil {
+			for _, m := range o.Members {
+				typ, id, _ := strings.Cut(m, "/")
+				known[id] = typ
+			}
+		}
+		for _, vm := range strings.Split(f[3], ",") {
+			if _, err := strconv.Atoi(vm); err == nil {
+				typ := known[vm]
+				if typ == "" || typ == "storage" {
+					typ = "qemu"
+				}
+				p.Members = append(p.Members, typ+"/"+vm)
+			}
+		}
+		for _, st := range strings.Split(f[4], ",") {
+			if st != "" {
+				p.Members = append(p.Members, "storage/"+st)
+			}
+		}
+		out[p.ID] = p
+	}
+	return out
+}
+
+// renderTokenCfg is priv/token.cfg: one "<tokenid> <secret>" per token.
+func renderTokenCfg(db *ConfigDB) string {
+	var b strings.Builder
+	for _, id := range sortedKeys(db.Access.Tokens) {
+		fmt.Fprintf(&b, "%s %s\n", id, db.Access.Tokens[id].Secret)
+	}
+	return b.String()
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// copyEtcPve copies a DB's directory (delnode leaves the removed node a
+// stale copy of /etc/pve, C9).
+func copyEtcPve(from, to string) error {
+	return filepath.WalkDir(from, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, p)
+		dst := filepath.Join(to, rel)
+		if e.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, b, 0o600)
+	})
+}
+
+// Backend of the lab's /etc/pve mounts (modules-src/lab/pmxcfs).
+
+// EtcPveDir is the directory node's /etc/pve shows right now: its own
+// before a join, the cluster's after.
+func (s *Sim) EtcPveDir(node string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.st.Nodes[node]
+	if n == nil {
+		return filepath.Join(s.cfg.Dir, "pvesim", "etc-pve", "unknown-node")
+	}
+	return s.etcPveDir(n.DB)
+}
+
+// Quorate tells whether node's /etc/pve is writable (C10).
+func (s *Sim) Quorate(node string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	db := s.dbOf(node)
+	return db != nil && s.quorateLocked(db)
+}
+
+// PmxcfsChanged is told by the mount that a program on node changed rel:
+// storage.cfg and user.cfg are read back at once.
+func (s *Sim) PmxcfsChanged(node, rel string) {
+	if rel != "storage.cfg" && rel != "user.cfg" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if db := s.dbOf(node); db != nil {
+		s.readFilesLocked(db)
+		if err := s.st.save(s.cfg.Dir); err != nil {
+			s.log.addError(err)
+		}
+	}
+}
+
+// GeneratedPmxcfsFile is the content of a generated root file of node's
+// /etc/pve, in pmxcfs's formats (status.c cfs_create_*_msg).
+func (s *Sim) GeneratedPmxcfsFile(node, name string) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	db := s.dbOf(node)
+	if db == nil {
+		return nil
+	}
+	var b strings.Builder
+	switch name {
+	case ".members":
+		b.WriteString("{\n")
+		fmt.Fprintf(&b, "\"nodename\": \"%s\",\n", node)
+		if db.Corosync == nil {
+			fmt.Fprintf(&b, "\"version\": %d\n}\n", 0)
+			break
+		}
+		c := db.Corosync
+		fmt.Fprintf(&b, "\"version\": %d,\n", db.Serial)
+		fmt.Fprintf(&b, "\"cluster\": { \"name\": \"%s\", \"version\": %d, \"nodes\": %d, \"quorate\": %d },\n",
+			c.ClusterName, c.ConfigVersion, len(c.Nodes), boolNum(s.quorateLocked(db)))
+		b.WriteString("\"nodelist\": {\n")
+		for i, m := range c.Nodes {
+			if i > 0 {
+				b.WriteString(",\n")
+			}
+			fmt.Fprintf(&b, "  \"%s\": { \"id\": %d, \"online\": %d", m.Name, m.NodeID, boolNum(!db.Detached && s.memberUpLocked(m.Name)))
+			if n := s.st.Nodes[m.Name]; n != nil {
+				fmt.Fprintf(&b, ", \"ip\": \"%s\"", n.Addr)
+			}
+			b.WriteString("}")
+		}
+		b.WriteString("\n  }\n}\n")
+	case ".version":
+		fmt.Fprintf(&b, "{\n\"starttime\": %d,\n\"clinfo\": %d,\n\"vmlist\": %d,\n", s.started.Unix(), db.Serial, 0)
+		for _, f := range []string{"corosync.conf", "corosync.conf.new", "storage.cfg", "user.cfg", "domains.cfg",
+			"notifications.cfg", "priv/notifications.cfg", "priv/shadow.cfg", "priv/acme/plugins.cfg", "priv/tfa.cfg",
+			"priv/token.cfg", "priv/wg-keys.cfg"} {
+			fmt.Fprintf(&b, "\"%s\": %d,\n", f, db.Serial)
+		}
+		b.WriteString("\"kvstore\": {\n}\n}\n")
+	case ".vmlist":
+		b.WriteString("{\n\"version\": 1\n\n}\n")
+	case ".clusterlog":
+		b.WriteString("{\n\"data\": []}\n")
+	}
+	return []byte(b.String())
+}
