@@ -37,8 +37,12 @@ type Config struct {
 
 	HostKey        []byte // OpenSSH private host key (ed25519, PEM)
 	HostKeyPub     []byte // its authorized_keys line
-	AuthorizedKeys []byte // root's keys (in /etc/pve/priv/authorized_keys, C7)
-	MemBytes       int64  // RAM the installer "saw": zfs.conf gets ~10 % (B4)
+	AuthorizedKeys []byte // root's keys (in /etc/pve/priv/authorized_keys, C7) when EtcPve is empty
+	// EtcPve is a host directory (the lab's pmxcfs mount of this node)
+	// bind-mounted at /etc/pve at every start. Empty: /etc/pve is a plain
+	// directory of the node holding priv/authorized_keys and known_hosts.
+	EtcPve   string
+	MemBytes int64 // RAM the installer "saw": zfs.conf gets ~10 % (B4)
 
 	// Files are written into the node's own filesystem before first start.
 	Files map[string]File
