@@ -271,3 +271,26 @@ func joinErrors(errs []error) error {
 	}
 	return errors.Join(errs...)
 }
+
+// Exec runs a shell script as root in the node's filesystem (its mount
+// namespace, chrooted into its root) without going through SSH: what the
+// simulator does "on the node" as a PVE daemon would (activating a storage,
+// listing its content). It returns stdout; a non-zero exit is an error
+// carrying stderr.
+func (n *Node) Exec(ctx context.Context, script string) (string, error) {
+	n.mu.Lock()
+	cmd := n.cmd
+	n.mu.Unlock()
+	if cmd == nil || !n.Running() {
+		return "", fmt.Errorf("node %s is not running", n.cfg.Name)
+	}
+	c := exec.CommandContext(ctx, "nsenter", fmt.Sprintf("--mount=/proc/%d/ns/mnt", cmd.Process.Pid), "--",
+		"chroot", n.merged(), "/bin/sh", "-c", script)
+	c.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"}
+	var stdout, stderr strings.Builder
+	c.Stdout, c.Stderr = &stdout, &stderr
+	if err := c.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("%s", strings.TrimSpace(stderr.String()+" "+err.Error()))
+	}
+	return stdout.String(), nil
+}

@@ -41,6 +41,23 @@ type Config struct {
 	// node that handles the request; status shows active 0 elsewhere. It
 	// runs under the simulator's lock: it must not call back into the Sim.
 	StorageCheck func(node string, st StorageInfo) error
+	// StorageActivate, when set, is the plugin's activate_storage on a node,
+	// which may change the node (a dir storage creates its path and content
+	// subdirectories). It runs on create and before a content listing, in
+	// place of StorageCheck; status keeps the read-only StorageCheck.
+	StorageActivate func(node string, st StorageInfo) error
+	// StorageUsage, when set, reports an active storage's real sizes on a
+	// node (df of a directory, the ZFS pool's available/used); otherwise
+	// status shows fixed sizes.
+	StorageUsage func(node string, st StorageInfo) (StorageUsage, error)
+	// StorageContent, when set, lists what is really on an active storage
+	// of a node (list_volumes); otherwise every storage is empty.
+	StorageContent func(node string, st StorageInfo) ([]Volume, error)
+	// NodeVersion, when set, reports what the node's packages say (what
+	// pveversion prints); otherwise /version and node status show the
+	// version the lab installs first. All these hooks run under the
+	// simulator's lock, like StorageCheck.
+	NodeVersion func(node string) (NodeVersion, error)
 
 	AuthDelay     time.Duration // delay of every 401 (real PVE: 3 s)
 	TaskDuration  time.Duration // how long an ordinary task runs
