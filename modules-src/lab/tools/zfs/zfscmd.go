@@ -20,6 +20,10 @@ where 'command' is one of the following:
 	    [-t type[,...]] [-s source[,...]]
 	    <"all" | property[,...]> [filesystem] ...
 	inherit [-r] <property> <filesystem> ...
+
+	mount
+	mount [-fvO] [-o opts] <-a | filesystem>
+	unmount [-fu] <-a | filesystem|mountpoint>
 `
 
 func zusage(msg string) error { return fail(2, "%s\n%s", msg, strings.TrimRight(zfsUsage, "\n")) }
@@ -45,6 +49,10 @@ func (t *Tool) Zfs() int {
 		err = t.zdestroy(args[1:])
 	case "inherit":
 		err = t.zinherit(args[1:])
+	case "mount":
+		err = t.zmount(args[1:])
+	case "unmount", "umount":
+		err = t.zunmount(args[1:])
 	default:
 		t.Env.Errf("unrecognized command '%s'\n%s", args[0], zfsUsage)
 		return 2

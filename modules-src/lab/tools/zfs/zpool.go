@@ -875,10 +875,15 @@ func PoolNames(statePath string) ([]string, error) {
 	return out, nil
 }
 
-// mount "mounts" a dataset at its mountpoint: the directory is created; a
-// directory that exists and is not empty makes the mount fail as in ZFS
-// ("cannot mount '/x': directory is not empty"), leaving mounted=no.
-func (t *Tool) mount(s *State, p *Pool, d *Dataset) error {
+// mount "mounts" a dataset at its mountpoint: the directory is created. A
+// directory that exists and is not empty is mounted over when the dataset's
+// overlay property is on (the OpenZFS >= 2.0 default); with overlay=off the
+// mount fails as in ZFS ("cannot mount '/x': directory is not empty"),
+// leaving mounted=no.
+func (t *Tool) mount(s *State, p *Pool, d *Dataset) error { return t.mountWith(s, p, d, false) }
+
+// mountWith is mount; force is `zfs mount -O`.
+func (t *Tool) mountWith(s *State, p *Pool, d *Dataset, force bool) error {
 	d.Unmounted = false
 	mp, _ := s.get(p, d, "mountpoint")
 	if !strings.HasPrefix(mp.value, "/") {
@@ -895,7 +900,10 @@ func (t *Tool) mount(s *State, p *Pool, d *Dataset) error {
 			}
 		}
 	}
-	if ents, err := os.ReadDir(dir); err == nil {
+	if ov, _ := s.get(p, d, "overlay"); ov.value == "on" {
+		force = true
+	}
+	if ents, err := os.ReadDir(dir); err == nil && !force {
 		for _, e := range ents {
 			if !others[filepath.Join(mp.value, e.Name())] {
 				d.Unmounted = true
