@@ -405,8 +405,10 @@ rm -rf %[1]s
 # The kernel the installer booted into is the one it installed.
 ls /boot | sed -n 's/^vmlinuz-\(.*-pve\)$/\1/p' | sort -V | tail -n 1 > /var/lib/gopve-lab/running-kernel
 apt-get update -q >/var/log/gopve-lab-install-apt.log 2>&1 || true
+# The default 'local' storage, as the installer leaves /var/lib/vz.
+mkdir -p /var/lib/vz/dump /var/lib/vz/images /var/lib/vz/template/cache /var/lib/vz/template/iso %[2]s
 rm -f /run/reboot-required /run/reboot-required.pkgs
-`, installDir)
+`, installDir, map[int]string{9: "/var/lib/vz/import", 8: ""}[l.opts.PVE])
 	if res, err := l.Run(ctx, n.info.Name, script, nil); err != nil {
 		return fmt.Errorf("node %s: installing PVE packages: %w", n.info.Name, err)
 	} else if res.ExitCode != 0 {

@@ -233,10 +233,14 @@ func (s *Sim) storageStatus(node string, st *Storage) map[string]any {
 		u := StorageUsage{Total: simMaxDisk, Used: simDisk, Avail: simMaxDisk - simDisk}
 		if s.cfg.StorageUsage != nil {
 			var err error
-			if u, err = s.cfg.StorageUsage(node, st.info()); err != nil {
+			got, err := s.cfg.StorageUsage(node, st.info())
+			if err != nil {
 				// PVE's status warns and reports the storage inactive.
 				e["active"] = 0
 				return e
+			}
+			if got != (StorageUsage{}) { // zero: nothing real behind it
+				u = got
 			}
 		}
 		e["total"], e["used"], e["avail"] = u.Total, u.Used, u.Avail

@@ -48,7 +48,7 @@ type Config struct {
 	StorageActivate func(node string, st StorageInfo) error
 	// StorageUsage, when set, reports an active storage's real sizes on a
 	// node (df of a directory, the ZFS pool's available/used); otherwise
-	// status shows fixed sizes.
+	// status shows fixed sizes (also when it returns a zero StorageUsage).
 	StorageUsage func(node string, st StorageInfo) (StorageUsage, error)
 	// StorageContent, when set, lists what is really on an active storage
 	// of a node (list_volumes); otherwise every storage is empty.
