@@ -224,7 +224,9 @@ func (s *Sim) getNodeStorage(rc *reqCtx) (any, error) {
 }
 
 func (s *Sim) storageStatus(node string, st *Storage) map[string]any {
-	active := s.activeOn(node, st) == nil
+	// storage_info activates every storage it reports (so a dir storage's
+	// content subdirectories appear on the next status call).
+	active := s.activateOn(node, st) == nil
 	e := map[string]any{
 		"storage": st.ID, "type": st.Type, "content": st.content(),
 		"shared": boolNum(st.shared()), "enabled": boolNum(!st.disabled()), "active": boolNum(active),

@@ -235,8 +235,8 @@ func TestStoragePluginHooks(t *testing.T) {
 	if st["total"] != float64(1000) || st["used"] != float64(250) || st["avail"] != float64(750) {
 		t.Errorf("status sizes not the node's: %v", st)
 	}
-	if strings.Join(activated, ",") != "gone,dd,dd,dd" {
-		t.Errorf("activations: %v, want create (failed), create, two listings", activated)
+	if strings.Join(activated, ",") != "gone,dd,dd,dd,dd" {
+		t.Errorf("activations: %v, want create (failed), create, two listings, one status (storage_info activates)", activated)
 	}
 	v := c.call("GET", "/version", nil).must(t, "version").obj()
 	if v["version"] != "9.2.5" || v["release"] != "9.2" || v["repoid"] != "0123456789abcdef" {
