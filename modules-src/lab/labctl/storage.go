@@ -56,8 +56,9 @@ func errNoDir(st pvesim.StorageInfo) error {
 // zpoolOf is the pool of a zfspool storage's "pool" (which may be a dataset).
 func zpoolOf(st pvesim.StorageInfo) string { p, _, _ := strings.Cut(st.Options["pool"], "/"); return p }
 
-// errNoPool is ZFSPoolPlugin's activate_storage failing to import the pool.
-// Reconstruction: the text after the comma is what `zpool import` prints.
+// errNoPool is ZFSPoolPlugin's activate_storage failing to import the pool
+// (read-only check: the pool is not imported). Reconstruction: the text
+// after the comma is what `zpool import` prints.
 func errNoPool(st pvesim.StorageInfo) error {
 	return fmt.Errorf("could not activate storage '%s', zfs error: cannot import '%s': no such pool available", st.ID, zpoolOf(st))
 }
@@ -97,8 +98,21 @@ func optTrue(st pvesim.StorageInfo, def bool, keys ...string) bool {
 
 // storageActivate is activate_storage: a dir storage creates its path
 // (create-base-path, default yes) and its content subdirectories
-// (create-subdirs, default yes), and fails when the path is still missing.
+// (create-subdirs, default yes), and fails when the path is still missing;
+// a zfspool storage imports its pool when it is not imported.
 func (l *Lab) storageActivate(node string, st pvesim.StorageInfo) error {
+	if st.Type == "zfspool" {
+		pool := shq(zpoolOf(st))
+		if _, err := l.onNode(node, "zpool list -H -o name "+pool+" >/dev/null 2>&1 || zpool import -d /dev/disk/by-id/ -o cachefile=none "+pool); err != nil {
+			// Reconstruction: "could not activate storage '<id>', " + zfs_request's error.
+			msg := err.Error()
+			if i := strings.Index(msg, " exit status"); i > 0 {
+				msg = strings.TrimSpace(msg[:i])
+			}
+			return fmt.Errorf("could not activate storage '%s', zfs error: %s", st.ID, msg)
+		}
+		return nil
+	}
 	if st.Type != "dir" {
 		return l.storageCheck(node, st)
 	}

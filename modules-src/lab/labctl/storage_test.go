@@ -48,10 +48,11 @@ func TestLabStorageAsPVE(t *testing.T) {
 
 	t.Run("zfspool_and_sizes", func(t *testing.T) {
 		r := run(t, lab, "pve03", "pvesm add zfspool tank --pool tank")
-		if r.ExitCode == 0 || !strings.Contains(r.Stderr, "could not activate storage 'tank'") {
+		if r.ExitCode == 0 || !strings.Contains(r.Stderr, "could not activate storage 'tank', zfs error: cannot import 'tank': no such pool available") {
 			t.Errorf("zfspool without its pool: %+v", r)
 		}
-		onNode(t, lab, "pve03", "zpool create tank /dev/nvme0n1 && pvesm add zfspool tank --pool tank")
+		// An exported pool is imported by the activation, as pve-storage does.
+		onNode(t, lab, "pve03", "zpool create tank /dev/nvme0n1 && zpool export tank && pvesm add zfspool tank --pool tank && zpool list -H -o name tank")
 		zfs := strings.Fields(onNode(t, lab, "pve03", "zfs get -Hp -o value available,used tank"))
 		var st map[string]any
 		if err := labAPI(lab, "pve03", "/nodes/pve03/storage/tank/status", &st); err != nil {

@@ -549,7 +549,7 @@ func (t *Tool) export(args []string) error {
 }
 
 func (t *Tool) importPool(args []string) error {
-	_, rest, err := cli.Getopt(args, "d:fN")
+	_, rest, err := cli.Getopt(args, "d:fNo:") // -o cachefile=none: pve-storage's import
 	if err != nil {
 		return usage(err.Error())
 	}
