@@ -22,9 +22,9 @@ import (
 //   - the simulator writes storage.cfg, user.cfg, priv/token.cfg and
 //     corosync.conf whenever its model of them changes (writeFilesLocked);
 //   - before every API request, and when the mount reports a change, it reads
-//     storage.cfg and user.cfg back (readFilesLocked): a hand edit is what the
-//     API shows next. corosync.conf and the access part of user.cfg are
-//     written, not read back (see docs/lab.md, known gaps);
+//     storage.cfg, corosync.conf and user.cfg's pools back (readFilesLocked):
+//     a hand edit is what the API shows next. The access part of user.cfg
+//     and token.cfg are written, not read back (see docs/lab.md, known gaps);
 //   - every other file (priv/authorized_keys, datacenter.cfg, …) lives only
 //     in the directory.
 
@@ -132,8 +132,9 @@ func writeEtcPveFile(dir, rel string, data []byte) error {
 	return nil
 }
 
-// readFilesLocked takes storage.cfg and the pools of user.cfg from db's
-// directory when they differ from what the simulator last wrote.
+// readFilesLocked takes storage.cfg, corosync.conf (corosyncconf.go) and
+// the pools of user.cfg from db's directory when they differ from what the
+// simulator last wrote.
 func (s *Sim) readFilesLocked(db *ConfigDB) {
 	if db == nil {
 		return
@@ -145,6 +146,17 @@ func (s *Sim) readFilesLocked(db *ConfigDB) {
 			db.Storage = s.parseStorageCfg(string(b))
 			s.written[k] = b
 			db.Serial++
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "corosync.conf")); err == nil {
+		k := fileKey(db.ID, "corosync.conf")
+		if w, ok := s.written[k]; ok && !bytes.Equal(w, b) {
+			// A refused file (older, unparsable) stays as written, as pmxcfs
+			// leaves it: it only logs "local corosync.conf is newer".
+			if applied, _ := adoptCorosyncConf(db, string(b)); applied {
+				db.Serial++
+			}
+			s.written[k] = b
 		}
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "user.cfg")); err == nil {
@@ -389,7 +401,7 @@ func (s *Sim) Quorate(node string) bool {
 // PmxcfsChanged is told by the mount that a program on node changed rel:
 // storage.cfg and user.cfg are read back at once.
 func (s *Sim) PmxcfsChanged(node, rel string) {
-	if rel != "storage.cfg" && rel != "user.cfg" {
+	if rel != "storage.cfg" && rel != "user.cfg" && rel != "corosync.conf" {
 		return
 	}
 	s.mu.Lock()

@@ -150,6 +150,31 @@ func TestEtcPveFilesAreTheState(t *testing.T) {
 		t.Errorf(".members on pve02:\n%s", m)
 	}
 
+	// corosync.conf edited in /etc/pve is reloaded when its config_version
+	// is not lower than the running one (dcdb_sync_corosync_conf).
+	cc := filepath.Join(shared, "corosync.conf")
+	info, _ := s.Cluster("pve01")
+	conf := info.CorosyncConf
+	older := strings.Replace(strings.Replace(conf, "quorum_votes: 1\n    ring0_addr: 127", "quorum_votes: 7\n    ring0_addr: 127", 1),
+		fmt.Sprintf("config_version: %d", info.ConfigVersion), "config_version: 1", 1)
+	if err := os.WriteFile(cc, []byte(older), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	s.PmxcfsChanged("pve01", "corosync.conf")
+	if got, _ := s.Cluster("pve02"); got.ExpectedVotes != 3 {
+		t.Errorf("an older corosync.conf was applied: expected votes %d", got.ExpectedVotes)
+	}
+	newer := strings.Replace(strings.Replace(conf, "quorum_votes: 1\n    ring0_addr: 127", "quorum_votes: 3\n    ring0_addr: 127", 1),
+		fmt.Sprintf("config_version: %d", info.ConfigVersion), fmt.Sprintf("config_version: %d", info.ConfigVersion+1), 1)
+	if err := os.WriteFile(cc, []byte(newer), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	s.PmxcfsChanged("pve03", "corosync.conf")
+	if got, _ := s.Cluster("pve02"); got.ExpectedVotes != 5 || got.ConfigVersion != info.ConfigVersion+1 || !got.Quorate {
+		t.Errorf("hand-edited corosync.conf (pve01 has 3 votes) not reloaded: %+v", got)
+	}
+	agree(t, s, c["pve02"], "pve02", "corosync.conf edit")
+
 	// A storage added on one member is in every member's storage.cfg.
 	c["pve02"].call("POST", "/storage", url.Values{"storage": {"tank"}, "type": {"zfspool"}, "pool": {"tank"}}).must(t, "zfspool")
 	for _, n := range []string{"pve01", "pve02", "pve03"} {
