@@ -174,6 +174,26 @@ func TestEtcPveFilesAreTheState(t *testing.T) {
 		t.Errorf("hand-edited corosync.conf (pve01 has 3 votes) not reloaded: %+v", got)
 	}
 	agree(t, s, c["pve02"], "pve02", "corosync.conf edit")
+	// A nodelist entry for a machine the lab does not have: one more
+	// expected vote, never online; every view copes with it.
+	ghost := strings.Replace(newer, "nodelist {\n", "nodelist {\n  node {\n    name: ghost\n    nodeid: 9\n    quorum_votes: 1\n    ring0_addr: 10.9.9.9\n  }\n", 1)
+	ghost = strings.Replace(ghost, fmt.Sprintf("config_version: %d", info.ConfigVersion+1), fmt.Sprintf("config_version: %d", info.ConfigVersion+2), 1)
+	if err := os.WriteFile(cc, []byte(ghost), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	s.PmxcfsChanged("pve01", "corosync.conf")
+	if got, _ := s.Cluster("pve01"); got.ExpectedVotes != 6 || len(got.Nodes) != 4 {
+		t.Errorf("ghost node not in the cluster: %+v", got)
+	}
+	for _, p := range []string{"/cluster/status", "/nodes", "/cluster/resources", "/cluster/config/nodes"} {
+		c["pve01"].call("GET", p, nil).must(t, p+" with a ghost member")
+	}
+	// Join info reads every member's certificate from /etc/pve, as PVE does.
+	if r := c["pve01"].call("GET", "/cluster/config/join", nil); r.status != 500 ||
+		r.reason != "can't open '/etc/pve/nodes/ghost/pve-ssl.pem' - No such file or directory" {
+		t.Errorf("join info with a member without certificate: %d %q", r.status, r.reason)
+	}
+	_ = s.GeneratedPmxcfsFile("pve01", ".members")
 
 	// A storage added on one member is in every member's storage.cfg.
 	c["pve02"].call("POST", "/storage", url.Values{"storage": {"tank"}, "type": {"zfspool"}, "pool": {"tank"}}).must(t, "zfspool")

@@ -107,8 +107,10 @@ func (s *Sim) getNodes(rc *reqCtx) (any, error) {
 	db := rc.db()
 	out := []map[string]any{}
 	for _, name := range s.membersLocked(rc.node) {
-		e := map[string]any{"node": name, "id": "node/" + name, "type": "node", "level": "",
-			"ssl_fingerprint": s.nodes[name].cert.fingerprint}
+		e := map[string]any{"node": name, "id": "node/" + name, "type": "node", "level": ""}
+		if rt := s.nodes[name]; rt != nil && rt.cert != nil { // not for a nodelist entry added by hand
+			e["ssl_fingerprint"] = rt.cert.fingerprint
+		}
 		if !s.nodeUpLocked(name) {
 			e["status"] = "offline"
 		} else {
