@@ -189,7 +189,8 @@ func (s *Sim) getClusterResources(rc *reqCtx) (any, error) {
 				}
 				if s.nodeUpLocked(name) && s.activeOn(name, st) == nil {
 					e["status"] = "available"
-					e["disk"], e["maxdisk"] = simDisk, simMaxDisk
+					u := s.storageUsageLocked(name, st)
+					e["disk"], e["maxdisk"] = u.Used, u.Total
 				} else {
 					e["status"] = "unknown"
 				}
@@ -253,6 +254,30 @@ func (s *Sim) storageStatus(node string, st *Storage) map[string]any {
 		}
 	}
 	return e
+}
+
+// storageUsageErrLocked is the storage's size on node (Config.StorageUsage),
+// or the simulator's fixed sizes when nothing real is behind it.
+func (s *Sim) storageUsageErrLocked(node string, st *Storage) (StorageUsage, error) {
+	fixed := StorageUsage{Total: simMaxDisk, Used: simDisk, Avail: simMaxDisk - simDisk}
+	if s.cfg.StorageUsage == nil {
+		return fixed, nil
+	}
+	got, err := s.cfg.StorageUsage(node, st.info())
+	if err != nil {
+		return StorageUsage{}, err
+	}
+	if got == (StorageUsage{}) { // zero: nothing real behind it
+		return fixed, nil
+	}
+	return got, nil
+}
+
+// storageUsageLocked is storageUsageErrLocked for views that show no error
+// (the cluster resource list: pvestatd's last numbers, zero on failure).
+func (s *Sim) storageUsageLocked(node string, st *Storage) StorageUsage {
+	u, _ := s.storageUsageErrLocked(node, st)
+	return u
 }
 
 func (s *Sim) getNodeStorageStatus(rc *reqCtx) (any, error) {
