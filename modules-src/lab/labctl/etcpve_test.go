@@ -142,6 +142,40 @@ func TestLabEtcPveIsOneFilesystem(t *testing.T) {
 		}
 	})
 
+	// The same with Ansible's own modules on every node at once (forks=3):
+	// lineinfile and blockinfile go through atomic_move (temp file,
+	// chmod/chown/copystat, rename), which pmxcfs accepts.
+	t.Run("ansible", func(t *testing.T) {
+		before := onNode(t, lab, "pve01", "cat /etc/pve/priv/authorized_keys")
+		for i := 0; i < 2; i++ {
+			out, err := ansible(t, lab, "ansible", "all", "-f", "3", "-m", "lineinfile", "-a",
+				fmt.Sprintf("path=/etc/pve/priv/authorized_keys line='ssh-ed25519 AAAAansible{{ inventory_hostname }}%d ansible'", i))
+			if err != nil {
+				t.Fatalf("lineinfile on every node: %v\n%s", err, out)
+			}
+		}
+		out, err := ansible(t, lab, "ansible", "all", "-f", "3", "-m", "blockinfile", "-a",
+			"path=/root/.ssh/authorized_keys marker='# {mark} {{ inventory_hostname }}' block='ssh-ed25519 AAAAblock{{ inventory_hostname }} block'")
+		if err != nil {
+			t.Fatalf("blockinfile through the /root/.ssh symlink on every node: %v\n%s", err, out)
+		}
+		after := onNode(t, lab, "pve02", "cat /etc/pve/priv/authorized_keys")
+		for _, line := range strings.Split(strings.TrimSpace(before), "\n") {
+			if !strings.Contains(after, line+"\n") {
+				t.Errorf("line %q, present before the Ansible runs, is gone:\n%s", line, after)
+			}
+		}
+		for _, n := range nodes {
+			// Ansible writes through the link (follow), as it would on PVE.
+			if out := onNode(t, lab, n.Name, "readlink /root/.ssh/authorized_keys; grep -c 'AAAAblock' /etc/pve/priv/authorized_keys"); !strings.HasPrefix(out, "/etc/pve/priv/authorized_keys\n") {
+				t.Errorf("%s: /root/.ssh/authorized_keys is no longer the link into /etc/pve: %q", n.Name, out)
+			}
+		}
+		if out := onNode(t, lab, "pve03", "stat -c '%U:%G %a' /etc/pve/priv/authorized_keys"); out != "root:www-data 600\n" {
+			t.Errorf("authorized_keys after atomic_move: %q", out)
+		}
+	})
+
 	// C10: without quorum, every write to /etc/pve is "Permission denied".
 	t.Run("no_quorum_read_only", func(t *testing.T) {
 		for _, n := range []string{"pve02", "pve03"} {
