@@ -462,20 +462,24 @@ func (d *dirNode) Mknod(ctx context.Context, name string, mode, dev uint32, out 
 	return nil, syscall.ENOSYS
 }
 
-// Statfs is memdb_statfs: a 128 MiB filesystem of 4 KiB blocks.
+// Statfs is memdb_statfs: a 128 MiB filesystem of 4 KiB blocks and at most
+// 256k inodes.
 func (d *dirNode) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
-	const blocks = 128 * 1024 * 1024 / 4096
-	var used uint64
+	const blocks, inodes = 128 * 1024 * 1024 / 4096, 256 * 1024
+	var usedBlocks, usedInodes uint64
 	_ = filepath.WalkDir(d.m.backing(""), func(p string, e os.DirEntry, err error) error {
-		if err == nil && !e.IsDir() {
-			if fi, err := e.Info(); err == nil {
-				used += uint64(fi.Size()+4095) / 4096
-			}
+		if err != nil {
+			return nil
+		}
+		usedInodes++
+		if fi, err := e.Info(); err == nil && !e.IsDir() {
+			usedBlocks += uint64(fi.Size()+4095) / 4096
 		}
 		return nil
 	})
-	*out = fuse.StatfsOut{Blocks: blocks, Bfree: blocks - min(used, blocks), Bavail: blocks - min(used, blocks),
-		Files: 256 * 1024, Ffree: 256*1024 - used, Bsize: 4096, NameLen: 255, Frsize: 4096}
+	free := blocks - min(usedBlocks, blocks)
+	*out = fuse.StatfsOut{Blocks: blocks, Bfree: free, Bavail: free, Files: inodes,
+		Ffree: inodes - min(usedInodes, inodes), Bsize: 4096, NameLen: 255, Frsize: 4096}
 	return 0
 }
 
