@@ -52,7 +52,9 @@ func mountNodes(t *testing.T, nodes ...string) (shared string, mnt map[string]st
 	b.quorate.Store(true)
 	mnt = map[string]string{}
 	for _, n := range nodes {
+		b.mu.Lock() // the mounts already serving ask Dir concurrently
 		b.dirs[n] = shared
+		b.mu.Unlock()
 		mp := filepath.Join(tmp, "mnt", n)
 		srv, err := Mount(mp, n, b)
 		if err != nil {
