@@ -143,7 +143,7 @@ func (s *Sim) readFilesLocked(db *ConfigDB) {
 	if b, err := os.ReadFile(filepath.Join(dir, "storage.cfg")); err == nil {
 		k := fileKey(db.ID, "storage.cfg")
 		if w, ok := s.written[k]; !ok || !bytes.Equal(w, b) {
-			db.Storage = s.parseStorageCfg(string(b))
+			db.Storage, db.StorageOrder = s.parseStorageCfg(string(b))
 			s.written[k] = b
 			db.Serial++
 		}
@@ -178,12 +178,14 @@ func (s *Sim) sortedNodeNames() []string {
 	return names
 }
 
-// renderStorageCfg is SectionConfig::write_config for storage.cfg: per
-// section "type: id", then comment, a bare "disable", the plugin's
-// non-optional keys sorted, the other keys sorted, and a blank line.
+// renderStorageCfg is SectionConfig::write_config (pve-common) for
+// storage.cfg: sections in file order, each "type: id", then comment, a
+// bare "disable", the plugin's non-optional keys sorted, the other keys
+// sorted, and a blank line. The lab takes each type's required keys as its
+// non-optional ones.
 func renderStorageCfg(db *ConfigDB) string {
 	var b strings.Builder
-	for _, id := range db.sortedStorageIDs() {
+	for _, id := range db.fileStorageIDs() {
 		st := db.Storage[id]
 		fmt.Fprintf(&b, "%s: %s\n", st.Type, st.ID)
 		if c := st.opt("comment"); c != "" {
@@ -216,8 +218,9 @@ func renderStorageCfg(db *ConfigDB) string {
 
 // parseStorageCfg is SectionConfig::parse_config, lenient as PVE's: a bad
 // line is skipped, a section of an unknown type is kept as it is.
-func (s *Sim) parseStorageCfg(text string) map[string]*Storage {
+func (s *Sim) parseStorageCfg(text string) (map[string]*Storage, []string) {
 	out := map[string]*Storage{}
+	var order []string
 	var cur *Storage
 	for _, line := range strings.Split(text, "\n") {
 		if strings.TrimSpace(line) == "" || strings.HasPrefix(strings.TrimSpace(line), "#") {
@@ -234,6 +237,9 @@ func (s *Sim) parseStorageCfg(text string) map[string]*Storage {
 				continue
 			}
 			cur = &Storage{ID: id, Type: typ, Options: map[string]any{}}
+			if out[id] == nil {
+				order = append(order, id)
+			}
 			out[id] = cur
 			continue
 		}
@@ -252,11 +258,13 @@ func (s *Sim) parseStorageCfg(text string) map[string]*Storage {
 		}
 		cur.Options[k] = s.typedOption(k, v)
 	}
-	return out
+	return out, order
 }
 
 // renderUserCfg is PVE::AccessControl's write_user_config: users, tokens,
-// groups, pools and ACL lines.
+// groups, pools and ACL lines. Reconstruction: the field layout of each line
+// is from PVE's documentation and real files, not checked against
+// pve-access-control's writer.
 func renderUserCfg(db *ConfigDB) string {
 	var b strings.Builder
 	users := make([]string, 0, len(db.Access.Users))

@@ -23,7 +23,8 @@ func agree(t *testing.T, s *Sim, c *apiClient, node, after string) {
 	}
 	fromFile := map[string]map[string]string{}
 	s.mu.Lock()
-	for id, st := range s.parseStorageCfg(string(b)) {
+	parsed, _ := s.parseStorageCfg(string(b))
+	for id, st := range parsed {
 		m := map[string]string{"type": st.Type}
 		for k, v := range st.Options {
 			m[k] = paramString(v)
@@ -100,6 +101,10 @@ func TestEtcPveFilesAreTheState(t *testing.T) {
 		t.Errorf("hand-made storage through the API: %v", got)
 	}
 	agree(t, s, c["pve01"], "pve01", "hand edit")
+	c["pve01"].call("POST", "/storage", url.Values{"storage": {"aaa"}, "type": {"dir"}, "path": {"/srv/aaa"}}).must(t, "aaa")
+	if b, _ := os.ReadFile(p1); !strings.Contains(string(b), "dir: byhand\n") || strings.Index(string(b), "dir: aaa") < strings.Index(string(b), "dir: byhand") {
+		t.Errorf("storage.cfg order is not the file's with new sections appended:\n%s", b)
+	}
 
 	c["pve01"].call("POST", "/pools", url.Values{"poolid": {"web"}, "comment": {"front"}}).must(t, "pool")
 	c["pve01"].call("PUT", "/pools/web", url.Values{"storage": {"byhand"}}).must(t, "pool member")

@@ -322,6 +322,7 @@ func (s *Sim) postStorage(rc *reqCtx) (any, error) {
 		}
 	}
 	db.Storage[id] = st
+	db.StorageOrder = append(db.StorageOrder, id)
 	db.Serial++
 	s.saveLocked()
 	return map[string]any{"storage": id, "type": typ}, nil

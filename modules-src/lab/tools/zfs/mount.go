@@ -14,8 +14,10 @@ import (
 //	zfs mount [-O] [-f] -a | fs     mount (-O: over a non-empty directory)
 //	zfs unmount [-f] -a | fs | dir  unmount (also "zfs umount")
 //
-// Messages are OpenZFS 2.x's; a mount only creates the directory (nothing
-// of the dataset is shown in it, and nothing under it is hidden).
+// Messages are reconstructions of OpenZFS 2.x's (libzfs/zfs_main.c wording
+// as remembered, not checked against its sources), as is the listing's
+// "%-30s  %s" layout. A mount only creates the directory (nothing of the
+// dataset is shown in it, and nothing under it is hidden).
 
 // zmount is `zfs mount`.
 func (t *Tool) zmount(args []string) error {
