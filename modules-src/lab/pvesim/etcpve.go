@@ -75,11 +75,16 @@ func (s *Sim) writeFilesLocked(db *ConfigDB) error {
 		}
 	}
 	for rel, data := range once {
+		k := fileKey(db.ID, rel)
+		if _, done := s.written[k]; done {
+			continue // a file deleted since is not the simulator's to bring back
+		}
 		if _, err := os.Stat(filepath.Join(dir, rel)); errors.Is(err, fs.ErrNotExist) {
 			if err := writeEtcPveFile(dir, rel, data); err != nil {
 				return err
 			}
 		}
+		s.written[k] = data
 	}
 	// nodes/<member>/ for every node whose /etc/pve this is.
 	for _, name := range s.sortedNodeNames() {
