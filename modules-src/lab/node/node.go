@@ -233,11 +233,29 @@ func (n *Node) stopLocked() error {
 		<-n.exited
 		n.cmd = nil
 		n.log.Close()
+		n.waitPortClosed()
 	}
 	if err := n.detachDisks(); err != nil {
 		errs = append(errs, err)
 	}
 	return joinErrors(errs)
+}
+
+// waitPortClosed waits (up to 10 s) until nothing listens on the node's
+// SSH port any more: sshd dies from --kill-child's signal a moment after
+// unshare itself, and a Start in that moment would find the old sshd still
+// accepting (and then resetting) connections.
+func (n *Node) waitPortClosed() {
+	addr := net.JoinHostPort(n.cfg.Addr, "22")
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err != nil {
+			return
+		}
+		c.Close()
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func (n *Node) detachDisks() error {
