@@ -59,8 +59,7 @@ func archives(r Release) []archive {
 		// PVE 8's installer writes http://security.debian.org with no path.
 		{host: "security.debian.org", path: "", suites: security},
 		{host: "download.proxmox.com", path: "debian/pve", suites: pveSuites(r)},
-		{host: "download.proxmox.com", path: "debian/" + r.CephDir, suites: map[string]map[string][]pkg{
-			c: {"no-subscription": nil, "test": nil}}},
+		{host: "download.proxmox.com", path: "debian/" + r.CephDir, suites: cephSuites(r)},
 	}
 }
 
@@ -73,6 +72,16 @@ func pveSuites(r Release) map[string]map[string][]pkg {
 	for _, v := range []int{8, 9} {
 		rel, _ := ReleaseFor(v)
 		out[rel.Codename] = map[string][]pkg{"pve-no-subscription": noSubscriptionPkgs(rel), "pve-test": nil}
+	}
+	return out
+}
+
+// cephSuites is the release's Ceph repository with the suites the real
+// server has for it (ceph-squid: bookworm and trixie; ceph-quincy: bookworm).
+func cephSuites(r Release) map[string]map[string][]pkg {
+	out := map[string]map[string][]pkg{r.Codename: {"no-subscription": nil, "test": nil}}
+	if r.CephDir == "ceph-squid" {
+		out["bookworm"] = map[string][]pkg{"no-subscription": nil, "test": nil}
 	}
 	return out
 }

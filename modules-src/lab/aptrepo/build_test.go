@@ -82,6 +82,11 @@ func TestBuildAndServe(t *testing.T) {
 			if code != 200 || !strings.Contains(body, "Version: "+tc.otherNewMgr) || strings.Contains(body, "Version: "+tc.newMgr+"\n") {
 				t.Errorf("%s no-subscription Packages on a PVE %d lab: %d\n%s", tc.otherCodename, tc.pve, code, body)
 			}
+			if tc.pve == 9 {
+				if code, _ := get("/download.proxmox.com/debian/ceph-squid/dists/bookworm/InRelease"); code != 200 {
+					t.Errorf("ceph-squid bookworm: %d, want 200 as on the real server", code)
+				}
+			}
 			code, body = get("/download.proxmox.com/debian/pve/dists/" + tc.codename + "/InRelease")
 			if code != 200 || !strings.Contains(body, "BEGIN PGP SIGNED MESSAGE") {
 				t.Errorf("InRelease: %d %q", code, body)
