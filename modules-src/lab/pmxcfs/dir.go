@@ -177,6 +177,9 @@ func (d *dirNode) Create(ctx context.Context, name string, flags uint32, mode ui
 		return nil, nil, 0, e
 	}
 	rel := d.child(name)
+	if vm, ok := ParseVMConfigPath(rel); ok && otherVMConfig(d.m.b.Dir(d.m.node), vm) {
+		return nil, nil, 0, syscall.EEXIST // the VMID is taken elsewhere in the cluster
+	}
 	flags &^= syscall.O_APPEND | syscall.O_DIRECT
 	f, err := os.OpenFile(d.m.backing(rel), int(flags)|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
@@ -248,6 +251,14 @@ func (d *dirNode) Rename(ctx context.Context, name string, newParent fs.InodeEmb
 		return e
 	}
 	from, to := d.child(name), np.child(newName)
+	if vm, ok := ParseVMConfigPath(to); ok {
+		// Moving a guest's config to another node (migration) is allowed
+		// for the same VMID; anything else must not take a used VMID.
+		src, fromVM := ParseVMConfigPath(from)
+		if !(fromVM && src.VMID == vm.VMID) && otherVMConfig(d.m.b.Dir(d.m.node), vm) {
+			return syscall.EEXIST
+		}
+	}
 	if isLockDir(from) {
 		if fi, err := os.Lstat(d.m.backing(from)); err == nil && fi.IsDir() {
 			return syscall.EACCES // "we do not allow rename for locks"

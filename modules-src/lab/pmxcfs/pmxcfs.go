@@ -15,6 +15,9 @@
 //     directories, 0600/0700 under priv/ and nodes/<n>/priv/; chmod only to
 //     that mode and chown only to root:www-data succeed (and change nothing),
 //     anything else is EPERM;
+//   - a guest configuration (nodes/<n>/{qemu-server,lxc,openvz}/<vmid>.conf)
+//     whose VMID another node or guest type already has is refused (EEXIST),
+//     except a rename of that same guest's configuration (migration);
 //   - no symlinks, hard links or special files (pmxcfs has no such
 //     operation: libfuse answers ENOSYS); files are at most 1 MiB (EFBIG);
 //     a lock directory (priv/lock/<name>) cannot be renamed;

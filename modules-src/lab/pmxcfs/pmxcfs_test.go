@@ -268,6 +268,31 @@ func TestPmxcfsRules(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(m, ".members"), []byte("x"), 0o640); !errors.Is(err, syscall.EACCES) {
 		t.Errorf("writing .members: %v, want EACCES", err)
 	}
+	// One VMID per cluster: a second configuration elsewhere is EEXIST, a
+	// migration (rename of that guest's config to another node) is not.
+	for _, d := range []string{"nodes/pve01/qemu-server", "nodes/pve02/qemu-server", "nodes/pve02/lxc"} {
+		if err := os.MkdirAll(filepath.Join(m, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(m, "nodes/pve01/qemu-server/100.conf"), []byte("memory: 512\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"nodes/pve02/qemu-server/100.conf", "nodes/pve02/lxc/100.conf"} {
+		if err := os.WriteFile(filepath.Join(mnt["pve02"], p), []byte("x\n"), 0o640); !errors.Is(err, syscall.EEXIST) {
+			t.Errorf("a second config for VMID 100 (%s): %v, want EEXIST", p, err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(mnt["pve02"], "nodes/pve02/qemu-server/0100.conf"), []byte("x\n"), 0o640); err != nil {
+		t.Errorf("0100.conf is no guest config for pmxcfs: %v", err)
+	}
+	if err := os.Rename(filepath.Join(m, "nodes/pve01/qemu-server/100.conf"), filepath.Join(m, "nodes/pve02/qemu-server/100.conf")); err != nil {
+		t.Errorf("migrating VM 100's config: %v", err)
+	}
+	if vms := ScanVMConfigs(shared); len(vms) != 1 || vms[0].Node != "pve02" || vms[0].Type != "qemu" || vms[0].VMID != 100 {
+		t.Errorf("VM list after the migration: %+v", vms)
+	}
+
 	// C10: without quorum every change is "Permission denied", reads work.
 	b.quorate.Store(false)
 	if err := os.WriteFile(filepath.Join(m, "storage.cfg"), []byte("x"), 0o640); !errors.Is(err, syscall.EACCES) {

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/google/renameio/v2"
+
+	"github.com/gopve/proxmox/modules-src/lab/pmxcfs"
 )
 
 // Every ConfigDB (one pmxcfs database, one /etc/pve) is a real directory,
@@ -292,7 +294,20 @@ func (s *Sim) GeneratedPmxcfsFile(node, name string) []byte {
 		}
 		b.WriteString("\"kvstore\": {\n}\n}\n")
 	case ".vmlist":
-		b.WriteString("{\n\"version\": 1\n\n}\n")
+		// cfs_create_vmlist_msg over the guest configurations in /etc/pve.
+		vms := pmxcfs.ScanVMConfigs(s.etcPveDir(db.ID))
+		if len(vms) == 0 {
+			fmt.Fprintf(&b, "{\n\"version\": %d\n\n}\n", db.Serial)
+			break
+		}
+		fmt.Fprintf(&b, "{\n\"version\": %d,\n\"ids\": {\n", db.Serial)
+		for i, vm := range vms {
+			if i > 0 {
+				b.WriteString(",\n")
+			}
+			fmt.Fprintf(&b, "\"%d\": { \"node\": \"%s\", \"type\": \"%s\", \"version\": %d }", vm.VMID, vm.Node, vm.Type, db.Serial)
+		}
+		b.WriteString("}\n\n}\n")
 	case ".clusterlog":
 		b.WriteString("{\n\"data\": []}\n")
 	}

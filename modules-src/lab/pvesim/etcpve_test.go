@@ -200,6 +200,17 @@ func TestEtcPveFilesAreTheState(t *testing.T) {
 	}
 	_ = s.GeneratedPmxcfsFile("pve01", ".members")
 
+	// .vmlist is the guest configurations really in /etc/pve.
+	if got := string(s.GeneratedPmxcfsFile("pve03", ".vmlist")); !strings.Contains(got, "\"version\"") || strings.Contains(got, "ids") {
+		t.Errorf(".vmlist without guests: %q", got)
+	}
+	if err := os.WriteFile(filepath.Join(shared, "nodes/pve02/lxc/105.conf"), []byte("arch: amd64\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(s.GeneratedPmxcfsFile("pve03", ".vmlist")); !strings.Contains(got, `"105": { "node": "pve02", "type": "lxc", "version": `) {
+		t.Errorf(".vmlist with CT 105 on pve02: %q", got)
+	}
+
 	// A storage added on one member is in every member's storage.cfg.
 	c["pve02"].call("POST", "/storage", url.Values{"storage": {"tank"}, "type": {"zfspool"}, "pool": {"tank"}}).must(t, "zfspool")
 	for _, n := range []string{"pve01", "pve02", "pve03"} {
