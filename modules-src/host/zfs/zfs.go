@@ -58,6 +58,13 @@ func (c Client) Pool(ctx context.Context, pool string) (info PoolInfo, found boo
 	if len(f) != 6 || f[0] != pool {
 		return PoolInfo{}, false, fmt.Errorf("look for pool %s: unexpected zpool list output %q (want %s)", pool, res.Stdout, poolColumns)
 	}
+	// A pool zfs cannot open (UNAVAIL, FAULTED) lists "-" for what it
+	// cannot know; it still exists, and its health says why.
+	for i := 1; i <= 3; i++ {
+		if f[i] == "-" {
+			f[i] = "0"
+		}
+	}
 	u, err := ParseUsage(strings.Join(f[1:5], "\t"))
 	if err != nil {
 		return PoolInfo{}, false, fmt.Errorf("look for pool %s: %w", pool, err)

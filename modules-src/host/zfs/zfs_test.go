@@ -103,6 +103,9 @@ func TestExists(t *testing.T) {
 		{hosttest.Reply{Exit: 1, Stderr: "cannot open 'nvme-vm': no such pool\n"}, false, false},
 		{hosttest.Reply{Exit: 1, Stderr: "The ZFS modules are not loaded.\n"}, false, true},
 		{hosttest.Reply{Stdout: "nvme-vm\n"}, false, true}, // not the columns asked for
+		// a pool zfs cannot open still exists (Z1: never created again)
+		{hosttest.Reply{Stdout: "nvme-vm\t-\t-\t-\tUNAVAIL\t12\n"}, true, false},
+		{hosttest.Reply{Stdout: "nvme-vm\tbig\t0\t0\tONLINE\t12\n"}, false, true},
 	}
 	for _, c := range cases {
 		f := hosttest.New().On(poolLine, c.reply)
