@@ -63,7 +63,7 @@ func (m *pool) stopMemoOnApply(plan ansible.StageFunc) ansible.StageFunc {
 // the report read the same list, so the report's read is the plan's.
 func (m *pool) propKeys() []string {
 	keys := slices.Sorted(maps.Keys(m.props))
-	for _, k := range append(reportProps, "mounted", "canmount") {
+	for _, k := range slices.Concat(reportProps, []string{"mounted", "canmount"}) {
 		if !contains(keys, k) {
 			keys = append(keys, k)
 		}
