@@ -195,6 +195,8 @@ func (m *mod) planJoin(ctx context.Context) ([]ansible.Change, error) {
 	}
 	if !m.r.CheckMode() {
 		switch {
+		case perr != nil && m.p.JoinMethod == "ssh" && strings.Contains(perr.Error(), "Host key verification failed"):
+			return nil, fmt.Errorf("the primary %s's SSH host key is not trusted here, so pvecm add --use_ssh would exit 0 without joining (C2); add it to known_hosts (prepare: known_hosts) first; nothing was changed: %w", m.c.primary.Name, perr)
 		case perr != nil:
 			return nil, fmt.Errorf("cannot read the primary before joining: %w", perr)
 		case primary == nil:

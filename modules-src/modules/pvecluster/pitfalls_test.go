@@ -1,0 +1,142 @@
+package pvecluster
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gopve/proxmox/modules-src/pveapi/pveapitest"
+)
+
+// C2: with the peers' host keys not trusted and the SSH preparation
+// skipped, pvecm add exits 0 without joining; the task fails with the
+// evidence instead of reporting success, and says nothing changed.
+func TestUnknownHostKeyJoinFailsC2(t *testing.T) {
+	l := newLab(t, 9, 2)
+	if res := l.run("pve01", l.args(map[string]any{"prepare": []any{}}), false); failed(res) {
+		t.Fatalf("create: %v", res["msg"])
+	}
+	res := l.run("pve02", l.args(map[string]any{"prepare": []any{}}), false)
+	msg, _ := res["msg"].(string)
+	if !failed(res) || !strings.Contains(msg, "C2") || !strings.Contains(msg, "Host key verification failed") || res["changed"] != false {
+		t.Fatalf("want a failure naming the untrusted host key, changed=false; got failed=%v changed=%v: %s", res["failed"], res["changed"], msg)
+	}
+	// The host key trusted, pvecm add still exits 0 without joining: the
+	// membership read back catches it.
+	if res := l.run("pve02", l.args(map[string]any{"prepare": []any{"known_hosts"}, "form": false}), false); failed(res) {
+		t.Fatal(res["msg"])
+	}
+	l.silentAdd = true
+	res = l.run("pve02", l.args(map[string]any{"prepare": []any{}}), false)
+	msg, _ = res["msg"].(string)
+	if !failed(res) || !strings.Contains(msg, "still standalone") || !strings.Contains(msg, "pvecm add exited 0 but did not join") {
+		t.Fatalf("want a failure naming the silent non-join, got failed=%v: %s", res["failed"], msg)
+	}
+	if res["changed"] != false {
+		t.Errorf("nothing joined, yet changed=%v", res["changed"])
+	}
+	if ci, _ := l.sim.Cluster("pve02"); ci.Name != "" {
+		t.Errorf("pve02 is in %q", ci.Name)
+	}
+}
+
+// C6: a node already in another cluster fails, naming it, before any
+// file changes; a primary whose cluster has another name fails too.
+func TestOtherClusterC6(t *testing.T) {
+	l := newLab(t, 8, 3)
+	info, _ := l.sim.Node("pve03")
+	if _, err := l.sim.CreateCluster("pve03", "other", info.Addr); err != nil {
+		t.Fatal(err)
+	}
+	before := l.snapshot()
+	res := l.run("pve03", l.args(nil), false)
+	if msg, _ := res["msg"].(string); !failed(res) || !strings.Contains(msg, `"other"`) || !strings.Contains(msg, "C6") {
+		t.Fatalf("pve03 in cluster other: %v", res["msg"])
+	}
+	if res["changed"] != false || !mapsEqual(before, l.snapshot()) {
+		t.Errorf("C6 changed something: changed=%v", res["changed"])
+	}
+	// primary pve03 with cluster "lab" asked: its cluster is "other"
+	res = l.run("pve01", l.args(map[string]any{"primary": "pve03", "prepare": []any{"known_hosts"}}), false)
+	if msg, _ := res["msg"].(string); !failed(res) || !strings.Contains(msg, `primary pve03 belongs to cluster "other"`) {
+		t.Fatalf("primary in another cluster: %v", res["msg"])
+	}
+	if ci, _ := l.sim.Cluster("pve01"); ci.Name != "" {
+		t.Errorf("pve01 joined %q", ci.Name)
+	}
+}
+
+// C9 and bad input: refused before anything is read or written, naming
+// the option.
+func TestRefusedInputC9(t *testing.T) {
+	l := newLab(t, 9, 3)
+	before := l.snapshot()
+	for _, c := range []struct {
+		args map[string]any
+		want string
+	}{
+		{map[string]any{"state": "absent"}, "pvecm delnode"},
+		{map[string]any{"cluster_name": "this-name-is-far-too-long"}, "cluster_name:"},
+		{map[string]any{"primary": "pve09"}, "primary:"},
+		{map[string]any{"node": "node-b"}, "C8"},
+		{map[string]any{"nodes": []any{map[string]any{"name": "pve01", "address": "not-an-ip"}}}, "nodes[0].address"},
+		{map[string]any{"peer_keys": map[string]any{"pve02": "ssh-ed25519 garbage"}}, "peer_keys.pve02"},
+		{map[string]any{"join_method": "api"}, "api_password"},
+		{map[string]any{"link0": "eth0"}, "link0:"},
+		{map[string]any{"wait_timeout": 0}, "wait_timeout"},
+	} {
+		args := l.args(c.args)
+		if c.args["state"] == "absent" {
+			args = map[string]any{"state": "absent"}
+		}
+		res := l.run("pve02", args, false)
+		if msg, _ := res["msg"].(string); !failed(res) || !strings.Contains(msg, c.want) || res["changed"] != false {
+			t.Errorf("%v: failed=%v changed=%v msg=%q, want a failure naming %q", c.args, res["failed"], res["changed"], msg, c.want)
+		}
+	}
+	if !mapsEqual(before, l.snapshot()) || len(pveapitest.Mutating(l.sim)) != 0 {
+		t.Error("refused input changed something")
+	}
+}
+
+// C5, C8: the API join — join info from the primary, its fingerprint by
+// node name, POST /cluster/config/join on the joiner with the password
+// kept out of the result — survives the joiner's restart and new
+// certificate, and is read back on both sides.
+func TestAPIJoinC5(t *testing.T) {
+	l := newLab(t, 9, 2)
+	pw := l.sim.RootPassword()
+	api := map[string]any{"join_method": "api", "api_password": pw, "validate_certs": false}
+	if res := l.run("pve01", l.args(map[string]any{"prepare": []any{"hosts"}}), false); failed(res) {
+		t.Fatalf("create: %v", res["msg"])
+	}
+	before, _ := l.sim.Node("pve02")
+	args := l.args(api)
+	args["prepare"] = []any{"hosts"}
+	res := l.run("pve02", args, false)
+	if failed(res) || res["changed"] != true {
+		t.Fatalf("API join: %v %v", res["msg"], res["evidence"])
+	}
+	if c := clusterOf(res); c == nil || !c.holds("pve02") || len(c.Members) != 2 {
+		t.Errorf("read back %v", c)
+	}
+	after, _ := l.sim.Node("pve02")
+	if after.Fingerprint == before.Fingerprint {
+		t.Error("the join did not change pve02's certificate: the test proves nothing about C5")
+	}
+	if strings.Contains(pveapiString(res), pw) {
+		t.Error("the root password appears in the result")
+	}
+	// C4 in the simulator's log: the join went to the joiner, once
+	n := 0
+	for _, r := range pveapitest.Mutating(l.sim) {
+		if r.Path == "/cluster/config/join" {
+			n++
+			if r.Node != "pve02" {
+				t.Errorf("join sent to %s", r.Node)
+			}
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d join requests, want 1", n)
+	}
+}
