@@ -90,7 +90,7 @@ options:
         required: true
   peer_keys:
     description:
-      - "Root public keys to authorize, by node name (the ssh_public_key each node returned). An empty value stands for a key that a check run predicted to be created (accepted in check mode only)."
+      - "Root public keys to authorize, by node name (the ssh_public_key each node returned), this node's own included: on the primary the file becomes the cluster's copy every joiner receives. An empty value stands for a key that a check run predicted to be created (accepted in check mode only)."
     type: "dict"
     default: {}
   prepare:

@@ -165,7 +165,7 @@ func spec() ansible.Spec {
 		"form": {Type: ansible.TypeBool, Default: true,
 			Description: []string{"Create (primary) or join (other nodes) the cluster. false only prepares the node, e.g. to collect every node's ssh_public_key first."}},
 		"peer_keys": {Type: ansible.TypeDict, Default: map[string]any{},
-			Description: []string{"Root public keys to authorize, by node name (the ssh_public_key each node returned). An empty value stands for a key that a check run predicted to be created (accepted in check mode only)."}},
+			Description: []string{"Root public keys to authorize, by node name (the ssh_public_key each node returned), this node's own included: on the primary the file becomes the cluster's copy every joiner receives. An empty value stands for a key that a check run predicted to be created (accepted in check mode only)."}},
 		"api_password": {Type: ansible.TypeStr, NoLog: true,
 			Description: []string{"join_method=api: root@pam password of this node (PVE accepts the join request only from root@pam with a ticket; an API token gets 403)."}},
 		"primary_password": {Type: ansible.TypeStr, NoLog: true,

@@ -210,10 +210,10 @@ func (m *mod) planKey(context.Context, *ansible.World) ([]ansible.Change, error)
 // authorized_keys, through the /etc/pve/priv link on a member.
 func (m *mod) planAuthorized(context.Context, *ansible.World) ([]ansible.Change, error) {
 	var keys, pending, from []string
+	// This node's own key too: on the primary the file becomes the
+	// cluster's copy that every joiner receives (C7), so it must hold every
+	// member's key, the primary's included.
 	for _, name := range slices.Sorted(maps.Keys(m.p.PeerKeys)) {
-		if name == m.c.self.Name {
-			continue
-		}
 		if m.p.PeerKeys[name] == "" {
 			if !m.r.CheckMode() {
 				return nil, fmt.Errorf("peer_keys.%s: empty; a real run needs every peer's public key (ssh_public_key of its prepare task)", name)
