@@ -31,6 +31,17 @@ func nodeDigest(t *testing.T, lab *labctl.Lab, node string) map[string]string {
 	return out
 }
 
+// fatals are the failure lines of a playbook run, for the test log.
+func fatals(out string) string {
+	var keep []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "fatal:") {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
+}
+
 func testPitfalls(t *testing.T, pve int) {
 	lab, bin := labtest.Start(t, pve, 3)
 	sim := lab.Sim()
@@ -69,6 +80,7 @@ func testPitfalls(t *testing.T, pve int) {
 	if err == nil || !strings.Contains(out, "C2") || !strings.Contains(out, "Host key verification failed") {
 		t.Errorf("C2: want pve02's join to fail naming the untrusted host key:\n%s", out)
 	}
+	t.Logf("C2:\n%s", fatals(out))
 	if ci, _ := sim.Cluster("pve02"); ci.Name != "" {
 		t.Errorf("C2: pve02 is in cluster %q", ci.Name)
 	}
@@ -86,6 +98,7 @@ func testPitfalls(t *testing.T, pve int) {
 	if err == nil || !strings.Contains(out, `pve03 already belongs to a different cluster, \"other\"`) {
 		t.Errorf("C6: want pve03 to fail naming cluster other:\n%s", out)
 	}
+	t.Logf("C6:\n%s", fatals(out))
 	if diff := labtest.DigestDiff(before, nodeDigest(t, lab, "pve03")); len(diff) != 0 {
 		t.Errorf("C6: pve03 changed:\n%s", strings.Join(diff, "\n"))
 	}

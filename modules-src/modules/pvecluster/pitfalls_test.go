@@ -3,6 +3,7 @@ package pvecluster
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gopve/proxmox/modules-src/pveapi/pveapitest"
 )
@@ -138,5 +139,37 @@ func TestAPIJoinC5(t *testing.T) {
 	}
 	if n != 1 {
 		t.Errorf("%d join requests, want 1", n)
+	}
+}
+
+// C4, C10: a member of the primary's cluster listed but not online (a
+// join in progress, or a node down) or a cluster without quorum is waited
+// for, bounded by wait_timeout, and then the join fails saying so, with
+// nothing changed and no join sent.
+func TestJoinWaitsForPrimaryC4C10(t *testing.T) {
+	// pve03 joined, then went down: listed in the cluster, not online
+	l2 := newLab(t, 9, 3)
+	if res := l2.run("pve01", l2.args(map[string]any{"prepare": []any{"known_hosts"}}), false); failed(res) {
+		t.Fatal(res["msg"])
+	}
+	info, _ := l2.sim.Node("pve03")
+	if _, err := l2.sim.AddNode("pve01", "pve03", info.Addr, false); err != nil {
+		t.Fatal(err)
+	}
+	l2.sim.SetOnline("pve03", false)
+	start := time.Now()
+	res := l2.run("pve02", l2.args(map[string]any{"prepare": []any{"known_hosts"}, "wait_timeout": 1}), false)
+	msg, _ := res["msg"].(string)
+	if !failed(res) || !strings.Contains(msg, "C4") || !strings.Contains(msg, "pve03 (offline)") || res["changed"] != true {
+		t.Fatalf("join with pve03 listed but offline: failed=%v changed=%v %s", res["failed"], res["changed"], msg)
+	}
+	if d := time.Since(start); d < time.Second || d > 10*time.Second {
+		t.Errorf("waited %s, want about wait_timeout (1s)", d)
+	}
+	if ci, _ := l2.sim.Cluster("pve02"); ci.Name != "" {
+		t.Errorf("pve02 joined %q although the primary was not ready", ci.Name)
+	}
+	if nr, _ := res["changes_not_run"].([]any); len(nr) != 1 || !strings.Contains(nr[0].(string), "join pve02") {
+		t.Errorf("the join must be listed as not run: %v", res["changes_not_run"])
 	}
 }

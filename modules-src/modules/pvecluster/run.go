@@ -52,6 +52,14 @@ func run(r *ansible.Run, e Env) error {
 	if p.PrimaryPassword != "" {
 		r.AddSecret(p.PrimaryPassword)
 	}
+	if !r.CheckMode() && slices.Contains(p.Prepare, prepAuthorizedKeys) {
+		// before any stage: a missing key must not leave this node half prepared
+		for _, name := range slices.Sorted(maps.Keys(p.PeerKeys)) {
+			if p.PeerKeys[name] == "" {
+				return fmt.Errorf("peer_keys.%s: no public key; every member's key pair task must have run in this play (a failed node, or one left out by --limit, stops the others here); nothing was changed", name)
+			}
+		}
+	}
 	m := &mod{r: r, env: e, p: p, c: c}
 	defer m.report()
 	steps := []struct {
@@ -94,6 +102,9 @@ func (m *mod) report() {
 		m.r.Set("cluster", cl)
 	} else {
 		m.r.Set("cluster", nil)
+	}
+	if m.pubKey == "" && !m.keyMade {
+		m.pubKey, _ = hostssh.ReadKeyPair(m.env.Root)
 	}
 	m.r.Set("ssh_public_key", m.pubKey)
 	m.r.Set("ssh_key_created", m.keyMade)
@@ -215,9 +226,6 @@ func (m *mod) planAuthorized(context.Context, *ansible.World) ([]ansible.Change,
 	// member's key, the primary's included.
 	for _, name := range slices.Sorted(maps.Keys(m.p.PeerKeys)) {
 		if m.p.PeerKeys[name] == "" {
-			if !m.r.CheckMode() {
-				return nil, fmt.Errorf("peer_keys.%s: empty; a real run needs every peer's public key (ssh_public_key of its prepare task)", name)
-			}
 			pending = append(pending, name)
 			continue
 		}
