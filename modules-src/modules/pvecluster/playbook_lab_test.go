@@ -140,3 +140,80 @@ func testPlaybook(t *testing.T, pve int) {
 		}
 	}
 }
+
+// The API join from the role (join_method api, the lab's root password,
+// each node pinned by its fingerprint from the inventory) at -vvv: the
+// cluster forms, and the password appears nowhere in the output.
+func TestLabAPIJoinSecretsPVE9(t *testing.T) {
+	lab, bin := labtest.Start(t, 9, 3)
+	repo, _ := labctl.RepoRoot()
+	coll := labtest.InstallCollection(t, repo, bin)
+	pw := lab.Credentials().Password
+	if len(pw) < 8 {
+		t.Fatalf("the lab's password %d chars: too short for a meaningful search", len(pw))
+	}
+	vars := filepath.Join(t.TempDir(), "pve.yml")
+	if err := os.WriteFile(vars, []byte(seedVars+fmt.Sprintf("pve_cluster_join_method: api\npve_root_password: %q\n", pw)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := labtest.Playbook(t, lab, coll, vars, filepath.Join(repo, "playbooks", "cluster.yml"), "-vvv")
+	if err != nil {
+		t.Fatalf("cluster.yml with the API join: %v\n%s", err, out)
+	}
+	if strings.Contains(out, pw) {
+		t.Errorf("the root password appears in the -vvv output")
+	}
+	joins := 0
+	for _, r := range lab.Sim().Requests() {
+		if r.Method == "POST" && r.Path == "/cluster/config/join" {
+			joins++
+		}
+		for k, v := range r.Params {
+			if strings.Contains(v, pw) {
+				t.Errorf("the request log holds the password in %s %s %s", r.Method, r.Path, k)
+			}
+		}
+	}
+	if joins != 2 {
+		t.Errorf("%d API join requests, want 2", joins)
+	}
+	for _, n := range lab.Nodes() {
+		if ci, _ := lab.Sim().Cluster(n.Name); ci.Name != "lab" || len(ci.Nodes) != 3 {
+			t.Errorf("%s: %+v", n.Name, ci)
+		}
+	}
+	again, err := labtest.Playbook(t, lab, coll, vars, filepath.Join(repo, "playbooks", "cluster.yml"))
+	if err != nil {
+		t.Fatalf("second run: %v\n%s", err, again)
+	}
+	for _, n := range lab.Nodes() {
+		if c := labtest.RecapChanged(t, again, n.Name); c != 0 {
+			t.Errorf("second run changed %d on %s", c, n.Name)
+		}
+	}
+}
+
+// Scale: five PVE 9 nodes formed by the same role in one run, the joins
+// one at a time; every node reads back a quorate cluster of five.
+func TestLabScale5PVE9(t *testing.T) {
+	lab, bin := labtest.Start(t, 9, 5)
+	repo, _ := labctl.RepoRoot()
+	coll := labtest.InstallCollection(t, repo, bin)
+	vars := filepath.Join(t.TempDir(), "pve.yml")
+	if err := os.WriteFile(vars, []byte(seedVars), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	out, err := labtest.Playbook(t, lab, coll, vars, filepath.Join(repo, "playbooks", "cluster.yml"))
+	if err != nil {
+		t.Fatalf("cluster.yml on 5 nodes: %v\n%s", err, out)
+	}
+	t.Logf("5 nodes in %s, %s per join on average", time.Since(start).Round(time.Second), (time.Since(start) / 4).Round(100*time.Millisecond))
+	for _, n := range lab.Nodes() {
+		out, err := lab.SSH(n.Name, "pvesh get /cluster/status --output-format json")
+		v, perr := parseStatus(json.RawMessage(out))
+		if err != nil || perr != nil || v.cluster == nil || !v.cluster.Quorate || len(v.cluster.Members) != 5 || len(v.cluster.offline()) != 0 {
+			t.Errorf("%s sees %v (%v %v)", n.Name, v.cluster, err, perr)
+		}
+	}
+}
