@@ -2,8 +2,11 @@ package pvecluster
 
 import (
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim"
 
 	"github.com/gopve/proxmox/modules-src/pveapi/pveapitest"
 )
@@ -172,4 +175,132 @@ func TestJoinWaitsForPrimaryC4C10(t *testing.T) {
 	if nr, _ := res["changes_not_run"].([]any); len(nr) != 1 || !strings.Contains(nr[0].(string), "join pve02") {
 		t.Errorf("the join must be listed as not run: %v", res["changes_not_run"])
 	}
+}
+
+// Faults during an API join: the primary's API drops connections and the
+// joiner's API answers errors and slowly while it restarts. The module
+// keeps waiting within wait_timeout and succeeds; with a wait_timeout too
+// short it fails saying what it waited for, and a rerun completes the job.
+func TestAPIJoinSurvivesFaultsC5(t *testing.T) {
+	l := newLab(t, 9, 3)
+	api := map[string]any{"join_method": "api", "api_password": l.sim.RootPassword(), "validate_certs": false, "prepare": []any{"hosts"}}
+	if res := l.run("pve01", l.args(map[string]any{"prepare": []any{"hosts"}}), false); failed(res) {
+		t.Fatal(res["msg"])
+	}
+	// mid-join: the faults start once pve02's join request has been sent
+	injected := l.onJoin(t, "pve02",
+		pvesim.Fault{Node: "pve01", Method: "GET", Path: "/cluster/status", Kind: pvesim.FaultReset, Count: 6},
+		pvesim.Fault{Node: "pve02", Method: "GET", Path: "/cluster/status", Kind: pvesim.FaultError, Status: 596, Message: "Connection timed out", Count: 8},
+		pvesim.Fault{Node: "pve02", Method: "GET", Path: "/nodes/*/tasks/*/status", Kind: pvesim.FaultLatency, Delay: 300 * time.Millisecond, Count: 3})
+	res := l.run("pve02", l.args(api), false)
+	<-injected
+	fired := 0
+	for _, r := range l.sim.Requests() {
+		if r.Fault != "" {
+			fired++
+		}
+	}
+	if fired < 10 {
+		t.Errorf("only %d faults fired: the test does not exercise the waits", fired)
+	}
+	if failed(res) || res["changed"] != true || !clusterOf(res).holds("pve02") {
+		t.Fatalf("API join under faults: %v %v", res["msg"], res["evidence"])
+	}
+
+	// pve03: the joiner's status keeps failing past a 1 s wait_timeout.
+	injected = l.onJoin(t, "pve03", pvesim.Fault{Node: "pve03", Method: "GET", Path: "/cluster/status", Kind: pvesim.FaultError, Status: 500, Message: "pve-cluster restarting"})
+	args := l.args(api)
+	args["wait_timeout"] = 1
+	args["api_password"] = l.sim.RootPassword()
+	res = l.run("pve03", args, false)
+	<-injected
+	msg, _ := res["msg"].(string)
+	if !failed(res) || !strings.Contains(msg, "wait_timeout") || !strings.Contains(msg, "as seen by pve03") || res["changed"] != true {
+		t.Fatalf("want a clear timeout, got failed=%v: %s", res["failed"], msg)
+	}
+	l.sim.Faults().Clear()
+	args["wait_timeout"] = 10
+	res = l.run("pve03", args, false)
+	if failed(res) || !clusterOf(res).holds("pve03") || len(clusterOf(res).Members) != 3 {
+		t.Fatalf("rerun after the timeout: %v %v", res["msg"], clusterOf(res))
+	}
+}
+
+// Parallel joins (a role without throttle): both joiners start at once.
+// Each ends joined, or failed with PVE's reason and standalone; the
+// membership is never corrupted (no member listed that is not in the
+// cluster), and a serial rerun completes the cluster.
+func TestParallelJoinsC4(t *testing.T) {
+	l := newLab(t, 9, 3)
+	keys := map[string]any{}
+	for _, n := range l.sim.NodeNames() {
+		res := l.run(n, l.args(map[string]any{"prepare": []any{"ssh_key"}, "form": false}), false)
+		keys[n] = res["ssh_public_key"]
+	}
+	args := l.args(map[string]any{"peer_keys": keys, "prepare": []any{"hosts", "authorized_keys", "known_hosts"}})
+	if res := l.run("pve01", args, false); failed(res) {
+		t.Fatal(res["msg"])
+	}
+	var wg sync.WaitGroup
+	results := map[string]map[string]any{}
+	var mu sync.Mutex
+	for _, n := range []string{"pve02", "pve03"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := l.run(n, args, false)
+			mu.Lock()
+			results[n] = r
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	for n, r := range results {
+		ci, _ := l.sim.Cluster(n)
+		if failed(r) {
+			t.Logf("%s failed: %v", n, r["msg"])
+			if ci.Name != "" {
+				t.Errorf("%s failed but is in cluster %q", n, ci.Name)
+			}
+		} else if !clusterOf(r).holds(n) || ci.Name != "lab" {
+			t.Errorf("%s reported success but the simulator says %+v", n, ci)
+		}
+	}
+	primary, _ := l.sim.Cluster("pve01")
+	for _, m := range primary.Nodes {
+		if ci, _ := l.sim.Cluster(m.Name); ci.Name != "lab" {
+			t.Errorf("corrupted membership: %s is listed in the cluster but is standalone", m.Name)
+		}
+	}
+	for _, n := range []string{"pve02", "pve03"} {
+		if r := l.run(n, args, false); failed(r) || !clusterOf(r).holds(n) {
+			t.Errorf("serial rerun on %s: %v", n, r["msg"])
+		}
+	}
+	if ci, _ := l.sim.Cluster("pve01"); len(ci.Nodes) != 3 {
+		t.Errorf("after the rerun: %+v", ci)
+	}
+}
+
+// onJoin installs faults as soon as node's join request is in the request
+// log (mid-join); the channel closes once they are installed.
+func (l *lab) onJoin(t *testing.T, node string, faults ...pvesim.Fault) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+			for _, r := range l.sim.Requests() {
+				if r.Method == "POST" && r.Path == "/cluster/config/join" && r.Node == node {
+					for _, f := range faults {
+						if _, err := l.sim.Faults().Add(f); err != nil {
+							t.Error(err)
+						}
+					}
+					return
+				}
+			}
+		}
+		t.Errorf("no join request from %s seen", node)
+	}()
+	return done
 }
