@@ -217,3 +217,86 @@ func TestLabScale5PVE9(t *testing.T) {
 		}
 	}
 }
+
+// Z7 and the order of site.yml: the pool (zfs.yml) on standalone nodes,
+// then the cluster, then storage: the storage declared once is seen by
+// every member, none lost to a join.
+func TestLabZfsClusterStoragePVE9(t *testing.T) {
+	lab, bin := labtest.Start(t, 9, 3)
+	repo, _ := labctl.RepoRoot()
+	coll := labtest.InstallCollection(t, repo, bin)
+	vars := filepath.Join(t.TempDir(), "pve.yml")
+	if err := os.WriteFile(vars, []byte(seedVars+"zfs_pool_device: /dev/nvme0n1\nzfs_arc_max_gb: 4\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, pb := range []string{"zfs.yml", "cluster.yml", "storage.yml"} {
+		if out, err := labtest.Playbook(t, lab, coll, vars, filepath.Join(repo, "playbooks", pb)); err != nil {
+			t.Fatalf("%s: %v\n%s", pb, err, out)
+		}
+	}
+	for _, n := range lab.Nodes() {
+		out, err := lab.SSH(n.Name, "pvesh get /storage/nvme-vm --output-format json")
+		if err != nil || !strings.Contains(out, `"pool":"nvme-vm"`) {
+			t.Errorf("Z7: %s does not see storage nvme-vm after the joins: %v %s", n.Name, err, out)
+		}
+	}
+}
+
+// Parallel joins from a play without throttle: every joiner ends joined,
+// or failed with a reason and standalone; no member is listed that is not
+// in the cluster (C4); the role run afterwards completes the cluster.
+func TestLabParallelJoinPVE9(t *testing.T) {
+	lab, bin := labtest.Start(t, 9, 3)
+	sim := lab.Sim()
+	repo, _ := labctl.RepoRoot()
+	coll := labtest.InstallCollection(t, repo, bin)
+	dir := t.TempDir()
+	vars := filepath.Join(dir, "pve.yml")
+	if err := os.WriteFile(vars, []byte(seedVars), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// the role's tasks, the joins without throttle
+	role, err := os.ReadFile(filepath.Join(repo, "roles", "pve_cluster", "tasks", "main.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	parallel := strings.Replace(string(role), "  throttle: 1\n", "", 1)
+	if parallel == string(role) {
+		t.Fatal("the role has no throttle: 1 to take out")
+	}
+	rdir := filepath.Join(dir, "roles", "parallel")
+	for _, d := range []string{"tasks", "defaults", "vars"} {
+		if err := os.MkdirAll(filepath.Join(rdir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(rdir, "tasks", "main.yml"), []byte(parallel), 0o644)
+	for _, f := range []string{"defaults/main.yml", "vars/main.yml"} {
+		b, _ := os.ReadFile(filepath.Join(repo, "roles", "pve_cluster", f))
+		os.WriteFile(filepath.Join(rdir, f), b, 0o644)
+	}
+	pb := filepath.Join(dir, "parallel.yml")
+	os.WriteFile(pb, []byte("- hosts: pve\n  gather_facts: false\n  roles: [parallel]\n"), 0o644)
+	out, err := labtest.Playbook(t, lab, coll, vars, pb, "--forks", "5")
+	t.Logf("parallel joins (err %v):\n%s", err, fatals(out))
+	primary, _ := sim.Cluster("pve01")
+	for _, m := range primary.Nodes {
+		if ci, _ := sim.Cluster(m.Name); ci.Name != "lab" {
+			t.Errorf("C4: %s is listed in the cluster but is standalone", m.Name)
+		}
+	}
+	for _, n := range []string{"pve02", "pve03"} {
+		ok := regexp.MustCompile(`(?m)^changed: \[` + n + `\]`).MatchString(out)
+		ci, _ := sim.Cluster(n)
+		if ok != (ci.Name == "lab") {
+			t.Errorf("%s: the task said changed=%v, the simulator says cluster %q", n, ok, ci.Name)
+		}
+	}
+	again, err := labtest.Playbook(t, lab, coll, vars, filepath.Join(repo, "playbooks", "cluster.yml"))
+	if err != nil {
+		t.Fatalf("the role after parallel joins: %v\n%s", err, again)
+	}
+	if ci, _ := sim.Cluster("pve01"); len(ci.Nodes) != 3 {
+		t.Errorf("after the role: %+v", ci)
+	}
+}
