@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"slices"
 	"strings"
@@ -182,18 +183,16 @@ func (m *mod) planKey(context.Context, *ansible.World) ([]ansible.Change, error)
 			if err != nil {
 				return ansible.NothingChanged(err)
 			}
+			// the private key first: a public key alone would be read back
+			// as half a pair and refused on the next run
 			for _, f := range []struct {
 				path string
 				data []byte
-				mode uint32
+				mode fs.FileMode
 			}{{hostssh.PrivateKey, priv, 0o600}, {hostssh.PublicKey, pub, 0o644}} {
-				fc, err := m.env.Root.PlanFile(f.path, f.data, 0)
+				fc, err := m.env.Root.PlanFile(f.path, f.data, f.mode)
 				if err != nil {
 					return err
-				}
-				fc.Mode = 0o600
-				if f.mode == 0o644 {
-					fc.Mode = 0o644
 				}
 				if _, err := m.env.Root.ApplyFile(fc, m.env.Now()); err != nil {
 					return err

@@ -291,6 +291,9 @@ func TestFormCheckRealNoop(t *testing.T) {
 				}
 			}
 			for _, n := range l.sim.NodeNames() {
+				if fi, err := os.Stat(l.roots[n].Path(hostssh.PrivateKey)); err != nil || fi.Mode().Perm() != 0o600 {
+					t.Errorf("%s: root's private key: %v %v, want mode 0600", n, fi, err)
+				}
 				if ci, _ := l.sim.Cluster(n); ci.Name != "lab" || len(ci.Nodes) != 3 {
 					t.Errorf("%s in the simulator: %+v", n, ci)
 				}
