@@ -236,7 +236,7 @@ role:
   returned: always
   type: str
 cluster:
-  description: The cluster as this node sees it after the run (read back; predicted in check mode); null when standalone.
+  description: The cluster as this node sees it after the run (read back; predicted in check mode); null when standalone. expected_votes and total_votes count one vote per listed and per online member (PVE's default of one vote per node).
   returned: always
   type: dict
   sample: {name: lab, quorate: true, expected_votes: 3, total_votes: 3, members: [{name: pve01, nodeid: 1, address: 192.0.2.11, online: true}]}

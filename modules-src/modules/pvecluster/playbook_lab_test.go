@@ -24,6 +24,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/labctl"
 	"github.com/gopve/proxmox/modules-src/lab/labtest"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveapitest"
 )
 
@@ -298,5 +299,65 @@ func TestLabParallelJoinPVE9(t *testing.T) {
 	}
 	if ci, _ := sim.Cluster("pve01"); len(ci.Nodes) != 3 {
 		t.Errorf("after the role: %+v", ci)
+	}
+}
+
+// Faults on the lab during the role's API joins (PVE 8): once a join
+// request is sent, the primary's API resets connections and the joiner's
+// answers 596 and slowly while it restarts (C5). The role still forms the
+// cluster, every node reads back three members.
+func TestLabAPIJoinFaultsPVE8(t *testing.T) {
+	lab, bin := labtest.Start(t, 8, 3)
+	sim := lab.Sim()
+	repo, _ := labctl.RepoRoot()
+	coll := labtest.InstallCollection(t, repo, bin)
+	vars := filepath.Join(t.TempDir(), "pve.yml")
+	if err := os.WriteFile(vars, []byte(seedVars+fmt.Sprintf("pve_cluster_join_method: api\npve_root_password: %q\n", lab.Credentials().Password)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	injected := make(chan int, 1)
+	go func() {
+		seen := map[string]bool{}
+		for {
+			select {
+			case <-stop:
+				injected <- len(seen)
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			for _, r := range sim.Requests() {
+				if r.Method != "POST" || r.Path != "/cluster/config/join" || seen[r.Node] {
+					continue
+				}
+				seen[r.Node] = true
+				sim.Faults().Add(pvesim.Fault{Node: "pve01", Method: "GET", Path: "/cluster/status", Kind: pvesim.FaultReset, Count: 3})
+				sim.Faults().Add(pvesim.Fault{Node: r.Node, Method: "GET", Path: "/cluster/status", Kind: pvesim.FaultError, Status: 596, Message: "Connection timed out", Count: 6})
+				sim.Faults().Add(pvesim.Fault{Node: r.Node, Method: "GET", Path: "/**", Kind: pvesim.FaultLatency, Delay: 500 * time.Millisecond, Count: 4})
+			}
+		}
+	}()
+	out, err := labtest.Playbook(t, lab, coll, vars, filepath.Join(repo, "playbooks", "cluster.yml"))
+	close(stop)
+	if n := <-injected; n != 2 {
+		t.Errorf("faults injected during %d joins, want 2", n)
+	}
+	fired := 0
+	for _, r := range sim.Requests() {
+		if r.Fault != "" {
+			fired++
+		}
+	}
+	t.Logf("%d requests met an injected fault", fired)
+	if err != nil {
+		t.Fatalf("cluster.yml under faults: %v\n%s", err, out)
+	}
+	if fired < 6 {
+		t.Errorf("only %d faults fired: the run did not meet them", fired)
+	}
+	for _, n := range lab.Nodes() {
+		if ci, _ := sim.Cluster(n.Name); ci.Name != "lab" || len(ci.Nodes) != 3 {
+			t.Errorf("%s: %+v", n.Name, ci)
+		}
 	}
 }
