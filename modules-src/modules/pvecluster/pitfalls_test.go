@@ -304,3 +304,20 @@ func (l *lab) onJoin(t *testing.T, node string, faults ...pvesim.Fault) <-chan s
 	}()
 	return done
 }
+
+// C8: an inventory alias reaches the right machine, but PVE knows the node
+// by its own name: the task fails naming both, before any change.
+func TestAliasIsNotTheNodeNameC8(t *testing.T) {
+	l := newLab(t, 8, 2)
+	nodes := l.nodes()
+	nodes[1].(map[string]any)["name"] = "node-b"
+	before := l.snapshot()
+	res := l.run("pve02", l.args(map[string]any{"nodes": nodes, "node": "node-b"}), false)
+	msg, _ := res["msg"].(string)
+	if !failed(res) || !strings.Contains(msg, `PVE calls this node "pve02", not "node-b"`) || !strings.Contains(msg, "C8") || res["changed"] != false {
+		t.Fatalf("alias node-b for pve02: failed=%v changed=%v %s", res["failed"], res["changed"], msg)
+	}
+	if !mapsEqual(before, l.snapshot()) {
+		t.Error("C8 failure changed files")
+	}
+}
