@@ -44,6 +44,7 @@ func (c checked) isPrimary() bool { return c.self.Name == c.primary.Name }
 func validate(p params, hostname func() (string, error)) (checked, error) {
 	var c checked
 	if p.State == "absent" {
+		//lint:ignore ST1005 the manual removal procedure, shown as written (several lines)
 		return c, errors.New(removalProcedure)
 	}
 	if !clusterNameRe.MatchString(p.ClusterName) {
