@@ -155,6 +155,9 @@ func (s *Sim) getClusterResources(rc *reqCtx) (any, error) {
 			out = append(out, e)
 		}
 	}
+	if typ == "" || typ == "vm" {
+		out = append(out, s.vmResourcesLocked(rc)...)
+	}
 	if typ == "" || typ == "storage" {
 		for _, id := range db.sortedStorageIDs() {
 			if !hasPriv(db, rc.who, "/storage/"+id, []string{"Datastore.Audit", "Datastore.AllocateSpace"}, true) {
@@ -232,8 +235,8 @@ func (s *Sim) getNodeStorageStatus(rc *reqCtx) (any, error) {
 	return e, nil
 }
 
-// GET /nodes/{node}/storage/{storage}/content: volumes arrive with guests in
-// part 2; until then every storage is empty. Unknown or disabled storages
+// GET /nodes/{node}/storage/{storage}/content: the guests' volumes (only
+// images are simulated: no ISOs, templates or backups). Unknown or disabled storages
 // fail like PVE's storage_check_enabled.
 func (s *Sim) getStorageContent(rc *reqCtx) (any, error) {
 	db := rc.db()
@@ -248,5 +251,15 @@ func (s *Sim) getStorageContent(rc *reqCtx) (any, error) {
 	if err := s.activeOn(rc.node, st); err != nil {
 		return nil, err
 	}
-	return []map[string]any{}, nil
+	if c := rc.str("content"); c != "" && c != "images" {
+		return []map[string]any{}, nil
+	}
+	out := []map[string]any{}
+	for _, e := range s.volumeContentLocked(rc.node, st) {
+		if rc.has("vmid") && fmt.Sprint(e["vmid"]) != rc.str("vmid") {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out, nil
 }

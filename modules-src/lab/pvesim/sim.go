@@ -45,6 +45,13 @@ type Config struct {
 	TaskDuration  time.Duration // how long an ordinary task runs
 	RestartWindow time.Duration // API down time of a joining node (C5)
 	LockTimeout   time.Duration // wait for a busy lock before "got timeout"
+	// CloneDuration is how long a full clone copies one disk (linked
+	// clones and cloud-init drives take no copy time); default 2×TaskDuration.
+	CloneDuration time.Duration
+	// AllocDuration is how long allocating one volume holds its storage's
+	// lock (pve-storage cluster_lock_storage): many clones at once queue on
+	// it and the last ones time out after LockTimeout (K13). Default 1 s.
+	AllocDuration time.Duration
 }
 
 // NodeConfig names a node and the loopback address its API listens on.
@@ -86,6 +93,8 @@ type Sim struct {
 	reqWG   sync.WaitGroup
 	faults  *Faults
 	log     *RequestLog
+
+	guestLocks map[string]*guestLock // /var/lock/qemu-server and storage flocks (guestlock.go)
 }
 
 // nodeRuntime is the serving side of a node (not persisted).

@@ -1,0 +1,22 @@
+package pvesim
+
+// guestHandlers are the guest endpoints (merged into handlers()).
+func (s *Sim) guestHandlers() map[string]handlerFunc {
+	return map[string]handlerFunc{
+		"GET /cluster/nextid":                            s.getNextID,
+		"GET /nodes/{node}/qemu":                         s.getQemuList,
+		"POST /nodes/{node}/qemu":                        s.postQemuCreate,
+		"DELETE /nodes/{node}/qemu/{vmid}":               s.deleteQemu,
+		"GET /nodes/{node}/qemu/{vmid}/config":           s.getQemuConfig,
+		"PUT /nodes/{node}/qemu/{vmid}/config":           s.putQemuConfig,
+		"POST /nodes/{node}/qemu/{vmid}/config":          s.postQemuConfig,
+		"GET /nodes/{node}/qemu/{vmid}/pending":          s.getQemuPending,
+		"GET /nodes/{node}/qemu/{vmid}/status/current":   s.getQemuStatus,
+		"POST /nodes/{node}/qemu/{vmid}/status/start":    s.postQemuStart,
+		"POST /nodes/{node}/qemu/{vmid}/status/stop":     s.postQemuStop,
+		"POST /nodes/{node}/qemu/{vmid}/status/shutdown": s.postQemuShutdown,
+		"POST /nodes/{node}/qemu/{vmid}/template":        s.postQemuTemplate,
+		"PUT /nodes/{node}/qemu/{vmid}/resize":           s.putQemuResize,
+		"POST /nodes/{node}/qemu/{vmid}/clone":           s.postQemuClone,
+	}
+}
