@@ -17,6 +17,17 @@ import (
 
 func (rc *reqCtx) vmid() int { n, _ := strconv.Atoi(rc.str("vmid")); return n }
 
+// skiplock is root@pam's alone (a token of root is not root@pam).
+func (rc *reqCtx) skiplock() (bool, error) {
+	if !rc.boolean("skiplock") {
+		return false, nil
+	}
+	if rc.who == nil || rc.who.full() != "root@pam" {
+		return false, errParams(map[string]string{"skiplock": "Only root may use this option."})
+	}
+	return true, nil
+}
+
 // hotplugDefault is qemu-server's default `hotplug` (network,disk,usb).
 var hotplugDefault = []string{"network", "disk", "usb"}
 
@@ -662,7 +673,10 @@ func (s *Sim) putQemuConfig(rc *reqCtx) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	skiplock := rc.boolean("skiplock")
+	skiplock, err := rc.skiplock()
+	if err != nil {
+		return nil, err
+	}
 	if _, err := s.loadAndCheck(db, u, skiplock); err != nil {
 		return nil, err
 	}
@@ -682,7 +696,10 @@ func (s *Sim) postQemuConfig(rc *reqCtx) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	skiplock := rc.boolean("skiplock")
+	skiplock, err := rc.skiplock()
+	if err != nil {
+		return nil, err
+	}
 	if _, err := s.loadAndCheck(db, u, skiplock); err != nil {
 		return nil, err
 	}
@@ -759,6 +776,9 @@ func (s *Sim) postQemuShutdown(rc *reqCtx) (any, error) {
 func (s *Sim) powerTask(rc *reqCtx, typ string, decide func(c *qmConf, running bool) (string, bool)) (any, error) {
 	db := rc.db()
 	vmid := rc.vmid()
+	if _, err := rc.skiplock(); err != nil {
+		return nil, err
+	}
 	if err := s.assertOnNodeLocked(db, rc.node, vmid); err != nil {
 		return nil, err
 	}
@@ -851,7 +871,10 @@ func (s *Sim) putQemuResize(rc *reqCtx) (any, error) {
 	db := rc.db()
 	vmid, node := rc.vmid(), rc.node
 	disk, sizeStr, digest := rc.str("disk"), rc.str("size"), rc.str("digest")
-	skiplock := rc.boolean("skiplock")
+	skiplock, err := rc.skiplock()
+	if err != nil {
+		return nil, err
+	}
 	return s.startTaskLocked(rc, node, "resize", strconv.Itoa(vmid), func(t *taskRun) string {
 		return s.underGuestLock(t, node, vmid, s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout), func() string {
 			s.mu.Lock()
@@ -908,6 +931,9 @@ func (s *Sim) putQemuResize(rc *reqCtx) (any, error) {
 func (s *Sim) deleteQemu(rc *reqCtx) (any, error) {
 	db := rc.db()
 	vmid, node := rc.vmid(), rc.node
+	if _, err := rc.skiplock(); err != nil {
+		return nil, err
+	}
 	early := func() error {
 		c, err := s.loadQmConfLocked(db, node, vmid)
 		if err != nil {
