@@ -1,6 +1,7 @@
 package pvesim
 
-// guestHandlers are the guest endpoints (merged into handlers()).
+// guestHandlers are the guest, replication and HA endpoints (merged into
+// handlers()).
 func (s *Sim) guestHandlers() map[string]handlerFunc {
 	return map[string]handlerFunc{
 		"GET /cluster/nextid":                            s.getNextID,
@@ -18,5 +19,10 @@ func (s *Sim) guestHandlers() map[string]handlerFunc {
 		"POST /nodes/{node}/qemu/{vmid}/template":        s.postQemuTemplate,
 		"PUT /nodes/{node}/qemu/{vmid}/resize":           s.putQemuResize,
 		"POST /nodes/{node}/qemu/{vmid}/clone":           s.postQemuClone,
+		"GET /cluster/replication":                       s.getReplicationJobs,
+		"POST /cluster/replication":                      s.postReplicationJob,
+		"GET /cluster/replication/{id}":                  s.getReplicationJob,
+		"PUT /cluster/replication/{id}":                  s.putReplicationJob,
+		"DELETE /cluster/replication/{id}":               s.deleteReplicationJob,
 	}
 }

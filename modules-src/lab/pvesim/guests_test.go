@@ -156,10 +156,14 @@ func TestVMPowerTasks(t *testing.T) {
 }
 
 // twoNodes returns a quorate two-node cluster and root clients on both.
-func twoNodes(t *testing.T, o simOpts) (*Sim, *apiClient, *apiClient) {
+func twoNodes(t *testing.T, o simOpts, adjust ...func(*Config)) (*Sim, *apiClient, *apiClient) {
 	t.Helper()
 	o.nodes = 2
-	s := startSim(t, o)
+	s := startSimWith(t, o, func(c *Config) {
+		for _, f := range adjust {
+			f(c)
+		}
+	})
 	a := newClient(t, s, "pve01").root()
 	waitTask(t, a, createCluster(t, a, "lab"))
 	eventually(t, "quorate", func() bool { return quorate(a, 1) })

@@ -942,6 +942,12 @@ func (s *Sim) deleteQemu(rc *reqCtx) (any, error) {
 		if c.Keys["protection"] == "1" {
 			return fmt.Errorf("can't remove VM %d - protection mode enabled", vmid)
 		}
+		if !rc.boolean("purge") {
+			// ReplicationConfig.pm check_for_existing_jobs
+			if jobs := s.replicationJobsOf(db, vmid); len(jobs) > 0 {
+				return fmt.Errorf("There is a replication job '%s' for guest '%d' - Please remove that first.", jobs[0], vmid)
+			}
+		}
 		if s.runningLocked(node, vmid) {
 			return fmt.Errorf("VM %d is running - destroy failed", vmid)
 		}
@@ -975,6 +981,14 @@ func (s *Sim) deleteQemu(rc *reqCtx) (any, error) {
 			}
 			for _, p := range db.Pools {
 				p.Members = slices.DeleteFunc(p.Members, func(m string) bool { return m == fmt.Sprintf("qemu/%d", vmid) })
+			}
+			if rc.boolean("purge") {
+				t.task.Log = append(t.task.Log, fmt.Sprintf("purging VM %d from related configurations..", vmid))
+				list, _ := s.readSectionsLocked(db, replicationCfg)
+				s.writeSectionsLocked(db, replicationCfg, slices.DeleteFunc(list, func(j *section) bool {
+					g, _ := parseReplID(j.ID)
+					return g == vmid
+				}))
 			}
 			s.removeEtcPve(db, guestConfPath(node, "qemu-server", vmid))
 			s.saveLocked()

@@ -52,6 +52,9 @@ type Config struct {
 	// lock (pve-storage cluster_lock_storage): many clones at once queue on
 	// it and the last ones time out after LockTimeout (K13). Default 1 s.
 	AllocDuration time.Duration
+	// ReplicationInterval is how often a node's pvescheduler runs pvesr
+	// (a job marked for removal vanishes at the next run); default 1 min.
+	ReplicationInterval time.Duration
 }
 
 // NodeConfig names a node and the loopback address its API listens on.
@@ -208,6 +211,7 @@ func (s *Sim) Start(ctx context.Context) error {
 			return err
 		}
 	}
+	s.resumeReplicationRunsLocked()
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()

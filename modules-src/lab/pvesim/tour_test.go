@@ -53,6 +53,7 @@ func TestEveryHandlerFitsReturnsSchema(t *testing.T) {
 		waitTask(t, tok, ju) // proxied by pve01 to pve02, the UPID's node
 		root.call("GET", "/cluster/config/nodes", nil).must(t, "config nodes")
 		tour(tok, "pve02") // clustered shapes, proxied to pve02
+		replicationTour(t, root)
 		root.call("DELETE", "/cluster/config/nodes/pve02", nil).must(t, "delnode (C9)")
 
 		covered := map[string]bool{}
