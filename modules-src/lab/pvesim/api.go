@@ -107,6 +107,7 @@ func (s *Sim) SetOnline(name string, online bool) error {
 		}
 	} else {
 		s.stopLocked(name)
+		s.nodeDownLocked(name) // HA fencing and recovery (ha.go)
 	}
 	s.saveLocked()
 	return nil

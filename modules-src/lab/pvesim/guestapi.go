@@ -3,7 +3,7 @@ package pvesim
 // guestHandlers are the guest, replication and HA endpoints (merged into
 // handlers()).
 func (s *Sim) guestHandlers() map[string]handlerFunc {
-	return map[string]handlerFunc{
+	table := map[string]handlerFunc{
 		"GET /cluster/nextid":                            s.getNextID,
 		"GET /nodes/{node}/qemu":                         s.getQemuList,
 		"POST /nodes/{node}/qemu":                        s.postQemuCreate,
@@ -24,5 +24,23 @@ func (s *Sim) guestHandlers() map[string]handlerFunc {
 		"GET /cluster/replication/{id}":                  s.getReplicationJob,
 		"PUT /cluster/replication/{id}":                  s.putReplicationJob,
 		"DELETE /cluster/replication/{id}":               s.deleteReplicationJob,
+		"GET /cluster/ha/resources":                      s.getHAResources,
+		"POST /cluster/ha/resources":                     s.postHAResource,
+		"GET /cluster/ha/resources/{sid}":                s.getHAResource,
+		"PUT /cluster/ha/resources/{sid}":                s.putHAResource,
+		"DELETE /cluster/ha/resources/{sid}":             s.deleteHAResource,
+		"GET /cluster/ha/groups":                         s.getHAGroups,
+		"POST /cluster/ha/groups":                        s.postHAGroup,
+		"GET /cluster/ha/groups/{group}":                 s.getHAGroup,
+		"PUT /cluster/ha/groups/{group}":                 s.putHAGroup,
+		"DELETE /cluster/ha/groups/{group}":              s.deleteHAGroup,
 	}
+	if s.cfg.Version >= 9 { // HA rules are new in PVE 9 (pve-ha-manager 5.0)
+		table["GET /cluster/ha/rules"] = s.getHARules
+		table["POST /cluster/ha/rules"] = s.postHARule
+		table["GET /cluster/ha/rules/{rule}"] = s.getHARule
+		table["PUT /cluster/ha/rules/{rule}"] = s.putHARule
+		table["DELETE /cluster/ha/rules/{rule}"] = s.deleteHARule
+	}
+	return table
 }

@@ -155,10 +155,13 @@ func TestVMPowerTasks(t *testing.T) {
 	}
 }
 
-// twoNodes returns a quorate two-node cluster and root clients on both.
+// twoNodes returns a quorate cluster of pve01 and pve02 (further nodes of
+// o.nodes stay standalone) and root clients on both.
 func twoNodes(t *testing.T, o simOpts, adjust ...func(*Config)) (*Sim, *apiClient, *apiClient) {
 	t.Helper()
-	o.nodes = 2
+	if o.nodes < 2 {
+		o.nodes = 2
+	}
 	s := startSimWith(t, o, func(c *Config) {
 		for _, f := range adjust {
 			f(c)

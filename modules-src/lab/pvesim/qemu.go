@@ -737,6 +737,9 @@ func (s *Sim) underGuestLock(t *taskRun, node string, vmid int, d time.Duration,
 
 // POST status/start: qmstart task; vm_start's checks run in the worker.
 func (s *Sim) postQemuStart(rc *reqCtx) (any, error) {
+	if upid, ok := s.haPowerLocked(rc, "hastart", "started"); ok {
+		return upid, nil
+	}
 	return s.powerTask(rc, "qmstart", func(c *qmConf, running bool) (string, bool) {
 		if c.isTemplate() {
 			return "you can't start a vm if it's a template", false
@@ -753,6 +756,9 @@ func (s *Sim) postQemuStart(rc *reqCtx) (any, error) {
 
 // POST status/stop and status/shutdown: stopping a stopped VM is no error.
 func (s *Sim) postQemuStop(rc *reqCtx) (any, error) {
+	if upid, ok := s.haPowerLocked(rc, "hastop", "stopped"); ok {
+		return upid, nil
+	}
 	return s.powerTask(rc, "qmstop", func(c *qmConf, running bool) (string, bool) {
 		if err := checkLock(c); err != nil && !rc.boolean("skiplock") {
 			return err.Error(), false
@@ -762,12 +768,29 @@ func (s *Sim) postQemuStop(rc *reqCtx) (any, error) {
 }
 
 func (s *Sim) postQemuShutdown(rc *reqCtx) (any, error) {
+	if upid, ok := s.haPowerLocked(rc, "hastop", "stopped"); ok {
+		return upid, nil
+	}
 	return s.powerTask(rc, "qmshutdown", func(c *qmConf, running bool) (string, bool) {
 		if err := checkLock(c); err != nil && !rc.boolean("skiplock") {
 			return err.Error(), false
 		}
 		return "", false
 	})
+}
+
+// haPowerLocked turns a start/stop of an HA-managed VM into a request to
+// the HA stack (qemu-server Qemu.pm vm_start/vm_stop: hastart/hastop, H4).
+func (s *Sim) haPowerLocked(rc *reqCtx, typ, state string) (string, bool) {
+	db := rc.db()
+	vmid := rc.vmid()
+	if s.assertOnNodeLocked(db, rc.node, vmid) != nil {
+		return "", false
+	}
+	if _, managed := s.haManagedLocked(db, vmid); !managed {
+		return "", false
+	}
+	return s.haRequestTask(rc, typ, vmid, state), true
 }
 
 // powerTask runs a start/stop task under the config lock; decide returns an
@@ -942,6 +965,9 @@ func (s *Sim) deleteQemu(rc *reqCtx) (any, error) {
 		if c.Keys["protection"] == "1" {
 			return fmt.Errorf("can't remove VM %d - protection mode enabled", vmid)
 		}
+		if s.haConfiguredLocked(db, vmid) && !rc.boolean("purge") {
+			return fmt.Errorf("unable to remove VM %d - used in HA resources and purge parameter not set.", vmid)
+		}
 		if !rc.boolean("purge") {
 			// ReplicationConfig.pm check_for_existing_jobs
 			if jobs := s.replicationJobsOf(db, vmid); len(jobs) > 0 {
@@ -989,6 +1015,13 @@ func (s *Sim) deleteQemu(rc *reqCtx) (any, error) {
 					g, _ := parseReplID(j.ID)
 					return g == vmid
 				}))
+				if s.haConfiguredLocked(db, vmid) {
+					res, _ := s.haResourcesLocked(db)
+					s.writeSectionsLocked(db, haResourcesCfg, slices.DeleteFunc(res, func(r *section) bool {
+						return r.Type == "vm" && r.ID == strconv.Itoa(vmid)
+					}))
+					t.task.Log = append(t.task.Log, fmt.Sprintf("NOTE: removed VM %d from HA resource configuration.", vmid))
+				}
 			}
 			s.removeEtcPve(db, guestConfPath(node, "qemu-server", vmid))
 			s.saveLocked()

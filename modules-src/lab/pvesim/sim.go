@@ -55,6 +55,13 @@ type Config struct {
 	// ReplicationInterval is how often a node's pvescheduler runs pvesr
 	// (a job marked for removal vanishes at the next run); default 1 min.
 	ReplicationInterval time.Duration
+	// HADelay is how long the HA stack takes to act on a request (start,
+	// stop, a new resource): default 10 s, a CRM round (H4).
+	HADelay time.Duration
+	// FenceDelay is how long after a node goes down its HA guests are
+	// recovered elsewhere: default 60 s (H7: fencing waits ~50 s, then the
+	// CRM moves them).
+	FenceDelay time.Duration
 }
 
 // NodeConfig names a node and the loopback address its API listens on.

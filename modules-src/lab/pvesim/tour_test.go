@@ -54,6 +54,7 @@ func TestEveryHandlerFitsReturnsSchema(t *testing.T) {
 		root.call("GET", "/cluster/config/nodes", nil).must(t, "config nodes")
 		tour(tok, "pve02") // clustered shapes, proxied to pve02
 		replicationTour(t, root)
+		haTour(t, s, root)
 		root.call("DELETE", "/cluster/config/nodes/pve02", nil).must(t, "delnode (C9)")
 
 		covered := map[string]bool{}
