@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/go-viper/mapstructure/v2 v2.5.0
 	github.com/google/renameio/v2 v2.0.2
+	github.com/hanwen/go-fuse/v2 v2.9.0
 	github.com/luthermonson/go-proxmox v0.8.2
 	github.com/rogpeppe/go-internal v1.16.0
 	golang.org/x/crypto v0.59.0

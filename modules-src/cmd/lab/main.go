@@ -22,15 +22,47 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/labctl"
+	"github.com/gopve/proxmox/modules-src/lab/tools"
+	"github.com/gopve/proxmox/modules-src/lab/tools/cli"
 )
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() {
+	// The lab binary is also the nodes' CLI stand-ins (zpool, pvesm, …) when
+	// no labtools binary is at hand: installed in a node under those names,
+	// it acts as the tool it is called as.
+	if name := filepath.Base(os.Args[0]); name == "labtools" || slices.Contains(tools.Names(), name) {
+		os.Exit(runTool(os.Args))
+	}
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// runTool is labtools's main: `NAME ARGS` under a tool's name, or
+// `labtools NAME ARGS`.
+func runTool(argv []string) int {
+	env := cli.OS()
+	name := filepath.Base(argv[0])
+	env.Args = argv[1:]
+	if name == "labtools" {
+		if len(argv) < 2 {
+			fmt.Fprintf(os.Stderr, "usage: labtools NAME [ARGS...]\nNAME is one of: %s\n", strings.Join(tools.Names(), ", "))
+			return 2
+		}
+		name, env.Args = argv[1], argv[2:]
+	}
+	code, ok := tools.Run(name, env)
+	if !ok {
+		fmt.Fprintf(os.Stderr, "labtools: unknown tool %q\n", name)
+		return 2
+	}
+	return code
+}
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
@@ -129,7 +161,7 @@ func up(args []string, stdout io.Writer) error {
 	w.flags(fs)
 	nodes := fs.Int("nodes", 3, "number of nodes (pve01…)")
 	pve := fs.Int("pve", 9, "PVE major version: 8 (Debian 12) or 9 (Debian 13)")
-	tools := fs.String("labtools", "", "CLI stand-ins binary (default: built from modules-src/cmd/labtools)")
+	toolsBin := fs.String("labtools", "", "CLI stand-ins binary (default: labtools next to this binary, else built from the checkout, else this binary)")
 	timeout := fs.Duration("timeout", 10*time.Minute, "give up after this long (the first PVE 9 lab builds a Debian root)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -158,14 +190,17 @@ func up(args []string, stdout io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	if *tools == "" {
-		if *tools, err = labctl.BuildLabtools(ctx, dir); err != nil {
-			return err
-		}
-	}
 	self, err := os.Executable()
 	if err != nil {
 		return err
+	}
+	if *toolsBin == "" {
+		if *toolsBin, err = labctl.FindLabtools(ctx, dir); err != nil {
+			return err
+		}
+		if *toolsBin == "" {
+			*toolsBin = self // built in: see main
+		}
 	}
 	logPath := filepath.Join(dir, "supervisor.log")
 	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
@@ -174,7 +209,7 @@ func up(args []string, stdout io.Writer) error {
 	}
 	defer log.Close()
 	cmd := exec.Command(self, "supervise", "--dir", dir, "--slot", fmt.Sprint(w.slot),
-		"--nodes", fmt.Sprint(*nodes), "--pve", fmt.Sprint(*pve), "--labtools", *tools)
+		"--nodes", fmt.Sprint(*nodes), "--pve", fmt.Sprint(*pve), "--labtools", *toolsBin)
 	cmd.Stdout, cmd.Stderr = log, log
 	// Its own session: the supervisor outlives this command and the terminal.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}

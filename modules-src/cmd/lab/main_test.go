@@ -139,3 +139,36 @@ func TestDownAfterSupervisorCrash(t *testing.T) {
 		t.Errorf("%s survived lab down", dir)
 	}
 }
+
+// Issue 12: once built, `lab up` works from any directory: outside the
+// checkout it finds the cached Debian 13 root and, with no labtools next to
+// it, installs itself as the nodes' stand-ins.
+func TestUpFromAnyDirectory(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the lab needs root (namespaces, overlayfs, loop devices)")
+	}
+	bin := filepath.Join(t.TempDir(), "lab")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	dir := filepath.Join(t.TempDir(), "lab")
+	lab := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		cmd := exec.Command(bin, args...)
+		cmd.Dir = "/" // no checkout above
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		return out.String(), err
+	}
+	t.Cleanup(func() { _, _ = lab("down", "--dir", dir) })
+	if out, err := lab("up", "--nodes", "1", "--pve", "9", "--dir", dir); err != nil {
+		t.Fatalf("lab up outside the checkout: %v\n%s", err, out)
+	}
+	out, err := lab("ssh", "--dir", dir, "pve01", "zpool list; pvesm status | head -n 1; ls -l /usr/sbin/zpool")
+	if err != nil || !strings.Contains(out, "no pools available") || !strings.Contains(out, "Name") {
+		t.Errorf("stand-ins in a lab started outside the checkout: %v\n%s", err, out)
+	}
+	if out, err := lab("down", "--dir", dir); err != nil {
+		t.Errorf("lab down: %v\n%s", err, out)
+	}
+}

@@ -60,11 +60,32 @@ func archives(r Release) []archive {
 		{host: "security.debian.org", path: "debian-security", suites: security},
 		// PVE 8's installer writes http://security.debian.org with no path.
 		{host: "security.debian.org", path: "", suites: security},
-		{host: "download.proxmox.com", path: "debian/pve", suites: map[string]map[string][]pkg{
-			c: {"pve-no-subscription": noSubscriptionPkgs(r), "pve-test": nil}}},
-		{host: "download.proxmox.com", path: "debian/" + r.CephDir, suites: map[string]map[string][]pkg{
-			c: {"no-subscription": nil, "test": nil}}},
+		{host: "download.proxmox.com", path: "debian/pve", suites: pveSuites(r)},
+		{host: "download.proxmox.com", path: "debian/" + r.CephDir, suites: cephSuites(r)},
 	}
+}
+
+// pveSuites is download.proxmox.com/debian/pve: like the real server it
+// answers for both simulated releases' suites, so a node pointed at the
+// wrong one (bookworm on PVE 9) sees the other release's packages, as it
+// would for real.
+func pveSuites(r Release) map[string]map[string][]pkg {
+	out := map[string]map[string][]pkg{}
+	for _, v := range []int{8, 9} {
+		rel, _ := ReleaseFor(v)
+		out[rel.Codename] = map[string][]pkg{"pve-no-subscription": noSubscriptionPkgs(rel), "pve-test": nil}
+	}
+	return out
+}
+
+// cephSuites is the release's Ceph repository with the suites the real
+// server has for it (ceph-squid: bookworm and trixie; ceph-quincy: bookworm).
+func cephSuites(r Release) map[string]map[string][]pkg {
+	out := map[string]map[string][]pkg{r.Codename: {"no-subscription": nil, "test": nil}}
+	if r.CephDir == "ceph-squid" {
+		out["bookworm"] = map[string][]pkg{"no-subscription": nil, "test": nil}
+	}
+	return out
 }
 
 // Build writes the repositories of one PVE release under dir: it builds the
@@ -169,7 +190,9 @@ func writeArchive(ctx context.Context, root string, a archive, build func(pkg) (
 		names := make([]string, 0, len(comps))
 		for comp, pkgs := range comps {
 			names = append(names, comp)
-			pool := filepath.Join(base, "pool", comp)
+			// One pool per suite: a suite's index lists its own packages only
+			// (bookworm's kernels are not trixie's).
+			pool := filepath.Join(base, "pool", suite, comp)
 			if err := os.MkdirAll(pool, 0o755); err != nil {
 				return fmt.Errorf("creating %s: %w", pool, err)
 			}
@@ -186,7 +209,7 @@ func writeArchive(ctx context.Context, root string, a archive, build func(pkg) (
 					return fmt.Errorf("adding %s to %s: %w", p.filename(), pool, err)
 				}
 			}
-			index, err := run(ctx, base, nil, "apt-ftparchive", "packages", "pool/"+comp)
+			index, err := run(ctx, base, nil, "apt-ftparchive", "packages", "pool/"+suite+"/"+comp)
 			if err != nil {
 				return fmt.Errorf("indexing %s %s %s: %w", a.host, suite, comp, err)
 			}

@@ -31,11 +31,12 @@ func needTools(t *testing.T) {
 func TestBuildAndServe(t *testing.T) {
 	needTools(t)
 	for _, tc := range []struct {
-		pve              int
-		codename, newMgr string
+		pve                        int
+		codename, newMgr           string
+		otherCodename, otherNewMgr string
 	}{
-		{9, "trixie", "9.2.5"},
-		{8, "bookworm", "8.4.5"},
+		{9, "trixie", "9.2.5", "bookworm", "8.4.5"},
+		{8, "bookworm", "8.4.5", "trixie", "9.2.5"},
 	} {
 		t.Run(tc.codename, func(t *testing.T) {
 			dir := t.TempDir()
@@ -73,6 +74,20 @@ func TestBuildAndServe(t *testing.T) {
 			code, body := get("/download.proxmox.com/debian/pve/dists/" + tc.codename + "/pve-no-subscription/binary-amd64/Packages")
 			if code != 200 || !strings.Contains(body, "Version: "+tc.newMgr) {
 				t.Errorf("no-subscription Packages: %d, want pve-manager %s in:\n%s", code, tc.newMgr, body)
+			}
+			if strings.Contains(body, "Version: "+tc.otherNewMgr) {
+				t.Errorf("the %s suite lists the %s packages:\n%s", tc.codename, tc.otherCodename, body)
+			}
+			// The real server has every release's suite: a wrong-suite line
+			// gets the other release's packages, not a 404.
+			code, body = get("/download.proxmox.com/debian/pve/dists/" + tc.otherCodename + "/pve-no-subscription/binary-amd64/Packages")
+			if code != 200 || !strings.Contains(body, "Version: "+tc.otherNewMgr) || strings.Contains(body, "Version: "+tc.newMgr+"\n") {
+				t.Errorf("%s no-subscription Packages on a PVE %d lab: %d\n%s", tc.otherCodename, tc.pve, code, body)
+			}
+			if tc.pve == 9 {
+				if code, _ := get("/download.proxmox.com/debian/ceph-squid/dists/bookworm/InRelease"); code != 200 {
+					t.Errorf("ceph-squid bookworm: %d, want 200 as on the real server", code)
+				}
 			}
 			code, body = get("/download.proxmox.com/debian/pve/dists/" + tc.codename + "/InRelease")
 			if code != 200 || !strings.Contains(body, "BEGIN PGP SIGNED MESSAGE") {

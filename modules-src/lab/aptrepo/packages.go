@@ -77,18 +77,65 @@ func (p pkg) control() string {
 func kernelPackage(abi string) string { return "proxmox-kernel-" + abi + "-signed" }
 
 // managerPkg is pve-manager: pveversion prints the line `pveversion` prints on a
-// real node, with the kernel the node "booted" (written by the lab at start).
+// real node, with the kernel the node "booted" (written by the lab at start);
+// `pveversion -v` the package list of PVE::API2::APT versions (see
+// pveversionVerbose).
 func managerPkg(r Release, version string) pkg {
 	script := fmt.Sprintf(`#!/bin/sh
 # gopve lab stand-in for pveversion (pve-manager %[1]s).
 kernel=$(cat /var/lib/gopve-lab/running-kernel 2>/dev/null || uname -r)
-echo "pve-manager/%[1]s/%[2]s (running kernel: $kernel)"
-`, version, fakeCommit(version))
+case "$*" in
+"") echo "pve-manager/%[1]s/%[2]s (running kernel: $kernel)"; exit 0 ;;
+-v|--verbose) ;;
+*) echo "ERROR: unknown option '$1'" >&2; echo "USAGE: pveversion [--verbose]" >&2; exit 255 ;;
+esac
+running="%[1]s/%[2]s"
+%[3]s`, version, fakeCommit(version), pveversionVerbose)
 	return pkg{Name: "pve-manager", Version: version, Depends: "proxmox-widget-toolkit",
 		Description: "Proxmox Virtual Environment Management Tools",
 		Files:       map[string]string{"/usr/bin/pveversion": script},
 		Modes:       map[string]uint32{"/usr/bin/pveversion": 0o755}}
 }
+
+// pveversionVerbose prints what `pveversion -v` prints (pve-manager
+// bin/pveversion over PVE::API2::APT versions): proxmox-ve and pve-manager
+// first, the installed kernels newest first, then a fixed list of packages
+// by name. An installed package shows its version, one with only its
+// configuration left "residual config", one apt knows but has not installed
+// "not correctly installed" — except optional ones (microcode, ceph,
+// zfsutils-linux…), which are left out like packages apt does not know.
+const pveversionVerbose = `state() { dpkg-query -W -f='${db:Status-Status} ${Version}' "$1" 2>/dev/null; }
+known=$(apt-cache pkgnames 2>/dev/null)
+show() { # name optional suffix
+	s=$(state "$1")
+	case "$s" in
+	"installed "*) v=${s#installed } ;;
+	"config-files "*) v="residual config" ;;
+	*)
+		[ "$2" = opt ] && return 0
+		printf '%s\n' "$known" | grep -qx -- "$1" || return 0
+		v="not correctly installed" ;;
+	esac
+	echo "$1: $v$3"
+}
+show proxmox-ve req " (running kernel: $kernel)"
+show pve-manager req " (running version: $running)"
+dpkg-query -W -f='${Version} ${Package} ${db:Status-Status}\n' 'proxmox-kernel-*' 'pve-kernel-*' 2>/dev/null |
+	awk '$3 == "installed" {print $1, $2}' | sort -V -r | while read -r v p; do echo "$p: $v"; done
+for p in amd64-microcode ceph criu dnsmasq frr-pythontools gfs2-utils ifupdown ifupdown2 intel-microcode \
+	ksm-control-daemon ksmtuned libpve-apiclient-perl libpve-network-perl openvswitch-switch \
+	proxmox-backup-file-restore proxmox-enterprise-support-keyring proxmox-firewall proxmox-kernel-helper \
+	proxmox-offline-mirror-helper pve-esxi-import-tools pve-zsync zfsutils-linux; do echo "$p opt"; done >/tmp/.pveversion.$$
+for p in ceph-fuse corosync libjs-extjs libknet1 libproxmox-acme-perl libproxmox-backup-qemu0 libproxmox-rs-perl \
+	libpve-access-control libpve-cluster-api-perl libpve-cluster-perl libpve-common-perl libpve-guest-common-perl \
+	libpve-http-server-perl libpve-notify-perl libpve-rs-perl libpve-storage-perl libqb0 libspice-server1 lvm2 \
+	lxc-pve lxcfs novnc-pve proxmox-backup-client proxmox-backup-restore-image proxmox-mail-forward \
+	proxmox-mini-journalreader proxmox-widget-toolkit pve-cluster pve-container pve-docs pve-edk2-firmware \
+	pve-firewall pve-firmware pve-ha-manager pve-i18n pve-qemu-kvm pve-xtermjs qemu-server smartmontools \
+	spiceterm swtpm vncterm; do echo "$p req"; done >>/tmp/.pveversion.$$
+LC_ALL=C sort /tmp/.pveversion.$$ | while read -r p kind; do show "$p" "$kind"; done
+rm -f /tmp/.pveversion.$$
+`
 
 // fakeCommit is a stable 16-hex-digit stand-in for the git hash in pveversion.
 func fakeCommit(version string) string {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/aptrepo"
 	"github.com/gopve/proxmox/modules-src/lab/node"
+	"github.com/gopve/proxmox/modules-src/lab/pmxcfs"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim"
 	"github.com/gopve/proxmox/modules-src/lab/sshkey"
 )
@@ -70,8 +71,7 @@ type Lab struct {
 	slotF   *os.File
 	log     io.Writer
 
-	stopSync  context.CancelFunc
-	syncDone  chan struct{}
+	etcPve    []*pmxcfs.Server // each node's /etc/pve mount
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -164,6 +164,9 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 	if err := l.startControl(); err != nil {
 		return nil, err
 	}
+	if err := l.mountEtcPve(); err != nil {
+		return nil, err
+	}
 	l.logf("lab: repositories and API ready in %s", time.Since(begin).Round(time.Millisecond))
 
 	for i := 1; i <= opts.Nodes; i++ {
@@ -177,9 +180,6 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 		return nil, err
 	}
 	if err := l.eachNode(func(n *labNode) error { return l.install(ctx, n) }); err != nil {
-		return nil, err
-	}
-	if err := l.startPmxcfsSync(l.syncCtx()); err != nil {
 		return nil, err
 	}
 	if err := l.writeClientFiles(); err != nil {
@@ -338,15 +338,18 @@ func (l *Lab) newNode(i int, root string) (*labNode, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := l.seedEtcPve(name, addr, hostKey.Public); err != nil {
+		return nil, err
+	}
 	hide := []string{BaseDir, l.dir}
 	n, err := node.New(node.Config{
 		Name: name, Domain: l.opts.Domain, Addr: addr, PVE: l.opts.PVE,
 		Lower: root, Dir: filepath.Join(l.dir, "nodes", name), Hide: hide,
 		HostKey: hostKey.PrivatePEM, HostKeyPub: hostKey.Public,
-		AuthorizedKeys: append(append([]byte(nil), l.key.Public...), []byte(" gopve-lab\n")...),
-		Files:          files,
-		Binds:          []node.Bind{{Source: l.controlSocket(), Target: "/run/gopve-lab/control.sock"}},
-		Disks:          node.DefaultDisks(i),
+		EtcPve: l.etcPveMount(name),
+		Files:  files,
+		Binds:  []node.Bind{{Source: l.controlSocket(), Target: "/run/gopve-lab/control.sock"}},
+		Disks:  node.DefaultDisks(i),
 	})
 	if err != nil {
 		return nil, err
@@ -402,8 +405,10 @@ rm -rf %[1]s
 # The kernel the installer booted into is the one it installed.
 ls /boot | sed -n 's/^vmlinuz-\(.*-pve\)$/\1/p' | sort -V | tail -n 1 > /var/lib/gopve-lab/running-kernel
 apt-get update -q >/var/log/gopve-lab-install-apt.log 2>&1 || true
+# The default 'local' storage, as the installer leaves /var/lib/vz.
+mkdir -p /var/lib/vz/dump /var/lib/vz/images /var/lib/vz/template/cache /var/lib/vz/template/iso %[2]s
 rm -f /run/reboot-required /run/reboot-required.pkgs
-`, installDir)
+`, installDir, map[int]string{9: "/var/lib/vz/import", 8: ""}[l.opts.PVE])
 	if res, err := l.Run(ctx, n.info.Name, script, nil); err != nil {
 		return fmt.Errorf("node %s: installing PVE packages: %w", n.info.Name, err)
 	} else if res.ExitCode != 0 {
@@ -495,25 +500,15 @@ func (l *Lab) Close() error {
 	return l.closeErr
 }
 
-// syncCtx lives as long as the lab.
-func (l *Lab) syncCtx() context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	l.stopSync = cancel
-	return ctx
-}
-
 func (l *Lab) close() error {
 	var errs []error
-	if l.stopSync != nil {
-		l.stopSync()
-		if l.syncDone != nil {
-			<-l.syncDone
-		}
-	}
 	for _, n := range l.nodes {
 		if err := n.node.Stop(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := l.unmountEtcPve(); err != nil {
+		errs = append(errs, err)
 	}
 	if l.control != nil {
 		_ = l.control.Close()
@@ -546,6 +541,13 @@ func Cleanup(dir string) error {
 	}
 	if err := node.DetachLoopsUnder(dir); err != nil {
 		errs = append(errs, err)
+	}
+	// A crashed supervisor leaves its /etc/pve FUSE mounts (and only those:
+	// the nodes' other mounts die with their namespaces) dangling.
+	for _, m := range MountsUnder(filepath.Join(dir, "pmxcfs")) {
+		if err := syscall.Unmount(m, syscall.MNT_DETACH); err != nil {
+			errs = append(errs, fmt.Errorf("unmounting %s: %w", m, err))
+		}
 	}
 	if mounts := MountsUnder(dir); len(mounts) > 0 {
 		return errors.Join(append(errs, fmt.Errorf("not removing %s: still mounted there: %s", dir, strings.Join(mounts, ", ")))...)

@@ -1,103 +1,75 @@
 package labctl
 
 import (
-	"bytes"
-	"context"
+	"errors"
 	"fmt"
-	"os"
-	"time"
+	"path/filepath"
+
+	"github.com/gopve/proxmox/modules-src/lab/pmxcfs"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim"
 )
 
-// pmxcfsFiles are the /etc/pve files a node's own programs read from its
-// filesystem (sshd through the /root/.ssh/authorized_keys symlink, ssh
-// through /etc/ssh/ssh_known_hosts), while the simulator owns /etc/pve: a
-// join swaps them for the cluster's copies (C7) and a node without quorum
-// cannot change them (C10).
-var pmxcfsFiles = []string{"priv/authorized_keys", "priv/known_hosts"}
+// Each node's /etc/pve is a FUSE mount (modules-src/lab/pmxcfs) over the
+// simulator's directory of the node's pmxcfs database: before a join every
+// node has its own, after it the members see the cluster's one directory,
+// and the simulator, the stand-ins and a role editing a file change the same
+// files. The mounts live on the host under <lab>/pmxcfs/<node>, exist before
+// the nodes start (so each node's mount namespace inherits them and binds
+// its own at /etc/pve) and outlive node reboots.
 
-// pmxcfsSync mirrors those files between the simulator and each node's
-// filesystem, in both directions, until ctx ends. last holds what both
-// sides agreed on at the previous pass, so the side that changed wins; a
-// node-side change the simulator refuses (no quorum) is rolled back, as a
-// read-only /etc/pve would have refused the write.
-type pmxcfsSync struct {
-	lab  *Lab
-	last map[string][]byte // node + "\x00" + path → content
-}
+// etcPveMount is the host mount point of node's /etc/pve.
+func (l *Lab) etcPveMount(node string) string { return filepath.Join(l.dir, "pmxcfs", node) }
 
-func (l *Lab) startPmxcfsSync(ctx context.Context) error {
-	s := &pmxcfsSync{lab: l, last: map[string][]byte{}}
-	// Seed the simulator with what the installer wrote on each node.
-	for _, n := range l.nodes {
-		for _, p := range pmxcfsFiles {
-			b, err := os.ReadFile(n.node.UpperPath("/etc/pve/" + p))
-			if err != nil {
-				return fmt.Errorf("node %s: reading /etc/pve/%s: %w", n.info.Name, p, err)
-			}
-			if err := l.sim.WritePmxcfs(n.info.Name, p, string(b), false); err != nil {
-				return fmt.Errorf("node %s: seeding /etc/pve/%s in the simulator: %w", n.info.Name, p, err)
-			}
-			s.last[n.info.Name+"\x00"+p] = b
+// simBackend adapts the simulator to the mount's Backend.
+type simBackend struct{ sim *pvesim.Sim }
+
+func (b simBackend) Dir(node string) string             { return b.sim.EtcPveDir(node) }
+func (b simBackend) Quorate(node string) bool           { return b.sim.Quorate(node) }
+func (b simBackend) Generated(node, name string) []byte { return b.sim.GeneratedPmxcfsFile(node, name) }
+func (b simBackend) Changed(node, rel string)           { b.sim.PmxcfsChanged(node, rel) }
+
+// mountEtcPve mounts every node's /etc/pve on the host.
+func (l *Lab) mountEtcPve() error {
+	for i := 1; i <= l.opts.Nodes; i++ {
+		name := NodeName(i)
+		srv, err := pmxcfs.Mount(l.etcPveMount(name), name, simBackend{l.sim})
+		if err != nil {
+			return err
 		}
+		l.etcPve = append(l.etcPve, srv)
 	}
-	done := make(chan struct{})
-	l.syncDone = done
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(250 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				s.pass()
-			}
-		}
-	}()
 	return nil
 }
 
-func (s *pmxcfsSync) pass() {
-	for _, n := range s.lab.nodes {
-		for _, p := range pmxcfsFiles {
-			key := n.info.Name + "\x00" + p
-			path := n.node.UpperPath("/etc/pve/" + p)
-			simText, simOK, err := s.lab.sim.ReadPmxcfs(n.info.Name, p)
-			if err != nil {
-				continue
-			}
-			sim := []byte(simText)
-			local, localErr := os.ReadFile(path)
-			last := s.last[key]
-			switch {
-			case simOK && !bytes.Equal(sim, last):
-				// The simulator changed it (a join): the node sees the new copy.
-				if writeInPlace(path, sim) == nil {
-					s.last[key] = sim
-				}
-			case localErr == nil && !bytes.Equal(local, last):
-				if err := s.lab.sim.WritePmxcfs(n.info.Name, p, string(local), false); err != nil {
-					_ = writeInPlace(path, last) // read-only /etc/pve (C10)
-					continue
-				}
-				s.last[key] = local
-			}
+// seedEtcPve writes what the installer leaves in a node's own /etc/pve:
+// root's authorized_keys (the lab key; /root/.ssh/authorized_keys links
+// here, C7) and the node's own host key in known_hosts.
+func (l *Lab) seedEtcPve(name, addr string, hostPub []byte) error {
+	keys := string(l.key.Public) + " gopve-lab\n"
+	known := fmt.Sprintf("%s %s\n%s %s\n", name, trimNL(hostPub), addr, trimNL(hostPub))
+	for rel, content := range map[string]string{"priv/authorized_keys": keys, "priv/known_hosts": known} {
+		if err := l.sim.WritePmxcfs(name, rel, content, false); err != nil {
+			return fmt.Errorf("node %s: writing /etc/pve/%s: %w", name, rel, err)
 		}
 	}
+	return nil
 }
 
-// writeInPlace rewrites a file of a node's upper layer keeping its inode,
-// so the running overlay shows the new content at once (a rename would
-// leave the node looking at the old inode).
-func writeInPlace(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC|os.O_CREATE, 0o600)
-	if err != nil {
-		return err
+func trimNL(b []byte) string {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
 	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
+	return string(b)
+}
+
+// unmountEtcPve unmounts every node's /etc/pve (the nodes are stopped).
+func (l *Lab) unmountEtcPve() error {
+	var errs []error
+	for _, srv := range l.etcPve {
+		if err := srv.Unmount(); err != nil {
+			errs = append(errs, err)
+		}
 	}
-	return f.Close()
+	l.etcPve = nil
+	return errors.Join(errs...)
 }

@@ -19,6 +19,10 @@ func TrixieRoot(ctx context.Context) (string, error) {
 	if script == "" {
 		var err error
 		if script, err = findRepoFile(filepath.Join("hack", "debian-root.sh")); err != nil {
+			// Outside a checkout: a root the script built earlier will do.
+			if root := cachedRoot("trixie"); root != "" {
+				return root, nil
+			}
 			return "", err
 		}
 	}
@@ -34,6 +38,37 @@ func TrixieRoot(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("the Debian 13 root %q has no sshd: %w", root, err)
 	}
 	return root, nil
+}
+
+// cachedRoot is the root hack/debian-root.sh leaves in its cache, if it is
+// complete (it is renamed into place only when built).
+func cachedRoot(suite string) string {
+	cache := os.Getenv("GOPVE_CACHE")
+	if cache == "" {
+		cache = "/var/cache/gopve"
+	}
+	root := filepath.Join(cache, "roots", suite)
+	if _, err := os.Stat(filepath.Join(root, "usr/sbin/sshd")); err != nil {
+		return ""
+	}
+	return root
+}
+
+// FindLabtools returns the CLI stand-ins binary for a lab: a `labtools`
+// next to the running executable, else one built from the checkout into
+// dir; "" when neither exists (the caller may then install itself, if it
+// is a multi-call binary like the `lab` command).
+func FindLabtools(ctx context.Context, dir string) (string, error) {
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), "labtools")
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	if _, err := RepoRoot(); err != nil {
+		return "", nil
+	}
+	return BuildLabtools(ctx, dir)
 }
 
 // findRepoFile looks for rel in the working directory, the executable's

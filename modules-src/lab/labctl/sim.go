@@ -11,6 +11,7 @@ import (
 // the lab's credentials and the nodes' certificate fingerprints from it.
 func (l *Lab) startSimulator(ctx context.Context) error {
 	cfg := pvesim.Config{Version: l.opts.PVE, Dir: l.dir}
+	l.storageHooks(&cfg)
 	for i := 1; i <= l.opts.Nodes; i++ {
 		cfg.Nodes = append(cfg.Nodes, pvesim.NodeConfig{Name: NodeName(i), Addr: NodeAddr(l.slot, i)})
 	}

@@ -105,23 +105,25 @@ func (n *Node) writeBase() error {
 		"/etc/ssh/ssh_host_ed25519_key":     {Data: c.HostKey, Mode: 0o600},
 		"/etc/ssh/ssh_host_ed25519_key.pub": {Data: []byte(hostPub + " root@" + c.Name + "\n")},
 		"/etc/gopve-lab/sshd_config":        {Data: []byte(sshdConfig)},
-		"/etc/pve/priv/authorized_keys":     {Data: c.AuthorizedKeys, Mode: 0o600},
-		"/etc/pve/priv/known_hosts":         {Data: []byte(fmt.Sprintf("%s %s\n%s %s\n", c.Name, hostPub, c.Addr, hostPub))},
 		"/var/lib/gopve-lab/pve-version":    {Data: []byte(fmt.Sprintf("%d\n", c.PVE))},
 	}
-	for _, p := range []string{"/etc/pve/priv", "/root/.ssh"} {
-		if err := n.mkdir(p, 0o700); err != nil {
+	if c.EtcPve == "" {
+		files["/etc/pve/priv/authorized_keys"] = File{Data: c.AuthorizedKeys, Mode: 0o600}
+		files["/etc/pve/priv/known_hosts"] = File{Data: []byte(fmt.Sprintf("%s %s\n%s %s\n", c.Name, hostPub, c.Addr, hostPub))}
+		if err := n.mkdir("/etc/pve/priv", 0o700); err != nil {
 			return err
 		}
 	}
-	keys := slices.Sorted(maps.Keys(files))
+	if err := n.mkdir("/root/.ssh", 0o700); err != nil {
+		return err
+	}
+	keys := make([]string, 0, len(files))
+	for p := range files {
+		keys = append(keys, p)
+	}
+	sort.Strings(keys)
 	for _, p := range keys {
 		if err := n.writeFile(p, files[p]); err != nil {
-			return err
-		}
-	}
-	for _, sub := range []string{"qemu-server", "lxc", "openvz", "priv"} {
-		if err := n.mkdir("/etc/pve/nodes/"+c.Name+"/"+sub, 0o755); err != nil {
 			return err
 		}
 	}
@@ -130,10 +132,17 @@ func (n *Node) writeBase() error {
 	links := map[string]string{
 		"/root/.ssh/authorized_keys": "/etc/pve/priv/authorized_keys",
 		"/etc/ssh/ssh_known_hosts":   "/etc/pve/priv/known_hosts",
-		"/etc/pve/local":             "nodes/" + c.Name,
-		"/etc/pve/qemu-server":       "nodes/" + c.Name + "/qemu-server",
-		"/etc/pve/lxc":               "nodes/" + c.Name + "/lxc",
-		"/etc/pve/openvz":            "nodes/" + c.Name + "/openvz",
+	}
+	if c.EtcPve == "" { // pmxcfs provides these itself
+		for _, sub := range []string{"qemu-server", "lxc", "openvz", "priv"} {
+			if err := n.mkdir("/etc/pve/nodes/"+c.Name+"/"+sub, 0o755); err != nil {
+				return err
+			}
+		}
+		links["/etc/pve/local"] = "nodes/" + c.Name
+		links["/etc/pve/qemu-server"] = "nodes/" + c.Name + "/qemu-server"
+		links["/etc/pve/lxc"] = "nodes/" + c.Name + "/lxc"
+		links["/etc/pve/openvz"] = "nodes/" + c.Name + "/openvz"
 	}
 	for from, to := range links {
 		if err := n.symlink(to, from); err != nil {

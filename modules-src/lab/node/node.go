@@ -37,8 +37,12 @@ type Config struct {
 
 	HostKey        []byte // OpenSSH private host key (ed25519, PEM)
 	HostKeyPub     []byte // its authorized_keys line
-	AuthorizedKeys []byte // root's keys (in /etc/pve/priv/authorized_keys, C7)
-	MemBytes       int64  // RAM the installer "saw": zfs.conf gets ~10 % (B4)
+	AuthorizedKeys []byte // root's keys (in /etc/pve/priv/authorized_keys, C7) when EtcPve is empty
+	// EtcPve is a host directory (the lab's pmxcfs mount of this node)
+	// bind-mounted at /etc/pve at every start. Empty: /etc/pve is a plain
+	// directory of the node holding priv/authorized_keys and known_hosts.
+	EtcPve   string
+	MemBytes int64 // RAM the installer "saw": zfs.conf gets ~10 % (B4)
 
 	// Files are written into the node's own filesystem before first start.
 	Files map[string]File
@@ -229,11 +233,29 @@ func (n *Node) stopLocked() error {
 		<-n.exited
 		n.cmd = nil
 		n.log.Close()
+		n.waitPortClosed()
 	}
 	if err := n.detachDisks(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// waitPortClosed waits (up to 10 s) until nothing listens on the node's
+// SSH port any more: sshd dies from --kill-child's signal a moment after
+// unshare itself, and a Start in that moment would find the old sshd still
+// accepting (and then resetting) connections.
+func (n *Node) waitPortClosed() {
+	addr := net.JoinHostPort(n.cfg.Addr, "22")
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err != nil {
+			return
+		}
+		c.Close()
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func (n *Node) detachDisks() error {
@@ -259,4 +281,27 @@ func (n *Node) detachDisks() error {
 	}
 	n.disks = nil
 	return errors.Join(errs...)
+}
+
+// Exec runs a shell script as root in the node's filesystem (its mount
+// namespace, chrooted into its root) without going through SSH: what the
+// simulator does "on the node" as a PVE daemon would (activating a storage,
+// listing its content). It returns stdout; a non-zero exit is an error
+// carrying stderr.
+func (n *Node) Exec(ctx context.Context, script string) (string, error) {
+	n.mu.Lock()
+	cmd := n.cmd
+	n.mu.Unlock()
+	if cmd == nil || !n.Running() {
+		return "", fmt.Errorf("node %s is not running", n.cfg.Name)
+	}
+	c := exec.CommandContext(ctx, "nsenter", fmt.Sprintf("--mount=/proc/%d/ns/mnt", cmd.Process.Pid), "--",
+		"chroot", n.merged(), "/bin/sh", "-c", script)
+	c.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"}
+	var stdout, stderr strings.Builder
+	c.Stdout, c.Stderr = &stdout, &stderr
+	if err := c.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("%s", strings.TrimSpace(stderr.String()+" "+err.Error()))
+	}
+	return stdout.String(), nil
 }

@@ -57,6 +57,9 @@ func (n *Node) script() string {
 		t := q(filepath.Join(n.merged(), bnd.Target))
 		w(`mkdir -p "$(dirname %s)"; touch %s; mount --bind %s %s`, t, t, q(bnd.Source), t)
 	}
+	if c.EtcPve != "" {
+		w(`mkdir -p "$m/etc/pve"; mount --bind %s "$m/etc/pve"`, q(c.EtcPve))
+	}
 	for _, h := range c.Hide {
 		t := q(filepath.Join(n.merged(), h))
 		w(`if [ -d %s ]; then mount -t tmpfs -o size=4k,mode=700 gopve-hidden %s; fi`, t, t)

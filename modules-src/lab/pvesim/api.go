@@ -1,8 +1,11 @@
 package pvesim
 
 import (
+	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -364,13 +367,23 @@ func (s *Sim) ReadPmxcfs(node, path string) (string, bool, error) {
 	if db == nil {
 		return "", false, &NotFoundError{Msg: fmt.Sprintf("no node %q in this lab", node)}
 	}
-	c, ok := db.Files[cleanPmxcfsPath(path)]
-	return c, ok, nil
+	p := cleanPmxcfsPath(path)
+	if p == "" {
+		return "", false, &BadRequestError{Msg: fmt.Sprintf("invalid /etc/pve path %q", path)}
+	}
+	b, err := os.ReadFile(filepath.Join(s.etcPveDir(db.ID), filepath.FromSlash(p)))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return "", false, nil
+	case err != nil:
+		return "", false, fmt.Errorf("reading /etc/pve/%s: %w", p, err)
+	}
+	return string(b), true, nil
 }
 
-// WritePmxcfs writes (or, with remove, deletes) a file of node's /etc/pve.
-// Without quorum /etc/pve is read-only (C10) and the write fails as a shell
-// redirection would.
+// WritePmxcfs writes (or, with remove, deletes) a file of node's /etc/pve,
+// as a program on node would. Without quorum /etc/pve is read-only (C10)
+// and the write fails as a shell redirection would.
 func (s *Sim) WritePmxcfs(node, path, content string, remove bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -385,17 +398,15 @@ func (s *Sim) WritePmxcfs(node, path, content string, remove bool) error {
 	if !s.quorateLocked(db) {
 		return &ConflictError{Msg: fmt.Sprintf("unable to write '/etc/pve/%s': Permission denied", p)}
 	}
-	if old, ok := db.Files[p]; ok && !remove && old == content || !ok && remove {
-		return nil // nothing changes: no write, no state save (syncers poll)
-	}
-	if db.Files == nil {
-		db.Files = map[string]string{}
-	}
+	full := filepath.Join(s.etcPveDir(db.ID), filepath.FromSlash(p))
 	if remove {
-		delete(db.Files, p)
-	} else {
-		db.Files[p] = content
+		if err := os.Remove(full); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("removing /etc/pve/%s: %w", p, err)
+		}
+	} else if err := writeEtcPveFile(s.etcPveDir(db.ID), p, []byte(content)); err != nil {
+		return err
 	}
+	s.readFilesLocked(db)
 	db.Serial++
 	s.saveLocked()
 	return nil

@@ -4,6 +4,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"maps"
 	"os"
@@ -77,13 +78,41 @@ func (s *Sim) getClusterStatus(rc *reqCtx) (any, error) {
 		"version": c.ConfigVersion, "quorate": boolNum(s.quorateLocked(db)),
 	}}
 	for _, m := range c.Nodes {
-		n := s.st.Nodes[m.Name]
 		out = append(out, map[string]any{
 			"type": "node", "id": "node/" + m.Name, "name": m.Name, "nodeid": m.NodeID,
-			"ip": n.Addr, "local": boolNum(m.Name == rc.node), "online": boolNum(!db.Detached && s.memberUpLocked(m.Name)), "level": "",
+			"ip": s.nodeAddrLocked(m), "local": boolNum(m.Name == rc.node), "online": boolNum(!db.Detached && s.memberUpLocked(m.Name)), "level": "",
 		})
 	}
 	return out, nil
+}
+
+// certFingerprintLocked is PVE::Cluster::get_node_fingerprint: the SHA-256
+// of nodes/<node>/pveproxy-ssl.pem, else pve-ssl.pem, as /etc/pve holds it.
+func (s *Sim) certFingerprintLocked(db *ConfigDB, node string) (string, error) {
+	dir := filepath.Join(s.etcPveDir(db.ID), "nodes", node)
+	p := filepath.Join(dir, "pveproxy-ssl.pem")
+	if _, err := os.Stat(p); err != nil {
+		p = filepath.Join(dir, "pve-ssl.pem")
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		// PVE::Tools::file_get_contents's words.
+		return "", fmt.Errorf("can't open '/etc/pve/nodes/%s/%s' - No such file or directory", node, filepath.Base(p))
+	}
+	block, _ := pem.Decode(b)
+	if block == nil {
+		return "", fmt.Errorf("unable to read certificate from '/etc/pve/nodes/%s/%s'", node, filepath.Base(p))
+	}
+	return Fingerprint(block.Bytes), nil
+}
+
+// nodeAddrLocked is a member's address: the lab node's, or its ring0
+// address for a nodelist entry added by hand that names no lab node.
+func (s *Sim) nodeAddrLocked(m *CorosyncNode) string {
+	if n := s.st.Nodes[m.Name]; n != nil {
+		return n.Addr
+	}
+	return m.Links["ring0_addr"]
 }
 
 func boolNum(b bool) int {
@@ -229,11 +258,15 @@ func (s *Sim) getJoinInfo(rc *reqCtx) (any, error) {
 	}
 	list := []map[string]any{}
 	for _, m := range c.Nodes {
-		n := s.st.Nodes[m.Name]
 		e := map[string]any{
 			"name": m.Name, "nodeid": strconv.Itoa(m.NodeID), "quorum_votes": strconv.Itoa(m.Votes),
-			"pve_addr": n.Addr, "pve_fp": s.nodes[m.Name].cert.fingerprint,
+			"pve_addr": s.nodeAddrLocked(m),
 		}
+		fp, err := s.certFingerprintLocked(db, m.Name)
+		if err != nil {
+			return nil, err
+		}
+		e["pve_fp"] = fp
 		for k, v := range m.Links {
 			e[k] = v
 		}
@@ -558,6 +591,14 @@ func (s *Sim) detachedCopyLocked(db *ConfigDB) (*ConfigDB, error) {
 		}
 		if err := os.WriteFile(filepath.Join(caDir(s.cfg.Dir), stale.ID+ext), b, 0o600); err != nil {
 			return nil, fmt.Errorf("copy the cluster CA for the removed node: %w", err)
+		}
+	}
+	if err := copyEtcPve(s.etcPveDir(db.ID), s.etcPveDir(stale.ID)); err != nil {
+		return nil, fmt.Errorf("copy /etc/pve for the removed node: %w", err)
+	}
+	for k, v := range s.written {
+		if rest, ok := strings.CutPrefix(k, db.ID+"\x00"); ok {
+			s.written[fileKey(stale.ID, rest)] = v
 		}
 	}
 	s.st.DBs[stale.ID] = &stale

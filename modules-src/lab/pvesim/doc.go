@@ -26,6 +26,15 @@
 // already serve them (startTaskLocked, taskRun.commit for K4-style "config
 // appears late", FaultTaskFail).
 //
+// Every ConfigDB is also a directory, <Dir>/pvesim/etc-pve/<db id>/, laid
+// out as PVE's /etc/pve (etcpve.go): the lab mounts it as the members'
+// /etc/pve (modules-src/lab/pmxcfs), the simulator writes storage.cfg,
+// user.cfg, priv/token.cfg and corosync.conf when its model changes and
+// reads storage.cfg and user.cfg's pools back before every request, so a
+// file edited on a node is what the API shows next. EtcPveDir, Quorate,
+// GeneratedPmxcfsFile (.members, .version, .vmlist…) and PmxcfsChanged are
+// the mount's backend.
+//
 // State is saved as JSON (<Dir>/pvesim/state.json, 0600: it holds the lab's
 // root password and token secret) after every change; certificates live in
 // <Dir>/pvesim/nodes/<node>/, signed by the root CA of the node's /etc/pve
@@ -52,7 +61,8 @@
 //	s.Requests()                     // request log, secrets redacted; Request.Mutating()
 //	s.Cluster("pve01"); s.CreateCluster(…); s.AddNode(…); s.SetExpectedVotes(…) // pvecm material
 //	s.ReadPmxcfs(node, "priv/authorized_keys"); s.WritePmxcfs(…)  // other /etc/pve files (C7)
-//	Config.StorageCheck = func(node string, st StorageInfo) error { … } // activation, e.g. "is the ZFS pool there?" (Z7)
+//	Config.StorageCheck = func(node string, st StorageInfo) error { … } // read-only "is it usable?" (Z7)
+//	Config.StorageActivate, StorageUsage, StorageContent, NodeVersion   // the node's own answers (labctl fills them)
 //	http.Serve(unixListener, s.ControlHandler())
 //
 // # Simulated time
@@ -84,7 +94,8 @@
 // removed node keeps a stale, never-quorate /etc/pve with corosync.conf and
 // refuses a re-join, C9), /cluster/config/totem, /storage[/{storage}] (dir,
 // nfs, zfspool, lvmthin, lvm with per-type options, required and fixed keys),
-// /pools (8.1+ forms and the deprecated /pools/{poolid}). Anything else in the
+// /pools (8.1+ forms and the deprecated /pools/{poolid}; a member twice is
+// refused, deleting a storage removes it from its pools and ACLs). Anything else in the
 // schema answers 501 "Method '…' not implemented (exists in PVE N, not
 // simulated by the lab)"; paths unknown to the schema answer PVE's plain 501.
 //

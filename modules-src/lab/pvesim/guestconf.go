@@ -3,14 +3,20 @@ package pvesim
 import (
 	"crypto/sha1"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
+	"os"
 	"path"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/gopve/proxmox/modules-src/lab/pmxcfs"
 )
 
 // A guest's configuration is its file in /etc/pve, nodes/<node>/qemu-server/
@@ -146,31 +152,30 @@ func guestConfPath(node, kind string, vmid int) string {
 	return fmt.Sprintf("nodes/%s/%s/%d.conf", node, kind, vmid)
 }
 
-var guestConfRe = regexp.MustCompile(`^nodes/([^/]+)/(qemu-server|lxc)/([1-9][0-9]*)\.conf$`)
-
 // readEtcPve, writeEtcPve and removeEtcPve are the one place guest code
-// touches /etc/pve files, so the storage of /etc/pve can change under them.
+// touches /etc/pve files: the DB's directory, which the lab mounts as every
+// member's /etc/pve (etcpve.go), so a config edited on a node is what the
+// API reads next.
 func (s *Sim) readEtcPve(db *ConfigDB, rel string) (string, bool) {
-	c, ok := db.Files[rel]
-	return c, ok
+	b, err := os.ReadFile(filepath.Join(s.etcPveDir(db.ID), filepath.FromSlash(rel)))
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
 }
 
 func (s *Sim) writeEtcPve(db *ConfigDB, rel, content string) {
-	if db.Files == nil {
-		db.Files = map[string]string{}
+	if err := writeEtcPveFile(s.etcPveDir(db.ID), rel, []byte(content)); err != nil {
+		s.log.addError(err)
 	}
-	db.Files[rel] = content
 	db.Serial++
 }
 
 func (s *Sim) removeEtcPve(db *ConfigDB, rel string) {
-	delete(db.Files, rel)
+	if err := os.Remove(filepath.Join(s.etcPveDir(db.ID), filepath.FromSlash(rel))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		s.log.addError(err)
+	}
 	db.Serial++
-}
-
-// etcPveFiles lists the /etc/pve-relative paths of db's files.
-func (s *Sim) etcPveFiles(db *ConfigDB) []string {
-	return slices.Sorted(maps.Keys(db.Files))
 }
 
 // vmEntry is one line of pmxcfs's .vmlist: which node holds which guest.
@@ -180,23 +185,19 @@ type vmEntry struct {
 	Kind string // qemu-server or lxc
 }
 
-func (e vmEntry) typ() string {
-	if e.Kind == "lxc" {
-		return "lxc"
-	}
-	return "qemu"
-}
-
-// vmListLocked is the cluster's .vmlist, sorted by VMID.
+// vmListLocked is the cluster's .vmlist, sorted by VMID (pmxcfs's scan of
+// nodes/<node>/{qemu-server,lxc}).
 func (s *Sim) vmListLocked(db *ConfigDB) []vmEntry {
 	var out []vmEntry
-	for _, rel := range s.etcPveFiles(db) {
-		m := guestConfRe.FindStringSubmatch(rel)
-		if m == nil {
+	for _, c := range pmxcfs.ScanVMConfigs(s.etcPveDir(db.ID)) {
+		kind := "qemu-server"
+		switch c.Type {
+		case "lxc":
+			kind = "lxc"
+		case "openvz":
 			continue
 		}
-		id, _ := strconv.Atoi(m[3])
-		out = append(out, vmEntry{VMID: id, Node: m[1], Kind: m[2]})
+		out = append(out, vmEntry{VMID: int(c.VMID), Node: c.Node, Kind: kind})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].VMID < out[j].VMID })
 	return out

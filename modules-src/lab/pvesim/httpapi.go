@@ -266,6 +266,7 @@ func (s *Sim) dispatch(node string, table map[string]handlerFunc, m *pveschema.M
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	db := s.dbOf(node)
+	s.readFilesLocked(db) // a file edited on a node is what the API shows
 	var perms struct {
 		User string `json:"user"`
 	}

@@ -6,15 +6,34 @@ import (
 	"time"
 )
 
-// versionInfo is what GET /version reports per major version.
-func versionInfo(v int) map[string]any {
-	if v == 8 {
-		return map[string]any{"version": "8.4.14", "release": "8.4", "repoid": "b502d23c55afcba1", "console": "html5"}
+// nodeVersionLocked is what node's packages say (Config.NodeVersion), or
+// the version the lab installs first.
+func (s *Sim) nodeVersionLocked(node string) NodeVersion {
+	def := NodeVersion{Version: "9.2.2", RepoID: "42db4a6cf33dac83", Kernel: "6.14.8-2-pve"}
+	if s.cfg.Version == 8 {
+		def = NodeVersion{Version: "8.4.1", RepoID: "b502d23c55afcba1", Kernel: "6.8.12-9-pve"}
 	}
-	return map[string]any{"version": "9.1.1", "release": "9.1", "repoid": "42db4a6cf33dac83", "console": "html5"}
+	if s.cfg.NodeVersion == nil {
+		return def
+	}
+	v, err := s.cfg.NodeVersion(node)
+	if err != nil || v.Version == "" {
+		if err != nil {
+			s.log.addError(fmt.Errorf("reading the version of %s: %w", node, err))
+		}
+		return def
+	}
+	return v
 }
 
-func (s *Sim) getVersion(rc *reqCtx) (any, error) { return versionInfo(s.cfg.Version), nil }
+func (s *Sim) getVersion(rc *reqCtx) (any, error) {
+	v := s.nodeVersionLocked(rc.node)
+	release := v.Version
+	if i := strings.LastIndex(release, "."); i > 0 {
+		release = release[:i]
+	}
+	return map[string]any{"version": v.Version, "release": release, "repoid": v.RepoID, "console": "html5"}, nil
+}
 
 // POST /access/ticket: root@pam (pam password shared by the lab's nodes) or
 // a pve-realm user; a valid ticket as password renews it.
@@ -88,8 +107,10 @@ func (s *Sim) getNodes(rc *reqCtx) (any, error) {
 	db := rc.db()
 	out := []map[string]any{}
 	for _, name := range s.membersLocked(rc.node) {
-		e := map[string]any{"node": name, "id": "node/" + name, "type": "node", "level": "",
-			"ssl_fingerprint": s.nodes[name].cert.fingerprint}
+		e := map[string]any{"node": name, "id": "node/" + name, "type": "node", "level": ""}
+		if rt := s.nodes[name]; rt != nil && rt.cert != nil { // not for a nodelist entry added by hand
+			e["ssl_fingerprint"] = rt.cert.fingerprint
+		}
 		if !s.nodeUpLocked(name) {
 			e["status"] = "offline"
 		} else {
@@ -109,11 +130,8 @@ func (s *Sim) getNodes(rc *reqCtx) (any, error) {
 
 func (s *Sim) getNodeStatus(rc *reqCtx) (any, error) {
 	n := s.st.Nodes[rc.node]
-	ver := versionInfo(s.cfg.Version)
-	kernel := "6.14.8-2-pve"
-	if s.cfg.Version == 8 {
-		kernel = "6.8.12-11-pve"
-	}
+	v := s.nodeVersionLocked(rc.node)
+	kernel := v.Kernel
 	return map[string]any{
 		"boot-info":      map[string]any{"mode": "efi", "secureboot": 0},
 		"cpu":            0.02,
@@ -123,7 +141,7 @@ func (s *Sim) getNodeStatus(rc *reqCtx) (any, error) {
 		"loadavg":        []string{"0.10", "0.05", "0.01"},
 		"memory":         map[string]any{"available": simMaxMem - simMem, "free": simMaxMem - simMem, "total": simMaxMem, "used": simMem},
 		"swap":           map[string]any{"free": 0, "total": 0, "used": 0},
-		"pveversion":     "pve-manager/" + ver["version"].(string) + "/" + ver["repoid"].(string),
+		"pveversion":     "pve-manager/" + v.Version + "/" + v.RepoID,
 		"rootfs":         map[string]any{"avail": simMaxDisk - simDisk, "free": simMaxDisk - simDisk, "total": simMaxDisk, "used": simDisk},
 		"uptime":         time.Now().Unix() - n.BootTime,
 		"idle":           0,
@@ -174,7 +192,8 @@ func (s *Sim) getClusterResources(rc *reqCtx) (any, error) {
 				}
 				if s.nodeUpLocked(name) && s.activeOn(name, st) == nil {
 					e["status"] = "available"
-					e["disk"], e["maxdisk"] = simDisk, simMaxDisk
+					u := s.storageUsageLocked(name, st)
+					e["disk"], e["maxdisk"] = u.Used, u.Total
 				} else {
 					e["status"] = "unknown"
 				}
@@ -211,16 +230,57 @@ func (s *Sim) getNodeStorage(rc *reqCtx) (any, error) {
 }
 
 func (s *Sim) storageStatus(node string, st *Storage) map[string]any {
-	active := s.activeOn(node, st) == nil
+	// storage_info activates every storage it reports (so a dir storage's
+	// content subdirectories appear on the next status call).
+	active := s.activateOn(node, st) == nil
 	e := map[string]any{
 		"storage": st.ID, "type": st.Type, "content": st.content(),
 		"shared": boolNum(st.shared()), "enabled": boolNum(!st.disabled()), "active": boolNum(active),
 	}
 	if active {
-		e["total"], e["used"], e["avail"] = simMaxDisk, simDisk, simMaxDisk-simDisk
-		e["used_fraction"] = float64(simDisk) / float64(simMaxDisk)
+		u := StorageUsage{Total: simMaxDisk, Used: simDisk, Avail: simMaxDisk - simDisk}
+		if s.cfg.StorageUsage != nil {
+			var err error
+			got, err := s.cfg.StorageUsage(node, st.info())
+			if err != nil {
+				// PVE's status warns and reports the storage inactive.
+				e["active"] = 0
+				return e
+			}
+			if got != (StorageUsage{}) { // zero: nothing real behind it
+				u = got
+			}
+		}
+		e["total"], e["used"], e["avail"] = u.Total, u.Used, u.Avail
+		if u.Total > 0 {
+			e["used_fraction"] = float64(u.Used) / float64(u.Total)
+		}
 	}
 	return e
+}
+
+// storageUsageErrLocked is the storage's size on node (Config.StorageUsage),
+// or the simulator's fixed sizes when nothing real is behind it.
+func (s *Sim) storageUsageErrLocked(node string, st *Storage) (StorageUsage, error) {
+	fixed := StorageUsage{Total: simMaxDisk, Used: simDisk, Avail: simMaxDisk - simDisk}
+	if s.cfg.StorageUsage == nil {
+		return fixed, nil
+	}
+	got, err := s.cfg.StorageUsage(node, st.info())
+	if err != nil {
+		return StorageUsage{}, err
+	}
+	if got == (StorageUsage{}) { // zero: nothing real behind it
+		return fixed, nil
+	}
+	return got, nil
+}
+
+// storageUsageLocked is storageUsageErrLocked for views that show no error
+// (the cluster resource list: pvestatd's last numbers, zero on failure).
+func (s *Sim) storageUsageLocked(node string, st *Storage) StorageUsage {
+	u, _ := s.storageUsageErrLocked(node, st)
+	return u
 }
 
 func (s *Sim) getNodeStorageStatus(rc *reqCtx) (any, error) {
@@ -248,18 +308,30 @@ func (s *Sim) getStorageContent(rc *reqCtx) (any, error) {
 	if !storageOnNode(st, rc.node) {
 		return nil, fmt.Errorf("storage '%s' is not available on node '%s'", id, rc.node)
 	}
-	if err := s.activeOn(rc.node, st); err != nil {
+	if err := s.activateOn(rc.node, st); err != nil {
 		return nil, err
 	}
-	if c := rc.str("content"); c != "" && c != "images" {
-		return []map[string]any{}, nil
-	}
 	out := []map[string]any{}
-	for _, e := range s.volumeContentLocked(rc.node, st) {
-		if rc.has("vmid") && fmt.Sprint(e["vmid"]) != rc.str("vmid") {
-			continue
+	want := rc.str("content")
+	if s.cfg.StorageContent != nil {
+		vols, err := s.cfg.StorageContent(rc.node, st.info())
+		if err != nil {
+			return nil, err
 		}
-		out = append(out, e)
+		for _, v := range vols {
+			if (want == "" || v.Content == want) && st.hasContent(v.Content) {
+				out = append(out, v.view())
+			}
+		}
+	}
+	// Guest volumes the simulator allocated (volumes.go).
+	if want == "" || want == "images" {
+		for _, e := range s.volumeContentLocked(rc.node, st) {
+			if rc.has("vmid") && fmt.Sprint(e["vmid"]) != rc.str("vmid") {
+				continue
+			}
+			out = append(out, e)
+		}
 	}
 	return out, nil
 }

@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/gopve/proxmox/modules-src/lab/pveschema"
 )
 
 // poolMembers renders members as PVE does ({id,type,node,vmid|storage}).
@@ -96,20 +98,23 @@ func (s *Sim) putPool(rc *reqCtx) (any, error) {
 		p.Comment = rc.str("comment")
 	}
 	if rc.has("storage") {
-		for _, st := range strings.Split(rc.str("storage"), ",") {
-			if st == "" {
-				continue
-			}
-			if db.Storage[st] == nil {
-				return nil, fmt.Errorf("update pools failed: storage '%s' does not exist", st)
-			}
+		// Api2/Pool.pm update_pool: all or nothing (it dies before writing
+		// user.cfg); it does not check that the storage exists.
+		members := slices.Clone(p.Members)
+		for _, st := range pveschema.SplitList(rc.str("storage")) {
 			m := "storage/" + st
-			if rc.boolean("delete") {
-				p.Members = slices.DeleteFunc(p.Members, func(x string) bool { return x == m })
-			} else if !slices.Contains(p.Members, m) {
-				p.Members = append(p.Members, m)
+			switch {
+			case rc.boolean("delete") && !slices.Contains(members, m):
+				return nil, fmt.Errorf("update pools failed: Storage '%s' is not a pool member", st)
+			case rc.boolean("delete"):
+				members = slices.DeleteFunc(members, func(x string) bool { return x == m })
+			case slices.Contains(members, m):
+				return nil, fmt.Errorf("update pools failed: Storage '%s' is already a pool member", st)
+			default:
+				members = append(members, m)
 			}
 		}
+		p.Members = members
 	}
 	db.Serial++
 	s.saveLocked()
@@ -126,8 +131,16 @@ func (s *Sim) deletePool(rc *reqCtx) (any, error) {
 	if p == nil {
 		return nil, fmt.Errorf("delete pool failed: pool '%s' does not exist", id)
 	}
-	if len(p.Members) > 0 {
-		return nil, fmt.Errorf("delete pool failed: pool '%s' is not empty", id)
+	for _, m := range p.Members {
+		typ, mid, _ := strings.Cut(m, "/")
+		// Members whose storage is gone do not count (storage_config noerr).
+		if typ == "storage" && db.Storage[mid] == nil {
+			continue
+		}
+		if typ == "storage" {
+			return nil, fmt.Errorf("delete pool failed: pool '%s' is not empty (contains storage '%s')", id, mid)
+		}
+		return nil, fmt.Errorf("delete pool failed: pool '%s' is not empty (contains VM %s)", id, mid)
 	}
 	delete(db.Pools, id)
 	db.Serial++

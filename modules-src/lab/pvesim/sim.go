@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -40,6 +41,23 @@ type Config struct {
 	// node that handles the request; status shows active 0 elsewhere. It
 	// runs under the simulator's lock: it must not call back into the Sim.
 	StorageCheck func(node string, st StorageInfo) error
+	// StorageActivate, when set, is the plugin's activate_storage on a node,
+	// which may change the node (a dir storage creates its path and content
+	// subdirectories). It runs on create and before a content listing, in
+	// place of StorageCheck; status keeps the read-only StorageCheck.
+	StorageActivate func(node string, st StorageInfo) error
+	// StorageUsage, when set, reports an active storage's real sizes on a
+	// node (df of a directory, the ZFS pool's available/used); otherwise
+	// status shows fixed sizes (also when it returns a zero StorageUsage).
+	StorageUsage func(node string, st StorageInfo) (StorageUsage, error)
+	// StorageContent, when set, lists what is really on an active storage
+	// of a node (list_volumes); otherwise every storage is empty.
+	StorageContent func(node string, st StorageInfo) ([]Volume, error)
+	// NodeVersion, when set, reports what the node's packages say (what
+	// pveversion prints); otherwise /version and node status show the
+	// version the lab installs first. All these hooks run under the
+	// simulator's lock, like StorageCheck.
+	NodeVersion func(node string) (NodeVersion, error)
 
 	AuthDelay     time.Duration // delay of every 401 (real PVE: 3 s)
 	TaskDuration  time.Duration // how long an ordinary task runs
@@ -94,7 +112,11 @@ type Sim struct {
 	wg     sync.WaitGroup // task workers and restart timers
 
 	joinLocks map[string]*sync.Mutex // per cluster DB: pvecm.lock + corosync.conf cfs lock
-	cas       map[string]*rootCA     // pve-root-ca per DB, loaded on demand
+	// written holds what the simulator last wrote to (or read from) each
+	// /etc/pve file it manages (etcpve.go), keyed by fileKey.
+	written map[string][]byte
+	started time.Time          // pmxcfs start time (.version)
+	cas     map[string]*rootCA // pve-root-ca per DB, loaded on demand
 
 	// In-flight API requests, so Close returns only when none can still
 	// touch the state or the lab directory.
@@ -144,7 +166,7 @@ func New(cfg Config) (*Sim, error) {
 		return nil, fmt.Errorf("another simulator already runs lab %s: %w", cfg.Dir, err)
 	}
 	s := &Sim{cfg: cfg, schema: schema, lock: lock, nodes: map[string]*nodeRuntime{},
-		joinLocks: map[string]*sync.Mutex{}, cas: map[string]*rootCA{}, faults: newFaults(), log: newRequestLog()}
+		joinLocks: map[string]*sync.Mutex{}, written: map[string][]byte{}, started: time.Now(), cas: map[string]*rootCA{}, faults: newFaults(), log: newRequestLog()}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := s.loadOrInit(); err != nil {
 		s.releaseLock()
@@ -201,6 +223,13 @@ func (s *Sim) loadOrInit() error {
 		s.nodes[n.Name] = &nodeRuntime{name: n.Name, cert: cert}
 	}
 	s.st = st
+	for _, id := range sortedKeys(st.DBs) {
+		db := st.DBs[id]
+		s.readFilesLocked(db) // a restarted lab: the files win
+		if err := s.writeFilesLocked(db); err != nil {
+			return err
+		}
+	}
 	return st.save(s.cfg.Dir)
 }
 
@@ -314,6 +343,11 @@ func (s *Sim) releaseLock() {
 // saveLocked persists the state; a failure is logged into the request log's
 // error channel rather than failing the API call that already happened.
 func (s *Sim) saveLocked() {
+	for _, id := range sortedKeys(s.st.DBs) {
+		if err := s.writeFilesLocked(s.st.DBs[id]); err != nil {
+			s.log.addError(err)
+		}
+	}
 	if err := s.st.save(s.cfg.Dir); err != nil {
 		s.log.addError(err)
 	}
@@ -364,4 +398,12 @@ func (s *Sim) dropDBLocked(dbID string) {
 	delete(s.st.DBs, dbID)
 	delete(s.cas, dbID)
 	removeCA(s.cfg.Dir, dbID)
+	for k := range s.written {
+		if strings.HasPrefix(k, dbID+"\x00") {
+			delete(s.written, k)
+		}
+	}
+	if err := os.RemoveAll(s.etcPveDir(dbID)); err != nil {
+		s.log.addError(fmt.Errorf("removing the replaced /etc/pve %s: %w", dbID, err))
+	}
 }

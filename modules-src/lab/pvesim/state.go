@@ -57,7 +57,7 @@ type Node struct {
 	// time (Unix seconds): /var/run/qemu-server is node-local (guests.go).
 	Running map[int]int64 `json:"running,omitempty"`
 	// Volumes on this node's local storages, by volid (guests.go).
-	Volumes map[string]*Volume `json:"volumes,omitempty"`
+	Volumes map[string]*GuestVolume `json:"volumes,omitempty"`
 	// restarting is true while the API is down for a join (not persisted).
 	restarting bool
 }
@@ -70,14 +70,17 @@ type ConfigDB struct {
 	AuthKey  string              `json:"auth_key"`
 	Corosync *Corosync           `json:"corosync,omitempty"`
 	Storage  map[string]*Storage `json:"storage"`
-	Pools    map[string]*Pool    `json:"pools"`
-	Access   Access              `json:"access"`
+	// StorageOrder is the order of storage.cfg's sections (SectionConfig's
+	// "order": as read from the file, new sections appended).
+	StorageOrder []string         `json:"storage_order,omitempty"`
+	Pools        map[string]*Pool `json:"pools"`
+	Access       Access           `json:"access"`
 	// Files holds other /etc/pve files by relative path
 	// ("priv/authorized_keys"): a join swaps them with the rest (C7).
 	Files map[string]string `json:"files,omitempty"`
 	// SharedVolumes are the volumes on shared storages (nfs, shared
 	// dir/lvm), by volid: every member sees them (guests.go).
-	SharedVolumes map[string]*Volume `json:"shared_volumes,omitempty"`
+	SharedVolumes map[string]*GuestVolume `json:"shared_volumes,omitempty"`
 	// Serial counts writes; digests derive from content, this is for debugging.
 	Serial int `json:"serial"`
 	// Detached marks the copy of /etc/pve a node keeps after a member
@@ -191,7 +194,8 @@ func newDB(st *State, node string) *ConfigDB {
 			"local-lvm": {ID: "local-lvm", Type: "lvmthin", Options: map[string]any{
 				"thinpool": "data", "vgname": "pve", "content": "rootdir,images"}},
 		},
-		Pools: map[string]*Pool{},
+		StorageOrder: []string{"local", "local-lvm"},
+		Pools:        map[string]*Pool{},
 		Access: Access{
 			Users:  map[string]*User{"root@pam": {ID: "root@pam"}},
 			Tokens: map[string]*Token{"root@pam!lab": {ID: "root@pam!lab", Secret: st.TokenSecret}},
@@ -208,6 +212,25 @@ func digestOf(v any) string {
 	b, _ := json.Marshal(v) // maps marshal with sorted keys
 	sum := sha1.Sum(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// fileStorageIDs lists the storages in storage.cfg's order: known order
+// first, then any others by name (SectionConfig::write_config).
+func (db *ConfigDB) fileStorageIDs() []string {
+	out := make([]string, 0, len(db.Storage))
+	seen := map[string]bool{}
+	for _, id := range db.StorageOrder {
+		if db.Storage[id] != nil && !seen[id] {
+			out = append(out, id)
+			seen[id] = true
+		}
+	}
+	for _, id := range db.sortedStorageIDs() {
+		if !seen[id] {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 func (db *ConfigDB) sortedStorageIDs() []string {

@@ -2,6 +2,8 @@ package pvesim
 
 import (
 	"fmt"
+	"path"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -23,6 +25,50 @@ func (st *Storage) info() StorageInfo {
 		opts[k] = paramString(v)
 	}
 	return StorageInfo{ID: st.ID, Type: st.Type, Options: opts}
+}
+
+// StorageUsage is a storage's size on a node, in bytes.
+type StorageUsage struct{ Total, Used, Avail int64 }
+
+// Volume is one entry of GET /nodes/{node}/storage/{storage}/content.
+type Volume struct {
+	VolID   string // "local:iso/debian.iso"
+	Content string // iso, vztmpl, backup, snippets, import, images, rootdir
+	Format  string // iso, tzst, snippet, vma.zst, qcow2…
+	Size    int64
+	CTime   int64
+	VMID    int    // 0: none
+	Subtype string // backups: qemu, lxc or unknown
+}
+
+func (v Volume) view() map[string]any {
+	e := map[string]any{"volid": v.VolID, "content": v.Content, "format": v.Format, "size": v.Size, "ctime": v.CTime}
+	if v.VMID != 0 {
+		e["vmid"] = v.VMID
+	}
+	if v.Subtype != "" {
+		e["subtype"] = v.Subtype
+	}
+	return e
+}
+
+// NodeVersion is what a node's installed packages say.
+type NodeVersion struct {
+	Version string // pve-manager version: "9.2.5"
+	RepoID  string // the commit pveversion prints
+	Kernel  string // running kernel: "6.14.8-2-pve"
+}
+
+// activateOn is activate_storage on node (Config.StorageActivate, else the
+// read-only check).
+func (s *Sim) activateOn(node string, st *Storage) error {
+	if st.disabled() {
+		return fmt.Errorf("storage '%s' is disabled", st.ID)
+	}
+	if s.cfg.StorageActivate != nil {
+		return s.cfg.StorageActivate(node, st.info())
+	}
+	return s.activeOn(node, st)
 }
 
 // activeOn tells whether the storage activates on node (Config.StorageCheck).
@@ -48,6 +94,8 @@ type storageType struct {
 	v9only   []string
 	v8only   []string
 }
+
+var dirPathRE = regexp.MustCompile(`^/[-/a-zA-Z0-9_.@]+$`)
 
 var fileContent = []string{"images", "rootdir", "vztmpl", "iso", "backup", "snippets", "import", "none"}
 
@@ -239,6 +287,12 @@ func (s *Sim) postStorage(rc *reqCtx) (any, error) {
 			return nil, fmt.Errorf("missing value for required option '%s'", k)
 		}
 	}
+	if typ == "dir" { // DirPlugin::check_config
+		if !dirPathRE.MatchString(rc.str("path")) {
+			return nil, fmt.Errorf("illegal path for directory storage: %s", rc.str("path"))
+		}
+		rc.params["path"] = path.Clean(rc.str("path")) // File::Spec->canonpath
+	}
 	if aerr := s.cfsWriteLocked(db, "storage.cfg", "create storage failed"); aerr != nil {
 		return nil, aerr
 	}
@@ -255,11 +309,12 @@ func (s *Sim) postStorage(rc *reqCtx) (any, error) {
 	// Activation on the local node detects problems early; on failure the
 	// storage is not added (Config.pm create).
 	if storageOnNode(st, rc.node) && !st.disabled() {
-		if err := s.activeOn(rc.node, st); err != nil {
+		if err := s.activateOn(rc.node, st); err != nil {
 			return nil, fmt.Errorf("create storage failed: %v", err)
 		}
 	}
 	db.Storage[id] = st
+	db.StorageOrder = append(db.StorageOrder, id)
 	db.Serial++
 	s.saveLocked()
 	return map[string]any{"storage": id, "type": typ}, nil
@@ -326,6 +381,18 @@ func (s *Sim) deleteStorage(rc *reqCtx) (any, error) {
 		return nil, fmt.Errorf("delete storage failed: storage '%s' does not exist", id)
 	}
 	delete(db.Storage, id)
+	// PVE::AccessControl::remove_storage_access: its ACL entries and pool
+	// memberships go with it, so an emptied pool can be deleted.
+	for _, p := range db.Pools {
+		p.Members = slices.DeleteFunc(p.Members, func(x string) bool { return x == "storage/"+id })
+	}
+	acl := db.Access.ACL[:0]
+	for _, a := range db.Access.ACL {
+		if a.Path != "/storage/"+id {
+			acl = append(acl, a)
+		}
+	}
+	db.Access.ACL = acl
 	db.Serial++
 	s.saveLocked()
 	return nil, nil

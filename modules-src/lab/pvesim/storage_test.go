@@ -118,10 +118,27 @@ func TestPools(t *testing.T) {
 	if dep["comment"] != "B" {
 		t.Errorf("deprecated form %v", dep)
 	}
-	if r := c.call("DELETE", "/pools", url.Values{"poolid": {"tenant-a"}}); r.status != 500 || !strings.Contains(r.reason, "is not empty") {
+	if r := c.call("DELETE", "/pools", url.Values{"poolid": {"tenant-a"}}); r.status != 500 ||
+		r.reason != "delete pool failed: pool 'tenant-a' is not empty (contains storage 'local')" {
 		t.Errorf("delete non-empty: %d %q", r.status, r.reason)
 	}
+	// Api2/Pool.pm: a member twice is refused, and the whole update with it.
+	if r := c.call("PUT", "/pools", url.Values{"poolid": {"tenant-a"}, "storage": {"local-lvm,local"}}); r.status != 500 ||
+		r.reason != "update pools failed: Storage 'local' is already a pool member" {
+		t.Errorf("member twice: %d %q", r.status, r.reason)
+	}
+	if m := c.call("GET", "/pools", url.Values{"poolid": {"tenant-a"}}).must(t, "get").list()[0]["members"].([]any); len(m) != 1 {
+		t.Errorf("a refused update changed the members: %v", m)
+	}
+	if r := c.call("PUT", "/pools", url.Values{"poolid": {"tenant-a"}, "storage": {"local-lvm"}, "delete": {"1"}}); r.status != 500 ||
+		r.reason != "update pools failed: Storage 'local-lvm' is not a pool member" {
+		t.Errorf("removing a non-member: %d %q", r.status, r.reason)
+	}
 	c.call("PUT", "/pools", url.Values{"poolid": {"tenant-a"}, "storage": {"local"}, "delete": {"1"}}).must(t, "remove member")
+	// Deleting a storage removes it from its pools (remove_storage_access).
+	c.call("POST", "/storage", url.Values{"storage": {"scratch"}, "type": {"dir"}, "path": {"/srv/scratch"}}).must(t, "scratch")
+	c.call("PUT", "/pools", url.Values{"poolid": {"tenant-a"}, "storage": {"scratch"}}).must(t, "scratch into pool")
+	c.call("DELETE", "/storage/scratch", nil).must(t, "delete scratch")
 	c.call("DELETE", "/pools", url.Values{"poolid": {"tenant-a"}}).must(t, "delete")
 	if r := c.call("GET", "/pools", url.Values{"poolid": {"tenant-a"}}); r.status != 500 {
 		t.Errorf("deleted pool still readable: %d", r.status)
@@ -164,5 +181,69 @@ func TestStorageActivationHookZ7(t *testing.T) {
 	st = c1.call("GET", "/nodes/pve01/storage/tank/status", nil).must(t, "status on pve01").obj()
 	if st["active"] != float64(1) {
 		t.Errorf("pve01 with the pool shows %v", st)
+	}
+}
+
+// Storage as PVE does it, through the lab's hooks: activation on create
+// (and its error, wrapped), a dir path PVE refuses, content listed from the
+// node, sizes from the node, and the version the node's packages report.
+func TestStoragePluginHooks(t *testing.T) {
+	t.Parallel()
+	var activated []string
+	s := startSimWith(t, simOpts{}, func(c *Config) {
+		c.StorageActivate = func(node string, st StorageInfo) error {
+			activated = append(activated, st.ID)
+			if st.Options["path"] == "/missing" {
+				return fmt.Errorf("unable to activate storage '%s' - directory '/missing' does not exist or is unreachable", st.ID)
+			}
+			return nil
+		}
+		c.StorageUsage = func(node string, st StorageInfo) (StorageUsage, error) {
+			return StorageUsage{Total: 1000, Used: 250, Avail: 750}, nil
+		}
+		c.StorageContent = func(node string, st StorageInfo) ([]Volume, error) {
+			return []Volume{{VolID: st.ID + ":snippets/user.yaml", Content: "snippets", Format: "snippet", Size: 12, CTime: 1700000000},
+				{VolID: st.ID + ":iso/debian.iso", Content: "iso", Format: "iso", Size: 4096, CTime: 1700000000}}, nil
+		}
+		c.NodeVersion = func(node string) (NodeVersion, error) {
+			return NodeVersion{Version: "9.2.5", RepoID: "0123456789abcdef", Kernel: "6.14.11-1-pve"}, nil
+		}
+	})
+	c := newClient(t, s, "pve01").labToken()
+	r := c.call("POST", "/storage", url.Values{"storage": {"gone"}, "type": {"dir"}, "path": {"/missing"}, "create-base-path": {"0"}})
+	if r.status != 500 || r.reason != "create storage failed: unable to activate storage 'gone' - directory '/missing' does not exist or is unreachable" {
+		t.Errorf("activation failure: %d %q", r.status, r.reason)
+	}
+	if r := c.call("POST", "/storage", url.Values{"storage": {"bad"}, "type": {"dir"}, "path": {"/srv/a b"}}); r.status != 500 ||
+		r.reason != "illegal path for directory storage: /srv/a b" {
+		t.Errorf("illegal path: %d %q", r.status, r.reason)
+	}
+	c.call("POST", "/storage", url.Values{"storage": {"dd"}, "type": {"dir"}, "path": {"/srv/dd/"}, "content": {"snippets"}}).must(t, "create dd")
+	if got := c.call("GET", "/storage/dd", nil).must(t, "get dd").obj()["path"]; got != "/srv/dd" {
+		t.Errorf("path not canonicalised: %v", got)
+	}
+	content := c.call("GET", "/nodes/pve01/storage/dd/content", nil).must(t, "content").list()
+	if len(content) != 1 || content[0]["volid"] != "dd:snippets/user.yaml" || content[0]["format"] != "snippet" {
+		t.Errorf("content of a snippets-only storage: %v", content)
+	}
+	c.call("PUT", "/storage/dd", url.Values{"content": {"snippets,iso"}}).must(t, "add iso")
+	if content := c.call("GET", "/nodes/pve01/storage/dd/content", url.Values{"content": {"iso"}}).must(t, "iso content").list(); len(content) != 1 ||
+		content[0]["volid"] != "dd:iso/debian.iso" {
+		t.Errorf("iso content after pvesm set: %v", content)
+	}
+	st := c.call("GET", "/nodes/pve01/storage/dd/status", nil).must(t, "status").obj()
+	if st["total"] != float64(1000) || st["used"] != float64(250) || st["avail"] != float64(750) {
+		t.Errorf("status sizes not the node's: %v", st)
+	}
+	if strings.Join(activated, ",") != "gone,dd,dd,dd,dd" {
+		t.Errorf("activations: %v, want create (failed), create, two listings, one status (storage_info activates)", activated)
+	}
+	v := c.call("GET", "/version", nil).must(t, "version").obj()
+	if v["version"] != "9.2.5" || v["release"] != "9.2" || v["repoid"] != "0123456789abcdef" {
+		t.Errorf("/version: %v", v)
+	}
+	ns := c.call("GET", "/nodes/pve01/status", nil).must(t, "node status").obj()
+	if ns["pveversion"] != "pve-manager/9.2.5/0123456789abcdef" || ns["kversion"] != "Linux 6.14.11-1-pve" {
+		t.Errorf("node status: %v %v", ns["pveversion"], ns["kversion"])
 	}
 }

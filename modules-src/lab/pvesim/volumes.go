@@ -9,10 +9,10 @@ import (
 	"strings"
 )
 
-// Volume is one guest disk on a storage. Local storages keep their volumes
+// GuestVolume is one guest disk on a storage. Local storages keep their volumes
 // on the node (Node.Volumes), shared ones in the cluster (ConfigDB.
 // SharedVolumes), so a volume on local-lvm of pve01 is not on pve02's.
-type Volume struct {
+type GuestVolume struct {
 	Size   int64  `json:"size"` // bytes
 	Format string `json:"format"`
 	// Parent is the base volume a linked clone depends on (its volid).
@@ -20,23 +20,23 @@ type Volume struct {
 }
 
 // volumesFor returns the map holding st's volumes as node sees them.
-func (s *Sim) volumesFor(node string, st *Storage) map[string]*Volume {
+func (s *Sim) volumesFor(node string, st *Storage) map[string]*GuestVolume {
 	if st.shared() {
 		db := s.dbOf(node)
 		if db.SharedVolumes == nil {
-			db.SharedVolumes = map[string]*Volume{}
+			db.SharedVolumes = map[string]*GuestVolume{}
 		}
 		return db.SharedVolumes
 	}
 	n := s.st.Nodes[node]
 	if n.Volumes == nil {
-		n.Volumes = map[string]*Volume{}
+		n.Volumes = map[string]*GuestVolume{}
 	}
 	return n.Volumes
 }
 
 // volumeLocked returns a volume as node sees it.
-func (s *Sim) volumeLocked(node, volid string) (*Volume, *Storage, error) {
+func (s *Sim) volumeLocked(node, volid string) (*GuestVolume, *Storage, error) {
 	store, _, ok := volumeID(volid)
 	if !ok {
 		return nil, nil, fmt.Errorf("unable to parse volume ID '%s'", volid)
@@ -100,7 +100,7 @@ func (s *Sim) allocVolumeLocked(node string, st *Storage, vmid int, size int64, 
 	}
 	name := s.freeDiskName(node, st, vmid, "vm")
 	volid := st.ID + ":" + volName(st, vmid, name, format)
-	s.volumesFor(node, st)[volid] = &Volume{Size: size, Format: format}
+	s.volumesFor(node, st)[volid] = &GuestVolume{Size: size, Format: format}
 	return volid
 }
 
@@ -111,7 +111,7 @@ func (s *Sim) allocCloudinitLocked(node string, st *Storage, vmid int) string {
 		format = "qcow2"
 	}
 	volid := st.ID + ":" + volName(st, vmid, fmt.Sprintf("vm-%d-cloudinit", vmid), format)
-	s.volumesFor(node, st)[volid] = &Volume{Size: 4 << 20, Format: format}
+	s.volumesFor(node, st)[volid] = &GuestVolume{Size: 4 << 20, Format: format}
 	return volid
 }
 
@@ -154,7 +154,7 @@ func (s *Sim) linkedCloneLocked(node string, st *Storage, base string, newid int
 	if fileStorage(st) {
 		format = "qcow2"
 	}
-	s.volumesFor(node, st)[volid] = &Volume{Size: src.Size, Format: format, Parent: base}
+	s.volumesFor(node, st)[volid] = &GuestVolume{Size: src.Size, Format: format, Parent: base}
 	return volid, nil
 }
 

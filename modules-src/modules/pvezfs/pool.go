@@ -25,11 +25,10 @@ type pool struct {
 	env Env
 	p   params
 
-	props      map[string]string // wanted dataset properties (mountpoint included)
-	devices    []blockdev.Device
-	existed    bool
-	created    bool // a create is planned in this run
-	warnedSize bool
+	props   map[string]string // wanted dataset properties (mountpoint included)
+	devices []blockdev.Device
+	existed bool
+	created bool // a create is planned in this run
 }
 
 func (m *pool) zfs() zfs.Client { return zfs.Client{Runner: m.env.Runner} }

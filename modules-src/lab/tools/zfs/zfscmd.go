@@ -20,7 +20,10 @@ where 'command' is one of the following:
 	    [-t type[,...]] [-s source[,...]]
 	    <"all" | property[,...]> [filesystem] ...
 	inherit [-r] <property> <filesystem> ...
-	mount <filesystem>
+
+	mount
+	mount [-fvO] [-o opts] <-a | filesystem>
+	unmount [-fu] <-a | filesystem|mountpoint>
 `
 
 func zusage(msg string) error { return fail(2, "%s\n%s", msg, strings.TrimRight(zfsUsage, "\n")) }
@@ -48,6 +51,8 @@ func (t *Tool) Zfs() int {
 		err = t.zinherit(args[1:])
 	case "mount":
 		err = t.zmount(args[1:])
+	case "unmount", "umount":
+		err = t.zunmount(args[1:])
 	default:
 		t.Env.Errf("unrecognized command '%s'\n%s", args[0], zfsUsage)
 		return 2
@@ -471,40 +476,5 @@ func (t *Tool) zdestroy(args []string) error {
 		}
 		p.Datasets = keep
 		return true, nil
-	})
-}
-
-// zmount mounts one filesystem whose mount failed (Dataset.Unmounted), as
-// `zfs mount FS` does; the refusals follow share_mount_one in OpenZFS's
-// zfs_main.c (messages reconstructed from memory, not checked against a
-// live system). `zfs mount -a` and options are not simulated.
-func (t *Tool) zmount(args []string) error {
-	_, rest, err := cli.Getopt(args, "Oo:lv")
-	if err != nil {
-		return zusage(err.Error())
-	}
-	if len(rest) != 1 {
-		return zusage("missing filesystem argument (zfs mount -a is not simulated)")
-	}
-	name := rest[0]
-	return t.update(func(s *State) (bool, error) {
-		p, d := s.dataset(name)
-		if d == nil {
-			return false, fail(1, "cannot open '%s': dataset does not exist", name)
-		}
-		mp, _ := s.get(p, d, "mountpoint")
-		cm, _ := s.get(p, d, "canmount")
-		switch {
-		case mp.value == "legacy":
-			return false, fail(1, "cannot mount '%s': legacy mountpoint\nuse mount(8) to mount this filesystem", name)
-		case mp.value == "none":
-			return false, fail(1, "cannot mount '%s': no mountpoint set", name)
-		case cm.value == "off":
-			return false, fail(1, "cannot mount '%s': 'canmount' property is set to 'off'", name)
-		case !d.Unmounted:
-			return false, fail(1, "cannot mount '%s': filesystem already mounted", name)
-		}
-		// a failed mount leaves Unmounted set: nothing to save
-		return true, t.mount(s, p, d)
 	})
 }

@@ -134,177 +134,49 @@ func checkPoolName(name string) error {
 
 var minDevices = map[string]int{"mirror": 2, "raidz1": 2, "raidz2": 3, "raidz3": 4}
 
+// createRequest is a parsed `zpool create` command line.
+type createRequest struct {
+	name          string
+	force, dryRun bool
+	poolProps     map[string]string // -o
+	fsProps       map[string]string // -O, canonical values
+	mountpoint    string            // -m
+	layout        string            // stripe, mirror, raidz1…
+	devArgs       []string          // the devices as given
+}
+
+// create is `zpool create`: parse the command line, resolve the devices,
+// then, under the state lock, check them and record the pool (or, with -n,
+// only print the layout), label the devices and mount the root dataset.
 func (t *Tool) create(args []string) error {
-	opts, rest, err := cli.Getopt(args, "fndo:O:m:R:t:")
+	req, err := parseCreate(args)
 	if err != nil {
-		return usage(err.Error())
-	}
-	force, dryRun := false, false
-	poolProps := map[string]string{}
-	fsProps := map[string]string{}
-	mountpoint := ""
-	for _, o := range opts {
-		switch o.Name {
-		case 'f':
-			force = true
-		case 'n':
-			dryRun = true
-		case 'o', 'O':
-			k, v, ok := strings.Cut(o.Value, "=")
-			if !ok {
-				return usage("missing '=' for property=value argument")
-			}
-			if o.Name == 'o' {
-				def, ok := poolSettable[k]
-				if !ok {
-					return fail(2, "property '%s' is not a valid pool or vdev property", k)
-				}
-				cv, err := def.validate(v)
-				if err != nil {
-					return fail(1, "cannot create '%s': %v", firstOr(rest), err)
-				}
-				poolProps[k] = cv
-			} else {
-				def := datasetProp(k)
-				if def == nil && !isUserProp(k) {
-					return fail(1, "cannot create '%s': invalid property '%s'", firstOr(rest), k)
-				}
-				if def != nil {
-					cv, err := def.validate(v)
-					if err != nil {
-						return fail(1, "cannot create '%s': %v", firstOr(rest), err)
-					}
-					k, v = def.name, cv
-				}
-				fsProps[k] = v
-			}
-		case 'm':
-			mountpoint = o.Value
-		}
-	}
-	if len(rest) == 0 {
-		return usage("missing pool name argument")
-	}
-	if len(rest) == 1 {
-		return usage("missing vdev specification")
-	}
-	name := rest[0]
-	if err := checkPoolName(name); err != nil {
 		return err
 	}
-	// vdev specification: one optional layout keyword, then devices.
-	layout := "stripe"
-	devArgs := rest[1:]
-	switch kw := devArgs[0]; kw {
-	case "mirror", "raidz", "raidz1", "raidz2", "raidz3":
-		layout = kw
-		if kw == "raidz" {
-			layout = "raidz1"
-		}
-		devArgs = devArgs[1:]
-	}
-	for _, a := range devArgs {
-		if _, ok := minDevices[a]; ok || a == "raidz" || a == "log" || a == "cache" || a == "spare" || a == "special" {
-			return fail(1, "lab zpool: only one top-level vdev group is simulated (got '%s' after the first)", a)
-		}
-	}
-	if need := minDevices[layout]; len(devArgs) < max(need, 1) {
-		if len(devArgs) == 0 {
-			return fail(1, "invalid vdev specification: %s requires at least %d devices", layout, need)
-		}
-		return fail(1, "invalid vdev specification: %s requires at least %d devices", layout, need)
-	}
-	var leaves []*leaf
-	for _, a := range devArgs {
-		l, err := resolveLeaf(a)
-		if err != nil {
-			return fail(1, "%v", err)
-		}
-		leaves = append(leaves, l)
+	leaves, err := resolveLeaves(req.devArgs)
+	if err != nil {
+		return err
 	}
 	labelled := false
 	var mountErr error
 	err = t.update(func(s *State) (bool, error) {
-		var vdevErrs []string
-		fatal := false
-		for _, l := range leaves {
-			msg, hard := t.inUse(s, l, force)
-			if msg != "" {
-				vdevErrs = append(vdevErrs, msg)
-				fatal = fatal || hard
-			}
+		if err := t.checkNewVdevs(s, req, leaves); err != nil {
+			return false, err
 		}
-		if len(vdevErrs) > 0 {
-			head := "use '-f' to override the following errors:"
-			if force {
-				head = "the following errors must be manually repaired:"
-			}
-			return false, fail(1, "invalid vdev specification\n%s\n%s", head, strings.Join(vdevErrs, "\n"))
-		}
-		seen := map[string]bool{}
-		for _, l := range leaves {
-			if seen[l.resolved] {
-				return false, fail(1, "cannot create '%s': one or more vdevs refer to the same device, or one of\nthe devices is part of an active md or lvm device", name)
-			}
-			seen[l.resolved] = true
-			if l.size < zfslabel.MinDeviceBytes {
-				return false, fail(1, "cannot create '%s': one or more devices is less than the minimum size (64M)", name)
-			}
-		}
-		if s.pool(name) != nil {
-			return false, fail(1, "cannot create '%s': pool already exists", name)
-		}
-		if dryRun { // -n: the layout, nothing written
-			t.Env.Outf("would create '%s' with the following layout:\n\n\t%s\n", name, name)
-			indent := "\t  "
-			if layout != "stripe" {
-				t.Env.Outf("\t  %s\n", strings.TrimSuffix(layout, "1"))
-				indent = "\t    "
-			}
-			for _, l := range leaves {
-				t.Env.Outf("%s%s\n", indent, filepath.Base(l.arg))
-			}
+		if req.dryRun {
+			t.printLayout(req, leaves)
 			return false, nil
 		}
-		now := t.Now()
-		p := &Pool{Name: name, GUID: newGUID(), TopGUID: newGUID(), Layout: layout, Props: poolProps,
-			Created: now, TXG: 4}
-		// Z4: without -o ashift, ZFS takes the largest physical sector size
-		// of the devices (512-byte sectors give ashift 9, not 12).
-		for _, l := range leaves {
-			p.Ashift = max(p.Ashift, l.ashift)
+		p, err := t.newPool(req, leaves)
+		if err != nil {
+			return false, err
 		}
-		if a, ok := poolProps["ashift"]; ok && a != "0" {
-			p.Ashift, _ = strconv.Atoi(a)
-		}
-		if layout == "stripe" || len(leaves) == 1 {
-			p.TopGUID = 0
-		}
-		for _, l := range leaves {
-			p.Devices = append(p.Devices, Device{Path: l.arg, Resolved: l.resolved, Size: l.size, GUID: newGUID(), File: l.file})
-		}
-		root := &Dataset{Name: name, Props: fsProps, Created: now}
-		if mountpoint != "" {
-			def := datasetProp("mountpoint")
-			if _, err := def.validate(mountpoint); err != nil {
-				return false, fail(1, "cannot create '%s': %v", name, err)
-			}
-			root.Props["mountpoint"] = mountpoint
-		}
-		p.Datasets = []*Dataset{root}
 		labelled = true
 		if err := t.writeLabels(p, zfslabel.StateActive, false); err != nil {
 			return false, err
 		}
-		// drop earlier exported/destroyed records of the same devices
-		var keep []*Pool
-		for _, o := range s.Pools {
-			if !sharesDevice(o, p) {
-				keep = append(keep, o)
-			}
-		}
-		s.Pools = append(keep, p)
-		mountErr = t.mount(s, p, root)
+		s.addPool(p)
+		mountErr = t.mount(s, p, p.Datasets[0])
 		return true, nil
 	})
 	if err == nil && mountErr != nil {
@@ -318,6 +190,200 @@ func (t *Tool) create(args []string) error {
 		}
 	}
 	return err
+}
+
+// parseCreate reads options, the pool name and the vdev specification,
+// validating properties as zpool does before it touches any device.
+func parseCreate(args []string) (*createRequest, error) {
+	opts, rest, err := cli.Getopt(args, "fndo:O:m:R:t:")
+	if err != nil {
+		return nil, usage(err.Error())
+	}
+	req := &createRequest{poolProps: map[string]string{}, fsProps: map[string]string{}}
+	for _, o := range opts {
+		switch o.Name {
+		case 'f':
+			req.force = true
+		case 'n':
+			req.dryRun = true
+		case 'o', 'O':
+			if err := req.setProp(o.Name, o.Value, firstOr(rest)); err != nil {
+				return nil, err
+			}
+		case 'm':
+			req.mountpoint = o.Value
+		}
+	}
+	if len(rest) == 0 {
+		return nil, usage("missing pool name argument")
+	}
+	if len(rest) == 1 {
+		return nil, usage("missing vdev specification")
+	}
+	req.name = rest[0]
+	if err := checkPoolName(req.name); err != nil {
+		return nil, err
+	}
+	if req.layout, req.devArgs, err = parseVdevSpec(rest[1:]); err != nil {
+		return nil, err
+	}
+	return req, nil
+}
+
+// setProp records one -o (pool) or -O (root dataset) property=value.
+func (req *createRequest) setProp(flag byte, kv, pool string) error {
+	k, v, ok := strings.Cut(kv, "=")
+	if !ok {
+		return usage("missing '=' for property=value argument")
+	}
+	if flag == 'o' {
+		def, ok := poolSettable[k]
+		if !ok {
+			return fail(2, "property '%s' is not a valid pool or vdev property", k)
+		}
+		cv, err := def.validate(v)
+		if err != nil {
+			return fail(1, "cannot create '%s': %v", pool, err)
+		}
+		req.poolProps[k] = cv
+		return nil
+	}
+	def := datasetProp(k)
+	if def == nil && !isUserProp(k) {
+		return fail(1, "cannot create '%s': invalid property '%s'", pool, k)
+	}
+	if def != nil {
+		cv, err := def.validate(v)
+		if err != nil {
+			return fail(1, "cannot create '%s': %v", pool, err)
+		}
+		k, v = def.name, cv
+	}
+	req.fsProps[k] = v
+	return nil
+}
+
+// parseVdevSpec reads one optional layout keyword and its devices (the lab
+// simulates one top-level vdev group).
+func parseVdevSpec(spec []string) (layout string, devArgs []string, err error) {
+	layout, devArgs = "stripe", spec
+	switch kw := devArgs[0]; kw {
+	case "mirror", "raidz", "raidz1", "raidz2", "raidz3":
+		layout = kw
+		if kw == "raidz" {
+			layout = "raidz1"
+		}
+		devArgs = devArgs[1:]
+	}
+	for _, a := range devArgs {
+		if _, ok := minDevices[a]; ok || a == "raidz" || a == "log" || a == "cache" || a == "spare" || a == "special" {
+			return "", nil, fail(1, "lab zpool: only one top-level vdev group is simulated (got '%s' after the first)", a)
+		}
+	}
+	if need := minDevices[layout]; len(devArgs) < max(need, 1) {
+		return "", nil, fail(1, "invalid vdev specification: %s requires at least %d devices", layout, need)
+	}
+	return layout, devArgs, nil
+}
+
+// resolveLeaves resolves each device argument (path, by-id name, file).
+func resolveLeaves(devArgs []string) ([]*leaf, error) {
+	var leaves []*leaf
+	for _, a := range devArgs {
+		l, err := resolveLeaf(a)
+		if err != nil {
+			return nil, fail(1, "%v", err)
+		}
+		leaves = append(leaves, l)
+	}
+	return leaves, nil
+}
+
+// checkNewVdevs refuses devices in use (unless -f may override it), the
+// same device twice, devices under 64 MiB and an existing pool name.
+func (t *Tool) checkNewVdevs(s *State, req *createRequest, leaves []*leaf) error {
+	var vdevErrs []string
+	for _, l := range leaves {
+		if msg, _ := t.inUse(s, l, req.force); msg != "" {
+			vdevErrs = append(vdevErrs, msg)
+		}
+	}
+	if len(vdevErrs) > 0 {
+		head := "use '-f' to override the following errors:"
+		if req.force {
+			head = "the following errors must be manually repaired:"
+		}
+		return fail(1, "invalid vdev specification\n%s\n%s", head, strings.Join(vdevErrs, "\n"))
+	}
+	seen := map[string]bool{}
+	for _, l := range leaves {
+		if seen[l.resolved] {
+			return fail(1, "cannot create '%s': one or more vdevs refer to the same device, or one of\nthe devices is part of an active md or lvm device", req.name)
+		}
+		seen[l.resolved] = true
+		if l.size < zfslabel.MinDeviceBytes {
+			return fail(1, "cannot create '%s': one or more devices is less than the minimum size (64M)", req.name)
+		}
+	}
+	if s.pool(req.name) != nil {
+		return fail(1, "cannot create '%s': pool already exists", req.name)
+	}
+	return nil
+}
+
+// printLayout is `zpool create -n`: the layout, nothing written.
+func (t *Tool) printLayout(req *createRequest, leaves []*leaf) {
+	t.Env.Outf("would create '%s' with the following layout:\n\n\t%s\n", req.name, req.name)
+	indent := "\t  "
+	if req.layout != "stripe" {
+		t.Env.Outf("\t  %s\n", strings.TrimSuffix(req.layout, "1"))
+		indent = "\t    "
+	}
+	for _, l := range leaves {
+		t.Env.Outf("%s%s\n", indent, filepath.Base(l.arg))
+	}
+}
+
+// newPool builds the pool record and its root dataset.
+func (t *Tool) newPool(req *createRequest, leaves []*leaf) (*Pool, error) {
+	now := t.Now()
+	p := &Pool{Name: req.name, GUID: newGUID(), TopGUID: newGUID(), Layout: req.layout, Props: req.poolProps,
+		Created: now, TXG: 4}
+	// Z4: without -o ashift, ZFS takes the largest physical sector size
+	// of the devices (512-byte sectors give ashift 9, not 12).
+	for _, l := range leaves {
+		p.Ashift = max(p.Ashift, l.ashift)
+	}
+	if a, ok := req.poolProps["ashift"]; ok && a != "0" {
+		p.Ashift, _ = strconv.Atoi(a)
+	}
+	if req.layout == "stripe" || len(leaves) == 1 {
+		p.TopGUID = 0
+	}
+	for _, l := range leaves {
+		p.Devices = append(p.Devices, Device{Path: l.arg, Resolved: l.resolved, Size: l.size, GUID: newGUID(), File: l.file})
+	}
+	root := &Dataset{Name: req.name, Props: req.fsProps, Created: now}
+	if req.mountpoint != "" {
+		if _, err := datasetProp("mountpoint").validate(req.mountpoint); err != nil {
+			return nil, fail(1, "cannot create '%s': %v", req.name, err)
+		}
+		root.Props["mountpoint"] = req.mountpoint
+	}
+	p.Datasets = []*Dataset{root}
+	return p, nil
+}
+
+// addPool records p, dropping earlier exported or destroyed records of the
+// same devices.
+func (s *State) addPool(p *Pool) {
+	var keep []*Pool
+	for _, o := range s.Pools {
+		if !sharesDevice(o, p) {
+			keep = append(keep, o)
+		}
+	}
+	s.Pools = append(keep, p)
 }
 
 func firstOr(a []string) string {
@@ -483,7 +549,7 @@ func (t *Tool) export(args []string) error {
 }
 
 func (t *Tool) importPool(args []string) error {
-	_, rest, err := cli.Getopt(args, "d:fN")
+	_, rest, err := cli.Getopt(args, "d:fNo:") // -o cachefile=none: pve-storage's import
 	if err != nil {
 		return usage(err.Error())
 	}
@@ -875,10 +941,15 @@ func PoolNames(statePath string) ([]string, error) {
 	return out, nil
 }
 
-// mount "mounts" a dataset at its mountpoint: the directory is created; a
-// directory that exists and is not empty makes the mount fail as in ZFS
-// ("cannot mount '/x': directory is not empty"), leaving mounted=no.
-func (t *Tool) mount(s *State, p *Pool, d *Dataset) error {
+// mount "mounts" a dataset at its mountpoint: the directory is created. A
+// directory that exists and is not empty is mounted over when the dataset's
+// overlay property is on (the OpenZFS >= 2.0 default); with overlay=off the
+// mount fails as in ZFS ("cannot mount '/x': directory is not empty"),
+// leaving mounted=no.
+func (t *Tool) mount(s *State, p *Pool, d *Dataset) error { return t.mountWith(s, p, d, false) }
+
+// mountWith is mount; force is `zfs mount -O`.
+func (t *Tool) mountWith(s *State, p *Pool, d *Dataset, force bool) error {
 	d.Unmounted = false
 	mp, _ := s.get(p, d, "mountpoint")
 	if !strings.HasPrefix(mp.value, "/") {
@@ -895,7 +966,10 @@ func (t *Tool) mount(s *State, p *Pool, d *Dataset) error {
 			}
 		}
 	}
-	if ents, err := os.ReadDir(dir); err == nil {
+	if ov, _ := s.get(p, d, "overlay"); ov.value == "on" {
+		force = true
+	}
+	if ents, err := os.ReadDir(dir); err == nil && !force {
 		for _, e := range ents {
 			if !others[filepath.Join(mp.value, e.Name())] {
 				d.Unmounted = true

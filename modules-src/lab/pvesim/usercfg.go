@@ -1,0 +1,102 @@
+package pvesim
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// renderUserCfg is PVE::AccessControl's write_user_config: users, tokens,
+// groups, pools and ACL lines. Reconstruction: the field layout of each line
+// is from PVE's documentation and real files, not checked against
+// pve-access-control's writer.
+func renderUserCfg(db *ConfigDB) string {
+	var b strings.Builder
+	users := make([]string, 0, len(db.Access.Users))
+	for id := range db.Access.Users {
+		users = append(users, id)
+	}
+	sort.Strings(users)
+	for _, id := range users {
+		// user:<id>:<enable>:<expire>:<firstname>:<lastname>:<email>:<comment>:<keys>:
+		fmt.Fprintf(&b, "user:%s:1:0::::::\n", id)
+		tokens := []string{}
+		for tid := range db.Access.Tokens {
+			if strings.HasPrefix(tid, id+"!") {
+				tokens = append(tokens, tid)
+			}
+		}
+		sort.Strings(tokens)
+		for _, tid := range tokens {
+			fmt.Fprintf(&b, "token:%s:0:%d::\n", tid, boolNum(db.Access.Tokens[tid].Privsep))
+		}
+	}
+	b.WriteString("\n")
+	for _, id := range sortedKeys(db.Pools) {
+		p := db.Pools[id]
+		var vms, stores []string
+		for _, m := range p.Members {
+			typ, mid, _ := strings.Cut(m, "/")
+			if typ == "storage" {
+				stores = append(stores, mid)
+			} else {
+				vms = append(vms, mid)
+			}
+		}
+		fmt.Fprintf(&b, "pool:%s:%s:%s:%s:\n", id, p.Comment, strings.Join(vms, ","), strings.Join(stores, ","))
+	}
+	b.WriteString("\n")
+	for _, a := range db.Access.ACL {
+		fmt.Fprintf(&b, "acl:%d:%s:%s:%s:\n", boolNum(a.Propagate), a.Path, a.UGID, a.Role)
+	}
+	return b.String()
+}
+
+// parsePools reads the pool lines of user.cfg, keeping the guest type of
+// members it already knew (user.cfg lists guests by VMID only).
+func parsePools(text string, old map[string]*Pool) map[string]*Pool {
+	out := map[string]*Pool{}
+	for _, line := range strings.Split(text, "\n") {
+		f := strings.Split(strings.TrimSpace(line), ":")
+		if len(f) < 2 || f[0] != "pool" || f[1] == "" {
+			continue
+		}
+		for len(f) < 5 {
+			f = append(f, "")
+		}
+		p := &Pool{ID: f[1], Comment: f[2]}
+		known := map[string]string{}
+		if o := old[p.ID]; o != nil {
+			for _, m := range o.Members {
+				typ, id, _ := strings.Cut(m, "/")
+				known[id] = typ
+			}
+		}
+		for _, vm := range strings.Split(f[3], ",") {
+			if _, err := strconv.Atoi(vm); err == nil {
+				typ := known[vm]
+				if typ == "" || typ == "storage" {
+					typ = "qemu"
+				}
+				p.Members = append(p.Members, typ+"/"+vm)
+			}
+		}
+		for _, st := range strings.Split(f[4], ",") {
+			if st != "" {
+				p.Members = append(p.Members, "storage/"+st)
+			}
+		}
+		out[p.ID] = p
+	}
+	return out
+}
+
+// renderTokenCfg is priv/token.cfg: one "<tokenid> <secret>" per token.
+func renderTokenCfg(db *ConfigDB) string {
+	var b strings.Builder
+	for _, id := range sortedKeys(db.Access.Tokens) {
+		fmt.Fprintf(&b, "%s %s\n", id, db.Access.Tokens[id].Secret)
+	}
+	return b.String()
+}
