@@ -381,3 +381,32 @@ func guestTour(t *testing.T, c *apiClient, node string) {
 	mustTask(t, c, "POST", p+"/clone", url.Values{"newid": {"101"}})
 	mustTask(t, c, "DELETE", "/nodes/"+node+"/qemu/101", nil)
 }
+
+// Fixtures: the control API declares a template and a running guest at
+// once, as `lab up` needs them; the template clones like one made through
+// the API, a taken VMID is a conflict.
+func TestGuestFixtures(t *testing.T) {
+	t.Parallel()
+	s := startSim(t, simOpts{taskDuration: 30 * time.Millisecond})
+	ctl := controlAPI(t, s)
+	st, body := ctl("POST", "/v1/nodes/pve01/guests", `{"vmid":9000,"template":true,"config":{"name":"debian-13","scsi0":"local-lvm:8","ide2":"local-lvm:cloudinit","net0":"virtio,bridge=vmbr0","agent":"enabled=1"}}`)
+	if st != 200 {
+		t.Fatalf("fixture template: %d %v", st, body)
+	}
+	if st, body := ctl("POST", "/v1/nodes/pve01/guests", `{"vmid":100,"running":true,"config":{"name":"web","scsi0":"local-lvm:4"}}`); st != 200 {
+		t.Fatalf("fixture guest: %d %v", st, body)
+	}
+	if st, body := ctl("POST", "/v1/nodes/pve01/guests", `{"vmid":100,"config":{}}`); st != 409 || !strings.Contains(fmt.Sprint(body["error"]), "VM 100 already exists on node 'pve01'") {
+		t.Errorf("taken VMID: %d %v", st, body)
+	}
+	c := newClient(t, s, "pve01").labToken()
+	if conf := vmConfig(t, c, "pve01", 9000); conf["template"] != float64(1) || conf["scsi0"] != "local-lvm:base-9000-disk-0,size=8G" {
+		t.Errorf("fixture template config: %v", conf)
+	}
+	if got := c.call("GET", "/nodes/pve01/qemu/100/status/current", nil).must(t, "status").obj()["status"]; got != "running" {
+		t.Errorf("fixture guest is %v", got)
+	}
+	if st := mustTask(t, c, "POST", "/nodes/pve01/qemu/9000/clone", url.Values{"newid": {"101"}}); st["exitstatus"] != "OK" {
+		t.Errorf("clone of the fixture template: %v", st)
+	}
+}
