@@ -176,7 +176,7 @@ func twoNodes(t *testing.T, o simOpts, adjust ...func(*Config)) (*Sim, *apiClien
 	return s, a, b
 }
 
-// K2, K3, K4, H8: a clone runs as qmclone on the template's node with the
+// K2, K3, K4: a clone runs as qmclone on the template's node with the
 // source VMID as task id; the URL must name the template's node; the new
 // config sits on the source node locked "clone" and reaches the target only
 // at the end; local disks cannot go to another node; linked clones share
@@ -257,8 +257,8 @@ func TestCloneK1K2K3K4(t *testing.T) {
 		t.Errorf("%d guests named vm9000, want the template and its clone", names)
 	}
 
-	// Linked clone of the local-lvm template on its own node (H8: it depends
-	// on the base volume).
+	// Linked clone of the local-lvm template on its own node: its volume
+	// lives on the template's base volume.
 	st := mustTask(t, a, "POST", "/nodes/pve01/qemu/9001/clone", url.Values{"newid": {"121"}})
 	if st["exitstatus"] != "OK" {
 		t.Fatalf("linked clone: %v", st)
