@@ -144,7 +144,7 @@ func (s *Sim) loadAndCheckClone(db *ConfigDB, r *cloneReq, running bool) (*clone
 			if full || d.cloudinit() || k == "tpmstate0" {
 				p.fullCopy[k] = true // every storage can copy a current volume
 			} else if !canLink(st, d.file()) {
-				return nil, fmt.Errorf("Linked clone feature is not supported for '%s' (%s)", d.file(), k)
+				return nil, pveDie("Linked clone feature is not supported for '%s' (%s)", d.file(), k)
 			}
 			p.drives = append(p.drives, k)
 		default:

@@ -109,14 +109,6 @@ func (c *qmConf) render() string {
 	return b.String()
 }
 
-func (c *qmConf) clone() *qmConf {
-	n := *c
-	n.Keys = maps.Clone(c.Keys)
-	n.Pending = maps.Clone(c.Pending)
-	n.PendingDelete = slices.Clone(c.PendingDelete)
-	return &n
-}
-
 func (c *qmConf) isTemplate() bool { return c.Keys["template"] == "1" }
 func (c *qmConf) lock() string     { return c.Keys["lock"] }
 
@@ -219,7 +211,7 @@ func (s *Sim) loadQmConfLocked(db *ConfigDB, node string, vmid int) (*qmConf, er
 	raw, ok := s.readEtcPve(db, rel)
 	if !ok {
 		// pve-guest-common AbstractConfig.pm load_config
-		return nil, fmt.Errorf("Configuration file '%s' does not exist", rel)
+		return nil, pveDie("Configuration file '%s' does not exist", rel)
 	}
 	return parseQmConf(raw), nil
 }
@@ -236,6 +228,14 @@ func (s *Sim) assertOnNodeLocked(db *ConfigDB, node string, vmid int) error {
 func (s *Sim) writeQmConfLocked(db *ConfigDB, node string, vmid int, c *qmConf) {
 	s.writeEtcPve(db, guestConfPath(node, "qemu-server", vmid), c.render())
 }
+
+// pveError is an error worded by PVE (capitals, final dots and all): the
+// API answers it as 500 with the text unchanged, a task as its exit status.
+type pveError string
+
+func (e pveError) Error() string { return string(e) }
+
+func pveDie(format string, args ...any) error { return pveError(fmt.Sprintf(format, args...)) }
 
 // checkLock is AbstractConfig.pm check_lock.
 func checkLock(c *qmConf) error {

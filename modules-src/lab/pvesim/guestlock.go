@@ -114,7 +114,6 @@ func (s *Sim) release(key string, shared bool) {
 // handler again, or answers the timeout.
 type lockWait struct {
 	key     string
-	shared  bool
 	timeout time.Duration
 	msg     string // the error after the timeout
 }

@@ -203,7 +203,7 @@ func (s *Sim) putHAResource(rc *reqCtx) (any, error) {
 	}
 	list, digest := s.haResourcesLocked(db)
 	if d := rc.str("digest"); d != "" && d != digest {
-		return nil, fmt.Errorf("detected modified configuration - file changed by other user? Try again.")
+		return nil, pveDie("detected modified configuration - file changed by other user? Try again.")
 	}
 	r := findResource(list, sid)
 	if r == nil {
@@ -234,7 +234,7 @@ func (s *Sim) deleteHAResource(rc *reqCtx) (any, error) {
 	}
 	list, _ := s.haResourcesLocked(db)
 	if findResource(list, sid) == nil {
-		return nil, fmt.Errorf("cannot delete service '%s', not HA managed!", sid)
+		return nil, pveDie("cannot delete service '%s', not HA managed!", sid)
 	}
 	typ, id := sidSection(sid)
 	list = slices.DeleteFunc(list, func(r *section) bool { return r.Type == typ && r.ID == id })
@@ -336,7 +336,7 @@ func (s *Sim) putHAGroup(rc *reqCtx) (any, error) {
 	}
 	list, digest := s.readSectionsLocked(db, haGroupsCfg)
 	if d := rc.str("digest"); d != "" && d != digest {
-		return nil, fmt.Errorf("update ha group failed: detected modified configuration - file changed by other user? Try again.")
+		return nil, pveDie("update ha group failed: detected modified configuration - file changed by other user? Try again.")
 	}
 	g := findSection(list, rc.str("group"))
 	if g == nil {
@@ -451,7 +451,7 @@ func (s *Sim) checkRuleLocked(db *ConfigDB, rules []*section, r *section) error 
 		}
 	}
 	if len(unmanaged) > 0 {
-		return fmt.Errorf("cannot use unmanaged resource(s) %s.", strings.Join(unmanaged, ", "))
+		return pveDie("cannot use unmanaged resource(s) %s.", strings.Join(unmanaged, ", "))
 	}
 	members := s.membersLocked(s.anyMemberLocked(db))
 	if r.Type == "node-affinity" {
@@ -466,7 +466,7 @@ func (s *Sim) checkRuleLocked(db *ConfigDB, rules []*section, r *section) error 
 			return fmt.Errorf("no nodes were specified")
 		}
 		if len(missing) > 0 {
-			return fmt.Errorf("cannot use non-existent node(s) %s.", strings.Join(missing, ", "))
+			return pveDie("cannot use non-existent node(s) %s.", strings.Join(missing, ", "))
 		}
 	}
 	var problem string
@@ -550,7 +550,7 @@ func (s *Sim) putHARule(rc *reqCtx) (any, error) {
 	}
 	list, digest := s.readSectionsLocked(db, haRulesCfg)
 	if d := rc.str("digest"); d != "" && d != digest {
-		return nil, fmt.Errorf("detected modified configuration - file changed by other user? Try again.")
+		return nil, pveDie("detected modified configuration - file changed by other user? Try again.")
 	}
 	r := findSection(list, rc.str("rule"))
 	if r == nil {

@@ -571,11 +571,7 @@ func (s *Sim) parseConfigUpdate(rc *reqCtx) (*configUpdate, error) {
 }
 
 func pveSplit(s string) []string {
-	var out []string
-	for _, p := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ';' || r == ' ' || r == '\x00' }) {
-		out = append(out, p)
-	}
-	return out
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ';' || r == ' ' || r == '\x00' })
 }
 
 // loadAndCheck is $load_and_check_config.
@@ -966,12 +962,12 @@ func (s *Sim) deleteQemu(rc *reqCtx) (any, error) {
 			return fmt.Errorf("can't remove VM %d - protection mode enabled", vmid)
 		}
 		if s.haConfiguredLocked(db, vmid) && !rc.boolean("purge") {
-			return fmt.Errorf("unable to remove VM %d - used in HA resources and purge parameter not set.", vmid)
+			return pveDie("unable to remove VM %d - used in HA resources and purge parameter not set.", vmid)
 		}
 		if !rc.boolean("purge") {
 			// ReplicationConfig.pm check_for_existing_jobs
 			if jobs := s.replicationJobsOf(db, vmid); len(jobs) > 0 {
-				return fmt.Errorf("There is a replication job '%s' for guest '%d' - Please remove that first.", jobs[0], vmid)
+				return pveDie("There is a replication job '%s' for guest '%d' - Please remove that first.", jobs[0], vmid)
 			}
 		}
 		if s.runningLocked(node, vmid) {

@@ -129,16 +129,16 @@ func (s *Sim) postReplicationJob(rc *reqCtx) (any, error) {
 	}
 	e, ok := s.findVMLocked(db, guest)
 	if !ok {
-		return nil, fmt.Errorf("Guest '%d' does not exist.", guest)
+		return nil, pveDie("Guest '%d' does not exist.", guest)
 	}
 	if !slices.Contains(s.membersLocked(rc.node), target) {
-		return nil, fmt.Errorf("Target '%s' does not exist.", target)
+		return nil, pveDie("Target '%s' does not exist.", target)
 	}
 	if src := rc.str("source"); src != "" && src != e.Node {
-		return nil, fmt.Errorf("Source '%s' does not match current node of guest '%d' (%s)", src, guest, e.Node)
+		return nil, pveDie("Source '%s' does not match current node of guest '%d' (%s)", src, guest, e.Node)
 	}
 	if target == e.Node {
-		return nil, fmt.Errorf("Source and target must not be identical")
+		return nil, pveDie("Source and target must not be identical")
 	}
 	if e.Kind == "qemu-server" {
 		c, err := s.loadQmConfLocked(db, e.Node, guest)
@@ -150,7 +150,7 @@ func (s *Sim) postReplicationJob(rc *reqCtx) (any, error) {
 			return nil, err
 		}
 		if len(vols) == 0 {
-			return nil, fmt.Errorf("No replicatable volumes found")
+			return nil, pveDie("No replicatable volumes found")
 		}
 	}
 	if aerr := s.cfsWriteLocked(db, replicationCfg, "replication job create failed"); aerr != nil { // reconstruction of the prefix
@@ -188,7 +188,7 @@ func (s *Sim) putReplicationJob(rc *reqCtx) (any, error) {
 	}
 	list, digest := s.readSectionsLocked(db, replicationCfg)
 	if d := rc.str("digest"); d != "" && d != digest {
-		return nil, fmt.Errorf("detected modified configuration - file changed by other user? Try again.")
+		return nil, pveDie("detected modified configuration - file changed by other user? Try again.")
 	}
 	sec := findSection(list, id)
 	if sec == nil {

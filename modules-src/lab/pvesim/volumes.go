@@ -215,9 +215,6 @@ func (s *Sim) volumeContentLocked(node string, st *Storage) []map[string]any {
 		_, vn, _ := volumeID(volid)
 		e := map[string]any{"volid": volid, "format": v.Format, "size": v.Size, "content": "images",
 			"vmid": volOwner(vn)}
-		if strings.Contains(vn, "-cloudinit") {
-			e["content"] = "images"
-		}
 		if v.Parent != "" {
 			_, pvn, _ := volumeID(v.Parent)
 			e["parent"] = pvn
