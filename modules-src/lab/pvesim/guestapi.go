@@ -25,6 +25,7 @@ func (s *Sim) guestHandlers() map[string]handlerFunc {
 		"PUT /cluster/replication/{id}":                  s.putReplicationJob,
 		"DELETE /cluster/replication/{id}":               s.deleteReplicationJob,
 		"GET /cluster/ha/resources":                      s.getHAResources,
+		"GET /cluster/ha/status/current":                 s.getHAStatusCurrent,
 		"POST /cluster/ha/resources":                     s.postHAResource,
 		"GET /cluster/ha/resources/{sid}":                s.getHAResource,
 		"PUT /cluster/ha/resources/{sid}":                s.putHAResource,

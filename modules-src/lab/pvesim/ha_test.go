@@ -110,7 +110,21 @@ func TestHAStartIsARequestH4(t *testing.T) {
 	if res := a.call("GET", "/cluster/ha/resources/vm:100", nil).must(t, "resource").obj(); res["state"] != "started" {
 		t.Errorf("requested state %v", res["state"])
 	}
+	haState := func() string {
+		for _, e := range a.call("GET", "/cluster/ha/status/current", nil).must(t, "HA status").list() {
+			if e["id"] == "service:vm:100" {
+				return fmt.Sprint(e["status"])
+			}
+		}
+		return ""
+	}
+	if got := haState(); got != "vm:100 (pve01, starting)" {
+		t.Errorf("HA status before the CRM acts: %q", got)
+	}
 	eventually(t, "CRM starts the guest", func() bool { _, s := vmNode(t, a, 100); return s == "running" })
+	if got := haState(); got != "vm:100 (pve01, started)" {
+		t.Errorf("HA status once running: %q", got)
+	}
 	r := a.call("DELETE", "/nodes/pve01/qemu/100", nil)
 	if r.status != 500 || r.reason != "unable to remove VM 100 - used in HA resources and purge parameter not set." {
 		t.Errorf("destroy of an HA guest: %d %q", r.status, r.reason)
@@ -145,6 +159,15 @@ func TestHAFailoverH3H7(t *testing.T) {
 	if n, st := vmNode(t, b, 100); n != "pve01" || st == "running" {
 		t.Errorf("H7: before fencing the guest is still pve01's and not running: %s %s", n, st)
 	}
+	fencing := false
+	for _, e := range b.call("GET", "/cluster/ha/status/current", nil).must(t, "HA status").list() {
+		if e["id"] == "service:vm:100" && e["status"] == "vm:100 (pve01, fence)" {
+			fencing = true
+		}
+	}
+	if !fencing {
+		t.Error("HA status does not show vm:100 being fenced on pve01")
+	}
 	eventually(t, "recovered on pve02", func() bool { n, st := vmNode(t, b, 100); return n == "pve02" && st == "running" })
 	job := b.call("GET", "/cluster/replication/100-0", nil).must(t, "job").obj()
 	if job["source"] != "pve02" || job["target"] != "pve01" {
@@ -175,6 +198,7 @@ func haTour(t *testing.T, s *Sim, c *apiClient) {
 	c.call("GET", "/cluster/ha/resources", nil).must(t, "resources")
 	c.call("PUT", "/cluster/ha/resources/vm:300", url.Values{"max_relocate": {"2"}}).must(t, "update resource")
 	c.call("GET", "/cluster/ha/resources/300", nil).must(t, "read resource")
+	c.call("GET", "/cluster/ha/status/current", nil).must(t, "HA status")
 	if s.Version() >= 9 {
 		c.call("POST", "/cluster/ha/rules", url.Values{"rule": {"r1"}, "type": {"node-affinity"}, "resources": {"vm:300"}, "nodes": {"pve01"}}).must(t, "rule")
 		c.call("GET", "/cluster/ha/rules", nil).must(t, "rules")
