@@ -156,3 +156,26 @@ func TestConfigLockContention(t *testing.T) {
 	}
 	newClient(t, s, "pve01").root().call("PUT", "/nodes/pve01/qemu/100/config", url.Values{"cores": {"4"}, "skiplock": {"1"}}).must(t, "skiplock as root@pam")
 }
+
+// The cloud-init password never comes back: GET config masks it, an update
+// stores it hashed, and the request log hides it.
+func TestCloudInitPasswordHidden(t *testing.T) {
+	t.Parallel()
+	s := startSim(t, simOpts{taskDuration: 30 * time.Millisecond})
+	c := newClient(t, s, "pve01").labToken()
+	createVM(t, c, 100, url.Values{"ide2": {"local-lvm:cloudinit"}})
+	const pw = "s3cret-Cloud-Pw"
+	c.call("PUT", "/nodes/pve01/qemu/100/config", url.Values{"cipassword": {pw}, "ciuser": {"debian"}}).must(t, "PUT")
+	if got := vmConfig(t, c, "pve01", 100)["cipassword"]; got != "**********" {
+		t.Errorf("cipassword in GET config: %v", got)
+	}
+	raw, _, _ := s.ReadPmxcfs("pve01", "nodes/pve01/qemu-server/100.conf")
+	if strings.Contains(raw, pw) || !strings.Contains(raw, "cipassword: $6$") {
+		t.Errorf("config file keeps the password in clear or unhashed: %q", raw)
+	}
+	for _, e := range s.Requests() {
+		if strings.Contains(fmt.Sprint(e.Params), pw) {
+			t.Errorf("request log shows the password: %v", e.Params)
+		}
+	}
+}

@@ -1,8 +1,11 @@
 package pvesim
 
 import (
+	"crypto/sha512"
+	"encoding/base64"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -267,6 +270,9 @@ func (s *Sim) getQemuConfig(rc *reqCtx) (any, error) {
 		keys = maps.Clone(c.Keys)
 	}
 	out := s.typedConf(keys)
+	if _, ok := out["cipassword"]; ok {
+		out["cipassword"] = "**********" // vm_config never shows it
+	}
 	if c.Description != "" {
 		out["description"] = c.Description
 	}
@@ -295,6 +301,13 @@ func (s *Sim) getQemuPending(rc *reqCtx) (any, error) {
 		}
 		if v, ok := c.Pending[k]; ok {
 			e["pending"] = s.typedConf(map[string]string{k: v})[k]
+		}
+		if k == "cipassword" {
+			for _, f := range []string{"value", "pending"} {
+				if _, ok := e[f]; ok {
+					e[f] = "**********"
+				}
+			}
 		}
 		if c.pendingDeleted(k) {
 			e["delete"] = 1
@@ -538,7 +551,14 @@ func (s *Sim) parseConfigUpdate(rc *reqCtx) (*configUpdate, error) {
 		u.set[k] = paramString(v)
 	}
 	for _, k := range slices.Sorted(maps.Keys(u.set)) {
-		u.params = append(u.params, "-"+k, u.set[k])
+		v := u.set[k]
+		if k == "cipassword" {
+			v = "<hidden>"
+		}
+		u.params = append(u.params, "-"+k, v)
+	}
+	if pw, ok := u.set["cipassword"]; ok && !cryptedRe.MatchString(pw) {
+		u.set["cipassword"] = cryptPassword(pw) // an update stores it hashed (encrypt_pw)
 	}
 	if k, ok := u.set["cdrom"]; ok {
 		u.set["ide2"] = k + ",media=cdrom"
@@ -568,6 +588,18 @@ func (s *Sim) parseConfigUpdate(rc *reqCtx) (*configUpdate, error) {
 		}
 	}
 	return u, nil
+}
+
+// cryptedRe is qemu-server's test for an already hashed password.
+var cryptedRe = regexp.MustCompile(`^\$(?:[156]|2[ay])(\$.+){2}`)
+
+// cryptPassword stands in for PVE::Tools::encrypt_pw (crypt(3) SHA-512):
+// same shape, not a real crypt hash (reconstruction) — the lab only needs
+// the password gone from the file.
+func cryptPassword(pw string) string {
+	salt := randomHex(8)
+	sum := sha512.Sum512([]byte(salt + pw))
+	return "$6$" + salt + "$" + base64.RawStdEncoding.EncodeToString(sum[:])
 }
 
 func pveSplit(s string) []string {
