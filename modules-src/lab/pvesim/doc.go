@@ -63,8 +63,8 @@
 //     request the CRM honours HADelay later (H4); a node powered off is
 //     fenced FenceDelay later and its HA guests recover elsewhere (H3, H7).
 //
-// Containers are listed in the VM list (a config in nodes/<n>/lxc) but the
-// pct API is not simulated yet.
+//   - Containers (lxc.go), the basics: create (vzcreate), config read and
+//     synchronous update, status, start/stop/shutdown, destroy, HA ct:N.
 //
 // State is saved as JSON (<Dir>/pvesim/state.json, 0600: it holds the lab's
 // root password and token secret) after every change; certificates live in
@@ -132,8 +132,9 @@
 // /nodes/{node}/storage[/{storage}/status|content],
 // /cluster/status, /cluster/resources (node, storage and vm entries),
 // /cluster/nextid, /nodes/{node}/qemu[/{vmid}[/config|pending|status/…|
-// template|resize|clone]], /cluster/replication[/{id}],
-// /cluster/ha/resources|groups|rules[/{id}],
+// template|resize|clone]], /nodes/{node}/lxc[/{vmid}[/config|status/…]],
+// /cluster/replication[/{id}], /cluster/ha/resources|groups|rules[/{id}],
+// /cluster/ha/status/current,
 // /cluster/config (create, index), /cluster/config/join (GET, POST),
 // /cluster/config/nodes, DELETE /cluster/config/nodes/{node} (delnode: the
 // removed node keeps a stale, never-quorate /etc/pve with corosync.conf and

@@ -622,12 +622,9 @@ func (s *Sim) reconcileHALocked(db *ConfigDB) {
 	list, _ := s.haResourcesLocked(db)
 	changed := false
 	for _, r := range list {
-		if r.Type != "vm" {
-			continue
-		}
 		vmid, _ := strconv.Atoi(r.ID)
 		e, ok := s.findVMLocked(db, vmid)
-		if !ok || !s.nodeUpLocked(e.Node) {
+		if !ok || !s.nodeUpLocked(e.Node) || (r.Type == "ct") != (e.Kind == "lxc") {
 			continue
 		}
 		want := r.Opts["state"]
@@ -636,6 +633,11 @@ func (s *Sim) reconcileHALocked(db *ConfigDB) {
 		}
 		running := s.runningLocked(e.Node, vmid)
 		switch {
+		case want == "started" && !running && e.Kind == "lxc":
+			if c, err := s.loadCtConfLocked(db, e.Node, vmid); err == nil && !c.isTemplate() && c.lock() == "" {
+				s.setRunningLocked(e.Node, vmid, true)
+				changed = true
+			}
 		case want == "started" && !running:
 			if c, err := s.loadQmConfLocked(db, e.Node, vmid); err == nil && !c.isTemplate() && c.lock() == "" {
 				c.applyPending()
@@ -657,20 +659,28 @@ func (s *Sim) reconcileHALocked(db *ConfigDB) {
 // sets the requested state (ha-manager set / crm-command stop), the CRM acts
 // later.
 func (s *Sim) haRequestTask(rc *reqCtx, typ string, vmid int, state string) string {
+	return s.haRequestTaskSID(rc, typ, fmt.Sprintf("vm:%d", vmid), vmid, state)
+}
+
+func (s *Sim) haRequestTaskSID(rc *reqCtx, typ, sid string, vmid int, state string) string {
 	db := rc.db()
+	kind := "VM"
+	if strings.HasPrefix(sid, "ct:") {
+		kind = "CT"
+	}
 	verb := "start"
 	if typ == "hastop" {
 		verb = "stop"
 	}
 	return s.startTaskLocked(rc, rc.node, typ, strconv.Itoa(vmid), func(t *taskRun) string {
-		t.logf("Requesting HA %s for VM %d", verb, vmid)
+		t.logf("Requesting HA %s for %s %d", verb, kind, vmid)
 		if !s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration)) {
 			return "unexpected status"
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		list, _ := s.haResourcesLocked(db)
-		if r := findResource(list, fmt.Sprintf("vm:%d", vmid)); r != nil {
+		if r := findResource(list, sid); r != nil {
 			r.Opts["state"] = state
 			s.writeSectionsLocked(db, haResourcesCfg, list)
 			s.saveLocked()
@@ -714,7 +724,7 @@ func (s *Sim) recoverNodeLocked(db *ConfigDB, dead string) {
 	}
 	n := s.st.Nodes[dead]
 	for _, r := range list {
-		if r.Type != "vm" || r.Opts["state"] == "disabled" || r.Opts["state"] == "ignored" {
+		if r.Opts["state"] == "disabled" || r.Opts["state"] == "ignored" {
 			continue
 		}
 		vmid, _ := strconv.Atoi(r.ID)
@@ -726,9 +736,9 @@ func (s *Sim) recoverNodeLocked(db *ConfigDB, dead string) {
 		if target == "" {
 			continue // no allowed node: stays in recovery (reconstruction of the state)
 		}
-		raw, _ := s.readEtcPve(db, guestConfPath(dead, "qemu-server", vmid))
-		s.removeEtcPve(db, guestConfPath(dead, "qemu-server", vmid))
-		s.writeEtcPve(db, guestConfPath(target, "qemu-server", vmid), raw)
+		raw, _ := s.readEtcPve(db, guestConfPath(dead, e.Kind, vmid))
+		s.removeEtcPve(db, guestConfPath(dead, e.Kind, vmid))
+		s.writeEtcPve(db, guestConfPath(target, e.Kind, vmid), raw)
 		delete(n.Running, vmid)
 		load[target]++
 		s.switchReplicationLocked(db, vmid, dead, target)

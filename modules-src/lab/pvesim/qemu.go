@@ -187,8 +187,11 @@ func (s *Sim) vmResourcesLocked(rc *reqCtx) []map[string]any {
 		if !hasPriv(db, rc.who, fmt.Sprintf("/vms/%d", e.VMID), []string{"VM.Audit"}, false) {
 			continue
 		}
-		if e.Kind != "qemu-server" {
-			continue // containers: not simulated yet
+		if e.Kind == "lxc" {
+			if r, ok := s.ctResourcesLocked(rc, e); ok {
+				out = append(out, r)
+			}
+			continue
 		}
 		c, err := s.loadQmConfLocked(db, e.Node, e.VMID)
 		if err != nil {

@@ -94,10 +94,16 @@ func (s *Sim) replicatableVolumes(node string, vmid int, c *qmConf) ([]string, e
 	db := s.dbOf(node)
 	var out []string
 	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
-		if !isDriveKey(k) {
+		var d drive
+		switch {
+		case isDriveKey(k):
+			d = parseDrive(c.Keys[k])
+		case ctVolKeyRe.MatchString(k): // a container's rootfs and mount points
+			d = drive{props: parseProps(c.Keys[k], "volume")}
+			d.props.set("file", d.props.get("volume"))
+		default:
 			continue
 		}
-		d := parseDrive(c.Keys[k])
 		if d.cdrom() || d.props.get("replicate") == "0" {
 			continue
 		}
@@ -140,18 +146,21 @@ func (s *Sim) postReplicationJob(rc *reqCtx) (any, error) {
 	if target == e.Node {
 		return nil, pveDie("Source and target must not be identical")
 	}
-	if e.Kind == "qemu-server" {
-		c, err := s.loadQmConfLocked(db, e.Node, guest)
-		if err != nil {
-			return nil, err
-		}
-		vols, err := s.replicatableVolumes(e.Node, guest, c)
-		if err != nil {
-			return nil, err
-		}
-		if len(vols) == 0 {
-			return nil, pveDie("No replicatable volumes found")
-		}
+	var c *qmConf
+	if e.Kind == "lxc" {
+		c, err = s.loadCtConfLocked(db, e.Node, guest)
+	} else {
+		c, err = s.loadQmConfLocked(db, e.Node, guest)
+	}
+	if err != nil {
+		return nil, err
+	}
+	vols, err := s.replicatableVolumes(e.Node, guest, c)
+	if err != nil {
+		return nil, err
+	}
+	if len(vols) == 0 {
+		return nil, pveDie("No replicatable volumes found")
 	}
 	if aerr := s.cfsWriteLocked(db, replicationCfg, "replication job create failed"); aerr != nil { // reconstruction of the prefix
 		return nil, aerr

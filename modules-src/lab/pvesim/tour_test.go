@@ -39,6 +39,7 @@ func TestEveryHandlerFitsReturnsSchema(t *testing.T) {
 		tok.call("DELETE", "/pools/p1", nil).must(t, "delete pool (deprecated)")
 		tok.call("POST", "/pools", url.Values{"poolid": {"p2"}}).must(t, "create pool")
 		tok.call("DELETE", "/pools", url.Values{"poolid": {"p2"}}).must(t, "delete pool")
+		lxcTour(t, tok, "pve01")
 		guestTour(t, tok, "pve01") // pve01 keeps its guests into the cluster; pve02 joins without any
 
 		upid := root.call("POST", "/cluster/config", url.Values{"clustername": {"tour"}}).must(t, "create").data.(string)
