@@ -62,7 +62,6 @@
 //     rules.cfg (PVE 9); start/stop of an HA guest is a hastart/hastop
 //     request the CRM honours HADelay later (H4); a node powered off is
 //     fenced FenceDelay later and its HA guests recover elsewhere (H3, H7).
-//
 //   - Containers (lxc.go), the basics: create (vzcreate), config read and
 //     synchronous update, status, start/stop/shutdown, destroy, HA ct:N.
 //
