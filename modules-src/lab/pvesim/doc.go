@@ -61,7 +61,9 @@
 //   - HA (ha.go): ha/resources.cfg, groups.cfg (PVE 8; refused on 9, H2),
 //     rules.cfg (PVE 9); start/stop of an HA guest is a hastart/hastop
 //     request the CRM honours HADelay later (H4); a node powered off is
-//     fenced FenceDelay later and its HA guests recover elsewhere (H3, H7).
+//     fenced FenceDelay later and its HA guests recover elsewhere (H3, H7);
+//     they fail back FailbackDelay after their preferred node returns, and
+//     a node powering on starts its onboot guests.
 //   - Containers (lxc.go), the basics: create (vzcreate), config read and
 //     synchronous update, status, start/stop/shutdown, destroy, HA ct:N.
 //
@@ -93,7 +95,7 @@
 //	s.ReadPmxcfs(node, "priv/authorized_keys"); s.WritePmxcfs(…)  // other /etc/pve files (C7)
 //	Config.StorageCheck = func(node string, st StorageInfo) error { … } // read-only "is it usable?" (Z7)
 //	Config.StorageActivate, StorageUsage, StorageContent, NodeVersion   // the node's own answers (labctl fills them)
-//	Config.CloneDuration, AllocDuration, ReplicationInterval, HADelay, FenceDelay // guest timings (zero: PVE-like)
+//	Config.CloneDuration, AllocDuration, ReplicationInterval, HADelay, FenceDelay, FailbackDelay // guest timings
 //	s.AddGuest(node, pvesim.GuestSpec{VMID: 9000, Template: true, Config: map[string]string{"scsi0": "local-lvm:8"}})
 //	http.Serve(unixListener, s.ControlHandler())
 //
@@ -122,7 +124,7 @@
 // (PVE: 1 s against lock_config's 10 s). A replication job marked for
 // removal vanishes at the source's next run, ReplicationInterval (1 min).
 // The HA stack acts HADelay (10 s) after a request; fencing a powered-off
-// node takes FenceDelay (60 s, H7).
+// node takes FenceDelay (60 s, H7), failing back FailbackDelay (2 min).
 //
 // # Endpoints
 //

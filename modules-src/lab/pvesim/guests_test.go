@@ -410,3 +410,29 @@ func TestGuestFixtures(t *testing.T) {
 		t.Errorf("clone of the fixture template: %v", st)
 	}
 }
+
+// A node that powers back on runs nothing but its onboot guests.
+func TestPowerCycleStartsOnbootGuests(t *testing.T) {
+	t.Parallel()
+	s := startSim(t, simOpts{taskDuration: 30 * time.Millisecond})
+	for _, g := range []GuestSpec{
+		{VMID: 100, Running: true, Config: map[string]string{"onboot": "1"}},
+		{VMID: 101, Running: true, Config: map[string]string{}},
+	} {
+		if err := s.AddGuest("pve01", g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.SetOnline("pve01", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetOnline("pve01", true); err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, s, "pve01").labToken()
+	for vmid, want := range map[int]string{100: "running", 101: "stopped"} {
+		if got := c.call("GET", fmt.Sprintf("/nodes/pve01/qemu/%d/status/current", vmid), nil).must(t, "status").obj()["status"]; got != want {
+			t.Errorf("VM %d after a power cycle: %v, want %s", vmid, got, want)
+		}
+	}
+}

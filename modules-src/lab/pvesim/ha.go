@@ -94,6 +94,16 @@ func (s *Sim) haConfiguredLocked(db *ConfigDB, vmid int) bool {
 	return findResource(list, fmt.Sprintf("vm:%d", vmid)) != nil
 }
 
+// haConfiguredSIDLocked tells whether a guest of the VM list is an HA resource.
+func (s *Sim) haConfiguredSIDLocked(db *ConfigDB, e vmEntry) bool {
+	list, _ := s.haResourcesLocked(db)
+	typ := "vm"
+	if e.Kind == "lxc" {
+		typ = "ct"
+	}
+	return findResource(list, fmt.Sprintf("%s:%d", typ, e.VMID)) != nil
+}
+
 var haResourceOpts = []string{"state", "max_restart", "max_relocate", "comment", "group", "failback"}
 
 func resourceView(r *section, digest string, hideGroup bool) map[string]any {
@@ -809,5 +819,100 @@ func (s *Sim) switchReplicationLocked(db *ConfigDB, vmid int, oldNode, newNode s
 	}
 	if changed {
 		s.writeSectionsLocked(db, replicationCfg, list)
+	}
+}
+
+// ---- failback ----
+
+// nodeBackLocked: FailbackDelay after a node returns, HA guests whose
+// node-affinity rule (9, failback not 0) or group (8, nofailback not 1)
+// prefers it over their current node migrate there, running as they were.
+func (s *Sim) nodeBackLocked(node string) {
+	dbID := s.st.Nodes[node].DB
+	// pve-guests at boot: guests with onboot=1 start, HA ones are the CRM's.
+	if db := s.st.DBs[dbID]; db != nil {
+		for _, e := range s.vmListLocked(db) {
+			if e.Node != node || s.haConfiguredSIDLocked(db, e) {
+				continue
+			}
+			raw, _ := s.readEtcPve(db, guestConfPath(node, e.Kind, e.VMID))
+			if c := parseQmConf(raw); c.Keys["onboot"] == "1" && !c.isTemplate() {
+				s.setRunningLocked(node, e.VMID, true)
+			}
+		}
+		s.scheduleCRMLocked(dbID)
+	}
+	d := s.cfg.dur(s.cfg.FailbackDelay, 2*time.Minute)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if !s.sleep(d) {
+			return
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		db := s.st.DBs[dbID]
+		if db == nil || !s.nodeUpLocked(node) || !s.quorateLocked(db) {
+			return
+		}
+		s.failbackLocked(db, node)
+	}()
+}
+
+func (s *Sim) failbackLocked(db *ConfigDB, back string) {
+	list, _ := s.haResourcesLocked(db)
+	rules, _ := s.readSectionsLocked(db, haRulesCfg)
+	groups, _ := s.readSectionsLocked(db, haGroupsCfg)
+	changed := false
+	for _, r := range list {
+		if r.Opts["state"] == "disabled" || r.Opts["state"] == "ignored" {
+			continue
+		}
+		sid := r.Type + ":" + r.ID
+		prefs, failback := "", true
+		for _, rule := range rules {
+			if rule.Type == "node-affinity" && rule.Opts["disable"] != "1" && slices.Contains(splitComma(rule.Opts["resources"]), sid) {
+				prefs = rule.Opts["nodes"]
+			}
+		}
+		if s.cfg.Version >= 9 {
+			failback = r.Opts["failback"] != "0"
+		} else if gs := findSection(groups, r.Opts["group"]); gs != nil {
+			prefs, failback = gs.Opts["nodes"], gs.Opts["nofailback"] != "1"
+		}
+		if !failback || prefs == "" {
+			continue
+		}
+		vmid, _ := strconv.Atoi(r.ID)
+		e, ok := s.findVMLocked(db, vmid)
+		if !ok || e.Node == back {
+			continue
+		}
+		prio := func(n string) int {
+			for _, p := range splitComma(prefs) {
+				name, pr, _ := strings.Cut(p, ":")
+				if name == n {
+					v, _ := strconv.Atoi(pr)
+					return v
+				}
+			}
+			return -1
+		}
+		if prio(back) <= prio(e.Node) {
+			continue
+		}
+		running := s.runningLocked(e.Node, vmid)
+		raw, _ := s.readEtcPve(db, guestConfPath(e.Node, e.Kind, vmid))
+		s.removeEtcPve(db, guestConfPath(e.Node, e.Kind, vmid))
+		s.writeEtcPve(db, guestConfPath(back, e.Kind, vmid), raw)
+		s.setRunningLocked(e.Node, vmid, false)
+		if running {
+			s.setRunningLocked(back, vmid, true)
+		}
+		s.switchReplicationLocked(db, vmid, e.Node, back)
+		changed = true
+	}
+	if changed {
+		s.saveLocked()
 	}
 }

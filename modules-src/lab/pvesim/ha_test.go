@@ -140,6 +140,7 @@ func TestHAFailoverH3H7(t *testing.T) {
 		func(c *Config) {
 			c.HADelay = 50 * time.Millisecond
 			c.FenceDelay = 600 * time.Millisecond
+			c.FailbackDelay = 400 * time.Millisecond
 		})
 	c3 := newClient(t, s, "pve03").root()
 	joinVia(t, s, a, c3)
@@ -172,6 +173,20 @@ func TestHAFailoverH3H7(t *testing.T) {
 	job := b.call("GET", "/cluster/replication/100-0", nil).must(t, "job").obj()
 	if job["source"] != "pve02" || job["target"] != "pve01" {
 		t.Errorf("replication job after failover: %v, want pve02 → pve01", job)
+	}
+
+	// Failback (H7): pve01 returns; FailbackDelay later the guest goes home,
+	// still running, and the job points at pve02 again.
+	if err := s.SetOnline("pve01", true); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := vmNode(t, b, 100); n != "pve02" {
+		t.Errorf("guest moved back at once (%s); failback takes FailbackDelay", n)
+	}
+	eventually(t, "failback to pve01", func() bool { n, st := vmNode(t, b, 100); return n == "pve01" && st == "running" })
+	job = b.call("GET", "/cluster/replication/100-0", nil).must(t, "job").obj()
+	if job["source"] != "pve01" || job["target"] != "pve02" {
+		t.Errorf("replication job after failback: %v, want pve01 → pve02", job)
 	}
 }
 

@@ -80,6 +80,9 @@ type Config struct {
 	// recovered elsewhere: default 60 s (H7: fencing waits ~50 s, then the
 	// CRM moves them).
 	FenceDelay time.Duration
+	// FailbackDelay is how long after a preferred node comes back its HA
+	// guests migrate home (failback): default 2 min (H7).
+	FailbackDelay time.Duration
 }
 
 // NodeConfig names a node and the loopback address its API listens on.
