@@ -1,7 +1,7 @@
 // Package pvesim simulates a Proxmox VE 8 or 9 cluster of N nodes well
 // enough that the collection's modules cannot tell it from the real API for
 // the endpoints they use — including the ugly parts (pitfalls C4–C6, C10,
-// K1–K4, K10, K11, K13, K16, K18, K19, H1–H4, H6, H7, S1, S2, Z7) — so that "green is
+// K1–K4, K10, K11, K13, K16, K18, K19, H1–H4, H6–H8, S1, S2, Z7) — so that "green is
 // not proof" can be tested.
 //
 // # Shape
@@ -57,13 +57,16 @@
 //   - Clone (clone.go): qemu-server's clone_vm step by step — K1–K4, K13,
 //     K18; see the file's comment.
 //   - /cluster/nextid: the lowest free VMID, as a string; nothing reserved.
-//   - Replication (replication.go): /etc/pve/replication.cfg, H1, H6.
+//   - Replication (replication.go, replrun.go): /etc/pve/replication.cfg;
+//     the source node's scheduler syncs ZFS volumes to a replica on the
+//     target and keeps last_sync/fail_count per node (H1, H6).
 //   - HA (ha.go): ha/resources.cfg, groups.cfg (PVE 8; refused on 9, H2),
 //     rules.cfg (PVE 9); start/stop of an HA guest is a hastart/hastop
 //     request the CRM honours HADelay later (H4); a node powered off is
 //     fenced FenceDelay later and its HA guests recover elsewhere (H3, H7);
 //     they fail back FailbackDelay after their preferred node returns, and
-//     a node powering on starts its onboot guests.
+//     a node powering on starts its onboot guests. A guest recovered where
+//     its local disks have no replica cannot start: error state (H8).
 //   - Containers (lxc.go), the basics: create (vzcreate), config read and
 //     synchronous update, status, start/stop/shutdown, destroy, HA ct:N.
 //
@@ -134,7 +137,8 @@
 // /cluster/status, /cluster/resources (node, storage and vm entries),
 // /cluster/nextid, /nodes/{node}/qemu[/{vmid}[/config|pending|status/…|
 // template|resize|clone]], /nodes/{node}/lxc[/{vmid}[/config|status/…]],
-// /cluster/replication[/{id}], /cluster/ha/resources|groups|rules[/{id}],
+// /cluster/replication[/{id}], /nodes/{node}/replication[/{id}/status|log|
+// schedule_now], /cluster/ha/resources|groups|rules[/{id}],
 // /cluster/ha/status/current,
 // /cluster/config (create, index), /cluster/config/join (GET, POST),
 // /cluster/config/nodes, DELETE /cluster/config/nodes/{node} (delnode: the

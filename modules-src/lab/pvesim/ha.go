@@ -55,6 +55,21 @@ func (s *Sim) parseSID(db *ConfigDB, sid string) (string, int, error) {
 
 func sidSection(sid string) (typ, id string) { typ, id, _ = strings.Cut(sid, ":"); return }
 
+func sid(r *section) string { return r.Type + ":" + r.ID }
+
+func (s *Sim) haErrorLocked(db *ConfigDB, sid string) bool { return s.haErrors[db.ID+"/"+sid] }
+
+func (s *Sim) setHAErrorLocked(db *ConfigDB, sid string, on bool) {
+	if s.haErrors == nil {
+		s.haErrors = map[string]bool{}
+	}
+	if on {
+		s.haErrors[db.ID+"/"+sid] = true
+	} else {
+		delete(s.haErrors, db.ID+"/"+sid)
+	}
+}
+
 func (s *Sim) haResourcesLocked(db *ConfigDB) ([]*section, string) {
 	return s.readSectionsLocked(db, haResourcesCfg)
 }
@@ -218,6 +233,13 @@ func (s *Sim) putHAResource(rc *reqCtx) (any, error) {
 	r := findResource(list, sid)
 	if r == nil {
 		return nil, fmt.Errorf("no such resource '%s'", sid) // reconstruction (update_resources_config)
+	}
+	if s.haErrorLocked(db, sid) {
+		// Resources.pm check_service_state; disabling is the way out.
+		if rc.str("state") != "disabled" {
+			return nil, fmt.Errorf("service '%s' in error state, must be disabled and fixed first", sid)
+		}
+		s.setHAErrorLocked(db, sid, false)
 	}
 	for _, k := range haResourceOpts {
 		if rc.has(k) {
@@ -641,6 +663,9 @@ func (s *Sim) reconcileHALocked(db *ConfigDB) {
 		if want == "" {
 			want = "started"
 		}
+		if s.haErrorLocked(db, sid(r)) {
+			continue
+		}
 		running := s.runningLocked(e.Node, vmid)
 		switch {
 		case want == "started" && !running && e.Kind == "lxc":
@@ -746,12 +771,19 @@ func (s *Sim) recoverNodeLocked(db *ConfigDB, dead string) {
 		if target == "" {
 			continue // no allowed node: stays in recovery (reconstruction of the state)
 		}
+		missing := s.missingVolumesLocked(db, e, target)
 		raw, _ := s.readEtcPve(db, guestConfPath(dead, e.Kind, vmid))
 		s.removeEtcPve(db, guestConfPath(dead, e.Kind, vmid))
 		s.writeEtcPve(db, guestConfPath(target, e.Kind, vmid), raw)
 		delete(n.Running, vmid)
 		load[target]++
 		s.switchReplicationLocked(db, vmid, dead, target)
+		if len(missing) > 0 {
+			// H8: without a replica (a local or linked disk) the guest cannot
+			// start there; after its restarts and relocations the CRM gives up
+			// and the service is in error (reconstruction of the sequence).
+			s.setHAErrorLocked(db, sid(r), true)
+		}
 	}
 	s.reconcileHALocked(db)
 	s.saveLocked()

@@ -141,6 +141,7 @@ func TestHAFailoverH3H7(t *testing.T) {
 			c.HADelay = 50 * time.Millisecond
 			c.FenceDelay = 600 * time.Millisecond
 			c.FailbackDelay = 400 * time.Millisecond
+			c.ReplicationInterval = 100 * time.Millisecond
 		})
 	c3 := newClient(t, s, "pve03").root()
 	joinVia(t, s, a, c3)
@@ -152,6 +153,13 @@ func TestHAFailoverH3H7(t *testing.T) {
 	a.call("POST", "/cluster/ha/rules", url.Values{"rule": {"replicas"}, "type": {"node-affinity"}, "resources": {"vm:100"},
 		"nodes": {"pve01:2,pve02:1"}, "strict": {"1"}}).must(t, "rule")
 	eventually(t, "running on pve01", func() bool { n, st := vmNode(t, b, 100); return n == "pve01" && st == "running" })
+	eventually(t, "first replication", func() bool {
+		return a.call("GET", "/nodes/pve01/replication/100-0/status", nil).must(t, "repl status").obj()["last_sync"] != float64(0)
+	})
+	// H8: a guest on local-lvm has no replica: recovered elsewhere, it cannot start.
+	createVM(t, a, 101, nil)
+	a.call("POST", "/cluster/ha/resources", url.Values{"sid": {"vm:101"}}).must(t, "resource 101")
+	eventually(t, "101 running", func() bool { _, st := vmNode(t, b, 101); return st == "running" })
 
 	if err := s.SetOnline("pve01", false); err != nil {
 		t.Fatal(err)
@@ -174,6 +182,22 @@ func TestHAFailoverH3H7(t *testing.T) {
 	if job["source"] != "pve02" || job["target"] != "pve01" {
 		t.Errorf("replication job after failover: %v, want pve02 → pve01", job)
 	}
+	eventually(t, "101 recovered in error", func() bool {
+		for _, e := range b.call("GET", "/cluster/ha/status/current", nil).must(t, "HA status").list() {
+			if e["id"] == "service:vm:101" && e["state"] == "error" {
+				return true
+			}
+		}
+		return false
+	})
+	if _, st := vmNode(t, b, 101); st == "running" {
+		t.Error("H8: a guest without a replica of its local disk runs after recovery")
+	}
+	r := b.call("PUT", "/cluster/ha/resources/vm:101", url.Values{"state": {"started"}})
+	if r.status != 500 || r.reason != "service 'vm:101' in error state, must be disabled and fixed first" {
+		t.Errorf("restart of a service in error: %d %q", r.status, r.reason)
+	}
+	b.call("PUT", "/cluster/ha/resources/vm:101", url.Values{"state": {"disabled"}}).must(t, "disable the failed service")
 
 	// Failback (H7): pve01 returns; FailbackDelay later the guest goes home,
 	// still running, and the job points at pve02 again.

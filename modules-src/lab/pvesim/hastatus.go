@@ -78,6 +78,8 @@ func (s *Sim) getHAStatusCurrent(rc *reqCtx) (any, error) {
 				node = g.Node
 				running := s.runningLocked(g.Node, vmid)
 				switch {
+				case s.haErrorLocked(db, sid):
+					state = "error"
 				case req == "ignored":
 					state = "ignored"
 				case !s.nodeUpLocked(g.Node):

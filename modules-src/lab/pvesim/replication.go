@@ -182,6 +182,7 @@ func (s *Sim) postReplicationJob(rc *reqCtx) (any, error) {
 	}
 	s.writeSectionsLocked(db, replicationCfg, append(list, sec))
 	s.saveLocked()
+	s.scheduleReplRunLocked(db.ID, id, s.cfg.dur(s.cfg.ReplicationInterval, time.Minute))
 	return nil, nil
 }
 
@@ -308,16 +309,21 @@ func (s *Sim) replicationJobsOf(db *ConfigDB, vmid int) []string {
 	return out
 }
 
-// resumeReplicationRunsLocked restarts the removal of jobs marked before
-// the simulator stopped.
+// resumeReplicationRunsLocked restarts, after the simulator restarts, the
+// jobs' runs and the removal of jobs marked before it stopped.
 func (s *Sim) resumeReplicationRunsLocked() {
 	for id, db := range s.st.DBs {
 		list, _ := s.readSectionsLocked(db, replicationCfg)
+		marked := false
 		for _, j := range list {
 			if j.Opts["remove_job"] != "" {
-				s.scheduleReplicationRunLocked(id)
-				break
+				marked = true
+				continue
 			}
+			s.scheduleReplRunLocked(id, j.ID, s.cfg.dur(s.cfg.ReplicationInterval, time.Minute))
+		}
+		if marked {
+			s.scheduleReplicationRunLocked(id)
 		}
 	}
 }

@@ -1,7 +1,9 @@
 package pvesim
 
 import (
+	"fmt"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 )
@@ -10,7 +12,7 @@ import (
 // marks the job, the source's next pvesr run removes it.
 func TestReplicationJobsH1H6(t *testing.T) {
 	t.Parallel()
-	_, a, _ := twoNodes(t, simOpts{taskDuration: 30 * time.Millisecond, restartWindow: 200 * time.Millisecond},
+	_, a, b := twoNodes(t, simOpts{taskDuration: 30 * time.Millisecond, restartWindow: 200 * time.Millisecond},
 		func(c *Config) { c.ReplicationInterval = 300 * time.Millisecond })
 	a.call("POST", "/storage", url.Values{"storage": {"tank"}, "type": {"zfspool"}, "pool": {"tank"}, "content": {"images"}}).must(t, "zfs storage")
 	a.call("POST", "/storage", url.Values{"storage": {"nfs"}, "type": {"nfs"}, "server": {"10.0.0.9"},
@@ -44,6 +46,27 @@ func TestReplicationJobsH1H6(t *testing.T) {
 			t.Errorf("create %v: %d %q, want %q", c.p, r.status, r.reason, c.want)
 		}
 	}
+	// The source's scheduler runs the job: a full sync, then the replica is
+	// on the target (H1).
+	eventually(t, "first sync", func() bool {
+		st := a.call("GET", "/nodes/pve01/replication/100-0/status", nil).must(t, "status").obj()
+		return st["last_sync"] != float64(0) && st["fail_count"] == float64(0)
+	})
+	log := fmt.Sprint(a.call("GET", "/nodes/pve01/replication/100-0/log", nil).must(t, "log").list())
+	if !strings.Contains(log, "full sync 'tank:vm-100-disk-0'") {
+		t.Errorf("replication log: %s", log)
+	}
+	var replica bool
+	for _, v := range b.call("GET", "/nodes/pve02/storage/tank/content", nil).must(t, "pve02 tank").list() {
+		replica = replica || v["volid"] == "tank:vm-100-disk-0"
+	}
+	if !replica {
+		t.Error("no replica of tank:vm-100-disk-0 on pve02 after the sync")
+	}
+	a.call("POST", "/nodes/pve01/replication/100-0/schedule_now", nil).must(t, "schedule now")
+	if jobs := a.call("GET", "/nodes/pve01/replication", nil).must(t, "node jobs").list(); len(jobs) != 1 || jobs[0]["id"] != "100-0" {
+		t.Errorf("pve01's replication status list: %v", jobs)
+	}
 	r := a.call("DELETE", "/nodes/pve01/qemu/100", nil)
 	if r.status != 500 || r.reason != "There is a replication job '100-0' for guest '100' - Please remove that first." {
 		t.Errorf("destroy with a job: %d %q", r.status, r.reason)
@@ -67,5 +90,9 @@ func replicationTour(t *testing.T, c *apiClient) {
 	c.call("GET", "/cluster/replication", nil).must(t, "jobs")
 	c.call("PUT", "/cluster/replication/300-0", url.Values{"rate": {"5.5"}, "comment": {"tour"}}).must(t, "update job")
 	c.call("GET", "/cluster/replication/300-0", nil).must(t, "job")
+	c.call("GET", "/nodes/pve01/replication", nil).must(t, "node replication")
+	c.call("GET", "/nodes/pve01/replication/300-0/status", nil).must(t, "job status")
+	c.call("GET", "/nodes/pve01/replication/300-0/log", nil).must(t, "job log")
+	c.call("POST", "/nodes/pve01/replication/300-0/schedule_now", nil).must(t, "schedule now")
 	c.call("DELETE", "/cluster/replication/300-0", url.Values{"force": {"1"}}).must(t, "delete job")
 }

@@ -130,6 +130,8 @@ type Sim struct {
 	log     *RequestLog
 
 	guestLocks map[string]*guestLock // /var/lock/qemu-server and storage flocks (guestlock.go)
+	replGen    map[string]int        // current run chain of each replication job (replrun.go)
+	haErrors   map[string]bool       // HA services in error state, "db/sid" (ha.go)
 }
 
 // nodeRuntime is the serving side of a node (not persisted).

@@ -56,6 +56,9 @@ type Node struct {
 	// Running maps the VMIDs whose QEMU process runs here to their start
 	// time (Unix seconds): /var/run/qemu-server is node-local (guests.go).
 	Running map[int]int64 `json:"running,omitempty"`
+	// Replication is this node's pve-replication-state: one entry per job
+	// whose guest it holds (replrun.go).
+	Replication map[string]*ReplRun `json:"replication,omitempty"`
 	// Volumes on this node's local storages, by volid (guests.go).
 	Volumes map[string]*GuestVolume `json:"volumes,omitempty"`
 	// restarting is true while the API is down for a join (not persisted).
