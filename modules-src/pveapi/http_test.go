@@ -360,3 +360,44 @@ func TestPveshTransport(t *testing.T) {
 		t.Errorf("pvesh args %q, want %q", strings.Join(got[1], " "), want)
 	}
 }
+
+// TestPveshNeverGetsASecret: pvesh reads parameters from its command line
+// only, which any user of the node can read in the process list, so a
+// request carrying a secret parameter is refused before pvesh runs, as a
+// request that changed nothing, naming the parameter and the way out.
+func TestPveshNeverGetsASecret(t *testing.T) {
+	const secret = "s3cr3t-Pa55"
+	var argv [][]string
+	pt := &pveshTransport{bin: "pvesh", run: func(ctx context.Context, bin string, args []string) ([]byte, []byte, error) {
+		argv = append(argv, args)
+		return []byte("null\n"), nil, nil
+	}}
+	c := &Client{t: pt, retry: fastRetry, logf: func(string, ...any) {}, local: true}
+	for _, name := range SecretParams {
+		params := url.Values{"storage": {"backup"}, "type": {"pbs"}, name: {secret}}
+		err := c.Post(context.Background(), "/storage", params, nil)
+		if err == nil {
+			t.Errorf("%s: sent through pvesh", name)
+			continue
+		}
+		if msg := err.Error(); !strings.Contains(msg, name+": a secret is never sent in local mode") || !strings.Contains(msg, "api_host") || strings.Contains(msg, secret) {
+			t.Errorf("%s: message %q", name, msg)
+		}
+		if !NothingDone(err) || IsUnanswered(err) {
+			t.Errorf("%s: a refused request must read as nothing done: %v", name, err)
+		}
+	}
+	for _, args := range argv {
+		if strings.Contains(strings.Join(args, " "), secret) {
+			t.Errorf("pvesh got the secret on its command line: %q", args)
+		}
+	}
+	if len(argv) != 0 {
+		t.Errorf("pvesh ran %d times for requests it must refuse: %q", len(argv), argv)
+	}
+	// the same request without the secret goes through; a delete of the
+	// option names it but carries no secret
+	if err := c.Put(context.Background(), "/storage/backup", url.Values{"delete": {"password"}}, nil); err != nil || len(argv) != 1 {
+		t.Errorf("delete=password refused: %v (%d runs)", err, len(argv))
+	}
+}

@@ -35,6 +35,7 @@ func ConnectionOptions() map[string]ansible.Option {
 			Description: []string{
 				"Name or address of a PVE node whose API (pveproxy) the module talks to.",
 				"When unset and the module runs as root on a PVE node, it uses that node's own API through pvesh (local mode): no credentials, no TLS, but one pvesh process (about half a second on a real node) per API call.",
+				"pvesh takes parameters only on its command line, which any user of the node can read, so local mode never sends a secret (a storage password or encryption key): a task that gives one needs api_host.",
 			}},
 		"api_port": {Type: ansible.TypeInt, Default: DefaultPort, EnvFallback: []string{"PROXMOX_PORT"},
 			Description: []string{"Port of the API."}},

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"os/exec"
@@ -19,9 +21,13 @@ import (
 // TLS). The price is one pvesh process per call; on a real node pvesh
 // loads the whole PVE Perl stack, about half a second each.
 //
-// Parameters go on pvesh's command line, so a secret option (a CIFS or PBS
-// password) is visible in the node's process list while pvesh runs: use
-// api_host with a token for such storages.
+// pvesh takes parameters on its command line only, which every user of the
+// node can read (ps, /proc/PID/cmdline) while it runs, and which it hands
+// on to ssh when it proxies a call to another node. PVE::CLI::pvesh
+// defines no parameter mapping (no read_password, no
+// string_param_file_mapping in PVE::CLIHandler's sense), so there is no
+// stdin or file form to use instead. A request carrying a secret parameter
+// (SecretParams) is therefore refused here, before pvesh runs.
 type pveshTransport struct {
 	bin string
 	// run executes pvesh (tests replace it).
@@ -32,23 +38,40 @@ var pveshVerbs = map[string]string{
 	http.MethodGet: "get", http.MethodPost: "create", http.MethodPut: "set", http.MethodDelete: "delete",
 }
 
+// SecretParams are the API parameters whose values are secrets: PVE keeps
+// them under /etc/pve/priv (or hashes them) and never returns them. From
+// the PVE 8/9 API schema: storage passwords, PBS encryption keys and Ceph
+// keyrings, user and realm passwords, cloud-init passwords, the ACME EAB
+// key, webhook secrets and metric/notification tokens.
+var SecretParams = []string{"password", "confirmation-password", "cipassword", "encryption-key", "keyring",
+	"eab-hmac-key", "secret", "token"}
+
+// LocalSecretError is the refusal of local mode for a secret: name is the
+// option (a module names its Ansible option, the transport PVE's
+// parameter).
+func LocalSecretError(name string) error {
+	return fmt.Errorf("%s: a secret is never sent in local mode: without api_host the module reaches the node's API through pvesh, which takes parameters only on its command line, where any user of the node can read them (ps, /proc); set api_host with api_token_id and api_token_secret (or api_user and api_password) so it travels over HTTPS", name)
+}
+
 func (t *pveshTransport) do(ctx context.Context, method, path string, params url.Values) (json.RawMessage, error) {
 	verb, ok := pveshVerbs[method]
 	if !ok {
 		return nil, newError(method, path, 0, "method not supported by pvesh", nil, nil)
+	}
+	for _, k := range slices.Sorted(maps.Keys(params)) {
+		if slices.Contains(SecretParams, k) {
+			// nothing was run: a request refused before sending
+			e := newError(method, path, 0, LocalSecretError(k).Error(), nil, nil)
+			e.kind = KindBadRequest
+			return nil, e
+		}
 	}
 	unescaped, err := url.PathUnescape(path)
 	if err != nil {
 		unescaped = path
 	}
 	args := []string{verb, unescaped, "--output-format", "json"}
-	for _, k := range slices.Sorted(func(yield func(string) bool) {
-		for k := range params {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, k := range slices.Sorted(maps.Keys(params)) {
 		for _, v := range params[k] {
 			args = append(args, "--"+k, v)
 		}

@@ -27,6 +27,7 @@ options:
     description:
       - "Name or address of a PVE node whose API (pveproxy) the module talks to."
       - "When unset and the module runs as root on a PVE node, it uses that node's own API through pvesh (local mode): no credentials, no TLS, but one pvesh process (about half a second on a real node) per API call."
+      - "pvesh takes parameters only on its command line, which any user of the node can read, so local mode never sends a secret (a storage password or encryption key): a task that gives one needs api_host."
       - "If not set, the value of the environment variable C(PROXMOX_HOST) is used."
     type: "str"
   api_password:
@@ -386,7 +387,7 @@ attributes:
 notes:
   - "Secrets (password, encryption_key) are sent when the storage is created; PVE keeps them under /etc/pve/priv and never shows them, so they are not compared afterwards."
   - "Run it once per cluster (run_once: true in a play on the pve group): /etc/pve/storage.cfg is shared by every member, and a node joining a cluster loses its own definitions."
-  - "Without api_host, as root on a PVE node, the module uses the node's API through pvesh (local mode): no credentials, about half a second per API call. Parameters then appear in the node's process list while pvesh runs: prefer api_host with a token for storages that carry a password."
+  - "Without api_host, as root on a PVE node, the module uses the node's API through pvesh (local mode): no credentials, about half a second per API call. pvesh takes parameters only on its command line, which any user of the node can read, so a task that gives password or encryption_key is refused in local mode, before any request: give api_host with api_token_id and api_token_secret (or api_user and api_password) for such storages."
   - "The module is a compiled Go program run by the collection's action plugin; no Python is needed on the target except for C(async)."
   - "The task reports C(changed) only after reading back the state it promised; C(changes) lists what was (or in check mode would be) done."
 requirements:

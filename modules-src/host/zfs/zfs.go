@@ -14,24 +14,68 @@ import (
 	"github.com/gopve/proxmox/modules-src/host"
 )
 
-// Client runs zpool/zfs through a Runner.
-type Client struct{ Runner host.Runner }
-
-func (c Client) run(ctx context.Context, name string, args ...string) (host.Result, error) {
-	return c.Runner.Run(ctx, host.Command{Name: name, Args: args})
+// Client runs zpool/zfs through a Runner. It only reads: a module makes its
+// changes with its own commands, so Memo can never hold an answer that a
+// write through this Client made stale.
+type Client struct {
+	Runner host.Runner
+	// Memo, when set, answers a read the run already made (see Memo).
+	Memo *Memo
 }
 
-// Exists tells whether an imported pool has this name (Z1). "no such pool"
-// is the only failure that means absent; anything else is an error.
+func (c Client) run(ctx context.Context, name string, args ...string) (host.Result, error) {
+	cmd := host.Command{Name: name, Args: args}
+	if c.Memo == nil {
+		return c.Runner.Run(ctx, cmd)
+	}
+	return c.Memo.run(ctx, c.Runner, cmd)
+}
+
+// poolColumns is what one `zpool list` of a pool reads: whether it exists,
+// its capacity and health, and its ashift, in one command.
+const poolColumns = "name,size,alloc,free,health,ashift"
+
+// PoolInfo is a pool's line of `zpool list -Hp -o ` + poolColumns.
+type PoolInfo struct {
+	Usage
+	// Ashift is the pool property; 0 means it was never set (zpool
+	// then chose per vdev).
+	Ashift string
+}
+
+// Pool reads the pool's line of `zpool list`. found is false when no
+// imported pool has this name: "no such pool" is the only failure that
+// means absent (Z1); anything else is an error.
+func (c Client) Pool(ctx context.Context, pool string) (info PoolInfo, found bool, err error) {
+	res, err := c.run(ctx, "zpool", "list", "-H", "-p", "-o", poolColumns, pool)
+	if err != nil {
+		if strings.Contains(res.Stderr, "no such pool") {
+			return PoolInfo{}, false, nil
+		}
+		return PoolInfo{}, false, fmt.Errorf("look for pool %s: %w", pool, err)
+	}
+	f := strings.Split(strings.TrimRight(res.Stdout, "\n"), "\t")
+	if len(f) != 6 || f[0] != pool {
+		return PoolInfo{}, false, fmt.Errorf("look for pool %s: unexpected zpool list output %q (want %s)", pool, res.Stdout, poolColumns)
+	}
+	// A pool zfs cannot open (UNAVAIL, FAULTED) lists "-" for what it
+	// cannot know; it still exists, and its health says why.
+	for i := 1; i <= 3; i++ {
+		if f[i] == "-" {
+			f[i] = "0"
+		}
+	}
+	u, err := ParseUsage(strings.Join(f[1:5], "\t"))
+	if err != nil {
+		return PoolInfo{}, false, fmt.Errorf("look for pool %s: %w", pool, err)
+	}
+	return PoolInfo{Usage: u, Ashift: f[5]}, true, nil
+}
+
+// Exists tells whether an imported pool has this name (Z1); see Pool.
 func (c Client) Exists(ctx context.Context, pool string) (bool, error) {
-	res, err := c.run(ctx, "zpool", "list", "-H", "-o", "name", pool)
-	if err == nil {
-		return strings.TrimSpace(res.Stdout) == pool, nil
-	}
-	if strings.Contains(res.Stderr, "no such pool") {
-		return false, nil
-	}
-	return false, fmt.Errorf("look for pool %s: %w", pool, err)
+	_, found, err := c.Pool(ctx, pool)
+	return found, err
 }
 
 // Pools lists the imported pools.
@@ -43,21 +87,12 @@ func (c Client) Pools(ctx context.Context) ([]string, error) {
 	return strings.Fields(res.Stdout), nil
 }
 
-// Usage is the capacity and health line of `zpool list`.
+// Usage is the capacity and health of a pool, as `zpool list` reads them.
 type Usage struct {
 	Size   uint64 `json:"size"`
 	Alloc  uint64 `json:"allocated"`
 	Free   uint64 `json:"free"`
 	Health string `json:"health"`
-}
-
-// Usage reads `zpool list -Hp -o size,alloc,free,health POOL`.
-func (c Client) Usage(ctx context.Context, pool string) (Usage, error) {
-	res, err := c.run(ctx, "zpool", "list", "-H", "-p", "-o", "size,alloc,free,health", pool)
-	if err != nil {
-		return Usage{}, fmt.Errorf("read pool %s: %w", pool, err)
-	}
-	return ParseUsage(res.Stdout)
 }
 
 // ParseUsage parses one -Hp line of size, alloc, free, health.
@@ -91,15 +126,6 @@ func (c Client) Props(ctx context.Context, dataset string, names []string) (map[
 		return nil, fmt.Errorf("read properties of %s: %w", dataset, err)
 	}
 	return ParseProps(res.Stdout)
-}
-
-// PoolProp reads one pool property with `zpool get -H -p -o value`.
-func (c Client) PoolProp(ctx context.Context, pool, name string) (string, error) {
-	res, err := c.run(ctx, "zpool", "get", "-H", "-p", "-o", "value", name, pool)
-	if err != nil {
-		return "", fmt.Errorf("read %s of pool %s: %w", name, pool, err)
-	}
-	return strings.TrimSpace(res.Stdout), nil
 }
 
 // ParseProps parses property<TAB>value<TAB>source lines.

@@ -3,8 +3,10 @@ package zfs
 import (
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 
+	"github.com/gopve/proxmox/modules-src/host"
 	"github.com/gopve/proxmox/modules-src/host/hosttest"
 )
 
@@ -88,6 +90,8 @@ func TestParseUsageAndProps(t *testing.T) {
 	}
 }
 
+const poolLine = "zpool list -H -p -o name,size,alloc,free,health,ashift nvme-vm"
+
 // TestExists: Z1 — "no such pool" means absent, any other failure is an error.
 func TestExists(t *testing.T) {
 	cases := []struct {
@@ -95,15 +99,89 @@ func TestExists(t *testing.T) {
 		want    bool
 		wantErr bool
 	}{
-		{hosttest.Reply{Stdout: "nvme-vm\n"}, true, false},
+		{hosttest.Reply{Stdout: "nvme-vm\t511101108224\t470220800\t510630887424\tONLINE\t12\n"}, true, false},
 		{hosttest.Reply{Exit: 1, Stderr: "cannot open 'nvme-vm': no such pool\n"}, false, false},
 		{hosttest.Reply{Exit: 1, Stderr: "The ZFS modules are not loaded.\n"}, false, true},
+		{hosttest.Reply{Stdout: "nvme-vm\n"}, false, true}, // not the columns asked for
+		// a pool zfs cannot open still exists (Z1: never created again)
+		{hosttest.Reply{Stdout: "nvme-vm\t-\t-\t-\tUNAVAIL\t12\n"}, true, false},
+		{hosttest.Reply{Stdout: "nvme-vm\tbig\t0\t0\tONLINE\t12\n"}, false, true},
 	}
 	for _, c := range cases {
-		f := hosttest.New().On("zpool list -H -o name nvme-vm", c.reply)
+		f := hosttest.New().On(poolLine, c.reply)
 		got, err := Client{Runner: f}.Exists(context.Background(), "nvme-vm")
 		if got != c.want || (err != nil) != c.wantErr {
 			t.Errorf("%+v: got %v, %v", c.reply, got, err)
 		}
 	}
+}
+
+// TestPool: existence, capacity, health and ashift come from one command.
+func TestPool(t *testing.T) {
+	f := hosttest.New().On(poolLine, hosttest.Reply{Stdout: "nvme-vm\t511101108224\t470220800\t510630887424\tDEGRADED\t12\n"})
+	info, found, err := Client{Runner: f}.Pool(context.Background(), "nvme-vm")
+	want := PoolInfo{Usage: Usage{511101108224, 470220800, 510630887424, "DEGRADED"}, Ashift: "12"}
+	if err != nil || !found || info != want {
+		t.Errorf("got %+v %v %v, want %+v", info, found, err, want)
+	}
+	if calls := f.Calls(); len(calls) != 1 {
+		t.Errorf("calls = %q, want one zpool list", calls)
+	}
+}
+
+// TestMemo: before Stop a read runs once however often it is asked; after
+// Stop every read runs on the node, and what was remembered before is gone
+// (a Verify after an Apply must see the node, not the memo).
+func TestMemo(t *testing.T) {
+	ctx := context.Background()
+	health := "ONLINE"
+	f := hosttest.New().OnFunc(poolLine, func(host.Command) hosttest.Reply {
+		return hosttest.Reply{Stdout: "nvme-vm\t1\t0\t1\t" + health + "\t12\n"}
+	})
+	f.On("zpool list -H -p -o name,size,alloc,free,health,ashift gone", hosttest.Reply{Exit: 1, Stderr: "cannot open 'gone': no such pool\n"})
+	f.On("zpool list -H -p -o name,size,alloc,free,health,ashift broken", hosttest.Reply{Exit: -1})
+	memo := NewMemo()
+	c := Client{Runner: f, Memo: memo}
+	for range 3 {
+		if info, _, err := c.Pool(ctx, "nvme-vm"); err != nil || info.Health != "ONLINE" {
+			t.Fatalf("read: %+v %v", info, err)
+		}
+		if ok, err := c.Exists(ctx, "gone"); ok || err != nil {
+			t.Fatalf("gone: %v %v", ok, err)
+		}
+		c.Exists(ctx, "broken")
+	}
+	if got := count(f.Calls(), "nvme-vm"); got != 1 {
+		t.Errorf("before Stop: the pool was read %d times, want 1", got)
+	}
+	if got := count(f.Calls(), "gone"); got != 1 {
+		t.Errorf("an absent pool is an answer, remembered: read %d times, want 1", got)
+	}
+	if got := count(f.Calls(), "broken"); got != 3 {
+		t.Errorf("a command that could not run is not an answer: ran %d times, want 3", got)
+	}
+
+	health = "DEGRADED" // what an Apply would change on the node
+	memo.Stop()
+	for i := range 2 {
+		info, _, err := c.Pool(ctx, "nvme-vm")
+		if err != nil || info.Health != "DEGRADED" {
+			t.Fatalf("after Stop, read %d: %+v %v (stale answer from the memo)", i, info, err)
+		}
+	}
+	if got := count(f.Calls(), "nvme-vm"); got != 3 {
+		t.Errorf("after Stop: the pool was read %d times in all, want 1 + 2", got)
+	}
+	var nilMemo *Memo
+	nilMemo.Stop() // a Client without a memo may be stopped too
+}
+
+func count(calls []string, suffix string) int {
+	n := 0
+	for _, c := range calls {
+		if strings.HasSuffix(c, " "+suffix) {
+			n++
+		}
+	}
+	return n
 }

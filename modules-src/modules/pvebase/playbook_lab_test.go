@@ -9,14 +9,12 @@ package pvebase
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/gopve/proxmox/modules-src/internal/testenv"
 	"github.com/gopve/proxmox/modules-src/lab/aptrepo"
 	"github.com/gopve/proxmox/modules-src/lab/labctl"
 	"github.com/gopve/proxmox/modules-src/lab/labtest"
@@ -28,54 +26,6 @@ zfs_pool_device: /dev/nvme0n1
 zfs_arc_max_gb: 4
 cluster_network: 192.168.3.0/24
 `
-
-// installCollection assembles gopve.proxmox from this tree (galaxy.yml,
-// meta, plugins, roles, the binary for this machine) under a collections path.
-func installCollection(t *testing.T, repo, bin string) string {
-	t.Helper()
-	base := filepath.Join(t.TempDir(), "collections")
-	dst := filepath.Join(base, "ansible_collections", "gopve", "proxmox")
-	if err := os.MkdirAll(filepath.Join(dst, "bin"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range []string{"galaxy.yml", "meta", "plugins", "roles"} {
-		if out, err := exec.Command("cp", "-r", filepath.Join(repo, d), dst).CombinedOutput(); err != nil {
-			t.Fatalf("copy %s: %v %s", d, err, out)
-		}
-	}
-	if out, err := exec.Command("cp", bin, filepath.Join(dst, "bin", "gopve_linux_x86_64")).CombinedOutput(); err != nil {
-		t.Fatalf("copy binary: %v %s", err, out)
-	}
-	return base
-}
-
-func playbook(t *testing.T, lab *labctl.Lab, collections, vars, pb string, extra ...string) (string, error) {
-	t.Helper()
-	if _, err := exec.LookPath("ansible-playbook"); err != nil {
-		testenv.Skip(t, "ansible-playbook is not installed")
-	}
-	args := append([]string{"-i", lab.Inventory(), "-e", "@" + vars, pb}, extra...)
-	cmd := exec.Command("ansible-playbook", args...)
-	home := t.TempDir()
-	cmd.Env = append(os.Environ(), "HOME="+home, "ANSIBLE_NOCOLOR=1", "ANSIBLE_FORCE_COLOR=0",
-		"ANSIBLE_COLLECTIONS_PATH="+collections, "ANSIBLE_LOCAL_TEMP="+filepath.Join(home, "tmp"),
-		"ANSIBLE_RETRY_FILES_ENABLED=0")
-	out, err := cmd.CombinedOutput()
-	return string(out), err
-}
-
-func recapChanged(t *testing.T, out string, host string) int {
-	t.Helper()
-	m := regexp.MustCompile(host + `\s+: ok=\d+\s+changed=(\d+)\s+unreachable=0\s+failed=0`).FindStringSubmatch(out)
-	if m == nil {
-		t.Fatalf("no clean recap line for %s:\n%s", host, out)
-	}
-	n := 0
-	for _, c := range m[1] {
-		n = n*10 + int(c-'0')
-	}
-	return n
-}
 
 // changedTasks reads ansible-playbook's default output: per host, the
 // names of the tasks (and handlers) that reported changed, in order, each
@@ -126,7 +76,7 @@ func testPlaybooks(t *testing.T, pve int) {
 	lab, bin := labtest.Start(t, pve, 3)
 	repo, _ := labctl.RepoRoot()
 	r, _ := aptrepo.ReleaseFor(pve)
-	coll := installCollection(t, repo, bin)
+	coll := labtest.InstallCollection(t, repo, bin)
 	vars := filepath.Join(t.TempDir(), "pve.yml")
 	// The seed's group_vars as they are: the role's default
 	// pve_base_extra_packages is the seed's list, tmux included.
@@ -141,7 +91,7 @@ func testPlaybooks(t *testing.T, pve int) {
 		// the whole overlay upper directory of every node, not a list of paths
 		labtest.NoWrites(t, lab, pb+" --check", func() {
 			var err error
-			check, err = playbook(t, lab, coll, vars, path, "--check", "--diff")
+			check, err = labtest.Playbook(t, lab, coll, vars, path, "--check", "--diff")
 			if err != nil {
 				t.Fatalf("%s --check: %v\n%s", pb, err, check)
 			}
@@ -150,11 +100,11 @@ func testPlaybooks(t *testing.T, pve int) {
 			t.Fatalf("%s --check wrote to the nodes:\nbefore:\n%s\nafter:\n%s", pb, before, after)
 		}
 		for _, h := range hosts {
-			if recapChanged(t, check, h) == 0 {
+			if labtest.RecapChanged(t, check, h) == 0 {
 				t.Errorf("%s --check on %s predicts no change on a fresh node:\n%s", pb, h, check)
 			}
 		}
-		real, err := playbook(t, lab, coll, vars, path)
+		real, err := labtest.Playbook(t, lab, coll, vars, path)
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", pb, err, real)
 		}
@@ -162,7 +112,7 @@ func testPlaybooks(t *testing.T, pve int) {
 		// count per host, and the same tasks.
 		predicted, changed := changedTasks(check), changedTasks(real)
 		for _, h := range hosts {
-			if c, r := recapChanged(t, check, h), recapChanged(t, real, h); c != r {
+			if c, r := labtest.RecapChanged(t, check, h), labtest.RecapChanged(t, real, h); c != r {
 				t.Errorf("%s on %s: --check predicted changed=%d, the real run changed=%d", pb, h, c, r)
 			}
 			if !reflect.DeepEqual(predicted[h], changed[h]) {
@@ -170,12 +120,12 @@ func testPlaybooks(t *testing.T, pve int) {
 			}
 		}
 		converged := playState(t, lab, hosts)
-		again, err := playbook(t, lab, coll, vars, path)
+		again, err := labtest.Playbook(t, lab, coll, vars, path)
 		if err != nil {
 			t.Fatalf("%s second run: %v\n%s", pb, err, again)
 		}
 		for _, h := range hosts {
-			if n := recapChanged(t, again, h); n != 0 {
+			if n := labtest.RecapChanged(t, again, h); n != 0 {
 				t.Errorf("%s second run on %s: changed=%d, want 0:\n%s", pb, h, n, again)
 			}
 		}

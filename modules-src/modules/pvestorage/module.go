@@ -49,7 +49,7 @@ func New(o pveapi.Options) ansible.Module {
 		Notes: []string{
 			"Secrets (password, encryption_key) are sent when the storage is created; PVE keeps them under /etc/pve/priv and never shows them, so they are not compared afterwards.",
 			"Run it once per cluster (run_once: true in a play on the pve group): /etc/pve/storage.cfg is shared by every member, and a node joining a cluster loses its own definitions.",
-			"Without api_host, as root on a PVE node, the module uses the node's API through pvesh (local mode): no credentials, about half a second per API call. Parameters then appear in the node's process list while pvesh runs: prefer api_host with a token for storages that carry a password.",
+			"Without api_host, as root on a PVE node, the module uses the node's API through pvesh (local mode): no credentials, about half a second per API call. pvesh takes parameters only on its command line, which any user of the node can read, so a task that gives password or encryption_key is refused in local mode, before any request: give api_host with api_token_id and api_token_secret (or api_user and api_password) for such storages.",
 		},
 		Requirements: []string{"Proxmox VE 8 or 9", "an API token or user with Datastore.Allocate on /storage (or root on a node, local mode)"},
 		Examples:     examples,
@@ -178,6 +178,9 @@ func run(r *ansible.Run, o pveapi.Options) error {
 	if err != nil {
 		return err
 	}
+	if err := refuseLocalSecrets(c, p, want); err != nil {
+		return err
+	}
 	s := &storage{r: r, c: c, p: p, want: want}
 	err = r.Stage("storage", s.plan)
 	s.report(err == nil)
@@ -221,6 +224,23 @@ func wanted(p params) (map[string]string, error) {
 		}
 	}
 	return want, nil
+}
+
+// refuseLocalSecrets fails a task that gives a secret in local mode, before
+// any request: pvesh would carry it on its command line, readable by any
+// user of the node (pveapi refuses such a request too; failing here names
+// the Ansible option, and fails the same whether or not the storage exists,
+// so a play does not work once and break on the next node).
+func refuseLocalSecrets(c *pveapi.Client, p params, want map[string]string) error {
+	if !c.Local() || p.State != "present" {
+		return nil
+	}
+	for _, key := range secretKeys {
+		if want[key] != "" {
+			return pveapi.LocalSecretError(optionName(key))
+		}
+	}
+	return nil
 }
 
 func optionNames(t storageType) []string {

@@ -18,7 +18,7 @@ import (
 
 // planPool is stage 1.
 func (m *pool) planPool(ctx context.Context, _ *ansible.World) ([]ansible.Change, error) {
-	exists, err := m.zfs().Exists(ctx, m.p.Name)
+	info, exists, err := m.zfs().Pool(ctx, m.p.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -31,7 +31,7 @@ func (m *pool) planPool(ctx context.Context, _ *ansible.World) ([]ansible.Change
 		if err != nil {
 			return nil, err
 		}
-		return nil, m.compareExisting(ctx, st)
+		return nil, m.compareExisting(ctx, info, st)
 	}
 	imported, err := m.zfs().Pools(ctx)
 	if err != nil {
@@ -143,7 +143,7 @@ func (m *pool) createChange() ansible.Change {
 			return m.createFailed(ctx, err)
 		},
 		Verify: func(ctx context.Context) error {
-			ok, err := m.zfs().Exists(ctx, m.p.Name)
+			info, ok, err := m.zfs().Pool(ctx, m.p.Name)
 			if err != nil {
 				return err
 			}
@@ -154,7 +154,7 @@ func (m *pool) createChange() ansible.Change {
 			if err != nil {
 				return err
 			}
-			return m.compareExisting(ctx, st)
+			return m.compareExisting(ctx, info, st)
 		},
 		// the pool's root dataset gets exactly the properties of the
 		// command line (-O, -m)

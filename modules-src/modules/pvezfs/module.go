@@ -21,6 +21,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/host"
+	"github.com/gopve/proxmox/modules-src/host/zfs"
 )
 
 // Env is what the module touches on the node.
@@ -126,12 +127,12 @@ func run(r *ansible.Run, e Env) error {
 	if err := r.Decode(&p); err != nil {
 		return err
 	}
-	m := &pool{r: r, env: e, p: p}
+	m := &pool{r: r, env: e, p: p, memo: zfs.NewMemo()}
 	if err := m.validate(); err != nil {
 		return err
 	}
 	if p.State == "absent" {
-		err := r.Stage("destroy", m.planDestroy)
+		err := r.Stage("destroy", m.stopMemoOnApply(m.planDestroy))
 		m.report(context.Background())
 		return err
 	}
@@ -139,7 +140,7 @@ func run(r *ansible.Run, e Env) error {
 		name string
 		fn   ansible.StageFunc
 	}{{"pool", m.planPool}, {"properties", m.planProps}, {"scrub", m.planScrub}} {
-		if err := r.Stage(s.name, s.fn); err != nil {
+		if err := r.Stage(s.name, m.stopMemoOnApply(s.fn)); err != nil {
 			m.report(context.Background())
 			return err
 		}

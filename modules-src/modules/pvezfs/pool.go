@@ -3,6 +3,7 @@ package pvezfs
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path"
 	"regexp"
 	"slices"
@@ -29,9 +30,45 @@ type pool struct {
 	devices []blockdev.Device
 	existed bool
 	created bool // a create is planned in this run
+
+	// memo answers the run's repeated zpool/zfs reads (the report reads
+	// what the plan read) until the first Apply stops it for good; see
+	// stopMemoOnApply.
+	memo *zfs.Memo
 }
 
-func (m *pool) zfs() zfs.Client { return zfs.Client{Runner: m.env.Runner} }
+func (m *pool) zfs() zfs.Client { return zfs.Client{Runner: m.env.Runner, Memo: m.memo} }
+
+// stopMemoOnApply makes every change of a stage stop the memo before it
+// applies: from the first write on, each read (a Verify, the next stage's
+// plan, the report) goes to the node, so nothing is reported that was not
+// read after the last change.
+func (m *pool) stopMemoOnApply(plan ansible.StageFunc) ansible.StageFunc {
+	return func(ctx context.Context, w *ansible.World) ([]ansible.Change, error) {
+		changes, err := plan(ctx, w)
+		for i := range changes {
+			apply := changes[i].Apply
+			changes[i].Apply = func(ctx context.Context) error {
+				m.memo.Stop()
+				return apply(ctx)
+			}
+		}
+		return changes, err
+	}
+}
+
+// propKeys are the dataset properties a run reads: the wanted ones, what
+// the report shows, and mounted/canmount for the mount (Z5). The plan and
+// the report read the same list, so the report's read is the plan's.
+func (m *pool) propKeys() []string {
+	keys := slices.Sorted(maps.Keys(m.props))
+	for _, k := range slices.Concat(reportProps, []string{"mounted", "canmount"}) {
+		if !contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
 
 // resolve maps every device to its by-id name (Z2), failing on the first
 // that does not exist, and on two names for the same disk.
@@ -87,7 +124,7 @@ func (m *pool) wantLayout() string {
 
 // compareExisting fails when the pool on the node is not the pool asked for
 // in the ways that cannot be changed (Z4). It never plans a change.
-func (m *pool) compareExisting(ctx context.Context, st zfs.Status) error {
+func (m *pool) compareExisting(ctx context.Context, info zfs.PoolInfo, st zfs.Status) error {
 	var have, want []string
 	for _, l := range st.Leaves() {
 		have = append(have, m.leafDisk(l))
@@ -101,10 +138,7 @@ func (m *pool) compareExisting(ctx context.Context, st zfs.Status) error {
 		return fmt.Errorf("pool %s already exists as %s on %s, but the task asks for %s on %s; pve_zfs never rebuilds an existing pool (that destroys its data): make the task match the pool, or destroy the pool yourself (state: absent, force_destroy: true) and run again (Z4)",
 			m.p.Name, st.Layout(), strings.Join(st.Leaves(), ", "), m.p.Layout, strings.Join(want, ", "))
 	}
-	got, err := m.zfs().PoolProp(ctx, m.p.Name, "ashift")
-	if err != nil {
-		return err
-	}
+	got := info.Ashift
 	if got == strconv.Itoa(m.p.Ashift) {
 		return nil
 	}

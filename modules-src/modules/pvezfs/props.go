@@ -6,7 +6,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"sort"
+	"slices"
 
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/host"
@@ -24,19 +24,9 @@ func datasetProps(pool string) ansible.Key[map[string]zfs.Prop] {
 // compared with what `zfs get -p` reads back (bytes for sizes), and the
 // pool really mounted, not just its mountpoint property right.
 func (m *pool) planProps(ctx context.Context, w *ansible.World) ([]ansible.Change, error) {
-	keys := make([]string, 0, len(m.props))
-	for k := range m.props {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	read := append([]string(nil), keys...)
-	for _, k := range []string{"mounted", "canmount"} {
-		if !contains(read, k) {
-			read = append(read, k)
-		}
-	}
+	keys := slices.Sorted(maps.Keys(m.props))
 	cur, err := datasetProps(m.p.Name).Get(ctx, w, func(ctx context.Context) (map[string]zfs.Prop, error) {
-		return m.zfs().Props(ctx, m.p.Name, read)
+		return m.zfs().Props(ctx, m.p.Name, m.propKeys())
 	})
 	if err != nil {
 		return nil, fmt.Errorf("properties: %w", err)

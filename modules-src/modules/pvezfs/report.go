@@ -2,7 +2,6 @@ package pvezfs
 
 import (
 	"context"
-	"slices"
 
 	"github.com/gopve/proxmox/modules-src/host"
 	"github.com/gopve/proxmox/modules-src/host/blockdev"
@@ -23,6 +22,10 @@ type poolReport struct {
 	Properties map[string]zfs.Prop `json:"properties"`
 }
 
+// reportProps are the dataset properties the result always shows, with
+// the ones the task asks for.
+var reportProps = []string{"compression", "atime", "xattr", "acltype", "mountpoint", "mounted"}
+
 // report reads the pool back (a real run) or describes what check mode
 // predicts, and sets the result keys. Read errors leave fields empty rather
 // than fail a run whose changes were all verified.
@@ -33,27 +36,23 @@ func (m *pool) report(ctx context.Context) {
 	}
 	m.r.Set("devices", devs)
 	rep := poolReport{Name: m.p.Name, Vdevs: []zfs.Vdev{}, Properties: map[string]zfs.Prop{}}
+	// The reads are the plan's (the memo answers them) in a run that
+	// changed nothing, and fresh from the node after any change.
 	z := m.zfs()
-	exists, err := z.Exists(ctx, m.p.Name)
+	info, exists, err := z.Pool(ctx, m.p.Name)
 	if err == nil && exists {
 		rep.Exists = true
-		if u, err := z.Usage(ctx, m.p.Name); err == nil {
-			rep.Health, rep.Size, rep.Allocated, rep.Free = u.Health, u.Size, u.Alloc, u.Free
-		}
+		rep.Health, rep.Size, rep.Allocated, rep.Free = info.Health, info.Size, info.Alloc, info.Free
+		rep.Ashift = info.Ashift
 		if st, err := z.Status(ctx, m.p.Name); err == nil {
 			rep.Layout, rep.Vdevs = st.Layout(), st.Vdevs
 		}
-		if a, err := z.PoolProp(ctx, m.p.Name, "ashift"); err == nil {
-			rep.Ashift = a
-		}
-		keys := []string{"compression", "atime", "xattr", "acltype", "mountpoint", "mounted"}
-		for k := range m.props {
-			if !slices.Contains(keys, k) {
-				keys = append(keys, k)
+		if props, err := z.Props(ctx, m.p.Name, m.propKeys()); err == nil {
+			for k, v := range props {
+				if _, wanted := m.props[k]; wanted || contains(reportProps, k) {
+					rep.Properties[k] = v
+				}
 			}
-		}
-		if props, err := z.Props(ctx, m.p.Name, keys); err == nil {
-			rep.Properties = props
 		}
 	}
 	m.r.Set("pool", rep)

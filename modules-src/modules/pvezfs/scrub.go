@@ -21,14 +21,20 @@ func (m *pool) planScrub(ctx context.Context, _ *ansible.World) ([]ansible.Chang
 // the other; any other period ("disabled", "" for a destroyed pool)
 // disables both.
 func (m *pool) scrubChanges(ctx context.Context, keep string) ([]ansible.Change, error) {
+	periods := []string{"monthly", "weekly"}
+	units := make([]string, len(periods))
+	for i, period := range periods {
+		units[i] = scrubUnit(period, m.p.Name)
+	}
+	// both timers in one command: each is-enabled/is-active is a process
+	states, err := systemd.States(ctx, m.env.Runner, units...)
+	if err != nil {
+		return nil, fmt.Errorf("scrub: %w", err)
+	}
 	var changes []ansible.Change
-	for _, period := range []string{"monthly", "weekly"} {
-		unit := scrubUnit(period, m.p.Name)
+	for i, period := range periods {
+		unit, st := units[i], states[i]
 		want := keep == period
-		st, err := systemd.State(ctx, m.env.Runner, unit)
-		if err != nil {
-			return nil, fmt.Errorf("scrub: %w", err)
-		}
 		if st.Raw == "not-found" {
 			if want {
 				return nil, fmt.Errorf("scrub: %s does not exist (zfsutils-linux ships zfs-scrub-%s@.timer); set scrub: disabled or install it", unit, period)

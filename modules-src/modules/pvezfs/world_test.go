@@ -87,16 +87,25 @@ func (w *world) zpool(c host.Command) hosttest.Reply {
 	case a[0] == "list" && len(a) == 4: // list -H -o name
 		names := slices.Sorted(maps.Keys(w.pools))
 		return hosttest.Reply{Stdout: strings.Join(names, "\n") + "\n"}
-	case a[0] == "list":
+	case a[0] == "list": // list -H [-p] -o COLUMNS POOL
 		name := a[len(a)-1]
 		p := w.pools[name]
 		if p == nil {
 			return hosttest.Reply{Exit: 1, Stderr: fmt.Sprintf("cannot open '%s': no such pool\n", name)}
 		}
-		if a[3] == "name" {
-			return hosttest.Reply{Stdout: name + "\n"}
+		if !contains(a, "-H") || !contains(a, "-p") && a[len(a)-2] != "name" {
+			return hosttest.Reply{Exit: 2, Stderr: "world: only -H (and -p for numbers): " + c.String()}
 		}
-		return hosttest.Reply{Stdout: "511101108224\t470220800\t510630887424\tONLINE\n"}
+		var cols []string
+		for _, f := range strings.Split(a[len(a)-2], ",") {
+			v, ok := map[string]string{"name": name, "size": "511101108224", "alloc": "470220800", "free": "510630887424",
+				"health": "ONLINE", "ashift": fmt.Sprint(p.ashift)}[f]
+			if !ok {
+				return hosttest.Reply{Exit: 2, Stderr: "world: unsupported column " + f}
+			}
+			cols = append(cols, v)
+		}
+		return hosttest.Reply{Stdout: strings.Join(cols, "\t") + "\n"}
 	case a[0] == "get": // get -H -p -o value ashift POOL
 		p := w.pools[a[len(a)-1]]
 		return hosttest.Reply{Stdout: fmt.Sprintf("%d\n", p.ashift)}
@@ -311,6 +320,20 @@ func (w *world) systemctl(c host.Command) hosttest.Reply {
 			return hosttest.Reply{Stdout: "active\n"}
 		}
 		return hosttest.Reply{Exit: 3, Stdout: "inactive\n"}
+	case "show": // show -p LoadState,UnitFileState,ActiveState UNIT...
+		if a[1] != "-p" || a[2] != "LoadState,UnitFileState,ActiveState" {
+			break
+		}
+		var blocks []string
+		for _, u := range a[3:] {
+			en, act := "disabled", "inactive"
+			if w.units[u] {
+				en, act = "enabled", "active"
+			}
+			// systemd's own order of the properties, not the order asked
+			blocks = append(blocks, fmt.Sprintf("LoadState=loaded\nActiveState=%s\nUnitFileState=%s\n", act, en))
+		}
+		return hosttest.Reply{Stdout: strings.Join(blocks, "\n")}
 	case "enable":
 		w.units[a[2]] = true
 		return hosttest.Reply{}

@@ -234,11 +234,26 @@ func (t *Tool) properties(st *State, u unit) [][2]string {
 
 func (t *Tool) show(names, props []string, valueOnly bool) int {
 	err := t.update(func(st *State) (bool, error) {
+		// Real `systemctl show` changes nothing. The stand-in keeps only
+		// what its later answers must repeat: the start time and
+		// invocation id it makes up for a unit active since "boot". An
+		// inactive unit seen for the first time is not written down, so
+		// a check-mode module reading its timers leaves the node as it was.
+		remember := false
 		for i, n := range names {
 			if i > 0 {
 				t.Env.Outf("\n")
 			}
-			all := t.properties(st, lookup(n))
+			u := lookup(n)
+			_, known := st.Units[u.id]
+			all := t.properties(st, u)
+			if us, ok := st.Units[u.id]; ok && !known {
+				if us.Active {
+					remember = true
+				} else {
+					delete(st.Units, u.id)
+				}
+			}
 			for _, kv := range all {
 				if len(props) > 0 && !slices.Contains(props, kv[0]) {
 					continue
@@ -250,7 +265,7 @@ func (t *Tool) show(names, props []string, valueOnly bool) int {
 				}
 			}
 		}
-		return true, nil
+		return remember, nil
 	})
 	if err != nil {
 		return t.Env.Fail(1, "%v", err)

@@ -2,6 +2,7 @@ package systemctl
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -72,5 +73,31 @@ func TestLookup(t *testing.T) {
 		if u.id != tc.id || u.instance != tc.instance || (u.def != nil) != tc.known {
 			t.Errorf("lookup(%q) = %+v", tc.name, u)
 		}
+	}
+}
+
+// TestShowWritesNothing: `systemctl show` only reads, so a check-mode module
+// reading an inactive timer must leave the node's unit state as it was;
+// an active-since-boot unit keeps the start time it was first shown with.
+func TestShowWritesNothing(t *testing.T) {
+	dir := t.TempDir()
+	node := &nodecfg.Node{Node: "pve01", PVE: 8, StateDir: dir}
+	clock := time.Date(2026, 11, 29, 15, 0, 0, 0, time.UTC)
+	run := func(args ...string) string {
+		var out bytes.Buffer
+		clock = clock.Add(time.Minute)
+		(&Tool{Env: &cli.Env{Args: args, Stdout: &out, Stderr: &out}, Node: node, Now: func() time.Time { return clock }}).Run()
+		return out.String()
+	}
+	out := run("show", "-p", "LoadState,UnitFileState,ActiveState", "zfs-scrub-monthly@tank.timer", "zfs-scrub-weekly@tank.timer")
+	if want := "LoadState=loaded\nActiveState=inactive\nUnitFileState=disabled\n\nLoadState=loaded\nActiveState=inactive\nUnitFileState=disabled\n"; out != want {
+		t.Errorf("show = %q, want %q", out, want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, StateFile)); !os.IsNotExist(err) {
+		t.Errorf("show of inactive units wrote %s (%v)", StateFile, err)
+	}
+	first := run("show", "-p", "ActiveEnterTimestamp", "pveproxy")
+	if again := run("show", "-p", "ActiveEnterTimestamp", "pveproxy"); again != first || first == "ActiveEnterTimestamp=\n" {
+		t.Errorf("an active unit's start time moved: %q then %q", first, again)
 	}
 }
