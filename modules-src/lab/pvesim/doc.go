@@ -56,6 +56,9 @@
 //     [PENDING] until it starts again (K10).
 //   - Clone (clone.go): qemu-server's clone_vm step by step — K1–K4, K13,
 //     K18; see the file's comment.
+//   - Migration (migrate.go): offline moves local volumes; a running VM
+//     needs online and with-local-disks; linked clones stay; an HA guest's
+//     migration is a hamigrate request.
 //   - /cluster/nextid: the lowest free VMID, as a string; nothing reserved.
 //   - Replication (replication.go, replrun.go): /etc/pve/replication.cfg;
 //     the source node's scheduler syncs ZFS volumes to a replica on the
@@ -136,7 +139,7 @@
 // /nodes/{node}/storage[/{storage}/status|content],
 // /cluster/status, /cluster/resources (node, storage and vm entries),
 // /cluster/nextid, /nodes/{node}/qemu[/{vmid}[/config|pending|status/…|
-// template|resize|clone]], /nodes/{node}/lxc[/{vmid}[/config|status/…]],
+// template|resize|clone|migrate]], /nodes/{node}/lxc[/{vmid}[/config|status/…]],
 // /cluster/replication[/{id}], /nodes/{node}/replication[/{id}/status|log|
 // schedule_now], /cluster/ha/resources|groups|rules[/{id}],
 // /cluster/ha/status/current,

@@ -19,6 +19,7 @@ func (s *Sim) guestHandlers() map[string]handlerFunc {
 		"POST /nodes/{node}/qemu/{vmid}/template":          s.postQemuTemplate,
 		"PUT /nodes/{node}/qemu/{vmid}/resize":             s.putQemuResize,
 		"POST /nodes/{node}/qemu/{vmid}/clone":             s.postQemuClone,
+		"POST /nodes/{node}/qemu/{vmid}/migrate":           s.postQemuMigrate,
 		"GET /nodes/{node}/lxc":                            s.getLxcList,
 		"POST /nodes/{node}/lxc":                           s.postLxcCreate,
 		"DELETE /nodes/{node}/lxc/{vmid}":                  s.deleteLxc,

@@ -95,4 +95,8 @@ func replicationTour(t *testing.T, c *apiClient) {
 	c.call("GET", "/nodes/pve01/replication/300-0/log", nil).must(t, "job log")
 	c.call("POST", "/nodes/pve01/replication/300-0/schedule_now", nil).must(t, "schedule now")
 	c.call("DELETE", "/cluster/replication/300-0", url.Values{"force": {"1"}}).must(t, "delete job")
+	if st := mustTask(t, c, "POST", "/nodes/pve01/qemu/300/migrate", url.Values{"target": {"pve02"}}); st["exitstatus"] != "OK" {
+		t.Fatalf("migrate 300: %v", st)
+	}
+	mustTask(t, c, "POST", "/nodes/pve02/qemu/300/migrate", url.Values{"target": {"pve01"}})
 }
