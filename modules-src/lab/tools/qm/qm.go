@@ -10,6 +10,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"net/http"
 	"net/url"
 	"sort"
@@ -115,6 +117,19 @@ func (t *Tool) Run() int {
 		if _, err := t.API.Call(ctx, http.MethodPut, vm+"/config", params); err != nil {
 			return t.die(err)
 		}
+		// update_vm prints its log line; qm runs it in the foreground.
+		var parts []string
+		for _, k := range slices.Sorted(maps.Keys(params)) {
+			if k == "digest" {
+				continue
+			}
+			v := strings.Join(params[k], ",")
+			if k == "cipassword" {
+				v = "<hidden>"
+			}
+			parts = append(parts, "-"+k, v)
+		}
+		t.Env.Outf("update VM %s: %s\n", pos[1], strings.Join(parts, " "))
 		return 0
 	case "create":
 		params.Set("vmid", pos[1])
