@@ -34,6 +34,7 @@ func (s *Sim) ControlHandler() http.Handler {
 	mux.HandleFunc("PUT /v1/nodes/{node}/pmxcfs/{path...}", s.ctlWritePmxcfs)
 	mux.HandleFunc("DELETE /v1/nodes/{node}/pmxcfs/{path...}", s.ctlDeletePmxcfs)
 	mux.HandleFunc("POST /v1/nodes/{node}/guests", s.ctlAddGuest)
+	mux.HandleFunc("POST /v1/nodes/{node}/replication/run", s.ctlRunReplication)
 	return mux
 }
 

@@ -1,7 +1,7 @@
 // Package pvesim simulates a Proxmox VE 8 or 9 cluster of N nodes well
 // enough that the collection's modules cannot tell it from the real API for
 // the endpoints they use — including the ugly parts (pitfalls C4–C6, C10,
-// K1–K4, K10, K11, K13, K16, K18, K19, H1–H4, H6–H8, S1, S2, Z7) — so that "green is
+// K1–K4, K10, K11, K13, K16, K18, K19, H1–H8, S1, S2, Z7) — so that "green is
 // not proof" can be tested.
 //
 // # Shape
@@ -176,6 +176,7 @@
 //	PUT    /v1/nodes/{node}/pmxcfs/{path} {"content"}  write it (409 "Permission denied" without quorum, C10)
 //	DELETE /v1/nodes/{node}/pmxcfs/{path}          remove it
 //	POST   /v1/nodes/{node}/guests {"vmid","config":{…},"template","running"}  a VM at once (fixture); 409 VMID taken
+//	POST   /v1/nodes/{node}/replication/run {"id"}  pvesr run: {"log"}; 409 "can't lock file '/var/lock/pvesr.lck' - got timeout" (H5)
 //
 // The pmxcfs files (e.g. priv/authorized_keys, C7) belong to the node's
 // /etc/pve: after a join the joiner sees the cluster's copy, its own is gone.

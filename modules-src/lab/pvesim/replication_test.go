@@ -100,3 +100,33 @@ func replicationTour(t *testing.T, c *apiClient) {
 	}
 	mustTask(t, c, "POST", "/nodes/pve02/qemu/300/migrate", url.Values{"target": {"pve01"}})
 }
+
+// H5: `pvesr run` takes /var/lock/pvesr.lck; a second run while the first
+// syncs times out with PVE's message, and succeeds once the lock is free.
+func TestPvesrLockH5(t *testing.T) {
+	t.Parallel()
+	s, a, _ := twoNodes(t, simOpts{taskDuration: 400 * time.Millisecond, restartWindow: 200 * time.Millisecond, lockTimeout: 150 * time.Millisecond},
+		func(c *Config) { c.ReplicationInterval = time.Hour })
+	a.call("POST", "/storage", url.Values{"storage": {"tank"}, "type": {"zfspool"}, "pool": {"tank"}, "content": {"images"}}).must(t, "zfs storage")
+	if err := s.AddGuest("pve01", GuestSpec{VMID: 100, Config: map[string]string{"scsi0": "tank:1"}}); err != nil {
+		t.Fatal(err)
+	}
+	a.call("POST", "/cluster/replication", url.Values{"id": {"100-0"}, "type": {"local"}, "target": {"pve02"}}).must(t, "job")
+	first := make(chan error, 1)
+	go func() {
+		_, err := s.RunReplication("pve01", "")
+		first <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	ctl := controlAPI(t, s)
+	if st, body := ctl("POST", "/v1/nodes/pve01/replication/run", `{}`); st != 409 || body["error"] != "can't lock file '/var/lock/pvesr.lck' - got timeout" {
+		t.Errorf("second pvesr run while one syncs: %d %v", st, body)
+	}
+	if err := <-first; err != nil {
+		t.Fatalf("first pvesr run: %v", err)
+	}
+	st, body := ctl("POST", "/v1/nodes/pve01/replication/run", `{"id":"100-0"}`)
+	if st != 200 || !strings.Contains(fmt.Sprint(body["log"]), "incremental sync 'tank:vm-100-disk-0'") {
+		t.Errorf("pvesr run once the lock is free: %d %v", st, body)
+	}
+}

@@ -73,8 +73,20 @@ func (s *Sim) scheduleReplRunLocked(dbID, id string, d time.Duration) {
 
 func (s *Sim) runReplicationJob(dbID, id string, gen int) {
 	s.mu.Lock()
+	if s.replGen[dbID+"/"+id] != gen {
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	s.syncJob(dbID, id, false)
+}
+
+// syncJob runs one job now; haveLock says the caller already holds the
+// source's pvesr lock (pvesr run), else the scheduler takes it or skips.
+func (s *Sim) syncJob(dbID, id string, haveLock bool) {
+	s.mu.Lock()
 	db := s.st.DBs[dbID]
-	if db == nil || s.replGen[dbID+"/"+id] != gen {
+	if db == nil {
 		s.mu.Unlock()
 		return
 	}
@@ -98,6 +110,14 @@ func (s *Sim) runReplicationJob(dbID, id string, gen int) {
 		s.mu.Unlock()
 		return
 	}
+	// The scheduler's pvesr takes /var/lock/pvesr.lck for the run; while
+	// someone else holds it (a `pvesr run`), this round is skipped (H5).
+	lock := pvesrLockKey(src)
+	if !haveLock && !s.tryLockLocked(lock, false) {
+		s.scheduleReplRunLocked(dbID, id, every)
+		s.mu.Unlock()
+		return
+	}
 	start := time.Now()
 	run.Running, run.LastTry = true, start.Unix()
 	stamp := func() string { return time.Now().Format("2006-01-02 15:04:05") }
@@ -109,6 +129,9 @@ func (s *Sim) runReplicationJob(dbID, id string, gen int) {
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !haveLock {
+		s.unlockLocked(lock, false)
+	}
 	run.Running = false
 	if !alive {
 		return
@@ -154,6 +177,49 @@ func (s *Sim) runReplicationJob(dbID, id string, gen int) {
 	run.LastSync, run.FailCount, run.Error = start.Unix(), 0, ""
 	run.NextSync = start.Add(every).Unix()
 	run.Log = append(run.Log, stamp()+" "+id+": end replication job")
+}
+
+// pvesrLockKey is /var/lock/pvesr.lck on node.
+func pvesrLockKey(node string) string { return node + ":/var/lock/pvesr.lck" }
+
+// RunReplication is `pvesr run [--id ID]` on node: it takes
+// /var/lock/pvesr.lck (waiting LockTimeout, PVE: 60 s, then "can't lock
+// file '/var/lock/pvesr.lck' - got timeout", H5) and syncs the node's jobs
+// (or one) in the foreground; the lines are what --verbose prints.
+func (s *Sim) RunReplication(node, id string) ([]string, error) {
+	s.mu.Lock()
+	n := s.st.Nodes[node]
+	if n == nil {
+		s.mu.Unlock()
+		return nil, &NotFoundError{Msg: fmt.Sprintf("no node %q in this lab", node)}
+	}
+	db := s.dbOf(node)
+	var ids []string
+	for _, j := range s.jobsOnNodeLocked(db, node) {
+		if id == "" || j.ID == id {
+			ids = append(ids, j.ID)
+		}
+	}
+	if id != "" && len(ids) == 0 {
+		s.mu.Unlock()
+		return nil, &BadRequestError{Msg: fmt.Sprintf("no such job '%s'", id)}
+	}
+	s.mu.Unlock()
+	lock := pvesrLockKey(node)
+	if !s.acquire(lock, false, s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout)) {
+		return nil, &ConflictError{Msg: "can't lock file '/var/lock/pvesr.lck' - got timeout"}
+	}
+	defer s.release(lock, false)
+	var out []string
+	for _, jid := range ids {
+		s.syncJob(db.ID, jid, true)
+		s.mu.Lock()
+		if r := s.st.Nodes[node].Replication[jid]; r != nil {
+			out = append(out, r.Log...)
+		}
+		s.mu.Unlock()
+	}
+	return out, nil
 }
 
 // replStatusView is $extract_job_status: the job's config plus its state.

@@ -1,5 +1,5 @@
 // Package tools dispatches the lab's PVE/ZFS command-line stand-ins
-// (zpool, zfs, systemctl, update-initramfs, pvecm, pvesm, pvesh, qm) by the name
+// (zpool, zfs, systemctl, update-initramfs, pvecm, pvesm, pvesh, pvesr, qm) by the name
 // they were called as. The labtools binary is installed under each name in
 // every lab node; see docs/contracts.md, "Lab".
 package tools
@@ -18,6 +18,7 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/tools/pvecm"
 	"github.com/gopve/proxmox/modules-src/lab/tools/pvesh"
 	"github.com/gopve/proxmox/modules-src/lab/tools/pvesm"
+	"github.com/gopve/proxmox/modules-src/lab/tools/pvesr"
 	"github.com/gopve/proxmox/modules-src/lab/tools/qm"
 	"github.com/gopve/proxmox/modules-src/lab/tools/systemctl"
 	"github.com/gopve/proxmox/modules-src/lab/tools/zfs"
@@ -55,6 +56,13 @@ var commands = map[string]func(env *cli.Env, node *nodecfg.Node) int{
 			return env.Fail(255, "pvesh: %v", err)
 		}
 		return (&pvesh.Tool{Env: env, API: api}).Run()
+	},
+	"pvesr": func(env *cli.Env, node *nodecfg.Node) int {
+		api, err := apiclient.New(node)
+		if err != nil {
+			return env.Fail(255, "pvesr: %v", err)
+		}
+		return (&pvesr.Tool{Env: env, Node: node.Node, API: api, Control: control.New(node.Control)}).Run()
 	},
 	"qm": func(env *cli.Env, node *nodecfg.Node) int {
 		api, err := apiclient.New(node)
