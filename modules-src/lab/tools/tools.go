@@ -1,5 +1,5 @@
 // Package tools dispatches the lab's PVE/ZFS command-line stand-ins
-// (zpool, zfs, systemctl, update-initramfs, pvecm, pvesm, pvesh, pvesr, qm) by the name
+// (zpool, zfs, systemctl, update-initramfs, pvecm, pvesm, pvesh, pvesr, qm, ha-manager) by the name
 // they were called as. The labtools binary is installed under each name in
 // every lab node; see docs/contracts.md, "Lab".
 package tools
@@ -13,6 +13,7 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/tools/apiclient"
 	"github.com/gopve/proxmox/modules-src/lab/tools/cli"
 	"github.com/gopve/proxmox/modules-src/lab/tools/control"
+	"github.com/gopve/proxmox/modules-src/lab/tools/hamanager"
 	"github.com/gopve/proxmox/modules-src/lab/tools/initramfs"
 	"github.com/gopve/proxmox/modules-src/lab/tools/nodecfg"
 	"github.com/gopve/proxmox/modules-src/lab/tools/pvecm"
@@ -56,6 +57,13 @@ var commands = map[string]func(env *cli.Env, node *nodecfg.Node) int{
 			return env.Fail(255, "pvesh: %v", err)
 		}
 		return (&pvesh.Tool{Env: env, API: api}).Run()
+	},
+	"ha-manager": func(env *cli.Env, node *nodecfg.Node) int {
+		api, err := apiclient.New(node)
+		if err != nil {
+			return env.Fail(255, "ha-manager: %v", err)
+		}
+		return (&hamanager.Tool{Env: env, API: api}).Run()
 	},
 	"pvesr": func(env *cli.Env, node *nodecfg.Node) int {
 		api, err := apiclient.New(node)
