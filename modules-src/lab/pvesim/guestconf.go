@@ -237,6 +237,16 @@ func (e pveError) Error() string { return string(e) }
 
 func pveDie(format string, args ...any) error { return pveError(fmt.Sprintf(format, args...)) }
 
+// etcPveWritableLocked is what writing rel into a read-only /etc/pve (no
+// quorum, C10) fails with: file_set_contents cannot open its temp file
+// (pve-common PVE/File.pm).
+func (s *Sim) etcPveWritableLocked(db *ConfigDB, rel string) error {
+	if s.quorateLocked(db) {
+		return nil
+	}
+	return pveDie("unable to open file '/etc/pve/%s.tmp.%d' - Permission denied", rel, s.st.NextPID+1)
+}
+
 // checkLock is AbstractConfig.pm check_lock.
 func checkLock(c *qmConf) error {
 	if l := c.lock(); l != "" {

@@ -179,3 +179,28 @@ func TestCloudInitPasswordHidden(t *testing.T) {
 		}
 	}
 }
+
+// C10 for guests: without quorum /etc/pve is read-only — a config update
+// cannot write its file, a start refuses, a replication job cannot lock.
+func TestGuestsWithoutQuorumC10(t *testing.T) {
+	t.Parallel()
+	s, a, _ := twoNodes(t, simOpts{taskDuration: 30 * time.Millisecond, restartWindow: 200 * time.Millisecond, lockTimeout: 50 * time.Millisecond})
+	createVM(t, a, 100, nil)
+	if err := s.SetOnline("pve02", false); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "quorum lost", func() bool { return !quorate(a, 1) })
+	r := a.call("PUT", "/nodes/pve01/qemu/100/config", url.Values{"cores": {"4"}})
+	if r.status != 500 || !strings.HasPrefix(r.reason, "unable to open file '/etc/pve/nodes/pve01/qemu-server/100.conf.tmp.") || !strings.HasSuffix(r.reason, "' - Permission denied") {
+		t.Errorf("config update without quorum: %d %q", r.status, r.reason)
+	}
+	if r := a.call("POST", "/nodes/pve01/qemu/100/status/start", nil); r.status != 500 || r.reason != "cluster not ready - no quorum?" {
+		t.Errorf("start without quorum: %d %q", r.status, r.reason)
+	}
+	if r := a.call("POST", "/nodes/pve01/qemu", url.Values{"vmid": {"101"}}); r.status != 500 || !strings.HasPrefix(r.reason, "unable to create VM 101 - unable to open file") {
+		t.Errorf("create without quorum: %d %q", r.status, r.reason)
+	}
+	if got := vmConfig(t, a, "pve01", 100)["cores"]; got != float64(2) {
+		t.Errorf("cores changed to %v without quorum", got)
+	}
+}

@@ -360,8 +360,8 @@ func (s *Sim) postQemuCreate(rc *reqCtx) (any, error) {
 	if pool := rc.str("pool"); pool != "" && db.Pools[pool] == nil {
 		return nil, fmt.Errorf("pool '%s' does not exist", pool)
 	}
-	if aerr := s.cfsWriteLocked(db, guestConfPath(rc.node, "qemu-server", vmid), "unable to create VM "+strconv.Itoa(vmid)); aerr != nil {
-		return nil, aerr
+	if err := s.etcPveWritableLocked(db, guestConfPath(rc.node, "qemu-server", vmid)); err != nil {
+		return nil, pveDie("unable to create VM %d - %v", vmid, err)
 	}
 	if e, ok := s.findVMLocked(db, vmid); ok {
 		// check_vmid_unused (pve-cluster Cluster.pm) under create_and_lock_config.
@@ -631,6 +631,9 @@ func (s *Sim) loadAndCheck(db *ConfigDB, u *configUpdate, skiplock bool) (*qmCon
 // unplugged and plugged again) and keeps the rest pending.
 func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *qmConf, logf func(string, ...any)) error {
 	logf("update VM %d: %s", u.vmid, strings.Join(u.params, " "))
+	if err := s.etcPveWritableLocked(db, guestConfPath(u.node, "qemu-server", u.vmid)); err != nil {
+		return err
+	}
 	for _, k := range u.deletes {
 		if _, ok := c.Keys[k]; !ok {
 			if _, ok := c.Pending[k]; !ok {

@@ -162,8 +162,11 @@ func (s *Sim) postReplicationJob(rc *reqCtx) (any, error) {
 	if len(vols) == 0 {
 		return nil, pveDie("No replicatable volumes found")
 	}
-	if aerr := s.cfsWriteLocked(db, replicationCfg, "replication job create failed"); aerr != nil { // reconstruction of the prefix
-		return nil, aerr
+	if !s.quorateLocked(db) {
+		// ReplicationConfig::lock without a message: cfs_lock_file's own.
+		e := errStatus(500, "cfs-lock 'file-replication_cfg' error: no quorum!")
+		e.wait = s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout)
+		return nil, e
 	}
 	list, _ := s.readSectionsLocked(db, replicationCfg)
 	if findSection(list, id) != nil {
