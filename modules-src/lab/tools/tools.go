@@ -1,5 +1,5 @@
 // Package tools dispatches the lab's PVE/ZFS command-line stand-ins
-// (zpool, zfs, systemctl, update-initramfs, pvecm, pvesm, pvesh, pvesr, qm, ha-manager) by the name
+// (zpool, zfs, systemctl, update-initramfs, pvecm, pvesm, pvesh, pvesr, qm, pct, ha-manager) by the name
 // they were called as. The labtools binary is installed under each name in
 // every lab node; see docs/contracts.md, "Lab".
 package tools
@@ -71,6 +71,13 @@ var commands = map[string]func(env *cli.Env, node *nodecfg.Node) int{
 			return env.Fail(255, "pvesr: %v", err)
 		}
 		return (&pvesr.Tool{Env: env, Node: node.Node, API: api, Control: control.New(node.Control)}).Run()
+	},
+	"pct": func(env *cli.Env, node *nodecfg.Node) int {
+		api, err := apiclient.New(node)
+		if err != nil {
+			return env.Fail(255, "pct: %v", err)
+		}
+		return (&qm.Tool{Env: env, Node: node.Node, API: api, CT: true}).Run()
 	},
 	"qm": func(env *cli.Env, node *nodecfg.Node) int {
 		api, err := apiclient.New(node)

@@ -1,9 +1,9 @@
-// Package qm is the lab's qm stand-in: guests live in the simulator (their
-// configs in /etc/pve), so every command is a call to the node's own API,
-// as qemu-server's CLI (src/PVE/CLI/qm.pm) calls its API methods. Output
-// follows qm: `list` and `config` formats, `status: <state>`, and for
-// commands that run a worker the task's log on stdout, its error on stderr
-// with exit status 255.
+// Package qm is the lab's qm and pct stand-in: guests live in the simulator
+// (their configs in /etc/pve), so every command is a call to the node's own
+// API, as qemu-server's CLI (src/PVE/CLI/qm.pm) and pve-container's
+// (src/PVE/CLI/pct.pm) call their API methods. Output follows them: `list`
+// and `config` formats, `status: <state>`, and for commands that run a
+// worker the task's log on stdout, its error on stderr with exit status 255.
 package qm
 
 import (
@@ -34,6 +34,8 @@ type Tool struct {
 	API  API
 	// Poll is the task polling interval (default 200 ms).
 	Poll time.Duration
+	// CT makes it pct: containers (/nodes/{node}/lxc).
+	CT bool
 }
 
 const usage = `USAGE: qm <COMMAND> [ARGS] [OPTIONS]
@@ -65,9 +67,35 @@ var args = map[string][]string{
 	"status": {"vmid"}, "stop": {"vmid"}, "template": {"vmid"}, "resize": {"vmid", "disk", "size"}, "list": {},
 }
 
+// ctArgs are pct's commands (pct.pm $cmddef), the simulated ones.
+var ctArgs = map[string][]string{
+	"config": {"vmid"}, "create": {"vmid", "ostemplate"}, "destroy": {"vmid"}, "set": {"vmid"},
+	"shutdown": {"vmid"}, "start": {"vmid"}, "status": {"vmid"}, "stop": {"vmid"}, "list": {},
+}
+
+const ctUsage = `USAGE: pct <COMMAND> [ARGS] [OPTIONS]
+
+       pct config <vmid> [OPTIONS]
+       pct create <vmid> <ostemplate> [OPTIONS]
+       pct destroy <vmid> [OPTIONS]
+       pct list
+       pct set <vmid> [OPTIONS]
+       pct shutdown <vmid> [OPTIONS]
+       pct start <vmid> [OPTIONS]
+       pct status <vmid> [OPTIONS]
+       pct stop <vmid> [OPTIONS]
+`
+
 func (t *Tool) die(err error) int { return t.Env.Fail(255, "%v", err) }
 
-// Run executes qm with env.Args.
+func (t *Tool) name() string {
+	if t.CT {
+		return "pct"
+	}
+	return "qm"
+}
+
+// Run executes qm (or pct) with env.Args.
 func (t *Tool) Run() int {
 	a := t.Env.Args
 	if len(a) >= 2 && a[0] == "disk" && a[1] == "resize" {
@@ -77,18 +105,22 @@ func (t *Tool) Run() int {
 	if err != nil {
 		return t.die(err)
 	}
+	table, help, kind := args, usage, "qemu"
+	if t.CT {
+		table, help, kind = ctArgs, ctUsage, "lxc"
+	}
 	if len(pos) == 0 {
-		t.Env.Errf("ERROR: no command specified\n%s", usage)
+		t.Env.Errf("ERROR: no command specified\n%s", help)
 		return 255
 	}
 	cmd := pos[0]
-	names, known := args[cmd]
+	names, known := table[cmd]
 	if !known {
-		t.Env.Errf("ERROR: unknown command 'qm %s'\n%s", cmd, usage)
+		t.Env.Errf("ERROR: unknown command '%s %s'\n%s", t.name(), cmd, help)
 		return 255
 	}
 	if len(pos)-1 != len(names) {
-		return t.die(fmt.Errorf("400 wrong number of arguments\nqm %s <%s> [OPTIONS]", cmd, strings.Join(names, "> <")))
+		return t.die(fmt.Errorf("400 wrong number of arguments\n%s %s <%s> [OPTIONS]", t.name(), cmd, strings.Join(names, "> <")))
 	}
 	params := url.Values{}
 	for k, v := range opts {
@@ -104,7 +136,7 @@ func (t *Tool) Run() int {
 	ctx := context.Background()
 	vm := ""
 	if len(pos) > 1 {
-		vm = "/nodes/" + url.PathEscape(t.Node) + "/qemu/" + url.PathEscape(pos[1])
+		vm = "/nodes/" + url.PathEscape(t.Node) + "/" + kind + "/" + url.PathEscape(pos[1])
 	}
 	switch cmd {
 	case "list":
@@ -116,6 +148,9 @@ func (t *Tool) Run() int {
 	case "set":
 		if _, err := t.API.Call(ctx, http.MethodPut, vm+"/config", params); err != nil {
 			return t.die(err)
+		}
+		if t.CT {
+			return 0
 		}
 		// update_vm prints its log line; qm runs it in the foreground.
 		var parts []string
@@ -133,7 +168,7 @@ func (t *Tool) Run() int {
 		return 0
 	case "create":
 		params.Set("vmid", pos[1])
-		return t.task(ctx, http.MethodPost, "/nodes/"+url.PathEscape(t.Node)+"/qemu", params)
+		return t.task(ctx, http.MethodPost, "/nodes/"+url.PathEscape(t.Node)+"/"+kind, params)
 	case "destroy":
 		return t.task(ctx, http.MethodDelete, vm, params)
 	case "resize":
@@ -217,6 +252,9 @@ func (n *num) UnmarshalJSON(b []byte) error {
 }
 
 func (t *Tool) list(ctx context.Context) int {
+	if t.CT {
+		return t.ctList(ctx)
+	}
 	raw, err := t.API.Call(ctx, http.MethodGet, "/nodes/"+url.PathEscape(t.Node)+"/qemu", nil)
 	if err != nil {
 		return t.die(err)
@@ -245,6 +283,33 @@ func (t *Tool) list(ctx context.Context) int {
 		}
 		t.Env.Outf("%10d %-20s %-10s %-10d %12.2f %-10d\n", int64(v.VMID), v.Name, status,
 			int64(v.MaxMem)/(1024*1024), float64(v.MaxDisk)/(1024*1024*1024), int64(v.PID))
+	}
+	return 0
+}
+
+// ctList is pct list: "%-10s %-10s %-12s %-20s".
+func (t *Tool) ctList(ctx context.Context) int {
+	raw, err := t.API.Call(ctx, http.MethodGet, "/nodes/"+url.PathEscape(t.Node)+"/lxc", nil)
+	if err != nil {
+		return t.die(err)
+	}
+	var list []struct {
+		VMID   num    `json:"vmid"`
+		Name   string `json:"name"`
+		Status string `json:"status"`
+		Lock   string `json:"lock"`
+	}
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return t.die(fmt.Errorf("unexpected answer from GET /nodes/%s/lxc: %w", t.Node, err))
+	}
+	if len(list) == 0 {
+		return 0
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].VMID < list[j].VMID })
+	const format = "%-10s %-10s %-12s %-20s\n"
+	t.Env.Outf(format, "VMID", "Status", "Lock", "Name")
+	for _, c := range list {
+		t.Env.Outf(format, strconv.FormatInt(int64(c.VMID), 10), c.Status, c.Lock, c.Name)
 	}
 	return 0
 }
@@ -294,6 +359,9 @@ func (t *Tool) status(ctx context.Context, vm string) int {
 		return t.die(fmt.Errorf("unexpected status answer: %w", err))
 	}
 	s := st.QMPStatus
+	if t.CT {
+		s = st.Status
+	}
 	if s == "" {
 		s = "unknown"
 	}
