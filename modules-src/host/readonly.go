@@ -119,12 +119,60 @@ func ReadOnlyCommand(cmd Command) bool {
 		return verbIn(firstArg(args), readOnlyVerbs[prog])
 	case "ssh-keygen":
 		return slices.Contains(args, "-F") || slices.Contains(args, "-l") || slices.Contains(args, "-y")
+	case "ssh":
+		return sshReadOnly(args)
 	}
 	if slices.Contains(readOnlyPrograms, prog) {
 		return true
 	}
 	if verbs, ok := readOnlyVerbs[prog]; ok {
 		return verbIn(firstArg(args), verbs)
+	}
+	return false
+}
+
+// sshSafeOptions are the ssh -o options a read-only ssh may carry: none of
+// them runs a local command or writes a file (UpdateHostKeys must be no,
+// StrictHostKeyChecking yes, so known_hosts is never written).
+var sshSafeOptions = map[string]string{
+	"batchmode": "yes", "stricthostkeychecking": "yes", "updatehostkeys": "no",
+	"connecttimeout": "", "identityfile": "", "user": "", "port": "", "loglevel": "",
+	"userknownhostsfile": "", "globalknownhostsfile": "", "hostkeyalias": "",
+	"serveraliveinterval": "", "serveralivecountmax": "", "passwordauthentication": "no",
+}
+
+// sshReadOnly: `ssh -o K=V… -T HOST -- CMD ARGS…` reads only when its
+// options are on sshSafeOptions (with the value required there, if any),
+// StrictHostKeyChecking=yes and UpdateHostKeys=no are given, and the remote
+// command is itself read-only by these rules.
+func sshReadOnly(args []string) bool {
+	strict, noUpdate := false, false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-T" || a == "-n" || a == "-q":
+		case a == "-o" && i+1 < len(args):
+			k, v, _ := strings.Cut(args[i+1], "=")
+			k = strings.ToLower(k)
+			want, ok := sshSafeOptions[k]
+			if !ok || want != "" && !strings.EqualFold(v, want) {
+				return false
+			}
+			strict = strict || k == "stricthostkeychecking"
+			noUpdate = noUpdate || k == "updatehostkeys"
+			i++
+		case strings.HasPrefix(a, "-"):
+			return false
+		default:
+			rest := args[i+1:]
+			if len(rest) > 0 && rest[0] == "--" {
+				rest = rest[1:]
+			}
+			if !strict || !noUpdate || len(rest) == 0 {
+				return false
+			}
+			return ReadOnlyCommand(Command{Name: rest[0], Args: rest[1:]})
+		}
 	}
 	return false
 }

@@ -110,6 +110,14 @@ func TestReadOnlyRunner(t *testing.T) {
 		{Command{Name: "pvesh", Args: []string{"get", "/cluster/status"}}, true},
 		{Command{Name: "pvesh", Args: []string{"create", "/cluster/config"}}, false},
 		{Command{Name: "rm", Args: []string{"-rf", "/"}}, false},
+		// pve_cluster reads the primary's membership over ssh: read-only
+		// only with a read-only remote command and options that never write
+		{Command{Name: "ssh", Args: []string{"-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o", "UpdateHostKeys=no", "-T", "root@192.0.2.11", "--", "pvesh", "get", "/cluster/status", "--output-format", "json"}}, true},
+		{Command{Name: "ssh", Args: []string{"-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o", "UpdateHostKeys=no", "root@192.0.2.11", "pvecm", "add", "x"}}, false},
+		{Command{Name: "ssh", Args: []string{"-o", "StrictHostKeyChecking=accept-new", "-o", "UpdateHostKeys=no", "root@h", "pvesh", "get", "/x"}}, false}, // writes known_hosts
+		{Command{Name: "ssh", Args: []string{"-o", "StrictHostKeyChecking=yes", "root@h", "pvesh", "get", "/x"}}, false},                                   // UpdateHostKeys may write
+		{Command{Name: "ssh", Args: []string{"-o", "StrictHostKeyChecking=yes", "-o", "UpdateHostKeys=no", "-o", "ProxyCommand=touch /x", "h", "true"}}, false},
+		{Command{Name: "ssh", Args: []string{"-o", "StrictHostKeyChecking=yes", "-o", "UpdateHostKeys=no", "-L", "1:h:2", "h", "true"}}, false},
 	}
 	inner := &ExecRunner{}
 	for _, c := range cases {

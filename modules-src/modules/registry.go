@@ -5,6 +5,7 @@ package modules
 import (
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/modules/pvebase"
+	"github.com/gopve/proxmox/modules-src/modules/pvecluster"
 	"github.com/gopve/proxmox/modules-src/modules/pvestorage"
 	"github.com/gopve/proxmox/modules-src/modules/pvezfs"
 )
@@ -17,6 +18,7 @@ func Shipped() []ansible.Module {
 		// pvebase.Module(), pvezfs.Module(), … are added here by their authors.
 		pvebase.Module(),
 		pvezfs.Module(),
+		pvecluster.Module(),
 		pvestorage.Module(),
 	}
 }

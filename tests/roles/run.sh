@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Role wrapper tests: roles/pve_base, pve_zfs and pve_storage, run by the installed
+# Role wrapper tests: roles/pve_base, pve_zfs, pve_storage and pve_cluster, run by the installed
 # ansible-playbook against localhost, with the seed inventory's variables.
 # The modules are replaced by a capture stub (a Python module that records the
 # arguments it got and changes nothing), so this checks exactly what the roles
@@ -17,7 +17,7 @@ mkdir -p "$coll/plugins/modules" "$coll/meta"
 cp -r "$REPO/roles" "$coll/roles"
 cp "$REPO/galaxy.yml" "$coll/"
 printf 'requires_ansible: ">=2.14"\n' > "$coll/meta/runtime.yml"
-for m in pve_base pve_zfs pve_storage; do
+for m in pve_base pve_zfs pve_storage pve_cluster; do
   cp "$HERE/capture.py" "$coll/plugins/modules/$m.py"
 done
 

@@ -145,7 +145,7 @@ func TestDownAfterSupervisorCrash(t *testing.T) {
 // it, installs itself as the nodes' stand-ins.
 func TestUpFromAnyDirectory(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("the lab needs root (namespaces, overlayfs, loop devices)")
+		testenv.Skip(t, "the lab needs root (namespaces, overlayfs, loop devices)")
 	}
 	bin := filepath.Join(t.TempDir(), "lab")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/internal/testenv"
 )
 
 // fakeBackend: every node on one backing directory unless moved.
@@ -36,10 +38,10 @@ func (b *fakeBackend) Changed(node, rel string) { b.changed.Store(rel, true) }
 func mountNodes(t *testing.T, nodes ...string) (shared string, mnt map[string]string, b *fakeBackend) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("FUSE mounts need root")
+		testenv.Skip(t, "FUSE mounts need root")
 	}
 	if _, err := os.Stat("/dev/fuse"); err != nil {
-		t.Skip("no /dev/fuse")
+		testenv.Skip(t, "no /dev/fuse")
 	}
 	tmp := t.TempDir()
 	shared = filepath.Join(tmp, "db")

@@ -1,0 +1,60 @@
+package pvecluster
+
+const examples = `- name: Prepare every node and collect its root key
+  gopve.proxmox.pve_cluster:
+    cluster_name: lab
+    primary: pve01
+    nodes: [{name: pve01, address: 192.0.2.11}, {name: pve02, address: 192.0.2.12}, {name: pve03, address: 192.0.2.13}]
+    domain: example.org
+    prepare: [ssh_key]
+    form: false
+  register: prep
+
+- name: Create on the primary, then join the others one at a time (the role does this)
+  gopve.proxmox.pve_cluster:
+    cluster_name: lab
+    primary: pve01
+    nodes: [{name: pve01, address: 192.0.2.11}, {name: pve02, address: 192.0.2.12}, {name: pve03, address: 192.0.2.13}]
+    domain: example.org
+    peer_keys: "{{ dict(groups.pve | zip(groups.pve | map('extract', hostvars, ['prep', 'ssh_public_key']))) }}"
+  throttle: 1
+
+- name: Join over the API instead (no SSH trust needed for the join)
+  gopve.proxmox.pve_cluster:
+    cluster_name: lab
+    primary: pve01
+    nodes: "{{ cluster_nodes }}"
+    join_method: api
+    api_password: "{{ vault_root_password }}"
+    primary_api_fingerprint: "{{ hostvars.pve01.pve_api_fingerprint }}"
+    api_fingerprint: "{{ pve_api_fingerprint }}"
+  throttle: 1
+`
+
+const returnDoc = `node:
+  description: This node's name.
+  returned: always
+  type: str
+role:
+  description: primary or member.
+  returned: always
+  type: str
+cluster:
+  description: The cluster as this node sees it after the run (read back; predicted in check mode); null when standalone. expected_votes and total_votes count one vote per listed and per online member (PVE's default of one vote per node).
+  returned: always
+  type: dict
+  sample: {name: lab, quorate: true, expected_votes: 3, total_votes: 3, members: [{name: pve01, nodeid: 1, address: 192.0.2.11, online: true}]}
+ssh_public_key:
+  description: Root's public key on this node; empty in check mode when the run would create it.
+  returned: always
+  type: str
+ssh_key_created:
+  description: Whether this run creates root's key pair.
+  returned: always
+  type: bool
+evidence:
+  description: Output of pvecm or the join task's log, when a create or join ran.
+  returned: when a create or join ran
+  type: list
+  elements: str
+`

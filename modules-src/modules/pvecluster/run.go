@@ -1,0 +1,318 @@
+package pvecluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gopve/proxmox/modules-src/ansible"
+	"github.com/gopve/proxmox/modules-src/host"
+	hostssh "github.com/gopve/proxmox/modules-src/host/ssh"
+	"github.com/gopve/proxmox/modules-src/pveapi"
+)
+
+// clusterFact is this node's cluster as the run leaves it: observed, or
+// predicted in check mode by a planned create or join.
+const clusterFact = ansible.Key[*Cluster]("pve_cluster:cluster")
+
+// pubKeyFact is root's public key: "" when check mode predicts one is made.
+const pubKeyFact = ansible.Key[string]("pve_cluster:ssh_public_key")
+
+// mod carries one run's knowledge from stage to stage and to the result.
+type mod struct {
+	r     *ansible.Run
+	env   Env
+	p     params
+	c     checked
+	local *pveapi.Client
+
+	start    *Cluster // this node's cluster before the run
+	final    *Cluster // read back, or predicted in check mode
+	pubKey   string
+	keyMade  bool
+	evidence []string
+}
+
+func run(r *ansible.Run, e Env) error {
+	var p params
+	if err := r.Decode(&p); err != nil {
+		return err
+	}
+	c, err := validate(p, e.Hostname)
+	if err != nil {
+		return err
+	}
+	if p.APIPassword != "" {
+		r.AddSecret(p.APIPassword)
+	}
+	if p.PrimaryPassword != "" {
+		r.AddSecret(p.PrimaryPassword)
+	}
+	if !r.CheckMode() && slices.Contains(p.Prepare, prepAuthorizedKeys) {
+		// before any stage: a missing key must not leave this node half prepared
+		for _, name := range slices.Sorted(maps.Keys(p.PeerKeys)) {
+			if p.PeerKeys[name] == "" {
+				return fmt.Errorf("peer_keys.%s: no public key; every member's key pair task must have run in this play (a failed node, or one left out by --limit, stops the others here); nothing was changed", name)
+			}
+		}
+	}
+	m := &mod{r: r, env: e, p: p, c: c}
+	defer m.report()
+	steps := []struct {
+		name string
+		on   bool
+		fn   ansible.StageFunc
+	}{
+		{"membership", true, m.observe},
+		{prepHosts, m.prepares(prepHosts), m.planHosts},
+		{prepSSHKey, m.prepares(prepSSHKey), m.planKey},
+		{prepAuthorizedKeys, m.prepares(prepAuthorizedKeys), m.planAuthorized},
+		{prepKnownHosts, m.prepares(prepKnownHosts), m.planKnownHosts},
+		{"cluster", p.Form, m.planCluster},
+	}
+	for _, s := range steps {
+		if !s.on {
+			continue
+		}
+		if err := r.Stage(s.name, s.fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *mod) prepares(step string) bool { return slices.Contains(m.p.Prepare, step) }
+
+func (m *mod) report() {
+	m.r.Set("node", m.c.self.Name)
+	role := "member"
+	if m.c.isPrimary() {
+		role = "primary"
+	}
+	m.r.Set("role", role)
+	cl := m.final
+	if cl == nil {
+		cl = m.start
+	}
+	if cl != nil {
+		m.r.Set("cluster", cl)
+	} else {
+		m.r.Set("cluster", nil)
+	}
+	if m.pubKey == "" && !m.keyMade {
+		m.pubKey, _ = hostssh.ReadKeyPair(m.env.Root)
+	}
+	m.r.Set("ssh_public_key", m.pubKey)
+	m.r.Set("ssh_key_created", m.keyMade)
+	if len(m.evidence) > 0 {
+		m.r.Set("evidence", m.evidence)
+	}
+}
+
+// observe is stage 1: this node's own view. C6 and C8 fail here, before
+// anything is changed.
+func (m *mod) observe(ctx context.Context, _ *ansible.World) ([]ansible.Change, error) {
+	c, err := m.env.Local(m.r)
+	if err != nil {
+		return nil, err
+	}
+	m.local = c
+	v, err := readLocal(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	if v.self != "" && v.self != m.c.self.Name {
+		return nil, fmt.Errorf("node: PVE calls this node %q, not %q; node names in nodes, primary and node must be the PVE node names (C8)", v.self, m.c.self.Name)
+	}
+	m.start, m.final = v.cluster, v.cluster
+	if cl := v.cluster; cl != nil && cl.Name != m.p.ClusterName {
+		return nil, fmt.Errorf("%s already belongs to a different cluster, %q (members: %s), not %q; a node is never moved between clusters: nothing was changed (C6)",
+			m.c.self.Name, cl.Name, strings.Join(cl.names(), ", "), m.p.ClusterName)
+	}
+	return nil, nil
+}
+
+func (m *mod) fileChange(id, summary string, fc *host.FileChange) ansible.Change {
+	d := fc.Diff()
+	return ansible.Change{
+		ID: id, Summary: summary,
+		Diff: &ansible.Diff{Before: d.Before, After: d.After, BeforeHeader: d.BeforeHeader, AfterHeader: d.AfterHeader},
+		Apply: func(context.Context) error {
+			_, err := m.env.Root.ApplyFile(fc, m.env.Now())
+			var conflict *host.ConflictError
+			if errors.As(err, &conflict) {
+				return ansible.NothingChanged(err)
+			}
+			return err
+		},
+		Verify: func(context.Context) error { return m.env.Root.VerifyFile(fc) },
+	}
+}
+
+// planHosts is stage 2 (C1).
+func (m *mod) planHosts(context.Context, *ansible.World) ([]ansible.Change, error) {
+	fc, err := hostssh.PlanHosts(m.env.Root, m.c.members, m.p.Domain)
+	if err != nil || fc == nil {
+		return nil, err
+	}
+	return []ansible.Change{m.fileChange("hosts", fmt.Sprintf("write the %d members' lines into %s", len(m.c.members), hostssh.HostsFile), fc)}, nil
+}
+
+// planKey is stage 3: root's key pair, made here when missing.
+func (m *mod) planKey(context.Context, *ansible.World) ([]ansible.Change, error) {
+	pub, err := hostssh.ReadKeyPair(m.env.Root)
+	if err != nil {
+		return nil, err
+	}
+	if pub != "" {
+		m.pubKey = pub
+		return nil, nil
+	}
+	m.keyMade = true
+	var made string
+	return []ansible.Change{{
+		ID:      "ssh_key",
+		Summary: "create root's ed25519 key pair " + hostssh.PrivateKey,
+		Apply: func(context.Context) error {
+			priv, pub, err := hostssh.NewKeyPair("root@" + m.c.self.Name)
+			if err != nil {
+				return ansible.NothingChanged(err)
+			}
+			// the private key first: a public key alone would be read back
+			// as half a pair and refused on the next run
+			for _, f := range []struct {
+				path string
+				data []byte
+				mode fs.FileMode
+			}{{hostssh.PrivateKey, priv, 0o600}, {hostssh.PublicKey, pub, 0o644}} {
+				fc, err := m.env.Root.PlanFile(f.path, f.data, f.mode)
+				if err != nil {
+					return err
+				}
+				if _, err := m.env.Root.ApplyFile(fc, m.env.Now()); err != nil {
+					return err
+				}
+			}
+			made = strings.TrimSpace(string(pub))
+			m.pubKey = made
+			return nil
+		},
+		Verify: func(context.Context) error {
+			got, err := hostssh.ReadKeyPair(m.env.Root)
+			if err != nil {
+				return err
+			}
+			if got != made {
+				return fmt.Errorf("%s does not hold the key just made", hostssh.PublicKey)
+			}
+			return nil
+		},
+		Predict: func(w *ansible.World) { pubKeyFact.Predict(w, "") },
+	}}, nil
+}
+
+// planAuthorized is stage 4 (C7): the peers' keys in root's
+// authorized_keys, through the /etc/pve/priv link on a member.
+func (m *mod) planAuthorized(context.Context, *ansible.World) ([]ansible.Change, error) {
+	var keys, pending, from []string
+	// This node's own key too: on the primary the file becomes the
+	// cluster's copy that every joiner receives (C7), so it must hold every
+	// member's key, the primary's included.
+	for _, name := range slices.Sorted(maps.Keys(m.p.PeerKeys)) {
+		if m.p.PeerKeys[name] == "" {
+			pending = append(pending, name)
+			continue
+		}
+		keys = append(keys, m.p.PeerKeys[name])
+		from = append(from, name)
+	}
+	fc, added, err := hostssh.PlanAuthorizedKeys(m.env.Root, keys)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, a := range added {
+		for i, k := range keys {
+			if strings.TrimSpace(k) == a {
+				names = append(names, from[i])
+				break
+			}
+		}
+	}
+	if fc == nil && len(pending) == 0 {
+		return nil, nil
+	}
+	st, err := m.env.Root.ReadFile(hostssh.AuthorizedKeys)
+	if err != nil {
+		return nil, err
+	}
+	where := hostssh.AuthorizedKeys
+	if st.Target != st.Path {
+		where += " (→ " + st.Target + ", shared by the cluster's members)"
+	}
+	// keys a check run predicted to be created are listed like the others:
+	// the summary is the one the real run reports
+	who := append(names, pending...)
+	slices.Sort(who)
+	summary := "authorize the root keys of " + strings.Join(who, ", ") + " in " + where
+	if fc == nil {
+		// check mode, only keys the prepare task predicted
+		return []ansible.Change{{
+			ID: prepAuthorizedKeys, Summary: summary,
+			Apply:  func(context.Context) error { return errors.New("bug: a predicted key reached a real run") },
+			Verify: func(context.Context) error { return nil },
+		}}, nil
+	}
+	return []ansible.Change{m.fileChange(prepAuthorizedKeys, summary, fc)}, nil
+}
+
+// planKnownHosts is stage 5 (C2, C3): every peer's host key, exactly.
+func (m *mod) planKnownHosts(ctx context.Context, _ *ansible.World) ([]ansible.Change, error) {
+	var want []hostssh.HostKey
+	var names []string
+	for _, peer := range m.c.members {
+		if peer.Name == m.c.self.Name {
+			continue
+		}
+		k, err := m.env.HostKey(ctx, peer.Address+":22")
+		if err != nil {
+			return nil, fmt.Errorf("known_hosts: %s (%s): %w", peer.Name, peer.Address, err)
+		}
+		want = append(want, hostssh.HostKey{Names: hostssh.Names(peer, m.p.Domain, 22), Key: k})
+		names = append(names, peer.Name)
+	}
+	fc, err := hostssh.PlanKnownHosts(m.env.Root, want)
+	if err != nil || fc == nil {
+		return nil, err
+	}
+	return []ansible.Change{m.fileChange(prepKnownHosts, "trust the SSH host keys of "+strings.Join(names, ", ")+" in "+hostssh.KnownHosts, fc)}, nil
+}
+
+// wait polls until done reports true, or the wait_timeout (or the task's
+// deadline) passes; the last error or state is in the failure.
+func (m *mod) wait(ctx context.Context, what string, done func(context.Context) (bool, string, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(m.p.WaitTimeout)*time.Second)
+	defer cancel()
+	var last string
+	for {
+		ok, state, err := done(ctx)
+		if err != nil {
+			last = err.Error()
+		} else {
+			last = state
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: not reached within %ds (wait_timeout); last seen: %s", what, m.p.WaitTimeout, last)
+		case <-time.After(m.env.Poll):
+		}
+	}
+}
