@@ -378,9 +378,7 @@ func (s *Sim) postQemuCreate(rc *reqCtx) (any, error) {
 		}
 		keys[k] = paramString(v)
 	}
-	if sk, ok := keys["sshkeys"]; ok {
-		keys["sshkeys"] = sk // stored URL-encoded, as the API receives it (K12)
-	}
+	// sshkeys stay URL-encoded, as the API receives and stores them (K12).
 	// Disks are checked before the task starts ($check_drive_param).
 	for k, v := range keys {
 		if isDriveKey(k) {
