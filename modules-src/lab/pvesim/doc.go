@@ -142,6 +142,7 @@
 // template|resize|clone|migrate]], /nodes/{node}/lxc[/{vmid}[/config|status/…]],
 // /cluster/replication[/{id}], /nodes/{node}/replication[/{id}/status|log|
 // schedule_now], /cluster/ha/resources|groups|rules[/{id}],
+// /cluster/ha/resources/{sid}/migrate|relocate,
 // /cluster/ha/status/current,
 // /cluster/config (create, index), /cluster/config/join (GET, POST),
 // /cluster/config/nodes, DELETE /cluster/config/nodes/{node} (delnode: the

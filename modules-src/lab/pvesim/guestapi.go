@@ -44,6 +44,8 @@ func (s *Sim) guestHandlers() map[string]handlerFunc {
 		"GET /cluster/ha/resources/{sid}":                  s.getHAResource,
 		"PUT /cluster/ha/resources/{sid}":                  s.putHAResource,
 		"DELETE /cluster/ha/resources/{sid}":               s.deleteHAResource,
+		"POST /cluster/ha/resources/{sid}/migrate":         s.postHAMotion,
+		"POST /cluster/ha/resources/{sid}/relocate":        s.postHAMotion,
 		"GET /cluster/ha/groups":                           s.getHAGroups,
 		"POST /cluster/ha/groups":                          s.postHAGroup,
 		"GET /cluster/ha/groups/{group}":                   s.getHAGroup,

@@ -948,3 +948,48 @@ func (s *Sim) failbackLocked(db *ConfigDB, back string) {
 		s.saveLocked()
 	}
 }
+
+// POST /cluster/ha/resources/{sid}/migrate|relocate: a CRM command the
+// manager carries out HADelay later (relocate stops and starts; the lab
+// treats both as moving the guest). PVE 9 answers {sid, requested-node},
+// PVE 8 null (pve-ha-manager API2/HA/Resources.pm).
+func (s *Sim) postHAMotion(rc *reqCtx) (any, error) {
+	db := rc.db()
+	sid, vmid, err := s.parseSID(db, rc.str("sid"))
+	if err != nil {
+		return nil, err
+	}
+	list, _ := s.haResourcesLocked(db)
+	r := findResource(list, sid)
+	if r == nil || r.Opts["state"] == "ignored" {
+		return nil, pveDie("resource '%s' is not HA managed", sid)
+	}
+	if s.haErrorLocked(db, sid) {
+		return nil, pveDie("service '%s' in error state, must be disabled and fixed first", sid)
+	}
+	target := rc.str("node")
+	if db.Corosync == nil || db.Corosync.member(target) == nil {
+		return nil, pveDie("no such cluster node '%s'", target) // reconstruction: the CRM ignores it, PVE logs only
+	}
+	id := db.ID
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if !s.sleep(s.cfg.dur(s.cfg.HADelay, 10*time.Second)) {
+			return
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		d := s.st.DBs[id]
+		if d == nil || !s.nodeUpLocked(target) {
+			return
+		}
+		if e, ok := s.findVMLocked(d, vmid); ok && e.Node != target && e.Kind == "qemu-server" {
+			_ = s.moveGuestLocked(d, vmid, e.Node, target, func(string, ...any) {})
+		}
+	}()
+	if s.cfg.Version < 9 {
+		return nil, nil
+	}
+	return map[string]any{"sid": sid, "requested-node": target}, nil
+}

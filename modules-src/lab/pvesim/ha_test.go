@@ -129,6 +129,15 @@ func TestHAStartIsARequestH4(t *testing.T) {
 	if r.status != 500 || r.reason != "unable to remove VM 100 - used in HA resources and purge parameter not set." {
 		t.Errorf("destroy of an HA guest: %d %q", r.status, r.reason)
 	}
+	// An HA migration is a CRM command too: the answer comes at once, the
+	// guest moves a round later, still running.
+	if got := a.call("POST", "/cluster/ha/resources/vm:100/migrate", url.Values{"node": {"pve02"}}).must(t, "HA migrate").obj(); got["requested-node"] != "pve02" {
+		t.Errorf("HA migrate answer: %v", got)
+	}
+	if n, _ := vmNode(t, a, 100); n != "pve01" {
+		t.Errorf("guest on %s right after the request", n)
+	}
+	eventually(t, "guest migrated by the CRM", func() bool { n, st := vmNode(t, a, 100); return n == "pve02" && st == "running" })
 }
 
 // H3, H7, H8 and the replication swap: a powered-off node is fenced after
@@ -238,6 +247,8 @@ func haTour(t *testing.T, s *Sim, c *apiClient) {
 	c.call("PUT", "/cluster/ha/resources/vm:300", url.Values{"max_relocate": {"2"}}).must(t, "update resource")
 	c.call("GET", "/cluster/ha/resources/300", nil).must(t, "read resource")
 	c.call("GET", "/cluster/ha/status/current", nil).must(t, "HA status")
+	c.call("POST", "/cluster/ha/resources/vm:300/migrate", url.Values{"node": {"pve02"}}).must(t, "HA migrate")
+	c.call("POST", "/cluster/ha/resources/vm:300/relocate", url.Values{"node": {"pve01"}}).must(t, "HA relocate")
 	if s.Version() >= 9 {
 		c.call("POST", "/cluster/ha/rules", url.Values{"rule": {"r1"}, "type": {"node-affinity"}, "resources": {"vm:300"}, "nodes": {"pve01"}}).must(t, "rule")
 		c.call("GET", "/cluster/ha/rules", nil).must(t, "rules")
