@@ -163,7 +163,25 @@ func up(args []string, stdout io.Writer) error {
 	pve := fs.Int("pve", 9, "PVE major version: 8 (Debian 12) or 9 (Debian 13)")
 	toolsBin := fs.String("labtools", "", "CLI stand-ins binary (default: labtools next to this binary, else built from the checkout, else this binary)")
 	timeout := fs.Duration("timeout", 10*time.Minute, "give up after this long (the first PVE 9 lab builds a Debian root)")
+	guestsFile := fs.String("guests", "", `JSON list of guests to start with: [{"node":"pve01","vmid":9000,"template":true,"config":{"scsi0":"local-lvm:8"}}, …]`)
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var guests []labctl.GuestFixture
+	if *guestsFile != "" {
+		var err error
+		if guests, err = labctl.ReadGuestFixtures(*guestsFile); err != nil {
+			return err
+		}
+	}
+	addGuests := func(ctx context.Context, dir string) error {
+		if len(guests) == 0 {
+			return nil
+		}
+		lines, err := labctl.AddGuests(ctx, dir, guests)
+		for _, l := range lines {
+			fmt.Fprintln(stdout, "lab up: "+l)
+		}
 		return err
 	}
 	dir, err := w.resolveForUp()
@@ -178,7 +196,7 @@ func up(args []string, stdout io.Writer) error {
 			}
 			fmt.Fprintf(stdout, "lab already up in %s\n", dir)
 			printUsage(stdout, st)
-			return nil
+			return addGuests(context.Background(), dir)
 		}
 		// A lab whose supervisor died: clear what it left and start afresh.
 		if err := labctl.Cleanup(dir); err != nil {
@@ -233,7 +251,7 @@ func up(args []string, stdout io.Writer) error {
 		}
 		if st, err := labctl.ReadState(dir); err == nil && st.PID == cmd.Process.Pid {
 			printUsage(stdout, st)
-			return nil
+			return addGuests(ctx, dir)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim"
@@ -16,11 +17,16 @@ import (
 
 type simKey struct{}
 
+// simBlock hands each script of this process its own 127.79.N.x block.
+var simBlock atomic.Int32
+
 // startSim runs the lab's real API simulator in-process for one script:
 // three standalone nodes on loopback addresses outside the labs' range,
 // the control API on a Unix socket. It exports $ADDR1..$ADDR3 and $CONTROL.
 func startSim(e *testscript.Env) (*pvesim.Sim, error) {
-	base := fmt.Sprintf("127.79.%d.", (os.Getpid()+int(time.Now().UnixNano()/1e6))%250+1)
+	// One address block per script: scripts run in parallel, and two sims
+	// on one block race for ports when a joining node rebinds its own.
+	base := fmt.Sprintf("127.79.%d.", (os.Getpid()+int(simBlock.Add(1)))%250+1)
 	port, err := freePort(base + "11")
 	if err != nil {
 		return nil, err

@@ -365,6 +365,7 @@ var standIns = map[string]string{
 	"pvecm": "/usr/bin/pvecm", "pvesm": "/usr/sbin/pvesm", "pvesh": "/usr/bin/pvesh",
 	"zpool": "/usr/sbin/zpool", "zfs": "/usr/sbin/zfs",
 	"update-initramfs": "/usr/sbin/update-initramfs", "systemctl": "/usr/local/sbin/systemctl",
+	"qm": "/usr/sbin/qm", "pct": "/usr/sbin/pct", "pvesr": "/usr/bin/pvesr", "ha-manager": "/usr/sbin/ha-manager",
 }
 
 func (l *Lab) nodeFiles(i int, name, addr string) (map[string]node.File, error) {

@@ -108,8 +108,12 @@ func (s *Sim) SetOnline(name string, online bool) error {
 				return err
 			}
 		}
+		// A node back from the dead runs nothing; HA may fail guests back.
+		n.Running = nil
+		s.nodeBackLocked(name)
 	} else {
 		s.stopLocked(name)
+		s.nodeDownLocked(name) // HA fencing and recovery (ha.go)
 	}
 	s.saveLocked()
 	return nil

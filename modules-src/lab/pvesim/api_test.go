@@ -55,7 +55,7 @@ func TestSchemaValidationOverHTTP(t *testing.T) {
 		{name: "path parameter format", method: "GET", path: "/nodes/bad_name/status", status: 400, errKeys: []string{"node"}},
 		{name: "unknown path", method: "GET", path: "/no/such/thing", status: 501, inReason: "Method 'GET /no/such/thing' not implemented"},
 		{name: "unknown method", method: "PUT", path: "/version", status: 501, inReason: "not implemented"},
-		{name: "real but not simulated", method: "GET", path: "/cluster/ha/rules", status: 501, inReason: "not simulated by the lab"},
+		{name: "real but not simulated", method: "GET", path: "/cluster/sdn/vnets", status: 501, inReason: "not simulated by the lab"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -340,6 +340,11 @@ func (s *Sim) joinableLocked(node string, links map[string]string) []string {
 			"cluster config '/etc/pve/corosync.conf' already exists",
 			"corosync is already running, is this node already in a cluster?!")
 	}
+	// pve-cluster Setup.pm assert_joinable: guests would collide with the
+	// cluster's VMIDs (unless force).
+	if db := s.dbOf(node); db.Corosync == nil && len(s.vmListLocked(db)) > 0 {
+		reasons = append(reasons, "this host already contains virtual guests")
+	}
 	addr := s.st.Nodes[node].Addr
 	keys := slices.Sorted(maps.Keys(links))
 	for _, k := range keys {

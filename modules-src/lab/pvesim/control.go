@@ -33,6 +33,8 @@ func (s *Sim) ControlHandler() http.Handler {
 	mux.HandleFunc("GET /v1/nodes/{node}/pmxcfs/{path...}", s.ctlReadPmxcfs)
 	mux.HandleFunc("PUT /v1/nodes/{node}/pmxcfs/{path...}", s.ctlWritePmxcfs)
 	mux.HandleFunc("DELETE /v1/nodes/{node}/pmxcfs/{path...}", s.ctlDeletePmxcfs)
+	mux.HandleFunc("POST /v1/nodes/{node}/guests", s.ctlAddGuest)
+	mux.HandleFunc("POST /v1/nodes/{node}/replication/run", s.ctlRunReplication)
 	return mux
 }
 

@@ -1,7 +1,8 @@
 // Package pvesim simulates a Proxmox VE 8 or 9 cluster of N nodes well
 // enough that the collection's modules cannot tell it from the real API for
 // the endpoints they use — including the ugly parts (pitfalls C4–C6, C10,
-// K19, S1, S2, Z7) — so that "green is not proof" can be tested.
+// K1–K4, K10, K11, K13, K16, K18, K19, H1–H8, S1, S2, Z7) — so that "green is
+// not proof" can be tested.
 //
 // # Shape
 //
@@ -20,11 +21,7 @@
 // generation, task list) on Node, and everything pmxcfs holds — corosync.conf,
 // storage.cfg, pools, users/tokens/ACLs — on a ConfigDB. A standalone node
 // has its own DB; a join replaces the joiner's DB by the cluster's, which is
-// why its local storage.cfg, tokens and tickets vanish (S1, Z7). Part 2
-// (guests, templates, clone, HA, replication) adds maps to ConfigDB and
-// handlers to the table in httpapi.go; tasks, faults and the request log
-// already serve them (startTaskLocked, taskRun.commit for K4-style "config
-// appears late", FaultTaskFail).
+// why its local storage.cfg, tokens and tickets vanish (S1, Z7).
 //
 // Every ConfigDB is also a directory, <Dir>/pvesim/etc-pve/<db id>/, laid
 // out as PVE's /etc/pve (etcpve.go): the lab mounts it as the members'
@@ -34,6 +31,47 @@
 // file edited on a node is what the API shows next. EtcPveDir, Quorate,
 // GeneratedPmxcfsFile (.members, .version, .vmlist…) and PmxcfsChanged are
 // the mount's backend.
+//
+// # Guests, replication, HA
+//
+// A guest is its config file, nodes/<node>/qemu-server/<vmid>.conf in the
+// DB's directory, in qemu-server's format (guestconf.go): the API parses it
+// on every read, its digest is the file's SHA-1, the VM list is pmxcfs's
+// scan of those files, and a file edited on a lab node is what the API
+// shows next. Disks are volumes with sizes on their storage (volumes.go):
+// local storages keep them per node, shared ones per cluster, named as each
+// plugin names them (vm-100-disk-0, base-… for templates, base-…/vm-… for
+// linked clones, 100/vm-100-disk-0.raw on dir/nfs). Running VMs are per node.
+// Work on a guest takes its flock /var/lock/qemu-server/lock-<vmid>.conf on
+// the node (guestlock.go): a synchronous call waits for it up to LockTimeout
+// and then answers PVE's "can't lock file … - got timeout".
+//
+//   - VMs (qemu.go): create (qmcreate: NICs get BC:24:11 MACs, "store:N"
+//     allocates N GiB, "store:cloudinit" the cloud-init drive), config GET
+//     (pending values unless current=1), PUT (sync, under the lock) and POST
+//     (qmconfig task), pending, status/current, start/stop/shutdown tasks,
+//     template, resize (a task, grow only, K11), destroy. A NIC sent without
+//     macaddr gets a new MAC, as PVE's parse_net does (K16); a running VM
+//     hotplugs NICs, disks and fast-plug options and keeps the rest in
+//     [PENDING] until it starts again (K10).
+//   - Clone (clone.go): qemu-server's clone_vm step by step — K1–K4, K13,
+//     K18; see the file's comment.
+//   - Migration (migrate.go): offline moves local volumes; a running VM
+//     needs online and with-local-disks; linked clones stay; an HA guest's
+//     migration is a hamigrate request.
+//   - /cluster/nextid: the lowest free VMID, as a string; nothing reserved.
+//   - Replication (replication.go, replrun.go): /etc/pve/replication.cfg;
+//     the source node's scheduler syncs ZFS volumes to a replica on the
+//     target and keeps last_sync/fail_count per node (H1, H6).
+//   - HA (ha.go): ha/resources.cfg, groups.cfg (PVE 8; refused on 9, H2),
+//     rules.cfg (PVE 9); start/stop of an HA guest is a hastart/hastop
+//     request the CRM honours HADelay later (H4); a node powered off is
+//     fenced FenceDelay later and its HA guests recover elsewhere (H3, H7);
+//     they fail back FailbackDelay after their preferred node returns, and
+//     a node powering on starts its onboot guests. A guest recovered where
+//     its local disks have no replica cannot start: error state (H8).
+//   - Containers (lxc.go), the basics: create (vzcreate), config read and
+//     synchronous update, status, start/stop/shutdown, destroy, HA ct:N.
 //
 // State is saved as JSON (<Dir>/pvesim/state.json, 0600: it holds the lab's
 // root password and token secret) after every change; certificates live in
@@ -63,6 +101,8 @@
 //	s.ReadPmxcfs(node, "priv/authorized_keys"); s.WritePmxcfs(…)  // other /etc/pve files (C7)
 //	Config.StorageCheck = func(node string, st StorageInfo) error { … } // read-only "is it usable?" (Z7)
 //	Config.StorageActivate, StorageUsage, StorageContent, NodeVersion   // the node's own answers (labctl fills them)
+//	Config.CloneDuration, AllocDuration, ReplicationInterval, HADelay, FenceDelay, FailbackDelay // guest timings
+//	s.AddGuest(node, pvesim.GuestSpec{VMID: 9000, Template: true, Config: map[string]string{"scsi0": "local-lvm:8"}})
 //	http.Serve(unixListener, s.ControlHandler())
 //
 // # Simulated time
@@ -83,12 +123,27 @@
 // LockTimeout then fail "<op> failed: cfs-lock 'file-storage_cfg' error: no
 // quorum!" (C10).
 //
+// Guest tasks (create, config, start, resize…) hold the guest's lock for
+// TaskDuration. A full clone copies each disk for CloneDuration (default
+// 2×TaskDuration) after holding its storage's allocation lock for
+// AllocDuration (default 1 s); clone's own lock waits are LockTimeout/10
+// (PVE: 1 s against lock_config's 10 s). A replication job marked for
+// removal vanishes at the source's next run, ReplicationInterval (1 min).
+// The HA stack acts HADelay (10 s) after a request; fencing a powered-off
+// node takes FenceDelay (60 s, H7), failing back FailbackDelay (2 min).
+//
 // # Endpoints
 //
 // /version, /access/ticket, /nodes, /nodes/{node}/status,
 // /access/permissions, /nodes/{node}/tasks[/{upid}/status|log],
 // /nodes/{node}/storage[/{storage}/status|content],
-// /cluster/status, /cluster/resources (node and storage entries),
+// /cluster/status, /cluster/resources (node, storage and vm entries),
+// /cluster/nextid, /nodes/{node}/qemu[/{vmid}[/config|pending|status/…|
+// template|resize|clone|migrate]], /nodes/{node}/lxc[/{vmid}[/config|status/…]],
+// /cluster/replication[/{id}], /nodes/{node}/replication[/{id}/status|log|
+// schedule_now], /cluster/ha/resources|groups|rules[/{id}],
+// /cluster/ha/resources/{sid}/migrate|relocate,
+// /cluster/ha/status/current,
 // /cluster/config (create, index), /cluster/config/join (GET, POST),
 // /cluster/config/nodes, DELETE /cluster/config/nodes/{node} (delnode: the
 // removed node keeps a stale, never-quorate /etc/pve with corosync.conf and
@@ -121,6 +176,8 @@
 //	GET    /v1/nodes/{node}/pmxcfs/{path}          {"content"} of /etc/pve/{path} as node sees it; 404 if absent
 //	PUT    /v1/nodes/{node}/pmxcfs/{path} {"content"}  write it (409 "Permission denied" without quorum, C10)
 //	DELETE /v1/nodes/{node}/pmxcfs/{path}          remove it
+//	POST   /v1/nodes/{node}/guests {"vmid","config":{…},"template","running"}  a VM at once (fixture); 409 VMID taken
+//	POST   /v1/nodes/{node}/replication/run {"id"}  pvesr run: {"log"}; 409 "can't lock file '/var/lock/pvesr.lck' - got timeout" (H5)
 //
 // The pmxcfs files (e.g. priv/authorized_keys, C7) belong to the node's
 // /etc/pve: after a join the joiner sees the cluster's copy, its own is gone.

@@ -97,7 +97,7 @@ type handlerFunc func(rc *reqCtx) (any, error)
 // schema knows but the simulator does not implement answer 501 with a
 // message that says so.
 func (s *Sim) handlers() map[string]handlerFunc {
-	return map[string]handlerFunc{
+	table := map[string]handlerFunc{
 		"GET /version":                                s.getVersion,
 		"POST /access/ticket":                         s.postTicket,
 		"GET /access/ticket":                          func(*reqCtx) (any, error) { return nil, nil },
@@ -132,6 +132,8 @@ func (s *Sim) handlers() map[string]handlerFunc {
 		"PUT /pools/{poolid}":                         s.putPool,
 		"DELETE /pools/{poolid}":                      s.deletePool,
 	}
+	maps.Copy(table, s.guestHandlers())
+	return table
 }
 
 // nodeHandler serves one node's /api2/json.
@@ -310,7 +312,7 @@ func (s *Sim) dispatch(node string, table map[string]handlerFunc, m *pveschema.M
 		return 0, nil, who, errStatus(501, "Method '%s %s' not implemented (exists in PVE %d, not simulated by the lab)", m.HTTPMethod, m.Path, s.cfg.Version)
 	}
 	rc := &reqCtx{s: s, node: target, origin: node, method: m, params: params, who: who, fault: taskFault}
-	data, err := h(rc)
+	data, err := s.runHandlerLocked(h, rc)
 	if err != nil {
 		var aerr *APIError
 		if errors.As(err, &aerr) {

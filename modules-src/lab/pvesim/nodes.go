@@ -173,6 +173,9 @@ func (s *Sim) getClusterResources(rc *reqCtx) (any, error) {
 			out = append(out, e)
 		}
 	}
+	if typ == "" || typ == "vm" {
+		out = append(out, s.vmResourcesLocked(rc)...)
+	}
 	if typ == "" || typ == "storage" {
 		for _, id := range db.sortedStorageIDs() {
 			if !hasPriv(db, rc.who, "/storage/"+id, []string{"Datastore.Audit", "Datastore.AllocateSpace"}, true) {
@@ -292,8 +295,8 @@ func (s *Sim) getNodeStorageStatus(rc *reqCtx) (any, error) {
 	return e, nil
 }
 
-// GET /nodes/{node}/storage/{storage}/content: volumes arrive with guests in
-// part 2; until then every storage is empty. Unknown or disabled storages
+// GET /nodes/{node}/storage/{storage}/content: the guests' volumes (only
+// images are simulated: no ISOs, templates or backups). Unknown or disabled storages
 // fail like PVE's storage_check_enabled.
 func (s *Sim) getStorageContent(rc *reqCtx) (any, error) {
 	db := rc.db()
@@ -309,17 +312,25 @@ func (s *Sim) getStorageContent(rc *reqCtx) (any, error) {
 		return nil, err
 	}
 	out := []map[string]any{}
-	if s.cfg.StorageContent == nil {
-		return out, nil
-	}
-	vols, err := s.cfg.StorageContent(rc.node, st.info())
-	if err != nil {
-		return nil, err
-	}
 	want := rc.str("content")
-	for _, v := range vols {
-		if (want == "" || v.Content == want) && st.hasContent(v.Content) {
-			out = append(out, v.view())
+	if s.cfg.StorageContent != nil {
+		vols, err := s.cfg.StorageContent(rc.node, st.info())
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range vols {
+			if (want == "" || v.Content == want) && st.hasContent(v.Content) {
+				out = append(out, v.view())
+			}
+		}
+	}
+	// Guest volumes the simulator allocated (volumes.go).
+	if want == "" || want == "images" {
+		for _, e := range s.volumeContentLocked(rc.node, st) {
+			if rc.has("vmid") && fmt.Sprint(e["vmid"]) != rc.str("vmid") {
+				continue
+			}
+			out = append(out, e)
 		}
 	}
 	return out, nil

@@ -63,6 +63,26 @@ type Config struct {
 	TaskDuration  time.Duration // how long an ordinary task runs
 	RestartWindow time.Duration // API down time of a joining node (C5)
 	LockTimeout   time.Duration // wait for a busy lock before "got timeout"
+	// CloneDuration is how long a full clone copies one disk (linked
+	// clones and cloud-init drives take no copy time); default 2×TaskDuration.
+	CloneDuration time.Duration
+	// AllocDuration is how long allocating one volume holds its storage's
+	// lock (pve-storage cluster_lock_storage): many clones at once queue on
+	// it and the last ones time out after LockTimeout (K13). Default 1 s.
+	AllocDuration time.Duration
+	// ReplicationInterval is how often a node's pvescheduler runs pvesr
+	// (a job marked for removal vanishes at the next run); default 1 min.
+	ReplicationInterval time.Duration
+	// HADelay is how long the HA stack takes to act on a request (start,
+	// stop, a new resource): default 10 s, a CRM round (H4).
+	HADelay time.Duration
+	// FenceDelay is how long after a node goes down its HA guests are
+	// recovered elsewhere: default 60 s (H7: fencing waits ~50 s, then the
+	// CRM moves them).
+	FenceDelay time.Duration
+	// FailbackDelay is how long after a preferred node comes back its HA
+	// guests migrate home (failback): default 2 min (H7).
+	FailbackDelay time.Duration
 }
 
 // NodeConfig names a node and the loopback address its API listens on.
@@ -108,6 +128,10 @@ type Sim struct {
 	reqWG   sync.WaitGroup
 	faults  *Faults
 	log     *RequestLog
+
+	guestLocks map[string]*guestLock // /var/lock/qemu-server and storage flocks (guestlock.go)
+	replGen    map[string]int        // current run chain of each replication job (replrun.go)
+	haErrors   map[string]bool       // HA services in error state, "db/sid" (ha.go)
 }
 
 // nodeRuntime is the serving side of a node (not persisted).
@@ -228,6 +252,7 @@ func (s *Sim) Start(ctx context.Context) error {
 			return err
 		}
 	}
+	s.resumeReplicationRunsLocked()
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()

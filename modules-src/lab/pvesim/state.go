@@ -53,6 +53,14 @@ type Node struct {
 	// CorosyncUpAt is when this member's corosync is up (after cluster
 	// create/join finished); before that it does not count for quorum.
 	CorosyncUpAt int64 `json:"corosync_up_at_ms,omitempty"` // Unix milliseconds
+	// Running maps the VMIDs whose QEMU process runs here to their start
+	// time (Unix seconds): /var/run/qemu-server is node-local (guests.go).
+	Running map[int]int64 `json:"running,omitempty"`
+	// Replication is this node's pve-replication-state: one entry per job
+	// whose guest it holds (replrun.go).
+	Replication map[string]*ReplRun `json:"replication,omitempty"`
+	// Volumes on this node's local storages, by volid (guests.go).
+	Volumes map[string]*GuestVolume `json:"volumes,omitempty"`
 	// restarting is true while the API is down for a join (not persisted).
 	restarting bool
 }
@@ -73,6 +81,9 @@ type ConfigDB struct {
 	// Files holds other /etc/pve files by relative path
 	// ("priv/authorized_keys"): a join swaps them with the rest (C7).
 	Files map[string]string `json:"files,omitempty"`
+	// SharedVolumes are the volumes on shared storages (nfs, shared
+	// dir/lvm), by volid: every member sees them (guests.go).
+	SharedVolumes map[string]*GuestVolume `json:"shared_volumes,omitempty"`
 	// Serial counts writes; digests derive from content, this is for debugging.
 	Serial int `json:"serial"`
 	// Detached marks the copy of /etc/pve a node keeps after a member

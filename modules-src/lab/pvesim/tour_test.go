@@ -39,6 +39,8 @@ func TestEveryHandlerFitsReturnsSchema(t *testing.T) {
 		tok.call("DELETE", "/pools/p1", nil).must(t, "delete pool (deprecated)")
 		tok.call("POST", "/pools", url.Values{"poolid": {"p2"}}).must(t, "create pool")
 		tok.call("DELETE", "/pools", url.Values{"poolid": {"p2"}}).must(t, "delete pool")
+		lxcTour(t, tok, "pve01")
+		guestTour(t, tok, "pve01") // pve01 keeps its guests into the cluster; pve02 joins without any
 
 		upid := root.call("POST", "/cluster/config", url.Values{"clustername": {"tour"}}).must(t, "create").data.(string)
 		waitTask(t, root, upid)
@@ -52,6 +54,8 @@ func TestEveryHandlerFitsReturnsSchema(t *testing.T) {
 		waitTask(t, tok, ju) // proxied by pve01 to pve02, the UPID's node
 		root.call("GET", "/cluster/config/nodes", nil).must(t, "config nodes")
 		tour(tok, "pve02") // clustered shapes, proxied to pve02
+		replicationTour(t, root)
+		haTour(t, s, root)
 		root.call("DELETE", "/cluster/config/nodes/pve02", nil).must(t, "delnode (C9)")
 
 		covered := map[string]bool{}

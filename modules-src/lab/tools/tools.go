@@ -1,5 +1,5 @@
 // Package tools dispatches the lab's PVE/ZFS command-line stand-ins
-// (zpool, zfs, systemctl, update-initramfs, pvecm, pvesm, pvesh) by the name
+// (zpool, zfs, systemctl, update-initramfs, pvecm, pvesm, pvesh, pvesr, qm, pct, ha-manager) by the name
 // they were called as. The labtools binary is installed under each name in
 // every lab node; see docs/contracts.md, "Lab".
 package tools
@@ -13,11 +13,14 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/tools/apiclient"
 	"github.com/gopve/proxmox/modules-src/lab/tools/cli"
 	"github.com/gopve/proxmox/modules-src/lab/tools/control"
+	"github.com/gopve/proxmox/modules-src/lab/tools/hamanager"
 	"github.com/gopve/proxmox/modules-src/lab/tools/initramfs"
 	"github.com/gopve/proxmox/modules-src/lab/tools/nodecfg"
 	"github.com/gopve/proxmox/modules-src/lab/tools/pvecm"
 	"github.com/gopve/proxmox/modules-src/lab/tools/pvesh"
 	"github.com/gopve/proxmox/modules-src/lab/tools/pvesm"
+	"github.com/gopve/proxmox/modules-src/lab/tools/pvesr"
+	"github.com/gopve/proxmox/modules-src/lab/tools/qm"
 	"github.com/gopve/proxmox/modules-src/lab/tools/systemctl"
 	"github.com/gopve/proxmox/modules-src/lab/tools/zfs"
 )
@@ -54,6 +57,34 @@ var commands = map[string]func(env *cli.Env, node *nodecfg.Node) int{
 			return env.Fail(255, "pvesh: %v", err)
 		}
 		return (&pvesh.Tool{Env: env, API: api}).Run()
+	},
+	"ha-manager": func(env *cli.Env, node *nodecfg.Node) int {
+		api, err := apiclient.New(node)
+		if err != nil {
+			return env.Fail(255, "ha-manager: %v", err)
+		}
+		return (&hamanager.Tool{Env: env, API: api}).Run()
+	},
+	"pvesr": func(env *cli.Env, node *nodecfg.Node) int {
+		api, err := apiclient.New(node)
+		if err != nil {
+			return env.Fail(255, "pvesr: %v", err)
+		}
+		return (&pvesr.Tool{Env: env, Node: node.Node, API: api, Control: control.New(node.Control)}).Run()
+	},
+	"pct": func(env *cli.Env, node *nodecfg.Node) int {
+		api, err := apiclient.New(node)
+		if err != nil {
+			return env.Fail(255, "pct: %v", err)
+		}
+		return (&qm.Tool{Env: env, Node: node.Node, API: api, CT: true}).Run()
+	},
+	"qm": func(env *cli.Env, node *nodecfg.Node) int {
+		api, err := apiclient.New(node)
+		if err != nil {
+			return env.Fail(255, "qm: %v", err)
+		}
+		return (&qm.Tool{Env: env, Node: node.Node, API: api}).Run()
 	},
 	"update-initramfs": func(env *cli.Env, node *nodecfg.Node) int {
 		return (&initramfs.Tool{Env: env, Node: node, Now: time.Now}).Run()

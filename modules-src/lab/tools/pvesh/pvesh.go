@@ -107,6 +107,14 @@ func (t *Tool) Run() int {
 	return 0
 }
 
+// PerlPretty renders v as Perl's JSON->pretty->canonical does (pvesh's
+// json-pretty, pvesr read).
+func PerlPretty(v any) string {
+	var b strings.Builder
+	perlPretty(&b, v, 0)
+	return b.String()
+}
+
 // perlPretty writes JSON like Perl's JSON->pretty->canonical, which pvesh
 // uses: three-space indent and " : " between key and value.
 func perlPretty(b *strings.Builder, v any, depth int) {

@@ -1,0 +1,406 @@
+package pvesim
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/gopve/proxmox/modules-src/lab/pmxcfs"
+)
+
+// A guest's configuration is its file in /etc/pve, nodes/<node>/qemu-server/
+// <vmid>.conf, in PVE's format (qemu-server QemuServer.pm parse_vm_config /
+// write_vm_config): "key: value" lines sorted by key, the description as
+// leading "#" lines, then a [PENDING] section with "delete: a,!b". The file
+// is the truth: the API parses it on every read, so a config edited on a lab
+// node (or being cloned) is what the API shows, and the digest is the SHA-1
+// of its bytes, as PVE's.
+
+// qmConf is a parsed config file.
+type qmConf struct {
+	Description string
+	Keys        map[string]string
+	Pending     map[string]string
+	// PendingDelete lists keys to delete at the next apply; force-deleted
+	// keys carry a leading "!" as in PVE.
+	PendingDelete []string
+	Digest        string
+	// Raw is the whole file (snapshot sections are kept but not simulated).
+	Raw string
+}
+
+var confLineRe = regexp.MustCompile(`^([a-z][a-z_\-]*\d*):\s*(.*?)\s*$`)
+
+func parseQmConf(raw string) *qmConf {
+	c := &qmConf{Keys: map[string]string{}, Pending: map[string]string{}, Raw: raw}
+	sum := sha1.Sum([]byte(raw))
+	c.Digest = hex.EncodeToString(sum[:])
+	section := ""
+	var desc []string
+	for _, line := range strings.Split(raw, "\n") {
+		if strings.HasPrefix(line, "[") {
+			section = strings.Trim(line, "[] ")
+			continue
+		}
+		if section == "" && strings.HasPrefix(line, "#") {
+			desc = append(desc, strings.TrimPrefix(line, "#"))
+			continue
+		}
+		m := confLineRe.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		switch section {
+		case "":
+			c.Keys[m[1]] = m[2]
+		case "PENDING":
+			if m[1] == "delete" {
+				c.PendingDelete = splitComma(m[2])
+			} else {
+				c.Pending[m[1]] = m[2]
+			}
+		}
+	}
+	c.Description = strings.Join(desc, "\n")
+	return c
+}
+
+func splitComma(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// render writes the file as write_vm_config does.
+func (c *qmConf) render() string {
+	var b strings.Builder
+	if c.Description != "" {
+		for _, l := range strings.Split(c.Description, "\n") {
+			b.WriteString("#" + l + "\n")
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
+		fmt.Fprintf(&b, "%s: %s\n", k, c.Keys[k])
+	}
+	if len(c.Pending) > 0 || len(c.PendingDelete) > 0 {
+		b.WriteString("\n[PENDING]\n")
+		if len(c.PendingDelete) > 0 {
+			fmt.Fprintf(&b, "delete: %s\n", strings.Join(c.PendingDelete, ","))
+		}
+		for _, k := range slices.Sorted(maps.Keys(c.Pending)) {
+			fmt.Fprintf(&b, "%s: %s\n", k, c.Pending[k])
+		}
+	}
+	return b.String()
+}
+
+func (c *qmConf) isTemplate() bool { return c.Keys["template"] == "1" }
+func (c *qmConf) lock() string     { return c.Keys["lock"] }
+
+// pendingDeleted tells whether key is marked for deletion.
+func (c *qmConf) pendingDeleted(key string) bool {
+	return slices.Contains(c.PendingDelete, key) || slices.Contains(c.PendingDelete, "!"+key)
+}
+
+// current returns the keys with pending values applied (GET config without
+// current=1, qemu-server load_current_config).
+func (c *qmConf) withPending() map[string]string {
+	out := maps.Clone(c.Keys)
+	for k, v := range c.Pending {
+		out[k] = v
+	}
+	for _, k := range c.PendingDelete {
+		delete(out, strings.TrimPrefix(k, "!"))
+	}
+	return out
+}
+
+// applyPending commits the pending section (vmconfig_apply_pending).
+func (c *qmConf) applyPending() {
+	c.Keys = c.withPending()
+	c.Pending = map[string]string{}
+	c.PendingDelete = nil
+}
+
+// ---- Where config files live: the node's /etc/pve (ConfigDB) ----
+
+// guestConfPath is the /etc/pve-relative path of a guest's config.
+func guestConfPath(node, kind string, vmid int) string {
+	return fmt.Sprintf("nodes/%s/%s/%d.conf", node, kind, vmid)
+}
+
+// readEtcPve, writeEtcPve and removeEtcPve are the one place guest code
+// touches /etc/pve files: the DB's directory, which the lab mounts as every
+// member's /etc/pve (etcpve.go), so a config edited on a node is what the
+// API reads next.
+func (s *Sim) readEtcPve(db *ConfigDB, rel string) (string, bool) {
+	b, err := os.ReadFile(filepath.Join(s.etcPveDir(db.ID), filepath.FromSlash(rel)))
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
+}
+
+func (s *Sim) writeEtcPve(db *ConfigDB, rel, content string) {
+	if err := writeEtcPveFile(s.etcPveDir(db.ID), rel, []byte(content)); err != nil {
+		s.log.addError(err)
+	}
+	db.Serial++
+}
+
+func (s *Sim) removeEtcPve(db *ConfigDB, rel string) {
+	if err := os.Remove(filepath.Join(s.etcPveDir(db.ID), filepath.FromSlash(rel))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		s.log.addError(err)
+	}
+	db.Serial++
+}
+
+// vmEntry is one line of pmxcfs's .vmlist: which node holds which guest.
+type vmEntry struct {
+	VMID int
+	Node string
+	Kind string // qemu-server or lxc
+}
+
+// vmListLocked is the cluster's .vmlist, sorted by VMID (pmxcfs's scan of
+// nodes/<node>/{qemu-server,lxc}).
+func (s *Sim) vmListLocked(db *ConfigDB) []vmEntry {
+	var out []vmEntry
+	for _, c := range pmxcfs.ScanVMConfigs(s.etcPveDir(db.ID)) {
+		kind := "qemu-server"
+		switch c.Type {
+		case "lxc":
+			kind = "lxc"
+		case "openvz":
+			continue
+		}
+		out = append(out, vmEntry{VMID: int(c.VMID), Node: c.Node, Kind: kind})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].VMID < out[j].VMID })
+	return out
+}
+
+// findVMLocked returns where vmid lives in db's cluster.
+func (s *Sim) findVMLocked(db *ConfigDB, vmid int) (vmEntry, bool) {
+	for _, e := range s.vmListLocked(db) {
+		if e.VMID == vmid {
+			return e, true
+		}
+	}
+	return vmEntry{}, false
+}
+
+// loadQmConfLocked is load_config: the file on node or PVE's error.
+func (s *Sim) loadQmConfLocked(db *ConfigDB, node string, vmid int) (*qmConf, error) {
+	rel := guestConfPath(node, "qemu-server", vmid)
+	raw, ok := s.readEtcPve(db, rel)
+	if !ok {
+		// pve-guest-common AbstractConfig.pm load_config
+		return nil, pveDie("Configuration file '%s' does not exist", rel)
+	}
+	return parseQmConf(raw), nil
+}
+
+// assertOnNode is assert_config_exists_on_node (qemu-server QemuConfig.pm),
+// which check_running runs first in most VM calls.
+func (s *Sim) assertOnNodeLocked(db *ConfigDB, node string, vmid int) error {
+	if _, ok := s.readEtcPve(db, guestConfPath(node, "qemu-server", vmid)); !ok {
+		return fmt.Errorf("unable to find configuration file for VM %d on node '%s'", vmid, node)
+	}
+	return nil
+}
+
+func (s *Sim) writeQmConfLocked(db *ConfigDB, node string, vmid int, c *qmConf) {
+	s.writeEtcPve(db, guestConfPath(node, "qemu-server", vmid), c.render())
+}
+
+// pveError is an error worded by PVE (capitals, final dots and all): the
+// API answers it as 500 with the text unchanged, a task as its exit status.
+type pveError string
+
+func (e pveError) Error() string { return string(e) }
+
+func pveDie(format string, args ...any) error { return pveError(fmt.Sprintf(format, args...)) }
+
+// etcPveWritableLocked is what writing rel into a read-only /etc/pve (no
+// quorum, C10) fails with: file_set_contents cannot open its temp file
+// (pve-common PVE/File.pm).
+func (s *Sim) etcPveWritableLocked(db *ConfigDB, rel string) error {
+	if s.quorateLocked(db) {
+		return nil
+	}
+	return pveDie("unable to open file '/etc/pve/%s.tmp.%d' - Permission denied", rel, s.st.NextPID+1)
+}
+
+// checkLock is AbstractConfig.pm check_lock.
+func checkLock(c *qmConf) error {
+	if l := c.lock(); l != "" {
+		return fmt.Errorf("VM is locked (%s)", l)
+	}
+	return nil
+}
+
+// ---- property strings (net0, scsi0, …) ----
+
+// propString is a parsed PVE property string, keeping key order.
+type propString struct {
+	keys []string
+	vals map[string]string
+}
+
+func parseProps(s, defaultKey string) propString {
+	p := propString{vals: map[string]string{}}
+	for _, part := range splitComma(s) {
+		k, v, ok := strings.Cut(part, "=")
+		if !ok {
+			k, v = defaultKey, part
+		}
+		if _, dup := p.vals[k]; !dup {
+			p.keys = append(p.keys, k)
+		}
+		p.vals[k] = v
+	}
+	return p
+}
+
+func (p propString) get(k string) string { return p.vals[k] }
+
+func (p *propString) set(k, v string) {
+	if _, ok := p.vals[k]; !ok {
+		p.keys = append(p.keys, k)
+	}
+	p.vals[k] = v
+}
+
+// print renders first (the default key's value, bare) then the rest sorted,
+// as PVE's print_property_string does.
+func (p propString) print(first string) string {
+	var parts []string
+	if v, ok := p.vals[first]; ok {
+		parts = append(parts, v)
+	}
+	rest := slices.Clone(p.keys)
+	sort.Strings(rest)
+	for _, k := range rest {
+		if k == first {
+			continue
+		}
+		parts = append(parts, k+"="+p.vals[k])
+	}
+	return strings.Join(parts, ",")
+}
+
+// ---- NICs ----
+
+var nicModels = []string{"e1000", "e1000-82540em", "e1000-82544gc", "e1000-82545em", "e1000e", "i82551",
+	"i82557b", "i82559er", "ne2k_isa", "ne2k_pci", "pcnet", "rtl8139", "virtio", "vmxnet3"}
+
+var netKeyRe = regexp.MustCompile(`^net\d+$`)
+
+func isNetKey(k string) bool { return netKeyRe.MatchString(k) }
+
+// normaliseNet is parse_net + print_net (qemu-server QemuServer/Network.pm):
+// "virtio,bridge=vmbr0" or "model=virtio,…" becomes "virtio=<MAC>,bridge=…";
+// a NIC given without a MAC gets a new random one — every time, also on an
+// update (K16: send the MAC you have to keep it).
+func normaliseNet(v string) string {
+	p := propString{vals: map[string]string{}}
+	var model, mac string
+	for _, part := range splitComma(v) {
+		k, val, hasEq := strings.Cut(part, "=")
+		switch {
+		case !hasEq && slices.Contains(nicModels, k):
+			model = k
+		case hasEq && slices.Contains(nicModels, k):
+			model, mac = k, val
+		case k == "model":
+			model = val
+		case k == "macaddr":
+			mac = val
+		default:
+			p.set(k, val)
+		}
+	}
+	if mac == "" {
+		mac = randomMAC()
+	}
+	out := model + "=" + strings.ToUpper(mac)
+	if rest := p.print(""); rest != "" {
+		out += "," + rest
+	}
+	return out
+}
+
+// netMAC returns a NIC's MAC.
+func netMAC(v string) string {
+	for _, part := range splitComma(v) {
+		k, val, ok := strings.Cut(part, "=")
+		if ok && (k == "macaddr" || slices.Contains(nicModels, k)) {
+			return val
+		}
+	}
+	return ""
+}
+
+// randomMAC is random_ether_addr with PVE's default prefix BC:24:11
+// (datacenter.cfg mac_prefix, pve-cluster's default since PVE 8.1).
+func randomMAC() string {
+	h := strings.ToUpper(randomHex(3))
+	return "BC:24:11:" + h[0:2] + ":" + h[2:4] + ":" + h[4:6]
+}
+
+// ---- drives ----
+
+var driveKeyRe = regexp.MustCompile(`^(ide|sata|scsi|virtio|efidisk|tpmstate|unused)\d+$`)
+
+func isDriveKey(k string) bool { return driveKeyRe.MatchString(k) }
+
+// drive is a parsed disk option.
+type drive struct {
+	props propString
+}
+
+func parseDrive(v string) drive { return drive{props: parseProps(v, "file")} }
+
+func (d drive) file() string  { return d.props.get("file") }
+func (d drive) cdrom() bool   { return d.props.get("media") == "cdrom" }
+func (d drive) print() string { return d.props.print("file") }
+
+// cloudinit: a volume named vm-<id>-cloudinit (drive_is_cloudinit).
+func (d drive) cloudinit() bool { return strings.Contains(d.file(), "-cloudinit") }
+
+// volumeID splits "store:volname"; "none" and absolute paths have no storage.
+func volumeID(file string) (store, volname string, ok bool) {
+	store, volname, ok = strings.Cut(file, ":")
+	if !ok || store == "" || strings.HasPrefix(file, "/") {
+		return "", "", false
+	}
+	return store, volname, true
+}
+
+// volOwner returns the VMID a volume name belongs to (vm-101-disk-0,
+// base-100-disk-0/vm-101-disk-0, 100/vm-100-disk-0.qcow2).
+func volOwner(volname string) int {
+	base := path.Base(volname)
+	m := regexp.MustCompile(`^(?:vm|base)-(\d+)-`).FindStringSubmatch(base)
+	if m == nil {
+		return 0
+	}
+	id, _ := strconv.Atoi(m[1])
+	return id
+}

@@ -1,0 +1,463 @@
+package pvesim
+
+import (
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// LXC containers, the basics (pve-container src/PVE/API2/LXC.pm,
+// LXC/Status.pm, LXC/Config.pm, PVE/LXC/Config.pm): create (vzcreate task;
+// rootfs/mpN "store:N" allocate N GiB, subvol-… on zfspool), config read and
+// synchronous update (NICs without hwaddr get a new MAC, as
+// parse_lxc_network does), status, start/stop/shutdown (vzstart, vzstop,
+// vzshutdown; "already running"/"not running" answered before the task, as
+// pct does), destroy. A container's file is nodes/<node>/lxc/<vmid>.conf.
+// Not simulated: the template's content, pending changes on a running CT,
+// clone, snapshots, migration.
+
+var ctVolKeyRe = regexp.MustCompile(`^(rootfs|mp\d+)$`)
+
+func (s *Sim) loadCtConfLocked(db *ConfigDB, node string, vmid int) (*qmConf, error) {
+	rel := guestConfPath(node, "lxc", vmid)
+	raw, ok := s.readEtcPve(db, rel)
+	if !ok {
+		return nil, pveDie("Configuration file '%s' does not exist", rel)
+	}
+	return parseQmConf(raw), nil
+}
+
+func (s *Sim) writeCtConfLocked(db *ConfigDB, node string, vmid int, c *qmConf) {
+	s.writeEtcPve(db, guestConfPath(node, "lxc", vmid), c.render())
+}
+
+func checkCtLock(c *qmConf) error {
+	if l := c.lock(); l != "" {
+		return pveDie("CT is locked (%s)", l)
+	}
+	return nil
+}
+
+// normaliseCtNet is parse_lxc_network + print: name first, a MAC when none
+// is given, type veth.
+func normaliseCtNet(v string) string {
+	p := parseProps(v, "")
+	if p.get("hwaddr") == "" {
+		p.set("hwaddr", randomMAC())
+	}
+	if p.get("type") == "" {
+		p.set("type", "veth")
+	}
+	// "name=eth0,bridge=…": no default key here, name first, the rest sorted
+	// (the order pct config shows).
+	name := "name=" + p.get("name")
+	delete(p.vals, "name")
+	p.keys = slices.DeleteFunc(p.keys, func(k string) bool { return k == "name" })
+	if rest := p.print(""); rest != "" {
+		return name + "," + rest
+	}
+	return name
+}
+
+// createCtVolume allocates "store:N" for a rootfs or mount point.
+func (s *Sim) createCtVolume(node string, vmid int, v string) (string, error) {
+	p := parseProps(v, "volume")
+	store, size, ok := volumeID(p.get("volume"))
+	if !ok {
+		return v, nil
+	}
+	gib, err := strconv.ParseFloat(size, 64)
+	if err != nil {
+		return v, nil // an existing volume
+	}
+	st := s.dbOf(node).Storage[store]
+	if st == nil {
+		return "", pveDie("storage '%s' does not exist", store)
+	}
+	if !st.hasContent("rootdir") {
+		return "", pveDie("storage '%s' does not support container directories", store)
+	}
+	bytes := int64(gib * (1 << 30))
+	prefix, format := "vm", "raw"
+	if st.Type == "zfspool" {
+		prefix, format = "subvol", "subvol"
+	}
+	name := s.freeDiskName(node, st, vmid, prefix)
+	volid := st.ID + ":" + name
+	if fileStorage(st) {
+		volid = st.ID + ":" + volName(st, vmid, name, format)
+	}
+	s.volumesFor(node, st)[volid] = &GuestVolume{Size: bytes, Format: format}
+	p.set("volume", volid)
+	p.set("size", formatSize(bytes))
+	return p.print("volume"), nil
+}
+
+var ctCreateOnly = []string{"node", "vmid", "ostemplate", "password", "ssh-public-keys", "storage", "start",
+	"pool", "force", "restore", "unique", "ignore-unpack-errors", "bwlimit", "ha-managed"}
+
+// POST /nodes/{node}/lxc
+func (s *Sim) postLxcCreate(rc *reqCtx) (any, error) {
+	db := rc.db()
+	vmid := rc.vmid()
+	if rc.boolean("restore") {
+		return nil, errStatus(501, "restore is not simulated by the lab")
+	}
+	if pool := rc.str("pool"); pool != "" && db.Pools[pool] == nil {
+		return nil, pveDie("pool '%s' does not exist", pool)
+	}
+	if e, ok := s.findVMLocked(db, vmid); ok {
+		kind := "VM"
+		if e.Kind == "lxc" {
+			kind = "CT"
+		}
+		return nil, pveDie("unable to create CT %d - %s %d already exists on node '%s'", vmid, kind, vmid, e.Node)
+	}
+	keys := map[string]string{}
+	for k, v := range rc.params {
+		if !slices.Contains(ctCreateOnly, k) {
+			keys[k] = paramString(v)
+		}
+	}
+	if keys["rootfs"] == "" {
+		store := rc.str("storage")
+		if store == "" {
+			store = "local"
+		}
+		keys["rootfs"] = store + ":4" // reconstruction of pct's default size
+	}
+	for k, v := range keys {
+		if isNetKey(k) {
+			keys[k] = normaliseCtNet(v)
+		}
+	}
+	tmpl := rc.str("ostemplate")
+	s.writeCtConfLocked(db, rc.node, vmid, &qmConf{Keys: map[string]string{"lock": "create"}})
+	if pool := rc.str("pool"); pool != "" {
+		db.Pools[pool].Members = append(db.Pools[pool].Members, fmt.Sprintf("lxc/%d", vmid))
+	}
+	s.saveLocked()
+	node, start := rc.node, rc.boolean("start")
+	return s.startTaskLocked(rc, node, "vzcreate", strconv.Itoa(vmid), func(t *taskRun) string {
+		t.logf("extracting archive '%s'", tmpl)
+		if !s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration)) {
+			return "unexpected status"
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, k := range slices.Sorted(maps.Keys(keys)) {
+			if !ctVolKeyRe.MatchString(k) {
+				continue
+			}
+			nv, err := s.createCtVolume(node, vmid, keys[k])
+			if err != nil {
+				s.removeEtcPve(db, guestConfPath(node, "lxc", vmid))
+				return fmt.Sprintf("unable to create CT %d - %v", vmid, err)
+			}
+			keys[k] = nv
+		}
+		if keys["arch"] == "" {
+			keys["arch"] = "amd64"
+		}
+		if keys["ostype"] == "" {
+			keys["ostype"] = ostypeOf(tmpl)
+		}
+		s.writeCtConfLocked(db, node, vmid, &qmConf{Keys: keys})
+		if start {
+			s.setRunningLocked(node, vmid, true)
+		}
+		s.saveLocked()
+		return ""
+	}), nil
+}
+
+// ostypeOf guesses the ostype from a template name as pct's detection
+// would from its files (reconstruction).
+func ostypeOf(tmpl string) string {
+	_, name, _ := strings.Cut(tmpl, "vztmpl/")
+	for _, os := range []string{"debian", "ubuntu", "centos", "fedora", "alpine", "archlinux", "opensuse", "gentoo", "nixos"} {
+		if strings.HasPrefix(name, os) {
+			return os
+		}
+	}
+	return "unmanaged"
+}
+
+// GET /nodes/{node}/lxc
+func (s *Sim) getLxcList(rc *reqCtx) (any, error) {
+	db := rc.db()
+	out := []map[string]any{}
+	for _, e := range s.vmListLocked(db) {
+		if e.Node != rc.node || e.Kind != "lxc" {
+			continue
+		}
+		if !hasPriv(db, rc.who, fmt.Sprintf("/vms/%d", e.VMID), []string{"VM.Audit"}, false) {
+			continue
+		}
+		c, err := s.loadCtConfLocked(db, e.Node, e.VMID)
+		if err != nil {
+			continue
+		}
+		v := s.ctSummary(e.Node, e.VMID, c)
+		v["type"] = "lxc"
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func (s *Sim) ctSummary(node string, vmid int, c *qmConf) map[string]any {
+	conf := c.Keys
+	mem := int64(512)
+	if n, err := strconv.ParseInt(conf["memory"], 10, 64); err == nil {
+		mem = n
+	}
+	swap := int64(512)
+	if n, err := strconv.ParseInt(conf["swap"], 10, 64); err == nil {
+		swap = n
+	}
+	cores := 1
+	if n, err := strconv.Atoi(conf["cores"]); err == nil {
+		cores = n
+	}
+	var disk int64
+	if n, ok := parseSize(parseProps(conf["rootfs"], "volume").get("size")); ok {
+		disk = n
+	}
+	e := map[string]any{"vmid": vmid, "status": "stopped", "cpus": cores, "maxmem": mem << 20, "maxswap": swap << 20,
+		"maxdisk": disk, "mem": 0, "disk": 0, "cpu": 0, "uptime": 0, "netin": 0, "netout": 0, "diskread": 0, "diskwrite": 0}
+	if h := conf["hostname"]; h != "" {
+		e["name"] = h
+	} else {
+		e["name"] = fmt.Sprintf("CT%d", vmid)
+	}
+	if started, ok := s.st.Nodes[node].Running[vmid]; ok {
+		e["status"] = "running"
+		e["uptime"] = nowUnix() - started
+		e["mem"] = (mem << 20) / 4
+	}
+	if c.isTemplate() {
+		e["template"] = 1
+	}
+	if l := c.lock(); l != "" {
+		e["lock"] = l
+	}
+	if t := conf["tags"]; t != "" {
+		e["tags"] = t
+	}
+	return e
+}
+
+// GET /nodes/{node}/lxc/{vmid}/config
+func (s *Sim) getLxcConfig(rc *reqCtx) (any, error) {
+	c, err := s.loadCtConfLocked(rc.db(), rc.node, rc.vmid())
+	if err != nil {
+		return nil, err
+	}
+	out := s.typedCtConf(c.Keys)
+	if c.Description != "" {
+		out["description"] = c.Description
+	}
+	out["digest"] = c.Digest
+	return out, nil
+}
+
+func (s *Sim) typedCtConf(keys map[string]string) map[string]any {
+	m := s.schema.Method("PUT", "/nodes/{node}/lxc/{vmid}/config")
+	out := make(map[string]any, len(keys))
+	for k, v := range keys {
+		out[k] = v
+		if m == nil {
+			continue
+		}
+		if p, ok := m.Parameters.PropFor(k); ok && (p.Type == "integer" || p.Type == "boolean") {
+			if n, err := strconv.Atoi(v); err == nil {
+				out[k] = n
+			}
+		} else if ok && p.Type == "number" {
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				out[k] = f
+			}
+		}
+	}
+	return out
+}
+
+// PUT /nodes/{node}/lxc/{vmid}/config: synchronous under the config lock.
+func (s *Sim) putLxcConfig(rc *reqCtx) (any, error) {
+	db := rc.db()
+	vmid, node := rc.vmid(), rc.node
+	set := map[string]string{}
+	for k, v := range rc.params {
+		if !slices.Contains([]string{"node", "vmid", "digest", "delete", "revert"}, k) {
+			set[k] = paramString(v)
+		}
+	}
+	deletes := pveSplit(rc.str("delete"))
+	if len(set) == 0 && len(deletes) == 0 {
+		return nil, pveDie("no options specified")
+	}
+	for k, v := range set {
+		if isNetKey(k) {
+			set[k] = normaliseCtNet(v)
+		}
+	}
+	return s.withGuestLockLocked(node, vmid, func() (any, error) {
+		c, err := s.loadCtConfLocked(db, node, vmid)
+		if err != nil {
+			return nil, err
+		}
+		if d := rc.str("digest"); d != "" && d != c.Digest {
+			return nil, pveDie("detected modified configuration - file changed by other user? Try again.")
+		}
+		if err := checkCtLock(c); err != nil {
+			return nil, err
+		}
+		for _, k := range slices.Sorted(maps.Keys(set)) {
+			v := set[k]
+			if ctVolKeyRe.MatchString(k) {
+				nv, err := s.createCtVolume(node, vmid, v)
+				if err != nil {
+					return nil, err
+				}
+				v = nv
+			}
+			c.Keys[k] = v
+		}
+		for _, k := range deletes {
+			delete(c.Keys, k)
+		}
+		s.writeCtConfLocked(db, node, vmid, c)
+		s.saveLocked()
+		return nil, nil
+	})
+}
+
+// GET /nodes/{node}/lxc/{vmid}/status/current
+func (s *Sim) getLxcStatus(rc *reqCtx) (any, error) {
+	c, err := s.loadCtConfLocked(rc.db(), rc.node, rc.vmid())
+	if err != nil {
+		return nil, err
+	}
+	e := s.ctSummary(rc.node, rc.vmid(), c)
+	e["type"] = "lxc"
+	e["ha"] = map[string]any{"managed": 0}
+	return e, nil
+}
+
+// ctPower is start/stop/shutdown: pct's early checks, then the task (or an
+// HA request for an HA-managed CT, H4).
+func (s *Sim) ctPower(rc *reqCtx, typ string, on bool) (any, error) {
+	db := rc.db()
+	vmid, node := rc.vmid(), rc.node
+	c, err := s.loadCtConfLocked(db, node, vmid)
+	if err != nil {
+		return nil, err
+	}
+	running := s.runningLocked(node, vmid)
+	if on && running {
+		return nil, pveDie("CT %d already running", vmid)
+	}
+	if !on && !running {
+		return nil, pveDie("CT %d not running", vmid)
+	}
+	list, _ := s.haResourcesLocked(db)
+	if r := findResource(list, fmt.Sprintf("ct:%d", vmid)); r != nil && r.Opts["state"] != "ignored" {
+		haTyp, state := "hastart", "started"
+		if !on {
+			haTyp, state = "hastop", "stopped"
+		}
+		return s.haRequestTaskSID(rc, haTyp, fmt.Sprintf("ct:%d", vmid), vmid, state), nil
+	}
+	if on && c.isTemplate() {
+		return nil, pveDie("you can't start a CT if it's a template") // reconstruction: PVE says it in the task
+	}
+	return s.startTaskLocked(rc, node, typ, strconv.Itoa(vmid), func(t *taskRun) string {
+		return s.underGuestLock(t, node, vmid, s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout), func() string {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			c, err := s.loadCtConfLocked(db, node, vmid)
+			if err != nil {
+				return err.Error()
+			}
+			if err := checkCtLock(c); err != nil {
+				return err.Error()
+			}
+			s.setRunningLocked(node, vmid, on)
+			s.saveLocked()
+			return ""
+		})
+	}), nil
+}
+
+func (s *Sim) postLxcStart(rc *reqCtx) (any, error)    { return s.ctPower(rc, "vzstart", true) }
+func (s *Sim) postLxcStop(rc *reqCtx) (any, error)     { return s.ctPower(rc, "vzstop", false) }
+func (s *Sim) postLxcShutdown(rc *reqCtx) (any, error) { return s.ctPower(rc, "vzshutdown", false) }
+
+// DELETE /nodes/{node}/lxc/{vmid}: vzdestroy.
+func (s *Sim) deleteLxc(rc *reqCtx) (any, error) {
+	db := rc.db()
+	vmid, node := rc.vmid(), rc.node
+	early := func() error {
+		if _, err := s.loadCtConfLocked(db, node, vmid); err != nil {
+			return err
+		}
+		list, _ := s.haResourcesLocked(db)
+		if findResource(list, fmt.Sprintf("ct:%d", vmid)) != nil && !rc.boolean("purge") {
+			return pveDie("unable to remove CT %d - used in HA resources and purge parameter not set.", vmid)
+		}
+		if s.runningLocked(node, vmid) {
+			return pveDie("CT %d is running - destroy failed", vmid)
+		}
+		return nil
+	}
+	if err := early(); err != nil {
+		return nil, err
+	}
+	return s.startTaskLocked(rc, node, "vzdestroy", strconv.Itoa(vmid), func(t *taskRun) string {
+		return s.underGuestLock(t, node, vmid, s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout), func() string {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if err := early(); err != nil {
+				return err.Error()
+			}
+			c, _ := s.loadCtConfLocked(db, node, vmid)
+			if err := checkCtLock(c); err != nil {
+				return err.Error()
+			}
+			for k, v := range c.Keys {
+				if ctVolKeyRe.MatchString(k) {
+					s.freeVolumeLocked(node, parseProps(v, "volume").get("volume"))
+				}
+			}
+			for _, p := range db.Pools {
+				p.Members = slices.DeleteFunc(p.Members, func(m string) bool { return m == fmt.Sprintf("lxc/%d", vmid) })
+			}
+			s.removeEtcPve(db, guestConfPath(node, "lxc", vmid))
+			s.saveLocked()
+			return ""
+		})
+	}), nil
+}
+
+// ctResourcesLocked are the lxc entries of /cluster/resources?type=vm.
+func (s *Sim) ctResourcesLocked(rc *reqCtx, e vmEntry) (map[string]any, bool) {
+	c, err := s.loadCtConfLocked(rc.db(), e.Node, e.VMID)
+	if err != nil {
+		return nil, false
+	}
+	r := s.ctSummary(e.Node, e.VMID, c)
+	r["id"], r["type"], r["node"] = fmt.Sprintf("lxc/%d", e.VMID), "lxc", e.Node
+	r["maxcpu"] = r["cpus"]
+	delete(r, "cpus")
+	delete(r, "maxswap")
+	if r["template"] == nil {
+		r["template"] = 0
+	}
+	if !s.nodeUpLocked(e.Node) {
+		r["status"] = "unknown"
+	}
+	return r, true
+}

@@ -1,0 +1,227 @@
+package pvesim
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// VM migration (qemu-server API2/Qemu.pm migrate_vm, QemuMigrate.pm,
+// pve-guest-common AbstractMigrate.pm): early refusals answer the POST; the
+// qmigrate task on the source holds the config lock and "lock: migrate",
+// copies local volumes to the target (offline; online only with
+// with-local-disks), renames the config to the target node last and
+// switches the guest's replication jobs. A failure in the task logs the
+// reason and ends "migration aborted". An HA guest's migration is a
+// hamigrate request the CRM carries out HADelay later.
+
+func (s *Sim) postQemuMigrate(rc *reqCtx) (any, error) {
+	db := rc.db()
+	vmid, node, target := rc.vmid(), rc.node, rc.str("target")
+	if err := s.assertOnNodeLocked(db, node, vmid); err != nil {
+		return nil, err
+	}
+	if target == node {
+		return nil, errParams(map[string]string{"target": "target is local node."})
+	}
+	if db.Corosync == nil || db.Corosync.member(target) == nil {
+		return nil, pveDie("no such cluster node '%s'", target)
+	}
+	if !s.nodeUpLocked(target) {
+		return nil, pveDie("target node '%s' is not online", target) // reconstruction (remote_node_ip / ssh)
+	}
+	c, err := s.loadQmConfLocked(db, node, vmid)
+	if err != nil {
+		return nil, err
+	}
+	running := s.runningLocked(node, vmid)
+	online := rc.boolean("online")
+	if running && !online {
+		return nil, pveDie("can't migrate running VM without --online")
+	}
+	if running && !rc.boolean("force") {
+		jobs := s.replicationJobsOf(db, vmid)
+		list, _ := s.readSectionsLocked(db, replicationCfg)
+		toTarget := false
+		for _, id := range jobs {
+			if j := findSection(list, id); j != nil && j.Opts["target"] == target {
+				toTarget = true
+			}
+		}
+		if len(jobs) > 0 && !toTarget {
+			return nil, pveDie("Cannot live-migrate replicated VM to node '%s' - not a replication target. Use 'force' to override.", target)
+		}
+	}
+	targetStorage := rc.str("targetstorage")
+	if targetStorage == "" {
+		// check_storage_availability
+		for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
+			if !isDriveKey(k) {
+				continue
+			}
+			d := parseDrive(c.Keys[k])
+			store, _, ok := volumeID(d.file())
+			if !ok {
+				continue
+			}
+			if st := db.Storage[store]; st != nil && !storageOnNode(st, target) {
+				return nil, pveDie("storage '%s' is not available on node '%s'", store, target)
+			}
+		}
+	}
+	if _, managed := s.haManagedLocked(db, vmid); managed {
+		return s.startTaskLocked(rc, node, "hamigrate", strconv.Itoa(vmid), func(t *taskRun) string {
+			t.logf("Requesting HA migration for VM %d to node %s", vmid, target)
+			if !s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration)) {
+				return "unexpected status"
+			}
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			id := db.ID
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				if !s.sleep(s.cfg.dur(s.cfg.HADelay, 10*time.Second)) {
+					return
+				}
+				s.mu.Lock()
+				defer s.mu.Unlock()
+				if d := s.st.DBs[id]; d != nil {
+					_ = s.moveGuestLocked(d, vmid, node, target, func(string, ...any) {})
+				}
+			}()
+			return ""
+		}), nil
+	}
+	withLocal := rc.boolean("with-local-disks")
+	return s.startTaskLocked(rc, node, "qmigrate", strconv.Itoa(vmid), func(t *taskRun) string {
+		start := time.Now()
+		key := guestLockKey(node, vmid)
+		if !s.acquire(key, false, s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout)) {
+			return errLockTimeout(guestLockFile(vmid)).Error()
+		}
+		defer s.release(key, false)
+		abort := func(reason string) string {
+			t.logf("ERROR: migration aborted (duration %s): %s", fmtDuration(time.Since(start)), reason)
+			return "migration aborted"
+		}
+		s.mu.Lock()
+		c, err := s.loadQmConfLocked(db, node, vmid)
+		if err == nil {
+			err = checkLock(c)
+		}
+		if err != nil {
+			s.mu.Unlock()
+			return abort(err.Error())
+		}
+		t.task.Log = append(t.task.Log, fmt.Sprintf("starting migration of VM %d to node '%s' (%s)", vmid, target, s.st.Nodes[target].Addr))
+		local, reason := s.localVolumesLocked(db, c, vmid)
+		if reason == "" && running && len(local) > 0 && !withLocal {
+			reason = fmt.Sprintf("can't migrate local disk '%s': can't live migrate attached local disks without with-local-disks option", local[0])
+		}
+		if reason != "" {
+			s.mu.Unlock()
+			return abort(reason)
+		}
+		c.Keys["lock"] = "migrate"
+		s.writeQmConfLocked(db, node, vmid, c)
+		s.saveLocked()
+		s.mu.Unlock()
+		if !s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration)) {
+			return "unexpected status"
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		c, _ = s.loadQmConfLocked(db, node, vmid)
+		delete(c.Keys, "lock")
+		s.writeQmConfLocked(db, node, vmid, c)
+		if err := s.moveGuestLocked(db, vmid, node, target, t.logf0); err != nil {
+			return abort(err.Error())
+		}
+		t.task.Log = append(t.task.Log, fmt.Sprintf("migration finished successfully (duration %s)", fmtDuration(time.Since(start))))
+		return ""
+	}), nil
+}
+
+// logf0 appends to the log when the caller already holds s.mu.
+func (t *taskRun) logf0(format string, args ...any) {
+	t.task.Log = append(t.task.Log, fmt.Sprintf(format, args...))
+}
+
+func fmtDuration(d time.Duration) string {
+	sec := int(d.Seconds())
+	return fmt.Sprintf("%02d:%02d:%02d", sec/3600, sec/60%60, sec%60)
+}
+
+// localVolumesLocked lists a VM's volumes on local storage that migrate with
+// it, or why they cannot (QemuMigrate.pm scan_local_volumes).
+func (s *Sim) localVolumesLocked(db *ConfigDB, c *qmConf, vmid int) ([]string, string) {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
+		if !isDriveKey(k) {
+			continue
+		}
+		d := parseDrive(c.Keys[k])
+		store, vn, ok := volumeID(d.file())
+		if !ok {
+			continue
+		}
+		st := db.Storage[store]
+		if st == nil || st.shared() {
+			continue
+		}
+		if d.cdrom() && !d.cloudinit() {
+			return nil, fmt.Sprintf("can't migrate local disk '%s': local cdrom image", d.file())
+		}
+		if base, _, ok := strings.Cut(vn, "/vm-"); ok && strings.Contains(base, "base-") {
+			return nil, fmt.Sprintf("can't migrate '%s' as it's a clone of '%s'", d.file(), strings.TrimSuffix(base, "/"))
+		}
+		out = append(out, d.file())
+	}
+	return out, ""
+}
+
+// moveGuestLocked moves a VM (config, local volumes, running state) from
+// one node to another, and switches its replication jobs, as a finished
+// migration leaves it.
+func (s *Sim) moveGuestLocked(db *ConfigDB, vmid int, from, to string, logf func(string, ...any)) error {
+	raw, ok := s.readEtcPve(db, guestConfPath(from, "qemu-server", vmid))
+	if !ok {
+		return pveDie("unable to find configuration file for VM %d on node '%s'", vmid, from)
+	}
+	c := parseQmConf(raw)
+	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
+		if !isDriveKey(k) {
+			continue
+		}
+		file := parseDrive(c.Keys[k]).file()
+		store, _, ok := volumeID(file)
+		st := db.Storage[store]
+		if !ok || st == nil || st.shared() {
+			continue
+		}
+		if v := s.st.Nodes[from].Volumes[file]; v != nil {
+			tn := s.st.Nodes[to]
+			if tn.Volumes == nil {
+				tn.Volumes = map[string]*GuestVolume{}
+			}
+			cp := *v
+			tn.Volumes[file] = &cp
+			delete(s.st.Nodes[from].Volumes, file)
+			logf("volume '%s' is '%s' on the target", file, file)
+		}
+	}
+	running := s.runningLocked(from, vmid)
+	s.removeEtcPve(db, guestConfPath(from, "qemu-server", vmid))
+	s.writeEtcPve(db, guestConfPath(to, "qemu-server", vmid), raw)
+	s.setRunningLocked(from, vmid, false)
+	if running {
+		s.setRunningLocked(to, vmid, true)
+	}
+	s.switchReplicationLocked(db, vmid, from, to)
+	s.saveLocked()
+	return nil
+}

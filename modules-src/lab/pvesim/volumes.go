@@ -1,0 +1,225 @@
+package pvesim
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// GuestVolume is one guest disk on a storage. Local storages keep their volumes
+// on the node (Node.Volumes), shared ones in the cluster (ConfigDB.
+// SharedVolumes), so a volume on local-lvm of pve01 is not on pve02's.
+type GuestVolume struct {
+	Size   int64  `json:"size"` // bytes
+	Format string `json:"format"`
+	// Parent is the base volume a linked clone depends on (its volid).
+	Parent string `json:"parent,omitempty"`
+}
+
+// volumesFor returns the map holding st's volumes as node sees them.
+func (s *Sim) volumesFor(node string, st *Storage) map[string]*GuestVolume {
+	if st.shared() {
+		db := s.dbOf(node)
+		if db.SharedVolumes == nil {
+			db.SharedVolumes = map[string]*GuestVolume{}
+		}
+		return db.SharedVolumes
+	}
+	n := s.st.Nodes[node]
+	if n.Volumes == nil {
+		n.Volumes = map[string]*GuestVolume{}
+	}
+	return n.Volumes
+}
+
+// volumeLocked returns a volume as node sees it.
+func (s *Sim) volumeLocked(node, volid string) (*GuestVolume, *Storage, error) {
+	store, _, ok := volumeID(volid)
+	if !ok {
+		return nil, nil, fmt.Errorf("unable to parse volume ID '%s'", volid)
+	}
+	st := s.dbOf(node).Storage[store]
+	if st == nil {
+		return nil, nil, fmt.Errorf("storage '%s' does not exist", store)
+	}
+	v := s.volumesFor(node, st)[volid]
+	if v == nil {
+		return nil, st, fmt.Errorf("volume '%s' does not exist", volid)
+	}
+	return v, st, nil
+}
+
+// fileStorage: dir and nfs keep volumes as files in <vmid>/ with an extension.
+func fileStorage(st *Storage) bool { return st.Type == "dir" || st.Type == "nfs" }
+
+// defaultFormat is storage_default_format: raw, or the storage's format.
+func defaultFormat(st *Storage) string {
+	if fileStorage(st) {
+		if f := st.opt("format"); f != "" {
+			return f
+		}
+		return "raw"
+	}
+	return "raw"
+}
+
+// volName builds a volume name the way each plugin names it
+// (Plugin.pm / LvmThinPlugin.pm / ZFSPoolPlugin.pm alloc_image).
+func volName(st *Storage, vmid int, name, format string) string {
+	if fileStorage(st) {
+		return fmt.Sprintf("%d/%s.%s", vmid, name, format)
+	}
+	return name
+}
+
+// freeDiskName finds vm-<vmid>-disk-<n> unused on st (find_free_diskname).
+func (s *Sim) freeDiskName(node string, st *Storage, vmid int, prefix string) string {
+	vols := s.volumesFor(node, st)
+	for i := 0; ; i++ {
+		name := fmt.Sprintf("%s-%d-disk-%d", prefix, vmid, i)
+		used := false
+		for volid := range vols {
+			if store, vn, _ := volumeID(volid); store == st.ID && strings.Contains(vn, name) {
+				used = true
+				break
+			}
+		}
+		if !used {
+			return name
+		}
+	}
+}
+
+// allocVolumeLocked creates a volume of size bytes for vmid on st.
+func (s *Sim) allocVolumeLocked(node string, st *Storage, vmid int, size int64, format string) string {
+	if format == "" {
+		format = defaultFormat(st)
+	}
+	name := s.freeDiskName(node, st, vmid, "vm")
+	volid := st.ID + ":" + volName(st, vmid, name, format)
+	s.volumesFor(node, st)[volid] = &GuestVolume{Size: size, Format: format}
+	return volid
+}
+
+// allocCloudinitLocked creates vm-<vmid>-cloudinit (4 MiB, as PVE).
+func (s *Sim) allocCloudinitLocked(node string, st *Storage, vmid int) string {
+	format := defaultFormat(st)
+	if fileStorage(st) {
+		format = "qcow2"
+	}
+	volid := st.ID + ":" + volName(st, vmid, fmt.Sprintf("vm-%d-cloudinit", vmid), format)
+	s.volumesFor(node, st)[volid] = &GuestVolume{Size: 4 << 20, Format: format}
+	return volid
+}
+
+func (s *Sim) freeVolumeLocked(node, volid string) {
+	if _, st, err := s.volumeLocked(node, volid); err == nil {
+		delete(s.volumesFor(node, st), volid)
+	}
+}
+
+// baseName is the name a template's volume takes (create_base): vm- → base-.
+func baseVolid(volid string) string {
+	store, vn, _ := volumeID(volid)
+	return store + ":" + strings.Replace(vn, "vm-", "base-", 1)
+}
+
+// isBase tells a template's base volume.
+func isBase(volid string) bool {
+	_, vn, _ := volumeID(volid)
+	return strings.HasPrefix(path.Base(vn), "base-")
+}
+
+// linkedCloneLocked creates a linked clone of base for newid (clone_image):
+// base-100-disk-0/vm-101-disk-0 on lvmthin/zfspool, 100/base-100-disk-0.qcow2/
+// 101/vm-101-disk-0.qcow2 on a directory.
+func (s *Sim) linkedCloneLocked(node string, st *Storage, base string, newid int) (string, error) {
+	src, _, err := s.volumeLocked(node, base)
+	if err != nil {
+		return "", err
+	}
+	_, bvn, _ := volumeID(base)
+	name := s.freeDiskName(node, st, newid, "vm")
+	var vn string
+	if fileStorage(st) {
+		vn = fmt.Sprintf("%s/%d/%s.qcow2", bvn, newid, name)
+	} else {
+		vn = bvn + "/" + name
+	}
+	volid := st.ID + ":" + vn
+	format := src.Format
+	if fileStorage(st) {
+		format = "qcow2"
+	}
+	s.volumesFor(node, st)[volid] = &GuestVolume{Size: src.Size, Format: format, Parent: base}
+	return volid, nil
+}
+
+// canLink is volume_has_feature(clone) without a snapshot: only a base
+// volume on a storage with thin clones (lvmthin, zfspool, dir/nfs).
+func canLink(st *Storage, volid string) bool {
+	switch st.Type {
+	case "lvmthin", "zfspool", "dir", "nfs":
+		return isBase(volid)
+	}
+	return false
+}
+
+// ---- sizes ----
+
+// sizeRe is the drive size syntax (pve-qm-drive size, "32G", "512M").
+var sizeRe = regexp.MustCompile(`^(\d+(?:\.\d+)?)([KMGT])?$`)
+
+var unitShift = map[string]uint{"": 0, "K": 10, "M": 20, "G": 30, "T": 40}
+
+func parseSize(s string) (int64, bool) {
+	m := sizeRe.FindStringSubmatch(s)
+	if m == nil {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		return 0, false
+	}
+	return int64(f * float64(int64(1)<<unitShift[m[2]])), true
+}
+
+// formatSize is PVE's format_size: the largest unit that divides exactly.
+func formatSize(b int64) string {
+	for _, u := range []string{"T", "G", "M", "K"} {
+		sh := unitShift[u]
+		if b >= 1<<sh && b%(1<<sh) == 0 {
+			return strconv.FormatInt(b>>sh, 10) + u
+		}
+	}
+	return strconv.FormatInt(b, 10)
+}
+
+// volumeContentLocked lists a storage's volumes on node for
+// GET /nodes/{node}/storage/{storage}/content.
+func (s *Sim) volumeContentLocked(node string, st *Storage) []map[string]any {
+	vols := s.volumesFor(node, st)
+	var ids []string
+	for volid := range vols {
+		if store, _, _ := volumeID(volid); store == st.ID {
+			ids = append(ids, volid)
+		}
+	}
+	slices.Sort(ids)
+	out := []map[string]any{}
+	for _, volid := range ids {
+		v := vols[volid]
+		_, vn, _ := volumeID(volid)
+		e := map[string]any{"volid": volid, "format": v.Format, "size": v.Size, "content": "images",
+			"vmid": volOwner(vn)}
+		if v.Parent != "" {
+			_, pvn, _ := volumeID(v.Parent)
+			e["parent"] = pvn
+		}
+		out = append(out, e)
+	}
+	return out
+}
