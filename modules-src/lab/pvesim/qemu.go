@@ -503,7 +503,11 @@ func (s *Sim) createDrive(node string, vmid int, key, v string) (string, error) 
 		return "", fmt.Errorf("storage '%s' does not exist", store)
 	}
 	if vn == "cloudinit" {
-		d.props.set("file", s.allocCloudinitLocked(node, st, vmid))
+		volid, err := s.allocCloudinitLocked(node, st, vmid)
+		if err != nil {
+			return "", err
+		}
+		d.props.set("file", volid)
 		d.props.set("media", "cdrom")
 		return d.print(), nil
 	}
@@ -518,7 +522,11 @@ func (s *Sim) createDrive(node string, vmid int, key, v string) (string, error) 
 		return v, nil
 	}
 	size := int64(gib * (1 << 30))
-	d.props.set("file", s.allocVolumeLocked(node, st, vmid, size, d.props.get("format")))
+	volid, err := s.allocVolumeLocked(node, st, vmid, size, d.props.get("format"))
+	if err != nil {
+		return "", err
+	}
+	d.props.set("file", volid)
 	delete(d.props.vals, "format")
 	d.props.keys = slices.DeleteFunc(d.props.keys, func(k string) bool { return k == "format" })
 	d.props.set("size", formatSize(size))
@@ -901,14 +909,13 @@ func (s *Sim) postQemuTemplate(rc *reqCtx) (any, error) {
 				if d.cdrom() || d.cloudinit() {
 					continue
 				}
-				vol, st, err := s.volumeLocked(node, d.file())
-				if err != nil || isBase(d.file()) {
+				if _, _, err := s.volumeLocked(node, d.file()); err != nil || isBase(d.file()) {
 					continue
 				}
-				nb := baseVolid(d.file())
-				vols := s.volumesFor(node, st)
-				delete(vols, d.file())
-				vols[nb] = vol
+				nb, err := s.makeBaseLocked(node, d.file())
+				if err != nil {
+					return err.Error()
+				}
 				d.props.set("file", nb)
 				c.Keys[k] = d.print()
 			}
@@ -971,7 +978,9 @@ func (s *Sim) putQemuResize(rc *reqCtx) (any, error) {
 				return ""
 			}
 			t.task.Log = append(t.task.Log, fmt.Sprintf("update VM %d: resize --disk %s --size %s", vmid, disk, sizeStr))
-			vol.Size = n
+			if err := s.resizeVolumeLocked(node, d.file(), n); err != nil {
+				return err.Error()
+			}
 			d.props.set("size", formatSize(n))
 			c.Keys[disk] = d.print()
 			s.writeQmConfLocked(db, node, vmid, c)
