@@ -1043,7 +1043,11 @@ func (s *Sim) deleteQemu(rc *reqCtx) (any, error) {
 				if !ok || volOwner(vn) != vmid && !strings.HasSuffix(vn, fmt.Sprintf("vm-%d-cloudinit", vmid)) {
 					continue
 				}
-				s.freeVolumeLocked(node, d.file())
+				if err := s.freeVolumeLocked(node, d.file()); err != nil {
+					// destroy_vm warns and goes on (reconstruction of the wording).
+					t.task.Log = append(t.task.Log, fmt.Sprintf("WARN: failed to remove '%s': %v", d.file(), err))
+					continue
+				}
 				t.task.Log = append(t.task.Log, fmt.Sprintf("Removing image: 100%% complete...done. (%s)", d.file())) // reconstruction
 			}
 			for _, p := range db.Pools {
