@@ -11,7 +11,9 @@ import (
 // `zfs create -o refquota=… pool/subvol-100-disk-0`, `zfs rename` and
 // `zfs snapshot …@__base__` for templates, `zfs clone` for linked clones,
 // `zfs set volsize=` for a resize, `zfs destroy [-r]`. No data is kept:
-// sizes are accounting only.
+// sizes are accounting only. The refusals of destroy are OpenZFS's
+// (zfs_main.c destroy_check_dependent); those of snapshot, clone and rename
+// are reconstructions in libzfs's "cannot <verb> '<name>': <reason>" form.
 
 // defaultVolBlockSize is OpenZFS ≥ 2.2's default volblocksize (16K; PVE 8.1+
 // and 9 ship 2.2/2.3).
