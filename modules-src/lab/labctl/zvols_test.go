@@ -7,7 +7,8 @@ import (
 	"testing"
 )
 
-// TestLabZvolsAreTheGuestsVolumes: on a zfspool storage a VM's disks are
+// TestLabZvolsAreTheGuestsVolumes: on a zfspool storage a container's root
+// disk is a subvol-… dataset and a VM's disks are
 // zvols in the node's ZFS — created, cloned (full and linked from a
 // template's base-…@__base__), grown and destroyed with the guest — and at
 // every step `zfs list` on the node, the storage's content API, the VM
@@ -56,6 +57,27 @@ func TestLabZvolsAreTheGuestsVolumes(t *testing.T) {
 	}
 	conf := func(vmid int) string { return onNode(t, lab, "pve01", fmt.Sprintf("qm config %d", vmid)) }
 	const g1, g2 = "1073741824", "2147483648"
+
+	// A container's root disk is a subvol-… filesystem with a refquota
+	// (zfs_create_subvol), mounted under the pool's mountpoint.
+	onNode(t, lab, "pve01", "pct create 200 local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst --rootfs tank:2 --password Secret-1")
+	if c := onNode(t, lab, "pve01", "pct config 200"); !strings.Contains(c, "rootfs: tank:subvol-200-disk-0,size=2G") {
+		t.Errorf("CT 200's config:\n%s", c)
+	}
+	if got := onNode(t, lab, "pve01", "zfs get -H -o value type,refquota,acltype,xattr,mountpoint tank/subvol-200-disk-0"); got != "filesystem\n2G\nposix\nsa\n/tank/subvol-200-disk-0\n" {
+		t.Errorf("CT 200's subvolume: %q", got)
+	}
+	var ctVols []map[string]any
+	if err := labAPI(lab, "pve01", "/nodes/pve01/storage/tank/content", &ctVols); err != nil {
+		t.Fatal(err)
+	}
+	if len(ctVols) != 1 || ctVols[0]["volid"] != "tank:subvol-200-disk-0" || ctVols[0]["size"] != float64(2<<30) {
+		t.Errorf("content with CT 200: %v", ctVols)
+	}
+	onNode(t, lab, "pve01", "pct destroy 200")
+	if fs := strings.TrimSpace(onNode(t, lab, "pve01", "zfs list -H -o name -t all")); fs != "tank" {
+		t.Errorf("datasets left after pct destroy: %q", fs)
+	}
 
 	onNode(t, lab, "pve01", "qm create 100 --name src --scsi0 tank:1")
 	if c := conf(100); !strings.Contains(c, "scsi0: tank:vm-100-disk-0,size=1G") {
