@@ -15,6 +15,19 @@ import (
 // configs and the storage's status agree.
 func TestLabZvolsAreTheGuestsVolumes(t *testing.T) {
 	lab := startLab(t, 9)
+	// pve01 and pve02 in one cluster, for the migration below.
+	nodes := lab.Nodes()
+	if _, err := lab.Sim().CreateCluster("pve01", "labcluster", nodes[0].Addr); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		_, err := lab.Sim().AddNode("pve01", "pve02", nodes[1].Addr, false)
+		return err == nil
+	}, "pve02 could not join")
+	waitFor(t, func() bool {
+		_, err := lab.SSH("pve02", "pvesh get /version >/dev/null")
+		return err == nil
+	}, "pve02's API is not back after the join")
 	onNode(t, lab, "pve01", "zpool create tank /dev/nvme0n1 && pvesm add zfspool tank --pool tank --content images,rootdir")
 
 	// zvols: name → volsize in bytes, from the node's zfs.
@@ -106,13 +119,33 @@ func TestLabZvolsAreTheGuestsVolumes(t *testing.T) {
 	}
 	agree("refused shrink", map[string]string{"tank/vm-100-disk-0": g1, "tank/vm-101-disk-0": g2})
 
+	// An offline migration takes the zvol along (storage_migrate): gone
+	// from pve01's pool, on pve02's with its size, in pve02's content.
+	onNode(t, lab, "pve02", "zpool create tank /dev/nvme0n1")
+	onNode(t, lab, "pve01", "qm migrate 101 pve02")
+	agree("migrated away", map[string]string{"tank/vm-100-disk-0": g1})
+	if got := onNode(t, lab, "pve02", "zfs list -Hp -t volume -o name,volsize"); got != "tank/vm-101-disk-0\t"+g2+"\n" {
+		t.Errorf("pve02's zvols after the migration: %q", got)
+	}
+	var vols2 []map[string]any
+	if err := labAPI(lab, "pve02", "/nodes/pve02/storage/tank/content", &vols2); err != nil {
+		t.Fatal(err)
+	}
+	if len(vols2) != 1 || vols2[0]["volid"] != "tank:vm-101-disk-0" || fmt.Sprintf("%.0f", vols2[0]["size"]) != g2 {
+		t.Errorf("pve02's tank content after the migration: %v", vols2)
+	}
+	onNode(t, lab, "pve02", "qm destroy 101")
+	if got := onNode(t, lab, "pve02", "zfs list -H -o name -t all"); got != "tank\n" {
+		t.Errorf("pve02's datasets after destroying VM 101: %q", got)
+	}
+
 	// A template's disk becomes base-100-disk-0 with its __base__ snapshot;
 	// a linked clone is a zfs clone of it.
 	onNode(t, lab, "pve01", "qm template 100 && qm clone 100 102 --name linked")
 	if c := conf(102); !strings.Contains(c, "scsi0: tank:base-100-disk-0/vm-102-disk-0,size=1G") {
 		t.Errorf("VM 102's config:\n%s", c)
 	}
-	agree("template and linked clone", map[string]string{"tank/base-100-disk-0": g1, "tank/vm-101-disk-0": g2, "tank/vm-102-disk-0": g1})
+	agree("template and linked clone", map[string]string{"tank/base-100-disk-0": g1, "tank/vm-102-disk-0": g1})
 	if o := strings.TrimSpace(onNode(t, lab, "pve01", "zfs get -H -o value origin tank/vm-102-disk-0")); o != "tank/base-100-disk-0@__base__" {
 		t.Errorf("the linked clone's origin: %q", o)
 	}
@@ -127,9 +160,9 @@ func TestLabZvolsAreTheGuestsVolumes(t *testing.T) {
 	if snaps := onNode(t, lab, "pve01", "zfs list -H -o name -t snapshot"); !slices.Contains(strings.Fields(snaps), "tank/base-100-disk-0@__base__") {
 		t.Errorf("the base snapshot went while a clone uses it: %q", snaps)
 	}
-	agree("template destroyed under a linked clone", map[string]string{"tank/base-100-disk-0": g1, "tank/vm-101-disk-0": g2, "tank/vm-102-disk-0": g1})
+	agree("template destroyed under a linked clone", map[string]string{"tank/base-100-disk-0": g1, "tank/vm-102-disk-0": g1})
 
-	onNode(t, lab, "pve01", "qm destroy 101 && qm destroy 102")
+	onNode(t, lab, "pve01", "qm destroy 102")
 	agree("clones destroyed", map[string]string{"tank/base-100-disk-0": g1})
 	if fs := strings.TrimSpace(onNode(t, lab, "pve01", "zfs list -H -o name -t filesystem")); fs != "tank" {
 		t.Errorf("filesystems left: %q", fs)

@@ -117,3 +117,36 @@ func (s *Sim) resizeVolumeLocked(node, volid string, size int64) error {
 	vol.Size = size
 	return nil
 }
+
+// zfsMigrateLocked is storage_migrate for a migration's local zfspool
+// volumes: the dataset appears on the target (PVE sends it with zfs
+// send/recv of a __migration__ snapshot; the stand-in holds no data, so it
+// is created alike) and is destroyed on the source. Other storages are the
+// simulator's alone.
+func (s *Sim) zfsMigrateLocked(db *ConfigDB, from, to string, files []string) error {
+	for _, file := range files {
+		store, vn, _ := volumeID(file)
+		st := db.Storage[store]
+		v := s.st.Nodes[from].Volumes[file]
+		if st == nil || st.Type != "zfspool" || v == nil {
+			continue
+		}
+		var err error
+		if v.Format == "subvol" {
+			quota := "none"
+			if v.Size > 0 {
+				quota = kib(v.Size)
+			}
+			err = s.zfsOn(to, st, "create", "-o", "acltype=posixacl", "-o", "xattr=sa", "-o", "refquota="+quota, zfsDataset(st, vn))
+		} else {
+			err = s.zfsCreateVolume(to, st, vn, v.Size)
+		}
+		if err != nil {
+			return fmt.Errorf("storage migration for '%s' to storage '%s' failed - %w", file, st.ID, err)
+		}
+		if err := s.zfsOn(from, st, "destroy", "-r", zfsDataset(st, vn)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
