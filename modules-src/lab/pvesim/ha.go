@@ -641,7 +641,13 @@ func (s *Sim) deleteHARule(rc *reqCtx) (any, error) { return s.deleteHA(rc, haRu
 // scheduleCRMLocked brings every HA guest of db to its requested state
 // HADelay from now (the CRM/LRM round trip, H4).
 func (s *Sim) scheduleCRMLocked(dbID string) {
-	d := s.cfg.dur(s.cfg.HADelay, 10*time.Second)
+	s.haLaterLocked(s.cfg.dur(s.cfg.HADelay, 10*time.Second), dbID, s.reconcileHALocked)
+}
+
+// haLaterLocked runs f on the ConfigDB dbID d from now, under the state
+// lock: the HA stack's delayed acts (CRM round, fencing, failback). It does
+// nothing if the simulator closes first or the DB is gone by then.
+func (s *Sim) haLaterLocked(d time.Duration, dbID string, f func(db *ConfigDB)) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -651,7 +657,7 @@ func (s *Sim) scheduleCRMLocked(dbID string) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if db := s.st.DBs[dbID]; db != nil {
-			s.reconcileHALocked(db)
+			f(db)
 		}
 	}()
 }
@@ -738,20 +744,11 @@ func (s *Sim) haRequestTaskSID(rc *reqCtx, typ, sid string, vmid int, state stri
 func (s *Sim) nodeDownLocked(node string) {
 	dbID := s.st.Nodes[node].DB
 	d := s.cfg.dur(s.cfg.FenceDelay, 60*time.Second)
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		if !s.sleep(d) {
-			return
+	s.haLaterLocked(d, dbID, func(db *ConfigDB) {
+		if !s.nodeUpLocked(node) && db.Corosync != nil && s.quorateLocked(db) {
+			s.recoverNodeLocked(db, node)
 		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		db := s.st.DBs[dbID]
-		if db == nil || s.nodeUpLocked(node) || db.Corosync == nil || !s.quorateLocked(db) {
-			return
-		}
-		s.recoverNodeLocked(db, node)
-	}()
+	})
 }
 
 // recoverNodeLocked moves the fenced node's HA guests to their best node.
@@ -881,20 +878,11 @@ func (s *Sim) nodeBackLocked(node string) {
 		s.scheduleCRMLocked(dbID)
 	}
 	d := s.cfg.dur(s.cfg.FailbackDelay, 2*time.Minute)
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		if !s.sleep(d) {
-			return
+	s.haLaterLocked(d, dbID, func(db *ConfigDB) {
+		if s.nodeUpLocked(node) && s.quorateLocked(db) {
+			s.failbackLocked(db, node)
 		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		db := s.st.DBs[dbID]
-		if db == nil || !s.nodeUpLocked(node) || !s.quorateLocked(db) {
-			return
-		}
-		s.failbackLocked(db, node)
-	}()
+	})
 }
 
 func (s *Sim) failbackLocked(db *ConfigDB, back string) {
