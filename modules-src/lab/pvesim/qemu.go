@@ -654,18 +654,26 @@ func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *qmConf, logf f
 	return nil
 }
 
+// configUpdateRequest is what PUT and POST config check before taking the
+// lock: the parsed update, skiplock (root only) and the config's checks.
+func (s *Sim) configUpdateRequest(rc *reqCtx) (u *configUpdate, skiplock bool, err error) {
+	if u, err = s.parseConfigUpdate(rc); err != nil {
+		return nil, false, err
+	}
+	if skiplock, err = rc.skiplock(); err != nil {
+		return nil, false, err
+	}
+	if _, err := s.loadAndCheck(rc.db(), u, skiplock); err != nil {
+		return nil, false, err
+	}
+	return u, skiplock, nil
+}
+
 // PUT /nodes/{node}/qemu/{vmid}/config: synchronous, under the config lock.
 func (s *Sim) putQemuConfig(rc *reqCtx) (any, error) {
 	db := rc.db()
-	u, err := s.parseConfigUpdate(rc)
+	u, skiplock, err := s.configUpdateRequest(rc)
 	if err != nil {
-		return nil, err
-	}
-	skiplock, err := rc.skiplock()
-	if err != nil {
-		return nil, err
-	}
-	if _, err := s.loadAndCheck(db, u, skiplock); err != nil {
 		return nil, err
 	}
 	return s.withGuestLockLocked(rc.node, u.vmid, func() (any, error) {
@@ -680,30 +688,19 @@ func (s *Sim) putQemuConfig(rc *reqCtx) (any, error) {
 // POST /nodes/{node}/qemu/{vmid}/config: the same in a qmconfig task.
 func (s *Sim) postQemuConfig(rc *reqCtx) (any, error) {
 	db := rc.db()
-	u, err := s.parseConfigUpdate(rc)
+	u, skiplock, err := s.configUpdateRequest(rc)
 	if err != nil {
 		return nil, err
 	}
-	skiplock, err := rc.skiplock()
-	if err != nil {
-		return nil, err
-	}
-	if _, err := s.loadAndCheck(db, u, skiplock); err != nil {
-		return nil, err
-	}
-	return s.startTaskLocked(rc, rc.node, "qmconfig", strconv.Itoa(u.vmid), func(t *taskRun) string {
-		return s.underGuestLock(t, u.node, u.vmid, s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout), func() string {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			c, err := s.loadAndCheck(db, u, skiplock)
-			if err == nil {
-				err = s.applyUpdateLocked(db, u, c, func(f string, a ...any) { t.task.Log = append(t.task.Log, fmt.Sprintf(f, a...)) })
-			}
-			if err != nil {
-				return err.Error()
-			}
-			return ""
-		})
+	return s.guestLockTask(rc, u.node, "qmconfig", u.vmid, func(t *taskRun) string {
+		c, err := s.loadAndCheck(db, u, skiplock)
+		if err == nil {
+			err = s.applyUpdateLocked(db, u, c, func(f string, a ...any) { t.task.Log = append(t.task.Log, fmt.Sprintf(f, a...)) })
+		}
+		if err != nil {
+			return err.Error()
+		}
+		return ""
 	}), nil
 }
 
