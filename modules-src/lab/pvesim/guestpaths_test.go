@@ -47,6 +47,26 @@ func TestGuestSharedPathsMessages(t *testing.T) {
 		t.Errorf("CT status: %v", st)
 	}
 
+	// Each node list shows only its own kind, with its own fields.
+	for _, l := range []struct {
+		path string
+		want map[string]any
+	}{
+		{"/nodes/pve01/qemu", map[string]any{"vmid": float64(100), "name": "vm100", "status": "stopped", "cpus": float64(2), "type": nil}},
+		{"/nodes/pve01/lxc", map[string]any{"vmid": float64(200), "name": "ct200", "status": "stopped", "cpus": float64(2), "type": "lxc"}},
+	} {
+		list := c.call("GET", l.path, nil).must(t, l.path).list()
+		if len(list) != 1 {
+			t.Errorf("%s: %v", l.path, list)
+			continue
+		}
+		for k, v := range l.want {
+			if list[0][k] != v {
+				t.Errorf("%s: %s = %v, want %v (%v)", l.path, k, list[0][k], v, list[0])
+			}
+		}
+	}
+
 	// The lock key in the config: each kind says it its way, in the task.
 	for _, g := range []struct{ rel, add, path, want string }{
 		{"nodes/pve01/lxc/200.conf", "lock: backup\n", "/nodes/pve01/lxc/200", "CT is locked (backup)"},
