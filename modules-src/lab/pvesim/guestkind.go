@@ -124,3 +124,25 @@ func (s *Sim) asClusterResource(r map[string]any, k guestKind, e vmEntry) map[st
 	}
 	return r
 }
+
+// guestListLocked is GET /nodes/{node}/qemu or /lxc: the node's guests of
+// kind k that the caller may audit (filtered, not refused, K19), each as
+// summary renders it; a config that cannot be read is left out.
+func (s *Sim) guestListLocked(rc *reqCtx, k guestKind, summary func(node string, vmid int, c *qmConf) map[string]any) []map[string]any {
+	db := rc.db()
+	out := []map[string]any{}
+	for _, e := range s.vmListLocked(db) {
+		if e.Node != rc.node || e.Kind != k.dir {
+			continue
+		}
+		if !hasPriv(db, rc.who, fmt.Sprintf("/vms/%d", e.VMID), []string{"VM.Audit"}, false) {
+			continue
+		}
+		c, err := s.loadGuestConfLocked(db, k, e.Node, e.VMID)
+		if err != nil {
+			continue
+		}
+		out = append(out, summary(e.Node, e.VMID, c))
+	}
+	return out
+}

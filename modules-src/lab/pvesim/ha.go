@@ -965,23 +965,14 @@ func (s *Sim) postHAMotion(rc *reqCtx) (any, error) {
 	if db.Corosync == nil || db.Corosync.member(target) == nil {
 		return nil, pveDie("no such cluster node '%s'", target) // reconstruction: the CRM ignores it, PVE logs only
 	}
-	id := db.ID
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		if !s.sleep(s.cfg.dur(s.cfg.HADelay, 10*time.Second)) {
-			return
-		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		d := s.st.DBs[id]
-		if d == nil || !s.nodeUpLocked(target) {
+	s.haLaterLocked(s.cfg.dur(s.cfg.HADelay, 10*time.Second), db.ID, func(d *ConfigDB) {
+		if !s.nodeUpLocked(target) {
 			return
 		}
 		if e, ok := s.findVMLocked(d, vmid); ok && e.Node != target && e.Kind == "qemu-server" {
 			_ = s.moveGuestLocked(d, vmid, e.Node, target, func(string, ...any) {})
 		}
-	}()
+	})
 	if s.cfg.Version < 9 {
 		return nil, nil
 	}

@@ -183,24 +183,11 @@ func ostypeOf(tmpl string) string {
 
 // GET /nodes/{node}/lxc
 func (s *Sim) getLxcList(rc *reqCtx) (any, error) {
-	db := rc.db()
-	out := []map[string]any{}
-	for _, e := range s.vmListLocked(db) {
-		if e.Node != rc.node || e.Kind != "lxc" {
-			continue
-		}
-		if !hasPriv(db, rc.who, fmt.Sprintf("/vms/%d", e.VMID), []string{"VM.Audit"}, false) {
-			continue
-		}
-		c, err := s.loadCtConfLocked(db, e.Node, e.VMID)
-		if err != nil {
-			continue
-		}
-		v := s.ctSummary(e.Node, e.VMID, c)
+	return s.guestListLocked(rc, ctKind, func(node string, vmid int, c *qmConf) map[string]any {
+		v := s.ctSummary(node, vmid, c)
 		v["type"] = "lxc"
-		out = append(out, v)
-	}
-	return out, nil
+		return v
+	}), nil
 }
 
 func (s *Sim) ctSummary(node string, vmid int, c *qmConf) map[string]any {

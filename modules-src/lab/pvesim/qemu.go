@@ -204,22 +204,7 @@ func (s *Sim) getNextID(rc *reqCtx) (any, error) {
 
 // GET /nodes/{node}/qemu
 func (s *Sim) getQemuList(rc *reqCtx) (any, error) {
-	db := rc.db()
-	out := []map[string]any{}
-	for _, e := range s.vmListLocked(db) {
-		if e.Node != rc.node || e.Kind != "qemu-server" {
-			continue
-		}
-		if !hasPriv(db, rc.who, fmt.Sprintf("/vms/%d", e.VMID), []string{"VM.Audit"}, false) {
-			continue
-		}
-		c, err := s.loadQmConfLocked(db, e.Node, e.VMID)
-		if err != nil {
-			continue
-		}
-		out = append(out, s.vmSummary(e.Node, e.VMID, c))
-	}
-	return out, nil
+	return s.guestListLocked(rc, vmKind, s.vmSummary), nil
 }
 
 // GET /nodes/{node}/qemu/{vmid}/config
