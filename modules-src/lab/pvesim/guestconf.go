@@ -207,13 +207,7 @@ func (s *Sim) findVMLocked(db *ConfigDB, vmid int) (vmEntry, bool) {
 
 // loadQmConfLocked is load_config: the file on node or PVE's error.
 func (s *Sim) loadQmConfLocked(db *ConfigDB, node string, vmid int) (*qmConf, error) {
-	rel := guestConfPath(node, "qemu-server", vmid)
-	raw, ok := s.readEtcPve(db, rel)
-	if !ok {
-		// pve-guest-common AbstractConfig.pm load_config
-		return nil, pveDie("Configuration file '%s' does not exist", rel)
-	}
-	return parseQmConf(raw), nil
+	return s.loadGuestConfLocked(db, vmKind, node, vmid)
 }
 
 // assertOnNode is assert_config_exists_on_node (qemu-server QemuConfig.pm),
@@ -226,7 +220,7 @@ func (s *Sim) assertOnNodeLocked(db *ConfigDB, node string, vmid int) error {
 }
 
 func (s *Sim) writeQmConfLocked(db *ConfigDB, node string, vmid int, c *qmConf) {
-	s.writeEtcPve(db, guestConfPath(node, "qemu-server", vmid), c.render())
+	s.writeGuestConfLocked(db, vmKind, node, vmid, c)
 }
 
 // pveError is an error worded by PVE (capitals, final dots and all): the

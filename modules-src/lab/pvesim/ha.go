@@ -2,6 +2,7 @@ package pvesim
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -121,22 +122,39 @@ func (s *Sim) haConfiguredSIDLocked(db *ConfigDB, e vmEntry) bool {
 
 var haResourceOpts = []string{"state", "max_restart", "max_relocate", "comment", "group", "failback"}
 
-func resourceView(r *section, digest string, hideGroup bool) map[string]any {
-	out := map[string]any{"sid": r.Type + ":" + r.ID, "type": r.Type, "state": "started"}
-	for k, v := range r.Opts {
-		out[k] = v
-		if k == "max_restart" || k == "max_relocate" || k == "failback" {
-			n, _ := strconv.Atoi(v)
-			out[k] = n
-		}
+// setResourceOpts takes a resource's options from the request; "enabled"
+// is stored as its alias "started", as Resources.pm does.
+func setResourceOpts(rc *reqCtx, r *section) {
+	setOpts(rc, haResourceOpts, r.Opts)
+	if r.Opts["state"] == "enabled" {
+		r.Opts["state"] = "started"
 	}
+}
+
+func resourceView(r *section, digest string, hideGroup bool) map[string]any {
+	out := sectionView(map[string]any{"sid": r.Type + ":" + r.ID, "type": r.Type, "state": "started"},
+		r, digest, "max_restart", "max_relocate", "failback")
 	if hideGroup {
 		delete(out, "group")
 	}
-	if digest != "" {
-		out["digest"] = digest
-	}
 	return out
+}
+
+// sectionView is an HA section as the API returns it: base's keys (ids
+// and defaults), then the section's options, those named in ints as
+// integers, and the file's digest when there is one.
+func sectionView(base map[string]any, sec *section, digest string, ints ...string) map[string]any {
+	for k, v := range sec.Opts {
+		base[k] = v
+		if slices.Contains(ints, k) {
+			n, _ := strconv.Atoi(v)
+			base[k] = n
+		}
+	}
+	if digest != "" {
+		base["digest"] = digest
+	}
+	return base
 }
 
 func (s *Sim) getHAResources(rc *reqCtx) (any, error) {
@@ -197,17 +215,8 @@ func (s *Sim) postHAResource(rc *reqCtx) (any, error) {
 		return nil, fmt.Errorf("create resource failed: resource ID '%s' already defined", sid)
 	}
 	r := &section{Type: typ, ID: id, Opts: map[string]string{}}
-	for _, k := range haResourceOpts {
-		if rc.has(k) {
-			r.Opts[k] = rc.str(k)
-		}
-	}
-	if r.Opts["state"] == "enabled" {
-		r.Opts["state"] = "started"
-	}
-	s.writeSectionsLocked(db, haResourcesCfg, append(list, r))
-	s.saveLocked()
-	s.scheduleCRMLocked(db.ID)
+	setResourceOpts(rc, r)
+	s.commitHALocked(db, haResourcesCfg, append(list, r), true)
 	return nil, nil
 }
 
@@ -227,8 +236,8 @@ func (s *Sim) putHAResource(rc *reqCtx) (any, error) {
 		}
 	}
 	list, digest := s.haResourcesLocked(db)
-	if d := rc.str("digest"); d != "" && d != digest {
-		return nil, pveDie("detected modified configuration - file changed by other user? Try again.")
+	if err := staleDigest(rc, digest, ""); err != nil {
+		return nil, err
 	}
 	r := findResource(list, sid)
 	if r == nil {
@@ -241,20 +250,11 @@ func (s *Sim) putHAResource(rc *reqCtx) (any, error) {
 		}
 		s.setHAErrorLocked(db, sid, false)
 	}
-	for _, k := range haResourceOpts {
-		if rc.has(k) {
-			r.Opts[k] = rc.str(k)
-		}
-	}
-	if r.Opts["state"] == "enabled" {
-		r.Opts["state"] = "started"
-	}
+	setResourceOpts(rc, r)
 	for _, k := range pveSplit(rc.str("delete")) {
 		delete(r.Opts, k)
 	}
-	s.writeSectionsLocked(db, haResourcesCfg, list)
-	s.saveLocked()
-	s.scheduleCRMLocked(db.ID)
+	s.commitHALocked(db, haResourcesCfg, list, true)
 	return nil, nil
 }
 
@@ -289,6 +289,98 @@ func (s *Sim) deleteHAResource(rc *reqCtx) (any, error) {
 	return nil, nil
 }
 
+// ---- what groups, rules and resources share ----
+
+// haSectionFile is one HA section-config collection served as
+// /cluster/ha/<collection>[/{id}] (Groups.pm, Rules.pm): what differs
+// between groups and rules. Every message is the one its PVE module dies
+// with.
+type haSectionFile struct {
+	cfg  string // the file under /etc/pve
+	key  string // the id parameter: "group", "rule"
+	view func(sec *section, digest string) map[string]any
+	// noSuch is read's message for a missing id (%s); deleteFailed
+	// prefixes delete's copy of it ("" on rules, which die plainly).
+	noSuch, deleteFailed string
+}
+
+var (
+	haGroups = haSectionFile{cfg: haGroupsCfg, key: "group", view: groupView,
+		noSuch: "no such ha group '%s'", deleteFailed: "delete ha group failed: "}
+	haRules = haSectionFile{cfg: haRulesCfg, key: "rule", view: ruleView,
+		noSuch: "no such ha rule '%s'"}
+)
+
+// setOpts copies the request's values of opts into into: create and update
+// take only the options the request names.
+func setOpts(rc *reqCtx, opts []string, into map[string]string) {
+	for _, k := range opts {
+		if rc.has(k) {
+			into[k] = rc.str(k)
+		}
+	}
+}
+
+// staleDigest is PVE's refusal of an update whose digest is not the file's
+// (prefix: the module's "update … failed: ", if it has one).
+func staleDigest(rc *reqCtx, digest, prefix string) error {
+	if d := rc.str("digest"); d != "" && d != digest {
+		return pveDie("%sdetected modified configuration - file changed by other user? Try again.", prefix)
+	}
+	return nil
+}
+
+// commitHALocked writes an HA file after a change and, for a change the
+// CRM acts on, schedules its round.
+func (s *Sim) commitHALocked(db *ConfigDB, cfg string, list []*section, crm bool) {
+	s.writeSectionsLocked(db, cfg, list)
+	s.saveLocked()
+	if crm {
+		s.scheduleCRMLocked(db.ID)
+	}
+}
+
+// indexHA lists f's sections that keep accepts (nil: all), each with the
+// file's digest.
+func (s *Sim) indexHA(rc *reqCtx, f haSectionFile, keep func(*section) bool) []map[string]any {
+	list, digest := s.readSectionsLocked(rc.db(), f.cfg)
+	out := []map[string]any{}
+	for _, sec := range list {
+		if keep == nil || keep(sec) {
+			out = append(out, f.view(sec, digest))
+		}
+	}
+	return out
+}
+
+// readHA answers GET /cluster/ha/<collection>/{id}.
+func (s *Sim) readHA(rc *reqCtx, f haSectionFile) (any, error) {
+	list, digest := s.readSectionsLocked(rc.db(), f.cfg)
+	sec := findSection(list, rc.str(f.key))
+	if sec == nil {
+		return nil, fmt.Errorf(f.noSuch, rc.str(f.key))
+	}
+	return f.view(sec, digest), nil
+}
+
+// deleteHA answers DELETE /cluster/ha/<collection>/{id}; inUse, when set,
+// refuses to delete a section something still names.
+func (s *Sim) deleteHA(rc *reqCtx, f haSectionFile, inUse func(id string) error) (any, error) {
+	db := rc.db()
+	list, _ := s.readSectionsLocked(db, f.cfg)
+	id := rc.str(f.key)
+	if findSection(list, id) == nil {
+		return nil, fmt.Errorf(f.deleteFailed+f.noSuch, id)
+	}
+	if inUse != nil {
+		if err := inUse(id); err != nil {
+			return nil, err
+		}
+	}
+	s.commitHALocked(db, f.cfg, slices.DeleteFunc(list, func(sec *section) bool { return sec.ID == id }), false)
+	return nil, nil
+}
+
 // ---- groups ----
 
 func (s *Sim) groupsRefused(db *ConfigDB, verb string) error {
@@ -299,44 +391,21 @@ func (s *Sim) groupsRefused(db *ConfigDB, verb string) error {
 }
 
 func groupView(g *section, digest string) map[string]any {
-	out := map[string]any{"group": g.ID, "type": "group"}
-	for k, v := range g.Opts {
-		out[k] = v
-		if k == "restricted" || k == "nofailback" {
-			n, _ := strconv.Atoi(v)
-			out[k] = n
-		}
-	}
-	if digest != "" {
-		out["digest"] = digest
-	}
-	return out
+	return sectionView(map[string]any{"group": g.ID, "type": "group"}, g, digest, "restricted", "nofailback")
 }
 
 func (s *Sim) getHAGroups(rc *reqCtx) (any, error) {
-	db := rc.db()
-	if err := s.groupsRefused(db, "index groups"); err != nil {
+	if err := s.groupsRefused(rc.db(), "index groups"); err != nil {
 		return nil, err
 	}
-	list, digest := s.readSectionsLocked(db, haGroupsCfg)
-	out := []map[string]any{}
-	for _, g := range list {
-		out = append(out, groupView(g, digest))
-	}
-	return out, nil
+	return s.indexHA(rc, haGroups, nil), nil
 }
 
 func (s *Sim) getHAGroup(rc *reqCtx) (any, error) {
-	db := rc.db()
-	if err := s.groupsRefused(db, "read group"); err != nil {
+	if err := s.groupsRefused(rc.db(), "read group"); err != nil {
 		return nil, err
 	}
-	list, digest := s.readSectionsLocked(db, haGroupsCfg)
-	g := findSection(list, rc.str("group"))
-	if g == nil {
-		return nil, fmt.Errorf("no such ha group '%s'", rc.str("group"))
-	}
-	return groupView(g, digest), nil
+	return s.readHA(rc, haGroups)
 }
 
 var groupOpts = []string{"nodes", "restricted", "nofailback", "comment"}
@@ -351,13 +420,8 @@ func (s *Sim) postHAGroup(rc *reqCtx) (any, error) {
 		return nil, fmt.Errorf("create ha group failed: ha group ID '%s' already defined", rc.str("group"))
 	}
 	g := &section{Type: "group", ID: rc.str("group"), Opts: map[string]string{}}
-	for _, k := range groupOpts {
-		if rc.has(k) {
-			g.Opts[k] = rc.str(k)
-		}
-	}
-	s.writeSectionsLocked(db, haGroupsCfg, append(list, g))
-	s.saveLocked()
+	setOpts(rc, groupOpts, g.Opts)
+	s.commitHALocked(db, haGroupsCfg, append(list, g), false)
 	return nil, nil
 }
 
@@ -367,26 +431,21 @@ func (s *Sim) putHAGroup(rc *reqCtx) (any, error) {
 		return nil, err
 	}
 	list, digest := s.readSectionsLocked(db, haGroupsCfg)
-	if d := rc.str("digest"); d != "" && d != digest {
-		return nil, pveDie("update ha group failed: detected modified configuration - file changed by other user? Try again.")
+	if err := staleDigest(rc, digest, "update ha group failed: "); err != nil {
+		return nil, err
 	}
 	g := findSection(list, rc.str("group"))
 	if g == nil {
 		return nil, fmt.Errorf("update ha group failed: no such ha group '%s'", rc.str("group"))
 	}
-	for _, k := range groupOpts {
-		if rc.has(k) {
-			g.Opts[k] = rc.str(k)
-		}
-	}
+	setOpts(rc, groupOpts, g.Opts)
 	for _, k := range pveSplit(rc.str("delete")) {
 		if k == "nodes" {
 			return nil, fmt.Errorf("update ha group failed: unable to delete required option '%s'", k)
 		}
 		delete(g.Opts, k)
 	}
-	s.writeSectionsLocked(db, haGroupsCfg, list)
-	s.saveLocked()
+	s.commitHALocked(db, haGroupsCfg, list, false)
 	return nil, nil
 }
 
@@ -395,67 +454,37 @@ func (s *Sim) deleteHAGroup(rc *reqCtx) (any, error) {
 	if err := s.groupsRefused(db, "delete group"); err != nil {
 		return nil, err
 	}
-	list, _ := s.readSectionsLocked(db, haGroupsCfg)
-	id := rc.str("group")
-	if findSection(list, id) == nil {
-		return nil, fmt.Errorf("delete ha group failed: no such ha group '%s'", id)
-	}
-	res, _ := s.haResourcesLocked(db)
-	for _, r := range res {
-		if r.Opts["group"] == id {
-			return nil, fmt.Errorf("delete ha group failed: ha group is used by service '%s:%s'", r.Type, r.ID)
+	return s.deleteHA(rc, haGroups, func(id string) error {
+		res, _ := s.haResourcesLocked(db)
+		for _, r := range res {
+			if r.Opts["group"] == id {
+				return fmt.Errorf("delete ha group failed: ha group is used by service '%s:%s'", r.Type, r.ID)
+			}
 		}
-	}
-	s.writeSectionsLocked(db, haGroupsCfg, slices.DeleteFunc(list, func(g *section) bool { return g.ID == id }))
-	s.saveLocked()
-	return nil, nil
+		return nil
+	})
 }
 
 // ---- rules (PVE 9) ----
 
 func ruleView(r *section, digest string) map[string]any {
-	out := map[string]any{"rule": r.ID, "type": r.Type, "disable": 0}
+	base := map[string]any{"rule": r.ID, "type": r.Type, "disable": 0}
 	if r.Type == "node-affinity" {
-		out["strict"] = 0
+		base["strict"] = 0
 	}
-	for k, v := range r.Opts {
-		out[k] = v
-		if k == "strict" || k == "disable" {
-			n, _ := strconv.Atoi(v)
-			out[k] = n
-		}
-	}
-	if digest != "" {
-		out["digest"] = digest
-	}
-	return out
+	return sectionView(base, r, digest, "strict", "disable")
 }
 
 func (s *Sim) getHARules(rc *reqCtx) (any, error) {
-	db := rc.db()
-	list, digest := s.readSectionsLocked(db, haRulesCfg)
-	out := []map[string]any{}
-	for _, r := range list {
+	return s.indexHA(rc, haRules, func(r *section) bool {
 		if rc.has("type") && rc.str("type") != r.Type {
-			continue
+			return false
 		}
-		if rc.has("resource") && !slices.Contains(splitComma(r.Opts["resources"]), rc.str("resource")) {
-			continue
-		}
-		out = append(out, ruleView(r, digest))
-	}
-	return out, nil
+		return !rc.has("resource") || slices.Contains(splitComma(r.Opts["resources"]), rc.str("resource"))
+	}), nil
 }
 
-func (s *Sim) getHARule(rc *reqCtx) (any, error) {
-	db := rc.db()
-	list, digest := s.readSectionsLocked(db, haRulesCfg)
-	r := findSection(list, rc.str("rule"))
-	if r == nil {
-		return nil, fmt.Errorf("no such ha rule '%s'", rc.str("rule"))
-	}
-	return ruleView(r, digest), nil
-}
+func (s *Sim) getHARule(rc *reqCtx) (any, error) { return s.readHA(rc, haRules) }
 
 var ruleOpts = []string{"resources", "nodes", "strict", "affinity", "comment", "disable"}
 
@@ -464,6 +493,15 @@ func normaliseList(v string) string {
 	items := splitComma(v)
 	sort.Strings(items)
 	return strings.Join(slices.Compact(items), ",")
+}
+
+// normaliseRuleLists stores a rule's resources and nodes as PVE does.
+func normaliseRuleLists(r *section) {
+	for _, k := range []string{"resources", "nodes"} {
+		if v, ok := r.Opts[k]; ok {
+			r.Opts[k] = normaliseList(v)
+		}
+	}
 }
 
 // checkRuleLocked validates a rule as Rules.pm's API does: resources must be
@@ -553,25 +591,15 @@ func (s *Sim) postHARule(rc *reqCtx) (any, error) {
 	}
 	list, _ := s.readSectionsLocked(db, haRulesCfg)
 	r := &section{Type: rc.str("type"), ID: rc.str("rule"), Opts: map[string]string{}}
-	for _, k := range ruleOpts {
-		if rc.has(k) {
-			r.Opts[k] = rc.str(k)
-		}
-	}
-	for _, k := range []string{"resources", "nodes"} {
-		if v, ok := r.Opts[k]; ok {
-			r.Opts[k] = normaliseList(v)
-		}
-	}
+	setOpts(rc, ruleOpts, r.Opts)
+	normaliseRuleLists(r)
 	if err := s.checkRuleLocked(db, list, r); err != nil {
 		return nil, err
 	}
 	if findSection(list, r.ID) != nil {
 		return nil, fmt.Errorf("HA rule '%s' already defined", r.ID)
 	}
-	s.writeSectionsLocked(db, haRulesCfg, append(list, r))
-	s.saveLocked()
-	s.scheduleCRMLocked(db.ID)
+	s.commitHALocked(db, haRulesCfg, append(list, r), true)
 	return nil, nil
 }
 
@@ -581,8 +609,8 @@ func (s *Sim) putHARule(rc *reqCtx) (any, error) {
 		return nil, fmt.Errorf("cannot update ha rule: ha groups have not been migrated yet")
 	}
 	list, digest := s.readSectionsLocked(db, haRulesCfg)
-	if d := rc.str("digest"); d != "" && d != digest {
-		return nil, pveDie("detected modified configuration - file changed by other user? Try again.")
+	if err := staleDigest(rc, digest, ""); err != nil {
+		return nil, err
 	}
 	r := findSection(list, rc.str("rule"))
 	if r == nil {
@@ -592,50 +620,34 @@ func (s *Sim) putHARule(rc *reqCtx) (any, error) {
 		return nil, fmt.Errorf("types does not match") // reconstruction
 	}
 	updated := &section{Type: r.Type, ID: r.ID, Opts: map[string]string{}}
-	for k, v := range r.Opts {
-		updated.Opts[k] = v
-	}
-	for _, k := range ruleOpts {
-		if rc.has(k) {
-			updated.Opts[k] = rc.str(k)
-		}
-	}
+	maps.Copy(updated.Opts, r.Opts)
+	setOpts(rc, ruleOpts, updated.Opts)
 	for _, k := range pveSplit(rc.str("delete")) {
 		delete(updated.Opts, k)
 	}
-	for _, k := range []string{"resources", "nodes"} {
-		if v, ok := updated.Opts[k]; ok {
-			updated.Opts[k] = normaliseList(v)
-		}
-	}
+	normaliseRuleLists(updated)
 	if err := s.checkRuleLocked(db, list, updated); err != nil {
 		return nil, err
 	}
 	r.Opts = updated.Opts
-	s.writeSectionsLocked(db, haRulesCfg, list)
-	s.saveLocked()
-	s.scheduleCRMLocked(db.ID)
+	s.commitHALocked(db, haRulesCfg, list, true)
 	return nil, nil
 }
 
-func (s *Sim) deleteHARule(rc *reqCtx) (any, error) {
-	db := rc.db()
-	list, _ := s.readSectionsLocked(db, haRulesCfg)
-	id := rc.str("rule")
-	if findSection(list, id) == nil {
-		return nil, fmt.Errorf("no such ha rule '%s'", id)
-	}
-	s.writeSectionsLocked(db, haRulesCfg, slices.DeleteFunc(list, func(r *section) bool { return r.ID == id }))
-	s.saveLocked()
-	return nil, nil
-}
+func (s *Sim) deleteHARule(rc *reqCtx) (any, error) { return s.deleteHA(rc, haRules, nil) }
 
 // ---- the CRM ----
 
 // scheduleCRMLocked brings every HA guest of db to its requested state
 // HADelay from now (the CRM/LRM round trip, H4).
 func (s *Sim) scheduleCRMLocked(dbID string) {
-	d := s.cfg.dur(s.cfg.HADelay, 10*time.Second)
+	s.haLaterLocked(s.cfg.dur(s.cfg.HADelay, 10*time.Second), dbID, s.reconcileHALocked)
+}
+
+// haLaterLocked runs f on the ConfigDB dbID d from now, under the state
+// lock: the HA stack's delayed acts (CRM round, fencing, failback). It does
+// nothing if the simulator closes first or the DB is gone by then.
+func (s *Sim) haLaterLocked(d time.Duration, dbID string, f func(db *ConfigDB)) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -645,7 +657,7 @@ func (s *Sim) scheduleCRMLocked(dbID string) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if db := s.st.DBs[dbID]; db != nil {
-			s.reconcileHALocked(db)
+			f(db)
 		}
 	}()
 }
@@ -732,20 +744,11 @@ func (s *Sim) haRequestTaskSID(rc *reqCtx, typ, sid string, vmid int, state stri
 func (s *Sim) nodeDownLocked(node string) {
 	dbID := s.st.Nodes[node].DB
 	d := s.cfg.dur(s.cfg.FenceDelay, 60*time.Second)
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		if !s.sleep(d) {
-			return
+	s.haLaterLocked(d, dbID, func(db *ConfigDB) {
+		if !s.nodeUpLocked(node) && db.Corosync != nil && s.quorateLocked(db) {
+			s.recoverNodeLocked(db, node)
 		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		db := s.st.DBs[dbID]
-		if db == nil || s.nodeUpLocked(node) || db.Corosync == nil || !s.quorateLocked(db) {
-			return
-		}
-		s.recoverNodeLocked(db, node)
-	}()
+	})
 }
 
 // recoverNodeLocked moves the fenced node's HA guests to their best node.
@@ -875,20 +878,11 @@ func (s *Sim) nodeBackLocked(node string) {
 		s.scheduleCRMLocked(dbID)
 	}
 	d := s.cfg.dur(s.cfg.FailbackDelay, 2*time.Minute)
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		if !s.sleep(d) {
-			return
+	s.haLaterLocked(d, dbID, func(db *ConfigDB) {
+		if s.nodeUpLocked(node) && s.quorateLocked(db) {
+			s.failbackLocked(db, node)
 		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		db := s.st.DBs[dbID]
-		if db == nil || !s.nodeUpLocked(node) || !s.quorateLocked(db) {
-			return
-		}
-		s.failbackLocked(db, node)
-	}()
+	})
 }
 
 func (s *Sim) failbackLocked(db *ConfigDB, back string) {
@@ -971,23 +965,14 @@ func (s *Sim) postHAMotion(rc *reqCtx) (any, error) {
 	if db.Corosync == nil || db.Corosync.member(target) == nil {
 		return nil, pveDie("no such cluster node '%s'", target) // reconstruction: the CRM ignores it, PVE logs only
 	}
-	id := db.ID
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		if !s.sleep(s.cfg.dur(s.cfg.HADelay, 10*time.Second)) {
-			return
-		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		d := s.st.DBs[id]
-		if d == nil || !s.nodeUpLocked(target) {
+	s.haLaterLocked(s.cfg.dur(s.cfg.HADelay, 10*time.Second), db.ID, func(d *ConfigDB) {
+		if !s.nodeUpLocked(target) {
 			return
 		}
 		if e, ok := s.findVMLocked(d, vmid); ok && e.Node != target && e.Kind == "qemu-server" {
 			_ = s.moveGuestLocked(d, vmid, e.Node, target, func(string, ...any) {})
 		}
-	}()
+	})
 	if s.cfg.Version < 9 {
 		return nil, nil
 	}

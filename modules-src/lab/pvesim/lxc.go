@@ -22,16 +22,11 @@ import (
 var ctVolKeyRe = regexp.MustCompile(`^(rootfs|mp\d+)$`)
 
 func (s *Sim) loadCtConfLocked(db *ConfigDB, node string, vmid int) (*qmConf, error) {
-	rel := guestConfPath(node, "lxc", vmid)
-	raw, ok := s.readEtcPve(db, rel)
-	if !ok {
-		return nil, pveDie("Configuration file '%s' does not exist", rel)
-	}
-	return parseQmConf(raw), nil
+	return s.loadGuestConfLocked(db, ctKind, node, vmid)
 }
 
 func (s *Sim) writeCtConfLocked(db *ConfigDB, node string, vmid int, c *qmConf) {
-	s.writeEtcPve(db, guestConfPath(node, "lxc", vmid), c.render())
+	s.writeGuestConfLocked(db, ctKind, node, vmid, c)
 }
 
 func checkCtLock(c *qmConf) error {
@@ -182,24 +177,11 @@ func ostypeOf(tmpl string) string {
 
 // GET /nodes/{node}/lxc
 func (s *Sim) getLxcList(rc *reqCtx) (any, error) {
-	db := rc.db()
-	out := []map[string]any{}
-	for _, e := range s.vmListLocked(db) {
-		if e.Node != rc.node || e.Kind != "lxc" {
-			continue
-		}
-		if !hasPriv(db, rc.who, fmt.Sprintf("/vms/%d", e.VMID), []string{"VM.Audit"}, false) {
-			continue
-		}
-		c, err := s.loadCtConfLocked(db, e.Node, e.VMID)
-		if err != nil {
-			continue
-		}
-		v := s.ctSummary(e.Node, e.VMID, c)
+	return s.guestListLocked(rc, ctKind, func(node string, vmid int, c *qmConf) map[string]any {
+		v := s.ctSummary(node, vmid, c)
 		v["type"] = "lxc"
-		out = append(out, v)
-	}
-	return out, nil
+		return v
+	}), nil
 }
 
 func (s *Sim) ctSummary(node string, vmid int, c *qmConf) map[string]any {
@@ -232,16 +214,7 @@ func (s *Sim) ctSummary(node string, vmid int, c *qmConf) map[string]any {
 		e["uptime"] = nowUnix() - started
 		e["mem"] = (mem << 20) / 4
 	}
-	if c.isTemplate() {
-		e["template"] = 1
-	}
-	if l := c.lock(); l != "" {
-		e["lock"] = l
-	}
-	if t := conf["tags"]; t != "" {
-		e["tags"] = t
-	}
-	return e
+	return summaryFlags(e, c)
 }
 
 // GET /nodes/{node}/lxc/{vmid}/config
@@ -250,33 +223,7 @@ func (s *Sim) getLxcConfig(rc *reqCtx) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := s.typedCtConf(c.Keys)
-	if c.Description != "" {
-		out["description"] = c.Description
-	}
-	out["digest"] = c.Digest
-	return out, nil
-}
-
-func (s *Sim) typedCtConf(keys map[string]string) map[string]any {
-	m := s.schema.Method("PUT", "/nodes/{node}/lxc/{vmid}/config")
-	out := make(map[string]any, len(keys))
-	for k, v := range keys {
-		out[k] = v
-		if m == nil {
-			continue
-		}
-		if p, ok := m.Parameters.PropFor(k); ok && (p.Type == "integer" || p.Type == "boolean") {
-			if n, err := strconv.Atoi(v); err == nil {
-				out[k] = n
-			}
-		} else if ok && p.Type == "number" {
-			if f, err := strconv.ParseFloat(v, 64); err == nil {
-				out[k] = f
-			}
-		}
-	}
-	return out
+	return withDescriptionAndDigest(s.typedGuestConf(ctKind, c.Keys), c), nil
 }
 
 // PUT /nodes/{node}/lxc/{vmid}/config: synchronous under the config lock.
@@ -368,21 +315,17 @@ func (s *Sim) ctPower(rc *reqCtx, typ string, on bool) (any, error) {
 	if on && c.isTemplate() {
 		return nil, pveDie("you can't start a CT if it's a template") // reconstruction: PVE says it in the task
 	}
-	return s.startTaskLocked(rc, node, typ, strconv.Itoa(vmid), func(t *taskRun) string {
-		return s.underGuestLock(t, node, vmid, s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout), func() string {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			c, err := s.loadCtConfLocked(db, node, vmid)
-			if err != nil {
-				return err.Error()
-			}
-			if err := checkCtLock(c); err != nil {
-				return err.Error()
-			}
-			s.setRunningLocked(node, vmid, on)
-			s.saveLocked()
-			return ""
-		})
+	return s.guestLockTask(rc, node, typ, vmid, func(*taskRun) string {
+		c, err := s.loadCtConfLocked(db, node, vmid)
+		if err != nil {
+			return err.Error()
+		}
+		if err := checkCtLock(c); err != nil {
+			return err.Error()
+		}
+		s.setRunningLocked(node, vmid, on)
+		s.saveLocked()
+		return ""
 	}), nil
 }
 
@@ -410,29 +353,23 @@ func (s *Sim) deleteLxc(rc *reqCtx) (any, error) {
 	if err := early(); err != nil {
 		return nil, err
 	}
-	return s.startTaskLocked(rc, node, "vzdestroy", strconv.Itoa(vmid), func(t *taskRun) string {
-		return s.underGuestLock(t, node, vmid, s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout), func() string {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			if err := early(); err != nil {
-				return err.Error()
+	return s.guestLockTask(rc, node, "vzdestroy", vmid, func(*taskRun) string {
+		if err := early(); err != nil {
+			return err.Error()
+		}
+		c, _ := s.loadCtConfLocked(db, node, vmid)
+		if err := checkCtLock(c); err != nil {
+			return err.Error()
+		}
+		for k, v := range c.Keys {
+			if ctVolKeyRe.MatchString(k) {
+				s.freeVolumeLocked(node, parseProps(v, "volume").get("volume"))
 			}
-			c, _ := s.loadCtConfLocked(db, node, vmid)
-			if err := checkCtLock(c); err != nil {
-				return err.Error()
-			}
-			for k, v := range c.Keys {
-				if ctVolKeyRe.MatchString(k) {
-					s.freeVolumeLocked(node, parseProps(v, "volume").get("volume"))
-				}
-			}
-			for _, p := range db.Pools {
-				p.Members = slices.DeleteFunc(p.Members, func(m string) bool { return m == fmt.Sprintf("lxc/%d", vmid) })
-			}
-			s.removeEtcPve(db, guestConfPath(node, "lxc", vmid))
-			s.saveLocked()
-			return ""
-		})
+		}
+		dropFromPoolsLocked(db, ctKind, vmid)
+		s.removeEtcPve(db, guestConfPath(node, ctKind.dir, vmid))
+		s.saveLocked()
+		return ""
 	}), nil
 }
 
@@ -442,16 +379,7 @@ func (s *Sim) ctResourcesLocked(rc *reqCtx, e vmEntry) (map[string]any, bool) {
 	if err != nil {
 		return nil, false
 	}
-	r := s.ctSummary(e.Node, e.VMID, c)
-	r["id"], r["type"], r["node"] = fmt.Sprintf("lxc/%d", e.VMID), "lxc", e.Node
-	r["maxcpu"] = r["cpus"]
-	delete(r, "cpus")
+	r := s.asClusterResource(s.ctSummary(e.Node, e.VMID, c), ctKind, e)
 	delete(r, "maxswap")
-	if r["template"] == nil {
-		r["template"] = 0
-	}
-	if !s.nodeUpLocked(e.Node) {
-		r["status"] = "unknown"
-	}
 	return r, true
 }

@@ -86,28 +86,8 @@ func (s *Sim) setRunningLocked(node string, vmid int, on bool) {
 	delete(n.Running, vmid)
 }
 
-// typedConf renders config values with the schema's JSON types, as PVE's
-// parse_vm_config/check_type hand integers and booleans back as numbers.
-func (s *Sim) typedConf(keys map[string]string) map[string]any {
-	m := s.schema.Method("POST", "/nodes/{node}/qemu/{vmid}/config")
-	out := make(map[string]any, len(keys))
-	for k, v := range keys {
-		out[k] = v
-		if m == nil {
-			continue
-		}
-		if p, ok := m.Parameters.PropFor(k); ok && (p.Type == "integer" || p.Type == "boolean") {
-			if n, err := strconv.Atoi(v); err == nil {
-				out[k] = n
-			}
-		} else if ok && p.Type == "number" {
-			if f, err := strconv.ParseFloat(v, 64); err == nil {
-				out[k] = f
-			}
-		}
-	}
-	return out
-}
+// typedConf renders VM config values with the schema's JSON types.
+func (s *Sim) typedConf(keys map[string]string) map[string]any { return s.typedGuestConf(vmKind, keys) }
 
 // diskSize sums the sizes of a config's disks (maxdisk: the boot disk in PVE;
 // reconstruction: the first non-cdrom disk).
@@ -166,16 +146,7 @@ func (s *Sim) vmSummary(node string, vmid int, c *qmConf) map[string]any {
 		e["cpu"] = 0.01
 		e["pid"] = 10000 + vmid
 	}
-	if c.isTemplate() {
-		e["template"] = 1
-	}
-	if l := c.lock(); l != "" {
-		e["lock"] = l
-	}
-	if t := conf["tags"]; t != "" {
-		e["tags"] = t
-	}
-	return e
+	return summaryFlags(e, c)
 }
 
 // vmResourcesLocked are the type=vm entries of /cluster/resources.
@@ -197,21 +168,10 @@ func (s *Sim) vmResourcesLocked(rc *reqCtx) []map[string]any {
 		if err != nil {
 			continue
 		}
-		r := s.vmSummary(e.Node, e.VMID, c)
-		r["id"] = fmt.Sprintf("qemu/%d", e.VMID)
-		r["type"] = "qemu"
-		r["node"] = e.Node
-		r["maxcpu"] = r["cpus"]
-		delete(r, "cpus")
+		r := s.asClusterResource(s.vmSummary(e.Node, e.VMID, c), vmKind, e)
 		delete(r, "pid")
-		if r["template"] == nil {
-			r["template"] = 0
-		}
-		if !s.nodeUpLocked(e.Node) {
-			r["status"] = "unknown"
-		}
 		for _, p := range s.sortedPools(db) {
-			if slices.Contains(db.Pools[p].Members, fmt.Sprintf("qemu/%d", e.VMID)) {
+			if slices.Contains(db.Pools[p].Members, vmKind.member(e.VMID)) {
 				r["pool"] = p
 			}
 		}
@@ -244,22 +204,7 @@ func (s *Sim) getNextID(rc *reqCtx) (any, error) {
 
 // GET /nodes/{node}/qemu
 func (s *Sim) getQemuList(rc *reqCtx) (any, error) {
-	db := rc.db()
-	out := []map[string]any{}
-	for _, e := range s.vmListLocked(db) {
-		if e.Node != rc.node || e.Kind != "qemu-server" {
-			continue
-		}
-		if !hasPriv(db, rc.who, fmt.Sprintf("/vms/%d", e.VMID), []string{"VM.Audit"}, false) {
-			continue
-		}
-		c, err := s.loadQmConfLocked(db, e.Node, e.VMID)
-		if err != nil {
-			continue
-		}
-		out = append(out, s.vmSummary(e.Node, e.VMID, c))
-	}
-	return out, nil
+	return s.guestListLocked(rc, vmKind, s.vmSummary), nil
 }
 
 // GET /nodes/{node}/qemu/{vmid}/config
@@ -276,11 +221,7 @@ func (s *Sim) getQemuConfig(rc *reqCtx) (any, error) {
 	if _, ok := out["cipassword"]; ok {
 		out["cipassword"] = "**********" // vm_config never shows it
 	}
-	if c.Description != "" {
-		out["description"] = c.Description
-	}
-	out["digest"] = c.Digest
-	return out, nil
+	return withDescriptionAndDigest(out, c), nil
 }
 
 // GET /nodes/{node}/qemu/{vmid}/pending
@@ -706,18 +647,26 @@ func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *qmConf, logf f
 	return nil
 }
 
+// configUpdateRequest is what PUT and POST config check before taking the
+// lock: the parsed update, skiplock (root only) and the config's checks.
+func (s *Sim) configUpdateRequest(rc *reqCtx) (u *configUpdate, skiplock bool, err error) {
+	if u, err = s.parseConfigUpdate(rc); err != nil {
+		return nil, false, err
+	}
+	if skiplock, err = rc.skiplock(); err != nil {
+		return nil, false, err
+	}
+	if _, err := s.loadAndCheck(rc.db(), u, skiplock); err != nil {
+		return nil, false, err
+	}
+	return u, skiplock, nil
+}
+
 // PUT /nodes/{node}/qemu/{vmid}/config: synchronous, under the config lock.
 func (s *Sim) putQemuConfig(rc *reqCtx) (any, error) {
 	db := rc.db()
-	u, err := s.parseConfigUpdate(rc)
+	u, skiplock, err := s.configUpdateRequest(rc)
 	if err != nil {
-		return nil, err
-	}
-	skiplock, err := rc.skiplock()
-	if err != nil {
-		return nil, err
-	}
-	if _, err := s.loadAndCheck(db, u, skiplock); err != nil {
 		return nil, err
 	}
 	return s.withGuestLockLocked(rc.node, u.vmid, func() (any, error) {
@@ -732,30 +681,19 @@ func (s *Sim) putQemuConfig(rc *reqCtx) (any, error) {
 // POST /nodes/{node}/qemu/{vmid}/config: the same in a qmconfig task.
 func (s *Sim) postQemuConfig(rc *reqCtx) (any, error) {
 	db := rc.db()
-	u, err := s.parseConfigUpdate(rc)
+	u, skiplock, err := s.configUpdateRequest(rc)
 	if err != nil {
 		return nil, err
 	}
-	skiplock, err := rc.skiplock()
-	if err != nil {
-		return nil, err
-	}
-	if _, err := s.loadAndCheck(db, u, skiplock); err != nil {
-		return nil, err
-	}
-	return s.startTaskLocked(rc, rc.node, "qmconfig", strconv.Itoa(u.vmid), func(t *taskRun) string {
-		return s.underGuestLock(t, u.node, u.vmid, s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout), func() string {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			c, err := s.loadAndCheck(db, u, skiplock)
-			if err == nil {
-				err = s.applyUpdateLocked(db, u, c, func(f string, a ...any) { t.task.Log = append(t.task.Log, fmt.Sprintf(f, a...)) })
-			}
-			if err != nil {
-				return err.Error()
-			}
-			return ""
-		})
+	return s.guestLockTask(rc, u.node, "qmconfig", u.vmid, func(t *taskRun) string {
+		c, err := s.loadAndCheck(db, u, skiplock)
+		if err == nil {
+			err = s.applyUpdateLocked(db, u, c, func(f string, a ...any) { t.task.Log = append(t.task.Log, fmt.Sprintf(f, a...)) })
+		}
+		if err != nil {
+			return err.Error()
+		}
+		return ""
 	}), nil
 }
 
@@ -795,23 +733,14 @@ func (s *Sim) postQemuStart(rc *reqCtx) (any, error) {
 }
 
 // POST status/stop and status/shutdown: stopping a stopped VM is no error.
-func (s *Sim) postQemuStop(rc *reqCtx) (any, error) {
-	if upid, ok := s.haPowerLocked(rc, "hastop", "stopped"); ok {
-		return upid, nil
-	}
-	return s.powerTask(rc, "qmstop", func(c *qmConf, running bool) (string, bool) {
-		if err := checkLock(c); err != nil && !rc.boolean("skiplock") {
-			return err.Error(), false
-		}
-		return "", false
-	})
-}
+func (s *Sim) postQemuStop(rc *reqCtx) (any, error)     { return s.qemuHalt(rc, "qmstop") }
+func (s *Sim) postQemuShutdown(rc *reqCtx) (any, error) { return s.qemuHalt(rc, "qmshutdown") }
 
-func (s *Sim) postQemuShutdown(rc *reqCtx) (any, error) {
+func (s *Sim) qemuHalt(rc *reqCtx, typ string) (any, error) {
 	if upid, ok := s.haPowerLocked(rc, "hastop", "stopped"); ok {
 		return upid, nil
 	}
-	return s.powerTask(rc, "qmshutdown", func(c *qmConf, running bool) (string, bool) {
+	return s.powerTask(rc, typ, func(c *qmConf, running bool) (string, bool) {
 		if err := checkLock(c); err != nil && !rc.boolean("skiplock") {
 			return err.Error(), false
 		}
@@ -849,26 +778,22 @@ func (s *Sim) powerTask(rc *reqCtx, typ string, decide func(c *qmConf, running b
 		return nil, err
 	}
 	node := rc.node
-	return s.startTaskLocked(rc, node, typ, strconv.Itoa(vmid), func(t *taskRun) string {
-		return s.underGuestLock(t, node, vmid, s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout), func() string {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			c, err := s.loadQmConfLocked(db, node, vmid)
-			if err != nil {
-				return err.Error()
-			}
-			msg, on := decide(c, s.runningLocked(node, vmid))
-			if msg != "" {
-				return msg
-			}
-			if on && (len(c.Pending) > 0 || len(c.PendingDelete) > 0) {
-				c.applyPending()
-				s.writeQmConfLocked(db, node, vmid, c)
-			}
-			s.setRunningLocked(node, vmid, on)
-			s.saveLocked()
-			return ""
-		})
+	return s.guestLockTask(rc, node, typ, vmid, func(*taskRun) string {
+		c, err := s.loadQmConfLocked(db, node, vmid)
+		if err != nil {
+			return err.Error()
+		}
+		msg, on := decide(c, s.runningLocked(node, vmid))
+		if msg != "" {
+			return msg
+		}
+		if on && (len(c.Pending) > 0 || len(c.PendingDelete) > 0) {
+			c.applyPending()
+			s.writeQmConfLocked(db, node, vmid, c)
+		}
+		s.setRunningLocked(node, vmid, on)
+		s.saveLocked()
+		return ""
 	}), nil
 }
 
@@ -893,37 +818,33 @@ func (s *Sim) postQemuTemplate(rc *reqCtx) (any, error) {
 	if s.runningLocked(node, vmid) {
 		return nil, fmt.Errorf("you can't convert a VM to template if VM is running")
 	}
-	return s.startTaskLocked(rc, node, "qmtemplate", strconv.Itoa(vmid), func(t *taskRun) string {
-		return s.underGuestLock(t, node, vmid, s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout), func() string {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			c, err := s.loadQmConfLocked(db, node, vmid)
+	return s.guestLockTask(rc, node, "qmtemplate", vmid, func(*taskRun) string {
+		c, err := s.loadQmConfLocked(db, node, vmid)
+		if err != nil {
+			return err.Error()
+		}
+		for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
+			if !isDriveKey(k) {
+				continue
+			}
+			d := parseDrive(c.Keys[k])
+			if d.cdrom() || d.cloudinit() {
+				continue
+			}
+			if _, _, err := s.volumeLocked(node, d.file()); err != nil || isBase(d.file()) {
+				continue
+			}
+			nb, err := s.makeBaseLocked(node, d.file())
 			if err != nil {
 				return err.Error()
 			}
-			for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
-				if !isDriveKey(k) {
-					continue
-				}
-				d := parseDrive(c.Keys[k])
-				if d.cdrom() || d.cloudinit() {
-					continue
-				}
-				if _, _, err := s.volumeLocked(node, d.file()); err != nil || isBase(d.file()) {
-					continue
-				}
-				nb, err := s.makeBaseLocked(node, d.file())
-				if err != nil {
-					return err.Error()
-				}
-				d.props.set("file", nb)
-				c.Keys[k] = d.print()
-			}
-			c.Keys["template"] = "1"
-			s.writeQmConfLocked(db, node, vmid, c)
-			s.saveLocked()
-			return ""
-		})
+			d.props.set("file", nb)
+			c.Keys[k] = d.print()
+		}
+		c.Keys["template"] = "1"
+		s.writeQmConfLocked(db, node, vmid, c)
+		s.saveLocked()
+		return ""
 	}), nil
 }
 
@@ -937,56 +858,52 @@ func (s *Sim) putQemuResize(rc *reqCtx) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.startTaskLocked(rc, node, "resize", strconv.Itoa(vmid), func(t *taskRun) string {
-		return s.underGuestLock(t, node, vmid, s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout), func() string {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			c, err := s.loadQmConfLocked(db, node, vmid)
-			if err != nil {
-				return err.Error()
-			}
-			if digest != "" && digest != c.Digest {
-				return "checksum mismatch (file change by other user?)"
-			}
-			if err := checkLock(c); err != nil && !skiplock {
-				return err.Error()
-			}
-			v, ok := c.Keys[disk]
-			if !ok {
-				return fmt.Sprintf("disk '%s' does not exist", disk)
-			}
-			d := parseDrive(v)
-			if d.cdrom() {
-				return "you can't resize a cdrom"
-			}
-			vol, _, err := s.volumeLocked(node, d.file())
-			if err != nil {
-				return fmt.Sprintf("Could not determine current size of volume '%s'", d.file())
-			}
-			rel := strings.HasPrefix(sizeStr, "+")
-			n, ok := parseSize(strings.TrimPrefix(sizeStr, "+"))
-			if !ok {
-				return "internal error"
-			}
-			if rel {
-				n += vol.Size
-			}
-			if n < vol.Size {
-				return "shrinking disks is not supported"
-			}
-			if n == vol.Size {
-				return ""
-			}
-			t.task.Log = append(t.task.Log, fmt.Sprintf("update VM %d: resize --disk %s --size %s", vmid, disk, sizeStr))
-			if err := s.resizeVolumeLocked(node, d.file(), n); err != nil {
-				return err.Error()
-			}
-			d.props.set("size", formatSize(n))
-			c.Keys[disk] = d.print()
-			s.writeQmConfLocked(db, node, vmid, c)
-			s.saveLocked()
+	return s.guestLockTask(rc, node, "resize", vmid, func(t *taskRun) string {
+		c, err := s.loadQmConfLocked(db, node, vmid)
+		if err != nil {
+			return err.Error()
+		}
+		if digest != "" && digest != c.Digest {
+			return "checksum mismatch (file change by other user?)"
+		}
+		if err := checkLock(c); err != nil && !skiplock {
+			return err.Error()
+		}
+		v, ok := c.Keys[disk]
+		if !ok {
+			return fmt.Sprintf("disk '%s' does not exist", disk)
+		}
+		d := parseDrive(v)
+		if d.cdrom() {
+			return "you can't resize a cdrom"
+		}
+		vol, _, err := s.volumeLocked(node, d.file())
+		if err != nil {
+			return fmt.Sprintf("Could not determine current size of volume '%s'", d.file())
+		}
+		rel := strings.HasPrefix(sizeStr, "+")
+		n, ok := parseSize(strings.TrimPrefix(sizeStr, "+"))
+		if !ok {
+			return "internal error"
+		}
+		if rel {
+			n += vol.Size
+		}
+		if n < vol.Size {
+			return "shrinking disks is not supported"
+		}
+		if n == vol.Size {
 			return ""
-		})
+		}
+		t.task.Log = append(t.task.Log, fmt.Sprintf("update VM %d: resize --disk %s --size %s", vmid, disk, sizeStr))
+		if err := s.resizeVolumeLocked(node, d.file(), n); err != nil {
+			return err.Error()
+		}
+		d.props.set("size", formatSize(n))
+		c.Keys[disk] = d.print()
+		s.writeQmConfLocked(db, node, vmid, c)
+		s.saveLocked()
+		return ""
 	}), nil
 }
 
@@ -1023,54 +940,48 @@ func (s *Sim) deleteQemu(rc *reqCtx) (any, error) {
 	if err := early(); err != nil {
 		return nil, err
 	}
-	return s.startTaskLocked(rc, node, "qmdestroy", strconv.Itoa(vmid), func(t *taskRun) string {
-		return s.underGuestLock(t, node, vmid, s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout), func() string {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			if err := early(); err != nil {
-				return err.Error()
+	return s.guestLockTask(rc, node, "qmdestroy", vmid, func(t *taskRun) string {
+		if err := early(); err != nil {
+			return err.Error()
+		}
+		c, _ := s.loadQmConfLocked(db, node, vmid)
+		if err := checkLock(c); err != nil && !rc.boolean("skiplock") {
+			return err.Error()
+		}
+		for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
+			if !isDriveKey(k) {
+				continue
 			}
-			c, _ := s.loadQmConfLocked(db, node, vmid)
-			if err := checkLock(c); err != nil && !rc.boolean("skiplock") {
-				return err.Error()
+			d := parseDrive(c.Keys[k])
+			_, vn, ok := volumeID(d.file())
+			if !ok || volOwner(vn) != vmid && !strings.HasSuffix(vn, fmt.Sprintf("vm-%d-cloudinit", vmid)) {
+				continue
 			}
-			for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
-				if !isDriveKey(k) {
-					continue
-				}
-				d := parseDrive(c.Keys[k])
-				_, vn, ok := volumeID(d.file())
-				if !ok || volOwner(vn) != vmid && !strings.HasSuffix(vn, fmt.Sprintf("vm-%d-cloudinit", vmid)) {
-					continue
-				}
-				if err := s.freeVolumeLocked(node, d.file()); err != nil {
-					// destroy_vm warns and goes on (reconstruction of the wording).
-					t.task.Log = append(t.task.Log, fmt.Sprintf("WARN: failed to remove '%s': %v", d.file(), err))
-					continue
-				}
-				t.task.Log = append(t.task.Log, fmt.Sprintf("Removing image: 100%% complete...done. (%s)", d.file())) // reconstruction
+			if err := s.freeVolumeLocked(node, d.file()); err != nil {
+				// destroy_vm warns and goes on (reconstruction of the wording).
+				t.task.Log = append(t.task.Log, fmt.Sprintf("WARN: failed to remove '%s': %v", d.file(), err))
+				continue
 			}
-			for _, p := range db.Pools {
-				p.Members = slices.DeleteFunc(p.Members, func(m string) bool { return m == fmt.Sprintf("qemu/%d", vmid) })
-			}
-			if rc.boolean("purge") {
-				t.task.Log = append(t.task.Log, fmt.Sprintf("purging VM %d from related configurations..", vmid))
-				list, _ := s.readSectionsLocked(db, replicationCfg)
-				s.writeSectionsLocked(db, replicationCfg, slices.DeleteFunc(list, func(j *section) bool {
-					g, _ := parseReplID(j.ID)
-					return g == vmid
+			t.task.Log = append(t.task.Log, fmt.Sprintf("Removing image: 100%% complete...done. (%s)", d.file())) // reconstruction
+		}
+		dropFromPoolsLocked(db, vmKind, vmid)
+		if rc.boolean("purge") {
+			t.task.Log = append(t.task.Log, fmt.Sprintf("purging VM %d from related configurations..", vmid))
+			list, _ := s.readSectionsLocked(db, replicationCfg)
+			s.writeSectionsLocked(db, replicationCfg, slices.DeleteFunc(list, func(j *section) bool {
+				g, _ := parseReplID(j.ID)
+				return g == vmid
+			}))
+			if s.haConfiguredLocked(db, vmid) {
+				res, _ := s.haResourcesLocked(db)
+				s.writeSectionsLocked(db, haResourcesCfg, slices.DeleteFunc(res, func(r *section) bool {
+					return r.Type == "vm" && r.ID == strconv.Itoa(vmid)
 				}))
-				if s.haConfiguredLocked(db, vmid) {
-					res, _ := s.haResourcesLocked(db)
-					s.writeSectionsLocked(db, haResourcesCfg, slices.DeleteFunc(res, func(r *section) bool {
-						return r.Type == "vm" && r.ID == strconv.Itoa(vmid)
-					}))
-					t.task.Log = append(t.task.Log, fmt.Sprintf("NOTE: removed VM %d from HA resource configuration.", vmid))
-				}
+				t.task.Log = append(t.task.Log, fmt.Sprintf("NOTE: removed VM %d from HA resource configuration.", vmid))
 			}
-			s.removeEtcPve(db, guestConfPath(node, "qemu-server", vmid))
-			s.saveLocked()
-			return ""
-		})
+		}
+		s.removeEtcPve(db, guestConfPath(node, "qemu-server", vmid))
+		s.saveLocked()
+		return ""
 	}), nil
 }

@@ -17,9 +17,7 @@ import (
 )
 
 // API is the node's HTTPS API (apiclient.Client).
-type API interface {
-	Call(ctx context.Context, method, path string, params url.Values) (json.RawMessage, error)
-}
+type API = cli.Caller
 
 // Tool runs ha-manager on one node.
 type Tool struct {
@@ -51,32 +49,13 @@ func (t *Tool) die(err error) int { return t.Env.Fail(255, "%v", err) }
 
 // Run executes ha-manager with env.Args.
 func (t *Tool) Run() int {
-	pos, opts, err := cli.PVEArgs(t.Env.Args, booleans)
-	if err != nil {
-		return t.die(err)
+	cmd, code, ok := cli.ParseCommand(t.Env, "ha-manager", usage, booleans)
+	if !ok {
+		return code
 	}
-	if len(pos) == 0 {
-		t.Env.Errf("ERROR: no command specified\n%s", usage)
-		return 255
-	}
-	params := url.Values{}
-	for k, v := range opts {
-		params.Set(k, v)
-	}
+	pos, params, arity := cmd.Pos, cmd.Params, cmd.Arity
 	ctx := context.Background()
-	call := func(method, path string) int {
-		if _, err := t.API.Call(ctx, method, path, params); err != nil {
-			return t.die(err)
-		}
-		return 0
-	}
-	arity := func(n int, syntax string) bool {
-		if len(pos) != n {
-			t.die(fmt.Errorf("400 wrong number of arguments\nha-manager %s", syntax))
-			return false
-		}
-		return true
-	}
+	call := func(method, path string) int { return cmd.Call(ctx, t.API, method, path) }
 	res := "/cluster/ha/resources"
 	switch pos[0] {
 	case "status":
@@ -120,7 +99,7 @@ func (t *Tool) Run() int {
 	case "crm-command":
 		if len(pos) >= 2 && pos[1] == "stop" && arity(4, "crm-command stop <sid> <timeout>") {
 			// The CRM stops the service: its request state becomes stopped.
-			params = url.Values{"state": {"stopped"}}
+			cmd.Params = url.Values{"state": {"stopped"}}
 			return call(http.MethodPut, res+"/"+url.PathEscape(pos[2]))
 		}
 		if len(pos) < 2 || pos[1] != "stop" {

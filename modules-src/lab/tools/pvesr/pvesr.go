@@ -20,9 +20,7 @@ import (
 )
 
 // API is the node's HTTPS API (apiclient.Client).
-type API interface {
-	Call(ctx context.Context, method, path string, params url.Values) (json.RawMessage, error)
-}
+type API = cli.Caller
 
 // Control is the lab's control socket (control.Client).
 type Control interface {
@@ -55,39 +53,20 @@ func (t *Tool) die(err error) int { return t.Env.Fail(255, "%v", err) }
 
 // Run executes pvesr with env.Args.
 func (t *Tool) Run() int {
-	pos, opts, err := cli.PVEArgs(t.Env.Args, booleans)
-	if err != nil {
-		return t.die(err)
+	cmd, code, ok := cli.ParseCommand(t.Env, "pvesr", usage, booleans)
+	if !ok {
+		return code
 	}
-	if len(pos) == 0 {
-		t.Env.Errf("ERROR: no command specified\n%s", usage)
-		return 255
-	}
-	params := url.Values{}
-	for k, v := range opts {
-		params.Set(k, v)
-	}
+	pos, params, arity := cmd.Pos, cmd.Params, cmd.Arity
 	ctx := context.Background()
-	need := func(n int, syntax string) bool {
-		if len(pos) != n+1 {
-			t.die(fmt.Errorf("400 wrong number of arguments\npvesr %s", syntax))
-			return false
-		}
-		return true
-	}
-	call := func(method, path string) int {
-		if _, err := t.API.Call(ctx, method, path, params); err != nil {
-			return t.die(err)
-		}
-		return 0
-	}
+	call := func(method, path string) int { return cmd.Call(ctx, t.API, method, path) }
 	switch pos[0] {
 	case "list":
 		return t.list(ctx)
 	case "status":
 		return t.status(ctx, params)
 	case "create-local-job":
-		if !need(2, "create-local-job <id> <target> [OPTIONS]") {
+		if !arity(3, "create-local-job <id> <target> [OPTIONS]") {
 			return 255
 		}
 		params.Set("id", pos[1])
@@ -95,12 +74,12 @@ func (t *Tool) Run() int {
 		params.Set("type", "local")
 		return call(http.MethodPost, "/cluster/replication")
 	case "update":
-		if !need(1, "update <id> [OPTIONS]") {
+		if !arity(2, "update <id> [OPTIONS]") {
 			return 255
 		}
 		return call(http.MethodPut, "/cluster/replication/"+url.PathEscape(pos[1]))
 	case "delete":
-		if !need(1, "delete <id> [OPTIONS]") {
+		if !arity(2, "delete <id> [OPTIONS]") {
 			return 255
 		}
 		code := call(http.MethodDelete, "/cluster/replication/"+url.PathEscape(pos[1]))
@@ -109,12 +88,12 @@ func (t *Tool) Run() int {
 		}
 		return code
 	case "schedule-now":
-		if !need(1, "schedule-now <id>") {
+		if !arity(2, "schedule-now <id>") {
 			return 255
 		}
 		return call(http.MethodPost, "/nodes/"+url.PathEscape(t.Node)+"/replication/"+url.PathEscape(pos[1])+"/schedule_now")
 	case "read":
-		if !need(1, "read <id>") {
+		if !arity(2, "read <id>") {
 			return 255
 		}
 		raw, err := t.API.Call(ctx, http.MethodGet, "/cluster/replication/"+url.PathEscape(pos[1]), nil)

@@ -1,0 +1,148 @@
+package pvesim
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+)
+
+// guestKind is what differs between a VM and a container on the paths they
+// share (config read and write, typed config, power and destroy tasks under
+// the config lock, pool membership, /cluster/resources entries): the rest
+// of those paths is written once here, as pve-guest-common's
+// AbstractConfig.pm is for qemu-server and pve-container.
+type guestKind struct {
+	dir string // the config directory under nodes/<node>/ (vmEntry.Kind): "qemu-server", "lxc"
+	typ string // the API's type, also the prefix of pool members and resource ids: "qemu", "lxc"
+	// configMethod types config values: the schema method whose parameters
+	// are the kind's config keys.
+	configMethod, configPath string
+}
+
+var (
+	vmKind = guestKind{dir: "qemu-server", typ: "qemu", configMethod: "POST", configPath: "/nodes/{node}/qemu/{vmid}/config"}
+	ctKind = guestKind{dir: "lxc", typ: "lxc", configMethod: "PUT", configPath: "/nodes/{node}/lxc/{vmid}/config"}
+)
+
+// member is the guest's name in pools and /cluster/resources: "qemu/100".
+func (k guestKind) member(vmid int) string { return fmt.Sprintf("%s/%d", k.typ, vmid) }
+
+// loadGuestConfLocked reads a guest's config file from db.
+func (s *Sim) loadGuestConfLocked(db *ConfigDB, k guestKind, node string, vmid int) (*qmConf, error) {
+	rel := guestConfPath(node, k.dir, vmid)
+	raw, ok := s.readEtcPve(db, rel)
+	if !ok {
+		// pve-guest-common AbstractConfig.pm load_config
+		return nil, pveDie("Configuration file '%s' does not exist", rel)
+	}
+	return parseQmConf(raw), nil
+}
+
+func (s *Sim) writeGuestConfLocked(db *ConfigDB, k guestKind, node string, vmid int, c *qmConf) {
+	s.writeEtcPve(db, guestConfPath(node, k.dir, vmid), c.render())
+}
+
+// typedGuestConf renders config values with the schema's JSON types, as
+// PVE's parse_*_config/check_type hand integers and booleans back as numbers.
+func (s *Sim) typedGuestConf(k guestKind, keys map[string]string) map[string]any {
+	m := s.schema.Method(k.configMethod, k.configPath)
+	out := make(map[string]any, len(keys))
+	for key, v := range keys {
+		out[key] = v
+		if m == nil {
+			continue
+		}
+		if p, ok := m.Parameters.PropFor(key); ok && (p.Type == "integer" || p.Type == "boolean") {
+			if n, err := strconv.Atoi(v); err == nil {
+				out[key] = n
+			}
+		} else if ok && p.Type == "number" {
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				out[key] = f
+			}
+		}
+	}
+	return out
+}
+
+// withDescriptionAndDigest completes a GET config answer: the description
+// (the file's comment lines) and the file's digest.
+func withDescriptionAndDigest(out map[string]any, c *qmConf) map[string]any {
+	if c.Description != "" {
+		out["description"] = c.Description
+	}
+	out["digest"] = c.Digest
+	return out
+}
+
+// guestLockTask starts a task on node whose work f runs holding vmid's
+// config lock (waiting up to LockTimeout) and the state lock.
+func (s *Sim) guestLockTask(rc *reqCtx, node, typ string, vmid int, f func(t *taskRun) string) string {
+	return s.startTaskLocked(rc, node, typ, strconv.Itoa(vmid), func(t *taskRun) string {
+		return s.underGuestLock(t, node, vmid, s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout), func() string {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return f(t)
+		})
+	})
+}
+
+// dropFromPoolsLocked removes a destroyed guest from every pool of db.
+func dropFromPoolsLocked(db *ConfigDB, k guestKind, vmid int) {
+	for _, p := range db.Pools {
+		p.Members = slices.DeleteFunc(p.Members, func(m string) bool { return m == k.member(vmid) })
+	}
+}
+
+// summaryFlags adds what a guest's list entry shows only when set:
+// template, lock and tags.
+func summaryFlags(e map[string]any, c *qmConf) map[string]any {
+	if c.isTemplate() {
+		e["template"] = 1
+	}
+	if l := c.lock(); l != "" {
+		e["lock"] = l
+	}
+	if t := c.Keys["tags"]; t != "" {
+		e["tags"] = t
+	}
+	return e
+}
+
+// asClusterResource turns a guest's list entry into its /cluster/resources
+// entry: id, type, node, maxcpu for cpus, template 0 when not one, and
+// status unknown while its node is down.
+func (s *Sim) asClusterResource(r map[string]any, k guestKind, e vmEntry) map[string]any {
+	r["id"], r["type"], r["node"] = k.member(e.VMID), k.typ, e.Node
+	r["maxcpu"] = r["cpus"]
+	delete(r, "cpus")
+	if r["template"] == nil {
+		r["template"] = 0
+	}
+	if !s.nodeUpLocked(e.Node) {
+		r["status"] = "unknown"
+	}
+	return r
+}
+
+// guestListLocked is GET /nodes/{node}/qemu or /lxc: the node's guests of
+// kind k that the caller may audit (filtered, not refused, K19), each as
+// summary renders it; a config that cannot be read is left out.
+func (s *Sim) guestListLocked(rc *reqCtx, k guestKind, summary func(node string, vmid int, c *qmConf) map[string]any) []map[string]any {
+	db := rc.db()
+	out := []map[string]any{}
+	for _, e := range s.vmListLocked(db) {
+		if e.Node != rc.node || e.Kind != k.dir {
+			continue
+		}
+		if !hasPriv(db, rc.who, fmt.Sprintf("/vms/%d", e.VMID), []string{"VM.Audit"}, false) {
+			continue
+		}
+		c, err := s.loadGuestConfLocked(db, k, e.Node, e.VMID)
+		if err != nil {
+			continue
+		}
+		out = append(out, summary(e.Node, e.VMID, c))
+	}
+	return out
+}
