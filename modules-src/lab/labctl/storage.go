@@ -29,6 +29,24 @@ func (l *Lab) storageHooks(cfg *pvesim.Config) {
 	cfg.StorageUsage = l.storageUsage
 	cfg.StorageContent = l.storageContent
 	cfg.NodeVersion = l.nodeVersion
+	cfg.ZFS = l.zfs
+}
+
+// zfs runs the node's zfs (the stand-in) for the simulator's guest
+// volumes on a zfspool storage; its error is what zfs printed.
+func (l *Lab) zfs(node string, args ...string) error {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = shq(a)
+	}
+	out, err := l.onNode(node, "zfs "+strings.Join(q, " ")+" 2>&1")
+	if err != nil {
+		if msg := strings.TrimSpace(out); msg != "" {
+			return errors.New(msg)
+		}
+		return err
+	}
+	return nil
 }
 
 // onNode runs a script in node's filesystem (not over SSH: this is the

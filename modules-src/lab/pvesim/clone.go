@@ -287,7 +287,7 @@ func (s *Sim) cloneWorker(t *taskRun, db *ConfigDB, r *cloneReq, running bool) s
 		var volid string
 		switch {
 		case d.cloudinit():
-			volid = s.allocCloudinitLocked(r.node, dst, r.newid)
+			volid, err = s.allocCloudinitLocked(r.node, dst, r.newid)
 		case full:
 			size := int64(0)
 			if v, _, err := s.volumeLocked(r.node, d.file()); err == nil {
@@ -295,7 +295,7 @@ func (s *Sim) cloneWorker(t *taskRun, db *ConfigDB, r *cloneReq, running bool) s
 			} else if n, ok := parseSize(d.props.get("size")); ok {
 				size = n
 			}
-			volid = s.allocVolumeLocked(r.node, dst, r.newid, size, r.format)
+			volid, err = s.allocVolumeLocked(r.node, dst, r.newid, size, r.format)
 		default:
 			volid, err = s.linkedCloneLocked(r.node, dst, d.file(), r.newid)
 		}

@@ -41,7 +41,9 @@
 // shows next. Disks are volumes with sizes on their storage (volumes.go):
 // local storages keep them per node, shared ones per cluster, named as each
 // plugin names them (vm-100-disk-0, base-… for templates, base-…/vm-… for
-// linked clones, 100/vm-100-disk-0.raw on dir/nfs). Running VMs are per node.
+// linked clones, 100/vm-100-disk-0.raw on dir/nfs); on a zfspool storage
+// they are also zvols and datasets in the node's ZFS when Config.ZFS is set
+// (zvols.go). Running VMs are per node.
 // Work on a guest takes its flock /var/lock/qemu-server/lock-<vmid>.conf on
 // the node (guestlock.go): a synchronous call waits for it up to LockTimeout
 // and then answers PVE's "can't lock file … - got timeout".
@@ -101,6 +103,7 @@
 //	s.ReadPmxcfs(node, "priv/authorized_keys"); s.WritePmxcfs(…)  // other /etc/pve files (C7)
 //	Config.StorageCheck = func(node string, st StorageInfo) error { … } // read-only "is it usable?" (Z7)
 //	Config.StorageActivate, StorageUsage, StorageContent, NodeVersion   // the node's own answers (labctl fills them)
+//	Config.ZFS = func(node string, args ...string) error               // zfs on the node: zfspool guest volumes are zvols there (zvols.go)
 //	Config.CloneDuration, AllocDuration, ReplicationInterval, HADelay, FenceDelay, FailbackDelay // guest timings
 //	s.AddGuest(node, pvesim.GuestSpec{VMID: 9000, Template: true, Config: map[string]string{"scsi0": "local-lvm:8"}})
 //	http.Serve(unixListener, s.ControlHandler())

@@ -56,11 +56,12 @@ func (s *Sim) AddGuest(node string, g GuestSpec) error {
 			}
 			if g.Template {
 				d := parseDrive(v)
-				if vol, st, err := s.volumeLocked(node, d.file()); err == nil && !d.cloudinit() {
-					vols := s.volumesFor(node, st)
-					delete(vols, d.file())
-					vols[baseVolid(d.file())] = vol
-					d.props.set("file", baseVolid(d.file()))
+				if _, _, err := s.volumeLocked(node, d.file()); err == nil && !d.cloudinit() {
+					nb, err := s.makeBaseLocked(node, d.file())
+					if err != nil {
+						return &BadRequestError{Msg: err.Error()}
+					}
+					d.props.set("file", nb)
 					v = d.print()
 				}
 			}

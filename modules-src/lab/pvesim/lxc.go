@@ -76,16 +76,10 @@ func (s *Sim) createCtVolume(node string, vmid int, v string) (string, error) {
 		return "", pveDie("storage '%s' does not support container directories", store)
 	}
 	bytes := int64(gib * (1 << 30))
-	prefix, format := "vm", "raw"
-	if st.Type == "zfspool" {
-		prefix, format = "subvol", "subvol"
+	volid, err := s.allocSubvolLocked(node, st, vmid, bytes)
+	if err != nil {
+		return "", err
 	}
-	name := s.freeDiskName(node, st, vmid, prefix)
-	volid := st.ID + ":" + name
-	if fileStorage(st) {
-		volid = st.ID + ":" + volName(st, vmid, name, format)
-	}
-	s.volumesFor(node, st)[volid] = &GuestVolume{Size: bytes, Format: format}
 	p.set("volume", volid)
 	p.set("size", formatSize(bytes))
 	return p.print("volume"), nil

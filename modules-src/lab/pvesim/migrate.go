@@ -138,6 +138,9 @@ func (s *Sim) postQemuMigrate(rc *reqCtx) (any, error) {
 		c, _ = s.loadQmConfLocked(db, node, vmid)
 		delete(c.Keys, "lock")
 		s.writeQmConfLocked(db, node, vmid, c)
+		if err := s.zfsMigrateLocked(db, node, target, local); err != nil {
+			return abort(err.Error())
+		}
 		if err := s.moveGuestLocked(db, vmid, node, target, t.logf0); err != nil {
 			return abort(err.Error())
 		}

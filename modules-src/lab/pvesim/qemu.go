@@ -444,7 +444,11 @@ func (s *Sim) createDrive(node string, vmid int, key, v string) (string, error) 
 		return "", fmt.Errorf("storage '%s' does not exist", store)
 	}
 	if vn == "cloudinit" {
-		d.props.set("file", s.allocCloudinitLocked(node, st, vmid))
+		volid, err := s.allocCloudinitLocked(node, st, vmid)
+		if err != nil {
+			return "", err
+		}
+		d.props.set("file", volid)
 		d.props.set("media", "cdrom")
 		return d.print(), nil
 	}
@@ -459,7 +463,11 @@ func (s *Sim) createDrive(node string, vmid int, key, v string) (string, error) 
 		return v, nil
 	}
 	size := int64(gib * (1 << 30))
-	d.props.set("file", s.allocVolumeLocked(node, st, vmid, size, d.props.get("format")))
+	volid, err := s.allocVolumeLocked(node, st, vmid, size, d.props.get("format"))
+	if err != nil {
+		return "", err
+	}
+	d.props.set("file", volid)
 	delete(d.props.vals, "format")
 	d.props.keys = slices.DeleteFunc(d.props.keys, func(k string) bool { return k == "format" })
 	d.props.set("size", formatSize(size))
@@ -823,14 +831,13 @@ func (s *Sim) postQemuTemplate(rc *reqCtx) (any, error) {
 			if d.cdrom() || d.cloudinit() {
 				continue
 			}
-			vol, st, err := s.volumeLocked(node, d.file())
-			if err != nil || isBase(d.file()) {
+			if _, _, err := s.volumeLocked(node, d.file()); err != nil || isBase(d.file()) {
 				continue
 			}
-			nb := baseVolid(d.file())
-			vols := s.volumesFor(node, st)
-			delete(vols, d.file())
-			vols[nb] = vol
+			nb, err := s.makeBaseLocked(node, d.file())
+			if err != nil {
+				return err.Error()
+			}
 			d.props.set("file", nb)
 			c.Keys[k] = d.print()
 		}
@@ -889,7 +896,9 @@ func (s *Sim) putQemuResize(rc *reqCtx) (any, error) {
 			return ""
 		}
 		t.task.Log = append(t.task.Log, fmt.Sprintf("update VM %d: resize --disk %s --size %s", vmid, disk, sizeStr))
-		vol.Size = n
+		if err := s.resizeVolumeLocked(node, d.file(), n); err != nil {
+			return err.Error()
+		}
 		d.props.set("size", formatSize(n))
 		c.Keys[disk] = d.print()
 		s.writeQmConfLocked(db, node, vmid, c)
@@ -948,7 +957,11 @@ func (s *Sim) deleteQemu(rc *reqCtx) (any, error) {
 			if !ok || volOwner(vn) != vmid && !strings.HasSuffix(vn, fmt.Sprintf("vm-%d-cloudinit", vmid)) {
 				continue
 			}
-			s.freeVolumeLocked(node, d.file())
+			if err := s.freeVolumeLocked(node, d.file()); err != nil {
+				// destroy_vm warns and goes on (reconstruction of the wording).
+				t.task.Log = append(t.task.Log, fmt.Sprintf("WARN: failed to remove '%s': %v", d.file(), err))
+				continue
+			}
 			t.task.Log = append(t.task.Log, fmt.Sprintf("Removing image: 100%% complete...done. (%s)", d.file())) // reconstruction
 		}
 		dropFromPoolsLocked(db, vmKind, vmid)

@@ -58,6 +58,10 @@ type Config struct {
 	// version the lab installs first. All these hooks run under the
 	// simulator's lock, like StorageCheck.
 	NodeVersion func(node string) (NodeVersion, error)
+	// ZFS, when set, runs `zfs args…` on a node (ZFSPoolPlugin's
+	// zfs_request): guest volumes on a zfspool storage then are datasets
+	// and zvols in the node's ZFS (zvols.go). Its error is zfs's message.
+	ZFS func(node string, args ...string) error
 
 	AuthDelay     time.Duration // delay of every 401 (real PVE: 3 s)
 	TaskDuration  time.Duration // how long an ordinary task runs

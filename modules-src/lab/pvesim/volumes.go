@@ -94,31 +94,60 @@ func (s *Sim) freeDiskName(node string, st *Storage, vmid int, prefix string) st
 }
 
 // allocVolumeLocked creates a volume of size bytes for vmid on st.
-func (s *Sim) allocVolumeLocked(node string, st *Storage, vmid int, size int64, format string) string {
+// On zfspool it is a zvol in the node's ZFS (zvols.go).
+func (s *Sim) allocVolumeLocked(node string, st *Storage, vmid int, size int64, format string) (string, error) {
 	if format == "" {
 		format = defaultFormat(st)
 	}
 	name := s.freeDiskName(node, st, vmid, "vm")
 	volid := st.ID + ":" + volName(st, vmid, name, format)
+	if err := s.zfsCreateVolume(node, st, name, size); err != nil {
+		return "", err
+	}
 	s.volumesFor(node, st)[volid] = &GuestVolume{Size: size, Format: format}
-	return volid
+	return volid, nil
 }
 
 // allocCloudinitLocked creates vm-<vmid>-cloudinit (4 MiB, as PVE).
-func (s *Sim) allocCloudinitLocked(node string, st *Storage, vmid int) string {
+func (s *Sim) allocCloudinitLocked(node string, st *Storage, vmid int) (string, error) {
 	format := defaultFormat(st)
 	if fileStorage(st) {
 		format = "qcow2"
 	}
-	volid := st.ID + ":" + volName(st, vmid, fmt.Sprintf("vm-%d-cloudinit", vmid), format)
+	name := fmt.Sprintf("vm-%d-cloudinit", vmid)
+	volid := st.ID + ":" + volName(st, vmid, name, format)
+	if err := s.zfsCreateVolume(node, st, name, 4<<20); err != nil {
+		return "", err
+	}
 	s.volumesFor(node, st)[volid] = &GuestVolume{Size: 4 << 20, Format: format}
-	return volid
+	return volid, nil
 }
 
-func (s *Sim) freeVolumeLocked(node, volid string) {
-	if _, st, err := s.volumeLocked(node, volid); err == nil {
-		delete(s.volumesFor(node, st), volid)
+// freeVolumeLocked is vdisk_free: a base volume still used by a linked
+// clone stays (Storage.pm: "base volume '…' is still in use by linked
+// cloned"); on zfspool the dataset goes with `zfs destroy -r` (free_image),
+// and a failure keeps the volume. Callers that only warn, as PVE's
+// destroy_vm does, may ignore the error.
+func (s *Sim) freeVolumeLocked(node, volid string) error {
+	_, st, err := s.volumeLocked(node, volid)
+	if err != nil {
+		return err
 	}
+	vols := s.volumesFor(node, st)
+	if isBase(volid) {
+		for _, v := range vols {
+			if v.Parent == volid {
+				_, vn, _ := volumeID(volid)
+				return fmt.Errorf("base volume '%s' is still in use by linked cloned", vn)
+			}
+		}
+	}
+	_, vn, _ := volumeID(volid)
+	if err := s.zfsOn(node, st, "destroy", "-r", zfsDataset(st, vn)); err != nil {
+		return err
+	}
+	delete(vols, volid)
+	return nil
 }
 
 // baseName is the name a template's volume takes (create_base): vm- → base-.
@@ -150,6 +179,10 @@ func (s *Sim) linkedCloneLocked(node string, st *Storage, base string, newid int
 		vn = bvn + "/" + name
 	}
 	volid := st.ID + ":" + vn
+	// clone_image: zfs clone of the base's __base__ snapshot.
+	if err := s.zfsOn(node, st, "clone", zfsDataset(st, bvn)+"@__base__", zfsDataset(st, name)); err != nil {
+		return "", err
+	}
 	format := src.Format
 	if fileStorage(st) {
 		format = "qcow2"

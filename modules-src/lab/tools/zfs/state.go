@@ -42,9 +42,14 @@ type Device struct {
 
 // Dataset is a filesystem; Props holds the locally set properties only.
 type Dataset struct {
-	Name    string            `json:"name"`
-	Props   map[string]string `json:"props"`
-	Created time.Time         `json:"created"`
+	Name string `json:"name"`
+	// Type is "volume" for a zvol, "snapshot" for name@snap; empty is a filesystem.
+	Type   string `json:"type,omitempty"`
+	Origin string `json:"origin,omitempty"` // a clone's snapshot
+	// BlockSize is a zvol's volblocksize given with -b (0: the default).
+	BlockSize uint64            `json:"block_size,omitempty"`
+	Props     map[string]string `json:"props"`
+	Created   time.Time         `json:"created"`
 	// Unmounted: mounting failed (its directory was not empty).
 	Unmounted bool `json:"unmounted,omitempty"`
 }

@@ -3,6 +3,7 @@ package zfs
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/lab/tools/cli"
@@ -13,7 +14,13 @@ const zfsUsage = `usage: zfs command args ...
 where 'command' is one of the following:
 
 	create [-p] [-o property=value] ... <filesystem>
-	destroy [-fr] <filesystem>
+	create [-ps] [-b blocksize] [-o property=value] ... -V <size> <volume>
+	destroy [-fnpRrv] <filesystem|volume>
+	destroy [-dnpRrv] <filesystem|volume>@<snap>[%<snap>][,...]
+
+	snapshot [-r] [-o property=value] ... <filesystem|volume>@<snap> ...
+	rename [-f] <filesystem|volume|snapshot> <filesystem|volume|snapshot>
+	clone [-p] [-o property=value] ... <snapshot> <filesystem|volume>
 	list [-Hp] [-r|-d max] [-o property[,...]] [-t type[,...]] [filesystem] ...
 	set <property=value> ... <filesystem> ...
 	get [-rHp] [-d max] [-o "all" | field[,...]]
@@ -49,6 +56,12 @@ func (t *Tool) Zfs() int {
 		err = t.zdestroy(args[1:])
 	case "inherit":
 		err = t.zinherit(args[1:])
+	case "snapshot", "snap":
+		err = t.zsnapshot(args[1:])
+	case "clone":
+		err = t.zclone(args[1:])
+	case "rename":
+		err = t.zrename(args[1:])
 	case "mount":
 		err = t.zmount(args[1:])
 	case "unmount", "umount":
@@ -88,7 +101,7 @@ func (s *State) datasets(names []string, recursive bool) ([]*Pool, []*Dataset, e
 		add(p, d)
 		if recursive {
 			for _, c := range sortedDatasets(p) {
-				if strings.HasPrefix(c.Name, n+"/") {
+				if strings.HasPrefix(c.Name, n+"/") || strings.HasPrefix(c.Name, n+"@") {
 					add(p, c)
 				}
 			}
@@ -224,6 +237,12 @@ func (t *Tool) zset(args []string) error {
 				if def == nil {
 					return false, fail(1, "cannot set property for '%s': invalid property '%s'", n, k)
 				}
+				if def.name == "volsize" {
+					if err := setVolsize(d, n, v); err != nil {
+						return false, err
+					}
+					continue
+				}
 				cv, err := def.validate(v)
 				if err != nil {
 					return false, fail(1, "cannot set property for '%s': %v", n, err)
@@ -292,6 +311,7 @@ func (t *Tool) zlist(args []string) error {
 	}
 	scripted, parsable, recursive := false, false, false
 	fields := []string{"name", "used", "available", "referenced", "mountpoint"}
+	types := map[string]bool{"filesystem": true, "volume": true} // listsnapshots=off
 	for _, o := range opts {
 		switch o.Name {
 		case 'H':
@@ -300,6 +320,10 @@ func (t *Tool) zlist(args []string) error {
 			parsable = true
 		case 'r', 'd':
 			recursive = true
+		case 't':
+			if types, err = typeFilter(o.Value); err != nil {
+				return err
+			}
 		case 'o':
 			fields = nil
 			for _, f := range strings.Split(o.Value, ",") {
@@ -323,6 +347,16 @@ func (t *Tool) zlist(args []string) error {
 		return err
 	}
 	pools, dss, derr := s.datasets(rest, recursive)
+	// A dataset named on the command line is listed whatever its type
+	// unless -t says otherwise; recursion and the full list filter by type.
+	var keepP []*Pool
+	var keepD []*Dataset
+	for i, d := range dss {
+		if types[d.kind()] {
+			keepP, keepD = append(keepP, pools[i]), append(keepD, d)
+		}
+	}
+	pools, dss = keepP, keepD
 	if len(dss) == 0 && derr == nil {
 		if !scripted {
 			t.Env.Errf("no datasets available\n")
@@ -357,16 +391,29 @@ func (t *Tool) zlist(args []string) error {
 }
 
 func (t *Tool) zcreate(args []string) error {
-	opts, rest, err := cli.Getopt(args, "puo:")
+	opts, rest, err := cli.Getopt(args, "psuo:V:b:")
 	if err != nil || len(rest) != 1 {
 		return zusage("missing filesystem argument")
 	}
-	parents := false
+	parents, sparse := false, false
+	var volsize, blocksize uint64
 	props := map[string]string{}
 	for _, o := range opts {
 		switch o.Name {
 		case 'p':
 			parents = true
+		case 's':
+			sparse = true
+		case 'V':
+			if volsize, err = parseSize(o.Value); err != nil || volsize == 0 {
+				return fail(1, "bad volume size '%s': %s", o.Value, "bad numeric value '"+o.Value+"'")
+			}
+		case 'b':
+			n, err := parseSize(o.Value)
+			if err != nil || n < 512 || n > 128<<10 || n&(n-1) != 0 {
+				return fail(1, "cannot create '%s': 'volblocksize' must be power of 2 from 512B to 128KB", rest[0])
+			}
+			blocksize = n
 		case 'o':
 			k, v, ok := strings.Cut(o.Value, "=")
 			if !ok {
@@ -387,6 +434,25 @@ func (t *Tool) zcreate(args []string) error {
 		}
 	}
 	name := rest[0]
+	if sparse && volsize == 0 || blocksize != 0 && volsize == 0 {
+		return zusage("'-s' and '-b' can only be used when creating a volume")
+	}
+	if volsize != 0 {
+		bs := blocksize
+		if bs == 0 {
+			bs = defaultVolBlockSize
+		}
+		if volsize%bs != 0 {
+			// Reconstruction of libzfs's zfs_valid_proplist check.
+			return fail(1, "cannot create '%s': volume size must be a multiple of volume block size", name)
+		}
+		props["volsize"] = formatBytes(volsize)
+		if !sparse {
+			if _, ok := props["refreservation"]; !ok {
+				props["refreservation"] = formatBytes(volReservation(volsize, bs))
+			}
+		}
+	}
 	var mountErr error
 	err = t.update(func(s *State) (bool, error) {
 		p, d := s.dataset(name)
@@ -415,7 +481,18 @@ func (t *Tool) zcreate(args []string) error {
 		for _, n := range chain {
 			p.Datasets = append(p.Datasets, &Dataset{Name: n, Props: map[string]string{}, Created: t.Now()})
 		}
+		if _, par := s.dataset(parent(name)); par != nil && par.Type != "" {
+			return false, fail(1, "cannot create '%s': parent is not a filesystem", name)
+		}
 		nd := &Dataset{Name: name, Props: props, Created: t.Now()}
+		if volsize != 0 {
+			nd.Type, nd.BlockSize = "volume", blocksize
+			if avail := s.avail(p, &Dataset{Name: p.Name}); !sparse && volReservation(volsize, max(blocksize, defaultVolBlockSize)) > avail {
+				return false, fail(1, "cannot create '%s': out of space", name)
+			}
+			p.Datasets = append(p.Datasets, nd)
+			return true, nil
+		}
 		p.Datasets = append(p.Datasets, nd)
 		if err := t.mount(s, p, nd); err != nil {
 			mountErr = fail(1, "%v\nfilesystem successfully created, but not mounted", err)
@@ -452,11 +529,29 @@ func (t *Tool) zdestroy(args []string) error {
 			return false, fail(1, "cannot destroy '%s': operation does not apply to pools\nuse 'zfs destroy -r %s' to destroy all datasets in the pool\nuse 'zpool destroy %s' to destroy the pool itself", name, name, name)
 		}
 		var keep []*Dataset
-		var kids []string
+		var kids, clones []string
+		for _, x := range p.Datasets {
+			if x.Origin != "" && (x.Origin == name || strings.HasPrefix(x.Origin, name+"@") || strings.HasPrefix(x.Origin, name+"/")) {
+				clones = append(clones, x.Name)
+			}
+		}
+		if len(clones) > 0 {
+			what := "filesystem"
+			if d.Type == "snapshot" {
+				what = "snapshot"
+			} else if d.Type == "volume" {
+				what = "volume"
+			}
+			if what == "snapshot" {
+				return false, fail(1, "cannot destroy '%s': snapshot has dependent clones\nuse '-R' to destroy the following datasets:\n%s", name, strings.Join(clones, "\n"))
+			}
+			// Reconstruction: a dataset whose snapshot has clones.
+			return false, fail(1, "cannot destroy '%s': %s has dependent clones\nuse '-R' to destroy the following datasets:\n%s", name, what, strings.Join(clones, "\n"))
+		}
 		for _, x := range p.Datasets {
 			switch {
 			case x == d:
-			case strings.HasPrefix(x.Name, name+"/"):
+			case strings.HasPrefix(x.Name, name+"/") || strings.HasPrefix(x.Name, name+"@"):
 				kids = append(kids, x.Name)
 				if !recursive {
 					keep = append(keep, x)
@@ -466,7 +561,7 @@ func (t *Tool) zdestroy(args []string) error {
 			}
 		}
 		if len(kids) > 0 && !recursive {
-			return false, fail(1, "cannot destroy '%s': filesystem has children\nuse '-r' to destroy the following datasets:\n%s", name, strings.Join(kids, "\n"))
+			return false, fail(1, "cannot destroy '%s': %s has children\nuse '-r' to destroy the following datasets:\n%s", name, d.kind(), strings.Join(kids, "\n"))
 		}
 		if dryRun { // -n: say what would go, change nothing
 			for _, k := range append(kids, name) {
@@ -478,3 +573,33 @@ func (t *Tool) zdestroy(args []string) error {
 		return true, nil
 	})
 }
+
+// setVolsize is `zfs set volsize=`: volumes only; a non-sparse volume's
+// refreservation follows the new size when it was the automatic one
+// (libzfs zfs_fix_auto_resv). ZFS itself lets a volume shrink; PVE refuses
+// that before it gets here.
+func setVolsize(d *Dataset, name, v string) error {
+	if d.Type != "volume" {
+		return fail(1, "cannot set property for '%s': 'volsize' does not apply to datasets of this type", name)
+	}
+	n, err := parseSize(v)
+	if err != nil || n == 0 {
+		return fail(1, "cannot set property for '%s': bad numeric value '%s'", name, v)
+	}
+	bs := d.BlockSize
+	if bs == 0 {
+		bs = defaultVolBlockSize
+	}
+	if n%bs != 0 {
+		return fail(1, "cannot set property for '%s': 'volsize' must be a multiple of volume block size (%s)", name, Nicenum(bs))
+	}
+	old, _ := parseSize(d.Props["volsize"])
+	if r := d.refreservation(); r != 0 && r == volReservation(old, bs) {
+		d.Props["refreservation"] = formatBytes(volReservation(n, bs))
+	}
+	d.Props["volsize"] = formatBytes(n)
+	return nil
+}
+
+// formatBytes keeps a size exactly (props are read back with parseSize).
+func formatBytes(n uint64) string { return strconv.FormatUint(n, 10) }
