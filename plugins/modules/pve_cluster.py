@@ -14,6 +14,7 @@ description:
   - "Prepares a Proxmox VE node for a cluster (/etc/hosts lines for every member, a root ed25519 key pair, the peers' root keys authorized, the peers' host keys known) and then creates the cluster on the primary, or joins this node to the primary's cluster."
   - "A create or join is reported only once this node and the primary both list the node as an online member of a quorate cluster; an exit code or an accepted API request proves nothing (pvecm add exits 0 without joining when it cannot ask about an unknown host key). Waiting is bounded by wait_timeout and survives the joiner's API restart and new certificate."
   - "A node already in the cluster is ok. A node in a different cluster, or a primary whose cluster has another name, fails naming the cluster found, and nothing is changed."
+  - "On a member of a cluster without quorum (/etc/pve read-only) the module waits for quorum, bounded by wait_timeout, and fails with nothing changed if it does not come back."
   - "Before joining, the module waits while a member of the primary's cluster is listed but not online (another join in progress) or the cluster has no quorum. Joins must still be run one at a time (the role does: throttle 1)."
   - "Removing a node from a cluster is not automated: state=absent fails with the manual procedure."
   - "Check mode reports the steps a real run would take on this node and writes nothing on any node; the predicted cluster is the one the real run reads back when the nodes run in the order of nodes."
@@ -142,7 +143,7 @@ options:
     default: true
   wait_timeout:
     description:
-      - "Seconds to wait for the cluster to be quorate with this node as an online member after a create or join, and for a join in progress or a lost quorum on the primary before joining."
+      - "Seconds to wait for the cluster to be quorate with this node as an online member after a create or join, for a join in progress or a lost quorum on the primary before joining, and for quorum on a member that has lost it."
     type: "int"
     default: 300
 attributes:

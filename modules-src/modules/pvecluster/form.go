@@ -225,7 +225,7 @@ func (m *mod) planJoin(ctx context.Context) ([]ansible.Change, error) {
 
 // join waits for the primary to be ready (C4, C10), then joins.
 func (m *mod) join(ctx context.Context) error {
-	err := m.wait(ctx, fmt.Sprintf("the primary %s quorate with every listed member online (another join in progress, C4)", m.c.primary.Name),
+	err := m.wait(ctx, fmt.Sprintf("the primary %s quorate (C10) with every listed member online (one listed but offline: another join in progress, C4)", m.c.primary.Name),
 		func(ctx context.Context) (bool, string, error) {
 			v, err := m.readPrimary(ctx)
 			if err != nil {

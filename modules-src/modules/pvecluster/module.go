@@ -6,7 +6,9 @@
 //
 //  1. membership (read only): this node's /cluster/status. A node in a
 //     different cluster fails here, before anything changes (C6); so does a
-//     node whose PVE name is not the one the task was given (C8).
+//     node whose PVE name is not the one the task was given (C8). A member
+//     of a cluster without quorum waits for it (bounded by wait_timeout)
+//     and fails, unchanged, if it does not come: /etc/pve is read-only (C10).
 //  2. hosts: /etc/hosts lines IP FQDN SHORT for every member (C1).
 //  3. ssh_key: root's ed25519 key pair, generated in Go if missing.
 //  4. authorized_keys: the peers' root keys, written through the
@@ -96,6 +98,7 @@ func New(env func(*ansible.Run) Env) ansible.Module {
 			"Prepares a Proxmox VE node for a cluster (/etc/hosts lines for every member, a root ed25519 key pair, the peers' root keys authorized, the peers' host keys known) and then creates the cluster on the primary, or joins this node to the primary's cluster.",
 			"A create or join is reported only once this node and the primary both list the node as an online member of a quorate cluster; an exit code or an accepted API request proves nothing (pvecm add exits 0 without joining when it cannot ask about an unknown host key). Waiting is bounded by wait_timeout and survives the joiner's API restart and new certificate.",
 			"A node already in the cluster is ok. A node in a different cluster, or a primary whose cluster has another name, fails naming the cluster found, and nothing is changed.",
+			"On a member of a cluster without quorum (/etc/pve read-only) the module waits for quorum, bounded by wait_timeout, and fails with nothing changed if it does not come back.",
 			"Before joining, the module waits while a member of the primary's cluster is listed but not online (another join in progress) or the cluster has no quorum. Joins must still be run one at a time (the role does: throttle 1).",
 			"Removing a node from a cluster is not automated: state=absent fails with the manual procedure.",
 			"Check mode reports the steps a real run would take on this node and writes nothing on any node; the predicted cluster is the one the real run reads back when the nodes run in the order of nodes.",
@@ -181,7 +184,7 @@ func spec() ansible.Spec {
 		"primary_api_fingerprint": {Type: ansible.TypeStr,
 			Description: []string{"join_method=api: SHA-256 fingerprint of the primary's API certificate."}},
 		"wait_timeout": {Type: ansible.TypeInt, Default: 300,
-			Description: []string{"Seconds to wait for the cluster to be quorate with this node as an online member after a create or join, and for a join in progress or a lost quorum on the primary before joining."}},
+			Description: []string{"Seconds to wait for the cluster to be quorate with this node as an online member after a create or join, for a join in progress or a lost quorum on the primary before joining, and for quorum on a member that has lost it."}},
 	}, Constraints: ansible.Constraints{
 		RequiredIf: []ansible.RequiredIf{
 			{Key: "state", Value: "present", Requirements: []string{"cluster_name", "primary", "nodes"}},

@@ -134,6 +134,23 @@ func (m *mod) observe(ctx context.Context, _ *ansible.World) ([]ansible.Change, 
 		return nil, fmt.Errorf("%s already belongs to a different cluster, %q (members: %s), not %q; a node is never moved between clusters: nothing was changed (C6)",
 			m.c.self.Name, cl.Name, strings.Join(cl.names(), ", "), m.p.ClusterName)
 	}
+	if cl := v.cluster; cl != nil && !cl.Quorate {
+		// C10: without quorum /etc/pve is read-only; the later stages would
+		// write into it (authorized_keys through /etc/pve/priv) or promise a
+		// quorate cluster. Wait for quorum, bounded, before any change.
+		err := m.wait(ctx, fmt.Sprintf("quorum in cluster %q, seen by %s (C10: without it /etc/pve is read-only)", cl.Name, m.c.self.Name),
+			func(ctx context.Context) (bool, string, error) {
+				v, err := readLocal(ctx, c)
+				if err != nil {
+					return false, "", err
+				}
+				m.start, m.final = v.cluster, v.cluster
+				return v.cluster != nil && v.cluster.Quorate, v.cluster.String(), nil
+			})
+		if err != nil {
+			return nil, fmt.Errorf("%w; bring enough members back online (or set the expected votes by hand, pvecm expected); nothing was changed", err)
+		}
+	}
 	return nil, nil
 }
 
