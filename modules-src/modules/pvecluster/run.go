@@ -311,16 +311,21 @@ func (m *mod) planKnownHosts(ctx context.Context, _ *ansible.World) ([]ansible.C
 }
 
 // wait polls until done reports true, or the wait_timeout (or the task's
-// deadline) passes; the last error or state is in the failure.
+// deadline) passes; the last error or state is in the failure. A read cut
+// short by that deadline is not evidence: the failure then names the last
+// read that completed, if there was one.
 func (m *mod) wait(ctx context.Context, what string, done func(context.Context) (bool, string, error)) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(m.p.WaitTimeout)*time.Second)
 	defer cancel()
 	var last string
 	for {
 		ok, state, err := done(ctx)
-		if err != nil {
+		switch {
+		case err != nil && ctx.Err() != nil && last != "":
+			// keep the last complete observation
+		case err != nil:
 			last = err.Error()
-		} else {
+		default:
 			last = state
 		}
 		if ok {
