@@ -6,15 +6,16 @@ import (
 )
 
 // DefaultAgentTimeout is how long an agent call on a running VM waits for
-// the guest agent's answer before "QEMU guest agent is not running".
-// Reconstruction: qemu-server's qga_check_running sends guest-ping over
-// QMP with a short timeout (3 s as we remember it; not confirmed).
+// the guest agent's answer before "QEMU guest agent is not running":
+// qemu-server's qga_check_running sends guest-ping over QMP with
+// timeout => 3 (PVE/QemuServer/Agent.pm).
 const DefaultAgentTimeout = 3 * time.Second
 
 // The guest agent endpoints. No lab guest runs an agent (there is no guest
 // OS), so they answer the way PVE answers when the agent is absent — which
 // is what a client must survive without hanging (K20): qemu-server's
-// PVE::QemuServer::Agent::agent_available, checked in this order:
+// PVE::QemuServer::Agent::assert_agent_available (agent_available in
+// older releases), checked in this order:
 //
 //	die "No QEMU guest agent configured\n" if !defined($conf->{agent});
 //	die "VM $vmid is not running\n" if !check_running($vmid);
@@ -31,7 +32,7 @@ func (s *Sim) getQemuAgentNetworkGetInterfaces(rc *reqCtx) (any, error) {
 	return s.agentAvailableLocked(rc)
 }
 
-// agentAvailableLocked is agent_available for a lab VM: it never returns
+// agentAvailableLocked is assert_agent_available for a lab VM: it never returns
 // success, since no agent ever answers in the lab.
 func (s *Sim) agentAvailableLocked(rc *reqCtx) (any, error) {
 	db := rc.db()
@@ -43,14 +44,17 @@ func (s *Sim) agentAvailableLocked(rc *reqCtx) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Reconstruction: older qemu-server tests only defined($conf->{agent});
-	// we also treat "agent: 0" / "enabled=0" as not configured, as newer
-	// versions read the enabled flag (get_qga_key) — not confirmed.
-	if c.Keys["agent"] == "" || parseProps(c.Keys["agent"], "enabled").get("enabled") != "1" {
+	if c.Keys["agent"] == "" { // !defined($conf->{agent})
 		return nil, errStatus(500, "No QEMU guest agent configured")
 	}
 	if _, running := s.st.Nodes[rc.node].Running[vmid]; !running {
 		return nil, errStatus(500, "VM %d is not running", vmid)
+	}
+	// "agent: 0" is defined, so PVE goes on to the guest-ping; with the
+	// agent disabled the VM has no agent socket. Reconstruction: we take
+	// that to fail at once rather than after the ping's timeout.
+	if parseProps(c.Keys["agent"], "enabled").get("enabled") != "1" {
+		return nil, errStatus(500, "QEMU guest agent is not running")
 	}
 	// The guest-ping waits, without holding the state lock (runHandlerLocked
 	// re-runs this handler until the timeout, then answers msg as 500).

@@ -59,10 +59,10 @@ func TestClonePoolK6(t *testing.T) {
 
 // K9: mtu=1 on a virtio NIC ("use the bridge MTU") is stored as given and
 // kept across an update that sends the MAC back. An mtu on another model
-// is not refused by the API: qemu-server only warns at start that it
-// ignores it (print_netdevice_full, "ignoring MTU … not using VirtIO") —
-// a reconstruction from memory of qemu-server, not confirmed; the lab
-// stores it as given.
+// is not refused by the API either: qemu-server only warns at start
+// ("WARN: netdev …: ignoring MTU '…', not using VirtIO or no bridge
+// configured.", print_netdevice_full in PVE/QemuServer.pm); the lab stores
+// it as given.
 func TestNICMTUK9(t *testing.T) {
 	t.Parallel()
 	s := startSim(t, simOpts{taskDuration: 30 * time.Millisecond})
@@ -112,6 +112,7 @@ func TestGuestAgentK20(t *testing.T) {
 	c := newClient(t, s, "pve01").labToken()
 	createVM(t, c, 100, nil)
 	createVM(t, c, 101, url.Values{"agent": {"enabled=1"}})
+	createVM(t, c, 102, url.Values{"agent": {"0"}})
 
 	timed := func(method, path string) (resp, time.Duration) {
 		start := time.Now()
@@ -134,6 +135,14 @@ func TestGuestAgentK20(t *testing.T) {
 
 	if st := mustTask(t, c, "POST", "/nodes/pve01/qemu/101/status/start", nil); st["exitstatus"] != "OK" {
 		t.Fatalf("start: %v", st)
+	}
+	// "agent: 0" is defined, so it passes the first check; there is no
+	// agent socket to ping (reconstruction: this fails at once).
+	if st := mustTask(t, c, "POST", "/nodes/pve01/qemu/102/status/start", nil); st["exitstatus"] != "OK" {
+		t.Fatalf("start: %v", st)
+	}
+	if r, took := timed("POST", "/nodes/pve01/qemu/102/agent/ping"); r.status != 500 || r.reason != "QEMU guest agent is not running" || took >= agentTimeout {
+		t.Errorf("ping with the agent disabled: %d %q after %v", r.status, r.reason, took)
 	}
 	// While the ping waits, the API keeps answering.
 	done := make(chan time.Duration, 1)
