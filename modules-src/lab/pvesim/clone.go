@@ -58,7 +58,7 @@ func (s *Sim) cloneLockTimeout() time.Duration {
 // loadAndCheckClone is clone_vm's $load_and_check.
 func (s *Sim) loadAndCheckClone(db *ConfigDB, r *cloneReq, running bool) (*clonePlan, error) {
 	if r.pool != "" && db.Pools[r.pool] == nil {
-		return nil, fmt.Errorf("pool '%s' does not exist", r.pool) // check_pool_exist
+		return nil, errPerm(fmt.Sprintf("pool '%s' does not exist", r.pool)) // RPCEnvironment::check_pool_exist: raise_perm_exc, 403
 	}
 	if r.target != "" && (db.Corosync == nil || db.Corosync.member(r.target) == nil) {
 		return nil, fmt.Errorf("no such cluster node '%s'", r.target) // check_node_exists

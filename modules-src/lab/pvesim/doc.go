@@ -1,7 +1,7 @@
 // Package pvesim simulates a Proxmox VE 8 or 9 cluster of N nodes well
 // enough that the collection's modules cannot tell it from the real API for
 // the endpoints they use — including the ugly parts (pitfalls C4–C6, C10,
-// K1–K4, K10, K11, K13, K16, K18, K19, H1–H8, S1, S2, Z7) — so that "green is
+// K1–K6, K8–K11, K13, K16, K18–K20, H1–H8, S1, S2, Z7) — so that "green is
 // not proof" can be tested.
 //
 // # Shape
@@ -58,6 +58,11 @@
 //     [PENDING] until it starts again (K10).
 //   - Clone (clone.go): qemu-server's clone_vm step by step — K1–K4, K13,
 //     K18; see the file's comment.
+//   - Guest agent (agent.go): ping and network-get-interfaces fail as
+//     agent_available does — "No QEMU guest agent configured", "VM N is
+//     not running" at once, "QEMU guest agent is not running" after
+//     AgentTimeout on a running VM (no lab guest runs an agent, K20).
+//     A missing pool on create/clone is check_pool_exist's 403 (K6).
 //   - Migration (migrate.go): offline moves local volumes; a running VM
 //     needs online and with-local-disks; linked clones stay; an HA guest's
 //     migration is a hamigrate request.
@@ -104,7 +109,7 @@
 //	Config.StorageCheck = func(node string, st StorageInfo) error { … } // read-only "is it usable?" (Z7)
 //	Config.StorageActivate, StorageUsage, StorageContent, NodeVersion   // the node's own answers (labctl fills them)
 //	Config.ZFS = func(node string, args ...string) error               // zfs on the node: zfspool guest volumes are zvols there (zvols.go)
-//	Config.CloneDuration, AllocDuration, ReplicationInterval, HADelay, FenceDelay, FailbackDelay // guest timings
+//	Config.CloneDuration, AllocDuration, ReplicationInterval, HADelay, FenceDelay, FailbackDelay, AgentTimeout // guest timings
 //	s.AddGuest(node, pvesim.GuestSpec{VMID: 9000, Template: true, Config: map[string]string{"scsi0": "local-lvm:8"}})
 //	http.Serve(unixListener, s.ControlHandler())
 //
@@ -142,7 +147,7 @@
 // /nodes/{node}/storage[/{storage}/status|content],
 // /cluster/status, /cluster/resources (node, storage and vm entries),
 // /cluster/nextid, /nodes/{node}/qemu[/{vmid}[/config|pending|status/…|
-// template|resize|clone|migrate]], /nodes/{node}/lxc[/{vmid}[/config|status/…]],
+// template|resize|clone|migrate|agent/ping|agent/network-get-interfaces]], /nodes/{node}/lxc[/{vmid}[/config|status/…]],
 // /cluster/replication[/{id}], /nodes/{node}/replication[/{id}/status|log|
 // schedule_now], /cluster/ha/resources|groups|rules[/{id}],
 // /cluster/ha/resources/{sid}/migrate|relocate,

@@ -96,7 +96,7 @@ func (s *Sim) postLxcCreate(rc *reqCtx) (any, error) {
 		return nil, errStatus(501, "restore is not simulated by the lab")
 	}
 	if pool := rc.str("pool"); pool != "" && db.Pools[pool] == nil {
-		return nil, pveDie("pool '%s' does not exist", pool)
+		return nil, errPerm(fmt.Sprintf("pool '%s' does not exist", pool)) // check_pool_exist: raise_perm_exc, 403
 	}
 	if e, ok := s.findVMLocked(db, vmid); ok {
 		kind := "VM"

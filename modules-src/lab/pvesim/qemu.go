@@ -299,7 +299,7 @@ func (s *Sim) postQemuCreate(rc *reqCtx) (any, error) {
 		return nil, errStatus(501, "restore is not simulated by the lab")
 	}
 	if pool := rc.str("pool"); pool != "" && db.Pools[pool] == nil {
-		return nil, fmt.Errorf("pool '%s' does not exist", pool)
+		return nil, errPerm(fmt.Sprintf("pool '%s' does not exist", pool)) // check_pool_exist: raise_perm_exc, 403
 	}
 	if err := s.etcPveWritableLocked(db, guestConfPath(rc.node, "qemu-server", vmid)); err != nil {
 		return nil, pveDie("unable to create VM %d - %v", vmid, err)

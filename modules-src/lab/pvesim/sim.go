@@ -87,6 +87,10 @@ type Config struct {
 	// FailbackDelay is how long after a preferred node comes back its HA
 	// guests migrate home (failback): default 2 min (H7).
 	FailbackDelay time.Duration
+	// AgentTimeout is how long a guest agent call on a running VM waits
+	// for an agent that never answers (no lab guest runs one) before
+	// "QEMU guest agent is not running" (K20); default DefaultAgentTimeout.
+	AgentTimeout time.Duration
 }
 
 // NodeConfig names a node and the loopback address its API listens on.

@@ -67,9 +67,15 @@ func TestEveryHandlerFitsReturnsSchema(t *testing.T) {
 				covered[e.Method+" "+m.Path] = true
 			}
 		}
+		// No lab guest runs an agent: these only ever fail as PVE fails
+		// without one (TestGuestAgentK20), so there is no 200 to check.
+		neverOK := map[string]bool{
+			"POST /nodes/{node}/qemu/{vmid}/agent/ping":                  true,
+			"GET /nodes/{node}/qemu/{vmid}/agent/network-get-interfaces": true,
+		}
 		var missing []string
 		for k := range s.handlers() {
-			if !covered[k] {
+			if !covered[k] && !neverOK[k] {
 				missing = append(missing, k)
 			}
 		}
