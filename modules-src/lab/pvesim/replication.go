@@ -36,6 +36,23 @@ func parseReplID(id string) (int, error) {
 	return g, nil
 }
 
+// replJobGuest parses a job id and checks VM.Replicate on its guest, as
+// every replication call of PVE::API2::ReplicationConfig does first.
+func replJobGuest(rc *reqCtx, db *ConfigDB, id string) (int, error) {
+	guest, err := parseReplID(id)
+	if err != nil {
+		return 0, err
+	}
+	if !hasPriv(db, rc.who, fmt.Sprintf("/vms/%d", guest), []string{"VM.Replicate"}, false) {
+		return 0, errPerm(fmt.Sprintf("/vms/%d, VM.Replicate", guest))
+	}
+	return guest, nil
+}
+
+// replUpdatable are the options a job update may set or delete (the
+// replication section type's non-fixed options).
+var replUpdatable = []string{"schedule", "rate", "comment", "disable", "source", "remove_job"}
+
 // replView renders a job for the API: options typed, plus id, guest, jobnum.
 func replView(sec *section, digest string) map[string]any {
 	out := map[string]any{"id": sec.ID, "type": sec.Type}
@@ -126,12 +143,9 @@ func (s *Sim) replicatableVolumes(node string, vmid int, c *qmConf) ([]string, e
 func (s *Sim) postReplicationJob(rc *reqCtx) (any, error) {
 	db := rc.db()
 	id, target := rc.str("id"), rc.str("target")
-	guest, err := parseReplID(id)
+	guest, err := replJobGuest(rc, db, id)
 	if err != nil {
 		return nil, err
-	}
-	if !hasPriv(db, rc.who, fmt.Sprintf("/vms/%d", guest), []string{"VM.Replicate"}, false) {
-		return nil, errPerm(fmt.Sprintf("/vms/%d, VM.Replicate", guest))
 	}
 	e, ok := s.findVMLocked(db, guest)
 	if !ok {
@@ -192,12 +206,8 @@ func (s *Sim) postReplicationJob(rc *reqCtx) (any, error) {
 func (s *Sim) putReplicationJob(rc *reqCtx) (any, error) {
 	db := rc.db()
 	id := rc.str("id")
-	guest, err := parseReplID(id)
-	if err != nil {
+	if _, err := replJobGuest(rc, db, id); err != nil {
 		return nil, err
-	}
-	if !hasPriv(db, rc.who, fmt.Sprintf("/vms/%d", guest), []string{"VM.Replicate"}, false) {
-		return nil, errPerm(fmt.Sprintf("/vms/%d, VM.Replicate", guest))
 	}
 	list, digest := s.readSectionsLocked(db, replicationCfg)
 	if d := rc.str("digest"); d != "" && d != digest {
@@ -210,16 +220,16 @@ func (s *Sim) putReplicationJob(rc *reqCtx) (any, error) {
 	if rc.has("target") {
 		return nil, fmt.Errorf("can't change value of fixed parameter 'target'") // SectionConfig check_config
 	}
-	for _, k := range []string{"schedule", "rate", "comment", "disable", "source", "remove_job"} {
+	for _, k := range replUpdatable {
 		if rc.has(k) {
 			sec.Opts[k] = rc.str(k)
 		}
 	}
 	for _, k := range pveSplit(rc.str("delete")) {
-		switch k {
-		case "schedule", "rate", "comment", "disable", "source", "remove_job":
+		switch {
+		case slices.Contains(replUpdatable, k):
 			delete(sec.Opts, k)
-		case "target", "type", "id":
+		case k == "target" || k == "type" || k == "id":
 			return nil, fmt.Errorf("unable to delete required option '%s'", k)
 		default:
 			return nil, fmt.Errorf("no such option '%s'", k)
@@ -233,12 +243,8 @@ func (s *Sim) putReplicationJob(rc *reqCtx) (any, error) {
 func (s *Sim) deleteReplicationJob(rc *reqCtx) (any, error) {
 	db := rc.db()
 	id := rc.str("id")
-	guest, err := parseReplID(id)
-	if err != nil {
+	if _, err := replJobGuest(rc, db, id); err != nil {
 		return nil, err
-	}
-	if !hasPriv(db, rc.who, fmt.Sprintf("/vms/%d", guest), []string{"VM.Replicate"}, false) {
-		return nil, errPerm(fmt.Sprintf("/vms/%d, VM.Replicate", guest))
 	}
 	list, _ := s.readSectionsLocked(db, replicationCfg)
 	if rc.boolean("force") {

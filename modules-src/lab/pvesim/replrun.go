@@ -310,12 +310,8 @@ func (s *Sim) getNodeReplicationLog(rc *reqCtx) (any, error) {
 func (s *Sim) postReplicationScheduleNow(rc *reqCtx) (any, error) {
 	db := rc.db()
 	id := rc.str("id")
-	g, err := parseReplID(id)
-	if err != nil {
+	if _, err := replJobGuest(rc, db, id); err != nil {
 		return nil, err
-	}
-	if !hasPriv(db, rc.who, fmt.Sprintf("/vms/%d", g), []string{"VM.Replicate"}, false) {
-		return nil, errPerm(fmt.Sprintf("/vms/%d, VM.Replicate", g))
 	}
 	list, _ := s.readSectionsLocked(db, replicationCfg)
 	if findSection(list, id) == nil {
