@@ -48,6 +48,8 @@ var endpoints = []string{
 	"GET /cluster/ha/resources/{sid}",
 	"PUT /cluster/ha/resources/{sid}",
 	"DELETE /cluster/ha/resources/{sid}",
+	"POST /cluster/ha/resources/{sid}/migrate",
+	"POST /cluster/ha/resources/{sid}/relocate",
 	"GET /cluster/ha/groups",
 	"POST /cluster/ha/groups",
 	"PUT /cluster/ha/groups/{group}",
