@@ -26,7 +26,6 @@ func send(t *testing.T, c *pveapi.Client, major int, r apischema.Request) {
 	}
 }
 
-
 // TestSimHAChain: the typed replication and HA areas against the
 // simulator, PVE 8 and 9 — the chain of issue 18 in typed requests and
 // typed reads: a job 201-0 to pve02 (H1) read back and synced, the HA
