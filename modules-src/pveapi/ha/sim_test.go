@@ -90,9 +90,26 @@ func TestSimHAChain(t *testing.T) {
 				t.Errorf("after the update %+v", jobs[0])
 			}
 
-			// HA resource from a bare VMID, typed as PVE does (parse_sid).
+			// The seed's runner container, ct:200.
+			var upid string
+			if err := c.Do(ctx, "POST", "/nodes/pve01/lxc", url.Values{"vmid": {"200"}, "hostname": {"runner"},
+				"ostemplate": {"local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst"}, "rootfs": {"local-lvm:4"}}, &upid); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.WaitTask(ctx, upid); err != nil {
+				t.Fatal(err)
+			}
+
+			// HA resources from bare VMIDs, typed as PVE does (parse_sid).
 			bare, _ := ha.ParseSID("201")
+			bareCT, _ := ha.ParseSID("200")
 			guests, _ := resources.Guests(ctx, c)
+			ct, _ := resources.Find(guests, 200)
+			ctSID, err := bareCT.Resolve(ct.Type)
+			if err != nil || ctSID.String() != "ct:200" || ct.HASID() != "ct:200" {
+				t.Fatalf("resolve the container: %v %v", ctSID, err)
+			}
+			send(t, c, v, must(ha.CreateResource(ha.Resource{SID: ctSID, State: ha.StateStopped, Comment: "runner"}, v)))
 			g, _ := resources.Find(guests, 201)
 			sid, err := bare.Resolve(g.Type)
 			if err != nil || sid.String() != "vm:201" {
@@ -102,6 +119,9 @@ func TestSimHAChain(t *testing.T) {
 			list, err := ha.Resources(ctx, c)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if len(list) != 2 || list[0].SID != ctSID || list[0].State != ha.StateStopped || list[0].Comment != "runner" {
+				t.Errorf("resources, sorted by SID: %+v", list)
 			}
 			got, ok := ha.FindResource(list, sid)
 			one := 1
