@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gopve/proxmox/modules-src/pveapi"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveformat"
 )
 
@@ -55,6 +56,10 @@ func ValidateParams(m *Method, params url.Values) []*ParamError {
 		}
 		for _, v := range vals {
 			if e := checkValue(name, "", p, v); e != nil {
+				if slices.Contains(pveapi.SecretParams, name) && v != "" {
+					// PVE's messages quote some values; a secret is never quoted.
+					e.Msg = strings.ReplaceAll(e.Msg, v, "<hidden>")
+				}
 				errs = append(errs, e)
 			}
 		}
