@@ -16,7 +16,9 @@ description:
     tasks are counted under C(other). In check mode a cell counts the changes predicted; in a real run the changes
     made, and whether every one was read back as promised.
   - Optionally writes the same data as JSON, for CI gates, for example to fail a pipeline when a
-    check run predicts a change in the cluster phase.
+    check run predicts a change in the cluster phase. The JSON also lists every task and host
+    (phase, task name, changed, failed, the changes listed), so a check run's prediction can be
+    compared with the real run task by task.
   - Opt-in, beside the usual stdout callback.
 requirements:
   - enable it with C(callbacks_enabled = gopve.proxmox.plan) in ansible.cfg, or
@@ -138,6 +140,7 @@ class CallbackModule(CallbackBase):
         super(CallbackModule, self).__init__(*args, **kwargs)
         self.cells = {}  # (phase, host) -> Cell
         self.hosts = []
+        self.tasks = []  # one entry per task and host, in the order they ended
         # --check on the command line; a task's own check_mode is not
         # followed (a run that mixes both is neither a plan nor a run).
         self.check = bool(context.CLIARGS.get("check", False))
@@ -159,6 +162,12 @@ class CallbackModule(CallbackBase):
             # Tasks that look at the run, not at a host.
             if not failed:
                 return
+        self.tasks.append({
+            "phase": phase_of(result._task.action), "host": result._host.get_name(),
+            "task": result._task.get_name(), "changed": bool(res.get("changed")),
+            "failed": bool(failed or unreachable),
+            "changes": [str(c) for c in res.get("changes", []) if isinstance(res.get("changes"), list)],
+        })
         if "results" in res and isinstance(res["results"], list):  # a loop
             for item in res["results"]:
                 if isinstance(item, dict) and not item.get("skipped"):
@@ -200,6 +209,7 @@ class CallbackModule(CallbackBase):
                 total["unverified"] += len(c.unverified)
             data["phases"][p] = row
         data["total"] = total
+        data["tasks"] = self.tasks
         data["verified"] = total["failed"] == 0 and total["unverified"] == 0
         return data
 
