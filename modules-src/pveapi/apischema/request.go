@@ -17,6 +17,19 @@ type Request struct {
 	Schema     string
 	PathParams map[string]string
 	Params     url.Values
+	// Task is set for a call PVE answers with a task id: how to find that
+	// task in the node's task list when the answer is lost.
+	Task *TaskHint
+}
+
+// TaskHint names the worker a call starts (fork_worker's type and id in
+// qemu-server), to settle a lost answer with pveapi.ListTasks on Node
+// (TaskQuery{TypeFilter: one of Types, VMID: ID, Since: the send time})
+// instead of sending the call again.
+type TaskHint struct {
+	Node  string   // the node the worker runs on (the path's node)
+	Types []string // e.g. "qmclone"; several when PVE picks (qmstart, or hastart for an HA guest)
+	ID    string   // the task's id field: the VMID the worker is started for
 }
 
 // New builds a request: schema is the schema path ("/nodes/{node}/qemu/{vmid}/config"),

@@ -279,6 +279,12 @@ func TestRequests(t *testing.T) {
 	if c.Path != "/nodes/pve01/qemu/9000/clone" || c.Params.Get("target") != "pve02" || c.Params.Get("full") != "1" {
 		t.Errorf("%+v", c)
 	}
+	if h := c.Task; h == nil || h.Node != "pve01" || h.ID != "9000" || h.Types[0] != "qmclone" {
+		t.Errorf("the clone's task is a qmclone on the template's node for the template's VMID: %+v", h)
+	}
+	if u.Request().Task != nil || u.AsyncRequest().Task.Types[0] != "qmconfig" {
+		t.Error("PUT config is synchronous, POST a qmconfig task")
+	}
 	if same := (Clone{Node: "pve01", VMID: 9000, NewID: 201, Target: "pve01"}).Request(); same.Params.Has("target") {
 		t.Error("K2: target is omitted when it is the template's node")
 	}

@@ -71,9 +71,17 @@ func (u Update) Request() apischema.Request {
 	return apischema.New(http.MethodPut, ConfigPath, u.Params(), u.Node, strconv.Itoa(u.VMID))
 }
 
-// AsyncRequest is the update as POST …/config (a task).
+// AsyncRequest is the update as POST …/config (a qmconfig task).
 func (u Update) AsyncRequest() apischema.Request {
-	return apischema.New(http.MethodPost, ConfigPath, u.Params(), u.Node, strconv.Itoa(u.VMID))
+	r := apischema.New(http.MethodPost, ConfigPath, u.Params(), u.Node, strconv.Itoa(u.VMID))
+	return withTask(r, u.Node, u.VMID, "qmconfig")
+}
+
+// withTask records the worker qemu-server starts for a call (API2/Qemu.pm
+// fork_worker): its type(s) and the VMID in the task's id.
+func withTask(r apischema.Request, node string, vmid int, types ...string) apischema.Request {
+	r.Task = &apischema.TaskHint{Node: node, Types: slices.DeleteFunc(types, func(t string) bool { return t == "" }), ID: strconv.Itoa(vmid)}
+	return r
 }
 
 // Clone is POST /nodes/{node}/qemu/{vmid}/clone. Node is the node that
@@ -117,7 +125,9 @@ func (c Clone) Request() apischema.Request {
 	if c.BWLimit > 0 {
 		q.Set("bwlimit", strconv.Itoa(c.BWLimit))
 	}
-	return apischema.New(http.MethodPost, "/nodes/{node}/qemu/{vmid}/clone", q, c.Node, strconv.Itoa(c.VMID))
+	// The qmclone worker runs on the source's node, for the source's VMID.
+	r := apischema.New(http.MethodPost, "/nodes/{node}/qemu/{vmid}/clone", q, c.Node, strconv.Itoa(c.VMID))
+	return withTask(r, c.Node, c.VMID, "qmclone")
 }
 
 // Create is POST /nodes/{node}/qemu: a bare VM (a task). Config holds the
@@ -127,7 +137,7 @@ func Create(node string, vmid int, config map[string]string) apischema.Request {
 	for k, v := range config {
 		q.Set(k, v)
 	}
-	return apischema.New(http.MethodPost, "/nodes/{node}/qemu", q, node)
+	return withTask(apischema.New(http.MethodPost, "/nodes/{node}/qemu", q, node), node, vmid, "qmcreate")
 }
 
 // Resize is PUT …/resize: grow disk to size bytes (an absolute size; PVE
@@ -137,13 +147,16 @@ func Resize(node string, vmid int, disk string, size int64, digest string) apisc
 	if digest != "" {
 		q.Set("digest", digest)
 	}
-	return apischema.New(http.MethodPut, "/nodes/{node}/qemu/{vmid}/resize", q, node, strconv.Itoa(vmid))
+	return withTask(apischema.New(http.MethodPut, "/nodes/{node}/qemu/{vmid}/resize", q, node, strconv.Itoa(vmid)), node, vmid, "resize")
 }
 
-// Power is POST …/status/{start,stop,shutdown} (a task). For a guest HA
-// manages, change the HA state instead (H4).
+// Power is POST …/status/{start,stop,shutdown} (a task: qmstart, qmstop,
+// qmshutdown — or hastart/hastop when HA manages the guest, which then
+// only asks the HA manager; change the HA state instead, H4).
 func Power(node string, vmid int, action string) apischema.Request {
-	return apischema.New(http.MethodPost, "/nodes/{node}/qemu/{vmid}/status/"+action, nil, node, strconv.Itoa(vmid))
+	r := apischema.New(http.MethodPost, "/nodes/{node}/qemu/{vmid}/status/"+action, nil, node, strconv.Itoa(vmid))
+	ha := map[string]string{"start": "hastart", "stop": "hastop", "shutdown": "hastop"}[action]
+	return withTask(r, node, vmid, "qm"+action, ha)
 }
 
 // Destroy is DELETE /nodes/{node}/qemu/{vmid} (a task). purge also removes
@@ -153,7 +166,7 @@ func Destroy(node string, vmid int, purge bool) apischema.Request {
 	if purge {
 		q.Set("purge", "1")
 	}
-	return apischema.New(http.MethodDelete, "/nodes/{node}/qemu/{vmid}", q, node, strconv.Itoa(vmid))
+	return withTask(apischema.New(http.MethodDelete, "/nodes/{node}/qemu/{vmid}", q, node, strconv.Itoa(vmid)), node, vmid, "qmdestroy")
 }
 
 func boolStr(b bool) string {

@@ -99,9 +99,13 @@ func TestSimCloneReads(t *testing.T) {
 			}
 
 			start := time.Now().Add(-time.Second)
-			send(t, c, v, qemu.Clone{Node: tpl.Node, VMID: tpl.VMID, NewID: 201, Name: "web-1", Target: "pve01", Full: qemu.Ptr(true)}.Request())
-			tasks, err := pveapi.ListTasks(ctx, c, "pve01", pveapi.TaskQuery{TypeFilter: "qmclone", Since: start, Source: "all"})
-			if err != nil || len(tasks) != 1 || tasks[0].Running() || tasks[0].Status != "OK" || tasks[0].ID != "9000" {
+			clone := qemu.Clone{Node: tpl.Node, VMID: tpl.VMID, NewID: 201, Name: "web-1", Target: "pve01", Full: qemu.Ptr(true)}.Request()
+			send(t, c, v, clone)
+			// The request's task hint finds the clone in the node's task list,
+			// as a dispatcher settling a lost answer would.
+			h := clone.Task
+			tasks, err := pveapi.ListTasks(ctx, c, h.Node, pveapi.TaskQuery{TypeFilter: h.Types[0], VMID: tpl.VMID, Since: start, Source: "all"})
+			if err != nil || len(tasks) != 1 || tasks[0].Running() || tasks[0].Status != "OK" || tasks[0].ID != h.ID {
 				t.Errorf("the clone's task on the template's node: %+v %v", tasks, err)
 			}
 
