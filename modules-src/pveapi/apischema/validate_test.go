@@ -47,7 +47,7 @@ func TestValidate(t *testing.T) {
 		{"rule nodes", 9, New("POST", "/cluster/ha/rules", url.Values{"rule": {"ha-201"}, "type": {"node-affinity"},
 			"resources": {"vm:201"}, "nodes": {"pve01:2,pve02:1"}}), "", ""},
 		{"rule bad node entry", 9, New("POST", "/cluster/ha/rules", url.Values{"rule": {"ha-201"}, "type": {"node-affinity"},
-			"resources": {"vm:201"}, "nodes": {"pve01:two"}}), "nodes", "unable to parse HA node entry 'pve01:two'"},
+			"resources": {"vm:201"}, "nodes": {"pve01:two"}}), "nodes", "value does not look like a valid ha node"},
 		{"replication id", 9, New("POST", "/cluster/replication", url.Values{"id": {"201-0"}, "type": {"local"}, "target": {"pve02"}}), "", ""},
 		{"replication id reserved guest", 8, New("POST", "/cluster/replication", url.Values{"id": {"99-0"}, "type": {"local"}, "target": {"pve02"}}),
 			"id", "regex pattern"},

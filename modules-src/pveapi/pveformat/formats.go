@@ -67,9 +67,9 @@ var formats = map[string]func(string) error{
 		}
 		return nil
 	},
-	"pve-ha-resource-id":       matchf(haSIDRe, "unable to parse service id '%s'"),
-	"pve-ha-resource-or-vm-id": matchf(haSIDVMRe, "unable to parse service id '%s'"),
-	"pve-ha-node":              matchf(haNodeRe, "unable to parse HA node entry '%s'"),
+	"pve-ha-resource-id":       match(haSIDRe, "value does not look like a valid ha resource id"),
+	"pve-ha-resource-or-vm-id": match(haSIDVMRe, "value does not look like a valid ha resource id"),
+	"pve-ha-node":              match(haNodeRe, "value does not look like a valid ha node"),
 	"pve-ha-group-id":          matchf(configIDRe, "invalid configuration ID '%s'"),
 	"pve-ha-rule-id":           matchf(configIDRe, "invalid configuration ID '%s'"),
 }
