@@ -2,6 +2,7 @@ package apischema
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
 	"slices"
@@ -43,11 +44,11 @@ func (e *Errors) Error() string {
 }
 
 // ValidateParams checks params (path parameters included) against one
-// method of table; nil when PVE's schema check would pass. deleteKeys, the
-// `delete` list of an update, must name parameters of the method.
+// method; nil when PVE's schema check would pass. The keys of a `delete`
+// (or `revert`) list must be parameters of the method.
 func ValidateParams(m *Method, params url.Values) []*ParamError {
 	var errs []*ParamError
-	for _, name := range slices.Sorted(mapsKeys(params)) {
+	for _, name := range slices.Sorted(maps.Keys(params)) {
 		vals := params[name]
 		p, ok := m.Param(name)
 		if !ok {
@@ -74,22 +75,12 @@ func ValidateParams(m *Method, params url.Values) []*ParamError {
 			}
 		}
 	}
-	for _, name := range slices.Sorted(mapsKeys(m.Params)) {
+	for _, name := range slices.Sorted(maps.Keys(m.Params)) {
 		if p := m.Params[name]; !p.Optional && !strings.HasSuffix(name, "[n]") && len(params[name]) == 0 {
 			errs = append(errs, &ParamError{Param: name, Msg: "property is missing and it is not optional"})
 		}
 	}
 	return errs
-}
-
-func mapsKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 var (
@@ -163,7 +154,7 @@ func checkPropertyString(param string, p *Param, keys map[string]*Param, v strin
 			return e
 		}
 	}
-	for _, k := range slices.Sorted(mapsKeys(keys)) {
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
 		kp := keys[k]
 		if _, have := props.Get(k); !have && !kp.Optional && kp.Alias == "" && kp.Type != "" {
 			return &ParamError{Param: param, Key: k, Msg: "property is missing and it is not optional"}
