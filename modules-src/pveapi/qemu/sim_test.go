@@ -122,6 +122,47 @@ func TestSimCloneReads(t *testing.T) {
 				t.Errorf("disks %+v %v", disks, err)
 			}
 
+			// NICs and disks are printed by qemu-server itself (print_net,
+			// print_drive), so their typed values print back exactly as stored.
+			// ipconfigN, agent and boot are stored as the caller wrote them:
+			// ipconfig0 was written in another key order, so it is compared by
+			// meaning; agent and boot were written in PVE's order.
+			for k, v := range cfg.Values {
+				var r qemu.Renderer
+				var err error
+				exact := true
+				switch {
+				case qemu.IsNet(k):
+					r, err = qemu.ParseNet(k, v)
+				case qemu.IsDisk(k):
+					r, err = qemu.ParseDrive(k, v)
+				case qemu.IsIPConfig(k):
+					r, err, exact = nil, nil, false
+					ic, e := qemu.ParseIPConfig(k, v)
+					out, _ := ic.Render()
+					again, _ := qemu.ParseIPConfig(k, out)
+					if e != nil || again.IP != ic.IP || again.GW != ic.GW || again.IP6 != ic.IP6 || again.GW6 != ic.GW6 {
+						t.Errorf("%s: %q renders %q (%v)", k, v, out, e)
+					}
+				case k == "agent":
+					r, err = qemu.ParseAgent(v)
+				case k == "boot":
+					r, err = qemu.ParseBoot(v)
+				default:
+					continue
+				}
+				if !exact {
+					continue
+				}
+				if err != nil {
+					t.Errorf("%s=%q: %v", k, v, err)
+					continue
+				}
+				if out, err := r.Render(); err != nil || out != v {
+					t.Errorf("%s: read %q, prints %q (%v)", k, v, out, err)
+				}
+			}
+
 			// K16: a VLAN change keeps the MAC; the update carries the digest.
 			nets, _ := cfg.Nets()
 			n := nets["net0"]
