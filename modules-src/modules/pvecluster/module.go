@@ -38,6 +38,7 @@ import (
 	"github.com/gopve/proxmox/modules-src/host"
 	hostssh "github.com/gopve/proxmox/modules-src/host/ssh"
 	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
 	xssh "golang.org/x/crypto/ssh"
 )
 
@@ -61,10 +62,28 @@ type Env struct {
 	Poll time.Duration
 }
 
+// readOnly is the environment of check mode: files, commands and every
+// API client refuse to write, whatever the Env's functions return.
 func (e Env) readOnly() Env {
 	e.Root = e.Root.ReadOnly()
 	e.Runner = host.ReadOnly(e.Runner)
+	local, connect := e.Local, e.Connect
+	if local != nil {
+		e.Local = func(r *ansible.Run) (*pveapi.Client, error) { return readOnlyClient(local(r)) }
+	}
+	if connect != nil {
+		e.Connect = func(r *ansible.Run, c pveapi.Connection) (*pveapi.Client, error) {
+			return readOnlyClient(connect(r, c))
+		}
+	}
 	return e
+}
+
+func readOnlyClient(c *pveapi.Client, err error) (*pveapi.Client, error) {
+	if err != nil {
+		return nil, err
+	}
+	return c.ReadOnlyClient(), nil
 }
 
 // Module is pve_cluster as it runs on a node.
@@ -74,10 +93,10 @@ func Module() ansible.Module {
 			Root:   "/",
 			Runner: &host.ExecRunner{},
 			Local: func(r *ansible.Run) (*pveapi.Client, error) {
-				return pveapi.ForRun(r, pveapi.Connection{}, pveapi.Options{})
+				return pveansible.ForRun(r, pveapi.Connection{}, pveapi.Options{})
 			},
 			Connect: func(r *ansible.Run, c pveapi.Connection) (*pveapi.Client, error) {
-				return pveapi.ForRun(r, c, pveapi.Options{})
+				return pveansible.ForRun(r, c, pveapi.Options{})
 			},
 			HostKey: func(ctx context.Context, addr string) (xssh.PublicKey, error) {
 				return hostssh.FetchHostKey(ctx, addr, xssh.KeyAlgoED25519, 10*time.Second)
