@@ -51,6 +51,13 @@ type Set struct {
 	// Docs replaces the description of an option (unprefixed name) where
 	// the module means something more specific than the generic text.
 	Docs map[string][]string
+	// Aliases gives options (unprefixed names) other accepted names,
+	// e.g. an older name kept working.
+	Aliases map[string][]string
+	// NoEnv drops the environment fallbacks of the unprefixed set (a
+	// module whose options name a node's root, not the controller's API
+	// user).
+	NoEnv bool
 }
 
 // Names are the connection options, unprefixed.
@@ -78,9 +85,10 @@ func (s Set) Options() map[string]ansible.Option {
 		if s.For != "" && len(o.Description) > 0 {
 			o.Description = append([]string{s.For + " " + o.Description[0]}, o.Description[1:]...)
 		}
-		if s.Prefix != "" {
+		if s.Prefix != "" || s.NoEnv {
 			o.EnvFallback = nil
 		}
+		o.Aliases = slices.Clone(s.Aliases[name])
 		out[s.Prefix+name] = o
 	}
 	if s.Only != nil && len(out) != len(s.Only) {
