@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/ansible"
-	"github.com/gopve/proxmox/modules-src/pveapi/resources"
 	"github.com/gopve/proxmox/modules-src/pveapi/ha"
+	"github.com/gopve/proxmox/modules-src/pveapi/resources"
 )
 
 // nodePriorities reads node_affinity ({node: priority}); nil when unset.
@@ -115,6 +115,32 @@ func (g *guestHA) planHA(ctx context.Context, _ *ansible.World) ([]ansible.Chang
 	if g.p.State == "absent" {
 		return g.planHAAbsent(cfg)
 	}
+	return g.haChanges(ctx, cfg)
+}
+
+// preflightHA plans the HA stage against the config as it is, to refuse
+// what it would refuse before the replication stage writes anything;
+// the changes are planned again, for real, in the HA stage.
+func (g *guestHA) preflightHA(ctx context.Context) error {
+	cfg, err := g.observeHA(ctx)
+	if err != nil {
+		return err
+	}
+	g.quiet = true
+	defer func() { g.quiet = false }()
+	_, err = g.haChanges(ctx, cfg)
+	return err
+}
+
+func (g *guestHA) warn(msg string) {
+	if !g.quiet {
+		g.r.Warn(msg)
+	}
+}
+
+// haChanges plans the HA objects of a present guest, in PVE's order.
+func (g *guestHA) haChanges(ctx context.Context, cfg haConfig) ([]ansible.Change, error) {
+	g.affinity, g.rule, g.group = nil, nil, nil
 	nodes, _ := nodePriorities(g.p.NodeAffinity)
 	if err := g.checkHAInput(cfg, nodes); err != nil {
 		return nil, err
@@ -190,7 +216,7 @@ func (g *guestHA) checkHAInput(cfg haConfig, nodes ha.NodeList) error {
 			}
 		}
 		if len(outside) > 0 && len(g.jobs) > 0 {
-			g.r.Warn(fmt.Sprintf("node_affinity: %s hold no replica of guest %d; HA could start it there without its data (H1)", strings.Join(outside, ", "), g.p.VMID))
+			g.warn(fmt.Sprintf("node_affinity: %s hold no replica of guest %d; HA could start it there without its data (H1)", strings.Join(outside, ", "), g.p.VMID))
 		}
 	}
 	return nil
@@ -431,7 +457,7 @@ func sameGroup(a, b ha.Group) bool {
 // planGroup writes the guest's group (PVE 8; PVE 9 before migration).
 func (g *guestHA) planGroup(cfg haConfig, nodes ha.NodeList, want *ha.Resource) ([]ansible.Change, error) {
 	if g.mechanism == ha.UseGroupsUnmigrated {
-		g.r.Warn(fmt.Sprintf("this PVE %d cluster's HA groups are not migrated to rules yet: placement is written as HA group %s, which PVE's CRM will turn into rule %s%s once every node runs PVE 9 and every LRM is active; later runs adopt that rule", g.major, g.groupName(), ha.GroupRulePrefix, g.groupName()))
+		g.warn(fmt.Sprintf("this PVE %d cluster's HA groups are not migrated to rules yet: placement is written as HA group %s, which PVE's CRM will turn into rule %s%s once every node runs PVE 9 and every LRM is active; later runs adopt that rule", g.major, g.groupName(), ha.GroupRulePrefix, g.groupName()))
 	}
 	if len(nodes) == 0 {
 		return nil, nil // the resource leaves its group (want.Group is empty)

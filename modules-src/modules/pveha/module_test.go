@@ -105,6 +105,8 @@ func (w *world) writes() []string {
 	return out
 }
 
+func (w *world) ctx() context.Context { return context.Background() }
+
 func failed(res map[string]any) bool { return res["failed"] == true }
 
 func runnerArgs() map[string]any {

@@ -35,6 +35,7 @@ type guestHA struct {
 	rule      *ha.Rule
 	group     *ha.Group
 	affinity  []ha.Rule
+	quiet     bool // preflight: plan without warning
 }
 
 // observeBase reads what both stages start from: the version, the

@@ -127,6 +127,9 @@ func (g *guestHA) planReplication(ctx context.Context, _ *ansible.World) ([]ansi
 		changes = append(changes, g.removeJob(j))
 	}
 	slices.SortFunc(g.jobs, func(a, b replication.Job) int { return a.ID.Num - b.ID.Num })
+	if err := g.preflightHA(ctx); err != nil {
+		return nil, err
+	}
 	return changes, nil
 }
 
