@@ -102,15 +102,23 @@ func (g *guestHA) planHA(ctx context.Context, _ *ansible.World) ([]ansible.Chang
 	if err := g.observeBase(ctx); err != nil {
 		return nil, err
 	}
-	if g.p.State != "absent" && g.p.WaitFirstSync && !g.r.CheckMode() {
-		g.r.Step("waiting for the first sync of the replication jobs (wait_first_sync)")
-		if err := g.waitFirstSync(ctx); err != nil {
-			return nil, fmt.Errorf("wait_first_sync: %w; the HA resource was not declared (H1: HA without replicated data restarts nothing useful)", err)
-		}
-	}
 	cfg, err := g.observeHA(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if g.p.State != "absent" && g.p.WaitFirstSync && !g.r.CheckMode() {
+		// H1 gates the declaration of the resource: before it exists every
+		// job must have synced; once it does, only jobs new in this run
+		// are waited for (after a failover, the job to the dead node fails
+		// until it returns, and HA already manages the guest).
+		_, declared := ha.FindResource(cfg.resources, g.sid)
+		g.r.Step("waiting for the first sync of the replication jobs (wait_first_sync)")
+		if err := g.waitFirstSync(ctx, declared); err != nil {
+			return nil, fmt.Errorf("wait_first_sync: %w; the HA resource was not declared or changed (H1: HA without replicated data restarts nothing useful)", err)
+		}
+		if cfg, err = g.observeHA(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if g.p.State == "absent" {
 		return g.planHAAbsent(cfg)

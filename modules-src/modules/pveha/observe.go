@@ -30,6 +30,7 @@ type guestHA struct {
 
 	jobs      []replication.Job // the guest's jobs after the run (predicted in check mode)
 	followed  map[string]bool   // job ids HA relocation rewrote (kept, not drift)
+	created   map[string]bool   // job ids this run creates
 	mechanism ha.Mechanism
 	resource  *ha.Resource // after the run; nil: none
 	rule      *ha.Rule

@@ -76,7 +76,7 @@ func (g *guestHA) planReplication(ctx context.Context, _ *ansible.World) ([]ansi
 		return nil, fmt.Errorf("cannot read the replication jobs: %w", err)
 	}
 	jobs := slices.DeleteFunc(replication.ForGuest(all, g.p.VMID), func(j replication.Job) bool { return j.RemoveJob != "" })
-	g.followed = map[string]bool{}
+	g.followed, g.created = map[string]bool{}, map[string]bool{}
 	if g.p.State == "absent" {
 		g.jobs = nil
 		var changes []ansible.Change
@@ -110,6 +110,7 @@ func (g *guestHA) planReplication(ctx context.Context, _ *ansible.World) ([]ansi
 		}
 		changes = append(changes, ch)
 		g.jobs = append(g.jobs, j)
+		g.created[j.ID.String()] = true
 	}
 	for _, j := range append(slices.Clone(plan.keep), plan.followed...) {
 		want := g.wantedJob(j)
@@ -336,8 +337,14 @@ func (g *guestHA) removeJob(j replication.Job) ansible.Change {
 // of the guest has completed a sync (H1), on the node that runs the guest
 // (a job's status is only listed on its source). pvesr's lock contention
 // (H5: "can't lock file '/var/lock/pvesr.lck'") is normal and waited out.
-func (g *guestHA) waitFirstSync(ctx context.Context) error {
-	if len(g.jobs) == 0 {
+func (g *guestHA) waitFirstSync(ctx context.Context, onlyNew bool) error {
+	var jobs []replication.Job
+	for _, j := range g.jobs {
+		if !onlyNew || g.created[j.ID.String()] {
+			jobs = append(jobs, j)
+		}
+	}
+	if len(jobs) == 0 {
 		return nil
 	}
 	return g.waitFor(ctx, "the first sync of every replication job", func(ctx context.Context) (bool, string, error) {
@@ -350,7 +357,7 @@ func (g *guestHA) waitFirstSync(ctx context.Context) error {
 			return false, "", fmt.Errorf("cannot read the replication status on %s: %w", live.Node, err)
 		}
 		var pending []string
-		for _, j := range g.jobs {
+		for _, j := range jobs {
 			st, found := findStatus(sts, j.ID)
 			switch {
 			case !found:
