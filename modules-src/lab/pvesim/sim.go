@@ -138,8 +138,8 @@ type Sim struct {
 	log     *RequestLog
 
 	guestLocks map[string]*guestLock // /var/lock/qemu-server and storage flocks (guestlock.go)
-	replGen    map[string]int        // current run chain of each replication job (replrun.go)
 	haErrors   map[string]bool       // HA services in error state, "db/sid" (ha.go)
+	haMotions  map[string]string     // CRM migrations/relocations under way, "db/sid" (hacrm.go)
 }
 
 // nodeRuntime is the serving side of a node (not persisted).
@@ -260,7 +260,8 @@ func (s *Sim) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	s.resumeReplicationRunsLocked()
+	s.replicationSchedulerLoop()
+	s.groupMigrationLoop()
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
