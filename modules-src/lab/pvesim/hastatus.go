@@ -73,7 +73,7 @@ func (s *Sim) getHAStatusCurrent(rc *reqCtx) (any, error) {
 		}
 		e["request_state"] = req
 		node, state := s.haServiceStateLocked(db, r)
-		e["node"], e["state"], e["crm_state"] = node, state, state
+		e["node"], e["state"], e["crm_state"] = node, state, rawCRMState(state)
 		e["status"] = fmt.Sprintf("%s (%s, %s)", sid, node, state)
 		for _, k := range []string{"group", "comment"} {
 			if v, ok := r.Opts[k]; ok {
@@ -176,15 +176,17 @@ func (s *Sim) haStateOfGuestLocked(db *ConfigDB, sid string) string {
 	return rawCRMState(state)
 }
 
-// rawCRMState undoes Status.pm's words for a service on its way: the
-// manager status itself says started (the LRM is starting it) and
-// request_stop.
+// rawCRMState undoes Tools.pm get_verbose_service_state's words: the
+// manager status itself says started while the LRM starts the service,
+// request_stop while it stops, stopped for a disabled one.
 func rawCRMState(state string) string {
 	switch state {
 	case "starting":
 		return "started"
 	case "stopping":
 		return "request_stop"
+	case "disabled":
+		return "stopped"
 	}
 	return state
 }
