@@ -224,29 +224,56 @@ func TestHAGroupsMigrateToRulesPVE9H2(t *testing.T) {
 }
 
 // H3, H7: a powered-off node is fenced FenceDelay later and its replicated
-// services come back on the preferred node; a VM whose cloud-init drive was
-// never replicated (a cdrom) starts anyway — qemu-server regenerates it —
-// and the replication job follows the guest (source/target switched, a
-// client keyed on target sees it move) until failback puts it back. A
-// service in error stays where it is on failback.
+// services — the seed's VM and container — come back on the preferred node;
+// a VM whose cloud-init drive was never replicated (a cdrom) starts anyway
+// (qemu-server regenerates it), and the replication jobs follow the guests
+// (source/target switched, a client keyed on target sees them move) until
+// failback puts them back. A service in error (H8: no replica) stays where
+// it is on failback. PVE 8 prefers through a group, PVE 9 through a rule.
 func TestHAFailoverFollowsReplicationH3H7H8(t *testing.T) {
 	t.Parallel()
-	s, a, b := haCluster(t, 9, nil)
+	for _, v := range []int{8, 9} {
+		t.Run(fmt.Sprintf("PVE%d", v), func(t *testing.T) { failoverFollowsReplication(t, v) })
+	}
+}
+
+func failoverFollowsReplication(t *testing.T, v int) {
+	t.Parallel()
+	s, a, b := haCluster(t, v, nil)
 	createVM(t, a, 100, url.Values{"scsi0": {"tank:4"}, "ide2": {"tank:cloudinit"}})
 	createVM(t, a, 101, nil) // local-lvm: no replica (H8)
-	a.call("POST", "/cluster/replication", url.Values{"id": {"100-0"}, "type": {"local"}, "target": {"pve02"}}).must(t, "job")
-	for _, sid := range []string{"vm:100", "vm:101"} {
-		a.call("POST", "/cluster/ha/resources", url.Values{"sid": {sid}}).must(t, sid)
+	mustTask(t, a, "POST", "/nodes/pve01/lxc", url.Values{"vmid": {"200"}, "ostemplate": {"local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst"},
+		"rootfs": {"tank:2"}})
+	for _, id := range []string{"100-0", "200-0"} {
+		a.call("POST", "/cluster/replication", url.Values{"id": {id}, "type": {"local"}, "target": {"pve02"}}).must(t, "job "+id)
 	}
-	a.call("POST", "/cluster/ha/rules", url.Values{"rule": {"home"}, "type": {"node-affinity"}, "resources": {"vm:100,vm:101"},
-		"nodes": {"pve01:2,pve02:1"}}).must(t, "rule")
-	eventually(t, "first sync", func() bool {
-		return a.call("GET", "/nodes/pve01/replication/100-0/status", nil).must(t, "status").obj()["last_sync"] != float64(0)
-	})
-	eventually(t, "running on pve01", func() bool {
-		_, s0 := vmNode(t, a, 100)
-		_, s1 := vmNode(t, a, 101)
-		return s0 == "running" && s1 == "running"
+	sids := []string{"vm:100", "vm:101", "ct:200"}
+	if v == 8 {
+		a.call("POST", "/cluster/ha/groups", url.Values{"group": {"home"}, "nodes": {"pve01:2,pve02:1"}}).must(t, "group")
+	}
+	for _, sid := range sids {
+		p := url.Values{"sid": {sid}}
+		if v == 8 {
+			p.Set("group", "home")
+		}
+		a.call("POST", "/cluster/ha/resources", p).must(t, sid)
+	}
+	if v == 9 {
+		a.call("POST", "/cluster/ha/rules", url.Values{"rule": {"home"}, "type": {"node-affinity"}, "resources": {strings.Join(sids, ",")},
+			"nodes": {"pve01:2,pve02:1"}}).must(t, "rule")
+	}
+	for _, id := range []string{"100-0", "200-0"} {
+		eventually(t, "first sync of "+id, func() bool {
+			return a.call("GET", "/nodes/pve01/replication/"+id+"/status", nil).must(t, "status").obj()["last_sync"] != float64(0)
+		})
+	}
+	eventually(t, "all running on pve01", func() bool {
+		for _, id := range []int{100, 101, 200} {
+			if n, st := vmNode(t, a, id); n != "pve01" || st != "running" {
+				return false
+			}
+		}
+		return true
 	})
 
 	if err := s.SetOnline("pve01", false); err != nil {
@@ -260,26 +287,34 @@ func TestHAFailoverFollowsReplicationH3H7H8(t *testing.T) {
 			t.Errorf("hastate while fencing: %v", e["hastate"])
 		}
 	}
-	eventually(t, "vm:100 recovered and running on pve02", func() bool { n, st := vmNode(t, b, 100); return n == "pve02" && st == "running" })
+	for _, id := range []int{100, 200} {
+		eventually(t, fmt.Sprintf("%d recovered and running on pve02", id), func() bool { n, st := vmNode(t, b, id); return n == "pve02" && st == "running" })
+	}
 	if e := haService(t, b, "vm:100"); e["state"] != "started" {
 		t.Errorf("recovered VM with a regenerated cloud-init drive: %v, want started", e)
 	}
 	if !strings.Contains(fmt.Sprint(b.call("GET", "/nodes/pve02/storage/tank/content", nil).must(t, "content").list()), "vm-100-cloudinit") {
 		t.Error("no cloud-init volume on pve02 after the recovered VM started")
 	}
-	eventually(t, "job follows the guest: pve02 → pve01", func() bool {
-		j := b.call("GET", "/cluster/replication/100-0", nil).must(t, "job").obj()
-		return j["source"] == "pve02" && j["target"] == "pve01"
-	})
+	for _, id := range []string{"100-0", "200-0"} {
+		eventually(t, id+" follows the guest: pve02 → pve01", func() bool {
+			j := b.call("GET", "/cluster/replication/"+id, nil).must(t, "job").obj()
+			return j["source"] == "pve02" && j["target"] == "pve01"
+		})
+	}
 	eventually(t, "vm:101 in error (no replica)", func() bool { return haService(t, b, "vm:101")["state"] == "error" })
 
 	if err := s.SetOnline("pve01", true); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "failback of vm:100", func() bool { n, st := vmNode(t, b, 100); return n == "pve01" && st == "running" })
-	j := b.call("GET", "/cluster/replication/100-0", nil).must(t, "job").obj()
-	if j["source"] != "pve01" || j["target"] != "pve02" {
-		t.Errorf("job after failback: %v, want pve01 → pve02", j)
+	for _, id := range []int{100, 200} {
+		eventually(t, fmt.Sprintf("failback of %d", id), func() bool { n, st := vmNode(t, b, id); return n == "pve01" && st == "running" })
+	}
+	for _, id := range []string{"100-0", "200-0"} {
+		j := b.call("GET", "/cluster/replication/"+id, nil).must(t, "job").obj()
+		if j["source"] != "pve01" || j["target"] != "pve02" {
+			t.Errorf("job %s after failback: %v, want pve01 → pve02", id, j)
+		}
 	}
 	stays(t, b, 101, "pve02", "a service in error on failback")
 	b.call("PUT", "/cluster/ha/resources/vm:101", url.Values{"state": {"disabled"}}).must(t, "disable")
