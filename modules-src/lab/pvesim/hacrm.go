@@ -411,7 +411,7 @@ func (s *Sim) groupMigrationLoop() {
 	go func() {
 		defer s.wg.Done()
 		rounds := map[string]int{}
-		for s.sleep(s.crmRound()) {
+		for s.sleep(max(s.crmRound(), 10*time.Millisecond)) {
 			s.mu.Lock()
 			for id, db := range s.st.DBs {
 				res, _ := s.haResourcesLocked(db)

@@ -62,7 +62,11 @@ func scheduleEvery(schedule string) int {
 	return 15
 }
 
-func (s *Sim) replMinute() time.Duration { return s.cfg.dur(s.cfg.ReplicationInterval, time.Minute) }
+// replMinute is the lab's replication minute; "none" (negative) is made a
+// few milliseconds so the scheduler loop does not spin.
+func (s *Sim) replMinute() time.Duration {
+	return max(s.cfg.dur(s.cfg.ReplicationInterval, time.Minute), 10*time.Millisecond)
+}
 
 // nextEvent is compute_next_event for a "*/N" schedule on the lab's clock:
 // the first multiple of N lab minutes after last (Unix ms).
@@ -173,6 +177,9 @@ func (s *Sim) runDueJobs(node, only string) []string {
 		for _, j := range s.jobsOnNodeLocked(db, node) {
 			if done[j.ID] || only != "" && j.ID != only {
 				continue
+			}
+			if only == "" && j.Opts["disable"] == "1" && j.Opts["remove_job"] == "" {
+				continue // job_status without get_disabled
 			}
 			at := s.nextSyncLocked(node, j)
 			if only == "" && (at == 0 || at > start) {
