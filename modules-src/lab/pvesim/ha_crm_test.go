@@ -320,3 +320,21 @@ func failoverFollowsReplication(t *testing.T, v int) {
 	b.call("PUT", "/cluster/ha/resources/vm:101", url.Values{"state": {"disabled"}}).must(t, "disable")
 	stays(t, b, 101, "pve02", "a disabled service")
 }
+
+// H2: PVE 8 keeps its groups: no rules API, no migration however many CRM
+// rounds pass with every node online.
+func TestHAGroupsStayOnPVE8H2(t *testing.T) {
+	t.Parallel()
+	_, a, _ := twoNodes(t, simOpts{version: 8, taskDuration: 30 * time.Millisecond, restartWindow: 200 * time.Millisecond},
+		func(c *Config) { c.HADelay = 50 * time.Millisecond })
+	createVM(t, a, 100, nil)
+	a.call("POST", "/cluster/ha/groups", url.Values{"group": {"home"}, "nodes": {"pve01:2,pve02:1"}}).must(t, "group")
+	a.call("POST", "/cluster/ha/resources", url.Values{"sid": {"vm:100"}, "group": {"home"}, "state": {"stopped"}}).must(t, "resource")
+	time.Sleep(12 * 50 * time.Millisecond)
+	if g := a.call("GET", "/cluster/ha/groups", nil).must(t, "groups").list(); len(g) != 1 {
+		t.Errorf("PVE 8 groups after 12 rounds: %v", g)
+	}
+	if res := a.call("GET", "/cluster/ha/resources/vm:100", nil).must(t, "resource").obj(); res["group"] != "home" {
+		t.Errorf("PVE 8 resource lost its group: %v", res)
+	}
+}
