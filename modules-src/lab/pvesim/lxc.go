@@ -3,6 +3,7 @@ package pvesim
 import (
 	"fmt"
 	"maps"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -235,18 +236,53 @@ func (s *Sim) getLxcConfig(rc *reqCtx) (any, error) {
 }
 
 // ctDescription is how parse_pct_config reads the comment lines a
-// container's description is stored as: each "#" line gives its text and
-// a newline (pve-container LXC/Config.pm), so "web" comes back "web\n".
+// container's description is stored as: each "#" line gives its
+// decode_text'd text and a newline (pve-container LXC/Config.pm), so "web"
+// comes back "web\n".
 func ctDescription(stored string) string {
-	return stored + "\n"
+	var b strings.Builder
+	for _, l := range strings.Split(stored, "\n") {
+		b.WriteString(decodeText(l) + "\n")
+	}
+	return b.String()
 }
 
 // storeCtDescription moves a description given to create or update into
-// the comment lines write_pct_config writes ("#" + line for each line of
-// split /\n/, which drops trailing empty lines).
+// the comment lines write_pct_config writes: "#" + encode_text(line) for
+// each line of split /\n/ (which drops trailing empty lines).
 func storeCtDescription(c *qmConf, v string) {
 	delete(c.Keys, "description")
-	c.Description = strings.TrimRight(v, "\n")
+	lines := strings.Split(strings.TrimRight(v, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = encodeText(l)
+	}
+	c.Description = strings.Join(lines, "\n")
+	if v == "" {
+		c.Description = ""
+	}
+}
+
+// encodeText is pve-common ParseUtils.pm encode_text: every byte of the
+// UTF-8 text outside 0x20–0x7e, and ':' and '%', as %XX (uri_escape).
+func encodeText(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c <= 0x7e && c != ':' && c != '%' {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
+
+// decodeText is decode_text: uri_unescape of every %XX.
+func decodeText(s string) string {
+	if v, err := url.PathUnescape(s); err == nil {
+		return v
+	}
+	return s
 }
 
 // PUT /nodes/{node}/lxc/{vmid}/config: synchronous under the config lock.

@@ -82,12 +82,12 @@ func TestContainerDescriptionAndInterfaces(t *testing.T) {
 	if d := c.call("GET", "/nodes/pve01/lxc/200/config", nil).must(t, "config").obj()["description"]; d != "web\n" {
 		t.Errorf("description after create: %q", d)
 	}
-	c.call("PUT", "/nodes/pve01/lxc/200/config", url.Values{"description": {"runner\n\nowned by ci\n"}}).must(t, "PUT description")
+	c.call("PUT", "/nodes/pve01/lxc/200/config", url.Values{"description": {"runner\n\nowner: ci (100% é)\n"}}).must(t, "PUT description")
 	raw, _, _ := s.ReadPmxcfs("pve01", "nodes/pve01/lxc/200.conf")
-	if !strings.HasPrefix(raw, "#runner\n#\n#owned by ci\n") || strings.Contains(raw, "description:") {
-		t.Errorf("config file: %q", raw)
+	if !strings.HasPrefix(raw, "#runner\n#\n#owner%3A ci (100%25 %C3%A9)\n") || strings.Contains(raw, "description:") {
+		t.Errorf("config file (encode_text per line): %q", raw)
 	}
-	if d := c.call("GET", "/nodes/pve01/lxc/200/config", nil).must(t, "config").obj()["description"]; d != "runner\n\nowned by ci\n" {
+	if d := c.call("GET", "/nodes/pve01/lxc/200/config", nil).must(t, "config").obj()["description"]; d != "runner\n\nowner: ci (100% é)\n" {
 		t.Errorf("description after update: %q", d)
 	}
 	c.call("PUT", "/nodes/pve01/lxc/200/config", url.Values{"delete": {"description"}}).must(t, "delete description")
