@@ -48,10 +48,6 @@ type Options struct {
 	Labtools string
 	Domain   string    // DNS domain of the nodes' FQDNs (default lab.internal)
 	Log      io.Writer // progress and server logs (nil: discarded)
-	// SimTimings, when set, adjusts the simulator's durations before it
-	// starts: PVE's own delays are the defaults (a CRM round 10 s, fencing
-	// 60 s, a pvesr run a minute), tests shorten them.
-	SimTimings func(*pvesim.Config)
 }
 
 // NodeInfo is what a user of the lab needs to reach a node.

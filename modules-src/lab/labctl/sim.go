@@ -12,9 +12,6 @@ import (
 func (l *Lab) startSimulator(ctx context.Context) error {
 	cfg := pvesim.Config{Version: l.opts.PVE, Dir: l.dir}
 	l.storageHooks(&cfg)
-	if l.opts.SimTimings != nil {
-		l.opts.SimTimings(&cfg)
-	}
 	for i := 1; i <= l.opts.Nodes; i++ {
 		cfg.Nodes = append(cfg.Nodes, pvesim.NodeConfig{Name: NodeName(i), Addr: NodeAddr(l.slot, i)})
 	}
