@@ -66,7 +66,7 @@ func (s *Sim) crmOnlineLocked(node string) bool {
 	if !s.nodeUpLocked(node) || !s.memberUpLocked(node) {
 		return false
 	}
-	back := s.st.Nodes[node].haBackAt
+	back := s.haBackAt[node]
 	return back.IsZero() || time.Since(back) >= s.cfg.dur(s.cfg.FailbackDelay, 2*time.Minute)
 }
 
@@ -322,7 +322,7 @@ func (s *Sim) crmMoveLocked(db *ConfigDB, r *section, e vmEntry, target string) 
 // is still down and the rest is quorate, its HA services are recovered.
 func (s *Sim) nodeDownLocked(node string) {
 	dbID := s.st.Nodes[node].DB
-	s.st.Nodes[node].haBackAt = time.Time{}
+	delete(s.haBackAt, node)
 	d := s.cfg.dur(s.cfg.FenceDelay, 60*time.Second)
 	s.haLaterLocked(d, dbID, func(db *ConfigDB) {
 		if !s.nodeUpLocked(node) && db.Corosync != nil && s.quorateLocked(db) {
@@ -374,7 +374,10 @@ func (s *Sim) recoverNodeLocked(db *ConfigDB, dead string) {
 // then moves home the services that prefer it (failback).
 func (s *Sim) nodeBackLocked(node string) {
 	dbID := s.st.Nodes[node].DB
-	s.st.Nodes[node].haBackAt = time.Now()
+	if s.haBackAt == nil {
+		s.haBackAt = map[string]time.Time{}
+	}
+	s.haBackAt[node] = time.Now()
 	db := s.st.DBs[dbID]
 	if db == nil {
 		return

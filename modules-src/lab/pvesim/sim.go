@@ -145,6 +145,7 @@ type Sim struct {
 	guestLocks map[string]*guestLock // /var/lock/qemu-server and storage flocks (guestlock.go)
 	haErrors   map[string]bool       // HA services in error state, "db/sid" (ha.go)
 	haMotions  map[string]string     // CRM migrations/relocations under way, "db/sid" (hacrm.go)
+	haBackAt   map[string]time.Time  // when each node came back from a power-off (hacrm.go)
 }
 
 // nodeRuntime is the serving side of a node (not persisted).

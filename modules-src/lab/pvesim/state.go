@@ -63,9 +63,6 @@ type Node struct {
 	Volumes map[string]*GuestVolume `json:"volumes,omitempty"`
 	// restarting is true while the API is down for a join (not persisted).
 	restarting bool
-	// haBackAt is when the node came back from a power-off (hacrm.go; not
-	// persisted).
-	haBackAt time.Time
 }
 
 // ConfigDB is one pmxcfs instance (/etc/pve).
