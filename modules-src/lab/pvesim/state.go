@@ -68,9 +68,6 @@ type Node struct {
 // ConfigDB is one pmxcfs instance (/etc/pve).
 type ConfigDB struct {
 	ID string `json:"id"`
-	// AuthKey signs tickets and CSRF tokens (priv/authkey.key): a node that
-	// swaps DB on join invalidates every ticket it issued before.
-	AuthKey  string              `json:"auth_key"`
 	Corosync *Corosync           `json:"corosync,omitempty"`
 	Storage  map[string]*Storage `json:"storage"`
 	// StorageOrder is the order of storage.cfg's sections (SectionConfig's
@@ -190,7 +187,6 @@ func newUUID() string {
 func newDB(st *State, node string) *ConfigDB {
 	db := &ConfigDB{
 		ID:      "db-" + node + "-" + randomHex(4),
-		AuthKey: randomHex(32),
 		Storage: map[string]*Storage{
 			"local": {ID: "local", Type: "dir", Options: map[string]any{
 				"path": "/var/lib/vz", "content": "iso,vztmpl,backup,import"}},
