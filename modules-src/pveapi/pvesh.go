@@ -92,8 +92,9 @@ func (t *pveshTransport) do(ctx context.Context, method, path string, params url
 		// Stopped by the run's deadline (or cancelled): a write may have
 		// happened, so this is never "nothing done" (Do marks it
 		// unanswered); the message says what stopped it, not just "signal".
-		return nil, newError(method, path, 0, "", nil,
-			fmt.Errorf("pvesh was stopped when the task's deadline passed (SIGTERM to its process group, SIGKILL after %s): %w", t.graceOrDefault(), context.Cause(ctx)))
+		return nil, newError(method, path, 0, "", nil, &stoppedError{
+			what:  fmt.Sprintf("pvesh was stopped because the task's deadline passed (SIGTERM to its process group, SIGKILL after %s)", t.graceOrDefault()),
+			cause: context.Cause(ctx)})
 	}
 	if err != nil {
 		var exit *exec.ExitError
