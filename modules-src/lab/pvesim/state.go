@@ -67,7 +67,7 @@ type Node struct {
 
 // ConfigDB is one pmxcfs instance (/etc/pve).
 type ConfigDB struct {
-	ID string `json:"id"`
+	ID       string              `json:"id"`
 	Corosync *Corosync           `json:"corosync,omitempty"`
 	Storage  map[string]*Storage `json:"storage"`
 	// StorageOrder is the order of storage.cfg's sections (SectionConfig's
@@ -186,7 +186,7 @@ func newUUID() string {
 // leaves it: local (dir) and local-lvm (lvmthin), root@pam and the lab token.
 func newDB(st *State, node string) *ConfigDB {
 	db := &ConfigDB{
-		ID:      "db-" + node + "-" + randomHex(4),
+		ID: "db-" + node + "-" + randomHex(4),
 		Storage: map[string]*Storage{
 			"local": {ID: "local", Type: "dir", Options: map[string]any{
 				"path": "/var/lib/vz", "content": "iso,vztmpl,backup,import"}},
