@@ -121,11 +121,11 @@ func (c *Client) connectLocal(ctx context.Context, conn Connection, o Options) (
 		tt, err := newTicketTransport(conn, o, time.Now)
 		if err == nil {
 			if perr := c.probe(ctx, tt); perr != nil {
-				err = fmt.Errorf("the node's pveproxy (%s) did not answer a minted ticket: %s", tt.base, withoutHint(perr))
+				err = fmt.Errorf("the node's pveproxy (%s) did not answer a minted ticket: %s", tt.current().base, withoutHint(perr))
 			}
 		}
 		if err == nil {
-			c.t, c.target = tt, "local node ("+tt.base+", minted root@pam ticket)"
+			c.t, c.target = tt, "local node ("+tt.current().base+", minted root@pam ticket)"
 			return c, nil
 		}
 		why = err.Error()

@@ -3,6 +3,7 @@ package pveapi
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto"
 	"crypto/hmac"
 	"crypto/rand"
@@ -11,11 +12,13 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -304,24 +307,84 @@ func localTLS(lf localFiles) (*tls.Config, error) {
 	return &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool, ServerName: lf.nodename}, nil
 }
 
+// localTransport is local mode's HTTPS transport. A join gives the node
+// the cluster's /etc/pve: another auth key (every ticket signed before is
+// refused) and a certificate from another CA. So when the node answers
+// 401, or its certificate no longer verifies, the keys and CA are read
+// again and the request is sent once more: both failures happen before
+// PVE acts (authentication precedes every handler, the TLS handshake
+// precedes the request), so nothing can have been done twice.
+type localTransport struct {
+	conn Connection
+	o    Options
+	now  func() time.Time
+
+	mu  sync.Mutex
+	cur *httpTransport
+	id  string // what cur was built from (see buildTicketTransport)
+}
+
+func (t *localTransport) current() *httpTransport {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.cur
+}
+
+func (t *localTransport) do(ctx context.Context, method, path string, params url.Values) (json.RawMessage, error) {
+	cur := t.current()
+	raw, err := cur.do(ctx, method, path, params)
+	if k := KindOf(err); k != KindAuth && k != KindTLS {
+		return raw, err
+	}
+	fresh, id, rerr := buildTicketTransport(t.conn, t.o, t.now)
+	t.mu.Lock()
+	same := rerr != nil || id == t.id
+	if !same {
+		t.cur, t.id = fresh, id
+	}
+	t.mu.Unlock()
+	if same {
+		return nil, err // nothing changed on the node: the answer stands
+	}
+	return fresh.do(ctx, method, path, params)
+}
+
 // newTicketTransport builds the HTTPS transport of local mode, or says why
 // it cannot.
-func newTicketTransport(conn Connection, o Options, now func() time.Time) (*httpTransport, error) {
-	lf, err := o.localFiles()
+func newTicketTransport(conn Connection, o Options, now func() time.Time) (*localTransport, error) {
+	cur, id, err := buildTicketTransport(conn, o, now)
 	if err != nil {
 		return nil, err
+	}
+	return &localTransport{conn: conn, o: o, now: now, cur: cur, id: id}, nil
+}
+
+// buildTicketTransport reads the node's keys, address and CA; id sums up
+// what it read, so a rebuild from unchanged files is recognised.
+func buildTicketTransport(conn Connection, o Options, now func() time.Time) (*httpTransport, string, error) {
+	lf, err := o.localFiles()
+	if err != nil {
+		return nil, "", err
 	}
 	m, err := loadMinter(lf, now)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	addr, err := ownAddress(lf)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	tc, err := localTLS(lf)
 	if err != nil {
-		return nil, err
+		return nil, "", err
+	}
+	sum := sha256.New()
+	sum.Write(m.priv.N.Bytes())
+	sum.Write(m.wwwKey)
+	sum.Write([]byte(addr))
+	for _, rel := range []string{"pve-root-ca.pem", filepath.Join("nodes", lf.nodename, "pveproxy-ssl.pem")} {
+		b, _ := os.ReadFile(filepath.Join(lf.etcPve, rel))
+		sum.Write(b)
 	}
 	port := conn.Port
 	if port == 0 {
@@ -338,5 +401,5 @@ func newTicketTransport(conn Connection, o Options, now func() time.Time) (*http
 	base := "https://" + net.JoinHostPort(addr, strconv.Itoa(port))
 	pc := proxmox.NewClient(base+"/api2/json", proxmox.WithHTTPClient(hc), proxmox.WithLogger(silentLogger{}),
 		proxmox.WithUserAgent("gopve.proxmox"), proxmox.WithRequestInterceptor(m.sign))
-	return &httpTransport{base: base, pc: pc}, nil
+	return &httpTransport{base: base, pc: pc}, fmt.Sprintf("%x", sum.Sum(nil)), nil
 }

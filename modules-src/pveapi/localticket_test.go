@@ -247,3 +247,38 @@ func TestPveshUnderTheDeadline(t *testing.T) {
 		}
 	}
 }
+
+// TestLocalModeFollowsANewKey: a join gives the node the cluster's auth
+// key (a rotation does not matter: the old key keeps verifying); the next request's 401 makes local mode read the keys
+// again and send the request once more (PVE refused it before acting), so
+// a module that reads the node after joining it keeps working.
+func TestLocalModeFollowsANewKey(t *testing.T) {
+	s := pveapitest.Start(t, 9, 1)
+	n := newLocalNode(t, s, "pve01")
+	c, err := pveapi.Connect(context.Background(), pveapi.Connection{}, n.options("/nonexistent/pvesh"))
+	if err != nil || c.Pvesh() {
+		t.Fatalf("Connect: %v (pvesh %v)", err, c != nil && c.Pvesh())
+	}
+	// The node joins a cluster: /etc/pve, keys included, is the cluster's.
+	dir := s.EtcPveDir("pve01")
+	k, _ := rsa.GenerateKey(rand.Reader, 2048)
+	pubDER, _ := x509.MarshalPKIXPublicKey(&k.PublicKey)
+	for rel, b := range map[string][]byte{
+		"priv/authkey.key": pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)}),
+		"authkey.pub":      pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}),
+	} {
+		writeFile(t, filepath.Join(dir, rel), b)
+		writeFile(t, filepath.Join(n.etcPve, rel), b)
+	}
+	s.ResetRequests()
+	if err := c.Post(context.Background(), "/pools", url.Values{"poolid": {"after-join"}}, nil); err != nil {
+		t.Fatalf("a write after the key changed: %v", err)
+	}
+	var got []string
+	for _, r := range s.Requests() {
+		got = append(got, r.Method+" "+r.Path+" "+http.StatusText(r.Status))
+	}
+	if len(got) != 2 || got[0] != "POST /pools Unauthorized" || got[1] != "POST /pools OK" {
+		t.Errorf("requests %q: want the refused write, then the same write once with the new key", got)
+	}
+}
