@@ -140,7 +140,7 @@ func TestSeedChainFromNothing(t *testing.T) {
 		t.Run(fmt.Sprintf("PVE %d", v), func(t *testing.T) {
 			w := newWorld(t, v)
 			w.seedGuests()
-			for _, args := range []map[string]any{dokployArgs(), runnerArgs()} {
+			for _, args := range []map[string]any{runnerArgs(), dokployArgs()} {
 				w.sim.ResetRequests()
 				check := w.run(args, true)
 				if failed(check) || check["changed"] != true {
