@@ -27,8 +27,8 @@ options:
   api_host:
     description:
       - "Name or address of a PVE node whose API (pveproxy) the module talks to."
-      - "When unset and the module runs as root on a PVE node, it uses that node's own API through pvesh (local mode): no credentials, no TLS, but one pvesh process (about half a second on a real node) per API call."
-      - "pvesh takes parameters only on its command line, which any user of the node can read, so local mode never sends a secret (a storage password or encryption key): a task that gives one needs api_host."
+      - "When unset and the module runs as root on a PVE node, it uses that node's own API (local mode): it signs a short-lived root@pam ticket with the cluster's /etc/pve/priv/authkey.key, as PVE does at a login, and calls the node's pveproxy over HTTPS, verified against /etc/pve/pve-root-ca.pem. No credentials are needed and secrets travel in the request body."
+      - "When that is not possible (keys unreadable, the ticket refused), local mode falls back to pvesh with a warning saying why: one pvesh process (about half a second on a real node) per API call, and, since pvesh takes parameters only on its command line, which any user of the node can read, no secret (a storage password or encryption key) is ever sent then."
       - "If not set, the value of the environment variable C(PROXMOX_HOST) is used."
     type: "str"
   api_password:
@@ -210,7 +210,7 @@ attributes:
     description: "Use C(group/gopve.proxmox.api) in C(module_defaults) to set defaults for this module."
 notes:
   - "Run it once per guest for the cluster (run_once, or from the controller): every object lives in /etc/pve, shared by all members."
-  - "Token privileges: VM.Audit and VM.Replicate on /vms/<vmid> (replication jobs), Sys.Console on / (HA resources, groups and rules need it on PVE 8 and 9), Sys.Audit on / (cluster status, HA reads), Datastore.Audit on /storage (the guest's storages and their status on the targets). The lab token is root@pam without privilege separation."
+  - "Token privileges (from the PVE 8 and 9 API schemas): VM.Audit on /vms/<vmid> (the guest, its config, its jobs and their status); replication writes need Datastore.Allocate on /storage on PVE 8 and VM.Replicate on /vms/<vmid> on PVE 9; HA resources, groups and rules need Sys.Audit on / to read and Sys.Console on / to write; Datastore.Audit on /storage/<storage> for the guest's storages and their status on the targets. Without VM.Audit the guest list is silently empty (K19): the module checks the privilege instead of reporting the guest missing."
   - "HA recovery of a guest after a node failure takes about a minute (PVE fences the node first, H7); data written after the last replication is lost. Only full clones can move (H8): a linked clone's base disk lives on its template's node."
   - "The module is a compiled Go program run by the collection's action plugin; no Python is needed on the target except for C(async)."
   - "The task reports C(changed) only after reading back the state it promised; C(changes) lists what was (or in check mode would be) done."

@@ -284,3 +284,8 @@ func TestRefusalsBeforeAnyWrite(t *testing.T) {
 		})
 	}
 }
+
+func pveapitestWrite(w *world, method, path string, params url.Values) {
+	w.t.Helper()
+	pveapitest.Write(w.t, w.api, method, path, params)
+}

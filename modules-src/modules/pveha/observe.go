@@ -77,6 +77,10 @@ func (g *guestHA) observeBase(ctx context.Context) error {
 		g.sid = sid
 		return nil
 	}
+	// The guest list leaves out guests the token may not see (K19).
+	if err := g.c.RequireAny(ctx, fmt.Sprintf("/vms/%d", g.p.VMID), "VM.Audit"); err != nil {
+		return fmt.Errorf("vmid: cannot tell whether guest %d exists: %w", g.p.VMID, err)
+	}
 	if g.p.State != "absent" {
 		return fmt.Errorf("vmid: no guest %d in the cluster (looked on every node: %s)", g.p.VMID, strings.Join(members, ", "))
 	}
