@@ -41,8 +41,14 @@ type Config struct {
 	// EtcPve is a host directory (the lab's pmxcfs mount of this node)
 	// bind-mounted at /etc/pve at every start. Empty: /etc/pve is a plain
 	// directory of the node holding priv/authorized_keys and known_hosts.
-	EtcPve   string
-	MemBytes int64 // RAM the installer "saw": zfs.conf gets ~10 % (B4)
+	EtcPve string
+	// DropFSTypes are filesystem types of which the node keeps only the
+	// mounts inside its root: its mount namespace starts as a copy of the
+	// host's, which holds every node's /etc/pve (and other labs'); a copy
+	// held here would keep another node's /etc/pve alive after that node
+	// powers off.
+	DropFSTypes []string
+	MemBytes    int64 // RAM the installer "saw": zfs.conf gets ~10 % (B4)
 
 	// Files are written into the node's own filesystem before first start.
 	Files map[string]File
