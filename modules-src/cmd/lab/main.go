@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/labctl"
+	"github.com/gopve/proxmox/modules-src/lab/systool"
 	"github.com/gopve/proxmox/modules-src/lab/tools"
 	"github.com/gopve/proxmox/modules-src/lab/tools/cli"
 )
@@ -191,6 +192,9 @@ func up(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := labctl.CheckDir(dir); err != nil {
+		return err
+	}
 	if st, err := labctl.ReadState(dir); err == nil {
 		w.slot = st.Slot
 		if alive(st.PID) {
@@ -224,7 +228,10 @@ func up(args []string, stdout io.Writer) error {
 		}
 	}
 	logPath := filepath.Join(dir, "supervisor.log")
-	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	// Read and write: a supervisor that fails removes the lab directory
+	// (log included) before it exits, and this descriptor is then the only
+	// way left to its last words.
+	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o600)
 	if err != nil {
 		return err
 	}
@@ -243,13 +250,11 @@ func up(args []string, stdout io.Writer) error {
 	for {
 		select {
 		case err := <-exited:
-			b, _ := os.ReadFile(logPath)
-			_ = labctl.Cleanup(dir)
-			return fmt.Errorf("the lab supervisor stopped (%v):\n%s", err, tail(string(b), 40))
+			return failedStart(dir, log, fmt.Sprintf("the lab supervisor stopped (%v)", err))
 		case <-ctx.Done():
 			_ = cmd.Process.Signal(syscall.SIGTERM)
 			<-exited
-			return fmt.Errorf("the lab did not come up within %s", *timeout)
+			return failedStart(dir, log, fmt.Sprintf("the lab did not come up within %s", *timeout))
 		case <-time.After(200 * time.Millisecond):
 		}
 		if st, err := labctl.ReadState(dir); err == nil && st.PID == cmd.Process.Pid {
@@ -257,6 +262,35 @@ func up(args []string, stdout io.Writer) error {
 			return addGuests(ctx, dir)
 		}
 	}
+}
+
+// failedStart clears what a failed start left in dir, keeps the
+// supervisor's log there for a post-mortem and returns an error carrying
+// its tail: the reason, which a bare exit status does not give.
+func failedStart(dir string, log *os.File, what string) error {
+	var b []byte
+	if _, err := log.Seek(0, io.SeekStart); err == nil {
+		b, _ = io.ReadAll(log)
+	}
+	logPath := filepath.Join(dir, "supervisor.log")
+	var errs []string
+	if err := labctl.Cleanup(dir); err != nil {
+		errs = append(errs, "cleaning up: "+err.Error())
+	}
+	kept := "kept in " + logPath
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		kept = "not kept: " + err.Error()
+	} else if err := os.WriteFile(logPath, b, 0o600); err != nil {
+		kept = "not kept: " + err.Error()
+	}
+	msg := fmt.Sprintf("%s; its log (%s) ends:\n%s", what, kept, tail(string(b), 40))
+	if strings.TrimSpace(string(b)) == "" {
+		msg = fmt.Sprintf("%s and logged nothing (log %s)", what, kept)
+	}
+	if len(errs) > 0 {
+		msg += "\n(" + strings.Join(errs, "; ") + ")"
+	}
+	return errors.New(msg)
 }
 
 func printUsage(w io.Writer, st labctl.State) {
@@ -401,7 +435,7 @@ func sshCmd(args []string) error {
 				"-o", "GlobalKnownHostsFile=/dev/null", "-o", "StrictHostKeyChecking=yes", "-o", "IdentitiesOnly=yes",
 				"root@" + n.Addr}
 			argv = append(argv, fs.Args()[1:]...)
-			path, err := exec.LookPath("ssh")
+			path, err := systool.Path("ssh")
 			if err != nil {
 				return err
 			}

@@ -17,7 +17,8 @@ import (
 // Issue 15: `lab power off|on|reboot NODE` by hand. Off: the node's SSH
 // and API ports stop answering as a dead host's do (connect times out, no
 // refusal) and `lab status` says so; again: "already off"; an unknown node
-// is named with the lab's nodes; on and reboot bring SSH back.
+// is named with the lab's nodes; on and reboot bring SSH back. Every
+// command runs without PATH.
 func TestPowerFromTheCLI(t *testing.T) {
 	if os.Geteuid() != 0 {
 		testenv.Skip(t, "the lab needs root (namespaces, overlayfs, loop devices)")
@@ -27,9 +28,19 @@ func TestPowerFromTheCLI(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	dir := filepath.Join(t.TempDir(), "lab")
+	// Without PATH (cron, sudo's secure_path, a bare env): the lab finds
+	// losetup, unshare, mkfs.ext4, gpg, ssh… in the system directories and
+	// Go where its tarball installs it (issue 15).
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PATH=") {
+			env = append(env, kv)
+		}
+	}
 	lab := func(args ...string) (string, error) {
 		var out bytes.Buffer
 		cmd := exec.Command(bin, args...)
+		cmd.Env = env
 		cmd.Stdout, cmd.Stderr = &out, &out
 		err := cmd.Run()
 		return out.String(), err

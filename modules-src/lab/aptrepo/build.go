@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/gopve/proxmox/modules-src/lab/systool"
 )
 
 // Repo is a built set of repositories on disk, ready to be served.
@@ -98,8 +99,8 @@ func Build(ctx context.Context, dir string, pve int) (*Repo, error) {
 		return nil, err
 	}
 	for _, tool := range []string{"dpkg-deb", "apt-ftparchive", "gpg", "gpgconf"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			return nil, fmt.Errorf("building the lab's apt repository needs %s (apt-get install dpkg-dev apt-utils gnupg): %w", tool, err)
+		if _, err := systool.Path(tool); err != nil {
+			return nil, fmt.Errorf("building the lab's apt repository: %w", err)
 		}
 	}
 	repo := &Repo{Release: r, Root: filepath.Join(dir, "www")}
@@ -248,6 +249,18 @@ func writeArchive(ctx context.Context, root string, a archive, build func(pkg) (
 	return nil
 }
 
+// AgentSockets are the Unix sockets gpg-agent creates while Build(dir)
+// signs (in GNUPGHOME, dir/gnupg): gpg fails with "No agent running" when
+// they do not fit a socket address.
+func AgentSockets(dir string) []string {
+	home := filepath.Join(dir, "gnupg")
+	var out []string
+	for _, s := range []string{"S.gpg-agent", "S.gpg-agent.browser", "S.gpg-agent.extra", "S.gpg-agent.ssh"} {
+		out = append(out, filepath.Join(home, s))
+	}
+	return out
+}
+
 // signer holds a throwaway gpg home; close kills its agent and deletes it,
 // secret key included.
 type signer struct{ home string }
@@ -290,17 +303,21 @@ func (s *signer) sign(ctx context.Context, dists string) error {
 
 func (s *signer) close() {
 	// gpg starts an agent on first use; it must not outlive the build.
-	cmd := exec.Command("gpgconf", "--kill", "all")
-	cmd.Env = append(os.Environ(), "GNUPGHOME="+s.home)
-	_ = cmd.Run()
+	if cmd, err := systool.Command(context.Background(), "gpgconf", "--kill", "all"); err == nil {
+		cmd.Env = systool.Env("GNUPGHOME=" + s.home)
+		_ = cmd.Run()
+	}
 	_ = os.RemoveAll(s.home)
 }
 
 // run executes a tool and returns its stdout; the error carries its stderr.
 func run(ctx context.Context, dir string, env []string, name string, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, name, args...)
+	cmd, err := systool.Command(ctx, name, args...)
+	if err != nil {
+		return nil, err
+	}
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = systool.Env(env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

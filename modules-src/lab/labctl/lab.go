@@ -117,6 +117,18 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 	if _, err := aptrepo.ReleaseFor(opts.PVE); err != nil {
 		return nil, err
 	}
+	if err := CheckHostTools(); err != nil {
+		return nil, err
+	}
+	if opts.Dir != "" {
+		dir, err := filepath.Abs(opts.Dir)
+		if err != nil {
+			return nil, err
+		}
+		if err := CheckDir(dir); err != nil {
+			return nil, err
+		}
+	}
 	l := &Lab{opts: opts, log: opts.Log}
 	if l.log == nil {
 		l.log = io.Discard

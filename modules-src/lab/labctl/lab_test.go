@@ -28,10 +28,8 @@ func needRoot(t *testing.T) {
 	if os.Geteuid() != 0 {
 		testenv.Skip(t, "the lab needs root (namespaces, overlayfs, loop devices): run `go test ./modules-src/lab/...` as root")
 	}
-	for _, tool := range []string{"unshare", "losetup", "dpkg-deb", "apt-ftparchive", "gpg", "/usr/sbin/sshd"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			testenv.Skipf(t, "%s is missing (make deps): %v", tool, err)
-		}
+	if err := CheckHostTools(); err != nil {
+		testenv.Skipf(t, "make deps: %v", err)
 	}
 }
 

@@ -34,10 +34,8 @@ func Start(t *testing.T, pve, n int) (*labctl.Lab, string) {
 	if os.Geteuid() != 0 {
 		testenv.Skip(t, "the lab needs root")
 	}
-	for _, tool := range []string{"unshare", "losetup", "dpkg-deb", "apt-ftparchive", "gpg", "/usr/sbin/sshd"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			testenv.Skipf(t, "%s is missing (make deps): %v", tool, err)
-		}
+	if err := labctl.CheckHostTools(); err != nil {
+		testenv.Skipf(t, "make deps: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

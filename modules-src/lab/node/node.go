@@ -17,6 +17,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/systool"
 )
 
 // Config describes a node.
@@ -156,8 +158,14 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	// of the node, so they vanish with its last process; the PID namespace
 	// makes sshd PID 1, so killing it ends every session and daemon the node
 	// started; --kill-child and Pdeathsig tie all of it to this process.
-	cmd := exec.Command("unshare", "--mount", "--uts", "--pid", "--fork", "--kill-child",
+	unshare, err := systool.Path("unshare")
+	if err != nil {
+		log.Close()
+		return fmt.Errorf("node %s: %w", n.cfg.Name, err)
+	}
+	cmd := exec.Command(unshare, "--mount", "--uts", "--pid", "--fork", "--kill-child",
 		"--propagation", "private", "--", "/bin/sh", "-c", n.script(), "gopve-node-"+n.cfg.Name)
+	cmd.Env = systool.Env()
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -301,8 +309,16 @@ func (n *Node) Exec(ctx context.Context, script string) (string, error) {
 	if cmd == nil || !n.Running() {
 		return "", fmt.Errorf("node %s is not running", n.cfg.Name)
 	}
-	c := exec.CommandContext(ctx, "nsenter", fmt.Sprintf("--mount=/proc/%d/ns/mnt", cmd.Process.Pid), "--",
-		"chroot", n.merged(), "/bin/sh", "-c", script)
+	nsenter, err := systool.Path("nsenter")
+	if err != nil {
+		return "", err
+	}
+	chroot, err := systool.Path("chroot")
+	if err != nil {
+		return "", err
+	}
+	c := exec.CommandContext(ctx, nsenter, fmt.Sprintf("--mount=/proc/%d/ns/mnt", cmd.Process.Pid), "--",
+		chroot, n.merged(), "/bin/sh", "-c", script)
 	c.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"}
 	var stdout, stderr strings.Builder
 	c.Stdout, c.Stderr = &stdout, &stderr
