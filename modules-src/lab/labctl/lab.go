@@ -48,6 +48,9 @@ type Options struct {
 	Labtools string
 	Domain   string    // DNS domain of the nodes' FQDNs (default lab.internal)
 	Log      io.Writer // progress and server logs (nil: discarded)
+	// SimConfig adjusts the API simulator's configuration before it starts:
+	// tests shorten its timings (FenceDelay, HADelay, TaskDuration…).
+	SimConfig func(*pvesim.Config)
 }
 
 // NodeInfo is what a user of the lab needs to reach a node.

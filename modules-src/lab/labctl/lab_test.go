@@ -59,7 +59,7 @@ func hostFingerprint(t *testing.T) string {
 
 // startLab starts a lab for a test and checks, at the end, that Close left
 // nothing behind: no directory, no loop device, no process, no mount.
-func startLab(t *testing.T, pve int) *Lab {
+func startLab(t *testing.T, pve int, adjust ...func(*Options)) *Lab {
 	t.Helper()
 	needRoot(t)
 	before := hostFingerprint(t)
@@ -72,7 +72,11 @@ func startLab(t *testing.T, pve int) *Lab {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	begin := time.Now()
-	lab, err := Start(ctx, Options{Nodes: 3, PVE: pve, Dir: dir, Labtools: tools, Log: &log})
+	opts := Options{Nodes: 3, PVE: pve, Dir: dir, Labtools: tools, Log: &log}
+	for _, f := range adjust {
+		f(&opts)
+	}
+	lab, err := Start(ctx, opts)
 	if err != nil {
 		t.Fatalf("starting the lab: %v\n%s", err, log.String())
 	}

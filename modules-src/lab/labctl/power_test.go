@@ -111,7 +111,9 @@ func uptime(t *testing.T, lab *Lab, node string) int64 {
 // the API, the vote and the cluster's current /etc/pve, with what a reboot
 // loses lost (running guests stopped unless onboot).
 func TestLabPowerOffOnC10(t *testing.T) {
-	lab := startLab(t, 9)
+	lab := startLab(t, 9, func(o *Options) {
+		o.SimConfig = func(c *pvesim.Config) { c.FenceDelay, c.HADelay = time.Second, 200*time.Millisecond }
+	})
 	nodes := lab.Nodes()
 	ctx := context.Background()
 	if _, err := lab.Sim().CreateCluster("pve01", "power", nodes[0].Addr); err != nil {
@@ -122,12 +124,14 @@ func TestLabPowerOffOnC10(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for vmid, onboot := range map[int]string{301: "0", 302: "1"} {
+	for vmid, onboot := range map[int]string{301: "0", 302: "1", 303: "0"} {
 		if err := lab.Sim().AddGuest("pve03", pvesim.GuestSpec{VMID: vmid, Running: true,
 			Config: map[string]string{"memory": "512", "onboot": onboot}}); err != nil {
 			t.Fatal(err)
 		}
 	}
+	// H3/H7: an HA guest on the node that loses power is recovered elsewhere.
+	onNode(t, lab, "pve01", "ha-manager add vm:303 --state started")
 	// A daemon of the node and a file in its /run: both die with the power.
 	onNode(t, lab, "pve03", "setsid sleep 4711 </dev/null >/dev/null 2>&1 & echo up > /run/gopve-power-marker")
 
@@ -146,6 +150,20 @@ func TestLabPowerOffOnC10(t *testing.T) {
 		quorate, online := clusterStatus(t, lab, "pve02")
 		if !quorate || online["pve03"] || !online["pve01"] || !online["pve02"] {
 			t.Errorf("/cluster/status on pve02 with pve03 off: quorate %v, online %v", quorate, online)
+		}
+		// The fencing pvesim's HA does for a node that is down (H3/H7) works
+		// with a real power-off: FenceDelay later vm:303 runs on a survivor.
+		deadline := time.Now().Add(30 * time.Second)
+		where := ""
+		for time.Now().Before(deadline) {
+			where = onNode(t, lab, "pve01", "ls /etc/pve/nodes/*/qemu-server/303.conf 2>/dev/null || true")
+			if where != "" && !strings.Contains(where, "/pve03/") {
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		if where == "" || strings.Contains(where, "/pve03/") {
+			t.Errorf("the HA guest of powered-off pve03 was not recovered on a survivor: %q", where)
 		}
 		onNode(t, lab, "pve01", "echo '# written while pve03 was off' >> /etc/pve/datacenter.cfg")
 	})
