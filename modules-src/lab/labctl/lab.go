@@ -69,12 +69,12 @@ type Lab struct {
 	repo    *aptrepo.Repo
 	apt     *aptrepo.Server
 	control *http.Server
-	// supervisor serves lab.sock (supervisor.go) on the host only.
-	supervisor *http.Server
-	sim        *pvesim.Sim
-	creds      Credentials
-	slotF      *os.File
-	log        io.Writer
+	// labSock serves lab.sock (labsocket.go), on the host only.
+	labSock *http.Server
+	sim     *pvesim.Sim
+	creds   Credentials
+	slotF   *os.File
+	log     io.Writer
 
 	etcPve    map[string]*pmxcfs.Server // each running node's /etc/pve mount
 	powerMu   sync.Mutex                // serialises power actions (power.go)
@@ -187,7 +187,7 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 	if err := l.mountEtcPve(); err != nil {
 		return nil, err
 	}
-	if err := l.startSupervisor(); err != nil {
+	if err := l.serveLabSocket(); err != nil {
 		return nil, err
 	}
 	l.logf("lab: repositories and API ready in %s", time.Since(begin).Round(time.Millisecond))
@@ -512,8 +512,8 @@ func (l *Lab) Close() error {
 
 func (l *Lab) close() error {
 	var errs []error
-	if l.supervisor != nil {
-		_ = l.supervisor.Close() // no power action starts from now on
+	if l.labSock != nil {
+		_ = l.labSock.Close() // no power action starts from now on
 	}
 	l.powerMu.Lock()
 	for _, n := range l.nodes {

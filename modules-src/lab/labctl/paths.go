@@ -16,7 +16,7 @@ const MaxSocketPath = 107
 // socketPaths are the Unix sockets a lab in dir binds: its control socket,
 // its own socket and gpg-agent's while the apt repositories are signed.
 func socketPaths(dir string) []string {
-	return append([]string{filepath.Join(dir, "control.sock"), filepath.Join(dir, SupervisorSocketFile)},
+	return append([]string{filepath.Join(dir, "control.sock"), filepath.Join(dir, SocketFile)},
 		aptrepo.AgentSockets(filepath.Join(dir, "repo"))...)
 }
 

@@ -20,8 +20,8 @@ import (
 // supervise` process or a Go test). It stays on the host: unlike the
 // control socket, no node sees it, as no PVE node can cut another's power.
 
-// SupervisorSocketFile is the lab's own socket in its directory.
-const SupervisorSocketFile = "lab.sock"
+// SocketFile is the lab's own socket in its directory.
+const SocketFile = "lab.sock"
 
 // PowerReport is the answer to a power action.
 type PowerReport struct {
@@ -31,9 +31,9 @@ type PowerReport struct {
 	On     bool   `json:"on"`
 }
 
-func (l *Lab) supervisorSocket() string { return filepath.Join(l.dir, SupervisorSocketFile) }
+func (l *Lab) labSocket() string { return filepath.Join(l.dir, SocketFile) }
 
-func (l *Lab) startSupervisor() error {
+func (l *Lab) serveLabSocket() error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/power", func(w http.ResponseWriter, r *http.Request) {
 		out := map[string]bool{}
@@ -57,13 +57,13 @@ func (l *Lab) startSupervisor() error {
 		on, _ := l.PoweredOn(name)
 		writeJSON(w, http.StatusOK, PowerReport{Node: name, Action: action, WasOn: was, On: on})
 	})
-	_ = os.Remove(l.supervisorSocket())
-	ln, err := net.Listen("unix", l.supervisorSocket())
+	_ = os.Remove(l.labSocket())
+	ln, err := net.Listen("unix", l.labSocket())
 	if err != nil {
 		return fmt.Errorf("listening on the lab socket: %w", err)
 	}
-	l.supervisor = &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second}
-	go func() { _ = l.supervisor.Serve(ln) }()
+	l.labSock = &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second}
+	go func() { _ = l.labSock.Serve(ln) }()
 	return nil
 }
 
@@ -73,9 +73,9 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// supervisorClient talks to the lab in dir through its socket.
-func supervisorClient(dir string) *http.Client {
-	sock := filepath.Join(dir, SupervisorSocketFile)
+// labSocketClient talks to the lab in dir through its socket.
+func labSocketClient(dir string) *http.Client {
+	sock := filepath.Join(dir, SocketFile)
 	return &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
@@ -84,12 +84,12 @@ func supervisorClient(dir string) *http.Client {
 	}}
 }
 
-func callSupervisor(ctx context.Context, dir, method, path string, out any) error {
+func callLabSocket(ctx context.Context, dir, method, path string, out any) error {
 	req, err := http.NewRequestWithContext(ctx, method, "http://lab"+path, nil)
 	if err != nil {
 		return err
 	}
-	resp, err := supervisorClient(dir).Do(req)
+	resp, err := labSocketClient(dir).Do(req)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) || strings.Contains(err.Error(), "no such file") || strings.Contains(err.Error(), "connection refused") {
 			return fmt.Errorf("no running lab answers in %s (lab up first): %w", dir, err)
@@ -114,7 +114,7 @@ func callSupervisor(ctx context.Context, dir, method, path string, out any) erro
 // of the lab running in dir.
 func PowerRemote(ctx context.Context, dir, node, action string) (PowerReport, error) {
 	var rep PowerReport
-	err := callSupervisor(ctx, dir, http.MethodPost, "/v1/nodes/"+node+"/power/"+action, &rep)
+	err := callLabSocket(ctx, dir, http.MethodPost, "/v1/nodes/"+node+"/power/"+action, &rep)
 	return rep, err
 }
 
@@ -122,6 +122,6 @@ func PowerRemote(ctx context.Context, dir, node, action string) (PowerReport, er
 // has power.
 func PowerStatesRemote(ctx context.Context, dir string) (map[string]bool, error) {
 	out := map[string]bool{}
-	err := callSupervisor(ctx, dir, http.MethodGet, "/v1/power", &out)
+	err := callLabSocket(ctx, dir, http.MethodGet, "/v1/power", &out)
 	return out, err
 }
