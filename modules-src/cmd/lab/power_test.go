@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/internal/testenv"
+	"github.com/gopve/proxmox/modules-src/lab/labctl"
 )
 
 // Issue 15: `lab power off|on|reboot NODE` by hand. Off: the node's SSH
@@ -27,7 +28,10 @@ func TestPowerFromTheCLI(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	dir := filepath.Join(t.TempDir(), "lab")
+	// The longest directory the lab accepts: its control.sock is exactly
+	// 107 bytes (gpg-agent's sockets no longer live under it).
+	dir := t.TempDir() + "/"
+	dir += strings.Repeat("p", labctl.MaxSocketPath-len("/control.sock")-len(dir))
 	// Without PATH (cron, sudo's secure_path, a bare env): the lab finds
 	// losetup, unshare, mkfs.ext4, gpg, ssh… in the system directories and
 	// Go where its tarball installs it (issue 15).

@@ -129,7 +129,14 @@ func Build(ctx context.Context, dir string, pve int) (*Repo, error) {
 	}
 	_ = os.RemoveAll(filepath.Join(dir, "build"))
 
-	signer, err := newSigner(ctx, filepath.Join(dir, "gnupg"))
+	// The key's home is a short temporary directory, not one under dir:
+	// gpg-agent's sockets live there (S.gpg-agent.browser the longest), and
+	// past a socket address's 107 bytes gpg only says "No agent running".
+	home, err := os.MkdirTemp("", "gopve-gnupg-")
+	if err != nil {
+		return nil, fmt.Errorf("creating the signing key home: %w", err)
+	}
+	signer, err := newSigner(ctx, home)
 	if err != nil {
 		return nil, err
 	}
@@ -247,18 +254,6 @@ func writeArchive(ctx context.Context, root string, a archive, build func(pkg) (
 		}
 	}
 	return nil
-}
-
-// AgentSockets are the Unix sockets gpg-agent creates while Build(dir)
-// signs (in GNUPGHOME, dir/gnupg): gpg fails with "No agent running" when
-// they do not fit a socket address.
-func AgentSockets(dir string) []string {
-	home := filepath.Join(dir, "gnupg")
-	var out []string
-	for _, s := range []string{"S.gpg-agent", "S.gpg-agent.browser", "S.gpg-agent.extra", "S.gpg-agent.ssh"} {
-		out = append(out, filepath.Join(home, s))
-	}
-	return out
 }
 
 // signer holds a throwaway gpg home; close kills its agent and deletes it,

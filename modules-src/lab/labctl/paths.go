@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/gopve/proxmox/modules-src/lab/aptrepo"
 	"github.com/gopve/proxmox/modules-src/lab/systool"
 )
 
@@ -13,16 +12,16 @@ import (
 // its terminating NUL.
 const MaxSocketPath = 107
 
-// socketPaths are the Unix sockets a lab in dir binds: its control socket,
-// its own socket and gpg-agent's while the apt repositories are signed.
+// socketPaths are the Unix sockets a lab in dir binds: its control socket
+// and its own socket (gpg-agent's, while the apt repositories are signed,
+// are in a short temporary directory: aptrepo.Build).
 func socketPaths(dir string) []string {
-	return append([]string{filepath.Join(dir, "control.sock"), filepath.Join(dir, SocketFile)},
-		aptrepo.AgentSockets(filepath.Join(dir, "repo"))...)
+	return []string{filepath.Join(dir, "control.sock"), filepath.Join(dir, SocketFile)}
 }
 
 // CheckDir refuses a lab directory (absolute) whose sockets would not fit
 // a socket address: binding them later fails with a bare "invalid
-// argument", and gpg only says "No agent running".
+// argument".
 func CheckDir(dir string) error {
 	for _, p := range socketPaths(dir) {
 		if len(p) > MaxSocketPath {

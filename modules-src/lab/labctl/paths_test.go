@@ -14,19 +14,17 @@ import (
 
 // Issue 15: a lab directory whose sockets would not fit sun_path is refused
 // up front, naming the limit and the socket, before anything is created.
-// The longest is gpg-agent's (repo/gnupg/S.gpg-agent.browser): with it too
-// long, signing the repositories only said "No agent running".
+// The longest is control.sock.
 func TestLabRefusesDirectoriesTooLongForSockets(t *testing.T) {
 	base := t.TempDir()
-	// Longest directory that still fits: the gpg socket is the longest.
-	gpgTail := len("/repo/gnupg/S.gpg-agent.browser")
-	fits := base + "/" + strings.Repeat("d", MaxSocketPath-gpgTail-len(base)-1)
+	tail := len("/control.sock")
+	fits := base + "/" + strings.Repeat("d", MaxSocketPath-tail-len(base)-1)
 	if err := CheckDir(fits); err != nil {
-		t.Errorf("a %d-byte directory (its longest socket %d bytes) was refused: %v", len(fits), len(fits)+gpgTail, err)
+		t.Errorf("a %d-byte directory (its longest socket %d bytes) was refused: %v", len(fits), len(fits)+tail, err)
 	}
 	long := fits + "x"
 	err := CheckDir(long)
-	want := []string{long + "/repo/gnupg/S.gpg-agent.browser", fmt.Sprintf("would be %d bytes", MaxSocketPath+1),
+	want := []string{long + "/control.sock", fmt.Sprintf("would be %d bytes", MaxSocketPath+1),
 		"over the 107", "sun_path is 108 bytes", fmt.Sprintf("at most %d bytes", len(fits))}
 	for _, w := range want {
 		if err == nil || !strings.Contains(err.Error(), w) {
