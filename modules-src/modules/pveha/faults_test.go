@@ -109,3 +109,28 @@ func TestAbsentReverseOrderWaitsForJobs(t *testing.T) {
 		}
 	}
 }
+
+// A 5xx from a proxy on a read (the node briefly unreachable) is retried;
+// the run goes on as if nothing happened.
+func TestRead5xxRetried(t *testing.T) {
+	w := newWorld(t, 8)
+	w.seedGuests()
+	for _, path := range []string{"/cluster/replication", "/cluster/ha/resources"} {
+		if _, err := w.sim.Faults().Add(pvesim.Fault{Method: "GET", Path: path, Kind: pvesim.FaultError, Status: 503,
+			Message: "proxy: service unavailable", Count: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := w.run(vmArgs(), false)
+	if failed(res) || res["changed"] != true {
+		t.Fatalf("5xx on reads: %v", res["msg"])
+	}
+	if n := count(w.writes(), "POST /cluster/replication"); n != 2 {
+		t.Errorf("jobs created %d times, want 2", n)
+	}
+	for _, f := range w.sim.Faults().List() {
+		if f.Fired != 1 {
+			t.Errorf("fault on %s fired %d times: the retry was not exercised", f.Path, f.Fired)
+		}
+	}
+}
