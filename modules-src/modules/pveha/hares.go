@@ -170,6 +170,10 @@ func (g *guestHA) haChanges(ctx context.Context, cfg haConfig) ([]ansible.Change
 		return nil, err
 	}
 	changes = append(changes, ch...)
+	// An emptied node_affinity: the group goes once the resource left it.
+	if nodes != nil && len(nodes) == 0 && g.mechanism != ha.UseRules {
+		changes = append(changes, g.removeGroupIfUnused(cfg)...)
+	}
 	// PVE 9: rules name resources that exist.
 	if nodes != nil && g.mechanism == ha.UseRules {
 		ch, err := g.planNodeRule(cfg, nodes)
@@ -806,35 +810,40 @@ func (g *guestHA) planHAAbsent(cfg haConfig) ([]ansible.Change, error) {
 		})
 	}
 	if g.mechanism != ha.UseRules {
-		name := g.groupName()
-		if gr, ok := findGroup(cfg.groups, name); ok {
-			used := false
-			for _, r := range cfg.resources {
-				if r.SID != g.sid && r.Group == name {
-					used = true
-				}
-			}
-			if !used {
-				what := fmt.Sprintf("remove HA group %s", name)
-				gone := func(ctx context.Context) (bool, error) {
-					got, err := g.readGroup(ctx, name)
-					return got == nil, err
-				}
-				changes = append(changes, ansible.Change{
-					ID: "ha:group-remove", Summary: what,
-					Diff: ansible.TextDiff(groupsCfg+" ("+name+")", groupText(&gr), ""),
-					Apply: func(ctx context.Context) error {
-						return g.send(ctx, ha.DeleteGroup(name), what, false, gone)
-					},
-					Verify: func(ctx context.Context) error {
-						if ok, err := gone(ctx); err != nil || !ok {
-							return fmt.Errorf("HA group %s still exists (%v)", name, err)
-						}
-						return nil
-					},
-				})
-			}
-		}
+		changes = append(changes, g.removeGroupIfUnused(cfg)...)
 	}
 	return changes, nil
+}
+
+// removeGroupIfUnused removes the guest's group once the guest has left it,
+// unless another resource still names it.
+func (g *guestHA) removeGroupIfUnused(cfg haConfig) []ansible.Change {
+	name := g.groupName()
+	gr, ok := findGroup(cfg.groups, name)
+	if !ok {
+		return nil
+	}
+	for _, r := range cfg.resources {
+		if r.SID != g.sid && r.Group == name {
+			return nil
+		}
+	}
+	what := fmt.Sprintf("remove HA group %s", name)
+	gone := func(ctx context.Context) (bool, error) {
+		got, err := g.readGroup(ctx, name)
+		return got == nil, err
+	}
+	return []ansible.Change{{
+		ID: "ha:group-remove", Summary: what,
+		Diff: ansible.TextDiff(groupsCfg+" ("+name+")", groupText(&gr), ""),
+		Apply: func(ctx context.Context) error {
+			return g.send(ctx, ha.DeleteGroup(name), what, false, gone)
+		},
+		Verify: func(ctx context.Context) error {
+			if ok, err := gone(ctx); err != nil || !ok {
+				return fmt.Errorf("HA group %s still exists (%v)", name, err)
+			}
+			return nil
+		},
+	}}
 }

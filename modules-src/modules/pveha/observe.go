@@ -87,7 +87,13 @@ func (g *guestHA) observeBase(ctx context.Context) error {
 	// Absent and no guest: whatever is left of its HA config still goes.
 	g.sid = ha.SID{Type: g.p.Type, VMID: g.p.VMID}
 	if g.sid.Type == "" {
+		// The type is not known from a guest: the leftover resource tells.
 		g.sid.Type = "vm"
+		if list, err := ha.Resources(ctx, g.c); err == nil {
+			if _, ok := ha.FindResource(list, ha.SID{Type: "ct", VMID: g.p.VMID}); ok {
+				g.sid.Type = "ct"
+			}
+		}
 	}
 	return nil
 }

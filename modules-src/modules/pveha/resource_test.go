@@ -59,3 +59,33 @@ func TestStateThroughHA(t *testing.T) {
 		}
 	}
 }
+
+// An emptied node_affinity takes the guest's placement away: on PVE 9 its
+// rule goes; on PVE 8 the resource leaves its group, then the group goes
+// (in that order: PVE refuses to remove a group a resource still names).
+func TestEmptyNodeAffinityRemovesPlacement(t *testing.T) {
+	for _, v := range []int{8, 9} {
+		t.Run(fmt.Sprintf("PVE %d", v), func(t *testing.T) {
+			w := newWorld(t, v)
+			w.seedGuests()
+			args := vmArgs()
+			args["state"] = "stopped"
+			if res := w.run(args, false); failed(res) {
+				t.Fatal(res["msg"])
+			}
+			args["node_affinity"] = map[string]any{}
+			w.sim.ResetRequests()
+			res := w.run(args, false)
+			want := []string{"DELETE /cluster/ha/rules/gopve-vm-201"}
+			if v == 8 {
+				want = []string{"PUT /cluster/ha/resources/vm:201", "DELETE /cluster/ha/groups/gopve-vm-201"}
+			}
+			if failed(res) || res["changed"] != true || !slices.Equal(w.writes(), want) {
+				t.Errorf("emptied node_affinity: %v, wrote %v, want %v", res["msg"], w.writes(), want)
+			}
+			if again := w.run(args, false); failed(again) || again["changed"] != false {
+				t.Errorf("again: %v %v", again["msg"], again["changes"])
+			}
+		})
+	}
+}
