@@ -330,8 +330,8 @@ func (s *Sim) cloneWorker(t *taskRun, db *ConfigDB, r *cloneReq, running bool) s
 			node = r.target
 		}
 		s.writeQmConfLocked(db, node, r.newid, &qmConf{Keys: keys, Description: desc})
-		if r.pool != "" && db.Pools[r.pool] != nil {
-			db.Pools[r.pool].Members = append(db.Pools[r.pool].Members, fmt.Sprintf("qemu/%d", r.newid))
+		if r.pool != "" {
+			s.addGuestToPoolLocked(db, r.pool, r.newid)
 		}
 	})
 	if len(p.drives) == 0 && !s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration)) {

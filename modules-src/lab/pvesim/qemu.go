@@ -158,22 +158,22 @@ func (s *Sim) vmResourcesLocked(rc *reqCtx) []map[string]any {
 		if !hasPriv(db, rc.who, fmt.Sprintf("/vms/%d", e.VMID), []string{"VM.Audit"}, false) {
 			continue
 		}
+		var r map[string]any
 		if e.Kind == "lxc" {
-			if r, ok := s.ctResourcesLocked(rc, e); ok {
-				out = append(out, r)
+			var ok bool
+			if r, ok = s.ctResourcesLocked(rc, e); !ok {
+				continue
 			}
-			continue
-		}
-		c, err := s.loadQmConfLocked(db, e.Node, e.VMID)
-		if err != nil {
-			continue
-		}
-		r := s.asClusterResource(s.vmSummary(e.Node, e.VMID, c), vmKind, e)
-		delete(r, "pid")
-		for _, p := range s.sortedPools(db) {
-			if slices.Contains(db.Pools[p].Members, vmKind.member(e.VMID)) {
-				r["pool"] = p
+		} else {
+			c, err := s.loadQmConfLocked(db, e.Node, e.VMID)
+			if err != nil {
+				continue
 			}
+			r = s.asClusterResource(s.vmSummary(e.Node, e.VMID, c), vmKind, e)
+			delete(r, "pid")
+		}
+		if p := poolOfGuestLocked(db, e.VMID); p != "" {
+			r["pool"] = p // $usercfg->{vms}->{$vmid}
 		}
 		out = append(out, r)
 	}
@@ -334,11 +334,8 @@ func (s *Sim) postQemuCreate(rc *reqCtx) (any, error) {
 		}
 	}
 	s.writeQmConfLocked(db, rc.node, vmid, &qmConf{Keys: map[string]string{"lock": "create"}})
-	if pool := rc.str("pool"); pool != "" {
-		db.Pools[pool].Members = append(db.Pools[pool].Members, fmt.Sprintf("qemu/%d", vmid))
-	}
 	s.saveLocked()
-	node, start := rc.node, rc.boolean("start")
+	node, start, pool := rc.node, rc.boolean("start"), rc.str("pool")
 	return s.startTaskLocked(rc, node, "qmcreate", strconv.Itoa(vmid), func(t *taskRun) string {
 		if !s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration)) {
 			return "unexpected status"
@@ -370,6 +367,9 @@ func (s *Sim) postQemuCreate(rc *reqCtx) (any, error) {
 		}
 		keys["meta"] = fmt.Sprintf("creation-qemu=9.2.0,ctime=%d", time.Now().Unix())
 		s.writeQmConfLocked(db, node, vmid, &qmConf{Keys: keys})
+		if pool != "" {
+			s.addGuestToPoolLocked(db, pool, vmid) // add_vm_to_pool, once the disks exist
+		}
 		if start {
 			s.setRunningLocked(node, vmid, true)
 		}
