@@ -242,3 +242,38 @@ func TestEveryPathMatchesItself(t *testing.T) {
 		}
 	}
 }
+
+// Volume IDs with a slash reach {volume} whole, as pve-storage mounts the
+// content subclass with fragmentDelimiter '' (Status.pm); other paths keep
+// one segment per parameter.
+func TestLookupVolumeWithSlash(t *testing.T) {
+	for _, v := range Versions {
+		s, err := Load(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct{ path, volume string }{
+			{"/nodes/pve01/storage/local/content/local:iso/debian.iso", "local:iso/debian.iso"},
+			{"/nodes/pve01/storage/local/content/local:snippets/a/b.yaml", "local:snippets/a/b.yaml"},
+			{"/nodes/pve01/storage/local-lvm/content/local-lvm:vm-100-disk-0", "local-lvm:vm-100-disk-0"},
+			{"//nodes/pve01//storage/local/content/local:100/vm-100-disk-0.qcow2", "local:100/vm-100-disk-0.qcow2"},
+		} {
+			for _, hm := range []string{"GET", "PUT", "POST", "DELETE"} {
+				m, params, err := s.Lookup(hm, c.path)
+				if err != nil {
+					t.Errorf("PVE %d %s %s: %v", v, hm, c.path, err)
+					continue
+				}
+				if m.Path != "/nodes/{node}/storage/{storage}/content/{volume}" || params["volume"] != c.volume || params["storage"] == "" {
+					t.Errorf("PVE %d %s %s: %s %v", v, hm, c.path, m.Path, params)
+				}
+			}
+		}
+		if m, _, err := s.Lookup("GET", "/nodes/pve01/storage/local/content"); err != nil || m.Path != "/nodes/{node}/storage/{storage}/content" {
+			t.Errorf("PVE %d content list: %v %v", v, m, err)
+		}
+		if _, _, err := s.Lookup("GET", "/nodes/pve01/qemu/100/config/extra"); err == nil {
+			t.Errorf("PVE %d: a path with an extra segment elsewhere matched", v)
+		}
+	}
+}
