@@ -575,27 +575,60 @@ func (s *Sim) loadAndCheck(db *ConfigDB, u *configUpdate, skiplock bool) (*qmCon
 
 // applyUpdateLocked is $updatefn: changes go to [PENDING]; a stopped VM
 // applies them at once, a running one hotplugs what it can (K10: a NIC is
-// unplugged and plugged again) and keeps the rest pending.
+// unplugged and plugged again) and keeps the rest pending. Disks keep their
+// volumes as unusedN when replaced or removed (qemudisks.go).
 func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *qmConf, logf func(string, ...any)) error {
 	logf("update VM %d: %s", u.vmid, strings.Join(u.params, " "))
 	if err := s.etcPveWritableLocked(db, guestConfPath(u.node, "qemu-server", u.vmid)); err != nil {
 		return err
 	}
+	node, vmid := u.node, u.vmid
+	order := bootOrder(c.Keys["boot"])
+	bootDeleted := slices.Contains(u.deletes, "bootorder")
 	for _, k := range u.deletes {
-		if _, ok := c.Keys[k]; !ok {
-			if _, ok := c.Pending[k]; !ok {
-				logf("cannot delete '%s' - not set in current configuration!", k)
-				continue
-			}
+		val, isCur := c.Keys[k]
+		pval, isPending := c.Pending[k]
+		if !isCur && !isPending {
+			logf("cannot delete '%s' - not set in current configuration!", k)
+			continue
+		}
+		if !isCur {
+			val = pval
 		}
 		delete(c.Pending, k)
+		if !bootDeleted && slices.Contains(order, k) {
+			order = slices.DeleteFunc(order, func(d string) bool { return d == k })
+			c.Pending["boot"] = "order=" + strings.Join(order, ";")
+		}
+		switch {
+		case strings.HasPrefix(k, "unused"):
+			if c.Keys["protection"] == "1" {
+				return pveDie("can't remove unused disk '%s' - protection mode enabled", parseDrive(val).file())
+			}
+			ok, err := s.tryDeallocateDriveLocked(node, vmid, c, k, val, false)
+			if err != nil {
+				return err
+			}
+			if ok {
+				delete(c.Keys, k)
+			}
+			continue
+		case isDriveKey(k):
+			if c.Keys["protection"] == "1" {
+				return pveDie("can't remove drive '%s' - protection mode enabled", k)
+			}
+			if isPending {
+				if err := s.registerUnusedDriveLocked(node, vmid, c, pval, logf); err != nil {
+					return err
+				}
+			}
+		}
 		mark := k
 		if u.force {
 			mark = "!" + k
 		}
-		if !c.pendingDeleted(k) {
-			c.PendingDelete = append(c.PendingDelete, mark)
-		}
+		c.PendingDelete = slices.DeleteFunc(c.PendingDelete, func(d string) bool { return strings.TrimPrefix(d, "!") == k })
+		c.PendingDelete = append(c.PendingDelete, mark)
 	}
 	for _, k := range u.revert {
 		delete(c.Pending, k)
@@ -603,8 +636,20 @@ func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *qmConf, logf f
 	}
 	for _, k := range slices.Sorted(maps.Keys(u.set)) {
 		v := u.set[k]
+		if pv, ok := c.Pending[k]; ok && pv == v {
+			continue // skip if nothing changed
+		}
+		if k == "cipassword" {
+			c.Keys[k] = v // written to the config at once, never pending
+			continue
+		}
 		if isDriveKey(k) {
-			nv, err := s.createDrive(u.node, u.vmid, k, v)
+			if pv, ok := c.Pending[k]; ok {
+				if err := s.registerUnusedDriveLocked(node, vmid, c, pv, logf); err != nil {
+					return err
+				}
+			}
+			nv, err := s.createDrive(node, vmid, k, v)
 			if err != nil {
 				return err
 			}
@@ -613,36 +658,48 @@ func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *qmConf, logf f
 		c.Pending[k] = v
 		c.PendingDelete = slices.DeleteFunc(c.PendingDelete, func(d string) bool { return strings.TrimPrefix(d, "!") == k })
 	}
-	// cleanup_pending: a pending value equal to the current one is no change.
+	// cleanup_pending: a pending value equal to the current one is no
+	// change; deleting a key that is not set is none either.
 	for k, v := range c.Pending {
-		if c.Keys[k] == v {
+		if cur, ok := c.Keys[k]; ok && cur == v {
 			delete(c.Pending, k)
 		}
 	}
-	if !s.runningLocked(u.node, u.vmid) {
-		c.applyPending()
-	} else {
-		for _, k := range slices.Sorted(maps.Keys(c.Pending)) {
-			if hotpluggable(c.Keys, k) {
-				if isNetKey(k) && c.Keys[k] != "" {
-					logf("%s: hotplug: unplug and plug the NIC again (the guest loses its link)", k) // reconstruction of the effect, K10
-				}
-				c.Keys[k] = c.Pending[k]
-				delete(c.Pending, k)
-			}
+	c.PendingDelete = slices.DeleteFunc(c.PendingDelete, func(d string) bool { _, ok := c.Keys[strings.TrimPrefix(d, "!")]; return !ok })
+	if !s.runningLocked(node, vmid) {
+		if err := s.applyPendingLocked(node, vmid, c, logf); err != nil {
+			s.writeQmConfLocked(db, node, vmid, c)
+			s.saveLocked()
+			return err
 		}
+	} else {
 		var keep []string
 		for _, d := range c.PendingDelete {
 			k := strings.TrimPrefix(d, "!")
-			if hotpluggable(c.Keys, k) {
+			ok, err := s.hotplugDeleteLocked(node, vmid, c, k, d != k, logf)
+			if err != nil {
+				return err
+			}
+			if ok {
 				delete(c.Keys, k)
 				continue
 			}
 			keep = append(keep, d)
 		}
 		c.PendingDelete = keep
+		for _, k := range slices.Sorted(maps.Keys(c.Pending)) {
+			ok, err := s.hotplugSetLocked(node, vmid, c, k, logf)
+			if err != nil {
+				return err
+			}
+			if ok {
+				c.Keys[k] = c.Pending[k]
+				delete(c.Pending, k)
+			}
+		}
+		dropReusedUnused(c)
 	}
-	s.writeQmConfLocked(db, u.node, u.vmid, c)
+	s.writeQmConfLocked(db, node, vmid, c)
 	s.saveLocked()
 	return nil
 }
@@ -778,7 +835,7 @@ func (s *Sim) powerTask(rc *reqCtx, typ string, decide func(c *qmConf, running b
 		return nil, err
 	}
 	node := rc.node
-	return s.guestLockTask(rc, node, typ, vmid, func(*taskRun) string {
+	return s.guestLockTask(rc, node, typ, vmid, func(t *taskRun) string {
 		c, err := s.loadQmConfLocked(db, node, vmid)
 		if err != nil {
 			return err.Error()
@@ -788,7 +845,10 @@ func (s *Sim) powerTask(rc *reqCtx, typ string, decide func(c *qmConf, running b
 			return msg
 		}
 		if on && (len(c.Pending) > 0 || len(c.PendingDelete) > 0) {
-			c.applyPending()
+			// vm_start: vmconfig_apply_pending; its errors are warnings.
+			if err := s.applyPendingLocked(node, vmid, c, t.logf0); err != nil {
+				t.logf0("%v", err)
+			}
 			s.writeQmConfLocked(db, node, vmid, c)
 		}
 		s.setRunningLocked(node, vmid, on)
@@ -948,22 +1008,12 @@ func (s *Sim) deleteQemu(rc *reqCtx) (any, error) {
 		if err := checkLock(c); err != nil && !rc.boolean("skiplock") {
 			return err.Error()
 		}
-		for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
-			if !isDriveKey(k) {
-				continue
-			}
-			d := parseDrive(c.Keys[k])
-			_, vn, ok := volumeID(d.file())
-			if !ok || volOwner(vn) != vmid && !strings.HasSuffix(vn, fmt.Sprintf("vm-%d-cloudinit", vmid)) {
-				continue
-			}
-			if err := s.freeVolumeLocked(node, d.file()); err != nil {
-				// destroy_vm warns and goes on (reconstruction of the wording).
-				t.task.Log = append(t.task.Log, fmt.Sprintf("WARN: failed to remove '%s': %v", d.file(), err))
-				continue
-			}
-			t.task.Log = append(t.task.Log, fmt.Sprintf("Removing image: 100%% complete...done. (%s)", d.file())) // reconstruction
+		if err := s.assertBaseUnusedLocked(node, c); err != nil {
+			return err.Error()
 		}
+		s.destroyVolumesLocked(node, vmid, c, rc.boolean("destroy-unreferenced-disks"), t.logf0)
+		// destroy_vm leaves a "lock: destroyed" config until the end.
+		s.writeQmConfLocked(db, node, vmid, &qmConf{Keys: map[string]string{"lock": "destroyed"}})
 		dropFromPoolsLocked(db, vmKind, vmid)
 		if rc.boolean("purge") {
 			t.task.Log = append(t.task.Log, fmt.Sprintf("purging VM %d from related configurations..", vmid))
