@@ -247,10 +247,12 @@ func (s *Sim) getQemuPending(rc *reqCtx) (any, error) {
 			e["pending"] = s.typedConf(map[string]string{k: v})[k]
 		}
 		if k == "cipassword" {
-			for _, f := range []string{"value", "pending"} {
-				if _, ok := e[f]; ok {
-					e[f] = "**********"
-				}
+			// vm_pending masks both, the pending one with a trailing blank.
+			if _, ok := e["value"]; ok {
+				e["value"] = "**********"
+			}
+			if _, ok := e["pending"]; ok {
+				e["pending"] = "********** "
 			}
 		}
 		if c.pendingDeleted(k) {
@@ -260,6 +262,12 @@ func (s *Sim) getQemuPending(rc *reqCtx) (any, error) {
 			}
 		}
 		out = append(out, e)
+	}
+	// config_with_pending_array walks every scalar of load_config's hash:
+	// the file's digest and the description are entries too.
+	out = append(out, map[string]any{"key": "digest", "value": c.Digest})
+	if c.Description != "" {
+		out = append(out, map[string]any{"key": "description", "value": c.Description})
 	}
 	return out, nil
 }
