@@ -306,6 +306,11 @@ func (s *Sim) postQemuCreate(rc *reqCtx) (any, error) {
 	if rc.has("archive") {
 		return nil, errStatus(501, "restore is not simulated by the lab")
 	}
+	if rc.has("sshkeys") {
+		if err := checkSSHKeys(rc.str("sshkeys")); err != nil {
+			return nil, err
+		}
+	}
 	if pool := rc.str("pool"); pool != "" && db.Pools[pool] == nil {
 		return nil, errPerm(fmt.Sprintf("pool '%s' does not exist", pool)) // check_pool_exist: raise_perm_exc, 403
 	}
@@ -433,6 +438,19 @@ func (s *Sim) checkNewDrive(node, key, v string) error {
 	if !storageOnNode(st, node) {
 		return fmt.Errorf("storage '%s' is not available on node '%s'", store, node)
 	}
+	if _, isSize := parseSize(vn); !isSize && vn != "cloudinit" {
+		// An existing volume: check_storage_access and $check_drive_param.
+		r, err := s.parseVolRef(node, f)
+		if err != nil {
+			return err
+		}
+		if r.vtype != "images" && r.vtype != "iso" {
+			return errParams(map[string]string{key: "content type needs to be 'images' or 'iso'"})
+		}
+		if r.vtype == "iso" && !d.cdrom() {
+			return errParams(map[string]string{key: "explicit 'media=cdrom' is required for iso images"})
+		}
+	}
 	if _, isSize := parseSize(vn); (isSize || vn == "cloudinit") && !st.hasContent("images") && !d.cdrom() {
 		return fmt.Errorf("storage '%s' does not support content type 'images'", store) // reconstruction
 	}
@@ -462,6 +480,21 @@ func (s *Sim) createDrive(node string, vmid int, key, v string) (string, error) 
 	}
 	gib, err := strconv.ParseFloat(vn, 64)
 	if err != nil || d.cdrom() {
+		// An existing volume: activate_volumes and volume_size_info fail
+		// on a missing one (a template's ISO that is not there, K2-style
+		// typos): the create or update fails with it.
+		if err := s.missingVolume(node, d.file()); err != nil {
+			return "", err
+		}
+		if d.cdrom() && d.props.get("size") == "" {
+			// volume_size_info gives an ISO its size= too.
+			if st := s.dbOf(node).Storage[store]; st != nil {
+				if f, err := s.fileVolumeLocked(node, st, d.file()); err == nil && f != nil {
+					d.props.set("size", formatSize(f.Size))
+					return d.print(), nil
+				}
+			}
+		}
 		if !d.cdrom() {
 			if vol, _, err := s.volumeLocked(node, d.file()); err == nil && d.props.get("size") == "" {
 				d.props.set("size", formatSize(vol.Size))
@@ -521,6 +554,11 @@ func (s *Sim) parseConfigUpdate(rc *reqCtx) (*configUpdate, error) {
 	if k, ok := u.set["cdrom"]; ok {
 		u.set["ide2"] = k + ",media=cdrom"
 		delete(u.set, "cdrom")
+	}
+	if keys, ok := u.set["sshkeys"]; ok {
+		if err := checkSSHKeys(keys); err != nil {
+			return nil, err
+		}
 	}
 	u.revert = pveSplit(rc.str("revert"))
 	for _, k := range pveSplit(rc.str("delete")) {
@@ -858,6 +896,14 @@ func (s *Sim) powerTask(rc *reqCtx, typ string, decide func(c *qmConf, running b
 				t.logf0("%v", err)
 			}
 			s.writeQmConfLocked(db, node, vmid, c)
+		}
+		if on {
+			// The cloud-init ISO is generated at every start, its custom
+			// snippets read then (S4).
+			if err := s.checkCloudinitSnippetsLocked(node, c); err != nil {
+				s.saveLocked()
+				return err.Error()
+			}
 		}
 		s.setRunningLocked(node, vmid, on)
 		s.saveLocked()

@@ -130,3 +130,15 @@ func TestStorageVolumeContent(t *testing.T) {
 		})
 	}
 }
+
+// contentTour answers 200 once on each volume and disk-unlink handler, for
+// TestEveryHandlerFitsReturnsSchema.
+func contentTour(t *testing.T, c *apiClient) {
+	t.Helper()
+	createVM(t, c, 310, nil)
+	volid := c.call("POST", "/nodes/pve01/storage/local-lvm/content", url.Values{"filename": {"vm-310-disk-5"}, "vmid": {"310"}, "size": {"1G"}}).must(t, "alloc").data.(string)
+	c.call("GET", "/nodes/pve01/storage/local-lvm/content/"+volid, nil).must(t, "volume info")
+	c.call("PUT", "/nodes/pve01/storage/local-lvm/content/"+volid, nil).must(t, "volume attributes")
+	waitTask(t, c, c.call("DELETE", "/nodes/pve01/storage/local-lvm/content/"+volid, nil).must(t, "volume delete").data.(string))
+	c.call("PUT", "/nodes/pve01/qemu/310/unlink", url.Values{"idlist": {"scsi0"}}).must(t, "unlink")
+}
