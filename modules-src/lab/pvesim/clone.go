@@ -312,6 +312,9 @@ func (s *Sim) cloneWorker(t *taskRun, db *ConfigDB, r *cloneReq, running bool) s
 			}
 		}
 		d.props.set("file", volid)
+		// clone_disk: "delete $disk->{format}" — the new drive names no format.
+		delete(d.props.vals, "format")
+		d.props.keys = slices.DeleteFunc(d.props.keys, func(k string) bool { return k == "format" })
 		keys[k] = d.print()
 		s.mu.Lock()
 		c := &qmConf{Keys: maps.Clone(keys), Description: desc}

@@ -90,6 +90,22 @@ func TestStorageVolumeContent(t *testing.T) {
 					t.Errorf("GET %s: %v", g.path, got)
 				}
 			}
+			// A template whose drive names its format: the clone's does not
+			// (clone_disk deletes it).
+			makeTemplate(t, c, 9000, nil)
+			raw, _, _ := s.ReadPmxcfs("pve01", "nodes/pve01/qemu-server/9000.conf")
+			if !strings.Contains(raw, "base-9000-disk-0,size=8G") {
+				t.Fatalf("template config: %s", raw)
+			}
+			if err := s.WritePmxcfs("pve01", "nodes/pve01/qemu-server/9000.conf", strings.Replace(raw, "base-9000-disk-0,size=8G", "base-9000-disk-0,format=raw,size=8G", 1), false); err != nil {
+				t.Fatal(err)
+			}
+			if st := mustTask(t, c, "POST", "/nodes/pve01/qemu/9000/clone", url.Values{"newid": {"105"}, "full": {"1"}}); st["exitstatus"] != "OK" {
+				t.Fatalf("clone: %v", st)
+			}
+			if d := fmt.Sprint(vmConfig(t, c, "pve01", 105)["scsi0"]); strings.Contains(d, "format=") {
+				t.Errorf("the clone's drive names a format: %s", d)
+			}
 			expect := func(what string, r resp, status int, reason string) {
 				t.Helper()
 				if r.status != status || r.reason != reason {
