@@ -40,7 +40,7 @@ func (s *Sim) addUnusedVolume(node string, c *qmConf, volid string, logf func(st
 		key = k
 	}
 	if key == "" {
-		return fmt.Errorf("Too many unused volumes - please delete them first.") //nolint:staticcheck // PVE's message
+		return pveDie("Too many unused volumes - please delete them first.") // AbstractConfig.pm's words
 	}
 	c.Keys[key] = volid
 	return nil
