@@ -85,6 +85,8 @@ lint: deps
 
 bench:
 	./hack/bench.sh
+	./hack/bench-size.sh
+	./hack/bench-local.sh
 
 demo: deps build
 	./hack/demo.sh
