@@ -719,14 +719,17 @@ func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *qmConf, logf f
 			return err
 		}
 	} else {
+		// vmconfig_hotplug_pending: a failing option stays pending and is
+		// reported per option (raise_param_exc, a 400) after the write.
+		errs := map[string]string{}
 		var keep []string
 		for _, d := range c.PendingDelete {
 			k := strings.TrimPrefix(d, "!")
 			ok, err := s.hotplugDeleteLocked(node, vmid, c, k, d != k, logf)
 			if err != nil {
-				return err
+				errs[k] = err.Error()
 			}
-			if ok {
+			if ok && err == nil {
 				delete(c.Keys, k)
 				continue
 			}
@@ -736,7 +739,8 @@ func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *qmConf, logf f
 		for _, k := range slices.Sorted(maps.Keys(c.Pending)) {
 			ok, err := s.hotplugSetLocked(node, vmid, c, k, logf)
 			if err != nil {
-				return err
+				errs[k] = err.Error()
+				continue
 			}
 			if ok {
 				c.Keys[k] = c.Pending[k]
@@ -744,6 +748,11 @@ func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *qmConf, logf f
 			}
 		}
 		dropReusedUnused(c)
+		if len(errs) > 0 {
+			s.writeQmConfLocked(db, node, vmid, c)
+			s.saveLocked()
+			return errParams(errs)
+		}
 	}
 	s.writeQmConfLocked(db, node, vmid, c)
 	s.saveLocked()
