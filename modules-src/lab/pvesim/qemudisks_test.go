@@ -127,6 +127,15 @@ func TestRunningVMDiskPendingK10(t *testing.T) {
 	if rows["scsi1"]["pending"] != "local-lvm:vm-100-disk-2,cache=writeback,size=2G" || rows["digest"]["value"] == nil {
 		t.Errorf("pending rows: %v", rows)
 	}
+	// A CD-ROM cannot become a disk while running: the option stays
+	// pending and the answer is a 400 naming it (vmconfig_update_disk).
+	if r := c.call("PUT", "/nodes/pve01/qemu/100/config", url.Values{"scsi0": {"none,media=cdrom"}}); r.status != 400 || r.errs["scsi0"] != "unable to change media type" {
+		t.Errorf("media change on a running VM: %d %v", r.status, r.errs)
+	}
+	if p := vmConfig(t, c, "pve01", 100); p["scsi0"] != "none,media=cdrom" {
+		t.Errorf("the refused change is not pending: %v", p["scsi0"])
+	}
+	putConfig(t, c, 100, url.Values{"revert": {"scsi0"}})
 	mustTask(t, c, "POST", "/nodes/pve01/qemu/100/status/stop", nil)
 	mustTask(t, c, "POST", "/nodes/pve01/qemu/100/status/start", nil)
 	cur = c.call("GET", "/nodes/pve01/qemu/100/config", url.Values{"current": {"1"}}).must(t, "current").obj()
