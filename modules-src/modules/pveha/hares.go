@@ -77,11 +77,15 @@ type haConfig struct {
 
 func (g *guestHA) observeHA(ctx context.Context) (haConfig, error) {
 	var cfg haConfig
-	mech, err := ha.Detect(ctx, g.c, g.major)
-	if err != nil {
-		return cfg, fmt.Errorf("cannot tell how this cluster places HA guests (GET /cluster/ha/groups): %w", err)
+	if g.mechanism == "" { // once per run
+		mech, err := ha.Detect(ctx, g.c, g.major)
+		if err != nil {
+			return cfg, fmt.Errorf("cannot tell how this cluster places HA guests (GET /cluster/ha/groups): %w", err)
+		}
+		g.mechanism = mech
 	}
-	g.mechanism = mech
+	mech := g.mechanism
+	var err error
 	if cfg.resources, err = ha.Resources(ctx, g.c); err != nil {
 		return cfg, fmt.Errorf("cannot read the HA resources: %w", err)
 	}

@@ -194,7 +194,20 @@ func TestSeedChainFromNothing(t *testing.T) {
 				}
 
 				w.sim.ResetRequests()
+				start := time.Now()
 				again := w.run(args, false)
+				t.Logf("vmid %v: a no-op run took %s and %d requests", args["vmid"], time.Since(start).Round(time.Millisecond), len(w.sim.Requests()))
+				groupsReads := 0
+				for _, r := range w.sim.Requests() {
+					if r.Method == "GET" && r.Path == "/cluster/ha/groups" {
+						groupsReads++
+					}
+				}
+				// H2: PVE 9's "migrated to rules" answer is the mechanism,
+				// read once per run, never retried as a temporary 500.
+				if v == 9 && groupsReads > 1 {
+					t.Errorf("GET /cluster/ha/groups read %d times in a no-op run", groupsReads)
+				}
 				if failed(again) || again["changed"] != false {
 					t.Fatalf("second run: %v %v", again["msg"], again["changes"])
 				}
