@@ -244,7 +244,8 @@ options:
     description:
       - "PVE option prune-backups: The retention options with shorter intervals are processed first with --keep-last being the very first one. Each option covers a specific period of time. We say that backups within this period are covered by this option. The next option does not take care of already covered backups and only considers older backups."
       - "Storage types: dir, nfs, cifs, pbs."
-    type: "str"
+      - "A dict (keep-all, keep-last, keep-hourly, keep-daily, keep-weekly, keep-monthly, keep-yearly) or PVE's key=value,… string, checked as PVE checks it before any request: keep-all is a boolean that excludes every positive keep-* option, the others are integers of at least 0."
+    type: "raw"
     aliases:
       - "prune-backups"
   saferemove:

@@ -107,7 +107,7 @@ func ansibleType(key string, o optSchema) ansible.Type {
 	switch {
 	case key == "content" || key == "nodes":
 		return ansible.TypeList
-	case o.Format == "property-string" || key == "is_mountpoint":
+	case o.Format == "property-string" || o.Format == "prune-backups" || key == "is_mountpoint":
 		return ansible.TypeRaw // a dict or PVE's key=value string; yes/no or a path
 	case o.Type == "boolean":
 		return ansible.TypeBool
@@ -139,8 +139,11 @@ func optionDoc(key string, o optSchema) []string {
 	if len(fixedIn) > 0 || !o.Updatable {
 		doc = append(doc, "Fixed at creation; a different value on an existing storage fails.")
 	}
-	if o.Format == "property-string" {
+	switch o.Format {
+	case "property-string":
 		doc = append(doc, "A dict ("+strings.Join(o.Keys, ", ")+") or PVE's key=value,… string.")
+	case "prune-backups":
+		doc = append(doc, "A dict ("+strings.Join(pruneKeys, ", ")+") or PVE's key=value,… string, checked as PVE checks it before any request: keep-all is a boolean that excludes every positive keep-* option, the others are integers of at least 0.")
 	}
 	return doc
 }
@@ -204,6 +207,12 @@ func wanted(p params) (map[string]string, error) {
 		s, err := pveString(key, v)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", optionName(key), err)
+		}
+		if key == "prune-backups" && s != "" {
+			// Version-independent, so refused before any request.
+			if err := checkPruneBackups(s); err != nil {
+				return nil, fmt.Errorf("%s: %w", optionName(key), err)
+			}
 		}
 		want[key] = s
 	}
