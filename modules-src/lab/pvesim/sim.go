@@ -137,9 +137,10 @@ type Sim struct {
 	faults  *Faults
 	log     *RequestLog
 
-	guestLocks map[string]*guestLock // /var/lock/qemu-server and storage flocks (guestlock.go)
-	replGen    map[string]int        // current run chain of each replication job (replrun.go)
-	haErrors   map[string]bool       // HA services in error state, "db/sid" (ha.go)
+	guestLocks map[string]*guestLock  // /var/lock/qemu-server and storage flocks (guestlock.go)
+	replGen    map[string]int         // current run chain of each replication job (replrun.go)
+	haErrors   map[string]bool        // HA services in error state, "db/sid" (ha.go)
+	remotes    map[string]RemoteStore // PBS and CIFS servers the lab offers, by type/server (storageremote.go)
 }
 
 // nodeRuntime is the serving side of a node (not persisted).
