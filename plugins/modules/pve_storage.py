@@ -352,6 +352,12 @@ options:
       - "lvmthin"
       - "lvm"
       - "pbs"
+  update_secrets:
+    description:
+      - "On an existing storage, send the secrets the task gives (password, encryption_key, master_pubkey) even when they cannot be compared with what PVE holds: PVE keeps them under /etc/pve/priv/storage and shows at most a marker. The task then reports a change on every run; use it to rotate a password."
+      - "Without it, a secret that cannot be compared is left as it is, with a warning naming it. What can be compared is converged either way: the encryption key by its fingerprint, the master public key by the file /etc/pve/priv/storage/<storage>.master.pem when the module runs on a node of the cluster."
+    type: "bool"
+    default: false
   username:
     description:
       - "PVE option username: RBD Id."

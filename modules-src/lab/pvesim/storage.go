@@ -214,7 +214,7 @@ func (s *Sim) postStorage(rc *reqCtx) (any, error) {
 	if err := s.checkStorageOptions(typ, t, rc, "storage", "type"); err != nil {
 		return nil, err
 	}
-	sensitive := extractSensitive(t, rc.params, nil)
+	sensitive := extractSensitive(t, rc, nil)
 	if t.defaultPath && rc.str("path") == "" {
 		rc.params["path"] = "/mnt/pve/" + id
 	}
@@ -300,7 +300,7 @@ func (s *Sim) putStorage(rc *reqCtx) (any, error) {
 	if rc.has("delete") {
 		deletes = pveschema.SplitList(rc.str("delete"))
 	}
-	sensitive := extractSensitive(t, rc.params, deletes)
+	sensitive := extractSensitive(t, rc, deletes)
 	if len(deletes) > 0 {
 		for _, k := range deletes {
 			if slices.Contains(t.fixed, k) || slices.Contains(t.required, k) {

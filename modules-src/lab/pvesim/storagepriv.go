@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -38,8 +39,11 @@ import (
 // a deletion (the key was in `delete`).
 type sensitiveParams map[string]*string
 
-// extractSensitive takes t's sensitive keys out of params.
-func extractSensitive(t storageType, params map[string]any, deletes []string) sensitiveParams {
+// extractSensitive takes t's sensitive keys out of the handler's
+// parameters (a copy: the request log keeps what was sent, redacted).
+func extractSensitive(t storageType, rc *reqCtx, deletes []string) sensitiveParams {
+	rc.params = maps.Clone(rc.params)
+	params := rc.params
 	out := sensitiveParams{}
 	for _, k := range t.sensitive {
 		if slices.Contains(deletes, k) {

@@ -75,6 +75,9 @@ func spec() ansible.Spec {
 			Description: []string{"Storage type. Required with state=present; it can never change on an existing storage."}},
 		"force": {Type: ansible.TypeBool, Default: false,
 			Description: []string{"With state=absent, remove the definition even though guests still have volumes on it (the volumes stay, unreachable until the storage is declared again)."}},
+		"update_secrets": {Type: ansible.TypeBool, Default: false,
+			Description: []string{"On an existing storage, send the secrets the task gives (password, encryption_key, master_pubkey) even when they cannot be compared with what PVE holds: PVE keeps them under /etc/pve/priv/storage and shows at most a marker. The task then reports a change on every run; use it to rotate a password.",
+				"Without it, a secret that cannot be compared is left as it is, with a warning naming it. What can be compared is converged either way: the encryption key by its fingerprint, the master public key by the file /etc/pve/priv/storage/<storage>.master.pem when the module runs on a node of the cluster."}},
 		"node_status": {Type: ansible.TypeBool, Default: false,
 			Description: []string{"Also return the storage's status on every node it applies to (one more API call per node)."}},
 	}
@@ -165,6 +168,7 @@ type params struct {
 	Type              string `ansible:"type"`
 	Force             bool   `ansible:"force"`
 	NodeStatus        bool   `ansible:"node_status"`
+	UpdateSecrets     bool   `ansible:"update_secrets"`
 	StorageOptions
 }
 
@@ -208,9 +212,14 @@ func wanted(p params) (map[string]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", optionName(key), err)
 		}
-		if key == "prune-backups" && s != "" {
-			// Version-independent, so refused before any request.
-			if err := checkPruneBackups(s); err != nil {
+		// Version-independent checks, so refused before any request.
+		check := map[string]func(string) error{
+			"prune-backups":  checkPruneBackups,
+			"encryption-key": checkEncryptionKey,
+			"master-pubkey":  func(v string) error { _, err := masterPEM(v); return err },
+		}[key]
+		if check != nil && s != "" {
+			if err := check(s); err != nil {
 				return nil, fmt.Errorf("%s: %w", optionName(key), err)
 			}
 		}

@@ -173,16 +173,27 @@ func (s *storage) planCreate() ([]ansible.Change, error) {
 			return nil, fmt.Errorf("%s: required to create a %s storage", optionName(k), s.p.Type)
 		}
 	}
+	if s.want["master-pubkey"] != "" && s.want["encryption-key"] == "" {
+		// PBSPlugin on_add_hook refuses it only after writing the password file.
+		return nil, errors.New("master_pubkey: needs encryption_key on a new pbs storage (PVE: 'master-pubkey' can only be used together with 'encryption-key')")
+	}
 	params := url.Values{"storage": {s.p.Storage}, "type": {s.p.Type}}
 	predicted := map[string]any{"storage": s.p.Storage, "type": s.p.Type}
 	for k, v := range s.want {
 		if v == "" {
 			continue
 		}
-		params.Set(k, v)
-		if !slices.Contains(secretKeys, k) {
-			predicted[k] = v
+		if k == "master-pubkey" {
+			v = masterPubkeyParam(v)
 		}
+		params.Set(k, v)
+		if s.sensitive(k) || slices.Contains(secretKeys, k) {
+			if m := secretMarker(k, v); m != nil {
+				predicted[k] = m
+			}
+			continue
+		}
+		predicted[k] = v
 	}
 	s.final = predicted
 	return []ansible.Change{{
@@ -200,8 +211,10 @@ func (s *storage) planCreate() ([]ansible.Change, error) {
 // it is sent one more time.
 func (s *storage) create(ctx context.Context, params url.Values) error {
 	for attempt := 1; ; attempt++ {
-		err := s.c.Post(ctx, "/storage", params, nil)
+		var answer storageAnswer
+		err := s.c.Post(ctx, "/storage", params, &answer)
 		if err == nil {
+			s.takeGeneratedKey(answer)
 			return nil
 		}
 		if pveapi.NothingDone(err) {
@@ -235,7 +248,8 @@ func (s *storage) planUpdate(cfg map[string]any) ([]ansible.Change, error) {
 	var deletes, changed []string
 	after := maps.Clone(cfg)
 	for _, key := range slices.Sorted(maps.Keys(s.want)) {
-		if slices.Contains(secretKeys, key) {
+		if s.sensitive(key) {
+			s.planSecret(cfg, key, set, &deletes, &changed, after)
 			continue
 		}
 		want, have := s.want[key], s.current(cfg, key)
@@ -272,7 +286,11 @@ func (s *storage) planUpdate(cfg map[string]any) ([]ansible.Change, error) {
 		Summary: fmt.Sprintf("update storage %s (%s)", s.p.Storage, strings.Join(changed, ", ")),
 		Diff:    ansible.TextDiff(cfgHeader, section(cfg), section(after)),
 		Apply: func(ctx context.Context) error {
-			err := s.c.Put(ctx, s.path(), set, nil)
+			var answer storageAnswer
+			err := s.c.Put(ctx, s.path(), set, &answer)
+			if err == nil {
+				s.takeGeneratedKey(answer)
+			}
 			switch {
 			case err != nil && strings.Contains(err.Error(), "detected modified configuration"):
 				// PVE compares the digest before writing anything.
@@ -297,7 +315,10 @@ func (s *storage) verify(ctx context.Context) error {
 	}
 	var wrong []string
 	for _, key := range slices.Sorted(maps.Keys(s.want)) {
-		if slices.Contains(secretKeys, key) {
+		if s.sensitive(key) {
+			if msg := s.verifySecret(cfg, key); msg != "" {
+				wrong = append(wrong, msg)
+			}
 			continue
 		}
 		if got := s.current(cfg, key); got != s.want[key] {
@@ -420,7 +441,7 @@ func section(cfg map[string]any) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %s\n", pveapi.String(cfg["type"]), pveapi.String(cfg["storage"]))
 	for _, k := range slices.Sorted(maps.Keys(cfg)) {
-		if k == "type" || k == "storage" || k == "digest" || slices.Contains(secretKeys, k) {
+		if k == "type" || k == "storage" || k == "digest" || !isMarker(k, cfg[k]) {
 			continue
 		}
 		fmt.Fprintf(&b, "\t%s %s\n", k, pveapi.String(cfg[k]))
