@@ -216,3 +216,33 @@ func keyData(t *testing.T, key string) string {
 	rest := key[i+len(`"data": "`):]
 	return rest[:strings.Index(rest, `"`)]
 }
+
+// cifs (CIFSPlugin.pm): a refused login fails the create with PVE's error
+// and leaves nothing; the password lands in <id>.pw, never in the result,
+// and a rerun says it cannot compare it.
+func TestCIFSPassword(t *testing.T) {
+	w := pbsWorld(t)
+	if err := w.sim.AddRemoteStore(pvesim.RemoteStore{Type: "cifs", Server: "192.0.2.60", User: "smbuser", Password: "smb-pass", Stores: []string{"backup"}}); err != nil {
+		t.Fatal(err)
+	}
+	args := map[string]any{"storage": "smb", "type": "cifs", "server": "192.0.2.60", "share": "backup", "username": "smbuser", "password": "nope", "content": []any{"backup"}}
+	res := w.run(args, false)
+	if !failed(res) || res["changed"] != false || !strings.Contains(res["msg"].(string), "NT_STATUS_LOGON_FAILURE") {
+		t.Errorf("wrong password: changed=%v %v", res["changed"], res["msg"])
+	}
+	if _, err := os.Stat(filepath.Join(privStorageDir, "smb.pw")); !os.IsNotExist(err) {
+		t.Errorf("credentials left after the refused create: %v", err)
+	}
+	args["password"] = "smb-pass"
+	if res := w.run(args, false); failed(res) || res["changed"] != true || strings.Contains(pveapi.String(res), "smb-pass") {
+		t.Fatalf("create: %v", res["msg"])
+	}
+	if pw, _ := os.ReadFile(filepath.Join(privStorageDir, "smb.pw")); string(pw) != "password=smb-pass\n" {
+		t.Errorf("smb.pw %q", pw)
+	}
+	w.sim.ResetRequests()
+	res = w.run(args, false)
+	if failed(res) || res["changed"] != false || len(pveapitest.Mutating(w.sim)) != 0 || !strings.Contains(pveapi.String(res["warnings"]), "password: given but not compared on storage smb") {
+		t.Errorf("rerun: changed=%v warnings %v", res["changed"], res["warnings"])
+	}
+}
