@@ -184,7 +184,7 @@ func run(r *ansible.Run, o pveapi.Options) error {
 	}
 	c, err := pveapi.ForRun(r, p.Connection, o)
 	if err != nil {
-		return err
+		return nameUnreachable(p.Connection, nil, err)
 	}
 	if err := refuseLocalSecrets(c, p, want); err != nil {
 		return err

@@ -125,7 +125,7 @@ func (s *storage) read(ctx context.Context) (map[string]any, error) {
 func (s *storage) plan(ctx context.Context, _ *ansible.World) ([]ansible.Change, error) {
 	v, err := s.c.Version(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the PVE version: %w", err)
+		return nil, nameUnreachable(s.p.Connection, s.c, fmt.Errorf("cannot read the PVE version: %w", err))
 	}
 	s.version = v.Major
 	if s.p.State == "present" {
