@@ -198,10 +198,16 @@ func (m *base) planUpgrade(ctx context.Context, w *ansible.World) ([]ansible.Cha
 		ID:      "packages:upgrade",
 		Summary: summary,
 		Diff:    versionsDiff("packages", plan.Install),
-		// a dpkg transaction runs to completion whatever the deadline
+		// The download installs nothing: it runs under the deadline, and
+		// cut short it leaves the node as it was. Only the dpkg
+		// transaction then runs to completion whatever the deadline.
 		Apply: func(ctx context.Context) error {
+			client := apt.Client{Runner: m.env.Runner}
+			if err := client.DownloadDistUpgrade(ctx); err != nil {
+				return ansible.NothingChanged(err)
+			}
 			return ansible.Uninterruptible(ctx, "the apt-get dist-upgrade transaction", func(ctx context.Context) error {
-				return apt.Client{Runner: m.env.Runner}.DistUpgrade(ctx)
+				return client.DistUpgrade(ctx)
 			})
 		},
 		Verify: func(ctx context.Context) error {
