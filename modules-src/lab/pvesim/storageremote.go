@@ -73,6 +73,7 @@ func (s *Sim) pbsActivate(db *ConfigDB, st *Storage) error {
 		return fmt.Errorf("%s: error fetching datastores - 401 Unauthorized", st.ID)
 	}
 	if !slices.Contains(r.Stores, st.opt("datastore")) {
+		//lint:ignore ST1005 PVE's own message (PBSPlugin.pm activate_storage)
 		return fmt.Errorf("%s: Cannot find datastore '%s', check permissions and existence!", st.ID, st.opt("datastore"))
 	}
 	return nil
