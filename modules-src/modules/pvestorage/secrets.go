@@ -240,3 +240,18 @@ func (s *storage) verifySecret(cfg map[string]any, key string) string {
 	}
 	return ""
 }
+
+// generatedKeyUnanswered: the create happened but its answer, which carried
+// the generated key, was lost. The key is in <id>.enc on the cluster: taken
+// from there when the module runs on a node, else the warning says where.
+func (s *storage) generatedKeyUnanswered() {
+	if s.want["encryption-key"] != "autogen" {
+		return
+	}
+	file := filepath.Join(privStorageDir, s.p.Storage+".enc")
+	if b, err := os.ReadFile(file); err == nil && checkEncryptionKey(string(b)) == nil {
+		s.takeGeneratedKey(storageAnswer{Config: map[string]any{"encryption-key": string(b)}})
+		return
+	}
+	s.r.Warn(fmt.Sprintf("PVE generated the encryption key of storage %s, but the answer carrying it was lost: the key exists only in %s on the cluster. Copy it from a node now and back it up outside the cluster: without it, no encrypted backup on this storage can be restored", s.p.Storage, file))
+}

@@ -246,3 +246,27 @@ func TestCIFSPassword(t *testing.T) {
 		t.Errorf("rerun: changed=%v warnings %v", res["changed"], res["warnings"])
 	}
 }
+
+// The create's answer, which carries the generated key, is lost: the
+// storage is not created twice, and the key is taken from <id>.enc.
+func TestAutogenKeyAnswerLost(t *testing.T) {
+	w := pbsWorld(t)
+	w.sim.Faults().Add(pvesim.Fault{Method: "POST", Path: "/storage", Kind: pvesim.FaultLostAnswer, Count: 1})
+	res := w.run(pbsArgs(), false)
+	posts := 0
+	for _, r := range pveapitest.Mutating(w.sim) {
+		if r.Method == "POST" && r.Path == "/storage" {
+			posts++
+		}
+	}
+	enc, _ := os.ReadFile(filepath.Join(privStorageDir, "pbs1.enc"))
+	if failed(res) || res["changed"] != true || posts != 1 || len(enc) == 0 || res["encryption_key"] != string(enc) {
+		t.Errorf("lost answer: %v, %d POSTs, key returned %v", res["msg"], posts, res["encryption_key"] != nil)
+	}
+	privStorageDir = t.TempDir()
+	w.sim.Faults().Add(pvesim.Fault{Method: "POST", Path: "/storage", Kind: pvesim.FaultLostAnswer, Count: 1})
+	res = w.run(with(pbsArgs(), "storage", "pbs2"), false)
+	if failed(res) || res["encryption_key"] != nil || !strings.Contains(pveapi.String(res["warnings"]), "the answer carrying it was lost") {
+		t.Errorf("lost answer, key file out of reach: %v %v", res["msg"], res["warnings"])
+	}
+}

@@ -229,6 +229,7 @@ func (s *storage) create(ctx context.Context, params url.Values) error {
 		}
 		if cfg != nil {
 			s.r.Warn(fmt.Sprintf("the answer to creating storage %s was lost (%v); reading back shows it was created, so it was not sent again", s.p.Storage, err))
+			s.generatedKeyUnanswered()
 			return nil
 		}
 		var e *pveapi.Error
