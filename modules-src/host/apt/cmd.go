@@ -171,6 +171,16 @@ func (c Client) DownloadDistUpgrade(ctx context.Context) error {
 	return nil
 }
 
+// DownloadInstall fetches the packages installing pkgs needs, under ctx's
+// deadline (see DownloadDistUpgrade).
+func (c Client) DownloadInstall(ctx context.Context, pkgs []string) error {
+	args := append(append(append([]string{}, nonInteractive...), "--download-only", "install"), pkgs...)
+	if _, err := c.Runner.Run(ctx, c.aptGet(args...)); err != nil {
+		return fmt.Errorf("downloading the packages to install %s: %w", strings.Join(pkgs, ", "), err)
+	}
+	return nil
+}
+
 // DistUpgrade upgrades everything, non-interactively, keeping local config
 // files. It runs to completion whatever ctx's deadline.
 func (c Client) DistUpgrade(ctx context.Context) error {

@@ -120,8 +120,11 @@ func TestTransactionsIgnoreTheDeadline(t *testing.T) {
 	if err := c.DownloadDistUpgrade(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(r.cancelled, []bool{false, false, true}) {
-		t.Errorf("the download did not get the caller's (cancelled) context: %v", r.cancelled)
+	if err := c.DownloadInstall(ctx, []string{"vim"}); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(r.cancelled, []bool{false, false, true, true}) {
+		t.Errorf("the downloads did not get the caller's (cancelled) context: %v", r.cancelled)
 	}
 }
 

@@ -46,7 +46,7 @@ type world struct {
 	restartFails bool
 	// afterUpgrade runs at the end of every real dist-upgrade
 	afterUpgrade func()
-	downloads    int // apt-get --download-only dist-upgrade runs
+	downloads    int // apt-get --download-only runs (dist-upgrade, install)
 }
 
 const nagJS = `Ext.define('Proxmox.Utils', {
@@ -263,6 +263,9 @@ func (w *world) aptGet(cmd host.Command) hosttest.Reply {
 		if w.afterUpgrade != nil {
 			w.afterUpgrade()
 		}
+		return hosttest.Reply{}
+	case slices.Contains(rest, "--download-only") && slices.Contains(rest, "install"):
+		w.downloads++
 		return hosttest.Reply{}
 	case len(rest) >= 2 && slices.Contains(rest, "install"):
 		for _, n := range rest[slices.Index(rest, "install")+1:] {
