@@ -146,6 +146,22 @@ func TestPBSSensitiveProperties(t *testing.T) {
 	}
 }
 
+// The PBS and SMB servers can be declared through the control API too (by
+// hand, from `lab`).
+func TestRemoteStoreControlRoute(t *testing.T) {
+	t.Parallel()
+	s := startSim(t, simOpts{version: 9})
+	ctl := controlAPI(t, s)
+	if st, _ := ctl("POST", "/v1/remote-stores", `{"type":"nfs","server":"x"}`); st != 400 {
+		t.Errorf("nfs remote: %d, want 400", st)
+	}
+	if st, body := ctl("POST", "/v1/remote-stores", `{"type":"pbs","server":"192.0.2.50","user":"root@pam","password":"p","stores":["ds"]}`); st != 200 {
+		t.Fatalf("pbs remote: %d %v", st, body)
+	}
+	c := newClient(t, s, "pve01").labToken()
+	c.call("POST", "/storage", url.Values{"storage": {"bk"}, "type": {"pbs"}, "server": {"192.0.2.50"}, "datastore": {"ds"}, "password": {"p"}}).must(t, "pbs on the declared server")
+}
+
 // Issue 15 (lab): cifs keeps its password in priv/storage/<id>.pw as
 // "password=…" (CIFSPlugin.pm cifs_set_credentials), path defaults to
 // /mnt/pve/<id> (check_config), and a refused login fails the create with

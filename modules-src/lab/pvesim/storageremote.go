@@ -13,18 +13,18 @@ import (
 // behind it: activation only checks what PVE's plugin would learn from the
 // server (login, datastore or share exists).
 type RemoteStore struct {
-	Type     string   // "pbs" or "cifs"
-	Server   string   // as the storage's `server` option names it
-	User     string   // PBS auth id (root@pam, or a token id user@realm!name); SMB user
-	Password string   // password or token secret
-	Stores   []string // PBS datastores; SMB shares
+	Type     string   `json:"type"`     // "pbs" or "cifs"
+	Server   string   `json:"server"`   // as the storage's `server` option names it
+	User     string   `json:"user"`     // PBS auth id (root@pam, or a token id user@realm!name); SMB user
+	Password string   `json:"password"` // password or token secret
+	Stores   []string `json:"stores"`   // PBS datastores; SMB shares
 }
 
 // AddRemoteStore makes a PBS or SMB server reachable (replacing one of the
 // same type and server).
 func (s *Sim) AddRemoteStore(r RemoteStore) error {
 	if r.Type != "pbs" && r.Type != "cifs" {
-		return fmt.Errorf("remote store type %q: pbs or cifs", r.Type)
+		return &BadRequestError{Msg: fmt.Sprintf("remote store type %q: pbs or cifs", r.Type)}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
