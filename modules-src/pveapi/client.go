@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,16 +17,25 @@ import (
 	"time"
 )
 
-// Client calls one PVE API: a node's pveproxy over HTTPS, or the node's own
-// API through pvesh (local mode). Methods are safe for concurrent use.
+// Client calls one PVE API: a node's pveproxy over HTTPS, or, in local
+// mode, the node's own pveproxy with a ticket minted on the node (or pvesh
+// when that is not possible). Methods are safe for concurrent use.
 type Client struct {
 	t      transport
 	retry  RetryPolicy
 	logf   func(format string, args ...any)
 	target string
 	local  bool
+	pvesh  bool
+	// warnings are what the connection wants the user to know (why local
+	// mode fell back to pvesh); plain data, the module decides how to show
+	// them.
+	warnings []string
 
-	taskPoll time.Duration
+	taskPoll   time.Duration
+	settlePoll time.Duration
+	// readOnly refuses every write before sending (check mode).
+	readOnly bool
 
 	calls atomic.Int64
 
@@ -51,22 +61,42 @@ type Options struct {
 	Log func(format string, args ...any)
 	// Retry overrides DefaultRetry (tests use short waits).
 	Retry *RetryPolicy
-	// Pvesh is the pvesh command of local mode; default "pvesh" in PATH.
+	// Pvesh is the pvesh command of local mode's fallback; default "pvesh"
+	// in PATH.
 	Pvesh string
+	// PveshGrace is the time pvesh gets after SIGTERM once the run's
+	// deadline has passed; host.DefaultTermGrace when zero.
+	PveshGrace time.Duration
 	// LocalAllowed reports whether local mode is possible; default: running
-	// as root with pvesh in PATH.
+	// as root.
 	LocalAllowed func() bool
+	// EtcPve, HostsFile and Nodename are where local mode finds the node's
+	// keys (/etc/pve), its address (/etc/hosts) and PVE's name for it (the
+	// short host name): tests point them elsewhere.
+	EtcPve, HostsFile, Nodename string
+	// NoTicket makes local mode use pvesh without trying a minted ticket
+	// (the benchmark compares both).
+	NoTicket bool
 	// TaskPoll overrides DefaultTaskPoll (tests).
 	TaskPoll time.Duration
+	// SettlePoll overrides DefaultSettlePoll, the pause between reads
+	// that settle a write whose answer was lost (tests).
+	SettlePoll time.Duration
+	// ReadOnly makes a client that refuses every write (Dispatch fails
+	// with a *ReadOnlyError, nothing is sent): the client of check mode.
+	ReadOnly bool
 }
 
 // Connect builds a client from the connection options. With a password it
 // logs in at once (so the first real request does not pay pveproxy's 3 s
 // delay on a 401); with a token nothing is sent yet.
 func Connect(ctx context.Context, conn Connection, o Options) (*Client, error) {
-	c := &Client{retry: DefaultRetry, logf: o.Log, taskPoll: DefaultTaskPoll}
+	c := &Client{retry: DefaultRetry, logf: o.Log, taskPoll: DefaultTaskPoll, settlePoll: DefaultSettlePoll, readOnly: o.ReadOnly}
 	if o.TaskPoll > 0 {
 		c.taskPoll = o.TaskPoll
+	}
+	if o.SettlePoll > 0 {
+		c.settlePoll = o.SettlePoll
 	}
 	if o.Retry != nil {
 		c.retry = *o.Retry
@@ -75,22 +105,7 @@ func Connect(ctx context.Context, conn Connection, o Options) (*Client, error) {
 		c.logf = func(string, ...any) {}
 	}
 	if conn.Host == "" {
-		allowed := o.LocalAllowed
-		bin := o.Pvesh
-		if bin == "" {
-			bin = "pvesh"
-		}
-		if allowed == nil {
-			allowed = func() bool {
-				_, err := exec.LookPath(bin)
-				return os.Geteuid() == 0 && err == nil
-			}
-		}
-		if !allowed() {
-			return nil, errors.New("api_host: required unless the module runs as root on a Proxmox VE node (local mode uses the node's own API through pvesh)")
-		}
-		c.t, c.local, c.target = &pveshTransport{bin: bin}, true, "local node (pvesh)"
-		return c, nil
+		return c.connectLocal(ctx, conn, o)
 	}
 	ht, err := newHTTPTransport(ctx, conn, o)
 	if err != nil {
@@ -100,8 +115,101 @@ func Connect(ctx context.Context, conn Connection, o Options) (*Client, error) {
 	return c, nil
 }
 
-// Local tells whether the client runs in local mode (pvesh).
+// ReadOnlyClient returns a client of the same API and transport that
+// refuses every write: what a module hands to a stage in check mode when
+// it got its client from elsewhere (an Env a test filled).
+func (c *Client) ReadOnlyClient() *Client {
+	if c.readOnly {
+		return c
+	}
+	return &Client{t: c.t, retry: c.retry, logf: c.logf, target: c.target, local: c.local,
+		pvesh: c.pvesh, warnings: slices.Clone(c.warnings),
+		taskPoll: c.taskPoll, settlePoll: c.settlePoll, readOnly: true}
+}
+
+// ReadOnly tells whether the client refuses writes (check mode).
+func (c *Client) ReadOnly() bool { return c.readOnly }
+
+// connectLocal is local mode: a ticket minted with the node's own auth key
+// and HTTPS to the node's own pveproxy, checked by the first request
+// (GET /version, which every module reads first anyway); pvesh when any of
+// that is not possible, with a warning saying why.
+func (c *Client) connectLocal(ctx context.Context, conn Connection, o Options) (*Client, error) {
+	allowed := o.LocalAllowed
+	if allowed == nil {
+		allowed = func() bool { return os.Geteuid() == 0 }
+	}
+	if !allowed() {
+		return nil, errors.New("api_host: required unless the module runs as root on a Proxmox VE node (local mode uses the node's own API)")
+	}
+	c.local = true
+	why := "NoTicket is set"
+	if !o.NoTicket {
+		tt, err := newTicketTransport(conn, o, time.Now)
+		if err == nil {
+			if perr := c.probe(ctx, tt); perr != nil {
+				err = fmt.Errorf("the node's pveproxy (%s) did not answer a minted ticket: %s", tt.current().base, withoutHint(perr))
+			}
+		}
+		if err == nil {
+			c.t, c.target = tt, "local node ("+tt.current().base+", minted root@pam ticket)"
+			return c, nil
+		}
+		why = err.Error()
+	}
+	bin := o.Pvesh
+	if bin == "" {
+		bin = "pvesh"
+	}
+	if _, err := exec.LookPath(bin); err != nil {
+		return nil, fmt.Errorf("api_host: not set, and local mode cannot reach this node's API: no minted ticket (%s) and no pvesh (%v)", why, err)
+	}
+	c.t, c.pvesh, c.target = &pveshTransport{bin: bin, grace: o.PveshGrace}, true, "local node (pvesh)"
+	if !o.NoTicket {
+		c.warnings = append(c.warnings, "local mode uses pvesh (one process per API call, about half a second each on a real node, and no secrets) because a ticket could not be used: "+why)
+	}
+	return c, nil
+}
+
+// probe sends the first request through a minted-ticket transport and
+// keeps its answer as the run's /version.
+func (c *Client) probe(ctx context.Context, t transport) error {
+	c.calls.Add(1)
+	raw, err := t.do(ctx, http.MethodGet, "/version", nil)
+	if err != nil {
+		return err
+	}
+	var v Version
+	if err := Decode(raw, &v); err != nil {
+		return fmt.Errorf("GET /version: unexpected answer: %w", err)
+	}
+	c.versionOnce.Do(func() { c.version, c.versionErr = parseVersion(v) })
+	return nil
+}
+
+// withoutHint words an error without its hint, which speaks of the
+// connection options a local run does not have.
+func withoutHint(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		cp := *e
+		cp.Hint = ""
+		return cp.Error()
+	}
+	return err.Error()
+}
+
+// Local tells whether the client talks to the node it runs on (no
+// api_host), whichever way.
 func (c *Client) Local() bool { return c.local }
+
+// Pvesh tells whether requests go through pvesh, whose command line every
+// user of the node can read: no secret may be sent then.
+func (c *Client) Pvesh() bool { return c.pvesh }
+
+// Warnings are what the connection wants the user to know (why local mode
+// fell back to pvesh).
+func (c *Client) Warnings() []string { return slices.Clone(c.warnings) }
 
 // Target names what the client talks to, for messages ("https://h:8006").
 func (c *Client) Target() string { return c.target }
@@ -112,28 +220,17 @@ func (c *Client) Calls() int { return int(c.calls.Load()) }
 // Get reads path and decodes `data` into out (see Decode). Temporary
 // failures and lock contention are retried within the RetryPolicy.
 func (c *Client) Get(ctx context.Context, path string, params url.Values, out any) error {
-	return c.Do(ctx, http.MethodGet, path, params, out)
+	return c.send(ctx, http.MethodGet, path, params, out)
 }
 
-// Post, Put and Delete send a write. They are retried only when PVE said
-// it could not take a lock (nothing happened) or the connection could not
-// be opened; any other failure after sending is returned with
-// IsUnanswered(err) true when the write may have happened.
-func (c *Client) Post(ctx context.Context, path string, params url.Values, out any) error {
-	return c.Do(ctx, http.MethodPost, path, params, out)
-}
-
-func (c *Client) Put(ctx context.Context, path string, params url.Values, out any) error {
-	return c.Do(ctx, http.MethodPut, path, params, out)
-}
-
-func (c *Client) Delete(ctx context.Context, path string, params url.Values, out any) error {
-	return c.Do(ctx, http.MethodDelete, path, params, out)
-}
-
-// Do sends one request with the retry policy; out may be nil.
-func (c *Client) Do(ctx context.Context, method, path string, params url.Values, out any) error {
+// send sends one request with the retry policy; out may be nil. It is the
+// only way a request leaves the client: Get for reads, Dispatch for
+// writes. A read-only client refuses every write here, before sending.
+func (c *Client) send(ctx context.Context, method, path string, params url.Values, out any) error {
 	read := method == http.MethodGet
+	if !read && c.readOnly && !login(method, path) {
+		return &ReadOnlyError{Method: method, Path: path}
+	}
 	var tries, lockTries int
 	for {
 		start := time.Now()
@@ -183,7 +280,7 @@ func (c *Client) Do(ctx context.Context, method, path string, params url.Values,
 	}
 }
 
-// RetryPolicy bounds the retries of Do.
+// RetryPolicy bounds the retries of send.
 type RetryPolicy struct {
 	// ReadRetries is how often a GET is retried after a temporary failure
 	// (also a write whose connection could not even be opened).
@@ -224,15 +321,18 @@ func (c *Client) Version(ctx context.Context) (Version, error) {
 			c.versionErr = err
 			return
 		}
-		major, _, _ := strings.Cut(v.Version, ".")
-		v.Major, _ = strconv.Atoi(major)
-		if v.Major == 0 {
-			c.versionErr = fmt.Errorf("GET /version: cannot read a PVE version from %q", v.Version)
-			return
-		}
-		c.version = v
+		c.version, c.versionErr = parseVersion(v)
 	})
 	return c.version, c.versionErr
+}
+
+func parseVersion(v Version) (Version, error) {
+	major, _, _ := strings.Cut(v.Version, ".")
+	v.Major, _ = strconv.Atoi(major)
+	if v.Major == 0 {
+		return Version{}, fmt.Errorf("GET /version: cannot read a PVE version from %q", v.Version)
+	}
+	return v, nil
 }
 
 // Path builds an API path from a format whose %s verbs are path-escaped:

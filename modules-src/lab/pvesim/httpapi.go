@@ -150,6 +150,7 @@ func (s *Sim) serve(node string, table map[string]handlerFunc, w http.ResponseWr
 		return
 	}
 	defer s.reqWG.Done()
+	defer s.inFlight.Add(-1)
 	start := time.Now()
 	apiPath, ok := strings.CutPrefix(r.URL.Path, "/api2/json")
 	if !ok {
@@ -216,7 +217,7 @@ func (s *Sim) serve(node string, table map[string]handlerFunc, w http.ResponseWr
 			finish(500)
 			writeError(w, errStatus(500, "can't lock file '%s' - got timeout", file))
 			return
-		case FaultTaskFail, FaultSlowConfig:
+		case FaultTaskFail, FaultSlowConfig, FaultSlowLocked:
 			taskFault = fault
 		case FaultLostAnswer:
 			loseAnswer = true
@@ -275,12 +276,12 @@ func (s *Sim) dispatch(node string, table map[string]handlerFunc, m *pveschema.M
 	var who *principal
 	if !world {
 		var msg string
-		who, msg = authenticate(db, r)
+		who, msg = s.authenticate(db, r)
 		if who == nil {
 			return 0, nil, who, errStatus(401, "%s", msg)
 		}
 		if who.Ticket && r.Method != "GET" {
-			if !verifyCSRF(db, who.User, r.Header.Get("CSRFPreventionToken")) {
+			if !s.verifyCSRFLocked(db, who.User, r.Header.Get("CSRFPreventionToken"), time.Now()) {
 				return 0, nil, who, errStatus(401, "Permission denied - invalid csrf token")
 			}
 		}

@@ -28,6 +28,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
 )
 
 // Module is pve_storage.
@@ -56,7 +57,7 @@ func New(o pveapi.Options) ansible.Module {
 		Examples:     examples,
 		Return:       returnDoc,
 		ActionGroups: []string{ansible.GroupAPI},
-		Spec:         pveapi.WithConnection(spec()),
+		Spec:         pveansible.WithConnection(spec()),
 		Params:       params{},
 		Timeout:      5 * time.Minute,
 		Run:          func(r *ansible.Run) error { return run(r, o) },
@@ -163,13 +164,13 @@ func anySlice(s []string) []any {
 // params are the module's own options; storage options are read from the
 // validated parameters by key (wanted).
 type params struct {
-	pveapi.Connection `ansible:",squash"`
-	Storage           string `ansible:"storage"`
-	State             string `ansible:"state"`
-	Type              string `ansible:"type"`
-	Force             bool   `ansible:"force"`
-	NodeStatus        bool   `ansible:"node_status"`
-	UpdateSecrets     bool   `ansible:"update_secrets"`
+	pveansible.Connection `ansible:",squash"`
+	Storage               string `ansible:"storage"`
+	State                 string `ansible:"state"`
+	Type                  string `ansible:"type"`
+	Force                 bool   `ansible:"force"`
+	NodeStatus            bool   `ansible:"node_status"`
+	UpdateSecrets         bool   `ansible:"update_secrets"`
 	StorageOptions
 }
 
@@ -182,9 +183,9 @@ func run(r *ansible.Run, o pveapi.Options) error {
 	if err != nil {
 		return err
 	}
-	c, err := pveapi.ForRun(r, p.Connection, o)
+	c, err := pveansible.ForRun(r, p.Connection.API(), o)
 	if err != nil {
-		return nameUnreachable(p.Connection, nil, err)
+		return nameUnreachable(p.Connection.API(), nil, err)
 	}
 	if err := refuseLocalSecrets(c, p, want); err != nil {
 		return err
@@ -245,13 +246,14 @@ func wanted(p params) (map[string]string, error) {
 	return want, nil
 }
 
-// refuseLocalSecrets fails a task that gives a secret in local mode, before
-// any request: pvesh would carry it on its command line, readable by any
+// refuseLocalSecrets fails a task that gives a secret when local mode fell
+// back to pvesh, before any request: pvesh would carry it on its command
+// line, readable by any
 // user of the node (pveapi refuses such a request too; failing here names
 // the Ansible option, and fails the same whether or not the storage exists,
 // so a play does not work once and break on the next node).
 func refuseLocalSecrets(c *pveapi.Client, p params, want map[string]string) error {
-	if !c.Local() || p.State != "present" {
+	if !c.Pvesh() || p.State != "present" {
 		return nil
 	}
 	for _, key := range secretKeys {

@@ -241,6 +241,25 @@ func (s *storage) verifySecret(cfg map[string]any, key string) string {
 	return ""
 }
 
+// generatedKey takes the key PVE generated from a write's outcome: its
+// answer, or, when the answer was lost and a read settled that the write
+// happened, the key file.
+func (s *storage) generatedKey(out *pveapi.Outcome) {
+	if out == nil {
+		return
+	}
+	if out.Data == nil {
+		if out.Lost != "" {
+			s.generatedKeyUnanswered()
+		}
+		return
+	}
+	var a storageAnswer
+	if err := out.Decode(&a); err == nil {
+		s.takeGeneratedKey(a)
+	}
+}
+
 // generatedKeyUnanswered: the create happened but its answer, which carried
 // the generated key, was lost. The key is in <id>.enc on the cluster: taken
 // from there when the module runs on a node, else the warning says where.
