@@ -42,7 +42,7 @@ func checkPruneBackups(s string) error {
 		}
 		parts = append(parts, part)
 	}
-	if err := checkPropertyString(pruneBackupsFormat, strings.Join(parts, ",")); err != nil {
+	if err := checkPropertyString(pruneBackupsFormat, strings.Join(parts, ","), ""); err != nil {
 		return err
 	}
 	if keepAll && positive {

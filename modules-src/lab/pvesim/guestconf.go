@@ -220,6 +220,7 @@ func (s *Sim) assertOnNodeLocked(db *ConfigDB, node string, vmid int) error {
 }
 
 func (s *Sim) writeQmConfLocked(db *ConfigDB, node string, vmid int, c *qmConf) {
+	dropReusedUnused(c) // write_vm_config
 	s.writeGuestConfLocked(db, vmKind, node, vmid, c)
 }
 
@@ -391,7 +392,8 @@ func volumeID(file string) (store, volname string, ok bool) {
 // base-100-disk-0/vm-101-disk-0, 100/vm-100-disk-0.qcow2).
 func volOwner(volname string) int {
 	base := path.Base(volname)
-	m := regexp.MustCompile(`^(?:vm|base)-(\d+)-`).FindStringSubmatch(base)
+	// ZFSPoolPlugin.pm parse_volname: (base|basevol|vm|subvol)-<vmid>-….
+	m := regexp.MustCompile(`^(?:vm|base|subvol|basevol)-(\d+)-`).FindStringSubmatch(base)
 	if m == nil {
 		return 0
 	}

@@ -27,6 +27,14 @@ var (
 // member is the guest's name in pools and /cluster/resources: "qemu/100".
 func (k guestKind) member(vmid int) string { return fmt.Sprintf("%s/%d", k.typ, vmid) }
 
+// haSID is the guest's HA service id: "vm:100", "ct:200".
+func (k guestKind) haSID(vmid int) string {
+	if k.dir == "lxc" {
+		return fmt.Sprintf("ct:%d", vmid)
+	}
+	return fmt.Sprintf("vm:%d", vmid)
+}
+
 // loadGuestConfLocked reads a guest's config file from db.
 func (s *Sim) loadGuestConfLocked(db *ConfigDB, k guestKind, node string, vmid int) (*qmConf, error) {
 	rel := guestConfPath(node, k.dir, vmid)
@@ -87,10 +95,11 @@ func (s *Sim) guestLockTask(rc *reqCtx, node, typ string, vmid int, f func(t *ta
 	})
 }
 
-// dropFromPoolsLocked removes a destroyed guest from every pool of db.
-func dropFromPoolsLocked(db *ConfigDB, k guestKind, vmid int) {
+// dropFromPoolsLocked removes a destroyed guest from every pool of db
+// (AccessControl.pm remove_vm_access: user.cfg knows guests by VMID only).
+func dropFromPoolsLocked(db *ConfigDB, _ guestKind, vmid int) {
 	for _, p := range db.Pools {
-		p.Members = slices.DeleteFunc(p.Members, func(m string) bool { return m == k.member(vmid) })
+		p.Members = slices.DeleteFunc(p.Members, func(m string) bool { n, ok := memberVMID(m); return ok && n == vmid })
 	}
 }
 
@@ -121,6 +130,9 @@ func (s *Sim) asClusterResource(r map[string]any, k guestKind, e vmEntry) map[st
 	}
 	if !s.nodeUpLocked(e.Node) {
 		r["status"] = "unknown"
+	}
+	if st := s.haStateOfGuestLocked(s.dbOf(e.Node), k.haSID(e.VMID)); st != "" {
+		r["hastate"] = st
 	}
 	return r
 }
