@@ -169,6 +169,10 @@ func spec() ansible.Spec {
 			Description: []string{"Create (primary) or join (other nodes) the cluster. false only prepares the node, e.g. to collect every node's ssh_public_key first."}},
 		"peer_keys": {Type: ansible.TypeDict, Default: map[string]any{},
 			Description: []string{"Root public keys to authorize, by node name (the ssh_public_key each node returned), this node's own included: on the primary the file becomes the cluster's copy every joiner receives. An empty value stands for a key that a check run predicted to be created (accepted in check mode only)."}},
+		"peer_host_keys": {Type: ansible.TypeDict,
+			Description: []string{"ed25519 SSH host keys of the peers, by node name (the ssh_host_key each node returned; the role passes them): what known_hosts records, taken over the connection Ansible authenticated. A peer missing here keeps the key known_hosts already records; an offline member without one is a warning. Not given at all: a peer's key is read from its SSH server (trust on first use), as before."}},
+		"accept_changed_host_keys": {Type: ansible.TypeBool, Default: false,
+			Description: []string{"Replace a host key that known_hosts records for a peer by a different one (a reinstalled node). Without it a changed key fails, nothing written. The replaced lines are reported as a warning either way."}},
 		"api_password": {Type: ansible.TypeStr, NoLog: true,
 			Description: []string{"join_method=api: root@pam password of this node (PVE accepts the join request only from root@pam with a ticket; an API token gets 403)."}},
 		"primary_password": {Type: ansible.TypeStr, NoLog: true,
@@ -217,5 +221,7 @@ type params struct {
 	CAPath          string            `ansible:"ca_path"`
 	APIFingerprint  string            `ansible:"api_fingerprint"`
 	PrimaryAPIFP    string            `ansible:"primary_api_fingerprint"`
+	PeerHostKeys    map[string]string `ansible:"peer_host_keys"`
+	AcceptChanged   bool              `ansible:"accept_changed_host_keys"`
 	WaitTimeout     int               `ansible:"wait_timeout"`
 }
