@@ -143,7 +143,12 @@ func (m *mod) primaryPassword() string {
 func (m *mod) primaryClient() (*pveapi.Client, error) {
 	c, err := m.env.Connect(m.r, m.conn(m.c.primary.Address, m.p.PrimaryAPIFP, m.primaryPassword()))
 	if err != nil {
-		return nil, fmt.Errorf("cannot connect to the primary %s's API: %w", m.c.primary.Name, err)
+		pw := "primary_password"
+		if m.p.PrimaryPassword == "" {
+			pw = "api_password (primary_password not given)"
+		}
+		return nil, fmt.Errorf("cannot connect to the primary %s's API: %w", m.c.primary.Name,
+			nameOptions(err, m.c.primary, m.indexOf(m.c.primary.Name), "primary_api_fingerprint", pw))
 	}
 	return c, nil
 }
@@ -298,7 +303,7 @@ func (m *mod) joinAPI(ctx context.Context) error {
 	}
 	self, err := m.env.Connect(m.r, m.conn(m.c.self.Address, m.p.APIFingerprint, m.p.APIPassword))
 	if err != nil {
-		return ansible.NothingChanged(fmt.Errorf("cannot connect to this node's API: %w", err))
+		return ansible.NothingChanged(fmt.Errorf("cannot connect to this node's API: %w", nameOptions(err, m.c.self, m.c.index, "api_fingerprint", "api_password")))
 	}
 	q := url.Values{"hostname": {m.c.primary.Address}, "fingerprint": {fp}, "password": {m.primaryPassword()}, "link0": {m.c.link0}}
 	if m.p.Link1 != "" {

@@ -3,6 +3,7 @@ package pvecluster
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/ansible"
@@ -61,16 +62,18 @@ func (m *mod) hostKeyOf(ctx context.Context, peer hostssh.Member, known string) 
 // either a reinstalled node or someone in between. A peer without a key is
 // tolerated only when it is a member that is offline now (its key stays as
 // recorded, or absent, with a warning).
-func (m *mod) gatherHostKeys(ctx context.Context, cluster *Cluster) error {
+//
+// only limits the peers (none: every peer but this node).
+func (m *mod) gatherHostKeys(ctx context.Context, cluster *Cluster, only ...string) error {
 	cur, err := m.env.Root.ReadFile(hostssh.KnownHosts)
 	if err != nil {
 		return err
 	}
 	known := string(cur.Content)
-	m.hostKeys = nil
+	m.hostKeys, m.replacedHostKeys = nil, nil
 	m.hostKeyErrs = map[string]error{}
 	for _, peer := range m.c.members {
-		if peer.Name == m.c.self.Name {
+		if peer.Name == m.c.self.Name || len(only) > 0 && !slices.Contains(only, peer.Name) {
 			continue
 		}
 		pk, err := m.hostKeyOf(ctx, peer, known)

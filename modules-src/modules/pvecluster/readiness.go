@@ -162,7 +162,7 @@ func (m *mod) observePrimary(ctx context.Context) error {
 		if m.p.JoinMethod == "ssh" && strings.Contains(err.Error(), "Host key verification failed") {
 			return fmt.Errorf("the primary %s's SSH host key is not trusted here, so pvecm add --use_ssh would exit 0 without joining (C2); give its key (peer_host_keys) or add it to known_hosts (prepare: known_hosts) first; nothing was changed: %w", m.c.primary.Name, err)
 		}
-		return fmt.Errorf("primary: cannot read %s at %s (nodes[%d].address) before joining: %w; nothing was changed", m.c.primary.Name, m.c.primary.Address, m.primaryIndex(), err)
+		return fmt.Errorf("primary: cannot read %s at %s (nodes[%d].address) before joining: %w; nothing was changed", m.c.primary.Name, m.c.primary.Address, m.indexOf(m.c.primary.Name), err)
 	}
 	m.primaryRead = true
 	m.primary = pv.cluster
@@ -191,15 +191,6 @@ func (m *mod) observePrimary(ctx context.Context) error {
 	}
 	m.warnOffline(primary)
 	return nil
-}
-
-func (m *mod) primaryIndex() int {
-	for i, n := range m.c.members {
-		if n.Name == m.c.primary.Name {
-			return i
-		}
-	}
-	return -1
 }
 
 // halfJoined is the failure of a join PVE left half done: the primary

@@ -110,6 +110,13 @@ func (m *mod) report() {
 		m.pubKey, _ = hostssh.ReadKeyPair(m.env.Root)
 	}
 	m.r.Set("ssh_public_key", m.pubKey)
+	// what the peers record in known_hosts for this node: read here, over
+	// the connection that runs the module, not by a handshake (C2)
+	hk, _ := hostssh.ReadHostKey(m.env.Root)
+	m.r.Set("ssh_host_key", hk)
+	if len(m.replacedHostKeys) > 0 {
+		m.r.Set("known_hosts_replaced", m.replacedHostKeys)
+	}
 	m.r.Set("ssh_key_created", m.keyMade)
 	if len(m.evidence) > 0 {
 		m.r.Set("evidence", m.evidence)
@@ -136,9 +143,19 @@ func (m *mod) observe(ctx context.Context, _ *ansible.World) ([]ansible.Change, 
 		return nil, fmt.Errorf("%s already belongs to a different cluster, %q (members: %s), not %q; a node is never moved between clusters: nothing was changed (C6)",
 			m.c.self.Name, cl.Name, strings.Join(cl.names(), ", "), m.p.ClusterName)
 	}
-	if cl := v.cluster; cl != nil {
+	if cl := v.cluster; cl != nil && m.p.Form {
 		if err := m.sameCluster(ctx, cl); err != nil {
 			return nil, err
+		}
+	}
+	if cl := v.cluster; cl != nil && m.p.Form && !m.c.isPrimary() {
+		if me := cl.member(m.c.self.Name); me != nil && !me.Online {
+			// this node has the cluster's configuration but its corosync
+			// does not run with it: a join PVE left half done (finish_join
+			// failed), seen from the joiner
+			if half := m.halfDone(ctx); half != nil {
+				return nil, m.halfJoined(half, fmt.Sprintf("%s has the configuration of cluster %q but is not running in it", m.c.self.Name, cl.Name), false)
+			}
 		}
 	}
 	if cl := v.cluster; cl != nil && !cl.Quorate {
@@ -161,17 +178,28 @@ func (m *mod) observe(ctx context.Context, _ *ansible.World) ([]ansible.Change, 
 	// Every refusal the inputs and a read can decide, before the first
 	// write (the later stages write /etc/hosts, keys, known_hosts).
 	joining := m.start == nil && m.p.Form && !m.c.isPrimary()
-	if m.prepares(prepKnownHosts) || joining && m.p.JoinMethod == "ssh" {
-		if err := m.gatherHostKeys(ctx, m.start); err != nil {
-			return nil, err
-		}
-	}
 	if joining {
+		// the primary's key first (its read pins it), the others once the
+		// primary said who is a member
+		if m.p.JoinMethod == "ssh" {
+			if err := m.gatherHostKeys(ctx, nil, m.c.primary.Name); err != nil {
+				return nil, err
+			}
+		}
 		if err := m.observePrimary(ctx); err != nil {
 			return nil, err
 		}
 	} else if m.start != nil {
 		m.warnOffline(m.start)
+	}
+	if m.prepares(prepKnownHosts) {
+		members := m.start
+		if members == nil {
+			members = m.primary
+		}
+		if err := m.gatherHostKeys(ctx, members); err != nil {
+			return nil, err
+		}
 	}
 	if err := m.checkPeerKeys(); err != nil {
 		return nil, err

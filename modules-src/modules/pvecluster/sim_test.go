@@ -188,7 +188,11 @@ func (l *lab) env(node string) Env {
 			return pveapi.Connect(context.Background(), c, pveapi.Options{HTTPClient: hc, Retry: &pveapitest.FastRetry, TaskPoll: 20 * time.Millisecond})
 		},
 		HostKey: func(_ context.Context, addr string) (xssh.PublicKey, error) {
-			k, ok := l.hostKeys[strings.TrimSuffix(addr, ":22")]
+			ip := strings.TrimSuffix(addr, ":22")
+			k, ok := l.hostKeys[ip]
+			if info, _ := l.sim.Node(l.nameOf(ip)); !info.Online {
+				ok = false // a node powered off answers nothing
+			}
 			if !ok {
 				return nil, fmt.Errorf("connection refused")
 			}
