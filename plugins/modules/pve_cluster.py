@@ -21,6 +21,11 @@ description:
 author:
   - "gopve.proxmox contributors"
 options:
+  accept_changed_host_keys:
+    description:
+      - "Replace a host key that known_hosts records for a peer by a different one (a reinstalled node). Without it a changed key fails, nothing written. The replaced lines are reported as a warning either way."
+    type: "bool"
+    default: false
   api_fingerprint:
     description:
       - "join_method=api: SHA-256 fingerprint of this node's API certificate (before the join; the join replaces the certificate)."
@@ -89,6 +94,10 @@ options:
           - "PVE node name (its hostname)."
         type: "str"
         required: true
+  peer_host_keys:
+    description:
+      - "ed25519 SSH host keys of the peers, by node name (the ssh_host_key each node returned; the role passes them): what known_hosts records, taken over the connection Ansible authenticated. A peer missing here keeps the key known_hosts already records; an offline member without one is a warning. Not given at all: a peer's key is read from its SSH server (trust on first use), as before."
+    type: "dict"
   peer_keys:
     description:
       - "Root public keys to authorize, by node name (the ssh_public_key each node returned), this node's own included: on the primary the file becomes the cluster's copy every joiner receives. An empty value stands for a key that a check run predicted to be created (accepted in check mode only)."
@@ -245,6 +254,15 @@ ssh_public_key:
   description: Root's public key on this node; empty in check mode when the run would create it.
   returned: always
   type: str
+ssh_host_key:
+  description: This node's ed25519 SSH host key (/etc/ssh/ssh_host_ed25519_key.pub, without comment), for the peers' peer_host_keys; empty when it has none.
+  returned: always
+  type: str
+known_hosts_replaced:
+  description: known_hosts lines replaced because a peer's host key changed (only with accept_changed_host_keys).
+  returned: when a recorded host key was replaced
+  type: list
+  elements: str
 ssh_key_created:
   description: Whether this run creates root's key pair.
   returned: always
