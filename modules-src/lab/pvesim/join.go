@@ -230,4 +230,3 @@ func (s *Sim) AddNode(member, joiner, link0 string, force bool) (ClusterInfo, er
 	}
 	return s.finishJoinOf(joiner, 0, nil)
 }
-

@@ -26,7 +26,7 @@ func (f fixed) CreateCluster(context.Context, string, string, string) (*control.
 func (f fixed) AddNodeEntry(context.Context, string, string, string, bool) (*control.Cluster, error) {
 	return f.cl, nil
 }
-func (f fixed) FinishJoin(context.Context, string) ([]string, string, error) { return nil, "", nil }
+func (f fixed) FinishJoin(context.Context, string) ([]string, string, error)       { return nil, "", nil }
 func (f fixed) SetExpected(context.Context, string, int) (*control.Cluster, error) { return f.cl, nil }
 
 func seedCluster(online ...bool) *control.Cluster {
