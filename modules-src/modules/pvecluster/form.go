@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"slices"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/host"
 	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
 )
 
 // planCluster is stage 6: create on the primary, join elsewhere.
@@ -143,9 +145,9 @@ func (m *mod) primaryPassword() string {
 func (m *mod) primaryClient() (*pveapi.Client, error) {
 	c, err := m.env.Connect(m.r, m.conn(m.c.primary.Address, m.p.PrimaryAPIFP, m.primaryPassword()))
 	if err != nil {
-		pw := "primary_password"
+		pw := "primary_api_password"
 		if m.p.PrimaryPassword == "" {
-			pw = "api_password (primary_password not given)"
+			pw = "api_password (primary_api_password not given)"
 		}
 		return nil, fmt.Errorf("cannot connect to the primary %s's API: %w", m.c.primary.Name,
 			nameOptions(err, m.c.primary, m.indexOf(m.c.primary.Name), "primary_api_fingerprint", pw))
@@ -309,26 +311,25 @@ func (m *mod) joinAPI(ctx context.Context) error {
 	if m.p.Link1 != "" {
 		q.Set("link1", m.p.Link1)
 	}
-	var upid string
-	if err := self.Post(ctx, "/cluster/config/join", q, &upid); err != nil {
-		if pveapi.NothingDone(err) {
-			return ansible.NothingChanged(err)
-		}
-		return err
+	// One dispatch: a lost answer is settled by finding the clusterjoin
+	// task in this node's task list, never by sending the join again. The
+	// joiner's API restarts with a new certificate (C5): the task is
+	// followed through the local API, which needs neither.
+	out, err := pveansible.Dispatch(ctx, m.r, self, pveapi.Write{
+		Method: http.MethodPost, Path: "/cluster/config/join", Params: q,
+		What: fmt.Sprintf("join %s to cluster %s", m.c.self.Name, m.p.ClusterName),
+		Task: &pveapi.TaskWrite{Node: m.c.self.Name, Type: "clusterjoin", Via: m.local},
+	})
+	if out != nil && out.Task != nil {
+		m.evidence = append(m.evidence, "join task "+out.Task.UPID.Raw)
 	}
-	m.evidence = append(m.evidence, "join task "+upid)
-	// The joiner's API restarts with a new certificate (C5): follow the
-	// task through the local API, which needs neither.
-	res, err := m.local.WaitTask(ctx, upid)
 	if err != nil {
 		var te *pveapi.TaskError
 		if errors.As(err, &te) {
+			m.evidence = append(m.evidence, "join task "+te.UPID.Raw)
 			m.evidence = append(m.evidence, te.Log...)
 		}
 		return m.joinFailed(ctx, err)
-	}
-	for _, w := range res.Warnings {
-		m.r.Warn(w)
 	}
 	return nil
 }
