@@ -31,6 +31,7 @@ func nameOptions(err error, node hostssh.Member, i int, fpOption, pwOption strin
 		"check api_user/api_password or api_token_id/api_token_secret; a token id is user@realm!name, or name together with api_user", "check "+pwOption+" (root@pam's password on "+node.Name+"; a join needs root@pam, never a token)",
 		"check api_user and api_password", "check "+pwOption,
 		"api_fingerprint", fpOption,
+		"no answer before api_timeout", "no answer within 30 s",
 		"api_host", addr,
 		"api_user", "the user (root@pam)",
 		"api_password", pwOption,

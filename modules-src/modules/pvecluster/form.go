@@ -149,7 +149,7 @@ func (m *mod) primaryClient() (*pveapi.Client, error) {
 		if m.p.PrimaryPassword == "" {
 			pw = "api_password (primary_api_password not given)"
 		}
-		return nil, fmt.Errorf("cannot connect to the primary %s's API: %w", m.c.primary.Name,
+		return nil, fmt.Errorf("cannot connect to the primary %s's API at %s:%d (nodes[%d].address, api_port): %w", m.c.primary.Name, m.c.primary.Address, m.p.APIPort, m.indexOf(m.c.primary.Name),
 			nameOptions(err, m.c.primary, m.indexOf(m.c.primary.Name), "primary_api_fingerprint", pw))
 	}
 	return c, nil

@@ -185,6 +185,9 @@ func (l *lab) env(node string) Env {
 		Local:  func(*ansible.Run) (*pveapi.Client, error) { return l.client(node), nil },
 		Connect: func(_ *ansible.Run, c pveapi.Connection) (*pveapi.Client, error) {
 			hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+			if c.Fingerprint != "" {
+				hc = nil // pveapi's own TLS, pinned to the fingerprint
+			}
 			return pveapi.Connect(context.Background(), c, pveapi.Options{HTTPClient: hc, Retry: &pveapitest.FastRetry, TaskPoll: 20 * time.Millisecond})
 		},
 		HostKey: func(_ context.Context, addr string) (xssh.PublicKey, error) {

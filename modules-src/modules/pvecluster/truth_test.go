@@ -259,3 +259,35 @@ func TestChangedHostKeyC2C3(t *testing.T) {
 		t.Errorf("rerun: failed=%v changed=%v %v", res["failed"], res["changed"], res["msg"])
 	}
 }
+
+// Connection errors name pve_cluster's own options (issue 15, item 9): the
+// primary's certificate is pinned by primary_api_fingerprint, its address
+// is an entry of nodes, the user is always root@pam. Both refusals come
+// before any write.
+func TestConnectionErrorsNameClusterOptions(t *testing.T) {
+	l, keys := formed(t, 9, 2, 1)
+	wrong := strings.TrimSuffix(strings.Repeat("AB:", 32), ":")
+	api := map[string]any{"peer_keys": keys, "join_method": "api", "api_password": l.sim.RootPassword(), "validate_certs": true, "primary_api_fingerprint": wrong}
+	before := l.snapshot()
+	l.sim.ResetRequests()
+	res := l.run("pve02", l.args(api), false)
+	msg, _ := res["msg"].(string)
+	t.Logf("wrong primary fingerprint: %s", msg)
+	if !failed(res) || !strings.Contains(msg, "primary_api_fingerprint") || strings.Contains(strings.ReplaceAll(msg, "primary_api_fingerprint", ""), "api_fingerprint") || strings.Contains(msg, "api_user") {
+		t.Errorf("a wrong primary fingerprint must name primary_api_fingerprint (and no api_user): %s", msg)
+	}
+	noChange(t, l, "wrong primary fingerprint", res, before)
+
+	nodes := l.nodes()
+	nodes[0].(map[string]any)["address"] = "127.0.0.254"
+	delete(api, "primary_api_fingerprint")
+	api["validate_certs"] = false
+	api["nodes"] = nodes
+	res = l.run("pve02", l.args(api), false)
+	msg, _ = res["msg"].(string)
+	t.Logf("unreachable primary: %s", msg)
+	if !failed(res) || !strings.Contains(msg, "nodes[0].address") || strings.Contains(msg, "api_host") || strings.Contains(msg, "api_user") || strings.Contains(msg, "api_timeout") {
+		t.Errorf("an unreachable primary must name nodes[0].address: %s", msg)
+	}
+	noChange(t, l, "unreachable primary", res, before)
+}
