@@ -99,6 +99,11 @@ func testGrow(t *testing.T, pve int) {
 		t.Errorf("--check --limit pve04 on a converged cluster predicts %d changes:\n%s", n, again)
 	}
 
+	// the others learn pve04 (/etc/hosts, known_hosts) in a full run
+	if full, err := labtest.Playbook(t, lab, coll, vars, pb); err != nil {
+		t.Fatalf("full run after the growth: %v\n%s", err, fatals(full))
+	}
+
 	// pve03 powered off (the simulator's knob: its API and its vote)
 	if err := sim.SetOnline("pve03", false); err != nil {
 		t.Fatal(err)
