@@ -277,7 +277,7 @@ func (s *Sim) getQemuStatus(rc *reqCtx) (any, error) {
 	}
 	e := s.vmSummary(rc.node, vmid, c)
 	e["qmpstatus"] = e["status"]
-	e["ha"] = map[string]any{"managed": 0}
+	e["ha"] = s.haStatusOfGuestLocked(db, fmt.Sprintf("vm:%d", vmid))
 	if c.Keys["agent"] != "" && parseProps(c.Keys["agent"], "enabled").get("enabled") == "1" {
 		e["agent"] = 1
 	}
