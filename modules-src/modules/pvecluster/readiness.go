@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"strings"
 
+	hostssh "github.com/gopve/proxmox/modules-src/host/ssh"
 	"github.com/gopve/proxmox/modules-src/pveapi"
+	xssh "golang.org/x/crypto/ssh"
 )
 
 // What PVE itself requires before it adds a node (pve-cluster
@@ -149,15 +151,38 @@ func (m *mod) sameCluster(ctx context.Context, cl *Cluster) error {
 	return nil
 }
 
+// pvecmTrustsPrimary is C2 decided before any write: pvecm add --use_ssh
+// runs ssh with root's known_hosts, so unless this run writes the
+// primary's key there (prepare: known_hosts) it must be recorded already.
+func (m *mod) pvecmTrustsPrimary() error {
+	if m.p.JoinMethod != "ssh" || m.prepares(prepKnownHosts) {
+		return nil
+	}
+	cur, err := m.env.Root.ReadFile(hostssh.KnownHosts)
+	if err != nil {
+		return err
+	}
+	if _, keys := hostssh.RecordedKeys(string(cur.Content), hostssh.Names(m.c.primary, m.p.Domain, 22), xssh.KeyAlgoED25519); len(keys) > 0 {
+		return nil
+	}
+	return fmt.Errorf("the primary %s's SSH host key is not in %s and prepare does not include known_hosts: pvecm add --use_ssh would meet an unknown host key (ssh: \"Host key verification failed\" under automation) and exit 0 without joining (C2); add known_hosts to prepare; nothing was changed", m.c.primary.Name, hostssh.KnownHosts)
+}
+
 // observePrimary is a joiner's stage-1 read of the primary: every refusal
 // it can decide comes here, before the first write (C6, C8, C10, a join
 // left half done). Check mode tolerates an unreadable primary (its trust
 // or cluster may be what the run predicts).
 func (m *mod) observePrimary(ctx context.Context) error {
+	if err := m.pvecmTrustsPrimary(); err != nil {
+		return err
+	}
 	pv, err := m.readPrimary(ctx)
 	if err != nil {
 		if m.r.CheckMode() {
 			return nil
+		}
+		if m.p.JoinMethod == "ssh" && strings.Contains(err.Error(), "Permission denied") {
+			return fmt.Errorf("primary: %s does not accept this node's root key over SSH (Permission denied), so pvecm add --use_ssh cannot reach it: the primary's own task authorizes every key of peer_keys (prepare: authorized_keys), run it first (the role does); nothing was changed: %w", m.c.primary.Name, err)
 		}
 		if m.p.JoinMethod == "ssh" && strings.Contains(err.Error(), "Host key verification failed") {
 			return fmt.Errorf("the primary %s's SSH host key is not trusted here, so pvecm add --use_ssh would exit 0 without joining (C2); give its key (peer_host_keys) or add it to known_hosts (prepare: known_hosts) first; nothing was changed: %w", m.c.primary.Name, err)
