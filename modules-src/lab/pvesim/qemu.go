@@ -708,6 +708,12 @@ func (s *Sim) underGuestLock(t *taskRun, node string, vmid int, d time.Duration,
 	if !s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration)) {
 		return "unexpected status"
 	}
+	s.mu.Lock()
+	died := t.diedLocked()
+	s.mu.Unlock()
+	if died {
+		return "unexpected status" // the node lost power: the work never happened
+	}
 	return f()
 }
 
