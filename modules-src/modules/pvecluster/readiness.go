@@ -189,7 +189,6 @@ func (m *mod) observePrimary(ctx context.Context) error {
 		}
 		return fmt.Errorf("primary: cannot read %s at %s (nodes[%d].address) before joining: %w; nothing was changed", m.c.primary.Name, m.c.primary.Address, m.indexOf(m.c.primary.Name), err)
 	}
-	m.primaryRead = true
 	m.primary = pv.cluster
 	me := m.c.self.Name
 	if pv.self != "" && pv.self != m.c.primary.Name {

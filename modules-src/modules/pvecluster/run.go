@@ -42,10 +42,8 @@ type mod struct {
 	hostKeyErrs      map[string]error
 	replacedHostKeys []string
 	// primary is the primary's cluster as a joiner read it in stage 1
-	// (nil: standalone, or unread in check mode); joinInfoGap names the
-	// members the join information has no certificate for (readiness.go).
-	primary     *Cluster
-	primaryRead bool
+	// (nil: standalone, or unread in check mode; readiness.go).
+	primary *Cluster
 }
 
 func run(r *ansible.Run, e Env) error {
