@@ -119,6 +119,11 @@ func TestReadOnlyRunner(t *testing.T) {
 		{Command{Name: "ssh", Args: []string{"-o", "StrictHostKeyChecking=accept-new", "-o", "UpdateHostKeys=no", "root@h", "pvesh", "get", "/x"}}, false}, // writes known_hosts
 		{Command{Name: "ssh", Args: []string{"-o", "StrictHostKeyChecking=yes", "root@h", "pvesh", "get", "/x"}}, false},                                   // UpdateHostKeys may write
 		{Command{Name: "ssh", Args: []string{"-o", "StrictHostKeyChecking=yes", "-o", "UpdateHostKeys=no", "-o", "ProxyCommand=touch /x", "h", "true"}}, false},
+		// a host key pinned on the command line (pve_cluster's reads before known_hosts is written)
+		{Command{Name: "ssh", Args: []string{"-o", "StrictHostKeyChecking=yes", "-o", "UpdateHostKeys=no", "-o", "KnownHostsCommand=/bin/echo 192.0.2.11 ssh-ed25519 AAAAC3Nza", "h", "true"}}, true},
+		{Command{Name: "ssh", Args: []string{"-o", "StrictHostKeyChecking=yes", "-o", "UpdateHostKeys=no", "-o", "KnownHostsCommand=/bin/touch /x", "h", "true"}}, false},
+		{Command{Name: "ssh", Args: []string{"-o", "StrictHostKeyChecking=yes", "-o", "UpdateHostKeys=no", "-o", "KnownHostsCommand=/bin/echo %h ssh-ed25519 AAAA", "h", "true"}}, false},
+		{Command{Name: "ssh", Args: []string{"-o", "StrictHostKeyChecking=yes", "-o", "UpdateHostKeys=no", "-o", "KnownHostsCommand=/bin/echo a b c d", "h", "true"}}, false},
 		{Command{Name: "ssh", Args: []string{"-o", "StrictHostKeyChecking=yes", "-o", "UpdateHostKeys=no", "-L", "1:h:2", "h", "true"}}, false},
 		// Issue 15 item 9: the remote shell would run what the allow-list
 		// never saw: every remote word must be shell-inert.

@@ -15,12 +15,20 @@ description:
   - "A create or join is reported only once this node and the primary both list the node as an online member of a quorate cluster; an exit code or an accepted API request proves nothing (pvecm add exits 0 without joining when it cannot ask about an unknown host key). Waiting is bounded by wait_timeout and survives the joiner's API restart and new certificate."
   - "A node already in the cluster is ok. A node in a different cluster, or a primary whose cluster has another name, fails naming the cluster found, and nothing is changed."
   - "On a member of a cluster without quorum (/etc/pve read-only) the module waits for quorum, bounded by wait_timeout, and fails with nothing changed if it does not come back."
-  - "Before joining, the module waits while a member of the primary's cluster is listed but not online (another join in progress) or the cluster has no quorum. Joins must still be run one at a time (the role does: throttle 1)."
+  - "A joiner reads the primary before its first write, and refuses there what it can decide: a primary in another cluster or standalone, a join left half done, and, while a member is offline, a join that would cost the cluster its quorum if it stalled half way (PVE lists the joiner on the primary before it has finished). A node in a same-name cluster that does not hold the primary is another cluster (C6)."
+  - "Before joining, the module waits while a join is in progress (a node in the primary's corosync.conf without its certificate in /etc/pve: the join information lacks its pve_fp) or the cluster has no quorum; an offline member that is fully joined is a warning naming it, not a reason to wait. Joins must still be run one at a time (the role does: throttle 1)."
+  - "A join that PVE leaves half done (the primary lists this node, this node did not finish) is reported changed, with the primary's votes and nodelist and the way back (pvecm expected on the primary if it lost quorum, then pvecm delnode)."
+  - "Host keys for known_hosts come from peer_host_keys (each node's own ssh_host_key, read over Ansible's connection), else the line already recorded; a key that differs from the recorded one fails unless accept_changed_host_keys, and replaced lines are reported."
   - "Removing a node from a cluster is not automated: state=absent fails with the manual procedure."
   - "Check mode reports the steps a real run would take on this node and writes nothing on any node; the predicted cluster is the one the real run reads back when the nodes run in the order of nodes."
 author:
   - "gopve.proxmox contributors"
 options:
+  accept_changed_host_keys:
+    description:
+      - "Replace a host key that known_hosts records for a peer by a different one (a reinstalled node). Without it a changed key fails, nothing written. The replaced lines are reported as a warning either way."
+    type: "bool"
+    default: false
   api_fingerprint:
     description:
       - "join_method=api: SHA-256 fingerprint of this node's API certificate (before the join; the join replaces the certificate)."
@@ -89,6 +97,10 @@ options:
           - "PVE node name (its hostname)."
         type: "str"
         required: true
+  peer_host_keys:
+    description:
+      - "ed25519 SSH host keys of the peers, by node name (the ssh_host_key each node returned; the role passes them): what known_hosts records, taken over the connection Ansible authenticated. A peer missing here keeps the key known_hosts already records; an offline member without one is a warning. Not given at all: a peer's key is read from its SSH server (trust on first use), as before."
+    type: "dict"
   peer_keys:
     description:
       - "Root public keys to authorize, by node name (the ssh_public_key each node returned), this node's own included: on the primary the file becomes the cluster's copy every joiner receives. An empty value stands for a key that a check run predicted to be created (accepted in check mode only)."
@@ -247,6 +259,15 @@ ssh_public_key:
   description: Root's public key on this node; empty in check mode when the run would create it.
   returned: always
   type: str
+ssh_host_key:
+  description: This node's ed25519 SSH host key (/etc/ssh/ssh_host_ed25519_key.pub, without comment), for the peers' peer_host_keys; empty when it has none.
+  returned: always
+  type: str
+known_hosts_replaced:
+  description: known_hosts lines replaced because a peer's host key changed (only with accept_changed_host_keys).
+  returned: when a recorded host key was replaced
+  type: list
+  elements: str
 ssh_key_created:
   description: Whether this run creates root's key pair.
   returned: always

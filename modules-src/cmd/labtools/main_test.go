@@ -106,6 +106,17 @@ func TestScripts(t *testing.T) {
 				}
 				ts.Check(ts.Value(simKey{}).(*pvesim.Sim).SetOnline(args[0], args[1] == "1"))
 			},
+			// finishjoin NODE: the joiner's half of a join (finish_join) after
+			// a member's `pvecm addnode NODE`.
+			"finishjoin": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 1 {
+					ts.Fatalf("usage: finishjoin NODE")
+				}
+				_, err := ts.Value(simKey{}).(*pvesim.Sim).FinishJoin(args[0], nil)
+				if neg != (err != nil) {
+					ts.Fatalf("finishjoin %s: %v", args[0], err)
+				}
+			},
 			// node NAME DIR [key=value...]: write a node.json for another
 			// node and point GOPVE_LAB_NODE_JSON at it.
 			"node": func(ts *testscript.TestScript, neg bool, args []string) {

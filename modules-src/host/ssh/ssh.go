@@ -345,6 +345,41 @@ func knownHostsFields(line string) ([]string, string, bool) {
 	return strings.Split(f[0], ","), f[1], true
 }
 
+// HostKeyFile is the node's own ed25519 host key, as sshd presents it.
+const HostKeyFile = "/etc/ssh/ssh_host_ed25519_key.pub"
+
+// ReadHostKey reads the node's own ed25519 host key ("" when it has none):
+// what a peer must record in known_hosts for it, read over the connection
+// that runs the module rather than by an unauthenticated handshake.
+func ReadHostKey(r host.Root) (string, error) {
+	st, err := r.ReadFile(HostKeyFile)
+	if err != nil || !st.Exists {
+		return "", err
+	}
+	k, _, _, _, err := xssh.ParseAuthorizedKey(st.Content)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", HostKeyFile, err)
+	}
+	return strings.TrimSpace(string(xssh.MarshalAuthorizedKey(k))), nil
+}
+
+// RecordedKeys returns the keys of type keyType that known_hosts content
+// records, in plain lines, for any of names (the lines, and the keys).
+func RecordedKeys(current string, names []string, keyType string) (lines []string, keys []xssh.PublicKey) {
+	for _, l := range splitLines(current) {
+		hosts, t, ok := knownHostsFields(l)
+		if !ok || t != keyType || !slices.ContainsFunc(hosts, func(x string) bool { return slices.Contains(names, x) }) {
+			continue
+		}
+		_, _, k, _, _, err := xssh.ParseKnownHosts([]byte(l))
+		if err != nil {
+			continue
+		}
+		lines, keys = append(lines, l), append(keys, k)
+	}
+	return lines, keys
+}
+
 // PlanKnownHosts plans root's known_hosts (0644 when created).
 func PlanKnownHosts(r host.Root, want []HostKey) (*host.FileChange, error) {
 	cur, err := r.ReadFile(KnownHosts)

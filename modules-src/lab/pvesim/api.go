@@ -223,7 +223,7 @@ func (s *Sim) clusterLocked(node string) (ClusterInfo, bool) {
 		ExpectedVotes: c.totalVotes(), Quorate: s.quorateLocked(db), CorosyncConf: renderCorosyncConf(c)}
 	lowest := 0
 	for _, m := range c.Nodes {
-		up := s.memberUpLocked(m.Name)
+		up := s.votesForLocked(db, m.Name)
 		if up {
 			info.TotalVotes += m.Votes
 			if lowest == 0 || m.NodeID < lowest {
@@ -281,72 +281,6 @@ func (e *BadRequestError) Error() string { return e.Msg }
 type NotFoundError struct{ Msg string }
 
 func (e *NotFoundError) Error() string { return e.Msg }
-
-// AddNode is what `pvecm add` achieves (over SSH, so the CLI does it through
-// the control socket): joiner becomes a member of member's cluster at once,
-// its /etc/pve replaced and its certificate regenerated (C5, C6).
-func (s *Sim) AddNode(member, joiner, link0 string, force bool) (ClusterInfo, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	mdb := s.dbOf(member)
-	j := s.st.Nodes[joiner]
-	if mdb == nil || j == nil {
-		return ClusterInfo{}, &NotFoundError{Msg: fmt.Sprintf("no node %q or %q in this lab", member, joiner)}
-	}
-	if mdb.Corosync == nil {
-		return ClusterInfo{}, &NotFoundError{Msg: "Corosync config '/etc/pve/corosync.conf' does not exist - is this node part of a cluster?"}
-	}
-	addr := j.Addr
-	if link0 != "" {
-		addr = linkAddr(link0)
-	}
-	if reasons := s.joinableLocked(joiner, map[string]string{"ring0_addr": addr}); len(reasons) > 0 && !force {
-		return ClusterInfo{}, &ConflictError{Msg: "detected the following error(s):\n* " + strings.Join(reasons, "\n* ") + "\nCheck if node may join a cluster failed!"}
-	}
-	if err := s.requireQuorumLocked(mdb); err != nil {
-		return ClusterInfo{}, &ConflictError{Msg: err.Error()}
-	}
-	c := mdb.Corosync
-	if c.member(joiner) != nil {
-		if !force {
-			return ClusterInfo{}, &ConflictError{Msg: fmt.Sprintf("can't add existing node '%s'", joiner)}
-		}
-		c.Nodes = removeMember(c.Nodes, joiner)
-	}
-	id := 1
-	for _, m := range c.Nodes {
-		if m.NodeID >= id {
-			id = m.NodeID + 1
-		}
-	}
-	c.Nodes = append(c.Nodes, &CorosyncNode{Name: joiner, NodeID: id, Votes: 1, Links: map[string]string{"ring0_addr": addr}})
-	c.ConfigVersion++
-	mdb.Serial++
-	if j.DB != mdb.ID {
-		s.dropDBLocked(j.DB)
-		j.DB = mdb.ID
-	}
-	j.CorosyncUpAt = time.Now().UnixMilli()
-	j.CertGen++
-	ca, err := s.caLocked(j.DB)
-	if err != nil {
-		return ClusterInfo{}, err
-	}
-	cert, err := loadOrCreateCert(s.cfg.Dir, joiner, j.Addr, j.CertGen, ca)
-	if err != nil {
-		return ClusterInfo{}, err
-	}
-	s.nodes[joiner].cert = cert
-	if s.nodes[joiner].srv != nil {
-		s.stopLocked(joiner)
-		if err := s.listenLocked(joiner); err != nil {
-			return ClusterInfo{}, err
-		}
-	}
-	s.saveLocked()
-	info, _ := s.clusterLocked(member)
-	return info, nil
-}
 
 // SetExpectedVotes is `pvecm expected N` (0 restores the sum of votes).
 func (s *Sim) SetExpectedVotes(node string, votes int) (ClusterInfo, error) {

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +23,16 @@ func (s *Sim) memberUpLocked(name string) bool {
 	return n != nil && n.Online && !n.restarting && n.CorosyncUpAt <= time.Now().UnixMilli()
 }
 
+// votesForLocked: name is up and runs db's corosync configuration. A node
+// the primary's addnode has listed but whose finish_join has not started
+// corosync with the cluster's configuration (Setup.pm finish_join) is in
+// the nodelist, its vote expected, yet it is not there: it counts as
+// offline, as corosync shows such a node.
+func (s *Sim) votesForLocked(db *ConfigDB, name string) bool {
+	n := s.st.Nodes[name]
+	return n != nil && n.DB == db.ID && !db.Detached && s.memberUpLocked(name)
+}
+
 // quorateLocked: a standalone /etc/pve is always writable; a cluster's
 // only with a majority of votes up (C10: 1 of 3 is not).
 func (s *Sim) quorateLocked(db *ConfigDB) bool {
@@ -35,7 +44,7 @@ func (s *Sim) quorateLocked(db *ConfigDB) bool {
 	}
 	up := 0
 	for _, m := range db.Corosync.Nodes {
-		if s.memberUpLocked(m.Name) {
+		if s.votesForLocked(db, m.Name) {
 			up += m.Votes
 		}
 	}
@@ -80,7 +89,7 @@ func (s *Sim) getClusterStatus(rc *reqCtx) (any, error) {
 	for _, m := range c.Nodes {
 		out = append(out, map[string]any{
 			"type": "node", "id": "node/" + m.Name, "name": m.Name, "nodeid": m.NodeID,
-			"ip": s.nodeAddrLocked(m), "local": boolNum(m.Name == rc.node), "online": boolNum(!db.Detached && s.memberUpLocked(m.Name)), "level": "",
+			"ip": s.nodeAddrLocked(m), "local": boolNum(m.Name == rc.node), "online": boolNum(s.votesForLocked(db, m.Name)), "level": "",
 		})
 	}
 	return out, nil
@@ -422,95 +431,24 @@ func (s *Sim) joinWorker(t *taskRun, joiner, host, fp, password string, force bo
 	t.logf("Login succeeded.")
 	t.logf("check cluster join API version")
 
-	// The member's pvecm.lock + cfs lock on corosync.conf serialise joins (C4).
+	// The member's pvecm.lock + cfs lock on corosync.conf serialise the
+	// addnode halves of joins (C4), not their finish (join.go).
 	cl := s.joinLock(hdb.ID)
 	if !s.lockWithTimeout(cl, lockTimeout) {
 		return "500 can't lock file '/var/lock/pvecm.lock' - got timeout"
 	}
-	defer cl.Unlock()
-
-	s.mu.Lock()
-	if err := s.requireQuorumLocked(hdb); err != nil {
-		s.mu.Unlock()
-		return "500 " + err.Error()
-	}
-	c := hdb.Corosync
-	if m := c.member(joiner); m != nil {
-		if !force {
-			s.mu.Unlock()
-			return fmt.Sprintf("500 can't add existing node '%s'", joiner)
-		}
-		c.Nodes = removeMember(c.Nodes, joiner)
-	}
-	if nodeid == 0 {
-		nodeid = 1
-		for _, m := range c.Nodes {
-			if m.NodeID >= nodeid {
-				nodeid = m.NodeID + 1
-			}
-		}
-	}
-	for _, m := range c.Nodes {
-		if m.NodeID == nodeid {
-			s.mu.Unlock()
-			return fmt.Sprintf("500 Node ID %d already used by node %s", nodeid, m.Name)
-		}
-	}
-	c.Nodes = append(c.Nodes, &CorosyncNode{Name: joiner, NodeID: nodeid, Votes: votes, Links: links})
-	sort.Slice(c.Nodes, func(i, j int) bool { return c.Nodes[i].NodeID < c.Nodes[j].NodeID })
-	c.ConfigVersion++
-	hdb.Serial++
-	// The joiner's /etc/pve is replaced by the cluster's (S1, Z7): its own
-	// storage.cfg, tokens and tickets are gone from now on.
-	j := s.st.Nodes[joiner]
-	old := j.DB
-	j.DB = hdb.ID
-	if old != hdb.ID {
-		s.dropDBLocked(old)
-	}
-	j.CorosyncUpAt = time.Now().Add(24 * time.Hour).UnixMilli()
-	j.restarting = true
-	s.stopLocked(joiner)
-	s.saveLocked()
-	s.mu.Unlock()
 	t.logf("Request addition of this node")
-	t.logf("Join request OK, finishing setup locally")
-	t.logf("stopping pve-cluster service")
-	t.logf("backup old database to '/var/lib/pve-cluster/backup/config-%d.sql.gz'", time.Now().Unix())
-	t.logf("waiting for quorum...OK")
-	t.logf("(re)generate node files")
-	t.logf("generate new node certificate")
-
-	if !s.sleep(s.cfg.dur(s.cfg.RestartWindow, DefaultRestartWindow)) {
-		return "unexpected status"
-	}
-
 	s.mu.Lock()
-	j.CertGen++
-	ca, err := s.caLocked(j.DB)
-	var cert *nodeCert
-	if err == nil {
-		cert, err = loadOrCreateCert(s.cfg.Dir, joiner, j.Addr, j.CertGen, ca)
-	}
-	if err != nil {
-		j.restarting = false
-		s.mu.Unlock()
-		return "unable to generate pve certificate: " + err.Error()
-	}
-	s.nodes[joiner].cert = cert
-	j.restarting = false
-	j.CorosyncUpAt = time.Now().UnixMilli()
-	if j.Online {
-		if err := s.listenLocked(joiner); err != nil {
-			s.log.addError(err)
-		}
-	}
-	s.saveLocked()
+	msg := s.addnodeLocked(hdb, joiner, nodeid, votes, links, force)
 	s.mu.Unlock()
-	t.logf("merge authorized SSH keys")
-	t.logf("generated new node certificate, restart pveproxy and pvedaemon services")
-	t.logf("successfully added node '%s' to cluster.", joiner)
-	return ""
+	cl.Unlock()
+	if msg != "" {
+		// Setup.pm join: the member's answer, then "Cluster join aborted!"
+		t.logf("An error occurred on the cluster node: %s", msg)
+		return "Cluster join aborted!"
+	}
+	t.logf("Join request OK, finishing setup locally")
+	return s.finishJoin(joiner, hdb.ID, s.cfg.dur(s.cfg.RestartWindow, DefaultRestartWindow), t.logf)
 }
 
 func removeMember(list []*CorosyncNode, name string) []*CorosyncNode {

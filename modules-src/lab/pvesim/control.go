@@ -26,6 +26,7 @@ func (s *Sim) ControlHandler() http.Handler {
 	mux.HandleFunc("GET /v1/nodes/{node}/cluster", s.ctlGetCluster)
 	mux.HandleFunc("POST /v1/clusters", s.ctlCreateCluster)
 	mux.HandleFunc("POST /v1/nodes/{member}/cluster/nodes", s.ctlAddNode)
+	mux.HandleFunc("POST /v1/nodes/{node}/cluster/finish-join", s.ctlFinishJoin)
 	mux.HandleFunc("POST /v1/nodes/{node}/cluster/expected", s.ctlSetExpected)
 	mux.HandleFunc("POST /v1/access/users", s.ctlAddUser)
 	mux.HandleFunc("POST /v1/access/tokens", s.ctlAddToken)
@@ -163,12 +164,32 @@ func (s *Sim) ctlAddNode(w http.ResponseWriter, r *http.Request) {
 		Node  string `json:"node"`
 		Link0 string `json:"link0"`
 		Force bool   `json:"force"`
+		// Entry only: the member's half of the join (pvecm addnode); the
+		// joiner then calls finish-join (join.go).
+		Entry bool `json:"entry"`
 	}
 	if !ctlDecode(w, r, &body) {
 		return
 	}
-	info, err := s.AddNode(r.PathValue("member"), body.Node, body.Link0, body.Force)
+	add := s.AddNode
+	if body.Entry {
+		add = s.AddNodeEntry
+	}
+	info, err := add(r.PathValue("member"), body.Node, body.Link0, body.Force)
 	ctlResult(w, info, err)
+}
+
+// ctlFinishJoin serves POST /v1/nodes/{node}/cluster/finish-join: the
+// joiner's half; the answer holds finish_join's output lines, and its
+// error when it failed.
+func (s *Sim) ctlFinishJoin(w http.ResponseWriter, r *http.Request) {
+	var out []string
+	_, err := s.FinishJoin(r.PathValue("node"), func(f string, a ...any) { out = append(out, fmt.Sprintf(f, a...)) })
+	res := map[string]any{"output": out}
+	if err != nil {
+		res["error"] = err.Error()
+	}
+	ctlResult(w, res, nil)
 }
 
 // ctlSetExpected serves POST /v1/nodes/{node}/cluster/expected.

@@ -113,7 +113,7 @@ func (s *Sim) writeFilesLocked(db *ConfigDB) error {
 				return fmt.Errorf("creating /etc/pve/nodes/%s/%s: %w", name, sub, err)
 			}
 		}
-		if rt := s.nodes[name]; rt != nil && rt.cert != nil {
+		if rt := s.nodes[name]; rt != nil && rt.cert != nil && !n.FinishPending {
 			files["nodes/"+name+"/pve-ssl.pem"] = rt.cert.certPEM
 			if key, err := os.ReadFile(filepath.Join(certDir(s.cfg.Dir, name), fmt.Sprintf("pve-ssl.%d.key", n.CertGen))); err == nil {
 				files["nodes/"+name+"/pve-ssl.key"] = key
@@ -293,7 +293,7 @@ func (s *Sim) GeneratedPmxcfsFile(node, name string) []byte {
 			if i > 0 {
 				b.WriteString(",\n")
 			}
-			fmt.Fprintf(&b, "  \"%s\": { \"id\": %d, \"online\": %d", m.Name, m.NodeID, boolNum(!db.Detached && s.memberUpLocked(m.Name)))
+			fmt.Fprintf(&b, "  \"%s\": { \"id\": %d, \"online\": %d", m.Name, m.NodeID, boolNum(s.votesForLocked(db, m.Name)))
 			if n := s.st.Nodes[m.Name]; n != nil {
 				fmt.Fprintf(&b, ", \"ip\": \"%s\"", n.Addr)
 			}

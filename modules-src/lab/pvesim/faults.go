@@ -65,8 +65,13 @@ func newFaults() *Faults { return &Faults{next: 1} }
 func (fs *Faults) Add(f Fault) (int, error) {
 	switch f.Kind {
 	case FaultLatency, FaultError, FaultReset, FaultHang, FaultLock, FaultTaskFail, FaultSlowConfig, FaultLostAnswer, FaultSlowLocked:
+	case FaultFinishJoin:
+		if f.Node == "" {
+			return 0, fmt.Errorf("finish-join fault needs the joining node")
+		}
+		f.Path = "-" // not a request fault (join.go)
 	default:
-		return 0, fmt.Errorf("unknown fault kind %q (use latency, error, reset, hang, lock, task-fail, slow-config, lost-answer, slow-locked)", f.Kind)
+		return 0, fmt.Errorf("unknown fault kind %q (use latency, error, reset, hang, lock, task-fail, slow-config, lost-answer, slow-locked, finish-join)", f.Kind)
 	}
 	if f.Path == "" {
 		return 0, fmt.Errorf("fault needs a path pattern such as /cluster/config/join or /**")
@@ -124,10 +129,31 @@ func (fs *Faults) take(node, method, p string) *Fault {
 		if f.Node != "" && f.Node != node {
 			continue
 		}
+		if f.Kind == FaultFinishJoin {
+			continue // taken by the join itself (takeKind)
+		}
 		if f.Method != "" && !strings.EqualFold(f.Method, method) {
 			continue
 		}
 		if !matchPath(f.Path, p) {
+			continue
+		}
+		f.Fired++
+		c := *f
+		if f.Count > 0 && f.Fired >= f.Count {
+			fs.faults = append(fs.faults[:i], fs.faults[i+1:]...)
+		}
+		return &c
+	}
+	return nil
+}
+
+// takeKind returns the first fault of kind for node and counts it, as take.
+func (fs *Faults) takeKind(node string, kind FaultKind) *Fault {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	for i, f := range fs.faults {
+		if f.Kind != kind || f.Node != node {
 			continue
 		}
 		f.Fired++

@@ -61,6 +61,11 @@ type Node struct {
 	Replication map[string]*ReplRun `json:"replication,omitempty"`
 	// Volumes on this node's local storages, by volid (guests.go).
 	Volumes map[string]*GuestVolume `json:"volumes,omitempty"`
+	// FinishPending: the node took a cluster's configuration (finish_join)
+	// but has not generated its certificate in it yet, so the cluster's
+	// /etc/pve has no nodes/<name>/pve-ssl.pem and the join information
+	// cannot be read (join.go).
+	FinishPending bool `json:"finish_pending,omitempty"`
 	// restarting is true while the API is down for a join (not persisted).
 	restarting bool
 	// powerLosses counts SetOnline(false): a task sees whether its node lost

@@ -48,6 +48,15 @@ ssh_public_key:
   description: Root's public key on this node; empty in check mode when the run would create it.
   returned: always
   type: str
+ssh_host_key:
+  description: This node's ed25519 SSH host key (/etc/ssh/ssh_host_ed25519_key.pub, without comment), for the peers' peer_host_keys; empty when it has none.
+  returned: always
+  type: str
+known_hosts_replaced:
+  description: known_hosts lines replaced because a peer's host key changed (only with accept_changed_host_keys).
+  returned: when a recorded host key was replaced
+  type: list
+  elements: str
 ssh_key_created:
   description: Whether this run creates root's key pair.
   returned: always

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"time"
 
 	"strings"
 
@@ -120,7 +121,7 @@ func (m *mod) waitMember(ctx context.Context, join bool) error {
 // method, over its API with the api method.
 func (m *mod) readPrimary(ctx context.Context) (view, error) {
 	if m.p.JoinMethod == "ssh" {
-		return readOverSSH(ctx, m.env.Runner, m.c.primary.Address)
+		return readOverSSH(ctx, m.env.Runner, m.c.primary.Address, m.knownLine(m.c.primary.Address))
 	}
 	c, err := m.primaryClient()
 	if err != nil {
@@ -144,7 +145,12 @@ func (m *mod) primaryPassword() string {
 func (m *mod) primaryClient() (*pveapi.Client, error) {
 	c, err := m.env.Connect(m.r, m.conn(m.c.primary.Address, m.p.PrimaryAPIFP, m.primaryPassword()))
 	if err != nil {
-		return nil, fmt.Errorf("cannot connect to the primary %s's API: %w", m.c.primary.Name, err)
+		pw := "primary_api_password"
+		if m.p.PrimaryPassword == "" {
+			pw = "api_password (primary_api_password not given)"
+		}
+		return nil, fmt.Errorf("cannot connect to the primary %s's API at %s:%d (nodes[%d].address, api_port): %w", m.c.primary.Name, m.c.primary.Address, m.p.APIPort, m.indexOf(m.c.primary.Name),
+			nameOptions(err, m.c.primary, m.indexOf(m.c.primary.Name), "primary_api_fingerprint", pw))
 	}
 	return c, nil
 }
@@ -181,34 +187,10 @@ func (m *mod) predictJoined(primary *Cluster) *Cluster {
 	return c
 }
 
-// planJoin plans the join of a standalone node. The primary must be in
-// cluster_name (C6), quorate (C10), with no member still joining (C4).
-func (m *mod) planJoin(ctx context.Context) ([]ansible.Change, error) {
-	pv, perr := m.readPrimary(ctx)
-	var primary *Cluster
-	if perr == nil {
-		primary = pv.cluster
-		if primary != nil && primary.Name != m.p.ClusterName {
-			return nil, fmt.Errorf("primary %s belongs to cluster %q (members: %s), not %q: nothing was changed (C6)", m.c.primary.Name, primary.Name, strings.Join(primary.names(), ", "), m.p.ClusterName)
-		}
-		if pv.self != "" && pv.self != m.c.primary.Name {
-			return nil, fmt.Errorf("primary: the node at %s is called %q by PVE, not %q (C8)", m.c.primary.Address, pv.self, m.c.primary.Name)
-		}
-	}
-	if !m.r.CheckMode() {
-		switch {
-		case perr != nil && m.p.JoinMethod == "ssh" && strings.Contains(perr.Error(), "Host key verification failed"):
-			return nil, fmt.Errorf("the primary %s's SSH host key is not trusted here, so pvecm add --use_ssh would exit 0 without joining (C2); add it to known_hosts (prepare: known_hosts) first; nothing was changed: %w", m.c.primary.Name, perr)
-		case perr != nil:
-			return nil, fmt.Errorf("cannot read the primary before joining: %w", perr)
-		case primary == nil:
-			return nil, fmt.Errorf("primary %s is not in a cluster yet: the cluster is created on the primary first (run the task there before the other nodes); nothing was changed", m.c.primary.Name)
-		case primary.member(m.c.self.Name) != nil:
-			return nil, fmt.Errorf("%s is standalone but listed in cluster %q of %s (%s): a join that did not finish; remove it there (pvecm delnode %s) before joining again; nothing was changed",
-				m.c.self.Name, primary.Name, m.c.primary.Name, primary, m.c.self.Name)
-		}
-	}
-	predicted := m.predictJoined(primary)
+// planJoin plans the join of a standalone node; stage 1 read the primary
+// and refused what it could (observePrimary).
+func (m *mod) planJoin(context.Context) ([]ansible.Change, error) {
+	predicted := m.predictJoined(m.primary)
 	if m.r.CheckMode() {
 		m.final = predicted
 	}
@@ -220,14 +202,15 @@ func (m *mod) planJoin(ctx context.Context) ([]ansible.Change, error) {
 		ID:      "cluster:join",
 		Summary: fmt.Sprintf("join %s to cluster %s through %s %s (link0 %s)", m.c.self.Name, m.p.ClusterName, m.c.primary.Name, via, m.c.link0),
 		Apply:   m.join,
-		Verify:  func(ctx context.Context) error { return m.waitMember(ctx, true) },
+		Verify:  m.verifyJoin,
 		Predict: func(w *ansible.World) { clusterFact.Predict(w, predicted) },
 	}}, nil
 }
 
 // join waits for the primary to be ready (C4, C10), then joins.
 func (m *mod) join(ctx context.Context) error {
-	err := m.wait(ctx, fmt.Sprintf("the primary %s quorate (C10) with every listed member online (one listed but offline: another join in progress, C4)", m.c.primary.Name),
+	var margin error
+	err := m.wait(ctx, fmt.Sprintf("the primary %s quorate (C10) with no join in progress (C4: every node in its corosync.conf has its certificate in /etc/pve)", m.c.primary.Name),
 		func(ctx context.Context) (bool, string, error) {
 			v, err := m.readPrimary(ctx)
 			if err != nil {
@@ -236,8 +219,25 @@ func (m *mod) join(ctx context.Context) error {
 			if v.cluster == nil || v.cluster.Name != m.p.ClusterName {
 				return false, v.cluster.String(), nil
 			}
-			return v.cluster.Quorate && len(v.cluster.offline()) == 0, v.cluster.String(), nil
+			if !v.cluster.Quorate {
+				return false, v.cluster.String(), nil
+			}
+			if margin = marginError(v.cluster, m.c.self.Name); margin != nil {
+				return true, "", nil // a member went down since stage 1
+			}
+			busy, state, err := m.joinInProgress(ctx)
+			if err != nil {
+				return false, "", err
+			}
+			if busy {
+				return false, v.cluster.String() + "; " + state, nil
+			}
+			m.primary = v.cluster
+			return true, "", nil
 		})
+	if err == nil {
+		err = margin
+	}
 	if err != nil {
 		return ansible.NothingChanged(err)
 	}
@@ -254,6 +254,16 @@ func (m *mod) joinSSH(ctx context.Context) error {
 	if err == nil && strings.Contains(res.Stdout, "successfully added node") {
 		return nil
 	}
+	// What the primary says first: PVE adds the node there before this
+	// node finishes, so a failure after "Join request OK" is a half-done
+	// join, whatever this node says, and never a host key problem.
+	if half := m.halfDone(ctx); half != nil {
+		cause := "pvecm add exited 0 without reporting a join"
+		if err != nil {
+			cause = "pvecm add failed: " + err.Error()
+		}
+		return m.halfJoined(half, cause, true)
+	}
 	// pvecm add exits 0 without joining when ssh could not ask about an
 	// unknown host key (C2): only the membership tells.
 	v, rerr := readLocal(ctx, m.local)
@@ -262,6 +272,9 @@ func (m *mod) joinSSH(ctx context.Context) error {
 			return err
 		}
 		return fmt.Errorf("pvecm add exited 0 without reporting a join, and this node's status cannot be read: %w", rerr)
+	}
+	if v.cluster == nil && strings.Contains(res.Stdout, "Join request OK") {
+		return ansible.NothingChanged(fmt.Errorf("pvecm add reported \"Join request OK\" but %s is still standalone and the primary %s does not list it; pvecm printed:\n%s", m.c.self.Name, m.c.primary.Name, strings.Join(outputOf(res), "\n")))
 	}
 	if v.cluster == nil {
 		why := "pvecm add exited 0 but did not join"
@@ -274,22 +287,10 @@ func (m *mod) joinSSH(ctx context.Context) error {
 	return err // the membership is checked by Verify
 }
 
-// joinInfo is GET /cluster/config/join.
-type joinInfo struct {
-	Nodelist []struct {
-		Name string `json:"name"`
-		FP   string `json:"pve_fp"`
-	} `json:"nodelist"`
-}
-
 func (m *mod) joinAPI(ctx context.Context) error {
-	pc, err := m.primaryClient()
+	info, err := m.readJoinInfo(ctx)
 	if err != nil {
 		return ansible.NothingChanged(err)
-	}
-	var info joinInfo
-	if err := pc.Get(ctx, "/cluster/config/join", nil, &info); err != nil {
-		return ansible.NothingChanged(fmt.Errorf("join information of %s: %w", m.c.primary.Name, err))
 	}
 	fp := ""
 	var names []string
@@ -304,7 +305,7 @@ func (m *mod) joinAPI(ctx context.Context) error {
 	}
 	self, err := m.env.Connect(m.r, m.conn(m.c.self.Address, m.p.APIFingerprint, m.p.APIPassword))
 	if err != nil {
-		return ansible.NothingChanged(fmt.Errorf("cannot connect to this node's API: %w", err))
+		return ansible.NothingChanged(fmt.Errorf("cannot connect to this node's API: %w", nameOptions(err, m.c.self, m.c.index, "api_fingerprint", "api_password")))
 	}
 	q := url.Values{"hostname": {m.c.primary.Address}, "fingerprint": {fp}, "password": {m.primaryPassword()}, "link0": {m.c.link0}}
 	if m.p.Link1 != "" {
@@ -327,11 +328,53 @@ func (m *mod) joinAPI(ctx context.Context) error {
 		if errors.As(err, &te) {
 			m.evidence = append(m.evidence, "join task "+te.UPID.Raw)
 			m.evidence = append(m.evidence, te.Log...)
-			if v, rerr := readLocal(ctx, m.local); rerr == nil && v.cluster == nil {
-				return ansible.NothingChanged(fmt.Errorf("the join failed and %s is still standalone: %w", m.c.self.Name, err))
-			}
 		}
-		return err
+		return m.joinFailed(ctx, err)
 	}
 	return nil
+}
+
+// halfDone returns the primary's cluster when it lists this node without
+// this node being an online member of it: the first half of PVE's join
+// (addnode on the primary) happened, the second (finish_join here) did not.
+func (m *mod) halfDone(ctx context.Context) *Cluster {
+	v, err := m.readPrimary(ctx)
+	if err != nil || v.cluster == nil || v.cluster.Name != m.p.ClusterName {
+		return nil
+	}
+	if mb := v.cluster.member(m.c.self.Name); mb == nil || mb.Online {
+		return nil
+	}
+	return v.cluster
+}
+
+// joinFailed judges a failed join task: half done when the primary lists
+// this node (changed, whatever this node says), nothing when the primary
+// does not and this node is still standalone.
+func (m *mod) joinFailed(ctx context.Context, err error) error {
+	if half := m.halfDone(ctx); half != nil {
+		return m.halfJoined(half, fmt.Sprintf("the join of %s failed half way: %v", m.c.self.Name, err), true)
+	}
+	v, rerr := readLocal(ctx, m.local)
+	if rerr == nil && v.cluster == nil {
+		if p, perr := m.readPrimary(ctx); perr == nil && p.cluster.member(m.c.self.Name) == nil {
+			return ansible.NothingChanged(fmt.Errorf("the join failed and %s is still standalone, not listed by the primary %s: %w", m.c.self.Name, m.c.primary.Name, err))
+		}
+	}
+	return err
+}
+
+// verifyJoin reads the join back; a read-back that times out with the
+// primary listing this node offline is a half-done join.
+func (m *mod) verifyJoin(ctx context.Context) error {
+	err := m.waitMember(ctx, true)
+	if err == nil {
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if half := m.halfDone(rctx); half != nil {
+		return m.halfJoined(half, err.Error(), true)
+	}
+	return err
 }

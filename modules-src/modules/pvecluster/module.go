@@ -13,16 +13,17 @@
 //  3. ssh_key: root's ed25519 key pair, generated in Go if missing.
 //  4. authorized_keys: the peers' root keys, written through the
 //     /etc/pve/priv link on a member (C7).
-//  5. known_hosts: the peers' host keys, fetched with x/crypto/ssh, one
-//     exact line each (C2, C3).
+//  5. known_hosts: the peers' host keys, one exact line each (C2, C3),
+//     gathered in stage 1 (hostkeys.go): a changed key fails there.
 //  6. cluster: the primary creates the cluster if standalone; another node
 //     joins it if standalone, over SSH (pvecm add --use_ssh) or the API
 //     (join info of the primary, fingerprint by node name C8, POST
 //     /cluster/config/join). Done means: this node and the primary both
 //     list the node as an online member of a quorate cluster, read back
 //     within wait_timeout across the joiner's API restart and certificate
-//     change (C2, C5). Before joining, a member listed but not online (a
-//     join in progress, C4) or a primary without quorum (C10) is waited for.
+//     change (C2, C5). Before joining, a join in progress (C4) or a
+//     primary without quorum (C10) is waited for (readiness.go); a joiner's
+//     refusals are decided in stage 1, before any write.
 //
 // Check mode runs the same stages without applying. A node's join is
 // predicted against the cluster as it will be when its turn comes: the
@@ -118,7 +119,10 @@ func New(env func(*ansible.Run) Env) ansible.Module {
 			"A create or join is reported only once this node and the primary both list the node as an online member of a quorate cluster; an exit code or an accepted API request proves nothing (pvecm add exits 0 without joining when it cannot ask about an unknown host key). Waiting is bounded by wait_timeout and survives the joiner's API restart and new certificate.",
 			"A node already in the cluster is ok. A node in a different cluster, or a primary whose cluster has another name, fails naming the cluster found, and nothing is changed.",
 			"On a member of a cluster without quorum (/etc/pve read-only) the module waits for quorum, bounded by wait_timeout, and fails with nothing changed if it does not come back.",
-			"Before joining, the module waits while a member of the primary's cluster is listed but not online (another join in progress) or the cluster has no quorum. Joins must still be run one at a time (the role does: throttle 1).",
+			"A joiner reads the primary before its first write, and refuses there what it can decide: a primary in another cluster or standalone, a join left half done, and, while a member is offline, a join that would cost the cluster its quorum if it stalled half way (PVE lists the joiner on the primary before it has finished). A node in a same-name cluster that does not hold the primary is another cluster (C6).",
+			"Before joining, the module waits while a join is in progress (a node in the primary's corosync.conf without its certificate in /etc/pve: the join information lacks its pve_fp) or the cluster has no quorum; an offline member that is fully joined is a warning naming it, not a reason to wait. Joins must still be run one at a time (the role does: throttle 1).",
+			"A join that PVE leaves half done (the primary lists this node, this node did not finish) is reported changed, with the primary's votes and nodelist and the way back (pvecm expected on the primary if it lost quorum, then pvecm delnode).",
+			"Host keys for known_hosts come from peer_host_keys (each node's own ssh_host_key, read over Ansible's connection), else the line already recorded; a key that differs from the recorded one fails unless accept_changed_host_keys, and replaced lines are reported.",
 			"Removing a node from a cluster is not automated: state=absent fails with the manual procedure.",
 			"Check mode reports the steps a real run would take on this node and writes nothing on any node; the predicted cluster is the one the real run reads back when the nodes run in the order of nodes.",
 		},
@@ -220,6 +224,10 @@ func ownSpec() ansible.Spec {
 			Description: []string{"Create (primary) or join (other nodes) the cluster. false only prepares the node, e.g. to collect every node's ssh_public_key first."}},
 		"peer_keys": {Type: ansible.TypeDict, Default: map[string]any{},
 			Description: []string{"Root public keys to authorize, by node name (the ssh_public_key each node returned), this node's own included: on the primary the file becomes the cluster's copy every joiner receives. An empty value stands for a key that a check run predicted to be created (accepted in check mode only)."}},
+		"peer_host_keys": {Type: ansible.TypeDict,
+			Description: []string{"ed25519 SSH host keys of the peers, by node name (the ssh_host_key each node returned; the role passes them): what known_hosts records, taken over the connection Ansible authenticated. A peer missing here keeps the key known_hosts already records; an offline member without one is a warning. Not given at all: a peer's key is read from its SSH server (trust on first use), as before."}},
+		"accept_changed_host_keys": {Type: ansible.TypeBool, Default: false,
+			Description: []string{"Replace a host key that known_hosts records for a peer by a different one (a reinstalled node). Without it a changed key fails, nothing written. The replaced lines are reported as a warning either way."}},
 		"wait_timeout": {Type: ansible.TypeInt, Default: 300,
 			Description: []string{"Seconds to wait for the cluster to be quorate with this node as an online member after a create or join, for a join in progress or a lost quorum on the primary before joining, and for quorum on a member that has lost it."}},
 	}, Constraints: ansible.Constraints{
@@ -254,5 +262,7 @@ type params struct {
 	CAPath          string            `ansible:"ca_path"`
 	APIFingerprint  string            `ansible:"api_fingerprint"`
 	PrimaryAPIFP    string            `ansible:"primary_api_fingerprint"`
+	PeerHostKeys    map[string]string `ansible:"peer_host_keys"`
+	AcceptChanged   bool              `ansible:"accept_changed_host_keys"`
 	WaitTimeout     int               `ansible:"wait_timeout"`
 }

@@ -36,6 +36,14 @@ type mod struct {
 	pubKey   string
 	keyMade  bool
 	evidence []string
+
+	// gathered in stage 1, before any write (hostkeys.go)
+	hostKeys         []peerKey
+	hostKeyErrs      map[string]error
+	replacedHostKeys []string
+	// primary is the primary's cluster as a joiner read it in stage 1
+	// (nil: standalone, or unread in check mode; readiness.go).
+	primary *Cluster
 }
 
 func run(r *ansible.Run, e Env) error {
@@ -52,14 +60,6 @@ func run(r *ansible.Run, e Env) error {
 	}
 	if p.PrimaryPassword != "" {
 		r.AddSecret(p.PrimaryPassword)
-	}
-	if !r.CheckMode() && slices.Contains(p.Prepare, prepAuthorizedKeys) {
-		// before any stage: a missing key must not leave this node half prepared
-		for _, name := range slices.Sorted(maps.Keys(p.PeerKeys)) {
-			if p.PeerKeys[name] == "" {
-				return fmt.Errorf("peer_keys.%s: no public key; every member's key pair task must have run in this play (a failed node, or one left out by --limit, stops the others here); nothing was changed", name)
-			}
-		}
 	}
 	m := &mod{r: r, env: e, p: p, c: c}
 	defer m.report()
@@ -108,6 +108,13 @@ func (m *mod) report() {
 		m.pubKey, _ = hostssh.ReadKeyPair(m.env.Root)
 	}
 	m.r.Set("ssh_public_key", m.pubKey)
+	// what the peers record in known_hosts for this node: read here, over
+	// the connection that runs the module, not by a handshake (C2)
+	hk, _ := hostssh.ReadHostKey(m.env.Root)
+	m.r.Set("ssh_host_key", hk)
+	if len(m.replacedHostKeys) > 0 {
+		m.r.Set("known_hosts_replaced", m.replacedHostKeys)
+	}
 	m.r.Set("ssh_key_created", m.keyMade)
 	if len(m.evidence) > 0 {
 		m.r.Set("evidence", m.evidence)
@@ -134,6 +141,21 @@ func (m *mod) observe(ctx context.Context, _ *ansible.World) ([]ansible.Change, 
 		return nil, fmt.Errorf("%s already belongs to a different cluster, %q (members: %s), not %q; a node is never moved between clusters: nothing was changed (C6)",
 			m.c.self.Name, cl.Name, strings.Join(cl.names(), ", "), m.p.ClusterName)
 	}
+	if cl := v.cluster; cl != nil && m.p.Form {
+		if err := m.sameCluster(ctx, cl); err != nil {
+			return nil, err
+		}
+	}
+	if cl := v.cluster; cl != nil && m.p.Form && !m.c.isPrimary() {
+		if me := cl.member(m.c.self.Name); me != nil && !me.Online {
+			// this node has the cluster's configuration but its corosync
+			// does not run with it: a join PVE left half done (finish_join
+			// failed), seen from the joiner
+			if half := m.halfDone(ctx); half != nil {
+				return nil, m.halfJoined(half, fmt.Sprintf("%s has the configuration of cluster %q but is not running in it", m.c.self.Name, cl.Name), false)
+			}
+		}
+	}
 	if cl := v.cluster; cl != nil && !cl.Quorate {
 		// C10: without quorum /etc/pve is read-only; the later stages would
 		// write into it (authorized_keys through /etc/pve/priv) or promise a
@@ -151,7 +173,59 @@ func (m *mod) observe(ctx context.Context, _ *ansible.World) ([]ansible.Change, 
 			return nil, fmt.Errorf("%w; bring enough members back online (or set the expected votes by hand, pvecm expected); nothing was changed", err)
 		}
 	}
+	// Every refusal the inputs and a read can decide, before the first
+	// write (the later stages write /etc/hosts, keys, known_hosts).
+	joining := m.start == nil && m.p.Form && !m.c.isPrimary()
+	if joining {
+		// the primary's key first (its read pins it), the others once the
+		// primary said who is a member
+		if m.p.JoinMethod == "ssh" {
+			if err := m.gatherHostKeys(ctx, nil, m.c.primary.Name); err != nil {
+				return nil, err
+			}
+		}
+		if err := m.observePrimary(ctx); err != nil {
+			return nil, err
+		}
+	} else if m.start != nil {
+		m.warnOffline(m.start)
+	}
+	if m.prepares(prepKnownHosts) {
+		members := m.start
+		if members == nil {
+			members = m.primary
+		}
+		if err := m.gatherHostKeys(ctx, members); err != nil {
+			return nil, err
+		}
+	}
+	if err := m.checkPeerKeys(); err != nil {
+		return nil, err
+	}
 	return nil, nil
+}
+
+// checkPeerKeys refuses, before any write, a real run that would leave a
+// peer's root key out of authorized_keys. An empty key stands for one a
+// check run predicted; in a real run it is accepted only for a node that is
+// already a member (of this node's cluster, or of the primary's a joiner
+// read): PVE merged its key into the cluster's shared authorized_keys when
+// it joined (C7), so it is there whether or not its task ran in this play.
+func (m *mod) checkPeerKeys() error {
+	if m.r.CheckMode() || !m.prepares(prepAuthorizedKeys) {
+		return nil
+	}
+	cl := m.start
+	if cl == nil {
+		cl = m.primary
+	}
+	for _, name := range slices.Sorted(maps.Keys(m.p.PeerKeys)) {
+		if m.p.PeerKeys[name] != "" || cl.member(name) != nil {
+			continue
+		}
+		return fmt.Errorf("peer_keys.%s: no public key, and %s is not a member of the cluster yet; its key pair task must have run in this play (a failed node, or one left out by --limit, stops the others here); nothing was changed", name, name)
+	}
+	return nil
 }
 
 func (m *mod) fileChange(id, summary string, fc *host.FileChange) ansible.Change {
@@ -240,9 +314,17 @@ func (m *mod) planAuthorized(context.Context, *ansible.World) ([]ansible.Change,
 	// This node's own key too: on the primary the file becomes the
 	// cluster's copy that every joiner receives (C7), so it must hold every
 	// member's key, the primary's included.
+	members := m.start
+	if members == nil {
+		members = m.primary
+	}
 	for _, name := range slices.Sorted(maps.Keys(m.p.PeerKeys)) {
 		if m.p.PeerKeys[name] == "" {
-			pending = append(pending, name)
+			// a member's key is in the cluster's shared file already (C7);
+			// anyone else's is one a check run predicted
+			if members.member(name) == nil {
+				pending = append(pending, name)
+			}
 			continue
 		}
 		keys = append(keys, m.p.PeerKeys[name])
@@ -284,28 +366,6 @@ func (m *mod) planAuthorized(context.Context, *ansible.World) ([]ansible.Change,
 		return []ansible.Change{ansible.PredictedOnly(prepAuthorizedKeys, summary, nil)}, nil
 	}
 	return []ansible.Change{m.fileChange(prepAuthorizedKeys, summary, fc)}, nil
-}
-
-// planKnownHosts is stage 5 (C2, C3): every peer's host key, exactly.
-func (m *mod) planKnownHosts(ctx context.Context, _ *ansible.World) ([]ansible.Change, error) {
-	var want []hostssh.HostKey
-	var names []string
-	for _, peer := range m.c.members {
-		if peer.Name == m.c.self.Name {
-			continue
-		}
-		k, err := m.env.HostKey(ctx, peer.Address+":22")
-		if err != nil {
-			return nil, fmt.Errorf("known_hosts: %s (%s): %w", peer.Name, peer.Address, err)
-		}
-		want = append(want, hostssh.HostKey{Names: hostssh.Names(peer, m.p.Domain, 22), Key: k})
-		names = append(names, peer.Name)
-	}
-	fc, err := hostssh.PlanKnownHosts(m.env.Root, want)
-	if err != nil || fc == nil {
-		return nil, err
-	}
-	return []ansible.Change{m.fileChange(prepKnownHosts, "trust the SSH host keys of "+strings.Join(names, ", ")+" in "+hostssh.KnownHosts, fc)}, nil
 }
 
 // wait polls until done reports true, or the wait_timeout (or the task's

@@ -148,18 +148,34 @@ func readLocal(ctx context.Context, c *pveapi.Client) (view, error) {
 }
 
 // sshArgs are the options of every ssh the module runs to a peer: never a
-// question (BatchMode), never a new or updated known_hosts entry.
-func sshArgs(addr string, remote ...string) []string {
-	args := []string{"-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o", "UpdateHostKeys=no",
-		"-o", "ConnectTimeout=10", "-T", "root@" + addr, "--"}
+// question (BatchMode), never a new or updated known_hosts entry. With
+// known (the peer's known_hosts line) the host key is pinned to it and no
+// file is consulted: the read works before known_hosts is written, and
+// trusts nothing else.
+func sshArgs(addr, known string, remote ...string) []string {
+	args := []string{"-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o", "UpdateHostKeys=no", "-o", "ConnectTimeout=10"}
+	if known != "" {
+		args = append(args, "-o", "UserKnownHostsFile=/dev/null", "-o", "GlobalKnownHostsFile=/dev/null",
+			"-o", "KnownHostsCommand=/bin/echo "+known)
+	}
+	args = append(args, "-T", "root@"+addr, "--")
 	return append(args, remote...)
 }
 
+// pveshOverSSH runs `pvesh get PATH` on a peer over root's SSH trust.
+func pveshOverSSH(ctx context.Context, r host.Runner, addr, known, path string) (json.RawMessage, error) {
+	res, err := r.Run(ctx, host.Command{Name: "ssh", Args: sshArgs(addr, known, "pvesh", "get", path, "--output-format", "json")})
+	if err != nil {
+		return nil, err
+	}
+	return json.RawMessage(res.Stdout), nil
+}
+
 // readOverSSH is a peer's view read with pvesh over root's SSH trust.
-func readOverSSH(ctx context.Context, r host.Runner, addr string) (view, error) {
-	res, err := r.Run(ctx, host.Command{Name: "ssh", Args: sshArgs(addr, "pvesh", "get", "/cluster/status", "--output-format", "json")})
+func readOverSSH(ctx context.Context, r host.Runner, addr, known string) (view, error) {
+	raw, err := pveshOverSSH(ctx, r, addr, known, "/cluster/status")
 	if err != nil {
 		return view{}, fmt.Errorf("cannot read the cluster status of %s over SSH: %w", addr, err)
 	}
-	return parseStatus(json.RawMessage(res.Stdout))
+	return parseStatus(raw)
 }

@@ -133,6 +133,26 @@ func (c *Client) AddNode(ctx context.Context, member, node, link0 string, force 
 	return &cl, err
 }
 
+// AddNodeEntry is the member's half of a join (pvecm addnode): node is
+// listed in member's cluster; it joins for real once FinishJoin ran on it.
+func (c *Client) AddNodeEntry(ctx context.Context, member, node, link0 string, force bool) (*Cluster, error) {
+	var cl Cluster
+	err := c.Do(ctx, http.MethodPost, "/v1/nodes/"+member+"/cluster/nodes",
+		map[string]any{"node": node, "link0": link0, "force": force, "entry": true}, &cl)
+	return &cl, err
+}
+
+// FinishJoin is the joiner's half of a join (finish_join): the lines it
+// prints, and the error it died with ("" when it finished).
+func (c *Client) FinishJoin(ctx context.Context, node string) (output []string, failure string, err error) {
+	var res struct {
+		Output []string `json:"output"`
+		Error  string   `json:"error"`
+	}
+	err = c.Do(ctx, http.MethodPost, "/v1/nodes/"+node+"/cluster/finish-join", map[string]any{}, &res)
+	return res.Output, res.Error, err
+}
+
 // SetExpected sets the expected votes of node's cluster (pvecm expected).
 func (c *Client) SetExpected(ctx context.Context, node string, votes int) (*Cluster, error) {
 	var cl Cluster

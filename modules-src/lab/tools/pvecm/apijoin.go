@@ -101,12 +101,11 @@ func (t *Tool) apiJoin(ctx context.Context, host string, opts map[string]string)
 		t.Env.Outf("No cluster network links passed explicitly, fallback to local node IP '%s'\n", link0)
 	}
 	t.Env.Outf("Request addition of this node\n")
-	if _, err := t.Cluster.AddNode(ctx, peer.Name, t.Node.Node, link0, opts["force"] == "1"); err != nil {
+	if _, err := t.Cluster.AddNodeEntry(ctx, peer.Name, t.Node.Node, link0, opts["force"] == "1"); err != nil {
 		return t.die("An error occurred on the cluster node: %v\nCluster join aborted!", err)
 	}
 	t.Env.Outf("Join request OK, finishing setup locally\n")
-	t.finishJoin()
-	return 0
+	return t.finishJoin(ctx)
 }
 
 // login is PVE::APIClient::LWP's login: POST /access/ticket as root@pam

@@ -30,7 +30,8 @@ import (
 type Cluster interface {
 	ClusterOf(ctx context.Context, node string) (*control.Cluster, error)
 	CreateCluster(ctx context.Context, node, name, link0 string) (*control.Cluster, error)
-	AddNode(ctx context.Context, member, node, link0 string, force bool) (*control.Cluster, error)
+	AddNodeEntry(ctx context.Context, member, node, link0 string, force bool) (*control.Cluster, error)
+	FinishJoin(ctx context.Context, node string) (output []string, failure string, err error)
 	SetExpected(ctx context.Context, node string, votes int) (*control.Cluster, error)
 }
 
@@ -319,23 +320,35 @@ func (t *Tool) add(ctx context.Context, pos []string, opts map[string]string) in
 		return t.die("unable to add node: command failed (ssh %s %s)", host, strings.Join(remote, " "))
 	}
 	t.Env.Outf("copy corosync auth key\n")
-	t.finishJoin()
-	return 0
+	return t.finishJoin(ctx)
 }
 
-// finishJoin prints what PVE::Cluster::Setup::finish_join does and restarts
-// the local services it restarts.
-func (t *Tool) finishJoin() {
-	t.Env.Outf("stopping pve-cluster service\nbackup old database to '/var/lib/pve-cluster/backup/config-%d.sql.gz'\nwaiting for quorum...OK\n(re)generate node files\ngenerate new node certificate\nmerge authorized SSH keys\ngenerated new node certificate, restart pveproxy and pvedaemon services\nsuccessfully added node '%s' to cluster.\n",
-		t.Now().Unix(), t.Node.Node)
+// finishJoin is PVE::Cluster::Setup::finish_join, the joiner's half of the
+// join (the member has listed this node already): the simulator makes the
+// node take the cluster's configuration and prints what finish_join
+// prints; on success the local services it restarts are restarted. A
+// failure leaves the member listing this node (lab/pvesim/join.go).
+func (t *Tool) finishJoin(ctx context.Context) int {
+	out, failure, err := t.Cluster.FinishJoin(ctx, t.Node.Node)
+	for _, l := range out {
+		t.Env.Outf("%s\n", l)
+	}
+	if err != nil {
+		return t.die("%v", err)
+	}
+	if failure != "" {
+		return t.die("%s", failure)
+	}
 	t.restart("corosync", "pve-cluster", "pveproxy", "pvedaemon")
+	return 0
 }
 
 func (t *Tool) addnode(ctx context.Context, pos []string, opts map[string]string) int {
 	if len(pos) != 1 {
 		return t.die("400 not enough arguments\npvecm addnode <node> [OPTIONS]")
 	}
-	if _, err := t.Cluster.AddNode(ctx, t.Node.Node, pos[0], opts["link0"], opts["force"] == "1"); err != nil {
+	// the member's half only: the joiner finishes on its side (finish_join)
+	if _, err := t.Cluster.AddNodeEntry(ctx, t.Node.Node, pos[0], opts["link0"], opts["force"] == "1"); err != nil {
 		if control.IsNotFound(err) {
 			return t.Env.Fail(2, "%s", notClustered)
 		}

@@ -23,9 +23,10 @@ func (f fixed) ClusterOf(context.Context, string) (*control.Cluster, error) {
 func (f fixed) CreateCluster(context.Context, string, string, string) (*control.Cluster, error) {
 	return f.cl, nil
 }
-func (f fixed) AddNode(context.Context, string, string, string, bool) (*control.Cluster, error) {
+func (f fixed) AddNodeEntry(context.Context, string, string, string, bool) (*control.Cluster, error) {
 	return f.cl, nil
 }
+func (f fixed) FinishJoin(context.Context, string) ([]string, string, error)       { return nil, "", nil }
 func (f fixed) SetExpected(context.Context, string, int) (*control.Cluster, error) { return f.cl, nil }
 
 func seedCluster(online ...bool) *control.Cluster {
