@@ -5,6 +5,7 @@ package modules
 import (
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/modules/pvebase"
+	"github.com/gopve/proxmox/modules-src/modules/pveclone"
 	"github.com/gopve/proxmox/modules-src/modules/pvecluster"
 	"github.com/gopve/proxmox/modules-src/modules/pvestorage"
 	"github.com/gopve/proxmox/modules-src/modules/pvezfs"
@@ -20,6 +21,7 @@ func Shipped() []ansible.Module {
 		pvezfs.Module(),
 		pvecluster.Module(),
 		pvestorage.Module(),
+		pveclone.Module(),
 	}
 }
 
