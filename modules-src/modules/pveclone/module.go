@@ -114,13 +114,21 @@ type params struct {
 	TPMState map[string]any `ansible:"tpmstate"`
 }
 
-func str(desc ...string) ansible.Option  { return ansible.Option{Type: ansible.TypeStr, Description: desc} }
-func num(desc ...string) ansible.Option  { return ansible.Option{Type: ansible.TypeInt, Description: desc} }
-func flag(desc ...string) ansible.Option { return ansible.Option{Type: ansible.TypeBool, Description: desc} }
+func str(desc ...string) ansible.Option {
+	return ansible.Option{Type: ansible.TypeStr, Description: desc}
+}
+func num(desc ...string) ansible.Option {
+	return ansible.Option{Type: ansible.TypeInt, Description: desc}
+}
+func flag(desc ...string) ansible.Option {
+	return ansible.Option{Type: ansible.TypeBool, Description: desc}
+}
 func list(desc ...string) ansible.Option {
 	return ansible.Option{Type: ansible.TypeList, Elements: ansible.TypeStr, Description: desc}
 }
-func dict(desc ...string) ansible.Option { return ansible.Option{Type: ansible.TypeDict, Description: desc} }
+func dict(desc ...string) ansible.Option {
+	return ansible.Option{Type: ansible.TypeDict, Description: desc}
+}
 
 func spec() ansible.Spec {
 	opts := map[string]ansible.Option{

@@ -99,9 +99,9 @@ func webArgs() map[string]any {
 	return map[string]any{
 		"vmid": 201, "name": "web-1", "template": "debian-12", "node": "pve02",
 		"cores": 2, "memory": 4096, "tags": []any{"tenant-a", "web"},
-		"nets":    map[string]any{"net0": map[string]any{"bridge": "vmbr1", "tag": 30, "mtu": 1}},
-		"disks":   map[string]any{"scsi0": "8G"},
-		"ciuser":  "debian", "sshkeys": []any{testKeys[0], testKeys[1]},
+		"nets":   map[string]any{"net0": map[string]any{"bridge": "vmbr1", "tag": 30, "mtu": 1}},
+		"disks":  map[string]any{"scsi0": "8G"},
+		"ciuser": "debian", "sshkeys": []any{testKeys[0], testKeys[1]},
 		"ipconfig": map[string]any{"ipconfig0": "ip=10.0.0.5/24,gw=10.0.0.1"}, "nameservers": []any{"10.0.0.1"},
 	}
 }

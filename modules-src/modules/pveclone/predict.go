@@ -33,7 +33,9 @@ func (s storageInfo) file() bool {
 	return false
 }
 
-func (s storageInfo) onNode(node string) bool { return len(s.Nodes) == 0 || slices.Contains(s.Nodes, node) }
+func (s storageInfo) onNode(node string) bool {
+	return len(s.Nodes) == 0 || slices.Contains(s.Nodes, node)
+}
 
 // cloneOpts are the clone call's parameters the prediction depends on.
 type cloneOpts struct {

@@ -50,7 +50,9 @@ type vmState struct {
 	HA      bool
 }
 
-func vmKey(vmid int) ansible.Key[vmState] { return ansible.Key[vmState]("pve_clone:vm:" + strconv.Itoa(vmid)) }
+func vmKey(vmid int) ansible.Key[vmState] {
+	return ansible.Key[vmState]("pve_clone:vm:" + strconv.Itoa(vmid))
+}
 
 func run(r *ansible.Run, o pveapi.Options) error {
 	var p params
