@@ -95,7 +95,7 @@ func (v *vm) planCreate(ctx context.Context) ([]ansible.Change, error) {
 		Apply: func(ctx context.Context) error {
 			if _, err := v.send(ctx, write{req: req, what: fmt.Sprintf("create VM %d", v.p.VMID),
 				settle: func(ctx context.Context) (bool, error) { return v.exists(ctx) }}); err != nil {
-				return err
+				return v.leftNothing(ctx, err)
 			}
 			v.created = true
 			return v.waitConfig(ctx, node)

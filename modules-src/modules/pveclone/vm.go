@@ -2,6 +2,7 @@ package pveclone
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net/url"
@@ -319,7 +320,7 @@ func (v *vm) planClone(ctx context.Context, guests []resources.Guest) ([]ansible
 				v.cloneWarnings = res.Warnings
 			}
 			if err != nil {
-				return err
+				return v.leftNothing(ctx, err)
 			}
 			v.created = true
 			return v.waitConfig(ctx, target)
@@ -384,6 +385,20 @@ func linkable(st storageInfo, volid string) bool {
 		return true
 	}
 	return st.file() && strings.HasSuffix(volid, ".qcow2")
+}
+
+// leftNothing: a clone or create task that failed cleans up after itself
+// (clone_vm frees the new volumes and unlinks the config); one read proves
+// it, and the change is then reported as not made.
+func (v *vm) leftNothing(ctx context.Context, err error) error {
+	var te *pveapi.TaskError
+	if !errors.As(err, &te) {
+		return err
+	}
+	if ok, rerr := v.exists(ctx); rerr == nil && !ok {
+		return ansible.NothingChanged(fmt.Errorf("%w (VM %d does not exist after the failed task: nothing was left)", err, v.p.VMID))
+	}
+	return err
 }
 
 // exists settles a lost create/clone answer: the VMID shows in the

@@ -83,6 +83,11 @@ func buildWant(p params) (*want, error) {
 		}
 		w.scalars["name"] = p.Name
 	}
+	if p.CPU != nil {
+		if err := checkCPU(*p.CPU); err != nil {
+			return nil, fmt.Errorf("cpu: %w", err)
+		}
+	}
 	if p.Tags != nil {
 		tags := slices.Clone(p.Tags)
 		for _, t := range tags {
@@ -436,7 +441,11 @@ func parseDiskWant(key string, v any) (diskWant, error) {
 	d := diskWant{opts: map[string]string{}}
 	switch x := v.(type) {
 	case string:
-		if size, err := pveformat.ParseSize(x); err == nil && !strings.Contains(x, ":") {
+		if !strings.Contains(x, ":") {
+			size, err := pveformat.ParseSize(x)
+			if err != nil {
+				return diskWant{}, fmt.Errorf("%q is neither a size PVE can parse (32G, 512M) nor a volume (storage:32,…): %w", x, err)
+			}
 			d.size = size
 			return d, nil
 		}
@@ -571,4 +580,27 @@ func optionOf(key string) string {
 		return "nameservers"
 	}
 	return key
+}
+
+// cpuTypeRe is the cputype of pve-cpu-conf (QemuServer/CPUConfig.pm): a
+// model name or custom-<name>; flags follow as ;-separated +flag/-flag.
+var cpuTypeRe = regexp.MustCompile(`^(?:custom-)?[a-zA-Z0-9_.+-]+$`)
+
+func checkCPU(s string) error {
+	p, err := pveformat.Parse(s, pveformat.Shape{DefaultKey: "cputype"})
+	if err != nil {
+		return err
+	}
+	t, _ := p.Get("cputype")
+	if !cpuTypeRe.MatchString(t) {
+		return fmt.Errorf("%q is not a CPU model (host, x86-64-v2-AES, kvm64, custom-<name>)", t)
+	}
+	for _, kv := range p {
+		switch kv.Key {
+		case "cputype", "flags", "hidden", "hv-vendor-id", "phys-bits", "reported-model", "guest-phys-bits":
+		default:
+			return fmt.Errorf("%q is not a key of PVE's cpu option", kv.Key)
+		}
+	}
+	return nil
 }

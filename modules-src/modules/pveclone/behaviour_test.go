@@ -1,0 +1,300 @@
+package pveclone
+
+import (
+	"context"
+	"maps"
+	"strings"
+	"testing"
+
+	"github.com/gopve/proxmox/modules-src/internal/testenv"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim"
+	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
+	"github.com/gopve/proxmox/modules-src/pveapi/resources"
+)
+
+func with(base map[string]any, kv ...any) map[string]any {
+	out := maps.Clone(base)
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] == nil {
+			delete(out, kv[i].(string))
+			continue
+		}
+		out[kv[i].(string)] = kv[i+1]
+	}
+	return out
+}
+
+func pendingHasDigest(w *world) bool {
+	p, err := qemu.GetPending(context.Background(), w.client(), "pve02", 201)
+	return err == nil && p.Digest != ""
+}
+
+func (w *world) guests() []resources.Guest {
+	w.t.Helper()
+	g, err := resources.Guests(context.Background(), w.client())
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return g
+}
+
+// Bad input fails naming the option, before anything is written — the
+// refusals PVE's own pre-clone checks would make included (K2 local
+// storage, K6 pool), on PVE 8 and 9.
+func TestBadInputNamed(t *testing.T) {
+	for _, v := range []int{8, 9} {
+		w := newWorld(t, v)
+		if err := w.sim.AddGuest("pve02", pvesim.GuestSpec{VMID: 9002, Template: true, Config: map[string]string{"name": "twin", "scsi0": "local-lvm:1"}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.sim.AddGuest("pve03", pvesim.GuestSpec{VMID: 9003, Template: true, Config: map[string]string{"name": "twin", "scsi0": "local-lvm:1"}}); err != nil {
+			t.Fatal(err)
+		}
+		w.sim.ResetRequests()
+		cases := []struct {
+			args map[string]any
+			want string
+		}{
+			{with(webArgs(), "vmid", 99), "vmid: 99 is out of range"},
+			{with(webArgs(), "template", "no-such"), `template: no template named "no-such"`},
+			{with(webArgs(), "template", "twin"), `template: 2 templates are named "twin" (9002 on pve02, 9003 on pve03)`},
+			{with(webArgs(), "template", "9999"), "template: no VM 9999"},
+			{with(webArgs(), "ipconfig", map[string]any{"ipconfig0": "ip=10.0.0.300/24"}), "ipconfig.ipconfig0: ip:"},
+			{with(webArgs(), "ipconfig", map[string]any{"ipconfig0": "gw=10.0.0.1"}), "ipconfig.ipconfig0: gateway specified without specifying an IP address"},
+			{with(webArgs(), "disks", map[string]any{"scsi0": "12Q"}), "disks.scsi0:"},
+			{with(webArgs(), "disks", map[string]any{"scsi99": "8G"}), "disks.scsi99: not a disk key"},
+			{with(webArgs(), "nets", map[string]any{"net0": map[string]any{"colour": "red"}}), `nets.net0: "colour" is not a NIC key`},
+			{with(webArgs(), "nets", map[string]any{"net0": "virtio,bridge=vmbr0,speed=fast"}), "nets.net0:"},
+			{with(webArgs(), "nets", map[string]any{"net0": map[string]any{"tag": 5000}}), "nets.net0: tag: 5000 is not in 0..4094"},
+			{with(webArgs(), "template", "local-tpl"), "node: can't clone VM to node 'pve02' (VM uses local storage)"},
+			{with(webArgs(), "pool", "tenant-z"), "pool: pool 'tenant-z' does not exist"},
+			{with(webArgs(), "storage", "no-store"), "storage: storage 'no-store' does not exist"},
+			{with(webArgs(), "storage", "local-lvm"), "storage: can't clone to non-shared storage 'local-lvm'"},
+			{with(webArgs(), "full", false), "full: Linked clone feature is not supported"},
+			{with(webArgs(), "node", "pve09"), "node: no such cluster node 'pve09'"},
+			{with(webArgs(), "cpu", "not a cpu!"), "cpu:"},
+			{with(webArgs(), "tags", []any{"bad tag"}), "tags:"},
+		}
+		for _, c := range cases {
+			res := w.run(c.args, false)
+			if !failed(res) || !strings.Contains(msg(res), c.want) {
+				t.Errorf("PVE %d: got %q, want a failure mentioning %q", v, msg(res), c.want)
+			}
+			if res["changed"] != false {
+				t.Errorf("PVE %d %q: changed", v, c.want)
+			}
+		}
+		if m := writes(w.sim); len(m) != 0 {
+			t.Errorf("PVE %d: bad input wrote %+v", v, m)
+		}
+		if _, ok := resources.Find(w.guests(), 201); ok {
+			t.Errorf("PVE %d: VM 201 exists after bad input", v)
+		}
+	}
+}
+
+// K1: a VM of the same name elsewhere does not stop the clone; a VMID held
+// by another VM is refused with what holds it, and nothing is changed.
+func TestK1IdentityIsVMID(t *testing.T) {
+	w := newWorld(t, 9)
+	if err := w.sim.AddGuest("pve03", pvesim.GuestSpec{VMID: 150, Config: map[string]string{"name": "web-1", "memory": "1024"}}); err != nil {
+		t.Fatal(err)
+	}
+	res := w.run(webArgs(), false)
+	if failed(res) || res["changed"] != true {
+		t.Fatalf("K1: %v", msg(res))
+	}
+	if g, ok := resources.Find(w.guests(), 201); !ok || g.Node != "pve02" || g.Name != "web-1" {
+		t.Errorf("K1: VM 201 %+v %v", g, ok)
+	}
+	w.sim.ResetRequests()
+	res = w.run(with(webArgs(), "vmid", 150, "name", "db-1"), false)
+	if !failed(res) || res["changed"] != false || !strings.Contains(msg(res), `vmid: VMID 150 is held by VM "web-1" on node pve03, not "db-1"`) {
+		t.Errorf("ownership: %v", msg(res))
+	}
+	res = w.run(with(webArgs(), "vmid", 9001, "name", "local-tpl"), false)
+	if !failed(res) || !strings.Contains(msg(res), "which is a template") {
+		t.Errorf("a template's VMID: %v", msg(res))
+	}
+	if m := writes(w.sim); len(m) != 0 {
+		t.Errorf("refusals wrote %+v", m)
+	}
+	if c := w.config("pve03", 150, false); c.Values["memory"] != "1024" || c.Values["cores"] != "" {
+		t.Errorf("the other VM was touched: %v", c.Values)
+	}
+}
+
+// K3: a clone task that fails fails the run with its log, and the run is
+// unchanged because PVE cleaned up (one read proves it); WARNINGS is a
+// success whose warnings are shown.
+func TestK3CloneTaskEnd(t *testing.T) {
+	w := newWorld(t, 8)
+	if _, err := w.sim.Faults().Add(pvesim.Fault{Method: "POST", Path: "/nodes/*/qemu/*/clone", Kind: pvesim.FaultTaskFail,
+		ExitStatus: "clone failed: can't lock file '/var/lock/pve-manager/pve-storage-shared' - got timeout", Count: 1}); err != nil {
+		t.Fatal(err)
+	}
+	res := w.run(webArgs(), false)
+	if !failed(res) || !strings.Contains(msg(res), "clone failed: can't lock file") || res["changed"] != false {
+		t.Fatalf("K3 failed task: changed=%v %v", res["changed"], msg(res))
+	}
+	if tl, _ := res["task_log"].([]any); len(tl) == 0 {
+		t.Errorf("K3: no task log in the result: %v", res)
+	}
+	if _, ok := resources.Find(w.guests(), 201); ok {
+		t.Errorf("K3: VM 201 exists after the failed clone")
+	}
+
+	if _, err := w.sim.Faults().Add(pvesim.Fault{Method: "POST", Path: "/nodes/*/qemu/*/clone", Kind: pvesim.FaultTaskFail,
+		ExitStatus: "WARNINGS: 1", Count: 1}); err != nil {
+		t.Fatal(err)
+	}
+	res = w.run(webArgs(), false)
+	if failed(res) || res["changed"] != true {
+		t.Fatalf("K3 WARNINGS is success: %v", msg(res))
+	}
+	if c := w.config("pve02", 201, false); c.Values["cores"] != "2" {
+		t.Errorf("K3: the configuration after a clone with warnings: %v", c.Values)
+	}
+	if again := w.run(webArgs(), false); failed(again) || again["changed"] != false {
+		t.Errorf("rerun: %v %v", msg(again), again["changes"])
+	}
+}
+
+// K11: a requested size below the disk's is tolerated and reported, never
+// sent; K16: a bridge/VLAN change keeps the MAC, re-sent in the update.
+func TestK11K16DiskAndNIC(t *testing.T) {
+	w := newWorld(t, 9)
+	res := w.run(webArgs(), false)
+	if failed(res) {
+		t.Fatal(msg(res))
+	}
+	mac := res["mac"].(map[string]any)["net0"].(string)
+	w.sim.ResetRequests()
+	res = w.run(with(webArgs(), "disks", map[string]any{"scsi0": "4G"}), false)
+	if failed(res) || res["changed"] != false || len(writes(w.sim)) != 0 {
+		t.Errorf("K11: smaller size: changed=%v %v writes %v", res["changed"], msg(res), writes(w.sim))
+	}
+	if warns := pveapi.String(res["warnings"]); !strings.Contains(warns, "never shrunk (K11)") {
+		t.Errorf("K11: no warning: %v", res["warnings"])
+	}
+	w.sim.ResetRequests()
+	res = w.run(with(webArgs(), "nets", map[string]any{"net0": map[string]any{"bridge": "vmbr2", "tag": 40}}, "disks", map[string]any{"scsi0": "10G"}), false)
+	if failed(res) || res["changed"] != true {
+		t.Fatalf("K16: %v", msg(res))
+	}
+	var put, resize *pvesim.Request
+	for _, r := range writes(w.sim) {
+		r := r
+		switch {
+		case r.Method == "PUT" && strings.HasSuffix(r.Path, "/config"):
+			put = &r
+		case strings.HasSuffix(r.Path, "/resize"):
+			resize = &r
+		}
+	}
+	if put == nil || !strings.Contains(put.Params["net0"], mac) {
+		t.Errorf("K16: the update does not re-send the MAC %s: %+v", mac, put)
+	}
+	if resize == nil || resize.Params["disk"] != "scsi0" {
+		t.Errorf("K11: grow: %+v", resize)
+	}
+	c := w.config("pve02", 201, false)
+	nets, _ := c.Nets()
+	disks, _ := c.Disks()
+	if n := nets["net0"]; n.MAC != mac || n.Bridge != "vmbr2" || n.Tag != 40 || n.MTU != 1 {
+		t.Errorf("K16: net0 after the change %+v (MAC was %s)", n, mac)
+	}
+	if disks["scsi0"].Size != 10<<30 {
+		t.Errorf("K11: grown to %d", disks["scsi0"].Size)
+	}
+	// The update carries the digest of the read it was planned from when
+	// GET …/pending lists it, as PVE's config_with_pending_array does
+	// (GuestHelpers.pm: every top-level key of load_config, digest
+	// included). Lab gap, reported: pvesim's pending route omits it.
+	if pendingHasDigest(w) {
+		if put == nil || put.Params["digest"] == "" {
+			t.Errorf("the update is not guarded by the digest: %+v", put)
+		}
+	} else {
+		testenv.Skipf(t, "lab gap: pvesim's GET …/pending has no digest row (PVE's config_with_pending_array has one); the digest guard is unproven here")
+	}
+}
+
+// K10: on a running VM a change PVE cannot hot-plug is reported pending
+// with restart_required, never as done, and the VM is not restarted.
+func TestK10PendingOnRunningVM(t *testing.T) {
+	w := newWorld(t, 9)
+	if res := w.run(with(webArgs(), "state", "started"), false); failed(res) || res["changed"] != true {
+		t.Fatalf("started: %v", msg(res))
+	}
+	res := w.run(with(webArgs(), "state", "started", "cores", 4), false)
+	if failed(res) || res["changed"] != true {
+		t.Fatalf("K10: %v", msg(res))
+	}
+	if res["restart_required"] != true || !strings.Contains(pveapi.String(res["pending"]), "cores") {
+		t.Errorf("K10: pending %v restart_required %v", res["pending"], res["restart_required"])
+	}
+	if cfg := cfgOf(res); cfg["cores"] != "2" {
+		t.Errorf("K10: the returned (live) config claims cores=%s", cfg["cores"])
+	}
+	if live := w.config("pve02", 201, true); live.Values["cores"] != "2" {
+		t.Errorf("K10: the VM was restarted or hot-plugged cores: %v", live.Values["cores"])
+	}
+	again := w.run(with(webArgs(), "state", "started", "cores", 4), false)
+	if failed(again) || again["changed"] != false || again["restart_required"] != true {
+		t.Errorf("K10 rerun: changed=%v restart_required=%v %v", again["changed"], again["restart_required"], msg(again))
+	}
+}
+
+// state=absent checks the name, stops and destroys exactly this VMID.
+func TestAbsent(t *testing.T) {
+	w := newWorld(t, 8)
+	if res := w.run(with(webArgs(), "state", "started"), false); failed(res) {
+		t.Fatal(msg(res))
+	}
+	w.sim.ResetRequests()
+	res := w.run(map[string]any{"vmid": 201, "name": "web-2", "state": "absent"}, false)
+	if !failed(res) || res["changed"] != false || len(writes(w.sim)) != 0 {
+		t.Errorf("absent with another name: %v", msg(res))
+	}
+	check := w.run(map[string]any{"vmid": 201, "name": "web-1", "state": "absent"}, true)
+	if failed(check) || check["changed"] != true || len(writes(w.sim)) != 0 {
+		t.Errorf("absent check: %v", msg(check))
+	}
+	res = w.run(map[string]any{"vmid": 201, "name": "web-1", "state": "absent"}, false)
+	if failed(res) || res["changed"] != true {
+		t.Fatalf("absent: %v", msg(res))
+	}
+	if _, ok := resources.Find(w.guests(), 201); ok {
+		t.Error("VM 201 still exists")
+	}
+	if res := w.run(map[string]any{"vmid": 201, "name": "web-1", "state": "absent"}, false); failed(res) || res["changed"] != false {
+		t.Errorf("absent rerun: %v", msg(res))
+	}
+	if _, ok := resources.Find(w.guests(), 9000); !ok {
+		t.Error("the template went too")
+	}
+}
+
+// The prediction of a full clone's volume on a file storage follows
+// resolve_dst_disk_format: the source's format on the same storage (here
+// qcow2). The lab allocates the storage's default instead (reported gap),
+// so this is checked on the prediction alone.
+func TestPredictFileStorageFormat(t *testing.T) {
+	src := qemu.Config{Values: map[string]string{"scsi0": "shared:9000/base-9000-disk-0.qcow2,size=4G", "template": "1", "name": "t",
+		"ide2": "shared:9000/vm-9000-cloudinit.qcow2,media=cdrom", "net0": "virtio=BC:24:11:00:00:01,bridge=vmbr0", "unused0": "shared:9000/x.raw"}}
+	got, err := predictClone(src, 9000, cloneOpts{newid: 201, full: true}, map[string]storageInfo{"shared": {Type: "nfs", Shared: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"scsi0": "shared:201/vm-201-disk-0.qcow2,size=4G", "ide2": "shared:201/vm-201-cloudinit.qcow2,media=cdrom",
+		"net0": "virtio=" + Assigned + ",bridge=vmbr0", "name": "Copy-of-VM-t", "smbios1": "uuid=" + Assigned}
+	if !maps.Equal(got.Values, want) {
+		t.Errorf("predicted %v\nwant      %v", got.Values, want)
+	}
+	linked, _ := predictClone(src, 9000, cloneOpts{newid: 201}, map[string]storageInfo{"shared": {Type: "nfs", Shared: true}})
+	if linked.Values["scsi0"] != "shared:9000/base-9000-disk-0.qcow2/201/vm-201-disk-0.qcow2,size=4G" {
+		t.Errorf("linked: %v", linked.Values["scsi0"])
+	}
+}
