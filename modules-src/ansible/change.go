@@ -29,7 +29,25 @@ type Change struct {
 	// change is made, for the stages after this one (check mode only; see
 	// World). nil when no later stage reads anything this change affects.
 	Predict func(w *World)
+
+	// predictedOnly marks a change built by PredictedOnly.
+	predictedOnly bool
 }
+
+// PredictedOnly is a change that exists only as a prediction of check
+// mode: a step that depends on the predicted result of an earlier one (the
+// keys a check run predicts another task will create, the member a
+// predicted join adds), so a real run can never plan it — there it would
+// be planned from what the earlier step really did. It is listed like any
+// other planned change in check mode; it has no Apply or Verify, and the
+// driver rejects it, as a bug in the module, in a run that is not check
+// mode.
+func PredictedOnly(id, summary string, predict func(w *World)) Change {
+	return Change{ID: id, Summary: summary, Predict: predict, predictedOnly: true}
+}
+
+// IsPredictedOnly tells whether c was built by PredictedOnly.
+func (c Change) IsPredictedOnly() bool { return c.predictedOnly }
 
 // Diff is one entry of the result's `diff` list. Before and After are
 // strings (text diffs) or maps (structured diffs the callback renders).

@@ -215,6 +215,11 @@ func (r *Run) checkChanges(stage string, changes []Change) error {
 			problem = "has an ID already used in this run"
 		case c.Summary == "":
 			problem = "has no Summary"
+		case c.predictedOnly && !r.inv.CheckMode:
+			problem = "exists only as a prediction of check mode (PredictedOnly) but this is a real run, where nothing was predicted; it was not applied"
+		case c.predictedOnly && (c.Apply != nil || c.Verify != nil):
+			problem = "is PredictedOnly but has an Apply or Verify"
+		case c.predictedOnly:
 		case c.Apply == nil:
 			problem = "has no Apply"
 		case c.Verify == nil:

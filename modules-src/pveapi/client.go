@@ -25,7 +25,10 @@ type Client struct {
 	target string
 	local  bool
 
-	taskPoll time.Duration
+	taskPoll   time.Duration
+	settlePoll time.Duration
+	// readOnly refuses every write before sending (check mode).
+	readOnly bool
 
 	calls atomic.Int64
 
@@ -58,15 +61,24 @@ type Options struct {
 	LocalAllowed func() bool
 	// TaskPoll overrides DefaultTaskPoll (tests).
 	TaskPoll time.Duration
+	// SettlePoll overrides DefaultSettlePoll, the pause between reads
+	// that settle a write whose answer was lost (tests).
+	SettlePoll time.Duration
+	// ReadOnly makes a client that refuses every write (Dispatch fails
+	// with a *ReadOnlyError, nothing is sent): the client of check mode.
+	ReadOnly bool
 }
 
 // Connect builds a client from the connection options. With a password it
 // logs in at once (so the first real request does not pay pveproxy's 3 s
 // delay on a 401); with a token nothing is sent yet.
 func Connect(ctx context.Context, conn Connection, o Options) (*Client, error) {
-	c := &Client{retry: DefaultRetry, logf: o.Log, taskPoll: DefaultTaskPoll}
+	c := &Client{retry: DefaultRetry, logf: o.Log, taskPoll: DefaultTaskPoll, settlePoll: DefaultSettlePoll, readOnly: o.ReadOnly}
 	if o.TaskPoll > 0 {
 		c.taskPoll = o.TaskPoll
+	}
+	if o.SettlePoll > 0 {
+		c.settlePoll = o.SettlePoll
 	}
 	if o.Retry != nil {
 		c.retry = *o.Retry
@@ -100,6 +112,20 @@ func Connect(ctx context.Context, conn Connection, o Options) (*Client, error) {
 	return c, nil
 }
 
+// ReadOnlyClient returns a client of the same API and transport that
+// refuses every write: what a module hands to a stage in check mode when
+// it got its client from elsewhere (an Env a test filled).
+func (c *Client) ReadOnlyClient() *Client {
+	if c.readOnly {
+		return c
+	}
+	return &Client{t: c.t, retry: c.retry, logf: c.logf, target: c.target, local: c.local,
+		taskPoll: c.taskPoll, settlePoll: c.settlePoll, readOnly: true}
+}
+
+// ReadOnly tells whether the client refuses writes (check mode).
+func (c *Client) ReadOnly() bool { return c.readOnly }
+
 // Local tells whether the client runs in local mode (pvesh).
 func (c *Client) Local() bool { return c.local }
 
@@ -112,28 +138,17 @@ func (c *Client) Calls() int { return int(c.calls.Load()) }
 // Get reads path and decodes `data` into out (see Decode). Temporary
 // failures and lock contention are retried within the RetryPolicy.
 func (c *Client) Get(ctx context.Context, path string, params url.Values, out any) error {
-	return c.Do(ctx, http.MethodGet, path, params, out)
+	return c.send(ctx, http.MethodGet, path, params, out)
 }
 
-// Post, Put and Delete send a write. They are retried only when PVE said
-// it could not take a lock (nothing happened) or the connection could not
-// be opened; any other failure after sending is returned with
-// IsUnanswered(err) true when the write may have happened.
-func (c *Client) Post(ctx context.Context, path string, params url.Values, out any) error {
-	return c.Do(ctx, http.MethodPost, path, params, out)
-}
-
-func (c *Client) Put(ctx context.Context, path string, params url.Values, out any) error {
-	return c.Do(ctx, http.MethodPut, path, params, out)
-}
-
-func (c *Client) Delete(ctx context.Context, path string, params url.Values, out any) error {
-	return c.Do(ctx, http.MethodDelete, path, params, out)
-}
-
-// Do sends one request with the retry policy; out may be nil.
-func (c *Client) Do(ctx context.Context, method, path string, params url.Values, out any) error {
+// send sends one request with the retry policy; out may be nil. It is the
+// only way a request leaves the client: Get for reads, Dispatch for
+// writes. A read-only client refuses every write here, before sending.
+func (c *Client) send(ctx context.Context, method, path string, params url.Values, out any) error {
 	read := method == http.MethodGet
+	if !read && c.readOnly && !login(method, path) {
+		return &ReadOnlyError{Method: method, Path: path}
+	}
 	var tries, lockTries int
 	for {
 		start := time.Now()
@@ -183,7 +198,7 @@ func (c *Client) Do(ctx context.Context, method, path string, params url.Values,
 	}
 }
 
-// RetryPolicy bounds the retries of Do.
+// RetryPolicy bounds the retries of send.
 type RetryPolicy struct {
 	// ReadRetries is how often a GET is retried after a temporary failure
 	// (also a write whose connection could not even be opened).

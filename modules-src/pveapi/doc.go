@@ -15,11 +15,16 @@
 //     per-parameter errors, never a credential; KindOf classifies it (not
 //     found, exists, locked, no quorum, temporary, permission, auth, bad
 //     request, TLS).
-//   - Retries (Do): reads retry temporary failures with bounded backoff;
-//     any request retries PVE's lock timeouts a bounded number of times;
-//     writes are otherwise never re-sent: a write whose answer was lost
-//     comes back with IsUnanswered(err), and the module re-reads to learn
-//     whether it happened.
+//   - Reads (Get) retry temporary failures with bounded backoff.
+//   - Writes: one operation, Dispatch(Write), is the only way to send a
+//     POST, PUT or DELETE. It is sent once (re-sent only after PVE's lock
+//     timeout, taken before it changes anything, or a dial that sent
+//     nothing); a task write is waited out at the UPID's node. A lost
+//     answer is settled by reading (the Write's Settle, or the task in the
+//     node's task list), polled for a bounded time; if nothing shows, an
+//     *UnverifiedError: changed, unverified, never re-sent.
+//   - Check mode: a client made with Options.ReadOnly (or ReadOnlyClient)
+//     fails every write as a bug before sending (*ReadOnlyError).
 //   - Tasks: WaitTask polls at the UPID's node; OK or "WARNINGS: N" is
 //     success (warnings returned for Ansible), anything else a *TaskError
 //     with the log's tail; polling survives transient errors and stops at
@@ -28,6 +33,7 @@
 //     an empty list rather than 403 (K19).
 //   - Version: Client.Version reads /version once per run.
 //
-// Connection options are declared once (ConnectionOptions, WithConnection)
-// and decoded into Connection, embedded in each module's params.
+// The package knows nothing of Ansible: the connection options, the
+// client of a Run and the mapping of a write's outcome to a Change's
+// Apply live in the adapter package pveansible.
 package pveapi

@@ -257,6 +257,10 @@ func (p *pinError) Error() string {
 // lock or quorum it could not get, the object already there or missing), or
 // the request never reached PVE. An unanswered write is never "nothing done".
 func NothingDone(err error) bool {
+	var nd *notDoneError
+	if errors.As(err, &nd) {
+		return true
+	}
 	var e *Error
 	if !errors.As(err, &e) || e.Unanswered {
 		return false

@@ -142,7 +142,7 @@ func TestErrorsKeepStatusMessageAndParameters(t *testing.T) {
 		return true
 	})
 	c := connect(t, f.conn(t))
-	err := c.Post(context.Background(), "/storage", url.Values{"storage": {"x"}, "type": {"zfspool"}}, nil)
+	err := c.send(context.Background(), http.MethodPost, "/storage", url.Values{"storage": {"x"}, "type": {"zfspool"}}, nil)
 	if KindOf(err) != KindBadRequest || !strings.Contains(err.Error(), "pool: property is missing") || IsUnanswered(err) {
 		t.Errorf("400: %v (kind %s, unanswered %v)", err, KindOf(err), IsUnanswered(err))
 	}
@@ -193,7 +193,7 @@ func TestReadsRetriedWritesNot(t *testing.T) {
 	if err := c.Get(context.Background(), "/storage/x", nil, &st); err != nil || !st.Shared || st.Storage != "x" {
 		t.Fatalf("GET after 503 and a dropped connection: %+v %v", st, err)
 	}
-	err := c.Post(context.Background(), "/nodes/n/qemu/100/clone", url.Values{"newid": {"101"}}, nil)
+	err := c.send(context.Background(), http.MethodPost, "/nodes/n/qemu/100/clone", url.Values{"newid": {"101"}}, nil)
 	if err == nil || posts.Load() != 1 || !IsUnanswered(err) {
 		t.Errorf("a failed create must be sent once and reported unanswered: posts=%d err=%v", posts.Load(), err)
 	}
@@ -211,11 +211,11 @@ func TestLockContentionRetriedWithinBound(t *testing.T) {
 		return true
 	})
 	c := connect(t, f.conn(t))
-	if err := c.Put(context.Background(), "/storage/x", url.Values{"content": {"images"}}, nil); err != nil {
+	if err := c.send(context.Background(), http.MethodPut, "/storage/x", url.Values{"content": {"images"}}, nil); err != nil {
 		t.Fatalf("PUT after two lock timeouts: %v", err)
 	}
 	puts.Store(0)
-	err := c.Put(context.Background(), "/storage/busy", url.Values{"content": {"images"}}, nil)
+	err := c.send(context.Background(), http.MethodPut, "/storage/busy", url.Values{"content": {"images"}}, nil)
 	if !IsLocked(err) || puts.Load() != int32(1+fastRetry.LockRetries) || IsUnanswered(err) {
 		t.Errorf("lock held forever: %d attempts, err %v", puts.Load(), err)
 	}
@@ -293,7 +293,7 @@ func TestPasswordLogsInOnceUpFront(t *testing.T) {
 	conn := f.conn(t)
 	conn.TokenID, conn.TokenSecret, conn.User, conn.Password = "", "", "root@pam", "pw-secret"
 	c := connect(t, conn)
-	if err := c.Put(context.Background(), "/storage/x", url.Values{"disable": {"1"}}, nil); err != nil {
+	if err := c.send(context.Background(), http.MethodPut, "/storage/x", url.Values{"disable": {"1"}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if f.count("POST /access/ticket") != 1 || f.count("PUT /storage/x") != 1 {
@@ -348,7 +348,7 @@ func TestPveshTransport(t *testing.T) {
 	if err := c.Get(context.Background(), "/storage/nvme-vm", nil, &st); err != nil || st["type"] != "zfspool" {
 		t.Fatalf("get: %v %v", st, err)
 	}
-	err := c.Post(context.Background(), "/storage", url.Values{"type": {"zfspool"}, "storage": {"a"}}, nil)
+	err := c.send(context.Background(), http.MethodPost, "/storage", url.Values{"type": {"zfspool"}, "storage": {"a"}}, nil)
 	if KindOf(err) != KindBadRequest || !strings.Contains(err.Error(), "pool: property is missing") {
 		t.Errorf("400 through pvesh: %v", err)
 	}
@@ -375,7 +375,7 @@ func TestPveshNeverGetsASecret(t *testing.T) {
 	c := &Client{t: pt, retry: fastRetry, logf: func(string, ...any) {}, local: true}
 	for _, name := range SecretParams {
 		params := url.Values{"storage": {"backup"}, "type": {"pbs"}, name: {secret}}
-		err := c.Post(context.Background(), "/storage", params, nil)
+		err := c.send(context.Background(), http.MethodPost, "/storage", params, nil)
 		if err == nil {
 			t.Errorf("%s: sent through pvesh", name)
 			continue
@@ -397,7 +397,7 @@ func TestPveshNeverGetsASecret(t *testing.T) {
 	}
 	// the same request without the secret goes through; a delete of the
 	// option names it but carries no secret
-	if err := c.Put(context.Background(), "/storage/backup", url.Values{"delete": {"password"}}, nil); err != nil || len(argv) != 1 {
+	if err := c.send(context.Background(), http.MethodPut, "/storage/backup", url.Values{"delete": {"password"}}, nil); err != nil || len(argv) != 1 {
 		t.Errorf("delete=password refused: %v (%d runs)", err, len(argv))
 	}
 }

@@ -114,9 +114,15 @@ func TestSimFaults(t *testing.T) {
 	}
 
 	f.Add(pvesim.Fault{Method: "POST", Path: "/storage", Kind: pvesim.FaultLostAnswer, Count: 1})
-	err := c.Post(ctx, "/storage", url.Values{"storage": {"backup"}, "type": {"dir"}, "path": {"/srv/backup"}}, nil)
-	if err == nil || !pveapi.IsUnanswered(err) {
-		t.Fatalf("lost answer: %v", err)
+	var settles int
+	out, err := c.Dispatch(ctx, pveapi.Write{Method: "POST", Path: "/storage", Params: url.Values{"storage": {"backup"}, "type": {"dir"}, "path": {"/srv/backup"}},
+		What: "create storage backup", Settle: func(ctx context.Context) (bool, error) {
+			settles++
+			err := c.Get(ctx, "/storage/backup", nil, nil)
+			return err == nil, nil
+		}})
+	if err != nil || out.Lost == "" || settles != 1 {
+		t.Fatalf("lost answer, settled by one read: %+v %v (%d reads)", out, err, settles)
 	}
 	posts := 0
 	for _, r := range pveapitest.Mutating(s) {
@@ -133,7 +139,8 @@ func TestSimFaults(t *testing.T) {
 
 	f.Add(pvesim.Fault{Method: "PUT", Path: "/storage/backup", Kind: pvesim.FaultLock, Delay: time.Millisecond,
 		LockFile: "/var/lock/pve-manager/pve-storage-backup", Count: 2})
-	if err := c.Put(ctx, "/storage/backup", url.Values{"content": {"backup"}}, nil); err != nil {
+	if _, err := c.Dispatch(ctx, pveapi.Write{Method: "PUT", Path: "/storage/backup", Params: url.Values{"content": {"backup"}},
+		What: "update storage backup", Settle: func(context.Context) (bool, error) { return false, nil }}); err != nil {
 		t.Errorf("PUT through two lock timeouts: %v", err)
 	}
 	puts := 0
@@ -170,13 +177,14 @@ func TestSimWaitTask(t *testing.T) {
 		if fail {
 			s.Faults().Add(pvesim.Fault{Method: "POST", Path: "/cluster/config", Kind: pvesim.FaultTaskFail, ExitStatus: "corosync-keygen failed"})
 		}
-		var upid string
-		if err := c.Post(context.Background(), "/cluster/config", url.Values{"clustername": {"lab"}}, &upid); err != nil {
-			t.Fatal(err)
-		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		res, err := c.WaitTask(ctx, upid)
+		out, err := c.Dispatch(ctx, pveapi.Write{Method: "POST", Path: "/cluster/config", Params: url.Values{"clustername": {"lab"}},
+			What: "create cluster lab", Task: &pveapi.TaskWrite{Node: "pve01", Type: "clustercreate", ID: "lab"}})
 		cancel()
+		var res *pveapi.TaskResult
+		if out != nil {
+			res = out.Task
+		}
 		var te *pveapi.TaskError
 		switch {
 		case !fail && (err != nil || res.ExitStatus != "OK"):

@@ -117,11 +117,13 @@ options:
     description:
       - "join_method=api: SHA-256 fingerprint of the primary's API certificate."
     type: "str"
-  primary_password:
+  primary_api_password:
     description:
       - "join_method=api: root@pam password of the primary, sent with the join request. Default: api_password."
       - "This value is secret: it is masked in results and logs (no_log)."
     type: "str"
+    aliases:
+      - "primary_password"
   state:
     description:
       - "present: the node is a member of cluster_name. absent is refused: leaving a cluster is a manual procedure (pvecm delnode on a remaining member, then reinstalling the node), which the failure message spells out."

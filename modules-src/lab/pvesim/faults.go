@@ -64,9 +64,9 @@ func newFaults() *Faults { return &Faults{next: 1} }
 // Add installs f and returns its id.
 func (fs *Faults) Add(f Fault) (int, error) {
 	switch f.Kind {
-	case FaultLatency, FaultError, FaultReset, FaultHang, FaultLock, FaultTaskFail, FaultSlowConfig, FaultLostAnswer:
+	case FaultLatency, FaultError, FaultReset, FaultHang, FaultLock, FaultTaskFail, FaultSlowConfig, FaultLostAnswer, FaultSlowLocked:
 	default:
-		return 0, fmt.Errorf("unknown fault kind %q (use latency, error, reset, hang, lock, task-fail, slow-config, lost-answer)", f.Kind)
+		return 0, fmt.Errorf("unknown fault kind %q (use latency, error, reset, hang, lock, task-fail, slow-config, lost-answer, slow-locked)", f.Kind)
 	}
 	if f.Path == "" {
 		return 0, fmt.Errorf("fault needs a path pattern such as /cluster/config/join or /**")

@@ -150,6 +150,7 @@ func (s *Sim) serve(node string, table map[string]handlerFunc, w http.ResponseWr
 		return
 	}
 	defer s.reqWG.Done()
+	defer s.inFlight.Add(-1)
 	start := time.Now()
 	apiPath, ok := strings.CutPrefix(r.URL.Path, "/api2/json")
 	if !ok {
@@ -216,7 +217,7 @@ func (s *Sim) serve(node string, table map[string]handlerFunc, w http.ResponseWr
 			finish(500)
 			writeError(w, errStatus(500, "can't lock file '%s' - got timeout", file))
 			return
-		case FaultTaskFail, FaultSlowConfig:
+		case FaultTaskFail, FaultSlowConfig, FaultSlowLocked:
 			taskFault = fault
 		case FaultLostAnswer:
 			loseAnswer = true

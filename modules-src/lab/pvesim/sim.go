@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -134,8 +135,10 @@ type Sim struct {
 	reqMu   sync.Mutex
 	closing bool
 	reqWG   sync.WaitGroup
-	faults  *Faults
-	log     *RequestLog
+	// inFlight counts the requests being handled (WaitIdle).
+	inFlight atomic.Int64
+	faults   *Faults
+	log      *RequestLog
 
 	guestLocks map[string]*guestLock // /var/lock/qemu-server and storage flocks (guestlock.go)
 	replGen    map[string]int        // current run chain of each replication job (replrun.go)
@@ -374,7 +377,16 @@ func (s *Sim) enter() bool {
 		return false
 	}
 	s.reqWG.Add(1)
+	s.inFlight.Add(1)
 	return true
+}
+
+// WaitIdle waits until no API request is being handled, so that the
+// request log holds every request sent so far (a request is logged when
+// its handler returns: a slow create inside its lock shows up only then).
+func (s *Sim) WaitIdle() {
+	for s.inFlight.Load() > 0 && s.sleep(5*time.Millisecond) {
+	}
 }
 
 // sleep waits d or until the simulator closes; false means closed.

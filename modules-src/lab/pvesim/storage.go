@@ -296,8 +296,16 @@ func (s *Sim) postStorage(rc *reqCtx) (any, error) {
 	if aerr := s.cfsWriteLocked(db, "storage.cfg", "create storage failed"); aerr != nil {
 		return nil, aerr
 	}
+	if err := s.storageCfgFreeLocked(db, "create storage failed"); err != nil {
+		return nil, err
+	}
 	if db.Storage[id] != nil {
 		return nil, fmt.Errorf("create storage failed: storage ID '%s' already defined", id)
+	}
+	release, alive := s.slowInStorageCfgLock(db, rc)
+	defer release()
+	if !alive {
+		return nil, fmt.Errorf("create storage failed: interrupted by signal")
 	}
 	st := &Storage{ID: id, Type: typ, Options: map[string]any{}}
 	for k, v := range rc.params {
@@ -325,6 +333,9 @@ func (s *Sim) putStorage(rc *reqCtx) (any, error) {
 	db := rc.db()
 	if aerr := s.cfsWriteLocked(db, "storage.cfg", "update storage failed"); aerr != nil {
 		return nil, aerr
+	}
+	if err := s.storageCfgFreeLocked(db, "update storage failed"); err != nil {
+		return nil, err
 	}
 	id := rc.str("storage")
 	st := db.Storage[id]
@@ -375,6 +386,9 @@ func (s *Sim) deleteStorage(rc *reqCtx) (any, error) {
 	db := rc.db()
 	if aerr := s.cfsWriteLocked(db, "storage.cfg", "delete storage failed"); aerr != nil {
 		return nil, aerr
+	}
+	if err := s.storageCfgFreeLocked(db, "delete storage failed"); err != nil {
+		return nil, err
 	}
 	id := rc.str("storage")
 	if db.Storage[id] == nil {

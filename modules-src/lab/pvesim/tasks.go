@@ -238,6 +238,11 @@ func (s *Sim) getTasks(rc *reqCtx) (any, error) {
 		if rc.has("vmid") && t.ID != rc.str("vmid") {
 			continue
 		}
+		// pve-manager API2/Tasks.pm node_tasks: since/until bound the
+		// start time, both inclusive.
+		if rc.has("since") && t.StartTime < int64(rc.integer("since", 0)) || rc.has("until") && t.StartTime > int64(rc.integer("until", 0)) {
+			continue
+		}
 		list = append(list, t)
 	}
 	sort.SliceStable(list, func(i, j int) bool { return list[i].StartTime > list[j].StartTime })

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"slices"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/host"
 	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
 )
 
 // planCluster is stage 6: create on the primary, join elsewhere.
@@ -308,29 +310,28 @@ func (m *mod) joinAPI(ctx context.Context) error {
 	if m.p.Link1 != "" {
 		q.Set("link1", m.p.Link1)
 	}
-	var upid string
-	if err := self.Post(ctx, "/cluster/config/join", q, &upid); err != nil {
-		if pveapi.NothingDone(err) {
-			return ansible.NothingChanged(err)
-		}
-		return err
+	// One dispatch: a lost answer is settled by finding the clusterjoin
+	// task in this node's task list, never by sending the join again. The
+	// joiner's API restarts with a new certificate (C5): the task is
+	// followed through the local API, which needs neither.
+	out, err := pveansible.Dispatch(ctx, m.r, self, pveapi.Write{
+		Method: http.MethodPost, Path: "/cluster/config/join", Params: q,
+		What: fmt.Sprintf("join %s to cluster %s", m.c.self.Name, m.p.ClusterName),
+		Task: &pveapi.TaskWrite{Node: m.c.self.Name, Type: "clusterjoin", Via: m.local},
+	})
+	if out != nil && out.Task != nil {
+		m.evidence = append(m.evidence, "join task "+out.Task.UPID.Raw)
 	}
-	m.evidence = append(m.evidence, "join task "+upid)
-	// The joiner's API restarts with a new certificate (C5): follow the
-	// task through the local API, which needs neither.
-	res, err := m.local.WaitTask(ctx, upid)
 	if err != nil {
 		var te *pveapi.TaskError
 		if errors.As(err, &te) {
+			m.evidence = append(m.evidence, "join task "+te.UPID.Raw)
 			m.evidence = append(m.evidence, te.Log...)
 			if v, rerr := readLocal(ctx, m.local); rerr == nil && v.cluster == nil {
 				return ansible.NothingChanged(fmt.Errorf("the join failed and %s is still standalone: %w", m.c.self.Name, err))
 			}
 		}
 		return err
-	}
-	for _, w := range res.Warnings {
-		m.r.Warn(w)
 	}
 	return nil
 }

@@ -38,6 +38,7 @@ import (
 	"github.com/gopve/proxmox/modules-src/host"
 	hostssh "github.com/gopve/proxmox/modules-src/host/ssh"
 	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
 	xssh "golang.org/x/crypto/ssh"
 )
 
@@ -61,10 +62,28 @@ type Env struct {
 	Poll time.Duration
 }
 
+// readOnly is the environment of check mode: files, commands and every
+// API client refuse to write, whatever the Env's functions return.
 func (e Env) readOnly() Env {
 	e.Root = e.Root.ReadOnly()
 	e.Runner = host.ReadOnly(e.Runner)
+	local, connect := e.Local, e.Connect
+	if local != nil {
+		e.Local = func(r *ansible.Run) (*pveapi.Client, error) { return readOnlyClient(local(r)) }
+	}
+	if connect != nil {
+		e.Connect = func(r *ansible.Run, c pveapi.Connection) (*pveapi.Client, error) {
+			return readOnlyClient(connect(r, c))
+		}
+	}
 	return e
+}
+
+func readOnlyClient(c *pveapi.Client, err error) (*pveapi.Client, error) {
+	if err != nil {
+		return nil, err
+	}
+	return c.ReadOnlyClient(), nil
 }
 
 // Module is pve_cluster as it runs on a node.
@@ -74,10 +93,10 @@ func Module() ansible.Module {
 			Root:   "/",
 			Runner: &host.ExecRunner{},
 			Local: func(r *ansible.Run) (*pveapi.Client, error) {
-				return pveapi.ForRun(r, pveapi.Connection{}, pveapi.Options{})
+				return pveansible.ForRun(r, pveapi.Connection{}, pveapi.Options{})
 			},
 			Connect: func(r *ansible.Run, c pveapi.Connection) (*pveapi.Client, error) {
-				return pveapi.ForRun(r, c, pveapi.Options{})
+				return pveansible.ForRun(r, c, pveapi.Options{})
 			},
 			HostKey: func(ctx context.Context, addr string) (xssh.PublicKey, error) {
 				return hostssh.FetchHostKey(ctx, addr, xssh.KeyAlgoED25519, 10*time.Second)
@@ -138,7 +157,39 @@ const (
 	prepKnownHosts     = "known_hosts"
 )
 
+// spec is the module's options plus two sets of API connection options
+// for join_method=api: this node's and the primary's (primary_api_*).
 func spec() ansible.Spec {
+	return pveansible.With(ownSpec(), apiJoinSelf, apiJoinPrimary)
+}
+
+// apiJoinSelf is this node's API for join_method=api: root@pam by
+// password only (PVE refuses a token for a join), no environment fallback
+// (the password is the node's root's, not a controller's API user).
+var apiJoinSelf = pveansible.Set{
+	Only: []string{"api_password", "api_port", "validate_certs", "ca_path", "api_fingerprint"},
+	For:  "join_method=api:", NoEnv: true,
+	Docs: map[string][]string{
+		"api_password":    {"root@pam password of this node (PVE accepts the join request only from root@pam with a ticket; an API token gets 403)."},
+		"api_port":        {"port of the nodes' API."},
+		"validate_certs":  {"verify the nodes' certificates (see api_fingerprint, primary_api_fingerprint, ca_path)."},
+		"ca_path":         {"PEM file of a CA to trust for the nodes' API."},
+		"api_fingerprint": {"SHA-256 fingerprint of this node's API certificate (before the join; the join replaces the certificate)."},
+	},
+}
+
+// apiJoinPrimary is the primary's API for join_method=api; port, CA and
+// verification are shared with this node's (apiJoinSelf).
+var apiJoinPrimary = pveansible.Set{
+	Prefix: "primary_", Only: []string{"api_password", "api_fingerprint"}, For: "join_method=api:",
+	Aliases: map[string][]string{"api_password": {"primary_password"}},
+	Docs: map[string][]string{
+		"api_password":    {"root@pam password of the primary, sent with the join request. Default: api_password."},
+		"api_fingerprint": {"SHA-256 fingerprint of the primary's API certificate."},
+	},
+}
+
+func ownSpec() ansible.Spec {
 	return ansible.Spec{Options: map[string]ansible.Option{
 		"state": {Type: ansible.TypeStr, Default: "present", Choices: []any{"present", "absent"},
 			Description: []string{"present: the node is a member of cluster_name. absent is refused: leaving a cluster is a manual procedure (pvecm delnode on a remaining member, then reinstalling the node), which the failure message spells out."}},
@@ -169,20 +220,6 @@ func spec() ansible.Spec {
 			Description: []string{"Create (primary) or join (other nodes) the cluster. false only prepares the node, e.g. to collect every node's ssh_public_key first."}},
 		"peer_keys": {Type: ansible.TypeDict, Default: map[string]any{},
 			Description: []string{"Root public keys to authorize, by node name (the ssh_public_key each node returned), this node's own included: on the primary the file becomes the cluster's copy every joiner receives. An empty value stands for a key that a check run predicted to be created (accepted in check mode only)."}},
-		"api_password": {Type: ansible.TypeStr, NoLog: true,
-			Description: []string{"join_method=api: root@pam password of this node (PVE accepts the join request only from root@pam with a ticket; an API token gets 403)."}},
-		"primary_password": {Type: ansible.TypeStr, NoLog: true,
-			Description: []string{"join_method=api: root@pam password of the primary, sent with the join request. Default: api_password."}},
-		"api_port": {Type: ansible.TypeInt, Default: pveapi.DefaultPort,
-			Description: []string{"join_method=api: port of the nodes' API."}},
-		"validate_certs": {Type: ansible.TypeBool, Default: true,
-			Description: []string{"join_method=api: verify the nodes' certificates (see api_fingerprint, primary_api_fingerprint, ca_path)."}},
-		"ca_path": {Type: ansible.TypePath,
-			Description: []string{"join_method=api: PEM file of a CA to trust for the nodes' API."}},
-		"api_fingerprint": {Type: ansible.TypeStr,
-			Description: []string{"join_method=api: SHA-256 fingerprint of this node's API certificate (before the join; the join replaces the certificate)."}},
-		"primary_api_fingerprint": {Type: ansible.TypeStr,
-			Description: []string{"join_method=api: SHA-256 fingerprint of the primary's API certificate."}},
 		"wait_timeout": {Type: ansible.TypeInt, Default: 300,
 			Description: []string{"Seconds to wait for the cluster to be quorate with this node as an online member after a create or join, for a join in progress or a lost quorum on the primary before joining, and for quorum on a member that has lost it."}},
 	}, Constraints: ansible.Constraints{
@@ -211,7 +248,7 @@ type params struct {
 	Form            bool              `ansible:"form"`
 	PeerKeys        map[string]string `ansible:"peer_keys"`
 	APIPassword     string            `ansible:"api_password"`
-	PrimaryPassword string            `ansible:"primary_password"`
+	PrimaryPassword string            `ansible:"primary_api_password"`
 	APIPort         int               `ansible:"api_port"`
 	ValidateCerts   bool              `ansible:"validate_certs"`
 	CAPath          string            `ansible:"ca_path"`

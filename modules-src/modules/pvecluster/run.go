@@ -278,12 +278,10 @@ func (m *mod) planAuthorized(context.Context, *ansible.World) ([]ansible.Change,
 	slices.Sort(who)
 	summary := "authorize the root keys of " + strings.Join(who, ", ") + " in " + where
 	if fc == nil {
-		// check mode, only keys the prepare task predicted
-		return []ansible.Change{{
-			ID: prepAuthorizedKeys, Summary: summary,
-			Apply:  func(context.Context) error { return errors.New("bug: a predicted key reached a real run") },
-			Verify: func(context.Context) error { return nil },
-		}}, nil
+		// check mode, only keys the prepare task predicted: a real run
+		// never gets here (empty keys are refused outside check mode), and
+		// the driver rejects the change if it ever did
+		return []ansible.Change{ansible.PredictedOnly(prepAuthorizedKeys, summary, nil)}, nil
 	}
 	return []ansible.Change{m.fileChange(prepAuthorizedKeys, summary, fc)}, nil
 }

@@ -37,9 +37,7 @@ func TestDriftCorrectedWithDiff(t *testing.T) {
 		t.Fatal(res["msg"])
 	}
 	// By hand, as `pvesm set nvme-vm --content images --sparse 0` on pve02 would.
-	if err := w.client().Put(context.Background(), "/storage/nvme-vm", url.Values{"content": {"images"}, "sparse": {"0"}}, nil); err != nil {
-		t.Fatal(err)
-	}
+	pveapitest.Write(t, w.client(), "PUT", "/storage/nvme-vm", url.Values{"content": {"images"}, "sparse": {"0"}})
 	w.sim.ResetRequests()
 	check := w.run(zfsArgs(), true)
 	if failed(check) || check["changed"] != true || len(pveapitest.Mutating(w.sim)) != 0 {
@@ -150,7 +148,7 @@ func TestFaults(t *testing.T) {
 			posts++
 		}
 	}
-	if posts != 1 || !strings.Contains(pveapi.String(res["warnings"]), "answer to creating storage nvme-vm was lost") {
+	if posts != 1 || !strings.Contains(pveapi.String(res["warnings"]), `the answer to "create storage nvme-vm" was lost`) {
 		t.Errorf("lost create: %d POSTs, warnings %v", posts, res["warnings"])
 	}
 

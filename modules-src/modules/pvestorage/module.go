@@ -28,6 +28,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
 )
 
 // Module is pve_storage.
@@ -55,7 +56,7 @@ func New(o pveapi.Options) ansible.Module {
 		Examples:     examples,
 		Return:       returnDoc,
 		ActionGroups: []string{ansible.GroupAPI},
-		Spec:         pveapi.WithConnection(spec()),
+		Spec:         pveansible.WithConnection(spec()),
 		Params:       params{},
 		Timeout:      5 * time.Minute,
 		Run:          func(r *ansible.Run) error { return run(r, o) },
@@ -156,12 +157,12 @@ func anySlice(s []string) []any {
 // params are the module's own options; storage options are read from the
 // validated parameters by key (wanted).
 type params struct {
-	pveapi.Connection `ansible:",squash"`
-	Storage           string `ansible:"storage"`
-	State             string `ansible:"state"`
-	Type              string `ansible:"type"`
-	Force             bool   `ansible:"force"`
-	NodeStatus        bool   `ansible:"node_status"`
+	pveansible.Connection `ansible:",squash"`
+	Storage               string `ansible:"storage"`
+	State                 string `ansible:"state"`
+	Type                  string `ansible:"type"`
+	Force                 bool   `ansible:"force"`
+	NodeStatus            bool   `ansible:"node_status"`
 	StorageOptions
 }
 
@@ -174,7 +175,7 @@ func run(r *ansible.Run, o pveapi.Options) error {
 	if err != nil {
 		return err
 	}
-	c, err := pveapi.ForRun(r, p.Connection, o)
+	c, err := pveansible.ForRun(r, p.Connection.API(), o)
 	if err != nil {
 		return err
 	}

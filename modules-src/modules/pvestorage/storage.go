@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
 )
 
 // storage carries one run's knowledge from the stage to the report.
@@ -194,35 +196,25 @@ func (s *storage) planCreate() ([]ansible.Change, error) {
 	}}, nil
 }
 
-// create sends the POST once. If its answer is lost, the storage is read
-// back: present means the create happened (it is not sent again); absent
-// after a connection that broke without any answer means it did not, and
-// it is sent one more time.
+// create sends the POST once. PVE writes storage.cfg at the end of a
+// locked create, after the plugin's on_add_hook and activation (an NFS
+// mount, a PBS login: pve-storage src/PVE/API2/Storage/Config.pm create),
+// so a lost answer is settled by reading the storage back until it shows,
+// within the run's deadline; absent until then is changed, unverified,
+// never "nothing was changed", and the POST is never sent again.
 func (s *storage) create(ctx context.Context, params url.Values) error {
-	for attempt := 1; ; attempt++ {
-		err := s.c.Post(ctx, "/storage", params, nil)
-		if err == nil {
-			return nil
-		}
-		if pveapi.NothingDone(err) {
-			return ansible.NothingChanged(err)
-		}
-		if !pveapi.IsUnanswered(err) {
-			return err
-		}
-		cfg, rerr := s.read(ctx)
-		if rerr != nil {
-			return fmt.Errorf("%w; reading back to learn whether it happened also failed: %v", err, rerr)
-		}
-		if cfg != nil {
-			s.r.Warn(fmt.Sprintf("the answer to creating storage %s was lost (%v); reading back shows it was created, so it was not sent again", s.p.Storage, err))
-			return nil
-		}
-		var e *pveapi.Error
-		if attempt > 1 || !errors.As(err, &e) || e.Status != 0 {
-			return ansible.NothingChanged(fmt.Errorf("%w (reading back shows storage %s was not created)", err, s.p.Storage))
-		}
-	}
+	_, err := pveansible.Dispatch(ctx, s.r, s.c, pveapi.Write{
+		Method: http.MethodPost, Path: "/storage", Params: params,
+		What:   fmt.Sprintf("create storage %s", s.p.Storage),
+		Settle: s.exists, Creates: true,
+	})
+	return err
+}
+
+// exists is the settle read of a create: the storage is defined.
+func (s *storage) exists(ctx context.Context) (bool, error) {
+	cfg, err := s.read(ctx)
+	return cfg != nil, err
 }
 
 func (s *storage) planUpdate(cfg map[string]any) ([]ansible.Change, error) {
@@ -272,13 +264,14 @@ func (s *storage) planUpdate(cfg map[string]any) ([]ansible.Change, error) {
 		Summary: fmt.Sprintf("update storage %s (%s)", s.p.Storage, strings.Join(changed, ", ")),
 		Diff:    ansible.TextDiff(cfgHeader, section(cfg), section(after)),
 		Apply: func(ctx context.Context) error {
-			err := s.c.Put(ctx, s.path(), set, nil)
-			switch {
-			case err != nil && strings.Contains(err.Error(), "detected modified configuration"):
+			_, err := pveansible.Dispatch(ctx, s.r, s.c, pveapi.Write{
+				Method: http.MethodPut, Path: s.path(), Params: set,
+				What:   fmt.Sprintf("update storage %s", s.p.Storage),
+				Settle: func(ctx context.Context) (bool, error) { return s.verify(ctx) == nil, nil },
+			})
+			if err != nil && ansible.IsNothingChanged(err) && strings.Contains(err.Error(), "detected modified configuration") {
 				// PVE compares the digest before writing anything.
 				return ansible.NothingChanged(fmt.Errorf("%w: storage.cfg changed between reading and writing; nothing was written, run the task again", err))
-			case pveapi.NothingDone(err):
-				return ansible.NothingChanged(err)
 			}
 			return err
 		},
@@ -326,10 +319,14 @@ func (s *storage) planDelete(ctx context.Context, cfg map[string]any) ([]ansible
 		Summary: fmt.Sprintf("remove storage %s", s.p.Storage),
 		Diff:    ansible.TextDiff(cfgHeader, section(cfg), ""),
 		Apply: func(ctx context.Context) error {
-			err := s.c.Delete(ctx, s.path(), nil, nil)
-			if pveapi.NothingDone(err) {
-				return ansible.NothingChanged(err)
-			}
+			_, err := pveansible.Dispatch(ctx, s.r, s.c, pveapi.Write{
+				Method: http.MethodDelete, Path: s.path(),
+				What: fmt.Sprintf("remove storage %s", s.p.Storage),
+				Settle: func(ctx context.Context) (bool, error) {
+					there, err := s.exists(ctx)
+					return !there, err
+				},
+			})
 			return err
 		},
 		Verify: func(ctx context.Context) error {

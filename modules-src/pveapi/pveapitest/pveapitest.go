@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"syscall"
 	"testing"
 	"time"
@@ -110,5 +111,17 @@ func Cluster(t testing.TB, s *pvesim.Sim) {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
+	}
+}
+
+// Write makes a change by hand through the API, as an operator's pvesh or
+// another tool would (drift for a module to find). It fails the test if
+// the write is refused or its answer is lost.
+func Write(t testing.TB, c *pveapi.Client, method, path string, params url.Values) {
+	t.Helper()
+	_, err := c.Dispatch(context.Background(), pveapi.Write{Method: method, Path: path, Params: params,
+		What: "by hand: " + method + " " + path, Settle: func(context.Context) (bool, error) { return false, nil }, SettleWithin: time.Millisecond})
+	if err != nil {
+		t.Fatalf("%s %s by hand: %v", method, path, err)
 	}
 }

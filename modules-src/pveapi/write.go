@@ -1,0 +1,331 @@
+package pveapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// Write is one mutating API call, named so that it is sent once and its
+// outcome is known even when its answer is lost. Every POST, PUT and DELETE
+// a module makes goes through Client.Dispatch with a Write; the client has
+// no other way to send one.
+type Write struct {
+	Method string // POST, PUT or DELETE
+	Path   string
+	Params url.Values
+	// What names the change for messages: "create storage nfs1".
+	What string
+	// Settle reads whether the write took effect (the storage exists, the
+	// option has its new value, the rule is gone). It is called only when
+	// the answer to the write was lost, to learn what happened without
+	// sending it again. Required unless Task is set.
+	Settle func(ctx context.Context) (bool, error)
+	// Task is set when the write answers a task id (UPID): Dispatch then
+	// waits the task out at the UPID's node, and a lost answer is settled
+	// by looking for the task in that node's task list.
+	Task *TaskWrite
+	// Creates says the write creates an object that did not exist before
+	// (a create is refused by PVE when it does). After PVE answered a
+	// failure, a settle read that does not show the object then proves the
+	// write left nothing; for other writes it only shows the change is not
+	// in place, which is changed, unverified.
+	Creates bool
+	// SettleWithin bounds how long a lost answer is settled by polling
+	// (default DefaultSettle), never past the context's deadline.
+	SettleWithin time.Duration
+}
+
+// TaskWrite says which task a write starts, so that it can be found in the
+// node's task list (GET /nodes/{node}/tasks) when the UPID never arrived.
+type TaskWrite struct {
+	Node string // the node that runs the task (where the write is handled)
+	Type string // the task type, PVE's worker name: qmclone, clusterjoin…
+	ID   string // the task's id: the VMID for guest tasks, "" for none
+	// Via is the client that follows the task (default: the dispatching
+	// one). pve_cluster's join follows it through the joiner's local API,
+	// which survives the certificate change the join makes.
+	Via *Client
+}
+
+// Outcome is what a dispatched write did.
+type Outcome struct {
+	// Data is the answer's data (nil when the answer was lost).
+	Data json.RawMessage
+	// Task is the finished task of a task write.
+	Task *TaskResult
+	// Lost is set when the answer never arrived and a read settled that the
+	// write happened; it says what was lost, for a warning.
+	Lost string
+}
+
+// Decode stores the answer's data into out (see Decode).
+func (o *Outcome) Decode(out any) error {
+	if o == nil || o.Data == nil {
+		return errors.New("the write's answer was lost; there is nothing to decode")
+	}
+	return Decode(o.Data, out)
+}
+
+// Defaults of the settle poll after a lost answer. DefaultSettle is
+// pmxcfs's lock lifetime: PVE handlers write cluster configuration under
+// cfs_lock_file, whose lock pmxcfs gives up after 120 s (pve-cluster
+// src/PVE/Cluster.pm cfs_lock), so a locked write that has not shown
+// after that is not going to. Reconstruction: the bound is taken from the
+// lock's lifetime, not from a rule PVE states for clients.
+const (
+	DefaultSettle     = 120 * time.Second
+	DefaultSettlePoll = time.Second
+	// taskClockSlack is how much earlier than our clock a node may date a
+	// task we started (clock skew between controller and node).
+	taskClockSlack = 5 * time.Second
+)
+
+// UnverifiedError is a write whose answer was lost and whose effect no
+// read has shown within the settle time: it may have happened, or may
+// still happen (a create still inside its lock). It was not sent again.
+type UnverifiedError struct {
+	What  string
+	Cause error  // the lost answer
+	Read  string // what the last settle read found
+}
+
+func (e *UnverifiedError) Error() string {
+	msg := fmt.Sprintf("%s: the answer was lost (%v) and the write may have happened; it was not sent again", e.What, e.Cause)
+	if e.Read != "" {
+		msg += "; " + e.Read
+	}
+	return msg
+}
+
+func (e *UnverifiedError) Unwrap() error { return e.Cause }
+
+// IsUnverified tells whether err is a write that may have happened.
+func IsUnverified(err error) bool {
+	var u *UnverifiedError
+	return errors.As(err, &u)
+}
+
+// notDoneError is a write PVE answered with a failure, after which a read
+// shows it left nothing: NothingDone reports true.
+type notDoneError struct {
+	err  error
+	read string
+}
+
+func (e *notDoneError) Error() string { return fmt.Sprintf("%v (%s)", e.err, e.read) }
+func (e *notDoneError) Unwrap() error { return e.err }
+
+// ReadOnlyError is a write attempted through a read-only client: in check
+// mode, a bug in the module, never sent.
+type ReadOnlyError struct{ Method, Path string }
+
+func (e *ReadOnlyError) Error() string {
+	return fmt.Sprintf("bug: %s %s attempted through the read-only API client of check mode; nothing was sent (this is a bug in gopve, please report it)", e.Method, e.Path)
+}
+
+// login is the one non-GET a read-only client sends: it changes nothing
+// on the node (a ticket is a signed string, not state).
+func login(method, path string) bool {
+	return method == http.MethodPost && path == "/access/ticket"
+}
+
+// Dispatch sends w once and tells what happened:
+//
+//   - answered: the Outcome (for a task write, once the task ended well;
+//     a failed task is a *TaskError);
+//   - refused before acting (NothingDone(err)): the error; also a failure
+//     PVE answered after which one read proves nothing was made (the
+//     created object absent, no task started); after other answered
+//     failures a read showing the change in place settles it as made, and
+//     one that does not is an *UnverifiedError;
+//   - answer lost: w.Settle (or the node's task list) is polled until it
+//     shows the write happened (then an Outcome with Lost set, and the task
+//     waited out), for at most SettleWithin and never past ctx's deadline;
+//     if nothing shows, an *UnverifiedError: changed, unverified.
+//
+// A write is re-sent only when PVE said it could not take its lock (it
+// takes the lock before changing anything) or the connection could not
+// even be opened (nothing was sent); never after a lost answer.
+func (c *Client) Dispatch(ctx context.Context, w Write) (*Outcome, error) {
+	if err := w.check(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	var raw json.RawMessage
+	err := c.send(ctx, w.Method, w.Path, w.Params, &raw)
+	if err == nil {
+		out := &Outcome{Data: raw}
+		if w.Task == nil {
+			return out, nil
+		}
+		var upid string
+		if err := Decode(raw, &upid); err != nil || upid == "" {
+			return out, &UnverifiedError{What: w.What, Cause: fmt.Errorf("%s %s answered %s, not a task id", w.Method, w.Path, raw)}
+		}
+		out.Task, err = w.waiter(c).WaitTask(ctx, upid)
+		return out, err
+	}
+	var ro *ReadOnlyError
+	if errors.As(err, &ro) || NothingDone(err) {
+		return nil, err
+	}
+	var e *Error
+	if !errors.As(err, &e) {
+		return nil, err // not a request error (a bug, a decode failure)
+	}
+	if !lostAnswer(e) {
+		// PVE answered with a failure of the handler: one read tells
+		// whether it left anything behind.
+		return c.settleOnce(ctx, w, start, err)
+	}
+	return c.settle(ctx, w, start, err)
+}
+
+func (w Write) check() error {
+	switch {
+	case w.Method != http.MethodPost && w.Method != http.MethodPut && w.Method != http.MethodDelete:
+		return fmt.Errorf("bug: Write %q has method %q; only POST, PUT and DELETE are writes", w.What, w.Method)
+	case w.What == "":
+		return fmt.Errorf("bug: Write %s %s has no What", w.Method, w.Path)
+	case w.Settle == nil && w.Task == nil:
+		return fmt.Errorf("bug: Write %q has neither Settle nor Task: a lost answer could not be settled", w.What)
+	case w.Task != nil && (w.Task.Node == "" || w.Task.Type == ""):
+		return fmt.Errorf("bug: Write %q: a task write needs the task's node and type", w.What)
+	}
+	return nil
+}
+
+func (w Write) waiter(c *Client) *Client {
+	if w.Task != nil && w.Task.Via != nil {
+		return w.Task.Via
+	}
+	return c
+}
+
+// lostAnswer tells whether the error leaves the write's fate open: no
+// answer at all (timeout, reset, closed connection), or an answer from
+// something between us and the handler (a proxy's 502-504, pveproxy's
+// 595/596/599 when it could not reach the node that handles the call).
+// A 500 is the handler's own die: it answered.
+func lostAnswer(e *Error) bool {
+	if e.Status == 0 {
+		return true
+	}
+	return slices.Contains([]int{502, 503, 504, 595, 596, 599}, e.Status)
+}
+
+// settleOnce handles a failure PVE answered: the handler stopped, so one
+// read shows what it left. Nothing → the failure, marked nothing done.
+func (c *Client) settleOnce(ctx context.Context, w Write, start time.Time, cause error) (*Outcome, error) {
+	found, read, err := c.settleRead(ctx, w, start)
+	switch {
+	case err != nil:
+		return nil, &UnverifiedError{What: w.What, Cause: cause, Read: "reading back to learn whether it happened failed: " + err.Error()}
+	case found == nil && (w.Creates || w.Task != nil):
+		// The object is as it was before (absent), or no task was started:
+		// PVE died before acting.
+		return nil, &notDoneError{err: cause, read: "reading back shows it was not made: " + read}
+	case found == nil:
+		return nil, &UnverifiedError{What: w.What, Cause: cause, Read: "reading back does not show it in place (" + read + "), but cannot tell whether part of it was made"}
+	}
+	return c.settled(ctx, w, found, cause)
+}
+
+// settle polls until the write shows, the settle time ends, or ctx does.
+func (c *Client) settle(ctx context.Context, w Write, start time.Time, cause error) (*Outcome, error) {
+	within := w.SettleWithin
+	if within <= 0 {
+		within = DefaultSettle
+	}
+	sctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	last := ""
+	for {
+		found, read, err := c.settleRead(sctx, w, start)
+		switch {
+		case err == nil && found != nil:
+			return c.settled(ctx, w, found, cause)
+		case err == nil:
+			last = "reading back did not show it (" + read + ")"
+		case sctx.Err() == nil:
+			last = "reading back failed: " + err.Error()
+		}
+		c.logf("%s: answer lost, settling: %s", w.What, last)
+		select {
+		case <-sctx.Done():
+			return nil, &UnverifiedError{What: w.What, Cause: cause,
+				Read: fmt.Sprintf("for %s %s", time.Since(start).Round(time.Second), last)}
+		case <-time.After(c.settlePoll):
+		}
+	}
+}
+
+// settled is the write shown to have happened: a task is waited out.
+func (c *Client) settled(ctx context.Context, w Write, found *settleFind, cause error) (*Outcome, error) {
+	out := &Outcome{Lost: fmt.Sprintf("the answer to %q was lost (%v); reading back shows it happened, so it was not sent again", w.What, cause)}
+	if found.upid == "" {
+		return out, nil
+	}
+	var err error
+	out.Task, err = w.waiter(c).WaitTask(ctx, found.upid)
+	return out, err
+}
+
+type settleFind struct{ upid string }
+
+// settleRead is one read of the write's effect: nil when it does not show,
+// with a few words on what was read.
+func (c *Client) settleRead(ctx context.Context, w Write, start time.Time) (*settleFind, string, error) {
+	if w.Task != nil {
+		upid, err := w.waiter(c).findTask(ctx, *w.Task, start)
+		if err != nil || upid == "" {
+			return nil, fmt.Sprintf("no %s task on %s since %s", w.Task.Type, w.Task.Node, start.Format(time.TimeOnly)), err
+		}
+		return &settleFind{upid: upid}, "", nil
+	}
+	ok, err := w.Settle(ctx)
+	if err != nil || !ok {
+		return nil, "not there", err
+	}
+	return &settleFind{}, "", nil
+}
+
+type taskEntry struct {
+	UPID      string `json:"upid"`
+	Type      string `json:"type"`
+	ID        string `json:"id"`
+	StartTime int64  `json:"starttime"`
+}
+
+// findTask looks for the task a write started in its node's task list:
+// running or ended (source=all), of its type and id, started since the
+// write was sent (less the clock slack). The oldest such task is it.
+func (c *Client) findTask(ctx context.Context, t TaskWrite, start time.Time) (string, error) {
+	since := start.Add(-taskClockSlack).Unix()
+	q := url.Values{"source": {"all"}, "typefilter": {t.Type}, "since": {strconv.FormatInt(since, 10)}}
+	if n, err := strconv.Atoi(t.ID); err == nil && n >= 100 {
+		q.Set("vmid", t.ID) // PVE filters by vmid only for guest ids
+	}
+	var list []taskEntry
+	if err := c.Get(ctx, Path("/nodes/%s/tasks", t.Node), q, &list); err != nil {
+		return "", err
+	}
+	best := ""
+	var bestStart int64
+	for _, e := range list {
+		if e.Type != t.Type || e.ID != t.ID || e.StartTime < since {
+			continue
+		}
+		if best == "" || e.StartTime < bestStart {
+			best, bestStart = e.UPID, e.StartTime
+		}
+	}
+	return best, nil
+}
