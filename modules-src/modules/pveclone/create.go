@@ -94,7 +94,7 @@ func (v *vm) planCreate(ctx context.Context) ([]ansible.Change, error) {
 		Diff:    ansible.TextDiff(confHeader(node, v.p.VMID), "", renderConf(predicted.Values)),
 		Apply: func(ctx context.Context) error {
 			if _, err := v.send(ctx, write{req: req, what: fmt.Sprintf("create VM %d", v.p.VMID),
-				settle: func(ctx context.Context) (bool, error) { return v.exists(ctx) }}); err != nil {
+				settle: func(ctx context.Context) (bool, error) { return v.exists(ctx) }, creates: true}); err != nil {
 				return v.leftNothing(ctx, err)
 			}
 			v.created = true

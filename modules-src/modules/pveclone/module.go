@@ -28,6 +28,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
 )
 
 // Module is pve_clone.
@@ -58,7 +59,7 @@ func New(o pveapi.Options) ansible.Module {
 		Examples:     examples,
 		Return:       returnDoc,
 		ActionGroups: []string{ansible.GroupAPI},
-		Spec:         pveapi.WithConnection(spec()),
+		Spec:         pveansible.WithConnection(spec()),
 		Params:       params{},
 		Timeout:      15 * time.Minute,
 		Run:          func(r *ansible.Run) error { return run(r, o) },
@@ -67,7 +68,7 @@ func New(o pveapi.Options) ansible.Module {
 
 // params are the module's options.
 type params struct {
-	pveapi.Connection `ansible:",squash"`
+	pveansible.Connection `ansible:",squash"`
 	VMID              int    `ansible:"vmid"`
 	Name              string `ansible:"name"`
 	Node              string `ansible:"node"`

@@ -37,8 +37,10 @@ func newWorld(t *testing.T, version int) *world {
 		"api_host": c.Host, "api_port": c.Port, "api_token_id": c.TokenID, "api_token_secret": c.TokenSecret,
 		"api_fingerprint": c.Fingerprint,
 	}}
-	if err := w.client().Post(context.Background(), "/storage", url.Values{"storage": {"shared"}, "type": {"nfs"},
-		"server": {"192.0.2.10"}, "export": {"/srv/vm"}, "path": {"/mnt/pve/shared"}, "content": {"images,iso,snippets"}}, nil); err != nil {
+	if _, err := w.client().Dispatch(context.Background(), pveapi.Write{Method: "POST", Path: "/storage", What: "create storage shared",
+		Params: url.Values{"storage": {"shared"}, "type": {"nfs"}, "server": {"192.0.2.10"}, "export": {"/srv/vm"},
+			"path": {"/mnt/pve/shared"}, "content": {"images,iso,snippets"}},
+		Settle: func(context.Context) (bool, error) { return false, nil }, Creates: true}); err != nil {
 		t.Fatalf("shared storage: %v", err)
 	}
 	if err := s.AddGuest("pve01", pvesim.GuestSpec{VMID: 9000, Template: true, Config: map[string]string{

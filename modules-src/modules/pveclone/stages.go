@@ -216,7 +216,11 @@ func (v *vm) planPower(ctx context.Context, w *ansible.World) ([]ansible.Change,
 		ID:      "vm:" + v.p.State,
 		Summary: fmt.Sprintf("%s VM %d on %s%s", verb, v.p.VMID, st.Node, via),
 		Apply: func(ctx context.Context) error {
-			if _, err := v.send(ctx, write{req: req, what: fmt.Sprintf("%s VM %d", verb, v.p.VMID),
+			task := map[bool]string{true: "qmstart", false: "qmshutdown"}[want]
+			if st.HA {
+				task = map[bool]string{true: "hastart", false: "hastop"}[want] // PVE asks the HA manager (H4)
+			}
+			if _, err := v.send(ctx, write{req: req, what: fmt.Sprintf("%s VM %d", verb, v.p.VMID), taskType: task,
 				settle: func(ctx context.Context) (bool, error) { r, err := v.isRunning(ctx, st.Node); return r == want, err }}); err != nil {
 				return err
 			}

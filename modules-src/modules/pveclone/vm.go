@@ -13,6 +13,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
 	"github.com/gopve/proxmox/modules-src/pveapi/resources"
 )
@@ -76,7 +77,7 @@ func run(r *ansible.Run, o pveapi.Options) error {
 	if !p.Full && p.Format != "" {
 		return fmt.Errorf("format: parameter 'format' not allowed for linked clones (full: false)")
 	}
-	c, err := pveapi.ForRun(r, p.Connection, o)
+	c, err := pveansible.ForRun(r, p.Connection.API(), o)
 	if err != nil {
 		return err
 	}
@@ -315,7 +316,7 @@ func (v *vm) planClone(ctx context.Context, guests []resources.Guest) ([]ansible
 		Diff:    ansible.TextDiff(confHeader(target, v.p.VMID), "", renderConf(predicted.Values)),
 		Apply: func(ctx context.Context) error {
 			res, err := v.send(ctx, write{req: req, what: fmt.Sprintf("clone template %d into VM %d", tpl.VMID, v.p.VMID),
-				settle: func(ctx context.Context) (bool, error) { return v.exists(ctx) }})
+				settle: func(ctx context.Context) (bool, error) { return v.exists(ctx) }, creates: true})
 			if res != nil {
 				v.cloneWarnings = res.Warnings
 			}

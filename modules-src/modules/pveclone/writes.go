@@ -9,57 +9,45 @@ import (
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/pveapi"
 	"github.com/gopve/proxmox/modules-src/pveapi/apischema"
+	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
 )
 
 // write is one mutating call: the request (checked against the node's
 // schema before it is sent), what it does in words, and how a read tells
 // whether it happened when its answer is lost.
 type write struct {
-	req    apischema.Request
-	what   string
-	settle func(ctx context.Context) (bool, error)
+	req      apischema.Request
+	what     string
+	settle   func(ctx context.Context) (bool, error)
+	creates  bool   // a clone or create: PVE refuses it when the VMID exists
+	taskType string // the worker when PVE picks one of several (hastart for an HA guest)
 }
 
-// send dispatches w once. A task is waited out at its UPID's node (OK or
-// WARNINGS is success, K3). Errors come back as Change.Apply returns them:
-// NothingChanged when PVE refused before acting; an unanswered write is
-// settled by w.settle, never sent again.
+// send dispatches w once through pveapi's dispatch path: a task is waited
+// out at its UPID's node (OK or WARNINGS is success, K3; the warnings are
+// shown), a lost answer is settled by the node's task list or w.settle,
+// never by sending it again. A failed task's log is kept for the result.
 func (v *vm) send(ctx context.Context, w write) (*pveapi.TaskResult, error) {
 	if err := w.req.Validate(v.version); err != nil {
 		return nil, ansible.NothingChanged(v.schemaError(err))
 	}
-	var out any
-	err := v.c.Do(ctx, w.req.Method, w.req.Path, w.req.Params, &out)
-	if err != nil {
-		if pveapi.NothingDone(err) {
-			return nil, ansible.NothingChanged(fmt.Errorf("%s: %w", w.what, err))
+	pw := pveapi.Write{Method: w.req.Method, Path: w.req.Path, Params: w.req.Params, What: w.what, Settle: w.settle, Creates: w.creates}
+	if h := w.req.Task; h != nil && len(h.Types) > 0 {
+		typ := h.Types[0]
+		if w.taskType != "" {
+			typ = w.taskType
 		}
-		if pveapi.IsUnanswered(err) && w.settle != nil {
-			done, rerr := w.settle(ctx)
-			if rerr == nil && done {
-				v.r.Warn(fmt.Sprintf("the answer to %q was lost (%v); reading back shows it happened, so it was not sent again", w.what, err))
-				return nil, nil
-			}
-			return nil, fmt.Errorf("%s: the answer was lost (%w) and a read does not show it happened; it was not sent again", w.what, err)
-		}
-		return nil, fmt.Errorf("%s: %w", w.what, err)
+		pw.Task = &pveapi.TaskWrite{Node: h.Node, Type: typ, ID: h.ID}
 	}
-	upid, ok := out.(string)
-	if !ok || !strings.HasPrefix(upid, "UPID:") {
-		return nil, nil
+	out, err := pveansible.Dispatch(ctx, v.r, v.c, pw)
+	var te *pveapi.TaskError
+	if errors.As(err, &te) {
+		v.taskLog = te.Log
 	}
-	res, err := v.c.WaitTask(ctx, upid)
-	if err != nil {
-		var te *pveapi.TaskError
-		if errors.As(err, &te) {
-			v.taskLog = te.Log
-		}
-		return nil, fmt.Errorf("%s: %w", w.what, err)
+	if out != nil {
+		return out.Task, err
 	}
-	for _, warn := range res.Warnings {
-		v.r.Warn(fmt.Sprintf("%s: %s", w.what, warn))
-	}
-	return res, nil
+	return nil, err
 }
 
 // schemaError names the Ansible options behind the refused PVE keys.
