@@ -69,17 +69,17 @@ func New(o pveapi.Options) ansible.Module {
 // params are the module's options.
 type params struct {
 	pveansible.Connection `ansible:",squash"`
-	VMID              int    `ansible:"vmid"`
-	Name              string `ansible:"name"`
-	Node              string `ansible:"node"`
-	Template          string `ansible:"template"`
-	State             string `ansible:"state"`
-	Full              bool   `ansible:"full"`
-	Storage           string `ansible:"storage"`
-	Format            string `ansible:"format"`
-	Pool              string `ansible:"pool"`
-	BWLimit           int    `ansible:"bwlimit"`
-	Purge             bool   `ansible:"purge"`
+	VMID                  int    `ansible:"vmid"`
+	Name                  string `ansible:"name"`
+	Node                  string `ansible:"node"`
+	Template              string `ansible:"template"`
+	State                 string `ansible:"state"`
+	Full                  bool   `ansible:"full"`
+	Storage               string `ansible:"storage"`
+	Format                string `ansible:"format"`
+	Pool                  string `ansible:"pool"`
+	BWLimit               int    `ansible:"bwlimit"`
+	Purge                 bool   `ansible:"purge"`
 
 	Cores       *int     `ansible:"cores"`
 	Sockets     *int     `ansible:"sockets"`
