@@ -298,3 +298,60 @@ func TestPredictFileStorageFormat(t *testing.T) {
 		t.Errorf("linked: %v", linked.Values["scsi0"])
 	}
 }
+
+// Seed 002's bare VM: q35, OVMF with an EFI disk, a scsi disk, two NICs,
+// built in one create call; check mode sends nothing; a rerun changes
+// nothing.
+func TestBareVM(t *testing.T) {
+	w := newWorld(t, 9)
+	args := map[string]any{"vmid": 310, "name": "bare-1", "node": "pve03", "cores": 4, "memory": 8192,
+		"machine": "q35", "bios": "ovmf", "ostype": "l26", "scsihw": "virtio-scsi-single",
+		"disks":   map[string]any{"scsi0": "local-lvm:32,discard=on,ssd=1"},
+		"efidisk": map[string]any{"storage": "local-lvm", "efitype": "4m", "pre_enrolled_keys": true},
+		"nets":    map[string]any{"net0": "virtio,bridge=vmbr0", "net1": map[string]any{"model": "virtio", "bridge": "vmbr1", "tag": 30}},
+		"agent":   "enabled=1,fstrim_cloned_disks=1", "onboot": true, "tags": []any{"production"}}
+	w.sim.ResetRequests()
+	if c := w.run(args, true); failed(c) || c["changed"] != true || len(writes(w.sim)) != 0 {
+		t.Fatalf("check: %v %v", msg(c), writes(w.sim))
+	}
+	res := w.run(args, false)
+	if failed(res) || res["changed"] != true {
+		t.Fatalf("bare: %v", msg(res))
+	}
+	c := w.config("pve03", 310, false)
+	disks, _ := c.Disks()
+	nets, _ := c.Nets()
+	if disks["scsi0"].Size != 32<<30 || c.Values["bios"] != "ovmf" || c.Values["machine"] != "q35" || disks["efidisk0"].File == "" ||
+		nets["net0"].MAC == "" || nets["net1"].Tag != 30 || c.Values["cores"] != "4" {
+		t.Errorf("bare VM config: %v", c.Values)
+	}
+	if again := w.run(args, false); failed(again) || again["changed"] != false {
+		t.Errorf("bare rerun: %v %v", msg(again), again["changes"])
+	}
+}
+
+// A clone whose answer is lost is settled by the template node's task
+// list, not sent again; the configuration follows in the same run.
+func TestLostCloneAnswer(t *testing.T) {
+	w := newWorld(t, 8)
+	if _, err := w.sim.Faults().Add(pvesim.Fault{Method: "POST", Path: "/nodes/*/qemu/*/clone", Kind: pvesim.FaultLostAnswer, Count: 1}); err != nil {
+		t.Fatal(err)
+	}
+	w.sim.ResetRequests()
+	res := w.run(webArgs(), false)
+	clones := 0
+	for _, r := range writes(w.sim) {
+		if strings.HasSuffix(r.Path, "/clone") {
+			clones++
+		}
+	}
+	if clones != 1 {
+		t.Errorf("the clone was sent %d times", clones)
+	}
+	if failed(res) || res["changed"] != true {
+		t.Fatalf("lost answer: %v", msg(res))
+	}
+	if c := w.config("pve02", 201, false); c.Values["cores"] != "2" {
+		t.Errorf("configuration after the settled clone: %v", c.Values)
+	}
+}
