@@ -5,6 +5,7 @@ import (
 	"maps"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gopve/proxmox/modules-src/internal/testenv"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim"
@@ -353,5 +354,64 @@ func TestLostCloneAnswer(t *testing.T) {
 	}
 	if c := w.config("pve02", 201, false); c.Values["cores"] != "2" {
 		t.Errorf("configuration after the settled clone: %v", c.Values)
+	}
+}
+
+// K4: the clone's task ends OK before its config shows on the target (slow
+// storage); the module waits for it, present and unlocked, then configures.
+// K5: the node answers slowly right after: reads are retried.
+func TestK4K5SlowConfig(t *testing.T) {
+	w := newWorld(t, 9)
+	if _, err := w.sim.Faults().Add(pvesim.Fault{Method: "POST", Path: "/nodes/*/qemu/*/clone", Kind: pvesim.FaultSlowConfig, Delay: 600 * time.Millisecond, Count: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.sim.Faults().Add(pvesim.Fault{Method: "GET", Path: "/nodes/pve02/qemu/201/pending", Kind: pvesim.FaultError, Status: 500, Message: "proxy loop detected: read timeout", Count: 1}); err != nil {
+		t.Fatal(err)
+	}
+	res := w.run(webArgs(), false)
+	if failed(res) || res["changed"] != true {
+		t.Fatalf("K4: %v", msg(res))
+	}
+	if c := w.config("pve02", 201, false); c.Values["cores"] != "2" || c.Lock() != "" {
+		t.Errorf("K4: config after the slow clone: %v", c.Values)
+	}
+}
+
+// K18: two runs racing for one VMID end with one VM and a clear failure
+// for the loser, whose changed says it made nothing.
+func TestK18RaceForOneVMID(t *testing.T) {
+	w := newWorld(t, 9)
+	results := make(chan map[string]any, 2)
+	for _, name := range []string{"web-1", "web-1"} {
+		go func() { results <- w.run(with(webArgs(), "name", name), false) }()
+	}
+	a, b := <-results, <-results
+	if failed(a) == failed(b) {
+		// Both may succeed when the second run sees the first's VM (then it is ours by name: fine).
+		if failed(a) {
+			t.Fatalf("K18: both failed: %v / %v", msg(a), msg(b))
+		}
+	}
+	t.Logf("K18: run A failed=%v changed=%v %q; run B failed=%v changed=%v %q", failed(a), a["changed"], msg(a), failed(b), b["changed"], msg(b))
+	guests := w.guests()
+	n := 0
+	for _, g := range guests {
+		if g.VMID == 201 {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("K18: %d VMs with VMID 201", n)
+	}
+	for _, r := range []map[string]any{a, b} {
+		if failed(r) && r["changed"] != false {
+			t.Errorf("K18: the loser reports changed: %v", msg(r))
+		}
+		if failed(r) && (!strings.Contains(msg(r), "201") || !strings.Contains(msg(r), "K18")) {
+			t.Errorf("K18: the loser's message does not name the VMID: %v", msg(r))
+		}
+	}
+	if c := w.config("pve02", 201, false); c.Values["cores"] != "2" {
+		t.Errorf("K18: the winner's VM is not configured: %v", c.Values)
 	}
 }

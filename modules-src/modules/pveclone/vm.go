@@ -142,6 +142,8 @@ func (v *vm) planVM(ctx context.Context, _ *ansible.World) ([]ansible.Change, er
 func (v *vm) owned(g resources.Guest) error {
 	what := fmt.Sprintf("VMID %d is held by %s %q on node %s", g.VMID, map[bool]string{true: "VM", false: "container"}[g.IsVM()], g.Name, g.Node)
 	switch {
+	case g.Lock == "clone" || g.Lock == "create":
+		return fmt.Errorf("vmid: VMID %d is being created right now on node %s (lock %s) by another run or user (K18); nothing was changed: rerun once it is done", g.VMID, g.Node, g.Lock)
 	case !g.IsVM():
 		return fmt.Errorf("vmid: %s, not a QEMU VM; nothing was changed", what)
 	case g.Template:
@@ -392,6 +394,9 @@ func linkable(st storageInfo, volid string) bool {
 // (clone_vm frees the new volumes and unlinks the config); one read proves
 // it, and the change is then reported as not made.
 func (v *vm) leftNothing(ctx context.Context, err error) error {
+	if pveapi.NothingDone(err) && strings.Contains(err.Error(), "already exists") {
+		return ansible.NothingChanged(fmt.Errorf("vmid: VMID %d was taken between this run's read and its clone, by another run or user (K18): %w", v.p.VMID, err))
+	}
 	var te *pveapi.TaskError
 	if !errors.As(err, &te) {
 		return err
