@@ -180,6 +180,3 @@ func newSMBIOS(v string) string {
 	slices.Sort(parts[1:])
 	return strings.Join(parts, ",")
 }
-
-// assignedMAC tells whether a NIC's MAC is a check-mode placeholder.
-func assignedMAC(mac string) bool { return mac == Assigned }

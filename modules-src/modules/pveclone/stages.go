@@ -54,10 +54,7 @@ func (v *vm) planConfig(ctx context.Context, w *ansible.World) ([]ansible.Change
 	if err := v.validate(req, resizes); err != nil {
 		return nil, err
 	}
-	var what []string
-	for _, k := range slices.Sorted(maps.Keys(plan.set)) {
-		what = append(what, k)
-	}
+	what := slices.Sorted(maps.Keys(plan.set))
 	for _, r := range plan.resizes {
 		what = append(what, fmt.Sprintf("%s %s → %s", r.disk, fmtSize(r.from), fmtSize(r.to)))
 	}

@@ -37,7 +37,6 @@ type vm struct {
 	final         map[string]string
 	pending       []qemu.PendingItem
 	cloneWarnings []string
-	notes         []string
 	taskLog       []string
 }
 
