@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/ansible"
+	"github.com/gopve/proxmox/modules-src/pveapi"
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
 )
 
@@ -93,9 +94,9 @@ func (v *vm) planCreate(ctx context.Context) ([]ansible.Change, error) {
 		Summary: fmt.Sprintf("create VM %d (%s) on %s", v.p.VMID, v.p.Name, node),
 		Diff:    ansible.TextDiff(confHeader(node, v.p.VMID), "", renderConf(predicted.Values)),
 		Apply: func(ctx context.Context) error {
-			if _, err := v.send(ctx, write{req: req, what: fmt.Sprintf("create VM %d", v.p.VMID),
-				settle: func(ctx context.Context) (bool, error) { return v.exists(ctx) }, creates: true}); err != nil {
-				return v.leftNothing(ctx, err)
+			if err := v.sendCreate(ctx, write{req: req, what: fmt.Sprintf("create VM %d", v.p.VMID),
+				settle: func(ctx context.Context) (bool, error) { return v.exists(ctx) }, creates: true}, func(*pveapi.TaskResult) {}); err != nil {
+				return err
 			}
 			v.created = true
 			return v.waitConfig(ctx, node)

@@ -30,7 +30,9 @@ var testKeys = []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKey alice@example.
 
 func newWorld(t *testing.T, version int) *world {
 	t.Helper()
-	s := pveapitest.Start(t, version, 3)
+	// Allocating a volume takes less than the (scaled) lock timeout, as on
+	// PVE (10 s cfs lock, sub-second thin allocation).
+	s := pveapitest.StartWith(t, version, 3, func(c *pvesim.Config) { c.AllocDuration = 20 * time.Millisecond })
 	pveapitest.Cluster(t, s)
 	c := pveapitest.TokenConn(t, s, "pve01")
 	w := &world{t: t, sim: s, v: version, conn: map[string]any{

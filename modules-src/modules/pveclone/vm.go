@@ -316,13 +316,14 @@ func (v *vm) planClone(ctx context.Context, guests []resources.Guest) ([]ansible
 		Summary: fmt.Sprintf("%s clone of template %d (%s) into VM %d on %s", kind, tpl.VMID, tpl.Name, v.p.VMID, where),
 		Diff:    ansible.TextDiff(confHeader(target, v.p.VMID), "", renderConf(predicted.Values)),
 		Apply: func(ctx context.Context) error {
-			res, err := v.send(ctx, write{req: req, what: fmt.Sprintf("clone template %d into VM %d", tpl.VMID, v.p.VMID),
-				settle: func(ctx context.Context) (bool, error) { return v.exists(ctx) }, creates: true})
-			if res != nil {
-				v.cloneWarnings = res.Warnings
-			}
-			if err != nil {
-				return v.leftNothing(ctx, err)
+			w := write{req: req, what: fmt.Sprintf("clone template %d into VM %d", tpl.VMID, v.p.VMID),
+				settle: func(ctx context.Context) (bool, error) { return v.exists(ctx) }, creates: true}
+			if err := v.sendCreate(ctx, w, func(res *pveapi.TaskResult) {
+				if res != nil {
+					v.cloneWarnings = res.Warnings
+				}
+			}); err != nil {
+				return err
 			}
 			v.created = true
 			return v.waitConfig(ctx, target)
@@ -387,6 +388,47 @@ func linkable(st storageInfo, volid string) bool {
 		return true
 	}
 	return st.file() && strings.HasSuffix(volid, ".qcow2")
+}
+
+// lockRetries bounds how often a clone or create whose task failed on a
+// storage or config lock, and provably left nothing, is tried again (K13:
+// parallel clones queue on the storage lock, and PVE gives up waiting
+// after 10 s — cfs_lock / lock_file).
+const lockRetries = 5
+
+// sendCreate sends a clone or create once; when its task failed on a
+// lock timeout and a read proves it left nothing (clone_vm frees what it
+// allocated), the same call is a new attempt, not a duplicate: it is
+// tried again after a backoff, a bounded number of times, within the
+// run's deadline.
+func (v *vm) sendCreate(ctx context.Context, w write, done func(*pveapi.TaskResult)) error {
+	for attempt := 1; ; attempt++ {
+		res, err := v.send(ctx, w)
+		done(res)
+		if err == nil {
+			return nil
+		}
+		err = v.leftNothing(ctx, err)
+		if !ansible.IsNothingChanged(err) || !lockTimeout(err) || attempt > lockRetries {
+			return err
+		}
+		wait := v.poll * time.Duration(5<<(attempt-1))
+		v.r.Warn(fmt.Sprintf("%s: attempt %d failed on a lock held by parallel work (%v); nothing was left, trying again in %v (K13)", w.what, attempt, err, wait))
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+	}
+}
+
+func lockTimeout(err error) bool {
+	var te *pveapi.TaskError
+	if !errors.As(err, &te) {
+		return false
+	}
+	s := te.ExitStatus
+	return strings.Contains(s, "got lock request timeout") || (strings.Contains(s, "can't lock file") && strings.Contains(s, "got timeout"))
 }
 
 // leftNothing: a clone or create task that failed cleans up after itself

@@ -20,7 +20,11 @@ import (
 
 // Start runs a simulator of n nodes for PVE version on loopback addresses
 // 127.79.X.11…, with short lab durations; it is closed when the test ends.
-func Start(t testing.TB, version, n int) *pvesim.Sim {
+func Start(t testing.TB, version, n int) *pvesim.Sim { return StartWith(t, version, n, nil) }
+
+// StartWith is Start with the lab configuration tuned by tune (e.g. a
+// storage allocation shorter than the scaled lock timeout, as on PVE).
+func StartWith(t testing.TB, version, n int, tune func(*pvesim.Config)) *pvesim.Sim {
 	t.Helper()
 	dir := t.TempDir()
 	var lastErr error
@@ -30,9 +34,13 @@ func Start(t testing.TB, version, n int) *pvesim.Sim {
 		for i := 1; i <= n; i++ {
 			nodes = append(nodes, pvesim.NodeConfig{Name: fmt.Sprintf("pve%02d", i), Addr: fmt.Sprintf("127.79.%d.%d", slot, 10+i)})
 		}
-		s, err := pvesim.New(pvesim.Config{Version: version, Dir: dir, Nodes: nodes,
+		cfg := pvesim.Config{Version: version, Dir: dir, Nodes: nodes,
 			AuthDelay: 20 * time.Millisecond, TaskDuration: 150 * time.Millisecond,
-			RestartWindow: 300 * time.Millisecond, LockTimeout: 100 * time.Millisecond})
+			RestartWindow: 300 * time.Millisecond, LockTimeout: 100 * time.Millisecond}
+		if tune != nil {
+			tune(&cfg)
+		}
+		s, err := pvesim.New(cfg)
 		if err != nil {
 			t.Fatalf("pvesim.New: %v", err)
 		}
