@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -478,5 +479,54 @@ func TestK13LockContentionRetried(t *testing.T) {
 	}
 	if g, ok := resources.Find(w.guests(), 201); !ok || g.Node != "pve02" {
 		t.Errorf("K13: VM 201 after the retried clone: %+v %v", g, ok)
+	}
+}
+
+// H4: an HA-managed VM is started through HA (PVE turns the start into a
+// hastart request) and the module waits for the real state; HA's
+// requested state says started afterwards.
+func TestH4StartThroughHA(t *testing.T) {
+	w := newWorld(t, 9)
+	if res := w.run(webArgs(), false); failed(res) {
+		t.Fatal(msg(res))
+	}
+	if _, err := w.client().Dispatch(context.Background(), pveapi.Write{Method: "POST", Path: "/cluster/ha/resources", What: "ha resource",
+		Params: url.Values{"sid": {"vm:201"}, "state": {"stopped"}}, Settle: func(context.Context) (bool, error) { return false, nil }, Creates: true}); err != nil {
+		t.Fatal(err)
+	}
+	w.sim.ResetRequests()
+	res := w.run(with(webArgs(), "state", "started"), false)
+	if failed(res) || res["changed"] != true || !strings.Contains(pveapi.String(res["changes"]), "through HA") {
+		t.Fatalf("H4: %v %v", msg(res), res["changes"])
+	}
+	var ha map[string]any
+	if err := w.client().Get(context.Background(), "/cluster/ha/resources/vm:201", nil, &ha); err != nil || ha["state"] != "started" {
+		t.Errorf("H4: HA resource after the start: %v %v", ha, err)
+	}
+	if g, _ := resources.Find(w.guests(), 201); g.Status != "running" {
+		t.Errorf("H4: VM 201 is %s", g.Status)
+	}
+	if again := w.run(with(webArgs(), "state", "started"), false); failed(again) || again["changed"] != false {
+		t.Errorf("H4 rerun: %v %v", msg(again), again["changes"])
+	}
+}
+
+// A linked clone on the template's node (lvmthin): check mode predicts the
+// volume under its base, and the real run reads it back so.
+func TestLinkedClone(t *testing.T) {
+	w := newWorld(t, 8)
+	args := map[string]any{"vmid": 202, "name": "thin-1", "template": "9001", "full": false, "cores": 2}
+	w.sim.ResetRequests()
+	check := w.run(args, true)
+	if failed(check) || len(writes(w.sim)) != 0 {
+		t.Fatalf("linked check: %v", msg(check))
+	}
+	res := w.run(args, false)
+	if failed(res) || res["changed"] != true {
+		t.Fatalf("linked: %v", msg(res))
+	}
+	got := w.config("pve01", 202, false)
+	if p := cfgOf(check)["scsi0"]; p != got.Values["scsi0"] || !strings.Contains(p, "base-9001-disk-0/vm-202-disk-0") {
+		t.Errorf("linked scsi0: predicted %q, read back %q", p, got.Values["scsi0"])
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/ansible"
+	"github.com/gopve/proxmox/modules-src/pveapi"
 	"github.com/gopve/proxmox/modules-src/pveapi/apischema"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveformat"
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
@@ -196,6 +197,15 @@ func (v *vm) planPower(ctx context.Context, w *ansible.World) ([]ansible.Change,
 	if st.Running == want {
 		return nil, nil
 	}
+	if !st.HA {
+		// The guest list's hastate lags the HA manager: ask the HA config
+		// (only when the power changes, so a no-op run stays at three reads).
+		managed, err := v.haManaged(ctx)
+		if err != nil {
+			return nil, err
+		}
+		st.HA = managed
+	}
 	action := map[bool]string{true: "start", false: "shutdown"}[want]
 	req := qemu.Power(st.Node, v.p.VMID, action)
 	if !want {
@@ -278,4 +288,18 @@ func sizeOf(r apischema.Request) int64 {
 	var n int64
 	fmt.Sscan(r.Params.Get("size"), &n)
 	return n
+}
+
+// haManaged reads whether the VM is an HA resource (GET
+// /cluster/ha/resources/vm:N; PVE answers 500 "no such resource" when not).
+func (v *vm) haManaged(ctx context.Context) (bool, error) {
+	var out map[string]any
+	err := v.c.Get(ctx, pveapi.Path("/cluster/ha/resources/%s", fmt.Sprintf("vm:%d", v.p.VMID)), nil, &out)
+	switch {
+	case err == nil:
+		return true, nil
+	case pveapi.IsNotFound(err) || strings.Contains(err.Error(), "no such resource"):
+		return false, nil
+	}
+	return false, fmt.Errorf("cannot read whether HA manages VM %d: %w", v.p.VMID, err)
 }
