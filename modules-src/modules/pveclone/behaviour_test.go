@@ -78,6 +78,7 @@ func TestBadInputNamed(t *testing.T) {
 			{with(webArgs(), "node", "pve09"), "node: no such cluster node 'pve09'"},
 			{with(webArgs(), "cpu", "not a cpu!"), "cpu:"},
 			{with(webArgs(), "tags", []any{"bad tag"}), "tags:"},
+			{with(webArgs(), "cicustom", "vendor=local-lvm:snippets/v.yaml"), "cicustom: vendor: storage 'local-lvm' does not hold snippets"},
 		}
 		for _, c := range cases {
 			res := w.run(c.args, false)

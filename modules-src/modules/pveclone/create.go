@@ -88,6 +88,9 @@ func (v *vm) planCreate(ctx context.Context) ([]ansible.Change, error) {
 		return nil, v.schemaError(err)
 	}
 	predicted := predictCreate(cfg, v.p.VMID, stores)
+	if _, _, _, err := v.settings(ctx, vmState{Node: node, Next: predicted, Live: predicted}, false); err != nil {
+		return nil, err // refused before the clone is sent
+	}
 	v.node = node
 	return []ansible.Change{{
 		ID:      "vm:create",

@@ -29,32 +29,11 @@ func (v *vm) planConfig(ctx context.Context, w *ansible.World) ([]ansible.Change
 	}
 	v.node = st.Node
 	v.setFinal(st)
-	plan, err := planSettings(st.Next, v.w, !v.existed)
-	if err != nil {
+	plan, req, resizes, err := v.settings(ctx, st, true)
+	if err != nil || plan.empty() {
 		return nil, err
 	}
-	for _, warn := range plan.warnings {
-		v.r.Warn(warn)
-	}
-	if v.w.hasCI && !hasCloudInitDrive(st.Next) && len(plan.set) > 0 {
-		v.r.Warn("cloud-init settings are given but the VM has no cloud-init drive (storage:cloudinit on ide2, sata or scsi): the guest will not see them")
-	}
-	if plan.empty() {
-		return nil, nil
-	}
-	plan.afterResize()
-	upd := qemu.Update{Node: st.Node, VMID: v.p.VMID, Set: plan.set, Digest: st.Next.Digest}
-	req := upd.Request()
-	if plan.alloc {
-		req = upd.AsyncRequest() // allocating a disk: PVE's task variant
-	}
-	var resizes []apischema.Request
-	for _, r := range plan.resizes {
-		resizes = append(resizes, qemu.Resize(st.Node, v.p.VMID, r.disk, r.to, ""))
-	}
-	if err := v.validate(req, resizes); err != nil {
-		return nil, err
-	}
+	upd := qemu.Update{Node: st.Node, VMID: v.p.VMID, Set: plan.set}
 	what := slices.Sorted(maps.Keys(plan.set))
 	for _, r := range plan.resizes {
 		what = append(what, fmt.Sprintf("%s %s → %s", r.disk, fmtSize(r.from), fmtSize(r.to)))
@@ -92,6 +71,48 @@ func (v *vm) planConfig(ctx context.Context, w *ansible.World) ([]ansible.Change
 			v.setFinal(n)
 		},
 	}}, nil
+}
+
+// settings plans the configuration against st and checks every write it
+// needs (schema, snippets storage) without sending anything. The vm stage
+// runs it against a clone's or create's prediction too, so that a refusal
+// the inputs and a read can decide comes before the first write.
+func (v *vm) settings(ctx context.Context, st vmState, warn bool) (settingsPlan, apischema.Request, []apischema.Request, error) {
+	var req apischema.Request
+	plan, err := planSettings(st.Next, v.w, !v.existed)
+	if err != nil {
+		return plan, req, nil, err
+	}
+	if warn {
+		for _, w := range plan.warnings {
+			v.r.Warn(w)
+		}
+		if v.w.hasCI && !hasCloudInitDrive(st.Next) && len(plan.set) > 0 {
+			v.r.Warn("cloud-init settings are given but the VM has no cloud-init drive (storage:cloudinit on ide2, sata or scsi): the guest will not see them")
+		}
+	}
+	if plan.empty() {
+		return plan, req, nil, nil
+	}
+	if cc, ok := plan.set["cicustom"]; ok {
+		if err := v.checkSnippets(ctx, cc); err != nil {
+			return plan, req, nil, err
+		}
+	}
+	plan.afterResize()
+	upd := qemu.Update{Node: st.Node, VMID: v.p.VMID, Set: plan.set, Digest: st.Next.Digest}
+	req = upd.Request()
+	if plan.alloc {
+		req = upd.AsyncRequest() // allocating a disk: PVE's task variant
+	}
+	var resizes []apischema.Request
+	for _, r := range plan.resizes {
+		resizes = append(resizes, qemu.Resize(st.Node, v.p.VMID, r.disk, r.to, ""))
+	}
+	if err := v.validate(req, resizes); err != nil {
+		return plan, req, nil, err
+	}
+	return plan, req, resizes, nil
 }
 
 // validate checks the writes against the node's schema before any is sent;
@@ -302,4 +323,28 @@ func (v *vm) haManaged(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	return false, fmt.Errorf("cannot read whether HA manages VM %d: %w", v.p.VMID, err)
+}
+
+// checkSnippets: every cicustom volume is on a storage that holds
+// snippets (S4), else PVE would refuse it at the next start.
+func (v *vm) checkSnippets(ctx context.Context, cicustom string) error {
+	stores, err := v.readStorages(ctx)
+	if err != nil {
+		return err
+	}
+	for _, part := range strings.Split(cicustom, ",") {
+		kind, volid, ok := strings.Cut(part, "=")
+		store, _, isVol := strings.Cut(volid, ":")
+		if !ok || !isVol {
+			return fmt.Errorf("cicustom: %q is not kind=storage:snippets/file (user, network, meta, vendor)", part)
+		}
+		st, known := stores[store]
+		switch {
+		case !known:
+			return fmt.Errorf("cicustom: %s: storage '%s' does not exist", kind, store)
+		case !slices.Contains(st.Content, "snippets"):
+			return fmt.Errorf("cicustom: %s: storage '%s' does not hold snippets; allow them first (content: [..., snippets], S4)", kind, store)
+		}
+	}
+	return nil
 }

@@ -305,6 +305,9 @@ func (v *vm) planClone(ctx context.Context, guests []resources.Guest) ([]ansible
 	if err != nil {
 		return nil, err
 	}
+	if _, _, _, err := v.settings(ctx, vmState{Node: target, Next: predicted, Live: predicted}, false); err != nil {
+		return nil, err // refused before the clone is sent
+	}
 	v.node = target
 	kind := map[bool]string{true: "full", false: "linked"}[full]
 	where := target
