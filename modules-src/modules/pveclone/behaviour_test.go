@@ -531,3 +531,51 @@ func TestLinkedClone(t *testing.T) {
 		t.Errorf("linked scsi0: predicted %q, read back %q", p, got.Values["scsi0"])
 	}
 }
+
+// Faults during configuration: a PUT whose answer is lost is settled by a
+// read (never re-sent); a PUT refused after the clone fails the run as
+// changed (the clone happened, the lab saw it), and the rerun completes
+// the configuration without a second clone.
+func TestFaultsDuringConfiguration(t *testing.T) {
+	w := newWorld(t, 9)
+	if _, err := w.sim.Faults().Add(pvesim.Fault{Method: "PUT", Path: "/nodes/*/qemu/201/config", Kind: pvesim.FaultLostAnswer, Count: 1}); err != nil {
+		t.Fatal(err)
+	}
+	w.sim.ResetRequests()
+	res := w.run(webArgs(), false)
+	puts := 0
+	for _, r := range writes(w.sim) {
+		if r.Method == "PUT" && strings.HasSuffix(r.Path, "/config") {
+			puts++
+		}
+	}
+	if failed(res) || res["changed"] != true || puts != 1 {
+		t.Errorf("lost PUT: %v, %d PUTs", msg(res), puts)
+	}
+
+	if _, err := w.sim.Faults().Add(pvesim.Fault{Method: "PUT", Path: "/nodes/*/qemu/202/config", Kind: pvesim.FaultError, Status: 500,
+		Message: "can't lock file '/var/lock/qemu-server/lock-202.conf' - got timeout", Count: 4}); err != nil {
+		t.Fatal(err)
+	}
+	args := with(webArgs(), "vmid", 202, "name", "web-2")
+	res = w.run(args, false)
+	if !failed(res) || res["changed"] != true {
+		t.Errorf("a refused PUT after the clone: failed=%v changed=%v %v", failed(res), res["changed"], msg(res))
+	}
+	if _, ok := resources.Find(w.guests(), 202); !ok {
+		t.Fatal("the clone that the failed run reports as changed is not there")
+	}
+	w.sim.ResetRequests()
+	again := w.run(args, false)
+	if failed(again) || again["changed"] != true {
+		t.Fatalf("rerun: %v", msg(again))
+	}
+	for _, r := range writes(w.sim) {
+		if strings.HasSuffix(r.Path, "/clone") {
+			t.Errorf("the rerun cloned again: %+v", r)
+		}
+	}
+	if c := w.config("pve02", 202, false); c.Values["cores"] != "2" {
+		t.Errorf("rerun did not configure: %v", c.Values)
+	}
+}

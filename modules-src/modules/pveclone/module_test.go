@@ -192,6 +192,9 @@ func TestCloneAcrossNodes(t *testing.T) {
 			if n.Bridge != "vmbr1" || n.Tag != 30 || n.MTU != 1 || n.Firewall == nil || !*n.Firewall {
 				t.Errorf("K9/K16 net0 merged key by key: %+v", n)
 			}
+			if !strings.Contains(pveapi.String(res["warnings"]), "K8") {
+				t.Errorf("K8: firewall=1 kept on vmbr1 without a warning: %v", res["warnings"])
+			}
 			macs, _ := res["mac"].(map[string]any)
 			if macs["net0"] != n.MAC || n.MAC == "" || final["net0"] != got.Values["net0"] {
 				t.Errorf("K17: returned mac %v, config has %s", macs, n.MAC)

@@ -47,13 +47,13 @@ func (v *vm) planConfig(ctx context.Context, w *ansible.World) ([]ansible.Change
 		Apply: func(ctx context.Context) error {
 			if !upd.Empty() {
 				if _, err := v.send(ctx, write{req: req, what: fmt.Sprintf("update the config of VM %d", v.p.VMID),
-					settle: func(ctx context.Context) (bool, error) { return v.settingsApplied(ctx, st) }}); err != nil {
+					settle: func(ctx context.Context) (bool, error) { return v.settingsApplied(ctx, st, "") }}); err != nil {
 					return err
 				}
 			}
 			for _, r := range resizes {
 				if _, err := v.send(ctx, write{req: r, what: fmt.Sprintf("grow %s of VM %d to %s", r.Params.Get("disk"), v.p.VMID, fmtSize(sizeOf(r))),
-					settle: func(ctx context.Context) (bool, error) { return v.settingsApplied(ctx, st) }}); err != nil {
+					settle: func(ctx context.Context) (bool, error) { return v.settingsApplied(ctx, st, r.Params.Get("disk")) }}); err != nil {
 					return err
 				}
 			}
@@ -134,14 +134,26 @@ func (v *vm) validate(reqs apischema.Request, more []apischema.Request) error {
 	return nil
 }
 
-// settingsApplied settles a lost update: a read shows nothing left to do.
-func (v *vm) settingsApplied(ctx context.Context, st vmState) (bool, error) {
+// settingsApplied settles a lost write by a read: for the config update,
+// none of its keys is left to set; for a resize, disk is no longer to grow.
+func (v *vm) settingsApplied(ctx context.Context, st vmState, disk string) (bool, error) {
 	now, err := v.observe(ctx, st.Node, st.Running, st.HA)
 	if err != nil {
 		return false, err
 	}
 	p, err := planSettings(now.Next, v.w, false)
-	return err == nil && p.empty(), err
+	if err != nil {
+		return false, err
+	}
+	if disk != "" {
+		for _, r := range p.resizes {
+			if r.disk == disk {
+				return false, nil
+			}
+		}
+		return true, nil
+	}
+	return len(p.set) == 0, nil
 }
 
 // verifySettings reads the VM back and plans again: nothing may be left
