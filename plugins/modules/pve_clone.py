@@ -101,7 +101,7 @@ options:
     type: "str"
   cipassword:
     description:
-      - "Cloud-init password (never returned; PVE shows it masked, see notes)."
+      - "Cloud-init password (never returned; PVE shows it masked, see notes). Needs api_host: local mode (pvesh) would put it on a command line any user of the node can read, so it is refused there before any request."
       - "This value is secret: it is masked in results and logs (no_log)."
     type: "str"
   citype:
