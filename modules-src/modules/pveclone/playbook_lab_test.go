@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/labctl"
 	"github.com/gopve/proxmox/modules-src/lab/labtest"
@@ -73,7 +74,9 @@ func testPerHost(t *testing.T, pve int) {
 	}
 
 	sim.ResetRequests()
+	start := time.Now()
 	out, err := labtest.Playbook(t, lab, coll, vars, pb, "-i", hosts, "-f", "10")
+	wall := time.Since(start)
 	if err != nil {
 		t.Fatalf("clone.yml: %v\n%s", err, out)
 	}
@@ -91,7 +94,7 @@ func testPerHost(t *testing.T, pve int) {
 			reqs++
 		}
 	}
-	t.Logf("K13: 20 VMs, forks=10, bound 4: %.1f API requests per VM", float64(reqs)/20)
+	t.Logf("K13: 20 VMs, forks=10, bound 4: %v wall, %.1f API requests per VM", wall.Round(time.Second), float64(reqs)/20)
 
 	// The bound, from the template node's task list: never more than four
 	// clone tasks running at once.
@@ -122,6 +125,7 @@ func testPerHost(t *testing.T, pve int) {
 		cur += e.delta
 		peak = max(peak, cur)
 	}
+	t.Logf("K13: %d clone tasks, at most %d at once", len(tasks), peak)
 	if len(tasks) != 20 || peak > 4 {
 		t.Errorf("K13: %d clone tasks, at most %d at once (want 20, ≤ 4)", len(tasks), peak)
 	}
