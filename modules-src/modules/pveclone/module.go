@@ -168,7 +168,7 @@ func spec() ansible.Spec {
 			"Disks by key (scsi0, virtio0, sata0, ide0 …): a minimum size (32G), PVE's string (vmdata:32,discard=on,ssd=1; isos:iso/x.iso,media=cdrom) or a dict of size, storage and drive options (cache, discard, iothread, ssd, backup, replicate, aio, serial, ro, format).",
 			"An existing disk is grown to the size when smaller and never shrunk (a larger disk is tolerated and reported, K11); its drive options are merged key by key, its volume is never replaced (K16). A missing key is allocated on its storage."),
 		"ciuser":       str("Cloud-init user."),
-		"cipassword":   {Type: ansible.TypeStr, NoLog: true, Description: []string{"Cloud-init password (never returned; PVE shows it masked, see notes). Needs api_host: local mode (pvesh) would put it on a command line any user of the node can read, so it is refused there before any request."}},
+		"cipassword":   {Type: ansible.TypeStr, NoLog: true, Description: []string{"Cloud-init password (never returned; PVE shows it masked, see notes). When local mode falls back to pvesh, which would put it on a command line any user of the node can read, it is refused before any request (give api_host)."}},
 		"sshkeys":      list("Cloud-init public SSH keys, one per element; stored URL-encoded as the API wants (K12) and compared decoded."),
 		"ipconfig":     dict("Cloud-init network by key (ipconfig0 …): PVE's string (ip=10.0.0.5/24,gw=10.0.0.1; ip=dhcp) or a dict of ip, gw, ip6, gw6. Checked as PVE's pve-qm-ipconfig format."),
 		"nameservers":  list("Cloud-init DNS servers (PVE's nameserver, space-joined)."),

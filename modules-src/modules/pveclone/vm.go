@@ -80,9 +80,10 @@ func run(r *ansible.Run, o pveapi.Options) error {
 	if err != nil {
 		return err
 	}
-	if c.Local() && p.CIPassword != nil && p.State != "absent" {
-		// pvesh would carry it on its command line, readable by any user of
-		// the node: refused before any request, whether or not it would be sent.
+	if c.Pvesh() && p.CIPassword != nil && p.State != "absent" {
+		// Local mode fell back to pvesh, which would carry it on its command
+		// line, readable by any user of the node: refused before any
+		// request, whether or not it would be sent.
 		return pveapi.LocalSecretError("cipassword")
 	}
 	poll := o.TaskPoll
