@@ -24,6 +24,11 @@ options:
     description:
       - "QEMU guest agent: true/false, PVE's string (enabled=1,fstrim_cloned_disks=1) or a dict. The module never waits on the agent (K20)."
     type: "raw"
+  agent_wait:
+    description:
+      - "With state=started, seconds to wait for the guest agent to answer (GET agent/network-get-interfaces) once the VM runs; the task fails if it does not, naming K20. 0 (the default) never waits: an image without qemu-guest-agent would hang an unbounded wait (seed 003's 15 minutes)."
+    type: "int"
+    default: 0
   api_fingerprint:
     description:
       - "SHA-256 fingerprint of the node's certificate (AA:BB:…, as `pvenode cert info` prints it). When set, exactly that certificate is accepted, whoever signed it. A cluster join gives the joining node a new certificate."
@@ -464,6 +469,10 @@ task_log:
   returned: when a task failed
   type: list
   elements: str
+agent_ready:
+  description: Whether the guest agent answered within agent_wait.
+  returned: with agent_wait and state=started
+  type: bool
 pve_version:
   description: Major version of the PVE node answering (8 or 9).
   returned: when the API was reached

@@ -579,3 +579,32 @@ func TestFaultsDuringConfiguration(t *testing.T) {
 		t.Errorf("rerun did not configure: %v", c.Values)
 	}
 }
+
+// K20: the module never waits on the guest agent unless asked; asked, the
+// wait is bounded and fails naming K20 (no lab guest runs an agent), with
+// the start reported as changed (the lab saw it).
+func TestK20AgentWaitBounded(t *testing.T) {
+	w := newWorld(t, 9)
+	start := time.Now()
+	res := w.run(with(webArgs(), "state", "started", "agent_wait", 1), false)
+	took := time.Since(start)
+	if !failed(res) || res["changed"] != true || !strings.Contains(msg(res), "(K20)") || res["agent_ready"] != false {
+		t.Fatalf("K20: failed=%v changed=%v %v", failed(res), res["changed"], msg(res))
+	}
+	if took > 30*time.Second {
+		t.Errorf("K20: the bounded wait took %v", took)
+	}
+	if g, _ := resources.Find(w.guests(), 201); g.Status != "running" {
+		t.Errorf("K20: VM 201 is %s", g.Status)
+	}
+	// Without agent_wait, no agent call at all.
+	w.sim.ResetRequests()
+	if again := w.run(with(webArgs(), "state", "started"), false); failed(again) || again["changed"] != false {
+		t.Errorf("rerun: %v", msg(again))
+	}
+	for _, r := range w.sim.Requests() {
+		if strings.Contains(r.Path, "/agent/") {
+			t.Errorf("K20: agent call without agent_wait: %s", r.Path)
+		}
+	}
+}

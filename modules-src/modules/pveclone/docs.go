@@ -101,6 +101,10 @@ task_log:
   returned: when a task failed
   type: list
   elements: str
+agent_ready:
+  description: Whether the guest agent answered within agent_wait.
+  returned: with agent_wait and state=started
+  type: bool
 pve_version:
   description: Major version of the PVE node answering (8 or 9).
   returned: when the API was reached

@@ -80,6 +80,7 @@ type params struct {
 	Pool                  string `ansible:"pool"`
 	BWLimit               int    `ansible:"bwlimit"`
 	Purge                 bool   `ansible:"purge"`
+	AgentWait             int    `ansible:"agent_wait"`
 
 	Cores       *int     `ansible:"cores"`
 	Sockets     *int     `ansible:"sockets"`
@@ -146,7 +147,9 @@ func spec() ansible.Spec {
 			"Disk format of a full clone on a file storage (the clone API accepts only raw, qcow2 and vmdk)."}},
 		"pool":    str("Resource pool the clone joins. It must exist: PVE only takes pool at creation (K6)."),
 		"bwlimit": num("Bandwidth limit of the clone's disk copies, KiB/s."),
-		"purge":   {Type: ansible.TypeBool, Default: false, Description: []string{"With state=absent, also remove the VMID from backup jobs, replication jobs and HA."}},
+		"agent_wait": {Type: ansible.TypeInt, Default: 0, Description: []string{
+			"With state=started, seconds to wait for the guest agent to answer (GET agent/network-get-interfaces) once the VM runs; the task fails if it does not, naming K20. 0 (the default) never waits: an image without qemu-guest-agent would hang an unbounded wait (seed 003's 15 minutes)."}},
+		"purge": {Type: ansible.TypeBool, Default: false, Description: []string{"With state=absent, also remove the VMID from backup jobs, replication jobs and HA."}},
 
 		"cores":       num("CPU cores per socket."),
 		"sockets":     num("CPU sockets."),

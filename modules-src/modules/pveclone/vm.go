@@ -67,6 +67,9 @@ func run(r *ansible.Run, o pveapi.Options) error {
 	if err != nil {
 		return err
 	}
+	if p.AgentWait < 0 {
+		return fmt.Errorf("agent_wait: %d seconds is negative", p.AgentWait)
+	}
 	if p.State != "absent" && p.Template == "" && p.Format != "" {
 		return fmt.Errorf("format: only for a clone (give template), a bare VM's disks take format in disks")
 	}
@@ -101,7 +104,35 @@ func run(r *ansible.Run, o pveapi.Options) error {
 	if err := r.Stage("config", v.planConfig); err != nil {
 		return err
 	}
-	return r.Stage("power", v.planPower)
+	if err := r.Stage("power", v.planPower); err != nil {
+		return err
+	}
+	if p.AgentWait > 0 && p.State == "started" && !r.CheckMode() {
+		return v.waitAgent(r.Context(), time.Duration(p.AgentWait)*time.Second)
+	}
+	return nil
+}
+
+// waitAgent waits, only when asked and bounded (K20), for the guest agent
+// of the running VM to answer.
+func (v *vm) waitAgent(ctx context.Context, within time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	var last error
+	for {
+		var out any
+		last = v.c.Get(ctx, pveapi.Path("/nodes/%s/qemu/%s/agent/network-get-interfaces", v.node, strconv.Itoa(v.p.VMID)), nil, &out)
+		if last == nil {
+			v.r.Set("agent_ready", true)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			v.r.Set("agent_ready", false)
+			return fmt.Errorf("agent_wait: the guest agent of VM %d did not answer within %v (last: %v); is qemu-guest-agent installed and enabled in the image? (K20)", v.p.VMID, within, last)
+		case <-time.After(v.poll):
+		}
+	}
 }
 
 // planVM finds the VM by VMID cluster-wide (H3) and plans its creation,
