@@ -24,6 +24,7 @@ import (
 )
 
 func TestLabPlaybookPerHostPVE9(t *testing.T) { testPerHost(t, 9) }
+func TestLabPlaybookPerHostPVE8(t *testing.T) { testPerHost(t, 8) }
 
 func testPerHost(t *testing.T, pve int) {
 	lab, bin := labtest.Start(t, pve, 2)
