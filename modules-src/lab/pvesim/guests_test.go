@@ -59,7 +59,9 @@ func TestVMCreateConfigResourcesK12K18(t *testing.T) {
 	if id := c.call("GET", "/cluster/nextid", nil).must(t, "nextid").data; id != "100" {
 		t.Fatalf("nextid on an empty cluster = %v", id)
 	}
-	keys := url.QueryEscape("ssh-ed25519 AAAAC3Nza lab@example")
+	// URL-encoded as community.proxmox does (urllib quote, %20 for blanks;
+	// QueryEscape's "+" is refused by the schema's urlencoded format).
+	keys := strings.ReplaceAll(url.QueryEscape(testSSHKey+" lab@example"), "+", "%20")
 	createVM(t, c, 100, url.Values{"ide2": {"local-lvm:cloudinit"}, "ciuser": {"debian"}, "sshkeys": {keys},
 		"ipconfig0": {"ip=dhcp"}, "agent": {"enabled=1"}, "tags": {"web;prod"}, "onboot": {"1"}})
 	conf := vmConfig(t, c, "pve01", 100)

@@ -54,6 +54,10 @@ type Config struct {
 	// StorageContent, when set, lists what is really on an active storage
 	// of a node (list_volumes); otherwise every storage is empty.
 	StorageContent func(node string, st StorageInfo) ([]Volume, error)
+	// StorageRemove, when set, removes a file volume (volname such as
+	// "snippets/user.yaml") from a storage of a node, as the plugin's
+	// free_image unlinks it; otherwise deleting one fails.
+	StorageRemove func(node string, st StorageInfo, volname string) error
 	// NodeVersion, when set, reports what the node's packages say (what
 	// pveversion prints); otherwise /version and node status show the
 	// version the lab installs first. All these hooks run under the
