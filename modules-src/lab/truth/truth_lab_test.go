@@ -52,7 +52,7 @@ pve_clone_vms:
     nets: {net0: {bridge: vmbr0, tag: 30, mtu: 1}}
     disks: {scsi0: 8G}
     ciuser: debian
-    sshkeys: ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKey alice@example.org"]
+    sshkeys: ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIO+41ky5/3r6MHW0g3kuxhnCGqqE9DOXW8NgoCbNBESi alice@example.org"]
     ipconfig: {ipconfig0: "ip=10.0.0.5/24,gw=10.0.0.1"}
 `
 

@@ -26,7 +26,8 @@ type world struct {
 	v    int
 }
 
-var testKeys = []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKey alice@example.org", "ssh-rsa AAAAB3NzaC1yc2E bob@example.org"}
+var testKeys = []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIO+41ky5/3r6MHW0g3kuxhnCGqqE9DOXW8NgoCbNBESi alice@example.org",
+	"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBira7ZPiS2hWm2qpjB+ECuTmR5LfKgDChjWcfYYfdUj bob@example.org"}
 
 func newWorld(t *testing.T, version int) *world {
 	t.Helper()

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/crypto/ssh"
+
 	"github.com/gopve/proxmox/modules-src/pveapi"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveformat"
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
@@ -114,9 +116,14 @@ func buildWant(p params) (*want, error) {
 		w.scalars["nameserver"] = strings.Join(p.Nameservers, " ")
 	}
 	if p.SSHKeys != nil {
-		for _, k := range p.SSHKeys {
+		for i, k := range p.SSHKeys {
 			if strings.ContainsAny(k, "\n\r") || strings.TrimSpace(k) == "" {
 				return nil, fmt.Errorf("sshkeys: each element is one public key on one line")
+			}
+			// PVE checks every key (PVE::Tools::validate_ssh_public_keys,
+			// ssh-keygen -l) and refuses the whole update otherwise.
+			if _, _, _, _, err := ssh.ParseAuthorizedKey([]byte(k)); err != nil {
+				return nil, fmt.Errorf("sshkeys: element %d is not an SSH public key (%v); PVE would refuse it with 'SSH public key validation error'", i+1, err)
 			}
 		}
 		w.sshkeys = slices.Clone(p.SSHKeys)
