@@ -5,6 +5,7 @@ package modules
 import (
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/modules/pvebase"
+	"github.com/gopve/proxmox/modules-src/modules/pveclone"
 	"github.com/gopve/proxmox/modules-src/modules/pvecluster"
 	"github.com/gopve/proxmox/modules-src/modules/pveha"
 	"github.com/gopve/proxmox/modules-src/modules/pvestorage"
@@ -21,6 +22,7 @@ func Shipped() []ansible.Module {
 		pvezfs.Module(),
 		pvecluster.Module(),
 		pvestorage.Module(),
+		pveclone.Module(),
 		pveha.Module(),
 	}
 }

@@ -9,13 +9,15 @@
 //	→ real run: the tasks reporting changed are exactly the predicted ones
 //	→ second run and --check on the converged lab: nothing changed
 //	→ one scripted drift per phase (a repository file restored as a package
-//	upgrade would, a pool property, a known_hosts line, a storage option)
+//	upgrade would, a pool property, a known_hosts line, a storage option,
+//	a VM's memory)
 //	→ --check, then the real run: exactly the drifted tasks change.
 //
 // Predictions and results come from the gopve.proxmox.plan callback's JSON
 // (one entry per task and host), so the comparison is task by task, not by
-// recap totals. The suite grows with the phases: clone and ha join it as
-// their modules land.
+// recap totals. The suite grows with the phases: clone is in (a template on
+// the founding node, cloned and configured, then its memory drifted); ha
+// joins it as its module lands.
 package truth
 
 import (
@@ -40,7 +42,26 @@ zfs_pool_device: /dev/nvme0n1
 zfs_arc_max_gb: 4
 pve_cluster_primary: pve01
 lab_domain: lab.example
+pve_clone_vms:
+  - vmid: 201
+    name: web-1
+    template: debian-12
+    node: pve01
+    cores: 2
+    memory: 2048
+    nets: {net0: {bridge: vmbr0, tag: 30, mtu: 1}}
+    disks: {scsi0: 8G}
+    ciuser: debian
+    sshkeys: ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIO+41ky5/3r6MHW0g3kuxhnCGqqE9DOXW8NgoCbNBESi alice@example.org"]
+    ipconfig: {ipconfig0: "ip=10.0.0.5/24,gw=10.0.0.1"}
 `
+
+// template is the VM template the clone phase clones (seed 001's
+// debian-12 cloud image), on the node that founds the cluster: a joining
+// node must hold no guests (pvecm add refuses).
+var template = pvesim.GuestSpec{VMID: 9000, Template: true, Config: map[string]string{
+	"name": "debian-12", "scsi0": "local-lvm:4", "ide2": "local-lvm:cloudinit", "net0": "virtio,bridge=vmbr0",
+	"memory": "1024", "agent": "1", "ostype": "l26", "scsihw": "virtio-scsi-single"}}
 
 func TestTruthSuitePVE9(t *testing.T) { suite(t, 9) }
 func TestTruthSuitePVE8(t *testing.T) { suite(t, 8) }
@@ -194,6 +215,9 @@ func suite(t *testing.T, pve int) {
 		t.Fatal(err)
 	}
 	defer func() { t.Log("\n" + strings.Join(s.report, "\n")) }()
+	if err := s.sim.AddGuest("pve01", template); err != nil {
+		t.Fatalf("the clone phase's template: %v", err)
+	}
 	enterprise := enterpriseRepo(t, lab, pve)
 	pristine, err := lab.SSH("pve01", "cat "+enterprise)
 	if err != nil {
@@ -228,6 +252,7 @@ func suite(t *testing.T, pve int) {
 		{"zfs", "pve02", "a pool property changed by hand (Z4)", "zfs set atime=on nvme-vm"},
 		{"cluster", "pve03", "a known_hosts line removed (C3)", "sed -i 1d /root/.ssh/known_hosts"},
 		{"storage", "pve01", "a storage option changed (S2)", "pvesh set /storage/nvme-vm --sparse 0"},
+		{"clone", "pve01", "the VM's memory changed by hand (K5)", "pvesh set /nodes/pve01/qemu/201/config --memory 1024"},
 	}
 	want := map[string]int{}
 	for _, d := range drifts {

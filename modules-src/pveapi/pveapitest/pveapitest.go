@@ -20,14 +20,12 @@ import (
 
 // Start runs a simulator of n nodes for PVE version on loopback addresses
 // 127.79.X.11…, with short lab durations; it is closed when the test ends.
-func Start(t testing.TB, version, n int) *pvesim.Sim {
-	t.Helper()
-	return StartWith(t, version, n, nil)
-}
+func Start(t testing.TB, version, n int) *pvesim.Sim { return StartWith(t, version, n, nil) }
 
 // StartWith is Start with the simulator's config adjusted by tune before it
-// starts (shorter HA rounds, replication minutes or fencing for the tests of
-// pve_ha, which wait on them).
+// starts (shorter HA rounds, replication minutes or fencing for pve_ha's
+// tests; a storage allocation shorter than the scaled lock timeout, as on
+// PVE, for pve_clone's).
 func StartWith(t testing.TB, version, n int, tune func(*pvesim.Config)) *pvesim.Sim {
 	t.Helper()
 	dir := t.TempDir()

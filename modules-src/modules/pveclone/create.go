@@ -1,0 +1,190 @@
+package pveclone
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/gopve/proxmox/modules-src/ansible"
+	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
+)
+
+// AssignedAtCreation stands for a MAC PVE draws when it creates the VM.
+const AssignedAtCreation = "(assigned at creation)"
+
+// planCreate builds a VM bare (seed 002): one create call carrying the
+// machine, the disks (allocated by PVE from storage:GiB), the CD-ROM, the
+// NICs and every setting, after the ISO, the storages and the node were
+// checked read-only.
+func (v *vm) planCreate(ctx context.Context) ([]ansible.Change, error) {
+	node := v.p.Node
+	if node == "" {
+		return nil, fmt.Errorf("node: required to build a VM bare (no template given)")
+	}
+	if err := v.nodeExists(ctx, node); err != nil {
+		return nil, err
+	}
+	stores, err := v.readStorages(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cfg := map[string]string{}
+	for k, val := range v.w.scalars {
+		cfg[k] = val
+	}
+	for _, k := range slices.Sorted(maps.Keys(v.w.nets)) {
+		n := v.w.nets[k].apply(qemu.Net{})
+		s, err := n.Render()
+		if err != nil {
+			return nil, fmt.Errorf("nets.%s: %w", k, err)
+		}
+		cfg[k] = s
+	}
+	for k, ic := range v.w.ipconf {
+		s, err := ic.Render()
+		if err != nil {
+			return nil, fmt.Errorf("ipconfig.%s: %w", k, err)
+		}
+		cfg[k] = s
+	}
+	for _, k := range slices.Sorted(maps.Keys(v.w.disks)) {
+		d := v.w.disks[k]
+		if d.file != "" && d.media == "cdrom" {
+			if err := v.isoExists(ctx, node, d.file); err != nil {
+				return nil, err
+			}
+		} else if d.file == "" {
+			st, ok := stores[d.storage]
+			switch {
+			case d.storage == "":
+			case !ok:
+				return nil, fmt.Errorf("%s: storage '%s' does not exist", optionOf(k), d.storage)
+			case !st.onNode(node):
+				return nil, fmt.Errorf("%s: storage '%s' is not available on node '%s'", optionOf(k), d.storage, node)
+			case !slices.Contains(st.Content, "images"):
+				return nil, fmt.Errorf("%s: storage '%s' does not support vm images", optionOf(k), d.storage)
+			}
+		}
+		s, err := d.newDriveString(k)
+		if err != nil {
+			return nil, err
+		}
+		cfg[k] = s
+	}
+	if v.p.Pool != "" {
+		if err := v.poolExists(ctx, v.p.Pool); err != nil {
+			return nil, err
+		}
+	}
+	params := maps.Clone(cfg)
+	if v.p.Pool != "" {
+		params["pool"] = v.p.Pool
+	}
+	req := qemu.Create(node, v.p.VMID, params)
+	if err := req.Validate(v.version); err != nil {
+		return nil, v.schemaError(err)
+	}
+	predicted := predictCreate(cfg, v.p.VMID, stores)
+	if _, _, _, err := v.settings(ctx, vmState{Node: node, Next: predicted, Live: predicted}, false); err != nil {
+		return nil, err // refused before the clone is sent
+	}
+	v.node = node
+	return []ansible.Change{{
+		ID:      "vm:create",
+		Summary: fmt.Sprintf("create VM %d (%s) on %s", v.p.VMID, v.p.Name, node),
+		Diff:    ansible.TextDiff(confHeader(node, v.p.VMID), "", renderConf(predicted.Values)),
+		Apply: func(ctx context.Context) error {
+			if err := v.sendCreate(ctx, write{req: req, what: fmt.Sprintf("create VM %d", v.p.VMID),
+				settle: func(ctx context.Context) (bool, error) { return v.exists(ctx) }, creates: true}, func(*pveapi.TaskResult) {}); err != nil {
+				return err
+			}
+			v.created = true
+			return v.waitConfig(ctx, node)
+		},
+		Verify: func(ctx context.Context) error { return v.verifyPresent(ctx, node) },
+		Predict: func(w *ansible.World) {
+			vmKey(v.p.VMID).Predict(w, vmState{Node: node, Next: predicted, Live: predicted})
+		},
+	}}, nil
+}
+
+// predictCreate is the config qemu-server writes for a create call
+// (API2/Qemu.pm create_vm): each storage:GiB allocated as the first free
+// vm-<vmid>-disk-<n> of its storage, in sorted key order (create_disks
+// walks the drives with PVE::QemuConfig->foreach_volume, sorted keys), the
+// size recorded; a NIC without MAC gets one; boot and smbios1 filled in.
+// Reconstruction: boot defaults to the legacy "cdn" order (CD-ROMs,
+// disks, the first NIC); vmgenid is added by PVE on create.
+func predictCreate(cfg map[string]string, vmid int, stores map[string]storageInfo) qemu.Config {
+	out := qemu.Config{Values: map[string]string{}}
+	next := map[string]int{}
+	var diskKeys []string
+	for _, k := range slices.Sorted(maps.Keys(cfg)) {
+		val := cfg[k]
+		switch {
+		case qemu.IsNet(k):
+			n, err := qemu.ParseNet(k, val)
+			if err == nil && n.MAC == "" {
+				n.MAC = AssignedAtCreation
+				val, _ = n.Render()
+			}
+		case qemu.IsDisk(k):
+			d, err := qemu.ParseDrive(k, val)
+			if err != nil {
+				break
+			}
+			if st, gib, ok := d.Allocation(); ok {
+				n := next[st]
+				next[st] = n + 1
+				name := fmt.Sprintf("vm-%d-disk-%d", vmid, n)
+				if stores[st].file() {
+					f := d.Format
+					if f == "" {
+						f = stores[st].Format
+					}
+					if f == "" {
+						f = "raw"
+					}
+					name = fmt.Sprintf("%d/%s.%s", vmid, name, f)
+				}
+				d.File = st + ":" + name
+				switch k {
+				case "efidisk0":
+					d.Size = 528 << 10 // efidisk: the OVMF vars image (4m: 528K)
+				case "tpmstate0":
+					d.Size = 4 << 20
+				default:
+					d.Size = int64(gib * float64(1<<30))
+				}
+				val, _ = d.Render()
+			}
+			if !d.IsCDROM() && k != "efidisk0" && k != "tpmstate0" {
+				diskKeys = append(diskKeys, k)
+			}
+		}
+		out.Values[k] = val
+	}
+	if _, ok := out.Values["boot"]; !ok {
+		// The legacy "cdn" default as an order: CD-ROMs, disks, the first NIC.
+		var cds, nets []string
+		for _, k := range slices.Sorted(maps.Keys(out.Values)) {
+			if d, err := qemu.ParseDrive(k, out.Values[k]); qemu.IsDisk(k) && err == nil && d.IsCDROM() && !d.IsCloudInit() {
+				cds = append(cds, k)
+			}
+			if qemu.IsNet(k) {
+				nets = append(nets, k)
+			}
+		}
+		order := append(cds, diskKeys...)
+		if len(nets) > 0 {
+			order = append(order, nets[0])
+		}
+		out.Values["boot"] = "order=" + strings.Join(order, ";")
+	}
+	out.Values["smbios1"] = "uuid=" + AssignedAtCreation
+	out.Values["vmgenid"] = AssignedAtCreation
+	return out
+}

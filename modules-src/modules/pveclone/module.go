@@ -1,0 +1,206 @@
+// Package pveclone is the pve_clone module: one VM, identified by its
+// VMID (K1), cloned from a template wherever it lives or built bare, then
+// configured as asked and proved by reading it back.
+//
+// Three stages, each observing before it plans:
+//
+//   - vm: GET /version (the schema of that PVE version checks every write
+//     before it is sent) and GET /cluster/resources (the VM by VMID and the
+//     template by VMID or exact name, cluster-wide). An existing VM is read
+//     once (GET …/pending: the live values and the pending ones) and must
+//     be ours (its name). A missing one is cloned at the template's node
+//     with `target` (K2), after PVE's pre-clone checks run read-only;
+//     check mode predicts the clone's config as qemu-server's clone_vm
+//     builds it (predict.go).
+//   - config: the settings the clone ignores (K5), planned against that
+//     config (observed, or predicted in check mode): scalars, NICs merged
+//     key by key with the MAC re-sent (K16), disks grown never shrunk
+//     (K11), cloud-init (K12). On a running VM a change that waits for a
+//     restart is reported as pending with restart_required (K10).
+//   - power: started/stopped, through HA's requested state when HA manages
+//     the guest (H4).
+//
+// A no-op run costs three reads: version, cluster resources, pending.
+package pveclone
+
+import (
+	"time"
+
+	"github.com/gopve/proxmox/modules-src/ansible"
+	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
+)
+
+// Module is pve_clone.
+func Module() ansible.Module { return New(pveapi.Options{}) }
+
+// New builds the module with client options (tests point it at a
+// simulator with short retries and polls).
+func New(o pveapi.Options) ansible.Module {
+	return ansible.Module{
+		Name:             "pve_clone",
+		ShortDescription: "A Proxmox VE VM by VMID: cloned from a template (or built bare), configured, read back",
+		Description: []string{
+			"Makes one VM, identified by its VMID, exist and look as asked. A missing VM is cloned from a template found cluster-wide by VMID or exact name (several templates of that name fail, listing them): the clone call goes to the node holding the template, the destination node goes in target. Without a template the VM is built bare (machine, bios, disks, CD-ROM, EFI/TPM disks, NICs) in one create call.",
+			"Then it converges what a clone ignores: cores, sockets, memory, balloon, cpu, numa, tags, onboot, startup, description, agent; NICs merged key by key with what is there, the MAC always re-sent so it never changes; disks as minimum sizes, grown and never shrunk; cloud-init (ciuser, cipassword, sshkeys, ipconfigN, nameservers, searchdomain, citype, cicustom).",
+			"Every write is checked against the official API schema of the node's PVE version (8 or 9) before it is sent; bad input fails naming the option and changes nothing. Each write is sent once; every change is read back before it is reported.",
+			"An existing VMID whose name differs from name fails with what holds it, instead of configuring someone else's VM.",
+			"On a running VM, PVE applies what it can hot-plug and keeps the rest pending until the next restart: those keys are returned in pending with restart_required, never reported as done, and the VM is never restarted by this module.",
+			"Check mode predicts the clone as PVE builds it (new MACs shown as assigned at clone, disk names, linked or full) and the configuration that follows, runs PVE's pre-clone checks read-only (template, node, storage, pool, VMID), and sends no write.",
+		},
+		Notes: []string{
+			"The clone task is waited for at the node named in its task id; OK and WARNINGS are success (the warnings are returned and shown), any other end fails with the task log's tail. Then the config must be present and unlocked on the target node. All waits are bounded by timeout.",
+			"A NIC change on a running VM unplugs the NIC from the guest: give the network settings before the first start (state: present, then started).",
+			"cipassword is stored hashed by PVE and shown masked, so it cannot be compared: it is set when the VM is created by this run or when none is set, and never reported as drift.",
+			"A template on local storage can only be cloned to its own node (PVE refuses a target with local disks); the module refuses before sending anything, with PVE's reason.",
+			"Privileges (from the PVE API schema's permissions): VM.Audit on /vms (the cluster's guest list shows only the guests the token may audit, an empty list is not proof of absence, K19; GET pending needs it too); VM.Clone on /vms/<template>; VM.Allocate on /vms/<vmid> or, with pool, on /pool/<pool> (clone, create, absent); Datastore.AllocateSpace on every storage a disk lands on, and Datastore.Audit to read the storage definitions; SDN.Use on the bridges of the NICs; the VM.Config.* privilege of each setting changed (CPU, Memory, Network, Disk, CDROM, Cloudinit, Options, HWType) and VM.Config.Disk for growing a disk; VM.PowerMgmt for started/stopped; Pool.Audit on /pool/<pool> when pool is given.",
+		},
+		Requirements: []string{"Proxmox VE 8 or 9", "an API token or user with the privileges listed in the notes (or root on a node, local mode)"},
+		Examples:     examples,
+		Return:       returnDoc,
+		ActionGroups: []string{ansible.GroupAPI},
+		Spec:         pveansible.WithConnection(spec()),
+		Params:       params{},
+		Timeout:      15 * time.Minute,
+		Run:          func(r *ansible.Run) error { return run(r, o) },
+	}
+}
+
+// params are the module's options.
+type params struct {
+	pveansible.Connection `ansible:",squash"`
+	VMID                  int    `ansible:"vmid"`
+	Name                  string `ansible:"name"`
+	Node                  string `ansible:"node"`
+	Template              string `ansible:"template"`
+	State                 string `ansible:"state"`
+	Full                  bool   `ansible:"full"`
+	Storage               string `ansible:"storage"`
+	Format                string `ansible:"format"`
+	Pool                  string `ansible:"pool"`
+	BWLimit               int    `ansible:"bwlimit"`
+	Purge                 bool   `ansible:"purge"`
+	AgentWait             int    `ansible:"agent_wait"`
+
+	Cores       *int     `ansible:"cores"`
+	Sockets     *int     `ansible:"sockets"`
+	Memory      *int     `ansible:"memory"`
+	Balloon     *int     `ansible:"balloon"`
+	CPU         *string  `ansible:"cpu"`
+	NUMA        *bool    `ansible:"numa"`
+	Tags        []string `ansible:"tags"`
+	OnBoot      *bool    `ansible:"onboot"`
+	Startup     *string  `ansible:"startup"`
+	Description *string  `ansible:"description"`
+	Agent       any      `ansible:"agent"`
+
+	Nets  map[string]any `ansible:"nets"`
+	Disks map[string]any `ansible:"disks"`
+
+	CIUser       *string        `ansible:"ciuser"`
+	CIPassword   *string        `ansible:"cipassword"`
+	SSHKeys      []string       `ansible:"sshkeys"`
+	IPConfig     map[string]any `ansible:"ipconfig"`
+	Nameservers  []string       `ansible:"nameservers"`
+	SearchDomain *string        `ansible:"searchdomain"`
+	CIType       *string        `ansible:"citype"`
+	CICustom     *string        `ansible:"cicustom"`
+
+	Machine  *string        `ansible:"machine"`
+	BIOS     *string        `ansible:"bios"`
+	OSType   *string        `ansible:"ostype"`
+	SCSIHW   *string        `ansible:"scsihw"`
+	Boot     *string        `ansible:"boot"`
+	CDROM    string         `ansible:"cdrom"`
+	EFIDisk  map[string]any `ansible:"efidisk"`
+	TPMState map[string]any `ansible:"tpmstate"`
+}
+
+func str(desc ...string) ansible.Option {
+	return ansible.Option{Type: ansible.TypeStr, Description: desc}
+}
+func num(desc ...string) ansible.Option {
+	return ansible.Option{Type: ansible.TypeInt, Description: desc}
+}
+func flag(desc ...string) ansible.Option {
+	return ansible.Option{Type: ansible.TypeBool, Description: desc}
+}
+func list(desc ...string) ansible.Option {
+	return ansible.Option{Type: ansible.TypeList, Elements: ansible.TypeStr, Description: desc}
+}
+func dict(desc ...string) ansible.Option {
+	return ansible.Option{Type: ansible.TypeDict, Description: desc}
+}
+
+func spec() ansible.Spec {
+	opts := map[string]ansible.Option{
+		"vmid": {Type: ansible.TypeInt, Required: true, Description: []string{
+			"The VM's identity (K1): the VMID to clone into, create or manage. A name is never an identity; another VM with the same name does not stop this one."}},
+		"name":     str("The VM's name (a DNS name). On an existing VMID it must match, else the task fails with what holds the VMID. Required with state=absent."),
+		"node":     str("Node the VM should live on when it is created. Defaults to the template's node. An existing VM is found wherever it runs now (after a migration or an HA recovery) and is not moved."),
+		"template": str("Source template: its VMID, or its exact name (exactly one template of that name must exist cluster-wide). Omit it to build the VM bare from machine, bios, disks, cdrom, efidisk, tpmstate and nets."),
+		"state": {Type: ansible.TypeStr, Default: "present", Choices: []any{"present", "started", "stopped", "absent"}, Description: []string{
+			"present: exists and configured, power untouched (a new VM stays stopped). started/stopped: also that power state (through HA when HA manages the guest). absent: stopped and destroyed, after checking its name."}},
+		"full":    {Type: ansible.TypeBool, Default: true, Description: []string{"Full clone (independent copy). false: a linked clone, which needs a storage with linked clones (lvmthin, zfspool, rbd, qcow2 on a file storage) and takes neither storage nor format."}},
+		"storage": str("Target storage of a full clone's disks (default: each disk's own storage). Must exist on the target node and hold images; with a target node it must be shared."),
+		"format": {Type: ansible.TypeStr, Choices: []any{"raw", "qcow2", "vmdk"}, Description: []string{
+			"Disk format of a full clone on a file storage (the clone API accepts only raw, qcow2 and vmdk)."}},
+		"pool":    str("Resource pool the clone joins. It must exist: PVE only takes pool at creation (K6)."),
+		"bwlimit": num("Bandwidth limit of the clone's disk copies, KiB/s."),
+		"agent_wait": {Type: ansible.TypeInt, Default: 0, Description: []string{
+			"With state=started, seconds to wait for the guest agent to answer (GET agent/network-get-interfaces) once the VM runs; the task fails if it does not, naming K20. 0 (the default) never waits: an image without qemu-guest-agent would hang an unbounded wait (seed 003's 15 minutes)."}},
+		"purge": {Type: ansible.TypeBool, Default: false, Description: []string{"With state=absent, also remove the VMID from backup jobs, replication jobs and HA."}},
+
+		"cores":       num("CPU cores per socket."),
+		"sockets":     num("CPU sockets."),
+		"memory":      num("Memory in MiB."),
+		"balloon":     num("Minimum memory in MiB for the balloon device (0 disables it)."),
+		"cpu":         str("CPU type, PVE's string (host, x86-64-v2-AES, kvm64,flags=+aes)."),
+		"numa":        flag("Enable NUMA."),
+		"tags":        list("Tags (compared as a set; PVE stores them sorted, separated by ;)."),
+		"onboot":      flag("Start the VM when its node boots."),
+		"startup":     str("Startup and shutdown behaviour, PVE's string (order=1,up=30,down=60)."),
+		"description": str("Description (the config's notes). Sent with the clone call too."),
+		"agent": {Type: ansible.TypeRaw, Description: []string{
+			"QEMU guest agent: true/false, PVE's string (enabled=1,fstrim_cloned_disks=1) or a dict. The module never waits on the agent (K20)."}},
+		"nets": dict(
+			"NICs by key (net0 … net31): each a dict of model, bridge, tag, trunks, firewall, mtu, rate, queues, link_down (macaddr only to set one on purpose), or PVE's string (virtio,bridge=vmbr0,tag=10).",
+			"Only the given keys are merged into the NIC that is there; the current MAC is always re-sent, so changing a bridge or VLAN never changes the MAC (K16). mtu 1 means the bridge's MTU (K9). tag 0 removes the VLAN tag.",
+			"firewall=1 on a classic vmbrN bridge drops hairpin-routed return traffic (K8): the module warns when it is set there."),
+		"disks": dict(
+			"Disks by key (scsi0, virtio0, sata0, ide0 …): a minimum size (32G), PVE's string (vmdata:32,discard=on,ssd=1; isos:iso/x.iso,media=cdrom) or a dict of size, storage and drive options (cache, discard, iothread, ssd, backup, replicate, aio, serial, ro, format).",
+			"An existing disk is grown to the size when smaller and never shrunk (a larger disk is tolerated and reported, K11); its drive options are merged key by key, its volume is never replaced (K16). A missing key is allocated on its storage."),
+		"ciuser":       str("Cloud-init user."),
+		"cipassword":   {Type: ansible.TypeStr, NoLog: true, Description: []string{"Cloud-init password (never returned; PVE shows it masked, see notes). When local mode falls back to pvesh, which would put it on a command line any user of the node can read, it is refused before any request (give api_host)."}},
+		"sshkeys":      list("Cloud-init public SSH keys, one per element; stored URL-encoded as the API wants (K12) and compared decoded."),
+		"ipconfig":     dict("Cloud-init network by key (ipconfig0 …): PVE's string (ip=10.0.0.5/24,gw=10.0.0.1; ip=dhcp) or a dict of ip, gw, ip6, gw6. Checked as PVE's pve-qm-ipconfig format."),
+		"nameservers":  list("Cloud-init DNS servers (PVE's nameserver, space-joined)."),
+		"searchdomain": str("Cloud-init DNS search domain."),
+		"citype": {Type: ansible.TypeStr, Choices: []any{"nocloud", "configdrive2", "opennebula"}, Description: []string{
+			"Cloud-init configuration format."}},
+		"cicustom": str("Cloud-init custom files, PVE's string (vendor=local:snippets/vendor.yaml); the storage must hold snippets (S4)."),
+
+		"machine": str("Bare VM: machine type (q35, pc, or a versioned one)."),
+		"bios": {Type: ansible.TypeStr, Choices: []any{"seabios", "ovmf"}, Description: []string{
+			"Bare VM: firmware."}},
+		"ostype": str("Bare VM: guest OS type (l26, win11, …)."),
+		"scsihw": str("Bare VM: SCSI controller (virtio-scsi-single, virtio-scsi-pci, …)."),
+		"boot":   str("Boot order, PVE's string (order=scsi0;ide2;net0)."),
+		"cdrom":  str("Bare VM: ISO volume for a CD-ROM on ide2 (local:iso/debian-13.iso); it must exist on its storage."),
+		"efidisk": {Type: ansible.TypeDict, Description: []string{"Bare VM with bios=ovmf: EFI vars disk, a dict of storage, efitype (2m, 4m), pre_enrolled_keys, format."},
+			Options: map[string]ansible.Option{
+				"storage":           {Type: ansible.TypeStr, Required: true, Description: []string{"Storage of the EFI vars disk."}},
+				"efitype":           {Type: ansible.TypeStr, Choices: []any{"2m", "4m"}, Description: []string{"Size and type of the OVMF EFI vars."}},
+				"pre_enrolled_keys": {Type: ansible.TypeBool, Description: []string{"Enrol the distribution's and Microsoft's Secure Boot keys."}},
+				"format":            {Type: ansible.TypeStr, Choices: []any{"raw", "qcow2", "vmdk"}, Description: []string{"Format on a file storage."}},
+			}},
+		"tpmstate": {Type: ansible.TypeDict, Description: []string{"Bare VM: TPM state disk, a dict of storage and version (v1.2, v2.0)."},
+			Options: map[string]ansible.Option{
+				"storage": {Type: ansible.TypeStr, Required: true, Description: []string{"Storage of the TPM state."}},
+				"version": {Type: ansible.TypeStr, Choices: []any{"v1.2", "v2.0"}, Description: []string{"TPM version."}},
+			}},
+	}
+	return ansible.Spec{Options: opts, Constraints: ansible.Constraints{
+		RequiredIf: []ansible.RequiredIf{{Key: "state", Value: "absent", Requirements: []string{"name"}}},
+	}}
+}

@@ -1,0 +1,182 @@
+package pveclone
+
+import (
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
+)
+
+// Assigned stands for a value PVE draws when the clone runs (a NIC's MAC,
+// the SMBIOS UUID, the VM generation id): check mode cannot know it, and
+// says so instead of guessing.
+const Assigned = "(assigned at clone)"
+
+// storageInfo is what the prediction needs of a storage (GET /storage).
+type storageInfo struct {
+	Type    string
+	Shared  bool
+	Content []string
+	Nodes   []string // empty: every node
+	Format  string   // the storage's default format option, "" = the type's
+}
+
+func (s storageInfo) file() bool {
+	switch s.Type {
+	case "dir", "nfs", "cifs", "glusterfs", "cephfs", "btrfs":
+		return true
+	}
+	return false
+}
+
+func (s storageInfo) onNode(node string) bool {
+	return len(s.Nodes) == 0 || slices.Contains(s.Nodes, node)
+}
+
+// cloneOpts are the clone call's parameters the prediction depends on.
+type cloneOpts struct {
+	newid       int
+	name        string
+	description string
+	storage     string // "" = each disk's own
+	format      string
+	full        bool
+}
+
+// volatileKeys are dropped by clone_vm from the new config (API2/Qemu.pm
+// clone_vm: snapshot keys, the running machine/CPU, unused volumes, and
+// `template`); `lock` and `digest` are not config a clone copies either.
+var volatileKeys = []string{"parent", "snaptime", "vmstate", "runningcpu", "runningmachine", "running-nets-host-mtu", "template", "lock", "digest"}
+
+// predictClone builds the new VM's config as qemu-server's clone_vm does
+// (API2/Qemu.pm clone_vm, $load_and_check and the worker): the source's
+// keys minus volatile ones and unusedN; every netN with a new MAC; a new
+// SMBIOS UUID and vmgenid; the name (or Copy-of-VM-<name>); the
+// description when given; each volume cloned in sorted key order (clone_vm
+// `foreach my $opt (sort keys %$drives)`) — full copies named by
+// find_free_diskname (vm-<newid>-disk-<n>, the first free n per storage),
+// linked ones under their base volume, the cloud-init drive and TPM state
+// always copied (vm-<newid>-cloudinit). A CD-ROM keeps its ISO.
+//
+// Reconstruction: the format of a full copy on a file storage follows
+// resolve_dst_disk_format as read (the given format, else the source's on
+// the same storage, else the target storage's default, raw); volume names
+// assume no orphan volume of newid is left on the storage (PVE would skip
+// its number).
+func predictClone(src qemu.Config, srcID int, o cloneOpts, stores map[string]storageInfo) (qemu.Config, error) {
+	out := qemu.Config{Values: map[string]string{}}
+	next := map[string]int{} // per storage: the next free disk number
+	for _, k := range slices.Sorted(maps.Keys(src.Values)) {
+		v := src.Values[k]
+		switch {
+		case slices.Contains(volatileKeys, k) || qemu.IsUnused(k):
+			continue
+		case qemu.IsNet(k):
+			n, err := qemu.ParseNet(k, v)
+			if err != nil {
+				return qemu.Config{}, fmt.Errorf("template %d: %w", srcID, err)
+			}
+			n.MAC = Assigned
+			s, err := n.Render()
+			if err != nil {
+				return qemu.Config{}, err
+			}
+			out.Values[k] = s
+		case qemu.IsDisk(k):
+			d, err := qemu.ParseDrive(k, v)
+			if err != nil {
+				return qemu.Config{}, fmt.Errorf("template %d: %w", srcID, err)
+			}
+			store, volname, ok := strings.Cut(d.File, ":")
+			if !ok || (d.IsCDROM() && !d.IsCloudInit()) {
+				out.Values[k] = v
+				continue
+			}
+			dst := store
+			if o.storage != "" {
+				dst = o.storage
+			}
+			st, known := stores[dst]
+			if !known {
+				return qemu.Config{}, fmt.Errorf("storage '%s' does not exist", dst)
+			}
+			d.File = dst + ":" + cloneVolName(k, d, store, dst, volname, st, o, next)
+			if !d.IsCloudInit() && d.Format != "" && o.format != "" {
+				d.Format = o.format
+			}
+			s, err := d.Render()
+			if err != nil {
+				return qemu.Config{}, err
+			}
+			out.Values[k] = s
+		default:
+			out.Values[k] = v
+		}
+	}
+	out.Values["smbios1"] = newSMBIOS(src.Values["smbios1"])
+	if src.Values["vmgenid"] != "" {
+		out.Values["vmgenid"] = Assigned
+	}
+	switch {
+	case o.name != "":
+		out.Values["name"] = o.name
+	case src.Values["name"] != "":
+		out.Values["name"] = "Copy-of-VM-" + src.Values["name"]
+	default:
+		out.Values["name"] = "Copy-of-VM-" + strconv.Itoa(srcID)
+	}
+	if o.description != "" {
+		out.Values["description"] = o.description
+	}
+	return out, nil
+}
+
+func cloneVolName(key string, d qemu.Drive, srcStore, dst, volname string, st storageInfo, o cloneOpts, next map[string]int) string {
+	if d.IsCloudInit() {
+		if st.file() {
+			return fmt.Sprintf("%d/vm-%d-cloudinit.qcow2", o.newid, o.newid)
+		}
+		return fmt.Sprintf("vm-%d-cloudinit", o.newid)
+	}
+	n := next[dst]
+	next[dst] = n + 1
+	name := fmt.Sprintf("vm-%d-disk-%d", o.newid, n)
+	linked := !o.full && key != "tpmstate0"
+	if linked {
+		if st.file() {
+			return fmt.Sprintf("%s/%d/%s.qcow2", volname, o.newid, name)
+		}
+		return volname + "/" + name
+	}
+	if !st.file() {
+		return name
+	}
+	format := o.format
+	if format == "" && srcStore == dst {
+		format = strings.TrimPrefix(path.Ext(volname), ".")
+	}
+	if format == "" {
+		format = st.Format
+	}
+	if format == "" {
+		format = "raw"
+	}
+	return fmt.Sprintf("%d/%s.%s", o.newid, name, format)
+}
+
+// newSMBIOS keeps the SMBIOS settings and marks the UUID as new (clone_vm
+// always draws one).
+func newSMBIOS(v string) string {
+	parts := []string{"uuid=" + Assigned}
+	for _, p := range strings.Split(v, ",") {
+		if p != "" && !strings.HasPrefix(p, "uuid=") {
+			parts = append(parts, p)
+		}
+	}
+	slices.Sort(parts[1:])
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,70 @@
+package pveclone
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
+)
+
+// report sets the result every run, failed or not: the VMID, its node,
+// the MAC of every NIC (K17), the final config (read back, or predicted in
+// check mode), what waits for a restart, the clone's warnings and a failed
+// task's log.
+func (v *vm) report() {
+	v.r.Set("vmid", v.p.VMID)
+	v.r.Set("existed", v.existed)
+	if v.node != "" {
+		v.r.Set("node", v.node)
+	}
+	if v.version != 0 {
+		v.r.Set("pve_version", v.version)
+	}
+	cfg := map[string]string{}
+	macs := map[string]string{}
+	if v.final != nil && !(v.p.State == "absent" && v.existed && !v.r.CheckMode()) {
+		cfg = maps.Clone(v.final)
+		if _, ok := cfg["cipassword"]; ok {
+			cfg["cipassword"] = qemu.Masked
+		}
+		if m, err := (qemu.Config{Values: cfg}).MACs(); err == nil {
+			macs = m
+		}
+	}
+	if v.p.State == "absent" {
+		cfg, macs = map[string]string{}, map[string]string{}
+	}
+	v.r.Set("config", cfg)
+	v.r.Set("mac", macs)
+	var pending []map[string]any
+	var keys []string
+	for _, it := range v.pending {
+		row := map[string]any{"key": it.Key}
+		if it.HasValue {
+			row["value"] = it.Value
+		}
+		if it.HasPending {
+			row["pending"] = it.Pending
+		}
+		if it.Delete > 0 {
+			row["delete"] = true
+		}
+		if it.Key == "cipassword" {
+			row["value"], row["pending"] = qemu.Masked, qemu.Masked
+		}
+		pending = append(pending, row)
+		keys = append(keys, it.Key)
+	}
+	slices.Sort(keys)
+	if pending == nil {
+		pending = []map[string]any{}
+	}
+	v.r.Set("pending", pending)
+	v.r.Set("restart_required", len(pending) > 0)
+	if v.cloneWarnings != nil {
+		v.r.Set("clone_warnings", v.cloneWarnings)
+	}
+	if v.taskLog != nil {
+		v.r.Set("task_log", v.taskLog)
+	}
+}

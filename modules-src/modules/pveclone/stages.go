@@ -1,0 +1,362 @@
+package pveclone
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gopve/proxmox/modules-src/ansible"
+	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/apischema"
+	"github.com/gopve/proxmox/modules-src/pveapi/pveformat"
+	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
+)
+
+// planConfig converges what the clone (or create) does not set, against
+// the VM as it is — or, in check mode, as the clone would make it.
+func (v *vm) planConfig(ctx context.Context, w *ansible.World) ([]ansible.Change, error) {
+	st, err := vmKey(v.p.VMID).Get(ctx, w, func(ctx context.Context) (vmState, error) {
+		if v.read != nil {
+			return *v.read, nil // read once by stage vm: a no-op run costs no more
+		}
+		return v.observe(ctx, v.node, false, false) // made by this run: stopped, not under HA
+	})
+	if err != nil {
+		return nil, err
+	}
+	v.node = st.Node
+	v.setFinal(st)
+	plan, req, resizes, err := v.settings(ctx, st, true)
+	if err != nil || plan.empty() {
+		return nil, err
+	}
+	upd := qemu.Update{Node: st.Node, VMID: v.p.VMID, Set: plan.set}
+	what := slices.Sorted(maps.Keys(plan.set))
+	for _, r := range plan.resizes {
+		what = append(what, fmt.Sprintf("%s %s → %s", r.disk, fmtSize(r.from), fmtSize(r.to)))
+	}
+	summary := fmt.Sprintf("configure VM %d: %s", v.p.VMID, strings.Join(what, ", "))
+	after := maps.Clone(plan.after)
+	return []ansible.Change{{
+		ID:      "vm:config",
+		Summary: summary,
+		Diff:    ansible.TextDiff(confHeader(st.Node, v.p.VMID), renderConf(st.Next.Values), renderConf(after)),
+		Apply: func(ctx context.Context) error {
+			if !upd.Empty() {
+				if _, err := v.send(ctx, write{req: req, what: fmt.Sprintf("update the config of VM %d", v.p.VMID),
+					settle: func(ctx context.Context) (bool, error) { return v.settingsApplied(ctx, st, "") }}); err != nil {
+					return err
+				}
+			}
+			for _, r := range resizes {
+				if _, err := v.send(ctx, write{req: r, what: fmt.Sprintf("grow %s of VM %d to %s", r.Params.Get("disk"), v.p.VMID, fmtSize(sizeOf(r))),
+					settle: func(ctx context.Context) (bool, error) { return v.settingsApplied(ctx, st, r.Params.Get("disk")) }}); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		Verify: func(ctx context.Context) error { return v.verifySettings(ctx, st) },
+		Predict: func(w *ansible.World) {
+			next := qemu.Config{Values: after}
+			live := next
+			if st.Running {
+				live = st.Live // a running VM keeps what it runs until PVE hot-plugs or restarts
+			}
+			n := vmState{Node: st.Node, Next: next, Live: live, Pending: st.Pending, Running: st.Running, HA: st.HA}
+			vmKey(v.p.VMID).Predict(w, n)
+			v.setFinal(n)
+		},
+	}}, nil
+}
+
+// settings plans the configuration against st and checks every write it
+// needs (schema, snippets storage) without sending anything. The vm stage
+// runs it against a clone's or create's prediction too, so that a refusal
+// the inputs and a read can decide comes before the first write.
+func (v *vm) settings(ctx context.Context, st vmState, warn bool) (settingsPlan, apischema.Request, []apischema.Request, error) {
+	var req apischema.Request
+	plan, err := planSettings(st.Next, v.w, !v.existed)
+	if err != nil {
+		return plan, req, nil, err
+	}
+	if warn {
+		for _, w := range plan.warnings {
+			v.r.Warn(w)
+		}
+		if v.w.hasCI && !hasCloudInitDrive(st.Next) && len(plan.set) > 0 {
+			v.r.Warn("cloud-init settings are given but the VM has no cloud-init drive (storage:cloudinit on ide2, sata or scsi): the guest will not see them")
+		}
+	}
+	if plan.empty() {
+		return plan, req, nil, nil
+	}
+	if cc, ok := plan.set["cicustom"]; ok {
+		if err := v.checkSnippets(ctx, cc); err != nil {
+			return plan, req, nil, err
+		}
+	}
+	plan.afterResize()
+	upd := qemu.Update{Node: st.Node, VMID: v.p.VMID, Set: plan.set, Digest: st.Next.Digest}
+	req = upd.Request()
+	if plan.alloc {
+		req = upd.AsyncRequest() // allocating a disk: PVE's task variant
+	}
+	var resizes []apischema.Request
+	for _, r := range plan.resizes {
+		resizes = append(resizes, qemu.Resize(st.Node, v.p.VMID, r.disk, r.to, ""))
+	}
+	if err := v.validate(req, resizes); err != nil {
+		return plan, req, nil, err
+	}
+	return plan, req, resizes, nil
+}
+
+// validate checks the writes against the node's schema before any is sent;
+// MACs check mode cannot know are replaced by a well-formed stand-in.
+func (v *vm) validate(reqs apischema.Request, more []apischema.Request) error {
+	for _, r := range append([]apischema.Request{reqs}, more...) {
+		check := r
+		check.Params = maps.Clone(r.Params)
+		for k, vals := range check.Params {
+			for i, s := range vals {
+				s = strings.ReplaceAll(s, Assigned, "BC:24:11:00:00:00")
+				check.Params[k][i] = strings.ReplaceAll(s, AssignedAtCreation, "BC:24:11:00:00:00")
+			}
+		}
+		if err := check.Validate(v.version); err != nil {
+			return v.schemaError(err)
+		}
+	}
+	return nil
+}
+
+// settingsApplied settles a lost write by a read: for the config update,
+// none of its keys is left to set; for a resize, disk is no longer to grow.
+func (v *vm) settingsApplied(ctx context.Context, st vmState, disk string) (bool, error) {
+	now, err := v.observe(ctx, st.Node, st.Running, st.HA)
+	if err != nil {
+		return false, err
+	}
+	p, err := planSettings(now.Next, v.w, false)
+	if err != nil {
+		return false, err
+	}
+	if disk != "" {
+		for _, r := range p.resizes {
+			if r.disk == disk {
+				return false, nil
+			}
+		}
+		return true, nil
+	}
+	return len(p.set) == 0, nil
+}
+
+// verifySettings reads the VM back and plans again: nothing may be left
+// to do. On a running VM the keys PVE keeps pending are reported, not
+// claimed as live (K10).
+func (v *vm) verifySettings(ctx context.Context, st vmState) error {
+	now, err := v.observe(ctx, st.Node, st.Running, st.HA)
+	if err != nil {
+		return err
+	}
+	p, err := planSettings(now.Next, v.w, false)
+	if err != nil {
+		return err
+	}
+	v.setFinal(now)
+	if !p.empty() {
+		var keys []string
+		for k := range p.set {
+			keys = append(keys, fmt.Sprintf("%s=%q (read back %q)", k, p.set[k], now.Next.Values[k]))
+		}
+		for _, r := range p.resizes {
+			keys = append(keys, fmt.Sprintf("%s size %s", r.disk, fmtSize(r.from)))
+		}
+		slices.Sort(keys)
+		return fmt.Errorf("VM %d read back after the update still differs: %s", v.p.VMID, strings.Join(keys, "; "))
+	}
+	if v.read != nil {
+		v.read.Next, v.read.Live, v.read.Pending = now.Next, now.Live, now.Pending
+	}
+	return nil
+}
+
+// setFinal records the config to return: what runs now on a running VM,
+// with the waiting changes apart.
+func (v *vm) setFinal(st vmState) {
+	v.final = st.Next.Values
+	if st.Running {
+		v.final = st.Live.Values
+	}
+	v.pending = st.Pending
+}
+
+func hasCloudInitDrive(c qemu.Config) bool {
+	disks, err := c.Disks()
+	if err != nil {
+		return false
+	}
+	for _, d := range disks {
+		if d.IsCloudInit() {
+			return true
+		}
+	}
+	return false
+}
+
+// planPower starts or stops the VM after it is configured (network
+// settings go in before the first start, K10). An HA-managed guest's
+// start/stop goes to the HA manager (PVE turns it into hastart/hastop,
+// H4), so the real state is polled until it is reached.
+func (v *vm) planPower(ctx context.Context, w *ansible.World) ([]ansible.Change, error) {
+	if v.p.State != "started" && v.p.State != "stopped" {
+		return nil, nil
+	}
+	st, err := vmKey(v.p.VMID).Get(ctx, w, func(ctx context.Context) (vmState, error) {
+		if v.read != nil {
+			return *v.read, nil
+		}
+		return vmState{Node: v.node}, nil // made by this run: stopped
+	})
+	if err != nil {
+		return nil, err
+	}
+	want := v.p.State == "started"
+	if st.Running == want {
+		return nil, nil
+	}
+	if !st.HA {
+		// The guest list's hastate lags the HA manager: ask the HA config
+		// (only when the power changes, so a no-op run stays at three reads).
+		managed, err := v.haManaged(ctx)
+		if err != nil {
+			return nil, err
+		}
+		st.HA = managed
+	}
+	action := map[bool]string{true: "start", false: "shutdown"}[want]
+	req := qemu.Power(st.Node, v.p.VMID, action)
+	if !want {
+		req.Params.Set("forceStop", "1") // a guest that ignores ACPI is stopped at PVE's timeout
+	}
+	if err := req.Validate(v.version); err != nil {
+		return nil, v.schemaError(err)
+	}
+	verb := map[bool]string{true: "start", false: "stop"}[want]
+	via := ""
+	if st.HA {
+		via = " through HA"
+	}
+	return []ansible.Change{{
+		ID:      "vm:" + v.p.State,
+		Summary: fmt.Sprintf("%s VM %d on %s%s", verb, v.p.VMID, st.Node, via),
+		Apply: func(ctx context.Context) error {
+			task := map[bool]string{true: "qmstart", false: "qmshutdown"}[want]
+			if st.HA {
+				task = map[bool]string{true: "hastart", false: "hastop"}[want] // PVE asks the HA manager (H4)
+			}
+			if _, err := v.send(ctx, write{req: req, what: fmt.Sprintf("%s VM %d", verb, v.p.VMID), taskType: task,
+				settle: func(ctx context.Context) (bool, error) { r, err := v.isRunning(ctx, st.Node); return r == want, err }}); err != nil {
+				return err
+			}
+			return v.waitRunning(ctx, st.Node, want)
+		},
+		Verify: func(ctx context.Context) error {
+			r, err := v.isRunning(ctx, st.Node)
+			if err != nil {
+				return err
+			}
+			if r != want {
+				return fmt.Errorf("VM %d is %s after the %s", v.p.VMID, map[bool]string{true: "running", false: "stopped"}[r], verb)
+			}
+			if want {
+				// Started: what was pending is live now; return that.
+				if now, err := v.observe(ctx, st.Node, true, st.HA); err == nil {
+					v.setFinal(now)
+				}
+			}
+			return nil
+		},
+		Predict: func(w *ansible.World) {
+			n := st
+			n.Running = want
+			if want {
+				n.Live, n.Pending = n.Next, nil
+			}
+			vmKey(v.p.VMID).Predict(w, n)
+			v.setFinal(n)
+		},
+	}}, nil
+}
+
+// waitRunning polls the VM's real state, bounded by the run's deadline: an
+// HA request task ends before the HA manager acts.
+func (v *vm) waitRunning(ctx context.Context, node string, want bool) error {
+	for {
+		r, err := v.isRunning(ctx, node)
+		if err == nil && r == want {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("VM %d did not reach state %s before the deadline", v.p.VMID, v.p.State)
+		case <-time.After(v.poll):
+		}
+	}
+}
+
+func fmtSize(n int64) string {
+	if n == 0 {
+		return "0"
+	}
+	return pveformat.FormatSize(n)
+}
+
+func sizeOf(r apischema.Request) int64 {
+	var n int64
+	fmt.Sscan(r.Params.Get("size"), &n)
+	return n
+}
+
+// haManaged reads whether the VM is an HA resource (GET
+// /cluster/ha/resources/vm:N; PVE answers 500 "no such resource" when not).
+func (v *vm) haManaged(ctx context.Context) (bool, error) {
+	var out map[string]any
+	err := v.c.Get(ctx, pveapi.Path("/cluster/ha/resources/%s", fmt.Sprintf("vm:%d", v.p.VMID)), nil, &out)
+	switch {
+	case err == nil:
+		return true, nil
+	case pveapi.IsNotFound(err) || strings.Contains(err.Error(), "no such resource"):
+		return false, nil
+	}
+	return false, fmt.Errorf("cannot read whether HA manages VM %d: %w", v.p.VMID, err)
+}
+
+// checkSnippets: every cicustom volume is on a storage that holds
+// snippets (S4), else PVE would refuse it at the next start.
+func (v *vm) checkSnippets(ctx context.Context, cicustom string) error {
+	stores, err := v.readStorages(ctx)
+	if err != nil {
+		return err
+	}
+	for _, part := range strings.Split(cicustom, ",") {
+		kind, volid, ok := strings.Cut(part, "=")
+		store, _, isVol := strings.Cut(volid, ":")
+		if !ok || !isVol {
+			return fmt.Errorf("cicustom: %q is not kind=storage:snippets/file (user, network, meta, vendor)", part)
+		}
+		st, known := stores[store]
+		switch {
+		case !known:
+			return fmt.Errorf("cicustom: %s: storage '%s' does not exist", kind, store)
+		case !slices.Contains(st.Content, "snippets"):
+			return fmt.Errorf("cicustom: %s: storage '%s' does not hold snippets; allow them first (content: [..., snippets], S4)", kind, store)
+		}
+	}
+	return nil
+}

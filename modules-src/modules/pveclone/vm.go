@@ -1,0 +1,630 @@
+package pveclone
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gopve/proxmox/modules-src/ansible"
+	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
+	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
+	"github.com/gopve/proxmox/modules-src/pveapi/resources"
+)
+
+// vm carries one run's knowledge from stage to stage and to the report.
+type vm struct {
+	r    *ansible.Run
+	c    *pveapi.Client
+	p    params
+	w    *want
+	poll time.Duration
+
+	version int
+	existed bool
+	created bool // cloned or built by this run
+	node    string
+	guest   resources.Guest
+	read    *vmState // the existing VM as stage vm read it (reused by stage config)
+	before  map[string]string
+
+	final         map[string]string
+	pending       []qemu.PendingItem
+	cloneWarnings []string
+	taskLog       []string
+}
+
+// vmState is the VM as the config and power stages plan against it:
+// observed, or predicted in check mode.
+type vmState struct {
+	Node    string
+	Next    qemu.Config // PVE's default view: pending values applied
+	Live    qemu.Config // current=1: what runs now
+	Pending []qemu.PendingItem
+	Running bool
+	HA      bool
+}
+
+func vmKey(vmid int) ansible.Key[vmState] {
+	return ansible.Key[vmState]("pve_clone:vm:" + strconv.Itoa(vmid))
+}
+
+func run(r *ansible.Run, o pveapi.Options) error {
+	var p params
+	if err := r.Decode(&p); err != nil {
+		return err
+	}
+	if p.VMID < 100 || p.VMID > 999999999 {
+		return fmt.Errorf("vmid: %d is out of range (PVE's VMIDs are 100 … 999999999)", p.VMID)
+	}
+	w, err := buildWant(p)
+	if err != nil {
+		return err
+	}
+	if p.AgentWait < 0 {
+		return fmt.Errorf("agent_wait: %d seconds is negative", p.AgentWait)
+	}
+	if p.State != "absent" && p.Template == "" && p.Format != "" {
+		return fmt.Errorf("format: only for a clone (give template), a bare VM's disks take format in disks")
+	}
+	if !p.Full && p.Storage != "" {
+		return fmt.Errorf("storage: parameter 'storage' not allowed for linked clones (full: false)")
+	}
+	if !p.Full && p.Format != "" {
+		return fmt.Errorf("format: parameter 'format' not allowed for linked clones (full: false)")
+	}
+	c, err := pveansible.ForRun(r, p.Connection.API(), o)
+	if err != nil {
+		return err
+	}
+	if c.Pvesh() && p.CIPassword != nil && p.State != "absent" {
+		// Local mode fell back to pvesh, which would carry it on its command
+		// line, readable by any user of the node: refused before any
+		// request, whether or not it would be sent.
+		return pveapi.LocalSecretError("cipassword")
+	}
+	poll := o.TaskPoll
+	if poll == 0 {
+		poll = time.Second
+	}
+	v := &vm{r: r, c: c, p: p, w: w, poll: poll}
+	defer v.report()
+	if err := r.Stage("vm", v.planVM); err != nil {
+		return err
+	}
+	if p.State == "absent" {
+		return nil
+	}
+	if err := r.Stage("config", v.planConfig); err != nil {
+		return err
+	}
+	if err := r.Stage("power", v.planPower); err != nil {
+		return err
+	}
+	if p.AgentWait > 0 && p.State == "started" && !r.CheckMode() {
+		return v.waitAgent(r.Context(), time.Duration(p.AgentWait)*time.Second)
+	}
+	return nil
+}
+
+// waitAgent waits, only when asked and bounded (K20), for the guest agent
+// of the running VM to answer.
+func (v *vm) waitAgent(ctx context.Context, within time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	var last error
+	for {
+		var out any
+		last = v.c.Get(ctx, pveapi.Path("/nodes/%s/qemu/%s/agent/network-get-interfaces", v.node, strconv.Itoa(v.p.VMID)), nil, &out)
+		if last == nil {
+			v.r.Set("agent_ready", true)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			v.r.Set("agent_ready", false)
+			return fmt.Errorf("agent_wait: the guest agent of VM %d did not answer within %v (last: %v); is qemu-guest-agent installed and enabled in the image? (K20)", v.p.VMID, within, last)
+		case <-time.After(v.poll):
+		}
+	}
+}
+
+// planVM finds the VM by VMID cluster-wide (H3) and plans its creation,
+// or its destruction; an existing VM must be ours.
+func (v *vm) planVM(ctx context.Context, _ *ansible.World) ([]ansible.Change, error) {
+	ver, err := v.c.Version(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the PVE version: %w", err)
+	}
+	v.version = ver.Major
+	guests, err := resources.Guests(ctx, v.c)
+	if err != nil {
+		return nil, fmt.Errorf("cannot list the cluster's guests: %w", err)
+	}
+	g, found := resources.Find(guests, v.p.VMID)
+	if found {
+		if err := v.owned(g); err != nil {
+			return nil, err
+		}
+		v.existed, v.node, v.guest = true, g.Node, g
+		if v.p.State == "absent" {
+			return v.planDestroy(ctx, g)
+		}
+		st, err := v.observe(ctx, g.Node, g.Status == "running", g.HAState != "")
+		if err != nil {
+			return nil, err
+		}
+		v.read = &st
+		v.before = st.Next.Values
+		return nil, nil
+	}
+	if v.p.State == "absent" {
+		return nil, nil
+	}
+	if v.p.Template == "" {
+		return v.planCreate(ctx)
+	}
+	return v.planClone(ctx, guests)
+}
+
+// owned refuses a VMID that holds something else than what was asked:
+// another name, a template, a container (seed 001 would reconfigure it).
+func (v *vm) owned(g resources.Guest) error {
+	what := fmt.Sprintf("VMID %d is held by %s %q on node %s", g.VMID, map[bool]string{true: "VM", false: "container"}[g.IsVM()], g.Name, g.Node)
+	switch {
+	case g.Lock == "clone" || g.Lock == "create":
+		return fmt.Errorf("vmid: VMID %d is being created right now on node %s (lock %s) by another run or user (K18); nothing was changed: rerun once it is done", g.VMID, g.Node, g.Lock)
+	case !g.IsVM():
+		return fmt.Errorf("vmid: %s, not a QEMU VM; nothing was changed", what)
+	case g.Template:
+		return fmt.Errorf("vmid: %s, which is a template; this module never configures a template; nothing was changed", what)
+	case v.p.Name != "" && g.Name != v.p.Name:
+		return fmt.Errorf("vmid: %s, not %q: it is not this task's VM, so it is neither configured nor destroyed; nothing was changed", what, v.p.Name)
+	}
+	return nil
+}
+
+// observe reads the VM once: GET …/pending gives the live values, the
+// pending ones and the digest (one read for both views).
+func (v *vm) observe(ctx context.Context, node string, running, ha bool) (vmState, error) {
+	p, err := qemu.GetPending(ctx, v.c, node, v.p.VMID)
+	if err != nil {
+		return vmState{}, fmt.Errorf("cannot read VM %d on %s: %w", v.p.VMID, node, err)
+	}
+	return vmState{Node: node, Next: p.Next(), Live: p.Live(), Pending: p.Changes(), Running: running, HA: ha}, nil
+}
+
+// findTemplate is the source by VMID or exact name, wherever it lives.
+func (v *vm) findTemplate(ctx context.Context, guests []resources.Guest) (resources.Guest, error) {
+	if id, err := strconv.Atoi(v.p.Template); err == nil {
+		g, ok := resources.Find(guests, id)
+		switch {
+		case !ok:
+			return g, v.emptyListHint(ctx, guests, fmt.Errorf("template: no VM %d in the cluster", id))
+		case !g.IsVM():
+			return g, fmt.Errorf("template: %d is a container, not a VM template", id)
+		case !g.Template:
+			return g, fmt.Errorf("template: VM %d (%s) on %s is not a template", id, g.Name, g.Node)
+		}
+		return g, nil
+	}
+	g, err := resources.TemplateByName(guests, v.p.Template)
+	if err != nil {
+		return g, v.emptyListHint(ctx, guests, fmt.Errorf("template: %w", err))
+	}
+	return g, nil
+}
+
+// emptyListHint: a token without VM.Audit sees an empty list (K19); say so
+// rather than claim the template does not exist.
+func (v *vm) emptyListHint(ctx context.Context, guests []resources.Guest, err error) error {
+	if len(guests) > 0 {
+		return err
+	}
+	if perr := v.c.RequireAny(ctx, "/vms", "VM.Audit"); perr != nil {
+		return fmt.Errorf("%w; the cluster's guest list is empty and %v: the token may simply not see the template (K19)", err, perr)
+	}
+	return err
+}
+
+// readStorages is GET /storage, for the prediction and the pre-checks.
+func (v *vm) readStorages(ctx context.Context) (map[string]storageInfo, error) {
+	var list []map[string]any
+	if err := v.c.Get(ctx, "/storage", nil, &list); err != nil {
+		return nil, fmt.Errorf("cannot read the storage definitions: %w", err)
+	}
+	out := map[string]storageInfo{}
+	for _, s := range list {
+		st := storageInfo{Type: pveapi.String(s["type"]), Format: pveapi.String(s["format"]),
+			Content: pveapi.SplitList(pveapi.String(s["content"])), Nodes: pveapi.SplitList(pveapi.String(s["nodes"]))}
+		if b, err := pveapi.ParseBool(pveapi.String(s["shared"])); err == nil && b {
+			st.Shared = true
+		}
+		switch st.Type {
+		case "nfs", "cifs", "glusterfs", "cephfs", "rbd", "iscsi", "iscsidirect", "pbs", "zfs":
+			st.Shared = true // the plugin's `shared` is fixed (Storage/*Plugin.pm)
+		}
+		out[pveapi.String(s["storage"])] = st
+	}
+	return out, nil
+}
+
+func (v *vm) nodeExists(ctx context.Context, node string) error {
+	var nodes []struct {
+		Node   string `json:"node"`
+		Status string `json:"status"`
+	}
+	if err := v.c.Get(ctx, "/nodes", nil, &nodes); err != nil {
+		return fmt.Errorf("cannot list the nodes: %w", err)
+	}
+	var names []string
+	for _, n := range nodes {
+		if n.Node == node {
+			if n.Status != "" && n.Status != "online" {
+				return fmt.Errorf("node: %s is %s", node, n.Status)
+			}
+			return nil
+		}
+		names = append(names, n.Node)
+	}
+	slices.Sort(names)
+	return fmt.Errorf("node: no such cluster node '%s' (the cluster has %s)", node, strings.Join(names, ", "))
+}
+
+func (v *vm) poolExists(ctx context.Context, pool string) error {
+	var pools []struct {
+		PoolID string `json:"poolid"`
+	}
+	if err := v.c.Get(ctx, "/pools", nil, &pools); err != nil {
+		return fmt.Errorf("pool: cannot list the pools: %w", err)
+	}
+	for _, p := range pools {
+		if p.PoolID == pool {
+			return nil
+		}
+	}
+	return fmt.Errorf("pool: pool '%s' does not exist; PVE only takes a pool when the VM is created (K6): create the pool first", pool)
+}
+
+// planClone runs PVE's pre-clone checks read-only (clone_vm's
+// $load_and_check) and plans the clone with its predicted config.
+func (v *vm) planClone(ctx context.Context, guests []resources.Guest) ([]ansible.Change, error) {
+	tpl, err := v.findTemplate(ctx, guests)
+	if err != nil {
+		return nil, err
+	}
+	target := v.p.Node
+	if target == "" {
+		target = tpl.Node
+	}
+	if target != tpl.Node {
+		if err := v.nodeExists(ctx, target); err != nil {
+			return nil, err
+		}
+	}
+	src, err := qemu.GetConfig(ctx, v.c, tpl.Node, tpl.VMID, false)
+	if err != nil {
+		return nil, fmt.Errorf("template: cannot read VM %d on %s: %w", tpl.VMID, tpl.Node, err)
+	}
+	if l := src.Lock(); l != "" {
+		return nil, fmt.Errorf("template: VM %d is locked (%s); PVE refuses to clone it now", tpl.VMID, l)
+	}
+	stores, err := v.readStorages(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := v.checkCloneStorage(src, tpl, target, stores); err != nil {
+		return nil, err
+	}
+	if v.p.Pool != "" {
+		if err := v.poolExists(ctx, v.p.Pool); err != nil {
+			return nil, err
+		}
+	}
+	full := v.p.Full
+	clone := qemu.Clone{Node: tpl.Node, VMID: tpl.VMID, NewID: v.p.VMID, Name: v.p.Name, Target: target, Full: &full,
+		Storage: v.p.Storage, Format: v.p.Format, Pool: v.p.Pool, BWLimit: v.p.BWLimit}
+	if v.p.Description != nil {
+		clone.Description = *v.p.Description
+	}
+	req := clone.Request()
+	if err := req.Validate(v.version); err != nil {
+		return nil, v.schemaError(err)
+	}
+	predicted, err := predictClone(src, tpl.VMID, cloneOpts{newid: v.p.VMID, name: v.p.Name, description: clone.Description,
+		storage: v.p.Storage, format: v.p.Format, full: full}, stores)
+	if err != nil {
+		return nil, err
+	}
+	if _, _, _, err := v.settings(ctx, vmState{Node: target, Next: predicted, Live: predicted}, false); err != nil {
+		return nil, err // refused before the clone is sent
+	}
+	v.node = target
+	kind := map[bool]string{true: "full", false: "linked"}[full]
+	where := target
+	if target != tpl.Node {
+		where = fmt.Sprintf("%s → %s", tpl.Node, target)
+	}
+	return []ansible.Change{{
+		ID:      "vm:clone",
+		Summary: fmt.Sprintf("%s clone of template %d (%s) into VM %d on %s", kind, tpl.VMID, tpl.Name, v.p.VMID, where),
+		Diff:    ansible.TextDiff(confHeader(target, v.p.VMID), "", renderConf(predicted.Values)),
+		Apply: func(ctx context.Context) error {
+			w := write{req: req, what: fmt.Sprintf("clone template %d into VM %d", tpl.VMID, v.p.VMID),
+				settle: func(ctx context.Context) (bool, error) { return v.exists(ctx) }, creates: true}
+			if err := v.sendCreate(ctx, w, func(res *pveapi.TaskResult) {
+				if res != nil {
+					v.cloneWarnings = res.Warnings
+				}
+			}); err != nil {
+				return err
+			}
+			v.created = true
+			return v.waitConfig(ctx, target)
+		},
+		Verify: func(ctx context.Context) error { return v.verifyPresent(ctx, target) },
+		Predict: func(w *ansible.World) {
+			vmKey(v.p.VMID).Predict(w, vmState{Node: target, Next: predicted, Live: predicted})
+		},
+	}}, nil
+}
+
+// checkCloneStorage is clone_vm's storage checks, read-only: the target
+// storage exists on the node and holds images, is shared when the clone
+// crosses nodes, and a cross-node clone needs every disk on shared
+// storage; a linked clone needs storages that can link.
+func (v *vm) checkCloneStorage(src qemu.Config, tpl resources.Guest, target string, stores map[string]storageInfo) error {
+	if s := v.p.Storage; s != "" {
+		st, ok := stores[s]
+		switch {
+		case !ok:
+			return fmt.Errorf("storage: storage '%s' does not exist", s)
+		case !st.onNode(tpl.Node):
+			return fmt.Errorf("storage: storage '%s' is not available on node '%s'", s, tpl.Node)
+		case !st.onNode(target):
+			return fmt.Errorf("storage: storage '%s' is not available on node '%s'", s, target)
+		case !slices.Contains(st.Content, "images"):
+			return fmt.Errorf("storage: storage '%s' does not support vm images", s)
+		case target != tpl.Node && !st.Shared:
+			return fmt.Errorf("storage: can't clone to non-shared storage '%s' (the clone goes to node %s, the template is on %s)", s, target, tpl.Node)
+		}
+	}
+	disks, err := src.Disks()
+	if err != nil {
+		return fmt.Errorf("template %d: %w", tpl.VMID, err)
+	}
+	for _, k := range slices.Sorted(maps.Keys(disks)) {
+		d := disks[k]
+		store, _, ok := strings.Cut(d.File, ":")
+		if !ok || (d.IsCDROM() && !d.IsCloudInit()) {
+			continue
+		}
+		st, known := stores[store]
+		if !known {
+			return fmt.Errorf("template %d: %s is on storage '%s', which does not exist", tpl.VMID, k, store)
+		}
+		if target != tpl.Node && !st.Shared && !d.IsCDROM() {
+			return fmt.Errorf("node: can't clone VM to node '%s' (VM uses local storage): template %d's %s is on %s storage '%s' of node %s; clone on %s and migrate, or keep a template on each node", target, tpl.VMID, k, st.Type, store, tpl.Node, tpl.Node)
+		}
+		if !v.p.Full && !d.IsCloudInit() && k != "tpmstate0" && !linkable(st, d.File) {
+			return fmt.Errorf("full: Linked clone feature is not supported for '%s' (%s): %s storage cannot link; use a full clone", d.File, k, st.Type)
+		}
+	}
+	return nil
+}
+
+// linkable is volume_has_feature('clone') for a template's base volume:
+// thin storages and qcow2 on file storages (pve-storage Plugin.pm,
+// LvmThinPlugin.pm, ZFSPoolPlugin.pm, RBDPlugin.pm).
+func linkable(st storageInfo, volid string) bool {
+	switch st.Type {
+	case "lvmthin", "zfspool", "rbd", "zfs":
+		return true
+	}
+	return st.file() && strings.HasSuffix(volid, ".qcow2")
+}
+
+// lockRetries bounds how often a clone or create whose task failed on a
+// storage or config lock, and provably left nothing, is tried again (K13:
+// parallel clones queue on the storage lock, and PVE gives up waiting
+// after 10 s — cfs_lock / lock_file).
+const lockRetries = 5
+
+// sendCreate sends a clone or create once; when its task failed on a
+// lock timeout and a read proves it left nothing (clone_vm frees what it
+// allocated), the same call is a new attempt, not a duplicate: it is
+// tried again after a backoff, a bounded number of times, within the
+// run's deadline.
+func (v *vm) sendCreate(ctx context.Context, w write, done func(*pveapi.TaskResult)) error {
+	for attempt := 1; ; attempt++ {
+		res, err := v.send(ctx, w)
+		done(res)
+		if err == nil {
+			return nil
+		}
+		err = v.leftNothing(ctx, err)
+		if !ansible.IsNothingChanged(err) || !lockTimeout(err) || attempt > lockRetries {
+			return err
+		}
+		wait := v.poll * time.Duration(5<<(attempt-1))
+		v.r.Warn(fmt.Sprintf("%s: attempt %d failed on a lock held by parallel work (%v); nothing was left, trying again in %v (K13)", w.what, attempt, err, wait))
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+	}
+}
+
+func lockTimeout(err error) bool {
+	var te *pveapi.TaskError
+	if !errors.As(err, &te) {
+		return false
+	}
+	s := te.ExitStatus
+	return strings.Contains(s, "got lock request timeout") || (strings.Contains(s, "can't lock file") && strings.Contains(s, "got timeout"))
+}
+
+// leftNothing: a clone or create task that failed cleans up after itself
+// (clone_vm frees the new volumes and unlinks the config); one read proves
+// it, and the change is then reported as not made.
+func (v *vm) leftNothing(ctx context.Context, err error) error {
+	if pveapi.NothingDone(err) && strings.Contains(err.Error(), "already exists") {
+		return ansible.NothingChanged(fmt.Errorf("vmid: VMID %d was taken between this run's read and its clone, by another run or user (K18): %w", v.p.VMID, err))
+	}
+	var te *pveapi.TaskError
+	if !errors.As(err, &te) {
+		return err
+	}
+	if ok, rerr := v.exists(ctx); rerr == nil && !ok {
+		return ansible.NothingChanged(fmt.Errorf("%w (VM %d does not exist after the failed task: nothing was left)", err, v.p.VMID))
+	}
+	return err
+}
+
+// exists settles a lost create/clone answer: the VMID shows in the
+// cluster's guest list.
+func (v *vm) exists(ctx context.Context) (bool, error) {
+	guests, err := resources.Guests(ctx, v.c)
+	if err != nil {
+		return false, err
+	}
+	_, ok := resources.Find(guests, v.p.VMID)
+	return ok, nil
+}
+
+// waitConfig waits, bounded by the run's deadline, until the new VM's
+// config is on the target node and unlocked (K4): a cross-node clone
+// moves it there at its very end, slow storage ends the task before the
+// file shows, and the node answers slowly right after a big copy (K5).
+func (v *vm) waitConfig(ctx context.Context, node string) error {
+	var last string
+	for {
+		cfg, err := qemu.GetConfig(ctx, v.c, node, v.p.VMID, false)
+		switch {
+		case err == nil && cfg.Lock() == "":
+			return nil
+		case err == nil:
+			last = fmt.Sprintf("the config is locked (%s)", cfg.Lock())
+		default:
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("VM %d: its config never became present and unlocked on %s before the deadline (last: %s)", v.p.VMID, node, last)
+		case <-time.After(v.poll):
+		}
+	}
+}
+
+func (v *vm) verifyPresent(ctx context.Context, node string) error {
+	cfg, err := qemu.GetConfig(ctx, v.c, node, v.p.VMID, false)
+	if err != nil {
+		return fmt.Errorf("VM %d is not readable on %s after its creation: %w", v.p.VMID, node, err)
+	}
+	if cfg.Lock() != "" || cfg.Template() {
+		return fmt.Errorf("VM %d on %s: lock %q, template %v after its creation", v.p.VMID, node, cfg.Lock(), cfg.Template())
+	}
+	if v.p.Name != "" && cfg.Values["name"] != v.p.Name {
+		return fmt.Errorf("VM %d on %s is named %q, not %q", v.p.VMID, node, cfg.Values["name"], v.p.Name)
+	}
+	return nil
+}
+
+// planDestroy stops the VM if it runs, then destroys exactly this VMID
+// (its name was checked by owned).
+func (v *vm) planDestroy(ctx context.Context, g resources.Guest) ([]ansible.Change, error) {
+	st, err := v.observe(ctx, g.Node, g.Status == "running", g.HAState != "")
+	if err != nil {
+		return nil, err
+	}
+	v.before = st.Next.Values
+	if g.HAState != "" && !v.p.Purge {
+		return nil, fmt.Errorf("purge: VM %d is managed by HA (%s); PVE refuses to destroy it unless purge is set, which also removes its HA resource", g.VMID, g.HAState)
+	}
+	destroy := qemu.Destroy(g.Node, g.VMID, v.p.Purge)
+	destroy.Params.Set("destroy-unreferenced-disks", "1")
+	if err := destroy.Validate(v.version); err != nil {
+		return nil, v.schemaError(err)
+	}
+	return []ansible.Change{{
+		ID:      "vm:absent",
+		Summary: fmt.Sprintf("destroy VM %d (%s) on %s", g.VMID, g.Name, g.Node),
+		Diff:    ansible.TextDiff(confHeader(g.Node, g.VMID), renderConf(st.Next.Values), ""),
+		Apply: func(ctx context.Context) error {
+			if g.Status == "running" {
+				if _, err := v.send(ctx, write{req: qemu.Power(g.Node, g.VMID, "stop"), what: fmt.Sprintf("stop VM %d", g.VMID),
+					settle: func(ctx context.Context) (bool, error) { r, err := v.isRunning(ctx, g.Node); return !r, err }}); err != nil {
+					return err
+				}
+			}
+			_, err := v.send(ctx, write{req: destroy, what: fmt.Sprintf("destroy VM %d", g.VMID),
+				settle: func(ctx context.Context) (bool, error) { ok, err := v.exists(ctx); return !ok, err }})
+			return err
+		},
+		Verify: func(ctx context.Context) error {
+			ok, err := v.exists(ctx)
+			if err != nil {
+				return err
+			}
+			if ok {
+				return fmt.Errorf("VM %d is still in the cluster's guest list after its destruction", g.VMID)
+			}
+			return nil
+		},
+	}}, nil
+}
+
+func (v *vm) isRunning(ctx context.Context, node string) (bool, error) {
+	var st struct {
+		Status string `json:"status"`
+	}
+	if err := v.c.Get(ctx, pveapi.Path("/nodes/%s/qemu/%s/status/current", node, strconv.Itoa(v.p.VMID)), nil, &st); err != nil {
+		return false, err
+	}
+	return st.Status == "running", nil
+}
+
+// isoExists checks a CD-ROM's volume on its storage before the create
+// (PVE would fail with "volume '…' does not exist").
+func (v *vm) isoExists(ctx context.Context, node, volid string) error {
+	store, _, ok := strings.Cut(volid, ":")
+	if !ok {
+		return nil
+	}
+	var list []struct {
+		VolID string `json:"volid"`
+	}
+	if err := v.c.Get(ctx, pveapi.Path("/nodes/%s/storage/%s/content", node, store), url.Values{"content": {"iso"}}, &list); err != nil {
+		return fmt.Errorf("cdrom: cannot list the ISOs of storage %s on %s: %w", store, node, err)
+	}
+	for _, e := range list {
+		if e.VolID == volid {
+			return nil
+		}
+	}
+	return fmt.Errorf("cdrom: volume '%s' does not exist on node %s", volid, node)
+}
+
+func confHeader(node string, vmid int) string {
+	return fmt.Sprintf("/etc/pve/nodes/%s/qemu-server/%d.conf", node, vmid)
+}
+
+// renderConf prints a config as qm config does: key: value, sorted.
+func renderConf(values map[string]string) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(values)) {
+		val := values[k]
+		if k == "cipassword" {
+			val = qemu.Masked
+		}
+		fmt.Fprintf(&b, "%s: %s\n", k, val)
+	}
+	return b.String()
+}

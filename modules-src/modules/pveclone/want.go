@@ -1,0 +1,613 @@
+package pveclone
+
+import (
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/pveformat"
+	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
+)
+
+// want is the task's configuration in PVE's terms, checked before any
+// request: every error names the Ansible option.
+type want struct {
+	// scalars are plain config keys in PVE's string form (cores "2",
+	// numa "1", tags "a;b", sshkeys URL-encoded, nameserver space-joined).
+	scalars map[string]string
+	nets    map[string]netWant
+	disks   map[string]diskWant
+	ipconf  map[string]qemu.IPConfig
+	sshkeys []string // decoded, for comparison (K12)
+	hasCI   bool     // a cloud-init option was given
+}
+
+// netWant is what a task says about one NIC: only the keys it gives are
+// merged into what is there (K16: the MAC is always kept).
+type netWant struct {
+	model, bridge, trunks, mac string
+	tag, mtu                   *int
+	firewall, linkDown         *bool
+	rate                       *float64
+	queues                     *int
+}
+
+// diskWant is a disk as a minimum size (K11) and drive options merged key
+// by key; storage is where a new disk is allocated.
+type diskWant struct {
+	storage string
+	size    int64 // bytes; 0 = no size given
+	media   string
+	file    string            // a volume to attach as is (an ISO for a CD-ROM)
+	opts    map[string]string // PVE drive keys (cache, discard, ssd, iothread, backup, replicate, format…)
+}
+
+// driveOptionKeys are the drive options a task may merge into an
+// existing disk (QemuServer/Drive.pm): never `file`, which would swap the
+// volume (K16).
+var driveOptionKeys = []string{"aio", "backup", "cache", "detect_zeroes", "discard", "iothread", "replicate", "ro", "serial", "ssd", "format", "media"}
+
+// scalarOptions maps Ansible options to PVE keys for the plain settings.
+var scalarOptions = []struct{ opt, key string }{
+	{"cores", "cores"}, {"sockets", "sockets"}, {"memory", "memory"}, {"balloon", "balloon"}, {"cpu", "cpu"},
+	{"numa", "numa"}, {"onboot", "onboot"}, {"startup", "startup"}, {"description", "description"},
+	{"ciuser", "ciuser"}, {"cipassword", "cipassword"}, {"searchdomain", "searchdomain"}, {"citype", "citype"},
+	{"cicustom", "cicustom"}, {"machine", "machine"}, {"bios", "bios"}, {"ostype", "ostype"}, {"scsihw", "scsihw"},
+	{"boot", "boot"},
+}
+
+var ciKeys = []string{"ciuser", "cipassword", "searchdomain", "citype", "cicustom", "nameserver", "sshkeys"}
+
+// buildWant turns the validated parameters into a want, refusing what PVE
+// would refuse (property strings, sizes, NIC keys, ipconfig) with the
+// option's name.
+func buildWant(p params) (*want, error) {
+	w := &want{scalars: map[string]string{}, nets: map[string]netWant{}, disks: map[string]diskWant{}, ipconf: map[string]qemu.IPConfig{}}
+	vals := map[string]any{"cores": p.Cores, "sockets": p.Sockets, "memory": p.Memory, "balloon": p.Balloon, "cpu": p.CPU,
+		"numa": p.NUMA, "onboot": p.OnBoot, "startup": p.Startup, "description": p.Description, "ciuser": p.CIUser,
+		"cipassword": p.CIPassword, "searchdomain": p.SearchDomain, "citype": p.CIType, "cicustom": p.CICustom,
+		"machine": p.Machine, "bios": p.BIOS, "ostype": p.OSType, "scsihw": p.SCSIHW, "boot": p.Boot}
+	for _, so := range scalarOptions {
+		s, ok := scalarString(vals[so.opt])
+		if ok {
+			w.scalars[so.key] = s
+		}
+	}
+	if p.Name != "" {
+		if err := pveformat.CheckFormat("dns-name", p.Name); err != nil {
+			return nil, fmt.Errorf("name: %w", err)
+		}
+		w.scalars["name"] = p.Name
+	}
+	if p.CPU != nil {
+		if err := checkCPU(*p.CPU); err != nil {
+			return nil, fmt.Errorf("cpu: %w", err)
+		}
+	}
+	if p.Tags != nil {
+		tags := slices.Clone(p.Tags)
+		for _, t := range tags {
+			if !tagRe.MatchString(t) {
+				return nil, fmt.Errorf("tags: %q is not a valid tag (letters, digits, _ - + .; PVE's pve-tag format)", t)
+			}
+		}
+		slices.Sort(tags)
+		w.scalars["tags"] = strings.Join(slices.Compact(tags), ";")
+	}
+	if p.Agent != nil {
+		a, err := agentString(p.Agent)
+		if err != nil {
+			return nil, fmt.Errorf("agent: %w", err)
+		}
+		w.scalars["agent"] = a
+	}
+	if p.Nameservers != nil {
+		for _, ns := range p.Nameservers {
+			if err := pveformat.CheckFormat("ip", ns); err != nil {
+				return nil, fmt.Errorf("nameservers: %q: %w", ns, err)
+			}
+		}
+		w.scalars["nameserver"] = strings.Join(p.Nameservers, " ")
+	}
+	if p.SSHKeys != nil {
+		for i, k := range p.SSHKeys {
+			if strings.ContainsAny(k, "\n\r") || strings.TrimSpace(k) == "" {
+				return nil, fmt.Errorf("sshkeys: each element is one public key on one line")
+			}
+			// PVE checks every key (PVE::Tools::validate_ssh_public_keys,
+			// ssh-keygen -l) and refuses the whole update otherwise.
+			if _, _, _, _, err := ssh.ParseAuthorizedKey([]byte(k)); err != nil {
+				return nil, fmt.Errorf("sshkeys: element %d is not an SSH public key (%v); PVE would refuse it with 'SSH public key validation error'", i+1, err)
+			}
+		}
+		w.sshkeys = slices.Clone(p.SSHKeys)
+		w.scalars["sshkeys"] = qemu.EncodeSSHKeys(p.SSHKeys) // K12: stored URL-encoded
+	}
+	for _, k := range ciKeys {
+		if _, ok := w.scalars[k]; ok {
+			w.hasCI = true
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(p.Nets)) {
+		nw, err := parseNetWant(key, p.Nets[key])
+		if err != nil {
+			return nil, fmt.Errorf("nets.%s: %w", key, err)
+		}
+		w.nets[key] = nw
+	}
+	for _, key := range slices.Sorted(maps.Keys(p.IPConfig)) {
+		if !qemu.IsIPConfig(key) {
+			return nil, fmt.Errorf("ipconfig.%s: not a cloud-init network key (ipconfig0 … ipconfig31)", key)
+		}
+		ic, err := parseIPConfigWant(key, p.IPConfig[key])
+		if err != nil {
+			return nil, fmt.Errorf("ipconfig.%w", err)
+		}
+		w.ipconf[key] = ic
+		w.hasCI = true
+	}
+	for _, key := range slices.Sorted(maps.Keys(p.Disks)) {
+		dw, err := parseDiskWant(key, p.Disks[key])
+		if err != nil {
+			return nil, fmt.Errorf("disks.%s: %w", key, err)
+		}
+		w.disks[key] = dw
+	}
+	if p.CDROM != "" {
+		if _, ok := w.disks["ide2"]; ok {
+			return nil, fmt.Errorf("cdrom: the CD-ROM goes on ide2, which disks also gives")
+		}
+		if _, _, ok := strings.Cut(p.CDROM, ":"); !ok && p.CDROM != "none" && p.CDROM != "cdrom" {
+			return nil, fmt.Errorf("cdrom: %q is not a volume ID (storage:iso/name.iso)", p.CDROM)
+		}
+		w.disks["ide2"] = diskWant{file: p.CDROM, media: "cdrom", opts: map[string]string{}}
+	}
+	if p.EFIDisk != nil {
+		d, err := specialDisk("efidisk", p.EFIDisk, map[string]string{"efitype": "efitype", "pre_enrolled_keys": "pre-enrolled-keys", "format": "format"})
+		if err != nil {
+			return nil, err
+		}
+		w.disks["efidisk0"] = d
+	}
+	if p.TPMState != nil {
+		d, err := specialDisk("tpmstate", p.TPMState, map[string]string{"version": "version"})
+		if err != nil {
+			return nil, err
+		}
+		w.disks["tpmstate0"] = d
+	}
+	return w, nil
+}
+
+var tagRe = regexp.MustCompile(`^[a-zA-Z0-9_][a-zA-Z0-9_\-+.]*$`)
+
+// scalarString renders an option value as PVE stores it; ok is false for
+// an option the task does not give.
+func scalarString(v any) (string, bool) {
+	switch x := v.(type) {
+	case nil:
+		return "", false
+	case *int:
+		if x == nil {
+			return "", false
+		}
+		return strconv.Itoa(*x), true
+	case *bool:
+		if x == nil {
+			return "", false
+		}
+		return boolStr(*x), true
+	case *string:
+		if x == nil {
+			return "", false
+		}
+		return *x, true
+	case string:
+		return x, x != ""
+	}
+	return fmt.Sprint(v), true
+}
+
+func boolStr(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// agentString accepts true/false, PVE's string, or a dict of its keys.
+func agentString(v any) (string, error) {
+	var s string
+	switch x := v.(type) {
+	case bool:
+		s = boolStr(x)
+	case map[string]any:
+		s = propsString(x, nil)
+	default:
+		s = pveapi.String(v)
+		if b, err := pveapi.ParseBool(s); err == nil && !strings.Contains(s, "=") {
+			s = boolStr(b)
+		}
+	}
+	a, err := qemu.ParseAgent(s)
+	if err != nil {
+		return "", err
+	}
+	return a.Render()
+}
+
+// propsString renders a dict as a PVE property string (booleans 0/1), keys
+// renamed by rename (Ansible's pre_enrolled_keys is PVE's pre-enrolled-keys).
+func propsString(m map[string]any, rename map[string]string) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		key := k
+		if r, ok := rename[k]; ok {
+			key = r
+		}
+		v := m[k]
+		if b, ok := v.(bool); ok {
+			v = boolStr(b)
+		}
+		parts = append(parts, key+"="+pveapi.String(v))
+	}
+	return strings.Join(parts, ",")
+}
+
+var netWantKeys = []string{"model", "bridge", "tag", "trunks", "firewall", "mtu", "rate", "queues", "link_down", "macaddr"}
+
+// parseNetWant reads a NIC as a dict of its keys or as PVE's string
+// ("virtio,bridge=vmbr0,tag=10").
+func parseNetWant(key string, v any) (netWant, error) {
+	if !qemu.IsNet(key) {
+		return netWant{}, fmt.Errorf("not a NIC key (net0 … net31)")
+	}
+	var m map[string]any
+	switch x := v.(type) {
+	case map[string]any:
+		m = x
+	case string:
+		n, err := qemu.ParseNet(key, x)
+		if err != nil {
+			return netWant{}, err
+		}
+		for _, kv := range n.Other {
+			return netWant{}, fmt.Errorf("%q is not a NIC key PVE knows (it takes %s)", kv.Key, strings.Join(netWantKeys, ", "))
+		}
+		m = map[string]any{}
+		if n.Model != "" {
+			m["model"] = n.Model
+		}
+		if n.MAC != "" {
+			m["macaddr"] = n.MAC
+		}
+		if n.Bridge != "" {
+			m["bridge"] = n.Bridge
+		}
+		if n.Tag != 0 {
+			m["tag"] = n.Tag
+		}
+		if n.Trunks != "" {
+			m["trunks"] = n.Trunks
+		}
+		if n.Firewall != nil {
+			m["firewall"] = *n.Firewall
+		}
+		if n.LinkDown != nil {
+			m["link_down"] = *n.LinkDown
+		}
+		if n.MTU != 0 {
+			m["mtu"] = n.MTU
+		}
+		if n.Rate != nil {
+			m["rate"] = *n.Rate
+		}
+		if n.Queues != nil {
+			m["queues"] = *n.Queues
+		}
+	default:
+		return netWant{}, fmt.Errorf("give a dict of NIC keys (model, bridge, tag, …) or PVE's string, not %T", v)
+	}
+	var nw netWant
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		val := m[k]
+		s := pveapi.String(val)
+		var err error
+		switch k {
+		case "model":
+			if !slices.Contains(qemu.NICModels, s) {
+				err = fmt.Errorf("model: %q is not a NIC model PVE knows (%s)", s, strings.Join(qemu.NICModels, ", "))
+			}
+			nw.model = s
+		case "bridge":
+			if !regexp.MustCompile(`^[-_.\w\d]+$`).MatchString(s) {
+				err = fmt.Errorf("bridge: %q is not a bridge name", s)
+			}
+			nw.bridge = s
+		case "macaddr", "mac":
+			if err = pveformat.CheckFormat("mac-addr", s); err == nil {
+				nw.mac = strings.ToUpper(s)
+			}
+		case "trunks":
+			nw.trunks = strings.ReplaceAll(s, ",", ";")
+			if !regexp.MustCompile(`^\d+(?:-\d+)?(?:;\d+(?:-\d+)?)*$`).MatchString(nw.trunks) {
+				err = fmt.Errorf("trunks: %q is not a VLAN list (10;20-30)", s)
+			}
+		case "tag":
+			nw.tag, err = intIn(k, s, 0, 4094) // 0: untagged
+		case "mtu":
+			nw.mtu, err = intIn(k, s, 1, 65520) // 1: the bridge's MTU (K9)
+		case "queues":
+			nw.queues, err = intIn(k, s, 0, 64)
+		case "firewall", "link_down":
+			var b bool
+			b, err = pveapi.ParseBool(s)
+			if k == "firewall" {
+				nw.firewall = &b
+			} else {
+				nw.linkDown = &b
+			}
+		case "rate":
+			var f float64
+			f, err = strconv.ParseFloat(s, 64)
+			if err == nil && f < 0 {
+				err = fmt.Errorf("rate: must be at least 0")
+			}
+			nw.rate = &f
+		default:
+			err = fmt.Errorf("%q is not a NIC key PVE knows (it takes %s)", k, strings.Join(netWantKeys, ", "))
+		}
+		if err != nil {
+			return netWant{}, err
+		}
+	}
+	if nw.mtu != nil && *nw.mtu > 1 && *nw.mtu < 576 {
+		return netWant{}, fmt.Errorf("mtu: %d is below 576 (1 means the bridge's MTU, K9)", *nw.mtu)
+	}
+	return nw, nil
+}
+
+func intIn(key, s string, lo, hi int) (*int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %q is not an integer", key, s)
+	}
+	if n < lo || n > hi {
+		return nil, fmt.Errorf("%s: %d is not in %d..%d", key, n, lo, hi)
+	}
+	return &n, nil
+}
+
+// apply merges the wanted keys into n; n.MAC stays unless a MAC is given.
+func (w netWant) apply(n qemu.Net) qemu.Net {
+	if w.model != "" {
+		n.Model = w.model
+	}
+	if n.Model == "" {
+		n.Model = "virtio"
+	}
+	if w.mac != "" {
+		n.MAC = w.mac
+	}
+	if w.bridge != "" {
+		n.Bridge = w.bridge
+	}
+	if w.trunks != "" {
+		n.Trunks = w.trunks
+	}
+	if w.tag != nil {
+		n.Tag = *w.tag
+	}
+	if w.mtu != nil {
+		n.MTU = *w.mtu
+	}
+	if w.queues != nil {
+		n.Queues = w.queues
+	}
+	if w.firewall != nil {
+		n.Firewall = w.firewall
+	}
+	if w.linkDown != nil {
+		n.LinkDown = w.linkDown
+	}
+	if w.rate != nil {
+		n.Rate = w.rate
+	}
+	return n
+}
+
+// parseIPConfigWant reads ipconfigN as PVE's string or a dict {ip, gw, ip6, gw6}.
+func parseIPConfigWant(key string, v any) (qemu.IPConfig, error) {
+	s, ok := v.(string)
+	if m, isMap := v.(map[string]any); isMap {
+		s, ok = propsString(m, nil), true
+	}
+	if !ok {
+		return qemu.IPConfig{}, fmt.Errorf("%s: give PVE's string (ip=10.0.0.5/24,gw=10.0.0.1) or a dict", key)
+	}
+	ic, err := qemu.ParseIPConfig(key, s)
+	if err != nil {
+		return qemu.IPConfig{}, err
+	}
+	return ic, nil
+}
+
+// parseDiskWant reads a disk as a size ("32G"), PVE's string
+// ("vmdata:32,discard=on,ssd=1" or "isos:iso/x.iso,media=cdrom"), or a
+// dict {size, storage, <drive options>}.
+func parseDiskWant(key string, v any) (diskWant, error) {
+	if !qemu.IsDisk(key) || strings.HasPrefix(key, "efidisk") || strings.HasPrefix(key, "tpmstate") {
+		return diskWant{}, fmt.Errorf("not a disk key (scsi0 … scsi30, virtio0 … virtio15, sata0 … sata5, ide0 … ide3; use efidisk and tpmstate for those)")
+	}
+	d := diskWant{opts: map[string]string{}}
+	switch x := v.(type) {
+	case string:
+		if !strings.Contains(x, ":") {
+			size, err := pveformat.ParseSize(x)
+			if err != nil {
+				return diskWant{}, fmt.Errorf("%q is neither a size PVE can parse (32G, 512M) nor a volume (storage:32,…): %w", x, err)
+			}
+			d.size = size
+			return d, nil
+		}
+		dr, err := qemu.ParseDrive(key, x)
+		if err != nil {
+			return diskWant{}, err
+		}
+		if st, gib, ok := dr.Allocation(); ok {
+			d.storage, d.size = st, int64(gib*float64(1<<30))
+		} else {
+			d.file = dr.File
+		}
+		d.media = dr.Media
+		rendered, err := dr.Render()
+		if err != nil {
+			return diskWant{}, err
+		}
+		p, _ := pveformat.Parse(rendered, pveformat.Shape{DefaultKey: "file"})
+		for _, kv := range p {
+			if kv.Key == "file" || kv.Key == "size" || kv.Key == "media" {
+				continue
+			}
+			d.opts[kv.Key] = kv.Value
+		}
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			s := pveapi.String(x[k])
+			if b, ok := x[k].(bool); ok {
+				s = boolStr(b)
+			}
+			switch k {
+			case "size":
+				n, err := pveformat.ParseSize(s)
+				if err != nil {
+					return diskWant{}, fmt.Errorf("size: %w", err)
+				}
+				d.size = n
+			case "storage":
+				d.storage = s
+			case "file", "volume":
+				d.file = s
+			case "media":
+				d.media = s
+			default:
+				if !slices.Contains(driveOptionKeys, k) {
+					return diskWant{}, fmt.Errorf("%q is not a drive option this module merges (size, storage, file, %s)", k, strings.Join(driveOptionKeys, ", "))
+				}
+				d.opts[k] = s
+			}
+		}
+	default:
+		return diskWant{}, fmt.Errorf("give a size (32G), PVE's string (storage:32,ssd=1) or a dict, not %T", v)
+	}
+	if d.media == "cdrom" && d.size > 0 {
+		return diskWant{}, fmt.Errorf("a CD-ROM has no size")
+	}
+	if d.file == "" && d.size == 0 && d.media != "cdrom" {
+		return diskWant{}, fmt.Errorf("no size: give the minimum size (32G)")
+	}
+	return d, nil
+}
+
+// specialDisk reads efidisk/tpmstate {storage, …}.
+func specialDisk(opt string, m map[string]any, keys map[string]string) (diskWant, error) {
+	d := diskWant{opts: map[string]string{}}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if m[k] == nil {
+			continue // a sub-option not given
+		}
+		s := pveapi.String(m[k])
+		if b, ok := m[k].(bool); ok {
+			s = boolStr(b)
+		}
+		if k == "storage" {
+			d.storage = s
+			continue
+		}
+		pk, ok := keys[k]
+		if !ok {
+			return diskWant{}, fmt.Errorf("%s.%s: not an option (storage, %s)", opt, k, strings.Join(slices.Sorted(maps.Keys(keys)), ", "))
+		}
+		d.opts[pk] = s
+	}
+	if d.storage == "" {
+		return diskWant{}, fmt.Errorf("%s.storage: required", opt)
+	}
+	return d, nil
+}
+
+// newDriveString is the create API's syntax for a new disk: storage:GiB
+// with its options (PVE allocates it: QemuServer.pm $NEW_DISK_RE). The
+// size is rounded up to whole GiB, never down (K11).
+func (d diskWant) newDriveString(key string) (string, error) {
+	var file string
+	switch {
+	case d.file != "":
+		file = d.file
+	case key == "efidisk0" || key == "tpmstate0":
+		file = d.storage + ":1" // PVE sizes them itself
+	case d.storage == "":
+		return "", fmt.Errorf("disks.%s: storage is required to create a disk", key)
+	default:
+		gib := (d.size + (1<<30 - 1)) >> 30
+		file = fmt.Sprintf("%s:%d", d.storage, gib)
+	}
+	parts := []string{file}
+	if d.media != "" {
+		parts = append(parts, "media="+d.media)
+	}
+	for _, k := range slices.Sorted(maps.Keys(d.opts)) {
+		parts = append(parts, k+"="+d.opts[k])
+	}
+	return strings.Join(parts, ","), nil
+}
+
+// optionOf names the Ansible option behind a PVE config key, for errors.
+func optionOf(key string) string {
+	switch {
+	case qemu.IsNet(key):
+		return "nets." + key
+	case qemu.IsIPConfig(key):
+		return "ipconfig." + key
+	case key == "efidisk0":
+		return "efidisk"
+	case key == "tpmstate0":
+		return "tpmstate"
+	case key == "ide2":
+		return "cdrom or disks.ide2"
+	case qemu.IsDisk(key):
+		return "disks." + key
+	case key == "nameserver":
+		return "nameservers"
+	}
+	return key
+}
+
+// cpuTypeRe is the cputype of pve-cpu-conf (QemuServer/CPUConfig.pm): a
+// model name or custom-<name>; flags follow as ;-separated +flag/-flag.
+var cpuTypeRe = regexp.MustCompile(`^(?:custom-)?[a-zA-Z0-9_.+-]+$`)
+
+func checkCPU(s string) error {
+	p, err := pveformat.Parse(s, pveformat.Shape{DefaultKey: "cputype"})
+	if err != nil {
+		return err
+	}
+	t, _ := p.Get("cputype")
+	if !cpuTypeRe.MatchString(t) {
+		return fmt.Errorf("%q is not a CPU model (host, x86-64-v2-AES, kvm64, custom-<name>)", t)
+	}
+	for _, kv := range p {
+		switch kv.Key {
+		case "cputype", "flags", "hidden", "hv-vendor-id", "phys-bits", "reported-model", "guest-phys-bits":
+		default:
+			return fmt.Errorf("%q is not a key of PVE's cpu option", kv.Key)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,68 @@
+package pveclone
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/gopve/proxmox/modules-src/ansible"
+	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/apischema"
+	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
+)
+
+// write is one mutating call: the request (checked against the node's
+// schema before it is sent), what it does in words, and how a read tells
+// whether it happened when its answer is lost.
+type write struct {
+	req      apischema.Request
+	what     string
+	settle   func(ctx context.Context) (bool, error)
+	creates  bool   // a clone or create: PVE refuses it when the VMID exists
+	taskType string // the worker when PVE picks one of several (hastart for an HA guest)
+}
+
+// send dispatches w once through pveapi's dispatch path: a task is waited
+// out at its UPID's node (OK or WARNINGS is success, K3; the warnings are
+// shown), a lost answer is settled by the node's task list or w.settle,
+// never by sending it again. A failed task's log is kept for the result.
+func (v *vm) send(ctx context.Context, w write) (*pveapi.TaskResult, error) {
+	if err := w.req.Validate(v.version); err != nil {
+		return nil, ansible.NothingChanged(v.schemaError(err))
+	}
+	pw := pveapi.Write{Method: w.req.Method, Path: w.req.Path, Params: w.req.Params, What: w.what, Settle: w.settle, Creates: w.creates}
+	if h := w.req.Task; h != nil && len(h.Types) > 0 {
+		typ := h.Types[0]
+		if w.taskType != "" {
+			typ = w.taskType
+		}
+		pw.Task = &pveapi.TaskWrite{Node: h.Node, Type: typ, ID: h.ID}
+	}
+	out, err := pveansible.Dispatch(ctx, v.r, v.c, pw)
+	var te *pveapi.TaskError
+	if errors.As(err, &te) {
+		v.taskLog = te.Log
+	}
+	if out != nil {
+		return out.Task, err
+	}
+	return nil, err
+}
+
+// schemaError names the Ansible options behind the refused PVE keys.
+func (v *vm) schemaError(err error) error {
+	var e *apischema.Errors
+	if !errors.As(err, &e) {
+		return err
+	}
+	parts := make([]string, len(e.List))
+	for i, p := range e.List {
+		if p.Key != "" {
+			parts[i] = fmt.Sprintf("%s: key '%s': %s", optionOf(p.Param), p.Key, p.Msg)
+		} else {
+			parts[i] = fmt.Sprintf("%s: %s", optionOf(p.Param), p.Msg)
+		}
+	}
+	return fmt.Errorf("%s (refused by the PVE %d API schema before anything was sent)", strings.Join(parts, "; "), e.Version)
+}
