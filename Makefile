@@ -85,6 +85,7 @@ lint: deps
 
 bench:
 	./hack/bench.sh
+	./hack/bench-size.sh
 
 demo: deps build
 	./hack/demo.sh

@@ -76,10 +76,11 @@ var dpkgReadOnly = []string{"--audit", "-C", "--print-architecture", "--print-fo
 //
 //   - apt-get only simulates (-s) or runs `update` in a Sandbox, and like
 //     apt-cache it must not write APT's binary caches nor (apt-get) its
-//     planner log (the Sandbox's options or apt.ReadOnlyOpts);
+//     planner log (the Sandbox's options or apt.ReadOnlyOpts); apt-mark
+//     only shows (show*), with the same cache options;
 //   - systemctl is-enabled/is-active/show/status…; zpool and zfs list/get/
 //     status, and their dry runs (zpool create/add -n, zfs create/destroy
-//     -n); dpkg --audit/-l/-s…; apt-mark show*; pvesh get; qm/pct config,
+//     -n); dpkg --audit/-l/-s…; pvesh get; qm/pct config,
 //     list, status; blkid -p; wipefs without -a; ssh-keygen -F/-l.
 //
 // A module that needs another read-only command adds it here, with a case
@@ -90,7 +91,10 @@ func ReadOnlyCommand(cmd Command) bool {
 	switch prog {
 	case "apt-get":
 		return aptGetReadOnly(args)
-	case "apt-cache":
+	case "apt-cache", "apt-mark":
+		// apt-mark show* opens APT's cache like apt-cache does, and as
+		// root rewrites a stale /var/cache/apt/*.bin (found by the truth
+		// suite: a check run after a repository drift wrote pkgcache.bin).
 		return aptNoCacheWrite(args) && verbIn(aptVerb(args), readOnlyVerbs[prog])
 	case "dpkg":
 		return slices.ContainsFunc(args, func(a string) bool { return slices.Contains(dpkgReadOnly, a) }) &&

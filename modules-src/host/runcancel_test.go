@@ -82,7 +82,9 @@ func TestReadOnlyRunner(t *testing.T) {
 		{Command{Name: "apt-get", Args: append(append([]string{}, noCache...), "-y", "dist-upgrade")}, false},
 		{Command{Name: "apt-cache", Args: append(append([]string{}, noCache...), "policy", "pve-manager")}, true},
 		{Command{Name: "apt-cache", Args: []string{"policy", "pve-manager"}}, false},
-		{Command{Name: "apt-mark", Args: []string{"showhold"}}, true},
+		{Command{Name: "apt-mark", Args: []string{"-o", "Dir::Cache::pkgcache=", "-o", "Dir::Cache::srcpkgcache=", "showhold"}}, true},
+		// without them apt-mark rebuilds a stale /var/cache/apt/pkgcache.bin
+		{Command{Name: "apt-mark", Args: []string{"showhold"}}, false},
 		{Command{Name: "apt-mark", Args: []string{"hold", "pve-manager"}}, false},
 		{Command{Name: "dpkg-query", Args: []string{"-W", "vim"}}, true},
 		{Command{Name: "dpkg", Args: []string{"--audit"}}, true},

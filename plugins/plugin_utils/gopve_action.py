@@ -486,6 +486,11 @@ class GoModuleAction(ActionBase):
             args = self._module_args()
             host = self._target_name(task_vars)
             local = self._local_binaries()
+            if not local:
+                # Before any remote command: nothing could run anyway.
+                raise AnsibleActionFail("this copy of gopve.proxmox holds no module binaries (its bin/ is empty, as "
+                                        "in a git checkout): run `make collection` and install the artifact it "
+                                        "builds, or install a released collection.")
             hashes = dict((tag, sha) for tag, (_, sha) in local.items())
             cache_root = self._cache_root(task_vars)
 
@@ -520,6 +525,16 @@ class GoModuleAction(ActionBase):
             return merge_result(result, self._execute_module(
                 module_name=WRAPPER_MODULE, module_args=module_args,
                 task_vars=task_vars, wrap_async=wrap_async))
+        except AnsibleActionFail as e:
+            # Our failures are messages for the user, not crashes. ansible-core's
+            # AnsibleActionFail records traceback.format_exc() when it is built,
+            # outside any except block ("NoneType: None"), and the callback then
+            # prints "An exception occurred during task execution" above the
+            # message: return the message alone.
+            failed = dict(e.result)
+            failed.pop("exception", None)
+            result.update(failed)
+            return result
         finally:
             # async_wrapper owns (and removes) the tmpdir of an async task.
             if not wrap_async:
@@ -704,7 +719,7 @@ class GoModuleAction(ActionBase):
                                     "it holds only %s. A development build carries the controller's binary "
                                     "only: run `make dist` (or `make collection`) to build every platform, "
                                     "or install a released collection."
-                                    % (tag, host, uname, ", ".join(sorted(local)) or "no binary at all"))
+                                    % (tag, host, uname, ", ".join("bin/gopve_" + t for t in sorted(local))))
         if probe.get("error"):
             raise AnsibleActionFail("gopve binary cache on %s: %s" % (host, probe["error"]))
         path = probe.get("path", "")

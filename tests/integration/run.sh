@@ -257,7 +257,7 @@ PTH=  # current path: fast or fallback
 W=    # their work directory
 ctl() {  # ctl CMD...: run CMD under the current controller, clean environment, cwd $W
   local env=(PATH=$SYSPATH HOME=/root LANG=C.UTF-8 ANSIBLE_CONFIG="$T/ansible.cfg"
-    ANSIBLE_COLLECTIONS_PATH="$W/collections" ANSIBLE_LOCAL_TEMP="$W/localtmp"
+    ANSIBLE_COLLECTIONS_PATH="${CTL_COLLECTIONS:-$W/collections}" ANSIBLE_LOCAL_TEMP="$W/localtmp"
     ANSIBLE_SSH_CONTROL_PATH_DIR="$W/cp" ANSIBLE_NOCOLOR=1 ANSIBLE_FORCE_COLOR=0
     ANSIBLE_RETRY_FILES_ENABLED=0 ANSIBLE_INVENTORY="$W/inventory.yml" ANSIBLE_FORKS=5)
   if [ "$CTL" = 2.14 ]; then
@@ -513,6 +513,7 @@ case_platforms() {
     [ ! -e "$W/cache/$h" ] || why "$h: a cache directory was created"
   done
   grep -q 'Exec format error' "$W/logs/platforms.log" && why "an Exec format error reached the user"
+  grep -Eq "An exception occurred|NoneType" "$W/logs/platforms.log" && why "a platform refusal is reported as an exception"
   return 0
 }
 
@@ -533,6 +534,56 @@ case_corrupt_cache() {
   expect_cache "$W/cache/h1" 0
 }
 
+case_no_binaries() {
+  # Issue 19: a collection installed from a git checkout has no bin/. The
+  # task fails with one sentence saying what to run, before any remote
+  # command, and without ansible-core's "An exception occurred" preamble.
+  # The playbook lives outside $W: Ansible also looks for collections
+  # beside the playbook ($W/collections holds the complete one).
+  local alt=$W/nobin
+  rm -rf "$alt" && mkdir -p "$alt/c/ansible_collections/gopve"
+  cp -a "$W/collections/ansible_collections/gopve/proxmox" "$alt/c/ansible_collections/gopve/"
+  rm -rf "$alt/c/ansible_collections/gopve/proxmox/bin"
+  cp "$HERE/playbooks/one_task.yml" "$alt/"
+  CTL_COLLECTIONS=$alt/c ctl ansible-playbook -vvv "$alt/one_task.yml" >"$W/logs/no_binaries.log" 2>&1 &&
+    why "a collection without binaries ran the task"
+  grep -q 'holds no module binaries (its bin/ is empty, as in a git checkout): run `make collection`' \
+    "$W/logs/no_binaries.log" || why "no message saying what to run: $(grep -m1 'msg' "$W/logs/no_binaries.log")"
+  grep -Eq 'An exception occurred|NoneType' "$W/logs/no_binaries.log" &&
+    why "the failure is reported as an exception: $(grep -m1 -E 'An exception occurred|NoneType' "$W/logs/no_binaries.log")"
+  grep -Eq "^<${ADDR[h1]}> SSH: EXEC" "$W/logs/no_binaries.log" && why "a remote command ran although nothing could"
+  return 0
+}
+
+# plan_json NAME EXPR: evaluate a Python expression over $W/NAME.json (as d).
+plan_json() {
+  /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$W/$1.json" "$2"
+}
+
+case_plan_callback() {
+  # Issue 19: gopve.proxmox.plan prints phase x host and writes JSON; check
+  # mode's prediction is what the real run then does, verified.
+  local run
+  for run in check real again; do
+    local args=() ; [ $run = check ] && args=(--check)
+    rm -f "$W/plan-$run.json"
+    cp "$HERE/playbooks/plan.yml" "$W/plan.yml"
+    ctl /usr/bin/env ANSIBLE_CALLBACKS_ENABLED=gopve.proxmox.plan GOPVE_PLAN_JSON="$W/plan-$run.json" \
+      ansible-playbook "${args[@]}" plan.yml >"$W/logs/plan-$run.log" 2>&1 || why "$run run failed"
+    [ -f "$W/plan-$run.json" ] || { why "$run run wrote no plan JSON"; continue; }
+    grep -q 'GOPVE PLAN' "$W/logs/plan-$run.log" || why "$run run printed no plan table"
+    [ $run != check ] || [ ! -e "$W/files/plan-h1" ] || why "the check run wrote a file"
+  done
+  [ "$(plan_json plan-check "d['mode'], d['phases']['gopve_test']['h1']['changes'], d['phases']['gopve_test']['h2']['changes']")" = "('check', 1, 1)" ] ||
+    why "check plan: $(plan_json plan-check "d['mode'], d['phases']")"
+  [ "$(plan_json plan-real "d['mode'], d['verified'], d['phases']['gopve_test']['h1']['changes'], d['phases']['gopve_test']['h2']['changes']")" = "('run', True, 1, 1)" ] ||
+    why "real plan: $(plan_json plan-real "d['mode'], d['verified'], d['phases']")"
+  expect_content "$W/files/plan-h1" planned
+  [ "$(plan_json plan-again "d['total']['changes'], d['verified']")" = "(0, True)" ] ||
+    why "second run plan: $(plan_json plan-again "d['total'], d['phases']")"
+  grep -Eq '^gopve_test +ok +ok$' "$W/logs/plan-again.log" || why "second run table lacks 'gopve_test ok ok'"
+}
+
 case_bad_input() {
   pb bad_input bad_input.yml || why "bad-input playbook failed (assertions)"
   [ ! -e "$W/files/bad-input" ] || why "a rejected task created its file"
@@ -545,6 +596,8 @@ case_ansible_doc() {
   ctl ansible-doc gopve.proxmox.gopve_exec >"$W/logs/doc-exec.log" 2>&1 || why "ansible-doc gopve.proxmox.gopve_exec failed"
   tr -s ' \n' ' ' <"$W/logs/doc-exec.log" | grep -q 'not a module to call' ||
     why "the wrapper's docs do not say it is internal: $(head -3 "$W/logs/doc-exec.log")"
+  ctl ansible-doc -t callback gopve.proxmox.plan >"$W/logs/doc-plan.log" 2>&1 || why "ansible-doc -t callback gopve.proxmox.plan failed"
+  tr -s ' \n' ' ' <"$W/logs/doc-plan.log" | grep -q 'a row per phase and a column per host' || why "ansible-doc shows no docs for the plan callback"
   ctl ansible-doc -l gopve.proxmox >"$W/logs/doc-list.log" 2>&1 || why "ansible-doc -l failed"
   grep -q '^gopve\.proxmox\.gopve_test ' "$W/logs/doc-list.log" || why "ansible-doc -l does not list gopve_test"
   grep -Eq '^gopve\.proxmox\.gopve_exec +Internal' "$W/logs/doc-list.log" ||
@@ -649,7 +702,7 @@ case_become_methods() {
 }
 
 # GOPVE_IT_CASES="install many_tasks corrupt_cache" runs a subset (in this order).
-CASES=${GOPVE_IT_CASES:-install action_scripts many_tasks idempotence check_diff no_log env_fallback_secret become become_methods tamper delegate defaults_env_async platforms corrupt_cache bad_input round_trips ansible_doc}
+CASES=${GOPVE_IT_CASES:-install action_scripts many_tasks idempotence check_diff no_log env_fallback_secret become become_methods tamper delegate defaults_env_async platforms no_binaries corrupt_cache bad_input plan_callback round_trips ansible_doc}
 
 # run_controller: every case under $CTL on path $PTH; prints its report, and
 # its counts last as "COUNTS passed failed".

@@ -36,6 +36,27 @@ echo "== ansible-core $(ansible --version | sed -n '1s/.*core \([0-9.]*\).*/\1/p
 ANSIBLE_COLLECTIONS_PATH=$work/collections ansible-playbook -i "$work/inventory.yml" "$work/roles.yml" "$@" | tee "$work/run-214.log"
 ran_tasks "$work/run-214.log" "ansible-core 2.14"
 
+# The site playbook: one tag per phase, each selecting that phase's role
+# alone (issue 19), read with --list-tasks (nothing runs). Each role's
+# argument validation is tagged `always` by Ansible: it is left out.
+cp -r "$REPO/playbooks" "$coll/playbooks"
+phases="base:pve_base zfs:pve_zfs cluster:pve_cluster storage:pve_storage"
+for p in $phases; do
+  tag=${p%%:*} role=${p#*:}
+  ANSIBLE_COLLECTIONS_PATH=$work/collections ansible-playbook -i "$work/inventory.yml" gopve.proxmox.site \
+    --list-tasks --tags "$tag" | grep -v "Validating arguments against arg spec" >"$work/tags-$tag.log"
+  grep -q "gopve.proxmox.$role : " "$work/tags-$tag.log" ||
+    { cat "$work/tags-$tag.log"; echo "roles/run.sh: --tags $tag lists no task of $role" >&2; exit 1; }
+  for q in $phases; do
+    other=${q#*:}
+    [ "$other" = "$role" ] && continue
+    if grep -q "gopve.proxmox.$other : " "$work/tags-$tag.log"; then
+      cat "$work/tags-$tag.log"; echo "roles/run.sh: --tags $tag also lists $other" >&2; exit 1
+    fi
+  done
+done
+echo "site playbook: --tags selects each phase alone"
+
 # ansible-core 2.19 (the cached Debian 13 root), in an overlay so the cached
 # root is never written, with the work directory bind-mounted at /gopve.
 trixie=${GOPVE_TRIXIE_ROOT:-/var/cache/gopve/roots/trixie}

@@ -67,7 +67,7 @@ func TestParseSimulationApt3(t *testing.T) {
 }
 
 func TestHeld(t *testing.T) {
-	f := hosttest.New().On("apt-mark showhold", hosttest.Reply{Stdout: "pve-manager\nlibfoo:amd64\n"})
+	f := hosttest.New().On("apt-mark * showhold", hosttest.Reply{Stdout: "pve-manager\nlibfoo:amd64\n"})
 	held, err := Held(context.Background(), f)
 	if err != nil || !reflect.DeepEqual(held, []string{"pve-manager", "libfoo"}) {
 		t.Fatalf("Held = %q, %v", held, err)

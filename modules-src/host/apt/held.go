@@ -3,6 +3,7 @@ package apt
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/host"
@@ -12,7 +13,9 @@ import (
 // pinned them on purpose, so dist-upgrade keeps them back and nothing should
 // count them as left behind.
 func Held(ctx context.Context, r host.Runner) ([]string, error) {
-	res, err := r.Run(ctx, host.Command{Name: "apt-mark", Args: []string{"showhold"}})
+	// ReadOnlyOpts: apt-mark opens APT's cache, and as root would save a
+	// stale one to /var/cache/apt — a write, in check mode too.
+	res, err := r.Run(ctx, host.Command{Name: "apt-mark", Args: append(slices.Clone(ReadOnlyOpts), "showhold")})
 	if err != nil {
 		return nil, fmt.Errorf("list held packages: %w", err)
 	}

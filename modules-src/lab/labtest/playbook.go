@@ -38,6 +38,13 @@ func InstallCollection(t *testing.T, repo, bin string) string {
 // returns the output. Skips the test when ansible-playbook is missing.
 func Playbook(t *testing.T, lab *labctl.Lab, collections, vars, pb string, extra ...string) (string, error) {
 	t.Helper()
+	return PlaybookEnv(t, lab, collections, vars, pb, nil, extra...)
+}
+
+// PlaybookEnv is Playbook with more environment variables (KEY=value), e.g.
+// to enable a callback.
+func PlaybookEnv(t *testing.T, lab *labctl.Lab, collections, vars, pb string, env []string, extra ...string) (string, error) {
+	t.Helper()
 	testenv.NeedTools(t, "ansible-playbook")
 	args := append([]string{"-i", lab.Inventory(), "-e", "@" + vars, pb}, extra...)
 	cmd := exec.Command("ansible-playbook", args...)
@@ -45,6 +52,7 @@ func Playbook(t *testing.T, lab *labctl.Lab, collections, vars, pb string, extra
 	cmd.Env = append(os.Environ(), "HOME="+home, "ANSIBLE_NOCOLOR=1", "ANSIBLE_FORCE_COLOR=0",
 		"ANSIBLE_COLLECTIONS_PATH="+collections, "ANSIBLE_LOCAL_TEMP="+filepath.Join(home, "tmp"),
 		"ANSIBLE_RETRY_FILES_ENABLED=0")
+	cmd.Env = append(cmd.Env, env...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }

@@ -114,7 +114,7 @@ func newWorld(t *testing.T, pve int) *world {
 		w.aptEnvs = append(w.aptEnvs, c.Env)
 		return w.aptGet(c)
 	})
-	w.fake.OnFunc("apt-mark showhold", func(host.Command) hosttest.Reply {
+	w.fake.OnFunc("apt-mark * showhold", func(host.Command) hosttest.Reply {
 		var out strings.Builder
 		for _, n := range slices.Sorted(maps.Keys(w.held)) {
 			if w.held[n] {

@@ -1,0 +1,274 @@
+// Package truth is the truth suite (issue 19): the whole site playbook as a
+// user runs it against a fresh lab, proving the collection's one promise end
+// to end — check mode predicts exactly what the real run then changes, and
+// writes nothing; a converged site changes nothing; a drift in one phase
+// changes that phase's task and no other.
+//
+//	fresh lab → --check --diff: no write anywhere (every node's overlay upper
+//	dir, the API request log), a prediction per task and host
+//	→ real run: the tasks reporting changed are exactly the predicted ones
+//	→ second run and --check on the converged lab: nothing changed
+//	→ one scripted drift per phase (a repository file restored as a package
+//	upgrade would, a pool property, a known_hosts line, a storage option)
+//	→ --check, then the real run: exactly the drifted tasks change.
+//
+// Predictions and results come from the gopve.proxmox.plan callback's JSON
+// (one entry per task and host), so the comparison is task by task, not by
+// recap totals. The suite grows with the phases: clone and ha join it as
+// their modules land.
+package truth
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gopve/proxmox/modules-src/lab/labctl"
+	"github.com/gopve/proxmox/modules-src/lab/labtest"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim"
+)
+
+// siteVars is the seed inventory's group_vars (hack/demo/group_vars.yml).
+const siteVars = `zfs_pool_name: nvme-vm
+zfs_pool_device: /dev/nvme0n1
+zfs_arc_max_gb: 4
+pve_cluster_primary: pve01
+lab_domain: lab.example
+`
+
+func TestTruthSuitePVE9(t *testing.T) { suite(t, 9) }
+func TestTruthSuitePVE8(t *testing.T) { suite(t, 8) }
+
+// planTask is one task on one host in the plan callback's JSON.
+type planTask struct {
+	Phase   string   `json:"phase"`
+	Host    string   `json:"host"`
+	Task    string   `json:"task"`
+	Changed bool     `json:"changed"`
+	Failed  bool     `json:"failed"`
+	Changes []string `json:"changes"`
+}
+
+type plan struct {
+	Mode     string     `json:"mode"`
+	Verified bool       `json:"verified"`
+	Tasks    []planTask `json:"tasks"`
+}
+
+// changed is the set of "phase|host|task" that reported changed.
+func (p plan) changed() []string {
+	var out []string
+	for _, x := range p.Tasks {
+		if x.Changed {
+			out = append(out, x.Phase+"|"+x.Host+"|"+x.Task)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+type site struct {
+	t      *testing.T
+	lab    *labctl.Lab
+	sim    *pvesim.Sim
+	coll   string
+	vars   string
+	pb     string
+	dir    string
+	runs   int
+	report []string
+}
+
+// run plays the site once and returns the plan callback's record of it.
+func (s *site) run(what string, args ...string) plan {
+	s.t.Helper()
+	s.runs++
+	out := filepath.Join(s.dir, fmt.Sprintf("plan-%d.json", s.runs))
+	env := []string{"ANSIBLE_CALLBACKS_ENABLED=gopve.proxmox.plan", "GOPVE_PLAN_JSON=" + out}
+	log, err := labtest.PlaybookEnv(s.t, s.lab, s.coll, s.vars, s.pb, env, args...)
+	if err != nil {
+		s.t.Fatalf("%s: ansible-playbook failed: %v\n%s", what, err, log)
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		s.t.Fatalf("%s: the plan callback wrote no JSON: %v\n%s", what, err, log)
+	}
+	var p plan
+	if err := json.Unmarshal(raw, &p); err != nil {
+		s.t.Fatalf("%s: plan JSON: %v", what, err)
+	}
+	for _, x := range p.Tasks {
+		if x.Failed {
+			s.t.Fatalf("%s: task %q failed on %s\n%s", what, x.Task, x.Host, log)
+		}
+	}
+	if len(p.Tasks) == 0 {
+		s.t.Fatalf("%s: the plan lists no task\n%s", what, log)
+	}
+	return p
+}
+
+// checkRun is a --check --diff run that must write nothing: every node's
+// overlay upper dir is hashed before and after, and the simulator's request
+// log must hold no write (a password login aside: it changes no state).
+func (s *site) checkRun(what string) (plan, map[string]int) {
+	s.t.Helper()
+	before := labtest.UpperDigest(s.t, s.lab)
+	s.sim.ResetRequests()
+	p := s.run(what, "--check", "--diff")
+	writes := map[string]int{}
+	for _, d := range labtest.DigestDiff(before, labtest.UpperDigest(s.t, s.lab)) {
+		// "added   pve01:/path …": the node is before the first colon.
+		_, rest, _ := strings.Cut(d, " ")
+		node, _, _ := strings.Cut(strings.TrimSpace(rest), ":")
+		writes[node]++
+		s.t.Errorf("%s wrote on a node: %s", what, d)
+	}
+	for _, r := range s.sim.Requests() {
+		if r.Mutating() && !(r.Method == "POST" && r.Path == "/access/ticket") {
+			writes["api"]++
+			s.t.Errorf("%s sent an API write: %s %s", what, r.Method, r.Path)
+		}
+	}
+	if p.Mode != "check" {
+		s.t.Errorf("%s: the plan says mode %q, want check", what, p.Mode)
+	}
+	return p, writes
+}
+
+// table records, per phase and host, the tasks check predicted to change
+// and the tasks the real run changed, and what check wrote, for the log.
+func (s *site) table(title string, predicted, real plan, writes map[string]int) {
+	type cell struct{ predicted, changed int }
+	cells := map[[2]string]*cell{}
+	get := func(x planTask) *cell {
+		k := [2]string{x.Phase, x.Host}
+		if cells[k] == nil {
+			cells[k] = &cell{}
+		}
+		return cells[k]
+	}
+	for _, x := range predicted.Tasks {
+		if c := get(x); x.Changed {
+			c.predicted++
+		}
+	}
+	for _, x := range real.Tasks {
+		if c := get(x); x.Changed {
+			c.changed++
+		}
+	}
+	keys := slices.SortedFunc(maps.Keys(cells), func(a, b [2]string) int {
+		return strings.Compare(a[0]+a[1], b[0]+b[1])
+	})
+	lines := []string{title, fmt.Sprintf("  %-10s %-6s %9s %7s", "phase", "host", "predicted", "changed")}
+	for _, k := range keys {
+		c := cells[k]
+		lines = append(lines, fmt.Sprintf("  %-10s %-6s %9d %7d", k[0], k[1], c.predicted, c.changed))
+	}
+	// A write cannot be told to a phase: counted per node and for the API.
+	var w []string
+	for _, k := range slices.Sorted(maps.Keys(writes)) {
+		w = append(w, fmt.Sprintf("%s=%d", k, writes[k]))
+	}
+	if len(w) == 0 {
+		w = []string{"none"}
+	}
+	lines = append(lines, "  writes in check mode: "+strings.Join(w, " "))
+	s.report = append(s.report, strings.Join(lines, "\n"))
+}
+
+func suite(t *testing.T, pve int) {
+	lab, bin := labtest.Start(t, pve, 3)
+	repo, _ := labctl.RepoRoot()
+	s := &site{t: t, lab: lab, sim: lab.Sim(), coll: labtest.InstallCollection(t, repo, bin),
+		pb: filepath.Join(repo, "playbooks", "site.yml"), dir: t.TempDir()}
+	s.vars = filepath.Join(s.dir, "pve.yml")
+	if err := os.WriteFile(s.vars, []byte(siteVars), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { t.Log("\n" + strings.Join(s.report, "\n")) }()
+	enterprise := enterpriseRepo(t, lab, pve)
+	pristine, err := lab.SSH("pve01", "cat "+enterprise)
+	if err != nil {
+		t.Fatalf("reading %s: %v", enterprise, err)
+	}
+
+	// A fresh lab: the prediction, then the run it predicts.
+	predicted, writes := s.checkRun("fresh --check --diff")
+	real := s.run("fresh real run")
+	s.table(fmt.Sprintf("PVE %d, fresh lab", pve), predicted, real, writes)
+	if p, r := predicted.changed(), real.changed(); !slices.Equal(p, r) || len(r) == 0 {
+		t.Errorf("fresh lab: check mode predicted these tasks to change:\n  %s\nthe real run changed:\n  %s",
+			strings.Join(p, "\n  "), strings.Join(r, "\n  "))
+	}
+	if !real.Verified {
+		t.Errorf("fresh real run: the plan says not every change was verified")
+	}
+
+	// Converged: nothing to change, in a real run or in check mode.
+	if c := s.run("second run").changed(); len(c) != 0 {
+		t.Errorf("second run changed:\n  %s", strings.Join(c, "\n  "))
+	}
+	if p, _ := s.checkRun("converged --check"); len(p.changed()) != 0 {
+		t.Errorf("--check on the converged lab predicts:\n  %s", strings.Join(p.changed(), "\n  "))
+	}
+
+	// One drift per phase, each on another node, all at once: each must
+	// change exactly its own task.
+	drifts := []struct{ phase, host, why, cmd string }{
+		{"base", "pve01", "the enterprise repository file restored as a package upgrade recreates it (B1)",
+			"echo " + base64.StdEncoding.EncodeToString([]byte(pristine)) + " | base64 -d > " + enterprise},
+		{"zfs", "pve02", "a pool property changed by hand (Z4)", "zfs set atime=on nvme-vm"},
+		{"cluster", "pve03", "a known_hosts line removed (C3)", "sed -i 1d /root/.ssh/known_hosts"},
+		{"storage", "pve01", "a storage option changed (S2)", "pvesh set /storage/nvme-vm --sparse 0"},
+	}
+	want := map[string]int{}
+	for _, d := range drifts {
+		if out, err := lab.SSH(d.host, d.cmd); err != nil {
+			t.Fatalf("drift %s on %s (%s): %v\n%s", d.phase, d.host, d.why, err, out)
+		}
+		want[d.phase+"|"+d.host]++
+	}
+	drift, writes := s.checkRun("drift --check --diff")
+	fixed := s.run("drift real run")
+	s.table(fmt.Sprintf("PVE %d, one drift per phase", pve), drift, fixed, writes)
+	for what, p := range map[string]plan{"check": drift, "real": fixed} {
+		got := map[string]int{}
+		for _, x := range p.Tasks {
+			if x.Changed {
+				got[x.Phase+"|"+x.Host]++
+			}
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("drift, %s run: changed tasks per phase|host %v, want exactly %v:\n  %s", what, got, want,
+				strings.Join(p.changed(), "\n  "))
+		}
+	}
+	if p, r := drift.changed(), fixed.changed(); !slices.Equal(p, r) {
+		t.Errorf("drift: check predicted %v, the real run changed %v", p, r)
+	}
+	if c := s.run("after the drift").changed(); len(c) != 0 {
+		t.Errorf("the run after repairing the drift changed:\n  %s", strings.Join(c, "\n  "))
+	}
+}
+
+// enterpriseRepo is the node's enterprise repository file (B1: deb822 on
+// PVE 9, one-line .list on PVE 8).
+func enterpriseRepo(t *testing.T, lab *labctl.Lab, pve int) string {
+	t.Helper()
+	p := "/etc/apt/sources.list.d/pve-enterprise.list"
+	if pve >= 9 {
+		p = "/etc/apt/sources.list.d/pve-enterprise.sources"
+	}
+	if _, err := lab.SSH("pve01", "test -f "+p); err != nil {
+		t.Fatalf("the lab node has no %s: %v", p, err)
+	}
+	return p
+}

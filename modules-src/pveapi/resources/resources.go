@@ -1,0 +1,123 @@
+package resources
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gopve/proxmox/modules-src/pveapi"
+)
+
+// Guest is one VM or container of /cluster/resources.
+type Guest struct {
+	ID       string `json:"id"` // "qemu/201"
+	VMID     int    `json:"vmid"`
+	Node     string `json:"node"`
+	Name     string `json:"name"`
+	Type     string `json:"type"`   // qemu, lxc
+	Status   string `json:"status"` // running, stopped, unknown (node offline)
+	Template bool   `json:"template"`
+	HAState  string `json:"hastate"` // the HA manager's state, "" when unmanaged
+	Pool     string `json:"pool"`
+	Lock     string `json:"lock"`
+	Tags     string `json:"tags"`
+}
+
+// IsVM tells whether the guest is a QEMU VM (not a container).
+func (g Guest) IsVM() bool { return g.Type == "qemu" }
+
+// HASID is the guest's HA resource id ("vm:201", "ct:200").
+func (g Guest) HASID() string {
+	if g.Type == "lxc" {
+		return "ct:" + strconv.Itoa(g.VMID)
+	}
+	return "vm:" + strconv.Itoa(g.VMID)
+}
+
+// Guests reads every VM and container of the cluster.
+func Guests(ctx context.Context, g pveapi.Getter) ([]Guest, error) {
+	var out []Guest
+	if err := g.Get(ctx, "/cluster/resources", url.Values{"type": {"vm"}}, &out); err != nil {
+		return nil, err
+	}
+	// type=vm is PVE's filter for guests; keep only them should an older
+	// answer mix in other types.
+	out = slices.DeleteFunc(out, func(x Guest) bool { return x.Type != "qemu" && x.Type != "lxc" })
+	return out, nil
+}
+
+// Find returns the guest with vmid, wherever it runs; ok is false when the
+// cluster has none.
+func Find(list []Guest, vmid int) (Guest, bool) {
+	for _, x := range list {
+		if x.VMID == vmid {
+			return x, true
+		}
+	}
+	return Guest{}, false
+}
+
+// TemplatesNamed returns the QEMU templates whose name is exactly name,
+// sorted by VMID. A caller needs exactly one; several is an error that
+// lists them (TemplateError).
+func TemplatesNamed(list []Guest, name string) []Guest {
+	var out []Guest
+	for _, x := range list {
+		if x.IsVM() && x.Template && x.Name == name {
+			out = append(out, x)
+		}
+	}
+	slices.SortFunc(out, func(a, b Guest) int { return a.VMID - b.VMID })
+	return out
+}
+
+// TemplateByName returns the one template named name, or an error naming
+// the candidates (none, or several: K1).
+func TemplateByName(list []Guest, name string) (Guest, error) {
+	found := TemplatesNamed(list, name)
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		return Guest{}, fmt.Errorf("no template named %q in the cluster", name)
+	}
+	ids := make([]string, len(found))
+	for i, x := range found {
+		ids[i] = fmt.Sprintf("%d on %s", x.VMID, x.Node)
+	}
+	return Guest{}, fmt.Errorf("%d templates are named %q (%s): give the template's VMID", len(found), name, strings.Join(ids, ", "))
+}
+
+// NextID asks PVE for a free VMID (datacenter.cfg next-id range). It is
+// no reservation (K18): see the package doc.
+func NextID(ctx context.Context, g pveapi.Getter) (int, error) {
+	var s string
+	if err := g.Get(ctx, "/cluster/nextid", nil, &s); err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, fmt.Errorf("GET /cluster/nextid: %q is not a VMID", s)
+	}
+	return n, nil
+}
+
+// Free tells whether vmid is unused cluster-wide at the time of the read
+// (GET /cluster/nextid?vmid=N answers 400 "VM N already exists"
+// otherwise). Like NextID, it reserves nothing.
+func Free(ctx context.Context, g pveapi.Getter, vmid int) (bool, error) {
+	var s string
+	err := g.Get(ctx, "/cluster/nextid", url.Values{"vmid": {strconv.Itoa(vmid)}}, &s)
+	if err == nil {
+		return true, nil
+	}
+	var e *pveapi.Error
+	if errors.As(err, &e) && (strings.Contains(e.Errors["vmid"], "already exists") || strings.Contains(e.Message, "already exists")) {
+		return false, nil
+	}
+	return false, err
+}
