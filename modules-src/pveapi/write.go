@@ -217,10 +217,12 @@ func (w Write) waiter(c *Client) *Client {
 // answer at all (timeout, reset, closed connection), or an answer from
 // something between us and the handler (a proxy's 502-504, pveproxy's
 // 595/596/599 when it could not reach the node that handles the call).
-// A 500 is the handler's own die: it answered.
+// A 500 is the handler's own die: it answered; so is a failure without
+// status and without a transport error (pvesh printing PVE's die message,
+// or pvesh that could not even start).
 func lostAnswer(e *Error) bool {
 	if e.Status == 0 {
-		return true
+		return e.Err != nil
 	}
 	return slices.Contains([]int{502, 503, 504, 595, 596, 599}, e.Status)
 }
