@@ -86,6 +86,7 @@ lint: deps
 bench:
 	./hack/bench.sh
 	./hack/bench-size.sh
+	./hack/bench-local.sh
 
 demo: deps build
 	./hack/demo.sh

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,14 +17,20 @@ import (
 	"time"
 )
 
-// Client calls one PVE API: a node's pveproxy over HTTPS, or the node's own
-// API through pvesh (local mode). Methods are safe for concurrent use.
+// Client calls one PVE API: a node's pveproxy over HTTPS, or, in local
+// mode, the node's own pveproxy with a ticket minted on the node (or pvesh
+// when that is not possible). Methods are safe for concurrent use.
 type Client struct {
 	t      transport
 	retry  RetryPolicy
 	logf   func(format string, args ...any)
 	target string
 	local  bool
+	pvesh  bool
+	// warnings are what the connection wants the user to know (why local
+	// mode fell back to pvesh); plain data, the module decides how to show
+	// them.
+	warnings []string
 
 	taskPoll   time.Duration
 	settlePoll time.Duration
@@ -54,11 +61,22 @@ type Options struct {
 	Log func(format string, args ...any)
 	// Retry overrides DefaultRetry (tests use short waits).
 	Retry *RetryPolicy
-	// Pvesh is the pvesh command of local mode; default "pvesh" in PATH.
+	// Pvesh is the pvesh command of local mode's fallback; default "pvesh"
+	// in PATH.
 	Pvesh string
+	// PveshGrace is the time pvesh gets after SIGTERM once the run's
+	// deadline has passed; host.DefaultTermGrace when zero.
+	PveshGrace time.Duration
 	// LocalAllowed reports whether local mode is possible; default: running
-	// as root with pvesh in PATH.
+	// as root.
 	LocalAllowed func() bool
+	// EtcPve, HostsFile and Nodename are where local mode finds the node's
+	// keys (/etc/pve), its address (/etc/hosts) and PVE's name for it (the
+	// short host name): tests point them elsewhere.
+	EtcPve, HostsFile, Nodename string
+	// NoTicket makes local mode use pvesh without trying a minted ticket
+	// (the benchmark compares both).
+	NoTicket bool
 	// TaskPoll overrides DefaultTaskPoll (tests).
 	TaskPoll time.Duration
 	// SettlePoll overrides DefaultSettlePoll, the pause between reads
@@ -87,22 +105,7 @@ func Connect(ctx context.Context, conn Connection, o Options) (*Client, error) {
 		c.logf = func(string, ...any) {}
 	}
 	if conn.Host == "" {
-		allowed := o.LocalAllowed
-		bin := o.Pvesh
-		if bin == "" {
-			bin = "pvesh"
-		}
-		if allowed == nil {
-			allowed = func() bool {
-				_, err := exec.LookPath(bin)
-				return os.Geteuid() == 0 && err == nil
-			}
-		}
-		if !allowed() {
-			return nil, errors.New("api_host: required unless the module runs as root on a Proxmox VE node (local mode uses the node's own API through pvesh)")
-		}
-		c.t, c.local, c.target = &pveshTransport{bin: bin}, true, "local node (pvesh)"
-		return c, nil
+		return c.connectLocal(ctx, conn, o)
 	}
 	ht, err := newHTTPTransport(ctx, conn, o)
 	if err != nil {
@@ -120,14 +123,93 @@ func (c *Client) ReadOnlyClient() *Client {
 		return c
 	}
 	return &Client{t: c.t, retry: c.retry, logf: c.logf, target: c.target, local: c.local,
+		pvesh: c.pvesh, warnings: slices.Clone(c.warnings),
 		taskPoll: c.taskPoll, settlePoll: c.settlePoll, readOnly: true}
 }
 
 // ReadOnly tells whether the client refuses writes (check mode).
 func (c *Client) ReadOnly() bool { return c.readOnly }
 
-// Local tells whether the client runs in local mode (pvesh).
+// connectLocal is local mode: a ticket minted with the node's own auth key
+// and HTTPS to the node's own pveproxy, checked by the first request
+// (GET /version, which every module reads first anyway); pvesh when any of
+// that is not possible, with a warning saying why.
+func (c *Client) connectLocal(ctx context.Context, conn Connection, o Options) (*Client, error) {
+	allowed := o.LocalAllowed
+	if allowed == nil {
+		allowed = func() bool { return os.Geteuid() == 0 }
+	}
+	if !allowed() {
+		return nil, errors.New("api_host: required unless the module runs as root on a Proxmox VE node (local mode uses the node's own API)")
+	}
+	c.local = true
+	why := "NoTicket is set"
+	if !o.NoTicket {
+		tt, err := newTicketTransport(conn, o, time.Now)
+		if err == nil {
+			if perr := c.probe(ctx, tt); perr != nil {
+				err = fmt.Errorf("the node's pveproxy (%s) did not answer a minted ticket: %s", tt.current().base, withoutHint(perr))
+			}
+		}
+		if err == nil {
+			c.t, c.target = tt, "local node ("+tt.current().base+", minted root@pam ticket)"
+			return c, nil
+		}
+		why = err.Error()
+	}
+	bin := o.Pvesh
+	if bin == "" {
+		bin = "pvesh"
+	}
+	if _, err := exec.LookPath(bin); err != nil {
+		return nil, fmt.Errorf("api_host: not set, and local mode cannot reach this node's API: no minted ticket (%s) and no pvesh (%v)", why, err)
+	}
+	c.t, c.pvesh, c.target = &pveshTransport{bin: bin, grace: o.PveshGrace}, true, "local node (pvesh)"
+	if !o.NoTicket {
+		c.warnings = append(c.warnings, "local mode uses pvesh (one process per API call, about half a second each on a real node, and no secrets) because a ticket could not be used: "+why)
+	}
+	return c, nil
+}
+
+// probe sends the first request through a minted-ticket transport and
+// keeps its answer as the run's /version.
+func (c *Client) probe(ctx context.Context, t transport) error {
+	c.calls.Add(1)
+	raw, err := t.do(ctx, http.MethodGet, "/version", nil)
+	if err != nil {
+		return err
+	}
+	var v Version
+	if err := Decode(raw, &v); err != nil {
+		return fmt.Errorf("GET /version: unexpected answer: %w", err)
+	}
+	c.versionOnce.Do(func() { c.version, c.versionErr = parseVersion(v) })
+	return nil
+}
+
+// withoutHint words an error without its hint, which speaks of the
+// connection options a local run does not have.
+func withoutHint(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		cp := *e
+		cp.Hint = ""
+		return cp.Error()
+	}
+	return err.Error()
+}
+
+// Local tells whether the client talks to the node it runs on (no
+// api_host), whichever way.
 func (c *Client) Local() bool { return c.local }
+
+// Pvesh tells whether requests go through pvesh, whose command line every
+// user of the node can read: no secret may be sent then.
+func (c *Client) Pvesh() bool { return c.pvesh }
+
+// Warnings are what the connection wants the user to know (why local mode
+// fell back to pvesh).
+func (c *Client) Warnings() []string { return slices.Clone(c.warnings) }
 
 // Target names what the client talks to, for messages ("https://h:8006").
 func (c *Client) Target() string { return c.target }
@@ -239,15 +321,18 @@ func (c *Client) Version(ctx context.Context) (Version, error) {
 			c.versionErr = err
 			return
 		}
-		major, _, _ := strings.Cut(v.Version, ".")
-		v.Major, _ = strconv.Atoi(major)
-		if v.Major == 0 {
-			c.versionErr = fmt.Errorf("GET /version: cannot read a PVE version from %q", v.Version)
-			return
-		}
-		c.version = v
+		c.version, c.versionErr = parseVersion(v)
 	})
 	return c.version, c.versionErr
+}
+
+func parseVersion(v Version) (Version, error) {
+	major, _, _ := strings.Cut(v.Version, ".")
+	v.Major, _ = strconv.Atoi(major)
+	if v.Major == 0 {
+		return Version{}, fmt.Errorf("GET /version: cannot read a PVE version from %q", v.Version)
+	}
+	return v, nil
 }
 
 // Path builds an API path from a format whose %s verbs are path-escaped:

@@ -7,8 +7,10 @@
 //     api_fingerprint pinning the node's certificate, K14). Its typed calls
 //     are not used (several break on real PVE answers) and neither is its
 //     task wait (it ignores the context and returns nil for failed tasks).
-//   - Local mode: no api_host, root on a PVE node → pvesh, the node's own
-//     API in-process as root@pam; one pvesh process (≈0.5 s) per call.
+//   - Local mode: no api_host, root on a PVE node → a root@pam ticket
+//     minted with the node's /etc/pve/priv/authkey.key and HTTPS to its own
+//     pveproxy (localticket.go); pvesh as the fallback, with a warning
+//     (Client.Warnings), one process (≈0.5 s) per call, under the deadline.
 //   - Answers: Decode reads `data` tolerantly (numbers as strings, 0/1
 //     booleans, comma lists).
 //   - Errors: *Error keeps method, path, HTTP status, PVE's message and

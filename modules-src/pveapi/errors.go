@@ -219,7 +219,13 @@ func Fingerprint(sum []byte) string {
 // never holds credentials, but is noise) is left out.
 func describeTransport(err error) string {
 	var nerr net.Error
+	var stopped *stoppedError
 	switch {
+	case errors.As(err, &stopped):
+		return stopped.Error()
+	case errors.Is(err, context.DeadlineExceeded):
+		// before net.Error: the context's error also says Timeout()
+		return "the task's deadline passed before an answer arrived"
 	case errors.As(err, &nerr) && nerr.Timeout():
 		return "no answer before api_timeout"
 	case errors.Is(err, syscall.ECONNRESET):
@@ -244,6 +250,15 @@ func stripURL(err error) string {
 	}
 	return s
 }
+
+// stoppedError is a local command (pvesh) stopped by the run's deadline.
+type stoppedError struct {
+	what  string
+	cause error
+}
+
+func (e *stoppedError) Error() string { return e.what + ": " + e.cause.Error() }
+func (e *stoppedError) Unwrap() error { return e.cause }
 
 // pinError is a certificate that does not match api_fingerprint.
 type pinError struct{ got, want string }

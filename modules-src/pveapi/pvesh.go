@@ -9,11 +9,15 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"os"
 	"os/exec"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/gopve/proxmox/modules-src/host"
 )
 
 // pveshTransport is local mode: the node's own API through pvesh, which
@@ -30,6 +34,9 @@ import (
 // (SecretParams) is therefore refused here, before pvesh runs.
 type pveshTransport struct {
 	bin string
+	// grace is the time pvesh has after SIGTERM, once the run's deadline
+	// has passed, before its process group is killed.
+	grace time.Duration
 	// run executes pvesh (tests replace it).
 	run func(ctx context.Context, bin string, args []string) (stdout, stderr []byte, err error)
 }
@@ -50,7 +57,7 @@ var SecretParams = []string{"password", "confirmation-password", "cipassword", "
 // option (a module names its Ansible option, the transport PVE's
 // parameter).
 func LocalSecretError(name string) error {
-	return fmt.Errorf("%s: a secret is never sent in local mode: without api_host the module reaches the node's API through pvesh, which takes parameters only on its command line, where any user of the node can read them (ps, /proc); set api_host with api_token_id and api_token_secret (or api_user and api_password) so it travels over HTTPS", name)
+	return fmt.Errorf("%s: a secret is never sent in local mode: this run reaches the node's API through pvesh (a minted ticket could not be used, see the warning), which takes parameters only on its command line, where any user of the node can read them (ps, /proc); fix what the warning names, or set api_host with api_token_id and api_token_secret (or api_user and api_password) so it travels over HTTPS", name)
 }
 
 func (t *pveshTransport) do(ctx context.Context, method, path string, params url.Values) (json.RawMessage, error) {
@@ -78,9 +85,17 @@ func (t *pveshTransport) do(ctx context.Context, method, path string, params url
 	}
 	run := t.run
 	if run == nil {
-		run = runCommand
+		run = t.runCommand
 	}
 	stdout, stderr, err := run(ctx, t.bin, args)
+	if err != nil && ctx.Err() != nil {
+		// Stopped by the run's deadline (or cancelled): a write may have
+		// happened, so this is never "nothing done" (Do marks it
+		// unanswered); the message says what stopped it, not just "signal".
+		return nil, newError(method, path, 0, "", nil, &stoppedError{
+			what:  fmt.Sprintf("pvesh was stopped because the task's deadline passed (SIGTERM to its process group, SIGKILL after %s)", t.graceOrDefault()),
+			cause: context.Cause(ctx)})
+	}
 	if err != nil {
 		var exit *exec.ExitError
 		if !errors.As(err, &exit) {
@@ -99,12 +114,26 @@ func (t *pveshTransport) do(ctx context.Context, method, path string, params url
 	return json.RawMessage(out), nil
 }
 
-func runCommand(ctx context.Context, bin string, args []string) ([]byte, []byte, error) {
-	var out, errb bytes.Buffer
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	return out.Bytes(), errb.Bytes(), err
+// runCommand runs pvesh the way the project runs every command
+// (host.ExecRunner): in its own process group, SIGTERM to the group when
+// the run's deadline passes, SIGKILL after the grace period. The module's
+// environment is kept (pvesh needs nothing from it, the lab's stand-in may
+// be pointed at its node description).
+func (t *pveshTransport) runCommand(ctx context.Context, bin string, args []string) ([]byte, []byte, error) {
+	r := &host.ExecRunner{BaseEnv: os.Environ(), TermGrace: t.graceOrDefault()}
+	res, err := r.Run(ctx, host.Command{Name: bin, Args: args})
+	var ce *host.CommandError
+	if errors.As(err, &ce) && ce.Err != nil {
+		err = ce.Err // the *exec.ExitError (or start failure) underneath
+	}
+	return []byte(res.Stdout), []byte(res.Stderr), err
+}
+
+func (t *pveshTransport) graceOrDefault() time.Duration {
+	if t.grace > 0 {
+		return t.grace
+	}
+	return host.DefaultTermGrace
 }
 
 var (

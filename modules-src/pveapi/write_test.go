@@ -19,7 +19,7 @@ import (
 // here, which makes its author decide. A raw Post/Put/Delete/Do would
 // reopen the door to blind re-sends (issue 16) and fails this test.
 var clientMethods = map[string]string{
-	"Calls": "none", "Local": "none", "Target": "none", "ReadOnly": "none", "ReadOnlyClient": "none",
+	"Calls": "none", "Local": "none", "Pvesh": "none", "Warnings": "none", "Target": "none", "ReadOnly": "none", "ReadOnlyClient": "none",
 	"Get": "read", "Version": "read", "Privileges": "read", "RequireAny": "read", "WaitTask": "read",
 	"Dispatch": "write",
 }

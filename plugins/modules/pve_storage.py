@@ -26,8 +26,8 @@ options:
   api_host:
     description:
       - "Name or address of a PVE node whose API (pveproxy) the module talks to."
-      - "When unset and the module runs as root on a PVE node, it uses that node's own API through pvesh (local mode): no credentials, no TLS, but one pvesh process (about half a second on a real node) per API call."
-      - "pvesh takes parameters only on its command line, which any user of the node can read, so local mode never sends a secret (a storage password or encryption key): a task that gives one needs api_host."
+      - "When unset and the module runs as root on a PVE node, it uses that node's own API (local mode): it signs a short-lived root@pam ticket with the cluster's /etc/pve/priv/authkey.key, as PVE does at a login, and calls the node's pveproxy over HTTPS, verified against /etc/pve/pve-root-ca.pem. No credentials are needed and secrets travel in the request body."
+      - "When that is not possible (keys unreadable, the ticket refused), local mode falls back to pvesh with a warning saying why: one pvesh process (about half a second on a real node) per API call, and, since pvesh takes parameters only on its command line, which any user of the node can read, no secret (a storage password or encryption key) is ever sent then."
       - "If not set, the value of the environment variable C(PROXMOX_HOST) is used."
     type: "str"
   api_password:

@@ -77,6 +77,12 @@ func (l *Lab) nodeJSON(name, addr string) ([]byte, error) {
 	if l.creds.TokenSecret != "" {
 		doc["api_token"] = l.creds.TokenID + "=" + l.creds.TokenSecret
 	}
+	switch d := l.opts.PveshStartup; {
+	case d < 0:
+		doc["pvesh_startup_ms"] = 0
+	case d > 0:
+		doc["pvesh_startup_ms"] = d.Milliseconds()
+	}
 	b, err := json.MarshalIndent(doc, "", "  ")
 	return append(b, '\n'), err
 }

@@ -46,8 +46,12 @@ type Options struct {
 	// installed in every node under the names of the PVE/ZFS tools. Empty:
 	// the nodes have no stand-ins.
 	Labtools string
-	Domain   string    // DNS domain of the nodes' FQDNs (default lab.internal)
-	Log      io.Writer // progress and server logs (nil: discarded)
+	Domain   string // DNS domain of the nodes' FQDNs (default lab.internal)
+	// PveshStartup is the start-up cost of the pvesh stand-in per call
+	// (real pvesh loads PVE's Perl API): 0 is the stand-in's default
+	// (pvesh.DefaultStartup, 0.5 s), negative none.
+	PveshStartup time.Duration
+	Log          io.Writer // progress and server logs (nil: discarded)
 }
 
 // NodeInfo is what a user of the lab needs to reach a node.

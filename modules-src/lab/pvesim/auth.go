@@ -1,14 +1,10 @@
 package pvesim
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -32,54 +28,9 @@ func (p *principal) full() string {
 // never a token (not even root's).
 func (p *principal) isRootTicket() bool { return p != nil && p.User == "root@pam" && p.TokenID == "" }
 
-const ticketLifetime = 2 * time.Hour
-
-// makeTicket signs "PVE:user:HEXTIME" with the DB's auth key, the shape of a
-// real PVE ticket; another DB (another cluster) cannot verify it.
-func makeTicket(db *ConfigDB, user string, now time.Time) string {
-	plain := fmt.Sprintf("PVE:%s:%08X", user, now.Unix())
-	return plain + "::" + sign(db.AuthKey, plain)
-}
-
-func sign(key, msg string) string {
-	m := hmac.New(sha256.New, []byte(key))
-	m.Write([]byte(msg))
-	return base64.RawStdEncoding.EncodeToString(m.Sum(nil))
-}
-
-// verifyTicket returns the user of a valid, unexpired ticket.
-func verifyTicket(db *ConfigDB, ticket string, now time.Time) (string, bool) {
-	plain, sig, ok := strings.Cut(ticket, "::")
-	if !ok || !hmac.Equal([]byte(sig), []byte(sign(db.AuthKey, plain))) {
-		return "", false
-	}
-	parts := strings.Split(plain, ":")
-	if len(parts) != 3 || parts[0] != "PVE" {
-		return "", false
-	}
-	ts, err := strconv.ParseInt(parts[2], 16, 64)
-	if err != nil || now.Sub(time.Unix(ts, 0)) > ticketLifetime {
-		return "", false
-	}
-	return parts[1], true
-}
-
-func makeCSRF(db *ConfigDB, user string, now time.Time) string {
-	ts := fmt.Sprintf("%08X", now.Unix())
-	return ts + ":" + sign(db.AuthKey, "csrf:"+ts+":"+user)
-}
-
-func verifyCSRF(db *ConfigDB, user, token string) bool {
-	ts, _, ok := strings.Cut(token, ":")
-	if !ok {
-		return false
-	}
-	return hmac.Equal([]byte(token), []byte(ts+":"+sign(db.AuthKey, "csrf:"+ts+":"+user)))
-}
-
 // authenticate reads the token header or ticket cookie; msg is PVE's 401
 // reason when it fails.
-func authenticate(db *ConfigDB, r *http.Request) (*principal, string) {
+func (s *Sim) authenticate(db *ConfigDB, r *http.Request) (*principal, string) {
 	if h := r.Header.Get("Authorization"); h != "" {
 		v, ok := strings.CutPrefix(h, "PVEAPIToken=")
 		if !ok {
@@ -104,7 +55,7 @@ func authenticate(db *ConfigDB, r *http.Request) (*principal, string) {
 	if err != nil || c.Value == "" {
 		return nil, "No ticket"
 	}
-	user, ok := verifyTicket(db, c.Value, time.Now())
+	user, ok := s.verifyTicketLocked(db, c.Value, time.Now())
 	if !ok {
 		return nil, "invalid ticket"
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -64,10 +65,24 @@ func (s *Sim) writeFilesLocked(db *ConfigDB) error {
 	if db.Corosync != nil {
 		files["corosync.conf"] = []byte(renderCorosyncConf(db.Corosync))
 	}
-	// Written once, then left to whoever edits them.
+	// Written once, then left to whoever edits them. The auth key pair and
+	// pve-www.key sign and check tickets and CSRF tokens (tickets.go); a
+	// node that swaps /etc/pve on join invalidates every ticket it issued.
 	once := map[string][]byte{
-		"datacenter.cfg":   []byte("keyboard: en-us\n"), // the installer's (reconstruction)
-		"priv/authkey.key": []byte(db.AuthKey + "\n"),
+		"datacenter.cfg": []byte("keyboard: en-us\n"), // the installer's (reconstruction)
+	}
+	for _, rel := range []string{authPrivRel, wwwKeyRel} {
+		if _, done := s.written[fileKey(db.ID, rel)]; done {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, rel)); !errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		keys, err := initialAuthFiles(rel)
+		if err != nil {
+			return fmt.Errorf("generating /etc/pve/%s: %w", rel, err)
+		}
+		maps.Copy(once, keys)
 	}
 	if ca, err := s.caLocked(db.ID); err == nil {
 		once["pve-root-ca.pem"] = ca.certPEM

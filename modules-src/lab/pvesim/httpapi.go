@@ -276,12 +276,12 @@ func (s *Sim) dispatch(node string, table map[string]handlerFunc, m *pveschema.M
 	var who *principal
 	if !world {
 		var msg string
-		who, msg = authenticate(db, r)
+		who, msg = s.authenticate(db, r)
 		if who == nil {
 			return 0, nil, who, errStatus(401, "%s", msg)
 		}
 		if who.Ticket && r.Method != "GET" {
-			if !verifyCSRF(db, who.User, r.Header.Get("CSRFPreventionToken")) {
+			if !s.verifyCSRFLocked(db, who.User, r.Header.Get("CSRFPreventionToken"), time.Now()) {
 				return 0, nil, who, errStatus(401, "Permission denied - invalid csrf token")
 			}
 		}

@@ -58,7 +58,7 @@ func (s *Sim) postTicket(rc *reqCtx) (any, error) {
 		}
 	}
 	if !ok && strings.HasPrefix(pw, "PVE:") {
-		if tu, valid := verifyTicket(db, pw, time.Now()); valid && tu == user {
+		if tu, valid := s.verifyTicketLocked(db, pw, time.Now()); valid && tu == user {
 			ok = true
 		}
 	}
@@ -66,11 +66,15 @@ func (s *Sim) postTicket(rc *reqCtx) (any, error) {
 		return nil, errStatus(401, "authentication failure")
 	}
 	now := time.Now()
-	out := map[string]any{
-		"username":            user,
-		"ticket":              makeTicket(db, user, now),
-		"CSRFPreventionToken": makeCSRF(db, user, now),
+	ticket, err := s.makeTicketLocked(db, user, now)
+	if err != nil {
+		return nil, err
 	}
+	csrf, err := s.makeCSRFLocked(db, user, now)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{"username": user, "ticket": ticket, "CSRFPreventionToken": csrf}
 	if db.Corosync != nil {
 		out["clustername"] = db.Corosync.ClusterName
 	}

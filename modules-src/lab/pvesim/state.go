@@ -67,10 +67,7 @@ type Node struct {
 
 // ConfigDB is one pmxcfs instance (/etc/pve).
 type ConfigDB struct {
-	ID string `json:"id"`
-	// AuthKey signs tickets and CSRF tokens (priv/authkey.key): a node that
-	// swaps DB on join invalidates every ticket it issued before.
-	AuthKey  string              `json:"auth_key"`
+	ID       string              `json:"id"`
 	Corosync *Corosync           `json:"corosync,omitempty"`
 	Storage  map[string]*Storage `json:"storage"`
 	// StorageOrder is the order of storage.cfg's sections (SectionConfig's
@@ -189,8 +186,7 @@ func newUUID() string {
 // leaves it: local (dir) and local-lvm (lvmthin), root@pam and the lab token.
 func newDB(st *State, node string) *ConfigDB {
 	db := &ConfigDB{
-		ID:      "db-" + node + "-" + randomHex(4),
-		AuthKey: randomHex(32),
+		ID: "db-" + node + "-" + randomHex(4),
 		Storage: map[string]*Storage{
 			"local": {ID: "local", Type: "dir", Options: map[string]any{
 				"path": "/var/lib/vz", "content": "iso,vztmpl,backup,import"}},

@@ -227,13 +227,14 @@ func wanted(p params) (map[string]string, error) {
 	return want, nil
 }
 
-// refuseLocalSecrets fails a task that gives a secret in local mode, before
-// any request: pvesh would carry it on its command line, readable by any
+// refuseLocalSecrets fails a task that gives a secret when local mode fell
+// back to pvesh, before any request: pvesh would carry it on its command
+// line, readable by any
 // user of the node (pveapi refuses such a request too; failing here names
 // the Ansible option, and fails the same whether or not the storage exists,
 // so a play does not work once and break on the next node).
 func refuseLocalSecrets(c *pveapi.Client, p params, want map[string]string) error {
-	if !c.Local() || p.State != "present" {
+	if !c.Pvesh() || p.State != "present" {
 		return nil
 	}
 	for _, key := range secretKeys {

@@ -134,8 +134,8 @@ func baseOptions(target string) map[string]ansible.Option {
 		"api_host": {Type: ansible.TypeStr, EnvFallback: []string{"PROXMOX_HOST"},
 			Description: []string{
 				"Name or address of " + target + " whose API (pveproxy) the module talks to.",
-				"When unset and the module runs as root on a PVE node, it uses that node's own API through pvesh (local mode): no credentials, no TLS, but one pvesh process (about half a second on a real node) per API call.",
-				"pvesh takes parameters only on its command line, which any user of the node can read, so local mode never sends a secret (a storage password or encryption key): a task that gives one needs api_host.",
+				"When unset and the module runs as root on a PVE node, it uses that node's own API (local mode): it signs a short-lived root@pam ticket with the cluster's /etc/pve/priv/authkey.key, as PVE does at a login, and calls the node's pveproxy over HTTPS, verified against /etc/pve/pve-root-ca.pem. No credentials are needed and secrets travel in the request body.",
+				"When that is not possible (keys unreadable, the ticket refused), local mode falls back to pvesh with a warning saying why: one pvesh process (about half a second on a real node) per API call, and, since pvesh takes parameters only on its command line, which any user of the node can read, no secret (a storage password or encryption key) is ever sent then.",
 			}},
 		"api_port": {Type: ansible.TypeInt, Default: pveapi.DefaultPort, EnvFallback: []string{"PROXMOX_PORT"},
 			Description: []string{"Port of the API."}},
@@ -172,7 +172,15 @@ func ForRun(r *ansible.Run, conn pveapi.Connection, o pveapi.Options) (*pveapi.C
 	if r.CheckMode() {
 		o.ReadOnly = true
 	}
-	return pveapi.Connect(r.Context(), conn, o)
+	c, err := pveapi.Connect(r.Context(), conn, o)
+	if err != nil {
+		return nil, err
+	}
+	// Why local mode fell back to pvesh, for instance.
+	for _, w := range c.Warnings() {
+		r.Warn(w)
+	}
+	return c, nil
 }
 
 // Dispatch sends w once through c (see pveapi.Client.Dispatch) and returns

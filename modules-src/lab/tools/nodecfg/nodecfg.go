@@ -29,6 +29,10 @@ type Node struct {
 	APIToken string `json:"api_token,omitempty"`
 	// Address is the node's lab address (link0 default); optional.
 	Address string `json:"address,omitempty"`
+	// PveshStartupMS is how long the pvesh stand-in waits before its work,
+	// modelling real pvesh loading PVE's Perl API; nil: the default
+	// (pvesh.DefaultStartup), 0: none.
+	PveshStartupMS *int `json:"pvesh_startup_ms,omitempty"`
 	// Root prefixes absolute host paths the tools read or write besides
 	// state_dir (e.g. /etc/modprobe.d/zfs.conf); empty inside a real node.
 	Root string `json:"root,omitempty"`

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Local mode's cost (issue 16), measured side by side in one run against a
+# 1-node lab over real SSH: ms per no-op pve_storage task (storage local,
+# converged, so each task is its two GETs) for
+#   ticket   on the node, no api_host: a root@pam ticket minted with the
+#            node's /etc/pve/priv/authkey.key, HTTPS to its own pveproxy
+#   pvesh    the same task with the auth key moved aside (untimed, between
+#            plays), so local mode falls back to pvesh: one pvesh process
+#            per API call, each paying the stand-in's start-up delay
+#            (modules-src/lab/tools/pvesh DefaultStartup, 0.5 s: issue 16's
+#            figure for real pvesh, a reconstruction)
+#   api_host the task delegated to the controller, api_host + token
+# each minus an empty play of the same shape, R rounds with the variants
+# interleaved (the machine is shared and noisy: only figures taken together
+# compare), printed with ratios to the ticket.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${BENCH_TASKS:-10}
+R=${BENCH_ROUNDS:-3}
+work=$(mktemp -d)
+lab=$work/bin/lab # not the shared /var/lib/gopve/bin/lab: other checkouts use it
+labdir=
+cleanup() {
+  [ -n "$labdir" ] && "$lab" down --dir "$labdir" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+echo "bench-local: building gopve and the lab"
+make -s build >/dev/null
+bin=$(ls bin/gopve_linux_x86_64)
+mkdir -p "$(dirname "$lab")"
+CGO_ENABLED=0 go build -o "$lab" ./modules-src/cmd/lab
+
+coll=$work/collections/ansible_collections/gopve/proxmox
+mkdir -p "$coll/bin"
+cp -r galaxy.yml meta plugins "$coll/"
+cp "$bin" "$coll/bin/gopve_linux_x86_64"
+
+labdir=$work/lab
+"$lab" up --nodes 1 --pve 8 --dir "$labdir" >/dev/null
+inv=$labdir/inventory.yml
+creds=$labdir/credentials.yml
+
+play() { # play NAME TASK-YAML
+  cat >"$work/$1.yml" <<PLAY
+- hosts: pve01
+  gather_facts: false
+  tasks:
+$2
+      loop: "{{ range($N) | list }}"
+PLAY
+}
+task='    - gopve.proxmox.pve_storage: {storage: local, type: dir}'
+play empty '    - ansible.builtin.meta: noop'
+play ticket "$task"
+cp "$work/ticket.yml" "$work/pvesh.yml"
+play api_host "    - gopve.proxmox.pve_storage:
+        api_host: \"{{ ansible_host }}\"
+        api_token_id: \"{{ pve_api_token_id }}\"
+        api_token_secret: \"{{ pve_api_token_secret }}\"
+        api_fingerprint: \"{{ pve_api_fingerprint }}\"
+        storage: local
+        type: dir
+      delegate_to: localhost
+      no_log: true"
+
+export ANSIBLE_COLLECTIONS_PATH=$work/collections ANSIBLE_NOCOLOR=1 \
+  ANSIBLE_RETRY_FILES_ENABLED=0 HOME=$work/home ANSIBLE_LOCAL_TEMP=$work/home/tmp
+mkdir -p "$work/home"
+key=/etc/pve/priv/authkey.key
+node() { "$lab" ssh --dir "$labdir" pve01 "$1" >/dev/null; }
+run() { # run NAME: seconds of one ansible-playbook run
+  local name=$1 t0 t1
+  [ "$name" = pvesh ] && node "mv $key $key.away"
+  t0=$(date +%s.%N)
+  ansible-playbook -i "$inv" -e "@$creds" "$work/$name.yml" >"$work/$name.log" 2>&1 || {
+    [ "$name" = pvesh ] && node "mv $key.away $key"
+    cat "$work/$name.log" >&2; echo "bench-local: $name failed" >&2; exit 1; }
+  t1=$(date +%s.%N)
+  [ "$name" = pvesh ] && node "mv $key.away $key"
+  echo "$t1 - $t0" | bc -l
+}
+variants="ticket pvesh api_host"
+for v in $variants; do run "$v" >/dev/null; done # warm: binary cached on the node
+# Each variant must be what it claims: the fallback warns, the others don't.
+grep -q 'local mode uses pvesh' "$work/pvesh.log" || { echo "bench-local: the pvesh variant did not fall back to pvesh" >&2; exit 1; }
+! grep -q 'local mode uses pvesh' "$work/ticket.log" || { echo "bench-local: the ticket variant fell back to pvesh:" >&2; grep 'local mode uses pvesh' "$work/ticket.log" >&2; exit 1; }
+grep -q 'changed=0' "$work/ticket.log" || { echo "bench-local: the task is not a no-op" >&2; exit 1; }
+
+declare -A total=([empty]=0)
+for v in $variants; do total[$v]=0; done
+for _ in $(seq "$R"); do
+  for v in empty $variants; do
+    total[$v]=$(echo "${total[$v]} + $(run "$v")" | bc -l)
+  done
+done
+per() { echo "(${total[$1]} - ${total[empty]}) / ($R * $N) * 1000" | bc -l; }
+declare -A ms
+for v in $variants; do ms[$v]=$(per "$v"); done
+
+printf '\nlocal mode: per no-op pve_storage task (%d tasks x %d rounds, empty-play baseline subtracted)\n' "$N" "$R"
+label() {
+  case $1 in
+    ticket) echo "local, minted ticket (HTTPS to own pveproxy)" ;;
+    pvesh) echo "local, pvesh fallback (auth key unreadable)" ;;
+    api_host) echo "api_host + token, from the controller" ;;
+  esac
+}
+printf '  %-48s %9s %9s\n' "" "ms/task" "x ticket"
+for v in $variants; do
+  printf '  %-48s %9.1f %9.2f\n' "$(label "$v")" "${ms[$v]}" "$(echo "${ms[$v]} / ${ms[ticket]}" | bc -l)"
+done
