@@ -68,15 +68,22 @@
 //     migration is a hamigrate request.
 //   - /cluster/nextid: the lowest free VMID, as a string; nothing reserved.
 //   - Replication (replication.go, replrun.go): /etc/pve/replication.cfg;
-//     the source node's scheduler syncs ZFS volumes to a replica on the
-//     target and keeps last_sync/fail_count per node (H1, H6).
-//   - HA (ha.go): ha/resources.cfg, groups.cfg (PVE 8; refused on 9, H2),
-//     rules.cfg (PVE 9); start/stop of an HA guest is a hastart/hastop
-//     request the CRM honours HADelay later (H4); a node powered off is
-//     fenced FenceDelay later and its HA guests recover elsewhere (H3, H7);
-//     they fail back FailbackDelay after their preferred node returns, and
-//     a node powering on starts its onboot guests. A guest recovered where
-//     its local disks have no replica cannot start: error state (H8).
+//     each node's scheduler runs pvesr every ReplicationInterval over all
+//     its due jobs (a new job is due at once), syncing ZFS volumes (a
+//     container's subvol-… too) to a replica on the target, keeping
+//     last_sync/fail_count per node, and switching the jobs of a guest HA
+//     recovered onto it (H1, H6).
+//   - HA (ha.go, hacrm.go, hastatus.go): ha/resources.cfg, groups.cfg (PVE
+//     8; refused on 9 once migrated, H2), rules.cfg (PVE 9, with order,
+//     errors and an upgraded cluster's ha-group-* rules until the CRM
+//     migrates them); the CRM acts in rounds of HADelay: requested states
+//     (hastart/hastop, H4) and placement on the preferred node of a group
+//     or rule; a node powered off is fenced FenceDelay later and its HA
+//     guests recover on their preferred node (H3, H7), a VM with a fresh
+//     cloud-init drive; a returned node is a target again FailbackDelay
+//     later, and a node powering on starts its onboot guests. A guest
+//     recovered where its local disks have no replica cannot start: error
+//     state, kept until disabled (H8).
 //   - Containers (lxc.go), the basics: create (vzcreate), config read and
 //     synchronous update, status, start/stop/shutdown, destroy, HA ct:N.
 //
@@ -137,8 +144,9 @@
 // AllocDuration (default 1 s); clone's own lock waits are LockTimeout/10
 // (PVE: 1 s against lock_config's 10 s). A replication job marked for
 // removal vanishes at the source's next run, ReplicationInterval (1 min).
-// The HA stack acts HADelay (10 s) after a request; fencing a powered-off
-// node takes FenceDelay (60 s, H7), failing back FailbackDelay (2 min).
+// The HA stack acts HADelay (10 s, a CRM round) after a request; fencing a
+// powered-off node takes FenceDelay (60 s, H7), failing back FailbackDelay
+// (2 min).
 //
 // # Endpoints
 //
@@ -147,7 +155,7 @@
 // /nodes/{node}/storage[/{storage}/status|content],
 // /cluster/status, /cluster/resources (node, storage and vm entries),
 // /cluster/nextid, /nodes/{node}/qemu[/{vmid}[/config|pending|status/…|
-// template|resize|clone|migrate|agent/ping|agent/network-get-interfaces]], /nodes/{node}/lxc[/{vmid}[/config|status/…]],
+// template|resize|clone|migrate|agent/ping|agent/network-get-interfaces]], /nodes/{node}/lxc[/{vmid}[/config|status/…|interfaces]],
 // /cluster/replication[/{id}], /nodes/{node}/replication[/{id}/status|log|
 // schedule_now], /cluster/ha/resources|groups|rules[/{id}],
 // /cluster/ha/resources/{sid}/migrate|relocate,

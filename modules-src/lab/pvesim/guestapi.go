@@ -28,6 +28,7 @@ func (s *Sim) guestHandlers() map[string]handlerFunc {
 		"GET /nodes/{node}/lxc/{vmid}/config":                        s.getLxcConfig,
 		"PUT /nodes/{node}/lxc/{vmid}/config":                        s.putLxcConfig,
 		"GET /nodes/{node}/lxc/{vmid}/status/current":                s.getLxcStatus,
+		"GET /nodes/{node}/lxc/{vmid}/interfaces":                    s.getLxcInterfaces,
 		"POST /nodes/{node}/lxc/{vmid}/status/start":                 s.postLxcStart,
 		"POST /nodes/{node}/lxc/{vmid}/status/stop":                  s.postLxcStop,
 		"POST /nodes/{node}/lxc/{vmid}/status/shutdown":              s.postLxcShutdown,

@@ -391,7 +391,8 @@ func volumeID(file string) (store, volname string, ok bool) {
 // base-100-disk-0/vm-101-disk-0, 100/vm-100-disk-0.qcow2).
 func volOwner(volname string) int {
 	base := path.Base(volname)
-	m := regexp.MustCompile(`^(?:vm|base)-(\d+)-`).FindStringSubmatch(base)
+	// ZFSPoolPlugin.pm parse_volname: (base|basevol|vm|subvol)-<vmid>-….
+	m := regexp.MustCompile(`^(?:vm|base|subvol|basevol)-(\d+)-`).FindStringSubmatch(base)
 	if m == nil {
 		return 0
 	}

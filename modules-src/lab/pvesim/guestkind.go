@@ -27,6 +27,14 @@ var (
 // member is the guest's name in pools and /cluster/resources: "qemu/100".
 func (k guestKind) member(vmid int) string { return fmt.Sprintf("%s/%d", k.typ, vmid) }
 
+// haSID is the guest's HA service id: "vm:100", "ct:200".
+func (k guestKind) haSID(vmid int) string {
+	if k.dir == "lxc" {
+		return fmt.Sprintf("ct:%d", vmid)
+	}
+	return fmt.Sprintf("vm:%d", vmid)
+}
+
 // loadGuestConfLocked reads a guest's config file from db.
 func (s *Sim) loadGuestConfLocked(db *ConfigDB, k guestKind, node string, vmid int) (*qmConf, error) {
 	rel := guestConfPath(node, k.dir, vmid)
@@ -121,6 +129,9 @@ func (s *Sim) asClusterResource(r map[string]any, k guestKind, e vmEntry) map[st
 	}
 	if !s.nodeUpLocked(e.Node) {
 		r["status"] = "unknown"
+	}
+	if st := s.haStateOfGuestLocked(s.dbOf(e.Node), k.haSID(e.VMID)); st != "" {
+		r["hastate"] = st
 	}
 	return r
 }

@@ -35,7 +35,8 @@ func TestGuestSharedPathsMessages(t *testing.T) {
 	expect("empty CT update", c.call("PUT", "/nodes/pve01/lxc/200/config", url.Values{"digest": {strings.Repeat("0", 40)}}), 500, "no options specified")
 
 	conf := c.call("GET", "/nodes/pve01/lxc/200/config", nil).must(t, "CT config").obj()
-	if conf["cores"] != float64(2) || conf["description"] != "a note" || len(conf["digest"].(string)) != 40 {
+	// parse_pct_config reads each comment line with its newline.
+	if conf["cores"] != float64(2) || conf["description"] != "a note\n" || len(conf["digest"].(string)) != 40 {
 		t.Errorf("CT config: %v", conf)
 	}
 	vm := c.call("GET", "/nodes/pve01/qemu/100/config", nil).must(t, "VM config").obj()

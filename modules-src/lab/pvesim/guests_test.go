@@ -436,3 +436,35 @@ func TestPowerCycleStartsOnbootGuests(t *testing.T) {
 		}
 	}
 }
+
+// A task running when its node loses power dies with it: its work never
+// happens, and once the node is back the task is stopped with "unexpected
+// status" and no TASK line in its log.
+func TestPowerLossKillsRunningTasks(t *testing.T) {
+	t.Parallel()
+	s := startSim(t, simOpts{taskDuration: 400 * time.Millisecond})
+	if err := s.AddGuest("pve01", GuestSpec{VMID: 100, Config: map[string]string{}}); err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, s, "pve01").labToken()
+	upid, _ := c.call("POST", "/nodes/pve01/qemu/100/config", url.Values{"description": {"lost"}}).must(t, "config").data.(string)
+	if err := s.SetOnline("pve01", false); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(600 * time.Millisecond) // past the task's duration, node still off
+	if err := s.SetOnline("pve01", true); err != nil {
+		t.Fatal(err)
+	}
+	st := waitTask(t, c, upid)
+	if st["exitstatus"] != "unexpected status" {
+		t.Errorf("a config task whose node lost power: %v, want exitstatus \"unexpected status\"", st)
+	}
+	if got := c.call("GET", "/nodes/pve01/qemu/100/config", nil).must(t, "config").obj()["description"]; got != nil {
+		t.Errorf("the change of a config task that died with its node was applied: description %v", got)
+	}
+	for _, l := range c.call("GET", "/nodes/pve01/tasks/"+url.PathEscape(upid)+"/log", nil).must(t, "log").list() {
+		if strings.HasPrefix(fmt.Sprint(l["t"]), "TASK ") {
+			t.Errorf("the dead task's log ends with %q", l["t"])
+		}
+	}
+}

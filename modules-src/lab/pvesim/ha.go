@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // HA as pve-ha-manager keeps it (src/PVE/API2/HA/{Resources,Groups,Rules}.pm,
@@ -307,7 +306,7 @@ type haSectionFile struct {
 var (
 	haGroups = haSectionFile{cfg: haGroupsCfg, key: "group", view: groupView,
 		noSuch: "no such ha group '%s'", deleteFailed: "delete ha group failed: "}
-	haRules = haSectionFile{cfg: haRulesCfg, key: "rule", view: ruleView,
+	haRules = haSectionFile{cfg: haRulesCfg, key: "rule",
 		noSuch: "no such ha rule '%s'"}
 )
 
@@ -421,7 +420,7 @@ func (s *Sim) postHAGroup(rc *reqCtx) (any, error) {
 	}
 	g := &section{Type: "group", ID: rc.str("group"), Opts: map[string]string{}}
 	setOpts(rc, groupOpts, g.Opts)
-	s.commitHALocked(db, haGroupsCfg, append(list, g), false)
+	s.commitHALocked(db, haGroupsCfg, append(list, g), true)
 	return nil, nil
 }
 
@@ -445,7 +444,7 @@ func (s *Sim) putHAGroup(rc *reqCtx) (any, error) {
 		}
 		delete(g.Opts, k)
 	}
-	s.commitHALocked(db, haGroupsCfg, list, false)
+	s.commitHALocked(db, haGroupsCfg, list, true)
 	return nil, nil
 }
 
@@ -467,26 +466,221 @@ func (s *Sim) deleteHAGroup(rc *reqCtx) (any, error) {
 
 // ---- rules (PVE 9) ----
 
-func ruleView(r *section, digest string) map[string]any {
-	base := map[string]any{"rule": r.ID, "type": r.Type, "disable": 0}
-	if r.Type == "node-affinity" {
-		base["strict"] = 0
+// ruleView is $get_api_ha_rule: the rule's options (set_rule_defaults adds
+// only truthy defaults, so strict 0 and disable 0 are absent), rule, the
+// file's digest, its order, and the feasibility errors of a rule the CRM
+// would drop.
+func ruleView(r *section, digest string, order int, errs map[string][]string) map[string]any {
+	out := sectionView(map[string]any{"rule": r.ID, "type": r.Type}, r, digest, "strict", "disable")
+	out["order"] = order
+	if len(errs) > 0 {
+		e := map[string]any{}
+		for k, msgs := range errs {
+			e[k] = msgs
+		}
+		out["errors"] = e
 	}
-	return sectionView(base, r, digest, "strict", "disable")
+	return out
+}
+
+// orderedRule is a rule with its SectionConfig order: its position in
+// rules.cfg, or get_next_ordinal for a rule made in memory.
+type orderedRule struct {
+	sec   *section
+	order int
+}
+
+// nextOrdinal is Rules.pm get_next_ordinal as written: the *lowest* order
+// plus one (so every new rule of a non-empty file gets 2).
+func nextOrdinal(list []orderedRule) int {
+	low := 0
+	for i, r := range list {
+		if i == 0 || r.order < low {
+			low = r.order
+		}
+	}
+	return low + 1
+}
+
+// groupRulesLocked is Groups.pm migrate_groups_to_rules on the rules of
+// rules.cfg: every group some resource uses becomes the node-affinity rule
+// ha-group-<group> (nodes and comment from the group, strict = restricted,
+// resources = its members); unused groups vanish. Perl walks the groups in
+// hash order; the lab in name order (reconstruction).
+func migrateGroupsToRules(rules, groups, resources []*section) []*section {
+	out := orderRules(rules)
+	members := map[string][]string{}
+	for _, r := range resources {
+		if g := r.Opts["group"]; g != "" {
+			members[g] = append(members[g], sid(r))
+		}
+	}
+	for _, g := range slices.Sorted(maps.Keys(members)) {
+		gs := findSection(groups, g)
+		if gs == nil {
+			continue
+		}
+		rule := &section{Type: "node-affinity", ID: "ha-group-" + g, Opts: map[string]string{
+			"resources": normaliseList(strings.Join(members[g], ",")),
+			"nodes":     normaliseNodes(gs.Opts["nodes"]),
+			"comment":   gs.Opts["comment"],
+		}}
+		if rule.Opts["comment"] == "" {
+			rule.Opts["comment"] = fmt.Sprintf("Generated from HA group '%s'.", g)
+		}
+		if v, ok := gs.Opts["restricted"]; ok {
+			rule.Opts["strict"] = v
+		}
+		out = insertOrdered(out, orderedRule{sec: rule, order: nextOrdinal(out)})
+	}
+	var list []*section
+	for _, r := range out {
+		list = append(list, r.sec)
+	}
+	return list
+}
+
+// orderRules numbers rules.cfg's sections as parse_config does (1, 2, …).
+func orderRules(list []*section) []orderedRule {
+	out := make([]orderedRule, len(list))
+	for i, r := range list {
+		out[i] = orderedRule{sec: r, order: i + 1}
+	}
+	return out
+}
+
+// insertOrdered places r as write_config sorts sections by order; among
+// equal orders Perl's hash order decides, the lab puts the newcomer last
+// (reconstruction).
+func insertOrdered(list []orderedRule, r orderedRule) []orderedRule {
+	i := 0
+	for i < len(list) && list[i].order <= r.order {
+		i++
+	}
+	return slices.Insert(list, i, r)
+}
+
+// fullRulesLocked is the API's $get_full_rules_config: rules.cfg plus, on
+// a cluster whose groups are not migrated yet, the ha-group-* rules made in
+// memory (they carry get_next_ordinal's order, not a file position).
+func (s *Sim) fullRulesLocked(db *ConfigDB) ([]orderedRule, string) {
+	rules, digest := s.readSectionsLocked(db, haRulesCfg)
+	out := orderRules(rules)
+	groups, _ := s.readSectionsLocked(db, haGroupsCfg)
+	if len(groups) == 0 {
+		return out, digest
+	}
+	res, _ := s.haResourcesLocked(db)
+	for _, r := range migrateGroupsToRules(nil, groups, res) {
+		out = insertOrdered(out, orderedRule{sec: r, order: nextOrdinal(out)})
+	}
+	return out, digest
+}
+
+// effectiveRulesLocked are the rules the CRM compiles (order aside).
+func (s *Sim) effectiveRulesLocked(db *ConfigDB) []*section {
+	full, _ := s.fullRulesLocked(db)
+	out := make([]*section, len(full))
+	for i, r := range full {
+		out[i] = r.sec
+	}
+	return out
+}
+
+// ruleErrorsLocked is Rules.pm check_feasibility over enabled rules (a
+// subset of its checks: NodeAffinity.pm check_single_resource_reference —
+// blamed on every rule sharing the resource —, ResourceAffinity.pm's
+// "less than two resources" and negative affinity's "more resources than
+// available nodes"): rule → option → messages.
+func (s *Sim) ruleErrorsLocked(db *ConfigDB, rules []*section) map[string]map[string][]string {
+	errs := map[string]map[string][]string{}
+	blame := func(id, opt, msg string) {
+		if errs[id] == nil {
+			errs[id] = map[string][]string{}
+		}
+		errs[id][opt] = append(errs[id][opt], msg)
+	}
+	nodes := len(s.membersLocked(s.anyMemberLocked(db)))
+	users := map[string][]string{}
+	for _, r := range rules {
+		if r.Opts["disable"] != "" {
+			continue
+		}
+		res := splitComma(r.Opts["resources"])
+		switch r.Type {
+		case "node-affinity":
+			for _, sid := range res {
+				users[sid] = append(users[sid], r.ID)
+			}
+		case "resource-affinity":
+			if len(res) < 2 {
+				blame(r.ID, "resources", "rule is ineffective as there are less than two resources")
+			} else if r.Opts["affinity"] == "negative" && len(res) > nodes {
+				blame(r.ID, "resources", "rule defines more resources than available nodes")
+			}
+		}
+	}
+	for _, sid := range slices.Sorted(maps.Keys(users)) {
+		if ids := users[sid]; len(ids) > 1 {
+			for _, id := range slices.Sorted(slices.Values(ids)) {
+				blame(id, "resources", fmt.Sprintf("resource '%s' is already used in another node affinity rule", sid))
+			}
+		}
+	}
+	return errs
 }
 
 func (s *Sim) getHARules(rc *reqCtx) (any, error) {
-	return s.indexHA(rc, haRules, func(r *section) bool {
-		if rc.has("type") && rc.str("type") != r.Type {
-			return false
+	db := rc.db()
+	full, digest := s.fullRulesLocked(db)
+	secs := make([]*section, len(full))
+	for i, r := range full {
+		secs[i] = r.sec
+	}
+	errs := s.ruleErrorsLocked(db, secs)
+	out := []map[string]any{}
+	for _, r := range full {
+		if rc.has("type") && rc.str("type") != r.sec.Type {
+			continue
 		}
-		return !rc.has("resource") || slices.Contains(splitComma(r.Opts["resources"]), rc.str("resource"))
-	}), nil
+		if rc.has("resource") && !slices.Contains(splitComma(r.sec.Opts["resources"]), rc.str("resource")) {
+			continue
+		}
+		out = append(out, ruleView(r.sec, digest, r.order, errs[r.sec.ID]))
+	}
+	return out, nil
 }
 
-func (s *Sim) getHARule(rc *reqCtx) (any, error) { return s.readHA(rc, haRules) }
+func (s *Sim) getHARule(rc *reqCtx) (any, error) {
+	db := rc.db()
+	full, digest := s.fullRulesLocked(db)
+	secs := make([]*section, len(full))
+	for i, r := range full {
+		secs[i] = r.sec
+	}
+	for _, r := range full {
+		if r.sec.ID == rc.str("rule") {
+			return ruleView(r.sec, digest, r.order, s.ruleErrorsLocked(db, secs)[r.sec.ID]), nil
+		}
+	}
+	return nil, fmt.Errorf("no such ha rule '%s'", rc.str("rule"))
+}
 
 var ruleOpts = []string{"resources", "nodes", "strict", "affinity", "comment", "disable"}
+
+// setRuleOpts takes a rule's options from the request; disable=0 is
+// dropped, as create_rule and update_rule do ("delete $param->{disable} if
+// !$param->{disable}"): re-enabling takes delete=disable.
+func setRuleOpts(rc *reqCtx, into map[string]string) {
+	prev, had := into["disable"]
+	setOpts(rc, ruleOpts, into)
+	if rc.has("disable") && !rc.boolean("disable") {
+		delete(into, "disable")
+		if had {
+			into["disable"] = prev
+		}
+	}
+}
 
 // normaliseList sorts a comma list as PVE prints its hash-backed lists.
 func normaliseList(v string) string {
@@ -495,12 +689,28 @@ func normaliseList(v string) string {
 	return strings.Join(slices.Compact(items), ",")
 }
 
+// normaliseNodes is NodeAffinity.pm encode_plugin_value: nodes sorted by
+// name, a priority of 0 (or none) printed as the bare name.
+func normaliseNodes(v string) string {
+	prios := parseNodePriorities(v)
+	var out []string
+	for _, n := range slices.Sorted(maps.Keys(prios)) {
+		if p := prios[n]; p != 0 {
+			out = append(out, fmt.Sprintf("%s:%d", n, p))
+		} else {
+			out = append(out, n)
+		}
+	}
+	return strings.Join(out, ",")
+}
+
 // normaliseRuleLists stores a rule's resources and nodes as PVE does.
 func normaliseRuleLists(r *section) {
-	for _, k := range []string{"resources", "nodes"} {
-		if v, ok := r.Opts[k]; ok {
-			r.Opts[k] = normaliseList(v)
-		}
+	if v, ok := r.Opts["resources"]; ok {
+		r.Opts["resources"] = normaliseList(v)
+	}
+	if v, ok := r.Opts["nodes"]; ok {
+		r.Opts["nodes"] = normaliseNodes(v)
 	}
 }
 
@@ -539,28 +749,14 @@ func (s *Sim) checkRuleLocked(db *ConfigDB, rules []*section, r *section) error 
 			return pveDie("cannot use non-existent node(s) %s.", strings.Join(missing, ", "))
 		}
 	}
-	var problem string
-	switch r.Type {
-	case "node-affinity":
-		for _, o := range rules {
-			if o.ID == r.ID || o.Type != "node-affinity" || o.Opts["disable"] == "1" {
-				continue
-			}
-			for _, sid := range res {
-				if slices.Contains(splitComma(o.Opts["resources"]), sid) {
-					problem = fmt.Sprintf("resource '%s' is already used in another node affinity rule", sid)
-				}
-			}
+	candidate := slices.DeleteFunc(slices.Clone(rules), func(o *section) bool { return o.ID == r.ID })
+	errs := s.ruleErrorsLocked(db, append(candidate, r))[r.ID]
+	if len(errs) > 0 {
+		fields := map[string]string{}
+		for k, msgs := range errs {
+			fields[k] = strings.Join(msgs, ", ")
 		}
-	case "resource-affinity":
-		if len(res) < 2 {
-			problem = "rule is ineffective as there are less than two resources"
-		} else if r.Opts["affinity"] == "negative" && len(res) > len(members) {
-			problem = "rule defines more resources than available nodes"
-		}
-	}
-	if problem != "" {
-		return &APIError{Status: 400, Message: fmt.Sprintf("Rule '%s' is invalid.", r.ID), Errors: map[string]string{"resources": problem}}
+		return &APIError{Status: 400, Message: fmt.Sprintf("Rule '%s' is invalid.", r.ID), Errors: fields}
 	}
 	return nil
 }
@@ -591,7 +787,7 @@ func (s *Sim) postHARule(rc *reqCtx) (any, error) {
 	}
 	list, _ := s.readSectionsLocked(db, haRulesCfg)
 	r := &section{Type: rc.str("type"), ID: rc.str("rule"), Opts: map[string]string{}}
-	setOpts(rc, ruleOpts, r.Opts)
+	setRuleOpts(rc, r.Opts)
 	normaliseRuleLists(r)
 	if err := s.checkRuleLocked(db, list, r); err != nil {
 		return nil, err
@@ -599,7 +795,13 @@ func (s *Sim) postHARule(rc *reqCtx) (any, error) {
 	if findSection(list, r.ID) != nil {
 		return nil, fmt.Errorf("HA rule '%s' already defined", r.ID)
 	}
-	s.commitHALocked(db, haRulesCfg, append(list, r), true)
+	// create_rule: order = get_next_ordinal, then written sorted by order.
+	placed := insertOrdered(orderRules(list), orderedRule{sec: r, order: nextOrdinal(orderRules(list))})
+	list = list[:0:0]
+	for _, o := range placed {
+		list = append(list, o.sec)
+	}
+	s.commitHALocked(db, haRulesCfg, list, true)
 	return nil, nil
 }
 
@@ -621,7 +823,7 @@ func (s *Sim) putHARule(rc *reqCtx) (any, error) {
 	}
 	updated := &section{Type: r.Type, ID: r.ID, Opts: map[string]string{}}
 	maps.Copy(updated.Opts, r.Opts)
-	setOpts(rc, ruleOpts, updated.Opts)
+	setRuleOpts(rc, updated.Opts)
 	for _, k := range pveSplit(rc.str("delete")) {
 		delete(updated.Opts, k)
 	}
@@ -635,72 +837,6 @@ func (s *Sim) putHARule(rc *reqCtx) (any, error) {
 }
 
 func (s *Sim) deleteHARule(rc *reqCtx) (any, error) { return s.deleteHA(rc, haRules, nil) }
-
-// ---- the CRM ----
-
-// scheduleCRMLocked brings every HA guest of db to its requested state
-// HADelay from now (the CRM/LRM round trip, H4).
-func (s *Sim) scheduleCRMLocked(dbID string) {
-	s.haLaterLocked(s.cfg.dur(s.cfg.HADelay, 10*time.Second), dbID, s.reconcileHALocked)
-}
-
-// haLaterLocked runs f on the ConfigDB dbID d from now, under the state
-// lock: the HA stack's delayed acts (CRM round, fencing, failback). It does
-// nothing if the simulator closes first or the DB is gone by then.
-func (s *Sim) haLaterLocked(d time.Duration, dbID string, f func(db *ConfigDB)) {
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		if !s.sleep(d) {
-			return
-		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if db := s.st.DBs[dbID]; db != nil {
-			f(db)
-		}
-	}()
-}
-
-func (s *Sim) reconcileHALocked(db *ConfigDB) {
-	list, _ := s.haResourcesLocked(db)
-	changed := false
-	for _, r := range list {
-		vmid, _ := strconv.Atoi(r.ID)
-		e, ok := s.findVMLocked(db, vmid)
-		if !ok || !s.nodeUpLocked(e.Node) || (r.Type == "ct") != (e.Kind == "lxc") {
-			continue
-		}
-		want := r.Opts["state"]
-		if want == "" {
-			want = "started"
-		}
-		if s.haErrorLocked(db, sid(r)) {
-			continue
-		}
-		running := s.runningLocked(e.Node, vmid)
-		switch {
-		case want == "started" && !running && e.Kind == "lxc":
-			if c, err := s.loadCtConfLocked(db, e.Node, vmid); err == nil && !c.isTemplate() && c.lock() == "" {
-				s.setRunningLocked(e.Node, vmid, true)
-				changed = true
-			}
-		case want == "started" && !running:
-			if c, err := s.loadQmConfLocked(db, e.Node, vmid); err == nil && !c.isTemplate() && c.lock() == "" {
-				c.applyPending()
-				s.writeQmConfLocked(db, e.Node, vmid, c)
-				s.setRunningLocked(e.Node, vmid, true)
-				changed = true
-			}
-		case (want == "stopped" || want == "disabled") && running:
-			s.setRunningLocked(e.Node, vmid, false)
-			changed = true
-		}
-	}
-	if changed {
-		s.saveLocked()
-	}
-}
 
 // haRequestTask is the hastart/hastop task of an HA-managed guest: it only
 // sets the requested state (ha-manager set / crm-command stop), the CRM acts
@@ -737,212 +873,6 @@ func (s *Sim) haRequestTaskSID(rc *reqCtx, typ, sid string, vmid int, state stri
 	})
 }
 
-// ---- fencing and recovery ----
-
-// nodeDownLocked is called when a node powers off: FenceDelay later, if it
-// is still down and the rest is quorate, its HA guests are recovered.
-func (s *Sim) nodeDownLocked(node string) {
-	dbID := s.st.Nodes[node].DB
-	d := s.cfg.dur(s.cfg.FenceDelay, 60*time.Second)
-	s.haLaterLocked(d, dbID, func(db *ConfigDB) {
-		if !s.nodeUpLocked(node) && db.Corosync != nil && s.quorateLocked(db) {
-			s.recoverNodeLocked(db, node)
-		}
-	})
-}
-
-// recoverNodeLocked moves the fenced node's HA guests to their best node.
-func (s *Sim) recoverNodeLocked(db *ConfigDB, dead string) {
-	list, _ := s.haResourcesLocked(db)
-	rules, _ := s.readSectionsLocked(db, haRulesCfg)
-	groups, _ := s.readSectionsLocked(db, haGroupsCfg)
-	load := map[string]int{}
-	for _, e := range s.vmListLocked(db) {
-		load[e.Node]++
-	}
-	n := s.st.Nodes[dead]
-	for _, r := range list {
-		if r.Opts["state"] == "disabled" || r.Opts["state"] == "ignored" {
-			continue
-		}
-		vmid, _ := strconv.Atoi(r.ID)
-		e, ok := s.findVMLocked(db, vmid)
-		if !ok || e.Node != dead {
-			continue
-		}
-		target := s.recoveryNodeLocked(db, r, rules, groups, dead, load)
-		if target == "" {
-			continue // no allowed node: stays in recovery (reconstruction of the state)
-		}
-		missing := s.missingVolumesLocked(db, e, target)
-		raw, _ := s.readEtcPve(db, guestConfPath(dead, e.Kind, vmid))
-		s.removeEtcPve(db, guestConfPath(dead, e.Kind, vmid))
-		s.writeEtcPve(db, guestConfPath(target, e.Kind, vmid), raw)
-		delete(n.Running, vmid)
-		load[target]++
-		s.switchReplicationLocked(db, vmid, dead, target)
-		if len(missing) > 0 {
-			// H8: without a replica (a local or linked disk) the guest cannot
-			// start there; after its restarts and relocations the CRM gives up
-			// and the service is in error (reconstruction of the sequence).
-			s.setHAErrorLocked(db, sid(r), true)
-		}
-	}
-	s.reconcileHALocked(db)
-	s.saveLocked()
-}
-
-// recoveryNodeLocked picks where a guest goes: the highest-priority online
-// nodes of its node-affinity rule (9) or group (8), the least loaded among
-// them; without a strict rule / restricted group any online member will do.
-func (s *Sim) recoveryNodeLocked(db *ConfigDB, r *section, rules, groups []*section, dead string, load map[string]int) string {
-	sid := r.Type + ":" + r.ID
-	var prefs string
-	strict := false
-	for _, rule := range rules {
-		if rule.Type == "node-affinity" && rule.Opts["disable"] != "1" && slices.Contains(splitComma(rule.Opts["resources"]), sid) {
-			prefs, strict = rule.Opts["nodes"], rule.Opts["strict"] == "1"
-		}
-	}
-	if g := r.Opts["group"]; g != "" && s.cfg.Version < 9 {
-		if gs := findSection(groups, g); gs != nil {
-			prefs, strict = gs.Opts["nodes"], gs.Opts["restricted"] == "1"
-		}
-	}
-	up := func(n string) bool { return n != dead && s.nodeUpLocked(n) && s.memberUpLocked(n) }
-	best, bestPrio := "", -1
-	for _, p := range splitComma(prefs) {
-		name, prio, _ := strings.Cut(p, ":")
-		pr := 0
-		if prio != "" {
-			pr, _ = strconv.Atoi(prio)
-		}
-		if !up(name) {
-			continue
-		}
-		if pr > bestPrio || pr == bestPrio && load[name] < load[best] {
-			best, bestPrio = name, pr
-		}
-	}
-	if best != "" || strict {
-		return best
-	}
-	for _, m := range s.membersLocked(s.anyMemberLocked(db)) {
-		if up(m) && (best == "" || load[m] < load[best]) {
-			best = m
-		}
-	}
-	return best
-}
-
-// switchReplicationLocked is what the next pvesr run on the new node does
-// (ReplicationConfig.pm switch_replication_job_target_nolock): the job that
-// targeted the new node now targets the old one; every job's source is the
-// new node.
-func (s *Sim) switchReplicationLocked(db *ConfigDB, vmid int, oldNode, newNode string) {
-	list, _ := s.readSectionsLocked(db, replicationCfg)
-	changed := false
-	for _, j := range list {
-		if g, _ := parseReplID(j.ID); g != vmid {
-			continue
-		}
-		if j.Opts["target"] == newNode {
-			j.Opts["target"] = oldNode
-		}
-		j.Opts["source"] = newNode
-		changed = true
-	}
-	if changed {
-		s.writeSectionsLocked(db, replicationCfg, list)
-	}
-}
-
-// ---- failback ----
-
-// nodeBackLocked: FailbackDelay after a node returns, HA guests whose
-// node-affinity rule (9, failback not 0) or group (8, nofailback not 1)
-// prefers it over their current node migrate there, running as they were.
-func (s *Sim) nodeBackLocked(node string) {
-	dbID := s.st.Nodes[node].DB
-	// pve-guests at boot: guests with onboot=1 start, HA ones are the CRM's.
-	if db := s.st.DBs[dbID]; db != nil {
-		for _, e := range s.vmListLocked(db) {
-			if e.Node != node || s.haConfiguredSIDLocked(db, e) {
-				continue
-			}
-			raw, _ := s.readEtcPve(db, guestConfPath(node, e.Kind, e.VMID))
-			if c := parseQmConf(raw); c.Keys["onboot"] == "1" && !c.isTemplate() {
-				s.setRunningLocked(node, e.VMID, true)
-			}
-		}
-		s.scheduleCRMLocked(dbID)
-	}
-	d := s.cfg.dur(s.cfg.FailbackDelay, 2*time.Minute)
-	s.haLaterLocked(d, dbID, func(db *ConfigDB) {
-		if s.nodeUpLocked(node) && s.quorateLocked(db) {
-			s.failbackLocked(db, node)
-		}
-	})
-}
-
-func (s *Sim) failbackLocked(db *ConfigDB, back string) {
-	list, _ := s.haResourcesLocked(db)
-	rules, _ := s.readSectionsLocked(db, haRulesCfg)
-	groups, _ := s.readSectionsLocked(db, haGroupsCfg)
-	changed := false
-	for _, r := range list {
-		if r.Opts["state"] == "disabled" || r.Opts["state"] == "ignored" {
-			continue
-		}
-		sid := r.Type + ":" + r.ID
-		prefs, failback := "", true
-		for _, rule := range rules {
-			if rule.Type == "node-affinity" && rule.Opts["disable"] != "1" && slices.Contains(splitComma(rule.Opts["resources"]), sid) {
-				prefs = rule.Opts["nodes"]
-			}
-		}
-		if s.cfg.Version >= 9 {
-			failback = r.Opts["failback"] != "0"
-		} else if gs := findSection(groups, r.Opts["group"]); gs != nil {
-			prefs, failback = gs.Opts["nodes"], gs.Opts["nofailback"] != "1"
-		}
-		if !failback || prefs == "" {
-			continue
-		}
-		vmid, _ := strconv.Atoi(r.ID)
-		e, ok := s.findVMLocked(db, vmid)
-		if !ok || e.Node == back {
-			continue
-		}
-		prio := func(n string) int {
-			for _, p := range splitComma(prefs) {
-				name, pr, _ := strings.Cut(p, ":")
-				if name == n {
-					v, _ := strconv.Atoi(pr)
-					return v
-				}
-			}
-			return -1
-		}
-		if prio(back) <= prio(e.Node) {
-			continue
-		}
-		running := s.runningLocked(e.Node, vmid)
-		raw, _ := s.readEtcPve(db, guestConfPath(e.Node, e.Kind, vmid))
-		s.removeEtcPve(db, guestConfPath(e.Node, e.Kind, vmid))
-		s.writeEtcPve(db, guestConfPath(back, e.Kind, vmid), raw)
-		s.setRunningLocked(e.Node, vmid, false)
-		if running {
-			s.setRunningLocked(back, vmid, true)
-		}
-		s.switchReplicationLocked(db, vmid, e.Node, back)
-		changed = true
-	}
-	if changed {
-		s.saveLocked()
-	}
-}
-
 // POST /cluster/ha/resources/{sid}/migrate|relocate: a CRM command the
 // manager carries out HADelay later (relocate stops and starts; the lab
 // treats both as moving the guest). PVE 9 answers {sid, requested-node},
@@ -965,12 +895,13 @@ func (s *Sim) postHAMotion(rc *reqCtx) (any, error) {
 	if db.Corosync == nil || db.Corosync.member(target) == nil {
 		return nil, pveDie("no such cluster node '%s'", target) // reconstruction: the CRM ignores it, PVE logs only
 	}
-	s.haLaterLocked(s.cfg.dur(s.cfg.HADelay, 10*time.Second), db.ID, func(d *ConfigDB) {
+	s.haLaterLocked(s.crmRound(), db.ID, func(d *ConfigDB) {
 		if !s.nodeUpLocked(target) {
 			return
 		}
-		if e, ok := s.findVMLocked(d, vmid); ok && e.Node != target && e.Kind == "qemu-server" {
+		if e, ok := s.findVMLocked(d, vmid); ok && e.Node != target {
 			_ = s.moveGuestLocked(d, vmid, e.Node, target, func(string, ...any) {})
+			s.scheduleCRMLocked(d.ID)
 		}
 	})
 	if s.cfg.Version < 9 {

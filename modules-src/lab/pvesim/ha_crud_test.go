@@ -77,7 +77,9 @@ func TestHASectionCRUDMessages(t *testing.T) {
 			a.call("PUT", "/cluster/ha/rules/r1", url.Values{"type": {"node-affinity"}, "comment": {"c"}, "nodes": {"pve02,pve01"}}).must(t, "update rule")
 			a.call("PUT", "/cluster/ha/rules/r1", url.Values{"type": {"node-affinity"}, "delete": {"comment"}}).must(t, "delete rule option")
 			r := a.call("GET", "/cluster/ha/rules/r1", nil).must(t, "rule").obj()
-			if r["nodes"] != "pve01,pve02" || r["comment"] != nil || r["strict"] != float64(0) || r["disable"] != float64(0) || r["digest"] == nil {
+			// set_rule_defaults adds only truthy defaults: strict 0 and
+			// disable 0 are absent; order is the rule's place in rules.cfg.
+			if r["nodes"] != "pve01,pve02" || r["comment"] != nil || r["strict"] != nil || r["disable"] != nil || r["digest"] == nil || r["order"] != float64(1) {
 				t.Errorf("rule after update: %v", r)
 			}
 			a.call("DELETE", "/cluster/ha/rules/r1", nil).must(t, "delete rule")

@@ -72,30 +72,8 @@ func (s *Sim) getHAStatusCurrent(rc *reqCtx) (any, error) {
 			req = "started"
 		}
 		e["request_state"] = req
-		node, state := "---", "queued"
-		if vmid, err := strconv.Atoi(r.ID); err == nil {
-			if g, ok := s.findVMLocked(db, vmid); ok {
-				node = g.Node
-				running := s.runningLocked(g.Node, vmid)
-				switch {
-				case s.haErrorLocked(db, sid):
-					state = "error"
-				case req == "ignored":
-					state = "ignored"
-				case !s.nodeUpLocked(g.Node):
-					state = "fence"
-				case req == "started" && running:
-					state = "started"
-				case req == "started":
-					state = "starting"
-				case running:
-					state = "stopping" // reconstruction of the verbose word
-				default:
-					state = req
-				}
-			}
-		}
-		e["node"], e["state"], e["crm_state"] = node, state, state
+		node, state := s.haServiceStateLocked(db, r)
+		e["node"], e["state"], e["crm_state"] = node, state, rawCRMState(state)
 		e["status"] = fmt.Sprintf("%s (%s, %s)", sid, node, state)
 		for _, k := range []string{"group", "comment"} {
 			if v, ok := r.Opts[k]; ok {
@@ -116,4 +94,99 @@ func (s *Sim) getHAStatusCurrent(rc *reqCtx) (any, error) {
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// haServiceStateLocked is a service's entry in the manager status
+// (service_status: node and CRM state), derived from what the lab's CRM
+// did: "queued" with node "---" while the guest is unknown.
+func (s *Sim) haServiceStateLocked(db *ConfigDB, r *section) (node, state string) {
+	sid := r.Type + ":" + r.ID
+	req := r.Opts["state"]
+	if req == "" {
+		req = "started"
+	}
+	node, state = "---", "queued"
+	vmid, err := strconv.Atoi(r.ID)
+	if err != nil {
+		return node, state
+	}
+	g, ok := s.findVMLocked(db, vmid)
+	if !ok {
+		return node, state
+	}
+	node = g.Node
+	running := s.runningLocked(g.Node, vmid)
+	switch {
+	case s.haErrorLocked(db, sid):
+		state = "error"
+	case req == "ignored":
+		state = "ignored"
+	case !s.nodeUpLocked(g.Node):
+		state = "fence"
+	case s.haMotionLocked(db, sid) != "":
+		state = s.haMotionLocked(db, sid)
+	case req == "started" && running:
+		state = "started"
+	case req == "started":
+		state = "starting"
+	case running:
+		state = "stopping" // reconstruction of the verbose word
+	default:
+		state = req
+	}
+	return node, state
+}
+
+// haStatusOfGuestLocked is HA::Config get_service_status, the "ha" object
+// of a guest's status/current: managed 0 for a guest HA does not manage
+// (absent or ignored), else managed 1 and the CRM's state; PVE 8 adds the
+// resource's group (null without one, pve-ha-manager 4.x).
+func (s *Sim) haStatusOfGuestLocked(db *ConfigDB, sid string) map[string]any {
+	out := map[string]any{"managed": 0}
+	list, _ := s.haResourcesLocked(db)
+	r := findResource(list, sid)
+	if r == nil || r.Opts["state"] == "ignored" {
+		return out
+	}
+	_, state := s.haServiceStateLocked(db, r)
+	out["managed"], out["state"] = 1, rawCRMState(state)
+	if s.cfg.Version < 9 {
+		if g, ok := r.Opts["group"]; ok {
+			out["group"] = g
+		} else {
+			out["group"] = nil
+		}
+	}
+	return out
+}
+
+// haStateOfGuestLocked is /cluster/resources' hastate: the manager's state
+// of the service, else its configured state; "" when not an HA resource
+// (pve-manager API2/Cluster.pm resources).
+func (s *Sim) haStateOfGuestLocked(db *ConfigDB, sid string) string {
+	list, _ := s.haResourcesLocked(db)
+	r := findResource(list, sid)
+	if r == nil {
+		return ""
+	}
+	if r.Opts["state"] == "ignored" {
+		return "ignored" // not in service_status: the config's state
+	}
+	_, state := s.haServiceStateLocked(db, r)
+	return rawCRMState(state)
+}
+
+// rawCRMState undoes Tools.pm get_verbose_service_state's words: the
+// manager status itself says started while the LRM starts the service,
+// request_stop while it stops, stopped for a disabled one.
+func rawCRMState(state string) string {
+	switch state {
+	case "starting":
+		return "started"
+	case "stopping":
+		return "request_stop"
+	case "disabled":
+		return "stopped"
+	}
+	return state
 }

@@ -121,7 +121,14 @@ type apiClient struct {
 	ticket string
 	csrf   string
 	hc     *http.Client
+	// nullAnswer marks a call PVE answers with data null although the
+	// schema declares a type (a Perl sub returning undef; PVE does not
+	// check returns): its answer is not checked against the schema.
+	nullAnswer bool
 }
+
+// expectNull is c for one call whose answer PVE gives as null.
+func (c *apiClient) expectNull() *apiClient { n := *c; n.nullAnswer = true; return &n }
 
 func newClient(t *testing.T, s *Sim, node string) *apiClient {
 	t.Helper()
@@ -231,7 +238,7 @@ func (c *apiClient) callCtx(ctx context.Context, method, path string, params url
 			r.errs = e
 		}
 	}
-	if r.status == 200 {
+	if r.status == 200 && !(c.nullAnswer && r.data == nil) {
 		c.checkReturns(method, path, r.data)
 	}
 	return r

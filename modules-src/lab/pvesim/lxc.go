@@ -3,6 +3,7 @@ package pvesim
 import (
 	"fmt"
 	"maps"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -154,7 +155,11 @@ func (s *Sim) postLxcCreate(rc *reqCtx) (any, error) {
 		if keys["ostype"] == "" {
 			keys["ostype"] = ostypeOf(tmpl)
 		}
-		s.writeCtConfLocked(db, node, vmid, &qmConf{Keys: keys})
+		conf := &qmConf{Keys: keys}
+		if d, ok := keys["description"]; ok {
+			storeCtDescription(conf, d)
+		}
+		s.writeCtConfLocked(db, node, vmid, conf)
 		if start {
 			s.setRunningLocked(node, vmid, true)
 		}
@@ -223,7 +228,61 @@ func (s *Sim) getLxcConfig(rc *reqCtx) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return withDescriptionAndDigest(s.typedGuestConf(ctKind, c.Keys), c), nil
+	out := withDescriptionAndDigest(s.typedGuestConf(ctKind, c.Keys), c)
+	if c.Description != "" {
+		out["description"] = ctDescription(c.Description)
+	}
+	return out, nil
+}
+
+// ctDescription is how parse_pct_config reads the comment lines a
+// container's description is stored as: each "#" line gives its
+// decode_text'd text and a newline (pve-container LXC/Config.pm), so "web"
+// comes back "web\n".
+func ctDescription(stored string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(stored, "\n") {
+		b.WriteString(decodeText(l) + "\n")
+	}
+	return b.String()
+}
+
+// storeCtDescription moves a description given to create or update into
+// the comment lines write_pct_config writes: "#" + encode_text(line) for
+// each line of split /\n/ (which drops trailing empty lines).
+func storeCtDescription(c *qmConf, v string) {
+	delete(c.Keys, "description")
+	lines := strings.Split(strings.TrimRight(v, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = encodeText(l)
+	}
+	c.Description = strings.Join(lines, "\n")
+	if v == "" {
+		c.Description = ""
+	}
+}
+
+// encodeText is pve-common ParseUtils.pm encode_text: every byte of the
+// UTF-8 text outside 0x20–0x7e, and ':' and '%', as %XX (uri_escape).
+func encodeText(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c <= 0x7e && c != ':' && c != '%' {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
+
+// decodeText is decode_text: uri_unescape of every %XX.
+func decodeText(s string) string {
+	if v, err := url.PathUnescape(s); err == nil {
+		return v
+	}
+	return s
 }
 
 // PUT /nodes/{node}/lxc/{vmid}/config: synchronous under the config lock.
@@ -267,8 +326,14 @@ func (s *Sim) putLxcConfig(rc *reqCtx) (any, error) {
 			}
 			c.Keys[k] = v
 		}
+		if d, ok := c.Keys["description"]; ok {
+			storeCtDescription(c, d)
+		}
 		for _, k := range deletes {
 			delete(c.Keys, k)
+			if k == "description" {
+				c.Description = ""
+			}
 		}
 		s.writeCtConfLocked(db, node, vmid, c)
 		s.saveLocked()
@@ -284,8 +349,49 @@ func (s *Sim) getLxcStatus(rc *reqCtx) (any, error) {
 	}
 	e := s.ctSummary(rc.node, rc.vmid(), c)
 	e["type"] = "lxc"
-	e["ha"] = map[string]any{"managed": 0}
+	e["ha"] = s.haStatusOfGuestLocked(rc.db(), fmt.Sprintf("ct:%d", rc.vmid()))
 	return e, nil
+}
+
+// GET /nodes/{node}/lxc/{vmid}/interfaces is PVE::LXC get_interfaces:
+// `ip --json a` in the running container's network namespace; a stopped
+// container has no pid and the answer is null. The lab's containers run no
+// network stack: reconstruction — lo, then each netN by its name and
+// hwaddr with its static ip/ip6 (none for dhcp/auto/manual).
+func (s *Sim) getLxcInterfaces(rc *reqCtx) (any, error) {
+	c, err := s.loadCtConfLocked(rc.db(), rc.node, rc.vmid())
+	if err != nil {
+		return nil, err
+	}
+	if !s.runningLocked(rc.node, rc.vmid()) {
+		return nil, nil
+	}
+	iface := func(name, mac string, addrs ...[3]string) map[string]any {
+		o := map[string]any{"name": name, "hwaddr": mac, "hardware-address": mac}
+		list := []map[string]any{}
+		for _, a := range addrs {
+			n, _ := strconv.Atoi(a[2])
+			o[a[0]] = a[1] + "/" + a[2]
+			list = append(list, map[string]any{"ip-address-type": a[0], "ip-address": a[1], "prefix": n})
+		}
+		o["ip-addresses"] = list
+		return o
+	}
+	out := []map[string]any{iface("lo", "00:00:00:00:00:00", [3]string{"inet", "127.0.0.1", "8"}, [3]string{"inet6", "::1", "128"})}
+	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
+		if !isNetKey(k) {
+			continue
+		}
+		p := parseProps(c.Keys[k], "")
+		var addrs [][3]string
+		for _, f := range []struct{ key, family string }{{"ip", "inet"}, {"ip6", "inet6"}} {
+			if ip, pfx, ok := strings.Cut(p.get(f.key), "/"); ok {
+				addrs = append(addrs, [3]string{f.family, ip, pfx})
+			}
+		}
+		out = append(out, iface(p.get("name"), strings.ToLower(p.get("hwaddr")), addrs...))
+	}
+	return out, nil
 }
 
 // ctPower is start/stop/shutdown: pct's early checks, then the task (or an

@@ -92,6 +92,7 @@ func lxcTour(t *testing.T, c *apiClient, node string) {
 	mustTask(t, c, "POST", p+"/250/status/start", nil)
 	mustTask(t, c, "POST", p+"/250/status/shutdown", nil)
 	mustTask(t, c, "POST", p+"/250/status/start", nil)
+	c.call("GET", p+"/250/interfaces", nil).must(t, "CT interfaces")
 	mustTask(t, c, "POST", p+"/250/status/stop", nil)
 	mustTask(t, c, "DELETE", p+"/250", nil)
 }

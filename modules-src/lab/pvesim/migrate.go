@@ -187,20 +187,29 @@ func (s *Sim) localVolumesLocked(db *ConfigDB, c *qmConf, vmid int) ([]string, s
 	return out, ""
 }
 
-// moveGuestLocked moves a VM (config, local volumes, running state) from
+// moveGuestLocked moves a guest (config, local volumes, running state) from
 // one node to another, and switches its replication jobs, as a finished
-// migration leaves it.
+// migration (VM) or relocation (CT: stopped, moved, started) leaves it.
 func (s *Sim) moveGuestLocked(db *ConfigDB, vmid int, from, to string, logf func(string, ...any)) error {
-	raw, ok := s.readEtcPve(db, guestConfPath(from, "qemu-server", vmid))
+	kind := "qemu-server"
+	if e, ok := s.findVMLocked(db, vmid); ok {
+		kind = e.Kind
+	}
+	raw, ok := s.readEtcPve(db, guestConfPath(from, kind, vmid))
 	if !ok {
 		return pveDie("unable to find configuration file for VM %d on node '%s'", vmid, from)
 	}
 	c := parseQmConf(raw)
 	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
-		if !isDriveKey(k) {
+		var file string
+		switch {
+		case kind == "qemu-server" && isDriveKey(k):
+			file = parseDrive(c.Keys[k]).file()
+		case kind == "lxc" && ctVolKeyRe.MatchString(k):
+			file = parseProps(c.Keys[k], "volume").get("volume")
+		default:
 			continue
 		}
-		file := parseDrive(c.Keys[k]).file()
 		store, _, ok := volumeID(file)
 		st := db.Storage[store]
 		if !ok || st == nil || st.shared() {
@@ -218,13 +227,13 @@ func (s *Sim) moveGuestLocked(db *ConfigDB, vmid int, from, to string, logf func
 		}
 	}
 	running := s.runningLocked(from, vmid)
-	s.removeEtcPve(db, guestConfPath(from, "qemu-server", vmid))
-	s.writeEtcPve(db, guestConfPath(to, "qemu-server", vmid), raw)
+	s.removeEtcPve(db, guestConfPath(from, kind, vmid))
+	s.writeEtcPve(db, guestConfPath(to, kind, vmid), raw)
 	s.setRunningLocked(from, vmid, false)
 	if running {
 		s.setRunningLocked(to, vmid, true)
 	}
-	s.switchReplicationLocked(db, vmid, from, to)
+	s.switchReplicationLocked(db, vmid, to, from) // AbstractMigrate.pm: the job to the target now goes back
 	s.saveLocked()
 	return nil
 }

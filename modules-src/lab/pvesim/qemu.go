@@ -277,7 +277,7 @@ func (s *Sim) getQemuStatus(rc *reqCtx) (any, error) {
 	}
 	e := s.vmSummary(rc.node, vmid, c)
 	e["qmpstatus"] = e["status"]
-	e["ha"] = map[string]any{"managed": 0}
+	e["ha"] = s.haStatusOfGuestLocked(db, fmt.Sprintf("vm:%d", vmid))
 	if c.Keys["agent"] != "" && parseProps(c.Keys["agent"], "enabled").get("enabled") == "1" {
 		e["agent"] = 1
 	}
@@ -707,6 +707,12 @@ func (s *Sim) underGuestLock(t *taskRun, node string, vmid int, d time.Duration,
 	defer s.release(key, false)
 	if !s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration)) {
 		return "unexpected status"
+	}
+	s.mu.Lock()
+	died := t.diedLocked()
+	s.mu.Unlock()
+	if died {
+		return "unexpected status" // the node lost power: the work never happened
 	}
 	return f()
 }

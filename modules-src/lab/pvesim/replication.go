@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
-	"time"
 )
 
 // Storage replication jobs, /etc/pve/replication.cfg (pve-manager
@@ -16,8 +15,7 @@ import (
 // marks the job (remove_job full, or local with keep); the source node's
 // next pvesr run — Config.ReplicationInterval, a minute in PVE — removes it,
 // and never while the source node is down (force=1 drops it at once).
-// The runs themselves (snapshots, send/receive, pvesr.lck) are not
-// simulated: see docs/lab.md.
+// The runs are replrun.go's.
 
 const replicationCfg = "replication.cfg"
 
@@ -199,7 +197,6 @@ func (s *Sim) postReplicationJob(rc *reqCtx) (any, error) {
 	}
 	s.writeSectionsLocked(db, replicationCfg, append(list, sec))
 	s.saveLocked()
-	s.scheduleReplRunLocked(db.ID, id, s.cfg.dur(s.cfg.ReplicationInterval, time.Minute))
 	return nil, nil
 }
 
@@ -266,44 +263,7 @@ func (s *Sim) deleteReplicationJob(rc *reqCtx) (any, error) {
 	}
 	s.writeSectionsLocked(db, replicationCfg, list)
 	s.saveLocked()
-	s.scheduleReplicationRunLocked(db.ID)
 	return nil, nil
-}
-
-// scheduleReplicationRunLocked runs the sources' next pvesr pass after
-// ReplicationInterval: jobs marked for removal whose source node is up go.
-func (s *Sim) scheduleReplicationRunLocked(dbID string) {
-	d := s.cfg.dur(s.cfg.ReplicationInterval, time.Minute)
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		for s.sleep(d) {
-			s.mu.Lock()
-			db := s.st.DBs[dbID]
-			pending := false
-			if db != nil {
-				list, _ := s.readSectionsLocked(db, replicationCfg)
-				kept := list[:0:0]
-				for _, j := range list {
-					if j.Opts["remove_job"] != "" {
-						if s.nodeUpLocked(j.Opts["source"]) || j.Opts["source"] == "" {
-							continue // removed by the source's run
-						}
-						pending = true
-					}
-					kept = append(kept, j)
-				}
-				if len(kept) != len(list) {
-					s.writeSectionsLocked(db, replicationCfg, kept)
-					s.saveLocked()
-				}
-			}
-			s.mu.Unlock()
-			if !pending {
-				return
-			}
-		}
-	}()
 }
 
 // replicationJobsOf lists the job ids of a guest (destroy refuses them).
@@ -316,23 +276,4 @@ func (s *Sim) replicationJobsOf(db *ConfigDB, vmid int) []string {
 		}
 	}
 	return out
-}
-
-// resumeReplicationRunsLocked restarts, after the simulator restarts, the
-// jobs' runs and the removal of jobs marked before it stopped.
-func (s *Sim) resumeReplicationRunsLocked() {
-	for id, db := range s.st.DBs {
-		list, _ := s.readSectionsLocked(db, replicationCfg)
-		marked := false
-		for _, j := range list {
-			if j.Opts["remove_job"] != "" {
-				marked = true
-				continue
-			}
-			s.scheduleReplRunLocked(id, j.ID, s.cfg.dur(s.cfg.ReplicationInterval, time.Minute))
-		}
-		if marked {
-			s.scheduleReplicationRunLocked(id)
-		}
-	}
 }

@@ -9,26 +9,37 @@ import (
 	"time"
 )
 
-// Replication runs, as the source node's pvescheduler does them through
-// pvesr (pve-manager PVE/API2/Replication.pm, pve-guest-common
-// Replication.pm / ReplicationState.pm), simplified: a job runs
-// ReplicationInterval after it is created or scheduled now, then every
-// N×ReplicationInterval for a "*/N" schedule (one interval stands for PVE's
-// minute; other calendar forms count as */15 — reconstruction). A run takes
-// TaskDuration, copies the guest's ZFS volumes to the target node (the
-// replica a recovery needs, H8) and records last_sync/duration; a target
-// that is down fails it (fail_count, error). Runs are node-local state.
+// Replication runs, as pvescheduler and pvesr do them (pve-manager
+// PVE/Service/pvescheduler.pm, PVE/API2/Replication.pm run_jobs;
+// pve-guest-common ReplicationState.pm job_status / get_next_job,
+// Replication.pm run_replication): every ReplicationInterval (PVE: a
+// minute) each node's scheduler runs pvesr under /var/lock/pvesr.lck, and
+// that run works through every due job of the guests on the node, one after
+// another. A job is due at its schedule's next event after its last try (a
+// new job has none, so it is due at once), after a failure 5, 10, 15, then
+// 30 minutes after the last try — and not at all while the target is
+// offline —, and a job marked for removal at once. job_status also fixes
+// the jobs of a guest stolen by HA recovery: a job whose source is not the
+// node holding the guest gets source and target switched
+// (switch_replication_job_target_nolock), so a client that treats target as
+// fixed sees it change until failback. A run takes TaskDuration, copies the
+// guest's ZFS volumes to the target (the replica a recovery needs, H8) and
+// records last_sync/duration; a target that is down fails it. Calendar
+// events count the lab's minutes (ReplicationInterval); only "*/N" and
+// plain minute schedules are parsed, others count as */15
+// (reconstruction). Runs are node-local state.
 
 // ReplRun is one job's state on its source node.
 type ReplRun struct {
-	LastSync  int64    `json:"last_sync"`
-	LastTry   int64    `json:"last_try"`
-	Duration  float64  `json:"duration"`
-	FailCount int      `json:"fail_count"`
-	Error     string   `json:"error,omitempty"`
-	NextSync  int64    `json:"next_sync"`
-	Running   bool     `json:"running,omitempty"`
-	Log       []string `json:"log,omitempty"`
+	LastSync  int64   `json:"last_sync"`
+	LastTry   int64   `json:"last_try"`
+	Duration  float64 `json:"duration"`
+	FailCount int     `json:"fail_count"`
+	Error     string  `json:"error,omitempty"`
+	// LastTryMilli is LastTry to the millisecond (lab minutes may be short).
+	LastTryMilli int64    `json:"last_try_ms,omitempty"`
+	Running      bool     `json:"running,omitempty"`
+	Log          []string `json:"log,omitempty"`
 }
 
 func (s *Sim) replRunLocked(node, id string) *ReplRun {
@@ -51,75 +62,184 @@ func scheduleEvery(schedule string) int {
 	return 15
 }
 
-// scheduleReplRunLocked runs job id of db after d, on the node then
-// holding its guest.
-// A newer schedule (schedule_now, a new job) replaces the job's chain.
-func (s *Sim) scheduleReplRunLocked(dbID, id string, d time.Duration) {
-	if s.replGen == nil {
-		s.replGen = map[string]int{}
+// replMinute is the lab's replication minute; "none" (negative) is made a
+// few milliseconds so the scheduler loop does not spin.
+func (s *Sim) replMinute() time.Duration {
+	return max(s.cfg.dur(s.cfg.ReplicationInterval, time.Minute), 10*time.Millisecond)
+}
+
+// nextEvent is compute_next_event for a "*/N" schedule on the lab's clock:
+// the first multiple of N lab minutes after last (Unix ms).
+func (s *Sim) nextEvent(schedule string, lastMs int64) int64 {
+	minute := s.replMinute().Milliseconds()
+	if minute <= 0 {
+		minute = 1
 	}
-	key := dbID + "/" + id
-	s.replGen[key]++
-	gen := s.replGen[key]
+	n := int64(scheduleEvery(schedule))
+	m := lastMs/minute + 1
+	next := (m + n - 1) / n * n
+	return next * minute
+}
+
+// nextSyncLocked is job_status's next_sync for a job on node (Unix ms,
+// 0 = not scheduled).
+func (s *Sim) nextSyncLocked(node string, job *section) int64 {
+	if job.Opts["remove_job"] != "" {
+		return 1
+	}
+	run := s.st.Nodes[node].Replication[job.ID]
+	if run == nil {
+		return s.nextEvent(job.Opts["schedule"], 0)
+	}
+	if run.FailCount > 0 {
+		if !s.nodeUpLocked(job.Opts["target"]) {
+			return 0
+		}
+		wait := int64(30)
+		if run.FailCount <= 3 {
+			wait = int64(5 * run.FailCount)
+		}
+		return run.LastTryMs() + wait*s.replMinute().Milliseconds()
+	}
+	return s.nextEvent(job.Opts["schedule"], run.LastTryMs())
+}
+
+// LastTryMs is the last try in Unix milliseconds (the lab's minutes can be
+// shorter than a second in tests).
+func (r *ReplRun) LastTryMs() int64 {
+	if r.LastTryMilli != 0 {
+		return r.LastTryMilli
+	}
+	return r.LastTry * 1000
+}
+
+// replicationSchedulerLoop is every node's pvescheduler: a pvesr run at
+// each lab minute boundary on every node that is up.
+func (s *Sim) replicationSchedulerLoop() {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		if !s.sleep(d) {
-			return
+		for {
+			minute := s.replMinute()
+			wait := minute - time.Duration(time.Now().UnixNano()%int64(minute))
+			if !s.sleep(wait) {
+				return
+			}
+			s.mu.Lock()
+			var nodes []string
+			for _, n := range s.sortedNodeNamesLocked() {
+				if s.nodeUpLocked(n) {
+					nodes = append(nodes, n)
+				}
+			}
+			s.mu.Unlock()
+			for _, n := range nodes {
+				s.wg.Add(1)
+				go func() {
+					defer s.wg.Done()
+					// The scheduler's pvesr takes /var/lock/pvesr.lck; while
+					// someone else holds it (a `pvesr run`), this minute is
+					// skipped (reconstruction; H5).
+					s.mu.Lock()
+					lock := pvesrLockKey(n)
+					ok := s.tryLockLocked(lock, false)
+					s.mu.Unlock()
+					if !ok {
+						return
+					}
+					s.runDueJobs(n, "")
+					s.mu.Lock()
+					s.unlockLocked(lock, false)
+					s.mu.Unlock()
+				}()
+			}
 		}
-		s.runReplicationJob(dbID, id, gen)
 	}()
 }
 
-func (s *Sim) runReplicationJob(dbID, id string, gen int) {
-	s.mu.Lock()
-	if s.replGen[dbID+"/"+id] != gen {
+// runDueJobs is run_jobs on node (the caller holds pvesr.lck): every job
+// that is due now runs once, in get_next_job's order (next_sync, guest,
+// id); with only set, that job runs whether due or not (pvesr run --id).
+func (s *Sim) runDueJobs(node, only string) []string {
+	start := time.Now().UnixMilli()
+	done := map[string]bool{}
+	var log []string
+	for {
+		s.mu.Lock()
+		n := s.st.Nodes[node]
+		if n == nil || !s.nodeUpLocked(node) {
+			s.mu.Unlock()
+			return log
+		}
+		db := s.dbOf(node)
+		var next *section
+		var nextAt int64
+		for _, j := range s.jobsOnNodeLocked(db, node) {
+			if done[j.ID] || only != "" && j.ID != only {
+				continue
+			}
+			if only == "" && j.Opts["disable"] == "1" && j.Opts["remove_job"] == "" {
+				continue // job_status without get_disabled
+			}
+			at := s.nextSyncLocked(node, j)
+			if only == "" && (at == 0 || at > start) {
+				continue
+			}
+			g, _ := parseReplID(j.ID)
+			if next == nil || at < nextAt || at == nextAt && g < mustGuest(next.ID) || at == nextAt && g == mustGuest(next.ID) && j.ID < next.ID {
+				next, nextAt = j, at
+			}
+		}
 		s.mu.Unlock()
-		return
+		if next == nil {
+			return log
+		}
+		done[next.ID] = true
+		log = append(log, s.syncJob(db.ID, node, next.ID)...)
 	}
-	s.mu.Unlock()
-	s.syncJob(dbID, id, false)
 }
 
-// syncJob runs one job now; haveLock says the caller already holds the
-// source's pvesr lock (pvesr run), else the scheduler takes it or skips.
-func (s *Sim) syncJob(dbID, id string, haveLock bool) {
+func mustGuest(id string) int { g, _ := parseReplID(id); return g }
+
+// syncJob runs one job of node now (run_replication under pvesr.lck) and
+// returns its log.
+func (s *Sim) syncJob(dbID, src, id string) []string {
 	s.mu.Lock()
 	db := s.st.DBs[dbID]
 	if db == nil {
 		s.mu.Unlock()
-		return
+		return nil
 	}
 	list, _ := s.readSectionsLocked(db, replicationCfg)
 	job := findSection(list, id)
 	guest, _ := parseReplID(id)
 	e, ok := s.findVMLocked(db, guest)
-	if job == nil || !ok || job.Opts["remove_job"] != "" {
+	if job == nil || !ok || e.Node != src {
 		s.mu.Unlock()
-		return // the job is gone: its chain ends
+		return nil
 	}
-	every := time.Duration(scheduleEvery(job.Opts["schedule"])) * s.cfg.dur(s.cfg.ReplicationInterval, time.Minute)
-	src, target := e.Node, job.Opts["target"]
-	if !s.nodeUpLocked(src) || job.Opts["disable"] == "1" || target == src {
-		s.scheduleReplRunLocked(dbID, id, every) // nothing runs there now; try next round
+	if job.Opts["remove_job"] != "" {
+		// The job's removal: its replicas go (remove_job full), then the job.
+		if job.Opts["remove_job"] == "full" && s.nodeUpLocked(job.Opts["target"]) {
+			if c := s.guestConfLocked(db, e); c != nil {
+				if vols, err := s.replicatableVolumes(src, guest, c); err == nil {
+					for _, v := range vols {
+						delete(s.st.Nodes[job.Opts["target"]].Volumes, v)
+					}
+				}
+			}
+		}
+		list = slices.DeleteFunc(list, func(j *section) bool { return j.ID == id })
+		s.writeSectionsLocked(db, replicationCfg, list)
+		delete(s.st.Nodes[src].Replication, id)
+		s.saveLocked()
 		s.mu.Unlock()
-		return
+		return nil
 	}
+	target := job.Opts["target"]
 	run := s.replRunLocked(src, id)
-	if run.Running {
-		s.mu.Unlock()
-		return
-	}
-	// The scheduler's pvesr takes /var/lock/pvesr.lck for the run; while
-	// someone else holds it (a `pvesr run`), this round is skipped (H5).
-	lock := pvesrLockKey(src)
-	if !haveLock && !s.tryLockLocked(lock, false) {
-		s.scheduleReplRunLocked(dbID, id, every)
-		s.mu.Unlock()
-		return
-	}
 	start := time.Now()
-	run.Running, run.LastTry = true, start.Unix()
+	run.Running, run.LastTry, run.LastTryMilli = true, start.Unix(), start.UnixMilli()
 	stamp := func() string { return time.Now().Format("2006-01-02 15:04:05") }
 	run.Log = []string{stamp() + " " + id + ": start replication job", stamp() + " " + id + ": guest => VM " + strconv.Itoa(guest)}
 	s.saveLocked()
@@ -129,34 +249,31 @@ func (s *Sim) syncJob(dbID, id string, haveLock bool) {
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !haveLock {
-		s.unlockLocked(lock, false)
-	}
 	run.Running = false
 	if !alive {
-		return
+		return run.Log
 	}
 	defer func() {
 		run.Duration = float64(time.Since(start).Milliseconds()) / 1000
 		s.saveLocked()
-		s.scheduleReplRunLocked(dbID, id, every)
 	}()
-	if !s.nodeUpLocked(target) {
+	fail := func(msg string) []string {
 		run.FailCount++
-		// reconstruction: the ssh to a powered-off target fails like this
-		run.Error = fmt.Sprintf("command '/usr/bin/ssh -e none -o 'BatchMode=yes' -o 'HostKeyAlias=%s' root@%s -- pvesr prepare-local-job %s' failed: exit code 255", target, s.st.Nodes[target].Addr, id)
-		run.Log = append(run.Log, stamp()+" "+id+": end replication job with error: "+run.Error)
-		run.NextSync = time.Now().Unix() + int64(5*run.FailCount*60)
-		return
+		run.Error = msg
+		run.Log = append(run.Log, stamp()+" "+id+": end replication job with error: "+msg)
+		return run.Log
 	}
-	var conf *qmConf
-	raw, _ := s.readEtcPve(db, guestConfPath(src, e.Kind, guest))
-	conf = parseQmConf(raw)
+	if !s.nodeUpLocked(target) {
+		// reconstruction: the ssh to a powered-off target fails like this
+		return fail(fmt.Sprintf("command '/usr/bin/ssh -e none -o 'BatchMode=yes' -o 'HostKeyAlias=%s' root@%s -- pvesr prepare-local-job %s' failed: exit code 255", target, s.st.Nodes[target].Addr, id))
+	}
+	conf := s.guestConfLocked(db, e)
+	if conf == nil {
+		return fail(fmt.Sprintf("guest %d has no config", guest)) // reconstruction
+	}
 	vols, err := s.replicatableVolumes(src, guest, conf)
 	if err != nil {
-		run.FailCount++
-		run.Error = err.Error()
-		return
+		return fail(err.Error())
 	}
 	run.Log = append(run.Log, stamp()+" "+id+": volumes => "+strings.Join(vols, ","))
 	tn := s.st.Nodes[target]
@@ -175,8 +292,17 @@ func (s *Sim) syncJob(dbID, id string, haveLock bool) {
 		run.Log = append(run.Log, fmt.Sprintf("%s %s: %s sync '%s' (__replicate_%s_%d__)", stamp(), id, kind, v, id, start.Unix()))
 	}
 	run.LastSync, run.FailCount, run.Error = start.Unix(), 0, ""
-	run.NextSync = start.Add(every).Unix()
 	run.Log = append(run.Log, stamp()+" "+id+": end replication job")
+	return run.Log
+}
+
+// guestConfLocked reads a guest's config wherever it is, VM or CT.
+func (s *Sim) guestConfLocked(db *ConfigDB, e vmEntry) *qmConf {
+	raw, ok := s.readEtcPve(db, guestConfPath(e.Node, e.Kind, e.VMID))
+	if !ok {
+		return nil
+	}
+	return parseQmConf(raw)
 }
 
 // pvesrLockKey is /var/lock/pvesr.lck on node.
@@ -184,8 +310,9 @@ func pvesrLockKey(node string) string { return node + ":/var/lock/pvesr.lck" }
 
 // RunReplication is `pvesr run [--id ID]` on node: it takes
 // /var/lock/pvesr.lck (waiting LockTimeout, PVE: 60 s, then "can't lock
-// file '/var/lock/pvesr.lck' - got timeout", H5) and syncs the node's jobs
-// (or one) in the foreground; the lines are what --verbose prints.
+// file '/var/lock/pvesr.lck' - got timeout", H5) and runs the node's due
+// jobs (or the one named, due or not) in the foreground; the lines are
+// what --verbose prints.
 func (s *Sim) RunReplication(node, id string) ([]string, error) {
 	s.mu.Lock()
 	n := s.st.Nodes[node]
@@ -193,16 +320,15 @@ func (s *Sim) RunReplication(node, id string) ([]string, error) {
 		s.mu.Unlock()
 		return nil, &NotFoundError{Msg: fmt.Sprintf("no node %q in this lab", node)}
 	}
-	db := s.dbOf(node)
-	var ids []string
-	for _, j := range s.jobsOnNodeLocked(db, node) {
-		if id == "" || j.ID == id {
-			ids = append(ids, j.ID)
+	if id != "" {
+		found := false
+		for _, j := range s.jobsOnNodeLocked(s.dbOf(node), node) {
+			found = found || j.ID == id
 		}
-	}
-	if id != "" && len(ids) == 0 {
-		s.mu.Unlock()
-		return nil, &BadRequestError{Msg: fmt.Sprintf("no such job '%s'", id)}
+		if !found {
+			s.mu.Unlock()
+			return nil, &BadRequestError{Msg: fmt.Sprintf("no such job '%s'", id)}
+		}
 	}
 	s.mu.Unlock()
 	lock := pvesrLockKey(node)
@@ -210,28 +336,20 @@ func (s *Sim) RunReplication(node, id string) ([]string, error) {
 		return nil, &ConflictError{Msg: "can't lock file '/var/lock/pvesr.lck' - got timeout"}
 	}
 	defer s.release(lock, false)
-	var out []string
-	for _, jid := range ids {
-		s.syncJob(db.ID, jid, true)
-		s.mu.Lock()
-		if r := s.st.Nodes[node].Replication[jid]; r != nil {
-			out = append(out, r.Log...)
-		}
-		s.mu.Unlock()
-	}
-	return out, nil
+	return s.runDueJobs(node, id), nil
 }
 
 // replStatusView is $extract_job_status: the job's config plus its state.
 func (s *Sim) replStatusView(node string, sec *section) map[string]any {
 	v := replView(sec, "")
 	delete(v, "digest")
+	v["next_sync"] = (s.nextSyncLocked(node, sec) + 999) / 1000
 	run := s.st.Nodes[node].Replication[sec.ID]
 	if run == nil {
-		v["fail_count"], v["last_sync"], v["last_try"], v["next_sync"] = 0, 0, 0, 0
+		v["fail_count"], v["last_sync"], v["last_try"] = 0, 0, 0
 		return v
 	}
-	v["last_sync"], v["last_try"], v["fail_count"], v["next_sync"] = run.LastSync, run.LastTry, run.FailCount, run.NextSync
+	v["last_sync"], v["last_try"], v["fail_count"] = run.LastSync, run.LastTry, run.FailCount
 	if run.Duration > 0 {
 		v["duration"] = run.Duration
 	}
@@ -244,9 +362,18 @@ func (s *Sim) replStatusView(node string, sec *section) map[string]any {
 	return v
 }
 
-// jobsOnNodeLocked is job_status: jobs whose guest is on node.
+// jobsOnNodeLocked is job_status: the jobs whose guest is on node (never
+// one to the node itself, unless marked for removal). A job whose source is
+// another node belongs to a guest HA stole: its jobs are switched first.
 func (s *Sim) jobsOnNodeLocked(db *ConfigDB, node string) []*section {
 	list, _ := s.readSectionsLocked(db, replicationCfg)
+	for _, j := range list {
+		g, _ := parseReplID(j.ID)
+		if e, ok := s.findVMLocked(db, g); ok && e.Node == node && j.Opts["source"] != "" && j.Opts["source"] != node {
+			s.switchReplicationLocked(db, g, node, j.Opts["source"])
+			list, _ = s.readSectionsLocked(db, replicationCfg)
+		}
+	}
 	var out []*section
 	for _, j := range list {
 		g, _ := parseReplID(j.ID)
@@ -255,6 +382,30 @@ func (s *Sim) jobsOnNodeLocked(db *ConfigDB, node string) []*section {
 		}
 	}
 	return out
+}
+
+// switchReplicationLocked is ReplicationConfig.pm
+// switch_replication_job_target_nolock($vmid, $old_target, $new_target):
+// every job of the guest gets source old; the one that targeted old now
+// targets new. HA's stolen guest (job_status) passes (its node, the old
+// source); a migration (AbstractMigrate.pm) (target, source).
+func (s *Sim) switchReplicationLocked(db *ConfigDB, vmid int, oldTarget, newTarget string) {
+	list, _ := s.readSectionsLocked(db, replicationCfg)
+	changed := false
+	for _, j := range list {
+		if g, _ := parseReplID(j.ID); g != vmid || j.Type != "local" {
+			continue
+		}
+		if j.Opts["target"] == oldTarget {
+			j.Opts["target"] = newTarget
+		}
+		j.Opts["source"] = oldTarget
+		changed = true
+	}
+	if changed {
+		s.writeSectionsLocked(db, replicationCfg, list)
+		s.saveLocked()
+	}
 }
 
 // GET /nodes/{node}/replication
@@ -317,8 +468,10 @@ func (s *Sim) postReplicationScheduleNow(rc *reqCtx) (any, error) {
 	if findSection(list, id) == nil {
 		return nil, pveDie("no such replication job '%s'", id)
 	}
-	s.replRunLocked(rc.node, id).NextSync = 0
-	s.scheduleReplRunLocked(db.ID, id, s.cfg.dur(s.cfg.ReplicationInterval, time.Minute))
+	// schedule_job_now: last_try 0, so the next scheduler run finds it due.
+	run := s.replRunLocked(rc.node, id)
+	run.LastTry, run.LastTryMilli = 0, 0
+	s.saveLocked()
 	return "", nil
 }
 
@@ -332,8 +485,11 @@ func (s *Sim) missingVolumesLocked(db *ConfigDB, e vmEntry, node string) []strin
 		var file string
 		switch {
 		case isDriveKey(k):
+			// A cdrom, cloud-init's included, is never replicated
+			// (QemuConfig.pm get_replicatable_volumes skips cdrom): a
+			// recovered VM gets a fresh cloud-init drive at start.
 			d := parseDrive(c.Keys[k])
-			if d.cdrom() && !d.cloudinit() {
+			if d.cdrom() || d.cloudinit() {
 				continue
 			}
 			file = d.file()

@@ -75,18 +75,23 @@ type Config struct {
 	// lock (pve-storage cluster_lock_storage): many clones at once queue on
 	// it and the last ones time out after LockTimeout (K13). Default 1 s.
 	AllocDuration time.Duration
-	// ReplicationInterval is how often a node's pvescheduler runs pvesr
-	// (a job marked for removal vanishes at the next run); default 1 min.
+	// ReplicationInterval is the lab's minute for replication: how often
+	// each node's pvescheduler runs pvesr over its due jobs, and the unit of
+	// "*/N" schedules (a job marked for removal vanishes at the next run);
+	// default 1 min, as pvescheduler (pve-manager PVE/Service/pvescheduler.pm).
 	ReplicationInterval time.Duration
-	// HADelay is how long the HA stack takes to act on a request (start,
-	// stop, a new resource): default 10 s, a CRM round (H4).
+	// HADelay is a CRM round: how long the HA stack takes to act on a
+	// request (start, stop, a new resource, a rule) and the spacing of its
+	// rounds; default 10 s, pve-ha-manager CRM.pm's $max_time (H4).
 	HADelay time.Duration
 	// FenceDelay is how long after a node goes down its HA guests are
-	// recovered elsewhere: default 60 s (H7: fencing waits ~50 s, then the
-	// CRM moves them).
+	// recovered elsewhere: default 60 s, NodeStatus.pm $fence_delay (H7;
+	// seed 003 measured 1 min 14 s from power-off to the guest running).
 	FenceDelay time.Duration
-	// FailbackDelay is how long after a preferred node comes back its HA
-	// guests migrate home (failback): default 2 min (H7).
+	// FailbackDelay is how long after a node returns the CRM counts it as a
+	// target again, so its preferred guests migrate home: default 2 min,
+	// seed 003's measured failback (H7; a reconstruction of the
+	// migration's duration, hacrm.go).
 	FailbackDelay time.Duration
 	// AgentTimeout is how long a guest agent call on a running VM waits
 	// for an agent that never answers (no lab guest runs one) before
@@ -141,8 +146,9 @@ type Sim struct {
 	log      *RequestLog
 
 	guestLocks map[string]*guestLock // /var/lock/qemu-server and storage flocks (guestlock.go)
-	replGen    map[string]int        // current run chain of each replication job (replrun.go)
 	haErrors   map[string]bool       // HA services in error state, "db/sid" (ha.go)
+	haMotions  map[string]string     // CRM migrations/relocations under way, "db/sid" (hacrm.go)
+	haBackAt   map[string]time.Time  // when each node came back from a power-off (hacrm.go)
 }
 
 // nodeRuntime is the serving side of a node (not persisted).
@@ -263,7 +269,8 @@ func (s *Sim) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	s.resumeReplicationRunsLocked()
+	s.replicationSchedulerLoop()
+	s.groupMigrationLoop()
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()

@@ -14,6 +14,7 @@ import (
 	"strconv"
 
 	"github.com/gopve/proxmox/modules-src/lab/tools/cli"
+	"github.com/gopve/proxmox/modules-src/lab/tools/pvesh"
 )
 
 // API is the node's HTTPS API (apiclient.Client).
@@ -31,6 +32,8 @@ const usage = `USAGE: ha-manager <COMMAND> [ARGS] [OPTIONS]
        ha-manager config  [OPTIONS]
        ha-manager remove <sid> [OPTIONS]
        ha-manager rules add <type> <rule> [OPTIONS]
+       ha-manager rules config  [OPTIONS]
+       ha-manager rules list  [OPTIONS]
        ha-manager rules remove <rule>
        ha-manager rules set <type> <rule> [OPTIONS]
        ha-manager set <sid> [OPTIONS]
@@ -43,7 +46,7 @@ const usage = `USAGE: ha-manager <COMMAND> [ARGS] [OPTIONS]
 `
 
 var booleans = map[string]bool{"restricted": true, "nofailback": true, "strict": true, "disable": true,
-	"purge": true, "verbose": true, "failback": true}
+	"purge": true, "verbose": true, "failback": true, "noborder": true, "noheader": true}
 
 func (t *Tool) die(err error) int { return t.Env.Fail(255, "%v", err) }
 
@@ -127,6 +130,8 @@ func (t *Tool) Run() int {
 				return 255
 			}
 			return call(http.MethodDelete, "/cluster/ha/rules/"+url.PathEscape(pos[2]))
+		case "config", "list":
+			return t.rules(ctx, pos[1], params)
 		}
 	}
 	t.Env.Errf("ERROR: unknown command 'ha-manager %s'\n%s", pos[0], usage)
@@ -206,5 +211,51 @@ func (t *Tool) groupconfig(ctx context.Context) int {
 	}
 	sort.Slice(list, func(i, j int) bool { return fmt.Sprint(list[i]["group"]) < fmt.Sprint(list[j]["group"]) })
 	t.records(list, func(r map[string]any) string { return "group: " + fmt.Sprint(r["group"]) }, "digest", "group", "type")
+	return 0
+}
+
+// rules prints `ha-manager rules config|list` as ha_manager.pm does through
+// CLIFormatter: config shows enabled (no disable key), state ("ignored
+// (conflicts)" for a rule with errors, else "in use"), rule, type,
+// resources and comment; list only the rule (the index schema's one
+// property). Rows are sorted by the first column, as print_text_table does.
+func (t *Tool) rules(ctx context.Context, verb string, params url.Values) int {
+	noborder, noheader := params.Get("noborder") == "1", params.Get("noheader") == "1"
+	params.Del("noborder")
+	params.Del("noheader")
+	raw, err := t.API.Call(ctx, http.MethodGet, "/cluster/ha/rules", params)
+	if err != nil {
+		return t.die(err)
+	}
+	var list []map[string]any
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return t.die(fmt.Errorf("unexpected HA rules: %w", err))
+	}
+	cols := []string{"rule"}
+	if verb == "config" {
+		cols = []string{"enabled", "state", "rule", "type", "resources", "comment"}
+		for _, r := range list {
+			_, disabled := r["disable"]
+			r["enabled"] = map[bool]int{true: 0, false: 1}[disabled]
+			r["state"] = "in use"
+			if r["errors"] != nil {
+				r["state"] = "ignored (conflicts)"
+			}
+		}
+	}
+	sort.SliceStable(list, func(i, j int) bool { return fmt.Sprint(list[i][cols[0]]) < fmt.Sprint(list[j][cols[0]]) })
+	var rows [][]string
+	for _, r := range list {
+		var row []string
+		for _, c := range cols {
+			v := ""
+			if r[c] != nil {
+				v = scalar(r[c])
+			}
+			row = append(row, v)
+		}
+		rows = append(rows, row)
+	}
+	pvesh.Table(t.Env, cols, rows, noborder, noheader)
 	return 0
 }

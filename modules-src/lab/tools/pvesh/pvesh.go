@@ -255,6 +255,12 @@ func (t *Tool) text(data json.RawMessage, noborder, noheader bool) {
 }
 
 func (t *Tool) table(header []string, rows [][]string, noborder, noheader bool) {
+	Table(t.Env, header, rows, noborder, noheader)
+}
+
+// Table prints rows under header as PVE's CLIFormatter text output does:
+// framed with box-drawing characters, or aligned columns with noborder.
+func Table(env *cli.Env, header []string, rows [][]string, noborder, noheader bool) {
 	w := make([]int, len(header))
 	for i, h := range header {
 		w[i] = utf8.RuneCountInString(h)
@@ -269,14 +275,14 @@ func (t *Tool) table(header []string, rows [][]string, noborder, noheader bool) 
 			for i, h := range header {
 				cells = append(cells, pad(h, w[i]))
 			}
-			t.Env.Outf("%s\n", strings.TrimRight(strings.Join(cells, " "), " "))
+			env.Outf("%s\n", strings.TrimRight(strings.Join(cells, " "), " "))
 		}
 		for _, r := range rows {
 			var cells []string
 			for i, c := range r {
 				cells = append(cells, pad(c, w[i]))
 			}
-			t.Env.Outf("%s\n", strings.TrimRight(strings.Join(cells, " "), " "))
+			env.Outf("%s\n", strings.TrimRight(strings.Join(cells, " "), " "))
 		}
 		return
 	}
@@ -285,14 +291,14 @@ func (t *Tool) table(header []string, rows [][]string, noborder, noheader bool) 
 		for _, n := range w {
 			segs = append(segs, strings.Repeat("─", n+2))
 		}
-		t.Env.Outf("%s%s%s\n", l, strings.Join(segs, m), r)
+		env.Outf("%s%s%s\n", l, strings.Join(segs, m), r)
 	}
 	line := func(cells []string) {
 		var segs []string
 		for i, c := range cells {
 			segs = append(segs, " "+pad(c, w[i])+" ")
 		}
-		t.Env.Outf("│%s│\n", strings.Join(segs, "│"))
+		env.Outf("│%s│\n", strings.Join(segs, "│"))
 	}
 	rule("┌", "┬", "┐")
 	if !noheader {
