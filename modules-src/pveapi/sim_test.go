@@ -179,7 +179,7 @@ func TestSimWaitTask(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		out, err := c.Dispatch(ctx, pveapi.Write{Method: "POST", Path: "/cluster/config", Params: url.Values{"clustername": {"lab"}},
-			What: "create cluster lab", Task: &pveapi.TaskWrite{Node: "pve01", Type: "clustercreate", ID: "lab"}})
+			What: "create cluster lab", Task: &pveapi.TaskWrite{Node: "pve01", Types: []string{"clustercreate"}, ID: "lab"}})
 		cancel()
 		var res *pveapi.TaskResult
 		if out != nil {

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -46,8 +47,11 @@ type Write struct {
 // node's task list (GET /nodes/{node}/tasks) when the UPID never arrived.
 type TaskWrite struct {
 	Node string // the node that runs the task (where the write is handled)
-	Type string // the task type, PVE's worker name: qmclone, clusterjoin…
-	ID   string // the task's id: the VMID for guest tasks, "" for none
+	// Types are the task types the write may start, PVE's worker names
+	// (qmclone, clusterjoin…); several when PVE picks (qmstart, or
+	// hastart for an HA guest).
+	Types []string
+	ID    string // the task's id: the VMID for guest tasks, "" for none
 	// Via is the client that follows the task (default: the dispatching
 	// one). pve_cluster's join follows it through the joiner's local API,
 	// which survives the certificate change the join makes.
@@ -196,7 +200,7 @@ func (w Write) check() error {
 		return fmt.Errorf("bug: Write %s %s has no What", w.Method, w.Path)
 	case w.Settle == nil && w.Task == nil:
 		return fmt.Errorf("bug: Write %q has neither Settle nor Task: a lost answer could not be settled", w.What)
-	case w.Task != nil && (w.Task.Node == "" || w.Task.Type == ""):
+	case w.Task != nil && (w.Task.Node == "" || len(w.Task.Types) == 0):
 		return fmt.Errorf("bug: Write %q: a task write needs the task's node and type", w.What)
 	}
 	return nil
@@ -213,10 +217,12 @@ func (w Write) waiter(c *Client) *Client {
 // answer at all (timeout, reset, closed connection), or an answer from
 // something between us and the handler (a proxy's 502-504, pveproxy's
 // 595/596/599 when it could not reach the node that handles the call).
-// A 500 is the handler's own die: it answered.
+// A 500 is the handler's own die: it answered; so is a failure without
+// status and without a transport error (pvesh printing PVE's die message,
+// or pvesh that could not even start).
 func lostAnswer(e *Error) bool {
 	if e.Status == 0 {
-		return true
+		return e.Err != nil
 	}
 	return slices.Contains([]int{502, 503, 504, 595, 596, 599}, e.Status)
 }
@@ -286,7 +292,7 @@ func (c *Client) settleRead(ctx context.Context, w Write, start time.Time) (*set
 	if w.Task != nil {
 		upid, err := w.waiter(c).findTask(ctx, *w.Task, start)
 		if err != nil || upid == "" {
-			return nil, fmt.Sprintf("no %s task on %s since %s", w.Task.Type, w.Task.Node, start.Format(time.TimeOnly)), err
+			return nil, fmt.Sprintf("no %s task on %s since %s", strings.Join(w.Task.Types, "/"), w.Task.Node, start.Format(time.TimeOnly)), err
 		}
 		return &settleFind{upid: upid}, "", nil
 	}
@@ -297,34 +303,31 @@ func (c *Client) settleRead(ctx context.Context, w Write, start time.Time) (*set
 	return &settleFind{}, "", nil
 }
 
-type taskEntry struct {
-	UPID      string `json:"upid"`
-	Type      string `json:"type"`
-	ID        string `json:"id"`
-	StartTime int64  `json:"starttime"`
-}
-
 // findTask looks for the task a write started in its node's task list:
-// running or ended (source=all), of its type and id, started since the
-// write was sent (less the clock slack). The oldest such task is it.
+// running or ended (source=all), of one of its types and its id, started
+// since the write was sent (less the clock slack). The oldest such task
+// is it.
 func (c *Client) findTask(ctx context.Context, t TaskWrite, start time.Time) (string, error) {
-	since := start.Add(-taskClockSlack).Unix()
-	q := url.Values{"source": {"all"}, "typefilter": {t.Type}, "since": {strconv.FormatInt(since, 10)}}
+	since := start.Add(-taskClockSlack)
+	q := TaskQuery{Source: "all", Since: since}
 	if n, err := strconv.Atoi(t.ID); err == nil && n >= 100 {
-		q.Set("vmid", t.ID) // PVE filters by vmid only for guest ids
-	}
-	var list []taskEntry
-	if err := c.Get(ctx, Path("/nodes/%s/tasks", t.Node), q, &list); err != nil {
-		return "", err
+		q.VMID = n // PVE filters by vmid only for guest ids
 	}
 	best := ""
 	var bestStart int64
-	for _, e := range list {
-		if e.Type != t.Type || e.ID != t.ID || e.StartTime < since {
-			continue
+	for _, typ := range t.Types {
+		q.TypeFilter = typ
+		list, err := ListTasks(ctx, c, t.Node, q)
+		if err != nil {
+			return "", err
 		}
-		if best == "" || e.StartTime < bestStart {
-			best, bestStart = e.UPID, e.StartTime
+		for _, e := range list {
+			if e.Type != typ || e.ID != t.ID || e.StartTime < since.Unix() {
+				continue
+			}
+			if best == "" || e.StartTime < bestStart {
+				best, bestStart = e.UPID, e.StartTime
+			}
 		}
 	}
 	return best, nil

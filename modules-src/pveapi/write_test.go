@@ -173,7 +173,7 @@ func TestLostTaskAnswerFoundInTaskList(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	out, err := c.Dispatch(ctx, pveapi.Write{Method: "POST", Path: "/cluster/config", Params: url.Values{"clustername": {"lab"}},
-		What: "create cluster lab", Task: &pveapi.TaskWrite{Node: "pve01", Type: "clustercreate", ID: "lab"}})
+		What: "create cluster lab", Task: &pveapi.TaskWrite{Node: "pve01", Types: []string{"clustercreate"}, ID: "lab"}})
 	if err != nil || out.Lost == "" || out.Task == nil || out.Task.ExitStatus != "OK" {
 		t.Fatalf("lost task answer: %+v %v", out, err)
 	}
@@ -204,7 +204,7 @@ func TestAnsweredTaskFailureWithoutTaskIsNothingDone(t *testing.T) {
 	s.Faults().Add(pvesim.Fault{Method: "POST", Path: "/cluster/config", Kind: pvesim.FaultError, Status: 500, Message: "got no worker upid - start worker failed", Count: 1})
 	s.ResetRequests()
 	_, err = c.Dispatch(context.Background(), pveapi.Write{Method: "POST", Path: "/cluster/config", Params: url.Values{"clustername": {"lab"}},
-		What: "create cluster lab", Task: &pveapi.TaskWrite{Node: "pve01", Type: "clustercreate", ID: "lab"}})
+		What: "create cluster lab", Task: &pveapi.TaskWrite{Node: "pve01", Types: []string{"clustercreate"}, ID: "lab"}})
 	if !pveapi.NothingDone(err) || !strings.Contains(err.Error(), "not made") {
 		t.Errorf("answered failure, no task: %v", err)
 	}

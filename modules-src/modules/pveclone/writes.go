@@ -33,11 +33,11 @@ func (v *vm) send(ctx context.Context, w write) (*pveapi.TaskResult, error) {
 	}
 	pw := pveapi.Write{Method: w.req.Method, Path: w.req.Path, Params: w.req.Params, What: w.what, Settle: w.settle, Creates: w.creates}
 	if h := w.req.Task; h != nil && len(h.Types) > 0 {
-		typ := h.Types[0]
+		types := append([]string(nil), h.Types...)
 		if w.taskType != "" {
-			typ = w.taskType
+			types = []string{w.taskType}
 		}
-		pw.Task = &pveapi.TaskWrite{Node: h.Node, Type: typ, ID: h.ID}
+		pw.Task = &pveapi.TaskWrite{Node: h.Node, Types: types, ID: h.ID}
 	}
 	out, err := pveansible.Dispatch(ctx, v.r, v.c, pw)
 	var te *pveapi.TaskError

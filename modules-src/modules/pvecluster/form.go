@@ -318,7 +318,7 @@ func (m *mod) joinAPI(ctx context.Context) error {
 	out, err := pveansible.Dispatch(ctx, m.r, self, pveapi.Write{
 		Method: http.MethodPost, Path: "/cluster/config/join", Params: q,
 		What: fmt.Sprintf("join %s to cluster %s", m.c.self.Name, m.p.ClusterName),
-		Task: &pveapi.TaskWrite{Node: m.c.self.Name, Type: "clusterjoin", Via: m.local},
+		Task: &pveapi.TaskWrite{Node: m.c.self.Name, Types: []string{"clusterjoin"}, Via: m.local},
 	})
 	if out != nil && out.Task != nil {
 		m.evidence = append(m.evidence, "join task "+out.Task.UPID.Raw)

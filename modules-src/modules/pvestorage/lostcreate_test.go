@@ -94,3 +94,30 @@ func TestCheckModeSendsNoWrite(t *testing.T) {
 		t.Errorf("check mode wrote: %+v", m)
 	}
 }
+
+// A PUT whose answer is lost (handled, then the connection reset): sent
+// once, settled by reading the options back, changed and verified.
+func TestLostUpdateSettledSentOnce(t *testing.T) {
+	w := newWorld(t, 9)
+	if res := w.run(zfsArgs(), false); failed(res) {
+		t.Fatal(res["msg"])
+	}
+	w.sim.Faults().Add(pvesim.Fault{Method: "PUT", Path: "/storage/nvme-vm", Kind: pvesim.FaultLostAnswer, Count: 1})
+	w.sim.ResetRequests()
+	args := zfsArgs()
+	args["disable"] = true
+	res := w.run(args, false)
+	if failed(res) || res["changed"] != true || !strings.Contains(pveapi.String(res["warnings"]), `the answer to "update storage nvme-vm" was lost`) {
+		t.Fatalf("settled update: %v %v", res["msg"], res["warnings"])
+	}
+	w.sim.WaitIdle()
+	puts := 0
+	for _, r := range pveapitest.Mutating(w.sim) {
+		if r.Method == "PUT" {
+			puts++
+		}
+	}
+	if puts != 1 {
+		t.Errorf("PUT sent %d times, want 1", puts)
+	}
+}

@@ -135,3 +135,15 @@ func Write(t testing.TB, c *pveapi.Client, method, path string, params url.Value
 		t.Fatalf("%s %s by hand: %v", method, path, err)
 	}
 }
+
+// Send makes a write as a test's setup or probe does: through Dispatch,
+// once, its answer decoded into out (a task id, a created object); the
+// error is returned for the test to judge. A lost answer is not settled.
+func Send(ctx context.Context, c *pveapi.Client, method, path string, params url.Values, out any) error {
+	o, err := c.Dispatch(ctx, pveapi.Write{Method: method, Path: path, Params: params,
+		What: "test: " + method + " " + path, Settle: func(context.Context) (bool, error) { return false, nil }, SettleWithin: time.Millisecond})
+	if err != nil || out == nil {
+		return err
+	}
+	return o.Decode(out)
+}
