@@ -112,3 +112,46 @@ func TestCreateCheckNoop(t *testing.T) {
 		}
 	}
 }
+
+// Issue 15 item 7: a node that is not a member (a join that failed, a node
+// still to join) is left out of the storage's nodes with a warning naming
+// it, in check mode as in the real run; the rerun converges and changes
+// nothing; nodes of which none is a member fail before any write.
+func TestNonMemberNodesLeftOut(t *testing.T) {
+	for _, v := range []int{8, 9} {
+		w := newWorld(t, v)
+		args := zfsArgs()
+		args["nodes"] = []any{"pve01", "pve02", "pve03", "pve07"}
+		check := w.run(args, true)
+		if failed(check) || check["changed"] != true || !strings.Contains(pveapi.String(check["warnings"]), "pve07 left out") {
+			t.Fatalf("PVE %d check: %v %v", v, check["msg"], check["warnings"])
+		}
+		if m := pveapitest.Mutating(w.sim); len(m) != 0 {
+			t.Fatalf("PVE %d check mode wrote: %+v", v, m)
+		}
+		real := w.run(args, false)
+		if failed(real) || real["changed"] != true {
+			t.Fatalf("PVE %d create: %v", v, real["msg"])
+		}
+		if st := real["storage"].(map[string]any); st["nodes"] != "pve01,pve02,pve03" {
+			t.Errorf("PVE %d: nodes %v, want the members only", v, st["nodes"])
+		}
+		if pveapi.String(real["changes"]) != pveapi.String(check["changes"]) {
+			t.Errorf("PVE %d: real %v != predicted %v", v, real["changes"], check["changes"])
+		}
+		again := w.run(args, false)
+		if failed(again) || again["changed"] != false || !strings.Contains(pveapi.String(again["warnings"]), "pve07 left out") {
+			t.Errorf("PVE %d rerun: changed %v %v warnings %v", v, again["changed"], again["msg"], again["warnings"])
+		}
+		w.sim.ResetRequests()
+		none := zfsArgs()
+		none["storage"], none["nodes"] = "other", []any{"pve08", "pve09"}
+		res := w.run(none, false)
+		if !failed(res) || res["changed"] != false || !strings.Contains(pveapi.String(res["msg"]), "nodes: none of pve08, pve09 is a member") {
+			t.Errorf("PVE %d no member: %v %v", v, res["changed"], res["msg"])
+		}
+		if m := pveapitest.Mutating(w.sim); len(m) != 0 {
+			t.Errorf("PVE %d: a refused run wrote %+v", v, m)
+		}
+	}
+}

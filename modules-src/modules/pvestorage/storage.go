@@ -141,6 +141,11 @@ func (s *storage) plan(ctx context.Context, _ *ansible.World) ([]ansible.Change,
 	}
 	s.existed = cfg != nil
 	s.final = cfg
+	if s.p.State == "present" {
+		if err := s.keepMembers(ctx, cfg); err != nil {
+			return nil, err
+		}
+	}
 	switch {
 	case s.p.State == "absent" && cfg == nil:
 		return nil, nil
@@ -383,6 +388,47 @@ func (s *storage) nodesOf(ctx context.Context, cfg map[string]any) ([]node, erro
 	}
 	slices.SortFunc(out, func(a, b node) int { return strings.Compare(a.Node, b.Node) })
 	return out, nil
+}
+
+// keepMembers leaves out of the wanted nodes every name that is not a
+// member of the cluster (GET /nodes lists the members, online or not), with
+// a warning naming it: a node whose join failed, or that is still to join,
+// must not end up in storage.cfg, where PVE would accept any name (issue 15
+// item 7). The members are read only when the nodes would change, so a
+// converged run keeps its two reads.
+func (s *storage) keepMembers(ctx context.Context, cfg map[string]any) error {
+	want := s.want["nodes"]
+	if want == "" || (cfg != nil && normalise("nodes", pveapi.String(cfg["nodes"])) == want) {
+		return nil
+	}
+	var all []node
+	if err := s.c.Get(ctx, "/nodes", nil, &all); err != nil {
+		return fmt.Errorf("nodes: cannot list the cluster's members to check them: %w", err)
+	}
+	members := make([]string, 0, len(all))
+	for _, n := range all {
+		members = append(members, n.Node)
+	}
+	slices.Sort(members)
+	var keep, drop []string
+	for _, n := range pveapi.SplitList(want) {
+		if slices.Contains(members, n) {
+			keep = append(keep, n)
+		} else {
+			drop = append(drop, n)
+		}
+	}
+	if len(drop) == 0 {
+		return nil
+	}
+	if len(keep) == 0 {
+		return fmt.Errorf("nodes: none of %s is a member of the cluster (its members: %s); nothing was changed",
+			strings.Join(drop, ", "), strings.Join(members, ", "))
+	}
+	s.r.Warn(fmt.Sprintf("nodes: %s left out of storage %s: not a member of the cluster (its members: %s); a later run adds it once it has joined",
+		strings.Join(drop, ", "), s.p.Storage, strings.Join(members, ", ")))
+	s.want["nodes"] = strings.Join(keep, ",")
+	return nil
 }
 
 type volume struct {
