@@ -8,6 +8,7 @@ packages=(
   debootstrap                            # Debian 13 roots: PVE 9 nodes, ansible-core 2.19
   dpkg-dev apt-utils                     # the lab's apt repository
   iproute2 util-linux procps curl ca-certificates python3-voluptuous bc
+  ansible python3-proxmoxer python3-requests  # third-party clients the lab must fool (community.general proxmox_*)
 )
 missing=()
 for p in "${packages[@]}"; do

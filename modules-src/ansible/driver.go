@@ -312,6 +312,9 @@ func (r *Run) buildResult(failure error) map[string]any {
 		}
 	}
 	out := maskValue(normalized, secrets, reservedOrKnown).(map[string]any)
+	for k, v := range r.revealed {
+		out[k] = v
+	}
 	if r.inv.InjectInvocation == nil || *r.inv.InjectInvocation {
 		args, err := toJSONShape(r.params)
 		if err != nil {

@@ -557,3 +557,35 @@ func TestDecodeAndResultData(t *testing.T) {
 		t.Errorf("count = %v, want nil", *got.Count)
 	}
 }
+
+// SetRevealed (issue 15 item 9: a key PVE generated): the value is in the
+// result under its key only, and masked in logs, msg, warnings, diff and
+// every other key.
+func TestSetRevealed(t *testing.T) {
+	const generated = "generated-key-7f3a"
+	var logs bytes.Buffer
+	m := testModule(func(r *Run) error {
+		r.SetRevealed("encryption_key", generated)
+		r.Log(0, "PVE answered %s", generated)
+		r.Set("other", "copy of "+generated)
+		r.Warn("back up " + generated)
+		return errors.New("failed after " + generated)
+	})
+	res := Execute(context.Background(), m, &Invocation{Params: map[string]any{"name": "x"}, Diff: true}, noEnv, &logs)
+	if res["encryption_key"] != generated {
+		t.Fatalf("encryption_key = %v, want the generated value", res["encryption_key"])
+	}
+	rest := map[string]any{}
+	for k, v := range res {
+		if k != "encryption_key" {
+			rest[k] = v
+		}
+	}
+	out, _ := json.Marshal(rest)
+	if bytes.Contains(out, []byte(generated)) || strings.Contains(logs.String(), generated) {
+		t.Errorf("the revealed value leaked elsewhere: %s\n%s", out, logs.String())
+	}
+	if !bytes.Contains(out, []byte(secretMask)) {
+		t.Errorf("nothing was masked: %s", out)
+	}
+}

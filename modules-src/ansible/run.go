@@ -22,9 +22,10 @@ type Run struct {
 	warnings []string
 	deprecs  []map[string]any
 	secrets  *secretSet
-	changes  []changeRecord // every planned change, in order, with what became of it
-	world    *World         // predictions of planned changes (check mode)
-	failure  error          // first stage failure; sticks
+	revealed map[string]string // result keys that carry a secret on purpose (SetRevealed)
+	changes  []changeRecord    // every planned change, in order, with what became of it
+	world    *World            // predictions of planned changes (check mode)
+	failure  error             // first stage failure; sticks
 	stderr   io.Writer
 	timeout  time.Duration
 	critical int // Uninterruptible sections running now
@@ -121,6 +122,23 @@ func (r *Run) Set(key string, value any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.result[key] = value
+}
+
+// SetRevealed returns to the user a secret the module obtained at run time
+// (a key the server generated, that exists nowhere else the user can
+// read): it is present, unmasked, under key only, and masked like a
+// no_log value everywhere else (logs, msg, warnings, diff, other keys).
+func (r *Run) SetRevealed(key, value string) {
+	if reservedKey(key) {
+		panic("ansible: module tried to set reserved result key " + key)
+	}
+	r.secrets.add(value)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.revealed == nil {
+		r.revealed = map[string]string{}
+	}
+	r.revealed[key] = value
 }
 
 // Step names what the module is doing now, for timeout messages

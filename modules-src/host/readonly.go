@@ -5,6 +5,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -145,10 +146,17 @@ var sshSafeOptions = map[string]string{
 	"serveraliveinterval": "", "serveralivecountmax": "", "passwordauthentication": "no",
 }
 
+// shellInertWord matches a word the remote shell takes literally: no
+// separator, redirection, substitution, quote, glob, tilde or blank.
+var shellInertWord = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)
+
 // sshReadOnly: `ssh -o K=V… -T HOST -- CMD ARGS…` reads only when its
 // options are on sshSafeOptions (with the value required there, if any),
 // StrictHostKeyChecking=yes and UpdateHostKeys=no are given, and the remote
-// command is itself read-only by these rules.
+// command is itself read-only by these rules. ssh joins the remote words
+// with spaces and hands them to the remote user's shell, so a word with
+// shell syntax in it (`status; rm -rf /`, `$(touch x)`) would run more than
+// the allow-list saw: every remote word must be shell-inert.
 func sshReadOnly(args []string) bool {
 	strict, noUpdate := false, false
 	for i := 0; i < len(args); i++ {
@@ -174,6 +182,11 @@ func sshReadOnly(args []string) bool {
 			}
 			if !strict || !noUpdate || len(rest) == 0 {
 				return false
+			}
+			for _, w := range rest {
+				if !shellInertWord.MatchString(w) {
+					return false
+				}
 			}
 			return ReadOnlyCommand(Command{Name: rest[0], Args: rest[1:]})
 		}

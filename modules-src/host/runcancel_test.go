@@ -120,6 +120,16 @@ func TestReadOnlyRunner(t *testing.T) {
 		{Command{Name: "ssh", Args: []string{"-o", "StrictHostKeyChecking=yes", "root@h", "pvesh", "get", "/x"}}, false},                                   // UpdateHostKeys may write
 		{Command{Name: "ssh", Args: []string{"-o", "StrictHostKeyChecking=yes", "-o", "UpdateHostKeys=no", "-o", "ProxyCommand=touch /x", "h", "true"}}, false},
 		{Command{Name: "ssh", Args: []string{"-o", "StrictHostKeyChecking=yes", "-o", "UpdateHostKeys=no", "-L", "1:h:2", "h", "true"}}, false},
+		// Issue 15 item 9: the remote shell would run what the allow-list
+		// never saw: every remote word must be shell-inert.
+		{Command{Name: "ssh", Args: []string{"-o", "StrictHostKeyChecking=yes", "-o", "UpdateHostKeys=no", "h", "pvesh", "get", "/x; rm -rf /"}}, false},
+		{Command{Name: "ssh", Args: []string{"-o", "StrictHostKeyChecking=yes", "-o", "UpdateHostKeys=no", "h", "--", "cat", "$(touch /x)"}}, false},
+		{Command{Name: "ssh", Args: []string{"-o", "StrictHostKeyChecking=yes", "-o", "UpdateHostKeys=no", "h", "cat", "/etc/hosts", ">/etc/hosts"}}, false},
+		{Command{Name: "ssh", Args: []string{"-o", "StrictHostKeyChecking=yes", "-o", "UpdateHostKeys=no", "h", "true&&touch", "/x"}}, false},
+		{Command{Name: "ssh", Args: []string{"-o", "StrictHostKeyChecking=yes", "-o", "UpdateHostKeys=no", "h", "cat", "`touch /x`"}}, false},
+		{Command{Name: "ssh", Args: []string{"-o", "StrictHostKeyChecking=yes", "-o", "UpdateHostKeys=no", "h", "cat", "/etc/pve/a b"}}, false},
+		{Command{Name: "ssh", Args: []string{"-o", "StrictHostKeyChecking=yes", "-o", "UpdateHostKeys=no", "h", "cat\n", "/x"}}, false},
+		{Command{Name: "ssh", Args: []string{"-o", "StrictHostKeyChecking=yes", "-o", "UpdateHostKeys=no", "h", "cat", "/etc/pve/corosync.conf"}}, true},
 	}
 	inner := &ExecRunner{}
 	for _, c := range cases {

@@ -244,7 +244,8 @@ options:
     description:
       - "PVE option prune-backups: The retention options with shorter intervals are processed first with --keep-last being the very first one. Each option covers a specific period of time. We say that backups within this period are covered by this option. The next option does not take care of already covered backups and only considers older backups."
       - "Storage types: dir, nfs, cifs, pbs."
-    type: "str"
+      - "A dict (keep-all, keep-last, keep-hourly, keep-daily, keep-weekly, keep-monthly, keep-yearly) or PVE's key=value,… string, checked as PVE checks it before any request: keep-all is a boolean that excludes every positive keep-* option, the others are integers of at least 0."
+    type: "raw"
     aliases:
       - "prune-backups"
   saferemove:
@@ -351,6 +352,12 @@ options:
       - "lvmthin"
       - "lvm"
       - "pbs"
+  update_secrets:
+    description:
+      - "On an existing storage, send the secrets the task gives (password, encryption_key, master_pubkey) even when they cannot be compared with what PVE holds: PVE keeps them under /etc/pve/priv/storage and shows at most a marker. The task then reports a change on every run; use it to rotate a password."
+      - "Without it, a secret that cannot be compared is left as it is, with a warning naming it. What can be compared is converged either way: the encryption key by its fingerprint, the master public key by the file /etc/pve/priv/storage/<storage>.master.pem when the module runs on a node of the cluster."
+    type: "bool"
+    default: false
   username:
     description:
       - "PVE option username: RBD Id."
@@ -385,7 +392,8 @@ attributes:
       - "gopve.proxmox.api"
     description: "Use C(group/gopve.proxmox.api) in C(module_defaults) to set defaults for this module."
 notes:
-  - "Secrets (password, encryption_key) are sent when the storage is created; PVE keeps them under /etc/pve/priv and never shows them, so they are not compared afterwards."
+  - "Secrets follow PVE's sensitive properties of each type (pbs: password, encryption_key, master_pubkey; cifs: password): PVE keeps them under /etc/pve/priv/storage and shows at most a marker in storage.cfg. On an existing storage the encryption key is compared by its fingerprint, the master public key with /etc/pve/priv/storage/<storage>.master.pem when the module runs on a node of the cluster (otherwise it says it cannot compare it), and a password never can be: such a secret is left as it is with a warning naming it, unless update_secrets is true."
+  - "encryption_key: autogen makes PVE generate a key when the storage has none (never a second one on a storage that has a key). PVE answers the key once: it is returned as encryption_key, masked everywhere else, with a warning to back it up. Register the result with no_log: true on the task (Ansible prints results with -v) and store the key outside the cluster: without it no encrypted backup can be restored."
   - "Run it once per cluster (run_once: true in a play on the pve group): /etc/pve/storage.cfg is shared by every member, and a node joining a cluster loses its own definitions."
   - "Without api_host, as root on a PVE node, the module uses the node's API through pvesh (local mode): no credentials, about half a second per API call. pvesh takes parameters only on its command line, which any user of the node can read, so a task that gives password or encryption_key is refused in local mode, before any request: give api_host with api_token_id and api_token_secret (or api_user and api_password) for such storages."
   - "The module is a compiled Go program run by the collection's action plugin; no Python is needed on the target except for C(async)."
@@ -476,6 +484,10 @@ pve_version:
   description: Major version of the PVE node answering (8 or 9).
   returned: when the API was reached
   type: int
+encryption_key:
+  description: The encryption key PVE generated for encryption_key=autogen (the JSON of a proxmox-backup key file), exactly as PVE answered it; masked in every other part of the result and in logs. Back it up outside the cluster. Use no_log on the task, since Ansible shows results with -v.
+  returned: when PVE generated a key in this run
+  type: str
 node_status:
   description: Per node the storage applies to, its status as that node sees it (active, enabled, shared, total/used/avail bytes), or error.
   returned: with node_status=true

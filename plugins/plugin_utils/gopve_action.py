@@ -230,12 +230,27 @@ case "$cache_root" in
   '~') cache_root=$HOME ;;
   '~/'*) cache_root=$HOME/${cache_root#'~/'} ;;
 esac
+# A symlinked cache directory (or one below a symlink) is checked, and then
+# used, where it really is: the owner and mode that matter are those of the
+# directory the binary lands in, and later tasks never go through the link.
+if [ -d "$cache_root" ]; then
+  real=$(cd -P -- "$cache_root" 2>/dev/null && pwd -P) || real=''
+  if [ -z "$real" ]; then
+    echo "%(mark)serror=refusing the binary cache: cannot resolve $cache_root to a real directory"
+    exit 0
+  fi
+  cache_root=$real
+fi
 dir=$cache_root/$want
 bin=$dir/gopve
 echo "%(mark)sroot=$cache_root"
 echo "%(mark)spath=$bin"
 if ! gopve_sha256 /dev/null >/dev/null; then
   echo "%(mark)serror=no sha256 tool on this host (sha256sum, shasum, sha256 or openssl)"
+  exit 0
+fi
+if [ -L "$dir" ]; then
+  echo "%(mark)serror=refusing the binary cache: $dir is a symbolic link (the cache never makes one). Remove it, or point $CACHE_VAR at a directory of that user"
   exit 0
 fi
 for p in "$cache_root" "$dir" "$bin"; do

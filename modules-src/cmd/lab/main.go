@@ -5,6 +5,7 @@
 //	lab up [--nodes 3] [--pve 9] [--slot S | --dir D]   start (no-op if already up)
 //	lab status [--slot S | --dir D | --all]             what runs, exit 1 if not up
 //	lab ssh [--slot S | --dir D] NODE [COMMAND…]        ssh into a node with the lab key
+//	lab power [--slot S | --dir D] off|on|reboot NODE   cut, restore or cycle a node's power
 //	lab down [--slot S | --dir D]                       stop everything, remove the dir
 //
 // `lab up` leaves a supervisor process (`lab supervise`) holding the nodes,
@@ -29,6 +30,7 @@ import (
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/labctl"
+	"github.com/gopve/proxmox/modules-src/lab/systool"
 	"github.com/gopve/proxmox/modules-src/lab/tools"
 	"github.com/gopve/proxmox/modules-src/lab/tools/cli"
 )
@@ -66,7 +68,7 @@ func runTool(argv []string) int {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: lab up|down|status|ssh [flags]  (lab <command> -h for flags)")
+		fmt.Fprintln(stderr, "usage: lab up|down|status|ssh|power [flags]  (lab <command> -h for flags)")
 		return 2
 	}
 	var err error
@@ -83,10 +85,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	case "ssh":
 		err = sshCmd(args[1:])
+	case "power":
+		err = power(args[1:], stdout)
 	case "supervise":
 		err = supervise(args[1:], stdout)
 	default:
-		err = fmt.Errorf("unknown command %q: use up, down, status or ssh", args[0])
+		err = fmt.Errorf("unknown command %q: use up, down, status, ssh or power", args[0])
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "lab:", err)
@@ -188,6 +192,9 @@ func up(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := labctl.CheckDir(dir); err != nil {
+		return err
+	}
 	if st, err := labctl.ReadState(dir); err == nil {
 		w.slot = st.Slot
 		if alive(st.PID) {
@@ -221,7 +228,10 @@ func up(args []string, stdout io.Writer) error {
 		}
 	}
 	logPath := filepath.Join(dir, "supervisor.log")
-	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	// Read and write: a supervisor that fails removes the lab directory
+	// (log included) before it exits, and this descriptor is then the only
+	// way left to its last words.
+	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o600)
 	if err != nil {
 		return err
 	}
@@ -240,13 +250,11 @@ func up(args []string, stdout io.Writer) error {
 	for {
 		select {
 		case err := <-exited:
-			b, _ := os.ReadFile(logPath)
-			_ = labctl.Cleanup(dir)
-			return fmt.Errorf("the lab supervisor stopped (%v):\n%s", err, tail(string(b), 40))
+			return failedStart(dir, log, fmt.Sprintf("the lab supervisor stopped (%v)", err))
 		case <-ctx.Done():
 			_ = cmd.Process.Signal(syscall.SIGTERM)
 			<-exited
-			return fmt.Errorf("the lab did not come up within %s", *timeout)
+			return failedStart(dir, log, fmt.Sprintf("the lab did not come up within %s", *timeout))
 		case <-time.After(200 * time.Millisecond):
 		}
 		if st, err := labctl.ReadState(dir); err == nil && st.PID == cmd.Process.Pid {
@@ -254,6 +262,35 @@ func up(args []string, stdout io.Writer) error {
 			return addGuests(ctx, dir)
 		}
 	}
+}
+
+// failedStart clears what a failed start left in dir, keeps the
+// supervisor's log there for a post-mortem and returns an error carrying
+// its tail: the reason, which a bare exit status does not give.
+func failedStart(dir string, log *os.File, what string) error {
+	var b []byte
+	if _, err := log.Seek(0, io.SeekStart); err == nil {
+		b, _ = io.ReadAll(log)
+	}
+	logPath := filepath.Join(dir, "supervisor.log")
+	var errs []string
+	if err := labctl.Cleanup(dir); err != nil {
+		errs = append(errs, "cleaning up: "+err.Error())
+	}
+	kept := "kept in " + logPath
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		kept = "not kept: " + err.Error()
+	} else if err := os.WriteFile(logPath, b, 0o600); err != nil {
+		kept = "not kept: " + err.Error()
+	}
+	msg := fmt.Sprintf("%s; its log (%s) ends:\n%s", what, kept, tail(string(b), 40))
+	if strings.TrimSpace(string(b)) == "" {
+		msg = fmt.Sprintf("%s and logged nothing (log %s)", what, kept)
+	}
+	if len(errs) > 0 {
+		msg += "\n(" + strings.Join(errs, "; ") + ")"
+	}
+	return errors.New(msg)
 }
 
 func printUsage(w io.Writer, st labctl.State) {
@@ -355,7 +392,18 @@ func status(args []string, stdout io.Writer) (bool, error) {
 			anyUp = true
 		}
 		fmt.Fprintf(stdout, "%s: slot %d, PVE %d, %s, supervisor pid %d, since %s\n", dir, st.Slot, st.PVE, state, st.PID, st.Started.Format(time.RFC3339))
+		var powered map[string]bool
+		if alive(st.PID) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			powered, _ = labctl.PowerStatesRemote(ctx, dir)
+			cancel()
+		}
 		for _, n := range st.Nodes {
+			if on, known := powered[n.Name]; known && !on {
+				// A dead node's port never answers: no dial to wait for.
+				fmt.Fprintf(stdout, "  %-6s %-15s powered off\n", n.Name, n.Addr)
+				continue
+			}
 			fmt.Fprintf(stdout, "  %-6s %-15s ssh %s\n", n.Name, n.Addr, portState(n.Addr, "22"))
 		}
 	}
@@ -387,7 +435,7 @@ func sshCmd(args []string) error {
 				"-o", "GlobalKnownHostsFile=/dev/null", "-o", "StrictHostKeyChecking=yes", "-o", "IdentitiesOnly=yes",
 				"root@" + n.Addr}
 			argv = append(argv, fs.Args()[1:]...)
-			path, err := exec.LookPath("ssh")
+			path, err := systool.Path("ssh")
 			if err != nil {
 				return err
 			}
@@ -395,6 +443,48 @@ func sshCmd(args []string) error {
 		}
 	}
 	return fmt.Errorf("the lab in %s has no node %q", dir, fs.Arg(0))
+}
+
+// power asks the process holding the lab (supervisor or test) to cut,
+// restore or cycle a node's power.
+func power(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("lab power", flag.ContinueOnError)
+	var w where
+	w.flags(fs)
+	timeout := fs.Duration("timeout", 2*time.Minute, "give up after this long")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 2 {
+		return errors.New("usage: lab power [--slot S | --dir D] off|on|reboot NODE")
+	}
+	action, name := fs.Arg(0), fs.Arg(1)
+	switch action {
+	case labctl.PowerActionOff, labctl.PowerActionOn, labctl.PowerActionReboot:
+	default:
+		return fmt.Errorf("unknown power action %q: use off, on or reboot", action)
+	}
+	dir, err := w.resolve()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	rep, err := labctl.PowerRemote(ctx, dir, name, action)
+	if err != nil {
+		return err
+	}
+	switch {
+	case action == labctl.PowerActionReboot && !rep.WasOn:
+		fmt.Fprintf(stdout, "lab power: %s was off; powered on\n", name)
+	case action == labctl.PowerActionReboot:
+		fmt.Fprintf(stdout, "lab power: %s rebooted\n", name)
+	case rep.WasOn == rep.On:
+		fmt.Fprintf(stdout, "lab power: %s is already %s\n", name, action)
+	default:
+		fmt.Fprintf(stdout, "lab power: %s powered %s\n", name, action)
+	}
+	return nil
 }
 
 func alive(pid int) bool {

@@ -160,6 +160,27 @@ func (c Client) SimulateInstall(ctx context.Context, pkgs []string) (Plan, error
 // deadline check it afterwards (ansible.Uninterruptible does) and fail the
 // task then, naming the step.
 
+// DownloadDistUpgrade fetches every package the dist-upgrade needs into
+// APT's archive cache (apt-get --download-only), under ctx's deadline: it
+// changes nothing installed, so cutting it short is harmless, and the dpkg
+// transaction that follows (DistUpgrade) then waits on no mirror.
+func (c Client) DownloadDistUpgrade(ctx context.Context) error {
+	if _, err := c.Runner.Run(ctx, c.aptGet(append(append([]string{}, nonInteractive...), "--download-only", "dist-upgrade")...)); err != nil {
+		return fmt.Errorf("downloading the packages of the dist-upgrade: %w", err)
+	}
+	return nil
+}
+
+// DownloadInstall fetches the packages installing pkgs needs, under ctx's
+// deadline (see DownloadDistUpgrade).
+func (c Client) DownloadInstall(ctx context.Context, pkgs []string) error {
+	args := append(append(append([]string{}, nonInteractive...), "--download-only", "install"), pkgs...)
+	if _, err := c.Runner.Run(ctx, c.aptGet(args...)); err != nil {
+		return fmt.Errorf("downloading the packages to install %s: %w", strings.Join(pkgs, ", "), err)
+	}
+	return nil
+}
+
 // DistUpgrade upgrades everything, non-interactively, keeping local config
 // files. It runs to completion whatever ctx's deadline.
 func (c Client) DistUpgrade(ctx context.Context) error {

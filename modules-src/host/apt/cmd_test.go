@@ -115,6 +115,17 @@ func TestTransactionsIgnoreTheDeadline(t *testing.T) {
 	if !reflect.DeepEqual(r.cancelled, []bool{false, false}) {
 		t.Errorf("transactions saw a cancelled context: %v", r.cancelled)
 	}
+	// Issue 15 item 9: the download phase installs nothing and stays under
+	// the deadline.
+	if err := c.DownloadDistUpgrade(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DownloadInstall(ctx, []string{"vim"}); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(r.cancelled, []bool{false, false, true, true}) {
+		t.Errorf("the downloads did not get the caller's (cancelled) context: %v", r.cancelled)
+	}
 }
 
 // The sandbox's apt-get update runs without the node's update hooks, and

@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/gopve/proxmox/modules-src/lab/systool"
 )
 
 // Repo is a built set of repositories on disk, ready to be served.
@@ -98,8 +99,8 @@ func Build(ctx context.Context, dir string, pve int) (*Repo, error) {
 		return nil, err
 	}
 	for _, tool := range []string{"dpkg-deb", "apt-ftparchive", "gpg", "gpgconf"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			return nil, fmt.Errorf("building the lab's apt repository needs %s (apt-get install dpkg-dev apt-utils gnupg): %w", tool, err)
+		if _, err := systool.Path(tool); err != nil {
+			return nil, fmt.Errorf("building the lab's apt repository: %w", err)
 		}
 	}
 	repo := &Repo{Release: r, Root: filepath.Join(dir, "www")}
@@ -128,7 +129,14 @@ func Build(ctx context.Context, dir string, pve int) (*Repo, error) {
 	}
 	_ = os.RemoveAll(filepath.Join(dir, "build"))
 
-	signer, err := newSigner(ctx, filepath.Join(dir, "gnupg"))
+	// The key's home is a short temporary directory, not one under dir:
+	// gpg-agent's sockets live there (S.gpg-agent.browser the longest), and
+	// past a socket address's 107 bytes gpg only says "No agent running".
+	home, err := os.MkdirTemp("", "gopve-gnupg-")
+	if err != nil {
+		return nil, fmt.Errorf("creating the signing key home: %w", err)
+	}
+	signer, err := newSigner(ctx, home)
 	if err != nil {
 		return nil, err
 	}
@@ -290,17 +298,21 @@ func (s *signer) sign(ctx context.Context, dists string) error {
 
 func (s *signer) close() {
 	// gpg starts an agent on first use; it must not outlive the build.
-	cmd := exec.Command("gpgconf", "--kill", "all")
-	cmd.Env = append(os.Environ(), "GNUPGHOME="+s.home)
-	_ = cmd.Run()
+	if cmd, err := systool.Command(context.Background(), "gpgconf", "--kill", "all"); err == nil {
+		cmd.Env = systool.Env("GNUPGHOME=" + s.home)
+		_ = cmd.Run()
+	}
 	_ = os.RemoveAll(s.home)
 }
 
 // run executes a tool and returns its stdout; the error carries its stderr.
 func run(ctx context.Context, dir string, env []string, name string, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, name, args...)
+	cmd, err := systool.Command(ctx, name, args...)
+	if err != nil {
+		return nil, err
+	}
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = systool.Env(env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

@@ -41,6 +41,18 @@ type Server struct {
 
 	mu   sync.Mutex
 	http *http.Server
+	// debDelay holds back every .deb answer (a slow mirror), until the
+	// client gives up; 0: none.
+	debDelay time.Duration
+}
+
+// SlowDebs makes every package download wait d before its first byte (a
+// slow or stalled mirror), or until the client closes the connection; 0
+// turns it off. Indexes (Release, Packages) are not slowed.
+func (s *Server) SlowDebs(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.debDelay = d
 }
 
 // NewServer prepares a server for repo; log receives one line per request
@@ -118,6 +130,17 @@ func (s *Server) serveHost(w http.ResponseWriter, r *http.Request, host, path st
 		rec.Header().Set("WWW-Authenticate", `Basic realm="Proxmox Enterprise Repository"`)
 		http.Error(rec, "401 Unauthorized", http.StatusUnauthorized)
 	case s.hosts[host]:
+		s.mu.Lock()
+		delay := s.debDelay
+		s.mu.Unlock()
+		if delay > 0 && strings.HasSuffix(path, ".deb") {
+			select {
+			case <-time.After(delay):
+			case <-r.Context().Done():
+				rec.status = 499 // the client went away while waiting
+				return
+			}
+		}
 		r2 := r.Clone(r.Context())
 		r2.URL.Path = path
 		http.FileServer(http.Dir(filepath.Join(s.root, host))).ServeHTTP(rec, r2)

@@ -52,6 +52,9 @@ type Options struct {
 	// (pvesh.DefaultStartup, 0.5 s), negative none.
 	PveshStartup time.Duration
 	Log          io.Writer // progress and server logs (nil: discarded)
+	// SimConfig adjusts the API simulator's configuration before it starts:
+	// tests shorten its timings (FenceDelay, HADelay, TaskDuration…).
+	SimConfig func(*pvesim.Config)
 }
 
 // NodeInfo is what a user of the lab needs to reach a node.
@@ -70,12 +73,15 @@ type Lab struct {
 	repo    *aptrepo.Repo
 	apt     *aptrepo.Server
 	control *http.Server
+	// labSock serves lab.sock (labsocket.go), on the host only.
+	labSock *http.Server
 	sim     *pvesim.Sim
 	creds   Credentials
 	slotF   *os.File
 	log     io.Writer
 
-	etcPve    []*pmxcfs.Server // each node's /etc/pve mount
+	etcPve    map[string]*pmxcfs.Server // each running node's /etc/pve mount
+	powerMu   sync.Mutex                // serialises power actions (power.go)
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -84,6 +90,8 @@ type labNode struct {
 	info    NodeInfo
 	hostKey sshkey.Pair
 	node    *node.Node
+	off     bool        // powered off (power.go)
+	dead    []*deadPort // its ports held unanswered while off
 }
 
 // SlotAddr is the lab's own address in slot s (the repository server).
@@ -115,6 +123,18 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 	}
 	if _, err := aptrepo.ReleaseFor(opts.PVE); err != nil {
 		return nil, err
+	}
+	if err := CheckHostTools(); err != nil {
+		return nil, err
+	}
+	if opts.Dir != "" {
+		dir, err := filepath.Abs(opts.Dir)
+		if err != nil {
+			return nil, err
+		}
+		if err := CheckDir(dir); err != nil {
+			return nil, err
+		}
 	}
 	l := &Lab{opts: opts, log: opts.Log}
 	if l.log == nil {
@@ -169,6 +189,9 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 		return nil, err
 	}
 	if err := l.mountEtcPve(); err != nil {
+		return nil, err
+	}
+	if err := l.serveLabSocket(); err != nil {
 		return nil, err
 	}
 	l.logf("lab: repositories and API ready in %s", time.Since(begin).Round(time.Millisecond))
@@ -350,10 +373,10 @@ func (l *Lab) newNode(i int, root string) (*labNode, error) {
 		Name: name, Domain: l.opts.Domain, Addr: addr, PVE: l.opts.PVE,
 		Lower: root, Dir: filepath.Join(l.dir, "nodes", name), Hide: hide,
 		HostKey: hostKey.PrivatePEM, HostKeyPub: hostKey.Public,
-		EtcPve: l.etcPveMount(name),
-		Files:  files,
-		Binds:  []node.Bind{{Source: l.controlSocket(), Target: "/run/gopve-lab/control.sock"}},
-		Disks:  node.DefaultDisks(i),
+		EtcPve: l.etcPveMount(name), DropFSTypes: []string{pmxcfs.FSType},
+		Files: files,
+		Binds: []node.Bind{{Source: l.controlSocket(), Target: "/run/gopve-lab/control.sock"}},
+		Disks: node.DefaultDisks(i),
 	})
 	if err != nil {
 		return nil, err
@@ -475,20 +498,6 @@ func (l *Lab) node(name string) *labNode {
 	return nil
 }
 
-// Reboot stops and starts a node: every process ends, /run and /tmp are
-// fresh, the ZFS ARC limit comes from zfs.conf again and the newest
-// installed kernel runs (B4, B5).
-func (l *Lab) Reboot(ctx context.Context, name string) error {
-	n := l.node(name)
-	if n == nil {
-		return fmt.Errorf("the lab has no node %q", name)
-	}
-	if err := n.node.Stop(); err != nil {
-		return err
-	}
-	return n.node.Start(ctx)
-}
-
 // Running reports, per node, whether its sshd is alive.
 func (l *Lab) Running() map[string]bool {
 	out := map[string]bool{}
@@ -507,17 +516,27 @@ func (l *Lab) Close() error {
 
 func (l *Lab) close() error {
 	var errs []error
+	if l.labSock != nil {
+		_ = l.labSock.Close() // no power action starts from now on
+	}
+	l.powerMu.Lock()
 	for _, n := range l.nodes {
 		if err := n.node.Stop(); err != nil {
 			errs = append(errs, err)
 		}
+		for _, d := range n.dead {
+			_ = d.release()
+		}
+		n.dead = nil
 	}
 	if err := l.unmountEtcPve(); err != nil {
 		errs = append(errs, err)
 	}
+	l.powerMu.Unlock()
 	if l.control != nil {
 		_ = l.control.Close()
 	}
+
 	if l.apt != nil {
 		_ = l.apt.Close()
 	}

@@ -28,10 +28,8 @@ func needRoot(t *testing.T) {
 	if os.Geteuid() != 0 {
 		testenv.Skip(t, "the lab needs root (namespaces, overlayfs, loop devices): run `go test ./modules-src/lab/...` as root")
 	}
-	for _, tool := range []string{"unshare", "losetup", "dpkg-deb", "apt-ftparchive", "gpg", "/usr/sbin/sshd"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			testenv.Skipf(t, "%s is missing (make deps): %v", tool, err)
-		}
+	if err := CheckHostTools(); err != nil {
+		testenv.Skipf(t, "make deps: %v", err)
 	}
 }
 
@@ -61,7 +59,7 @@ func hostFingerprint(t *testing.T) string {
 
 // startLab starts a lab for a test and checks, at the end, that Close left
 // nothing behind: no directory, no loop device, no process, no mount.
-func startLab(t *testing.T, pve int) *Lab {
+func startLab(t *testing.T, pve int, adjust ...func(*Options)) *Lab {
 	t.Helper()
 	needRoot(t)
 	before := hostFingerprint(t)
@@ -74,7 +72,11 @@ func startLab(t *testing.T, pve int) *Lab {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	begin := time.Now()
-	lab, err := Start(ctx, Options{Nodes: 3, PVE: pve, Dir: dir, Labtools: tools, Log: &log})
+	opts := Options{Nodes: 3, PVE: pve, Dir: dir, Labtools: tools, Log: &log}
+	for _, f := range adjust {
+		f(&opts)
+	}
+	lab, err := Start(ctx, opts)
 	if err != nil {
 		t.Fatalf("starting the lab: %v\n%s", err, log.String())
 	}

@@ -30,13 +30,14 @@ func (b simBackend) Changed(node, rel string)           { b.sim.PmxcfsChanged(no
 
 // mountEtcPve mounts every node's /etc/pve on the host.
 func (l *Lab) mountEtcPve() error {
+	l.etcPve = map[string]*pmxcfs.Server{}
 	for i := 1; i <= l.opts.Nodes; i++ {
 		name := NodeName(i)
 		srv, err := pmxcfs.Mount(l.etcPveMount(name), name, simBackend{l.sim})
 		if err != nil {
 			return err
 		}
-		l.etcPve = append(l.etcPve, srv)
+		l.etcPve[name] = srv
 	}
 	return nil
 }
@@ -63,6 +64,7 @@ func trimNL(b []byte) string {
 }
 
 // unmountEtcPve unmounts every node's /etc/pve (the nodes are stopped).
+// Callers hold powerMu or run before any power action can.
 func (l *Lab) unmountEtcPve() error {
 	var errs []error
 	for _, srv := range l.etcPve {

@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/gopve/proxmox/modules-src/lab/systool"
 )
 
 // TrixieRoot returns the cached Debian 13 root the PVE 9 nodes stand on,
@@ -28,6 +30,7 @@ func TrixieRoot(ctx context.Context) (string, error) {
 	}
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, script, "trixie")
+	cmd.Env = systool.Env() // debootstrap and friends live in /usr/sbin
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("building the Debian 13 root for PVE 9 nodes (%s trixie): %w: %s", script, err, strings.TrimSpace(stderr.String()))
@@ -68,6 +71,9 @@ func FindLabtools(ctx context.Context, dir string) (string, error) {
 	if _, err := RepoRoot(); err != nil {
 		return "", nil
 	}
+	if _, err := goTool(); err != nil {
+		return "", nil // a checkout but no Go toolchain: the caller's fallback
+	}
 	return BuildLabtools(ctx, dir)
 }
 
@@ -106,6 +112,19 @@ func RepoRoot() (string, error) {
 	return filepath.Dir(p), nil
 }
 
+// goTool is the Go toolchain: from PATH, else where the official tarball
+// installs it.
+func goTool() (string, error) {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p, nil
+	}
+	const official = "/usr/local/go/bin/go"
+	if _, err := os.Stat(official); err == nil {
+		return official, nil
+	}
+	return "", errors.New("building the CLI stand-ins needs Go: not in PATH nor at " + official)
+}
+
 // BuildLabtools builds the CLI stand-ins binary into dir and returns its
 // path; "" and no error when the checkout has no modules-src/cmd/labtools.
 func BuildLabtools(ctx context.Context, dir string) (string, error) {
@@ -116,10 +135,14 @@ func BuildLabtools(ctx context.Context, dir string) (string, error) {
 	if _, err := os.Stat(filepath.Join(root, "modules-src", "cmd", "labtools")); err != nil {
 		return "", nil
 	}
+	goBin, err := goTool()
+	if err != nil {
+		return "", err
+	}
 	out := filepath.Join(dir, "labtools")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./modules-src/cmd/labtools")
+	cmd := exec.CommandContext(ctx, goBin, "build", "-o", out, "./modules-src/cmd/labtools")
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Env = systool.Env("CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building the CLI stand-ins (go build ./modules-src/cmd/labtools): %w: %s", err, b)
 	}

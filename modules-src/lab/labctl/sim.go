@@ -15,6 +15,9 @@ func (l *Lab) startSimulator(ctx context.Context) error {
 	for i := 1; i <= l.opts.Nodes; i++ {
 		cfg.Nodes = append(cfg.Nodes, pvesim.NodeConfig{Name: NodeName(i), Addr: NodeAddr(l.slot, i)})
 	}
+	if l.opts.SimConfig != nil {
+		l.opts.SimConfig(&cfg)
+	}
 	sim, err := pvesim.New(cfg)
 	if err != nil {
 		return fmt.Errorf("creating the PVE API simulator: %w", err)

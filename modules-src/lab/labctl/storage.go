@@ -28,6 +28,7 @@ func (l *Lab) storageHooks(cfg *pvesim.Config) {
 	cfg.StorageActivate = l.storageActivate
 	cfg.StorageUsage = l.storageUsage
 	cfg.StorageContent = l.storageContent
+	cfg.StorageRemove = l.storageRemove
 	cfg.NodeVersion = l.nodeVersion
 	cfg.ZFS = l.zfs
 }
@@ -282,6 +283,21 @@ func (l *Lab) storageContent(node string, st pvesim.StorageInfo) ([]pvesim.Volum
 	}
 	slices.SortFunc(vols, func(a, b pvesim.Volume) int { return strings.Compare(a.VolID, b.VolID) })
 	return vols, nil
+}
+
+// storageRemove is Plugin.pm free_image for a file volume of a dir
+// storage: unlink <path>/<subdir>/<name>.
+func (l *Lab) storageRemove(node string, st pvesim.StorageInfo, volname string) error {
+	vtype, name, ok := strings.Cut(volname, "/")
+	sub := vtypeSubdirs[vtype]
+	if !ok || sub == "" || strings.Contains(name, "/") || st.Type != "dir" || underEtcPve(st.Options["path"]) {
+		return fmt.Errorf("unable to remove volume '%s:%s'", st.ID, volname)
+	}
+	p := st.Options["path"] + "/" + sub + "/" + name
+	if out, err := l.onNode(node, "rm -- "+shq(p)+" 2>&1"); err != nil {
+		return fmt.Errorf("unlink '%s' failed - %s", p, strings.TrimSpace(out))
+	}
+	return nil
 }
 
 var pveversionRE = regexp.MustCompile(`^pve-manager/([^/\s]+)/([0-9a-f]+) \(running kernel: (\S+)\)`)

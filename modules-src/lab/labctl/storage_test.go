@@ -44,6 +44,18 @@ func TestLabStorageAsPVE(t *testing.T) {
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("local's content: %v, want %v", got, want)
 		}
+		// One file volume, its ID with a slash in the URL (Content.pm's
+		// {volume}); a DELETE removes the node's file (free_image).
+		var info map[string]any
+		if err := labAPI(lab, "pve02", "/nodes/pve02/storage/local/content/local:iso/debian.iso", &info); err != nil {
+			t.Fatal(err)
+		}
+		if info["path"] != "/var/lib/vz/template/iso/debian.iso" || info["size"] != float64(4096) || info["format"] != "raw" {
+			t.Errorf("volume info: %v", info)
+		}
+		if out := onNode(t, lab, "pve02", "pvesh delete /nodes/pve02/storage/local/content/local:snippets/user.yaml; sleep 3; test ! -e /var/lib/vz/snippets/user.yaml && echo GONE"); !strings.Contains(out, "GONE") {
+			t.Errorf("DELETE of a snippet left the file: %s", out)
+		}
 	})
 
 	t.Run("zfspool_and_sizes", func(t *testing.T) {

@@ -150,20 +150,26 @@ func TestLabZvolsAreTheGuestsVolumes(t *testing.T) {
 		t.Errorf("the linked clone's origin: %q", o)
 	}
 
-	// Destroying the template while a linked clone uses its base leaves
-	// the base volume and its snapshot (vdisk_free refuses: "base volume …
-	// is still in use by linked cloned"), on the node and in the API.
+	// Destroying the template while a linked clone uses its base is
+	// refused before anything is freed (qemu-server destroy_vm's first
+	// check for a template, volume_is_base_and_used): the template, its
+	// base volume and its snapshot stay, on the node and in the API.
 	r := run(t, lab, "pve01", "qm destroy 100")
-	if !strings.Contains(r.Stdout, "base volume 'base-100-disk-0' is still in use by linked cloned") {
+	if r.ExitCode == 0 || !strings.Contains(r.Stderr, "base volume 'tank:base-100-disk-0' is still in use by linked cloned") {
 		t.Errorf("qm destroy 100 of a template with a linked clone: %+v", r)
+	}
+	if c := conf(100); !strings.Contains(c, "template: 1") {
+		t.Errorf("the refused destroy removed template 100's config:\n%s", c)
 	}
 	if snaps := onNode(t, lab, "pve01", "zfs list -H -o name -t snapshot"); !slices.Contains(strings.Fields(snaps), "tank/base-100-disk-0@__base__") {
 		t.Errorf("the base snapshot went while a clone uses it: %q", snaps)
 	}
-	agree("template destroyed under a linked clone", map[string]string{"tank/base-100-disk-0": g1, "tank/vm-102-disk-0": g1})
+	agree("template destroy refused under a linked clone", map[string]string{"tank/base-100-disk-0": g1, "tank/vm-102-disk-0": g1})
 
 	onNode(t, lab, "pve01", "qm destroy 102")
 	agree("clones destroyed", map[string]string{"tank/base-100-disk-0": g1})
+	onNode(t, lab, "pve01", "qm destroy 100")
+	agree("template destroyed once unused", map[string]string{})
 	if fs := strings.TrimSpace(onNode(t, lab, "pve01", "zfs list -H -o name -t filesystem")); fs != "tank" {
 		t.Errorf("filesystems left: %q", fs)
 	}

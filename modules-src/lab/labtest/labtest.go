@@ -28,16 +28,21 @@ const NodeBinary = "/usr/local/bin/gopve-e2e"
 // tools `make deps` installs; they are skipped with -short.
 func Start(t *testing.T, pve, n int) (*labctl.Lab, string) {
 	t.Helper()
+	return StartWith(t, pve, n, nil)
+}
+
+// StartWith is Start with the lab's options adjusted first (adjust may be
+// nil), e.g. the simulator's timings through Options.SimConfig.
+func StartWith(t *testing.T, pve, n int, adjust func(*labctl.Options)) (*labctl.Lab, string) {
+	t.Helper()
 	if testing.Short() {
 		testenv.Skip(t, "lab end-to-end tests are skipped with -short")
 	}
 	if os.Geteuid() != 0 {
 		testenv.Skip(t, "the lab needs root")
 	}
-	for _, tool := range []string{"unshare", "losetup", "dpkg-deb", "apt-ftparchive", "gpg", "/usr/sbin/sshd"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			testenv.Skipf(t, "%s is missing (make deps): %v", tool, err)
-		}
+	if err := labctl.CheckHostTools(); err != nil {
+		testenv.Skipf(t, "make deps: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -57,7 +62,11 @@ func Start(t *testing.T, pve, n int) (*labctl.Lab, string) {
 		t.Fatalf("building gopve: %v\n%s", err, out)
 	}
 	var log bytes.Buffer
-	lab, err := labctl.Start(ctx, labctl.Options{Nodes: n, PVE: pve, Dir: filepath.Join(tmp, "lab"), Labtools: tools, Log: &log})
+	opts := labctl.Options{Nodes: n, PVE: pve, Dir: filepath.Join(tmp, "lab"), Labtools: tools, Log: &log}
+	if adjust != nil {
+		adjust(&opts)
+	}
+	lab, err := labctl.Start(ctx, opts)
 	if err != nil {
 		t.Fatalf("starting the lab: %v\n%s", err, log.String())
 	}
@@ -114,4 +123,27 @@ func InvokeEnv(t *testing.T, lab *labctl.Lab, nodeBin, module string, args map[s
 		t.Fatalf("%s did not print one JSON object (%v):\nstdout: %s\nstderr: %s", module, err, res.Stdout, res.Stderr)
 	}
 	return out
+}
+
+// PowerOff cuts node's power (labctl.Lab.PowerOff: no SSH, no API, no
+// vote; its ports time out) and fails the test if that fails. The node
+// stays off until PowerOn; the lab's Close stops it either way.
+func PowerOff(t *testing.T, lab *labctl.Lab, node string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := lab.PowerOff(ctx, node); err != nil {
+		t.Fatalf("powering off %s: %v", node, err)
+	}
+}
+
+// PowerOn boots node again (labctl.Lab.PowerOn) and fails the test if that
+// fails; it returns once sshd and the API answer.
+func PowerOn(t *testing.T, lab *labctl.Lab, node string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := lab.PowerOn(ctx, node); err != nil {
+		t.Fatalf("powering on %s: %v", node, err)
+	}
 }

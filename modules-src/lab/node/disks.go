@@ -10,9 +10,10 @@ import (
 	"fmt"
 	"hash/crc32"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/gopve/proxmox/modules-src/lab/systool"
 )
 
 // Disk is a block device a node sees in its /dev. It is a real block device
@@ -92,8 +93,12 @@ func createImage(ctx context.Context, path string, d Disk) error {
 	switch d.Format {
 	case "":
 	case "ext4":
-		if out, err := exec.CommandContext(ctx, "mkfs.ext4", "-q", "-F", "-L", "olddata",
-			"-E", "lazy_itable_init=1,lazy_journal_init=1", path+".new").CombinedOutput(); err != nil {
+		mkfs, err := systool.Command(ctx, "mkfs.ext4", "-q", "-F", "-L", "olddata",
+			"-E", "lazy_itable_init=1,lazy_journal_init=1", path+".new")
+		if err != nil {
+			return err
+		}
+		if out, err := mkfs.CombinedOutput(); err != nil {
 			return fmt.Errorf("writing an ext4 signature on %s: %w: %s", d.Name, err, out)
 		}
 	case "gpt":
@@ -220,7 +225,11 @@ func attach(ctx context.Context, image string, d Disk) (attached, error) {
 // and its "major:minor".
 func loopDevice(ctx context.Context, image, name string, extra ...string) (string, string, error) {
 	args := append([]string{"--find", "--show"}, extra...)
-	out, err := exec.CommandContext(ctx, "losetup", append(args, image)...).CombinedOutput()
+	cmd, err := systool.Command(ctx, "losetup", append(args, image)...)
+	if err != nil {
+		return "", "", err
+	}
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return "", "", fmt.Errorf("attaching disk %s to a loop device (is the loop module available?): %w: %s", name, err, bytes.TrimSpace(out))
 	}
@@ -242,7 +251,11 @@ func readDevNumber(path string) (string, error) {
 }
 
 func detach(loop string) error {
-	if out, err := exec.Command("losetup", "--detach", loop).CombinedOutput(); err != nil {
+	cmd, err := systool.Command(context.Background(), "losetup", "--detach", loop)
+	if err != nil {
+		return err
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("detaching %s: %w: %s", loop, err, bytes.TrimSpace(out))
 	}
 	return nil
@@ -250,7 +263,11 @@ func detach(loop string) error {
 
 // LoopsUnder lists the loop devices whose backing file lies under dir.
 func LoopsUnder(dir string) ([]string, error) {
-	out, err := exec.Command("losetup", "--list", "--noheadings", "--raw", "--output", "NAME,BACK-FILE").Output()
+	cmd, err := systool.Command(context.Background(), "losetup", "--list", "--noheadings", "--raw", "--output", "NAME,BACK-FILE")
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.Output()
 	if err != nil {
 		return nil, fmt.Errorf("listing loop devices: %w", err)
 	}

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/systool"
 )
 
 // Config describes a node.
@@ -41,8 +43,14 @@ type Config struct {
 	// EtcPve is a host directory (the lab's pmxcfs mount of this node)
 	// bind-mounted at /etc/pve at every start. Empty: /etc/pve is a plain
 	// directory of the node holding priv/authorized_keys and known_hosts.
-	EtcPve   string
-	MemBytes int64 // RAM the installer "saw": zfs.conf gets ~10 % (B4)
+	EtcPve string
+	// DropFSTypes are filesystem types of which the node keeps only the
+	// mounts inside its root: its mount namespace starts as a copy of the
+	// host's, which holds every node's /etc/pve (and other labs'); a copy
+	// held here would keep another node's /etc/pve alive after that node
+	// powers off.
+	DropFSTypes []string
+	MemBytes    int64 // RAM the installer "saw": zfs.conf gets ~10 % (B4)
 
 	// Files are written into the node's own filesystem before first start.
 	Files map[string]File
@@ -150,8 +158,14 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	// of the node, so they vanish with its last process; the PID namespace
 	// makes sshd PID 1, so killing it ends every session and daemon the node
 	// started; --kill-child and Pdeathsig tie all of it to this process.
-	cmd := exec.Command("unshare", "--mount", "--uts", "--pid", "--fork", "--kill-child",
+	unshare, err := systool.Path("unshare")
+	if err != nil {
+		log.Close()
+		return fmt.Errorf("node %s: %w", n.cfg.Name, err)
+	}
+	cmd := exec.Command(unshare, "--mount", "--uts", "--pid", "--fork", "--kill-child",
 		"--propagation", "private", "--", "/bin/sh", "-c", n.script(), "gopve-node-"+n.cfg.Name)
+	cmd.Env = systool.Env()
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -295,8 +309,16 @@ func (n *Node) Exec(ctx context.Context, script string) (string, error) {
 	if cmd == nil || !n.Running() {
 		return "", fmt.Errorf("node %s is not running", n.cfg.Name)
 	}
-	c := exec.CommandContext(ctx, "nsenter", fmt.Sprintf("--mount=/proc/%d/ns/mnt", cmd.Process.Pid), "--",
-		"chroot", n.merged(), "/bin/sh", "-c", script)
+	nsenter, err := systool.Path("nsenter")
+	if err != nil {
+		return "", err
+	}
+	chroot, err := systool.Path("chroot")
+	if err != nil {
+		return "", err
+	}
+	c := exec.CommandContext(ctx, nsenter, fmt.Sprintf("--mount=/proc/%d/ns/mnt", cmd.Process.Pid), "--",
+		chroot, n.merged(), "/bin/sh", "-c", script)
 	c.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"}
 	var stdout, stderr strings.Builder
 	c.Stdout, c.Stderr = &stdout, &stderr

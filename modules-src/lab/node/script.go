@@ -15,6 +15,9 @@ func (n *Node) script() string {
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	m := q(n.merged())
 	w("set -eu")
+	// The host tools the script runs are found in the system directories,
+	// whatever PATH the lab was started with.
+	w("PATH=/usr/sbin:/usr/bin:/sbin:/bin; export PATH")
 	w("m=%s", m)
 	w("mount -t overlay overlay -o %s \"$m\"", q("lowerdir="+c.Lower+",upperdir="+n.upper()+",workdir="+n.work()))
 	w(`mount -t proc -o nosuid,nodev,noexec proc "$m/proc"`)
@@ -59,6 +62,11 @@ func (n *Node) script() string {
 	}
 	if c.EtcPve != "" {
 		w(`mkdir -p "$m/etc/pve"; mount --bind %s "$m/etc/pve"`, q(c.EtcPve))
+	}
+	for _, typ := range c.DropFSTypes {
+		w(`for p in $(awk -v t=%s '{for (i = 7; i <= NF; i++) if ($i == "-") {if ($(i+1) == t) print $5; break}}' /proc/self/mountinfo); do`, q(typ))
+		w(`  case "$p" in "$m"|"$m"/*) ;; *) umount -l "$p" 2>/dev/null || true ;; esac`)
+		w(`done`)
 	}
 	for _, h := range c.Hide {
 		t := q(filepath.Join(n.merged(), h))

@@ -43,7 +43,11 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 )
+
+// FSType is the mounts' filesystem type in /proc/self/mountinfo.
+const FSType = "fuse.pmxcfs"
 
 // MaxFileSize is pmxcfs's MEMDB_MAX_FILE_SIZE.
 const MaxFileSize = 1024 * 1024
@@ -82,6 +86,7 @@ func linkTarget(node, name string) (string, bool) {
 type Server struct {
 	srv        *fuse.Server
 	mountpoint string
+	dev        uint64 // the mount's device: its FUSE connection's id
 }
 
 // Mount mounts node's /etc/pve at mountpoint (a directory on the host; the
@@ -102,19 +107,68 @@ func Mount(mountpoint, node string, b Backend) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mounting /etc/pve of %s at %s: %w", node, mountpoint, err)
 	}
-	return &Server{srv: srv, mountpoint: mountpoint}, nil
+	s := &Server{srv: srv, mountpoint: mountpoint}
+	var st syscall.Stat_t
+	if err := syscall.Stat(mountpoint, &st); err == nil {
+		s.dev = st.Dev
+	}
+	return s, nil
 }
 
 // Unmount unmounts the filesystem (lazily if a process still uses it) and
-// waits for the server to stop.
+// waits for the server to stop. A copy of the mount that another mount
+// namespace still holds (a node of another lab started while this one was
+// mounted copies every host mount) would keep the FUSE connection, and so
+// the server, alive: after a grace period the connection is aborted
+// through fusectl, which leaves such copies failing with ENOTCONN, as a
+// dead node's /etc/pve would.
 func (s *Server) Unmount() error {
-	if err := s.srv.Unmount(); err != nil {
-		if lerr := syscall.Unmount(s.mountpoint, syscall.MNT_DETACH); lerr != nil {
+	if err := syscall.Unmount(s.mountpoint, 0); err != nil {
+		if lerr := syscall.Unmount(s.mountpoint, syscall.MNT_DETACH); lerr != nil && !errors.Is(lerr, syscall.EINVAL) {
 			return fmt.Errorf("unmounting %s: %w", s.mountpoint, errors.Join(err, lerr))
 		}
 	}
-	s.srv.Wait()
-	return nil
+	done := make(chan struct{})
+	go func() { s.srv.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-time.After(2 * time.Second):
+	}
+	if err := abortConnection(s.dev); err != nil {
+		return fmt.Errorf("unmounting %s: another mount namespace still holds it, and aborting its FUSE connection failed: %w", s.mountpoint, err)
+	}
+	select {
+	case <-done:
+		return nil
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("unmounting %s: its FUSE server did not stop after the connection was aborted", s.mountpoint)
+	}
+}
+
+// abortConnection writes to the connection's abort file in fusectl
+// (Documentation/filesystems/fuse.rst, "Aborting a filesystem connection"),
+// mounting fusectl in a scratch directory when the host has not.
+func abortConnection(dev uint64) error {
+	if dev == 0 {
+		return errors.New("the mount's device is unknown")
+	}
+	// fusectl names a connection by the kernel's dev_t (major<<20 | minor).
+	id := fmt.Sprint(uint64(unix.Major(dev))<<20 | uint64(unix.Minor(dev)))
+	ctl := "/sys/fs/fuse/connections"
+	if _, err := os.Stat(filepath.Join(ctl, id)); err != nil {
+		tmp, err := os.MkdirTemp("", "gopve-fusectl-")
+		if err != nil {
+			return err
+		}
+		defer os.Remove(tmp)
+		if err := syscall.Mount("fusectl", tmp, "fusectl", 0, ""); err != nil {
+			return fmt.Errorf("mounting fusectl: %w", err)
+		}
+		defer func() { _ = syscall.Unmount(tmp, syscall.MNT_DETACH) }()
+		ctl = tmp
+	}
+	return os.WriteFile(filepath.Join(ctl, id, "abort"), []byte("1"), 0o200)
 }
 
 type mounted struct {

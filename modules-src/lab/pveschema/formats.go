@@ -1,6 +1,7 @@
 package pveschema
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -115,8 +116,47 @@ var formats = map[string]formatCheck{
 		return nil
 	},
 	"CIDR": func(s string) error {
-		if _, _, err := net.ParseCIDR(s); err != nil {
+		if !isCIDR(s, 4) && !isCIDR(s, 6) {
 			return fmt.Errorf("value does not look like a valid CIDR network")
+		}
+		return nil
+	},
+	"CIDRv4": func(s string) error {
+		if !isCIDR(s, 4) {
+			return fmt.Errorf("value does not look like a valid IPv4 CIDR network")
+		}
+		return nil
+	},
+	"CIDRv6": func(s string) error {
+		if !isCIDR(s, 6) {
+			return fmt.Errorf("value does not look like a valid IPv6 CIDR network")
+		}
+		return nil
+	},
+	// pve_verify_ipv4_config / pve_verify_ipv6_config (JSONSchema.pm).
+	"pve-ipv4-config": func(s string) error {
+		if s != "dhcp" && s != "manual" && !isCIDR(s, 4) {
+			return fmt.Errorf("value does not look like a valid ipv4 network configuration")
+		}
+		return nil
+	},
+	"pve-ipv6-config": func(s string) error {
+		if s != "auto" && s != "dhcp" && s != "manual" && !isCIDR(s, 6) {
+			return fmt.Errorf("value does not look like a valid ipv6 network configuration")
+		}
+		return nil
+	},
+	// pve_verify_urlencoded: what the API takes for sshkeys (K12).
+	"urlencoded": func(s string) error {
+		if !urlencodedRe.MatchString(s) {
+			return fmt.Errorf("invalid urlencoded string: %s", s)
+		}
+		return nil
+	},
+	// pve-storage Plugin.pm parse_volume_id.
+	"pve-volume-id": func(s string) error {
+		if !volumeIDRe.MatchString(s) {
+			return fmt.Errorf("unable to parse volume ID '%s'", s)
 		}
 		return nil
 	},
@@ -128,12 +168,60 @@ var formats = map[string]formatCheck{
 	},
 }
 
+var (
+	urlencodedRe = regexp.MustCompile(`^[-%a-zA-Z0-9_.!~*'()]*$`)
+	volumeIDRe   = regexp.MustCompile(`(?i)^[a-z][a-z0-9\-_.]*[a-z0-9]:.+$`)
+)
+
+// isCIDR is pve_verify_cidrv4/6: an address of the family and a prefix
+// above 7 (PVE refuses /0../7).
+func isCIDR(s string, family int) bool {
+	addr, bits, ok := strings.Cut(s, "/")
+	ip := net.ParseIP(addr)
+	n, err := strconv.Atoi(bits)
+	if !ok || ip == nil || err != nil || n <= 7 || strings.HasPrefix(bits, "+") {
+		return false
+	}
+	if family == 4 {
+		return ip.To4() != nil && !strings.Contains(addr, ":") && n <= 32
+	}
+	return strings.Contains(addr, ":") && n <= 128
+}
+
+// propertyStringFormats are named formats registered as hashes
+// (register_format('pve-qm-ipconfig', $ipconfig_fmt)): apidata.js names
+// them without their keys, so they are spelled out here from qemu-server
+// (QemuServer/Network.pm $ipconfig_fmt, QemuServer.pm $cicustom_fmt).
+var propertyStringFormats = map[string]map[string]*Prop{
+	"pve-qm-ipconfig": {
+		"ip":  {Type: "string", Format: json.RawMessage(`"pve-ipv4-config"`), Optional: true},
+		"gw":  {Type: "string", Format: json.RawMessage(`"ipv4"`), Optional: true, Requires: "ip"},
+		"ip6": {Type: "string", Format: json.RawMessage(`"pve-ipv6-config"`), Optional: true},
+		"gw6": {Type: "string", Format: json.RawMessage(`"ipv6"`), Optional: true, Requires: "ip6"},
+	},
+	"pve-qm-cicustom": {
+		"meta":    {Type: "string", Format: json.RawMessage(`"pve-volume-id"`), Optional: true},
+		"network": {Type: "string", Format: json.RawMessage(`"pve-volume-id"`), Optional: true},
+		"user":    {Type: "string", Format: json.RawMessage(`"pve-volume-id"`), Optional: true},
+		"vendor":  {Type: "string", Format: json.RawMessage(`"pve-volume-id"`), Optional: true},
+	},
+}
+
 // CheckFormat verifies s against a named PVE format. A `-list` format
 // (pve-node-list, pve-storage-id-list, pve-storage-content-list…) checks each
 // element of the comma/space/semicolon separated list, as split_list does.
 func CheckFormat(name, s string) error {
+	return checkFormatAt(name, s, "")
+}
+
+// checkFormatAt is check_format with the parameter's path, which a
+// property-string format's errors are named after ("ipconfig0.ip").
+func checkFormatAt(name, s, path string) error {
 	if check, ok := formats[name]; ok {
 		return check(s)
+	}
+	if keys, ok := propertyStringFormats[name]; ok {
+		return checkPropertyString(keys, s, path)
 	}
 	if base, ok := strings.CutSuffix(name, "-list"); ok {
 		if check, ok := formats[base]; ok {

@@ -162,8 +162,21 @@ func Load(version int) (*Schema, error) {
 		}
 		s.root.insert(splitPath(path), path)
 	}
+	for _, mount := range fragmentMounts {
+		if n := s.root.find(splitPath(mount)); n != nil {
+			n.joinRest = true
+		}
+	}
 	return s, nil
 }
+
+// fragmentMounts are the paths PVE mounts a subclass at with
+// `fragmentDelimiter => ”` (pve-storage PVE/API2/Storage/Status.pm: "volume
+// IDs may contain a slash"): RESTHandler.pm map_path_to_methods joins every
+// segment after it into one, so /nodes/n/storage/local/content/local:iso/x.iso
+// reaches {volume} = "local:iso/x.iso". The schema JSON does not carry the
+// flag; pve-storage's is the only one in PVE's code.
+var fragmentMounts = []string{"/nodes/{node}/storage/{storage}/content"}
 
 // Paths returns every schema path, sorted.
 func (s *Schema) Paths() []string {
@@ -199,12 +212,15 @@ func (s *Schema) Lookup(httpMethod, reqPath string) (*Method, map[string]string,
 	return m, params, nil
 }
 
+// splitPath skips empty fragments, as RESTHandler.pm find_handler does.
 func splitPath(p string) []string {
-	p = strings.Trim(p, "/")
-	if p == "" {
-		return nil
+	var out []string
+	for _, seg := range strings.Split(p, "/") {
+		if seg != "" {
+			out = append(out, seg)
+		}
 	}
-	return strings.Split(p, "/")
+	return out
 }
 
 // pathNode is a segment trie; param children match any single segment.
@@ -213,6 +229,26 @@ type pathNode struct {
 	param     *pathNode
 	paramName string
 	path      string // schema path ending here, if any
+	// joinRest: the segments below this node are one (fragmentMounts).
+	joinRest bool
+}
+
+// find returns the node a schema path's segments lead to.
+func (n *pathNode) find(segs []string) *pathNode {
+	if len(segs) == 0 {
+		return n
+	}
+	seg := segs[0]
+	if strings.HasPrefix(seg, "{") && strings.HasSuffix(seg, "}") {
+		if n.param == nil {
+			return nil
+		}
+		return n.param.find(segs[1:])
+	}
+	if next := n.literal[seg]; next != nil {
+		return next.find(segs[1:])
+	}
+	return nil
 }
 
 func (n *pathNode) insert(segs []string, path string) {
@@ -242,6 +278,9 @@ func (n *pathNode) insert(segs []string, path string) {
 func (n *pathNode) match(segs []string, params map[string]string) (string, bool) {
 	if len(segs) == 0 {
 		return n.path, n.path != ""
+	}
+	if n.joinRest && len(segs) > 1 {
+		segs = []string{strings.Join(segs, "/")}
 	}
 	if next := n.literal[segs[0]]; next != nil {
 		if p, ok := next.match(segs[1:], params); ok {

@@ -242,3 +242,86 @@ func TestEveryPathMatchesItself(t *testing.T) {
 		}
 	}
 }
+
+// Volume IDs with a slash reach {volume} whole, as pve-storage mounts the
+// content subclass with fragmentDelimiter ” (Status.pm); other paths keep
+// one segment per parameter.
+func TestLookupVolumeWithSlash(t *testing.T) {
+	for _, v := range Versions {
+		s, err := Load(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct{ path, volume string }{
+			{"/nodes/pve01/storage/local/content/local:iso/debian.iso", "local:iso/debian.iso"},
+			{"/nodes/pve01/storage/local/content/local:snippets/a/b.yaml", "local:snippets/a/b.yaml"},
+			{"/nodes/pve01/storage/local-lvm/content/local-lvm:vm-100-disk-0", "local-lvm:vm-100-disk-0"},
+			{"//nodes/pve01//storage/local/content/local:100/vm-100-disk-0.qcow2", "local:100/vm-100-disk-0.qcow2"},
+		} {
+			for _, hm := range []string{"GET", "PUT", "POST", "DELETE"} {
+				m, params, err := s.Lookup(hm, c.path)
+				if err != nil {
+					t.Errorf("PVE %d %s %s: %v", v, hm, c.path, err)
+					continue
+				}
+				if m.Path != "/nodes/{node}/storage/{storage}/content/{volume}" || params["volume"] != c.volume || params["storage"] == "" {
+					t.Errorf("PVE %d %s %s: %s %v", v, hm, c.path, m.Path, params)
+				}
+			}
+		}
+		if m, _, err := s.Lookup("GET", "/nodes/pve01/storage/local/content"); err != nil || m.Path != "/nodes/{node}/storage/{storage}/content" {
+			t.Errorf("PVE %d content list: %v %v", v, m, err)
+		}
+		if _, _, err := s.Lookup("GET", "/nodes/pve01/qemu/100/config/extra"); err == nil {
+			t.Errorf("PVE %d: a path with an extra segment elsewhere matched", v)
+		}
+	}
+}
+
+// Cloud-init parameters as qemu-server declares them: ipconfigN is the
+// pve-qm-ipconfig property string (ip=CIDR|dhcp|manual, gw needs ip,
+// ip6=CIDR|auto|dhcp|manual, gw6 needs ip6; CIDR prefixes above 7), sshkeys
+// must be URL-encoded (K12), cicustom names volumes. The 400's errors are
+// keyed by the parameter, the message names the key ("ipconfig0.ip").
+func TestCloudInitFormatsK12(t *testing.T) {
+	for _, v := range Versions {
+		s, err := Load(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := s.Method("PUT", "/nodes/{node}/qemu/{vmid}/config")
+		base := map[string]any{"node": "pve01", "vmid": "100"}
+		with := func(k, val string) map[string]any {
+			p := map[string]any{k: val}
+			for bk, bv := range base {
+				p[bk] = bv
+			}
+			return p
+		}
+		for _, ok := range []struct{ k, v string }{
+			{"ipconfig0", "ip=10.0.0.5/24,gw=10.0.0.1"}, {"ipconfig0", "ip=dhcp"}, {"ipconfig1", "ip6=auto"},
+			{"ipconfig0", "ip=10.0.0.5/24,ip6=fd00::5/64,gw6=fd00::1"}, {"ipconfig2", "ip6=dhcp,ip=manual"},
+			{"sshkeys", "ssh-ed25519%20AAAAC3Nza%20me%40host%0A"}, {"cicustom", "vendor=local:snippets/v.yaml,user=local:snippets/u.yaml"},
+		} {
+			if errs := m.Validate(with(ok.k, ok.v)); errs != nil {
+				t.Errorf("PVE %d %s=%s refused: %v", v, ok.k, ok.v, errs)
+			}
+		}
+		for _, bad := range []struct{ k, v, msg string }{
+			{"ipconfig0", "ip=10.0.0.5", "invalid format - format error\nipconfig0.ip: invalid format - value does not look like a valid ipv4 network configuration"},
+			{"ipconfig0", "ip=10.0.0.5/4", "invalid format - format error\nipconfig0.ip: invalid format - value does not look like a valid ipv4 network configuration"},
+			{"ipconfig0", "ip6=10.0.0.5/24", "invalid format - format error\nipconfig0.ip6: invalid format - value does not look like a valid ipv6 network configuration"},
+			{"ipconfig0", "gw=10.0.0.1", "invalid format - format error\nipconfig0.ip: missing property - 'gw' requires this property"},
+			{"ipconfig0", "ip=dhcp,gw=fd00::1", "invalid format - format error\nipconfig0.gw: invalid format - value does not look like a valid IPv4 address"},
+			{"ipconfig3", "address=10.0.0.5/24", "invalid format - invalid key in comma-separated list property: address"},
+			{"sshkeys", "ssh-ed25519 AAAAC3Nza me@host", "invalid format - invalid urlencoded string: ssh-ed25519 AAAAC3Nza me@host"},
+			{"sshkeys", "ssh-ed25519+AAAAC3Nza", "invalid format - invalid urlencoded string: ssh-ed25519+AAAAC3Nza"},
+			{"cicustom", "vendor=v.yaml", "invalid format - format error\ncicustom.vendor: invalid format - unable to parse volume ID 'v.yaml'"},
+		} {
+			errs := m.Validate(with(bad.k, bad.v))
+			if errs[bad.k] != bad.msg {
+				t.Errorf("PVE %d %s=%s: %q, want %q", v, bad.k, bad.v, errs[bad.k], bad.msg)
+			}
+		}
+	}
+}

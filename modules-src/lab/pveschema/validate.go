@@ -94,7 +94,7 @@ func ValidateObject(schema *Prop, params map[string]any) map[string]string {
 			}
 			continue
 		}
-		if msg := checkProp(prop, val); msg != "" {
+		if msg := checkPropAt(prop, val, key); msg != "" {
 			errs[key] = msg
 		}
 	}
@@ -123,7 +123,10 @@ func ValidateObject(schema *Prop, params map[string]any) map[string]string {
 
 // checkProp validates one value, in JSONSchema.pm check_prop's order:
 // type, format, pattern, length, range, enum. "" means valid.
-func checkProp(p *Prop, v any) string {
+func checkProp(p *Prop, v any) string { return checkPropAt(p, v, "") }
+
+// checkPropAt is checkProp for the parameter at path.
+func checkPropAt(p *Prop, v any, path string) string {
 	if v == nil {
 		if p.Optional {
 			return ""
@@ -154,11 +157,11 @@ func checkProp(p *Prop, v any) string {
 	}
 	s := scalarString(v)
 	if name := p.FormatName(); name != "" {
-		if err := CheckFormat(name, s); err != nil {
+		if err := checkFormatAt(name, s, path); err != nil {
 			return "invalid format - " + err.Error()
 		}
 	} else if ps := p.PropertyString(); ps != nil {
-		if err := checkPropertyString(ps, s); err != nil {
+		if err := checkPropertyString(ps, s, path); err != nil {
 			return "invalid format - " + err.Error()
 		}
 	}
@@ -292,8 +295,15 @@ func compilePattern(p string) *regexp.Regexp {
 }
 
 // checkPropertyString validates `[default_key=]v[,k=v…]` against the keys
-// of a property-string format.
-func checkPropertyString(keys map[string]*Prop, s string) error {
+// of a property-string format (parse_property_string + check_object: the
+// errors are named <path>.<key>, a key's `requires` is enforced).
+func checkPropertyString(keys map[string]*Prop, s, path string) error {
+	at := func(k string) string {
+		if path == "" {
+			return k
+		}
+		return path + "." + k
+	}
 	defaultKey := ""
 	for k, p := range keys {
 		if p.DefaultKey {
@@ -332,13 +342,17 @@ func checkPropertyString(keys map[string]*Prop, s string) error {
 			return fmt.Errorf("duplicate key in comma-separated list property: %s", k)
 		}
 		seen[k] = true
-		if msg := checkProp(p, v); msg != "" {
-			return fmt.Errorf("format error\n%s: %s", k, msg)
+		if msg := checkPropAt(p, v, at(k)); msg != "" {
+			return fmt.Errorf("format error\n%s: %s", at(k), msg)
 		}
 	}
-	for k, p := range keys {
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		p := keys[k]
 		if !bool(p.Optional) && p.Alias == "" && !seen[k] {
-			return fmt.Errorf("format error\n%s: %s", k, MsgMissingProperty)
+			return fmt.Errorf("format error\n%s: %s", at(k), MsgMissingProperty)
+		}
+		if seen[k] && p.Requires != "" && !seen[p.Requires] {
+			return fmt.Errorf("format error\n%s: missing property - '%s' requires this property", at(p.Requires), k)
 		}
 	}
 	return nil

@@ -112,6 +112,7 @@ func (s *Sim) SetOnline(name string, online bool) error {
 		n.Running = nil
 		s.nodeBackLocked(name)
 	} else {
+		n.powerLosses++ // its running tasks die (tasks.go)
 		s.stopLocked(name)
 		s.nodeDownLocked(name) // HA fencing and recovery (ha.go)
 	}

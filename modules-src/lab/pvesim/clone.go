@@ -312,6 +312,9 @@ func (s *Sim) cloneWorker(t *taskRun, db *ConfigDB, r *cloneReq, running bool) s
 			}
 		}
 		d.props.set("file", volid)
+		// clone_disk: "delete $disk->{format}" — the new drive names no format.
+		delete(d.props.vals, "format")
+		d.props.keys = slices.DeleteFunc(d.props.keys, func(k string) bool { return k == "format" })
 		keys[k] = d.print()
 		s.mu.Lock()
 		c := &qmConf{Keys: maps.Clone(keys), Description: desc}
@@ -330,8 +333,8 @@ func (s *Sim) cloneWorker(t *taskRun, db *ConfigDB, r *cloneReq, running bool) s
 			node = r.target
 		}
 		s.writeQmConfLocked(db, node, r.newid, &qmConf{Keys: keys, Description: desc})
-		if r.pool != "" && db.Pools[r.pool] != nil {
-			db.Pools[r.pool].Members = append(db.Pools[r.pool].Members, fmt.Sprintf("qemu/%d", r.newid))
+		if r.pool != "" {
+			s.addGuestToPoolLocked(db, r.pool, r.newid)
 		}
 	})
 	if len(p.drives) == 0 && !s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration)) {

@@ -35,6 +35,7 @@ func (s *Sim) ControlHandler() http.Handler {
 	mux.HandleFunc("DELETE /v1/nodes/{node}/pmxcfs/{path...}", s.ctlDeletePmxcfs)
 	mux.HandleFunc("POST /v1/nodes/{node}/guests", s.ctlAddGuest)
 	mux.HandleFunc("POST /v1/nodes/{node}/replication/run", s.ctlRunReplication)
+	mux.HandleFunc("POST /v1/remote-stores", s.ctlAddRemoteStore)
 	return mux
 }
 
@@ -189,6 +190,15 @@ func (s *Sim) ctlAddUser(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctlResult(w, map[string]any{}, s.AddUser(body.Node, body.User, body.Password))
+}
+
+// ctlAddRemoteStore serves POST /v1/remote-stores.
+func (s *Sim) ctlAddRemoteStore(w http.ResponseWriter, r *http.Request) {
+	var body RemoteStore
+	if !ctlDecode(w, r, &body) {
+		return
+	}
+	ctlResult(w, map[string]any{}, s.AddRemoteStore(body))
 }
 
 // ctlAddToken serves POST /v1/access/tokens.

@@ -194,6 +194,7 @@
 //	DELETE /v1/nodes/{node}/pmxcfs/{path}          remove it
 //	POST   /v1/nodes/{node}/guests {"vmid","config":{…},"template","running"}  a VM at once (fixture); 409 VMID taken
 //	POST   /v1/nodes/{node}/replication/run {"id"}  pvesr run: {"log"}; 409 "can't lock file '/var/lock/pvesr.lck' - got timeout" (H5)
+//	POST   /v1/remote-stores {"type":"pbs"|"cifs","server","user","password","stores":[…]}  a PBS or SMB server storages reach
 //
 // The pmxcfs files (e.g. priv/authorized_keys, C7) belong to the node's
 // /etc/pve: after a join the joiner sees the cluster's copy, its own is gone.

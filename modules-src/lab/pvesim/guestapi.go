@@ -18,6 +18,7 @@ func (s *Sim) guestHandlers() map[string]handlerFunc {
 		"POST /nodes/{node}/qemu/{vmid}/status/shutdown":             s.postQemuShutdown,
 		"POST /nodes/{node}/qemu/{vmid}/template":                    s.postQemuTemplate,
 		"PUT /nodes/{node}/qemu/{vmid}/resize":                       s.putQemuResize,
+		"PUT /nodes/{node}/qemu/{vmid}/unlink":                       s.putQemuUnlink,
 		"POST /nodes/{node}/qemu/{vmid}/clone":                       s.postQemuClone,
 		"POST /nodes/{node}/qemu/{vmid}/migrate":                     s.postQemuMigrate,
 		"POST /nodes/{node}/qemu/{vmid}/agent/ping":                  s.postQemuAgentPing,

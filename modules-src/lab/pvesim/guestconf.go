@@ -220,6 +220,7 @@ func (s *Sim) assertOnNodeLocked(db *ConfigDB, node string, vmid int) error {
 }
 
 func (s *Sim) writeQmConfLocked(db *ConfigDB, node string, vmid int, c *qmConf) {
+	dropReusedUnused(c) // write_vm_config
 	s.writeGuestConfLocked(db, vmKind, node, vmid, c)
 }
 

@@ -95,10 +95,11 @@ func (s *Sim) guestLockTask(rc *reqCtx, node, typ string, vmid int, f func(t *ta
 	})
 }
 
-// dropFromPoolsLocked removes a destroyed guest from every pool of db.
-func dropFromPoolsLocked(db *ConfigDB, k guestKind, vmid int) {
+// dropFromPoolsLocked removes a destroyed guest from every pool of db
+// (AccessControl.pm remove_vm_access: user.cfg knows guests by VMID only).
+func dropFromPoolsLocked(db *ConfigDB, _ guestKind, vmid int) {
 	for _, p := range db.Pools {
-		p.Members = slices.DeleteFunc(p.Members, func(m string) bool { return m == k.member(vmid) })
+		p.Members = slices.DeleteFunc(p.Members, func(m string) bool { n, ok := memberVMID(m); return ok && n == vmid })
 	}
 }
 

@@ -59,7 +59,9 @@ func TestVMCreateConfigResourcesK12K18(t *testing.T) {
 	if id := c.call("GET", "/cluster/nextid", nil).must(t, "nextid").data; id != "100" {
 		t.Fatalf("nextid on an empty cluster = %v", id)
 	}
-	keys := url.QueryEscape("ssh-ed25519 AAAAC3Nza lab@example")
+	// URL-encoded as community.proxmox does (urllib quote, %20 for blanks;
+	// QueryEscape's "+" is refused by the schema's urlencoded format).
+	keys := strings.ReplaceAll(url.QueryEscape(testSSHKey+" lab@example"), "+", "%20")
 	createVM(t, c, 100, url.Values{"ide2": {"local-lvm:cloudinit"}, "ciuser": {"debian"}, "sshkeys": {keys},
 		"ipconfig0": {"ip=dhcp"}, "agent": {"enabled=1"}, "tags": {"web;prod"}, "onboot": {"1"}})
 	conf := vmConfig(t, c, "pve01", 100)
@@ -433,6 +435,38 @@ func TestPowerCycleStartsOnbootGuests(t *testing.T) {
 	for vmid, want := range map[int]string{100: "running", 101: "stopped"} {
 		if got := c.call("GET", fmt.Sprintf("/nodes/pve01/qemu/%d/status/current", vmid), nil).must(t, "status").obj()["status"]; got != want {
 			t.Errorf("VM %d after a power cycle: %v, want %s", vmid, got, want)
+		}
+	}
+}
+
+// A task running when its node loses power dies with it: its work never
+// happens, and once the node is back the task is stopped with "unexpected
+// status" and no TASK line in its log.
+func TestPowerLossKillsRunningTasks(t *testing.T) {
+	t.Parallel()
+	s := startSim(t, simOpts{taskDuration: 400 * time.Millisecond})
+	if err := s.AddGuest("pve01", GuestSpec{VMID: 100, Config: map[string]string{}}); err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, s, "pve01").labToken()
+	upid, _ := c.call("POST", "/nodes/pve01/qemu/100/config", url.Values{"description": {"lost"}}).must(t, "config").data.(string)
+	if err := s.SetOnline("pve01", false); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(600 * time.Millisecond) // past the task's duration, node still off
+	if err := s.SetOnline("pve01", true); err != nil {
+		t.Fatal(err)
+	}
+	st := waitTask(t, c, upid)
+	if st["exitstatus"] != "unexpected status" {
+		t.Errorf("a config task whose node lost power: %v, want exitstatus \"unexpected status\"", st)
+	}
+	if got := c.call("GET", "/nodes/pve01/qemu/100/config", nil).must(t, "config").obj()["description"]; got != nil {
+		t.Errorf("the change of a config task that died with its node was applied: description %v", got)
+	}
+	for _, l := range c.call("GET", "/nodes/pve01/tasks/"+url.PathEscape(upid)+"/log", nil).must(t, "log").list() {
+		if strings.HasPrefix(fmt.Sprint(l["t"]), "TASK ") {
+			t.Errorf("the dead task's log ends with %q", l["t"])
 		}
 	}
 }

@@ -112,12 +112,8 @@ func (s *Sim) postLxcCreate(rc *reqCtx) (any, error) {
 			keys[k] = paramString(v)
 		}
 	}
-	if keys["rootfs"] == "" {
-		store := rc.str("storage")
-		if store == "" {
-			store = "local"
-		}
-		keys["rootfs"] = store + ":4" // reconstruction of pct's default size
+	if err := s.ctCreateVolumes(rc, keys); err != nil {
+		return nil, err
 	}
 	for k, v := range keys {
 		if isNetKey(k) {
@@ -138,7 +134,7 @@ func (s *Sim) postLxcCreate(rc *reqCtx) (any, error) {
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		for _, k := range slices.Sorted(maps.Keys(keys)) {
+		for _, k := range ctVolumeKeys(keys) {
 			if !ctVolKeyRe.MatchString(k) {
 				continue
 			}

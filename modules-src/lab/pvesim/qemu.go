@@ -158,22 +158,22 @@ func (s *Sim) vmResourcesLocked(rc *reqCtx) []map[string]any {
 		if !hasPriv(db, rc.who, fmt.Sprintf("/vms/%d", e.VMID), []string{"VM.Audit"}, false) {
 			continue
 		}
+		var r map[string]any
 		if e.Kind == "lxc" {
-			if r, ok := s.ctResourcesLocked(rc, e); ok {
-				out = append(out, r)
+			var ok bool
+			if r, ok = s.ctResourcesLocked(rc, e); !ok {
+				continue
 			}
-			continue
-		}
-		c, err := s.loadQmConfLocked(db, e.Node, e.VMID)
-		if err != nil {
-			continue
-		}
-		r := s.asClusterResource(s.vmSummary(e.Node, e.VMID, c), vmKind, e)
-		delete(r, "pid")
-		for _, p := range s.sortedPools(db) {
-			if slices.Contains(db.Pools[p].Members, vmKind.member(e.VMID)) {
-				r["pool"] = p
+		} else {
+			c, err := s.loadQmConfLocked(db, e.Node, e.VMID)
+			if err != nil {
+				continue
 			}
+			r = s.asClusterResource(s.vmSummary(e.Node, e.VMID, c), vmKind, e)
+			delete(r, "pid")
+		}
+		if p := poolOfGuestLocked(db, e.VMID); p != "" {
+			r["pool"] = p // $usercfg->{vms}->{$vmid}
 		}
 		out = append(out, r)
 	}
@@ -247,10 +247,12 @@ func (s *Sim) getQemuPending(rc *reqCtx) (any, error) {
 			e["pending"] = s.typedConf(map[string]string{k: v})[k]
 		}
 		if k == "cipassword" {
-			for _, f := range []string{"value", "pending"} {
-				if _, ok := e[f]; ok {
-					e[f] = "**********"
-				}
+			// vm_pending masks both, the pending one with a trailing blank.
+			if _, ok := e["value"]; ok {
+				e["value"] = "**********"
+			}
+			if _, ok := e["pending"]; ok {
+				e["pending"] = "********** "
 			}
 		}
 		if c.pendingDeleted(k) {
@@ -260,6 +262,12 @@ func (s *Sim) getQemuPending(rc *reqCtx) (any, error) {
 			}
 		}
 		out = append(out, e)
+	}
+	// config_with_pending_array walks every scalar of load_config's hash:
+	// the file's digest and the description are entries too.
+	out = append(out, map[string]any{"key": "digest", "value": c.Digest})
+	if c.Description != "" {
+		out = append(out, map[string]any{"key": "description", "value": c.Description})
 	}
 	return out, nil
 }
@@ -298,6 +306,11 @@ func (s *Sim) postQemuCreate(rc *reqCtx) (any, error) {
 	if rc.has("archive") {
 		return nil, errStatus(501, "restore is not simulated by the lab")
 	}
+	if rc.has("sshkeys") {
+		if err := checkSSHKeys(rc.str("sshkeys")); err != nil {
+			return nil, err
+		}
+	}
 	if pool := rc.str("pool"); pool != "" && db.Pools[pool] == nil {
 		return nil, errPerm(fmt.Sprintf("pool '%s' does not exist", pool)) // check_pool_exist: raise_perm_exc, 403
 	}
@@ -334,11 +347,8 @@ func (s *Sim) postQemuCreate(rc *reqCtx) (any, error) {
 		}
 	}
 	s.writeQmConfLocked(db, rc.node, vmid, &qmConf{Keys: map[string]string{"lock": "create"}})
-	if pool := rc.str("pool"); pool != "" {
-		db.Pools[pool].Members = append(db.Pools[pool].Members, fmt.Sprintf("qemu/%d", vmid))
-	}
 	s.saveLocked()
-	node, start := rc.node, rc.boolean("start")
+	node, start, pool := rc.node, rc.boolean("start"), rc.str("pool")
 	return s.startTaskLocked(rc, node, "qmcreate", strconv.Itoa(vmid), func(t *taskRun) string {
 		if !s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration)) {
 			return "unexpected status"
@@ -370,6 +380,9 @@ func (s *Sim) postQemuCreate(rc *reqCtx) (any, error) {
 		}
 		keys["meta"] = fmt.Sprintf("creation-qemu=9.2.0,ctime=%d", time.Now().Unix())
 		s.writeQmConfLocked(db, node, vmid, &qmConf{Keys: keys})
+		if pool != "" {
+			s.addGuestToPoolLocked(db, pool, vmid) // add_vm_to_pool, once the disks exist
+		}
 		if start {
 			s.setRunningLocked(node, vmid, true)
 		}
@@ -425,6 +438,19 @@ func (s *Sim) checkNewDrive(node, key, v string) error {
 	if !storageOnNode(st, node) {
 		return fmt.Errorf("storage '%s' is not available on node '%s'", store, node)
 	}
+	if _, isSize := parseSize(vn); !isSize && vn != "cloudinit" {
+		// An existing volume: check_storage_access and $check_drive_param.
+		r, err := s.parseVolRef(node, f)
+		if err != nil {
+			return err
+		}
+		if r.vtype != "images" && r.vtype != "iso" {
+			return errParams(map[string]string{key: "content type needs to be 'images' or 'iso'"})
+		}
+		if r.vtype == "iso" && !d.cdrom() {
+			return errParams(map[string]string{key: "explicit 'media=cdrom' is required for iso images"})
+		}
+	}
 	if _, isSize := parseSize(vn); (isSize || vn == "cloudinit") && !st.hasContent("images") && !d.cdrom() {
 		return fmt.Errorf("storage '%s' does not support content type 'images'", store) // reconstruction
 	}
@@ -454,6 +480,21 @@ func (s *Sim) createDrive(node string, vmid int, key, v string) (string, error) 
 	}
 	gib, err := strconv.ParseFloat(vn, 64)
 	if err != nil || d.cdrom() {
+		// An existing volume: activate_volumes and volume_size_info fail
+		// on a missing one (a template's ISO that is not there, K2-style
+		// typos): the create or update fails with it.
+		if err := s.missingVolume(node, d.file()); err != nil {
+			return "", err
+		}
+		if d.cdrom() && d.props.get("size") == "" {
+			// volume_size_info gives an ISO its size= too.
+			if st := s.dbOf(node).Storage[store]; st != nil {
+				if f, err := s.fileVolumeLocked(node, st, d.file()); err == nil && f != nil {
+					d.props.set("size", formatSize(f.Size))
+					return d.print(), nil
+				}
+			}
+		}
 		if !d.cdrom() {
 			if vol, _, err := s.volumeLocked(node, d.file()); err == nil && d.props.get("size") == "" {
 				d.props.set("size", formatSize(vol.Size))
@@ -513,6 +554,11 @@ func (s *Sim) parseConfigUpdate(rc *reqCtx) (*configUpdate, error) {
 	if k, ok := u.set["cdrom"]; ok {
 		u.set["ide2"] = k + ",media=cdrom"
 		delete(u.set, "cdrom")
+	}
+	if keys, ok := u.set["sshkeys"]; ok {
+		if err := checkSSHKeys(keys); err != nil {
+			return nil, err
+		}
 	}
 	u.revert = pveSplit(rc.str("revert"))
 	for _, k := range pveSplit(rc.str("delete")) {
@@ -575,27 +621,60 @@ func (s *Sim) loadAndCheck(db *ConfigDB, u *configUpdate, skiplock bool) (*qmCon
 
 // applyUpdateLocked is $updatefn: changes go to [PENDING]; a stopped VM
 // applies them at once, a running one hotplugs what it can (K10: a NIC is
-// unplugged and plugged again) and keeps the rest pending.
+// unplugged and plugged again) and keeps the rest pending. Disks keep their
+// volumes as unusedN when replaced or removed (qemudisks.go).
 func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *qmConf, logf func(string, ...any)) error {
 	logf("update VM %d: %s", u.vmid, strings.Join(u.params, " "))
 	if err := s.etcPveWritableLocked(db, guestConfPath(u.node, "qemu-server", u.vmid)); err != nil {
 		return err
 	}
+	node, vmid := u.node, u.vmid
+	order := bootOrder(c.Keys["boot"])
+	bootDeleted := slices.Contains(u.deletes, "bootorder")
 	for _, k := range u.deletes {
-		if _, ok := c.Keys[k]; !ok {
-			if _, ok := c.Pending[k]; !ok {
-				logf("cannot delete '%s' - not set in current configuration!", k)
-				continue
-			}
+		val, isCur := c.Keys[k]
+		pval, isPending := c.Pending[k]
+		if !isCur && !isPending {
+			logf("cannot delete '%s' - not set in current configuration!", k)
+			continue
+		}
+		if !isCur {
+			val = pval
 		}
 		delete(c.Pending, k)
+		if !bootDeleted && slices.Contains(order, k) {
+			order = slices.DeleteFunc(order, func(d string) bool { return d == k })
+			c.Pending["boot"] = "order=" + strings.Join(order, ";")
+		}
+		switch {
+		case strings.HasPrefix(k, "unused"):
+			if c.Keys["protection"] == "1" {
+				return pveDie("can't remove unused disk '%s' - protection mode enabled", parseDrive(val).file())
+			}
+			ok, err := s.tryDeallocateDriveLocked(node, vmid, c, k, val, false)
+			if err != nil {
+				return err
+			}
+			if ok {
+				delete(c.Keys, k)
+			}
+			continue
+		case isDriveKey(k):
+			if c.Keys["protection"] == "1" {
+				return pveDie("can't remove drive '%s' - protection mode enabled", k)
+			}
+			if isPending {
+				if err := s.registerUnusedDriveLocked(node, vmid, c, pval, logf); err != nil {
+					return err
+				}
+			}
+		}
 		mark := k
 		if u.force {
 			mark = "!" + k
 		}
-		if !c.pendingDeleted(k) {
-			c.PendingDelete = append(c.PendingDelete, mark)
-		}
+		c.PendingDelete = slices.DeleteFunc(c.PendingDelete, func(d string) bool { return strings.TrimPrefix(d, "!") == k })
+		c.PendingDelete = append(c.PendingDelete, mark)
 	}
 	for _, k := range u.revert {
 		delete(c.Pending, k)
@@ -603,8 +682,20 @@ func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *qmConf, logf f
 	}
 	for _, k := range slices.Sorted(maps.Keys(u.set)) {
 		v := u.set[k]
+		if pv, ok := c.Pending[k]; ok && pv == v {
+			continue // skip if nothing changed
+		}
+		if k == "cipassword" {
+			c.Keys[k] = v // written to the config at once, never pending
+			continue
+		}
 		if isDriveKey(k) {
-			nv, err := s.createDrive(u.node, u.vmid, k, v)
+			if pv, ok := c.Pending[k]; ok {
+				if err := s.registerUnusedDriveLocked(node, vmid, c, pv, logf); err != nil {
+					return err
+				}
+			}
+			nv, err := s.createDrive(node, vmid, k, v)
 			if err != nil {
 				return err
 			}
@@ -613,36 +704,57 @@ func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *qmConf, logf f
 		c.Pending[k] = v
 		c.PendingDelete = slices.DeleteFunc(c.PendingDelete, func(d string) bool { return strings.TrimPrefix(d, "!") == k })
 	}
-	// cleanup_pending: a pending value equal to the current one is no change.
+	// cleanup_pending: a pending value equal to the current one is no
+	// change; deleting a key that is not set is none either.
 	for k, v := range c.Pending {
-		if c.Keys[k] == v {
+		if cur, ok := c.Keys[k]; ok && cur == v {
 			delete(c.Pending, k)
 		}
 	}
-	if !s.runningLocked(u.node, u.vmid) {
-		c.applyPending()
-	} else {
-		for _, k := range slices.Sorted(maps.Keys(c.Pending)) {
-			if hotpluggable(c.Keys, k) {
-				if isNetKey(k) && c.Keys[k] != "" {
-					logf("%s: hotplug: unplug and plug the NIC again (the guest loses its link)", k) // reconstruction of the effect, K10
-				}
-				c.Keys[k] = c.Pending[k]
-				delete(c.Pending, k)
-			}
+	c.PendingDelete = slices.DeleteFunc(c.PendingDelete, func(d string) bool { _, ok := c.Keys[strings.TrimPrefix(d, "!")]; return !ok })
+	if !s.runningLocked(node, vmid) {
+		if err := s.applyPendingLocked(node, vmid, c, logf); err != nil {
+			s.writeQmConfLocked(db, node, vmid, c)
+			s.saveLocked()
+			return err
 		}
+	} else {
+		// vmconfig_hotplug_pending: a failing option stays pending and is
+		// reported per option (raise_param_exc, a 400) after the write.
+		errs := map[string]string{}
 		var keep []string
 		for _, d := range c.PendingDelete {
 			k := strings.TrimPrefix(d, "!")
-			if hotpluggable(c.Keys, k) {
+			ok, err := s.hotplugDeleteLocked(node, vmid, c, k, d != k, logf)
+			if err != nil {
+				errs[k] = err.Error()
+			}
+			if ok && err == nil {
 				delete(c.Keys, k)
 				continue
 			}
 			keep = append(keep, d)
 		}
 		c.PendingDelete = keep
+		for _, k := range slices.Sorted(maps.Keys(c.Pending)) {
+			ok, err := s.hotplugSetLocked(node, vmid, c, k, logf)
+			if err != nil {
+				errs[k] = err.Error()
+				continue
+			}
+			if ok {
+				c.Keys[k] = c.Pending[k]
+				delete(c.Pending, k)
+			}
+		}
+		dropReusedUnused(c)
+		if len(errs) > 0 {
+			s.writeQmConfLocked(db, node, vmid, c)
+			s.saveLocked()
+			return errParams(errs)
+		}
 	}
-	s.writeQmConfLocked(db, u.node, u.vmid, c)
+	s.writeQmConfLocked(db, node, vmid, c)
 	s.saveLocked()
 	return nil
 }
@@ -707,6 +819,12 @@ func (s *Sim) underGuestLock(t *taskRun, node string, vmid int, d time.Duration,
 	defer s.release(key, false)
 	if !s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration)) {
 		return "unexpected status"
+	}
+	s.mu.Lock()
+	died := t.diedLocked()
+	s.mu.Unlock()
+	if died {
+		return "unexpected status" // the node lost power: the work never happened
 	}
 	return f()
 }
@@ -778,7 +896,7 @@ func (s *Sim) powerTask(rc *reqCtx, typ string, decide func(c *qmConf, running b
 		return nil, err
 	}
 	node := rc.node
-	return s.guestLockTask(rc, node, typ, vmid, func(*taskRun) string {
+	return s.guestLockTask(rc, node, typ, vmid, func(t *taskRun) string {
 		c, err := s.loadQmConfLocked(db, node, vmid)
 		if err != nil {
 			return err.Error()
@@ -788,8 +906,19 @@ func (s *Sim) powerTask(rc *reqCtx, typ string, decide func(c *qmConf, running b
 			return msg
 		}
 		if on && (len(c.Pending) > 0 || len(c.PendingDelete) > 0) {
-			c.applyPending()
+			// vm_start: vmconfig_apply_pending; its errors are warnings.
+			if err := s.applyPendingLocked(node, vmid, c, t.logf0); err != nil {
+				t.logf0("%v", err)
+			}
 			s.writeQmConfLocked(db, node, vmid, c)
+		}
+		if on {
+			// The cloud-init ISO is generated at every start, its custom
+			// snippets read then (S4).
+			if err := s.checkCloudinitSnippetsLocked(node, c); err != nil {
+				s.saveLocked()
+				return err.Error()
+			}
 		}
 		s.setRunningLocked(node, vmid, on)
 		s.saveLocked()
@@ -948,22 +1077,12 @@ func (s *Sim) deleteQemu(rc *reqCtx) (any, error) {
 		if err := checkLock(c); err != nil && !rc.boolean("skiplock") {
 			return err.Error()
 		}
-		for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
-			if !isDriveKey(k) {
-				continue
-			}
-			d := parseDrive(c.Keys[k])
-			_, vn, ok := volumeID(d.file())
-			if !ok || volOwner(vn) != vmid && !strings.HasSuffix(vn, fmt.Sprintf("vm-%d-cloudinit", vmid)) {
-				continue
-			}
-			if err := s.freeVolumeLocked(node, d.file()); err != nil {
-				// destroy_vm warns and goes on (reconstruction of the wording).
-				t.task.Log = append(t.task.Log, fmt.Sprintf("WARN: failed to remove '%s': %v", d.file(), err))
-				continue
-			}
-			t.task.Log = append(t.task.Log, fmt.Sprintf("Removing image: 100%% complete...done. (%s)", d.file())) // reconstruction
+		if err := s.assertBaseUnusedLocked(node, c); err != nil {
+			return err.Error()
 		}
+		s.destroyVolumesLocked(node, vmid, c, rc.boolean("destroy-unreferenced-disks"), t.logf0)
+		// destroy_vm leaves a "lock: destroyed" config until the end.
+		s.writeQmConfLocked(db, node, vmid, &qmConf{Keys: map[string]string{"lock": "destroyed"}})
 		dropFromPoolsLocked(db, vmKind, vmid)
 		if rc.boolean("purge") {
 			t.task.Log = append(t.task.Log, fmt.Sprintf("purging VM %d from related configurations..", vmid))

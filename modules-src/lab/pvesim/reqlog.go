@@ -76,7 +76,9 @@ func secretKey(k string) bool {
 	case "ticket", "otp", "tfa-challenge", "csrfpreventiontoken":
 		return true
 	}
-	return strings.Contains(k, "password") || strings.Contains(k, "secret")
+	// keyring and encryption-key are storage secrets (pve-storage
+	// sensitive-properties); master-pubkey is a public key.
+	return strings.Contains(k, "password") || strings.Contains(k, "secret") || k == "keyring" || k == "encryption-key"
 }
 
 // redactParams renders params as strings, hiding secret-named keys and any
@@ -89,8 +91,8 @@ func redactParams(params map[string]any, secrets []string) map[string]string {
 	out := make(map[string]string, len(params))
 	for k, v := range params {
 		s := paramString(v)
-		if secretKey(k) {
-			s = redacted
+		if secretKey(k) && !(k == "encryption-key" && s == "autogen") {
+			s = redacted // "autogen" asks PVE for a key and is none
 		}
 		for _, sec := range secrets {
 			if sec != "" && strings.Contains(s, sec) {

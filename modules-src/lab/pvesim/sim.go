@@ -54,6 +54,10 @@ type Config struct {
 	// StorageContent, when set, lists what is really on an active storage
 	// of a node (list_volumes); otherwise every storage is empty.
 	StorageContent func(node string, st StorageInfo) ([]Volume, error)
+	// StorageRemove, when set, removes a file volume (volname such as
+	// "snippets/user.yaml") from a storage of a node, as the plugin's
+	// free_image unlinks it; otherwise deleting one fails.
+	StorageRemove func(node string, st StorageInfo, volname string) error
 	// NodeVersion, when set, reports what the node's packages say (what
 	// pveversion prints); otherwise /version and node status show the
 	// version the lab installs first. All these hooks run under the
@@ -145,10 +149,11 @@ type Sim struct {
 	faults   *Faults
 	log      *RequestLog
 
-	guestLocks map[string]*guestLock // /var/lock/qemu-server and storage flocks (guestlock.go)
-	haErrors   map[string]bool       // HA services in error state, "db/sid" (ha.go)
-	haMotions  map[string]string     // CRM migrations/relocations under way, "db/sid" (hacrm.go)
-	haBackAt   map[string]time.Time  // when each node came back from a power-off (hacrm.go)
+	guestLocks map[string]*guestLock  // /var/lock/qemu-server and storage flocks (guestlock.go)
+	haErrors   map[string]bool        // HA services in error state, "db/sid" (ha.go)
+	haMotions  map[string]string      // CRM migrations/relocations under way, "db/sid" (hacrm.go)
+	haBackAt   map[string]time.Time   // when each node came back from a power-off (hacrm.go)
+	remotes    map[string]RemoteStore // PBS and CIFS servers the lab offers, by type/server (storageremote.go)
 }
 
 // nodeRuntime is the serving side of a node (not persisted).

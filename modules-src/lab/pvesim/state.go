@@ -63,6 +63,9 @@ type Node struct {
 	Volumes map[string]*GuestVolume `json:"volumes,omitempty"`
 	// restarting is true while the API is down for a join (not persisted).
 	restarting bool
+	// powerLosses counts SetOnline(false): a task sees whether its node lost
+	// power while it ran (not persisted).
+	powerLosses int
 }
 
 // ConfigDB is one pmxcfs instance (/etc/pve).

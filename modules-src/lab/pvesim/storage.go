@@ -65,6 +65,9 @@ func (s *Sim) activateOn(node string, st *Storage) error {
 	if st.disabled() {
 		return fmt.Errorf("storage '%s' is disabled", st.ID)
 	}
+	if err := s.remoteCheck(s.dbOf(node), st); err != nil {
+		return err
+	}
 	if s.cfg.StorageActivate != nil {
 		return s.cfg.StorageActivate(node, st.info())
 	}
@@ -76,87 +79,16 @@ func (s *Sim) activeOn(node string, st *Storage) error {
 	if st.disabled() {
 		return fmt.Errorf("storage '%s' is disabled", st.ID)
 	}
+	if err := s.remoteCheck(s.dbOf(node), st); err != nil {
+		return err
+	}
 	if s.cfg.StorageCheck == nil {
 		return nil
 	}
 	return s.cfg.StorageCheck(node, st.info())
 }
 
-// storageType is a storage plugin's options(): which keys it takes, which
-// are required and which are fixed (cannot change after creation), and the
-// content types it supports. Source: pve-storage *Plugin.pm options().
-type storageType struct {
-	options  []string
-	required []string
-	fixed    []string
-	content  []string
-	shared   bool // always shared (nfs)
-	v9only   []string
-	v8only   []string
-}
-
 var dirPathRE = regexp.MustCompile(`^/[-/a-zA-Z0-9_.@]+$`)
-
-var fileContent = []string{"images", "rootdir", "vztmpl", "iso", "backup", "snippets", "import", "none"}
-
-var storageTypes = map[string]storageType{
-	"dir": {
-		options: []string{"path", "content-dirs", "nodes", "shared", "disable", "prune-backups", "max-protected-backups",
-			"content", "format", "mkdir", "create-base-path", "create-subdirs", "is_mountpoint", "bwlimit", "preallocation"},
-		required: []string{"path"},
-		fixed:    []string{"path", "snapshot-as-volume-chain"},
-		content:  fileContent,
-		v9only:   []string{"snapshot-as-volume-chain"},
-		v8only:   []string{"maxfiles"},
-	},
-	"nfs": {
-		options: []string{"path", "server", "export", "options", "content-dirs", "nodes", "disable", "prune-backups",
-			"max-protected-backups", "content", "format", "mkdir", "create-base-path", "create-subdirs", "bwlimit", "preallocation"},
-		required: []string{"path", "server", "export"},
-		fixed:    []string{"path", "server", "export", "snapshot-as-volume-chain"},
-		content:  fileContent,
-		shared:   true,
-		v9only:   []string{"snapshot-as-volume-chain"},
-		v8only:   []string{"maxfiles"},
-	},
-	"zfspool": {
-		options:  []string{"pool", "blocksize", "sparse", "nodes", "disable", "content", "bwlimit", "mountpoint"},
-		required: []string{"pool"},
-		fixed:    []string{"pool"},
-		content:  []string{"images", "rootdir"},
-	},
-	"lvmthin": {
-		options:  []string{"thinpool", "vgname", "nodes", "disable", "content", "bwlimit"},
-		required: []string{"thinpool", "vgname"},
-		fixed:    []string{"thinpool", "vgname"},
-		content:  []string{"images", "rootdir"},
-	},
-	"lvm": {
-		options:  []string{"vgname", "base", "saferemove", "saferemove_throughput", "shared", "tagged_only", "nodes", "disable", "content", "bwlimit"},
-		required: []string{"vgname"},
-		fixed:    []string{"vgname", "base", "snapshot-as-volume-chain"},
-		content:  []string{"images", "rootdir"},
-		v9only:   []string{"snapshot-as-volume-chain"},
-	},
-}
-
-func (t storageType) allows(key string, version int) bool {
-	for _, list := range [][]string{t.options, t.versionOnly(version)} {
-		for _, k := range list {
-			if k == key {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func (t storageType) versionOnly(version int) []string {
-	if version >= 9 {
-		return t.v9only
-	}
-	return t.v8only
-}
 
 func (st *Storage) opt(k string) string {
 	v, ok := st.Options[k]
@@ -282,6 +214,10 @@ func (s *Sim) postStorage(rc *reqCtx) (any, error) {
 	if err := s.checkStorageOptions(typ, t, rc, "storage", "type"); err != nil {
 		return nil, err
 	}
+	sensitive := extractSensitive(t, rc, nil)
+	if t.defaultPath && rc.str("path") == "" {
+		rc.params["path"] = "/mnt/pve/" + id
+	}
 	for _, k := range t.required {
 		if !rc.has(k) {
 			return nil, fmt.Errorf("missing value for required option '%s'", k)
@@ -314,10 +250,16 @@ func (s *Sim) postStorage(rc *reqCtx) (any, error) {
 		}
 		st.Options[k] = s.typedOption(k, v)
 	}
+	returned, err := s.onAddHook(db, st, sensitive)
+	if err != nil {
+		return nil, fmt.Errorf("create storage failed: %v", err)
+	}
 	// Activation on the local node detects problems early; on failure the
-	// storage is not added (Config.pm create).
+	// storage is not added and on_delete_hook removes what on_add_hook
+	// wrote (Config.pm create).
 	if storageOnNode(st, rc.node) && !st.disabled() {
 		if err := s.activateOn(rc.node, st); err != nil {
+			_ = s.onDeleteHook(db, st)
 			return nil, fmt.Errorf("create storage failed: %v", err)
 		}
 	}
@@ -325,7 +267,17 @@ func (s *Sim) postStorage(rc *reqCtx) (any, error) {
 	db.StorageOrder = append(db.StorageOrder, id)
 	db.Serial++
 	s.saveLocked()
-	return map[string]any{"storage": id, "type": typ}, nil
+	return storageAnswer(id, typ, returned), nil
+}
+
+// storageAnswer is create's and update's answer: `config` only when the
+// plugin's hook returned something (the encryption key of a pbs storage).
+func storageAnswer(id, typ string, config map[string]any) map[string]any {
+	out := map[string]any{"storage": id, "type": typ}
+	if len(config) > 0 {
+		out["config"] = config
+	}
+	return out
 }
 
 // PUT /storage/{storage}: fixed keys refused even with the same value.
@@ -358,6 +310,9 @@ func (s *Sim) putStorage(rc *reqCtx) (any, error) {
 	var deletes []string
 	if rc.has("delete") {
 		deletes = pveschema.SplitList(rc.str("delete"))
+	}
+	sensitive := extractSensitive(t, rc, deletes)
+	if len(deletes) > 0 {
 		for _, k := range deletes {
 			if slices.Contains(t.fixed, k) || slices.Contains(t.required, k) {
 				return nil, fmt.Errorf("update storage failed: cannot delete required option '%s'", k)
@@ -368,18 +323,26 @@ func (s *Sim) putStorage(rc *reqCtx) (any, error) {
 			}
 		}
 	}
+	update := map[string]any{}
 	for k, v := range rc.params {
 		if k == "storage" || k == "delete" || k == "digest" {
 			continue
 		}
-		st.Options[k] = s.typedOption(k, v)
+		update[k] = s.typedOption(k, v)
+	}
+	returned, err := s.onUpdateHook(db, st, update, sensitive)
+	if err != nil {
+		return nil, fmt.Errorf("update storage failed: %v", err)
 	}
 	for _, k := range deletes {
 		delete(st.Options, k)
 	}
+	for k, v := range update {
+		st.Options[k] = v
+	}
 	db.Serial++
 	s.saveLocked()
-	return map[string]any{"storage": id, "type": st.Type}, nil
+	return storageAnswer(id, st.Type, returned), nil
 }
 
 func (s *Sim) deleteStorage(rc *reqCtx) (any, error) {
@@ -393,6 +356,9 @@ func (s *Sim) deleteStorage(rc *reqCtx) (any, error) {
 	id := rc.str("storage")
 	if db.Storage[id] == nil {
 		return nil, fmt.Errorf("delete storage failed: storage '%s' does not exist", id)
+	}
+	if err := s.onDeleteHook(db, db.Storage[id]); err != nil {
+		return nil, fmt.Errorf("delete storage failed: %v", err)
 	}
 	delete(db.Storage, id)
 	// PVE::AccessControl::remove_storage_access: its ACL entries and pool

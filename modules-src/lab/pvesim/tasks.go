@@ -32,6 +32,15 @@ type taskRun struct {
 	// effects run (under s.mu) when the worker succeeds; a slow-config
 	// fault runs them Delay after the task already reported OK (K4).
 	effects []func()
+	// node runs the task; lossesAtStart is its power-loss count then.
+	node          *Node
+	lossesAtStart int
+}
+
+// diedLocked tells (under s.mu) whether the task's node lost power since
+// the task started: its worker died with the node.
+func (t *taskRun) diedLocked() bool {
+	return t != nil && t.node != nil && t.node.powerLosses != t.lossesAtStart
 }
 
 func (t *taskRun) logf(format string, args ...any) {
@@ -65,7 +74,7 @@ func (s *Sim) startTaskLocked(rc *reqCtx, node, typ, id string, work taskWorker)
 	if rc != nil {
 		fault = rc.fault
 	}
-	run := &taskRun{s: s, task: task}
+	run := &taskRun{s: s, task: task, node: n, lossesAtStart: n.powerLosses}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -84,17 +93,28 @@ func (s *Sim) startTaskLocked(rc *reqCtx, node, typ, id string, work taskWorker)
 		if exit == "" {
 			exit = "OK"
 		}
+		s.mu.Lock()
+		died := run.diedLocked()
+		if died {
+			// The node lost power while the task ran: the worker died with it,
+			// its last steps never happened and its log has no TASK line;
+			// after boot the task is one whose process is gone ("unexpected
+			// status", as a lab restart records it). Reconstruction of what
+			// PVE's task list shows for a worker that vanished.
+			exit = "unexpected status"
+		}
 		ok := exit == "OK" || strings.HasPrefix(exit, "WARNINGS: ")
 		delayed := fault != nil && fault.Kind == FaultSlowConfig
-		s.mu.Lock()
 		if ok && !delayed {
 			for _, f := range run.effects {
 				f()
 			}
 		}
-		if ok {
+		switch {
+		case died:
+		case ok:
 			task.Log = append(task.Log, "TASK "+exit)
-		} else {
+		default:
 			task.Log = append(task.Log, "TASK ERROR: "+exit)
 		}
 		task.Status, task.ExitStatus, task.EndTime = "stopped", exit, time.Now().Unix()

@@ -56,6 +56,7 @@ func TestEveryHandlerFitsReturnsSchema(t *testing.T) {
 		tour(tok, "pve02") // clustered shapes, proxied to pve02
 		replicationTour(t, root)
 		haTour(t, s, root)
+		contentTour(t, root)
 		root.call("DELETE", "/cluster/config/nodes/pve02", nil).must(t, "delnode (C9)")
 
 		covered := map[string]bool{}

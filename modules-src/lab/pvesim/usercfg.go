@@ -44,6 +44,9 @@ func renderUserCfg(db *ConfigDB) string {
 				vms = append(vms, mid)
 			}
 		}
+		// sort keys: Perl's string order (write_user_config).
+		sort.Strings(vms)
+		sort.Strings(stores)
 		fmt.Fprintf(&b, "pool:%s:%s:%s:%s:\n", id, p.Comment, strings.Join(vms, ","), strings.Join(stores, ","))
 	}
 	b.WriteString("\n")

@@ -87,8 +87,9 @@ func TestZFSPoolVolumesRunZFS(t *testing.T) {
 		t.Errorf("content %v, want %v", ids, want)
 	}
 
-	// The template's base is kept while the linked clone uses it: zfs is not asked.
-	if st := mustTask(t, c, "DELETE", "/nodes/pve01/qemu/100", nil); st["exitstatus"] != "OK" {
+	// A template whose base a linked clone uses is not destroyed
+	// (destroy_vm's volume_is_base_and_used check): zfs is not asked.
+	if st := mustTask(t, c, "DELETE", "/nodes/pve01/qemu/100", nil); st["exitstatus"] != "base volume 'tank:base-100-disk-0' is still in use by linked cloned" {
 		t.Fatalf("destroy template: %v", st)
 	}
 	expect("destroy of a template with a linked clone")

@@ -105,10 +105,15 @@ func (m *base) planInstall(ctx context.Context, _ *ansible.World) ([]ansible.Cha
 		ID:      "packages:install",
 		Summary: "install " + pkgList(plan.Install),
 		Diff:    versionsDiff("packages", plan.Install),
-		// a dpkg transaction runs to completion whatever the deadline
+		// Downloaded under the deadline (nothing installed yet), then the
+		// dpkg transaction runs to completion whatever the deadline.
 		Apply: func(ctx context.Context) error {
+			client := apt.Client{Runner: m.env.Runner}
+			if err := client.DownloadInstall(ctx, missing); err != nil {
+				return ansible.NothingChanged(err)
+			}
 			return ansible.Uninterruptible(ctx, "the apt-get install transaction", func(ctx context.Context) error {
-				return apt.Client{Runner: m.env.Runner}.Install(ctx, missing)
+				return client.Install(ctx, missing)
 			})
 		},
 		Verify: func(ctx context.Context) error {
@@ -198,10 +203,16 @@ func (m *base) planUpgrade(ctx context.Context, w *ansible.World) ([]ansible.Cha
 		ID:      "packages:upgrade",
 		Summary: summary,
 		Diff:    versionsDiff("packages", plan.Install),
-		// a dpkg transaction runs to completion whatever the deadline
+		// The download installs nothing: it runs under the deadline, and
+		// cut short it leaves the node as it was. Only the dpkg
+		// transaction then runs to completion whatever the deadline.
 		Apply: func(ctx context.Context) error {
+			client := apt.Client{Runner: m.env.Runner}
+			if err := client.DownloadDistUpgrade(ctx); err != nil {
+				return ansible.NothingChanged(err)
+			}
 			return ansible.Uninterruptible(ctx, "the apt-get dist-upgrade transaction", func(ctx context.Context) error {
-				return apt.Client{Runner: m.env.Runner}.DistUpgrade(ctx)
+				return client.DistUpgrade(ctx)
 			})
 		},
 		Verify: func(ctx context.Context) error {

@@ -58,9 +58,6 @@ func testLabRuntimeContract(t *testing.T, pve int) {
 	if failed(prep) {
 		t.Fatalf("preparing the repositories: %v", prep["msg"])
 	}
-	if _, err := lab.SSH("pve01", "echo 'post-invoke=sleep 5' > /etc/dpkg/dpkg.cfg.d/zz-gopve-slow"); err != nil {
-		t.Fatal(err)
-	}
 	args := map[string]any{"update_cache": false, "remove_subscription_notice": false}
 	start := time.Now()
 	if check := labtest.Invoke(t, lab, bin, "pve_base", args, true); failed(check) || !strings.Contains(strings.Join(changes(check), "\n"), "dist-upgrade") {
@@ -68,6 +65,33 @@ func testLabRuntimeContract(t *testing.T, pve int) {
 	}
 	planning := time.Since(start)
 	args["timeout"] = 2*planning.Seconds() + 2.5 // past planning, well inside the transaction (≥ 10 s of dpkg pauses)
+
+	// Issue 15 item 9: only the dpkg transaction is uninterruptible; the
+	// download before it runs under the deadline. A mirror that stalls
+	// every package: the task fails at its deadline naming the step, with
+	// nothing installed and nothing changed (the 30 s stall outlasts the
+	// deadline many times: a download left to finish would end by installing).
+	lab.SlowAPTDownloads(30 * time.Second)
+	stalled := labtest.Invoke(t, lab, bin, "pve_base", args, false)
+	lab.SlowAPTDownloads(0)
+	smsg, _ := stalled["msg"].(string)
+	t.Logf("stalled mirror: %s", smsg)
+	if !failed(stalled) || !strings.Contains(smsg, "timed out after") || !strings.Contains(smsg, "while applying dist-upgrade") || strings.Contains(smsg, "was left to finish") {
+		t.Errorf("want a timeout in the download of the dist-upgrade, not a transaction left to finish; got failed=%v %q", stalled["failed"], smsg)
+	}
+	if stalled["changed"] != false {
+		t.Errorf("an interrupted download changed nothing: changed=%v unverified=%q", stalled["changed"], stalled["changes_unverified"])
+	}
+	if v, _ := lab.SSH("pve01", "dpkg-query -W -f '${Version}' pve-manager"); v != r.ManagerInstalled {
+		t.Errorf("pve-manager %q after the stalled download, want %s untouched", v, r.ManagerInstalled)
+	}
+	if audit, err := lab.SSH("pve01", "dpkg --audit; echo rc=$?"); err != nil || audit != "rc=0\n" {
+		t.Errorf("dpkg --audit after the stalled download: %q %v", audit, err)
+	}
+
+	if _, err := lab.SSH("pve01", "echo 'post-invoke=sleep 5' > /etc/dpkg/dpkg.cfg.d/zz-gopve-slow"); err != nil {
+		t.Fatal(err)
+	}
 	start = time.Now()
 	res := labtest.Invoke(t, lab, bin, "pve_base", args, false)
 	took := time.Since(start)

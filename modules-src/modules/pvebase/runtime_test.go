@@ -192,3 +192,27 @@ func TestPredictionIsTheOutcome(t *testing.T) {
 		}
 	}
 }
+
+// Issue 15 item 9: the packages are downloaded first (under the deadline),
+// then the dpkg transaction runs; check mode downloads nothing.
+func TestDownloadBeforeTransaction(t *testing.T) {
+	w := newWorld(t, 9)
+	if res := w.run(map[string]any{"remove_subscription_notice": false}, true); failed(res) || w.downloads != 0 {
+		t.Fatalf("check mode: %v, %d downloads", res["msg"], w.downloads)
+	}
+	if res := w.run(map[string]any{"remove_subscription_notice": false}, false); failed(res) || res["changed"] != true {
+		t.Fatalf("run: %v", res["msg"])
+	}
+	download, upgrade := -1, -1
+	for i, c := range w.fake.Calls() {
+		switch {
+		case strings.HasPrefix(c, "apt-get") && strings.HasSuffix(c, "--download-only dist-upgrade"):
+			download = i
+		case strings.HasPrefix(c, "apt-get") && strings.HasSuffix(c, " dist-upgrade") && !strings.Contains(c, " -s "):
+			upgrade = i
+		}
+	}
+	if w.downloads != 1 || download < 0 || upgrade < download {
+		t.Errorf("want one download before the transaction: %d downloads, download call %d, upgrade call %d\n%s", w.downloads, download, upgrade, strings.Join(w.fake.Calls(), "\n"))
+	}
+}

@@ -46,6 +46,7 @@ type world struct {
 	restartFails bool
 	// afterUpgrade runs at the end of every real dist-upgrade
 	afterUpgrade func()
+	downloads    int // apt-get --download-only runs (dist-upgrade, install)
 }
 
 const nagJS = `Ext.define('Proxmox.Utils', {
@@ -247,6 +248,9 @@ func (w *world) aptGet(cmd host.Command) hosttest.Reply {
 			}
 		}
 		return hosttest.Reply{Stdout: out.String()}
+	case len(rest) >= 2 && rest[len(rest)-2] == "--download-only" && rest[len(rest)-1] == "dist-upgrade":
+		w.downloads++
+		return hosttest.Reply{}
 	case len(rest) >= 1 && rest[len(rest)-1] == "dist-upgrade":
 		for n, v := range w.installed {
 			if c := w.lists["real"][n]; c != "" && c != v && !w.held[n] && !w.keptBack[n] {
@@ -259,6 +263,9 @@ func (w *world) aptGet(cmd host.Command) hosttest.Reply {
 		if w.afterUpgrade != nil {
 			w.afterUpgrade()
 		}
+		return hosttest.Reply{}
+	case slices.Contains(rest, "--download-only") && slices.Contains(rest, "install"):
+		w.downloads++
 		return hosttest.Reply{}
 	case len(rest) >= 2 && slices.Contains(rest, "install"):
 		for _, n := range rest[slices.Index(rest, "install")+1:] {

@@ -52,6 +52,10 @@ pve_version:
   description: Major version of the PVE node answering (8 or 9).
   returned: when the API was reached
   type: int
+encryption_key:
+  description: The encryption key PVE generated for encryption_key=autogen (the JSON of a proxmox-backup key file), exactly as PVE answered it; masked in every other part of the result and in logs. Back it up outside the cluster. Use no_log on the task, since Ansible shows results with -v.
+  returned: when PVE generated a key in this run
+  type: str
 node_status:
   description: Per node the storage applies to, its status as that node sees it (active, enabled, shared, total/used/avail bytes), or error.
   returned: with node_status=true

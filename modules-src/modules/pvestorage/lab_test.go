@@ -230,6 +230,35 @@ func testLab(t *testing.T, version int) {
 		t.Errorf("bad input wrote %+v", w)
 	}
 
+	// Issue 15 item 9, end to end: the real binary on pve01, over HTTPS to
+	// pve02, creates a pbs storage with a master public key and a key PVE
+	// generates; the rerun reads the key file through pve01's /etc/pve
+	// (pmxcfs) and finds nothing to change, with no write at all.
+	if err := l.sim.AddRemoteStore(pvesim.RemoteStore{Type: "pbs", Server: "192.0.2.50", User: "backup@pbs", Password: "pbs-lab-pass", Stores: []string{"store1"}}); err != nil {
+		t.Fatal(err)
+	}
+	pbs := with(token, "storage", "pbs1", "type", "pbs", "server", "192.0.2.50", "datastore", "store1", "username", "backup@pbs",
+		"password", "pbs-lab-pass", "encryption_key", "autogen", "master_pubkey", masterA)
+	res = l.invoke(pbs, false)
+	key, _ := res["encryption_key"].(string)
+	if failed(res) || res["changed"] != true || key == "" || l.ssh("pve01", "cat /etc/pve/priv/storage/pbs1.enc") != key {
+		t.Fatalf("pbs create: %v (key returned: %v)", res["msg"], key != "")
+	}
+	if pem := l.ssh("pve02", "cat /etc/pve/priv/storage/pbs1.master.pem"); strings.TrimSpace(pem) != masterA {
+		t.Errorf("master.pem on pve02: %q", pem)
+	}
+	if cfg := l.ssh("pve02", "cat /etc/pve/storage.cfg"); strings.Contains(cfg, "pbs-lab-pass") || !strings.Contains(cfg, "\tmaster-pubkey 1\n") {
+		t.Errorf("storage.cfg:\n%s", cfg)
+	}
+	l.sim.ResetRequests()
+	res = l.invoke(pbs, false)
+	if failed(res) || res["changed"] != false || len(l.writes()) != 0 || res["encryption_key"] != nil {
+		t.Errorf("pbs rerun: changed=%v %v, writes %+v", res["changed"], res["msg"], l.writes())
+	}
+	if w := pveapi.String(res["warnings"]); strings.Contains(w, "master_pubkey") || !strings.Contains(w, "password: given but not compared") {
+		t.Errorf("pbs rerun warnings: %s", w)
+	}
+
 	// S4: snippets on local, in local mode.
 	local := map[string]any{"storage": "local", "type": "dir", "content": []any{"iso", "vztmpl", "backup", "import", "snippets"}}
 	if res := l.invoke(local, false); failed(res) || res["changed"] != true {

@@ -33,7 +33,7 @@ func TestLocalModeRefusesSecrets(t *testing.T) {
 	}
 	for option, args := range map[string]map[string]any{
 		"password":       {"storage": "backup", "type": "pbs", "server": "10.0.0.5", "datastore": "main", "username": "backup@pbs", "password": secret},
-		"encryption_key": {"storage": "backup", "type": "pbs", "server": "10.0.0.5", "datastore": "main", "encryption_key": secret},
+		"encryption_key": {"storage": "backup", "type": "pbs", "server": "10.0.0.5", "datastore": "main", "encryption_key": `{"kdf": null, "data": "` + secret + `"}`},
 		"cifs password":  {"storage": "share", "type": "cifs", "server": "10.0.0.6", "share": "vm", "password": secret},
 	} {
 		res := run(args)

@@ -48,7 +48,8 @@ func New(o pveapi.Options) ansible.Module {
 			"state=absent refuses to remove a storage on which guests still have volumes, unless force is set; the volumes themselves are never deleted.",
 		},
 		Notes: []string{
-			"Secrets (password, encryption_key) are sent when the storage is created; PVE keeps them under /etc/pve/priv and never shows them, so they are not compared afterwards.",
+			"Secrets follow PVE's sensitive properties of each type (pbs: password, encryption_key, master_pubkey; cifs: password): PVE keeps them under /etc/pve/priv/storage and shows at most a marker in storage.cfg. On an existing storage the encryption key is compared by its fingerprint, the master public key with /etc/pve/priv/storage/<storage>.master.pem when the module runs on a node of the cluster (otherwise it says it cannot compare it), and a password never can be: such a secret is left as it is with a warning naming it, unless update_secrets is true.",
+			"encryption_key: autogen makes PVE generate a key when the storage has none (never a second one on a storage that has a key). PVE answers the key once: it is returned as encryption_key, masked everywhere else, with a warning to back it up. Register the result with no_log: true on the task (Ansible prints results with -v) and store the key outside the cluster: without it no encrypted backup can be restored.",
 			"Run it once per cluster (run_once: true in a play on the pve group): /etc/pve/storage.cfg is shared by every member, and a node joining a cluster loses its own definitions.",
 			"Without api_host, as root on a PVE node, the module uses the node's API through pvesh (local mode): no credentials, about half a second per API call. pvesh takes parameters only on its command line, which any user of the node can read, so a task that gives password or encryption_key is refused in local mode, before any request: give api_host with api_token_id and api_token_secret (or api_user and api_password) for such storages.",
 		},
@@ -76,6 +77,9 @@ func spec() ansible.Spec {
 			Description: []string{"Storage type. Required with state=present; it can never change on an existing storage."}},
 		"force": {Type: ansible.TypeBool, Default: false,
 			Description: []string{"With state=absent, remove the definition even though guests still have volumes on it (the volumes stay, unreachable until the storage is declared again)."}},
+		"update_secrets": {Type: ansible.TypeBool, Default: false,
+			Description: []string{"On an existing storage, send the secrets the task gives (password, encryption_key, master_pubkey) even when they cannot be compared with what PVE holds: PVE keeps them under /etc/pve/priv/storage and shows at most a marker. The task then reports a change on every run; use it to rotate a password.",
+				"Without it, a secret that cannot be compared is left as it is, with a warning naming it. What can be compared is converged either way: the encryption key by its fingerprint, the master public key by the file /etc/pve/priv/storage/<storage>.master.pem when the module runs on a node of the cluster."}},
 		"node_status": {Type: ansible.TypeBool, Default: false,
 			Description: []string{"Also return the storage's status on every node it applies to (one more API call per node)."}},
 	}
@@ -108,7 +112,7 @@ func ansibleType(key string, o optSchema) ansible.Type {
 	switch {
 	case key == "content" || key == "nodes":
 		return ansible.TypeList
-	case o.Format == "property-string" || key == "is_mountpoint":
+	case o.Format == "property-string" || o.Format == "prune-backups" || key == "is_mountpoint":
 		return ansible.TypeRaw // a dict or PVE's key=value string; yes/no or a path
 	case o.Type == "boolean":
 		return ansible.TypeBool
@@ -140,8 +144,11 @@ func optionDoc(key string, o optSchema) []string {
 	if len(fixedIn) > 0 || !o.Updatable {
 		doc = append(doc, "Fixed at creation; a different value on an existing storage fails.")
 	}
-	if o.Format == "property-string" {
+	switch o.Format {
+	case "property-string":
 		doc = append(doc, "A dict ("+strings.Join(o.Keys, ", ")+") or PVE's key=value,… string.")
+	case "prune-backups":
+		doc = append(doc, "A dict ("+strings.Join(pruneKeys, ", ")+") or PVE's key=value,… string, checked as PVE checks it before any request: keep-all is a boolean that excludes every positive keep-* option, the others are integers of at least 0.")
 	}
 	return doc
 }
@@ -163,6 +170,7 @@ type params struct {
 	Type                  string `ansible:"type"`
 	Force                 bool   `ansible:"force"`
 	NodeStatus            bool   `ansible:"node_status"`
+	UpdateSecrets         bool   `ansible:"update_secrets"`
 	StorageOptions
 }
 
@@ -177,7 +185,7 @@ func run(r *ansible.Run, o pveapi.Options) error {
 	}
 	c, err := pveansible.ForRun(r, p.Connection.API(), o)
 	if err != nil {
-		return err
+		return nameUnreachable(p.Connection.API(), nil, err)
 	}
 	if err := refuseLocalSecrets(c, p, want); err != nil {
 		return err
@@ -205,6 +213,17 @@ func wanted(p params) (map[string]string, error) {
 		s, err := pveString(key, v)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", optionName(key), err)
+		}
+		// Version-independent checks, so refused before any request.
+		check := map[string]func(string) error{
+			"prune-backups":  checkPruneBackups,
+			"encryption-key": checkEncryptionKey,
+			"master-pubkey":  func(v string) error { _, err := masterPEM(v); return err },
+		}[key]
+		if check != nil && s != "" {
+			if err := check(s); err != nil {
+				return nil, fmt.Errorf("%s: %w", optionName(key), err)
+			}
 		}
 		want[key] = s
 	}

@@ -26,8 +26,10 @@ func (s *storage) report(ok bool) {
 	if s.final != nil {
 		cfg = maps.Clone(s.final)
 		delete(cfg, "digest")
-		for _, k := range secretKeys {
-			delete(cfg, k)
+		for k, v := range cfg {
+			if !isMarker(k, v) {
+				delete(cfg, k)
+			}
 		}
 	}
 	s.r.Set("storage", cfg)

@@ -127,7 +127,7 @@ func (s *storage) read(ctx context.Context) (map[string]any, error) {
 func (s *storage) plan(ctx context.Context, _ *ansible.World) ([]ansible.Change, error) {
 	v, err := s.c.Version(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the PVE version: %w", err)
+		return nil, nameUnreachable(s.p.Connection.API(), s.c, fmt.Errorf("cannot read the PVE version: %w", err))
 	}
 	s.version = v.Major
 	if s.p.State == "present" {
@@ -175,16 +175,27 @@ func (s *storage) planCreate() ([]ansible.Change, error) {
 			return nil, fmt.Errorf("%s: required to create a %s storage", optionName(k), s.p.Type)
 		}
 	}
+	if s.want["master-pubkey"] != "" && s.want["encryption-key"] == "" {
+		// PBSPlugin on_add_hook refuses it only after writing the password file.
+		return nil, errors.New("master_pubkey: needs encryption_key on a new pbs storage (PVE: 'master-pubkey' can only be used together with 'encryption-key')")
+	}
 	params := url.Values{"storage": {s.p.Storage}, "type": {s.p.Type}}
 	predicted := map[string]any{"storage": s.p.Storage, "type": s.p.Type}
 	for k, v := range s.want {
 		if v == "" {
 			continue
 		}
-		params.Set(k, v)
-		if !slices.Contains(secretKeys, k) {
-			predicted[k] = v
+		if k == "master-pubkey" {
+			v = masterPubkeyParam(v)
 		}
+		params.Set(k, v)
+		if s.sensitive(k) || slices.Contains(secretKeys, k) {
+			if m := secretMarker(k, v); m != nil {
+				predicted[k] = m
+			}
+			continue
+		}
+		predicted[k] = v
 	}
 	s.final = predicted
 	return []ansible.Change{{
@@ -203,11 +214,14 @@ func (s *storage) planCreate() ([]ansible.Change, error) {
 // within the run's deadline; absent until then is changed, unverified,
 // never "nothing was changed", and the POST is never sent again.
 func (s *storage) create(ctx context.Context, params url.Values) error {
-	_, err := pveansible.Dispatch(ctx, s.r, s.c, pveapi.Write{
+	out, err := pveansible.Dispatch(ctx, s.r, s.c, pveapi.Write{
 		Method: http.MethodPost, Path: "/storage", Params: params,
 		What:   fmt.Sprintf("create storage %s", s.p.Storage),
 		Settle: s.exists, Creates: true,
 	})
+	if err == nil {
+		s.generatedKey(out)
+	}
 	return err
 }
 
@@ -227,7 +241,8 @@ func (s *storage) planUpdate(cfg map[string]any) ([]ansible.Change, error) {
 	var deletes, changed []string
 	after := maps.Clone(cfg)
 	for _, key := range slices.Sorted(maps.Keys(s.want)) {
-		if slices.Contains(secretKeys, key) {
+		if s.sensitive(key) {
+			s.planSecret(cfg, key, set, &deletes, &changed, after)
 			continue
 		}
 		want, have := s.want[key], s.current(cfg, key)
@@ -264,11 +279,14 @@ func (s *storage) planUpdate(cfg map[string]any) ([]ansible.Change, error) {
 		Summary: fmt.Sprintf("update storage %s (%s)", s.p.Storage, strings.Join(changed, ", ")),
 		Diff:    ansible.TextDiff(cfgHeader, section(cfg), section(after)),
 		Apply: func(ctx context.Context) error {
-			_, err := pveansible.Dispatch(ctx, s.r, s.c, pveapi.Write{
+			out, err := pveansible.Dispatch(ctx, s.r, s.c, pveapi.Write{
 				Method: http.MethodPut, Path: s.path(), Params: set,
 				What:   fmt.Sprintf("update storage %s", s.p.Storage),
 				Settle: func(ctx context.Context) (bool, error) { return s.verify(ctx) == nil, nil },
 			})
+			if err == nil {
+				s.generatedKey(out)
+			}
 			if err != nil && ansible.IsNothingChanged(err) && strings.Contains(err.Error(), "detected modified configuration") {
 				// PVE compares the digest before writing anything.
 				return ansible.NothingChanged(fmt.Errorf("%w: storage.cfg changed between reading and writing; nothing was written, run the task again", err))
@@ -290,7 +308,10 @@ func (s *storage) verify(ctx context.Context) error {
 	}
 	var wrong []string
 	for _, key := range slices.Sorted(maps.Keys(s.want)) {
-		if slices.Contains(secretKeys, key) {
+		if s.sensitive(key) {
+			if msg := s.verifySecret(cfg, key); msg != "" {
+				wrong = append(wrong, msg)
+			}
 			continue
 		}
 		if got := s.current(cfg, key); got != s.want[key] {
@@ -417,7 +438,7 @@ func section(cfg map[string]any) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %s\n", pveapi.String(cfg["type"]), pveapi.String(cfg["storage"]))
 	for _, k := range slices.Sorted(maps.Keys(cfg)) {
-		if k == "type" || k == "storage" || k == "digest" || slices.Contains(secretKeys, k) {
+		if k == "type" || k == "storage" || k == "digest" || !isMarker(k, cfg[k]) {
 			continue
 		}
 		fmt.Fprintf(&b, "\t%s %s\n", k, pveapi.String(cfg[k]))

@@ -5,7 +5,8 @@ import "slices"
 // storageType is what a pve-storage plugin's options() says about one
 // storage type: the keys it takes, which of them are required at creation,
 // which are fixed (PVE refuses to change them: "can't change value of fixed
-// parameter"), and the content types it can hold. The API schema only has
+// parameter"), the content types it can hold, and its plugindata()
+// 'sensitive-properties' (kept under /etc/pve/priv, see secrets.go). The API schema only has
 // the union of all types' keys, so this part is hand-written from
 // proxmox/pve-storage src/PVE/Storage/*Plugin.pm (options(), plugindata());
 // keys PVE added late (namespace and max-protected-backups on pbs) are a
@@ -17,9 +18,16 @@ type storageType struct {
 	content  []string
 	v8only   []string
 	v9only   []string
+	// sensitive is plugindata 'sensitive-properties' (pve-storage
+	// CIFSPlugin.pm: password; PBSPlugin.pm: encryption-key, master-pubkey,
+	// password; every other type here: none).
+	sensitive []string
 }
 
 var fileContent = []string{"images", "rootdir", "vztmpl", "iso", "backup", "snippets", "import", "none"}
+
+// mountedContent is nfs's and cifs's plugindata content: no "none".
+var mountedContent = []string{"images", "rootdir", "vztmpl", "iso", "backup", "snippets", "import"}
 
 var storageTypes = map[string]storageType{
 	"dir": {
@@ -37,7 +45,7 @@ var storageTypes = map[string]storageType{
 		// path defaults to /mnt/pve/<storage> (check_config).
 		required: []string{"server", "export"},
 		fixed:    []string{"path", "server", "export", "snapshot-as-volume-chain"},
-		content:  fileContent,
+		content:  mountedContent,
 		v8only:   []string{"maxfiles"},
 		v9only:   []string{"snapshot-as-volume-chain"},
 	},
@@ -45,11 +53,12 @@ var storageTypes = map[string]storageType{
 		options: []string{"path", "content-dirs", "server", "share", "subdir", "nodes", "disable", "prune-backups",
 			"max-protected-backups", "content", "format", "username", "password", "domain", "smbversion", "mkdir",
 			"create-base-path", "create-subdirs", "bwlimit", "preallocation", "options"},
-		required: []string{"server", "share"},
-		fixed:    []string{"path", "server", "share", "snapshot-as-volume-chain"},
-		content:  fileContent,
-		v8only:   []string{"maxfiles"},
-		v9only:   []string{"snapshot-as-volume-chain"},
+		required:  []string{"server", "share"},
+		fixed:     []string{"path", "server", "share", "snapshot-as-volume-chain"},
+		content:   mountedContent,
+		v8only:    []string{"maxfiles"},
+		v9only:    []string{"snapshot-as-volume-chain"},
+		sensitive: []string{"password"},
 	},
 	"zfspool": {
 		options:  []string{"pool", "blocksize", "sparse", "nodes", "disable", "content", "bwlimit", "mountpoint"},
@@ -66,25 +75,26 @@ var storageTypes = map[string]storageType{
 	"lvm": {
 		options:  []string{"vgname", "base", "saferemove", "saferemove_throughput", "shared", "tagged_only", "nodes", "disable", "content", "bwlimit"},
 		required: []string{"vgname"},
-		fixed:    []string{"vgname", "base", "snapshot-as-volume-chain"},
+		fixed:    []string{"vgname", "base"}, // LVMPlugin.pm: snapshot-as-volume-chain is optional, not fixed
 		content:  []string{"images", "rootdir"},
 		v9only:   []string{"snapshot-as-volume-chain", "saferemove-stepsize"},
 	},
 	"pbs": {
 		options: []string{"server", "datastore", "namespace", "port", "nodes", "disable", "content", "username", "password",
 			"encryption-key", "master-pubkey", "prune-backups", "max-protected-backups", "fingerprint"},
-		required: []string{"server", "datastore"},
-		fixed:    []string{"server", "datastore"},
-		content:  []string{"backup"},
-		v8only:   []string{"maxfiles"},
+		required:  []string{"server", "datastore"},
+		fixed:     []string{"server", "datastore"},
+		content:   []string{"backup", "none"},
+		v8only:    []string{"maxfiles"},
+		sensitive: []string{"encryption-key", "master-pubkey", "password"},
 	},
 }
 
 // typeNames is the `type` choices, in documentation order.
 var typeNames = []string{"zfspool", "dir", "nfs", "cifs", "lvmthin", "lvm", "pbs"}
 
-// secretKeys are stored by PVE under /etc/pve/priv and never returned by
-// GET: sent at creation (and when the user asks), never compared.
+// secretKeys are the sensitive properties that are secrets (master-pubkey
+// is a public key): no_log options, never in results, diffs or pvesh argv.
 var secretKeys = []string{"password", "encryption-key"}
 
 func (t storageType) allows(key string, version int) bool {

@@ -140,6 +140,8 @@ func checkFormat(o optSchema, v string) error {
 			}
 			return nil
 		})
+	case "prune-backups":
+		return checkPruneBackups(v)
 	case "property-string":
 		for _, kv := range strings.Split(v, ",") {
 			k, _, ok := strings.Cut(kv, "=")

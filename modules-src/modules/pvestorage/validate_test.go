@@ -11,15 +11,18 @@ import (
 // formats the module checks itself.
 func TestCheckValueAgreesWithSchema(t *testing.T) {
 	samples := map[string][]string{
-		"storage":               {"nvme-vm", "local", "a", "Bad_ID!", "x.y_z-1", "9lives", "ends-"},
-		"nodes":                 {"pve01,pve02", "pve_01", "pve01 pve02", "-bad"},
-		"content":               {"images,rootdir", "iso", "isos", "snippets,import"},
-		"path":                  {"/srv/x"}, // PVE's verify_path also refuses relative paths and ; ( ), the lab does not check
-		"fingerprint":           {"AA:" + repeat("BB:", 30) + "CC", "AA:BB"},
-		"sparse":                {"0", "1", "yes"},
-		"format":                {"raw", "qcow3"},
-		"port":                  {"8007", "0", "70000", "x"},
-		"prune-backups":         {"keep-last=3,keep-weekly=2", "keep-forever=1"},
+		"storage":     {"nvme-vm", "local", "a", "Bad_ID!", "x.y_z-1", "9lives", "ends-"},
+		"nodes":       {"pve01,pve02", "pve_01", "pve01 pve02", "-bad"},
+		"content":     {"images,rootdir", "iso", "isos", "snippets,import"},
+		"path":        {"/srv/x"}, // PVE's verify_path also refuses relative paths and ; ( ), the lab does not check
+		"fingerprint": {"AA:" + repeat("BB:", 30) + "CC", "AA:BB"},
+		"sparse":      {"0", "1", "yes"},
+		"format":      {"raw", "qcow3"},
+		"port":        {"8007", "0", "70000", "x"},
+		// issue 15 item 5: PVE's prune-backups format (Plugin.pm)
+		"prune-backups": {"keep-last=3,keep-weekly=2", "keep-forever=1", "keep-lats=3", "keep-last=x", "keep-last=-1",
+			"keep-all=1", "keep-all=yes", "keep-all=maybe", "keep-all=1,keep-last=3", "keep-all=1,keep-last=0",
+			"keep-all=0,keep-daily=7", "keep-last=1,keep-last=2", "keep-last=", "keep-last=0"},
 		"bwlimit":               {"clone=100,default=50", "fast=1"},
 		"max-protected-backups": {"-1", "5", "-2"},
 	}

@@ -209,6 +209,52 @@ class CacheSafetyTest(CacheScriptTest):
         self.assertIn("does not belong to", out.get("error", ""))
         self.assertNotIn("status", out)
 
+    def probe_at(self, root, want):
+        return self.sh(ga.probe_script(root, {"linux_x86_64": want}))
+
+    def test_symlinked_cache_is_checked_where_it_points(self):
+        # Issue 15 item 9: a symlinked gopve_remote_cache used to skip the
+        # owner/mode refusal; it is resolved, checked and used as the real
+        # directory, also when the link is a parent of the cache.
+        want, path = self.entry(b"the real binary")
+        real = os.path.realpath(os.path.join(self.dir, "cache"))
+        os.symlink(os.path.join(self.dir, "cache"), os.path.join(self.dir, "link"))
+        os.symlink(self.dir, os.path.join(self.dir, "parent"))
+        for root in (os.path.join(self.dir, "link"), os.path.join(self.dir, "parent", "cache")):
+            with self.subTest(root=root):
+                os.chmod(real, 0o777)
+                try:
+                    out = self.probe_at(root, want)
+                finally:
+                    os.chmod(real, 0o700)
+                self.assertNotIn("status", out)
+                self.assertIn("refusing the binary cache: %s is writable by group or others" % real, out.get("error", ""))
+                out = self.probe_at(root, want)
+                self.assertEqual(out.get("status"), "hit", out)
+                self.assertEqual(out.get("root"), real)
+                self.assertEqual(out.get("path"), os.path.join(real, want, "gopve"))
+
+    @unittest.skipUnless(os.getuid() == 0, "needs root to create a file of another owner")
+    def test_symlinked_cache_of_another_owner_is_refused(self):
+        want, _ = self.entry(b"the real binary")
+        real = os.path.join(self.dir, "cache")
+        os.symlink(real, os.path.join(self.dir, "link"))
+        os.chown(real, 65534, 65534)
+        out = self.probe_at(os.path.join(self.dir, "link"), want)
+        self.assertIn("does not belong to", out.get("error", ""))
+        self.assertNotIn("status", out)
+
+    def test_symlinked_entry_directory_is_refused(self):
+        want = sha(b"the real binary")
+        elsewhere = os.path.join(self.dir, "elsewhere")
+        os.makedirs(os.path.join(self.dir, "cache"))
+        os.makedirs(elsewhere, mode=0o777)
+        os.chmod(elsewhere, 0o777)
+        os.symlink(elsewhere, os.path.join(self.dir, "cache", want))
+        out = self.probe(want)
+        self.assertNotIn("status", out)
+        self.assertIn("is a symbolic link", out.get("error", ""))
+
     def test_safe_modes_pass(self):
         want, path = self.entry(b"the real binary")
         os.chmod(os.path.join(self.dir, "cache"), 0o755)

@@ -45,6 +45,7 @@ const usage = `USAGE: qm <COMMAND> [ARGS] [OPTIONS]
        qm create <vmid> [OPTIONS]
        qm destroy <vmid> [OPTIONS]
        qm disk resize <vmid> <disk> <size> [OPTIONS]
+       qm disk unlink <vmid> --idlist <string> [OPTIONS]
        qm list  [OPTIONS]
        qm migrate <vmid> <target> [OPTIONS]
        qm set <vmid> [OPTIONS]
@@ -65,6 +66,7 @@ var args = map[string][]string{
 	"clone": {"vmid", "newid"}, "config": {"vmid"}, "create": {"vmid"}, "destroy": {"vmid"},
 	"migrate": {"vmid", "target"}, "set": {"vmid"}, "shutdown": {"vmid"}, "start": {"vmid"},
 	"status": {"vmid"}, "stop": {"vmid"}, "template": {"vmid"}, "resize": {"vmid", "disk", "size"}, "list": {},
+	"unlink": {"vmid"},
 }
 
 // ctArgs are pct's commands (pct.pm $cmddef), the simulated ones.
@@ -98,8 +100,8 @@ func (t *Tool) name() string {
 // Run executes qm (or pct) with env.Args.
 func (t *Tool) Run() int {
 	a := t.Env.Args
-	if len(a) >= 2 && a[0] == "disk" && a[1] == "resize" {
-		a = append([]string{"resize"}, a[2:]...)
+	if len(a) >= 2 && a[0] == "disk" && (a[1] == "resize" || a[1] == "unlink") {
+		a = append([]string{a[1]}, a[2:]...)
 	}
 	pos, opts, err := cli.PVEArgs(a, booleans)
 	if err != nil {
@@ -173,6 +175,12 @@ func (t *Tool) Run() int {
 		return t.task(ctx, http.MethodDelete, vm, params)
 	case "resize":
 		return t.task(ctx, http.MethodPut, vm+"/resize", params)
+	case "unlink":
+		// qm.pm: unlink is synchronous (update_vm), no task to wait for.
+		if _, err := t.API.Call(ctx, http.MethodPut, vm+"/unlink", params); err != nil {
+			return t.die(err)
+		}
+		return 0
 	case "start", "stop", "shutdown":
 		return t.task(ctx, http.MethodPost, vm+"/status/"+cmd, params)
 	default: // clone, migrate, template

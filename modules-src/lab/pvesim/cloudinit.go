@@ -1,0 +1,105 @@
+package pvesim
+
+import (
+	"strconv"
+	"strings"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// Cloud-init as qemu-server handles it (src/PVE/API2/Qemu.pm create_vm and
+// $update_vm_api, QemuServer/Cloudinit.pm): the keys' formats are the
+// schema's (pveschema: ipconfigN is pve-qm-ipconfig, sshkeys must be
+// URL-encoded, cicustom names volumes); sshkeys is stored as sent, still
+// encoded, after its decoded lines passed `ssh-keygen -l` (K12); the drive
+// is vm-<vmid>-cloudinit with media=cdrom (create_disks); the custom
+// snippets are read when the VM starts (generate_cloudinit_config →
+// read_cloudinit_snippets_file), so a missing one fails the start (S4).
+
+// uriUnescape is URI::Escape::uri_unescape: %XX sequences decoded, anything
+// else (a lone %) kept.
+func uriUnescape(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+3], 16, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 2
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// checkSSHKeys is PVE::Tools::validate_ssh_public_keys on the decoded
+// value: every non-blank line must be a public key ssh-keygen accepts.
+func checkSSHKeys(encoded string) error {
+	for _, line := range strings.Split(uriUnescape(encoded), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		if _, _, _, _, err := ssh.ParseAuthorizedKey([]byte(line)); err != nil {
+			return pveDie("SSH public key validation error")
+		}
+	}
+	return nil
+}
+
+// checkCloudinitSnippetsLocked is get_custom_cloudinit_files at start: each
+// cicustom volume must be a snippet that exists on the node.
+func (s *Sim) checkCloudinitSnippetsLocked(node string, c *qmConf) error {
+	if !hasCloudinitDrive(c.Keys) || c.Keys["cicustom"] == "" {
+		return nil
+	}
+	files := parseProps(c.Keys["cicustom"], "")
+	for _, kind := range []string{"network", "user", "meta", "vendor"} {
+		volid := files.get(kind)
+		if volid == "" {
+			continue
+		}
+		r, err := s.parseVolRef(node, volid)
+		if err != nil {
+			return err
+		}
+		if r.vtype != "snippets" {
+			return pveDie("%s is not in the snippets directory", volid)
+		}
+		ok, err := s.volumeExistsLocked(node, volid)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return pveDie("can't find file '%s'", volid) // abs_filesystem_path
+		}
+	}
+	return nil
+}
+
+// hasCloudinitDrive: a drive whose volume is vm-<vmid>-cloudinit.
+func hasCloudinitDrive(keys map[string]string) bool {
+	for k, v := range keys {
+		if isDriveKey(k) && !strings.HasPrefix(k, "unused") && parseDrive(v).cloudinit() {
+			return true
+		}
+	}
+	return false
+}
+
+// missingVolume is create_disks for an existing volume it cannot find:
+// Plugin.pm activate_volume's "volume '<volid>' does not exist" on a
+// directory storage (an ISO, a disk file); elsewhere the size query fails,
+// "volume <volid> does not exist" (reconstruction: the block plugins'
+// activate_volume errors first with their tool's words).
+func (s *Sim) missingVolume(node, volid string) error {
+	ok, err := s.volumeExistsLocked(node, volid)
+	if err != nil || ok {
+		return err
+	}
+	store, _, _ := volumeID(volid)
+	if st := s.dbOf(node).Storage[store]; st != nil && fileStorage(st) {
+		return pveDie("volume '%s' does not exist", volid)
+	}
+	return pveDie("volume %s does not exist", volid)
+}

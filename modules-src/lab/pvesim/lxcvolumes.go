@@ -1,0 +1,81 @@
+package pvesim
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// bareSizeRe is pve-container's "allow to use simple numbers": a rootfs or
+// mount point given as a size alone.
+var bareSizeRe = regexp.MustCompile(`^\d+(\.\d+)?$`)
+
+// ctCreateVolumes is the volume part of pve-container's create_vm
+// (src/PVE/API2/LXC.pm) before the task: `storage` defaults to local, a
+// bare size goes on it ("$storage:$value"), no rootfs means "$storage:4"
+// ("defaults to 4GB"), and every storage a volume is on must exist, be
+// enabled on the node and take rootdir ($check_and_activate_storage: a 400
+// on `storage`). PVE::LXC::create_disks then allocates them in the task.
+func (s *Sim) ctCreateVolumes(rc *reqCtx, keys map[string]string) error {
+	storage := rc.str("storage")
+	if storage == "" {
+		storage = "local"
+	}
+	var sids []string
+	for k, v := range keys {
+		if !ctVolKeyRe.MatchString(k) {
+			continue
+		}
+		if bareSizeRe.MatchString(v) {
+			keys[k] = storage + ":" + v
+		}
+		vol := parseProps(keys[k], "volume").get("volume")
+		if strings.HasPrefix(vol, "/") {
+			if rc.who == nil || rc.who.full() != "root@pam" {
+				return pveDie("Only root can pass arbitrary filesystem paths.")
+			}
+			continue
+		}
+		if sid, _, ok := volumeID(vol); ok {
+			sids = append(sids, sid)
+		}
+	}
+	if keys["rootfs"] == "" {
+		if len(sids) > 0 {
+			return pveDie("mount points configured, but 'rootfs' not set - aborting")
+		}
+		keys["rootfs"] = storage + ":4"
+		sids = append(sids, storage)
+	}
+	db := rc.db()
+	for _, sid := range sids {
+		st := db.Storage[sid]
+		switch {
+		case st == nil:
+			return pveDie("storage '%s' does not exist", sid)
+		case st.disabled():
+			return pveDie("storage '%s' is disabled", sid)
+		case !storageOnNode(st, rc.node):
+			return pveDie("storage '%s' is not available on node '%s'", sid, rc.node)
+		case !st.hasContent("rootdir"):
+			return errParams(map[string]string{"storage": fmt.Sprintf("storage '%s' does not support container directories", sid)})
+		}
+	}
+	return nil
+}
+
+// ctVolumeKeys lists a config's rootfs and mount points in
+// valid_volume_keys order (rootfs, mp0, mp1, …): the order create_disks
+// allocates them, so rootfs gets disk-0.
+func ctVolumeKeys(keys map[string]string) []string {
+	var out []string
+	if _, ok := keys["rootfs"]; ok {
+		out = append(out, "rootfs")
+	}
+	for i := 0; i <= 255; i++ {
+		if _, ok := keys[fmt.Sprintf("mp%d", i)]; ok {
+			out = append(out, fmt.Sprintf("mp%d", i))
+		}
+	}
+	return out
+}

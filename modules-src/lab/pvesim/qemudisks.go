@@ -1,0 +1,344 @@
+package pvesim
+
+import (
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// What happens to a VM's volumes when its config changes, as qemu-server
+// does it (src/PVE/API2/Qemu.pm $update_vm_api, QemuServer.pm
+// vmconfig_register_unused_drive, try_deallocate_drive,
+// vmconfig_delete_or_detach_drive, vmconfig_apply_pending,
+// vmconfig_hotplug_pending, vmconfig_update_disk, write_vm_config,
+// destroy_vm): a disk replaced or removed is kept as unusedN when the VM
+// owns it; `delete=unusedN`, or a removal with force=1, frees it; a
+// cloud-init volume is freed at once; a CD-ROM is simply dropped.
+
+// maxUnusedDisks is qemu-server's MAX_UNUSED_DISKS.
+const maxUnusedDisks = 256
+
+// addUnusedVolume is QemuConfig.pm add_unused_volume: a cloud-init volume
+// is freed ("found unused cloudinit disk … removing it"); anything else goes
+// to the lowest free unusedN unless it is already one (AbstractConfig.pm).
+func (s *Sim) addUnusedVolume(node string, c *qmConf, volid string, logf func(string, ...any)) error {
+	if strings.Contains(volid, "-cloudinit") {
+		logf("found unused cloudinit disk '%s', removing it", volid)
+		return s.freeVolumeLocked(node, volid)
+	}
+	key := ""
+	for i := maxUnusedDisks - 1; i >= 0; i-- {
+		k := fmt.Sprintf("unused%d", i)
+		if v, ok := c.Keys[k]; ok {
+			if v == volid {
+				return nil
+			}
+			continue
+		}
+		key = k
+	}
+	if key == "" {
+		return pveDie("Too many unused volumes - please delete them first.") // AbstractConfig.pm's words
+	}
+	c.Keys[key] = volid
+	return nil
+}
+
+// ownsVolume is vm_is_volid_owner: the volume name carries the VMID
+// (vm-<id>-…, base-…/vm-<id>-…, <id>/vm-<id>-….qcow2).
+func ownsVolume(vmid int, volid string) bool {
+	_, vn, ok := volumeID(volid)
+	return ok && volOwner(vn) == vmid
+}
+
+// registerUnusedDriveLocked is vmconfig_register_unused_drive.
+func (s *Sim) registerUnusedDriveLocked(node string, vmid int, c *qmConf, value string, logf func(string, ...any)) error {
+	d := parseDrive(value)
+	switch {
+	case d.cloudinit():
+		if err := s.freeVolumeLocked(node, d.file()); err != nil {
+			logf("%v", err) // warn $@
+		}
+		return nil
+	case d.cdrom():
+		return nil
+	}
+	store, _, ok := volumeID(d.file())
+	if !ok {
+		return nil // not a PVE-managed volume
+	}
+	if s.dbOf(node).Storage[store] == nil {
+		logf("WARN: storage '%s' no longer exists, volume '%s' will be removed from config", store, d.file())
+		return nil
+	}
+	if ownsVolume(vmid, d.file()) {
+		return s.addUnusedVolume(node, c, d.file(), logf)
+	}
+	return nil
+}
+
+// volumeInUse is Drive.pm is_volume_in_use without snapshots (the lab has
+// none): another drive key, current or pending, references the volume.
+func volumeInUse(c *qmConf, skipKey, volid string) bool {
+	for _, keys := range []map[string]string{c.Keys, c.Pending} {
+		for k, v := range keys {
+			if k != skipKey && isDriveKey(k) && !strings.HasPrefix(k, "unused") && parseDrive(v).file() == volid {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// tryDeallocateDriveLocked is try_deallocate_drive: with force, or for an
+// unusedN key, an owned volume that nothing else uses is freed; a volume
+// of another VM only leaves the config. It tells whether the key may go.
+func (s *Sim) tryDeallocateDriveLocked(node string, vmid int, c *qmConf, key, value string, force bool) (bool, error) {
+	d := parseDrive(value)
+	if !(force || strings.HasPrefix(key, "unused")) || (d.cdrom() && !d.cloudinit()) {
+		return false, nil
+	}
+	if !ownsVolume(vmid, d.file()) {
+		return true, nil
+	}
+	if volumeInUse(c, key, d.file()) {
+		return false, pveDie("unable to delete '%s' - volume is still in use (snapshot?)", d.file())
+	}
+	if err := s.freeVolumeLocked(node, d.file()); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// deleteOrDetachDriveLocked is vmconfig_delete_or_detach_drive.
+func (s *Sim) deleteOrDetachDriveLocked(node string, vmid int, c *qmConf, key string, force bool, logf func(string, ...any)) error {
+	if force {
+		_, err := s.tryDeallocateDriveLocked(node, vmid, c, key, c.Keys[key], true)
+		return err
+	}
+	return s.registerUnusedDriveLocked(node, vmid, c, c.Keys[key], logf)
+}
+
+// dropReusedUnused is write_vm_config's "remove 'unusedX' settings if we
+// re-add a volume": an unusedN whose volume a drive uses again goes.
+func dropReusedUnused(c *qmConf) {
+	used := map[string]bool{}
+	for _, keys := range []map[string]string{c.Keys, c.Pending} {
+		for k, v := range keys {
+			if isDriveKey(k) && !strings.HasPrefix(k, "unused") {
+				if f := parseDrive(v).file(); f != "" {
+					used[f] = true
+				}
+			}
+		}
+	}
+	for k, v := range c.Keys {
+		if strings.HasPrefix(k, "unused") && used[v] {
+			delete(c.Keys, k)
+		}
+	}
+}
+
+// bootOrder is the `order=` list of a boot option.
+func bootOrder(boot string) []string {
+	return pveSplit(parseProps(boot, "legacy").get("order"))
+}
+
+// hotplugFeatures is the VM's `hotplug` option as a set.
+func hotplugFeatures(conf map[string]string) map[string]bool {
+	hp := hotplugDefault
+	if v, ok := conf["hotplug"]; ok {
+		switch v {
+		case "0":
+			hp = nil
+		case "1":
+			hp = []string{"network", "disk", "usb", "cpu", "memory", "cloudinit"} // reconstruction of "1"
+		default:
+			hp = splitComma(v)
+		}
+	}
+	out := map[string]bool{}
+	for _, f := range hp {
+		out[f] = true
+	}
+	return out
+}
+
+var driveOptsNeedRestart = []string{"aio", "discard", "iothread", "queues", "product", "cache", "ssd", "vendor", "ro"}
+
+// hotplugSetLocked is vmconfig_hotplug_pending for one pending value of a
+// running VM: it applies it (true) or leaves it pending. Disks follow
+// vmconfig_update_disk: a CD-ROM's medium changes at once; another volume
+// in place of a disk unplugs it and keeps the old one as unusedN; a new
+// disk is plugged, except on IDE/SATA; efidisk0/tpmstate0 wait.
+func (s *Sim) hotplugSetLocked(node string, vmid int, c *qmConf, key string, logf func(string, ...any)) (bool, error) {
+	if !isDriveKey(key) {
+		if !hotpluggable(c.Keys, key) {
+			return false, nil
+		}
+		if isNetKey(key) && c.Keys[key] != "" {
+			logf("%s: hotplug: unplug and plug the NIC again (the guest loses its link)", key) // reconstruction of the effect, K10
+		}
+		return true, nil
+	}
+	if key == "efidisk0" || key == "tpmstate0" {
+		return false, nil
+	}
+	hp := hotplugFeatures(c.Keys)
+	nd := parseDrive(c.Pending[key])
+	if nd.cloudinit() {
+		return true, nil // generated after the other changes
+	}
+	old, exists := c.Keys[key]
+	if !exists {
+		return hp["disk"] && !strings.HasPrefix(key, "ide") && !strings.HasPrefix(key, "sata"), nil
+	}
+	od := parseDrive(old)
+	if od.cdrom() != nd.cdrom() {
+		return false, pveDie("unable to change media type")
+	}
+	if od.cdrom() {
+		if nd.file() == "none" && od.cloudinit() {
+			if err := s.registerUnusedDriveLocked(node, vmid, c, old, logf); err != nil {
+				return false, err
+			}
+		}
+		return true, nil
+	}
+	if nd.file() != od.file() {
+		if !hp["disk"] {
+			return false, nil
+		}
+		return true, s.registerUnusedDriveLocked(node, vmid, c, old, logf)
+	}
+	for _, o := range driveOptsNeedRestart {
+		if od.props.get(o) != nd.props.get(o) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// hotplugDeleteLocked is the deletion half of vmconfig_hotplug_pending.
+func (s *Sim) hotplugDeleteLocked(node string, vmid int, c *qmConf, key string, force bool, logf func(string, ...any)) (bool, error) {
+	if !isDriveKey(key) {
+		return hotpluggable(c.Keys, key), nil
+	}
+	if !hotplugFeatures(c.Keys)["disk"] || regexpDriveNoUnplug.MatchString(key) {
+		return false, nil
+	}
+	return true, s.deleteOrDetachDriveLocked(node, vmid, c, key, force, logf)
+}
+
+// applyPendingLocked is vmconfig_apply_pending (a stopped VM, or a start):
+// deletions first (a disk goes to unusedN, or is freed with force), then
+// the new values (a replaced disk's old volume goes to unusedN).
+func (s *Sim) applyPendingLocked(node string, vmid int, c *qmConf, logf func(string, ...any)) error {
+	for _, mark := range slices.Clone(c.PendingDelete) {
+		k := strings.TrimPrefix(mark, "!")
+		if _, ok := c.Keys[k]; ok && isDriveKey(k) && !strings.HasPrefix(k, "unused") {
+			if err := s.deleteOrDetachDriveLocked(node, vmid, c, k, mark != k, logf); err != nil {
+				return fmt.Errorf("unable to apply pending change %s : %v", k, err)
+			}
+		}
+		delete(c.Keys, k)
+		c.PendingDelete = slices.DeleteFunc(c.PendingDelete, func(d string) bool { return d == mark })
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.Pending)) {
+		if old, ok := c.Keys[k]; ok && isDriveKey(k) && parseDrive(old).file() != parseDrive(c.Pending[k]).file() {
+			if err := s.registerUnusedDriveLocked(node, vmid, c, old, logf); err != nil {
+				return fmt.Errorf("unable to apply pending change %s : %v", k, err)
+			}
+		}
+		c.Keys[k] = c.Pending[k]
+		delete(c.Pending, k)
+	}
+	dropReusedUnused(c)
+	return nil
+}
+
+// regexpDriveNoUnplug: drives a running VM cannot lose (hotplug_pending).
+var regexpDriveNoUnplug = regexp.MustCompile(`^(efidisk|ide|sata|tpmstate)\d+$`)
+
+// destroyVolumesLocked is destroy_vm's volume part: every volume the VM
+// owns that its config references (drives, unusedN, cloud-init, pending
+// values; CD-ROMs and other VMs' volumes stay), each once; with
+// destroy-unreferenced-disks also every image of the VMID on the node's
+// storages (vdisk_list). A failure is a warning and the destroy goes on.
+func (s *Sim) destroyVolumesLocked(node string, vmid int, c *qmConf, unreferenced bool, logf func(string, ...any)) {
+	done := map[string]bool{}
+	free := func(volid string) {
+		if done[volid] {
+			return
+		}
+		done[volid] = true
+		if err := s.freeVolumeLocked(node, volid); err != nil {
+			logf("WARN: Could not remove disk '%s', check manually: %v", volid, err)
+		}
+	}
+	for _, keys := range []map[string]string{c.Keys, c.Pending} {
+		for _, k := range slices.Sorted(maps.Keys(keys)) {
+			if !isDriveKey(k) {
+				continue
+			}
+			d := parseDrive(keys[k])
+			if d.cdrom() && !d.cloudinit() || !ownsVolume(vmid, d.file()) {
+				continue
+			}
+			free(d.file())
+		}
+	}
+	if !unreferenced {
+		return
+	}
+	db := s.dbOf(node)
+	for _, id := range db.sortedStorageIDs() {
+		st := db.Storage[id]
+		if !storageOnNode(st, node) || st.disabled() {
+			continue
+		}
+		for _, volid := range slices.Sorted(maps.Keys(s.volumesFor(node, st))) {
+			if store, _, _ := volumeID(volid); store == id && ownsVolume(vmid, volid) {
+				free(volid)
+			}
+		}
+	}
+}
+
+// assertBaseUnusedLocked is destroy_vm's first check for a template: no
+// base volume may still carry a linked clone (volume_is_base_and_used).
+func (s *Sim) assertBaseUnusedLocked(node string, c *qmConf) error {
+	if !c.isTemplate() {
+		return nil
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
+		if !isDriveKey(k) {
+			continue
+		}
+		d := parseDrive(c.Keys[k])
+		if d.cdrom() || !isBase(d.file()) {
+			continue
+		}
+		_, st, err := s.volumeLocked(node, d.file())
+		if err != nil {
+			continue
+		}
+		for _, v := range s.volumesFor(node, st) {
+			if v.Parent == d.file() {
+				return pveDie("base volume '%s' is still in use by linked cloned", d.file())
+			}
+		}
+	}
+	return nil
+}
+
+// PUT /nodes/{node}/qemu/{vmid}/unlink (qm disk unlink): update_vm with
+// delete=<idlist> — so without force a disk becomes unusedN, with force
+// its volume is freed.
+func (s *Sim) putQemuUnlink(rc *reqCtx) (any, error) {
+	rc.params["delete"] = rc.params["idlist"]
+	delete(rc.params, "idlist")
+	return s.putQemuConfig(rc)
+}
