@@ -70,7 +70,9 @@ for p in $site_phases; do
 done
 echo "bench-site: site phases: $site_phases (seed roles cover: ${common[*]})"
 
-export ANSIBLE_COLLECTIONS_PATH=$work/collections ANSIBLE_NOCOLOR=1 ANSIBLE_RETRY_FILES_ENABLED=0 \
+# Pipelining on for every variant, as the seed's ansible.cfg has it (its
+# ssh_args, ControlMaster/ControlPersist 60s, are Ansible's defaults).
+export ANSIBLE_PIPELINING=True ANSIBLE_COLLECTIONS_PATH=$work/collections ANSIBLE_NOCOLOR=1 ANSIBLE_RETRY_FILES_ENABLED=0 \
   HOME=$work/home ANSIBLE_LOCAL_TEMP=$work/home/tmp  \
   ANSIBLE_CALLBACK_PLUGINS=$repo/hack/bench/callback_plugins ANSIBLE_CALLBACKS_ENABLED=phase_times \
   GOPVE_BENCH_PHASE_TAGS="$site_phases $seed_phases"
@@ -81,11 +83,11 @@ results=$work/results.jsonl
 guests=()
 [ -f hack/demo/guests.json ] && guests=(--guests "$repo/hack/demo/guests.json")
 
-lab_up() { # lab_up NAME NODES: start a fresh lab, print its directory
-  local d=$work/$1
-  labs+=("$d")
-  "$lab" up --nodes "$2" --pve "$PVE" --dir "$d" "${guests[@]}" >/dev/null
-  echo "$d"
+lab_up() { # lab_up VAR NAME NODES: start a fresh lab, its directory in VAR
+  local d=$work/$2
+  labs+=("$d") # here, not in a $(…) subshell: cleanup must see every lab
+  "$lab" up --nodes "$3" --pve "$PVE" --dir "$d" "${guests[@]}" >/dev/null
+  printf -v "$1" %s "$d"
 }
 declare -A playbook=(
   [site]=gopve.proxmox.site [site_all]=gopve.proxmox.site
@@ -118,7 +120,7 @@ run() { # run NAME KIND LABDIR [record flags] [-- ansible-playbook args]
 
 # 1. The site's first run, on a fresh lab of its own; the second must be clean.
 echo "bench-site: fresh 3-node PVE $PVE lab, gopve.proxmox.site first run"
-siteA=$(lab_up site3 3)
+lab_up siteA site3 3
 [ ${#extra[@]} -gt 0 ] && first=site_all || first=site
 run "$first" first "$siteA"
 run "$first" second "$siteA" --converged
@@ -126,7 +128,7 @@ run "$first" second "$siteA" --converged
 
 # 2. The seed roles on another fresh lab, until changed=0 (at most 4 runs).
 echo "bench-site: fresh 3-node PVE $PVE lab, seed roles until changed=0"
-lab3=$(lab_up seed3 3)
+lab_up lab3 seed3 3
 run seed first "$lab3"
 for i in 2 3 4; do
   run seed until-converged "$lab3"
@@ -160,10 +162,10 @@ done
 if [ "${BENCH_SCALE:-0}" = 1 ]; then
   echo "bench-site: scale, fresh 7-node PVE $PVE lab, forks 10"
   "$lab" down --dir "$lab3" >/dev/null
-  lab7=$(lab_up site7 7)
+  lab_up lab7 site7 7
   run "$first" scale-first "$lab7" -- --forks 10
   for _ in $(seq "$R"); do run "$first" scale-converged "$lab7" --converged -- --forks 10; done
 fi
 
 "${helper[@]}" report "$results"
-echo "(machine: $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), shared; PVE $PVE lab; ratios from one run are what compare)"
+echo "(pipelining on; machine: $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), shared; PVE $PVE lab; ratios from one run are what compare)"
