@@ -6,6 +6,7 @@ import (
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/modules/pvebase"
 	"github.com/gopve/proxmox/modules-src/modules/pvecluster"
+	"github.com/gopve/proxmox/modules-src/modules/pveha"
 	"github.com/gopve/proxmox/modules-src/modules/pvestorage"
 	"github.com/gopve/proxmox/modules-src/modules/pvezfs"
 )
@@ -20,6 +21,7 @@ func Shipped() []ansible.Module {
 		pvezfs.Module(),
 		pvecluster.Module(),
 		pvestorage.Module(),
+		pveha.Module(),
 	}
 }
 

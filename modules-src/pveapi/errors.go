@@ -148,7 +148,12 @@ func classify(e *Error) Kind {
 		return KindExists
 	case e.Status == 404, strings.Contains(msg, "does not exist"), strings.Contains(msg, "no such "):
 		return KindNotFound
-	case e.Status == 400:
+	case e.Status == 400,
+		// PVE 9's answer to a group call once the groups are migrated, and
+		// to a rule write before they are (pve-ha-manager API2/HA/Groups.pm,
+		// Rules.pm): a 500 that no retry changes, and the one way to tell
+		// the mechanism (ha.Detect) — retrying it cost every run seconds.
+		strings.Contains(msg, "have been migrated to rules"), strings.Contains(msg, "have not been migrated yet"):
 		return KindBadRequest
 	case e.Status >= 500:
 		// 500 is a handler's die (or an injected failure), 502-504 a proxy,

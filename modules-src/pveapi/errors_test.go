@@ -24,6 +24,8 @@ func TestClassify(t *testing.T) {
 		{403, "Permission check failed (/storage/x, Datastore.Allocate)", nil, KindPermission},
 		{401, "invalid token value!", nil, KindAuth},
 		{400, "Parameter verification failed.", nil, KindBadRequest},
+		{500, "ha groups have been migrated to rules", nil, KindBadRequest},
+		{500, "cannot update ha rule: ha groups have not been migrated yet", nil, KindBadRequest},
 		{500, "got no worker upid - start worker failed", nil, KindTemporary},
 		{596, "Connection timed out", nil, KindTemporary},
 		{0, "", syscall.ECONNRESET, KindTemporary},

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Role wrapper tests: roles/pve_base, pve_zfs, pve_storage and pve_cluster, run by the installed
+# Role wrapper tests: roles/pve_base, pve_zfs, pve_storage, pve_cluster and pve_ha, run by the installed
 # ansible-playbook against localhost, with the seed inventory's variables.
 # The modules are replaced by a capture stub (a Python module that records the
 # arguments it got and changes nothing), so this checks exactly what the roles
@@ -17,7 +17,7 @@ mkdir -p "$coll/plugins/modules" "$coll/meta"
 cp -r "$REPO/roles" "$coll/roles"
 cp "$REPO/galaxy.yml" "$coll/"
 printf 'requires_ansible: ">=2.14"\n' > "$coll/meta/runtime.yml"
-for m in pve_base pve_zfs pve_storage pve_cluster; do
+for m in pve_base pve_zfs pve_storage pve_cluster pve_ha; do
   cp "$HERE/capture.py" "$coll/plugins/modules/$m.py"
 done
 
@@ -40,7 +40,7 @@ ran_tasks "$work/run-214.log" "ansible-core 2.14"
 # alone (issue 19), read with --list-tasks (nothing runs). Each role's
 # argument validation is tagged `always` by Ansible: it is left out.
 cp -r "$REPO/playbooks" "$coll/playbooks"
-phases="base:pve_base zfs:pve_zfs cluster:pve_cluster storage:pve_storage"
+phases="base:pve_base zfs:pve_zfs cluster:pve_cluster storage:pve_storage ha:pve_ha"
 for p in $phases; do
   tag=${p%%:*} role=${p#*:}
   ANSIBLE_COLLECTIONS_PATH=$work/collections ansible-playbook -i "$work/inventory.yml" gopve.proxmox.site \

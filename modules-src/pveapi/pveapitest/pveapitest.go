@@ -22,6 +22,14 @@ import (
 // 127.79.X.11…, with short lab durations; it is closed when the test ends.
 func Start(t testing.TB, version, n int) *pvesim.Sim {
 	t.Helper()
+	return StartWith(t, version, n, nil)
+}
+
+// StartWith is Start with the simulator's config adjusted by tune before it
+// starts (shorter HA rounds, replication minutes or fencing for the tests of
+// pve_ha, which wait on them).
+func StartWith(t testing.TB, version, n int, tune func(*pvesim.Config)) *pvesim.Sim {
+	t.Helper()
 	dir := t.TempDir()
 	var lastErr error
 	for attempt := 0; attempt < 40; attempt++ {
@@ -30,9 +38,13 @@ func Start(t testing.TB, version, n int) *pvesim.Sim {
 		for i := 1; i <= n; i++ {
 			nodes = append(nodes, pvesim.NodeConfig{Name: fmt.Sprintf("pve%02d", i), Addr: fmt.Sprintf("127.79.%d.%d", slot, 10+i)})
 		}
-		s, err := pvesim.New(pvesim.Config{Version: version, Dir: dir, Nodes: nodes,
+		cfg := pvesim.Config{Version: version, Dir: dir, Nodes: nodes,
 			AuthDelay: 20 * time.Millisecond, TaskDuration: 150 * time.Millisecond,
-			RestartWindow: 300 * time.Millisecond, LockTimeout: 100 * time.Millisecond})
+			RestartWindow: 300 * time.Millisecond, LockTimeout: 100 * time.Millisecond}
+		if tune != nil {
+			tune(&cfg)
+		}
+		s, err := pvesim.New(cfg)
 		if err != nil {
 			t.Fatalf("pvesim.New: %v", err)
 		}

@@ -1,0 +1,85 @@
+package pveha
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/gopve/proxmox/modules-src/pveapi/resources"
+)
+
+// waitGuest polls the cluster's guest list until vmid runs on a node that
+// cond accepts.
+func (w *world) waitGuest(vmid int, what string, cond func(resources.Guest) bool) resources.Guest {
+	w.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var last resources.Guest
+	for time.Now().Before(deadline) {
+		list, err := resources.Guests(w.ctx(), w.api)
+		if err == nil {
+			if g, ok := resources.Find(list, vmid); ok {
+				last = g
+				if cond(g) {
+					return g
+				}
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	w.t.Fatalf("guest %d never %s (last seen %+v)", vmid, what, last)
+	return last
+}
+
+// The seed's failover test, in-process: the node running the guest is
+// powered off, HA fences it and recovers the guest on another node, PVE
+// switches the replication jobs (the job to the new node now points at the
+// node the guest left). A rerun of the same task finds the guest where it
+// is now (H3), recognises the switched job as the one that followed the
+// guest, and reports changed=0. With failback (the default of PVE 9 rules
+// and of groups without nofailback), the guest goes home when its node
+// returns, and a rerun is unchanged again (H7).
+func TestFailoverRerunUnchanged(t *testing.T) {
+	for _, v := range []int{8, 9} {
+		t.Run(fmt.Sprintf("PVE %d", v), func(t *testing.T) {
+			w := newWorld(t, v)
+			w.seedGuests()
+			args := vmArgs()
+			args["wait_first_sync"] = true
+			if res := w.run(args, false); failed(res) || res["changed"] != true {
+				t.Fatalf("chain: %v", res["msg"])
+			}
+			if err := w.sim.SetOnline("pve02", false); err != nil {
+				t.Fatal(err)
+			}
+			moved := w.waitGuest(201, "recovered on another node", func(g resources.Guest) bool {
+				return g.Node != "pve02" && g.Status == "running"
+			})
+			w.sim.ResetRequests()
+			res := w.run(args, false)
+			if failed(res) || res["changed"] != false {
+				t.Fatalf("rerun after the failover to %s: %v %v", moved.Node, res["msg"], res["changes"])
+			}
+			if m := w.writes(); len(m) != 0 {
+				t.Errorf("rerun after the failover wrote %v", m)
+			}
+			followed := 0
+			for _, j := range res["jobs"].([]any) {
+				if j.(map[string]any)["followed_guest"] == true {
+					followed++
+				}
+			}
+			if g := res["guest"].(map[string]any); g["node"] != moved.Node || followed != 1 {
+				t.Errorf("H3: guest reported on %v (moved to %s), jobs %v", g["node"], moved.Node, res["jobs"])
+			}
+
+			if err := w.sim.SetOnline("pve02", true); err != nil {
+				t.Fatal(err)
+			}
+			w.waitGuest(201, "failed back to pve02", func(g resources.Guest) bool { return g.Node == "pve02" && g.Status == "running" })
+			w.sim.ResetRequests()
+			if res := w.run(args, false); failed(res) || res["changed"] != false || len(w.writes()) != 0 {
+				t.Errorf("rerun after the failback: %v %v %v", res["msg"], res["changes"], w.writes())
+			}
+		})
+	}
+}

@@ -1,0 +1,388 @@
+package pveha
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gopve/proxmox/modules-src/ansible"
+	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/apischema"
+	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
+	"github.com/gopve/proxmox/modules-src/pveapi/replication"
+)
+
+// wantedTargets is where the guest's data must be: the targets given, or
+// every other member.
+func (g *guestHA) wantedTargets() ([]string, error) {
+	if g.p.Targets == nil {
+		return slices.DeleteFunc(slices.Clone(g.members), func(n string) bool { return n == g.guest.Node }), nil
+	}
+	out := slices.Clone(g.p.Targets)
+	slices.Sort(out)
+	out = slices.Compact(out)
+	for _, t := range out {
+		if !slices.Contains(g.members, t) {
+			return nil, fmt.Errorf("targets: %s is not a member of the cluster (members: %s)", t, strings.Join(g.members, ", "))
+		}
+	}
+	return out, nil
+}
+
+// jobPlan matches the guest's jobs with the wanted targets.
+type jobPlan struct {
+	keep     []replication.Job // matched (settings may differ)
+	followed []replication.Job // rewritten by HA relocation: kept as they are
+	create   []string          // targets without a job
+	remove   []replication.Job
+}
+
+// matchJobs judges jobs by (guest, target). When the guest runs on one of
+// the wanted targets, HA recovered it there and PVE switched the job that
+// pointed at this node to point at the node it left
+// (switch_replication_job_target): one job to a node outside the targets
+// is then that job, not drift.
+func matchJobs(jobs []replication.Job, wanted []string, node string) jobPlan {
+	var p jobPlan
+	need := slices.DeleteFunc(slices.Clone(wanted), func(n string) bool { return n == node })
+	var extra []replication.Job
+	for _, j := range jobs {
+		switch {
+		case slices.Contains(need, j.Target):
+			p.keep = append(p.keep, j)
+			need = slices.DeleteFunc(need, func(n string) bool { return n == j.Target })
+		case j.Target == node && slices.Contains(wanted, node):
+			// Not switched yet: the next replication run on this node does.
+			p.followed = append(p.followed, j)
+		default:
+			extra = append(extra, j)
+		}
+	}
+	if slices.Contains(wanted, node) && len(p.followed) == 0 && len(extra) > 0 {
+		p.followed, extra = extra[:1], extra[1:]
+	}
+	p.create, p.remove = need, extra
+	return p
+}
+
+func (g *guestHA) planReplication(ctx context.Context, _ *ansible.World) ([]ansible.Change, error) {
+	if err := g.observeBase(ctx); err != nil {
+		return nil, err
+	}
+	all, err := replication.Jobs(ctx, g.c)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the replication jobs: %w", err)
+	}
+	jobs := slices.DeleteFunc(replication.ForGuest(all, g.p.VMID), func(j replication.Job) bool { return j.RemoveJob != "" })
+	g.followed, g.created = map[string]bool{}, map[string]bool{}
+	if g.p.State == "absent" {
+		g.jobs = nil
+		var changes []ansible.Change
+		for _, j := range replication.ForGuest(all, g.p.VMID) {
+			changes = append(changes, g.removeJob(j))
+		}
+		return changes, nil
+	}
+	wanted, err := g.wantedTargets()
+	if err != nil {
+		return nil, err
+	}
+	plan := matchJobs(jobs, wanted, g.guest.Node)
+	if len(plan.create) > 0 && len(jobs) == 0 && slices.Contains(wanted, g.guest.Node) {
+		return nil, fmt.Errorf("targets: guest %d runs on %s, which cannot be its own replication target", g.p.VMID, g.guest.Node)
+	}
+	if len(plan.create) > 0 {
+		if err := g.checkReplicatable(ctx, plan.create); err != nil {
+			return nil, err
+		}
+	}
+	var changes []ansible.Change
+	nums := slices.Clone(all)
+	for _, t := range plan.create {
+		id := replication.JobID{Guest: g.p.VMID, Num: replication.NextNum(nums, g.p.VMID)}
+		j := g.wantedJob(replication.Job{ID: id, Target: t})
+		nums = append(nums, j)
+		ch, err := g.createJob(j)
+		if err != nil {
+			return nil, err
+		}
+		changes = append(changes, ch)
+		g.jobs = append(g.jobs, j)
+		g.created[j.ID.String()] = true
+	}
+	for _, j := range append(slices.Clone(plan.keep), plan.followed...) {
+		want := g.wantedJob(j)
+		if slices.Contains(plan.followed, j) {
+			g.followed[j.ID.String()] = true
+		}
+		g.jobs = append(g.jobs, want)
+		if ch, ok, err := g.updateJob(j, want); err != nil {
+			return nil, err
+		} else if ok {
+			changes = append(changes, ch)
+		}
+	}
+	for _, j := range plan.remove {
+		changes = append(changes, g.removeJob(j))
+	}
+	slices.SortFunc(g.jobs, func(a, b replication.Job) int { return a.ID.Num - b.ID.Num })
+	if err := g.preflightHA(ctx); err != nil {
+		return nil, err
+	}
+	return changes, nil
+}
+
+// wantedJob is j with the task's settings (unset ones kept as they are).
+func (g *guestHA) wantedJob(j replication.Job) replication.Job {
+	j.Schedule = g.p.Schedule
+	if g.p.Rate != nil {
+		j.Rate = *g.p.Rate
+	}
+	if g.p.Comment != nil {
+		j.Comment = *g.p.Comment
+	}
+	j.Disable = g.p.Disable
+	return j.WithDefaults()
+}
+
+func jobText(j replication.Job) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "local: %s\n\ttarget %s\n\tschedule %s\n", j.ID, j.Target, j.WithDefaults().Schedule)
+	if j.Rate > 0 {
+		fmt.Fprintf(&b, "\trate %s\n", strconv.FormatFloat(j.Rate, 'f', -1, 64))
+	}
+	if j.Comment != "" {
+		fmt.Fprintf(&b, "\tcomment %s\n", j.Comment)
+	}
+	if j.Disable {
+		b.WriteString("\tdisable 1\n")
+	}
+	return b.String()
+}
+
+const replicationCfg = "/etc/pve/replication.cfg"
+
+// findJob reads the job back; nil when it is gone (or only marked for removal
+// when marked is false).
+func (g *guestHA) findJob(ctx context.Context, id replication.JobID) (*replication.Job, error) {
+	all, err := replication.Jobs(ctx, g.c)
+	if err != nil {
+		return nil, err
+	}
+	for _, j := range all {
+		if j.ID == id {
+			return &j, nil
+		}
+	}
+	return nil, nil
+}
+
+func (g *guestHA) send(ctx context.Context, req apischema.Request, what string, creates bool, settle func(context.Context) (bool, error)) error {
+	if err := req.Validate(g.major); err != nil {
+		return ansible.NothingChanged(fmt.Errorf("%s: %w", what, err))
+	}
+	_, err := pveansible.Dispatch(ctx, g.r, g.c, pveapi.Write{Method: req.Method, Path: req.Path, Params: req.Params,
+		What: what, Settle: settle, Creates: creates})
+	return err
+}
+
+func (g *guestHA) createJob(j replication.Job) (ansible.Change, error) {
+	req := replication.Create(j)
+	if err := req.Validate(g.major); err != nil {
+		return ansible.Change{}, fmt.Errorf("schedule, rate or comment: %w", err)
+	}
+	what := fmt.Sprintf("create replication job %s of guest %d to %s", j.ID, j.ID.Guest, j.Target)
+	return ansible.Change{
+		ID:      "replication:create:" + j.ID.String(),
+		Summary: what,
+		Diff:    ansible.TextDiff(replicationCfg+" ("+j.ID.String()+")", "", jobText(j)),
+		Apply: func(ctx context.Context) error {
+			// A lost answer is settled by the job showing in the config:
+			// PVE writes it under the replication.cfg lock, which pveapi's
+			// dispatch waits out (a lock timeout is re-sent, H5).
+			return g.send(ctx, req, what, true, func(ctx context.Context) (bool, error) {
+				found, err := g.findJob(ctx, j.ID)
+				return found != nil && found.Target == j.Target, err
+			})
+		},
+		Verify: func(ctx context.Context) error { return g.verifyJob(ctx, j) },
+	}, nil
+}
+
+func (g *guestHA) verifyJob(ctx context.Context, want replication.Job) error {
+	got, err := g.findJob(ctx, want.ID)
+	if err != nil {
+		return err
+	}
+	if got == nil {
+		return fmt.Errorf("replication job %s does not exist", want.ID)
+	}
+	if d := jobDiffs(*got, want); len(d) > 0 {
+		return fmt.Errorf("replication job %s: %s", want.ID, strings.Join(d, "; "))
+	}
+	return nil
+}
+
+// jobDiffs lists the settings in which have differs from want, with PVE's
+// defaults filled in on both sides; the target is not compared (HA
+// relocation rewrites it).
+func jobDiffs(have, want replication.Job) []string {
+	h, w := have.WithDefaults(), want.WithDefaults()
+	var out []string
+	if h.Schedule != w.Schedule {
+		out = append(out, fmt.Sprintf("schedule is %q, not %q", h.Schedule, w.Schedule))
+	}
+	if h.Rate != w.Rate {
+		out = append(out, fmt.Sprintf("rate is %v, not %v", h.Rate, w.Rate))
+	}
+	if h.Comment != w.Comment {
+		out = append(out, fmt.Sprintf("comment is %q, not %q", h.Comment, w.Comment))
+	}
+	if h.Disable != w.Disable {
+		out = append(out, fmt.Sprintf("disable is %v, not %v", h.Disable, w.Disable))
+	}
+	return out
+}
+
+func (g *guestHA) updateJob(have, want replication.Job) (ansible.Change, bool, error) {
+	diffs := jobDiffs(have, want)
+	if len(diffs) == 0 {
+		return ansible.Change{}, false, nil
+	}
+	set := map[string]string{}
+	var del []string
+	h := have.WithDefaults()
+	if h.Schedule != want.Schedule {
+		if want.Schedule == replication.DefaultSchedule {
+			del = append(del, "schedule")
+		} else {
+			set["schedule"] = want.Schedule
+		}
+	}
+	if h.Rate != want.Rate {
+		if want.Rate == 0 {
+			del = append(del, "rate")
+		} else {
+			set["rate"] = strconv.FormatFloat(want.Rate, 'f', -1, 64)
+		}
+	}
+	if h.Comment != want.Comment {
+		if want.Comment == "" {
+			del = append(del, "comment")
+		} else {
+			set["comment"] = want.Comment
+		}
+	}
+	if h.Disable != want.Disable {
+		if want.Disable {
+			set["disable"] = "1"
+		} else {
+			del = append(del, "disable")
+		}
+	}
+	req := replication.Update(have.ID, set, del, "")
+	if err := req.Validate(g.major); err != nil {
+		return ansible.Change{}, false, fmt.Errorf("schedule, rate or comment: %w", err)
+	}
+	what := fmt.Sprintf("update replication job %s (%s)", have.ID, strings.Join(diffs, ", "))
+	return ansible.Change{
+		ID:      "replication:update:" + have.ID.String(),
+		Summary: what,
+		Diff:    ansible.TextDiff(replicationCfg+" ("+have.ID.String()+")", jobText(have), jobText(want)),
+		Apply: func(ctx context.Context) error {
+			return g.send(ctx, req, what, false, func(ctx context.Context) (bool, error) {
+				return g.verifyJob(ctx, want) == nil, nil
+			})
+		},
+		Verify: func(ctx context.Context) error { return g.verifyJob(ctx, want) },
+	}, true, nil
+}
+
+// removeJob marks the job for removal; PVE's source node removes it at its
+// next replication run, so Verify waits until the config no longer lists it.
+func (g *guestHA) removeJob(j replication.Job) ansible.Change {
+	what := fmt.Sprintf("remove replication job %s of guest %d (to %s)", j.ID, j.ID.Guest, j.Target)
+	req := replication.Delete(j.ID, false, false)
+	return ansible.Change{
+		ID:      "replication:remove:" + j.ID.String(),
+		Summary: what,
+		Diff:    ansible.TextDiff(replicationCfg+" ("+j.ID.String()+")", jobText(j), ""),
+		Apply: func(ctx context.Context) error {
+			if j.RemoveJob != "" {
+				return nil // already marked by an earlier run: only the wait is left
+			}
+			return g.send(ctx, req, what, false, func(ctx context.Context) (bool, error) {
+				found, err := g.findJob(ctx, j.ID)
+				return found == nil || found.RemoveJob != "", err
+			})
+		},
+		Verify: func(ctx context.Context) error {
+			return g.waitFor(ctx, "replication job "+j.ID.String()+" to be removed by its source node's next replication run", func(ctx context.Context) (bool, string, error) {
+				found, err := g.findJob(ctx, j.ID)
+				if err != nil {
+					return false, "", err
+				}
+				if found == nil {
+					return true, "", nil
+				}
+				return false, fmt.Sprintf("still listed (remove_job=%s, source %s)", found.RemoveJob, found.Source), nil
+			})
+		},
+	}
+}
+
+// waitFirstSync waits, before the HA resource is declared, until every job
+// of the guest has completed a sync (H1), on the node that runs the guest
+// (a job's status is only listed on its source). pvesr's lock contention
+// (H5: "can't lock file '/var/lock/pvesr.lck'") is normal and waited out.
+func (g *guestHA) waitFirstSync(ctx context.Context, onlyNew bool) error {
+	var jobs []replication.Job
+	for _, j := range g.jobs {
+		if !onlyNew || g.created[j.ID.String()] {
+			jobs = append(jobs, j)
+		}
+	}
+	if len(jobs) == 0 {
+		return nil
+	}
+	return g.waitFor(ctx, "the first sync of every replication job", func(ctx context.Context) (bool, string, error) {
+		live, ok, err := g.liveGuest(ctx)
+		if err != nil || !ok {
+			return false, "guest not listed", err
+		}
+		sts, err := replication.NodeStatus(ctx, g.c, live.Node, g.p.VMID)
+		if err != nil {
+			return false, "", fmt.Errorf("cannot read the replication status on %s: %w", live.Node, err)
+		}
+		var pending []string
+		for _, j := range jobs {
+			st, found := findStatus(sts, j.ID)
+			switch {
+			case !found:
+				pending = append(pending, j.ID.String()+" not listed on "+live.Node+" yet")
+			case st.Synced():
+			case st.Error != "" && !lockContention(st.Error):
+				pending = append(pending, fmt.Sprintf("%s failed %d times: %s", j.ID, st.FailCount, st.Error))
+			default:
+				pending = append(pending, j.ID.String()+" not synced yet")
+			}
+		}
+		return len(pending) == 0, strings.Join(pending, "; "), nil
+	})
+}
+
+func findStatus(list []replication.Status, id replication.JobID) (replication.Status, bool) {
+	for _, s := range list {
+		if s.ID == id {
+			return s, true
+		}
+	}
+	return replication.Status{}, false
+}
+
+// lockContention tells whether a job's error is pvesr's global lock (H5).
+func lockContention(msg string) bool {
+	return strings.Contains(msg, "can't lock file '/var/lock/pvesr.lck'")
+}
