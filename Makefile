@@ -87,6 +87,7 @@ bench:
 	./hack/bench.sh
 	./hack/bench-size.sh
 	./hack/bench-local.sh
+	./hack/bench-site.sh
 
 demo: deps build
 	./hack/demo.sh

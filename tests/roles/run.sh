@@ -57,6 +57,26 @@ for p in $phases; do
 done
 echo "site playbook: --tags selects each phase alone"
 
+# The example inventory (playbooks/inventory, the seed's hosts.yml and
+# group_vars) is valid and drives the whole site: listed, the hosts of each
+# play, then the site run over it with every host on the local connection and
+# the capture stubs, the arguments each module got checked
+# (tests/roles/example_inventory.py).
+ansible-inventory -i "$REPO/playbooks/inventory" --list >"$work/example-inventory.json"
+# Every play of the site targets the three pve hosts, never pbs01.
+ANSIBLE_COLLECTIONS_PATH=$work/collections ansible-playbook -i "$REPO/playbooks/inventory" \
+  gopve.proxmox.site --list-hosts >"$work/example-hosts.log"
+plays=$(grep -c '^  play #' "$work/example-hosts.log")
+with3=$(grep -c 'hosts (3):' "$work/example-hosts.log")
+if [ "$plays" -lt 4 ] || [ "$plays" != "$with3" ] || grep -q pbs01 "$work/example-hosts.log"; then
+  cat "$work/example-hosts.log"; echo "roles/run.sh: a site play over playbooks/inventory does not target exactly pve01-03" >&2; exit 1
+fi
+ANSIBLE_COLLECTIONS_PATH=$work/collections ANSIBLE_STDOUT_CALLBACK=json ansible-playbook \
+  -i "$REPO/playbooks/inventory" -e ansible_connection=local -e ansible_python_interpreter=/usr/bin/python3 \
+  gopve.proxmox.site >"$work/example-site.json" 2>"$work/example-site.err" ||
+  { cat "$work/example-site.err" "$work/example-site.json" >&2; echo "roles/run.sh: the site over playbooks/inventory failed" >&2; exit 1; }
+/usr/bin/python3 "$HERE/example_inventory.py" "$work/example-inventory.json" "$work/example-site.json"
+
 # ansible-core 2.19 (the cached Debian 13 root), in an overlay so the cached
 # root is never written, with the work directory bind-mounted at /gopve.
 trixie=${GOPVE_TRIXIE_ROOT:-/var/cache/gopve/roots/trixie}

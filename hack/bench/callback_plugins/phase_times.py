@@ -1,0 +1,63 @@
+# Benchmark-only callback (hack/bench-site.sh): wall time and task count per
+# phase of a playbook run, written as JSON to $GOPVE_BENCH_PHASES. ansible-core
+# ships no timing callback (profile_tasks and timer are ansible.posix's), so
+# this one stays small: a phase is the first tag of a play that names one of
+# $GOPVE_BENCH_PHASE_TAGS (gopve.proxmox.site's import_playbook tags reach
+# its plays; the seed reconstruction tags its plays the same way), else the
+# play's name. Plays of one phase add up.
+import json
+import os
+import time
+
+from ansible.plugins.callback import CallbackBase
+
+DOCUMENTATION = """
+name: phase_times
+type: aggregate
+short_description: wall time and task count per phase (gopve.proxmox benchmarks)
+description: Writes each phase's seconds and task count to the file named by GOPVE_BENCH_PHASES.
+requirements: [enabled in callbacks_enabled]
+"""
+
+
+class CallbackModule(CallbackBase):
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = "aggregate"
+    CALLBACK_NAME = "phase_times"
+    CALLBACK_NEEDS_ENABLED = True
+
+    def __init__(self):
+        super().__init__()
+        self._known = os.environ.get("GOPVE_BENCH_PHASE_TAGS", "").split()
+        self._phases = {}
+        self._order = []
+        self._current = None
+        self._started = None
+
+    def _close(self):
+        if self._current is not None:
+            self._phases[self._current]["seconds"] += time.monotonic() - self._started
+        self._current = None
+
+    def v2_playbook_on_play_start(self, play):
+        self._close()
+        tags = [t for t in (play.tags or []) if t in self._known]
+        phase = tags[0] if tags else play.get_name()
+        if phase not in self._phases:
+            self._phases[phase] = {"seconds": 0.0, "tasks": 0}
+            self._order.append(phase)
+        self._current, self._started = phase, time.monotonic()
+
+    def v2_playbook_on_task_start(self, task, is_conditional):
+        if self._current is not None:
+            self._phases[self._current]["tasks"] += 1
+
+    def v2_playbook_on_handler_task_start(self, task):
+        self.v2_playbook_on_task_start(task, False)
+
+    def v2_playbook_on_stats(self, stats):
+        self._close()
+        path = os.environ.get("GOPVE_BENCH_PHASES")
+        if path:
+            with open(path, "w") as f:
+                json.dump([dict(phase=p, **self._phases[p]) for p in self._order], f)
