@@ -72,6 +72,7 @@ test-unit: roots
 test-integration: deps
 	./tests/integration/run.sh
 	./tests/roles/run.sh
+	./tests/slicing/run.sh
 
 lint: deps
 	@test -z "$$(gofmt -l modules-src)" || { gofmt -l modules-src; echo 'gofmt: files above need formatting'; exit 1; }

@@ -12,7 +12,7 @@
 # The cluster and storage phases are left out: a sliced join needs the
 # primary's state from another slice (engineer cluster-truth's --limit work,
 # not in main yet), and storage runs once for the cluster.
-# Needs root (the lab). Not part of `make test` (a lab of its own); run it alone.
+# Needs root (the lab); `make test` runs it after the roles test (about 20 s).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 repo=$PWD
