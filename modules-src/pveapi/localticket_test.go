@@ -93,7 +93,7 @@ func TestLocalModeMintsATicket(t *testing.T) {
 		if err != nil || got.Major != v {
 			t.Errorf("PVE %d: version %+v %v", v, got, err)
 		}
-		if err := post(context.Background(), c, "/pools", url.Values{"poolid": {"minted"}}); err != nil {
+		if err := pveapitest.Send(context.Background(), c, "POST", "/pools", url.Values{"poolid": {"minted"}}, nil); err != nil {
 			t.Errorf("PVE %d: a write with the minted ticket: %v", v, err)
 		}
 		var pools []map[string]any
@@ -231,7 +231,7 @@ func TestPveshUnderTheDeadline(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		start := time.Now()
-		err = post(ctx, c, "/pools", url.Values{"poolid": {"x"}})
+		err = pveapitest.Send(ctx, c, "POST", "/pools", url.Values{"poolid": {"x"}}, nil)
 		took := time.Since(start)
 		cancel()
 		if err == nil || !strings.Contains(err.Error(), "deadline") || !strings.Contains(err.Error(), "pvesh") {
@@ -271,7 +271,7 @@ func TestLocalModeFollowsANewKey(t *testing.T) {
 		writeFile(t, filepath.Join(n.etcPve, rel), b)
 	}
 	s.ResetRequests()
-	if err := post(context.Background(), c, "/pools", url.Values{"poolid": {"after-join"}}); err != nil {
+	if err := pveapitest.Send(context.Background(), c, "POST", "/pools", url.Values{"poolid": {"after-join"}}, nil); err != nil {
 		t.Fatalf("a write after the key changed: %v", err)
 	}
 	var got []string
@@ -281,12 +281,4 @@ func TestLocalModeFollowsANewKey(t *testing.T) {
 	if len(got) != 2 || got[0] != "POST /pools Unauthorized" || got[1] != "POST /pools OK" {
 		t.Errorf("requests %q: want the refused write, then the same write once with the new key", got)
 	}
-}
-
-// post sends one write through Dispatch, the client's only write; the
-// settle read says "not there" so a lost answer stays unverified.
-func post(ctx context.Context, c *pveapi.Client, path string, params url.Values) error {
-	_, err := c.Dispatch(ctx, pveapi.Write{Method: "POST", Path: path, Params: params, What: "POST " + path,
-		Settle: func(context.Context) (bool, error) { return false, nil }, SettleWithin: time.Millisecond})
-	return err
 }

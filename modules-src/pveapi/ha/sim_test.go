@@ -21,7 +21,7 @@ func send(t *testing.T, c *pveapi.Client, major int, r apischema.Request) {
 	if err := r.Validate(major); err != nil {
 		t.Fatalf("%s: %v", r, err)
 	}
-	if err := dispatch(context.Background(), c, r.Method, r.Path, r.Params, nil); err != nil {
+	if err := pveapitest.Send(context.Background(), c, r.Method, r.Path, r.Params, nil); err != nil {
 		t.Fatalf("%s: %v", r, err)
 	}
 }
@@ -50,7 +50,7 @@ func TestSimHAChain(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := dispatch(ctx, c, "POST", "/storage", url.Values{"storage": {"tank"}, "type": {"zfspool"}, "pool": {"tank"},
+			if err := pveapitest.Send(ctx, c, "POST", "/storage", url.Values{"storage": {"tank"}, "type": {"zfspool"}, "pool": {"tank"},
 				"content": {"images"}}, nil); err != nil {
 				t.Fatal(err)
 			}
@@ -92,7 +92,7 @@ func TestSimHAChain(t *testing.T) {
 
 			// The seed's runner container, ct:200.
 			var upid string
-			if err := dispatch(ctx, c, "POST", "/nodes/pve01/lxc", url.Values{"vmid": {"200"}, "hostname": {"runner"},
+			if err := pveapitest.Send(ctx, c, "POST", "/nodes/pve01/lxc", url.Values{"vmid": {"200"}, "hostname": {"runner"},
 				"ostemplate": {"local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst"}, "rootfs": {"local-lvm:4"}}, &upid); err != nil {
 				t.Fatal(err)
 			}
@@ -163,7 +163,7 @@ func TestSimHAChain(t *testing.T) {
 				if mech != ha.UseRules {
 					t.Fatalf("a fresh PVE 9 cluster places with rules, not %s", mech)
 				}
-				if err := dispatch(ctx, c, "POST", "/cluster/ha/groups", ha.CreateGroup(ha.Group{Name: "prefer-pve01", Nodes: nodes}).Params, nil); !ha.MigratedError(err) {
+				if err := pveapitest.Send(ctx, c, "POST", "/cluster/ha/groups", ha.CreateGroup(ha.Group{Name: "prefer-pve01", Nodes: nodes}).Params, nil); !ha.MigratedError(err) {
 					t.Errorf("H2: a group on migrated PVE 9: %v", err)
 				}
 				rule := ha.Rule{ID: ha.RuleIDFor("gopve", sid), Type: ha.NodeAffinity, Resources: []ha.SID{sid}, Nodes: nodes}
@@ -205,7 +205,7 @@ func TestSimHAChain(t *testing.T) {
 					t.Errorf("unmigrated PVE 9: %s %v", mech, err)
 				}
 				r := must(ha.CreateRule(ha.Rule{ID: "late", Type: ha.NodeAffinity, Resources: []ha.SID{sid}, Nodes: nodes}, v))
-				if err := dispatch(ctx, c, r.Method, r.Path, r.Params, nil); err == nil || !strings.Contains(err.Error(), "not been migrated yet") {
+				if err := pveapitest.Send(ctx, c, r.Method, r.Path, r.Params, nil); err == nil || !strings.Contains(err.Error(), "not been migrated yet") {
 					t.Errorf("a rule before the migration: %v", err)
 				}
 			}

@@ -23,7 +23,7 @@ func send(t *testing.T, c *pveapi.Client, major int, r apischema.Request) {
 		t.Fatalf("%s: %v", r, err)
 	}
 	var out any
-	if err := dispatch(context.Background(), c, r.Method, r.Path, r.Params, &out); err != nil {
+	if err := pveapitest.Send(context.Background(), c, r.Method, r.Path, r.Params, &out); err != nil {
 		t.Fatalf("%s: %v", r, err)
 	}
 	if upid, ok := out.(string); ok && strings.HasPrefix(upid, "UPID:") {
@@ -179,7 +179,7 @@ func TestSimCloneReads(t *testing.T) {
 			}
 			// The digest of the first read is stale now: PVE refuses the update.
 			stale := qemu.Update{Node: "pve01", VMID: 201, Digest: cfg.Digest, Set: map[string]string{"cores": "2"}}.Request()
-			if err := dispatch(ctx, c, stale.Method, stale.Path, stale.Params, nil); err == nil {
+			if err := pveapitest.Send(ctx, c, stale.Method, stale.Path, stale.Params, nil); err == nil {
 				t.Error("an update planned on a stale digest was applied")
 			}
 
