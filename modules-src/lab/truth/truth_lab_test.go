@@ -15,9 +15,11 @@
 //
 // Predictions and results come from the gopve.proxmox.plan callback's JSON
 // (one entry per task and host), so the comparison is task by task, not by
-// recap totals. The suite grows with the phases: clone is in (a template on
-// the founding node, cloned and configured, then its memory drifted); ha
-// joins it as its module lands.
+// recap totals. All six phases are in: clone clones a template on the
+// founding node, configures it and sees its memory drifted; then the site
+// grows by a VM on the pool's storage made highly available (check mode
+// predicts the clone and the HA chain of a guest that does not exist yet),
+// and its placement drifts.
 package truth
 
 import (
@@ -30,6 +32,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/labctl"
 	"github.com/gopve/proxmox/modules-src/lab/labtest"
@@ -54,6 +57,22 @@ pve_clone_vms:
     ciuser: debian
     sshkeys: ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIO+41ky5/3r6MHW0g3kuxhnCGqqE9DOXW8NgoCbNBESi alice@example.org"]
     ipconfig: {ipconfig0: "ip=10.0.0.5/24,gw=10.0.0.1"}
+`
+
+// growVars adds what operators add to a running site: one more VM, on the
+// pool's storage so that it replicates, made highly available (seed 003).
+// Its HA task meets, in check mode, a guest only the clone task before it
+// would create.
+const growVars = siteVars + `  - vmid: 202
+    name: db-1
+    template: debian-12
+    node: pve01
+    storage: nvme-vm
+pve_ha_guests:
+  - vmid: 202
+    type: vm
+    state: stopped
+    node_affinity: {pve01: 100}
 `
 
 // template is the VM template the clone phase clones (seed 001's
@@ -206,7 +225,11 @@ func (s *site) table(title string, predicted, real plan, writes map[string]int) 
 }
 
 func suite(t *testing.T, pve int) {
-	lab, bin := labtest.Start(t, pve, 3)
+	// Replication and the HA manager on short rounds: the ha phase waits
+	// for the first sync of each job (H1) and for the CRM.
+	lab, bin := labtest.StartWith(t, pve, 3, func(o *labctl.Options) {
+		o.SimConfig = func(c *pvesim.Config) { c.ReplicationInterval, c.HADelay = time.Second, 300*time.Millisecond }
+	})
 	repo, _ := labctl.RepoRoot()
 	s := &site{t: t, lab: lab, sim: lab.Sim(), coll: labtest.InstallCollection(t, repo, bin),
 		pb: filepath.Join(repo, "playbooks", "site.yml"), dir: t.TempDir()}
@@ -244,6 +267,32 @@ func suite(t *testing.T, pve int) {
 		t.Errorf("--check on the converged lab predicts:\n  %s", strings.Join(p.changed(), "\n  "))
 	}
 
+	// Growth: a VM added and made highly available. Check predicts exactly
+	// the clone and ha tasks the real run then changes.
+	if err := os.WriteFile(s.vars, []byte(growVars), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	grow, writes := s.checkRun("grow --check --diff")
+	grown := s.run("grow real run")
+	s.table(fmt.Sprintf("PVE %d, a VM added and made highly available", pve), grow, grown, writes)
+	for what, p := range map[string]plan{"check": grow, "real": grown} {
+		got := map[string]int{}
+		for _, x := range p.Tasks {
+			if x.Changed {
+				got[x.Phase+"|"+x.Host]++
+			}
+		}
+		if want := map[string]int{"clone|pve01": 1, "ha|pve01": 1}; !maps.Equal(got, want) {
+			t.Errorf("grow, %s run: changed tasks per phase|host %v, want exactly %v", what, got, want)
+		}
+	}
+	if p, r := grow.changed(), grown.changed(); !slices.Equal(p, r) {
+		t.Errorf("grow: check predicted %v, the real run changed %v", p, r)
+	}
+	if c := s.run("after the growth").changed(); len(c) != 0 {
+		t.Errorf("the run after the growth changed:\n  %s", strings.Join(c, "\n  "))
+	}
+
 	// One drift per phase, each on another node, all at once: each must
 	// change exactly its own task.
 	drifts := []struct{ phase, host, why, cmd string }{
@@ -253,6 +302,7 @@ func suite(t *testing.T, pve int) {
 		{"cluster", "pve03", "a known_hosts line removed (C3)", "sed -i 1d /root/.ssh/known_hosts"},
 		{"storage", "pve01", "a storage option changed (S2)", "pvesh set /storage/nvme-vm --sparse 0"},
 		{"clone", "pve01", "the VM's memory changed by hand (K5)", "pvesh set /nodes/pve01/qemu/201/config --memory 1024"},
+		haDrift(pve),
 	}
 	want := map[string]int{}
 	for _, d := range drifts {
@@ -296,4 +346,16 @@ func enterpriseRepo(t *testing.T, lab *labctl.Lab, pve int) string {
 		t.Fatalf("the lab node has no %s: %v", p, err)
 	}
 	return p
+}
+
+// haDrift undoes the ha phase's placement by hand: PVE 9's node-affinity
+// rule deleted (H2); on PVE 8, whose group cannot be deleted while the
+// resource uses it, the resource's max_restart changed instead.
+func haDrift(pve int) struct{ phase, host, why, cmd string } {
+	if pve >= 9 {
+		return struct{ phase, host, why, cmd string }{"ha", "pve01", "the guest's HA rule deleted (H2)",
+			"pvesh delete /cluster/ha/rules/gopve-vm-202"}
+	}
+	return struct{ phase, host, why, cmd string }{"ha", "pve01", "the HA resource's max_restart changed (H1)",
+		"pvesh set /cluster/ha/resources/vm:202 --max_restart 3"}
 }

@@ -106,6 +106,9 @@ func (g *guestHA) planHA(ctx context.Context, _ *ansible.World) ([]ansible.Chang
 	if err := g.observeBase(ctx); err != nil {
 		return nil, err
 	}
+	if g.notYet {
+		return nil, nil // the replication stage predicted the whole chain
+	}
 	cfg, err := g.observeHA(ctx)
 	if err != nil {
 		return nil, err

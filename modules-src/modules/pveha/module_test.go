@@ -301,3 +301,30 @@ func pveapitestWrite(w *world, method, path string, params url.Values) {
 	w.t.Helper()
 	pveapitest.Write(w.t, w.api, method, path, params)
 }
+
+// A check run of the whole site meets a guest an earlier task (pve_clone)
+// would create: check mode predicts the chain as a whole with a warning and
+// writes nothing; a real run without the guest still fails naming vmid,
+// unchanged.
+func TestCheckModeGuestNotYetCreated(t *testing.T) {
+	for _, v := range []int{8, 9} {
+		w := newWorld(t, v)
+		w.sim.ResetRequests()
+		check := w.run(map[string]any{"vmid": 777, "node_affinity": map[string]any{"pve02": 100}}, true)
+		if failed(check) || check["changed"] != true ||
+			!strings.Contains(pveapi.String(check["warnings"]), "guest 777 does not exist (yet)") ||
+			!strings.Contains(pveapi.String(check["changes"]), "make it highly available once it exists") {
+			t.Errorf("PVE %d check: failed %v changed %v %v warnings %v", v, check["failed"], check["changed"], check["msg"], check["warnings"])
+		}
+		if m := w.writes(); len(m) != 0 {
+			t.Errorf("PVE %d: check mode wrote %v", v, m)
+		}
+		real := w.run(map[string]any{"vmid": 777}, false)
+		if !failed(real) || real["changed"] != false || !strings.Contains(pveapi.String(real["msg"]), "vmid: no guest 777") {
+			t.Errorf("PVE %d real: failed %v changed %v %v", v, real["failed"], real["changed"], real["msg"])
+		}
+		if m := w.writes(); len(m) != 0 {
+			t.Errorf("PVE %d: the refused run wrote %v", v, m)
+		}
+	}
+}

@@ -71,6 +71,9 @@ func (g *guestHA) planReplication(ctx context.Context, _ *ansible.World) ([]ansi
 	if err := g.observeBase(ctx); err != nil {
 		return nil, err
 	}
+	if g.notYet {
+		return g.notYetChange(), nil
+	}
 	all, err := replication.Jobs(ctx, g.c)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the replication jobs: %w", err)
