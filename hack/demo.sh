@@ -25,7 +25,8 @@ echo "demo: building $lab"
 CGO_ENABLED=0 go build -o "$lab" ./modules-src/cmd/lab
 
 [ -e "$demo_dir" ] && "$lab" down --dir "$demo_dir" >/dev/null
-out=$("$lab" up --nodes "$nodes" --pve "$pve" --dir "$demo_dir")
+# The lab starts with a VM template on pve01 for the clone phase.
+out=$("$lab" up --nodes "$nodes" --pve "$pve" --dir "$demo_dir" --guests hack/demo/guests.json)
 echo "$out"
 inventory=$(sed -n 's/^inventory: *//p' <<<"$out")
 dir=$(dirname "$inventory")
@@ -44,11 +45,13 @@ mkdir -p "$stage/src/bin"
 cp -r galaxy.yml meta plugins roles playbooks README.md LICENSE CHANGELOG.md "$stage/src/"
 cp "bin/gopve_$(uname -s | tr A-Z a-z)_$(uname -m)" "$stage/src/bin/"
 export ANSIBLE_COLLECTIONS_PATH=$collections ANSIBLE_RETRY_FILES_ENABLED=0
+# Every run ends with the plan callback's phase x host table.
+export ANSIBLE_CALLBACKS_ENABLED=gopve.proxmox.plan
 ansible-galaxy collection build --force --output-path "$stage" "$stage/src" >/dev/null
 ansible-galaxy collection install --force -p "$collections" "$stage"/gopve-proxmox-*.tar.gz >/dev/null
 vars=(-e @hack/demo/group_vars.yml)
 site=playbooks/site.yml
-recap() { sed -n '/^PLAY RECAP/,$p'; }
+recap() { sed -n '/^PLAY RECAP/,$p'; }  # the recap, then the plan table
 
 echo
 echo "demo: ansible-playbook --check --diff $site   (predicts; writes nothing)"
@@ -65,6 +68,7 @@ if grep -Eq 'changed=[1-9]|failed=[1-9]' <<<"$second"; then
   exit 1
 fi
 echo "demo: what the nodes say now"
+"$lab" ssh --dir "$dir" pve01 'pvecm status | grep -E "^(Name|Nodes|Quorate):"; pvesm status | sed 1d | cut -c1-60; qm list | sed 1d' || true
 for node in $(sed -n 's/^ *\(pve[0-9][0-9]*\):$/\1/p' "$inventory"); do
   printf '  %s: %s | %s\n' "$node" "$("$lab" ssh --dir "$dir" "$node" pveversion)" \
     "$("$lab" ssh --dir "$dir" "$node" 'zpool list -H -o name,health,size' | tr '\t' ' ')"
