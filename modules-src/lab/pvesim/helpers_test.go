@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -23,6 +24,13 @@ import (
 // slotCounter hands each test its own 127.77.S.x addresses (S in 200..254)
 // so tests run in parallel; a slot someone else holds is skipped.
 var slotCounter atomic.Int32
+
+// slotsHeld are the slots of the simulators alive in this process: a slot
+// is never handed out twice at once, even when the counter wraps. Checking
+// by binding alone is not enough: a joiner's ports are free during its
+// restart window, and another test's simulator could take them (seen in
+// CI: "node pve02 cannot listen … address already in use").
+var slotsHeld sync.Map
 
 type simOpts struct {
 	version       int
@@ -77,6 +85,9 @@ func startSimWith(t *testing.T, o simOpts, adjust func(*Config)) *Sim {
 	var lastErr error
 	for attempt := 0; attempt < 55; attempt++ {
 		slot := 200 + int(slotCounter.Add(1))%55
+		if _, taken := slotsHeld.LoadOrStore(slot, true); taken {
+			continue
+		}
 		cfg := testConfig(o, slot, dir)
 		if adjust != nil {
 			adjust(&cfg)
@@ -87,6 +98,7 @@ func startSimWith(t *testing.T, o simOpts, adjust func(*Config)) *Sim {
 		}
 		if err := s.Start(context.Background()); err != nil {
 			s.Close()
+			slotsHeld.Delete(slot)
 			lastErr = err
 			if errors.Is(err, syscall.EADDRINUSE) {
 				continue
@@ -94,6 +106,7 @@ func startSimWith(t *testing.T, o simOpts, adjust func(*Config)) *Sim {
 			t.Fatalf("Start: %v", err)
 		}
 		t.Cleanup(func() {
+			defer slotsHeld.Delete(slot)
 			if err := s.Close(); err != nil {
 				t.Errorf("Close: %v", err)
 			}

@@ -2,6 +2,7 @@ package pveha
 
 import (
 	"fmt"
+	"github.com/gopve/proxmox/modules-src/pveapi/replication"
 	"testing"
 	"time"
 
@@ -81,5 +82,33 @@ func TestFailoverRerunUnchanged(t *testing.T) {
 				t.Errorf("rerun after the failback: %v %v %v", res["msg"], res["changes"], w.writes())
 			}
 		})
+	}
+}
+
+// H3: right after a failover the guest runs on a node one of its jobs still
+// targets (PVE switches that job at the node's next replication run, to the
+// node the guest left, most likely down). With targets left to "every other
+// member" the jobs stay exactly as they are: nothing created towards the
+// down node, nothing removed.
+func TestJobsLeftAloneUntilPVESwitchesThem(t *testing.T) {
+	jobs := []replication.Job{
+		{ID: replication.JobID{Guest: 201, Num: 0}, Target: "pve01"},
+		{ID: replication.JobID{Guest: 201, Num: 1}, Target: "pve03"},
+	}
+	p := matchJobs(jobs, []string{"pve01", "pve02"}, "pve03", true)
+	if len(p.create) != 0 || len(p.remove) != 0 || len(p.keep) != 1 || len(p.followed) != 1 || p.followed[0].Target != "pve03" {
+		t.Errorf("before the switch: %+v", p)
+	}
+	// Once switched (pve03 -> pve02, the node the guest left), it is the
+	// job for pve02: kept, nothing to do either.
+	jobs[1].Target = "pve02"
+	p = matchJobs(jobs, []string{"pve01", "pve02"}, "pve03", true)
+	if len(p.create) != 0 || len(p.remove) != 0 || len(p.keep) != 2 {
+		t.Errorf("after the switch: %+v", p)
+	}
+	// Explicit targets without the guest's node: a job to it is extra.
+	p = matchJobs(jobs[:1], []string{"pve01", "pve02"}, "pve03", false)
+	if len(p.create) != 1 || p.create[0] != "pve02" {
+		t.Errorf("a missing target: %+v", p)
 	}
 }

@@ -44,7 +44,16 @@ type jobPlan struct {
 // pointed at this node to point at the node it left
 // (switch_replication_job_target): one job to a node outside the targets
 // is then that job, not drift.
-func matchJobs(jobs []replication.Job, wanted []string, node string) jobPlan {
+//
+// self says the guest's current node belongs to its replication set: it is
+// among the targets asked for, or targets were left to "every other
+// member" (then the set is every member). A job that still points at that
+// node was not switched yet — PVE switches it at the node's next
+// replication run, to the node the guest left, which the module cannot
+// name for sure (that node is most likely down). Until then the jobs are
+// left exactly as they are: nothing is created nor removed, so a rerun
+// right after a failover changes nothing and never fights PVE.
+func matchJobs(jobs []replication.Job, wanted []string, node string, self bool) jobPlan {
 	var p jobPlan
 	need := slices.DeleteFunc(slices.Clone(wanted), func(n string) bool { return n == node })
 	var extra []replication.Job
@@ -53,14 +62,18 @@ func matchJobs(jobs []replication.Job, wanted []string, node string) jobPlan {
 		case slices.Contains(need, j.Target):
 			p.keep = append(p.keep, j)
 			need = slices.DeleteFunc(need, func(n string) bool { return n == j.Target })
-		case j.Target == node && slices.Contains(wanted, node):
+		case j.Target == node && self:
 			// Not switched yet: the next replication run on this node does.
 			p.followed = append(p.followed, j)
 		default:
 			extra = append(extra, j)
 		}
 	}
-	if slices.Contains(wanted, node) && len(p.followed) == 0 && len(extra) > 0 {
+	if len(p.followed) > 0 {
+		p.followed = append(p.followed, extra...)
+		return p
+	}
+	if slices.Contains(wanted, node) && len(extra) > 0 {
 		p.followed, extra = extra[:1], extra[1:]
 	}
 	p.create, p.remove = need, extra
@@ -92,7 +105,7 @@ func (g *guestHA) planReplication(ctx context.Context, _ *ansible.World) ([]ansi
 	if err != nil {
 		return nil, err
 	}
-	plan := matchJobs(jobs, wanted, g.guest.Node)
+	plan := matchJobs(jobs, wanted, g.guest.Node, g.p.Targets == nil || slices.Contains(wanted, g.guest.Node))
 	if len(plan.create) > 0 && len(jobs) == 0 && slices.Contains(wanted, g.guest.Node) {
 		return nil, fmt.Errorf("targets: guest %d runs on %s, which cannot be its own replication target", g.p.VMID, g.guest.Node)
 	}
