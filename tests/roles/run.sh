@@ -17,7 +17,7 @@ mkdir -p "$coll/plugins/modules" "$coll/meta"
 cp -r "$REPO/roles" "$coll/roles"
 cp "$REPO/galaxy.yml" "$coll/"
 printf 'requires_ansible: ">=2.14"\n' > "$coll/meta/runtime.yml"
-for m in pve_base pve_zfs pve_storage pve_cluster pve_ha; do
+for m in pve_base pve_zfs pve_storage pve_cluster pve_clone pve_ha; do
   cp "$HERE/capture.py" "$coll/plugins/modules/$m.py"
 done
 
@@ -40,7 +40,7 @@ ran_tasks "$work/run-214.log" "ansible-core 2.14"
 # alone (issue 19), read with --list-tasks (nothing runs). Each role's
 # argument validation is tagged `always` by Ansible: it is left out.
 cp -r "$REPO/playbooks" "$coll/playbooks"
-phases="base:pve_base zfs:pve_zfs cluster:pve_cluster storage:pve_storage ha:pve_ha"
+phases="base:pve_base zfs:pve_zfs cluster:pve_cluster storage:pve_storage clone:pve_clone ha:pve_ha"
 for p in $phases; do
   tag=${p%%:*} role=${p#*:}
   ANSIBLE_COLLECTIONS_PATH=$work/collections ansible-playbook -i "$work/inventory.yml" gopve.proxmox.site \
@@ -63,11 +63,15 @@ echo "site playbook: --tags selects each phase alone"
 # the capture stubs, the arguments each module got checked
 # (tests/roles/example_inventory.py).
 ansible-inventory -i "$REPO/playbooks/inventory" --list >"$work/example-inventory.json"
-# Every play of the site targets the three pve hosts, never pbs01.
+# Every play of the site targets the three pve hosts, never pbs01 — but
+# clone.yml's per-host play (group pve_vms, seed 002's VMs as inventory
+# hosts), which the example inventory has no hosts for.
 ANSIBLE_COLLECTIONS_PATH=$work/collections ansible-playbook -i "$REPO/playbooks/inventory" \
   gopve.proxmox.site --list-hosts >"$work/example-hosts.log"
-plays=$(grep -c '^  play #' "$work/example-hosts.log")
+plays=$(grep '^  play #' "$work/example-hosts.log" | grep -vc '(pve_vms)')
 with3=$(grep -c 'hosts (3):' "$work/example-hosts.log")
+grep -A2 '(pve_vms)' "$work/example-hosts.log" | grep -q 'hosts (0):' ||
+  { cat "$work/example-hosts.log"; echo "roles/run.sh: the per-host VM play targets hosts the example inventory does not declare" >&2; exit 1; }
 if [ "$plays" -lt 4 ] || [ "$plays" != "$with3" ] || grep -q pbs01 "$work/example-hosts.log"; then
   cat "$work/example-hosts.log"; echo "roles/run.sh: a site play over playbooks/inventory does not target exactly pve01-03" >&2; exit 1
 fi
