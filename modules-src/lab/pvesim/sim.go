@@ -327,6 +327,13 @@ func (s *Sim) stopLocked(name string) {
 		return
 	}
 	_ = rt.srv.Close() // drops open connections too, like a daemon restart
+	// The listener too, at once: srv.Close only closes the listeners Serve
+	// has registered, and Serve runs in its own goroutine, so right after a
+	// start the port could still be bound when the node comes back (a power
+	// cycle failed "address already in use" in CI).
+	if rt.ln != nil {
+		_ = rt.ln.Close()
+	}
 	rt.srv, rt.ln = nil, nil
 }
 
