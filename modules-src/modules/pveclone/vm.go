@@ -545,8 +545,9 @@ func (v *vm) planDestroy(ctx context.Context, g resources.Guest) ([]ansible.Chan
 		return nil, err
 	}
 	v.before = st.Next.Values
-	if g.HAState != "" && !v.p.Purge {
-		return nil, fmt.Errorf("purge: VM %d is managed by HA (%s); PVE refuses to destroy it unless purge is set, which also removes its HA resource", g.VMID, g.HAState)
+	purged, err := v.destroyRefusal(ctx, g)
+	if err != nil {
+		return nil, err
 	}
 	destroy := qemu.Destroy(g.Node, g.VMID, v.p.Purge)
 	destroy.Params.Set("destroy-unreferenced-disks", "1")
@@ -555,7 +556,7 @@ func (v *vm) planDestroy(ctx context.Context, g resources.Guest) ([]ansible.Chan
 	}
 	return []ansible.Change{{
 		ID:      "vm:absent",
-		Summary: fmt.Sprintf("destroy VM %d (%s) on %s", g.VMID, g.Name, g.Node),
+		Summary: fmt.Sprintf("destroy VM %d (%s) on %s%s", g.VMID, g.Name, g.Node, purgeSummary(purged)),
 		Diff:    ansible.TextDiff(confHeader(g.Node, g.VMID), renderConf(st.Next.Values), ""),
 		Apply: func(ctx context.Context) error {
 			if g.Status == "running" {
