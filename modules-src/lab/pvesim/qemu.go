@@ -504,6 +504,9 @@ func (s *Sim) createDrive(node string, vmid int, key, v string) (string, error) 
 		return v, nil
 	}
 	size := int64(gib * (1 << 30))
+	if fixed, ok := fixedDiskSize(key, d); ok {
+		size = allocatedSize(st, fixed) // the size in storage:N is ignored
+	}
 	volid, err := s.allocVolumeLocked(node, st, vmid, size, d.props.get("format"))
 	if err != nil {
 		return "", err
@@ -513,6 +516,38 @@ func (s *Sim) createDrive(node string, vmid int, key, v string) (string, error) 
 	d.props.keys = slices.DeleteFunc(d.props.keys, func(k string) bool { return k == "format" })
 	d.props.set("size", formatSize(size))
 	return d.print(), nil
+}
+
+// fixedDiskSize is the size create_disks (API2/Qemu.pm) allocates for the
+// two disks whose size PVE decides: tpmstate0 is TPMSTATE_DISK_SIZE (4
+// MiB, QemuServer/Drive.pm); efidisk0 is the OVMF vars image copied in
+// (OVMF.pm create_efidisk: file_get_size of OVMF_VARS_4M.fd, 540672 bytes,
+// for efitype=4m). Reconstruction: the legacy 2m vars image
+// (OVMF_VARS.fd) taken as 128 KiB, Debian's edk2 size.
+func fixedDiskSize(key string, d drive) (int64, bool) {
+	switch key {
+	case "tpmstate0":
+		return 4 << 20, true
+	case "efidisk0":
+		if d.props.get("efitype") == "4m" {
+			return 540672, true
+		}
+		return 128 << 10, true
+	}
+	return 0, false
+}
+
+// allocatedSize is what volume_size_info reads back after vdisk_alloc of
+// n bytes, the size create_efidisk records: LVM rounds a logical volume up
+// to its 4 MiB extent (lvcreate's default extent size), file and ZFS
+// volumes keep the size asked. Reconstruction: the extent size is LVM's
+// default, not read from a volume group.
+func allocatedSize(st *Storage, n int64) int64 {
+	if st.Type == "lvm" || st.Type == "lvmthin" {
+		const extent = 4 << 20
+		return (n + extent - 1) / extent * extent
+	}
+	return n
 }
 
 // ---- config updates ----

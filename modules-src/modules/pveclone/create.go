@@ -50,12 +50,15 @@ func (v *vm) planCreate(ctx context.Context) ([]ansible.Change, error) {
 		}
 		cfg[k] = s
 	}
+	isoSizes := map[string]int64{}
 	for _, k := range slices.Sorted(maps.Keys(v.w.disks)) {
 		d := v.w.disks[k]
 		if d.file != "" && d.media == "cdrom" {
-			if err := v.isoExists(ctx, node, d.file); err != nil {
+			size, err := v.isoExists(ctx, node, d.file)
+			if err != nil {
 				return nil, err
 			}
+			isoSizes[d.file] = size
 		} else if d.file == "" {
 			st, ok := stores[d.storage]
 			switch {
@@ -87,7 +90,7 @@ func (v *vm) planCreate(ctx context.Context) ([]ansible.Change, error) {
 	if err := req.Validate(v.version); err != nil {
 		return nil, v.schemaError(err)
 	}
-	predicted := predictCreate(cfg, v.p.VMID, stores)
+	predicted := predictCreate(cfg, v.p.VMID, stores, isoSizes)
 	if _, _, _, err := v.settings(ctx, vmState{Node: node, Next: predicted, Live: predicted}, false); err != nil {
 		return nil, err // refused before the clone is sent
 	}
@@ -118,7 +121,7 @@ func (v *vm) planCreate(ctx context.Context) ([]ansible.Change, error) {
 // size recorded; a NIC without MAC gets one; boot and smbios1 filled in.
 // Reconstruction: boot defaults to the legacy "cdn" order (CD-ROMs,
 // disks, the first NIC); vmgenid is added by PVE on create.
-func predictCreate(cfg map[string]string, vmid int, stores map[string]storageInfo) qemu.Config {
+func predictCreate(cfg map[string]string, vmid int, stores map[string]storageInfo, isoSizes map[string]int64) qemu.Config {
 	out := qemu.Config{Values: map[string]string{}}
 	next := map[string]int{}
 	var diskKeys []string
@@ -151,14 +154,13 @@ func predictCreate(cfg map[string]string, vmid int, stores map[string]storageInf
 					name = fmt.Sprintf("%d/%s.%s", vmid, name, f)
 				}
 				d.File = st + ":" + name
-				switch k {
-				case "efidisk0":
-					d.Size = 528 << 10 // efidisk: the OVMF vars image (4m: 528K)
-				case "tpmstate0":
-					d.Size = 4 << 20
-				default:
-					d.Size = int64(gib * float64(1<<30))
+				d.Size = int64(gib * float64(1<<30))
+				if n, fixed := fixedDiskSize(k, d); fixed {
+					d.Size = allocatedSize(stores[st], n)
 				}
+				val, _ = d.Render()
+			} else if n, ok := isoSizes[d.File]; ok && d.IsCDROM() && n > 0 {
+				d.Size = n // create_disks records volume_size_info of an existing volume
 				val, _ = d.Render()
 			}
 			if !d.IsCDROM() && k != "efidisk0" && k != "tpmstate0" {
@@ -185,6 +187,7 @@ func predictCreate(cfg map[string]string, vmid int, stores map[string]storageInf
 		out.Values["boot"] = "order=" + strings.Join(order, ";")
 	}
 	out.Values["smbios1"] = "uuid=" + AssignedAtCreation
+	out.Values["meta"] = AssignedAtCreation // create_vm: MetaInfo::new_meta_info_string (creation-qemu, ctime)
 	out.Values["vmgenid"] = AssignedAtCreation
 	return out
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -590,27 +589,6 @@ func (v *vm) isRunning(ctx context.Context, node string) (bool, error) {
 		return false, err
 	}
 	return st.Status == "running", nil
-}
-
-// isoExists checks a CD-ROM's volume on its storage before the create
-// (PVE would fail with "volume '…' does not exist").
-func (v *vm) isoExists(ctx context.Context, node, volid string) error {
-	store, _, ok := strings.Cut(volid, ":")
-	if !ok {
-		return nil
-	}
-	var list []struct {
-		VolID string `json:"volid"`
-	}
-	if err := v.c.Get(ctx, pveapi.Path("/nodes/%s/storage/%s/content", node, store), url.Values{"content": {"iso"}}, &list); err != nil {
-		return fmt.Errorf("cdrom: cannot list the ISOs of storage %s on %s: %w", store, node, err)
-	}
-	for _, e := range list {
-		if e.VolID == volid {
-			return nil
-		}
-	}
-	return fmt.Errorf("cdrom: volume '%s' does not exist on node %s", volid, node)
 }
 
 func confHeader(node string, vmid int) string {

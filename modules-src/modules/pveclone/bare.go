@@ -1,0 +1,63 @@
+package pveclone
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
+)
+
+// isoExists checks a CD-ROM's volume on its storage before the create
+// (create_disks: volume_size_info, "volume '…' does not exist") and
+// returns its size, which PVE records in the drive (size=).
+func (v *vm) isoExists(ctx context.Context, node, volid string) (int64, error) {
+	store, _, ok := strings.Cut(volid, ":")
+	if !ok {
+		return 0, nil
+	}
+	var list []struct {
+		VolID string `json:"volid"`
+		Size  int64  `json:"size"`
+	}
+	if err := v.c.Get(ctx, pveapi.Path("/nodes/%s/storage/%s/content", node, store), url.Values{"content": {"iso"}}, &list); err != nil {
+		return 0, fmt.Errorf("cdrom: cannot list the ISOs of storage %s on %s: %w", store, node, err)
+	}
+	for _, e := range list {
+		if e.VolID == volid {
+			return e.Size, nil
+		}
+	}
+	return 0, fmt.Errorf("cdrom: volume '%s' does not exist on node %s", volid, node)
+}
+
+// fixedDiskSize is the size qemu-server's create_disks allocates for the
+// disks whose size PVE decides, whatever storage:N says: tpmstate0 is
+// TPMSTATE_DISK_SIZE (4 MiB, QemuServer/Drive.pm); efidisk0 is the OVMF
+// vars image (OVMF.pm create_efidisk: OVMF_VARS_4M.fd, 540672 bytes, for
+// efitype=4m; the legacy 2m image, 128 KiB).
+func fixedDiskSize(key string, d qemu.Drive) (int64, bool) {
+	switch key {
+	case "tpmstate0":
+		return 4 << 20, true
+	case "efidisk0":
+		if t, _ := d.Other.Get("efitype"); t == "4m" {
+			return 540672, true
+		}
+		return 128 << 10, true
+	}
+	return 0, false
+}
+
+// allocatedSize is the size PVE records after allocating n bytes
+// (create_efidisk reads it back with volume_size_info): a logical volume
+// is rounded up to LVM's 4 MiB extent, other storages keep n.
+func allocatedSize(st storageInfo, n int64) int64 {
+	if st.Type == "lvm" || st.Type == "lvmthin" {
+		const extent = 4 << 20
+		return (n + extent - 1) / extent * extent
+	}
+	return n
+}
