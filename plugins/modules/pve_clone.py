@@ -225,8 +225,13 @@ options:
     type: "str"
   pool:
     description:
-      - "Resource pool the clone joins. It must exist: PVE only takes pool at creation (K6)."
+      - "Resource pool a VM created by this run joins (clone or bare). PVE only takes pool at creation (K6): a missing pool fails the task before anything is sent, unless pool_create is set."
     type: "str"
+  pool_create:
+    description:
+      - "Create pool first when it does not exist (K6), as its own change, before the clone or create. Needs Pool.Allocate on /pool/<pool>."
+    type: "bool"
+    default: false
   purge:
     description:
       - "With state=absent, also remove the VMID from backup jobs, replication jobs and HA."

@@ -77,10 +77,9 @@ func (v *vm) planCreate(ctx context.Context) ([]ansible.Change, error) {
 		}
 		cfg[k] = s
 	}
-	if v.p.Pool != "" {
-		if err := v.poolExists(ctx, v.p.Pool); err != nil {
-			return nil, err
-		}
+	pool, err := v.poolReady(ctx)
+	if err != nil {
+		return nil, err
 	}
 	params := maps.Clone(cfg)
 	if v.p.Pool != "" {
@@ -95,7 +94,7 @@ func (v *vm) planCreate(ctx context.Context) ([]ansible.Change, error) {
 		return nil, err // refused before the clone is sent
 	}
 	v.node = node
-	return []ansible.Change{{
+	return append(pool, ansible.Change{
 		ID:      "vm:create",
 		Summary: fmt.Sprintf("create VM %d (%s) on %s", v.p.VMID, v.p.Name, node),
 		Diff:    ansible.TextDiff(confHeader(node, v.p.VMID), "", renderConf(predicted.Values)),
@@ -111,7 +110,7 @@ func (v *vm) planCreate(ctx context.Context) ([]ansible.Change, error) {
 		Predict: func(w *ansible.World) {
 			vmKey(v.p.VMID).Predict(w, vmState{Node: node, Next: predicted, Live: predicted})
 		},
-	}}, nil
+	}), nil
 }
 
 // predictCreate is the config qemu-server writes for a create call

@@ -78,6 +78,7 @@ type params struct {
 	Storage               string `ansible:"storage"`
 	Format                string `ansible:"format"`
 	Pool                  string `ansible:"pool"`
+	PoolCreate            bool   `ansible:"pool_create"`
 	BWLimit               int    `ansible:"bwlimit"`
 	Purge                 bool   `ansible:"purge"`
 	AgentWait             int    `ansible:"agent_wait"`
@@ -145,7 +146,9 @@ func spec() ansible.Spec {
 		"storage": str("Target storage of a full clone's disks (default: each disk's own storage). Must exist on the target node and hold images; with a target node it must be shared."),
 		"format": {Type: ansible.TypeStr, Choices: []any{"raw", "qcow2", "vmdk"}, Description: []string{
 			"Disk format of a full clone on a file storage (the clone API accepts only raw, qcow2 and vmdk)."}},
-		"pool":    str("Resource pool the clone joins. It must exist: PVE only takes pool at creation (K6)."),
+		"pool": str("Resource pool a VM created by this run joins (clone or bare). PVE only takes pool at creation (K6): a missing pool fails the task before anything is sent, unless pool_create is set."),
+		"pool_create": {Type: ansible.TypeBool, Default: false, Description: []string{
+			"Create pool first when it does not exist (K6), as its own change, before the clone or create. Needs Pool.Allocate on /pool/<pool>."}},
 		"bwlimit": num("Bandwidth limit of the clone's disk copies, KiB/s."),
 		"agent_wait": {Type: ansible.TypeInt, Default: 0, Description: []string{
 			"With state=started, seconds to wait for the guest agent to answer (GET agent/network-get-interfaces) once the VM runs; the task fails if it does not, naming K20. 0 (the default) never waits: an image without qemu-guest-agent would hang an unbounded wait (seed 003's 15 minutes)."}},

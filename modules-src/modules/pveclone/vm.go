@@ -276,21 +276,6 @@ func (v *vm) nodeExists(ctx context.Context, node string) error {
 	return fmt.Errorf("node: no such cluster node '%s' (the cluster has %s)", node, strings.Join(names, ", "))
 }
 
-func (v *vm) poolExists(ctx context.Context, pool string) error {
-	var pools []struct {
-		PoolID string `json:"poolid"`
-	}
-	if err := v.c.Get(ctx, "/pools", nil, &pools); err != nil {
-		return fmt.Errorf("pool: cannot list the pools: %w", err)
-	}
-	for _, p := range pools {
-		if p.PoolID == pool {
-			return nil
-		}
-	}
-	return fmt.Errorf("pool: pool '%s' does not exist; PVE only takes a pool when the VM is created (K6): create the pool first", pool)
-}
-
 // planClone runs PVE's pre-clone checks read-only (clone_vm's
 // $load_and_check) and plans the clone with its predicted config.
 func (v *vm) planClone(ctx context.Context, guests []resources.Guest) ([]ansible.Change, error) {
@@ -321,10 +306,9 @@ func (v *vm) planClone(ctx context.Context, guests []resources.Guest) ([]ansible
 	if err := v.checkCloneStorage(src, tpl, target, stores); err != nil {
 		return nil, err
 	}
-	if v.p.Pool != "" {
-		if err := v.poolExists(ctx, v.p.Pool); err != nil {
-			return nil, err
-		}
+	pool, err := v.poolReady(ctx)
+	if err != nil {
+		return nil, err
 	}
 	full := v.p.Full
 	clone := qemu.Clone{Node: tpl.Node, VMID: tpl.VMID, NewID: v.p.VMID, Name: v.p.Name, Target: target, Full: &full,
@@ -350,7 +334,7 @@ func (v *vm) planClone(ctx context.Context, guests []resources.Guest) ([]ansible
 	if target != tpl.Node {
 		where = fmt.Sprintf("%s → %s", tpl.Node, target)
 	}
-	return []ansible.Change{{
+	return append(pool, ansible.Change{
 		ID:      "vm:clone",
 		Summary: fmt.Sprintf("%s clone of template %d (%s) into VM %d on %s", kind, tpl.VMID, tpl.Name, v.p.VMID, where),
 		Diff:    ansible.TextDiff(confHeader(target, v.p.VMID), "", renderConf(predicted.Values)),
@@ -371,7 +355,7 @@ func (v *vm) planClone(ctx context.Context, guests []resources.Guest) ([]ansible
 		Predict: func(w *ansible.World) {
 			vmKey(v.p.VMID).Predict(w, vmState{Node: target, Next: predicted, Live: predicted})
 		},
-	}}, nil
+	}), nil
 }
 
 // checkCloneStorage is clone_vm's storage checks, read-only: the target
