@@ -8,6 +8,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/pveapi"
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
+	"github.com/gopve/proxmox/modules-src/pveapi/resources"
 )
 
 // isoExists checks a CD-ROM's volume on its storage before the create
@@ -60,4 +61,21 @@ func allocatedSize(st storageInfo, n int64) int64 {
 		return (n + extent - 1) / extent * extent
 	}
 	return n
+}
+
+// crossNodeLocal is clone_vm's refusal of a target node when a template's
+// volume is on storage that is not shared (API2/Qemu.pm clone_vm after
+// $check_storage_access_clone, which counts CD-ROM ISOs and the cloud-init
+// drive too), with PVE's own reason and what to do instead.
+func crossNodeLocal(target string, tpl resources.Guest, key string, d qemu.Drive, st storageInfo, store string) error {
+	what := "disk"
+	fix := fmt.Sprintf("clone on %s and migrate, or keep a template on each node", tpl.Node)
+	if d.IsCDROM() && !d.IsCloudInit() {
+		what = "CD-ROM ISO"
+		fix = "eject it from the template (" + key + ": none) or keep the ISO on shared storage"
+	} else if d.IsCloudInit() {
+		what = "cloud-init drive"
+	}
+	return fmt.Errorf("node: can't clone VM to node '%s' (VM uses local storage): template %d's %s %s is on %s storage '%s' of node %s; %s",
+		target, tpl.VMID, what, key, st.Type, store, tpl.Node, fix)
 }

@@ -385,15 +385,20 @@ func (v *vm) checkCloneStorage(src qemu.Config, tpl resources.Guest, target stri
 	for _, k := range slices.Sorted(maps.Keys(disks)) {
 		d := disks[k]
 		store, _, ok := strings.Cut(d.File, ":")
-		if !ok || (d.IsCDROM() && !d.IsCloudInit()) {
-			continue
+		if !ok {
+			continue // none, a host drive (cdrom) or a path
 		}
 		st, known := stores[store]
 		if !known {
 			return fmt.Errorf("template %d: %s is on storage '%s', which does not exist", tpl.VMID, k, store)
 		}
-		if target != tpl.Node && !st.Shared && !d.IsCDROM() {
-			return fmt.Errorf("node: can't clone VM to node '%s' (VM uses local storage): template %d's %s is on %s storage '%s' of node %s; clone on %s and migrate, or keep a template on each node", target, tpl.VMID, k, st.Type, store, tpl.Node, tpl.Node)
+		if target != tpl.Node && !st.Shared {
+			// check_storage_access_clone counts every volume, an ISO in a
+			// CD-ROM and the cloud-init drive included.
+			return crossNodeLocal(target, tpl, k, d, st, store)
+		}
+		if d.IsCDROM() && !d.IsCloudInit() {
+			continue
 		}
 		if !v.p.Full && !d.IsCloudInit() && k != "tpmstate0" && !linkable(st, d.File) {
 			return fmt.Errorf("full: Linked clone feature is not supported for '%s' (%s): %s storage cannot link; use a full clone", d.File, k, st.Type)
