@@ -2,10 +2,12 @@ package pveclone
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim"
+	"github.com/gopve/proxmox/modules-src/pveapi/pveapitest"
 	"github.com/gopve/proxmox/modules-src/pveapi/resources"
 )
 
@@ -67,6 +69,34 @@ func TestCrossNodeLocalRefused(t *testing.T) {
 				if g, ok := resources.Find(w.guests(), a["vmid"].(int)); !ok || g.Node != "pve01" {
 					t.Errorf("VM %v: %+v %v", a["vmid"], g, ok)
 				}
+			}
+
+			// A linked clone across nodes from a template on shared NFS
+			// (a raw base: file storages link any base format, clone_image
+			// writes a qcow2 overlay) is made, and check mode predicted its
+			// volume; from LVM (thick) it is refused before anything is sent.
+			args := map[string]any{"vmid": 215, "name": "e", "template": "debian-12", "node": "pve02", "full": false}
+			w.sim.ResetRequests()
+			check := w.run(args, true)
+			if failed(check) || len(writes(w.sim)) != 0 {
+				t.Fatalf("linked across nodes, check: %v", msg(check))
+			}
+			res := w.run(args, false)
+			if failed(res) || res["changed"] != true {
+				t.Fatalf("linked across nodes: %v", msg(res))
+			}
+			got := w.config("pve02", 215, false).Values["scsi0"]
+			if p := cfgOf(check)["scsi0"]; p != got || !strings.HasPrefix(got, "shared:9000/base-9000-disk-0.raw/215/vm-215-disk-0.qcow2") {
+				t.Errorf("linked across nodes scsi0: predicted %q, read back %q", p, got)
+			}
+			pveapitest.Write(t, w.client(), "POST", "/storage", url.Values{"storage": {"thick"}, "type": {"lvm"}, "vgname": {"vg0"}, "content": {"images"}})
+			if err := w.sim.AddGuest("pve01", pvesim.GuestSpec{VMID: 9006, Template: true, Config: map[string]string{"name": "thick-tpl", "scsi0": "thick:1"}}); err != nil {
+				t.Fatal(err)
+			}
+			w.sim.ResetRequests()
+			res = w.run(map[string]any{"vmid": 216, "name": "f", "template": "thick-tpl", "full": false}, false)
+			if !failed(res) || res["changed"] != false || !strings.Contains(msg(res), "full: Linked clone feature is not supported for 'thick:base-9006-disk-0' (scsi0)") || len(writes(w.sim)) != 0 {
+				t.Errorf("linked from LVM: changed=%v %q writes %v", res["changed"], msg(res), writes(w.sim))
 			}
 		})
 	}

@@ -408,14 +408,16 @@ func (v *vm) checkCloneStorage(src qemu.Config, tpl resources.Guest, target stri
 }
 
 // linkable is volume_has_feature('clone') for a template's base volume:
-// thin storages and qcow2 on file storages (pve-storage Plugin.pm,
-// LvmThinPlugin.pm, ZFSPoolPlugin.pm, RBDPlugin.pm).
+// thin storages, and every base format (raw, qcow2, vmdk) on file storages,
+// where clone_image writes a qcow2 overlay (pve-storage Plugin.pm
+// volume_has_feature: clone => {base => {qcow2, raw, vmdk}};
+// LvmThinPlugin.pm, ZFSPoolPlugin.pm, RBDPlugin.pm). LVM (thick) cannot.
 func linkable(st storageInfo, volid string) bool {
 	switch st.Type {
 	case "lvmthin", "zfspool", "rbd", "zfs":
 		return true
 	}
-	return st.file() && strings.HasSuffix(volid, ".qcow2")
+	return st.file()
 }
 
 // lockRetries bounds how often a clone or create whose task failed on a
