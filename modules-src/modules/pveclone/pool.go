@@ -4,16 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"regexp"
+	"strings"
 
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/pveapi"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
+	"github.com/gopve/proxmox/modules-src/pveapi/pveformat"
 )
-
-// poolNameRe is pve-access-control's verify_poolname (AccessControl.pm):
-// letters, digits, . - _, at most three levels separated by /.
-var poolNameRe = regexp.MustCompile(`^[A-Za-z0-9.\-_]+(?:/[A-Za-z0-9.\-_]+){0,2}$`)
 
 // poolReady is K6 for a VM this run creates: PVE only takes the pool at
 // creation and refuses a missing one (RPCEnvironment::check_pool_exist),
@@ -25,18 +22,29 @@ func (v *vm) poolReady(ctx context.Context) ([]ansible.Change, error) {
 	if pool == "" {
 		return nil, nil
 	}
-	if !poolNameRe.MatchString(pool) {
-		return nil, fmt.Errorf("pool: pool name '%s' contains invalid characters (PVE's pve-poolid: letters, digits, . - _, up to three levels)", pool)
+	if err := pveformat.CheckFormat("pve-poolid", pool); err != nil {
+		return nil, fmt.Errorf("pool: %w (letters, digits, . - _, up to three levels)", err)
 	}
-	ok, err := v.poolFound(ctx, pool)
+	pools, err := v.pools(ctx)
 	if err != nil {
 		return nil, err
 	}
 	switch {
-	case ok:
+	case pools[pool]:
 		return nil, nil
 	case !v.p.PoolCreate:
 		return nil, fmt.Errorf("pool: pool '%s' does not exist; PVE only takes a pool when the VM is created (K6): create the pool first, or set pool_create", pool)
+	}
+	// Pool.pm create_pool's own refusals, decided before anything is sent.
+	leaf := pool
+	if i := strings.LastIndex(pool, "/"); i >= 0 {
+		leaf = pool[i+1:]
+		if parent := pool[:i]; !pools[parent] {
+			return nil, fmt.Errorf("pool: parent '%s' of pool '%s' does not exist (pool_create creates one level)", parent, pool)
+		}
+	}
+	if c := leaf[0]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+		return nil, fmt.Errorf("pool: pool name must start with a letter ('%s')", pool)
 	}
 	return []ansible.Change{{
 		ID:      "pool:" + pool,
@@ -61,16 +69,21 @@ func (v *vm) poolReady(ctx context.Context) ([]ansible.Change, error) {
 // not see it (K19): the clone would then fail on PVE's own check, naming
 // the pool.
 func (v *vm) poolFound(ctx context.Context, pool string) (bool, error) {
-	var pools []struct {
+	pools, err := v.pools(ctx)
+	return pools[pool], err
+}
+
+// pools is the set of pools the token sees (GET /pools).
+func (v *vm) pools(ctx context.Context) (map[string]bool, error) {
+	var list []struct {
 		PoolID string `json:"poolid"`
 	}
-	if err := v.c.Get(ctx, "/pools", nil, &pools); err != nil {
-		return false, fmt.Errorf("pool: cannot list the pools: %w", err)
+	if err := v.c.Get(ctx, "/pools", nil, &list); err != nil {
+		return nil, fmt.Errorf("pool: cannot list the pools: %w", err)
 	}
-	for _, p := range pools {
-		if p.PoolID == pool {
-			return true, nil
-		}
+	out := map[string]bool{}
+	for _, p := range list {
+		out[p.PoolID] = true
 	}
-	return false, nil
+	return out, nil
 }

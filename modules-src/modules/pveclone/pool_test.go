@@ -28,6 +28,8 @@ func TestPoolCreatedOnRequestK6(t *testing.T) {
 			}{
 				{args, "pool: pool 'tenant-b' does not exist; PVE only takes a pool when the VM is created (K6)"},
 				{with(args, "pool", "tenant b", "pool_create", true), "pool: pool name 'tenant b' contains invalid characters"},
+				{with(args, "pool", "9tenant", "pool_create", true), "pool: pool name must start with a letter"},
+				{with(args, "pool", "org/tenant-b", "pool_create", true), "pool: parent 'org' of pool 'org/tenant-b' does not exist"},
 			} {
 				res := w.run(c.args, false)
 				if !failed(res) || res["changed"] != false || !strings.Contains(msg(res), c.want) {
