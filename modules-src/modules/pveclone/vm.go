@@ -292,7 +292,9 @@ func (v *vm) planClone(ctx context.Context, guests []resources.Guest) ([]ansible
 			return nil, err
 		}
 	}
-	src, err := qemu.GetConfig(ctx, v.c, tpl.Node, tpl.VMID, false)
+	// current=1: clone_vm copies the template's stored values and discards
+	// its pending section (with a warning), so the prediction must too.
+	src, err := qemu.GetConfig(ctx, v.c, tpl.Node, tpl.VMID, true)
 	if err != nil {
 		return nil, fmt.Errorf("template: cannot read VM %d on %s: %w", tpl.VMID, tpl.Node, err)
 	}
