@@ -234,7 +234,7 @@ options:
     default: false
   purge:
     description:
-      - "With state=absent, also remove the VMID from backup jobs, replication jobs and HA."
+      - "With state=absent, qemu-server's purge: the VMID also leaves its replication jobs, backup jobs and HA. Without it PVE refuses to destroy a VM under HA or named by replication jobs, and the module refuses first, before any write. The VM's ACLs and pool membership go with every destroy."
     type: "bool"
     default: false
   scsihw:

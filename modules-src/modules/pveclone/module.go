@@ -152,7 +152,7 @@ func spec() ansible.Spec {
 		"bwlimit": num("Bandwidth limit of the clone's disk copies, KiB/s."),
 		"agent_wait": {Type: ansible.TypeInt, Default: 0, Description: []string{
 			"With state=started, seconds to wait for the guest agent to answer (GET agent/network-get-interfaces) once the VM runs; the task fails if it does not, naming K20. 0 (the default) never waits: an image without qemu-guest-agent would hang an unbounded wait (seed 003's 15 minutes)."}},
-		"purge": {Type: ansible.TypeBool, Default: false, Description: []string{"With state=absent, also remove the VMID from backup jobs, replication jobs and HA."}},
+		"purge": {Type: ansible.TypeBool, Default: false, Description: []string{"With state=absent, qemu-server's purge: the VMID also leaves its replication jobs, backup jobs and HA. Without it PVE refuses to destroy a VM under HA or named by replication jobs, and the module refuses first, before any write. The VM's ACLs and pool membership go with every destroy."}},
 
 		"cores":       num("CPU cores per socket."),
 		"sockets":     num("CPU sockets."),
