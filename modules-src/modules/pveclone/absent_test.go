@@ -18,7 +18,8 @@ import (
 // (API2/Qemu.pm destroy_vm): without purge PVE refuses a VM under HA or
 // named by replication jobs, and the module refuses first — before it
 // stops a running VM for a destroy that would then fail; with purge the
-// replication jobs and the HA resource go with the VM; purge or not, the
+// replication jobs, the backup jobs' mention and the HA resource go with the
+// VM; purge or not, the
 // ACLs on /vms/<vmid> and the pool membership go (remove_vm_access).
 // Every changed is checked against the lab's mutating requests and what
 // the lab holds afterwards; PVE 8 and 9.
@@ -43,6 +44,8 @@ func TestAbsentPurge(t *testing.T) {
 				}
 			}
 			pveapitest.Write(t, api, "PUT", "/pools", url.Values{"poolid": {"tenant-a"}, "vms": {"401,402"}})
+			pveapitest.Write(t, api, "POST", "/cluster/backup", url.Values{"id": {"nightly"}, "schedule": {"01:00"}, "vmid": {"401,402"}, "storage": {"shared"}})
+			pveapitest.Write(t, api, "POST", "/cluster/backup", url.Values{"id": {"weekly"}, "schedule": {"sun 02:00"}, "all": {"1"}, "exclude": {"401"}, "storage": {"shared"}})
 			pveapitest.Write(t, api, "POST", "/cluster/ha/resources", url.Values{"sid": {"vm:401"}, "state": {"stopped"}})
 
 			// Without purge: refused before any write, naming purge and
@@ -96,6 +99,13 @@ func TestAbsentPurge(t *testing.T) {
 			jobs, err := replication.Jobs(context.Background(), api)
 			if err != nil || len(jobs) != 0 {
 				t.Errorf("replication jobs left after purge: %v %v", jobs, err)
+			}
+			// remove_vmid_from_backup_jobs: nightly named only 401 and 402, so
+			// it went; weekly lost 401 from its exclude list.
+			var backups []map[string]any
+			if err := api.Get(context.Background(), "/cluster/backup", nil, &backups); err != nil || len(backups) != 1 ||
+				backups[0]["id"] != "weekly" || backups[0]["exclude"] != nil || backups[0]["all"] != "1" {
+				t.Errorf("backup jobs after purge: %v %v", backups, err)
 			}
 			var ha []map[string]any
 			if err := api.Get(context.Background(), "/cluster/ha/resources", nil, &ha); err != nil || len(ha) != 0 {
