@@ -55,7 +55,7 @@ func (s *Sim) postBackupJob(rc *reqCtx) (any, error) {
 	}
 	list, _ := s.readSectionsLocked(db, jobsCfg)
 	if findSection(list, id) != nil {
-		return nil, fmt.Errorf("Job '%s' already exists", id)
+		return nil, pveDie("Job '%s' already exists", id)
 	}
 	opts := map[string]string{"enabled": "1"}
 	for k := range rc.params {
