@@ -3,6 +3,7 @@ package pvesim
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
@@ -17,14 +18,21 @@ import (
 
 const jobsCfg = "jobs.cfg"
 
-// backupJob is a job as the API lists it: its options, id and type.
-func backupJob(sec *section) map[string]any {
+// backupJob is a job as the API lists it: its options (typed as the
+// create schema types them: booleans and integers as numbers), id and type.
+func (s *Sim) backupJob(sec *section) map[string]any {
 	e := map[string]any{"id": sec.ID, "type": "vzdump"}
+	var props map[string]*pveschema.Prop
+	if m := s.schema.Method("POST", "/cluster/backup"); m != nil && m.Parameters != nil {
+		props = m.Parameters.Properties
+	}
 	for k, v := range sec.Opts {
 		e[k] = v
-	}
-	if v, ok := sec.Opts["enabled"]; ok && (v == "0" || v == "1") {
-		e["enabled"] = int(v[0] - '0')
+		if p := props[k]; p != nil && (p.Type == "boolean" || p.Type == "integer") {
+			if n, err := strconv.Atoi(v); err == nil {
+				e[k] = n
+			}
+		}
 	}
 	return e
 }
@@ -35,7 +43,7 @@ func (s *Sim) getBackupJobs(rc *reqCtx) (any, error) {
 	out := []map[string]any{}
 	for _, sec := range list {
 		if sec.Type == "vzdump" {
-			out = append(out, backupJob(sec))
+			out = append(out, s.backupJob(sec))
 		}
 	}
 	return out, nil
@@ -76,7 +84,7 @@ func (s *Sim) getBackupJob(rc *reqCtx) (any, error) {
 	if sec == nil || sec.Type != "vzdump" {
 		return nil, errParams(map[string]string{"id": fmt.Sprintf("No such job '%s'", rc.str("id"))})
 	}
-	return backupJob(sec), nil
+	return s.backupJob(sec), nil
 }
 
 // DELETE /cluster/backup/{id}

@@ -104,7 +104,7 @@ func TestAbsentPurge(t *testing.T) {
 			// it went; weekly lost 401 from its exclude list.
 			var backups []map[string]any
 			if err := api.Get(context.Background(), "/cluster/backup", nil, &backups); err != nil || len(backups) != 1 ||
-				backups[0]["id"] != "weekly" || backups[0]["exclude"] != nil || backups[0]["all"] != "1" {
+				backups[0]["id"] != "weekly" || backups[0]["exclude"] != nil || backups[0]["all"] != float64(1) {
 				t.Errorf("backup jobs after purge: %v %v", backups, err)
 			}
 			var ha []map[string]any
