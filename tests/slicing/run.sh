@@ -18,7 +18,9 @@
 #      storages for itself (pve02, pve03 are not members yet: left out of
 #      nodes, with a warning); pve02 and pve03 unchanged, no write to their
 #      API;
-#   4. slice 2 = pve02,pve03: base and zfs on themselves, their keys
+#   4. slice 2 = pve02,pve03, run by the execution-environment controller
+#      (Debian 13's ansible-core 2.19 and nothing else: no `ansible`
+#      package, no other collection): base and zfs on themselves, their keys
 #      authorized in the cluster's shared authorized_keys (C7) and joined
 #      one at a time (C4), then the storage's nodes list gains them (S1,
 #      S2); pve01's own files unchanged and no write to its API;
@@ -29,19 +31,42 @@
 #      already the cluster's), the other nodes' files unchanged.
 # Needs root (the lab); `make test` runs it after the roles test.
 set -euo pipefail
+if [ "${1:-}" = __ee ]; then
+  # __ee ROOT OVL WORK CMD...: in a private mount namespace, CMD chrooted
+  # into an overlay of ROOT (never written) with WORK at the same path: the
+  # collection, the inventories and the lab's keys.
+  shift; root=$1 ovl=$2 cwd=$3; shift 3
+  mkdir -p "$ovl/up" "$ovl/work" "$ovl/root"
+  mount -t overlay overlay -o "lowerdir=$root,upperdir=$ovl/up,workdir=$ovl/work" "$ovl/root"
+  mount -t proc proc "$ovl/root/proc"
+  mount --rbind /dev "$ovl/root/dev"
+  mount -t tmpfs tmpfs "$ovl/root/tmp"
+  mkdir -p "$ovl/root$cwd"
+  mount --bind "$cwd" "$ovl/root$cwd"
+  exec chroot "$ovl/root" /usr/bin/env -i PATH=/usr/bin:/bin HOME="$HOME" LANG=C.UTF-8 \
+    ANSIBLE_COLLECTIONS_PATH="$ANSIBLE_COLLECTIONS_PATH" ANSIBLE_LOCAL_TEMP="$ANSIBLE_LOCAL_TEMP" \
+    ANSIBLE_NOCOLOR=1 ANSIBLE_RETRY_FILES_ENABLED=0 /bin/sh -c 'cd "$0" && exec "$@"' "$cwd" "$@"
+fi
+self=$(realpath "$0")
 cd "$(dirname "$0")/../.."
 repo=$PWD
 PVE=${PVE:-9}
 work=$(mktemp -d)
+eeovl=$(mktemp -d)
 lab=$work/bin/lab
 labdir=
 cleanup() {
   [ -n "$labdir" ] && "$lab" down --dir "$labdir" >/dev/null 2>&1 || true
-  rm -rf "$work"
+  rm -rf "$work" "$eeovl"
 }
 trap cleanup EXIT
 
 make -s build >/dev/null
+# The execution-environment controller: the Debian 13 root holds Debian's
+# ansible-core and only the packages it Depends on (installed without
+# Recommends: no `ansible` package, no other collection, no Python library
+# of ours), what an image built from docs' recipe holds.
+trixie=$(./hack/debian-root.sh trixie)
 mkdir -p "$(dirname "$lab")"
 CGO_ENABLED=0 go build -o "$lab" ./modules-src/cmd/lab
 coll=$work/collections/ansible_collections/gopve/proxmox
@@ -54,6 +79,18 @@ export ANSIBLE_COLLECTIONS_PATH=$work/collections ANSIBLE_NOCOLOR=1 ANSIBLE_RETR
 mkdir -p "$work/home"
 
 fail() { echo "slicing: $*" >&2; exit 1; }
+cp hack/demo/group_vars.yml "$work/group_vars.yml"
+ee() { unshare --mount --propagation private -- "$self" __ee "$trixie" "$eeovl" "$work" "$@"; }
+# nothing but ansible-core there: no `ansible` package, no collection but
+# ours and ansible-core's own
+ee_version=$(ee ansible-playbook --version 2>/dev/null | head -1)
+case $ee_version in *"core 2.19"*) ;; *) fail "the EE controller is not ansible-core 2.19: $ee_version" ;; esac
+status() { ee dpkg-query -W -f '${db:Status-Status}' "$1" 2>/dev/null || true; }
+[ "$(status ansible-core)" = installed ] || fail "the EE controller has no ansible-core"
+[ "$(status ansible)" != installed ] || fail "the EE controller has Debian's ansible package"
+# (ansible._protomatter is ansible-core 2.19's own, inside its package)
+colls=$(ee ansible-galaxy collection list 2>/dev/null | awk '/^[a-z0-9_]+\.[a-z0-9_]+ / && !/^ansible\./{print $1}' | sort -u | tr '\n' ' ')
+[ "$colls" = "gopve.proxmox " ] || fail "the EE controller sees collections '$colls', not gopve.proxmox alone"
 
 # Inventories: inv3 is the site before growth (pve04 not in it yet), inv4
 # the lab's own; awx2 is inv3 as AWX hands slice 2 of 2 to its job.
@@ -117,13 +154,14 @@ for line in json.load(sys.stdin)["content"].splitlines():
 site() { # site LOG INVENTORY [ansible-playbook args]; fails the test if the run fails
   local log=$work/$1 inv=$2
   shift 2
-  ansible-playbook -i "$inv" -e @"$repo/hack/demo/group_vars.yml" --tags base,zfs,cluster,storage \
+  $controller ansible-playbook -i "$inv" -e @"$work/group_vars.yml" --tags base,zfs,cluster,storage \
     gopve.proxmox.site "$@" >"$log" 2>&1 || { cat "$log" >&2; fail "the run $* failed"; }
 }
+controller=  # this machine's ansible-core 2.14; ee: the execution-environment controller
 refused() { # refused LOG INVENTORY TAGS SENTENCE [args]: the run fails, saying SENTENCE
   local log=$work/$1 inv=$2 tags=$3 want=$4
   shift 4
-  if ansible-playbook -i "$inv" -e @"$repo/hack/demo/group_vars.yml" --tags "$tags" \
+  if ansible-playbook -i "$inv" -e @"$work/group_vars.yml" --tags "$tags" \
     gopve.proxmox.site "$@" >"$log" 2>&1; then
     cat "$log" >&2
     fail "the run $* (tags $tags) succeeded; it must refuse"
@@ -168,7 +206,7 @@ unchanged "slice 1 (pve01)" pve02 pve03 pve04
 # 4. slice 2: the joiners
 snapshot
 ctl /v1/requests -X DELETE >/dev/null
-site slice2.log "$work/inv3.yml" --limit pve02,pve03
+controller=ee site slice2.log "$work/inv3.yml" --limit pve02,pve03
 [ -z "$(recap slice2.log pve01)" ] || fail "slice 2 (pve02,pve03) ran on pve01"
 unchanged "slice 2 (pve02,pve03)" pve01 pve04
 for n in pve02 pve03; do
@@ -196,5 +234,5 @@ got=$(writes pve04 | grep -c /storage || true)
 [ "$got" = 1 ] || fail "the growth sent $got storage writes, not the one that adds pve04 to nvme-vm's nodes: $(writes pve04)"
 writes pve04 | grep -q '^PUT /storage/nvme-vm .*"nodes": "pve01,pve02,pve03,pve04"' ||
   fail "the growth's storage write is not nvme-vm's nodes list: $(writes pve04)"
-echo "slicing: slices pve01 | pve02,pve03 converged base, zfs, cluster and storage on their own hosts (whole group then changed=0);" \
+echo "slicing: slices pve01 | pve02,pve03 (the latter from an ansible-core-only controller, $ee_version) converged base, zfs, cluster and storage on their own hosts (whole group then changed=0);" \
   "the joiners' slice first and AWX's slice without the primary refused with nothing changed; site --limit pve04 grew the cluster and its storage"
