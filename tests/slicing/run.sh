@@ -167,6 +167,7 @@ refused() { # refused LOG INVENTORY TAGS SENTENCE [args]: the run fails, saying 
     fail "the run $* (tags $tags) succeeded; it must refuse"
   fi
   tr -s ' \n' ' ' <"$log" | grep -qF "$want" || { cat "$log" >&2; fail "the run $* (tags $tags) failed without saying: $want"; }
+  echo "slicing: refused as expected ($tags $*): $(grep -o '"msg": "[^"]*"' "$log" | head -1)"
 }
 recap() { # recap LOG HOST: HOST's changed count, empty when it did not run
   sed -n "s/^$2 *: .*changed=\([0-9]*\).*/\1/p" "$work/$1"
