@@ -97,8 +97,15 @@ func (v *vm) planCreate(ctx context.Context) ([]ansible.Change, error) {
 		Summary: fmt.Sprintf("create VM %d (%s) on %s", v.p.VMID, v.p.Name, node),
 		Diff:    ansible.TextDiff(confHeader(node, v.p.VMID), "", renderConf(predicted.Values)),
 		Apply: func(ctx context.Context) error {
-			if err := v.sendCreate(ctx, write{req: req, what: fmt.Sprintf("create VM %d", v.p.VMID),
-				settle: func(ctx context.Context) (bool, error) { return v.exists(ctx) }, creates: true}, func(*pveapi.TaskResult) {}); err != nil {
+			mk := func(id int) (write, error) {
+				req := qemu.Create(node, id, params) // vmid: auto may claim another VMID than planned
+				if err := req.Validate(v.version); err != nil {
+					return write{}, v.schemaError(err)
+				}
+				return write{req: req, what: fmt.Sprintf("create VM %d", id),
+					settle: func(ctx context.Context) (bool, error) { return v.exists(ctx) }, creates: true}, nil
+			}
+			if err := v.claim(ctx, mk, func(*pveapi.TaskResult) {}); err != nil {
 				return err
 			}
 			v.created = true

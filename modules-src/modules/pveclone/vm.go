@@ -25,6 +25,7 @@ type vm struct {
 	p    params
 	w    *want
 	poll time.Duration
+	auto *vmidRange // vmid: auto, within this range
 
 	version int
 	existed bool
@@ -60,8 +61,9 @@ func run(r *ansible.Run, o pveapi.Options) error {
 	if err := r.Decode(&p); err != nil {
 		return err
 	}
-	if p.VMID < 100 || p.VMID > 999999999 {
-		return fmt.Errorf("vmid: %d is out of range (PVE's VMIDs are 100 … 999999999)", p.VMID)
+	auto, err := parseVMIDOptions(&p)
+	if err != nil {
+		return err
 	}
 	w, err := buildWant(p)
 	if err != nil {
@@ -93,7 +95,7 @@ func run(r *ansible.Run, o pveapi.Options) error {
 	if poll == 0 {
 		poll = time.Second
 	}
-	v := &vm{r: r, c: c, p: p, w: w, poll: poll}
+	v := &vm{r: r, c: c, p: p, w: w, poll: poll, auto: auto}
 	defer v.report()
 	if err := r.Stage("vm", v.planVM); err != nil {
 		return err
@@ -146,6 +148,11 @@ func (v *vm) planVM(ctx context.Context, _ *ansible.World) ([]ansible.Change, er
 	guests, err := resources.Guests(ctx, v.c)
 	if err != nil {
 		return nil, fmt.Errorf("cannot list the cluster's guests: %w", err)
+	}
+	if v.auto != nil {
+		if ok, err := v.resolveAuto(guests); err != nil || !ok {
+			return nil, err
+		}
 	}
 	g, found := resources.Find(guests, v.p.VMID)
 	if found {
@@ -356,9 +363,17 @@ func (v *vm) planClone(ctx context.Context, guests []resources.Guest) ([]ansible
 		Summary: fmt.Sprintf("%s clone of template %d (%s) into VM %d on %s", kind, tpl.VMID, tpl.Name, v.p.VMID, where),
 		Diff:    ansible.TextDiff(confHeader(target, v.p.VMID), "", renderConf(predicted.Values)),
 		Apply: func(ctx context.Context) error {
-			w := write{req: req, what: fmt.Sprintf("clone template %d into VM %d", tpl.VMID, v.p.VMID),
-				settle: func(ctx context.Context) (bool, error) { return v.exists(ctx) }, creates: true}
-			if err := v.sendCreate(ctx, w, func(res *pveapi.TaskResult) {
+			mk := func(id int) (write, error) {
+				c := clone
+				c.NewID = id // vmid: auto may claim another VMID than planned
+				req := c.Request()
+				if err := req.Validate(v.version); err != nil {
+					return write{}, v.schemaError(err)
+				}
+				return write{req: req, what: fmt.Sprintf("clone template %d into VM %d", tpl.VMID, id),
+					settle: func(ctx context.Context) (bool, error) { return v.exists(ctx) }, creates: true}, nil
+			}
+			if err := v.claim(ctx, mk, func(res *pveapi.TaskResult) {
 				if res != nil {
 					v.cloneWarnings = res.Warnings
 				}

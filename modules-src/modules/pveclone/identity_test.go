@@ -1,0 +1,243 @@
+package pveclone
+
+import (
+	"fmt"
+	"maps"
+	"strings"
+	"testing"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim"
+	"github.com/gopve/proxmox/modules-src/pveapi"
+)
+
+func autoArgs(name, rng string) map[string]any {
+	return with(webArgs(), "vmid", "auto", "vmid_range", rng, "name", name)
+}
+
+func clonesSent(s *pvesim.Sim) []pvesim.Request {
+	var out []pvesim.Request
+	for _, r := range writes(s) {
+		if strings.HasSuffix(r.Path, "/clone") || r.Path == "/nodes/pve03/qemu" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func vmidOf(res map[string]any) int {
+	n := 0
+	fmt.Sscan(pveapi.String(res["vmid"]), &n)
+	return n
+}
+
+// vmid: auto with a range: bad combinations fail naming the option before
+// any request that writes; the module never picks a VMID without a range.
+func TestVMIDAutoBadInput(t *testing.T) {
+	w := newWorld(t, 9)
+	w.sim.ResetRequests()
+	cases := []struct {
+		args map[string]any
+		want string
+	}{
+		{with(webArgs(), "vmid", "auto"), "vmid_range: required with vmid: auto"},
+		{with(autoArgs("", "2000-2099"), "name", nil), "name: required with vmid: auto"},
+		{autoArgs("web-a", "2099-2000"), "vmid_range: 2099-2000 is empty"},
+		{autoArgs("web-a", "50-200"), "vmid_range: 50-200 is not within PVE's VMIDs (100 … 999999999)"},
+		{autoArgs("web-a", "2000-1000000000"), "vmid_range: 2000-1000000000 is not within PVE's VMIDs"},
+		{autoArgs("web-a", "2000"), `vmid_range: "2000" is not a range of VMIDs`},
+		{with(webArgs(), "vmid", 150, "vmid_range", "2000-2099"), "vmid: 150 is outside vmid_range 2000-2099"},
+		{with(webArgs(), "vmid", "next"), `vmid: "next" is neither a VMID`},
+		{with(webArgs(), "vmid", 99), "vmid: 99 is out of range"},
+	}
+	for _, c := range cases {
+		res := w.run(c.args, false)
+		if !failed(res) || res["changed"] != false || !strings.Contains(msg(res), c.want) {
+			t.Errorf("%v: failed=%v changed=%v %q, want %q", c.args["vmid_range"], failed(res), res["changed"], msg(res), c.want)
+		}
+	}
+	if m := writes(w.sim); len(m) != 0 {
+		t.Errorf("bad input wrote %+v", m)
+	}
+}
+
+// vmid: auto claims the lowest free VMID of the range (2000 is held by
+// another VM), check mode predicts it with a warning and writes nothing,
+// the rerun finds the VM by its name in the range: changed=0, the same
+// vmid, three reads (PVE 8 and 9).
+func TestVMIDAutoClaimAndRerun(t *testing.T) {
+	for _, ver := range []int{8, 9} {
+		t.Run(fmt.Sprintf("PVE%d", ver), func(t *testing.T) {
+			w := newWorld(t, ver)
+			if err := w.sim.AddGuest("pve02", pvesim.GuestSpec{VMID: 2000, Config: map[string]string{"name": "someone-else"}}); err != nil {
+				t.Fatal(err)
+			}
+			// Outside the range, the same name: not ours.
+			if err := w.sim.AddGuest("pve03", pvesim.GuestSpec{VMID: 3000, Config: map[string]string{"name": "web-a"}}); err != nil {
+				t.Fatal(err)
+			}
+			args := autoArgs("web-a", "2000-2009")
+			w.sim.ResetRequests()
+			check := w.run(args, true)
+			if failed(check) || check["changed"] != true || vmidOf(check) != 2001 || len(writes(w.sim)) != 0 {
+				t.Fatalf("check: vmid %v %v, writes %v", check["vmid"], msg(check), writes(w.sim))
+			}
+			if !strings.Contains(pveapi.String(check["warnings"]), "would claim VMID 2001") {
+				t.Errorf("check mode does not say which VMID it predicts: %v", check["warnings"])
+			}
+			res := w.run(args, false)
+			if failed(res) || res["changed"] != true || vmidOf(res) != 2001 {
+				t.Fatalf("real: vmid %v %v", res["vmid"], msg(res))
+			}
+			if c := w.config("pve02", 2001, false); c.Values["name"] != "web-a" || c.Values["cores"] != "2" {
+				t.Errorf("VM 2001: %v", c.Values)
+			}
+			w.sim.ResetRequests()
+			again := w.run(args, false)
+			if failed(again) || again["changed"] != false || vmidOf(again) != 2001 || len(writes(w.sim)) != 0 {
+				t.Fatalf("rerun: vmid %v changed %v %v %v", again["vmid"], again["changed"], msg(again), writes(w.sim))
+			}
+			reads := 0
+			for _, r := range w.sim.Requests() {
+				if r.Path != "/access/ticket" {
+					reads++
+				}
+			}
+			if reads > 3 {
+				t.Errorf("the rerun made %d requests, want three reads", reads)
+			}
+			// absent by name within the range.
+			gone := w.run(with(args, "state", "absent"), false)
+			if failed(gone) || gone["changed"] != true || vmidOf(gone) != 2001 {
+				t.Fatalf("absent: %v %v", gone["vmid"], msg(gone))
+			}
+			for _, g := range w.guests() {
+				if g.VMID == 2001 {
+					t.Errorf("VM 2001 left after absent")
+				}
+			}
+			if again := w.run(with(args, "state", "absent"), false); failed(again) || again["changed"] != false {
+				t.Errorf("absent again: %v", msg(again))
+			}
+		})
+	}
+}
+
+// Two guests of one name in the range: fail listing them, before anything
+// is written. A full range fails with it, nothing changed.
+func TestVMIDAutoAmbiguousAndFull(t *testing.T) {
+	w := newWorld(t, 8)
+	for _, g := range []struct {
+		id   int
+		node string
+	}{{2100, "pve02"}, {2101, "pve03"}} {
+		if err := w.sim.AddGuest(g.node, pvesim.GuestSpec{VMID: g.id, Config: map[string]string{"name": "twin"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.sim.ResetRequests()
+	res := w.run(autoArgs("twin", "2100-2109"), false)
+	if !failed(res) || res["changed"] != false || !strings.Contains(msg(res), `2 guests are named "twin" in vmid_range 2100-2109 (2100 on pve02, 2101 on pve03)`) {
+		t.Errorf("two of one name: %v", msg(res))
+	}
+	full := w.run(autoArgs("web-z", "2100-2101"), false)
+	if !failed(full) || full["changed"] != false || !strings.Contains(msg(full), "vmid_range: every VMID of 2100-2101 is taken") {
+		t.Errorf("full range: %v", msg(full))
+	}
+	if m := writes(w.sim); len(m) != 0 {
+		t.Errorf("wrote %+v", m)
+	}
+}
+
+// The claim is the clone call itself: a VMID the module's token cannot
+// see (K19: the guest list is filtered by VM.Audit; the token may still
+// allocate it, so PVE's permission check passes) is refused by PVE as
+// taken ("config file already exists"), a proven non-change, and the next
+// free one is claimed. The lab's request log shows both clone calls, the
+// first refused.
+func TestVMIDAutoRefusedIsRetried(t *testing.T) {
+	w := newWorld(t, 9)
+	if err := w.sim.AddGuest("pve01", pvesim.GuestSpec{VMID: 2200, Config: map[string]string{"name": "hidden"}}); err != nil {
+		t.Fatal(err)
+	}
+	id, secret, err := w.sim.AddToken("pve01", pvesim.TokenSpec{User: "root@pam", Name: "blind", Privsep: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []struct{ path, role string }{{"/", "Administrator"}, {"/vms/2200", "priv:VM.Allocate"}} {
+		if err := w.sim.Grant("pve01", g.path, id, g.role, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn := maps.Clone(w.conn)
+	w.conn["api_token_id"], w.conn["api_token_secret"] = id, secret
+	defer func() { w.conn = conn }()
+	args := with(autoArgs("web-b", "2200-2209"), "node", nil) // the template's node: the clone's own check sees 2200
+	w.sim.ResetRequests()
+	res := w.run(args, false)
+	if failed(res) || res["changed"] != true || vmidOf(res) != 2201 {
+		t.Fatalf("vmid %v: %v", res["vmid"], msg(res))
+	}
+	var sent []string
+	for _, r := range writes(w.sim) {
+		if strings.HasSuffix(r.Path, "/clone") {
+			sent = append(sent, fmt.Sprintf("%s %d", r.Params["newid"], r.Status))
+		}
+	}
+	if len(sent) != 2 || !strings.HasPrefix(sent[0], "2200 5") || sent[1] != "2201 200" {
+		t.Errorf("clone calls (newid status): %v", sent)
+	}
+	if !strings.Contains(pveapi.String(res["warnings"]), "VMID 2200 was taken meanwhile") {
+		t.Errorf("no warning on the refused VMID: %v", res["warnings"])
+	}
+	if c := w.config("pve01", 2200, false); c.Values["name"] != "hidden" {
+		t.Errorf("the hidden VM was touched: %v", c.Values)
+	}
+	if c := w.config("pve01", 2201, false); c.Values["name"] != "web-b" {
+		t.Errorf("VM 2201: %v", c.Values)
+	}
+}
+
+// K18 for vmid: auto: two runs with different names racing in one range
+// end with two VMs of distinct VMIDs, each run reporting the one it
+// claimed; each rerun changes nothing and returns the same vmid.
+func TestK18VMIDAutoConcurrent(t *testing.T) {
+	for _, ver := range []int{8, 9} {
+		t.Run(fmt.Sprintf("PVE%d", ver), func(t *testing.T) {
+			w := newWorld(t, ver)
+			w.sim.ResetRequests()
+			names := []string{"web-a", "web-b"}
+			results := make(chan map[string]any, 2)
+			for _, n := range names {
+				go func() { results <- w.run(autoArgs(n, "2300-2309"), false) }()
+			}
+			got := map[string]int{}
+			for range names {
+				r := <-results
+				if failed(r) || r["changed"] != true {
+					t.Fatalf("a run failed: %v", msg(r))
+				}
+				got[cfgOf(r)["name"]] = vmidOf(r)
+			}
+			if got["web-a"] == got["web-b"] || got["web-a"] < 2300 || got["web-b"] < 2300 {
+				t.Fatalf("K18: VMIDs %v", got)
+			}
+			t.Logf("K18 auto: %v; clone calls %d (a refused claim shows as a third)", got, len(clonesSent(w.sim)))
+			inRange := map[int]string{}
+			for _, g := range w.guests() {
+				if g.VMID >= 2300 && g.VMID <= 2309 {
+					inRange[g.VMID] = g.Name
+				}
+			}
+			if len(inRange) != 2 || inRange[got["web-a"]] != "web-a" || inRange[got["web-b"]] != "web-b" {
+				t.Errorf("K18: guests in the range %v, runs said %v", inRange, got)
+			}
+			for _, n := range names {
+				w.sim.ResetRequests()
+				again := w.run(autoArgs(n, "2300-2309"), false)
+				if failed(again) || again["changed"] != false || vmidOf(again) != got[n] || len(writes(w.sim)) != 0 {
+					t.Errorf("rerun %s: vmid %v changed %v %v", n, again["vmid"], again["changed"], msg(again))
+				}
+			}
+		})
+	}
+}
