@@ -241,3 +241,78 @@ func TestK18VMIDAutoConcurrent(t *testing.T) {
 		})
 	}
 }
+
+// Ownership by origin, from what PVE keeps: a linked clone's disk names
+// its template's base volume, so an existing VMID linked from another
+// template, or linked when the task builds it bare or asks a full clone,
+// fails before any write with what was found. A template at the VMID
+// fails too. A full clone keeps no origin: it is accepted under any
+// template (documented, not guessed). PVE 8 and 9.
+func TestOwnershipByOrigin(t *testing.T) {
+	for _, ver := range []int{8, 9} {
+		t.Run(fmt.Sprintf("PVE%d", ver), func(t *testing.T) {
+			w := newWorld(t, ver)
+			if err := w.sim.AddGuest("pve01", pvesim.GuestSpec{VMID: 9005, Template: true, Config: map[string]string{
+				"name": "other-tpl", "scsi0": "local-lvm:1", "net0": "virtio,bridge=vmbr0"}}); err != nil {
+				t.Fatal(err)
+			}
+			linked := map[string]any{"vmid": 202, "name": "thin-1", "template": "local-tpl", "full": false}
+			if res := w.run(linked, false); failed(res) {
+				t.Fatalf("linked clone: %v", msg(res))
+			}
+			// A full clone of debian-12 (shared storage): no origin kept.
+			full := map[string]any{"vmid": 203, "name": "full-1", "template": "9000", "node": "pve01"}
+			if res := w.run(full, false); failed(res) {
+				t.Fatalf("full clone: %v", msg(res))
+			}
+			w.sim.ResetRequests()
+			cases := []struct {
+				args map[string]any
+				want string
+			}{
+				{with(linked, "template", "other-tpl"), `template: VMID 202 (thin-1) is a linked clone of template 9001 (local-tpl): its scsi0 is local-lvm:base-9001-disk-0/vm-202-disk-0, not of "other-tpl"`},
+				{with(linked, "template", "9005"), `is a linked clone of template 9001 (local-tpl): its scsi0 is local-lvm:base-9001-disk-0/vm-202-disk-0, not of "9005"`},
+				{with(linked, "template", nil, "full", nil, "node", "pve01"), "template: VMID 202 (thin-1) is a linked clone of template 9001 (local-tpl): its scsi0 is local-lvm:base-9001-disk-0/vm-202-disk-0, but this task builds the VM bare"},
+				{with(linked, "full", true), "full: VMID 202 (thin-1) is a linked clone of template 9001 (local-tpl)"},
+				{map[string]any{"vmid": 9005, "name": "other-tpl", "template": "9000"}, "which is a template"},
+			}
+			for _, c := range cases {
+				res := w.run(c.args, false)
+				if !failed(res) || res["changed"] != false || !strings.Contains(msg(res), c.want) || !strings.Contains(msg(res), "nothing was changed") {
+					t.Errorf("%v: failed=%v changed=%v %q\nwant %q", c.args, failed(res), res["changed"], msg(res), c.want)
+				}
+				if m := writes(w.sim); len(m) != 0 {
+					t.Fatalf("origin refusal wrote %+v", m)
+				}
+			}
+			// What matches is accepted: the linked clone by its template's
+			// VMID or name, the full clone under any template (PVE keeps no
+			// origin for it).
+			for _, args := range []map[string]any{linked, with(linked, "template", "9001"), full, with(full, "template", "local-tpl")} {
+				if res := w.run(args, false); failed(res) || res["changed"] != false {
+					t.Errorf("%v: %v %v", args, msg(res), res["changed"])
+				}
+			}
+			if m := writes(w.sim); len(m) != 0 {
+				t.Errorf("accepted reruns wrote %+v", m)
+			}
+		})
+	}
+}
+
+// The base-volume forms of pve-storage's parse_volname.
+func TestLinkedBaseForms(t *testing.T) {
+	for volid, want := range map[string]int{
+		"local-lvm:base-9001-disk-0/vm-202-disk-0":                   9001,
+		"shared:9000/base-9000-disk-0.qcow2/201/vm-201-disk-0.qcow2": 9000,
+		"ceph:base-120-disk-1/vm-130-disk-0":                         120,
+		"local-lvm:vm-202-disk-0":                                    0,
+		"shared:201/vm-201-disk-0.qcow2":                             0,
+		"local-lvm:base-9001-disk-0":                                 0, // a template's own base volume
+	} {
+		got, ok := linkedBase(volid)
+		if got != want || ok != (want != 0) {
+			t.Errorf("%s: %d %v, want %d", volid, got, ok, want)
+		}
+	}
+}

@@ -167,6 +167,9 @@ func (v *vm) planVM(ctx context.Context, _ *ansible.World) ([]ansible.Change, er
 		if err != nil {
 			return nil, err
 		}
+		if err := v.checkOrigin(guests, st.Next); err != nil {
+			return nil, err
+		}
 		v.read = &st
 		v.before = st.Next.Values
 		return nil, nil
