@@ -27,6 +27,9 @@ type vm struct {
 	poll time.Duration
 	auto *vmidRange // vmid: auto, within this range
 
+	volumes  map[string][]string    // the VMID's volumes per node and storage, read once (diskname.go)
+	storages map[string]storageInfo // GET /storage, read once for the disk names
+
 	version int
 	existed bool
 	created bool // cloned or built by this run
@@ -347,8 +350,12 @@ func (v *vm) planClone(ctx context.Context, guests []resources.Guest) ([]ansible
 	if err := req.Validate(v.version); err != nil {
 		return nil, v.schemaError(err)
 	}
+	names, err := v.cloneNames(ctx, src, tpl.Node, stores)
+	if err != nil {
+		return nil, err
+	}
 	predicted, err := predictClone(src, tpl.VMID, cloneOpts{newid: v.p.VMID, name: v.p.Name, description: clone.Description,
-		storage: v.p.Storage, format: v.p.Format, full: full}, stores)
+		storage: v.p.Storage, format: v.p.Format, full: full}, stores, names)
 	if err != nil {
 		return nil, err
 	}
