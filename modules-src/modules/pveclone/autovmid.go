@@ -201,14 +201,18 @@ func (v *vm) claim(ctx context.Context, mk func(vmid int) (write, error), done f
 // takenMeanwhile: PVE refused the clone or create because the VMID is
 // held — synchronously (config file already exists; VM N already exists
 // on node) or in the clone worker, which re-runs that check under the new
-// VMID's lock, or could not take that lock (another clone of it holds it).
+// VMID's lock, could not take that lock (another clone of it holds it), or
+// could not write its temporary config (another node holds the VMID).
 // Each time the call made nothing of its own.
 func takenMeanwhile(err error, vmid int) bool {
 	var te *pveapi.TaskError
 	if errors.As(err, &te) {
 		s := te.ExitStatus
 		return strings.Contains(s, "already exists") ||
-			(strings.Contains(s, fmt.Sprintf("lock-%d.conf", vmid)) && strings.Contains(s, "got timeout"))
+			(strings.Contains(s, fmt.Sprintf("lock-%d.conf", vmid)) && strings.Contains(s, "got timeout")) ||
+			// pmxcfs refuses the temporary config when another node holds the
+			// VMID (memdb.c vmlist_different_vm_exists), before any volume.
+			(strings.Contains(s, fmt.Sprintf("/qemu-server/%d.conf' failed: File exists", vmid)))
 	}
 	return ansible.IsNothingChanged(err) && strings.Contains(err.Error(), "already exists")
 }

@@ -2,7 +2,6 @@ package pveclone
 
 import (
 	"fmt"
-	"maps"
 	"strings"
 	"testing"
 
@@ -155,45 +154,62 @@ func TestVMIDAutoAmbiguousAndFull(t *testing.T) {
 // free one is claimed. The lab's request log shows both clone calls, the
 // first refused.
 func TestVMIDAutoRefusedIsRetried(t *testing.T) {
-	w := newWorld(t, 9)
-	if err := w.sim.AddGuest("pve01", pvesim.GuestSpec{VMID: 2200, Config: map[string]string{"name": "hidden"}}); err != nil {
-		t.Fatal(err)
-	}
-	id, secret, err := w.sim.AddToken("pve01", pvesim.TokenSpec{User: "root@pam", Name: "blind", Privsep: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, g := range []struct{ path, role string }{{"/", "Administrator"}, {"/vms/2200", "priv:VM.Allocate"}} {
-		if err := w.sim.Grant("pve01", g.path, id, g.role, true); err != nil {
-			t.Fatal(err)
-		}
-	}
-	conn := maps.Clone(w.conn)
-	w.conn["api_token_id"], w.conn["api_token_secret"] = id, secret
-	defer func() { w.conn = conn }()
-	args := with(autoArgs("web-b", "2200-2209"), "node", nil) // the template's node: the clone's own check sees 2200
-	w.sim.ResetRequests()
-	res := w.run(args, false)
-	if failed(res) || res["changed"] != true || vmidOf(res) != 2201 {
-		t.Fatalf("vmid %v: %v", res["vmid"], msg(res))
-	}
-	var sent []string
-	for _, r := range writes(w.sim) {
-		if strings.HasSuffix(r.Path, "/clone") {
-			sent = append(sent, fmt.Sprintf("%s %d", r.Params["newid"], r.Status))
-		}
-	}
-	if len(sent) != 2 || !strings.HasPrefix(sent[0], "2200 5") || sent[1] != "2201 200" {
-		t.Errorf("clone calls (newid status): %v", sent)
-	}
-	if !strings.Contains(pveapi.String(res["warnings"]), "VMID 2200 was taken meanwhile") {
-		t.Errorf("no warning on the refused VMID: %v", res["warnings"])
-	}
-	if c := w.config("pve01", 2200, false); c.Values["name"] != "hidden" {
-		t.Errorf("the hidden VM was touched: %v", c.Values)
-	}
-	if c := w.config("pve01", 2201, false); c.Values["name"] != "web-b" {
-		t.Errorf("VM 2201: %v", c.Values)
+	// On the template's node clone_vm's own check refuses the VMID at once
+	// (500 "config file already exists"); held by another node, the clone
+	// worker fails writing its temporary config (pmxcfs: File exists).
+	for _, tc := range []struct {
+		node, refusal string
+	}{{"pve01", "500"}, {"pve02", "task"}} {
+		t.Run(tc.node, func(t *testing.T) {
+			w := newWorld(t, 9)
+			if err := w.sim.AddGuest(tc.node, pvesim.GuestSpec{VMID: 2200, Config: map[string]string{"name": "hidden"}}); err != nil {
+				t.Fatal(err)
+			}
+			id, secret, err := w.sim.AddToken("pve01", pvesim.TokenSpec{User: "root@pam", Name: "blind", Privsep: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, g := range []struct{ path, role string }{{"/", "Administrator"}, {"/vms/2200", "priv:VM.Allocate"}} {
+				if err := w.sim.Grant("pve01", g.path, id, g.role, true); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w.conn["api_token_id"], w.conn["api_token_secret"] = id, secret
+			args := with(autoArgs("web-b", "2200-2209"), "node", nil) // the template's node
+			w.sim.ResetRequests()
+			res := w.run(args, false)
+			if failed(res) || res["changed"] != true || vmidOf(res) != 2201 {
+				t.Fatalf("vmid %v: %v", res["vmid"], msg(res))
+			}
+			var sent []string
+			for _, r := range writes(w.sim) {
+				if strings.HasSuffix(r.Path, "/clone") {
+					sent = append(sent, fmt.Sprintf("%s %d", r.Params["newid"], r.Status))
+				}
+			}
+			first := map[string]string{"500": "2200 500", "task": "2200 200"}[tc.refusal]
+			if len(sent) != 2 || sent[0] != first || sent[1] != "2201 200" {
+				t.Errorf("clone calls (newid status): %v, want [%s 2201 200]", sent, first)
+			}
+			if !strings.Contains(pveapi.String(res["warnings"]), "VMID 2200 was taken meanwhile") {
+				t.Errorf("no warning on the refused VMID: %v", res["warnings"])
+			}
+			if c := w.config(tc.node, 2200, false); c.Values["name"] != "hidden" {
+				t.Errorf("the hidden VM was touched: %v", c.Values)
+			}
+			if c := w.config("pve01", 2201, false); c.Values["name"] != "web-b" {
+				t.Errorf("VM 2201: %v", c.Values)
+			}
+			n := 0
+			for _, g := range w.guests() {
+				if g.VMID == 2200 {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Errorf("%d guests hold VMID 2200", n)
+			}
+		})
 	}
 }
 
