@@ -332,3 +332,45 @@ func TestLinkedBaseForms(t *testing.T) {
 		}
 	}
 }
+
+// The same race for bare VMs: create_vm claims the VMID in
+// create_and_lock_config (check_vmid_unused: "VM N already exists on node"),
+// the loser's refusal changed nothing and it takes the next one.
+func TestK18VMIDAutoConcurrentBare(t *testing.T) {
+	w := newWorld(t, 9)
+	bare := func(name, node string) map[string]any {
+		return map[string]any{"vmid": "auto", "vmid_range": "2400-2409", "name": name, "node": node, "cores": 2,
+			"disks": map[string]any{"scsi0": "local-lvm:1"}, "nets": map[string]any{"net0": "virtio,bridge=vmbr0"}}
+	}
+	results := make(chan map[string]any, 2)
+	for _, a := range []map[string]any{bare("bare-a", "pve02"), bare("bare-b", "pve03")} {
+		go func() { results <- w.run(a, false) }()
+	}
+	got := map[string]int{}
+	for range 2 {
+		r := <-results
+		if failed(r) || r["changed"] != true {
+			t.Fatalf("a run failed: %v", msg(r))
+		}
+		got[cfgOf(r)["name"]] = vmidOf(r)
+	}
+	if got["bare-a"] == got["bare-b"] {
+		t.Fatalf("K18: VMIDs %v", got)
+	}
+	var creates []string
+	for _, r := range writes(w.sim) {
+		if strings.HasSuffix(r.Path, "/qemu") {
+			creates = append(creates, fmt.Sprintf("%s %d", r.Path, r.Status))
+		}
+	}
+	t.Logf("K18 bare auto: %v; create calls %v (a refused claim shows as a third)", got, creates)
+	for name, node := range map[string]string{"bare-a": "pve02", "bare-b": "pve03"} {
+		if c := w.config(node, got[name], false); c.Values["name"] != name {
+			t.Errorf("VM %d on %s: %v", got[name], node, c.Values)
+		}
+		w.sim.ResetRequests()
+		if again := w.run(bare(name, node), false); failed(again) || again["changed"] != false || vmidOf(again) != got[name] || len(writes(w.sim)) != 0 {
+			t.Errorf("rerun %s: %v %v %v", name, again["vmid"], again["changed"], msg(again))
+		}
+	}
+}
