@@ -374,3 +374,24 @@ func TestK18VMIDAutoConcurrentBare(t *testing.T) {
 		}
 	}
 }
+
+// A lost answer to the claiming clone is settled by the dispatch
+// machinery (the node's task list), never re-sent nor taken for a refusal:
+// one clone call, the VMID it claimed returned.
+func TestVMIDAutoLostAnswer(t *testing.T) {
+	w := newWorld(t, 8)
+	if _, err := w.sim.Faults().Add(pvesim.Fault{Method: "POST", Path: "/nodes/*/qemu/*/clone", Kind: pvesim.FaultLostAnswer, Count: 1}); err != nil {
+		t.Fatal(err)
+	}
+	w.sim.ResetRequests()
+	res := w.run(autoArgs("web-a", "2500-2509"), false)
+	if n := len(clonesSent(w.sim)); n != 1 {
+		t.Errorf("the clone was sent %d times", n)
+	}
+	if failed(res) || res["changed"] != true || vmidOf(res) != 2500 {
+		t.Fatalf("lost answer: vmid %v %v", res["vmid"], msg(res))
+	}
+	if c := w.config("pve02", 2500, false); c.Values["name"] != "web-a" || c.Values["cores"] != "2" {
+		t.Errorf("VM 2500 after the settled clone: %v", c.Values)
+	}
+}
