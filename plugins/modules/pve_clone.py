@@ -308,7 +308,7 @@ options:
   vmid:
     description:
       - "The VM's identity (K1): the VMID to clone into, create or manage (100 … 999999999). A name is never an identity; another VM with the same name does not stop this one."
-      - "auto: the module picks the VMID, only within vmid_range and only when asked. The VM is then found again by its name, which is required and must match exactly one guest of the range (several fail, listing them). When none does, the lowest free VMID of the range is claimed by the clone or create call itself: PVE refuses a VMID that is taken, and then the next free one is tried (a bounded number of times), so two runs racing in one range end with distinct VMIDs. The chosen VMID is returned in vmid; check mode returns the one it would take now, with a warning that the real run may take another if the range changes meanwhile."
+      - "auto: the module picks the VMID, only within vmid_range and only when asked. The VM is then found again by its name, which is required and must match exactly one guest of the range (several fail, listing them). When none does, the lowest free VMID of the range is claimed by the clone or create call itself: PVE refuses a VMID that is taken, and then the next free one is tried (a bounded number of times), so two runs racing in one range end with distinct VMIDs. PVE keeps names unique nowhere: two runs with the same name racing in one range may both create a VM, and the next run then fails listing both. The chosen VMID is returned in vmid; check mode returns the one it would take now, with a warning that the real run may take another if the range changes meanwhile."
     type: "raw"
     required: true
   vmid_range:
