@@ -14,7 +14,8 @@
 #      only those hosts and their variables, the groups' variables kept):
 #      its slice 2 (pve02) lacks the primary, so the cluster and the
 #      storage phases each refuse with one sentence, nothing changed;
-#   3. slice 1 = pve01 (the primary): creates the cluster and declares the
+#   3. slice 1 = pve01 (the primary), --check first (nothing written, as
+#      many changed tasks predicted as the run makes): creates the cluster and declares the
 #      storages for itself (pve02, pve03 are not members yet: left out of
 #      nodes, with a warning); pve02 and pve03 unchanged, no write to their
 #      API;
@@ -195,9 +196,14 @@ refused awx-cluster.log "$work/awx2.json" cluster "pve_cluster_primary pve01 is 
 refused awx-storage.log "$work/awx2.json" storage "pve_cluster_primary pve01 is not in this inventory"
 unchanged "AWX's slice 2 without the primary" pve01 pve02 pve03 pve04
 
-# 3. slice 1: the primary
+# 3. slice 1: the primary; check mode first writes nothing anywhere and
+#    predicts as many changed tasks as the real run then makes
+site check1.log "$work/inv3.yml" --limit pve01 --check --diff
+unchanged "slice 1 in check mode" pve01 pve02 pve03 pve04
 site slice1.log "$work/inv3.yml" --limit pve01
 [ "$(recap slice1.log pve01)" -gt 0 ] 2>/dev/null || fail "slice 1 did not change pve01"
+[ "$(recap check1.log pve01)" = "$(recap slice1.log pve01)" ] ||
+  fail "slice 1: check mode predicted $(recap check1.log pve01) changed tasks on pve01, the run made $(recap slice1.log pve01)"
 for n in pve02 pve03; do [ -z "$(recap slice1.log "$n")" ] || fail "slice 1 (pve01) ran on $n"; done
 unchanged "slice 1 (pve01)" pve02 pve03 pve04
 [ "$(members pve01)" = pve01 ] || fail "slice 1: pve01's cluster is $(members pve01), not pve01 alone"
