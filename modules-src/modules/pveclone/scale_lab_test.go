@@ -119,7 +119,6 @@ func testScale(t *testing.T, pve int) {
 
 	type batch struct {
 		name   string
-		from   int
 		wall   time.Duration
 		reqs   []pvesim.Request
 		counts map[string]int
@@ -194,7 +193,7 @@ func testScale(t *testing.T, pve int) {
 			}
 			t.Errorf("%s: the lab's writes differ from one clone and one update per changed VM: %s", name, strings.Join(diff, ", "))
 		}
-		return batch{name: name, from: from, wall: wall, reqs: reqs, counts: requestClasses(reqs)}
+		return batch{name: name, wall: wall, reqs: reqs, counts: requestClasses(reqs)}
 	}
 
 	half := scaleVMs / 2
