@@ -42,7 +42,7 @@ py=/usr/bin/python3 # Debian's interpreter: the one its packages install into
 
 # The third-party client, from Debian (as the lab fidelity test uses it).
 if ! $py -c 'import proxmoxer, requests' 2>/dev/null ||
-  ! ansible-doc -t module community.general.proxmox_disk >/dev/null 2>&1; then
+  ! ansible-doc -t module -j community.general.proxmox_disk 2>/dev/null | grep '"module"' >/dev/null; then
   echo "bench-clone: installing Debian's ansible and python3-proxmoxer"
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q ansible python3-proxmoxer python3-requests >/dev/null
 fi
