@@ -204,6 +204,25 @@ func mustGuest(id string) int { g, _ := parseReplID(id); return g }
 // syncJob runs one job of node now (run_replication under pvesr.lck) and
 // returns its log.
 func (s *Sim) syncJob(dbID, src, id string) []string {
+	// run_replication takes the guest's migration lock with a 2 s timeout
+	// before anything is recorded (pve-guest-common Replication.pm
+	// run_replication → guest_migration_lock, then $run_replication_nolock
+	// → record_job_start). Not obtained (a migration or a snapshot
+	// rollback holds it), the run dies before the state is touched:
+	// run_jobs only warns ("got unexpected replication job error", journal;
+	// pve-manager API2/Replication.pm _handle_job_err), so the job's
+	// status keeps its fail_count, error and last_try — contention is
+	// never a job's error (H5) — and it stays due for the next run.
+	if g, err := parseReplID(id); err == nil {
+		mig := migrationLockKey(src, g)
+		if !s.acquire(mig, false, min(2*time.Second, s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout))) {
+			s.mu.Lock()
+			s.replSkipped = append(s.replSkipped, fmt.Sprintf("%s: got unexpected replication job error - %v", id, errLockTimeout(migrationLockFile(g))))
+			s.mu.Unlock()
+			return nil
+		}
+		defer s.release(mig, false)
+	}
 	s.mu.Lock()
 	db := s.st.DBs[dbID]
 	if db == nil {
@@ -305,6 +324,22 @@ func (s *Sim) guestConfLocked(db *ConfigDB, e vmEntry) *qmConf {
 	return parseQmConf(raw)
 }
 
+// migrationLockKey is /var/lock/pve-manager/pve-migrate-<vmid> on node
+// (pve-guest-common GuestHelpers.pm guest_migration_lock), a local flock.
+func migrationLockKey(node string, vmid int) string { return node + ":" + migrationLockFile(vmid) }
+
+func migrationLockFile(vmid int) string {
+	return fmt.Sprintf("/var/lock/pve-manager/pve-migrate-%d", vmid)
+}
+
+// ReplicationWarnings are the lines pvesr's runs wrote to the journal for
+// jobs they could not even start (the migration lock busy), oldest first.
+func (s *Sim) ReplicationWarnings() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.replSkipped)
+}
+
 // pvesrLockKey is /var/lock/pvesr.lck on node.
 func pvesrLockKey(node string) string { return node + ":/var/lock/pvesr.lck" }
 
@@ -343,6 +378,11 @@ func (s *Sim) RunReplication(node, id string) ([]string, error) {
 func (s *Sim) replStatusView(node string, sec *section) map[string]any {
 	v := replView(sec, "")
 	delete(v, "digest")
+	if g, _ := parseReplID(sec.ID); g > 0 {
+		if e, ok := s.findVMLocked(s.dbOf(node), g); ok {
+			v["vmtype"] = map[string]string{"qemu-server": "qemu", "lxc": "lxc"}[e.Kind] // job_status: the vmlist's type
+		}
+	}
 	v["next_sync"] = (s.nextSyncLocked(node, sec) + 999) / 1000
 	run := s.st.Nodes[node].Replication[sec.ID]
 	if run == nil {
