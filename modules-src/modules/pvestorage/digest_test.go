@@ -1,6 +1,7 @@
 package pvestorage
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +11,9 @@ import (
 	"github.com/gopve/proxmox/modules-src/pveapi/pveapitest"
 )
 
-// storagePuts lists the PUTs of nvme-vm the lab saw, once it is idle.
+// storagePuts lists the PUTs of nvme-vm the lab saw, once it is idle, in
+// the order they were sent (the log is in the order they ended: a PUT
+// held in the lock ends after one sent later).
 func (w *world) storagePuts() []pvesim.Request {
 	w.sim.WaitIdle()
 	var out []pvesim.Request
@@ -19,6 +22,7 @@ func (w *world) storagePuts() []pvesim.Request {
 			out = append(out, r)
 		}
 	}
+	slices.SortStableFunc(out, func(a, b pvesim.Request) int { return a.Time.Compare(b.Time) })
 	return out
 }
 
@@ -74,8 +78,9 @@ func TestRerunAfterUnverifiedUpdateDigestMismatch(t *testing.T) {
 			if len(puts) != tc.wantPuts {
 				t.Fatalf("PUTs the lab saw: %d, want %d: %+v", len(puts), tc.wantPuts, puts)
 			}
-			if puts[1].Status != 500 {
-				t.Errorf("the rerun's first PUT was answered %d, want PVE's digest refusal (500)", puts[1].Status)
+			if puts[1].Status != 500 || puts[1].Params["digest"] != puts[0].Params["digest"] {
+				t.Errorf("the rerun's first PUT: status %d digest %q, want PVE's digest refusal (500) of the digest the first run read too (%q): %+v",
+					puts[1].Status, puts[1].Params["digest"], puts[0].Params["digest"], puts)
 			}
 			if tc.wantPuts == 3 {
 				last := puts[2].Params
