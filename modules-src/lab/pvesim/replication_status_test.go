@@ -85,3 +85,34 @@ func TestReplicationStatusContentionFailureAndSyncingH5(t *testing.T) {
 		t.Errorf("after the good retry: %v", st)
 	}
 }
+
+// A full removal asks the target to drop its replica first
+// (pve-guest-common Replication.pm replicate, remote_prepare_local_job):
+// with the target down the removal run fails, the job stays marked with
+// the failure in its status, and goes at the first run once the target is
+// back.
+func TestReplicationRemovalWaitsForItsTarget(t *testing.T) {
+	t.Parallel()
+	s, a, _ := haCluster(t, 9, nil)
+	createVM(t, a, 100, url.Values{"scsi0": {"tank:4"}})
+	a.call("POST", "/cluster/replication", url.Values{"id": {"100-0"}, "type": {"local"}, "target": {"pve02"}}).must(t, "job")
+	status := func() map[string]any {
+		return a.call("GET", "/nodes/pve01/replication/100-0/status", nil).must(t, "status").obj()
+	}
+	eventually(t, "the first sync", func() bool { return status()["last_sync"] != float64(0) })
+	if err := s.SetOnline("pve02", false); err != nil {
+		t.Fatal(err)
+	}
+	a.call("DELETE", "/cluster/replication/100-0", nil).must(t, "delete")
+	eventually(t, "the removal run failing", func() bool { return status()["fail_count"] != float64(0) })
+	st := status()
+	if st["remove_job"] != "full" || !strings.Contains(fmt.Sprint(st["error"]), "pvesr prepare-local-job 100-0 --scan tank --force' failed: exit code 255") {
+		t.Errorf("removal with the target down: %v", st)
+	}
+	if err := s.SetOnline("pve02", true); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the job removed once the target is back", func() bool {
+		return len(a.call("GET", "/cluster/replication", nil).must(t, "jobs").list()) == 0
+	})
+}

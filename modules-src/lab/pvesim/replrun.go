@@ -239,6 +239,23 @@ func (s *Sim) syncJob(dbID, src, id string) []string {
 	}
 	if job.Opts["remove_job"] != "" {
 		// The job's removal: its replicas go (remove_job full), then the job.
+		// replicate() first asks the target to drop them
+		// (remote_prepare_local_job over ssh, pve-guest-common
+		// Replication.pm); with the target down that dies, record_job_end
+		// counts the failure and the job stays, tried again at every run
+		// (job_status: next_sync 1 for a job marked for removal) until the
+		// target is back or the job is deleted with force.
+		if t := job.Opts["target"]; job.Opts["remove_job"] == "full" && t != src && !s.nodeUpLocked(t) {
+			run := s.replRunLocked(src, id)
+			now := time.Now()
+			run.LastTry, run.LastTryMilli, run.FailCount = now.Unix(), now.UnixMilli(), run.FailCount+1
+			// reconstruction: the ssh to a powered-off target fails like this
+			run.Error = fmt.Sprintf("command '/usr/bin/ssh -e none -o 'BatchMode=yes' -o 'HostKeyAlias=%s' root@%s -- pvesr prepare-local-job %s --scan %s --force' failed: exit code 255",
+				t, s.st.Nodes[t].Addr, id, strings.Join(s.replStoragesLocked(db, e, src, guest), ","))
+			s.saveLocked()
+			s.mu.Unlock()
+			return nil
+		}
 		if job.Opts["remove_job"] == "full" && s.nodeUpLocked(job.Opts["target"]) {
 			if c := s.guestConfLocked(db, e); c != nil {
 				if vols, err := s.replicatableVolumes(src, guest, c); err == nil {
@@ -313,6 +330,21 @@ func (s *Sim) syncJob(dbID, src, id string) []string {
 	run.LastSync, run.FailCount, run.Error = start.Unix(), 0, ""
 	run.Log = append(run.Log, stamp()+" "+id+": end replication job")
 	return run.Log
+}
+
+// replStoragesLocked lists the storages of a guest's replicated volumes.
+func (s *Sim) replStoragesLocked(db *ConfigDB, e vmEntry, src string, guest int) []string {
+	var out []string
+	if c := s.guestConfLocked(db, e); c != nil {
+		if vols, err := s.replicatableVolumes(src, guest, c); err == nil {
+			for _, v := range vols {
+				if st, _, ok := volumeID(v); ok && !slices.Contains(out, st) {
+					out = append(out, st)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // guestConfLocked reads a guest's config wherever it is, VM or CT.

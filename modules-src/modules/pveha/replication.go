@@ -344,7 +344,12 @@ func (g *guestHA) removeJob(j replication.Job) ansible.Change {
 				if found == nil {
 					return true, "", nil
 				}
-				return false, fmt.Sprintf("still listed (remove_job=%s, source %s)", found.RemoveJob, found.Source), nil
+				state := fmt.Sprintf("still listed (remove_job=%s, source %s)", found.RemoveJob, found.Source)
+				failure, err := g.removalFailure(ctx, *found)
+				if err != nil {
+					return false, "", err
+				}
+				return false, state + failure, nil
 			})
 		},
 	}
@@ -425,4 +430,34 @@ func findStatus(list []replication.Status, id replication.JobID) (replication.St
 		}
 	}
 	return replication.Status{}, false
+}
+
+// removalFailure reads, on the job's source node, whether PVE's run that
+// removes the job failed. A full removal first drops the replica on the
+// target over ssh (pve-guest-common Replication.pm replicate), so with the
+// target offline every run fails and the job stays until the target is
+// back: that is an error now, not something wait_timeout can see end.
+// Otherwise the failure is a few words for the wait's message ("" when
+// there is none, or the status cannot be read: the source may be down).
+func (g *guestHA) removalFailure(ctx context.Context, j replication.Job) (string, error) {
+	if j.Source == "" {
+		return "", nil
+	}
+	st, err := replication.GetStatus(ctx, g.c, j.Source, j.ID)
+	if err != nil || st.Error == "" {
+		return "", nil
+	}
+	var nodes []struct {
+		Node   string `json:"node"`
+		Status string `json:"status"`
+	}
+	if err := g.c.Get(ctx, "/nodes", nil, &nodes); err == nil {
+		for _, n := range nodes {
+			if n.Node == j.Target && n.Status == "offline" {
+				return "", fmt.Errorf("replication job %s cannot be removed while its target %s is offline: PVE's removal first drops the replica there, and its run on %s failed (fail_count %d): %s; PVE tries again at every run and removes the job once %s is back (pvesr delete %s --force on %s drops it now, leaving the replica on %s)",
+					j.ID, j.Target, j.Source, st.FailCount, st.Error, j.Target, j.ID, j.Source, j.Target)
+			}
+		}
+	}
+	return fmt.Sprintf("; PVE's last removal run failed (fail_count %d): %s", st.FailCount, st.Error), nil
 }
