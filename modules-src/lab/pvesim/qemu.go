@@ -457,6 +457,25 @@ func (s *Sim) checkNewDrive(node, key, v string) error {
 	return nil
 }
 
+// efiDiskSize is what create_efidisk (QemuServer/OVMF.pm) records for an
+// EFI vars disk: the OVMF vars image copied in, sized by
+// volume_size_info. Reconstruction: the image sizes are those of
+// pve-edk2-firmware's OVMF_VARS_4M.fd (528 KiB) and OVMF_VARS.fd (128 KiB,
+// efitype 2m, the default); LVM volumes are whole 4 MiB extents (LVM's
+// default extent size); the ms-cert key PVE 9 adds with pre-enrolled keys
+// is not simulated.
+func efiDiskSize(st *Storage, efitype string) int64 {
+	size := int64(128 << 10)
+	if efitype == "4m" {
+		size = 528 << 10
+	}
+	if st.Type == "lvm" || st.Type == "lvmthin" {
+		const extent = 4 << 20
+		size = (size + extent - 1) / extent * extent
+	}
+	return size
+}
+
 // createDrive is create_disks for one option: "store:32" allocates a 32 GiB
 // volume, "store:cloudinit" the cloud-init drive; others are kept.
 func (s *Sim) createDrive(node string, vmid int, key, v string) (string, error) {
@@ -504,8 +523,11 @@ func (s *Sim) createDrive(node string, vmid int, key, v string) (string, error) 
 		return v, nil
 	}
 	size := int64(gib * (1 << 30))
-	if fixed, ok := fixedDiskSize(key, d); ok {
-		size = allocatedSize(st, fixed) // the size in storage:N is ignored
+	switch key {
+	case "efidisk0":
+		size = efiDiskSize(st, d.props.get("efitype"))
+	case "tpmstate0":
+		size = 4 << 20 // TPMSTATE_DISK_SIZE (QemuServer/Drive.pm), whatever size was asked
 	}
 	volid, err := s.allocVolumeLocked(node, st, vmid, size, d.props.get("format"))
 	if err != nil {
@@ -516,38 +538,6 @@ func (s *Sim) createDrive(node string, vmid int, key, v string) (string, error) 
 	d.props.keys = slices.DeleteFunc(d.props.keys, func(k string) bool { return k == "format" })
 	d.props.set("size", formatSize(size))
 	return d.print(), nil
-}
-
-// fixedDiskSize is the size create_disks (API2/Qemu.pm) allocates for the
-// two disks whose size PVE decides: tpmstate0 is TPMSTATE_DISK_SIZE (4
-// MiB, QemuServer/Drive.pm); efidisk0 is the OVMF vars image copied in
-// (OVMF.pm create_efidisk: file_get_size of OVMF_VARS_4M.fd, 540672 bytes,
-// for efitype=4m). Reconstruction: the legacy 2m vars image
-// (OVMF_VARS.fd) taken as 128 KiB, Debian's edk2 size.
-func fixedDiskSize(key string, d drive) (int64, bool) {
-	switch key {
-	case "tpmstate0":
-		return 4 << 20, true
-	case "efidisk0":
-		if d.props.get("efitype") == "4m" {
-			return 540672, true
-		}
-		return 128 << 10, true
-	}
-	return 0, false
-}
-
-// allocatedSize is what volume_size_info reads back after vdisk_alloc of
-// n bytes, the size create_efidisk records: LVM rounds a logical volume up
-// to its 4 MiB extent (lvcreate's default extent size), file and ZFS
-// volumes keep the size asked. Reconstruction: the extent size is LVM's
-// default, not read from a volume group.
-func allocatedSize(st *Storage, n int64) int64 {
-	if st.Type == "lvm" || st.Type == "lvmthin" {
-		const extent = 4 << 20
-		return (n + extent - 1) / extent * extent
-	}
-	return n
 }
 
 // ---- config updates ----

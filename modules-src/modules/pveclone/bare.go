@@ -34,35 +34,6 @@ func (v *vm) isoExists(ctx context.Context, node, volid string) (int64, error) {
 	return 0, fmt.Errorf("cdrom: volume '%s' does not exist on node %s", volid, node)
 }
 
-// fixedDiskSize is the size qemu-server's create_disks allocates for the
-// disks whose size PVE decides, whatever storage:N says: tpmstate0 is
-// TPMSTATE_DISK_SIZE (4 MiB, QemuServer/Drive.pm); efidisk0 is the OVMF
-// vars image (OVMF.pm create_efidisk: OVMF_VARS_4M.fd, 540672 bytes, for
-// efitype=4m; the legacy 2m image, 128 KiB).
-func fixedDiskSize(key string, d qemu.Drive) (int64, bool) {
-	switch key {
-	case "tpmstate0":
-		return 4 << 20, true
-	case "efidisk0":
-		if t, _ := d.Other.Get("efitype"); t == "4m" {
-			return 540672, true
-		}
-		return 128 << 10, true
-	}
-	return 0, false
-}
-
-// allocatedSize is the size PVE records after allocating n bytes
-// (create_efidisk reads it back with volume_size_info): a logical volume
-// is rounded up to LVM's 4 MiB extent, other storages keep n.
-func allocatedSize(st storageInfo, n int64) int64 {
-	if st.Type == "lvm" || st.Type == "lvmthin" {
-		const extent = 4 << 20
-		return (n + extent - 1) / extent * extent
-	}
-	return n
-}
-
 // crossNodeLocal is clone_vm's refusal of a target node when a template's
 // volume is on storage that is not shared (API2/Qemu.pm clone_vm after
 // $check_storage_access_clone, which counts CD-ROM ISOs and the cloud-init
