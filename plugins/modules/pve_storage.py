@@ -131,8 +131,9 @@ options:
     description:
       - "PVE option encryption-key: Encryption key. Use 'autogen' to generate one automatically without passphrase."
       - "Storage types: pbs."
+      - "The key file's JSON as text, or as the dict Ansible makes of it (lookup('file', …) templates it into one), or autogen."
       - "This value is secret: it is masked in results and logs (no_log)."
-    type: "str"
+    type: "raw"
     aliases:
       - "encryption-key"
   export:

@@ -114,6 +114,10 @@ func ansibleType(key string, o optSchema) ansible.Type {
 		return ansible.TypeList
 	case o.Format == "property-string" || o.Format == "prune-backups" || key == "is_mountpoint":
 		return ansible.TypeRaw // a dict or PVE's key=value string; yes/no or a path
+	case key == "encryption-key":
+		// A key file read with lookup('file') is templated by Ansible into
+		// a dict: as str it would arrive as Python's repr, which PVE refuses.
+		return ansible.TypeRaw
 	case o.Type == "boolean":
 		return ansible.TypeBool
 	case o.Type == "integer":
@@ -143,6 +147,9 @@ func optionDoc(key string, o optSchema) []string {
 	}
 	if len(fixedIn) > 0 || !o.Updatable {
 		doc = append(doc, "Fixed at creation; a different value on an existing storage fails.")
+	}
+	if key == "encryption-key" {
+		doc = append(doc, "The key file's JSON as text, or as the dict Ansible makes of it (lookup('file', …) templates it into one), or autogen.")
 	}
 	switch o.Format {
 	case "property-string":

@@ -270,3 +270,28 @@ func TestAutogenKeyAnswerLost(t *testing.T) {
 		t.Errorf("lost answer, key file out of reach: %v %v", res["msg"], res["warnings"])
 	}
 }
+
+// A key file read with lookup('file') reaches the module as a dict
+// (Ansible templates JSON text into one): it is sent as the key's JSON,
+// not as Python's repr of a dict, which PVE refuses.
+func TestPBSKeyGivenAsDict(t *testing.T) {
+	w := pbsWorld(t)
+	key := map[string]any{"kdf": nil, "created": "2025-01-01T00:00:00+00:00", "modified": "2025-01-01T00:00:00+00:00",
+		"data": "a2V5LWRhdGEtZm9yLWEtdGVzdA==", "fingerprint": "0f:3c:6e:1d:aa:01:02:03:04:05:06:07:08:09:0a:0b:0c:0d:0e:0f:10:11:12:13:14:15:16:17:18:19:1a:1b"}
+	args := with(pbsArgs(), "encryption_key", key, "master_pubkey", nil)
+	res := w.run(args, false)
+	if failed(res) || res["changed"] != true {
+		t.Fatalf("create with a dict key: %v", res["msg"])
+	}
+	enc, _ := os.ReadFile(filepath.Join(privStorageDir, "pbs1.enc"))
+	if !strings.Contains(string(enc), `"data":"a2V5LWRhdGEtZm9yLWEtdGVzdA=="`) {
+		t.Errorf("pbs1.enc %q: want the key's JSON", enc)
+	}
+	if strings.Contains(pveapi.String(res), "a2V5LWRhdGEtZm9yLWEtdGVzdA==") {
+		t.Errorf("the key's data in the result")
+	}
+	w.sim.ResetRequests()
+	if again := w.run(args, false); failed(again) || again["changed"] != false || len(pveapitest.Mutating(w.sim)) != 0 {
+		t.Errorf("rerun with the dict key: changed=%v %v, writes %v", again["changed"], again["msg"], pveapitest.Mutating(w.sim))
+	}
+}
