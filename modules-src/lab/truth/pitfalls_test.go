@@ -2,7 +2,8 @@ package truth
 
 // Pitfall coverage: every trap of design/pitfalls.md (B1…H8) must be cited
 // by at least one test function of the repository that is not skipped —
-// in its name (TestK16…) or a comment in or above it, or in a helper of
+// in its name (TestK16…), a comment in or above it or at the head of its
+// file, a failure message, or in a helper of
 // the same package it calls (testPlaybook's comments speak for
 // TestLabPlaybookPVE9). The table ID → tests is printed; an uncited ID
 // fails the test, listed.
@@ -117,6 +118,14 @@ func repoTests(t *testing.T, root string) (tests []*testFunc, helpers map[string
 			return err
 		}
 		pkg := filepath.Dir(p)
+		// A file's header comment (above its first function) describes
+		// the tests of the file: it speaks for each of them.
+		header := map[string]bool{}
+		for _, c := range f.Comments {
+			if first := firstFunc(f); first == token.NoPos || c.End() < first {
+				cited(c.Text(), citeRe, header)
+			}
+		}
 		for _, decl := range f.Decls {
 			fn, ok := decl.(*ast.FuncDecl)
 			if !ok || fn.Recv != nil || fn.Body == nil {
@@ -149,6 +158,9 @@ func repoTests(t *testing.T, root string) (tests []*testFunc, helpers map[string
 			isTest := strings.HasPrefix(fn.Name.Name, "Test") && fn.Name.Name != "TestMain"
 			if isTest {
 				cited(strings.TrimPrefix(fn.Name.Name, "Test"), nameCiteRe, tf.cites)
+				for id := range header {
+					tf.cites[id] = true
+				}
 				tests = append(tests, tf)
 			} else {
 				helpers[pkg+"."+fn.Name.Name] = tf
@@ -160,6 +172,19 @@ func repoTests(t *testing.T, root string) (tests []*testFunc, helpers map[string
 		t.Fatal(err)
 	}
 	return tests, helpers
+}
+
+// firstFunc is where the file's first function starts (NoPos: none).
+func firstFunc(f *ast.File) token.Pos {
+	for _, d := range f.Decls {
+		if fn, ok := d.(*ast.FuncDecl); ok {
+			if fn.Doc != nil {
+				return fn.Doc.Pos()
+			}
+			return fn.Pos()
+		}
+	}
+	return token.NoPos
 }
 
 // skipsAtTop: a statement of the body itself (not inside an if) that
@@ -253,4 +278,85 @@ func TestEveryPitfallIsCitedByATest(t *testing.T) {
 	if len(uncited) > 0 {
 		t.Errorf("pitfalls no test cites: %s", strings.Join(uncited, " "))
 	}
+}
+
+// README's pitfall table agrees with the tests: every pitfall has a row
+// (ranges such as Z1–Z6 included), and every test a row names exists, is
+// not skipped, and cites one of the row's IDs (itself or through its
+// helpers), so the table's claim is the test's own.
+func TestReadmePitfallTableMatchesTests(t *testing.T) {
+	repo, err := labctl.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join(repo, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests, helpers := repoTests(t, filepath.Join(repo, "modules-src"))
+	byName := map[string][]*testFunc{}
+	for _, tf := range tests {
+		byName[tf.name] = append(byName[tf.name], tf)
+	}
+	rowIDs := regexp.MustCompile(`([BZCSKH])([0-9]{1,2})(?:\s*[–-]\s*[BZCSKH]?([0-9]{1,2}))?`)
+	testName := regexp.MustCompile("`(Test[A-Za-z0-9_]+)`")
+	inTable := map[string]bool{}
+	rows := 0
+	for _, line := range strings.Split(string(readme), "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 4 || !regexp.MustCompile(`^\s*[BZCSKH][0-9]`).MatchString(cells[1]) {
+			continue
+		}
+		rows++
+		ids := map[string]bool{}
+		for _, m := range rowIDs.FindAllStringSubmatch(cells[1], -1) {
+			lo := atoi(m[2])
+			hi := lo
+			if m[3] != "" {
+				hi = atoi(m[3])
+			}
+			for n := lo; n <= hi; n++ {
+				ids[fmt.Sprintf("%s%d", m[1], n)] = true
+			}
+		}
+		for id := range ids {
+			inTable[id] = true
+		}
+		for _, m := range testName.FindAllStringSubmatch(line, -1) {
+			fns := byName[m[1]]
+			if len(fns) == 0 {
+				t.Errorf("README row %s names %s: no such test", strings.TrimSpace(cells[1]), m[1])
+				continue
+			}
+			ok := false
+			for _, tf := range fns {
+				for id := range allCites(tf, helpers) {
+					ok = ok || ids[id]
+				}
+			}
+			if !ok {
+				t.Errorf("README row %s names %s, which cites none of its IDs (or is skipped)", strings.TrimSpace(cells[1]), m[1])
+			}
+		}
+	}
+	if rows < 20 {
+		t.Fatalf("only %d pitfall rows found in README.md: the table's format changed", rows)
+	}
+	var missing []string
+	for _, id := range pitfallIDs(t) {
+		if !inTable[id] {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("README's pitfall table has no row for %s", strings.Join(missing, " "))
+	}
+}
+
+func atoi(s string) int {
+	n := 0
+	for _, c := range s {
+		n = n*10 + int(c-'0')
+	}
+	return n
 }
