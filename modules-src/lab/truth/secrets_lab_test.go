@@ -4,16 +4,18 @@ package truth
 // -vvv with --diff: every secret option each module has is given a
 // marker value (the lab's own root password and token secret for
 // api_password/api_token_secret and the join passwords, since the lab
-// must accept them) and each marker is looked for everywhere a secret
-// could leak:
+// must accept them; the runs swap api_password and api_token_secret, so
+// every API module meets both, as the request log's Auth shows) and each
+// marker is looked for everywhere a secret could leak:
 //
 //   - the full output of every run (check, failing, real, rerun);
 //   - the registered results, dumped as JSON (invocation included);
 //   - the lab's request log: a request may carry a marker only where PVE
 //     needs it (allowedCarrier), and each marker must have reached the lab
 //     there at least once, or its absence elsewhere would prove nothing;
-//   - every command line the lab's PVE tool stand-ins were run with
-//     (tools.CommandLog);
+//   - every command line on every node while each run went on (/proc
+//     sampled every 10 ms, labtest.SampleCmdlines) and every one the lab's
+//     PVE tool stand-ins were run with (tools.CommandLog);
 //   - every file the nodes were left with (their overlay upper dirs: /tmp,
 //     Ansible's and the module's temp files included), and every file of
 //     /etc/pve outside priv/, where PVE keeps storage passwords and keys.
@@ -21,7 +23,8 @@ package truth
 // The key PVE generates for encryption_key: autogen is read from
 // /etc/pve/priv/storage/<id>.enc after the real run and looked for the
 // same way: it may be in the generating task's registered result, in
-// encryption_key only (documented: register it with no_log on the task).
+// encryption_key only, when that task has no_log; a task without no_log
+// gets it masked, so it is nowhere at all.
 
 import (
 	"crypto/rand"
@@ -45,16 +48,22 @@ const secretsPlaybook = `- name: Every secret option of every module
   hosts: pve
   gather_facts: false
   vars:
+    # Two ways in; runs with flip swap them, so that every API module
+    # meets both api_password and api_token_secret.
     pw: &pw
       api_host: "{{ hostvars.pve01.ansible_host }}"
       api_fingerprint: "{{ hostvars.pve01.pve_api_fingerprint }}"
-      api_user: root@pam
-      api_password: "{{ root_password }}"
+      api_user: "{{ flip | ternary(omit, 'root@pam') }}"
+      api_password: "{{ flip | ternary(omit, root_password) }}"
+      api_token_id: "{{ flip | ternary(token_id, omit) }}"
+      api_token_secret: "{{ flip | ternary(token_secret, omit) }}"
     tok: &tok
       api_host: "{{ hostvars.pve01.ansible_host }}"
       api_fingerprint: "{{ hostvars.pve01.pve_api_fingerprint }}"
-      api_token_id: "{{ token_id }}"
-      api_token_secret: "{{ token_secret }}"
+      api_user: "{{ flip | ternary('root@pam', omit) }}"
+      api_password: "{{ flip | ternary(root_password, omit) }}"
+      api_token_id: "{{ flip | ternary(omit, token_id) }}"
+      api_token_secret: "{{ flip | ternary(omit, token_secret) }}"
     cluster: &cluster
       cluster_name: lab
       primary: pve01
@@ -258,11 +267,11 @@ func TestLabSecretsEveryModulePVE9(t *testing.T) {
 		nodes = append(nodes, map[string]string{"name": n.Name, "address": n.Addr})
 		nodeNames = append(nodeNames, n.Name)
 	}
-	run := func(name string, failing bool, ids map[string]any, join, cifs string, extra ...string) secretRun {
+	run := func(name string, failing, flip bool, ids map[string]any, join, cifs string, extra ...string) secretRun {
 		t.Helper()
 		vars := map[string]any{"root_password": creds.Password, "token_id": creds.TokenID, "token_secret": creds.TokenSecret,
 			"join_password": join, "pbs_password": secrets["pbs_password"], "cifs_password": cifs, "given_key": string(givenKey),
-			"cipassword": secrets["cipassword"], "cluster_nodes": nodes, "ids": ids, "failing": failing,
+			"cipassword": secrets["cipassword"], "cluster_nodes": nodes, "ids": ids, "failing": failing, "flip": flip,
 			"dump": filepath.Join(dir, name)}
 		data, _ := json.Marshal(vars) // JSON is YAML
 		vf := filepath.Join(dir, name+"-vars.yml")
@@ -292,7 +301,7 @@ func TestLabSecretsEveryModulePVE9(t *testing.T) {
 
 	var runs []secretRun
 	sim.ResetRequests()
-	runs = append(runs, run("check", false, real, creds.Password, secrets["cifs_password"], "--check"))
+	runs = append(runs, run("check", false, false, real, creds.Password, secrets["cifs_password"], "--check"))
 	if w := mutating(sim.Requests()); len(w) != 0 {
 		t.Errorf("the check run wrote: %v", w)
 	}
@@ -310,7 +319,7 @@ func TestLabSecretsEveryModulePVE9(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	failing := run("failing", true, fail, secrets["join_wrong"], secrets["cifs_wrong"])
+	failing := run("failing", true, true, fail, secrets["join_wrong"], secrets["cifs_wrong"])
 	failing.failed = true
 	runs = append(runs, failing)
 	for _, task := range []string{"Join it", "PBS storage, key generated by PVE (no_log", "CIFS storage", "A VM with a cloud-init password"} {
@@ -326,7 +335,7 @@ func TestLabSecretsEveryModulePVE9(t *testing.T) {
 	secrets["generated_key_failing_run"] = keyF.Data
 	sim.Faults().Clear()
 
-	runs = append(runs, run("real", false, real, creds.Password, secrets["cifs_password"]))
+	runs = append(runs, run("real", false, false, real, creds.Password, secrets["cifs_password"]))
 	enc, err := os.ReadFile(filepath.Join(sim.EtcPveDir("pve01"), "priv", "storage", "pbsauto.enc"))
 	if err != nil {
 		t.Fatalf("the generated key: %v", err)
@@ -344,7 +353,7 @@ func TestLabSecretsEveryModulePVE9(t *testing.T) {
 	}
 	secrets["generated_key_no_log_less"] = key2.Data
 	sim.WatchSecret("generated_key_no_log_less", key2.Data)
-	runs = append(runs, run("rerun", false, real, creds.Password, secrets["cifs_password"]))
+	runs = append(runs, run("rerun", false, true, real, creds.Password, secrets["cifs_password"]))
 
 	// The generated key is in the generating task's result, encryption_key,
 	// and nowhere else of the real run's dumps.
@@ -391,6 +400,40 @@ func TestLabSecretsEveryModulePVE9(t *testing.T) {
 	for _, r := range runs {
 		if !strings.Contains(r.cmdlines["pve01"], "/root/.ansible/gopve/") {
 			t.Errorf("%s run: the /proc sampler never saw a module run on pve01", r.name)
+		}
+	}
+
+	// Every API module ran with each way in (api_password: a ticket of
+	// root@pam; api_token_secret: the token root@pam!lab), as the requests
+	// only it sends show.
+	owner := func(r pvesim.Request) string {
+		id := r.Params["storage"]
+		if id == "" {
+			id, _, _ = strings.Cut(strings.TrimPrefix(r.Path, "/storage/"), "/")
+		}
+		switch {
+		case strings.HasPrefix(r.Path, "/storage"):
+			return map[string]string{"pbsauto": "pbs_auto", "pbsautof": "pbs_auto", "pbsauto2": "pbs_auto2", "pbsautof2": "pbs_auto2",
+				"pbskey": "pbs_key", "pbskeyf": "pbs_key", "smb": "cifs", "smbf": "cifs"}[id]
+		case strings.HasPrefix(r.Path, "/nodes/pve01/qemu/9000/clone"), strings.HasPrefix(r.Path, "/nodes/pve01/qemu/30"):
+			return "clone"
+		case strings.HasPrefix(r.Path, "/cluster/ha/"):
+			return "ha"
+		}
+		return ""
+	}
+	ways := map[string]map[string]bool{}
+	for _, r := range sim.Requests() {
+		if m := owner(r); m != "" {
+			if ways[m] == nil {
+				ways[m] = map[string]bool{}
+			}
+			ways[m][r.Auth] = true
+		}
+	}
+	for _, m := range []string{"pbs_auto", "pbs_auto2", "pbs_key", "cifs", "clone", "ha"} {
+		if !ways[m]["root@pam"] || !ways[m][creds.TokenID] {
+			t.Errorf("%s reached the API as %v only: want both root@pam (api_password) and %s (api_token_secret)", m, ways[m], creds.TokenID)
 		}
 	}
 
