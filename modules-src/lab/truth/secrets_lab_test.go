@@ -4,7 +4,9 @@ package truth
 // -vvv with --diff: every secret option each module has is given a
 // marker value (the lab's own root password and token secret for
 // api_password/api_token_secret and the join passwords, since the lab
-// must accept them; the runs swap api_password and api_token_secret, so
+// must accept them; local mode, where root on the node mints its own
+// ticket, for a cifs password and cipassword too; the runs swap
+// api_password and api_token_secret, so
 // every API module meets both, as the request log's Auth shows) and each
 // marker is looked for everywhere a secret could leak:
 //
@@ -152,6 +154,29 @@ const secretsPlaybook = `- name: Every secret option of every module
       run_once: true
       register: r_clone
       ignore_errors: "{{ failing }}"
+    - name: Local mode (no api_host; root on the node mints its ticket), CIFS password
+      gopve.proxmox.pve_storage:
+        storage: "{{ ids.cifs }}l"
+        type: cifs
+        server: 192.0.2.60
+        share: backup
+        username: smbuser
+        password: "{{ cifs_password }}"
+        content: [backup]
+      run_once: true
+      register: r_cifs_local
+      ignore_errors: "{{ failing }}"
+    - name: Local mode, cloud-init password
+      gopve.proxmox.pve_clone:
+        vmid: "{{ ids.vmid + 10 }}"
+        name: "vm{{ ids.vmid + 10 }}"
+        template: debian-12
+        node: pve01
+        ciuser: debian
+        cipassword: "{{ cipassword }}"
+      run_once: true
+      register: r_clone_local
+      ignore_errors: "{{ failing }}"
     - name: Made highly available
       gopve.proxmox.pve_ha:
         <<: *pw
@@ -164,7 +189,7 @@ const secretsPlaybook = `- name: Every secret option of every module
       ignore_errors: "{{ failing }}"
     - name: Dump the registered results
       ansible.builtin.copy:
-        content: "{{ {'create': r_create, 'join': r_join, 'pbs_auto': r_pbs_auto, 'pbs_auto2': r_pbs_auto2, 'pbs_key': r_pbs_key, 'cifs': r_cifs, 'clone': r_clone, 'ha': r_ha} | to_json }}"
+        content: "{{ {'create': r_create, 'join': r_join, 'pbs_auto': r_pbs_auto, 'pbs_auto2': r_pbs_auto2, 'pbs_key': r_pbs_key, 'cifs': r_cifs, 'clone': r_clone, 'cifs_local': r_cifs_local, 'clone_local': r_clone_local, 'ha': r_ha} | to_json }}"
         dest: "{{ dump }}.{{ inventory_hostname }}.json"
         mode: "0600"
       delegate_to: localhost
