@@ -11,7 +11,7 @@ import (
 	"github.com/gopve/proxmox/modules-src/pveapi/resources"
 )
 
-// A clone to another node of a template with anything on local storage is
+// K2: a clone to another node of a template with anything on local storage is
 // refused before anything is sent, with PVE's reason (API2/Qemu.pm
 // clone_vm: "can't clone VM to node '<target>' (VM uses local storage)"),
 // full or linked — and $check_storage_access_clone counts a CD-ROM's ISO
