@@ -274,7 +274,11 @@ func (v *vm) nodeExists(ctx context.Context, node string) error {
 		names = append(names, n.Node)
 	}
 	slices.Sort(names)
-	return fmt.Errorf("node: no such cluster node '%s' (the cluster has %s)", node, strings.Join(names, ", "))
+	// In a check run of the whole site the node may be one the cluster
+	// phase joins (ansible.NotYet): the VM is predicted on it all the same.
+	return v.r.NotYet(ansible.Prerequisite{Option: "node", Object: "cluster node " + node,
+		Predicts: "the VM and its configuration on it"},
+		fmt.Errorf("node: no such cluster node '%s' (the cluster has %s)", node, strings.Join(names, ", ")))
 }
 
 func (v *vm) poolExists(ctx context.Context, pool string) error {
@@ -289,7 +293,8 @@ func (v *vm) poolExists(ctx context.Context, pool string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("pool: pool '%s' does not exist; PVE only takes a pool when the VM is created (K6): create the pool first", pool)
+	return v.r.NotYet(ansible.Prerequisite{Option: "pool", Object: "pool " + pool, Predicts: "the VM created in it"},
+		fmt.Errorf("pool: pool '%s' does not exist; PVE only takes a pool when the VM is created (K6): create the pool first", pool))
 }
 
 // planClone runs PVE's pre-clone checks read-only (clone_vm's
@@ -384,7 +389,9 @@ func (v *vm) checkCloneStorage(src qemu.Config, tpl resources.Guest, target stri
 		st, ok := stores[s]
 		switch {
 		case !ok:
-			return fmt.Errorf("storage: storage '%s' does not exist", s)
+			if err := v.storageNotYet("storage", s, stores); err != nil {
+				return err
+			}
 		case !st.onNode(tpl.Node):
 			return fmt.Errorf("storage: storage '%s' is not available on node '%s'", s, tpl.Node)
 		case !st.onNode(target):
