@@ -288,6 +288,11 @@ func suite(t *testing.T, pve int) {
 	if !real.Verified {
 		t.Errorf("fresh real run: the plan says not every change was verified")
 	}
+	// The VM the check run could only assume the node and storage of is
+	// there, on them.
+	if out, err := lab.SSH("pve02", "qm config 203"); err != nil || !strings.Contains(out, "scsi0: nvme-vm:vm-203-disk-0,size=4G") {
+		t.Errorf("fresh real run: VM 203 on pve02 (%v):\n%s", err, out)
+	}
 
 	// Converged: nothing to change, in a real run or in check mode.
 	if c := s.run("second run").changed(); len(c) != 0 {
