@@ -427,9 +427,10 @@ func (s *storage) keepMembers(ctx context.Context, cfg map[string]any) error {
 	// it joins and predicts the nodes as given; a real run leaves out (or,
 	// with no member left, refuses) what is still not a member.
 	if err := s.r.NotYet(ansible.Prerequisite{Option: "nodes",
-		Object:   fmt.Sprintf("cluster node %s (the members now: %s)", strings.Join(drop, ", "), strings.Join(members, ", ")),
+		Object:   "cluster node " + strings.Join(drop, ", "),
 		Predicts: "the nodes as given",
-		RealRun:  "leaves out every node that is still not a member, and fails when none is"}, nil); err != nil {
+		RealRun: fmt.Sprintf("leaves out every node that is still not a member (the members now: %s), and fails when none is",
+			strings.Join(members, ", "))}, nil); err != nil {
 		return err
 	}
 	if s.r.CheckMode() {
