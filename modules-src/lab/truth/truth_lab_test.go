@@ -72,8 +72,9 @@ pve_clone_vms:
 // notYet are the warnings the fresh check run must give for VM 203: it
 // meets a node (pve02) that only joins in the cluster phase and a storage
 // (nvme-vm) the zfs and storage phases make, both assumed (ansible.NotYet)
-// so the VM is still predicted. Without them the cross-task case would not
-// be exercised at all.
+// so the VM is still predicted (K15: check mode tells the truth about a VM
+// it cannot make yet). Without them the cross-task case would not be
+// exercised at all.
 var notYet = []string{
 	"node: cluster node pve02 does not exist yet; check mode assumes an earlier task of this run creates it",
 	"disks.scsi0: storage nvme-vm does not exist yet; check mode assumes an earlier task of this run creates it",

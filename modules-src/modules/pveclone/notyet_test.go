@@ -15,8 +15,11 @@ import (
 // before any of them exists (ansible.NotYet): the clone is still predicted,
 // with its config and its disks named on the storage, one warning per
 // object, nothing written. A real run without them fails naming the option,
-// changed=false, nothing written.
-func TestNotYetNodeStoragePool(t *testing.T) {
+// changed=false, nothing written. K15: check mode tells the truth about a
+// VM it cannot create yet, instead of skipping it; K6: the pool must exist
+// by the time the clone is sent; K2: the clone goes to the template's node,
+// the node not yet joined in target.
+func TestK15NotYetNodeStoragePool(t *testing.T) {
 	for _, v := range []int{8, 9} {
 		w := newWorld(t, v)
 		args := with(webArgs(), "node", "pve04", "storage", "nvme-vm", "pool", "tenant-z")
@@ -70,7 +73,7 @@ func TestNotYetNodeStoragePool(t *testing.T) {
 // The same, as a site runs it: a bare VM whose storage and pool earlier
 // tasks make. The check run's prediction (the disk's volume name included)
 // is what the real run reads back once they exist.
-func TestNotYetPredictionHoldsOnceCreated(t *testing.T) {
+func TestK15NotYetPredictionHoldsOnceCreated(t *testing.T) {
 	w := newWorld(t, 9)
 	args := map[string]any{"vmid": 310, "name": "db-1", "node": "pve03", "pool": "tenant-z", "memory": 2048,
 		"scsihw": "virtio-scsi-single", "disks": map[string]any{"scsi0": "nvme-vm:8"},
