@@ -3,8 +3,12 @@
 # lab, if any, is taken down first), prove Ansible reaches every node over
 # SSH, then run the collection's phases (playbooks/site.yml) against it the
 # way a user would: check mode first, the real run, and a second run that
-# must change nothing. The lab stays up afterwards for you to explore.
+# must change nothing — all six phases, down to VM 201 on the ZFS pool's
+# storage, replicated to the other nodes and under HA. It ends with the
+# tasks changed per phase in each run and the cluster, storage, VM,
+# replication and HA state read back. The lab stays up afterwards.
 #   PVE=8|9 (default 9)  NODES (default 3)  DEMO_DIR (default /var/lib/gopve/labs/demo)
+#   GOPVE_LAB (the lab binary)  GOPVE_COLLECTIONS (where the collection is installed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
