@@ -14,7 +14,7 @@ description:
   - "Makes one VM, identified by its VMID, exist and look as asked. A missing VM is cloned from a template found cluster-wide by VMID or exact name (several templates of that name fail, listing them): the clone call goes to the node holding the template, the destination node goes in target. Without a template the VM is built bare (machine, bios, disks, CD-ROM, EFI/TPM disks, NICs) in one create call."
   - "Then it converges what a clone ignores: cores, sockets, memory, balloon, cpu, numa, tags, onboot, startup, description, agent; NICs merged key by key with what is there, the MAC always re-sent so it never changes; disks as minimum sizes, grown and never shrunk; cloud-init (ciuser, cipassword, sshkeys, ipconfigN, nameservers, searchdomain, citype, cicustom)."
   - "Every write is checked against the official API schema of the node's PVE version (8 or 9) before it is sent; bad input fails naming the option and changes nothing. Each write is sent once; every change is read back before it is reported."
-  - "An existing VMID whose name differs from name fails with what holds it, instead of configuring someone else's VM."
+  - "An existing VMID whose name differs from name fails with what holds it, instead of configuring someone else's VM. So does one whose origin, as far as PVE keeps it, differs from what the task asks: a template; a linked clone (its disks name the template's base volume, base-<template>-disk-N) of another template than template, or when the task builds the VM bare or asks a full clone. A full clone keeps no trace of its template in PVE, so its origin cannot be checked: only its name is; the module writes no marker of its own into the VM's config."
   - "On a running VM, PVE applies what it can hot-plug and keeps the rest pending until the next restart: those keys are returned in pending with restart_required, never reported as done, and the VM is never restarted by this module."
   - "Check mode predicts the clone as PVE builds it (new MACs shown as assigned at clone, disk names, linked or full) and the configuration that follows, runs PVE's pre-clone checks read-only (template, node, storage, pool, VMID), and sends no write."
 author:
@@ -307,9 +307,14 @@ options:
     default: true
   vmid:
     description:
-      - "The VM's identity (K1): the VMID to clone into, create or manage. A name is never an identity; another VM with the same name does not stop this one."
-    type: "int"
+      - "The VM's identity (K1): the VMID to clone into, create or manage (100 … 999999999). A name is never an identity; another VM with the same name does not stop this one."
+      - "auto: the module picks the VMID, only within vmid_range and only when asked. The VM is then found again by its name, which is required and must match exactly one guest of the range (several fail, listing them). When none does, the lowest free VMID of the range is claimed by the clone or create call itself: PVE refuses a VMID that is taken, and then the next free one is tried (a bounded number of times), so two runs racing in one range end with distinct VMIDs. PVE keeps names unique nowhere: two runs with the same name racing in one range may both create a VM, and the next run then fails listing both. The chosen VMID is returned in vmid; check mode returns the one it would take now, with a warning that the real run may take another if the range changes meanwhile."
+    type: "raw"
     required: true
+  vmid_range:
+    description:
+      - "With vmid: auto (required then): the VMIDs it may claim, first-last (2000-2099), within PVE's 100 … 999999999. With an explicit vmid it only checks that the vmid lies in it."
+    type: "str"
 attributes:
   check_mode:
     support: "full"
@@ -389,6 +394,20 @@ EXAMPLES = r"""
   delegate_to: localhost
   register: vm
 
+- name: A VMID claimed within a range, the VM found again by its name
+  gopve.proxmox.pve_clone:
+    vmid: auto
+    vmid_range: 2000-2099          # never outside it; full range: the task fails
+    name: tenant-b-db-1            # required: exactly one guest of the range may carry it
+    template: debian-12-cloud
+    node: pve03
+  delegate_to: localhost
+  register: db
+
+- name: The VMID it took (the same on every rerun)
+  ansible.builtin.debug:
+    msg: "{{ db.vmid }}"
+
 - name: The MACs, every run (K17)
   ansible.builtin.debug:
     msg: "{{ vm.mac.net0 }}"
@@ -439,8 +458,8 @@ not_yet:
     - option: "storage"
       object: "storage nvme-vm"
 vmid:
-  description: The VM's VMID.
-  returned: always
+  description: The VM's VMID; with vmid auto the one found by name or claimed (in check mode, the one it would claim now).
+  returned: always, except vmid auto with state absent and no VM of that name in the range
   type: int
 node:
   description: The node the VM lives on (or will, in check mode).

@@ -241,7 +241,15 @@ func (s *Sim) cloneWorker(t *taskRun, db *ConfigDB, r *cloneReq, running bool) s
 	if r.description != "" {
 		desc = r.description
 	}
-	// The temporary config, on the source node (file_set_contents).
+	// The temporary config, on the source node (file_set_contents). pmxcfs
+	// refuses a guest config whose VMID another node holds (pve-cluster
+	// memdb.c memdb_rename → vmlist_different_vm_exists: EEXIST), which the
+	// -f check above cannot see; the worker dies with File::file_set_contents'
+	// message before anything was allocated.
+	if e, ok := s.findVMLocked(db, r.newid); ok && e.Node != r.node {
+		s.mu.Unlock()
+		return fmt.Sprintf("close (rename) atomic file '/etc/pve/%s' failed: File exists", guestConfPath(r.node, "qemu-server", r.newid))
+	}
 	s.writeEtcPve(db, guestConfPath(r.node, "qemu-server", r.newid), "# qmclone temporary file\nlock: clone\n")
 	s.saveLocked()
 	s.mu.Unlock()

@@ -273,6 +273,19 @@ func TestCloneK1K2K3K4(t *testing.T) {
 	if r.status != 500 || r.reason != "unable to create VM 121: config file already exists" {
 		t.Errorf("clone onto an existing VMID: %d %q", r.status, r.reason)
 	}
+	// A VMID held by another node passes clone_vm's -f check (it looks on
+	// the template's node only) and fails in the worker: pmxcfs refuses the
+	// temporary config (memdb.c vmlist_different_vm_exists), nothing made.
+	if err := s.AddGuest("pve02", GuestSpec{VMID: 122, Config: map[string]string{"name": "elsewhere"}}); err != nil {
+		t.Fatal(err)
+	}
+	st = mustTask(t, a, "POST", "/nodes/pve01/qemu/9001/clone", url.Values{"newid": {"122"}})
+	if st["exitstatus"] != "close (rename) atomic file '/etc/pve/nodes/pve01/qemu-server/122.conf' failed: File exists" {
+		t.Errorf("clone onto a VMID of another node: %v", st)
+	}
+	if conf := vmConfig(t, a, "pve02", 122); conf["name"] != "elsewhere" {
+		t.Errorf("the other node's VM after the refused clone: %v", conf)
+	}
 }
 
 // K13, K18: clones of one stopped template share its lock and run side by

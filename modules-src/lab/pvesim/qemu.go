@@ -457,6 +457,25 @@ func (s *Sim) checkNewDrive(node, key, v string) error {
 	return nil
 }
 
+// efiDiskSize is what create_efidisk (QemuServer/OVMF.pm) records for an
+// EFI vars disk: the OVMF vars image copied in, sized by
+// volume_size_info. Reconstruction: the image sizes are those of
+// pve-edk2-firmware's OVMF_VARS_4M.fd (528 KiB) and OVMF_VARS.fd (128 KiB,
+// efitype 2m, the default); LVM volumes are whole 4 MiB extents (LVM's
+// default extent size); the ms-cert key PVE 9 adds with pre-enrolled keys
+// is not simulated.
+func efiDiskSize(st *Storage, efitype string) int64 {
+	size := int64(128 << 10)
+	if efitype == "4m" {
+		size = 528 << 10
+	}
+	if st.Type == "lvm" || st.Type == "lvmthin" {
+		const extent = 4 << 20
+		size = (size + extent - 1) / extent * extent
+	}
+	return size
+}
+
 // createDrive is create_disks for one option: "store:32" allocates a 32 GiB
 // volume, "store:cloudinit" the cloud-init drive; others are kept.
 func (s *Sim) createDrive(node string, vmid int, key, v string) (string, error) {
@@ -504,6 +523,12 @@ func (s *Sim) createDrive(node string, vmid int, key, v string) (string, error) 
 		return v, nil
 	}
 	size := int64(gib * (1 << 30))
+	switch key {
+	case "efidisk0":
+		size = efiDiskSize(st, d.props.get("efitype"))
+	case "tpmstate0":
+		size = 4 << 20 // TPMSTATE_DISK_SIZE (QemuServer/Drive.pm), whatever size was asked
+	}
 	volid, err := s.allocVolumeLocked(node, st, vmid, size, d.props.get("format"))
 	if err != nil {
 		return "", err

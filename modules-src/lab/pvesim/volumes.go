@@ -75,20 +75,38 @@ func volName(st *Storage, vmid int, name, format string) string {
 	return name
 }
 
-// freeDiskName finds vm-<vmid>-disk-<n> unused on st (find_free_diskname).
-func (s *Sim) freeDiskName(node string, st *Storage, vmid int, prefix string) string {
-	vols := s.volumesFor(node, st)
-	for i := 0; ; i++ {
-		name := fmt.Sprintf("%s-%d-disk-%d", prefix, vmid, i)
-		used := false
-		for volid := range vols {
-			if store, vn, _ := volumeID(volid); store == st.ID && strings.Contains(vn, name) {
-				used = true
-				break
-			}
+// freeDiskName is find_free_diskname (pve-storage Plugin.pm
+// get_next_vm_diskname): the first n of <prefix>-<vmid>-disk-<n> that no
+// volume of vmid on st takes. A volume takes n when its name matches
+// (vm|base)-<vmid>-disk-(\d+)<suffix> anywhere ($get_vm_disk_number, an
+// unanchored match: a linked clone's <base>/<vmid>/vm-… counts), the
+// suffix being ".<format>" on file storages (alloc_image passes
+// $add_fmt_suffix = 1 there, so vm-N-disk-0.raw does not take n=0 for a
+// qcow2) and nothing elsewhere; subvol plugins (zfspool) also count
+// subvol-/basevol- names, whatever the suffix.
+func (s *Sim) freeDiskName(node string, st *Storage, vmid int, prefix, format string) string {
+	suffix := ""
+	if fileStorage(st) {
+		suffix = regexp.QuoteMeta("." + format)
+	}
+	re := regexp.MustCompile(fmt.Sprintf(`(vm|base)-%d-disk-(\d+)%s`, vmid, suffix))
+	if st.Type == "zfspool" {
+		re = regexp.MustCompile(fmt.Sprintf(`(vm|base|subvol|basevol)-%d-disk-(\d+)`, vmid))
+	}
+	taken := map[int]bool{}
+	for volid := range s.volumesFor(node, st) {
+		store, vn, _ := volumeID(volid)
+		if store != st.ID || volOwner(vn) != vmid { // list_images($vmid): the VMID's own volumes
+			continue
 		}
-		if !used {
-			return name
+		if m := re.FindStringSubmatch(vn); m != nil {
+			n, _ := strconv.Atoi(m[2])
+			taken[n] = true
+		}
+	}
+	for i := 0; ; i++ {
+		if !taken[i] {
+			return fmt.Sprintf("%s-%d-disk-%d", prefix, vmid, i)
 		}
 	}
 }
@@ -99,7 +117,7 @@ func (s *Sim) allocVolumeLocked(node string, st *Storage, vmid int, size int64, 
 	if format == "" {
 		format = defaultFormat(st)
 	}
-	name := s.freeDiskName(node, st, vmid, "vm")
+	name := s.freeDiskName(node, st, vmid, "vm", format)
 	volid := st.ID + ":" + volName(st, vmid, name, format)
 	if err := s.zfsCreateVolume(node, st, name, size); err != nil {
 		return "", err
@@ -171,7 +189,7 @@ func (s *Sim) linkedCloneLocked(node string, st *Storage, base string, newid int
 		return "", err
 	}
 	_, bvn, _ := volumeID(base)
-	name := s.freeDiskName(node, st, newid, "vm")
+	name := s.freeDiskName(node, st, newid, "vm", "qcow2") // a linked clone on a file storage is qcow2
 	var vn string
 	if fileStorage(st) {
 		vn = fmt.Sprintf("%s/%d/%s.qcow2", bvn, newid, name)

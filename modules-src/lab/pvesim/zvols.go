@@ -56,7 +56,7 @@ func (s *Sim) allocSubvolLocked(node string, st *Storage, vmid int, size int64) 
 	if st.Type == "zfspool" {
 		prefix, format = "subvol", "subvol"
 	}
-	name := s.freeDiskName(node, st, vmid, prefix)
+	name := s.freeDiskName(node, st, vmid, prefix, format)
 	volid := st.ID + ":" + name
 	if fileStorage(st) {
 		volid = st.ID + ":" + volName(st, vmid, name, format)

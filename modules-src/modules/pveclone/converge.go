@@ -3,6 +3,7 @@ package pveclone
 import (
 	"fmt"
 	"maps"
+	"path"
 	"regexp"
 	"slices"
 	"strconv"
@@ -201,6 +202,9 @@ func (p *settingsPlan) planDisks(cur qemu.Config, w *want) error {
 		changed := d.File != props.Map()["file"]
 		props.Set("file", d.File)
 		for _, ok := range slices.Sorted(maps.Keys(dw.opts)) {
+			if ok == "format" && volumeFormat(d.File) == dw.opts[ok] {
+				continue // create_disks drops the key once the volume has that format
+			}
 			if v, has := props.Get(ok); !has || v != dw.opts[ok] {
 				props.Set(ok, dw.opts[ok])
 				changed = true
@@ -236,4 +240,15 @@ func (p *settingsPlan) afterResize() {
 			p.after[r.disk] = s
 		}
 	}
+}
+
+// volumeFormat is a volume's format as its name tells it (a file
+// storage's extension; raw on block storages).
+func volumeFormat(volid string) string {
+	_, volname, _ := strings.Cut(volid, ":")
+	switch ext := path.Ext(volname); ext {
+	case ".qcow2", ".vmdk", ".raw":
+		return ext[1:]
+	}
+	return "raw"
 }

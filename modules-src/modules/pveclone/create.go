@@ -89,7 +89,19 @@ func (v *vm) planCreate(ctx context.Context) ([]ansible.Change, error) {
 	if err := req.Validate(v.version); err != nil {
 		return nil, v.schemaError(err)
 	}
-	predicted := predictCreate(cfg, v.p.VMID, stores)
+	var newStores []string
+	for k, val := range cfg {
+		if d, err := qemu.ParseDrive(k, val); qemu.IsDisk(k) && err == nil {
+			if st, _, ok := d.Allocation(); ok {
+				newStores = append(newStores, st)
+			}
+		}
+	}
+	names, err := v.namesFor(ctx, node, nil, newStores, stores)
+	if err != nil {
+		return nil, err
+	}
+	predicted := predictCreate(cfg, names)
 	if _, _, _, err := v.settings(ctx, vmState{Node: node, Next: predicted, Live: predicted}, false); err != nil {
 		return nil, err // refused before the clone is sent
 	}
@@ -99,8 +111,15 @@ func (v *vm) planCreate(ctx context.Context) ([]ansible.Change, error) {
 		Summary: fmt.Sprintf("create VM %d (%s) on %s", v.p.VMID, v.p.Name, node),
 		Diff:    ansible.TextDiff(confHeader(node, v.p.VMID), "", renderConf(predicted.Values)),
 		Apply: func(ctx context.Context) error {
-			if err := v.sendCreate(ctx, write{req: req, what: fmt.Sprintf("create VM %d", v.p.VMID),
-				settle: func(ctx context.Context) (bool, error) { return v.exists(ctx) }, creates: true}, func(*pveapi.TaskResult) {}); err != nil {
+			mk := func(id int) (write, error) {
+				req := qemu.Create(node, id, params) // vmid: auto may claim another VMID than planned
+				if err := req.Validate(v.version); err != nil {
+					return write{}, v.schemaError(err)
+				}
+				return write{req: req, what: fmt.Sprintf("create VM %d", id),
+					settle: func(ctx context.Context) (bool, error) { return v.exists(ctx) }, creates: true}, nil
+			}
+			if err := v.claim(ctx, mk, func(*pveapi.TaskResult) {}); err != nil {
 				return err
 			}
 			v.created = true
@@ -114,15 +133,16 @@ func (v *vm) planCreate(ctx context.Context) ([]ansible.Change, error) {
 }
 
 // predictCreate is the config qemu-server writes for a create call
-// (API2/Qemu.pm create_vm): each storage:GiB allocated as the first free
-// vm-<vmid>-disk-<n> of its storage, in sorted key order (create_disks
-// walks the drives with PVE::QemuConfig->foreach_volume, sorted keys), the
-// size recorded; a NIC without MAC gets one; boot and smbios1 filled in.
+// (API2/Qemu.pm create_vm): each storage:GiB allocated as
+// find_free_diskname names it (diskNames: orphan volumes of the VMID
+// counted), in sorted key order (create_disks walks the drives with
+// $foreach_volume_with_alloc, `sort keys`), the size recorded and the
+// format key dropped; a NIC without MAC gets one; boot and smbios1 filled
+// in.
 // Reconstruction: boot defaults to the legacy "cdn" order (CD-ROMs,
 // disks, the first NIC); vmgenid is added by PVE on create.
-func predictCreate(cfg map[string]string, vmid int, stores map[string]storageInfo) qemu.Config {
+func predictCreate(cfg map[string]string, names *diskNames) qemu.Config {
 	out := qemu.Config{Values: map[string]string{}}
-	next := map[string]int{}
 	var diskKeys []string
 	for _, k := range slices.Sorted(maps.Keys(cfg)) {
 		val := cfg[k]
@@ -138,30 +158,8 @@ func predictCreate(cfg map[string]string, vmid int, stores map[string]storageInf
 			if err != nil {
 				break
 			}
-			if st, gib, ok := d.Allocation(); ok {
-				n := next[st]
-				next[st] = n + 1
-				name := fmt.Sprintf("vm-%d-disk-%d", vmid, n)
-				if stores[st].file() {
-					f := d.Format
-					if f == "" {
-						f = stores[st].Format
-					}
-					if f == "" {
-						f = "raw"
-					}
-					name = fmt.Sprintf("%d/%s.%s", vmid, name, f)
-				}
-				d.File = st + ":" + name
-				switch k {
-				case "efidisk0":
-					d.Size = 528 << 10 // efidisk: the OVMF vars image (4m: 528K)
-				case "tpmstate0":
-					d.Size = 4 << 20
-				default:
-					d.Size = int64(gib * float64(1<<30))
-				}
-				val, _ = d.Render()
+			if a, ok := allocated(k, val, names); ok {
+				val = a
 			}
 			if !d.IsCDROM() && k != "efidisk0" && k != "tpmstate0" {
 				diskKeys = append(diskKeys, k)
@@ -186,6 +184,7 @@ func predictCreate(cfg map[string]string, vmid int, stores map[string]storageInf
 		}
 		out.Values["boot"] = "order=" + strings.Join(order, ";")
 	}
+	out.Values["meta"] = "creation-qemu=" + AssignedAtCreation + ",ctime=" + AssignedAtCreation // new_meta_info_string
 	out.Values["smbios1"] = "uuid=" + AssignedAtCreation
 	out.Values["vmgenid"] = AssignedAtCreation
 	return out

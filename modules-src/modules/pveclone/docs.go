@@ -49,6 +49,20 @@ const examples = `- name: Seed 001's tenant VM in one task, from the controller
   delegate_to: localhost
   register: vm
 
+- name: A VMID claimed within a range, the VM found again by its name
+  gopve.proxmox.pve_clone:
+    vmid: auto
+    vmid_range: 2000-2099          # never outside it; full range: the task fails
+    name: tenant-b-db-1            # required: exactly one guest of the range may carry it
+    template: debian-12-cloud
+    node: pve03
+  delegate_to: localhost
+  register: db
+
+- name: The VMID it took (the same on every rerun)
+  ansible.builtin.debug:
+    msg: "{{ db.vmid }}"
+
 - name: The MACs, every run (K17)
   ansible.builtin.debug:
     msg: "{{ vm.mac.net0 }}"
@@ -62,8 +76,8 @@ const examples = `- name: Seed 001's tenant VM in one task, from the controller
 `
 
 const returnDoc = `vmid:
-  description: The VM's VMID.
-  returned: always
+  description: The VM's VMID; with vmid auto the one found by name or claimed (in check mode, the one it would claim now).
+  returned: always, except vmid auto with state absent and no VM of that name in the range
   type: int
 node:
   description: The node the VM lives on (or will, in check mode).

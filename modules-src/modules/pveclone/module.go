@@ -44,7 +44,7 @@ func New(o pveapi.Options) ansible.Module {
 			"Makes one VM, identified by its VMID, exist and look as asked. A missing VM is cloned from a template found cluster-wide by VMID or exact name (several templates of that name fail, listing them): the clone call goes to the node holding the template, the destination node goes in target. Without a template the VM is built bare (machine, bios, disks, CD-ROM, EFI/TPM disks, NICs) in one create call.",
 			"Then it converges what a clone ignores: cores, sockets, memory, balloon, cpu, numa, tags, onboot, startup, description, agent; NICs merged key by key with what is there, the MAC always re-sent so it never changes; disks as minimum sizes, grown and never shrunk; cloud-init (ciuser, cipassword, sshkeys, ipconfigN, nameservers, searchdomain, citype, cicustom).",
 			"Every write is checked against the official API schema of the node's PVE version (8 or 9) before it is sent; bad input fails naming the option and changes nothing. Each write is sent once; every change is read back before it is reported.",
-			"An existing VMID whose name differs from name fails with what holds it, instead of configuring someone else's VM.",
+			"An existing VMID whose name differs from name fails with what holds it, instead of configuring someone else's VM. So does one whose origin, as far as PVE keeps it, differs from what the task asks: a template; a linked clone (its disks name the template's base volume, base-<template>-disk-N) of another template than template, or when the task builds the VM bare or asks a full clone. A full clone keeps no trace of its template in PVE, so its origin cannot be checked: only its name is; the module writes no marker of its own into the VM's config.",
 			"On a running VM, PVE applies what it can hot-plug and keeps the rest pending until the next restart: those keys are returned in pending with restart_required, never reported as done, and the VM is never restarted by this module.",
 			"Check mode predicts the clone as PVE builds it (new MACs shown as assigned at clone, disk names, linked or full) and the configuration that follows, runs PVE's pre-clone checks read-only (template, node, storage, pool, VMID), and sends no write.",
 		},
@@ -69,7 +69,9 @@ func New(o pveapi.Options) ansible.Module {
 // params are the module's options.
 type params struct {
 	pveansible.Connection `ansible:",squash"`
-	VMID                  int    `ansible:"vmid"`
+	VMIDParam             any    `ansible:"vmid"`
+	VMIDRange             string `ansible:"vmid_range"`
+	VMID                  int    `ansible:"-"` // vmid as a number: given, found by name or claimed (vmid: auto)
 	Name                  string `ansible:"name"`
 	Node                  string `ansible:"node"`
 	Template              string `ansible:"template"`
@@ -134,11 +136,13 @@ func dict(desc ...string) ansible.Option {
 
 func spec() ansible.Spec {
 	opts := map[string]ansible.Option{
-		"vmid": {Type: ansible.TypeInt, Required: true, Description: []string{
-			"The VM's identity (K1): the VMID to clone into, create or manage. A name is never an identity; another VM with the same name does not stop this one."}},
-		"name":     str("The VM's name (a DNS name). On an existing VMID it must match, else the task fails with what holds the VMID. Required with state=absent."),
-		"node":     str("Node the VM should live on when it is created. Defaults to the template's node. An existing VM is found wherever it runs now (after a migration or an HA recovery) and is not moved."),
-		"template": str("Source template: its VMID, or its exact name (exactly one template of that name must exist cluster-wide). Omit it to build the VM bare from machine, bios, disks, cdrom, efidisk, tpmstate and nets."),
+		"vmid": {Type: ansible.TypeRaw, Required: true, Description: []string{
+			"The VM's identity (K1): the VMID to clone into, create or manage (100 … 999999999). A name is never an identity; another VM with the same name does not stop this one.",
+			"auto: the module picks the VMID, only within vmid_range and only when asked. The VM is then found again by its name, which is required and must match exactly one guest of the range (several fail, listing them). When none does, the lowest free VMID of the range is claimed by the clone or create call itself: PVE refuses a VMID that is taken, and then the next free one is tried (a bounded number of times), so two runs racing in one range end with distinct VMIDs. PVE keeps names unique nowhere: two runs with the same name racing in one range may both create a VM, and the next run then fails listing both. The chosen VMID is returned in vmid; check mode returns the one it would take now, with a warning that the real run may take another if the range changes meanwhile."}},
+		"vmid_range": str("With vmid: auto (required then): the VMIDs it may claim, first-last (2000-2099), within PVE's 100 … 999999999. With an explicit vmid it only checks that the vmid lies in it."),
+		"name":       str("The VM's name (a DNS name). On an existing VMID it must match, else the task fails with what holds the VMID. Required with state=absent."),
+		"node":       str("Node the VM should live on when it is created. Defaults to the template's node. An existing VM is found wherever it runs now (after a migration or an HA recovery) and is not moved."),
+		"template":   str("Source template: its VMID, or its exact name (exactly one template of that name must exist cluster-wide). Omit it to build the VM bare from machine, bios, disks, cdrom, efidisk, tpmstate and nets."),
 		"state": {Type: ansible.TypeStr, Default: "present", Choices: []any{"present", "started", "stopped", "absent"}, Description: []string{
 			"present: exists and configured, power untouched (a new VM stays stopped). started/stopped: also that power state (through HA when HA manages the guest). absent: stopped and destroyed, after checking its name."}},
 		"full":    {Type: ansible.TypeBool, Default: true, Description: []string{"Full clone (independent copy). false: a linked clone, which needs a storage with linked clones (lvmthin, zfspool, rbd, qcow2 on a file storage) and takes neither storage nor format."}},

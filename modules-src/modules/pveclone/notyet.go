@@ -25,6 +25,30 @@ func (v *vm) storageNotYet(option, storage string, stores map[string]storageInfo
 	if err != nil {
 		return err
 	}
-	stores[storage] = storageInfo{Type: "(not yet defined)", Shared: true, Content: []string{"images"}}
+	stores[storage] = storageInfo{Type: notYetType, Shared: true, Content: []string{"images"}}
 	return nil
+}
+
+// notYetType is the type of a storage's stand-in (storageNotYet).
+const notYetType = "(not yet defined)"
+
+// nodeNotYet is storageNotYet for the VM's node: in a check run, a node
+// an earlier task joins is assumed, and the VM predicted on it.
+func (v *vm) nodeNotYet(node string, fail error) error {
+	if err := v.r.NotYet(ansible.Prerequisite{Option: "node", Object: "cluster node " + node,
+		Predicts: "the VM and its configuration on it"}, fail); err != nil {
+		return err
+	}
+	if v.notYet == nil {
+		v.notYet = map[string]bool{}
+	}
+	v.notYet[node] = true
+	return nil
+}
+
+// assumedMissing tells whether the storage on node is one check mode
+// assumed (the storage or the node does not exist yet): nothing can be
+// read there, and nothing of this VMID is there to count.
+func (v *vm) assumedMissing(node, store string, stores map[string]storageInfo) bool {
+	return v.notYet[node] || stores[store].Type == notYetType
 }

@@ -67,6 +67,20 @@ func TestK15NotYetNodeStoragePool(t *testing.T) {
 		if _, ok := resources.Find(w.guests(), 201); ok {
 			t.Errorf("PVE %d: VM 201 exists after the refused runs", v)
 		}
+
+		// A bare VM on the node not joined yet, on a storage that exists:
+		// nothing can be read of that node, the disk is named all the same.
+		bare := map[string]any{"vmid": 311, "name": "bare-1", "node": "pve04", "disks": map[string]any{"scsi0": "local-lvm:8"}}
+		check = w.run(bare, true)
+		if failed(check) || check["changed"] != true || cfgOf(check)["scsi0"] != "local-lvm:vm-311-disk-0,size=8G" {
+			t.Errorf("PVE %d bare check: %v scsi0 %q", v, msg(check), cfgOf(check)["scsi0"])
+		}
+		if real := w.run(bare, false); !failed(real) || real["changed"] != false || !strings.Contains(msg(real), "node: no such cluster node 'pve04'") {
+			t.Errorf("PVE %d bare real: %v %q", v, real["changed"], msg(real))
+		}
+		if m := writes(w.sim); len(m) != 0 {
+			t.Errorf("PVE %d: the bare VM's runs wrote %+v", v, m)
+		}
 	}
 }
 

@@ -64,12 +64,11 @@ var volatileKeys = []string{"parent", "snaptime", "vmstate", "runningcpu", "runn
 //
 // Reconstruction: the format of a full copy on a file storage follows
 // resolve_dst_disk_format as read (the given format, else the source's on
-// the same storage, else the target storage's default, raw); volume names
-// assume no orphan volume of newid is left on the storage (PVE would skip
-// its number).
-func predictClone(src qemu.Config, srcID int, o cloneOpts, stores map[string]storageInfo) (qemu.Config, error) {
+// the same storage, else the target storage's default, raw). Volume
+// numbers count the volumes newid already owns on each storage (orphans
+// included: diskNames).
+func predictClone(src qemu.Config, srcID int, o cloneOpts, stores map[string]storageInfo, names *diskNames) (qemu.Config, error) {
 	out := qemu.Config{Values: map[string]string{}}
-	next := map[string]int{} // per storage: the next free disk number
 	for _, k := range slices.Sorted(maps.Keys(src.Values)) {
 		v := src.Values[k]
 		switch {
@@ -104,7 +103,7 @@ func predictClone(src qemu.Config, srcID int, o cloneOpts, stores map[string]sto
 			if !known {
 				return qemu.Config{}, fmt.Errorf("storage '%s' does not exist", dst)
 			}
-			d.File = dst + ":" + cloneVolName(k, d, store, dst, volname, st, o, next)
+			d.File = dst + ":" + cloneVolName(k, d, store, dst, volname, st, o, names)
 			if !d.IsCloudInit() && d.Format != "" && o.format != "" {
 				d.Format = o.format
 			}
@@ -135,37 +134,27 @@ func predictClone(src qemu.Config, srcID int, o cloneOpts, stores map[string]sto
 	return out, nil
 }
 
-func cloneVolName(key string, d qemu.Drive, srcStore, dst, volname string, st storageInfo, o cloneOpts, next map[string]int) string {
+func cloneVolName(key string, d qemu.Drive, srcStore, dst, volname string, st storageInfo, o cloneOpts, names *diskNames) string {
 	if d.IsCloudInit() {
 		if st.file() {
 			return fmt.Sprintf("%d/vm-%d-cloudinit.qcow2", o.newid, o.newid)
 		}
 		return fmt.Sprintf("vm-%d-cloudinit", o.newid)
 	}
-	n := next[dst]
-	next[dst] = n + 1
-	name := fmt.Sprintf("vm-%d-disk-%d", o.newid, n)
 	linked := !o.full && key != "tpmstate0"
 	if linked {
+		// clone_image: find_free_diskname for the new VMID (qcow2 on a file
+		// storage), under the base volume.
 		if st.file() {
-			return fmt.Sprintf("%s/%d/%s.qcow2", volname, o.newid, name)
+			return volname + "/" + names.next(dst, "qcow2")
 		}
-		return volname + "/" + name
-	}
-	if !st.file() {
-		return name
+		return volname + "/" + names.next(dst, "")
 	}
 	format := o.format
 	if format == "" && srcStore == dst {
 		format = strings.TrimPrefix(path.Ext(volname), ".")
 	}
-	if format == "" {
-		format = st.Format
-	}
-	if format == "" {
-		format = "raw"
-	}
-	return fmt.Sprintf("%d/%s.%s", o.newid, name, format)
+	return names.next(dst, format)
 }
 
 // newSMBIOS keeps the SMBIOS settings and marks the UUID as new (clone_vm

@@ -12,7 +12,9 @@ import (
 // check mode), what waits for a restart, the clone's warnings and a failed
 // task's log.
 func (v *vm) report() {
-	v.r.Set("vmid", v.p.VMID)
+	if v.p.VMID != 0 {
+		v.r.Set("vmid", v.p.VMID) // 0: vmid auto found no VM to remove
+	}
 	v.r.Set("existed", v.existed)
 	if v.node != "" {
 		v.r.Set("node", v.node)

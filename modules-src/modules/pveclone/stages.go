@@ -100,6 +100,9 @@ func (v *vm) settings(ctx context.Context, st vmState, warn bool) (settingsPlan,
 		}
 	}
 	plan.afterResize()
+	if err := v.nameNewDisks(ctx, st, &plan); err != nil {
+		return plan, req, nil, err
+	}
 	upd := qemu.Update{Node: st.Node, VMID: v.p.VMID, Set: plan.set, Digest: st.Next.Digest}
 	req = upd.Request()
 	if plan.alloc {

@@ -25,6 +25,11 @@ type vm struct {
 	p    params
 	w    *want
 	poll time.Duration
+	auto *vmidRange // vmid: auto, within this range
+
+	volumes  map[string][]string    // the VMID's volumes per node and storage, read once (diskname.go)
+	storages map[string]storageInfo // GET /storage, read once for the disk names
+	notYet   map[string]bool        // check mode: nodes assumed made by earlier tasks (notyet.go)
 
 	version int
 	existed bool
@@ -60,8 +65,9 @@ func run(r *ansible.Run, o pveapi.Options) error {
 	if err := r.Decode(&p); err != nil {
 		return err
 	}
-	if p.VMID < 100 || p.VMID > 999999999 {
-		return fmt.Errorf("vmid: %d is out of range (PVE's VMIDs are 100 … 999999999)", p.VMID)
+	auto, err := parseVMIDOptions(&p)
+	if err != nil {
+		return err
 	}
 	w, err := buildWant(p)
 	if err != nil {
@@ -93,7 +99,7 @@ func run(r *ansible.Run, o pveapi.Options) error {
 	if poll == 0 {
 		poll = time.Second
 	}
-	v := &vm{r: r, c: c, p: p, w: w, poll: poll}
+	v := &vm{r: r, c: c, p: p, w: w, poll: poll, auto: auto}
 	defer v.report()
 	if err := r.Stage("vm", v.planVM); err != nil {
 		return err
@@ -147,6 +153,11 @@ func (v *vm) planVM(ctx context.Context, _ *ansible.World) ([]ansible.Change, er
 	if err != nil {
 		return nil, fmt.Errorf("cannot list the cluster's guests: %w", err)
 	}
+	if v.auto != nil {
+		if ok, err := v.resolveAuto(guests); err != nil || !ok {
+			return nil, err
+		}
+	}
 	g, found := resources.Find(guests, v.p.VMID)
 	if found {
 		if err := v.owned(g); err != nil {
@@ -158,6 +169,9 @@ func (v *vm) planVM(ctx context.Context, _ *ansible.World) ([]ansible.Change, er
 		}
 		st, err := v.observe(ctx, g.Node, g.Status == "running", g.HAState != "")
 		if err != nil {
+			return nil, err
+		}
+		if err := v.checkOrigin(guests, st.Next); err != nil {
 			return nil, err
 		}
 		v.read = &st
@@ -276,9 +290,7 @@ func (v *vm) nodeExists(ctx context.Context, node string) error {
 	slices.Sort(names)
 	// In a check run of the whole site the node may be one the cluster
 	// phase joins (ansible.NotYet): the VM is predicted on it all the same.
-	return v.r.NotYet(ansible.Prerequisite{Option: "node", Object: "cluster node " + node,
-		Predicts: "the VM and its configuration on it"},
-		fmt.Errorf("node: no such cluster node '%s' (the cluster has %s)", node, strings.Join(names, ", ")))
+	return v.nodeNotYet(node, fmt.Errorf("node: no such cluster node '%s' (the cluster has %s)", node, strings.Join(names, ", ")))
 }
 
 func (v *vm) poolExists(ctx context.Context, pool string) error {
@@ -342,8 +354,12 @@ func (v *vm) planClone(ctx context.Context, guests []resources.Guest) ([]ansible
 	if err := req.Validate(v.version); err != nil {
 		return nil, v.schemaError(err)
 	}
+	names, err := v.cloneNames(ctx, src, tpl.Node, stores)
+	if err != nil {
+		return nil, err
+	}
 	predicted, err := predictClone(src, tpl.VMID, cloneOpts{newid: v.p.VMID, name: v.p.Name, description: clone.Description,
-		storage: v.p.Storage, format: v.p.Format, full: full}, stores)
+		storage: v.p.Storage, format: v.p.Format, full: full}, stores, names)
 	if err != nil {
 		return nil, err
 	}
@@ -361,9 +377,17 @@ func (v *vm) planClone(ctx context.Context, guests []resources.Guest) ([]ansible
 		Summary: fmt.Sprintf("%s clone of template %d (%s) into VM %d on %s", kind, tpl.VMID, tpl.Name, v.p.VMID, where),
 		Diff:    ansible.TextDiff(confHeader(target, v.p.VMID), "", renderConf(predicted.Values)),
 		Apply: func(ctx context.Context) error {
-			w := write{req: req, what: fmt.Sprintf("clone template %d into VM %d", tpl.VMID, v.p.VMID),
-				settle: func(ctx context.Context) (bool, error) { return v.exists(ctx) }, creates: true}
-			if err := v.sendCreate(ctx, w, func(res *pveapi.TaskResult) {
+			mk := func(id int) (write, error) {
+				c := clone
+				c.NewID = id // vmid: auto may claim another VMID than planned
+				req := c.Request()
+				if err := req.Validate(v.version); err != nil {
+					return write{}, v.schemaError(err)
+				}
+				return write{req: req, what: fmt.Sprintf("clone template %d into VM %d", tpl.VMID, id),
+					settle: func(ctx context.Context) (bool, error) { return v.exists(ctx) }, creates: true}, nil
+			}
+			if err := v.claim(ctx, mk, func(res *pveapi.TaskResult) {
 				if res != nil {
 					v.cloneWarnings = res.Warnings
 				}

@@ -1,0 +1,218 @@
+package pveclone
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gopve/proxmox/modules-src/ansible"
+	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/resources"
+)
+
+// vmid: auto. The module never picks a VMID unless asked, and then only
+// within vmid_range. Identity stays a fact PVE keeps: on a rerun the VM is
+// the one guest of the range carrying the task's name; when there is none,
+// the lowest free VMID of the range is claimed by the clone or create call
+// itself, which PVE refuses when the VMID is taken (clone_vm: "unable to
+// create VM N: config file already exists", and the new VMID's config
+// lock; create_vm: create_and_lock_config → check_vmid_unused "VM N
+// already exists on node"). That refusal changed nothing, so the next free
+// VMID is tried, a bounded number of times. /cluster/nextid is not used: it
+// reserves nothing (K18).
+
+// Bounds of PVE's VMIDs (pve-vmid: PVE::JSONSchema::pve_verify_vmid).
+const (
+	minVMID = 100
+	maxVMID = 999999999
+)
+
+// autoAttempts bounds how many VMIDs one run tries to claim when each is
+// taken between its read and its call.
+const autoAttempts = 8
+
+// vmidRange is the span vmid: auto may claim, both ends included.
+type vmidRange struct{ lo, hi int }
+
+func (r vmidRange) String() string  { return fmt.Sprintf("%d-%d", r.lo, r.hi) }
+func (r vmidRange) has(id int) bool { return id >= r.lo && id <= r.hi }
+
+var rangeRe = regexp.MustCompile(`^\s*(\d+)\s*-\s*(\d+)\s*$`)
+
+// parseVMIDOptions reads vmid (a VMID or auto) and vmid_range, refusing
+// what contradicts: auto without a range or a name, a range outside PVE's
+// VMIDs or upside down, an explicit vmid outside the range given with it.
+func parseVMIDOptions(p *params) (*vmidRange, error) {
+	auto := false
+	switch x := p.VMIDParam.(type) {
+	case nil:
+		return nil, fmt.Errorf("vmid: required (a VMID, or auto with vmid_range)")
+	case string:
+		s := strings.TrimSpace(x)
+		if s == "auto" {
+			auto = true
+			break
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return nil, fmt.Errorf("vmid: %q is neither a VMID (%d … %d) nor auto", x, minVMID, maxVMID)
+		}
+		p.VMID = n
+	case bool:
+		return nil, fmt.Errorf("vmid: %v is neither a VMID (%d … %d) nor auto", x, minVMID, maxVMID)
+	default:
+		n, err := strconv.Atoi(pveapi.String(x))
+		if err != nil {
+			return nil, fmt.Errorf("vmid: %v is neither a VMID (%d … %d) nor auto", x, minVMID, maxVMID)
+		}
+		p.VMID = n
+	}
+	if !auto && (p.VMID < minVMID || p.VMID > maxVMID) {
+		return nil, fmt.Errorf("vmid: %d is out of range (PVE's VMIDs are %d … %d)", p.VMID, minVMID, maxVMID)
+	}
+	var rng *vmidRange
+	if p.VMIDRange != "" {
+		m := rangeRe.FindStringSubmatch(p.VMIDRange)
+		if m == nil {
+			return nil, fmt.Errorf("vmid_range: %q is not a range of VMIDs (first-last, e.g. 2000-2099)", p.VMIDRange)
+		}
+		lo, err1 := strconv.Atoi(m[1])
+		hi, err2 := strconv.Atoi(m[2])
+		switch {
+		case err1 != nil || err2 != nil || lo < minVMID || hi > maxVMID:
+			return nil, fmt.Errorf("vmid_range: %s is not within PVE's VMIDs (%d … %d)", strings.TrimSpace(p.VMIDRange), minVMID, maxVMID)
+		case lo > hi:
+			return nil, fmt.Errorf("vmid_range: %d-%d is empty (its first VMID is above its last)", lo, hi)
+		}
+		rng = &vmidRange{lo, hi}
+	}
+	switch {
+	case auto && rng == nil:
+		return nil, fmt.Errorf("vmid_range: required with vmid: auto (the module picks a VMID only within a range you give)")
+	case auto && p.Name == "":
+		return nil, fmt.Errorf("name: required with vmid: auto (the VM is found again by its name within vmid_range)")
+	case !auto && rng != nil && !rng.has(p.VMID):
+		return nil, fmt.Errorf("vmid: %d is outside vmid_range %s", p.VMID, rng)
+	}
+	if !auto {
+		return nil, nil // a range given with an explicit vmid only checks it
+	}
+	return rng, nil
+}
+
+// resolveAuto finds the VM of an auto task again by its name within the
+// range, or picks the VMID a clone or create would claim now. ok is false
+// when there is none and none is to be made (state absent).
+func (v *vm) resolveAuto(guests []resources.Guest) (bool, error) {
+	var named []resources.Guest
+	for _, g := range guests {
+		if v.auto.has(g.VMID) && g.Name == v.p.Name {
+			named = append(named, g)
+		}
+	}
+	switch {
+	case len(named) == 1:
+		v.p.VMID = named[0].VMID
+		return true, nil
+	case len(named) > 1:
+		var list []string
+		for _, g := range named {
+			list = append(list, fmt.Sprintf("%d on %s", g.VMID, g.Node))
+		}
+		slices.Sort(list)
+		return false, fmt.Errorf("vmid: auto: %d guests are named %q in vmid_range %s (%s); the name must match exactly one: give vmid to say which; nothing was changed", len(named), v.p.Name, v.auto, strings.Join(list, ", "))
+	case v.p.State == "absent":
+		return false, nil
+	}
+	id, err := v.lowestFree(guests, nil)
+	if err != nil {
+		return false, err
+	}
+	v.p.VMID = id
+	if v.r.CheckMode() {
+		v.r.Warn(fmt.Sprintf("vmid: auto: no VM named %q in vmid_range %s; the clone or create would claim VMID %d, the lowest free one now; the real run claims the lowest free one when it runs, which differs if the range changes meanwhile", v.p.Name, v.auto, id))
+	}
+	return true, nil
+}
+
+// lowestFree is the lowest VMID of the range that no guest of the cluster
+// holds (VMIDs are cluster-wide, VMs and containers alike) and that this
+// run was not already refused.
+func (v *vm) lowestFree(guests []resources.Guest, refused map[int]bool) (int, error) {
+	used := map[int]bool{}
+	for _, g := range guests {
+		used[g.VMID] = true
+	}
+	for id := v.auto.lo; id <= v.auto.hi; id++ {
+		if !used[id] && !refused[id] {
+			return id, nil
+		}
+	}
+	return 0, ansible.NothingChanged(fmt.Errorf("vmid_range: every VMID of %s is taken (%d by guests of the cluster, %d refused to this run as taken); nothing was changed: widen the range or free a VMID", v.auto, countIn(used, *v.auto), len(refused)))
+}
+
+func countIn(ids map[int]bool, r vmidRange) int {
+	n := 0
+	for id := range ids {
+		if r.has(id) {
+			n++
+		}
+	}
+	return n
+}
+
+// claim sends the clone or create built by mk for the VMID the plan
+// picked; with vmid: auto, a refusal because that VMID was taken meanwhile
+// (a proven non-change) makes it try the lowest VMID still free, after one
+// read of the guest list, at most autoAttempts times. A lost answer is
+// settled by the dispatch machinery as for any write, never re-sent.
+func (v *vm) claim(ctx context.Context, mk func(vmid int) (write, error), done func(*pveapi.TaskResult)) error {
+	refused := map[int]bool{}
+	for attempt := 1; ; attempt++ {
+		w, err := mk(v.p.VMID)
+		if err != nil {
+			return ansible.NothingChanged(err)
+		}
+		err = v.sendCreate(ctx, w, done)
+		if err == nil || v.auto == nil || !takenMeanwhile(err, v.p.VMID) {
+			return err
+		}
+		refused[v.p.VMID] = true
+		if attempt >= autoAttempts {
+			return ansible.NothingChanged(fmt.Errorf("vmid: auto: %d VMIDs of vmid_range %s were taken between this run's read and its call, the last %d (%v); nothing was changed: rerun", attempt, v.auto, v.p.VMID, err))
+		}
+		guests, rerr := resources.Guests(ctx, v.c)
+		if rerr != nil {
+			return ansible.NothingChanged(fmt.Errorf("%w; then the guest list could not be read to pick another VMID: %v", err, rerr))
+		}
+		next, perr := v.lowestFree(guests, refused)
+		if perr != nil {
+			return perr
+		}
+		v.r.Warn(fmt.Sprintf("vmid: auto: VMID %d was taken meanwhile by another run or user (PVE refused it, nothing was made); claiming %d", v.p.VMID, next))
+		v.p.VMID = next
+	}
+}
+
+// takenMeanwhile: PVE refused the clone or create because the VMID is
+// held — synchronously (config file already exists; VM N already exists
+// on node) or in the clone worker, which re-runs that check under the new
+// VMID's lock, could not take that lock (another clone of it holds it), or
+// could not write its temporary config (another node holds the VMID).
+// Each time the call made nothing of its own.
+func takenMeanwhile(err error, vmid int) bool {
+	var te *pveapi.TaskError
+	if errors.As(err, &te) {
+		s := te.ExitStatus
+		return strings.Contains(s, "already exists") ||
+			(strings.Contains(s, fmt.Sprintf("lock-%d.conf", vmid)) && strings.Contains(s, "got timeout")) ||
+			// pmxcfs refuses the temporary config when another node holds the
+			// VMID (memdb.c vmlist_different_vm_exists), before any volume.
+			(strings.Contains(s, fmt.Sprintf("/qemu-server/%d.conf' failed: File exists", vmid)))
+	}
+	return ansible.IsNothingChanged(err) && strings.Contains(err.Error(), "already exists")
+}

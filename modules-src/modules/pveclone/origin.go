@@ -1,0 +1,103 @@
+package pveclone
+
+import (
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
+	"github.com/gopve/proxmox/modules-src/pveapi/resources"
+)
+
+// Ownership by origin, with what PVE really keeps. A linked clone's disks
+// name their base volume, and through it the template: pve-storage's
+// parse_volname reads <basevmid>/<base-…>/<vmid>/<name> on file storages
+// (Plugin.pm) and base-<basevmid>-disk-N/<name> on lvmthin, zfspool and
+// rbd (LvmThinPlugin.pm, ZFSPoolPlugin.pm, RBDPlugin.pm). A full clone
+// keeps nothing of its source (clone_vm copies the volumes and writes no
+// marker), so for it the origin cannot be decided and is not checked; the
+// module writes no marker of its own into the user's config either.
+
+var (
+	fileLinkedRe = regexp.MustCompile(`^(\d+)/base-\d+-[^/]+/\d+/[^/]+$`)
+	thinLinkedRe = regexp.MustCompile(`^base-(\d+)-[^/]+/[^/]+$`)
+)
+
+// linkedBase is the template VMID a volume is a linked clone of, if any.
+func linkedBase(volid string) (int, bool) {
+	_, volname, ok := strings.Cut(volid, ":")
+	if !ok {
+		return 0, false
+	}
+	m := fileLinkedRe.FindStringSubmatch(volname)
+	if m == nil {
+		m = thinLinkedRe.FindStringSubmatch(volname)
+	}
+	if m == nil {
+		return 0, false
+	}
+	id, err := strconv.Atoi(m[1])
+	return id, err == nil
+}
+
+// linkedOrigin is the first disk (in key order) of cfg that is a linked
+// clone: its key, its volume and the template VMID it links to.
+func linkedOrigin(cfg qemu.Config) (key, volid string, base int, ok bool) {
+	disks, err := cfg.Disks()
+	if err != nil {
+		return "", "", 0, false
+	}
+	for _, k := range slices.Sorted(maps.Keys(disks)) {
+		d := disks[k]
+		if d.IsCDROM() || d.IsCloudInit() {
+			continue
+		}
+		if id, found := linkedBase(d.File); found {
+			return k, d.File, id, true
+		}
+	}
+	return "", "", 0, false
+}
+
+// checkOrigin refuses an existing VM whose origin, as far as PVE keeps
+// one, is not what the task asks: a template; a linked clone of another
+// template than the one given; a linked clone when the task builds the VM
+// bare or asks for a full clone. Decided from the config already read,
+// before any write.
+func (v *vm) checkOrigin(guests []resources.Guest, cfg qemu.Config) error {
+	held := fmt.Sprintf("VMID %d (%s)", v.p.VMID, cfg.Values["name"])
+	if cfg.Template() {
+		return fmt.Errorf("vmid: %s is a template; this module never configures a template; nothing was changed", held)
+	}
+	key, volid, base, linked := linkedOrigin(cfg)
+	if !linked {
+		return nil // built bare or a full clone: PVE keeps no origin to check
+	}
+	from := fmt.Sprintf("template %d", base)
+	tpl, known := resources.Find(guests, base)
+	if known && tpl.Name != "" {
+		from = fmt.Sprintf("template %d (%s)", base, tpl.Name)
+	}
+	found := fmt.Sprintf("%s is a linked clone of %s: its %s is %s", held, from, key, volid)
+	switch {
+	case v.p.Template == "":
+		return fmt.Errorf("template: %s, but this task builds the VM bare (no template given); it is not this task's VM; nothing was changed", found)
+	case !sameTemplate(v.p.Template, base, tpl, known):
+		return fmt.Errorf("template: %s, not of %q; it is not this task's VM; nothing was changed", found, v.p.Template)
+	case v.p.Full:
+		return fmt.Errorf("full: %s, but full is true (a full clone was asked); give full: false for this VM; nothing was changed", found)
+	}
+	return nil
+}
+
+// sameTemplate: the task's template (a VMID or an exact name) is the base
+// the VM links to.
+func sameTemplate(asked string, base int, tpl resources.Guest, known bool) bool {
+	if id, err := strconv.Atoi(asked); err == nil {
+		return id == base
+	}
+	return known && tpl.Template && tpl.Name == asked
+}
