@@ -88,6 +88,7 @@ bench:
 	./hack/bench.sh
 	./hack/bench-size.sh
 	./hack/bench-local.sh
+	./hack/bench-clone.sh
 	./hack/bench-site.sh
 
 demo: deps build

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -103,32 +102,10 @@ func testPerHost(t *testing.T, pve int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tasks, err := pveapi.ListTasks(context.Background(), c, "pve01", pveapi.TaskQuery{TypeFilter: "qmclone", Source: "all", Limit: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	type ev struct {
-		at    int64
-		delta int
-	}
-	var evs []ev
-	for _, x := range tasks {
-		evs = append(evs, ev{x.StartTime, +1}, ev{x.EndTime, -1})
-	}
-	sort.Slice(evs, func(i, j int) bool {
-		if evs[i].at != evs[j].at {
-			return evs[i].at < evs[j].at
-		}
-		return evs[i].delta < evs[j].delta
-	})
-	cur, peak := 0, 0
-	for _, e := range evs {
-		cur += e.delta
-		peak = max(peak, cur)
-	}
-	t.Logf("K13: %d clone tasks, at most %d at once", len(tasks), peak)
-	if len(tasks) != 20 || peak > 4 {
-		t.Errorf("K13: %d clone tasks, at most %d at once (want 20, ≤ 4)", len(tasks), peak)
+	peak, n := clonePeak(t, c, "pve01")
+	t.Logf("K13: %d clone tasks, at most %d at once", n, peak)
+	if n != 20 || peak > 4 {
+		t.Errorf("K13: %d clone tasks, at most %d at once (want 20, ≤ 4)", n, peak)
 	}
 	for i := 0; i < 20; i++ {
 		cfg, err := qemu.GetConfig(context.Background(), c, "pve01", 300+i, false)
