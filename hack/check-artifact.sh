@@ -5,7 +5,8 @@
 # executable, each of the format its name promises (read from the ELF or
 # Mach-O header, so a Linux binary under a darwin name is caught), the shared
 # action plugin code and the wrapper module, the Go sources (GPL: the
-# corresponding source travels with the binaries), and no test-only module;
+# corresponding source travels with the binaries), an execution-environment
+# file that asks for nothing beyond ansible-core, and no test-only module;
 # and it must stay under Galaxy's 20 MB upload limit.
 set -euo pipefail
 
@@ -70,6 +71,32 @@ for f in "$work"/bin/gopve_*; do
 done
 leaked=$(cd "$work" && find . \( -name '*.test' -o -path './tests/integration/out*' -o -path './.git*' -o -path './collection/*' \) -print | head -5)
 [ -z "$leaked" ] || err "build leftovers in the artifact: $leaked"
+
+# The execution environment's view (ansible-builder's introspect,
+# CollectionDefinition): meta/execution-environment.yml, version 1, whose
+# dependencies name files relative to the collection root, in the artifact;
+# each must list no requirement (comments only): the collection needs
+# ansible-core alone.
+ee=$(python3 - "$work" 2>&1 <<'PY'
+import os, sys, yaml
+root = sys.argv[1]
+try:
+    d = yaml.safe_load(open(os.path.join(root, "meta", "execution-environment.yml")))
+except OSError as e:
+    sys.exit(f"meta/execution-environment.yml: {e.strerror}")
+if d.get("version") != 1:
+    sys.exit(f"meta/execution-environment.yml: version {d.get('version')!r}, introspect reads 1")
+for key, rel in (d.get("dependencies") or {}).items():
+    if key not in ("python", "system") or not isinstance(rel, str) or os.path.isabs(rel):
+        sys.exit(f"meta/execution-environment.yml: dependencies.{key} must be python/system naming a relative file, got {rel!r}")
+    try:
+        lines = [l for l in open(os.path.join(root, rel)) if l.strip() and not l.startswith("#")]
+    except OSError as e:
+        sys.exit(f"meta/execution-environment.yml: dependencies.{key}: {rel}: {e.strerror}")
+    if lines:
+        sys.exit(f"meta/execution-environment.yml: dependencies.{key}: {rel} lists {lines[0].strip()!r}; the collection needs ansible-core alone")
+PY
+) || err "$ee"
 
 if [ ${#errors[@]} -gt 0 ]; then
   printf 'check-artifact: FAIL: %s\n' "${errors[@]}" >&2

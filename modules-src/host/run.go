@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -244,16 +246,62 @@ func CommandLog(r Runner) []map[string]any {
 	return out
 }
 
-// reapGroup waits until the process group pgid is empty or deadline has
-// passed, and then kills what is left of it: the leader of a cancelled
-// command has exited, but its children got the same SIGTERM and the same
-// grace period to finish.
+// reapGroup waits until the process group pgid has no live member or
+// deadline has passed, and then kills what is left of it: the leader of a
+// cancelled command has exited, but its children got the same SIGTERM and
+// the same grace period to finish. A child that died on SIGTERM is over
+// even while it waits, a zombie, for whoever adopted it to reap it (a lab
+// node's or a container's PID 1 may do that late or never), so zombies do
+// not count: Run returns once the group is gone, not at the grace's end.
 func reapGroup(pgid int, deadline time.Time) {
 	for time.Now().Before(deadline) {
-		if syscall.Kill(-pgid, 0) != nil {
-			return // nobody left
+		if !groupAlive(pgid) {
+			return
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+}
+
+// groupAlive tells whether a process of group pgid is still running (not
+// a zombie), from /proc/<pid>/stat (state and pgrp, proc(5)); where /proc
+// cannot be read, kill(-pgid, 0) decides, zombies included.
+func groupAlive(pgid int) bool {
+	if syscall.Kill(-pgid, 0) != nil {
+		return false // nobody left, not even a zombie
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // gone meanwhile
+		}
+		state, pgrp, ok := statStateGroup(string(stat))
+		if ok && pgrp == pgid && state != "Z" && state != "X" {
+			return true
+		}
+	}
+	return false
+}
+
+// statStateGroup reads the state and process group from a /proc/<pid>/stat
+// line: "pid (comm) state ppid pgrp …", comm possibly holding spaces and
+// parentheses, so the fields are counted after the last ')'.
+func statStateGroup(stat string) (string, int, bool) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return "", 0, false
+	}
+	f := strings.Fields(stat[i+1:])
+	if len(f) < 3 {
+		return "", 0, false
+	}
+	pgrp, err := strconv.Atoi(f[2])
+	return f[0], pgrp, err == nil
 }

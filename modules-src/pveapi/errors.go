@@ -30,12 +30,13 @@ const (
 	KindAuth            // 401: credentials refused
 	KindBadRequest      // 400: parameter verification failed (Errors names the parameters)
 	KindTLS             // the server's certificate was not accepted
+	KindModified        // the digest sent is not the config's any more: PVE refused before writing
 )
 
 var kindNames = map[Kind]string{
 	KindUnknown: "unknown", KindNotFound: "not found", KindExists: "already exists", KindLocked: "locked",
 	KindNoQuorum: "no quorum", KindTemporary: "temporary", KindPermission: "permission", KindAuth: "authentication",
-	KindBadRequest: "bad request", KindTLS: "tls",
+	KindBadRequest: "bad request", KindTLS: "tls", KindModified: "modified",
 }
 
 func (k Kind) String() string { return kindNames[k] }
@@ -113,6 +114,17 @@ func IsExists(err error) bool     { return KindOf(err) == KindExists }
 func IsLocked(err error) bool     { return KindOf(err) == KindLocked }
 func IsPermission(err error) bool { return KindOf(err) == KindPermission }
 
+// IsModified tells whether PVE refused a write because the digest it was
+// sent is not the config's any more: the config changed since it was read.
+func IsModified(err error) bool { return KindOf(err) == KindModified }
+
+// modifiedMessage is pve-common's assert_if_modified die (PVE/Tools.pm and
+// PVE/SectionConfig.pm), which every digest-guarded handler calls under its
+// lock before it writes anything (pve-storage API2/Storage/Config.pm
+// update, pve-manager API2/ReplicationConfig.pm update, qemu-server
+// update_vm, pve-ha-manager's config updates): such a refusal wrote nothing.
+const modifiedMessage = "detected modified configuration - file changed by other user? Try again."
+
 // IsUnanswered tells whether a write may have happened although it failed.
 func IsUnanswered(err error) bool {
 	var e *Error
@@ -138,6 +150,8 @@ func classify(e *Error) Kind {
 		return KindAuth
 	case e.Status == 403 || strings.Contains(msg, "Permission check failed"):
 		return KindPermission
+	case strings.Contains(msg, modifiedMessage):
+		return KindModified
 	case strings.Contains(msg, "can't lock file") && strings.Contains(msg, "got timeout"),
 		strings.Contains(msg, "cfs-lock") && strings.Contains(msg, "got lock request timeout"),
 		strings.Contains(msg, "got lock timeout"):
@@ -286,7 +300,7 @@ func NothingDone(err error) bool {
 		return false
 	}
 	switch e.kind {
-	case KindBadRequest, KindPermission, KindAuth, KindLocked, KindNoQuorum, KindExists, KindNotFound, KindTLS:
+	case KindBadRequest, KindPermission, KindAuth, KindLocked, KindNoQuorum, KindExists, KindNotFound, KindTLS, KindModified:
 		return true
 	}
 	return notSent(e)

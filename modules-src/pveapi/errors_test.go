@@ -80,3 +80,22 @@ func TestFullTokenID(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// pve-common Tools.pm assert_if_modified's die, as the storage, replication
+// and guest config updates answer it (prefixed by the handler's own words):
+// a refusal under the lock before any write, so nothing was done, and it
+// is not an unanswered write either.
+func TestDigestRefusalIsModifiedNothingDone(t *testing.T) {
+	for _, msg := range []string{
+		"update storage failed: detected modified configuration - file changed by other user? Try again.",
+		"detected modified configuration - file changed by other user? Try again.",
+	} {
+		e := newError("PUT", "/storage/nvme-vm", 500, msg, nil, nil)
+		if !IsModified(e) || !NothingDone(e) || IsUnanswered(e) {
+			t.Errorf("%q: kind %v, nothing done %v, unanswered %v", msg, KindOf(e), NothingDone(e), IsUnanswered(e))
+		}
+	}
+	if e := newError("PUT", "/storage/nvme-vm", 500, "update storage failed: some other failure", nil, nil); IsModified(e) {
+		t.Errorf("another 500 taken for a digest refusal")
+	}
+}

@@ -106,6 +106,12 @@ options:
       - "Root public keys to authorize, by node name (the ssh_public_key each node returned), this node's own included: on the primary the file becomes the cluster's copy every joiner receives. An empty value stands for a key that a check run predicted to be created (accepted in check mode only)."
     type: "dict"
     default: {}
+  peers_outside_play:
+    description:
+      - "Nodes of nodes that are not in this play (--limit, a job slice; the role passes them). Such a node that is not a member yet and has no key in peer_keys is left for its own run, which authorizes it in the cluster's shared authorized_keys before it joins (C7); without this option a missing key of a non-member fails the run, nothing written."
+    type: "list"
+    elements: "str"
+    default: []
   prepare:
     description:
       - "Host preparation steps: hosts (/etc/hosts), ssh_key (root's ed25519 key pair), authorized_keys (peer_keys into root's authorized_keys), known_hosts (the peers' SSH host keys). An empty list skips preparation."

@@ -15,7 +15,7 @@ description:
   - "Replication: one job per target node (targets, default every other member), ids <vmid>-<n>. A job is identified by the guest and its target, and a job that PVE rewrote when HA recovered the guest on another node (its target becomes the node the guest left) is recognised as the same job, not drift. Every disk of the guest must be on a zfspool storage that is available on every target; otherwise the task fails naming the disk and the node, before any write."
   - "HA resource: state, max_restart, max_relocate, comment, failback (PVE 9), compared with PVE's defaults so that a resource created elsewhere compares equal. Starting and stopping belong to the HA manager: the module sets the requested state and polls the guest's real state, bounded by wait_timeout; it never calls the guest's start or stop."
   - "Placement: node_affinity ({node: priority}) with strict. On PVE 9 it is a node-affinity rule; on PVE 8 an HA group (restricted = strict, nofailback = not failback). A PVE 9 cluster whose HA groups PVE has not migrated to rules yet keeps groups as the writable mechanism; the module says so and adopts the ha-group-<group> rule PVE later makes from it, instead of fighting the migration. A guest may be in one node-affinity rule only: another rule naming it fails the task, naming it. resource_affinity (PVE 9) keeps the guest together with, or apart from, other HA guests."
-  - "state=absent removes, in reverse order, the guest's rule (or its group), the HA resource and its replication jobs, and waits until PVE has really dropped the jobs (a removal is carried out by the source node's next replication run)."
+  - "state=absent removes, in reverse order, the guest's rule (or its group), the HA resource and its replication jobs, and waits until PVE has really dropped the jobs (a removal is carried out by the source node's next replication run). PVE first drops the replica on the job's target, so a job whose target is offline stays until that node is back: the task then fails at once, naming the job and PVE's error."
   - "Check mode reads only and reports the whole plan with a diff of every object."
 author:
   - "gopve.proxmox contributors"
@@ -184,7 +184,8 @@ options:
     required: true
   wait_first_sync:
     description:
-      - "Wait until every replication job of the guest has completed a sync before declaring the HA resource (H1: HA without replicated data restarts nothing useful). Bounded by wait_timeout; lock contention of pvesr (H5) is waited out, not reported as failure."
+      - "Wait until every replication job of the guest has completed a sync before declaring the HA resource (H1: HA without replicated data restarts nothing useful). Bounded by wait_timeout. Contention (H5: pvesr.lck held by a long sync, the guest's migration lock held by a migration) only delays a run and is waited out. A job whose first sync failed fails the wait at once when PVE's next try (5, 10, 15, then 30 minutes after the failure; none while the target is offline) falls after wait_timeout, naming the job and its error."
+      - "Without it, each job that has not completed a sync, or whose last run failed, is reported in jobs[].state and warned about."
     type: "bool"
     default: false
   wait_timeout:
@@ -307,11 +308,11 @@ guest:
   type: dict
   sample: {vmid: 200, sid: "ct:200", node: pve01, status: running, hastate: started}
 jobs:
-  description: The guest's replication jobs after the run (predicted in check mode), with the live status its node reports - last_sync (Unix time, 0 = never), fail_count, error. followed_guest marks a job PVE rewrote when HA recovered the guest on another node.
+  description: The guest's replication jobs after the run (predicted in check mode), with the live status its node reports - last_sync (Unix time, 0 = never), fail_count, error, and state as pvesr status tells it - syncing (a run in progress), error (the last run failed), pending (no sync completed yet), ok, or not listed (the node does not show it). followed_guest marks a job PVE rewrote when HA recovered the guest on another node.
   returned: when the API was reached
   type: list
   elements: dict
-  sample: [{id: "200-0", source: pve01, target: pve02, schedule: "*/15", disable: false, last_sync: 1764582000, fail_count: 0, followed_guest: false}]
+  sample: [{id: "200-0", source: pve01, target: pve02, schedule: "*/15", disable: false, last_sync: 1764582000, fail_count: 0, state: ok, followed_guest: false}]
 resource:
   description: The HA resource after the run with PVE's defaults filled in, and its live state (node, status, hastate); empty when none.
   returned: when the API was reached

@@ -1,85 +1,245 @@
 #!/usr/bin/env bash
-# Job slicing (AWX / Automation Platform, issue 19): disjoint --limit slices
-# of one inventory each converge their own hosts and no other, for the
-# per-node phases (base, zfs). On a fresh 3-node lab:
-#   slice 1 = pve01, slice 2 = pve02,pve03, each `gopve.proxmox.site --tags
-#   base,zfs --limit SLICE`:
-#   - slice 1 changes pve01 only; pve02 and pve03 are read back untouched
-#     (no pool, no no-subscription repository, their overlay hashes as before);
-#   - slice 2 then changes pve02 and pve03 only, pve01's hash unchanged;
-#   - a run over the whole group then reports changed=0: the slices together
-#     converged everything.
-# The cluster and storage phases are left out: a sliced join needs the
-# primary's state from another slice (engineer cluster-truth's --limit work,
-# not in main yet), and storage runs once for the cluster.
-# Needs root (the lab); `make test` runs it after the roles test (about 20 s).
+# Job slicing and growth (AWX / Automation Platform, issue 19): the site
+# playbook's base, zfs, cluster and storage phases run as disjoint slices
+# of one inventory, each changing its own hosts only; then a 4th node is
+# added with `site --limit pve04`. Read back on the nodes themselves (every
+# file a node wrote: its overlay's upper directory), the simulator's
+# request log (writes per node) and the cluster's /etc/pve, never from the
+# recap alone. On a fresh 4-node lab whose inventory first holds three:
+#   1. the other order: a --limit slice without the primary (pve02,pve03)
+#      run before the primary's fails with one sentence naming the primary,
+#      and nothing changed anywhere;
+#   2. an inventory sliced as AWX slices it (awx/main/models/inventory.py,
+#      Inventory.get_script_data: hosts sorted by name, hosts[n-1::count],
+#      only those hosts and their variables, the groups' variables kept):
+#      its slice 2 (pve02) lacks the primary, so the cluster and the
+#      storage phases each refuse with one sentence, nothing changed;
+#   3. slice 1 = pve01 (the primary), --check first (nothing written, as
+#      many changed tasks predicted as the run makes): creates the cluster and declares the
+#      storages for itself (pve02, pve03 are not members yet: left out of
+#      nodes, with a warning); pve02 and pve03 unchanged, no write to their
+#      API;
+#   4. slice 2 = pve02,pve03, run by the execution-environment controller
+#      (Debian 13's ansible-core 2.19 and nothing else: no `ansible`
+#      package, no other collection): base and zfs on themselves, their keys
+#      authorized in the cluster's shared authorized_keys (C7) and joined
+#      one at a time (C4), then the storage's nodes list gains them (S1,
+#      S2); pve01's own files unchanged and no write to its API;
+#   5. the whole group then reports changed=0;
+#   6. growth: pve04 added to the inventory, `site --limit pve04` converges
+#      it through storage: pve04 joins, the ZFS storage's nodes list gains
+#      pve04 in one write, nothing else is written (local's content is
+#      already the cluster's), the other nodes' files unchanged.
+# Needs root (the lab); `make test` runs it after the roles test.
 set -euo pipefail
+if [ "${1:-}" = __ee ]; then
+  # __ee ROOT OVL WORK CMD...: in a private mount namespace, CMD chrooted
+  # into an overlay of ROOT (never written) with WORK at the same path: the
+  # collection, the inventories and the lab's keys.
+  shift; root=$1 ovl=$2 cwd=$3; shift 3
+  mkdir -p "$ovl/up" "$ovl/work" "$ovl/root"
+  mount -t overlay overlay -o "lowerdir=$root,upperdir=$ovl/up,workdir=$ovl/work" "$ovl/root"
+  mount -t proc proc "$ovl/root/proc"
+  mount --rbind /dev "$ovl/root/dev"
+  mount -t tmpfs tmpfs "$ovl/root/tmp"
+  mkdir -p "$ovl/root$cwd"
+  mount --bind "$cwd" "$ovl/root$cwd"
+  exec chroot "$ovl/root" /usr/bin/env -i PATH=/usr/bin:/bin HOME="$HOME" LANG=C.UTF-8 \
+    ANSIBLE_COLLECTIONS_PATH="$ANSIBLE_COLLECTIONS_PATH" ANSIBLE_LOCAL_TEMP="$ANSIBLE_LOCAL_TEMP" \
+    ANSIBLE_NOCOLOR=1 ANSIBLE_RETRY_FILES_ENABLED=0 /bin/sh -c 'cd "$0" && exec "$@"' "$cwd" "$@"
+fi
+self=$(realpath "$0")
 cd "$(dirname "$0")/../.."
 repo=$PWD
 PVE=${PVE:-9}
 work=$(mktemp -d)
+eeovl=$(mktemp -d)
 lab=$work/bin/lab
 labdir=
 cleanup() {
   [ -n "$labdir" ] && "$lab" down --dir "$labdir" >/dev/null 2>&1 || true
-  rm -rf "$work"
+  rm -rf "$work" "$eeovl"
 }
 trap cleanup EXIT
 
 make -s build >/dev/null
+# The execution-environment controller: the Debian 13 root holds Debian's
+# ansible-core and only the packages it Depends on (installed without
+# Recommends: no `ansible` package, no other collection, no Python library
+# of ours), what an image built from docs' recipe holds.
+trixie=$(./hack/debian-root.sh trixie)
 mkdir -p "$(dirname "$lab")"
 CGO_ENABLED=0 go build -o "$lab" ./modules-src/cmd/lab
 coll=$work/collections/ansible_collections/gopve/proxmox
 mkdir -p "$coll"
 cp -r galaxy.yml meta plugins roles playbooks bin "$coll/"
 labdir=$work/lab
-"$lab" up --nodes 3 --pve "$PVE" --dir "$labdir" >/dev/null
+"$lab" up --nodes 4 --pve "$PVE" --dir "$labdir" >/dev/null
 export ANSIBLE_COLLECTIONS_PATH=$work/collections ANSIBLE_NOCOLOR=1 ANSIBLE_RETRY_FILES_ENABLED=0 \
   HOME=$work/home ANSIBLE_LOCAL_TEMP=$work/home/tmp
 mkdir -p "$work/home"
 
 fail() { echo "slicing: $*" >&2; exit 1; }
-# state NODE: what the per-node phases write, read back on the node itself
-# (not from the recap): the pool, the repository files, zfs.conf, and the
-# installed packages' versions.
-state() {
-  "$lab" ssh --dir "$labdir" "$1" 'zpool list -H -o name 2>/dev/null; \
-    cat /etc/apt/sources.list.d/*.sources /etc/modprobe.d/zfs.conf; \
-    dpkg-query -W -f "\${Package} \${Version}\n" pve-manager proxmox-widget-toolkit vim 2>/dev/null; true' | sha256sum
+cp hack/demo/group_vars.yml "$work/group_vars.yml"
+ee() { unshare --mount --propagation private -- "$self" __ee "$trixie" "$eeovl" "$work" "$@"; }
+# nothing but ansible-core there: no `ansible` package, no collection but
+# ours and ansible-core's own
+ee_version=$(ee ansible-playbook --version 2>/dev/null | head -1)
+case $ee_version in *"core 2.19"*) ;; *) fail "the EE controller is not ansible-core 2.19: $ee_version" ;; esac
+status() { ee dpkg-query -W -f '${db:Status-Status}' "$1" 2>/dev/null || true; }
+[ "$(status ansible-core)" = installed ] || fail "the EE controller has no ansible-core"
+[ "$(status ansible)" != installed ] || fail "the EE controller has Debian's ansible package"
+# (ansible._protomatter is ansible-core 2.19's own, inside its package)
+colls=$(ee ansible-galaxy collection list 2>/dev/null | awk '/^[a-z0-9_]+\.[a-z0-9_]+ / && !/^ansible\./{print $1}' | sort -u | tr '\n' ' ')
+[ "$colls" = "gopve.proxmox " ] || fail "the EE controller sees collections '$colls', not gopve.proxmox alone"
+
+# Inventories: inv3 is the site before growth (pve04 not in it yet), inv4
+# the lab's own; awx2 is inv3 as AWX hands slice 2 of 2 to its job.
+python3 - "$labdir/inventory.yml" "$work" <<'EOF'
+import copy, json, sys, yaml
+inv = yaml.safe_load(open(sys.argv[1]))
+pve = inv["all"]["children"]["pve"]
+del pve["hosts"]["pve04"]
+yaml.safe_dump(inv, open(sys.argv[2] + "/inv3.yml", "w"))
+# Inventory.get_script_data(slice_number=2, slice_count=2)
+names = sorted(pve["hosts"])
+keep = names[1::2]
+awx = copy.deepcopy(inv)
+awx["all"]["children"]["pve"]["hosts"] = {h: pve["hosts"][h] for h in keep}
+json.dump(awx, open(sys.argv[2] + "/awx2.json", "w"))
+EOF
+
+# upper NODE: every entry the node ever wrote (type, mode, owner, content),
+# as labtest.UpperDigest describes it, without what changes on any login
+# or task whatever the modules do (labtest.NotState, NotStateFiles).
+upper() {
+  python3 - "$labdir/nodes/$1/upper" <<'EOF'
+import hashlib, os, stat, sys
+root = sys.argv[1]
+skip = ("/run", "/tmp", "/var/tmp", "/root/.ansible")
+logs = {"/var/log/lastlog", "/var/log/wtmp", "/var/log/wtmp.db", "/var/log/btmp"}
+h = hashlib.sha256()
+for d, dirs, files in os.walk(root):
+    dirs.sort()
+    for name in sorted(dirs + files):
+        real = os.path.join(d, name)
+        p = "/" + os.path.relpath(real, root)
+        if p in skip or p.startswith(tuple(s + "/" for s in skip)):
+            continue
+        if p in logs or (p.startswith("/var/lib/gopve-lab/") and p.endswith(".lock")):
+            continue
+        st = os.lstat(real)
+        desc = "%o %d %d " % (st.st_mode, st.st_uid, st.st_gid)
+        if stat.S_ISLNK(st.st_mode):
+            desc += os.readlink(real)
+        elif stat.S_ISREG(st.st_mode):
+            desc += hashlib.sha256(open(real, "rb").read()).hexdigest()
+        elif stat.S_ISCHR(st.st_mode):
+            desc += str(st.st_rdev)
+        h.update((p + " " + desc + "\n").encode())
+print(h.hexdigest())
+EOF
 }
-site() { # site LOG [ansible-playbook args]
-  local log=$work/$1
-  shift
-  ansible-playbook -i "$labdir/inventory.yml" -e @"$repo/hack/demo/group_vars.yml" \
-    --tags base,zfs gopve.proxmox.site "$@" >"$log" 2>&1 || { cat "$log" >&2; fail "the run $* failed"; }
+ctl() { curl -sf --unix-socket "$labdir/control.sock" "http://lab$1" "${@:2}"; }
+# writes NODE: the API writes the simulator logged for NODE since the last reset
+writes() { ctl "/v1/requests?node=$1&mutating=1" | python3 -c 'import json,sys; [print(r["method"], r["path"], json.dumps(r.get("params") or {}, sort_keys=True)) for r in json.load(sys.stdin) or []]'; }
+members() { ctl "/v1/nodes/$1/cluster" 2>/dev/null | python3 -c 'import json,sys; print(",".join(sorted(n["name"] for n in json.load(sys.stdin)["nodes"])))' 2>/dev/null || echo standalone; }
+storage_nodes() { ctl /v1/nodes/pve01/pmxcfs/storage.cfg | python3 -c '
+import json, sys
+cur = None
+for line in json.load(sys.stdin)["content"].splitlines():
+    if not line.startswith(("\t", " ")) and ":" in line:
+        cur = line.split(":", 1)[1].strip()
+    elif cur == sys.argv[1] and line.strip().startswith("nodes "):
+        print(line.split()[1])' "$1"; }
+site() { # site LOG INVENTORY [ansible-playbook args]; fails the test if the run fails
+  local log=$work/$1 inv=$2
+  shift 2
+  $controller ansible-playbook -i "$inv" -e @"$work/group_vars.yml" --tags base,zfs,cluster,storage \
+    gopve.proxmox.site "$@" >"$log" 2>&1 || { cat "$log" >&2; fail "the run $* failed"; }
+}
+controller=  # this machine's ansible-core 2.14; ee: the execution-environment controller
+refused() { # refused LOG INVENTORY TAGS SENTENCE [args]: the run fails, saying SENTENCE
+  local log=$work/$1 inv=$2 tags=$3 want=$4
+  shift 4
+  if ansible-playbook -i "$inv" -e @"$work/group_vars.yml" --tags "$tags" \
+    gopve.proxmox.site "$@" >"$log" 2>&1; then
+    cat "$log" >&2
+    fail "the run $* (tags $tags) succeeded; it must refuse"
+  fi
+  tr -s ' \n' ' ' <"$log" | grep -qF "$want" || { cat "$log" >&2; fail "the run $* (tags $tags) failed without saying: $want"; }
+  echo "slicing: refused as expected ($tags $*): $(grep -o '"msg": "[^"]*"' "$log" | head -1)"
 }
 recap() { # recap LOG HOST: HOST's changed count, empty when it did not run
   sed -n "s/^$2 *: .*changed=\([0-9]*\).*/\1/p" "$work/$1"
 }
+snapshot() { for n in pve01 pve02 pve03 pve04; do hash[$n]=$(upper "$n"); done; }
+unchanged() { # unchanged WHAT NODE...: NODE's files as in the last snapshot, no API write to it
+  local what=$1 n
+  shift
+  for n in "$@"; do
+    [ "$(upper "$n")" = "${hash[$n]}" ] || fail "$what changed $n's files"
+    [ -z "$(writes "$n")" ] || fail "$what wrote to $n's API: $(writes "$n")"
+  done
+}
+declare -A hash
 
-declare -A before
-for n in pve01 pve02 pve03; do before[$n]=$(state "$n"); done
+# 1. the other order: the joiners' slice before the primary's
+snapshot
+ctl /v1/requests -X DELETE >/dev/null
+refused order.log "$work/inv3.yml" cluster,storage \
+  "pve_cluster_primary pve01 is outside this play (--limit, a job slice) and is not in cluster" --limit pve02,pve03
+unchanged "the joiners' slice run first" pve01 pve02 pve03 pve04
 
-site slice1.log --limit pve01
+# 2. AWX's slice 2 of 2 (pve02 alone, pve01 not in its inventory)
+refused awx-cluster.log "$work/awx2.json" cluster "pve_cluster_primary pve01 is not in this inventory"
+refused awx-storage.log "$work/awx2.json" storage "pve_cluster_primary pve01 is not in this inventory"
+unchanged "AWX's slice 2 without the primary" pve01 pve02 pve03 pve04
+
+# 3. slice 1: the primary; check mode first writes nothing anywhere and
+#    predicts as many changed tasks as the real run then makes
+site check1.log "$work/inv3.yml" --limit pve01 --check --diff
+unchanged "slice 1 in check mode" pve01 pve02 pve03 pve04
+site slice1.log "$work/inv3.yml" --limit pve01
 [ "$(recap slice1.log pve01)" -gt 0 ] 2>/dev/null || fail "slice 1 did not change pve01"
-for n in pve02 pve03; do
-  [ -z "$(recap slice1.log "$n")" ] || fail "slice 1 (pve01) ran on $n"
-  [ "$(state "$n")" = "${before[$n]}" ] || fail "slice 1 (pve01) changed $n"
-done
-"$lab" ssh --dir "$labdir" pve01 'zpool list -H -o name nvme-vm' >/dev/null || fail "slice 1 made no pool on pve01"
-after1=$(state pve01)
-[ "$after1" != "${before[pve01]}" ] || fail "pve01 reads back as before after slice 1"
+[ "$(recap check1.log pve01)" = "$(recap slice1.log pve01)" ] ||
+  fail "slice 1: check mode predicted $(recap check1.log pve01) changed tasks on pve01, the run made $(recap slice1.log pve01)"
+for n in pve02 pve03; do [ -z "$(recap slice1.log "$n")" ] || fail "slice 1 (pve01) ran on $n"; done
+unchanged "slice 1 (pve01)" pve02 pve03 pve04
+[ "$(members pve01)" = pve01 ] || fail "slice 1: pve01's cluster is $(members pve01), not pve01 alone"
+[ "$(storage_nodes nvme-vm)" = pve01 ] || fail "slice 1: storage nvme-vm lists nodes '$(storage_nodes nvme-vm)', not pve01 (pve02, pve03 are no members yet)"
+[ "$(upper pve01)" != "${hash[pve01]}" ] || fail "pve01 reads back as before after slice 1"
 
-site slice2.log --limit pve02,pve03
+# 4. slice 2: the joiners
+snapshot
+ctl /v1/requests -X DELETE >/dev/null
+controller=ee site slice2.log "$work/inv3.yml" --limit pve02,pve03
 [ -z "$(recap slice2.log pve01)" ] || fail "slice 2 (pve02,pve03) ran on pve01"
-[ "$(state pve01)" = "$after1" ] || fail "slice 2 (pve02,pve03) changed pve01"
+unchanged "slice 2 (pve02,pve03)" pve01 pve04
 for n in pve02 pve03; do
   [ "$(recap slice2.log "$n")" -gt 0 ] 2>/dev/null || fail "slice 2 did not change $n"
   "$lab" ssh --dir "$labdir" "$n" 'zpool list -H -o name nvme-vm' >/dev/null || fail "slice 2 made no pool on $n"
 done
+[ "$(members pve01)" = pve01,pve02,pve03 ] || fail "after slice 2 the cluster is $(members pve01)"
+[ "$(storage_nodes nvme-vm)" = pve01,pve02,pve03 ] || fail "after slice 2 nvme-vm lists nodes '$(storage_nodes nvme-vm)'"
 
-site whole.log
+# 5. the slices together converged the site
+site whole.log "$work/inv3.yml"
 for n in pve01 pve02 pve03; do
   [ "$(recap whole.log "$n")" = 0 ] || { cat "$work/whole.log"; fail "$n not converged by its slice"; }
 done
-echo "slicing: disjoint --limit slices (pve01 | pve02,pve03) converged base and zfs on their own hosts only; the whole group then changed=0"
+
+# 6. growth: pve04 added to the inventory, site --limit pve04
+snapshot
+ctl /v1/requests -X DELETE >/dev/null
+site grow.log "$labdir/inventory.yml" --limit pve04
+[ "$(recap grow.log pve04)" -gt 0 ] 2>/dev/null || fail "site --limit pve04 did not change pve04"
+unchanged "site --limit pve04" pve01 pve02 pve03
+[ "$(members pve01)" = pve01,pve02,pve03,pve04 ] || fail "after the growth the cluster is $(members pve01)"
+[ "$(storage_nodes nvme-vm)" = pve01,pve02,pve03,pve04 ] || fail "after the growth nvme-vm lists nodes '$(storage_nodes nvme-vm)'"
+got=$(writes pve04 | grep -c /storage || true)
+[ "$got" = 1 ] || fail "the growth sent $got storage writes, not the one that adds pve04 to nvme-vm's nodes: $(writes pve04)"
+writes pve04 | grep -q '^PUT /storage/nvme-vm .*"nodes": "pve01,pve02,pve03,pve04"' ||
+  fail "the growth's storage write is not nvme-vm's nodes list: $(writes pve04)"
+echo "slicing: slices pve01 | pve02,pve03 (the latter from an ansible-core-only controller, $ee_version) converged base, zfs, cluster and storage on their own hosts (whole group then changed=0);" \
+  "the joiners' slice first and AWX's slice without the primary refused with nothing changed; site --limit pve04 grew the cluster and its storage"

@@ -99,6 +99,15 @@ func (s *Sim) postQemuMigrate(rc *reqCtx) (any, error) {
 	withLocal := rc.boolean("with-local-disks")
 	return s.startTaskLocked(rc, node, "qmigrate", strconv.Itoa(vmid), func(t *taskRun) string {
 		start := time.Now()
+		// The whole migration holds the guest's migration lock
+		// (qemu-server API2/Qemu.pm migrate_vm: guest_migration_lock($vmid,
+		// 10, …)): a replication run of the guest meanwhile is skipped
+		// (replrun.go syncJob, H5).
+		mig := migrationLockKey(node, vmid)
+		if !s.acquire(mig, false, s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout)) {
+			return errLockTimeout(migrationLockFile(vmid)).Error()
+		}
+		defer s.release(mig, false)
 		key := guestLockKey(node, vmid)
 		if !s.acquire(key, false, s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout)) {
 			return errLockTimeout(guestLockFile(vmid)).Error()

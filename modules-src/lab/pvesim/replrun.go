@@ -204,6 +204,25 @@ func mustGuest(id string) int { g, _ := parseReplID(id); return g }
 // syncJob runs one job of node now (run_replication under pvesr.lck) and
 // returns its log.
 func (s *Sim) syncJob(dbID, src, id string) []string {
+	// run_replication takes the guest's migration lock with a 2 s timeout
+	// before anything is recorded (pve-guest-common Replication.pm
+	// run_replication → guest_migration_lock, then $run_replication_nolock
+	// → record_job_start). Not obtained (a migration or a snapshot
+	// rollback holds it), the run dies before the state is touched:
+	// run_jobs only warns ("got unexpected replication job error", journal;
+	// pve-manager API2/Replication.pm _handle_job_err), so the job's
+	// status keeps its fail_count, error and last_try — contention is
+	// never a job's error (H5) — and it stays due for the next run.
+	if g, err := parseReplID(id); err == nil {
+		mig := migrationLockKey(src, g)
+		if !s.acquire(mig, false, min(2*time.Second, s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout))) {
+			s.mu.Lock()
+			s.replSkipped = append(s.replSkipped, fmt.Sprintf("%s: got unexpected replication job error - %v", id, errLockTimeout(migrationLockFile(g))))
+			s.mu.Unlock()
+			return nil
+		}
+		defer s.release(mig, false)
+	}
 	s.mu.Lock()
 	db := s.st.DBs[dbID]
 	if db == nil {
@@ -220,6 +239,23 @@ func (s *Sim) syncJob(dbID, src, id string) []string {
 	}
 	if job.Opts["remove_job"] != "" {
 		// The job's removal: its replicas go (remove_job full), then the job.
+		// replicate() first asks the target to drop them
+		// (remote_prepare_local_job over ssh, pve-guest-common
+		// Replication.pm); with the target down that dies, record_job_end
+		// counts the failure and the job stays, tried again at every run
+		// (job_status: next_sync 1 for a job marked for removal) until the
+		// target is back or the job is deleted with force.
+		if t := job.Opts["target"]; job.Opts["remove_job"] == "full" && t != src && !s.nodeUpLocked(t) {
+			run := s.replRunLocked(src, id)
+			now := time.Now()
+			run.LastTry, run.LastTryMilli, run.FailCount = now.Unix(), now.UnixMilli(), run.FailCount+1
+			// reconstruction: the ssh to a powered-off target fails like this
+			run.Error = fmt.Sprintf("command '/usr/bin/ssh -e none -o 'BatchMode=yes' -o 'HostKeyAlias=%s' root@%s -- pvesr prepare-local-job %s --scan %s --force' failed: exit code 255",
+				t, s.st.Nodes[t].Addr, id, strings.Join(s.replStoragesLocked(db, e, src, guest), ","))
+			s.saveLocked()
+			s.mu.Unlock()
+			return nil
+		}
 		if job.Opts["remove_job"] == "full" && s.nodeUpLocked(job.Opts["target"]) {
 			if c := s.guestConfLocked(db, e); c != nil {
 				if vols, err := s.replicatableVolumes(src, guest, c); err == nil {
@@ -296,6 +332,21 @@ func (s *Sim) syncJob(dbID, src, id string) []string {
 	return run.Log
 }
 
+// replStoragesLocked lists the storages of a guest's replicated volumes.
+func (s *Sim) replStoragesLocked(db *ConfigDB, e vmEntry, src string, guest int) []string {
+	var out []string
+	if c := s.guestConfLocked(db, e); c != nil {
+		if vols, err := s.replicatableVolumes(src, guest, c); err == nil {
+			for _, v := range vols {
+				if st, _, ok := volumeID(v); ok && !slices.Contains(out, st) {
+					out = append(out, st)
+				}
+			}
+		}
+	}
+	return out
+}
+
 // guestConfLocked reads a guest's config wherever it is, VM or CT.
 func (s *Sim) guestConfLocked(db *ConfigDB, e vmEntry) *qmConf {
 	raw, ok := s.readEtcPve(db, guestConfPath(e.Node, e.Kind, e.VMID))
@@ -303,6 +354,22 @@ func (s *Sim) guestConfLocked(db *ConfigDB, e vmEntry) *qmConf {
 		return nil
 	}
 	return parseQmConf(raw)
+}
+
+// migrationLockKey is /var/lock/pve-manager/pve-migrate-<vmid> on node
+// (pve-guest-common GuestHelpers.pm guest_migration_lock), a local flock.
+func migrationLockKey(node string, vmid int) string { return node + ":" + migrationLockFile(vmid) }
+
+func migrationLockFile(vmid int) string {
+	return fmt.Sprintf("/var/lock/pve-manager/pve-migrate-%d", vmid)
+}
+
+// ReplicationWarnings are the lines pvesr's runs wrote to the journal for
+// jobs they could not even start (the migration lock busy), oldest first.
+func (s *Sim) ReplicationWarnings() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.replSkipped)
 }
 
 // pvesrLockKey is /var/lock/pvesr.lck on node.
@@ -343,6 +410,11 @@ func (s *Sim) RunReplication(node, id string) ([]string, error) {
 func (s *Sim) replStatusView(node string, sec *section) map[string]any {
 	v := replView(sec, "")
 	delete(v, "digest")
+	if g, _ := parseReplID(sec.ID); g > 0 {
+		if e, ok := s.findVMLocked(s.dbOf(node), g); ok {
+			v["vmtype"] = map[string]string{"qemu-server": "qemu", "lxc": "lxc"}[e.Kind] // job_status: the vmlist's type
+		}
+	}
 	v["next_sync"] = (s.nextSyncLocked(node, sec) + 999) / 1000
 	run := s.st.Nodes[node].Replication[sec.ID]
 	if run == nil {

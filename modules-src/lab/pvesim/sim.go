@@ -149,11 +149,12 @@ type Sim struct {
 	faults   *Faults
 	log      *RequestLog
 
-	guestLocks map[string]*guestLock  // /var/lock/qemu-server and storage flocks (guestlock.go)
-	haErrors   map[string]bool        // HA services in error state, "db/sid" (ha.go)
-	haMotions  map[string]string      // CRM migrations/relocations under way, "db/sid" (hacrm.go)
-	haBackAt   map[string]time.Time   // when each node came back from a power-off (hacrm.go)
-	remotes    map[string]RemoteStore // PBS and CIFS servers the lab offers, by type/server (storageremote.go)
+	guestLocks  map[string]*guestLock  // /var/lock/qemu-server and storage flocks (guestlock.go)
+	replSkipped []string               // journal lines of replication runs that could not start (replrun.go)
+	haErrors    map[string]bool        // HA services in error state, "db/sid" (ha.go)
+	haMotions   map[string]string      // CRM migrations/relocations under way, "db/sid" (hacrm.go)
+	haBackAt    map[string]time.Time   // when each node came back from a power-off (hacrm.go)
+	remotes     map[string]RemoteStore // PBS and CIFS servers the lab offers, by type/server (storageremote.go)
 }
 
 // nodeRuntime is the serving side of a node (not persisted).

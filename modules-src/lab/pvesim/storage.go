@@ -298,6 +298,18 @@ func (s *Sim) putStorage(rc *reqCtx) (any, error) {
 		//lint:ignore ST1005 PVE's own message, as the storage API returns it
 		return nil, fmt.Errorf("update storage failed: detected modified configuration - file changed by other user? Try again.")
 	}
+	// The update hook (a PBS login, a CIFS password check) runs inside the
+	// lock, after the digest check, and storage.cfg is written at the end
+	// (pve-storage API2/Storage/Config.pm update); a slow-locked fault
+	// stretches it, so a client's answer can be lost before the write.
+	release, alive := s.slowInStorageCfgLock(db, rc)
+	defer release()
+	if !alive {
+		return nil, fmt.Errorf("update storage failed: interrupted by signal")
+	}
+	if st = db.Storage[id]; st == nil {
+		return nil, fmt.Errorf("update storage failed: storage '%s' does not exist", id)
+	}
 	t := storageTypes[st.Type]
 	for k := range rc.params {
 		if slices.Contains(t.fixed, k) {

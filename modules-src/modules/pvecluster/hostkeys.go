@@ -85,6 +85,13 @@ func (m *mod) gatherHostKeys(ctx context.Context, cluster *Cluster, only ...stri
 				m.r.Warn(fmt.Sprintf("known_hosts: no host key for %s, an offline member of cluster %q: left as recorded until it is back", peer.Name, cluster.Name))
 				continue
 			}
+			if cluster.member(peer.Name) == nil && m.laterPeer(peer.Name) {
+				// not a member, not in this play: its own run records the
+				// primary's key on its side; the others learn its key in
+				// the next run that reaches it
+				m.r.Warn(fmt.Sprintf("known_hosts: no host key for %s, outside this play (peers_outside_play) and not a member yet: recorded by a later run that reaches it", peer.Name))
+				continue
+			}
 			why := "peer_host_keys has no key for it (its first task did not run in this play?)"
 			if e := m.hostKeyErrs[peer.Name]; e != nil {
 				why = e.Error()

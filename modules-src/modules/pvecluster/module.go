@@ -224,6 +224,8 @@ func ownSpec() ansible.Spec {
 			Description: []string{"Create (primary) or join (other nodes) the cluster. false only prepares the node, e.g. to collect every node's ssh_public_key first."}},
 		"peer_keys": {Type: ansible.TypeDict, Default: map[string]any{},
 			Description: []string{"Root public keys to authorize, by node name (the ssh_public_key each node returned), this node's own included: on the primary the file becomes the cluster's copy every joiner receives. An empty value stands for a key that a check run predicted to be created (accepted in check mode only)."}},
+		"peers_outside_play": {Type: ansible.TypeList, Elements: ansible.TypeStr, Default: []any{},
+			Description: []string{"Nodes of nodes that are not in this play (--limit, a job slice; the role passes them). Such a node that is not a member yet and has no key in peer_keys is left for its own run, which authorizes it in the cluster's shared authorized_keys before it joins (C7); without this option a missing key of a non-member fails the run, nothing written."}},
 		"peer_host_keys": {Type: ansible.TypeDict,
 			Description: []string{"ed25519 SSH host keys of the peers, by node name (the ssh_host_key each node returned; the role passes them): what known_hosts records, taken over the connection Ansible authenticated. A peer missing here keeps the key known_hosts already records; an offline member without one is a warning. Not given at all: a peer's key is read from its SSH server (trust on first use), as before."}},
 		"accept_changed_host_keys": {Type: ansible.TypeBool, Default: false,
@@ -255,6 +257,7 @@ type params struct {
 	Prepare         []string          `ansible:"prepare"`
 	Form            bool              `ansible:"form"`
 	PeerKeys        map[string]string `ansible:"peer_keys"`
+	OutsidePlay     []string          `ansible:"peers_outside_play"`
 	APIPassword     string            `ansible:"api_password"`
 	PrimaryPassword string            `ansible:"primary_api_password"`
 	APIPort         int               `ansible:"api_port"`

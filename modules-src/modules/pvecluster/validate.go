@@ -114,6 +114,14 @@ func validate(p params, hostname func() (string, error)) (checked, error) {
 			return c, fmt.Errorf("peer_keys.%s: %w", name, err)
 		}
 	}
+	for i, name := range p.OutsidePlay {
+		switch {
+		case !slices.Contains(names, name):
+			return c, fmt.Errorf("peers_outside_play[%d]: %q is not in nodes (%s)", i, name, strings.Join(names, ", "))
+		case name == c.self.Name:
+			return c, fmt.Errorf("peers_outside_play[%d]: %q is this node, which runs in this play", i, name)
+		}
+	}
 	if p.WaitTimeout < 1 {
 		return c, fmt.Errorf("wait_timeout: must be at least 1 second, got %d", p.WaitTimeout)
 	}

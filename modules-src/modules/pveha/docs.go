@@ -50,11 +50,11 @@ guest:
   type: dict
   sample: {vmid: 200, sid: "ct:200", node: pve01, status: running, hastate: started}
 jobs:
-  description: The guest's replication jobs after the run (predicted in check mode), with the live status its node reports - last_sync (Unix time, 0 = never), fail_count, error. followed_guest marks a job PVE rewrote when HA recovered the guest on another node.
+  description: The guest's replication jobs after the run (predicted in check mode), with the live status its node reports - last_sync (Unix time, 0 = never), fail_count, error, and state as pvesr status tells it - syncing (a run in progress), error (the last run failed), pending (no sync completed yet), ok, or not listed (the node does not show it). followed_guest marks a job PVE rewrote when HA recovered the guest on another node.
   returned: when the API was reached
   type: list
   elements: dict
-  sample: [{id: "200-0", source: pve01, target: pve02, schedule: "*/15", disable: false, last_sync: 1764582000, fail_count: 0, followed_guest: false}]
+  sample: [{id: "200-0", source: pve01, target: pve02, schedule: "*/15", disable: false, last_sync: 1764582000, fail_count: 0, state: ok, followed_guest: false}]
 resource:
   description: The HA resource after the run with PVE's defaults filled in, and its live state (node, status, hastate); empty when none.
   returned: when the API was reached

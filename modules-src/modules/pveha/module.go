@@ -45,7 +45,7 @@ func New(o pveapi.Options) ansible.Module {
 			"Replication: one job per target node (targets, default every other member), ids <vmid>-<n>. A job is identified by the guest and its target, and a job that PVE rewrote when HA recovered the guest on another node (its target becomes the node the guest left) is recognised as the same job, not drift. Every disk of the guest must be on a zfspool storage that is available on every target; otherwise the task fails naming the disk and the node, before any write.",
 			"HA resource: state, max_restart, max_relocate, comment, failback (PVE 9), compared with PVE's defaults so that a resource created elsewhere compares equal. Starting and stopping belong to the HA manager: the module sets the requested state and polls the guest's real state, bounded by wait_timeout; it never calls the guest's start or stop.",
 			"Placement: node_affinity ({node: priority}) with strict. On PVE 9 it is a node-affinity rule; on PVE 8 an HA group (restricted = strict, nofailback = not failback). A PVE 9 cluster whose HA groups PVE has not migrated to rules yet keeps groups as the writable mechanism; the module says so and adopts the ha-group-<group> rule PVE later makes from it, instead of fighting the migration. A guest may be in one node-affinity rule only: another rule naming it fails the task, naming it. resource_affinity (PVE 9) keeps the guest together with, or apart from, other HA guests.",
-			"state=absent removes, in reverse order, the guest's rule (or its group), the HA resource and its replication jobs, and waits until PVE has really dropped the jobs (a removal is carried out by the source node's next replication run).",
+			"state=absent removes, in reverse order, the guest's rule (or its group), the HA resource and its replication jobs, and waits until PVE has really dropped the jobs (a removal is carried out by the source node's next replication run). PVE first drops the replica on the job's target, so a job whose target is offline stays until that node is back: the task then fails at once, naming the job and PVE's error.",
 			"Check mode reads only and reports the whole plan with a diff of every object.",
 		},
 		Notes: []string{
@@ -89,7 +89,8 @@ func spec() ansible.Spec {
 		"disable": {Type: ansible.TypeBool, Default: false,
 			Description: []string{"Disable the replication jobs (kept, not run)."}},
 		"wait_first_sync": {Type: ansible.TypeBool, Default: false,
-			Description: []string{"Wait until every replication job of the guest has completed a sync before declaring the HA resource (H1: HA without replicated data restarts nothing useful). Bounded by wait_timeout; lock contention of pvesr (H5) is waited out, not reported as failure."}},
+			Description: []string{"Wait until every replication job of the guest has completed a sync before declaring the HA resource (H1: HA without replicated data restarts nothing useful). Bounded by wait_timeout. Contention (H5: pvesr.lck held by a long sync, the guest's migration lock held by a migration) only delays a run and is waited out. A job whose first sync failed fails the wait at once when PVE's next try (5, 10, 15, then 30 minutes after the failure; none while the target is offline) falls after wait_timeout, naming the job and its error.",
+				"Without it, each job that has not completed a sync, or whose last run failed, is reported in jobs[].state and warned about."}},
 		"wait_timeout": {Type: ansible.TypeInt, Default: 300,
 			Description: []string{"Seconds to wait for each thing PVE does in the background: the first sync, the guest reaching the requested state, a removed job disappearing."}},
 		"max_restart": {Type: ansible.TypeInt,

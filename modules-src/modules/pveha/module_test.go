@@ -28,13 +28,19 @@ type world struct {
 // newWorld starts PVE version with the HA stack and pvesr on short lab
 // delays (a CRM round, a replication minute), so the chain's waits are
 // real polls of real background work, only faster.
-func newWorld(t *testing.T, version int) *world {
+func newWorld(t *testing.T, version int) *world { return newWorldWith(t, version, nil) }
+
+// newWorldWith is newWorld with more lab settings (tune runs last).
+func newWorldWith(t *testing.T, version int, tune func(*pvesim.Config)) *world {
 	t.Helper()
 	s := pveapitest.StartWith(t, version, 3, func(c *pvesim.Config) {
 		c.ReplicationInterval = 300 * time.Millisecond
 		c.HADelay = 200 * time.Millisecond
 		c.FenceDelay = time.Second
 		c.FailbackDelay = 2 * time.Second
+		if tune != nil {
+			tune(c)
+		}
 	})
 	pveapitest.Cluster(t, s)
 	conn := pveapitest.TokenConn(t, s, "pve01")

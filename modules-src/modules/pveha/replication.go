@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/pveapi"
@@ -343,7 +344,12 @@ func (g *guestHA) removeJob(j replication.Job) ansible.Change {
 				if found == nil {
 					return true, "", nil
 				}
-				return false, fmt.Sprintf("still listed (remove_job=%s, source %s)", found.RemoveJob, found.Source), nil
+				state := fmt.Sprintf("still listed (remove_job=%s, source %s)", found.RemoveJob, found.Source)
+				failure, err := g.removalFailure(ctx, *found)
+				if err != nil {
+					return false, "", err
+				}
+				return false, state + failure, nil
 			})
 		},
 	}
@@ -351,8 +357,18 @@ func (g *guestHA) removeJob(j replication.Job) ansible.Change {
 
 // waitFirstSync waits, before the HA resource is declared, until every job
 // of the guest has completed a sync (H1), on the node that runs the guest
-// (a job's status is only listed on its source). pvesr's lock contention
-// (H5: "can't lock file '/var/lock/pvesr.lck'") is normal and waited out.
+// (a job's status is only listed on its source).
+//
+// Contention (H5) only delays a run and is waited out: pvesr.lck held by a
+// long sync, or the guest's migration lock held by a migration, stops a
+// run before it records anything (pve-guest-common Replication.pm
+// run_replication), so PVE never shows it as the job's error. An error in
+// the status is a run that failed (record_job_end: fail_count, error).
+// PVE tries such a job again only 5, 10, 15, then every 30 minutes after
+// the failed try, and not at all while the target is offline
+// (ReplicationState.pm job_status): when that next try falls after
+// wait_timeout, waiting cannot see it succeed, so the wait fails at once,
+// naming the job, its error and when PVE tries again.
 func (g *guestHA) waitFirstSync(ctx context.Context, onlyNew bool) error {
 	var jobs []replication.Job
 	for _, j := range g.jobs {
@@ -363,6 +379,7 @@ func (g *guestHA) waitFirstSync(ctx context.Context, onlyNew bool) error {
 	if len(jobs) == 0 {
 		return nil
 	}
+	deadline := time.Now().Add(time.Duration(g.p.WaitTimeout) * time.Second)
 	return g.waitFor(ctx, "the first sync of every replication job", func(ctx context.Context) (bool, string, error) {
 		live, ok, err := g.liveGuest(ctx)
 		if err != nil || !ok {
@@ -375,12 +392,29 @@ func (g *guestHA) waitFirstSync(ctx context.Context, onlyNew bool) error {
 		var pending []string
 		for _, j := range jobs {
 			st, found := findStatus(sts, j.ID)
-			switch {
-			case !found:
+			if !found {
 				pending = append(pending, j.ID.String()+" not listed on "+live.Node+" yet")
-			case st.Synced():
-			case st.Error != "" && !lockContention(st.Error):
-				pending = append(pending, fmt.Sprintf("%s failed %d times: %s", j.ID, st.FailCount, st.Error))
+				continue
+			}
+			switch st.State() {
+			case replication.StateOK:
+			case replication.StateSyncing:
+				if !st.Synced() {
+					pending = append(pending, j.ID.String()+" syncing now")
+				}
+			case replication.StateError:
+				if st.Synced() {
+					continue // a replica exists; the report warns that it is getting old
+				}
+				failed := fmt.Sprintf("replication job %s (to %s) has never synced: its last try failed (fail_count %d): %s", j.ID, st.Target, st.FailCount, st.Error)
+				if st.NextSync == 0 {
+					return false, "", fmt.Errorf("%s; PVE tries it again only once %s is online", failed, st.Target)
+				}
+				if next := time.Unix(st.NextSync, 0); next.After(deadline) {
+					return false, "", fmt.Errorf("%s; PVE tries it again at %s, after wait_timeout", failed, next.Format(time.RFC3339))
+				}
+				pending = append(pending, fmt.Sprintf("%s failed %d times (%s), PVE tries again at %s", j.ID, st.FailCount, st.Error,
+					time.Unix(st.NextSync, 0).Format(time.TimeOnly)))
 			default:
 				pending = append(pending, j.ID.String()+" not synced yet")
 			}
@@ -398,7 +432,32 @@ func findStatus(list []replication.Status, id replication.JobID) (replication.St
 	return replication.Status{}, false
 }
 
-// lockContention tells whether a job's error is pvesr's global lock (H5).
-func lockContention(msg string) bool {
-	return strings.Contains(msg, "can't lock file '/var/lock/pvesr.lck'")
+// removalFailure reads, on the job's source node, whether PVE's run that
+// removes the job failed. A full removal first drops the replica on the
+// target over ssh (pve-guest-common Replication.pm replicate), so with the
+// target offline every run fails and the job stays until the target is
+// back: that is an error now, not something wait_timeout can see end.
+// Otherwise the failure is a few words for the wait's message ("" when
+// there is none, or the status cannot be read: the source may be down).
+func (g *guestHA) removalFailure(ctx context.Context, j replication.Job) (string, error) {
+	if j.Source == "" {
+		return "", nil
+	}
+	st, err := replication.GetStatus(ctx, g.c, j.Source, j.ID)
+	if err != nil || st.Error == "" {
+		return "", nil
+	}
+	var nodes []struct {
+		Node   string `json:"node"`
+		Status string `json:"status"`
+	}
+	if err := g.c.Get(ctx, "/nodes", nil, &nodes); err == nil {
+		for _, n := range nodes {
+			if n.Node == j.Target && n.Status == "offline" {
+				return "", fmt.Errorf("replication job %s cannot be removed while its target %s is offline: PVE's removal first drops the replica there, and its run on %s failed (fail_count %d): %s; PVE tries again at every run and removes the job once %s is back (pvesr delete %s --force on %s drops it now, leaving the replica on %s)",
+					j.ID, j.Target, j.Source, st.FailCount, st.Error, j.Target, j.ID, j.Source, j.Target)
+			}
+		}
+	}
+	return fmt.Sprintf("; PVE's last removal run failed (fail_count %d): %s", st.FailCount, st.Error), nil
 }

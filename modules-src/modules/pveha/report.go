@@ -2,6 +2,7 @@ package pveha
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/pveapi/replication"
@@ -42,10 +43,13 @@ func (g *guestHA) report() {
 		}
 		if st, found := findStatus(sts, j.ID); found {
 			e["source"], e["target"] = st.Source, st.Target
-			e["last_sync"], e["fail_count"] = st.LastSync, st.FailCount
+			e["last_sync"], e["fail_count"], e["state"] = st.LastSync, st.FailCount, st.State()
 			if st.Error != "" {
 				e["error"] = st.Error
 			}
+			g.warnJob(st)
+		} else if err == nil && ok {
+			e["state"] = "not listed"
 		}
 		jobs = append(jobs, e)
 	}
@@ -84,4 +88,25 @@ func (g *guestHA) report() {
 		aff = append(aff, map[string]any{"rule": r.ID, "resources": sidsText(r.Resources), "affinity": r.Affinity})
 	}
 	g.r.Set("resource_affinity", aff)
+}
+
+// warnJob says, for a guest that is to be highly available, that a job
+// does not give it the replica a recovery needs (H1): one that never
+// synced (syncing, pending, failing), or one whose last run failed (the
+// replica on the target is from the last good sync). A green recap must
+// not read as "replicated" when it is not.
+func (g *guestHA) warnJob(st replication.Status) {
+	if g.p.State == "absent" || st.RemoveJob != "" {
+		return
+	}
+	switch {
+	case st.Error != "" && st.Synced():
+		g.r.Warn(fmt.Sprintf("replication job %s (to %s) failed its last run (fail_count %d): %s; the replica there is from %s",
+			st.ID, st.Target, st.FailCount, st.Error, time.Unix(st.LastSync, 0).UTC().Format(time.RFC3339)))
+	case !st.Synced():
+		why := map[string]string{replication.StateSyncing: "its first sync is running", replication.StatePending: "its first sync has not run yet",
+			replication.StateError: fmt.Sprintf("its last try failed (fail_count %d): %s", st.FailCount, st.Error)}[st.State()]
+		g.r.Warn(fmt.Sprintf("replication job %s (to %s) has never completed a sync (%s): until it does, HA recovering guest %d on %s has no data there (H1); wait_first_sync: true waits for it",
+			st.ID, st.Target, why, g.p.VMID, st.Target))
+	}
 }

@@ -237,9 +237,27 @@ func (s *storage) exists(ctx context.Context) (bool, error) {
 }
 
 func (s *storage) planUpdate(cfg map[string]any) ([]ansible.Change, error) {
+	set, changed, after, err := s.updateParams(cfg)
+	if err != nil || len(changed) == 0 {
+		return nil, err
+	}
+	s.final = after
+	return []ansible.Change{{
+		ID:      "storage:update",
+		Summary: fmt.Sprintf("update storage %s (%s)", s.p.Storage, strings.Join(changed, ", ")),
+		Diff:    ansible.TextDiff(cfgHeader, section(cfg), section(after)),
+		Apply:   func(ctx context.Context) error { return s.update(ctx, set) },
+		Verify:  s.verify,
+	}}, nil
+}
+
+// updateParams compares cfg with the task's options: the PUT's parameters
+// (guarded by cfg's digest), the options that differ, and the config
+// after the PUT. Nothing differs: no options.
+func (s *storage) updateParams(cfg map[string]any) (url.Values, []string, map[string]any, error) {
 	curType := pveapi.String(cfg["type"])
 	if curType != s.p.Type {
-		return nil, fmt.Errorf("type: storage %s is a %s storage, not %s; PVE cannot change a storage's type: remove it (state: absent) and declare it again if that is really meant", s.p.Storage, curType, s.p.Type)
+		return nil, nil, nil, fmt.Errorf("type: storage %s is a %s storage, not %s; PVE cannot change a storage's type: remove it (state: absent) and declare it again if that is really meant", s.p.Storage, curType, s.p.Type)
 	}
 	t, schema := storageTypes[s.p.Type], schemaFor(s.version)
 	set := url.Values{}
@@ -258,7 +276,7 @@ func (s *storage) planUpdate(cfg map[string]any) ([]ansible.Change, error) {
 			continue
 		}
 		if slices.Contains(t.fixed, key) || !schema[key].Updatable {
-			return nil, fmt.Errorf("%s: fixed for a %s storage: %s has %q and PVE cannot change it (wanted %q); nothing was changed. Declare a new storage under another ID instead", optionName(key), s.p.Type, s.p.Storage, have, want)
+			return nil, nil, nil, fmt.Errorf("%s: fixed for a %s storage: %s has %q and PVE cannot change it (wanted %q); nothing was changed. Declare a new storage under another ID instead", optionName(key), s.p.Type, s.p.Storage, have, want)
 		}
 		changed = append(changed, optionName(key))
 		if want == "" {
@@ -270,7 +288,7 @@ func (s *storage) planUpdate(cfg map[string]any) ([]ansible.Change, error) {
 		}
 	}
 	if len(changed) == 0 {
-		return nil, nil
+		return nil, nil, nil, nil
 	}
 	if len(deletes) > 0 {
 		set.Set("delete", strings.Join(deletes, ","))
@@ -278,28 +296,60 @@ func (s *storage) planUpdate(cfg map[string]any) ([]ansible.Change, error) {
 	if d := pveapi.String(cfg["digest"]); d != "" {
 		set.Set("digest", d)
 	}
-	s.final = after
-	return []ansible.Change{{
-		ID:      "storage:update",
-		Summary: fmt.Sprintf("update storage %s (%s)", s.p.Storage, strings.Join(changed, ", ")),
-		Diff:    ansible.TextDiff(cfgHeader, section(cfg), section(after)),
-		Apply: func(ctx context.Context) error {
-			out, err := pveansible.Dispatch(ctx, s.r, s.c, pveapi.Write{
-				Method: http.MethodPut, Path: s.path(), Params: set,
-				What:   fmt.Sprintf("update storage %s", s.p.Storage),
-				Settle: func(ctx context.Context) (bool, error) { return s.verify(ctx) == nil, nil },
-			})
-			if err == nil {
-				s.generatedKey(out)
-			}
-			if err != nil && ansible.IsNothingChanged(err) && strings.Contains(err.Error(), "detected modified configuration") {
-				// PVE compares the digest before writing anything.
-				return ansible.NothingChanged(fmt.Errorf("%w: storage.cfg changed between reading and writing; nothing was written, run the task again", err))
-			}
-			return err
-		},
-		Verify: s.verify,
-	}}, nil
+	return set, changed, after, nil
+}
+
+// update sends the digest-guarded PUT once. PVE checks the digest under
+// storage.cfg's lock before it writes anything (pve-storage
+// API2/Storage/Config.pm update: assert_if_modified), so "detected
+// modified configuration" proves this PUT wrote nothing: storage.cfg
+// changed since the read — typically an earlier run's update whose answer
+// was lost and which PVE finished meanwhile. The storage is then read
+// again and only what still differs is sent, once, with the fresh digest;
+// when nothing differs any more, the other write already made the change
+// this task promised (the diff did happen during the task), and nothing
+// is sent.
+func (s *storage) update(ctx context.Context, set url.Values) error {
+	err := s.put(ctx, set)
+	if !pveapi.IsModified(err) {
+		return err
+	}
+	refused := fmt.Errorf("%w: storage.cfg changed between reading and writing, and PVE wrote nothing", err)
+	cfg, rerr := s.read(ctx)
+	if rerr != nil {
+		return ansible.NothingChanged(fmt.Errorf("%w; reading it again failed: %v", refused, rerr))
+	}
+	if cfg == nil {
+		return ansible.NothingChanged(fmt.Errorf("%w; storage %s no longer exists", refused, s.p.Storage))
+	}
+	again, changed, _, perr := s.updateParams(cfg)
+	if perr != nil {
+		return ansible.NothingChanged(fmt.Errorf("%w; read again: %v", refused, perr))
+	}
+	if len(changed) == 0 {
+		s.r.Warn(fmt.Sprintf("update storage %s: PVE refused the update because storage.cfg had changed since it was read (detected modified configuration), and wrote nothing; read again, the storage already has every option asked — another write (most likely an earlier run's update whose answer was lost) made the change, so nothing was sent again", s.p.Storage))
+		return nil
+	}
+	s.r.Warn(fmt.Sprintf("update storage %s: PVE refused the update because storage.cfg had changed since it was read (detected modified configuration), and wrote nothing; read again, only %s still differ, sent once with the fresh digest", s.p.Storage, strings.Join(changed, ", ")))
+	err = s.put(ctx, again)
+	if pveapi.IsModified(err) {
+		return ansible.NothingChanged(fmt.Errorf("%w: storage.cfg keeps changing under this task; run it again", err))
+	}
+	return err
+}
+
+// put is one PUT of the storage, settled by reading the options back
+// when its answer is lost.
+func (s *storage) put(ctx context.Context, set url.Values) error {
+	out, err := pveansible.Dispatch(ctx, s.r, s.c, pveapi.Write{
+		Method: http.MethodPut, Path: s.path(), Params: set,
+		What:   fmt.Sprintf("update storage %s", s.p.Storage),
+		Settle: func(ctx context.Context) (bool, error) { return s.verify(ctx) == nil, nil },
+	})
+	if err == nil {
+		s.generatedKey(out)
+	}
+	return err
 }
 
 // verify reads the storage back and checks every option the task gave.

@@ -2,6 +2,8 @@ package ha
 
 import (
 	"context"
+	"errors"
+	"regexp"
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/pveapi"
@@ -54,8 +56,28 @@ func Detect(ctx context.Context, g pveapi.Getter, major int) (Mechanism, error) 
 	return UseGroupsUnmigrated, nil
 }
 
+// migratedDie is PVE 9's die for a group call once the HA groups are
+// migrated to rules, in its exact words: pve-ha-manager
+// src/PVE/API2/HA/Groups.pm ("cannot index groups", "cannot read group",
+// "cannot create group", "cannot update group", "cannot delete group") and
+// API2/HA/Resources.pm (a resource create or update naming a group:
+// "invalid parameter 'group'"), each followed by ": ha groups have been
+// migrated to rules".
+var migratedDie = regexp.MustCompile(`^(cannot (index groups|read group|create group|update group|delete group)|invalid parameter 'group'): ha groups have been migrated to rules$`)
+
 // MigratedError tells whether err is PVE 9's refusal of a group call
-// because groups have been migrated to rules (H2).
+// because groups have been migrated to rules (H2): an API error that is a
+// handler's die — status 500 over HTTPS, or no status from pvesh in local
+// mode (which prints the die without one) — whose message is one of
+// migratedDie's. Any other failure (a proxy's 5xx, a lost answer, a
+// comment or name that happens to hold the words) is not.
 func MigratedError(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "have been migrated to rules")
+	var e *pveapi.Error
+	if !errors.As(err, &e) || e.Unanswered {
+		return false
+	}
+	if e.Status != 500 && (e.Status != 0 || e.Err != nil) {
+		return false
+	}
+	return migratedDie.MatchString(strings.TrimSpace(e.Message))
 }

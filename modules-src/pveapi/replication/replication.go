@@ -205,6 +205,9 @@ type Status struct {
 	Error     string // the last failure, "" when the last run went well
 	Disable   bool
 	RemoveJob string
+	// PID is set while a run of the job is in progress (its process
+	// lives): pvesr status shows SYNCING.
+	PID int
 }
 
 type statusRow struct {
@@ -221,6 +224,7 @@ type statusRow struct {
 	Error     string  `json:"error"`
 	Disable   bool    `json:"disable"`
 	RemoveJob string  `json:"remove_job"`
+	PID       int     `json:"pid"`
 }
 
 func (r statusRow) status() (Status, error) {
@@ -230,11 +234,35 @@ func (r statusRow) status() (Status, error) {
 	}
 	return Status{ID: id, Guest: r.Guest, Target: r.Target, Source: r.Source, Schedule: r.Schedule, LastSync: r.LastSync,
 		LastTry: r.LastTry, NextSync: r.NextSync, Duration: r.Duration, FailCount: r.FailCount, Error: r.Error,
-		Disable: r.Disable, RemoveJob: r.RemoveJob}, nil
+		Disable: r.Disable, RemoveJob: r.RemoveJob, PID: r.PID}, nil
 }
 
 // Synced tells whether the job has completed a sync.
 func (s Status) Synced() bool { return s.LastSync > 0 }
+
+// States of a job, as `pvesr status` tells them (pve-manager
+// PVE/CLI/pvesr.pm print_job_status: SYNCING while the run's pid lives,
+// else the last error, else OK), with OK split by whether a sync ever
+// completed (pvesr prints OK and LastSync "-" for a job never synced).
+const (
+	StateSyncing = "syncing" // a run is in progress (it may be a retry after an error)
+	StateError   = "error"   // the last run failed: Error, FailCount
+	StatePending = "pending" // no sync completed yet, none failed
+	StateOK      = "ok"      // the last run completed a sync
+)
+
+// State is the job's state (see the State constants).
+func (s Status) State() string {
+	switch {
+	case s.PID > 0:
+		return StateSyncing
+	case s.Error != "":
+		return StateError
+	case !s.Synced():
+		return StatePending
+	}
+	return StateOK
+}
 
 // GetStatus reads one job's status on node (its source).
 func GetStatus(ctx context.Context, g pveapi.Getter, node string, id JobID) (Status, error) {
