@@ -558,22 +558,24 @@ func TestDecodeAndResultData(t *testing.T) {
 	}
 }
 
-// SetRevealed (issue 15 item 9: a key PVE generated): the value is in the
-// result under its key only, and masked in logs, msg, warnings, diff and
-// every other key.
+// SetRevealed (issue 15 item 9: a key PVE generated): to a no_log task the
+// value is in the result under its key only, and masked in logs, msg,
+// warnings, diff and every other key; to any other task it is masked under
+// its key too (Ansible would print it at -v and -vvv).
 func TestSetRevealed(t *testing.T) {
 	const generated = "generated-key-7f3a"
 	var logs bytes.Buffer
+	var revealed bool
 	m := testModule(func(r *Run) error {
-		r.SetRevealed("encryption_key", generated)
+		revealed = r.SetRevealed("encryption_key", generated)
 		r.Log(0, "PVE answered %s", generated)
 		r.Set("other", "copy of "+generated)
 		r.Warn("back up " + generated)
 		return errors.New("failed after " + generated)
 	})
-	res := Execute(context.Background(), m, &Invocation{Params: map[string]any{"name": "x"}, Diff: true}, noEnv, &logs)
-	if res["encryption_key"] != generated {
-		t.Fatalf("encryption_key = %v, want the generated value", res["encryption_key"])
+	res := Execute(context.Background(), m, &Invocation{Params: map[string]any{"name": "x"}, Diff: true, NoLog: true}, noEnv, &logs)
+	if res["encryption_key"] != generated || !revealed {
+		t.Fatalf("encryption_key = %v (revealed %v), want the generated value", res["encryption_key"], revealed)
 	}
 	rest := map[string]any{}
 	for k, v := range res {
@@ -587,5 +589,12 @@ func TestSetRevealed(t *testing.T) {
 	}
 	if !bytes.Contains(out, []byte(secretMask)) {
 		t.Errorf("nothing was masked: %s", out)
+	}
+
+	logs.Reset()
+	res = Execute(context.Background(), m, &Invocation{Params: map[string]any{"name": "x"}, Diff: true}, noEnv, &logs)
+	all, _ := json.Marshal(res)
+	if res["encryption_key"] != noLogPlaceholder || revealed || bytes.Contains(all, []byte(generated)) || strings.Contains(logs.String(), generated) {
+		t.Errorf("without no_log: encryption_key = %v (revealed %v), want the placeholder and the value nowhere:\n%s", res["encryption_key"], revealed, all)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// NotYet (site-wide check runs): in check mode a missing prerequisite is
+// NotYet (site-wide check runs, K15: check mode tells the truth about what it cannot make yet): in check mode a missing prerequisite is
 // assumed made by an earlier task — one warning per object naming the
 // option, listed in not_yet, and the run predicts on; in a real run the
 // module's own error comes back before any change is applied, so the task

@@ -127,9 +127,14 @@ func (r *Run) Set(key string, value any) {
 
 // SetRevealed returns to the user a secret the module obtained at run time
 // (a key the server generated, that exists nowhere else the user can
-// read): it is present, unmasked, under key only, and masked like a
-// no_log value everywhere else (logs, msg, warnings, diff, other keys).
-func (r *Run) SetRevealed(key, value string) {
+// read). Only a task with no_log gets it, unmasked, under key only: for
+// any other, Ansible prints the module's raw output at -vvv and its result
+// at -v, before anything could hide it, so key holds the no_log
+// placeholder. Either way the value is masked like a no_log value
+// everywhere else (logs, msg, warnings, diff, other keys). It reports
+// whether the value was returned, so the module can tell the user where
+// else to find it.
+func (r *Run) SetRevealed(key, value string) bool {
 	if reservedKey(key) {
 		panic("ansible: module tried to set reserved result key " + key)
 	}
@@ -139,7 +144,12 @@ func (r *Run) SetRevealed(key, value string) {
 	if r.revealed == nil {
 		r.revealed = map[string]string{}
 	}
+	if !r.inv.NoLog {
+		r.revealed[key] = noLogPlaceholder
+		return false
+	}
 	r.revealed[key] = value
+	return true
 }
 
 // Step names what the module is doing now, for timeout messages

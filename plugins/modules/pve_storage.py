@@ -131,8 +131,9 @@ options:
     description:
       - "PVE option encryption-key: Encryption key. Use 'autogen' to generate one automatically without passphrase."
       - "Storage types: pbs."
+      - "The key file's JSON as text, or as the dict Ansible makes of it (lookup('file', …) templates it into one), or autogen."
       - "This value is secret: it is masked in results and logs (no_log)."
-    type: "str"
+    type: "raw"
     aliases:
       - "encryption-key"
   export:
@@ -393,7 +394,7 @@ attributes:
     description: "Use C(group/gopve.proxmox.api) in C(module_defaults) to set defaults for this module."
 notes:
   - "Secrets follow PVE's sensitive properties of each type (pbs: password, encryption_key, master_pubkey; cifs: password): PVE keeps them under /etc/pve/priv/storage and shows at most a marker in storage.cfg. On an existing storage the encryption key is compared by its fingerprint, the master public key with /etc/pve/priv/storage/<storage>.master.pem when the module runs on a node of the cluster (otherwise it says it cannot compare it), and a password never can be: such a secret is left as it is with a warning naming it, unless update_secrets is true."
-  - "encryption_key: autogen makes PVE generate a key when the storage has none (never a second one on a storage that has a key). PVE answers the key once: it is returned as encryption_key, masked everywhere else, with a warning to back it up. Register the result with no_log: true on the task (Ansible prints results with -v) and store the key outside the cluster: without it no encrypted backup can be restored."
+  - "encryption_key: autogen makes PVE generate a key when the storage has none (never a second one on a storage that has a key). PVE answers the key once: a task with no_log: true gets it as encryption_key (register it), masked everywhere else; any other task gets encryption_key masked too, since Ansible prints a module's output at -v and -vvv, and the key stays in /etc/pve/priv/storage/<storage>.enc. A warning says to back it up outside the cluster: without it no encrypted backup can be restored. (Ansible's no_target_syslog setting also tells modules no_log: with it set, use no_log on the task anyway.)"
   - "Run it once per cluster (run_once: true in a play on the pve group): /etc/pve/storage.cfg is shared by every member, and a node joining a cluster loses its own definitions."
   - "Without api_host, as root on a PVE node, the module uses the node's API through pvesh (local mode): no credentials, about half a second per API call. pvesh takes parameters only on its command line, which any user of the node can read, so a task that gives password or encryption_key is refused in local mode, before any request: give api_host with api_token_id and api_token_secret (or api_user and api_password) for such storages."
   - "The module is a compiled Go program run by the collection's action plugin; no Python is needed on the target except for C(async)."
@@ -494,7 +495,7 @@ pve_version:
   returned: when the API was reached
   type: int
 encryption_key:
-  description: The encryption key PVE generated for encryption_key=autogen (the JSON of a proxmox-backup key file), exactly as PVE answered it; masked in every other part of the result and in logs. Back it up outside the cluster. Use no_log on the task, since Ansible shows results with -v.
+  description: The encryption key PVE generated for encryption_key=autogen (the JSON of a proxmox-backup key file), exactly as PVE answered it, to a task with no_log true; masked (VALUE_SPECIFIED_IN_NO_LOG_PARAMETER) for any other task, since Ansible prints a module's output at -v and -vvv. Masked in every other part of the result and in logs. Back it up outside the cluster.
   returned: when PVE generated a key in this run
   type: str
 node_status:

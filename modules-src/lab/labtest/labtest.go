@@ -147,3 +147,42 @@ func PowerOn(t *testing.T, lab *labctl.Lab, node string) {
 		t.Fatalf("powering on %s: %v", node, err)
 	}
 }
+
+// SampleCmdlines runs fn while a loop on each of nodes reads every
+// process's command line (/proc/*/cmdline, NULs as spaces) every 10 ms, and
+// returns what it read per node: what any user of a real node could have
+// seen on a command line meanwhile (a secret must never be there). A
+// process shorter than the period can be missed; the lab's PVE tools also
+// record theirs (tools.CommandLog).
+func SampleCmdlines(t *testing.T, lab *labctl.Lab, nodes []string, fn func()) map[string]string {
+	t.Helper()
+	const stop = "/run/gopve-sampler.stop"
+	loop := "rm -f " + stop + "; echo started; while [ ! -e " + stop + " ]; do cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '; echo; sleep 0.01; done; rm -f " + stop
+	type result struct {
+		node, out string
+		err       error
+	}
+	done := make(chan result, len(nodes))
+	for _, n := range nodes {
+		go func() {
+			res, err := lab.Run(context.Background(), n, loop, nil)
+			done <- result{n, res.Stdout, err}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond) // the loops are up (their output starts with "started")
+	fn()
+	for _, n := range nodes {
+		if _, err := lab.SSH(n, "touch "+stop); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := map[string]string{}
+	for range nodes {
+		r := <-done
+		if r.err != nil || !strings.HasPrefix(r.out, "started") {
+			t.Fatalf("the /proc sampler on %s: %v %.200s", r.node, r.err, r.out)
+		}
+		out[r.node] = r.out
+	}
+	return out
+}

@@ -34,9 +34,10 @@ var NotState = []string{
 
 // NotStateFiles are file patterns (path.Match) UpperDigest leaves out:
 // the flock files the lab's CLI stand-ins create even to read their state
-// (real zfs and systemctl have none). Their state files themselves
-// (zfs.json, systemd.json) are hashed.
-var NotStateFiles = []string{"/var/lib/gopve-lab/*.lock"}
+// (real zfs and systemctl have none), and their command log (the lab's
+// witness of argv, tools.CommandLog; a read in check mode appends to it).
+// Their state files themselves (zfs.json, systemd.json) are hashed.
+var NotStateFiles = []string{"/var/lib/gopve-lab/*.lock", "/var/lib/gopve-lab/commands.log"}
 
 // excluded tells whether a node path is under one of NotState, is the
 // directory holding Ansible's (~/.ansible, created by the first task) or

@@ -78,6 +78,12 @@ func (s *Sim) LabToken() (id, secret string) {
 // Requests returns the request log (oldest first); ResetRequests empties it.
 func (s *Sim) Requests() []Request { return s.log.Entries() }
 
+// WatchSecret makes the request log look for value in every request from
+// now on: where it is, Request.Carries says so by label (the value itself
+// is redacted from the log wherever it appears). Tests give it their
+// marker secrets to prove which requests carried them, and only those.
+func (s *Sim) WatchSecret(label, value string) { s.log.watch(label, value) }
+
 // ResetRequests empties the request log.
 func (s *Sim) ResetRequests() { s.log.Reset() }
 

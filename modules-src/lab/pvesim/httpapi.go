@@ -169,7 +169,9 @@ func (s *Sim) serve(node string, table map[string]handlerFunc, w http.ResponseWr
 	finish := func(status int) {
 		entry.Status = status
 		entry.Duration = time.Since(start)
-		entry.Params = redactParams(params, s.secrets())
+		watched := s.log.watchList()
+		entry.Params = redactParams(params, append(s.secrets(), values(watched)...))
+		entry.Carries = carries(r, params, watched)
 		s.log.add(entry)
 	}
 

@@ -10,7 +10,7 @@ import (
 
 // Migration: offline with local disks moves config and volumes; a running
 // VM needs online (and with-local-disks for local disks); a linked clone
-// on local storage cannot leave its template's node; a storage missing on
+// on local storage cannot leave its template's node (H8); a storage missing on
 // the target is refused before any task.
 func TestMigrate(t *testing.T) {
 	t.Parallel()

@@ -3,6 +3,8 @@ package pvesim
 import (
 	"io"
 	"log"
+	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +22,12 @@ type Request struct {
 	Status   int               `json:"status"`
 	Duration time.Duration     `json:"duration"`
 	Fault    string            `json:"fault,omitempty"` // kind of injected fault, if any
+	// Carries says where the request held a value given to WatchSecret,
+	// by its label, never the value: "<label> in body:<param>", "… in
+	// query:<param>", "… in path", "… in header:<name>", sorted. A test proves with it that a secret went
+	// only where it must (the POST creating a storage, the login), not
+	// just that the log shows none (the log redacts them all).
+	Carries []string `json:"carries,omitempty"`
 }
 
 // Mutating is true for every method but GET: what check mode must never send.
@@ -30,6 +38,7 @@ type RequestLog struct {
 	mu      sync.Mutex
 	entries []Request
 	errs    []string
+	watched []watchedSecret // WatchSecret
 }
 
 func newRequestLog() *RequestLog { return &RequestLog{} }
@@ -51,6 +60,69 @@ func (l *RequestLog) Entries() []Request {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]Request(nil), l.entries...)
+}
+
+// watch adds labelled values to look for in every request
+// (Request.Carries).
+func (l *RequestLog) watch(label, value string) {
+	if value == "" {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.watched = append(l.watched, watchedSecret{label, value})
+}
+
+type watchedSecret struct{ label, value string }
+
+func (l *RequestLog) watchList() []watchedSecret {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]watchedSecret(nil), l.watched...)
+}
+
+func values(ws []watchedSecret) []string {
+	out := make([]string, len(ws))
+	for i, w := range ws {
+		out[i] = w.value
+	}
+	return out
+}
+
+// carries is Request.Carries for one request: params is what readParams
+// took from the body and the query together.
+func carries(r *http.Request, params map[string]any, watched []watchedSecret) []string {
+	var out []string
+	for _, w := range watched {
+		has := func(s string) bool { return strings.Contains(s, w.value) }
+		at := func(loc string) { out = append(out, w.label+" in "+loc) }
+		if has(r.URL.Path) || has(r.URL.RawPath) {
+			at("path")
+		}
+		// readParams merged the query into params: a param the query
+		// holds with the secret is the query's, any other the body's.
+		query := r.URL.Query()
+		for k, v := range params {
+			switch {
+			case slices.ContainsFunc(query[k], has):
+				at("query:" + k)
+			case has(k) || has(paramString(v)):
+				at("body:" + k)
+			}
+		}
+		for k, vs := range query {
+			if _, merged := params[k]; !merged && (has(k) || slices.ContainsFunc(vs, has)) {
+				at("query:" + k)
+			}
+		}
+		for name, vs := range r.Header {
+			if slices.ContainsFunc(vs, has) {
+				at("header:" + name)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // Reset empties the log (e.g. between a check-mode run and its assertion).

@@ -5,8 +5,10 @@
 package tools
 
 import (
+	"encoding/json"
 	"io"
 	"maps"
+	"os"
 	"slices"
 	"time"
 
@@ -110,5 +112,29 @@ func Run(name string, env *cli.Env) (int, bool) {
 	if err != nil {
 		return env.Fail(1, "%s: %v", name, err), true
 	}
+	logCommand(node, name, env.Args)
 	return fn(env, node), true
+}
+
+// CommandLog is the file under state_dir where every stand-in records the
+// command line it was run with, one JSON array per line ([name, args…]):
+// the lab's witness of what a module put on a command line, which any
+// user of a real node could read in /proc (a secret must never be there).
+// Standard input is not recorded: it is where secrets may go.
+const CommandLog = "commands.log"
+
+// logCommand appends the command line to CommandLog. A line is one write
+// on an O_APPEND file, so concurrent tools never interleave; a failure to
+// log does not change what the tool does.
+func logCommand(node *nodecfg.Node, name string, args []string) {
+	line, err := json.Marshal(append([]string{name}, args...))
+	if err != nil {
+		return
+	}
+	f, err := os.OpenFile(node.StatePath(CommandLog), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_, _ = f.Write(append(line, '\n'))
 }

@@ -38,7 +38,9 @@ func (w *world) guests() []resources.Guest {
 
 // Bad input fails naming the option, before anything is written — the
 // refusals PVE's own pre-clone checks would make included (K2 local
-// storage, K6 pool), on PVE 8 and 9.
+// storage, K6 pool), cloud-init values checked as PVE's formats (K12:
+// ipconfigN, sshkeys) and a cicustom snippet on a storage without snippets
+// (S4), on PVE 8 and 9.
 func TestBadInputNamed(t *testing.T) {
 	for _, v := range []int{8, 9} {
 		w := newWorld(t, v)

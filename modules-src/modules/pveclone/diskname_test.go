@@ -64,7 +64,8 @@ func (w *world) allocVolume(node, store string, vmid int, filename string) strin
 // that storage, an orphan volume's number skipped; <vmid>/….<format> on a
 // file storage, counted per format; no format key left), the EFI disk
 // with its vars image size, and the prediction equals the real run's
-// read-back key by key. Bare VM of seed 002, PVE 8 and 9.
+// read-back key by key (K15: check mode tells the truth). Bare VM of seed
+// 002, PVE 8 and 9.
 func TestCheckModeNamesBareDisks(t *testing.T) {
 	for _, ver := range []int{8, 9} {
 		t.Run(fmt.Sprintf("PVE%d", ver), func(t *testing.T) {
@@ -110,7 +111,7 @@ func TestCheckModeNamesBareDisks(t *testing.T) {
 // the template's shared storage and one on the target's local-lvm are
 // predicted with their final names (after the clone's own volumes), and
 // equal the read-back. The full config check of TestCloneAcrossNodes
-// covers the clone itself.
+// covers the clone itself (K15).
 func TestCheckModeNamesAddedDisks(t *testing.T) {
 	for _, ver := range []int{8, 9} {
 		t.Run(fmt.Sprintf("PVE%d", ver), func(t *testing.T) {

@@ -62,7 +62,7 @@ func TestVMIDAutoBadInput(t *testing.T) {
 // vmid: auto claims the lowest free VMID of the range (2000 is held by
 // another VM), check mode predicts it with a warning and writes nothing,
 // the rerun finds the VM by its name in the range: changed=0, the same
-// vmid, three reads (PVE 8 and 9).
+// vmid, three reads (PVE 8 and 9). K18: the clone call is the claim.
 func TestVMIDAutoClaimAndRerun(t *testing.T) {
 	for _, ver := range []int{8, 9} {
 		t.Run(fmt.Sprintf("PVE%d", ver), func(t *testing.T) {
@@ -152,7 +152,7 @@ func TestVMIDAutoAmbiguousAndFull(t *testing.T) {
 // allocate it, so PVE's permission check passes) is refused by PVE as
 // taken ("config file already exists"), a proven non-change, and the next
 // free one is claimed. The lab's request log shows both clone calls, the
-// first refused.
+// first refused (K18: nextid reserves nothing).
 func TestVMIDAutoRefusedIsRetried(t *testing.T) {
 	// On the template's node clone_vm's own check refuses the VMID at once
 	// (500 "config file already exists"); held by another node, the clone
@@ -263,7 +263,8 @@ func TestK18VMIDAutoConcurrent(t *testing.T) {
 // template, or linked when the task builds it bare or asks a full clone,
 // fails before any write with what was found. A template at the VMID
 // fails too. A full clone keeps no origin: it is accepted under any
-// template (documented, not guessed). PVE 8 and 9.
+// template (documented, not guessed). PVE 8 and 9. (K1: identity is the
+// VMID, and the VM there must be ours.)
 func TestOwnershipByOrigin(t *testing.T) {
 	for _, ver := range []int{8, 9} {
 		t.Run(fmt.Sprintf("PVE%d", ver), func(t *testing.T) {

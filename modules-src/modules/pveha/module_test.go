@@ -309,7 +309,7 @@ func pveapitestWrite(w *world, method, path string, params url.Values) {
 }
 
 // A check run of the whole site meets a guest an earlier task (pve_clone)
-// would create: check mode predicts the chain as a whole with a warning and
+// would create (K15, through ansible.NotYet): check mode predicts the chain as a whole with a warning and
 // writes nothing; a real run without the guest still fails naming vmid,
 // unchanged.
 func TestCheckModeGuestNotYetCreated(t *testing.T) {
@@ -335,5 +335,47 @@ func TestCheckModeGuestNotYetCreated(t *testing.T) {
 		if m := w.writes(); len(m) != 0 {
 			t.Errorf("PVE %d: the refused run wrote %v", v, m)
 		}
+	}
+}
+
+// H8: only full clones can move under HA. A linked clone of a template on
+// a local ZFS pool is refused before any write, naming the disk and its
+// base (the lab refuses its migration as qemu-server does); a full clone
+// of the same template is accepted.
+func TestLinkedCloneRefusedH8(t *testing.T) {
+	w := newWorld(t, 9)
+	w.seedGuests()
+	if err := w.sim.AddGuest("pve01", pvesim.GuestSpec{VMID: 9001, Template: true, Config: map[string]string{
+		"name": "tpl", "scsi0": "tank:4", "net0": "virtio,bridge=vmbr0"}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, c := range []struct {
+		vmid int
+		full string
+	}{{301, "0"}, {302, "1"}} {
+		o, err := w.api.Dispatch(ctx, pveapi.Write{Method: "POST", Path: "/nodes/pve01/qemu/9001/clone", What: "test: a clone",
+			Params:       url.Values{"newid": {fmt.Sprint(c.vmid)}, "full": {c.full}},
+			Settle:       func(context.Context) (bool, error) { return false, nil },
+			SettleWithin: time.Millisecond})
+		var upid string
+		if err != nil || o.Decode(&upid) != nil {
+			t.Fatalf("clone %d: %v", c.vmid, err)
+		}
+		if _, err := w.api.WaitTask(ctx, upid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.sim.ResetRequests()
+	res := w.run(map[string]any{"vmid": 301, "targets": []any{"pve02"}, "state": "stopped"}, false)
+	msg := pveapi.String(res["msg"])
+	if !failed(res) || res["changed"] != false || !strings.Contains(msg, "H8") || !strings.Contains(msg, "linked clone of base-9001-disk-0") || !strings.Contains(msg, "disk scsi0") {
+		t.Errorf("linked clone: changed=%v %s", res["changed"], msg)
+	}
+	if m := w.writes(); len(m) != 0 {
+		t.Errorf("linked clone: wrote %v", m)
+	}
+	if res := w.run(map[string]any{"vmid": 302, "targets": []any{"pve02"}, "state": "stopped"}, false); failed(res) || res["changed"] != true {
+		t.Errorf("full clone: %v %v", res["changed"], res["msg"])
 	}
 }

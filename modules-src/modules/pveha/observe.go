@@ -186,6 +186,18 @@ func propOf(val, key string) string {
 	return ""
 }
 
+// linkedClone is the base volume a linked clone's volume is made from
+// ("base-9000-disk-0" in "tank:base-9000-disk-0/vm-301-disk-0", the
+// <base>/<name> volume name of pve-storage's clone_image), or "".
+func linkedClone(volume string) string {
+	_, name, _ := strings.Cut(volume, ":")
+	base, _, ok := strings.Cut(name, "/")
+	if !ok || !strings.HasPrefix(base, "base-") {
+		return ""
+	}
+	return base
+}
+
 type storageDef struct {
 	Storage string `json:"storage"`
 	Type    string `json:"type"`
@@ -227,6 +239,12 @@ func (g *guestHA) checkReplicatable(ctx context.Context, targets []string) error
 			// Shared storage: every node sees it, nothing to replicate.
 		case def.Type != "zfspool":
 			problems = append(problems, fmt.Sprintf("disk %s (%s) is on storage %s of type %s, which cannot replicate: only zfspool storages can (H6); move the disk to a ZFS pool storage present on every target", d.Key, d.Volume, d.Storage, def.Type))
+		case linkedClone(d.Volume) != "":
+			// qemu-server's migration refuses a local clone of a base
+			// volume ("can't migrate '<vol>' as it's a clone of '<base>'",
+			// QemuMigrate scan_local_volumes), and a recovery elsewhere
+			// finds no base to start from: HA can never move it (H8).
+			problems = append(problems, fmt.Sprintf("disk %s (%s) is a linked clone of %s, which exists only on the template's node: HA can never move it (H8, PVE: can't migrate a clone of a base volume); make it a full clone (pve_clone full: true)", d.Key, d.Volume, linkedClone(d.Volume)))
 		default:
 			zfs = append(zfs, d)
 		}

@@ -2,7 +2,6 @@ package pvestorage
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io/fs"
 	"os"
@@ -11,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gopve/proxmox/modules-src/lab/labctl"
 	"github.com/gopve/proxmox/modules-src/lab/labtest"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim"
 )
@@ -41,7 +39,7 @@ func TestLabLocalModeSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	sim.ResetRequests()
-	samples := sampleCmdlines(t, lab, func() {
+	samples := labtest.SampleCmdlines(t, lab, []string{"pve01"}, func() {
 		res := labtest.Invoke(t, lab, labtest.NodeBinary, "pve_storage", args, false)
 		if strings.Contains(pretty(res), secret) {
 			t.Errorf("the result shows the password: %v", res)
@@ -57,10 +55,10 @@ func TestLabLocalModeSecret(t *testing.T) {
 			t.Errorf("cifs create in local mode: %v", res)
 		}
 	})
-	if !strings.Contains(samples, labtest.NodeBinary) {
+	if !strings.Contains(samples["pve01"], labtest.NodeBinary) {
 		t.Fatalf("the sampler never saw the module running: the argv check proves nothing")
 	}
-	if strings.Contains(samples, secret) {
+	if strings.Contains(samples["pve01"], secret) {
 		t.Errorf("the password was on a command line while the task ran")
 	}
 	var posts []pvesim.Request
@@ -118,33 +116,6 @@ func warnings(res map[string]any) string {
 func pretty(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
-}
-
-// sampleCmdlines runs fn while a loop on pve01 reads every process's
-// command line every 10 ms, and returns all it read.
-func sampleCmdlines(t *testing.T, lab *labctl.Lab, fn func()) string {
-	t.Helper()
-	const stop = "/run/gopve-sampler.stop"
-	loop := "rm -f " + stop + "; echo started; while [ ! -e " + stop + " ]; do cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '; echo; sleep 0.01; done; rm -f " + stop
-	type result struct {
-		out string
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		res, err := lab.Run(context.Background(), "pve01", loop, nil)
-		done <- result{res.Stdout, err}
-	}()
-	time.Sleep(300 * time.Millisecond) // the loop is up (its output starts with "started")
-	fn()
-	if _, err := lab.SSH("pve01", "touch "+stop); err != nil {
-		t.Fatal(err)
-	}
-	r := <-done
-	if r.err != nil || !strings.HasPrefix(r.out, "started") {
-		t.Fatalf("the /proc sampler: %v %.200s", r.err, r.out)
-	}
-	return r.out
 }
 
 // noSecretInFiles fails t for any file under root holding secret: what

@@ -49,7 +49,7 @@ func New(o pveapi.Options) ansible.Module {
 		},
 		Notes: []string{
 			"Secrets follow PVE's sensitive properties of each type (pbs: password, encryption_key, master_pubkey; cifs: password): PVE keeps them under /etc/pve/priv/storage and shows at most a marker in storage.cfg. On an existing storage the encryption key is compared by its fingerprint, the master public key with /etc/pve/priv/storage/<storage>.master.pem when the module runs on a node of the cluster (otherwise it says it cannot compare it), and a password never can be: such a secret is left as it is with a warning naming it, unless update_secrets is true.",
-			"encryption_key: autogen makes PVE generate a key when the storage has none (never a second one on a storage that has a key). PVE answers the key once: it is returned as encryption_key, masked everywhere else, with a warning to back it up. Register the result with no_log: true on the task (Ansible prints results with -v) and store the key outside the cluster: without it no encrypted backup can be restored.",
+			"encryption_key: autogen makes PVE generate a key when the storage has none (never a second one on a storage that has a key). PVE answers the key once: a task with no_log: true gets it as encryption_key (register it), masked everywhere else; any other task gets encryption_key masked too, since Ansible prints a module's output at -v and -vvv, and the key stays in /etc/pve/priv/storage/<storage>.enc. A warning says to back it up outside the cluster: without it no encrypted backup can be restored. (Ansible's no_target_syslog setting also tells modules no_log: with it set, use no_log on the task anyway.)",
 			"Run it once per cluster (run_once: true in a play on the pve group): /etc/pve/storage.cfg is shared by every member, and a node joining a cluster loses its own definitions.",
 			"Without api_host, as root on a PVE node, the module uses the node's API through pvesh (local mode): no credentials, about half a second per API call. pvesh takes parameters only on its command line, which any user of the node can read, so a task that gives password or encryption_key is refused in local mode, before any request: give api_host with api_token_id and api_token_secret (or api_user and api_password) for such storages.",
 		},
@@ -114,6 +114,10 @@ func ansibleType(key string, o optSchema) ansible.Type {
 		return ansible.TypeList
 	case o.Format == "property-string" || o.Format == "prune-backups" || key == "is_mountpoint":
 		return ansible.TypeRaw // a dict or PVE's key=value string; yes/no or a path
+	case key == "encryption-key":
+		// A key file read with lookup('file') is templated by Ansible into
+		// a dict: as str it would arrive as Python's repr, which PVE refuses.
+		return ansible.TypeRaw
 	case o.Type == "boolean":
 		return ansible.TypeBool
 	case o.Type == "integer":
@@ -143,6 +147,9 @@ func optionDoc(key string, o optSchema) []string {
 	}
 	if len(fixedIn) > 0 || !o.Updatable {
 		doc = append(doc, "Fixed at creation; a different value on an existing storage fails.")
+	}
+	if key == "encryption-key" {
+		doc = append(doc, "The key file's JSON as text, or as the dict Ansible makes of it (lookup('file', …) templates it into one), or autogen.")
 	}
 	switch o.Format {
 	case "property-string":

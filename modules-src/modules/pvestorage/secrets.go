@@ -160,8 +160,8 @@ type storageAnswer struct {
 }
 
 // takeGeneratedKey returns a key PVE generated for encryption_key: autogen
-// to the user (only in the result key encryption_key; masked everywhere
-// else), with a warning to keep it safe.
+// to the user (only in the result key encryption_key of a no_log task;
+// masked everywhere else), with a warning to keep it safe.
 func (s *storage) takeGeneratedKey(a storageAnswer) {
 	if s.want["encryption-key"] != "autogen" {
 		return // a key the task gave is not repeated back
@@ -170,8 +170,11 @@ func (s *storage) takeGeneratedKey(a storageAnswer) {
 	if key == "" {
 		return
 	}
-	s.r.SetRevealed("encryption_key", key)
-	s.r.Warn(fmt.Sprintf("PVE generated the encryption key of storage %s: it is in this task's result as encryption_key (register it, with no_log: true on the task) and in %s/%s.enc on the cluster. Back it up outside the cluster now: without it, no encrypted backup on this storage can be restored", s.p.Storage, privStorageDir, s.p.Storage))
+	if s.r.SetRevealed("encryption_key", key) {
+		s.r.Warn(fmt.Sprintf("PVE generated the encryption key of storage %s: it is in this task's registered result as encryption_key and in %s/%s.enc on the cluster. Back it up outside the cluster now: without it, no encrypted backup on this storage can be restored", s.p.Storage, privStorageDir, s.p.Storage))
+		return
+	}
+	s.r.Warn(fmt.Sprintf("PVE generated the encryption key of storage %s: it is in %s/%s.enc on the cluster, and masked in this result because the task has no no_log: true (Ansible prints a module's output at -v and -vvv). Back it up outside the cluster now, from that file or by running the task with no_log: true and registering encryption_key: without it, no encrypted backup on this storage can be restored", s.p.Storage, privStorageDir, s.p.Storage))
 }
 
 // isMarker: a config value that may be shown (results, diffs). A secret

@@ -39,6 +39,11 @@ func pbsArgs() map[string]any {
 
 func (w *world) runLogged(args map[string]any, check bool) (map[string]any, string) {
 	w.t.Helper()
+	return w.runWith(args, check, true)
+}
+
+func (w *world) runWith(args map[string]any, check, noLog bool) (map[string]any, string) {
+	w.t.Helper()
 	full := map[string]any{}
 	for k, v := range w.conn {
 		full[k] = v
@@ -49,8 +54,16 @@ func (w *world) runLogged(args map[string]any, check bool) (map[string]any, stri
 	var stderr strings.Builder
 	m := New(pveapi.Options{Retry: &pveapitest.FastRetry})
 	env := func(string) (string, bool) { return "", false }
-	res := ansible.Execute(context.Background(), &m, &ansible.Invocation{Params: full, CheckMode: check, Diff: true, Verbosity: 4}, env, &stderr)
+	res := ansible.Execute(context.Background(), &m, &ansible.Invocation{Params: full, CheckMode: check, Diff: true, Verbosity: 4, NoLog: noLog}, env, &stderr)
 	return res, stderr.String()
+}
+
+// runNoLog is run for a task with no_log: true (the generated key is
+// returned to it only).
+func (w *world) runNoLog(args map[string]any, check bool) map[string]any {
+	w.t.Helper()
+	res, _ := w.runWith(args, check, true)
+	return res
 }
 
 // Issue 15 item 9: a pbs storage with a master public key converges (PVE
@@ -248,11 +261,12 @@ func TestCIFSPassword(t *testing.T) {
 }
 
 // The create's answer, which carries the generated key, is lost: the
-// storage is not created twice, and the key is taken from <id>.enc.
+// storage is not created twice, and the key is taken from <id>.enc (the
+// task has no_log, so the key is returned).
 func TestAutogenKeyAnswerLost(t *testing.T) {
 	w := pbsWorld(t)
 	w.sim.Faults().Add(pvesim.Fault{Method: "POST", Path: "/storage", Kind: pvesim.FaultLostAnswer, Count: 1})
-	res := w.run(pbsArgs(), false)
+	res := w.runNoLog(pbsArgs(), false)
 	posts := 0
 	for _, r := range pveapitest.Mutating(w.sim) {
 		if r.Method == "POST" && r.Path == "/storage" {
@@ -265,8 +279,52 @@ func TestAutogenKeyAnswerLost(t *testing.T) {
 	}
 	privStorageDir = t.TempDir()
 	w.sim.Faults().Add(pvesim.Fault{Method: "POST", Path: "/storage", Kind: pvesim.FaultLostAnswer, Count: 1})
-	res = w.run(with(pbsArgs(), "storage", "pbs2"), false)
+	res = w.runNoLog(with(pbsArgs(), "storage", "pbs2"), false)
 	if failed(res) || res["encryption_key"] != nil || !strings.Contains(pveapi.String(res["warnings"]), "the answer carrying it was lost") {
 		t.Errorf("lost answer, key file out of reach: %v %v", res["msg"], res["warnings"])
+	}
+}
+
+// A key file read with lookup('file') reaches the module as a dict
+// (Ansible templates JSON text into one): it is sent as the key's JSON,
+// not as Python's repr of a dict, which PVE refuses.
+func TestPBSKeyGivenAsDict(t *testing.T) {
+	w := pbsWorld(t)
+	key := map[string]any{"kdf": nil, "created": "2025-01-01T00:00:00+00:00", "modified": "2025-01-01T00:00:00+00:00",
+		"data": "a2V5LWRhdGEtZm9yLWEtdGVzdA==", "fingerprint": "0f:3c:6e:1d:aa:01:02:03:04:05:06:07:08:09:0a:0b:0c:0d:0e:0f:10:11:12:13:14:15:16:17:18:19:1a:1b"}
+	args := with(pbsArgs(), "encryption_key", key, "master_pubkey", nil)
+	res := w.run(args, false)
+	if failed(res) || res["changed"] != true {
+		t.Fatalf("create with a dict key: %v", res["msg"])
+	}
+	enc, _ := os.ReadFile(filepath.Join(privStorageDir, "pbs1.enc"))
+	if !strings.Contains(string(enc), `"data":"a2V5LWRhdGEtZm9yLWEtdGVzdA=="`) {
+		t.Errorf("pbs1.enc %q: want the key's JSON", enc)
+	}
+	if strings.Contains(pveapi.String(res), "a2V5LWRhdGEtZm9yLWEtdGVzdA==") {
+		t.Errorf("the key's data in the result")
+	}
+	w.sim.ResetRequests()
+	if again := w.run(args, false); failed(again) || again["changed"] != false || len(pveapitest.Mutating(w.sim)) != 0 {
+		t.Errorf("rerun with the dict key: changed=%v %v, writes %v", again["changed"], again["msg"], pveapitest.Mutating(w.sim))
+	}
+}
+
+// Without no_log on the task, Ansible prints the module's output at -v and
+// -vvv: the generated key is not returned (encryption_key holds the no_log
+// placeholder), the warning says where it is, and it is in <id>.enc.
+func TestAutogenKeyMaskedWithoutNoLog(t *testing.T) {
+	w := pbsWorld(t)
+	res, log := w.runWith(with(pbsArgs(), "master_pubkey", nil), false, false)
+	enc, err := os.ReadFile(filepath.Join(privStorageDir, "pbs1.enc"))
+	if failed(res) || res["changed"] != true || err != nil {
+		t.Fatalf("create: %v (%v)", res["msg"], err)
+	}
+	data := keyData(t, string(enc))
+	if res["encryption_key"] != "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER" || strings.Contains(pveapi.String(res), data) || strings.Contains(log, data) {
+		t.Errorf("without no_log: encryption_key %v; the key must be in neither the result nor the log", res["encryption_key"])
+	}
+	if w := pveapi.String(res["warnings"]); !strings.Contains(w, "pbs1.enc on the cluster, and masked in this result") || !strings.Contains(w, "no_log: true") {
+		t.Errorf("warnings %s", w)
 	}
 }

@@ -2,6 +2,7 @@ package pvestorage
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -54,6 +55,10 @@ func pveString(key string, v any) (string, error) {
 		}
 		return normalise(key, strings.Join(parts, ",")), nil
 	case map[string]any:
+		if key == "encryption-key" { // a key file's JSON, as Ansible templated it
+			b, err := json.Marshal(x)
+			return string(b), err
+		}
 		parts := make([]string, 0, len(x))
 		for _, k := range slices.Sorted(maps.Keys(x)) {
 			parts = append(parts, k+"="+pveapi.String(x[k]))

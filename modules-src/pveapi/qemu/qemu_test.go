@@ -107,6 +107,8 @@ func TestDriveRoundTrip(t *testing.T) {
 	}
 }
 
+// K12: ipconfigN checked as qemu-server's pve-qm-ipconfig format before
+// anything is sent.
 func TestIPConfig(t *testing.T) {
 	for _, tc := range []struct {
 		in, out, err string
