@@ -225,11 +225,16 @@ options:
     type: "str"
   pool:
     description:
-      - "Resource pool the clone joins. It must exist: PVE only takes pool at creation (K6)."
+      - "Resource pool a VM created by this run joins (clone or bare). PVE only takes pool at creation (K6): a missing pool fails the task before anything is sent, unless pool_create is set."
     type: "str"
+  pool_create:
+    description:
+      - "Create pool first when it does not exist (K6), as its own change, before the clone or create. Needs Pool.Allocate on /pool/<pool>."
+    type: "bool"
+    default: false
   purge:
     description:
-      - "With state=absent, also remove the VMID from backup jobs, replication jobs and HA."
+      - "With state=absent, qemu-server's purge: the VMID also leaves its replication jobs, backup jobs and HA. Without it PVE refuses to destroy a VM under HA or named by replication jobs, and the module refuses first, before any write. The VM's ACLs and pool membership go with every destroy."
     type: "bool"
     default: false
   scsihw:
@@ -336,7 +341,7 @@ notes:
   - "A NIC change on a running VM unplugs the NIC from the guest: give the network settings before the first start (state: present, then started)."
   - "cipassword is stored hashed by PVE and shown masked, so it cannot be compared: it is set when the VM is created by this run or when none is set, and never reported as drift."
   - "A template on local storage can only be cloned to its own node (PVE refuses a target with local disks); the module refuses before sending anything, with PVE's reason."
-  - "Privileges (from the PVE API schema's permissions): VM.Audit on /vms (the cluster's guest list shows only the guests the token may audit, an empty list is not proof of absence, K19; GET pending needs it too); VM.Clone on /vms/<template>; VM.Allocate on /vms/<vmid> or, with pool, on /pool/<pool> (clone, create, absent); Datastore.AllocateSpace on every storage a disk lands on, and Datastore.Audit to read the storage definitions; SDN.Use on the bridges of the NICs; the VM.Config.* privilege of each setting changed (CPU, Memory, Network, Disk, CDROM, Cloudinit, Options, HWType) and VM.Config.Disk for growing a disk; VM.PowerMgmt for started/stopped; Pool.Audit on /pool/<pool> when pool is given."
+  - "Privileges (from the PVE API schema's permissions of every call the module makes, PVE 8 and 9): VM.Audit on /vms (the cluster's guest list shows only the guests the token may audit, an empty list is not proof of absence, K19; GET pending, the VM's status and the replication jobs need it too); VM.Clone on /vms/<template>; VM.Allocate on /vms/<vmid> or, with pool, on /pool/<pool> (clone, create, absent); Pool.Audit on /pool/<pool> to see the pool, Pool.Allocate on /pool/<pool> with pool_create; Datastore.AllocateSpace on every storage a disk lands on, and Datastore.Audit to read the storage definitions and an ISO's storage content; SDN.Use on the bridges of the NICs; the VM.Config.* privilege of each setting changed (CPU, Memory, Network, Disk, CDROM, Cloudinit, Options, HWType) and VM.Config.Disk for growing a disk; VM.PowerMgmt for started/stopped and the stop before absent; Sys.Audit on / to read whether HA manages the VM (power changes, absent), and on /nodes/<node> to read a task another user started (a lost answer is settled from the node's task list); with agent_wait, VM.Monitor (PVE 8) or VM.GuestAgent.Audit (PVE 9)."
   - "The module is a compiled Go program run by the collection's action plugin; no Python is needed on the target except for C(async)."
   - "The task reports C(changed) only after reading back the state it promised; C(changes) lists what was (or in check mode would be) done."
 requirements:

@@ -18,7 +18,7 @@ var (
 	nodeRe      = regexp.MustCompile(`^(?:[a-zA-Z0-9](?:[a-zA-Z0-9\-]*[a-zA-Z0-9])?)$`)
 	configIDRe  = regexp.MustCompile(`(?i)^[a-z][a-z0-9_-]+$`)
 	storageIDRe = regexp.MustCompile(`(?i)^[a-z][a-z0-9\-_.]*[a-z0-9]$`)
-	poolIDRe    = regexp.MustCompile(`^[A-Za-z0-9_\-]+$`)
+	poolIDRe    = regexp.MustCompile(`^[A-Za-z0-9.\-_]+(?:/[A-Za-z0-9.\-_]+){0,2}$`) // AccessControl.pm verify_poolname: nested pools (8.1+), three levels
 	realmRe     = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9.\-_]+$`)
 	userIDRe    = regexp.MustCompile(`^[^\s:/]+@[A-Za-z][A-Za-z0-9.\-_]+$`)
 	dnsNameRe   = regexp.MustCompile(`^(?:(?:[a-zA-Z0-9](?:[a-zA-Z0-9\-]*[a-zA-Z0-9])?)\.)*(?:[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?)$`)
@@ -51,7 +51,7 @@ var formats = map[string]formatCheck{
 	},
 	"pve-poolid": func(s string) error {
 		if !poolIDRe.MatchString(s) {
-			return fmt.Errorf("invalid pool ID '%s'", s)
+			return fmt.Errorf("pool name '%s' contains invalid characters", s)
 		}
 		return nil
 	},

@@ -348,7 +348,26 @@ func (s *Sim) cloneWorker(t *taskRun, db *ConfigDB, r *cloneReq, running bool) s
 	if len(p.drives) == 0 && !s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration)) {
 		return fail("interrupted by signal")
 	}
+	// clone_vm, "do not write pending changes": the source's [PENDING]
+	// section is not copied, with a warning, so the task ends WARNINGS: 1
+	// (a success). Reconstruction: PVE joins `keys %{pending}` in hash
+	// order; the lab sorts them.
+	if pend := pendingKeys(p.src); len(pend) > 0 {
+		t.logf("WARN: found pending changes for '%s', discarding for clone", strings.Join(pend, ","))
+		return "WARNINGS: 1"
+	}
 	return ""
+}
+
+// pendingKeys are the keys of a config's [PENDING] section as PVE holds
+// them: the pending values, and "delete" when keys wait to be deleted.
+func pendingKeys(c *qmConf) []string {
+	keys := slices.Sorted(maps.Keys(c.Pending))
+	if len(c.PendingDelete) > 0 && !slices.Contains(keys, "delete") {
+		keys = append(keys, "delete")
+		slices.Sort(keys)
+	}
+	return keys
 }
 
 func mustStore(volid string) string {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // guestKind is what differs between a VM and a container on the paths they
@@ -95,12 +96,19 @@ func (s *Sim) guestLockTask(rc *reqCtx, node, typ string, vmid int, f func(t *ta
 	})
 }
 
-// dropFromPoolsLocked removes a destroyed guest from every pool of db
-// (AccessControl.pm remove_vm_access: user.cfg knows guests by VMID only).
+// dropFromPoolsLocked is AccessControl.pm remove_vm_access, which
+// qemu-server's and pve-container's destroy call on every destroy, purge
+// or not (API2/Qemu.pm destroy_vm, API2/LXC.pm destroy_vm): the guest
+// leaves its pool (user.cfg knows guests by VMID only) and the ACL subtree
+// of /vms/<vmid> is deleted.
 func dropFromPoolsLocked(db *ConfigDB, _ guestKind, vmid int) {
 	for _, p := range db.Pools {
 		p.Members = slices.DeleteFunc(p.Members, func(m string) bool { n, ok := memberVMID(m); return ok && n == vmid })
 	}
+	path := fmt.Sprintf("/vms/%d", vmid)
+	db.Access.ACL = slices.DeleteFunc(db.Access.ACL, func(a ACLEntry) bool {
+		return a.Path == path || strings.HasPrefix(a.Path, path+"/")
+	})
 }
 
 // summaryFlags adds what a guest's list entry shows only when set:

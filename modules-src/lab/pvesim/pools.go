@@ -192,6 +192,19 @@ func (s *Sim) postPool(rc *reqCtx) (any, error) {
 	if db.Pools[id] != nil {
 		return nil, fmt.Errorf("create pool failed: pool '%s' already exists", id)
 	}
+	// Pool.pm create_pool: a nested pool's parent must exist, and the
+	// (leaf) name starts with a letter.
+	leaf := id
+	if i := strings.LastIndex(id, "/"); i >= 0 {
+		parent := id[:i]
+		leaf = id[i+1:]
+		if db.Pools[parent] == nil {
+			return nil, fmt.Errorf("create pool failed: parent '%s' of pool '%s' does not exist", parent, id)
+		}
+	}
+	if c := leaf + "_"; !('a' <= c[0] && c[0] <= 'z' || 'A' <= c[0] && c[0] <= 'Z') { // m!^[A-Za-z]!
+		return nil, fmt.Errorf("create pool failed: pool name must start with a letter")
+	}
 	db.Pools[id] = &Pool{ID: id, Comment: rc.str("comment")}
 	db.Serial++
 	s.saveLocked()

@@ -1111,6 +1111,7 @@ func (s *Sim) deleteQemu(rc *reqCtx) (any, error) {
 		dropFromPoolsLocked(db, vmKind, vmid)
 		if rc.boolean("purge") {
 			t.task.Log = append(t.task.Log, fmt.Sprintf("purging VM %d from related configurations..", vmid))
+			s.removeFromBackupJobsLocked(db, vmid)
 			list, _ := s.readSectionsLocked(db, replicationCfg)
 			s.writeSectionsLocked(db, replicationCfg, slices.DeleteFunc(list, func(j *section) bool {
 				g, _ := parseReplID(j.ID)

@@ -177,6 +177,27 @@ func TestCommunityGeneralProxmoxK1K15(t *testing.T) {
 				t.Errorf("linked clone's disk: %s", got)
 			}
 
+			// Linked clone by VMID across nodes: the template's disk is on
+			// shared storage, so clone_vm lets target through
+			// ($check_storage_access_clone) and the overlay lands under the
+			// base on the shared storage; the config ends on pve02.
+			r = p.run("linked clone by vmid across nodes", `      community.general.proxmox_kvm:
+        node: pve01
+        vmid: 9000
+        clone: anything
+        name: web-05
+        newid: 205
+        target: pve02
+        full: false
+        timeout: 60
+`)
+			if r.failed() || !r.changed() {
+				t.Fatalf("linked clone across nodes: %v", r.res)
+			}
+			if got := fmt.Sprint(cfg("pve02", 205)["scsi0"]); !strings.HasPrefix(got, "shared:9000/base-9000-disk-0.raw/205/vm-205-disk-0.qcow2") {
+				t.Errorf("linked clone across nodes, disk: %s", got)
+			}
+
 			// K1: a VM of the same name elsewhere (web-01, VMID 150 on pve02)
 			// makes proxmox_kvm answer ok with THAT VM's id and clone nothing.
 			r = p.run("clone onto a taken name", `      community.general.proxmox_kvm:

@@ -39,6 +39,10 @@ func TestEveryHandlerFitsReturnsSchema(t *testing.T) {
 		tok.call("DELETE", "/pools/p1", nil).must(t, "delete pool (deprecated)")
 		tok.call("POST", "/pools", url.Values{"poolid": {"p2"}}).must(t, "create pool")
 		tok.call("DELETE", "/pools", url.Values{"poolid": {"p2"}}).must(t, "delete pool")
+		tok.call("POST", "/cluster/backup", url.Values{"id": {"b1"}, "schedule": {"01:00"}, "all": {"1"}, "exclude": {"100"}, "storage": {"local"}}).must(t, "create backup job")
+		tok.call("GET", "/cluster/backup", nil).must(t, "backup jobs")
+		tok.call("GET", "/cluster/backup/b1", nil).must(t, "backup job")
+		tok.call("DELETE", "/cluster/backup/b1", nil).must(t, "delete backup job")
 		lxcTour(t, tok, "pve01")
 		guestTour(t, tok, "pve01") // pve01 keeps its guests into the cluster; pve02 joins without any
 

@@ -70,7 +70,6 @@ func TestBadInputNamed(t *testing.T) {
 			{with(webArgs(), "pool", "tenant-z"), "pool: pool 'tenant-z' does not exist"},
 			{with(webArgs(), "storage", "no-store"), "storage: storage 'no-store' does not exist"},
 			{with(webArgs(), "storage", "local-lvm"), "storage: can't clone to non-shared storage 'local-lvm'"},
-			{with(webArgs(), "full", false), "full: Linked clone feature is not supported"},
 			{with(webArgs(), "node", "pve09"), "node: no such cluster node 'pve09'"},
 			{with(webArgs(), "cpu", "not a cpu!"), "cpu:"},
 			{with(webArgs(), "tags", []any{"bad tag"}), "tags:"},

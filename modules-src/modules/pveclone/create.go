@@ -50,12 +50,15 @@ func (v *vm) planCreate(ctx context.Context) ([]ansible.Change, error) {
 		}
 		cfg[k] = s
 	}
+	isoSizes := map[string]int64{}
 	for _, k := range slices.Sorted(maps.Keys(v.w.disks)) {
 		d := v.w.disks[k]
 		if d.file != "" && d.media == "cdrom" {
-			if err := v.isoExists(ctx, node, d.file); err != nil {
+			size, err := v.isoExists(ctx, node, d.file)
+			if err != nil {
 				return nil, err
 			}
+			isoSizes[d.file] = size
 		} else if d.file == "" {
 			st, ok := stores[d.storage]
 			switch {
@@ -76,10 +79,9 @@ func (v *vm) planCreate(ctx context.Context) ([]ansible.Change, error) {
 		}
 		cfg[k] = s
 	}
-	if v.p.Pool != "" {
-		if err := v.poolExists(ctx, v.p.Pool); err != nil {
-			return nil, err
-		}
+	pool, err := v.poolReady(ctx)
+	if err != nil {
+		return nil, err
 	}
 	params := maps.Clone(cfg)
 	if v.p.Pool != "" {
@@ -101,12 +103,12 @@ func (v *vm) planCreate(ctx context.Context) ([]ansible.Change, error) {
 	if err != nil {
 		return nil, err
 	}
-	predicted := predictCreate(cfg, names)
+	predicted := predictCreate(cfg, names, isoSizes)
 	if _, _, _, err := v.settings(ctx, vmState{Node: node, Next: predicted, Live: predicted}, false); err != nil {
 		return nil, err // refused before the clone is sent
 	}
 	v.node = node
-	return []ansible.Change{{
+	return append(pool, ansible.Change{
 		ID:      "vm:create",
 		Summary: fmt.Sprintf("create VM %d (%s) on %s", v.p.VMID, v.p.Name, node),
 		Diff:    ansible.TextDiff(confHeader(node, v.p.VMID), "", renderConf(predicted.Values)),
@@ -129,7 +131,7 @@ func (v *vm) planCreate(ctx context.Context) ([]ansible.Change, error) {
 		Predict: func(w *ansible.World) {
 			vmKey(v.p.VMID).Predict(w, vmState{Node: node, Next: predicted, Live: predicted})
 		},
-	}}, nil
+	}), nil
 }
 
 // predictCreate is the config qemu-server writes for a create call
@@ -141,7 +143,7 @@ func (v *vm) planCreate(ctx context.Context) ([]ansible.Change, error) {
 // in.
 // Reconstruction: boot defaults to the legacy "cdn" order (CD-ROMs,
 // disks, the first NIC); vmgenid is added by PVE on create.
-func predictCreate(cfg map[string]string, names *diskNames) qemu.Config {
+func predictCreate(cfg map[string]string, names *diskNames, isoSizes map[string]int64) qemu.Config {
 	out := qemu.Config{Values: map[string]string{}}
 	var diskKeys []string
 	for _, k := range slices.Sorted(maps.Keys(cfg)) {
@@ -160,6 +162,9 @@ func predictCreate(cfg map[string]string, names *diskNames) qemu.Config {
 			}
 			if a, ok := allocated(k, val, names); ok {
 				val = a
+			} else if n, ok := isoSizes[d.File]; ok && d.IsCDROM() && n > 0 {
+				d.Size = n // create_disks records volume_size_info of an existing volume
+				val, _ = d.Render()
 			}
 			if !d.IsCDROM() && k != "efidisk0" && k != "tpmstate0" {
 				diskKeys = append(diskKeys, k)

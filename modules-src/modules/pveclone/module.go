@@ -53,7 +53,7 @@ func New(o pveapi.Options) ansible.Module {
 			"A NIC change on a running VM unplugs the NIC from the guest: give the network settings before the first start (state: present, then started).",
 			"cipassword is stored hashed by PVE and shown masked, so it cannot be compared: it is set when the VM is created by this run or when none is set, and never reported as drift.",
 			"A template on local storage can only be cloned to its own node (PVE refuses a target with local disks); the module refuses before sending anything, with PVE's reason.",
-			"Privileges (from the PVE API schema's permissions): VM.Audit on /vms (the cluster's guest list shows only the guests the token may audit, an empty list is not proof of absence, K19; GET pending needs it too); VM.Clone on /vms/<template>; VM.Allocate on /vms/<vmid> or, with pool, on /pool/<pool> (clone, create, absent); Datastore.AllocateSpace on every storage a disk lands on, and Datastore.Audit to read the storage definitions; SDN.Use on the bridges of the NICs; the VM.Config.* privilege of each setting changed (CPU, Memory, Network, Disk, CDROM, Cloudinit, Options, HWType) and VM.Config.Disk for growing a disk; VM.PowerMgmt for started/stopped; Pool.Audit on /pool/<pool> when pool is given.",
+			"Privileges (from the PVE API schema's permissions of every call the module makes, PVE 8 and 9): VM.Audit on /vms (the cluster's guest list shows only the guests the token may audit, an empty list is not proof of absence, K19; GET pending, the VM's status and the replication jobs need it too); VM.Clone on /vms/<template>; VM.Allocate on /vms/<vmid> or, with pool, on /pool/<pool> (clone, create, absent); Pool.Audit on /pool/<pool> to see the pool, Pool.Allocate on /pool/<pool> with pool_create; Datastore.AllocateSpace on every storage a disk lands on, and Datastore.Audit to read the storage definitions and an ISO's storage content; SDN.Use on the bridges of the NICs; the VM.Config.* privilege of each setting changed (CPU, Memory, Network, Disk, CDROM, Cloudinit, Options, HWType) and VM.Config.Disk for growing a disk; VM.PowerMgmt for started/stopped and the stop before absent; Sys.Audit on / to read whether HA manages the VM (power changes, absent), and on /nodes/<node> to read a task another user started (a lost answer is settled from the node's task list); with agent_wait, VM.Monitor (PVE 8) or VM.GuestAgent.Audit (PVE 9).",
 		},
 		Requirements: []string{"Proxmox VE 8 or 9", "an API token or user with the privileges listed in the notes (or root on a node, local mode)"},
 		Examples:     examples,
@@ -80,6 +80,7 @@ type params struct {
 	Storage               string `ansible:"storage"`
 	Format                string `ansible:"format"`
 	Pool                  string `ansible:"pool"`
+	PoolCreate            bool   `ansible:"pool_create"`
 	BWLimit               int    `ansible:"bwlimit"`
 	Purge                 bool   `ansible:"purge"`
 	AgentWait             int    `ansible:"agent_wait"`
@@ -149,11 +150,13 @@ func spec() ansible.Spec {
 		"storage": str("Target storage of a full clone's disks (default: each disk's own storage). Must exist on the target node and hold images; with a target node it must be shared."),
 		"format": {Type: ansible.TypeStr, Choices: []any{"raw", "qcow2", "vmdk"}, Description: []string{
 			"Disk format of a full clone on a file storage (the clone API accepts only raw, qcow2 and vmdk)."}},
-		"pool":    str("Resource pool the clone joins. It must exist: PVE only takes pool at creation (K6)."),
+		"pool": str("Resource pool a VM created by this run joins (clone or bare). PVE only takes pool at creation (K6): a missing pool fails the task before anything is sent, unless pool_create is set."),
+		"pool_create": {Type: ansible.TypeBool, Default: false, Description: []string{
+			"Create pool first when it does not exist (K6), as its own change, before the clone or create. Needs Pool.Allocate on /pool/<pool>."}},
 		"bwlimit": num("Bandwidth limit of the clone's disk copies, KiB/s."),
 		"agent_wait": {Type: ansible.TypeInt, Default: 0, Description: []string{
 			"With state=started, seconds to wait for the guest agent to answer (GET agent/network-get-interfaces) once the VM runs; the task fails if it does not, naming K20. 0 (the default) never waits: an image without qemu-guest-agent would hang an unbounded wait (seed 003's 15 minutes)."}},
-		"purge": {Type: ansible.TypeBool, Default: false, Description: []string{"With state=absent, also remove the VMID from backup jobs, replication jobs and HA."}},
+		"purge": {Type: ansible.TypeBool, Default: false, Description: []string{"With state=absent, qemu-server's purge: the VMID also leaves its replication jobs, backup jobs and HA. Without it PVE refuses to destroy a VM under HA or named by replication jobs, and the module refuses first, before any write. The VM's ACLs and pool membership go with every destroy."}},
 
 		"cores":       num("CPU cores per socket."),
 		"sockets":     num("CPU sockets."),

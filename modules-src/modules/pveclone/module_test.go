@@ -29,11 +29,16 @@ type world struct {
 var testKeys = []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIO+41ky5/3r6MHW0g3kuxhnCGqqE9DOXW8NgoCbNBESi alice@example.org",
 	"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBira7ZPiS2hWm2qpjB+ECuTmR5LfKgDChjWcfYYfdUj bob@example.org"}
 
-func newWorld(t *testing.T, version int) *world {
+func newWorld(t *testing.T, version int, more ...func(*pvesim.Config)) *world {
 	t.Helper()
 	// Allocating a volume takes less than the (scaled) lock timeout, as on
 	// PVE (10 s cfs lock, sub-second thin allocation).
-	s := pveapitest.StartWith(t, version, 3, func(c *pvesim.Config) { c.AllocDuration = 20 * time.Millisecond })
+	s := pveapitest.StartWith(t, version, 3, func(c *pvesim.Config) {
+		c.AllocDuration = 20 * time.Millisecond
+		for _, f := range more {
+			f(c)
+		}
+	})
 	pveapitest.Cluster(t, s)
 	c := pveapitest.TokenConn(t, s, "pve01")
 	w := &world{t: t, sim: s, v: version, conn: map[string]any{

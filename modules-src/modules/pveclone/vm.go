@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -293,22 +292,6 @@ func (v *vm) nodeExists(ctx context.Context, node string) error {
 	return v.nodeNotYet(node, fmt.Errorf("node: no such cluster node '%s' (the cluster has %s)", node, strings.Join(names, ", ")))
 }
 
-func (v *vm) poolExists(ctx context.Context, pool string) error {
-	var pools []struct {
-		PoolID string `json:"poolid"`
-	}
-	if err := v.c.Get(ctx, "/pools", nil, &pools); err != nil {
-		return fmt.Errorf("pool: cannot list the pools: %w", err)
-	}
-	for _, p := range pools {
-		if p.PoolID == pool {
-			return nil
-		}
-	}
-	return v.r.NotYet(ansible.Prerequisite{Option: "pool", Object: "pool " + pool, Predicts: "the VM created in it"},
-		fmt.Errorf("pool: pool '%s' does not exist; PVE only takes a pool when the VM is created (K6): create the pool first", pool))
-}
-
 // planClone runs PVE's pre-clone checks read-only (clone_vm's
 // $load_and_check) and plans the clone with its predicted config.
 func (v *vm) planClone(ctx context.Context, guests []resources.Guest) ([]ansible.Change, error) {
@@ -325,7 +308,9 @@ func (v *vm) planClone(ctx context.Context, guests []resources.Guest) ([]ansible
 			return nil, err
 		}
 	}
-	src, err := qemu.GetConfig(ctx, v.c, tpl.Node, tpl.VMID, false)
+	// current=1: clone_vm copies the template's stored values and discards
+	// its pending section (with a warning), so the prediction must too.
+	src, err := qemu.GetConfig(ctx, v.c, tpl.Node, tpl.VMID, true)
 	if err != nil {
 		return nil, fmt.Errorf("template: cannot read VM %d on %s: %w", tpl.VMID, tpl.Node, err)
 	}
@@ -339,10 +324,9 @@ func (v *vm) planClone(ctx context.Context, guests []resources.Guest) ([]ansible
 	if err := v.checkCloneStorage(src, tpl, target, stores); err != nil {
 		return nil, err
 	}
-	if v.p.Pool != "" {
-		if err := v.poolExists(ctx, v.p.Pool); err != nil {
-			return nil, err
-		}
+	pool, err := v.poolReady(ctx)
+	if err != nil {
+		return nil, err
 	}
 	full := v.p.Full
 	clone := qemu.Clone{Node: tpl.Node, VMID: tpl.VMID, NewID: v.p.VMID, Name: v.p.Name, Target: target, Full: &full,
@@ -372,7 +356,7 @@ func (v *vm) planClone(ctx context.Context, guests []resources.Guest) ([]ansible
 	if target != tpl.Node {
 		where = fmt.Sprintf("%s → %s", tpl.Node, target)
 	}
-	return []ansible.Change{{
+	return append(pool, ansible.Change{
 		ID:      "vm:clone",
 		Summary: fmt.Sprintf("%s clone of template %d (%s) into VM %d on %s", kind, tpl.VMID, tpl.Name, v.p.VMID, where),
 		Diff:    ansible.TextDiff(confHeader(target, v.p.VMID), "", renderConf(predicted.Values)),
@@ -401,7 +385,7 @@ func (v *vm) planClone(ctx context.Context, guests []resources.Guest) ([]ansible
 		Predict: func(w *ansible.World) {
 			vmKey(v.p.VMID).Predict(w, vmState{Node: target, Next: predicted, Live: predicted})
 		},
-	}}, nil
+	}), nil
 }
 
 // checkCloneStorage is clone_vm's storage checks, read-only: the target
@@ -433,15 +417,20 @@ func (v *vm) checkCloneStorage(src qemu.Config, tpl resources.Guest, target stri
 	for _, k := range slices.Sorted(maps.Keys(disks)) {
 		d := disks[k]
 		store, _, ok := strings.Cut(d.File, ":")
-		if !ok || (d.IsCDROM() && !d.IsCloudInit()) {
-			continue
+		if !ok {
+			continue // none, a host drive (cdrom) or a path
 		}
 		st, known := stores[store]
 		if !known {
 			return fmt.Errorf("template %d: %s is on storage '%s', which does not exist", tpl.VMID, k, store)
 		}
-		if target != tpl.Node && !st.Shared && !d.IsCDROM() {
-			return fmt.Errorf("node: can't clone VM to node '%s' (VM uses local storage): template %d's %s is on %s storage '%s' of node %s; clone on %s and migrate, or keep a template on each node", target, tpl.VMID, k, st.Type, store, tpl.Node, tpl.Node)
+		if target != tpl.Node && !st.Shared {
+			// check_storage_access_clone counts every volume, an ISO in a
+			// CD-ROM and the cloud-init drive included.
+			return crossNodeLocal(target, tpl, k, d, st, store)
+		}
+		if d.IsCDROM() && !d.IsCloudInit() {
+			continue
 		}
 		if !v.p.Full && !d.IsCloudInit() && k != "tpmstate0" && !linkable(st, d.File) {
 			return fmt.Errorf("full: Linked clone feature is not supported for '%s' (%s): %s storage cannot link; use a full clone", d.File, k, st.Type)
@@ -451,14 +440,16 @@ func (v *vm) checkCloneStorage(src qemu.Config, tpl resources.Guest, target stri
 }
 
 // linkable is volume_has_feature('clone') for a template's base volume:
-// thin storages and qcow2 on file storages (pve-storage Plugin.pm,
-// LvmThinPlugin.pm, ZFSPoolPlugin.pm, RBDPlugin.pm).
+// thin storages, and every base format (raw, qcow2, vmdk) on file storages,
+// where clone_image writes a qcow2 overlay (pve-storage Plugin.pm
+// volume_has_feature: clone => {base => {qcow2, raw, vmdk}};
+// LvmThinPlugin.pm, ZFSPoolPlugin.pm, RBDPlugin.pm). LVM (thick) cannot.
 func linkable(st storageInfo, volid string) bool {
 	switch st.Type {
 	case "lvmthin", "zfspool", "rbd", "zfs":
 		return true
 	}
-	return st.file() && strings.HasSuffix(volid, ".qcow2")
+	return st.file()
 }
 
 // lockRetries bounds how often a clone or create whose task failed on a
@@ -576,8 +567,9 @@ func (v *vm) planDestroy(ctx context.Context, g resources.Guest) ([]ansible.Chan
 		return nil, err
 	}
 	v.before = st.Next.Values
-	if g.HAState != "" && !v.p.Purge {
-		return nil, fmt.Errorf("purge: VM %d is managed by HA (%s); PVE refuses to destroy it unless purge is set, which also removes its HA resource", g.VMID, g.HAState)
+	purged, err := v.destroyRefusal(ctx, g)
+	if err != nil {
+		return nil, err
 	}
 	destroy := qemu.Destroy(g.Node, g.VMID, v.p.Purge)
 	destroy.Params.Set("destroy-unreferenced-disks", "1")
@@ -586,7 +578,7 @@ func (v *vm) planDestroy(ctx context.Context, g resources.Guest) ([]ansible.Chan
 	}
 	return []ansible.Change{{
 		ID:      "vm:absent",
-		Summary: fmt.Sprintf("destroy VM %d (%s) on %s", g.VMID, g.Name, g.Node),
+		Summary: fmt.Sprintf("destroy VM %d (%s) on %s%s", g.VMID, g.Name, g.Node, purgeSummary(purged)),
 		Diff:    ansible.TextDiff(confHeader(g.Node, g.VMID), renderConf(st.Next.Values), ""),
 		Apply: func(ctx context.Context) error {
 			if g.Status == "running" {
@@ -620,27 +612,6 @@ func (v *vm) isRunning(ctx context.Context, node string) (bool, error) {
 		return false, err
 	}
 	return st.Status == "running", nil
-}
-
-// isoExists checks a CD-ROM's volume on its storage before the create
-// (PVE would fail with "volume '…' does not exist").
-func (v *vm) isoExists(ctx context.Context, node, volid string) error {
-	store, _, ok := strings.Cut(volid, ":")
-	if !ok {
-		return nil
-	}
-	var list []struct {
-		VolID string `json:"volid"`
-	}
-	if err := v.c.Get(ctx, pveapi.Path("/nodes/%s/storage/%s/content", node, store), url.Values{"content": {"iso"}}, &list); err != nil {
-		return fmt.Errorf("cdrom: cannot list the ISOs of storage %s on %s: %w", store, node, err)
-	}
-	for _, e := range list {
-		if e.VolID == volid {
-			return nil
-		}
-	}
-	return fmt.Errorf("cdrom: volume '%s' does not exist on node %s", volid, node)
 }
 
 func confHeader(node string, vmid int) string {

@@ -14,7 +14,7 @@ var (
 	vmidRe     = regexp.MustCompile(`^[1-9][0-9]{2,8}$`)
 	configIDRe = regexp.MustCompile(`(?i)^[a-z][a-z0-9_-]+$`)
 	storageRe  = regexp.MustCompile(`(?i)^[a-z][a-z0-9\-_.]*[a-z0-9]$`)
-	poolRe     = regexp.MustCompile(`^[A-Za-z0-9_\-]+$`)
+	poolRe     = regexp.MustCompile(`^[A-Za-z0-9.\-_]+(?:/[A-Za-z0-9.\-_]+){0,2}$`) // AccessControl.pm verify_poolname (nested pools since 8.1)
 	macRe      = regexp.MustCompile(`(?i)^[a-f0-9][02468ace](?::[a-f0-9]{2}){5}$`)
 	urlencRe   = regexp.MustCompile(`^[-%a-zA-Z0-9_.!~*'()]*$`)
 	replIDRe   = regexp.MustCompile(`^(\d+)-(\d+)$`)
@@ -30,7 +30,7 @@ var formats = map[string]func(string) error{
 	"pve-vmid":       match(vmidRe, "value does not look like a valid VM ID"),
 	"pve-configid":   matchf(configIDRe, "invalid configuration ID '%s'"),
 	"pve-storage-id": matchf(storageRe, "storage ID '%s' contains illegal characters"),
-	"pve-poolid":     matchf(poolRe, "invalid pool ID '%s'"),
+	"pve-poolid":     matchf(poolRe, "pool name '%s' contains invalid characters"),
 	"mac-addr":       match(macRe, "value does not look like a valid unicast MAC address"),
 	"urlencoded":     matchf(urlencRe, "invalid urlencoded string: %s"),
 	"ip":             addr(func(a netip.Addr) bool { return true }, "value does not look like a valid IP address"),
