@@ -3,8 +3,12 @@
 # lab, if any, is taken down first), prove Ansible reaches every node over
 # SSH, then run the collection's phases (playbooks/site.yml) against it the
 # way a user would: check mode first, the real run, and a second run that
-# must change nothing. The lab stays up afterwards for you to explore.
+# must change nothing — all six phases, down to VM 201 on the ZFS pool's
+# storage, replicated to the other nodes and under HA. It ends with the
+# tasks changed per phase in each run and the cluster, storage, VM,
+# replication and HA state read back. The lab stays up afterwards.
 #   PVE=8|9 (default 9)  NODES (default 3)  DEMO_DIR (default /var/lib/gopve/labs/demo)
+#   GOPVE_LAB (the lab binary)  GOPVE_COLLECTIONS (where the collection is installed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,8 +29,11 @@ echo "demo: building $lab"
 CGO_ENABLED=0 go build -o "$lab" ./modules-src/cmd/lab
 
 [ -e "$demo_dir" ] && "$lab" down --dir "$demo_dir" >/dev/null
-# The lab starts with a VM template on pve01 for the clone phase.
-out=$("$lab" up --nodes "$nodes" --pve "$pve" --dir "$demo_dir" --guests hack/demo/guests.json)
+# The lab starts with a VM template on pve01 for the clone phase. Its guest
+# clocks are short (a lab minute of 1 s for replication, HA manager rounds of
+# 0.5 s) so that the ha phase's first sync (H1) and HA start take seconds.
+out=$("$lab" up --nodes "$nodes" --pve "$pve" --dir "$demo_dir" --guests hack/demo/guests.json \
+  --minute 1s --ha-round 500ms)
 echo "$out"
 inventory=$(sed -n 's/^inventory: *//p' <<<"$out")
 dir=$(dirname "$inventory")
@@ -38,7 +45,7 @@ ansible -i "$inventory" all -m ping
 # The collection as a user installs it: built with ansible-galaxy (only this
 # machine's binary — the lab nodes are this machine) and installed into a
 # collections path of the demo's own, so nothing in ~/.ansible changes.
-collections=/var/lib/gopve/collections
+collections=${GOPVE_COLLECTIONS:-/var/lib/gopve/collections}
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/src/bin"
@@ -53,22 +60,59 @@ vars=(-e @hack/demo/group_vars.yml)
 site=playbooks/site.yml
 recap() { sed -n '/^PLAY RECAP/,$p'; }  # the recap, then the plan table
 
+# Each run also leaves the plan callback's JSON, for the summary at the end.
+plans=$stage/plans
+mkdir -p "$plans"
+play() {
+  local start=$SECONDS
+  GOPVE_PLAN_JSON=$plans/$1.json ansible-playbook -i "$inventory" "${vars[@]}" "${@:2}" "$site"
+  echo "demo: $1 run took $((SECONDS - start)) s" >&2
+}
+
 echo
 echo "demo: ansible-playbook --check --diff $site   (predicts; writes nothing)"
-ansible-playbook -i "$inventory" "${vars[@]}" --check --diff "$site" | recap
+echo "      (on a fresh lab the clone and ha phases meet a storage, a cluster and a guest that earlier"
+echo "       phases of the same run create: each is assumed, with a warning saying it does not exist yet)"
+play check --check --diff | recap
 echo
 echo "demo: ansible-playbook $site   (the real run: every change read back before it is reported)"
-ansible-playbook -i "$inventory" "${vars[@]}" "$site" | recap
+play real | recap
 echo
 echo "demo: ansible-playbook $site   (again: must be changed=0 everywhere)"
-second=$(ansible-playbook -i "$inventory" "${vars[@]}" "$site")
+second=$(play second)
 recap <<<"$second"
 if grep -Eq 'changed=[1-9]|failed=[1-9]' <<<"$second"; then
   echo "demo: the second run was not clean" >&2
   exit 1
 fi
+
+echo "demo: tasks changed per phase (check: predicted)"
+python3 - "$plans" <<'PY'
+import json, sys
+runs = ["check", "real", "second"]
+plans = {r: json.load(open("%s/%s.json" % (sys.argv[1], r))) for r in runs}
+phases = []
+for r in runs:
+    for t in plans[r]["tasks"]:
+        if t["phase"] not in phases and t["phase"] != "other":
+            phases.append(t["phase"])
+print("  %-8s %6s %6s %6s" % ("phase", *runs))
+for p in phases:
+    n = [sum(1 for t in plans[r]["tasks"] if t["phase"] == p and t["changed"]) for r in runs]
+    print("  %-8s %6d %6d %6d" % (p, *n))
+predicted = sorted((t["phase"], t["host"], t["task"]) for t in plans["check"]["tasks"] if t["changed"])
+changed = sorted((t["phase"], t["host"], t["task"]) for t in plans["real"]["tasks"] if t["changed"])
+print("  check predicted exactly the tasks the real run changed: %s" % ("yes" if predicted == changed else "NO"))
+sys.exit(0 if predicted == changed else 1)
+PY
+
 echo "demo: what the nodes say now"
 "$lab" ssh --dir "$dir" pve01 'pvecm status | grep -E "^(Name|Nodes|Quorate):"; pvesm status | sed 1d | cut -c1-60; qm list | sed 1d' || true
+echo "demo: replication and HA (pvesr status, ha-manager status)"
+"$lab" ssh --dir "$dir" pve01 'pvesr status; ha-manager status' || true
+if [ "$pve" -ge 9 ]; then
+  "$lab" ssh --dir "$dir" pve01 'ha-manager rules config' || true
+fi
 for node in $(sed -n 's/^ *\(pve[0-9][0-9]*\):$/\1/p' "$inventory"); do
   printf '  %s: %s | %s\n' "$node" "$("$lab" ssh --dir "$dir" "$node" pveversion)" \
     "$("$lab" ssh --dir "$dir" "$node" 'zpool list -H -o name,health,size' | tr '\t' ' ')"

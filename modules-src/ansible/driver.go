@@ -16,7 +16,7 @@ import (
 var reservedKeys = map[string]bool{
 	"changed": true, "failed": true, "diff": true, "invocation": true, "warnings": true,
 	"deprecations": true, "changes": true, "skipped": true, "exception": true,
-	"changes_verified": true, "changes_unverified": true, "changes_not_run": true,
+	"changes_verified": true, "changes_unverified": true, "changes_not_run": true, "not_yet": true,
 }
 
 func reservedKey(k string) bool { return reservedKeys[k] || strings.HasPrefix(k, "_ansible_") }
@@ -285,6 +285,9 @@ func (r *Run) buildResult(failure error) map[string]any {
 	if len(r.warnings) > 0 {
 		res["warnings"] = append([]string(nil), r.warnings...)
 	}
+	if len(r.notYet) > 0 {
+		res["not_yet"] = r.notYetResult()
+	}
 	if len(r.deprecs) > 0 {
 		res["deprecations"] = append([]map[string]any(nil), r.deprecs...)
 	}
@@ -329,7 +332,7 @@ func (r *Run) buildResult(failure error) map[string]any {
 var reservedOrKnown = map[string]bool{
 	"changed": true, "failed": true, "diff": true, "invocation": true, "warnings": true,
 	"deprecations": true, "changes": true, "skipped": true, "exception": true, "msg": true,
-	"changes_verified": true, "changes_unverified": true, "changes_not_run": true,
+	"changes_verified": true, "changes_unverified": true, "changes_not_run": true, "not_yet": true,
 }
 
 // defaultMsg says what the run did, naming every change, so that a task's

@@ -20,6 +20,7 @@ type Run struct {
 	step     string
 	result   map[string]any
 	warnings []string
+	notYet   []Prerequisite // check mode: prerequisites assumed made by earlier tasks (NotYet)
 	deprecs  []map[string]any
 	secrets  *secretSet
 	revealed map[string]string // result keys that carry a secret on purpose (SetRevealed)

@@ -83,6 +83,7 @@ class Cell(object):
         self.unreachable = 0
         self.unverified = []
         self.warnings = 0
+        self.assumed = []  # check mode: what the modules assumed earlier tasks create (not_yet)
 
     def add(self, res, failed=False, unreachable=False):
         self.tasks += 1
@@ -106,12 +107,15 @@ class Cell(object):
                 self.unverified.append(str(res.get("msg") or "changed, then failed"))
         if res.get("warnings"):
             self.warnings += len(res["warnings"])
+        for a in res.get("not_yet") or []:
+            if isinstance(a, dict) and a.get("object") and a["object"] not in self.assumed:
+                self.assumed.append(str(a["object"]))
 
     def as_dict(self):
         return {
             "tasks": self.tasks, "changed_tasks": self.changed_tasks, "changes": len(self.changes),
             "change_list": self.changes, "failed": self.failed, "unreachable": self.unreachable,
-            "unverified": self.unverified, "warnings": self.warnings,
+            "unverified": self.unverified, "warnings": self.warnings, "assumed": self.assumed,
             "verified": self.failed == 0 and self.unreachable == 0 and not self.unverified,
         }
 
@@ -228,6 +232,10 @@ class CallbackModule(CallbackBase):
         t = data["total"]
         if check:
             verdict = "%d change(s) predicted, nothing written" % t["changes"]
+            assumed = ["%s (%s)" % (a, p) for p in self._phases() for h in self.hosts
+                       for a in self.cells.get((p, h), Cell()).assumed]
+            if assumed:
+                verdict += "; assumed made by earlier tasks of the run: " + ", ".join(assumed)
         elif data["verified"]:
             verdict = "%d change(s) made, every one read back as promised" % t["changes"]
         else:

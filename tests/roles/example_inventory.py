@@ -42,7 +42,10 @@ def main():
             for host, r in task["hosts"].items():
                 action = r.get("action", "")
                 if action.startswith("gopve.proxmox.") and not r.get("skipped"):
-                    calls.setdefault(action.split(".")[-1], {}).setdefault(task["task"]["name"], {})[host] = r["args"]
+                    # A loop task (the clone and HA roles: one item a VM)
+                    # records each item's result under results.
+                    for item in r.get("results", [r]):
+                        calls.setdefault(action.split(".")[-1], {}).setdefault(task["task"]["name"], {})[host] = item["args"]
     for module in ("pve_base", "pve_zfs", "pve_cluster", "pve_storage"):
         if module not in calls:
             fail(f"no task of gopve.proxmox.{module} ran")
@@ -75,6 +78,26 @@ def main():
     zfs_storage = [a["pve01"] for a in calls["pve_storage"].values() if a["pve01"].get("type") == "zfspool"]
     if not zfs_storage or zfs_storage[0]["storage"] != "nvme-vm" or zfs_storage[0]["nodes"] != MEMBERS:
         fail(f"zfspool storage arguments {zfs_storage}, want nvme-vm on {MEMBERS}")
+
+    # The clone and HA phases (seeds 001 and 003): run once, on the primary,
+    # with the example's VM (seed 003's Dokploy VM) merged over the defaults.
+    for module in ("pve_clone", "pve_ha"):
+        if module not in calls:
+            fail(f"no task of gopve.proxmox.{module} ran")
+        for task, by_host in calls[module].items():
+            if sorted(by_host) != ["pve01"]:
+                fail(f"{task} ran on {sorted(by_host)}, want once, on pve01")
+    (clone,) = calls["pve_clone"].values()
+    vm = clone["pve01"]
+    want = {"vmid": 201, "name": "dokploy", "node": "pve02", "template": "9000", "full": True,
+            "storage": "nvme-vm", "cores": 2, "memory": 4096, "disks": {"scsi0": "40G"}}
+    got = {k: vm.get(k) for k in want}
+    if {k: str(v) for k, v in got.items()} != {k: str(v) for k, v in want.items()}:
+        fail(f"pve_clone got {got}, want {want} (pve_clone_vms merged over pve_clone_defaults)")
+    (ha,) = calls["pve_ha"].values()
+    guest = ha["pve01"]
+    if str(guest.get("vmid")) != "201" or guest.get("node_affinity") != {"pve02": 100} or guest.get("wait_first_sync") is not True:
+        fail(f"pve_ha got {guest}, want vmid 201 at home on pve02 with the role's defaults (wait_first_sync)")
     print("example inventory: every phase ran on the pve group with the seed's variables")
 
 

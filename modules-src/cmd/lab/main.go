@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/labctl"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim"
 	"github.com/gopve/proxmox/modules-src/lab/systool"
 	"github.com/gopve/proxmox/modules-src/lab/tools"
 	"github.com/gopve/proxmox/modules-src/lab/tools/cli"
@@ -168,6 +169,8 @@ func up(args []string, stdout io.Writer) error {
 	toolsBin := fs.String("labtools", "", "CLI stand-ins binary (default: labtools next to this binary, else built from the checkout, else this binary)")
 	timeout := fs.Duration("timeout", 10*time.Minute, "give up after this long (the first PVE 9 lab builds a Debian root)")
 	guestsFile := fs.String("guests", "", `JSON list of guests to start with: [{"node":"pve01","vmid":9000,"template":true,"config":{"scsi0":"local-lvm:8"}}, …]`)
+	var t timings
+	t.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -237,7 +240,8 @@ func up(args []string, stdout io.Writer) error {
 	}
 	defer log.Close()
 	cmd := exec.Command(self, "supervise", "--dir", dir, "--slot", fmt.Sprint(w.slot),
-		"--nodes", fmt.Sprint(*nodes), "--pve", fmt.Sprint(*pve), "--labtools", *toolsBin)
+		"--nodes", fmt.Sprint(*nodes), "--pve", fmt.Sprint(*pve), "--labtools", *toolsBin,
+		"--minute", t.minute.String(), "--ha-round", t.haRound.String())
 	cmd.Stdout, cmd.Stderr = log, log
 	// Its own session: the supervisor outlives this command and the terminal.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -312,13 +316,15 @@ func supervise(args []string, stdout io.Writer) error {
 	nodes := fs.Int("nodes", 3, "")
 	pve := fs.Int("pve", 9, "")
 	tools := fs.String("labtools", "", "")
+	var t timings
+	t.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
 	lab, err := labctl.Start(ctx, labctl.Options{Nodes: *nodes, PVE: *pve, Slot: w.slot, Dir: w.dir,
-		Labtools: *tools, Log: stdout})
+		Labtools: *tools, Log: stdout, SimConfig: t.apply})
 	if err != nil {
 		return err
 	}
@@ -520,4 +526,23 @@ func tail(s string, lines int) string {
 		l = l[len(l)-lines:]
 	}
 	return strings.Join(l, "\n")
+}
+
+// timings are the simulator's guest clocks `lab up` may shorten, so that a
+// demo waits for replication and the HA manager in seconds: PVE's own are
+// the defaults (0 keeps them).
+type timings struct{ minute, haRound time.Duration }
+
+func (t *timings) flags(fs *flag.FlagSet) {
+	fs.DurationVar(&t.minute, "minute", 0, "the lab's minute for replication schedules and pvesr runs (default: a minute, as PVE)")
+	fs.DurationVar(&t.haRound, "ha-round", 0, "one round of the HA manager, how long it takes to act on a request (default: 10s, as PVE)")
+}
+
+func (t timings) apply(c *pvesim.Config) {
+	if t.minute > 0 {
+		c.ReplicationInterval = t.minute
+	}
+	if t.haRound > 0 {
+		c.HADelay = t.haRound
+	}
 }

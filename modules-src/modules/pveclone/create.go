@@ -64,7 +64,9 @@ func (v *vm) planCreate(ctx context.Context) ([]ansible.Change, error) {
 			switch {
 			case d.storage == "":
 			case !ok:
-				return nil, fmt.Errorf("%s: storage '%s' does not exist", optionOf(k), d.storage)
+				if err := v.storageNotYet(optionOf(k), d.storage, stores); err != nil {
+					return nil, err
+				}
 			case !st.onNode(node):
 				return nil, fmt.Errorf("%s: storage '%s' is not available on node '%s'", optionOf(k), d.storage, node)
 			case !slices.Contains(st.Content, "images"):

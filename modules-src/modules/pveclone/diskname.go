@@ -167,6 +167,9 @@ func (v *vm) namesFor(ctx context.Context, node string, cfg map[string]string, n
 		if _, known := stores[s]; !known {
 			continue // refused elsewhere with the option's name
 		}
+		if v.assumedMissing(node, s, stores) {
+			continue // check mode: nothing to read yet, so no volume of the VMID counted
+		}
 		vols, err := v.ownVolumes(ctx, node, s)
 		if err != nil {
 			return nil, err

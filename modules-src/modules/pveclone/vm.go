@@ -28,6 +28,7 @@ type vm struct {
 
 	volumes  map[string][]string    // the VMID's volumes per node and storage, read once (diskname.go)
 	storages map[string]storageInfo // GET /storage, read once for the disk names
+	notYet   map[string]bool        // check mode: nodes assumed made by earlier tasks (notyet.go)
 
 	version int
 	existed bool
@@ -286,7 +287,9 @@ func (v *vm) nodeExists(ctx context.Context, node string) error {
 		names = append(names, n.Node)
 	}
 	slices.Sort(names)
-	return fmt.Errorf("node: no such cluster node '%s' (the cluster has %s)", node, strings.Join(names, ", "))
+	// In a check run of the whole site the node may be one the cluster
+	// phase joins (ansible.NotYet): the VM is predicted on it all the same.
+	return v.nodeNotYet(node, fmt.Errorf("node: no such cluster node '%s' (the cluster has %s)", node, strings.Join(names, ", ")))
 }
 
 // planClone runs PVE's pre-clone checks read-only (clone_vm's
@@ -394,7 +397,9 @@ func (v *vm) checkCloneStorage(src qemu.Config, tpl resources.Guest, target stri
 		st, ok := stores[s]
 		switch {
 		case !ok:
-			return fmt.Errorf("storage: storage '%s' does not exist", s)
+			if err := v.storageNotYet("storage", s, stores); err != nil {
+				return err
+			}
 		case !st.onNode(tpl.Node):
 			return fmt.Errorf("storage: storage '%s' is not available on node '%s'", s, tpl.Node)
 		case !st.onNode(target):

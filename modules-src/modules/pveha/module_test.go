@@ -309,7 +309,7 @@ func pveapitestWrite(w *world, method, path string, params url.Values) {
 }
 
 // A check run of the whole site meets a guest an earlier task (pve_clone)
-// would create: check mode predicts the chain as a whole with a warning and
+// would create (K15, through ansible.NotYet): check mode predicts the chain as a whole with a warning and
 // writes nothing; a real run without the guest still fails naming vmid,
 // unchanged.
 func TestCheckModeGuestNotYetCreated(t *testing.T) {
@@ -318,12 +318,15 @@ func TestCheckModeGuestNotYetCreated(t *testing.T) {
 		w.sim.ResetRequests()
 		check := w.run(map[string]any{"vmid": 777, "node_affinity": map[string]any{"pve02": 100}}, true)
 		if failed(check) || check["changed"] != true ||
-			!strings.Contains(pveapi.String(check["warnings"]), "guest 777 does not exist (yet)") ||
+			!strings.Contains(pveapi.String(check["warnings"]), "vmid: guest 777 does not exist yet; check mode assumes an earlier task of this run creates it") ||
 			!strings.Contains(pveapi.String(check["changes"]), "make it highly available once it exists") {
 			t.Errorf("PVE %d check: failed %v changed %v %v warnings %v", v, check["failed"], check["changed"], check["msg"], check["warnings"])
 		}
 		if m := w.writes(); len(m) != 0 {
 			t.Errorf("PVE %d: check mode wrote %v", v, m)
+		}
+		if check["not_yet"] == nil {
+			t.Errorf("PVE %d check: not_yet missing", v)
 		}
 		real := w.run(map[string]any{"vmid": 777}, false)
 		if !failed(real) || real["changed"] != false || !strings.Contains(pveapi.String(real["msg"]), "vmid: no guest 777") {

@@ -41,11 +41,10 @@ type guestHA struct {
 }
 
 // notYetChange is the whole plan of a check run for a guest that does not
-// exist yet (an earlier task of the same run, pve_clone, would create it):
-// nothing of it can be compared, so the run predicts the chain as a whole
-// and warns that a real run needs the guest.
+// exist yet (observeBase assumed, with ansible.NotYet, that an earlier task
+// of the run — pve_clone — creates it): nothing of it can be compared, so
+// the run predicts the chain as a whole.
 func (g *guestHA) notYetChange() []ansible.Change {
-	g.r.Warn(fmt.Sprintf("vmid: guest %d does not exist (yet): check mode predicts its replication and HA as a whole, compared with nothing; a real run fails unless an earlier task (pve_clone) creates it", g.p.VMID))
 	return []ansible.Change{ansible.PredictedOnly("guest:"+strconv.Itoa(g.p.VMID),
 		fmt.Sprintf("replicate guest %d and make it highly available once it exists", g.p.VMID), nil)}
 }
@@ -92,18 +91,19 @@ func (g *guestHA) observeBase(ctx context.Context) error {
 	if err := g.c.RequireAny(ctx, fmt.Sprintf("/vms/%d", g.p.VMID), "VM.Audit"); err != nil {
 		return fmt.Errorf("vmid: cannot tell whether guest %d exists: %w", g.p.VMID, err)
 	}
-	if g.p.State != "absent" && g.r.CheckMode() {
+	if g.p.State != "absent" {
 		// A check run of the whole site predicts the clone that would
 		// create the guest, but that prediction lives in another task:
-		// here the guest is simply not there yet. Say so, and let the
-		// stages predict "made highly available once it exists" (not
-		// compared with anything); a real run without the guest still
-		// fails below.
+		// here the guest is simply not there yet. Check mode assumes it
+		// (the stages predict "made highly available once it exists",
+		// compared with nothing); a real run without the guest fails.
+		missing := fmt.Errorf("vmid: no guest %d in the cluster (looked on every node: %s)", g.p.VMID, strings.Join(members, ", "))
+		if err := g.r.NotYet(ansible.Prerequisite{Option: "vmid", Object: fmt.Sprintf("guest %d", g.p.VMID),
+			Predicts: "its replication and HA as a whole, compared with nothing"}, missing); err != nil {
+			return err
+		}
 		g.notYet = true
 		return nil
-	}
-	if g.p.State != "absent" {
-		return fmt.Errorf("vmid: no guest %d in the cluster (looked on every node: %s)", g.p.VMID, strings.Join(members, ", "))
 	}
 	// Absent and no guest: whatever is left of its HA config still goes.
 	g.sid = ha.SID{Type: g.p.Type, VMID: g.p.VMID}

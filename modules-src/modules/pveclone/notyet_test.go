@@ -1,0 +1,135 @@
+package pveclone
+
+import (
+	"context"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/resources"
+)
+
+// A check run of the whole site meets the node the cluster phase joins, the
+// storage the storage phase declares on the pool pve_zfs makes, and a pool,
+// before any of them exists (ansible.NotYet): the clone is still predicted,
+// with its config and its disks named on the storage, one warning per
+// object, nothing written. A real run without them fails naming the option,
+// changed=false, nothing written. K15: check mode tells the truth about a
+// VM it cannot create yet, instead of skipping it; K6: the pool must exist
+// by the time the clone is sent; K2: the clone goes to the template's node,
+// the node not yet joined in target.
+func TestK15NotYetNodeStoragePool(t *testing.T) {
+	for _, v := range []int{8, 9} {
+		w := newWorld(t, v)
+		args := with(webArgs(), "node", "pve04", "storage", "nvme-vm", "pool", "tenant-z")
+		w.sim.ResetRequests()
+		check := w.run(args, true)
+		if failed(check) || check["changed"] != true {
+			t.Fatalf("PVE %d check: %v", v, msg(check))
+		}
+		warnings := pveapi.String(check["warnings"])
+		t.Logf("PVE %d check warnings: %s", v, warnings)
+		for _, want := range []string{"node: cluster node pve04 does not exist yet", "storage: storage nvme-vm does not exist yet", "pool: pool tenant-z does not exist yet"} {
+			if !strings.Contains(warnings, want+"; check mode assumes an earlier task of this run creates it") {
+				t.Errorf("PVE %d check: no warning %q in %s", v, want, warnings)
+			}
+		}
+		if n, _ := check["not_yet"].([]any); len(n) != 3 {
+			t.Errorf("PVE %d check: not_yet %v, want node, storage and pool", v, check["not_yet"])
+		}
+		changes := pveapi.String(check["changes"])
+		if !strings.Contains(changes, "into VM 201 on pve01 → pve04") || !strings.Contains(changes, "configure VM 201") {
+			t.Errorf("PVE %d check: the clone and its configuration are not both predicted: %s", v, changes)
+		}
+		if got := cfgOf(check)["scsi0"]; !strings.HasPrefix(got, "nvme-vm:vm-201-disk-0,") || !strings.Contains(got, "size=8G") {
+			t.Errorf("PVE %d check: predicted scsi0 %q, want the clone's disk on nvme-vm, grown to 8G", v, got)
+		}
+		if m := writes(w.sim); len(m) != 0 {
+			t.Fatalf("PVE %d: check mode wrote %+v", v, m)
+		}
+		for _, c := range []struct {
+			args map[string]any
+			want string
+		}{
+			{args, "node: no such cluster node 'pve04' (the cluster has pve01, pve02, pve03)"},
+			{with(args, "node", "pve02"), "storage: storage 'nvme-vm' does not exist"},
+			{with(args, "node", "pve02", "storage", "shared"), "pool: pool 'tenant-z' does not exist"},
+		} {
+			real := w.run(c.args, false)
+			if !failed(real) || real["changed"] != false || !strings.Contains(msg(real), c.want) || real["not_yet"] != nil {
+				t.Errorf("PVE %d real: failed %v changed %v %q, want %q", v, real["failed"], real["changed"], msg(real), c.want)
+			}
+		}
+		if m := writes(w.sim); len(m) != 0 {
+			t.Errorf("PVE %d: the refused real runs wrote %+v", v, m)
+		}
+		if _, ok := resources.Find(w.guests(), 201); ok {
+			t.Errorf("PVE %d: VM 201 exists after the refused runs", v)
+		}
+
+		// A bare VM on the node not joined yet, on a storage that exists:
+		// nothing can be read of that node, the disk is named all the same.
+		bare := map[string]any{"vmid": 311, "name": "bare-1", "node": "pve04", "disks": map[string]any{"scsi0": "local-lvm:8"}}
+		check = w.run(bare, true)
+		if failed(check) || check["changed"] != true || cfgOf(check)["scsi0"] != "local-lvm:vm-311-disk-0,size=8G" {
+			t.Errorf("PVE %d bare check: %v scsi0 %q", v, msg(check), cfgOf(check)["scsi0"])
+		}
+		if real := w.run(bare, false); !failed(real) || real["changed"] != false || !strings.Contains(msg(real), "node: no such cluster node 'pve04'") {
+			t.Errorf("PVE %d bare real: %v %q", v, real["changed"], msg(real))
+		}
+		if m := writes(w.sim); len(m) != 0 {
+			t.Errorf("PVE %d: the bare VM's runs wrote %+v", v, m)
+		}
+	}
+}
+
+// The same, as a site runs it: a bare VM whose storage and pool earlier
+// tasks make. The check run's prediction (the disk's volume name included)
+// is what the real run reads back once they exist.
+func TestK15NotYetPredictionHoldsOnceCreated(t *testing.T) {
+	w := newWorld(t, 9)
+	args := map[string]any{"vmid": 310, "name": "db-1", "node": "pve03", "pool": "tenant-z", "memory": 2048,
+		"scsihw": "virtio-scsi-single", "disks": map[string]any{"scsi0": "nvme-vm:8"},
+		"nets": map[string]any{"net0": "virtio,bridge=vmbr0"}}
+	w.sim.ResetRequests()
+	check := w.run(args, true)
+	if failed(check) || check["changed"] != true || len(writes(w.sim)) != 0 {
+		t.Fatalf("check: %v %v", msg(check), writes(w.sim))
+	}
+	predicted := cfgOf(check)
+	// The earlier tasks of the real run: pve_storage and a pool.
+	c := w.client()
+	for _, wr := range []pveapi.Write{
+		{Method: "POST", Path: "/storage", What: "create storage nvme-vm", Params: url.Values{"storage": {"nvme-vm"},
+			"type": {"zfspool"}, "pool": {"nvme-vm"}, "content": {"images,rootdir"}, "sparse": {"1"}}},
+		{Method: "POST", Path: "/pools", What: "create pool tenant-z", Params: url.Values{"poolid": {"tenant-z"}}},
+	} {
+		wr.Settle, wr.Creates = func(context.Context) (bool, error) { return false, nil }, true
+		if _, err := c.Dispatch(context.Background(), wr); err != nil {
+			t.Fatalf("%s: %v", wr.What, err)
+		}
+	}
+	res := w.run(args, false)
+	if failed(res) || res["changed"] != true || res["not_yet"] != nil || strings.Contains(pveapi.String(res["warnings"]), "does not exist yet") {
+		t.Fatalf("real: %v %v", msg(res), res["warnings"])
+	}
+	got := w.config("pve03", 310, false)
+	if got.Values["scsi0"] != predicted["scsi0"] || got.Values["scsi0"] != "nvme-vm:vm-310-disk-0,size=8G" {
+		t.Errorf("scsi0 predicted %q, read back %q", predicted["scsi0"], got.Values["scsi0"])
+	}
+	for _, k := range []string{"memory", "scsihw", "boot"} {
+		if got.Values[k] != predicted[k] {
+			t.Errorf("%s predicted %q, read back %q", k, predicted[k], got.Values[k])
+		}
+	}
+	var pools []struct {
+		Members []struct {
+			VMID int `json:"vmid"`
+		} `json:"members"`
+	}
+	if err := c.Get(context.Background(), "/pools", url.Values{"poolid": {"tenant-z"}}, &pools); err != nil || len(pools) != 1 ||
+		len(pools[0].Members) != 1 || pools[0].Members[0].VMID != 310 {
+		t.Errorf("pool tenant-z after the run: %+v %v", pools, err)
+	}
+}
