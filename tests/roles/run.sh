@@ -31,10 +31,21 @@ ran_tasks() {
   grep -Eq ': ok=[1-9][0-9]* .*failed=0' "$1" || { echo "roles/run.sh: $2 ran no task (see the recap above)" >&2; exit 1; }
 }
 
+# no_argsplat LOG WHAT: no task handed a module a whole dict as its args.
+# ansible-core warns on each such task ("Using a variable for a task's
+# 'args' is unsafe in some situations", the FAQ's argsplat-unsafe): the
+# roles pass every option by name, so a host fact cannot inject one.
+no_argsplat() {
+  if grep -Ein "argsplat|unsafe in some situations" "$1"; then
+    echo "roles/run.sh: $2 warned that a task's args come from a variable (see above)" >&2; exit 1
+  fi
+}
+
 # ansible-core 2.14 (this machine)
 echo "== ansible-core $(ansible --version | sed -n '1s/.*core \([0-9.]*\).*/\1/p')"
-ANSIBLE_COLLECTIONS_PATH=$work/collections ansible-playbook -i "$work/inventory.yml" "$work/roles.yml" "$@" | tee "$work/run-214.log"
+ANSIBLE_COLLECTIONS_PATH=$work/collections ansible-playbook -i "$work/inventory.yml" "$work/roles.yml" "$@" 2>&1 | tee "$work/run-214.log"
 ran_tasks "$work/run-214.log" "ansible-core 2.14"
+no_argsplat "$work/run-214.log" "ansible-core 2.14"
 
 # The site playbook: one tag per phase, each selecting that phase's role
 # alone (issue 19), read with --list-tasks (nothing runs). Each role's
@@ -79,6 +90,7 @@ ANSIBLE_COLLECTIONS_PATH=$work/collections ANSIBLE_STDOUT_CALLBACK=json ansible-
   -i "$REPO/playbooks/inventory" -e ansible_connection=local -e ansible_python_interpreter=/usr/bin/python3 \
   gopve.proxmox.site >"$work/example-site.json" 2>"$work/example-site.err" ||
   { cat "$work/example-site.err" "$work/example-site.json" >&2; echo "roles/run.sh: the site over playbooks/inventory failed" >&2; exit 1; }
+no_argsplat "$work/example-site.err" "the site over playbooks/inventory"
 /usr/bin/python3 "$HERE/example_inventory.py" "$work/example-inventory.json" "$work/example-site.json"
 
 # ansible-core 2.19 (the cached Debian 13 root), in an overlay so the cached
@@ -95,8 +107,9 @@ if [ "${GOPVE_ROLES_219:-1}" = 1 ] && [ -x "$trixie/usr/bin/ansible-playbook" ];
     chroot "$0" env HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin \
       ANSIBLE_COLLECTIONS_PATH=/gopve/collections ANSIBLE_NOCOLOR=1 ANSIBLE_LOCALHOST_WARNING=0 \
       ansible-playbook -i /gopve/inventory.yml /gopve/roles.yml "$@"
-  ' "$work/ovl/root" "$trixie" "$work" "$@" | tee "$work/run-219.log"
+  ' "$work/ovl/root" "$trixie" "$work" "$@" 2>&1 | tee "$work/run-219.log"
   ran_tasks "$work/run-219.log" "ansible-core 2.19"
+  no_argsplat "$work/run-219.log" "ansible-core 2.19"
 elif [ "${GOPVE_REQUIRE_LAB:-0}" != 0 ]; then
   echo "roles/run.sh: ansible-core 2.19 not run (GOPVE_ROLES_219=${GOPVE_ROLES_219:-1}, $trixie/usr/bin/ansible-playbook) and GOPVE_REQUIRE_LAB is set" >&2
   exit 1
