@@ -73,6 +73,7 @@ test-integration: deps
 	./tests/integration/run.sh
 	./tests/roles/run.sh
 	./tests/slicing/run.sh
+	./tests/bench/run.sh
 
 lint: deps
 	@test -z "$$(gofmt -l modules-src)" || { gofmt -l modules-src; echo 'gofmt: files above need formatting'; exit 1; }
