@@ -186,3 +186,19 @@ func SampleCmdlines(t *testing.T, lab *labctl.Lab, nodes []string, fn func()) ma
 	}
 	return out
 }
+
+// FormCluster makes every node of lab a member of one cluster, "lab",
+// created on the first node, in the simulator only: for tests of the phases
+// after the cluster phase, which start from a formed cluster.
+func FormCluster(t *testing.T, lab *labctl.Lab) {
+	t.Helper()
+	sim, nodes := lab.Sim(), lab.Nodes()
+	if _, err := sim.CreateCluster(nodes[0].Name, "lab", nodes[0].Addr); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes[1:] {
+		if _, err := sim.AddNode(nodes[0].Name, n.Name, n.Addr, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -28,13 +28,7 @@ func TestLabPlaybookPerHostPVE8(t *testing.T) { testPerHost(t, 8) }
 func testPerHost(t *testing.T, pve int) {
 	lab, bin := labtest.Start(t, pve, 2)
 	sim := lab.Sim()
-	nodes := lab.Nodes()
-	if _, err := sim.CreateCluster("pve01", "lab", nodes[0].Addr); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sim.AddNode("pve01", nodes[1].Name, nodes[1].Addr, false); err != nil {
-		t.Fatal(err)
-	}
+	labtest.FormCluster(t, lab)
 	if err := sim.AddGuest("pve01", pvesim.GuestSpec{VMID: 9000, Template: true, Config: map[string]string{
 		"name": "debian-12", "scsi0": "local-lvm:2", "net0": "virtio,bridge=vmbr0", "memory": "1024"}}); err != nil {
 		t.Fatal(err)

@@ -27,13 +27,7 @@ import (
 func TestLabPlaybookSeedVariables(t *testing.T) {
 	lab, bin := labtest.Start(t, 9, 2)
 	sim := lab.Sim()
-	nodes := lab.Nodes()
-	if _, err := sim.CreateCluster("pve01", "lab", nodes[0].Addr); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sim.AddNode("pve01", nodes[1].Name, nodes[1].Addr, false); err != nil {
-		t.Fatal(err)
-	}
+	labtest.FormCluster(t, lab)
 	if err := sim.AddGuest("pve01", pvesim.GuestSpec{VMID: 9000, Template: true, Config: map[string]string{
 		"name": "debian-12", "scsi0": "local-lvm:2", "ide2": "local-lvm:cloudinit", "net0": "virtio,bridge=vmbr0,firewall=1", "memory": "1024"}}); err != nil {
 		t.Fatal(err)

@@ -46,15 +46,7 @@ func testHAPlaybook(t *testing.T, pve int) {
 		}
 	})
 	sim := lab.Sim()
-	nodes := lab.Nodes()
-	if _, err := sim.CreateCluster("pve01", "lab", nodes[0].Addr); err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range nodes[1:] {
-		if _, err := sim.AddNode("pve01", n.Name, n.Addr, false); err != nil {
-			t.Fatal(err)
-		}
-	}
+	labtest.FormCluster(t, lab)
 	repo, _ := labctl.RepoRoot()
 	coll := labtest.InstallCollection(t, repo, bin)
 	vars := filepath.Join(t.TempDir(), "pve.yml")

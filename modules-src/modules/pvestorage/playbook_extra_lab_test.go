@@ -21,15 +21,7 @@ import (
 func TestLabPlaybookExtraStoragesPVE9(t *testing.T) {
 	lab, bin := labtest.Start(t, 9, 3)
 	l := &labRun{t: t, lab: lab, sim: lab.Sim()}
-	nodes := lab.Nodes()
-	if _, err := l.sim.CreateCluster("pve01", "lab", nodes[0].Addr); err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range nodes[1:] {
-		if _, err := l.sim.AddNode("pve01", n.Name, n.Addr, false); err != nil {
-			t.Fatal(err)
-		}
-	}
+	labtest.FormCluster(t, lab)
 	repo, _ := labctl.RepoRoot()
 	coll := labtest.InstallCollection(t, repo, bin)
 	writeVars := func(extra string) string {
