@@ -9,6 +9,10 @@ SHELL      := /bin/bash
 GO         ?= go
 VERSION    := $(shell sed -n 's/^version: *//p' galaxy.yml)
 ARTIFACT   := collection/gopve-proxmox-$(VERSION).tar.gz
+# Tags of every shipped (and integration-tested) binary: nethttpomithttp2
+# leaves net/http's HTTP/2 half out (about 0.35 MB of each binary, issue 19's
+# 10 MB budget): pveproxy speaks HTTP/1.1 only, so the modules never use it.
+TAGS_REL   := nethttpomithttp2
 GOFLAGS_REL := -trimpath -ldflags '-s -w -X github.com/gopve/proxmox/modules-src/ansible.Version=$(VERSION)'
 # uname vocabulary (system_machine), so the action plugin needs no mapping table.
 PLATFORMS  := linux/amd64:linux_x86_64 linux/arm64:linux_aarch64 darwin/amd64:darwin_x86_64 darwin/arm64:darwin_arm64
@@ -27,7 +31,7 @@ build: bin/gopve_$(HOST_TAG)
 
 bin/gopve_$(HOST_TAG): $(GO_SRC)
 	@mkdir -p bin
-	CGO_ENABLED=0 $(GO) build $(GOFLAGS_REL) -o $@ ./modules-src/cmd/gopve
+	CGO_ENABLED=0 $(GO) build -tags $(TAGS_REL) $(GOFLAGS_REL) -o $@ ./modules-src/cmd/gopve
 
 # build-test: the binary with the test-only module gopve_test, for
 # tests/integration; kept out of bin/ so it can never ship.
@@ -36,7 +40,7 @@ build-test: $(TEST_BIN)
 
 $(TEST_BIN): $(GO_SRC)
 	@mkdir -p $(dir $@)
-	CGO_ENABLED=0 $(GO) build -tags gopve_testmodule $(GOFLAGS_REL) -o $@ ./modules-src/cmd/gopve
+	CGO_ENABLED=0 $(GO) build -tags gopve_testmodule,$(TAGS_REL) $(GOFLAGS_REL) -o $@ ./modules-src/cmd/gopve
 
 # dist: one static multi-call binary per shipped platform.
 dist: $(GO_SRC)
@@ -44,7 +48,7 @@ dist: $(GO_SRC)
 	@set -e; for p in $(PLATFORMS); do \
 	  goos=$${p%%/*}; rest=$${p#*/}; goarch=$${rest%%:*}; tag=$${p##*:}; \
 	  echo "build bin/gopve_$$tag"; \
-	  CGO_ENABLED=0 GOOS=$$goos GOARCH=$$goarch $(GO) build $(GOFLAGS_REL) -o bin/gopve_$$tag ./modules-src/cmd/gopve; \
+	  CGO_ENABLED=0 GOOS=$$goos GOARCH=$$goarch $(GO) build -tags $(TAGS_REL) $(GOFLAGS_REL) -o bin/gopve_$$tag ./modules-src/cmd/gopve; \
 	done
 
 # collection: the Galaxy artifact in collection/, with all four platforms.

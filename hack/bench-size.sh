@@ -14,7 +14,9 @@ GO=${GO:-go}
 LIMIT=$((10 * 1000 * 1000))
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-flags=(-trimpath -ldflags '-s -w')
+# As the Makefile builds the shipped binaries (TAGS_REL: no HTTP/2 in net/http).
+tags=$(sed -n 's/^TAGS_REL *:= *//p' Makefile)
+flags=(-trimpath -tags "$tags" -ldflags '-s -w')
 
 echo "binary size per platform (stripped, as shipped):"
 printf '  %-14s %10s  %s\n' platform bytes "vs 10 MB"
@@ -26,8 +28,8 @@ for p in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64; do
 done
 
 # Symbols need an unstripped build.
-CGO_ENABLED=0 "$GO" build -trimpath -o "$work/gopve.sym" ./modules-src/cmd/gopve
-"$GO" list -deps -f '{{with .Module}}{{.Path}}{{end}}' ./modules-src/cmd/gopve | sort -u | grep . >"$work/modules"
+CGO_ENABLED=0 "$GO" build -trimpath -tags "$tags" -o "$work/gopve.sym" ./modules-src/cmd/gopve
+"$GO" list -tags "$tags" -deps -f '{{with .Module}}{{.Path}}{{end}}' ./modules-src/cmd/gopve | sort -u | grep . >"$work/modules"
 "$GO" tool nm -size "$work/gopve.sym" >"$work/nm"
 echo
 echo "what each module adds (code + read-only data symbol bytes, linux/amd64):"
@@ -52,7 +54,7 @@ awk -v mods="$work/modules" '
   }' "$work/nm" | sort -rn | awk -F'\t' '{ printf "  %10d  %s\n", $1, $2 }'
 echo
 echo "who brings each module in (the first package outside it that imports it):"
-"$GO" list -deps -f '{{.ImportPath}}|{{with .Module}}{{.Path}}{{end}}|{{join .Imports " "}}' ./modules-src/cmd/gopve >"$work/graph"
+"$GO" list -tags "$tags" -deps -f '{{.ImportPath}}|{{with .Module}}{{.Path}}{{end}}|{{join .Imports " "}}' ./modules-src/cmd/gopve >"$work/graph"
 awk -F'|' '
   { mod[$1] = $2; imports[$1] = $3; order[++n] = $1 }
   END {

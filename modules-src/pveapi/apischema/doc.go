@@ -4,7 +4,7 @@
 // validates (modules/pvestorage/schema_gen.go), for every endpoint the
 // typed areas (qemu, resources, replication, HA, tasks) use.
 //
-// The tables (data/pve8.json, data/pve9.json) are cut from the lab's
+// The tables (data/pve8.json.gz, data/pve9.json.gz) are cut from the lab's
 // embedded copy of pve-docs' apidata.js by `go test -run TestTables
 // -update`; a test fails when they drift from it, and the shipped binary
 // carries them without importing the lab. What apidata.js does not carry
