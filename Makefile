@@ -11,7 +11,8 @@ VERSION    := $(shell sed -n 's/^version: *//p' galaxy.yml)
 ARTIFACT   := collection/gopve-proxmox-$(VERSION).tar.gz
 # Tags of every shipped (and integration-tested) binary: nethttpomithttp2
 # leaves net/http's HTTP/2 half out (about 0.35 MB of each binary, issue 19's
-# 10 MB budget): pveproxy speaks HTTP/1.1 only, so the modules never use it.
+# 10 MB budget): pveproxy (pve-http-server's PVE::APIServer::AnyEvent, an
+# HTTP/1.x server) never negotiates HTTP/2, so the modules never use it.
 TAGS_REL   := nethttpomithttp2
 GOFLAGS_REL := -trimpath -ldflags '-s -w -X github.com/gopve/proxmox/modules-src/ansible.Version=$(VERSION)'
 # uname vocabulary (system_machine), so the action plugin needs no mapping table.
