@@ -67,6 +67,15 @@ vmid=200 name=bench-vm cores=2 memory=2048 tag=10 size=8G
 api='api_host: "{{ hostvars.pve01.ansible_host }}"
         api_token_id: "{{ pve_api_token_id }}"
         api_token_secret: "{{ pve_api_token_secret }}"'
+# pve_clone's own arguments, the same from the controller and on the node.
+clone_args="        vmid: $vmid
+        name: $name
+        template: debian-12
+        node: pve01
+        cores: $cores
+        memory: $memory
+        nets: {net0: {bridge: vmbr0, tag: $tag}}
+        disks: {scsi0: $size}"
 cat >"$work/pve_clone_api.yml" <<PLAY
 - hosts: localhost
   gather_facts: false
@@ -74,28 +83,14 @@ cat >"$work/pve_clone_api.yml" <<PLAY
     - gopve.proxmox.pve_clone:
         $api
         api_fingerprint: "{{ hostvars.pve01.pve_api_fingerprint }}"
-        vmid: $vmid
-        name: $name
-        template: debian-12
-        node: pve01
-        cores: $cores
-        memory: $memory
-        nets: {net0: {bridge: vmbr0, tag: $tag}}
-        disks: {scsi0: $size}
+$clone_args
 PLAY
 cat >"$work/pve_clone_node.yml" <<PLAY
 - hosts: pve01
   gather_facts: false
   tasks:
     - gopve.proxmox.pve_clone:
-        vmid: $vmid
-        name: $name
-        template: debian-12
-        node: pve01
-        cores: $cores
-        memory: $memory
-        nets: {net0: {bridge: vmbr0, tag: $tag}}
-        disks: {scsi0: $size}
+$clone_args
 PLAY
 # community.general's token options: user and token name apart.
 cg="api_host: \"{{ hostvars.pve01.ansible_host }}\"
