@@ -146,8 +146,8 @@ func spec() ansible.Spec {
 		"adopt": {Type: ansible.TypeBool, Default: false, Description: []string{
 			"Without name, manage whatever VM holds vmid, whatever its name: its config is converged to this task's settings and it is started or stopped as asked. The VMID's origin is still checked (never a template, a container, a linked clone of another template). Without name and without adopt the task fails before any write, naming both options: an existing VMID is never taken over silently (K1: another tenant's VM would get this task's memory, NICs, sshkeys and ipconfig).",
 			"With name given it changes nothing: the name is always checked."}},
-		"node":       str("Node the VM should live on when it is created. Defaults to the template's node. An existing VM is found wherever it runs now (after a migration or an HA recovery) and is not moved."),
-		"template":   str("Source template: its VMID, or its exact name (exactly one template of that name must exist cluster-wide). Omit it to build the VM bare from machine, bios, disks, cdrom, efidisk, tpmstate and nets."),
+		"node":     str("Node the VM should live on when it is created. Defaults to the template's node. An existing VM is found wherever it runs now (after a migration or an HA recovery) and is not moved."),
+		"template": str("Source template: its VMID, or its exact name (exactly one template of that name must exist cluster-wide). Omit it to build the VM bare from machine, bios, disks, cdrom, efidisk, tpmstate and nets."),
 		"state": {Type: ansible.TypeStr, Default: "present", Choices: []any{"present", "started", "stopped", "absent"}, Description: []string{
 			"present: exists and configured, power untouched (a new VM stays stopped). started/stopped: also that power state (through HA when HA manages the guest). absent: stopped and destroyed, after checking its name."}},
 		"full":    {Type: ansible.TypeBool, Default: true, Description: []string{"Full clone (independent copy). false: a linked clone, which needs a storage with linked clones (lvmthin, zfspool, rbd, qcow2 on a file storage) and takes neither storage nor format."}},
