@@ -37,6 +37,8 @@ type guestHA struct {
 	group     *ha.Group
 	affinity  []ha.Rule
 	quiet     bool // preflight: plan without warning
+	seen      haConfig        // the HA config the HA changes were planned from (digest.go)
+	wrote     map[string]bool // /etc/pve/ha files this run sent a write to (digest.go)
 	notYet    bool // check mode only: the guest does not exist (yet)
 }
 
