@@ -223,3 +223,35 @@ func TestConcurrentHAEditNotLost(t *testing.T) {
 		})
 	}
 }
+
+// A run that writes rules.cfg twice (its node-affinity rule created, then
+// its resource-affinity rule updated) is not its own concurrent writer:
+// the second PUT is planned from a fresh read, so it carries the digest of
+// the file as the first write left it and is sent once, without a refusal
+// or a "changed since it was read" warning. PVE 9.
+func TestOwnWriteIsNoConcurrentEdit(t *testing.T) {
+	w := newWorld(t, 9)
+	w.seedGuests()
+	pveapitestWrite(w, "POST", "/cluster/ha/resources", url.Values{"sid": {"ct:200"}, "state": {"stopped"}})
+	args := map[string]any{"vmid": 201, "targets": []any{}, "state": "stopped",
+		"resource_affinity": []any{map[string]any{"rule": "apart", "resources": []any{"200"}, "affinity": "negative"}}}
+	if res := w.run(args, false); failed(res) {
+		t.Fatal(res["msg"])
+	}
+	args["node_affinity"] = map[string]any{"pve02": 100}
+	args["comment"] = "tenant a"
+	w.sim.ResetRequests()
+	res := w.run(args, false)
+	if failed(res) || res["changed"] != true || strings.Contains(pveapi.String(res["warnings"]), "detected modified") {
+		t.Fatalf("failed %v changed %v: %v; warnings %v", res["failed"], res["changed"], res["msg"], res["warnings"])
+	}
+	if got := w.puts("/cluster/ha/rules/apart"); !slices.Equal(got, []int{200}) {
+		t.Errorf("PUTs of rule apart: %v, want one, accepted", got)
+	}
+	if r := w.rule("apart"); r.Comment != "tenant a" || r.Affinity != "negative" {
+		t.Errorf("rule apart: %+v", r)
+	}
+	if again := w.run(args, false); failed(again) || again["changed"] != false {
+		t.Errorf("rerun: %v %v", again["msg"], again["changes"])
+	}
+}
