@@ -14,12 +14,18 @@ description:
   - "Makes one VM, identified by its VMID, exist and look as asked. A missing VM is cloned from a template found cluster-wide by VMID or exact name (several templates of that name fail, listing them): the clone call goes to the node holding the template, the destination node goes in target. Without a template the VM is built bare (machine, bios, disks, CD-ROM, EFI/TPM disks, NICs) in one create call."
   - "Then it converges what a clone ignores: cores, sockets, memory, balloon, cpu, numa, tags, onboot, startup, description, agent; NICs merged key by key with what is there, the MAC always re-sent so it never changes; disks as minimum sizes, grown and never shrunk; cloud-init (ciuser, cipassword, sshkeys, ipconfigN, nameservers, searchdomain, citype, cicustom)."
   - "Every write is checked against the official API schema of the node's PVE version (8 or 9) before it is sent; bad input fails naming the option and changes nothing. Each write is sent once; every change is read back before it is reported."
-  - "An existing VMID whose name differs from name fails with what holds it, instead of configuring someone else's VM. So does one whose origin, as far as PVE keeps it, differs from what the task asks: a template; a linked clone (its disks name the template's base volume, base-<template>-disk-N) of another template than template, or when the task builds the VM bare or asks a full clone. A full clone keeps no trace of its template in PVE, so its origin cannot be checked: only its name is; the module writes no marker of its own into the VM's config."
+  - "An existing VMID whose name differs from name fails with what holds it, instead of configuring someone else's VM; a task without name fails the same way unless it says adopt: true. So does one whose origin, as far as PVE keeps it, differs from what the task asks: a template; a linked clone (its disks name the template's base volume, base-<template>-disk-N) of another template than template, or when the task builds the VM bare or asks a full clone. A full clone keeps no trace of its template in PVE, so its origin cannot be checked: only its name is; the module writes no marker of its own into the VM's config."
   - "On a running VM, PVE applies what it can hot-plug and keeps the rest pending until the next restart: those keys are returned in pending with restart_required, never reported as done, and the VM is never restarted by this module."
   - "Check mode predicts the clone as PVE builds it (new MACs shown as assigned at clone, disk names, linked or full) and the configuration that follows, runs PVE's pre-clone checks read-only (template, node, storage, pool, VMID), and sends no write."
 author:
   - "gopve.proxmox contributors"
 options:
+  adopt:
+    description:
+      - "Without name, manage whatever VM holds vmid, whatever its name: its config is converged to this task's settings and it is started or stopped as asked. The VMID's origin is still checked (never a template, a container, a linked clone of another template). Without name and without adopt the task fails before any write, naming both options: an existing VMID is never taken over silently (K1: another tenant's VM would get this task's memory, NICs, sshkeys and ipconfig)."
+      - "With name given it changes nothing: the name is always checked."
+    type: "bool"
+    default: false
   agent:
     description:
       - "QEMU guest agent: true/false, PVE's string (enabled=1,fstrim_cloned_disks=1) or a dict. The module never waits on the agent (K20)."
@@ -194,7 +200,7 @@ options:
     type: "int"
   name:
     description:
-      - "The VM's name (a DNS name). On an existing VMID it must match, else the task fails with what holds the VMID. Required with state=absent."
+      - "The VM's name (a DNS name), the proof that the VM at vmid is this task's: on an existing VMID it must match, else the task fails with what holds the VMID, before any write. Required unless adopt is true (always with state=absent and vmid auto)."
     type: "str"
   nameservers:
     description:

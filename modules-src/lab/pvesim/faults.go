@@ -50,6 +50,12 @@ type Fault struct {
 	ExitStatus string        `json:"exitstatus,omitempty"`
 	Count      int           `json:"count,omitempty"`
 	Fired      int           `json:"fired"`
+	// Before, when set (Go tests only: it is no part of the lab's JSON
+	// control API), runs each time the fault fires, before its kind acts
+	// and before the request is handled: what another client does just
+	// then, e.g. a concurrent edit landing between a module's read and its
+	// write (issue 23 §5). It may send requests to the lab itself.
+	Before func() `json:"-"`
 }
 
 // Faults is the lab's fault table; safe for concurrent use.

@@ -235,7 +235,8 @@ func (s *Sim) putHAResource(rc *reqCtx) (any, error) {
 		}
 	}
 	list, digest := s.haResourcesLocked(db)
-	if err := staleDigest(rc, digest, ""); err != nil {
+	// API2/HA/Resources.pm update: lock_ha_domain(..., "update resource failed").
+	if err := staleDigest(rc, digest, "update resource failed: "); err != nil {
 		return nil, err
 	}
 	r := findResource(list, sid)
@@ -811,7 +812,8 @@ func (s *Sim) putHARule(rc *reqCtx) (any, error) {
 		return nil, fmt.Errorf("cannot update ha rule: ha groups have not been migrated yet")
 	}
 	list, digest := s.readSectionsLocked(db, haRulesCfg)
-	if err := staleDigest(rc, digest, ""); err != nil {
+	// API2/HA/Rules.pm update_rule: lock_ha_domain(..., "update HA rules failed").
+	if err := staleDigest(rc, digest, "update HA rules failed: "); err != nil {
 		return nil, err
 	}
 	r := findSection(list, rc.str("rule"))

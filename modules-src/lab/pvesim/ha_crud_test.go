@@ -29,7 +29,7 @@ func TestHASectionCRUDMessages(t *testing.T) {
 		calls := []call{
 			{"GET", "/cluster/ha/resources/vm:105", nil, 500, "no such resource 'vm:105'"},
 			{"PUT", "/cluster/ha/resources/vm:105", url.Values{"comment": {"x"}}, 500, "no such resource 'vm:105'"},
-			{"PUT", "/cluster/ha/resources/vm:100", stale, 500, "detected modified configuration - file changed by other user? Try again."},
+			{"PUT", "/cluster/ha/resources/vm:100", stale, 500, "update resource failed: detected modified configuration - file changed by other user? Try again."},
 			{"DELETE", "/cluster/ha/resources/vm:105", nil, 500, "cannot delete service 'vm:105', not HA managed!"},
 			{"POST", "/cluster/ha/resources", url.Values{"sid": {"vm:100"}}, 500, "create resource failed: resource ID 'vm:100' already defined"},
 		}
@@ -53,7 +53,7 @@ func TestHASectionCRUDMessages(t *testing.T) {
 				call{"POST", "/cluster/ha/rules", url.Values{"rule": {"r1"}, "type": {"node-affinity"}, "resources": {"vm:101"}, "nodes": {"pve02"}}, 500, "HA rule 'r1' already defined"},
 				call{"PUT", "/cluster/ha/rules/r9", url.Values{"type": {"node-affinity"}, "comment": {"x"}}, 500, "HA rule 'r9' does not exist"},
 				call{"PUT", "/cluster/ha/rules/r1", url.Values{"type": {"resource-affinity"}, "comment": {"x"}}, 500, "types does not match"},
-				call{"PUT", "/cluster/ha/rules/r1", url.Values{"type": {"node-affinity"}, "digest": stale["digest"]}, 500, "detected modified configuration - file changed by other user? Try again."},
+				call{"PUT", "/cluster/ha/rules/r1", url.Values{"type": {"node-affinity"}, "digest": stale["digest"]}, 500, "update HA rules failed: detected modified configuration - file changed by other user? Try again."},
 				call{"DELETE", "/cluster/ha/rules/r9", nil, 500, "no such ha rule 'r9'"},
 			)
 		}

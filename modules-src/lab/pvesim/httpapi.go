@@ -180,6 +180,9 @@ func (s *Sim) serve(node string, table map[string]handlerFunc, w http.ResponseWr
 	loseAnswer := false
 	if fault != nil {
 		entry.Fault = string(fault.Kind)
+		if fault.Before != nil {
+			fault.Before()
+		}
 		switch fault.Kind {
 		case FaultLatency:
 			if !s.sleepCtx(r, fault.Delay) {

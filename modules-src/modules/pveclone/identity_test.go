@@ -396,3 +396,90 @@ func TestVMIDAutoLostAnswer(t *testing.T) {
 		t.Errorf("VM 2500 after the settled clone: %v", c.Values)
 	}
 }
+
+// Whose VM is it (issue 23 §5, K1): a task with an explicit vmid and no
+// name must not take over the VM another tenant has at that VMID — not its
+// memory, NICs, sshkeys or ipconfig, not its power. Refused before any
+// write, naming name and adopt, in check mode as in the real run; the
+// request log shows no write and the VM's config reads back unchanged,
+// still running. A nameless create is refused the same way (its rerun
+// could not tell the VM from another's). adopt: true is the documented
+// opt-in and converges the VM; with a name the name is still checked.
+// PVE 8 and 9.
+func TestNamelessVMIDNeverAdoptedSilentlyK1(t *testing.T) {
+	for _, ver := range []int{8, 9} {
+		t.Run(fmt.Sprintf("PVE%d", ver), func(t *testing.T) {
+			w := newWorld(t, ver)
+			if err := w.sim.AddGuest("pve03", pvesim.GuestSpec{VMID: 205, Running: true, Config: map[string]string{
+				"name": "tenant-b-db", "memory": "1024", "cores": "1", "scsi0": "shared:2", "ide2": "shared:cloudinit",
+				"net0": "virtio=BC:24:11:AA:BB:CC,bridge=vmbr0", "ipconfig0": "ip=192.0.2.7/24", "ciuser": "tenant-b"}}); err != nil {
+				t.Fatal(err)
+			}
+			before := w.config("pve03", 205, false).Values
+			nameless := with(webArgs(), "vmid", 205, "name", nil, "state", "stopped")
+			cases := []struct {
+				what  string
+				args  map[string]any
+				check bool
+				want  string
+			}{
+				{"real run", nameless, false, `name: VMID 205 is held by VM "tenant-b-db" on node pve03 and this task gives no name to prove it is its own`},
+				{"check mode", nameless, true, `name: VMID 205 is held by VM "tenant-b-db" on node pve03 and this task gives no name`},
+				{"adopt false", with(nameless, "adopt", false), false, `give name: "tenant-b-db" if it is this task's VM, or adopt: true`},
+				{"adopt with another name", with(nameless, "adopt", true, "name", "web-1"), false, `vmid: VMID 205 is held by VM "tenant-b-db" on node pve03, not "web-1"`},
+				{"nameless create", with(nameless, "vmid", 206), false, "name: required to create VM 206"},
+				{"nameless create, check mode", with(nameless, "vmid", 206), true, "name: required to create VM 206"},
+			}
+			for _, c := range cases {
+				w.sim.ResetRequests()
+				res := w.run(c.args, c.check)
+				if !failed(res) || res["changed"] != false || !strings.Contains(msg(res), c.want) || !strings.Contains(msg(res), "nothing was changed") {
+					t.Errorf("%s: failed=%v changed=%v %q\nwant %q", c.what, failed(res), res["changed"], msg(res), c.want)
+				}
+				if m := writes(w.sim); len(m) != 0 {
+					t.Errorf("%s wrote %+v", c.what, m)
+				}
+			}
+			after := w.config("pve03", 205, false).Values
+			for k, v := range before {
+				if k != "digest" && after[k] != v {
+					t.Errorf("VM 205's %s changed: %q → %q", k, v, after[k])
+				}
+			}
+			if len(after) != len(before) {
+				t.Errorf("VM 205's config changed: %v → %v", before, after)
+			}
+			if w.hasGuest(206) {
+				t.Errorf("a nameless create made VM 206")
+			}
+			for _, g := range w.guests() {
+				if g.VMID == 205 && g.Status != "running" {
+					t.Errorf("VM 205 is %s after the refusals", g.Status)
+				}
+			}
+			// The opt-in: the task says it manages whatever VM holds 205.
+			w.sim.ResetRequests()
+			adopted := with(nameless, "adopt", true, "nets", nil, "state", "present")
+			res := w.run(adopted, false)
+			if failed(res) || res["changed"] != true {
+				t.Fatalf("adopt: true: failed=%v changed=%v %v", failed(res), res["changed"], msg(res))
+			}
+			if c := w.config("pve03", 205, false); c.Values["memory"] != "4096" || c.Values["name"] != "tenant-b-db" {
+				t.Errorf("adopted VM 205: %v", c.Values)
+			}
+			if again := w.run(adopted, false); failed(again) || again["changed"] != false {
+				t.Errorf("adopt rerun: changed=%v %v", again["changed"], msg(again))
+			}
+		})
+	}
+}
+
+// hasGuest reports whether vmid exists anywhere in the cluster.
+func (w *world) hasGuest(vmid int) bool {
+	for _, g := range w.guests() {
+		if g.VMID == vmid {
+			return true
+		}
+	}
+	return false
+}

@@ -180,6 +180,11 @@ func (v *vm) planVM(ctx context.Context, _ *ansible.World) ([]ansible.Change, er
 	if v.p.State == "absent" {
 		return nil, nil
 	}
+	if v.p.Name == "" && !v.p.Adopt {
+		// The rerun of a nameless create could not tell this VM from
+		// another's at the VMID: refused now, as every rerun would be.
+		return nil, fmt.Errorf("name: required to create VM %d (the name is what proves on every later run that the VM at the VMID is this task's, K1); give name, or adopt: true to manage whatever VM holds the VMID then; nothing was changed", v.p.VMID)
+	}
 	if v.p.Template == "" {
 		return v.planCreate(ctx)
 	}
@@ -187,7 +192,10 @@ func (v *vm) planVM(ctx context.Context, _ *ansible.World) ([]ansible.Change, er
 }
 
 // owned refuses a VMID that holds something else than what was asked:
-// another name, a template, a container (seed 001 would reconfigure it).
+// another name, a template, a container (seed 001 would reconfigure it),
+// or any VM when the task gives no name to prove it is its own and does
+// not say adopt (issue 23 §5). Decided from the guest list alone, before
+// any other read or write, in check mode as in a real run.
 func (v *vm) owned(g resources.Guest) error {
 	what := fmt.Sprintf("VMID %d is held by %s %q on node %s", g.VMID, map[bool]string{true: "VM", false: "container"}[g.IsVM()], g.Name, g.Node)
 	switch {
@@ -199,6 +207,8 @@ func (v *vm) owned(g resources.Guest) error {
 		return fmt.Errorf("vmid: %s, which is a template; this module never configures a template; nothing was changed", what)
 	case v.p.Name != "" && g.Name != v.p.Name:
 		return fmt.Errorf("vmid: %s, not %q: it is not this task's VM, so it is neither configured nor destroyed; nothing was changed", what, v.p.Name)
+	case v.p.Name == "" && !v.p.Adopt:
+		return fmt.Errorf("name: %s and this task gives no name to prove it is its own: an existing VMID is never taken over silently (K1); give name: %q if it is this task's VM, or adopt: true to manage it whatever its name; nothing was changed", what, g.Name)
 	}
 	return nil
 }

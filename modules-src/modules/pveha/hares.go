@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/ansible"
+	"github.com/gopve/proxmox/modules-src/pveapi/apischema"
 	"github.com/gopve/proxmox/modules-src/pveapi/ha"
 	"github.com/gopve/proxmox/modules-src/pveapi/resources"
 )
@@ -156,6 +157,7 @@ func (g *guestHA) warn(msg string) {
 // haChanges plans the HA objects of a present guest, in PVE's order.
 func (g *guestHA) haChanges(ctx context.Context, cfg haConfig) ([]ansible.Change, error) {
 	g.affinity, g.rule, g.group = nil, nil, nil
+	g.seen = cfg
 	nodes, _ := nodePriorities(g.p.NodeAffinity)
 	if err := g.checkHAInput(cfg, nodes); err != nil {
 		return nil, err
@@ -374,22 +376,28 @@ func (g *guestHA) planResource(have ha.Resource, exists bool, want ha.Resource) 
 			})
 		}
 	} else {
-		var del []string
-		upd := want
-		upd.Digest = ""
-		if want.Comment == "" && have.Comment != "" {
-			del = append(del, "comment")
-		}
-		if want.Group == "" && have.Group != "" {
-			del = append(del, "group")
-		}
-		req, err := ha.UpdateResource(upd, del, g.major)
+		req, err := g.updateResourceReq(have, want)
 		if err != nil {
-			return nil, fmt.Errorf("failback: %w", err)
+			return nil, err
 		}
 		what = fmt.Sprintf("update HA resource %s (%s)", g.sid, strings.Join(diffs, ", "))
+		replan := func(cfg haConfig) (apischema.Request, string, error) {
+			have, ok := ha.FindResource(cfg.resources, g.sid)
+			if !ok {
+				return apischema.Request{}, "", fmt.Errorf("HA resource %s no longer exists", g.sid)
+			}
+			next := g.wantedResource(have, true)
+			d := g.resourceDiffs(have, next)
+			want = next // what Verify and the report expect now
+			g.resource = &want
+			if len(d) == 0 {
+				return apischema.Request{}, "", nil
+			}
+			req, err := g.updateResourceReq(have, next)
+			return req, strings.Join(d, ", "), err
+		}
 		apply = func(ctx context.Context) error {
-			return g.send(ctx, req, what, false, func(ctx context.Context) (bool, error) {
+			return g.update(ctx, req, what, replan, func(ctx context.Context) (bool, error) {
 				return g.verifyResource(ctx, want) == nil, nil
 			})
 		}
@@ -410,6 +418,25 @@ func (g *guestHA) planResource(have ha.Resource, exists bool, want ha.Resource) 
 			return nil
 		},
 	}}, nil
+}
+
+// updateResourceReq is the PUT making have equal want, guarded by the
+// digest have was read with.
+func (g *guestHA) updateResourceReq(have, want ha.Resource) (apischema.Request, error) {
+	var del []string
+	upd := want
+	upd.Digest = have.Digest
+	if want.Comment == "" && have.Comment != "" {
+		del = append(del, "comment")
+	}
+	if want.Group == "" && have.Group != "" {
+		del = append(del, "group")
+	}
+	req, err := ha.UpdateResource(upd, del, g.major)
+	if err != nil {
+		return req, fmt.Errorf("failback: %w", err)
+	}
+	return req, nil
 }
 
 // waitGuestState polls the guest's real state until it is what the HA
@@ -483,16 +510,7 @@ func (g *guestHA) planGroup(cfg haConfig, nodes ha.NodeList, want *ha.Resource) 
 	}
 	name := g.groupName()
 	have, exists := findGroup(cfg.groups, name)
-	wg := ha.Group{Name: name, Nodes: nodes, Restricted: g.p.Strict}
-	if exists {
-		wg.NoFailback, wg.Comment = have.NoFailback, have.Comment
-	}
-	if g.p.Failback != nil {
-		wg.NoFailback = !*g.p.Failback
-	}
-	if g.p.Comment != nil {
-		wg.Comment = *g.p.Comment
-	}
+	wg := g.wantedGroup(name, nodes, have, exists)
 	g.group = &wg
 	if exists && sameGroup(have, wg) {
 		return nil, nil
@@ -512,10 +530,24 @@ func (g *guestHA) planGroup(cfg haConfig, nodes ha.NodeList, want *ha.Resource) 
 	if exists {
 		before = &have
 		upd := wg
+		upd.Digest = have.Digest
 		req := ha.UpdateGroup(upd)
 		what := fmt.Sprintf("update HA group %s (nodes %s)", name, wg.Nodes)
+		replan := func(cfg haConfig) (apischema.Request, string, error) {
+			have, ok := findGroup(cfg.groups, name)
+			if !ok {
+				return apischema.Request{}, "", fmt.Errorf("HA group %s no longer exists", name)
+			}
+			wg = g.wantedGroup(name, nodes, have, true) // what Verify and the report expect now
+			if sameGroup(have, wg) {
+				return apischema.Request{}, "", nil
+			}
+			upd := wg
+			upd.Digest = have.Digest
+			return ha.UpdateGroup(upd), "group " + oneLine(groupText(&wg)), nil
+		}
 		ch = ansible.Change{ID: "ha:group", Summary: what, Apply: func(ctx context.Context) error {
-			return g.send(ctx, req, what, false, func(ctx context.Context) (bool, error) { return verify(ctx) == nil, nil })
+			return g.update(ctx, req, what, replan, func(ctx context.Context) (bool, error) { return verify(ctx) == nil, nil })
 		}}
 	} else {
 		req := ha.CreateGroup(wg)
@@ -531,6 +563,22 @@ func (g *guestHA) planGroup(cfg haConfig, nodes ha.NodeList, want *ha.Resource) 
 	ch.Verify = verify
 	_ = want
 	return []ansible.Change{ch}, nil
+}
+
+// wantedGroup is the group the task asks for: the options it gives, the
+// others as have holds them.
+func (g *guestHA) wantedGroup(name string, nodes ha.NodeList, have ha.Group, exists bool) ha.Group {
+	wg := ha.Group{Name: name, Nodes: nodes, Restricted: g.p.Strict}
+	if exists {
+		wg.NoFailback, wg.Comment = have.NoFailback, have.Comment
+	}
+	if g.p.Failback != nil {
+		wg.NoFailback = !*g.p.Failback
+	}
+	if g.p.Comment != nil {
+		wg.Comment = *g.p.Comment
+	}
+	return wg
 }
 
 func ruleText(r *ha.Rule) string {
@@ -614,22 +662,30 @@ func (g *guestHA) planNodeRule(cfg haConfig, nodes ha.NodeList) ([]ansible.Chang
 		}
 		return []ansible.Change{g.removeRule(have)}, nil
 	}
-	want := ha.Rule{ID: id, Type: ha.NodeAffinity, Resources: []ha.SID{g.sid}, Nodes: nodes, Strict: g.p.Strict}
-	if exists {
-		if have.Type != ha.NodeAffinity {
-			return nil, fmt.Errorf("rule: HA rule %s is a %s rule, not node-affinity; PVE cannot change a rule's type: give another rule name", id, have.Type)
+	if exists && have.Type != ha.NodeAffinity {
+		return nil, fmt.Errorf("rule: HA rule %s is a %s rule, not node-affinity; PVE cannot change a rule's type: give another rule name", id, have.Type)
+	}
+	wantFrom := func(have ha.Rule, exists bool) ha.Rule {
+		want := ha.Rule{ID: id, Type: ha.NodeAffinity, Resources: []ha.SID{g.sid}, Nodes: nodes, Strict: g.p.Strict}
+		if exists {
+			// The guests the rule holds stay: this guest is added to them.
+			want.Resources = withSID(have.Resources, g.sid)
+			want.Comment = have.Comment
 		}
-		want.Resources = withSID(have.Resources, g.sid)
-		want.Comment = have.Comment
+		if g.p.Comment != nil {
+			want.Comment = *g.p.Comment
+		}
+		return want
 	}
-	if g.p.Comment != nil {
-		want.Comment = *g.p.Comment
-	}
-	return g.planRule(have, exists, want)
+	return g.planRule(have, exists, wantFrom)
 }
 
-// planRule creates or updates one rule to equal want.
-func (g *guestHA) planRule(have ha.Rule, exists bool, want ha.Rule) ([]ansible.Change, error) {
+// planRule creates or updates one rule to equal wantFrom(have): the rule
+// the task asks for, given the rule as read (an update that PVE refuses
+// because rules.cfg changed meanwhile is planned again from a fresh read).
+func (g *guestHA) planRule(have ha.Rule, exists bool, wantFrom func(have ha.Rule, exists bool) ha.Rule) ([]ansible.Change, error) {
+	want := wantFrom(have, exists)
+	slot := len(g.affinity) // where the report keeps it (resource-affinity)
 	if want.Type == ha.NodeAffinity {
 		g.rule = &want
 	} else {
@@ -660,13 +716,37 @@ func (g *guestHA) planRule(have ha.Rule, exists bool, want ha.Rule) ([]ansible.C
 	var ch ansible.Change
 	if exists {
 		before = &have
-		req, err := ha.UpdateRule(want, g.major)
+		upd := want
+		upd.Digest = have.Digest
+		req, err := ha.UpdateRule(upd, g.major)
 		if err != nil {
 			return nil, err
 		}
 		what := fmt.Sprintf("update HA %s rule %s", want.Type, want.ID)
+		replan := func(cfg haConfig) (apischema.Request, string, error) {
+			have, ok := findRule(cfg.rules, want.ID)
+			if !ok {
+				return apischema.Request{}, "", fmt.Errorf("HA rule %s no longer exists", want.ID)
+			}
+			if have.Type != want.Type {
+				return apischema.Request{}, "", fmt.Errorf("HA rule %s is a %s rule now, not %s", want.ID, have.Type, want.Type)
+			}
+			want = wantFrom(have, true) // what Verify and the report expect now
+			if want.Type == ha.NodeAffinity {
+				g.rule = &want
+			} else if slot < len(g.affinity) {
+				g.affinity[slot] = want
+			}
+			if have.Same(want) {
+				return apischema.Request{}, "", nil
+			}
+			upd := want
+			upd.Digest = have.Digest
+			req, err := ha.UpdateRule(upd, g.major)
+			return req, "rule " + oneLine(ruleText(&want)), err
+		}
 		ch = ansible.Change{Summary: what, Apply: func(ctx context.Context) error {
-			return g.send(ctx, req, what, false, func(ctx context.Context) (bool, error) { return verify(ctx) == nil, nil })
+			return g.update(ctx, req, what, replan, func(ctx context.Context) (bool, error) { return verify(ctx) == nil, nil })
 		}}
 	} else {
 		req, err := ha.CreateRule(want, g.major)
@@ -753,14 +833,18 @@ func (g *guestHA) planAffinity(ctx context.Context, cfg haConfig) ([]ansible.Cha
 		if exists && have.Type != ha.ResourceAffinity {
 			return nil, fmt.Errorf("resource_affinity[%d].rule: HA rule %s is a %s rule; PVE cannot change a rule's type", i, id, have.Type)
 		}
-		want := ha.Rule{ID: id, Type: ha.ResourceAffinity, Resources: res, Affinity: a.Affinity}
-		if exists {
-			want.Comment = have.Comment
+		affinity := a.Affinity
+		wantFrom := func(have ha.Rule, exists bool) ha.Rule {
+			want := ha.Rule{ID: id, Type: ha.ResourceAffinity, Resources: res, Affinity: affinity}
+			if exists {
+				want.Comment = have.Comment
+			}
+			if g.p.Comment != nil {
+				want.Comment = *g.p.Comment
+			}
+			return want
 		}
-		if g.p.Comment != nil {
-			want.Comment = *g.p.Comment
-		}
-		ch, err := g.planRule(have, exists, want)
+		ch, err := g.planRule(have, exists, wantFrom)
 		if err != nil {
 			return nil, err
 		}

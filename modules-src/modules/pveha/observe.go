@@ -36,8 +36,10 @@ type guestHA struct {
 	rule      *ha.Rule
 	group     *ha.Group
 	affinity  []ha.Rule
-	quiet     bool // preflight: plan without warning
-	notYet    bool // check mode only: the guest does not exist (yet)
+	quiet     bool            // preflight: plan without warning
+	seen      haConfig        // the HA config the HA changes were planned from (digest.go)
+	wrote     map[string]bool // /etc/pve/ha files this run sent a write to (digest.go)
+	notYet    bool            // check mode only: the guest does not exist (yet)
 }
 
 // notYetChange is the whole plan of a check run for a guest that does not

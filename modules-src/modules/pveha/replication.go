@@ -202,6 +202,7 @@ func (g *guestHA) send(ctx context.Context, req apischema.Request, what string, 
 	}
 	_, err := pveansible.Dispatch(ctx, g.r, g.c, pveapi.Write{Method: req.Method, Path: req.Path, Params: req.Params,
 		What: what, Settle: settle, Creates: creates})
+	g.markWritten(req)
 	return err
 }
 

@@ -1,8 +1,13 @@
 package pvestorage
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -95,6 +100,76 @@ func TestRerunAfterUnverifiedUpdateDigestMismatch(t *testing.T) {
 			w.sim.ResetRequests()
 			if again := w.run(rerun, false); failed(again) || again["changed"] != false || len(w.storagePuts()) != 0 {
 				t.Errorf("third run: %v %v", again["msg"], again["changes"])
+			}
+		})
+	}
+}
+
+// A storage edit that lands between pve_storage's read and its PUT (issue
+// 23 §5, S1): the PUT carries the digest read, PVE refuses it without
+// writing, and the module reads storage.cfg again and sends only what
+// still differs, once, with the fresh digest, so the other write is kept
+// (here its mountpoint, which the task does not manage). When the other
+// write already made the task's change, nothing is sent again. PVE 8 and
+// 9, the edit made by another client (pve02) exactly then (Fault.Before).
+func TestConcurrentStorageEditKept(t *testing.T) {
+	for _, v := range []int{8, 9} {
+		t.Run(fmt.Sprintf("PVE%d", v), func(t *testing.T) {
+			w := newWorld(t, v)
+			if res := w.run(zfsArgs(), false); failed(res) {
+				t.Fatal(res["msg"])
+			}
+			edit := func(params url.Values) func() error {
+				var mu sync.Mutex
+				var errs []error
+				if _, err := w.sim.Faults().Add(pvesim.Fault{Node: "pve01", Method: "PUT", Path: "/storage/nvme-vm", Kind: pvesim.FaultLatency, Count: 1,
+					Before: func() {
+						if err := pveapitest.Send(context.Background(), w.client(), "PUT", "/storage/nvme-vm", params, nil); err != nil {
+							mu.Lock()
+							errs = append(errs, err)
+							mu.Unlock()
+						}
+					}}); err != nil {
+					t.Fatal(err)
+				}
+				return func() error { mu.Lock(); defer mu.Unlock(); return errors.Join(errs...) }
+			}
+			statuses := func() []int {
+				var out []int
+				for _, r := range w.storagePuts() {
+					out = append(out, r.Status)
+				}
+				return out
+			}
+			// Another writer sets the mountpoint; this task disables it.
+			done := edit(url.Values{"mountpoint": {"/srv/nvme-vm"}})
+			w.sim.ResetRequests()
+			args := with(zfsArgs(), "disable", true)
+			res := w.run(args, false)
+			if err := done(); err != nil {
+				t.Fatal(err)
+			}
+			if failed(res) || res["changed"] != true || !strings.Contains(pveapi.String(res["warnings"]), "only disable still differ") {
+				t.Fatalf("failed %v changed %v: %v %v", res["failed"], res["changed"], res["msg"], res["warnings"])
+			}
+			if got := statuses(); !slices.Equal(got, []int{500, 200, 200}) {
+				t.Errorf("PUTs by start: %v, want the module's refused one, the other writer's (sent while it waited), the module's second", got)
+			}
+			if cfg := w.config("nvme-vm"); pveapi.String(cfg["disable"]) != "1" || pveapi.String(cfg["mountpoint"]) != "/srv/nvme-vm" {
+				t.Errorf("storage after the run: %v", cfg)
+			}
+			// Another writer makes exactly this task's change meanwhile.
+			done = edit(url.Values{"delete": {"disable"}})
+			w.sim.ResetRequests()
+			res = w.run(with(zfsArgs(), "disable", false), false)
+			if err := done(); err != nil {
+				t.Fatal(err)
+			}
+			if failed(res) || !strings.Contains(pveapi.String(res["warnings"]), "nothing was sent again") {
+				t.Fatalf("failed %v: %v %v", res["failed"], res["msg"], res["warnings"])
+			}
+			if got := statuses(); !slices.Equal(got, []int{500, 200}) {
+				t.Errorf("PUTs by start: %v, want the module's refused one and the other writer's only", got)
 			}
 		})
 	}
