@@ -6,6 +6,7 @@ package hosttest
 import (
 	"context"
 	"fmt"
+	"github.com/gopve/proxmox/modules-src/internal/writes"
 	"strings"
 	"sync"
 
@@ -55,8 +56,11 @@ func (f *Runner) OnFunc(pattern string, h Handler) *Runner {
 }
 
 // Run implements host.Runner.
-func (f *Runner) Run(_ context.Context, cmd host.Command) (host.Result, error) {
+func (f *Runner) Run(ctx context.Context, cmd host.Command) (host.Result, error) {
 	line := cmd.String()
+	if host.ChangesNode(cmd) {
+		writes.Note(ctx, line) // as host.ExecRunner does (issue 23 §2)
+	}
 	f.mu.Lock()
 	f.calls = append(f.calls, line)
 	var h Handler
