@@ -8,7 +8,7 @@
 //
 // It is a tiny package of its own because pveapi and host must not import
 // the Ansible runtime. Modules must not import it
-// (TestModulesDoNotImportWrites): a module cannot note, forget or undo a
+// (modules.TestNodeWritesOnlyThroughHost): a module cannot note, forget or undo a
 // write; only the layers that send them do.
 package writes
 
