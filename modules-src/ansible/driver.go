@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/go-viper/mapstructure/v2"
+
+	"github.com/gopve/proxmox/modules-src/internal/writes"
 )
 
 // reservedKeys are the result keys the runtime owns.
@@ -34,6 +36,7 @@ func newRun(parent context.Context, m *Module, inv *Invocation, env Env, stderr 
 		secrets: newSecretSet(),
 		stderr:  stderr,
 		world:   newWorld(),
+		writes:  &writes.Counter{},
 	}
 	for _, s := range v.secrets {
 		r.secrets.add(s)
@@ -50,6 +53,10 @@ func newRun(parent context.Context, m *Module, inv *Invocation, env Env, stderr 
 		return nil, func() {}, r.buildResult(fmt.Errorf("timeout: %v is negative; give the task's deadline in seconds, or 0 for none", params[TimeoutOption]))
 	}
 	parent = context.WithValue(parent, runKey{}, r)
+	// Every write pveapi or host sends under the run's context is noted
+	// here (issue 23 §2): the Apply that sent one cannot end "nothing
+	// changed".
+	parent = writes.With(parent, r.writes)
 	var cancel context.CancelFunc
 	if timeout, ok := m.deadline(params); ok {
 		r.timeout = timeout
@@ -157,8 +164,14 @@ func (r *Run) stage(name string, plan StageFunc) error {
 		// reporting while Apply still runs) until Verify proves it, or
 		// Apply declares it left nothing behind.
 		r.setStatus(first+i, 1, statusUnverified)
+		before := r.writes.Count()
 		applyErr := c.Apply(r.ctx)
 		if applyErr != nil && IsNothingChanged(applyErr) {
+			if sent := r.writes.Since(before); len(sent) > 0 {
+				// The runtime's rule, not the module's: a write went out,
+				// so "nothing changed" is a claim no read can prove.
+				return fail(sentAnyway(c.Summary, applyErr, sent))
+			}
 			r.setStatus(first+i, 1, statusNotRun)
 			return fail(fmt.Errorf("could not %s (nothing was changed): %w", c.Summary, applyErr))
 		}
@@ -175,6 +188,17 @@ func (r *Run) stage(name string, plan StageFunc) error {
 		r.setStatus(first+i, 1, statusVerified)
 	}
 	return nil
+}
+
+// sentAnyway is an Apply that declared NothingChanged after the write
+// layers noted writes it sent: the change stays made, unverified, and the
+// message says why (the error is not a NothingChanged any more).
+func sentAnyway(summary string, err error, sent []string) error {
+	what := fmt.Sprintf("%d writes had been sent (%s)", len(sent), strings.Join(sent, "; "))
+	if len(sent) == 1 {
+		what = fmt.Sprintf("a write had been sent (%s)", sent[0])
+	}
+	return fmt.Errorf("could not %s: %v; %s before this failure, so the change is not reported as \"nothing was changed\" whatever the failure says: it counts as made, unverified", summary, err, what)
 }
 
 // record adds planned changes (not run yet) and returns the index of the

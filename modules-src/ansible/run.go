@@ -2,6 +2,7 @@ package ansible
 
 import (
 	"context"
+	"github.com/gopve/proxmox/modules-src/internal/writes"
 	"io"
 	"sync"
 	"time"
@@ -30,6 +31,9 @@ type Run struct {
 	stderr   io.Writer
 	timeout  time.Duration
 	critical int // Uninterruptible sections running now
+	// writes counts the writes pveapi and host send under ctx (issue 23
+	// §2); stage compares it around each Apply.
+	writes *writes.Counter
 }
 
 // changeStatus is what became of a planned change.

@@ -2,8 +2,10 @@ package host
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"github.com/gopve/proxmox/modules-src/internal/writes"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -160,7 +162,7 @@ func (c *FileChange) Diff() Diff {
 // before the rename the file is read again, and if it no longer holds what
 // was observed when the change was planned (another process edited it), it
 // is left alone and a *ConflictError says so; nothing was changed then.
-func (r Root) ApplyFile(c *FileChange, now time.Time) (backup string, err error) {
+func (r Root) ApplyFile(ctx context.Context, c *FileChange, now time.Time) (backup string, err error) {
 	r.mustWrite("write " + c.Path)
 	target, err := r.resolve(c.Path)
 	if err != nil {
@@ -193,6 +195,8 @@ func (r Root) ApplyFile(c *FileChange, now time.Time) (backup string, err error)
 	if err := r.stillAsObserved(c.Path, c.Before); err != nil {
 		return "", err
 	}
+	// From here the backup or the file itself may be written (issue 23 §2).
+	writes.Note(ctx, "write "+c.Path)
 	if c.Backup && c.Before.Exists {
 		backup = BackupName(c.Path, now)
 		if err := renameio.WriteFile(r.Path(backup), c.Before.Content, c.Before.Mode); err != nil {
@@ -270,9 +274,14 @@ func BackupName(path string, now time.Time) string {
 
 // Remove deletes a file (a symbolic link itself, not what it leads to); a
 // file that is already gone is not an error.
-func (r Root) Remove(path string) error {
+func (r Root) Remove(ctx context.Context, path string) error {
 	r.mustWrite("remove " + path)
-	if err := os.Remove(r.Path(path)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	err := os.Remove(r.Path(path))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	writes.Note(ctx, "remove "+path) // it was there (issue 23 §2)
+	if err != nil {
 		return fmt.Errorf("remove %s: %w", path, err)
 	}
 	return nil
@@ -281,12 +290,13 @@ func (r Root) Remove(path string) error {
 // WriteInPlace writes data into an existing file without replacing it
 // (sysfs parameters such as /sys/module/zfs/parameters/zfs_arc_max cannot
 // be renamed over).
-func (r Root) WriteInPlace(path string, data []byte) error {
+func (r Root) WriteInPlace(ctx context.Context, path string, data []byte) error {
 	r.mustWrite("write " + path)
 	f, err := os.OpenFile(r.Path(path), os.O_WRONLY|os.O_TRUNC, 0)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
+	writes.Note(ctx, "write "+path) // opened for writing, truncated (issue 23 §2)
 	if _, err := f.Write(data); err != nil {
 		f.Close()
 		return fmt.Errorf("write %s: %w", path, err)

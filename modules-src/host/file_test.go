@@ -50,7 +50,7 @@ func TestPlanApplyVerifyFile(t *testing.T) {
 				return
 			}
 			ch.Backup = c.backup
-			bk, err := root.ApplyFile(ch, now)
+			bk, err := root.ApplyFile(context.Background(), ch, now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -146,7 +146,7 @@ func TestApplyKeepsOwner(t *testing.T) {
 	if err != nil || ch == nil {
 		t.Fatal(ch, err)
 	}
-	if _, err := root.ApplyFile(ch, time.Now()); err != nil {
+	if _, err := root.ApplyFile(context.Background(), ch, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	st, _ := root.ReadFile(p)

@@ -136,6 +136,21 @@ func ReadOnlyCommand(cmd Command) bool {
 	return false
 }
 
+// ChangesNode tells whether cmd, run for real, may change the node, for
+// the runtime's write count (issue 23 §2: an Apply that ran one cannot end
+// "nothing changed"): every command check mode's allow-list refuses
+// (ReadOnlyCommand), except apt-get --download-only, which only fills
+// APT's archive cache (a cut download changed nothing, docs/contracts.md).
+func ChangesNode(cmd Command) bool {
+	if ReadOnlyCommand(cmd) {
+		return false
+	}
+	if path.Base(cmd.Name) == "apt-get" && slices.ContainsFunc(cmd.Args, func(a string) bool { return a == "--download-only" || a == "-d" }) {
+		return false
+	}
+	return true
+}
+
 // sshSafeOptions are the ssh -o options a read-only ssh may carry: none of
 // them runs a local command or writes a file (UpdateHostKeys must be no,
 // StrictHostKeyChecking yes, so known_hosts is never written).

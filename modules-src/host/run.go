@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/internal/writes"
 )
 
 // Command is one program to run on the node.
@@ -175,6 +177,9 @@ func (r *ExecRunner) Run(ctx context.Context, cmd Command) (Result, error) {
 	}
 	start := time.Now()
 	err := c.Run()
+	if c.Process != nil && ChangesNode(cmd) {
+		writes.Note(ctx, r.mask(cmd.String())) // issue 23 §2: it started, so it may have written
+	}
 	if !termSent.IsZero() {
 		reapGroup(c.Process.Pid, termSent.Add(grace))
 	}

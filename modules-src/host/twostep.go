@@ -39,7 +39,7 @@ func (e *ActError) Unwrap() error { return e.Err }
 // modules whose action leaves a trace (a service's start time older than
 // the file) should also detect the pending action on the next run.
 func (r Root) WriteThenAct(ctx context.Context, c *FileChange, now time.Time, act func(ctx context.Context) error) (backup string, err error) {
-	backup, err = r.ApplyFile(c, now)
+	backup, err = r.ApplyFile(ctx, c, now)
 	if err != nil {
 		return backup, err
 	}
@@ -55,13 +55,13 @@ func (r Root) WriteThenAct(ctx context.Context, c *FileChange, now time.Time, ac
 		return backup, &ActError{Path: c.Path, Err: actErr, UndoErr: fmt.Errorf("it no longer holds what was written (changed by another process)")}
 	}
 	if !c.Before.Exists {
-		if err := r.Remove(written.Target); err != nil {
+		if err := r.Remove(ctx, written.Target); err != nil {
 			return backup, &ActError{Path: c.Path, Err: actErr, UndoErr: err}
 		}
 		return backup, &ActError{Path: c.Path, Err: actErr, Undone: true}
 	}
 	undo := &FileChange{Path: c.Path, Before: written, After: c.Before.Content, Mode: c.Before.Mode}
-	if _, err := r.ApplyFile(undo, now); err != nil {
+	if _, err := r.ApplyFile(ctx, undo, now); err != nil {
 		return backup, &ActError{Path: c.Path, Err: actErr, UndoErr: err}
 	}
 	return backup, &ActError{Path: c.Path, Err: actErr, Undone: true}

@@ -42,7 +42,7 @@ func TestApplyFileWritesThroughSymlinks(t *testing.T) {
 		if ch.Before.Target != "/etc/pve/priv/authorized_keys" || string(ch.Before.Content) == "" {
 			t.Fatalf("observed %+v", ch.Before)
 		}
-		if _, err := root.ApplyFile(ch, time.Now()); err != nil {
+		if _, err := root.ApplyFile(context.Background(), ch, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		if err := root.VerifyFile(ch); err != nil {
@@ -61,7 +61,7 @@ func TestApplyFileWritesThroughSymlinks(t *testing.T) {
 	writeT(t, root, "/etc/other", "other\n")
 	os.Remove(root.Path("/root/.ssh/authorized_keys"))
 	os.Symlink("/etc/other", root.Path("/root/.ssh/authorized_keys"))
-	_, err := root.ApplyFile(ch, time.Now())
+	_, err := root.ApplyFile(context.Background(), ch, time.Now())
 	var conflict *ConflictError
 	if !errors.As(err, &conflict) || !strings.Contains(err.Error(), "/etc/other") || !strings.Contains(err.Error(), "/etc/pve/priv/authorized_keys") {
 		t.Errorf("retargeted link: %v", err)
@@ -104,7 +104,7 @@ func TestApplyFileIsCompareAndSwap(t *testing.T) {
 			ch.Backup = true
 			tc.edit(root, p)
 			snapshot := listTree(t, root)
-			_, err = root.ApplyFile(ch, time.Now())
+			_, err = root.ApplyFile(context.Background(), ch, time.Now())
 			var conflict *ConflictError
 			if !errors.As(err, &conflict) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), p) {
 				t.Fatalf("err = %v, want a conflict saying %q", err, tc.want)
@@ -144,9 +144,9 @@ func TestReadOnlyRootRefusesWrites(t *testing.T) {
 	}
 	ch := PlanFrom(st, []byte("b\n"), 0)
 	for name, write := range map[string]func(){
-		"ApplyFile":    func() { ro.ApplyFile(ch, time.Now()) },
-		"Remove":       func() { ro.Remove("/etc/x") },
-		"WriteInPlace": func() { ro.WriteInPlace("/etc/x", []byte("c\n")) },
+		"ApplyFile":    func() { ro.ApplyFile(context.Background(), ch, time.Now()) },
+		"Remove":       func() { ro.Remove(context.Background(), "/etc/x") },
+		"WriteInPlace": func() { ro.WriteInPlace(context.Background(), "/etc/x", []byte("c\n")) },
 		"WriteThenAct": func() {
 			ro.WriteThenAct(context.Background(), ch, time.Now(), func(context.Context) error { return nil })
 		},

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gopve/proxmox/modules-src/internal/writes"
 	"maps"
 	"net/http"
 	"net/url"
@@ -121,7 +122,9 @@ func (t *pveshTransport) do(ctx context.Context, method, path string, params url
 // be pointed at its node description).
 func (t *pveshTransport) runCommand(ctx context.Context, bin string, args []string) ([]byte, []byte, error) {
 	r := &host.ExecRunner{BaseEnv: os.Environ(), TermGrace: t.graceOrDefault()}
-	res, err := r.Run(ctx, host.Command{Name: bin, Args: args})
+	// Dispatch notes the write pvesh carries, and only when PVE did not
+	// refuse it; the runner must not note it again (issue 23 §2).
+	res, err := r.Run(writes.Detach(ctx), host.Command{Name: bin, Args: args})
 	var ce *host.CommandError
 	if errors.As(err, &ce) && ce.Err != nil {
 		err = ce.Err // the *exec.ExitError (or start failure) underneath

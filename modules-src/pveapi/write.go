@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/internal/writes"
 )
 
 // Write is one mutating API call, named so that it is sent once and its
@@ -157,13 +159,14 @@ func login(method, path string) bool {
 // A write is re-sent only when PVE said it could not take its lock (it
 // takes the lock before changing anything) or the connection could not
 // even be opened (nothing was sent); never after a lost answer.
-func (c *Client) Dispatch(ctx context.Context, w Write) (*Outcome, error) {
+func (c *Client) Dispatch(ctx context.Context, w Write) (_ *Outcome, err error) {
 	if err := w.check(); err != nil {
 		return nil, err
 	}
+	defer func() { noteWrite(ctx, w, err) }() // issue 23 §2: the runtime counts every write that may have acted
 	start := time.Now()
 	var raw json.RawMessage
-	err := c.send(ctx, w.Method, w.Path, w.Params, &raw)
+	err = c.send(ctx, w.Method, w.Path, w.Params, &raw)
 	if err == nil {
 		out := &Outcome{Data: raw}
 		if w.Task == nil {
@@ -190,6 +193,19 @@ func (c *Client) Dispatch(ctx context.Context, w Write) (*Outcome, error) {
 		return c.settleOnce(ctx, w, start, err)
 	}
 	return c.settle(ctx, w, start, err)
+}
+
+// noteWrite tells the runtime's write counter (internal/writes) that w
+// was sent and may have acted: everything but a write PVE refused before
+// acting or that one read proved left nothing (NothingDone), and one a
+// read-only client never sent. After a noted write the Apply that sent it
+// can no longer end "nothing changed".
+func noteWrite(ctx context.Context, w Write, err error) {
+	var ro *ReadOnlyError
+	if err != nil && (NothingDone(err) || errors.As(err, &ro)) {
+		return
+	}
+	writes.Note(ctx, w.What)
 }
 
 func (w Write) check() error {

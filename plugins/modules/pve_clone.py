@@ -266,7 +266,7 @@ options:
     type: "str"
   state:
     description:
-      - "present: exists and configured, power untouched (a new VM stays stopped). started/stopped: also that power state (through HA when HA manages the guest). absent: stopped and destroyed, after checking its name."
+      - "present: exists and configured, power untouched (a new VM stays stopped). started/stopped: also that power state (through HA when HA manages the guest). absent: stopped and destroyed, after checking its name: a running VM is first stopped (through HA when HA manages it) and waited for until PVE reports it stopped, a change of its own, then destroyed; what PVE would refuse to destroy (protection, HA or replication jobs without purge, a lock) is refused before any write, check mode alike."
     type: "str"
     default: "present"
     choices:

@@ -6,6 +6,7 @@ package hosttest
 import (
 	"context"
 	"fmt"
+	"github.com/gopve/proxmox/modules-src/internal/writes"
 	"strings"
 	"sync"
 
@@ -55,8 +56,11 @@ func (f *Runner) OnFunc(pattern string, h Handler) *Runner {
 }
 
 // Run implements host.Runner.
-func (f *Runner) Run(_ context.Context, cmd host.Command) (host.Result, error) {
+func (f *Runner) Run(ctx context.Context, cmd host.Command) (host.Result, error) {
 	line := cmd.String()
+	if host.ChangesNode(cmd) {
+		writes.Note(ctx, line) // as host.ExecRunner does (issue 23 §2)
+	}
 	f.mu.Lock()
 	f.calls = append(f.calls, line)
 	var h Handler
@@ -131,4 +135,27 @@ func (f *Runner) Ran(pattern string) bool {
 		}
 	}
 	return false
+}
+
+// Counted wraps a runner that does not start processes (a test double
+// that answers commands itself) so that, like host.ExecRunner, it notes
+// every command that may change the node for the runtime's write count
+// (issue 23 §2). Runners that start processes need no wrapper.
+func Counted(r host.Runner) host.Runner { return counted{r} }
+
+type counted struct{ inner host.Runner }
+
+func (c counted) Run(ctx context.Context, cmd host.Command) (host.Result, error) {
+	if host.ChangesNode(cmd) {
+		writes.Note(ctx, cmd.String())
+	}
+	return c.inner.Run(ctx, cmd)
+}
+
+// Log is the inner runner's log, when it keeps one.
+func (c counted) Log() []host.Result {
+	if l, ok := c.inner.(host.Logger); ok {
+		return l.Log()
+	}
+	return nil
 }

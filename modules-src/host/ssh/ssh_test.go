@@ -87,7 +87,7 @@ func TestKeyPairAndAuthorizedKeysC7(t *testing.T) {
 	if fc.Before.Target != "/etc/pve/priv/authorized_keys" {
 		t.Fatalf("planned against %s, want the link's target", fc.Before.Target)
 	}
-	if _, err := r.ApplyFile(fc, time.Now()); err != nil {
+	if _, err := r.ApplyFile(context.Background(), fc, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if fi, err := os.Lstat(r.Path(AuthorizedKeys)); err != nil || fi.Mode()&os.ModeSymlink == 0 {

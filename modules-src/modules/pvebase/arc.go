@@ -79,9 +79,9 @@ func (m *base) planArc(_ context.Context, want uint64) ([]ansible.Change, error)
 			ID:      "zfs_arc:live",
 			Summary: fmt.Sprintf("set the running ARC cap to %s (%s)", val, size.Format(want)),
 			Diff:    &ansible.Diff{Before: strconv.FormatUint(live, 10) + "\n", After: val + "\n", BeforeHeader: arcSysfs, AfterHeader: arcSysfs},
-			Apply: func(context.Context) error {
+			Apply: func(ctx context.Context) error {
 				// sysfs parameters are written in place, never renamed over
-				return m.env.Root.WriteInPlace(arcSysfs, []byte(val+"\n"))
+				return m.env.Root.WriteInPlace(ctx, arcSysfs, []byte(val+"\n"))
 			},
 			Verify: func(context.Context) error {
 				got, _, err := m.readLiveArc()

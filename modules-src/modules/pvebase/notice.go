@@ -243,7 +243,7 @@ func (m *base) planHook() (changes []ansible.Change, hookInPlace bool, err error
 					ID:      "notice:hook-remove:" + p,
 					Summary: "remove " + p + " (subscription_notice_hook is false)",
 					Diff:    &ansible.Diff{Before: string(cur.Content), After: "", BeforeHeader: p, AfterHeader: p + " (absent)"},
-					Apply:   func(context.Context) error { return m.env.Root.Remove(p) },
+					Apply:   func(ctx context.Context) error { return m.env.Root.Remove(ctx, p) },
 					Verify: func(context.Context) error {
 						st, err := m.env.Root.ReadFile(p)
 						if err == nil && st.Exists {

@@ -191,8 +191,8 @@ func (m *base) fileChange(id, summary string, fc *host.FileChange) ansible.Chang
 		ID:      id,
 		Summary: summary,
 		Diff:    &ansible.Diff{Before: d.Before, After: d.After, BeforeHeader: d.BeforeHeader, AfterHeader: d.AfterHeader},
-		Apply: func(context.Context) error {
-			_, err := m.env.Root.ApplyFile(fc, m.env.Now())
+		Apply: func(ctx context.Context) error {
+			_, err := m.env.Root.ApplyFile(ctx, fc, m.env.Now())
 			return fileApplyError(err)
 		},
 		Verify: func(context.Context) error { return m.env.Root.VerifyFile(fc) },

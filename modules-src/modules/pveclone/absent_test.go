@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveapitest"
@@ -129,4 +130,139 @@ func TestAbsentPurge(t *testing.T) {
 			}
 		})
 	}
+}
+
+// mutations lists the lab's writes as "METHOD path[ purge=…]", in order.
+func mutations(s *pvesim.Sim) []string {
+	var out []string
+	for _, r := range writes(s) {
+		line := r.Method + " " + r.Path
+		if p := r.Params["purge"]; p != "" {
+			line += " purge=" + p
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// Issue 23 §2 (H4): state: absent of a running VM is two changes, one
+// write each — the stop (through HA for an HA guest: PVE only queues it,
+// the CRM and LRM carry it out a round later, and the lab's destroy
+// refuses the VM until then, as qemu-server's does), waited for until PVE
+// reports the VM stopped, then the destroy. Everything destroy_vm refuses
+// is refused before the stop, in check mode alike. The first purge of a
+// running HA guest succeeds (on main it stopped the VM, set HA to stopped
+// and reported "nothing was changed"). Every changed is checked against the
+// lab's request log and what the lab holds, in the failed runs too; PVE 8
+// and 9.
+func TestAbsentStopsThenDestroys(t *testing.T) {
+	for _, v := range []int{8, 9} {
+		t.Run(fmt.Sprintf("PVE%d", v), func(t *testing.T) {
+			w := newWorld(t, v, func(c *pvesim.Config) { c.HADelay = 300 * time.Millisecond })
+			api := w.client()
+			for _, g := range []pvesim.GuestSpec{
+				{VMID: 411, Running: true, Config: map[string]string{"name": "ha-1", "scsi0": "shared:1"}},
+				{VMID: 412, Running: true, Config: map[string]string{"name": "prot-1", "scsi0": "shared:1", "protection": "1"}},
+				{VMID: 413, Running: true, Config: map[string]string{"name": "plain-1", "scsi0": "shared:1"}},
+				{VMID: 414, Running: true, Config: map[string]string{"name": "refused-1", "scsi0": "shared:1"}},
+			} {
+				if err := w.sim.AddGuest("pve02", g); err != nil {
+					t.Fatal(err)
+				}
+			}
+			pveapitest.Write(t, api, "POST", "/cluster/ha/resources", url.Values{"sid": {"vm:411"}, "state": {"started"}})
+			running := func(vmid int) (bool, bool) {
+				g, ok := resources.Find(w.guests(), vmid)
+				return ok, g.Status == "running"
+			}
+
+			// Protection: refused before the stop, naming PVE's reason; check
+			// mode predicts the same refusal. The VM still runs.
+			for _, check := range []bool{true, false} {
+				w.sim.ResetRequests()
+				res := w.run(map[string]any{"vmid": 412, "name": "prot-1", "state": "absent", "purge": true}, check)
+				if !failed(res) || res["changed"] != false || !strings.Contains(msg(res), "can't remove VM 412 - protection mode enabled") || len(writes(w.sim)) != 0 {
+					t.Errorf("protected (check %v): changed=%v %q writes %v", check, res["changed"], msg(res), mutations(w.sim))
+				}
+			}
+			if ok, r := running(412); !ok || !r {
+				t.Errorf("the refused destroy touched VM 412: exists %v running %v", ok, r)
+			}
+
+			// HA without purge: refused before the stop, check mode alike.
+			for _, check := range []bool{true, false} {
+				w.sim.ResetRequests()
+				res := w.run(map[string]any{"vmid": 411, "name": "ha-1", "state": "absent"}, check)
+				if !failed(res) || res["changed"] != false || !strings.Contains(msg(res), "unable to remove VM 411 - used in HA resources and purge parameter not set.") || len(writes(w.sim)) != 0 {
+					t.Errorf("HA without purge (check %v): changed=%v %q writes %v", check, res["changed"], msg(res), mutations(w.sim))
+				}
+			}
+
+			// HA with purge: check mode plans the stop through HA, then the
+			// destroy, and writes nothing; the first real run does both.
+			purge := map[string]any{"vmid": 411, "name": "ha-1", "state": "absent", "purge": true}
+			w.sim.ResetRequests()
+			check := w.run(purge, true)
+			wantChanges := []string{"stop VM 411 (ha-1) on pve02 through HA before destroying it", "destroy VM 411 (ha-1) on pve02, purging HA resource vm:411"}
+			if failed(check) || check["changed"] != true || !slices.Equal(stringsOf(check["changes"]), wantChanges) || len(writes(w.sim)) != 0 {
+				t.Errorf("HA purge check: changed=%v %q %v writes %v", check["changed"], msg(check), check["changes"], mutations(w.sim))
+			}
+			w.sim.ResetRequests()
+			res := w.run(purge, false)
+			if failed(res) || res["changed"] != true || !slices.Equal(stringsOf(res["changes"]), wantChanges) {
+				t.Errorf("HA purge, first run: changed=%v %q %v", res["changed"], msg(res), res["changes"])
+			}
+			if got := mutations(w.sim); !slices.Equal(got, []string{"POST /nodes/pve02/qemu/411/status/stop", "DELETE /nodes/pve02/qemu/411 purge=1"}) {
+				t.Errorf("HA purge sent %v", got)
+			}
+			if ok, _ := running(411); ok {
+				t.Errorf("VM 411 still exists after the purge")
+			}
+			var ha []map[string]any
+			if err := api.Get(context.Background(), "/cluster/ha/resources", nil, &ha); err != nil || len(ha) != 0 {
+				t.Errorf("HA resources left after the purge: %v %v", ha, err)
+			}
+			w.sim.ResetRequests()
+			if again := w.run(purge, false); failed(again) || again["changed"] != false || len(writes(w.sim)) != 0 {
+				t.Errorf("HA purge rerun: changed=%v %q writes %v", again["changed"], msg(again), mutations(w.sim))
+			}
+
+			// Without HA: the stop, then the destroy.
+			w.sim.ResetRequests()
+			res = w.run(map[string]any{"vmid": 413, "name": "plain-1", "state": "absent"}, false)
+			if failed(res) || res["changed"] != true || !slices.Equal(mutations(w.sim), []string{"POST /nodes/pve02/qemu/413/status/stop", "DELETE /nodes/pve02/qemu/413"}) {
+				t.Errorf("plain absent: changed=%v %q sent %v", res["changed"], msg(res), mutations(w.sim))
+			}
+
+			// PVE refuses the destroy after the stop (its config changed
+			// meanwhile; injected): the task fails, and is changed — the
+			// stop was made and read back — never "nothing was changed".
+			if _, err := w.sim.Faults().Add(pvesim.Fault{Method: "DELETE", Path: "/nodes/pve02/qemu/414", Kind: pvesim.FaultError, Status: 500,
+				Message: "can't remove VM 414 - protection mode enabled", Count: 1}); err != nil {
+				t.Fatal(err)
+			}
+			w.sim.ResetRequests()
+			res = w.run(map[string]any{"vmid": 414, "name": "refused-1", "state": "absent"}, false)
+			ok, r := running(414)
+			if !failed(res) || res["changed"] != true || !ok || r ||
+				!slices.Equal(stringsOf(res["changes_verified"]), []string{"stop VM 414 (refused-1) on pve02 before destroying it"}) ||
+				!slices.Equal(stringsOf(res["changes_not_run"]), []string{"destroy VM 414 (refused-1) on pve02"}) ||
+				!strings.Contains(msg(res), "protection mode enabled") {
+				t.Errorf("refused destroy after the stop: changed=%v %q verified %v not run %v; VM exists %v running %v",
+					res["changed"], msg(res), res["changes_verified"], res["changes_not_run"], ok, r)
+			}
+			if got := mutations(w.sim); !slices.Equal(got, []string{"POST /nodes/pve02/qemu/414/status/stop", "DELETE /nodes/pve02/qemu/414"}) {
+				t.Errorf("refused destroy after the stop sent %v", got)
+			}
+		})
+	}
+}
+
+func stringsOf(v any) []string {
+	l, _ := v.([]any)
+	out := make([]string, 0, len(l))
+	for _, x := range l {
+		out = append(out, fmt.Sprint(x))
+	}
+	return out
 }

@@ -569,51 +569,6 @@ func (v *vm) verifyPresent(ctx context.Context, node string) error {
 	return nil
 }
 
-// planDestroy stops the VM if it runs, then destroys exactly this VMID
-// (its name was checked by owned).
-func (v *vm) planDestroy(ctx context.Context, g resources.Guest) ([]ansible.Change, error) {
-	st, err := v.observe(ctx, g.Node, g.Status == "running", g.HAState != "")
-	if err != nil {
-		return nil, err
-	}
-	v.before = st.Next.Values
-	purged, err := v.destroyRefusal(ctx, g)
-	if err != nil {
-		return nil, err
-	}
-	destroy := qemu.Destroy(g.Node, g.VMID, v.p.Purge)
-	destroy.Params.Set("destroy-unreferenced-disks", "1")
-	if err := destroy.Validate(v.version); err != nil {
-		return nil, v.schemaError(err)
-	}
-	return []ansible.Change{{
-		ID:      "vm:absent",
-		Summary: fmt.Sprintf("destroy VM %d (%s) on %s%s", g.VMID, g.Name, g.Node, purgeSummary(purged)),
-		Diff:    ansible.TextDiff(confHeader(g.Node, g.VMID), renderConf(st.Next.Values), ""),
-		Apply: func(ctx context.Context) error {
-			if g.Status == "running" {
-				if _, err := v.send(ctx, write{req: qemu.Power(g.Node, g.VMID, "stop"), what: fmt.Sprintf("stop VM %d", g.VMID),
-					settle: func(ctx context.Context) (bool, error) { r, err := v.isRunning(ctx, g.Node); return !r, err }}); err != nil {
-					return err
-				}
-			}
-			_, err := v.send(ctx, write{req: destroy, what: fmt.Sprintf("destroy VM %d", g.VMID),
-				settle: func(ctx context.Context) (bool, error) { ok, err := v.exists(ctx); return !ok, err }})
-			return err
-		},
-		Verify: func(ctx context.Context) error {
-			ok, err := v.exists(ctx)
-			if err != nil {
-				return err
-			}
-			if ok {
-				return fmt.Errorf("VM %d is still in the cluster's guest list after its destruction", g.VMID)
-			}
-			return nil
-		},
-	}}, nil
-}
-
 func (v *vm) isRunning(ctx context.Context, node string) (bool, error) {
 	var st struct {
 		Status string `json:"status"`

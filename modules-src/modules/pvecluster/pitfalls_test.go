@@ -13,7 +13,8 @@ import (
 
 // C2: with the peers' host keys not trusted and the SSH preparation
 // skipped, pvecm add exits 0 without joining; the task fails with the
-// evidence instead of reporting success, and says nothing changed.
+// evidence instead of reporting success; the refusal before pvecm runs is
+// unchanged, the silent non-join after it ran is changed, unverified.
 func TestUnknownHostKeyJoinFailsC2(t *testing.T) {
 	l := newLab(t, 9, 2)
 	if res := l.run("pve01", l.args(map[string]any{"prepare": []any{}}), false); failed(res) {
@@ -35,8 +36,12 @@ func TestUnknownHostKeyJoinFailsC2(t *testing.T) {
 	if !failed(res) || !strings.Contains(msg, "still standalone") || !strings.Contains(msg, "pvecm add exited 0 but did not join") {
 		t.Fatalf("want a failure naming the silent non-join, got failed=%v: %s", res["failed"], msg)
 	}
-	if res["changed"] != false {
-		t.Errorf("nothing joined, yet changed=%v", res["changed"])
+	// pvecm add ran: whatever the read back shows, the runtime's rule
+	// (issue 23 §2) makes the join changed, unverified — never "nothing
+	// was changed" after a command that may have written.
+	if nr, _ := res["changes_unverified"].([]any); res["changed"] != true || len(nr) != 1 || !strings.Contains(nr[0].(string), "join pve02") ||
+		!strings.Contains(msg, "counts as made, unverified") {
+		t.Errorf("pvecm add ran and did not join: changed=%v unverified=%v", res["changed"], res["changes_unverified"])
 	}
 	if ci, _ := l.sim.Cluster("pve02"); ci.Name != "" {
 		t.Errorf("pve02 is in %q", ci.Name)

@@ -254,8 +254,8 @@ func (m *mod) fileChange(id, summary string, fc *host.FileChange) ansible.Change
 	return ansible.Change{
 		ID: id, Summary: summary,
 		Diff: &ansible.Diff{Before: d.Before, After: d.After, BeforeHeader: d.BeforeHeader, AfterHeader: d.AfterHeader},
-		Apply: func(context.Context) error {
-			_, err := m.env.Root.ApplyFile(fc, m.env.Now())
+		Apply: func(ctx context.Context) error {
+			_, err := m.env.Root.ApplyFile(ctx, fc, m.env.Now())
 			var conflict *host.ConflictError
 			if errors.As(err, &conflict) {
 				return ansible.NothingChanged(err)
@@ -290,7 +290,7 @@ func (m *mod) planKey(context.Context, *ansible.World) ([]ansible.Change, error)
 	return []ansible.Change{{
 		ID:      "ssh_key",
 		Summary: "create root's ed25519 key pair " + hostssh.PrivateKey,
-		Apply: func(context.Context) error {
+		Apply: func(ctx context.Context) error {
 			priv, pub, err := hostssh.NewKeyPair("root@" + m.c.self.Name)
 			if err != nil {
 				return ansible.NothingChanged(err)
@@ -306,7 +306,7 @@ func (m *mod) planKey(context.Context, *ansible.World) ([]ansible.Change, error)
 				if err != nil {
 					return err
 				}
-				if _, err := m.env.Root.ApplyFile(fc, m.env.Now()); err != nil {
+				if _, err := m.env.Root.ApplyFile(ctx, fc, m.env.Now()); err != nil {
 					return err
 				}
 			}

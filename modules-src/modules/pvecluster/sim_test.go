@@ -20,6 +20,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/host"
+	"github.com/gopve/proxmox/modules-src/host/hosttest"
 	hostssh "github.com/gopve/proxmox/modules-src/host/ssh"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim"
 	"github.com/gopve/proxmox/modules-src/pveapi"
@@ -123,7 +124,9 @@ func (l *lab) pinned(args []string, addr string) bool {
 // runner plays pvecm and ssh on node: pvecm add --use_ssh without the
 // primary's host key exits 0 having done nothing, like the real one (C2).
 func (l *lab) runner(node string) host.Runner {
-	return runnerFunc(func(ctx context.Context, cmd host.Command) (host.Result, error) {
+	// Counted: pvecm and ssh are answered here, not started, so the runtime's
+	// write count (issue 23 §2) is fed as ExecRunner feeds it on a node.
+	return hosttest.Counted(runnerFunc(func(ctx context.Context, cmd host.Command) (host.Result, error) {
 		line := cmd.String()
 		l.mu.Lock()
 		l.cmds = append(l.cmds, node+": "+line)
@@ -169,7 +172,7 @@ func (l *lab) runner(node string) host.Runner {
 			return res, nil
 		}
 		return fail(127, "unexpected command "+line)
-	})
+	}))
 }
 
 type runnerFunc func(ctx context.Context, cmd host.Command) (host.Result, error)

@@ -109,3 +109,48 @@ func TestPveapiDoesNotImportAnsible(t *testing.T) {
 		t.Errorf("pveapi depends on the Ansible runtime")
 	}
 }
+
+// Issue 23 §2, the runtime rule with pveapi's writes: Dispatch notes
+// every write that may have acted, so an Apply that dispatched one and
+// then claims NothingChanged ends changed, unverified — checked against
+// the simulator's request log; a write PVE refused before acting is not
+// noted, and NothingChanged stands.
+func TestNothingChangedAfterADispatch(t *testing.T) {
+	s := pveapitest.Start(t, 9, 1)
+	conn := pveapitest.TokenConn(t, s, "pve01")
+	for _, c := range []struct {
+		name    string
+		params  url.Values
+		changed bool
+	}{
+		{"a pool created, then a lie", url.Values{"poolid": {"made"}}, true},
+		{"refused by PVE (exists)", url.Values{"poolid": {"made"}}, false},
+	} {
+		s.ResetRequests()
+		m := ansible.Module{Name: "gopve_unit", Run: func(r *ansible.Run) error {
+			cl, err := pveansible.ForRun(r, conn, pveapi.Options{Retry: &pveapitest.FastRetry})
+			if err != nil {
+				return err
+			}
+			return r.Stage("s", func(context.Context, *ansible.World) ([]ansible.Change, error) {
+				return []ansible.Change{{ID: "pool", Summary: "create pool made",
+					Apply: func(ctx context.Context) error {
+						_, err := pveansible.Dispatch(ctx, r, cl, pveapi.Write{Method: "POST", Path: "/pools", Params: c.params, What: "create pool made", Creates: true,
+							Settle: func(context.Context) (bool, error) { return false, nil }})
+						if err == nil {
+							err = errors.New("the module lies")
+						}
+						return ansible.NothingChanged(err)
+					},
+					Verify: func(context.Context) error { return nil }}}, nil
+			})
+		}}
+		res := ansible.Execute(context.Background(), &m, &ansible.Invocation{Params: map[string]any{}}, func(string) (string, bool) { return "", false }, io.Discard)
+		sent := pveapitest.Mutating(s)
+		msg, _ := res["msg"].(string)
+		if len(sent) != 1 || sent[0].Path != "/pools" || res["failed"] != true || res["changed"] != c.changed ||
+			strings.Contains(msg, "a write had been sent (create pool made)") != c.changed {
+			t.Errorf("%s: %d writes in the log, changed=%v (want %v): %s", c.name, len(sent), res["changed"], c.changed, msg)
+		}
+	}
+}
