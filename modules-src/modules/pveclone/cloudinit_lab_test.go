@@ -14,7 +14,7 @@ import (
 	"github.com/gopve/proxmox/modules-src/pveapi"
 )
 
-// Issue 23 §7 on a real lab node: the cloud-init drive on a zfspool is a
+// Issue 23 §7 (K12, K16) on a real lab node: the cloud-init drive on a zfspool is a
 // zvol the node's zfs makes (so a second allocation is refused by zfs
 // itself, "dataset already exists"), and on a dir storage a file. The
 // first run creates each; the rerun (real and check) is changed=false with

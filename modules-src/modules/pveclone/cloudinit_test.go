@@ -10,7 +10,7 @@ import (
 	"github.com/gopve/proxmox/modules-src/pveapi"
 )
 
-// Issue 23 §7: a cloud-init drive asked as disks.ide2 "STORAGE:cloudinit"
+// Issue 23 §7 (K12, K16): a cloud-init drive asked as disks.ide2 "STORAGE:cloudinit"
 // is a drive that exists or not, never a medium to change. The first run
 // creates it (check mode predicting its name as qemu-server gives it:
 // vm-<vmid>-cloudinit, <vmid>/vm-<vmid>-cloudinit.qcow2 on a directory,
