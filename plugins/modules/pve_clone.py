@@ -141,7 +141,7 @@ options:
     type: "str"
   disks:
     description:
-      - "Disks by key (scsi0, virtio0, sata0, ide0 …): a minimum size (32G), PVE's string (vmdata:32,discard=on,ssd=1; isos:iso/x.iso,media=cdrom) or a dict of size, storage and drive options (cache, discard, iothread, ssd, backup, replicate, aio, serial, ro, format)."
+      - "Disks by key (scsi0, virtio0, sata0, ide0 …): a minimum size (32G), PVE's string (vmdata:32,discard=on,ssd=1; isos:iso/x.iso,media=cdrom) or a dict of size, storage and drive options (cache, discard, iothread, ssd, backup, replicate, aio, serial, ro, format). A cloud-init drive is STORAGE:cloudinit (ide2, sata or scsi): created when the VM has none (named vm-<vmid>-cloudinit, as PVE names it), left alone when it has one on that storage; one on another storage, or a second one, is refused before any write, never moved."
       - "An existing disk is grown to the size when smaller and never shrunk (a larger disk is tolerated and reported, K11); its drive options are merged key by key, its volume is never replaced (K16). A missing key is allocated on its storage."
     type: "dict"
   efidisk:

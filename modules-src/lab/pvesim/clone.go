@@ -295,7 +295,7 @@ func (s *Sim) cloneWorker(t *taskRun, db *ConfigDB, r *cloneReq, running bool) s
 		var volid string
 		switch {
 		case d.cloudinit():
-			volid, err = s.allocCloudinitLocked(r.node, dst, r.newid)
+			volid, err = s.allocCloudinitLocked(r.node, dst, r.newid, "")
 		case full:
 			size := int64(0)
 			if v, _, err := s.volumeLocked(r.node, d.file()); err == nil {

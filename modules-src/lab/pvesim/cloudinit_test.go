@@ -125,3 +125,45 @@ func TestISOMustExist(t *testing.T) {
 		t.Errorf("PUT a missing ISO: %d %q", r.status, r.reason)
 	}
 }
+
+// A cloud-init drive is allocated under a fixed name (issue 23 §7): asking
+// for "store:cloudinit" again on the key that holds it makes qemu-server's
+// create_disks allocate vm-<id>-cloudinit a second time, which the storage
+// plugin refuses (ZFS: dataset already exists; a directory: disk image
+// already exists), the config unchanged; on another key it is
+// has_cloudinit's refusal, before any allocation.
+func TestCloudInitSecondAllocation(t *testing.T) {
+	for _, v := range []int{8, 9} {
+		t.Run(fmt.Sprintf("pve%d", v), func(t *testing.T) {
+			t.Parallel()
+			s := startSim(t, simOpts{version: v, taskDuration: 30 * time.Millisecond})
+			c := newClient(t, s, "pve01").labToken()
+			c.call("POST", "/storage", url.Values{"storage": {"tank"}, "type": {"zfspool"}, "pool": {"tank"}, "content": {"images"}}).must(t, "zfspool")
+			c.call("POST", "/storage", url.Values{"storage": {"d1"}, "type": {"dir"}, "path": {"/srv/d1"}, "content": {"images"}}).must(t, "dir")
+			for i, g := range []struct{ store, volume, refusal string }{
+				{"tank", "tank:vm-%d-cloudinit", "zfs error: cannot create 'tank/vm-%d-cloudinit': dataset already exists"},
+				{"d1", "d1:%d/vm-%d-cloudinit.qcow2", "disk image '/srv/d1/images/%d/vm-%d-cloudinit.qcow2' already exists"},
+			} {
+				id := 110 + i
+				vol := strings.ReplaceAll(g.volume, "%d", fmt.Sprint(id))
+				refusal := strings.ReplaceAll(g.refusal, "%d", fmt.Sprint(id))
+				createVM(t, c, id, url.Values{"ide2": {g.store + ":cloudinit"}})
+				before := vmConfig(t, c, "pve01", id)
+				if before["ide2"] != vol+",media=cdrom" {
+					t.Fatalf("%s: ide2 %q", g.store, before["ide2"])
+				}
+				if r := c.call("PUT", fmt.Sprintf("/nodes/pve01/qemu/%d/config", id), url.Values{"ide2": {g.store + ":cloudinit"}}); r.status != 500 || r.reason != refusal {
+					t.Errorf("%s: second allocation: %d %q, want 500 %q", g.store, r.status, r.reason, refusal)
+				}
+				if r := c.call("PUT", fmt.Sprintf("/nodes/pve01/qemu/%d/config", id), url.Values{"sata0": {g.store + ":cloudinit"}}); r.status != 500 ||
+					r.reason != "sata0 - cloud-init drive is already attached at 'ide2'" {
+					t.Errorf("%s: a second cloud-init drive: %d %q", g.store, r.status, r.reason)
+				}
+				after := vmConfig(t, c, "pve01", id)
+				if _, has := after["sata0"]; has || after["ide2"] != before["ide2"] || after["digest"] != before["digest"] {
+					t.Errorf("%s: a refused allocation changed the config: %v → %v", g.store, before, after)
+				}
+			}
+		})
+	}
+}

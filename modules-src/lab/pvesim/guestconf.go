@@ -282,6 +282,14 @@ func (p *propString) set(k, v string) {
 	p.vals[k] = v
 }
 
+func (p *propString) del(k string) {
+	if _, ok := p.vals[k]; !ok {
+		return
+	}
+	delete(p.vals, k)
+	p.keys = slices.DeleteFunc(p.keys, func(x string) bool { return x == k })
+}
+
 // print renders first (the default key's value, bare) then the rest sorted,
 // as PVE's print_property_string does.
 func (p propString) print(first string) string {

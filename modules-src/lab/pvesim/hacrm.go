@@ -283,7 +283,7 @@ func (s *Sim) haStartLocked(db *ConfigDB, e vmEntry) bool {
 		store, _, ok := volumeID(d.file())
 		st := db.Storage[store]
 		if ok && st != nil && !st.shared() && s.st.Nodes[e.Node].Volumes[d.file()] == nil {
-			if _, err := s.allocCloudinitLocked(e.Node, st, e.VMID); err != nil {
+			if _, err := s.allocCloudinitLocked(e.Node, st, e.VMID, ""); err != nil {
 				return false
 			}
 		}

@@ -355,9 +355,14 @@ func (s *Sim) postQemuCreate(rc *reqCtx) (any, error) {
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
+		made := map[string]string{}
 		for _, k := range slices.Sorted(maps.Keys(keys)) {
 			if !isDriveKey(k) {
 				continue
+			}
+			if at := cloudinitRequestElsewhere(k, keys[k], made); at != "" {
+				s.removeEtcPve(db, guestConfPath(node, "qemu-server", vmid))
+				return fmt.Sprintf("unable to create VM %d - %s - cloud-init drive is already attached at '%s'", vmid, k, at)
 			}
 			nv, err := s.createDrive(node, vmid, k, keys[k])
 			if err != nil {
@@ -368,6 +373,7 @@ func (s *Sim) postQemuCreate(rc *reqCtx) (any, error) {
 				t.task.Log = append(t.task.Log, fmt.Sprintf("%s: successfully created disk '%s'", k, nv))
 			}
 			keys[k] = nv
+			made[k] = nv
 		}
 		if keys["boot"] == "" {
 			keys["boot"] = defaultBoot(keys)
@@ -476,6 +482,25 @@ func efiDiskSize(st *Storage, efitype string) int64 {
 	return size
 }
 
+// cloudinitRequestElsewhere is create_disks' has_cloudinit check for a
+// "store:cloudinit" value of key: the first other drive key of confs (the
+// config, its pending section, the drives made so far) that holds a
+// cloud-init drive, or "". The key itself does not count (has_cloudinit's
+// $skip): sending it again goes on to the allocation, which fails there.
+func cloudinitRequestElsewhere(key, value string, confs ...map[string]string) string {
+	if _, vn, ok := volumeID(parseDrive(value).file()); !ok || vn != "cloudinit" {
+		return ""
+	}
+	for _, c := range confs {
+		for _, k := range slices.Sorted(maps.Keys(c)) {
+			if k != key && isDriveKey(k) && !strings.HasPrefix(k, "unused") && parseDrive(c[k]).cloudinit() {
+				return k
+			}
+		}
+	}
+	return ""
+}
+
 // createDrive is create_disks for one option: "store:32" allocates a 32 GiB
 // volume, "store:cloudinit" the cloud-init drive; others are kept.
 func (s *Sim) createDrive(node string, vmid int, key, v string) (string, error) {
@@ -489,12 +514,13 @@ func (s *Sim) createDrive(node string, vmid int, key, v string) (string, error) 
 		return "", fmt.Errorf("storage '%s' does not exist", store)
 	}
 	if vn == "cloudinit" {
-		volid, err := s.allocCloudinitLocked(node, st, vmid)
+		volid, err := s.allocCloudinitLocked(node, st, vmid, d.props.get("format"))
 		if err != nil {
 			return "", err
 		}
 		d.props.set("file", volid)
 		d.props.set("media", "cdrom")
+		d.props.del("format") // "no longer needed"
 		return d.print(), nil
 	}
 	gib, err := strconv.ParseFloat(vn, 64)
@@ -715,6 +741,9 @@ func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *qmConf, logf f
 			continue
 		}
 		if isDriveKey(k) {
+			if at := cloudinitRequestElsewhere(k, v, c.Keys, c.Pending); at != "" {
+				return pveDie("%s - cloud-init drive is already attached at '%s'", k, at)
+			}
 			if pv, ok := c.Pending[k]; ok {
 				if err := s.registerUnusedDriveLocked(node, vmid, c, pv, logf); err != nil {
 					return err

@@ -126,19 +126,52 @@ func (s *Sim) allocVolumeLocked(node string, st *Storage, vmid int, size int64, 
 	return volid, nil
 }
 
-// allocCloudinitLocked creates vm-<vmid>-cloudinit (4 MiB, as PVE).
-func (s *Sim) allocCloudinitLocked(node string, st *Storage, vmid int) (string, error) {
-	format := defaultFormat(st)
-	if fileStorage(st) {
-		format = "qcow2"
+// allocCloudinitLocked creates vm-<vmid>-cloudinit (4 MiB, as PVE):
+// qemu-server's create_disks names it itself (API2/Qemu.pm, the cloudinit
+// branch: the format given, else qcow2 with the suffix on a storage with a
+// path, raw elsewhere), so a second allocation for the VMID meets the
+// first, and fails as the storage plugin's alloc_image does: ZFSPoolPlugin
+// runs `zfs create`, which refuses ("zfs error: cannot create
+// '<pool>/vm-<vmid>-cloudinit': dataset already exists", from the node's
+// zfs where the lab has one, else worded the same here); Plugin.pm (dir,
+// nfs) dies "disk image '<path>' already exists"; LVM's lvcreate refuses
+// (reconstruction of its stderr).
+func (s *Sim) allocCloudinitLocked(node string, st *Storage, vmid int, format string) (string, error) {
+	if format == "" {
+		format = defaultFormat(st)
+		if fileStorage(st) {
+			format = "qcow2"
+		}
 	}
 	name := fmt.Sprintf("vm-%d-cloudinit", vmid)
 	volid := st.ID + ":" + volName(st, vmid, name, format)
+	if s.volumesFor(node, st)[volid] != nil {
+		return "", cloudinitExists(st, vmid, name, volid)
+	}
 	if err := s.zfsCreateVolume(node, st, name, 4<<20); err != nil {
 		return "", err
 	}
 	s.volumesFor(node, st)[volid] = &GuestVolume{Size: 4 << 20, Format: format}
 	return volid, nil
+}
+
+// cloudinitExists is alloc_image's refusal of a name that is taken.
+func cloudinitExists(st *Storage, vmid int, name, volid string) error {
+	_, vn, _ := volumeID(volid)
+	switch {
+	case st.Type == "zfspool":
+		return fmt.Errorf("zfs error: cannot create '%s': dataset already exists", zfsDataset(st, vn))
+	case fileStorage(st):
+		base := st.opt("path")
+		if st.Type == "nfs" && base == "" {
+			base = "/mnt/pve/" + st.ID
+		}
+		return fmt.Errorf("disk image '%s/images/%s' already exists", base, vn)
+	case st.Type == "lvmthin" || st.Type == "lvm":
+		vg := st.opt("vgname")
+		return fmt.Errorf("lvcreate '%s/%s' error:   Logical Volume \"%s\" already exists in volume group \"%s\"", vg, name, name, vg)
+	}
+	return fmt.Errorf("volume '%s' already exists", volid) // reconstruction
 }
 
 // freeVolumeLocked is vdisk_free: a base volume still used by a linked

@@ -173,6 +173,13 @@ func sortedParts(s string) []string {
 func (p *settingsPlan) planDisks(cur qemu.Config, w *want) error {
 	for _, k := range slices.Sorted(maps.Keys(w.disks)) {
 		dw := w.disks[k]
+		ciStore, wantCI := cloudInitStore(dw.file)
+		if wantCI {
+			if at := cloudInitElsewhere(cur, w, k); at != "" {
+				// create_disks: "$ds - cloud-init drive is already attached at '$ci_key'"
+				return fmt.Errorf("%s: %s - cloud-init drive is already attached at '%s' (a VM has one cloud-init drive)", optionOf(k), k, at)
+			}
+		}
 		curStr, present := cur.Values[k]
 		if !present {
 			s, err := dw.newDriveString(k)
@@ -180,14 +187,36 @@ func (p *settingsPlan) planDisks(cur qemu.Config, w *want) error {
 				return err
 			}
 			p.set[k] = s
-			if dw.file == "" {
-				p.alloc = true
+			if dw.file == "" || wantCI {
+				p.alloc = true // PVE allocates a volume: the POST (task) variant
 			}
 			continue
 		}
 		d, err := qemu.ParseDrive(k, curStr)
 		if err != nil {
 			return fmt.Errorf("%s: the VM's disk does not parse: %w", optionOf(k), err)
+		}
+		if wantCI && d.IsCloudInit() {
+			// A cloud-init drive exists or not (issue 23 §7): "storage:cloudinit"
+			// asks for one on that storage, which a drive named
+			// vm-<vmid>-cloudinit there is. Sending it again would make PVE
+			// allocate the same name a second time and fail (ZFS: "dataset
+			// already exists"), so only its storage is compared.
+			if have, _, _ := strings.Cut(d.File, ":"); have != ciStore {
+				return fmt.Errorf("%s: the VM's cloud-init drive %s is on storage '%s', not '%s'; this module does not move it (ask for %s:cloudinit; to have it on '%s', remove the drive in PVE, then run again)",
+					optionOf(k), d.File, have, ciStore, have, ciStore)
+			}
+			continue
+		}
+		if wantCI && d.IsCDROM() {
+			// A CD-ROM medium (or none) gives way to a new cloud-init drive.
+			s, err := dw.newDriveString(k)
+			if err != nil {
+				return err
+			}
+			p.set[k] = s
+			p.alloc = true
+			continue
 		}
 		if dw.file != "" && d.File != dw.file {
 			if !d.IsCDROM() {
@@ -226,6 +255,25 @@ func (p *settingsPlan) planDisks(cur qemu.Config, w *want) error {
 		}
 	}
 	return nil
+}
+
+// cloudInitElsewhere is has_cloudinit($conf, $ds) over the config and the
+// task's other disks: the key of a cloud-init drive other than key, or "".
+func cloudInitElsewhere(cur qemu.Config, w *want, key string) string {
+	for _, k := range slices.Sorted(maps.Keys(cur.Values)) {
+		if k == key || !qemu.IsDisk(k) {
+			continue
+		}
+		if d, err := qemu.ParseDrive(k, cur.Values[k]); err == nil && d.IsCloudInit() {
+			return k
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(w.disks)) {
+		if _, ci := cloudInitStore(w.disks[k].file); ci && k < key {
+			return k
+		}
+	}
+	return ""
 }
 
 // afterResize records the grown sizes in the predicted config.

@@ -162,6 +162,9 @@ func predictCreate(cfg map[string]string, names *diskNames, isoSizes map[string]
 			}
 			if a, ok := allocated(k, val, names); ok {
 				val = a
+				if ad, err := qemu.ParseDrive(k, a); err == nil {
+					d = ad // a cloud-init drive becomes a CD-ROM (media=cdrom)
+				}
 			} else if n, ok := isoSizes[d.File]; ok && d.IsCDROM() && n > 0 {
 				d.Size = n // create_disks records volume_size_info of an existing volume
 				val, _ = d.Render()

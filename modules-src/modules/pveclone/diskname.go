@@ -189,6 +189,14 @@ func allocated(key, value string, names *diskNames) (string, bool) {
 	if err != nil {
 		return value, false
 	}
+	if store, ok := cloudInitStore(d.File); ok {
+		// create_disks' cloudinit branch: the fixed name, media=cdrom, no
+		// size recorded, the format key dropped.
+		d.File = store + ":" + cloudInitVolName(names.vmid, names.stores[store], d.Format)
+		d.Media, d.Format, d.Size = "cdrom", "", 0
+		s, err := d.Render()
+		return s, err == nil
+	}
 	store, gib, ok := d.Allocation()
 	if !ok {
 		return value, false
@@ -233,14 +241,23 @@ func efiVarsSize(d qemu.Drive, st storageInfo) int64 {
 func (v *vm) nameNewDisks(ctx context.Context, st vmState, plan *settingsPlan) error {
 	var keys, newStores []string
 	for _, k := range slices.Sorted(maps.Keys(plan.set)) {
-		if _, had := st.Next.Values[k]; had || !qemu.IsDisk(k) {
+		if !qemu.IsDisk(k) {
 			continue
 		}
-		if d, err := qemu.ParseDrive(k, plan.set[k]); err == nil {
-			if s, _, ok := d.Allocation(); ok {
-				keys = append(keys, k)
-				newStores = append(newStores, s)
-			}
+		d, err := qemu.ParseDrive(k, plan.set[k])
+		if err != nil {
+			continue
+		}
+		if _, ok := cloudInitStore(d.File); ok {
+			keys = append(keys, k) // its name is fixed: no volume to count
+			continue
+		}
+		if _, had := st.Next.Values[k]; had {
+			continue
+		}
+		if s, _, ok := d.Allocation(); ok {
+			keys = append(keys, k)
+			newStores = append(newStores, s)
 		}
 	}
 	if len(keys) == 0 {

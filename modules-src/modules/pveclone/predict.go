@@ -23,6 +23,9 @@ type storageInfo struct {
 	Content []string
 	Nodes   []string // empty: every node
 	Format  string   // the storage's default format option, "" = the type's
+	// VolumeChain is LVM's snapshot-as-volume-chain (PVE 9): qcow2 volumes,
+	// named with their suffix.
+	VolumeChain bool
 }
 
 func (s storageInfo) file() bool {
@@ -136,10 +139,7 @@ func predictClone(src qemu.Config, srcID int, o cloneOpts, stores map[string]sto
 
 func cloneVolName(key string, d qemu.Drive, srcStore, dst, volname string, st storageInfo, o cloneOpts, names *diskNames) string {
 	if d.IsCloudInit() {
-		if st.file() {
-			return fmt.Sprintf("%d/vm-%d-cloudinit.qcow2", o.newid, o.newid)
-		}
-		return fmt.Sprintf("vm-%d-cloudinit", o.newid)
+		return cloudInitVolName(o.newid, st, "")
 	}
 	linked := !o.full && key != "tpmstate0"
 	if linked {
@@ -168,4 +168,36 @@ func newSMBIOS(v string) string {
 	}
 	slices.Sort(parts[1:])
 	return strings.Join(parts, ",")
+}
+
+// cloudInitVolName is the volume name (after "storage:") qemu-server gives
+// a VM's cloud-init drive (API2/Qemu.pm create_disks, the `cloudinit`
+// branch; clone_disk alike): always vm-<vmid>-cloudinit, never a free
+// number, so a second allocation for the same VMID meets the first
+// (pve-storage alloc_image: ZFS "dataset already exists", a file storage
+// "disk image '…' already exists"). A storage with a path gets the format
+// as suffix (given, else qcow2) in the <vmid>/ directory; LVM with
+// snapshot-as-volume-chain gets .qcow2 (its default there); elsewhere raw,
+// no suffix.
+func cloudInitVolName(vmid int, st storageInfo, format string) string {
+	name := fmt.Sprintf("vm-%d-cloudinit", vmid)
+	switch {
+	case st.file():
+		if format == "" {
+			format = "qcow2"
+		}
+		return fmt.Sprintf("%d/%s.%s", vmid, name, format)
+	case st.VolumeChain:
+		if format == "" || format == "qcow2" {
+			return name + ".qcow2"
+		}
+	}
+	return name
+}
+
+// cloudInitStore reads a cloud-init drive request, "storage:cloudinit"
+// (create_disks: parse_volume_id gives the volume name "cloudinit").
+func cloudInitStore(file string) (string, bool) {
+	store, volname, ok := strings.Cut(file, ":")
+	return store, ok && store != "" && volname == "cloudinit"
 }

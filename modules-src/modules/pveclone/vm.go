@@ -269,6 +269,9 @@ func (v *vm) readStorages(ctx context.Context) (map[string]storageInfo, error) {
 		if b, err := pveapi.ParseBool(pveapi.String(s["shared"])); err == nil && b {
 			st.Shared = true
 		}
+		if b, err := pveapi.ParseBool(pveapi.String(s["snapshot-as-volume-chain"])); err == nil && b {
+			st.VolumeChain = true
+		}
 		switch st.Type {
 		case "nfs", "cifs", "glusterfs", "cephfs", "rbd", "iscsi", "iscsidirect", "pbs", "zfs":
 			st.Shared = true // the plugin's `shared` is fixed (Storage/*Plugin.pm)
