@@ -119,6 +119,11 @@ func joinerSuite(t *testing.T, pve int) {
 			t.Errorf("%s phase: check mode predicted %q, the real run made %q", phase, p, r)
 		}
 	}
+	// The storage phase only adds pve03 to nvme-vm's nodes: no create, and
+	// local already allows snippets (S4) in the cluster pve03 joins.
+	if got, want := changes(predicted, "storage"), []string{"update storage nvme-vm (nodes)"}; !slices.Equal(got, want) {
+		t.Errorf("S1/S2: the storage phase predicted %q, want only %q", got, want)
+	}
 
 	// The real run's writes, from the request log: exactly the predicted keys.
 	var storageWrites, cloneWrites, configWrites []pvesim.Request
