@@ -1,14 +1,15 @@
 package truth
 
 // A node the cluster phase joins in this same run (issue 23 §6): `site
-// --limit pve03` grows a cluster of two by one, through the storage and
-// clone phases. A real run reaches those phases with pve03 a member: its
+// --limit pve03` grows a cluster of two by one, through the storage, clone
+// and ha phases. A real run reaches those phases with pve03 a member: its
 // API shows the cluster's storage.cfg and guests. A check run joins
 // nothing, so on pve03 itself it would see a standalone node's (no storage
 // nvme-vm, local without snippets, no template): it predicted creating the
 // storage and a phantom local change where the real run only adds pve03 to
 // nvme-vm's nodes (S1, S2, S4), and its clone phase failed "no template
-// named debian-12" where the real run clones VM 201 (K2, K15). The check
+// named debian-12" where the real run clones VM 201 (K2, K15); its ha phase
+// would not find the cluster's guest VM 100 (H3). The check
 // run must read through the member pve03 joins through (the primary) and
 // predict exactly what the real run then does:
 //
@@ -28,6 +29,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/labctl"
 	"github.com/gopve/proxmox/modules-src/lab/labtest"
@@ -35,7 +37,8 @@ import (
 )
 
 // joinerVars: the seed's variables for a cluster "lab" of pve01, pve02
-// (labtest.FormClusterOf) that pve03 joins, one VM cloned on pve01.
+// (labtest.FormClusterOf) that pve03 joins, one VM cloned on pve01, and a
+// guest of the cluster (VM 100, existing) made highly available.
 const joinerVars = `zfs_pool_name: nvme-vm
 zfs_pool_device: /dev/nvme0n1
 zfs_arc_max_gb: 4
@@ -49,13 +52,20 @@ pve_clone_vms:
     node: pve01
     cores: 2
     memory: 2048
+pve_ha_guests:
+  - vmid: 100
+    type: vm
+    state: stopped
+    targets: []
 `
 
 func TestLabJoinerPredictsThroughPrimaryPVE9(t *testing.T) { joinerSuite(t, 9) }
 func TestLabJoinerPredictsThroughPrimaryPVE8(t *testing.T) { joinerSuite(t, 8) }
 
 func joinerSuite(t *testing.T, pve int) {
-	lab, bin := labtest.Start(t, pve, 3)
+	lab, bin := labtest.StartWith(t, pve, 3, func(o *labctl.Options) {
+		o.SimConfig = func(c *pvesim.Config) { c.HADelay = 300 * time.Millisecond }
+	})
 	sim := lab.Sim()
 	labtest.FormClusterOf(t, lab, 2)
 	// What the storage phase left for the two members (S2, S4), written as
@@ -84,6 +94,10 @@ func joinerSuite(t *testing.T, pve int) {
 	if err := sim.AddGuest("pve01", template); err != nil {
 		t.Fatal(err)
 	}
+	if err := sim.AddGuest("pve01", pvesim.GuestSpec{VMID: 100, Config: map[string]string{
+		"name": "db-0", "scsi0": "local-lvm:2", "memory": "512"}}); err != nil {
+		t.Fatal(err)
+	}
 	repo, _ := labctl.RepoRoot()
 	s := &site{t: t, lab: lab, sim: sim, coll: labtest.InstallCollection(t, repo, bin),
 		pb: filepath.Join(repo, "playbooks", "site.yml"), dir: t.TempDir()}
@@ -92,7 +106,7 @@ func joinerSuite(t *testing.T, pve int) {
 		t.Fatal(err)
 	}
 	defer func() { t.Log("\n" + strings.Join(s.report, "\n")) }()
-	grow := []string{"--limit", "pve03", "--tags", "cluster,storage,clone"}
+	grow := []string{"--limit", "pve03", "--tags", "cluster,storage,clone,ha"}
 
 	predicted, writes := s.checkRun("--limit pve03 --check --diff", grow...)
 	checkLog := s.log
@@ -114,7 +128,7 @@ func joinerSuite(t *testing.T, pve int) {
 		}
 		return out
 	}
-	for _, phase := range []string{"storage", "clone"} {
+	for _, phase := range []string{"storage", "clone", "ha"} {
 		if p, r := changes(predicted, phase), changes(real, phase); !slices.Equal(p, r) || len(r) == 0 {
 			t.Errorf("%s phase: check mode predicted %q, the real run made %q", phase, p, r)
 		}
