@@ -166,11 +166,16 @@ class CallbackModule(CallbackBase):
             # Tasks that look at the run, not at a host.
             if not failed:
                 return
+        listed = res.get("changes") if isinstance(res.get("changes"), list) else []
+        if "results" in res and isinstance(res["results"], list):  # a loop: its items' changes
+            listed = [c for item in res["results"]
+                      if isinstance(item, dict) and not item.get("skipped") and isinstance(item.get("changes"), list)
+                      for c in item["changes"]]
         self.tasks.append({
             "phase": phase_of(result._task.action), "host": result._host.get_name(),
             "task": result._task.get_name(), "changed": bool(res.get("changed")),
             "failed": bool(failed or unreachable),
-            "changes": [str(c) for c in res.get("changes", []) if isinstance(res.get("changes"), list)],
+            "changes": [str(c) for c in listed],
         })
         if "results" in res and isinstance(res["results"], list):  # a loop
             for item in res["results"]:

@@ -192,7 +192,14 @@ func SampleCmdlines(t *testing.T, lab *labctl.Lab, nodes []string, fn func()) ma
 // after the cluster phase, which start from a formed cluster.
 func FormCluster(t *testing.T, lab *labctl.Lab) {
 	t.Helper()
-	sim, nodes := lab.Sim(), lab.Nodes()
+	FormClusterOf(t, lab, len(lab.Nodes()))
+}
+
+// FormClusterOf is FormCluster of the lab's first n nodes only: the others
+// stay standalone, for tests of a node the cluster phase joins.
+func FormClusterOf(t *testing.T, lab *labctl.Lab, n int) {
+	t.Helper()
+	sim, nodes := lab.Sim(), lab.Nodes()[:n]
 	if _, err := sim.CreateCluster(nodes[0].Name, "lab", nodes[0].Addr); err != nil {
 		t.Fatal(err)
 	}

@@ -180,11 +180,12 @@ func (s *site) run(what string, args ...string) plan {
 // checkRun is a --check --diff run that must write nothing: every node's
 // overlay upper dir is hashed before and after, and the simulator's request
 // log must hold no write (a password login aside: it changes no state).
-func (s *site) checkRun(what string) (plan, map[string]int) {
+// args are more ansible-playbook arguments (--limit, --tags).
+func (s *site) checkRun(what string, args ...string) (plan, map[string]int) {
 	s.t.Helper()
 	before := labtest.UpperDigest(s.t, s.lab)
 	s.sim.ResetRequests()
-	p := s.run(what, "--check", "--diff")
+	p := s.run(what, append([]string{"--check", "--diff"}, args...)...)
 	writes := map[string]int{}
 	for _, d := range labtest.DigestDiff(before, labtest.UpperDigest(s.t, s.lab)) {
 		// "added   pve01:/path …": the node is before the first colon.

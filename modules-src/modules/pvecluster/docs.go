@@ -61,6 +61,11 @@ ssh_key_created:
   description: Whether this run creates root's key pair.
   returned: always
   type: bool
+joined_through:
+  description: The member (the primary) through which this run joins this node to the cluster, or in check mode would join it; empty when this run joins nothing. The roles of the later phases read it in check mode, where the node has not joined yet, to predict from the cluster it joins instead of from its own standalone view (playbooks/site.yml --limit NEW).
+  returned: always
+  type: str
+  sample: pve01
 evidence:
   description: Output of pvecm or the join task's log, when a create or join ran.
   returned: when a create or join ran

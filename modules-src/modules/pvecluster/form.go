@@ -194,6 +194,7 @@ func (m *mod) planJoin(context.Context) ([]ansible.Change, error) {
 	if m.r.CheckMode() {
 		m.final = predicted
 	}
+	m.joinedThrough = m.c.primary.Name
 	via := "over SSH (pvecm add --use_ssh)"
 	if m.p.JoinMethod == "api" {
 		via = "over the API"

@@ -36,6 +36,9 @@ type mod struct {
 	pubKey   string
 	keyMade  bool
 	evidence []string
+	// joinedThrough is the member this run joins this node through (in
+	// check mode: would join), for the later phases' check runs.
+	joinedThrough string
 
 	// gathered in stage 1, before any write (hostkeys.go)
 	hostKeys         []peerKey
@@ -116,6 +119,7 @@ func (m *mod) report() {
 		m.r.Set("known_hosts_replaced", m.replacedHostKeys)
 	}
 	m.r.Set("ssh_key_created", m.keyMade)
+	m.r.Set("joined_through", m.joinedThrough)
 	if len(m.evidence) > 0 {
 		m.r.Set("evidence", m.evidence)
 	}

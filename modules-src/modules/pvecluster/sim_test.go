@@ -315,6 +315,15 @@ func TestFormCheckRealNoop(t *testing.T) {
 				if c := clusterOf(real[n]); c == nil || !c.Quorate || len(c.Members) != i+1 {
 					t.Errorf("%s: read back %v", n, c)
 				}
+				// What the later phases' check runs read through (issue 23 §6):
+				// the primary for a joiner, in check mode as in the real run.
+				want := "pve01"
+				if i == 0 {
+					want = ""
+				}
+				if check[n]["joined_through"] != want || real[n]["joined_through"] != want {
+					t.Errorf("%s: joined_through %q in check mode, %q in the real run, want %q", n, check[n]["joined_through"], real[n]["joined_through"], want)
+				}
 			}
 			for _, n := range l.sim.NodeNames() {
 				if fi, err := os.Stat(l.roots[n].Path(hostssh.PrivateKey)); err != nil || fi.Mode().Perm() != 0o600 {
@@ -331,6 +340,9 @@ func TestFormCheckRealNoop(t *testing.T) {
 				}
 				if c := clusterOf(again[n]); c == nil || len(c.Members) != 3 || !c.Quorate {
 					t.Errorf("second run on %s reports %v", n, c)
+				}
+				if again[n]["joined_through"] != "" {
+					t.Errorf("second run on %s: joined_through %q, want empty (nothing joined)", n, again[n]["joined_through"])
 				}
 			}
 		})

@@ -1,0 +1,205 @@
+package truth
+
+// A node the cluster phase joins in this same run (issue 23 §6): `site
+// --limit pve03` grows a cluster of two by one, through the storage, clone
+// and ha phases. A real run reaches those phases with pve03 a member: its
+// API shows the cluster's storage.cfg and guests. A check run joins
+// nothing, so on pve03 itself it would see a standalone node's (no storage
+// nvme-vm, local without snippets, no template): it predicted creating the
+// storage and a phantom local change where the real run only adds pve03 to
+// nvme-vm's nodes (S1, S2, S4), and its clone phase failed "no template
+// named debian-12" where the real run clones VM 201 (K2, K15); its ha phase
+// would not find the cluster's guest VM 100 (H3). The check
+// run must read through the member pve03 joins through (the primary) and
+// predict exactly what the real run then does:
+//
+//   - --check --diff writes nothing (overlays, request log) and the tasks it
+//     predicts to change are exactly, task by task, those the real run
+//     changes, with the same changes listed;
+//   - the real run's writes in the request log are the predicted ones: one
+//     PUT of nvme-vm carrying exactly the keys predicted (nodes, now with
+//     pve03), nothing to local, the clone of the template into VM 201 and
+//     one config write of exactly the predicted keys;
+//   - the converged site then predicts nothing for pve03.
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/labctl"
+	"github.com/gopve/proxmox/modules-src/lab/labtest"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim"
+)
+
+// joinerVars: the seed's variables for a cluster "lab" of pve01, pve02
+// (labtest.FormClusterOf) that pve03 joins, one VM cloned on pve01, and a
+// guest of the cluster (VM 100, existing) made highly available.
+const joinerVars = `zfs_pool_name: nvme-vm
+zfs_pool_device: /dev/nvme0n1
+zfs_arc_max_gb: 4
+pve_cluster_name: lab
+pve_cluster_primary: pve01
+lab_domain: lab.example
+pve_clone_vms:
+  - vmid: 201
+    name: web-1
+    template: debian-12
+    node: pve01
+    cores: 2
+    memory: 2048
+pve_ha_guests:
+  - vmid: 100
+    type: vm
+    state: stopped
+    targets: []
+`
+
+func TestLabJoinerPredictsThroughPrimaryPVE9(t *testing.T) { joinerSuite(t, 9) }
+func TestLabJoinerPredictsThroughPrimaryPVE8(t *testing.T) { joinerSuite(t, 8) }
+
+func joinerSuite(t *testing.T, pve int) {
+	lab, bin := labtest.StartWith(t, pve, 3, func(o *labctl.Options) {
+		o.SimConfig = func(c *pvesim.Config) { c.HADelay = 300 * time.Millisecond }
+	})
+	sim := lab.Sim()
+	labtest.FormClusterOf(t, lab, 2)
+	// What the storage phase left for the two members (S2, S4), written as
+	// PVE writes storage.cfg: the simulator reads it back on every call.
+	cfg, _, err := sim.ReadPmxcfs("pve01", "storage.cfg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sections := strings.Split(strings.TrimSpace(cfg), "\n\n")
+	for i, sec := range sections {
+		if !strings.HasPrefix(sec, "dir: local\n") {
+			continue
+		}
+		lines := strings.Split(sec, "\n")
+		for j, l := range lines {
+			if strings.HasPrefix(strings.TrimSpace(l), "content ") {
+				lines[j] = "\tcontent iso,vztmpl,backup,import,snippets"
+			}
+		}
+		sections[i] = strings.Join(lines, "\n")
+	}
+	sections = append(sections, "zfspool: nvme-vm\n\tpool nvme-vm\n\tcontent images,rootdir\n\tnodes pve01,pve02\n\tsparse 1")
+	if err := sim.WritePmxcfs("pve01", "storage.cfg", strings.Join(sections, "\n\n")+"\n", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.AddGuest("pve01", template); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.AddGuest("pve01", pvesim.GuestSpec{VMID: 100, Config: map[string]string{
+		"name": "db-0", "scsi0": "local-lvm:2", "memory": "512"}}); err != nil {
+		t.Fatal(err)
+	}
+	repo, _ := labctl.RepoRoot()
+	s := &site{t: t, lab: lab, sim: sim, coll: labtest.InstallCollection(t, repo, bin),
+		pb: filepath.Join(repo, "playbooks", "site.yml"), dir: t.TempDir()}
+	s.vars = filepath.Join(s.dir, "pve.yml")
+	if err := os.WriteFile(s.vars, []byte(joinerVars), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { t.Log("\n" + strings.Join(s.report, "\n")) }()
+	grow := []string{"--limit", "pve03", "--tags", "cluster,storage,clone,ha"}
+
+	predicted, writes := s.checkRun("--limit pve03 --check --diff", grow...)
+	checkLog := s.log
+	sim.ResetRequests()
+	real := s.run("--limit pve03", grow...)
+	reqs := sim.Requests()
+	s.table(fmt.Sprintf("PVE %d, site --limit pve03 (pve03 joins)", pve), predicted, real, writes)
+
+	if p, r := predicted.changed(), real.changed(); !slices.Equal(p, r) || len(r) == 0 {
+		t.Errorf("check mode predicted these tasks to change:\n  %s\nthe real run changed:\n  %s\ncheck run:\n%s",
+			strings.Join(p, "\n  "), strings.Join(r, "\n  "), checkLog)
+	}
+	changes := func(p plan, phase string) []string {
+		var out []string
+		for _, x := range p.Tasks {
+			if x.Phase == phase && x.Changed {
+				out = append(out, x.Changes...)
+			}
+		}
+		return out
+	}
+	for _, phase := range []string{"storage", "clone", "ha"} {
+		if p, r := changes(predicted, phase), changes(real, phase); !slices.Equal(p, r) || len(r) == 0 {
+			t.Errorf("%s phase: check mode predicted %q, the real run made %q", phase, p, r)
+		}
+	}
+	// The storage phase only adds pve03 to nvme-vm's nodes: no create, and
+	// local already allows snippets (S4) in the cluster pve03 joins.
+	if got, want := changes(predicted, "storage"), []string{"update storage nvme-vm (nodes)"}; !slices.Equal(got, want) {
+		t.Errorf("S1/S2: the storage phase predicted %q, want only %q", got, want)
+	}
+
+	// The real run's writes, from the request log: exactly the predicted keys.
+	var storageWrites, cloneWrites, configWrites []pvesim.Request
+	for _, r := range reqs {
+		switch {
+		case !r.Mutating():
+		case strings.HasPrefix(r.Path, "/storage"):
+			storageWrites = append(storageWrites, r)
+		case strings.HasSuffix(r.Path, "/qemu/9000/clone"):
+			cloneWrites = append(cloneWrites, r)
+		case strings.HasSuffix(r.Path, "/qemu/201/config"):
+			configWrites = append(configWrites, r)
+		}
+	}
+	// The keys a write sets: its parameters but the digest and those the
+	// path carries (storage, node, vmid).
+	keys := func(r pvesim.Request) []string {
+		var out []string
+		segments := strings.Split(r.Path, "/")
+		for k, v := range r.Params {
+			if k != "digest" && !slices.Contains(segments, v) {
+				out = append(out, k)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	// "update storage nvme-vm (nodes)", "configure VM 201: cores, memory"
+	listed := func(changes []string, prefix, open, close string) []string {
+		for _, c := range changes {
+			if rest, ok := strings.CutPrefix(c, prefix); ok {
+				rest = strings.TrimSuffix(strings.TrimPrefix(rest, open), close)
+				out := strings.Split(rest, ", ")
+				slices.Sort(out)
+				return out
+			}
+		}
+		return nil
+	}
+	wantStorage := listed(changes(predicted, "storage"), "update storage nvme-vm ", "(", ")")
+	if len(storageWrites) != 1 || storageWrites[0].Method != "PUT" || storageWrites[0].Path != "/storage/nvme-vm" ||
+		!slices.Equal(keys(storageWrites[0]), wantStorage) || storageWrites[0].Params["nodes"] != "pve01,pve02,pve03" {
+		t.Errorf("S1/S2: the real run's storage writes %+v, want one PUT /storage/nvme-vm of the predicted keys %q with nodes pve01,pve02,pve03 (nothing to local, S4)",
+			storageWrites, wantStorage)
+	}
+	if len(cloneWrites) != 1 || cloneWrites[0].Path != "/nodes/pve01/qemu/9000/clone" || cloneWrites[0].Params["newid"] != "201" {
+		t.Errorf("K2: the real run's clone writes %+v, want one clone of template 9000 into VM 201 on pve01", cloneWrites)
+	}
+	wantConfig := listed(changes(predicted, "clone"), "configure VM 201: ", "", "")
+	if len(configWrites) != 1 || !slices.Equal(keys(configWrites[0]), wantConfig) {
+		var got [][]string
+		for _, r := range configWrites {
+			got = append(got, keys(r))
+		}
+		t.Errorf("K5: the real run's config writes of VM 201 carry keys %q, check mode predicted %q", got, wantConfig)
+	}
+	if ci, _ := sim.Cluster("pve03"); ci.Name != "lab" || len(ci.Nodes) != 3 {
+		t.Errorf("pve03 did not join: %+v", ci)
+	}
+
+	// Converged: pve03 a member, nothing left to predict.
+	if p, _ := s.checkRun("converged --limit pve03 --check", grow...); len(p.changed()) != 0 {
+		t.Errorf("--check --limit pve03 on the converged cluster predicts:\n  %s", strings.Join(p.changed(), "\n  "))
+	}
+}
