@@ -178,8 +178,10 @@ func (s *Sim) hotplugSetLocked(node string, vmid int, c *qmConf, key string, log
 		if !hotpluggable(c.Keys, key) {
 			return false, nil
 		}
-		if isNetKey(key) && c.Keys[key] != "" {
-			logf("%s: hotplug: unplug and plug the NIC again (the guest loses its link)", key) // reconstruction of the effect, K10
+		if isNetKey(key) {
+			if err := s.updateNetLocked(node, vmid, key, c.Keys[key], c.Pending[key], logf); err != nil {
+				return false, err
+			}
 		}
 		return true, nil
 	}
@@ -211,6 +213,9 @@ func (s *Sim) hotplugSetLocked(node string, vmid int, c *qmConf, key string, log
 		if !hp["disk"] {
 			return false, nil
 		}
+		if err := s.unplugLocked(node, vmid, key); err != nil {
+			return false, err
+		}
 		return true, s.registerUnusedDriveLocked(node, vmid, c, old, logf)
 	}
 	for _, o := range driveOptsNeedRestart {
@@ -224,10 +229,21 @@ func (s *Sim) hotplugSetLocked(node string, vmid int, c *qmConf, key string, log
 // hotplugDeleteLocked is the deletion half of vmconfig_hotplug_pending.
 func (s *Sim) hotplugDeleteLocked(node string, vmid int, c *qmConf, key string, force bool, logf func(string, ...any)) (bool, error) {
 	if !isDriveKey(key) {
-		return hotpluggable(c.Keys, key), nil
+		if !hotpluggable(c.Keys, key) {
+			return false, nil
+		}
+		if isNetKey(key) {
+			if err := s.unplugLocked(node, vmid, key); err != nil {
+				return false, err
+			}
+		}
+		return true, nil
 	}
 	if !hotplugFeatures(c.Keys)["disk"] || regexpDriveNoUnplug.MatchString(key) {
 		return false, nil
+	}
+	if err := s.unplugLocked(node, vmid, key); err != nil {
+		return false, err
 	}
 	return true, s.deleteOrDetachDriveLocked(node, vmid, c, key, force, logf)
 }
