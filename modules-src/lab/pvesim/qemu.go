@@ -2,8 +2,8 @@ package pvesim
 
 import (
 	"crypto/sha512"
-	"errors"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"maps"
 	"regexp"
