@@ -4,8 +4,11 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim"
 	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/pveapitest"
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
 )
 
@@ -140,6 +143,44 @@ func TestPendingNotCalledApplied(t *testing.T) {
 			held := nodePending(t, w)
 			if held["cores"].Pending != "4" || held["memory"].Pending != "8192" || held["tags"].HasPending || len(configPuts(w)) != 1 {
 				t.Errorf("node pending %+v, writes %v", held, configPuts(w))
+			}
+		})
+	}
+}
+
+// Issue 23 §3: state absent whose destroy meets a VM another run destroyed
+// in the meantime (PVE: `Configuration file … does not exist`) is settled
+// by the read back — gone is the goal — not reported as a failure.
+func TestAbsentMeetsAlreadyDestroyed(t *testing.T) {
+	for _, v := range []int{8, 9} {
+		t.Run(map[int]string{8: "PVE8", 9: "PVE9"}[v], func(t *testing.T) {
+			w := newWorld(t, v)
+			if res := w.run(webArgs(), false); failed(res) {
+				t.Fatalf("clone: %v", msg(res))
+			}
+			if _, err := w.sim.Faults().Add(pvesim.Fault{Node: "pve01", Method: "DELETE", Path: "/nodes/pve02/qemu/201", Kind: pvesim.FaultLatency, Delay: 700 * time.Millisecond, Count: 1}); err != nil {
+				t.Fatal(err)
+			}
+			w.sim.ResetRequests()
+			done := make(chan map[string]any)
+			go func() { done <- w.run(map[string]any{"vmid": 201, "name": "web-1", "state": "absent"}, false) }()
+			time.Sleep(400 * time.Millisecond)
+			other := w.client() // through pve02: not held by the fault
+			upid := ""
+			if err := pveapitest.Send(context.Background(), other, "DELETE", "/nodes/pve02/qemu/201", nil, &upid); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := other.WaitTask(context.Background(), upid); err != nil {
+				t.Fatal(err)
+			}
+			res := <-done
+			refused := false
+			for _, r := range pveapitest.Mutating(w.sim) {
+				refused = refused || r.Method == "DELETE" && r.Node == "pve01" && r.Status == 500
+			}
+			warns := pveapi.String(res["warnings"])
+			if !refused || failed(res) || res["changed"] != true || !strings.Contains(warns, "does not exist") || !strings.Contains(warns, "reading back shows it absent") {
+				t.Errorf("refused %v: %v / %v", refused, msg(res), res["warnings"])
 			}
 		})
 	}
