@@ -237,7 +237,7 @@ func (c *Client) Dispatch(ctx context.Context, w Write) (*Outcome, error) {
 	if answered(err) && w.RaisesAfterWrite != nil && w.RaisesAfterWrite(err) {
 		return nil, c.written(ctx, w, err)
 	}
-	if answered(err) && w.Method == http.MethodDelete && w.Settle != nil && absentAnswer(err) {
+	if w.Method == http.MethodDelete && w.Settle != nil && absentAnswer(err) {
 		return c.settleAbsent(ctx, w, err)
 	}
 	if NothingDone(err) {
@@ -262,12 +262,17 @@ func answered(err error) bool {
 	return errors.As(err, &e) && !e.Unanswered && !lostAnswer(e) && !notSent(e)
 }
 
-// absentAnswer is PVE's "it is not there" to a removal: not found, or
-// pve-ha-manager's Resources.pm delete (`cannot delete service '<sid>', not
-// HA managed!`, a 500).
+// absentAnswer is the handler's own "it is not there" to a removal: not
+// found, or pve-ha-manager's Resources.pm delete (`cannot delete service
+// '<sid>', not HA managed!`). A handler's 500 counts (the write path marks
+// it Unanswered, as any die may come after a change; this one says what it
+// found), a proxy's or a lost answer does not.
 func absentAnswer(err error) bool {
 	var e *Error
-	return errors.As(err, &e) && (e.kind == KindNotFound || strings.Contains(e.Message, "not HA managed"))
+	if !errors.As(err, &e) || lostAnswer(e) || notSent(e) {
+		return false
+	}
+	return e.kind == KindNotFound || strings.Contains(e.Message, "not HA managed")
 }
 
 // written is a failure the handler raised after writing: one read back
