@@ -749,10 +749,10 @@ func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *qmConf, logf f
 	}
 	c.PendingDelete = slices.DeleteFunc(c.PendingDelete, func(d string) bool { _, ok := c.Keys[strings.TrimPrefix(d, "!")]; return !ok })
 	if !s.runningLocked(node, vmid) {
-		if err := s.applyPendingLocked(node, vmid, c, logf); err != nil {
+		if errs := s.applyPendingLocked(node, vmid, c, logf); errs != nil {
 			s.writeQmConfLocked(db, node, vmid, c)
 			s.saveLocked()
-			return err
+			return errParams(errs) // raised after the write, as for a running VM
 		}
 	} else {
 		// vmconfig_hotplug_pending: a failing option stays pending and is
@@ -977,8 +977,9 @@ func (s *Sim) powerTask(rc *reqCtx, typ string, decide func(c *qmConf, running b
 		}
 		if on && (len(c.Pending) > 0 || len(c.PendingDelete) > 0) {
 			// vm_start: vmconfig_apply_pending; its errors are warnings.
-			if err := s.applyPendingLocked(node, vmid, c, t.logf0); err != nil {
-				t.logf0("%v", err)
+			errs := s.applyPendingLocked(node, vmid, c, t.logf0)
+			for _, k := range slices.Sorted(maps.Keys(errs)) {
+				t.logf0("%s", strings.TrimRight(errs[k], "\n")) // warn $err_msg
 			}
 			s.writeQmConfLocked(db, node, vmid, c)
 		}

@@ -1,6 +1,7 @@
 package pvesim
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"regexp"
@@ -250,13 +251,18 @@ func (s *Sim) hotplugDeleteLocked(node string, vmid int, c *qmConf, key string, 
 
 // applyPendingLocked is vmconfig_apply_pending (a stopped VM, or a start):
 // deletions first (a disk goes to unusedN, or is freed with force), then
-// the new values (a replaced disk's old volume goes to unusedN).
-func (s *Sim) applyPendingLocked(node string, vmid int, c *qmConf, logf func(string, ...any)) error {
+// the new values (a replaced disk's old volume goes to unusedN). An option
+// that fails stays pending and the others go on ($add_apply_error): the
+// errors are returned per option, `unable to apply pending change <opt> :
+// <die>`, after everything else was applied.
+func (s *Sim) applyPendingLocked(node string, vmid int, c *qmConf, logf func(string, ...any)) map[string]string {
+	errs := map[string]string{}
 	for _, mark := range slices.Clone(c.PendingDelete) {
 		k := strings.TrimPrefix(mark, "!")
 		if _, ok := c.Keys[k]; ok && isDriveKey(k) && !strings.HasPrefix(k, "unused") {
 			if err := s.deleteOrDetachDriveLocked(node, vmid, c, k, mark != k, logf); err != nil {
-				return fmt.Errorf("unable to apply pending change %s : %v", k, err)
+				errs[k] = applyProblem(k, err)
+				continue
 			}
 		}
 		delete(c.Keys, k)
@@ -265,14 +271,27 @@ func (s *Sim) applyPendingLocked(node string, vmid int, c *qmConf, logf func(str
 	for _, k := range slices.Sorted(maps.Keys(c.Pending)) {
 		if old, ok := c.Keys[k]; ok && isDriveKey(k) && parseDrive(old).file() != parseDrive(c.Pending[k]).file() {
 			if err := s.registerUnusedDriveLocked(node, vmid, c, old, logf); err != nil {
-				return fmt.Errorf("unable to apply pending change %s : %v", k, err)
+				errs[k] = applyProblem(k, err)
+				continue
 			}
 		}
 		c.Keys[k] = c.Pending[k]
 		delete(c.Pending, k)
 	}
 	dropReusedUnused(c)
-	return nil
+	if len(errs) == 0 {
+		return nil
+	}
+	return errs
+}
+
+func applyProblem(key string, err error) string {
+	msg := err.Error()
+	var ae *APIError
+	if errors.As(err, &ae) {
+		msg = ae.Message
+	}
+	return fmt.Sprintf("unable to apply pending change %s : %s\n", key, strings.TrimRight(msg, "\n"))
 }
 
 // regexpDriveNoUnplug: drives a running VM cannot lose (hotplug_pending).
