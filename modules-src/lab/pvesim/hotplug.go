@@ -2,6 +2,7 @@ package pvesim
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -146,4 +147,32 @@ func parseNet(v string) nic {
 		}
 	}
 	return n
+}
+
+// startNICsLocked is what a VM's start meets on the node: QEMU runs
+// pve-bridge for each NIC's tap at launch, which dies `bridge '<b>' does
+// not exist` on a missing bridge; QEMU then exits (`kvm: -netdev …:
+// network script … failed with status 512`) and vm_start dies `start
+// failed: QEMU exited with code 1`. It returns that task error, or "".
+// Reconstruction: vhost=on is assumed for virtio (kernel_has_vhost_net).
+func (s *Sim) startNICsLocked(node string, vmid int, c *qmConf, logf func(string, ...any)) string {
+	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
+		if !isNetKey(k) {
+			continue
+		}
+		n := parseNet(c.Keys[k])
+		b := n.props.get("bridge")
+		if b == "" || s.bridgeLocked(node, b) {
+			continue
+		}
+		vhost := ""
+		if n.model == "virtio" {
+			vhost = ",vhost=on"
+		}
+		logf("bridge '%s' does not exist", b)
+		logf("kvm: -netdev type=tap,id=%s,ifname=tap%di%s,script=/usr/libexec/qemu-server/pve-bridge,downscript=/usr/libexec/qemu-server/pve-bridgedown%s: network script /usr/libexec/qemu-server/pve-bridge failed with status 512",
+			k, vmid, strings.TrimPrefix(k, "net"), vhost)
+		return "start failed: QEMU exited with code 1"
+	}
+	return ""
 }

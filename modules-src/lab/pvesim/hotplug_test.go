@@ -1,6 +1,7 @@
 package pvesim
 
 import (
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -60,6 +61,17 @@ func TestHotplugProblemAfterWrite(t *testing.T) {
 		mustTask(t, c, "POST", "/nodes/pve01/qemu/100/status/stop", nil)
 		if r := c.call("PUT", "/nodes/pve01/qemu/100/config", url.Values{"net4": {"virtio,bridge=vmbr8"}}); r.status != 200 {
 			t.Errorf("PVE %d: stopped VM: %d %v", v, r.status, r.errs)
+		}
+		// …and its start meets the missing bridge (the first NIC on one).
+		st = c.call("POST", "/nodes/pve01/qemu/100/status/start", nil).must(t, "start")
+		done := waitTask(t, c, st.data.(string))
+		logText := fmt.Sprint(c.call("GET", "/nodes/pve01/tasks/"+url.PathEscape(st.data.(string))+"/log", nil).must(t, "start log").data)
+		if done["exitstatus"] != "start failed: QEMU exited with code 1" || !strings.Contains(logText, "bridge 'vmbr9' does not exist") ||
+			!strings.Contains(logText, "kvm: -netdev type=tap,id=net2,ifname=tap100i2,script=/usr/libexec/qemu-server/pve-bridge,downscript=/usr/libexec/qemu-server/pve-bridgedown,vhost=on: network script /usr/libexec/qemu-server/pve-bridge failed with status 512") {
+			t.Errorf("PVE %d: start on a missing bridge: %v\n%s", v, done["exitstatus"], logText)
+		}
+		if cur := c.call("GET", "/nodes/pve01/qemu/100/status/current", nil).must(t, "status").obj(); cur["status"] != "stopped" {
+			t.Errorf("PVE %d: the VM is %v", v, cur["status"])
 		}
 	}
 }

@@ -984,6 +984,11 @@ func (s *Sim) powerTask(rc *reqCtx, typ string, decide func(c *qmConf, running b
 			s.writeQmConfLocked(db, node, vmid, c)
 		}
 		if on {
+			// QEMU's launch plugs every NIC into its bridge.
+			if msg := s.startNICsLocked(node, vmid, c, t.logf0); msg != "" {
+				s.saveLocked()
+				return msg
+			}
 			// The cloud-init ISO is generated at every start, its custom
 			// snippets read then (S4).
 			if err := s.checkCloudinitSnippetsLocked(node, c); err != nil {

@@ -185,3 +185,34 @@ func TestAbsentMeetsAlreadyDestroyed(t *testing.T) {
 		})
 	}
 }
+
+// Issue 23 §3, following qemu-server: a stopped VM takes a NIC on a bridge
+// the node lacks without a word (vmconfig_apply_pending checks nothing),
+// so the config change is made and verified; the start then fails with
+// PVE's message (QEMU's launch), and the run is changed, the start named
+// as the failed change. PVE 8 and 9.
+func TestStoppedVMMissingBridgeFailsAtStart(t *testing.T) {
+	for _, v := range []int{8, 9} {
+		t.Run(map[int]string{8: "PVE8", 9: "PVE9"}[v], func(t *testing.T) {
+			w := newWorld(t, v)
+			if err := w.sim.SetBridges("pve02", "vmbr0"); err != nil {
+				t.Fatal(err)
+			}
+			res := w.run(with(webArgs(), "state", "started"), false)
+			m := msg(res)
+			if !failed(res) || res["changed"] != true || !strings.Contains(m, "start failed: QEMU exited with code 1") ||
+				!strings.Contains(pveapi.String(res["task_log"]), "bridge 'vmbr1' does not exist") {
+				t.Fatalf("changed=%v %s (task log %v)", res["changed"], m, res["task_log"])
+			}
+			if ok, _ := res["changes_verified"].([]any); len(ok) != 2 || !strings.HasPrefix(ok[1].(string), "configure VM 201: ") {
+				t.Errorf("verified %v", res["changes_verified"])
+			}
+			if u, _ := res["changes_unverified"].([]any); len(u) != 1 || !strings.HasPrefix(u[0].(string), "start VM 201") {
+				t.Errorf("unverified %v", res["changes_unverified"])
+			}
+			if n := nodePending(t, w); len(n) != 0 || !strings.Contains(w.config("pve02", 201, true).Values["net0"], "bridge=vmbr1") {
+				t.Errorf("node: pending %v", n)
+			}
+		})
+	}
+}
