@@ -26,8 +26,50 @@ var fastPlug = []string{"description", "hookscript", "lock", "migrate_downtime",
 var (
 	ipconfigRe = regexp.MustCompile(`^ipconfig\d+$`)
 	netRe      = regexp.MustCompile(`^net\d+$`)
-	hotDiskRe  = regexp.MustCompile(`^(scsi|virtio)\d+$`)
+	driveRe    = regexp.MustCompile(`^(ide|sata|scsi|virtio)\d+$`)
 )
+
+// driveTakesLive is vmconfig_update_disk: a CD-ROM's medium changes at
+// once; another volume in place of a disk is unplugged and plugged (disk
+// hotplug); the same volume takes every option but the ones a restart
+// needs (aio, discard, iothread, queues, product, cache, ssd, vendor,
+// ro); a new disk is plugged except on IDE/SATA; a cloud-init drive is
+// generated after the rest. A media change fails (pending).
+func driveTakesLive(diskHotplug bool, key, old, value string) bool {
+	nd, err := qemu.ParseDrive(key, value)
+	if err != nil {
+		return false
+	}
+	if strings.Contains(nd.File, "cloudinit") {
+		return true
+	}
+	if old == "" {
+		return diskHotplug && !strings.HasPrefix(key, "ide") && !strings.HasPrefix(key, "sata")
+	}
+	od, err := qemu.ParseDrive(key, old)
+	if err != nil || od.IsCDROM() != nd.IsCDROM() {
+		return false
+	}
+	if od.IsCDROM() {
+		return true
+	}
+	if od.File != nd.File {
+		return diskHotplug
+	}
+	if od.Discard != nd.Discard || od.Cache != nd.Cache || !sameBool(od.IOThread, nd.IOThread) || !sameBool(od.SSD, nd.SSD) {
+		return false
+	}
+	for _, o := range []string{"aio", "queues", "product", "vendor", "ro"} {
+		a, _ := od.Other.Get(o)
+		b, _ := nd.Other.Get(o)
+		if a != b {
+			return false
+		}
+	}
+	return true
+}
+
+func sameBool(a, b *bool) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
 
 // hotplugFeatures reads the VM's `hotplug` option (parse_hotplug_features:
 // 1 is network,disk,usb; 0 none).
@@ -54,12 +96,8 @@ func takesLive(live map[string]string, key, value string) bool {
 		return true
 	case netRe.MatchString(key):
 		return hp["network"]
-	case hotDiskRe.MatchString(key):
-		old, had := live[key]
-		if had && isCDROM(key, old) != isCDROM(key, value) {
-			return false // unable to change media type
-		}
-		return hp["disk"] || had && isCDROM(key, old)
+	case driveRe.MatchString(key):
+		return driveTakesLive(hp["disk"], key, live[key], value)
 	case key == "memory":
 		return hp["memory"]
 	case key == "vcpus":
@@ -91,9 +129,4 @@ func predictHotplug(st vmState, set map[string]string) (qemu.Config, []qemu.Pend
 	}
 	slices.SortFunc(pending, func(a, b qemu.PendingItem) int { return strings.Compare(a.Key, b.Key) })
 	return live, pending
-}
-
-func isCDROM(key, value string) bool {
-	d, err := qemu.ParseDrive(key, value)
-	return err == nil && d.IsCDROM()
 }
