@@ -158,14 +158,14 @@ func TestAbsentMeetsAlreadyDestroyed(t *testing.T) {
 			if res := w.run(webArgs(), false); failed(res) {
 				t.Fatalf("clone: %v", msg(res))
 			}
-			if _, err := w.sim.Faults().Add(pvesim.Fault{Node: "pve01", Method: "DELETE", Path: "/nodes/pve02/qemu/201", Kind: pvesim.FaultLatency, Delay: 700 * time.Millisecond, Count: 1}); err != nil {
+			if _, err := w.sim.Faults().Add(pvesim.Fault{Node: "pve01", Method: "DELETE", Path: "/nodes/pve02/qemu/201", Kind: pvesim.FaultLatency, Delay: 2 * time.Second, Count: 1}); err != nil {
 				t.Fatal(err)
 			}
 			w.sim.ResetRequests()
 			done := make(chan map[string]any)
 			go func() { done <- w.run(map[string]any{"vmid": 201, "name": "web-1", "state": "absent"}, false) }()
-			time.Sleep(400 * time.Millisecond)
-			other := w.client() // through pve02: not held by the fault
+			pveapitest.WaitFaultsLeft(t, w.sim, 0) // its DELETE is held by the latency
+			other := w.client()                    // through pve02: not held by the fault
 			upid := ""
 			if err := pveapitest.Send(context.Background(), other, "DELETE", "/nodes/pve02/qemu/201", nil, &upid); err != nil {
 				t.Fatal(err)

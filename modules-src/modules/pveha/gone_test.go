@@ -31,7 +31,7 @@ func TestAbsentMeetsAlreadyRemoved(t *testing.T) {
 				placement = "/cluster/ha/groups/gopve-vm-201"
 			}
 			for _, p := range []string{placement, "/cluster/ha/resources/vm:201"} {
-				if _, err := w.sim.Faults().Add(pvesim.Fault{Node: "pve01", Method: "DELETE", Path: p, Kind: pvesim.FaultLatency, Delay: 1500 * time.Millisecond, Count: 1}); err != nil {
+				if _, err := w.sim.Faults().Add(pvesim.Fault{Node: "pve01", Method: "DELETE", Path: p, Kind: pvesim.FaultLatency, Delay: 2 * time.Second, Count: 1}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -42,12 +42,7 @@ func TestAbsentMeetsAlreadyRemoved(t *testing.T) {
 			w.sim.ResetRequests()
 			done := make(chan map[string]any)
 			go func() { done <- w.run(map[string]any{"vmid": 201, "state": "absent", "wait_timeout": 30}, false) }()
-			for seen := false; !seen; time.Sleep(20 * time.Millisecond) {
-				for _, r := range w.sim.Requests() {
-					seen = seen || r.Method == "GET" && strings.HasPrefix(r.Path, "/cluster/ha/resources")
-				}
-			}
-			time.Sleep(300 * time.Millisecond) // observed; its first DELETE is held by the latency
+			pveapitest.WaitFaultsLeft(t, w.sim, 1) // observed; its first DELETE is held by the latency
 			// PVE 8 refuses to remove a group a resource uses; PVE 9 drops
 			// the resource from its rules.
 			order := []string{placement, "/cluster/ha/resources/vm:201"}

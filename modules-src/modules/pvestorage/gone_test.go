@@ -24,13 +24,13 @@ func TestAbsentMeetsAlreadyGone(t *testing.T) {
 			t.Fatal(err)
 		}
 		pveapitest.Write(t, other, "POST", "/storage", url.Values{"storage": {"scratch"}, "type": {"dir"}, "path": {"/srv/scratch"}})
-		if _, err := w.sim.Faults().Add(pvesim.Fault{Node: "pve01", Method: "DELETE", Path: "/storage/scratch", Kind: pvesim.FaultLatency, Delay: 600 * time.Millisecond, Count: 1}); err != nil {
+		if _, err := w.sim.Faults().Add(pvesim.Fault{Node: "pve01", Method: "DELETE", Path: "/storage/scratch", Kind: pvesim.FaultLatency, Delay: 2 * time.Second, Count: 1}); err != nil {
 			t.Fatal(err)
 		}
 		w.sim.ResetRequests()
 		done := make(chan map[string]any)
 		go func() { done <- w.run(map[string]any{"storage": "scratch", "state": "absent"}, false) }()
-		time.Sleep(300 * time.Millisecond) // the task has read it and sent its DELETE, held by the latency
+		pveapitest.WaitFaultsLeft(t, w.sim, 0) // the task has read it and sent its DELETE, held by the latency
 		pveapitest.Write(t, other, "DELETE", "/storage/scratch", nil)
 		res := <-done
 		var answered *pvesim.Request
