@@ -29,6 +29,15 @@ type Change struct {
 	// change is made, for the stages after this one (check mode only; see
 	// World). nil when no later stage reads anything this change affects.
 	Predict func(w *World)
+	// Pending, when set, names the parts of the change that are written
+	// but not in force yet, and what puts them in force: a running VM's
+	// config keys PVE keeps for its next start ("cores", "memory"; until
+	// "the VM's next start"). The runtime asks it after Verify proved the
+	// change (in check mode after Predict, as a prediction) and never calls
+	// those parts applied: the message names them as pending, a warning
+	// says what they wait for, and the change's diff header does too.
+	// Nothing pending: no parts.
+	Pending func() (parts []string, until string)
 
 	// predictedOnly marks a change built by PredictedOnly.
 	predictedOnly bool

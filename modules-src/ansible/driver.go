@@ -150,10 +150,11 @@ func (r *Run) stage(name string, plan StageFunc) error {
 	}
 	first := r.record(changes)
 	if r.inv.CheckMode {
-		for _, c := range changes {
+		for i, c := range changes {
 			if c.Predict != nil {
 				c.Predict(r.world)
 			}
+			r.askPending(first+i, c)
 		}
 		r.setStatus(first, len(changes), statusPlanned)
 		return nil
@@ -186,6 +187,7 @@ func (r *Run) stage(name string, plan StageFunc) error {
 			return fail(fmt.Errorf("applied %q, but reading it back does not show the promised state: %w", c.Summary, err))
 		}
 		r.setStatus(first+i, 1, statusVerified)
+		r.askPending(first+i, c)
 	}
 	return nil
 }
@@ -199,6 +201,37 @@ func sentAnyway(summary string, err error, sent []string) error {
 		what = fmt.Sprintf("a write had been sent (%s)", sent[0])
 	}
 	return fmt.Errorf("could not %s: %v; %s before this failure, so the change is not reported as \"nothing was changed\" whatever the failure says: it counts as made, unverified", summary, err, what)
+}
+
+// askPending records what a proved (or, in check mode, predicted) change
+// leaves pending, and warns about it once.
+func (r *Run) askPending(i int, c Change) {
+	if c.Pending == nil {
+		return
+	}
+	parts, until := c.Pending()
+	if len(parts) == 0 {
+		return
+	}
+	if until == "" {
+		until = "a later event"
+	}
+	r.mu.Lock()
+	r.changes[i].waiting, r.changes[i].until = append([]string(nil), parts...), until
+	r.mu.Unlock()
+	verb := "is written but not in force"
+	if r.inv.CheckMode {
+		verb = "would be written but not in force"
+	}
+	r.Warn(fmt.Sprintf("%s: %s %s until %s; it is pending, not applied", c.Summary, strings.Join(parts, ", "), verb, until))
+}
+
+// pendingNote is how a change's pending parts read after its summary.
+func pendingNote(c changeRecord) string {
+	if len(c.waiting) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (pending until %s: %s)", c.until, strings.Join(c.waiting, ", "))
 }
 
 // record adds planned changes (not run yet) and returns the index of the
@@ -260,12 +293,12 @@ func (r *Run) checkChanges(stage string, changes []Change) error {
 // made returns the changes that count for `changed` and `changes`: planned
 // ones in check mode, those whose Apply was called (verified or not) in a
 // real run. Caller holds r.mu.
-func (r *Run) made() []Change {
-	var out []Change
+func (r *Run) made() []changeRecord {
+	var out []changeRecord
 	for _, c := range r.changes {
 		switch c.status {
 		case statusPlanned, statusVerified, statusUnverified:
-			out = append(out, c.Change)
+			out = append(out, c)
 		}
 	}
 	return out
@@ -298,7 +331,13 @@ func (r *Run) buildResult(failure error) map[string]any {
 	for _, c := range made {
 		changes = append(changes, c.Summary)
 		if c.Diff != nil {
-			diffs = append(diffs, c.Diff)
+			d := c.Diff
+			if note := pendingNote(c); note != "" {
+				dd := *d // the module's diff is left as it is
+				dd.AfterHeader += note
+				d = &dd
+			}
+			diffs = append(diffs, d)
 		}
 	}
 	res["changed"] = len(made) > 0
@@ -362,7 +401,10 @@ var reservedOrKnown = map[string]bool{
 // defaultMsg says what the run did, naming every change, so that a task's
 // one-line output answers "what changed?" without -v (the `changes` key holds
 // the same summaries as a list).
-func (r *Run) defaultMsg(made []Change) string {
+//
+// Only what is in force is called applied: a change with pending parts
+// (Change.Pending) is listed with them, and the verb says some of it waits.
+func (r *Run) defaultMsg(made []changeRecord) string {
 	n := len(made)
 	if n == 0 {
 		return "nothing to change"
@@ -372,12 +414,19 @@ func (r *Run) defaultMsg(made []Change) string {
 		what = "changes"
 	}
 	summaries := make([]string, n)
+	pending := false
 	for i, c := range made {
-		summaries[i] = c.Summary
+		summaries[i] = c.Summary + pendingNote(c)
+		pending = pending || len(c.waiting) > 0
 	}
 	verb := "applied and verified"
-	if r.inv.CheckMode {
+	switch {
+	case r.inv.CheckMode && pending:
+		verb = "would be made (check mode), not all of it in force at once"
+	case r.inv.CheckMode:
 		verb = "would be made (check mode)"
+	case pending:
+		verb = "written and verified, not all of it in force yet"
 	}
 	return fmt.Sprintf("%d %s %s: %s", n, what, verb, strings.Join(summaries, "; "))
 }

@@ -49,6 +49,9 @@ const (
 type changeRecord struct {
 	Change
 	status changeStatus
+	// waiting are the parts Change.Pending named, and until what.
+	waiting []string
+	until   string
 }
 
 // Context is the run's context; it carries the module deadline.
@@ -177,7 +180,11 @@ func (r *Run) Stage(name string, plan StageFunc) error { return r.stage(name, pl
 func (r *Run) Changes() []Change {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.made()
+	var out []Change
+	for _, c := range r.made() {
+		out = append(out, c.Change)
+	}
+	return out
 }
 
 // World is the run's predicted world (see World): empty in a real run.

@@ -291,6 +291,9 @@ func (p *pinError) Error() string {
 // lock or quorum it could not get, the object already there or missing), or
 // the request never reached PVE. An unanswered write is never "nothing done".
 func NothingDone(err error) bool {
+	if _, written := IsWritten(err); written {
+		return false // PVE raised it after writing (Write.RaisesAfterWrite)
+	}
 	var nd *notDoneError
 	if errors.As(err, &nd) {
 		return true

@@ -43,7 +43,24 @@ type Write struct {
 	// SettleWithin bounds how long a lost answer is settled by polling
 	// (default DefaultSettle), never past the context's deadline.
 	SettleWithin time.Duration
+	// RaisesAfterWrite is set for a handler that may answer a failure after
+	// it wrote: it tells whether the answered error err is such a failure.
+	// qemu-server's config update writes the new values to [PENDING],
+	// applies them, and only then raises `400 Parameter verification
+	// failed.` naming each key it could not apply (`hotplug problem - …`,
+	// `unable to apply pending change …`; qemu.RaisedAfterWrite). Such an
+	// answer is never "nothing done": Dispatch reads back once (Settle) and
+	// returns a *WrittenError carrying PVE's answer. nil: every answered
+	// refusal counts as taken before the handler changed anything.
+	RaisesAfterWrite func(err error) bool
 }
+
+// A DELETE's goal is absence: a DELETE that PVE answers with "does not
+// exist" (KindNotFound, or pve-ha-manager's `not HA managed`) is settled by
+// one Settle read (the object gone is Settle's true), never taken as a
+// failure by itself. Reads that show it gone: the write is done (Outcome.Gone
+// says so, for a warning); reads that show it there: PVE's answer, nothing
+// done. Every DELETE a module sends goes through this rule (Dispatch).
 
 // TaskWrite says which task a write starts, so that it can be found in the
 // node's task list (GET /nodes/{node}/tasks) when the UPID never arrived.
@@ -69,6 +86,10 @@ type Outcome struct {
 	// Lost is set when the answer never arrived and a read settled that the
 	// write happened; it says what was lost, for a warning.
 	Lost string
+	// Gone is set when a DELETE was answered "does not exist" and a read
+	// shows the object absent: the goal is met, by someone else or an
+	// earlier attempt; it says so, for a warning.
+	Gone string
 }
 
 // Decode stores the answer's data into out (see Decode).
@@ -128,6 +149,36 @@ type notDoneError struct {
 func (e *notDoneError) Error() string { return fmt.Sprintf("%v (%s)", e.err, e.read) }
 func (e *notDoneError) Unwrap() error { return e.err }
 
+// WrittenError is a failure PVE answered after its handler wrote (see
+// Write.RaisesAfterWrite): part of the write is in place — in qemu-server's
+// case every value is in the config, some live, the failed ones pending —
+// so it is changed, never "nothing done". Cause is PVE's answer (a *Error
+// with the per-key messages, or a *TaskError); InPlace is what the one
+// read back found: whether Settle showed the whole write in place.
+type WrittenError struct {
+	What    string
+	Cause   error
+	InPlace bool
+	Read    string // a few words on the read back, when it failed
+}
+
+func (e *WrittenError) Error() string {
+	msg := fmt.Sprintf("%s: PVE wrote it, then answered a failure: %v", e.What, e.Cause)
+	if e.Read != "" {
+		msg += "; " + e.Read
+	}
+	return msg
+}
+
+func (e *WrittenError) Unwrap() error { return e.Cause }
+
+// IsWritten tells whether err is a failure PVE raised after writing.
+func IsWritten(err error) (*WrittenError, bool) {
+	var w *WrittenError
+	ok := errors.As(err, &w)
+	return w, ok
+}
+
 // ReadOnlyError is a write attempted through a read-only client: in check
 // mode, a bug in the module, never sent.
 type ReadOnlyError struct{ Method, Path string }
@@ -177,10 +228,22 @@ func (c *Client) Dispatch(ctx context.Context, w Write) (_ *Outcome, err error) 
 			return out, &UnverifiedError{What: w.What, Cause: fmt.Errorf("%s %s answered %s, not a task id", w.Method, w.Path, raw)}
 		}
 		out.Task, err = w.waiter(c).WaitTask(ctx, upid)
+		if err != nil && w.RaisesAfterWrite != nil && w.RaisesAfterWrite(err) {
+			return out, c.written(ctx, w, err)
+		}
 		return out, err
 	}
 	var ro *ReadOnlyError
-	if errors.As(err, &ro) || NothingDone(err) {
+	if errors.As(err, &ro) {
+		return nil, err
+	}
+	if answered(err) && w.RaisesAfterWrite != nil && w.RaisesAfterWrite(err) {
+		return nil, c.written(ctx, w, err)
+	}
+	if w.Method == http.MethodDelete && w.Settle != nil && absentAnswer(err) {
+		return c.settleAbsent(ctx, w, err)
+	}
+	if NothingDone(err) {
 		return nil, err
 	}
 	var e *Error
@@ -206,6 +269,56 @@ func noteWrite(ctx context.Context, w Write, err error) {
 		return
 	}
 	writes.Note(ctx, w.What)
+}
+
+// answered tells whether err is PVE's own answer to the request (not a
+// lost one, not a request that never left).
+func answered(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && !e.Unanswered && !lostAnswer(e) && !notSent(e)
+}
+
+// absentAnswer is the handler's own "it is not there" to a removal: not
+// found, or pve-ha-manager's Resources.pm delete (`cannot delete service
+// '<sid>', not HA managed!`). A handler's 500 counts (the write path marks
+// it Unanswered, as any die may come after a change; this one says what it
+// found), a proxy's or a lost answer does not.
+func absentAnswer(err error) bool {
+	var e *Error
+	if !errors.As(err, &e) || lostAnswer(e) || notSent(e) {
+		return false
+	}
+	return e.kind == KindNotFound || strings.Contains(e.Message, "not HA managed")
+}
+
+// written is a failure the handler raised after writing: one read back
+// says whether the whole write shows; either way it is changed.
+func (c *Client) written(ctx context.Context, w Write, cause error) error {
+	we := &WrittenError{What: w.What, Cause: cause}
+	if w.Settle == nil {
+		return we
+	}
+	ok, err := w.Settle(ctx)
+	switch {
+	case err != nil:
+		we.Read = "reading it back failed: " + err.Error()
+	default:
+		we.InPlace = ok
+	}
+	return we
+}
+
+// settleAbsent: a DELETE answered "does not exist"; one read decides.
+func (c *Client) settleAbsent(ctx context.Context, w Write, cause error) (*Outcome, error) {
+	gone, err := w.Settle(ctx)
+	switch {
+	case err != nil:
+		// The read failed: PVE's answer stands (it changed nothing).
+		return nil, cause
+	case !gone:
+		return nil, &notDoneError{err: cause, read: "reading back shows it is still there"}
+	}
+	return &Outcome{Gone: fmt.Sprintf("%s: PVE answered that it does not exist (%v); reading back shows it absent, which is the goal", w.What, cause)}, nil
 }
 
 func (w Write) check() error {

@@ -490,7 +490,7 @@ config:
   returned: always
   type: dict
 pending:
-  description: Changes PVE keeps for the next restart of a running VM (key, value in force, pending value, delete); never reported as done.
+  description: Changes PVE keeps for the next start of a running VM (key, value in force, pending value, delete; error when PVE wrote the key but could not hot-plug it, with PVE's message such as "hotplug problem - ..."); never reported as done. The task's message, a warning and the diff name the keys of this run that wait.
   returned: always
   type: list
   elements: dict

@@ -115,7 +115,7 @@ func (s *Sim) SetOnline(name string, online bool) error {
 			}
 		}
 		// A node back from the dead runs nothing; HA may fail guests back.
-		n.Running = nil
+		n.Running, n.HeldDevices = nil, nil
 		s.nodeBackLocked(name)
 	} else {
 		n.powerLosses++ // its running tasks die (tasks.go)

@@ -3,6 +3,7 @@ package pvesim
 import (
 	"crypto/sha512"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"maps"
 	"regexp"
@@ -84,6 +85,7 @@ func (s *Sim) setRunningLocked(node string, vmid int, on bool) {
 		return
 	}
 	delete(n.Running, vmid)
+	delete(n.HeldDevices, vmid) // the guest is gone with its QEMU process
 }
 
 // typedConf renders VM config values with the schema's JSON types.
@@ -682,6 +684,13 @@ func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *qmConf, logf f
 	node, vmid := u.node, u.vmid
 	order := bootOrder(c.Keys["boot"])
 	bootDeleted := slices.Contains(u.deletes, "bootorder")
+	// modified is $modified: the keys of this request, the only ones a
+	// running VM's hotplug tries (vmconfig_hotplug_pending's $selection);
+	// what earlier requests left pending stays so.
+	modified := map[string]bool{}
+	for k := range u.set {
+		modified[k] = true
+	}
 	for _, k := range u.deletes {
 		val, isCur := c.Keys[k]
 		pval, isPending := c.Pending[k]
@@ -689,6 +698,7 @@ func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *qmConf, logf f
 			logf("cannot delete '%s' - not set in current configuration!", k)
 			continue
 		}
+		modified[k] = true
 		if !isCur {
 			val = pval
 		}
@@ -696,6 +706,7 @@ func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *qmConf, logf f
 		if !bootDeleted && slices.Contains(order, k) {
 			order = slices.DeleteFunc(order, func(d string) bool { return d == k })
 			c.Pending["boot"] = "order=" + strings.Join(order, ";")
+			modified["boot"] = true
 		}
 		switch {
 		case strings.HasPrefix(k, "unused"):
@@ -767,10 +778,10 @@ func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *qmConf, logf f
 	}
 	c.PendingDelete = slices.DeleteFunc(c.PendingDelete, func(d string) bool { _, ok := c.Keys[strings.TrimPrefix(d, "!")]; return !ok })
 	if !s.runningLocked(node, vmid) {
-		if err := s.applyPendingLocked(node, vmid, c, logf); err != nil {
+		if errs := s.applyPendingLocked(node, vmid, c, logf); errs != nil {
 			s.writeQmConfLocked(db, node, vmid, c)
 			s.saveLocked()
-			return err
+			return errParams(errs) // raised after the write, as for a running VM
 		}
 	} else {
 		// vmconfig_hotplug_pending: a failing option stays pending and is
@@ -779,9 +790,13 @@ func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *qmConf, logf f
 		var keep []string
 		for _, d := range c.PendingDelete {
 			k := strings.TrimPrefix(d, "!")
+			if !modified[k] {
+				keep = append(keep, d)
+				continue
+			}
 			ok, err := s.hotplugDeleteLocked(node, vmid, c, k, d != k, logf)
 			if err != nil {
-				errs[k] = err.Error()
+				errs[k] = hotplugProblem(err)
 			}
 			if ok && err == nil {
 				delete(c.Keys, k)
@@ -791,9 +806,12 @@ func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *qmConf, logf f
 		}
 		c.PendingDelete = keep
 		for _, k := range slices.Sorted(maps.Keys(c.Pending)) {
+			if !modified[k] && !(slices.Contains(fastPlug, k) || isIPConfig(k)) {
+				continue // fast-plug options apply whatever the selection
+			}
 			ok, err := s.hotplugSetLocked(node, vmid, c, k, logf)
 			if err != nil {
-				errs[k] = err.Error()
+				errs[k] = hotplugProblem(err)
 				continue
 			}
 			if ok {
@@ -811,6 +829,33 @@ func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *qmConf, logf f
 	s.writeQmConfLocked(db, node, vmid, c)
 	s.saveLocked()
 	return nil
+}
+
+// hotplugProblem is vmconfig_hotplug_pending's $add_error: the die of one
+// option, prefixed, with its newline (raise_param_exc keeps it).
+func hotplugProblem(err error) string {
+	msg := err.Error()
+	var ae *APIError
+	if errors.As(err, &ae) {
+		msg = ae.Message
+	}
+	return "hotplug problem - " + strings.TrimRight(msg, "\n") + "\n"
+}
+
+// taskError is a die in a worker as its task status: an exception
+// stringified (PVE::Exception stringify: code, message, one line per
+// parameter error) on one line (RESTEnvironment.pm fork_worker turns
+// newlines into spaces).
+func taskError(err error) string {
+	var ae *APIError
+	if !errors.As(err, &ae) || len(ae.Errors) == 0 {
+		return err.Error()
+	}
+	msg := fmt.Sprintf("%d %s\n", ae.Status, strings.TrimRight(ae.Message, "\n"))
+	for _, k := range slices.Sorted(maps.Keys(ae.Errors)) {
+		msg += k + ": " + strings.TrimRight(ae.Errors[k], "\n") + "\n"
+	}
+	return strings.TrimSpace(strings.ReplaceAll(msg, "\n", " "))
 }
 
 // configUpdateRequest is what PUT and POST config check before taking the
@@ -857,7 +902,7 @@ func (s *Sim) postQemuConfig(rc *reqCtx) (any, error) {
 			err = s.applyUpdateLocked(db, u, c, func(f string, a ...any) { t.task.Log = append(t.task.Log, fmt.Sprintf(f, a...)) })
 		}
 		if err != nil {
-			return err.Error()
+			return taskError(err)
 		}
 		return ""
 	}), nil
@@ -961,12 +1006,18 @@ func (s *Sim) powerTask(rc *reqCtx, typ string, decide func(c *qmConf, running b
 		}
 		if on && (len(c.Pending) > 0 || len(c.PendingDelete) > 0) {
 			// vm_start: vmconfig_apply_pending; its errors are warnings.
-			if err := s.applyPendingLocked(node, vmid, c, t.logf0); err != nil {
-				t.logf0("%v", err)
+			errs := s.applyPendingLocked(node, vmid, c, t.logf0)
+			for _, k := range slices.Sorted(maps.Keys(errs)) {
+				t.logf0("%s", strings.TrimRight(errs[k], "\n")) // warn $err_msg
 			}
 			s.writeQmConfLocked(db, node, vmid, c)
 		}
 		if on {
+			// QEMU's launch plugs every NIC into its bridge.
+			if msg := s.startNICsLocked(node, vmid, c, t.logf0); msg != "" {
+				s.saveLocked()
+				return msg
+			}
 			// The cloud-init ISO is generated at every start, its custom
 			// snippets read then (S4).
 			if err := s.checkCloudinitSnippetsLocked(node, c); err != nil {

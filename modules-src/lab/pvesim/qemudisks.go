@@ -1,6 +1,7 @@
 package pvesim
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"regexp"
@@ -178,8 +179,10 @@ func (s *Sim) hotplugSetLocked(node string, vmid int, c *qmConf, key string, log
 		if !hotpluggable(c.Keys, key) {
 			return false, nil
 		}
-		if isNetKey(key) && c.Keys[key] != "" {
-			logf("%s: hotplug: unplug and plug the NIC again (the guest loses its link)", key) // reconstruction of the effect, K10
+		if isNetKey(key) {
+			if err := s.updateNetLocked(node, vmid, key, c.Keys[key], c.Pending[key], logf); err != nil {
+				return false, err
+			}
 		}
 		return true, nil
 	}
@@ -211,6 +214,9 @@ func (s *Sim) hotplugSetLocked(node string, vmid int, c *qmConf, key string, log
 		if !hp["disk"] {
 			return false, nil
 		}
+		if err := s.unplugLocked(node, vmid, key); err != nil {
+			return false, err
+		}
 		return true, s.registerUnusedDriveLocked(node, vmid, c, old, logf)
 	}
 	for _, o := range driveOptsNeedRestart {
@@ -224,23 +230,39 @@ func (s *Sim) hotplugSetLocked(node string, vmid int, c *qmConf, key string, log
 // hotplugDeleteLocked is the deletion half of vmconfig_hotplug_pending.
 func (s *Sim) hotplugDeleteLocked(node string, vmid int, c *qmConf, key string, force bool, logf func(string, ...any)) (bool, error) {
 	if !isDriveKey(key) {
-		return hotpluggable(c.Keys, key), nil
+		if !hotpluggable(c.Keys, key) {
+			return false, nil
+		}
+		if isNetKey(key) {
+			if err := s.unplugLocked(node, vmid, key); err != nil {
+				return false, err
+			}
+		}
+		return true, nil
 	}
 	if !hotplugFeatures(c.Keys)["disk"] || regexpDriveNoUnplug.MatchString(key) {
 		return false, nil
+	}
+	if err := s.unplugLocked(node, vmid, key); err != nil {
+		return false, err
 	}
 	return true, s.deleteOrDetachDriveLocked(node, vmid, c, key, force, logf)
 }
 
 // applyPendingLocked is vmconfig_apply_pending (a stopped VM, or a start):
 // deletions first (a disk goes to unusedN, or is freed with force), then
-// the new values (a replaced disk's old volume goes to unusedN).
-func (s *Sim) applyPendingLocked(node string, vmid int, c *qmConf, logf func(string, ...any)) error {
+// the new values (a replaced disk's old volume goes to unusedN). An option
+// that fails stays pending and the others go on ($add_apply_error): the
+// errors are returned per option, `unable to apply pending change <opt> :
+// <die>`, after everything else was applied.
+func (s *Sim) applyPendingLocked(node string, vmid int, c *qmConf, logf func(string, ...any)) map[string]string {
+	errs := map[string]string{}
 	for _, mark := range slices.Clone(c.PendingDelete) {
 		k := strings.TrimPrefix(mark, "!")
 		if _, ok := c.Keys[k]; ok && isDriveKey(k) && !strings.HasPrefix(k, "unused") {
 			if err := s.deleteOrDetachDriveLocked(node, vmid, c, k, mark != k, logf); err != nil {
-				return fmt.Errorf("unable to apply pending change %s : %v", k, err)
+				errs[k] = applyProblem(k, err)
+				continue
 			}
 		}
 		delete(c.Keys, k)
@@ -249,14 +271,27 @@ func (s *Sim) applyPendingLocked(node string, vmid int, c *qmConf, logf func(str
 	for _, k := range slices.Sorted(maps.Keys(c.Pending)) {
 		if old, ok := c.Keys[k]; ok && isDriveKey(k) && parseDrive(old).file() != parseDrive(c.Pending[k]).file() {
 			if err := s.registerUnusedDriveLocked(node, vmid, c, old, logf); err != nil {
-				return fmt.Errorf("unable to apply pending change %s : %v", k, err)
+				errs[k] = applyProblem(k, err)
+				continue
 			}
 		}
 		c.Keys[k] = c.Pending[k]
 		delete(c.Pending, k)
 	}
 	dropReusedUnused(c)
-	return nil
+	if len(errs) == 0 {
+		return nil
+	}
+	return errs
+}
+
+func applyProblem(key string, err error) string {
+	msg := err.Error()
+	var ae *APIError
+	if errors.As(err, &ae) {
+		msg = ae.Message
+	}
+	return fmt.Sprintf("unable to apply pending change %s : %s\n", key, strings.TrimRight(msg, "\n"))
 }
 
 // regexpDriveNoUnplug: drives a running VM cannot lose (hotplug_pending).

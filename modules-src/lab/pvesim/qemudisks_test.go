@@ -129,7 +129,7 @@ func TestRunningVMDiskPendingK10(t *testing.T) {
 	}
 	// A CD-ROM cannot become a disk while running: the option stays
 	// pending and the answer is a 400 naming it (vmconfig_update_disk).
-	if r := c.call("PUT", "/nodes/pve01/qemu/100/config", url.Values{"scsi0": {"none,media=cdrom"}}); r.status != 400 || r.errs["scsi0"] != "unable to change media type" {
+	if r := c.call("PUT", "/nodes/pve01/qemu/100/config", url.Values{"scsi0": {"none,media=cdrom"}}); r.status != 400 || r.errs["scsi0"] != "hotplug problem - unable to change media type\n" {
 		t.Errorf("media change on a running VM: %d %v", r.status, r.errs)
 	}
 	if p := vmConfig(t, c, "pve01", 100); p["scsi0"] != "none,media=cdrom" {

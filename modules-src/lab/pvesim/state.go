@@ -56,6 +56,15 @@ type Node struct {
 	// Running maps the VMIDs whose QEMU process runs here to their start
 	// time (Unix seconds): /var/run/qemu-server is node-local (guests.go).
 	Running map[int]int64 `json:"running,omitempty"`
+	// Bridges are the Linux bridges the node has (/sys/class/net/<bridge>,
+	// what tap_create and tap_plug look up); nil: DefaultBridges
+	// (hotplug.go). Reconstruction: the lab declares them; a real node has
+	// what /etc/network/interfaces brings up.
+	Bridges []string `json:"bridges,omitempty"`
+	// HeldDevices are, per running VMID, the devices (net1, scsi2…) whose
+	// hot-unplug its guest does not acknowledge: QEMU's device_del never
+	// completes (hotplug.go). A stop clears them: the guest is gone.
+	HeldDevices map[int][]string `json:"held_devices,omitempty"`
 	// Replication is this node's pve-replication-state: one entry per job
 	// whose guest it holds (replrun.go).
 	Replication map[string]*ReplRun `json:"replication,omitempty"`

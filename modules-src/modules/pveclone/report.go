@@ -51,6 +51,9 @@ func (v *vm) report() {
 		if it.Delete > 0 {
 			row["delete"] = true
 		}
+		if msg := v.hotplugErrors[it.Key]; msg != "" {
+			row["error"] = msg // PVE wrote it, then could not apply it to the running VM
+		}
 		if it.Key == "cipassword" {
 			row["value"], row["pending"] = qemu.Masked, qemu.Masked
 		}

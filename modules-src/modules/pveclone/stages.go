@@ -2,6 +2,7 @@ package pveclone
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -46,8 +47,11 @@ func (v *vm) planConfig(ctx context.Context, w *ansible.World) ([]ansible.Change
 		Diff:    ansible.TextDiff(confHeader(st.Node, v.p.VMID), renderConf(st.Next.Values), renderConf(after)),
 		Apply: func(ctx context.Context) error {
 			if !upd.Empty() {
-				if _, err := v.send(ctx, write{req: req, what: fmt.Sprintf("update the config of VM %d", v.p.VMID),
+				if _, err := v.send(ctx, write{req: req, what: fmt.Sprintf("update the config of VM %d", v.p.VMID), afterWrite: true,
 					settle: func(ctx context.Context) (bool, error) { return v.settingsApplied(ctx, st, "") }}); err != nil {
+					if we, ok := pveapi.IsWritten(err); ok {
+						return v.afterWrite(ctx, st, slices.Sorted(maps.Keys(plan.set)), we)
+					}
 					return err
 				}
 			}
@@ -60,13 +64,18 @@ func (v *vm) planConfig(ctx context.Context, w *ansible.World) ([]ansible.Change
 			return nil
 		},
 		Verify: func(ctx context.Context) error { return v.verifySettings(ctx, st) },
+		// What of it a running VM keeps for its next start (K10): written,
+		// read back, never called applied (issue 23 §4).
+		Pending: func() ([]string, string) { return v.waiting(what, plan), "the VM's next start" },
 		Predict: func(w *ansible.World) {
 			next := qemu.Config{Values: after}
-			live := next
+			live, pending := next, st.Pending
 			if st.Running {
-				live = st.Live // a running VM keeps what it runs until PVE hot-plugs or restarts
+				// A running VM takes what it can hot-plug; the rest waits
+				// for its next start (K10).
+				live, pending = predictHotplug(st, plan.set)
 			}
-			n := vmState{Node: st.Node, Next: next, Live: live, Pending: st.Pending, Running: st.Running, HA: st.HA}
+			n := vmState{Node: st.Node, Next: next, Live: live, Pending: pending, Running: st.Running, HA: st.HA}
 			vmKey(v.p.VMID).Predict(w, n)
 			v.setFinal(n)
 		},
@@ -187,6 +196,89 @@ func (v *vm) verifySettings(ctx context.Context, st vmState) error {
 		v.read.Next, v.read.Live, v.read.Pending = now.Next, now.Live, now.Pending
 	}
 	return nil
+}
+
+// waiting are the parts of the config change (keys, and disks to grow)
+// that the VM's pending section still holds: written, not in force.
+func (v *vm) waiting(what []string, plan settingsPlan) []string {
+	held := map[string]bool{}
+	for _, it := range v.pending {
+		if it.HasPending || it.Delete > 0 {
+			held[it.Key] = true
+		}
+	}
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(plan.set)) {
+		if held[k] {
+			out = append(out, k)
+		}
+	}
+	for i, r := range plan.resizes {
+		if held[r.disk] {
+			out = append(out, what[len(plan.set)+i])
+		}
+	}
+	return out
+}
+
+// afterWrite settles a config update PVE answered with a failure after it
+// wrote (qemu-server's hotplug problems on a running VM): the config and
+// its pending section are read back, and the answer says which keys are
+// live, which wait for the next start, and which PVE failed to apply and
+// why. It is changed, never "nothing done"; the failed keys are returned
+// in pending with PVE's message.
+func (v *vm) afterWrite(ctx context.Context, st vmState, keys []string, we *pveapi.WrittenError) error {
+	failed := qemu.AfterWriteErrors(we)
+	v.hotplugErrors = failed
+	now, err := v.observe(ctx, st.Node, st.Running, st.HA)
+	if err != nil {
+		return fmt.Errorf("%w; reading the VM back failed: %v", we, err)
+	}
+	v.setFinal(now)
+	held := map[string]bool{}
+	for _, it := range now.Pending {
+		if it.HasPending || it.Delete > 0 {
+			held[it.Key] = true
+		}
+	}
+	var live, waiting, bad []string
+	for _, k := range keys {
+		switch {
+		case failed[k] != "":
+			bad = append(bad, fmt.Sprintf("%s (%s)", k, failed[k]))
+		case held[k]:
+			waiting = append(waiting, k)
+		default:
+			live = append(live, k)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(failed)) {
+		if !slices.Contains(keys, k) {
+			bad = append(bad, fmt.Sprintf("%s (%s)", k, failed[k]))
+		}
+	}
+	none := func(l []string) string {
+		if len(l) == 0 {
+			return "none"
+		}
+		return strings.Join(l, ", ")
+	}
+	return fmt.Errorf("PVE wrote the new config of VM %d, then answered %s; read back: applied (live): %s; pending until the VM's next start: %s; PVE could not apply to the running VM, still pending: %s",
+		v.p.VMID, errorHead(we), none(live), none(waiting), strings.Join(bad, "; "))
+}
+
+// errorHead is PVE's status line of the answer (400 Parameter
+// verification failed.), or the task's failure.
+func errorHead(we *pveapi.WrittenError) string {
+	var e *pveapi.Error
+	if errors.As(we.Cause, &e) {
+		return fmt.Sprintf("%d %s", e.Status, e.Message)
+	}
+	var te *pveapi.TaskError
+	if errors.As(we.Cause, &te) {
+		return fmt.Sprintf("task %s failed", te.UPID.Type)
+	}
+	return we.Cause.Error()
 }
 
 // setFinal records the config to return: what runs now on a running VM,

@@ -42,6 +42,7 @@ type vm struct {
 	pending       []qemu.PendingItem
 	cloneWarnings []string
 	taskLog       []string
+	hotplugErrors map[string]string // PVE's message per key it wrote but could not apply (afterWrite)
 }
 
 // vmState is the VM as the config and power stages plan against it:

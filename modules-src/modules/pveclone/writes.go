@@ -10,6 +10,7 @@ import (
 	"github.com/gopve/proxmox/modules-src/pveapi"
 	"github.com/gopve/proxmox/modules-src/pveapi/apischema"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
+	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
 )
 
 // write is one mutating call: the request (checked against the node's
@@ -21,6 +22,9 @@ type write struct {
 	settle   func(ctx context.Context) (bool, error)
 	creates  bool   // a clone or create: PVE refuses it when the VMID exists
 	taskType string // the worker when PVE picks one of several (hastart for an HA guest)
+	// afterWrite: the handler may raise after it wrote (the VM config
+	// update's hotplug problems, qemu.RaisedAfterWrite).
+	afterWrite bool
 }
 
 // send dispatches w once through pveapi's dispatch path: a task is waited
@@ -32,6 +36,9 @@ func (v *vm) send(ctx context.Context, w write) (*pveapi.TaskResult, error) {
 		return nil, ansible.NothingChanged(v.schemaError(err))
 	}
 	pw := pveapi.Write{Method: w.req.Method, Path: w.req.Path, Params: w.req.Params, What: w.what, Settle: w.settle, Creates: w.creates}
+	if w.afterWrite {
+		pw.RaisesAfterWrite = qemu.RaisedAfterWrite
+	}
 	if h := w.req.Task; h != nil && len(h.Types) > 0 {
 		types := append([]string(nil), h.Types...)
 		if w.taskType != "" {

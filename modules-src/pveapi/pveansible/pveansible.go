@@ -188,11 +188,16 @@ func ForRun(r *ansible.Run, conn pveapi.Connection, o pveapi.Options) (*pveapi.C
 // answer settled by a read, which is warned about); an error built with
 // ansible.NothingChanged when PVE refused before acting or a read proved
 // nothing was done; any other error as it is, which the runtime reports as
-// changed, unverified (a lost answer no read settled in time).
+// changed, unverified (a lost answer no read settled in time, a
+// *pveapi.WrittenError: a failure PVE raised after writing). A DELETE
+// answered "does not exist" that a read shows gone is made (warned).
 func Dispatch(ctx context.Context, r *ansible.Run, c *pveapi.Client, w pveapi.Write) (*pveapi.Outcome, error) {
 	out, err := c.Dispatch(ctx, w)
 	if out != nil && out.Lost != "" {
 		r.Warn(out.Lost)
+	}
+	if out != nil && out.Gone != "" {
+		r.Warn(out.Gone)
 	}
 	if out != nil && out.Task != nil {
 		for _, warn := range out.Task.Warnings {

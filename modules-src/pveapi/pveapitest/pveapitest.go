@@ -147,3 +147,18 @@ func Send(ctx context.Context, c *pveapi.Client, method, path string, params url
 	}
 	return o.Decode(out)
 }
+
+// WaitFaultsLeft waits (up to 30 s) until at most left of the simulator's
+// faults are installed: a count-limited fault is dropped once spent, so
+// for a latency fault the request it holds has arrived and is being
+// delayed, and a test can act in that window.
+func WaitFaultsLeft(t testing.TB, s *pvesim.Sim, left int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for len(s.Faults().List()) > left {
+		if time.Now().After(deadline) {
+			t.Fatalf("faults still unfired after 30 s: %+v", s.Faults().List())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
