@@ -292,7 +292,8 @@ func (p *pinError) Error() string {
 // the request never reached PVE. An unanswered write is never "nothing done".
 func NothingDone(err error) bool {
 	var nd *notDoneError
-	if errors.As(err, &nd) {
+	var wn *wrongNodeError
+	if errors.As(err, &nd) || errors.As(err, &wn) {
 		return true
 	}
 	var e *Error

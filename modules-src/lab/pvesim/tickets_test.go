@@ -4,6 +4,7 @@ import (
 	"crypto"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
@@ -14,13 +15,15 @@ import (
 )
 
 // signAt signs a PVE ticket for user as of at with key, the way
-// Ticket.pm assemble_rsa_ticket does (written out here, independently of
-// tickets.go, so a mistake on either side shows).
+// Ticket.pm assemble_rsa_ticket does with Crypt::OpenSSL::RSA's defaults,
+// SHA-1 and PKCS#1 v1.5 (written out here, independently of tickets.go, so
+// a mistake on either side shows; pveapi's TestTicketsAsPerlSignsThem
+// holds both to Perl's own library).
 func signAt(t *testing.T, key *rsa.PrivateKey, user string, at time.Time) string {
 	t.Helper()
 	plain := fmt.Sprintf("PVE:%s:%08X", user, at.Unix())
-	sum := sha256.Sum256([]byte(plain))
-	sig, err := rsa.SignPKCS1v15(rand.Reader, key, crypto.SHA256, sum[:])
+	sum := sha1.Sum([]byte(plain))
+	sig, err := rsa.SignPKCS1v15(rand.Reader, key, crypto.SHA1, sum[:])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +52,7 @@ func (s *Sim) backdate(t *testing.T, node, rel string, age time.Duration) {
 
 // TestTicketsCheckedAsPVEChecksThem: the simulator accepts exactly the
 // tickets PVE's verify_ticket accepts: signed with the cluster's authkey
-// (RSA, SHA-256), younger than 2 h, not more than 5 min in the future,
+// (RSA, SHA-1, PKCS#1 v1.5), younger than 2 h, not more than 5 min in the future,
 // not older than the key, and, after a rotation, signed with the old key
 // only before it was rotated; writes with a ticket need a CSRF token made
 // from pve-www.key.
@@ -71,6 +74,13 @@ func TestTicketsCheckedAsPVEChecksThem(t *testing.T) {
 
 	if got := with(signAt(t, key, "root@pam", now)); got != 200 {
 		t.Errorf("a ticket signed with the authkey: %d", got)
+	}
+	// The same key and time, signed SHA-256: not what PVE's Perl verifies.
+	plain := fmt.Sprintf("PVE:root@pam:%08X", now.Unix())
+	sum256 := sha256.Sum256([]byte(plain))
+	sig256, _ := rsa.SignPKCS1v15(rand.Reader, key, crypto.SHA256, sum256[:])
+	if got := with(plain + "::" + base64.StdEncoding.EncodeToString(sig256)); got != 401 {
+		t.Errorf("a ticket signed SHA-256 (not Crypt::OpenSSL::RSA's default): %d, want 401", got)
 	}
 	other, _ := rsa.GenerateKey(rand.Reader, 2048)
 	if got := with(signAt(t, other, "root@pam", now)); got != 401 {
