@@ -7,6 +7,7 @@ import (
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/pem"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -65,10 +66,23 @@ func TestTicketsCheckedAsPVEChecksThem(t *testing.T) {
 	}
 	key := s.testAuthKey(t, "pve01")
 	now := time.Now()
-	// The files are where PVE keeps them.
-	for _, rel := range []string{authPrivRel, authPubRel, wwwKeyRel} {
-		if _, err := os.Stat(filepath.Join(s.etcPveDir(s.dbOf("pve01").ID), rel)); err != nil {
+	// The files are where PVE keeps them, in the PEM forms PVE writes.
+	pemType := func(rel string) string {
+		b, err := os.ReadFile(filepath.Join(s.etcPveDir(s.dbOf("pve01").ID), rel))
+		if err != nil {
 			t.Errorf("/etc/pve/%s: %v", rel, err)
+			return ""
+		}
+		blk, _ := pem.Decode(b)
+		if blk == nil {
+			return "not PEM"
+		}
+		return blk.Type
+	}
+	// gen_auth_key: openssl genrsa (PKCS#8 with OpenSSL 3), openssl rsa -pubout
+	for rel, want := range map[string]string{authPrivRel: "PRIVATE KEY", authPubRel: "PUBLIC KEY", wwwKeyRel: "PRIVATE KEY"} {
+		if got := pemType(rel); got != want {
+			t.Errorf("/etc/pve/%s is a PEM %q, want %q", rel, got, want)
 		}
 	}
 
@@ -145,6 +159,12 @@ func TestTicketsCheckedAsPVEChecksThem(t *testing.T) {
 	}
 	if got := with(c.ticket); got != 200 {
 		t.Errorf("the login's ticket after the rotation: %d", got)
+	}
+	// rotate_authkey: get_private_key_string, get_public_key_x509_string
+	for rel, want := range map[string]string{authPrivRel: "RSA PRIVATE KEY", authPubRel: "PUBLIC KEY", authPubOldRel: "PUBLIC KEY"} {
+		if got := pemType(rel); got != want {
+			t.Errorf("after a rotation /etc/pve/%s is a PEM %q, want %q", rel, got, want)
+		}
 	}
 	// as if the rotation happened an hour ago
 	s.backdate(t, "pve01", authPubOldRel, time.Hour)
