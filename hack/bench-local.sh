@@ -3,7 +3,8 @@
 # 1-node lab over real SSH: ms per no-op pve_storage task (storage local,
 # converged, so each task is its two GETs) for
 #   ticket   on the node, no api_host: a root@pam ticket minted with the
-#            node's /etc/pve/priv/authkey.key, HTTPS to its own pveproxy
+#            node's /etc/pve/priv/authkey.key as PVE's Perl signs it (SHA-1,
+#            PKCS#1 v1.5), HTTPS to its own pveproxy
 #   pvesh    the same task with the auth key moved aside (untimed, between
 #            plays), so local mode falls back to pvesh: one pvesh process
 #            per API call, each paying the stand-in's start-up delay
@@ -86,6 +87,7 @@ for v in $variants; do run "$v" >/dev/null; done # warm: binary cached on the no
 # Each variant must be what it claims: the fallback warns, the others don't.
 grep -q 'local mode uses pvesh' "$work/pvesh.log" || { echo "bench-local: the pvesh variant did not fall back to pvesh" >&2; exit 1; }
 ! grep -q 'local mode uses pvesh' "$work/ticket.log" || { echo "bench-local: the ticket variant fell back to pvesh:" >&2; grep 'local mode uses pvesh' "$work/ticket.log" >&2; exit 1; }
+! grep -q 'accepted one signed SHA-256' "$work/ticket.log" || { echo "bench-local: the ticket variant needed the second form (the lab signs as PVE's Perl):" >&2; grep 'accepted one signed' "$work/ticket.log" >&2; exit 1; }
 grep -q 'changed=0' "$work/ticket.log" || { echo "bench-local: the task is not a no-op" >&2; exit 1; }
 
 declare -A total=([empty]=0)

@@ -9,6 +9,7 @@ packages=(
   dpkg-dev apt-utils                     # the lab's apt repository
   iproute2 util-linux procps curl ca-certificates python3-voluptuous bc
   ansible python3-proxmoxer python3-requests  # third-party clients the lab must fool (community.general proxmox_*)
+  libcrypt-openssl-rsa-perl              # PVE's ticket signing library: judges the lab's and local mode's tickets
 )
 missing=()
 for p in "${packages[@]}"; do

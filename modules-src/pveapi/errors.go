@@ -295,7 +295,8 @@ func NothingDone(err error) bool {
 		return false // PVE raised it after writing (Write.RaisesAfterWrite)
 	}
 	var nd *notDoneError
-	if errors.As(err, &nd) {
+	var wn *wrongNodeError
+	if errors.As(err, &nd) || errors.As(err, &wn) {
 		return true
 	}
 	var e *Error

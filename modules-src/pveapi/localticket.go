@@ -8,6 +8,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/sha1"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
@@ -21,6 +22,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,15 +40,20 @@ import (
 //
 // Followed from PVE's code:
 //   - pve-common src/PVE/Ticket.pm assemble_rsa_ticket: plain
-//     "PVE:<user>:<%08X unix time>", ticket = plain + "::" +
-//     base64(rsa_priv->sign(plain)) (MIME::Base64 with no line breaks, so
-//     padded standard base64).
-//   - Crypt::OpenSSL::RSA's sign: SHA-256 by default (hashMode NID_sha256
-//     in make_rsa_obj) and RSA_sign, i.e. PKCS#1 v1.5, in 0.33 (Debian 12,
-//     PVE 8). Newer releases (0.35–0.37) sign with PSS by default; PVE 9 on
-//     Debian 13 is a reconstruction here: if its pveproxy refuses the
-//     ticket, the first request answers 401 and Connect falls back to pvesh
-//     with a warning, so a wrong guess costs speed, never correctness.
+//     "PVE:<user>:<%08X unix time>" (the user uri_escape'd for ':'),
+//     ticket = plain + "::" + base64(rsa_priv->sign(plain)) (MIME::Base64
+//     with no line breaks, so padded standard base64).
+//   - Crypt::OpenSSL::RSA's sign, called with the library's defaults (PVE
+//     never sets a hash or padding on the key): SHA-1 (make_rsa_obj's
+//     hashMode NID_sha1) with PKCS#1 v1.5, in 0.33 (Debian 12, PVE 8) and in
+//     0.35 (Debian 13, PVE 9), whose default OAEP padding OpenSSL refuses
+//     for a signature, leaving v1.5. Measured with Debian's packages (the
+//     signature verifies with `openssl dgst -sha1`, not -sha256, not as
+//     PSS) and held to them by TestTicketsAsPerlSignsThem, which runs
+//     Perl's sign and verify against MintTicket and VerifyTicket on both
+//     releases. Should a node still refuse the ticket (a library that was
+//     told otherwise), Connect tries the other plausible form, SHA-256,
+//     once, and says so in a warning; then pvesh.
 //   - pve-access-control src/PVE/AccessControl.pm: the key pair is
 //     priv/authkey.key + authkey.pub (+ authkey.pub.old after a rotation);
 //     verify_ticket accepts a ticket from -5 min (auth_graceperiod) to 2 h
@@ -100,10 +107,12 @@ func (o Options) localFiles() (localFiles, error) {
 // ticketMinter signs root@pam tickets and CSRF tokens with the node's keys.
 type ticketMinter struct {
 	priv   *rsa.PrivateKey
+	pub    *rsa.PublicKey // authkey.pub: what the node verifies with
 	wwwKey []byte
 	now    func() time.Time
 
 	mu     sync.Mutex
+	hash   TicketHash
 	ticket string
 	csrf   string
 	at     time.Time
@@ -111,7 +120,7 @@ type ticketMinter struct {
 
 // loadMinter reads the keys; an error says why minting is not possible
 // (the reason the fallback's warning gives).
-func loadMinter(lf localFiles, now func() time.Time) (*ticketMinter, error) {
+func loadMinter(lf localFiles, now func() time.Time, hash TicketHash) (*ticketMinter, error) {
 	privPEM, err := os.ReadFile(filepath.Join(lf.etcPve, "priv", "authkey.key"))
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the cluster's auth key: %w", err)
@@ -129,10 +138,15 @@ func loadMinter(lf localFiles, now func() time.Time) (*ticketMinter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", pubPath, err)
 	}
-	if !pub.Equal(&priv.PublicKey) {
-		// between the two writes of a rotation, or a hand-made mess: PVE
-		// verifies with authkey.pub, so a ticket signed now would be refused
-		return nil, fmt.Errorf("%s/priv/authkey.key does not belong to %s (a key rotation in progress?)", lf.etcPve, pubPath)
+	// Between the two writes of a rotation, or after a hand-made mess, a
+	// ticket signed now would be refused: PVE verifies with authkey.pub.
+	// So one is signed and verified here as the node will.
+	probe, err := MintTicket(priv, localUser, now())
+	if err != nil {
+		return nil, fmt.Errorf("%s/priv/authkey.key cannot sign: %w", lf.etcPve, err)
+	}
+	if _, _, err := VerifyTicket(pub, probe, TicketSHA1); err != nil {
+		return nil, fmt.Errorf("%s/priv/authkey.key does not belong to %s (a key rotation in progress?): %v", lf.etcPve, pubPath, err)
 	}
 	st, err := os.Stat(pubPath)
 	if err != nil {
@@ -146,7 +160,7 @@ func loadMinter(lf localFiles, now func() time.Time) (*ticketMinter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the CSRF key: %w", err)
 	}
-	return &ticketMinter{priv: priv, wwwKey: www, now: now}, nil
+	return &ticketMinter{priv: priv, pub: pub, wwwKey: www, now: now, hash: hash}, nil
 }
 
 func parseRSAPrivateKey(b []byte) (*rsa.PrivateKey, error) {
@@ -189,16 +203,88 @@ func parseRSAPublicKey(b []byte) (*rsa.PublicKey, error) {
 	return rk, nil
 }
 
-// MintTicket signs a PVE login ticket for user at time now (exported for
-// the lab's tests, which check the simulator against it).
+// TicketHash is the digest a ticket's RSA signature (PKCS#1 v1.5) is
+// made over.
+type TicketHash int
+
+const (
+	// TicketSHA1 is what PVE's Perl signs and verifies:
+	// Crypt::OpenSSL::RSA's default.
+	TicketSHA1 TicketHash = iota
+	// TicketSHA256 is the other plausible form, tried once when a node
+	// refuses TicketSHA1.
+	TicketSHA256
+)
+
+func (h TicketHash) String() string {
+	if h == TicketSHA256 {
+		return "SHA-256/PKCS#1 v1.5"
+	}
+	return "SHA-1/PKCS#1 v1.5"
+}
+
+func (h TicketHash) sum(msg string) (crypto.Hash, []byte) {
+	if h == TicketSHA256 {
+		d := sha256.Sum256([]byte(msg))
+		return crypto.SHA256, d[:]
+	}
+	d := sha1.Sum([]byte(msg))
+	return crypto.SHA1, d[:]
+}
+
+// MintTicket signs a PVE login ticket for user at time now as PVE's Perl
+// signs it (SHA-1, PKCS#1 v1.5; exported for the lab's tests, which check
+// the simulator against it).
 func MintTicket(priv *rsa.PrivateKey, user string, now time.Time) (string, error) {
-	plain := fmt.Sprintf("PVE:%s:%08X", user, now.Unix())
-	sum := sha256.Sum256([]byte(plain))
-	sig, err := rsa.SignPKCS1v15(rand.Reader, priv, crypto.SHA256, sum[:])
+	return MintTicketHash(priv, user, now, TicketSHA1)
+}
+
+// MintTicketHash is MintTicket with the signature's digest chosen.
+func MintTicketHash(priv *rsa.PrivateKey, user string, now time.Time, h TicketHash) (string, error) {
+	plain := fmt.Sprintf("PVE:%s:%08X", strings.ReplaceAll(user, ":", "%3A"), now.Unix())
+	alg, sum := h.sum(plain)
+	sig, err := rsa.SignPKCS1v15(rand.Reader, priv, alg, sum)
 	if err != nil {
 		return "", err
 	}
 	return plain + "::" + base64.StdEncoding.EncodeToString(sig), nil
+}
+
+// Ticket.pm verify_rsa_ticket's shapes for the prefix "PVE".
+var (
+	ticketRe      = regexp.MustCompile(`^(PVE:\S+)::([^:\s]+)$`)
+	ticketPlainRe = regexp.MustCompile(`^PVE:(?:(\S+):)?([A-Z0-9]{8})$`)
+)
+
+// VerifyTicket is verify_rsa_ticket without the age window (the caller
+// judges the time): the ticket's shape and its signature by pub, made as
+// h says; the user and the time it was signed for. Local mode checks every
+// ticket it mints with it against authkey.pub, as the node will.
+func VerifyTicket(pub *rsa.PublicKey, ticket string, h TicketHash) (user string, at time.Time, err error) {
+	m := ticketRe.FindStringSubmatch(ticket)
+	if m == nil {
+		return "", time.Time{}, errors.New("not a PVE ticket")
+	}
+	sig, err := base64.StdEncoding.DecodeString(m[2])
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("the ticket's signature is not base64: %w", err)
+	}
+	alg, sum := h.sum(m[1])
+	if err := rsa.VerifyPKCS1v15(pub, alg, sum, sig); err != nil {
+		return "", time.Time{}, fmt.Errorf("the ticket's %s signature does not verify: %w", h, err)
+	}
+	pm := ticketPlainRe.FindStringSubmatch(m[1])
+	if pm == nil || pm[1] == "" {
+		return "", time.Time{}, errors.New("the ticket names no user")
+	}
+	ts, err := strconv.ParseInt(pm[2], 16, 64)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	if user, err = url.PathUnescape(pm[1]); err != nil { // uri_unescape
+		return "", time.Time{}, err
+	}
+	return user, time.Unix(ts, 0), nil
 }
 
 // CSRFToken is PVE's CSRFPreventionToken for user at time now, keyed with
@@ -223,10 +309,14 @@ func (m *ticketMinter) sign(req *http.Request) error {
 	m.mu.Lock()
 	now := m.now()
 	if m.ticket == "" || now.Sub(m.at) >= ticketReissueAge {
-		t, err := MintTicket(m.priv, localUser, now)
+		t, err := MintTicketHash(m.priv, localUser, now, m.hash)
 		if err != nil {
 			m.mu.Unlock()
 			return fmt.Errorf("minting a ticket: %w", err)
+		}
+		if _, _, err := VerifyTicket(m.pub, t, m.hash); err != nil {
+			m.mu.Unlock()
+			return fmt.Errorf("the minted ticket does not verify with authkey.pub: %w", err)
 		}
 		m.ticket, m.csrf, m.at = t, CSRFToken(m.wwwKey, localUser, now), now
 	}
@@ -238,6 +328,15 @@ func (m *ticketMinter) sign(req *http.Request) error {
 		req.Header.Set("CSRFPreventionToken", csrf)
 	}
 	return nil
+}
+
+// setHash makes the minter sign with h from the next request on.
+func (m *ticketMinter) setHash(h TicketHash) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.hash != h {
+		m.hash, m.ticket = h, ""
+	}
 }
 
 // ownAddress is the address the node's name has in /etc/hosts.
@@ -319,15 +418,34 @@ type localTransport struct {
 	o    Options
 	now  func() time.Time
 
-	mu  sync.Mutex
-	cur *httpTransport
-	id  string // what cur was built from (see buildTicketTransport)
+	mu   sync.Mutex
+	cur  *builtTicket
+	hash TicketHash // the form of ticket the node takes (Connect's probe)
 }
 
-func (t *localTransport) current() *httpTransport {
+// builtTicket is what one reading of the node's files gives.
+type builtTicket struct {
+	*httpTransport
+	m        *ticketMinter
+	id       string // what it was built from (see buildTicketTransport)
+	nodename string // PVE's name for this node
+	addr     string // its address in hosts
+	hosts    string // the hosts file that gave it
+}
+
+func (t *localTransport) current() *builtTicket {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.cur
+}
+
+// setHash signs with h from now on (also after a rebuild).
+func (t *localTransport) setHash(h TicketHash) {
+	t.mu.Lock()
+	t.hash = h
+	cur := t.cur
+	t.mu.Unlock()
+	cur.m.setHash(h)
 }
 
 func (t *localTransport) do(ctx context.Context, method, path string, params url.Values) (json.RawMessage, error) {
@@ -336,11 +454,14 @@ func (t *localTransport) do(ctx context.Context, method, path string, params url
 	if k := KindOf(err); k != KindAuth && k != KindTLS {
 		return raw, err
 	}
-	fresh, id, rerr := buildTicketTransport(t.conn, t.o, t.now)
 	t.mu.Lock()
-	same := rerr != nil || id == t.id
+	hash := t.hash
+	t.mu.Unlock()
+	fresh, rerr := buildTicketTransport(t.conn, t.o, t.now, hash)
+	t.mu.Lock()
+	same := rerr != nil || fresh.id == t.cur.id
 	if !same {
-		t.cur, t.id = fresh, id
+		t.cur = fresh
 	}
 	t.mu.Unlock()
 	if same {
@@ -352,31 +473,31 @@ func (t *localTransport) do(ctx context.Context, method, path string, params url
 // newTicketTransport builds the HTTPS transport of local mode, or says why
 // it cannot.
 func newTicketTransport(conn Connection, o Options, now func() time.Time) (*localTransport, error) {
-	cur, id, err := buildTicketTransport(conn, o, now)
+	cur, err := buildTicketTransport(conn, o, now, TicketSHA1)
 	if err != nil {
 		return nil, err
 	}
-	return &localTransport{conn: conn, o: o, now: now, cur: cur, id: id}, nil
+	return &localTransport{conn: conn, o: o, now: now, cur: cur}, nil
 }
 
 // buildTicketTransport reads the node's keys, address and CA; id sums up
 // what it read, so a rebuild from unchanged files is recognised.
-func buildTicketTransport(conn Connection, o Options, now func() time.Time) (*httpTransport, string, error) {
+func buildTicketTransport(conn Connection, o Options, now func() time.Time, hash TicketHash) (*builtTicket, error) {
 	lf, err := o.localFiles()
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	m, err := loadMinter(lf, now)
+	m, err := loadMinter(lf, now, hash)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	addr, err := ownAddress(lf)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	tc, err := localTLS(lf)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	sum := sha256.New()
 	sum.Write(m.priv.N.Bytes())
@@ -401,5 +522,69 @@ func buildTicketTransport(conn Connection, o Options, now func() time.Time) (*ht
 	base := "https://" + net.JoinHostPort(addr, strconv.Itoa(port))
 	pc := proxmox.NewClient(base+"/api2/json", proxmox.WithHTTPClient(hc), proxmox.WithLogger(silentLogger{}),
 		proxmox.WithUserAgent("gopve.proxmox"), proxmox.WithRequestInterceptor(m.sign))
-	return &httpTransport{base: base, pc: pc}, fmt.Sprintf("%x", sum.Sum(nil)), nil
+	return &builtTicket{httpTransport: &httpTransport{base: base, pc: pc}, m: m, id: fmt.Sprintf("%x", sum.Sum(nil)),
+		nodename: lf.nodename, addr: addr, hosts: lf.hosts}, nil
+}
+
+// wrongNodeError is a write local mode did not send: the pveproxy at the
+// address /etc/hosts gives this node is not this node's, or that could not
+// be confirmed.
+type wrongNodeError struct {
+	method, path string
+	msg          string
+	err          error
+}
+
+func (e *wrongNodeError) Error() string {
+	s := fmt.Sprintf("%s %s: not sent: %s", e.method, e.path, e.msg)
+	if e.err != nil {
+		s += ": " + e.err.Error()
+	}
+	return s
+}
+func (e *wrongNodeError) Unwrap() error { return e.err }
+
+// confirmLocalNode is local mode's check before its first write: a stale
+// /etc/hosts line would make it talk to another node's pveproxy, which
+// accepts the cluster's ticket (and, with a certificate every node shares,
+// passes TLS). PVE's GET /cluster/status (pve-manager API2/Cluster.pm
+// get_status) marks the answering node with local: 1, in a cluster as on
+// a standalone node (its one faked entry).
+func (c *Client) confirmLocalNode(ctx context.Context, method, path string) error {
+	lt, ok := c.t.(*localTransport)
+	if !ok {
+		return nil
+	}
+	c.confirmMu.Lock()
+	defer c.confirmMu.Unlock()
+	if c.confirmed {
+		return nil
+	}
+	cur := lt.current()
+	var status []struct {
+		Type  string `json:"type"`
+		Name  string `json:"name"`
+		Local bool   `json:"local"` // 0/1 (Decode's boolean hook)
+	}
+	if err := c.Get(ctx, "/cluster/status", nil, &status); err != nil {
+		return &wrongNodeError{method: method, path: path, err: err,
+			msg: "local mode could not confirm that " + cur.base + " is this node's API"}
+	}
+	var local []string
+	for _, e := range status {
+		if e.Type == "node" && e.Local {
+			local = append(local, e.Name)
+		}
+	}
+	if len(local) == 1 && local[0] == cur.nodename {
+		c.confirmed = true
+		return nil
+	}
+	who := "no node as the one answering"
+	if len(local) > 0 {
+		who = "node " + strings.Join(local, ", ") + " as the one answering"
+	}
+	return &wrongNodeError{method: method, path: path,
+		msg: fmt.Sprintf("%s gives this node (%s) the address %s, but the pveproxy there names %s (GET /cluster/status, local: 1): a stale line in %s? local mode writes only through this node's own API",
+			cur.hosts, cur.nodename, cur.addr, who, cur.hosts)}
 }

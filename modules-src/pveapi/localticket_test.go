@@ -128,7 +128,7 @@ func TestLocalModeFallsBackToPvesh(t *testing.T) {
 		"signed with another key": {func(n localNode) {
 			writeFile(t, filepath.Join(n.etcPve, "priv/authkey.key"), otherPriv)
 			writeFile(t, filepath.Join(n.etcPve, "authkey.pub"), otherPub)
-		}, "did not answer a minted ticket: GET /version: 401"},
+		}, "did not answer a minted ticket: signed SHA-1/PKCS#1 v1.5: GET /version: 401 invalid ticket; signed SHA-256/PKCS#1 v1.5: GET /version: 401"},
 		"key and public key differ": {func(n localNode) { writeFile(t, filepath.Join(n.etcPve, "authkey.pub"), otherPub) }, "does not belong to"},
 		"key due for rotation": {func(n localNode) {
 			old := time.Now().Add(-25 * time.Hour)
@@ -157,8 +157,9 @@ func TestLocalModeFallsBackToPvesh(t *testing.T) {
 		}
 		reqs := s.Requests()[before:]
 		if name == "signed with another key" {
-			if len(reqs) != 1 || reqs[0].Status != 401 || reqs[0].Method != "GET" {
-				t.Errorf("%s: the refused ticket must be tried once, by a read: %+v", name, reqs)
+			// each form once (SHA-1 as PVE signs, then SHA-256), by a read
+			if len(reqs) != 2 || reqs[0].Status != 401 || reqs[0].Method != "GET" || reqs[1].Status != 401 || reqs[1].Method != "GET" {
+				t.Errorf("%s: the refused ticket must be tried once in each form, by a read: %+v", name, reqs)
 			}
 		} else if len(reqs) != 0 {
 			t.Errorf("%s: requests sent without a usable ticket: %+v", name, reqs)
@@ -259,6 +260,10 @@ func TestLocalModeFollowsANewKey(t *testing.T) {
 	if err != nil || c.Pvesh() {
 		t.Fatalf("Connect: %v (pvesh %v)", err, c != nil && c.Pvesh())
 	}
+	// A first write: local mode has confirmed its node (GET /cluster/status).
+	if err := pveapitest.Send(context.Background(), c, "POST", "/pools", url.Values{"poolid": {"before-join"}}, nil); err != nil {
+		t.Fatalf("a write before the key changed: %v", err)
+	}
 	// The node joins a cluster: /etc/pve, keys included, is the cluster's.
 	dir := s.EtcPveDir("pve01")
 	k, _ := rsa.GenerateKey(rand.Reader, 2048)
@@ -280,5 +285,68 @@ func TestLocalModeFollowsANewKey(t *testing.T) {
 	}
 	if len(got) != 2 || got[0] != "POST /pools Unauthorized" || got[1] != "POST /pools OK" {
 		t.Errorf("requests %q: want the refused write, then the same write once with the new key", got)
+	}
+}
+
+// TestLocalModeConfirmsItsNode (issue 24 §1): local mode finds its node's
+// API at the address /etc/hosts gives the nodename; a stale line there
+// points it at another node's pveproxy, which takes the cluster's ticket
+// and, when every node serves the same certificate, passes TLS too. Before
+// its first write it reads GET /cluster/status and sends nothing unless
+// the entry marked local: 1 is its own node (as on a standalone node,
+// whose one entry PVE fakes with local: 1); reads alone pay nothing.
+func TestLocalModeConfirmsItsNode(t *testing.T) {
+	s := pveapitest.Start(t, 9, 2)
+	pveapitest.Cluster(t, s)
+	n := newLocalNode(t, s, "pve01")
+	other, _ := s.Node("pve02")
+	// pve01's /etc/hosts names pve02's address; the certificate there is
+	// the one pve01 pins (nodes/pve01/pveproxy-ssl.pem), as when every node
+	// has the same custom certificate.
+	writeFile(t, n.hosts, []byte("127.0.0.1 localhost\n"+other.Addr+" pve01.lab.internal pve01\n"))
+	writeFile(t, filepath.Join(n.etcPve, "nodes", "pve01", "pveproxy-ssl.pem"), other.CertPEM)
+	c, err := pveapi.Connect(context.Background(), pveapi.Connection{}, n.options("/nonexistent/pvesh"))
+	if err != nil || c.Pvesh() {
+		t.Fatalf("Connect: %v (pvesh %v)", err, c != nil && c.Pvesh())
+	}
+	s.ResetRequests()
+	var pools []map[string]any
+	if err := c.Get(context.Background(), "/pools", nil, &pools); err != nil {
+		t.Fatalf("a read: %v", err)
+	}
+	err = pveapitest.Send(context.Background(), c, "POST", "/pools", url.Values{"poolid": {"elsewhere"}}, nil)
+	if err == nil || !strings.Contains(err.Error(), "POST /pools: not sent") || !strings.Contains(err.Error(), "names node pve02 as the one answering") ||
+		!strings.Contains(err.Error(), n.hosts) || !pveapi.NothingDone(err) {
+		t.Errorf("a write through another node's pveproxy: %v (nothing done %v)", err, pveapi.NothingDone(err))
+	}
+	var seen []string
+	for _, q := range s.Requests() {
+		seen = append(seen, q.Node+" "+q.Method+" "+q.Path)
+	}
+	if want := "pve02 GET /pools\npve02 GET /cluster/status"; strings.Join(seen, "\n") != want {
+		t.Errorf("requests\n%s\nwant\n%s", strings.Join(seen, "\n"), want)
+	}
+
+	// The right address: confirmed once, then every write goes out.
+	for _, v := range []int{8, 9} {
+		s := pveapitest.Start(t, v, 1) // standalone: PVE's one faked entry
+		n := newLocalNode(t, s, "pve01")
+		c, err := pveapi.Connect(context.Background(), pveapi.Connection{}, n.options("/nonexistent/pvesh"))
+		if err != nil || c.Pvesh() {
+			t.Fatalf("PVE %d: Connect: %v", v, err)
+		}
+		s.ResetRequests()
+		for _, id := range []string{"a", "b"} {
+			if err := pveapitest.Send(context.Background(), c, "POST", "/pools", url.Values{"poolid": {id}}, nil); err != nil {
+				t.Errorf("PVE %d: write %s: %v", v, id, err)
+			}
+		}
+		var seen []string
+		for _, q := range s.Requests() {
+			seen = append(seen, q.Method+" "+q.Path)
+		}
+		if want := "GET /cluster/status\nPOST /pools\nPOST /pools"; strings.Join(seen, "\n") != want {
+			t.Errorf("PVE %d: requests\n%s\nwant\n%s", v, strings.Join(seen, "\n"), want)
+		}
 	}
 }

@@ -168,6 +168,7 @@ func up(args []string, stdout io.Writer) error {
 	pve := fs.Int("pve", 9, "PVE major version: 8 (Debian 12) or 9 (Debian 13)")
 	toolsBin := fs.String("labtools", "", "CLI stand-ins binary (default: labtools next to this binary, else built from the checkout, else this binary)")
 	timeout := fs.Duration("timeout", 10*time.Minute, "give up after this long (the first PVE 9 lab builds a Debian root)")
+	perlStartup := fs.Bool("perl-startup", true, "stand-ins of qm, pct, pvecm, pvesm, ha-manager and pvesr cost what the real Perl tools cost at start (a reconstruction; $"+labctl.EnvPerlStartup+"=off also turns it off)")
 	guestsFile := fs.String("guests", "", `JSON list of guests to start with: [{"node":"pve01","vmid":9000,"template":true,"config":{"scsi0":"local-lvm:8"}}, …]`)
 	var t timings
 	t.flags(fs)
@@ -241,7 +242,7 @@ func up(args []string, stdout io.Writer) error {
 	defer log.Close()
 	cmd := exec.Command(self, "supervise", "--dir", dir, "--slot", fmt.Sprint(w.slot),
 		"--nodes", fmt.Sprint(*nodes), "--pve", fmt.Sprint(*pve), "--labtools", *toolsBin,
-		"--minute", t.minute.String(), "--ha-round", t.haRound.String())
+		"--minute", t.minute.String(), "--ha-round", t.haRound.String(), fmt.Sprintf("--perl-startup=%v", *perlStartup))
 	cmd.Stdout, cmd.Stderr = log, log
 	// Its own session: the supervisor outlives this command and the terminal.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -316,6 +317,7 @@ func supervise(args []string, stdout io.Writer) error {
 	nodes := fs.Int("nodes", 3, "")
 	pve := fs.Int("pve", 9, "")
 	tools := fs.String("labtools", "", "")
+	perlStartup := fs.Bool("perl-startup", true, "")
 	var t timings
 	t.flags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -324,7 +326,7 @@ func supervise(args []string, stdout io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
 	lab, err := labctl.Start(ctx, labctl.Options{Nodes: *nodes, PVE: *pve, Slot: w.slot, Dir: w.dir,
-		Labtools: *tools, Log: stdout, SimConfig: t.apply})
+		Labtools: *tools, Log: stdout, SimConfig: t.apply, NoPerlStartup: !*perlStartup})
 	if err != nil {
 		return err
 	}

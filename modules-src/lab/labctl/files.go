@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/tools/perlstartup"
 )
 
 // Files of a lab directory that users and tools rely on.
@@ -76,6 +78,9 @@ func (l *Lab) nodeJSON(name, addr string) ([]byte, error) {
 	}
 	if l.creds.TokenSecret != "" {
 		doc["api_token"] = l.creds.TokenID + "=" + l.creds.TokenSecret
+	}
+	if !l.opts.NoPerlStartup {
+		doc["perl_startup_ms"] = perlstartup.DefaultMS()
 	}
 	switch d := l.opts.PveshStartup; {
 	case d < 0:

@@ -51,10 +51,30 @@ type Options struct {
 	// (real pvesh loads PVE's Perl API): 0 is the stand-in's default
 	// (pvesh.DefaultStartup, 0.5 s), negative none.
 	PveshStartup time.Duration
-	Log          io.Writer // progress and server logs (nil: discarded)
+	// NoPerlStartup makes the stand-ins of PVE's other Perl tools (qm,
+	// pct, pvecm, pvesm, ha-manager, pvesr) answer at once; by default each
+	// first waits what the real tool costs at start (perlstartup.Default,
+	// a reconstruction), as pvesh's does.
+	// $GOPVE_LAB_PERL_STARTUP=off (EnvPerlStartup) sets it for every lab.
+	NoPerlStartup bool
+	Log           io.Writer // progress and server logs (nil: discarded)
 	// SimConfig adjusts the API simulator's configuration before it starts:
 	// tests shorten its timings (FenceDelay, HADelay, TaskDuration…).
 	SimConfig func(*pvesim.Config)
+}
+
+// EnvPerlStartup set to "off" (or "0", "false", "no") switches the Perl
+// tools' start-up costs off in every lab started with it in the
+// environment (Options.NoPerlStartup): fast unit runs.
+const EnvPerlStartup = "GOPVE_LAB_PERL_STARTUP"
+
+// PerlStartupOff tells whether EnvPerlStartup switches the costs off.
+func PerlStartupOff() bool {
+	switch os.Getenv(EnvPerlStartup) {
+	case "off", "0", "false", "no":
+		return true
+	}
+	return false
 }
 
 // NodeInfo is what a user of the lab needs to reach a node.
@@ -117,6 +137,9 @@ func Start(ctx context.Context, opts Options) (_ *Lab, err error) {
 	}
 	if opts.PVE == 0 {
 		opts.PVE = 9
+	}
+	if PerlStartupOff() {
+		opts.NoPerlStartup = true
 	}
 	if opts.Nodes < 1 || opts.Nodes > 9 {
 		return nil, fmt.Errorf("a lab has 1 to 9 nodes, not %d", opts.Nodes)

@@ -2,6 +2,7 @@ package pvesim
 
 import (
 	"context"
+	"crypto"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -101,6 +102,11 @@ type Config struct {
 	// for an agent that never answers (no lab guest runs one) before
 	// "QEMU guest agent is not running" (K20); default DefaultAgentTimeout.
 	AgentTimeout time.Duration
+	// TicketHash is the digest the nodes sign and verify tickets with
+	// (PKCS#1 v1.5); zero is SHA-1, what PVE 8 and 9 do (tickets.go).
+	// Another value is a hypothetical node, for testing local mode's
+	// second form of ticket; no Debian release of PVE signs that way.
+	TicketHash crypto.Hash
 }
 
 // NodeConfig names a node and the loopback address its API listens on.

@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/rsa"
+	_ "crypto/sha1" // the digest of PVE's tickets
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
@@ -12,10 +13,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -25,13 +28,22 @@ import (
 //
 //   - priv/authkey.key (RSA private key), authkey.pub and, after a
 //     rotation, authkey.pub.old; their mtimes are the keys' ages. pve-cluster
-//     Setup.pm gen_auth_key (openssl genrsa 2048, PKCS#8) makes the first
-//     pair; AccessControl.pm rotate_authkey the next ones (Perl's
-//     get_private_key_string, PKCS#1; pub.old written before pub).
+//     Setup.pm gen_auth_key makes the first pair with `openssl genrsa 2048`
+//     (PKCS#8 "PRIVATE KEY" with OpenSSL 3, as Debian 12 and 13 have) and
+//     `openssl rsa -pubout` ("PUBLIC KEY"); AccessControl.pm rotate_authkey
+//     the next ones: get_private_key_string ("RSA PRIVATE KEY", PKCS#1) and
+//     get_public_key_x509_string ("PUBLIC KEY"), pub.old written before pub.
+//     Keys are read as Crypt::OpenSSL::RSA's new_private_key and
+//     new_public_key read them (either PEM form of each).
 //   - A ticket is "PVE:<user>:<%08X time>::<base64 signature>" (pve-common
-//     Ticket.pm assemble_rsa_ticket), signed SHA-256/PKCS#1 v1.5
-//     (Crypt::OpenSSL::RSA 0.33, Debian 12's; newer releases default to PSS,
-//     which this simulator does not model: reconstruction for PVE 9).
+//     Ticket.pm assemble_rsa_ticket; the user uri_escape'd for ':'), signed
+//     with Crypt::OpenSSL::RSA's sign as PVE calls it, with the library's
+//     defaults: SHA-1 and PKCS#1 v1.5 (make_rsa_obj's hashMode NID_sha1 in
+//     0.33, Debian 12 / PVE 8, and 0.35, Debian 13 / PVE 9; 0.35 asks for
+//     OAEP padding, which OpenSSL refuses for a signature, so v1.5 stays).
+//     Measured with Debian's packages, and checked against them by
+//     pveapi's TestTicketsAsPerlSignsThem. Config.TicketHash may name
+//     another digest: a hypothetical node, for local mode's second form.
 //   - verify_ticket tries authkey.pub, then authkey.pub.old, each with the
 //     age window of get_ticket_age_range (below), strict bounds as in
 //     verify_rsa_ticket.
@@ -41,8 +53,9 @@ import (
 //   - CSRF (AccessControl.pm + Ticket.pm): secret =
 //     hmac_sha256_base64(contents of pve-www.key), token = "<%08X time>:" +
 //     hmac_sha256_base64("<time>:<user>", secret), accepted from -5 min to
-//     2 h old. The legacy SHA-1 form PVE still recognises by length is not
-//     modelled (its current verify cannot match it either).
+//     2 h old (checked against Perl's Digest::SHA by the same test). The
+//     legacy SHA-1 form PVE still recognises by length is not modelled
+//     (its current verify cannot match it either).
 const (
 	ticketLifetime  = 2 * time.Hour
 	authGracePeriod = 5 * time.Minute
@@ -120,6 +133,11 @@ func (s *Sim) readKeyLocked(db *ConfigDB, rel string) (*keyFile, error) {
 		}
 		return kf, nil
 	}
+	// new_public_key: "RSA PUBLIC KEY" (PKCS#1) or "PUBLIC KEY" (X.509)
+	if k, err := x509.ParsePKCS1PublicKey(blk.Bytes); err == nil {
+		kf.pub = k
+		return kf, nil
+	}
 	k, err := x509.ParsePKIXPublicKey(blk.Bytes)
 	if err != nil {
 		return nil, fmt.Errorf("/etc/pve/%s: %w", rel, err)
@@ -190,13 +208,28 @@ func (s *Sim) makeTicketLocked(db *ConfigDB, user string, now time.Time) (string
 	if err != nil {
 		return "", err
 	}
-	plain := fmt.Sprintf("PVE:%s:%08X", user, now.Unix())
-	sum := sha256.Sum256([]byte(plain))
-	sig, err := rsa.SignPKCS1v15(rand.Reader, priv, crypto.SHA256, sum[:])
+	plain := fmt.Sprintf("PVE:%s:%08X", strings.ReplaceAll(user, ":", "%3A"), now.Unix())
+	h := s.ticketHash()
+	sig, err := rsa.SignPKCS1v15(rand.Reader, priv, h, digest(h, plain))
 	if err != nil {
 		return "", err
 	}
 	return plain + "::" + base64.StdEncoding.EncodeToString(sig), nil
+}
+
+// ticketHash is the digest of the nodes' Crypt::OpenSSL::RSA: SHA-1, its
+// default, unless Config.TicketHash says otherwise.
+func (s *Sim) ticketHash() crypto.Hash {
+	if s.cfg.TicketHash != 0 {
+		return s.cfg.TicketHash
+	}
+	return crypto.SHA1
+}
+
+func digest(h crypto.Hash, msg string) []byte {
+	d := h.New()
+	d.Write([]byte(msg))
+	return d.Sum(nil)
 }
 
 // Ticket.pm verify_rsa_ticket's shapes for the prefix "PVE".
@@ -243,7 +276,8 @@ func (s *Sim) verifyTicketLocked(db *ConfigDB, ticket string, now time.Time) (st
 	if err != nil {
 		return "", false
 	}
-	sum := sha256.Sum256([]byte(plain))
+	h := s.ticketHash()
+	sum := digest(h, plain)
 	quorate := s.quorateLocked(db)
 	for _, rel := range []string{authPubRel, authPubOldRel} {
 		kf, err := s.readKeyLocked(db, rel)
@@ -251,7 +285,7 @@ func (s *Sim) verifyTicketLocked(db *ConfigDB, ticket string, now time.Time) (st
 			continue
 		}
 		lo, hi, ok := ticketAgeRange(now, kf.mtime, rel == authPubOldRel, quorate)
-		if !ok || rsa.VerifyPKCS1v15(kf.pub, crypto.SHA256, sum[:], sig) != nil {
+		if !ok || rsa.VerifyPKCS1v15(kf.pub, h, sum, sig) != nil {
 			continue
 		}
 		pm := plainRe.FindStringSubmatch(plain)
@@ -263,7 +297,11 @@ func (s *Sim) verifyTicketLocked(db *ConfigDB, ticket string, now time.Time) (st
 			continue
 		}
 		if age := now.Unix() - ts; age > lo && age < hi {
-			return pm[1], true
+			user, err := url.PathUnescape(pm[1]) // uri_unescape
+			if err != nil {
+				continue
+			}
+			return user, true
 		}
 	}
 	return "", false

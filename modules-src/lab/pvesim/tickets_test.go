@@ -4,8 +4,10 @@ import (
 	"crypto"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/pem"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,13 +16,15 @@ import (
 )
 
 // signAt signs a PVE ticket for user as of at with key, the way
-// Ticket.pm assemble_rsa_ticket does (written out here, independently of
-// tickets.go, so a mistake on either side shows).
+// Ticket.pm assemble_rsa_ticket does with Crypt::OpenSSL::RSA's defaults,
+// SHA-1 and PKCS#1 v1.5 (written out here, independently of tickets.go, so
+// a mistake on either side shows; pveapi's TestTicketsAsPerlSignsThem
+// holds both to Perl's own library).
 func signAt(t *testing.T, key *rsa.PrivateKey, user string, at time.Time) string {
 	t.Helper()
 	plain := fmt.Sprintf("PVE:%s:%08X", user, at.Unix())
-	sum := sha256.Sum256([]byte(plain))
-	sig, err := rsa.SignPKCS1v15(rand.Reader, key, crypto.SHA256, sum[:])
+	sum := sha1.Sum([]byte(plain))
+	sig, err := rsa.SignPKCS1v15(rand.Reader, key, crypto.SHA1, sum[:])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +53,7 @@ func (s *Sim) backdate(t *testing.T, node, rel string, age time.Duration) {
 
 // TestTicketsCheckedAsPVEChecksThem: the simulator accepts exactly the
 // tickets PVE's verify_ticket accepts: signed with the cluster's authkey
-// (RSA, SHA-256), younger than 2 h, not more than 5 min in the future,
+// (RSA, SHA-1, PKCS#1 v1.5), younger than 2 h, not more than 5 min in the future,
 // not older than the key, and, after a rotation, signed with the old key
 // only before it was rotated; writes with a ticket need a CSRF token made
 // from pve-www.key.
@@ -62,15 +66,35 @@ func TestTicketsCheckedAsPVEChecksThem(t *testing.T) {
 	}
 	key := s.testAuthKey(t, "pve01")
 	now := time.Now()
-	// The files are where PVE keeps them.
-	for _, rel := range []string{authPrivRel, authPubRel, wwwKeyRel} {
-		if _, err := os.Stat(filepath.Join(s.etcPveDir(s.dbOf("pve01").ID), rel)); err != nil {
+	// The files are where PVE keeps them, in the PEM forms PVE writes.
+	pemType := func(rel string) string {
+		b, err := os.ReadFile(filepath.Join(s.etcPveDir(s.dbOf("pve01").ID), rel))
+		if err != nil {
 			t.Errorf("/etc/pve/%s: %v", rel, err)
+			return ""
+		}
+		blk, _ := pem.Decode(b)
+		if blk == nil {
+			return "not PEM"
+		}
+		return blk.Type
+	}
+	// gen_auth_key: openssl genrsa (PKCS#8 with OpenSSL 3), openssl rsa -pubout
+	for rel, want := range map[string]string{authPrivRel: "PRIVATE KEY", authPubRel: "PUBLIC KEY", wwwKeyRel: "PRIVATE KEY"} {
+		if got := pemType(rel); got != want {
+			t.Errorf("/etc/pve/%s is a PEM %q, want %q", rel, got, want)
 		}
 	}
 
 	if got := with(signAt(t, key, "root@pam", now)); got != 200 {
 		t.Errorf("a ticket signed with the authkey: %d", got)
+	}
+	// The same key and time, signed SHA-256: not what PVE's Perl verifies.
+	plain := fmt.Sprintf("PVE:root@pam:%08X", now.Unix())
+	sum256 := sha256.Sum256([]byte(plain))
+	sig256, _ := rsa.SignPKCS1v15(rand.Reader, key, crypto.SHA256, sum256[:])
+	if got := with(plain + "::" + base64.StdEncoding.EncodeToString(sig256)); got != 401 {
+		t.Errorf("a ticket signed SHA-256 (not Crypt::OpenSSL::RSA's default): %d, want 401", got)
 	}
 	other, _ := rsa.GenerateKey(rand.Reader, 2048)
 	if got := with(signAt(t, other, "root@pam", now)); got != 401 {
@@ -135,6 +159,12 @@ func TestTicketsCheckedAsPVEChecksThem(t *testing.T) {
 	}
 	if got := with(c.ticket); got != 200 {
 		t.Errorf("the login's ticket after the rotation: %d", got)
+	}
+	// rotate_authkey: get_private_key_string, get_public_key_x509_string
+	for rel, want := range map[string]string{authPrivRel: "RSA PRIVATE KEY", authPubRel: "PUBLIC KEY", authPubOldRel: "PUBLIC KEY"} {
+		if got := pemType(rel); got != want {
+			t.Errorf("after a rotation /etc/pve/%s is a PEM %q, want %q", rel, got, want)
+		}
 	}
 	// as if the rotation happened an hour ago
 	s.backdate(t, "pve01", authPubOldRel, time.Hour)

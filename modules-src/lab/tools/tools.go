@@ -18,6 +18,7 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/tools/hamanager"
 	"github.com/gopve/proxmox/modules-src/lab/tools/initramfs"
 	"github.com/gopve/proxmox/modules-src/lab/tools/nodecfg"
+	"github.com/gopve/proxmox/modules-src/lab/tools/perlstartup"
 	"github.com/gopve/proxmox/modules-src/lab/tools/pvecm"
 	"github.com/gopve/proxmox/modules-src/lab/tools/pvesh"
 	"github.com/gopve/proxmox/modules-src/lab/tools/pvesm"
@@ -113,6 +114,9 @@ func Run(name string, env *cli.Env) (int, bool) {
 		return env.Fail(1, "%s: %v", name, err), true
 	}
 	logCommand(node, name, env.Args)
+	// Real qm, pct, pvecm, pvesm, ha-manager and pvesr compile their part
+	// of PVE's Perl first (perlstartup); pvesh waits in its own entry.
+	time.Sleep(perlstartup.For(name, node.PerlStartupMS))
 	return fn(env, node), true
 }
 

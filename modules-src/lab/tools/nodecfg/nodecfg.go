@@ -33,6 +33,10 @@ type Node struct {
 	// modelling real pvesh loading PVE's Perl API; nil: the default
 	// (pvesh.DefaultStartup), 0: none.
 	PveshStartupMS *int `json:"pvesh_startup_ms,omitempty"`
+	// PerlStartupMS is how long the stand-ins of PVE's other Perl tools
+	// (qm, pct, pvecm, pvesm, ha-manager, pvesr) wait before their work,
+	// by tool name (lab/tools/perlstartup); absent: none.
+	PerlStartupMS map[string]int `json:"perl_startup_ms,omitempty"`
 	// Root prefixes absolute host paths the tools read or write besides
 	// state_dir (e.g. /etc/modprobe.d/zfs.conf); empty inside a real node.
 	Root string `json:"root,omitempty"`
