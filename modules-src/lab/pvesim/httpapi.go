@@ -257,6 +257,12 @@ func (s *Sim) serve(node string, table map[string]handlerFunc, w http.ResponseWr
 			s.sleepCtx(r, s.cfg.dur(s.cfg.AuthDelay, DefaultAuthDelay))
 		}
 		finish(aerr.Status)
+		if loseAnswer {
+			// The handler refused (a synchronous die, e.g. clone_vm's
+			// "config file already exists"), and that answer is lost too.
+			resetConn(w)
+			return
+		}
 		writeError(w, aerr)
 		return
 	}
