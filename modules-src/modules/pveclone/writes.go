@@ -21,6 +21,9 @@ type write struct {
 	settle   func(ctx context.Context) (bool, error)
 	creates  bool   // a clone or create: PVE refuses it when the VMID exists
 	taskType string // the worker when PVE picks one of several (hastart for an HA guest)
+	// proof tells, for a clone or create, whether the new VMID holds the
+	// VM this write sent (pveapi.Write.Proof: required for creates).
+	proof func(ctx context.Context) (pveapi.Evidence, error)
 }
 
 // send dispatches w once through pveapi's dispatch path: a task is waited
@@ -31,7 +34,7 @@ func (v *vm) send(ctx context.Context, w write) (*pveapi.TaskResult, error) {
 	if err := w.req.Validate(v.version); err != nil {
 		return nil, ansible.NothingChanged(v.schemaError(err))
 	}
-	pw := pveapi.Write{Method: w.req.Method, Path: w.req.Path, Params: w.req.Params, What: w.what, Settle: w.settle, Creates: w.creates}
+	pw := pveapi.Write{Method: w.req.Method, Path: w.req.Path, Params: w.req.Params, What: w.what, Settle: w.settle, Creates: w.creates, Proof: w.proof}
 	if h := w.req.Task; h != nil && len(h.Types) > 0 {
 		types := append([]string(nil), h.Types...)
 		if w.taskType != "" {
