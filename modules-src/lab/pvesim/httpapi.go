@@ -227,6 +227,12 @@ func (s *Sim) serve(node string, table map[string]handlerFunc, w http.ResponseWr
 			taskFault = fault
 		case FaultLostAnswer:
 			loseAnswer = true
+			// A slow hop first (Delay): the request reaches PVE late, so a
+			// concurrent call overtakes it (K18 races made exact).
+			if fault.Delay > 0 && !s.sleepCtx(r, fault.Delay) {
+				finish(0)
+				return
+			}
 		}
 	}
 
