@@ -48,8 +48,8 @@ var (
 
 type autoResult struct {
 	name, vmid, msg, out string
-	failed, changed bool
-	recapChanged    int
+	failed, changed      bool
+	recapChanged         int
 }
 
 // Issue 23 §1, K18: two plays clone from one template at once under
