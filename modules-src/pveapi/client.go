@@ -36,6 +36,12 @@ type Client struct {
 	settlePoll time.Duration
 	// readOnly refuses every write before sending (check mode).
 	readOnly bool
+	// principal is who PVE runs our requests as, as it writes it in a
+	// task's UPID: the token id user@realm!name, the user of a password
+	// login, root@pam in local mode (a minted root@pam ticket, or pvesh,
+	// which runs the handlers as root@pam). A task found by a read is
+	// ours only if it ran as principal.
+	principal string
 
 	calls atomic.Int64
 
@@ -117,6 +123,10 @@ func Connect(ctx context.Context, conn Connection, o Options) (*Client, error) {
 		return nil, err
 	}
 	c.t, c.target = ht, ht.base
+	c.principal = conn.User
+	if conn.TokenID != "" {
+		c.principal, _ = FullTokenID(conn.User, conn.TokenID) // checked by newHTTPTransport
+	}
 	return c, nil
 }
 
@@ -128,7 +138,7 @@ func (c *Client) ReadOnlyClient() *Client {
 		return c
 	}
 	return &Client{t: c.t, retry: c.retry, logf: c.logf, target: c.target, local: c.local,
-		pvesh: c.pvesh, warnings: slices.Clone(c.warnings),
+		pvesh: c.pvesh, warnings: slices.Clone(c.warnings), principal: c.principal,
 		taskPoll: c.taskPoll, settlePoll: c.settlePoll, readOnly: true}
 }
 
@@ -148,6 +158,7 @@ func (c *Client) connectLocal(ctx context.Context, conn Connection, o Options) (
 		return nil, errors.New("api_host: required unless the module runs as root on a Proxmox VE node (local mode uses the node's own API)")
 	}
 	c.local = true
+	c.principal = "root@pam" // the minted ticket's user, and pvesh's (setup_default_cli_env)
 	why := "NoTicket is set"
 	if !o.NoTicket {
 		tt, err := newTicketTransport(conn, o, time.Now)

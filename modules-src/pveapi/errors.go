@@ -239,9 +239,12 @@ func Fingerprint(sum []byte) string {
 func describeTransport(err error) string {
 	var nerr net.Error
 	var stopped *stoppedError
+	var plost *pveshLost
 	switch {
 	case errors.As(err, &stopped):
 		return stopped.Error()
+	case errors.As(err, &plost):
+		return plost.Error()
 	case errors.Is(err, context.DeadlineExceeded):
 		// before net.Error: the context's error also says Timeout()
 		return "the task's deadline passed before an answer arrived"

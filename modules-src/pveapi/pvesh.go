@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/host"
@@ -102,7 +103,19 @@ func (t *pveshTransport) do(ctx context.Context, method, path string, params url
 		if !errors.As(err, &exit) {
 			return nil, newError(method, path, 0, "cannot run pvesh: "+err.Error(), nil, nil)
 		}
+		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			// Killed by a signal (OOM killer, an admin, a dying session)
+			// while it ran the handler: whatever it did is unknown. No
+			// answer, not PVE's answer.
+			return nil, newError(method, path, 0, "", nil, &pveshLost{fmt.Sprintf("pvesh was killed by signal %d (%s) before it answered", int(ws.Signal()), ws.Signal())})
+		}
 		status, msg, perrs := parsePveshError(string(stderr))
+		if sshLost(msg) {
+			// pvesh proxied the call to the node that handles it over ssh
+			// (PVE::CLI::pvesh proxy_handler) and ssh itself failed (255):
+			// the remote pvesh may or may not have run it.
+			return nil, newError(method, path, 0, "", nil, &pveshLost{"pvesh proxies this call to another node over ssh, and ssh failed before an answer came: " + msg})
+		}
 		return nil, newError(method, path, status, msg, perrs, nil)
 	}
 	out := bytes.TrimSpace(stdout)
@@ -137,6 +150,25 @@ func (t *pveshTransport) graceOrDefault() time.Duration {
 		return t.grace
 	}
 	return host.DefaultTermGrace
+}
+
+// pveshLost is a pvesh call that ended without an answer: killed by a
+// signal, or its ssh proxy to another node failed.
+type pveshLost struct{ what string }
+
+func (e *pveshLost) Error() string { return e.what }
+
+// sshLost tells whether pvesh's die message is its ssh proxy failing:
+// proxy_handler runs `ssh -o BatchMode=yes root@IP pvesh --noproxy …`
+// through PVE::Tools::run_command with errmsg "proxy handler failed",
+// which dies "proxy handler failed: command '…' failed: exit code 255"
+// when ssh exits 255 (ssh's own failure: connection refused, reset,
+// host key, a remote end killed); a remote pvesh's own die prints PVE's
+// message first. Reconstruction from pvesh.pm and run_command's wording,
+// not checked on a real node.
+func sshLost(msg string) bool {
+	return strings.Contains(msg, "proxy handler failed") && strings.Contains(msg, "ssh ") &&
+		(strings.Contains(msg, "exit code 255") || strings.Contains(msg, "signal"))
 }
 
 var (

@@ -37,6 +37,12 @@ type TaskError struct {
 	UPID       UPID
 	ExitStatus string
 	Log        []string
+	// Found is set when the task was found by a read after the write's
+	// answer was lost (or failed), not named by PVE's answer to it: its
+	// failure is then no answer to this request, and a caller must not
+	// take it for PVE refusing it (vmid: auto never claims another VMID
+	// after one).
+	Found bool
 }
 
 func (e *TaskError) Error() string {

@@ -53,7 +53,38 @@ type Write struct {
 	// returns a *WrittenError carrying PVE's answer. nil: every answered
 	// refusal counts as taken before the handler changed anything.
 	RaisesAfterWrite func(err error) bool
+
+	// Proof reads the object a task write creates and says whether it is
+	// this write's own (the new VMID's config carries the name this write
+	// sent). A task found in the node's list only says that someone with
+	// our principal started a task of that type and id: for a clone the id
+	// is the template's, and another run with the same token clones the
+	// same template. So a creating task write (Creates, or a task type
+	// that creates a guest: CreateTaskTypes) is settled as made only when
+	// Proof shows the object is ours; Dispatch refuses such a write
+	// without Proof as a bug, so no module can opt out.
+	Proof func(ctx context.Context) (Evidence, error)
+
+	// prior are the matching tasks of our principal that were there
+	// before the write was sent (Dispatch reads them for a Proof write).
+	prior []string
 }
+
+// Evidence is what a Proof read found of the object a write creates.
+type Evidence struct {
+	// Ours: the object shows this write's own values.
+	Ours bool
+	// Other, when set, says the object exists and is not this write's
+	// (another name at the new VMID): this write did not make it.
+	Other string
+	// Read says in a few words what was read, for messages.
+	Read string
+}
+
+// CreateTaskTypes are the workers that create a guest (qemu-server
+// API2/Qemu.pm create_vm, clone_vm; pve-container API2/LXC.pm
+// create_vm, clone_vm). A task write of one of them must carry a Proof.
+var CreateTaskTypes = []string{"qmcreate", "qmclone", "vzcreate", "vzclone"}
 
 // A DELETE's goal is absence: a DELETE that PVE answers with "does not
 // exist" (KindNotFound, or pve-ha-manager's `not HA managed`) is settled by
@@ -119,12 +150,26 @@ const (
 // still happen (a create still inside its lock). It was not sent again.
 type UnverifiedError struct {
 	What  string
-	Cause error  // the lost answer
+	Cause error  // the lost answer, or PVE's answered failure
 	Read  string // what the last settle read found
+	// Answered is set when PVE did answer (a failure of the handler, an
+	// answer that is not a task id): the message then says what PVE said,
+	// never that the answer was lost.
+	Answered bool
+	// NotOurs is set when a read shows the object the write creates is
+	// another's (Read says what it shows): this write did not make it, but
+	// no read proves what else it did.
+	NotOurs bool
 }
 
 func (e *UnverifiedError) Error() string {
 	msg := fmt.Sprintf("%s: the answer was lost (%v) and the write may have happened; it was not sent again", e.What, e.Cause)
+	switch {
+	case e.NotOurs:
+		msg = fmt.Sprintf("%s: the answer was lost (%v); it was not sent again", e.What, e.Cause)
+	case e.Answered:
+		msg = fmt.Sprintf("%s: PVE answered %v; the write may have changed something, and it was not sent again", e.What, e.Cause)
+	}
 	if e.Read != "" {
 		msg += "; " + e.Read
 	}
@@ -216,6 +261,18 @@ func (c *Client) Dispatch(ctx context.Context, w Write) (_ *Outcome, err error) 
 	}
 	defer func() { noteWrite(ctx, w, err) }() // issue 23 §2: the runtime counts every write that may have acted
 	start := time.Now()
+	if w.Task != nil && w.Proof != nil && !c.readOnly {
+		// The tasks of ours that match before the write is sent are not
+		// its own: noted, so that a settle read cannot take one of them
+		// (another clone of the same template a moment ago, within the
+		// clock slack) for the task this write started. A failed read
+		// leaves the Proof alone to decide.
+		if prior, err := w.waiter(c).findTasks(ctx, *w.Task, start, c.principal); err == nil {
+			w.prior = prior
+		} else {
+			c.logf("%s: reading the task list before sending failed (%v); settling a lost answer relies on the proof alone", w.What, err)
+		}
+	}
 	var raw json.RawMessage
 	err = c.send(ctx, w.Method, w.Path, w.Params, &raw)
 	if err == nil {
@@ -225,7 +282,7 @@ func (c *Client) Dispatch(ctx context.Context, w Write) (_ *Outcome, err error) 
 		}
 		var upid string
 		if err := Decode(raw, &upid); err != nil || upid == "" {
-			return out, &UnverifiedError{What: w.What, Cause: fmt.Errorf("%s %s answered %s, not a task id", w.Method, w.Path, raw)}
+			return out, &UnverifiedError{What: w.What, Answered: true, Cause: fmt.Errorf("%s %s with %s, not a task id", w.Method, w.Path, raw)}
 		}
 		out.Task, err = w.waiter(c).WaitTask(ctx, upid)
 		if err != nil && w.RaisesAfterWrite != nil && w.RaisesAfterWrite(err) {
@@ -331,6 +388,8 @@ func (w Write) check() error {
 		return fmt.Errorf("bug: Write %q has neither Settle nor Task: a lost answer could not be settled", w.What)
 	case w.Task != nil && (w.Task.Node == "" || len(w.Task.Types) == 0):
 		return fmt.Errorf("bug: Write %q: a task write needs the task's node and type", w.What)
+	case w.Task != nil && w.Proof == nil && (w.Creates || slices.ContainsFunc(w.Task.Types, func(t string) bool { return slices.Contains(CreateTaskTypes, t) })):
+		return fmt.Errorf("bug: Write %q creates through a task but has no Proof: a task found in the node's list cannot show that the object it made is this write's", w.What)
 	}
 	return nil
 }
@@ -359,21 +418,23 @@ func lostAnswer(e *Error) bool {
 // settleOnce handles a failure PVE answered: the handler stopped, so one
 // read shows what it left. Nothing → the failure, marked nothing done.
 func (c *Client) settleOnce(ctx context.Context, w Write, start time.Time, cause error) (*Outcome, error) {
-	found, read, err := c.settleRead(ctx, w, start)
+	found, miss, err := c.settleRead(ctx, w, start)
 	switch {
 	case err != nil:
-		return nil, &UnverifiedError{What: w.What, Cause: cause, Read: "reading back to learn whether it happened failed: " + err.Error()}
+		return nil, &UnverifiedError{What: w.What, Cause: cause, Answered: true, Read: "reading back to learn whether it happened failed: " + err.Error()}
 	case found == nil && (w.Creates || w.Task != nil):
-		// The object is as it was before (absent), or no task was started:
-		// PVE died before acting.
-		return nil, &notDoneError{err: cause, read: "reading back shows it was not made: " + read}
+		// The object is as it was before (absent, or another's), or no task
+		// of ours was started: PVE died before acting.
+		return nil, &notDoneError{err: cause, read: "reading back shows it was not made: " + miss.read}
 	case found == nil:
-		return nil, &UnverifiedError{What: w.What, Cause: cause, Read: "reading back does not show it in place (" + read + "), but cannot tell whether part of it was made"}
+		return nil, &UnverifiedError{What: w.What, Cause: cause, Answered: true, Read: "reading back does not show it in place (" + miss.read + "), but cannot tell whether part of it was made"}
 	}
-	return c.settled(ctx, w, found, cause)
+	return c.settled(ctx, w, found, cause, true)
 }
 
 // settle polls until the write shows, the settle time ends, or ctx does.
+// A Proof that shows the object is another's ends it at once: this write
+// did not make it, and it is not sent again.
 func (c *Client) settle(ctx context.Context, w Write, start time.Time, cause error) (*Outcome, error) {
 	within := w.SettleWithin
 	if within <= 0 {
@@ -383,12 +444,14 @@ func (c *Client) settle(ctx context.Context, w Write, start time.Time, cause err
 	defer cancel()
 	last := ""
 	for {
-		found, read, err := c.settleRead(sctx, w, start)
+		found, miss, err := c.settleRead(sctx, w, start)
 		switch {
 		case err == nil && found != nil:
-			return c.settled(ctx, w, found, cause)
+			return c.settled(ctx, w, found, cause, false)
+		case err == nil && miss.notOurs:
+			return nil, &UnverifiedError{What: w.What, Cause: cause, Read: miss.read, NotOurs: true}
 		case err == nil:
-			last = "reading back did not show it (" + read + ")"
+			last = "reading back did not show it (" + miss.read + ")"
 		case sctx.Err() == nil:
 			last = "reading back failed: " + err.Error()
 		}
@@ -402,62 +465,172 @@ func (c *Client) settle(ctx context.Context, w Write, start time.Time, cause err
 	}
 }
 
-// settled is the write shown to have happened: a task is waited out.
-func (c *Client) settled(ctx context.Context, w Write, found *settleFind, cause error) (*Outcome, error) {
-	out := &Outcome{Lost: fmt.Sprintf("the answer to %q was lost (%v); reading back shows it happened, so it was not sent again", w.What, cause)}
-	if found.upid == "" {
-		return out, nil
+// settled is the write shown to have happened: its task is waited out.
+// When several tasks of our principal match (two runs with one token
+// cloning one template), which one is ours cannot be read from the list:
+// each is waited out, and the Proof read again decides.
+func (c *Client) settled(ctx context.Context, w Write, found *settleFind, cause error, answered bool) (*Outcome, error) {
+	how := fmt.Sprintf("the answer to %q was lost (%v)", w.What, cause)
+	if answered {
+		how = fmt.Sprintf("PVE answered %q with a failure (%v)", w.What, cause)
 	}
-	var err error
-	out.Task, err = w.waiter(c).WaitTask(ctx, found.upid)
-	return out, err
+	out := &Outcome{Lost: how + "; reading back shows it happened, so it was not sent again"}
+	if found.proof != "" {
+		out.Lost = how + "; reading back shows it happened (" + found.proof + "), so it was not sent again"
+	}
+	switch len(found.upids) {
+	case 0:
+		return out, nil
+	case 1:
+		var err error
+		out.Task, err = w.waiter(c).WaitTask(ctx, found.upids[0])
+		var te *TaskError
+		if errors.As(err, &te) {
+			te.Found = true
+		}
+		return out, err
+	}
+	var ok []*TaskResult
+	for _, upid := range found.upids {
+		res, err := w.waiter(c).WaitTask(ctx, upid)
+		if err == nil {
+			ok = append(ok, res)
+		} else if ctx.Err() != nil {
+			return nil, &UnverifiedError{What: w.What, Cause: cause, Answered: answered, Read: fmt.Sprintf("%d tasks of %s match and the deadline passed while waiting for them: %v", len(found.upids), c.principal, err)}
+		}
+	}
+	ev, err := w.Proof(ctx)
+	if err != nil || !ev.Ours {
+		read := ev.Read
+		if err != nil {
+			read = err.Error()
+		}
+		return nil, &UnverifiedError{What: w.What, Cause: cause, Answered: answered, Read: fmt.Sprintf("%d tasks of %s matched; once they ended, reading back does not show it as this write's (%s)", len(found.upids), c.principal, read)}
+	}
+	if len(ok) == 1 {
+		out.Task = ok[0]
+	}
+	out.Lost += fmt.Sprintf("; %d tasks of %s matched, which of them was this write's cannot be told, so their warnings are not shown", len(found.upids), c.principal)
+	if len(ok) == 1 {
+		out.Lost = strings.TrimSuffix(out.Lost, ", so their warnings are not shown")
+	}
+	return out, nil
 }
 
-type settleFind struct{ upid string }
+// settleFind is a settle read that shows the write happened: the tasks
+// that may be its own (a task write; oldest first) and what the Proof read.
+type settleFind struct {
+	upids []string
+	proof string
+}
 
-// settleRead is one read of the write's effect: nil when it does not show,
-// with a few words on what was read.
-func (c *Client) settleRead(ctx context.Context, w Write, start time.Time) (*settleFind, string, error) {
+// settleMiss is a settle read that does not show it: what was read, and
+// whether the object is there as another's (notOurs).
+type settleMiss struct {
+	read    string
+	notOurs bool
+}
+
+// settleRead is one read of the write's effect: nil when it does not show.
+//
+// A task write is shown by a task in the node's list of its type and id,
+// started since the write was sent, whose user is this client's principal
+// (PVE records the authenticated user in the UPID: the token id
+// user@realm!name for a token, pve-manager PVE/HTTPServer.pm "the
+// token-ID is the user for token based authentication", handed to
+// RESTEnvironment::fork_worker by the handler; root@pam for pvesh,
+// RPCEnvironment::setup_default_cli_env). A write that creates must also
+// be shown by its Proof: the object itself carries this write's values.
+func (c *Client) settleRead(ctx context.Context, w Write, start time.Time) (*settleFind, settleMiss, error) {
 	if w.Task != nil {
-		upid, err := w.waiter(c).findTask(ctx, *w.Task, start)
-		if err != nil || upid == "" {
-			return nil, fmt.Sprintf("no %s task on %s since %s", strings.Join(w.Task.Types, "/"), w.Task.Node, start.Format(time.TimeOnly)), err
+		upids, err := w.waiter(c).findTasks(ctx, *w.Task, start, c.principal)
+		upids = slices.DeleteFunc(upids, func(u string) bool { return slices.Contains(w.prior, u) })
+		none := fmt.Sprintf("no %s task of %s on %s since %s", strings.Join(w.Task.Types, "/"), c.principalOrUnknown(), w.Task.Node, start.Format(time.TimeOnly))
+		if err != nil {
+			return nil, settleMiss{read: none}, err
 		}
-		return &settleFind{upid: upid}, "", nil
+		if w.Proof == nil {
+			if len(upids) == 0 {
+				return nil, settleMiss{read: none}, nil
+			}
+			return &settleFind{upids: upids[:1]}, settleMiss{}, nil
+		}
+		ev, err := w.Proof(ctx)
+		switch {
+		case err != nil:
+			return nil, settleMiss{read: none}, err
+		case ev.Other != "":
+			return nil, settleMiss{notOurs: true, read: "reading back shows the object is not this write's (" + ev.Other + "), so this write did not make it; whether it changed anything else no read can prove, so the change is reported unverified"}, nil
+		case !ev.Ours:
+			return nil, settleMiss{read: joinRead(none, ev.Read, len(upids))}, nil
+		case len(upids) == 0:
+			return nil, settleMiss{read: none + ", although " + ev.Read}, nil
+		}
+		return &settleFind{upids: upids, proof: ev.Read}, settleMiss{}, nil
 	}
 	ok, err := w.Settle(ctx)
 	if err != nil || !ok {
-		return nil, "not there", err
+		return nil, settleMiss{read: "not there"}, err
 	}
-	return &settleFind{}, "", nil
+	return &settleFind{}, settleMiss{}, nil
 }
 
-// findTask looks for the task a write started in its node's task list:
-// running or ended (source=all), of one of its types and its id, started
-// since the write was sent (less the clock slack). The oldest such task
-// is it.
-func (c *Client) findTask(ctx context.Context, t TaskWrite, start time.Time) (string, error) {
+func joinRead(none, proof string, tasks int) string {
+	if tasks == 0 {
+		return none + "; " + proof
+	}
+	return fmt.Sprintf("%d matching task(s), but %s", tasks, proof)
+}
+
+func (c *Client) principalOrUnknown() string {
+	if c.principal == "" {
+		return "this client (whose principal is unknown)"
+	}
+	return c.principal
+}
+
+// findTasks lists the tasks a write may have started in its node's task
+// list: running or ended (source=all), of one of its types and its id,
+// started since the write was sent (less the clock slack), by principal;
+// oldest first. An unknown principal matches nothing: no task is then
+// proven ours.
+func (c *Client) findTasks(ctx context.Context, t TaskWrite, start time.Time, principal string) ([]string, error) {
+	if principal == "" {
+		return nil, nil
+	}
 	since := start.Add(-taskClockSlack)
 	q := TaskQuery{Source: "all", Since: since}
 	if n, err := strconv.Atoi(t.ID); err == nil && n >= 100 {
 		q.VMID = n // PVE filters by vmid only for guest ids
 	}
-	best := ""
-	var bestStart int64
+	var found []TaskEntry
 	for _, typ := range t.Types {
 		q.TypeFilter = typ
 		list, err := ListTasks(ctx, c, t.Node, q)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		for _, e := range list {
-			if e.Type != typ || e.ID != t.ID || e.StartTime < since.Unix() {
+			if e.Type != typ || e.ID != t.ID || e.StartTime < since.Unix() || taskUser(e) != principal {
 				continue
 			}
-			if best == "" || e.StartTime < bestStart {
-				best, bestStart = e.UPID, e.StartTime
-			}
+			found = append(found, e)
 		}
 	}
-	return best, nil
+	slices.SortStableFunc(found, func(a, b TaskEntry) int { return int(a.StartTime - b.StartTime) })
+	upids := make([]string, len(found))
+	for i, e := range found {
+		upids[i] = e.UPID
+	}
+	return upids, nil
+}
+
+// taskUser is the user a task ran as, as its UPID carries it (a token's
+// full id: the list's and the status's user field may show the token
+// apart, read_task_status's `tokenid`), else the list's user field.
+func taskUser(e TaskEntry) string {
+	if u, err := ParseUPID(e.UPID); err == nil && u.User != "" {
+		return u.User
+	}
+	return e.User
 }

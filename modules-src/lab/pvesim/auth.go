@@ -14,6 +14,27 @@ type principal struct {
 	User    string // user@realm
 	TokenID string // token name, "" for a ticket
 	Ticket  bool   // authenticated by PVEAuthCookie (CSRF applies to writes)
+	// CLI is a call of a stand-in of a PVE command-line tool (pvesh, pvesm,
+	// qm, …; header CLIHeader, with a token of root@pam): real ones run the
+	// handlers in-process under RPCEnvironment::setup_default_cli_env,
+	// which sets the user root@pam, so their tasks run as root@pam, not as
+	// the lab token the stand-in authenticates with.
+	CLI bool
+}
+
+// CLIHeader marks a request of a lab stand-in of a PVE CLI tool
+// (lab/tools/apiclient sends it).
+const CLIHeader = "X-Gopve-Lab-Cli"
+
+// taskUser is who a task started by the request runs as, as PVE writes it
+// in the UPID: the token id for a token (pve-manager PVE/HTTPServer.pm: the
+// token id is the user for token based authentication), the user for a
+// ticket, root@pam for a CLI tool.
+func (p *principal) taskUser() string {
+	if p.CLI {
+		return "root@pam"
+	}
+	return p.full()
 }
 
 // full is "user@realm" or "user@realm!token", as PVE writes it in UPIDs.
@@ -49,7 +70,7 @@ func (s *Sim) authenticate(db *ConfigDB, r *http.Request) (*principal, string) {
 			return nil, "invalid token value!"
 		}
 		user, name, _ := strings.Cut(id, "!")
-		return &principal{User: user, TokenID: name}, ""
+		return &principal{User: user, TokenID: name, CLI: user == "root@pam" && r.Header.Get(CLIHeader) != ""}, ""
 	}
 	c, err := r.Cookie("PVEAuthCookie")
 	if err != nil || c.Value == "" {

@@ -230,6 +230,12 @@ func (s *Sim) serve(node string, table map[string]handlerFunc, w http.ResponseWr
 			taskFault = fault
 		case FaultLostAnswer:
 			loseAnswer = true
+			// A slow hop first (Delay): the request reaches PVE late, so a
+			// concurrent call overtakes it (K18 races made exact).
+			if fault.Delay > 0 && !s.sleepCtx(r, fault.Delay) {
+				finish(0)
+				return
+			}
 		}
 	}
 
@@ -260,6 +266,12 @@ func (s *Sim) serve(node string, table map[string]handlerFunc, w http.ResponseWr
 			s.sleepCtx(r, s.cfg.dur(s.cfg.AuthDelay, DefaultAuthDelay))
 		}
 		finish(aerr.Status)
+		if loseAnswer {
+			// The handler refused (a synchronous die, e.g. clone_vm's
+			// "config file already exists"), and that answer is lost too.
+			resetConn(w)
+			return
+		}
 		writeError(w, aerr)
 		return
 	}

@@ -63,7 +63,7 @@ func (s *Sim) startTaskLocked(rc *reqCtx, node, typ, id string, work taskWorker)
 	pstart := int(n.BootTime % 100000000)
 	user := "root@pam"
 	if rc != nil && rc.who != nil {
-		user = rc.who.full()
+		user = rc.who.taskUser()
 	}
 	upid := fmt.Sprintf("UPID:%s:%08X:%08X:%08X:%s:%s:%s:", node, pid, pstart, now.Unix(), typ, id, user)
 	task := &Task{UPID: upid, Node: node, PID: pid, PStart: pstart, StartTime: now.Unix(),

@@ -204,9 +204,17 @@ func (v *vm) claim(ctx context.Context, mk func(vmid int) (write, error), done f
 // VMID's lock, could not take that lock (another clone of it holds it), or
 // could not write its temporary config (another node holds the VMID).
 // Each time the call made nothing of its own.
+//
+// Only PVE's answer to this very request counts: a task found by a read
+// after the answer was lost (TaskError.Found), or a lost answer no read
+// settled, is no refusal of ours, and claiming another VMID then could
+// make a second VM of one name (issue 23 §1).
 func takenMeanwhile(err error, vmid int) bool {
 	var te *pveapi.TaskError
 	if errors.As(err, &te) {
+		if te.Found {
+			return false
+		}
 		s := te.ExitStatus
 		return strings.Contains(s, "already exists") ||
 			(strings.Contains(s, fmt.Sprintf("lock-%d.conf", vmid)) && strings.Contains(s, "got timeout")) ||

@@ -119,7 +119,8 @@ func (v *vm) planCreate(ctx context.Context) ([]ansible.Change, error) {
 					return write{}, v.schemaError(err)
 				}
 				return write{req: req, what: fmt.Sprintf("create VM %d", id),
-					settle: func(ctx context.Context) (bool, error) { return v.exists(ctx) }, creates: true}, nil
+					settle: func(ctx context.Context) (bool, error) { return v.exists(ctx) }, creates: true,
+					proof: qemu.NameProof(v.c, id, v.p.Name)}, nil
 			}
 			if err := v.claim(ctx, mk, func(*pveapi.TaskResult) {}); err != nil {
 				return err

@@ -383,7 +383,8 @@ func (v *vm) planClone(ctx context.Context, guests []resources.Guest) ([]ansible
 					return write{}, v.schemaError(err)
 				}
 				return write{req: req, what: fmt.Sprintf("clone template %d into VM %d", tpl.VMID, id),
-					settle: func(ctx context.Context) (bool, error) { return v.exists(ctx) }, creates: true}, nil
+					settle: func(ctx context.Context) (bool, error) { return v.exists(ctx) }, creates: true,
+					proof: qemu.NameProof(v.c, id, qemu.CloneName(v.p.Name, tpl.Name, tpl.VMID))}, nil
 			}
 			if err := v.claim(ctx, mk, func(res *pveapi.TaskResult) {
 				if res != nil {
@@ -515,7 +516,9 @@ func (v *vm) leftNothing(ctx context.Context, err error) error {
 		return ansible.NothingChanged(fmt.Errorf("vmid: VMID %d was taken between this run's read and its clone, by another run or user (K18): %w", v.p.VMID, err))
 	}
 	var te *pveapi.TaskError
-	if !errors.As(err, &te) {
+	if !errors.As(err, &te) || te.Found {
+		// A task found by a read after a lost answer is no answer to this
+		// request: never settled as "nothing done".
 		return err
 	}
 	if ok, rerr := v.exists(ctx); rerr == nil && !ok {

@@ -25,6 +25,9 @@ type write struct {
 	// afterWrite: the handler may raise after it wrote (the VM config
 	// update's hotplug problems, qemu.RaisedAfterWrite).
 	afterWrite bool
+	// proof tells, for a clone or create, whether the new VMID holds the
+	// VM this write sent (pveapi.Write.Proof: required for creates).
+	proof func(ctx context.Context) (pveapi.Evidence, error)
 }
 
 // send dispatches w once through pveapi's dispatch path: a task is waited
@@ -35,7 +38,7 @@ func (v *vm) send(ctx context.Context, w write) (*pveapi.TaskResult, error) {
 	if err := w.req.Validate(v.version); err != nil {
 		return nil, ansible.NothingChanged(v.schemaError(err))
 	}
-	pw := pveapi.Write{Method: w.req.Method, Path: w.req.Path, Params: w.req.Params, What: w.what, Settle: w.settle, Creates: w.creates}
+	pw := pveapi.Write{Method: w.req.Method, Path: w.req.Path, Params: w.req.Params, What: w.what, Settle: w.settle, Creates: w.creates, Proof: w.proof}
 	if w.afterWrite {
 		pw.RaisesAfterWrite = qemu.RaisedAfterWrite
 	}

@@ -35,7 +35,9 @@ func TestLostCloneAnswerSettledFromTaskList(t *testing.T) {
 	}
 	s.Faults().Add(pvesim.Fault{Method: "POST", Path: req.Path, Kind: pvesim.FaultLostAnswer, Count: 1})
 	s.ResetRequests()
-	out, err := c.Dispatch(ctx, req.Write("clone 9000 to 201", nil))
+	w := req.Write("clone 9000 to 201", nil)
+	w.Proof = qemu.NameProof(c, 201, "web-1") // issue 23 §1: a creating task write must prove the VM its own
+	out, err := c.Dispatch(ctx, w)
 	if err != nil || out.Lost == "" || out.Task == nil || out.Task.ExitStatus != "OK" {
 		t.Fatalf("lost clone answer: %+v %v", out, err)
 	}

@@ -108,6 +108,9 @@ func (c *Client) Call(ctx context.Context, method, path string, params url.Value
 		return nil, err
 	}
 	req.Header.Set("Authorization", "PVEAPIToken="+c.token)
+	// The real tools run the handlers as root@pam (setup_default_cli_env):
+	// the simulator records their tasks so (pvesim.CLIHeader).
+	req.Header.Set("X-Gopve-Lab-Cli", "1")
 	if body != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
