@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 )
 
@@ -29,6 +30,13 @@ func (m *Module) runtimeOptions() map[string]Option {
 		opts[CreatedEarlierOption] = createdEarlierOption()
 	}
 	return opts
+}
+
+// RuntimeOptionNames are the names of the options the runtime gives m
+// (timeout; created_earlier with Module.CreatedEarlier), sorted: what a
+// role must pass through besides the module's own spec.
+func (m *Module) RuntimeOptionNames() []string {
+	return slices.Sorted(maps.Keys(m.runtimeOptions()))
 }
 
 // fullSpec is the module's spec plus the runtime's options: what arguments
