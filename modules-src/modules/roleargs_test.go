@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
-
 )
 
 // The role tasks that hand a module a user's dict (a VM, a guest, a
