@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/gopve/proxmox/modules-src/ansible"
+	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
 )
 
 // storageNotYet handles a disk's storage that is not defined: in a real
@@ -125,4 +126,34 @@ func (v *vm) planCloneNotYet(ctx context.Context) ([]ansible.Change, error) {
 	return append(pool, ansible.PredictedOnly("vm:clone",
 		fmt.Sprintf("%s clone of template %s (made by an earlier task) into VM %s on %s, then its configuration",
 			kind, v.p.Template, strconv.Itoa(v.p.VMID), where), nil)), nil
+}
+
+// checkAddedDiskStorages is, for a clone, what create.go checks for a bare
+// VM: the disks the configuration adds (keys the template has not) are
+// allocated on their storage on the target node, so a storage that does
+// not exist (a typo, K15: the check run must not be green where the real
+// run is red), is not on the node or holds no images is refused before
+// the clone is sent, naming the option, in check mode as in a real run —
+// not by the config update after the clone, with a VM left behind. A
+// storage created_earlier names is assumed in check mode (storageNotYet).
+func (v *vm) checkAddedDiskStorages(src qemu.Config, target string, stores map[string]storageInfo) error {
+	for _, k := range slices.Sorted(maps.Keys(v.w.disks)) {
+		d := v.w.disks[k]
+		if _, has := src.Values[k]; has || d.file != "" || d.storage == "" {
+			continue
+		}
+		st, ok := stores[d.storage]
+		switch {
+		case !ok:
+			if err := v.storageNotYet(optionOf(k), d.storage, stores); err != nil {
+				return err
+			}
+		case st.Type == notYetType || v.notYet[target]:
+		case !st.onNode(target):
+			return fmt.Errorf("%s: storage '%s' is not available on node '%s'", optionOf(k), d.storage, target)
+		case !slices.Contains(st.Content, "images"):
+			return fmt.Errorf("%s: storage '%s' does not support vm images", optionOf(k), d.storage)
+		}
+	}
+	return nil
 }

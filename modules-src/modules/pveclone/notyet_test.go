@@ -64,6 +64,10 @@ func TestK15NotYetNodeStoragePool(t *testing.T) {
 			{args, "node: no such cluster node 'pve04' (the cluster has pve01, pve02, pve03)"},
 			{with(args, "node", "pve02"), "storage: storage 'nvme-vm' does not exist"},
 			{with(args, "node", "pve02", "storage", "shared"), "pool: pool 'tenant-z' does not exist"},
+			// A disk the configuration adds to the clone, on a storage that
+			// does not exist: refused before the clone, not after it.
+			{with(args, "node", "pve02", "storage", "shared", "pool", nil, "disks", map[string]any{"scsi1": "sharde:4"}),
+				"disks.scsi1: storage 'sharde' does not exist"},
 		} {
 			real := w.run(c.args, false)
 			if !failed(real) || real["changed"] != false || !strings.Contains(msg(real), c.want) || real["not_yet"] != nil {

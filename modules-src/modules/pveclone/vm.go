@@ -334,6 +334,9 @@ func (v *vm) planClone(ctx context.Context, guests []resources.Guest) ([]ansible
 	if err := v.checkCloneStorage(src, tpl, target, stores); err != nil {
 		return nil, err
 	}
+	if err := v.checkAddedDiskStorages(src, target, stores); err != nil {
+		return nil, err
+	}
 	pool, err := v.poolReady(ctx)
 	if err != nil {
 		return nil, err
