@@ -72,7 +72,8 @@ play() {
 echo
 echo "demo: ansible-playbook --check --diff $site   (predicts; writes nothing)"
 echo "      (on a fresh lab the clone and ha phases meet a storage, a cluster and a guest that earlier"
-echo "       phases of the same run create: each is assumed, with a warning saying it does not exist yet)"
+echo "       phases of the same run create: the roles name them (created_earlier), and each is assumed,"
+echo "       with a warning saying it does not exist yet; anything else missing fails as a real run does)"
 play check --check --diff | recap
 echo
 echo "demo: ansible-playbook $site   (the real run: every change read back before it is reported)"

@@ -214,13 +214,15 @@ func (m *Module) ReturnDoc() string {
 			{"elements", "str"},
 		})
 	}
-	doc.set("not_yet", yamlMap{
-		{"description", []any{"Check mode only: the prerequisites (a node, a storage, a pool, a guest) that do not exist yet and that the prediction assumes an earlier task of the same run creates, each with the option naming it; a real run fails (or says what it does instead) unless they exist by then. A warning says the same."}},
-		{"returned", "check mode, when a prerequisite was assumed"},
-		{"type", "list"},
-		{"elements", "dict"},
-		{"sample", []any{yamlMap{{"option", "storage"}, {"object", "storage nvme-vm"}}}},
-	})
+	if m.CreatedEarlier {
+		doc.set("not_yet", yamlMap{
+			{"description", []any{"Check mode only: the prerequisites (a node, a storage, a pool, a template or guest) that do not exist yet and that the prediction assumes an earlier task of the same run creates, because created_earlier names them, each with the option naming it; a real run fails (or says what it does instead) unless they exist by then. A warning says the same. A missing prerequisite created_earlier does not name is not assumed: the check run fails as the real run does."}},
+			{"returned", "check mode, when a prerequisite was assumed"},
+			{"type", "list"},
+			{"elements", "dict"},
+			{"sample", []any{yamlMap{{"option", "storage"}, {"object", "storage nvme-vm"}}}},
+		})
+	}
 	var b bytes.Buffer
 	writeYAML(&b, doc, 0)
 	if r := strings.TrimSpace(m.Return); r != "" {

@@ -1,17 +1,62 @@
 package ansible
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+	"strconv"
+)
+
+// CreatedEarlierOption is the option the runtime gives every module whose
+// Module.CreatedEarlier is set: what earlier tasks of the same run create,
+// the only prerequisites a check run may assume (Run.NotYet). Modules must
+// not declare it themselves.
+const CreatedEarlierOption = "created_earlier"
+
+// Kind is a list of created_earlier: the kind of object an earlier task
+// creates.
+type Kind string
+
+// The kinds of created_earlier.
+const (
+	CreatedNode    Kind = "nodes"    // cluster nodes an earlier task joins
+	CreatedStorage Kind = "storages" // storage ids an earlier task defines
+	CreatedPool    Kind = "pools"    // resource pools an earlier task creates
+	CreatedGuest   Kind = "guests"   // guests (VMs, templates, containers) by VMID or name
+)
+
+// createdEarlierOption is the one spec of created_earlier, the same option
+// and documentation in every module that assumes.
+func createdEarlierOption() Option {
+	list := func(what string) Option {
+		return Option{Type: TypeList, Elements: TypeStr, Default: []any{}, Description: []string{what}}
+	}
+	return Option{Type: TypeDict, ApplyDefaults: true, Description: []string{
+		"What earlier tasks of the same run create, the only missing prerequisites a check run may assume. A check run writes nothing, so a later task of a whole site (gopve.proxmox.site) meets objects an earlier task would have made by then: the node the cluster phase joins, the storage the storage phase defines, a pool, a template or a guest.",
+		"In check mode, a prerequisite that does not exist and is named here is assumed made: the task warns (C(does not exist yet)), lists it in C(not_yet), and predicts on. One that does not exist and is not named here fails the check run with the error the real run gives (a typo such as C(node: pve0x) fails in check mode too).",
+		"A real run assumes nothing: this option is ignored there, and what is still missing when the task runs fails it before any write (or, for pve_storage's C(nodes), is left out with a warning).",
+		"The roles of this collection fill it from the inventory variables of the phases before them (the pve group's nodes, the storages of the storage phase, the pools and VMs of the clone list); a task of your own names what the tasks before it create.",
+	}, Options: map[string]Option{
+		"nodes":    list("Cluster nodes an earlier task joins (pve_cluster)."),
+		"storages": list("Storage ids an earlier task defines (pve_storage)."),
+		"pools":    list("Resource pools an earlier task creates (pve_clone with pool_create)."),
+		"guests":   list("Guests an earlier task creates, each by VMID or by name: VMs and containers, and templates (a bare VM then converted, cloned by name or VMID)."),
+	}}
+}
 
 // Prerequisite is an object a task needs that another task creates: the
 // node a join adds, the storage a storage task declares, the pool, the
 // guest a clone makes. A check run of a whole site meets it before any of
 // those tasks has run (nothing is written in check mode), so it is not
 // there yet although the real run will have made it by the time it gets
-// here.
+// here: check mode assumes it only when created_earlier names it.
 type Prerequisite struct {
 	// Option is the option that names the object ("node", "storage",
 	// "nodes", "vmid"), as the warning and the error start with it.
 	Option string
+	// Kind and Name are how created_earlier names it: Kind's list holds
+	// Name ("nodes", "pve02"; "guests", "9000" or "debian-12").
+	Kind Kind
+	Name string
 	// Object is what is missing, with its kind: "cluster node pve02",
 	// "storage nvme-vm", "guest 202".
 	Object string
@@ -27,24 +72,46 @@ type Prerequisite struct {
 // NotYet is the one way a module treats a prerequisite that does not
 // exist now:
 //
-//   - In check mode it is assumed to be created by an earlier task of this
-//     run. The run warns once, in one format naming the option and the
-//     object and saying what a real run does if it still does not exist;
-//     the object is listed in the result's `not_yet`; NotYet returns nil
-//     and the module goes on predicting as far as it can without the
-//     object (a clone on a node that has not joined is still predicted,
-//     disks on a storage not yet declared are named as PVE would).
+//   - In check mode, when created_earlier names it (Kind, Name), it is
+//     assumed created by an earlier task of this run. The run warns once,
+//     in one format naming the option and the object and saying what a
+//     real run does if it still does not exist; the object is listed in
+//     the result's `not_yet`; NotYet returns nil and the module goes on
+//     predicting as far as it can without the object (a clone on a node
+//     that has not joined is still predicted, disks on a storage not yet
+//     declared are named as PVE would).
+//   - In check mode, when created_earlier does not name it, nothing is
+//     assumed: NotYet returns fail, exactly what the real run returns, so
+//     a typo fails the check run as it fails the real one.
 //   - In a real run nothing is assumed: NotYet returns fail, the module's
 //     own clear error (naming the option), which the module returns before
-//     its first write. fail nil means the module handles the absence itself
-//     in a real run (RealRun says how), and NotYet returns nil.
+//     its first write.
+//
+// fail must not be nil: a module that handles the absence itself in a real
+// run (pve_storage leaves a non-member node out) calls Assume and does in
+// check mode what the real run does for what is not assumed.
 //
 // A module calls it only where the object's absence is the whole problem:
 // a refusal that holds whether or not the object will exist (a storage of
 // the wrong type, a node that is offline) is returned as it is.
 func (r *Run) NotYet(p Prerequisite, fail error) error {
-	if !r.CheckMode() {
-		return fail
+	if fail == nil {
+		return fmt.Errorf("module %s: NotYet(%s) without the real run's error; this is a bug in gopve (use Assume)", r.module.Name, p.Object)
+	}
+	if r.Assume(p, fail) {
+		return nil
+	}
+	return fail
+}
+
+// Assume tells whether check mode assumes p made by an earlier task: only
+// in check mode, and only when created_earlier names it. When it does, the
+// run warns once per object and lists it in `not_yet` (see NotYet); fail,
+// when not nil, is quoted as what a real run meets without it. A module
+// whose Module.CreatedEarlier is not set never assumes.
+func (r *Run) Assume(p Prerequisite, fail error) bool {
+	if !r.CheckMode() || !r.CreatedEarlier(p.Kind, p.Name) {
+		return false
 	}
 	real := p.RealRun
 	if real == "" {
@@ -53,7 +120,8 @@ func (r *Run) NotYet(p Prerequisite, fail error) error {
 			real += " (" + fail.Error() + ")"
 		}
 	}
-	msg := fmt.Sprintf("%s: %s does not exist yet; check mode assumes an earlier task of this run creates it", p.Option, p.Object)
+	msg := fmt.Sprintf("%s: %s does not exist yet; check mode assumes an earlier task of this run creates it (%s.%s names it)",
+		p.Option, p.Object, CreatedEarlierOption, p.Kind)
 	if p.Predicts != "" {
 		msg += " and predicts " + p.Predicts
 	}
@@ -63,12 +131,32 @@ func (r *Run) NotYet(p Prerequisite, fail error) error {
 	key := p.Option + "\x00" + p.Object
 	for _, seen := range r.notYet {
 		if seen.Option+"\x00"+seen.Object == key {
-			return nil // one warning per object, however many checks meet it
+			return true // one warning per object, however many checks meet it
 		}
 	}
 	r.notYet = append(r.notYet, p)
 	r.warnings = append(r.warnings, msg)
-	return nil
+	return true
+}
+
+// CreatedEarlier tells whether the created_earlier option names name in
+// its kind list. It reads the option as given, in check mode and in a
+// real run alike; false for a module without the option.
+func (r *Run) CreatedEarlier(kind Kind, name string) bool {
+	if !r.module.CreatedEarlier || name == "" {
+		return false
+	}
+	m, _ := r.params[CreatedEarlierOption].(map[string]any)
+	list, _ := m[string(kind)].([]any)
+	return slices.ContainsFunc(list, func(e any) bool {
+		switch x := e.(type) {
+		case string:
+			return x == name
+		case int:
+			return strconv.Itoa(x) == name
+		}
+		return fmt.Sprint(e) == name
+	})
 }
 
 // notYetResult is the result's `not_yet`: what the check run assumed.

@@ -49,6 +49,11 @@ type Module struct {
 	// module (TimeoutOption).
 	Timeout time.Duration
 
+	// CreatedEarlier gives the module the runtime's created_earlier option
+	// (CreatedEarlierOption): what earlier tasks of the run create, which a
+	// check run may assume with Run.NotYet and nothing else.
+	CreatedEarlier bool
+
 	// Params is a zero value of the struct Run.Decode fills (e.g. params{}).
 	// Check compares its `ansible` tags with Spec both ways, so an option
 	// nobody reads or a field no option fills is caught by the registry

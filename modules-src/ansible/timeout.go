@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 )
 
@@ -18,13 +19,24 @@ func (m *Module) runtimeOptions() map[string]Option {
 	if m.Timeout > 0 {
 		def = fmt.Sprintf("%g (%s)", m.Timeout.Seconds(), m.Timeout)
 	}
-	return map[string]Option{
+	opts := map[string]Option{
 		TimeoutOption: {Type: TypeFloat, Description: []string{
 			"Deadline of the whole task in seconds; default " + def + ". 0 means no deadline.",
 			"At the deadline a running command is sent SIGTERM (to its whole process group) and, if it has not exited after a grace period, SIGKILL; the task then fails naming the step it was in.",
 			"APT/dpkg transactions (package installs and upgrades) are never interrupted by the deadline: they run to completion, and the task fails afterwards naming the step, so the package database is never left half-configured.",
 		}},
 	}
+	if m.CreatedEarlier {
+		opts[CreatedEarlierOption] = createdEarlierOption()
+	}
+	return opts
+}
+
+// RuntimeOptionNames are the names of the options the runtime gives m
+// (timeout; created_earlier with Module.CreatedEarlier), sorted: what a
+// role must pass through besides the module's own spec.
+func (m *Module) RuntimeOptionNames() []string {
+	return slices.Sorted(maps.Keys(m.runtimeOptions()))
 }
 
 // fullSpec is the module's spec plus the runtime's options: what arguments

@@ -11,8 +11,6 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
-
-	"github.com/gopve/proxmox/modules-src/ansible"
 )
 
 // The role tasks that hand a module a user's dict (a VM, a guest, a
@@ -101,13 +99,13 @@ func (tk task) moduleCall() (string, *yaml.Node) {
 	return "", nil
 }
 
-// optionNames are the options a module accepts: its spec's and the one
-// the runtime gives every module (the task deadline).
+// optionNames are the options a module accepts: its spec's and the ones
+// the runtime gives it (the task deadline, created_earlier).
 func optionNames(t *testing.T, module string) []string {
 	t.Helper()
 	for _, m := range Shipped() {
 		if m.Name == module {
-			names := []string{ansible.TimeoutOption}
+			names := m.RuntimeOptionNames()
 			for n := range m.Spec.Options {
 				names = append(names, n)
 			}

@@ -169,15 +169,6 @@ changes_not_run:
   returned: "failure (not in check mode)"
   type: "list"
   elements: "str"
-not_yet:
-  description:
-    - "Check mode only: the prerequisites (a node, a storage, a pool, a guest) that do not exist yet and that the prediction assumes an earlier task of the same run creates, each with the option naming it; a real run fails (or says what it does instead) unless they exist by then. A warning says the same."
-  returned: "check mode, when a prerequisite was assumed"
-  type: "list"
-  elements: "dict"
-  sample:
-    - option: "storage"
-      object: "storage nvme-vm"
 devices:
   description: The devices as given, their kernel names and the stable by-id names the pool uses.
   returned: always

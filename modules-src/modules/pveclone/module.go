@@ -55,14 +55,15 @@ func New(o pveapi.Options) ansible.Module {
 			"A template on local storage can only be cloned to its own node (PVE refuses a target with local disks); the module refuses before sending anything, with PVE's reason.",
 			"Privileges (from the PVE API schema's permissions of every call the module makes, PVE 8 and 9): VM.Audit on /vms (the cluster's guest list shows only the guests the token may audit, an empty list is not proof of absence, K19; GET pending, the VM's status and the replication jobs need it too); VM.Clone on /vms/<template>; VM.Allocate on /vms/<vmid> or, with pool, on /pool/<pool> (clone, create, absent); Pool.Audit on /pool/<pool> to see the pool, Pool.Allocate on /pool/<pool> with pool_create; Datastore.AllocateSpace on every storage a disk lands on, and Datastore.Audit to read the storage definitions and an ISO's storage content; SDN.Use on the bridges of the NICs; the VM.Config.* privilege of each setting changed (CPU, Memory, Network, Disk, CDROM, Cloudinit, Options, HWType) and VM.Config.Disk for growing a disk; VM.PowerMgmt for started/stopped and the stop before absent; Sys.Audit on / to read whether HA manages the VM (power changes, absent), and on /nodes/<node> to read a task another user started (a lost answer is settled from the node's task list); with agent_wait, VM.Monitor (PVE 8) or VM.GuestAgent.Audit (PVE 9).",
 		},
-		Requirements: []string{"Proxmox VE 8 or 9", "an API token or user with the privileges listed in the notes (or root on a node, local mode)"},
-		Examples:     examples,
-		Return:       returnDoc,
-		ActionGroups: []string{ansible.GroupAPI},
-		Spec:         pveansible.WithConnection(spec()),
-		Params:       params{},
-		Timeout:      15 * time.Minute,
-		Run:          func(r *ansible.Run) error { return run(r, o) },
+		Requirements:   []string{"Proxmox VE 8 or 9", "an API token or user with the privileges listed in the notes (or root on a node, local mode)"},
+		Examples:       examples,
+		Return:         returnDoc,
+		ActionGroups:   []string{ansible.GroupAPI},
+		Spec:           pveansible.WithConnection(spec()),
+		Params:         params{},
+		CreatedEarlier: true, // a check run may assume what created_earlier names (ansible.NotYet)
+		Timeout:        15 * time.Minute,
+		Run:            func(r *ansible.Run) error { return run(r, o) },
 	}
 }
 

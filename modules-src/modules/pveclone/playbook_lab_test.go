@@ -8,6 +8,7 @@ package pveclone
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -114,6 +115,7 @@ func testPerHost(t *testing.T, pve int) {
 	if err != nil || writes() != 0 || labtest.RecapChanged(t, again, "vm300") != 0 {
 		t.Errorf("second run: %v, %d writes\n%s", err, writes(), again)
 	}
+	t.Run("typos", func(t *testing.T) { testTypos(t, lab, coll, vars) })
 }
 
 func labConn(t *testing.T, lab *labctl.Lab) pveapi.Connection {
@@ -123,4 +125,104 @@ func labConn(t *testing.T, lab *labctl.Lab) pveapi.Connection {
 	id, secret := sim.LabToken()
 	return pveapi.Connection{Host: info.Addr, Port: pvesim.DefaultPort, TokenID: id, TokenSecret: secret,
 		ValidateCerts: true, Fingerprint: info.Fingerprint, Timeout: 10}
+}
+
+// typoPlaybook is bare module tasks as a user writes them, each meeting a
+// prerequisite that does not exist: typos (K15: a check run must not be
+// green where the real run is red), and one that created_earlier names.
+const typoPlaybook = `- hosts: pve01
+  become: true
+  gather_facts: false
+  tasks:
+    - name: node typo
+      gopve.proxmox.pve_clone: {vmid: 390, name: t-390, template: debian-12, node: pve0x}
+      ignore_errors: true
+    - name: storage typo
+      gopve.proxmox.pve_clone: {vmid: 391, name: t-391, template: debian-12, storage: sharde}
+      ignore_errors: true
+    - name: template typo
+      gopve.proxmox.pve_clone: {vmid: 392, name: t-392, template: debain-12}
+      ignore_errors: true
+    - name: guest typo
+      gopve.proxmox.pve_ha: {vmid: 393}
+      ignore_errors: true
+    - name: template an earlier task makes
+      gopve.proxmox.pve_clone:
+        vmid: 394
+        name: t-394
+        template: "9100"
+        created_earlier: {guests: [9100]}
+      ignore_errors: true
+`
+
+// typoRuns plays typoPlaybook with --check, then for real, and returns
+// each run's result per task name (the json callback's).
+func typoRuns(t *testing.T, lab *labctl.Lab, coll, vars string) (check, real map[string]map[string]any) {
+	t.Helper()
+	pb := filepath.Join(t.TempDir(), "typos.yml")
+	if err := os.WriteFile(pb, []byte(typoPlaybook), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) map[string]map[string]any {
+		out, err := labtest.PlaybookEnv(t, lab, coll, vars, pb, []string{"ANSIBLE_STDOUT_CALLBACK=json"}, args...)
+		if err != nil {
+			t.Fatalf("typos.yml %v: %v\n%s", args, err, out)
+		}
+		var doc struct {
+			Plays []struct {
+				Tasks []struct {
+					Task struct {
+						Name string `json:"name"`
+					} `json:"task"`
+					Hosts map[string]map[string]any `json:"hosts"`
+				} `json:"tasks"`
+			} `json:"plays"`
+		}
+		if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &doc); err != nil {
+			t.Fatalf("typos.yml %v: json callback: %v\n%s", args, err, out)
+		}
+		res := map[string]map[string]any{}
+		for _, p := range doc.Plays {
+			for _, tk := range p.Tasks {
+				res[tk.Task.Name] = tk.Hosts["pve01"]
+			}
+		}
+		return res
+	}
+	return run("--check"), run()
+}
+
+// K15 (typos, issue 23 §6): a bare module task whose node, storage,
+// template or guest does not exist fails its check run with exactly the
+// real run's message, both unchanged, nothing written; only what the task's
+// created_earlier names (a template a task before it makes) is assumed in
+// check mode, and still fails the real run when nothing made it.
+func testTypos(t *testing.T, lab *labctl.Lab, coll, vars string) {
+	sim := lab.Sim()
+	sim.ResetRequests()
+	check, real := typoRuns(t, lab, coll, vars)
+	for _, r := range sim.Requests() {
+		if r.Mutating() && r.Path != "/access/ticket" {
+			t.Errorf("a typo run wrote: %s %s", r.Method, r.Path)
+		}
+	}
+	for task, want := range map[string]string{
+		"node typo":     "node: no such cluster node 'pve0x'",
+		"storage typo":  "storage: storage 'sharde' does not exist",
+		"template typo": `template: no template named "debain-12" in the cluster`,
+		"guest typo":    "vmid: no guest 393 in the cluster",
+	} {
+		c, r := check[task], real[task]
+		if c["failed"] != true || r["failed"] != true || c["changed"] != false || r["changed"] != false ||
+			c["msg"] != r["msg"] || !strings.Contains(fmt.Sprint(r["msg"]), want) {
+			t.Errorf("%s: check failed=%v changed=%v %q; real failed=%v changed=%v %q; want both failed, unchanged, %q",
+				task, c["failed"], c["changed"], c["msg"], r["failed"], r["changed"], r["msg"], want)
+		}
+	}
+	c, r := check["template an earlier task makes"], real["template an earlier task makes"]
+	if c["failed"] == true || c["changed"] != true || c["not_yet"] == nil ||
+		r["failed"] != true || r["changed"] != false || !strings.Contains(fmt.Sprint(r["msg"]), "template: no VM 9100 in the cluster") {
+		t.Errorf("created_earlier guests 9100: check failed=%v changed=%v not_yet=%v %q; real failed=%v changed=%v %q",
+			c["failed"], c["changed"], c["not_yet"], c["msg"], r["failed"], r["changed"], r["msg"])
+	}
 }

@@ -35,7 +35,7 @@ func (v *vm) poolReady(ctx context.Context) ([]ansible.Change, error) {
 	case !v.p.PoolCreate:
 		// In a check run of the whole site an earlier task may create it
 		// (ansible.NotYet); a real run refuses here, before anything is sent.
-		return nil, v.r.NotYet(ansible.Prerequisite{Option: "pool", Object: "pool " + pool, Predicts: "the VM created in it"},
+		return nil, v.r.NotYet(ansible.Prerequisite{Option: "pool", Kind: ansible.CreatedPool, Name: pool, Object: "pool " + pool, Predicts: "the VM created in it"},
 			fmt.Errorf("pool: pool '%s' does not exist; PVE only takes a pool when the VM is created (K6): create the pool first, or set pool_create", pool))
 	}
 	// Pool.pm create_pool's own refusals, decided before anything is sent.

@@ -29,6 +29,9 @@ type vm struct {
 	volumes  map[string][]string    // the VMID's volumes per node and storage, read once (diskname.go)
 	storages map[string]storageInfo // GET /storage, read once for the disk names
 	notYet   map[string]bool        // check mode: nodes assumed made by earlier tasks (notyet.go)
+	// tplNotYet: check mode, the template is assumed made by an earlier
+	// task; the clone and its configuration are one predicted change.
+	tplNotYet bool
 
 	version int
 	existed bool
@@ -104,7 +107,7 @@ func run(r *ansible.Run, o pveapi.Options) error {
 	if err := r.Stage("vm", v.planVM); err != nil {
 		return err
 	}
-	if p.State == "absent" {
+	if p.State == "absent" || v.tplNotYet {
 		return nil
 	}
 	if err := r.Stage("config", v.planConfig); err != nil {
@@ -230,7 +233,7 @@ func (v *vm) findTemplate(ctx context.Context, guests []resources.Guest) (resour
 		g, ok := resources.Find(guests, id)
 		switch {
 		case !ok:
-			return g, v.emptyListHint(ctx, guests, fmt.Errorf("template: no VM %d in the cluster", id))
+			return g, v.templateNotYet(v.emptyListHint(ctx, guests, fmt.Errorf("template: no VM %d in the cluster", id)))
 		case !g.IsVM():
 			return g, fmt.Errorf("template: %d is a container, not a VM template", id)
 		case !g.Template:
@@ -240,7 +243,11 @@ func (v *vm) findTemplate(ctx context.Context, guests []resources.Guest) (resour
 	}
 	g, err := resources.TemplateByName(guests, v.p.Template)
 	if err != nil {
-		return g, v.emptyListHint(ctx, guests, fmt.Errorf("template: %w", err))
+		err = v.emptyListHint(ctx, guests, fmt.Errorf("template: %w", err))
+		if len(resources.TemplatesNamed(guests, v.p.Template)) == 0 {
+			return g, v.templateNotYet(err)
+		}
+		return g, err
 	}
 	return g, nil
 }
@@ -310,6 +317,9 @@ func (v *vm) nodeExists(ctx context.Context, node string) error {
 // $load_and_check) and plans the clone with its predicted config.
 func (v *vm) planClone(ctx context.Context, guests []resources.Guest) ([]ansible.Change, error) {
 	tpl, err := v.findTemplate(ctx, guests)
+	if errors.Is(err, errTemplateNotYet) {
+		return v.planCloneNotYet(ctx)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -336,6 +346,9 @@ func (v *vm) planClone(ctx context.Context, guests []resources.Guest) ([]ansible
 		return nil, err
 	}
 	if err := v.checkCloneStorage(src, tpl, target, stores); err != nil {
+		return nil, err
+	}
+	if err := v.checkAddedDiskStorages(src, target, stores); err != nil {
 		return nil, err
 	}
 	pool, err := v.poolReady(ctx)

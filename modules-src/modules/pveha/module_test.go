@@ -309,16 +309,17 @@ func pveapitestWrite(w *world, method, path string, params url.Values) {
 }
 
 // A check run of the whole site meets a guest an earlier task (pve_clone)
-// would create (K15, through ansible.NotYet): check mode predicts the chain as a whole with a warning and
+// would create, which created_earlier names (K15, through ansible.NotYet): check mode predicts the chain as a whole with a warning and
 // writes nothing; a real run without the guest still fails naming vmid,
 // unchanged.
 func TestCheckModeGuestNotYetCreated(t *testing.T) {
 	for _, v := range []int{8, 9} {
 		w := newWorld(t, v)
 		w.sim.ResetRequests()
-		check := w.run(map[string]any{"vmid": 777, "node_affinity": map[string]any{"pve02": 100}}, true)
+		check := w.run(map[string]any{"vmid": 777, "node_affinity": map[string]any{"pve02": 100},
+			"created_earlier": map[string]any{"guests": []any{"web-9", 777}}}, true)
 		if failed(check) || check["changed"] != true ||
-			!strings.Contains(pveapi.String(check["warnings"]), "vmid: guest 777 does not exist yet; check mode assumes an earlier task of this run creates it") ||
+			!strings.Contains(pveapi.String(check["warnings"]), "vmid: guest 777 does not exist yet; check mode assumes an earlier task of this run creates it (created_earlier.guests names it)") ||
 			!strings.Contains(pveapi.String(check["changes"]), "make it highly available once it exists") {
 			t.Errorf("PVE %d check: failed %v changed %v %v warnings %v", v, check["failed"], check["changed"], check["msg"], check["warnings"])
 		}
@@ -331,6 +332,13 @@ func TestCheckModeGuestNotYetCreated(t *testing.T) {
 		real := w.run(map[string]any{"vmid": 777}, false)
 		if !failed(real) || real["changed"] != false || !strings.Contains(pveapi.String(real["msg"]), "vmid: no guest 777") {
 			t.Errorf("PVE %d real: failed %v changed %v %v", v, real["failed"], real["changed"], real["msg"])
+		}
+		// K15 (typos): a guest created_earlier does not name (vmid 778 for
+		// 777) fails the check run with the real run's message.
+		typo := w.run(map[string]any{"vmid": 778, "created_earlier": map[string]any{"guests": []any{777}}}, true)
+		if want := strings.ReplaceAll(pveapi.String(real["msg"]), "777", "778"); !failed(typo) || typo["changed"] != false ||
+			typo["msg"] != want || typo["not_yet"] != nil {
+			t.Errorf("PVE %d check, guest not named: failed %v changed %v %q, want %q", v, typo["failed"], typo["changed"], typo["msg"], want)
 		}
 		if m := w.writes(); len(m) != 0 {
 			t.Errorf("PVE %d: the refused run wrote %v", v, m)

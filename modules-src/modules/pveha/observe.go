@@ -97,10 +97,10 @@ func (g *guestHA) observeBase(ctx context.Context) error {
 		// A check run of the whole site predicts the clone that would
 		// create the guest, but that prediction lives in another task:
 		// here the guest is simply not there yet. Check mode assumes it
-		// (the stages predict "made highly available once it exists",
+		// when created_earlier names it (the stages predict "made highly available once it exists",
 		// compared with nothing); a real run without the guest fails.
 		missing := fmt.Errorf("vmid: no guest %d in the cluster (looked on every node: %s)", g.p.VMID, strings.Join(members, ", "))
-		if err := g.r.NotYet(ansible.Prerequisite{Option: "vmid", Object: fmt.Sprintf("guest %d", g.p.VMID),
+		if err := g.r.NotYet(ansible.Prerequisite{Option: "vmid", Kind: ansible.CreatedGuest, Name: strconv.Itoa(g.p.VMID), Object: fmt.Sprintf("guest %d", g.p.VMID),
 			Predicts: "its replication and HA as a whole, compared with nothing"}, missing); err != nil {
 			return err
 		}

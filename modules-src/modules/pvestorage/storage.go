@@ -465,30 +465,27 @@ func (s *storage) keepMembers(ctx context.Context, cfg map[string]any) error {
 		members = append(members, n.Node)
 	}
 	slices.Sort(members)
+	// A check run of the whole site predicts the joins in the cluster
+	// phase's tasks, not here: a node that would have joined by the time a
+	// real run reaches this task is not a member yet. Check mode assumes it
+	// joins, and predicts it as given, only when created_earlier names it;
+	// every other non-member is handled as a real run handles it: left
+	// out, or, with no node left, refused.
 	var keep, drop []string
 	for _, n := range pveapi.SplitList(want) {
-		if slices.Contains(members, n) {
+		switch {
+		case slices.Contains(members, n):
 			keep = append(keep, n)
-		} else {
+		case s.r.Assume(ansible.Prerequisite{Option: "nodes", Kind: ansible.CreatedNode, Name: n,
+			Object: "cluster node " + n, Predicts: "it in the storage's nodes",
+			RealRun: fmt.Sprintf("leaves it out while it is not a member (the members now: %s), and fails when no node is left",
+				strings.Join(members, ", "))}, nil):
+			keep = append(keep, n)
+		default:
 			drop = append(drop, n)
 		}
 	}
 	if len(drop) == 0 {
-		return nil
-	}
-	// A check run of the whole site predicts the joins in the cluster
-	// phase's tasks, not here: a node that would have joined by the time a
-	// real run reaches this task is not a member yet. Check mode assumes
-	// it joins and predicts the nodes as given; a real run leaves out (or,
-	// with no member left, refuses) what is still not a member.
-	if err := s.r.NotYet(ansible.Prerequisite{Option: "nodes",
-		Object:   "cluster node " + strings.Join(drop, ", "),
-		Predicts: "the nodes as given",
-		RealRun: fmt.Sprintf("leaves out every node that is still not a member (the members now: %s), and fails when none is",
-			strings.Join(members, ", "))}, nil); err != nil {
-		return err
-	}
-	if s.r.CheckMode() {
 		return nil
 	}
 	if len(keep) == 0 {
