@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim"
 	"github.com/gopve/proxmox/modules-src/pveapi"
 )
 
@@ -181,3 +182,35 @@ func qmtemplateByModule(t *testing.T, w *world, node string, vmid int) {
 }
 
 
+
+// A conversion whose answer is lost is settled by a read (the node's task
+// list, the config's template: 1), never sent again; the run is changed
+// and the template verified; the rerun is a no-op.
+func TestAsTemplateLostAnswer(t *testing.T) {
+	w := newWorld(t, 9)
+	if _, err := w.sim.Faults().Add(pvesim.Fault{Method: "POST", Path: "/nodes/*/qemu/*/template", Kind: pvesim.FaultLostAnswer, Count: 1}); err != nil {
+		t.Fatal(err)
+	}
+	args := map[string]any{"vmid": 334, "name": "tpl-lost", "node": "pve01", "disks": map[string]any{"scsi0": "local-lvm:1"}, "as_template": true}
+	w.sim.ResetRequests()
+	res := w.run(args, false)
+	sent := 0
+	for _, r := range writes(w.sim) {
+		if strings.HasSuffix(r.Path, "/template") {
+			sent++
+		}
+	}
+	if f := w.sim.Faults().List(); len(f) != 0 {
+		t.Errorf("the lost answer fault never fired (a fault of count 1 leaves the list once it has): %+v", f)
+	}
+	if sent != 1 || failed(res) || res["changed"] != true {
+		t.Fatalf("lost answer: the conversion was sent %d times; failed %v %q", sent, failed(res), msg(res))
+	}
+	if c := w.config("pve01", 334, false); !c.Template() || !strings.HasPrefix(c.Values["scsi0"], "local-lvm:base-334-disk-0") {
+		t.Errorf("after the settled conversion: %v", c.Values)
+	}
+	w.sim.ResetRequests()
+	if again := w.run(args, false); failed(again) || again["changed"] != false || len(writes(w.sim)) != 0 {
+		t.Errorf("rerun: %v %q %v", again["changed"], msg(again), writes(w.sim))
+	}
+}
