@@ -497,7 +497,9 @@ func TestVMTemplateAsQemuServer(t *testing.T) {
 	if st := mustTask(t, c, "POST", "/nodes/pve01/qemu/120/status/start", nil); st["exitstatus"] != "OK" {
 		t.Fatalf("start: %v", st)
 	}
-	tasks := func() int { return len(c.call("GET", "/nodes/pve01/tasks", url.Values{"typefilter": {"qmtemplate"}}).must(t, "tasks").list()) }
+	tasks := func() int {
+		return len(c.call("GET", "/nodes/pve01/tasks", url.Values{"typefilter": {"qmtemplate"}}).must(t, "tasks").list())
+	}
 	if r := c.call("POST", "/nodes/pve01/qemu/120/template", nil); r.status != 500 || r.reason != "you can't convert a VM to template if VM is running" || tasks() != 0 {
 		t.Fatalf("template of a running VM: %d %q, %d qmtemplate tasks", r.status, r.reason, tasks())
 	}
@@ -515,5 +517,12 @@ func TestVMTemplateAsQemuServer(t *testing.T) {
 	}
 	if r := c.call("POST", "/nodes/pve01/qemu/120/template", nil); r.status != 500 || r.reason != "you can't convert a template to a template" {
 		t.Errorf("template of a template: %d %q", r.status, r.reason)
+	}
+	// check_lock: a locked config is refused before any task.
+	if err := s.AddGuest("pve01", GuestSpec{VMID: 121, Config: map[string]string{"name": "locked", "lock": "backup"}}); err != nil {
+		t.Fatal(err)
+	}
+	if r := c.call("POST", "/nodes/pve01/qemu/121/template", nil); r.status != 500 || r.reason != "VM is locked (backup)" || tasks() != 1 {
+		t.Errorf("template of a locked VM: %d %q, %d qmtemplate tasks", r.status, r.reason, tasks())
 	}
 }

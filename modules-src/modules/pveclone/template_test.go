@@ -181,8 +181,6 @@ func qmtemplateByModule(t *testing.T, w *world, node string, vmid int) {
 	}
 }
 
-
-
 // A conversion whose answer is lost is settled by a read (the node's task
 // list, the config's template: 1), never sent again; the run is changed
 // and the template verified; the rerun is a no-op.
