@@ -17,6 +17,7 @@ description:
   - "An existing VMID whose name differs from name fails with what holds it, instead of configuring someone else's VM; a task without name fails the same way unless it says adopt: true. So does one whose origin, as far as PVE keeps it, differs from what the task asks: a template; a linked clone (its disks name the template's base volume, base-<template>-disk-N) of another template than template, or when the task builds the VM bare or asks a full clone. A full clone keeps no trace of its template in PVE, so its origin cannot be checked: only its name is; the module writes no marker of its own into the VM's config."
   - "On a running VM, PVE applies what it can hot-plug and keeps the rest pending until the next restart: those keys are returned in pending with restart_required, never reported as done, and the VM is never restarted by this module."
   - "Check mode predicts the clone as PVE builds it (new MACs shown as assigned at clone, disk names, linked or full) and the configuration that follows, runs PVE's pre-clone checks read-only (template, node, storage, pool, VMID), and sends no write."
+  - "With as_template: true the VM ends as a template (converted after it is configured, its disks renamed to base volumes as PVE does); a template already there is left alone and a difference from the task is warned about, never written."
 author:
   - "gopve.proxmox contributors"
 options:
@@ -79,6 +80,14 @@ options:
       - "User with realm (root@pam) for password authentication, or the owner of a token given by its short name."
       - "If not set, the value of the environment variable C(PROXMOX_USER) is used."
     type: "str"
+  as_template:
+    description:
+      - "End the VM as a template: built bare or cloned, configured, then converted (POST …/template, qemu-server's qmtemplate task, waited for): PVE sets template: 1 and renames every disk to its base volume (vm-<vmid>-disk-N becomes base-<vmid>-disk-N; CD-ROMs and the cloud-init drive stay). Check mode predicts the conversion and the new disk names."
+      - "An existing VM of this name is configured first, then converted; PVE refuses to convert a running VM, so a running one needs state: stopped (it is stopped first, then converted); with state: present it is refused before any write. state: started contradicts a template and is refused."
+      - "A template already at vmid (its name must match, as for any VM) is left alone: no write, changed false. Where its config differs from this task's, the keys are named in a warning and nothing is sent (PVE would take most changes on a template, but a template's clones must not drift silently: change the template deliberately, or build a new one)."
+      - "Without it (false, the default) a template at vmid fails the task: this module never configures a template unless asked."
+    type: "bool"
+    default: false
   balloon:
     description:
       - "Minimum memory in MiB for the balloon device (0 disables it)."
@@ -454,6 +463,20 @@ EXAMPLES = r"""
 - name: The MACs, every run (K17)
   ansible.builtin.debug:
     msg: "{{ vm.mac.net0 }}"
+
+- name: A template of our own, built bare, configured, then converted (a rerun leaves it alone)
+  gopve.proxmox.pve_clone:
+    vmid: 9100
+    name: debian-13-cloud
+    node: pve1
+    disks:
+      scsi0: vmdata:8              # becomes vmdata:base-9100-disk-0
+      ide2: vmdata:cloudinit
+    nets:
+      net0: virtio,bridge=vmbr0
+    ciuser: debian
+    as_template: true              # state: stopped would stop a running VM first; started is refused
+  delegate_to: localhost
 
 - name: Remove it (the name must match the VMID's)
   gopve.proxmox.pve_clone:

@@ -52,7 +52,9 @@
 //     allocates N GiB, "store:cloudinit" the cloud-init drive), config GET
 //     (pending values unless current=1), PUT (sync, under the lock) and POST
 //     (qmconfig task), pending, status/current, start/stop/shutdown tasks,
-//     template, resize (a task, grow only, K11), destroy. A NIC sent without
+//     template (refused before any task when locked, a template or running,
+//     then a qmtemplate task: template: 1, disks to base volumes), resize (a
+//     task, grow only, K11), destroy. A NIC sent without
 //     macaddr gets a new MAC, as PVE's parse_net does (K16); a running VM
 //     hotplugs NICs, disks and fast-plug options and keeps the rest in
 //     [PENDING] until it starts again (K10).

@@ -483,3 +483,46 @@ func TestPowerLossKillsRunningTasks(t *testing.T) {
 		}
 	}
 }
+
+// Issue 25 §2: POST …/template as qemu-server's template API (PVE 8 and
+// 9): refused before any task when the VM runs (and a template refused
+// likewise); a qmtemplate task of the caller's user that sets template: 1
+// and renames every disk to its base volume (create_base), the cloud-init
+// drive left as it is (a CD-ROM to template_create).
+func TestVMTemplateAsQemuServer(t *testing.T) {
+	t.Parallel()
+	s := startSim(t, simOpts{taskDuration: 30 * time.Millisecond})
+	c := newClient(t, s, "pve01").labToken()
+	createVM(t, c, 120, url.Values{"ide2": {"local-lvm:cloudinit"}, "scsi1": {"local-lvm:1"}})
+	if st := mustTask(t, c, "POST", "/nodes/pve01/qemu/120/status/start", nil); st["exitstatus"] != "OK" {
+		t.Fatalf("start: %v", st)
+	}
+	tasks := func() int {
+		return len(c.call("GET", "/nodes/pve01/tasks", url.Values{"typefilter": {"qmtemplate"}}).must(t, "tasks").list())
+	}
+	if r := c.call("POST", "/nodes/pve01/qemu/120/template", nil); r.status != 500 || r.reason != "you can't convert a VM to template if VM is running" || tasks() != 0 {
+		t.Fatalf("template of a running VM: %d %q, %d qmtemplate tasks", r.status, r.reason, tasks())
+	}
+	if st := mustTask(t, c, "POST", "/nodes/pve01/qemu/120/status/stop", nil); st["exitstatus"] != "OK" {
+		t.Fatalf("stop: %v", st)
+	}
+	st := mustTask(t, c, "POST", "/nodes/pve01/qemu/120/template", nil)
+	if st["exitstatus"] != "OK" || st["type"] != "qmtemplate" || st["id"] != "120" || st["user"] == "" || st["user"] == nil {
+		t.Fatalf("template task: %v", st)
+	}
+	conf := vmConfig(t, c, "pve01", 120)
+	if conf["template"] != float64(1) || conf["scsi0"] != "local-lvm:base-120-disk-0,size=8G" ||
+		conf["scsi1"] != "local-lvm:base-120-disk-1,size=1G" || !strings.HasPrefix(fmt.Sprint(conf["ide2"]), "local-lvm:vm-120-cloudinit") || conf["lock"] != nil {
+		t.Errorf("template config: %v", conf)
+	}
+	if r := c.call("POST", "/nodes/pve01/qemu/120/template", nil); r.status != 500 || r.reason != "you can't convert a template to a template" {
+		t.Errorf("template of a template: %d %q", r.status, r.reason)
+	}
+	// check_lock: a locked config is refused before any task.
+	if err := s.AddGuest("pve01", GuestSpec{VMID: 121, Config: map[string]string{"name": "locked", "lock": "backup"}}); err != nil {
+		t.Fatal(err)
+	}
+	if r := c.call("POST", "/nodes/pve01/qemu/121/template", nil); r.status != 500 || r.reason != "VM is locked (backup)" || tasks() != 1 {
+		t.Errorf("template of a locked VM: %d %q, %d qmtemplate tasks", r.status, r.reason, tasks())
+	}
+}

@@ -1033,30 +1033,45 @@ func (s *Sim) powerTask(rc *reqCtx, typ string, decide func(c *qmConf, running b
 
 // ---- template, resize, destroy ----
 
-// POST /nodes/{node}/qemu/{vmid}/template: qmtemplate task; disks become
-// base volumes (create_base), template: 1.
+// POST /nodes/{node}/qemu/{vmid}/template: qemu-server's template API
+// (API2/Qemu.pm, PVE 8 and 9; reconstructed, snapshots not simulated):
+// $load_and_check runs before the answer (check_lock, "you can't convert
+// a template to a template", "... if VM is running": a 500, no task),
+// then the qmtemplate worker, started by the caller's user, takes the
+// guest's config lock, runs the same checks again, writes template: 1 and
+// template_create turns every volume that is not a CD-ROM (the cloud-init
+// drive is one) into a base volume (create_base), writing the config
+// after each.
 func (s *Sim) postQemuTemplate(rc *reqCtx) (any, error) {
 	db := rc.db()
 	vmid := rc.vmid()
 	node := rc.node
-	c, err := s.loadQmConfLocked(db, node, vmid)
-	if err != nil {
+	check := func() (*qmConf, error) {
+		c, err := s.loadQmConfLocked(db, node, vmid)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkLock(c); err != nil {
+			return nil, err
+		}
+		if c.isTemplate() {
+			return nil, fmt.Errorf("you can't convert a template to a template")
+		}
+		if s.runningLocked(node, vmid) {
+			return nil, fmt.Errorf("you can't convert a VM to template if VM is running")
+		}
+		return c, nil
+	}
+	if _, err := check(); err != nil {
 		return nil, err
-	}
-	if err := checkLock(c); err != nil {
-		return nil, err
-	}
-	if c.isTemplate() {
-		return nil, fmt.Errorf("you can't convert a template to a template")
-	}
-	if s.runningLocked(node, vmid) {
-		return nil, fmt.Errorf("you can't convert a VM to template if VM is running")
 	}
 	return s.guestLockTask(rc, node, "qmtemplate", vmid, func(*taskRun) string {
-		c, err := s.loadQmConfLocked(db, node, vmid)
+		c, err := check()
 		if err != nil {
 			return err.Error()
 		}
+		c.Keys["template"] = "1"
+		s.writeQmConfLocked(db, node, vmid, c)
 		for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
 			if !isDriveKey(k) {
 				continue
@@ -1070,13 +1085,13 @@ func (s *Sim) postQemuTemplate(rc *reqCtx) (any, error) {
 			}
 			nb, err := s.makeBaseLocked(node, d.file())
 			if err != nil {
+				s.saveLocked()
 				return err.Error()
 			}
 			d.props.set("file", nb)
 			c.Keys[k] = d.print()
+			s.writeQmConfLocked(db, node, vmid, c)
 		}
-		c.Keys["template"] = "1"
-		s.writeQmConfLocked(db, node, vmid, c)
 		s.saveLocked()
 		return ""
 	}), nil

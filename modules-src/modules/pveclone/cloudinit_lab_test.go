@@ -106,4 +106,35 @@ func testLabCloudInit(t *testing.T, pve int) {
 			t.Errorf("%s: %d cloud-init volumes of VM %d on the storage: %v", g.store, n, vmid, vols)
 		}
 	}
+
+	// Issue 25 §2 on the same lab: VM 340 (its disk a zvol of the node's
+	// zfs) ends as a template. Check mode predicts the base volume and
+	// writes nothing; the real run sends the conversion alone, and the
+	// node's zfs holds base-340-disk-0 with its __base__ snapshot (what
+	// linked clones are made from) while the cloud-init zvol stays; the
+	// rerun writes nothing.
+	tpl := map[string]any{"vmid": 340, "name": "ci-340", "node": "pve01", "ciuser": "debian", "as_template": true,
+		"disks": map[string]any{"scsi0": "nvme-vm:1", "ide2": "nvme-vm:cloudinit"}}
+	sim.ResetRequests()
+	check := run(tpl, true)
+	if failed(check) || check["changed"] != true || len(writes()) != 0 || !strings.HasPrefix(cfgOf(check)["scsi0"], "nvme-vm:base-340-disk-0,") {
+		t.Fatalf("as_template check: %v %q scsi0 %q, writes %v", check["changed"], msg(check), cfgOf(check)["scsi0"], writes())
+	}
+	sim.ResetRequests()
+	res := run(tpl, false)
+	if failed(res) || res["changed"] != true || fmt.Sprint(writes()) != "[POST /nodes/pve01/qemu/340/template]" ||
+		cfgOf(res)["scsi0"] != cfgOf(check)["scsi0"] || cfgOf(res)["template"] != "1" || fmt.Sprint(res["changes"]) != fmt.Sprint(check["changes"]) {
+		t.Fatalf("as_template: %v %q, writes %v, scsi0 %q (predicted %q), changes %v (predicted %v)", res["changed"], msg(res), writes(),
+			cfgOf(res)["scsi0"], cfgOf(check)["scsi0"], res["changes"], check["changes"])
+	}
+	if out, err := lab.SSH("pve01", "zfs list -H -t all -o name -r nvme-vm"); err != nil || !strings.Contains(out, "nvme-vm/base-340-disk-0@__base__") ||
+		strings.Contains(out, "nvme-vm/vm-340-disk-0") || !strings.Contains(out, "nvme-vm/vm-340-cloudinit") {
+		t.Errorf("the node's zfs after the conversion: %v %q", err, out)
+	}
+	for _, ck := range []bool{false, true} {
+		sim.ResetRequests()
+		if again := run(tpl, ck); failed(again) || again["changed"] != false || len(writes()) != 0 {
+			t.Errorf("as_template rerun (check %v): changed %v %q, writes %v", ck, again["changed"], msg(again), writes())
+		}
+	}
 }

@@ -67,6 +67,20 @@ const examples = `- name: Seed 001's tenant VM in one task, from the controller
   ansible.builtin.debug:
     msg: "{{ vm.mac.net0 }}"
 
+- name: A template of our own, built bare, configured, then converted (a rerun leaves it alone)
+  gopve.proxmox.pve_clone:
+    vmid: 9100
+    name: debian-13-cloud
+    node: pve1
+    disks:
+      scsi0: vmdata:8              # becomes vmdata:base-9100-disk-0
+      ide2: vmdata:cloudinit
+    nets:
+      net0: virtio,bridge=vmbr0
+    ciuser: debian
+    as_template: true              # state: stopped would stop a running VM first; started is refused
+  delegate_to: localhost
+
 - name: Remove it (the name must match the VMID's)
   gopve.proxmox.pve_clone:
     vmid: 310

@@ -47,6 +47,7 @@ func New(o pveapi.Options) ansible.Module {
 			"An existing VMID whose name differs from name fails with what holds it, instead of configuring someone else's VM; a task without name fails the same way unless it says adopt: true. So does one whose origin, as far as PVE keeps it, differs from what the task asks: a template; a linked clone (its disks name the template's base volume, base-<template>-disk-N) of another template than template, or when the task builds the VM bare or asks a full clone. A full clone keeps no trace of its template in PVE, so its origin cannot be checked: only its name is; the module writes no marker of its own into the VM's config.",
 			"On a running VM, PVE applies what it can hot-plug and keeps the rest pending until the next restart: those keys are returned in pending with restart_required, never reported as done, and the VM is never restarted by this module.",
 			"Check mode predicts the clone as PVE builds it (new MACs shown as assigned at clone, disk names, linked or full) and the configuration that follows, runs PVE's pre-clone checks read-only (template, node, storage, pool, VMID), and sends no write.",
+			"With as_template: true the VM ends as a template (converted after it is configured, its disks renamed to base volumes as PVE does); a template already there is left alone and a difference from the task is warned about, never written.",
 		},
 		Notes: []string{
 			"The clone task is waited for at the node named in its task id; OK and WARNINGS are success (the warnings are returned and shown), any other end fails with the task log's tail. Then the config must be present and unlocked on the target node. All waits are bounded by timeout.",
@@ -86,6 +87,7 @@ type params struct {
 	BWLimit               int    `ansible:"bwlimit"`
 	Purge                 bool   `ansible:"purge"`
 	AgentWait             int    `ansible:"agent_wait"`
+	AsTemplate            bool   `ansible:"as_template"`
 
 	Cores       *int     `ansible:"cores"`
 	Sockets     *int     `ansible:"sockets"`
@@ -159,6 +161,11 @@ func spec() ansible.Spec {
 		"pool_create": {Type: ansible.TypeBool, Default: false, Description: []string{
 			"Create pool first when it does not exist (K6), as its own change, before the clone or create. Needs Pool.Allocate on /pool/<pool>."}},
 		"bwlimit": num("Bandwidth limit of the clone's disk copies, KiB/s."),
+		"as_template": {Type: ansible.TypeBool, Default: false, Description: []string{
+			"End the VM as a template: built bare or cloned, configured, then converted (POST …/template, qemu-server's qmtemplate task, waited for): PVE sets template: 1 and renames every disk to its base volume (vm-<vmid>-disk-N becomes base-<vmid>-disk-N; CD-ROMs and the cloud-init drive stay). Check mode predicts the conversion and the new disk names.",
+			"An existing VM of this name is configured first, then converted; PVE refuses to convert a running VM, so a running one needs state: stopped (it is stopped first, then converted); with state: present it is refused before any write. state: started contradicts a template and is refused.",
+			"A template already at vmid (its name must match, as for any VM) is left alone: no write, changed false. Where its config differs from this task's, the keys are named in a warning and nothing is sent (PVE would take most changes on a template, but a template's clones must not drift silently: change the template deliberately, or build a new one).",
+			"Without it (false, the default) a template at vmid fails the task: this module never configures a template unless asked."}},
 		"agent_wait": {Type: ansible.TypeInt, Default: 0, Description: []string{
 			"With state=started, seconds to wait for the guest agent to answer (GET agent/network-get-interfaces) once the VM runs; the task fails if it does not, naming K20. 0 (the default) never waits: an image without qemu-guest-agent would hang an unbounded wait (seed 003's 15 minutes)."}},
 		"purge": {Type: ansible.TypeBool, Default: false, Description: []string{"With state=absent, qemu-server's purge: the VMID also leaves its replication jobs, backup jobs and HA. Without it PVE refuses to destroy a VM under HA or named by replication jobs, and the module refuses first, before any write. The VM's ACLs and pool membership go with every destroy."}},

@@ -69,8 +69,8 @@ func linkedOrigin(cfg qemu.Config) (key, volid string, base int, ok bool) {
 // before any write.
 func (v *vm) checkOrigin(guests []resources.Guest, cfg qemu.Config) error {
 	held := fmt.Sprintf("VMID %d (%s)", v.p.VMID, cfg.Values["name"])
-	if cfg.Template() {
-		return fmt.Errorf("vmid: %s is a template; this module never configures a template; nothing was changed", held)
+	if cfg.Template() && !v.p.AsTemplate {
+		return fmt.Errorf("vmid: %s is a template; this module never configures a template (as_template: true leaves one of this task's name alone); nothing was changed", held)
 	}
 	key, volid, base, linked := linkedOrigin(cfg)
 	if !linked {

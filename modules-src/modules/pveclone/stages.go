@@ -30,6 +30,9 @@ func (v *vm) planConfig(ctx context.Context, w *ansible.World) ([]ansible.Change
 	}
 	v.node = st.Node
 	v.setFinal(st)
+	if st.Next.Template() {
+		return nil, v.templateDrift(st) // a template is left alone (as_template)
+	}
 	plan, req, resizes, err := v.settings(ctx, st, true)
 	if err != nil || plan.empty() {
 		return nil, err

@@ -76,6 +76,12 @@ func run(r *ansible.Run, o pveapi.Options) error {
 	if err != nil {
 		return err
 	}
+	if p.AsTemplate && p.State == "started" {
+		return fmt.Errorf("as_template: a template never runs (PVE refuses to start one, and to convert a running VM), so state: started contradicts as_template: true; give state: present or stopped; nothing was changed")
+	}
+	if p.AsTemplate && p.AgentWait > 0 {
+		return fmt.Errorf("agent_wait: a template never runs, so there is no guest agent to wait for with as_template: true; nothing was changed")
+	}
 	if p.AgentWait < 0 {
 		return fmt.Errorf("agent_wait: %d seconds is negative", p.AgentWait)
 	}
@@ -115,6 +121,11 @@ func run(r *ansible.Run, o pveapi.Options) error {
 	}
 	if err := r.Stage("power", v.planPower); err != nil {
 		return err
+	}
+	if p.AsTemplate {
+		if err := r.Stage("template", v.planTemplate); err != nil {
+			return err
+		}
 	}
 	if p.AgentWait > 0 && p.State == "started" && !r.CheckMode() {
 		return v.waitAgent(r.Context(), time.Duration(p.AgentWait)*time.Second)
@@ -177,6 +188,9 @@ func (v *vm) planVM(ctx context.Context, _ *ansible.World) ([]ansible.Change, er
 		if err := v.checkOrigin(guests, st.Next); err != nil {
 			return nil, err
 		}
+		if err := v.checkConvertible(st); err != nil {
+			return nil, err
+		}
 		v.read = &st
 		v.before = st.Next.Values
 		return nil, nil
@@ -207,8 +221,8 @@ func (v *vm) owned(g resources.Guest) error {
 		return fmt.Errorf("vmid: VMID %d is being created right now on node %s (lock %s) by another run or user (K18); nothing was changed: rerun once it is done", g.VMID, g.Node, g.Lock)
 	case !g.IsVM():
 		return fmt.Errorf("vmid: %s, not a QEMU VM; nothing was changed", what)
-	case g.Template:
-		return fmt.Errorf("vmid: %s, which is a template; this module never configures a template; nothing was changed", what)
+	case g.Template && !v.p.AsTemplate:
+		return fmt.Errorf("vmid: %s, which is a template; this module never configures a template (as_template: true leaves one of this task's name alone); nothing was changed", what)
 	case v.p.Name != "" && g.Name != v.p.Name:
 		return fmt.Errorf("vmid: %s, not %q: it is not this task's VM, so it is neither configured nor destroyed; nothing was changed", what, v.p.Name)
 	case v.p.Name == "" && !v.p.Adopt:

@@ -159,6 +159,15 @@ func Power(node string, vmid int, action string) apischema.Request {
 	return withTask(r, node, vmid, "qm"+action, ha)
 }
 
+// Template is POST …/template: qemu-server's template API checks the
+// config (no lock, no snapshots, not already a template, not running)
+// before it answers, then a qmtemplate worker sets template: 1 and turns
+// every disk into a base volume (template_create → vdisk_create_base:
+// vm-<vmid>-disk-N becomes base-<vmid>-disk-N). The answer is its task id.
+func Template(node string, vmid int) apischema.Request {
+	return withTask(apischema.New(http.MethodPost, "/nodes/{node}/qemu/{vmid}/template", nil, node, strconv.Itoa(vmid)), node, vmid, "qmtemplate")
+}
+
 // Destroy is DELETE /nodes/{node}/qemu/{vmid} (a task). purge also removes
 // the VMID from backup, replication and HA configuration.
 func Destroy(node string, vmid int, purge bool) apischema.Request {
