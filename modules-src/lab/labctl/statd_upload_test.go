@@ -159,10 +159,10 @@ func testProxmoxerUpload(t *testing.T, lab *Lab, v int) {
 		t.Fatalf("proxmoxer: %v\n%s", err, raw)
 	}
 	var res map[string]struct {
-		OK     bool              `json:"ok"`
-		Data   json.RawMessage   `json:"data"`
-		Status int               `json:"status"`
-		Msg    string            `json:"msg"`
+		OK     bool            `json:"ok"`
+		Data   json.RawMessage `json:"data"`
+		Status int             `json:"status"`
+		Msg    string          `json:"msg"`
 	}
 	if err := json.Unmarshal(raw, &res); err != nil {
 		t.Fatalf("%v: %s", err, raw)
