@@ -170,9 +170,10 @@ func (s *Sim) serve(node string, table map[string]handlerFunc, w http.ResponseWr
 	var params map[string]any
 	var perr error
 	var up *upload
-	if isUpload(r.Method, apiPath) && r.ContentLength != 0 {
+	if isUpload(r.Method, apiPath) && r.ContentLength > 0 {
 		// pveproxy authenticates an upload before it reads the body, then
-		// takes the body as a multipart file upload (upload.go).
+		// takes the body as a multipart file upload (upload.go); without a
+		// Content-Length it handles the request as any other.
 		if aerr := s.uploadAuth(node, r, apiPath); aerr != nil {
 			if aerr.Status == 401 {
 				s.sleepCtx(r, s.cfg.dur(s.cfg.AuthDelay, DefaultAuthDelay))

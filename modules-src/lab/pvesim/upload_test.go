@@ -59,6 +59,9 @@ func (c *apiClient) upload(storage string, body *bytes.Buffer, ctype string) res
 		r.data = r.body["data"]
 		r.errs, _ = r.body["errors"].(map[string]any)
 	}
+	if r.status == 200 {
+		c.checkReturns("POST", "/nodes/"+c.node+"/storage/"+storage+"/upload", r.data)
+	}
 	return r
 }
 
