@@ -242,7 +242,7 @@ func up(args []string, stdout io.Writer) error {
 	defer log.Close()
 	cmd := exec.Command(self, "supervise", "--dir", dir, "--slot", fmt.Sprint(w.slot),
 		"--nodes", fmt.Sprint(*nodes), "--pve", fmt.Sprint(*pve), "--labtools", *toolsBin,
-		"--minute", t.minute.String(), "--ha-round", t.haRound.String(), fmt.Sprintf("--perl-startup=%v", *perlStartup))
+		"--minute", t.minute.String(), "--ha-round", t.haRound.String(), "--statd", t.statd.String(), fmt.Sprintf("--perl-startup=%v", *perlStartup))
 	cmd.Stdout, cmd.Stderr = log, log
 	// Its own session: the supervisor outlives this command and the terminal.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -533,11 +533,12 @@ func tail(s string, lines int) string {
 // timings are the simulator's guest clocks `lab up` may shorten, so that a
 // demo waits for replication and the HA manager in seconds: PVE's own are
 // the defaults (0 keeps them).
-type timings struct{ minute, haRound time.Duration }
+type timings struct{ minute, haRound, statd time.Duration }
 
 func (t *timings) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&t.minute, "minute", 0, "the lab's minute for replication schedules and pvesr runs (default: a minute, as PVE)")
 	fs.DurationVar(&t.haRound, "ha-round", 0, "one round of the HA manager, how long it takes to act on a request (default: 10s, as PVE)")
+	fs.DurationVar(&t.statd, "statd", 0, "one pvestatd cycle, how often each node activates its storages (default: 10s, as PVE)")
 }
 
 func (t timings) apply(c *pvesim.Config) {
@@ -546,5 +547,8 @@ func (t timings) apply(c *pvesim.Config) {
 	}
 	if t.haRound > 0 {
 		c.HADelay = t.haRound
+	}
+	if t.statd > 0 {
+		c.StatdInterval = t.statd
 	}
 }

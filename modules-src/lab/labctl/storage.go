@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -29,6 +30,7 @@ func (l *Lab) storageHooks(cfg *pvesim.Config) {
 	cfg.StorageUsage = l.storageUsage
 	cfg.StorageContent = l.storageContent
 	cfg.StorageRemove = l.storageRemove
+	cfg.StorageUpload = l.storageUpload
 	cfg.NodeVersion = l.nodeVersion
 	cfg.ZFS = l.zfs
 }
@@ -296,6 +298,31 @@ func (l *Lab) storageRemove(node string, st pvesim.StorageInfo, volname string) 
 	p := st.Options["path"] + "/" + sub + "/" + name
 	if out, err := l.onNode(node, "rm -- "+shq(p)+" 2>&1"); err != nil {
 		return fmt.Errorf("unlink '%s' failed - %s", p, strings.TrimSpace(out))
+	}
+	return nil
+}
+
+// storageUpload is the upload task's cp (or scp) into a node: dest's
+// directory made as File::Path::make_path does, the file written in place
+// as cp writes it (mode 0644: Status.pm chmods the temporary file 0644
+// first; an existing file is overwritten). The time limit is generous: an
+// ISO can be large.
+func (l *Lab) storageUpload(node string, st pvesim.StorageInfo, dest, src string) error {
+	n := l.node(node)
+	if n == nil {
+		return fmt.Errorf("the lab has no node %q", node)
+	}
+	f, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	d := shq(dest)
+	script := "umask 022 && mkdir -p -- \"$(dirname -- " + d + ")\" && cat > " + d
+	if out, err := n.node.ExecInput(ctx, script, f); err != nil {
+		return fmt.Errorf("%s %v", strings.TrimSpace(out), err)
 	}
 	return nil
 }

@@ -27,9 +27,10 @@ func TestLabStorageAsPVE(t *testing.T) {
 	t.Run("local_content_is_the_disk", func(t *testing.T) {
 		onNode(t, lab, "pve02", "test -d /var/lib/vz/template/iso && test -d /var/lib/vz/dump && test -d /var/lib/vz/images")
 		onNode(t, lab, "pve02", "pvesm set local --content iso,vztmpl,backup,import,snippets")
-		// No snippets/ yet: pvesm set does not activate; the next status
-		// call does (storage_info), as pvestatd would within 10 s on PVE.
-		onNode(t, lab, "pve02", "test ! -e /var/lib/vz/snippets && pvesm status >/dev/null && test -d /var/lib/vz/snippets")
+		// pvesm set does not activate; a status call does (storage_info), as
+		// pvestatd does within a cycle (TestLabPvestatdAndUploadsS4): whichever
+		// comes first, snippets/ is there after the status call.
+		onNode(t, lab, "pve02", "pvesm status >/dev/null && test -d /var/lib/vz/snippets")
 		onNode(t, lab, "pve02", "echo 'x: 1' > /var/lib/vz/snippets/user.yaml && "+
 			"head -c 4096 /dev/zero > /var/lib/vz/template/iso/debian.iso && touch /var/lib/vz/template/iso/notes.txt")
 		var vols []map[string]any

@@ -54,8 +54,13 @@ func excluded(p string) bool {
 // target, device number of overlay whiteouts). Compared before and after a
 // check-mode run, it proves the run wrote nothing anywhere, not just in a
 // chosen list of files.
+//
+// pvestatd is settled first (pvesim.Sim.StatdCycle): the content
+// directories it creates for an earlier storage change are there before
+// the digest, not counted as the next run's writes.
 func UpperDigest(t *testing.T, lab *labctl.Lab) map[string]string {
 	t.Helper()
+	lab.Sim().StatdCycle()
 	out := map[string]string{}
 	for _, n := range lab.Nodes() {
 		upper := lab.UpperPath(n.Name, "/")

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -303,6 +304,11 @@ func (n *Node) detachDisks() error {
 // listing its content). It returns stdout; a non-zero exit is an error
 // carrying stderr.
 func (n *Node) Exec(ctx context.Context, script string) (string, error) {
+	return n.ExecInput(ctx, script, nil)
+}
+
+// ExecInput is Exec with the script's standard input read from stdin.
+func (n *Node) ExecInput(ctx context.Context, script string, stdin io.Reader) (string, error) {
 	n.mu.Lock()
 	cmd := n.cmd
 	n.mu.Unlock()
@@ -321,7 +327,7 @@ func (n *Node) Exec(ctx context.Context, script string) (string, error) {
 		chroot, n.merged(), "/bin/sh", "-c", script)
 	c.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"}
 	var stdout, stderr strings.Builder
-	c.Stdout, c.Stderr = &stdout, &stderr
+	c.Stdin, c.Stdout, c.Stderr = stdin, &stdout, &stderr
 	if err := c.Run(); err != nil {
 		return stdout.String(), fmt.Errorf("%s", strings.TrimSpace(stderr.String()+" "+err.Error()))
 	}

@@ -116,9 +116,9 @@
 //	s.Cluster("pve01"); s.CreateCluster(…); s.AddNode(…); s.SetExpectedVotes(…) // pvecm material
 //	s.ReadPmxcfs(node, "priv/authorized_keys"); s.WritePmxcfs(…)  // other /etc/pve files (C7)
 //	Config.StorageCheck = func(node string, st StorageInfo) error { … } // read-only "is it usable?" (Z7)
-//	Config.StorageActivate, StorageUsage, StorageContent, NodeVersion   // the node's own answers (labctl fills them)
+//	Config.StorageActivate, StorageUsage, StorageContent, StorageUpload, NodeVersion // the node's own answers (labctl fills them)
 //	Config.ZFS = func(node string, args ...string) error               // zfs on the node: zfspool guest volumes are zvols there (zvols.go)
-//	Config.CloneDuration, AllocDuration, ReplicationInterval, HADelay, FenceDelay, FailbackDelay, AgentTimeout // guest timings
+//	Config.CloneDuration, AllocDuration, ReplicationInterval, HADelay, FenceDelay, FailbackDelay, AgentTimeout, StatdInterval // guest and daemon timings
 //	s.AddGuest(node, pvesim.GuestSpec{VMID: 9000, Template: true, Config: map[string]string{"scsi0": "local-lvm:8"}})
 //	http.Serve(unixListener, s.ControlHandler())
 //

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -114,6 +115,7 @@ func (s *Sim) handlers() map[string]handlerFunc {
 		"GET /nodes/{node}/storage/{storage}/content/{volume}":    s.getStorageVolume,
 		"PUT /nodes/{node}/storage/{storage}/content/{volume}":    s.putStorageVolume,
 		"DELETE /nodes/{node}/storage/{storage}/content/{volume}": s.deleteStorageVolume,
+		"POST " + uploadMethodPath:                                s.postStorageUpload,
 		"GET /cluster/status":                                     s.getClusterStatus,
 		"GET /cluster/resources":                                  s.getClusterResources,
 		"GET /cluster/config":                                     s.getClusterConfigIndex,
@@ -165,7 +167,53 @@ func (s *Sim) serve(node string, table map[string]handlerFunc, w http.ResponseWr
 		apiPath = "/"
 	}
 	entry := Request{Time: start, Node: node, Method: r.Method, Path: apiPath}
-	params, perr := readParams(r)
+	var params map[string]any
+	var perr error
+	var up *upload
+	if isUpload(r.Method, apiPath) && r.ContentLength > 0 {
+		// pveproxy authenticates an upload before it reads the body, then
+		// takes the body as a multipart file upload (upload.go); without a
+		// Content-Length it handles the request as any other.
+		if aerr := s.uploadAuth(node, r, apiPath); aerr != nil {
+			if aerr.Status == 401 {
+				s.sleepCtx(r, s.cfg.dur(s.cfg.AuthDelay, DefaultAuthDelay))
+			}
+			entry.Status, entry.Duration = aerr.Status, time.Since(start)
+			s.log.add(entry)
+			writeError(w, aerr)
+			return
+		}
+		params, up, perr = s.receiveUpload(r)
+		if perr != nil {
+			entry.Duration = time.Since(start)
+			if errors.Is(perr, errNoAnswer) {
+				s.log.add(entry)
+				resetConn(w)
+				return
+			}
+			entry.Status = 500
+			s.log.add(entry)
+			writeError(w, errStatus(500, "%v", perr))
+			return
+		}
+		s.mu.Lock()
+		if s.uploads == nil {
+			s.uploads = map[string]*upload{}
+		}
+		s.uploads[up.tmpName] = up
+		s.mu.Unlock()
+		defer func() {
+			// cleanup_reqstate: a file no task took is removed.
+			s.mu.Lock()
+			if s.uploads[up.tmpName] == up {
+				delete(s.uploads, up.tmpName)
+				_ = os.Remove(up.hostPath)
+			}
+			s.mu.Unlock()
+		}()
+	} else {
+		params, perr = readParams(r)
+	}
 	finish := func(status int) {
 		entry.Status = status
 		entry.Duration = time.Since(start)
@@ -301,7 +349,7 @@ func (s *Sim) dispatch(node string, table map[string]handlerFunc, m *pveschema.M
 		if who == nil {
 			return 0, nil, who, errStatus(401, "%s", msg)
 		}
-		if who.Ticket && r.Method != "GET" {
+		if who.Ticket && r.Method != "GET" && !(m.HTTPMethod == "POST" && m.Path == uploadMethodPath) {
 			if !s.verifyCSRFLocked(db, who.User, r.Header.Get("CSRFPreventionToken"), time.Now()) {
 				return 0, nil, who, errStatus(401, "Permission denied - invalid csrf token")
 			}
@@ -383,14 +431,17 @@ func readParams(r *http.Request) (map[string]any, error) {
 				}
 			}
 		default:
-			vals, err := url.ParseQuery(string(body))
+			// decode_urlencoded splits pairs on ';' as on '&' (net/url
+			// refuses ';' since Go 1.17).
+			vals, err := url.ParseQuery(strings.ReplaceAll(string(body), ";", "&"))
 			if err != nil {
 				return params, fmt.Errorf("malformed form request body: %w", err)
 			}
 			mergeValues(params, vals)
 		}
 	}
-	mergeValues(params, r.URL.Query())
+	query, _ := url.ParseQuery(strings.ReplaceAll(r.URL.RawQuery, ";", "&"))
+	mergeValues(params, query)
 	return params, nil
 }
 

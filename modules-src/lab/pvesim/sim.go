@@ -59,6 +59,12 @@ type Config struct {
 	// "snippets/user.yaml") from a storage of a node, as the plugin's
 	// free_image unlinks it; otherwise deleting one fails.
 	StorageRemove func(node string, st StorageInfo, volname string) error
+	// StorageUpload, when set, copies an uploaded file (src, a file of the
+	// host) to dest in a node's filesystem, creating its directory: the
+	// upload task's cp (or scp to another node). It runs in the task's
+	// worker, without the simulator's lock, and must not call into the
+	// Sim; without it an upload's task fails.
+	StorageUpload func(node string, st StorageInfo, dest, src string) error
 	// NodeVersion, when set, reports what the node's packages say (what
 	// pveversion prints); otherwise /version and node status show the
 	// version the lab installs first. All these hooks run under the
@@ -98,6 +104,11 @@ type Config struct {
 	// seed 003's measured failback (H7; a reconstruction of the
 	// migration's duration, hacrm.go).
 	FailbackDelay time.Duration
+	// StatdInterval is a pvestatd cycle: how often each node that is up
+	// activates its enabled storages (storage_info from
+	// update_storage_status), so a dir storage's content subdirectories
+	// appear without an API call; default 10 s, pvestatd's $updatetime.
+	StatdInterval time.Duration
 	// AgentTimeout is how long a guest agent call on a running VM waits
 	// for an agent that never answers (no lab guest runs one) before
 	// "QEMU guest agent is not running" (K20); default DefaultAgentTimeout.
@@ -161,6 +172,8 @@ type Sim struct {
 	haMotions   map[string]string      // CRM migrations/relocations under way, "db/sid" (hacrm.go)
 	haBackAt    map[string]time.Time   // when each node came back from a power-off (hacrm.go)
 	remotes     map[string]RemoteStore // PBS and CIFS servers the lab offers, by type/server (storageremote.go)
+	uploads     map[string]*upload     // received files by tmpfilename, until their API call takes them (upload.go)
+	uploadSeq   int                    // get_upload_filename's $tmpfile_seq_no
 }
 
 // nodeRuntime is the serving side of a node (not persisted).
@@ -283,6 +296,7 @@ func (s *Sim) Start(ctx context.Context) error {
 	}
 	s.replicationSchedulerLoop()
 	s.groupMigrationLoop()
+	s.pvestatdLoop()
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()

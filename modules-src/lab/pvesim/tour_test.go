@@ -43,6 +43,10 @@ func TestEveryHandlerFitsReturnsSchema(t *testing.T) {
 		tok.call("GET", "/cluster/backup", nil).must(t, "backup jobs")
 		tok.call("GET", "/cluster/backup/b1", nil).must(t, "backup job")
 		tok.call("DELETE", "/cluster/backup/b1", nil).must(t, "delete backup job")
+		body, ct := multipartBody(t, [][2]string{{"content", "iso"}}, "filename", "tour.iso", []byte("iso"))
+		if r := tok.upload("local", body, ct); r.status != 200 {
+			t.Errorf("upload: %+v", r)
+		}
 		lxcTour(t, tok, "pve01")
 		guestTour(t, tok, "pve01") // pve01 keeps its guests into the cluster; pve02 joins without any
 
