@@ -158,7 +158,9 @@ func parseCorosyncConf(data string) (corosyncConf, error) {
 }
 
 // readCorosyncConf is this node's /etc/pve/corosync.conf; nil when there
-// is none (a standalone node).
+// is none (a standalone node), or when this reader cannot follow its
+// syntax: then it proves nothing and the API is read (corosync, not this
+// module, is the judge of the file).
 func (m *mod) readCorosyncConf() (*corosyncConf, error) {
 	st, err := m.env.Root.ReadFile(corosyncFile)
 	if err != nil || !st.Exists {
@@ -166,7 +168,8 @@ func (m *mod) readCorosyncConf() (*corosyncConf, error) {
 	}
 	cc, err := parseCorosyncConf(string(st.Content))
 	if err != nil {
-		return nil, err
+		m.r.Log(2, "%v: membership read from the API", err)
+		return nil, nil
 	}
 	return &cc, nil
 }

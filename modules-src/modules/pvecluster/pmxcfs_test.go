@@ -110,6 +110,9 @@ func TestConvergedFromPmxcfs(t *testing.T) {
 			if res := slow("corosync.conf not applied", orig, newer); failed(res) {
 				t.Errorf("corosync.conf not applied: %v", res["msg"])
 			}
+			if res := slow("corosync.conf this reader cannot follow", orig, conf+"}\n"); failed(res) {
+				t.Errorf("unbalanced corosync.conf: %v", res["msg"])
+			}
 			// C10, a stale .members on a node cut off: corosync says not
 			// quorate, the others' online flags are what pmxcfs last saw.
 			// The API (the same record on PVE) says the same here: the task
