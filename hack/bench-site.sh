@@ -158,6 +158,25 @@ for _ in $(seq "$R"); do
   for v in $variants; do run "$v" round "$lab3" --converged; done
 done
 
+# The converged cluster phase's cost on the nodes (issue 24 §3): PVE tool
+# processes started (every stand-in's commands.log, on every node) and API
+# requests (the lab's request log) of one converged `--tags cluster` run.
+# A converged member proves itself from /etc/pve/.members: both are 0.
+for node in pve01 pve02 pve03; do
+  "$lab" ssh --dir "$lab3" "$node" ': > /var/lib/gopve-lab/commands.log' </dev/null
+done
+curl -s --unix-socket "$lab3/control.sock" -X DELETE http://lab/v1/requests >/dev/null
+ansible-playbook -i "$lab3/inventory.yml" -e @"$repo/hack/demo/group_vars.yml" -e @"$lab3/credentials.yml" \
+  --tags cluster gopve.proxmox.site >"$work/cluster-cost.log" 2>&1 || { tail -30 "$work/cluster-cost.log" >&2; exit 1; }
+tools=0
+for node in pve01 pve02 pve03; do
+  n=$("$lab" ssh --dir "$lab3" "$node" 'cat /var/lib/gopve-lab/commands.log 2>/dev/null | wc -l' </dev/null)
+  tools=$((tools + n))
+done
+reqs=$(curl -s --unix-socket "$lab3/control.sock" http://lab/v1/requests | /usr/bin/python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
+cluster_tasks=$(grep -cE '^(ok|changed): \[pve0[0-9]\]' "$work/cluster-cost.log" || true)
+cluster_cost="converged cluster phase (--tags cluster, $cluster_tasks task results): $tools PVE tool processes on the nodes, $reqs API requests"
+
 # 4. Scale: a fresh 7-node lab, forks 10.
 if [ "${BENCH_SCALE:-0}" = 1 ]; then
   echo "bench-site: scale, fresh 7-node PVE $PVE lab, forks 10"
@@ -168,4 +187,5 @@ if [ "${BENCH_SCALE:-0}" = 1 ]; then
 fi
 
 "${helper[@]}" report "$results"
+echo "$cluster_cost"
 echo "(pipelining on; machine: $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), shared; PVE $PVE lab; ratios from one run are what compare)"

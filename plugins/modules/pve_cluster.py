@@ -13,7 +13,8 @@ short_description: "One node's part in a Proxmox VE cluster: hosts, SSH trust, c
 description:
   - "Prepares a Proxmox VE node for a cluster (/etc/hosts lines for every member, a root ed25519 key pair, the peers' root keys authorized, the peers' host keys known) and then creates the cluster on the primary, or joins this node to the primary's cluster."
   - "A create or join is reported only once this node and the primary both list the node as an online member of a quorate cluster; an exit code or an accepted API request proves nothing (pvecm add exits 0 without joining when it cannot ask about an unknown host key). Waiting is bounded by wait_timeout and survives the joiner's API restart and new certificate."
-  - "A node already in the cluster is ok. A node in a different cluster, or a primary whose cluster has another name, fails naming the cluster found, and nothing is changed."
+  - "A node already in the cluster is ok. A converged member proves that from pmxcfs's own files, with no API request, no process and no remote read (membership_read): /etc/pve/.members, the record /cluster/status answers from, lists this node online in the quorate cluster and, on a node other than the primary, the primary online at its address, so in the same quorate partition as this node's corosync sees it; /etc/pve/corosync.conf names that cluster at the running config_version. Otherwise this node's API and the primary's own view are read, as for a join. A node whose corosync.conf names another cluster fails (C6)."
+  - "A node in a different cluster, or a primary whose cluster has another name, fails naming the cluster found, and nothing is changed."
   - "On a member of a cluster without quorum (/etc/pve read-only) the module waits for quorum, bounded by wait_timeout, and fails with nothing changed if it does not come back."
   - "A joiner reads the primary before its first write, and refuses there what it can decide: a primary in another cluster or standalone, a join left half done, and, while a member is offline, a join that would cost the cluster its quorum if it stalled half way (PVE lists the joiner on the primary before it has finished). A node in a same-name cluster that does not hold the primary is another cluster (C6)."
   - "Before joining, the module waits while a join is in progress (a node in the primary's corosync.conf without its certificate in /etc/pve: the join information lacks its pve_fp) or the cluster has no quorum; an offline member that is fully joined is a warning naming it, not a reason to wait. Joins must still be run one at a time (the role does: throttle 1)."
@@ -283,6 +284,11 @@ joined_through:
   returned: always
   type: str
   sample: pve01
+membership_read:
+  description: What stage 1 read this node's membership from. /etc/pve/.members when pmxcfs's own files proved a converged member (this node online in the quorate cluster cluster_name, /etc/pve/corosync.conf naming it at the running config_version, and on a non-primary the primary online in the same partition at its address), with no API request, no process and no remote read. api otherwise (this node's /cluster/status, and the primary's own view for a member, a join or a repair).
+  returned: always
+  type: str
+  sample: /etc/pve/.members
 evidence:
   description: Output of pvecm or the join task's log, when a create or join ran.
   returned: when a create or join ran

@@ -51,6 +51,16 @@ func (s *Sim) quorateLocked(db *ConfigDB) bool {
 	return up*2 > db.Corosync.totalVotes()
 }
 
+// quorateOnLocked is quorum as node's own pmxcfs reports it (.members,
+// /cluster/status): its corosync's votequorum (pve-cluster quorum.c
+// quorum_notification_fn), so a node whose corosync does not run with db's
+// configuration (a join not finished, corosync not started yet) says not
+// quorate, whatever the members that run it see (quorum.c
+// service_quorum_finalize sets 0 when pmxcfs has no corosync).
+func (s *Sim) quorateOnLocked(db *ConfigDB, node string) bool {
+	return s.quorateLocked(db) && (db.Corosync == nil || s.votesForLocked(db, node))
+}
+
 // cfsWriteLocked mirrors cfs_lock_file on a read-only /etc/pve: the lock
 // attempt spins for the lock timeout, then dies "no quorum!", wrapped by
 // the caller's message (e.g. "create storage failed").
@@ -84,7 +94,7 @@ func (s *Sim) getClusterStatus(rc *reqCtx) (any, error) {
 	c := db.Corosync
 	out := []map[string]any{{
 		"type": "cluster", "id": "cluster", "name": c.ClusterName, "nodes": len(c.Nodes),
-		"version": c.ConfigVersion, "quorate": boolNum(s.quorateLocked(db)),
+		"version": c.ConfigVersion, "quorate": boolNum(s.quorateOnLocked(db, rc.node)),
 	}}
 	for _, m := range c.Nodes {
 		out = append(out, map[string]any{

@@ -287,7 +287,7 @@ func (s *Sim) GeneratedPmxcfsFile(node, name string) []byte {
 		c := db.Corosync
 		fmt.Fprintf(&b, "\"version\": %d,\n", db.Serial)
 		fmt.Fprintf(&b, "\"cluster\": { \"name\": \"%s\", \"version\": %d, \"nodes\": %d, \"quorate\": %d },\n",
-			c.ClusterName, c.ConfigVersion, len(c.Nodes), boolNum(s.quorateLocked(db)))
+			c.ClusterName, c.ConfigVersion, len(c.Nodes), boolNum(s.quorateOnLocked(db, node)))
 		b.WriteString("\"nodelist\": {\n")
 		for i, m := range c.Nodes {
 			if i > 0 {

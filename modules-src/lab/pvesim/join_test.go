@@ -111,6 +111,16 @@ func TestFinishJoinFaultLeavesHalfJoinC4(t *testing.T) {
 			if len(info.Nodes) != 3 || !info.Quorate || info.TotalVotes != 2 {
 				t.Errorf("primary after the half join: want 3 listed, 2 votes, quorate; got %+v", info)
 			}
+			// Each node's pmxcfs reports its own corosync's quorum (pve-cluster
+			// quorum.c): the half-joined node, whose corosync does not run
+			// with the cluster, says not quorate and itself offline, in
+			// .members and /cluster/status alike; the members say quorate.
+			if m := string(s.GeneratedPmxcfsFile("pve03", ".members")); !strings.Contains(m, `"quorate": 0`) || !strings.Contains(m, `"pve03": { "id": 3, "online": 0`) {
+				t.Errorf("the half-joined node's .members:\n%s", m)
+			}
+			if m := string(s.GeneratedPmxcfsFile("pve01", ".members")); !strings.Contains(m, `"nodes": 3, "quorate": 1`) {
+				t.Errorf("the primary's .members after the half join:\n%s", m)
+			}
 			p1 := newClient(t, s, "pve01").root()
 			if r := p1.call("GET", "/cluster/config/join", nil); r.status != 500 || !strings.Contains(r.reason, "pve03/pve-ssl.pem") {
 				t.Errorf("join info after a half join: %d %q", r.status, r.reason)

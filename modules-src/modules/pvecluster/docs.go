@@ -66,6 +66,11 @@ joined_through:
   returned: always
   type: str
   sample: pve01
+membership_read:
+  description: What stage 1 read this node's membership from. /etc/pve/.members when pmxcfs's own files proved a converged member (this node online in the quorate cluster cluster_name, /etc/pve/corosync.conf naming it at the running config_version, and on a non-primary the primary online in the same partition at its address), with no API request, no process and no remote read. api otherwise (this node's /cluster/status, and the primary's own view for a member, a join or a repair).
+  returned: always
+  type: str
+  sample: /etc/pve/.members
 evidence:
   description: Output of pvecm or the join task's log, when a create or join ran.
   returned: when a create or join ran

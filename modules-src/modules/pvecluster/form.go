@@ -61,7 +61,7 @@ func (m *mod) planCreate() ([]ansible.Change, error) {
 			res, err := m.env.Runner.Run(ctx, host.Command{Name: "pvecm", Args: append([]string{"create", m.p.ClusterName}, m.links()...)})
 			m.evidence = append(m.evidence, outputOf(res)...)
 			if err != nil {
-				if v, rerr := readLocal(ctx, m.local); rerr == nil && v.cluster == nil {
+				if v, rerr := m.readSelf(ctx); rerr == nil && v.cluster == nil {
 					return ansible.NothingChanged(fmt.Errorf("pvecm create failed and %s is still standalone: %w", me.Name, err))
 				}
 				return err
@@ -92,7 +92,7 @@ func (m *mod) waitMember(ctx context.Context, join bool) error {
 	me := m.c.self.Name
 	what := fmt.Sprintf("%s an online member of a quorate cluster %q", me, m.p.ClusterName)
 	err := m.wait(ctx, what+" as seen by "+me, func(ctx context.Context) (bool, string, error) {
-		v, err := readLocal(ctx, m.local)
+		v, err := m.readSelf(ctx)
 		if err != nil {
 			return false, "", err // the API restarts during a join (C5)
 		}
@@ -267,7 +267,7 @@ func (m *mod) joinSSH(ctx context.Context) error {
 	}
 	// pvecm add exits 0 without joining when ssh could not ask about an
 	// unknown host key (C2): only the membership tells.
-	v, rerr := readLocal(ctx, m.local)
+	v, rerr := m.readSelf(ctx)
 	if rerr != nil {
 		if err != nil {
 			return err
@@ -308,6 +308,10 @@ func (m *mod) joinAPI(ctx context.Context) error {
 	if err != nil {
 		return ansible.NothingChanged(fmt.Errorf("cannot connect to this node's API: %w", nameOptions(err, m.c.self, m.c.index, "api_fingerprint", "api_password")))
 	}
+	local, err := m.localAPI()
+	if err != nil {
+		return ansible.NothingChanged(err)
+	}
 	q := url.Values{"hostname": {m.c.primary.Address}, "fingerprint": {fp}, "password": {m.primaryPassword()}, "link0": {m.c.link0}}
 	if m.p.Link1 != "" {
 		q.Set("link1", m.p.Link1)
@@ -319,7 +323,7 @@ func (m *mod) joinAPI(ctx context.Context) error {
 	out, err := pveansible.Dispatch(ctx, m.r, self, pveapi.Write{
 		Method: http.MethodPost, Path: "/cluster/config/join", Params: q,
 		What: fmt.Sprintf("join %s to cluster %s", m.c.self.Name, m.p.ClusterName),
-		Task: &pveapi.TaskWrite{Node: m.c.self.Name, Types: []string{"clusterjoin"}, Via: m.local},
+		Task: &pveapi.TaskWrite{Node: m.c.self.Name, Types: []string{"clusterjoin"}, Via: local},
 	})
 	if out != nil && out.Task != nil {
 		m.evidence = append(m.evidence, "join task "+out.Task.UPID.Raw)
@@ -356,7 +360,7 @@ func (m *mod) joinFailed(ctx context.Context, err error) error {
 	if half := m.halfDone(ctx); half != nil {
 		return m.halfJoined(half, fmt.Sprintf("the join of %s failed half way: %v", m.c.self.Name, err), true)
 	}
-	v, rerr := readLocal(ctx, m.local)
+	v, rerr := m.readSelf(ctx)
 	if rerr == nil && v.cluster == nil {
 		if p, perr := m.readPrimary(ctx); perr == nil && p.cluster.member(m.c.self.Name) == nil {
 			return ansible.NothingChanged(fmt.Errorf("the join failed and %s is still standalone, not listed by the primary %s: %w", m.c.self.Name, m.c.primary.Name, err))

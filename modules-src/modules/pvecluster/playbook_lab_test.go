@@ -131,9 +131,19 @@ func testPlaybook(t *testing.T, pve int) {
 		}
 	}
 
+	// Issue 24 §3: the converged cluster phase (the key pair task, the
+	// create on the primary, the two joins) proves every membership from
+	// pmxcfs's files: no PVE tool started on any node (their command
+	// logs), no API request (the request log), so no pvesh over SSH either.
+	toolRuns(t, lab)
 	again, err := labtest.Playbook(t, lab, coll, vars, pb)
 	if err != nil {
 		t.Fatalf("second run: %v\n%s", err, again)
+	}
+	tools, reqs := toolRuns(t, lab)
+	t.Logf("PVE %d: converged cluster.yml (3 nodes, 6 pve_cluster tasks): %d PVE tool processes %v, %d API requests %v", pve, len(tools), tools, len(reqs), reqs)
+	if len(tools) != 0 || len(reqs) != 0 {
+		t.Errorf("the converged cluster phase ran PVE tools %v and sent API requests %v, want none", tools, reqs)
 	}
 	for _, n := range nodes {
 		if c := labtest.RecapChanged(t, again, n.Name); c != 0 {

@@ -29,7 +29,10 @@ type mod struct {
 	env   Env
 	p     params
 	c     checked
-	local *pveapi.Client
+	local *pveapi.Client // this node's API, made on first use (localAPI)
+	// provenBy names what proved the membership without the API
+	// (membersFile), "" when the API and the primary were read.
+	provenBy string
 
 	start    *Cluster // this node's cluster before the run
 	final    *Cluster // read back, or predicted in check mode
@@ -89,6 +92,20 @@ func run(r *ansible.Run, e Env) error {
 	return nil
 }
 
+// localAPI is this node's API client, made on first use: a member proven
+// by pmxcfs's files (provenLocally) never needs one.
+func (m *mod) localAPI() (*pveapi.Client, error) {
+	if m.local != nil {
+		return m.local, nil
+	}
+	c, err := m.env.Local(m.r)
+	if err != nil {
+		return nil, err
+	}
+	m.local = c
+	return c, nil
+}
+
 func (m *mod) prepares(step string) bool { return slices.Contains(m.p.Prepare, step) }
 
 func (m *mod) report() {
@@ -120,62 +137,29 @@ func (m *mod) report() {
 	}
 	m.r.Set("ssh_key_created", m.keyMade)
 	m.r.Set("joined_through", m.joinedThrough)
+	read := m.provenBy
+	if read == "" {
+		read = "api"
+	}
+	m.r.Set("membership_read", read)
 	if len(m.evidence) > 0 {
 		m.r.Set("evidence", m.evidence)
 	}
 }
 
 // observe is stage 1: this node's own view. C6 and C8 fail here, before
-// anything is changed.
+// anything is changed. A converged member proves itself from pmxcfs's
+// files (pmxcfs.go): no API request, no process, no remote read.
 func (m *mod) observe(ctx context.Context, _ *ansible.World) ([]ansible.Change, error) {
-	c, err := m.env.Local(m.r)
+	cc, err := m.readCorosyncConf()
 	if err != nil {
 		return nil, err
 	}
-	m.local = c
-	v, err := readLocal(ctx, c)
-	if err != nil {
+	if v, ok := m.provenLocally(cc); ok {
+		m.start, m.final = v.cluster, v.cluster
+		m.provenBy = membersFile
+	} else if err := m.observeAPI(ctx, cc); err != nil {
 		return nil, err
-	}
-	if v.self != "" && v.self != m.c.self.Name {
-		return nil, fmt.Errorf("node: PVE calls this node %q, not %q; node names in nodes, primary and node must be the PVE node names (C8)", v.self, m.c.self.Name)
-	}
-	m.start, m.final = v.cluster, v.cluster
-	if cl := v.cluster; cl != nil && cl.Name != m.p.ClusterName {
-		return nil, fmt.Errorf("%s already belongs to a different cluster, %q (members: %s), not %q; a node is never moved between clusters: nothing was changed (C6)",
-			m.c.self.Name, cl.Name, strings.Join(cl.names(), ", "), m.p.ClusterName)
-	}
-	if cl := v.cluster; cl != nil && m.p.Form {
-		if err := m.sameCluster(ctx, cl); err != nil {
-			return nil, err
-		}
-	}
-	if cl := v.cluster; cl != nil && m.p.Form && !m.c.isPrimary() {
-		if me := cl.member(m.c.self.Name); me != nil && !me.Online {
-			// this node has the cluster's configuration but its corosync
-			// does not run with it: a join PVE left half done (finish_join
-			// failed), seen from the joiner
-			if half := m.halfDone(ctx); half != nil {
-				return nil, m.halfJoined(half, fmt.Sprintf("%s has the configuration of cluster %q but is not running in it", m.c.self.Name, cl.Name), false)
-			}
-		}
-	}
-	if cl := v.cluster; cl != nil && !cl.Quorate {
-		// C10: without quorum /etc/pve is read-only; the later stages would
-		// write into it (authorized_keys through /etc/pve/priv) or promise a
-		// quorate cluster. Wait for quorum, bounded, before any change.
-		err := m.wait(ctx, fmt.Sprintf("quorum in cluster %q, seen by %s (C10: without it /etc/pve is read-only)", cl.Name, m.c.self.Name),
-			func(ctx context.Context) (bool, string, error) {
-				v, err := readLocal(ctx, c)
-				if err != nil {
-					return false, "", err
-				}
-				m.start, m.final = v.cluster, v.cluster
-				return v.cluster != nil && v.cluster.Quorate, v.cluster.String(), nil
-			})
-		if err != nil {
-			return nil, fmt.Errorf("%w; bring enough members back online (or set the expected votes by hand, pvecm expected); nothing was changed", err)
-		}
 	}
 	// Every refusal the inputs and a read can decide, before the first
 	// write (the later stages write /etc/hosts, keys, known_hosts).
@@ -207,6 +191,64 @@ func (m *mod) observe(ctx context.Context, _ *ansible.World) ([]ansible.Change, 
 		return nil, err
 	}
 	return nil, nil
+}
+
+// observeAPI is stage 1's read when pmxcfs's files prove nothing on their
+// own: this node's /cluster/status, and on a member the primary's own view
+// (sameCluster); a half-done join and a lost quorum are settled here.
+func (m *mod) observeAPI(ctx context.Context, cc *corosyncConf) error {
+	c, err := m.localAPI()
+	if err != nil {
+		return err
+	}
+	v, err := readLocal(ctx, c)
+	if err != nil {
+		return err
+	}
+	if v.self != "" && v.self != m.c.self.Name {
+		return fmt.Errorf("node: PVE calls this node %q, not %q; node names in nodes, primary and node must be the PVE node names (C8)", v.self, m.c.self.Name)
+	}
+	m.start, m.final = v.cluster, v.cluster
+	if cl := v.cluster; cl != nil && cl.Name != m.p.ClusterName {
+		return fmt.Errorf("%s already belongs to a different cluster, %q (members: %s), not %q; a node is never moved between clusters: nothing was changed (C6)",
+			m.c.self.Name, cl.Name, strings.Join(cl.names(), ", "), m.p.ClusterName)
+	}
+	if err := m.otherCluster(cc); err != nil {
+		return err
+	}
+	if cl := v.cluster; cl != nil && m.p.Form {
+		if err := m.sameCluster(ctx, cl); err != nil {
+			return err
+		}
+	}
+	if cl := v.cluster; cl != nil && m.p.Form && !m.c.isPrimary() {
+		if me := cl.member(m.c.self.Name); me != nil && !me.Online {
+			// this node has the cluster's configuration but its corosync
+			// does not run with it: a join PVE left half done (finish_join
+			// failed), seen from the joiner
+			if half := m.halfDone(ctx); half != nil {
+				return m.halfJoined(half, fmt.Sprintf("%s has the configuration of cluster %q but is not running in it", m.c.self.Name, cl.Name), false)
+			}
+		}
+	}
+	if cl := v.cluster; cl != nil && !cl.Quorate {
+		// C10: without quorum /etc/pve is read-only; the later stages would
+		// write into it (authorized_keys through /etc/pve/priv) or promise a
+		// quorate cluster. Wait for quorum, bounded, before any change.
+		err := m.wait(ctx, fmt.Sprintf("quorum in cluster %q, seen by %s (C10: without it /etc/pve is read-only)", cl.Name, m.c.self.Name),
+			func(ctx context.Context) (bool, string, error) {
+				v, err := readLocal(ctx, c)
+				if err != nil {
+					return false, "", err
+				}
+				m.start, m.final = v.cluster, v.cluster
+				return v.cluster != nil && v.cluster.Quorate, v.cluster.String(), nil
+			})
+		if err != nil {
+			return fmt.Errorf("%w; bring enough members back online (or set the expected votes by hand, pvecm expected); nothing was changed", err)
+		}
+	}
+	return nil
 }
 
 // checkPeerKeys refuses, before any write, a real run that would leave a

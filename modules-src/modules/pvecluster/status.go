@@ -147,6 +147,15 @@ func readLocal(ctx context.Context, c *pveapi.Client) (view, error) {
 	return parseStatus(raw)
 }
 
+// readSelf is this node's own view through its API (localAPI).
+func (m *mod) readSelf(ctx context.Context) (view, error) {
+	c, err := m.localAPI()
+	if err != nil {
+		return view{}, err
+	}
+	return readLocal(ctx, c)
+}
+
 // sshArgs are the options of every ssh the module runs to a peer: never a
 // question (BatchMode), never a new or updated known_hosts entry. With
 // known (the peer's known_hosts line) the host key is pinned to it and no
