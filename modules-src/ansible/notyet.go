@@ -159,6 +159,27 @@ func (r *Run) CreatedEarlier(kind Kind, name string) bool {
 	})
 }
 
+// CreatedEarlierNames is the created_earlier option's kind list, as given
+// (in check mode and in a real run alike; nil for a module without the
+// option). A module that must know what is still to come, not only whether
+// one name is on the list (pve_ha's default targets count the nodes an
+// earlier task joins), reads it here and still assumes each one it uses
+// with Assume or NotYet.
+func (r *Run) CreatedEarlierNames(kind Kind) []string {
+	if !r.module.CreatedEarlier {
+		return nil
+	}
+	m, _ := r.params[CreatedEarlierOption].(map[string]any)
+	list, _ := m[string(kind)].([]any)
+	var out []string
+	for _, e := range list {
+		if name := fmt.Sprint(e); name != "" && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
 // notYetResult is the result's `not_yet`: what the check run assumed.
 func (r *Run) notYetResult() []any {
 	out := make([]any, 0, len(r.notYet))

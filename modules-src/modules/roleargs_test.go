@@ -285,3 +285,33 @@ func roleOptionList(t *testing.T, role, module string) []string {
 	}
 	return names
 }
+
+// The nodes the cluster phase joins in this run are computed once, by one
+// rule (the cluster group as far as the play holds it): pve_storage's and
+// pve_ha's created_earlier defaults must not drift apart, or a check run's
+// storage phase would assume a joiner its HA phase refuses (or predicts
+// replication to) — issue 23 §6.
+func TestRoleCreatedEarlierNodesOneRule(t *testing.T) {
+	root := repoRoot(t)
+	nodes := func(file, key string) string {
+		t.Helper()
+		data, err := os.ReadFile(filepath.Join(root, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var defaults map[string]any
+		if err := yaml.Unmarshal(data, &defaults); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		m, _ := defaults[key].(map[string]any)
+		expr, _ := m["nodes"].(string)
+		if expr == "" {
+			t.Fatalf("%s: %s has no nodes", file, key)
+		}
+		return strings.Join(strings.Fields(expr), " ")
+	}
+	storage := nodes("roles/pve_storage/defaults/main.yml", "pve_storage_created_earlier")
+	if ha := nodes("roles/pve_ha/defaults/main.yml", "pve_ha_created_earlier"); ha != storage {
+		t.Errorf("pve_ha_created_earlier.nodes is %q, pve_storage_created_earlier.nodes %q: one rule, written alike", ha, storage)
+	}
+}

@@ -189,6 +189,7 @@ options:
     description:
       - "Nodes to replicate the guest to, one job each. Default: every other member of the cluster. An empty list means no replication (existing jobs of the guest are removed): only for guests on shared storage."
       - "After a failover the guest may run on one of these nodes; the job PVE rewrote to point at the node the guest left is kept as it is."
+      - "In check mode a node that created_earlier's C(nodes) names and that is not a member yet (one an earlier task of the run joins) counts as a member: the default targets include it and targets or node_affinity may name it, with a warning, as a real run sees it once it joined. A real run refuses a node that is not a member."
     type: "list"
     elements: "str"
   timeout:

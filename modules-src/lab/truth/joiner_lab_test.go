@@ -9,9 +9,13 @@ package truth
 // storage and a phantom local change where the real run only adds pve03 to
 // nvme-vm's nodes (S1, S2, S4), and its clone phase failed "no template
 // named debian-12" where the real run clones VM 201 (K2, K15); its ha phase
-// would not find the cluster's guest VM 100 (H3). The check
-// run must read through the member pve03 joins through (the primary) and
-// predict exactly what the real run then does:
+// would not find the cluster's guest VM 100 (H3). Its replication's default
+// targets ("every other member") and a node_affinity naming pve03 must count
+// pve03 as the real run does, pve03 being a member by then: the check run
+// read /nodes through the primary, predicted no job to pve03 and refused
+// node_affinity's pve03 as "not a member" (created_earlier.nodes names it).
+// The check run must read through the member pve03 joins through (the
+// primary) and predict exactly what the real run then does:
 //
 //   - --check --diff writes nothing (overlays, request log) and the tasks it
 //     predicts to change are exactly, task by task, those the real run
@@ -19,7 +23,9 @@ package truth
 //   - the real run's writes in the request log are the predicted ones: one
 //     PUT of nvme-vm carrying exactly the keys predicted (nodes, now with
 //     pve03), nothing to local, the clone of the template into VM 201 and
-//     one config write of exactly the predicted keys;
+//     one config write of exactly the predicted keys, the replication jobs
+//     predicted (VM 101's default targets: pve02 and pve03) and VM 100's
+//     node affinity with pve03;
 //   - the converged site then predicts nothing for pve03.
 
 import (
@@ -37,8 +43,10 @@ import (
 )
 
 // joinerVars: the seed's variables for a cluster "lab" of pve01, pve02
-// (labtest.FormClusterOf) that pve03 joins, one VM cloned on pve01, and a
-// guest of the cluster (VM 100, existing) made highly available.
+// (labtest.FormClusterOf) that pve03 joins, one VM cloned on pve01, and two
+// guests of the cluster made highly available: VM 100 (no replication) with
+// a node affinity naming the joiner, VM 101 (a disk on the ZFS pool)
+// replicated to the default targets, every other member.
 const joinerVars = `zfs_pool_name: nvme-vm
 zfs_pool_device: /dev/nvme0n1
 zfs_arc_max_gb: 4
@@ -57,6 +65,10 @@ pve_ha_guests:
     type: vm
     state: stopped
     targets: []
+    node_affinity: {pve01: 2, pve03: 1}
+  - vmid: 101
+    type: vm
+    state: stopped
 `
 
 func TestLabJoinerPredictsThroughPrimaryPVE9(t *testing.T) { joinerSuite(t, 9) }
@@ -64,9 +76,16 @@ func TestLabJoinerPredictsThroughPrimaryPVE8(t *testing.T) { joinerSuite(t, 8) }
 
 func joinerSuite(t *testing.T, pve int) {
 	lab, bin := labtest.StartWith(t, pve, 3, func(o *labctl.Options) {
-		o.SimConfig = func(c *pvesim.Config) { c.HADelay = 300 * time.Millisecond }
+		o.SimConfig = func(c *pvesim.Config) { c.ReplicationInterval, c.HADelay = time.Second, 300*time.Millisecond }
 	})
 	sim := lab.Sim()
+	// The ZFS pool the zfs phase made on every node (VM 101's disk, its
+	// replicas on pve02 and pve03).
+	for _, n := range []string{"pve01", "pve02", "pve03"} {
+		if out, err := lab.SSH(n, "zpool create -o ashift=12 -m /nvme-vm nvme-vm /dev/nvme0n1"); err != nil {
+			t.Fatalf("zpool create on %s: %v %s", n, err, out)
+		}
+	}
 	labtest.FormClusterOf(t, lab, 2)
 	// What the storage phase left for the two members (S2, S4), written as
 	// PVE writes storage.cfg: the simulator reads it back on every call.
@@ -96,6 +115,10 @@ func joinerSuite(t *testing.T, pve int) {
 	}
 	if err := sim.AddGuest("pve01", pvesim.GuestSpec{VMID: 100, Config: map[string]string{
 		"name": "db-0", "scsi0": "local-lvm:2", "memory": "512"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.AddGuest("pve01", pvesim.GuestSpec{VMID: 101, Config: map[string]string{
+		"name": "db-1", "scsi0": "nvme-vm:2", "memory": "512"}}); err != nil {
 		t.Fatal(err)
 	}
 	repo, _ := labctl.RepoRoot()
@@ -140,7 +163,7 @@ func joinerSuite(t *testing.T, pve int) {
 	}
 
 	// The real run's writes, from the request log: exactly the predicted keys.
-	var storageWrites, cloneWrites, configWrites []pvesim.Request
+	var storageWrites, cloneWrites, configWrites, jobWrites, affinityWrites []pvesim.Request
 	for _, r := range reqs {
 		switch {
 		case !r.Mutating():
@@ -150,6 +173,10 @@ func joinerSuite(t *testing.T, pve int) {
 			cloneWrites = append(cloneWrites, r)
 		case strings.HasSuffix(r.Path, "/qemu/201/config"):
 			configWrites = append(configWrites, r)
+		case r.Method == "POST" && r.Path == "/cluster/replication":
+			jobWrites = append(jobWrites, r)
+		case r.Method == "POST" && (r.Path == "/cluster/ha/groups" || r.Path == "/cluster/ha/rules"):
+			affinityWrites = append(affinityWrites, r)
 		}
 	}
 	// The keys a write sets: its parameters but the digest and those the
@@ -194,6 +221,30 @@ func joinerSuite(t *testing.T, pve int) {
 		}
 		t.Errorf("K5: the real run's config writes of VM 201 carry keys %q, check mode predicted %q", got, wantConfig)
 	}
+	// The replication jobs: "create replication job 101-1 of guest 101 to
+	// pve03" predicted, one POST of id 101-1, target pve03 in the log.
+	var predictedJobs, madeJobs []string
+	for _, c := range changes(predicted, "ha") {
+		if rest, ok := strings.CutPrefix(c, "create replication job "); ok {
+			id, rest, _ := strings.Cut(rest, " ")
+			_, target, _ := strings.Cut(rest, " to ")
+			predictedJobs = append(predictedJobs, id+" to "+target)
+		}
+	}
+	for _, r := range jobWrites {
+		madeJobs = append(madeJobs, r.Params["id"]+" to "+r.Params["target"])
+	}
+	slices.Sort(predictedJobs)
+	slices.Sort(madeJobs)
+	if want := []string{"101-0 to pve02", "101-1 to pve03"}; !slices.Equal(madeJobs, want) || !slices.Equal(predictedJobs, madeJobs) {
+		t.Errorf("H1: the real run created replication jobs %q (want %q: every other member, pve03 joined), check mode predicted %q",
+			madeJobs, want, predictedJobs)
+	}
+	// VM 100's node affinity names the joiner: predicted (above, the ha
+	// phase's changes) and written with pve03 in its nodes.
+	if len(affinityWrites) != 1 || !slices.Contains(pveapiNodes(affinityWrites[0].Params["nodes"]), "pve03:1") {
+		t.Errorf("the real run's HA group/rule writes %+v, want one naming pve03:1 in its nodes", affinityWrites)
+	}
 	if ci, _ := sim.Cluster("pve03"); ci.Name != "lab" || len(ci.Nodes) != 3 {
 		t.Errorf("pve03 did not join: %+v", ci)
 	}
@@ -202,4 +253,13 @@ func joinerSuite(t *testing.T, pve int) {
 	if p, _ := s.checkRun("converged --limit pve03 --check", grow...); len(p.changed()) != 0 {
 		t.Errorf("--check --limit pve03 on the converged cluster predicts:\n  %s", strings.Join(p.changed(), "\n  "))
 	}
+}
+
+// pveapiNodes splits an HA node list ("pve01:2,pve03:1") into its entries.
+func pveapiNodes(list string) []string {
+	out := strings.Split(list, ",")
+	for i := range out {
+		out[i] = strings.TrimSpace(out[i])
+	}
+	return out
 }

@@ -206,7 +206,10 @@ func (g *guestHA) haChanges(ctx context.Context, cfg haConfig) ([]ansible.Change
 func (g *guestHA) checkHAInput(cfg haConfig, nodes ha.NodeList) error {
 	for _, n := range nodes.Nodes() {
 		if !slices.Contains(g.members, n) {
-			return fmt.Errorf("node_affinity: %s is not a member of the cluster (members: %s)", n, strings.Join(g.members, ", "))
+			missing := fmt.Errorf("node_affinity: %s is not a member of the cluster (members: %s)", n, strings.Join(g.members, ", "))
+			if !g.memberToBe("node_affinity", n, missing) {
+				return missing
+			}
 		}
 	}
 	if g.p.Failback != nil && !ha.Gates(g.major).Failback && g.p.NodeAffinity == nil {

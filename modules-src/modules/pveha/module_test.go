@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -342,6 +343,64 @@ func TestCheckModeGuestNotYetCreated(t *testing.T) {
 		}
 		if m := w.writes(); len(m) != 0 {
 			t.Errorf("PVE %d: the refused run wrote %v", v, m)
+		}
+	}
+}
+
+// K15 (a node joining in this run, issue 23 §6): in check mode a node that
+// created_earlier.nodes names and that is not a member yet counts as a
+// member to be — in the default targets (every other member, as the real
+// run's /nodes lists it once it joined) and where targets or node_affinity
+// name it — warned and listed in not_yet; one it does not name fails the
+// check run with the real run's message; a real run refuses it unchanged.
+func TestCheckModeJoinerCountsAsMember(t *testing.T) {
+	for _, v := range []int{8, 9} {
+		w := newWorld(t, v)
+		w.seedGuests()
+		w.sim.ResetRequests()
+		joiner := map[string]any{"nodes": []any{"pve01", "pve04"}}
+		check := w.run(map[string]any{"vmid": 201, "created_earlier": joiner}, true)
+		changes := pveapi.String(check["changes"])
+		if failed(check) || check["changed"] != true ||
+			!strings.Contains(pveapi.String(check["warnings"]), "targets: cluster node pve04 does not exist yet; check mode assumes an earlier task of this run creates it (created_earlier.nodes names it)") ||
+			!strings.Contains(changes, "to pve01") || !strings.Contains(changes, "to pve03") || !strings.Contains(changes, "of guest 201 to pve04") ||
+			!strings.Contains(pveapi.String(check["not_yet"]), "cluster node pve04") {
+			t.Errorf("PVE %d check, default targets: failed %v changed %v %v warnings %v not_yet %v changes %s",
+				v, check["failed"], check["changed"], check["msg"], check["warnings"], check["not_yet"], changes)
+		}
+		if strings.Contains(pveapi.String(check["not_yet"]), "pve01") {
+			t.Errorf("PVE %d: a member is not assumed: not_yet %v", v, check["not_yet"])
+		}
+		named := w.run(map[string]any{"vmid": 201, "targets": []any{"pve04"}, "node_affinity": map[string]any{"pve02": 2, "pve04": 1},
+			"created_earlier": joiner}, true)
+		if failed(named) || named["changed"] != true || !strings.Contains(pveapi.String(named["changes"]), "of guest 201 to pve04") ||
+			!strings.Contains(pveapi.String(named["warnings"]), "node_affinity: cluster node pve04 does not exist yet") {
+			t.Errorf("PVE %d check, targets and node_affinity naming the joiner: failed %v %v warnings %v changes %v",
+				v, named["failed"], named["msg"], named["warnings"], named["changes"])
+		}
+		if m := w.writes(); len(m) != 0 {
+			t.Errorf("PVE %d: check mode wrote %v", v, m)
+		}
+		for _, c := range []struct {
+			args map[string]any
+			msg  string
+		}{
+			{map[string]any{"targets": []any{"pve04"}}, "targets: pve04 is not a member of the cluster (members: pve01, pve02, pve03)"},
+			{map[string]any{"targets": []any{}, "node_affinity": map[string]any{"pve04": 1}}, "node_affinity: pve04 is not a member of the cluster (members: pve01, pve02, pve03)"},
+		} {
+			args := map[string]any{"vmid": 201, "created_earlier": map[string]any{"nodes": []any{"pve05"}}}
+			maps.Copy(args, c.args)
+			typo := w.run(args, true)
+			args["created_earlier"] = joiner
+			real := w.run(args, false)
+			for what, r := range map[string]map[string]any{"check, not named": typo, "real run": real} {
+				if !failed(r) || r["changed"] != false || r["msg"] != c.msg || r["not_yet"] != nil {
+					t.Errorf("PVE %d %s %v: failed %v changed %v %q not_yet %v, want %q", v, what, c.args, r["failed"], r["changed"], r["msg"], r["not_yet"], c.msg)
+				}
+			}
+			if m := w.writes(); len(m) != 0 {
+				t.Errorf("PVE %d: the refused runs wrote %v", v, m)
+			}
 		}
 	}
 }

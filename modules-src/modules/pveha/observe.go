@@ -40,6 +40,7 @@ type guestHA struct {
 	seen      haConfig        // the HA config the HA changes were planned from (digest.go)
 	wrote     map[string]bool // /etc/pve/ha files this run sent a write to (digest.go)
 	notYet    bool            // check mode only: the guest does not exist (yet)
+	joining   map[string]bool // check mode only: nodes assumed members to be (memberToBe)
 }
 
 // notYetChange is the whole plan of a check run for a guest that does not
@@ -258,6 +259,11 @@ func (g *guestHA) checkReplicatable(ctx context.Context, targets []string) error
 		return fmt.Errorf("targets: guest %d has no disk on a zfspool storage, nothing to replicate (PVE: No replicatable volumes found); give targets: [] for a guest on shared storage", g.p.VMID)
 	}
 	for _, t := range targets {
+		if g.joining[t] {
+			// Not in the cluster this check run reads: the real run, with
+			// the node a member, checks its storage (memberToBe).
+			continue
+		}
 		for _, d := range zfs {
 			def := byID[d.Storage]
 			if def.Nodes != "" && !slices.Contains(pveapi.SplitList(def.Nodes), t) {

@@ -16,20 +16,52 @@ import (
 )
 
 // wantedTargets is where the guest's data must be: the targets given, or
-// every other member.
+// every other member. In check mode a node that created_earlier.nodes
+// names and that is not a member yet (one the cluster phase of this run
+// joins: a real run gets here with it a member) counts as a member to be:
+// the default targets include it, as the real run's /nodes will, and
+// explicit targets may name it (issue 23 §6).
 func (g *guestHA) wantedTargets() ([]string, error) {
 	if g.p.Targets == nil {
-		return slices.DeleteFunc(slices.Clone(g.members), func(n string) bool { return n == g.guest.Node }), nil
+		out := slices.DeleteFunc(slices.Clone(g.members), func(n string) bool { return n == g.guest.Node })
+		for _, n := range g.r.CreatedEarlierNames(ansible.CreatedNode) {
+			if !slices.Contains(g.members, n) && n != g.guest.Node && g.memberToBe("targets", n, nil) {
+				out = append(out, n)
+			}
+		}
+		slices.Sort(out)
+		return out, nil
 	}
 	out := slices.Clone(g.p.Targets)
 	slices.Sort(out)
 	out = slices.Compact(out)
 	for _, t := range out {
 		if !slices.Contains(g.members, t) {
-			return nil, fmt.Errorf("targets: %s is not a member of the cluster (members: %s)", t, strings.Join(g.members, ", "))
+			missing := fmt.Errorf("targets: %s is not a member of the cluster (members: %s)", t, strings.Join(g.members, ", "))
+			if !g.memberToBe("targets", t, missing) {
+				return nil, missing
+			}
 		}
 	}
 	return out, nil
+}
+
+// memberToBe tells whether node n, not a member now, is assumed to be one
+// by the time a real run gets here: in check mode only, when
+// created_earlier.nodes names it (ansible.Run.Assume warns and lists it in
+// not_yet); fail is the real run's error without it. A node assumed so
+// is not read (it is not in the cluster this run reads yet): its storage
+// is left to the real run to check (checkReplicatable).
+func (g *guestHA) memberToBe(option, n string, fail error) bool {
+	if !g.r.Assume(ansible.Prerequisite{Option: option, Kind: ansible.CreatedNode, Name: n, Object: "cluster node " + n,
+		Predicts: "it a member (whether its storage can hold the replicas is checked by the real run)"}, fail) {
+		return false
+	}
+	if g.joining == nil {
+		g.joining = map[string]bool{}
+	}
+	g.joining[n] = true
+	return true
 }
 
 // jobPlan matches the guest's jobs with the wanted targets.
