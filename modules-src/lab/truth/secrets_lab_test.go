@@ -184,6 +184,8 @@ const secretsPlaybook = `- name: Every secret option of every module
         type: vm
         state: stopped
         targets: []  # its disk is on lvmthin: no replication (H6)
+        created_earlier:  # the clone task above makes it (check mode assumes only what is named)
+          guests: ["{{ ids.vmid }}"]
       run_once: true
       register: r_ha
       ignore_errors: "{{ failing }}"
