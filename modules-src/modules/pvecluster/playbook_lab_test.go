@@ -332,8 +332,11 @@ func testParallelJoin(t *testing.T, pve int, extraVars string) {
 		if !ok && !strings.Contains(fatal, "C4") && !strings.Contains(fatal, "no quorum") && !strings.Contains(fatal, "got timeout") {
 			t.Errorf("%s failed without saying it met another join (C4) or PVE's refusal: %s", n, fatal)
 		}
-		if !ok && !strings.Contains(fatal, `"changes_not_run": ["join `+n) {
-			t.Errorf("%s: a join that did not happen must be listed as not run: %s", n, fatal)
+		// The join was sent (pvecm add ran, or the join task started), so
+		// it can never end "nothing changed" (issue 23 §2): changed, the
+		// join unverified, and the message says what the read found.
+		if !ok && (!strings.Contains(fatal, `"changed": true`) || !strings.Contains(fatal, `"changes_unverified": ["join `+n) || !strings.Contains(fatal, "still standalone")) {
+			t.Errorf("%s: a join that was sent and did not happen must be changed, listed as unverified, and say the node is still standalone: %s", n, fatal)
 		}
 	}
 	var joins []string
