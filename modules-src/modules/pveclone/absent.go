@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/pveapi"
@@ -106,25 +105,14 @@ func (v *vm) planStopForDestroy(g resources.Guest, d destroyCheck) (ansible.Chan
 	}, nil
 }
 
-// waitStopped polls the VM's status until PVE reports it stopped, bounded
-// by the run's deadline: an HA stop request ends its task when the CRM has
-// the request, before the LRM stopped anything.
+// waitStopped waits (waitRunning) until PVE reports the VM stopped,
+// bounded by the run's deadline: an HA stop request ends its task when the
+// CRM has the request, before the LRM stopped anything.
 func (v *vm) waitStopped(ctx context.Context, node, via string) error {
-	for {
-		r, err := v.isRunning(ctx, node)
-		if err == nil && !r {
-			return nil
-		}
-		last := "running"
-		if err != nil {
-			last = err.Error()
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("VM %d was asked to stop%s but PVE still reports it %s at the deadline; it was not destroyed: %w", v.p.VMID, via, last, ctx.Err())
-		case <-time.After(v.poll):
-		}
+	if err := v.waitRunning(ctx, node, false); err != nil {
+		return fmt.Errorf("VM %d was asked to stop%s but PVE still reports it running: it was not destroyed: %w", v.p.VMID, via, err)
 	}
+	return nil
 }
 
 // destroyCheck is what the read-only destroy checks found.
