@@ -111,38 +111,14 @@ awx["all"]["children"]["pve"]["hosts"] = {h: pve["hosts"][h] for h in keep}
 json.dump(awx, open(sys.argv[2] + "/awx2.json", "w"))
 EOF
 
-# upper NODE: every entry the node ever wrote (type, mode, owner, content),
-# as labtest.UpperDigest describes it, without what changes on any login
-# or task whatever the modules do (labtest.NotState, NotStateFiles).
+# upper NODE: the digest of every entry the node ever wrote (`lab digest`:
+# type, mode, owner, content; without what changes on any login or task
+# whatever the modules do, labctl.NotState; pvestatd settled first). The
+# listing behind it is kept in $work/upper.NODE, so a failure names the
+# entries that changed.
 upper() {
-  python3 - "$labdir/nodes/$1/upper" <<'EOF'
-import hashlib, os, stat, sys
-root = sys.argv[1]
-skip = ("/run", "/tmp", "/var/tmp", "/root/.ansible")
-logs = {"/var/log/lastlog", "/var/log/wtmp", "/var/log/wtmp.db", "/var/log/btmp"}
-h = hashlib.sha256()
-for d, dirs, files in os.walk(root):
-    dirs.sort()
-    for name in sorted(dirs + files):
-        real = os.path.join(d, name)
-        p = "/" + os.path.relpath(real, root)
-        if p in skip or p.startswith(tuple(s + "/" for s in skip)):
-            continue
-        # labtest.NotStateFiles: the lab's locks, and the argv log its PVE
-        # tool stand-ins append to (read-only calls included).
-        if p in logs or p == "/var/lib/gopve-lab/commands.log" or (p.startswith("/var/lib/gopve-lab/") and p.endswith(".lock")):
-            continue
-        st = os.lstat(real)
-        desc = "%o %d %d " % (st.st_mode, st.st_uid, st.st_gid)
-        if stat.S_ISLNK(st.st_mode):
-            desc += os.readlink(real)
-        elif stat.S_ISREG(st.st_mode):
-            desc += hashlib.sha256(open(real, "rb").read()).hexdigest()
-        elif stat.S_ISCHR(st.st_mode):
-            desc += str(st.st_rdev)
-        h.update((p + " " + desc + "\n").encode())
-print(h.hexdigest())
-EOF
+  "$lab" digest --dir "$labdir" "$1" >"$work/upper.$1" || fail "lab digest $1 failed"
+  sha256sum <"$work/upper.$1" | cut -d' ' -f1
 }
 ctl() { curl -sf --unix-socket "$labdir/control.sock" "http://lab$1" "${@:2}"; }
 # writes NODE: the API writes the simulator logged for NODE since the last reset
@@ -177,12 +153,18 @@ refused() { # refused LOG INVENTORY TAGS SENTENCE [args]: the run fails, saying 
 recap() { # recap LOG HOST: HOST's changed count, empty when it did not run
   sed -n "s/^$2 *: .*changed=\([0-9]*\).*/\1/p" "$work/$1"
 }
-snapshot() { for n in pve01 pve02 pve03 pve04; do hash[$n]=$(upper "$n"); done; }
+snapshot() {
+  for n in pve01 pve02 pve03 pve04; do
+    hash[$n]=$(upper "$n")
+    cp "$work/upper.$n" "$work/snap.$n"
+  done
+}
 unchanged() { # unchanged WHAT NODE...: NODE's files as in the last snapshot, no API write to it
   local what=$1 n
   shift
   for n in "$@"; do
-    [ "$(upper "$n")" = "${hash[$n]}" ] || fail "$what changed $n's files"
+    [ "$(upper "$n")" = "${hash[$n]}" ] ||
+      fail "$what changed $n's files: $(diff "$work/snap.$n" "$work/upper.$n" | grep '^[<>]' | head -20)"
     [ -z "$(writes "$n")" ] || fail "$what wrote to $n's API: $(writes "$n")"
   done
 }

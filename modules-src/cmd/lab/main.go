@@ -69,7 +69,7 @@ func runTool(argv []string) int {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: lab up|down|status|ssh|power [flags]  (lab <command> -h for flags)")
+		fmt.Fprintln(stderr, "usage: lab up|down|status|ssh|power|digest [flags]  (lab <command> -h for flags)")
 		return 2
 	}
 	var err error
@@ -88,10 +88,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = sshCmd(args[1:])
 	case "power":
 		err = power(args[1:], stdout)
+	case "digest":
+		err = digest(args[1:], stdout)
 	case "supervise":
 		err = supervise(args[1:], stdout)
 	default:
-		err = fmt.Errorf("unknown command %q: use up, down, status, ssh or power", args[0])
+		err = fmt.Errorf("unknown command %q: use up, down, status, ssh, power or digest", args[0])
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "lab:", err)
@@ -491,6 +493,33 @@ func power(args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "lab power: %s is already %s\n", name, action)
 	default:
 		fmt.Fprintf(stdout, "lab power: %s powered %s\n", name, action)
+	}
+	return nil
+}
+
+// digest prints what the named nodes (all without a name) ever wrote, one
+// sorted "node:/path type mode owner hash" line per entry, without what
+// changes on every login or task (labctl.NotState): diff two of them to
+// see what a run changed. pvestatd is settled first.
+func digest(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("lab digest", flag.ContinueOnError)
+	var w where
+	w.flags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	dir, err := w.resolve()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	d, err := labctl.DigestRemote(ctx, dir, fs.Args()...)
+	if err != nil {
+		return err
+	}
+	for _, l := range labctl.DigestLines(d) {
+		fmt.Fprintln(stdout, l)
 	}
 	return nil
 }

@@ -19,7 +19,7 @@ import (
 // and API ports stop answering as a dead host's do (connect times out, no
 // refusal) and `lab status` says so; again: "already off"; an unknown node
 // is named with the lab's nodes; on and reboot bring SSH back. Every
-// command runs without PATH.
+// command runs without PATH. Then `lab digest` sees a file written there.
 func TestPowerFromTheCLI(t *testing.T) {
 	if os.Geteuid() != 0 {
 		testenv.Skip(t, "the lab needs root (namespaces, overlayfs, loop devices)")
@@ -91,5 +91,32 @@ func TestPowerFromTheCLI(t *testing.T) {
 	}
 	if out, err := lab("status", "--dir", dir); err != nil || !strings.Contains(out, "ssh up") {
 		t.Errorf("lab status after the reboot: %v\n%s", err, out)
+	}
+
+	// `lab digest NODE` (issue 27): a file written on the node shows up,
+	// what every login writes (wtmp, ~/.ansible) does not, and an unknown
+	// node is an error.
+	before, err := lab("digest", "--dir", dir, "pve01")
+	if err != nil || !strings.Contains(before, "pve01:/etc/") {
+		t.Fatalf("lab digest: %v\n%s", err, before)
+	}
+	if out, err := lab("ssh", "--dir", dir, "pve01", "mkdir -p /root/.ansible/tmp/x && echo hi > /root/written"); err != nil {
+		t.Fatalf("ssh: %v\n%s", err, out)
+	}
+	after, err := lab("digest", "--dir", dir, "pve01")
+	if err != nil {
+		t.Fatalf("lab digest: %v\n%s", err, after)
+	}
+	var added []string
+	for _, l := range strings.Split(after, "\n") {
+		if !strings.Contains(before, l+"\n") {
+			added = append(added, l)
+		}
+	}
+	if len(added) != 1 || !strings.HasPrefix(added[0], "pve01:/root/written -rw-r--r-- 0:0 ") {
+		t.Errorf("lab digest after writing /root/written: new lines %q, want that file's alone", added)
+	}
+	if out, err := lab("digest", "--dir", dir, "pve07"); err == nil || !strings.Contains(out, `no node "pve07"`) {
+		t.Errorf("lab digest of an unknown node: %v\n%s", err, out)
 	}
 }

@@ -43,6 +43,7 @@ func (l *Lab) serveLabSocket() error {
 		}
 		writeJSON(w, http.StatusOK, out)
 	})
+	mux.HandleFunc("GET /v1/digest", l.serveDigest)
 	mux.HandleFunc("POST /v1/nodes/{node}/power/{action}", func(w http.ResponseWriter, r *http.Request) {
 		name, action := r.PathValue("node"), r.PathValue("action")
 		was, err := l.PoweredOn(name)
