@@ -71,8 +71,10 @@ roots: deps
 
 # Lab end-to-end tests start real nodes: a package can take several minutes
 # on a loaded 2-core machine, beyond go test's default 10-minute limit.
+# hack/gotest-report.py prints what plain go test prints, then the slowest
+# tests: a CI log says where its time went. Its exit status is the run's.
 test-unit: roots
-	$(GO) test -count=1 -timeout 30m ./modules-src/...
+	$(GO) test -json -count=1 -timeout 30m ./modules-src/... | ./hack/gotest-report.py
 
 test-integration: deps
 	./tests/integration/run.sh

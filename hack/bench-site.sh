@@ -27,12 +27,19 @@
 # (ansible-core 2.14 ships no timing callback). SSH commands: ' SSH: EXEC '
 # lines of one -vvv run per variant.
 #
+# BENCH_SMOKE=1 (CI's bench smoke, tests/bench/run.sh) proves the bench
+# runs and the site converges, without the seed roles: one fresh lab, the
+# site's first and second runs, then the converged rounds of site and its
+# raw floor on that lab. The seed roles' fresh-lab convergence (most of
+# the bench's time) only runs in `make bench`.
+#
 # BENCH_SCALE=1 also starts a fresh 7-node lab and runs the site there with
 # forks 10 (first run, then R converged runs), printed per phase next to the
 # 3-node figures. BENCH_ROUNDS (3), BENCH_PVE (9).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 R=${BENCH_ROUNDS:-3}
+SMOKE=${BENCH_SMOKE:-0}
 PVE=${BENCH_PVE:-9}
 repo=$PWD
 work=$(mktemp -d)
@@ -124,6 +131,14 @@ lab_up siteA site3 3
 [ ${#extra[@]} -gt 0 ] && first=site_all || first=site
 run "$first" first "$siteA"
 run "$first" second "$siteA" --converged
+
+if [ "$SMOKE" = 1 ]; then
+  echo "bench-site: smoke (BENCH_SMOKE=1): no seed roles; the converged rounds run on the site's own lab"
+  lab3=$siteA
+  run site shape "$lab3" --converged
+  "${helper[@]}" raw "$last_phases" pve "$work/raw_site.yml"
+  variants="site raw_site"
+else
 "$lab" down --dir "$siteA" >/dev/null
 
 # 2. The seed roles on another fresh lab, until changed=0 (at most 4 runs).
@@ -151,6 +166,7 @@ run seed shape "$lab3" --converged
 "${helper[@]}" raw "$last_phases" pve "$work/raw_seed.yml"
 
 variants="site seed raw_site raw_seed"
+fi
 [ ${#extra[@]} -gt 0 ] && variants="$variants site_all"
 echo "bench-site: SSH commands (one -vvv run each), then $R interleaved rounds of: $variants"
 for v in $variants; do run "$v" vvv "$lab3" --converged --vvv; done

@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""Reads `go test -json` on stdin and prints what plain `go test` prints
+(each package's ok/FAIL line, and the whole output of every failed test),
+then the slowest tests, so a CI log says where its time went. Exits 1 when
+a test or a package failed (or the stream held no result at all)."""
+import json
+import sys
+
+SLOWEST = 25
+
+outputs = {}  # (package, test) -> [lines]
+elapsed = []  # (seconds, package, test)
+failed = False
+seen = False
+for raw in sys.stdin:
+    try:
+        ev = json.loads(raw)
+    except ValueError:
+        # go test's own messages (build errors) are not JSON: pass them on
+        sys.stdout.write(raw)
+        failed = failed or raw.startswith(("FAIL", "#"))
+        continue
+    pkg, test, action = ev.get("Package", ""), ev.get("Test"), ev.get("Action")
+    key = (pkg, test)
+    if action == "build-output":
+        sys.stdout.write(ev.get("Output", ""))
+    elif action == "build-fail":
+        failed = True
+    elif action == "output":
+        if test is None:
+            line = ev.get("Output", "")
+            # the package's summary lines, as plain go test prints them
+            if line.startswith(("ok ", "FAIL", "?   ", "panic:", "---")) or "[build failed]" in line:
+                sys.stdout.write(line)
+        else:
+            outputs.setdefault(key, []).append(ev.get("Output", ""))
+    elif action in ("pass", "fail", "skip"):
+        seen = True
+        if test is not None:
+            if action == "fail":
+                failed = True
+                sys.stdout.write("".join(outputs.get(key, [])))
+            if "/" not in test:
+                elapsed.append((ev.get("Elapsed", 0.0), pkg, test))
+            outputs.pop(key, None)
+        elif action == "fail":
+            failed = True
+            # a package that failed outside any test (a panic, a timeout)
+            for (p, t), lines in list(outputs.items()):
+                if p == pkg:
+                    sys.stdout.write("".join(lines))
+                    outputs.pop((p, t))
+    sys.stdout.flush()
+
+elapsed.sort(reverse=True)
+print("\ngo test: the %d slowest tests" % min(SLOWEST, len(elapsed)))
+for sec, pkg, test in elapsed[:SLOWEST]:
+    print("%8.1f s  %s %s" % (sec, pkg.rsplit("/modules-src/", 1)[-1], test))
+sys.exit(1 if failed or not seen else 0)
