@@ -61,7 +61,9 @@ for f in MANIFEST.json FILES.json README.md LICENSE CHANGELOG.md meta/runtime.ym
   go.mod go.sum modules-src/cmd/gopve; do
   [ -e "$work/$f" ] || err "$f is missing"
 done
-[ -x "$work/plugins/modules/gopve_exec.sh" ] || err "plugins/modules/gopve_exec.sh is not executable"
+# Modules are not executable (ansible-test sanity's shebang check): Ansible
+# runs the wrapper through its shebang's interpreter.
+[ ! -x "$work/plugins/modules/gopve_exec.sh" ] || err "plugins/modules/gopve_exec.sh is executable (ansible-test sanity: modules must not be)"
 # The test-only module must never ship (built with -tags gopve_testmodule).
 for f in plugins/modules/gopve_test.py plugins/action/gopve_test.py; do
   [ ! -e "$work/$f" ] || err "$f is test-only and must not ship"

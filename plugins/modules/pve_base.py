@@ -17,7 +17,7 @@ description:
   - "Removes the 'No valid subscription' notice of the web UI after the upgrade, so an upgrade of proxmox-widget-toolkit in the same run cannot undo it; pveproxy is restarted only when the file changed."
   - "Check mode predicts exactly what a real run would change and writes nothing: the package lists are refreshed in a temporary APT state built from the repository files the run would write."
 author:
-  - "gopve.proxmox contributors"
+  - "gopve.proxmox developers (@gopve)"
 options:
   ceph_enterprise_repo:
     description:
@@ -212,8 +212,8 @@ repositories:
   type: list
   elements: dict
   contains:
-    name: {description: pve-enterprise, pve-no-subscription, ceph-enterprise or ceph-no-subscription, type: str}
-    state: {description: enabled, disabled or absent, type: str}
+    name: {description: "pve-enterprise, pve-no-subscription, ceph-enterprise or ceph-no-subscription", type: str}
+    state: {description: "enabled, disabled or absent", type: str}
     uri: {description: Repository URI, type: str}
     suite: {description: Suite configured, type: str}
     files: {description: Files holding an entry for it, type: list, elements: str}
@@ -254,9 +254,3 @@ commands:
   type: list
   elements: dict
 """
-
-if __name__ == "__main__":
-    import json
-
-    print(json.dumps({"failed": True, "msg": "gopve.proxmox.pve_base is run by its action plugin, not as a Python module; "
-                      "use the module through the gopve.proxmox collection"}))

@@ -20,7 +20,7 @@ description:
   - "Check mode predicts the clone as PVE builds it (new MACs shown as assigned at clone, disk names, linked or full) and the configuration that follows, runs PVE's pre-clone checks read-only (template, node, storage, pool, VMID), and sends no write."
   - "With as_template: true the VM ends as a template (converted after it is configured, its disks renamed to base volumes as PVE does); a template already there is left alone and a difference from the task is warned about, never written."
 author:
-  - "gopve.proxmox contributors"
+  - "gopve.proxmox developers (@gopve)"
 extends_documentation_fragment:
   - "gopve.proxmox.api"
 options:
@@ -521,9 +521,3 @@ pve_version:
   returned: when the API was reached
   type: int
 """
-
-if __name__ == "__main__":
-    import json
-
-    print(json.dumps({"failed": True, "msg": "gopve.proxmox.pve_clone is run by its action plugin, not as a Python module; "
-                      "use the module through the gopve.proxmox collection"}))

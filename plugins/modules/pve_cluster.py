@@ -24,7 +24,7 @@ description:
   - "Removing a node from a cluster is not automated: state=absent fails with the manual procedure."
   - "Check mode reports the steps a real run would take on this node and writes nothing on any node; the predicted cluster is the one the real run reads back when the nodes run in the order of nodes."
 author:
-  - "gopve.proxmox contributors"
+  - "gopve.proxmox developers (@gopve)"
 options:
   accept_changed_host_keys:
     description:
@@ -296,9 +296,3 @@ evidence:
   type: list
   elements: str
 """
-
-if __name__ == "__main__":
-    import json
-
-    print(json.dumps({"failed": True, "msg": "gopve.proxmox.pve_cluster is run by its action plugin, not as a Python module; "
-                      "use the module through the gopve.proxmox collection"}))

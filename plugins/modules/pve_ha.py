@@ -20,7 +20,7 @@ description:
   - "Every update of an HA resource, group or rule carries the digest of the read it was planned from, so another run's or user's change made meanwhile is never overwritten: PVE refuses the stale update without writing (detected modified configuration), the module reads the HA config again, plans that object anew (a guest another run added to the rule stays), warns naming what changed and sends it once more; a second refusal fails the task, naming both changes."
   - "Check mode reads only and reports the whole plan with a diff of every object."
 author:
-  - "gopve.proxmox contributors"
+  - "gopve.proxmox developers (@gopve)"
 extends_documentation_fragment:
   - "gopve.proxmox.api"
 options:
@@ -312,9 +312,3 @@ resource_affinity:
   type: list
   elements: dict
 """
-
-if __name__ == "__main__":
-    import json
-
-    print(json.dumps({"failed": True, "msg": "gopve.proxmox.pve_ha is run by its action plugin, not as a Python module; "
-                      "use the module through the gopve.proxmox collection"}))

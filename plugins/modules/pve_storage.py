@@ -18,7 +18,7 @@ description:
   - "An empty value (empty list or string) removes that option from the definition."
   - "state=absent refuses to remove a storage on which guests still have volumes, unless force is set; the volumes themselves are never deleted."
 author:
-  - "gopve.proxmox contributors"
+  - "gopve.proxmox developers (@gopve)"
 extends_documentation_fragment:
   - "gopve.proxmox.api"
 options:
@@ -485,9 +485,3 @@ node_status:
   type: dict
   sample: {pve01: {active: true, enabled: true, shared: false, total: 483656464384, used: 11896808448, avail: 471759656960}}
 """
-
-if __name__ == "__main__":
-    import json
-
-    print(json.dumps({"failed": True, "msg": "gopve.proxmox.pve_storage is run by its action plugin, not as a Python module; "
-                      "use the module through the gopve.proxmox collection"}))

@@ -17,7 +17,7 @@ description:
   - "On an existing pool nothing is created or destroyed: changeable properties and the mountpoint converge, and a pool that is not mounted is mounted; a different ashift or layout fails with an explanation. A mountpoint directory that holds files is refused before anything is written (zfs could not mount there)."
   - "Only creates the pool: declare it as Proxmox storage later, cluster-wide (pve_storage), because joining a cluster replaces the node's storage.cfg. Use the same pool name on every node: replication needs it."
 author:
-  - "gopve.proxmox contributors"
+  - "gopve.proxmox developers (@gopve)"
 options:
   allow_unmounted:
     description:
@@ -183,11 +183,11 @@ pool:
   contains:
     name: {description: Pool name, type: str}
     exists: {description: Whether the pool exists now, type: bool}
-    health: {description: ONLINE, DEGRADED…, type: str}
+    health: {description: "ONLINE, DEGRADED, …", type: str}
     size: {description: Size in bytes, type: int}
     allocated: {description: Allocated bytes, type: int}
     free: {description: Free bytes, type: int}
-    layout: {description: single, stripe, mirror, raidz1…, type: str}
+    layout: {description: "single, stripe, mirror, raidz1, raidz2 or raidz3; mixed(TYPES) for vdevs of several types", type: str}
     vdevs: {description: Top-level vdevs with their device paths, type: list, elements: dict}
     ashift: {description: The pool's ashift property, type: str}
     properties: {description: Dataset properties with value and source, type: dict}
@@ -202,9 +202,3 @@ commands:
   type: list
   elements: dict
 """
-
-if __name__ == "__main__":
-    import json
-
-    print(json.dumps({"failed": True, "msg": "gopve.proxmox.pve_zfs is run by its action plugin, not as a Python module; "
-                      "use the module through the gopve.proxmox collection"}))

@@ -399,8 +399,10 @@ case_install() {
   grep -Eq 'gopve\.proxmox +0\.1\.0' "$W/logs/list.log" || why "installed collection not listed: $(cat "$W/logs/list.log")"
   local b=$W/collections/ansible_collections/gopve/proxmox/bin/gopve_$HOST_TAG
   [ -x "$b" ] || why "installed $b is not executable"
-  [ -x "$W/collections/ansible_collections/gopve/proxmox/plugins/modules/gopve_exec.sh" ] ||
-    why "installed wrapper gopve_exec.sh is not executable"
+  # Not executable, as ansible-test sanity asks of modules: Ansible runs it
+  # through its shebang's interpreter (the fallback-path cases).
+  [ -f "$W/collections/ansible_collections/gopve/proxmox/plugins/modules/gopve_exec.sh" ] ||
+    why "installed wrapper gopve_exec.sh is missing"
 }
 
 case_action_scripts() {
