@@ -91,6 +91,8 @@ lint: deps
 	$(GO) tool staticcheck -tags gopve_testmodule ./modules-src/...
 	yamllint -s roles playbooks meta galaxy.yml
 	ansible-lint -q roles playbooks
+	@# ansible-test sanity, what Galaxy runs, offline with Debian's packages (README: Lint)
+	./hack/sanity.sh
 
 bench:
 	./hack/bench.sh

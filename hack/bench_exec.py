@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """One module process, side by side: the Go runtime vs Python's AnsibleModule.
 
 Both get the same args file (2.14 shape, strings to coerce) and do the same

@@ -58,10 +58,13 @@ extra=$(cd "$work" && find bin -type f ! -name 'gopve_linux_x86_64' ! -name 'gop
 
 for f in MANIFEST.json FILES.json README.md LICENSE CHANGELOG.md meta/runtime.yml \
   plugins/plugin_utils/gopve_action.py plugins/modules/gopve_exec.sh plugins/modules/gopve_exec.yml \
+  plugins/doc_fragments/api.py \
   go.mod go.sum modules-src/cmd/gopve; do
   [ -e "$work/$f" ] || err "$f is missing"
 done
-[ -x "$work/plugins/modules/gopve_exec.sh" ] || err "plugins/modules/gopve_exec.sh is not executable"
+# Modules are not executable (ansible-test sanity's shebang check): Ansible
+# runs the wrapper through its shebang's interpreter.
+[ ! -x "$work/plugins/modules/gopve_exec.sh" ] || err "plugins/modules/gopve_exec.sh is executable (ansible-test sanity: modules must not be)"
 # The test-only module must never ship (built with -tags gopve_testmodule).
 for f in plugins/modules/gopve_test.py plugins/action/gopve_test.py; do
   [ ! -e "$work/$f" ] || err "$f is test-only and must not ship"

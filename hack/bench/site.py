@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """hack/bench-site.sh's bookkeeping: record runs, write the raw play, print the tables.
 
   site.py record RESULTS NAME KIND WALL PHASES LOG [--converged] [--vvv]

@@ -44,6 +44,7 @@ func (m *Module) Check() error {
 		add("module %s: %v", m.Name, err)
 	}
 	checkOptions(m.Name, m.Spec.Options, m.Spec.Constraints, add)
+	checkFragments(m.Name, m.Spec, add)
 	return errors.Join(errs...)
 }
 

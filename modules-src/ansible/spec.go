@@ -70,6 +70,11 @@ type Module struct {
 type Spec struct {
 	Options map[string]Option
 	Constraints
+	// Fragments are option sets documented once, in the collection's
+	// plugins/doc_fragments, instead of in every module's docs. Their
+	// options are in Options too (validation does not look here); Check
+	// makes sure each is there exactly as the fragment documents it.
+	Fragments []DocFragment
 }
 
 // Constraints are the relations between options of one level (top level,

@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 # WANT_JSON
 # Test stub standing in for a gopve module: returns the task arguments it got
 # (without Ansible's internal _ansible_* keys) and changes nothing.

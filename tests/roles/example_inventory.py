@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """Checks a run of gopve.proxmox.site over playbooks/inventory (issue 19).
 
 Usage: example_inventory.py INVENTORY.json SITE.json

@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Record what ansible-core's own AnsibleModule answers for argument cases.
 

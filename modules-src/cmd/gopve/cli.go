@@ -22,6 +22,7 @@ stdin: the action plugin's fast path). Commands for humans:
   gopve list                                      list the modules in this binary
   gopve docs NAME                                 print a module's DOCUMENTATION YAML
   gopve gen-plugins --out DIR [--module NAME]...  write DIR/plugins/{modules,action}/NAME.py
+                                                  and the doc_fragments they extend
 `
 
 // run dispatches between the human commands and module mode. A binary
@@ -140,9 +141,12 @@ type pluginFile struct {
 	data []byte
 }
 
-// pluginFiles renders the two Python files of each module.
+// pluginFiles renders the two Python files of each module, then the doc
+// fragments their docs extend, each once.
 func pluginFiles(mods []ansible.Module) ([]pluginFile, error) {
 	var files []pluginFile
+	fragments := map[string][]byte{}
+	var order []string
 	for i := range mods {
 		m := &mods[i]
 		doc, err := m.DocPlugin()
@@ -153,6 +157,23 @@ func pluginFiles(mods []ansible.Module) ([]pluginFile, error) {
 			pluginFile{filepath.Join("plugins", "modules", m.Name+".py"), doc},
 			pluginFile{filepath.Join("plugins", "action", m.Name+".py"), m.ActionPlugin()},
 		)
+		for _, f := range m.Spec.Fragments {
+			data, err := f.Plugin()
+			if err != nil {
+				return nil, err
+			}
+			if old, seen := fragments[f.Name]; seen {
+				if !bytes.Equal(old, data) {
+					return nil, fmt.Errorf("doc fragment %s: module %s documents it differently from an earlier module", f.Name, m.Name)
+				}
+				continue
+			}
+			fragments[f.Name] = data
+			order = append(order, f.Name)
+		}
+	}
+	for _, name := range order {
+		files = append(files, pluginFile{filepath.Join("plugins", "doc_fragments", name+".py"), fragments[name]})
 	}
 	return files, nil
 }

@@ -171,7 +171,7 @@ func Load(version int) (*Schema, error) {
 }
 
 // fragmentMounts are the paths PVE mounts a subclass at with
-// `fragmentDelimiter => ”` (pve-storage PVE/API2/Storage/Status.pm: "volume
+// fragmentDelimiter set to the empty string (pve-storage PVE/API2/Storage/Status.pm: "volume
 // IDs may contain a slash"): RESTHandler.pm map_path_to_methods joins every
 // segment after it into one, so /nodes/n/storage/local/content/local:iso/x.iso
 // reaches {volume} = "local:iso/x.iso". The schema JSON does not carry the

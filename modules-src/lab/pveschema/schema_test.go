@@ -244,7 +244,7 @@ func TestEveryPathMatchesItself(t *testing.T) {
 }
 
 // Volume IDs with a slash reach {volume} whole, as pve-storage mounts the
-// content subclass with fragmentDelimiter ” (Status.pm); other paths keep
+// content subclass with an empty fragmentDelimiter (Status.pm); other paths keep
 // one segment per parameter.
 func TestLookupVolumeWithSlash(t *testing.T) {
 	for _, v := range Versions {

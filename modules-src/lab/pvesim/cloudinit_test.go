@@ -11,7 +11,7 @@ import (
 // testSSHKey is a real public key (ssh-keygen -l accepts it).
 const testSSHKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBG1ItY248Mfwe3I2YSbaLG7WXY69KgKTJn40uyFX9Gs"
 
-// pyQuote is urllib.parse.quote(s, safe=”), what community.proxmox sends.
+// pyQuote is urllib.parse.quote(s, safe=""), what community.proxmox sends.
 func pyQuote(s string) string { return strings.ReplaceAll(url.QueryEscape(s), "+", "%20") }
 
 // Cloud-init as qemu-server takes it (K12, S4): the drive is

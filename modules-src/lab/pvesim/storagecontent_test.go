@@ -56,7 +56,7 @@ func (f *fakeFiles) has(node, volid string) bool {
 }
 
 // Storage content as pve-storage's Content.pm serves one volume, with
-// volume IDs that contain a slash reaching {volume} (fragmentDelimiter ”):
+// volume IDs that contain a slash reaching {volume} (an empty fragmentDelimiter):
 // a VM disk's format is read there because qemu-server writes no format=
 // into the drive (create_disks deletes it) — what bpg's provider does on
 // every create, refresh and destroy. PVE 8 and 9 serve it alike.

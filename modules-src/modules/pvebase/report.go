@@ -72,8 +72,8 @@ const returnDoc = `repositories:
   type: list
   elements: dict
   contains:
-    name: {description: pve-enterprise, pve-no-subscription, ceph-enterprise or ceph-no-subscription, type: str}
-    state: {description: enabled, disabled or absent, type: str}
+    name: {description: "pve-enterprise, pve-no-subscription, ceph-enterprise or ceph-no-subscription", type: str}
+    state: {description: "enabled, disabled or absent", type: str}
     uri: {description: Repository URI, type: str}
     suite: {description: Suite configured, type: str}
     files: {description: Files holding an entry for it, type: list, elements: str}

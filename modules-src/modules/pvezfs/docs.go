@@ -36,11 +36,11 @@ pool:
   contains:
     name: {description: Pool name, type: str}
     exists: {description: Whether the pool exists now, type: bool}
-    health: {description: ONLINE, DEGRADED…, type: str}
+    health: {description: "ONLINE, DEGRADED, …", type: str}
     size: {description: Size in bytes, type: int}
     allocated: {description: Allocated bytes, type: int}
     free: {description: Free bytes, type: int}
-    layout: {description: single, stripe, mirror, raidz1…, type: str}
+    layout: {description: "single, stripe, mirror, raidz1, raidz2 or raidz3; mixed(TYPES) for vdevs of several types", type: str}
     vdevs: {description: Top-level vdevs with their device paths, type: list, elements: dict}
     ashift: {description: The pool's ashift property, type: str}
     properties: {description: Dataset properties with value and source, type: dict}

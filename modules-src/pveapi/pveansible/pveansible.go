@@ -100,6 +100,22 @@ func (s Set) Options() map[string]ansible.Option {
 // ConnectionOptions is the full unprefixed set.
 func ConnectionOptions() map[string]ansible.Option { return Set{}.Options() }
 
+// Fragment documents the full unprefixed set once, as
+// plugins/doc_fragments/api.py; every module taking that set as it is
+// (With(spec, Set{})) references it instead of repeating the options. A
+// set with a prefix, a subset or its own texts (pve_cluster's) stays in
+// the module's own docs.
+func Fragment() ansible.DocFragment {
+	return ansible.DocFragment{Name: "api", What: "The PVE API connection options of gopve.proxmox's API modules (pveapi/pveansible).",
+		Options: ConnectionOptions()}
+}
+
+// plain reports whether s is the full unprefixed set with the generic
+// texts: exactly what Fragment documents.
+func (s Set) plain() bool {
+	return s.Prefix == "" && s.Only == nil && s.For == "" && s.Target == "" && len(s.Docs) == 0 && len(s.Aliases) == 0 && !s.NoEnv
+}
+
 // With returns spec with the sets' options merged in. A module that
 // declares an option of the same name itself is a bug: it panics, and the
 // registry test catches it.
@@ -120,6 +136,9 @@ func With(spec ansible.Spec, sets ...Set) ansible.Spec {
 		_, secret := add[s.Prefix+"api_token_secret"]
 		if id && secret {
 			spec.RequiredTogether = append(slices.Clone(spec.RequiredTogether), []string{s.Prefix + "api_token_id", s.Prefix + "api_token_secret"})
+		}
+		if s.plain() {
+			spec.Fragments = append(slices.Clone(spec.Fragments), Fragment())
 		}
 	}
 	spec.Options = opts

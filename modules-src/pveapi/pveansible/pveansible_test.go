@@ -154,3 +154,18 @@ func TestNothingChangedAfterADispatch(t *testing.T) {
 		}
 	}
 }
+
+// The full generic set is documented once, by the api doc fragment
+// (issue 27 §3); a prefixed or re-worded set stays in the module's docs.
+func TestFullSetExtendsTheAPIFragment(t *testing.T) {
+	spec := pveansible.With(ansible.Spec{}, pveansible.Set{})
+	if len(spec.Fragments) != 1 || spec.Fragments[0].Ref() != "gopve.proxmox.api" || len(spec.Fragments[0].Options) != len(pveansible.Names) {
+		t.Errorf("full set: fragments %+v", spec.Fragments)
+	}
+	for _, s := range []pveansible.Set{{Prefix: "primary_"}, {Only: []string{"api_password"}}, {NoEnv: true},
+		{Docs: map[string][]string{"api_host": {"This node."}}}} {
+		if spec := pveansible.With(ansible.Spec{}, s); len(spec.Fragments) != 0 {
+			t.Errorf("set %+v must stay in the module's docs, got fragments %v", s, spec.Fragments)
+		}
+	}
+}
