@@ -74,7 +74,7 @@ roots: deps
 # hack/gotest-report.py prints what plain go test prints, then the slowest
 # tests: a CI log says where its time went. Its exit status is the run's.
 test-unit: roots
-	$(GO) test -json -count=1 -timeout 30m ./modules-src/... | ./hack/gotest-report.py
+	$(GO) test -json -count=1 -timeout 30m ./modules-src/... | python3 hack/gotest-report.py
 
 test-integration: deps
 	./tests/integration/run.sh

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Reads `go test -json` on stdin and prints what plain `go test` prints
 (each package's ok/FAIL line, and the whole output of every failed test),
 then the slowest tests, so a CI log says where its time went. Exits 1 when
