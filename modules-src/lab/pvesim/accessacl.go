@@ -64,10 +64,10 @@ func handOutCheck(mine map[string]bool, role string, privs map[string]bool, prop
 	for _, p := range sortedKeys(privs) {
 		have, ok := mine[p]
 		if !ok {
-			return fmt.Errorf("role: Cannot %s role '%s' - requires 'Permissions.Modify' or superset of privileges.", verb, role)
+			return dieError(fmt.Sprintf("role: Cannot %s role '%s' - requires 'Permissions.Modify' or superset of privileges.", verb, role))
 		}
 		if propagate && !have && !del {
-			return fmt.Errorf("role: Cannot %s role '%s' with propagation - requires 'Permissions.Modify' or propagated superset of privileges.", verb, role)
+			return dieError(fmt.Sprintf("role: Cannot %s role '%s' with propagation - requires 'Permissions.Modify' or propagated superset of privileges.", verb, role))
 		}
 	}
 	if role == "NoAccess" {
@@ -110,3 +110,8 @@ func aclMembers(a *Access, rc *reqCtx) ([]string, error) {
 	}
 	return out, nil
 }
+
+// dieError is a Perl die with PVE's message as it is, punctuation included.
+type dieError string
+
+func (e dieError) Error() string { return string(e) }

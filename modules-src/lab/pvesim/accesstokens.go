@@ -59,7 +59,7 @@ func (s *Sim) postToken(rc *reqCtx) (any, error) {
 	var tok *Token
 	err := s.lockUserCfg(db, "generating token failed", func(a *Access) error {
 		if a.Tokens[id] != nil {
-			return fmt.Errorf("Token already exists.")
+			return dieError("Token already exists.")
 		}
 		tok = &Token{ID: id, Secret: newUUID(), Privsep: !rc.has("privsep") || rc.boolean("privsep"),
 			Expire: int64(rc.integer("expire", 0)), Comment: rc.str("comment")}

@@ -7,7 +7,7 @@ import (
 
 // accessTour makes every /access handler answer 200 once (the tour checks
 // each answer's shape against the version's returns schema).
-func accessTour(t *testing.T, c *apiClient) {
+func accessTour(t *testing.T, c, root *apiClient) {
 	t.Helper()
 	v := url.Values{}
 	c.call("POST", "/access/groups", url.Values{"groupid": {"ops"}, "comment": {"operators"}}).must(t, "create group")
@@ -15,6 +15,7 @@ func accessTour(t *testing.T, c *apiClient) {
 	c.call("POST", "/access/users", url.Values{"userid": {"tour@pve"}, "password": {"tour-password"}, "groups": {"ops"},
 		"email": {"tour@example.com"}, "comment": {"tour user"}}).must(t, "create user")
 	c.call("PUT", "/access/users/tour@pve", url.Values{"firstname": {"Tour"}}).must(t, "update user")
+	root.call("PUT", "/access/password", url.Values{"userid": {"tour@pve"}, "password": {"tour-password2"}}).must(t, "password")
 	c.call("GET", "/access/users", url.Values{"full": {"1"}}).must(t, "users")
 	c.call("GET", "/access/users/tour@pve", nil).must(t, "user")
 	c.call("GET", "/access/groups", v).must(t, "groups")
