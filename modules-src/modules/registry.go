@@ -4,6 +4,7 @@ package modules
 
 import (
 	"github.com/gopve/proxmox/modules-src/ansible"
+	"github.com/gopve/proxmox/modules-src/modules/pveaccess"
 	"github.com/gopve/proxmox/modules-src/modules/pvebase"
 	"github.com/gopve/proxmox/modules-src/modules/pveclone"
 	"github.com/gopve/proxmox/modules-src/modules/pvecluster"
@@ -24,6 +25,7 @@ func Shipped() []ansible.Module {
 		pvestorage.Module(),
 		pveclone.Module(),
 		pveha.Module(),
+		pveaccess.Module(),
 	}
 }
 

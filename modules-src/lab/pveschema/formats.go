@@ -21,6 +21,8 @@ var (
 	poolIDRe    = regexp.MustCompile(`^[A-Za-z0-9.\-_]+(?:/[A-Za-z0-9.\-_]+){0,2}$`) // AccessControl.pm verify_poolname: nested pools (8.1+), three levels
 	realmRe     = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9.\-_]+$`)
 	userIDRe    = regexp.MustCompile(`^[^\s:/]+@[A-Za-z][A-Za-z0-9.\-_]+$`)
+	groupIDRe   = regexp.MustCompile(`^[A-Za-z0-9.\-_]+$`) // also role names
+	tokenIDRe   = regexp.MustCompile(`^[^\s:/]+@[A-Za-z][A-Za-z0-9.\-_]+![A-Za-z][A-Za-z0-9.\-_]+$`)
 	dnsNameRe   = regexp.MustCompile(`^(?:(?:[a-zA-Z0-9](?:[a-zA-Z0-9\-]*[a-zA-Z0-9])?)\.)*(?:[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?)$`)
 	macRe       = regexp.MustCompile(`^[a-fA-F0-9]{2}(?::[a-fA-F0-9]{2}){5}$`)
 	vmidRe      = regexp.MustCompile(`^[1-9]\d{2,8}$`)
@@ -64,6 +66,25 @@ var formats = map[string]formatCheck{
 	"pve-userid": func(s string) error {
 		if !userIDRe.MatchString(s) {
 			return errors.New("value does not look like a valid user name")
+		}
+		return nil
+	},
+	// AccessControl.pm verify_groupname, verify_rolename, pve_verify_tokenid.
+	"pve-groupid": func(s string) error {
+		if !groupIDRe.MatchString(s) {
+			return fmt.Errorf("group name '%s' contains invalid characters", s)
+		}
+		return nil
+	},
+	"pve-roleid": func(s string) error {
+		if !groupIDRe.MatchString(s) {
+			return fmt.Errorf("role name '%s' contains invalid characters", s)
+		}
+		return nil
+	},
+	"pve-tokenid": func(s string) error {
+		if !tokenIDRe.MatchString(s) {
+			return fmt.Errorf("value '%s' does not look like a valid token ID", s)
 		}
 		return nil
 	},

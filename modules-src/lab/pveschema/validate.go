@@ -286,7 +286,9 @@ func compilePattern(p string) *regexp.Regexp {
 		re, _ := v.(*regexp.Regexp)
 		return re
 	}
-	re, err := regexp.Compile("^(?:" + p + ")$")
+	// Perl's "(?^:…)" (a group with default flags, as qr// stringifies)
+	// is RE2's "(?:…)".
+	re, err := regexp.Compile("^(?:" + strings.ReplaceAll(p, "(?^:", "(?:") + ")$")
 	if err != nil {
 		re = nil // a Perl-only construct: skip the check rather than reject
 	}

@@ -142,6 +142,7 @@ func (s *Sim) AddToken(node string, spec TokenSpec) (id, secret string, err erro
 	if db == nil {
 		return "", "", &NotFoundError{Msg: fmt.Sprintf("no node %q in this lab", node)}
 	}
+	s.readFilesLocked(db)
 	if !strings.Contains(spec.User, "@") || spec.Name == "" {
 		return "", "", &BadRequestError{Msg: fmt.Sprintf("token needs user@realm and a name (got %q, %q)", spec.User, spec.Name)}
 	}
@@ -166,24 +167,47 @@ func (s *Sim) AddUser(node, user, password string) error {
 	if db == nil {
 		return &NotFoundError{Msg: fmt.Sprintf("no node %q in this lab", node)}
 	}
+	s.readFilesLocked(db)
 	db.Access.Users[user] = &User{ID: user, Password: password}
 	s.saveLocked()
 	return nil
 }
 
-// Grant adds an ACL entry on node's /etc/pve: role is a PVE role name
-// (PVEAuditor, PVEDatastoreAdmin, Administrator…) or "priv:A,B".
+// Grant adds an ACL entry on node's /etc/pve: role is a role of the PVE
+// version (PVEAuditor, PVEDatastoreAdmin, Administrator…), a custom role, or
+// "priv:A,B", which creates the custom role "Lab-A_B" (user.cfg names roles
+// only) with those privileges.
 func (s *Sim) Grant(node, path, ugid, role string, propagate bool) error {
-	if _, ok := rolePrivs(role); !ok {
-		return &BadRequestError{Msg: fmt.Sprintf("unknown role %q (use a PVE role such as PVEAuditor, or \"priv:A,B\")", role)}
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	db := s.dbOf(node)
 	if db == nil {
 		return &NotFoundError{Msg: fmt.Sprintf("no node %q in this lab", node)}
 	}
-	db.Access.ACL = append(db.Access.ACL, ACLEntry{Path: path, UGID: ugid, Role: role, Propagate: propagate})
+	s.readFilesLocked(db)
+	if list, ok := strings.CutPrefix(role, "priv:"); ok {
+		privs := splitList(list)
+		set := map[string]bool{}
+		for _, p := range privs {
+			if !privsOf(s.cfg.Version).valid[p] {
+				return &BadRequestError{Msg: fmt.Sprintf("invalid privilege '%s' (PVE %d)", p, s.cfg.Version)}
+			}
+			set[p] = true
+		}
+		role = labRoleName(sortedKeys(set))
+		if db.Access.Roles == nil {
+			db.Access.Roles = map[string]map[string]bool{}
+		}
+		db.Access.Roles[role] = set
+	}
+	if roleDef(s.cfg.Version, &db.Access, role) == nil {
+		return &BadRequestError{Msg: fmt.Sprintf("unknown role %q (use a PVE role such as PVEAuditor, or \"priv:A,B\")", role)}
+	}
+	p := normalizeACLPath(path)
+	if p == "" {
+		return &BadRequestError{Msg: fmt.Sprintf("invalid ACL path '%s'", path)}
+	}
+	db.Access.setACL(ACLEntry{Path: p, UGID: ugid, Role: role, Propagate: propagate})
 	s.saveLocked()
 	return nil
 }

@@ -59,7 +59,7 @@ func (s *Sim) writeFilesLocked(db *ConfigDB) error {
 	db.Files = nil
 	files := map[string][]byte{
 		"storage.cfg":    []byte(renderStorageCfg(db)),
-		"user.cfg":       []byte(renderUserCfg(db)),
+		"user.cfg":       []byte(renderUserCfg(db, s.cfg.Version)),
 		"priv/token.cfg": []byte(renderTokenCfg(db)),
 	}
 	if db.Corosync != nil {
@@ -180,14 +180,7 @@ func (s *Sim) readFilesLocked(db *ConfigDB) {
 			s.written[k] = b
 		}
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, "user.cfg")); err == nil {
-		k := fileKey(db.ID, "user.cfg")
-		if w, ok := s.written[k]; !ok || !bytes.Equal(w, b) {
-			db.Pools = parsePools(string(b), db.Pools)
-			s.written[k] = b
-			db.Serial++
-		}
-	}
+	s.readUserCfgLocked(db, dir)
 }
 
 func (s *Sim) sortedNodeNames() []string {
@@ -253,7 +246,7 @@ func (s *Sim) Quorate(node string) bool {
 // PmxcfsChanged is told by the mount that a program on node changed rel:
 // storage.cfg and user.cfg are read back at once.
 func (s *Sim) PmxcfsChanged(node, rel string) {
-	if rel != "storage.cfg" && rel != "user.cfg" && rel != "corosync.conf" {
+	if rel != "storage.cfg" && rel != "user.cfg" && rel != "priv/token.cfg" && rel != "corosync.conf" {
 		return
 	}
 	s.mu.Lock()

@@ -43,6 +43,9 @@ func errParams(errs map[string]string) *APIError {
 }
 
 func errPerm(detail string) *APIError {
+	if detail == permNoDetail {
+		return errStatus(403, "Permission check failed") // raise_perm_exc()
+	}
 	return errStatus(403, "Permission check failed (%s)", detail)
 }
 
@@ -139,6 +142,7 @@ func (s *Sim) handlers() map[string]handlerFunc {
 		"DELETE /pools/{poolid}":                                  s.deletePool,
 	}
 	maps.Copy(table, s.guestHandlers())
+	maps.Copy(table, s.accessHandlers())
 	return table
 }
 

@@ -35,13 +35,15 @@ func parseReplID(id string) (int, error) {
 }
 
 // replJobGuest parses a job id and checks VM.Replicate on its guest, as
-// every replication call of PVE::API2::ReplicationConfig does first.
+// every replication call of PVE::API2::ReplicationConfig does first on PVE
+// 9. PVE 8 has no VM.Replicate (pve-access-control added it in 9.0): its
+// schema's checks (Datastore.Allocate on /storage) are all there is.
 func replJobGuest(rc *reqCtx, db *ConfigDB, id string) (int, error) {
 	guest, err := parseReplID(id)
 	if err != nil {
 		return 0, err
 	}
-	if !hasPriv(db, rc.who, fmt.Sprintf("/vms/%d", guest), []string{"VM.Replicate"}, false) {
+	if rc.who.ver != 8 && !hasPriv(db, rc.who, fmt.Sprintf("/vms/%d", guest), []string{"VM.Replicate"}, false) {
 		return 0, errPerm(fmt.Sprintf("/vms/%d, VM.Replicate", guest))
 	}
 	return guest, nil

@@ -139,11 +139,15 @@ type Pool struct {
 	Members []string `json:"members,omitempty"` // "qemu/100", "storage/local"
 }
 
-// Access is the user.cfg/token.cfg part of a DB.
+// Access is the user.cfg/token.cfg part of a DB (access*.go).
 type Access struct {
 	Users  map[string]*User  `json:"users"`
 	Tokens map[string]*Token `json:"tokens"` // "user@realm!id"
 	ACL    []ACLEntry        `json:"acl"`
+	Groups map[string]*Group `json:"groups,omitempty"`
+	// Roles are the custom roles of user.cfg (privilege → true); the
+	// built-in ones come from the PVE version (accessprivs.go).
+	Roles map[string]map[string]bool `json:"roles,omitempty"`
 }
 
 // User is a PVE user; root@pam always has every privilege.
@@ -151,6 +155,14 @@ type User struct {
 	ID string `json:"id"`
 	// Password is for realm "pve" users; pam users use the node's password.
 	Password string `json:"password,omitempty"`
+	// Disabled is user.cfg's enable=0 (enabled is PVE's default).
+	Disabled  bool   `json:"disabled,omitempty"`
+	Expire    int64  `json:"expire,omitempty"`
+	Firstname string `json:"firstname,omitempty"`
+	Lastname  string `json:"lastname,omitempty"`
+	Email     string `json:"email,omitempty"`
+	Comment   string `json:"comment,omitempty"`
+	Keys      string `json:"keys,omitempty"`
 }
 
 // Token is an API token. With Privsep its privileges are the intersection of
@@ -159,9 +171,12 @@ type Token struct {
 	ID      string `json:"id"` // user@realm!name
 	Secret  string `json:"secret"`
 	Privsep bool   `json:"privsep"`
+	Expire  int64  `json:"expire,omitempty"`
+	Comment string `json:"comment,omitempty"`
 }
 
-// ACLEntry grants Role on Path to a user or token ("user@realm!id").
+// ACLEntry grants Role on Path to a user, a group ("@name") or a token
+// ("user@realm!id").
 type ACLEntry struct {
 	Path      string `json:"path"`
 	UGID      string `json:"ugid"`

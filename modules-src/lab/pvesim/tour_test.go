@@ -27,6 +27,7 @@ func TestEveryHandlerFitsReturnsSchema(t *testing.T) {
 			c.call("GET", "/access/permissions", url.Values{"path": {"/storage/local"}}).must(t, "permissions for a path")
 		}
 		tour(tok, "pve01")
+		accessTour(t, tok, root)
 
 		tok.call("POST", "/storage", url.Values{"storage": {"d1"}, "type": {"dir"}, "path": {"/srv/d1"}}).must(t, "create storage")
 		tok.call("PUT", "/storage/d1", url.Values{"content": {"iso"}}).must(t, "update storage")

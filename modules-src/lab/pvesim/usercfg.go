@@ -7,31 +7,14 @@ import (
 	"strings"
 )
 
-// renderUserCfg is PVE::AccessControl's write_user_config: users, tokens,
-// groups, pools and ACL lines. Reconstruction: the field layout of each line
-// is from PVE's documentation and real files, not checked against
-// pve-access-control's writer.
-func renderUserCfg(db *ConfigDB) string {
+// renderUserCfg is PVE::AccessControl's write_user_config: users with
+// their tokens, groups, pools, custom roles and ACL lines, each block ended
+// by an empty line (accesscfg.go).
+func renderUserCfg(db *ConfigDB, version int) string {
 	var b strings.Builder
-	users := make([]string, 0, len(db.Access.Users))
-	for id := range db.Access.Users {
-		users = append(users, id)
-	}
-	sort.Strings(users)
-	for _, id := range users {
-		// user:<id>:<enable>:<expire>:<firstname>:<lastname>:<email>:<comment>:<keys>:
-		fmt.Fprintf(&b, "user:%s:1:0::::::\n", id)
-		tokens := []string{}
-		for tid := range db.Access.Tokens {
-			if strings.HasPrefix(tid, id+"!") {
-				tokens = append(tokens, tid)
-			}
-		}
-		sort.Strings(tokens)
-		for _, tid := range tokens {
-			fmt.Fprintf(&b, "token:%s:0:%d::\n", tid, boolNum(db.Access.Tokens[tid].Privsep))
-		}
-	}
+	renderAccessUsers(&b, &db.Access)
+	b.WriteString("\n")
+	renderAccessGroups(&b, &db.Access)
 	b.WriteString("\n")
 	for _, id := range sortedKeys(db.Pools) {
 		p := db.Pools[id]
@@ -50,9 +33,9 @@ func renderUserCfg(db *ConfigDB) string {
 		fmt.Fprintf(&b, "pool:%s:%s:%s:%s:\n", id, p.Comment, strings.Join(vms, ","), strings.Join(stores, ","))
 	}
 	b.WriteString("\n")
-	for _, a := range db.Access.ACL {
-		fmt.Fprintf(&b, "acl:%d:%s:%s:%s:\n", boolNum(a.Propagate), a.Path, a.UGID, a.Role)
-	}
+	renderAccessRoles(&b, &db.Access, version)
+	b.WriteString("\n")
+	renderAccessACL(&b, &db.Access)
 	return b.String()
 }
 

@@ -1,0 +1,210 @@
+// Package pveaccess is the pve_access module: one object of Proxmox VE's
+// access control (/etc/pve/user.cfg) per task — a user, a group, a custom
+// role, the ACL entries of one path, or an API token — through the API.
+//
+// One module with `type`, not five: every kind shares the connection, the
+// observe → plan → verify flow and the object's id options, and a playbook
+// that sets up an automation account reads as one list of pve_access tasks
+// (user, role, acl, token) in the order PVE needs them.
+//
+//   - observe: GET /version and GET /access/roles (the version's valid
+//     privileges are the Administrator role's, the built-in roles are the
+//     ones PVE marks special), then the object itself.
+//   - plan: absent → create; present → the options the task gives,
+//     compared with what PVE holds, updated once; a diff per change.
+//   - verify: every change is read back.
+package pveaccess
+
+import (
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/gopve/proxmox/modules-src/ansible"
+	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
+)
+
+// Module is pve_access.
+func Module() ansible.Module { return New(pveapi.Options{}) }
+
+// New builds the module with client options (tests point it at a
+// simulator with short retries).
+func New(o pveapi.Options) ansible.Module {
+	return ansible.Module{
+		Name:             "pve_access",
+		ShortDescription: "Proxmox VE users, groups, roles, ACL entries and API tokens, read back before ok or changed",
+		Description: []string{
+			"Manages one access-control object of a Proxmox VE cluster per task (type: user, group, role, acl or token), through the API. Access control lives in /etc/pve/user.cfg, shared by every member: run it once per cluster.",
+			"A custom role's privileges are checked against the node's own PVE version (8 and 9 differ: VM.Monitor exists only in 8, VM.Replicate and VM.GuestAgent.* only in 9); a role PVE ships is refused, never modified.",
+			"ACL entries are converged exactly: type acl names one path and the roles, users, groups and tokens it must (state present) or must not (state absent) grant; --diff shows the path's entries before and after. An entry changed by hand (pveum acl modify) is reported and set back.",
+			"A token's secret exists once, in PVE's answer to its creation: it is returned only to a task with no_log: true (as token_secret), masked everywhere else; a rerun finds the token and says the secret cannot be shown again. state: rotated deletes and recreates the token (one DELETE, one POST) and returns the new secret the same way; its ACL entries go with the old token and must be set again (run the acl task after it).",
+		},
+		Notes: []string{
+			"Run it once per cluster (run_once: true), or in local mode on one node (no credentials: the module uses the node's API as root@pam).",
+			"A user's password (realm pve) is set when the user is created, and on an existing user only with update_password: always (PVE cannot show a password, so it cannot be compared): such a task reports a change every run. A pam user's password is the node's Linux password and is refused here.",
+			"Privileges each kind needs (PVE's checks): user: Realm.AllocateUser on /access/realm/<realm> and User.Modify on /access/groups (or the groups given); group: Group.Allocate on /access/groups; role: Sys.Modify on /access; acl: Permissions.Modify on the path (or the object's Allocate privilege plus every privilege handed out); token: User.Modify on /access/groups, or being the token's own user. Reads need Sys.Audit on /access for ACLs and roles of others.",
+		},
+		Requirements: []string{"Proxmox VE 8 or 9", "root@pam, or a user or token with the privileges listed in the notes (or root on a node, local mode)"},
+		Examples:     examples,
+		Return:       returnDoc,
+		ActionGroups: []string{ansible.GroupAPI},
+		Spec:         pveansible.WithConnection(spec()),
+		Params:       params{},
+		Timeout:      2 * time.Minute,
+		Run:          func(r *ansible.Run) error { return run(r, o) },
+	}
+}
+
+func strOpt(desc ...string) ansible.Option {
+	return ansible.Option{Type: ansible.TypeStr, Description: desc}
+}
+func list(desc ...string) ansible.Option {
+	return ansible.Option{Type: ansible.TypeList, Elements: ansible.TypeStr, Description: desc}
+}
+
+func spec() ansible.Spec {
+	opts := map[string]ansible.Option{
+		"type": {Type: ansible.TypeStr, Required: true, Choices: []any{"user", "group", "role", "acl", "token"},
+			Description: []string{"The kind of object this task manages."}},
+		"state": {Type: ansible.TypeStr, Default: "present", Choices: []any{"present", "absent", "rotated"},
+			Description: []string{"present creates or converges the object; absent removes it (for acl: the entries named). rotated (token only) deletes and recreates the token, for a new secret."}},
+		"userid":    strOpt("user: the user, token: its owner, as user@realm (realm pam or pve), e.g. automation@pve."),
+		"groupid":   strOpt("group: the group's name."),
+		"roleid":    strOpt("role: the custom role's name (not one PVE ships, not starting with PVE)."),
+		"tokenid":   strOpt("token: the token's name (letters, digits, '.', '-', '_', starting with a letter), e.g. gopve. The full id is userid!tokenid."),
+		"comment":   strOpt("user, group, token: the comment. An empty string removes it."),
+		"email":     strOpt("user: the e-mail address."),
+		"firstname": strOpt("user: the first name."),
+		"lastname":  strOpt("user: the last name."),
+		"password": {Type: ansible.TypeStr, NoLog: true,
+			Description: []string{"user (realm pve): the password (8 to 64 characters), set at creation, and on an existing user only with update_password: always."}},
+		"update_password": {Type: ansible.TypeStr, Default: "on_create", Choices: []any{"on_create", "always"},
+			Description: []string{"user: on_create sets password only when the user is created; always sends it on every run (PVE cannot show it to compare)."}},
+		"enable":     {Type: ansible.TypeBool, Description: []string{"user: whether the account may log in (PVE's default: true)."}},
+		"expire":     {Type: ansible.TypeInt, Description: []string{"user, token: expiry as seconds since the epoch; 0 never expires."}},
+		"groups":     list("user: the groups the user is a member of, exactly (the groups must exist). acl: the groups the entries are for."),
+		"privileges": list("role: the role's privileges, exactly, checked against the node's PVE version."),
+		"path":       strOpt("acl: the ACL path, e.g. /, /storage/nvme-vm, /vms/201, /pool/tenant."),
+		"roles":      list("acl: the roles the entries grant."),
+		"users":      list("acl: the users (user@realm) the entries are for."),
+		"tokens":     list("acl: the tokens (user@realm!tokenid) the entries are for."),
+		"propagate": {Type: ansible.TypeBool, Default: true,
+			Description: []string{"acl: whether the entries also apply below path."}},
+		"privsep": {Type: ansible.TypeBool, Default: true,
+			Description: []string{"token: privilege separation: the token has only what ACL entries grant the token itself (and its user has too). false gives it all its user's privileges."}},
+	}
+	return ansible.Spec{Options: opts, Constraints: ansible.Constraints{
+		RequiredIf: []ansible.RequiredIf{
+			{Key: "type", Value: "user", Requirements: []string{"userid"}},
+			{Key: "type", Value: "token", Requirements: []string{"userid", "tokenid"}},
+			{Key: "type", Value: "group", Requirements: []string{"groupid"}},
+			{Key: "type", Value: "role", Requirements: []string{"roleid"}},
+			{Key: "type", Value: "acl", Requirements: []string{"path", "roles"}},
+		},
+	}}
+}
+
+// params are the task's options.
+type params struct {
+	pveansible.Connection `ansible:",squash"`
+	Type                  string   `ansible:"type"`
+	State                 string   `ansible:"state"`
+	UserID                string   `ansible:"userid"`
+	GroupID               string   `ansible:"groupid"`
+	RoleID                string   `ansible:"roleid"`
+	TokenID               string   `ansible:"tokenid"`
+	Comment               *string  `ansible:"comment"`
+	Email                 *string  `ansible:"email"`
+	Firstname             *string  `ansible:"firstname"`
+	Lastname              *string  `ansible:"lastname"`
+	Password              string   `ansible:"password"`
+	UpdatePassword        string   `ansible:"update_password"`
+	Enable                *bool    `ansible:"enable"`
+	Expire                *int     `ansible:"expire"`
+	Groups                []string `ansible:"groups"`
+	Privileges            []string `ansible:"privileges"`
+	Path                  string   `ansible:"path"`
+	Roles                 []string `ansible:"roles"`
+	Users                 []string `ansible:"users"`
+	Tokens                []string `ansible:"tokens"`
+	Propagate             bool     `ansible:"propagate"`
+	Privsep               bool     `ansible:"privsep"`
+}
+
+// AccessControl.pm / Auth/Plugin.pm: user@realm, the token's sub id, group
+// and role names.
+var (
+	userIDRe  = regexp.MustCompile(`^[^\s:/]+@[A-Za-z][A-Za-z0-9._-]+$`)
+	tokenIDRe = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9._-]+$`)
+	nameRe    = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+)
+
+// validate refuses, before any request and naming the option, what PVE
+// would refuse.
+func validate(p params) error {
+	if p.State == "rotated" && p.Type != "token" {
+		return fmt.Errorf("state: rotated is for type token only")
+	}
+	if p.UserID != "" && !userIDRe.MatchString(p.UserID) {
+		return fmt.Errorf("userid: %q does not look like a valid user name (user@realm)", p.UserID)
+	}
+	if p.TokenID != "" && !tokenIDRe.MatchString(p.TokenID) {
+		return fmt.Errorf("tokenid: %q is not a valid token id (a letter, then at least one letter, digit, '.', '-' or '_')", p.TokenID)
+	}
+	if p.GroupID != "" && !nameRe.MatchString(p.GroupID) {
+		return fmt.Errorf("groupid: group name %q contains invalid characters", p.GroupID)
+	}
+	if p.RoleID != "" && !nameRe.MatchString(p.RoleID) {
+		return fmt.Errorf("roleid: role name %q contains invalid characters", p.RoleID)
+	}
+	if p.Type == "user" && p.Password != "" {
+		if _, realm := splitUser(p.UserID); realm == "pam" {
+			return fmt.Errorf("password: %s is a pam user, whose password is the node's Linux password; set it with the system's tools", p.UserID)
+		}
+		if n := len(p.Password); n < 8 || n > 64 {
+			return fmt.Errorf("password: must be 8 to 64 characters long (PVE's limits)")
+		}
+	}
+	if p.Type == "acl" {
+		if len(p.Users)+len(p.Groups)+len(p.Tokens) == 0 {
+			return fmt.Errorf("users: acl needs users, groups or tokens")
+		}
+		for _, u := range p.Users {
+			if !userIDRe.MatchString(u) {
+				return fmt.Errorf("users: %q does not look like a valid user name", u)
+			}
+		}
+		for _, t := range p.Tokens {
+			u, name, ok := cutToken(t)
+			if !ok || !userIDRe.MatchString(u) || !tokenIDRe.MatchString(name) {
+				return fmt.Errorf("tokens: %q is not a valid token id (user@realm!tokenid)", t)
+			}
+		}
+		if err := checkACLPath(p.Path); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func run(r *ansible.Run, o pveapi.Options) error {
+	var p params
+	if err := r.Decode(&p); err != nil {
+		return err
+	}
+	if err := validate(p); err != nil {
+		return err
+	}
+	c, err := pveansible.ForRun(r, p.Connection.API(), o)
+	if err != nil {
+		return err
+	}
+	if c.Pvesh() && p.Password != "" {
+		return pveapi.LocalSecretError("password")
+	}
+	a := &access{r: r, c: c, p: p}
+	err = r.Stage(p.Type, a.plan)
+	a.report()
+	return err
+}

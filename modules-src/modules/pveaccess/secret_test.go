@@ -1,0 +1,141 @@
+package pveaccess
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/gopve/proxmox/modules-src/modules/pvestorage"
+	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/pveapitest"
+)
+
+// The token's secret: to a no_log task once, as token_secret; a task
+// without no_log gets the placeholder and the secret appears nowhere; a
+// rerun says it cannot be shown again; rotation is one DELETE and one POST
+// and gives a new secret. The secret then proves pve_storage's documented
+// privilege (Datastore.Allocate on /storage) and fails clearly without it.
+func TestTokenSecretOnceAndStoragePrivileges(t *testing.T) {
+	w := newWorld(t, 9)
+	for _, args := range []map[string]any{
+		{"type": "user", "userid": "automation@pve"},
+		{"type": "role", "roleid": "StorageOnly", "privileges": []any{"Datastore.Allocate", "Datastore.Audit"}},
+	} {
+		mustOK(t, "setup", w.run(args, false), true)
+	}
+	tok := map[string]any{"type": "token", "userid": "automation@pve", "tokenid": "gopve"}
+	res := w.exec(New(pveapi.Options{Retry: &pveapitest.FastRetry}), w.conn("", ""), tok, false, true)
+	secret, _ := res["token_secret"].(string)
+	if res["changed"] != true || len(secret) != 36 || res["full_tokenid"] != "automation@pve!gopve" {
+		t.Fatalf("no_log create: %v", res)
+	}
+	again := w.run(tok, false)
+	if again["changed"] != false || !strings.Contains(strings.Join(warnings(again), " "), "cannot be returned again") || again["token_secret"] != nil {
+		t.Fatalf("rerun: %v", again)
+	}
+	before := len(pveapitest.Mutating(w.sim))
+	rot := w.run(map[string]any{"type": "token", "userid": "automation@pve", "tokenid": "gopve", "state": "rotated"}, false)
+	writes := pveapitest.Mutating(w.sim)[before:]
+	if rot["changed"] != true || rot["token_secret"] != "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER" || len(writes) != 2 ||
+		writes[0].Method != "DELETE" || writes[1].Method != "POST" {
+		t.Fatalf("rotation without no_log: %v, writes %v", rot, writes)
+	}
+	for _, r := range pveapitest.Mutating(w.sim) {
+		for _, v := range r.Params {
+			if secret != "" && strings.Contains(v, secret) {
+				t.Error("the secret is in the request log")
+			}
+		}
+	}
+	if strings.Contains(w.log.String(), secret) {
+		// only the no_log task's own result may hold it: the log of every
+		// other run must not
+		if strings.Count(w.log.String(), secret) > 1 {
+			t.Error("the first secret leaked beyond its no_log result")
+		}
+	}
+	res = w.exec(New(pveapi.Options{Retry: &pveapitest.FastRetry}), w.conn("", ""),
+		map[string]any{"type": "token", "userid": "automation@pve", "tokenid": "gopve", "state": "rotated"}, false, true)
+	secret = res["token_secret"].(string)
+	// Exactly the documented privilege, for the user and the token.
+	acl := map[string]any{"type": "acl", "path": "/storage", "roles": []any{"StorageOnly"}, "users": []any{"automation@pve"}, "tokens": []any{"automation@pve!gopve"}}
+	mustOK(t, "acl", w.run(acl, false), true)
+	storage := map[string]any{"storage": "d1", "type": "dir", "path": "/srv/d1", "content": []any{"iso"}}
+	conn := w.conn("automation@pve!gopve", secret)
+	st := pvestorage.New(pveapi.Options{Retry: &pveapitest.FastRetry})
+	if r := w.exec(st, conn, storage, false, false); r["changed"] != true || r["failed"] == true {
+		t.Fatalf("pve_storage with Datastore.Allocate on /storage: %v", r)
+	}
+	// One fewer: the role without Datastore.Allocate.
+	mustOK(t, "role", w.run(map[string]any{"type": "role", "roleid": "StorageOnly", "privileges": []any{"Datastore.Audit"}}, false), true)
+	r := w.exec(st, conn, map[string]any{"storage": "d2", "type": "dir", "path": "/srv/d2"}, false, false)
+	if r["failed"] != true || !strings.Contains(r["msg"].(string), "Datastore.Allocate") {
+		t.Fatalf("pve_storage without Datastore.Allocate: %v", r)
+	}
+}
+
+func warnings(res map[string]any) []string {
+	var out []string
+	if l, ok := res["warnings"].([]any); ok {
+		for _, w := range l {
+			out = append(out, w.(string))
+		}
+	}
+	if l, ok := res["warnings"].([]string); ok {
+		out = append(out, l...)
+	}
+	return out
+}
+
+// Bad input fails naming the option, nothing written.
+func TestBadInputNamedNothingWritten(t *testing.T) {
+	w := newWorld(t, 8)
+	before := len(pveapitest.Mutating(w.sim))
+	for _, tc := range []struct {
+		args  map[string]any
+		param string
+	}{
+		{map[string]any{"type": "role", "roleid": "R", "privileges": []any{"VM.Replicate"}}, "privileges"}, // PVE 9 only
+		{map[string]any{"type": "role", "roleid": "PVEVMAdmin", "privileges": []any{"VM.Audit"}}, "roleid"},
+		{map[string]any{"type": "token", "userid": "root@pam", "tokenid": "bad!id"}, "tokenid"},
+		{map[string]any{"type": "acl", "path": "/vms/12", "roles": []any{"PVEAuditor"}, "users": []any{"root@pam"}}, "path"},
+		{map[string]any{"type": "acl", "path": "/", "roles": []any{"Nope"}, "users": []any{"root@pam"}}, "roles"},
+		{map[string]any{"type": "user", "userid": "bob@pam", "password": "long-enough"}, "password"},
+	} {
+		r := w.run(tc.args, false)
+		if r["failed"] != true || !strings.HasPrefix(r["msg"].(string), tc.param+":") {
+			t.Errorf("%v: %v", tc.args, r["msg"])
+		}
+	}
+	if n := len(pveapitest.Mutating(w.sim)); n != before {
+		t.Errorf("bad input wrote %d times", n-before)
+	}
+}
+
+// Drift by hand (what pveum acl modify writes): another flag and an extra
+// role for a named member are reported in the diff and set back exactly.
+func TestACLDriftFixedExactly(t *testing.T) {
+	w := newWorld(t, 9)
+	mustOK(t, "user", w.run(map[string]any{"type": "user", "userid": "a@pve"}, false), true)
+	acl := map[string]any{"type": "acl", "path": "/storage", "roles": []any{"PVEDatastoreUser"}, "users": []any{"a@pve"}}
+	mustOK(t, "acl", w.run(acl, false), true)
+	want := w.userCfg()
+	c := pveapitest.TokenConn(t, w.sim, "pve01")
+	client, err := pveapi.Connect(context.Background(), c, pveapi.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pveapitest.Write(t, client, "PUT", "/access/acl", url.Values{"path": {"/storage"}, "roles": {"PVEDatastoreUser,PVEAuditor"}, "users": {"a@pve"}, "propagate": {"0"}})
+	check := w.run(acl, true)
+	diff := fmt.Sprint(check["diff"])
+	if check["changed"] != true || !strings.Contains(diff, "a@pve PVEAuditor propagate=0") || !strings.Contains(diff, "a@pve PVEDatastoreUser propagate=1") {
+		t.Fatalf("drift not reported: %v", check)
+	}
+	mustOK(t, "fix", w.run(acl, false), true)
+	if got := w.userCfg(); got != want {
+		t.Errorf("user.cfg after the fix:\n%s\nwant:\n%s", got, want)
+	}
+	mustOK(t, "rerun", w.run(acl, false), false)
+}
