@@ -91,6 +91,13 @@ options:
     description:
       - "Cloud-init user."
     type: "str"
+  clone_then_migrate:
+    description:
+      - "A new VM whose template has disks (or whose storage is) on local storage of another node than node: PVE cannot clone it there (K2), so clone it on the template's node, then migrate it offline to node (with-local-disks; targetstorage storage when storage is given: the clone uses storage too when the template's node has it, else each disk's own storage, and the migration moves the disks onto storage), wait for the migration task, then configure and start it there. Each step is its own change and write; check mode predicts the whole sequence (the VM and its config on node) and writes nothing."
+      - "Refused before any write (check mode alike) when node is not a cluster member or is offline, when a storage the VM's disks land on is missing on node or holds no images, when the template has a local CD-ROM ISO (PVE refuses to migrate it), or with full: false (a linked clone cannot leave its template's node, H8). A template entirely on shared storage is cloned straight to node (PVE's target), no migration, and the summary says so."
+      - "When the migration fails after the clone, the task fails changed (the clone exists), naming the node the VM is on, read back; a rerun with migrate_existing: true finishes the move."
+    type: "bool"
+    default: false
   cores:
     description:
       - "CPU cores per socket."
@@ -194,6 +201,13 @@ options:
     description:
       - "Memory in MiB."
     type: "int"
+  migrate_existing:
+    description:
+      - "An existing VM on another node than node is migrated there (off by default: nothing moves by surprise; after an HA recovery a guest lives elsewhere on purpose, H3). A stopped VM migrates offline, a running one online (online: 1), with-local-disks when it has disks on local storage; each disk keeps its storage. A guest HA manages is moved by the HA manager (POST /cluster/ha/resources/vm:N/migrate, never a direct migrate, H4). The move is waited for until PVE reports the VM on node, bounded by timeout; the configuration and power changes follow there."
+      - "What PVE's migrate_vm and QemuMigrate refuse is refused before any write (check mode alike): node not a member or offline, a lock, a storage of the VM missing on node, a local CD-ROM ISO or the host's drive, a linked clone on local storage (H8), local devices (usb, hostpci, serial, parallel, virtiofs, ivshmem; PVE's force is root only and never sent), and a running replicated VM to a node that is not a replication target. A failed migration is changed, and the message says where the VM is, read back."
+      - "Under HA with a node-affinity rule (PVE 9) or group (PVE 8) that prefers another node, the HA manager may move the guest back: put node where the rule wants it."
+    type: "bool"
+    default: false
   name:
     description:
       - "The VM's name (a DNS name), the proof that the VM at vmid is this task's: on an existing VMID it must match, else the task fails with what holds the VMID, before any write. Required unless adopt is true (always with state=absent and vmid auto)."
@@ -211,7 +225,7 @@ options:
     type: "dict"
   node:
     description:
-      - "Node the VM should live on when it is created. Defaults to the template's node. An existing VM is found wherever it runs now (after a migration or an HA recovery) and is not moved."
+      - "Node the VM should live on. Defaults to the template's node. An existing VM is found wherever it runs now (after a migration or an HA recovery); on another node it is moved only with migrate_existing, else a warning says where it is (the result's node is always where it is)."
     type: "str"
   numa:
     description:
@@ -336,7 +350,7 @@ notes:
   - "The clone task is waited for at the node named in its task id; OK and WARNINGS are success (the warnings are returned and shown), any other end fails with the task log's tail. Then the config must be present and unlocked on the target node. All waits are bounded by timeout."
   - "A NIC change on a running VM unplugs the NIC from the guest: give the network settings before the first start (state: present, then started)."
   - "cipassword is stored hashed by PVE and shown masked, so it cannot be compared: it is set when the VM is created by this run or when none is set, and never reported as drift."
-  - "A template on local storage can only be cloned to its own node (PVE refuses a target with local disks); the module refuses before sending anything, with PVE's reason."
+  - "A template on local storage can only be cloned to its own node (PVE refuses a target with local disks); the module refuses before sending anything, with PVE's reason, unless clone_then_migrate asks to clone there and migrate. Migrations need VM.Migrate on /vms/<vmid> (and Datastore.AllocateSpace on the target storage); through HA, Sys.Console on /."
   - "Privileges (from the PVE API schema's permissions of every call the module makes, PVE 8 and 9): VM.Audit on /vms (the cluster's guest list shows only the guests the token may audit, an empty list is not proof of absence, K19; GET pending, the VM's status and the replication jobs need it too); VM.Clone on /vms/<template>; VM.Allocate on /vms/<vmid> or, with pool, on /pool/<pool> (clone, create, absent); Pool.Audit on /pool/<pool> to see the pool, Pool.Allocate on /pool/<pool> with pool_create; Datastore.AllocateSpace on every storage a disk lands on, and Datastore.Audit to read the storage definitions and an ISO's storage content; SDN.Use on the bridges of the NICs; the VM.Config.* privilege of each setting changed (CPU, Memory, Network, Disk, CDROM, Cloudinit, Options, HWType) and VM.Config.Disk for growing a disk; VM.PowerMgmt for started/stopped and the stop before absent; Sys.Audit on / to read whether HA manages the VM (power changes, absent), and on /nodes/<node> to read a task another user started (a lost answer is settled from the node's task list); with agent_wait, VM.Monitor (PVE 8) or VM.GuestAgent.Audit (PVE 9)."
   - "The module is a compiled Go program run by the collection's action plugin; no Python is needed on the target except for C(async)."
   - "The task reports C(changed) only after reading back the state it promised; C(changes) lists what was (or in check mode would be) done."
@@ -427,6 +441,26 @@ EXAMPLES = r"""
     as_template: true              # state: stopped would stop a running VM first; started is refused
   delegate_to: localhost
 
+- name: A template on pve1's local-lvm, the VM wanted on pve2 - cloned on pve1, migrated, then configured there
+  gopve.proxmox.pve_clone:
+    vmid: 320
+    name: app-2
+    template: debian-12-local
+    node: pve2
+    clone_then_migrate: true       # one change each: clone, migrate (with-local-disks), configure, start
+    storage: vmdata                # optional: where the disks end on pve2 (targetstorage)
+    cores: 2
+    state: started
+  delegate_to: localhost
+
+- name: Move VM 201 back to pve1 if it lives elsewhere (online when running; through HA under HA)
+  gopve.proxmox.pve_clone:
+    vmid: 201
+    name: web-1
+    node: pve1
+    migrate_existing: true         # without it, a warning says where the VM is and nothing moves
+  delegate_to: localhost
+
 - name: Remove it (the name must match the VMID's)
   gopve.proxmox.pve_clone:
     vmid: 310
@@ -477,7 +511,7 @@ vmid:
   returned: always, except vmid auto with state absent and no VM of that name in the range
   type: int
 node:
-  description: The node the VM lives on (or will, in check mode).
+  description: The node the VM lives on, read back (or will, in check mode). After a failed migration, the node it is on now; without migrate_existing an existing VM's own node, which may differ from the node option (a warning says so).
   returned: when known
   type: str
 existed:

@@ -70,14 +70,14 @@ func newFaults() *Faults { return &Faults{next: 1} }
 // Add installs f and returns its id.
 func (fs *Faults) Add(f Fault) (int, error) {
 	switch f.Kind {
-	case FaultLatency, FaultError, FaultReset, FaultHang, FaultLock, FaultTaskFail, FaultSlowConfig, FaultLostAnswer, FaultSlowLocked:
+	case FaultLatency, FaultError, FaultReset, FaultHang, FaultLock, FaultTaskFail, FaultSlowConfig, FaultLostAnswer, FaultSlowLocked, FaultMigrateAbort, FaultMigrateProblems:
 	case FaultFinishJoin:
 		if f.Node == "" {
 			return 0, fmt.Errorf("finish-join fault needs the joining node")
 		}
 		f.Path = "-" // not a request fault (join.go)
 	default:
-		return 0, fmt.Errorf("unknown fault kind %q (use latency, error, reset, hang, lock, task-fail, slow-config, lost-answer, slow-locked, finish-join)", f.Kind)
+		return 0, fmt.Errorf("unknown fault kind %q (use latency, error, reset, hang, lock, task-fail, slow-config, lost-answer, slow-locked, migrate-abort, migrate-problems, finish-join)", f.Kind)
 	}
 	if f.Path == "" {
 		return 0, fmt.Errorf("fault needs a path pattern such as /cluster/config/join or /**")

@@ -278,7 +278,7 @@ func (s *Sim) serve(node string, table map[string]handlerFunc, w http.ResponseWr
 			finish(500)
 			writeError(w, errStatus(500, "can't lock file '%s' - got timeout", file))
 			return
-		case FaultTaskFail, FaultSlowConfig, FaultSlowLocked:
+		case FaultTaskFail, FaultSlowConfig, FaultSlowLocked, FaultMigrateAbort, FaultMigrateProblems:
 			taskFault = fault
 		case FaultLostAnswer:
 			loseAnswer = true

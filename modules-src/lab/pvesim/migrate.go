@@ -55,21 +55,20 @@ func (s *Sim) postQemuMigrate(rc *reqCtx) (any, error) {
 			return nil, pveDie("Cannot live-migrate replicated VM to node '%s' - not a replication target. Use 'force' to override.", target)
 		}
 	}
-	targetStorage := rc.str("targetstorage")
-	if targetStorage == "" {
-		// check_storage_availability
-		for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
-			if !isDriveKey(k) {
-				continue
+	sm := storageMap{identity: true}
+	if ts := rc.str("targetstorage"); ts != "" {
+		if sm, err = parseStorageMap(ts); err != nil {
+			return nil, errParams(map[string]string{"targetstorage": "failed to parse storage map: " + err.Error()})
+		}
+		for _, id := range sm.targets() {
+			if err := checkStorageAccessMigrate(db, id, target); err != nil {
+				return nil, err
 			}
-			d := parseDrive(c.Keys[k])
-			store, _, ok := volumeID(d.file())
-			if !ok {
-				continue
-			}
-			if st := db.Storage[store]; st != nil && !storageOnNode(st, target) {
-				return nil, pveDie("storage '%s' is not available on node '%s'", store, target)
-			}
+		}
+	}
+	if sm.identity {
+		if err := s.checkStorageAvailability(db, c, target); err != nil {
+			return nil, err
 		}
 	}
 	if _, managed := s.haManagedLocked(db, vmid); managed {
@@ -117,6 +116,11 @@ func (s *Sim) postQemuMigrate(rc *reqCtx) (any, error) {
 			t.logf("ERROR: migration aborted (duration %s): %s", fmtDuration(time.Since(start)), reason)
 			return "migration aborted"
 		}
+		// abortLocked is abort under s.mu (the second half of the worker).
+		abortLocked := func(reason string) string {
+			t.logf0("ERROR: migration aborted (duration %s): %s", fmtDuration(time.Since(start)), reason)
+			return "migration aborted"
+		}
 		s.mu.Lock()
 		c, err := s.loadQmConfLocked(db, node, vmid)
 		if err == nil {
@@ -128,6 +132,19 @@ func (s *Sim) postQemuMigrate(rc *reqCtx) (any, error) {
 		}
 		t.task.Log = append(t.task.Log, fmt.Sprintf("starting migration of VM %d to node '%s' (%s)", vmid, target, s.st.Nodes[target].Addr))
 		local, reason := s.localVolumesLocked(db, c, vmid)
+		if res := localResources(c); reason == "" && len(res) > 0 {
+			// QemuMigrate.pm prepare: without force (root only), a VM with
+			// local devices does not migrate, offline or online.
+			reason = "can't migrate VM which uses local devices: " + strings.Join(res, ", ")
+		}
+		for _, file := range local {
+			store, _, _ := volumeID(file)
+			if dst := sm.target(store); reason == "" && !sm.identity && dst != store {
+				if err := checkStorageAccessMigrate(db, dst, target); err != nil {
+					reason = err.Error() // target_storage_check_available, in scan_local_volumes
+				}
+			}
+		}
 		if reason == "" && running && len(local) > 0 && !withLocal {
 			reason = fmt.Sprintf("can't migrate local disk '%s': can't live migrate attached local disks without with-local-disks option", local[0])
 		}
@@ -146,12 +163,32 @@ func (s *Sim) postQemuMigrate(rc *reqCtx) (any, error) {
 		defer s.mu.Unlock()
 		c, _ = s.loadQmConfLocked(db, node, vmid)
 		delete(c.Keys, "lock")
+		if f := rc.fault; f != nil && f.Kind == FaultMigrateAbort {
+			s.writeQmConfLocked(db, node, vmid, c)
+			s.copyThenFree(node, target, local, t.logf0)
+			return abortLocked(faultMessage(f, "storage migration failed"))
+		}
+		moved, err := s.remapVolumesLocked(db, c, vmid, node, target, sm, local, t.logf0)
 		s.writeQmConfLocked(db, node, vmid, c)
-		if err := s.zfsMigrateLocked(db, node, target, local); err != nil {
-			return abort(err.Error())
+		if err != nil {
+			return abortLocked(err.Error())
+		}
+		var rest []string
+		for _, f := range local {
+			if moved[f] == "" {
+				rest = append(rest, f)
+			}
+		}
+		if f := rc.fault; f != nil && f.Kind == FaultMigrateProblems {
+			// The config moves, the source keeps its volumes (their copies
+			// are on the target): phase3_cleanup could not remove them.
+			return s.migrateProblems(db, t, vmid, node, target, rest, faultMessage(f, "failed to remove source volumes"), start)
+		}
+		if err := s.zfsMigrateLocked(db, node, target, rest); err != nil {
+			return abortLocked(err.Error())
 		}
 		if err := s.moveGuestLocked(db, vmid, node, target, t.logf0); err != nil {
-			return abort(err.Error())
+			return abortLocked(err.Error())
 		}
 		t.task.Log = append(t.task.Log, fmt.Sprintf("migration finished successfully (duration %s)", fmtDuration(time.Since(start))))
 		return ""

@@ -40,7 +40,7 @@ func (v *vm) isoExists(ctx context.Context, node, volid string) (int64, error) {
 // drive too), with PVE's own reason and what to do instead.
 func crossNodeLocal(target string, tpl resources.Guest, key string, d qemu.Drive, st storageInfo, store string) error {
 	what := "disk"
-	fix := fmt.Sprintf("clone on %s and migrate, or keep a template on each node", tpl.Node)
+	fix := fmt.Sprintf("clone_then_migrate: true clones on %s and migrates, or keep a template on each node", tpl.Node)
 	if d.IsCDROM() && !d.IsCloudInit() {
 		what = "CD-ROM ISO"
 		fix = "eject it from the template (" + key + ": none) or keep the ISO on shared storage"

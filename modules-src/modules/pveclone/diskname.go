@@ -294,7 +294,7 @@ func (v *vm) storagesOnce(ctx context.Context) (map[string]storageInfo, error) {
 // cloneNames seeds the clone's disk names with what the new VMID already
 // owns on the storages its disks are copied or linked to (seen from the
 // template's node, where clone_vm allocates them).
-func (v *vm) cloneNames(ctx context.Context, src qemu.Config, node string, stores map[string]storageInfo) (*diskNames, error) {
+func (v *vm) cloneNames(ctx context.Context, src qemu.Config, node, storage string, stores map[string]storageInfo) (*diskNames, error) {
 	disks, err := src.Disks()
 	if err != nil {
 		return nil, err
@@ -305,8 +305,8 @@ func (v *vm) cloneNames(ctx context.Context, src qemu.Config, node string, store
 		if !ok || d.IsCDROM() {
 			continue // an ISO stays; the cloud-init drive's name is fixed
 		}
-		if v.p.Storage != "" {
-			store = v.p.Storage
+		if storage != "" {
+			store = storage
 		}
 		dst = append(dst, store)
 	}

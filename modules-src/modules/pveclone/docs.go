@@ -81,6 +81,26 @@ const examples = `- name: Seed 001's tenant VM in one task, from the controller
     as_template: true              # state: stopped would stop a running VM first; started is refused
   delegate_to: localhost
 
+- name: A template on pve1's local-lvm, the VM wanted on pve2 - cloned on pve1, migrated, then configured there
+  gopve.proxmox.pve_clone:
+    vmid: 320
+    name: app-2
+    template: debian-12-local
+    node: pve2
+    clone_then_migrate: true       # one change each: clone, migrate (with-local-disks), configure, start
+    storage: vmdata                # optional: where the disks end on pve2 (targetstorage)
+    cores: 2
+    state: started
+  delegate_to: localhost
+
+- name: Move VM 201 back to pve1 if it lives elsewhere (online when running; through HA under HA)
+  gopve.proxmox.pve_clone:
+    vmid: 201
+    name: web-1
+    node: pve1
+    migrate_existing: true         # without it, a warning says where the VM is and nothing moves
+  delegate_to: localhost
+
 - name: Remove it (the name must match the VMID's)
   gopve.proxmox.pve_clone:
     vmid: 310
@@ -94,7 +114,7 @@ const returnDoc = `vmid:
   returned: always, except vmid auto with state absent and no VM of that name in the range
   type: int
 node:
-  description: The node the VM lives on (or will, in check mode).
+  description: The node the VM lives on, read back (or will, in check mode). After a failed migration, the node it is on now; without migrate_existing an existing VM's own node, which may differ from the node option (a warning says so).
   returned: when known
   type: str
 existed:

@@ -193,6 +193,9 @@ func (v *vm) planVM(ctx context.Context, _ *ansible.World) ([]ansible.Change, er
 		}
 		v.read = &st
 		v.before = st.Next.Values
+		if v.p.Node != "" && g.Node != v.p.Node {
+			return v.planMoveExisting(ctx, g, st)
+		}
 		return nil, nil
 	}
 	if v.p.State == "absent" {
@@ -359,7 +362,11 @@ func (v *vm) planClone(ctx context.Context, guests []resources.Guest) ([]ansible
 	if err != nil {
 		return nil, err
 	}
-	if err := v.checkCloneStorage(src, tpl, target, stores); err != nil {
+	cloneNode, cloneStorage, why, err := v.cloneWhere(src, tpl, target, stores)
+	if err != nil {
+		return nil, err
+	}
+	if err := v.checkCloneStorage(src, tpl, cloneNode, cloneStorage, stores); err != nil {
 		return nil, err
 	}
 	if err := v.checkAddedDiskStorages(src, target, stores); err != nil {
@@ -370,8 +377,8 @@ func (v *vm) planClone(ctx context.Context, guests []resources.Guest) ([]ansible
 		return nil, err
 	}
 	full := v.p.Full
-	clone := qemu.Clone{Node: tpl.Node, VMID: tpl.VMID, NewID: v.p.VMID, Name: v.p.Name, Target: target, Full: &full,
-		Storage: v.p.Storage, Format: v.p.Format, Pool: v.p.Pool, BWLimit: v.p.BWLimit}
+	clone := qemu.Clone{Node: tpl.Node, VMID: tpl.VMID, NewID: v.p.VMID, Name: v.p.Name, Target: cloneNode, Full: &full,
+		Storage: cloneStorage, Format: v.p.Format, Pool: v.p.Pool, BWLimit: v.p.BWLimit}
 	if v.p.Description != nil {
 		clone.Description = *v.p.Description
 	}
@@ -379,28 +386,45 @@ func (v *vm) planClone(ctx context.Context, guests []resources.Guest) ([]ansible
 	if err := req.Validate(v.version); err != nil {
 		return nil, v.schemaError(err)
 	}
-	names, err := v.cloneNames(ctx, src, tpl.Node, stores)
+	names, err := v.cloneNames(ctx, src, tpl.Node, cloneStorage, stores)
 	if err != nil {
 		return nil, err
 	}
 	predicted, err := predictClone(src, tpl.VMID, cloneOpts{newid: v.p.VMID, name: v.p.Name, description: clone.Description,
-		storage: v.p.Storage, format: v.p.Format, full: full}, stores, names)
+		storage: cloneStorage, format: v.p.Format, full: full}, stores, names)
 	if err != nil {
 		return nil, err
 	}
-	if _, _, _, err := v.settings(ctx, vmState{Node: target, Next: predicted, Live: predicted}, false); err != nil {
+	cloned := vmState{Node: cloneNode, Next: predicted, Live: predicted}
+	var moves []ansible.Change
+	final := cloned
+	if cloneNode != target {
+		m, err := v.planMigration(ctx, cloned, target, v.p.Storage, stores)
+		if err != nil {
+			return nil, err // refused before the clone is sent
+		}
+		ch, err := v.migrateChange(m, why)
+		if err != nil {
+			return nil, err
+		}
+		moves, final = append(moves, ch), m.after
+	}
+	if _, _, _, err := v.settings(ctx, final, false); err != nil {
 		return nil, err // refused before the clone is sent
 	}
-	v.node = target
+	v.node = cloneNode
 	kind := map[bool]string{true: "full", false: "linked"}[full]
-	where := target
-	if target != tpl.Node {
-		where = fmt.Sprintf("%s → %s", tpl.Node, target)
+	where := cloneNode
+	if cloneNode != tpl.Node {
+		where = fmt.Sprintf("%s → %s", tpl.Node, cloneNode)
 	}
-	return append(pool, ansible.Change{
+	if cloneNode == target {
+		where += why
+	}
+	return append(append(pool, ansible.Change{
 		ID:      "vm:clone",
 		Summary: fmt.Sprintf("%s clone of template %d (%s) into VM %d on %s", kind, tpl.VMID, tpl.Name, v.p.VMID, where),
-		Diff:    ansible.TextDiff(confHeader(target, v.p.VMID), "", renderConf(predicted.Values)),
+		Diff:    ansible.TextDiff(confHeader(cloneNode, v.p.VMID), "", renderConf(predicted.Values)),
 		Apply: func(ctx context.Context) error {
 			mk := func(id int) (write, error) {
 				c := clone
@@ -421,21 +445,21 @@ func (v *vm) planClone(ctx context.Context, guests []resources.Guest) ([]ansible
 				return err
 			}
 			v.created = true
-			return v.waitConfig(ctx, target)
+			return v.waitConfig(ctx, cloneNode)
 		},
-		Verify: func(ctx context.Context) error { return v.verifyPresent(ctx, target) },
+		Verify: func(ctx context.Context) error { return v.verifyPresent(ctx, cloneNode) },
 		Predict: func(w *ansible.World) {
-			vmKey(v.p.VMID).Predict(w, vmState{Node: target, Next: predicted, Live: predicted})
+			vmKey(v.p.VMID).Predict(w, cloned)
 		},
-	}), nil
+	}), moves...), nil
 }
 
 // checkCloneStorage is clone_vm's storage checks, read-only: the target
 // storage exists on the node and holds images, is shared when the clone
 // crosses nodes, and a cross-node clone needs every disk on shared
 // storage; a linked clone needs storages that can link.
-func (v *vm) checkCloneStorage(src qemu.Config, tpl resources.Guest, target string, stores map[string]storageInfo) error {
-	if s := v.p.Storage; s != "" {
+func (v *vm) checkCloneStorage(src qemu.Config, tpl resources.Guest, target, storage string, stores map[string]storageInfo) error {
+	if s := storage; s != "" {
 		st, ok := stores[s]
 		switch {
 		case !ok:

@@ -28,6 +28,7 @@ var endpoints = []string{
 	"PUT /nodes/{node}/qemu/{vmid}/resize",
 	"DELETE /nodes/{node}/qemu/{vmid}",
 	"POST /nodes/{node}/qemu/{vmid}/template",
+	"POST /nodes/{node}/qemu/{vmid}/migrate",
 	"POST /nodes/{node}/qemu/{vmid}/status/start",
 	"POST /nodes/{node}/qemu/{vmid}/status/stop",
 	"POST /nodes/{node}/qemu/{vmid}/status/shutdown",

@@ -184,3 +184,33 @@ func boolStr(b bool) string {
 	}
 	return "0"
 }
+
+// Migrate is POST …/migrate at the VM's node: qemu-server's migrate_vm
+// checks before it answers (target a member, quorum, lock, a running VM
+// only online, storages on the target), then a qmigrate worker on that
+// node moves the VM. For a guest HA manages, PVE forwards it to the HA
+// manager (an hamigrate worker that runs `ha-manager migrate`): ask HA
+// directly instead (ha.MigrateResource, H4).
+type Migrate struct {
+	Node, Target   string
+	VMID           int
+	Online         bool   // live migration of a running VM
+	WithLocalDisks bool   // local volumes move with it (required online)
+	TargetStorage  string // storage map for the local volumes ("" = each its own)
+}
+
+// Request renders the migrate call.
+func (m Migrate) Request() apischema.Request {
+	q := url.Values{"target": {m.Target}}
+	if m.Online {
+		q.Set("online", "1")
+	}
+	if m.WithLocalDisks {
+		q.Set("with-local-disks", "1")
+	}
+	if m.TargetStorage != "" {
+		q.Set("targetstorage", m.TargetStorage)
+	}
+	r := apischema.New(http.MethodPost, "/nodes/{node}/qemu/{vmid}/migrate", q, m.Node, strconv.Itoa(m.VMID))
+	return withTask(r, m.Node, m.VMID, "qmigrate")
+}

@@ -1,0 +1,261 @@
+package pvesim
+
+import (
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// The parts of a VM migration beyond moving its config: the storage map
+// (targetstorage), the local devices that block it, and the two ways a
+// migration task fails half-way (faults).
+
+// Migration faults: the qmigrate worker fails half-way, leaving what PVE
+// leaves.
+const (
+	// FaultMigrateAbort: the worker copies the VM's local volumes to the
+	// target, then fails with Message (default "storage migration failed")
+	// and cleans up as QemuMigrate.pm phase1_cleanup does: the copies on
+	// the target are freed, the migrate lock removed, the VM stays on its
+	// node; the task ends "migration aborted".
+	FaultMigrateAbort FaultKind = "migrate-abort"
+	// FaultMigrateProblems: the VM is moved (its config is on the target),
+	// then the source's cleanup fails with Message (phase3_cleanup sets
+	// $self->{errors}): the task ends "migration problems", the VM is on
+	// the target and its old volumes stay on the source.
+	FaultMigrateProblems FaultKind = "migrate-problems"
+)
+
+// storageMap is parse_idmap($targetstorage, 'pve-storage-id')
+// (pve-common JSONSchema.pm): "1" maps every storage to itself, a lone id
+// is the default for all, "src:dst" pairs map single storages.
+type storageMap struct {
+	identity bool
+	def      string
+	entries  map[string]string
+}
+
+func parseStorageMap(s string) (storageMap, error) {
+	m := storageMap{entries: map[string]string{}}
+	if s == "1" {
+		m.identity = true
+		return m, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		src, dst, pair := strings.Cut(part, ":")
+		switch {
+		case !pair && m.def == "":
+			m.def = src
+		case !pair:
+			return m, fmt.Errorf("default target ID specified more than once")
+		case m.entries[src] != "":
+			return m, fmt.Errorf("duplicate mapping for source '%s'", src)
+		default:
+			m.entries[src] = dst
+		}
+	}
+	return m, nil
+}
+
+// target is map_id: the storage a local volume of src goes to.
+func (m storageMap) target(src string) string {
+	if d := m.entries[src]; d != "" {
+		return d
+	}
+	if m.def != "" {
+		return m.def
+	}
+	return src
+}
+
+// targets are the storages the map names (checked up front).
+func (m storageMap) targets() []string {
+	out := slices.Sorted(maps.Values(m.entries))
+	if m.def != "" {
+		out = append(out, m.def)
+	}
+	return slices.Compact(out)
+}
+
+// checkStorageAccessMigrate is API2/Qemu.pm $check_storage_access_migrate
+// (the privilege check aside): the storage is enabled on the target node
+// and holds images.
+func checkStorageAccessMigrate(db *ConfigDB, id, node string) error {
+	st := db.Storage[id]
+	switch {
+	case st == nil:
+		return pveDie("storage '%s' does not exist", id)
+	case st.disabled():
+		return pveDie("storage '%s' is disabled", id)
+	case !storageOnNode(st, node):
+		return pveDie("storage '%s' is not available on node '%s'", id, node)
+	case !st.hasContent("images"):
+		return pveDie("storage '%s' does not support vm images", id)
+	}
+	return nil
+}
+
+var localResourceRe = regexp.MustCompile(`^(usb|hostpci|serial|parallel|virtiofs)\d+$`)
+
+// localResources is QemuMigrate/Helpers.pm check_local_resources without
+// resource mappings: the keys of devices that only exist on this node (a
+// serial socket and a SPICE USB port are recreated on the target). A
+// device given by a mapping (mapping=) is left to the mapping checks the
+// lab does not simulate.
+func localResources(c *qmConf) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
+		v := c.Keys[k]
+		switch {
+		case k == "ivshmem" || k == "hostusb" || k == "hostpci":
+			out = append(out, k)
+		case !localResourceRe.MatchString(k):
+		case strings.HasPrefix(k, "serial") && v == "socket":
+		case strings.HasPrefix(k, "usb") && strings.EqualFold(parseProps(v, "host").get("host"), "spice"):
+		case strings.Contains(v, "mapping="):
+		default:
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// remapVolumesLocked moves the VM's local volumes in files to the storages
+// the map names on the target (QemuMigrate.pm phase1, storage_migrate with
+// allow_rename): the copy keeps its disk name when the target storage has
+// it free, else takes the next free one, and the drive in the config names
+// the new volume. A volume whose storage maps to itself is left for
+// moveGuestLocked. Reconstruction: the naming follows pve-storage's
+// storage_migrate (same name, renamed on a clash), formats are kept.
+func (s *Sim) remapVolumesLocked(db *ConfigDB, c *qmConf, vmid int, from, to string, sm storageMap, files []string, logf func(string, ...any)) (map[string]string, error) {
+	moved := map[string]string{}
+	for _, file := range files {
+		store, vn, _ := volumeID(file)
+		dst := sm.target(store)
+		if sm.identity || dst == store {
+			continue
+		}
+		st := db.Storage[dst]
+		if err := checkStorageAccessMigrate(db, dst, to); err != nil {
+			return moved, err
+		}
+		v := s.st.Nodes[from].Volumes[file]
+		format := "raw"
+		var size int64
+		if v != nil {
+			format, size = v.Format, v.Size
+		}
+		name := strings.TrimSuffix(vn[strings.LastIndex(vn, "/")+1:], "."+format)
+		if s.volumesFor(to, st)[dst+":"+volName(st, vmid, name, format)] != nil {
+			name = s.freeDiskName(to, st, vmid, "vm", format)
+		}
+		newID := dst + ":" + volName(st, vmid, name, format)
+		if err := s.zfsCreateVolume(to, st, name, size); err != nil {
+			return moved, fmt.Errorf("storage migration for '%s' to storage '%s' failed - %w", file, dst, err)
+		}
+		s.volumesFor(to, st)[newID] = &GuestVolume{Size: size, Format: format}
+		if v != nil {
+			_ = s.freeVolumeLocked(from, file)
+		}
+		moved[file] = newID
+		logf("volume '%s' is '%s' on the target", file, newID)
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
+		if !isDriveKey(k) {
+			continue
+		}
+		d := parseDrive(c.Keys[k])
+		if n := moved[d.file()]; n != "" {
+			d.props.set("file", n)
+			c.Keys[k] = d.print()
+		}
+	}
+	return moved, nil
+}
+
+// copyThenFree is the half of an aborted migration that happened: the
+// local volumes were copied to the target (as the same volids); the
+// cleanup frees them again (phase1_cleanup → cleanup_remotedisks).
+func (s *Sim) copyThenFree(from, to string, files []string, logf func(string, ...any)) {
+	tn := s.st.Nodes[to]
+	for _, file := range files {
+		v := s.st.Nodes[from].Volumes[file]
+		if v == nil {
+			continue
+		}
+		if tn.Volumes == nil {
+			tn.Volumes = map[string]*GuestVolume{}
+		}
+		cp := *v
+		tn.Volumes[file] = &cp
+		logf("volume '%s' is '%s' on the target", file, file)
+	}
+	for _, file := range files {
+		if s.st.Nodes[from].Volumes[file] != nil {
+			delete(tn.Volumes, file)
+		}
+	}
+}
+
+// checkStorageAvailability is QemuServer.pm check_storage_availability:
+// every volume's storage is enabled on the target node too and holds the
+// volume's content type.
+func (s *Sim) checkStorageAvailability(db *ConfigDB, c *qmConf, target string) error {
+	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
+		if !isDriveKey(k) {
+			continue
+		}
+		d := parseDrive(c.Keys[k])
+		store, _, ok := volumeID(d.file())
+		st := db.Storage[store]
+		if !ok || st == nil {
+			continue
+		}
+		switch {
+		case st.disabled():
+			return pveDie("storage '%s' is disabled", store)
+		case !storageOnNode(st, target):
+			return pveDie("storage '%s' is not available on node '%s'", store, target)
+		}
+	}
+	return nil
+}
+
+func faultMessage(f *Fault, def string) string {
+	if f.Message != "" {
+		return f.Message
+	}
+	return def
+}
+
+// migrateProblems ends a migration whose move was done and whose cleanup
+// failed (AbstractMigrate.pm: $self->{errors} → "migration problems"): the
+// config is on the target, the local volumes are copied there and still
+// on the source.
+func (s *Sim) migrateProblems(db *ConfigDB, t *taskRun, vmid int, from, to string, files []string, reason string, start time.Time) string {
+	tn := s.st.Nodes[to]
+	for _, file := range files {
+		if v := s.st.Nodes[from].Volumes[file]; v != nil {
+			if tn.Volumes == nil {
+				tn.Volumes = map[string]*GuestVolume{}
+			}
+			cp := *v
+			tn.Volumes[file] = &cp
+		}
+	}
+	raw, _ := s.readEtcPve(db, guestConfPath(from, "qemu-server", vmid))
+	s.removeEtcPve(db, guestConfPath(from, "qemu-server", vmid))
+	s.writeEtcPve(db, guestConfPath(to, "qemu-server", vmid), raw)
+	if s.runningLocked(from, vmid) {
+		s.setRunningLocked(from, vmid, false)
+		s.setRunningLocked(to, vmid, true)
+	}
+	s.switchReplicationLocked(db, vmid, to, from)
+	s.saveLocked()
+	t.logf0("ERROR: %s", reason)
+	t.logf0("ERROR: migration finished with problems (duration %s)", fmtDuration(time.Since(start)))
+	return "migration problems"
+}
