@@ -12,6 +12,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/guest"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
 	"github.com/gopve/proxmox/modules-src/pveapi/resources"
@@ -604,13 +605,7 @@ func (v *vm) verifyPresent(ctx context.Context, node string) error {
 }
 
 func (v *vm) isRunning(ctx context.Context, node string) (bool, error) {
-	var st struct {
-		Status string `json:"status"`
-	}
-	if err := v.c.Get(ctx, pveapi.Path("/nodes/%s/qemu/%s/status/current", node, strconv.Itoa(v.p.VMID)), nil, &st); err != nil {
-		return false, err
-	}
-	return st.Status == "running", nil
+	return guest.Running(ctx, v.c, guest.VM, node, v.p.VMID)
 }
 
 func confHeader(node string, vmid int) string {
