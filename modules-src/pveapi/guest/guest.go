@@ -9,6 +9,7 @@ package guest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -149,4 +150,30 @@ func PurgeSummary(purged []string) string {
 		return ""
 	}
 	return ", purging " + strings.Join(purged, " and ")
+}
+
+// CheckNode reads GET /nodes: nil when node is a member and online; an
+// error naming the option node when it is offline or the read fails; and
+// apart, missing, when the cluster has no such node (a check run may
+// assume it is one an earlier task joins, ansible.NotYet).
+func CheckNode(ctx context.Context, g pveapi.Getter, node string) (missing, err error) {
+	var nodes []struct {
+		Node   string `json:"node"`
+		Status string `json:"status"`
+	}
+	if err := g.Get(ctx, "/nodes", nil, &nodes); err != nil {
+		return nil, fmt.Errorf("cannot list the nodes: %w", err)
+	}
+	var names []string
+	for _, n := range nodes {
+		if n.Node == node {
+			if n.Status != "" && n.Status != "online" {
+				return nil, fmt.Errorf("node: %s is %s", node, n.Status)
+			}
+			return nil, nil
+		}
+		names = append(names, n.Node)
+	}
+	slices.Sort(names)
+	return fmt.Errorf("node: no such cluster node '%s' (the cluster has %s)", node, strings.Join(names, ", ")), nil
 }
