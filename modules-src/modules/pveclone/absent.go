@@ -112,4 +112,3 @@ func (v *vm) waitStopped(ctx context.Context, node, via string) error {
 	}
 	return nil
 }
-

@@ -371,3 +371,14 @@ func TestCreateRefusedBeforeWrite(t *testing.T) {
 		t.Error("CT 200 exists")
 	}
 }
+
+func (w *world) statusRunning() bool {
+	w.t.Helper()
+	var st struct {
+		Status string `json:"status"`
+	}
+	if err := w.client().Get(context.Background(), "/nodes/pve01/lxc/200/status/current", nil, &st); err != nil {
+		w.t.Fatal(err)
+	}
+	return st.Status == "running"
+}
