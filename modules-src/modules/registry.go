@@ -8,6 +8,7 @@ import (
 	"github.com/gopve/proxmox/modules-src/modules/pvebase"
 	"github.com/gopve/proxmox/modules-src/modules/pveclone"
 	"github.com/gopve/proxmox/modules-src/modules/pvecluster"
+	"github.com/gopve/proxmox/modules-src/modules/pvecontainer"
 	"github.com/gopve/proxmox/modules-src/modules/pveha"
 	"github.com/gopve/proxmox/modules-src/modules/pvestorage"
 	"github.com/gopve/proxmox/modules-src/modules/pvezfs"
@@ -24,6 +25,7 @@ func Shipped() []ansible.Module {
 		pvecluster.Module(),
 		pvestorage.Module(),
 		pveclone.Module(),
+		pvecontainer.Module(),
 		pveha.Module(),
 		pveaccess.Module(),
 	}

@@ -31,6 +31,7 @@ var passThrough = []struct {
 }{
 	{"roles/pve_clone/tasks/main.yml", "pve_clone", "pve_clone_args"},
 	{"roles/pve_clone/tasks/host.yml", "pve_clone", "pve_clone_args"},
+	{"roles/pve_container/tasks/main.yml", "pve_container", "pve_ct_args"},
 	{"roles/pve_ha/tasks/main.yml", "pve_ha", "pve_ha_args"},
 	{"roles/pve_storage/tasks/main.yml", "pve_storage", "pve_storage_args"},
 }

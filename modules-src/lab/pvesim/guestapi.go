@@ -28,6 +28,8 @@ func (s *Sim) guestHandlers() map[string]handlerFunc {
 		"DELETE /nodes/{node}/lxc/{vmid}":                            s.deleteLxc,
 		"GET /nodes/{node}/lxc/{vmid}/config":                        s.getLxcConfig,
 		"PUT /nodes/{node}/lxc/{vmid}/config":                        s.putLxcConfig,
+		"GET /nodes/{node}/lxc/{vmid}/pending":                       s.getLxcPending,
+		"PUT /nodes/{node}/lxc/{vmid}/resize":                        s.putLxcResize,
 		"GET /nodes/{node}/lxc/{vmid}/status/current":                s.getLxcStatus,
 		"GET /nodes/{node}/lxc/{vmid}/interfaces":                    s.getLxcInterfaces,
 		"POST /nodes/{node}/lxc/{vmid}/status/start":                 s.postLxcStart,

@@ -58,8 +58,11 @@ func normaliseCtNet(v string) string {
 	return name
 }
 
-// createCtVolume allocates "store:N" for a rootfs or mount point.
-func (s *Sim) createCtVolume(node string, vmid int, v string) (string, error) {
+// createCtVolume allocates "store:N" for a rootfs or mount point. The
+// volume's root directory belongs to the container's root: uid/gid 0, or
+// 100000 for an unprivileged CT (PVE::LXC parse_id_maps' default map
+// "u 0 100000 65536", which mountpoint_mount chowns the root to).
+func (s *Sim) createCtVolume(node string, vmid int, v string, unprivileged bool) (string, error) {
 	p := parseProps(v, "volume")
 	store, size, ok := volumeID(p.get("volume"))
 	if !ok {
@@ -81,6 +84,7 @@ func (s *Sim) createCtVolume(node string, vmid int, v string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	s.volumesFor(node, st)[volid].Owner = ctRootOwner(unprivileged)
 	p.set("volume", volid)
 	p.set("size", formatSize(bytes))
 	return p.print("volume"), nil
@@ -112,6 +116,13 @@ func (s *Sim) postLxcCreate(rc *reqCtx) (any, error) {
 			keys[k] = paramString(v)
 		}
 	}
+	// 'unprivileged' is read-only, set by create alone: since pve-container
+	// 6.0 (PVE 9, commit 103068a) a create without it makes an unprivileged
+	// CT; before, a privileged one. Only a true value is written.
+	delete(keys, "unprivileged")
+	if unpriv := s.cfg.Version >= 9; (rc.has("unprivileged") && rc.boolean("unprivileged")) || (!rc.has("unprivileged") && unpriv) {
+		keys["unprivileged"] = "1"
+	}
 	if err := s.ctCreateVolumes(rc, keys); err != nil {
 		return nil, err
 	}
@@ -134,11 +145,21 @@ func (s *Sim) postLxcCreate(rc *reqCtx) (any, error) {
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
+		if s.cfg.StorageContent != nil {
+			// Reconstruction (LXC/Create.pm restore_archive →
+			// PVE::Storage::abs_filesystem_path): the template must be a
+			// file on its storage, else the task dies "$emsg can't find file".
+			if ok, err := s.volumeExistsLocked(node, tmpl); err != nil || !ok {
+				s.removeEtcPve(db, guestConfPath(node, "lxc", vmid))
+				s.saveLocked()
+				return fmt.Sprintf("unable to create CT %d - can't find file '%s'", vmid, tmpl)
+			}
+		}
 		for _, k := range ctVolumeKeys(keys) {
 			if !ctVolKeyRe.MatchString(k) {
 				continue
 			}
-			nv, err := s.createCtVolume(node, vmid, keys[k])
+			nv, err := s.createCtVolume(node, vmid, keys[k], keys["unprivileged"] == "1")
 			if err != nil {
 				s.removeEtcPve(db, guestConfPath(node, "lxc", vmid))
 				return fmt.Sprintf("unable to create CT %d - %v", vmid, err)
@@ -224,7 +245,11 @@ func (s *Sim) getLxcConfig(rc *reqCtx) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := withDescriptionAndDigest(s.typedGuestConf(ctKind, c.Keys), c)
+	keys := c.withPending() // load_current_config: pending values unless current=1
+	if rc.boolean("current") {
+		keys = c.Keys
+	}
+	out := withDescriptionAndDigest(s.typedGuestConf(ctKind, keys), c)
 	if c.Description != "" {
 		out["description"] = ctDescription(c.Description)
 	}
@@ -279,62 +304,6 @@ func decodeText(s string) string {
 		return v
 	}
 	return s
-}
-
-// PUT /nodes/{node}/lxc/{vmid}/config: synchronous under the config lock.
-func (s *Sim) putLxcConfig(rc *reqCtx) (any, error) {
-	db := rc.db()
-	vmid, node := rc.vmid(), rc.node
-	set := map[string]string{}
-	for k, v := range rc.params {
-		if !slices.Contains([]string{"node", "vmid", "digest", "delete", "revert"}, k) {
-			set[k] = paramString(v)
-		}
-	}
-	deletes := pveSplit(rc.str("delete"))
-	if len(set) == 0 && len(deletes) == 0 {
-		return nil, pveDie("no options specified")
-	}
-	for k, v := range set {
-		if isNetKey(k) {
-			set[k] = normaliseCtNet(v)
-		}
-	}
-	return s.withGuestLockLocked(node, vmid, func() (any, error) {
-		c, err := s.loadCtConfLocked(db, node, vmid)
-		if err != nil {
-			return nil, err
-		}
-		if d := rc.str("digest"); d != "" && d != c.Digest {
-			return nil, pveDie("detected modified configuration - file changed by other user? Try again.")
-		}
-		if err := checkCtLock(c); err != nil {
-			return nil, err
-		}
-		for _, k := range slices.Sorted(maps.Keys(set)) {
-			v := set[k]
-			if ctVolKeyRe.MatchString(k) {
-				nv, err := s.createCtVolume(node, vmid, v)
-				if err != nil {
-					return nil, err
-				}
-				v = nv
-			}
-			c.Keys[k] = v
-		}
-		if d, ok := c.Keys["description"]; ok {
-			storeCtDescription(c, d)
-		}
-		for _, k := range deletes {
-			delete(c.Keys, k)
-			if k == "description" {
-				c.Description = ""
-			}
-		}
-		s.writeCtConfLocked(db, node, vmid, c)
-		s.saveLocked()
-		return nil, nil
-	})
 }
 
 // GET /nodes/{node}/lxc/{vmid}/status/current
@@ -425,6 +394,13 @@ func (s *Sim) ctPower(rc *reqCtx, typ string, on bool) (any, error) {
 		if err := checkCtLock(c); err != nil {
 			return err.Error()
 		}
+		if on && (len(c.Pending) > 0 || len(c.PendingDelete) > 0) {
+			// vm_start: vmconfig_apply_pending, what waited for the start.
+			if err := s.ctApplyPendingLocked(node, vmid, c); err != nil {
+				return err.Error()
+			}
+			s.writeCtConfLocked(db, node, vmid, c)
+		}
 		s.setRunningLocked(node, vmid, on)
 		s.saveLocked()
 		return ""
@@ -435,40 +411,30 @@ func (s *Sim) postLxcStart(rc *reqCtx) (any, error)    { return s.ctPower(rc, "v
 func (s *Sim) postLxcStop(rc *reqCtx) (any, error)     { return s.ctPower(rc, "vzstop", false) }
 func (s *Sim) postLxcShutdown(rc *reqCtx) (any, error) { return s.ctPower(rc, "vzshutdown", false) }
 
-// DELETE /nodes/{node}/lxc/{vmid}: vzdestroy.
+// DELETE /nodes/{node}/lxc/{vmid}: destroy_vm's early checks
+// (ctDestroyChecks) before and again in the vzdestroy task; purge takes the
+// CT out of replication, backup jobs and HA (purgeGuestLocked).
 func (s *Sim) deleteLxc(rc *reqCtx) (any, error) {
 	db := rc.db()
-	vmid, node := rc.vmid(), rc.node
-	early := func() error {
-		if _, err := s.loadCtConfLocked(db, node, vmid); err != nil {
-			return err
-		}
-		list, _ := s.haResourcesLocked(db)
-		if findResource(list, fmt.Sprintf("ct:%d", vmid)) != nil && !rc.boolean("purge") {
-			return pveDie("unable to remove CT %d - used in HA resources and purge parameter not set.", vmid)
-		}
-		if s.runningLocked(node, vmid) {
-			return pveDie("CT %d is running - destroy failed", vmid)
-		}
-		return nil
-	}
-	if err := early(); err != nil {
+	vmid, node, purge := rc.vmid(), rc.node, rc.boolean("purge")
+	if err := s.ctDestroyChecks(db, node, vmid, purge); err != nil {
 		return nil, err
 	}
-	return s.guestLockTask(rc, node, "vzdestroy", vmid, func(*taskRun) string {
-		if err := early(); err != nil {
+	return s.guestLockTask(rc, node, "vzdestroy", vmid, func(t *taskRun) string {
+		if err := s.ctDestroyChecks(db, node, vmid, purge); err != nil {
 			return err.Error()
 		}
 		c, _ := s.loadCtConfLocked(db, node, vmid)
-		if err := checkCtLock(c); err != nil {
-			return err.Error()
-		}
 		for k, v := range c.Keys {
 			if ctVolKeyRe.MatchString(k) {
 				s.freeVolumeLocked(node, parseProps(v, "volume").get("volume"))
 			}
 		}
 		dropFromPoolsLocked(db, ctKind, vmid)
+		if purge {
+			t.task.Log = append(t.task.Log, fmt.Sprintf("purging CT %d from related configurations..", vmid))
+			s.purgeGuestLocked(db, t, "ct", vmid)
+		}
 		s.removeEtcPve(db, guestConfPath(node, ctKind.dir, vmid))
 		s.saveLocked()
 		return ""

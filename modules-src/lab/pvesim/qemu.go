@@ -1156,6 +1156,25 @@ func (s *Sim) putQemuResize(rc *reqCtx) (any, error) {
 	}), nil
 }
 
+// purgeGuestLocked is destroy_vm's purge, the same for a VM and a CT:
+// ReplicationConfig::remove_vmid_jobs, VZDump remove_vmid_from_backup_jobs,
+// and HA::Config::delete_service_from_config (typ "vm" or "ct").
+func (s *Sim) purgeGuestLocked(db *ConfigDB, t *taskRun, typ string, vmid int) {
+	s.removeFromBackupJobsLocked(db, vmid)
+	list, _ := s.readSectionsLocked(db, replicationCfg)
+	s.writeSectionsLocked(db, replicationCfg, slices.DeleteFunc(list, func(j *section) bool {
+		g, _ := parseReplID(j.ID)
+		return g == vmid
+	}))
+	res, _ := s.haResourcesLocked(db)
+	if findResource(res, fmt.Sprintf("%s:%d", typ, vmid)) != nil {
+		s.writeSectionsLocked(db, haResourcesCfg, slices.DeleteFunc(res, func(r *section) bool {
+			return r.Type == typ && r.ID == strconv.Itoa(vmid)
+		}))
+		t.task.Log = append(t.task.Log, fmt.Sprintf("NOTE: removed %s %d from HA resource configuration.", map[string]string{"vm": "VM", "ct": "CT"}[typ], vmid))
+	}
+}
+
 // DELETE /nodes/{node}/qemu/{vmid}: qmdestroy task; frees the VM's volumes
 // (not a linked clone's base) and removes the config last.
 func (s *Sim) deleteQemu(rc *reqCtx) (any, error) {
@@ -1206,19 +1225,7 @@ func (s *Sim) deleteQemu(rc *reqCtx) (any, error) {
 		dropFromPoolsLocked(db, vmKind, vmid)
 		if rc.boolean("purge") {
 			t.task.Log = append(t.task.Log, fmt.Sprintf("purging VM %d from related configurations..", vmid))
-			s.removeFromBackupJobsLocked(db, vmid)
-			list, _ := s.readSectionsLocked(db, replicationCfg)
-			s.writeSectionsLocked(db, replicationCfg, slices.DeleteFunc(list, func(j *section) bool {
-				g, _ := parseReplID(j.ID)
-				return g == vmid
-			}))
-			if s.haConfiguredLocked(db, vmid) {
-				res, _ := s.haResourcesLocked(db)
-				s.writeSectionsLocked(db, haResourcesCfg, slices.DeleteFunc(res, func(r *section) bool {
-					return r.Type == "vm" && r.ID == strconv.Itoa(vmid)
-				}))
-				t.task.Log = append(t.task.Log, fmt.Sprintf("NOTE: removed VM %d from HA resource configuration.", vmid))
-			}
+			s.purgeGuestLocked(db, t, "vm", vmid)
 		}
 		s.removeEtcPve(db, guestConfPath(node, "qemu-server", vmid))
 		s.saveLocked()

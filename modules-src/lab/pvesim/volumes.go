@@ -17,6 +17,9 @@ type GuestVolume struct {
 	Format string `json:"format"`
 	// Parent is the base volume a linked clone depends on (its volid).
 	Parent string `json:"parent,omitempty"`
+	// Owner is a container volume's root directory owner, "uid:gid" (an
+	// unprivileged CT's root maps to 100000).
+	Owner string `json:"owner,omitempty"`
 }
 
 // volumesFor returns the map holding st's volumes as node sees them.

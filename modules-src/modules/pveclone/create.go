@@ -67,7 +67,7 @@ func (v *vm) planCreate(ctx context.Context) ([]ansible.Change, error) {
 				if err := v.storageNotYet(optionOf(k), d.storage, stores); err != nil {
 					return nil, err
 				}
-			case !st.onNode(node):
+			case !st.OnNode(node):
 				return nil, fmt.Errorf("%s: storage '%s' is not available on node '%s'", optionOf(k), d.storage, node)
 			case !slices.Contains(st.Content, "images"):
 				return nil, fmt.Errorf("%s: storage '%s' does not support vm images", optionOf(k), d.storage)

@@ -52,7 +52,7 @@ func (n *diskNames) take(volid string) {
 	case st.Type == "zfspool":
 	case m[1] == "subvol" || m[1] == "basevol":
 		return // only subvol plugins count these
-	case st.file():
+	case st.File():
 		suffix = m[3]
 	}
 	num, _ := strconv.Atoi(m[2])
@@ -88,7 +88,7 @@ func (n *diskNames) next(store, format string) string {
 		format = "raw"
 	}
 	suffix := ""
-	if st.file() {
+	if st.File() {
 		suffix = "." + format
 	}
 	key := store + "\x00" + suffix
@@ -104,7 +104,7 @@ func (n *diskNames) next(store, format string) string {
 	}
 	n.taken[key][i] = true
 	name := fmt.Sprintf("vm-%d-disk-%d", n.vmid, i)
-	if st.file() {
+	if st.File() {
 		return fmt.Sprintf("%d/%s%s", n.vmid, name, suffix)
 	}
 	return name

@@ -95,7 +95,7 @@ func migrateVolume(key string, d qemu.Drive, to, targetStorage string, stores ma
 	case !known:
 		return "", false, fmt.Errorf("node: %s is on storage '%s', which does not exist", key, store)
 	case st.Shared:
-		if !st.onNode(to) {
+		if !st.OnNode(to) {
 			return "", false, fmt.Errorf("node: storage '%s' is not available on node '%s' (%s is on it); nothing was changed", store, to, key)
 		}
 		return d.File, false, nil
@@ -113,7 +113,7 @@ func migrateVolume(key string, d qemu.Drive, to, targetStorage string, stores ma
 	switch {
 	case !known:
 		return "", true, fmt.Errorf("storage: storage '%s' does not exist; nothing was changed", dst)
-	case !ds.onNode(to):
+	case !ds.OnNode(to):
 		return "", true, fmt.Errorf("node: storage '%s' is not available on node '%s' (%s would land there); nothing was changed", dst, to, key)
 	case !slices.Contains(ds.Content, "images"):
 		return "", true, fmt.Errorf("storage: storage '%s' does not support vm images; nothing was changed", dst)
@@ -130,7 +130,7 @@ func migrateVolume(key string, d qemu.Drive, to, targetStorage string, stores ma
 	if i := strings.LastIndex(name, "."); i > 0 {
 		name, ext = name[:i], name[i+1:]
 	}
-	if ds.file() {
+	if ds.File() {
 		if ext == "" {
 			ext = "raw"
 		}

@@ -33,7 +33,7 @@ func (v *vm) cloneWhere(src qemu.Config, tpl resources.Guest, target string, sto
 		return "", "", "", fmt.Errorf("full: a linked clone of template %d would depend on its base volumes on %s's local storage (%s), and PVE refuses to migrate a linked clone off that node (H8); clone_then_migrate needs full: true; nothing was changed", tpl.VMID, tpl.Node, strings.Join(local, ", "))
 	}
 	storage = v.p.Storage
-	if st, ok := stores[storage]; ok && !st.onNode(tpl.Node) {
+	if st, ok := stores[storage]; ok && !st.OnNode(tpl.Node) {
 		storage = "" // the clone keeps each disk's storage; the migration moves them onto storage
 	}
 	return tpl.Node, storage, fmt.Sprintf(" (clone_then_migrate: %s is on %s's local storage, so the clone is made there and then migrated)", strings.Join(local, ", "), tpl.Node), nil

@@ -114,7 +114,7 @@ func (v *vm) planCloneNotYet(ctx context.Context) ([]ansible.Change, error) {
 			if err := v.storageNotYet(named[s], s, stores); err != nil {
 				return nil, err
 			}
-		} else if v.p.Node != "" && !v.notYet[v.p.Node] && !st.onNode(v.p.Node) {
+		} else if v.p.Node != "" && !v.notYet[v.p.Node] && !st.OnNode(v.p.Node) {
 			return nil, fmt.Errorf("%s: storage '%s' is not available on node '%s'", named[s], s, v.p.Node)
 		}
 	}
@@ -149,7 +149,7 @@ func (v *vm) checkAddedDiskStorages(src qemu.Config, target string, stores map[s
 				return err
 			}
 		case st.Type == notYetType || v.notYet[target]:
-		case !st.onNode(target):
+		case !st.OnNode(target):
 			return fmt.Errorf("%s: storage '%s' is not available on node '%s'", optionOf(k), d.storage, target)
 		case !slices.Contains(st.Content, "images"):
 			return fmt.Errorf("%s: storage '%s' does not support vm images", optionOf(k), d.storage)

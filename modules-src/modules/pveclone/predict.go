@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
+	"github.com/gopve/proxmox/modules-src/pveapi/storages"
 )
 
 // Assigned stands for a value PVE draws when the clone runs (a NIC's MAC,
@@ -17,28 +18,7 @@ import (
 const Assigned = "(assigned at clone)"
 
 // storageInfo is what the prediction needs of a storage (GET /storage).
-type storageInfo struct {
-	Type    string
-	Shared  bool
-	Content []string
-	Nodes   []string // empty: every node
-	Format  string   // the storage's default format option, "" = the type's
-	// VolumeChain is LVM's snapshot-as-volume-chain (PVE 9): qcow2 volumes,
-	// named with their suffix.
-	VolumeChain bool
-}
-
-func (s storageInfo) file() bool {
-	switch s.Type {
-	case "dir", "nfs", "cifs", "glusterfs", "cephfs", "btrfs":
-		return true
-	}
-	return false
-}
-
-func (s storageInfo) onNode(node string) bool {
-	return len(s.Nodes) == 0 || slices.Contains(s.Nodes, node)
-}
+type storageInfo = storages.Info
 
 // cloneOpts are the clone call's parameters the prediction depends on.
 type cloneOpts struct {
@@ -145,7 +125,7 @@ func cloneVolName(key string, d qemu.Drive, srcStore, dst, volname string, st st
 	if linked {
 		// clone_image: find_free_diskname for the new VMID (qcow2 on a file
 		// storage), under the base volume.
-		if st.file() {
+		if st.File() {
 			return volname + "/" + names.next(dst, "qcow2")
 		}
 		return volname + "/" + names.next(dst, "")
@@ -182,7 +162,7 @@ func newSMBIOS(v string) string {
 func cloudInitVolName(vmid int, st storageInfo, format string) string {
 	name := fmt.Sprintf("vm-%d-cloudinit", vmid)
 	switch {
-	case st.file():
+	case st.File():
 		if format == "" {
 			format = "qcow2"
 		}

@@ -7,11 +7,11 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/pveapi"
 	"github.com/gopve/proxmox/modules-src/pveapi/apischema"
+	"github.com/gopve/proxmox/modules-src/pveapi/guest"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveformat"
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
 )
@@ -395,17 +395,10 @@ func (v *vm) planPower(ctx context.Context, w *ansible.World) ([]ansible.Change,
 // waitRunning polls the VM's real state, bounded by the run's deadline: an
 // HA request task ends before the HA manager acts.
 func (v *vm) waitRunning(ctx context.Context, node string, want bool) error {
-	for {
-		r, err := v.isRunning(ctx, node)
-		if err == nil && r == want {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("VM %d did not reach state %s before the deadline", v.p.VMID, v.p.State)
-		case <-time.After(v.poll):
-		}
+	if err := guest.WaitRunning(ctx, v.c, guest.VM, node, v.p.VMID, want, v.poll); err != nil {
+		return fmt.Errorf("VM %d did not reach state %s before the deadline", v.p.VMID, v.p.State)
 	}
+	return nil
 }
 
 func fmtSize(n int64) string {
@@ -421,18 +414,10 @@ func sizeOf(r apischema.Request) int64 {
 	return n
 }
 
-// haManaged reads whether the VM is an HA resource (GET
-// /cluster/ha/resources/vm:N; PVE answers 500 "no such resource" when not).
+// haManaged reads whether the VM is an HA resource.
 func (v *vm) haManaged(ctx context.Context) (bool, error) {
-	var out map[string]any
-	err := v.c.Get(ctx, pveapi.Path("/cluster/ha/resources/%s", fmt.Sprintf("vm:%d", v.p.VMID)), nil, &out)
-	switch {
-	case err == nil:
-		return true, nil
-	case pveapi.IsNotFound(err) || strings.Contains(err.Error(), "no such resource"):
-		return false, nil
-	}
-	return false, fmt.Errorf("cannot read whether HA manages VM %d: %w", v.p.VMID, err)
+	configured, _, err := guest.HAResource(ctx, v.c, guest.VM, v.p.VMID)
+	return configured, err
 }
 
 // checkSnippets: every cicustom volume is on a storage that holds

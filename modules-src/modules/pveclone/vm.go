@@ -12,9 +12,11 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/guest"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
 	"github.com/gopve/proxmox/modules-src/pveapi/resources"
+	"github.com/gopve/proxmox/modules-src/pveapi/storages"
 )
 
 // vm carries one run's knowledge from stage to stage and to the report.
@@ -283,51 +285,17 @@ func (v *vm) emptyListHint(ctx context.Context, guests []resources.Guest, err er
 
 // readStorages is GET /storage, for the prediction and the pre-checks.
 func (v *vm) readStorages(ctx context.Context) (map[string]storageInfo, error) {
-	var list []map[string]any
-	if err := v.c.Get(ctx, "/storage", nil, &list); err != nil {
-		return nil, fmt.Errorf("cannot read the storage definitions: %w", err)
-	}
-	out := map[string]storageInfo{}
-	for _, s := range list {
-		st := storageInfo{Type: pveapi.String(s["type"]), Format: pveapi.String(s["format"]),
-			Content: pveapi.SplitList(pveapi.String(s["content"])), Nodes: pveapi.SplitList(pveapi.String(s["nodes"]))}
-		if b, err := pveapi.ParseBool(pveapi.String(s["shared"])); err == nil && b {
-			st.Shared = true
-		}
-		if b, err := pveapi.ParseBool(pveapi.String(s["snapshot-as-volume-chain"])); err == nil && b {
-			st.VolumeChain = true
-		}
-		switch st.Type {
-		case "nfs", "cifs", "glusterfs", "cephfs", "rbd", "iscsi", "iscsidirect", "pbs", "zfs":
-			st.Shared = true // the plugin's `shared` is fixed (Storage/*Plugin.pm)
-		}
-		out[pveapi.String(s["storage"])] = st
-	}
-	return out, nil
+	return storages.Read(ctx, v.c)
 }
 
 func (v *vm) nodeExists(ctx context.Context, node string) error {
-	var nodes []struct {
-		Node   string `json:"node"`
-		Status string `json:"status"`
+	missing, err := guest.CheckNode(ctx, v.c, node)
+	if err != nil || missing == nil {
+		return err
 	}
-	if err := v.c.Get(ctx, "/nodes", nil, &nodes); err != nil {
-		return fmt.Errorf("cannot list the nodes: %w", err)
-	}
-	var names []string
-	for _, n := range nodes {
-		if n.Node == node {
-			if n.Status != "" && n.Status != "online" {
-				return fmt.Errorf("node: %s is %s", node, n.Status)
-			}
-			return nil
-		}
-		names = append(names, n.Node)
-	}
-	slices.Sort(names)
 	// In a check run of the whole site the node may be one the cluster
 	// phase joins (ansible.NotYet): the VM is predicted on it all the same.
-	return v.nodeNotYet(node, fmt.Errorf("node: no such cluster node '%s' (the cluster has %s)", node, strings.Join(names, ", ")))
+	return v.nodeNotYet(node, missing)
 }
 
 // planClone runs PVE's pre-clone checks read-only (clone_vm's
@@ -466,9 +434,9 @@ func (v *vm) checkCloneStorage(src qemu.Config, tpl resources.Guest, target, sto
 			if err := v.storageNotYet("storage", s, stores); err != nil {
 				return err
 			}
-		case !st.onNode(tpl.Node):
+		case !st.OnNode(tpl.Node):
 			return fmt.Errorf("storage: storage '%s' is not available on node '%s'", s, tpl.Node)
-		case !st.onNode(target):
+		case !st.OnNode(target):
 			return fmt.Errorf("storage: storage '%s' is not available on node '%s'", s, target)
 		case !slices.Contains(st.Content, "images"):
 			return fmt.Errorf("storage: storage '%s' does not support vm images", s)
@@ -515,7 +483,7 @@ func linkable(st storageInfo, volid string) bool {
 	case "lvmthin", "zfspool", "rbd", "zfs":
 		return true
 	}
-	return st.file()
+	return st.File()
 }
 
 // lockRetries bounds how often a clone or create whose task failed on a
@@ -628,13 +596,7 @@ func (v *vm) verifyPresent(ctx context.Context, node string) error {
 }
 
 func (v *vm) isRunning(ctx context.Context, node string) (bool, error) {
-	var st struct {
-		Status string `json:"status"`
-	}
-	if err := v.c.Get(ctx, pveapi.Path("/nodes/%s/qemu/%s/status/current", node, strconv.Itoa(v.p.VMID)), nil, &st); err != nil {
-		return false, err
-	}
-	return st.Status == "running", nil
+	return guest.Running(ctx, v.c, guest.VM, node, v.p.VMID)
 }
 
 func confHeader(node string, vmid int) string {

@@ -38,26 +38,15 @@ func (v *vm) send(ctx context.Context, w write) (*pveapi.TaskResult, error) {
 	if err := w.req.Validate(v.version); err != nil {
 		return nil, ansible.NothingChanged(v.schemaError(err))
 	}
-	pw := pveapi.Write{Method: w.req.Method, Path: w.req.Path, Params: w.req.Params, What: w.what, Settle: w.settle, Creates: w.creates, Proof: w.proof}
+	pw := pveapi.Write{What: w.what, Settle: w.settle, Creates: w.creates, Proof: w.proof}
 	if w.afterWrite {
 		pw.RaisesAfterWrite = qemu.RaisedAfterWrite
 	}
-	if h := w.req.Task; h != nil && len(h.Types) > 0 {
-		types := append([]string(nil), h.Types...)
-		if w.taskType != "" {
-			types = []string{w.taskType}
-		}
-		pw.Task = &pveapi.TaskWrite{Node: h.Node, Types: types, ID: h.ID}
+	res, log, err := pveansible.Send(ctx, v.r, v.c, w.req, pw, w.taskType)
+	if log != nil {
+		v.taskLog = log
 	}
-	out, err := pveansible.Dispatch(ctx, v.r, v.c, pw)
-	var te *pveapi.TaskError
-	if errors.As(err, &te) {
-		v.taskLog = te.Log
-	}
-	if out != nil {
-		return out.Task, err
-	}
-	return nil, err
+	return res, err
 }
 
 // schemaError names the Ansible options behind the refused PVE keys.

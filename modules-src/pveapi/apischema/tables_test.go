@@ -32,6 +32,16 @@ var endpoints = []string{
 	"POST /nodes/{node}/qemu/{vmid}/status/start",
 	"POST /nodes/{node}/qemu/{vmid}/status/stop",
 	"POST /nodes/{node}/qemu/{vmid}/status/shutdown",
+	// lxc (pve_container)
+	"GET /nodes/{node}/lxc/{vmid}/config",
+	"PUT /nodes/{node}/lxc/{vmid}/config",
+	"GET /nodes/{node}/lxc/{vmid}/pending",
+	"POST /nodes/{node}/lxc",
+	"PUT /nodes/{node}/lxc/{vmid}/resize",
+	"DELETE /nodes/{node}/lxc/{vmid}",
+	"POST /nodes/{node}/lxc/{vmid}/status/start",
+	"POST /nodes/{node}/lxc/{vmid}/status/stop",
+	"POST /nodes/{node}/lxc/{vmid}/status/shutdown",
 	// cluster resources, next id, tasks
 	"GET /cluster/resources",
 	"GET /cluster/nextid",

@@ -7,12 +7,14 @@ package pveansible
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/apischema"
 )
 
 // Connection is the decoded connection options: embed it in a module's
@@ -227,4 +229,32 @@ func Dispatch(ctx context.Context, r *ansible.Run, c *pveapi.Client, w pveapi.Wr
 		return out, ansible.NothingChanged(err)
 	}
 	return out, err
+}
+
+// Send dispatches the schema-checked request req once (Dispatch), w
+// carrying what the request does not say: what it does in words, how a
+// read settles a lost answer, and for a create its proof. The task PVE
+// starts is followed at the node and with the types req's hint names,
+// narrowed to taskType when the caller knows which of them PVE picks
+// (hastart for an HA guest). A failed task's log is returned with the
+// error, for the result.
+func Send(ctx context.Context, r *ansible.Run, c *pveapi.Client, req apischema.Request, w pveapi.Write, taskType string) (*pveapi.TaskResult, []string, error) {
+	w.Method, w.Path, w.Params = req.Method, req.Path, req.Params
+	if h := req.Task; h != nil && len(h.Types) > 0 {
+		types := append([]string(nil), h.Types...)
+		if taskType != "" {
+			types = []string{taskType}
+		}
+		w.Task = &pveapi.TaskWrite{Node: h.Node, Types: types, ID: h.ID}
+	}
+	out, err := Dispatch(ctx, r, c, w)
+	var log []string
+	var te *pveapi.TaskError
+	if errors.As(err, &te) {
+		log = te.Log
+	}
+	if out != nil {
+		return out.Task, log, err
+	}
+	return nil, log, err
 }

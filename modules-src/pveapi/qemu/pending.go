@@ -34,8 +34,15 @@ type pendingRow struct {
 
 // GetPending reads GET /nodes/{node}/qemu/{vmid}/pending.
 func GetPending(ctx context.Context, g pveapi.Getter, node string, vmid int) (Pending, error) {
+	return GetPendingOf(ctx, g, "qemu", node, vmid)
+}
+
+// GetPendingOf reads a guest's pending view, api being qemu or lxc:
+// pve-container's vm_pending answers as qemu-server's does (both are
+// PVE::GuestHelpers::config_with_pending_array).
+func GetPendingOf(ctx context.Context, g pveapi.Getter, api, node string, vmid int) (Pending, error) {
 	var rows []pendingRow
-	if err := g.Get(ctx, pveapi.Path("/nodes/%s/qemu/%s/pending", node, fmt.Sprint(vmid)), nil, &rows); err != nil {
+	if err := g.Get(ctx, pveapi.Path("/nodes/%s/%s/%s/pending", node, api, fmt.Sprint(vmid)), nil, &rows); err != nil {
 		return Pending{}, err
 	}
 	var p Pending

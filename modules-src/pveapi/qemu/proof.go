@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/gopve/proxmox/modules-src/pveapi"
-	"github.com/gopve/proxmox/modules-src/pveapi/resources"
+	"github.com/gopve/proxmox/modules-src/pveapi/guest"
 )
 
 // NameProof is the pveapi.Write.Proof of a clone or create of VM vmid
@@ -21,36 +21,7 @@ import (
 // file already exists", create_vm's check_vmid_unused) and re-checks under
 // the new VMID's lock in the worker.
 func NameProof(g pveapi.Getter, vmid int, name string) func(ctx context.Context) (pveapi.Evidence, error) {
-	return func(ctx context.Context) (pveapi.Evidence, error) {
-		guests, err := resources.Guests(ctx, g)
-		if err != nil {
-			return pveapi.Evidence{}, err
-		}
-		guest, ok := resources.Find(guests, vmid)
-		if !ok {
-			return pveapi.Evidence{Read: fmt.Sprintf("no VM %d in the cluster", vmid)}, nil
-		}
-		if !guest.IsVM() {
-			return pveapi.Evidence{Other: fmt.Sprintf("VMID %d is a %s on %s", vmid, guest.Type, guest.Node)}, nil
-		}
-		cfg, err := GetConfig(ctx, g, guest.Node, vmid, false)
-		if pveapi.IsNotFound(err) {
-			return pveapi.Evidence{Read: fmt.Sprintf("VM %d's config is not readable on %s yet", vmid, guest.Node)}, nil
-		}
-		if err != nil {
-			return pveapi.Evidence{}, err
-		}
-		got, lock := cfg.Values["name"], cfg.Lock()
-		switch {
-		case got != "" && got == name, got == "" && name == "" && lock == "":
-			return pveapi.Evidence{Ours: true, Read: fmt.Sprintf("VM %d on %s is named %q, the name this write sent", vmid, guest.Node, name)}, nil
-		case got == "" && lock != "":
-			return pveapi.Evidence{Read: fmt.Sprintf("VM %d on %s is still being made (lock %s), without a name yet", vmid, guest.Node, lock)}, nil
-		case got == "":
-			return pveapi.Evidence{Other: fmt.Sprintf("VM %d on %s has no name, this write sent %q", vmid, guest.Node, name)}, nil
-		}
-		return pveapi.Evidence{Other: fmt.Sprintf("VM %d on %s is named %q, not %q", vmid, guest.Node, got, name)}, nil
-	}
+	return guest.NameProof(g, guest.VM, vmid, "name", name)
 }
 
 // CloneName is the name clone_vm gives the new VM: the one sent, else

@@ -73,6 +73,7 @@ var args = map[string][]string{
 var ctArgs = map[string][]string{
 	"config": {"vmid"}, "create": {"vmid", "ostemplate"}, "destroy": {"vmid"}, "set": {"vmid"},
 	"shutdown": {"vmid"}, "start": {"vmid"}, "status": {"vmid"}, "stop": {"vmid"}, "list": {},
+	"resize": {"vmid", "disk", "size"},
 }
 
 const ctUsage = `USAGE: pct <COMMAND> [ARGS] [OPTIONS]
@@ -81,6 +82,7 @@ const ctUsage = `USAGE: pct <COMMAND> [ARGS] [OPTIONS]
        pct create <vmid> <ostemplate> [OPTIONS]
        pct destroy <vmid> [OPTIONS]
        pct list
+       pct resize <vmid> <disk> <size> [OPTIONS]
        pct set <vmid> [OPTIONS]
        pct shutdown <vmid> [OPTIONS]
        pct start <vmid> [OPTIONS]

@@ -1,0 +1,326 @@
+package pvesim
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// Containers' config updates, pending section and resize, as pve-container
+// does them (src/PVE/LXC/Config.pm update_pct_config,
+// vmconfig_hotplug_pending, vmconfig_apply_pending; src/PVE/API2/LXC.pm
+// resize_vm, vm_pending; src/PVE/API2/LXC/Config.pm update_vm):
+// every change is written to the pending section first; a stopped CT
+// applies it at once, a running one hot-plugs what it can (the "fast
+// plug" options, memory and swap through the cgroup, NICs, a new mount
+// point) and keeps the rest pending until its next start.
+
+// ctFastplug is $LXC_FASTPLUG_OPTIONS: written to the config at once, even
+// on a running CT.
+var ctFastplug = map[string]bool{"description": true, "onboot": true, "startup": true, "protection": true,
+	"hostname": true, "hookscript": true, "cores": true, "tags": true, "lock": true}
+
+// ctHotplugged tells whether vmconfig_hotplug_pending applies key to a
+// running CT (cgroup for memory/swap/cpulimit/cpuunits, update_net for a
+// NIC, a mount point only when the key is new: "don't try to hotplug over
+// existing mp").
+func ctHotplugged(c *qmConf, key string) bool {
+	switch {
+	case ctFastplug[key], key == "memory", key == "swap", key == "cpulimit", key == "cpuunits", isNetKey(key):
+		return true
+	case strings.HasPrefix(key, "mp") && ctVolKeyRe.MatchString(key):
+		_, exists := c.Keys[key]
+		return !exists
+	}
+	return false
+}
+
+// ctUpdateChecks are update_pct_config's refusals before anything is
+// written: required and read-only options.
+func ctUpdateChecks(set map[string]string, deletes []string) error {
+	for _, k := range deletes {
+		switch k {
+		case "memory", "rootfs", "ostype":
+			return pveDie("unable to delete required option '%s'", k)
+		case "unprivileged":
+			return pveDie("unable to delete read-only option: '%s'", k)
+		}
+	}
+	if _, ok := set["unprivileged"]; ok {
+		return pveDie("unable to modify read-only option: 'unprivileged'")
+	}
+	return nil
+}
+
+// PUT /nodes/{node}/lxc/{vmid}/config: synchronous under the config lock.
+func (s *Sim) putLxcConfig(rc *reqCtx) (any, error) {
+	db := rc.db()
+	vmid, node := rc.vmid(), rc.node
+	set := map[string]string{}
+	for k, v := range rc.params {
+		if !slices.Contains([]string{"node", "vmid", "digest", "delete", "revert"}, k) {
+			set[k] = paramString(v)
+		}
+	}
+	deletes := pveSplit(rc.str("delete"))
+	if len(set) == 0 && len(deletes) == 0 && rc.str("revert") == "" {
+		return nil, pveDie("no options specified")
+	}
+	if err := ctUpdateChecks(set, deletes); err != nil {
+		return nil, err
+	}
+	for k, v := range set {
+		if isNetKey(k) {
+			set[k] = normaliseCtNet(v)
+		}
+	}
+	return s.withGuestLockLocked(node, vmid, func() (any, error) {
+		c, err := s.loadCtConfLocked(db, node, vmid)
+		if err != nil {
+			return nil, err
+		}
+		if d := rc.str("digest"); d != "" && d != c.Digest {
+			return nil, pveDie("detected modified configuration - file changed by other user? Try again.")
+		}
+		if err := checkCtLock(c); err != nil {
+			return nil, err
+		}
+		for _, k := range slices.Sorted(maps.Keys(set)) {
+			if ctVolKeyRe.MatchString(k) && c.Keys["protection"] == "1" {
+				return nil, pveDie("can't update CT %d drive '%s' - protection mode enabled", vmid, k)
+			}
+		}
+		if err := s.ctWritePendingLocked(node, vmid, c, set, deletes, pveSplit(rc.str("revert"))); err != nil {
+			return nil, err
+		}
+		s.writeCtConfLocked(db, node, vmid, c)
+		s.saveLocked()
+		return nil, nil
+	})
+}
+
+// ctWritePendingLocked writes the update to the pending section, then
+// applies it: all of it on a stopped CT, what can be hot-plugged on a
+// running one.
+func (s *Sim) ctWritePendingLocked(node string, vmid int, c *qmConf, set map[string]string, deletes, revert []string) error {
+	for _, k := range revert {
+		delete(c.Pending, k)
+		c.PendingDelete = slices.DeleteFunc(c.PendingDelete, func(d string) bool { return d == k })
+	}
+	if c.Pending == nil {
+		c.Pending = map[string]string{}
+	}
+	for _, k := range deletes {
+		if k == "description" {
+			c.Description = "" // a fast-plug option, the config's comment lines
+			continue
+		}
+		if _, ok := c.Keys[k]; !ok {
+			if _, ok := c.Pending[k]; !ok {
+				continue // "cannot delete '$opt' - not set in current configuration!" (a warning)
+			}
+		}
+		delete(c.Pending, k)
+		if !c.pendingDeleted(k) {
+			c.PendingDelete = append(c.PendingDelete, k)
+		}
+	}
+	for k, v := range set {
+		if k == "description" {
+			storeCtDescription(c, v) // a fast-plug option, kept as the config's comment lines
+			continue
+		}
+		c.Pending[k] = v
+		c.PendingDelete = slices.DeleteFunc(c.PendingDelete, func(d string) bool { return d == k })
+	}
+	running := s.runningLocked(node, vmid)
+	for _, k := range slices.Clone(c.PendingDelete) {
+		if !running || ctHotplugged(c, k) {
+			delete(c.Keys, k)
+			c.PendingDelete = slices.DeleteFunc(c.PendingDelete, func(d string) bool { return d == k })
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.Pending)) {
+		if running && !ctHotplugged(c, k) {
+			continue
+		}
+		v := c.Pending[k]
+		if ctVolKeyRe.MatchString(k) {
+			nv, err := s.createCtVolume(node, vmid, v, c.Keys["unprivileged"] == "1")
+			if err != nil {
+				return err
+			}
+			v = nv
+		}
+		c.Keys[k] = v
+		delete(c.Pending, k)
+	}
+	// cleanup_pending: a pending value equal to the current one goes.
+	for k, v := range c.Pending {
+		if c.Keys[k] == v {
+			delete(c.Pending, k)
+		}
+	}
+	return nil
+}
+
+// ctApplyPendingLocked is vm_start's vmconfig_apply_pending: what waited
+// for the start is in force now.
+func (s *Sim) ctApplyPendingLocked(node string, vmid int, c *qmConf) error {
+	for _, k := range c.PendingDelete {
+		delete(c.Keys, strings.TrimPrefix(k, "!"))
+	}
+	c.PendingDelete = nil
+	for _, k := range slices.Sorted(maps.Keys(c.Pending)) {
+		v := c.Pending[k]
+		if ctVolKeyRe.MatchString(k) {
+			nv, err := s.createCtVolume(node, vmid, v, c.Keys["unprivileged"] == "1")
+			if err != nil {
+				return err
+			}
+			v = nv
+		}
+		c.Keys[k] = v
+		delete(c.Pending, k)
+	}
+	return nil
+}
+
+// GET /nodes/{node}/lxc/{vmid}/pending: config_with_pending_array, as for
+// a VM.
+func (s *Sim) getLxcPending(rc *reqCtx) (any, error) {
+	c, err := s.loadCtConfLocked(rc.db(), rc.node, rc.vmid())
+	if err != nil {
+		return nil, err
+	}
+	keys := map[string]bool{}
+	for k := range c.Keys {
+		keys[k] = true
+	}
+	for k := range c.Pending {
+		keys[k] = true
+	}
+	out := []map[string]any{}
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		e := map[string]any{"key": k}
+		if v, ok := c.Keys[k]; ok {
+			e["value"] = s.typedGuestConf(ctKind, map[string]string{k: v})[k]
+		}
+		if v, ok := c.Pending[k]; ok {
+			e["pending"] = s.typedGuestConf(ctKind, map[string]string{k: v})[k]
+		}
+		if c.pendingDeleted(k) {
+			e["delete"] = 1
+		}
+		out = append(out, e)
+	}
+	out = append(out, map[string]any{"key": "digest", "value": c.Digest})
+	if c.Description != "" {
+		out = append(out, map[string]any{"key": "description", "value": ctDescription(c.Description)})
+	}
+	return out, nil
+}
+
+// PUT /nodes/{node}/lxc/{vmid}/resize: resize_vm's $load_and_check runs
+// before the worker is forked (its refusals are the call's 500, not a
+// failed task: lock, digest, shrink, same size), then a "resize" task
+// grows the volume under the config lock.
+func (s *Sim) putLxcResize(rc *reqCtx) (any, error) {
+	db := rc.db()
+	vmid, node := rc.vmid(), rc.node
+	disk, sizeStr, digest := rc.str("disk"), rc.str("size"), rc.str("digest")
+	check := func() (*qmConf, *mountPoint, int64, error) {
+		c, err := s.loadCtConfLocked(db, node, vmid)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		if err := checkCtLock(c); err != nil {
+			return nil, nil, 0, err
+		}
+		if digest != "" && digest != c.Digest {
+			return nil, nil, 0, pveDie("detected modified configuration - file changed by other user? Try again.")
+		}
+		v, ok := c.Keys[disk]
+		if !ok {
+			return nil, nil, 0, pveDie("unable to parse mount point '%s'", disk) // parse_volume of undef
+		}
+		mp := &mountPoint{props: parseProps(v, "volume")}
+		vol, _, err := s.volumeLocked(node, mp.props.get("volume"))
+		if err != nil {
+			return nil, nil, 0, pveDie("Could not determine current size of volume '%s'", mp.props.get("volume"))
+		}
+		rel := strings.HasPrefix(sizeStr, "+")
+		n, ok := parseSize(strings.TrimPrefix(sizeStr, "+"))
+		if !ok {
+			return nil, nil, 0, pveDie("invalid size string")
+		}
+		if rel {
+			n += vol.Size
+		}
+		switch {
+		case n < vol.Size:
+			return nil, nil, 0, pveDie("unable to shrink disk size")
+		case n == vol.Size:
+			return nil, nil, 0, pveDie("disk is already at specified size")
+		}
+		return c, mp, n, nil
+	}
+	if _, _, _, err := check(); err != nil {
+		return nil, err
+	}
+	return s.guestLockTask(rc, node, "resize", vmid, func(t *taskRun) string {
+		c, mp, n, err := check()
+		if err != nil {
+			return err.Error()
+		}
+		if err := s.resizeVolumeLocked(node, mp.props.get("volume"), n); err != nil {
+			return err.Error()
+		}
+		mp.props.set("size", formatSize(n))
+		c.Keys[disk] = mp.props.print("volume")
+		s.writeCtConfLocked(db, node, vmid, c)
+		s.saveLocked()
+		return ""
+	}), nil
+}
+
+// mountPoint is a rootfs or mpN value (volume first).
+type mountPoint struct{ props propString }
+
+// ctDestroyChecks are destroy_vm's $early_checks, in pve-container's order:
+// protection, lock, HA without purge, replication jobs without purge; then
+// the running check.
+func (s *Sim) ctDestroyChecks(db *ConfigDB, node string, vmid int, purge bool) error {
+	c, err := s.loadCtConfLocked(db, node, vmid)
+	if err != nil {
+		return err
+	}
+	if c.Keys["protection"] == "1" {
+		return pveDie("can't remove CT %d - protection mode enabled", vmid)
+	}
+	if err := checkCtLock(c); err != nil {
+		return err
+	}
+	list, _ := s.haResourcesLocked(db)
+	if !purge {
+		if findResource(list, fmt.Sprintf("ct:%d", vmid)) != nil {
+			return pveDie("unable to remove CT %d - used in HA resources and purge parameter not set.", vmid)
+		}
+		if jobs := s.replicationJobsOf(db, vmid); len(jobs) > 0 {
+			return pveDie("There is a replication job '%s' for guest '%d' - Please remove that first.", jobs[0], vmid)
+		}
+	}
+	if s.runningLocked(node, vmid) {
+		return pveDie("unable to destroy CT %d - container is running", vmid)
+	}
+	return nil
+}
+
+// ctRootOwner is the owner of a CT volume's root directory.
+func ctRootOwner(unprivileged bool) string {
+	if unprivileged {
+		return "100000:100000"
+	}
+	return "0:0"
+}

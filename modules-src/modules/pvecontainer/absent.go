@@ -1,0 +1,89 @@
+package pvecontainer
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/gopve/proxmox/modules-src/ansible"
+	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/apischema"
+	"github.com/gopve/proxmox/modules-src/pveapi/guest"
+	"github.com/gopve/proxmox/modules-src/pveapi/resources"
+)
+
+// planDestroy plans state: absent as pve_clone does, one change per write:
+// a running CT is first stopped (through HA when HA manages it) and waited
+// for until PVE reports it stopped, then destroyed. What pve-container's
+// destroy_vm refuses (protection, a lock, HA or replication jobs without
+// purge) is refused first, before any write, check mode alike.
+func (v *ct) planDestroy(ctx context.Context, g resources.Guest, st ctState) ([]ansible.Change, error) {
+	v.setFinal(st)
+	d, err := guest.DestroyRefusal(ctx, v.c, guest.Destroy{Kind: guest.CT, VMID: g.VMID, Name: g.Name, Config: st.Next.Values, Purge: v.p.Purge})
+	if err != nil {
+		return nil, err
+	}
+	id := strconv.Itoa(g.VMID)
+	q := url.Values{"destroy-unreferenced-disks": {"1"}}
+	if v.p.Purge {
+		q.Set("purge", "1")
+	}
+	destroy := apischema.New(http.MethodDelete, "/nodes/{node}/lxc/{vmid}", q, g.Node, id)
+	destroy.Task = &apischema.TaskHint{Node: g.Node, Types: []string{"vzdestroy"}, ID: id}
+	if err := destroy.Validate(v.version); err != nil {
+		return nil, v.schemaError(err)
+	}
+	var changes []ansible.Change
+	if g.Status == "running" {
+		stop := power(g.Node, g.VMID, "stop", nil)
+		if err := stop.Validate(v.version); err != nil {
+			return nil, v.schemaError(err)
+		}
+		task, via := "vzstop", ""
+		if d.HAManaged {
+			task, via = "hastop", " through HA"
+		}
+		changes = append(changes, ansible.Change{
+			ID:      "ct:absent-stop",
+			Summary: fmt.Sprintf("stop CT %d (%s) on %s%s before destroying it", g.VMID, g.Name, g.Node, via),
+			Diff:    &ansible.Diff{Before: "status: running\n", After: "status: stopped\n", BeforeHeader: "CT " + id, AfterHeader: "CT " + id},
+			Apply: func(ctx context.Context) error {
+				if err := v.send(ctx, stop, pveapi.Write{What: fmt.Sprintf("stop CT %d%s", g.VMID, via),
+					Settle: func(ctx context.Context) (bool, error) { r, err := v.isRunning(ctx, g.Node); return !r, err }}, task); err != nil {
+					return err
+				}
+				if err := guest.WaitRunning(ctx, v.c, guest.CT, g.Node, g.VMID, false, v.poll); err != nil {
+					return fmt.Errorf("CT %d was asked to stop%s but PVE still reports it running: it was not destroyed: %w", g.VMID, via, err)
+				}
+				return nil
+			},
+			Verify: func(ctx context.Context) error {
+				if r, err := v.isRunning(ctx, g.Node); err != nil || r {
+					return fmt.Errorf("CT %d is still running after the stop (%v)", g.VMID, err)
+				}
+				return nil
+			},
+		})
+	}
+	return append(changes, ansible.Change{
+		ID:      "ct:absent",
+		Summary: fmt.Sprintf("destroy CT %d (%s) on %s%s", g.VMID, g.Name, g.Node, guest.PurgeSummary(d.Purged)),
+		Diff:    ansible.TextDiff(confHeader(g.Node, g.VMID), renderConf(st.Next.Values), ""),
+		Apply: func(ctx context.Context) error {
+			return v.send(ctx, destroy, pveapi.Write{What: fmt.Sprintf("destroy CT %d", g.VMID),
+				Settle: func(ctx context.Context) (bool, error) { ok, err := v.exists(ctx); return !ok, err }}, "")
+		},
+		Verify: func(ctx context.Context) error {
+			ok, err := v.exists(ctx)
+			if err != nil {
+				return err
+			}
+			if ok {
+				return fmt.Errorf("CT %d is still in the cluster's guest list after its destruction", g.VMID)
+			}
+			return nil
+		},
+	}), nil
+}

@@ -1,0 +1,273 @@
+package pvecontainer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gopve/proxmox/modules-src/ansible"
+	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/apischema"
+	"github.com/gopve/proxmox/modules-src/pveapi/guest"
+	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
+	"github.com/gopve/proxmox/modules-src/pveapi/pveformat"
+	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
+	"github.com/gopve/proxmox/modules-src/pveapi/resources"
+)
+
+// ct carries one run's knowledge from stage to stage and to the report.
+type ct struct {
+	r    *ansible.Run
+	c    *pveapi.Client
+	p    params
+	w    *want
+	poll time.Duration
+
+	version  int
+	existed  bool
+	node     string
+	read     *ctState // the existing CT as stage container read it
+	storages map[string]storageInfo
+
+	final   map[string]string
+	pending []qemu.PendingItem
+	taskLog []string
+}
+
+// ctState is the CT as the config and power stages plan against it:
+// observed, or predicted in check mode.
+type ctState struct {
+	Node    string
+	Next    qemu.Config // PVE's default view: pending values applied
+	Live    qemu.Config // what runs now
+	Pending []qemu.PendingItem
+	Running bool
+	HA      bool
+}
+
+func ctKey(vmid int) ansible.Key[ctState] {
+	return ansible.Key[ctState]("pve_container:ct:" + strconv.Itoa(vmid))
+}
+
+func run(r *ansible.Run, o pveapi.Options) error {
+	var p params
+	if err := r.Decode(&p); err != nil {
+		return err
+	}
+	if p.VMID < 100 || p.VMID > 999999999 {
+		return fmt.Errorf("vmid: %d is out of range (100 … 999999999)", p.VMID)
+	}
+	w, err := buildWant(p)
+	if err != nil {
+		return err
+	}
+	c, err := pveansible.ForRun(r, p.Connection.API(), o)
+	if err != nil {
+		return err
+	}
+	if c.Pvesh() && p.Password != nil && p.State != "absent" {
+		return pveapi.LocalSecretError("password")
+	}
+	poll := o.TaskPoll
+	if poll == 0 {
+		poll = time.Second
+	}
+	v := &ct{r: r, c: c, p: p, w: w, poll: poll}
+	defer v.report()
+	if err := r.Stage("container", v.planCT); err != nil {
+		return err
+	}
+	if p.State == "absent" {
+		return nil
+	}
+	if err := r.Stage("config", v.planConfig); err != nil {
+		return err
+	}
+	return r.Stage("power", v.planPower)
+}
+
+// planCT finds the CT by VMID cluster-wide (H3) and plans its creation or
+// its destruction; an existing CT must be ours.
+func (v *ct) planCT(ctx context.Context, _ *ansible.World) ([]ansible.Change, error) {
+	ver, err := v.c.Version(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the PVE version: %w", err)
+	}
+	v.version = ver.Major
+	guests, err := resources.Guests(ctx, v.c)
+	if err != nil {
+		return nil, fmt.Errorf("cannot list the cluster's guests: %w", err)
+	}
+	g, found := resources.Find(guests, v.p.VMID)
+	if !found {
+		if v.p.State == "absent" {
+			return nil, nil
+		}
+		return v.planCreate(ctx)
+	}
+	if err := v.owned(g); err != nil {
+		return nil, err
+	}
+	v.existed, v.node = true, g.Node
+	st, err := v.observe(ctx, g.Node, g.Status == "running", g.HAState != "")
+	if err != nil {
+		return nil, err
+	}
+	if v.p.State == "absent" {
+		return v.planDestroy(ctx, g, st)
+	}
+	if err := checkUnprivileged(st.Next, v.w); err != nil {
+		return nil, err
+	}
+	v.read = &st
+	return nil, nil
+}
+
+// owned refuses a VMID that holds something else than this task's CT: a
+// VM, a template, another hostname, or any CT when the task gives no
+// hostname to prove it and does not say adopt (K1). Decided from the
+// guest list alone, before any other read or write.
+func (v *ct) owned(g resources.Guest) error {
+	what := fmt.Sprintf("VMID %d is held by %s %q on node %s", g.VMID, map[bool]string{true: "VM", false: "container"}[g.IsVM()], g.Name, g.Node)
+	switch {
+	case g.Lock == "create":
+		return fmt.Errorf("vmid: VMID %d is being created right now on node %s (lock create) by another run or user (K18); nothing was changed: rerun once it is done", g.VMID, g.Node)
+	case g.IsVM():
+		return fmt.Errorf("vmid: %s, not a container; nothing was changed", what)
+	case g.Template:
+		return fmt.Errorf("vmid: %s, which is a template; this module never configures a template; nothing was changed", what)
+	case v.p.Adopt:
+		return nil
+	case v.p.Hostname != "" && g.Name != v.p.Hostname:
+		return fmt.Errorf("vmid: %s, not %q: it is not this task's container, so it is neither configured nor destroyed; nothing was changed", what, v.p.Hostname)
+	case v.p.Hostname == "":
+		return fmt.Errorf("hostname: %s and this task gives no hostname to prove it is its own: an existing VMID is never taken over silently (K1); give hostname: %q if it is this task's container, or adopt: true; nothing was changed", what, g.Name)
+	}
+	return nil
+}
+
+// observe reads the CT once: GET …/pending gives the live values, the
+// pending ones and the digest.
+func (v *ct) observe(ctx context.Context, node string, running, ha bool) (ctState, error) {
+	p, err := qemu.GetPendingOf(ctx, v.c, "lxc", node, v.p.VMID)
+	if err != nil {
+		return ctState{}, fmt.Errorf("cannot read CT %d on %s: %w", v.p.VMID, node, err)
+	}
+	return ctState{Node: node, Next: p.Next(), Live: p.Live(), Pending: p.Changes(), Running: running, HA: ha}, nil
+}
+
+// send validates req against the node's schema and dispatches it once
+// (pveansible.Send); a failed task's log is kept for the result.
+func (v *ct) send(ctx context.Context, req apischema.Request, w pveapi.Write, taskType string) error {
+	if err := req.Validate(v.version); err != nil {
+		return ansible.NothingChanged(v.schemaError(err))
+	}
+	_, log, err := pveansible.Send(ctx, v.r, v.c, req, w, taskType)
+	if log != nil {
+		v.taskLog = log
+	}
+	return err
+}
+
+// schemaError names the Ansible options behind the refused PVE keys.
+func (v *ct) schemaError(err error) error {
+	var e *apischema.Errors
+	if !errors.As(err, &e) {
+		return err
+	}
+	parts := make([]string, len(e.List))
+	for i, p := range e.List {
+		if p.Key != "" {
+			parts[i] = fmt.Sprintf("%s: key '%s': %s", optionOf(p.Param), p.Key, p.Msg)
+		} else {
+			parts[i] = fmt.Sprintf("%s: %s", optionOf(p.Param), p.Msg)
+		}
+	}
+	return fmt.Errorf("%s (refused by the PVE %d API schema before anything was sent)", strings.Join(parts, "; "), e.Version)
+}
+
+// exists settles a lost answer: the VMID is in the cluster's guest list.
+func (v *ct) exists(ctx context.Context) (bool, error) {
+	guests, err := resources.Guests(ctx, v.c)
+	if err != nil {
+		return false, err
+	}
+	_, ok := resources.Find(guests, v.p.VMID)
+	return ok, nil
+}
+
+func (v *ct) isRunning(ctx context.Context, node string) (bool, error) {
+	return guest.Running(ctx, v.c, guest.CT, node, v.p.VMID)
+}
+
+// setFinal records the config to return: what runs now on a running CT,
+// with the waiting changes apart.
+func (v *ct) setFinal(st ctState) {
+	v.final = st.Next.Values
+	if st.Running {
+		v.final = st.Live.Values
+	}
+	v.pending = st.Pending
+}
+
+// report sets the result every run, failed or not.
+func (v *ct) report() {
+	v.r.Set("vmid", v.p.VMID)
+	v.r.Set("existed", v.existed)
+	if v.node != "" {
+		v.r.Set("node", v.node)
+	}
+	if v.version != 0 {
+		v.r.Set("pve_version", v.version)
+	}
+	cfg, macs := map[string]string{}, map[string]string{}
+	if v.final != nil && v.p.State != "absent" {
+		cfg = maps.Clone(v.final)
+		for k, val := range cfg {
+			if netKeyRe.MatchString(k) {
+				if n, err := pveformat.Parse(val, netShape); err == nil {
+					macs[k], _ = n.Get("hwaddr")
+				}
+			}
+		}
+	}
+	v.r.Set("config", cfg)
+	v.r.Set("mac", macs)
+	pending := []map[string]any{}
+	for _, it := range v.pending {
+		row := map[string]any{"key": it.Key}
+		if it.HasValue {
+			row["value"] = it.Value
+		}
+		if it.HasPending {
+			row["pending"] = it.Pending
+		}
+		if it.Delete > 0 {
+			row["delete"] = true
+		}
+		pending = append(pending, row)
+	}
+	v.r.Set("pending", pending)
+	v.r.Set("restart_required", len(pending) > 0)
+	if v.taskLog != nil {
+		v.r.Set("task_log", v.taskLog)
+	}
+}
+
+func confHeader(node string, vmid int) string {
+	return fmt.Sprintf("/etc/pve/nodes/%s/lxc/%d.conf", node, vmid)
+}
+
+// renderConf prints a config as pct config does: key: value, sorted.
+func renderConf(values map[string]string) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(values)) {
+		fmt.Fprintf(&b, "%s: %s\n", k, strings.TrimRight(values[k], "\n"))
+	}
+	return b.String()
+}

@@ -1,0 +1,147 @@
+// Package pvecontainer is the pve_container module: one LXC container,
+// identified by its VMID (K1), created from a CT template volume
+// (local:vztmpl/…) with `pct create`'s API call, then configured as asked
+// and proved by reading it back.
+//
+// Three stages, each observing before it plans, as pve_clone's:
+//
+//   - container: GET /version (the schema of that PVE version checks every
+//     write before it is sent) and GET /cluster/resources (the CT by VMID,
+//     cluster-wide, H3). An existing CT is read once (GET …/pending) and
+//     must be ours (its hostname, or adopt). A missing one is created on
+//     node after the checks create_vm makes (node, storages, template);
+//     check mode predicts its config as pve-container builds it, the
+//     rootfs and mount point volumes named per storage type (predict.go).
+//   - config: what differs from the task (cores, memory, swap, NICs merged
+//     key by key with the MAC kept, features, mount points, onboot,
+//     startup, tags, description), one PUT, and each volume grown by its
+//     own resize (never shrunk). On a running CT what PVE keeps pending is
+//     returned as pending with restart_required.
+//   - power: started/stopped, through HA's requested state when HA manages
+//     the CT (H4).
+//
+// A no-op run costs three reads: version, cluster resources, pending.
+package pvecontainer
+
+import (
+	"time"
+
+	"github.com/gopve/proxmox/modules-src/ansible"
+	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
+)
+
+// Module is pve_container.
+func Module() ansible.Module { return New(pveapi.Options{}) }
+
+// New builds the module with client options (tests point it at a
+// simulator with short retries and polls).
+func New(o pveapi.Options) ansible.Module {
+	return ansible.Module{
+		Name:             "pve_container",
+		ShortDescription: "A Proxmox VE LXC container by VMID: created from a CT template, configured, read back",
+		Description: []string{
+			"Makes one LXC container, identified by its VMID, exist and look as asked. A missing container is created on node from a CT template volume (local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst), as pct create does (POST /nodes/{node}/lxc, a vzcreate task), with everything the task gives in that one call.",
+			"Then it converges an existing one: cores, memory, swap, NICs merged key by key with what is there (the MAC is kept, K16), features (nesting, keyctl, fuse, mknod, mount, force_rw_sys) merged key by key, mount points, onboot, startup, tags, description; the rootfs and every mount point are grown to their size, never shrunk (a smaller size is refused naming the option). unprivileged, password and ssh_public_keys are creation-time settings: a different unprivileged on an existing container is refused before any write (PVE keeps it read-only), password and keys are never compared.",
+			"The container's hostname is its name: an existing VMID whose hostname differs fails with what holds it, before any write; a task without hostname fails the same way unless it says adopt: true (then a given hostname is set rather than checked).",
+			"Every write is checked against the official API schema of the node's PVE version (8 or 9) before it is sent; bad input fails naming the option and changes nothing. Each write is sent once; a lost answer to the create is settled only by a read proving the new VMID is this task's (its hostname); every change is read back before it is reported.",
+			"On a running container PVE applies what it can hot-plug (memory, swap, cores, NICs, a new mount point, the options) and keeps the rest pending until the next start: those keys are returned in pending with restart_required, never reported as done; the container is never restarted by this module.",
+			"Check mode predicts the container as pct create builds it (volume names per storage type: subvol-<vmid>-disk-N on zfspool, vm-<vmid>-disk-N on lvm, lvmthin and rbd, <vmid>/vm-<vmid>-disk-N.raw on a file storage; new MACs as assigned at creation; unprivileged as the version defaults it), runs create_vm's checks read-only, and sends no write.",
+		},
+		Notes: []string{
+			"state started/stopped of a container HA manages goes through HA (PVE turns the call into an HA request, H4) and is polled until PVE reports the state; absent refuses, before any write and in check mode alike, what pve-container's destroy_vm refuses: protection, HA or replication jobs without purge, a lock.",
+			"Restoring a container from a backup (pct restore) is not done by this module.",
+			"Privileges: VM.Audit on /vms (the guest list, the config, the pending view); VM.Allocate on /vms/<vmid> (create, absent) and, with pool, on /pool/<pool>; Datastore.AllocateSpace on each storage a volume lands on, Datastore.Audit to read the storages and the template's storage content; VM.Config.* for the settings changed (CPU, Memory, Network, Disk, Options); VM.PowerMgmt for started/stopped; Sys.Audit on / to read the HA resource and the replication jobs; Sys.Modify on / to create a privileged container on PVE 9.",
+		},
+		Requirements:   []string{"Proxmox VE 8 or 9", "an API token or user with the privileges listed in the notes (or root on a node, local mode)"},
+		Examples:       examples,
+		Return:         returnDoc,
+		ActionGroups:   []string{ansible.GroupAPI},
+		Spec:           pveansible.WithConnection(spec()),
+		Params:         params{},
+		CreatedEarlier: true, // a check run may assume what created_earlier names (ansible.NotYet)
+		Timeout:        15 * time.Minute,
+		Run:            func(r *ansible.Run) error { return run(r, o) },
+	}
+}
+
+// params are the module's options.
+type params struct {
+	pveansible.Connection `ansible:",squash"`
+	VMID                  int    `ansible:"vmid"`
+	Hostname              string `ansible:"hostname"`
+	Adopt                 bool   `ansible:"adopt"`
+	Node                  string `ansible:"node"`
+	OSTemplate            string `ansible:"ostemplate"`
+	State                 string `ansible:"state"`
+	Pool                  string `ansible:"pool"`
+	Purge                 bool   `ansible:"purge"`
+
+	Cores        *int           `ansible:"cores"`
+	Memory       *int           `ansible:"memory"`
+	Swap         *int           `ansible:"swap"`
+	RootFS       map[string]any `ansible:"rootfs"`
+	Mounts       map[string]any `ansible:"mounts"`
+	Nets         map[string]any `ansible:"nets"`
+	Features     map[string]any `ansible:"features"`
+	Unprivileged *bool          `ansible:"unprivileged"`
+	OnBoot       *bool          `ansible:"onboot"`
+	Startup      *string        `ansible:"startup"`
+	Tags         []string       `ansible:"tags"`
+	Description  *string        `ansible:"description"`
+	Password     *string        `ansible:"password"`
+	SSHKeys      []string       `ansible:"ssh_public_keys"`
+}
+
+func str(desc ...string) ansible.Option {
+	return ansible.Option{Type: ansible.TypeStr, Description: desc}
+}
+func num(desc ...string) ansible.Option {
+	return ansible.Option{Type: ansible.TypeInt, Description: desc}
+}
+func flag(desc ...string) ansible.Option {
+	return ansible.Option{Type: ansible.TypeBool, Description: desc}
+}
+
+func spec() ansible.Spec {
+	opts := map[string]ansible.Option{
+		"vmid":     {Type: ansible.TypeInt, Required: true, Description: []string{"The container's identity (K1): the VMID to create or manage (100 … 999999999). A hostname is never an identity."}},
+		"hostname": str("The container's hostname, the proof that the container at vmid is this task's: on an existing VMID it must match, else the task fails with what holds the VMID, before any write. Required unless adopt is true (always with state=absent)."),
+		"adopt": {Type: ansible.TypeBool, Default: false, Description: []string{
+			"Manage whatever container holds vmid, whatever its hostname; a given hostname is then set, not checked. Without hostname and without adopt an existing VMID is never taken over (K1)."}},
+		"node":       str("Node the container is created on (required to create one). An existing container is found wherever it runs now (after an HA recovery) and is not moved."),
+		"ostemplate": str("The CT template volume a new container is created from (local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst); it must exist on its storage on node. Required to create; ignored for an existing container (its origin is not kept by PVE)."),
+		"state": {Type: ansible.TypeStr, Default: "present", Choices: []any{"present", "started", "stopped", "absent"}, Description: []string{
+			"present: exists and configured, power untouched (a new container stays stopped). started/stopped: also that power state (through HA when HA manages it). absent: stopped (through HA when HA manages it) and destroyed, after checking its hostname; what PVE would refuse to destroy (protection, HA or replication jobs without purge, a lock) is refused before any write, check mode alike."}},
+		"pool":  str("Resource pool a container created by this run joins (PVE takes it only at creation, K6); it must exist."),
+		"purge": {Type: ansible.TypeBool, Default: false, Description: []string{"With state=absent, pve-container's purge: the VMID also leaves its replication jobs, backup jobs and HA. Without it PVE refuses to destroy a container under HA or with replication jobs, and the module refuses first."}},
+
+		"cores":  num("CPU cores (PVE's default: all the node's)."),
+		"memory": num("Memory in MiB."),
+		"swap":   num("Swap in MiB."),
+		"rootfs": {Type: ansible.TypeDict, Description: []string{"The root volume: storage (created on it; it must hold rootdir) and size (8G; grown, never shrunk). PVE's default is 4G on storage local."},
+			Options: map[string]ansible.Option{
+				"storage": {Type: ansible.TypeStr, Description: []string{"Storage of a new container's root volume. An existing root volume is never moved: another storage is refused."}},
+				"size":    {Type: ansible.TypeStr, Description: []string{"Size (8G, 512M): grown by a resize when smaller, a smaller one refused."}},
+			}},
+		"mounts": {Type: ansible.TypeDict, Description: []string{
+			"Mount points by key (mp0 … mp255): each a dict of storage and size (a volume allocated when the key is new), mp (the path in the container, required) and the options backup, acl, quota, ro, replicate, shared. An existing volume is grown, never shrunk, and never moved; its options are merged key by key."}},
+		"nets": {Type: ansible.TypeDict, Description: []string{
+			"NICs by key (net0 … net31): each a dict of name (eth0), bridge, ip (cidr, dhcp, manual), gw, ip6, gw6, tag, firewall, mtu, rate, link_down, hwaddr (only to set one on purpose), or PVE's string (name=eth0,bridge=vmbr0,ip=dhcp).",
+			"Only the given keys are merged into the NIC that is there; its MAC is kept (K16). A new NIC needs name and bridge."}},
+		"features": {Type: ansible.TypeDict, Description: []string{
+			"Container features merged key by key: nesting, keyctl, fuse, mknod, force_rw_sys (booleans), mount (fstype;fstype). On a running container a change waits for its next start (pending)."}},
+		"unprivileged": flag("Create the container unprivileged (its root mapped to uid 100000). Only at creation: PVE keeps it read-only, so a different value on an existing container is refused before any write. Unset: PVE's default, unprivileged on PVE 9, privileged on PVE 8."),
+		"onboot":       flag("Start the container when its node boots."),
+		"startup":      str("Startup and shutdown behaviour, PVE's string (order=1,up=30)."),
+		"tags":         {Type: ansible.TypeList, Elements: ansible.TypeStr, Description: []string{"Tags (compared as a set; sent sorted, separated by ;)."}},
+		"description":  str("Description (the config's notes)."),
+		"password": {Type: ansible.TypeStr, NoLog: true, Description: []string{
+			"Root password, set only when this run creates the container (pve-container writes it into the container, never into its config): never compared, never returned. Refused in local mode falling back to pvesh (its command line is readable by any user of the node)."}},
+		"ssh_public_keys": {Type: ansible.TypeList, Elements: ansible.TypeStr, Description: []string{
+			"Public SSH keys for root, set only when this run creates the container (written into the container's authorized_keys, not its config): never compared afterwards."}},
+	}
+	return ansible.Spec{Options: opts, Constraints: ansible.Constraints{
+		RequiredIf: []ansible.RequiredIf{{Key: "state", Value: "absent", Requirements: []string{"hostname"}}},
+	}}
+}
