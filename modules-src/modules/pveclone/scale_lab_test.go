@@ -43,16 +43,13 @@ func scaleVM(i int) (vmid int, node string, tag int, ip string) {
 	return scaleBase + i, labctl.NodeName(1 + i%scaleNodes), 10 + i%7, fmt.Sprintf("10.1.%d.%d/16", i/200, 10+i%200)
 }
 
-// PVE 8 and 9 side by side: most of a run is waiting (task polls, SSH),
-// so two labs at once take little more wall time than one.
+// PVE 9 only (issue 27 §3, CI time): the scale proof is about what the
+// module reads per VM, the same code on both versions; PVE 8's clone path
+// through the role runs in TestLabPlaybookPerHostPVE8 (20 VMs, the same
+// bound). The two side by side cost CI about eight minutes.
 func TestLabPlaybookScale100VMsFiveNodesK13(t *testing.T) {
-	testenv.NeedLong(t, "100 clones through ansible-playbook on a 5-node lab, PVE 8 and 9")
-	for _, v := range []int{8, 9} {
-		t.Run(fmt.Sprintf("PVE%d", v), func(t *testing.T) {
-			t.Parallel()
-			testScale(t, v)
-		})
-	}
+	testenv.NeedLong(t, "100 clones through ansible-playbook on a 5-node lab")
+	testScale(t, 9)
 }
 
 func testScale(t *testing.T, pve int) {

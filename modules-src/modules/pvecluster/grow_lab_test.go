@@ -29,8 +29,11 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/labtest"
 )
 
+// One PVE version per scenario (issue 27 §3, CI time): the test has no
+// version branch, and the other version runs the same module path in
+// TestLabQuorumLossC10PVE8 (a member down on PVE 8) and
+// the PVE 8 join tests, so a twin would repeat a proof.
 func TestLabGrowWithLimitAndMemberDownPVE9(t *testing.T) { testGrow(t, 9) }
-func TestLabGrowWithLimitAndMemberDownPVE8(t *testing.T) { testGrow(t, 8) }
 
 func testGrow(t *testing.T, pve int) {
 	lab, bin := labtest.Start(t, pve, 4)

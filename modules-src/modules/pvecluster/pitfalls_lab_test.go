@@ -1,6 +1,6 @@
 package pvecluster
 
-// Pitfalls on a real lab with the real ansible-playbook (PVE 8 and 9):
+// Pitfalls on a real lab with the real ansible-playbook (PVE 8):
 // bad input named with nothing changed; C2 (the lab's pvecm exits 0
 // without joining when the primary's host key is unknown, and the task
 // fails instead); C6 (a node pre-joined to another cluster fails naming
@@ -17,8 +17,10 @@ import (
 	"github.com/gopve/proxmox/modules-src/pveapi/pveapitest"
 )
 
+// One PVE version per scenario (issue 27 §3, CI time): the test has no
+// version branch, and the other version runs the same module path in
+// TestLabPlaybookPVE9 and TestLabGrowWithLimitAndMemberDownPVE9, so a twin would repeat a proof.
 func TestLabPitfallsPVE8(t *testing.T) { testPitfalls(t, 8) }
-func TestLabPitfallsPVE9(t *testing.T) { testPitfalls(t, 9) }
 
 // nodeDigest is UpperDigest restricted to one node.
 func nodeDigest(t *testing.T, lab *labctl.Lab, node string) map[string]string {

@@ -34,8 +34,11 @@ pve_cluster_name: lab
 zfs_pool_name: nvme-vm
 `
 
+// One PVE version per scenario (issue 27 §3, CI time): the test has no
+// version branch, and the other version runs the same module path in
+// TestLabPitfallsPVE8, TestLabParallelAPIJoinPVE8 and
+// TestLabAPIJoinFaultsPVE8, so a twin would repeat a proof.
 func TestLabPlaybookPVE9(t *testing.T) { testPlaybook(t, 9) }
-func TestLabPlaybookPVE8(t *testing.T) { testPlaybook(t, 8) }
 
 // clusterLines finds each node's cluster result in -v output.
 var resultRe = regexp.MustCompile(`(?m)^(?:changed|ok): \[(pve0\d)\] => (\{.*\})$`)
