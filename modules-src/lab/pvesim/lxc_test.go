@@ -88,6 +88,8 @@ func lxcTour(t *testing.T, c *apiClient, node string) {
 	c.call("GET", p, nil).must(t, "CT list")
 	c.call("GET", p+"/250/config", nil).must(t, "CT config")
 	c.call("PUT", p+"/250/config", url.Values{"cores": {"2"}}).must(t, "CT PUT config")
+	c.call("GET", p+"/250/pending", nil).must(t, "CT pending")
+	mustTask(t, c, "PUT", p+"/250/resize", url.Values{"disk": {"rootfs"}, "size": {"+1G"}})
 	c.call("GET", p+"/250/status/current", nil).must(t, "CT status")
 	mustTask(t, c, "POST", p+"/250/status/start", nil)
 	mustTask(t, c, "POST", p+"/250/status/shutdown", nil)
