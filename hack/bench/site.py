@@ -12,7 +12,10 @@
       a playbook with one play per phase and, in each, as many
       `ansible.builtin.raw: "true"` tasks as the run in PHASES started: the
       SSH floor for the same task count.
-  site.py report RESULTS
+  site.py report RESULTS [COST-RUN LAB-COST]
+      the tables; with COST-RUN (the variant whose -vvv run carries the
+      modules' gopve_cost) and LAB-COST (what the lab saw during that run:
+      stand-ins by name, API requests), the converged cost per module.
 """
 import json
 import re
@@ -93,8 +96,44 @@ def phase_seconds(run):
     return {p["phase"]: p["seconds"] for p in run["phases"]}
 
 
+def cost_report(runs, name, lab_path):
+    """Per module, what one converged -vvv run cost: counted by the modules
+    (gopve_cost) and, in total, by the lab."""
+    vvv = [r for r in runs if r["name"] == name and r["kind"] == "vvv"]
+    if not vvv:
+        return
+    with open(lab_path) as f:
+        lab = json.load(f)
+    print(f"\nconverged cost per module (one -vvv run of {name}: gopve_cost of every task result, "
+          "counted by the modules' host and pveapi layers)")
+    print(f"  {'module':12s} {'phase':8s} {'results':>7s} {'processes':>9s} {'/result':>7s} "
+          f"{'API reqs':>8s} {'/result':>7s} {'HTTPS conns':>11s}")
+    total = dict(results=0, processes=0, api_requests=0, connections=0)
+    for p in vvv[0]["phases"]:
+        for module, c in sorted(p.get("cost", {}).items()):
+            n = c["results"] or 1
+            print(f"  {module:12s} {p['phase']:8s} {c['results']:7d} {c['processes']:9d} {c['processes'] / n:7.2f} "
+                  f"{c['api_requests']:8d} {c['api_requests'] / n:7.2f} {c['connections']:11d}")
+            for k in total:
+                total[k] += c[k]
+    print(f"  {'total':21s} {total['results']:7d} {total['processes']:9d} {'':7s} {total['api_requests']:8d} "
+          f"{'':7s} {total['connections']:11d}")
+    tools = ", ".join(f"{k} {v}" for k, v in sorted(lab["tools"].items())) or "none"
+    agree = "agrees" if lab["requests"] == total["api_requests"] else "DIFFERS from the modules' count"
+    print(f"  the lab saw in that run: {sum(lab['tools'].values())} stand-in processes on the nodes "
+          f"(commands.log: {tools}); {lab['requests']} API requests (request log; {agree})")
+    print("  (processes: every program a module started, stand-ins or not; results: task results on hosts, "
+          "a skipped task has none)")
+
+
 def report(argv):
     runs = load(argv[0])
+    tables(runs)
+    if len(argv) >= 3:
+        cost_report(runs, argv[1], argv[2])
+
+
+def tables(runs):
     by = lambda name, kind: [r for r in runs if r["name"] == name and r["kind"] == kind]
     labels = {
         "site": "gopve.proxmox.site",
