@@ -159,6 +159,7 @@ def converged(runs, kind, title):
     print(f"\nconverged 3-node lab, {title}: wall time per run, median of {n} interleaved rounds")
     print(f"  {'':34s} {'wall s':>7s} {'x site':>7s} {'tasks':>6s} {'SSH cmds':>9s} {'per task':>9s}")
     walls = {name: med([r["wall"] for r in by(name)]) for name in rounds}
+    tasks_of = lambda name: sum(p["tasks"] for p in by(name)[0]["phases"])
     for name in rounds:
         tasks = sum(p["tasks"] for p in by(name)[0]["phases"])
         vvv = by(name, "vvv")
@@ -171,6 +172,9 @@ def converged(runs, kind, title):
     if "seed" in walls and "raw_seed" in walls:
         print(f"  ratio seed / site {walls['seed'] / walls['site']:.2f} (target >= 8); site / its raw floor "
               f"{walls['site'] / walls['raw_site']:.2f} (target <= 2); seed / its raw floor {walls['seed'] / walls['raw_seed']:.2f}")
+        # No play of the site's task count runs faster than its raw floor.
+        print(f"  ceiling of seed / site at the site's task count: seed / raw floor of {tasks_of('site')} tasks "
+              f"= {walls['seed'] / walls['raw_site']:.2f}")
     print("  (SSH cmds: ' SSH: EXEC ' lines of one -vvv run; per task: over the task results that ran, ok+changed)")
 
     print(f"\nper phase, converged, {title} (median s)")
