@@ -124,6 +124,9 @@ def cost_report(runs, name, lab_path):
           f"(commands.log: {tools}); {lab['requests']} API requests (request log; {agree})")
     print("  (processes: every program a module started, stand-ins or not; results: task results on hosts, "
           "a skipped task has none)")
+    if lab["requests"] != total["api_requests"]:
+        # the modules are the site's only API clients: a count that differs is a wrong result
+        sys.exit(f"bench-site: the modules counted {total['api_requests']} API requests, the lab saw {lab['requests']}")
 
 
 def report(argv):
