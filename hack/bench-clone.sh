@@ -215,7 +215,7 @@ for v in $variants; do
     "$(tasks "$v")" "${reqs[$v]}" "${writes[$v]}"
 done
 printf '  %-46s %7.2f %7.2f\n' "empty play (one meta: noop)" "${med[empty]}" "${low[empty]}"
-printf '  ratio c.g. / pve_clone (API): wall %.2f, min %.2f, task s %.2f, API requests %.2f\n' \
+printf '  ratio c.g. / pve_clone (API): wall %.2f, min %.2f, task s %.2f, API requests %.2f (target >= 5; pve_clone <= 3 requests)\n' \
   "$(ratio "${med[community]}" "${med[pve_clone_api]}")" "$(ratio "${low[community]}" "${low[pve_clone_api]}")" \
   "$(ratio "$(task community)" "$(task pve_clone_api)")" \
   "$(ratio "${reqs[community]}" "${reqs[pve_clone_api]}")"

@@ -113,3 +113,25 @@ printf '  %-48s %9s %9s\n' "" "ms/task" "x ticket"
 for v in $variants; do
   printf '  %-48s %9.1f %9.2f\n' "$(label "$v")" "${ms[$v]}" "$(echo "${ms[$v]} / ${ms[ticket]}" | bc -l)"
 done
+
+# The minted-ticket task on the node alone, no Ansible or SSH around it
+# (the cached binary, args on stdin, as the fast path runs it), at -vvv so
+# its result carries gopve_cost: what the task started and sent, counted by
+# its host and pveapi layers (issue 24 §3: one HTTPS connection for every
+# call of a task).
+cached=/root/.ansible/gopve/$(sha256sum "$bin" | cut -d' ' -f1)/gopve
+node=$("$lab" ssh --dir "$labdir" pve01 "python3 -c '
+import json, statistics, subprocess, time
+args = json.dumps({\"_gopve_module\": \"pve_storage\", \"storage\": \"local\", \"type\": \"dir\", \"_ansible_verbosity\": 3}).encode()
+times = []
+for _ in range(10):
+    t = time.perf_counter()
+    out = json.loads(subprocess.run([\"$cached\", \"-\"], input=args, capture_output=True, check=True).stdout)
+    times.append(time.perf_counter() - t)
+    assert out[\"changed\"] is False and not out.get(\"warnings\"), out
+c = out[\"gopve_cost\"]
+print(statistics.median(times) * 1000, c[\"processes\"], c[\"api_requests\"], c[\"connections\"])
+'")
+read -r node_ms procs reqs conns <<<"$node"
+printf '  %-48s %9.1f ms (median of 10; %d processes, %d API requests over %d HTTPS connection(s))\n' \
+  "one minted-ticket task on the node, no Ansible" "$node_ms" "$procs" "$reqs" "$conns"

@@ -23,6 +23,11 @@
 # site run, then every timed run must report changed=0. The site's own first
 # run is timed on a second fresh lab.
 #
+# The -vvv run of the whole site also gives the converged cost per module:
+# processes each module started on the nodes, API requests, HTTPS
+# connections (gopve_cost, counted by the modules' host and pveapi layers),
+# next to what the lab saw in that run (commands.log, request log).
+#
 # Per-phase wall times come from hack/bench/callback_plugins/phase_times.py
 # (ansible-core 2.14 ships no timing callback). SSH commands: ' SSH: EXEC '
 # lines of one -vvv run per variant.
@@ -33,6 +38,8 @@
 # raw floor on that lab. The seed roles' fresh-lab convergence (most of
 # the bench's time) only runs in `make bench`.
 #
+# Every round runs on the lab with the Perl tools' start-up costs on and,
+# unless BENCH_PERL_OFF=0, again with them off (see perl_costs).
 # BENCH_SCALE=1 also starts a fresh 7-node lab and runs the site there with
 # forks 10 (first run, then R converged runs), printed per phase next to the
 # 3-node figures. BENCH_ROUNDS (3), BENCH_PVE (9).
@@ -168,30 +175,63 @@ run seed shape "$lab3" --converged
 variants="site seed raw_site raw_seed"
 fi
 [ ${#extra[@]} -gt 0 ] && variants="$variants site_all"
+# What a converged run costs the nodes, per module (issue 24 §3): the -vvv
+# run of the whole site carries each task's gopve_cost (processes the
+# module started, API requests, HTTPS connections: counted by its host and
+# pveapi layers); around it, the lab's own witnesses: every node's
+# commands.log (the PVE tool and zpool/zfs stand-ins that ran) and the
+# simulator's request log. No extra run: the -vvv run is the SSH count's.
+cost_of=site
+[ ${#extra[@]} -gt 0 ] && cost_of=site_all
+lab_logs_reset() {
+  for node in pve01 pve02 pve03; do
+    "$lab" ssh --dir "$lab3" "$node" ': > /var/lib/gopve-lab/commands.log' </dev/null
+  done
+  curl -s --unix-socket "$lab3/control.sock" -X DELETE http://lab/v1/requests >/dev/null
+}
+lab_logs_read() { # JSON: the stand-ins that ran, by name; the API requests the lab saw
+  for node in pve01 pve02 pve03; do
+    "$lab" ssh --dir "$lab3" "$node" 'cat /var/lib/gopve-lab/commands.log 2>/dev/null' </dev/null
+  done >"$work/commands.log"
+  curl -s --unix-socket "$lab3/control.sock" http://lab/v1/requests >"$work/requests.json"
+  /usr/bin/python3 -c 'import collections, json, sys
+tools = collections.Counter(json.loads(l)[0] for l in open(sys.argv[1]) if l.strip())
+print(json.dumps({"tools": dict(tools), "requests": len(json.load(open(sys.argv[2])))}))' "$work/commands.log" "$work/requests.json"
+}
 echo "bench-site: SSH commands (one -vvv run each), then $R interleaved rounds of: $variants"
-for v in $variants; do run "$v" vvv "$lab3" --converged --vvv; done
+for v in $variants; do
+  [ "$v" = "$cost_of" ] && lab_logs_reset
+  run "$v" vvv "$lab3" --converged --vvv
+  [ "$v" = "$cost_of" ] && lab_logs_read >"$work/lab-cost.json"
+done
+# Perl costs off (BENCH_PERL_OFF=1, the default): each round also runs the
+# variants that start PVE tools with the lab's stand-ins at no start-up
+# cost, as `lab up --perl-startup=false` makes them (node.json without
+# perl_startup_ms, which every stand-in reads as it starts), so the same
+# tables are printed both ways from one run. The raw plays start no tool:
+# their Perl-on runs of the same rounds serve both tables.
+perl_costs() { # perl_costs on|off: every node of lab3
+  local keep=/var/lib/gopve-lab/node.json.perl-on
+  for node in pve01 pve02 pve03; do
+    if [ "$1" = off ]; then
+      "$lab" ssh --dir "$lab3" "$node" "cp $nodejson $keep && python3 -c 'import json, os, sys
+d = json.load(open(sys.argv[1])); d.pop(\"perl_startup_ms\", None)
+json.dump(d, open(sys.argv[1] + \".tmp\", \"w\"), indent=2); os.replace(sys.argv[1] + \".tmp\", sys.argv[1])' $nodejson" </dev/null
+    else
+      "$lab" ssh --dir "$lab3" "$node" "mv $keep $nodejson" </dev/null
+    fi
+  done
+}
+nodejson=/etc/gopve-lab/node.json
+perl_variants=$(for v in $variants; do [[ $v == raw_* ]] || echo "$v"; done | xargs)
 for _ in $(seq "$R"); do
   for v in $variants; do run "$v" round "$lab3" --converged; done
+  if [ "${BENCH_PERL_OFF:-1}" = 1 ]; then
+    perl_costs off
+    for v in $perl_variants; do run "$v" round-perl-off "$lab3" --converged; done
+    perl_costs on
+  fi
 done
-
-# The converged cluster phase's cost on the nodes (issue 24 §3): PVE tool
-# processes started (every stand-in's commands.log, on every node) and API
-# requests (the lab's request log) of one converged `--tags cluster` run.
-# A converged member proves itself from /etc/pve/.members: both are 0.
-for node in pve01 pve02 pve03; do
-  "$lab" ssh --dir "$lab3" "$node" ': > /var/lib/gopve-lab/commands.log' </dev/null
-done
-curl -s --unix-socket "$lab3/control.sock" -X DELETE http://lab/v1/requests >/dev/null
-ansible-playbook -i "$lab3/inventory.yml" -e @"$repo/hack/demo/group_vars.yml" -e @"$lab3/credentials.yml" \
-  --tags cluster gopve.proxmox.site >"$work/cluster-cost.log" 2>&1 || { tail -30 "$work/cluster-cost.log" >&2; exit 1; }
-tools=0
-for node in pve01 pve02 pve03; do
-  n=$("$lab" ssh --dir "$lab3" "$node" 'cat /var/lib/gopve-lab/commands.log 2>/dev/null | wc -l' </dev/null)
-  tools=$((tools + n))
-done
-reqs=$(curl -s --unix-socket "$lab3/control.sock" http://lab/v1/requests | /usr/bin/python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
-cluster_tasks=$(grep -cE '^(ok|changed): \[pve0[0-9]\]' "$work/cluster-cost.log" || true)
-cluster_cost="converged cluster phase (--tags cluster, $cluster_tasks task results): $tools PVE tool processes on the nodes, $reqs API requests"
 
 # 4. Scale: a fresh 7-node lab, forks 10.
 if [ "${BENCH_SCALE:-0}" = 1 ]; then
@@ -202,6 +242,5 @@ if [ "${BENCH_SCALE:-0}" = 1 ]; then
   for _ in $(seq "$R"); do run "$first" scale-converged "$lab7" --converged -- --forks 10; done
 fi
 
-"${helper[@]}" report "$results"
-echo "$cluster_cost"
+"${helper[@]}" report "$results" "$cost_of" "$work/lab-cost.json"
 echo "(pipelining on; machine: $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), shared; PVE $PVE lab; ratios from one run are what compare)"

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-viper/mapstructure/v2"
 
+	"github.com/gopve/proxmox/modules-src/internal/cost"
 	"github.com/gopve/proxmox/modules-src/internal/writes"
 )
 
@@ -19,7 +20,12 @@ var reservedKeys = map[string]bool{
 	"changed": true, "failed": true, "diff": true, "invocation": true, "warnings": true,
 	"deprecations": true, "changes": true, "skipped": true, "exception": true,
 	"changes_verified": true, "changes_unverified": true, "changes_not_run": true, "not_yet": true,
+	costKey: true,
 }
+
+// costKey is the result key of the run's cost at -vvv (internal/cost):
+// processes started, API requests sent, connections opened.
+const costKey = "gopve_cost"
 
 func reservedKey(k string) bool { return reservedKeys[k] || strings.HasPrefix(k, "_ansible_") }
 
@@ -37,6 +43,7 @@ func newRun(parent context.Context, m *Module, inv *Invocation, env Env, stderr 
 		stderr:  stderr,
 		world:   newWorld(),
 		writes:  &writes.Counter{},
+		cost:    &cost.Counter{},
 	}
 	for _, s := range v.secrets {
 		r.secrets.add(s)
@@ -57,6 +64,7 @@ func newRun(parent context.Context, m *Module, inv *Invocation, env Env, stderr 
 	// here (issue 23 §2): the Apply that sent one cannot end "nothing
 	// changed".
 	parent = writes.With(parent, r.writes)
+	parent = cost.With(parent, r.cost)
 	var cancel context.CancelFunc
 	if timeout, ok := m.deadline(params); ok {
 		r.timeout = timeout
@@ -351,6 +359,10 @@ func (r *Run) buildResult(failure error) map[string]any {
 	if len(r.notYet) > 0 {
 		res["not_yet"] = r.notYetResult()
 	}
+	if r.inv.Verbosity >= 3 {
+		c := r.cost.Read()
+		res[costKey] = map[string]any{"processes": c.Processes, "api_requests": c.APIRequests, "connections": c.Connections}
+	}
 	if len(r.deprecs) > 0 {
 		res["deprecations"] = append([]map[string]any(nil), r.deprecs...)
 	}
@@ -396,6 +408,7 @@ var reservedOrKnown = map[string]bool{
 	"changed": true, "failed": true, "diff": true, "invocation": true, "warnings": true,
 	"deprecations": true, "changes": true, "skipped": true, "exception": true, "msg": true,
 	"changes_verified": true, "changes_unverified": true, "changes_not_run": true, "not_yet": true,
+	costKey: true,
 }
 
 // defaultMsg says what the run did, naming every change, so that a task's

@@ -2,6 +2,7 @@ package ansible
 
 import (
 	"context"
+	"github.com/gopve/proxmox/modules-src/internal/cost"
 	"github.com/gopve/proxmox/modules-src/internal/writes"
 	"io"
 	"sync"
@@ -34,6 +35,9 @@ type Run struct {
 	// writes counts the writes pveapi and host send under ctx (issue 23
 	// §2); stage compares it around each Apply.
 	writes *writes.Counter
+	// cost counts the processes and API requests of the run (issue 24 §3),
+	// reported at -vvv.
+	cost *cost.Counter
 }
 
 // changeStatus is what became of a planned change.

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gopve/proxmox/modules-src/internal/cost"
 	"github.com/gopve/proxmox/modules-src/internal/writes"
 )
 
@@ -177,6 +178,9 @@ func (r *ExecRunner) Run(ctx context.Context, cmd Command) (Result, error) {
 	}
 	start := time.Now()
 	err := c.Run()
+	if c.Process != nil {
+		cost.Process(ctx) // issue 24 §3: make bench counts what a task starts
+	}
 	if c.Process != nil && ChangesNode(cmd) {
 		writes.Note(ctx, r.mask(cmd.String())) // issue 23 §2: it started, so it may have written
 	}

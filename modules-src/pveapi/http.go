@@ -13,6 +13,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"os"
 	"regexp"
@@ -21,6 +22,8 @@ import (
 	"time"
 
 	proxmox "github.com/luthermonson/go-proxmox"
+
+	"github.com/gopve/proxmox/modules-src/internal/cost"
 )
 
 // httpTransport sends requests through go-proxmox (auth headers, ticket
@@ -40,6 +43,17 @@ type captureKey struct{}
 type capturingRoundTripper struct{ next http.RoundTripper }
 
 func (rt capturingRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	// Every request that leaves, and every connection opened for one, is
+	// counted for the run (issue 24 §3: one keep-alive connection per task).
+	ctx := req.Context()
+	cost.Request(ctx)
+	req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn: func(i httptrace.GotConnInfo) {
+			if !i.Reused {
+				cost.Connection(ctx)
+			}
+		},
+	}))
 	res, err := rt.next.RoundTrip(req)
 	if err != nil || res.StatusCode < 400 {
 		return res, err

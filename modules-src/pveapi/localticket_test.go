@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gopve/proxmox/modules-src/internal/cost"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim"
 	"github.com/gopve/proxmox/modules-src/pveapi"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveapitest"
@@ -348,5 +349,41 @@ func TestLocalModeConfirmsItsNode(t *testing.T) {
 		if want := "GET /cluster/status\nPOST /pools\nPOST /pools"; strings.Join(seen, "\n") != want {
 			t.Errorf("PVE %d: requests\n%s\nwant\n%s", v, strings.Join(seen, "\n"), want)
 		}
+	}
+}
+
+// TestLocalModeOneConnectionPerTask (issue 24 §3): every call of a task in
+// local mode with a minted ticket goes over one HTTPS connection, kept
+// alive as pveproxy keeps it (pve-http-server AnyEvent.pm finish_response:
+// the next request is read from the same handle while keep_alive > 0):
+// the probe, reads, the node check before the first write (GET
+// /cluster/status) and the write. Counted by the client's own cost
+// counter, and checked against what the lab's pveproxy saw.
+func TestLocalModeOneConnectionPerTask(t *testing.T) {
+	s := pveapitest.Start(t, 9, 1)
+	n := newLocalNode(t, s, "pve01")
+	pvesh, _ := fakePvesh(t)
+	var counter cost.Counter
+	ctx := cost.With(context.Background(), &counter)
+	s.ResetRequests()
+	c, err := pveapi.Connect(ctx, pveapi.Connection{}, n.options(pvesh))
+	if err != nil || c.Pvesh() {
+		t.Fatalf("Connect: %v (pvesh %v)", err, c != nil && c.Pvesh())
+	}
+	for range 3 {
+		var pools []map[string]any
+		if err := c.Get(ctx, "/pools", nil, &pools); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pveapitest.Send(ctx, c, "POST", "/pools", url.Values{"poolid": {"kept"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	got, seen := counter.Read(), len(s.Requests())
+	if got.APIRequests != seen || seen != 6 { // /version, 3 × /pools, /cluster/status, POST
+		t.Errorf("the client counted %d requests, the lab saw %d, want 6 both: %+v", got.APIRequests, seen, s.Requests())
+	}
+	if got.Connections != 1 || got.Processes != 0 {
+		t.Errorf("counted %+v: want every request over one connection and no process", got)
 	}
 }

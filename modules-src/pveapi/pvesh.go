@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gopve/proxmox/modules-src/internal/cost"
 	"github.com/gopve/proxmox/modules-src/internal/writes"
 	"maps"
 	"net/http"
@@ -89,6 +90,7 @@ func (t *pveshTransport) do(ctx context.Context, method, path string, params url
 	if run == nil {
 		run = t.runCommand
 	}
+	cost.Request(ctx) // one API call; host counts its process
 	stdout, stderr, err := run(ctx, t.bin, args)
 	if err != nil && ctx.Err() != nil {
 		// Stopped by the run's deadline (or cancelled): a write may have

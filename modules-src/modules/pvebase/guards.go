@@ -20,10 +20,11 @@ import (
 // own release points APT at another Debian release, and the dist-upgrade
 // that follows leaves the node half upgraded.
 func (m *base) guardTarget(ctx context.Context) error {
-	have, err := apt.Installed(ctx, m.env.Runner, []string{"pve-manager", "proxmox-backup-server"})
+	have, err := apt.Installed(ctx, m.env.Runner, append([]string{"pve-manager", "proxmox-backup-server"}, m.p.ExtraPackages...))
 	if err != nil {
 		return fmt.Errorf("checking that this host is a Proxmox VE node: %w", err)
 	}
+	m.extraInstalled = have
 	_, pve := have["pve-manager"]
 	_, pbs := have["proxmox-backup-server"]
 	switch {

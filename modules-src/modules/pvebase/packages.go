@@ -82,9 +82,12 @@ func (m *base) planInstall(ctx context.Context, _ *ansible.World) ([]ansible.Cha
 	if len(m.p.ExtraPackages) == 0 {
 		return nil, nil
 	}
-	have, err := apt.Installed(ctx, m.env.Runner, m.p.ExtraPackages)
-	if err != nil {
-		return nil, err
+	have := m.extraInstalled
+	if have == nil {
+		var err error
+		if have, err = apt.Installed(ctx, m.env.Runner, m.p.ExtraPackages); err != nil {
+			return nil, err
+		}
 	}
 	var missing []string
 	for _, p := range m.p.ExtraPackages {

@@ -27,6 +27,12 @@ type base struct {
 	repos   []repoDef
 	changed bool // a repository file changes in this run
 
+	// extraInstalled is what dpkg said of extra_packages when the target
+	// was checked (guardTarget): the packages stage plans from it, since
+	// nothing before it (repository files, the cache refresh) installs or
+	// removes a package, and a no-op run asks dpkg once (issue 24 §3).
+	extraInstalled map[string]string
+
 	client  apt.Client   // APT as the packages stages must see it
 	sandbox *apt.Sandbox // check mode only
 

@@ -70,7 +70,7 @@ func (g *guestHA) update(ctx context.Context, req apischema.Request, what string
 	if g.wrote[file] {
 		// This run's own earlier write changed the file: plan from a
 		// fresh read so the digest is the file's again.
-		cfg, err := g.observeHA(ctx)
+		cfg, err := g.readHA(ctx)
 		if err != nil {
 			return ansible.NothingChanged(fmt.Errorf("%s: reading the HA config again after this run's earlier write to %s: %w", what, file, err))
 		}
@@ -87,7 +87,7 @@ func (g *guestHA) update(ctx context.Context, req apischema.Request, what string
 		return err
 	}
 	refused := fmt.Errorf("%w: %s changed between this task's read and its write, and PVE wrote nothing", err, file)
-	fresh, rerr := g.observeHA(ctx)
+	fresh, rerr := g.readHA(ctx)
 	if rerr != nil {
 		return ansible.NothingChanged(fmt.Errorf("%w; reading it again failed: %v", refused, rerr))
 	}
@@ -104,7 +104,7 @@ func (g *guestHA) update(ctx context.Context, req apischema.Request, what string
 	g.r.Warn(fmt.Sprintf("%s: PVE refused the update because %s had changed since it was read (detected modified configuration; meanwhile %s) and wrote nothing; planned again from a fresh read (%s) and sent once with its digest, keeping the other change", what, file, meanwhile, changes))
 	err = g.send(ctx, again, what, false, settle)
 	if pveapi.IsModified(err) {
-		third, rerr := g.observeHA(ctx)
+		third, rerr := g.readHA(ctx)
 		again := "it could not be read again: " + fmt.Sprint(rerr)
 		if rerr == nil {
 			again = describeHAChange(file, fresh, third)

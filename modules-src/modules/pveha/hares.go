@@ -76,7 +76,20 @@ type haConfig struct {
 	rules     []ha.Rule
 }
 
+// observeHA is the HA config this run last read, or a fresh read when it
+// has sent a write or waited since (haRead): the replication stage's
+// preflight and the HA stage plan from one read in a run that writes
+// nothing, and the digest of each PUT still guards against what others
+// wrote meanwhile (digest.go, which always reads afresh).
 func (g *guestHA) observeHA(ctx context.Context) (haConfig, error) {
+	if g.haRead != nil {
+		return *g.haRead, nil
+	}
+	return g.readHA(ctx)
+}
+
+// readHA reads the HA config from the cluster.
+func (g *guestHA) readHA(ctx context.Context) (haConfig, error) {
 	var cfg haConfig
 	if g.mechanism == "" { // once per run
 		mech, err := ha.Detect(ctx, g.c, g.major)
@@ -100,6 +113,7 @@ func (g *guestHA) observeHA(ctx context.Context) (haConfig, error) {
 			return cfg, fmt.Errorf("cannot read the HA rules: %w", err)
 		}
 	}
+	g.haRead = &cfg
 	return cfg, nil
 }
 
@@ -121,11 +135,14 @@ func (g *guestHA) planHA(ctx context.Context, _ *ansible.World) ([]ansible.Chang
 		// until it returns, and HA already manages the guest).
 		_, declared := ha.FindResource(cfg.resources, g.sid)
 		g.r.Step("waiting for the first sync of the replication jobs (wait_first_sync)")
-		if err := g.waitFirstSync(ctx, declared); err != nil {
+		waited, err := g.waitFirstSync(ctx, declared)
+		if err != nil {
 			return nil, fmt.Errorf("wait_first_sync: %w; the HA resource was not declared or changed (H1: HA without replicated data restarts nothing useful)", err)
 		}
-		if cfg, err = g.observeHA(ctx); err != nil {
-			return nil, err
+		if waited { // the config may have changed meanwhile: plan from a fresh read
+			if cfg, err = g.readHA(ctx); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if g.p.State == "absent" {

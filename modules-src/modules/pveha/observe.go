@@ -41,6 +41,11 @@ type guestHA struct {
 	wrote     map[string]bool // /etc/pve/ha files this run sent a write to (digest.go)
 	notYet    bool            // check mode only: the guest does not exist (yet)
 	joining   map[string]bool // check mode only: nodes assumed members to be (memberToBe)
+
+	// haRead is the HA config as last read, for the next observeHA until
+	// this run sends a write (send) or waits (wait_first_sync): a no-op
+	// run reads it once, not once per stage (issue 24 §3).
+	haRead *haConfig
 }
 
 // notYetChange is the whole plan of a check run for a guest that does not

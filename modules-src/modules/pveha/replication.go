@@ -232,6 +232,7 @@ func (g *guestHA) send(ctx context.Context, req apischema.Request, what string, 
 	if err := req.Validate(g.major); err != nil {
 		return ansible.NothingChanged(fmt.Errorf("%s: %w", what, err))
 	}
+	g.haRead = nil // whatever it writes, later stages read afresh
 	_, err := pveansible.Dispatch(ctx, g.r, g.c, pveapi.Write{Method: req.Method, Path: req.Path, Params: req.Params,
 		What: what, Settle: settle, Creates: creates})
 	g.markWritten(req)
@@ -402,7 +403,7 @@ func (g *guestHA) removeJob(j replication.Job) ansible.Change {
 // (ReplicationState.pm job_status): when that next try falls after
 // wait_timeout, waiting cannot see it succeed, so the wait fails at once,
 // naming the job, its error and when PVE tries again.
-func (g *guestHA) waitFirstSync(ctx context.Context, onlyNew bool) error {
+func (g *guestHA) waitFirstSync(ctx context.Context, onlyNew bool) (waited bool, err error) {
 	var jobs []replication.Job
 	for _, j := range g.jobs {
 		if !onlyNew || g.created[j.ID.String()] {
@@ -410,10 +411,10 @@ func (g *guestHA) waitFirstSync(ctx context.Context, onlyNew bool) error {
 		}
 	}
 	if len(jobs) == 0 {
-		return nil
+		return false, nil
 	}
 	deadline := time.Now().Add(time.Duration(g.p.WaitTimeout) * time.Second)
-	return g.waitFor(ctx, "the first sync of every replication job", func(ctx context.Context) (bool, string, error) {
+	return true, g.waitFor(ctx, "the first sync of every replication job", func(ctx context.Context) (bool, string, error) {
 		live, ok, err := g.liveGuest(ctx)
 		if err != nil || !ok {
 			return false, "guest not listed", err

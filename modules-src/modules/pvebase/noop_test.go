@@ -1,0 +1,40 @@
+package pvebase
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestConvergedRunAsksDpkgOnce (issue 24 §3): the target check's dpkg-query
+// also reads extra_packages, and the packages stage plans from it (nothing
+// before it installs or removes a package), so a converged run starts one
+// dpkg-query, not two; a package removed by hand since the last run is
+// still seen and installed again.
+func TestConvergedRunAsksDpkgOnce(t *testing.T) {
+	w := newWorld(t, 9)
+	args := func() map[string]any { return map[string]any{"extra_packages": []any{"vim", "htop"}} }
+	if res := w.run(args(), false); failed(res) {
+		t.Fatalf("first run: %v", res["msg"])
+	}
+	dpkg := func(from int) (n int) {
+		for _, c := range w.fake.Calls()[from:] {
+			if strings.HasPrefix(c, "dpkg-query ") {
+				n++
+			}
+		}
+		return n
+	}
+	from := len(w.fake.Calls())
+	again := w.run(args(), false)
+	if failed(again) || again["changed"] != false {
+		t.Fatalf("converged run: %v %v", again["msg"], again["changes"])
+	}
+	if n := dpkg(from); n != 1 {
+		t.Errorf("a converged run started %d dpkg-query processes, want 1: %q", n, w.fake.Calls()[from:])
+	}
+	delete(w.installed, "htop")
+	res := w.run(args(), false)
+	if failed(res) || res["changed"] != true || w.installed["htop"] == "" {
+		t.Errorf("htop removed by hand: changed %v, installed %v (%v)", res["changed"], w.installed, res["msg"])
+	}
+}
