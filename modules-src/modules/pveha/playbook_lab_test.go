@@ -69,6 +69,12 @@ func testHAPlaybook(t *testing.T, pve int) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The CT template on pve01's local storage, where pct create looks
+	// for it (a missing one fails the vzcreate task, as on PVE).
+	if res, err := lab.Run(ctx, "pve01", "mkdir -p /var/lib/vz/template/cache && "+
+		"head -c 4096 /dev/zero > /var/lib/vz/template/cache/debian-12-standard_12.7-1_amd64.tar.zst", nil); err != nil || res.ExitCode != 0 {
+		t.Fatalf("the CT template: %v %s", err, res.Stderr)
+	}
 	o, err := api.Dispatch(ctx, pveapi.Write{Method: "POST", Path: "/nodes/pve01/lxc", What: "test: the runner container",
 		Params: url.Values{"vmid": {"200"}, "hostname": {"runner"},
 			"ostemplate": {"local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst"}, "rootfs": {"nvme-vm:4"}},
