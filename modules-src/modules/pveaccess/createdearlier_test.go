@@ -58,4 +58,3 @@ func TestCreatedEarlierUserAndRole(t *testing.T) {
 		})
 	}
 }
-

@@ -56,7 +56,7 @@ func New(o pveapi.Options) ansible.Module {
 		// granting a new role) meets a user or role an earlier task of the
 		// same play creates: assumed only when created_earlier names it.
 		CreatedEarlier: true,
-		Run:          func(r *ansible.Run) error { return run(r, o) },
+		Run:            func(r *ansible.Run) error { return run(r, o) },
 	}
 }
 
