@@ -20,7 +20,7 @@ printf 'requires_ansible: ">=2.14"\n' > "$coll/meta/runtime.yml"
 # The stub gets its interpreter line here: a module needs one, and in the
 # repository a shebang outside plugins/modules fails ansible-test sanity's
 # shebang check (make lint).
-for m in pve_base pve_zfs pve_storage pve_cluster pve_access pve_clone pve_ha; do
+for m in pve_base pve_zfs pve_storage pve_cluster pve_access pve_clone pve_container pve_ha; do
   { printf '#!/usr/bin/python3\n'; cat "$HERE/capture.py"; } >"$coll/plugins/modules/$m.py"
 done
 
