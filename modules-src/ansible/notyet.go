@@ -22,6 +22,8 @@ const (
 	CreatedStorage Kind = "storages" // storage ids an earlier task defines
 	CreatedPool    Kind = "pools"    // resource pools an earlier task creates
 	CreatedGuest   Kind = "guests"   // guests (VMs, templates, containers) by VMID or name
+	CreatedUser    Kind = "users"    // users (user@realm) an earlier pve_access task creates
+	CreatedRole    Kind = "roles"    // custom roles an earlier pve_access task creates
 )
 
 // createdEarlierOption is the one spec of created_earlier, the same option
@@ -40,6 +42,8 @@ func createdEarlierOption() Option {
 		"storages": list("Storage ids an earlier task defines (pve_storage)."),
 		"pools":    list("Resource pools an earlier task creates (pve_clone with pool_create)."),
 		"guests":   list("Guests an earlier task creates, each by VMID or by name: VMs and containers, and templates (a bare VM then converted, cloned by name or VMID)."),
+		"users":    list("Users (user@realm) an earlier task creates (pve_access type user): a token's owner."),
+		"roles":    list("Custom roles an earlier task creates (pve_access type role): a role an ACL entry grants."),
 	}}
 }
 

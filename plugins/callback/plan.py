@@ -54,7 +54,7 @@ from ansible.plugins.callback import CallbackBase
 
 COLLECTION = "gopve.proxmox."
 # Module name -> phase, in the order of the site playbook.
-PHASES = ["base", "zfs", "cluster", "storage", "clone", "ha"]
+PHASES = ["base", "zfs", "cluster", "access", "storage", "clone", "container", "ha"]
 
 
 def phase_of(action):

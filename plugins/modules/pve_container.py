@@ -58,9 +58,21 @@ options:
         type: "list"
         elements: "str"
         default: []
+      roles:
+        description:
+          - "Custom roles an earlier task creates (pve_access type role): a role an ACL entry grants."
+        type: "list"
+        elements: "str"
+        default: []
       storages:
         description:
           - "Storage ids an earlier task defines (pve_storage)."
+        type: "list"
+        elements: "str"
+        default: []
+      users:
+        description:
+          - "Users (user@realm) an earlier task creates (pve_access type user): a token's owner."
         type: "list"
         elements: "str"
         default: []

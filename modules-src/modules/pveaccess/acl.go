@@ -114,7 +114,11 @@ func (a *access) aclParams(roles, members []string, del bool) url.Values {
 func (a *access) planACL(ctx context.Context) ([]ansible.Change, error) {
 	for _, r := range a.p.Roles {
 		if _, ok := a.roles[r]; !ok {
-			return nil, fmt.Errorf("roles: role %q does not exist on this cluster (create it first with type: role)", r)
+			if err := a.r.NotYet(ansible.Prerequisite{Option: "roles", Kind: ansible.CreatedRole, Name: r,
+				Object: "role " + r, Predicts: "the entries granting it"},
+				fmt.Errorf("roles: role %q does not exist on this cluster (create it first with type: role)", r)); err != nil {
+				return nil, err
+			}
 		}
 	}
 	have, err := a.readACL(ctx)

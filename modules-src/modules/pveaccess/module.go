@@ -52,7 +52,11 @@ func New(o pveapi.Options) ansible.Module {
 		Spec:         pveansible.WithConnection(spec()),
 		Params:       params{},
 		Timeout:      2 * time.Minute,
-		Run:          func(r *ansible.Run) error { return run(r, o) },
+		// A check run of the role (user, then its token, then ACL entries
+		// granting a new role) meets a user or role an earlier task of the
+		// same play creates: assumed only when created_earlier names it.
+		CreatedEarlier: true,
+		Run:            func(r *ansible.Run) error { return run(r, o) },
 	}
 }
 

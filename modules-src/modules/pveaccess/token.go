@@ -49,6 +49,13 @@ func (a *access) wantToken() map[string]string {
 func (a *access) planToken(ctx context.Context) ([]ansible.Change, error) {
 	what := "token " + a.fullTokenID()
 	obj, err := a.readObj(ctx, a.tokenPath(), what)
+	if err != nil || obj == nil {
+		if owner, uerr := a.ownerMissing(ctx); uerr != nil {
+			return nil, uerr
+		} else if owner {
+			err = nil // assumed: an earlier task creates the user (check mode)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -81,6 +88,24 @@ func (a *access) planToken(ctx context.Context) ([]ansible.Change, error) {
 			})
 			return err
 		}, Verify: a.verifyToken(want)}}, nil
+}
+
+// ownerMissing tells whether the token's user does not exist and check
+// mode assumes an earlier task creates it (created_earlier.users); a user
+// that does not exist and is not named there is the real run's error
+// (PVE: "no such user", a 403 on the token's path), in check mode too.
+// false, nil: the user exists.
+func (a *access) ownerMissing(ctx context.Context) (bool, error) {
+	u, err := a.readUser(ctx)
+	if err != nil || u != nil {
+		return false, err
+	}
+	if a.p.State == "absent" {
+		return true, nil // no user, no token: nothing to remove
+	}
+	return true, a.r.NotYet(ansible.Prerequisite{Option: "userid", Kind: ansible.CreatedUser, Name: a.p.UserID,
+		Object: "user " + a.p.UserID, Predicts: "the token's creation"},
+		fmt.Errorf("userid: user %s does not exist (create it first with type: user)", a.p.UserID))
 }
 
 func toStrings(m map[string]any) map[string]string {
