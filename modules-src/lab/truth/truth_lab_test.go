@@ -145,6 +145,9 @@ type site struct {
 	runs   int
 	report []string
 	log    string // the last run's ansible-playbook output
+	// mayFail are tasks whose failure a run tolerates: a read the role
+	// itself ignores (ignore_unreachable) on a member that is powered off.
+	mayFail map[string]bool
 }
 
 // run plays the site once and returns the plan callback's record of it.
@@ -167,7 +170,7 @@ func (s *site) run(what string, args ...string) plan {
 		s.t.Fatalf("%s: plan JSON: %v", what, err)
 	}
 	for _, x := range p.Tasks {
-		if x.Failed {
+		if x.Failed && !s.mayFail[x.Task] {
 			s.t.Fatalf("%s: task %q failed on %s\n%s", what, x.Task, x.Host, log)
 		}
 	}
