@@ -114,7 +114,8 @@ func TestCloneThenMigrate(t *testing.T) {
 // Refused before any write, check mode alike: the target lacks the
 // template's storage, the node is not in the cluster, a linked clone
 // (H8). A template on shared storage is cloned straight to the node, no
-// migration.
+// migration: the clone URL names the template's node, the target goes in
+// `target` (K2).
 func TestCloneThenMigrateRefusals(t *testing.T) {
 	for _, v := range []int{8, 9} {
 		t.Run(fmt.Sprintf("PVE%d", v), func(t *testing.T) {
@@ -162,7 +163,8 @@ func TestCloneThenMigrateRefusals(t *testing.T) {
 }
 
 // A migration that fails after the clone is reported changed (the clone
-// exists) and says where the VM is, read back: migrate-abort leaves it on
+// exists: its task, waited on the node that ran it, K3) and says where
+// the VM is, read back by VMID cluster-wide (K1, H3): migrate-abort leaves it on
 // the template's node; a rerun with migrate_existing moves it.
 // migrate-problems moves it and fails the task: the VM is on the target.
 func TestCloneThenMigrateFailedTask(t *testing.T) {
@@ -202,8 +204,8 @@ func TestCloneThenMigrateFailedTask(t *testing.T) {
 	}
 }
 
-// An existing VM on another node than the task's: without
-// migrate_existing nothing moves and the warning and result say where it
+// An existing VM on another node than the task's (found by VMID
+// cluster-wide, H3): without migrate_existing nothing moves and the warning and result say where it
 // is; with it, a stopped VM migrates offline, a running one online with
 // its local disk (with-local-disks), each read back on the target; the
 // rerun sends nothing. A lost answer is settled from the node's task list
