@@ -3,10 +3,11 @@
 # lab, if any, is taken down first), prove Ansible reaches every node over
 # SSH, then run the collection's phases (playbooks/site.yml) against it the
 # way a user would: check mode first, the real run, and a second run that
-# must change nothing — all six phases, down to VM 201 on the ZFS pool's
-# storage, replicated to the other nodes and under HA. It ends with the
-# tasks changed per phase in each run and the cluster, storage, VM,
-# replication and HA state read back. The lab stays up afterwards.
+# must change nothing — all seven phases, down to CT 200 (the GitLab
+# runner, from a CT template) and VM 201 on the ZFS pool's storage, both
+# replicated to the other nodes and under HA. It ends with the tasks changed
+# per phase in each run and the cluster, storage, guest, replication and HA
+# state read back. The lab stays up afterwards.
 #   PVE=8|9 (default 9)  NODES (default 3)  DEMO_DIR (default /var/lib/gopve/labs/demo)
 #   GOPVE_LAB (the lab binary)  GOPVE_COLLECTIONS (where the collection is installed)
 set -euo pipefail
@@ -41,6 +42,12 @@ dir=$(dirname "$inventory")
 echo
 echo "demo: ansible -i $inventory all -m ping"
 ansible -i "$inventory" all -m ping
+
+# The container phase's CT template, as \`pveam download local …\` leaves it:
+# a file in local's template/cache (local:vztmpl/…); pct create fails
+# without one, as on PVE. Its contents do not matter to the lab.
+"$lab" ssh --dir "$dir" pve01 \
+  'head -c 65536 /dev/urandom > /var/lib/vz/template/cache/debian-12-standard_12.7-1_amd64.tar.zst'
 
 # The collection as a user installs it: built with ansible-galaxy (only this
 # machine's binary — the lab nodes are this machine) and installed into a
@@ -97,10 +104,10 @@ for r in runs:
     for t in plans[r]["tasks"]:
         if t["phase"] not in phases and t["phase"] != "other":
             phases.append(t["phase"])
-print("  %-8s %6s %6s %6s" % ("phase", *runs))
+print("  %-10s %6s %6s %6s" % ("phase", *runs))
 for p in phases:
     n = [sum(1 for t in plans[r]["tasks"] if t["phase"] == p and t["changed"]) for r in runs]
-    print("  %-8s %6d %6d %6d" % (p, *n))
+    print("  %-10s %6d %6d %6d" % (p, *n))
 predicted = sorted((t["phase"], t["host"], t["task"]) for t in plans["check"]["tasks"] if t["changed"])
 changed = sorted((t["phase"], t["host"], t["task"]) for t in plans["real"]["tasks"] if t["changed"])
 print("  check predicted exactly the tasks the real run changed: %s" % ("yes" if predicted == changed else "NO"))
@@ -108,7 +115,7 @@ sys.exit(0 if predicted == changed else 1)
 PY
 
 echo "demo: what the nodes say now"
-"$lab" ssh --dir "$dir" pve01 'pvecm status | grep -E "^(Name|Nodes|Quorate):"; pvesm status | sed 1d | cut -c1-60; qm list | sed 1d' || true
+"$lab" ssh --dir "$dir" pve01 'pvecm status | grep -E "^(Name|Nodes|Quorate):"; pvesm status | sed 1d | cut -c1-60; qm list | sed 1d; pct list | sed 1d' || true
 echo "demo: replication and HA (pvesr status, ha-manager status)"
 "$lab" ssh --dir "$dir" pve01 'pvesr status; ha-manager status' || true
 if [ "$pve" -ge 9 ]; then

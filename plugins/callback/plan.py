@@ -12,7 +12,7 @@ type: aggregate
 short_description: The run as one table, phase by host, with what was predicted, changed and verified
 description:
   - At the end of a run, prints one table with a row per phase and a column per host. A phase is
-    the gopve.proxmox module that ran (base, zfs, cluster, storage, clone, ha); other modules'
+    the gopve.proxmox module that ran (base, zfs, cluster, storage, clone, container, ha); other modules'
     tasks are counted under C(other). In check mode a cell counts the changes predicted; in a real run the changes
     made, and whether every one was read back as promised.
   - Optionally writes the same data as JSON, for CI gates, for example to fail a pipeline when a

@@ -68,10 +68,16 @@ func TestGuestSharedPathsMessages(t *testing.T) {
 		}
 	}
 
-	// The lock key in the config: each kind says it its way, in the task.
-	for _, g := range []struct{ rel, add, path, want string }{
-		{"nodes/pve01/lxc/200.conf", "lock: backup\n", "/nodes/pve01/lxc/200", "CT is locked (backup)"},
-		{"nodes/pve01/qemu-server/100.conf", "lock: backup\n", "/nodes/pve01/qemu/100", "VM is locked (backup)"},
+	// The lock key in the config: each kind says it its way, in the task;
+	// pve-container's destroy_vm checks the lock in $early_checks, before
+	// the task (API2/LXC.pm: check_lock ahead of fork_worker), so a CT's
+	// destroy is refused with 500.
+	for _, g := range []struct {
+		rel, add, path, want string
+		earlyDestroy         bool
+	}{
+		{"nodes/pve01/lxc/200.conf", "lock: backup\n", "/nodes/pve01/lxc/200", "CT is locked (backup)", true},
+		{"nodes/pve01/qemu-server/100.conf", "lock: backup\n", "/nodes/pve01/qemu/100", "VM is locked (backup)", false},
 	} {
 		raw, _, _ := s.ReadPmxcfs("pve01", g.rel)
 		if err := s.WritePmxcfs("pve01", g.rel, g.add+raw, false); err != nil {
@@ -80,11 +86,8 @@ func TestGuestSharedPathsMessages(t *testing.T) {
 		if st := mustTask(t, c, "POST", g.path+"/status/start", nil); st["exitstatus"] != g.want {
 			t.Errorf("start of a locked guest %s: %v", g.path, st["exitstatus"])
 		}
-		// pve-container's destroy_vm runs check_lock among its early
-		// checks, before the worker; qemu-server's only under the config
-		// lock, in the task.
-		if strings.Contains(g.path, "/lxc/") {
-			expect("destroy of a locked CT", c.call("DELETE", g.path, nil), 500, g.want)
+		if g.earlyDestroy {
+			expect("destroy of a locked "+g.path, c.call("DELETE", g.path, nil), 500, g.want)
 		} else if st := mustTask(t, c, "DELETE", g.path, nil); st["exitstatus"] != g.want {
 			t.Errorf("destroy of a locked guest %s: %v", g.path, st["exitstatus"])
 		}
@@ -100,7 +103,7 @@ func TestGuestSharedPathsMessages(t *testing.T) {
 	}(), 500, "CT is locked (backup)")
 
 	for _, g := range []struct{ path, running, stopped string }{
-		{"/nodes/pve01/lxc/200", "unable to destroy CT 200 - container is running", "CT 200 not running"},
+		{"/nodes/pve01/lxc/200", "unable to destroy CT 200 - container is running", "CT 200 not running"}, // API2/LXC.pm destroy_vm $running_error_msg
 		{"/nodes/pve01/qemu/100", "VM 100 is running - destroy failed", ""},
 	} {
 		if st := mustTask(t, c, "POST", g.path+"/status/start", nil); st["exitstatus"] != "OK" {

@@ -108,7 +108,12 @@ func (s *Sim) postLxcCreate(rc *reqCtx) (any, error) {
 		if e.Kind == "lxc" {
 			kind = "CT"
 		}
-		return nil, pveDie("unable to create CT %d - %s %d already exists on node '%s'", vmid, kind, vmid, e.Node)
+		// Reconstruction (pve-container API2/LXC.pm create_vm; pve-cluster
+		// Cluster.pm check_vmid_unused): the VMID is checked before the
+		// create's "unable to create CT" eval, so PVE's answer is the bare
+		// "CT N already exists on node 'X'" (qemu-server's create_vm wraps
+		// it, the lab's qemu.go does).
+		return nil, pveDie("%s %d already exists on node '%s'", kind, vmid, e.Node)
 	}
 	keys := map[string]string{}
 	for k, v := range rc.params {

@@ -4,10 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -67,28 +64,7 @@ func TestProxmoxerPoolsAndHAResources(t *testing.T) {
 			t.Parallel()
 			s, a, _ := twoNodes(t, simOpts{version: v, taskDuration: 30 * time.Millisecond})
 			createVM(t, a, 201, url.Values{"name": {"web-01"}})
-			info, _ := s.Node("pve01")
-			u, _ := url.Parse(info.URL)
-			id, secret := s.LabToken()
-			user, name, _ := strings.Cut(id, "!")
-			script := filepath.Join(t.TempDir(), "px.py")
-			if err := os.WriteFile(script, []byte(proxmoxerScript), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			s.ResetRequests()
-			raw, err := exec.Command(debianPython, script, u.Hostname(), u.Port(), user, name, secret).Output()
-			if err != nil {
-				t.Fatalf("proxmoxer: %v\n%s", err, raw)
-			}
-			var res map[string]struct {
-				OK     bool            `json:"ok"`
-				Data   json.RawMessage `json:"data"`
-				Status int             `json:"status"`
-				Msg    string          `json:"msg"`
-			}
-			if err := json.Unmarshal(raw, &res); err != nil {
-				t.Fatalf("%v: %s", err, raw)
-			}
+			res := runProxmoxer(t, s, proxmoxerScript)
 			ok := func(step string) json.RawMessage {
 				t.Helper()
 				r, found := res[step]

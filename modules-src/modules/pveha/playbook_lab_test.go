@@ -60,7 +60,11 @@ func testHAPlaybook(t *testing.T, pve int) {
 	}
 
 	// The seed's guests, stopped, disks on the pool: the runner container
-	// on pve01, Dokploy's VM on pve02.
+	// on pve01 (from a template file in local's template/cache, as pveam
+	// download leaves it: vzcreate fails without one), Dokploy's VM on pve02.
+	if _, err := lab.SSH("pve01", "head -c 4096 /dev/urandom > /var/lib/vz/template/cache/debian-12-standard_12.7-1_amd64.tar.zst"); err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
 	creds := lab.Credentials()
 	info, _ := sim.Node("pve01")
