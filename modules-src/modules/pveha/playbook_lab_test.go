@@ -138,22 +138,7 @@ func testHAPlaybook(t *testing.T, pve int) {
 	}
 
 	guestOn := func(vmid int, what string, cond func(resources.Guest) bool) resources.Guest {
-		t.Helper()
-		deadline := time.Now().Add(2 * time.Minute)
-		var last resources.Guest
-		for time.Now().Before(deadline) {
-			if list, err := resources.Guests(ctx, api); err == nil {
-				if g, ok := resources.Find(list, vmid); ok {
-					last = g
-					if cond(g) {
-						return g
-					}
-				}
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-		t.Fatalf("guest %d never %s (last seen %+v)", vmid, what, last)
-		return last
+		return labtest.GuestOn(t, api, vmid, what, cond)
 	}
 	guestOn(201, "ran on pve02", func(g resources.Guest) bool { return g.Node == "pve02" && g.Status == "running" })
 
