@@ -49,7 +49,7 @@ pve_access_acls:
 // viaToken is the second play: the storage role, run on the controller
 // through pve01's API as the token created by the access phase. Its
 // module_defaults are templated even when --tags leaves the play out (the
-// role's argument validation is tagged always), hence the default(”).
+// role's argument validation is tagged always), hence the default with an empty string.
 const viaToken = `- name: The site's phases
   ansible.builtin.import_playbook: %s
 
