@@ -20,7 +20,7 @@ printf 'requires_ansible: ">=2.14"\n' > "$coll/meta/runtime.yml"
 # The stub gets its interpreter line here: a module needs one, and in the
 # repository a shebang outside plugins/modules fails ansible-test sanity's
 # shebang check (make lint).
-for m in pve_base pve_zfs pve_storage pve_cluster pve_clone pve_ha; do
+for m in pve_base pve_zfs pve_storage pve_cluster pve_clone pve_container pve_ha; do
   { printf '#!/usr/bin/python3\n'; cat "$HERE/capture.py"; } >"$coll/plugins/modules/$m.py"
 done
 
@@ -54,7 +54,7 @@ no_argsplat "$work/run-214.log" "ansible-core 2.14"
 # alone (issue 19), read with --list-tasks (nothing runs). Each role's
 # argument validation is tagged `always` by Ansible: it is left out.
 cp -r "$REPO/playbooks" "$coll/playbooks"
-phases="base:pve_base zfs:pve_zfs cluster:pve_cluster storage:pve_storage clone:pve_clone ha:pve_ha"
+phases="base:pve_base zfs:pve_zfs cluster:pve_cluster storage:pve_storage clone:pve_clone container:pve_container ha:pve_ha"
 for p in $phases; do
   tag=${p%%:*} role=${p#*:}
   ANSIBLE_COLLECTIONS_PATH=$work/collections ansible-playbook -i "$work/inventory.yml" gopve.proxmox.site \
