@@ -255,9 +255,10 @@ fi
 CTL=  # current controller: 2.14 or 2.19
 PTH=  # current path: fast or fallback
 W=    # their work directory
+COLL= # the controller's installed collections (both paths share them)
 ctl() {  # ctl CMD...: run CMD under the current controller, clean environment, cwd $W
   local env=(PATH=$SYSPATH HOME=/root LANG=C.UTF-8 ANSIBLE_CONFIG="$T/ansible.cfg"
-    ANSIBLE_COLLECTIONS_PATH="${CTL_COLLECTIONS:-$W/collections}" ANSIBLE_LOCAL_TEMP="$W/localtmp"
+    ANSIBLE_COLLECTIONS_PATH="${CTL_COLLECTIONS:-$COLL}" ANSIBLE_LOCAL_TEMP="$W/localtmp"
     ANSIBLE_SSH_CONTROL_PATH_DIR="$W/cp" ANSIBLE_NOCOLOR=1 ANSIBLE_FORCE_COLOR=0
     ANSIBLE_RETRY_FILES_ENABLED=0 ANSIBLE_INVENTORY="$W/inventory.yml" ANSIBLE_FORKS=5)
   if [ "$CTL" = 2.14 ]; then
@@ -324,9 +325,21 @@ all:
       hosts:
         localhost: {ansible_connection: local, gopve_remote_cache: $W/cache/local}
 EOF
-  log "[$CTL] installing $(basename "$ARTIFACT") with ansible-galaxy"
-  ctl ansible-galaxy collection install -p "$W/collections" "$ARTIFACT" >"$W/logs/install.log" 2>&1 ||
-    { cat "$W/logs/install.log" >&2; return 1; }
+  [ -f "$T/c${CTL//./}/installed" ] || { cat "$T/c${CTL//./}/install.log"; return 1; }
+}
+
+# install_collection: the artifact, installed once per controller by its own
+# ansible-galaxy into $T/cNNN/collections. Both paths' runs use that copy: a
+# run only reads it (no_binaries copies it, Python may add __pycache__, which
+# it writes atomically), and an install cannot depend on the path.
+install_collection() {
+  W=$T/c${CTL//./} COLL=$T/c${CTL//./}/collections
+  mkdir -p "$W/localtmp" "$W/cp"
+  local start=$SECONDS
+  if ctl ansible-galaxy collection install -p "$W/collections" "$ARTIFACT" >"$W/install.log" 2>&1; then
+    touch "$W/installed"
+  fi
+  echo "   ansible-galaxy collection install ($((SECONDS - start))s)" >>"$W/install.log"
 }
 
 # --- checks ---------------------------------------------------------------
@@ -377,15 +390,17 @@ no_remote_tmp_left() {
 }
 
 run_case() {  # run_case NAME: runs case_NAME, records the verdict
-  local name=$1
+  local name=$1 start=$SECONDS
   REASONS=()
   "case_$name" || why "case_$name stopped early"
+  # The case's wall time (not an assertion: timings live in make bench) shows
+  # where the suite's minutes go.
   if [ ${#REASONS[@]} -eq 0 ]; then
     PASSED=$((PASSED + 1))
-    printf '  PASS  %-22s\n' "$name"
+    printf '  PASS  %-22s %4ds\n' "$name" $((SECONDS - start))
   else
     FAILED=$((FAILED + 1))
-    printf '  FAIL  %-22s\n' "$name"
+    printf '  FAIL  %-22s %4ds\n' "$name" $((SECONDS - start))
     printf '        - %s\n' "${REASONS[@]}"
     printf '        (logs: %s/logs)\n' "$W"
   fi
@@ -394,14 +409,14 @@ run_case() {  # run_case NAME: runs case_NAME, records the verdict
 # --- the cases --------------------------------------------------------------
 
 case_install() {
-  ctl ansible-galaxy collection list -p "$W/collections" gopve.proxmox >"$W/logs/list.log" 2>&1 ||
+  ctl ansible-galaxy collection list -p "$COLL" gopve.proxmox >"$W/logs/list.log" 2>&1 ||
     why "ansible-galaxy collection list failed"
   grep -Eq 'gopve\.proxmox +0\.1\.0' "$W/logs/list.log" || why "installed collection not listed: $(cat "$W/logs/list.log")"
-  local b=$W/collections/ansible_collections/gopve/proxmox/bin/gopve_$HOST_TAG
+  local b=$COLL/ansible_collections/gopve/proxmox/bin/gopve_$HOST_TAG
   [ -x "$b" ] || why "installed $b is not executable"
   # Not executable, as ansible-test sanity asks of modules: Ansible runs it
   # through its shebang's interpreter (the fallback-path cases).
-  [ -f "$W/collections/ansible_collections/gopve/proxmox/plugins/modules/gopve_exec.sh" ] ||
+  [ -f "$COLL/ansible_collections/gopve/proxmox/plugins/modules/gopve_exec.sh" ] ||
     why "installed wrapper gopve_exec.sh is missing"
 }
 
@@ -409,7 +424,7 @@ case_action_scripts() {
   # Unit tests of the plugin's host-side scripts under this controller's
   # Python and ansible-core (imports included), against the installed copy.
   rm -rf "$W/unit" && cp -a "$HERE/unit" "$W/unit"
-  ctl /usr/bin/env PYTHONPATH="$W/collections" /usr/bin/python3 -m unittest discover -s "$W/unit" \
+  ctl /usr/bin/env PYTHONPATH="$COLL" /usr/bin/python3 -m unittest discover -s "$W/unit" \
     >"$W/logs/action_scripts.log" 2>&1 || why "unit tests failed: $(grep -E '^(FAIL|ERROR):' "$W/logs/action_scripts.log" | head -3 | tr '\n' ' ')"
   grep -q '^OK' "$W/logs/action_scripts.log" || why "unit tests did not report OK"
   grep -q '^Ran [1-9]' "$W/logs/action_scripts.log" || why "no unit test ran (Python 3.11's unittest says OK for zero tests)"
@@ -541,10 +556,10 @@ case_no_binaries() {
   # task fails with one sentence saying what to run, before any remote
   # command, and without ansible-core's "An exception occurred" preamble.
   # The playbook lives outside $W: Ansible also looks for collections
-  # beside the playbook ($W/collections holds the complete one).
+  # beside the playbook ($COLL holds the complete one).
   local alt=$W/nobin
   rm -rf "$alt" && mkdir -p "$alt/c/ansible_collections/gopve"
-  cp -a "$W/collections/ansible_collections/gopve/proxmox" "$alt/c/ansible_collections/gopve/"
+  cp -a "$COLL/ansible_collections/gopve/proxmox" "$alt/c/ansible_collections/gopve/"
   rm -rf "$alt/c/ansible_collections/gopve/proxmox/bin"
   cp "$HERE/playbooks/one_task.yml" "$alt/"
   CTL_COLLECTIONS=$alt/c ctl ansible-playbook -vvv "$alt/one_task.yml" >"$W/logs/no_binaries.log" 2>&1 &&
@@ -722,25 +737,66 @@ case_become_methods() {
 # GOPVE_IT_CASES="install many_tasks corrupt_cache" runs a subset (in this order).
 CASES=${GOPVE_IT_CASES:-install action_scripts many_tasks idempotence check_diff no_log env_fallback_secret become become_methods tamper delegate defaults_env_async platforms no_binaries corrupt_cache bad_input plan_callback round_trips ansible_doc}
 
+# Cases whose outcome cannot depend on the path run on the first path of
+# $PATHS only (fast, unless GOPVE_IT_PATHS says otherwise), once per
+# controller. The path is chosen in GoModuleAction.run
+# (plugins/plugin_utils/gopve_action.py): the inventory's gopve_fast_path is
+# read by _fast_path_blocker, and it only decides between _run_fast and
+# _execute_module(gopve_exec) after _ensure_binary returned a binary. So:
+# - install: ansible-galaxy collection list and the installed files; no task
+#   runs (and the install itself is shared by both paths);
+# - action_scripts: Python unit tests of the plugin's scripts and of
+#   _fast_path_blocker itself (fed every gopve_fast_path value), in-process:
+#   the inventory is never read;
+# - platforms: both refusals are raised in _ensure_binary, from the probe's
+#   answer, before either path runs (a refused host leaves no HostMemo
+#   entry, so the fast path's later tasks probe again the same way);
+# - no_binaries: raised on _local_binaries() being empty, before the
+#   blocker is even computed;
+# - ansible_doc: ansible-doc reads the installed docs; nothing is executed.
+# Every other case runs a module on the target and keeps all four
+# combinations: corrupt_cache too (the fallback's wrapper gopve_exec.sh
+# re-checks the hash itself; the fast path relies on fast_script's stamp),
+# and bad_input (the Go binary's refusal comes back through each path's
+# result parsing).
+ONE_PATH_CASES="install action_scripts platforms no_binaries ansible_doc"
+FIRST_PATH=${PATHS%% *}
+
 # run_controller: every case under $CTL on path $PTH; prints its report, and
 # its counts last as "COUNTS passed failed".
 run_controller() {
-  local start=$SECONDS c
+  local start=$SECONDS c skipped=
+  COLL=$T/c${CTL//./}/collections
   echo "== ansible-core $CTL controller, $PTH path"
   if ! prepare_controller; then
-    echo "  FAIL  install (see $W/logs/install.log)"
+    echo "  FAIL  install (see $T/c${CTL//./}/install.log)"
     echo "COUNTS 0 1"
     return
   fi
   ctl ansible --version 2>/dev/null | head -1 | sed 's/^/   /'
-  for c in $CASES; do run_case "$c"; done
+  [ "$PTH" = "$FIRST_PATH" ] && tail -1 "$T/c${CTL//./}/install.log"
+  for c in $CASES; do
+    if [ "$PTH" != "$FIRST_PATH" ] && [[ " $ONE_PATH_CASES " == *" $c "* ]]; then
+      skipped="$skipped $c"
+      continue
+    fi
+    run_case "$c"
+  done
+  [ -z "$skipped" ] || echo "   path-independent, run on the $FIRST_PATH path only:$skipped"
   [ -f "$W/logs/summary" ] && cat "$W/logs/summary"
   echo "== ansible-core $CTL, $PTH path: $PASSED passed, $FAILED failed ($((SECONDS - start))s)"
   echo "COUNTS $PASSED $FAILED"
 }
 
-# The runs share only the sshd (each has its own hosts' caches, users and
-# work directory), so they run side by side.
+# One install per controller, both at once, before the runs that use them.
+pids=()
+for CTL in $CONTROLLERS; do install_collection & pids+=($!); CTL_PIDS="$CTL_PIDS $!"; done
+for p in "${pids[@]}"; do wait "$p" || true; done
+CTL_PIDS=
+
+# The runs share only the sshd and their controller's installed collection
+# (each has its own hosts' caches, users and work directory), so they run
+# side by side.
 pids=()
 for CTL in $CONTROLLERS; do
   for PTH in $PATHS; do

@@ -54,7 +54,7 @@ no_argsplat "$work/run-214.log" "ansible-core 2.14"
 # alone (issue 19), read with --list-tasks (nothing runs). Each role's
 # argument validation is tagged `always` by Ansible: it is left out.
 cp -r "$REPO/playbooks" "$coll/playbooks"
-phases="base:pve_base zfs:pve_zfs cluster:pve_cluster access:pve_access storage:pve_storage clone:pve_clone ha:pve_ha"
+phases="base:pve_base zfs:pve_zfs cluster:pve_cluster access:pve_access storage:pve_storage clone:pve_clone container:pve_container ha:pve_ha"
 for p in $phases; do
   tag=${p%%:*} role=${p#*:}
   ANSIBLE_COLLECTIONS_PATH=$work/collections ansible-playbook -i "$work/inventory.yml" gopve.proxmox.site \
