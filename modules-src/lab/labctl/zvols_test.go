@@ -73,6 +73,7 @@ func TestLabZvolsAreTheGuestsVolumes(t *testing.T) {
 
 	// A container's root disk is a subvol-… filesystem with a refquota
 	// (zfs_create_subvol), mounted under the pool's mountpoint.
+	onNode(t, lab, "pve01", "mkdir -p /var/lib/vz/template/cache && head -c 4096 /dev/zero > /var/lib/vz/template/cache/debian-12-standard_12.7-1_amd64.tar.zst")
 	onNode(t, lab, "pve01", "pct create 200 local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst --rootfs tank:2 --password Secret-1")
 	if c := onNode(t, lab, "pve01", "pct config 200"); !strings.Contains(c, "rootfs: tank:subvol-200-disk-0,size=2G") {
 		t.Errorf("CT 200's config:\n%s", c)
