@@ -101,6 +101,10 @@ lab_up() { # lab_up VAR NAME NODES: start a fresh lab, its directory in VAR
   local d=$work/$2
   labs+=("$d") # here, not in a $(…) subshell: cleanup must see every lab
   "$lab" up --nodes "$3" --pve "$PVE" --dir "$d" "${guests[@]}" >/dev/null
+  # The container phase's CT template (hack/demo/group_vars.yml's CT 200),
+  # as hack/demo.sh leaves it: pct create fails without one, as on PVE.
+  "$lab" ssh --dir "$d" pve01 \
+    'head -c 65536 /dev/urandom > /var/lib/vz/template/cache/debian-12-standard_12.7-1_amd64.tar.zst' </dev/null
   printf -v "$1" %s "$d"
 }
 declare -A playbook=(
