@@ -58,7 +58,7 @@ extra=$(cd "$work" && find bin -type f ! -name 'gopve_linux_x86_64' ! -name 'gop
 
 for f in MANIFEST.json FILES.json README.md LICENSE CHANGELOG.md meta/runtime.yml \
   plugins/plugin_utils/gopve_action.py plugins/modules/gopve_exec.sh plugins/modules/gopve_exec.yml \
-  plugins/doc_fragments/api.py \
+  plugins/doc_fragments/api.py plugins/doc_fragments/created_earlier.py \
   go.mod go.sum modules-src/cmd/gopve; do
   [ -e "$work/$f" ] || err "$f is missing"
 done

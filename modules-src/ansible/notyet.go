@@ -47,6 +47,13 @@ func createdEarlierOption() Option {
 	}}
 }
 
+// createdEarlierFragment documents created_earlier once for every module
+// that takes it.
+func createdEarlierFragment() DocFragment {
+	return DocFragment{Name: CreatedEarlierOption, What: "The created_earlier option of gopve.proxmox's modules that check mode lets assume (ansible/notyet.go).",
+		Options: map[string]Option{CreatedEarlierOption: createdEarlierOption()}}
+}
+
 // Prerequisite is an object a task needs that another task creates: the
 // node a join adds, the storage a storage task declares, the pool, the
 // guest a clone makes. A check run of a whole site meets it before any of

@@ -52,8 +52,17 @@ func (m *Module) fullSpec() Spec {
 			s.Options[k] = o
 		}
 	}
+	if m.CreatedEarlier {
+		// One text in every module that assumes: documented once, as
+		// plugins/doc_fragments/created_earlier.py.
+		s.Fragments = append(slices.Clone(m.Spec.Fragments), createdEarlierFragment())
+	}
 	return s
 }
+
+// DocFragments are the fragments the module's docs extend: its spec's
+// and the runtime's (created_earlier).
+func (m *Module) DocFragments() []DocFragment { return m.fullSpec().Fragments }
 
 // deadline is the task's timeout: the timeout option when given, else the
 // module's default. ok is false when the run has no deadline.

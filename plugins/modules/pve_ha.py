@@ -23,55 +23,12 @@ author:
   - "gopve.proxmox developers (@gopve)"
 extends_documentation_fragment:
   - "gopve.proxmox.api"
+  - "gopve.proxmox.created_earlier"
 options:
   comment:
     description:
       - "Comment on the jobs, the HA resource and the rule or group the module writes. Unset: not managed; an empty string removes it."
     type: "str"
-  created_earlier:
-    description:
-      - "What earlier tasks of the same run create, the only missing prerequisites a check run may assume. A check run writes nothing, so a later task of a whole site (gopve.proxmox.site) meets objects an earlier task would have made by then: the node the cluster phase joins, the storage the storage phase defines, a pool, a template or a guest."
-      - "In check mode, a prerequisite that does not exist and is named here is assumed made: the task warns (C(does not exist yet)), lists it in C(not_yet), and predicts on. One that does not exist and is not named here fails the check run with the error the real run gives (a typo such as C(node: pve0x) fails in check mode too)."
-      - "A real run assumes nothing: this option is ignored there, and what is still missing when the task runs fails it before any write (or, for pve_storage's C(nodes), is left out with a warning)."
-      - "The roles of this collection fill it from the inventory variables of the phases before them (the pve group's nodes, the storages of the storage phase, the pools and VMs of the clone list); a task of your own names what the tasks before it create."
-    type: "dict"
-    suboptions:
-      guests:
-        description:
-          - "Guests an earlier task creates, each by VMID or by name: VMs and containers, and templates (a bare VM then converted, cloned by name or VMID)."
-        type: "list"
-        elements: "str"
-        default: []
-      nodes:
-        description:
-          - "Cluster nodes an earlier task joins (pve_cluster)."
-        type: "list"
-        elements: "str"
-        default: []
-      pools:
-        description:
-          - "Resource pools an earlier task creates (pve_clone with pool_create)."
-        type: "list"
-        elements: "str"
-        default: []
-      roles:
-        description:
-          - "Custom roles an earlier task creates (pve_access type role): a role an ACL entry grants."
-        type: "list"
-        elements: "str"
-        default: []
-      storages:
-        description:
-          - "Storage ids an earlier task defines (pve_storage)."
-        type: "list"
-        elements: "str"
-        default: []
-      users:
-        description:
-          - "Users (user@realm) an earlier task creates (pve_access type user): a token's owner."
-        type: "list"
-        elements: "str"
-        default: []
   disable:
     description:
       - "Disable the replication jobs (kept, not run)."

@@ -157,7 +157,7 @@ func pluginFiles(mods []ansible.Module) ([]pluginFile, error) {
 			pluginFile{filepath.Join("plugins", "modules", m.Name+".py"), doc},
 			pluginFile{filepath.Join("plugins", "action", m.Name+".py"), m.ActionPlugin()},
 		)
-		for _, f := range m.Spec.Fragments {
+		for _, f := range m.DocFragments() {
 			data, err := f.Plugin()
 			if err != nil {
 				return nil, err
