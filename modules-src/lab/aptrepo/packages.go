@@ -83,7 +83,7 @@ func kernelPackage(abi string) string { return "proxmox-kernel-" + abi + "-signe
 func managerPkg(r Release, version string) pkg {
 	script := fmt.Sprintf(`#!/bin/sh
 # gopve lab stand-in for pveversion (pve-manager %[1]s).
-kernel=$(cat /var/lib/gopve-lab/running-kernel 2>/dev/null || uname -r)
+kernel=$(cat /proc/sys/kernel/osrelease)  # uname -r, as pveversion runs it (lab node script.go)
 case "$*" in
 "") echo "pve-manager/%[1]s/%[2]s (running kernel: $kernel)"; exit 0 ;;
 -v|--verbose) ;;

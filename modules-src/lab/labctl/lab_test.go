@@ -244,6 +244,11 @@ func testLab(t *testing.T, pve int) {
 		if out := onNode(t, lab, "pve02", "test ! -e /run/reboot-required && pveversion"); !strings.Contains(out, "running kernel: "+r.KernelNew) {
 			t.Errorf("after reboot: %q, want the new kernel running", out)
 		}
+		// uname's release as the node shows it, what pveversion prints and
+		// pve_base reads (node script.go's bind mount).
+		if out := onNode(t, lab, "pve02", "cat /proc/sys/kernel/osrelease"); out != r.KernelNew+"\n" {
+			t.Errorf("after reboot: osrelease %q, want %s", out, r.KernelNew)
+		}
 	})
 
 	// Z2/Z3: PVE-like disks with stable ids and real signatures.

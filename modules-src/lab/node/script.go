@@ -74,7 +74,17 @@ func (n *Node) script() string {
 	}
 	// The kernel the node "booted": the newest one installed (B5).
 	w(`k=$(ls "$m/boot" 2>/dev/null | sed -n 's/^vmlinuz-\(.*-pve\)$/\1/p' | sort -V | tail -n 1)`)
+	w(`mkdir -p "$m/var/lib/gopve-lab"`)
 	w(`if [ -n "$k" ]; then echo "$k" > "$m/var/lib/gopve-lab/running-kernel"; fi`)
+	// The node's uname release, as /proc/sys/kernel/osrelease shows it: the
+	// booted kernel, else the host's (a plain Debian node before PVE is
+	// installed). Reconstruction: uname(2) itself still returns the host's
+	// release (a UTS namespace cannot change it); what reads the file, as
+	// pve_base does, sees the node's. install (labctl) rewrites the same
+	// file, so a node that gets PVE's kernel installed shows it at once,
+	// as the installer's reboot would.
+	w(`[ -s "$m/var/lib/gopve-lab/running-kernel" ] || uname -r > "$m/var/lib/gopve-lab/running-kernel"`)
+	w(`mount --bind "$m/var/lib/gopve-lab/running-kernel" "$m/proc/sys/kernel/osrelease"`)
 	w("hostname %s", q(c.Name))
 	w(`exec chroot "$m" /usr/sbin/sshd -D -e -f /etc/gopve-lab/sshd_config -o ListenAddress=%s`, q(c.Addr+":22"))
 	return b.String()

@@ -1,30 +1,24 @@
 package pvebase
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
-
-	"github.com/gopve/proxmox/modules-src/host"
 )
 
 // A new kernel installed by an earlier run (or by hand) means a reboot is
 // still pending even when this run installed nothing (B5): the running
 // kernel is compared with the newest kernel image in /boot.
 
-var runningKernelRe = regexp.MustCompile(`\(running kernel: ([^)\s]+)\)`)
-
-// runningKernel asks pveversion ("pve-manager/9.2.5/… (running kernel:
-// 6.14.8-2-pve)"), falling back to the kernel's own osrelease.
-func (m *base) runningKernel(ctx context.Context) string {
-	if res, err := m.env.Runner.Run(ctx, host.Command{Name: "pveversion"}); err == nil {
-		if s := runningKernelRe.FindStringSubmatch(res.Stdout); s != nil {
-			return s[1]
-		}
-	}
+// runningKernel is the running kernel's release ("6.14.8-2-pve"), read from
+// /proc/sys/kernel/osrelease: the value uname(2) returns and the one
+// pveversion prints as "running kernel" (pve-manager bin/pveversion runs
+// `uname -r`). Asking pveversion cost a Perl process (it compiles
+// PVE::pvecfg and, for -v, the APT API) on every run of a converged node for
+// a file read's worth of information (issue 24 §3). A file, not the syscall,
+// so the lab can show the kernel its node "booted" (lab/node script.go).
+func (m *base) runningKernel() string {
 	if st, err := m.env.Root.ReadFile("/proc/sys/kernel/osrelease"); err == nil && st.Exists {
 		return strings.TrimSpace(string(st.Content))
 	}
@@ -57,8 +51,8 @@ func (m *base) newestKernel(running string) string {
 }
 
 // kernelReboot returns why a reboot is pending because of the kernel, or "".
-func (m *base) kernelReboot(ctx context.Context) string {
-	running := m.runningKernel(ctx)
+func (m *base) kernelReboot() string {
+	running := m.runningKernel()
 	if running == "" {
 		return ""
 	}

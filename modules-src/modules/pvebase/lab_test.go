@@ -10,6 +10,7 @@ package pvebase
 import (
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -177,6 +178,11 @@ func testLab(t *testing.T, pve int) {
 	}
 	if real["reboot_required"] != true {
 		t.Errorf("B5: a new kernel must say reboot_required: %v", real["reboot_reasons"])
+	}
+	// B5: the running kernel comes from the node's osrelease (no
+	// pveversion), and the lab's node shows the kernel it booted there.
+	if reasons, _ := real["reboot_reasons"].([]any); !slices.Contains(reasons, any("running kernel "+r.KernelInstalled+", newest installed kernel "+r.KernelNew)) {
+		t.Errorf("B5: reboot_reasons %q do not name the running kernel %s and the new %s", reasons, r.KernelInstalled, r.KernelNew)
 	}
 
 	again := labtest.Invoke(t, lab, bin, "pve_base", args(), false)

@@ -1,6 +1,7 @@
 package pvebase
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -31,6 +32,13 @@ func TestConvergedRunAsksDpkgOnce(t *testing.T) {
 	}
 	if n := dpkg(from); n != 1 {
 		t.Errorf("a converged run started %d dpkg-query processes, want 1: %q", n, w.fake.Calls()[from:])
+	}
+	// Issue 24 §3: on PVE each of these is a Perl program that compiles a
+	// large part of PVE before it does anything; a converged run needs none.
+	for _, c := range w.fake.Calls()[from:] {
+		if tool, _, _ := strings.Cut(c, " "); slices.Contains([]string{"pveversion", "pvesh", "pvecm", "pvesm", "pvenode", "pvesubscription", "pveum", "qm", "pct", "ha-manager", "pvesr"}, tool) {
+			t.Errorf("a converged run started PVE's Perl tool %q", c)
+		}
 	}
 	delete(w.installed, "htop")
 	res := w.run(args(), false)

@@ -30,7 +30,7 @@ func (m *base) report() {
 		held = []string{}
 	}
 	m.r.Set("held", held)
-	if why := m.kernelReboot(m.r.Context()); why != "" {
+	if why := m.kernelReboot(); why != "" {
 		m.reboot = append(m.reboot, why)
 	}
 	// Debian's packages drop /run/reboot-required when they want a reboot.

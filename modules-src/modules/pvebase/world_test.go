@@ -34,7 +34,7 @@ type world struct {
 	lists     map[string]map[string]string // lists dir → candidates
 	held      map[string]bool              // on hold (apt-mark showhold): kept back by dist-upgrade
 	keptBack  map[string]bool              // kept back by dist-upgrade for another reason (a new dependency)
-	running   string                       // the kernel pveversion reports
+	running   string                       // the kernel /proc/sys/kernel/osrelease names
 	aptEnvs   [][]string                   // the environment of every apt-get call
 	restarts  int
 	initramfs int
@@ -124,9 +124,7 @@ func newWorld(t *testing.T, pve int) *world {
 		}
 		return hosttest.Reply{Stdout: out.String()}
 	})
-	w.fake.OnFunc("pveversion", func(host.Command) hosttest.Reply {
-		return hosttest.Reply{Stdout: "pve-manager/" + w.installed["pve-manager"] + "/0123456789abcdef (running kernel: " + w.running + ")\n"}
-	})
+	write(t, r, "/proc/sys/kernel/osrelease", w.running+"\n", 0o444)
 	write(t, r, "/boot/vmlinuz-6.14.8-2-pve", "", 0o644)
 	write(t, r, "/boot/vmlinuz-6.1.0-40-amd64", "", 0o644) // a Debian kernel left from the installation
 	w.fake.OnFunc("dpkg-query *", w.dpkgQuery)
