@@ -673,12 +673,37 @@ class GoModuleAction(ActionBase):
         return data
 
     def _module_args(self):
-        args = dict(self._task.args)
+        args = self._with_module_defaults(dict(self._task.args))
         reserved = sorted(k for k in args if to_text(k).startswith(RESERVED_PREFIX))
         if reserved:
             raise AnsibleActionFail("option names starting with %s are reserved for the collection: remove %s"
                                     % (RESERVED_PREFIX, ", ".join(reserved)))
         return args
+
+    def _with_module_defaults(self, args):
+        """The task's options, with module_defaults filling the ones it omits.
+
+        Ansible applies module_defaults before it drops the options a task
+        set to `omit`, so an omitted option loses its module_defaults value
+        too (ansible-core 2.14 TaskExecutor; 2.19's ChainTemplar keeps this
+        "omit obliterates"). The collection's roles pass each option as
+        `{{ ... | default(omit) }}`, one by one, which would make
+        module_defaults for group/gopve.proxmox.api (the connection the
+        README documents) never reach their modules. Like ansible-core's own
+        action plugins that run a module after the task's args are final
+        (gather_facts, package, service), fill what is absent from the
+        defaults that apply to this module; an option the task sets wins.
+        """
+        fqcn = "gopve.proxmox." + self.gopve_module
+        try:  # ansible-core 2.19 and later
+            from ansible.executor.module_common import _apply_action_arg_defaults
+        except ImportError:
+            _apply_action_arg_defaults = None
+        if _apply_action_arg_defaults is not None:
+            return _apply_action_arg_defaults(fqcn, self._task, args, self._templar)
+        from ansible.executor.module_common import get_action_args_with_defaults
+        return get_action_args_with_defaults(fqcn, args, self._task.module_defaults, self._templar,
+                                             action_groups=self._task._parent._play._action_groups)
 
     # --- binary selection and the host-side cache -------------------------
 

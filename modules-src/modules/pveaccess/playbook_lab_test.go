@@ -60,6 +60,10 @@ const viaToken = `- name: The site's phases
   vars:
     ansible_connection: local
     ansible_become: false
+    # Declared by the role's loop task, which passes every option as
+    # "{{ ... | default(omit) }}": module_defaults must still reach it.
+    pve_storage_extra:
+      - {storage: tokdir, type: dir, path: /var/lib/tokdir, content: [iso]}
   module_defaults:
     group/gopve.proxmox.api:
       api_host: "{{ api_addr }}"
@@ -157,8 +161,15 @@ func testSiteAccessToken(t *testing.T, pve int) {
 			viaTok = append(viaTok, r.Method+" "+r.Path)
 		}
 	}
-	if !slices.Contains(viaTok, "POST /storage") {
-		t.Errorf("the token play did not declare the storage through the token: %v\n%s", viaTok, real)
+	// Both storages: the ZFS pool (a task without api_* options) and the
+	// extra dir storage (the loop task that passes each option with
+	// default(omit): Ansible drops module_defaults for an omitted option,
+	// the action plugin fills them back).
+	if n := slices.Index(viaTok, "POST /storage"); n < 0 || !slices.Contains(viaTok[n+1:], "POST /storage") {
+		t.Errorf("the token play did not declare both storages through the token: %v\n%s", viaTok, real)
+	}
+	if scfg, err := lab.SSH("pve02", "cat /etc/pve/storage.cfg"); err != nil || !strings.Contains(scfg, "dir: tokdir\n") {
+		t.Errorf("storage.cfg lacks the extra storage declared through the token (%v):\n%s", err, scfg)
 	}
 
 	// The secret, from PVE's own store: in no output, in no other file.
