@@ -69,6 +69,17 @@ var ciKeys = []string{"ciuser", "cipassword", "searchdomain", "citype", "cicusto
 // option's name.
 func buildWant(p params) (*want, error) {
 	w := &want{scalars: map[string]string{}, nets: map[string]netWant{}, disks: map[string]diskWant{}, ipconf: map[string]qemu.IPConfig{}}
+	for _, add := range []func(params, *want) error{addScalars, addNetworks, addDisks} {
+		if err := add(p, w); err != nil {
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// addScalars checks and encodes the options that are one config key each
+// (PVE's own formats: dns-name, pve-tag, the agent and ssh-key strings).
+func addScalars(p params, w *want) error {
 	vals := map[string]any{"cores": p.Cores, "sockets": p.Sockets, "memory": p.Memory, "balloon": p.Balloon, "cpu": p.CPU,
 		"numa": p.NUMA, "onboot": p.OnBoot, "startup": p.Startup, "description": p.Description, "ciuser": p.CIUser,
 		"cipassword": p.CIPassword, "searchdomain": p.SearchDomain, "citype": p.CIType, "cicustom": p.CICustom,
@@ -81,20 +92,20 @@ func buildWant(p params) (*want, error) {
 	}
 	if p.Name != "" {
 		if err := pveformat.CheckFormat("dns-name", p.Name); err != nil {
-			return nil, fmt.Errorf("name: %w", err)
+			return fmt.Errorf("name: %w", err)
 		}
 		w.scalars["name"] = p.Name
 	}
 	if p.CPU != nil {
 		if err := checkCPU(*p.CPU); err != nil {
-			return nil, fmt.Errorf("cpu: %w", err)
+			return fmt.Errorf("cpu: %w", err)
 		}
 	}
 	if p.Tags != nil {
 		tags := slices.Clone(p.Tags)
 		for _, t := range tags {
 			if !tagRe.MatchString(t) {
-				return nil, fmt.Errorf("tags: %q is not a valid tag (letters, digits, _ - + .; PVE's pve-tag format)", t)
+				return fmt.Errorf("tags: %q is not a valid tag (letters, digits, _ - + .; PVE's pve-tag format)", t)
 			}
 		}
 		slices.Sort(tags)
@@ -103,14 +114,14 @@ func buildWant(p params) (*want, error) {
 	if p.Agent != nil {
 		a, err := agentString(p.Agent)
 		if err != nil {
-			return nil, fmt.Errorf("agent: %w", err)
+			return fmt.Errorf("agent: %w", err)
 		}
 		w.scalars["agent"] = a
 	}
 	if p.Nameservers != nil {
 		for _, ns := range p.Nameservers {
 			if err := pveformat.CheckFormat("ip", ns); err != nil {
-				return nil, fmt.Errorf("nameservers: %q: %w", ns, err)
+				return fmt.Errorf("nameservers: %q: %w", ns, err)
 			}
 		}
 		w.scalars["nameserver"] = strings.Join(p.Nameservers, " ")
@@ -118,12 +129,12 @@ func buildWant(p params) (*want, error) {
 	if p.SSHKeys != nil {
 		for i, k := range p.SSHKeys {
 			if strings.ContainsAny(k, "\n\r") || strings.TrimSpace(k) == "" {
-				return nil, fmt.Errorf("sshkeys: each element is one public key on one line")
+				return fmt.Errorf("sshkeys: each element is one public key on one line")
 			}
 			// PVE checks every key (PVE::Tools::validate_ssh_public_keys,
 			// ssh-keygen -l) and refuses the whole update otherwise.
 			if _, _, _, _, err := ssh.ParseAuthorizedKey([]byte(k)); err != nil {
-				return nil, fmt.Errorf("sshkeys: element %d is not an SSH public key (%v); PVE would refuse it with 'SSH public key validation error'", i+1, err)
+				return fmt.Errorf("sshkeys: element %d is not an SSH public key (%v); PVE would refuse it with 'SSH public key validation error'", i+1, err)
 			}
 		}
 		w.sshkeys = slices.Clone(p.SSHKeys)
@@ -134,55 +145,66 @@ func buildWant(p params) (*want, error) {
 			w.hasCI = true
 		}
 	}
+	return nil
+}
+
+// addNetworks parses the NICs and the cloud-init ipconfigN keys.
+func addNetworks(p params, w *want) error {
 	for _, key := range slices.Sorted(maps.Keys(p.Nets)) {
 		nw, err := parseNetWant(key, p.Nets[key])
 		if err != nil {
-			return nil, fmt.Errorf("nets.%s: %w", key, err)
+			return fmt.Errorf("nets.%s: %w", key, err)
 		}
 		w.nets[key] = nw
 	}
 	for _, key := range slices.Sorted(maps.Keys(p.IPConfig)) {
 		if !qemu.IsIPConfig(key) {
-			return nil, fmt.Errorf("ipconfig.%s: not a cloud-init network key (ipconfig0 … ipconfig31)", key)
+			return fmt.Errorf("ipconfig.%s: not a cloud-init network key (ipconfig0 … ipconfig31)", key)
 		}
 		ic, err := parseIPConfigWant(key, p.IPConfig[key])
 		if err != nil {
-			return nil, fmt.Errorf("ipconfig.%w", err)
+			return fmt.Errorf("ipconfig.%w", err)
 		}
 		w.ipconf[key] = ic
 		w.hasCI = true
 	}
+	return nil
+}
+
+// addDisks parses the disks, the CD-ROM (ide2) and the EFI and TPM state
+// disks, which all land in the config's disk keys.
+func addDisks(p params, w *want) error {
 	for _, key := range slices.Sorted(maps.Keys(p.Disks)) {
 		dw, err := parseDiskWant(key, p.Disks[key])
 		if err != nil {
-			return nil, fmt.Errorf("disks.%s: %w", key, err)
+			return fmt.Errorf("disks.%s: %w", key, err)
 		}
 		w.disks[key] = dw
 	}
 	if p.CDROM != "" {
 		if _, ok := w.disks["ide2"]; ok {
-			return nil, fmt.Errorf("cdrom: the CD-ROM goes on ide2, which disks also gives")
+			return fmt.Errorf("cdrom: the CD-ROM goes on ide2, which disks also gives")
 		}
 		if _, _, ok := strings.Cut(p.CDROM, ":"); !ok && p.CDROM != "none" && p.CDROM != "cdrom" {
-			return nil, fmt.Errorf("cdrom: %q is not a volume ID (storage:iso/name.iso)", p.CDROM)
+			return fmt.Errorf("cdrom: %q is not a volume ID (storage:iso/name.iso)", p.CDROM)
 		}
 		w.disks["ide2"] = diskWant{file: p.CDROM, media: "cdrom", opts: map[string]string{}}
 	}
 	if p.EFIDisk != nil {
 		d, err := specialDisk("efidisk", p.EFIDisk, map[string]string{"efitype": "efitype", "pre_enrolled_keys": "pre-enrolled-keys", "format": "format"})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		w.disks["efidisk0"] = d
 	}
 	if p.TPMState != nil {
 		d, err := specialDisk("tpmstate", p.TPMState, map[string]string{"version": "version"})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		w.disks["tpmstate0"] = d
 	}
-	return w, nil
+	return nil
 }
 
 var tagRe = regexp.MustCompile(`^[a-zA-Z0-9_][a-zA-Z0-9_\-+.]*$`)
@@ -273,97 +295,16 @@ func parseNetWant(key string, v any) (netWant, error) {
 	case map[string]any:
 		m = x
 	case string:
-		n, err := qemu.ParseNet(key, x)
-		if err != nil {
+		var err error
+		if m, err = netStringKeys(key, x); err != nil {
 			return netWant{}, err
-		}
-		for _, kv := range n.Other {
-			return netWant{}, fmt.Errorf("%q is not a NIC key PVE knows (it takes %s)", kv.Key, strings.Join(netWantKeys, ", "))
-		}
-		m = map[string]any{}
-		if n.Model != "" {
-			m["model"] = n.Model
-		}
-		if n.MAC != "" {
-			m["macaddr"] = n.MAC
-		}
-		if n.Bridge != "" {
-			m["bridge"] = n.Bridge
-		}
-		if n.Tag != 0 {
-			m["tag"] = n.Tag
-		}
-		if n.Trunks != "" {
-			m["trunks"] = n.Trunks
-		}
-		if n.Firewall != nil {
-			m["firewall"] = *n.Firewall
-		}
-		if n.LinkDown != nil {
-			m["link_down"] = *n.LinkDown
-		}
-		if n.MTU != 0 {
-			m["mtu"] = n.MTU
-		}
-		if n.Rate != nil {
-			m["rate"] = *n.Rate
-		}
-		if n.Queues != nil {
-			m["queues"] = *n.Queues
 		}
 	default:
 		return netWant{}, fmt.Errorf("give a dict of NIC keys (model, bridge, tag, …) or PVE's string, not %T", v)
 	}
 	var nw netWant
 	for _, k := range slices.Sorted(maps.Keys(m)) {
-		val := m[k]
-		s := pveapi.String(val)
-		var err error
-		switch k {
-		case "model":
-			if !slices.Contains(qemu.NICModels, s) {
-				err = fmt.Errorf("model: %q is not a NIC model PVE knows (%s)", s, strings.Join(qemu.NICModels, ", "))
-			}
-			nw.model = s
-		case "bridge":
-			if !regexp.MustCompile(`^[-_.\w\d]+$`).MatchString(s) {
-				err = fmt.Errorf("bridge: %q is not a bridge name", s)
-			}
-			nw.bridge = s
-		case "macaddr", "mac":
-			if err = pveformat.CheckFormat("mac-addr", s); err == nil {
-				nw.mac = strings.ToUpper(s)
-			}
-		case "trunks":
-			nw.trunks = strings.ReplaceAll(s, ",", ";")
-			if !regexp.MustCompile(`^\d+(?:-\d+)?(?:;\d+(?:-\d+)?)*$`).MatchString(nw.trunks) {
-				err = fmt.Errorf("trunks: %q is not a VLAN list (10;20-30)", s)
-			}
-		case "tag":
-			nw.tag, err = intIn(k, s, 0, 4094) // 0: untagged
-		case "mtu":
-			nw.mtu, err = intIn(k, s, 1, 65520) // 1: the bridge's MTU (K9)
-		case "queues":
-			nw.queues, err = intIn(k, s, 0, 64)
-		case "firewall", "link_down":
-			var b bool
-			b, err = pveapi.ParseBool(s)
-			if k == "firewall" {
-				nw.firewall = &b
-			} else {
-				nw.linkDown = &b
-			}
-		case "rate":
-			var f float64
-			f, err = strconv.ParseFloat(s, 64)
-			if err == nil && f < 0 {
-				err = fmt.Errorf("rate: must be at least 0")
-			}
-			nw.rate = &f
-		default:
-			err = fmt.Errorf("%q is not a NIC key PVE knows (it takes %s)", k, strings.Join(netWantKeys, ", "))
-		}
-		if err != nil {
+		if err := nw.set(k, pveapi.String(m[k])); err != nil {
 			return netWant{}, err
 		}
 	}
@@ -371,6 +312,100 @@ func parseNetWant(key string, v any) (netWant, error) {
 		return netWant{}, fmt.Errorf("mtu: %d is below 576 (1 means the bridge's MTU, K9)", *nw.mtu)
 	}
 	return nw, nil
+}
+
+// netStringKeys turns a NIC given as PVE's property string into the dict
+// form, refusing keys the dict form does not take.
+func netStringKeys(key, x string) (map[string]any, error) {
+	n, err := qemu.ParseNet(key, x)
+	if err != nil {
+		return nil, err
+	}
+	for _, kv := range n.Other {
+		return nil, fmt.Errorf("%q is not a NIC key PVE knows (it takes %s)", kv.Key, strings.Join(netWantKeys, ", "))
+	}
+	m := map[string]any{}
+	if n.Model != "" {
+		m["model"] = n.Model
+	}
+	if n.MAC != "" {
+		m["macaddr"] = n.MAC
+	}
+	if n.Bridge != "" {
+		m["bridge"] = n.Bridge
+	}
+	if n.Tag != 0 {
+		m["tag"] = n.Tag
+	}
+	if n.Trunks != "" {
+		m["trunks"] = n.Trunks
+	}
+	if n.Firewall != nil {
+		m["firewall"] = *n.Firewall
+	}
+	if n.LinkDown != nil {
+		m["link_down"] = *n.LinkDown
+	}
+	if n.MTU != 0 {
+		m["mtu"] = n.MTU
+	}
+	if n.Rate != nil {
+		m["rate"] = *n.Rate
+	}
+	if n.Queues != nil {
+		m["queues"] = *n.Queues
+	}
+	return m, nil
+}
+
+// set checks one NIC key's value as PVE's net format does and records it.
+func (nw *netWant) set(k, s string) error {
+	var err error
+	switch k {
+	case "model":
+		if !slices.Contains(qemu.NICModels, s) {
+			err = fmt.Errorf("model: %q is not a NIC model PVE knows (%s)", s, strings.Join(qemu.NICModels, ", "))
+		}
+		nw.model = s
+	case "bridge":
+		if !regexp.MustCompile(`^[-_.\w\d]+$`).MatchString(s) {
+			err = fmt.Errorf("bridge: %q is not a bridge name", s)
+		}
+		nw.bridge = s
+	case "macaddr", "mac":
+		if err = pveformat.CheckFormat("mac-addr", s); err == nil {
+			nw.mac = strings.ToUpper(s)
+		}
+	case "trunks":
+		nw.trunks = strings.ReplaceAll(s, ",", ";")
+		if !regexp.MustCompile(`^\d+(?:-\d+)?(?:;\d+(?:-\d+)?)*$`).MatchString(nw.trunks) {
+			err = fmt.Errorf("trunks: %q is not a VLAN list (10;20-30)", s)
+		}
+	case "tag":
+		nw.tag, err = intIn(k, s, 0, 4094) // 0: untagged
+	case "mtu":
+		nw.mtu, err = intIn(k, s, 1, 65520) // 1: the bridge's MTU (K9)
+	case "queues":
+		nw.queues, err = intIn(k, s, 0, 64)
+	case "firewall", "link_down":
+		var b bool
+		b, err = pveapi.ParseBool(s)
+		if k == "firewall" {
+			nw.firewall = &b
+		} else {
+			nw.linkDown = &b
+		}
+	case "rate":
+		var f float64
+		f, err = strconv.ParseFloat(s, 64)
+		if err == nil && f < 0 {
+			err = fmt.Errorf("rate: must be at least 0")
+		}
+		nw.rate = &f
+	default:
+		err = fmt.Errorf("%q is not a NIC key PVE knows (it takes %s)", k, strings.Join(netWantKeys, ", "))
+	}
+	return err
 }
 
 func intIn(key, s string, lo, hi int) (*int, error) {
