@@ -163,6 +163,8 @@ func run(r *ansible.Run, e Env) error {
 	if err := m.validate(); err != nil {
 		return err
 	}
+	// a hung read times out naming what it was doing
+	r.Step("reading the pool, its properties and its scrub timers")
 	m.prefetch(r.Context())
 	if p.State == "absent" {
 		err := r.Stage("destroy", m.stopMemoOnApply(m.planDestroy))
