@@ -55,6 +55,10 @@ spare                  -      -      -        -         -      -      -      -  
 `
 )
 
+// TestParseTree: the tree is what Z4's comparison reads (layout, member
+// disks by their -P paths, ashift) and what says a pool exists (Z1): each
+// shape is parsed to its data vdevs, the classes kept apart, and an output
+// that is not the -v tree of this pool is an error.
 func TestParseTree(t *testing.T) {
 	cases := []struct {
 		name, in, pool string
