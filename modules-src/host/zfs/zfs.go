@@ -1,6 +1,7 @@
 // Package zfs reads ZFS pool state through the zpool and zfs commands, in
-// their script-friendly forms (-H: tab separated, no header; -p: exact
-// numbers), and parses `zpool status -P` for the vdev tree.
+// their script-friendly forms (-p: exact numbers; -H, tab separated without
+// a header, where nothing is lost by it), and a pool with its vdev tree from
+// one `zpool list -v` (ParseTree).
 package zfs
 
 import (
@@ -15,27 +16,31 @@ import (
 )
 
 // Client runs zpool/zfs through a Runner. It only reads: a module makes its
-// changes with its own commands, so Memo can never hold an answer that a
-// write through this Client made stale.
+// changes with its own commands. A module that reads the same fact more
+// than once in a run gives it a host.Memo's Runner.
 type Client struct {
 	Runner host.Runner
-	// Memo, when set, answers a read the run already made (see Memo).
-	Memo *Memo
 }
 
 func (c Client) run(ctx context.Context, name string, args ...string) (host.Result, error) {
-	cmd := host.Command{Name: name, Args: args}
-	if c.Memo == nil {
-		return c.Runner.Run(ctx, cmd)
-	}
-	return c.Memo.run(ctx, c.Runner, cmd)
+	return c.Runner.Run(ctx, host.Command{Name: name, Args: args})
 }
 
-// poolColumns is what one `zpool list` of a pool reads: whether it exists,
-// its capacity and health, and its ashift, in one command.
+// poolColumns is what the pool's line of TreeArgs reads: whether it
+// exists, its capacity and health, and its ashift.
 const poolColumns = "name,size,alloc,free,health,ashift"
 
-// PoolInfo is a pool's line of `zpool list -Hp -o ` + poolColumns.
+// TreeArgs is the one command that reads a pool and its member disks:
+// `zpool list -v` prints the pool's line (the -o columns) and then one line
+// per vdev, nested by indentation; -P names the disks by their full paths,
+// -p prints exact bytes. Not -H: scripted mode prints every vdev name after
+// a tab without its indentation, so which disk belongs to which mirror
+// would be lost, and the header is what proves the column order.
+func TreeArgs(pool string) []string {
+	return []string{"list", "-v", "-P", "-p", "-o", poolColumns, pool}
+}
+
+// PoolInfo is a pool's line of `zpool list`: capacity, health, ashift.
 type PoolInfo struct {
 	Usage
 	// Ashift is the pool property; 0 means it was never set (zpool
@@ -43,34 +48,157 @@ type PoolInfo struct {
 	Ashift string
 }
 
-// Pool reads the pool's line of `zpool list`. found is false when no
-// imported pool has this name: "no such pool" is the only failure that
-// means absent (Z1); anything else is an error.
-func (c Client) Pool(ctx context.Context, pool string) (info PoolInfo, found bool, err error) {
-	res, err := c.run(ctx, "zpool", "list", "-H", "-p", "-o", poolColumns, pool)
+// Tree is a pool as one `zpool list -v` reads it: its line, and its vdevs.
+type Tree struct {
+	Name string
+	PoolInfo
+	// Vdevs are the data vdevs, in order.
+	Vdevs []Vdev
+	// Classes are the other sections by name (logs, dedup, special,
+	// cache, spare), which Layout and Leaves do not count.
+	Classes map[string][]Vdev
+}
+
+// Status is the pool's layout part of the tree.
+func (t Tree) Status() Status { return Status{Pool: t.Name, State: t.Health, Vdevs: t.Vdevs} }
+
+// Tree reads the pool and its vdevs with one command (TreeArgs). found is
+// false when no imported pool has this name: "no such pool" is the only
+// failure that means absent (Z1); anything else is an error.
+func (c Client) Tree(ctx context.Context, pool string) (tree Tree, found bool, err error) {
+	res, err := c.run(ctx, "zpool", TreeArgs(pool)...)
 	if err != nil {
 		if strings.Contains(res.Stderr, "no such pool") {
-			return PoolInfo{}, false, nil
+			return Tree{}, false, nil
 		}
-		return PoolInfo{}, false, fmt.Errorf("look for pool %s: %w", pool, err)
+		return Tree{}, false, fmt.Errorf("look for pool %s: %w", pool, err)
 	}
-	f := strings.Split(strings.TrimRight(res.Stdout, "\n"), "\t")
-	if len(f) != 6 || f[0] != pool {
-		return PoolInfo{}, false, fmt.Errorf("look for pool %s: unexpected zpool list output %q (want %s)", pool, res.Stdout, poolColumns)
-	}
-	// A pool zfs cannot open (UNAVAIL, FAULTED) lists "-" for what it
-	// cannot know; it still exists, and its health says why.
-	for i := 1; i <= 3; i++ {
-		if f[i] == "-" {
-			f[i] = "0"
-		}
-	}
-	u, err := ParseUsage(strings.Join(f[1:5], "\t"))
+	tree, err = ParseTree(res.Stdout, pool)
 	if err != nil {
-		return PoolInfo{}, false, fmt.Errorf("look for pool %s: %w", pool, err)
+		return Tree{}, false, fmt.Errorf("look for pool %s: %w", pool, err)
 	}
-	return PoolInfo{Usage: u, Ashift: f[5]}, true, nil
+	return tree, true, nil
 }
+
+// Pool reads the pool's line (see Tree, whose command it runs: with a
+// memo, Pool and Tree in one run cost one process).
+func (c Client) Pool(ctx context.Context, pool string) (info PoolInfo, found bool, err error) {
+	t, found, err := c.Tree(ctx, pool)
+	return t.PoolInfo, found, err
+}
+
+// treeClasses are the section lines print_list_stats prints at depth 0
+// before the vdevs of a class: "logs", "dedup", "special" (class_name[]),
+// then "cache" and "spare".
+var treeClasses = []string{"logs", "dedup", "special", "cache", "spare"}
+
+// ParseTree parses `zpool list -v -P -p -o name,size,alloc,free,health,ashift
+// POOL`. Its shape is OpenZFS's cmd/zpool/zpool_main.c:
+//
+//   - print_header: one line of the -o columns' names (NAME SIZE ALLOC
+//     FREE HEALTH ASHIFT), their order is read from it;
+//   - print_pool: the pool's line, one value per -o column ("-" for what
+//     the pool cannot tell: an UNAVAIL pool's sizes);
+//   - print_list_stats, "print static default line per vdev, not compatible
+//     with '-o' <proplist> option": per vdev `printf("%*s%s%*s", depth, "",
+//     name, …)` with depth 2 for a top-level vdev (mirror-0, raidz1-0, or a
+//     disk), 4 for the disks of a group, and then its fixed columns SIZE
+//     ALLOC FREE CKPOINT EXPANDSZ FRAG CAP DEDUP HEALTH, whatever -o said,
+//     so a vdev's health is its line's last field;
+//   - the classes: a line `printf(dashes, cb->cb_namewidth, class_name[n])`
+//     at depth 0 ("logs", "dedup", "special"), then "cache" and "spare",
+//     each followed by its vdevs at depth 2.
+//
+// The header must name NAME, SIZE, ALLOC, FREE, HEALTH and ASHIFT, and the
+// pool's line must be pool's: anything else is an error, never a guess.
+func ParseTree(out, pool string) (Tree, error) {
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if len(lines) < 2 {
+		return Tree{}, fmt.Errorf("unexpected zpool list output %q: want a header and the pool's line", out)
+	}
+	header := strings.Fields(lines[0])
+	col := map[string]int{}
+	for i, h := range header {
+		col[h] = i
+	}
+	for _, h := range []string{"NAME", "SIZE", "ALLOC", "FREE", "HEALTH", "ASHIFT"} {
+		if _, ok := col[h]; !ok {
+			return Tree{}, fmt.Errorf("unexpected zpool list header %q: no %s column", lines[0], h)
+		}
+	}
+	f := strings.Fields(lines[1])
+	if indent(lines[1]) != 0 || len(f) != len(header) || f[col["NAME"]] != pool {
+		return Tree{}, fmt.Errorf("unexpected zpool list line %q: want pool %s's %d columns %s", lines[1], pool, len(header), lines[0])
+	}
+	t := Tree{Name: pool, PoolInfo: PoolInfo{Ashift: f[col["ASHIFT"]]}, Classes: map[string][]Vdev{}}
+	t.Health = f[col["HEALTH"]]
+	for _, n := range []struct {
+		col string
+		p   *uint64
+	}{{"SIZE", &t.Size}, {"ALLOC", &t.Alloc}, {"FREE", &t.Free}} {
+		v := f[col[n.col]]
+		if v == "-" { // a pool zfs cannot open (UNAVAIL, FAULTED) still exists; its health says why
+			continue
+		}
+		x, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return Tree{}, fmt.Errorf("unexpected zpool list line %q: %s %q is not a number of bytes (-p)", lines[1], n.col, v)
+		}
+		*n.p = x
+	}
+	class := "" // the data vdevs until a class line
+	section := func() *[]Vdev {
+		if class == "" {
+			return &t.Vdevs
+		}
+		vs := t.Classes[class]
+		return &vs
+	}
+	for _, l := range lines[2:] {
+		f := strings.Fields(l)
+		if len(f) == 0 {
+			continue
+		}
+		name, health, depth := f[0], f[len(f)-1], indent(l)
+		vs := section()
+		switch {
+		case depth == 0 && slices.Contains(treeClasses, name):
+			class = name
+			t.Classes[class] = nil
+			continue
+		case depth == 0:
+			return Tree{}, fmt.Errorf("unexpected zpool list line %q: another pool or an unknown section in pool %s's tree", l, pool)
+		case len(f) < 2:
+			return Tree{}, fmt.Errorf("unexpected zpool list line %q: a vdev without its columns", l)
+		case depth == 2:
+			v := Vdev{Type: groupType(name), State: health}
+			if v.Type == "" {
+				v.Type, v.Devices = "disk", []string{name}
+			}
+			*vs = append(*vs, v)
+		case groupType(name) != "":
+			// a replacing-0 or spare-0 inside a group: its disks follow,
+			// deeper, and belong to the top-level vdev
+		case len(*vs) == 0:
+			return Tree{}, fmt.Errorf("unexpected zpool list line %q: a disk at depth %d outside any vdev", l, depth)
+		default:
+			last := &(*vs)[len(*vs)-1]
+			last.Devices = append(last.Devices, name)
+		}
+		if class != "" {
+			t.Classes[class] = *vs
+		}
+	}
+	if len(t.Vdevs) == 0 {
+		// every imported pool has a data vdev: a zpool that ignored -v
+		// must not pass for a pool without disks
+		return Tree{}, fmt.Errorf("unexpected zpool list output %q: no vdevs under pool %s (want the -v tree)", out, pool)
+	}
+	return t, nil
+}
+
+// indent counts the spaces a line starts with (its depth in the tree).
+func indent(l string) int { return len(l) - len(strings.TrimLeft(l, " ")) }
 
 // Exists tells whether an imported pool has this name (Z1); see Pool.
 func (c Client) Exists(ctx context.Context, pool string) (bool, error) {
@@ -93,24 +221,6 @@ type Usage struct {
 	Alloc  uint64 `json:"allocated"`
 	Free   uint64 `json:"free"`
 	Health string `json:"health"`
-}
-
-// ParseUsage parses one -Hp line of size, alloc, free, health.
-func ParseUsage(out string) (Usage, error) {
-	f := strings.Split(strings.TrimRight(out, "\n"), "\t")
-	if len(f) != 4 {
-		return Usage{}, fmt.Errorf("unexpected zpool list output %q (want 4 tab-separated fields)", out)
-	}
-	var u Usage
-	for i, p := range []*uint64{&u.Size, &u.Alloc, &u.Free} {
-		v, err := strconv.ParseUint(f[i], 10, 64)
-		if err != nil {
-			return Usage{}, fmt.Errorf("unexpected zpool list output %q: field %d is not a number", out, i+1)
-		}
-		*p = v
-	}
-	u.Health = f[3]
-	return u, nil
 }
 
 // Prop is one property value and where it comes from (local, default, …).
@@ -151,78 +261,11 @@ type Vdev struct {
 	State   string   `json:"state"`
 }
 
-// Status is the parsed `zpool status -P POOL`.
+// Status is a pool's data layout (Tree.Status).
 type Status struct {
 	Pool  string `json:"pool"`
 	State string `json:"state"`
 	Vdevs []Vdev `json:"vdevs"` // data vdevs only (logs, cache, spares… are skipped)
-}
-
-// Status reads `zpool status -P POOL` (full device paths).
-func (c Client) Status(ctx context.Context, pool string) (Status, error) {
-	res, err := c.run(ctx, "zpool", "status", "-P", pool)
-	if err != nil {
-		return Status{}, fmt.Errorf("read status of pool %s: %w", pool, err)
-	}
-	return ParseStatus(res.Stdout)
-}
-
-// ParseStatus reads the config tree. Nesting is by indentation after the
-// leading tab: the pool at 0, top-level vdevs at 2, leaves of a group at 4.
-// Section names at level 0 other than the pool (logs, cache, spares,
-// special, dedup) end the data vdevs.
-func ParseStatus(out string) (Status, error) {
-	var st Status
-	inConfig, inData := false, false
-	for _, l := range strings.Split(out, "\n") {
-		t := strings.TrimSpace(l)
-		if !inConfig {
-			switch {
-			case strings.HasPrefix(t, "pool:"):
-				st.Pool = strings.TrimSpace(strings.TrimPrefix(t, "pool:"))
-			case strings.HasPrefix(t, "state:"):
-				st.State = strings.TrimSpace(strings.TrimPrefix(t, "state:"))
-			case t == "config:":
-				inConfig = true
-			}
-			continue
-		}
-		if t == "" || strings.HasPrefix(t, "NAME ") {
-			continue
-		}
-		if strings.HasPrefix(t, "errors:") {
-			break
-		}
-		body := strings.TrimPrefix(l, "\t")
-		level := len(body) - len(strings.TrimLeft(body, " "))
-		f := strings.Fields(t)
-		name, state := f[0], ""
-		if len(f) > 1 {
-			state = f[1]
-		}
-		switch {
-		case level == 0:
-			inData = name == st.Pool
-		case !inData:
-		case level == 2:
-			typ := "disk"
-			if g := groupType(name); g != "" {
-				typ = g
-			}
-			v := Vdev{Type: typ, State: state}
-			if typ == "disk" {
-				v.Devices = []string{name}
-			}
-			st.Vdevs = append(st.Vdevs, v)
-		case level >= 4 && len(st.Vdevs) > 0:
-			last := &st.Vdevs[len(st.Vdevs)-1]
-			last.Devices = append(last.Devices, name)
-		}
-	}
-	if st.Pool == "" || !inConfig {
-		return st, fmt.Errorf("unexpected zpool status output: no pool/config section")
-	}
-	return st, nil
 }
 
 // groupType maps "mirror-0", "raidz2-1", "draid1:…" to the vdev type.

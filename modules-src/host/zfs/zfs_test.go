@@ -3,84 +3,126 @@ package zfs
 import (
 	"context"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/gopve/proxmox/modules-src/host"
 	"github.com/gopve/proxmox/modules-src/host/hosttest"
 )
 
-// The seed's real output (scan line included), -P form.
-const seedStatus = `  pool: nvme-vm
- state: ONLINE
-  scan: scrub repaired 0B in 00:00:11 with 0 errors on Sun Aug  9 00:24:12 2026
-config:
-
-	NAME                                                         STATE     READ WRITE CKSUM
-	nvme-vm                                                      ONLINE       0     0     0
-	  /dev/disk/by-id/nvme-eui.0000000624aabbccddeeff0011-part1  ONLINE       0     0     0
-
-errors: No known data errors
+// Outputs of `zpool list -v -P -p -o name,size,alloc,free,health,ashift
+// POOL` in the shapes of OpenZFS's print_header, print_pool and
+// print_list_stats (cmd/zpool/zpool_main.c): the -o columns on the pool's
+// line, the fixed SIZE ALLOC FREE CKPOINT EXPANDSZ FRAG CAP DEDUP HEALTH on
+// each vdev's, names indented by depth and padded to the widest (at least
+// 9), class lines of dashes at depth 0.
+const (
+	// the seed's pool: one disk, which ZFS partitioned (-part1)
+	treeSingle = `NAME                                                           SIZE      ALLOC           FREE  HEALTH  ASHIFT
+nvme-vm                                                511101108224  470220800   510630887424  ONLINE      12
+  /dev/disk/by-id/nvme-eui.0000000624aabbccddeeff0011-part1  512110190592  470220800  510630887424        -         -      0      0      -    ONLINE
 `
-
-const mirrorWithLogs = `  pool: tank
- state: DEGRADED
-config:
-
-	NAME                                    STATE     READ WRITE CKSUM
-	tank                                    DEGRADED     0     0     0
-	  mirror-0                              DEGRADED     0     0     0
-	    /dev/disk/by-id/wwn-0x1-part1       ONLINE       0     0     0
-	    /dev/disk/by-id/wwn-0x2-part1       UNAVAIL      0     0     0
-	  mirror-1                              ONLINE       0     0     0
-	    /dev/disk/by-id/wwn-0x3-part1       ONLINE       0     0     0
-	    /dev/disk/by-id/wwn-0x4-part1       ONLINE       0     0     0
-	logs
-	  /dev/disk/by-id/nvme-eui.9-part1      ONLINE       0     0     0
-	cache
-	  /dev/disk/by-id/nvme-eui.8-part1      ONLINE       0     0     0
-
-errors: No known data errors
+	// two mirrors, one disk unavailable, a log and a cache device
+	treeMirrorsLogsCache = `NAME                                        SIZE          ALLOC           FREE    HEALTH  ASHIFT
+tank                               3985729650688  798863917056  3186865733632  DEGRADED      12
+  mirror-0                         1992864825344  399431958528  1593432866816        -         -      2     20      -  DEGRADED
+    /dev/disk/by-id/wwn-0x1-part1  2000381018112      -      -        -         -      -      -      -    ONLINE
+    /dev/disk/by-id/wwn-0x2-part1              -      -      -        -         -      -      -      -   UNAVAIL
+  mirror-1                         1992864825344  399431958528  1593432866816        -         -      2     20      -    ONLINE
+    /dev/disk/by-id/wwn-0x3-part1  2000381018112      -      -        -         -      -      -      -    ONLINE
+    /dev/disk/by-id/wwn-0x4-part1  2000381018112      -      -        -         -      -      -      -    ONLINE
+logs                                   -      -      -        -         -      -      -      -         -
+  /dev/disk/by-id/nvme-eui.9-part1    16642998272  4096  16642994176        -         -      0      0      -    ONLINE
+cache                                  -      -      -        -         -      -      -      -         -
+  /dev/disk/by-id/nvme-eui.8-part1   256060514304  1073741824  254986772480        -         -      0      0      -    ONLINE
 `
+	// raidz2 with a disk being replaced (replacing-1 nests one level
+	// deeper), a mirrored special class and a spare
+	treeRaidzReplacingSpecialSpare = `NAME                  SIZE    ALLOC     FREE  HEALTH  ASHIFT
+r            4294967296  1048576  4293918720  ONLINE       9
+  raidz2-0     4294967296  1048576  4293918720        -         -      0      0      -    ONLINE
+    /dev/sda   1073741824      -      -        -         -      -      -      -    ONLINE
+    replacing-1      -      -      -        -         -      -      -      -    ONLINE
+      /dev/sdb 1073741824      -      -        -         -      -      -      -    ONLINE
+      /dev/sdf 1073741824      -      -        -         -      -      -      -    ONLINE
+    /dev/sdc   1073741824      -      -        -         -      -      -      -    ONLINE
+    /dev/sdd   1073741824      -      -        -         -      -      -      -    ONLINE
+special                -      -      -        -         -      -      -      -         -
+  mirror-1     1073741824    65536  1073676288        -         -      0      0      -    ONLINE
+    /dev/sdg   1073741824      -      -        -         -      -      -      -    ONLINE
+    /dev/sdh   1073741824      -      -        -         -      -      -      -    ONLINE
+spare                  -      -      -        -         -      -      -      -         -
+  /dev/sde     1073741824      -      -        -         -      -      -      -     AVAIL
+`
+)
 
-func TestParseStatus(t *testing.T) {
+// TestParseTree: the tree is what Z4's comparison reads (layout, member
+// disks by their -P paths, ashift) and what says a pool exists (Z1): each
+// shape is parsed to its data vdevs, the classes kept apart, and an output
+// that is not the -v tree of this pool is an error.
+func TestParseTree(t *testing.T) {
 	cases := []struct {
-		name   string
-		in     string
-		layout string
-		leaves []string
-		state  string
+		name, in, pool string
+		info           PoolInfo
+		layout         string
+		leaves         []string
+		states         []string // of the data vdevs
+		classes        map[string][]string
 	}{
-		{"seed single", seedStatus, "single", []string{"/dev/disk/by-id/nvme-eui.0000000624aabbccddeeff0011-part1"}, "ONLINE"},
-		{"mirrors with log and cache", mirrorWithLogs, "mirror",
-			[]string{"/dev/disk/by-id/wwn-0x1-part1", "/dev/disk/by-id/wwn-0x2-part1", "/dev/disk/by-id/wwn-0x3-part1", "/dev/disk/by-id/wwn-0x4-part1"}, "DEGRADED"},
-		{"raidz legacy name", "  pool: r\n state: ONLINE\nconfig:\n\n\tNAME STATE\n\tr ONLINE\n\t  raidz-0 ONLINE\n\t    /dev/sda ONLINE\n\t    /dev/sdb ONLINE\n", "raidz1", []string{"/dev/sda", "/dev/sdb"}, "ONLINE"},
-		{"stripe", "  pool: s\n state: ONLINE\nconfig:\n\n\tNAME STATE\n\ts ONLINE\n\t  /dev/sda ONLINE\n\t  /dev/sdb ONLINE\n", "stripe", []string{"/dev/sda", "/dev/sdb"}, "ONLINE"},
+		{"seed single", treeSingle, "nvme-vm", PoolInfo{Usage{511101108224, 470220800, 510630887424, "ONLINE"}, "12"},
+			"single", []string{"/dev/disk/by-id/nvme-eui.0000000624aabbccddeeff0011-part1"}, []string{"ONLINE"}, map[string][]string{}},
+		{"mirrors with log and cache", treeMirrorsLogsCache, "tank", PoolInfo{Usage{3985729650688, 798863917056, 3186865733632, "DEGRADED"}, "12"},
+			"mirror", []string{"/dev/disk/by-id/wwn-0x1-part1", "/dev/disk/by-id/wwn-0x2-part1", "/dev/disk/by-id/wwn-0x3-part1", "/dev/disk/by-id/wwn-0x4-part1"},
+			[]string{"DEGRADED", "ONLINE"},
+			map[string][]string{"logs": {"/dev/disk/by-id/nvme-eui.9-part1"}, "cache": {"/dev/disk/by-id/nvme-eui.8-part1"}}},
+		{"raidz2, replacing, special, spare", treeRaidzReplacingSpecialSpare, "r", PoolInfo{Usage{4294967296, 1048576, 4293918720, "ONLINE"}, "9"},
+			"raidz2", []string{"/dev/sda", "/dev/sdb", "/dev/sdf", "/dev/sdc", "/dev/sdd"}, []string{"ONLINE"},
+			map[string][]string{"special": {"/dev/sdg", "/dev/sdh"}, "spare": {"/dev/sde"}}},
+		{"stripe, legacy raidz name", "NAME SIZE ALLOC FREE HEALTH ASHIFT\ns 2 1 1 ONLINE 12\n  /dev/sda 1 1 0 - - 0 50 - ONLINE\n  raidz-1 1 0 1 - - 0 0 - ONLINE\n    /dev/sdb 1 - - - - - - - ONLINE\n", "s",
+			PoolInfo{Usage{2, 1, 1, "ONLINE"}, "12"}, "mixed(disk,raidz1)", []string{"/dev/sda", "/dev/sdb"}, []string{"ONLINE", "ONLINE"}, map[string][]string{}},
+		// the header gives the order, whatever it is
+		{"columns in another order", "NAME  HEALTH  ASHIFT  FREE  ALLOC  SIZE\np  UNAVAIL  12  -  -  -\n  /dev/sda  -  -  -  -  -  -  -  -  UNAVAIL\n", "p",
+			PoolInfo{Usage{0, 0, 0, "UNAVAIL"}, "12"}, "single", []string{"/dev/sda"}, []string{"UNAVAIL"}, map[string][]string{}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			st, err := ParseStatus(c.in)
+			tree, err := ParseTree(c.in, c.pool)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if st.Layout() != c.layout || !reflect.DeepEqual(st.Leaves(), c.leaves) || st.State != c.state {
-				t.Errorf("got layout %s leaves %q state %s", st.Layout(), st.Leaves(), st.State)
+			st := tree.Status()
+			var states []string
+			for _, v := range tree.Vdevs {
+				states = append(states, v.State)
+			}
+			classes := map[string][]string{}
+			for k, vs := range tree.Classes {
+				for _, v := range vs {
+					classes[k] = append(classes[k], v.Devices...)
+				}
+			}
+			if tree.PoolInfo != c.info || st.Layout() != c.layout || !reflect.DeepEqual(st.Leaves(), c.leaves) ||
+				!reflect.DeepEqual(states, c.states) || !reflect.DeepEqual(classes, c.classes) || st.Pool != c.pool || st.State != c.info.Health {
+				t.Errorf("got %+v layout %s leaves %q states %q classes %q", tree.PoolInfo, st.Layout(), st.Leaves(), states, classes)
 			}
 		})
 	}
-	if _, err := ParseStatus("garbage"); err == nil {
-		t.Error("garbage parsed")
+	for _, bad := range []struct{ name, in string }{
+		{"garbage", "garbage"},
+		{"-H output (no header, no nesting)", "nvme-vm\t1\t0\t1\tONLINE\t12\n\t/dev/sda\t1\t-\t-\t-\t-\t-\t-\t-\tONLINE\n"},
+		{"no ASHIFT column", "NAME SIZE ALLOC FREE HEALTH\nnvme-vm 1 0 1 ONLINE\n"},
+		{"no vdevs (-v ignored)", "NAME SIZE ALLOC FREE HEALTH ASHIFT\nnvme-vm 1 0 1 ONLINE 12\n"},
+		{"another pool's line", "NAME SIZE ALLOC FREE HEALTH ASHIFT\ntank 1 0 1 ONLINE 12\n"},
+		{"sizes not in bytes (no -p)", "NAME SIZE ALLOC FREE HEALTH ASHIFT\nnvme-vm 476G 444K 476G ONLINE 12\n"},
+		{"a disk outside any vdev", "NAME SIZE ALLOC FREE HEALTH ASHIFT\nnvme-vm 1 0 1 ONLINE 12\n    /dev/sda 1 - - - - - - - ONLINE\n"},
+		{"a second pool", "NAME SIZE ALLOC FREE HEALTH ASHIFT\nnvme-vm 1 0 1 ONLINE 12\ntank 1 0 1 ONLINE 12\n"},
+	} {
+		if tree, err := ParseTree(bad.in, "nvme-vm"); err == nil {
+			t.Errorf("%s: parsed as %+v", bad.name, tree)
+		}
 	}
 }
 
-func TestParseUsageAndProps(t *testing.T) {
-	u, err := ParseUsage("1056964608\t454656\t1056509952\tONLINE\n")
-	if err != nil || u != (Usage{1056964608, 454656, 1056509952, "ONLINE"}) {
-		t.Errorf("usage = %+v %v", u, err)
-	}
-	if _, err := ParseUsage("1008M\t444K\tONLINE\n"); err == nil {
-		t.Error("non -p output accepted")
-	}
+func TestParseProps(t *testing.T) {
 	p, err := ParseProps("mountpoint\t/nvme-vm\tlocal\ncompression\tlz4\tlocal\nchecksum\ton\tdefault\n")
 	if err != nil || p["mountpoint"] != (Prop{"/nvme-vm", "local"}) || p["checksum"].Source != "default" {
 		t.Errorf("props = %v %v", p, err)
@@ -90,7 +132,15 @@ func TestParseUsageAndProps(t *testing.T) {
 	}
 }
 
-const poolLine = "zpool list -H -p -o name,size,alloc,free,health,ashift nvme-vm"
+const poolLine = "zpool list -v -P -p -o name,size,alloc,free,health,ashift nvme-vm"
+
+// poolOut is pool nvme-vm as `zpool list -v` prints it, with these values
+// on its line.
+func poolOut(size, alloc, free, health string) string {
+	return "NAME                       SIZE      ALLOC          FREE  HEALTH  ASHIFT\n" +
+		"nvme-vm  " + size + "  " + alloc + "  " + free + "  " + health + "  12\n" +
+		"  /dev/disk/by-id/wwn-0x1-part1  512110190592  470220800  510630887424        -         -      0      0      -    " + health + "\n"
+}
 
 // TestExists: Z1 — "no such pool" means absent, any other failure is an error.
 func TestExists(t *testing.T) {
@@ -99,13 +149,13 @@ func TestExists(t *testing.T) {
 		want    bool
 		wantErr bool
 	}{
-		{hosttest.Reply{Stdout: "nvme-vm\t511101108224\t470220800\t510630887424\tONLINE\t12\n"}, true, false},
+		{hosttest.Reply{Stdout: poolOut("511101108224", "470220800", "510630887424", "ONLINE")}, true, false},
 		{hosttest.Reply{Exit: 1, Stderr: "cannot open 'nvme-vm': no such pool\n"}, false, false},
 		{hosttest.Reply{Exit: 1, Stderr: "The ZFS modules are not loaded.\n"}, false, true},
-		{hosttest.Reply{Stdout: "nvme-vm\n"}, false, true}, // not the columns asked for
+		{hosttest.Reply{Stdout: "NAME\nnvme-vm\n"}, false, true}, // not the columns asked for
 		// a pool zfs cannot open still exists (Z1: never created again)
-		{hosttest.Reply{Stdout: "nvme-vm\t-\t-\t-\tUNAVAIL\t12\n"}, true, false},
-		{hosttest.Reply{Stdout: "nvme-vm\tbig\t0\t0\tONLINE\t12\n"}, false, true},
+		{hosttest.Reply{Stdout: poolOut("-", "-", "-", "UNAVAIL")}, true, false},
+		{hosttest.Reply{Stdout: poolOut("big", "0", "0", "ONLINE")}, false, true},
 	}
 	for _, c := range cases {
 		f := hosttest.New().On(poolLine, c.reply)
@@ -116,72 +166,21 @@ func TestExists(t *testing.T) {
 	}
 }
 
-// TestPool: existence, capacity, health and ashift come from one command.
+// TestPool: existence, capacity, health, ashift and the member disks come
+// from one command, however many of them a run asks for (with a memo).
 func TestPool(t *testing.T) {
-	f := hosttest.New().On(poolLine, hosttest.Reply{Stdout: "nvme-vm\t511101108224\t470220800\t510630887424\tDEGRADED\t12\n"})
-	info, found, err := Client{Runner: f}.Pool(context.Background(), "nvme-vm")
+	f := hosttest.New().On(poolLine, hosttest.Reply{Stdout: poolOut("511101108224", "470220800", "510630887424", "DEGRADED")})
+	c := Client{Runner: host.NewMemo().Runner(f)}
+	info, found, err := c.Pool(context.Background(), "nvme-vm")
 	want := PoolInfo{Usage: Usage{511101108224, 470220800, 510630887424, "DEGRADED"}, Ashift: "12"}
 	if err != nil || !found || info != want {
 		t.Errorf("got %+v %v %v, want %+v", info, found, err, want)
 	}
+	tree, _, err := c.Tree(context.Background(), "nvme-vm")
+	if err != nil || !reflect.DeepEqual(tree.Status().Leaves(), []string{"/dev/disk/by-id/wwn-0x1-part1"}) {
+		t.Errorf("tree = %+v %v", tree, err)
+	}
 	if calls := f.Calls(); len(calls) != 1 {
 		t.Errorf("calls = %q, want one zpool list", calls)
 	}
-}
-
-// TestMemo: before Stop a read runs once however often it is asked; after
-// Stop every read runs on the node, and what was remembered before is gone
-// (a Verify after an Apply must see the node, not the memo).
-func TestMemo(t *testing.T) {
-	ctx := context.Background()
-	health := "ONLINE"
-	f := hosttest.New().OnFunc(poolLine, func(host.Command) hosttest.Reply {
-		return hosttest.Reply{Stdout: "nvme-vm\t1\t0\t1\t" + health + "\t12\n"}
-	})
-	f.On("zpool list -H -p -o name,size,alloc,free,health,ashift gone", hosttest.Reply{Exit: 1, Stderr: "cannot open 'gone': no such pool\n"})
-	f.On("zpool list -H -p -o name,size,alloc,free,health,ashift broken", hosttest.Reply{Exit: -1})
-	memo := NewMemo()
-	c := Client{Runner: f, Memo: memo}
-	for range 3 {
-		if info, _, err := c.Pool(ctx, "nvme-vm"); err != nil || info.Health != "ONLINE" {
-			t.Fatalf("read: %+v %v", info, err)
-		}
-		if ok, err := c.Exists(ctx, "gone"); ok || err != nil {
-			t.Fatalf("gone: %v %v", ok, err)
-		}
-		c.Exists(ctx, "broken")
-	}
-	if got := count(f.Calls(), "nvme-vm"); got != 1 {
-		t.Errorf("before Stop: the pool was read %d times, want 1", got)
-	}
-	if got := count(f.Calls(), "gone"); got != 1 {
-		t.Errorf("an absent pool is an answer, remembered: read %d times, want 1", got)
-	}
-	if got := count(f.Calls(), "broken"); got != 3 {
-		t.Errorf("a command that could not run is not an answer: ran %d times, want 3", got)
-	}
-
-	health = "DEGRADED" // what an Apply would change on the node
-	memo.Stop()
-	for i := range 2 {
-		info, _, err := c.Pool(ctx, "nvme-vm")
-		if err != nil || info.Health != "DEGRADED" {
-			t.Fatalf("after Stop, read %d: %+v %v (stale answer from the memo)", i, info, err)
-		}
-	}
-	if got := count(f.Calls(), "nvme-vm"); got != 3 {
-		t.Errorf("after Stop: the pool was read %d times in all, want 1 + 2", got)
-	}
-	var nilMemo *Memo
-	nilMemo.Stop() // a Client without a memo may be stopped too
-}
-
-func count(calls []string, suffix string) int {
-	n := 0
-	for _, c := range calls {
-		if strings.HasSuffix(c, " "+suffix) {
-			n++
-		}
-	}
-	return n
 }

@@ -18,7 +18,7 @@ import (
 
 // planPool is stage 1.
 func (m *pool) planPool(ctx context.Context, _ *ansible.World) ([]ansible.Change, error) {
-	info, exists, err := m.zfs().Pool(ctx, m.p.Name)
+	tree, exists, err := m.zfs().Tree(ctx, m.p.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -27,11 +27,7 @@ func (m *pool) planPool(ctx context.Context, _ *ansible.World) ([]ansible.Change
 	}
 	m.existed = exists
 	if exists { // Z1: nothing to create, nothing to destroy
-		st, err := m.zfs().Status(ctx, m.p.Name)
-		if err != nil {
-			return nil, err
-		}
-		return nil, m.compareExisting(ctx, info, st)
+		return nil, m.compareExisting(ctx, tree)
 	}
 	imported, err := m.zfs().Pools(ctx)
 	if err != nil {
@@ -143,18 +139,14 @@ func (m *pool) createChange() ansible.Change {
 			return m.createFailed(ctx, err)
 		},
 		Verify: func(ctx context.Context) error {
-			info, ok, err := m.zfs().Pool(ctx, m.p.Name)
+			tree, ok, err := m.zfs().Tree(ctx, m.p.Name)
 			if err != nil {
 				return err
 			}
 			if !ok {
 				return fmt.Errorf("zpool create returned success but pool %s is not listed", m.p.Name)
 			}
-			st, err := m.zfs().Status(ctx, m.p.Name)
-			if err != nil {
-				return err
-			}
-			return m.compareExisting(ctx, info, st)
+			return m.compareExisting(ctx, tree)
 		},
 		// the pool's root dataset gets exactly the properties of the
 		// command line (-O, -m)

@@ -31,13 +31,17 @@ type pool struct {
 	existed bool
 	created bool // a create is planned in this run
 
-	// memo answers the run's repeated zpool/zfs reads (the report reads
-	// what the plan read) until the first Apply stops it for good; see
-	// stopMemoOnApply.
-	memo *zfs.Memo
+	// memo answers the run's repeated reads (the report reads what the
+	// plan read, the plan reads what prefetch read) until the first Apply
+	// stops it for good; see stopMemoOnApply.
+	memo *host.Memo
 }
 
-func (m *pool) zfs() zfs.Client { return zfs.Client{Runner: m.env.Runner, Memo: m.memo} }
+// reads is the runner of the run's reads: the memo's until the first
+// change, the node's after it.
+func (m *pool) reads() host.Runner { return m.memo.Runner(m.env.Runner) }
+
+func (m *pool) zfs() zfs.Client { return zfs.Client{Runner: m.reads()} }
 
 // stopMemoOnApply makes every change of a stage stop the memo before it
 // applies: from the first write on, each read (a Verify, the next stage's
@@ -95,7 +99,7 @@ var (
 	idPart   = regexp.MustCompile(`-part[0-9]+$`)
 )
 
-// leafDisk maps a device path from `zpool status -P` to the kernel name of
+// leafDisk maps a device path from `zpool list -v -P` to the kernel name of
 // its whole disk: ZFS partitions whole disks it is given (…-part1, sdb1).
 func (m *pool) leafDisk(leaf string) string {
 	p := leaf
@@ -124,7 +128,8 @@ func (m *pool) wantLayout() string {
 
 // compareExisting fails when the pool on the node is not the pool asked for
 // in the ways that cannot be changed (Z4). It never plans a change.
-func (m *pool) compareExisting(ctx context.Context, info zfs.PoolInfo, st zfs.Status) error {
+func (m *pool) compareExisting(ctx context.Context, tree zfs.Tree) error {
+	info, st := tree.PoolInfo, tree.Status()
 	var have, want []string
 	for _, l := range st.Leaves() {
 		have = append(have, m.leafDisk(l))

@@ -4,23 +4,27 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gopve/proxmox/modules-src/host"
 )
 
-// TestNoOpReadsEachFactOnce: a run on a converged pool asks the node each
-// thing once, in four commands (issue 8: every command is a process start
-// on the node, and the report used to read again what the plan had read:
-// 13 commands, 6 of them repeats). In check mode too.
-func TestNoOpReadsEachFactOnce(t *testing.T) {
+// TestNoOpCommandLines: a run on a converged pool asks the node each thing
+// once, in three commands (issue 8: every command is a process start on the
+// node, and the report used to read again what the plan had read: 13
+// commands, 6 of them repeats; issue 24 §3: the pool and its disks in one
+// `zpool list -v`, where `zpool list` and `zpool status` were two). In check
+// mode too. The three are prefetched side by side, so their order is not
+// fixed. TestNoOpReadsEachFactOnce counts them on a lab node.
+func TestNoOpCommandLines(t *testing.T) {
 	w := newWorld(t)
 	args := func() map[string]any { return map[string]any{"name": "tank", "devices": []any{"/dev/sda"}} }
 	if res := w.run(args(), false); failed(res) || res["changed"] != true {
 		t.Fatalf("create: %v", res["msg"])
 	}
 	want := []string{
-		"zpool list -H -p -o name,size,alloc,free,health,ashift tank",
-		"zpool status -P tank",
-		"zfs get -H -p -o property,value,source acltype,atime,compression,mountpoint,xattr,mounted,canmount tank",
 		"systemctl show -p LoadState,UnitFileState,ActiveState zfs-scrub-monthly@tank.timer zfs-scrub-weekly@tank.timer",
+		"zfs get -H -p -o property,value,source acltype,atime,compression,mountpoint,xattr,mounted,canmount tank",
+		"zpool list -v -P -p -o name,size,alloc,free,health,ashift tank",
 	}
 	for _, check := range []bool{false, true} {
 		before := len(w.fake.Calls())
@@ -28,7 +32,7 @@ func TestNoOpReadsEachFactOnce(t *testing.T) {
 		if failed(res) || res["changed"] != false {
 			t.Fatalf("check=%v: no-op run: %v %q", check, res["msg"], changes(res))
 		}
-		if got := w.fake.Calls()[before:]; !slices.Equal(got, want) {
+		if got := slices.Sorted(slices.Values(w.fake.Calls()[before:])); !slices.Equal(got, want) {
 			t.Errorf("check=%v: a no-op run ran\n  %s\nwant\n  %s", check, strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 		}
 		// the report is built from those reads, not left empty
@@ -56,7 +60,7 @@ func TestReadsAfterApplyGoToTheNode(t *testing.T) {
 	if failed(res) {
 		t.Fatalf("create: %v", res["msg"])
 	}
-	poolLine := "zpool list -H -p -o name,size,alloc,free,health,ashift tank"
+	poolLine := "zpool list -v -P -p -o name,size,alloc,free,health,ashift tank"
 	calls := w.fake.Calls()
 	create := slices.IndexFunc(calls, func(c string) bool { return strings.HasPrefix(c, "zpool create ") })
 	if create < 0 || !slices.Contains(calls[:create], poolLine) || !slices.Contains(calls[create+1:], poolLine) {
@@ -80,5 +84,42 @@ func TestReadsAfterApplyGoToTheNode(t *testing.T) {
 	props := res["pool"].(map[string]any)["properties"].(map[string]any)
 	if got := props["compression"].(map[string]any)["value"]; got != "lz4" {
 		t.Errorf("the report shows compression=%v, read before the change (want lz4, read after it)", got)
+	}
+}
+
+// TestPrefetchedTimersReadAfterApply: the scrub timers are prefetched with
+// the pool and its properties before any stage plans, and the memo holding
+// that answer is emptied by the first change, so the scrub stage, planned
+// after stage 2 applied a property, reads the timers again from the node.
+// Here the property change also enables the monthly timer on the node (a
+// side effect the test gives it): the stale prefetched answer (disabled)
+// would plan an "enable and start" the node no longer needs (Z6), the fresh
+// read plans nothing.
+func TestPrefetchedTimersReadAfterApply(t *testing.T) {
+	w := newWorld(t)
+	args := map[string]any{"name": "tank", "devices": []any{"/dev/sda"}}
+	// the pool as a create leaves it, made by hand (no run before this
+	// one, so only this run's memo is under test), compression drifted
+	w.pools["tank"] = &fakePool{devices: []string{"/dev/disk/by-id/wwn-0x5000000000000001"}, ashift: 12,
+		props: map[string]string{"atime": "off", "compression": "off", "xattr": "sa", "acltype": "posixacl", "mountpoint": "/tank"}}
+	monthly := "zfs-scrub-monthly@tank.timer"
+	w.after = func(c host.Command) {
+		if c.String() == "zfs set compression=lz4 tank" {
+			w.units[monthly] = true
+		}
+	}
+	show := "systemctl show -p LoadState,UnitFileState,ActiveState " + monthly + " zfs-scrub-weekly@tank.timer"
+	before := len(w.fake.Calls())
+	res := w.run(args, false)
+	if failed(res) || !slices.Equal(changes(res), []string{"set compression=lz4 on tank (was off)"}) {
+		t.Errorf("changes %q (%v), want only the property: the scrub stage planned from the timers read before the change", changes(res), res["msg"])
+	}
+	calls := w.fake.Calls()[before:]
+	set := slices.Index(calls, "zfs set compression=lz4 tank")
+	if set < 0 || slices.Index(calls, show) > set || !slices.Contains(calls[set+1:], show) {
+		t.Errorf("the timers were not read once before and again after zfs set: %q", calls)
+	}
+	if slices.ContainsFunc(calls, func(c string) bool { return strings.HasPrefix(c, "systemctl enable") }) {
+		t.Errorf("a timer the node had enabled was enabled again: %q", calls)
 	}
 }

@@ -39,12 +39,12 @@ func (m *pool) report(ctx context.Context) {
 	// The reads are the plan's (the memo answers them) in a run that
 	// changed nothing, and fresh from the node after any change.
 	z := m.zfs()
-	info, exists, err := z.Pool(ctx, m.p.Name)
+	tree, exists, err := z.Tree(ctx, m.p.Name)
 	if err == nil && exists {
 		rep.Exists = true
-		rep.Health, rep.Size, rep.Allocated, rep.Free = info.Health, info.Size, info.Alloc, info.Free
-		rep.Ashift = info.Ashift
-		if st, err := z.Status(ctx, m.p.Name); err == nil {
+		rep.Health, rep.Size, rep.Allocated, rep.Free = tree.Health, tree.Size, tree.Alloc, tree.Free
+		rep.Ashift = tree.Ashift
+		if st := tree.Status(); st.Vdevs != nil {
 			rep.Layout, rep.Vdevs = st.Layout(), st.Vdevs
 		}
 		if props, err := z.Props(ctx, m.p.Name, m.propKeys()); err == nil {

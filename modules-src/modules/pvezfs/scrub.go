@@ -27,7 +27,7 @@ func (m *pool) scrubChanges(ctx context.Context, keep string) ([]ansible.Change,
 		units[i] = scrubUnit(period, m.p.Name)
 	}
 	// both timers in one command: each is-enabled/is-active is a process
-	states, err := systemd.States(ctx, m.env.Runner, units...)
+	states, err := systemd.States(ctx, m.reads(), units...)
 	if err != nil {
 		return nil, fmt.Errorf("scrub: %w", err)
 	}

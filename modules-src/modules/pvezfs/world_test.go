@@ -37,6 +37,20 @@ type world struct {
 	units map[string]bool   // enabled+active
 
 	mountFails bool // zpool create creates the pool but cannot mount it
+	// after, when set, runs after each command the module ran, with what
+	// it ran (a test's side effect of a change on the node)
+	after func(c host.Command)
+}
+
+// afterRunner is the fake node with world.after called after each command.
+type afterRunner struct{ w *world }
+
+func (r afterRunner) Run(ctx context.Context, c host.Command) (host.Result, error) {
+	res, err := r.w.fake.Run(ctx, c)
+	if r.w.after != nil {
+		r.w.after(c)
+	}
+	return res, err
 }
 
 func newWorld(t *testing.T) *world {
@@ -87,47 +101,41 @@ func (w *world) zpool(c host.Command) hosttest.Reply {
 	case a[0] == "list" && len(a) == 4: // list -H -o name
 		names := slices.Sorted(maps.Keys(w.pools))
 		return hosttest.Reply{Stdout: strings.Join(names, "\n") + "\n"}
-	case a[0] == "list": // list -H [-p] -o COLUMNS POOL
+	case a[0] == "list": // list -v -P -p -o COLUMNS POOL
 		name := a[len(a)-1]
 		p := w.pools[name]
 		if p == nil {
 			return hosttest.Reply{Exit: 1, Stderr: fmt.Sprintf("cannot open '%s': no such pool\n", name)}
 		}
-		if !contains(a, "-H") || !contains(a, "-p") && a[len(a)-2] != "name" {
-			return hosttest.Reply{Exit: 2, Stderr: "world: only -H (and -p for numbers): " + c.String()}
+		if !contains(a, "-v") || !contains(a, "-P") || !contains(a, "-p") || contains(a, "-H") {
+			return hosttest.Reply{Exit: 2, Stderr: "world: only list -v -P -p: " + c.String()}
 		}
-		var cols []string
+		var head, cols []string
 		for _, f := range strings.Split(a[len(a)-2], ",") {
 			v, ok := map[string]string{"name": name, "size": "511101108224", "alloc": "470220800", "free": "510630887424",
 				"health": "ONLINE", "ashift": fmt.Sprint(p.ashift)}[f]
 			if !ok {
 				return hosttest.Reply{Exit: 2, Stderr: "world: unsupported column " + f}
 			}
-			cols = append(cols, v)
+			head, cols = append(head, strings.ToUpper(f)), append(cols, v)
 		}
-		return hosttest.Reply{Stdout: strings.Join(cols, "\t") + "\n"}
-	case a[0] == "get": // get -H -p -o value ashift POOL
-		p := w.pools[a[len(a)-1]]
-		return hosttest.Reply{Stdout: fmt.Sprintf("%d\n", p.ashift)}
-	case a[0] == "status":
-		name := a[len(a)-1]
-		p := w.pools[name]
-		if p == nil {
-			return hosttest.Reply{Exit: 1, Stderr: fmt.Sprintf("cannot open '%s': no such pool\n", name)}
-		}
+		// print_list_stats: each vdev with the fixed columns SIZE ALLOC
+		// FREE CKPOINT EXPANDSZ FRAG CAP DEDUP HEALTH
 		var b strings.Builder
-		fmt.Fprintf(&b, "  pool: %s\n state: ONLINE\nconfig:\n\n\tNAME        STATE     READ WRITE CKSUM\n\t%s     ONLINE       0     0     0\n", name, name)
+		fmt.Fprintf(&b, "%s\n%s\n", strings.Join(head, "  "), strings.Join(cols, "  "))
 		indent := "  "
 		if p.layout != "" {
-			fmt.Fprintf(&b, "\t  %s-0  ONLINE       0     0     0\n", p.layout)
+			fmt.Fprintf(&b, "  %s-0  511101108224  470220800  510630887424  -  -  0  0  -  ONLINE\n", p.layout)
 			indent = "    "
 		}
 		for _, d := range p.devices {
 			// real ZFS partitions whole disks: -P shows the -part1 path
-			fmt.Fprintf(&b, "\t%s%s-part1  ONLINE       0     0     0\n", indent, d)
+			fmt.Fprintf(&b, "%s%s-part1  512110190592  -  -  -  -  -  -  -  ONLINE\n", indent, d)
 		}
-		b.WriteString("\nerrors: No known data errors\n")
 		return hosttest.Reply{Stdout: b.String()}
+	case a[0] == "get": // get -H -p -o value ashift POOL
+		p := w.pools[a[len(a)-1]]
+		return hosttest.Reply{Stdout: fmt.Sprintf("%d\n", p.ashift)}
 	case a[0] == "create":
 		p := &fakePool{props: map[string]string{"atime": "on", "compression": "off", "xattr": "on", "acltype": "off"}}
 		var rest []string
@@ -346,7 +354,11 @@ func (w *world) systemctl(c host.Command) hosttest.Reply {
 
 func (w *world) run(args map[string]any, check bool) map[string]any {
 	w.t.Helper()
-	m := New(func(*ansible.Run) Env { return Env{Root: w.root, Runner: w.fake} })
+	var r host.Runner = w.fake
+	if w.after != nil {
+		r = afterRunner{w}
+	}
+	m := New(func(*ansible.Run) Env { return Env{Root: w.root, Runner: r} })
 	inv := &ansible.Invocation{Params: args, CheckMode: check, Diff: true}
 	return ansible.Execute(context.Background(), &m, inv, func(string) (string, bool) { return "", false }, io.Discard)
 }

@@ -41,9 +41,19 @@ type column struct {
 // separated and no header; otherwise two spaces between columns, widths from
 // the widest cell, the last column not padded.
 func writeTable(w io.Writer, cols []column, rows [][]string, scripted, noHeader bool) {
+	writeTableWith(w, cols, rows, scripted, noHeader, nil)
+}
+
+// writeTableWith is writeTable calling after(i), when set, once row i is
+// printed (zpool list -v prints each pool's vdevs under its line).
+func writeTableWith(w io.Writer, cols []column, rows [][]string, scripted, noHeader bool, after func(i int)) {
+	if after == nil {
+		after = func(int) {}
+	}
 	if scripted {
-		for _, r := range rows {
+		for i, r := range rows {
 			fmt.Fprintln(w, strings.Join(r, "\t"))
+			after(i)
 		}
 		return
 	}
@@ -79,8 +89,9 @@ func writeTable(w io.Writer, cols []column, rows [][]string, scripted, noHeader 
 		}
 		line(h)
 	}
-	for _, r := range rows {
+	for i, r := range rows {
 		line(r)
+		after(i)
 	}
 }
 

@@ -2,6 +2,7 @@ package zfs
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -671,7 +672,7 @@ func (t *Tool) list(args []string) error {
 	if err != nil {
 		return usage(err.Error())
 	}
-	scripted, parsable := false, false
+	scripted, parsable, verbose, full, resolve := false, false, false, false, false
 	fields := listDefault
 	for _, o := range opts {
 		switch o.Name {
@@ -679,6 +680,12 @@ func (t *Tool) list(args []string) error {
 			scripted = true
 		case 'p':
 			parsable = true
+		case 'v':
+			verbose = true
+		case 'P':
+			full = true
+		case 'L':
+			resolve = true
 		case 'o':
 			fields = nil
 			for _, f := range strings.Split(o.Value, ",") {
@@ -721,10 +728,122 @@ func (t *Tool) list(args []string) error {
 		}
 		rows = append(rows, r)
 	}
-	if len(rows) > 0 {
-		writeTable(t.Env.Stdout, cols, rows, scripted, false)
+	if len(rows) == 0 {
+		return perr
 	}
+	if !verbose {
+		writeTable(t.Env.Stdout, cols, rows, scripted, false)
+		return perr
+	}
+	// -v: the name column as wide as the widest pool or vdev name with
+	// its indentation (get_namewidth_list, at least 9), each pool's vdevs
+	// after its line (list_callback → print_list_stats)
+	trees := make([][]vdevRow, len(pools))
+	cols[0].min = 9
+	for i, p := range pools {
+		trees[i] = listRows(p, full, resolve)
+		for _, r := range trees[i] {
+			cols[0].min = max(cols[0].min, r.depth+len(r.name))
+		}
+	}
+	writeTableWith(t.Env.Stdout, cols, rows, scripted, false, func(i int) {
+		for _, r := range trees[i] {
+			r.write(t.Env.Stdout, cols[0].min, scripted, parsable)
+		}
+	})
 	return perr
+}
+
+// vdevRow is one vdev's line of `zpool list -v`.
+type vdevRow struct {
+	depth              int
+	name               string
+	psize, space, used uint64 // used and space only for a top-level vdev
+	toplevel           bool
+}
+
+// listRows is the pool's vdev tree as print_list_stats walks it: a group
+// (mirror-0, raidz1-0) at depth 2 with its disks at 4, or each disk of a
+// stripe at depth 2. The lab has no log, cache, special or spare vdevs, so
+// no class lines. Reconstruction (docs/lab-tools.md): a top-level vdev's
+// space is the pool's size split over its top-level vdevs and its
+// allocation the pool's split likewise; a disk's SIZE is its device size
+// (vs_pspace; the lab does not partition whole disks).
+func listRows(p *Pool, full, resolve bool) []vdevRow {
+	alloc := p.getProp("allocated").raw
+	var rows []vdevRow
+	if p.Layout == "mirror" || strings.HasPrefix(p.Layout, "raidz") {
+		rows = append(rows, vdevRow{depth: 2, name: p.Layout + "-0", space: p.Size(), used: alloc, toplevel: true})
+		for _, d := range p.Devices {
+			rows = append(rows, vdevRow{depth: 4, name: vdevName(d, full, resolve), psize: uint64(d.Size)})
+		}
+		return rows
+	}
+	n := uint64(len(p.Devices))
+	for i, d := range p.Devices {
+		used := alloc / n
+		if i == 0 {
+			used += alloc % n
+		}
+		rows = append(rows, vdevRow{depth: 2, name: vdevName(d, full, resolve), psize: uint64(d.Size), space: p.asize(d), used: used, toplevel: true})
+	}
+	return rows
+}
+
+// write prints the row as print_list_stats does: the name indented by its
+// depth and padded to width, then its fixed columns SIZE ALLOC FREE
+// CKPOINT EXPANDSZ FRAG CAP DEDUP HEALTH (whatever -o asked for), each as
+// print_one_column prints it: "-" for a value a vdev that is not top-level
+// cannot have, for a zero size, checkpoint or expand size, and always for
+// DEDUP; with -p exact numbers and CAP in whole percent; with -H a tab
+// before every cell, the name not indented.
+func (r vdevRow) write(w io.Writer, width int, scripted, parsable bool) {
+	num := func(v uint64, valid bool) string {
+		switch {
+		case !valid || v == 0:
+			return "-"
+		case parsable:
+			return strconv.FormatUint(v, 10)
+		}
+		return Nicenum(v)
+	}
+	size := r.space
+	if r.psize != 0 {
+		size = r.psize // vs_pspace, when the vdev has one
+	}
+	frag, capa := "-", "-"
+	if r.toplevel {
+		frag = "0"
+		permyriad := r.used * 10000 / max(r.space, 1)
+		switch {
+		case parsable:
+			capa = strconv.FormatUint(permyriad/100, 10)
+		case permyriad < 1000:
+			capa = fmt.Sprintf("%1.2f%%", float64(permyriad)/100)
+		case permyriad < 10000:
+			capa = fmt.Sprintf("%2.1f%%", float64(permyriad)/100)
+		default:
+			capa = fmt.Sprintf("%3.0f%%", float64(permyriad)/100)
+		}
+		if !parsable {
+			frag += "%"
+		}
+	}
+	cells := []string{num(size, true), num(r.used, r.toplevel), num(r.space-r.used, r.toplevel), "-", "-", frag, capa, "-", "ONLINE"}
+	widths := []int{5, 5, 5, 7, 8, 5, 5, 5, 8}
+	var b strings.Builder
+	if scripted {
+		b.WriteString("\t" + r.name)
+		for _, c := range cells {
+			b.WriteString("\t" + c)
+		}
+	} else {
+		fmt.Fprintf(&b, "%*s%-*s", r.depth, "", width-r.depth, r.name)
+		for i, c := range cells {
+			fmt.Fprintf(&b, "  %*s", widths[i], c)
+		}
+	}
+	fmt.Fprintln(w, b.String())
 }
 
 func poolValue(p *Pool, f string, parsable bool) string {
