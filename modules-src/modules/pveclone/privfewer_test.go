@@ -17,7 +17,9 @@ import (
 // NIC on a VLAN, cloud-init) and grows the VM; with any one of them fewer
 // the run fails, its message naming the privilege PVE refused and where —
 // for the clone call's VM.Allocate, whose failed "or" PVE answers without
-// naming anything, the module names what the call needs. Not in the list:
+// naming anything, the module names what the call needs; for VM.Audit and
+// Datastore.AllocateSpace, whose lack only empties PVE's lists (K19), the
+// module names the privilege that would show the object. Not in the list:
 // VM.Config.Cloudinit (PVE takes it or VM.Config.Network for the
 // cloud-init options, which the NIC needs anyway) and Datastore.Audit
 // (this path reads no storage definition). PVE 8 and 9.
