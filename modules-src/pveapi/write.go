@@ -53,6 +53,12 @@ type Write struct {
 	// returns a *WrittenError carrying PVE's answer. nil: every answered
 	// refusal counts as taken before the handler changed anything.
 	RaisesAfterWrite func(err error) bool
+	// Needs names the privileges (and paths) PVE checks for the call, for
+	// the message of a 403 that names none: a schema check of the form
+	// "one of these or that" fails with a bare "Permission check failed"
+	// (RPCEnvironment's raise_perm_exc without detail), which leaves the
+	// user guessing which privilege is missing.
+	Needs string
 
 	// Proof reads the object a task write creates and says whether it is
 	// this write's own (the new VMID's config carries the name this write
@@ -275,6 +281,9 @@ func (c *Client) Dispatch(ctx context.Context, w Write) (_ *Outcome, err error) 
 	}
 	var raw json.RawMessage
 	err = c.send(ctx, w.Method, w.Path, w.Params, &raw)
+	if err != nil && w.Needs != "" {
+		needsHint(err, w.Needs)
+	}
 	if err == nil {
 		out := &Outcome{Data: raw}
 		if w.Task == nil {
@@ -313,6 +322,16 @@ func (c *Client) Dispatch(ctx context.Context, w Write) (_ *Outcome, err error) 
 		return c.settleOnce(ctx, w, start, err)
 	}
 	return c.settle(ctx, w, start, err)
+}
+
+// needsHint replaces the permission hint of a 403 whose message names no
+// privilege with what the call needs (Write.Needs).
+func needsHint(err error, needs string) {
+	var e *Error
+	if errors.As(err, &e) && e.kind == KindPermission && !strings.Contains(e.Message, "(") {
+		e.Hint = "PVE names no privilege; this call needs " + needs +
+			"; a token with privilege separation only has the rights granted to the token itself"
+	}
 }
 
 // noteWrite tells the runtime's write counter (internal/writes) that w

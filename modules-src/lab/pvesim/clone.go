@@ -40,6 +40,7 @@ type cloneReq struct {
 	node, target, storage, format, name, description, pool, snapname string
 	vmid, newid                                                      int
 	full                                                             *bool
+	who                                                              *principal // the caller, for the permission checks
 }
 
 // clonePlan is what $load_and_check returns.
@@ -151,6 +152,10 @@ func (s *Sim) loadAndCheckClone(db *ConfigDB, r *cloneReq, running bool) (*clone
 			p.newKeys[k] = v
 		}
 	}
+	// $check_storage_access_clone and check_bridge_access (qemuperm.go).
+	if err := checkStorageAccessClone(db, r.who, src.Keys, r.storage); err != nil {
+		return nil, err
+	}
 	if r.target != "" && !shared {
 		return nil, fmt.Errorf("can't clone VM to node '%s' (VM uses local storage)", r.target)
 	}
@@ -182,7 +187,7 @@ func (s *Sim) postQemuClone(rc *reqCtx) (any, error) {
 	db := rc.db()
 	r := &cloneReq{node: rc.node, vmid: rc.vmid(), newid: rc.integer("newid", 0), target: rc.str("target"),
 		storage: rc.str("storage"), format: rc.str("format"), name: rc.str("name"),
-		description: rc.str("description"), pool: rc.str("pool"), snapname: rc.str("snapname")}
+		description: rc.str("description"), pool: rc.str("pool"), snapname: rc.str("snapname"), who: rc.who}
 	if rc.has("full") {
 		f := rc.boolean("full")
 		r.full = &f

@@ -334,6 +334,22 @@ func (s *Sim) postQemuCreate(rc *reqCtx) (any, error) {
 		}
 		keys[k] = paramString(v)
 	}
+	// create_vm's permission checks (qemuperm.go): the storage parameter,
+	// then the new disks, the options, the NICs' bridges.
+	if st := rc.str("storage"); st != "" && !isRootUser(rc.who) {
+		if ok, d := checkFull(db, rc.who, "/storage/"+st, []string{"Datastore.AllocateSpace"}, false); !ok {
+			return nil, errPerm(d)
+		}
+	}
+	if err := checkStorageAccessNew(db, rc.who, keys, rc.str("storage")); err != nil {
+		return nil, err
+	}
+	if err := checkVMModifyConfigPerm(db, rc.who, vmid, rc.str("pool"), slices.Sorted(maps.Keys(keys))); err != nil {
+		return nil, err
+	}
+	if err := checkBridgeAccess(db, rc.who, keys); err != nil {
+		return nil, err
+	}
 	// sshkeys stay URL-encoded, as the API receives and stores them (K12).
 	// Disks are checked before the task starts ($check_drive_param).
 	for k, v := range keys {
@@ -867,7 +883,21 @@ func (s *Sim) configUpdateRequest(rc *reqCtx) (u *configUpdate, skiplock bool, e
 	if skiplock, err = rc.skiplock(); err != nil {
 		return nil, false, err
 	}
-	if _, err := s.loadAndCheck(rc.db(), u, skiplock); err != nil {
+	// update_vm_api's checks before $load_and_check_config (qemuperm.go).
+	db := rc.db()
+	if err := checkVMModifyConfigPerm(db, rc.who, u.vmid, "", u.deletes); err != nil {
+		return nil, false, err
+	}
+	if err := checkVMModifyConfigPerm(db, rc.who, u.vmid, "", slices.Sorted(maps.Keys(u.set))); err != nil {
+		return nil, false, err
+	}
+	if err := checkStorageAccessNew(db, rc.who, u.set, ""); err != nil {
+		return nil, false, err
+	}
+	if err := checkBridgeAccess(db, rc.who, u.set); err != nil {
+		return nil, false, err
+	}
+	if _, err := s.loadAndCheck(db, u, skiplock); err != nil {
 		return nil, false, err
 	}
 	return u, skiplock, nil

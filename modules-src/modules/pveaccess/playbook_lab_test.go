@@ -7,11 +7,15 @@ package pveaccess
 // request log) and predicts exactly the tasks the real run changes (the
 // token's check run meets a user only the task before it creates:
 // created_earlier, K15); the rerun changes nothing. A second play of the
-// same run, on the controller, declares the storage phase through the new
-// token (module_defaults for group/gopve.proxmox.api fed from the fact
-// pve_access_token_secrets); its rerun, with the secret kept as a user
-// keeps it (a vault), changes nothing. The secret is in no playbook output
-// and in no file the nodes wrote but PVE's own priv/token.cfg.
+// same run, on the controller, runs the storage, clone and ha phases
+// through the new token (module_defaults for group/gopve.proxmox.api fed
+// from the fact pve_access_token_secrets): the ZFS storage, VM 201 cloned
+// from the lab's template onto it, its replication and HA resource, every
+// one of the clone and ha writes sent by the token, whose role holds
+// exactly the privileges the modules document; its rerun, with the secret
+// kept as a user keeps it (a vault), writes and changes nothing. The secret
+// is in no playbook output and in no file the nodes wrote but PVE's own
+// priv/token.cfg.
 
 import (
 	"fmt"
@@ -22,12 +26,20 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/labctl"
 	"github.com/gopve/proxmox/modules-src/lab/labtest"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim"
 )
 
-const siteVars = `zfs_pool_name: nvme-vm
+// siteVars are the site's variables; the automation role holds exactly
+// the privileges the storage, clone and ha modules document for what the
+// token play does (plugins/modules/pve_{storage,clone,ha}.py notes), per
+// PVE version: PVE 9's replication writes need VM.Replicate, PVE 8's
+// Datastore.Allocate on /storage (which the storage phase needs anyway).
+func siteVars(pve int) string {
+	return fmt.Sprintf(`zfs_pool_name: nvme-vm
 zfs_pool_device: /dev/nvme0n1
 zfs_arc_max_gb: 4
 pve_cluster_primary: pve01
@@ -36,7 +48,7 @@ pve_access_users:
   - {userid: automation@pve, comment: gopve automation}
 pve_access_roles:
   - roleid: GopveAutomation
-    privileges: [Datastore.Allocate, Datastore.Audit, Sys.Audit]
+    privileges: [%s]
 pve_access_tokens:
   - {userid: automation@pve, tokenid: gopve, comment: site, privsep: true}
 pve_access_acls:
@@ -44,16 +56,37 @@ pve_access_acls:
     roles: [GopveAutomation]
     users: [automation@pve]
     tokens: ["automation@pve!gopve"]
-`
+`, strings.Join(automationPrivs(pve), ", "))
+}
 
-// viaToken is the second play: the storage role, run on the controller
-// through pve01's API as the token created by the access phase. Its
+// automationPrivs: storage (Datastore.Allocate to declare, Datastore.Audit
+// and Sys.Audit to read); clone (VM.Audit, VM.Clone on the template,
+// VM.Allocate, Datastore.AllocateSpace on the target storage, SDN.Use on
+// the bridge, VM.Config.* of each setting: CPU, Memory, Network for the
+// NIC and, as PVE takes either, for the cloud-init settings instead of
+// VM.Config.Cloudinit, Disk for the grown disk); ha (Sys.Console to write
+// HA resources and rules or groups, Sys.Audit to read them, VM.Replicate on
+// PVE 9; PVE 8's replication writes take Datastore.Allocate on /storage).
+func automationPrivs(pve int) []string {
+	privs := []string{"Datastore.Allocate", "Datastore.AllocateSpace", "Datastore.Audit", "SDN.Use", "Sys.Audit", "Sys.Console",
+		"VM.Allocate", "VM.Audit", "VM.Clone", "VM.Config.CPU", "VM.Config.Disk", "VM.Config.Memory", "VM.Config.Network"}
+	if pve == 9 {
+		privs = append(privs, "VM.Replicate")
+	}
+	slices.Sort(privs)
+	return privs
+}
+
+// viaToken is the second play: the storage, clone and ha roles, run on the
+// controller through pve01's API as the token created by the access phase:
+// the ZFS storage, VM 201 cloned from the lab's template onto it, the VM
+// replicated to pve02 and under HA. Its
 // module_defaults are templated even when --tags leaves the play out (the
 // role's argument validation is tagged always), hence the default with an empty string.
 const viaToken = `- name: The site's phases
   ansible.builtin.import_playbook: %s
 
-- name: Cluster storage through the automation token, from the controller
+- name: Storage, a VM and its HA through the automation token, from the controller
   hosts: pve
   gather_facts: false
   tags: [viatoken]
@@ -64,6 +97,12 @@ const viaToken = `- name: The site's phases
     # "{{ ... | default(omit) }}": module_defaults must still reach it.
     pve_storage_extra:
       - {storage: tokdir, type: dir, path: /var/lib/tokdir, content: [iso]}
+    pve_clone_vms:
+      - {vmid: 201, name: web-1, template: debian-12, node: pve01, storage: nvme-vm, cores: 2, memory: 2048,
+         nets: {net0: {bridge: vmbr0}}, disks: {scsi0: 8G}, ciuser: debian,
+         ipconfig: {ipconfig0: "ip=10.0.0.5/24,gw=10.0.0.1"}}
+    pve_ha_guests:
+      - {vmid: 201, type: vm, node_affinity: {pve01: 100}}
   module_defaults:
     group/gopve.proxmox.api:
       api_host: "{{ api_addr }}"
@@ -74,6 +113,8 @@ const viaToken = `- name: The site's phases
            | default('')) }}
   roles:
     - role: gopve.proxmox.pve_storage
+    - role: gopve.proxmox.pve_clone
+    - role: gopve.proxmox.pve_ha
 `
 
 // changedTasks lists "task [host]" for every changed line of a run, in
@@ -92,18 +133,64 @@ func changedTasks(out string) []string {
 	return got
 }
 
+// tokenWrites checks that the clone and ha phases' writes were sent, each
+// once at least, and all of them by the token: an API write on VM 201,
+// a replication job or the HA configuration by anyone else would mean a
+// phase did not run through the token.
+func tokenWrites(t *testing.T, sim *pvesim.Sim, pve int, out string) {
+	t.Helper()
+	sim.WaitIdle()
+	want := map[string]int{"POST /nodes/pve01/qemu/9000/clone": 0, "POST /cluster/replication": 0, "POST /cluster/ha/resources": 0,
+		map[bool]string{true: "POST /cluster/ha/rules", false: "POST /cluster/ha/groups"}[pve == 9]: 0}
+	config := 0
+	for _, r := range sim.Requests() {
+		ours := strings.HasPrefix(r.Path, "/nodes/pve01/qemu/") || strings.HasPrefix(r.Path, "/cluster/replication") ||
+			strings.HasPrefix(r.Path, "/cluster/ha/")
+		if !r.Mutating() || !ours {
+			continue
+		}
+		if r.Auth != "automation@pve!gopve" {
+			t.Errorf("%s %s was sent as %q, not by the token", r.Method, r.Path, r.Auth)
+		}
+		if _, ok := want[r.Method+" "+r.Path]; ok {
+			want[r.Method+" "+r.Path]++
+		}
+		if strings.HasPrefix(r.Path, "/nodes/pve01/qemu/201/") && r.Path != "/nodes/pve01/qemu/201/status/start" {
+			config++
+		}
+	}
+	for w, n := range want {
+		if n == 0 {
+			t.Errorf("the token play did not send %s:\n%s", w, out)
+		}
+	}
+	if config == 0 {
+		t.Errorf("the token play did not configure VM 201:\n%s", out)
+	}
+}
+
 func TestLabSiteAccessTokenPVE9(t *testing.T) { testSiteAccessToken(t, 9) }
 func TestLabSiteAccessTokenPVE8(t *testing.T) { testSiteAccessToken(t, 8) }
 
 func testSiteAccessToken(t *testing.T, pve int) {
-	lab, bin := labtest.Start(t, pve, 2)
+	// Short guest clocks: the ha phase's first sync (H1) and HA start take
+	// seconds. The clone phase's template on pve01, as the demo's lab
+	// starts with it (pve01 founds the cluster: its guests stay).
+	lab, bin := labtest.StartWith(t, pve, 2, func(o *labctl.Options) {
+		o.SimConfig = func(c *pvesim.Config) { c.ReplicationInterval, c.HADelay = time.Second, 300*time.Millisecond }
+	})
 	sim := lab.Sim()
+	if err := sim.AddGuest("pve01", pvesim.GuestSpec{VMID: 9000, Template: true, Config: map[string]string{
+		"name": "debian-12", "scsi0": "local-lvm:4", "ide2": "local-lvm:cloudinit", "net0": "virtio,bridge=vmbr0",
+		"memory": "1024", "agent": "1", "ostype": "l26", "scsihw": "virtio-scsi-single"}}); err != nil {
+		t.Fatal(err)
+	}
 	repo, _ := labctl.RepoRoot()
 	coll := labtest.InstallCollection(t, repo, bin)
 	dir := t.TempDir()
 	info, _ := sim.Node("pve01")
 	vars := filepath.Join(dir, "pve.yml")
-	if err := os.WriteFile(vars, []byte(siteVars+fmt.Sprintf("api_addr: %q\napi_fp: %q\n", info.Addr, info.Fingerprint)), 0o600); err != nil {
+	if err := os.WriteFile(vars, []byte(siteVars(pve)+fmt.Sprintf("api_addr: %q\napi_fp: %q\n", info.Addr, info.Fingerprint)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	pb := filepath.Join(dir, "site-and-token.yml")
@@ -142,14 +229,14 @@ func testSiteAccessToken(t *testing.T, pve int) {
 		t.Fatalf("site: %v\n%s", err, real)
 	}
 	// Sorted: hosts of one task answer in any order.
-	predicted, changed := changedTasks(check), changedTasks(strings.Split(real, "PLAY [Cluster storage through")[0])
+	predicted, changed := changedTasks(check), changedTasks(strings.Split(real, "PLAY [Storage, a VM and its HA through")[0])
 	slices.Sort(predicted)
 	slices.Sort(changed)
 	if !slices.Equal(predicted, changed) || !slices.Contains(changed, "[gopve.proxmox.pve_access : API tokens] [pve01]") {
 		t.Errorf("check predicted:\n  %s\nthe real run changed:\n  %s", strings.Join(predicted, "\n  "), strings.Join(changed, "\n  "))
 	}
 	cfg, err := lab.SSH("pve02", "cat /etc/pve/user.cfg")
-	for _, want := range []string{"user:automation@pve:1:0::::gopve automation::", "role:GopveAutomation:Datastore.Allocate,Datastore.Audit,Sys.Audit:",
+	for _, want := range []string{"user:automation@pve:1:0::::gopve automation::", "role:GopveAutomation:" + strings.Join(automationPrivs(pve), ",") + ":",
 		"token:automation@pve!gopve:0:1:site:", "acl:1:/:automation@pve,automation@pve!gopve:GopveAutomation:"} {
 		if err != nil || !strings.Contains(cfg, want+"\n") {
 			t.Errorf("pve02's user.cfg lacks %q (%v):\n%s", want, err, cfg)
@@ -170,6 +257,18 @@ func testSiteAccessToken(t *testing.T, pve int) {
 	}
 	if scfg, err := lab.SSH("pve02", "cat /etc/pve/storage.cfg"); err != nil || !strings.Contains(scfg, "dir: tokdir\n") {
 		t.Errorf("storage.cfg lacks the extra storage declared through the token (%v):\n%s", err, scfg)
+	}
+	// The clone and ha phases: each of their writes (the clone, the VM's
+	// configuration and disk, replication, HA resource and rule or group)
+	// was sent, and every one of them as the token.
+	tokenWrites(t, sim, pve, real)
+	if conf, err := lab.SSH("pve01", "cat /etc/pve/qemu-server/201.conf"); err != nil ||
+		!strings.Contains(conf, "scsi0: nvme-vm:vm-201-disk-0") || !strings.Contains(conf, "memory: 2048\n") {
+		t.Errorf("VM 201 is not the clone declared through the token (%v):\n%s", err, conf)
+	}
+	if out, err := lab.SSH("pve01", "cat /etc/pve/replication.cfg /etc/pve/ha/resources.cfg"); err != nil ||
+		!strings.Contains(out, "local: 201-0\n") || !strings.Contains(out, "vm: 201\n") {
+		t.Errorf("VM 201's replication job or HA resource is missing (%v):\n%s", err, out)
 	}
 
 	// The secret, from PVE's own store: in no output, in no other file.

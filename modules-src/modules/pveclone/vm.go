@@ -456,7 +456,11 @@ func (v *vm) checkCloneStorage(src qemu.Config, tpl resources.Guest, target, sto
 		}
 		st, known := stores[store]
 		if !known {
-			return fmt.Errorf("template %d: %s is on storage '%s', which does not exist", tpl.VMID, k, store)
+			// K19: PVE's storage list leaves out what the token may not
+			// see, so a missing storage may only be hidden.
+			return fmt.Errorf("template %d: %s is on storage '%s', which does not exist or which the API user may not see "+
+				"(PVE lists a storage only with Datastore.Audit on /storage/%s or Datastore.AllocateSpace on /storage/%s; a clone "+
+				"needs Datastore.AllocateSpace there, or on the clone's target storage)", tpl.VMID, k, store, store, store)
 		}
 		if target != tpl.Node && !st.Shared {
 			// check_storage_access_clone counts every volume, an ISO in a

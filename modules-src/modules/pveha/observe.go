@@ -242,7 +242,10 @@ func (g *guestHA) checkReplicatable(ctx context.Context, targets []string) error
 		def, ok := byID[d.Storage]
 		switch {
 		case !ok:
-			problems = append(problems, fmt.Sprintf("disk %s (%s) is on storage %s, which is not defined", d.Key, d.Volume, d.Storage))
+			// K19: GET /storage leaves out the storages the API user may
+			// not audit; an absent one may only be hidden.
+			problems = append(problems, fmt.Sprintf("disk %s (%s) is on storage %s, which is not defined or which the API user may not see "+
+				"(PVE lists a storage only with Datastore.Audit on /storage/%s or Datastore.AllocateSpace on /storage/%s)", d.Key, d.Volume, d.Storage, d.Storage, d.Storage))
 		case def.Shared == 1 || def.Type == "rbd" || def.Type == "cephfs" || def.Type == "nfs" || def.Type == "cifs" || def.Type == "pbs" || def.Type == "glusterfs":
 			// Shared storage: every node sees it, nothing to replicate.
 		case def.Type != "zfspool":

@@ -20,6 +20,9 @@ type Request struct {
 	// Task is set for a call PVE answers with a task id: how to find that
 	// task in the node's task list when the answer is lost.
 	Task *TaskHint
+	// Needs names the privileges PVE checks for the call, for a 403 that
+	// names none (pveapi.Write.Needs).
+	Needs string
 }
 
 // TaskHint names the worker a call starts (fork_worker's type and id in

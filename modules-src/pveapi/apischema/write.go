@@ -11,7 +11,7 @@ import (
 // whether it took effect when its answer is lost (nil for a task request,
 // which is settled from the node's task list with the request's TaskHint).
 func (r Request) Write(what string, settle func(ctx context.Context) (bool, error)) pveapi.Write {
-	w := pveapi.Write{Method: r.Method, Path: r.Path, Params: r.Params, What: what, Settle: settle}
+	w := pveapi.Write{Method: r.Method, Path: r.Path, Params: r.Params, What: what, Settle: settle, Needs: r.Needs}
 	if r.Task != nil {
 		w.Task = &pveapi.TaskWrite{Node: r.Task.Node, Types: append([]string(nil), r.Task.Types...), ID: r.Task.ID}
 	}

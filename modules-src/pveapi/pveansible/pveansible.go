@@ -240,6 +240,9 @@ func Dispatch(ctx context.Context, r *ansible.Run, c *pveapi.Client, w pveapi.Wr
 // error, for the result.
 func Send(ctx context.Context, r *ansible.Run, c *pveapi.Client, req apischema.Request, w pveapi.Write, taskType string) (*pveapi.TaskResult, []string, error) {
 	w.Method, w.Path, w.Params = req.Method, req.Path, req.Params
+	if w.Needs == "" {
+		w.Needs = req.Needs
+	}
 	if h := req.Task; h != nil && len(h.Types) > 0 {
 		types := append([]string(nil), h.Types...)
 		if taskType != "" {

@@ -127,6 +127,12 @@ func (c Clone) Request() apischema.Request {
 	}
 	// The qmclone worker runs on the source's node, for the source's VMID.
 	r := apischema.New(http.MethodPost, "/nodes/{node}/qemu/{vmid}/clone", q, c.Node, strconv.Itoa(c.VMID))
+	// The schema's check: VM.Clone on the source and (VM.Allocate on the
+	// new VMID or, with pool, on the pool); its failed "or" names nothing.
+	r.Needs = fmt.Sprintf("VM.Clone on /vms/%d and VM.Allocate on /vms/%d", c.VMID, c.NewID)
+	if c.Pool != "" {
+		r.Needs += " or on /pool/" + c.Pool
+	}
 	return withTask(r, c.Node, c.VMID, "qmclone")
 }
 

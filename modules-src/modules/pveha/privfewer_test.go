@@ -1,0 +1,66 @@
+package pveha
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim"
+)
+
+// haPrivs are the privileges the module's notes list for replication and
+// an HA resource with a placement (PVE 9: a rule; PVE 8: a group), on one
+// VM: VM.Audit (the guest, its jobs), Datastore.Audit (its storage on the
+// targets), Sys.Audit and Sys.Console (reading and writing HA), and the
+// replication writes' privilege: VM.Replicate on PVE 9, Datastore.Allocate
+// on /storage on PVE 8.
+func haPrivs(v int) []string {
+	p := []string{"Datastore.Audit", "Sys.Audit", "Sys.Console", "VM.Audit"}
+	if v == 9 {
+		return append(p, "VM.Replicate")
+	}
+	return append(p, "Datastore.Allocate")
+}
+
+// A privilege-separated token with exactly haPrivs on / makes the VM
+// highly available (replication, first sync, placement, resource started);
+// with any one fewer the run fails naming the privilege PVE refused, or
+// that the module found missing, and where. PVE 8 and 9.
+func TestDocumentedPrivilegesOneFewer(t *testing.T) {
+	for _, v := range []int{8, 9} {
+		for _, drop := range append([]string{""}, haPrivs(v)...) {
+			name := fmt.Sprintf("PVE%d/all", v)
+			if drop != "" {
+				name = fmt.Sprintf("PVE%d/without_%s", v, drop)
+			}
+			t.Run(name, func(t *testing.T) {
+				w := newWorld(t, v)
+				w.seedGuests()
+				id, secret, err := w.sim.AddToken("pve01", pvesim.TokenSpec{User: "root@pam", Name: "auto", Privsep: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				privs := slices.DeleteFunc(haPrivs(v), func(p string) bool { return p == drop })
+				if err := w.sim.Grant("pve01", "/", id, "priv:"+strings.Join(privs, ","), true); err != nil {
+					t.Fatal(err)
+				}
+				w.conn["api_token_id"], w.conn["api_token_secret"] = id, secret
+				res := w.run(dokployArgs(), false)
+				m, _ := res["msg"].(string)
+				if drop == "" {
+					if failed(res) || res["changed"] != true {
+						t.Fatalf("with every documented privilege: %s", m)
+					}
+					return
+				}
+				named := regexp.MustCompile(`/[\w./-]*, ([\w.]+\|)*` + regexp.QuoteMeta(drop) + `\b|\b` + regexp.QuoteMeta(drop) + ` on /`)
+				if !failed(res) || !named.MatchString(m) {
+					t.Errorf("without %s: failed %v, the message does not name what PVE refused: %s", drop, failed(res), m)
+				}
+				t.Logf("without %s: %s", drop, m)
+			})
+		}
+	}
+}
