@@ -115,8 +115,8 @@ func spec() ansible.Spec {
 		"state": {Type: ansible.TypeStr, Default: "present", Choices: []any{"present", "started", "stopped", "absent"}, Description: []string{
 			"present: exists and configured, power untouched (a new container stays stopped). started/stopped: also that power state (through HA when HA manages it). absent: stopped (through HA when HA manages it) and destroyed, after checking its hostname; what PVE would refuse to destroy (protection, HA or replication jobs without purge, a lock) is refused before any write, check mode alike."}},
 		"restore_from": str("A container backup volume (local:backup/vzdump-lxc-200-2026_12_01-03_00_00.tar.zst) a missing container is restored from instead of created from ostemplate (mutually exclusive with it): its volumes are re-created on rootfs.storage (default local) with their sizes (rootfs.size then only grows them), its config is kept where the task says nothing, then the task's settings are converged on it. Ignored for an existing container: a restore never overwrites one (force is never sent)."),
-		"pool":  str("Resource pool a container created by this run joins (PVE takes it only at creation, K6); it must exist."),
-		"purge": {Type: ansible.TypeBool, Default: false, Description: []string{"With state=absent, pve-container's purge: the VMID also leaves its replication jobs, backup jobs and HA. Without it PVE refuses to destroy a container under HA or with replication jobs, and the module refuses first."}},
+		"pool":         str("Resource pool a container created by this run joins (PVE takes it only at creation, K6); it must exist."),
+		"purge":        {Type: ansible.TypeBool, Default: false, Description: []string{"With state=absent, pve-container's purge: the VMID also leaves its replication jobs, backup jobs and HA. Without it PVE refuses to destroy a container under HA or with replication jobs, and the module refuses first."}},
 
 		"cores":  num("CPU cores (PVE's default: all the node's)."),
 		"memory": num("Memory in MiB."),
@@ -145,6 +145,6 @@ func spec() ansible.Spec {
 	}
 	return ansible.Spec{Options: opts, Constraints: ansible.Constraints{
 		MutuallyExclusive: [][]string{{"ostemplate", "restore_from"}},
-		RequiredIf: []ansible.RequiredIf{{Key: "state", Value: "absent", Requirements: []string{"hostname"}}},
+		RequiredIf:        []ansible.RequiredIf{{Key: "state", Value: "absent", Requirements: []string{"hostname"}}},
 	}}
 }
