@@ -36,7 +36,8 @@ func restoreArgs() map[string]any {
 	}
 }
 
-// restore_from, on PVE 8 and 9: check mode reads the backup's config
+// restore_from, on PVE 8 and 9 (K15: check mode tells the truth; K16: the
+// backup's MAC is kept when the NIC is converged): check mode reads the backup's config
 // (extractconfig) and predicts the restored container (the archive's
 // keys, its volumes re-created on rootfs.storage with their sizes, named
 // per storage type; its snapshot not restored) with the task's settings
@@ -116,7 +117,7 @@ func TestRestoreFromBackupCheckRealRerun(t *testing.T) {
 // What restore_from refuses, before any write: ostemplate with it (both
 // named), a volume that is no CT backup, a backup missing on the node,
 // password (a restore sets none). An existing VMID is never restored
-// over: it is converged (here refused, its hostname is another's).
+// over: it is converged (here refused, its hostname is another's: K1).
 func TestRestoreRefusedBeforeWrite(t *testing.T) {
 	w := restoreWorld(t, 9)
 	cases := []struct {
