@@ -251,8 +251,10 @@ func missingVolumeErr(r *volRef) error {
 }
 
 // PUT …/content/{volume}: notes and protected exist for backups only
-// (Plugin.pm update_volume_attribute / update_volume_notes); the lab keeps
-// no backups, so every attribute is refused as the plugins refuse it.
+// (Plugin.pm update_volume_attribute / update_volume_notes). The lab
+// keeps no notes or protection for a backup file (Lab.PutCTBackup's are
+// plain files): not simulated, every attribute is refused as the plugins
+// refuse it for other volumes.
 func (s *Sim) putStorageVolume(rc *reqCtx) (any, error) {
 	r, err := s.contentVolume(rc)
 	if err != nil {
