@@ -44,6 +44,8 @@ func createdEarlierOption() Option {
 		"guests":   list("Guests an earlier task creates, each by VMID or by name: VMs and containers, and templates (a bare VM then converted, cloned by name or VMID)."),
 		"users":    list("Users (user@realm) an earlier task creates (pve_access type user): a token's owner."),
 		"roles":    list("Custom roles an earlier task creates (pve_access type role): a role an ACL entry grants."),
+		"storage_types": {Type: TypeDict, Description: []string{
+			"The type of storages of C(storages) (C(tank: zfspool), C(backup: dir)), as the task that defines each declares it (pve_storage's type). pve_container's check mode names the volumes it predicts on such a storage as PVE names them on that type (a rootfs on a zfspool is C(subvol-<vmid>-disk-0), on a dir storage C(<vmid>/vm-<vmid>-disk-0.raw)); without a type here they are named as on a block storage (C(vm-<vmid>-disk-N)): a type is never guessed. The other modules do not read it yet (pve_clone names a VM's disks on an assumed storage as on a block storage)."}},
 	}}
 }
 
@@ -168,6 +170,21 @@ func (r *Run) CreatedEarlier(kind Kind, name string) bool {
 		}
 		return fmt.Sprint(e) == name
 	})
+}
+
+// CreatedEarlierStorageType is the type created_earlier.storage_types
+// gives a storage an earlier task defines ("zfspool", "dir", …), "" when
+// it gives none: what the play says creates it, never a guess.
+func (r *Run) CreatedEarlierStorageType(storage string) string {
+	if !r.module.CreatedEarlier {
+		return ""
+	}
+	m, _ := r.params[CreatedEarlierOption].(map[string]any)
+	types, _ := m["storage_types"].(map[string]any)
+	if t, ok := types[storage].(string); ok {
+		return t
+	}
+	return ""
 }
 
 // CreatedEarlierNames is the created_earlier option's kind list, as given

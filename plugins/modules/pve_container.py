@@ -10,9 +10,9 @@ __metaclass__ = type
 
 DOCUMENTATION = r"""
 module: "pve_container"
-short_description: "A Proxmox VE LXC container by VMID: created from a CT template, configured, read back"
+short_description: "A Proxmox VE LXC container by VMID: created from a CT template or restored from a backup, configured, read back"
 description:
-  - "Makes one LXC container, identified by its VMID, exist and look as asked. A missing container is created on node from a CT template volume (local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst), as pct create does (POST /nodes/{node}/lxc, a vzcreate task), with everything the task gives in that one call."
+  - "Makes one LXC container, identified by its VMID, exist and look as asked. A missing container is created on node from a CT template volume (local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst), as pct create does (POST /nodes/{node}/lxc, a vzcreate task), with everything the task gives in that one call; or restored from a vzdump backup (restore_from, see the notes)."
   - "Then it converges an existing one: cores, memory, swap, NICs merged key by key with what is there (the MAC is kept, K16), features (nesting, keyctl, fuse, mknod, mount, force_rw_sys) merged key by key, mount points, onboot, startup, tags, description; the rootfs and every mount point are grown to their size, never shrunk (a smaller size is refused naming the option). unprivileged, password and ssh_public_keys are creation-time settings: a different unprivileged on an existing container is refused before any write (PVE keeps it read-only), password and keys are never compared."
   - "The container's hostname is its name: an existing VMID whose hostname differs fails with what holds it, before any write; a task without hostname fails the same way unless it says adopt: true (then a given hostname is set rather than checked)."
   - "Every write is checked against the official API schema of the node's PVE version (8 or 9) before it is sent; bad input fails naming the option and changes nothing. Each write is sent once; a lost answer to the create is settled only by a read proving the new VMID is this task's (its hostname); every change is read back before it is reported."
@@ -68,7 +68,7 @@ options:
     type: "bool"
   ostemplate:
     description:
-      - "The CT template volume a new container is created from (local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst); it must exist on its storage on node. Required to create; ignored for an existing container (its origin is not kept by PVE)."
+      - "The CT template volume a new container is created from (local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst); it must exist on its storage on node. Required to create, unless restore_from; ignored for an existing container (its origin is not kept by PVE)."
     type: "str"
   password:
     description:
@@ -84,6 +84,10 @@ options:
       - "With state=absent, pve-container's purge: the VMID also leaves its replication jobs, backup jobs and HA. Without it PVE refuses to destroy a container under HA or with replication jobs, and the module refuses first."
     type: "bool"
     default: false
+  restore_from:
+    description:
+      - "A container backup volume (local:backup/vzdump-lxc-200-2026_12_01-03_00_00.tar.zst) a missing container is restored from instead of created from ostemplate (mutually exclusive with it): its volumes are re-created on rootfs.storage (default local) with their sizes (rootfs.size then only grows them), its config is kept where the task says nothing, then the task's settings are converged on it. Ignored for an existing container: a restore never overwrites one (force is never sent)."
+    type: "str"
   rootfs:
     description:
       - "The root volume: storage (created on it; it must hold rootdir) and size (8G; grown, never shrunk). PVE's default is 4G on storage local."
@@ -158,7 +162,7 @@ attributes:
     description: "Use C(group/gopve.proxmox.api) in C(module_defaults) to set defaults for this module."
 notes:
   - "state started/stopped of a container HA manages goes through HA (PVE turns the call into an HA request, H4) and is polled until PVE reports the state; absent refuses, before any write and in check mode alike, what pve-container's destroy_vm refuses: protection, HA or replication jobs without purge, a lock."
-  - "Restoring a container from a backup (pct restore) is not done by this module."
+  - "restore_from restores a missing container from a vzdump backup as pct restore does (POST /nodes/{node}/lxc with restore=1, a vzrestore task): the backup's rootfs and mount points are re-created with their sizes on rootfs.storage (default local), its config becomes the container's (hostname and unprivileged from the task when given), then the task's other settings are converged on it as on an existing container. It never overwrites: a VMID that exists is never restored over (force is never sent), it is converged (or refused) as any existing container. Check mode reads the backup's config (GET /nodes/{node}/vzdump/extractconfig) and predicts the restored container from it, without a write. A restore sets no password or SSH keys (the backup's root filesystem keeps its own): those options are refused with restore_from. Privileges for it: VM.Backup on /vms/<backup's vmid> and Datastore.AllocateSpace on the backup's storage (to read it), besides those of a creation."
   - "Privileges: VM.Audit on /vms (the guest list, the config, the pending view); VM.Allocate on /vms/<vmid> (create, absent) and, with pool, on /pool/<pool>; Datastore.AllocateSpace on each storage a volume lands on, Datastore.Audit to read the storages and the template's storage content; VM.Config.* for the settings changed (CPU, Memory, Network, Disk, Options); VM.PowerMgmt for started/stopped; Sys.Audit on / to read the HA resource and the replication jobs; Sys.Modify on / to create a privileged container on PVE 9."
   - "The module is a compiled Go program run by the collection's action plugin; no Python is needed on the target except for C(async)."
   - "The task reports C(changed) only after reading back the state it promised; C(changes) lists what was (or in check mode would be) done."

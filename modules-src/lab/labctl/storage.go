@@ -31,6 +31,7 @@ func (l *Lab) storageHooks(cfg *pvesim.Config) {
 	cfg.StorageContent = l.storageContent
 	cfg.StorageRemove = l.storageRemove
 	cfg.StorageUpload = l.storageUpload
+	cfg.BackupArchive = l.backupArchive
 	cfg.NodeVersion = l.nodeVersion
 	cfg.ZFS = l.zfs
 }

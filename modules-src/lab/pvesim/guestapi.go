@@ -25,6 +25,7 @@ func (s *Sim) guestHandlers() map[string]handlerFunc {
 		"GET /nodes/{node}/qemu/{vmid}/agent/network-get-interfaces": s.getQemuAgentNetworkGetInterfaces,
 		"GET /nodes/{node}/lxc":                                      s.getLxcList,
 		"POST /nodes/{node}/lxc":                                     s.postLxcCreate,
+		"GET /nodes/{node}/vzdump/extractconfig":                     s.getVzdumpExtractConfig,
 		"DELETE /nodes/{node}/lxc/{vmid}":                            s.deleteLxc,
 		"GET /nodes/{node}/lxc/{vmid}/config":                        s.getLxcConfig,
 		"PUT /nodes/{node}/lxc/{vmid}/config":                        s.putLxcConfig,

@@ -17,8 +17,8 @@ import (
 // parse_lxc_network does), status, start/stop/shutdown (vzstart, vzstop,
 // vzshutdown; "already running"/"not running" answered before the task, as
 // pct does), destroy. A container's file is nodes/<node>/lxc/<vmid>.conf.
-// Not simulated: the template's content, pending changes on a running CT,
-// clone, snapshots, migration.
+// Restore (restore=1) is lxcrestore.go. Not simulated: the template's
+// content, clone, snapshots, migration.
 
 var ctVolKeyRe = regexp.MustCompile(`^(rootfs|mp\d+)$`)
 
@@ -98,7 +98,7 @@ func (s *Sim) postLxcCreate(rc *reqCtx) (any, error) {
 	db := rc.db()
 	vmid := rc.vmid()
 	if rc.boolean("restore") {
-		return nil, errStatus(501, "restore is not simulated by the lab")
+		return s.postLxcRestore(rc) // lxcrestore.go
 	}
 	if pool := rc.str("pool"); pool != "" && db.Pools[pool] == nil {
 		return nil, errPerm(fmt.Sprintf("pool '%s' does not exist", pool)) // check_pool_exist: raise_perm_exc, 403
@@ -114,6 +114,9 @@ func (s *Sim) postLxcCreate(rc *reqCtx) (any, error) {
 		// "CT N already exists on node 'X'" (qemu-server's create_vm wraps
 		// it, the lab's qemu.go does).
 		return nil, pveDie("%s %d already exists on node '%s'", kind, vmid, e.Node)
+	}
+	if _, err := s.archiveVolRef(rc, vmid, rc.str("ostemplate"), "vztmpl"); err != nil {
+		return nil, err // check_volume_access($ostemplate, 'vztmpl')
 	}
 	keys := map[string]string{}
 	for k, v := range rc.params {

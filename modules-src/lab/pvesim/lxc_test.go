@@ -97,4 +97,7 @@ func lxcTour(t *testing.T, c *apiClient, node string) {
 	c.call("GET", p+"/250/interfaces", nil).must(t, "CT interfaces")
 	mustTask(t, c, "POST", p+"/250/status/stop", nil)
 	mustTask(t, c, "DELETE", p+"/250", nil)
+	c.call("GET", "/nodes/"+node+"/vzdump/extractconfig", url.Values{"volume": {ctBackup}}).must(t, "extractconfig")
+	mustTask(t, c, "POST", p, url.Values{"vmid": {"251"}, "ostemplate": {ctBackup}, "restore": {"1"}, "storage": {"local-lvm"}})
+	mustTask(t, c, "DELETE", p+"/251", nil)
 }

@@ -65,6 +65,12 @@ type Config struct {
 	// worker, without the simulator's lock, and must not call into the
 	// Sim; without it an upload's task fails.
 	StorageUpload func(node string, st StorageInfo, dest, src string) error
+	// BackupArchive, when set, reads a backup volume's file (volname such
+	// as "backup/vzdump-lxc-200-….tar.zst") on a node: the bytes PVE's tar
+	// reads for extractconfig and a container restore. Without it, or when
+	// it fails, the archive is a missing file. It runs under the
+	// simulator's lock, like StorageCheck.
+	BackupArchive func(node string, st StorageInfo, volname string) ([]byte, error)
 	// NodeVersion, when set, reports what the node's packages say (what
 	// pveversion prints); otherwise /version and node status show the
 	// version the lab installs first. All these hooks run under the

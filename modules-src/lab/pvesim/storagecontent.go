@@ -51,6 +51,9 @@ func realVolumeID(storage, volume string) (string, error) {
 // snippets/<name>, import/<name>.
 var fileVolRe = regexp.MustCompile(`^(iso|vztmpl|backup|snippets|import)/([^/]+)$`)
 
+// vzdumpNameRe is parse_volname's backup owner: vzdump-(openvz|lxc|qemu)-<vmid>-….
+var vzdumpNameRe = regexp.MustCompile(`^vzdump-(?:openvz|lxc|qemu)-(\d+)-.+`)
+
 // imageVolRe is the images part of parse_volname: <vmid>/<name> on a
 // directory, (base-…/)(vm|base|subvol)-<vmid>-… elsewhere.
 var imageVolRe = regexp.MustCompile(`^(?:(\d+)/)?(?:(?:base|vm)-\d+-[^/]+/)?((?:base|vm|subvol)-(\d+)-\S+)$`)
@@ -65,6 +68,9 @@ func (s *Sim) parseVolRef(node, volid string) (*volRef, error) {
 	r := &volRef{volid: volid, store: store, volname: vn, st: st}
 	if m := fileVolRe.FindStringSubmatch(vn); m != nil && fileStorage(st) {
 		r.vtype = m[1]
+		if d := vzdumpNameRe.FindStringSubmatch(m[2]); r.vtype == "backup" && d != nil {
+			r.owner, _ = strconv.Atoi(d[1]) // parse_volname: a vzdump backup's owner
+		}
 		return r, nil
 	}
 	if m := imageVolRe.FindStringSubmatch(vn); m != nil && (fileStorage(st) == (m[1] != "")) {
@@ -154,6 +160,13 @@ func checkVolumeAccess(db *ConfigDB, who *principal, r *volRef) error {
 		if !hasPriv(db, who, "/storage/"+r.store, []string{"Datastore.AllocateSpace", "Datastore.Audit"}, true) {
 			return errPerm(fmt.Sprintf("/storage/%s, Datastore.AllocateSpace|Datastore.Audit", r.store))
 		}
+	case r.vtype == "backup" && r.owner > 0:
+		if !hasPriv(db, who, "/storage/"+r.store, []string{"Datastore.AllocateSpace"}, false) {
+			return errPerm(fmt.Sprintf("/storage/%s, Datastore.AllocateSpace", r.store))
+		}
+		if !hasPriv(db, who, fmt.Sprintf("/vms/%d", r.owner), []string{"VM.Backup"}, false) {
+			return errPerm(fmt.Sprintf("/vms/%d, VM.Backup", r.owner))
+		}
 	case r.vtype == "images" && r.owner > 0:
 		if !hasPriv(db, who, "/storage/"+r.store, []string{"Datastore.Audit"}, false) {
 			return errPerm(fmt.Sprintf("/storage/%s, Datastore.Audit", r.store))
@@ -238,8 +251,10 @@ func missingVolumeErr(r *volRef) error {
 }
 
 // PUT …/content/{volume}: notes and protected exist for backups only
-// (Plugin.pm update_volume_attribute / update_volume_notes); the lab keeps
-// no backups, so every attribute is refused as the plugins refuse it.
+// (Plugin.pm update_volume_attribute / update_volume_notes). The lab
+// keeps no notes or protection for a backup file (Lab.PutCTBackup's are
+// plain files): not simulated, every attribute is refused as the plugins
+// refuse it for other volumes.
 func (s *Sim) putStorageVolume(rc *reqCtx) (any, error) {
 	r, err := s.contentVolume(rc)
 	if err != nil {

@@ -14,7 +14,13 @@ import (
 func TestEveryHandlerFitsReturnsSchema(t *testing.T) {
 	t.Parallel()
 	for _, v := range []int{8, 9} {
-		s := startSim(t, simOpts{version: v, nodes: 2, taskDuration: 50 * time.Millisecond, restartWindow: 200 * time.Millisecond})
+		archive, err := VzdumpCTArchive(ctBackupConf, "zst")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := startSimWith(t, simOpts{version: v, nodes: 2, taskDuration: 50 * time.Millisecond, restartWindow: 200 * time.Millisecond}, func(c *Config) {
+			c.BackupArchive = func(string, StorageInfo, string) ([]byte, error) { return archive, nil }
+		})
 		root := newClient(t, s, "pve01").root()
 		tok := newClient(t, s, "pve01").labToken()
 		tour := func(c *apiClient, node string) {

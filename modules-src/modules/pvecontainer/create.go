@@ -26,11 +26,14 @@ const AssignedAtCreation = "(assigned at creation)"
 // rootdir on the node, the template on its storage, the pool) and plans
 // the one create call with the config pct create builds from it.
 func (v *ct) planCreate(ctx context.Context) ([]ansible.Change, error) {
+	if v.p.RestoreFrom != "" {
+		return v.planRestore(ctx) // restore.go
+	}
 	switch {
 	case v.p.Hostname == "":
 		return nil, fmt.Errorf("hostname: required to create CT %d (the hostname is what proves on every later run that the container at the VMID is this task's, K1); nothing was changed", v.p.VMID)
 	case v.p.OSTemplate == "":
-		return nil, fmt.Errorf("ostemplate: required to create CT %d (a CT template volume, local:vztmpl/…); nothing was changed", v.p.VMID)
+		return nil, fmt.Errorf("ostemplate: required to create CT %d (a CT template volume, local:vztmpl/…), or restore_from (a backup volume); nothing was changed", v.p.VMID)
 	case v.p.Node == "":
 		return nil, fmt.Errorf("node: required to create CT %d; nothing was changed", v.p.VMID)
 	}

@@ -39,9 +39,9 @@ func Module() ansible.Module { return New(pveapi.Options{}) }
 func New(o pveapi.Options) ansible.Module {
 	return ansible.Module{
 		Name:             "pve_container",
-		ShortDescription: "A Proxmox VE LXC container by VMID: created from a CT template, configured, read back",
+		ShortDescription: "A Proxmox VE LXC container by VMID: created from a CT template or restored from a backup, configured, read back",
 		Description: []string{
-			"Makes one LXC container, identified by its VMID, exist and look as asked. A missing container is created on node from a CT template volume (local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst), as pct create does (POST /nodes/{node}/lxc, a vzcreate task), with everything the task gives in that one call.",
+			"Makes one LXC container, identified by its VMID, exist and look as asked. A missing container is created on node from a CT template volume (local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst), as pct create does (POST /nodes/{node}/lxc, a vzcreate task), with everything the task gives in that one call; or restored from a vzdump backup (restore_from, see the notes).",
 			"Then it converges an existing one: cores, memory, swap, NICs merged key by key with what is there (the MAC is kept, K16), features (nesting, keyctl, fuse, mknod, mount, force_rw_sys) merged key by key, mount points, onboot, startup, tags, description; the rootfs and every mount point are grown to their size, never shrunk (a smaller size is refused naming the option). unprivileged, password and ssh_public_keys are creation-time settings: a different unprivileged on an existing container is refused before any write (PVE keeps it read-only), password and keys are never compared.",
 			"The container's hostname is its name: an existing VMID whose hostname differs fails with what holds it, before any write; a task without hostname fails the same way unless it says adopt: true (then a given hostname is set rather than checked).",
 			"Every write is checked against the official API schema of the node's PVE version (8 or 9) before it is sent; bad input fails naming the option and changes nothing. Each write is sent once; a lost answer to the create is settled only by a read proving the new VMID is this task's (its hostname); every change is read back before it is reported.",
@@ -50,7 +50,7 @@ func New(o pveapi.Options) ansible.Module {
 		},
 		Notes: []string{
 			"state started/stopped of a container HA manages goes through HA (PVE turns the call into an HA request, H4) and is polled until PVE reports the state; absent refuses, before any write and in check mode alike, what pve-container's destroy_vm refuses: protection, HA or replication jobs without purge, a lock.",
-			"Restoring a container from a backup (pct restore) is not done by this module.",
+			"restore_from restores a missing container from a vzdump backup as pct restore does (POST /nodes/{node}/lxc with restore=1, a vzrestore task): the backup's rootfs and mount points are re-created with their sizes on rootfs.storage (default local), its config becomes the container's (hostname and unprivileged from the task when given), then the task's other settings are converged on it as on an existing container. It never overwrites: a VMID that exists is never restored over (force is never sent), it is converged (or refused) as any existing container. Check mode reads the backup's config (GET /nodes/{node}/vzdump/extractconfig) and predicts the restored container from it, without a write. A restore sets no password or SSH keys (the backup's root filesystem keeps its own): those options are refused with restore_from. Privileges for it: VM.Backup on /vms/<backup's vmid> and Datastore.AllocateSpace on the backup's storage (to read it), besides those of a creation.",
 			"Privileges: VM.Audit on /vms (the guest list, the config, the pending view); VM.Allocate on /vms/<vmid> (create, absent) and, with pool, on /pool/<pool>; Datastore.AllocateSpace on each storage a volume lands on, Datastore.Audit to read the storages and the template's storage content; VM.Config.* for the settings changed (CPU, Memory, Network, Disk, Options); VM.PowerMgmt for started/stopped; Sys.Audit on / to read the HA resource and the replication jobs; Sys.Modify on / to create a privileged container on PVE 9.",
 		},
 		Requirements:   []string{"Proxmox VE 8 or 9", "an API token or user with the privileges listed in the notes (or root on a node, local mode)"},
@@ -73,6 +73,7 @@ type params struct {
 	Adopt                 bool   `ansible:"adopt"`
 	Node                  string `ansible:"node"`
 	OSTemplate            string `ansible:"ostemplate"`
+	RestoreFrom           string `ansible:"restore_from"`
 	State                 string `ansible:"state"`
 	Pool                  string `ansible:"pool"`
 	Purge                 bool   `ansible:"purge"`
@@ -110,11 +111,12 @@ func spec() ansible.Spec {
 		"adopt": {Type: ansible.TypeBool, Default: false, Description: []string{
 			"Manage whatever container holds vmid, whatever its hostname; a given hostname is then set, not checked. Without hostname and without adopt an existing VMID is never taken over (K1)."}},
 		"node":       str("Node the container is created on (required to create one). An existing container is found wherever it runs now (after an HA recovery) and is not moved."),
-		"ostemplate": str("The CT template volume a new container is created from (local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst); it must exist on its storage on node. Required to create; ignored for an existing container (its origin is not kept by PVE)."),
+		"ostemplate": str("The CT template volume a new container is created from (local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst); it must exist on its storage on node. Required to create, unless restore_from; ignored for an existing container (its origin is not kept by PVE)."),
 		"state": {Type: ansible.TypeStr, Default: "present", Choices: []any{"present", "started", "stopped", "absent"}, Description: []string{
 			"present: exists and configured, power untouched (a new container stays stopped). started/stopped: also that power state (through HA when HA manages it). absent: stopped (through HA when HA manages it) and destroyed, after checking its hostname; what PVE would refuse to destroy (protection, HA or replication jobs without purge, a lock) is refused before any write, check mode alike."}},
-		"pool":  str("Resource pool a container created by this run joins (PVE takes it only at creation, K6); it must exist."),
-		"purge": {Type: ansible.TypeBool, Default: false, Description: []string{"With state=absent, pve-container's purge: the VMID also leaves its replication jobs, backup jobs and HA. Without it PVE refuses to destroy a container under HA or with replication jobs, and the module refuses first."}},
+		"restore_from": str("A container backup volume (local:backup/vzdump-lxc-200-2026_12_01-03_00_00.tar.zst) a missing container is restored from instead of created from ostemplate (mutually exclusive with it): its volumes are re-created on rootfs.storage (default local) with their sizes (rootfs.size then only grows them), its config is kept where the task says nothing, then the task's settings are converged on it. Ignored for an existing container: a restore never overwrites one (force is never sent)."),
+		"pool":         str("Resource pool a container created by this run joins (PVE takes it only at creation, K6); it must exist."),
+		"purge":        {Type: ansible.TypeBool, Default: false, Description: []string{"With state=absent, pve-container's purge: the VMID also leaves its replication jobs, backup jobs and HA. Without it PVE refuses to destroy a container under HA or with replication jobs, and the module refuses first."}},
 
 		"cores":  num("CPU cores (PVE's default: all the node's)."),
 		"memory": num("Memory in MiB."),
@@ -142,6 +144,7 @@ func spec() ansible.Spec {
 			"Public SSH keys for root, set only when this run creates the container (written into the container's authorized_keys, not its config): never compared afterwards."}},
 	}
 	return ansible.Spec{Options: opts, Constraints: ansible.Constraints{
-		RequiredIf: []ansible.RequiredIf{{Key: "state", Value: "absent", Requirements: []string{"hostname"}}},
+		MutuallyExclusive: [][]string{{"ostemplate", "restore_from"}},
+		RequiredIf:        []ansible.RequiredIf{{Key: "state", Value: "absent", Requirements: []string{"hostname"}}},
 	}}
 }

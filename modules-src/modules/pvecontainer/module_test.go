@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +31,12 @@ type world struct {
 	v    int
 }
 
-func newWorld(t *testing.T, version int) *world {
+func newWorld(t *testing.T, version int) *world { return newWorldWith(t, version, nil) }
+
+// newWorldWith is newWorld with more file volumes on every node's local
+// storage (a backup's bytes by its volume ID, read by the BackupArchive
+// hook as labctl reads them on a node).
+func newWorldWith(t *testing.T, version int, backups map[string][]byte) *world {
 	t.Helper()
 	s := pveapitest.StartWith(t, version, 3, func(c *pvesim.Config) {
 		c.AllocDuration = 10 * time.Millisecond
@@ -38,7 +44,17 @@ func newWorld(t *testing.T, version int) *world {
 			if st.ID != "local" {
 				return nil, nil
 			}
-			return []pvesim.Volume{{VolID: tmpl, Content: "vztmpl", Format: "tzst", Size: 120 << 20}}, nil
+			vols := []pvesim.Volume{{VolID: tmpl, Content: "vztmpl", Format: "tzst", Size: 120 << 20}}
+			for id, data := range backups {
+				vols = append(vols, pvesim.Volume{VolID: id, Content: "backup", Format: "tar.zst", Subtype: "lxc", Size: int64(len(data))})
+			}
+			return vols, nil
+		}
+		c.BackupArchive = func(node string, st pvesim.StorageInfo, volname string) ([]byte, error) {
+			if data, ok := backups[st.ID+":"+volname]; ok {
+				return data, nil
+			}
+			return nil, fmt.Errorf("no such file")
 		}
 	})
 	pveapitest.Cluster(t, s)
@@ -77,7 +93,7 @@ func (w *world) config(node string, vmid int, current bool) map[string]string {
 		q = url.Values{"current": {"1"}}
 	}
 	var raw map[string]any
-	if err := w.client().Get(context.Background(), pveapi.Path("/nodes/%s/lxc/%s/config", node, "200"), q, &raw); err != nil {
+	if err := w.client().Get(context.Background(), pveapi.Path("/nodes/%s/lxc/%s/config", node, strconv.Itoa(vmid)), q, &raw); err != nil {
 		w.t.Fatalf("config of CT %d: %v", vmid, err)
 	}
 	return qemu.ConfigFrom(raw).Values

@@ -94,13 +94,28 @@ func (v *ct) checkStorage(node, key string, vw volWant, nodeAssumed bool) error 
 	st, ok := v.storages[vw.storage]
 	switch {
 	case !ok:
+		// The volumes' names depend on the storage's type: the one
+		// created_earlier.storage_types says the defining task declares,
+		// else they are named as on a block storage (never guessed).
+		typ := v.r.CreatedEarlierStorageType(vw.storage)
+		if typ == "" {
+			typ = notYetType
+		}
+		assumed := storageInfo{Type: typ, Content: []string{"rootdir"}}
+		probe := *v
+		probe.storages = map[string]storageInfo{vw.storage: assumed}
+		named := probe.nameVolume(map[string]int{})(key, vw.storage)
+		kind := "a block storage"
+		if typ != notYetType {
+			kind = "a " + typ + " storage, as created_earlier.storage_types declares it"
+		}
 		err := v.r.NotYet(ansible.Prerequisite{Option: option, Kind: ansible.CreatedStorage, Name: vw.storage, Object: "storage " + vw.storage,
-			Predicts: fmt.Sprintf("the container's volumes on it, named as on a block storage (%s:vm-%d-disk-N)", vw.storage, v.p.VMID)},
+			Predicts: fmt.Sprintf("the container's volumes on it, named as on %s (%s)", kind, strings.Replace(named, "-disk-0", "-disk-N", 1))},
 			fmt.Errorf("%s: storage '%s' does not exist", option, vw.storage))
 		if err != nil {
 			return err
 		}
-		v.storages[vw.storage] = storageInfo{Type: notYetType, Content: []string{"rootdir"}}
+		v.storages[vw.storage] = assumed
 	case st.Disabled:
 		return fmt.Errorf("%s: storage '%s' is disabled", option, vw.storage)
 	case !nodeAssumed && !st.OnNode(node):
