@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/gopve/proxmox/modules-src/pveapi/storagetype"
 )
 
 // One volume of a storage, as pve-storage's PVE/API2/Storage/Content.pm
@@ -99,7 +101,7 @@ func volumePath(r *volRef, format string) string {
 		return "/dev/zvol/" + r.st.opt("pool") + "/" + path.Base(r.volname)
 	}
 	base := r.st.opt("path")
-	if r.st.Type == "nfs" && base == "" {
+	if storagetype.Of(r.st.Type).DefaultPath && base == "" {
 		base = "/mnt/pve/" + r.st.ID
 	}
 	sub := map[string]string{"images": "images", "rootdir": "private", "iso": "template/iso", "vztmpl": "template/cache",

@@ -369,3 +369,17 @@ func (t Type) CTFormat(sized, btrfsQuotas bool) string {
 	}
 	return "raw"
 }
+
+// ContentTypes is every content type a plugin can hold, the union of the
+// table's (what a pve-storage-content-list value may name).
+func ContentTypes() []string {
+	var out []string
+	for _, t := range table {
+		for _, c := range t.Content {
+			if !slices.Contains(out, c) {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}

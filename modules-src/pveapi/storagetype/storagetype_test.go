@@ -100,6 +100,14 @@ func TestPlugindata(t *testing.T) {
 	}
 }
 
+// TestContentTypes: Plugin.pm verify_content checks a content type
+// against valid_content_types('dir'), "dir includes all other types".
+func TestContentTypes(t *testing.T) {
+	if got, want := sorted(ContentTypes()), sorted(Of("dir").Content); !slices.Equal(got, want) {
+		t.Errorf("content types %v, dir's %v", got, want)
+	}
+}
+
 func TestOptions(t *testing.T) {
 	for _, name := range Names() {
 		typ := Of(name)
