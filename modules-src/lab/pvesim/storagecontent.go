@@ -261,9 +261,10 @@ func (s *Sim) putStorageVolume(rc *reqCtx) (any, error) {
 
 // pluginClass is the Perl class a storage type's plugin is.
 func pluginClass(typ string) string {
-	return map[string]string{"dir": "PVE::Storage::DirPlugin", "nfs": "PVE::Storage::NFSPlugin",
-		"zfspool": "PVE::Storage::ZFSPoolPlugin", "lvmthin": "PVE::Storage::LvmThinPlugin",
-		"lvm": "PVE::Storage::LVMPlugin"}[typ]
+	if t, ok := storagetype.Lookup(typ); ok {
+		return "PVE::Storage::" + t.Plugin
+	}
+	return ""
 }
 
 // DELETE …/content/{volume}: an imgdel task (id "<owner>@<storage>") that
