@@ -60,9 +60,11 @@ func sampleValue(key string, o optSchema, t storageType) string {
 	return "sample"
 }
 
-// Issue 15 (lab): the module's storage-type table and the simulator's are
-// each read from pve-storage's plugins, separately; this keeps them from
-// drifting again (the nfs path did). For every type and PVE version, each
+// Issue 15 (lab), issue 27 §2: the module and the simulator read one
+// storage-type table (pveapi/storagetype, itself checked against
+// pve-storage's plugins there); this checks that what the module offers
+// from it is what the simulated API handlers take, with the schema's
+// formats and updatability on top. For every type and PVE version, each
 // option the module offers is one PVE takes at creation, each content type
 // it allows PVE accepts, each option it treats as fixed PVE refuses to
 // change and each it updates PVE updates. Storages are created disabled, so
