@@ -8,7 +8,6 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/pveapi"
-	"github.com/gopve/proxmox/modules-src/pveapi/apischema"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveformat"
 )
@@ -54,9 +53,9 @@ func (v *vm) poolReady(ctx context.Context) ([]ansible.Change, error) {
 		ID:      "pool:" + pool,
 		Summary: fmt.Sprintf("create pool %s (K6: the VM joins it at creation)", pool),
 		Apply: func(ctx context.Context) error {
-			_, _, err := pveansible.SendChecked(ctx, v.r, v.c, v.version, apischema.New("POST", "/pools", url.Values{"poolid": {pool}}),
-				pveapi.Write{What: "create pool " + pool, Creates: true,
-					Settle: func(ctx context.Context) (bool, error) { return v.poolFound(ctx, pool) }}, "", v.schemaError)
+			_, err := pveansible.Dispatch(ctx, v.r, v.c, pveapi.Write{Method: "POST", Path: "/pools", Params: url.Values{"poolid": {pool}},
+				What: "create pool " + pool, Creates: true,
+				Settle: func(ctx context.Context) (bool, error) { return v.poolFound(ctx, pool) }})
 			return err
 		},
 		Verify: func(ctx context.Context) error {
