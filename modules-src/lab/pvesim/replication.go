@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+
+	"github.com/gopve/proxmox/modules-src/pveapi/storagetype"
 )
 
 // Storage replication jobs, /etc/pve/replication.cfg (pve-manager
@@ -132,7 +134,7 @@ func (s *Sim) replicatableVolumes(node string, vmid int, c *qmConf) ([]string, e
 		if st == nil || st.shared() || volOwner(vn) != vmid {
 			continue
 		}
-		if st.Type != "zfspool" {
+		if !storagetype.Of(st.Type).Replicates {
 			return nil, fmt.Errorf("missing replicate feature on volume '%s'", d.file())
 		}
 		out = append(out, d.file())

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
+
+	"github.com/gopve/proxmox/modules-src/pveapi/storagetype"
 )
 
 // StorageInfo is what Config.StorageCheck gets to decide activation.
@@ -105,7 +107,7 @@ func (st *Storage) hasContent(c string) bool {
 }
 
 func (st *Storage) shared() bool {
-	return storageTypes[st.Type].shared || st.opt("shared") == "1"
+	return storagetype.Shared(st.Type, 0) || st.opt("shared") == "1"
 }
 
 // storageOnNode: a storage without `nodes` is available everywhere.
@@ -160,13 +162,13 @@ func (s *Sim) checkStorageOptions(typ string, t storageType, rc *reqCtx, skip ..
 		if slices.Contains(skip, k) {
 			continue
 		}
-		if !t.allows(k, s.cfg.Version) {
+		if !t.Allows(k, s.cfg.Version) {
 			return fmt.Errorf("unexpected property '%s'", k)
 		}
 	}
 	if c := rc.str("content"); c != "" {
 		for _, item := range pveschema.SplitList(c) {
-			if !slices.Contains(t.content, item) {
+			if !slices.Contains(t.Content, item) {
 				return fmt.Errorf("storage does not support content type '%s'", item)
 			}
 		}
@@ -206,7 +208,7 @@ func (s *Sim) getStorage(rc *reqCtx) (any, error) {
 func (s *Sim) postStorage(rc *reqCtx) (any, error) {
 	db := rc.db()
 	id, typ := rc.str("storage"), rc.str("type")
-	t, ok := storageTypes[typ]
+	t, ok := simulatedStorageType(typ)
 	if !ok {
 		return nil, fmt.Errorf("storage type '%s' is not simulated by the lab", typ)
 	}
@@ -215,10 +217,10 @@ func (s *Sim) postStorage(rc *reqCtx) (any, error) {
 		return nil, err
 	}
 	sensitive := extractSensitive(t, rc, nil)
-	if t.defaultPath && rc.str("path") == "" {
+	if t.DefaultPath && rc.str("path") == "" {
 		rc.params["path"] = "/mnt/pve/" + id
 	}
-	for _, k := range t.required {
+	for _, k := range t.Required {
 		if !rc.has(k) {
 			return nil, fmt.Errorf("missing value for required option '%s'", k)
 		}
@@ -310,9 +312,9 @@ func (s *Sim) putStorage(rc *reqCtx) (any, error) {
 	if st = db.Storage[id]; st == nil {
 		return nil, fmt.Errorf("update storage failed: storage '%s' does not exist", id)
 	}
-	t := storageTypes[st.Type]
+	t := storagetype.Of(st.Type)
 	for k := range rc.params {
-		if slices.Contains(t.fixed, k) {
+		if slices.Contains(t.Fixed, k) {
 			return nil, fmt.Errorf("update storage failed: can't change value of fixed parameter '%s'", k)
 		}
 	}
@@ -326,7 +328,7 @@ func (s *Sim) putStorage(rc *reqCtx) (any, error) {
 	sensitive := extractSensitive(t, rc, deletes)
 	if len(deletes) > 0 {
 		for _, k := range deletes {
-			if slices.Contains(t.fixed, k) || slices.Contains(t.required, k) {
+			if slices.Contains(t.Fixed, k) || slices.Contains(t.Required, k) {
 				return nil, fmt.Errorf("update storage failed: cannot delete required option '%s'", k)
 			}
 			if rc.has(k) {

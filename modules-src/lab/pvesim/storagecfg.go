@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/gopve/proxmox/modules-src/pveapi/storagetype"
 )
 
 // renderStorageCfg is SectionConfig::write_config (pve-common) for
@@ -23,7 +25,7 @@ func renderStorageCfg(db *ConfigDB) string {
 		if st.disabled() {
 			b.WriteString("\tdisable\n")
 		}
-		t := storageTypes[st.Type]
+		t := storagetype.Of(st.Type)
 		keys := make([]string, 0, len(st.Options))
 		for k := range st.Options {
 			if k != "comment" && k != "disable" {
@@ -31,7 +33,7 @@ func renderStorageCfg(db *ConfigDB) string {
 			}
 		}
 		sort.SliceStable(keys, func(i, j int) bool {
-			ri, rj := slices.Contains(t.required, keys[i]), slices.Contains(t.required, keys[j])
+			ri, rj := slices.Contains(t.Required, keys[i]), slices.Contains(t.Required, keys[j])
 			if ri != rj {
 				return ri
 			}

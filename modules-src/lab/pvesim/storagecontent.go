@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/gopve/proxmox/modules-src/pveapi/storagetype"
 )
 
 // One volume of a storage, as pve-storage's PVE/API2/Storage/Content.pm
@@ -105,7 +107,7 @@ func volumePath(r *volRef, format string) string {
 		return "/dev/zvol/" + r.st.opt("pool") + "/" + path.Base(r.volname)
 	}
 	base := r.st.opt("path")
-	if r.st.Type == "nfs" && base == "" {
+	if storagetype.Of(r.st.Type).DefaultPath && base == "" {
 		base = "/mnt/pve/" + r.st.ID
 	}
 	sub := map[string]string{"images": "images", "rootdir": "private", "iso": "template/iso", "vztmpl": "template/cache",
@@ -274,9 +276,10 @@ func (s *Sim) putStorageVolume(rc *reqCtx) (any, error) {
 
 // pluginClass is the Perl class a storage type's plugin is.
 func pluginClass(typ string) string {
-	return map[string]string{"dir": "PVE::Storage::DirPlugin", "nfs": "PVE::Storage::NFSPlugin",
-		"zfspool": "PVE::Storage::ZFSPoolPlugin", "lvmthin": "PVE::Storage::LvmThinPlugin",
-		"lvm": "PVE::Storage::LVMPlugin"}[typ]
+	if t, ok := storagetype.Lookup(typ); ok {
+		return "PVE::Storage::" + t.Plugin
+	}
+	return ""
 }
 
 // DELETE …/content/{volume}: an imgdel task (id "<owner>@<storage>") that

@@ -45,7 +45,7 @@ func extractSensitive(t storageType, rc *reqCtx, deletes []string) sensitivePara
 	rc.params = maps.Clone(rc.params)
 	params := rc.params
 	out := sensitiveParams{}
-	for _, k := range t.sensitive {
+	for _, k := range t.Sensitive {
 		if slices.Contains(deletes, k) {
 			out[k] = nil
 		}

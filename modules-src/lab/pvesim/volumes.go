@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/gopve/proxmox/modules-src/pveapi/storagetype"
 )
 
 // GuestVolume is one guest disk on a storage. Local storages keep their volumes
@@ -55,55 +57,46 @@ func (s *Sim) volumeLocked(node, volid string) (*GuestVolume, *Storage, error) {
 	return v, st, nil
 }
 
-// fileStorage: dir and nfs keep volumes as files in <vmid>/ with an extension.
-func fileStorage(st *Storage) bool { return st.Type == "dir" || st.Type == "nfs" }
+// fileStorage: a storage with a path (dir, nfs, cifs) keeps volumes as
+// files in <vmid>/ with an extension (storagetype).
+func fileStorage(st *Storage) bool { return storagetype.Of(st.Type).Path }
 
-// defaultFormat is storage_default_format: raw, or the storage's format.
+// defaultFormat is storage_default_format (get_formats): the storage's
+// format where its type has formats, else raw; qcow2 on LVM with
+// snapshot-as-volume-chain.
 func defaultFormat(st *Storage) string {
-	if fileStorage(st) {
-		if f := st.opt("format"); f != "" {
-			return f
-		}
-		return "raw"
-	}
-	return "raw"
+	return storagetype.Of(st.Type).DefaultFormat(st.opt("format"), st.opt("snapshot-as-volume-chain") == "1")
 }
 
 // volName builds a volume name the way each plugin names it
-// (Plugin.pm / LvmThinPlugin.pm / ZFSPoolPlugin.pm alloc_image).
+// (Plugin.pm / LVMPlugin.pm / LvmThinPlugin.pm / ZFSPoolPlugin.pm
+// alloc_image): the format's suffix and the <vmid>/ directory where
+// storagetype says.
 func volName(st *Storage, vmid int, name, format string) string {
-	if fileStorage(st) {
-		return fmt.Sprintf("%d/%s.%s", vmid, name, format)
+	t := storagetype.Of(st.Type)
+	if t.FormatSuffix(format) {
+		name += "." + format
 	}
-	return name
+	return t.VolumeName(vmid, name)
 }
 
 // freeDiskName is find_free_diskname (pve-storage Plugin.pm
 // get_next_vm_diskname): the first n of <prefix>-<vmid>-disk-<n> that no
-// volume of vmid on st takes. A volume takes n when its name matches
-// (vm|base)-<vmid>-disk-(\d+)<suffix> anywhere ($get_vm_disk_number, an
-// unanchored match: a linked clone's <base>/<vmid>/vm-… counts), the
-// suffix being ".<format>" on file storages (alloc_image passes
-// $add_fmt_suffix = 1 there, so vm-N-disk-0.raw does not take n=0 for a
-// qcow2) and nothing elsewhere; subvol plugins (zfspool) also count
-// subvol-/basevol- names, whatever the suffix.
+// volume of vmid on st takes, as storagetype counts them
+// ($get_vm_disk_number: an unanchored match, so a linked clone's
+// <base>/<vmid>/vm-… counts; suffix-sensitive on nfs/cifs, where a
+// vm-N-disk-0.raw does not take n=0 for a qcow2, while on dir and zfspool,
+// whose formats include subvol, every vm/base/subvol/basevol name counts
+// whatever its suffix).
 func (s *Sim) freeDiskName(node string, st *Storage, vmid int, prefix, format string) string {
-	suffix := ""
-	if fileStorage(st) {
-		suffix = regexp.QuoteMeta("." + format)
-	}
-	re := regexp.MustCompile(fmt.Sprintf(`(vm|base)-%d-disk-(\d+)%s`, vmid, suffix))
-	if st.Type == "zfspool" {
-		re = regexp.MustCompile(fmt.Sprintf(`(vm|base|subvol|basevol)-%d-disk-(\d+)`, vmid))
-	}
+	t := storagetype.Of(st.Type)
 	taken := map[int]bool{}
 	for volid := range s.volumesFor(node, st) {
 		store, vn, _ := volumeID(volid)
 		if store != st.ID || volOwner(vn) != vmid { // list_images($vmid): the VMID's own volumes
 			continue
 		}
-		if m := re.FindStringSubmatch(vn); m != nil {
-			n, _ := strconv.Atoi(m[2])
+		if n, ok := t.DiskNumber(vmid, vn, format); ok {
 			taken[n] = true
 		}
 	}
@@ -166,7 +159,7 @@ func cloudinitExists(st *Storage, vmid int, name, volid string) error {
 		return fmt.Errorf("zfs error: cannot create '%s': dataset already exists", zfsDataset(st, vn))
 	case fileStorage(st):
 		base := st.opt("path")
-		if st.Type == "nfs" && base == "" {
+		if storagetype.Of(st.Type).DefaultPath && base == "" {
 			base = "/mnt/pve/" + st.ID
 		}
 		return fmt.Errorf("disk image '%s/images/%s' already exists", base, vn)
@@ -246,13 +239,10 @@ func (s *Sim) linkedCloneLocked(node string, st *Storage, base string, newid int
 }
 
 // canLink is volume_has_feature(clone) without a snapshot: only a base
-// volume on a storage with thin clones (lvmthin, zfspool, dir/nfs).
+// volume on a storage with thin clones (storagetype: lvmthin, zfspool and
+// the file storages).
 func canLink(st *Storage, volid string) bool {
-	switch st.Type {
-	case "lvmthin", "zfspool", "dir", "nfs":
-		return isBase(volid)
-	}
-	return false
+	return storagetype.Of(st.Type).LinkedClone && isBase(volid)
 }
 
 // ---- sizes ----

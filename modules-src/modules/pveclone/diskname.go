@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
-	"path"
-	"regexp"
 	"slices"
 	"strconv"
 
@@ -15,52 +13,27 @@ import (
 )
 
 // diskNames predicts the names PVE gives the volumes it allocates for one
-// VMID, as the storage plugin's find_free_diskname does (pve-storage
-// Plugin.pm get_next_vm_diskname): vm-<vmid>-disk-<n> with the first n no
-// volume of the VMID on that storage takes. A volume takes n when its name
-// matches (vm|base)-<vmid>-disk-(\d+)<suffix>, the suffix being
-// ".<format>" on file storages (alloc_image asks for the format suffix
-// there, so a .raw and a .qcow2 count apart) and nothing elsewhere;
-// zfspool also counts subvol-/basevol- names. Files live in <vmid>/ on a
-// file storage: <vmid>/vm-<vmid>-disk-<n>.<format>.
+// VMID, as the storage plugin's find_free_diskname does: the first free
+// vm-<vmid>-disk-<n> among the VMID's volumes on that storage, counted and
+// named by storagetype (get_next_vm_diskname, $get_vm_disk_number:
+// suffix-sensitive on nfs/cifs, any suffix and subvols counting on
+// dir/btrfs/zfspool; <vmid>/<name>.<format> on a file storage).
 type diskNames struct {
 	vmid   int
 	stores map[string]storageInfo
-	taken  map[string]map[int]bool // storage + "\x00" + suffix → numbers
-	diskRe *regexp.Regexp
+	taken  map[string][]string // storage → volume names of the VMID
 }
 
 func newDiskNames(vmid int, stores map[string]storageInfo) *diskNames {
-	return &diskNames{vmid: vmid, stores: stores, taken: map[string]map[int]bool{},
-		diskRe: regexp.MustCompile(fmt.Sprintf(`(vm|base|subvol|basevol)-%d-disk-(\d+)(\.[a-z0-9]+)?`, vmid))}
+	return &diskNames{vmid: vmid, stores: stores, taken: map[string][]string{}}
 }
 
 // take records a volume of the VMID (from its config or its storage's
 // content), so that its number is not predicted again.
 func (n *diskNames) take(volid string) {
-	store, volname, ok := cutVolume(volid)
-	if !ok {
-		return
+	if store, volname, ok := cutVolume(volid); ok {
+		n.taken[store] = append(n.taken[store], volname)
 	}
-	m := n.diskRe.FindStringSubmatch(path.Base(volname))
-	if m == nil {
-		return
-	}
-	st := n.stores[store]
-	suffix := ""
-	switch {
-	case st.Type == "zfspool":
-	case m[1] == "subvol" || m[1] == "basevol":
-		return // only subvol plugins count these
-	case st.File():
-		suffix = m[3]
-	}
-	num, _ := strconv.Atoi(m[2])
-	key := store + "\x00" + suffix
-	if n.taken[key] == nil {
-		n.taken[key] = map[int]bool{}
-	}
-	n.taken[key][num] = true
 }
 
 // takeConfig records every volume a config names (disks and unusedN).
@@ -82,32 +55,13 @@ func (n *diskNames) takeConfig(values map[string]string) {
 func (n *diskNames) next(store, format string) string {
 	st := n.stores[store]
 	if format == "" {
-		format = st.Format
+		format = st.DefaultFormat()
 	}
-	if format == "" {
-		format = "raw"
-	}
-	suffix := ""
-	if st.File() {
-		suffix = "." + format
-	}
-	key := store + "\x00" + suffix
-	if st.Type == "zfspool" {
-		key = store + "\x00"
-	}
-	if n.taken[key] == nil {
-		n.taken[key] = map[int]bool{}
-	}
-	i := 0
-	for n.taken[key][i] {
-		i++
-	}
-	n.taken[key][i] = true
-	name := fmt.Sprintf("vm-%d-disk-%d", n.vmid, i)
-	if st.File() {
-		return fmt.Sprintf("%d/%s%s", n.vmid, name, suffix)
-	}
-	return name
+	t := st.Kind()
+	name, _ := t.FirstFreeDisk(n.vmid, format, n.taken[store])
+	vol := t.VolumeName(n.vmid, name)
+	n.taken[store] = append(n.taken[store], vol)
+	return vol
 }
 
 func cutVolume(volid string) (store, volname string, ok bool) {

@@ -150,3 +150,39 @@ func TestCheckModeNamesAddedDisks(t *testing.T) {
 		})
 	}
 }
+
+// On a dir storage every disk name of the VMID counts, whatever its
+// format: DirPlugin's formats include subvol, so pve-storage's
+// $get_vm_disk_number matches (vm|base|subvol|basevol)-<vmid>-disk-N
+// without the suffix (Plugin.pm; pveapi/storagetype), unlike nfs above,
+// where a .raw leaves 0 free for a qcow2. Check mode predicts it and the
+// real run's read-back equals it, PVE 8 and 9.
+func TestCheckModeNamesDiskOnDir(t *testing.T) {
+	for _, ver := range []int{8, 9} {
+		t.Run(fmt.Sprintf("PVE%d", ver), func(t *testing.T) {
+			w := newWorld(t, ver)
+			if _, err := w.client().Dispatch(context.Background(), pveapi.Write{Method: "POST", Path: "/storage", What: "storage d1",
+				Params: url.Values{"storage": {"d1"}, "type": {"dir"}, "path": {"/srv/d1"}, "content": {"images"}},
+				Settle: func(context.Context) (bool, error) { return false, nil }, Creates: true}); err != nil {
+				t.Fatal(err)
+			}
+			w.allocVolume("pve03", "d1", 311, "vm-311-disk-0.raw") // takes 0 from a qcow2 too
+			args := map[string]any{"vmid": 311, "name": "bare-2", "node": "pve03", "cores": 1, "memory": 1024,
+				"disks": map[string]any{"scsi0": map[string]any{"storage": "d1", "size": "2G", "format": "qcow2"}}}
+			w.sim.ResetRequests()
+			check := w.run(args, true)
+			if failed(check) || check["changed"] != true || len(writes(w.sim)) != 0 {
+				t.Fatalf("check: %v %v", msg(check), writes(w.sim))
+			}
+			predicted := cfgOf(check)
+			if !strings.HasPrefix(predicted["scsi0"], "d1:311/vm-311-disk-1.qcow2,") {
+				t.Errorf("check mode scsi0 = %q, want d1:311/vm-311-disk-1.qcow2,…", predicted["scsi0"])
+			}
+			res := w.run(args, false)
+			if failed(res) || res["changed"] != true {
+				t.Fatalf("real: %v", msg(res))
+			}
+			samePrediction(t, predicted, w.config("pve03", 311, false).Values)
+		})
+	}
+}

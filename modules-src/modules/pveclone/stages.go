@@ -12,6 +12,7 @@ import (
 	"github.com/gopve/proxmox/modules-src/pveapi"
 	"github.com/gopve/proxmox/modules-src/pveapi/apischema"
 	"github.com/gopve/proxmox/modules-src/pveapi/guest"
+	"github.com/gopve/proxmox/modules-src/pveapi/ha"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveformat"
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
 )
@@ -416,8 +417,11 @@ func sizeOf(r apischema.Request) int64 {
 
 // haManaged reads whether the VM is an HA resource.
 func (v *vm) haManaged(ctx context.Context) (bool, error) {
-	configured, _, err := guest.HAResource(ctx, v.c, guest.VM, v.p.VMID)
-	return configured, err
+	managed, err := ha.Managed(ctx, v.c, ha.SID{Type: "vm", VMID: v.p.VMID})
+	if err != nil {
+		return false, fmt.Errorf("cannot read whether HA manages VM %d: %w", v.p.VMID, err)
+	}
+	return managed, nil
 }
 
 // checkSnippets: every cicustom volume is on a storage that holds

@@ -470,24 +470,13 @@ func (v *vm) checkCloneStorage(src qemu.Config, tpl resources.Guest, target, sto
 		if d.IsCDROM() && !d.IsCloudInit() {
 			continue
 		}
-		if !v.p.Full && !d.IsCloudInit() && k != "tpmstate0" && !linkable(st, d.File) {
+		if !v.p.Full && !d.IsCloudInit() && k != "tpmstate0" && !st.Kind().LinkedClone {
+			// volume_has_feature('clone') of a base volume (storagetype):
+			// thin storages and file storages link; LVM (thick) cannot.
 			return fmt.Errorf("full: Linked clone feature is not supported for '%s' (%s): %s storage cannot link; use a full clone", d.File, k, st.Type)
 		}
 	}
 	return nil
-}
-
-// linkable is volume_has_feature('clone') for a template's base volume:
-// thin storages, and every base format (raw, qcow2, vmdk) on file storages,
-// where clone_image writes a qcow2 overlay (pve-storage Plugin.pm
-// volume_has_feature: clone => {base => {qcow2, raw, vmdk}};
-// LvmThinPlugin.pm, ZFSPoolPlugin.pm, RBDPlugin.pm). LVM (thick) cannot.
-func linkable(st storageInfo, volid string) bool {
-	switch st.Type {
-	case "lvmthin", "zfspool", "rbd", "zfs":
-		return true
-	}
-	return st.File()
 }
 
 // lockRetries bounds how often a clone or create whose task failed on a

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/pveapi"
 	"github.com/gopve/proxmox/modules-src/pveapi/apischema"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
@@ -35,14 +34,11 @@ type write struct {
 // shown), a lost answer is settled by the node's task list or w.settle,
 // never by sending it again. A failed task's log is kept for the result.
 func (v *vm) send(ctx context.Context, w write) (*pveapi.TaskResult, error) {
-	if err := w.req.Validate(v.version); err != nil {
-		return nil, ansible.NothingChanged(v.schemaError(err))
-	}
 	pw := pveapi.Write{What: w.what, Settle: w.settle, Creates: w.creates, Proof: w.proof}
 	if w.afterWrite {
 		pw.RaisesAfterWrite = qemu.RaisedAfterWrite
 	}
-	res, log, err := pveansible.Send(ctx, v.r, v.c, w.req, pw, w.taskType)
+	res, log, err := pveansible.SendChecked(ctx, v.r, v.c, v.version, w.req, pw, w.taskType, v.schemaError)
 	if log != nil {
 		v.taskLog = log
 	}

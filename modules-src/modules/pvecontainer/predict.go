@@ -23,7 +23,8 @@ const notYetType = "(not yet defined)"
 // nameVolume predicts the volume PVE allocates for key on a storage, as
 // alloc_image names it for a container (PVE::LXC create_disks; pve-storage
 // find_free_diskname, counting per storage from disk-0 in valid_volume_keys
-// order): subvol-<vmid>-disk-N on zfspool, <vmid>/vm-<vmid>-disk-N.raw on
+// order; the format PVE::LXC alloc_disk picks and the name, storagetype):
+// subvol-<vmid>-disk-N on zfspool, <vmid>/vm-<vmid>-disk-N.raw on
 // a file storage, vm-<vmid>-disk-N on the block storages (lvm, lvmthin,
 // rbd, zfs over iSCSI). used counts the disks already named per storage.
 //
@@ -33,15 +34,10 @@ func (v *ct) nameVolume(used map[string]int) newVolume {
 	return func(key, storage string) string {
 		n := used[storage]
 		used[storage] = n + 1
-		disk := fmt.Sprintf("%d-disk-%d", v.p.VMID, n)
-		st := v.storages[storage]
-		switch {
-		case st.Type == "zfspool":
-			return storage + ":subvol-" + disk
-		case st.File():
-			return fmt.Sprintf("%s:%d/vm-%s.raw", storage, v.p.VMID, disk)
-		}
-		return storage + ":vm-" + disk
+		t := v.storages[storage].Kind()
+		// A mount point here always has a size (alloc_disk's sized case).
+		name := t.DiskName(v.p.VMID, n, t.CTFormat(true, false))
+		return storage + ":" + t.VolumeName(v.p.VMID, name)
 	}
 }
 

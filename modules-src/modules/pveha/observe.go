@@ -15,6 +15,7 @@ import (
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
 	"github.com/gopve/proxmox/modules-src/pveapi/replication"
 	"github.com/gopve/proxmox/modules-src/pveapi/resources"
+	"github.com/gopve/proxmox/modules-src/pveapi/storagetype"
 )
 
 // guestHA carries one run's knowledge from the stages to the report.
@@ -246,9 +247,9 @@ func (g *guestHA) checkReplicatable(ctx context.Context, targets []string) error
 			// not audit; an absent one may only be hidden.
 			problems = append(problems, fmt.Sprintf("disk %s (%s) is on storage %s, which is not defined or which the API user may not see "+
 				"(PVE lists a storage only with Datastore.Audit on /storage/%s or Datastore.AllocateSpace on /storage/%s)", d.Key, d.Volume, d.Storage, d.Storage, d.Storage))
-		case def.Shared == 1 || def.Type == "rbd" || def.Type == "cephfs" || def.Type == "nfs" || def.Type == "cifs" || def.Type == "pbs" || def.Type == "glusterfs":
+		case def.Shared == 1 || storagetype.Shared(def.Type, 0):
 			// Shared storage: every node sees it, nothing to replicate.
-		case def.Type != "zfspool":
+		case !storagetype.Of(def.Type).Replicates:
 			problems = append(problems, fmt.Sprintf("disk %s (%s) is on storage %s of type %s, which cannot replicate: only zfspool storages can (H6); move the disk to a ZFS pool storage present on every target", d.Key, d.Volume, d.Storage, def.Type))
 		case linkedClone(d.Volume) != "":
 			// qemu-server's migration refuses a local clone of a base

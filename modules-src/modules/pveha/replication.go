@@ -229,13 +229,13 @@ func (g *guestHA) findJob(ctx context.Context, id replication.JobID) (*replicati
 }
 
 func (g *guestHA) send(ctx context.Context, req apischema.Request, what string, creates bool, settle func(context.Context) (bool, error)) error {
-	if err := req.Validate(g.major); err != nil {
-		return ansible.NothingChanged(fmt.Errorf("%s: %w", what, err))
-	}
 	g.haRead = nil // whatever it writes, later stages read afresh
-	_, err := pveansible.Dispatch(ctx, g.r, g.c, pveapi.Write{Method: req.Method, Path: req.Path, Params: req.Params,
-		What: what, Settle: settle, Creates: creates})
-	g.markWritten(req)
+	refused := false
+	_, _, err := pveansible.SendChecked(ctx, g.r, g.c, g.major, req, pveapi.Write{What: what, Settle: settle, Creates: creates}, "",
+		func(err error) error { refused = true; return fmt.Errorf("%s: %w", what, err) })
+	if !refused {
+		g.markWritten(req) // sent: a digest read before it is stale
+	}
 	return err
 }
 

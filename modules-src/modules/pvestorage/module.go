@@ -133,10 +133,10 @@ func optionDoc(key string, o optSchema) []string {
 	var types, fixedIn []string
 	for _, t := range typeNames {
 		st := storageTypes[t]
-		if st.allows(key, 8) || st.allows(key, 9) {
+		if st.Allows(key, 8) || st.Allows(key, 9) {
 			types = append(types, t)
 		}
-		if slices.Contains(st.fixed, key) {
+		if slices.Contains(st.Fixed, key) {
 			fixedIn = append(fixedIn, t)
 		}
 	}
@@ -240,14 +240,14 @@ func wanted(p params) (map[string]string, error) {
 	}
 	t := storageTypes[p.Type]
 	for _, key := range slices.Sorted(maps.Keys(want)) {
-		if !t.allows(key, 8) && !t.allows(key, 9) {
+		if !t.Allows(key, 8) && !t.Allows(key, 9) {
 			return nil, fmt.Errorf("%s: not an option of storage type %s (it takes %s)", optionName(key), p.Type, strings.Join(optionNames(t), ", "))
 		}
 	}
 	if c, ok := want["content"]; ok {
 		for _, item := range pveapi.SplitList(c) {
-			if !slices.Contains(t.content, item) {
-				return nil, fmt.Errorf("content: a %s storage cannot hold %q (it holds %s)", p.Type, item, strings.Join(t.content, ", "))
+			if !slices.Contains(t.Content, item) {
+				return nil, fmt.Errorf("content: a %s storage cannot hold %q (it holds %s)", p.Type, item, strings.Join(t.Content, ", "))
 			}
 		}
 	}
@@ -274,7 +274,7 @@ func refuseLocalSecrets(c *pveapi.Client, p params, want map[string]string) erro
 
 func optionNames(t storageType) []string {
 	var out []string
-	for _, k := range append(append(slices.Clone(t.options), t.v8only...), t.v9only...) {
+	for _, k := range append(append(slices.Clone(t.Options), t.V8Only...), t.V9Only...) {
 		out = append(out, optionName(k))
 	}
 	slices.Sort(out)

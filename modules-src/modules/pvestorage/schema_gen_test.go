@@ -159,7 +159,7 @@ func TestSchemaTable(t *testing.T) {
 	for typ, st := range storageTypes {
 		for _, v := range []int{8, 9} {
 			for _, k := range allKeys() {
-				if st.allows(k, v) {
+				if st.Allows(k, v) {
 					if _, ok := schemaFor(v)[k]; !ok {
 						t.Errorf("type %s offers %s on PVE %d, which the schema does not know", typ, k, v)
 					}

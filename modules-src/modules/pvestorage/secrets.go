@@ -150,7 +150,7 @@ func secretMarker(key, want string) any {
 // sensitive reports whether key is one of the storage type's sensitive
 // properties (PVE's plugindata 'sensitive-properties').
 func (s *storage) sensitive(key string) bool {
-	return slices.Contains(storageTypes[s.p.Type].sensitive, key)
+	return slices.Contains(storageTypes[s.p.Type].Sensitive, key)
 }
 
 // storageAnswer is POST /storage's and PUT /storage/{id}'s answer: config

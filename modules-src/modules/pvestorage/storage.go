@@ -165,7 +165,7 @@ func (s *storage) plan(ctx context.Context, _ *ansible.World) ([]ansible.Change,
 func (s *storage) checkForVersion() error {
 	t, schema := storageTypes[s.p.Type], schemaFor(s.version)
 	for _, key := range slices.Sorted(maps.Keys(s.want)) {
-		if !t.allows(key, s.version) {
+		if !t.Allows(key, s.version) {
 			return fmt.Errorf("%s: not an option of storage type %s on PVE %d", optionName(key), s.p.Type, s.version)
 		}
 		if s.want[key] == "" {
@@ -180,7 +180,7 @@ func (s *storage) checkForVersion() error {
 
 func (s *storage) planCreate() ([]ansible.Change, error) {
 	t := storageTypes[s.p.Type]
-	for _, k := range t.required {
+	for _, k := range t.MustGive() {
 		if s.want[k] == "" {
 			return nil, fmt.Errorf("%s: required to create a %s storage", optionName(k), s.p.Type)
 		}
@@ -280,7 +280,7 @@ func (s *storage) updateParams(cfg map[string]any) (url.Values, []string, map[st
 		if _, present := cfg[key]; want == "" && !present {
 			continue
 		}
-		if slices.Contains(t.fixed, key) || !schema[key].Updatable {
+		if slices.Contains(t.Fixed, key) || !schema[key].Updatable {
 			return nil, nil, nil, fmt.Errorf("%s: fixed for a %s storage: %s has %q and PVE cannot change it (wanted %q); nothing was changed. Declare a new storage under another ID instead", optionName(key), s.p.Type, s.p.Storage, have, want)
 		}
 		changed = append(changed, optionName(key))

@@ -17,7 +17,7 @@ import (
 func sampleValue(key string, o optSchema, t storageType) string {
 	switch key {
 	case "content":
-		return t.content[0]
+		return t.Content[0]
 	case "nodes":
 		return "pve01"
 	case "encryption-key":
@@ -60,9 +60,11 @@ func sampleValue(key string, o optSchema, t storageType) string {
 	return "sample"
 }
 
-// Issue 15 (lab): the module's storage-type table and the simulator's are
-// each read from pve-storage's plugins, separately; this keeps them from
-// drifting again (the nfs path did). For every type and PVE version, each
+// Issue 15 (lab), issue 27 §2: the module and the simulator read one
+// storage-type table (pveapi/storagetype, itself checked against
+// pve-storage's plugins there); this checks that what the module offers
+// from it is what the simulated API handlers take, with the schema's
+// formats and updatability on top. For every type and PVE version, each
 // option the module offers is one PVE takes at creation, each content type
 // it allows PVE accepts, each option it treats as fixed PVE refuses to
 // change and each it updates PVE updates. Storages are created disabled, so
@@ -77,7 +79,7 @@ func TestTypeTableAgreesWithTheSimulator(t *testing.T) {
 		post := func(typ string, extra url.Values) error {
 			n++
 			p := url.Values{"storage": {fmt.Sprintf("s%d", n)}, "type": {typ}, "disable": {"1"}}
-			for _, k := range storageTypes[typ].required {
+			for _, k := range storageTypes[typ].MustGive() {
 				p.Set(k, sampleValue(k, schema[k], storageTypes[typ]))
 			}
 			for k, vs := range extra {
@@ -91,14 +93,14 @@ func TestTypeTableAgreesWithTheSimulator(t *testing.T) {
 		for _, typ := range typeNames {
 			st := storageTypes[typ]
 			for _, key := range allKeys() {
-				if !st.allows(key, v) || slices.Contains(st.required, key) || key == "base" || key == "disable" {
+				if !st.Allows(key, v) || slices.Contains(st.MustGive(), key) || key == "base" || key == "disable" {
 					continue // base needs a volume of another storage
 				}
 				if err := post(typ, url.Values{key: {sampleValue(key, schema[key], st)}}); err != nil {
 					t.Errorf("PVE %d %s: the module offers %s, the simulator refuses it: %v", v, typ, optionName(key), err)
 				}
 			}
-			for _, item := range st.content {
+			for _, item := range st.Content {
 				if err := post(typ, url.Values{"content": {item}}); err != nil {
 					t.Errorf("PVE %d %s: the module allows content %s, the simulator refuses it: %v", v, typ, item, err)
 				}
@@ -109,10 +111,10 @@ func TestTypeTableAgreesWithTheSimulator(t *testing.T) {
 			}
 			id := fmt.Sprintf("s%d", n)
 			for _, key := range allKeys() {
-				if !st.allows(key, v) || key == "base" {
+				if !st.Allows(key, v) || key == "base" {
 					continue
 				}
-				fixed := slices.Contains(st.fixed, key) || !schema[key].Updatable
+				fixed := slices.Contains(st.Fixed, key) || !schema[key].Updatable
 				err := send(ctx, c, "PUT", "/storage/"+id, url.Values{key: {sampleValue(key, schema[key], st)}})
 				switch {
 				case fixed && (err == nil || !strings.Contains(err.Error(), "fixed parameter") && !badRequest(err)):

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/pveapi"
+
+	"github.com/gopve/proxmox/modules-src/pveapi/storagetype"
 )
 
 // The formats PVE registers for storage options (pve-common JSONSchema.pm,
@@ -102,7 +104,7 @@ func checkFormat(o optSchema, v string) error {
 		})
 	case "pve-storage-content-list":
 		return each(func(c string) error {
-			if !slices.Contains(fileContent, c) {
+			if !slices.Contains(storagetype.ContentTypes(), c) {
 				return fmt.Errorf("invalid content type '%s'", c)
 			}
 			return nil
@@ -135,7 +137,7 @@ func checkFormat(o optSchema, v string) error {
 	case "pve-dir-override-list":
 		return each(func(item string) error {
 			c, p, ok := strings.Cut(item, "=")
-			if !ok || !slices.Contains(fileContent, c) || !strings.HasPrefix(p, "/") && p == "" {
+			if !ok || !slices.Contains(storagetype.ContentTypes(), c) || !strings.HasPrefix(p, "/") && p == "" {
 				return fmt.Errorf("%q is not <content type>=<directory>", item)
 			}
 			return nil

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/ha"
 	"github.com/gopve/proxmox/modules-src/pveapi/replication"
 )
 
@@ -29,21 +30,16 @@ var (
 	CT = Kind{Word: "CT", SID: "ct", API: "lxc"}
 )
 
-// HAResource reads the guest's HA resource (GET /cluster/ha/resources/SID;
-// PVE answers 500 "no such resource" when there is none): whether HA has
-// it configured (HA::Config::service_is_configured), and its requested
-// state. The guest list's hastate lags the HA config, so this is the read
-// that decides.
+// HAResource reads the guest's HA resource (ha.ReadResource): whether HA
+// has it configured (HA::Config::service_is_configured), and its
+// requested state. The guest list's hastate lags the HA config, so this
+// is the read that decides.
 func HAResource(ctx context.Context, g pveapi.Getter, k Kind, vmid int) (configured bool, state string, err error) {
-	var out map[string]any
-	err = g.Get(ctx, pveapi.Path("/cluster/ha/resources/%s", fmt.Sprintf("%s:%d", k.SID, vmid)), nil, &out)
-	switch {
-	case err == nil:
-		return true, pveapi.String(out["state"]), nil
-	case pveapi.IsNotFound(err) || strings.Contains(err.Error(), "no such resource"):
-		return false, "", nil
+	r, found, err := ha.ReadResource(ctx, g, ha.SID{Type: k.SID, VMID: vmid})
+	if err != nil {
+		return false, "", fmt.Errorf("cannot read whether HA manages %s %d: %w", k.Word, vmid, err)
 	}
-	return false, "", fmt.Errorf("cannot read whether HA manages %s %d: %w", k.Word, vmid, err)
+	return found, r.State, nil
 }
 
 // Running reads GET /nodes/N/{qemu,lxc}/VMID/status/current.

@@ -2,6 +2,7 @@ package ha
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -93,6 +94,49 @@ func Resources(ctx context.Context, g pveapi.Getter) ([]Resource, error) {
 	}
 	slices.SortFunc(out, func(a, b Resource) int { return strings.Compare(a.SID.String(), b.SID.String()) })
 	return out, nil
+}
+
+// ReadResource reads one resource (GET /cluster/ha/resources/{sid}), as
+// configured; found is false when HA has none. PVE answers that with a
+// 500 "no such resource '<sid>'" (API2/HA/Resources.pm $api_copy_config);
+// any other failure is an error.
+func ReadResource(ctx context.Context, g pveapi.Getter, sid SID) (r Resource, found bool, err error) {
+	var row resourceRow
+	err = g.Get(ctx, pveapi.Path("/cluster/ha/resources/%s", sid.String()), nil, &row)
+	switch {
+	case err == nil:
+		if row.SID == "" {
+			row.SID = sid.String()
+		}
+		r, err = row.resource()
+		return r, err == nil, err
+	case NoSuchResource(err, sid):
+		return Resource{}, false, nil
+	}
+	return Resource{}, false, err
+}
+
+// Managed tells whether HA has sid configured, whatever its requested
+// state (HA::Config::service_is_configured): the read that decides, as
+// the guest list's hastate lags the HA config.
+func Managed(ctx context.Context, g pveapi.Getter, sid SID) (bool, error) {
+	_, found, err := ReadResource(ctx, g, sid)
+	return found, err
+}
+
+// NoSuchResource tells whether err is PVE's answer for a resource HA
+// does not have: $api_copy_config's die, a 500 over HTTP (pvesh, in local
+// mode, prints no status), worded with the resource's SID; or a 404.
+func NoSuchResource(err error, sid SID) bool {
+	var e *pveapi.Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	if e.Status == http.StatusNotFound {
+		return true
+	}
+	return (e.Status == http.StatusInternalServerError || e.Status == 0) &&
+		strings.TrimSpace(e.Message) == fmt.Sprintf("no such resource '%s'", sid)
 }
 
 // FindResource returns the resource of sid in list.

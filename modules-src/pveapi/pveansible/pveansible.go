@@ -231,6 +231,20 @@ func Dispatch(ctx context.Context, r *ansible.Run, c *pveapi.Client, w pveapi.Wr
 	return out, err
 }
 
+// SendChecked checks req against PVE major's API schema, then Sends it.
+// A request the schema refuses is never sent: the refusal comes back as
+// ansible.NothingChanged, worded by explain (nil: as apischema words it),
+// so that a module can name its own options for the refused keys.
+func SendChecked(ctx context.Context, r *ansible.Run, c *pveapi.Client, major int, req apischema.Request, w pveapi.Write, taskType string, explain func(error) error) (*pveapi.TaskResult, []string, error) {
+	if err := req.Validate(major); err != nil {
+		if explain != nil {
+			err = explain(err)
+		}
+		return nil, nil, ansible.NothingChanged(err)
+	}
+	return Send(ctx, r, c, req, w, taskType)
+}
+
 // Send dispatches the schema-checked request req once (Dispatch), w
 // carrying what the request does not say: what it does in words, how a
 // read settles a lost answer, and for a create its proof. The task PVE

@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/storagetype"
 )
 
 // Info is one storage's definition.
@@ -25,15 +26,16 @@ type Info struct {
 	VolumeChain bool
 }
 
+// Kind is what PVE knows of the storage's type.
+func (s Info) Kind() storagetype.Type { return storagetype.Of(s.Type) }
+
 // File tells whether volumes are files under the storage's path (images/
 // <vmid>/…, with the format's extension).
-func (s Info) File() bool {
-	switch s.Type {
-	case "dir", "nfs", "cifs", "glusterfs", "cephfs", "btrfs":
-		return true
-	}
-	return false
-}
+func (s Info) File() bool { return s.Kind().Path }
+
+// DefaultFormat is the format a new disk without one gets here
+// (storage_default_format).
+func (s Info) DefaultFormat() string { return s.Kind().DefaultFormat(s.Format, s.VolumeChain) }
 
 // OnNode tells whether the storage is available on node (its nodes list).
 func (s Info) OnNode(node string) bool {
@@ -62,9 +64,10 @@ func Read(ctx context.Context, g pveapi.Getter) (map[string]Info, error) {
 		if b, err := pveapi.ParseBool(pveapi.String(s["snapshot-as-volume-chain"])); err == nil && b {
 			st.VolumeChain = true
 		}
-		switch st.Type {
-		case "nfs", "cifs", "glusterfs", "cephfs", "rbd", "iscsi", "iscsidirect", "pbs", "zfs":
-			st.Shared = true // the plugin's `shared` is fixed (Storage/*Plugin.pm)
+		if storagetype.Shared(st.Type, 0) {
+			// PVE sets it on parse (@SHARED_STORAGE); a reader of another
+			// version's answer should not depend on it.
+			st.Shared = true
 		}
 		out[pveapi.String(s["storage"])] = st
 	}
