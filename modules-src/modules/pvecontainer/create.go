@@ -72,13 +72,20 @@ func (v *ct) planCreate(ctx context.Context) ([]ansible.Change, error) {
 		return nil, err
 	}
 	v.node = node
-	return []ansible.Change{{
-		ID:      "ct:create",
-		Summary: fmt.Sprintf("create CT %d (%s) on %s from %s", v.p.VMID, v.p.Hostname, node, v.p.OSTemplate),
+	return []ansible.Change{v.creation("ct:create", fmt.Sprintf("create CT %d (%s) on %s from %s", v.p.VMID, v.p.Hostname, node, v.p.OSTemplate),
+		fmt.Sprintf("create CT %d", v.p.VMID), node, req, predicted)}, nil
+}
+
+// creation is the one write that makes the CT (a create or a restore: the
+// same POST /nodes/{node}/lxc), settled by proof that the CT found is ours
+// (its hostname), then waited for until its config is readable.
+func (v *ct) creation(id, summary, what, node string, req apischema.Request, predicted qemu.Config) ansible.Change {
+	return ansible.Change{
+		ID:      id,
+		Summary: summary,
 		Diff:    ansible.TextDiff(confHeader(node, v.p.VMID), "", renderConf(predicted.Values)),
 		Apply: func(ctx context.Context) error {
-			if err := v.send(ctx, req, pveapi.Write{What: fmt.Sprintf("create CT %d", v.p.VMID),
-				Settle: v.exists, Creates: true,
+			if err := v.send(ctx, req, pveapi.Write{What: what, Settle: v.exists, Creates: true,
 				Proof: guest.NameProof(v.c, guest.CT, v.p.VMID, "hostname", v.p.Hostname)}, ""); err != nil {
 				return err
 			}
@@ -88,7 +95,7 @@ func (v *ct) planCreate(ctx context.Context) ([]ansible.Change, error) {
 		Predict: func(w *ansible.World) {
 			ctKey(v.p.VMID).Predict(w, ctState{Node: node, Next: predicted, Live: predicted})
 		},
-	}}, nil
+	}
 }
 
 // createRequest is POST /nodes/{node}/lxc with everything the task gives,

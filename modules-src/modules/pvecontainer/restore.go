@@ -10,9 +10,7 @@ import (
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/ansible"
-	"github.com/gopve/proxmox/modules-src/pveapi"
 	"github.com/gopve/proxmox/modules-src/pveapi/apischema"
-	"github.com/gopve/proxmox/modules-src/pveapi/guest"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveformat"
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
 )
@@ -89,23 +87,8 @@ func (v *ct) planRestore(ctx context.Context) ([]ansible.Change, error) {
 		return nil, v.schemaError(err)
 	}
 	v.node = node
-	return []ansible.Change{{
-		ID:      "ct:restore",
-		Summary: fmt.Sprintf("restore CT %d (%s) on %s from %s, its volumes on %s", v.p.VMID, v.p.Hostname, node, v.p.RestoreFrom, storage),
-		Diff:    ansible.TextDiff(confHeader(node, v.p.VMID), "", renderConf(predicted.Values)),
-		Apply: func(ctx context.Context) error {
-			if err := v.send(ctx, req, pveapi.Write{What: fmt.Sprintf("restore CT %d", v.p.VMID),
-				Settle: v.exists, Creates: true,
-				Proof: guest.NameProof(v.c, guest.CT, v.p.VMID, "hostname", v.p.Hostname)}, ""); err != nil {
-				return err
-			}
-			return v.waitConfig(ctx, node)
-		},
-		Verify: func(ctx context.Context) error { return v.verifyPresent(ctx, node) },
-		Predict: func(w *ansible.World) {
-			ctKey(v.p.VMID).Predict(w, ctState{Node: node, Next: predicted, Live: predicted})
-		},
-	}}, nil
+	return []ansible.Change{v.creation("ct:restore", fmt.Sprintf("restore CT %d (%s) on %s from %s, its volumes on %s", v.p.VMID, v.p.Hostname, node, v.p.RestoreFrom, storage),
+		fmt.Sprintf("restore CT %d", v.p.VMID), node, req, predicted)}, nil
 }
 
 // restoredConfig is the config create_vm writes from the backup's
