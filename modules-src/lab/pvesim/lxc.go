@@ -180,6 +180,7 @@ func (s *Sim) postLxcCreate(rc *reqCtx) (any, error) {
 		if keys["ostype"] == "" {
 			keys["ostype"] = ostypeOf(tmpl)
 		}
+		ctCreateDefaults(keys, vmid)
 		conf := &qmConf{Keys: keys}
 		if d, ok := keys["description"]; ok {
 			storeCtDescription(conf, d)
@@ -191,6 +192,21 @@ func (s *Sim) postLxcCreate(rc *reqCtx) (any, error) {
 		s.saveLocked()
 		return ""
 	}), nil
+}
+
+// ctCreateDefaults are what create_vm sets once the archive is unpacked,
+// for a create and a restore alike (pve-container API2/LXC.pm:
+// hostname ||= "CT$vmid", memory ||= 512, swap //= 512).
+func ctCreateDefaults(keys map[string]string, vmid int) {
+	if keys["hostname"] == "" {
+		keys["hostname"] = fmt.Sprintf("CT%d", vmid)
+	}
+	if keys["memory"] == "" || keys["memory"] == "0" {
+		keys["memory"] = "512"
+	}
+	if _, ok := keys["swap"]; !ok {
+		keys["swap"] = "512"
+	}
 }
 
 // ostypeOf guesses the ostype from a template name as pct's detection

@@ -298,15 +298,7 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 				keys[k] = v
 			}
 		}
-		if keys["hostname"] == "" {
-			keys["hostname"] = fmt.Sprintf("CT%d", vmid)
-		}
-		if keys["memory"] == "" || keys["memory"] == "0" {
-			keys["memory"] = "512"
-		}
-		if _, ok := keys["swap"]; !ok {
-			keys["swap"] = "512"
-		}
+		ctCreateDefaults(keys, vmid)
 		if keys["arch"] == "" {
 			keys["arch"] = "amd64" // reconstruction: vzdump's pct.conf always has it
 		}

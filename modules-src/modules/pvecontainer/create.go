@@ -113,6 +113,7 @@ func (v *ct) createRequest(node string, vols map[string]volWant) (apischema.Requ
 		q.Set(k, val)
 		cfg[k] = plan.after[k]
 	}
+	createDefaults(cfg)
 	counters := map[string]int{}
 	name := v.nameVolume(counters)
 	for _, k := range volumeKeys(vols) {

@@ -247,6 +247,27 @@ func TestCreateFromTemplateCheckRealRerun(t *testing.T) {
 	}
 }
 
+// A CT created without memory or swap gets create_vm's defaults
+// (pve-container API2/LXC.pm: memory ||= 512, swap //= 512): the lab
+// writes them, check mode predicts them, and the rerun leaves them.
+func TestCreateDefaultsMemorySwap(t *testing.T) {
+	w := newWorld(t, 9)
+	args := with(runnerArgs(), "memory", nil, "swap", nil)
+	check := w.run(args, true)
+	if failed(check) || cfgOf(check)["memory"] != "512" || cfgOf(check)["swap"] != "512" {
+		t.Fatalf("check: %v %v", msg(check), cfgOf(check))
+	}
+	if real := w.run(args, false); failed(real) || real["changed"] != true {
+		t.Fatalf("real: %v", msg(real))
+	}
+	if got := w.config("pve01", 200, false); got["memory"] != "512" || got["swap"] != "512" {
+		t.Errorf("the lab's CT config: memory %q swap %q, want create_vm's 512 and 512", got["memory"], got["swap"])
+	}
+	if again := w.run(args, false); failed(again) || again["changed"] != false {
+		t.Errorf("rerun: %v %v", again["changed"], msg(again))
+	}
+}
+
 // Every key converges on an existing CT, the NIC's MAC kept (K16): one
 // change each, read back, and the rerun is changed=0 with no write.
 func TestConvergeEachKey(t *testing.T) {

@@ -20,6 +20,19 @@ type storageInfo = storages.Info
 // defines (created_earlier).
 const notYetType = "(not yet defined)"
 
+// createDefaults are the values create_vm sets once the archive is
+// unpacked, for a create from a template and a restore alike
+// (pve-container API2/LXC.pm: hostname ||= "CT$vmid", memory ||= 512,
+// swap //= 512); hostname is a required option of this module.
+func createDefaults(cfg map[string]string) {
+	if cfg["memory"] == "" || cfg["memory"] == "0" {
+		cfg["memory"] = "512"
+	}
+	if _, ok := cfg["swap"]; !ok {
+		cfg["swap"] = "512"
+	}
+}
+
 // nameVolume predicts the volume PVE allocates for key on a storage, as
 // alloc_image names it for a container (PVE::LXC create_disks; pve-storage
 // find_free_diskname, counting per storage from disk-0 in valid_volume_keys

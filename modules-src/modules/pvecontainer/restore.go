@@ -125,12 +125,7 @@ func (v *ct) restoredConfig(raw, storage string) (qemu.Config, error) {
 	case v.w.unpriv != nil && *v.w.unpriv, v.w.unpriv == nil && keys["unprivileged"] == "1":
 		cfg["unprivileged"] = "1"
 	}
-	if cfg["memory"] == "" || cfg["memory"] == "0" {
-		cfg["memory"] = "512"
-	}
-	if _, ok := cfg["swap"]; !ok {
-		cfg["swap"] = "512"
-	}
+	createDefaults(cfg)
 	vols := map[string]volWant{}
 	for k, val := range keys {
 		if k == "rootfs" || mountKeyRe.MatchString(k) {
