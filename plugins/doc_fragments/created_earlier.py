@@ -45,7 +45,7 @@ options:
         default: []
       storage_types:
         description:
-          - "The type of storages of C(storages) (C(tank: zfspool), C(backup: dir)), as the task that defines each declares it (pve_storage's type). pve_container's check mode names the volumes it predicts on such a storage as PVE names them on that type (a rootfs on a zfspool is C(subvol-<vmid>-disk-0), on a dir storage C(<vmid>/vm-<vmid>-disk-0.raw)); without a type here they are named as on a block storage (C(vm-<vmid>-disk-N)): a type is never guessed. The other modules do not read it yet (pve_clone names a VM's disks on an assumed storage as on a block storage)."
+          - "The type of storages of C(storages) (C(tank: zfspool), C(backup: dir)), as the task that defines each declares it (pve_storage's type). pve_container's and pve_clone's check mode name the volumes they predict on such a storage as PVE names them on that type (a container's rootfs on a zfspool is C(subvol-<vmid>-disk-0), a volume on a dir storage C(<vmid>/vm-<vmid>-disk-0.raw)); without a type here they are named as on a block storage (C(vm-<vmid>-disk-N)): a type is never guessed."
         type: "dict"
       storages:
         description:

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
@@ -19,20 +20,32 @@ import (
 // fails as in the real run), and stores gets a stand-in so the prediction goes
 // on with the disks named on it.
 //
-// Reconstruction: the storage's type is unknown until it exists, so its
-// disks are named as PVE names them on a block storage (zfspool, lvmthin,
-// rbd: vm-<vmid>-disk-<n>, find_free_diskname in pve-storage Plugin.pm); a
-// file storage would put them under <vmid>/ with the format's extension.
-// The checks that depend on the type (shared for a cross-node clone, a
-// linked clone's base) cannot be made and are left to the real run.
+// Its disks are named as on the type created_earlier.storage_types says
+// the defining task declares (a file storage puts them under <vmid>/ with
+// the format's extension); given no type, as PVE names them on a block
+// storage (zfspool, lvmthin, rbd: vm-<vmid>-disk-<n>, find_free_diskname in
+// pve-storage Plugin.pm) — never a guessed type. The checks that need the
+// storage itself (on the node, shared for a cross-node clone, a linked
+// clone's base) cannot be made and are left to the real run.
 func (v *vm) storageNotYet(option, storage string, stores map[string]storageInfo) error {
+	info := storageInfo{Type: notYetType, Shared: true, Content: []string{"images"}}
+	kind := "a block storage"
+	if typ := v.r.CreatedEarlierStorageType(storage); typ != "" {
+		info.Type = typ
+		kind = "a " + typ + " storage, as created_earlier.storage_types declares it"
+	}
+	named := storage + ":" + info.Kind().VolumeName(v.p.VMID, info.Kind().DiskName(v.p.VMID, 0, info.DefaultFormat()))
 	err := v.r.NotYet(ansible.Prerequisite{Option: option, Kind: ansible.CreatedStorage, Name: storage, Object: "storage " + storage,
-		Predicts: fmt.Sprintf("the VM's disks on it, named as on a block storage (%s:vm-%d-disk-N)", storage, v.p.VMID)},
+		Predicts: fmt.Sprintf("the VM's disks on it, named as on %s (%s)", kind, strings.Replace(named, "-disk-0", "-disk-N", 1))},
 		fmt.Errorf("%s: storage '%s' does not exist", option, storage))
 	if err != nil {
 		return err
 	}
-	stores[storage] = storageInfo{Type: notYetType, Shared: true, Content: []string{"images"}}
+	stores[storage] = info
+	if v.assumedStores == nil {
+		v.assumedStores = map[string]bool{}
+	}
+	v.assumedStores[storage] = true
 	return nil
 }
 
@@ -58,7 +71,7 @@ func (v *vm) nodeNotYet(node string, fail error) error {
 // assumed (the storage or the node does not exist yet): nothing can be
 // read there, and nothing of this VMID is there to count.
 func (v *vm) assumedMissing(node, store string, stores map[string]storageInfo) bool {
-	return v.notYet[node] || stores[store].Type == notYetType
+	return v.notYet[node] || v.assumedStores[store]
 }
 
 // errTemplateNotYet is findTemplate's answer for a template check mode
@@ -148,7 +161,7 @@ func (v *vm) checkAddedDiskStorages(src qemu.Config, target string, stores map[s
 			if err := v.storageNotYet(optionOf(k), d.storage, stores); err != nil {
 				return err
 			}
-		case st.Type == notYetType || v.notYet[target]:
+		case v.assumedStores[d.storage] || v.notYet[target]:
 		case !st.OnNode(target):
 			return fmt.Errorf("%s: storage '%s' is not available on node '%s'", optionOf(k), d.storage, target)
 		case !slices.Contains(st.Content, "images"):

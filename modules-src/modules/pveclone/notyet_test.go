@@ -235,3 +235,43 @@ func TestK15TemplateCreatedEarlier(t *testing.T) {
 		}
 	}
 }
+
+// A bare VM's disk on a dir storage an earlier task declares: with the
+// type created_earlier.storage_types gives, the check run names the disk as
+// PVE does on a file storage (<vmid>/vm-<vmid>-disk-0.raw), and that is
+// what the real run reads back once the storage exists; without the type
+// it is named as on a block storage, and the warning says which.
+func TestK15NotYetStorageTypeNamesDisk(t *testing.T) {
+	w := newWorld(t, 9)
+	args := map[string]any{"vmid": 320, "name": "files-1", "node": "pve01", "disks": map[string]any{"scsi0": "newdir:4"},
+		"created_earlier": map[string]any{"storages": []any{"newdir"}, "storage_types": map[string]any{"newdir": "dir"}}}
+	w.sim.ResetRequests()
+	check := w.run(args, true)
+	if failed(check) || check["changed"] != true || len(writes(w.sim)) != 0 {
+		t.Fatalf("check: %v %v", msg(check), writes(w.sim))
+	}
+	if got := cfgOf(check)["scsi0"]; got != "newdir:320/vm-320-disk-0.raw,size=4G" {
+		t.Errorf("check: scsi0 predicted %q, want the dir storage's name", got)
+	}
+	if warned := pveapi.String(check["warnings"]); !strings.Contains(warned, "named as on a dir storage, as created_earlier.storage_types declares it (newdir:320/vm-320-disk-N.raw)") {
+		t.Errorf("check: warnings %s", warned)
+	}
+	untyped := w.run(with(args, "created_earlier", map[string]any{"storages": []any{"newdir"}}), true)
+	if got := cfgOf(untyped)["scsi0"]; failed(untyped) || got != "newdir:vm-320-disk-0,size=4G" ||
+		!strings.Contains(pveapi.String(untyped["warnings"]), "named as on a block storage (newdir:vm-320-disk-N)") {
+		t.Errorf("check without a type: %v scsi0 %q warnings %v", msg(untyped), got, untyped["warnings"])
+	}
+	c := w.client()
+	wr := pveapi.Write{Method: "POST", Path: "/storage", What: "create storage newdir", Params: url.Values{"storage": {"newdir"},
+		"type": {"dir"}, "path": {"/var/lib/newdir"}, "content": {"images"}}}
+	wr.Settle, wr.Creates = func(context.Context) (bool, error) { return false, nil }, true
+	if _, err := c.Dispatch(context.Background(), wr); err != nil {
+		t.Fatalf("%s: %v", wr.What, err)
+	}
+	if res := w.run(args, false); failed(res) || res["changed"] != true {
+		t.Fatalf("real: %v", msg(res))
+	}
+	if got := w.config("pve01", 320, false).Values["scsi0"]; got != cfgOf(check)["scsi0"] {
+		t.Errorf("scsi0 read back %q, predicted %q", got, cfgOf(check)["scsi0"])
+	}
+}

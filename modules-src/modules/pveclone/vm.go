@@ -31,6 +31,8 @@ type vm struct {
 	volumes  map[string][]string    // the VMID's volumes per node and storage, read once (diskname.go)
 	storages map[string]storageInfo // GET /storage, read once for the disk names
 	notYet   map[string]bool        // check mode: nodes assumed made by earlier tasks (notyet.go)
+	// check mode: storages assumed defined by earlier tasks (storageNotYet)
+	assumedStores map[string]bool
 	// tplNotYet: check mode, the template is assumed made by an earlier
 	// task; the clone and its configuration are one predicted change.
 	tplNotYet bool
