@@ -1,14 +1,18 @@
 """Reads `go test -json` on stdin and prints what plain `go test` prints
 (each package's ok/FAIL line, and the whole output of every failed test),
-then the slowest tests, so a CI log says where its time went. Exits 1 when
-a test or a package failed (or the stream held no result at all)."""
+then the slowest tests, so a CI log says where its time went, and every
+test that skipped, with its reason. Exits 1 when a test or a package failed
+(or the stream held no result at all), and, under GOPVE_REQUIRE_LAB=1 (CI),
+when a test skipped: a skip in CI is not a pass."""
 import json
+import os
 import sys
 
 SLOWEST = 25
 
 outputs = {}  # (package, test) -> [lines]
 elapsed = []  # (seconds, package, test)
+skipped = []  # (package, test, its output: the reason)
 failed = False
 seen = False
 for raw in sys.stdin:
@@ -39,6 +43,8 @@ for raw in sys.stdin:
             if action == "fail":
                 failed = True
                 sys.stdout.write("".join(outputs.get(key, [])))
+            elif action == "skip":
+                skipped.append((pkg, test, "".join(outputs.get(key, []))))
             if "/" not in test:
                 elapsed.append((ev.get("Elapsed", 0.0), pkg, test))
             outputs.pop(key, None)
@@ -55,4 +61,11 @@ elapsed.sort(reverse=True)
 print("\ngo test: the %d slowest tests" % min(SLOWEST, len(elapsed)))
 for sec, pkg, test in elapsed[:SLOWEST]:
     print("%8.1f s  %s %s" % (sec, pkg.rsplit("/modules-src/", 1)[-1], test))
+print("\ngo test: %d tests skipped" % len(skipped))
+for pkg, test, out in skipped:
+    print("  SKIP %s %s" % (pkg.rsplit("/modules-src/", 1)[-1], test))
+    sys.stdout.write("".join("    " + line for line in out.splitlines(True)))
+if skipped and os.environ.get("GOPVE_REQUIRE_LAB") == "1":
+    print("go test: GOPVE_REQUIRE_LAB=1: a skipped test has not passed")
+    failed = True
 sys.exit(1 if failed or not seen else 0)
