@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/ansible"
+	"github.com/gopve/proxmox/modules-src/pveapi"
 	"github.com/gopve/proxmox/modules-src/pveapi/apischema"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveformat"
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
@@ -63,7 +64,7 @@ func (v *ct) planRestore(ctx context.Context) ([]ansible.Change, error) {
 		return nil, err
 	}
 	var raw string
-	if err := v.c.Get(ctx, "/nodes/"+url.PathEscape(node)+"/vzdump/extractconfig", url.Values{"volume": {v.p.RestoreFrom}}, &raw); err != nil {
+	if err := v.c.Get(ctx, pveapi.Path("/nodes/%s/vzdump/extractconfig", node), url.Values{"volume": {v.p.RestoreFrom}}, &raw); err != nil {
 		return nil, fmt.Errorf("restore_from: cannot read the configuration of %s on %s: %w; nothing was changed", v.p.RestoreFrom, node, err)
 	}
 	predicted, err := v.restoredConfig(raw, storage)
