@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim"
+	"github.com/gopve/proxmox/modules-src/pveapi/pveapitest"
 )
 
 // The privileges a clone needs (the module's notes), proven from both
@@ -49,6 +50,7 @@ func TestDocumentedPrivilegesOneFewer(t *testing.T) {
 					t.Fatal(err)
 				}
 				w.conn["api_token_id"], w.conn["api_token_secret"] = id, secret
+				w.sim.ResetRequests()
 				res := w.run(args, false)
 				if drop == "" {
 					if failed(res) || res["changed"] != true {
@@ -63,7 +65,13 @@ func TestDocumentedPrivilegesOneFewer(t *testing.T) {
 				if !failed(res) || !named.MatchString(msg(res)) {
 					t.Errorf("without %s: failed %v, the message does not name what PVE refused: %s", drop, failed(res), msg(res))
 				}
-				t.Logf("without %s: %s", drop, msg(res))
+				// A refusal after an accepted write (the clone made, its
+				// config refused) leaves something changed: changed says
+				// what the lab accepted, as in every failed run.
+				if accepted := pveapitest.Accepted(w.sim); res["changed"] != (len(accepted) > 0) {
+					t.Errorf("without %s: changed %v, the lab accepted %v", drop, res["changed"], accepted)
+				}
+				t.Logf("without %s: changed %v: %s", drop, res["changed"], msg(res))
 			})
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim"
+	"github.com/gopve/proxmox/modules-src/pveapi/pveapitest"
 )
 
 // haPrivs are the privileges the module's notes list for replication and
@@ -47,6 +48,7 @@ func TestDocumentedPrivilegesOneFewer(t *testing.T) {
 					t.Fatal(err)
 				}
 				w.conn["api_token_id"], w.conn["api_token_secret"] = id, secret
+				w.sim.ResetRequests()
 				res := w.run(dokployArgs(), false)
 				m, _ := res["msg"].(string)
 				if drop == "" {
@@ -58,6 +60,12 @@ func TestDocumentedPrivilegesOneFewer(t *testing.T) {
 				named := regexp.MustCompile(`/[\w./-]*, ([\w.]+\|)*` + regexp.QuoteMeta(drop) + `\b|\b` + regexp.QuoteMeta(drop) + ` on /`)
 				if !failed(res) || !named.MatchString(m) {
 					t.Errorf("without %s: failed %v, the message does not name what PVE refused: %s", drop, failed(res), m)
+				}
+				// A refusal after an accepted write (the clone made, its
+				// config refused) leaves something changed: changed says
+				// what the lab accepted, as in every failed run.
+				if accepted := pveapitest.Accepted(w.sim); res["changed"] != (len(accepted) > 0) {
+					t.Errorf("without %s: changed %v, the lab accepted %v", drop, res["changed"], accepted)
 				}
 				t.Logf("without %s: %s", drop, m)
 			})

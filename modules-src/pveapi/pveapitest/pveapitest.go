@@ -93,6 +93,18 @@ func Mutating(s *pvesim.Sim) []pvesim.Request {
 	return out
 }
 
+// Accepted lists the writes the lab answered with success ("METHOD
+// path"), logins aside: what a failed run must count as changed.
+func Accepted(s *pvesim.Sim) []string {
+	var out []string
+	for _, r := range Mutating(s) {
+		if r.Path != "/access/ticket" && r.Status >= 200 && r.Status < 300 {
+			out = append(out, r.Method+" "+r.Path)
+		}
+	}
+	return out
+}
+
 // Cluster forms one cluster of every node of s (pvecm create on pve01, then
 // add), so that /etc/pve — storage.cfg included — is shared (S1).
 func Cluster(t testing.TB, s *pvesim.Sim) {
