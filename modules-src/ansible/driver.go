@@ -59,6 +59,9 @@ func newRun(parent context.Context, m *Module, inv *Invocation, env Env, stderr 
 	if f, ok := pyNumber(params[TimeoutOption]); ok && f < 0 {
 		return nil, func() {}, r.buildResult(fmt.Errorf("timeout: %v is negative; give the task's deadline in seconds, or 0 for none", params[TimeoutOption]))
 	}
+	if err := checkStorageTypes(params); err != nil {
+		return nil, func() {}, r.buildResult(err)
+	}
 	parent = context.WithValue(parent, runKey{}, r)
 	// Every write pveapi or host sends under the run's context is noted
 	// here (issue 23 §2): the Apply that sent one cannot end "nothing

@@ -2,8 +2,12 @@ package ansible
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
+	"strings"
+
+	"github.com/gopve/proxmox/modules-src/pveapi/storagetype"
 )
 
 // CreatedEarlierOption is the option the runtime gives every module whose
@@ -45,7 +49,7 @@ func createdEarlierOption() Option {
 		"users":    list("Users (user@realm) an earlier task creates (pve_access type user): a token's owner."),
 		"roles":    list("Custom roles an earlier task creates (pve_access type role): a role an ACL entry grants."),
 		"storage_types": {Type: TypeDict, Description: []string{
-			"The type of storages of C(storages) (C(tank: zfspool), C(backup: dir)), as the task that defines each declares it (pve_storage's type). pve_container's and pve_clone's check mode name the volumes they predict on such a storage as PVE names them on that type (a container's rootfs on a zfspool is C(subvol-<vmid>-disk-0), a volume on a dir storage C(<vmid>/vm-<vmid>-disk-0.raw)); without a type here they are named as on a block storage (C(vm-<vmid>-disk-N)): a type is never guessed."}},
+			"The type of storages of C(storages) (C(tank: zfspool), C(backup: dir)), as the task that defines each declares it (pve_storage's type). pve_container's and pve_clone's check mode name the volumes they predict on such a storage as PVE names them on that type (a container's rootfs on a zfspool is C(subvol-<vmid>-disk-0), a volume on a dir storage C(<vmid>/vm-<vmid>-disk-0.raw)); without a type here they are named as on a block storage (C(vm-<vmid>-disk-N)): a type is never guessed. A type PVE does not have, or one given to a storage C(storages) does not name, fails the task before anything runs."}},
 	}}
 }
 
@@ -170,6 +174,27 @@ func (r *Run) CreatedEarlier(kind Kind, name string) bool {
 		}
 		return fmt.Sprint(e) == name
 	})
+}
+
+// checkStorageTypes refuses, before anything runs, a
+// created_earlier.storage_types that could only be a mistake: a type PVE
+// does not have, or one given to a storage created_earlier.storages does
+// not name (no check run would assume it, so the type would go unused).
+func checkStorageTypes(params map[string]any) error {
+	m, _ := params[CreatedEarlierOption].(map[string]any)
+	types, _ := m["storage_types"].(map[string]any)
+	storages, _ := m["storages"].([]any)
+	for _, id := range slices.Sorted(maps.Keys(types)) {
+		opt := CreatedEarlierOption + ".storage_types." + id
+		typ, ok := types[id].(string)
+		if _, known := storagetype.Lookup(typ); !ok || !known {
+			return fmt.Errorf("%s: %v is not a PVE storage type (%s); nothing was changed", opt, types[id], strings.Join(storagetype.Names(), ", "))
+		}
+		if !slices.ContainsFunc(storages, func(s any) bool { return fmt.Sprint(s) == id }) {
+			return fmt.Errorf("%s: storage %s is not in %s.storages, so no check run assumes it; nothing was changed", opt, id, CreatedEarlierOption)
+		}
+	}
+	return nil
 }
 
 // CreatedEarlierStorageType is the type created_earlier.storage_types

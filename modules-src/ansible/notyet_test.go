@@ -152,3 +152,31 @@ func TestNotYetHandledByTheModule(t *testing.T) {
 		t.Errorf("real: %v", real)
 	}
 }
+
+// created_earlier.storage_types names a type PVE has, for a storage
+// created_earlier.storages names; anything else is refused before the
+// module runs, in check and real runs alike, naming the option.
+func TestCreatedEarlierStorageTypesRefused(t *testing.T) {
+	ran := 0
+	run := func(r *Run) error { ran++; return nil }
+	good := map[string]any{CreatedEarlierOption: map[string]any{"storages": []any{"newdir"}, "storage_types": map[string]any{"newdir": "dir"}}}
+	if res := exec1(t, notYetModule(run), &Invocation{CheckMode: true, Params: good}); res["failed"] == true || ran != 1 {
+		t.Fatalf("a declared dir storage: %v", res)
+	}
+	for _, c := range []struct {
+		types map[string]any
+		want  string
+	}{
+		{map[string]any{"newdir": "dri"}, "created_earlier.storage_types.newdir: dri is not a PVE storage type (dir, "},
+		{map[string]any{"newdir": 5}, "created_earlier.storage_types.newdir: 5 is not a PVE storage type"},
+		{map[string]any{"other": "dir"}, "created_earlier.storage_types.other: storage other is not in created_earlier.storages"},
+	} {
+		for _, check := range []bool{true, false} {
+			params := map[string]any{CreatedEarlierOption: map[string]any{"storages": []any{"newdir"}, "storage_types": c.types}}
+			res := exec1(t, notYetModule(run), &Invocation{CheckMode: check, Params: params})
+			if msg, _ := res["msg"].(string); res["failed"] != true || res["changed"] != false || !strings.Contains(msg, c.want) || ran != 1 {
+				t.Errorf("%v (check %v): ran %d, %v", c.types, check, ran, res)
+			}
+		}
+	}
+}

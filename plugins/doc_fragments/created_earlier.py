@@ -45,7 +45,7 @@ options:
         default: []
       storage_types:
         description:
-          - "The type of storages of C(storages) (C(tank: zfspool), C(backup: dir)), as the task that defines each declares it (pve_storage's type). pve_container's and pve_clone's check mode name the volumes they predict on such a storage as PVE names them on that type (a container's rootfs on a zfspool is C(subvol-<vmid>-disk-0), a volume on a dir storage C(<vmid>/vm-<vmid>-disk-0.raw)); without a type here they are named as on a block storage (C(vm-<vmid>-disk-N)): a type is never guessed."
+          - "The type of storages of C(storages) (C(tank: zfspool), C(backup: dir)), as the task that defines each declares it (pve_storage's type). pve_container's and pve_clone's check mode name the volumes they predict on such a storage as PVE names them on that type (a container's rootfs on a zfspool is C(subvol-<vmid>-disk-0), a volume on a dir storage C(<vmid>/vm-<vmid>-disk-0.raw)); without a type here they are named as on a block storage (C(vm-<vmid>-disk-N)): a type is never guessed. A type PVE does not have, or one given to a storage C(storages) does not name, fails the task before anything runs."
         type: "dict"
       storages:
         description:
