@@ -224,7 +224,10 @@ func testSiteAccessToken(t *testing.T, pve int) {
 	// Real run, then the token play in the same run (the only run that
 	// sees the secret).
 	sim.ResetRequests()
-	real, err := labtest.Playbook(t, lab, coll, vars, pb, phases+",viatoken")
+	// At -vvv: the secret reaches the modules through module_defaults,
+	// which the action plugin fills into the roles' tasks; no result,
+	// invocation or debug line may show it.
+	real, err := labtest.Playbook(t, lab, coll, vars, pb, phases+",viatoken", "-vvv")
 	if err != nil {
 		t.Fatalf("site: %v\n%s", err, real)
 	}
