@@ -12,10 +12,10 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/clusterguests"
 	"github.com/gopve/proxmox/modules-src/pveapi/guest"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
-	"github.com/gopve/proxmox/modules-src/pveapi/resources"
 	"github.com/gopve/proxmox/modules-src/pveapi/storages"
 )
 
@@ -41,7 +41,7 @@ type vm struct {
 	existed bool
 	created bool // cloned or built by this run
 	node    string
-	guest   resources.Guest
+	guest   clusterguests.Guest
 	read    *vmState // the existing VM as stage vm read it (reused by stage config)
 	before  map[string]string
 
@@ -167,7 +167,7 @@ func (v *vm) planVM(ctx context.Context, _ *ansible.World) ([]ansible.Change, er
 		return nil, fmt.Errorf("cannot read the PVE version: %w", err)
 	}
 	v.version = ver.Major
-	guests, err := resources.Guests(ctx, v.c)
+	guests, err := clusterguests.Guests(ctx, v.c)
 	if err != nil {
 		return nil, fmt.Errorf("cannot list the cluster's guests: %w", err)
 	}
@@ -176,7 +176,7 @@ func (v *vm) planVM(ctx context.Context, _ *ansible.World) ([]ansible.Change, er
 			return nil, err
 		}
 	}
-	g, found := resources.Find(guests, v.p.VMID)
+	g, found := clusterguests.Find(guests, v.p.VMID)
 	if found {
 		if err := v.owned(g); err != nil {
 			return nil, err
@@ -221,7 +221,7 @@ func (v *vm) planVM(ctx context.Context, _ *ansible.World) ([]ansible.Change, er
 // or any VM when the task gives no name to prove it is its own and does
 // not say adopt (issue 23 §5). Decided from the guest list alone, before
 // any other read or write, in check mode as in a real run.
-func (v *vm) owned(g resources.Guest) error {
+func (v *vm) owned(g clusterguests.Guest) error {
 	what := fmt.Sprintf("VMID %d is held by %s %q on node %s", g.VMID, map[bool]string{true: "VM", false: "container"}[g.IsVM()], g.Name, g.Node)
 	switch {
 	case g.Lock == "clone" || g.Lock == "create":
@@ -249,9 +249,9 @@ func (v *vm) observe(ctx context.Context, node string, running, ha bool) (vmStat
 }
 
 // findTemplate is the source by VMID or exact name, wherever it lives.
-func (v *vm) findTemplate(ctx context.Context, guests []resources.Guest) (resources.Guest, error) {
+func (v *vm) findTemplate(ctx context.Context, guests []clusterguests.Guest) (clusterguests.Guest, error) {
 	if id, err := strconv.Atoi(v.p.Template); err == nil {
-		g, ok := resources.Find(guests, id)
+		g, ok := clusterguests.Find(guests, id)
 		switch {
 		case !ok:
 			return g, v.templateNotYet(v.emptyListHint(ctx, guests, fmt.Errorf("template: no VM %d in the cluster", id)))
@@ -262,10 +262,10 @@ func (v *vm) findTemplate(ctx context.Context, guests []resources.Guest) (resour
 		}
 		return g, nil
 	}
-	g, err := resources.TemplateByName(guests, v.p.Template)
+	g, err := clusterguests.TemplateByName(guests, v.p.Template)
 	if err != nil {
 		err = v.emptyListHint(ctx, guests, fmt.Errorf("template: %w", err))
-		if len(resources.TemplatesNamed(guests, v.p.Template)) == 0 {
+		if len(clusterguests.TemplatesNamed(guests, v.p.Template)) == 0 {
 			return g, v.templateNotYet(err)
 		}
 		return g, err
@@ -275,7 +275,7 @@ func (v *vm) findTemplate(ctx context.Context, guests []resources.Guest) (resour
 
 // emptyListHint: a token without VM.Audit sees an empty list (K19); say so
 // rather than claim the template does not exist.
-func (v *vm) emptyListHint(ctx context.Context, guests []resources.Guest, err error) error {
+func (v *vm) emptyListHint(ctx context.Context, guests []clusterguests.Guest, err error) error {
 	if len(guests) > 0 {
 		return err
 	}
@@ -302,7 +302,7 @@ func (v *vm) nodeExists(ctx context.Context, node string) error {
 
 // planClone runs PVE's pre-clone checks read-only (clone_vm's
 // $load_and_check) and plans the clone with its predicted config.
-func (v *vm) planClone(ctx context.Context, guests []resources.Guest) ([]ansible.Change, error) {
+func (v *vm) planClone(ctx context.Context, guests []clusterguests.Guest) ([]ansible.Change, error) {
 	tpl, err := v.findTemplate(ctx, guests)
 	if errors.Is(err, errTemplateNotYet) {
 		return v.planCloneNotYet(ctx)
@@ -428,7 +428,7 @@ func (v *vm) planClone(ctx context.Context, guests []resources.Guest) ([]ansible
 // storage exists on the node and holds images, is shared when the clone
 // crosses nodes, and a cross-node clone needs every disk on shared
 // storage; a linked clone needs storages that can link.
-func (v *vm) checkCloneStorage(src qemu.Config, tpl resources.Guest, target, storage string, stores map[string]storageInfo) error {
+func (v *vm) checkCloneStorage(src qemu.Config, tpl clusterguests.Guest, target, storage string, stores map[string]storageInfo) error {
 	if s := storage; s != "" {
 		st, ok := stores[s]
 		switch {
@@ -544,11 +544,11 @@ func (v *vm) leftNothing(ctx context.Context, err error) error {
 // exists settles a lost create/clone answer: the VMID shows in the
 // cluster's guest list.
 func (v *vm) exists(ctx context.Context) (bool, error) {
-	guests, err := resources.Guests(ctx, v.c)
+	guests, err := clusterguests.Guests(ctx, v.c)
 	if err != nil {
 		return false, err
 	}
-	_, ok := resources.Find(guests, v.p.VMID)
+	_, ok := clusterguests.Find(guests, v.p.VMID)
 	return ok, nil
 }
 

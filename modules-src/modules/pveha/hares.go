@@ -10,8 +10,8 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/pveapi/apischema"
+	"github.com/gopve/proxmox/modules-src/pveapi/clusterguests"
 	"github.com/gopve/proxmox/modules-src/pveapi/ha"
-	"github.com/gopve/proxmox/modules-src/pveapi/resources"
 )
 
 // nodePriorities reads node_affinity ({node: priority}); nil when unset.
@@ -874,7 +874,7 @@ func (g *guestHA) planAffinity(ctx context.Context, cfg haConfig) ([]ansible.Cha
 }
 
 func (g *guestHA) guestTypes(ctx context.Context) (map[int]string, error) {
-	list, err := resources.Guests(ctx, g.c)
+	list, err := clusterguests.Guests(ctx, g.c)
 	if err != nil {
 		return nil, err
 	}
