@@ -310,23 +310,13 @@ func (v *vm) planClone(ctx context.Context, guests []clusterguests.Guest) ([]ans
 	if err != nil {
 		return nil, err
 	}
-	target := v.p.Node
-	if target == "" {
-		target = tpl.Node
-	}
-	if target != tpl.Node {
-		if err := v.nodeExists(ctx, target); err != nil {
-			return nil, err
-		}
-	}
-	// current=1: clone_vm copies the template's stored values and discards
-	// its pending section (with a warning), so the prediction must too.
-	src, err := qemu.GetConfig(ctx, v.c, tpl.Node, tpl.VMID, true)
+	target, err := v.cloneTarget(ctx, tpl)
 	if err != nil {
-		return nil, fmt.Errorf("template: cannot read VM %d on %s: %w", tpl.VMID, tpl.Node, err)
+		return nil, err
 	}
-	if l := src.Lock(); l != "" {
-		return nil, fmt.Errorf("template: VM %d is locked (%s); PVE refuses to clone it now", tpl.VMID, l)
+	src, err := v.readCloneSource(ctx, tpl)
+	if err != nil {
+		return nil, err
 	}
 	stores, err := v.readStorages(ctx)
 	if err != nil {
@@ -346,6 +336,71 @@ func (v *vm) planClone(ctx context.Context, guests []clusterguests.Guest) ([]ans
 	if err != nil {
 		return nil, err
 	}
+	clone, err := v.cloneRequest(tpl, cloneNode, cloneStorage)
+	if err != nil {
+		return nil, err
+	}
+	names, err := v.cloneNames(ctx, src, tpl.Node, cloneStorage, stores)
+	if err != nil {
+		return nil, err
+	}
+	predicted, err := predictClone(src, tpl.VMID, cloneOpts{newid: v.p.VMID, name: v.p.Name, description: clone.Description,
+		storage: cloneStorage, format: v.p.Format, full: v.p.Full}, stores, names)
+	if err != nil {
+		return nil, err
+	}
+	cloned := vmState{Node: cloneNode, Next: predicted, Live: predicted}
+	moves, final, err := v.planMoveAfterClone(ctx, cloned, target, why, stores)
+	if err != nil {
+		return nil, err // refused before the clone is sent
+	}
+	if _, _, _, err := v.settings(ctx, final, false); err != nil {
+		return nil, err // refused before the clone is sent
+	}
+	v.node = cloneNode
+	where := cloneNode
+	if cloneNode != tpl.Node {
+		where = fmt.Sprintf("%s → %s", tpl.Node, cloneNode)
+	}
+	if cloneNode == target {
+		where += why
+	}
+	return append(append(pool, v.cloneChange(tpl, clone, cloned, where)), moves...), nil
+}
+
+// cloneTarget is the node the VM is to end on: the asked node, else the
+// template's (which must exist when it is another node).
+func (v *vm) cloneTarget(ctx context.Context, tpl clusterguests.Guest) (string, error) {
+	target := v.p.Node
+	if target == "" {
+		target = tpl.Node
+	}
+	if target != tpl.Node {
+		if err := v.nodeExists(ctx, target); err != nil {
+			return "", err
+		}
+	}
+	return target, nil
+}
+
+// readCloneSource reads the template's config to clone from, refusing a
+// locked one as clone_vm would.
+func (v *vm) readCloneSource(ctx context.Context, tpl clusterguests.Guest) (qemu.Config, error) {
+	// current=1: clone_vm copies the template's stored values and discards
+	// its pending section (with a warning), so the prediction must too.
+	src, err := qemu.GetConfig(ctx, v.c, tpl.Node, tpl.VMID, true)
+	if err != nil {
+		return qemu.Config{}, fmt.Errorf("template: cannot read VM %d on %s: %w", tpl.VMID, tpl.Node, err)
+	}
+	if l := src.Lock(); l != "" {
+		return qemu.Config{}, fmt.Errorf("template: VM %d is locked (%s); PVE refuses to clone it now", tpl.VMID, l)
+	}
+	return src, nil
+}
+
+// cloneRequest is the clone call as planned, checked against the schema
+// before anything is sent.
+func (v *vm) cloneRequest(tpl clusterguests.Guest, cloneNode, cloneStorage string) (qemu.Clone, error) {
 	full := v.p.Full
 	clone := qemu.Clone{Node: tpl.Node, VMID: tpl.VMID, NewID: v.p.VMID, Name: v.p.Name, Target: cloneNode, Full: &full,
 		Storage: cloneStorage, Format: v.p.Format, Pool: v.p.Pool, BWLimit: v.p.BWLimit}
@@ -354,47 +409,36 @@ func (v *vm) planClone(ctx context.Context, guests []clusterguests.Guest) ([]ans
 	}
 	req := clone.Request()
 	if err := req.Validate(v.version); err != nil {
-		return nil, v.schemaError(err)
+		return qemu.Clone{}, v.schemaError(err)
 	}
-	names, err := v.cloneNames(ctx, src, tpl.Node, cloneStorage, stores)
+	return clone, nil
+}
+
+// planMoveAfterClone plans the migration of a VM cloned on another node
+// than target (clone_then_migrate), and returns the state it ends in.
+func (v *vm) planMoveAfterClone(ctx context.Context, cloned vmState, target, why string, stores map[string]storageInfo) ([]ansible.Change, vmState, error) {
+	if cloned.Node == target {
+		return nil, cloned, nil
+	}
+	m, err := v.planMigration(ctx, cloned, target, v.p.Storage, stores)
 	if err != nil {
-		return nil, err
+		return nil, vmState{}, err
 	}
-	predicted, err := predictClone(src, tpl.VMID, cloneOpts{newid: v.p.VMID, name: v.p.Name, description: clone.Description,
-		storage: cloneStorage, format: v.p.Format, full: full}, stores, names)
+	ch, err := v.migrateChange(m, why)
 	if err != nil {
-		return nil, err
+		return nil, vmState{}, err
 	}
-	cloned := vmState{Node: cloneNode, Next: predicted, Live: predicted}
-	var moves []ansible.Change
-	final := cloned
-	if cloneNode != target {
-		m, err := v.planMigration(ctx, cloned, target, v.p.Storage, stores)
-		if err != nil {
-			return nil, err // refused before the clone is sent
-		}
-		ch, err := v.migrateChange(m, why)
-		if err != nil {
-			return nil, err
-		}
-		moves, final = append(moves, ch), m.after
-	}
-	if _, _, _, err := v.settings(ctx, final, false); err != nil {
-		return nil, err // refused before the clone is sent
-	}
-	v.node = cloneNode
-	kind := map[bool]string{true: "full", false: "linked"}[full]
-	where := cloneNode
-	if cloneNode != tpl.Node {
-		where = fmt.Sprintf("%s → %s", tpl.Node, cloneNode)
-	}
-	if cloneNode == target {
-		where += why
-	}
-	return append(append(pool, ansible.Change{
+	return []ansible.Change{ch}, m.after, nil
+}
+
+// cloneChange sends the clone (under the VMID vmid: auto claims) and
+// waits for the new VM's config on the node it was cloned to.
+func (v *vm) cloneChange(tpl clusterguests.Guest, clone qemu.Clone, cloned vmState, where string) ansible.Change {
+	kind := map[bool]string{true: "full", false: "linked"}[*clone.Full]
+	return ansible.Change{
 		ID:      "vm:clone",
 		Summary: fmt.Sprintf("%s clone of template %d (%s) into VM %d on %s", kind, tpl.VMID, tpl.Name, v.p.VMID, where),
-		Diff:    ansible.TextDiff(confHeader(cloneNode, v.p.VMID), "", renderConf(predicted.Values)),
+		Diff:    ansible.TextDiff(confHeader(cloned.Node, v.p.VMID), "", renderConf(cloned.Next.Values)),
 		Apply: func(ctx context.Context) error {
 			mk := func(id int) (write, error) {
 				c := clone
@@ -415,13 +459,13 @@ func (v *vm) planClone(ctx context.Context, guests []clusterguests.Guest) ([]ans
 				return err
 			}
 			v.created = true
-			return v.waitConfig(ctx, cloneNode)
+			return v.waitConfig(ctx, cloned.Node)
 		},
-		Verify: func(ctx context.Context) error { return v.verifyPresent(ctx, cloneNode) },
+		Verify: func(ctx context.Context) error { return v.verifyPresent(ctx, cloned.Node) },
 		Predict: func(w *ansible.World) {
 			vmKey(v.p.VMID).Predict(w, cloned)
 		},
-	}), moves...), nil
+	}
 }
 
 // checkCloneStorage is clone_vm's storage checks, read-only: the target
