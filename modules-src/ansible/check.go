@@ -48,7 +48,23 @@ func (m *Module) Check() error {
 	return errors.Join(errs...)
 }
 
+// checkOptions checks a spec's options and, recursively, their
+// sub-options: the names, each option's own declaration, and the options
+// the constraints name.
 func checkOptions(where string, opts map[string]Option, c Constraints, add func(string, ...any)) {
+	checkNames(where, opts, add)
+	for _, name := range sortedKeys(opts) {
+		at := where + "." + name
+		if strings.HasPrefix(name, "_") {
+			add("%s: option names must not start with _", at)
+		}
+		checkOption(at, opts[name], add)
+	}
+	checkConstraints(where, opts, c, add)
+}
+
+// checkNames: no name is both an option and an alias, or two aliases.
+func checkNames(where string, opts map[string]Option, add func(string, ...any)) {
 	names := map[string]bool{}
 	for _, name := range sortedKeys(opts) {
 		if names[name] {
@@ -62,60 +78,68 @@ func checkOptions(where string, opts map[string]Option, c Constraints, add func(
 			names[a] = true
 		}
 	}
-	for _, name := range sortedKeys(opts) {
-		o := opts[name]
-		at := where + "." + name
-		if strings.HasPrefix(name, "_") {
-			add("%s: option names must not start with _", at)
-		}
-		if len(o.Description) == 0 {
-			add("%s: no Description (docs are generated from the spec)", at)
-		}
-		t := o.Type
-		if t == "" {
-			t = TypeStr
-		}
-		if !validType(t) {
-			add("%s: unknown Type %q", at, t)
-		}
-		if o.Elements != "" && (t != TypeList || !validType(o.Elements)) {
-			add("%s: Elements %q needs Type list and a known element type", at, o.Elements)
-		}
-		if o.Required && o.Default != nil {
-			add("%s: Required and Default together (AnsibleModule rejects that)", at)
-		}
-		env := func(string) (string, bool) { return "", false }
-		if o.Default != nil {
-			if _, err := checkType(t, normalizeValue(o.Default), env); err != nil {
-				add("%s: Default %v is not a valid %s: %v", at, o.Default, t, err)
-			}
-		}
-		elemType := t
-		if t == TypeList && o.Elements != "" {
-			elemType = o.Elements
-		}
-		for _, ch := range o.Choices {
-			if _, err := checkType(elemType, normalizeValue(ch), env); err != nil {
-				add("%s: choice %v is not a valid %s", at, ch, elemType)
-			}
-		}
-		if o.Default != nil && o.Choices != nil && t != TypeList {
-			def, _ := checkType(t, normalizeValue(o.Default), env)
-			if !containsValue(normalizeValue(o.Choices).([]any), def) {
-				add("%s: Default %v is not one of the Choices", at, o.Default)
-			}
-		}
-		hasSub := len(o.Options) > 0
-		if hasSub && t != TypeDict && !(t == TypeList && o.Elements == TypeDict) {
-			add("%s: Options need Type dict or list with Elements dict", at)
-		}
-		if !hasSub && (o.ApplyDefaults || !constraintsEmpty(o.Constraints)) {
-			add("%s: ApplyDefaults/constraints without sub-Options", at)
-		}
-		if hasSub {
-			checkOptions(at, o.Options, o.Constraints, add)
+}
+
+// checkOption checks one option's declaration: docs, type, default and
+// choices of that type, and sub-options only where the type takes them.
+func checkOption(at string, o Option, add func(string, ...any)) {
+	if len(o.Description) == 0 {
+		add("%s: no Description (docs are generated from the spec)", at)
+	}
+	t := o.Type
+	if t == "" {
+		t = TypeStr
+	}
+	if !validType(t) {
+		add("%s: unknown Type %q", at, t)
+	}
+	if o.Elements != "" && (t != TypeList || !validType(o.Elements)) {
+		add("%s: Elements %q needs Type list and a known element type", at, o.Elements)
+	}
+	if o.Required && o.Default != nil {
+		add("%s: Required and Default together (AnsibleModule rejects that)", at)
+	}
+	checkValues(at, t, o, add)
+	hasSub := len(o.Options) > 0
+	if hasSub && t != TypeDict && !(t == TypeList && o.Elements == TypeDict) {
+		add("%s: Options need Type dict or list with Elements dict", at)
+	}
+	if !hasSub && (o.ApplyDefaults || !constraintsEmpty(o.Constraints)) {
+		add("%s: ApplyDefaults/constraints without sub-Options", at)
+	}
+	if hasSub {
+		checkOptions(at, o.Options, o.Constraints, add)
+	}
+}
+
+// checkValues: the Default and each of the Choices are values of type t
+// (of its elements for a list), and the Default is one of the Choices.
+func checkValues(at string, t Type, o Option, add func(string, ...any)) {
+	env := func(string) (string, bool) { return "", false }
+	if o.Default != nil {
+		if _, err := checkType(t, normalizeValue(o.Default), env); err != nil {
+			add("%s: Default %v is not a valid %s: %v", at, o.Default, t, err)
 		}
 	}
+	elemType := t
+	if t == TypeList && o.Elements != "" {
+		elemType = o.Elements
+	}
+	for _, ch := range o.Choices {
+		if _, err := checkType(elemType, normalizeValue(ch), env); err != nil {
+			add("%s: choice %v is not a valid %s", at, ch, elemType)
+		}
+	}
+	if o.Default != nil && o.Choices != nil && t != TypeList {
+		def, _ := checkType(t, normalizeValue(o.Default), env)
+		if !containsValue(normalizeValue(o.Choices).([]any), def) {
+			add("%s: Default %v is not one of the Choices", at, o.Default)
+		}
+	}
+}
+
+// checkConstraints: every option a constraint names is an option.
+func checkConstraints(where string, opts map[string]Option, c Constraints, add func(string, ...any)) {
 	known := func(n string) bool { _, ok := opts[n]; return ok }
 	check := func(kind string, groups [][]string) {
 		for _, g := range groups {

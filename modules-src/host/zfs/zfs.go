@@ -116,19 +116,37 @@ func ParseTree(out, pool string) (Tree, error) {
 	if len(lines) < 2 {
 		return Tree{}, fmt.Errorf("unexpected zpool list output %q: want a header and the pool's line", out)
 	}
-	header := strings.Fields(lines[0])
+	t, err := parsePoolLine(lines[0], lines[1], pool)
+	if err != nil {
+		return Tree{}, err
+	}
+	if err := t.parseVdevs(lines[2:]); err != nil {
+		return Tree{}, err
+	}
+	if len(t.Vdevs) == 0 {
+		// every imported pool has a data vdev: a zpool that ignored -v
+		// must not pass for a pool without disks
+		return Tree{}, fmt.Errorf("unexpected zpool list output %q: no vdevs under pool %s (want the -v tree)", out, pool)
+	}
+	return t, nil
+}
+
+// parsePoolLine reads pool's own line by the header's columns: its size,
+// allocation, free space, health and ashift.
+func parsePoolLine(headerLine, line, pool string) (Tree, error) {
+	header := strings.Fields(headerLine)
 	col := map[string]int{}
 	for i, h := range header {
 		col[h] = i
 	}
 	for _, h := range []string{"NAME", "SIZE", "ALLOC", "FREE", "HEALTH", "ASHIFT"} {
 		if _, ok := col[h]; !ok {
-			return Tree{}, fmt.Errorf("unexpected zpool list header %q: no %s column", lines[0], h)
+			return Tree{}, fmt.Errorf("unexpected zpool list header %q: no %s column", headerLine, h)
 		}
 	}
-	f := strings.Fields(lines[1])
-	if indent(lines[1]) != 0 || len(f) != len(header) || f[col["NAME"]] != pool {
-		return Tree{}, fmt.Errorf("unexpected zpool list line %q: want pool %s's %d columns %s", lines[1], pool, len(header), lines[0])
+	f := strings.Fields(line)
+	if indent(line) != 0 || len(f) != len(header) || f[col["NAME"]] != pool {
+		return Tree{}, fmt.Errorf("unexpected zpool list line %q: want pool %s's %d columns %s", line, pool, len(header), headerLine)
 	}
 	t := Tree{Name: pool, PoolInfo: PoolInfo{Ashift: f[col["ASHIFT"]]}, Classes: map[string][]Vdev{}}
 	t.Health = f[col["HEALTH"]]
@@ -142,10 +160,16 @@ func ParseTree(out, pool string) (Tree, error) {
 		}
 		x, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
-			return Tree{}, fmt.Errorf("unexpected zpool list line %q: %s %q is not a number of bytes (-p)", lines[1], n.col, v)
+			return Tree{}, fmt.Errorf("unexpected zpool list line %q: %s %q is not a number of bytes (-p)", line, n.col, v)
 		}
 		*n.p = x
 	}
+	return t, nil
+}
+
+// parseVdevs reads the vdev lines under the pool's: the data vdevs, then
+// each class line and its vdevs.
+func (t *Tree) parseVdevs(lines []string) error {
 	class := "" // the data vdevs until a class line
 	section := func() *[]Vdev {
 		if class == "" {
@@ -154,7 +178,7 @@ func ParseTree(out, pool string) (Tree, error) {
 		vs := t.Classes[class]
 		return &vs
 	}
-	for _, l := range lines[2:] {
+	for _, l := range lines {
 		f := strings.Fields(l)
 		if len(f) == 0 {
 			continue
@@ -167,9 +191,9 @@ func ParseTree(out, pool string) (Tree, error) {
 			t.Classes[class] = nil
 			continue
 		case depth == 0:
-			return Tree{}, fmt.Errorf("unexpected zpool list line %q: another pool or an unknown section in pool %s's tree", l, pool)
+			return fmt.Errorf("unexpected zpool list line %q: another pool or an unknown section in pool %s's tree", l, t.Name)
 		case len(f) < 2:
-			return Tree{}, fmt.Errorf("unexpected zpool list line %q: a vdev without its columns", l)
+			return fmt.Errorf("unexpected zpool list line %q: a vdev without its columns", l)
 		case depth == 2:
 			v := Vdev{Type: groupType(name), State: health}
 			if v.Type == "" {
@@ -180,7 +204,7 @@ func ParseTree(out, pool string) (Tree, error) {
 			// a replacing-0 or spare-0 inside a group: its disks follow,
 			// deeper, and belong to the top-level vdev
 		case len(*vs) == 0:
-			return Tree{}, fmt.Errorf("unexpected zpool list line %q: a disk at depth %d outside any vdev", l, depth)
+			return fmt.Errorf("unexpected zpool list line %q: a disk at depth %d outside any vdev", l, depth)
 		default:
 			last := &(*vs)[len(*vs)-1]
 			last.Devices = append(last.Devices, name)
@@ -189,12 +213,7 @@ func ParseTree(out, pool string) (Tree, error) {
 			t.Classes[class] = *vs
 		}
 	}
-	if len(t.Vdevs) == 0 {
-		// every imported pool has a data vdev: a zpool that ignored -v
-		// must not pass for a pool without disks
-		return Tree{}, fmt.Errorf("unexpected zpool list output %q: no vdevs under pool %s (want the -v tree)", out, pool)
-	}
-	return t, nil
+	return nil
 }
 
 // indent counts the spaces a line starts with (its depth in the tree).

@@ -15,7 +15,7 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/labtest"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim"
 	"github.com/gopve/proxmox/modules-src/pveapi"
-	"github.com/gopve/proxmox/modules-src/pveapi/resources"
+	"github.com/gopve/proxmox/modules-src/pveapi/clusterguests"
 )
 
 // autoPlay clones the template into a VM found again by its name within a
@@ -118,7 +118,7 @@ func twoPlays(t *testing.T, pve int) {
 	// The VMs on the nodes, by name (the cluster's guest list).
 	held := func() map[string][]int {
 		out := map[string][]int{}
-		guests, err := resources.Guests(context.Background(), api)
+		guests, err := clusterguests.Guests(context.Background(), api)
 		if err != nil {
 			t.Fatalf("guest list: %v", err)
 		}

@@ -28,7 +28,7 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/labtest"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim"
 	"github.com/gopve/proxmox/modules-src/pveapi"
-	"github.com/gopve/proxmox/modules-src/pveapi/resources"
+	"github.com/gopve/proxmox/modules-src/pveapi/clusterguests"
 )
 
 func TestSeed003ExamplePVE9(t *testing.T) { seed003(t, 9) }
@@ -93,12 +93,12 @@ func seed003(t *testing.T, pve int) {
 	// The seed's failover test, on Dokploy's node.
 	ctx := context.Background()
 	api := s.api(ctx)
-	guestOn := func(vmid int, what string, cond func(resources.Guest) bool) resources.Guest {
+	guestOn := func(vmid int, what string, cond func(clusterguests.Guest) bool) clusterguests.Guest {
 		return labtest.GuestOn(t, api, vmid, what, cond)
 	}
-	guestOn(201, "ran on pve02", func(g resources.Guest) bool { return g.Node == "pve02" && g.Status == "running" })
+	guestOn(201, "ran on pve02", func(g clusterguests.Guest) bool { return g.Node == "pve02" && g.Status == "running" })
 	labtest.PowerOff(t, lab, "pve02")
-	moved := guestOn(201, "recovered off pve02", func(g resources.Guest) bool { return g.Node != "pve02" && g.Status == "running" })
+	moved := guestOn(201, "recovered off pve02", func(g clusterguests.Guest) bool { return g.Node != "pve02" && g.Status == "running" })
 	// The cluster role reads the keys of the members outside the play
 	// (pve02 here) and ignores one it cannot reach: that read fails, the
 	// play goes on (C10).
@@ -108,7 +108,7 @@ func seed003(t *testing.T, pve int) {
 	}
 	s.mayFail = nil
 	labtest.PowerOn(t, lab, "pve02")
-	guestOn(201, "failed back to pve02", func(g resources.Guest) bool { return g.Node == "pve02" && g.Status == "running" })
+	guestOn(201, "failed back to pve02", func(g clusterguests.Guest) bool { return g.Node == "pve02" && g.Status == "running" })
 	if c := s.run("after the failback").changed(); len(c) != 0 {
 		t.Errorf("after the failback, the site changed:\n  %s", strings.Join(c, "\n  "))
 	}

@@ -156,11 +156,7 @@ var kernelPkg = regexp.MustCompile(`^(proxmox-kernel-|pve-kernel-|linux-image-)`
 // planUpgrade is stage 3: dist-upgrade, and the proof afterwards that
 // nothing the configured repositories offer is left behind (B2).
 func (m *base) planUpgrade(ctx context.Context, w *ansible.World) ([]ansible.Change, error) {
-	for _, p := range m.installPlan.Install {
-		if kernelPkg.MatchString(p.Name) {
-			m.reboot = append(m.reboot, "kernel package "+p.Name+" installed")
-		}
-	}
+	m.rebootFor(m.installPlan.Install, func(p apt.Pkg) string { return "kernel package " + p.Name + " installed" })
 	if m.p.Upgrade == "none" {
 		return nil, nil
 	}
@@ -174,37 +170,17 @@ func (m *base) planUpgrade(ctx context.Context, w *ansible.World) ([]ansible.Cha
 	if plan, err = m.dropHeld(ctx, plan); err != nil {
 		return nil, err
 	}
-	// What an earlier change of this run already installs (predicted in
-	// check mode, where the simulation still sees the node as it was) is
-	// not upgraded a second time.
-	var rest []apt.Pkg
-	for _, p := range plan.Install {
-		if v, ok := installedVersion(p.Name).Predicted(w); !ok || v != p.To {
-			rest = append(rest, p)
-		}
-	}
-	plan.Install = rest
+	plan.Install = notYetInstalled(w, plan.Install)
 	m.upgradePlan = plan
 	m.upgraded = append([]apt.Pkg(nil), plan.Install...)
-	for _, p := range plan.Install {
-		if kernelPkg.MatchString(p.Name) {
-			m.reboot = append(m.reboot, "kernel package "+p.Name+" upgraded to "+p.To)
-		}
-	}
+	m.rebootFor(plan.Install, func(p apt.Pkg) string { return "kernel package " + p.Name + " upgraded to " + p.To })
 	if plan.Empty() {
 		return nil, nil
-	}
-	summary := "dist-upgrade " + pkgList(plan.Install)
-	if len(plan.Install) == 0 {
-		summary = "dist-upgrade"
-	}
-	if len(plan.Remove) > 0 {
-		summary += "; remove " + strings.Join(plan.Remove, ", ")
 	}
 	return []ansible.Change{{
 		Predict: func(w *ansible.World) { predictInstalled(w, plan.Install) },
 		ID:      "packages:upgrade",
-		Summary: summary,
+		Summary: upgradeSummary(plan),
 		Diff:    versionsDiff("packages", plan.Install),
 		// The download installs nothing: it runs under the deadline, and
 		// cut short it leaves the node as it was. Only the dpkg
@@ -218,39 +194,76 @@ func (m *base) planUpgrade(ctx context.Context, w *ansible.World) ([]ansible.Cha
 				return client.DistUpgrade(ctx)
 			})
 		},
-		Verify: func(ctx context.Context) error {
-			left, err := apt.Client{Runner: m.env.Runner}.SimulateDistUpgrade(ctx)
-			if err != nil {
-				return err
-			}
-			left = m.leftWithoutHeld(left)
-			if !left.Empty() {
-				var names []string
-				for _, p := range left.Install {
-					names = append(names, p.Name)
-				}
-				names = append(names, left.KeptBack...)
-				names = append(names, left.Remove...)
-				sort.Strings(names)
-				return fmt.Errorf("still upgradable from the configured repositories after dist-upgrade: %s (see apt-cache policy)", strings.Join(names, ", "))
-			}
-			// report the versions really installed, not the ones predicted
-			names := make([]string, 0, len(plan.Install))
-			for _, p := range plan.Install {
-				names = append(names, p.Name)
-			}
-			got, err := apt.Installed(ctx, m.env.Runner, names)
-			if err != nil {
-				return err
-			}
-			for i, p := range m.upgraded {
-				if v, ok := got[p.Name]; ok {
-					m.upgraded[i].To = v
-				}
-			}
-			return nil
-		},
+		Verify: func(ctx context.Context) error { return m.verifyUpgraded(ctx, plan) },
 	}}, nil
+}
+
+// rebootFor asks for a reboot, saying why, for each kernel package of pkgs.
+func (m *base) rebootFor(pkgs []apt.Pkg, why func(apt.Pkg) string) {
+	for _, p := range pkgs {
+		if kernelPkg.MatchString(p.Name) {
+			m.reboot = append(m.reboot, why(p))
+		}
+	}
+}
+
+// notYetInstalled drops from pkgs what an earlier change of this run
+// already installs (predicted in check mode, where the simulation still
+// sees the node as it was), so it is not upgraded a second time.
+func notYetInstalled(w *ansible.World, pkgs []apt.Pkg) []apt.Pkg {
+	var rest []apt.Pkg
+	for _, p := range pkgs {
+		if v, ok := installedVersion(p.Name).Predicted(w); !ok || v != p.To {
+			rest = append(rest, p)
+		}
+	}
+	return rest
+}
+
+func upgradeSummary(plan apt.Plan) string {
+	summary := "dist-upgrade " + pkgList(plan.Install)
+	if len(plan.Install) == 0 {
+		summary = "dist-upgrade"
+	}
+	if len(plan.Remove) > 0 {
+		summary += "; remove " + strings.Join(plan.Remove, ", ")
+	}
+	return summary
+}
+
+// verifyUpgraded checks that nothing is left to upgrade (held packages
+// aside), then reports the versions really installed, not the ones
+// predicted.
+func (m *base) verifyUpgraded(ctx context.Context, plan apt.Plan) error {
+	left, err := apt.Client{Runner: m.env.Runner}.SimulateDistUpgrade(ctx)
+	if err != nil {
+		return err
+	}
+	left = m.leftWithoutHeld(left)
+	if !left.Empty() {
+		var names []string
+		for _, p := range left.Install {
+			names = append(names, p.Name)
+		}
+		names = append(names, left.KeptBack...)
+		names = append(names, left.Remove...)
+		sort.Strings(names)
+		return fmt.Errorf("still upgradable from the configured repositories after dist-upgrade: %s (see apt-cache policy)", strings.Join(names, ", "))
+	}
+	names := make([]string, 0, len(plan.Install))
+	for _, p := range plan.Install {
+		names = append(names, p.Name)
+	}
+	got, err := apt.Installed(ctx, m.env.Runner, names)
+	if err != nil {
+		return err
+	}
+	for i, p := range m.upgraded {
+		if v, ok := got[p.Name]; ok {
+			m.upgraded[i].To = v
+		}
+	}
+	return nil
 }
 
 // installedVersion is a fact of the predicted world (ansible.World): the

@@ -94,14 +94,46 @@ func (m *base) planRepos(ctx context.Context, _ *ansible.World) ([]ansible.Chang
 	if err := m.guardTarget(ctx); err != nil {
 		return nil, err
 	}
-	m.suite = m.p.Suite
-	if m.suite == "" {
-		osr, err := apt.ReadOSRelease(m.env.Root)
-		if err != nil {
-			return nil, fmt.Errorf("suite: %w", err)
-		}
-		m.suite = osr.VersionCodename
+	if err := m.pickSuite(); err != nil {
+		return nil, err
 	}
+	m.pickFormat()
+	m.warnSignedByList()
+	if err := m.readSources(); err != nil {
+		return nil, err
+	}
+	m.repos = m.repoDefs(m.cephRelease())
+	why := map[string][]string{} // file → what we do to it
+	for _, d := range m.repos {
+		acts, err := m.converge(d)
+		if err != nil {
+			return nil, err
+		}
+		for f, a := range acts {
+			why[f] = append(why[f], a)
+		}
+	}
+	changes := m.sourceChanges(why)
+	m.changed = len(changes) > 0
+	return changes, nil
+}
+
+// pickSuite is the asked suite, else the node's (os-release).
+func (m *base) pickSuite() error {
+	m.suite = m.p.Suite
+	if m.suite != "" {
+		return nil
+	}
+	osr, err := apt.ReadOSRelease(m.env.Root)
+	if err != nil {
+		return fmt.Errorf("suite: %w", err)
+	}
+	m.suite = osr.VersionCodename
+	return nil
+}
+
+// pickFormat is the asked format of new entries, else the suite's own.
+func (m *base) pickFormat() {
 	switch m.p.RepoFormat {
 	case "deb822":
 		m.format = apt.Deb822
@@ -114,46 +146,54 @@ func (m *base) planRepos(ctx context.Context, _ *ansible.World) ([]ansible.Chang
 			m.format = apt.OneLine
 		}
 	}
-	m.warnSignedByList()
+}
+
+// readSources reads every APT source file and its state before, which
+// the file changes are planned from.
+func (m *base) readSources() error {
 	files, err := apt.ReadAll(m.env.Root)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	m.files, m.before = map[string]*apt.File{}, map[string]host.FileState{}
 	for _, f := range files {
 		m.files[f.Path] = f
 		st, err := m.env.Root.ReadFile(f.Path)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		m.before[f.Path] = st
 	}
-	ceph := m.p.CephRelease
-	if ceph == "" {
-		ceph = cephReleaseOnNode(m.files)
+	return nil
+}
+
+// cephRelease is the asked Ceph release, else the one the node's sources
+// name, else the suite's default.
+func (m *base) cephRelease() string {
+	if m.p.CephRelease != "" {
+		return m.p.CephRelease
 	}
-	if ceph == "" {
-		ceph = "squid"
-		if m.suite == "bookworm" {
-			ceph = "reef"
-		}
+	if ceph := cephReleaseOnNode(m.files); ceph != "" {
+		return ceph
 	}
-	m.repos = []repoDef{
+	if m.suite == "bookworm" {
+		return "reef"
+	}
+	return "squid"
+}
+
+func (m *base) repoDefs(ceph string) []repoDef {
+	return []repoDef{
 		{"pve-enterprise", "enterprise_repo", m.p.EnterpriseRepo, m.url("pve_enterprise", defPVEEnterprise, ceph), "pve-enterprise", "pve-enterprise"},
 		{"pve-no-subscription", "no_subscription_repo", m.p.NoSubscriptionRepo, m.url("pve_no_subscription", defPVENoSubscription, ceph), "pve-no-subscription", "pve-no-subscription"},
 		{"ceph-enterprise", "ceph_enterprise_repo", m.p.CephEnterpriseRepo, m.url("ceph_enterprise", defCephEnterprise, ceph), "enterprise", "ceph"},
 		{"ceph-no-subscription", "ceph_no_subscription_repo", m.p.CephNoSubscriptionRepo, m.url("ceph_no_subscription", defCephNoSub, ceph), "no-subscription", "ceph-no-subscription"},
 	}
-	why := map[string][]string{} // file → what we do to it
-	for _, d := range m.repos {
-		acts, err := m.converge(d)
-		if err != nil {
-			return nil, err
-		}
-		for f, a := range acts {
-			why[f] = append(why[f], a)
-		}
-	}
+}
+
+// sourceChanges is one file change per source file that differs from the
+// node's, summarised by why (file → what we do to it).
+func (m *base) sourceChanges(why map[string][]string) []ansible.Change {
 	var changes []ansible.Change
 	for _, p := range slices.Sorted(maps.Keys(m.files)) {
 		f := m.files[p]
@@ -171,8 +211,7 @@ func (m *base) planRepos(ctx context.Context, _ *ansible.World) ([]ansible.Chang
 		}
 		changes = append(changes, m.fileChange("repo:"+p, summary+" in "+p, fc))
 	}
-	m.changed = len(changes) > 0
-	return changes, nil
+	return changes
 }
 
 // owned tells whether a file is one of the repository files named after the
@@ -237,21 +276,41 @@ func (m *base) matches(d repoDef) []match {
 // converge edits m.files so repository d ends in its wanted state, and says
 // what it did per file.
 func (m *base) converge(d repoDef) (map[string]string, error) {
-	acts := map[string]string{}
 	ms := m.matches(d)
 	if d.Want == stateDisabled {
-		for _, x := range ms {
-			if x.entry.Enabled {
-				if err := x.file.SetEnabled(x.entry.Index, false); err != nil {
-					return nil, err
-				}
-				acts[x.file.Path] = "disable " + d.Name
-			}
-		}
-		return acts, nil
+		return disableAll(d, ms)
 	}
 	// enabled: every enabled entry must carry the node's suite; when none is
-	// enabled, the one in our own file (else the first found) is re-enabled.
+	// enabled, the one in our own file (else the first found) is re-enabled;
+	// when there is none, it is added to our own file.
+	acts, anyEnabled, err := m.fixSuites(d, ms)
+	if err != nil || anyEnabled {
+		return acts, err
+	}
+	if len(ms) > 0 {
+		return m.enableOne(d, ms)
+	}
+	return m.addRepo(d)
+}
+
+// disableAll disables every enabled entry of repository d.
+func disableAll(d repoDef, ms []match) (map[string]string, error) {
+	acts := map[string]string{}
+	for _, x := range ms {
+		if x.entry.Enabled {
+			if err := x.file.SetEnabled(x.entry.Index, false); err != nil {
+				return nil, err
+			}
+			acts[x.file.Path] = "disable " + d.Name
+		}
+	}
+	return acts, nil
+}
+
+// fixSuites sets the node's suite on every enabled entry of repository d
+// that lacks it, and says whether any entry is enabled.
+func (m *base) fixSuites(d repoDef, ms []match) (map[string]string, bool, error) {
+	acts := map[string]string{}
 	anyEnabled := false
 	for _, x := range ms {
 		if !x.entry.Enabled {
@@ -260,35 +319,38 @@ func (m *base) converge(d repoDef) (map[string]string, error) {
 		anyEnabled = true
 		if !slices.Contains(x.entry.Suites, m.suite) {
 			if err := x.file.SetSuites(x.entry.Index, m.suite); err != nil {
-				return nil, err
+				return nil, false, err
 			}
 			acts[x.file.Path] = fmt.Sprintf("set suite %s for %s", m.suite, d.Name)
 		}
 	}
-	if anyEnabled {
-		return acts, nil
-	}
-	if len(ms) > 0 {
-		pick := ms[0]
-		for _, x := range ms {
-			if m.owned(x.file.Path) && strings.HasPrefix(path.Base(x.file.Path), d.File+".") {
-				pick = x
-				break
-			}
+	return acts, anyEnabled, nil
+}
+
+// enableOne re-enables one disabled entry of repository d: the one in our
+// own file, else the first found, with the node's suite.
+func (m *base) enableOne(d repoDef, ms []match) (map[string]string, error) {
+	pick := ms[0]
+	for _, x := range ms {
+		if m.owned(x.file.Path) && strings.HasPrefix(path.Base(x.file.Path), d.File+".") {
+			pick = x
+			break
 		}
-		if err := pick.file.SetEnabled(pick.entry.Index, true); err != nil {
+	}
+	if err := pick.file.SetEnabled(pick.entry.Index, true); err != nil {
+		return nil, err
+	}
+	if !slices.Contains(pick.entry.Suites, m.suite) {
+		if err := pick.file.SetSuites(pick.entry.Index, m.suite); err != nil {
 			return nil, err
 		}
-		if !slices.Contains(pick.entry.Suites, m.suite) {
-			if err := pick.file.SetSuites(pick.entry.Index, m.suite); err != nil {
-				return nil, err
-			}
-		}
-		acts[pick.file.Path] = "enable " + d.Name
-		return acts, nil
 	}
-	// absent: write it into our own file (appended if that file exists for
-	// another reason).
+	return map[string]string{pick.file.Path: "enable " + d.Name}, nil
+}
+
+// addRepo writes repository d, absent from the node, into our own file
+// (appended if that file exists for another reason).
+func (m *base) addRepo(d repoDef) (map[string]string, error) {
 	ext, text := ".sources", ""
 	if m.format == apt.OneLine {
 		ext = ".list"
@@ -319,8 +381,7 @@ func (m *base) converge(d repoDef) (map[string]string, error) {
 		return nil, fmt.Errorf("internal error rendering %s: %w", p, err)
 	}
 	m.files[p] = f
-	acts[p] = "add " + d.Name
-	return acts, nil
+	return map[string]string{p: "add " + d.Name}, nil
 }
 
 // repoReport is one repository in the result.

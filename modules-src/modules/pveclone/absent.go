@@ -5,9 +5,9 @@ import (
 	"fmt"
 
 	"github.com/gopve/proxmox/modules-src/ansible"
+	"github.com/gopve/proxmox/modules-src/pveapi/clusterguests"
 	"github.com/gopve/proxmox/modules-src/pveapi/guest"
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
-	"github.com/gopve/proxmox/modules-src/pveapi/resources"
 )
 
 // planDestroy plans state: absent as one change per write (issue 23 §2): a
@@ -18,7 +18,7 @@ import (
 // stop never happens for a destroy PVE then refuses; should PVE refuse the
 // destroy all the same (the config changed between this read and the
 // destroy), the stop is reported as the change it was.
-func (v *vm) planDestroy(ctx context.Context, g resources.Guest) ([]ansible.Change, error) {
+func (v *vm) planDestroy(ctx context.Context, g clusterguests.Guest) ([]ansible.Change, error) {
 	st, err := v.observe(ctx, g.Node, g.Status == "running", g.HAState != "")
 	if err != nil {
 		return nil, err
@@ -70,7 +70,7 @@ func (v *vm) planDestroy(ctx context.Context, g resources.Guest) ([]ansible.Chan
 // their rounds), so the change waits, bounded by the run's deadline,
 // until PVE reports the VM stopped: destroy_vm refuses a running VM
 // ("VM N is running - destroy failed").
-func (v *vm) planStopForDestroy(g resources.Guest, d guest.DestroyCheck) (ansible.Change, error) {
+func (v *vm) planStopForDestroy(g clusterguests.Guest, d guest.DestroyCheck) (ansible.Change, error) {
 	req := qemu.Power(g.Node, g.VMID, "stop")
 	if err := req.Validate(v.version); err != nil {
 		return ansible.Change{}, v.schemaError(err)

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim"
+	"github.com/gopve/proxmox/modules-src/pveapi/clusterguests"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveapitest"
 	"github.com/gopve/proxmox/modules-src/pveapi/replication"
-	"github.com/gopve/proxmox/modules-src/pveapi/resources"
 )
 
 // state: absent and purge, as qemu-server's destroy_vm does them
@@ -67,7 +67,7 @@ func TestAbsentPurge(t *testing.T) {
 					t.Errorf("absent without purge of %d wrote %+v", c.vmid, m)
 				}
 			}
-			if g, _ := resources.Find(w.guests(), 402); g.Status != "running" {
+			if g, _ := clusterguests.Find(w.guests(), 402); g.Status != "running" {
 				t.Errorf("the refused destroy stopped VM 402: %s", g.Status)
 			}
 
@@ -93,7 +93,7 @@ func TestAbsentPurge(t *testing.T) {
 				if failed(res) || res["changed"] != true || !slices.Equal(destroy, []string{fmt.Sprintf("/nodes/pve02/qemu/%d purge=1", c.vmid)}) {
 					t.Errorf("purge of %d: changed=%v %v; destroys %v", c.vmid, res["changed"], msg(res), destroy)
 				}
-				if _, ok := resources.Find(w.guests(), c.vmid); ok {
+				if _, ok := clusterguests.Find(w.guests(), c.vmid); ok {
 					t.Errorf("VM %d still exists", c.vmid)
 				}
 			}
@@ -172,7 +172,7 @@ func TestAbsentStopsThenDestroys(t *testing.T) {
 			}
 			pveapitest.Write(t, api, "POST", "/cluster/ha/resources", url.Values{"sid": {"vm:411"}, "state": {"started"}})
 			running := func(vmid int) (bool, bool) {
-				g, ok := resources.Find(w.guests(), vmid)
+				g, ok := clusterguests.Find(w.guests(), vmid)
 				return ok, g.Status == "running"
 			}
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/pveapi"
-	"github.com/gopve/proxmox/modules-src/pveapi/resources"
+	"github.com/gopve/proxmox/modules-src/pveapi/clusterguests"
 )
 
 // vmid: auto. The module never picks a VMID unless asked, and then only
@@ -107,8 +107,8 @@ func parseVMIDOptions(p *params) (*vmidRange, error) {
 // resolveAuto finds the VM of an auto task again by its name within the
 // range, or picks the VMID a clone or create would claim now. ok is false
 // when there is none and none is to be made (state absent).
-func (v *vm) resolveAuto(guests []resources.Guest) (bool, error) {
-	var named []resources.Guest
+func (v *vm) resolveAuto(guests []clusterguests.Guest) (bool, error) {
+	var named []clusterguests.Guest
 	for _, g := range guests {
 		if v.auto.has(g.VMID) && g.Name == v.p.Name {
 			named = append(named, g)
@@ -142,7 +142,7 @@ func (v *vm) resolveAuto(guests []resources.Guest) (bool, error) {
 // lowestFree is the lowest VMID of the range that no guest of the cluster
 // holds (VMIDs are cluster-wide, VMs and containers alike) and that this
 // run was not already refused.
-func (v *vm) lowestFree(guests []resources.Guest, refused map[int]bool) (int, error) {
+func (v *vm) lowestFree(guests []clusterguests.Guest, refused map[int]bool) (int, error) {
 	used := map[int]bool{}
 	for _, g := range guests {
 		used[g.VMID] = true
@@ -185,7 +185,7 @@ func (v *vm) claim(ctx context.Context, mk func(vmid int) (write, error), done f
 		if attempt >= autoAttempts {
 			return ansible.NothingChanged(fmt.Errorf("vmid: auto: %d VMIDs of vmid_range %s were taken between this run's read and its call, the last %d (%v); nothing was changed: rerun", attempt, v.auto, v.p.VMID, err))
 		}
-		guests, rerr := resources.Guests(ctx, v.c)
+		guests, rerr := clusterguests.Guests(ctx, v.c)
 		if rerr != nil {
 			return ansible.NothingChanged(fmt.Errorf("%w; then the guest list could not be read to pick another VMID: %v", err, rerr))
 		}

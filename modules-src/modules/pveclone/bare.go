@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/clusterguests"
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
-	"github.com/gopve/proxmox/modules-src/pveapi/resources"
 )
 
 // isoExists checks a CD-ROM's volume on its storage before the create
@@ -38,7 +38,7 @@ func (v *vm) isoExists(ctx context.Context, node, volid string) (int64, error) {
 // volume is on storage that is not shared (API2/Qemu.pm clone_vm after
 // $check_storage_access_clone, which counts CD-ROM ISOs and the cloud-init
 // drive too), with PVE's own reason and what to do instead.
-func crossNodeLocal(target string, tpl resources.Guest, key string, d qemu.Drive, st storageInfo, store string) error {
+func crossNodeLocal(target string, tpl clusterguests.Guest, key string, d qemu.Drive, st storageInfo, store string) error {
 	what := "disk"
 	fix := fmt.Sprintf("clone_then_migrate: true clones on %s and migrates, or keep a template on each node", tpl.Node)
 	if d.IsCDROM() && !d.IsCloudInit() {

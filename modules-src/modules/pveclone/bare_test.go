@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim"
+	"github.com/gopve/proxmox/modules-src/pveapi/clusterguests"
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
-	"github.com/gopve/proxmox/modules-src/pveapi/resources"
 )
 
 // isoOnShared makes the node's listing of the shared storage hold one ISO,
@@ -53,7 +53,7 @@ func TestBareVMFirmwareCDROMBoot(t *testing.T) {
 			if m := writes(w.sim); len(m) != 0 {
 				t.Errorf("a missing ISO wrote %+v", m)
 			}
-			if _, ok := resources.Find(w.guests(), 310); ok {
+			if _, ok := clusterguests.Find(w.guests(), 310); ok {
 				t.Fatal("VM 310 exists after a refused create")
 			}
 

@@ -11,8 +11,8 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim"
 	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/clusterguests"
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
-	"github.com/gopve/proxmox/modules-src/pveapi/resources"
 )
 
 func with(base map[string]any, kv ...any) map[string]any {
@@ -27,9 +27,9 @@ func with(base map[string]any, kv ...any) map[string]any {
 	return out
 }
 
-func (w *world) guests() []resources.Guest {
+func (w *world) guests() []clusterguests.Guest {
 	w.t.Helper()
-	g, err := resources.Guests(context.Background(), w.client())
+	g, err := clusterguests.Guests(context.Background(), w.client())
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestBadInputNamed(t *testing.T) {
 		if m := writes(w.sim); len(m) != 0 {
 			t.Errorf("PVE %d: bad input wrote %+v", v, m)
 		}
-		if _, ok := resources.Find(w.guests(), 201); ok {
+		if _, ok := clusterguests.Find(w.guests(), 201); ok {
 			t.Errorf("PVE %d: VM 201 exists after bad input", v)
 		}
 	}
@@ -105,7 +105,7 @@ func TestK1IdentityIsVMID(t *testing.T) {
 	if failed(res) || res["changed"] != true {
 		t.Fatalf("K1: %v", msg(res))
 	}
-	if g, ok := resources.Find(w.guests(), 201); !ok || g.Node != "pve02" || g.Name != "web-1" {
+	if g, ok := clusterguests.Find(w.guests(), 201); !ok || g.Node != "pve02" || g.Name != "web-1" {
 		t.Errorf("K1: VM 201 %+v %v", g, ok)
 	}
 	w.sim.ResetRequests()
@@ -144,7 +144,7 @@ func TestK3CloneTaskEnd(t *testing.T) {
 	if tl, _ := res["task_log"].([]any); len(tl) == 0 {
 		t.Errorf("K3: no task log in the result: %v", res)
 	}
-	if _, ok := resources.Find(w.guests(), 201); ok {
+	if _, ok := clusterguests.Find(w.guests(), 201); ok {
 		t.Errorf("K3: VM 201 exists after the failed clone")
 	}
 
@@ -263,13 +263,13 @@ func TestAbsent(t *testing.T) {
 	if failed(res) || res["changed"] != true {
 		t.Fatalf("absent: %v", msg(res))
 	}
-	if _, ok := resources.Find(w.guests(), 201); ok {
+	if _, ok := clusterguests.Find(w.guests(), 201); ok {
 		t.Error("VM 201 still exists")
 	}
 	if res := w.run(map[string]any{"vmid": 201, "name": "web-1", "state": "absent"}, false); failed(res) || res["changed"] != false {
 		t.Errorf("absent rerun: %v", msg(res))
 	}
-	if _, ok := resources.Find(w.guests(), 9000); !ok {
+	if _, ok := clusterguests.Find(w.guests(), 9000); !ok {
 		t.Error("the template went too")
 	}
 }
@@ -472,7 +472,7 @@ func TestK13LockContentionRetried(t *testing.T) {
 	if clones != 2 || !strings.Contains(pveapi.String(res["warnings"]), "trying again") {
 		t.Errorf("K13: %d clone calls, warnings %v", clones, res["warnings"])
 	}
-	if g, ok := resources.Find(w.guests(), 201); !ok || g.Node != "pve02" {
+	if g, ok := clusterguests.Find(w.guests(), 201); !ok || g.Node != "pve02" {
 		t.Errorf("K13: VM 201 after the retried clone: %+v %v", g, ok)
 	}
 }
@@ -498,7 +498,7 @@ func TestH4StartThroughHA(t *testing.T) {
 	if err := w.client().Get(context.Background(), "/cluster/ha/resources/vm:201", nil, &ha); err != nil || ha["state"] != "started" {
 		t.Errorf("H4: HA resource after the start: %v %v", ha, err)
 	}
-	if g, _ := resources.Find(w.guests(), 201); g.Status != "running" {
+	if g, _ := clusterguests.Find(w.guests(), 201); g.Status != "running" {
 		t.Errorf("H4: VM 201 is %s", g.Status)
 	}
 	if again := w.run(with(webArgs(), "state", "started"), false); failed(again) || again["changed"] != false {
@@ -556,7 +556,7 @@ func TestFaultsDuringConfiguration(t *testing.T) {
 	if !failed(res) || res["changed"] != true {
 		t.Errorf("a refused PUT after the clone: failed=%v changed=%v %v", failed(res), res["changed"], msg(res))
 	}
-	if _, ok := resources.Find(w.guests(), 202); !ok {
+	if _, ok := clusterguests.Find(w.guests(), 202); !ok {
 		t.Fatal("the clone that the failed run reports as changed is not there")
 	}
 	w.sim.ResetRequests()
@@ -588,7 +588,7 @@ func TestK20AgentWaitBounded(t *testing.T) {
 	if took > 30*time.Second {
 		t.Errorf("K20: the bounded wait took %v", took)
 	}
-	if g, _ := resources.Find(w.guests(), 201); g.Status != "running" {
+	if g, _ := clusterguests.Find(w.guests(), 201); g.Status != "running" {
 		t.Errorf("K20: VM 201 is %s", g.Status)
 	}
 	// Without agent_wait, no agent call at all.

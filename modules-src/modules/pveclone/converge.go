@@ -172,89 +172,113 @@ func sortedParts(s string) []string {
 // missing one is allocated (a CD-ROM gets its ISO).
 func (p *settingsPlan) planDisks(cur qemu.Config, w *want) error {
 	for _, k := range slices.Sorted(maps.Keys(w.disks)) {
-		dw := w.disks[k]
-		ciStore, wantCI := cloudInitStore(dw.file)
-		if wantCI {
-			if at := cloudInitElsewhere(cur, w, k); at != "" {
-				// create_disks: "$ds - cloud-init drive is already attached at '$ci_key'"
-				return fmt.Errorf("%s: %s - cloud-init drive is already attached at '%s' (a VM has one cloud-init drive)", optionOf(k), k, at)
-			}
-		}
-		curStr, present := cur.Values[k]
-		if !present {
-			s, err := dw.newDriveString(k)
-			if err != nil {
-				return err
-			}
-			p.set[k] = s
-			if dw.file == "" || wantCI {
-				p.alloc = true // PVE allocates a volume: the POST (task) variant
-			}
-			continue
-		}
-		d, err := qemu.ParseDrive(k, curStr)
-		if err != nil {
-			return fmt.Errorf("%s: the VM's disk does not parse: %w", optionOf(k), err)
-		}
-		if wantCI && d.IsCloudInit() {
-			// A cloud-init drive exists or not (issue 23 §7): "storage:cloudinit"
-			// asks for one on that storage, which a drive named
-			// vm-<vmid>-cloudinit there is. Sending it again would make PVE
-			// allocate the same name a second time and fail (ZFS: "dataset
-			// already exists"), so only its storage is compared.
-			if have, _, _ := strings.Cut(d.File, ":"); have != ciStore {
-				return fmt.Errorf("%s: the VM's cloud-init drive %s is on storage '%s', not '%s'; this module does not move it (ask for %s:cloudinit; to have it on '%s', remove the drive in PVE, then run again)",
-					optionOf(k), d.File, have, ciStore, have, ciStore)
-			}
-			continue
-		}
-		if wantCI && d.IsCDROM() {
-			// A CD-ROM medium (or none) gives way to a new cloud-init drive.
-			s, err := dw.newDriveString(k)
-			if err != nil {
-				return err
-			}
-			p.set[k] = s
-			p.alloc = true
-			continue
-		}
-		if dw.file != "" && d.File != dw.file {
-			if !d.IsCDROM() {
-				return fmt.Errorf("%s: %s holds volume %s; this module never replaces a disk's volume (K16)", optionOf(k), k, d.File)
-			}
-			d.File = dw.file // a CD-ROM's medium, not data
-		}
-		props, err := pveformat.Parse(curStr, pveformat.Shape{DefaultKey: "file"})
-		if err != nil {
-			return fmt.Errorf("%s: %w", optionOf(k), err)
-		}
-		changed := d.File != props.Map()["file"]
-		props.Set("file", d.File)
-		for _, ok := range slices.Sorted(maps.Keys(dw.opts)) {
-			if ok == "format" && volumeFormat(d.File) == dw.opts[ok] {
-				continue // create_disks drops the key once the volume has that format
-			}
-			if v, has := props.Get(ok); !has || v != dw.opts[ok] {
-				props.Set(ok, dw.opts[ok])
-				changed = true
-			}
-		}
-		if changed {
-			s, err := pveformat.Print(props, pveformat.Shape{DefaultKey: "file"})
-			if err != nil {
-				return fmt.Errorf("%s: %w", optionOf(k), err)
-			}
-			p.set[k] = s
-		}
-		switch {
-		case dw.size == 0 || d.IsCDROM():
-		case d.Size < dw.size:
-			p.resizes = append(p.resizes, resize{disk: k, from: d.Size, to: dw.size})
-		case d.Size > dw.size:
-			p.warnings = append(p.warnings, fmt.Sprintf("%s: the disk is %s, larger than the %s asked; disks are never shrunk (K11)", optionOf(k), pveformat.FormatSize(d.Size), pveformat.FormatSize(dw.size)))
+		if err := p.planDisk(cur, w, k); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// planDisk plans wanted disk k: a new drive where the VM has none (or a
+// cloud-init drive in place of a CD-ROM), else the existing one's options
+// and size.
+func (p *settingsPlan) planDisk(cur qemu.Config, w *want, k string) error {
+	dw := w.disks[k]
+	ciStore, wantCI := cloudInitStore(dw.file)
+	if wantCI {
+		if at := cloudInitElsewhere(cur, w, k); at != "" {
+			// create_disks: "$ds - cloud-init drive is already attached at '$ci_key'"
+			return fmt.Errorf("%s: %s - cloud-init drive is already attached at '%s' (a VM has one cloud-init drive)", optionOf(k), k, at)
+		}
+	}
+	curStr, present := cur.Values[k]
+	if !present {
+		return p.addDrive(k, dw, dw.file == "" || wantCI) // PVE allocates a volume: the POST (task) variant
+	}
+	d, err := qemu.ParseDrive(k, curStr)
+	if err != nil {
+		return fmt.Errorf("%s: the VM's disk does not parse: %w", optionOf(k), err)
+	}
+	if wantCI && d.IsCloudInit() {
+		// A cloud-init drive exists or not (issue 23 §7): "storage:cloudinit"
+		// asks for one on that storage, which a drive named
+		// vm-<vmid>-cloudinit there is. Sending it again would make PVE
+		// allocate the same name a second time and fail (ZFS: "dataset
+		// already exists"), so only its storage is compared.
+		if have, _, _ := strings.Cut(d.File, ":"); have != ciStore {
+			return fmt.Errorf("%s: the VM's cloud-init drive %s is on storage '%s', not '%s'; this module does not move it (ask for %s:cloudinit; to have it on '%s', remove the drive in PVE, then run again)",
+				optionOf(k), d.File, have, ciStore, have, ciStore)
+		}
+		return nil
+	}
+	if wantCI && d.IsCDROM() {
+		// A CD-ROM medium (or none) gives way to a new cloud-init drive.
+		return p.addDrive(k, dw, true)
+	}
+	if err := p.planDriveOptions(k, curStr, d, dw); err != nil {
+		return err
+	}
+	p.planResize(k, d, dw)
+	return nil
+}
+
+// addDrive sets new drive k; alloc says PVE allocates a volume for it.
+func (p *settingsPlan) addDrive(k string, dw diskWant, alloc bool) error {
+	s, err := dw.newDriveString(k)
+	if err != nil {
+		return err
+	}
+	p.set[k] = s
+	if alloc {
+		p.alloc = true
+	}
+	return nil
+}
+
+// planDriveOptions sets existing drive k (d, stored as curStr) again when
+// a wanted option or a CD-ROM's medium differs; a disk's volume is never
+// replaced.
+func (p *settingsPlan) planDriveOptions(k, curStr string, d qemu.Drive, dw diskWant) error {
+	if dw.file != "" && d.File != dw.file {
+		if !d.IsCDROM() {
+			return fmt.Errorf("%s: %s holds volume %s; this module never replaces a disk's volume (K16)", optionOf(k), k, d.File)
+		}
+		d.File = dw.file // a CD-ROM's medium, not data
+	}
+	props, err := pveformat.Parse(curStr, pveformat.Shape{DefaultKey: "file"})
+	if err != nil {
+		return fmt.Errorf("%s: %w", optionOf(k), err)
+	}
+	changed := d.File != props.Map()["file"]
+	props.Set("file", d.File)
+	for _, ok := range slices.Sorted(maps.Keys(dw.opts)) {
+		if ok == "format" && volumeFormat(d.File) == dw.opts[ok] {
+			continue // create_disks drops the key once the volume has that format
+		}
+		if v, has := props.Get(ok); !has || v != dw.opts[ok] {
+			props.Set(ok, dw.opts[ok])
+			changed = true
+		}
+	}
+	if changed {
+		s, err := pveformat.Print(props, pveformat.Shape{DefaultKey: "file"})
+		if err != nil {
+			return fmt.Errorf("%s: %w", optionOf(k), err)
+		}
+		p.set[k] = s
+	}
+	return nil
+}
+
+// planResize grows disk k to the wanted size; a larger disk only warns.
+func (p *settingsPlan) planResize(k string, d qemu.Drive, dw diskWant) {
+	switch {
+	case dw.size == 0 || d.IsCDROM():
+	case d.Size < dw.size:
+		p.resizes = append(p.resizes, resize{disk: k, from: d.Size, to: dw.size})
+	case d.Size > dw.size:
+		p.warnings = append(p.warnings, fmt.Sprintf("%s: the disk is %s, larger than the %s asked; disks are never shrunk (K11)", optionOf(k), pveformat.FormatSize(d.Size), pveformat.FormatSize(dw.size)))
+	}
 }
 
 // cloudInitElsewhere is has_cloudinit($conf, $ds) over the config and the

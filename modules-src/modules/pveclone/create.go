@@ -31,53 +31,13 @@ func (v *vm) planCreate(ctx context.Context) ([]ansible.Change, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := map[string]string{}
-	for k, val := range v.w.scalars {
-		cfg[k] = val
+	cfg, err := v.w.createConfig()
+	if err != nil {
+		return nil, err
 	}
-	for _, k := range slices.Sorted(maps.Keys(v.w.nets)) {
-		n := v.w.nets[k].apply(qemu.Net{})
-		s, err := n.Render()
-		if err != nil {
-			return nil, fmt.Errorf("nets.%s: %w", k, err)
-		}
-		cfg[k] = s
-	}
-	for k, ic := range v.w.ipconf {
-		s, err := ic.Render()
-		if err != nil {
-			return nil, fmt.Errorf("ipconfig.%s: %w", k, err)
-		}
-		cfg[k] = s
-	}
-	isoSizes := map[string]int64{}
-	for _, k := range slices.Sorted(maps.Keys(v.w.disks)) {
-		d := v.w.disks[k]
-		if d.file != "" && d.media == "cdrom" {
-			size, err := v.isoExists(ctx, node, d.file)
-			if err != nil {
-				return nil, err
-			}
-			isoSizes[d.file] = size
-		} else if d.file == "" {
-			st, ok := stores[d.storage]
-			switch {
-			case d.storage == "":
-			case !ok:
-				if err := v.storageNotYet(optionOf(k), d.storage, stores); err != nil {
-					return nil, err
-				}
-			case !st.OnNode(node):
-				return nil, fmt.Errorf("%s: storage '%s' is not available on node '%s'", optionOf(k), d.storage, node)
-			case !slices.Contains(st.Content, "images"):
-				return nil, fmt.Errorf("%s: storage '%s' does not support vm images", optionOf(k), d.storage)
-			}
-		}
-		s, err := d.newDriveString(k)
-		if err != nil {
-			return nil, err
-		}
-		cfg[k] = s
+	isoSizes, err := v.addNewDisks(ctx, node, stores, cfg)
+	if err != nil {
+		return nil, err
 	}
 	pool, err := v.poolReady(ctx)
 	if err != nil {
@@ -91,24 +51,104 @@ func (v *vm) planCreate(ctx context.Context) ([]ansible.Change, error) {
 	if err := req.Validate(v.version); err != nil {
 		return nil, v.schemaError(err)
 	}
-	var newStores []string
-	for k, val := range cfg {
-		if d, err := qemu.ParseDrive(k, val); qemu.IsDisk(k) && err == nil {
-			if st, _, ok := d.Allocation(); ok {
-				newStores = append(newStores, st)
-			}
-		}
-	}
-	names, err := v.namesFor(ctx, node, nil, newStores, stores)
+	names, err := v.namesFor(ctx, node, nil, allocatedStorages(cfg), stores)
 	if err != nil {
 		return nil, err
 	}
 	predicted := predictCreate(cfg, names, isoSizes)
 	if _, _, _, err := v.settings(ctx, vmState{Node: node, Next: predicted, Live: predicted}, false); err != nil {
-		return nil, err // refused before the clone is sent
+		return nil, err // refused before the create is sent
 	}
 	v.node = node
-	return append(pool, ansible.Change{
+	return append(pool, v.createChange(node, params, predicted)), nil
+}
+
+// createConfig is the wanted config but for the disks: scalars, NICs and
+// cloud-init IP configs rendered as PVE stores them.
+func (w *want) createConfig() (map[string]string, error) {
+	cfg := map[string]string{}
+	for k, val := range w.scalars {
+		cfg[k] = val
+	}
+	for _, k := range slices.Sorted(maps.Keys(w.nets)) {
+		n := w.nets[k].apply(qemu.Net{})
+		s, err := n.Render()
+		if err != nil {
+			return nil, fmt.Errorf("nets.%s: %w", k, err)
+		}
+		cfg[k] = s
+	}
+	for k, ic := range w.ipconf {
+		s, err := ic.Render()
+		if err != nil {
+			return nil, fmt.Errorf("ipconfig.%s: %w", k, err)
+		}
+		cfg[k] = s
+	}
+	return cfg, nil
+}
+
+// addNewDisks checks each wanted disk against what node has (an ISO that
+// exists, a storage there that holds images) and adds its drive string
+// to cfg; it returns the ISOs' sizes, which the predicted config shows.
+func (v *vm) addNewDisks(ctx context.Context, node string, stores map[string]storageInfo, cfg map[string]string) (map[string]int64, error) {
+	isoSizes := map[string]int64{}
+	for _, k := range slices.Sorted(maps.Keys(v.w.disks)) {
+		d := v.w.disks[k]
+		if d.file != "" && d.media == "cdrom" {
+			size, err := v.isoExists(ctx, node, d.file)
+			if err != nil {
+				return nil, err
+			}
+			isoSizes[d.file] = size
+		} else if d.file == "" {
+			if err := v.checkNewDiskStorage(optionOf(k), d.storage, node, stores); err != nil {
+				return nil, err
+			}
+		}
+		s, err := d.newDriveString(k)
+		if err != nil {
+			return nil, err
+		}
+		cfg[k] = s
+	}
+	return isoSizes, nil
+}
+
+// checkNewDiskStorage refuses, as qm create would, a new disk on a
+// storage that node lacks or that holds no VM images.
+func (v *vm) checkNewDiskStorage(opt, storage, node string, stores map[string]storageInfo) error {
+	st, ok := stores[storage]
+	switch {
+	case storage == "":
+	case !ok:
+		return v.storageNotYet(opt, storage, stores)
+	case !st.OnNode(node):
+		return fmt.Errorf("%s: storage '%s' is not available on node '%s'", opt, storage, node)
+	case !slices.Contains(st.Content, "images"):
+		return fmt.Errorf("%s: storage '%s' does not support vm images", opt, storage)
+	}
+	return nil
+}
+
+// allocatedStorages are the storages cfg's new disks are allocated on
+// (STORAGE:SIZE), whose free volume names the prediction needs.
+func allocatedStorages(cfg map[string]string) []string {
+	var stores []string
+	for k, val := range cfg {
+		if d, err := qemu.ParseDrive(k, val); qemu.IsDisk(k) && err == nil {
+			if st, _, ok := d.Allocation(); ok {
+				stores = append(stores, st)
+			}
+		}
+	}
+	return stores
+}
+
+// createChange sends the create (under the VMID vmid: auto claims) and
+// waits for the new VM's config on node.
+func (v *vm) createChange(node string, params map[string]string, predicted qemu.Config) ansible.Change {
+	return ansible.Change{
 		ID:      "vm:create",
 		Summary: fmt.Sprintf("create VM %d (%s) on %s", v.p.VMID, v.p.Name, node),
 		Diff:    ansible.TextDiff(confHeader(node, v.p.VMID), "", renderConf(predicted.Values)),
@@ -132,7 +172,7 @@ func (v *vm) planCreate(ctx context.Context) ([]ansible.Change, error) {
 		Predict: func(w *ansible.World) {
 			vmKey(v.p.VMID).Predict(w, vmState{Node: node, Next: predicted, Live: predicted})
 		},
-	}), nil
+	}
 }
 
 // predictCreate is the config qemu-server writes for a create call

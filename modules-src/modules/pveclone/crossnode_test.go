@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim"
+	"github.com/gopve/proxmox/modules-src/pveapi/clusterguests"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveapitest"
-	"github.com/gopve/proxmox/modules-src/pveapi/resources"
 )
 
 // K2: a clone to another node of a template with anything on local storage is
@@ -66,7 +66,7 @@ func TestCrossNodeLocalRefused(t *testing.T) {
 				if res := w.run(a, false); failed(res) || res["changed"] != true {
 					t.Errorf("%v on its own node: %v", a["template"], msg(res))
 				}
-				if g, ok := resources.Find(w.guests(), a["vmid"].(int)); !ok || g.Node != "pve01" {
+				if g, ok := clusterguests.Find(w.guests(), a["vmid"].(int)); !ok || g.Node != "pve01" {
 					t.Errorf("VM %v: %+v %v", a["vmid"], g, ok)
 				}
 			}

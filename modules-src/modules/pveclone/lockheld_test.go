@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim"
-	"github.com/gopve/proxmox/modules-src/pveapi/resources"
+	"github.com/gopve/proxmox/modules-src/pveapi/clusterguests"
 )
 
 // A lock held on the template (a backup running on it) is PVE's refusal
@@ -42,7 +42,7 @@ func TestTemplateLockHeld(t *testing.T) {
 	if failed(res) || res["changed"] != true || clones != 1 {
 		t.Fatalf("after the lock: %v, %d clones", msg(res), clones)
 	}
-	if g, ok := resources.Find(w.guests(), 231); !ok || g.Node != "pve02" {
+	if g, ok := clusterguests.Find(w.guests(), 231); !ok || g.Node != "pve02" {
 		t.Errorf("VM 231: %+v %v", g, ok)
 	}
 }

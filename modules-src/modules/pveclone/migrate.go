@@ -13,10 +13,10 @@ import (
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/pveapi"
 	"github.com/gopve/proxmox/modules-src/pveapi/apischema"
+	"github.com/gopve/proxmox/modules-src/pveapi/clusterguests"
 	"github.com/gopve/proxmox/modules-src/pveapi/ha"
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
 	"github.com/gopve/proxmox/modules-src/pveapi/replication"
-	"github.com/gopve/proxmox/modules-src/pveapi/resources"
 )
 
 // migration is one planned move of the VM to another node: a direct
@@ -258,11 +258,11 @@ func (v *vm) migrateChange(m migration, why string) (ansible.Change, error) {
 
 // whereIs reads the VM's node from the cluster's guest list.
 func (v *vm) whereIs(ctx context.Context) (string, error) {
-	guests, err := resources.Guests(ctx, v.c)
+	guests, err := clusterguests.Guests(ctx, v.c)
 	if err != nil {
 		return "", err
 	}
-	g, ok := resources.Find(guests, v.p.VMID)
+	g, ok := clusterguests.Find(guests, v.p.VMID)
 	if !ok {
 		return "", fmt.Errorf("VM %d is not in the cluster's guest list", v.p.VMID)
 	}
@@ -275,9 +275,9 @@ func (v *vm) whereIs(ctx context.Context) (string, error) {
 func (v *vm) waitOn(ctx context.Context, node string) error {
 	last := "not read yet"
 	for {
-		guests, err := resources.Guests(ctx, v.c)
+		guests, err := clusterguests.Guests(ctx, v.c)
 		if err == nil {
-			g, ok := resources.Find(guests, v.p.VMID)
+			g, ok := clusterguests.Find(guests, v.p.VMID)
 			switch {
 			case !ok:
 				last = "not in the guest list"
@@ -351,7 +351,7 @@ func (v *vm) verifyMoved(ctx context.Context, m migration) error {
 
 // misplaced is the warning for an existing VM on another node than the
 // task's, when migrate_existing is off: nothing moves by surprise.
-func (v *vm) misplaced(g resources.Guest) {
+func (v *vm) misplaced(g clusterguests.Guest) {
 	v.r.Warn(fmt.Sprintf("node: VM %d is on node %s, not on %s as the task asks; it was not moved (migrate_existing: true migrates it%s)",
 		v.p.VMID, g.Node, v.p.Node, map[bool]string{true: ", through HA", false: ""}[g.HAState != ""]))
 }

@@ -10,8 +10,8 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim"
 	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/clusterguests"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveapitest"
-	"github.com/gopve/proxmox/modules-src/pveapi/resources"
 )
 
 // writeLines are the lab's mutating requests as "METHOD path k=v …" for
@@ -32,7 +32,7 @@ func writeLines(s *pvesim.Sim) []string {
 
 func (w *world) nodeOf(vmid int) string {
 	w.t.Helper()
-	g, ok := resources.Find(w.guests(), vmid)
+	g, ok := clusterguests.Find(w.guests(), vmid)
 	if !ok {
 		w.t.Fatalf("VM %d is not in the cluster", vmid)
 	}
@@ -41,7 +41,7 @@ func (w *world) nodeOf(vmid int) string {
 
 func (w *world) statusOf(vmid int) string {
 	w.t.Helper()
-	g, _ := resources.Find(w.guests(), vmid)
+	g, _ := clusterguests.Find(w.guests(), vmid)
 	return g.Status
 }
 

@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/ansible"
+	"github.com/gopve/proxmox/modules-src/pveapi/clusterguests"
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
-	"github.com/gopve/proxmox/modules-src/pveapi/resources"
 )
 
 // cloneWhere decides where the clone is made. A clone to another node is
@@ -18,7 +18,7 @@ import (
 // on the template's node (on storage when that node has it) and then
 // migrated (K2: what users and the OpenTofu provider do). why says so for
 // the summaries.
-func (v *vm) cloneWhere(src qemu.Config, tpl resources.Guest, target string, stores map[string]storageInfo) (node, storage, why string, err error) {
+func (v *vm) cloneWhere(src qemu.Config, tpl clusterguests.Guest, target string, stores map[string]storageInfo) (node, storage, why string, err error) {
 	if !v.p.CloneThenMigrate || target == tpl.Node {
 		return target, v.p.Storage, "", nil
 	}
@@ -63,7 +63,7 @@ func localVolumes(src qemu.Config, storage string, stores map[string]storageInfo
 // migrate_existing it is migrated (HA's own migrate under HA, H4), else
 // only a warning says where it is: nothing moves by surprise (after an HA
 // recovery the guest lives elsewhere on purpose, H3).
-func (v *vm) planMoveExisting(ctx context.Context, g resources.Guest, st vmState) ([]ansible.Change, error) {
+func (v *vm) planMoveExisting(ctx context.Context, g clusterguests.Guest, st vmState) ([]ansible.Change, error) {
 	if !v.p.MigrateExisting || st.Next.Template() {
 		v.misplaced(g)
 		return nil, nil

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/gopve/proxmox/modules-src/pveapi"
-	"github.com/gopve/proxmox/modules-src/pveapi/resources"
+	"github.com/gopve/proxmox/modules-src/pveapi/clusterguests"
 )
 
 // earlier is what the site's roles pass a clone on a node the cluster phase
@@ -87,7 +87,7 @@ func TestK15NotYetNodeStoragePool(t *testing.T) {
 		if m := writes(w.sim); len(m) != 0 {
 			t.Errorf("PVE %d: the refused real runs wrote %+v", v, m)
 		}
-		if _, ok := resources.Find(w.guests(), 201); ok {
+		if _, ok := clusterguests.Find(w.guests(), 201); ok {
 			t.Errorf("PVE %d: VM 201 exists after the refused runs", v)
 		}
 

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gopve/proxmox/modules-src/pveapi/clusterguests"
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
-	"github.com/gopve/proxmox/modules-src/pveapi/resources"
 )
 
 // Ownership by origin, with what PVE really keeps. A linked clone's disks
@@ -67,7 +67,7 @@ func linkedOrigin(cfg qemu.Config) (key, volid string, base int, ok bool) {
 // template than the one given; a linked clone when the task builds the VM
 // bare or asks for a full clone. Decided from the config already read,
 // before any write.
-func (v *vm) checkOrigin(guests []resources.Guest, cfg qemu.Config) error {
+func (v *vm) checkOrigin(guests []clusterguests.Guest, cfg qemu.Config) error {
 	held := fmt.Sprintf("VMID %d (%s)", v.p.VMID, cfg.Values["name"])
 	if cfg.Template() && !v.p.AsTemplate {
 		return fmt.Errorf("vmid: %s is a template; this module never configures a template (as_template: true leaves one of this task's name alone); nothing was changed", held)
@@ -77,7 +77,7 @@ func (v *vm) checkOrigin(guests []resources.Guest, cfg qemu.Config) error {
 		return nil // built bare or a full clone: PVE keeps no origin to check
 	}
 	from := fmt.Sprintf("template %d", base)
-	tpl, known := resources.Find(guests, base)
+	tpl, known := clusterguests.Find(guests, base)
 	if known && tpl.Name != "" {
 		from = fmt.Sprintf("template %d (%s)", base, tpl.Name)
 	}
@@ -95,7 +95,7 @@ func (v *vm) checkOrigin(guests []resources.Guest, cfg qemu.Config) error {
 
 // sameTemplate: the task's template (a VMID or an exact name) is the base
 // the VM links to.
-func sameTemplate(asked string, base int, tpl resources.Guest, known bool) bool {
+func sameTemplate(asked string, base int, tpl clusterguests.Guest, known bool) bool {
 	if id, err := strconv.Atoi(asked); err == nil {
 		return id == base
 	}

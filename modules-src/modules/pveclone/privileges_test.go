@@ -11,8 +11,8 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim"
+	"github.com/gopve/proxmox/modules-src/pveapi/clusterguests"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveapitest"
-	"github.com/gopve/proxmox/modules-src/pveapi/resources"
 )
 
 // privRe finds PVE privilege names in a permissions object (its check
@@ -55,7 +55,7 @@ func TestDocsListPrivileges(t *testing.T) {
 			pveapitest.Write(t, w.client(), "POST", "/cluster/ha/resources", url.Values{"sid": {"vm:202"}, "state": {"stopped"}})
 			setupTo := len(w.sim.Requests())
 			w.run(map[string]any{"vmid": 202, "name": "web-2", "state": "absent", "purge": true}, false)
-			if g, ok := resources.Find(w.guests(), 202); ok {
+			if g, ok := clusterguests.Find(w.guests(), 202); ok {
 				t.Fatalf("the purge step did not run: %+v", g)
 			}
 

@@ -12,10 +12,10 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/clusterguests"
 	"github.com/gopve/proxmox/modules-src/pveapi/guest"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
-	"github.com/gopve/proxmox/modules-src/pveapi/resources"
 	"github.com/gopve/proxmox/modules-src/pveapi/storages"
 )
 
@@ -41,7 +41,7 @@ type vm struct {
 	existed bool
 	created bool // cloned or built by this run
 	node    string
-	guest   resources.Guest
+	guest   clusterguests.Guest
 	read    *vmState // the existing VM as stage vm read it (reused by stage config)
 	before  map[string]string
 
@@ -167,7 +167,7 @@ func (v *vm) planVM(ctx context.Context, _ *ansible.World) ([]ansible.Change, er
 		return nil, fmt.Errorf("cannot read the PVE version: %w", err)
 	}
 	v.version = ver.Major
-	guests, err := resources.Guests(ctx, v.c)
+	guests, err := clusterguests.Guests(ctx, v.c)
 	if err != nil {
 		return nil, fmt.Errorf("cannot list the cluster's guests: %w", err)
 	}
@@ -176,7 +176,7 @@ func (v *vm) planVM(ctx context.Context, _ *ansible.World) ([]ansible.Change, er
 			return nil, err
 		}
 	}
-	g, found := resources.Find(guests, v.p.VMID)
+	g, found := clusterguests.Find(guests, v.p.VMID)
 	if found {
 		if err := v.owned(g); err != nil {
 			return nil, err
@@ -221,7 +221,7 @@ func (v *vm) planVM(ctx context.Context, _ *ansible.World) ([]ansible.Change, er
 // or any VM when the task gives no name to prove it is its own and does
 // not say adopt (issue 23 §5). Decided from the guest list alone, before
 // any other read or write, in check mode as in a real run.
-func (v *vm) owned(g resources.Guest) error {
+func (v *vm) owned(g clusterguests.Guest) error {
 	what := fmt.Sprintf("VMID %d is held by %s %q on node %s", g.VMID, map[bool]string{true: "VM", false: "container"}[g.IsVM()], g.Name, g.Node)
 	switch {
 	case g.Lock == "clone" || g.Lock == "create":
@@ -249,9 +249,9 @@ func (v *vm) observe(ctx context.Context, node string, running, ha bool) (vmStat
 }
 
 // findTemplate is the source by VMID or exact name, wherever it lives.
-func (v *vm) findTemplate(ctx context.Context, guests []resources.Guest) (resources.Guest, error) {
+func (v *vm) findTemplate(ctx context.Context, guests []clusterguests.Guest) (clusterguests.Guest, error) {
 	if id, err := strconv.Atoi(v.p.Template); err == nil {
-		g, ok := resources.Find(guests, id)
+		g, ok := clusterguests.Find(guests, id)
 		switch {
 		case !ok:
 			return g, v.templateNotYet(v.emptyListHint(ctx, guests, fmt.Errorf("template: no VM %d in the cluster", id)))
@@ -262,10 +262,10 @@ func (v *vm) findTemplate(ctx context.Context, guests []resources.Guest) (resour
 		}
 		return g, nil
 	}
-	g, err := resources.TemplateByName(guests, v.p.Template)
+	g, err := clusterguests.TemplateByName(guests, v.p.Template)
 	if err != nil {
 		err = v.emptyListHint(ctx, guests, fmt.Errorf("template: %w", err))
-		if len(resources.TemplatesNamed(guests, v.p.Template)) == 0 {
+		if len(clusterguests.TemplatesNamed(guests, v.p.Template)) == 0 {
 			return g, v.templateNotYet(err)
 		}
 		return g, err
@@ -275,7 +275,7 @@ func (v *vm) findTemplate(ctx context.Context, guests []resources.Guest) (resour
 
 // emptyListHint: a token without VM.Audit sees an empty list (K19); say so
 // rather than claim the template does not exist.
-func (v *vm) emptyListHint(ctx context.Context, guests []resources.Guest, err error) error {
+func (v *vm) emptyListHint(ctx context.Context, guests []clusterguests.Guest, err error) error {
 	if len(guests) > 0 {
 		return err
 	}
@@ -302,7 +302,7 @@ func (v *vm) nodeExists(ctx context.Context, node string) error {
 
 // planClone runs PVE's pre-clone checks read-only (clone_vm's
 // $load_and_check) and plans the clone with its predicted config.
-func (v *vm) planClone(ctx context.Context, guests []resources.Guest) ([]ansible.Change, error) {
+func (v *vm) planClone(ctx context.Context, guests []clusterguests.Guest) ([]ansible.Change, error) {
 	tpl, err := v.findTemplate(ctx, guests)
 	if errors.Is(err, errTemplateNotYet) {
 		return v.planCloneNotYet(ctx)
@@ -310,23 +310,13 @@ func (v *vm) planClone(ctx context.Context, guests []resources.Guest) ([]ansible
 	if err != nil {
 		return nil, err
 	}
-	target := v.p.Node
-	if target == "" {
-		target = tpl.Node
-	}
-	if target != tpl.Node {
-		if err := v.nodeExists(ctx, target); err != nil {
-			return nil, err
-		}
-	}
-	// current=1: clone_vm copies the template's stored values and discards
-	// its pending section (with a warning), so the prediction must too.
-	src, err := qemu.GetConfig(ctx, v.c, tpl.Node, tpl.VMID, true)
+	target, err := v.cloneTarget(ctx, tpl)
 	if err != nil {
-		return nil, fmt.Errorf("template: cannot read VM %d on %s: %w", tpl.VMID, tpl.Node, err)
+		return nil, err
 	}
-	if l := src.Lock(); l != "" {
-		return nil, fmt.Errorf("template: VM %d is locked (%s); PVE refuses to clone it now", tpl.VMID, l)
+	src, err := v.readCloneSource(ctx, tpl)
+	if err != nil {
+		return nil, err
 	}
 	stores, err := v.readStorages(ctx)
 	if err != nil {
@@ -346,6 +336,71 @@ func (v *vm) planClone(ctx context.Context, guests []resources.Guest) ([]ansible
 	if err != nil {
 		return nil, err
 	}
+	clone, err := v.cloneRequest(tpl, cloneNode, cloneStorage)
+	if err != nil {
+		return nil, err
+	}
+	names, err := v.cloneNames(ctx, src, tpl.Node, cloneStorage, stores)
+	if err != nil {
+		return nil, err
+	}
+	predicted, err := predictClone(src, tpl.VMID, cloneOpts{newid: v.p.VMID, name: v.p.Name, description: clone.Description,
+		storage: cloneStorage, format: v.p.Format, full: v.p.Full}, stores, names)
+	if err != nil {
+		return nil, err
+	}
+	cloned := vmState{Node: cloneNode, Next: predicted, Live: predicted}
+	moves, final, err := v.planMoveAfterClone(ctx, cloned, target, why, stores)
+	if err != nil {
+		return nil, err // refused before the clone is sent
+	}
+	if _, _, _, err := v.settings(ctx, final, false); err != nil {
+		return nil, err // refused before the clone is sent
+	}
+	v.node = cloneNode
+	where := cloneNode
+	if cloneNode != tpl.Node {
+		where = fmt.Sprintf("%s → %s", tpl.Node, cloneNode)
+	}
+	if cloneNode == target {
+		where += why
+	}
+	return append(append(pool, v.cloneChange(tpl, clone, cloned, where)), moves...), nil
+}
+
+// cloneTarget is the node the VM is to end on: the asked node, else the
+// template's (which must exist when it is another node).
+func (v *vm) cloneTarget(ctx context.Context, tpl clusterguests.Guest) (string, error) {
+	target := v.p.Node
+	if target == "" {
+		target = tpl.Node
+	}
+	if target != tpl.Node {
+		if err := v.nodeExists(ctx, target); err != nil {
+			return "", err
+		}
+	}
+	return target, nil
+}
+
+// readCloneSource reads the template's config to clone from, refusing a
+// locked one as clone_vm would.
+func (v *vm) readCloneSource(ctx context.Context, tpl clusterguests.Guest) (qemu.Config, error) {
+	// current=1: clone_vm copies the template's stored values and discards
+	// its pending section (with a warning), so the prediction must too.
+	src, err := qemu.GetConfig(ctx, v.c, tpl.Node, tpl.VMID, true)
+	if err != nil {
+		return qemu.Config{}, fmt.Errorf("template: cannot read VM %d on %s: %w", tpl.VMID, tpl.Node, err)
+	}
+	if l := src.Lock(); l != "" {
+		return qemu.Config{}, fmt.Errorf("template: VM %d is locked (%s); PVE refuses to clone it now", tpl.VMID, l)
+	}
+	return src, nil
+}
+
+// cloneRequest is the clone call as planned, checked against the schema
+// before anything is sent.
+func (v *vm) cloneRequest(tpl clusterguests.Guest, cloneNode, cloneStorage string) (qemu.Clone, error) {
 	full := v.p.Full
 	clone := qemu.Clone{Node: tpl.Node, VMID: tpl.VMID, NewID: v.p.VMID, Name: v.p.Name, Target: cloneNode, Full: &full,
 		Storage: cloneStorage, Format: v.p.Format, Pool: v.p.Pool, BWLimit: v.p.BWLimit}
@@ -354,47 +409,36 @@ func (v *vm) planClone(ctx context.Context, guests []resources.Guest) ([]ansible
 	}
 	req := clone.Request()
 	if err := req.Validate(v.version); err != nil {
-		return nil, v.schemaError(err)
+		return qemu.Clone{}, v.schemaError(err)
 	}
-	names, err := v.cloneNames(ctx, src, tpl.Node, cloneStorage, stores)
+	return clone, nil
+}
+
+// planMoveAfterClone plans the migration of a VM cloned on another node
+// than target (clone_then_migrate), and returns the state it ends in.
+func (v *vm) planMoveAfterClone(ctx context.Context, cloned vmState, target, why string, stores map[string]storageInfo) ([]ansible.Change, vmState, error) {
+	if cloned.Node == target {
+		return nil, cloned, nil
+	}
+	m, err := v.planMigration(ctx, cloned, target, v.p.Storage, stores)
 	if err != nil {
-		return nil, err
+		return nil, vmState{}, err
 	}
-	predicted, err := predictClone(src, tpl.VMID, cloneOpts{newid: v.p.VMID, name: v.p.Name, description: clone.Description,
-		storage: cloneStorage, format: v.p.Format, full: full}, stores, names)
+	ch, err := v.migrateChange(m, why)
 	if err != nil {
-		return nil, err
+		return nil, vmState{}, err
 	}
-	cloned := vmState{Node: cloneNode, Next: predicted, Live: predicted}
-	var moves []ansible.Change
-	final := cloned
-	if cloneNode != target {
-		m, err := v.planMigration(ctx, cloned, target, v.p.Storage, stores)
-		if err != nil {
-			return nil, err // refused before the clone is sent
-		}
-		ch, err := v.migrateChange(m, why)
-		if err != nil {
-			return nil, err
-		}
-		moves, final = append(moves, ch), m.after
-	}
-	if _, _, _, err := v.settings(ctx, final, false); err != nil {
-		return nil, err // refused before the clone is sent
-	}
-	v.node = cloneNode
-	kind := map[bool]string{true: "full", false: "linked"}[full]
-	where := cloneNode
-	if cloneNode != tpl.Node {
-		where = fmt.Sprintf("%s → %s", tpl.Node, cloneNode)
-	}
-	if cloneNode == target {
-		where += why
-	}
-	return append(append(pool, ansible.Change{
+	return []ansible.Change{ch}, m.after, nil
+}
+
+// cloneChange sends the clone (under the VMID vmid: auto claims) and
+// waits for the new VM's config on the node it was cloned to.
+func (v *vm) cloneChange(tpl clusterguests.Guest, clone qemu.Clone, cloned vmState, where string) ansible.Change {
+	kind := map[bool]string{true: "full", false: "linked"}[*clone.Full]
+	return ansible.Change{
 		ID:      "vm:clone",
 		Summary: fmt.Sprintf("%s clone of template %d (%s) into VM %d on %s", kind, tpl.VMID, tpl.Name, v.p.VMID, where),
-		Diff:    ansible.TextDiff(confHeader(cloneNode, v.p.VMID), "", renderConf(predicted.Values)),
+		Diff:    ansible.TextDiff(confHeader(cloned.Node, v.p.VMID), "", renderConf(cloned.Next.Values)),
 		Apply: func(ctx context.Context) error {
 			mk := func(id int) (write, error) {
 				c := clone
@@ -415,20 +459,20 @@ func (v *vm) planClone(ctx context.Context, guests []resources.Guest) ([]ansible
 				return err
 			}
 			v.created = true
-			return v.waitConfig(ctx, cloneNode)
+			return v.waitConfig(ctx, cloned.Node)
 		},
-		Verify: func(ctx context.Context) error { return v.verifyPresent(ctx, cloneNode) },
+		Verify: func(ctx context.Context) error { return v.verifyPresent(ctx, cloned.Node) },
 		Predict: func(w *ansible.World) {
 			vmKey(v.p.VMID).Predict(w, cloned)
 		},
-	}), moves...), nil
+	}
 }
 
 // checkCloneStorage is clone_vm's storage checks, read-only: the target
 // storage exists on the node and holds images, is shared when the clone
 // crosses nodes, and a cross-node clone needs every disk on shared
 // storage; a linked clone needs storages that can link.
-func (v *vm) checkCloneStorage(src qemu.Config, tpl resources.Guest, target, storage string, stores map[string]storageInfo) error {
+func (v *vm) checkCloneStorage(src qemu.Config, tpl clusterguests.Guest, target, storage string, stores map[string]storageInfo) error {
 	if s := storage; s != "" {
 		st, ok := stores[s]
 		switch {
@@ -544,11 +588,11 @@ func (v *vm) leftNothing(ctx context.Context, err error) error {
 // exists settles a lost create/clone answer: the VMID shows in the
 // cluster's guest list.
 func (v *vm) exists(ctx context.Context) (bool, error) {
-	guests, err := resources.Guests(ctx, v.c)
+	guests, err := clusterguests.Guests(ctx, v.c)
 	if err != nil {
 		return false, err
 	}
-	_, ok := resources.Find(guests, v.p.VMID)
+	_, ok := clusterguests.Find(guests, v.p.VMID)
 	return ok, nil
 }
 

@@ -42,26 +42,60 @@ func (c checked) isPrimary() bool { return c.self.Name == c.primary.Name }
 // validate refuses bad input before anything is read or written, naming
 // the option.
 func validate(p params, hostname func() (string, error)) (checked, error) {
-	var c checked
 	if p.State == "absent" {
 		//lint:ignore ST1005 the manual removal procedure, shown as written (several lines)
-		return c, errors.New(removalProcedure)
+		return checked{}, errors.New(removalProcedure)
 	}
 	if !clusterNameRe.MatchString(p.ClusterName) {
-		return c, fmt.Errorf("cluster_name: %q is not a valid cluster name (1 to 15 letters, digits or dashes, not starting with a dash)", p.ClusterName)
+		return checked{}, fmt.Errorf("cluster_name: %q is not a valid cluster name (1 to 15 letters, digits or dashes, not starting with a dash)", p.ClusterName)
 	}
 	if len(p.Nodes) == 0 {
-		return c, errors.New("nodes: at least the primary must be listed")
+		return checked{}, errors.New("nodes: at least the primary must be listed")
 	}
-	c.index = -1
-	self := p.Node
-	if self == "" {
-		h, err := hostname()
-		if err != nil {
-			return c, fmt.Errorf("node: not given, and the hostname cannot be read: %w", err)
+	self, err := selfName(p, hostname)
+	if err != nil {
+		return checked{}, err
+	}
+	c, err := membersOf(p, self)
+	if err != nil {
+		return checked{}, err
+	}
+	if c.link0, err = checkLinks(p, c.self); err != nil {
+		return checked{}, err
+	}
+	if err := checkPeerKeys(p); err != nil {
+		return checked{}, err
+	}
+	if err := checkOutsidePlay(p, c); err != nil {
+		return checked{}, err
+	}
+	if p.WaitTimeout < 1 {
+		return checked{}, fmt.Errorf("wait_timeout: must be at least 1 second, got %d", p.WaitTimeout)
+	}
+	if p.JoinMethod == "api" && p.Form && !c.isPrimary() {
+		if err := checkAPIJoin(p); err != nil {
+			return checked{}, err
 		}
-		self = h
 	}
+	return c, nil
+}
+
+// selfName is this node's name: the node option, else the hostname.
+func selfName(p params, hostname func() (string, error)) (string, error) {
+	if p.Node != "" {
+		return p.Node, nil
+	}
+	h, err := hostname()
+	if err != nil {
+		return "", fmt.Errorf("node: not given, and the hostname cannot be read: %w", err)
+	}
+	return h, nil
+}
+
+// membersOf checks nodes (PVE node names, distinct, at distinct IP
+// addresses) and finds the primary and this node (self) among them.
+func membersOf(p params, self string) (checked, error) {
+	c := checked{index: -1}
 	seenAddr := map[string]string{}
 	for i, n := range p.Nodes {
 		if !nodeNameRe.MatchString(n.Name) || len(n.Name) > 63 {
@@ -87,55 +121,75 @@ func validate(p params, hostname func() (string, error)) (checked, error) {
 			c.self, c.index = m, i
 		}
 	}
+	if c.primary.Name == "" {
+		return c, fmt.Errorf("primary: %q is not in nodes (%s)", p.Primary, strings.Join(c.names(), ", "))
+	}
+	if c.index < 0 {
+		return c, fmt.Errorf("node: this node is %q, which is not in nodes (%s); node names must be the PVE node names, i.e. the hostnames (C8)", self, strings.Join(c.names(), ", "))
+	}
+	return c, nil
+}
+
+func (c checked) names() []string {
 	names := make([]string, len(c.members))
 	for i, m := range c.members {
 		names[i] = m.Name
 	}
-	if c.primary.Name == "" {
-		return c, fmt.Errorf("primary: %q is not in nodes (%s)", p.Primary, strings.Join(names, ", "))
+	return names
+}
+
+// checkLinks checks the corosync links and returns link0: the asked one,
+// else this node's address.
+func checkLinks(p params, self hostssh.Member) (string, error) {
+	link0 := p.Link0
+	if link0 == "" {
+		link0 = self.Address
 	}
-	if c.index < 0 {
-		return c, fmt.Errorf("node: this node is %q, which is not in nodes (%s); node names must be the PVE node names, i.e. the hostnames (C8)", self, strings.Join(names, ", "))
-	}
-	c.link0 = p.Link0
-	if c.link0 == "" {
-		c.link0 = c.self.Address
-	}
-	for _, l := range []struct{ name, v string }{{"link0", c.link0}, {"link1", p.Link1}} {
+	for _, l := range []struct{ name, v string }{{"link0", link0}, {"link1", p.Link1}} {
 		if l.v != "" && net.ParseIP(l.v) == nil {
-			return c, fmt.Errorf("%s: %q is not an IP address", l.name, l.v)
+			return "", fmt.Errorf("%s: %q is not an IP address", l.name, l.v)
 		}
 	}
+	return link0, nil
+}
+
+func checkPeerKeys(p params) error {
 	for name, key := range p.PeerKeys {
 		if key == "" {
 			continue
 		}
 		if _, err := hostssh.KeyOf(key); err != nil {
-			return c, fmt.Errorf("peer_keys.%s: %w", name, err)
+			return fmt.Errorf("peer_keys.%s: %w", name, err)
 		}
 	}
+	return nil
+}
+
+// checkOutsidePlay: the peers outside the play are other members.
+func checkOutsidePlay(p params, c checked) error {
 	for i, name := range p.OutsidePlay {
 		switch {
-		case !slices.Contains(names, name):
-			return c, fmt.Errorf("peers_outside_play[%d]: %q is not in nodes (%s)", i, name, strings.Join(names, ", "))
+		case !slices.Contains(c.names(), name):
+			return fmt.Errorf("peers_outside_play[%d]: %q is not in nodes (%s)", i, name, strings.Join(c.names(), ", "))
 		case name == c.self.Name:
-			return c, fmt.Errorf("peers_outside_play[%d]: %q is this node, which runs in this play", i, name)
+			return fmt.Errorf("peers_outside_play[%d]: %q is this node, which runs in this play", i, name)
 		}
 	}
-	if p.WaitTimeout < 1 {
-		return c, fmt.Errorf("wait_timeout: must be at least 1 second, got %d", p.WaitTimeout)
+	return nil
+}
+
+// checkAPIJoin checks what a join through the API needs: this node's root
+// password and well-formed fingerprints.
+func checkAPIJoin(p params) error {
+	if p.APIPassword == "" {
+		return errors.New("api_password: required with join_method=api (root@pam password of this node; PVE refuses API tokens for a join)")
 	}
-	if p.JoinMethod == "api" && p.Form && !c.isPrimary() {
-		if p.APIPassword == "" {
-			return c, errors.New("api_password: required with join_method=api (root@pam password of this node; PVE refuses API tokens for a join)")
-		}
-		for _, f := range []struct{ name, v string }{{"api_fingerprint", p.APIFingerprint}, {"primary_api_fingerprint", p.PrimaryAPIFP}} {
-			if f.v != "" && !fingerprintRe.MatchString(f.v) {
-				return c, fmt.Errorf("%s: %q is not a SHA-256 fingerprint (AA:BB:… , 32 bytes)", f.name, f.v)
-			}
+	for _, f := range []struct{ name, v string }{{"api_fingerprint", p.APIFingerprint}, {"primary_api_fingerprint", p.PrimaryAPIFP}} {
+		if f.v != "" && !fingerprintRe.MatchString(f.v) {
+			return fmt.Errorf("%s: %q is not a SHA-256 fingerprint (AA:BB:… , 32 bytes)", f.name, f.v)
 		}
 	}
-	return c, nil
+	return nil
 }
 
 func shortHostname() (string, error) {

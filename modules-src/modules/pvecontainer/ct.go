@@ -13,11 +13,11 @@ import (
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/pveapi"
 	"github.com/gopve/proxmox/modules-src/pveapi/apischema"
+	"github.com/gopve/proxmox/modules-src/pveapi/clusterguests"
 	"github.com/gopve/proxmox/modules-src/pveapi/guest"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveformat"
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
-	"github.com/gopve/proxmox/modules-src/pveapi/resources"
 )
 
 // ct carries one run's knowledge from stage to stage and to the report.
@@ -99,11 +99,11 @@ func (v *ct) planCT(ctx context.Context, _ *ansible.World) ([]ansible.Change, er
 		return nil, fmt.Errorf("cannot read the PVE version: %w", err)
 	}
 	v.version = ver.Major
-	guests, err := resources.Guests(ctx, v.c)
+	guests, err := clusterguests.Guests(ctx, v.c)
 	if err != nil {
 		return nil, fmt.Errorf("cannot list the cluster's guests: %w", err)
 	}
-	g, found := resources.Find(guests, v.p.VMID)
+	g, found := clusterguests.Find(guests, v.p.VMID)
 	if !found {
 		if v.p.State == "absent" {
 			return nil, nil
@@ -132,7 +132,7 @@ func (v *ct) planCT(ctx context.Context, _ *ansible.World) ([]ansible.Change, er
 // VM, a template, another hostname, or any CT when the task gives no
 // hostname to prove it and does not say adopt (K1). Decided from the
 // guest list alone, before any other read or write.
-func (v *ct) owned(g resources.Guest) error {
+func (v *ct) owned(g clusterguests.Guest) error {
 	what := fmt.Sprintf("VMID %d is held by %s %q on node %s", g.VMID, map[bool]string{true: "VM", false: "container"}[g.IsVM()], g.Name, g.Node)
 	switch {
 	case g.Lock == "create":
@@ -193,11 +193,11 @@ func (v *ct) schemaError(err error) error {
 
 // exists settles a lost answer: the VMID is in the cluster's guest list.
 func (v *ct) exists(ctx context.Context) (bool, error) {
-	guests, err := resources.Guests(ctx, v.c)
+	guests, err := clusterguests.Guests(ctx, v.c)
 	if err != nil {
 		return false, err
 	}
-	_, ok := resources.Find(guests, v.p.VMID)
+	_, ok := clusterguests.Find(guests, v.p.VMID)
 	return ok, nil
 }
 

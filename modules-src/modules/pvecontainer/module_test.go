@@ -14,9 +14,9 @@ import (
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim"
 	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/clusterguests"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveapitest"
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
-	"github.com/gopve/proxmox/modules-src/pveapi/resources"
 )
 
 const tmpl = "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst"
@@ -99,13 +99,13 @@ func (w *world) config(node string, vmid int, current bool) map[string]string {
 	return qemu.ConfigFrom(raw).Values
 }
 
-func (w *world) guest(vmid int) (resources.Guest, bool) {
+func (w *world) guest(vmid int) (clusterguests.Guest, bool) {
 	w.t.Helper()
-	g, err := resources.Guests(context.Background(), w.client())
+	g, err := clusterguests.Guests(context.Background(), w.client())
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	return resources.Find(g, vmid)
+	return clusterguests.Find(g, vmid)
 }
 
 func (w *world) write(method, path string, params url.Values) {

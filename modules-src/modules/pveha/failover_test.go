@@ -6,19 +6,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gopve/proxmox/modules-src/pveapi/resources"
+	"github.com/gopve/proxmox/modules-src/pveapi/clusterguests"
 )
 
 // waitGuest polls the cluster's guest list until vmid runs on a node that
 // cond accepts.
-func (w *world) waitGuest(vmid int, what string, cond func(resources.Guest) bool) resources.Guest {
+func (w *world) waitGuest(vmid int, what string, cond func(clusterguests.Guest) bool) clusterguests.Guest {
 	w.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
-	var last resources.Guest
+	var last clusterguests.Guest
 	for time.Now().Before(deadline) {
-		list, err := resources.Guests(w.ctx(), w.api)
+		list, err := clusterguests.Guests(w.ctx(), w.api)
 		if err == nil {
-			if g, ok := resources.Find(list, vmid); ok {
+			if g, ok := clusterguests.Find(list, vmid); ok {
 				last = g
 				if cond(g) {
 					return g
@@ -52,7 +52,7 @@ func TestFailoverRerunUnchanged(t *testing.T) {
 			if err := w.sim.SetOnline("pve02", false); err != nil {
 				t.Fatal(err)
 			}
-			moved := w.waitGuest(201, "recovered on another node", func(g resources.Guest) bool {
+			moved := w.waitGuest(201, "recovered on another node", func(g clusterguests.Guest) bool {
 				return g.Node != "pve02" && g.Status == "running"
 			})
 			w.sim.ResetRequests()
@@ -76,7 +76,7 @@ func TestFailoverRerunUnchanged(t *testing.T) {
 			if err := w.sim.SetOnline("pve02", true); err != nil {
 				t.Fatal(err)
 			}
-			w.waitGuest(201, "failed back to pve02", func(g resources.Guest) bool { return g.Node == "pve02" && g.Status == "running" })
+			w.waitGuest(201, "failed back to pve02", func(g clusterguests.Guest) bool { return g.Node == "pve02" && g.Status == "running" })
 			w.sim.ResetRequests()
 			if res := w.run(args, false); failed(res) || res["changed"] != false || len(w.writes()) != 0 {
 				t.Errorf("rerun after the failback: %v %v %v", res["msg"], res["changes"], w.writes())

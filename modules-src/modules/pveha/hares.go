@@ -10,8 +10,8 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/pveapi/apischema"
+	"github.com/gopve/proxmox/modules-src/pveapi/clusterguests"
 	"github.com/gopve/proxmox/modules-src/pveapi/ha"
-	"github.com/gopve/proxmox/modules-src/pveapi/resources"
 )
 
 // nodePriorities reads node_affinity ({node: priority}); nil when unset.
@@ -704,87 +704,113 @@ func (g *guestHA) planNodeRule(cfg haConfig, nodes ha.NodeList) ([]ansible.Chang
 // the task asks for, given the rule as read (an update that PVE refuses
 // because rules.cfg changed meanwhile is planned again from a fresh read).
 func (g *guestHA) planRule(have ha.Rule, exists bool, wantFrom func(have ha.Rule, exists bool) ha.Rule) ([]ansible.Change, error) {
-	want := wantFrom(have, exists)
-	slot := len(g.affinity) // where the report keeps it (resource-affinity)
-	if want.Type == ha.NodeAffinity {
-		g.rule = &want
+	r := &rulePlan{g: g, want: wantFrom(have, exists), slot: len(g.affinity), wantFrom: wantFrom}
+	if r.want.Type == ha.NodeAffinity {
+		g.rule = &r.want
 	} else {
-		g.affinity = append(g.affinity, want)
+		g.affinity = append(g.affinity, r.want)
 	}
-	if exists && have.Same(want) {
-		if want.Type == ha.NodeAffinity {
+	if exists && have.Same(r.want) {
+		if r.want.Type == ha.NodeAffinity {
 			g.rule = &have
 		} else {
 			g.affinity[len(g.affinity)-1] = have
 		}
 		return nil, nil
 	}
-	verify := func(ctx context.Context) error {
-		got, err := g.readRule(ctx, want.ID)
-		if err != nil {
-			return err
-		}
-		if got == nil || !got.Same(want) {
-			return fmt.Errorf("HA rule %s reads back as %q", want.ID, ruleText(got))
-		}
-		if len(got.Errors) > 0 {
-			return fmt.Errorf("HA rule %s: PVE finds it infeasible: %v", want.ID, got.Errors)
-		}
-		return nil
-	}
 	var before *ha.Rule
 	var ch ansible.Change
+	var err error
 	if exists {
 		before = &have
-		upd := want
-		upd.Digest = have.Digest
-		req, err := ha.UpdateRule(upd, g.major)
-		if err != nil {
-			return nil, err
-		}
-		what := fmt.Sprintf("update HA %s rule %s", want.Type, want.ID)
-		replan := func(cfg haConfig) (apischema.Request, string, error) {
-			have, ok := findRule(cfg.rules, want.ID)
-			if !ok {
-				return apischema.Request{}, "", fmt.Errorf("HA rule %s no longer exists", want.ID)
-			}
-			if have.Type != want.Type {
-				return apischema.Request{}, "", fmt.Errorf("HA rule %s is a %s rule now, not %s", want.ID, have.Type, want.Type)
-			}
-			want = wantFrom(have, true) // what Verify and the report expect now
-			if want.Type == ha.NodeAffinity {
-				g.rule = &want
-			} else if slot < len(g.affinity) {
-				g.affinity[slot] = want
-			}
-			if have.Same(want) {
-				return apischema.Request{}, "", nil
-			}
-			upd := want
-			upd.Digest = have.Digest
-			req, err := ha.UpdateRule(upd, g.major)
-			return req, "rule " + oneLine(ruleText(&want)), err
-		}
-		ch = ansible.Change{Summary: what, Apply: func(ctx context.Context) error {
-			return g.update(ctx, req, what, replan, func(ctx context.Context) (bool, error) { return verify(ctx) == nil, nil })
-		}}
+		ch, err = r.updateChange(have)
 	} else {
-		req, err := ha.CreateRule(want, g.major)
-		if err != nil {
-			return nil, err
-		}
-		what := fmt.Sprintf("create HA %s rule %s (%s)", want.Type, want.ID, sidsText(want.Resources))
-		ch = ansible.Change{Summary: what, Apply: func(ctx context.Context) error {
-			return g.send(ctx, req, what, true, func(ctx context.Context) (bool, error) {
-				got, err := g.readRule(ctx, want.ID)
-				return got != nil, err
-			})
-		}}
+		ch, err = r.createChange()
 	}
-	ch.ID = "ha:rule:" + want.ID
-	ch.Diff = ansible.TextDiff(rulesCfg+" ("+want.ID+")", ruleText(before), ruleText(&want))
-	ch.Verify = verify
+	if err != nil {
+		return nil, err
+	}
+	ch.ID = "ha:rule:" + r.want.ID
+	ch.Diff = ansible.TextDiff(rulesCfg+" ("+r.want.ID+")", ruleText(before), ruleText(&r.want))
+	ch.Verify = r.verify
 	return []ansible.Change{ch}, nil
+}
+
+// rulePlan is one rule's write. want is what Verify and the report
+// expect: an update planned again from a fresh read replaces it, and the
+// report (g.rule, or g.affinity[slot]) points at it.
+type rulePlan struct {
+	g        *guestHA
+	want     ha.Rule
+	slot     int // where the report keeps a resource-affinity rule
+	wantFrom func(have ha.Rule, exists bool) ha.Rule
+}
+
+func (r *rulePlan) verify(ctx context.Context) error {
+	got, err := r.g.readRule(ctx, r.want.ID)
+	if err != nil {
+		return err
+	}
+	if got == nil || !got.Same(r.want) {
+		return fmt.Errorf("HA rule %s reads back as %q", r.want.ID, ruleText(got))
+	}
+	if len(got.Errors) > 0 {
+		return fmt.Errorf("HA rule %s: PVE finds it infeasible: %v", r.want.ID, got.Errors)
+	}
+	return nil
+}
+
+// updateChange updates rule have to want, guarded by have's digest.
+func (r *rulePlan) updateChange(have ha.Rule) (ansible.Change, error) {
+	upd := r.want
+	upd.Digest = have.Digest
+	req, err := ha.UpdateRule(upd, r.g.major)
+	if err != nil {
+		return ansible.Change{}, err
+	}
+	what := fmt.Sprintf("update HA %s rule %s", r.want.Type, r.want.ID)
+	return ansible.Change{Summary: what, Apply: func(ctx context.Context) error {
+		return r.g.update(ctx, req, what, r.replan, func(ctx context.Context) (bool, error) { return r.verify(ctx) == nil, nil })
+	}}, nil
+}
+
+// replan plans the update again from a fresh read of the rules, after
+// PVE refused it because rules.cfg changed meanwhile.
+func (r *rulePlan) replan(cfg haConfig) (apischema.Request, string, error) {
+	have, ok := findRule(cfg.rules, r.want.ID)
+	if !ok {
+		return apischema.Request{}, "", fmt.Errorf("HA rule %s no longer exists", r.want.ID)
+	}
+	if have.Type != r.want.Type {
+		return apischema.Request{}, "", fmt.Errorf("HA rule %s is a %s rule now, not %s", r.want.ID, have.Type, r.want.Type)
+	}
+	r.want = r.wantFrom(have, true)
+	if r.want.Type == ha.NodeAffinity {
+		r.g.rule = &r.want
+	} else if r.slot < len(r.g.affinity) {
+		r.g.affinity[r.slot] = r.want
+	}
+	if have.Same(r.want) {
+		return apischema.Request{}, "", nil
+	}
+	upd := r.want
+	upd.Digest = have.Digest
+	req, err := ha.UpdateRule(upd, r.g.major)
+	return req, "rule " + oneLine(ruleText(&r.want)), err
+}
+
+func (r *rulePlan) createChange() (ansible.Change, error) {
+	req, err := ha.CreateRule(r.want, r.g.major)
+	if err != nil {
+		return ansible.Change{}, err
+	}
+	what := fmt.Sprintf("create HA %s rule %s (%s)", r.want.Type, r.want.ID, sidsText(r.want.Resources))
+	return ansible.Change{Summary: what, Apply: func(ctx context.Context) error {
+		return r.g.send(ctx, req, what, true, func(ctx context.Context) (bool, error) {
+			got, err := r.g.readRule(ctx, r.want.ID)
+			return got != nil, err
+		})
+	}}, nil
 }
 
 func (g *guestHA) removeRule(r ha.Rule) ansible.Change {
@@ -874,7 +900,7 @@ func (g *guestHA) planAffinity(ctx context.Context, cfg haConfig) ([]ansible.Cha
 }
 
 func (g *guestHA) guestTypes(ctx context.Context) (map[int]string, error) {
-	list, err := resources.Guests(ctx, g.c)
+	list, err := clusterguests.Guests(ctx, g.c)
 	if err != nil {
 		return nil, err
 	}

@@ -11,10 +11,10 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/clusterguests"
 	"github.com/gopve/proxmox/modules-src/pveapi/ha"
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
 	"github.com/gopve/proxmox/modules-src/pveapi/replication"
-	"github.com/gopve/proxmox/modules-src/pveapi/resources"
 	"github.com/gopve/proxmox/modules-src/pveapi/storagetype"
 )
 
@@ -26,7 +26,7 @@ type guestHA struct {
 
 	major   int
 	members []string
-	guest   *resources.Guest // nil: no such guest in the cluster
+	guest   *clusterguests.Guest // nil: no such guest in the cluster
 	sid     ha.SID
 
 	jobs      []replication.Job // the guest's jobs after the run (predicted in check mode)
@@ -79,12 +79,12 @@ func (g *guestHA) observeBase(ctx context.Context) error {
 		members = append(members, n.Node)
 	}
 	slices.Sort(members)
-	guests, err := resources.Guests(ctx, g.c)
+	guests, err := clusterguests.Guests(ctx, g.c)
 	if err != nil {
 		return fmt.Errorf("cannot list the cluster's guests: %w", err)
 	}
 	g.major, g.members = v.Major, members
-	if found, ok := resources.Find(guests, g.p.VMID); ok {
+	if found, ok := clusterguests.Find(guests, g.p.VMID); ok {
 		g.guest = &found
 		sid, err := ha.SID{VMID: g.p.VMID}.Resolve(found.Type)
 		if err != nil {
@@ -325,11 +325,11 @@ func (g *guestHA) waitFor(ctx context.Context, what string, cond func(ctx contex
 }
 
 // liveGuest reads the guest's node and status from the cluster's list.
-func (g *guestHA) liveGuest(ctx context.Context) (resources.Guest, bool, error) {
-	guests, err := resources.Guests(ctx, g.c)
+func (g *guestHA) liveGuest(ctx context.Context) (clusterguests.Guest, bool, error) {
+	guests, err := clusterguests.Guests(ctx, g.c)
 	if err != nil {
-		return resources.Guest{}, false, err
+		return clusterguests.Guest{}, false, err
 	}
-	found, ok := resources.Find(guests, g.p.VMID)
+	found, ok := clusterguests.Find(guests, g.p.VMID)
 	return found, ok, nil
 }

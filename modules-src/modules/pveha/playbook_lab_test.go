@@ -23,7 +23,7 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/labtest"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim"
 	"github.com/gopve/proxmox/modules-src/pveapi"
-	"github.com/gopve/proxmox/modules-src/pveapi/resources"
+	"github.com/gopve/proxmox/modules-src/pveapi/clusterguests"
 )
 
 const seedVars = `zfs_pool_name: nvme-vm
@@ -137,21 +137,21 @@ func testHAPlaybook(t *testing.T, pve int) {
 		t.Errorf("second run changed %d, wrote %v:\n%s", c, writes(), again)
 	}
 
-	guestOn := func(vmid int, what string, cond func(resources.Guest) bool) resources.Guest {
+	guestOn := func(vmid int, what string, cond func(clusterguests.Guest) bool) clusterguests.Guest {
 		return labtest.GuestOn(t, api, vmid, what, cond)
 	}
-	guestOn(201, "ran on pve02", func(g resources.Guest) bool { return g.Node == "pve02" && g.Status == "running" })
+	guestOn(201, "ran on pve02", func(g clusterguests.Guest) bool { return g.Node == "pve02" && g.Status == "running" })
 
 	// Seed 003's failover test, on Dokploy's node (pve01 runs the play).
 	labtest.PowerOff(t, lab, "pve02")
-	moved := guestOn(201, "recovered off pve02", func(g resources.Guest) bool { return g.Node != "pve02" && g.Status == "running" })
+	moved := guestOn(201, "recovered off pve02", func(g clusterguests.Guest) bool { return g.Node != "pve02" && g.Status == "running" })
 	sim.ResetRequests()
 	after := play("after the failover", "--limit", "pve01,pve03")
 	if c := labtest.RecapChanged(t, after, "pve01"); c != 0 || len(writes()) != 0 {
 		t.Errorf("after the failover to %s: changed %d, wrote %v:\n%s", moved.Node, c, writes(), after)
 	}
 	labtest.PowerOn(t, lab, "pve02")
-	guestOn(201, "failed back to pve02", func(g resources.Guest) bool { return g.Node == "pve02" && g.Status == "running" })
+	guestOn(201, "failed back to pve02", func(g clusterguests.Guest) bool { return g.Node == "pve02" && g.Status == "running" })
 	sim.ResetRequests()
 	back := play("after the failback")
 	if c := labtest.RecapChanged(t, back, "pve01"); c != 0 || len(writes()) != 0 {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/gopve/proxmox/modules-src/pveapi"
-	"github.com/gopve/proxmox/modules-src/pveapi/resources"
+	"github.com/gopve/proxmox/modules-src/pveapi/clusterguests"
 )
 
 // NameProof is the pveapi.Write.Proof of a create (or clone) of guest
@@ -21,11 +21,11 @@ import (
 // re-checks under the new VMID's lock in the worker.
 func NameProof(g pveapi.Getter, k Kind, vmid int, key, name string) func(ctx context.Context) (pveapi.Evidence, error) {
 	return func(ctx context.Context) (pveapi.Evidence, error) {
-		guests, err := resources.Guests(ctx, g)
+		guests, err := clusterguests.Guests(ctx, g)
 		if err != nil {
 			return pveapi.Evidence{}, err
 		}
-		gst, ok := resources.Find(guests, vmid)
+		gst, ok := clusterguests.Find(guests, vmid)
 		if !ok {
 			return pveapi.Evidence{Read: fmt.Sprintf("no %s %d in the cluster", k.Word, vmid)}, nil
 		}

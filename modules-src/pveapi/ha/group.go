@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/pveapi"
@@ -34,21 +33,17 @@ type groupRow struct {
 // whose groups are migrated PVE answers an error ("ha groups have been
 // migrated to rules"): see Detect.
 func Groups(ctx context.Context, g pveapi.Getter) ([]Group, error) {
-	var rows []groupRow
-	if err := g.Get(ctx, "/cluster/ha/groups", nil, &rows); err != nil {
-		return nil, err
+	return readList(ctx, g, "/cluster/ha/groups", groupRow.group,
+		func(a, b Group) int { return strings.Compare(a.Name, b.Name) })
+}
+
+func (r groupRow) group() (Group, error) {
+	nodes, err := ParseNodeList(r.Nodes)
+	if err != nil {
+		return Group{}, err
 	}
-	out := make([]Group, 0, len(rows))
-	for _, r := range rows {
-		nodes, err := ParseNodeList(r.Nodes)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, Group{Name: r.Group, Nodes: nodes, Restricted: r.Restricted, NoFailback: r.NoFailback,
-			Comment: r.Comment, Digest: r.Digest})
-	}
-	slices.SortFunc(out, func(a, b Group) int { return strings.Compare(a.Name, b.Name) })
-	return out, nil
+	return Group{Name: r.Group, Nodes: nodes, Restricted: r.Restricted, NoFailback: r.NoFailback,
+		Comment: r.Comment, Digest: r.Digest}, nil
 }
 
 func (gr Group) params() url.Values {

@@ -80,20 +80,8 @@ func (r resourceRow) resource() (Resource, error) {
 // Resources reads GET /cluster/ha/resources (values as configured, no
 // defaults filled), sorted by SID.
 func Resources(ctx context.Context, g pveapi.Getter) ([]Resource, error) {
-	var rows []resourceRow
-	if err := g.Get(ctx, "/cluster/ha/resources", nil, &rows); err != nil {
-		return nil, err
-	}
-	out := make([]Resource, 0, len(rows))
-	for _, row := range rows {
-		r, err := row.resource()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	slices.SortFunc(out, func(a, b Resource) int { return strings.Compare(a.SID.String(), b.SID.String()) })
-	return out, nil
+	return readList(ctx, g, "/cluster/ha/resources", resourceRow.resource,
+		func(a, b Resource) int { return strings.Compare(a.SID.String(), b.SID.String()) })
 }
 
 // ReadResource reads one resource (GET /cluster/ha/resources/{sid}), as

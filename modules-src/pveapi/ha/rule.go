@@ -111,25 +111,12 @@ func sidList(s []SID) string {
 // Rules reads GET /cluster/ha/rules (PVE 9), sorted by order then id. On
 // an unmigrated cluster the list includes the virtual ha-group-* rules.
 func Rules(ctx context.Context, g pveapi.Getter) ([]Rule, error) {
-	var rows []ruleRow
-	if err := g.Get(ctx, "/cluster/ha/rules", nil, &rows); err != nil {
-		return nil, err
-	}
-	out := make([]Rule, 0, len(rows))
-	for _, row := range rows {
-		r, err := row.rule()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	slices.SortFunc(out, func(a, b Rule) int {
+	return readList(ctx, g, "/cluster/ha/rules", ruleRow.rule, func(a, b Rule) int {
 		if a.Order != b.Order {
 			return a.Order - b.Order
 		}
 		return strings.Compare(a.ID, b.ID)
 	})
-	return out, nil
 }
 
 // Same tells whether two rules mean the same (ignoring order, errors and

@@ -10,10 +10,10 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/pvesim"
 	"github.com/gopve/proxmox/modules-src/pveapi"
 	"github.com/gopve/proxmox/modules-src/pveapi/apischema"
+	"github.com/gopve/proxmox/modules-src/pveapi/clusterguests"
 	"github.com/gopve/proxmox/modules-src/pveapi/ha"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveapitest"
 	"github.com/gopve/proxmox/modules-src/pveapi/replication"
-	"github.com/gopve/proxmox/modules-src/pveapi/resources"
 )
 
 func send(t *testing.T, c *pveapi.Client, major int, r apischema.Request) {
@@ -103,14 +103,14 @@ func TestSimHAChain(t *testing.T) {
 			// HA resources from bare VMIDs, typed as PVE does (parse_sid).
 			bare, _ := ha.ParseSID("201")
 			bareCT, _ := ha.ParseSID("200")
-			guests, _ := resources.Guests(ctx, c)
-			ct, _ := resources.Find(guests, 200)
+			guests, _ := clusterguests.Guests(ctx, c)
+			ct, _ := clusterguests.Find(guests, 200)
 			ctSID, err := bareCT.Resolve(ct.Type)
 			if err != nil || ctSID.String() != "ct:200" || ct.HASID() != "ct:200" {
 				t.Fatalf("resolve the container: %v %v", ctSID, err)
 			}
 			send(t, c, v, must(ha.CreateResource(ha.Resource{SID: ctSID, State: ha.StateStopped, Comment: "runner"}, v)))
-			g, _ := resources.Find(guests, 201)
+			g, _ := clusterguests.Find(guests, 201)
 			sid, err := bare.Resolve(g.Type)
 			if err != nil || sid.String() != "vm:201" {
 				t.Fatalf("resolve %v %v", sid, err)

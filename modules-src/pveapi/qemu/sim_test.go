@@ -10,9 +10,9 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/pvesim"
 	"github.com/gopve/proxmox/modules-src/pveapi"
 	"github.com/gopve/proxmox/modules-src/pveapi/apischema"
+	"github.com/gopve/proxmox/modules-src/pveapi/clusterguests"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveapitest"
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
-	"github.com/gopve/proxmox/modules-src/pveapi/resources"
 )
 
 // send validates a request against the node's version and sends it the
@@ -62,20 +62,20 @@ func TestSimCloneReads(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			guests, err := resources.Guests(ctx, c)
+			guests, err := clusterguests.Guests(ctx, c)
 			if err != nil {
 				t.Fatal(err)
 			}
-			tpl, err := resources.TemplateByName(guests, "debian-12")
+			tpl, err := clusterguests.TemplateByName(guests, "debian-12")
 			if err != nil || tpl.VMID != 9000 || tpl.Node != "pve01" || !tpl.IsVM() {
 				t.Fatalf("K1: the template by name is 9000 on pve01, not the VM of the same name: %+v %v", tpl, err)
 			}
-			if g, ok := resources.Find(guests, 150); !ok || g.Node != "pve02" || g.Template {
+			if g, ok := clusterguests.Find(guests, 150); !ok || g.Node != "pve02" || g.Template {
 				t.Errorf("guest 150: %+v %v", g, ok)
 			}
-			free, err := resources.Free(ctx, c, 201)
-			taken, err2 := resources.Free(ctx, c, 9000)
-			next, err3 := resources.NextID(ctx, c)
+			free, err := clusterguests.Free(ctx, c, 201)
+			taken, err2 := clusterguests.Free(ctx, c, 9000)
+			next, err3 := clusterguests.NextID(ctx, c)
 			if err != nil || err2 != nil || err3 != nil || !free || taken || next != 100 {
 				t.Errorf("free 201=%v (%v), free 9000=%v (%v), next %d (%v)", free, err, taken, err2, next, err3)
 			}

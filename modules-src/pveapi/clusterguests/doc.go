@@ -1,7 +1,11 @@
-// Package resources types the cluster-wide guest list and the next free
-// VMID, for finding a guest wherever it runs now (H3) and a template by
-// VMID or exact name (K1: identity is the VMID, a name is only a way to
-// find one):
+// Package clusterguests reads the cluster-wide guest list (every VM and
+// container, on whichever node it runs now) and the next free VMID. It
+// exists so a module can find a guest wherever it runs now (H3) and a
+// template by VMID or exact name (K1: identity is the VMID, a name is only
+// a way to find one) without knowing its node first. The HA manager's own
+// list of managed guests is another thing, in pveapi/ha (ha.Resources);
+// this package only reports each guest's hastate as /cluster/resources
+// shows it:
 //
 //   - Guests reads GET /cluster/resources?type=vm (pve-manager
 //     PVE/API2/Cluster.pm resources: vmid, node, name, type qemu|lxc,
@@ -15,4 +19,4 @@
 //
 // An empty list is not "nothing exists" when the token lacks VM.Audit
 // (K19): check with pveapi's RequireAny before trusting an empty answer.
-package resources
+package clusterguests
