@@ -115,9 +115,6 @@ func (s *Sim) postLxcCreate(rc *reqCtx) (any, error) {
 		// it, the lab's qemu.go does).
 		return nil, pveDie("%s %d already exists on node '%s'", kind, vmid, e.Node)
 	}
-	if _, err := s.archiveVolRef(rc, vmid, rc.str("ostemplate"), "vztmpl"); err != nil {
-		return nil, err // check_volume_access($ostemplate, 'vztmpl')
-	}
 	keys := map[string]string{}
 	for k, v := range rc.params {
 		if !slices.Contains(ctCreateOnly, k) {
@@ -128,7 +125,18 @@ func (s *Sim) postLxcCreate(rc *reqCtx) (any, error) {
 	// 6.0 (PVE 9, commit 103068a) a create without it makes an unprivileged
 	// CT; before, a privileged one. Only a true value is written.
 	delete(keys, "unprivileged")
-	if unpriv := s.cfg.Version >= 9; (rc.has("unprivileged") && rc.boolean("unprivileged")) || (!rc.has("unprivileged") && unpriv) {
+	unpriv := (rc.has("unprivileged") && rc.boolean("unprivileged")) || (!rc.has("unprivileged") && s.cfg.Version >= 9)
+	// create_vm's permission checks (lxcperm.go), then the template's.
+	if err := s.checkCTCreatePerm(rc, unpriv); err != nil {
+		return nil, err
+	}
+	if err := s.checkCTModifyConfigPerm(db, rc.who, rc.node, vmid, rc.str("pool"), nil, keys, nil, unpriv); err != nil {
+		return nil, err
+	}
+	if _, err := s.archiveVolRef(rc, vmid, rc.str("ostemplate"), "vztmpl"); err != nil {
+		return nil, err // check_volume_access($ostemplate, 'vztmpl')
+	}
+	if unpriv {
 		keys["unprivileged"] = "1"
 	}
 	if err := s.ctCreateVolumes(rc, keys); err != nil {

@@ -67,14 +67,7 @@ func (s *Sim) putLxcConfig(rc *reqCtx) (any, error) {
 	if len(set) == 0 && len(deletes) == 0 && rc.str("revert") == "" {
 		return nil, pveDie("no options specified")
 	}
-	if err := ctUpdateChecks(set, deletes); err != nil {
-		return nil, err
-	}
-	for k, v := range set {
-		if isNetKey(k) {
-			set[k] = normaliseCtNet(v)
-		}
-	}
+	reverts := pveSplit(rc.str("revert"))
 	return s.withGuestLockLocked(node, vmid, func() (any, error) {
 		c, err := s.loadCtConfLocked(db, node, vmid)
 		if err != nil {
@@ -86,12 +79,32 @@ func (s *Sim) putLxcConfig(rc *reqCtx) (any, error) {
 		if err := checkCtLock(c); err != nil {
 			return nil, err
 		}
+		// update_vm's permission checks (lxcperm.go) on the deletes, the
+		// reverts and the new values, against the config as it is, before
+		// update_pct_config's refusals.
+		unpriv := c.Keys["unprivileged"] == "1"
+		for _, step := range []struct {
+			set  map[string]string
+			dels []string
+		}{{nil, deletes}, {nil, reverts}, {set, nil}} {
+			if err := s.checkCTModifyConfigPerm(db, rc.who, node, vmid, "", c.Keys, step.set, step.dels, unpriv); err != nil {
+				return nil, err
+			}
+		}
+		if err := ctUpdateChecks(set, deletes); err != nil {
+			return nil, err
+		}
+		for k, v := range set {
+			if isNetKey(k) {
+				set[k] = normaliseCtNet(v)
+			}
+		}
 		for _, k := range slices.Sorted(maps.Keys(set)) {
 			if ctVolKeyRe.MatchString(k) && c.Keys["protection"] == "1" {
 				return nil, pveDie("can't update CT %d drive '%s' - protection mode enabled", vmid, k)
 			}
 		}
-		if err := s.ctWritePendingLocked(node, vmid, c, set, deletes, pveSplit(rc.str("revert"))); err != nil {
+		if err := s.ctWritePendingLocked(node, vmid, c, set, deletes, reverts); err != nil {
 			return nil, err
 		}
 		s.writeCtConfLocked(db, node, vmid, c)
@@ -238,6 +251,13 @@ func (s *Sim) putLxcResize(rc *reqCtx) (any, error) {
 		if err := checkCtLock(c); err != nil {
 			return nil, nil, 0, err
 		}
+		// check_ct_modify_config_perm on resize's own parameters: "disk"
+		// is no config key, so it falls to VM.Config.Options (as PVE
+		// does: resizing a CT takes VM.Config.Options besides the schema's
+		// VM.Config.Disk).
+		if err := s.checkCTModifyConfigPerm(db, rc.who, node, vmid, "", c.Keys, map[string]string{"disk": disk}, nil, c.Keys["unprivileged"] == "1"); err != nil {
+			return nil, nil, 0, err
+		}
 		if digest != "" && digest != c.Digest {
 			return nil, nil, 0, pveDie("detected modified configuration - file changed by other user? Try again.")
 		}
@@ -246,6 +266,11 @@ func (s *Sim) putLxcResize(rc *reqCtx) (any, error) {
 			return nil, nil, 0, pveDie("unable to parse mount point '%s'", disk) // parse_volume of undef
 		}
 		mp := &mountPoint{props: parseProps(v, "volume")}
+		if sid, _, ok := volumeID(mp.props.get("volume")); ok && !isRootUser(rc.who) {
+			if ok, d := checkFull(db, rc.who, "/storage/"+sid, []string{"Datastore.AllocateSpace"}, false); !ok {
+				return nil, nil, 0, errPerm(d)
+			}
+		}
 		vol, _, err := s.volumeLocked(node, mp.props.get("volume"))
 		if err != nil {
 			return nil, nil, 0, pveDie("Could not determine current size of volume '%s'", mp.props.get("volume"))

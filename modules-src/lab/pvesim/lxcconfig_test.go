@@ -71,7 +71,7 @@ func TestContainerPendingResizeDestroy(t *testing.T) {
 		t.Run(fmt.Sprintf("pve%d", v), func(t *testing.T) {
 			t.Parallel()
 			s := startSim(t, simOpts{version: v, taskDuration: 20 * time.Millisecond})
-			c := newClient(t, s, "pve01").labToken()
+			c := newClient(t, s, "pve01").root() // features of a privileged CT (PVE 8's default) are root@pam's
 			mustTask(t, c, "POST", "/nodes/pve01/lxc", url.Values{"vmid": {"200"}, "ostemplate": {"local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst"},
 				"rootfs": {"local-lvm:2"}, "hostname": {"ct200"}, "memory": {"512"}})
 			mustTask(t, c, "POST", "/nodes/pve01/lxc/200/status/start", nil)

@@ -35,8 +35,8 @@ import (
 // contents here), its pct.fw firewall config, raw lxc.* keys (root's
 // restore copies them; the lab's config parser keeps none), bind and device
 // mount points (refused), restoring a template backup (refused), PBS and
-// backup-provider storages, restore from a pipe ('-'), the Sys.Modify
-// check for a privileged result, bwlimit.
+// backup-provider storages, restore from a pipe ('-'), bwlimit, the
+// in-task permission checks (lxcperm.go).
 
 // archiveVolRef is check_volume_access for create_vm's ostemplate: the
 // volume's content type must be the one create or restore needs, and the
@@ -134,6 +134,21 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 		if old.Keys["protection"] == "1" {
 			return nil, pveDie("unable to restore CT %d - protection mode enabled", vmid)
 		}
+	}
+	// create_vm's permission checks (lxcperm.go): VM.Allocate, or VM.Backup
+	// to restore over an existing CT; the given options with the request's
+	// unprivileged (undefined is privileged to this check).
+	if err := checkCTAllocate(rc, exists && force); err != nil {
+		return nil, err
+	}
+	params := map[string]string{}
+	for k, v := range rc.params {
+		if !slices.Contains(ctCreateOnly, k) && k != "unprivileged" {
+			params[k] = paramString(v)
+		}
+	}
+	if err := s.checkCTModifyConfigPerm(db, rc.who, node, vmid, rc.str("pool"), nil, params, nil, rc.has("unprivileged") && rc.boolean("unprivileged")); err != nil {
+		return nil, err
 	}
 	archive := rc.str("ostemplate")
 	ref, err := s.archiveVolRef(rc, vmid, archive, "backup")

@@ -15,7 +15,8 @@ var bareSizeRe = regexp.MustCompile(`^\d+(\.\d+)?$`)
 // bare size goes on it ("$storage:$value"), no rootfs means "$storage:4"
 // ("defaults to 4GB"), and every storage a volume is on must exist, be
 // enabled on the node and take rootdir ($check_and_activate_storage: a 400
-// on `storage`). PVE::LXC::create_disks then allocates them in the task.
+// on `storage`), and the caller needs Datastore.AllocateSpace on it.
+// PVE::LXC::create_disks then allocates them in the task.
 func (s *Sim) ctCreateVolumes(rc *reqCtx, keys map[string]string) error {
 	storage := rc.str("storage")
 	if storage == "" {
@@ -59,6 +60,10 @@ func (s *Sim) ctCreateVolumes(rc *reqCtx, keys map[string]string) error {
 			return pveDie("storage '%s' is not available on node '%s'", sid, rc.node)
 		case !st.hasContent("rootdir"):
 			return errParams(map[string]string{"storage": fmt.Sprintf("storage '%s' does not support container directories", sid)})
+		case !isRootUser(rc.who):
+			if ok, d := checkFull(db, rc.who, "/storage/"+sid, []string{"Datastore.AllocateSpace"}, false); !ok {
+				return errPerm(d)
+			}
 		}
 	}
 	return nil

@@ -10,13 +10,15 @@ import (
 // A container's rootfs as pve-container's create_vm reads it: a bare size
 // goes on `storage` (default local), no rootfs means "$storage:4", and the
 // allocated volume is the plugin's vm-<id>-disk-N with its size; a storage
-// without rootdir content is a 400 on `storage` before any task.
+// without rootdir content is a 400 on `storage` before any task. A bare
+// size is root@pam's alone (lxcperm.go: check_ct_modify_config_perm sees
+// it before the storage is prefixed), so these run as root@pam.
 func TestContainerRootfsAllocation(t *testing.T) {
 	for _, v := range []int{8, 9} {
 		t.Run(fmt.Sprintf("pve%d", v), func(t *testing.T) {
 			t.Parallel()
 			s := startSim(t, simOpts{version: v, taskDuration: 30 * time.Millisecond})
-			c := newClient(t, s, "pve01").labToken()
+			c := newClient(t, s, "pve01").root()
 			tmpl := "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst"
 			for _, g := range []struct {
 				vmid   int

@@ -116,8 +116,8 @@ func checkVMModifyConfigPerm(db *ConfigDB, who *principal, vmid int, pool string
 	return nil
 }
 
-// checkBridgeAccess is QemuServer::check_bridge_access: SDN.Use on each
-// NIC's bridge, or on each VLAN of it that the NIC uses.
+// checkBridgeAccess is QemuServer::check_bridge_access: check_vnet_access
+// (lxcperm.go) for each NIC.
 func checkBridgeAccess(db *ConfigDB, who *principal, conf map[string]string) error {
 	if isRootUser(who) {
 		return nil
@@ -127,25 +127,8 @@ func checkBridgeAccess(db *ConfigDB, who *principal, conf map[string]string) err
 			continue
 		}
 		p := parseProps(conf[k], "model")
-		bridge, tag, trunks := p.get("bridge"), p.get("tag"), p.get("trunks")
-		if bridge == "" {
-			continue
-		}
-		base := "/sdn/zones/localnetwork/" + bridge
-		var paths []string
-		if tag != "" && tag != "0" {
-			paths = append(paths, base+"/"+tag)
-		}
-		for _, t := range trunkTags(trunks) {
-			paths = append(paths, base+"/"+t)
-		}
-		if (tag == "" || tag == "0") && trunks == "" {
-			paths = append(paths, base)
-		}
-		for _, path := range paths {
-			if ok, d := checkFull(db, who, path, []string{"SDN.Use"}, false); !ok {
-				return errPerm(d)
-			}
+		if err := checkVnetAccess(db, who, p.get("bridge"), p.get("tag"), p.get("trunks")); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -86,6 +86,7 @@ func (v *ct) creation(id, summary, what, node string, req apischema.Request, pre
 		Diff:    ansible.TextDiff(confHeader(node, v.p.VMID), "", renderConf(predicted.Values)),
 		Apply: func(ctx context.Context) error {
 			if err := v.send(ctx, req, pveapi.Write{What: what, Settle: v.exists, Creates: true,
+				Needs: fmt.Sprintf("VM.Allocate on /vms/%d (or on /pool/<pool> with pool)", v.p.VMID),
 				Proof: guest.NameProof(v.c, guest.CT, v.p.VMID, "hostname", v.p.Hostname)}, ""); err != nil {
 				return err
 			}

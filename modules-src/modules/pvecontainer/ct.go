@@ -108,6 +108,11 @@ func (v *ct) planCT(ctx context.Context, _ *ansible.World) ([]ansible.Change, er
 		if v.p.State == "absent" {
 			return nil, nil
 		}
+		// K19: the guest list leaves out what the token may not audit, so
+		// a missing VMID is only missing with VM.Audit on it.
+		if err := v.c.RequireAny(ctx, fmt.Sprintf("/vms/%d", v.p.VMID), "VM.Audit"); err != nil {
+			return nil, fmt.Errorf("vmid: CT %d is not in the cluster's guest list, which shows only what the token may see: %w (VM.Audit on /vms/%d, K19); nothing was changed", v.p.VMID, err, v.p.VMID)
+		}
 		return v.planCreate(ctx)
 	}
 	if err := v.owned(g); err != nil {

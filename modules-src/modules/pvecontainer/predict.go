@@ -120,7 +120,8 @@ func (v *ct) checkStorage(node, key string, vw volWant, nodeAssumed bool) error 
 		}
 		err := v.r.NotYet(ansible.Prerequisite{Option: option, Kind: ansible.CreatedStorage, Name: vw.storage, Object: "storage " + vw.storage,
 			Predicts: fmt.Sprintf("the container's volumes on it, named as on %s (%s)", kind, strings.Replace(named, "-disk-0", "-disk-N", 1))},
-			fmt.Errorf("%s: storage '%s' does not exist", option, vw.storage))
+			// K19: GET /storage leaves out what the token may not see.
+			fmt.Errorf("%s: storage '%s' does not exist or the API user may not see it (PVE lists a storage only with Datastore.Audit on /storage/%s or Datastore.AllocateSpace on /storage/%s, which a volume on it needs)", option, vw.storage, vw.storage, vw.storage))
 		if err != nil {
 			return err
 		}
