@@ -14,6 +14,7 @@ import (
 	"github.com/google/renameio/v2"
 
 	"github.com/gopve/proxmox/modules-src/lab/pmxcfs"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/corosync"
 )
 
 // Every ConfigDB (one pmxcfs database, one /etc/pve) is a real directory,
@@ -63,7 +64,7 @@ func (s *Sim) writeFilesLocked(db *ConfigDB) error {
 		"priv/token.cfg": []byte(renderTokenCfg(db)),
 	}
 	if db.Corosync != nil {
-		files["corosync.conf"] = []byte(renderCorosyncConf(db.Corosync))
+		files["corosync.conf"] = []byte(corosync.Render(db.Corosync))
 	}
 	// Written once, then left to whoever edits them. The auth key pair and
 	// pve-www.key sign and check tickets and CSRF tokens (tickets.go); a
@@ -174,7 +175,7 @@ func (s *Sim) readFilesLocked(db *ConfigDB) {
 		if w, ok := s.written[k]; ok && !bytes.Equal(w, b) {
 			// A refused file (older, unparsable) stays as written, as pmxcfs
 			// leaves it: it only logs "local corosync.conf is newer".
-			if applied, _ := adoptCorosyncConf(db, string(b)); applied {
+			if applied, _ := corosync.Adopt(db.Corosync, string(b)); applied {
 				db.Serial++
 			}
 			s.written[k] = b

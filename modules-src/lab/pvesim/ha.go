@@ -894,7 +894,7 @@ func (s *Sim) postHAMotion(rc *reqCtx) (any, error) {
 		return nil, pveDie("service '%s' in error state, must be disabled and fixed first", sid)
 	}
 	target := rc.str("node")
-	if db.Corosync == nil || db.Corosync.member(target) == nil {
+	if db.Corosync == nil || db.Corosync.Member(target) == nil {
 		return nil, pveDie("no such cluster node '%s'", target) // reconstruction: the CRM ignores it, PVE logs only
 	}
 	s.haLaterLocked(s.crmRound(), db.ID, func(d *ConfigDB) {
