@@ -39,14 +39,14 @@ func (s *Sim) Node(name string) (NodeInfo, bool) {
 	info := NodeInfo{
 		Name: n.Name, Addr: n.Addr,
 		URL:         "https://" + net.JoinHostPort(n.Addr, strconv.Itoa(s.cfg.Port)) + "/api2/json",
-		Fingerprint: rt.cert.fingerprint, CertPEM: append([]byte(nil), rt.cert.certPEM...),
+		Fingerprint: rt.cert.Fingerprint, CertPEM: append([]byte(nil), rt.cert.PEM...),
 		Online: n.Online, Serving: rt.srv != nil,
 	}
 	if db := s.st.DBs[n.DB]; db.Corosync != nil {
 		info.Cluster = db.Corosync.ClusterName
 	}
 	if ca := s.cas[n.DB]; ca != nil {
-		info.CAPEM = append([]byte(nil), ca.certPEM...)
+		info.CAPEM = append([]byte(nil), ca.PEM...)
 	}
 	return info, true
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/corosync"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/nodecert"
 )
 
 // memberUpLocked: the node runs, its API is not mid-restart and its
@@ -124,7 +125,7 @@ func (s *Sim) certFingerprintLocked(db *ConfigDB, node string) (string, error) {
 	if block == nil {
 		return "", fmt.Errorf("unable to read certificate from '/etc/pve/nodes/%s/%s'", node, filepath.Base(p))
 	}
-	return Fingerprint(block.Bytes), nil
+	return nodecert.Fingerprint(block.Bytes), nil
 }
 
 // nodeAddrLocked is a member's address: the lab node's, or its ring0
@@ -386,7 +387,7 @@ func (s *Sim) joinWorker(t *taskRun, joiner, host, fp, password string, force bo
 		s.mu.Unlock()
 		return fmt.Sprintf("500 Can't connect to %s:%d (Connection refused)", host, s.cfg.Port)
 	}
-	hostFP := s.nodes[h.Name].cert.fingerprint
+	hostFP := s.nodes[h.Name].cert.Fingerprint
 	if !strings.EqualFold(hostFP, fp) {
 		s.mu.Unlock()
 		return fmt.Sprintf("500 Can't connect to %s:%d (certificate fingerprint mismatch: got %s)", host, s.cfg.Port, hostFP)
@@ -493,14 +494,14 @@ func (s *Sim) detachedCopyLocked(db *ConfigDB) (*ConfigDB, error) {
 	stale.ID = db.ID + "-detached-" + randomHex(2)
 	stale.Detached = true
 	for _, ext := range []string{".pem", ".key"} {
-		b, err := os.ReadFile(filepath.Join(caDir(s.cfg.Dir), db.ID+ext))
+		b, err := os.ReadFile(filepath.Join(nodecert.CADir(s.cfg.Dir), db.ID+ext))
 		if err != nil {
 			if os.IsNotExist(err) {
 				continue // no CA issued yet: the copy creates its own on demand
 			}
 			return nil, fmt.Errorf("copy the cluster CA for the removed node: %w", err)
 		}
-		if err := os.WriteFile(filepath.Join(caDir(s.cfg.Dir), stale.ID+ext), b, 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(nodecert.CADir(s.cfg.Dir), stale.ID+ext), b, 0o600); err != nil {
 			return nil, fmt.Errorf("copy the cluster CA for the removed node: %w", err)
 		}
 	}

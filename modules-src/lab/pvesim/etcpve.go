@@ -15,6 +15,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/pmxcfs"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/corosync"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/nodecert"
 )
 
 // Every ConfigDB (one pmxcfs database, one /etc/pve) is a real directory,
@@ -86,8 +87,8 @@ func (s *Sim) writeFilesLocked(db *ConfigDB) error {
 		maps.Copy(once, keys)
 	}
 	if ca, err := s.caLocked(db.ID); err == nil {
-		once["pve-root-ca.pem"] = ca.certPEM
-		if key, err := os.ReadFile(filepath.Join(caDir(s.cfg.Dir), db.ID+".key")); err == nil {
+		once["pve-root-ca.pem"] = ca.PEM
+		if key, err := os.ReadFile(filepath.Join(nodecert.CADir(s.cfg.Dir), db.ID+".key")); err == nil {
 			once["priv/pve-root-ca.key"] = key
 		}
 	}
@@ -115,8 +116,8 @@ func (s *Sim) writeFilesLocked(db *ConfigDB) error {
 			}
 		}
 		if rt := s.nodes[name]; rt != nil && rt.cert != nil && !n.FinishPending {
-			files["nodes/"+name+"/pve-ssl.pem"] = rt.cert.certPEM
-			if key, err := os.ReadFile(filepath.Join(certDir(s.cfg.Dir, name), fmt.Sprintf("pve-ssl.%d.key", n.CertGen))); err == nil {
+			files["nodes/"+name+"/pve-ssl.pem"] = rt.cert.PEM
+			if key, err := os.ReadFile(filepath.Join(nodecert.Dir(s.cfg.Dir, name), fmt.Sprintf("pve-ssl.%d.key", n.CertGen))); err == nil {
 				files["nodes/"+name+"/pve-ssl.key"] = key
 			}
 		}

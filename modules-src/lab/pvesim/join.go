@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/corosync"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/nodecert"
 )
 
 // A join is two halves on two nodes, as pve-cluster does it:
@@ -138,9 +139,9 @@ func (s *Sim) finishJoin(joiner, clusterDB string, restart time.Duration, logf f
 	j.CorosyncUpAt = time.Now().UnixMilli()
 	j.CertGen++
 	ca, err := s.caLocked(j.DB)
-	var cert *nodeCert
+	var cert *nodecert.Cert
 	if err == nil {
-		cert, err = loadOrCreateCert(s.cfg.Dir, joiner, j.Addr, j.CertGen, ca)
+		cert, err = nodecert.LoadOrCreate(s.cfg.Dir, joiner, j.Addr, j.CertGen, ca)
 	}
 	j.restarting = false
 	if err != nil {
