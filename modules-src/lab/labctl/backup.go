@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/vzdump"
 )
 
 // Container backups on a lab node: the file behind a backup volume, read
@@ -31,14 +32,14 @@ func (l *Lab) backupArchive(node string, st pvesim.StorageInfo, volname string) 
 // PutCTBackup puts on node's storage local (/var/lib/vz/dump) a container
 // backup of vmid taken at when, holding pctConf as its
 // ./etc/vzdump/pct.conf (compressed as a .tar.zst of stored blocks, see
-// pvesim.VzdumpCTArchive), and returns its volume ID:
+// vzdump.CTArchive), and returns its volume ID:
 // local:backup/vzdump-lxc-<vmid>-<YYYY_MM_DD-HH_MM_SS>.tar.zst.
 func (l *Lab) PutCTBackup(node string, vmid int, when time.Time, pctConf string) (string, error) {
 	n := l.node(node)
 	if n == nil {
 		return "", fmt.Errorf("the lab has no node %q", node)
 	}
-	data, err := pvesim.VzdumpCTArchive(pctConf, "zst")
+	data, err := vzdump.CTArchive(pctConf, "zst")
 	if err != nil {
 		return "", err
 	}

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/internal/testenv"
-	"github.com/gopve/proxmox/modules-src/lab/pvesim"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/nodecert"
 )
 
 // TestLabPitfalls shows, on one lab, that the lab reproduces the cluster
@@ -310,7 +310,7 @@ func labAPI(lab *Lab, node, path string, v any) error {
 	client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
 		InsecureSkipVerify: true, // verified below by pinning the fingerprint, as PVE clients do
 		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
-			if got := pvesim.Fingerprint(raw[0]); got != info.Fingerprint {
+			if got := nodecert.Fingerprint(raw[0]); got != info.Fingerprint {
 				return fmt.Errorf("fingerprint %s, want %s", got, info.Fingerprint)
 			}
 			return nil

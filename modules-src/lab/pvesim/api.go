@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/corosync"
 )
 
 // NodeInfo is a snapshot of one node as a client sees it.
@@ -37,14 +39,14 @@ func (s *Sim) Node(name string) (NodeInfo, bool) {
 	info := NodeInfo{
 		Name: n.Name, Addr: n.Addr,
 		URL:         "https://" + net.JoinHostPort(n.Addr, strconv.Itoa(s.cfg.Port)) + "/api2/json",
-		Fingerprint: rt.cert.fingerprint, CertPEM: append([]byte(nil), rt.cert.certPEM...),
+		Fingerprint: rt.cert.Fingerprint, CertPEM: append([]byte(nil), rt.cert.PEM...),
 		Online: n.Online, Serving: rt.srv != nil,
 	}
 	if db := s.st.DBs[n.DB]; db.Corosync != nil {
 		info.Cluster = db.Corosync.ClusterName
 	}
 	if ca := s.cas[n.DB]; ca != nil {
-		info.CAPEM = append([]byte(nil), ca.certPEM...)
+		info.CAPEM = append([]byte(nil), ca.PEM...)
 	}
 	return info, true
 }
@@ -250,7 +252,7 @@ func (s *Sim) clusterLocked(node string) (ClusterInfo, bool) {
 	}
 	c := db.Corosync
 	info := ClusterInfo{Name: c.ClusterName, ConfigVersion: c.ConfigVersion, Transport: "knet", SecureAuth: true,
-		ExpectedVotes: c.totalVotes(), Quorate: s.quorateLocked(db), CorosyncConf: renderCorosyncConf(c)}
+		ExpectedVotes: c.TotalVotes(), Quorate: s.quorateLocked(db), CorosyncConf: corosync.Render(c)}
 	lowest := 0
 	for _, m := range c.Nodes {
 		up := s.votesForLocked(db, m.Name)
@@ -285,7 +287,7 @@ func (s *Sim) CreateCluster(node, name, link0 string) (ClusterInfo, error) {
 	if link0 != "" {
 		addr = linkAddr(link0)
 	}
-	db.Corosync = &Corosync{ClusterName: name, ConfigVersion: 1, Nodes: []*CorosyncNode{{
+	db.Corosync = &corosync.Conf{ClusterName: name, ConfigVersion: 1, Nodes: []*corosync.Node{{
 		Name: node, NodeID: 1, Votes: 1, Links: map[string]string{"ring0_addr": addr}}}}
 	if s.cfg.Version >= 9 {
 		db.Corosync.TokenCoefficient = 125

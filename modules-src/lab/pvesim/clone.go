@@ -61,7 +61,7 @@ func (s *Sim) loadAndCheckClone(db *ConfigDB, r *cloneReq, running bool) (*clone
 	if r.pool != "" && db.Pools[r.pool] == nil {
 		return nil, errPerm(fmt.Sprintf("pool '%s' does not exist", r.pool)) // RPCEnvironment::check_pool_exist: raise_perm_exc, 403
 	}
-	if r.target != "" && (db.Corosync == nil || db.Corosync.member(r.target) == nil) {
+	if r.target != "" && (db.Corosync == nil || db.Corosync.Member(r.target) == nil) {
 		return nil, fmt.Errorf("no such cluster node '%s'", r.target) // check_node_exists
 	}
 	var target *Storage

@@ -14,6 +14,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/corosync"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/nodecert"
 )
 
 // memberUpLocked: the node runs, its API is not mid-restart and its
@@ -48,7 +51,7 @@ func (s *Sim) quorateLocked(db *ConfigDB) bool {
 			up += m.Votes
 		}
 	}
-	return up*2 > db.Corosync.totalVotes()
+	return up*2 > db.Corosync.TotalVotes()
 }
 
 // quorateOnLocked is quorum as node's own pmxcfs reports it (.members,
@@ -122,12 +125,12 @@ func (s *Sim) certFingerprintLocked(db *ConfigDB, node string) (string, error) {
 	if block == nil {
 		return "", fmt.Errorf("unable to read certificate from '/etc/pve/nodes/%s/%s'", node, filepath.Base(p))
 	}
-	return Fingerprint(block.Bytes), nil
+	return nodecert.Fingerprint(block.Bytes), nil
 }
 
 // nodeAddrLocked is a member's address: the lab node's, or its ring0
 // address for a nodelist entry added by hand that names no lab node.
-func (s *Sim) nodeAddrLocked(m *CorosyncNode) string {
+func (s *Sim) nodeAddrLocked(m *corosync.Node) string {
 	if n := s.st.Nodes[m.Name]; n != nil {
 		return n.Addr
 	}
@@ -187,7 +190,7 @@ func (s *Sim) postClusterCreate(rc *reqCtx) (any, error) {
 	name := rc.str("clustername")
 	node := rc.node
 	self := s.st.Nodes[node]
-	c := &Corosync{ClusterName: name, ConfigVersion: 1, Nodes: []*CorosyncNode{{
+	c := &corosync.Conf{ClusterName: name, ConfigVersion: 1, Nodes: []*corosync.Node{{
 		Name: node, NodeID: rc.integer("nodeid", 1), Votes: rc.integer("votes", 1), Links: linksOf(rc, self.Addr),
 	}}}
 	if s.cfg.Version >= 9 {
@@ -213,51 +216,12 @@ func (s *Sim) postClusterCreate(rc *reqCtx) (any, error) {
 	return upid, nil
 }
 
-// renderCorosyncConf writes corosync.conf as pvecm does; its SHA-1 is the
-// join info's config_digest.
-func renderCorosyncConf(c *Corosync) string {
-	var b strings.Builder
-	b.WriteString("logging {\n  debug: off\n  to_syslog: yes\n}\n\nnodelist {\n")
-	for _, m := range c.Nodes {
-		fmt.Fprintf(&b, "  node {\n    name: %s\n    nodeid: %d\n    quorum_votes: %d\n", m.Name, m.NodeID, m.Votes)
-		keys := slices.Sorted(maps.Keys(m.Links))
-		for _, k := range keys {
-			fmt.Fprintf(&b, "    %s: %s\n", k, m.Links[k])
-		}
-		b.WriteString("  }\n")
-	}
-	b.WriteString("}\n\nquorum {\n  provider: corosync_votequorum\n}\n\n")
-	fmt.Fprintf(&b, "totem {\n  cluster_name: %s\n  config_version: %d\n  interface {\n    linknumber: 0\n  }\n  ip_version: ipv4-6\n  link_mode: passive\n  secauth: on\n", c.ClusterName, c.ConfigVersion)
-	if c.TokenCoefficient > 0 && c.TokenCoefficient != 125 {
-		fmt.Fprintf(&b, "  token_coefficient: %d\n", c.TokenCoefficient)
-	}
-	b.WriteString("  version: 2\n}\n")
-	return b.String()
-}
-
-// totem is corosync's totem section as join info shows it: all strings.
-func totem(c *Corosync) map[string]any {
-	t := map[string]any{
-		"cluster_name":   c.ClusterName,
-		"config_version": strconv.Itoa(c.ConfigVersion),
-		"interface":      map[string]any{"0": map[string]any{"linknumber": "0"}},
-		"ip_version":     "ipv4-6",
-		"link_mode":      "passive",
-		"secauth":        "on",
-		"version":        "2",
-	}
-	if c.TokenCoefficient > 0 && c.TokenCoefficient != 125 {
-		t["token_coefficient"] = strconv.Itoa(c.TokenCoefficient)
-	}
-	return t
-}
-
 func (s *Sim) getTotem(rc *reqCtx) (any, error) {
 	db := rc.db()
 	if db.Corosync == nil {
 		return map[string]any{}, nil
 	}
-	return totem(db.Corosync), nil
+	return corosync.Totem(db.Corosync), nil
 }
 
 // GET /cluster/config/join: 424 on a standalone node; corosync values are
@@ -271,7 +235,7 @@ func (s *Sim) getJoinInfo(rc *reqCtx) (any, error) {
 	preferred := rc.node
 	if rc.has("node") {
 		preferred = rc.str("node")
-		if c.member(preferred) == nil {
+		if c.Member(preferred) == nil {
 			return nil, fmt.Errorf("unknown node '%s'", preferred)
 		}
 	}
@@ -291,9 +255,9 @@ func (s *Sim) getJoinInfo(rc *reqCtx) (any, error) {
 		}
 		list = append(list, e)
 	}
-	sum := sha1.Sum([]byte(renderCorosyncConf(c)))
+	sum := sha1.Sum([]byte(corosync.Render(c)))
 	return map[string]any{
-		"nodelist": list, "preferred_node": preferred, "totem": totem(c),
+		"nodelist": list, "preferred_node": preferred, "totem": corosync.Totem(c),
 		"config_digest": hex.EncodeToString(sum[:]),
 	}, nil
 }
@@ -423,7 +387,7 @@ func (s *Sim) joinWorker(t *taskRun, joiner, host, fp, password string, force bo
 		s.mu.Unlock()
 		return fmt.Sprintf("500 Can't connect to %s:%d (Connection refused)", host, s.cfg.Port)
 	}
-	hostFP := s.nodes[h.Name].cert.fingerprint
+	hostFP := s.nodes[h.Name].cert.Fingerprint
 	if !strings.EqualFold(hostFP, fp) {
 		s.mu.Unlock()
 		return fmt.Sprintf("500 Can't connect to %s:%d (certificate fingerprint mismatch: got %s)", host, s.cfg.Port, hostFP)
@@ -461,7 +425,7 @@ func (s *Sim) joinWorker(t *taskRun, joiner, host, fp, password string, force bo
 	return s.finishJoin(joiner, hdb.ID, s.cfg.dur(s.cfg.RestartWindow, DefaultRestartWindow), t.logf)
 }
 
-func removeMember(list []*CorosyncNode, name string) []*CorosyncNode {
+func removeMember(list []*corosync.Node, name string) []*corosync.Node {
 	out := list[:0]
 	for _, m := range list {
 		if m.Name != name {
@@ -487,7 +451,7 @@ func (s *Sim) deleteClusterNode(rc *reqCtx) (any, error) {
 	if err := s.requireQuorumLocked(db); err != nil {
 		return nil, err
 	}
-	var m *CorosyncNode
+	var m *corosync.Node
 	if db.Corosync != nil {
 		// PVE accepts the node name or one of its link addresses.
 		for _, cand := range db.Corosync.Nodes {
@@ -530,14 +494,14 @@ func (s *Sim) detachedCopyLocked(db *ConfigDB) (*ConfigDB, error) {
 	stale.ID = db.ID + "-detached-" + randomHex(2)
 	stale.Detached = true
 	for _, ext := range []string{".pem", ".key"} {
-		b, err := os.ReadFile(filepath.Join(caDir(s.cfg.Dir), db.ID+ext))
+		b, err := os.ReadFile(filepath.Join(nodecert.CADir(s.cfg.Dir), db.ID+ext))
 		if err != nil {
 			if os.IsNotExist(err) {
 				continue // no CA issued yet: the copy creates its own on demand
 			}
 			return nil, fmt.Errorf("copy the cluster CA for the removed node: %w", err)
 		}
-		if err := os.WriteFile(filepath.Join(caDir(s.cfg.Dir), stale.ID+ext), b, 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(nodecert.CADir(s.cfg.Dir), stale.ID+ext), b, 0o600); err != nil {
 			return nil, fmt.Errorf("copy the cluster CA for the removed node: %w", err)
 		}
 	}

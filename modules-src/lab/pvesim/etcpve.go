@@ -14,6 +14,8 @@ import (
 	"github.com/google/renameio/v2"
 
 	"github.com/gopve/proxmox/modules-src/lab/pmxcfs"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/corosync"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/nodecert"
 )
 
 // Every ConfigDB (one pmxcfs database, one /etc/pve) is a real directory,
@@ -63,7 +65,7 @@ func (s *Sim) writeFilesLocked(db *ConfigDB) error {
 		"priv/token.cfg": []byte(renderTokenCfg(db)),
 	}
 	if db.Corosync != nil {
-		files["corosync.conf"] = []byte(renderCorosyncConf(db.Corosync))
+		files["corosync.conf"] = []byte(corosync.Render(db.Corosync))
 	}
 	// Written once, then left to whoever edits them. The auth key pair and
 	// pve-www.key sign and check tickets and CSRF tokens (tickets.go); a
@@ -85,8 +87,8 @@ func (s *Sim) writeFilesLocked(db *ConfigDB) error {
 		maps.Copy(once, keys)
 	}
 	if ca, err := s.caLocked(db.ID); err == nil {
-		once["pve-root-ca.pem"] = ca.certPEM
-		if key, err := os.ReadFile(filepath.Join(caDir(s.cfg.Dir), db.ID+".key")); err == nil {
+		once["pve-root-ca.pem"] = ca.PEM
+		if key, err := os.ReadFile(filepath.Join(nodecert.CADir(s.cfg.Dir), db.ID+".key")); err == nil {
 			once["priv/pve-root-ca.key"] = key
 		}
 	}
@@ -114,8 +116,8 @@ func (s *Sim) writeFilesLocked(db *ConfigDB) error {
 			}
 		}
 		if rt := s.nodes[name]; rt != nil && rt.cert != nil && !n.FinishPending {
-			files["nodes/"+name+"/pve-ssl.pem"] = rt.cert.certPEM
-			if key, err := os.ReadFile(filepath.Join(certDir(s.cfg.Dir, name), fmt.Sprintf("pve-ssl.%d.key", n.CertGen))); err == nil {
+			files["nodes/"+name+"/pve-ssl.pem"] = rt.cert.PEM
+			if key, err := os.ReadFile(filepath.Join(nodecert.Dir(s.cfg.Dir, name), fmt.Sprintf("pve-ssl.%d.key", n.CertGen))); err == nil {
 				files["nodes/"+name+"/pve-ssl.key"] = key
 			}
 		}
@@ -174,7 +176,7 @@ func (s *Sim) readFilesLocked(db *ConfigDB) {
 		if w, ok := s.written[k]; ok && !bytes.Equal(w, b) {
 			// A refused file (older, unparsable) stays as written, as pmxcfs
 			// leaves it: it only logs "local corosync.conf is newer".
-			if applied, _ := adoptCorosyncConf(db, string(b)); applied {
+			if applied, _ := corosync.Adopt(db.Corosync, string(b)); applied {
 				db.Serial++
 			}
 			s.written[k] = b

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/nodecert"
 	proxmox "github.com/luthermonson/go-proxmox"
 )
 
@@ -22,7 +23,7 @@ func pinnedHTTPClient(fp string) *http.Client {
 	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
 		InsecureSkipVerify: true,
 		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
-			if len(raw) == 0 || !strings.EqualFold(Fingerprint(raw[0]), fp) {
+			if len(raw) == 0 || !strings.EqualFold(nodecert.Fingerprint(raw[0]), fp) {
 				return errors.New("fingerprint mismatch")
 			}
 			return nil

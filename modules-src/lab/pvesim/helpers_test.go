@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/nodecert"
 )
 
 // slotCounter hands each test its own 127.77.S.x addresses (S in 200..254)
@@ -162,7 +163,7 @@ func (c *apiClient) verify(raw [][]byte, _ [][]*x509.Certificate) error {
 	if len(raw) == 0 {
 		return errors.New("no certificate")
 	}
-	if got := Fingerprint(raw[0]); !strings.EqualFold(got, c.pin) {
+	if got := nodecert.Fingerprint(raw[0]); !strings.EqualFold(got, c.pin) {
 		return fmt.Errorf("certificate fingerprint %s does not match pinned %s", got, c.pin)
 	}
 	return nil

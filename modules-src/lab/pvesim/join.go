@@ -7,6 +7,9 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/corosync"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/nodecert"
 )
 
 // A join is two halves on two nodes, as pve-cluster does it:
@@ -57,7 +60,7 @@ func (s *Sim) addnodeLocked(mdb *ConfigDB, joiner string, nodeid, votes int, lin
 		return err.Error()
 	}
 	c := mdb.Corosync
-	if c.member(joiner) != nil {
+	if c.Member(joiner) != nil {
 		if !force {
 			return fmt.Sprintf("can't add existing node '%s'", joiner)
 		}
@@ -82,7 +85,7 @@ func (s *Sim) addnodeLocked(mdb *ConfigDB, joiner string, nodeid, votes int, lin
 			return fmt.Sprintf("creating /etc/pve/nodes/%s/%s: %v", joiner, sub, err)
 		}
 	}
-	c.Nodes = append(c.Nodes, &CorosyncNode{Name: joiner, NodeID: nodeid, Votes: votes, Links: links})
+	c.Nodes = append(c.Nodes, &corosync.Node{Name: joiner, NodeID: nodeid, Votes: votes, Links: links})
 	sort.Slice(c.Nodes, func(i, j int) bool { return c.Nodes[i].NodeID < c.Nodes[j].NodeID })
 	c.ConfigVersion++
 	mdb.Serial++
@@ -97,7 +100,7 @@ func (s *Sim) finishJoin(joiner, clusterDB string, restart time.Duration, logf f
 	s.mu.Lock()
 	j := s.st.Nodes[joiner]
 	cdb := s.st.DBs[clusterDB]
-	if j == nil || cdb == nil || cdb.Corosync == nil || cdb.Corosync.member(joiner) == nil {
+	if j == nil || cdb == nil || cdb.Corosync == nil || cdb.Corosync.Member(joiner) == nil {
 		s.mu.Unlock()
 		return fmt.Sprintf("node %s is not listed in the cluster it joins", joiner)
 	}
@@ -136,9 +139,9 @@ func (s *Sim) finishJoin(joiner, clusterDB string, restart time.Duration, logf f
 	j.CorosyncUpAt = time.Now().UnixMilli()
 	j.CertGen++
 	ca, err := s.caLocked(j.DB)
-	var cert *nodeCert
+	var cert *nodecert.Cert
 	if err == nil {
-		cert, err = loadOrCreateCert(s.cfg.Dir, joiner, j.Addr, j.CertGen, ca)
+		cert, err = nodecert.LoadOrCreate(s.cfg.Dir, joiner, j.Addr, j.CertGen, ca)
 	}
 	j.restarting = false
 	if err != nil {
@@ -200,7 +203,7 @@ func (s *Sim) finishJoinOf(node string, restart time.Duration, logf func(string,
 	var db *ConfigDB
 	for _, id := range sortedKeys(s.st.DBs) {
 		d := s.st.DBs[id]
-		if d.Corosync != nil && d.Corosync.member(node) != nil && !d.Detached {
+		if d.Corosync != nil && d.Corosync.Member(node) != nil && !d.Detached {
 			db = d
 			break
 		}

@@ -27,7 +27,7 @@ func (s *Sim) postQemuMigrate(rc *reqCtx) (any, error) {
 	if target == node {
 		return nil, errParams(map[string]string{"target": "target is local node."})
 	}
-	if db.Corosync == nil || db.Corosync.member(target) == nil {
+	if db.Corosync == nil || db.Corosync.Member(target) == nil {
 		return nil, pveDie("no such cluster node '%s'", target)
 	}
 	if !s.nodeUpLocked(target) {

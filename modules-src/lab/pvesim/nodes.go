@@ -113,7 +113,7 @@ func (s *Sim) getNodes(rc *reqCtx) (any, error) {
 	for _, name := range s.membersLocked(rc.node) {
 		e := map[string]any{"node": name, "id": "node/" + name, "type": "node", "level": ""}
 		if rt := s.nodes[name]; rt != nil && rt.cert != nil { // not for a nodelist entry added by hand
-			e["ssl_fingerprint"] = rt.cert.fingerprint
+			e["ssl_fingerprint"] = rt.cert.Fingerprint
 		}
 		if !s.nodeUpLocked(name) {
 			e["status"] = "offline"

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/nodecert"
 )
 
 // Defaults of Config's durations (zero means default, negative means none).
@@ -159,8 +160,8 @@ type Sim struct {
 	// written holds what the simulator last wrote to (or read from) each
 	// /etc/pve file it manages (etcpve.go), keyed by fileKey.
 	written map[string][]byte
-	started time.Time          // pmxcfs start time (.version)
-	cas     map[string]*rootCA // pve-root-ca per DB, loaded on demand
+	started time.Time               // pmxcfs start time (.version)
+	cas     map[string]*nodecert.CA // pve-root-ca per DB, loaded on demand
 
 	// In-flight API requests, so Close returns only when none can still
 	// touch the state or the lab directory.
@@ -185,7 +186,7 @@ type Sim struct {
 // nodeRuntime is the serving side of a node (not persisted).
 type nodeRuntime struct {
 	name string
-	cert *nodeCert
+	cert *nodecert.Cert
 	srv  *http.Server
 	ln   net.Listener
 }
@@ -219,7 +220,7 @@ func New(cfg Config) (*Sim, error) {
 		return nil, fmt.Errorf("another simulator already runs lab %s: %w", cfg.Dir, err)
 	}
 	s := &Sim{cfg: cfg, schema: schema, lock: lock, nodes: map[string]*nodeRuntime{},
-		joinLocks: map[string]*sync.Mutex{}, written: map[string][]byte{}, started: time.Now(), cas: map[string]*rootCA{}, faults: newFaults(), log: newRequestLog()}
+		joinLocks: map[string]*sync.Mutex{}, written: map[string][]byte{}, started: time.Now(), cas: map[string]*nodecert.CA{}, faults: newFaults(), log: newRequestLog()}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := s.loadOrInit(); err != nil {
 		s.releaseLock()
@@ -269,7 +270,7 @@ func (s *Sim) loadOrInit() error {
 		if err != nil {
 			return err
 		}
-		cert, err := loadOrCreateCert(s.cfg.Dir, n.Name, n.Addr, n.CertGen, ca)
+		cert, err := nodecert.LoadOrCreate(s.cfg.Dir, n.Name, n.Addr, n.CertGen, ca)
 		if err != nil {
 			return err
 		}
@@ -331,7 +332,7 @@ func (s *Sim) listenLocked(name string) error {
 	cert := rt.cert
 	tlsLn := tls.NewListener(ln, &tls.Config{
 		MinVersion:   tls.VersionTLS12,
-		Certificates: []tls.Certificate{cert.tls},
+		Certificates: []tls.Certificate{cert.TLS},
 		NextProtos:   []string{"http/1.1"}, // pveproxy speaks HTTP/1.1 only
 	})
 	srv := &http.Server{
@@ -452,11 +453,11 @@ func (s *Sim) sleep(d time.Duration) bool {
 
 // caLocked returns the root CA of a DB (pve-root-ca.pem), loading or
 // creating it once.
-func (s *Sim) caLocked(dbID string) (*rootCA, error) {
+func (s *Sim) caLocked(dbID string) (*nodecert.CA, error) {
 	if ca := s.cas[dbID]; ca != nil {
 		return ca, nil
 	}
-	ca, err := loadOrCreateCA(s.cfg.Dir, dbID)
+	ca, err := nodecert.LoadOrCreateCA(s.cfg.Dir, dbID)
 	if err != nil {
 		return nil, err
 	}
@@ -468,7 +469,7 @@ func (s *Sim) caLocked(dbID string) (*rootCA, error) {
 func (s *Sim) dropDBLocked(dbID string) {
 	delete(s.st.DBs, dbID)
 	delete(s.cas, dbID)
-	removeCA(s.cfg.Dir, dbID)
+	nodecert.RemoveCA(s.cfg.Dir, dbID)
 	for k := range s.written {
 		if strings.HasPrefix(k, dbID+"\x00") {
 			delete(s.written, k)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/renameio/v2"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/corosync"
 )
 
 // State is the whole simulated world, persisted as JSON in
@@ -85,7 +86,7 @@ type Node struct {
 // ConfigDB is one pmxcfs instance (/etc/pve).
 type ConfigDB struct {
 	ID       string              `json:"id"`
-	Corosync *Corosync           `json:"corosync,omitempty"`
+	Corosync *corosync.Conf      `json:"corosync,omitempty"`
 	Storage  map[string]*Storage `json:"storage"`
 	// StorageOrder is the order of storage.cfg's sections (SectionConfig's
 	// "order": as read from the file, new sections appended).
@@ -104,24 +105,6 @@ type ConfigDB struct {
 	// removed it with delnode (C9): its corosync was stopped, so this copy
 	// is never quorate, still holds corosync.conf and refuses a re-join.
 	Detached bool `json:"detached,omitempty"`
-}
-
-// Corosync is corosync.conf plus what `pvecm expected` overrides.
-type Corosync struct {
-	ClusterName      string          `json:"cluster_name"`
-	ConfigVersion    int             `json:"config_version"`
-	TokenCoefficient int             `json:"token_coefficient,omitempty"`
-	Nodes            []*CorosyncNode `json:"nodes"`
-	// ExpectedVotes overrides the sum of votes when set (pvecm expected).
-	ExpectedVotes int `json:"expected_votes,omitempty"`
-}
-
-// CorosyncNode is one nodelist entry.
-type CorosyncNode struct {
-	Name   string            `json:"name"`
-	NodeID int               `json:"nodeid"`
-	Votes  int               `json:"votes"`
-	Links  map[string]string `json:"links"` // "ring0_addr" → "10.0.0.1"
 }
 
 // Storage is one storage.cfg section. Options keep PVE's JSON types:
@@ -266,27 +249,6 @@ func (db *ConfigDB) fileStorageIDs() []string {
 
 func (db *ConfigDB) sortedStorageIDs() []string {
 	return slices.Sorted(maps.Keys(db.Storage))
-}
-
-// member returns the corosync nodelist entry of name, or nil.
-func (c *Corosync) member(name string) *CorosyncNode {
-	for _, n := range c.Nodes {
-		if n.Name == name {
-			return n
-		}
-	}
-	return nil
-}
-
-func (c *Corosync) totalVotes() int {
-	if c.ExpectedVotes > 0 {
-		return c.ExpectedVotes
-	}
-	t := 0
-	for _, n := range c.Nodes {
-		t += n.Votes
-	}
-	return t
 }
 
 func stateFile(dir string) string { return filepath.Join(dir, "pvesim", "state.json") }

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/vzdump"
 )
 
 // Every endpoint the simulator implements answers 200 at least once here,
@@ -14,7 +16,7 @@ import (
 func TestEveryHandlerFitsReturnsSchema(t *testing.T) {
 	t.Parallel()
 	for _, v := range []int{8, 9} {
-		archive, err := VzdumpCTArchive(ctBackupConf, "zst")
+		archive, err := vzdump.CTArchive(ctBackupConf, "zst")
 		if err != nil {
 			t.Fatal(err)
 		}

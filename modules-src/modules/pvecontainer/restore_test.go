@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/vzdump"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveapitest"
 )
 
@@ -20,7 +21,7 @@ const backupConf = "#GitLab runner%3A nightly\narch: amd64\ncores: 2\nfeatures: 
 
 func restoreWorld(t *testing.T, v int) *world {
 	t.Helper()
-	data, err := pvesim.VzdumpCTArchive(backupConf, "zst")
+	data, err := vzdump.CTArchive(backupConf, "zst")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,12 @@
-package pvesim
+// Package nodecert is a node's pve-ssl certificate and the root CA of its
+// /etc/pve, as pve-cluster's PVE::Cluster::Setup makes them (src/PVE/Cluster/
+// Setup.pm: gen_pveca_cert, gen_pve_ssl_cert; pve-root-ca.pem signs each
+// node's pve-ssl.pem), and the fingerprint PVE shows for one.
+//
+// Reconstruction: ECDSA P-256 keys instead of PVE's RSA keep lab creation
+// fast; subjects and lifetimes are close to PVE's, not copied. The files
+// live under the lab's state directory, not in /etc/pve.
+package nodecert
 
 import (
 	"crypto/ecdsa"
@@ -21,31 +29,35 @@ import (
 	"github.com/google/renameio/v2"
 )
 
-// nodeCert is a node's pve-ssl certificate, signed by its /etc/pve's root
+// Cert is a node's pve-ssl certificate, signed by its /etc/pve's root
 // CA (pve-root-ca.pem) as on real PVE. ECDSA instead of PVE's RSA keeps lab
 // creation fast; clients see the same thing: a certificate to pin by SHA-256
 // or to verify against the cluster's CA (K14).
-type nodeCert struct {
-	tls         tls.Certificate
-	certPEM     []byte
-	fingerprint string
+type Cert struct {
+	TLS         tls.Certificate
+	PEM         []byte // the certificate, as pve-ssl.pem
+	Fingerprint string // its SHA-256, as PVE shows it
 }
 
-// rootCA is the pve-root-ca of one /etc/pve (ConfigDB): a join gives the
+// CA is the pve-root-ca of one /etc/pve (ConfigDB): a join gives the
 // joiner the cluster's CA and a new certificate signed by it.
-type rootCA struct {
-	cert    *x509.Certificate
-	key     *ecdsa.PrivateKey
-	certPEM []byte
+type CA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	PEM  []byte // the certificate, as pve-root-ca.pem
 }
 
-func certDir(dir, node string) string { return filepath.Join(dir, "pvesim", "nodes", node) }
-func caDir(dir string) string         { return filepath.Join(dir, "pvesim", "ca") }
+// Dir holds the certificates of node (pve-ssl.<gen>.pem and .key) under the
+// lab's state directory dir; CADir holds each DB's <id>.pem and <id>.key.
+func Dir(dir, node string) string { return filepath.Join(dir, "pvesim", "nodes", node) }
 
-// loadOrCreateCA returns the root CA of DB dbID, creating it when missing.
-func loadOrCreateCA(dir, dbID string) (*rootCA, error) {
-	certPath := filepath.Join(caDir(dir), dbID+".pem")
-	keyPath := filepath.Join(caDir(dir), dbID+".key")
+// CADir: see Dir.
+func CADir(dir string) string { return filepath.Join(dir, "pvesim", "ca") }
+
+// LoadOrCreateCA returns the root CA of DB dbID, creating it when missing.
+func LoadOrCreateCA(dir, dbID string) (*CA, error) {
+	certPath := filepath.Join(CADir(dir), dbID+".pem")
+	keyPath := filepath.Join(CADir(dir), dbID+".key")
 	certPEM, errC := os.ReadFile(certPath)
 	keyPEM, errK := os.ReadFile(keyPath)
 	if errC != nil || errK != nil {
@@ -72,7 +84,7 @@ func loadOrCreateCA(dir, dbID string) (*rootCA, error) {
 		}
 		certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 		keyPEM = pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
-		if err := os.MkdirAll(caDir(dir), 0o700); err != nil {
+		if err := os.MkdirAll(CADir(dir), 0o700); err != nil {
 			return nil, fmt.Errorf("create CA dir: %w", err)
 		}
 		if err := renameio.WriteFile(keyPath, keyPEM, 0o600); err != nil {
@@ -85,7 +97,7 @@ func loadOrCreateCA(dir, dbID string) (*rootCA, error) {
 	cb, _ := pem.Decode(certPEM)
 	kb, _ := pem.Decode(keyPEM)
 	if cb == nil || kb == nil {
-		return nil, fmt.Errorf("root CA in %s is unreadable (delete the lab to start over)", caDir(dir))
+		return nil, fmt.Errorf("root CA in %s is unreadable (delete the lab to start over)", CADir(dir))
 	}
 	cert, err := x509.ParseCertificate(cb.Bytes)
 	if err != nil {
@@ -95,19 +107,20 @@ func loadOrCreateCA(dir, dbID string) (*rootCA, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse root CA key: %w", err)
 	}
-	return &rootCA{cert: cert, key: key, certPEM: certPEM}, nil
+	return &CA{cert: cert, key: key, PEM: certPEM}, nil
 }
 
-func removeCA(dir, dbID string) {
-	_ = os.Remove(filepath.Join(caDir(dir), dbID+".pem"))
-	_ = os.Remove(filepath.Join(caDir(dir), dbID+".key"))
+// RemoveCA deletes the root CA of DB dbID.
+func RemoveCA(dir, dbID string) {
+	_ = os.Remove(filepath.Join(CADir(dir), dbID+".pem"))
+	_ = os.Remove(filepath.Join(CADir(dir), dbID+".key"))
 }
 
-// loadOrCreateCert returns the node's certificate of generation gen,
+// LoadOrCreate returns the node's certificate of generation gen,
 // creating it (signed by ca) and persisting it when missing: restarts keep
 // it, a join (which bumps gen) replaces it (pitfall C5).
-func loadOrCreateCert(dir, node, addr string, gen int, ca *rootCA) (*nodeCert, error) {
-	d := certDir(dir, node)
+func LoadOrCreate(dir, node, addr string, gen int, ca *CA) (*Cert, error) {
+	d := Dir(dir, node)
 	certPath := filepath.Join(d, fmt.Sprintf("pve-ssl.%d.pem", gen))
 	keyPath := filepath.Join(d, fmt.Sprintf("pve-ssl.%d.key", gen))
 	certPEM, errC := os.ReadFile(certPath)
@@ -140,7 +153,7 @@ func loadOrCreateCert(dir, node, addr string, gen int, ca *rootCA) (*nodeCert, e
 	if err != nil {
 		return nil, fmt.Errorf("certificate of %s in %s is unusable (delete it to regenerate): %w", node, d, err)
 	}
-	return &nodeCert{tls: pair, certPEM: certPEM, fingerprint: Fingerprint(pair.Certificate[0])}, nil
+	return &Cert{TLS: pair, PEM: certPEM, Fingerprint: Fingerprint(pair.Certificate[0])}, nil
 }
 
 // Fingerprint formats the SHA-256 of a DER certificate as PVE does:
@@ -154,7 +167,7 @@ func Fingerprint(der []byte) string {
 	return strings.Join(parts, ":")
 }
 
-func generateCert(node, addr string, ca *rootCA) (certPEM, keyPEM []byte, err error) {
+func generateCert(node, addr string, ca *CA) (certPEM, keyPEM []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, fmt.Errorf("generate key for %s: %w", node, err)

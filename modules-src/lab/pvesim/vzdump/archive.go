@@ -1,4 +1,16 @@
-package pvesim
+// Package vzdump is the container backup archive as vzdump writes it
+// (pve-container's PVE::VZDump::LXC, src/PVE/VZDump/LXC.pm): a tar of the
+// container's root with the config at ./etc/vzdump/pct.conf, compressed as
+// its name says (.tar, .tar.gz/.tgz, .tar.zst, …). The lab reads the config
+// out of it as pve-storage's extract_vzdump_config_tar (PVE/Storage.pm)
+// does (the first member matching the config's name, its lines each
+// ending in "\n", as run_command's outfunc collects them).
+//
+// Reconstruction: the lab's archives carry the config alone (no root
+// filesystem: containers' contents are not simulated), and its zstd is
+// the format's stored ("raw") and RLE blocks only; a compressed zstd
+// block (an archive from a real vzdump) is refused with a clear error.
+package vzdump
 
 import (
 	"archive/tar"
@@ -13,22 +25,10 @@ import (
 	"strings"
 )
 
-// A container backup as vzdump writes it (pve-manager PVE/VZDump/LXC.pm):
-// a tar of the container's root with the config at ./etc/vzdump/pct.conf,
-// compressed as its name says (.tar, .tar.gz/.tgz, .tar.zst, …). The lab
-// reads the config out of it as pve-storage's extract_vzdump_config_tar
-// does (the first member matching the config's name, its lines each
-// ending in "\n", as run_command's outfunc collects them).
-//
-// Reconstruction: the lab's archives carry the config alone (no root
-// filesystem: containers' contents are not simulated), and its zstd is
-// the format's stored ("raw") and RLE blocks only; a compressed zstd
-// block (an archive from a real vzdump) is refused with a clear error.
-
-// VzdumpCTArchive builds a container backup holding pctConf, compressed
-// by comp: "" (a plain .tar), "gz" or "zst". It is what labctl's
-// PutCTBackup writes on a node and what tests hand the BackupArchive hook.
-func VzdumpCTArchive(pctConf, comp string) ([]byte, error) {
+// CTArchive builds a container backup holding pctConf, compressed by comp:
+// "" (a plain .tar), "gz" or "zst". It is what labctl's PutCTBackup writes
+// on a node and what tests hand the simulator's BackupArchive hook.
+func CTArchive(pctConf, comp string) ([]byte, error) {
 	var t bytes.Buffer
 	tw := tar.NewWriter(&t)
 	for _, d := range []string{"./", "./etc/", "./etc/vzdump/"} {
@@ -85,7 +85,9 @@ func zstdStored(data []byte) []byte {
 	}
 }
 
-var errZstdCompressed = errors.New("zstd: compressed blocks are not decoded by the lab (its archives are stored uncompressed)")
+// ErrZstdCompressed is what reading a zstd frame with a compressed block
+// (an archive from a real vzdump) gives.
+var ErrZstdCompressed = errors.New("zstd: compressed blocks are not decoded by the lab (its archives are stored uncompressed)")
 
 // unzstdStored decodes zstd frames made of raw and RLE blocks (skippable
 // frames skipped).
@@ -153,7 +155,7 @@ func unzstdStored(b []byte) ([]byte, error) {
 				out = append(out, bytes.Repeat(b[:1], size)...)
 				b = b[1:]
 			default:
-				return nil, errZstdCompressed
+				return nil, ErrZstdCompressed
 			}
 			if last {
 				break
@@ -193,9 +195,9 @@ func decompressArchive(name string, data []byte) ([]byte, error) {
 	return nil, fmt.Errorf("the lab cannot decompress '%s' (tar, gz, bz2 and stored zst only)", name)
 }
 
-// extractVzdumpConfigTar is extract_vzdump_config_tar for a container
+// ExtractConfig is extract_vzdump_config_tar for a container
 // backup: the config's text, each line ending in "\n".
-func extractVzdumpConfigTar(name string, data []byte) (string, error) {
+func ExtractConfig(name string, data []byte) (string, error) {
 	plain, err := decompressArchive(name, data)
 	if err != nil {
 		return "", err

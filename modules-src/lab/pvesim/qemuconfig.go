@@ -1,0 +1,389 @@
+package pvesim
+
+import (
+	"crypto/sha512"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// QEMU guests' config updates: PUT (sync) and POST (async) config, as
+// qemu-server's $update_vm_api (src/PVE/API2/Qemu.pm) parses, checks,
+// hotplugs or leaves pending each change.
+
+// configUpdate is one PUT/POST config request, parsed and checked before
+// any lock ($update_vm_api's early part).
+type configUpdate struct {
+	node    string
+	vmid    int
+	set     map[string]string
+	deletes []string
+	revert  []string
+	digest  string
+	force   bool
+	params  []string // for the log line
+}
+
+var configMeta = []string{"node", "vmid", "digest", "delete", "revert", "force", "skiplock", "background_delay",
+	"skip_cloud_init", "import-working-storage"}
+
+func (s *Sim) parseConfigUpdate(rc *reqCtx) (*configUpdate, error) {
+	u := &configUpdate{node: rc.node, vmid: rc.vmid(), set: map[string]string{}, digest: rc.str("digest"), force: rc.boolean("force")}
+	for k, v := range rc.params {
+		if slices.Contains(configMeta, k) {
+			continue
+		}
+		u.set[k] = paramString(v)
+	}
+	for _, k := range slices.Sorted(maps.Keys(u.set)) {
+		v := u.set[k]
+		if k == "cipassword" {
+			v = "<hidden>"
+		}
+		u.params = append(u.params, "-"+k, v)
+	}
+	if pw, ok := u.set["cipassword"]; ok && !cryptedRe.MatchString(pw) {
+		u.set["cipassword"] = cryptPassword(pw) // an update stores it hashed (encrypt_pw)
+	}
+	if k, ok := u.set["cdrom"]; ok {
+		u.set["ide2"] = k + ",media=cdrom"
+		delete(u.set, "cdrom")
+	}
+	if keys, ok := u.set["sshkeys"]; ok {
+		if err := checkSSHKeys(keys); err != nil {
+			return nil, err
+		}
+	}
+	u.revert = pveSplit(rc.str("revert"))
+	for _, k := range pveSplit(rc.str("delete")) {
+		if k == "cdrom" {
+			k = "ide2"
+		}
+		if _, ok := u.set[k]; ok {
+			return nil, errParams(map[string]string{"delete": fmt.Sprintf("you can't use '-%s' and -delete %s' at the same time", k, k)})
+		}
+		u.deletes = append(u.deletes, k)
+	}
+	if len(u.set) == 0 && len(u.deletes) == 0 && len(u.revert) == 0 {
+		return nil, fmt.Errorf("no options specified")
+	}
+	for k, v := range u.set {
+		if isDriveKey(k) {
+			if err := s.checkNewDrive(rc.node, k, v); err != nil {
+				return nil, err
+			}
+		}
+		if isNetKey(k) {
+			u.set[k] = normaliseNet(v) // a new MAC unless one is given (K16)
+		}
+	}
+	return u, nil
+}
+
+// cryptedRe is qemu-server's test for an already hashed password.
+var cryptedRe = regexp.MustCompile(`^\$(?:[156]|2[ay])(\$.+){2}`)
+
+// cryptPassword stands in for PVE::Tools::encrypt_pw (crypt(3) SHA-512):
+// same shape, not a real crypt hash (reconstruction) — the lab only needs
+// the password gone from the file.
+func cryptPassword(pw string) string {
+	salt := randomHex(8)
+	sum := sha512.Sum512([]byte(salt + pw))
+	return "$6$" + salt + "$" + base64.RawStdEncoding.EncodeToString(sum[:])
+}
+
+func pveSplit(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ';' || r == ' ' || r == '\x00' })
+}
+
+// loadAndCheck is $load_and_check_config.
+func (s *Sim) loadAndCheck(db *ConfigDB, u *configUpdate, skiplock bool) (*qmConf, error) {
+	c, err := s.loadQmConfLocked(db, u.node, u.vmid)
+	if err != nil {
+		return nil, err
+	}
+	if u.digest != "" && u.digest != c.Digest {
+		return nil, fmt.Errorf("checksum mismatch (file change by other user?)")
+	}
+	if !skiplock {
+		if err := checkLock(c); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// applyUpdateLocked is $updatefn: changes go to [PENDING]; a stopped VM
+// applies them at once, a running one hotplugs what it can (K10: a NIC is
+// unplugged and plugged again) and keeps the rest pending. Disks keep their
+// volumes as unusedN when replaced or removed (qemudisks.go).
+func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *qmConf, logf func(string, ...any)) error {
+	logf("update VM %d: %s", u.vmid, strings.Join(u.params, " "))
+	if err := s.etcPveWritableLocked(db, guestConfPath(u.node, "qemu-server", u.vmid)); err != nil {
+		return err
+	}
+	node, vmid := u.node, u.vmid
+	order := bootOrder(c.Keys["boot"])
+	bootDeleted := slices.Contains(u.deletes, "bootorder")
+	// modified is $modified: the keys of this request, the only ones a
+	// running VM's hotplug tries (vmconfig_hotplug_pending's $selection);
+	// what earlier requests left pending stays so.
+	modified := map[string]bool{}
+	for k := range u.set {
+		modified[k] = true
+	}
+	for _, k := range u.deletes {
+		val, isCur := c.Keys[k]
+		pval, isPending := c.Pending[k]
+		if !isCur && !isPending {
+			logf("cannot delete '%s' - not set in current configuration!", k)
+			continue
+		}
+		modified[k] = true
+		if !isCur {
+			val = pval
+		}
+		delete(c.Pending, k)
+		if !bootDeleted && slices.Contains(order, k) {
+			order = slices.DeleteFunc(order, func(d string) bool { return d == k })
+			c.Pending["boot"] = "order=" + strings.Join(order, ";")
+			modified["boot"] = true
+		}
+		switch {
+		case strings.HasPrefix(k, "unused"):
+			if c.Keys["protection"] == "1" {
+				return pveDie("can't remove unused disk '%s' - protection mode enabled", parseDrive(val).file())
+			}
+			ok, err := s.tryDeallocateDriveLocked(node, vmid, c, k, val, false)
+			if err != nil {
+				return err
+			}
+			if ok {
+				delete(c.Keys, k)
+			}
+			continue
+		case isDriveKey(k):
+			if c.Keys["protection"] == "1" {
+				return pveDie("can't remove drive '%s' - protection mode enabled", k)
+			}
+			if isPending {
+				if err := s.registerUnusedDriveLocked(node, vmid, c, pval, logf); err != nil {
+					return err
+				}
+			}
+		}
+		mark := k
+		if u.force {
+			mark = "!" + k
+		}
+		c.PendingDelete = slices.DeleteFunc(c.PendingDelete, func(d string) bool { return strings.TrimPrefix(d, "!") == k })
+		c.PendingDelete = append(c.PendingDelete, mark)
+	}
+	for _, k := range u.revert {
+		delete(c.Pending, k)
+		c.PendingDelete = slices.DeleteFunc(c.PendingDelete, func(d string) bool { return strings.TrimPrefix(d, "!") == k })
+	}
+	for _, k := range slices.Sorted(maps.Keys(u.set)) {
+		v := u.set[k]
+		if pv, ok := c.Pending[k]; ok && pv == v {
+			continue // skip if nothing changed
+		}
+		if k == "cipassword" {
+			c.Keys[k] = v // written to the config at once, never pending
+			continue
+		}
+		if isDriveKey(k) {
+			if at := cloudinitRequestElsewhere(k, v, c.Keys, c.Pending); at != "" {
+				return pveDie("%s - cloud-init drive is already attached at '%s'", k, at)
+			}
+			if pv, ok := c.Pending[k]; ok {
+				if err := s.registerUnusedDriveLocked(node, vmid, c, pv, logf); err != nil {
+					return err
+				}
+			}
+			nv, err := s.createDrive(node, vmid, k, v)
+			if err != nil {
+				return err
+			}
+			v = nv
+		}
+		c.Pending[k] = v
+		c.PendingDelete = slices.DeleteFunc(c.PendingDelete, func(d string) bool { return strings.TrimPrefix(d, "!") == k })
+	}
+	// cleanup_pending: a pending value equal to the current one is no
+	// change; deleting a key that is not set is none either.
+	for k, v := range c.Pending {
+		if cur, ok := c.Keys[k]; ok && cur == v {
+			delete(c.Pending, k)
+		}
+	}
+	c.PendingDelete = slices.DeleteFunc(c.PendingDelete, func(d string) bool { _, ok := c.Keys[strings.TrimPrefix(d, "!")]; return !ok })
+	if !s.runningLocked(node, vmid) {
+		if errs := s.applyPendingLocked(node, vmid, c, logf); errs != nil {
+			s.writeQmConfLocked(db, node, vmid, c)
+			s.saveLocked()
+			return errParams(errs) // raised after the write, as for a running VM
+		}
+	} else {
+		// vmconfig_hotplug_pending: a failing option stays pending and is
+		// reported per option (raise_param_exc, a 400) after the write.
+		errs := map[string]string{}
+		var keep []string
+		for _, d := range c.PendingDelete {
+			k := strings.TrimPrefix(d, "!")
+			if !modified[k] {
+				keep = append(keep, d)
+				continue
+			}
+			ok, err := s.hotplugDeleteLocked(node, vmid, c, k, d != k, logf)
+			if err != nil {
+				errs[k] = hotplugProblem(err)
+			}
+			if ok && err == nil {
+				delete(c.Keys, k)
+				continue
+			}
+			keep = append(keep, d)
+		}
+		c.PendingDelete = keep
+		for _, k := range slices.Sorted(maps.Keys(c.Pending)) {
+			if !modified[k] && !(slices.Contains(fastPlug, k) || isIPConfig(k)) {
+				continue // fast-plug options apply whatever the selection
+			}
+			ok, err := s.hotplugSetLocked(node, vmid, c, k, logf)
+			if err != nil {
+				errs[k] = hotplugProblem(err)
+				continue
+			}
+			if ok {
+				c.Keys[k] = c.Pending[k]
+				delete(c.Pending, k)
+			}
+		}
+		dropReusedUnused(c)
+		if len(errs) > 0 {
+			s.writeQmConfLocked(db, node, vmid, c)
+			s.saveLocked()
+			return errParams(errs)
+		}
+	}
+	s.writeQmConfLocked(db, node, vmid, c)
+	s.saveLocked()
+	return nil
+}
+
+// hotplugProblem is vmconfig_hotplug_pending's $add_error: the die of one
+// option, prefixed, with its newline (raise_param_exc keeps it).
+func hotplugProblem(err error) string {
+	msg := err.Error()
+	var ae *APIError
+	if errors.As(err, &ae) {
+		msg = ae.Message
+	}
+	return "hotplug problem - " + strings.TrimRight(msg, "\n") + "\n"
+}
+
+// taskError is a die in a worker as its task status: an exception
+// stringified (PVE::Exception stringify: code, message, one line per
+// parameter error) on one line (RESTEnvironment.pm fork_worker turns
+// newlines into spaces).
+func taskError(err error) string {
+	var ae *APIError
+	if !errors.As(err, &ae) || len(ae.Errors) == 0 {
+		return err.Error()
+	}
+	msg := fmt.Sprintf("%d %s\n", ae.Status, strings.TrimRight(ae.Message, "\n"))
+	for _, k := range slices.Sorted(maps.Keys(ae.Errors)) {
+		msg += k + ": " + strings.TrimRight(ae.Errors[k], "\n") + "\n"
+	}
+	return strings.TrimSpace(strings.ReplaceAll(msg, "\n", " "))
+}
+
+// configUpdateRequest is what PUT and POST config check before taking the
+// lock: the parsed update, skiplock (root only) and the config's checks.
+func (s *Sim) configUpdateRequest(rc *reqCtx) (u *configUpdate, skiplock bool, err error) {
+	if u, err = s.parseConfigUpdate(rc); err != nil {
+		return nil, false, err
+	}
+	if skiplock, err = rc.skiplock(); err != nil {
+		return nil, false, err
+	}
+	// update_vm_api's checks before $load_and_check_config (qemuperm.go).
+	db := rc.db()
+	if err := checkVMModifyConfigPerm(db, rc.who, u.vmid, "", u.deletes); err != nil {
+		return nil, false, err
+	}
+	if err := checkVMModifyConfigPerm(db, rc.who, u.vmid, "", slices.Sorted(maps.Keys(u.set))); err != nil {
+		return nil, false, err
+	}
+	if err := checkStorageAccessNew(db, rc.who, u.set, ""); err != nil {
+		return nil, false, err
+	}
+	if err := checkBridgeAccess(db, rc.who, u.set); err != nil {
+		return nil, false, err
+	}
+	if _, err := s.loadAndCheck(db, u, skiplock); err != nil {
+		return nil, false, err
+	}
+	return u, skiplock, nil
+}
+
+// PUT /nodes/{node}/qemu/{vmid}/config: synchronous, under the config lock.
+func (s *Sim) putQemuConfig(rc *reqCtx) (any, error) {
+	db := rc.db()
+	u, skiplock, err := s.configUpdateRequest(rc)
+	if err != nil {
+		return nil, err
+	}
+	return s.withGuestLockLocked(rc.node, u.vmid, func() (any, error) {
+		c, err := s.loadAndCheck(db, u, skiplock)
+		if err != nil {
+			return nil, err
+		}
+		return nil, s.applyUpdateLocked(db, u, c, func(string, ...any) {})
+	})
+}
+
+// POST /nodes/{node}/qemu/{vmid}/config: the same in a qmconfig task.
+func (s *Sim) postQemuConfig(rc *reqCtx) (any, error) {
+	db := rc.db()
+	u, skiplock, err := s.configUpdateRequest(rc)
+	if err != nil {
+		return nil, err
+	}
+	return s.guestLockTask(rc, u.node, "qmconfig", u.vmid, func(t *taskRun) string {
+		c, err := s.loadAndCheck(db, u, skiplock)
+		if err == nil {
+			err = s.applyUpdateLocked(db, u, c, func(f string, a ...any) { t.task.Log = append(t.task.Log, fmt.Sprintf(f, a...)) })
+		}
+		if err != nil {
+			return taskError(err)
+		}
+		return ""
+	}), nil
+}
+
+// underGuestLock runs f in a task holding vmid's config lock, waiting up to
+// d; the task takes the lab's task duration inside the lock.
+func (s *Sim) underGuestLock(t *taskRun, node string, vmid int, d time.Duration, f func() string) string {
+	key := guestLockKey(node, vmid)
+	if !s.acquire(key, false, d) {
+		return errLockTimeout(guestLockFile(vmid)).Error()
+	}
+	defer s.release(key, false)
+	if !s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration)) {
+		return "unexpected status"
+	}
+	s.mu.Lock()
+	died := t.diedLocked()
+	s.mu.Unlock()
+	if died {
+		return "unexpected status" // the node lost power: the work never happened
+	}
+	return f()
+}

@@ -1,0 +1,303 @@
+package pvesim
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// QEMU guests' creation: POST /nodes/{node}/qemu and the drives it allocates
+// (qemu-server's API2/Qemu.pm create_vm, $create_disks).
+
+// vmCreateOptions are the POST /nodes/{node}/qemu parameters that are not
+// config keys.
+var vmCreateOptions = []string{"node", "vmid", "pool", "start", "storage", "archive", "force", "unique",
+	"bwlimit", "live-restore", "import-working-storage", "ha-managed"}
+
+// POST /nodes/{node}/qemu: a qmcreate task; the config exists at once,
+// locked "create" (AbstractConfig.pm create_and_lock_config), and gets its
+// disks and MACs before the lock goes.
+func (s *Sim) postQemuCreate(rc *reqCtx) (any, error) {
+	db := rc.db()
+	vmid := rc.vmid()
+	if rc.has("archive") {
+		return nil, errStatus(501, "restore is not simulated by the lab")
+	}
+	if rc.has("sshkeys") {
+		if err := checkSSHKeys(rc.str("sshkeys")); err != nil {
+			return nil, err
+		}
+	}
+	if pool := rc.str("pool"); pool != "" && db.Pools[pool] == nil {
+		return nil, errPerm(fmt.Sprintf("pool '%s' does not exist", pool)) // check_pool_exist: raise_perm_exc, 403
+	}
+	if err := s.etcPveWritableLocked(db, guestConfPath(rc.node, "qemu-server", vmid)); err != nil {
+		return nil, pveDie("unable to create VM %d - %v", vmid, err)
+	}
+	if e, ok := s.findVMLocked(db, vmid); ok {
+		// check_vmid_unused (pve-cluster Cluster.pm) under create_and_lock_config.
+		tname := "VM"
+		if e.Kind == "lxc" {
+			tname = "CT"
+		}
+		return nil, fmt.Errorf("unable to create VM %d - %s %d already exists on node '%s'", vmid, tname, vmid, e.Node)
+	}
+	keys := map[string]string{}
+	for k, v := range rc.params {
+		if slices.Contains(vmCreateOptions, k) {
+			continue
+		}
+		keys[k] = paramString(v)
+	}
+	// create_vm's permission checks (qemuperm.go): the storage parameter,
+	// then the new disks, the options, the NICs' bridges.
+	if st := rc.str("storage"); st != "" && !isRootUser(rc.who) {
+		if ok, d := checkFull(db, rc.who, "/storage/"+st, []string{"Datastore.AllocateSpace"}, false); !ok {
+			return nil, errPerm(d)
+		}
+	}
+	if err := checkStorageAccessNew(db, rc.who, keys, rc.str("storage")); err != nil {
+		return nil, err
+	}
+	if err := checkVMModifyConfigPerm(db, rc.who, vmid, rc.str("pool"), slices.Sorted(maps.Keys(keys))); err != nil {
+		return nil, err
+	}
+	if err := checkBridgeAccess(db, rc.who, keys); err != nil {
+		return nil, err
+	}
+	// sshkeys stay URL-encoded, as the API receives and stores them (K12).
+	// Disks are checked before the task starts ($check_drive_param).
+	for k, v := range keys {
+		if isDriveKey(k) {
+			if err := s.checkNewDrive(rc.node, k, v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for k, v := range keys {
+		if isNetKey(k) {
+			keys[k] = normaliseNet(v) // add_random_macs
+		}
+	}
+	s.writeQmConfLocked(db, rc.node, vmid, &qmConf{Keys: map[string]string{"lock": "create"}})
+	s.saveLocked()
+	node, start, pool := rc.node, rc.boolean("start"), rc.str("pool")
+	return s.startTaskLocked(rc, node, "qmcreate", strconv.Itoa(vmid), func(t *taskRun) string {
+		if !s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration)) {
+			return "unexpected status"
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		made := map[string]string{}
+		for _, k := range slices.Sorted(maps.Keys(keys)) {
+			if !isDriveKey(k) {
+				continue
+			}
+			if at := cloudinitRequestElsewhere(k, keys[k], made); at != "" {
+				s.removeEtcPve(db, guestConfPath(node, "qemu-server", vmid))
+				return fmt.Sprintf("unable to create VM %d - %s - cloud-init drive is already attached at '%s'", vmid, k, at)
+			}
+			nv, err := s.createDrive(node, vmid, k, keys[k])
+			if err != nil {
+				s.removeEtcPve(db, guestConfPath(node, "qemu-server", vmid))
+				return fmt.Sprintf("unable to create VM %d - %v", vmid, err)
+			}
+			if nv != keys[k] {
+				t.task.Log = append(t.task.Log, fmt.Sprintf("%s: successfully created disk '%s'", k, nv))
+			}
+			keys[k] = nv
+			made[k] = nv
+		}
+		if keys["boot"] == "" {
+			keys["boot"] = defaultBoot(keys)
+		}
+		if keys["smbios1"] == "" {
+			keys["smbios1"] = "uuid=" + newUUID()
+		}
+		if keys["vmgenid"] == "" || keys["vmgenid"] == "1" {
+			keys["vmgenid"] = newUUID()
+		}
+		keys["meta"] = fmt.Sprintf("creation-qemu=9.2.0,ctime=%d", time.Now().Unix())
+		s.writeQmConfLocked(db, node, vmid, &qmConf{Keys: keys})
+		if pool != "" {
+			s.addGuestToPoolLocked(db, pool, vmid) // add_vm_to_pool, once the disks exist
+		}
+		if start {
+			s.setRunningLocked(node, vmid, true)
+		}
+		s.saveLocked()
+		return ""
+	}), nil
+}
+
+// defaultBoot is get_default_bootdevices: disks, then the first NIC
+// (reconstruction of the order: cdroms first as PVE does).
+func defaultBoot(keys map[string]string) string {
+	var cd, disks, nets []string
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		switch {
+		case isDriveKey(k) && !strings.HasPrefix(k, "unused") && !strings.HasPrefix(k, "efidisk") && !strings.HasPrefix(k, "tpmstate"):
+			if d := parseDrive(keys[k]); d.cdrom() {
+				if !d.cloudinit() {
+					cd = append(cd, k)
+				}
+			} else {
+				disks = append(disks, k)
+			}
+		case isNetKey(k):
+			nets = append(nets, k)
+		}
+	}
+	order := append(cd, disks...)
+	if len(nets) > 0 {
+		order = append(order, nets[0])
+	}
+	return "order=" + strings.Join(order, ";")
+}
+
+// checkNewDrive is $check_drive_param's storage part: the storage exists,
+// is on the node and takes images.
+func (s *Sim) checkNewDrive(node, key, v string) error {
+	d := parseDrive(v)
+	f := d.file()
+	if f == "none" || f == "cdrom" || strings.HasPrefix(f, "/") {
+		return nil
+	}
+	store, vn, ok := volumeID(f)
+	if !ok {
+		if _, isSize := parseSize(f); isSize {
+			return nil // "32" on the default storage: handled by createDrive
+		}
+		return errParams(map[string]string{key: fmt.Sprintf("unable to parse volume ID '%s'", f)})
+	}
+	st := s.dbOf(node).Storage[store]
+	if st == nil {
+		return fmt.Errorf("storage '%s' does not exist", store)
+	}
+	if !storageOnNode(st, node) {
+		return fmt.Errorf("storage '%s' is not available on node '%s'", store, node)
+	}
+	if _, isSize := parseSize(vn); !isSize && vn != "cloudinit" {
+		// An existing volume: check_storage_access and $check_drive_param.
+		r, err := s.parseVolRef(node, f)
+		if err != nil {
+			return err
+		}
+		if r.vtype != "images" && r.vtype != "iso" {
+			return errParams(map[string]string{key: "content type needs to be 'images' or 'iso'"})
+		}
+		if r.vtype == "iso" && !d.cdrom() {
+			return errParams(map[string]string{key: "explicit 'media=cdrom' is required for iso images"})
+		}
+	}
+	if _, isSize := parseSize(vn); (isSize || vn == "cloudinit") && !st.hasContent("images") && !d.cdrom() {
+		return fmt.Errorf("storage '%s' does not support content type 'images'", store) // reconstruction
+	}
+	return nil
+}
+
+// efiDiskSize is what create_efidisk (QemuServer/OVMF.pm) records for an
+// EFI vars disk: the OVMF vars image copied in, sized by
+// volume_size_info. Reconstruction: the image sizes are those of
+// pve-edk2-firmware's OVMF_VARS_4M.fd (528 KiB) and OVMF_VARS.fd (128 KiB,
+// efitype 2m, the default); LVM volumes are whole 4 MiB extents (LVM's
+// default extent size); the ms-cert key PVE 9 adds with pre-enrolled keys
+// is not simulated.
+func efiDiskSize(st *Storage, efitype string) int64 {
+	size := int64(128 << 10)
+	if efitype == "4m" {
+		size = 528 << 10
+	}
+	if st.Type == "lvm" || st.Type == "lvmthin" {
+		const extent = 4 << 20
+		size = (size + extent - 1) / extent * extent
+	}
+	return size
+}
+
+// cloudinitRequestElsewhere is create_disks' has_cloudinit check for a
+// "store:cloudinit" value of key: the first other drive key of confs (the
+// config, its pending section, the drives made so far) that holds a
+// cloud-init drive, or "". The key itself does not count (has_cloudinit's
+// $skip): sending it again goes on to the allocation, which fails there.
+func cloudinitRequestElsewhere(key, value string, confs ...map[string]string) string {
+	if _, vn, ok := volumeID(parseDrive(value).file()); !ok || vn != "cloudinit" {
+		return ""
+	}
+	for _, c := range confs {
+		for _, k := range slices.Sorted(maps.Keys(c)) {
+			if k != key && isDriveKey(k) && !strings.HasPrefix(k, "unused") && parseDrive(c[k]).cloudinit() {
+				return k
+			}
+		}
+	}
+	return ""
+}
+
+// createDrive is create_disks for one option: "store:32" allocates a 32 GiB
+// volume, "store:cloudinit" the cloud-init drive; others are kept.
+func (s *Sim) createDrive(node string, vmid int, key, v string) (string, error) {
+	d := parseDrive(v)
+	store, vn, ok := volumeID(d.file())
+	if !ok {
+		return v, nil
+	}
+	st := s.dbOf(node).Storage[store]
+	if st == nil {
+		return "", fmt.Errorf("storage '%s' does not exist", store)
+	}
+	if vn == "cloudinit" {
+		volid, err := s.allocCloudinitLocked(node, st, vmid, d.props.get("format"))
+		if err != nil {
+			return "", err
+		}
+		d.props.set("file", volid)
+		d.props.set("media", "cdrom")
+		d.props.del("format") // "no longer needed"
+		return d.print(), nil
+	}
+	gib, err := strconv.ParseFloat(vn, 64)
+	if err != nil || d.cdrom() {
+		// An existing volume: activate_volumes and volume_size_info fail
+		// on a missing one (a template's ISO that is not there, K2-style
+		// typos): the create or update fails with it.
+		if err := s.missingVolume(node, d.file()); err != nil {
+			return "", err
+		}
+		if d.cdrom() && d.props.get("size") == "" {
+			// volume_size_info gives an ISO its size= too.
+			if st := s.dbOf(node).Storage[store]; st != nil {
+				if f, err := s.fileVolumeLocked(node, st, d.file()); err == nil && f != nil {
+					d.props.set("size", formatSize(f.Size))
+					return d.print(), nil
+				}
+			}
+		}
+		if !d.cdrom() {
+			if vol, _, err := s.volumeLocked(node, d.file()); err == nil && d.props.get("size") == "" {
+				d.props.set("size", formatSize(vol.Size))
+				return d.print(), nil
+			}
+		}
+		return v, nil
+	}
+	size := int64(gib * (1 << 30))
+	switch key {
+	case "efidisk0":
+		size = efiDiskSize(st, d.props.get("efitype"))
+	case "tpmstate0":
+		size = 4 << 20 // TPMSTATE_DISK_SIZE (QemuServer/Drive.pm), whatever size was asked
+	}
+	volid, err := s.allocVolumeLocked(node, st, vmid, size, d.props.get("format"))
+	if err != nil {
+		return "", err
+	}
+	d.props.set("file", volid)
+	delete(d.props.vals, "format")
+	d.props.keys = slices.DeleteFunc(d.props.keys, func(k string) bool { return k == "format" })
+	d.props.set("size", formatSize(size))
+	return d.print(), nil
+}
