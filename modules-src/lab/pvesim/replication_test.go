@@ -72,7 +72,13 @@ func TestReplicationJobsH1H6(t *testing.T) {
 		t.Errorf("destroy with a job: %d %q", r.status, r.reason)
 	}
 	a.call("DELETE", "/cluster/replication/100-0", nil).must(t, "delete job")
-	if j := a.call("GET", "/cluster/replication/100-0", nil).must(t, "job").obj(); j["remove_job"] != "full" {
+	// The mark is read right after the DELETE; on a loaded machine the
+	// source's next run (the lab's short minute) may already have removed
+	// the job, which is what the mark leads to: then it is gone, and the
+	// list below must be empty.
+	if r := a.call("GET", "/cluster/replication/100-0", nil); r.status == 500 && r.reason == "no such replication job '100-0'" {
+		t.Log("the job was removed by a run before it could be read marked")
+	} else if j := r.must(t, "job").obj(); j["remove_job"] != "full" {
 		t.Errorf("job right after DELETE: %v, want it marked remove_job=full", j)
 	}
 	eventually(t, "job removed by the next run", func() bool {
