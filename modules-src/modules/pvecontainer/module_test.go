@@ -60,7 +60,11 @@ func newWorldWith(t *testing.T, version int, backups map[string][]byte) *world {
 	pveapitest.Cluster(t, s)
 	c := pveapitest.TokenConn(t, s, "pve01")
 	w := &world{t: t, sim: s, v: version, conn: map[string]any{
-		"api_host": c.Host, "api_port": c.Port, "api_token_id": c.TokenID, "api_token_secret": c.TokenSecret,
+		// root@pam by password, not the lab's token: PVE lets only root@pam
+		// itself (never a token, not even root@pam's) set a privileged CT's
+		// features or a bare-size rootfs (lxcperm.go); a token's limits are
+		// TestDocumentedPrivilegesOneFewer's.
+		"api_host": c.Host, "api_port": c.Port, "api_user": "root@pam", "api_password": s.RootPassword(),
 		"api_fingerprint": c.Fingerprint,
 	}}
 	pveapitest.Write(t, w.client(), "POST", "/storage", url.Values{"storage": {"tank"}, "type": {"zfspool"}, "pool": {"tank"}, "content": {"rootdir,images"}, "sparse": {"1"}})

@@ -53,6 +53,8 @@ func TestDocumentedPrivilegesOneFewer(t *testing.T) {
 				if err := w.sim.Grant("pve01", "/", id, "priv:"+strings.Join(privs, ","), true); err != nil {
 					t.Fatal(err)
 				}
+				delete(w.conn, "api_user")
+				delete(w.conn, "api_password")
 				w.conn["api_token_id"], w.conn["api_token_secret"] = id, secret
 				var res map[string]any
 				for i, args := range []map[string]any{create, grow} {
