@@ -1,13 +1,9 @@
 package pveclone
 
 import (
-	"fmt"
 	"regexp"
-	"slices"
-	"strings"
 	"testing"
 
-	"github.com/gopve/proxmox/modules-src/lab/pvesim"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveapitest"
 )
 
@@ -33,46 +29,31 @@ func TestDocumentedPrivilegesOneFewer(t *testing.T) {
 		"nets": map[string]any{"net0": map[string]any{"bridge": "vmbr1", "tag": 30}}, "disks": map[string]any{"scsi0": "8G"},
 		"ciuser": "debian", "ipconfig": map[string]any{"ipconfig0": "ip=10.0.0.5/24,gw=10.0.0.1"},
 	}
-	for _, v := range []int{8, 9} {
-		for _, drop := range append([]string{""}, clonePrivs...) {
-			name := fmt.Sprintf("PVE%d/all", v)
-			if drop != "" {
-				name = fmt.Sprintf("PVE%d/without_%s", v, drop)
+	pveapitest.OneFewer(t, func(int) []string { return clonePrivs }, func(t *testing.T, v int, drop string, kept []string) {
+		w := newWorld(t, v)
+		id, secret := pveapitest.PrivsepToken(t, w.sim, "pve01", kept)
+		w.conn["api_token_id"], w.conn["api_token_secret"] = id, secret
+		w.sim.ResetRequests()
+		res := w.run(args, false)
+		if drop == "" {
+			if failed(res) || res["changed"] != true {
+				t.Fatalf("with every documented privilege: %s", msg(res))
 			}
-			t.Run(name, func(t *testing.T) {
-				w := newWorld(t, v)
-				id, secret, err := w.sim.AddToken("pve01", pvesim.TokenSpec{User: "root@pam", Name: "auto", Privsep: true})
-				if err != nil {
-					t.Fatal(err)
-				}
-				privs := slices.DeleteFunc(slices.Clone(clonePrivs), func(p string) bool { return p == drop })
-				if err := w.sim.Grant("pve01", "/", id, "priv:"+strings.Join(privs, ","), true); err != nil {
-					t.Fatal(err)
-				}
-				w.conn["api_token_id"], w.conn["api_token_secret"] = id, secret
-				w.sim.ResetRequests()
-				res := w.run(args, false)
-				if drop == "" {
-					if failed(res) || res["changed"] != true {
-						t.Fatalf("with every documented privilege: %s", msg(res))
-					}
-					if c := w.config("pve02", 201, false); c.Values["memory"] != "4096" || c.Values["ciuser"] != "debian" {
-						t.Errorf("VM 201 not configured: %v", c.Values)
-					}
-					return
-				}
-				named := regexp.MustCompile(`/[\w./-]*, ([\w.]+\|)*` + regexp.QuoteMeta(drop) + `\b|\b` + regexp.QuoteMeta(drop) + ` on /`)
-				if !failed(res) || !named.MatchString(msg(res)) {
-					t.Errorf("without %s: failed %v, the message does not name what PVE refused: %s", drop, failed(res), msg(res))
-				}
-				// A refusal after an accepted write (the clone made, its
-				// config refused) leaves something changed: changed says
-				// what the lab accepted, as in every failed run.
-				if accepted := pveapitest.Accepted(w.sim); res["changed"] != (len(accepted) > 0) {
-					t.Errorf("without %s: changed %v, the lab accepted %v", drop, res["changed"], accepted)
-				}
-				t.Logf("without %s: changed %v: %s", drop, res["changed"], msg(res))
-			})
+			if c := w.config("pve02", 201, false); c.Values["memory"] != "4096" || c.Values["ciuser"] != "debian" {
+				t.Errorf("VM 201 not configured: %v", c.Values)
+			}
+			return
 		}
-	}
+		named := regexp.MustCompile(`/[\w./-]*, ([\w.]+\|)*` + regexp.QuoteMeta(drop) + `\b|\b` + regexp.QuoteMeta(drop) + ` on /`)
+		if !failed(res) || !named.MatchString(msg(res)) {
+			t.Errorf("without %s: failed %v, the message does not name what PVE refused: %s", drop, failed(res), msg(res))
+		}
+		// A refusal after an accepted write (the clone made, its
+		// config refused) leaves something changed: changed says
+		// what the lab accepted, as in every failed run.
+		if accepted := pveapitest.Accepted(w.sim); res["changed"] != (len(accepted) > 0) {
+			t.Errorf("without %s: changed %v, the lab accepted %v", drop, res["changed"], accepted)
+		}
+		t.Logf("without %s: changed %v: %s", drop, res["changed"], msg(res))
+	})
 }

@@ -1,13 +1,10 @@
 package pvecontainer
 
 import (
-	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 
-	"github.com/gopve/proxmox/modules-src/lab/pvesim"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveapitest"
 )
 
@@ -37,54 +34,39 @@ func TestDocumentedPrivilegesOneFewer(t *testing.T) {
 		"onboot": true, "tags": []any{"web"}, "state": "started",
 	}
 	grow := map[string]any{"vmid": 201, "hostname": "web-1", "memory": 2048, "rootfs": map[string]any{"size": "10G"}}
-	for _, v := range []int{8, 9} {
-		for _, drop := range append([]string{""}, ctPrivs...) {
-			name := fmt.Sprintf("PVE%d/all", v)
-			if drop != "" {
-				name = fmt.Sprintf("PVE%d/without_%s", v, drop)
+	pveapitest.OneFewer(t, func(int) []string { return ctPrivs }, func(t *testing.T, v int, drop string, kept []string) {
+		w := newWorld(t, v)
+		id, secret := pveapitest.PrivsepToken(t, w.sim, "pve01", kept)
+		delete(w.conn, "api_user")
+		delete(w.conn, "api_password")
+		w.conn["api_token_id"], w.conn["api_token_secret"] = id, secret
+		var res map[string]any
+		for i, args := range []map[string]any{create, grow} {
+			w.sim.ResetRequests()
+			res = w.run(args, false)
+			// A refusal after an accepted write (the CT made, its
+			// start refused) leaves something changed: changed says
+			// what the lab accepted, as in every failed run.
+			if accepted := pveapitest.Accepted(w.sim); res["changed"] != (len(accepted) > 0) {
+				t.Errorf("run %d without %q: changed %v, the lab accepted %v", i+1, drop, res["changed"], accepted)
 			}
-			t.Run(name, func(t *testing.T) {
-				w := newWorld(t, v)
-				id, secret, err := w.sim.AddToken("pve01", pvesim.TokenSpec{User: "root@pam", Name: "auto", Privsep: true})
-				if err != nil {
-					t.Fatal(err)
-				}
-				privs := slices.DeleteFunc(slices.Clone(ctPrivs), func(p string) bool { return p == drop })
-				if err := w.sim.Grant("pve01", "/", id, "priv:"+strings.Join(privs, ","), true); err != nil {
-					t.Fatal(err)
-				}
-				delete(w.conn, "api_user")
-				delete(w.conn, "api_password")
-				w.conn["api_token_id"], w.conn["api_token_secret"] = id, secret
-				var res map[string]any
-				for i, args := range []map[string]any{create, grow} {
-					w.sim.ResetRequests()
-					res = w.run(args, false)
-					// A refusal after an accepted write (the CT made, its
-					// start refused) leaves something changed: changed says
-					// what the lab accepted, as in every failed run.
-					if accepted := pveapitest.Accepted(w.sim); res["changed"] != (len(accepted) > 0) {
-						t.Errorf("run %d without %q: changed %v, the lab accepted %v", i+1, drop, res["changed"], accepted)
-					}
-					if failed(res) {
-						break
-					}
-				}
-				if drop == "" {
-					if failed(res) || res["changed"] != true {
-						t.Fatalf("with every documented privilege: %s", msg(res))
-					}
-					if c := w.config("pve02", 201, false); c["memory"] != "2048" || !strings.Contains(c["rootfs"], "size=10G") || c["features"] != "nesting=1" {
-						t.Errorf("CT 201 not configured: %v", c)
-					}
-					return
-				}
-				named := regexp.MustCompile(`/[\w./-]*, ([\w.]+\|)*` + regexp.QuoteMeta(drop) + `\b|\b` + regexp.QuoteMeta(drop) + ` on /`)
-				if !failed(res) || !named.MatchString(msg(res)) {
-					t.Errorf("without %s: failed %v, the message does not name what PVE refused: %s", drop, failed(res), msg(res))
-				}
-				t.Logf("without %s: changed %v: %s", drop, res["changed"], msg(res))
-			})
+			if failed(res) {
+				break
+			}
 		}
-	}
+		if drop == "" {
+			if failed(res) || res["changed"] != true {
+				t.Fatalf("with every documented privilege: %s", msg(res))
+			}
+			if c := w.config("pve02", 201, false); c["memory"] != "2048" || !strings.Contains(c["rootfs"], "size=10G") || c["features"] != "nesting=1" {
+				t.Errorf("CT 201 not configured: %v", c)
+			}
+			return
+		}
+		named := regexp.MustCompile(`/[\w./-]*, ([\w.]+\|)*` + regexp.QuoteMeta(drop) + `\b|\b` + regexp.QuoteMeta(drop) + ` on /`)
+		if !failed(res) || !named.MatchString(msg(res)) {
+			t.Errorf("without %s: failed %v, the message does not name what PVE refused: %s", drop, failed(res), msg(res))
+		}
+		t.Logf("without %s: changed %v: %s", drop, res["changed"], msg(res))
+	})
 }

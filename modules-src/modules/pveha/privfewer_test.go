@@ -1,13 +1,9 @@
 package pveha
 
 import (
-	"fmt"
 	"regexp"
-	"slices"
-	"strings"
 	"testing"
 
-	"github.com/gopve/proxmox/modules-src/lab/pvesim"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveapitest"
 )
 
@@ -30,45 +26,30 @@ func haPrivs(v int) []string {
 // with any one fewer the run fails naming the privilege PVE refused, or
 // that the module found missing, and where. PVE 8 and 9.
 func TestDocumentedPrivilegesOneFewer(t *testing.T) {
-	for _, v := range []int{8, 9} {
-		for _, drop := range append([]string{""}, haPrivs(v)...) {
-			name := fmt.Sprintf("PVE%d/all", v)
-			if drop != "" {
-				name = fmt.Sprintf("PVE%d/without_%s", v, drop)
+	pveapitest.OneFewer(t, haPrivs, func(t *testing.T, v int, drop string, kept []string) {
+		w := newWorld(t, v)
+		w.seedGuests()
+		id, secret := pveapitest.PrivsepToken(t, w.sim, "pve01", kept)
+		w.conn["api_token_id"], w.conn["api_token_secret"] = id, secret
+		w.sim.ResetRequests()
+		res := w.run(dokployArgs(), false)
+		m, _ := res["msg"].(string)
+		if drop == "" {
+			if failed(res) || res["changed"] != true {
+				t.Fatalf("with every documented privilege: %s", m)
 			}
-			t.Run(name, func(t *testing.T) {
-				w := newWorld(t, v)
-				w.seedGuests()
-				id, secret, err := w.sim.AddToken("pve01", pvesim.TokenSpec{User: "root@pam", Name: "auto", Privsep: true})
-				if err != nil {
-					t.Fatal(err)
-				}
-				privs := slices.DeleteFunc(haPrivs(v), func(p string) bool { return p == drop })
-				if err := w.sim.Grant("pve01", "/", id, "priv:"+strings.Join(privs, ","), true); err != nil {
-					t.Fatal(err)
-				}
-				w.conn["api_token_id"], w.conn["api_token_secret"] = id, secret
-				w.sim.ResetRequests()
-				res := w.run(dokployArgs(), false)
-				m, _ := res["msg"].(string)
-				if drop == "" {
-					if failed(res) || res["changed"] != true {
-						t.Fatalf("with every documented privilege: %s", m)
-					}
-					return
-				}
-				named := regexp.MustCompile(`/[\w./-]*, ([\w.]+\|)*` + regexp.QuoteMeta(drop) + `\b|\b` + regexp.QuoteMeta(drop) + ` on /`)
-				if !failed(res) || !named.MatchString(m) {
-					t.Errorf("without %s: failed %v, the message does not name what PVE refused: %s", drop, failed(res), m)
-				}
-				// A refusal after an accepted write (the clone made, its
-				// config refused) leaves something changed: changed says
-				// what the lab accepted, as in every failed run.
-				if accepted := pveapitest.Accepted(w.sim); res["changed"] != (len(accepted) > 0) {
-					t.Errorf("without %s: changed %v, the lab accepted %v", drop, res["changed"], accepted)
-				}
-				t.Logf("without %s: %s", drop, m)
-			})
+			return
 		}
-	}
+		named := regexp.MustCompile(`/[\w./-]*, ([\w.]+\|)*` + regexp.QuoteMeta(drop) + `\b|\b` + regexp.QuoteMeta(drop) + ` on /`)
+		if !failed(res) || !named.MatchString(m) {
+			t.Errorf("without %s: failed %v, the message does not name what PVE refused: %s", drop, failed(res), m)
+		}
+		// A refusal after an accepted write (the clone made, its
+		// config refused) leaves something changed: changed says
+		// what the lab accepted, as in every failed run.
+		if accepted := pveapitest.Accepted(w.sim); res["changed"] != (len(accepted) > 0) {
+			t.Errorf("without %s: changed %v, the lab accepted %v", drop, res["changed"], accepted)
+		}
+		t.Logf("without %s: %s", drop, m)
+	})
 }

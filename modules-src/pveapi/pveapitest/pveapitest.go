@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/url"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -173,4 +175,38 @@ func WaitFaultsLeft(t testing.TB, s *pvesim.Sim, left int) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// OneFewer runs fn as subtests on PVE 8 and 9: once with every privilege
+// privs(v) gives (drop "", subtest PVE<v>/all), then once per privilege
+// left out (PVE<v>/without_<priv>), kept being the privileges granted.
+// A module's documented privileges are proven by it: all suffice, and
+// each one is needed (issue 26).
+func OneFewer(t *testing.T, privs func(v int) []string, fn func(t *testing.T, v int, drop string, kept []string)) {
+	for _, v := range []int{8, 9} {
+		for _, drop := range append([]string{""}, privs(v)...) {
+			name := fmt.Sprintf("PVE%d/all", v)
+			if drop != "" {
+				name = fmt.Sprintf("PVE%d/without_%s", v, drop)
+			}
+			t.Run(name, func(t *testing.T) {
+				kept := slices.DeleteFunc(slices.Clone(privs(v)), func(p string) bool { return p == drop })
+				fn(t, v, drop, kept)
+			})
+		}
+	}
+}
+
+// PrivsepToken adds a privilege-separated token of root@pam on node, granted
+// exactly privs on / (propagated): what a token has is then only those.
+func PrivsepToken(t testing.TB, s *pvesim.Sim, node string, privs []string) (id, secret string) {
+	t.Helper()
+	id, secret, err := s.AddToken(node, pvesim.TokenSpec{User: "root@pam", Name: "auto", Privsep: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Grant(node, "/", id, "priv:"+strings.Join(privs, ","), true); err != nil {
+		t.Fatal(err)
+	}
+	return id, secret
 }
