@@ -100,6 +100,7 @@ bench:
 	./hack/bench-local.sh
 	./hack/bench-clone.sh
 	./hack/bench-site.sh
+	./hack/bench-scale.sh
 
 demo: deps build
 	./hack/demo.sh
