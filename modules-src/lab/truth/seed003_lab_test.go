@@ -31,8 +31,13 @@ import (
 	"github.com/gopve/proxmox/modules-src/pveapi/clusterguests"
 )
 
+// PVE 9 only (issue 27 §3, CI time: the chain took CI over four minutes
+// per version). Its parts on PVE 8 have tests of their own: the site's
+// fresh check and real run with an HA group (TestTruthSuitePVE8), the
+// container playbook (TestLabContainerPlaybookPVE8), HA's recovery from a
+// powered-off node (TestLabHAPlaybookPVE8) and clone_then_migrate in the
+// module's tests.
 func TestSeed003ExamplePVE9(t *testing.T) { seed003(t, 9) }
-func TestSeed003ExamplePVE8(t *testing.T) { seed003(t, 8) }
 
 // ctTemplate is the runner's CT template, as the example names it.
 const ctTemplate = "/var/lib/vz/template/cache/debian-12-standard_12.7-1_amd64.tar.zst"

@@ -7,7 +7,7 @@
 //	fresh lab → --check --diff: no write anywhere (every node's overlay upper
 //	dir, the API request log), a prediction per task and host
 //	→ real run: the tasks reporting changed are exactly the predicted ones
-//	→ second run and --check on the converged lab: nothing changed
+//	→ second run on the converged lab: nothing changed
 //	→ one scripted drift per phase (a repository file restored as a package
 //	upgrade would, a pool property, a known_hosts line, a storage option,
 //	a VM's memory)
@@ -299,12 +299,12 @@ func suite(t *testing.T, pve int) {
 		t.Errorf("fresh real run: VM 203 on pve02 (%v):\n%s", err, out)
 	}
 
-	// Converged: nothing to change, in a real run or in check mode.
+	// Converged: nothing to change. (Check mode on a converged lab is
+	// not played on its own: the grow and drift check runs below must
+	// predict exactly their own tasks, so any other task a check run
+	// predicted would fail them; issue 27 §3, CI time.)
 	if c := s.run("second run").changed(); len(c) != 0 {
 		t.Errorf("second run changed:\n  %s", strings.Join(c, "\n  "))
-	}
-	if p, _ := s.checkRun("converged --check"); len(p.changed()) != 0 {
-		t.Errorf("--check on the converged lab predicts:\n  %s", strings.Join(p.changed(), "\n  "))
 	}
 
 	// Growth: a VM added and made highly available. Check predicts exactly
@@ -329,9 +329,9 @@ func suite(t *testing.T, pve int) {
 	if p, r := grow.changed(), grown.changed(); !slices.Equal(p, r) {
 		t.Errorf("grow: check predicted %v, the real run changed %v", p, r)
 	}
-	if c := s.run("after the growth").changed(); len(c) != 0 {
-		t.Errorf("the run after the growth changed:\n  %s", strings.Join(c, "\n  "))
-	}
+	// No rerun here: the drift runs below change exactly the drifted
+	// tasks, so a growth that did not converge (a task changing again)
+	// fails them.
 
 	// One drift per phase, each on another node, all at once: each must
 	// change exactly its own task.
