@@ -9,7 +9,8 @@ import (
 
 // TestNoOpReadsEachThingOnce (issue 24 §3): a converged run that writes
 // nothing reads each thing it needs exactly once, by the lab's request
-// log — the replication stage's preflight and the HA stage plan from one
+// log — the members and the guests come from one list of the cluster's
+// resources, the replication stage's preflight and the HA stage plan from one
 // read of the HA config, wait_first_sync with no new job to wait for reads
 // nothing again, and the report takes the guest's live state from the
 // guest list the run began with (nothing was written or waited for since)
@@ -39,7 +40,7 @@ func TestNoOpReadsEachThingOnce(t *testing.T) {
 			if g := again["guest"].(map[string]any); g["node"] != "pve02" || g["status"] != "running" {
 				t.Errorf("report's guest: %v", g)
 			}
-			want := []string{"GET /version", "GET /nodes", "GET /cluster/resources", "GET /cluster/replication",
+			want := []string{"GET /version", "GET /cluster/resources", "GET /cluster/replication",
 				"GET /cluster/ha/resources", "GET /cluster/ha/groups", "GET /nodes/pve02/replication"}
 			if v == 9 {
 				want = append(want, "GET /cluster/ha/rules") // the groups read is the probe (500)

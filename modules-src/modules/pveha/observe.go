@@ -73,20 +73,10 @@ func (g *guestHA) observeBase(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("cannot read the PVE version: %w", err)
 	}
-	var nodes []struct {
-		Node string `json:"node"`
-	}
-	if err := g.c.Get(ctx, "/nodes", nil, &nodes); err != nil {
-		return fmt.Errorf("cannot list the cluster's nodes: %w", err)
-	}
-	var members []string
-	for _, n := range nodes {
-		members = append(members, n.Node)
-	}
-	slices.Sort(members)
-	guests, err := clusterguests.Guests(ctx, g.c)
+	// The members and the guests in one read (issue 24 §3).
+	members, guests, err := clusterguests.NodesAndGuests(ctx, g.c)
 	if err != nil {
-		return fmt.Errorf("cannot list the cluster's guests: %w", err)
+		return fmt.Errorf("cannot list the cluster's nodes and guests: %w", err)
 	}
 	g.major, g.members = v.Major, members
 	if found, ok := clusterguests.Find(guests, g.p.VMID); ok {
