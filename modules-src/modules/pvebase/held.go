@@ -13,7 +13,14 @@ import (
 // it back, so counting it would plan a dist-upgrade that changes nothing in
 // check mode and fail the real run's "nothing left upgradable" proof. They
 // are reported under `held`, with a warning, instead.
+//
+// A plan with nothing to install, keep back or remove (a converged node)
+// has no held package to drop, and nothing is upgraded, so nothing is
+// verified against the held list: apt-mark is not started (issue 24 §3).
 func (m *base) dropHeld(ctx context.Context, plan apt.Plan) (apt.Plan, error) {
+	if plan.Empty() {
+		return plan, nil
+	}
 	held, err := apt.Held(ctx, m.env.Runner)
 	if err != nil {
 		return plan, err

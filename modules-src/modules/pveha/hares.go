@@ -92,18 +92,19 @@ func (g *guestHA) observeHA(ctx context.Context) (haConfig, error) {
 func (g *guestHA) readHA(ctx context.Context) (haConfig, error) {
 	var cfg haConfig
 	if g.mechanism == "" { // once per run
-		mech, err := ha.Detect(ctx, g.c, g.major)
+		mech, groups, err := ha.DetectGroups(ctx, g.c, g.major)
 		if err != nil {
 			return cfg, fmt.Errorf("cannot tell how this cluster places HA guests (GET /cluster/ha/groups): %w", err)
 		}
 		g.mechanism = mech
+		cfg.groups = groups // an unmigrated PVE 9's groups, just read: not read again
 	}
 	mech := g.mechanism
 	var err error
 	if cfg.resources, err = ha.Resources(ctx, g.c); err != nil {
 		return cfg, fmt.Errorf("cannot read the HA resources: %w", err)
 	}
-	if mech != ha.UseRules {
+	if mech != ha.UseRules && cfg.groups == nil {
 		if cfg.groups, err = ha.Groups(ctx, g.c); err != nil {
 			return cfg, fmt.Errorf("cannot read the HA groups: %w", err)
 		}

@@ -47,6 +47,11 @@ type guestHA struct {
 	// this run sends a write (send) or waits (wait_first_sync): a no-op
 	// run reads it once, not once per stage (issue 24 §3).
 	haRead *haConfig
+	// acted: this run sent a write (send) or waited for PVE (waitFor)
+	// since observeBase listed the guests. Until then that list is what
+	// the cluster shows now, and the report takes the guest's live state
+	// from it instead of listing the guests again (issue 24 §3).
+	acted bool
 }
 
 // notYetChange is the whole plan of a check run for a guest that does not
@@ -68,20 +73,10 @@ func (g *guestHA) observeBase(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("cannot read the PVE version: %w", err)
 	}
-	var nodes []struct {
-		Node string `json:"node"`
-	}
-	if err := g.c.Get(ctx, "/nodes", nil, &nodes); err != nil {
-		return fmt.Errorf("cannot list the cluster's nodes: %w", err)
-	}
-	var members []string
-	for _, n := range nodes {
-		members = append(members, n.Node)
-	}
-	slices.Sort(members)
-	guests, err := clusterguests.Guests(ctx, g.c)
+	// The members and the guests in one read (issue 24 §3).
+	members, guests, err := clusterguests.NodesAndGuests(ctx, g.c)
 	if err != nil {
-		return fmt.Errorf("cannot list the cluster's guests: %w", err)
+		return fmt.Errorf("cannot list the cluster's nodes and guests: %w", err)
 	}
 	g.major, g.members = v.Major, members
 	if found, ok := clusterguests.Find(guests, g.p.VMID); ok {
@@ -298,6 +293,7 @@ func (g *guestHA) checkReplicatable(ctx context.Context, targets []string) error
 // waitFor polls cond every poll until it holds, wait_timeout passes or the
 // run's deadline ends; what says what is waited for.
 func (g *guestHA) waitFor(ctx context.Context, what string, cond func(ctx context.Context) (bool, string, error)) error {
+	g.acted = true
 	deadline := time.Now().Add(time.Duration(g.p.WaitTimeout) * time.Second)
 	poll := 200 * time.Millisecond
 	last := ""
@@ -322,6 +318,16 @@ func (g *guestHA) waitFor(ctx context.Context, what string, cond func(ctx contex
 			poll *= 2
 		}
 	}
+}
+
+// reportedGuest is the guest's node and status for the report: the list
+// observeBase read when the run has neither written nor waited since (a
+// converged run lists the guests once), else a fresh read (liveGuest).
+func (g *guestHA) reportedGuest(ctx context.Context) (clusterguests.Guest, bool, error) {
+	if !g.acted && g.guest != nil {
+		return *g.guest, true, nil
+	}
+	return g.liveGuest(ctx)
 }
 
 // liveGuest reads the guest's node and status from the cluster's list.

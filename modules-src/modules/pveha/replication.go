@@ -230,6 +230,7 @@ func (g *guestHA) findJob(ctx context.Context, id replication.JobID) (*replicati
 
 func (g *guestHA) send(ctx context.Context, req apischema.Request, what string, creates bool, settle func(context.Context) (bool, error)) error {
 	g.haRead = nil // whatever it writes, later stages read afresh
+	g.acted = true
 	refused := false
 	_, _, err := pveansible.SendChecked(ctx, g.r, g.c, g.major, req, pveapi.Write{What: what, Settle: settle, Creates: creates}, "",
 		func(err error) error { refused = true; return fmt.Errorf("%s: %w", what, err) })

@@ -20,7 +20,7 @@ func (g *guestHA) report() {
 	g.r.Set("mechanism", string(g.mechanism))
 	ctx, cancel := context.WithTimeout(g.r.Context(), 20*time.Second)
 	defer cancel()
-	live, ok, err := g.liveGuest(ctx)
+	live, ok, err := g.reportedGuest(ctx)
 	guest := map[string]any{"vmid": g.p.VMID, "sid": g.sid.String()}
 	if err == nil && ok {
 		guest["node"], guest["status"], guest["hastate"] = live.Node, live.Status, live.HAState

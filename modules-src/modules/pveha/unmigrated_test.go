@@ -35,8 +35,21 @@ func TestUnmigratedPVE9DoesNotFightMigration(t *testing.T) {
 	if p := res["placement"].(map[string]any); p["group"] != "gopve-vm-201" {
 		t.Errorf("placement %v", p)
 	}
+	w.sim.WaitIdle()
+	w.sim.ResetRequests()
 	if again := w.run(args, false); failed(again) || again["changed"] != false {
 		t.Errorf("unmigrated rerun: %v %v", again["msg"], again["changes"])
+	}
+	// The probe of H2 listed the groups: the plan uses that list, not a
+	// second read (issue 24 §3).
+	groupReads := 0
+	for _, r := range w.sim.Requests() {
+		if r.Method == "GET" && r.Path == "/cluster/ha/groups" {
+			groupReads++
+		}
+	}
+	if groupReads != 1 {
+		t.Errorf("an unmigrated no-op rerun read the HA groups %d times, want once: %v", groupReads, requestLines(w.sim.Requests()))
 	}
 	withAffinity := map[string]any{"vmid": 201, "targets": []any{"pve01"},
 		"resource_affinity": []any{map[string]any{"resources": []any{"200"}}}}

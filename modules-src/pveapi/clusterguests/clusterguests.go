@@ -50,6 +50,29 @@ func Guests(ctx context.Context, g pveapi.Getter) ([]Guest, error) {
 	return out, nil
 }
 
+// NodesAndGuests reads the cluster's nodes (names, sorted) and every VM and
+// container in one GET /cluster/resources without a type: PVE lists there
+// every node of the nodelist whatever the caller may audit, as /nodes does
+// (pve-manager API2/Cluster.pm resources and API2/Nodes.pm index both walk
+// get_nodelist through extract_node_stats), and the guests filtered by
+// VM.Audit as type=vm does. One read instead of /nodes and Guests.
+func NodesAndGuests(ctx context.Context, g pveapi.Getter) (nodes []string, guests []Guest, err error) {
+	var all []Guest // a node entry decodes to type "node" and its name in node
+	if err := g.Get(ctx, "/cluster/resources", nil, &all); err != nil {
+		return nil, nil, err
+	}
+	for _, x := range all {
+		switch x.Type {
+		case "node":
+			nodes = append(nodes, x.Node)
+		case "qemu", "lxc":
+			guests = append(guests, x)
+		}
+	}
+	slices.Sort(nodes)
+	return nodes, guests, nil
+}
+
 // Find returns the guest with vmid, wherever it runs; ok is false when the
 // cluster has none.
 func Find(list []Guest, vmid int) (Guest, bool) {

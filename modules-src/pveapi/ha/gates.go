@@ -42,18 +42,29 @@ const (
 // answers GET /cluster/ha/groups: on PVE 9 that read fails with "ha groups
 // have been migrated to rules" once the group config is empty
 // (have_groups_been_migrated), which is the only reliable sign — the
-// rules list shows virtual rules either way.
+// rules list shows virtual rules either way (API2/HA/Rules.pm index adds
+// an ha-group-<group> rule for every group a resource names, with no mark
+// that tells it from a real one).
 func Detect(ctx context.Context, g pveapi.Getter, major int) (Mechanism, error) {
+	m, _, err := DetectGroups(ctx, g, major)
+	return m, err
+}
+
+// DetectGroups is Detect that also returns the groups its read listed on
+// an unmigrated PVE 9 cluster (nil otherwise: PVE 8's groups are not read
+// to choose), so that a caller needing them does not read them twice.
+func DetectGroups(ctx context.Context, g pveapi.Getter, major int) (Mechanism, []Group, error) {
 	if !Gates(major).Rules {
-		return UseGroups, nil
+		return UseGroups, nil, nil
 	}
-	if _, err := Groups(ctx, g); err != nil {
+	groups, err := Groups(ctx, g)
+	if err != nil {
 		if MigratedError(err) {
-			return UseRules, nil
+			return UseRules, nil, nil
 		}
-		return "", err
+		return "", nil, err
 	}
-	return UseGroupsUnmigrated, nil
+	return UseGroupsUnmigrated, groups, nil
 }
 
 // migratedDie is PVE 9's die for a group call once the HA groups are
