@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/vzdump"
 )
 
 // Restoring a container from a vzdump backup, as pve-container's
@@ -84,7 +86,7 @@ func (s *Sim) backupConfigLocked(node string, r *volRef) (string, error) {
 	if !regexp.MustCompile(`^vzdump-(lxc|openvz)-`).MatchString(name) {
 		return "", pveDie("cannot determine backup guest type for backup archive '%s'", r.volid)
 	}
-	raw, err := extractVzdumpConfigTar(name, data)
+	raw, err := vzdump.ExtractConfig(name, data)
 	if err != nil {
 		return "", pveDie("%v", err)
 	}
