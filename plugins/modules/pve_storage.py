@@ -351,7 +351,7 @@ notes:
   - "The task reports C(changed) only after reading back the state it promised; C(changes) lists what was (or in check mode would be) done."
 requirements:
   - "Proxmox VE 8 or 9"
-  - "an API token or user with Datastore.Allocate on /storage (or root on a node, local mode)"
+  - "an API token or user with Datastore.Allocate on /storage, and Datastore.Audit on the storage to remove it without force (the module first looks for guest volumes on it, which PVE lists only with Datastore.Audit or Datastore.AllocateSpace there) (or root on a node, local mode)"
 """
 
 EXAMPLES = r"""

@@ -211,12 +211,14 @@ func (s *Sim) checkCTCreatePerm(rc *reqCtx, unprivileged bool) error {
 			return errPerm(d)
 		}
 	}
-	return checkCTAllocate(rc, false)
+	return checkCreateAllocate(rc, false)
 }
 
-// checkCTAllocate is create_vm's VM.Allocate alternatives; overwrite is
-// restore+force over an existing CT, where VM.Backup on it is enough.
-func checkCTAllocate(rc *reqCtx, overwrite bool) error {
+// checkCreateAllocate is the VM.Allocate alternatives of create_vm, which
+// pve-container (API2/LXC.pm) and qemu-server (API2/Qemu.pm) write alike:
+// on /vms/<vmid>, else on /pool/<pool>; overwrite is restore+force over an
+// existing guest, where VM.Backup on it is enough.
+func checkCreateAllocate(rc *reqCtx, overwrite bool) error {
 	if isRootUser(rc.who) {
 		return nil
 	}

@@ -140,7 +140,7 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 	// create_vm's permission checks (lxcperm.go): VM.Allocate, or VM.Backup
 	// to restore over an existing CT; the given options with the request's
 	// unprivileged (undefined is privileged to this check).
-	if err := checkCTAllocate(rc, exists && force); err != nil {
+	if err := checkCreateAllocate(rc, exists && force); err != nil {
 		return nil, err
 	}
 	params := map[string]string{}

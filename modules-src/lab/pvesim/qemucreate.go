@@ -37,14 +37,6 @@ func (s *Sim) postQemuCreate(rc *reqCtx) (any, error) {
 	if err := s.etcPveWritableLocked(db, guestConfPath(rc.node, "qemu-server", vmid)); err != nil {
 		return nil, pveDie("unable to create VM %d - %v", vmid, err)
 	}
-	if e, ok := s.findVMLocked(db, vmid); ok {
-		// check_vmid_unused (pve-cluster Cluster.pm) under create_and_lock_config.
-		tname := "VM"
-		if e.Kind == "lxc" {
-			tname = "CT"
-		}
-		return nil, fmt.Errorf("unable to create VM %d - %s %d already exists on node '%s'", vmid, tname, vmid, e.Node)
-	}
 	keys := map[string]string{}
 	for k, v := range rc.params {
 		if slices.Contains(vmCreateOptions, k) {
@@ -53,11 +45,19 @@ func (s *Sim) postQemuCreate(rc *reqCtx) (any, error) {
 		keys[k] = paramString(v)
 	}
 	// create_vm's permission checks (qemuperm.go): the storage parameter,
-	// then the new disks, the options, the NICs' bridges.
+	// VM.Allocate, then the new disks, the options, the NICs' bridges.
 	if st := rc.str("storage"); st != "" && !isRootUser(rc.who) {
 		if ok, d := checkFull(db, rc.who, "/storage/"+st, []string{"Datastore.AllocateSpace"}, false); !ok {
 			return nil, errPerm(d)
 		}
+	}
+	// Reconstruction of qemu-server src/PVE/API2/Qemu.pm create_vm: its
+	// schema says only `user => 'all'`, the handler asks
+	// `$rpcenv->check($authuser, "/vms/$vmid", ['VM.Allocate'], 1)`, else
+	// the same on /pool/$pool, else (a forced restore over an existing VM,
+	// which the lab does not simulate) VM.Backup, else raise_perm_exc().
+	if err := checkCreateAllocate(rc, false); err != nil {
+		return nil, err
 	}
 	if err := checkStorageAccessNew(db, rc.who, keys, rc.str("storage")); err != nil {
 		return nil, err
@@ -76,6 +76,15 @@ func (s *Sim) postQemuCreate(rc *reqCtx) (any, error) {
 				return nil, err
 			}
 		}
+	}
+	// check_vmid_unused (pve-cluster Cluster.pm) under create_and_lock_config,
+	// which create_vm calls after every permission and drive check.
+	if e, ok := s.findVMLocked(db, vmid); ok {
+		tname := "VM"
+		if e.Kind == "lxc" {
+			tname = "CT"
+		}
+		return nil, fmt.Errorf("unable to create VM %d - %s %d already exists on node '%s'", vmid, tname, vmid, e.Node)
 	}
 	for k, v := range keys {
 		if isNetKey(k) {

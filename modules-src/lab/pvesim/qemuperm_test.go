@@ -1,0 +1,77 @@
+package pvesim
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// qmPermPrivs are what the VM create below needs from qemu-server
+// (qemuperm.go): VM.Allocate (create_vm itself), the VM.Config.* of each
+// option (boot is VM.Config.Disk's), SDN.Use on the NIC's bridge and
+// Datastore.AllocateSpace on the new disk's storage.
+var qmPermPrivs = []string{"Datastore.AllocateSpace", "SDN.Use", "VM.Allocate", "VM.Config.CPU", "VM.Config.Disk",
+	"VM.Config.Memory", "VM.Config.Network", "VM.Config.Options"}
+
+func qmCreateParams(vmid int) url.Values {
+	return url.Values{"vmid": {fmt.Sprint(vmid)}, "name": {"web"}, "cores": {"2"}, "memory": {"1024"},
+		"scsi0": {"local-lvm:4"}, "boot": {"order=scsi0"}, "net0": {"virtio,bridge=vmbr0"}}
+}
+
+// A VM create with exactly qmPermPrivs succeeds; with one fewer it is
+// refused with PVE's 403 and leaves no config. VM.Allocate's failed
+// alternatives (/vms/<vmid>, /pool/<pool>) raise_perm_exc() answers without
+// a detail (qemu-server API2/Qemu.pm create_vm), as pve-container's does.
+func TestQemuCreatePrivilegesOneFewer(t *testing.T) {
+	want := map[string]string{
+		"Datastore.AllocateSpace": "Permission check failed (/storage/local-lvm, Datastore.AllocateSpace)",
+		"SDN.Use":                 "Permission check failed (/sdn/zones/localnetwork/vmbr0, SDN.Use)",
+		"VM.Allocate":             "Permission check failed",
+		"VM.Config.CPU":           "Permission check failed (/vms/300, VM.Config.CPU)",
+		"VM.Config.Disk":          "Permission check failed (/vms/300, VM.Config.Disk)",
+		"VM.Config.Memory":        "Permission check failed (/vms/300, VM.Config.Memory)",
+		"VM.Config.Network":       "Permission check failed (/vms/300, VM.Config.Network)",
+		"VM.Config.Options":       "Permission check failed (/vms/300, VM.Config.Options)",
+	}
+	createPrivilegesOneFewer(t, qmPermPrivs, want, "/nodes/pve01/qemu", qmCreateParams(300), "nodes/pve01/qemu-server/300.conf")
+}
+
+// VM.Allocate on the pool named by the create's pool parameter is enough;
+// without VM.Allocate anywhere, an existing VMID is answered with the 403
+// too: create_vm checks permissions before create_and_lock_config's
+// check_vmid_unused.
+func TestQemuCreateAllocateAlternatives(t *testing.T) {
+	s := startSim(t, simOpts{taskDuration: 10 * time.Millisecond})
+	admin := newClient(t, s, "pve01").labToken()
+	admin.call("POST", "/pools", url.Values{"poolid": {"tenant"}}).must(t, "create pool")
+	others := slices.DeleteFunc(slices.Clone(qmPermPrivs), func(p string) bool { return p == "VM.Allocate" })
+	id, secret, err := s.AddToken("pve01", TokenSpec{User: "root@pam", Name: "pool", Privsep: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, privs := range map[string][]string{"/": others, "/pool/tenant": {"VM.Allocate"}} {
+		if err := s.Grant("pve01", path, id, "priv:"+strings.Join(privs, ","), true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := newClient(t, s, "pve01").withToken(id, secret)
+	if r := c.call("POST", "/nodes/pve01/qemu", qmCreateParams(300)); r.status != 403 || r.reason != "Permission check failed" {
+		t.Errorf("without pool: %d %q, want 403 %q", r.status, r.reason, "Permission check failed")
+	}
+	p := qmCreateParams(300)
+	p.Set("pool", "tenant")
+	if st := mustTask(t, c, "POST", "/nodes/pve01/qemu", p); st["exitstatus"] != "OK" {
+		t.Fatalf("with VM.Allocate on the pool: %v", st)
+	}
+	// VM 300 is in the pool now, so its ACL reaches /vms/300: ask for 301,
+	// which exists (made by root) but is in no pool.
+	if st := mustTask(t, admin, "POST", "/nodes/pve01/qemu", url.Values{"vmid": {"301"}}); st["exitstatus"] != "OK" {
+		t.Fatalf("root's create: %v", st)
+	}
+	if r := c.call("POST", "/nodes/pve01/qemu", qmCreateParams(301)); r.status != 403 || r.reason != "Permission check failed" {
+		t.Errorf("existing VMID without VM.Allocate: %d %q, want 403 %q", r.status, r.reason, "Permission check failed")
+	}
+}

@@ -1,0 +1,62 @@
+package pvestorage
+
+import (
+	"regexp"
+	"testing"
+
+	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/pveapitest"
+)
+
+// The privileges pve_storage needs (the module's requirements), proven from
+// both sides against the lab's permission checks (the schema `permissions`
+// of /storage, /storage/{storage} and the node's storage content): a
+// privilege-separated token holding exactly these on / creates a storage
+// for the cluster, reruns without a change and removes it (state=absent
+// without force looks for guest volumes first, which takes Datastore.Audit:
+// K19, an empty list is no proof); with one fewer a step fails, its message
+// naming the privilege PVE refused, and changed says what the lab accepted.
+// PVE 8 and 9.
+var storagePrivs = []string{"Datastore.Allocate", "Datastore.Audit"}
+
+func TestDocumentedPrivilegesOneFewer(t *testing.T) {
+	steps := []struct {
+		name    string
+		args    map[string]any
+		changed bool
+	}{
+		{"create", zfsArgs(), true},
+		{"rerun", zfsArgs(), false},
+		{"absent", map[string]any{"storage": "nvme-vm", "state": "absent"}, true},
+	}
+	pveapitest.OneFewer(t, func(int) []string { return storagePrivs }, func(t *testing.T, v int, drop string, kept []string) {
+		w := newWorld(t, v)
+		id, secret := pveapitest.PrivsepToken(t, w.sim, "pve01", kept)
+		w.conn["api_token_id"], w.conn["api_token_secret"] = id, secret
+		for _, st := range steps {
+			w.sim.ResetRequests()
+			res := w.run(st.args, false)
+			if !failed(res) {
+				if res["changed"] != st.changed {
+					t.Fatalf("%s: changed %v, want %v", st.name, res["changed"], st.changed)
+				}
+				continue
+			}
+			if drop == "" {
+				t.Fatalf("%s with every documented privilege: %v", st.name, res["msg"])
+			}
+			named := regexp.MustCompile(`/[\w./-]*, ([\w.]+\|)*` + regexp.QuoteMeta(drop) + `\b`)
+			if !named.MatchString(pveapi.String(res["msg"])) {
+				t.Errorf("without %s: %s failed, the message does not name what PVE refused: %v", drop, st.name, res["msg"])
+			}
+			if accepted := pveapitest.Accepted(w.sim); res["changed"] != (len(accepted) > 0) {
+				t.Errorf("without %s: %s changed %v, the lab accepted %v", drop, st.name, res["changed"], accepted)
+			}
+			t.Logf("without %s: %s: %v", drop, st.name, res["msg"])
+			return
+		}
+		if drop != "" {
+			t.Errorf("without %s every step succeeded: the privilege is documented but not needed", drop)
+		}
+	})
+}
