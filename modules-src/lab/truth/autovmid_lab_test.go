@@ -62,6 +62,7 @@ type autoResult struct {
 func TestTruthTwoPlaysAutoVMIDLostAnswersPVE9(t *testing.T) { twoPlays(t, 9) }
 
 func twoPlays(t *testing.T, pve int) {
+	t.Parallel() // see suite
 	lab, bin := labtest.Start(t, pve, 1)
 	sim := lab.Sim()
 	if err := sim.AddGuest("pve01", template); err != nil {

@@ -75,6 +75,7 @@ func TestLabJoinerPredictsThroughPrimaryPVE9(t *testing.T) { joinerSuite(t, 9) }
 func TestLabJoinerPredictsThroughPrimaryPVE8(t *testing.T) { joinerSuite(t, 8) }
 
 func joinerSuite(t *testing.T, pve int) {
+	t.Parallel() // see suite
 	lab, bin := labtest.StartWith(t, pve, 3, func(o *labctl.Options) {
 		o.SimConfig = func(c *pvesim.Config) { c.ReplicationInterval, c.HADelay = time.Second, 300*time.Millisecond }
 	})

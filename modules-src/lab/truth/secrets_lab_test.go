@@ -246,6 +246,7 @@ func allowedCarrier(label string, r pvesim.Request, where string) bool {
 }
 
 func TestLabSecretsEveryModulePVE9(t *testing.T) {
+	t.Parallel() // see suite
 	lab, bin := labtest.Start(t, 9, 2)
 	sim := lab.Sim()
 	repo, _ := labctl.RepoRoot()

@@ -43,6 +43,7 @@ func TestSeed003ExamplePVE9(t *testing.T) { seed003(t, 9) }
 const ctTemplate = "/var/lib/vz/template/cache/debian-12-standard_12.7-1_amd64.tar.zst"
 
 func seed003(t *testing.T, pve int) {
+	t.Parallel() // see suite
 	lab, bin := labtest.StartWith(t, pve, 3, func(o *labctl.Options) {
 		o.SimConfig = func(c *pvesim.Config) {
 			c.ReplicationInterval, c.HADelay = time.Second, 300*time.Millisecond

@@ -37,6 +37,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gopve/proxmox/modules-src/lab/aptrepo"
 	"github.com/gopve/proxmox/modules-src/lab/labctl"
 	"github.com/gopve/proxmox/modules-src/lab/labtest"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim"
@@ -252,6 +253,11 @@ func (s *site) table(title string, predicted, real plan, writes map[string]int) 
 }
 
 func suite(t *testing.T, pve int) {
+	// This package's lab tests run side by side (each has its own lab):
+	// run one after another they were the longest package of `go test`
+	// by far (about 25 minutes), so CI waited on it alone at the end
+	// while the other core idled (issue 27 §3).
+	t.Parallel()
 	// Replication and the HA manager on short rounds: the ha phase waits
 	// for the first sync of each job (H1) and for the CRM.
 	lab, bin := labtest.StartWith(t, pve, 3, func(o *labctl.Options) {
@@ -297,6 +303,23 @@ func suite(t *testing.T, pve int) {
 	// there, on them.
 	if out, err := lab.SSH("pve02", "qm config 203"); err != nil || !strings.Contains(out, "scsi0: nvme-vm:vm-203-disk-0,size=4G") {
 		t.Errorf("fresh real run: VM 203 on pve02 (%v):\n%s", err, out)
+	}
+	// Every node where the base and zfs phases leave it (moved here from
+	// pvebase's playbook test, which played the same base.yml and zfs.yml
+	// with a check run, a real run and a rerun): on the repository's newer
+	// pve-manager (B2: the seed's upgrade left one node behind with a green
+	// recap), the pool mounted (Z5), the ARC limit for the next boot (B4).
+	r, err := aptrepo.ReleaseFor(pve)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range lab.Nodes() {
+		out, err := lab.SSH(n.Name, "pveversion; zfs get -H -o value mountpoint nvme-vm; cat /etc/modprobe.d/zfs.conf")
+		if err != nil || !strings.HasPrefix(out, "pve-manager/"+r.ManagerNew+"/") ||
+			!strings.Contains(out, "\n/nvme-vm\noptions zfs zfs_arc_max=4294967296\n") {
+			t.Errorf("fresh real run: %s is not on pve-manager %s with nvme-vm mounted and the ARC at 4 GiB (B2, Z5, B4; %v):\n%s",
+				n.Name, r.ManagerNew, err, out)
+		}
 	}
 
 	// Converged: nothing to change. (Check mode on a converged lab is
