@@ -71,13 +71,18 @@ roots: deps
 
 # Lab end-to-end tests start real nodes: a package can take several minutes
 # on a loaded 2-core machine, beyond go test's default 10-minute limit;
-# lab/truth, the longest (its tests run one after another), hit 30 minutes
-# once on a loaded machine (next to pve_clone's 100-VM scale run), so 45
-# leaves room without hiding a hang from CI's 90 minutes.
+# lab/truth, the longest, hit 30 minutes once on a loaded machine when its
+# tests ran one after another (they now run side by side), so 45 leaves
+# room without hiding a hang from CI's 90 minutes.
+# The lab tests take gopve and labtools from $$GOPVE_TEST_LABBIN, built here
+# once, instead of building both for each lab (lab/labtest, EnvPrebuilt).
 # hack/gotest-report.py prints what plain go test prints, then the slowest
 # tests: a CI log says where its time went. Its exit status is the run's.
 test-unit: roots
-	$(GO) test -json -count=1 -timeout 45m ./modules-src/... | python3 hack/gotest-report.py
+	@bins=$$(mktemp -d) && trap 'rm -rf "$$bins"' EXIT && \
+	CGO_ENABLED=0 $(GO) build -o "$$bins/gopve" ./modules-src/cmd/gopve && \
+	CGO_ENABLED=0 $(GO) build -o "$$bins/labtools" ./modules-src/cmd/labtools && \
+	GOPVE_TEST_LABBIN="$$bins" $(GO) test -json -count=1 -timeout 45m ./modules-src/... | python3 hack/gotest-report.py
 
 test-integration: deps
 	./tests/integration/run.sh

@@ -22,6 +22,30 @@ import (
 // NodeBinary is where Start installs the gopve binary on pve01.
 const NodeBinary = "/usr/local/bin/gopve-e2e"
 
+// EnvPrebuilt names a directory holding gopve and labtools built from this
+// tree (`make test-unit` builds them once, up front): lab tests then use
+// them instead of building both for every lab they start. Each build is a
+// `go` run and a link, about a CPU-second, and CI starts some eighty labs
+// on two cores (issue 27 §3).
+const EnvPrebuilt = "GOPVE_TEST_LABBIN"
+
+// prebuilt returns $GOPVE_TEST_LABBIN's gopve and labtools, or "" and ""
+// when it is not set; a set one without both binaries fails the test.
+func prebuilt(t *testing.T) (gopve, labtools string) {
+	t.Helper()
+	dir := os.Getenv(EnvPrebuilt)
+	if dir == "" {
+		return "", ""
+	}
+	gopve, labtools = filepath.Join(dir, "gopve"), filepath.Join(dir, "labtools")
+	for _, p := range []string{gopve, labtools} {
+		if fi, err := os.Stat(p); err != nil || fi.Mode()&0o111 == 0 {
+			t.Fatalf("$%s=%s: no executable %s (%v)", EnvPrebuilt, dir, filepath.Base(p), err)
+		}
+	}
+	return gopve, labtools
+}
+
 // Start starts a lab of n nodes running PVE pve, builds gopve from this tree
 // and installs it on pve01 at NodeBinary. It returns the lab (closed when the
 // test ends) and the local path of the binary. Lab tests need root and the
@@ -47,19 +71,22 @@ func StartWith(t *testing.T, pve, n int, adjust func(*labctl.Options)) (*labctl.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	tmp := t.TempDir()
-	tools, err := labctl.BuildLabtools(ctx, tmp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	repo, err := labctl.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(tmp, "gopve")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./modules-src/cmd/gopve")
-	build.Dir, build.Env = repo, append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building gopve: %v\n%s", err, out)
+	bin, tools := prebuilt(t)
+	if bin == "" {
+		var err error
+		if tools, err = labctl.BuildLabtools(ctx, tmp); err != nil {
+			t.Fatal(err)
+		}
+		repo, err := labctl.RepoRoot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		bin = filepath.Join(tmp, "gopve")
+		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./modules-src/cmd/gopve")
+		build.Dir, build.Env = repo, append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("building gopve: %v\n%s", err, out)
+		}
 	}
 	var log bytes.Buffer
 	opts := labctl.Options{Nodes: n, PVE: pve, Dir: filepath.Join(tmp, "lab"), Labtools: tools, Log: &log}
