@@ -51,6 +51,23 @@ func (s *Sim) postQemuCreate(rc *reqCtx) (any, error) {
 			return nil, errPerm(d)
 		}
 	}
+	// qemu-server 9.1.8 (commit bfdad557): adding the new VM to HA
+	// (ha-managed, in PVE 9's schema only) needs Sys.Console on /; 9.1.10
+	// (commit 5086f472): start=1 needs VM.PowerMgmt up front, as the worker
+	// starts the VM without vm_start's own check. PVE 8's qemu-server
+	// (stable-bookworm, 8.4.10) makes neither check.
+	if !isRootUser(rc.who) && s.cfg.Version != 8 {
+		if rc.boolean("ha-managed") {
+			if ok, d := checkFull(db, rc.who, "/", []string{"Sys.Console"}, false); !ok {
+				return nil, errPerm(d)
+			}
+		}
+		if rc.boolean("start") {
+			if err := vmCheck(db, rc.who, vmid, rc.str("pool"), []string{"VM.PowerMgmt"}, false); err != nil {
+				return nil, err
+			}
+		}
+	}
 	// Reconstruction of qemu-server src/PVE/API2/Qemu.pm create_vm: its
 	// schema says only `user => 'all'`, the handler asks
 	// `$rpcenv->check($authuser, "/vms/$vmid", ['VM.Allocate'], 1)`, else

@@ -34,10 +34,10 @@ import (
 //     ($check_drive_perms: VM.Config.Disk, VM.Config.CDROM, cloud-init's
 //     VM.Config.Cloudinit and VM.Config.CDROM) are not made.
 //   - create_vm's VM.Allocate (on /vms/<vmid>, else /pool/<pool>) is made
-//     (qemucreate.go, checkCreateAllocate); its Sys.Console on / for
-//     ha-managed and, in qemu-server master since 2026 (commit 5086f472),
-//     VM.PowerMgmt for start=1 are not. Clone's VM.Clone and VM.Allocate
-//     are the schema's check, which the lab evaluates for every call.
+//     (qemucreate.go, checkCreateAllocate), and on PVE 9 its Sys.Console on
+//     / for ha-managed (qemu-server 9.1.8) and VM.PowerMgmt for start=1
+//     (9.1.10). Clone's VM.Clone and VM.Allocate are the schema's check,
+//     which the lab evaluates for every call.
 
 var (
 	qmCPUOptions      = setOf("cores", "cpu", "runningcpu", "cpulimit", "cpuunits", "numa", "smp", "sockets", "vcpus")

@@ -75,3 +75,56 @@ func TestQemuCreateAllocateAlternatives(t *testing.T) {
 		t.Errorf("existing VMID without VM.Allocate: %d %q, want 403 %q", r.status, r.reason, "Permission check failed")
 	}
 }
+
+// PVE 9's create_vm asks Sys.Console on / when the new VM is to be HA
+// managed (qemu-server 9.1.8) and VM.PowerMgmt on it when it is to start
+// (9.1.10); PVE 8's (8.4.x) asks neither, and has no ha-managed parameter.
+func TestQemuCreateHAManagedAndStartPrivileges(t *testing.T) {
+	for _, pve := range []int{8, 9} {
+		t.Run(fmt.Sprintf("PVE%d", pve), func(t *testing.T) {
+			s := startSim(t, simOpts{version: pve, taskDuration: 10 * time.Millisecond})
+			id, secret, err := s.AddToken("pve01", TokenSpec{User: "root@pam", Name: "vmadmin", Privsep: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Grant("pve01", "/", id, "priv:"+strings.Join(qmPermPrivs, ","), true); err != nil {
+				t.Fatal(err)
+			}
+			c := newClient(t, s, "pve01").withToken(id, secret)
+			p := qmCreateParams(310)
+			p.Set("start", "1")
+			r := c.call("POST", "/nodes/pve01/qemu", p)
+			if pve == 8 {
+				if r.status != 200 {
+					t.Errorf("start=1 without VM.PowerMgmt on PVE 8: %d %q, want the create", r.status, r.reason)
+				}
+				if r := c.call("POST", "/nodes/pve01/qemu", url.Values{"vmid": {"311"}, "ha-managed": {"1"}}); r.status != 400 {
+					t.Errorf("ha-managed on PVE 8: %d %q, want 400 (not in its schema)", r.status, r.reason)
+				}
+				return
+			}
+			if want := "Permission check failed (/vms/310, VM.PowerMgmt)"; r.status != 403 || r.reason != want {
+				t.Errorf("start=1 without VM.PowerMgmt: %d %q, want 403 %q", r.status, r.reason, want)
+			}
+			p = qmCreateParams(311)
+			p.Set("ha-managed", "1")
+			if r := c.call("POST", "/nodes/pve01/qemu", p); r.status != 403 || r.reason != "Permission check failed (/, Sys.Console)" {
+				t.Errorf("ha-managed without Sys.Console: %d %q, want 403 %q", r.status, r.reason, "Permission check failed (/, Sys.Console)")
+			}
+			admin := newClient(t, s, "pve01").labToken()
+			for _, vmid := range []string{"310", "311"} {
+				if r := admin.call("GET", "/nodes/pve01/qemu/"+vmid+"/config", nil); r.status != 500 {
+					t.Errorf("VM %s after the refused create: %d, want no config (500)", vmid, r.status)
+				}
+			}
+			if err := s.Grant("pve01", "/", id, "priv:VM.PowerMgmt,Sys.Console", true); err != nil {
+				t.Fatal(err)
+			}
+			p = qmCreateParams(312)
+			p.Set("start", "1")
+			if st := mustTask(t, c, "POST", "/nodes/pve01/qemu", p); st["exitstatus"] != "OK" {
+				t.Errorf("start=1 with VM.PowerMgmt: %v", st)
+			}
+		})
+	}
+}
