@@ -156,6 +156,7 @@ options:
   node_status:
     description:
       - "Also return the storage's status on every node it applies to (one more API call per node)."
+      - "PVE shows a storage's status only with Datastore.Audit or Datastore.AllocateSpace on /storage/<storage>: without either, each node's entry holds PVE's refusal as its error and the task still succeeds."
     type: "bool"
     default: false
   nodes:

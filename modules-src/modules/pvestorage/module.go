@@ -82,7 +82,8 @@ func spec() ansible.Spec {
 			Description: []string{"On an existing storage, send the secrets the task gives (password, encryption_key, master_pubkey) even when they cannot be compared with what PVE holds: PVE keeps them under /etc/pve/priv/storage and shows at most a marker. The task then reports a change on every run; use it to rotate a password.",
 				"Without it, a secret that cannot be compared is left as it is, with a warning naming it. What can be compared is converged either way: the encryption key by its fingerprint, the master public key by the file /etc/pve/priv/storage/<storage>.master.pem when the module runs on a node of the cluster."}},
 		"node_status": {Type: ansible.TypeBool, Default: false,
-			Description: []string{"Also return the storage's status on every node it applies to (one more API call per node)."}},
+			Description: []string{"Also return the storage's status on every node it applies to (one more API call per node).",
+				"PVE shows a storage's status only with Datastore.Audit or Datastore.AllocateSpace on /storage/<storage>: without either, each node's entry holds PVE's refusal as its error and the task still succeeds."}},
 	}
 	for _, key := range allKeys() {
 		o := optSchemaAny(key)

@@ -60,3 +60,29 @@ func TestDocumentedPrivilegesOneFewer(t *testing.T) {
 		}
 	})
 }
+
+// node_status reads each node's storage status, which PVE shows only with
+// Datastore.Audit or Datastore.AllocateSpace on the storage (the option's
+// doc): a token with Datastore.Allocate alone still converges the storage,
+// and each node's entry carries PVE's refusal naming what it needs.
+func TestNodeStatusWithoutAuditNamesThePrivilege(t *testing.T) {
+	w := newWorld(t, 9)
+	id, secret := pveapitest.PrivsepToken(t, w.sim, "pve01", []string{"Datastore.Allocate"})
+	w.conn["api_token_id"], w.conn["api_token_secret"] = id, secret
+	args := zfsArgs()
+	args["node_status"] = true
+	res := w.run(args, false)
+	if failed(res) || res["changed"] != true {
+		t.Fatalf("create with node_status: changed %v, %v", res["changed"], res["msg"])
+	}
+	sts, _ := res["node_status"].(map[string]any)
+	if len(sts) == 0 {
+		t.Fatalf("node_status: %v, want an entry per node", res["node_status"])
+	}
+	for node, v := range sts {
+		st, _ := v.(map[string]any)
+		if msg := pveapi.String(st["error"]); !regexp.MustCompile(`Datastore\.Audit`).MatchString(msg) {
+			t.Errorf("node_status[%s] = %v, want PVE's refusal naming Datastore.Audit", node, v)
+		}
+	}
+}
