@@ -82,6 +82,9 @@ func (s *Sim) postQemuCreate(rc *reqCtx) (any, error) {
 	if err := checkVMModifyConfigPerm(db, rc.who, vmid, rc.str("pool"), slices.Sorted(maps.Keys(keys))); err != nil {
 		return nil, err
 	}
+	if err := checkVMCreateDevicePerm(db, rc.who, vmid, rc.str("pool"), keys); err != nil {
+		return nil, err
+	}
 	if err := checkBridgeAccess(db, rc.who, keys); err != nil {
 		return nil, err
 	}

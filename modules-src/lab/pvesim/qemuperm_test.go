@@ -128,3 +128,64 @@ func TestQemuCreateHAManagedAndStartPrivileges(t *testing.T) {
 		})
 	}
 }
+
+// create_vm's device checks (qemudevperm.go): a real serial port, USB or PCI
+// device is root's alone; a socket, spice or a mapping needs
+// VM.Config.HWType, a mapping also Mapping.Use on its /mapping path; a
+// custom CPU model Mapping.Use on /mapping/cpu/<name>. Nothing is created
+// when a check fails; root@pam passes them all, its API tokens do not.
+func TestQemuCreateDevicePermissions(t *testing.T) {
+	s := startSim(t, simOpts{taskDuration: 10 * time.Millisecond})
+	admin := newClient(t, s, "pve01").labToken()
+	id, secret, err := s.AddToken("pve01", TokenSpec{User: "root@pam", Name: "dev", Privsep: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Grant("pve01", "/", id, "priv:"+strings.Join(append(slices.Clone(qmPermPrivs), "VM.Config.HWType"), ","), true); err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, s, "pve01").withToken(id, secret)
+	vmid := 320
+	create := func(opt, val string) resp {
+		vmid++
+		p := url.Values{"vmid": {fmt.Sprint(vmid)}, opt: {val}}
+		return c.call("POST", "/nodes/pve01/qemu", p)
+	}
+	for _, tc := range []struct{ opt, val, want string }{
+		{"serial0", "/dev/ttyS0", "only root can set 'serial0' config for real devices"},
+		{"usb0", "host=1234:5678", "only root can set 'usb0' config for real devices"},
+		{"hostpci0", "0000:01:00.0", "only root can set 'hostpci0' config for non-mapped devices"},
+		{"usb1", "mapping=stick", "Permission check failed (/mapping/usb/stick, Mapping.Use)"},
+		{"hostpci1", "mapping=gpu", "Permission check failed (/mapping/pci/gpu, Mapping.Use)"},
+		{"cpu", "custom-fast", "Permission check failed (/mapping/cpu/fast, Mapping.Use)"},
+	} {
+		if r := create(tc.opt, tc.val); r.status < 400 || !strings.Contains(r.reason, tc.want) {
+			t.Errorf("%s=%s: %d %q, want a refusal %q", tc.opt, tc.val, r.status, r.reason, tc.want)
+		}
+		if r := admin.call("GET", fmt.Sprintf("/nodes/pve01/qemu/%d/config", vmid), nil); r.status != 500 {
+			t.Errorf("%s=%s: VM %d exists after the refused create (%d)", tc.opt, tc.val, vmid, r.status)
+		}
+	}
+	// With Mapping.Use, a mapped device and a socket need only the VM's
+	// VM.Config.HWType, which the token has (with the create's privileges).
+	if err := s.Grant("pve01", "/mapping", id, "priv:Mapping.Use", true); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ opt, val string }{{"serial0", "socket"}, {"usb0", "spice"}, {"usb1", "mapping=stick"}, {"cpu", "custom-fast"}} {
+		vmid++
+		p := url.Values{"vmid": {fmt.Sprint(vmid)}, tc.opt: {tc.val}}
+		if st := mustTask(t, c, "POST", "/nodes/pve01/qemu", p); st["exitstatus"] != "OK" {
+			t.Errorf("%s=%s with Mapping.Use: %v", tc.opt, tc.val, st)
+		}
+	}
+	// Only root@pam itself: its API tokens are other principals
+	// ($authuser eq 'root@pam' is false for root@pam!<token>).
+	vmid++
+	real := url.Values{"vmid": {fmt.Sprint(vmid)}, "serial0": {"/dev/ttyS0"}}
+	if r := admin.call("POST", "/nodes/pve01/qemu", real); r.status != 500 || !strings.Contains(r.reason, "only root can set 'serial0'") {
+		t.Errorf("root@pam's token, real serial port: %d %q, want 500 only root", r.status, r.reason)
+	}
+	if st := mustTask(t, newClient(t, s, "pve01").root(), "POST", "/nodes/pve01/qemu", real); st["exitstatus"] != "OK" {
+		t.Errorf("root@pam's real serial port: %v", st)
+	}
+}
