@@ -20,44 +20,19 @@ import (
 var storagePrivs = []string{"Datastore.Allocate", "Datastore.Audit"}
 
 func TestDocumentedPrivilegesOneFewer(t *testing.T) {
-	steps := []struct {
-		name    string
-		args    map[string]any
-		changed bool
-	}{
-		{"create", zfsArgs(), true},
-		{"rerun", zfsArgs(), false},
-		{"absent", map[string]any{"storage": "nvme-vm", "state": "absent"}, true},
-	}
 	pveapitest.OneFewer(t, func(int) []string { return storagePrivs }, func(t *testing.T, v int, drop string, kept []string) {
 		w := newWorld(t, v)
 		id, secret := pveapitest.PrivsepToken(t, w.sim, "pve01", kept)
 		w.conn["api_token_id"], w.conn["api_token_secret"] = id, secret
-		for _, st := range steps {
-			w.sim.ResetRequests()
-			res := w.run(st.args, false)
-			if !failed(res) {
-				if res["changed"] != st.changed {
-					t.Fatalf("%s: changed %v, want %v", st.name, res["changed"], st.changed)
-				}
-				continue
-			}
-			if drop == "" {
-				t.Fatalf("%s with every documented privilege: %v", st.name, res["msg"])
-			}
-			named := regexp.MustCompile(`/[\w./-]*, ([\w.]+\|)*` + regexp.QuoteMeta(drop) + `\b`)
-			if !named.MatchString(pveapi.String(res["msg"])) {
-				t.Errorf("without %s: %s failed, the message does not name what PVE refused: %v", drop, st.name, res["msg"])
-			}
-			if accepted := pveapitest.Accepted(w.sim); res["changed"] != (len(accepted) > 0) {
-				t.Errorf("without %s: %s changed %v, the lab accepted %v", drop, st.name, res["changed"], accepted)
-			}
-			t.Logf("without %s: %s: %v", drop, st.name, res["msg"])
-			return
+		run := func(args map[string]any) func() map[string]any {
+			return func() map[string]any { return w.run(args, false) }
 		}
-		if drop != "" {
-			t.Errorf("without %s every step succeeded: the privilege is documented but not needed", drop)
-		}
+		named := regexp.MustCompile(`/[\w./-]*, ([\w.]+\|)*` + regexp.QuoteMeta(drop) + `\b`)
+		pveapitest.StepsOneFewer(t, w.sim, drop, named, []pveapitest.Step{
+			{Name: "create", Changed: true, Run: run(zfsArgs())},
+			{Name: "rerun", Changed: false, Run: run(zfsArgs())},
+			{Name: "absent", Changed: true, Run: run(map[string]any{"storage": "nvme-vm", "state": "absent"})},
+		})
 	})
 }
 

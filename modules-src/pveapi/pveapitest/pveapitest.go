@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -194,6 +195,49 @@ func OneFewer(t *testing.T, privs func(v int) []string, fn func(t *testing.T, v 
 				fn(t, v, drop, kept)
 			})
 		}
+	}
+}
+
+// Step is one module run of a one-fewer proof: Run runs the module, and
+// when it succeeds it must report Changed.
+type Step struct {
+	Name    string
+	Changed bool
+	Run     func() map[string]any
+}
+
+// StepsOneFewer runs steps in order for OneFewer's drop against the lab s.
+// With every privilege (drop "") each step succeeds reporting its Changed.
+// Without one, the first step that fails must say what is missing (named
+// matches its message) and report changed exactly when the lab accepted a
+// write in that step; when every step succeeds without it, the privilege
+// is documented but not needed, and the test fails.
+func StepsOneFewer(t *testing.T, s *pvesim.Sim, drop string, named *regexp.Regexp, steps []Step) {
+	t.Helper()
+	for _, st := range steps {
+		s.ResetRequests()
+		res := st.Run()
+		msg := pveapi.String(res["msg"])
+		if res["failed"] != true {
+			if res["changed"] != st.Changed {
+				t.Fatalf("%s: changed %v, want %v: %s", st.Name, res["changed"], st.Changed, msg)
+			}
+			continue
+		}
+		if drop == "" {
+			t.Fatalf("%s with every documented privilege: %s", st.Name, msg)
+		}
+		if !named.MatchString(msg) {
+			t.Errorf("without %s: %s failed, the message does not name what PVE refused: %s", drop, st.Name, msg)
+		}
+		if accepted := Accepted(s); res["changed"] != (len(accepted) > 0) {
+			t.Errorf("without %s: %s changed %v, the lab accepted %v", drop, st.Name, res["changed"], accepted)
+		}
+		t.Logf("without %s: %s: %s", drop, st.Name, msg)
+		return
+	}
+	if drop != "" {
+		t.Errorf("without %s every step succeeded: the privilege is documented but not needed", drop)
 	}
 }
 
