@@ -102,6 +102,15 @@ func evalPerm(db *ConfigDB, who *principal, check []any, params map[string]any) 
 	return checkFull(db, who, p, privs, anyOf)
 }
 
+// rpcCheck is RPCEnvironment's check($user, $path, [$priv]) without noerr:
+// PVE's 403 naming path and privilege, or nil.
+func rpcCheck(db *ConfigDB, who *principal, path, priv string) error {
+	if ok, d := checkFull(db, who, path, []string{priv}, false); !ok {
+		return errPerm(d)
+	}
+	return nil
+}
+
 // checkFull is check (every privilege; the detail names the first one
 // missing) or check_any (one of them; the detail names all, "|"-joined).
 func checkFull(db *ConfigDB, who *principal, path string, privs []string, anyOf bool) (bool, string) {
@@ -219,8 +228,8 @@ func (s *Sim) getPermissions(rc *reqCtx) (any, error) {
 	}
 	user, _, isTok := strings.Cut(userid, "!")
 	if userid != authid && !(isTok && user == authid) {
-		if ok, d := checkFull(db, rc.who, "/access", []string{"Sys.Audit"}, false); !ok {
-			return nil, errPerm(d)
+		if err := rpcCheck(db, rc.who, "/access", "Sys.Audit"); err != nil {
+			return nil, err
 		}
 	}
 	out := map[string]any{}

@@ -267,8 +267,8 @@ func (s *Sim) putLxcResize(rc *reqCtx) (any, error) {
 		}
 		mp := &mountPoint{props: parseProps(v, "volume")}
 		if sid, _, ok := volumeID(mp.props.get("volume")); ok && !isRootUser(rc.who) {
-			if ok, d := checkFull(db, rc.who, "/storage/"+sid, []string{"Datastore.AllocateSpace"}, false); !ok {
-				return nil, nil, 0, errPerm(d)
+			if err := rpcCheck(db, rc.who, "/storage/"+sid, "Datastore.AllocateSpace"); err != nil {
+				return nil, nil, 0, err
 			}
 		}
 		vol, _, err := s.volumeLocked(node, mp.props.get("volume"))

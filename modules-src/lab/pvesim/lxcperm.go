@@ -121,8 +121,8 @@ func (s *Sim) checkCTVolumePerm(db *ConfigDB, who *principal, node string, vmid 
 		return errPerm(fmt.Sprintf("mount point type %s is only allowed for root@pam", typ))
 	}
 	if m := ctNewDiskRe.FindStringSubmatch(volid); m != nil {
-		if ok, d := checkFull(db, who, "/storage/"+m[1], []string{"Datastore.AllocateSpace"}, false); !ok {
-			return errPerm(d)
+		if err := rpcCheck(db, who, "/storage/"+m[1], "Datastore.AllocateSpace"); err != nil {
+			return err
 		}
 		return nil
 	}
@@ -202,13 +202,13 @@ func (s *Sim) checkCTCreatePerm(rc *reqCtx, unprivileged bool) error {
 	}
 	db := rc.db()
 	if s.cfg.Version >= 9 && !unprivileged {
-		if ok, d := checkFull(db, rc.who, "/", []string{"Sys.Modify"}, false); !ok {
-			return errPerm(d)
+		if err := rpcCheck(db, rc.who, "/", "Sys.Modify"); err != nil {
+			return err
 		}
 	}
 	if rc.boolean("ha-managed") {
-		if ok, d := checkFull(db, rc.who, "/", []string{"Sys.Console"}, false); !ok {
-			return errPerm(d)
+		if err := rpcCheck(db, rc.who, "/", "Sys.Console"); err != nil {
+			return err
 		}
 	}
 	return checkCreateAllocate(rc, false)
@@ -252,8 +252,8 @@ func checkVnetAccess(db *ConfigDB, who *principal, bridge, tag, trunks string) e
 		paths = append(paths, base)
 	}
 	for _, path := range paths {
-		if ok, d := checkFull(db, who, path, []string{"SDN.Use"}, false); !ok {
-			return errPerm(d)
+		if err := rpcCheck(db, who, path, "SDN.Use"); err != nil {
+			return err
 		}
 	}
 	return nil

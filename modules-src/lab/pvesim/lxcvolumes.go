@@ -61,8 +61,8 @@ func (s *Sim) ctCreateVolumes(rc *reqCtx, keys map[string]string) error {
 		case !st.hasContent("rootdir"):
 			return errParams(map[string]string{"storage": fmt.Sprintf("storage '%s' does not support container directories", sid)})
 		case !isRootUser(rc.who):
-			if ok, d := checkFull(db, rc.who, "/storage/"+sid, []string{"Datastore.AllocateSpace"}, false); !ok {
-				return errPerm(d)
+			if err := rpcCheck(db, rc.who, "/storage/"+sid, "Datastore.AllocateSpace"); err != nil {
+				return err
 			}
 		}
 	}

@@ -47,8 +47,8 @@ func (s *Sim) postQemuCreate(rc *reqCtx) (any, error) {
 	// create_vm's permission checks (qemuperm.go): the storage parameter,
 	// VM.Allocate, then the new disks, the options, the NICs' bridges.
 	if st := rc.str("storage"); st != "" && !isRootUser(rc.who) {
-		if ok, d := checkFull(db, rc.who, "/storage/"+st, []string{"Datastore.AllocateSpace"}, false); !ok {
-			return nil, errPerm(d)
+		if err := rpcCheck(db, rc.who, "/storage/"+st, "Datastore.AllocateSpace"); err != nil {
+			return nil, err
 		}
 	}
 	// qemu-server 9.1.8 (commit bfdad557): adding the new VM to HA
@@ -58,8 +58,8 @@ func (s *Sim) postQemuCreate(rc *reqCtx) (any, error) {
 	// (stable-bookworm, 8.4.10) makes neither check.
 	if !isRootUser(rc.who) && s.cfg.Version != 8 {
 		if rc.boolean("ha-managed") {
-			if ok, d := checkFull(db, rc.who, "/", []string{"Sys.Console"}, false); !ok {
-				return nil, errPerm(d)
+			if err := rpcCheck(db, rc.who, "/", "Sys.Console"); err != nil {
+				return nil, err
 			}
 		}
 		if rc.boolean("start") {

@@ -1,7 +1,6 @@
 package pvesim
 
 import (
-	"fmt"
 	"maps"
 	"regexp"
 	"slices"
@@ -28,12 +27,7 @@ func checkVMCreateDevicePerm(db *ConfigDB, who *principal, vmid int, pool string
 	if isRootUser(who) {
 		return nil
 	}
-	mapping := func(path string) error {
-		if ok, d := checkFull(db, who, path, []string{"Mapping.Use"}, false); !ok {
-			return errPerm(d)
-		}
-		return nil
-	}
+	mapping := func(path string) error { return rpcCheck(db, who, path, "Mapping.Use") }
 	for _, opt := range slices.Sorted(maps.Keys(conf)) {
 		v := conf[opt]
 		switch {
@@ -98,7 +92,7 @@ func checkVMCreateDevicePerm(db *ConfigDB, who *principal, vmid int, pool string
 			// $check_cpu_model_access: a custom model (custom-<name>) needs
 			// Mapping.Use on /mapping/cpu/<name>; the built-in ones are free.
 			if name, ok := strings.CutPrefix(parseProps(v, "cputype").get("cputype"), "custom-"); ok {
-				if err := mapping(fmt.Sprintf("/mapping/cpu/%s", name)); err != nil {
+				if err := mapping("/mapping/cpu/" + name); err != nil {
 					return err
 				}
 			}

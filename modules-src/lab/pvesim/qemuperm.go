@@ -113,8 +113,8 @@ func checkVMModifyConfigPerm(db *ConfigDB, who *principal, vmid int, pool string
 			return err
 		}
 		if opt == "startup" {
-			if ok, d := checkFull(db, who, "/", []string{"Sys.Modify"}, false); !ok {
-				return errPerm(d)
+			if err := rpcCheck(db, who, "/", "Sys.Modify"); err != nil {
+				return err
 			}
 		}
 	}
