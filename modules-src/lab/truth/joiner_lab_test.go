@@ -71,8 +71,13 @@ pve_ha_guests:
     state: stopped
 `
 
+// PVE 9 only (issue 27 §3, CI time: 140 s on PVE 8). Reading through the
+// primary is the same code on both versions; what differs, a node affinity
+// naming the joiner written as an HA group on PVE 8, is proven on both
+// versions in-process (pve_ha's TestCheckModeJoinerCountsAsMember and
+// TestCheckModeGuestNotYetCreated), and PVE 8's HA groups on a real site by
+// TestTruthSuitePVE8.
 func TestLabJoinerPredictsThroughPrimaryPVE9(t *testing.T) { joinerSuite(t, 9) }
-func TestLabJoinerPredictsThroughPrimaryPVE8(t *testing.T) { joinerSuite(t, 8) }
 
 func joinerSuite(t *testing.T, pve int) {
 	t.Parallel() // see suite

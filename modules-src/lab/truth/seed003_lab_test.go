@@ -34,7 +34,7 @@ import (
 // PVE 9 only (issue 27 §3, CI time: the chain took CI over four minutes
 // per version). Its parts on PVE 8 have tests of their own: the site's
 // fresh check and real run with an HA group (TestTruthSuitePVE8), the
-// container playbook (TestLabContainerPlaybookPVE8), HA's recovery from a
+// container module (pve_container's in-process tests on both versions), HA's recovery from a
 // powered-off node (TestLabHAPlaybookPVE8) and clone_then_migrate in the
 // module's tests.
 func TestSeed003ExamplePVE9(t *testing.T) { seed003(t, 9) }

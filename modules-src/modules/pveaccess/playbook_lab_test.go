@@ -169,8 +169,14 @@ func tokenWrites(t *testing.T, sim *pvesim.Sim, pve int, out string) {
 	}
 }
 
+// PVE 9 only (issue 27 §3, CI time: the PVE 8 run was CI's fourth
+// largest test, 237 s). What differs on PVE 8 is proven where it is cheap:
+// the token's privileges per version (PVE 8's replication writes take
+// Datastore.Allocate on /storage, PVE 9's VM.Replicate) by each module's
+// TestDocumentedPrivilegesOneFewer, which runs both versions against the
+// in-process simulator with exactly the documented set and with one fewer;
+// the site's phases on PVE 8, HA groups included, by TestTruthSuitePVE8.
 func TestLabSiteAccessTokenPVE9(t *testing.T) { testSiteAccessToken(t, 9) }
-func TestLabSiteAccessTokenPVE8(t *testing.T) { testSiteAccessToken(t, 8) }
 
 func testSiteAccessToken(t *testing.T, pve int) {
 	// Short guest clocks: the ha phase's first sync (H1) and HA start take

@@ -25,7 +25,7 @@ import (
 
 // PVE 8 only (issue 27 §3, CI time): on PVE 9 the same role over one
 // inventory host per VM, forks 10 and the bound of four, runs in
-// TestLabPlaybookScaleFiveNodesK13 (30 VMs), which also plays the typos;
+// TestLabPlaybookScaleFiveNodesK13 (20 VMs), which also plays the typos;
 // PVE 9's check run of the clone role is the truth suite's.
 func TestLabPlaybookPerHostPVE8(t *testing.T) { testPerHost(t, 8) }
 

@@ -46,8 +46,12 @@ pve_ha_guests:
   - {vmid: 200, type: ct, targets: [], wait_first_sync: false, node_affinity: {pve01: 100}}
 `
 
+// PVE 9 only (issue 27 §3, CI time): the playbook takes no version-dependent
+// path; pve_container's behaviour per version (the create, pct set, HA) is
+// proven on PVE 8 and 9 against the in-process simulator (module_test.go,
+// lifecycle_test.go), HA groups under the real playbook by
+// TestLabHAPlaybookPVE8.
 func TestLabContainerPlaybookPVE9(t *testing.T) { testContainerPlaybook(t, 9) }
-func TestLabContainerPlaybookPVE8(t *testing.T) { testContainerPlaybook(t, 8) }
 
 func testContainerPlaybook(t *testing.T, pve int) {
 	lab, bin := labtest.Start(t, pve, 2)

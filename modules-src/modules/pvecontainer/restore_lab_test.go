@@ -37,8 +37,11 @@ const labRestoreVars = `pve_container_cts:
     nets: {net0: {ip: 192.168.3.60/24, gw: 192.168.3.1}}
 `
 
+// PVE 9 only (issue 27 §3, CI time): the restore per version is proven in
+// restore_test.go on PVE 8 and 9 against the in-process simulator, and the
+// lab's own vzdump archive and restore on both by labctl's
+// TestLabCTBackupRestorePVE8/PVE9.
 func TestLabContainerRestorePlaybookPVE9(t *testing.T) { testContainerRestorePlaybook(t, 9) }
-func TestLabContainerRestorePlaybookPVE8(t *testing.T) { testContainerRestorePlaybook(t, 8) }
 
 func testContainerRestorePlaybook(t *testing.T, pve int) {
 	lab, bin := labtest.Start(t, pve, 2)

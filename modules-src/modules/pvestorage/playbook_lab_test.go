@@ -24,8 +24,11 @@ zfs_arc_max_gb: 4
 pve_cluster_primary: pve01
 `
 
+// PVE 9 only (issue 27 §3, CI time): the storage API the role drives is
+// the same on both versions, proven on PVE 8 and 9 in-process
+// (module_test.go), and the storage phase runs on a PVE 8 site under the
+// real playbook in TestTruthSuitePVE8.
 func TestLabPlaybookPVE9(t *testing.T) { testPlaybook(t, 9) }
-func TestLabPlaybookPVE8(t *testing.T) { testPlaybook(t, 8) }
 
 func testPlaybook(t *testing.T, pve int) {
 	lab, bin := labtest.Start(t, pve, 3)
