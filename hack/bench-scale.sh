@@ -5,7 +5,7 @@
 # It prints the requests per VM of each kind for each batch and the wall
 # times; it fails only on a wrong result (the test's checks: same cost per
 # VM for both batches, ≤ 3 reads per VM converged, every VM read back),
-# never on timings. `go test` (make test, CI) runs the same proof at 30 VMs.
+# never on timings. `go test` (make test, CI) runs the same proof at 20 VMs.
 #
 # BENCH_SCALE_VMS (100).
 set -euo pipefail
