@@ -2,6 +2,8 @@ package pvesim
 
 import (
 	"fmt"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 // PUT /access/acl: API2/ACL.pm update_acl. One or more roles for users,
@@ -25,7 +27,7 @@ func (s *Sim) putACL(rc *reqCtx) (any, error) {
 	propagate := !rc.has("propagate") || rc.boolean("propagate")
 	mine := permissions(db, s.cfg.Version, rc.who.full(), path)
 	return nil, s.lockUserCfg(db, "ACL update failed", func(a *Access) error {
-		for _, role := range splitList(rc.str("roles")) {
+		for _, role := range pvecommon.SplitList(rc.str("roles")) {
 			privs := roleDef(s.cfg.Version, a, role)
 			if privs == nil {
 				return fmt.Errorf("role '%s' does not exist", role)
@@ -80,13 +82,13 @@ func handOutCheck(mine map[string]bool, role string, privs map[string]bool, prop
 // tokens, each checked as update_acl checks them.
 func aclMembers(a *Access, rc *reqCtx) ([]string, error) {
 	var out []string
-	for _, g := range splitList(rc.str("groups")) {
+	for _, g := range pvecommon.SplitList(rc.str("groups")) {
 		if a.Groups[g] == nil {
 			return nil, fmt.Errorf("group '%s' does not exist", g)
 		}
 		out = append(out, "@"+g)
 	}
-	for _, u := range splitList(rc.str("users")) {
+	for _, u := range pvecommon.SplitList(rc.str("users")) {
 		if !userIDRe.MatchString(u) {
 			return nil, fmt.Errorf("value '%s' does not look like a valid user name", u)
 		}
@@ -95,7 +97,7 @@ func aclMembers(a *Access, rc *reqCtx) ([]string, error) {
 		}
 		out = append(out, u)
 	}
-	for _, t := range splitList(rc.str("tokens")) {
+	for _, t := range pvecommon.SplitList(rc.str("tokens")) {
 		m := tokenIDRe.FindStringSubmatch(t)
 		if m == nil {
 			return nil, fmt.Errorf("'%s' is not a valid token ID - not able to split into user and token parts", t)

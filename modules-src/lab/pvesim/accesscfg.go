@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 // user.cfg's access lines as pve-access-control writes and reads them
@@ -23,13 +25,13 @@ func renderAccessUsers(b *strings.Builder, a *Access) {
 	for _, id := range sortedKeys(a.Users) {
 		u := a.Users[id]
 		fmt.Fprintf(b, "user:%s:%d:%d:%s:%s:%s:%s:%s:\n", id, boolNum(!u.Disabled), u.Expire,
-			encodeText(u.Firstname), encodeText(u.Lastname), u.Email, encodeText(u.Comment), u.Keys)
+			pvecommon.EncodeText(u.Firstname), pvecommon.EncodeText(u.Lastname), u.Email, pvecommon.EncodeText(u.Comment), u.Keys)
 		for _, tid := range sortedKeys(a.Tokens) {
 			if owner, _, _ := strings.Cut(tid, "!"); owner != id {
 				continue
 			}
 			t := a.Tokens[tid]
-			fmt.Fprintf(b, "token:%s:%d:%d:%s:\n", tid, t.Expire, boolNum(t.Privsep), encodeText(t.Comment))
+			fmt.Fprintf(b, "token:%s:%d:%d:%s:\n", tid, t.Expire, boolNum(t.Privsep), pvecommon.EncodeText(t.Comment))
 		}
 	}
 }
@@ -38,7 +40,7 @@ func renderAccessGroups(b *strings.Builder, a *Access) {
 	for _, id := range sortedKeys(a.Groups) {
 		g := a.Groups[id]
 		members := slices.Sorted(slices.Values(g.Members))
-		fmt.Fprintf(b, "group:%s:%s:%s:\n", id, strings.Join(members, ","), encodeText(g.Comment))
+		fmt.Fprintf(b, "group:%s:%s:%s:\n", id, strings.Join(members, ","), pvecommon.EncodeText(g.Comment))
 	}
 }
 
@@ -140,8 +142,8 @@ func parseAccess(text, tokenCfg string, version int, old *Access) Access {
 			if !userIDRe.MatchString(f[1]) || err != nil {
 				continue
 			}
-			u := &User{ID: f[1], Disabled: f[2] == "" || f[2] == "0", Expire: exp, Firstname: decodeText(f[4]),
-				Lastname: decodeText(f[5]), Email: f[6], Comment: decodeText(f[7]), Keys: f[8]}
+			u := &User{ID: f[1], Disabled: f[2] == "" || f[2] == "0", Expire: exp, Firstname: pvecommon.DecodeText(f[4]),
+				Lastname: pvecommon.DecodeText(f[5]), Email: f[6], Comment: pvecommon.DecodeText(f[7]), Keys: f[8]}
 			if o := old.Users[u.ID]; o != nil {
 				u.Password = o.Password
 			}
@@ -154,7 +156,7 @@ func parseAccess(text, tokenCfg string, version int, old *Access) Access {
 				continue
 			}
 			privs := map[string]bool{}
-			for _, p := range splitList(f[2]) {
+			for _, p := range pvecommon.SplitList(f[2]) {
 				if privsOf(version).valid[p] {
 					privs[p] = true
 				}
@@ -175,8 +177,8 @@ func parseAccess(text, tokenCfg string, version int, old *Access) Access {
 			g = &Group{ID: f[1]}
 			a.Groups[f[1]] = g
 		}
-		g.Comment = decodeText(f[3])
-		for _, m := range splitList(f[2]) {
+		g.Comment = pvecommon.DecodeText(f[3])
+		for _, m := range pvecommon.SplitList(f[2]) {
 			if userIDRe.MatchString(m) && !slices.Contains(g.Members, m) {
 				g.Members = append(g.Members, m)
 			}
@@ -188,18 +190,18 @@ func parseAccess(text, tokenCfg string, version int, old *Access) Access {
 		if m == nil || err != nil || a.Users[m[1]] == nil {
 			continue
 		}
-		a.Tokens[f[1]] = &Token{ID: f[1], Secret: secrets[f[1]], Expire: exp, Privsep: f[3] != "" && f[3] != "0", Comment: decodeText(f[4])}
+		a.Tokens[f[1]] = &Token{ID: f[1], Secret: secrets[f[1]], Expire: exp, Privsep: f[3] != "" && f[3] != "0", Comment: pvecommon.DecodeText(f[4])}
 	}
 	for _, f := range aclLines {
 		path := normalizeACLPath(f[2])
 		if path == "" {
 			continue
 		}
-		for _, role := range splitList(f[4]) {
+		for _, role := range pvecommon.SplitList(f[4]) {
 			if roleDef(version, &a, role) == nil {
 				continue
 			}
-			for _, ug := range splitList(f[3]) {
+			for _, ug := range pvecommon.SplitList(f[3]) {
 				if strings.HasPrefix(ug, "!") || (strings.Contains(ug, "!") && a.Tokens[ug] == nil) {
 					continue
 				}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 // The schema's permission descriptions, evaluated as
@@ -64,7 +66,7 @@ func evalCheck(db *ConfigDB, who *principal, check []any, params map[string]any)
 
 func templateReplace(tmpl string, params map[string]any) string {
 	for k, v := range params {
-		tmpl = strings.ReplaceAll(tmpl, "{"+k+"}", paramString(v))
+		tmpl = strings.ReplaceAll(tmpl, "{"+k+"}", pvecommon.ParamString(v))
 	}
 	return tmpl
 }
@@ -144,7 +146,7 @@ func checkPermModify(db *ConfigDB, who *principal, path string) (bool, string) {
 }
 
 func evalUseridParam(db *ConfigDB, who *principal, check []any, params map[string]any) (bool, string) {
-	userid := paramString(params["userid"])
+	userid := pvecommon.ParamString(params["userid"])
 	sub, _ := check[1].(string)
 	switch sub {
 	case "self":
@@ -170,7 +172,7 @@ func evalUseridGroup(db *ConfigDB, who *principal, check []any, params map[strin
 			groupsParam, _ = check[i+1].(string)
 		}
 	}
-	userid := paramString(params["userid"])
+	userid := pvecommon.ParamString(params["userid"])
 	checkExisting := groupsParam != "create"
 	if checkExisting && db.Access.Users[userid] == nil {
 		return false, fmt.Sprintf("no such user ('%s')", userid)
@@ -186,7 +188,7 @@ func evalUseridGroup(db *ConfigDB, who *principal, check []any, params map[strin
 	}
 	joined := strings.Join(privs, "|")
 	if groupsParam != "" {
-		named := splitList(paramString(params["groups"]))
+		named := pvecommon.SplitList(pvecommon.ParamString(params["groups"]))
 		if len(named) == 0 {
 			return false, "/access/groups, " + joined
 		}
@@ -205,14 +207,6 @@ func evalUseridGroup(db *ConfigDB, who *principal, check []any, params map[strin
 		return false, permNoDetail
 	}
 	return true, ""
-}
-
-// splitList is PVE::Tools::split_list: items separated by commas, semicolons
-// or white space.
-func splitList(s string) []string {
-	return strings.FieldsFunc(s, func(r rune) bool {
-		return r == ',' || r == ';' || r == ' ' || r == '\t' || r == '\n' || r == '\x00'
-	})
 }
 
 // GET /access/permissions: the caller's (or an owned token's) privileges

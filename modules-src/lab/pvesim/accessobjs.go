@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 // Groups (API2/Group.pm), roles (API2/Role.pm) and ACL entries
@@ -109,7 +111,7 @@ var pveNamespace = regexp.MustCompile(`(?i)^PVE`)
 // addRolePrivs is add_role_privs: every privilege must be valid for the
 // version.
 func (s *Sim) addRolePrivs(a *Access, role, list string) error {
-	for _, p := range splitList(list) {
+	for _, p := range pvecommon.SplitList(list) {
 		if !privsOf(s.cfg.Version).valid[p] {
 			return fmt.Errorf("invalid privilege '%s'", p)
 		}

@@ -3,6 +3,8 @@ package pvesim
 import (
 	"fmt"
 	"strings"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 // API tokens (User.pm token methods, TokenConfig.pm): the secret is a UUID
@@ -100,7 +102,7 @@ func (s *Sim) putToken(rc *reqCtx) (any, error) {
 		if rc.has("comment") {
 			t.Comment = rc.str("comment")
 		}
-		for _, k := range splitList(rc.str("delete")) {
+		for _, k := range pvecommon.SplitList(rc.str("delete")) {
 			if k != "comment" {
 				return errParams(map[string]string{"delete": fmt.Sprintf("unknown option '%s'", k)})
 			}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 // /access/users and /access/users/{userid}/token: pve-access-control
@@ -186,7 +188,7 @@ func (s *Sim) getUser(rc *reqCtx) (any, error) {
 
 // setUserGroups adds user to each group of list; a missing one dies.
 func (a *Access) setUserGroups(user, list string) error {
-	for _, g := range splitList(list) {
+	for _, g := range pvecommon.SplitList(list) {
 		grp := a.Groups[g]
 		if grp == nil {
 			return fmt.Errorf("no such group '%s'", g)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/corosync"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 // NodeInfo is a snapshot of one node as a client sees it.
@@ -188,7 +189,7 @@ func (s *Sim) Grant(node, path, ugid, role string, propagate bool) error {
 	}
 	s.readFilesLocked(db)
 	if list, ok := strings.CutPrefix(role, "priv:"); ok {
-		privs := splitList(list)
+		privs := pvecommon.SplitList(list)
 		set := map[string]bool{}
 		for _, p := range privs {
 			if !privsOf(s.cfg.Version).valid[p] {
