@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
@@ -39,7 +40,7 @@ func errParams(errs map[string]string) *APIError {
 }
 
 func errPerm(detail string) *APIError {
-	if detail == permNoDetail {
+	if detail == access.PermNoDetail {
 		return errStatus(403, "Permission check failed") // raise_perm_exc()
 	}
 	return errStatus(403, "Permission check failed (%s)", detail)

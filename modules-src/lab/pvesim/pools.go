@@ -140,6 +140,26 @@ func (s *Sim) sortedPools(db *ConfigDB) []string {
 	return slices.Sorted(maps.Keys(db.Pools))
 }
 
+// poolsOf lists, sorted, the pools with path among their members (a guest
+// "/vms/N" or a storage "/storage/ID"): the pools whose ACLs
+// $compile_acl_path adds on path (access.Env).
+func (db *ConfigDB) poolsOf(path string) []string {
+	var out []string
+	for _, id := range sortedKeys(db.Pools) {
+		member := false
+		for _, m := range db.Pools[id].Members {
+			typ, mid, _ := strings.Cut(m, "/")
+			if (typ == "storage" && path == "/storage/"+mid) || (typ != "storage" && path == "/vms/"+mid) {
+				member = true
+			}
+		}
+		if member {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 // GET /pools[?poolid=]: pools without Pool.Audit are left out (K19).
 func (s *Sim) getPools(rc *reqCtx) (any, error) {
 	db := rc.db()
