@@ -3,8 +3,8 @@ package pvesim
 import (
 	"fmt"
 
+	"github.com/gopve/proxmox/modules-src/lab/pveschema"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
-	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 // PUT /access/acl: API2/ACL.pm update_acl. One or more roles for users,
@@ -28,7 +28,7 @@ func (s *Sim) putACL(rc *reqCtx) (any, error) {
 	propagate := !rc.has("propagate") || rc.boolean("propagate")
 	mine := access.Env{Access: &db.Access, Version: s.cfg.Version, PoolsOf: db.poolsOf}.Permissions(rc.who.full(), path)
 	return nil, s.lockUserCfg(db, "ACL update failed", func(a *access.Config) error {
-		for _, role := range pvecommon.SplitList(rc.str("roles")) {
+		for _, role := range pveschema.SplitList(rc.str("roles")) {
 			privs := a.RolePrivs(s.cfg.Version, role)
 			if privs == nil {
 				return fmt.Errorf("role '%s' does not exist", role)
@@ -83,13 +83,13 @@ func handOutCheck(mine map[string]bool, role string, privs map[string]bool, prop
 // tokens, each checked as update_acl checks them.
 func aclMembers(a *access.Config, rc *reqCtx) ([]string, error) {
 	var out []string
-	for _, g := range pvecommon.SplitList(rc.str("groups")) {
+	for _, g := range pveschema.SplitList(rc.str("groups")) {
 		if a.Groups[g] == nil {
 			return nil, fmt.Errorf("group '%s' does not exist", g)
 		}
 		out = append(out, "@"+g)
 	}
-	for _, u := range pvecommon.SplitList(rc.str("users")) {
+	for _, u := range pveschema.SplitList(rc.str("users")) {
 		if !access.ValidUserID(u) {
 			return nil, fmt.Errorf("value '%s' does not look like a valid user name", u)
 		}
@@ -98,7 +98,7 @@ func aclMembers(a *access.Config, rc *reqCtx) ([]string, error) {
 		}
 		out = append(out, u)
 	}
-	for _, t := range pvecommon.SplitList(rc.str("tokens")) {
+	for _, t := range pveschema.SplitList(rc.str("tokens")) {
 		user, name, ok := access.SplitTokenID(t)
 		if !ok {
 			return nil, fmt.Errorf("'%s' is not a valid token ID - not able to split into user and token parts", t)

@@ -7,8 +7,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gopve/proxmox/modules-src/lab/pveschema"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
-	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 // Groups (API2/Group.pm), roles (API2/Role.pm) and ACL entries
@@ -112,7 +112,7 @@ var pveNamespace = regexp.MustCompile(`(?i)^PVE`)
 // addRolePrivs is add_role_privs: every privilege must be valid for the
 // version.
 func (s *Sim) addRolePrivs(a *access.Config, role, list string) error {
-	for _, p := range pvecommon.SplitList(list) {
+	for _, p := range pveschema.SplitList(list) {
 		if !access.ValidPrivilege(s.cfg.Version, p) {
 			return fmt.Errorf("invalid privilege '%s'", p)
 		}

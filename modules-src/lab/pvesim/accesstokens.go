@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gopve/proxmox/modules-src/lab/pveschema"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
-	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 // API tokens (User.pm token methods, TokenConfig.pm): the secret is a UUID
@@ -92,7 +92,7 @@ func (s *Sim) putToken(rc *reqCtx) (any, error) {
 		if rc.has("comment") {
 			t.Comment = rc.str("comment")
 		}
-		for _, k := range pvecommon.SplitList(rc.str("delete")) {
+		for _, k := range pveschema.SplitList(rc.str("delete")) {
 			if k != "comment" {
 				return errParams(map[string]string{"delete": fmt.Sprintf("unknown option '%s'", k)})
 			}

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gopve/proxmox/modules-src/lab/pveschema"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/corosync"
-	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 // NodeInfo is a snapshot of one node as a client sees it.
@@ -190,7 +190,7 @@ func (s *Sim) Grant(node, path, ugid, role string, propagate bool) error {
 	}
 	s.readFilesLocked(db)
 	if list, ok := strings.CutPrefix(role, "priv:"); ok {
-		privs := pvecommon.SplitList(list)
+		privs := pveschema.SplitList(list)
 		set := map[string]bool{}
 		for _, p := range privs {
 			if !access.ValidPrivilege(s.cfg.Version, p) {

@@ -24,7 +24,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+	"github.com/gopve/proxmox/modules-src/lab/pveschema"
 )
 
 // Config is the user.cfg/token.cfg part of a DB.
@@ -146,7 +146,7 @@ func (a *Config) UserGroups(user string) []string {
 
 // SetUserGroups adds user to each group of list; a missing one dies.
 func (a *Config) SetUserGroups(user, list string) error {
-	for _, g := range pvecommon.SplitList(list) {
+	for _, g := range pveschema.SplitList(list) {
 		grp := a.Groups[g]
 		if grp == nil {
 			return fmt.Errorf("no such group '%s'", g)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gopve/proxmox/modules-src/lab/pveschema"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
@@ -174,7 +175,7 @@ func (e Env) evalUseridGroup(authid string, check []any, params map[string]any) 
 	}
 	joined := strings.Join(privs, "|")
 	if groupsParam != "" {
-		named := pvecommon.SplitList(pvecommon.ParamString(params["groups"]))
+		named := pveschema.SplitList(pvecommon.ParamString(params["groups"]))
 		if len(named) == 0 {
 			return false, "/access/groups, " + joined
 		}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gopve/proxmox/modules-src/lab/pveschema"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
@@ -158,7 +159,7 @@ func Parse(text, tokenCfg string, version int, old *Config) Config {
 				continue
 			}
 			privs := map[string]bool{}
-			for _, p := range pvecommon.SplitList(f[2]) {
+			for _, p := range pveschema.SplitList(f[2]) {
 				if ValidPrivilege(version, p) {
 					privs[p] = true
 				}
@@ -180,7 +181,7 @@ func Parse(text, tokenCfg string, version int, old *Config) Config {
 			a.Groups[f[1]] = g
 		}
 		g.Comment = pvecommon.DecodeText(f[3])
-		for _, m := range pvecommon.SplitList(f[2]) {
+		for _, m := range pveschema.SplitList(f[2]) {
 			if userIDRe.MatchString(m) && !slices.Contains(g.Members, m) {
 				g.Members = append(g.Members, m)
 			}
@@ -199,11 +200,11 @@ func Parse(text, tokenCfg string, version int, old *Config) Config {
 		if path == "" {
 			continue
 		}
-		for _, role := range pvecommon.SplitList(f[4]) {
+		for _, role := range pveschema.SplitList(f[4]) {
 			if a.RolePrivs(version, role) == nil {
 				continue
 			}
-			for _, ug := range pvecommon.SplitList(f[3]) {
+			for _, ug := range pveschema.SplitList(f[3]) {
 				if strings.HasPrefix(ug, "!") || (strings.Contains(ug, "!") && a.Tokens[ug] == nil) {
 					continue
 				}

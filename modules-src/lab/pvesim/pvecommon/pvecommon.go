@@ -1,6 +1,6 @@
 // Package pvecommon holds the few pve-common helpers more than one of the
-// simulator's packages follows: PVE::Tools split_list, encode_text and
-// decode_text, and a request parameter as Perl sees it. It sits below
+// simulator's packages follows: PVE::Tools encode_text and decode_text, and
+// a request parameter as Perl sees it (split_list is pveschema.SplitList). It sits below
 // pvesim and its backends (access, …), so each can use them without
 // importing another (issue 27 §1).
 package pvecommon
@@ -13,16 +13,10 @@ import (
 	"strings"
 )
 
-// SplitList is PVE::Tools::split_list: items separated by commas, semicolons
-// or white space.
-func SplitList(s string) []string {
-	return strings.FieldsFunc(s, func(r rune) bool {
-		return r == ',' || r == ';' || r == ' ' || r == '\t' || r == '\n' || r == '\x00'
-	})
-}
-
-// EncodeText is pve-common ParseUtils.pm encode_text: every byte of the
+// EncodeText is pve-common PVE::Tools encode_text: every byte of the
 // UTF-8 text outside 0x20–0x7e, and ':' and '%', as %XX (uri_escape).
+// Reconstruction: PVE's unsafe set ("^\x20-\x39\x3b-\x7e") leaves '%'
+// as it is; the lab escapes it, which decode_text reads back the same.
 func EncodeText(s string) string {
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
