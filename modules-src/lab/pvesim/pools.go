@@ -237,17 +237,13 @@ func (s *Sim) postPool(rc *reqCtx) (any, error) {
 // message ("403 Permission check failed (...)": PVE::Exception stringify
 // puts the code first).
 func permModifyLocked(db *ConfigDB, who *principal, path string) error {
-	privs := []string{"Permissions.Modify"}
-	switch {
-	case strings.HasPrefix(path, "/storage/"):
-		privs = append(privs, "Datastore.Allocate")
-	case strings.HasPrefix(path, "/vms/"):
-		privs = append(privs, "VM.Allocate")
-	}
-	if who == nil || hasPriv(db, who, path, privs, true) {
+	if who == nil {
 		return nil
 	}
-	return fmt.Errorf("403 Permission check failed (%s, %s)", path, strings.Join(privs, "|"))
+	if ok, detail := rpcEnv(db, who).CheckPermModify(who.full(), path); !ok {
+		return fmt.Errorf("403 Permission check failed (%s)", detail)
+	}
+	return nil
 }
 
 // PUT /pools?poolid= and the deprecated PUT /pools/{poolid}: update_pool.
