@@ -2,6 +2,9 @@ package pvesim
 
 import (
 	"fmt"
+
+	"github.com/gopve/proxmox/modules-src/lab/pveschema"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
 )
 
 // PUT /access/acl: API2/ACL.pm update_acl. One or more roles for users,
@@ -16,17 +19,17 @@ func (s *Sim) putACL(rc *reqCtx) (any, error) {
 		return nil, errParams(map[string]string{"users": msg, "groups": msg, "tokens": msg})
 	}
 	raw := rc.str("path")
-	path := normalizeACLPath(raw)
+	path := access.NormalizePath(raw)
 	del := rc.boolean("delete")
-	if path == "" || (!del && !validACLPath.MatchString(path)) {
+	if path == "" || (!del && !access.ValidPath(path)) {
 		return nil, errParams(map[string]string{"path": fmt.Sprintf("invalid ACL path '%s'", raw)})
 	}
 	db := rc.db()
 	propagate := !rc.has("propagate") || rc.boolean("propagate")
-	mine := permissions(db, s.cfg.Version, rc.who.full(), path)
-	return nil, s.lockUserCfg(db, "ACL update failed", func(a *Access) error {
-		for _, role := range splitList(rc.str("roles")) {
-			privs := roleDef(s.cfg.Version, a, role)
+	mine := access.Env{Access: &db.Access, Version: s.cfg.Version, PoolsOf: db.poolsOf}.Permissions(rc.who.full(), path)
+	return nil, s.lockUserCfg(db, "ACL update failed", func(a *access.Config) error {
+		for _, role := range pveschema.SplitList(rc.str("roles")) {
+			privs := a.RolePrivs(s.cfg.Version, role)
 			if privs == nil {
 				return fmt.Errorf("role '%s' does not exist", role)
 			}
@@ -39,9 +42,9 @@ func (s *Sim) putACL(rc *reqCtx) (any, error) {
 			}
 			for _, m := range members {
 				if del {
-					a.deleteACL(path, m, role)
+					a.DeleteACL(path, m, role)
 				} else {
-					a.setACL(ACLEntry{Path: path, UGID: m, Role: role, Propagate: propagate})
+					a.SetACL(access.ACLEntry{Path: path, UGID: m, Role: role, Propagate: propagate})
 				}
 			}
 		}
@@ -78,16 +81,16 @@ func handOutCheck(mine map[string]bool, role string, privs map[string]bool, prop
 
 // aclMembers are the ugids of the request's groups ("@g"), users and
 // tokens, each checked as update_acl checks them.
-func aclMembers(a *Access, rc *reqCtx) ([]string, error) {
+func aclMembers(a *access.Config, rc *reqCtx) ([]string, error) {
 	var out []string
-	for _, g := range splitList(rc.str("groups")) {
+	for _, g := range pveschema.SplitList(rc.str("groups")) {
 		if a.Groups[g] == nil {
 			return nil, fmt.Errorf("group '%s' does not exist", g)
 		}
 		out = append(out, "@"+g)
 	}
-	for _, u := range splitList(rc.str("users")) {
-		if !userIDRe.MatchString(u) {
+	for _, u := range pveschema.SplitList(rc.str("users")) {
+		if !access.ValidUserID(u) {
 			return nil, fmt.Errorf("value '%s' does not look like a valid user name", u)
 		}
 		if a.Users[u] == nil {
@@ -95,16 +98,16 @@ func aclMembers(a *Access, rc *reqCtx) ([]string, error) {
 		}
 		out = append(out, u)
 	}
-	for _, t := range splitList(rc.str("tokens")) {
-		m := tokenIDRe.FindStringSubmatch(t)
-		if m == nil {
+	for _, t := range pveschema.SplitList(rc.str("tokens")) {
+		user, name, ok := access.SplitTokenID(t)
+		if !ok {
 			return nil, fmt.Errorf("'%s' is not a valid token ID - not able to split into user and token parts", t)
 		}
-		if a.Users[m[1]] == nil {
-			return nil, fmt.Errorf("no such user ('%s')", m[1])
+		if a.Users[user] == nil {
+			return nil, fmt.Errorf("no such user ('%s')", user)
 		}
 		if a.Tokens[t] == nil {
-			return nil, fmt.Errorf("no such token '%s' for user '%s'", m[2], m[1])
+			return nil, fmt.Errorf("no such token '%s' for user '%s'", name, user)
 		}
 		out = append(out, t)
 	}

@@ -6,6 +6,9 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/gopve/proxmox/modules-src/lab/pveschema"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
 )
 
 // Groups (API2/Group.pm), roles (API2/Role.pm) and ACL entries
@@ -42,18 +45,18 @@ func (s *Sim) getGroup(rc *reqCtx) (any, error) {
 
 func (s *Sim) postGroup(rc *reqCtx) (any, error) {
 	id := rc.str("groupid")
-	return nil, s.lockUserCfg(rc.db(), "create group failed", func(a *Access) error {
+	return nil, s.lockUserCfg(rc.db(), "create group failed", func(a *access.Config) error {
 		if a.Groups[id] != nil {
 			return fmt.Errorf("group '%s' already exists", id)
 		}
-		a.Groups[id] = &Group{ID: id, Comment: rc.str("comment")}
+		a.Groups[id] = &access.Group{ID: id, Comment: rc.str("comment")}
 		return nil
 	})
 }
 
 func (s *Sim) putGroup(rc *reqCtx) (any, error) {
 	id := rc.str("groupid")
-	return nil, s.lockUserCfg(rc.db(), "update group failed", func(a *Access) error {
+	return nil, s.lockUserCfg(rc.db(), "update group failed", func(a *access.Config) error {
 		g := a.Groups[id]
 		if g == nil {
 			return fmt.Errorf("group '%s' does not exist", id)
@@ -67,12 +70,12 @@ func (s *Sim) putGroup(rc *reqCtx) (any, error) {
 
 func (s *Sim) deleteGroup(rc *reqCtx) (any, error) {
 	id := rc.str("groupid")
-	return nil, s.lockUserCfg(rc.db(), "delete group failed", func(a *Access) error {
+	return nil, s.lockUserCfg(rc.db(), "delete group failed", func(a *access.Config) error {
 		if a.Groups[id] == nil {
 			return fmt.Errorf("group '%s' does not exist", id)
 		}
 		delete(a.Groups, id)
-		a.ACL = slices.DeleteFunc(a.ACL, func(e ACLEntry) bool { return e.UGID == "@"+id })
+		a.ACL = slices.DeleteFunc(a.ACL, func(e access.ACLEntry) bool { return e.UGID == "@"+id })
 		return nil
 	})
 }
@@ -80,12 +83,12 @@ func (s *Sim) deleteGroup(rc *reqCtx) (any, error) {
 // GET /access/roles: the version's special roles and the custom ones.
 func (s *Sim) getRoles(rc *reqCtx) (any, error) {
 	a := &rc.db().Access
-	ids := append(sortedKeys(privsOf(s.cfg.Version).special), sortedKeys(a.Roles)...)
+	ids := append(sortedKeys(access.SpecialRoles(s.cfg.Version)), sortedKeys(a.Roles)...)
 	sort.Strings(ids)
 	out := []map[string]any{}
 	for _, id := range slices.Compact(ids) {
-		_, special := privsOf(s.cfg.Version).special[id]
-		out = append(out, map[string]any{"roleid": id, "privs": strings.Join(sortedKeys(roleDef(s.cfg.Version, a, id)), ","),
+		special := access.IsSpecialRole(s.cfg.Version, id)
+		out = append(out, map[string]any{"roleid": id, "privs": strings.Join(sortedKeys(a.RolePrivs(s.cfg.Version, id)), ","),
 			"special": boolNum(special)})
 	}
 	return out, nil
@@ -93,7 +96,7 @@ func (s *Sim) getRoles(rc *reqCtx) (any, error) {
 
 func (s *Sim) getRole(rc *reqCtx) (any, error) {
 	id := rc.str("roleid")
-	privs := roleDef(s.cfg.Version, &rc.db().Access, id)
+	privs := rc.db().Access.RolePrivs(s.cfg.Version, id)
 	if privs == nil {
 		return nil, fmt.Errorf("role '%s' does not exist", id)
 	}
@@ -108,9 +111,9 @@ var pveNamespace = regexp.MustCompile(`(?i)^PVE`)
 
 // addRolePrivs is add_role_privs: every privilege must be valid for the
 // version.
-func (s *Sim) addRolePrivs(a *Access, role, list string) error {
-	for _, p := range splitList(list) {
-		if !privsOf(s.cfg.Version).valid[p] {
+func (s *Sim) addRolePrivs(a *access.Config, role, list string) error {
+	for _, p := range pveschema.SplitList(list) {
+		if !access.ValidPrivilege(s.cfg.Version, p) {
 			return fmt.Errorf("invalid privilege '%s'", p)
 		}
 		a.Roles[role][p] = true
@@ -123,8 +126,8 @@ func (s *Sim) postRole(rc *reqCtx) (any, error) {
 	if pveNamespace.MatchString(id) {
 		return nil, errParams(map[string]string{"roleid": "cannot use role ID starting with the (case-insensitive) 'PVE' namespace"})
 	}
-	return nil, s.lockUserCfg(rc.db(), "create role failed", func(a *Access) error {
-		if roleDef(s.cfg.Version, a, id) != nil {
+	return nil, s.lockUserCfg(rc.db(), "create role failed", func(a *access.Config) error {
+		if a.RolePrivs(s.cfg.Version, id) != nil {
 			return fmt.Errorf("role '%s' already exists", id)
 		}
 		a.Roles[id] = map[string]bool{}
@@ -134,10 +137,10 @@ func (s *Sim) postRole(rc *reqCtx) (any, error) {
 
 func (s *Sim) putRole(rc *reqCtx) (any, error) {
 	id := rc.str("roleid")
-	if _, special := privsOf(s.cfg.Version).special[id]; special {
+	if access.IsSpecialRole(s.cfg.Version, id) {
 		return nil, fmt.Errorf("auto-generated role '%s' cannot be modified", id)
 	}
-	return nil, s.lockUserCfg(rc.db(), "update role failed", func(a *Access) error {
+	return nil, s.lockUserCfg(rc.db(), "update role failed", func(a *access.Config) error {
 		if a.Roles[id] == nil {
 			return fmt.Errorf("role '%s' does not exist", id)
 		}
@@ -152,15 +155,15 @@ func (s *Sim) putRole(rc *reqCtx) (any, error) {
 // parse_user_config does ("ignore invalid acl role").
 func (s *Sim) deleteRole(rc *reqCtx) (any, error) {
 	id := rc.str("roleid")
-	if _, special := privsOf(s.cfg.Version).special[id]; special {
+	if access.IsSpecialRole(s.cfg.Version, id) {
 		return nil, fmt.Errorf("auto-generated role '%s' cannot be deleted", id)
 	}
-	return nil, s.lockUserCfg(rc.db(), "delete role failed", func(a *Access) error {
+	return nil, s.lockUserCfg(rc.db(), "delete role failed", func(a *access.Config) error {
 		if a.Roles[id] == nil {
 			return fmt.Errorf("role '%s' does not exist", id)
 		}
 		delete(a.Roles, id)
-		a.ACL = slices.DeleteFunc(a.ACL, func(e ACLEntry) bool { return e.Role == id })
+		a.ACL = slices.DeleteFunc(a.ACL, func(e access.ACLEntry) bool { return e.Role == id })
 		return nil
 	})
 }
@@ -172,10 +175,10 @@ func (s *Sim) getACL(rc *reqCtx) (any, error) {
 	audit := hasPriv(db, rc.who, "/access", []string{"Sys.Audit"}, false)
 	out := []map[string]any{}
 	entries := slices.Clone(db.Access.ACL)
-	slices.SortStableFunc(entries, func(x, y ACLEntry) int { return aclPathCmp(x.Path, y.Path) })
+	slices.SortStableFunc(entries, func(x, y access.ACLEntry) int { return access.ACLPathCmp(x.Path, y.Path) })
 	for _, e := range entries {
 		if !audit {
-			if ok, _ := checkPermModify(db, rc.who, normalizeACLPath(e.Path)); !ok {
+			if ok, _ := rpcEnv(db, rc.who).CheckPermModify(rc.who.full(), access.NormalizePath(e.Path)); !ok {
 				continue
 			}
 		}
@@ -185,7 +188,7 @@ func (s *Sim) getACL(rc *reqCtx) (any, error) {
 		} else if strings.Contains(e.UGID, "!") {
 			typ = "token"
 		}
-		out = append(out, map[string]any{"path": normalizeACLPath(e.Path), "type": typ, "ugid": ugid,
+		out = append(out, map[string]any{"path": access.NormalizePath(e.Path), "type": typ, "ugid": ugid,
 			"roleid": e.Role, "propagate": boolNum(e.Propagate)})
 	}
 	return out, nil

@@ -3,21 +3,13 @@ package pvesim
 import (
 	"fmt"
 	"strings"
+
+	"github.com/gopve/proxmox/modules-src/lab/pveschema"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
 )
 
 // API tokens (User.pm token methods, TokenConfig.pm): the secret is a UUID
 // written to priv/token.cfg and returned once, by the creation.
-
-func (s *Sim) tokenOf(a *Access, user, name string) (*Token, error) {
-	if a.Users[user] == nil {
-		return nil, fmt.Errorf("no such user ('%s')", user)
-	}
-	t := a.Tokens[user+"!"+name]
-	if t == nil {
-		return nil, fmt.Errorf("no such token '%s' for user '%s'", name, user)
-	}
-	return t, nil
-}
 
 func (s *Sim) getTokens(rc *reqCtx) (any, error) {
 	db := rc.db()
@@ -37,7 +29,7 @@ func (s *Sim) getTokens(rc *reqCtx) (any, error) {
 }
 
 func (s *Sim) getToken(rc *reqCtx) (any, error) {
-	t, err := s.tokenOf(&rc.db().Access, rc.str("userid"), rc.str("tokenid"))
+	t, err := rc.db().Access.TokenOf(rc.str("userid"), rc.str("tokenid"))
 	if err != nil {
 		return nil, err
 	}
@@ -56,12 +48,12 @@ func (s *Sim) postToken(rc *reqCtx) (any, error) {
 		return nil, errParams(map[string]string{"tokenid": "Token already exists."})
 	}
 	id := user + "!" + name
-	var tok *Token
-	err := s.lockUserCfg(db, "generating token failed", func(a *Access) error {
+	var tok *access.Token
+	err := s.lockUserCfg(db, "generating token failed", func(a *access.Config) error {
 		if a.Tokens[id] != nil {
 			return dieError("Token already exists.")
 		}
-		tok = &Token{ID: id, Secret: newUUID(), Privsep: !rc.has("privsep") || rc.boolean("privsep"),
+		tok = &access.Token{ID: id, Secret: newUUID(), Privsep: !rc.has("privsep") || rc.boolean("privsep"),
 			Expire: int64(rc.integer("expire", 0)), Comment: rc.str("comment")}
 		a.Tokens[id] = tok
 		return nil
@@ -82,12 +74,12 @@ func (s *Sim) postToken(rc *reqCtx) (any, error) {
 func (s *Sim) putToken(rc *reqCtx) (any, error) {
 	db := rc.db()
 	user, name := rc.str("userid"), rc.str("tokenid")
-	if _, err := s.tokenOf(&db.Access, user, name); err != nil {
+	if _, err := db.Access.TokenOf(user, name); err != nil {
 		return nil, err
 	}
 	var out map[string]any
-	err := s.lockUserCfg(db, "updating token info failed", func(a *Access) error {
-		t, err := s.tokenOf(a, user, name)
+	err := s.lockUserCfg(db, "updating token info failed", func(a *access.Config) error {
+		t, err := a.TokenOf(user, name)
 		if err != nil {
 			return err
 		}
@@ -100,7 +92,7 @@ func (s *Sim) putToken(rc *reqCtx) (any, error) {
 		if rc.has("comment") {
 			t.Comment = rc.str("comment")
 		}
-		for _, k := range splitList(rc.str("delete")) {
+		for _, k := range pveschema.SplitList(rc.str("delete")) {
 			if k != "comment" {
 				return errParams(map[string]string{"delete": fmt.Sprintf("unknown option '%s'", k)})
 			}
@@ -115,11 +107,11 @@ func (s *Sim) putToken(rc *reqCtx) (any, error) {
 func (s *Sim) deleteToken(rc *reqCtx) (any, error) {
 	db := rc.db()
 	user, name := rc.str("userid"), rc.str("tokenid")
-	if _, err := s.tokenOf(&db.Access, user, name); err != nil {
+	if _, err := db.Access.TokenOf(user, name); err != nil {
 		return nil, err
 	}
-	return nil, s.lockUserCfg(db, "deleting token failed", func(a *Access) error {
-		if _, err := s.tokenOf(a, user, name); err != nil {
+	return nil, s.lockUserCfg(db, "deleting token failed", func(a *access.Config) error {
+		if _, err := a.TokenOf(user, name); err != nil {
 			return err
 		}
 		delete(a.Tokens, user+"!"+name)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
 )
 
 // /access/users and /access/users/{userid}/token: pve-access-control
@@ -43,11 +45,11 @@ func (s *Sim) accessHandlers() map[string]handlerFunc {
 // lockUserCfg runs change on a copy of db's access data and commits it
 // only when change succeeds (a die leaves user.cfg as it was); errors
 // carry errmsg as lock_user_config prefixes them.
-func (s *Sim) lockUserCfg(db *ConfigDB, errmsg string, change func(a *Access) error) error {
+func (s *Sim) lockUserCfg(db *ConfigDB, errmsg string, change func(a *access.Config) error) error {
 	if aerr := s.cfsWriteLocked(db, "user.cfg", errmsg); aerr != nil {
 		return aerr
 	}
-	a := db.Access.clone()
+	a := db.Access.Clone()
 	if err := change(&a); err != nil {
 		var aerr *APIError
 		if errors.As(err, &aerr) && aerr.Status == 400 {
@@ -61,46 +63,8 @@ func (s *Sim) lockUserCfg(db *ConfigDB, errmsg string, change func(a *Access) er
 	return nil
 }
 
-// clone is a deep copy of the access data.
-func (a *Access) clone() Access {
-	out := Access{Users: map[string]*User{}, Tokens: map[string]*Token{}, Groups: map[string]*Group{},
-		Roles: map[string]map[string]bool{}, ACL: slices.Clone(a.ACL)}
-	for k, u := range a.Users {
-		c := *u
-		out.Users[k] = &c
-	}
-	for k, t := range a.Tokens {
-		c := *t
-		out.Tokens[k] = &c
-	}
-	for k, g := range a.Groups {
-		c := *g
-		c.Members = slices.Clone(g.Members)
-		out.Groups[k] = &c
-	}
-	for k, r := range a.Roles {
-		c := map[string]bool{}
-		for p := range r {
-			c[p] = true
-		}
-		out.Roles[k] = c
-	}
-	return out
-}
-
-// userGroups lists the groups user is a member of, sorted.
-func (a *Access) userGroups(user string) []string {
-	var out []string
-	for _, g := range sortedKeys(a.Groups) {
-		if a.inGroup(g, user) {
-			out = append(out, g)
-		}
-	}
-	return out
-}
-
 // userData is User.pm $extract_user_data.
-func (a *Access) userData(u *User, full bool) map[string]any {
+func userData(a *access.Config, u *access.User, full bool) map[string]any {
 	e := map[string]any{"enable": boolNum(!u.Disabled), "expire": u.Expire}
 	for k, v := range map[string]string{"firstname": u.Firstname, "lastname": u.Lastname, "email": u.Email,
 		"comment": u.Comment, "keys": u.Keys} {
@@ -109,7 +73,7 @@ func (a *Access) userData(u *User, full bool) map[string]any {
 		}
 	}
 	if full {
-		e["groups"] = append([]string{}, a.userGroups(u.ID)...)
+		e["groups"] = append([]string{}, a.UserGroups(u.ID)...)
 		tokens := map[string]any{}
 		for id, t := range a.Tokens {
 			if owner, name, _ := strings.Cut(id, "!"); owner == u.ID {
@@ -121,7 +85,7 @@ func (a *Access) userData(u *User, full bool) map[string]any {
 	return e
 }
 
-func tokenInfo(t *Token) map[string]any {
+func tokenInfo(t *access.Token) map[string]any {
 	e := map[string]any{"privsep": boolNum(t.Privsep), "expire": t.Expire}
 	if t.Comment != "" {
 		e["comment"] = t.Comment
@@ -153,7 +117,7 @@ func (s *Sim) getUsers(rc *reqCtx) (any, error) {
 		if rc.has("enabled") && rc.boolean("enabled") == u.Disabled {
 			continue
 		}
-		e := db.Access.userData(u, rc.boolean("full"))
+		e := userData(&db.Access, u, rc.boolean("full"))
 		if g, ok := e["groups"].([]string); ok {
 			e["groups"] = strings.Join(g, ",")
 		}
@@ -181,52 +145,26 @@ func (s *Sim) getUser(rc *reqCtx) (any, error) {
 	if u == nil {
 		return nil, fmt.Errorf("no such user ('%s')", rc.str("userid"))
 	}
-	return db.Access.userData(u, true), nil
-}
-
-// setUserGroups adds user to each group of list; a missing one dies.
-func (a *Access) setUserGroups(user, list string) error {
-	for _, g := range splitList(list) {
-		grp := a.Groups[g]
-		if grp == nil {
-			return fmt.Errorf("no such group '%s'", g)
-		}
-		if !slices.Contains(grp.Members, user) {
-			grp.Members = append(grp.Members, user)
-		}
-	}
-	return nil
-}
-
-// storePassword is domain_set_password: the realm must exist (the lab's
-// domains.cfg has pam and pve). Reconstruction: a pam realm runs usermod
-// on the node in PVE; the lab keeps it, as if the system user existed.
-func storePassword(u *User, password string) error {
-	_, realm, _ := strings.Cut(u.ID, "@")
-	if realm != "pam" && realm != "pve" {
-		return fmt.Errorf("auth domain '%s' does not exist", realm)
-	}
-	u.Password = password
-	return nil
+	return userData(&db.Access, u, true), nil
 }
 
 func (s *Sim) postUser(rc *reqCtx) (any, error) {
 	db := rc.db()
 	id := rc.str("userid")
-	return nil, s.lockUserCfg(db, "create user failed", func(a *Access) error {
+	return nil, s.lockUserCfg(db, "create user failed", func(a *access.Config) error {
 		if a.Users[id] != nil {
 			return fmt.Errorf("user '%s' already exists", id)
 		}
-		u := &User{ID: id}
+		u := &access.User{ID: id}
 		if rc.has("password") {
-			if err := storePassword(u, rc.str("password")); err != nil {
+			if err := access.StorePassword(u, rc.str("password")); err != nil {
 				return err
 			}
 		}
 		u.Disabled = rc.has("enable") && !rc.boolean("enable")
 		u.Expire = int64(rc.integer("expire", 0))
 		a.Users[id] = u
-		if err := a.setUserGroups(id, rc.str("groups")); err != nil {
+		if err := a.SetUserGroups(id, rc.str("groups")); err != nil {
 			return err
 		}
 		u.Firstname, u.Lastname, u.Email = rc.str("firstname"), rc.str("lastname"), rc.str("email")
@@ -238,7 +176,7 @@ func (s *Sim) postUser(rc *reqCtx) (any, error) {
 func (s *Sim) putUser(rc *reqCtx) (any, error) {
 	db := rc.db()
 	id := rc.str("userid")
-	return nil, s.lockUserCfg(db, "update user failed", func(a *Access) error {
+	return nil, s.lockUserCfg(db, "update user failed", func(a *access.Config) error {
 		u := a.Users[id]
 		if u == nil {
 			return fmt.Errorf("no such user ('%s')", id)
@@ -254,7 +192,7 @@ func (s *Sim) putUser(rc *reqCtx) (any, error) {
 				g.Members = slices.DeleteFunc(g.Members, func(m string) bool { return m == id })
 			}
 		}
-		if err := a.setUserGroups(id, rc.str("groups")); err != nil {
+		if err := a.SetUserGroups(id, rc.str("groups")); err != nil {
 			return err
 		}
 		for k, f := range map[string]*string{"firstname": &u.Firstname, "lastname": &u.Lastname, "email": &u.Email,
@@ -273,7 +211,7 @@ func (s *Sim) putUser(rc *reqCtx) (any, error) {
 func (s *Sim) deleteUser(rc *reqCtx) (any, error) {
 	db := rc.db()
 	id := rc.str("userid")
-	return nil, s.lockUserCfg(db, "delete user failed", func(a *Access) error {
+	return nil, s.lockUserCfg(db, "delete user failed", func(a *access.Config) error {
 		if a.Users[id] == nil {
 			// Reconstruction: delete_user does not check; the realm
 			// plugin's delete_user of a missing pve user dies like this.
@@ -288,7 +226,7 @@ func (s *Sim) deleteUser(rc *reqCtx) (any, error) {
 		for _, g := range a.Groups {
 			g.Members = slices.DeleteFunc(g.Members, func(m string) bool { return m == id })
 		}
-		a.ACL = slices.DeleteFunc(a.ACL, func(e ACLEntry) bool {
+		a.ACL = slices.DeleteFunc(a.ACL, func(e access.ACLEntry) bool {
 			owner, _, _ := strings.Cut(e.UGID, "!")
 			return e.UGID == id || owner == id
 		})
@@ -302,11 +240,11 @@ func (s *Sim) deleteUser(rc *reqCtx) (any, error) {
 // is not modelled.
 func (s *Sim) putPassword(rc *reqCtx) (any, error) {
 	id := rc.str("userid")
-	return nil, s.lockUserCfg(rc.db(), "change password failed", func(a *Access) error {
+	return nil, s.lockUserCfg(rc.db(), "change password failed", func(a *access.Config) error {
 		u := a.Users[id]
 		if u == nil {
 			return fmt.Errorf("no such user ('%s')", id)
 		}
-		return storePassword(u, rc.str("password"))
+		return access.StorePassword(u, rc.str("password"))
 	})
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gopve/proxmox/modules-src/lab/pveschema"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/corosync"
 )
 
@@ -149,11 +151,11 @@ func (s *Sim) AddToken(node string, spec TokenSpec) (id, secret string, err erro
 		return "", "", &BadRequestError{Msg: fmt.Sprintf("token needs user@realm and a name (got %q, %q)", spec.User, spec.Name)}
 	}
 	if db.Access.Users[spec.User] == nil {
-		db.Access.Users[spec.User] = &User{ID: spec.User}
+		db.Access.Users[spec.User] = &access.User{ID: spec.User}
 	}
 	id = spec.User + "!" + spec.Name
 	secret = newUUID()
-	db.Access.Tokens[id] = &Token{ID: id, Secret: secret, Privsep: spec.Privsep}
+	db.Access.Tokens[id] = &access.Token{ID: id, Secret: secret, Privsep: spec.Privsep}
 	s.saveLocked()
 	return id, secret, nil
 }
@@ -170,7 +172,7 @@ func (s *Sim) AddUser(node, user, password string) error {
 		return &NotFoundError{Msg: fmt.Sprintf("no node %q in this lab", node)}
 	}
 	s.readFilesLocked(db)
-	db.Access.Users[user] = &User{ID: user, Password: password}
+	db.Access.Users[user] = &access.User{ID: user, Password: password}
 	s.saveLocked()
 	return nil
 }
@@ -188,28 +190,28 @@ func (s *Sim) Grant(node, path, ugid, role string, propagate bool) error {
 	}
 	s.readFilesLocked(db)
 	if list, ok := strings.CutPrefix(role, "priv:"); ok {
-		privs := splitList(list)
+		privs := pveschema.SplitList(list)
 		set := map[string]bool{}
 		for _, p := range privs {
-			if !privsOf(s.cfg.Version).valid[p] {
+			if !access.ValidPrivilege(s.cfg.Version, p) {
 				return &BadRequestError{Msg: fmt.Sprintf("invalid privilege '%s' (PVE %d)", p, s.cfg.Version)}
 			}
 			set[p] = true
 		}
-		role = labRoleName(sortedKeys(set))
+		role = access.LabRoleName(sortedKeys(set))
 		if db.Access.Roles == nil {
 			db.Access.Roles = map[string]map[string]bool{}
 		}
 		db.Access.Roles[role] = set
 	}
-	if roleDef(s.cfg.Version, &db.Access, role) == nil {
+	if db.Access.RolePrivs(s.cfg.Version, role) == nil {
 		return &BadRequestError{Msg: fmt.Sprintf("unknown role %q (use a PVE role such as PVEAuditor, or \"priv:A,B\")", role)}
 	}
-	p := normalizeACLPath(path)
+	p := access.NormalizePath(path)
 	if p == "" {
 		return &BadRequestError{Msg: fmt.Sprintf("invalid ACL path '%s'", path)}
 	}
-	db.Access.setACL(ACLEntry{Path: p, UGID: ugid, Role: role, Propagate: propagate})
+	db.Access.SetACL(access.ACLEntry{Path: p, UGID: ugid, Role: role, Propagate: propagate})
 	s.saveLocked()
 	return nil
 }

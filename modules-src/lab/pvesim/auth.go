@@ -1,12 +1,12 @@
 package pvesim
 
 import (
-	"crypto/subtle"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
 )
 
 // principal is who a request runs as.
@@ -21,7 +21,7 @@ type principal struct {
 	// the lab token the stand-in authenticates with.
 	CLI bool
 	// ver is the lab's PVE major version: the built-in roles and valid
-	// privileges differ between 8 and 9 (accessprivs.go).
+	// privileges differ between 8 and 9 (access/privs.go).
 	ver int
 }
 
@@ -69,7 +69,7 @@ func (s *Sim) authenticate(db *ConfigDB, r *http.Request) (*principal, string) {
 			return nil, "invalid token value!"
 		}
 		user, name, _ := strings.Cut(id, "!")
-		if msg := verifyToken(db, id, secret, time.Now()); msg != "" {
+		if msg := db.Access.VerifyToken(id, secret, time.Now()); msg != "" {
 			return nil, msg
 		}
 		return &principal{User: user, TokenID: name, CLI: user == "root@pam" && r.Header.Get(CLIHeader) != "", ver: s.cfg.Version}, ""
@@ -82,68 +82,29 @@ func (s *Sim) authenticate(db *ConfigDB, r *http.Request) (*principal, string) {
 	if !ok {
 		return nil, "invalid ticket"
 	}
-	if msg := checkUserEnabled(db, user, time.Now()); msg != "" {
+	if msg := db.Access.CheckUserEnabled(user, time.Now()); msg != "" {
 		return nil, msg
 	}
 	return &principal{User: user, Ticket: true, ver: s.cfg.Version}, ""
 }
 
-// verifyToken is AccessControl.pm verify_token: a well-formed token id of
-// an enabled, unexpired user, a token that exists and has not expired, and
-// its secret; "" when valid, else the 401 reason.
-func verifyToken(db *ConfigDB, id, secret string, now time.Time) string {
-	if !tokenIDRe.MatchString(id) {
-		return fmt.Sprintf("'%s' is not a valid token ID - not able to split into user and token parts", id)
-	}
-	user, name, _ := strings.Cut(id, "!")
-	if msg := checkUserEnabled(db, user, now); msg != "" {
-		return msg
-	}
-	tok := db.Access.Tokens[id]
-	if tok == nil {
-		return fmt.Sprintf("no such token '%s' for user '%s'", name, user)
-	}
-	if tok.Expire != 0 && tok.Expire < now.Unix() {
-		return fmt.Sprintf("token '%s' access expired", name)
-	}
-	if subtle.ConstantTimeCompare([]byte(tok.Secret), []byte(secret)) != 1 {
-		return "invalid token value!"
-	}
-	return ""
+// rpcEnv is the RPCEnvironment who's checks run in: db's access data and
+// pools, the lab's PVE version (package access evaluates them).
+func rpcEnv(db *ConfigDB, who *principal) access.Env {
+	return access.Env{Access: &db.Access, Version: who.ver, PoolsOf: db.poolsOf}
 }
 
-// checkUserEnabled is AccessControl.pm check_user_enabled.
-func checkUserEnabled(db *ConfigDB, user string, now time.Time) string {
-	u := db.Access.Users[user]
-	switch {
-	case u == nil:
-		return fmt.Sprintf("no such user ('%s')", user)
-	case u.Disabled:
-		return fmt.Sprintf("user '%s' is disabled", user)
-	case u.Expire != 0 && u.Expire < now.Unix():
-		return fmt.Sprintf("user '%s' access expired", user)
-	}
-	return ""
-}
-
-// privileges returns the privileges who has on path (a set), as
-// RPCEnvironment::permissions computes them (accessperm.go; K19: a
+// hasPriv tells whether who has every privilege of privs on path, or, with
+// any, one of them, as RPCEnvironment::permissions computes them (K19: a
 // privilege-separated token only gets what both it and its user have).
-func privileges(db *ConfigDB, who *principal, path string) map[string]bool {
-	return permissions(db, who.ver, who.full(), normalizeACLPath(path))
+func hasPriv(db *ConfigDB, who *principal, path string, privs []string, any bool) bool {
+	return rpcEnv(db, who).HasPriv(who.full(), path, privs, any)
 }
 
-func hasPriv(db *ConfigDB, who *principal, path string, privs []string, any bool) bool {
-	have := privileges(db, who, path)
-	for _, p := range privs {
-		if have[p] && any {
-			return true
-		}
-		if !have[p] && !any {
-			return false
-		}
-	}
-	return !any
+// checkFull is check (every privilege; the detail names the first one
+// missing) or check_any (one of them; the detail names all, "|"-joined).
+func checkFull(db *ConfigDB, who *principal, path string, privs []string, anyOf bool) (bool, string) {
+	return rpcEnv(db, who).CheckFull(who.full(), path, privs, anyOf)
 }
 
 // checkPermissions evaluates a schema `permissions` description. It returns
@@ -168,9 +129,9 @@ func checkPermissions(db *ConfigDB, who *principal, raw json.RawMessage, params 
 		return "" // check_api2_permissions: root@pam passes every check
 	}
 	if len(perms.Check) == 0 {
-		return permNoDetail
+		return access.PermNoDetail
 	}
-	ok, detail := evalCheck(db, who, perms.Check, params)
+	ok, detail := rpcEnv(db, who).EvalCheck(who.full(), perms.Check, params)
 	if ok {
 		return ""
 	}

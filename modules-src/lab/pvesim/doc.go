@@ -23,6 +23,13 @@
 // has its own DB; a join replaces the joiner's DB by the cluster's, which is
 // why its local storage.cfg, tokens and tickets vanish (S1, Z7).
 //
+// PVE knowledge that needs no Sim lives in packages below this one, each
+// naming the PVE source it follows (issue 27 §1): access (pve-access-control:
+// users, tokens, groups, roles and ACLs, user.cfg and token.cfg, the
+// privileges per version, permission evaluation and the schema's checks;
+// the access*.go handlers, their lock and persistence stay here), corosync,
+// nodecert, vzdump, and pvecommon (the pve-common helpers they share).
+//
 // Every ConfigDB is also a directory, <Dir>/pvesim/etc-pve/<db id>/, laid
 // out as PVE's /etc/pve (etcpve.go): the lab mounts it as the members'
 // /etc/pve (modules-src/lab/pmxcfs), the simulator writes storage.cfg,

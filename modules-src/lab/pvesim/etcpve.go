@@ -62,7 +62,7 @@ func (s *Sim) writeFilesLocked(db *ConfigDB) error {
 	files := map[string][]byte{
 		"storage.cfg":    []byte(renderStorageCfg(db)),
 		"user.cfg":       []byte(renderUserCfg(db, s.cfg.Version)),
-		"priv/token.cfg": []byte(renderTokenCfg(db)),
+		"priv/token.cfg": []byte(db.Access.RenderTokenCfg()),
 	}
 	if db.Corosync != nil {
 		files["corosync.conf"] = []byte(corosync.Render(db.Corosync))

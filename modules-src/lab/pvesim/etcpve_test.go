@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 // agree checks that node's /etc/pve files and its API say the same thing:
@@ -27,7 +29,7 @@ func agree(t *testing.T, s *Sim, c *apiClient, node, after string) {
 	for id, st := range parsed {
 		m := map[string]string{"type": st.Type}
 		for k, v := range st.Options {
-			m[k] = paramString(v)
+			m[k] = pvecommon.ParamString(v)
 		}
 		fromFile[id] = m
 	}
@@ -37,7 +39,7 @@ func agree(t *testing.T, s *Sim, c *apiClient, node, after string) {
 		m := map[string]string{}
 		for k, v := range e {
 			if k != "digest" && k != "storage" {
-				m[k] = paramString(v)
+				m[k] = pvecommon.ParamString(v)
 			}
 		}
 		fromAPI[fmt.Sprint(e["storage"])] = m

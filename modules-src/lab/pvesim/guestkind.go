@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
 )
 
 // guestKind is what differs between a VM and a container on the paths they
@@ -106,7 +108,7 @@ func dropFromPoolsLocked(db *ConfigDB, _ guestKind, vmid int) {
 		p.Members = slices.DeleteFunc(p.Members, func(m string) bool { n, ok := memberVMID(m); return ok && n == vmid })
 	}
 	path := fmt.Sprintf("/vms/%d", vmid)
-	db.Access.ACL = slices.DeleteFunc(db.Access.ACL, func(a ACLEntry) bool {
+	db.Access.ACL = slices.DeleteFunc(db.Access.ACL, func(a access.ACLEntry) bool {
 		return a.Path == path || strings.HasPrefix(a.Path, path+"/")
 	})
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 // APIError is an error answer as PVE renders it: the status line's reason
@@ -38,7 +40,7 @@ func errParams(errs map[string]string) *APIError {
 }
 
 func errPerm(detail string) *APIError {
-	if detail == permNoDetail {
+	if detail == access.PermNoDetail {
 		return errStatus(403, "Permission check failed") // raise_perm_exc()
 	}
 	return errStatus(403, "Permission check failed (%s)", detail)
@@ -60,7 +62,7 @@ func (rc *reqCtx) str(k string) string {
 	if !ok {
 		return ""
 	}
-	return paramString(v)
+	return pvecommon.ParamString(v)
 }
 
 func (rc *reqCtx) has(k string) bool { _, ok := rc.params[k]; return ok }
@@ -73,7 +75,7 @@ func (rc *reqCtx) boolean(k string) bool {
 	if b, ok := v.(bool); ok {
 		return b
 	}
-	return paramString(v) == "1"
+	return pvecommon.ParamString(v) == "1"
 }
 
 func (rc *reqCtx) integer(k string, def int) int {
@@ -362,7 +364,7 @@ func (s *Sim) dispatch(node string, table map[string]handlerFunc, m *pveschema.M
 	}
 	target := node
 	if m.ProxyTo != "" {
-		if t := paramString(params[m.ProxyTo]); t != "" && t != node {
+		if t := pvecommon.ParamString(params[m.ProxyTo]); t != "" && t != node {
 			if aerr := s.proxyCheckLocked(node, t); aerr != nil {
 				return 0, nil, who, aerr
 			}

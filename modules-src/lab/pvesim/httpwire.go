@@ -72,33 +72,6 @@ func mergeValues(params map[string]any, vals url.Values) {
 	}
 }
 
-// paramString renders a parameter value as Perl would see it.
-func paramString(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return ""
-	case string:
-		return x
-	case json.Number:
-		return x.String()
-	case bool:
-		if x {
-			return "1"
-		}
-		return "0"
-	case float64:
-		return strconv.FormatFloat(x, 'f', -1, 64)
-	case []any:
-		parts := make([]string, len(x))
-		for i, p := range x {
-			parts[i] = paramString(p)
-		}
-		return strings.Join(parts, ",")
-	}
-	b, _ := json.Marshal(v)
-	return string(b)
-}
-
 func setCommonHeaders(h http.Header) {
 	h.Set("Content-Type", "application/json;charset=UTF-8")
 	h.Set("Server", "pve-api-daemon/3.0")

@@ -3,11 +3,12 @@ package pvesim
 import (
 	"fmt"
 	"maps"
-	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 // LXC containers, the basics (pve-container src/PVE/API2/LXC.pm,
@@ -118,7 +119,7 @@ func (s *Sim) postLxcCreate(rc *reqCtx) (any, error) {
 	keys := map[string]string{}
 	for k, v := range rc.params {
 		if !slices.Contains(ctCreateOnly, k) {
-			keys[k] = paramString(v)
+			keys[k] = pvecommon.ParamString(v)
 		}
 	}
 	// 'unprivileged' is read-only, set by create alone: since pve-container
@@ -295,7 +296,7 @@ func (s *Sim) getLxcConfig(rc *reqCtx) (any, error) {
 func ctDescription(stored string) string {
 	var b strings.Builder
 	for _, l := range strings.Split(stored, "\n") {
-		b.WriteString(decodeText(l) + "\n")
+		b.WriteString(pvecommon.DecodeText(l) + "\n")
 	}
 	return b.String()
 }
@@ -307,35 +308,12 @@ func storeCtDescription(c *qmConf, v string) {
 	delete(c.Keys, "description")
 	lines := strings.Split(strings.TrimRight(v, "\n"), "\n")
 	for i, l := range lines {
-		lines[i] = encodeText(l)
+		lines[i] = pvecommon.EncodeText(l)
 	}
 	c.Description = strings.Join(lines, "\n")
 	if v == "" {
 		c.Description = ""
 	}
-}
-
-// encodeText is pve-common ParseUtils.pm encode_text: every byte of the
-// UTF-8 text outside 0x20–0x7e, and ':' and '%', as %XX (uri_escape).
-func encodeText(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c <= 0x7e && c != ':' && c != '%' {
-			b.WriteByte(c)
-		} else {
-			fmt.Fprintf(&b, "%%%02X", c)
-		}
-	}
-	return b.String()
-}
-
-// decodeText is decode_text: uri_unescape of every %XX.
-func decodeText(s string) string {
-	if v, err := url.PathUnescape(s); err == nil {
-		return v
-	}
-	return s
 }
 
 // GET /nodes/{node}/lxc/{vmid}/status/current

@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 // Containers' config updates, pending section and resize, as pve-container
@@ -60,7 +62,7 @@ func (s *Sim) putLxcConfig(rc *reqCtx) (any, error) {
 	set := map[string]string{}
 	for k, v := range rc.params {
 		if !slices.Contains([]string{"node", "vmid", "digest", "delete", "revert"}, k) {
-			set[k] = paramString(v)
+			set[k] = pvecommon.ParamString(v)
 		}
 	}
 	deletes := pveSplit(rc.str("delete"))

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
 )
 
 // The permission checks pve-container makes in its handlers, beyond the
@@ -229,7 +231,7 @@ func checkCreateAllocate(rc *reqCtx, overwrite bool) error {
 	case pool != "" && hasPriv(db, rc.who, "/pool/"+pool, []string{"VM.Allocate"}, false):
 	case overwrite && hasPriv(db, rc.who, vms, []string{"VM.Backup"}, false):
 	default:
-		return errPerm(permNoDetail)
+		return errPerm(access.PermNoDetail)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/vzdump"
 )
 
@@ -146,7 +147,7 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 	params := map[string]string{}
 	for k, v := range rc.params {
 		if !slices.Contains(ctCreateOnly, k) && k != "unprivileged" {
-			params[k] = paramString(v)
+			params[k] = pvecommon.ParamString(v)
 		}
 	}
 	if err := s.checkCTModifyConfigPerm(db, rc.who, node, vmid, rc.str("pool"), nil, params, nil, rc.has("unprivileged") && rc.boolean("unprivileged")); err != nil {
@@ -163,7 +164,7 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 	keys := map[string]string{}
 	for k, v := range rc.params {
 		if !slices.Contains(ctCreateOnly, k) {
-			keys[k] = paramString(v)
+			keys[k] = pvecommon.ParamString(v)
 		}
 	}
 	// On restore 'unprivileged' has no default: unset, the archive's.

@@ -142,3 +142,40 @@ func TestPoolMembersFromUserCfg(t *testing.T) {
 		t.Errorf("hand-edited member: %v", l)
 	}
 }
+
+// update_pool checks each member as check_perm_modify does: Pool.Allocate
+// on the pool lets one in (the schema's check), but a guest needs
+// Permissions.Modify or VM.Allocate on /vms/<vmid> and a storage
+// Permissions.Modify or Datastore.Allocate on /storage/<id>; the 403 dies
+// inside lock_user_config, so it comes back wrapped, and nothing changes.
+func TestPoolMemberNeedsPermModify(t *testing.T) {
+	t.Parallel()
+	s := startSim(t, simOpts{taskDuration: 30 * time.Millisecond})
+	c := newClient(t, s, "pve01").labToken()
+	createVM(t, c, 100, nil)
+	c.call("POST", "/pools", url.Values{"poolid": {"web"}}).must(t, "pool")
+	id, secret, err := s.AddToken("pve01", TokenSpec{User: "ops@pve", Name: "ci"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Grant("pve01", "/pool/web", "ops@pve", "priv:Pool.Allocate", true); err != nil {
+		t.Fatal(err)
+	}
+	ops := newClient(t, s, "pve01").withToken(id, secret)
+	for _, tc := range []struct{ param, value, want string }{
+		{"vms", "100", "update pools failed: 403 Permission check failed (/vms/100, Permissions.Modify|VM.Allocate)"},
+		{"storage", "local", "update pools failed: 403 Permission check failed (/storage/local, Permissions.Modify|Datastore.Allocate)"},
+	} {
+		if r := ops.call("PUT", "/pools", url.Values{"poolid": {"web"}, tc.param: {tc.value}}); r.status != 500 || r.reason != tc.want {
+			t.Errorf("%s=%s without the privilege: %d %q, want 500 %q", tc.param, tc.value, r.status, r.reason, tc.want)
+		}
+	}
+	if err := s.Grant("pve01", "/vms/100", "ops@pve", "priv:VM.Allocate", true); err != nil {
+		t.Fatal(err)
+	}
+	ops.call("PUT", "/pools", url.Values{"poolid": {"web"}, "vms": {"100"}}).must(t, "vms=100 with VM.Allocate on /vms/100")
+	l := c.call("GET", "/pools", url.Values{"poolid": {"web"}}).must(t, "pool").list()
+	if m, _ := l[0]["members"].([]any); len(m) != 1 {
+		t.Errorf("members after the allowed add: %v", l)
+	}
+}

@@ -140,6 +140,26 @@ func (s *Sim) sortedPools(db *ConfigDB) []string {
 	return slices.Sorted(maps.Keys(db.Pools))
 }
 
+// poolsOf lists, sorted, the pools with path among their members (a guest
+// "/vms/N" or a storage "/storage/ID"): the pools whose ACLs
+// $compile_acl_path adds on path (access.Env).
+func (db *ConfigDB) poolsOf(path string) []string {
+	var out []string
+	for _, id := range sortedKeys(db.Pools) {
+		member := false
+		for _, m := range db.Pools[id].Members {
+			typ, mid, _ := strings.Cut(m, "/")
+			if (typ == "storage" && path == "/storage/"+mid) || (typ != "storage" && path == "/vms/"+mid) {
+				member = true
+			}
+		}
+		if member {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 // GET /pools[?poolid=]: pools without Pool.Audit are left out (K19).
 func (s *Sim) getPools(rc *reqCtx) (any, error) {
 	db := rc.db()
@@ -217,17 +237,13 @@ func (s *Sim) postPool(rc *reqCtx) (any, error) {
 // message ("403 Permission check failed (...)": PVE::Exception stringify
 // puts the code first).
 func permModifyLocked(db *ConfigDB, who *principal, path string) error {
-	privs := []string{"Permissions.Modify"}
-	switch {
-	case strings.HasPrefix(path, "/storage/"):
-		privs = append(privs, "Datastore.Allocate")
-	case strings.HasPrefix(path, "/vms/"):
-		privs = append(privs, "VM.Allocate")
-	}
-	if who == nil || hasPriv(db, who, path, privs, true) {
+	if who == nil {
 		return nil
 	}
-	return fmt.Errorf("403 Permission check failed (%s, %s)", path, strings.Join(privs, "|"))
+	if ok, detail := rpcEnv(db, who).CheckPermModify(who.full(), path); !ok {
+		return fmt.Errorf("403 Permission check failed (%s)", detail)
+	}
+	return nil
 }
 
 // PUT /pools?poolid= and the deprecated PUT /pools/{poolid}: update_pool.

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 // QEMU guests' config updates: PUT (sync) and POST (async) config, as
@@ -38,7 +40,7 @@ func (s *Sim) parseConfigUpdate(rc *reqCtx) (*configUpdate, error) {
 		if slices.Contains(configMeta, k) {
 			continue
 		}
-		u.set[k] = paramString(v)
+		u.set[k] = pvecommon.ParamString(v)
 	}
 	for _, k := range slices.Sorted(maps.Keys(u.set)) {
 		v := u.set[k]

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 // QEMU guests' creation: POST /nodes/{node}/qemu and the drives it allocates
@@ -42,7 +44,7 @@ func (s *Sim) postQemuCreate(rc *reqCtx) (any, error) {
 		if slices.Contains(vmCreateOptions, k) {
 			continue
 		}
-		keys[k] = paramString(v)
+		keys[k] = pvecommon.ParamString(v)
 	}
 	// create_vm's permission checks (qemuperm.go): the storage parameter,
 	// VM.Allocate, then the new disks, the options, the NICs' bridges.

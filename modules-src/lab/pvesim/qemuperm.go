@@ -23,7 +23,7 @@ import (
 //   - check_vm_perm is check_full on /pool/<pool> (create's pool parameter)
 //     and then on /vms/<vmid>; with no pool parameter only /vms/<vmid>: the
 //     lab's permissions() already merges the ACLs of the VM's pool into
-//     /vms/<vmid> (accessperm.go), which is what check_vm_perm's lookup of
+//     /vms/<vmid> (access/perm.go), which is what check_vm_perm's lookup of
 //     the VM's pool adds;
 //   - options qemu-server lets only root@pam set ("only root can set
 //     '<opt>' config": args, lock and every option in none of the tables)

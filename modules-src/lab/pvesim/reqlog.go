@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 // Request is one entry of the request log. Params never hold secrets:
@@ -106,7 +108,7 @@ func carries(r *http.Request, params map[string]any, watched []watchedSecret) []
 			switch {
 			case slices.ContainsFunc(query[k], has):
 				at("query:" + k)
-			case has(k) || has(paramString(v)):
+			case has(k) || has(pvecommon.ParamString(v)):
 				at("body:" + k)
 			}
 		}
@@ -162,7 +164,7 @@ func redactParams(params map[string]any, secrets []string) map[string]string {
 	}
 	out := make(map[string]string, len(params))
 	for k, v := range params {
-		s := paramString(v)
+		s := pvecommon.ParamString(v)
 		if secretKey(k) && !(k == "encryption-key" && s == "autogen") {
 			s = redacted // "autogen" asks PVE for a key and is none
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/renameio/v2"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/corosync"
 )
 
@@ -92,7 +93,7 @@ type ConfigDB struct {
 	// "order": as read from the file, new sections appended).
 	StorageOrder []string         `json:"storage_order,omitempty"`
 	Pools        map[string]*Pool `json:"pools"`
-	Access       Access           `json:"access"`
+	Access       access.Config    `json:"access"`
 	// Files holds other /etc/pve files by relative path
 	// ("priv/authorized_keys"): a join swaps them with the rest (C7).
 	Files map[string]string `json:"files,omitempty"`
@@ -120,51 +121,6 @@ type Pool struct {
 	ID      string   `json:"id"`
 	Comment string   `json:"comment,omitempty"`
 	Members []string `json:"members,omitempty"` // "qemu/100", "storage/local"
-}
-
-// Access is the user.cfg/token.cfg part of a DB (access*.go).
-type Access struct {
-	Users  map[string]*User  `json:"users"`
-	Tokens map[string]*Token `json:"tokens"` // "user@realm!id"
-	ACL    []ACLEntry        `json:"acl"`
-	Groups map[string]*Group `json:"groups,omitempty"`
-	// Roles are the custom roles of user.cfg (privilege → true); the
-	// built-in ones come from the PVE version (accessprivs.go).
-	Roles map[string]map[string]bool `json:"roles,omitempty"`
-}
-
-// User is a PVE user; root@pam always has every privilege.
-type User struct {
-	ID string `json:"id"`
-	// Password is for realm "pve" users; pam users use the node's password.
-	Password string `json:"password,omitempty"`
-	// Disabled is user.cfg's enable=0 (enabled is PVE's default).
-	Disabled  bool   `json:"disabled,omitempty"`
-	Expire    int64  `json:"expire,omitempty"`
-	Firstname string `json:"firstname,omitempty"`
-	Lastname  string `json:"lastname,omitempty"`
-	Email     string `json:"email,omitempty"`
-	Comment   string `json:"comment,omitempty"`
-	Keys      string `json:"keys,omitempty"`
-}
-
-// Token is an API token. With Privsep its privileges are the intersection of
-// its own ACL entries and its user's (K19); without, those of its user.
-type Token struct {
-	ID      string `json:"id"` // user@realm!name
-	Secret  string `json:"secret"`
-	Privsep bool   `json:"privsep"`
-	Expire  int64  `json:"expire,omitempty"`
-	Comment string `json:"comment,omitempty"`
-}
-
-// ACLEntry grants Role on Path to a user, a group ("@name") or a token
-// ("user@realm!id").
-type ACLEntry struct {
-	Path      string `json:"path"`
-	UGID      string `json:"ugid"`
-	Role      string `json:"role"`
-	Propagate bool   `json:"propagate"`
 }
 
 // Task is one worker task; see tasks.go.
@@ -210,9 +166,9 @@ func newDB(st *State, node string) *ConfigDB {
 		},
 		StorageOrder: []string{"local", "local-lvm"},
 		Pools:        map[string]*Pool{},
-		Access: Access{
-			Users:  map[string]*User{"root@pam": {ID: "root@pam"}},
-			Tokens: map[string]*Token{"root@pam!lab": {ID: "root@pam!lab", Secret: st.TokenSecret}},
+		Access: access.Config{
+			Users:  map[string]*access.User{"root@pam": {ID: "root@pam"}},
+			Tokens: map[string]*access.Token{"root@pam!lab": {ID: "root@pam!lab", Secret: st.TokenSecret}},
 		},
 	}
 	if st.Version == 8 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/pveapi/storagetype"
 )
 
@@ -24,7 +25,7 @@ type StorageInfo struct {
 func (st *Storage) info() StorageInfo {
 	opts := make(map[string]string, len(st.Options))
 	for k, v := range st.Options {
-		opts[k] = paramString(v)
+		opts[k] = pvecommon.ParamString(v)
 	}
 	return StorageInfo{ID: st.ID, Type: st.Type, Options: opts}
 }
@@ -97,7 +98,7 @@ func (st *Storage) opt(k string) string {
 	if !ok {
 		return ""
 	}
-	return paramString(v)
+	return pvecommon.ParamString(v)
 }
 
 func (st *Storage) content() string { return st.opt("content") }
@@ -134,7 +135,7 @@ func (st *Storage) view(digest string) map[string]any {
 func (s *Sim) typedOption(key string, v any) any {
 	m := s.schema.Method("POST", "/storage")
 	p, ok := m.Parameters.PropFor(key)
-	str := paramString(v)
+	str := pvecommon.ParamString(v)
 	if !ok {
 		return str
 	}

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/pveapi/storagetype"
 )
 
@@ -40,7 +41,7 @@ func renderStorageCfg(db *ConfigDB) string {
 			return keys[i] < keys[j]
 		})
 		for _, k := range keys {
-			fmt.Fprintf(&b, "\t%s %s\n", k, paramString(st.Options[k]))
+			fmt.Fprintf(&b, "\t%s %s\n", k, pvecommon.ParamString(st.Options[k]))
 		}
 		b.WriteString("\n")
 	}

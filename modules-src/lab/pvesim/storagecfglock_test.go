@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 // The slow-locked fault as PVE's storage create behaves (pve-storage
@@ -74,7 +76,7 @@ func pveString(v any) string {
 	if m, ok := v.(map[string]any); ok {
 		var b strings.Builder
 		for k, x := range m {
-			b.WriteString(k + "=" + paramString(x) + " ")
+			b.WriteString(k + "=" + pvecommon.ParamString(x) + " ")
 		}
 		return b.String()
 	}
@@ -85,7 +87,7 @@ func pveString(v any) string {
 		}
 		return b.String()
 	}
-	return paramString(v)
+	return pvecommon.ParamString(v)
 }
 
 func readStorageCfg(s *Sim) string {

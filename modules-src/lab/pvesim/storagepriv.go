@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 // Sensitive storage properties, as pve-storage keeps them: the API handler
@@ -50,7 +52,7 @@ func extractSensitive(t storageType, rc *reqCtx, deletes []string) sensitivePara
 			out[k] = nil
 		}
 		if v, ok := params[k]; ok {
-			s := paramString(v)
+			s := pvecommon.ParamString(v)
 			out[k] = &s
 			delete(params, k)
 		}

@@ -9,12 +9,12 @@ import (
 
 // renderUserCfg is PVE::AccessControl's write_user_config: users with
 // their tokens, groups, pools, custom roles and ACL lines, each block ended
-// by an empty line (accesscfg.go).
+// by an empty line (the access lines: package access).
 func renderUserCfg(db *ConfigDB, version int) string {
 	var b strings.Builder
-	renderAccessUsers(&b, &db.Access)
+	db.Access.RenderUsers(&b)
 	b.WriteString("\n")
-	renderAccessGroups(&b, &db.Access)
+	db.Access.RenderGroups(&b)
 	b.WriteString("\n")
 	for _, id := range sortedKeys(db.Pools) {
 		p := db.Pools[id]
@@ -33,9 +33,9 @@ func renderUserCfg(db *ConfigDB, version int) string {
 		fmt.Fprintf(&b, "pool:%s:%s:%s:%s:\n", id, p.Comment, strings.Join(vms, ","), strings.Join(stores, ","))
 	}
 	b.WriteString("\n")
-	renderAccessRoles(&b, &db.Access, version)
+	db.Access.RenderRoles(&b, version)
 	b.WriteString("\n")
-	renderAccessACL(&b, &db.Access)
+	db.Access.RenderACL(&b)
 	return b.String()
 }
 
@@ -76,13 +76,4 @@ func parsePools(text string, old map[string]*Pool) map[string]*Pool {
 		out[p.ID] = p
 	}
 	return out
-}
-
-// renderTokenCfg is priv/token.cfg: one "<tokenid> <secret>" per token.
-func renderTokenCfg(db *ConfigDB) string {
-	var b strings.Builder
-	for _, id := range sortedKeys(db.Access.Tokens) {
-		fmt.Fprintf(&b, "%s %s\n", id, db.Access.Tokens[id].Secret)
-	}
-	return b.String()
 }

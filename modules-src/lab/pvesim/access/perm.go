@@ -1,8 +1,8 @@
-package pvesim
+package access
 
 import (
+	"maps"
 	"regexp"
-	"slices"
 	"strings"
 )
 
@@ -17,15 +17,18 @@ import (
 // permissions (root@pam has every privilege; a token without privsep has
 // its user's).
 
-// Group is a user.cfg group; its members are user ids.
-type Group struct {
-	ID      string   `json:"id"`
-	Comment string   `json:"comment,omitempty"`
-	Members []string `json:"members,omitempty"`
+// Env is what RPCEnvironment's checks read: the access data, the lab's PVE
+// version (its built-in roles and valid privileges) and pool membership.
+type Env struct {
+	Access  *Config
+	Version int
+	// PoolsOf lists the pools whose members include path (a guest
+	// "/vms/N" or a storage "/storage/ID"); nil when there are no pools.
+	PoolsOf func(path string) []string
 }
 
-// normalizeACLPath is AccessControl.pm normalize_path: "" when invalid.
-func normalizeACLPath(p string) string {
+// NormalizePath is AccessControl.pm normalize_path: "" when invalid.
+func NormalizePath(p string) string {
 	if p == "" {
 		return ""
 	}
@@ -45,14 +48,17 @@ func normalizeACLPath(p string) string {
 
 var aclPathChars = regexp.MustCompile(`^[[:alnum:]._/-]+$`)
 
-// validACLPath is AccessControl.pm check_path (master; the PVE 8 list
+// validPath is AccessControl.pm check_path (master; the PVE 8 list
 // lacks /sdn/fabrics, prefix-lists and route-maps, which no test uses).
-var validACLPath = regexp.MustCompile(`^(?:/|/access|/access/groups|/access/groups/[[:alnum:]._-]+|/access/realm|/access/realm/[[:alnum:]._-]+` +
+var validPath = regexp.MustCompile(`^(?:/|/access|/access/groups|/access/groups/[[:alnum:]._-]+|/access/realm|/access/realm/[[:alnum:]._-]+` +
 	`|/nodes|/nodes/[[:alnum:]._-]+|/pool|/pool/[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+){0,2}` +
 	`|/sdn|/sdn/controllers|/sdn/controllers/[[:alnum:]_-]+|/sdn/dns|/sdn/dns/[[:alnum:]]+|/sdn/fabrics|/sdn/fabrics/[[:alnum:]]+` +
 	`|/sdn/ipams|/sdn/ipams/[[:alnum:]]+|/sdn/prefix-lists|/sdn/prefix-lists/[[:alnum:]]+|/sdn/route-maps|/sdn/route-maps/[[:alnum:]]+` +
 	`|/sdn/zones|/sdn/zones/[[:alnum:]._-]+|/sdn/zones/[[:alnum:]._-]+/[[:alnum:]._-]+|/sdn/zones/[[:alnum:]._-]+/[[:alnum:]._-]+/[1-9][0-9]{0,3}` +
 	`|/storage|/storage/[[:alnum:]._-]+|/vms|/vms/[1-9][0-9]{2,}|/mapping|/mapping/[[:alnum:]._-]+|/mapping/[[:alnum:]._-]+/[[:alnum:]._-]+)$`)
+
+// ValidPath is check_path: whether an ACL may be set on the (normalized) path.
+func ValidPath(path string) bool { return validPath.MatchString(path) }
 
 // aclLevels are the paths roles() visits for path: "/", "/a", "/a/b".
 func aclLevels(path string) []string {
@@ -68,15 +74,9 @@ func aclLevels(path string) []string {
 	return levels
 }
 
-// inGroup tells whether user is a member of group g.
-func (a *Access) inGroup(g, user string) bool {
-	grp := a.Groups[g]
-	return grp != nil && slices.Contains(grp.Members, user)
-}
-
 // aclRoles is AccessControl.pm roles for a user or token id (not
 // root@pam, not a non-privsep token): role → propagate.
-func (a *Access) aclRoles(ugid, path string) map[string]bool {
+func (a *Config) aclRoles(ugid, path string) map[string]bool {
 	roles := map[string]bool{}
 	levels := aclLevels(path)
 	isToken := strings.Contains(ugid, "!")
@@ -85,7 +85,7 @@ func (a *Access) aclRoles(ugid, path string) map[string]bool {
 		collect := func(match func(e ACLEntry) bool) map[string]bool {
 			var set map[string]bool
 			for _, e := range a.ACL {
-				if normalizeACLPath(e.Path) != lvl || !match(e) || !(final || e.Propagate) {
+				if NormalizePath(e.Path) != lvl || !match(e) || !(final || e.Propagate) {
 					continue
 				}
 				if set == nil {
@@ -107,7 +107,7 @@ func (a *Access) aclRoles(ugid, path string) map[string]bool {
 		}
 		set := collect(func(e ACLEntry) bool {
 			g, ok := strings.CutPrefix(e.UGID, "@")
-			return ok && a.inGroup(g, ugid)
+			return ok && a.InGroup(g, ugid)
 		})
 		if set != nil {
 			roles = set
@@ -121,51 +121,40 @@ func (a *Access) aclRoles(ugid, path string) map[string]bool {
 
 // poolRoles are the roles ugid's pool ACLs give on path (a member guest
 // "/vms/N" or storage "/storage/ID"), as $compile_acl_path collects them.
-func (db *ConfigDB) poolRoles(ugid, path string) map[string]bool {
+func (e Env) poolRoles(ugid, path string) map[string]bool {
 	out := map[string]bool{}
-	for _, id := range sortedKeys(db.Pools) {
-		member := false
-		for _, m := range db.Pools[id].Members {
-			typ, mid, _ := strings.Cut(m, "/")
-			if (typ == "storage" && path == "/storage/"+mid) || (typ != "storage" && path == "/vms/"+mid) {
-				member = true
-			}
-		}
-		if !member {
-			continue
-		}
-		for r := range db.Access.aclRoles(ugid, "/pool/"+id) {
+	if e.PoolsOf == nil {
+		return out
+	}
+	for _, id := range e.PoolsOf(path) {
+		for r := range e.Access.aclRoles(ugid, "/pool/"+id) {
 			out[r] = true
 		}
 	}
 	return out
 }
 
-// permissions is RPCEnvironment::permissions: every privilege set for
-// authid (user or token id) on path → its propagate flag.
-func permissions(db *ConfigDB, version int, authid, path string) map[string]bool {
+// Permissions is RPCEnvironment::permissions: every privilege set for
+// authid (user or token id) on path (normalized) → its propagate flag.
+func (e Env) Permissions(authid, path string) map[string]bool {
 	if authid == "root@pam" {
-		out := map[string]bool{}
-		for p := range privsOf(version).valid {
-			out[p] = true
-		}
-		return out
+		return maps.Clone(privsOf(e.Version).valid)
 	}
 	user, _, isToken := strings.Cut(authid, "!")
 	var userPrivs map[string]bool
 	if isToken {
-		tok := db.Access.Tokens[authid]
-		if tok == nil || db.Access.Users[user] == nil {
+		tok := e.Access.Tokens[authid]
+		if tok == nil || e.Access.Users[user] == nil {
 			return map[string]bool{}
 		}
-		userPrivs = permissions(db, version, user, path)
+		userPrivs = e.Permissions(user, path)
 		if !tok.Privsep {
 			return userPrivs
 		}
 	}
-	roles := db.Access.aclRoles(authid, path)
+	roles := e.Access.aclRoles(authid, path)
 	if _, noAccess := roles["NoAccess"]; !noAccess {
-		pool := db.poolRoles(authid, path)
+		pool := e.poolRoles(authid, path)
 		if _, ok := pool["NoAccess"]; ok {
 			roles = map[string]bool{"NoAccess": false}
 		} else {
@@ -178,7 +167,7 @@ func permissions(db *ConfigDB, version int, authid, path string) map[string]bool
 	}
 	privs := map[string]bool{}
 	for r, prop := range roles {
-		for p := range roleDef(version, &db.Access, r) {
+		for p := range e.Access.RolePrivs(e.Version, r) {
 			privs[p] = privs[p] || prop
 		}
 	}
@@ -193,4 +182,26 @@ func permissions(db *ConfigDB, version int, authid, path string) map[string]bool
 		}
 	}
 	return privs
+}
+
+// Privileges returns the privileges authid has on path (a set), as
+// RPCEnvironment::permissions computes them (K19: a privilege-separated
+// token only gets what both it and its user have).
+func (e Env) Privileges(authid, path string) map[string]bool {
+	return e.Permissions(authid, NormalizePath(path))
+}
+
+// HasPriv tells whether authid has every privilege of privs on path, or,
+// with any, one of them.
+func (e Env) HasPriv(authid, path string, privs []string, any bool) bool {
+	have := e.Privileges(authid, path)
+	for _, p := range privs {
+		if have[p] && any {
+			return true
+		}
+		if !have[p] && !any {
+			return false
+		}
+	}
+	return !any
 }

@@ -1,6 +1,7 @@
-package pvesim
+package access
 
 import (
+	"maps"
 	"slices"
 	"strings"
 )
@@ -123,32 +124,43 @@ func privsOf(version int) *privTable {
 	return privTables[9]
 }
 
+// ValidPrivilege tells whether PVE version knows priv.
+func ValidPrivilege(version int, priv string) bool {
+	return privsOf(version).valid[priv]
+}
+
 // ValidPrivileges lists the privileges PVE version knows, sorted.
 func ValidPrivileges(version int) []string {
-	return sortedKeys(privsOf(version).valid)
+	return slices.Sorted(maps.Keys(privsOf(version).valid))
+}
+
+// IsSpecialRole tells whether role is one of PVE version's built-in roles.
+func IsSpecialRole(version int, role string) bool {
+	_, ok := privsOf(version).special[role]
+	return ok
 }
 
 // SpecialRoles lists PVE version's built-in roles and their privileges.
 func SpecialRoles(version int) map[string][]string {
 	out := map[string][]string{}
 	for r, ps := range privsOf(version).special {
-		out[r] = sortedKeys(ps)
+		out[r] = slices.Sorted(maps.Keys(ps))
 	}
 	return out
 }
 
-// roleDef is a role's privileges: a special role of the version or a
+// RolePrivs is a role's privileges: a special role of the version or a
 // custom role of user.cfg; nil when neither.
-func roleDef(version int, a *Access, role string) map[string]bool {
+func (a *Config) RolePrivs(version int, role string) map[string]bool {
 	if ps, ok := privsOf(version).special[role]; ok {
 		return ps
 	}
 	return a.Roles[role]
 }
 
-// labRoleName is the custom role a lab helper's "priv:A,B" grant creates:
+// LabRoleName is the custom role a lab helper's "priv:A,B" grant creates:
 // user.cfg can only name roles, so the ad-hoc set becomes one (roleid
 // characters [A-Za-z0-9.-_], not in the PVE namespace).
-func labRoleName(privs []string) string {
+func LabRoleName(privs []string) string {
 	return "Lab-" + strings.Join(privs, "_")
 }
