@@ -111,7 +111,7 @@ func (e Env) CheckFull(authid, path string, privs []string, anyOf bool) (bool, s
 	}
 	have := e.Privileges(authid, path)
 	for _, priv := range privs {
-		if !have[priv] {
+		if _, set := have[priv]; !set {
 			return false, fmt.Sprintf("%s, %s", path, priv)
 		}
 	}

@@ -192,14 +192,19 @@ func (e Env) Privileges(authid, path string) map[string]bool {
 }
 
 // HasPriv tells whether authid has every privilege of privs on path, or,
-// with any, one of them.
+// with any, one of them. A privilege counts when it is set at all, as
+// RPCEnvironment's check and check_any test it (defined, not true): the
+// flag Permissions maps it to is whether it propagates, which is
+// informational there — an ACL entry on the path itself with propagate=0,
+// or a role a pool hands its members, grants the privilege on that path.
 func (e Env) HasPriv(authid, path string, privs []string, any bool) bool {
 	have := e.Privileges(authid, path)
 	for _, p := range privs {
-		if have[p] && any {
+		_, set := have[p]
+		if set && any {
 			return true
 		}
-		if !have[p] && !any {
+		if !set && !any {
 			return false
 		}
 	}

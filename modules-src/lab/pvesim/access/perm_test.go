@@ -41,3 +41,40 @@ func TestPermissionsPoolRolesAndPrivsep(t *testing.T) {
 		t.Errorf("CheckFull: %v %q", ok, d)
 	}
 }
+
+// RPCEnvironment's check and check_any ask whether a privilege is defined
+// (pve-access-control: "to determine whether a privilege is set, check for
+// definedness in the returned hash"): an entry on the path itself with
+// propagate=0 grants there, and a role a pool hands its members grants on
+// them, both with the flag 0; the entry does not reach the path's children.
+func TestCheckCountsUnpropagatedPrivileges(t *testing.T) {
+	a := &Config{
+		Users: map[string]*User{"u@pve": {ID: "u@pve"}},
+		ACL: []ACLEntry{
+			{Path: "/vms/100", UGID: "u@pve", Role: "PVEVMAdmin"},
+			{Path: "/pool/tenant", UGID: "u@pve", Role: "PVEVMUser", Propagate: true},
+			{Path: "/storage", UGID: "u@pve", Role: "PVEDatastoreUser"},
+		},
+	}
+	pools := map[string][]string{"/vms/200": {"tenant"}}
+	env := Env{Access: a, Version: 9, PoolsOf: func(path string) []string { return pools[path] }}
+	for _, c := range []struct {
+		path, priv string
+		any, want  bool
+	}{
+		{"/vms/100", "VM.Allocate", false, true},  // on the path, propagate=0
+		{"/vms/100", "VM.Allocate", true, true},   // check_any alike
+		{"/vms/200", "VM.PowerMgmt", false, true}, // from the pool, never propagated
+		{"/storage", "Datastore.AllocateSpace", false, true},
+		{"/storage/local", "Datastore.AllocateSpace", false, false}, // not propagated below
+		{"/vms/200", "VM.Allocate", false, false},                   // not in PVEVMUser
+	} {
+		ok, detail := env.CheckFull("u@pve", c.path, []string{c.priv}, c.any)
+		if ok != c.want {
+			t.Errorf("CheckFull(%s, %s, any=%v) = %v (%q), want %v", c.path, c.priv, c.any, ok, detail, c.want)
+		}
+		if got := env.HasPriv("u@pve", c.path, []string{c.priv}, c.any); got != c.want {
+			t.Errorf("HasPriv(%s, %s, any=%v) = %v, want %v", c.path, c.priv, c.any, got, c.want)
+		}
+	}
+}
