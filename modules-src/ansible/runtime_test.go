@@ -14,16 +14,19 @@ import (
 
 // An Uninterruptible section (a dpkg transaction) is never cut short: its
 // context ignores the deadline, the watchdog waits for it, and the task
-// then fails naming the step.
+// then fails naming the step. The section must have begun before the
+// deadline and the watchdog's grace are over, or the watchdog rightly
+// fires: 300 ms each leaves a loaded CI machine room to get there (at
+// 50 ms each, go test -p 3 next to the lab tests once did not).
 func TestUninterruptibleOutlivesTheDeadline(t *testing.T) {
 	var finished atomic.Bool
 	var sawCancel atomic.Bool
-	mods := []Module{{Name: "upgrade", Timeout: 50 * time.Millisecond, Params: struct{}{}, Run: func(r *Run) error {
+	mods := []Module{{Name: "upgrade", Timeout: 300 * time.Millisecond, Params: struct{}{}, Run: func(r *Run) error {
 		return r.Stage("packages", func(ctx context.Context, _ *World) ([]Change, error) {
 			return []Change{{ID: "up", Summary: "dist-upgrade pve-manager",
 				Apply: func(ctx context.Context) error {
 					return Uninterruptible(ctx, "the dpkg transaction", func(ctx context.Context) error {
-						time.Sleep(400 * time.Millisecond) // past deadline + watchdog grace
+						time.Sleep(1500 * time.Millisecond) // well past deadline + watchdog grace
 						sawCancel.Store(ctx.Err() != nil)
 						finished.Store(true)
 						return nil
@@ -34,7 +37,7 @@ func TestUninterruptibleOutlivesTheDeadline(t *testing.T) {
 	}}}
 	var out bytes.Buffer
 	exited := make(chan int, 1)
-	code := mainWith(context.Background(), mods, []string{"/x/upgrade", writeTemp(t, `{}`)}, noEnv, io.Discard, &printer{w: &out}, 50*time.Millisecond, func(c int) { exited <- c })
+	code := mainWith(context.Background(), mods, []string{"/x/upgrade", writeTemp(t, `{}`)}, noEnv, io.Discard, &printer{w: &out}, 300*time.Millisecond, func(c int) { exited <- c })
 	if !finished.Load() {
 		t.Fatal("the result was printed before the uninterruptible section finished")
 	}
@@ -43,7 +46,7 @@ func TestUninterruptibleOutlivesTheDeadline(t *testing.T) {
 	}
 	res := mustOneObject(t, out.Bytes())
 	msg, _ := res["msg"].(string)
-	if code != 1 || !strings.Contains(msg, "timed out after 50ms while applying dist-upgrade pve-manager") || !strings.Contains(msg, "the dpkg transaction was left to finish") {
+	if code != 1 || !strings.Contains(msg, "timed out after 300ms while applying dist-upgrade pve-manager") || !strings.Contains(msg, "the dpkg transaction was left to finish") {
 		t.Errorf("code %d, msg %q", code, msg)
 	}
 	if res["changed"] != true || len(stringsOfAny(res["changes_unverified"])) != 1 {
