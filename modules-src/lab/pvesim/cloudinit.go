@@ -1,10 +1,11 @@
 package pvesim
 
 import (
-	"strconv"
 	"strings"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 // Cloud-init as qemu-server handles it (src/PVE/API2/Qemu.pm create_vm and
@@ -16,27 +17,10 @@ import (
 // snippets are read when the VM starts (generate_cloudinit_config →
 // read_cloudinit_snippets_file), so a missing one fails the start (S4).
 
-// uriUnescape is URI::Escape::uri_unescape: %XX sequences decoded, anything
-// else (a lone %) kept.
-func uriUnescape(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '%' && i+2 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+3], 16, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 2
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
 // checkSSHKeys is PVE::Tools::validate_ssh_public_keys on the decoded
 // value: every non-blank line must be a public key ssh-keygen accepts.
 func checkSSHKeys(encoded string) error {
-	for _, line := range strings.Split(uriUnescape(encoded), "\n") {
+	for _, line := range strings.Split(pvecommon.URIUnescape(encoded), "\n") {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}

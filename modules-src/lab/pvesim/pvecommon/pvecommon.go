@@ -8,7 +8,6 @@ package pvecommon
 import (
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"strconv"
 	"strings"
 )
@@ -30,12 +29,24 @@ func EncodeText(s string) string {
 	return b.String()
 }
 
-// DecodeText is decode_text: uri_unescape of every %XX.
-func DecodeText(s string) string {
-	if v, err := url.PathUnescape(s); err == nil {
-		return v
+// DecodeText is decode_text: uri_unescape of the text.
+func DecodeText(s string) string { return URIUnescape(s) }
+
+// URIUnescape is URI::Escape::uri_unescape: every %XX sequence decoded,
+// anything else (a lone %) kept as it is.
+func URIUnescape(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+3], 16, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 2
+				continue
+			}
+		}
+		b.WriteByte(s[i])
 	}
-	return s
+	return b.String()
 }
 
 // ParamString renders a parameter value as Perl would see it.
