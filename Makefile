@@ -88,13 +88,11 @@ test-unit: roots
 	CGO_ENABLED=0 $(GO) build -o "$$bins/labtools" ./modules-src/cmd/labtools && \
 	GOPVE_TEST_LABBIN="$$bins" $(GO) test -json -count=1 -p 3 -timeout 45m ./modules-src/... | python3 hack/gotest-report.py
 
-# The integration suite runs alone (its four passes already fill both
-# cores); the roles, slicing and bench suites, which mostly wait on their
-# labs, run side by side (hack/side-by-side.sh), after the binaries they
-# share are built once.
-test-integration: deps build build-test
+test-integration: deps
 	./tests/integration/run.sh
-	./hack/side-by-side.sh ./tests/roles/run.sh ./tests/slicing/run.sh ./tests/bench/run.sh
+	./tests/roles/run.sh
+	./tests/slicing/run.sh
+	./tests/bench/run.sh
 
 lint: deps
 	@test -z "$$(gofmt -l modules-src)" || { gofmt -l modules-src; echo 'gofmt: files above need formatting'; exit 1; }

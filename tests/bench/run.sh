@@ -5,7 +5,7 @@
 # change on a converged lab, an artifact over its size budget is reported),
 # never on timings. One round on a loaded CI machine makes no figure worth
 # comparing: the README's table comes from a full `make bench`.
-# Needs root (the labs). `make test` runs it last, next to the roles and slicing suites (hack/side-by-side.sh).
+# Needs root (the labs). `make test` runs it last.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # BENCH_SMOKE: bench-site leaves the seed roles' fresh-lab convergence to

@@ -30,7 +30,7 @@
 #      it through storage: pve04 joins, the ZFS storage's nodes list gains
 #      pve04 in one write, nothing else is written (local's content is
 #      already the cluster's), the other nodes' files unchanged.
-# Needs root (the lab); `make test` runs it after the integration suite, next to the roles and bench suites.
+# Needs root (the lab); `make test` runs it after the roles test.
 set -euo pipefail
 if [ "${1:-}" = __ee ]; then
   # __ee ROOT OVL WORK CMD...: in a private mount namespace, CMD chrooted
