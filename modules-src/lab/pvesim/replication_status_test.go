@@ -25,7 +25,15 @@ import (
 //     the error and the count and moves last_sync.
 func TestReplicationStatusContentionFailureAndSyncingH5(t *testing.T) {
 	t.Parallel()
-	s, a, _ := haCluster(t, 9, func(c *Config) { c.TaskDuration = 600 * time.Millisecond })
+	// pvesr run waits 60 s for /var/lock/pvesr.lck (pve-manager
+	// API2/Replication.pm run_jobs): the scheduler's own run, a 600 ms
+	// sync here, may hold it when the test runs pvesr itself, so the wait
+	// must outlast a sync (the default 200 ms of these tests did not, and
+	// CI saw "can't lock file '/var/lock/pvesr.lck' - got timeout").
+	s, a, _ := haCluster(t, 9, func(c *Config) {
+		c.TaskDuration = 600 * time.Millisecond
+		c.LockTimeout = 3 * time.Second
+	})
 	createVM(t, a, 100, url.Values{"scsi0": {"tank:4"}})
 	status := func() map[string]any {
 		return a.call("GET", "/nodes/pve01/replication/100-0/status", nil).must(t, "status").obj()
