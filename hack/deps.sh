@@ -10,6 +10,7 @@ packages=(
   iproute2 util-linux procps curl ca-certificates python3-voluptuous bc
   ansible python3-proxmoxer python3-requests  # third-party clients the lab must fool (community.general proxmox_*)
   libcrypt-openssl-rsa-perl              # PVE's ticket signing library: judges the lab's and local mode's tickets
+  liburi-perl                            # URI::Escape, PVE::Tools' encode_text/decode_text: judges the lab's user.cfg text
   zstd tar                               # read the lab's vzdump archives as PVE's restore does
 )
 missing=()

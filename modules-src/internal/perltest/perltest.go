@@ -9,6 +9,10 @@
 // MIME::Base64 are core Perl. A missing Perl or library stops the test
 // through testenv (a failure under GOPVE_REQUIRE_LAB=1).
 //
+// Host gives the host's Perl alone, for pure-Perl libraries such as
+// URI::Escape (liburi-perl, which PVE::Tools uses for encode_text and
+// decode_text).
+//
 // Tests only.
 package perltest
 
@@ -61,6 +65,26 @@ func Both(t *testing.T) []Perl {
 		}
 	}
 	return ps
+}
+
+// Host returns the host's Perl (Debian 12, PVE 8's base) checked to load
+// modules, for the pure-Perl libraries whose behaviour is the same on both
+// releases (URI::Escape's uri_escape and uri_unescape); it stops t when
+// Perl or a module is missing.
+func Host(t *testing.T, modules ...string) Perl {
+	t.Helper()
+	if _, err := exec.LookPath("perl"); err != nil {
+		testenv.Skip(t, "perltest: no perl on the host (hack/deps.sh installs it with its libraries)")
+	}
+	p := Perl{Name: "Debian 12 (host)", PVE: 8}
+	var uses strings.Builder
+	for _, m := range modules {
+		uses.WriteString("use " + m + "; ")
+	}
+	if out, err := p.Run(uses.String()+"print 1", nil); err != nil || out != "1" {
+		testenv.Skipf(t, "perltest: the host's Perl cannot load %s (hack/deps.sh installs them): %v %s", strings.Join(modules, ", "), err, out)
+	}
+	return p
 }
 
 // Run runs script with env added to the environment and returns its
