@@ -237,3 +237,44 @@ func TestAccessRefusalsWriteNothing(t *testing.T) {
 	// PVE 8's privilege list: VM.Monitor exists, the GuestAgent ones not.
 	c.call("POST", "/access/roles", url.Values{"roleid": {"Mon"}, "privs": {"VM.Monitor"}}).must(t, "VM.Monitor on 8")
 }
+
+// user.cfg's text fields as PVE writes and reads them: encode_text escapes
+// ':' and non-ASCII but leaves '%', and decode_text decodes every %XX, so a
+// comment holding "%25" reads back changed; a Perl-false "0" is never
+// written. PVE keeps no model (every request parses user.cfg), so the lab
+// answers what its own file reads back as. Pool comments are encoded like
+// the others (write_user_config's pool lines): a ':' in one would shift
+// the pool's members.
+func TestUserCfgTextAsPVEReadsIt(t *testing.T) {
+	t.Parallel()
+	s := startSim(t, simOpts{})
+	c := newClient(t, s, "pve01").root()
+	c.call("POST", "/access/users", url.Values{"userid": {"pct@pve"}, "comment": {"50%25 off: é"}, "firstname": {"0"}}).must(t, "user")
+	if raw := readUserCfg(t, s); !strings.Contains(raw, "user:pct@pve:1:0::::50%25 off%3A %C3%A9::") {
+		t.Errorf("user.cfg after the user's creation:\n%s", raw)
+	}
+	u := c.call("GET", "/access/users/pct@pve", nil).must(t, "user").obj()
+	if u["comment"] != "50% off: é" {
+		t.Errorf("comment read back %q, want PVE's %q", u["comment"], "50% off: é")
+	}
+	if _, ok := u["firstname"]; ok {
+		t.Errorf("firstname \"0\" read back %q: write_user_config drops a Perl-false value", u["firstname"])
+	}
+	c.call("POST", "/pools", url.Values{"poolid": {"tenant"}, "comment": {"team: a:b"}}).must(t, "pool")
+	raw := readUserCfg(t, s)
+	// The next write writes what PVE read: the comment as decoded.
+	for _, want := range []string{"user:pct@pve:1:0::::50% off%3A %C3%A9::", "pool:tenant:team%3A a%3Ab:"} {
+		if !strings.Contains(raw, want) {
+			t.Errorf("user.cfg has no %q:\n%s", want, raw)
+		}
+	}
+	var p map[string]any
+	for _, e := range c.call("GET", "/pools", nil).must(t, "pools").list() {
+		if e["poolid"] == "tenant" {
+			p = e
+		}
+	}
+	if p == nil || p["comment"] != "team: a:b" {
+		t.Errorf("pool read back %v, want comment %q", p, "team: a:b")
+	}
+}

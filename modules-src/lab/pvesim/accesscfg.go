@@ -25,3 +25,14 @@ func (s *Sim) readUserCfgLocked(db *ConfigDB, dir string) {
 	s.written[uk], s.written[tk] = ub, tb
 	db.Serial++
 }
+
+// settleUserCfgLocked makes the model what PVE would read back from the
+// user.cfg and token.cfg just written. PVE keeps no model: every request
+// parses user.cfg, and write_user_config/parse_user_config do not round-trip
+// every value (encode_text leaves '%' as it is while decode_text decodes
+// every %XX; a comment "0" is Perl-false and never written). The lab keeps
+// one, so it parses what it wrote, as a PVE read would.
+func (s *Sim) settleUserCfgLocked(db *ConfigDB, userCfg, tokenCfg []byte) {
+	db.Pools = parsePools(string(userCfg), db.Pools)
+	db.Access = access.Parse(string(userCfg), string(tokenCfg), s.cfg.Version, &db.Access)
+}

@@ -132,6 +132,7 @@ func (s *Sim) writeFilesLocked(db *ConfigDB) error {
 		}
 		s.written[k] = data
 	}
+	s.settleUserCfgLocked(db, files["user.cfg"], files["priv/token.cfg"])
 	if db.Corosync == nil {
 		k := fileKey(db.ID, "corosync.conf")
 		if _, ok := s.written[k]; ok {

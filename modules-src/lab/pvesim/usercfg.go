@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 // renderUserCfg is PVE::AccessControl's write_user_config: users with
@@ -30,7 +32,7 @@ func renderUserCfg(db *ConfigDB, version int) string {
 		// sort keys: Perl's string order (write_user_config).
 		sort.Strings(vms)
 		sort.Strings(stores)
-		fmt.Fprintf(&b, "pool:%s:%s:%s:%s:\n", id, p.Comment, strings.Join(vms, ","), strings.Join(stores, ","))
+		fmt.Fprintf(&b, "pool:%s:%s:%s:%s:\n", id, pvecommon.EncodeField(p.Comment), strings.Join(vms, ","), strings.Join(stores, ","))
 	}
 	b.WriteString("\n")
 	db.Access.RenderRoles(&b, version)
@@ -51,7 +53,7 @@ func parsePools(text string, old map[string]*Pool) map[string]*Pool {
 		for len(f) < 5 {
 			f = append(f, "")
 		}
-		p := &Pool{ID: f[1], Comment: f[2]}
+		p := &Pool{ID: f[1], Comment: pvecommon.DecodeField(f[2])}
 		known := map[string]string{}
 		if o := old[p.ID]; o != nil {
 			for _, m := range o.Members {

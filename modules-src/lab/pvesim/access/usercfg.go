@@ -24,13 +24,13 @@ func (a *Config) RenderUsers(b *strings.Builder) {
 	for _, id := range slices.Sorted(maps.Keys(a.Users)) {
 		u := a.Users[id]
 		fmt.Fprintf(b, "user:%s:%d:%d:%s:%s:%s:%s:%s:\n", id, boolNum(!u.Disabled), u.Expire,
-			pvecommon.EncodeText(u.Firstname), pvecommon.EncodeText(u.Lastname), u.Email, pvecommon.EncodeText(u.Comment), u.Keys)
+			pvecommon.EncodeField(u.Firstname), pvecommon.EncodeField(u.Lastname), u.Email, pvecommon.EncodeField(u.Comment), u.Keys)
 		for _, tid := range slices.Sorted(maps.Keys(a.Tokens)) {
 			if owner, _, _ := strings.Cut(tid, "!"); owner != id {
 				continue
 			}
 			t := a.Tokens[tid]
-			fmt.Fprintf(b, "token:%s:%d:%d:%s:\n", tid, t.Expire, boolNum(t.Privsep), pvecommon.EncodeText(t.Comment))
+			fmt.Fprintf(b, "token:%s:%d:%d:%s:\n", tid, t.Expire, boolNum(t.Privsep), pvecommon.EncodeField(t.Comment))
 		}
 	}
 }
@@ -40,7 +40,7 @@ func (a *Config) RenderGroups(b *strings.Builder) {
 	for _, id := range slices.Sorted(maps.Keys(a.Groups)) {
 		g := a.Groups[id]
 		members := slices.Sorted(slices.Values(g.Members))
-		fmt.Fprintf(b, "group:%s:%s:%s:\n", id, strings.Join(members, ","), pvecommon.EncodeText(g.Comment))
+		fmt.Fprintf(b, "group:%s:%s:%s:\n", id, strings.Join(members, ","), pvecommon.EncodeField(g.Comment))
 	}
 }
 
@@ -145,8 +145,8 @@ func Parse(text, tokenCfg string, version int, old *Config) Config {
 			if !userIDRe.MatchString(f[1]) || err != nil {
 				continue
 			}
-			u := &User{ID: f[1], Disabled: f[2] == "" || f[2] == "0", Expire: exp, Firstname: pvecommon.DecodeText(f[4]),
-				Lastname: pvecommon.DecodeText(f[5]), Email: f[6], Comment: pvecommon.DecodeText(f[7]), Keys: f[8]}
+			u := &User{ID: f[1], Disabled: f[2] == "" || f[2] == "0", Expire: exp, Firstname: pvecommon.DecodeField(f[4]),
+				Lastname: pvecommon.DecodeField(f[5]), Email: f[6], Comment: pvecommon.DecodeField(f[7]), Keys: f[8]}
 			if o := old.Users[u.ID]; o != nil {
 				u.Password = o.Password
 			}
@@ -180,7 +180,7 @@ func Parse(text, tokenCfg string, version int, old *Config) Config {
 			g = &Group{ID: f[1]}
 			a.Groups[f[1]] = g
 		}
-		g.Comment = pvecommon.DecodeText(f[3])
+		g.Comment = pvecommon.DecodeField(f[3])
 		for _, m := range pveschema.SplitList(f[2]) {
 			if userIDRe.MatchString(m) && !slices.Contains(g.Members, m) {
 				g.Members = append(g.Members, m)
@@ -193,7 +193,7 @@ func Parse(text, tokenCfg string, version int, old *Config) Config {
 		if m == nil || err != nil || a.Users[m[1]] == nil {
 			continue
 		}
-		a.Tokens[f[1]] = &Token{ID: f[1], Secret: secrets[f[1]], Expire: exp, Privsep: f[3] != "" && f[3] != "0", Comment: pvecommon.DecodeText(f[4])}
+		a.Tokens[f[1]] = &Token{ID: f[1], Secret: secrets[f[1]], Expire: exp, Privsep: f[3] != "" && f[3] != "0", Comment: pvecommon.DecodeField(f[4])}
 	}
 	for _, f := range aclLines {
 		path := NormalizePath(f[2])
