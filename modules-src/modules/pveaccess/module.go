@@ -23,6 +23,7 @@ import (
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/pveapi"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
+	"github.com/gopve/proxmox/modules-src/pveapi/pveformat"
 )
 
 // Module is pve_access.
@@ -168,6 +169,17 @@ func validate(p params) error {
 		}
 		if n := len(p.Password); n < 8 || n > 64 {
 			return fmt.Errorf("password: must be 8 to 64 characters long (PVE's limits)")
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{{"comment", p.Comment}, {"firstname", p.Firstname}, {"lastname", p.Lastname}} {
+		if f.v == nil {
+			continue
+		}
+		if err := pveformat.CheckStoredText(f.name, *f.v); err != nil {
+			return err // user.cfg's encode_text/decode_text
 		}
 	}
 	if p.Type == "acl" {

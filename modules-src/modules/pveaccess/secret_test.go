@@ -103,6 +103,12 @@ func TestBadInputNamedNothingWritten(t *testing.T) {
 		{map[string]any{"type": "acl", "path": "/vms/12", "roles": []any{"PVEAuditor"}, "users": []any{"root@pam"}}, "path"},
 		{map[string]any{"type": "acl", "path": "/", "roles": []any{"Nope"}, "users": []any{"root@pam"}}, "roles"},
 		{map[string]any{"type": "user", "userid": "bob@pam", "password": "long-enough"}, "password"},
+		// user.cfg's encode_text/decode_text and Perl's truth (the lab's
+		// TestUserCfgTextAsPVEReadsIt): these would never read back.
+		{map[string]any{"type": "user", "userid": "carol@pve", "comment": "50%25 off"}, "comment"},
+		{map[string]any{"type": "group", "groupid": "ops", "comment": "0"}, "comment"},
+		{map[string]any{"type": "user", "userid": "carol@pve", "firstname": "%C3%A9"}, "firstname"},
+		{map[string]any{"type": "token", "userid": "root@pam", "tokenid": "ci", "comment": "x %4a"}, "comment"},
 	} {
 		r := w.run(tc.args, false)
 		if r["failed"] != true || !strings.HasPrefix(r["msg"].(string), tc.param+":") {

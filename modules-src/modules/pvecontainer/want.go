@@ -61,6 +61,11 @@ func buildWant(p params) (*want, error) {
 		w.scalars["startup"] = *p.Startup
 	}
 	if p.Description != nil {
+		// Stored as "#" lines through encode_text (pve-container
+		// write_pct_config): a line must read back as written.
+		if err := pveformat.CheckStoredText("description", *p.Description); err != nil {
+			return nil, err
+		}
 		w.scalars["description"] = *p.Description
 	}
 	if p.Adopt && p.Hostname != "" {
