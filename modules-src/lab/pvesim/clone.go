@@ -242,9 +242,9 @@ func (s *Sim) cloneWorker(t *taskRun, db *ConfigDB, r *cloneReq, running bool) s
 		}
 		keys["name"] = "Copy-of-VM-" + n
 	}
-	desc := p.src.Description
+	desc := p.src.Description // the comment lines as stored
 	if r.description != "" {
-		desc = r.description
+		desc = encodeDescription(r.description)
 	}
 	// The temporary config, on the source node (file_set_contents). pmxcfs
 	// refuses a guest config whose VMID another node holds (pve-cluster

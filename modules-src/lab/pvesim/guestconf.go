@@ -221,6 +221,9 @@ func (s *Sim) assertOnNodeLocked(db *ConfigDB, node string, vmid int) error {
 
 func (s *Sim) writeQmConfLocked(db *ConfigDB, node string, vmid int, c *qmConf) {
 	dropReusedUnused(c) // write_vm_config
+	if d, ok := c.Keys["description"]; ok {
+		storeDescription(c, d) // $generate_raw_config: the "#" lines
+	}
 	s.writeGuestConfLocked(db, vmKind, node, vmid, c)
 }
 

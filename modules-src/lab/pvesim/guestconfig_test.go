@@ -204,3 +204,47 @@ func TestGuestsWithoutQuorumC10(t *testing.T) {
 		t.Errorf("cores changed to %v without quorum", got)
 	}
 }
+
+// A VM's description is stored as the config's leading "#" lines, each
+// encode_text'd (qemu-server $generate_raw_config), and read back
+// decode_text'd with trailing white space removed (parse_vm_config's
+// $finish_description): ':' and non-ASCII survive, a '%' and two hex
+// digits come back decoded, "0" is never written; a clone's description
+// goes the same way. (The lab kept it as a "description:" line, which a
+// newline in it would have broken.)
+func TestVMDescriptionAsQemuServerStoresIt(t *testing.T) {
+	t.Parallel()
+	s := startSim(t, simOpts{taskDuration: 30 * time.Millisecond})
+	c := newClient(t, s, "pve01").root()
+	createVM(t, c, 100, url.Values{"description": {"web: 1"}})
+	if d := vmConfig(t, c, "pve01", 100)["description"]; d != "web: 1" {
+		t.Errorf("description after create: %q", d)
+	}
+	c.call("PUT", "/nodes/pve01/qemu/100/config", url.Values{"description": {"runner\n\nowner: ci (100% é) %41\n"}}).must(t, "PUT description")
+	raw, _, err := s.ReadPmxcfs("pve01", "nodes/pve01/qemu-server/100.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(raw, "#runner\n#\n#owner%3A ci (100% %C3%A9) %41\n") || strings.Contains(raw, "description:") {
+		t.Errorf("config file (encode_text per line): %q", raw)
+	}
+	if d := vmConfig(t, c, "pve01", 100)["description"]; d != "runner\n\nowner: ci (100% é) A" {
+		t.Errorf("description after update: %q", d)
+	}
+	upid := c.call("POST", "/nodes/pve01/qemu/100/clone", url.Values{"newid": {"101"}, "description": {"copy: of 100"}}).must(t, "clone").data.(string)
+	if st := waitTask(t, c, upid); st["exitstatus"] != "OK" {
+		t.Fatalf("clone: %v", st)
+	}
+	if raw, _, _ := s.ReadPmxcfs("pve01", "nodes/pve01/qemu-server/101.conf"); !strings.HasPrefix(raw, "#copy%3A of 100\n") {
+		t.Errorf("the clone's config: %q", raw)
+	}
+	c.call("PUT", "/nodes/pve01/qemu/100/config", url.Values{"description": {"0"}}).must(t, "PUT 0")
+	if d, ok := vmConfig(t, c, "pve01", 100)["description"]; ok {
+		t.Errorf("description \"0\" read back %q: qemu-server writes no Perl-false description", d)
+	}
+	c.call("PUT", "/nodes/pve01/qemu/100/config", url.Values{"description": {"x"}}).must(t, "PUT x")
+	c.call("PUT", "/nodes/pve01/qemu/100/config", url.Values{"delete": {"description"}}).must(t, "delete description")
+	if raw, _, _ := s.ReadPmxcfs("pve01", "nodes/pve01/qemu-server/100.conf"); strings.HasPrefix(raw, "#") {
+		t.Errorf("config after deleting the description: %q", raw)
+	}
+}

@@ -77,10 +77,11 @@ func (s *Sim) typedGuestConf(k guestKind, keys map[string]string) map[string]any
 }
 
 // withDescriptionAndDigest completes a GET config answer: the description
-// (the file's comment lines) and the file's digest.
+// (the file's comment lines, read as qemu-server does) and the file's
+// digest.
 func withDescriptionAndDigest(out map[string]any, c *qmConf) map[string]any {
 	if c.Description != "" {
-		out["description"] = c.Description
+		out["description"] = vmDescription(c.Description)
 	}
 	out["digest"] = c.Digest
 	return out

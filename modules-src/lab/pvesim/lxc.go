@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
@@ -192,7 +193,7 @@ func (s *Sim) postLxcCreate(rc *reqCtx) (any, error) {
 		ctCreateDefaults(keys, vmid)
 		conf := &qmConf{Keys: keys}
 		if d, ok := keys["description"]; ok {
-			storeCtDescription(conf, d)
+			storeDescription(conf, d)
 		}
 		s.writeCtConfLocked(db, node, vmid, conf)
 		if start {
@@ -301,19 +302,37 @@ func ctDescription(stored string) string {
 	return b.String()
 }
 
-// storeCtDescription moves a description given to create or update into
-// the comment lines write_pct_config writes: "#" + encode_text(line) for
-// each line of split /\n/ (which drops trailing empty lines).
-func storeCtDescription(c *qmConf, v string) {
+// storeDescription moves a description given to create or update into
+// the comment lines both config writers write: "#" + encode_text(line)
+// for each line of split /\n/ (which drops trailing empty lines), nothing
+// for a Perl-false one ("" or "0": pve-container write_pct_config tests
+// `$conf->{description} ||`, qemu-server $generate_raw_config
+// `if ($descr)`).
+func storeDescription(c *qmConf, v string) {
 	delete(c.Keys, "description")
+	c.Description = encodeDescription(v)
+}
+
+func encodeDescription(v string) string {
+	if !pvecommon.PerlTrue(v) {
+		return ""
+	}
 	lines := strings.Split(strings.TrimRight(v, "\n"), "\n")
 	for i, l := range lines {
 		lines[i] = pvecommon.EncodeText(l)
 	}
-	c.Description = strings.Join(lines, "\n")
-	if v == "" {
-		c.Description = ""
+	return strings.Join(lines, "\n")
+}
+
+// vmDescription is how qemu-server's parse_vm_config reads the comment
+// lines back: each decode_text'd with a newline, then trailing white space
+// removed ($finish_description), so "web\n" comes back "web".
+func vmDescription(stored string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(stored, "\n") {
+		b.WriteString(pvecommon.DecodeText(l) + "\n")
 	}
+	return strings.TrimRightFunc(b.String(), unicode.IsSpace)
 }
 
 // GET /nodes/{node}/lxc/{vmid}/status/current

@@ -143,7 +143,7 @@ func (s *Sim) ctWritePendingLocked(node string, vmid int, c *qmConf, set map[str
 	}
 	for k, v := range set {
 		if k == "description" {
-			storeCtDescription(c, v) // a fast-plug option, kept as the config's comment lines
+			storeDescription(c, v) // a fast-plug option, kept as the config's comment lines
 			continue
 		}
 		c.Pending[k] = v

@@ -294,7 +294,7 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 		t.task.Log = append(t.task.Log, "merging backed-up and given configuration..")
 		conf := &qmConf{Keys: keys}
 		if d, ok := keys["description"]; ok {
-			storeCtDescription(conf, d)
+			storeDescription(conf, d)
 		} else {
 			conf.Description = orig.Description
 		}

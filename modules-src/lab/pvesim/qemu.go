@@ -268,7 +268,7 @@ func (s *Sim) getQemuPending(rc *reqCtx) (any, error) {
 	// the file's digest and the description are entries too.
 	out = append(out, map[string]any{"key": "digest", "value": c.Digest})
 	if c.Description != "" {
-		out = append(out, map[string]any{"key": "description", "value": c.Description})
+		out = append(out, map[string]any{"key": "description", "value": vmDescription(c.Description)})
 	}
 	return out, nil
 }

@@ -140,6 +140,13 @@ func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *qmConf, logf f
 		modified[k] = true
 	}
 	for _, k := range u.deletes {
+		if k == "description" && c.Description != "" {
+			// Kept as the file's comment lines (storeDescription), and a
+			// fast-plug option: gone at once, running or not.
+			modified[k] = true
+			c.Description = ""
+			continue
+		}
 		val, isCur := c.Keys[k]
 		pval, isPending := c.Pending[k]
 		if !isCur && !isPending {
