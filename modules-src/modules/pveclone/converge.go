@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/gopve/proxmox/modules-src/pveapi/pveformat"
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
@@ -139,7 +140,9 @@ func sameScalar(key, have, want string) (bool, error) {
 	case "startup", "boot":
 		return slices.Equal(sortedParts(have), sortedParts(want)), nil
 	case "description":
-		return strings.TrimRight(have, "\n") == strings.TrimRight(want, "\n"), nil
+		// parse_vm_config strips trailing white space ($finish_description):
+		// a YAML block scalar's final newline is never read back.
+		return strings.TrimRightFunc(have, unicode.IsSpace) == strings.TrimRightFunc(want, unicode.IsSpace), nil
 	case "numa", "onboot":
 		hb, _ := strconv.ParseBool(orDefault(have, "0"))
 		wb, _ := strconv.ParseBool(want)

@@ -90,6 +90,13 @@ func addScalars(p params, w *want) error {
 			w.scalars[so.key] = s
 		}
 	}
+	if p.Description != nil {
+		// Stored as "#" lines through encode_text (qemu-server
+		// $generate_raw_config): it must read back as written.
+		if err := pveformat.CheckStoredText("description", *p.Description); err != nil {
+			return err
+		}
+	}
 	if p.Name != "" {
 		if err := pveformat.CheckFormat("dns-name", p.Name); err != nil {
 			return fmt.Errorf("name: %w", err)
