@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 )
 
 // Clone, as qemu-server src/PVE/API2/Qemu.pm clone_vm does it:
@@ -101,7 +103,7 @@ func (s *Sim) loadAndCheckClone(db *ConfigDB, r *cloneReq, running bool) (*clone
 	if r.snapname != "" {
 		return nil, fmt.Errorf("snapshot '%s' does not exist", r.snapname) // snapshots are not simulated
 	}
-	full := !src.isTemplate()
+	full := !src.IsTemplate()
 	if r.full != nil {
 		full = *r.full
 	}
@@ -244,7 +246,7 @@ func (s *Sim) cloneWorker(t *taskRun, db *ConfigDB, r *cloneReq, running bool) s
 	}
 	desc := p.src.Description // the comment lines as stored
 	if r.description != "" {
-		desc = encodeDescription(r.description)
+		desc = guestconf.EncodeDescription(r.description)
 	}
 	// The temporary config, on the source node (file_set_contents). pmxcfs
 	// refuses a guest config whose VMID another node holds (pve-cluster

@@ -1,12 +1,9 @@
 package pvesim
 
 import (
-	"crypto/sha1"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -17,64 +14,18 @@ import (
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/lab/pmxcfs"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 )
 
 // A guest's configuration is its file in /etc/pve, nodes/<node>/qemu-server/
-// <vmid>.conf, in PVE's format (qemu-server QemuServer.pm parse_vm_config /
-// write_vm_config): "key: value" lines sorted by key, the description as
-// leading "#" lines, then a [PENDING] section with "delete: a,!b". The file
-// is the truth: the API parses it on every read, so a config edited on a lab
-// node (or being cloned) is what the API shows, and the digest is the SHA-1
-// of its bytes, as PVE's.
+// <vmid>.conf (or lxc/), in PVE's format (package guestconf). The file is
+// the truth: the API parses it on every read, so a config edited on a lab
+// node (or being cloned) is what the API shows.
 
-// qmConf is a parsed config file.
-type qmConf struct {
-	Description string
-	Keys        map[string]string
-	Pending     map[string]string
-	// PendingDelete lists keys to delete at the next apply; force-deleted
-	// keys carry a leading "!" as in PVE.
-	PendingDelete []string
-	Digest        string
-	// Raw is the whole file (snapshot sections are kept but not simulated).
-	Raw string
-}
+// qmConf is a parsed config file (package guestconf).
+type qmConf = guestconf.Conf
 
-var confLineRe = regexp.MustCompile(`^([a-z][a-z_\-]*\d*):\s*(.*?)\s*$`)
-
-func parseQmConf(raw string) *qmConf {
-	c := &qmConf{Keys: map[string]string{}, Pending: map[string]string{}, Raw: raw}
-	sum := sha1.Sum([]byte(raw))
-	c.Digest = hex.EncodeToString(sum[:])
-	section := ""
-	var desc []string
-	for _, line := range strings.Split(raw, "\n") {
-		if strings.HasPrefix(line, "[") {
-			section = strings.Trim(line, "[] ")
-			continue
-		}
-		if section == "" && strings.HasPrefix(line, "#") {
-			desc = append(desc, strings.TrimPrefix(line, "#"))
-			continue
-		}
-		m := confLineRe.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		switch section {
-		case "":
-			c.Keys[m[1]] = m[2]
-		case "PENDING":
-			if m[1] == "delete" {
-				c.PendingDelete = splitComma(m[2])
-			} else {
-				c.Pending[m[1]] = m[2]
-			}
-		}
-	}
-	c.Description = strings.Join(desc, "\n")
-	return c
-}
+func parseQmConf(raw string) *qmConf { return guestconf.Parse(raw) }
 
 func splitComma(s string) []string {
 	var out []string
@@ -84,57 +35,6 @@ func splitComma(s string) []string {
 		}
 	}
 	return out
-}
-
-// render writes the file as write_vm_config does.
-func (c *qmConf) render() string {
-	var b strings.Builder
-	if c.Description != "" {
-		for _, l := range strings.Split(c.Description, "\n") {
-			b.WriteString("#" + l + "\n")
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
-		fmt.Fprintf(&b, "%s: %s\n", k, c.Keys[k])
-	}
-	if len(c.Pending) > 0 || len(c.PendingDelete) > 0 {
-		b.WriteString("\n[PENDING]\n")
-		if len(c.PendingDelete) > 0 {
-			fmt.Fprintf(&b, "delete: %s\n", strings.Join(c.PendingDelete, ","))
-		}
-		for _, k := range slices.Sorted(maps.Keys(c.Pending)) {
-			fmt.Fprintf(&b, "%s: %s\n", k, c.Pending[k])
-		}
-	}
-	return b.String()
-}
-
-func (c *qmConf) isTemplate() bool { return c.Keys["template"] == "1" }
-func (c *qmConf) lock() string     { return c.Keys["lock"] }
-
-// pendingDeleted tells whether key is marked for deletion.
-func (c *qmConf) pendingDeleted(key string) bool {
-	return slices.Contains(c.PendingDelete, key) || slices.Contains(c.PendingDelete, "!"+key)
-}
-
-// current returns the keys with pending values applied (GET config without
-// current=1, qemu-server load_current_config).
-func (c *qmConf) withPending() map[string]string {
-	out := maps.Clone(c.Keys)
-	for k, v := range c.Pending {
-		out[k] = v
-	}
-	for _, k := range c.PendingDelete {
-		delete(out, strings.TrimPrefix(k, "!"))
-	}
-	return out
-}
-
-// applyPending commits the pending section (vmconfig_apply_pending).
-func (c *qmConf) applyPending() {
-	c.Keys = c.withPending()
-	c.Pending = map[string]string{}
-	c.PendingDelete = nil
 }
 
 // ---- Where config files live: the node's /etc/pve (ConfigDB) ----
@@ -222,7 +122,7 @@ func (s *Sim) assertOnNodeLocked(db *ConfigDB, node string, vmid int) error {
 func (s *Sim) writeQmConfLocked(db *ConfigDB, node string, vmid int, c *qmConf) {
 	dropReusedUnused(c) // write_vm_config
 	if d, ok := c.Keys["description"]; ok {
-		storeDescription(c, d) // $generate_raw_config: the "#" lines
+		c.SetDescription(d) // $generate_raw_config: the "#" lines
 	}
 	s.writeGuestConfLocked(db, vmKind, node, vmid, c)
 }
@@ -247,7 +147,7 @@ func (s *Sim) etcPveWritableLocked(db *ConfigDB, rel string) error {
 
 // checkLock is AbstractConfig.pm check_lock.
 func checkLock(c *qmConf) error {
-	if l := c.lock(); l != "" {
+	if l := c.Lock(); l != "" {
 		return fmt.Errorf("VM is locked (%s)", l)
 	}
 	return nil

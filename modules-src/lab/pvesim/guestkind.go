@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 )
 
 // guestKind is what differs between a VM and a container on the paths they
@@ -50,7 +51,7 @@ func (s *Sim) loadGuestConfLocked(db *ConfigDB, k guestKind, node string, vmid i
 }
 
 func (s *Sim) writeGuestConfLocked(db *ConfigDB, k guestKind, node string, vmid int, c *qmConf) {
-	s.writeEtcPve(db, guestConfPath(node, k.dir, vmid), c.render())
+	s.writeEtcPve(db, guestConfPath(node, k.dir, vmid), c.Render())
 }
 
 // typedGuestConf renders config values with the schema's JSON types, as
@@ -81,7 +82,7 @@ func (s *Sim) typedGuestConf(k guestKind, keys map[string]string) map[string]any
 // digest.
 func withDescriptionAndDigest(out map[string]any, c *qmConf) map[string]any {
 	if c.Description != "" {
-		out["description"] = vmDescription(c.Description)
+		out["description"] = guestconf.VMDescription(c.Description)
 	}
 	out["digest"] = c.Digest
 	return out
@@ -117,10 +118,10 @@ func dropFromPoolsLocked(db *ConfigDB, _ guestKind, vmid int) {
 // summaryFlags adds what a guest's list entry shows only when set:
 // template, lock and tags.
 func summaryFlags(e map[string]any, c *qmConf) map[string]any {
-	if c.isTemplate() {
+	if c.IsTemplate() {
 		e["template"] = 1
 	}
-	if l := c.lock(); l != "" {
+	if l := c.Lock(); l != "" {
 		e["lock"] = l
 	}
 	if t := c.Keys["tags"]; t != "" {

@@ -264,17 +264,17 @@ func (s *Sim) reconcileHALocked(db *ConfigDB) {
 func (s *Sim) haStartLocked(db *ConfigDB, e vmEntry) bool {
 	if e.Kind == "lxc" {
 		c, err := s.loadCtConfLocked(db, e.Node, e.VMID)
-		if err != nil || c.isTemplate() || c.lock() != "" {
+		if err != nil || c.IsTemplate() || c.Lock() != "" {
 			return false
 		}
 		s.setRunningLocked(e.Node, e.VMID, true)
 		return true
 	}
 	c, err := s.loadQmConfLocked(db, e.Node, e.VMID)
-	if err != nil || c.isTemplate() || c.lock() != "" {
+	if err != nil || c.IsTemplate() || c.Lock() != "" {
 		return false
 	}
-	c.applyPending()
+	c.ApplyPending()
 	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
 		d := parseDrive(c.Keys[k])
 		if !isDriveKey(k) || !d.cloudinit() {
@@ -387,7 +387,7 @@ func (s *Sim) nodeBackLocked(node string) {
 			continue
 		}
 		raw, _ := s.readEtcPve(db, guestConfPath(node, e.Kind, e.VMID))
-		if c := parseQmConf(raw); c.Keys["onboot"] == "1" && !c.isTemplate() {
+		if c := parseQmConf(raw); c.Keys["onboot"] == "1" && !c.IsTemplate() {
 			s.setRunningLocked(node, e.VMID, true)
 		}
 	}

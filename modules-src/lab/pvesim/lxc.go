@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
@@ -33,7 +33,7 @@ func (s *Sim) writeCtConfLocked(db *ConfigDB, node string, vmid int, c *qmConf) 
 }
 
 func checkCtLock(c *qmConf) error {
-	if l := c.lock(); l != "" {
+	if l := c.Lock(); l != "" {
 		return pveDie("CT is locked (%s)", l)
 	}
 	return nil
@@ -193,7 +193,7 @@ func (s *Sim) postLxcCreate(rc *reqCtx) (any, error) {
 		ctCreateDefaults(keys, vmid)
 		conf := &qmConf{Keys: keys}
 		if d, ok := keys["description"]; ok {
-			storeDescription(conf, d)
+			conf.SetDescription(d)
 		}
 		s.writeCtConfLocked(db, node, vmid, conf)
 		if start {
@@ -279,60 +279,15 @@ func (s *Sim) getLxcConfig(rc *reqCtx) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	keys := c.withPending() // load_current_config: pending values unless current=1
+	keys := c.WithPending() // load_current_config: pending values unless current=1
 	if rc.boolean("current") {
 		keys = c.Keys
 	}
 	out := withDescriptionAndDigest(s.typedGuestConf(ctKind, keys), c)
 	if c.Description != "" {
-		out["description"] = ctDescription(c.Description)
+		out["description"] = guestconf.CTDescription(c.Description)
 	}
 	return out, nil
-}
-
-// ctDescription is how parse_pct_config reads the comment lines a
-// container's description is stored as: each "#" line gives its
-// decode_text'd text and a newline (pve-container LXC/Config.pm), so "web"
-// comes back "web\n".
-func ctDescription(stored string) string {
-	var b strings.Builder
-	for _, l := range strings.Split(stored, "\n") {
-		b.WriteString(pvecommon.DecodeText(l) + "\n")
-	}
-	return b.String()
-}
-
-// storeDescription moves a description given to create or update into
-// the comment lines both config writers write: "#" + encode_text(line)
-// for each line of split /\n/ (which drops trailing empty lines), nothing
-// for a Perl-false one ("" or "0": pve-container write_pct_config tests
-// `$conf->{description} ||`, qemu-server $generate_raw_config
-// `if ($descr)`).
-func storeDescription(c *qmConf, v string) {
-	delete(c.Keys, "description")
-	c.Description = encodeDescription(v)
-}
-
-func encodeDescription(v string) string {
-	if !pvecommon.PerlTrue(v) {
-		return ""
-	}
-	lines := strings.Split(strings.TrimRight(v, "\n"), "\n")
-	for i, l := range lines {
-		lines[i] = pvecommon.EncodeText(l)
-	}
-	return strings.Join(lines, "\n")
-}
-
-// vmDescription is how qemu-server's parse_vm_config reads the comment
-// lines back: each decode_text'd with a newline, then trailing white space
-// removed ($finish_description), so "web\n" comes back "web".
-func vmDescription(stored string) string {
-	var b strings.Builder
-	for _, l := range strings.Split(stored, "\n") {
-		b.WriteString(pvecommon.DecodeText(l) + "\n")
-	}
-	return strings.TrimRightFunc(b.String(), unicode.IsSpace)
 }
 
 // GET /nodes/{node}/lxc/{vmid}/status/current
@@ -412,7 +367,7 @@ func (s *Sim) ctPower(rc *reqCtx, typ string, on bool) (any, error) {
 		}
 		return s.haRequestTaskSID(rc, haTyp, fmt.Sprintf("ct:%d", vmid), vmid, state), nil
 	}
-	if on && c.isTemplate() {
+	if on && c.IsTemplate() {
 		return nil, pveDie("you can't start a CT if it's a template") // reconstruction: PVE says it in the task
 	}
 	return s.guestLockTask(rc, node, typ, vmid, func(*taskRun) string {

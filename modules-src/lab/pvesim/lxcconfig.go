@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
@@ -137,13 +138,13 @@ func (s *Sim) ctWritePendingLocked(node string, vmid int, c *qmConf, set map[str
 			}
 		}
 		delete(c.Pending, k)
-		if !c.pendingDeleted(k) {
+		if !c.PendingDeleted(k) {
 			c.PendingDelete = append(c.PendingDelete, k)
 		}
 	}
 	for k, v := range set {
 		if k == "description" {
-			storeDescription(c, v) // a fast-plug option, kept as the config's comment lines
+			c.SetDescription(v) // a fast-plug option, kept as the config's comment lines
 			continue
 		}
 		c.Pending[k] = v
@@ -225,14 +226,14 @@ func (s *Sim) getLxcPending(rc *reqCtx) (any, error) {
 		if v, ok := c.Pending[k]; ok {
 			e["pending"] = s.typedGuestConf(ctKind, map[string]string{k: v})[k]
 		}
-		if c.pendingDeleted(k) {
+		if c.PendingDeleted(k) {
 			e["delete"] = 1
 		}
 		out = append(out, e)
 	}
 	out = append(out, map[string]any{"key": "digest", "value": c.Digest})
 	if c.Description != "" {
-		out = append(out, map[string]any{"key": "description", "value": ctDescription(c.Description)})
+		out = append(out, map[string]any{"key": "description", "value": guestconf.CTDescription(c.Description)})
 	}
 	return out, nil
 }

@@ -294,7 +294,7 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 		t.task.Log = append(t.task.Log, "merging backed-up and given configuration..")
 		conf := &qmConf{Keys: keys}
 		if d, ok := keys["description"]; ok {
-			storeDescription(conf, d)
+			conf.SetDescription(d)
 		} else {
 			conf.Description = orig.Description
 		}

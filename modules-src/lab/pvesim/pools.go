@@ -98,7 +98,7 @@ func (s *Sim) poolMembers(rc *reqCtx, p *Pool, typ string) []map[string]any {
 			}
 			entry["maxcpu"] = sum["cpus"]
 			entry["template"] = 0
-			if c.isTemplate() {
+			if c.IsTemplate() {
 				entry["template"] = 1
 			}
 		}

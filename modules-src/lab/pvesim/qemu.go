@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 )
 
 // QEMU guests: create, config (read, sync PUT, async POST, pending), status,
@@ -214,7 +216,7 @@ func (s *Sim) getQemuConfig(rc *reqCtx) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	keys := c.withPending()
+	keys := c.WithPending()
 	if rc.boolean("current") {
 		keys = maps.Clone(c.Keys)
 	}
@@ -256,7 +258,7 @@ func (s *Sim) getQemuPending(rc *reqCtx) (any, error) {
 				e["pending"] = "********** "
 			}
 		}
-		if c.pendingDeleted(k) {
+		if c.PendingDeleted(k) {
 			e["delete"] = 1
 			if slices.Contains(c.PendingDelete, "!"+k) {
 				e["delete"] = 2
@@ -268,7 +270,7 @@ func (s *Sim) getQemuPending(rc *reqCtx) (any, error) {
 	// the file's digest and the description are entries too.
 	out = append(out, map[string]any{"key": "digest", "value": c.Digest})
 	if c.Description != "" {
-		out = append(out, map[string]any{"key": "description", "value": vmDescription(c.Description)})
+		out = append(out, map[string]any{"key": "description", "value": guestconf.VMDescription(c.Description)})
 	}
 	return out, nil
 }

@@ -345,7 +345,7 @@ func (s *Sim) destroyVolumesLocked(node string, vmid int, c *qmConf, unreference
 // assertBaseUnusedLocked is destroy_vm's first check for a template: no
 // base volume may still carry a linked clone (volume_is_base_and_used).
 func (s *Sim) assertBaseUnusedLocked(node string, c *qmConf) error {
-	if !c.isTemplate() {
+	if !c.IsTemplate() {
 		return nil
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {

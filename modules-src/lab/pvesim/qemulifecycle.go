@@ -32,7 +32,7 @@ func (s *Sim) postQemuTemplate(rc *reqCtx) (any, error) {
 		if err := checkLock(c); err != nil {
 			return nil, err
 		}
-		if c.isTemplate() {
+		if c.IsTemplate() {
 			return nil, fmt.Errorf("you can't convert a template to a template")
 		}
 		if s.runningLocked(node, vmid) {

@@ -17,7 +17,7 @@ func (s *Sim) postQemuStart(rc *reqCtx) (any, error) {
 		return upid, nil
 	}
 	return s.powerTask(rc, "qmstart", func(c *qmConf, running bool) (string, bool) {
-		if c.isTemplate() {
+		if c.IsTemplate() {
 			return "you can't start a vm if it's a template", false
 		}
 		if err := checkLock(c); err != nil && !rc.boolean("skiplock") {
