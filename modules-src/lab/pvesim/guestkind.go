@@ -21,11 +21,12 @@ type guestKind struct {
 	// configMethod types config values: the schema method whose parameters
 	// are the kind's config keys.
 	configMethod, configPath string
+	pendingHeader            string // guestconf.VMPending or CTPending
 }
 
 var (
-	vmKind = guestKind{dir: "qemu-server", typ: "qemu", configMethod: "POST", configPath: "/nodes/{node}/qemu/{vmid}/config"}
-	ctKind = guestKind{dir: "lxc", typ: "lxc", configMethod: "PUT", configPath: "/nodes/{node}/lxc/{vmid}/config"}
+	vmKind = guestKind{dir: "qemu-server", typ: "qemu", configMethod: "POST", configPath: "/nodes/{node}/qemu/{vmid}/config", pendingHeader: guestconf.VMPending}
+	ctKind = guestKind{dir: "lxc", typ: "lxc", configMethod: "PUT", configPath: "/nodes/{node}/lxc/{vmid}/config", pendingHeader: guestconf.CTPending}
 )
 
 // member is the guest's name in pools and /cluster/resources: "qemu/100".
@@ -51,7 +52,7 @@ func (s *Sim) loadGuestConfLocked(db *ConfigDB, k guestKind, node string, vmid i
 }
 
 func (s *Sim) writeGuestConfLocked(db *ConfigDB, k guestKind, node string, vmid int, c *qmConf) {
-	s.writeEtcPve(db, guestConfPath(node, k.dir, vmid), c.Render())
+	s.writeEtcPve(db, guestConfPath(node, k.dir, vmid), c.Render(k.pendingHeader))
 }
 
 // typedGuestConf renders config values with the schema's JSON types, as

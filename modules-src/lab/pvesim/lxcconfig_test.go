@@ -3,6 +3,7 @@ package pvesim
 import (
 	"fmt"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 )
@@ -92,6 +93,11 @@ func TestContainerPendingResizeDestroy(t *testing.T) {
 			}
 			if !pendingFeatures {
 				t.Error("features not listed as pending")
+			}
+			// A container's file heads the section [pve:pending]
+			// (write_pct_config), not a VM's [PENDING].
+			if raw, _, _ := s.ReadPmxcfs("pve01", "nodes/pve01/lxc/200.conf"); !strings.Contains(raw, "\n[pve:pending]\nfeatures: nesting=1\n") {
+				t.Errorf("the container's file: %q", raw)
 			}
 			if r := c.call("PUT", "/nodes/pve01/lxc/200/config", url.Values{"unprivileged": {"1"}}); r.status != 500 || r.reason != "unable to modify read-only option: 'unprivileged'" {
 				t.Errorf("unprivileged change: %d %q", r.status, r.reason)

@@ -7,8 +7,9 @@
 // values, parse_pending_delete, vmconfig_apply_pending).
 //
 // The layout: the description as leading "#" lines, each through
-// encode_text; "key: value" lines sorted by key; a [PENDING] section with
-// "delete: a,!b" (a leading "!" forces the deletion). The digest is the
+// encode_text; "key: value" lines sorted by key; a pending section with
+// "delete: a,!b" (a leading "!" forces the deletion), headed [PENDING] in
+// a VM's file and [pve:pending] in a container's. The digest is the
 // SHA-1 of the file's bytes, as PVE's. Snapshot sections are kept in Raw
 // but not simulated.
 //
@@ -57,6 +58,9 @@ func Parse(raw string) *Conf {
 	for _, line := range strings.Split(raw, "\n") {
 		if strings.HasPrefix(line, "[") {
 			section = strings.Trim(line, "[] ")
+			if p := strings.ToLower(section); p == "pending" || p == "pve:pending" { // both parsers match /i
+				section = pending
+			}
 			continue
 		}
 		if section == "" && strings.HasPrefix(line, "#") {
@@ -69,8 +73,16 @@ func Parse(raw string) *Conf {
 		}
 		switch section {
 		case "":
+			if m[1] == "description" {
+				// Both parsers take a "description: text" line into the
+				// description too (decode_text'd on read, like the "#"
+				// lines). Reconstruction: PVE appends it without a newline
+				// before a following "#" line; here it is a line of its own.
+				desc = append(desc, m[2])
+				continue
+			}
 			c.Keys[m[1]] = m[2]
-		case "PENDING":
+		case pending:
 			if m[1] == "delete" {
 				c.PendingDelete = pveschema.SplitList(m[2]) // parse_pending_delete: [,;] and blanks
 			} else {
@@ -82,8 +94,18 @@ func Parse(raw string) *Conf {
 	return c
 }
 
-// Render writes the file as write_vm_config / write_pct_config do.
-func (c *Conf) Render() string {
+const pending = "pending"
+
+// VMPending and CTPending head the pending section of each kind's file
+// (qemu-server $generate_raw_config, pve-container write_pct_config).
+const (
+	VMPending = "[PENDING]"
+	CTPending = "[pve:pending]"
+)
+
+// Render writes the file as write_vm_config / write_pct_config do, the
+// pending section under header (VMPending or CTPending).
+func (c *Conf) Render(header string) string {
 	var b strings.Builder
 	if c.Description != "" {
 		for _, l := range strings.Split(c.Description, "\n") {
@@ -94,7 +116,7 @@ func (c *Conf) Render() string {
 		fmt.Fprintf(&b, "%s: %s\n", k, c.Keys[k])
 	}
 	if len(c.Pending) > 0 || len(c.PendingDelete) > 0 {
-		b.WriteString("\n[PENDING]\n")
+		b.WriteString("\n" + header + "\n")
 		if len(c.PendingDelete) > 0 {
 			fmt.Fprintf(&b, "delete: %s\n", strings.Join(c.PendingDelete, ","))
 		}

@@ -17,7 +17,7 @@ func TestParseRenderPending(t *testing.T) {
 		!slices.Equal(c.PendingDelete, []string{"!net1", "onboot"}) || len(c.Digest) != 40 {
 		t.Fatalf("parsed %+v", c)
 	}
-	if got := c.Render(); got != raw {
+	if got := c.Render(VMPending); got != raw {
 		t.Errorf("rendered %q, want %q", got, raw)
 	}
 	if !c.PendingDeleted("net1") || !c.PendingDeleted("onboot") || c.PendingDeleted("cores") {
