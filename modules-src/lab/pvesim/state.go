@@ -15,6 +15,7 @@ import (
 	"github.com/google/renameio/v2"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/corosync"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/replication"
 )
 
 // State is the whole simulated world, persisted as JSON in
@@ -69,7 +70,7 @@ type Node struct {
 	HeldDevices map[int][]string `json:"held_devices,omitempty"`
 	// Replication is this node's pve-replication-state: one entry per job
 	// whose guest it holds (replrun.go).
-	Replication map[string]*ReplRun `json:"replication,omitempty"`
+	Replication map[string]*replication.State `json:"replication,omitempty"`
 	// Volumes on this node's local storages, by volid (guests.go).
 	Volumes map[string]*GuestVolume `json:"volumes,omitempty"`
 	// FinishPending: the node took a cluster's configuration (finish_join)
