@@ -1,8 +1,10 @@
 // Package tasks is the simulator's model of PVE's worker tasks, after
-// pve-common and pve-manager: a task's id (src/PVE/Tools.pm upid_encode,
-// upid_decode), its end as src/PVE/RESTEnvironment.pm fork_worker writes
-// it (exit status "OK", "WARNINGS: N" — a success — or an error text, and
-// the log's last line "TASK OK", "TASK WARNINGS: N" or "TASK ERROR: …"),
+// pve-common and pve-manager: a task's id (src/PVE/UPID.pm encode and
+// decode, src/PVE/Tools.pm upid_encode and upid_decode before it), its end
+// as src/PVE/RESTEnvironment.pm fork_worker writes it (exit status "OK",
+// "WARNINGS: N" — a success, UPID.pm status_is_error — or an error text,
+// and the log's last line "TASK OK", "TASK WARNINGS: N" or "TASK ERROR:
+// …"; a log without one reads "unexpected status", UPID.pm read_status),
 // and the views of pve-manager's PVE/API2/Tasks.pm: read_task_status,
 // read_task_log (a running task's empty log reads "no content") and
 // node_tasks' filters.
@@ -44,7 +46,9 @@ func New(node string, pid, pstart int, start int64, typ, id, user string) *Task 
 		Type: typ, ID: id, User: user, Status: "running"}
 }
 
-// upidRe is upid_decode's pattern (pstart may have 9 digits).
+// upidRe is upid_decode's pattern (pstart may have 9 digits). Newer
+// UPID.pm decode also refuses a "/" in type, id and user; this is the
+// older pattern the lab has always used.
 var upidRe = regexp.MustCompile(`^UPID:([a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?):([0-9A-Fa-f]{8}):([0-9A-Fa-f]{8,9}):([0-9A-Fa-f]{8}):([^:\s]+):([^:\s]*):([^:\s]+):$`)
 
 // ParseUPID returns the node a task runs on (where it must be polled).
@@ -77,8 +81,8 @@ func (t *Task) Finish(exit string, died bool, now int64) {
 }
 
 // Abandon is a task that was running when the simulator stopped: its
-// process is gone, and PVE's task list shows such a task stopped with
-// "unexpected status".
+// process is gone and its log has no TASK line, so PVE reads it stopped
+// with "unexpected status" (UPID.pm read_status).
 func (t *Task) Abandon(now int64) {
 	if t.Status == "running" {
 		t.Status, t.ExitStatus, t.EndTime = "stopped", "unexpected status", now
