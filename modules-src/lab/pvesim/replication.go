@@ -41,15 +41,6 @@ func (s *Sim) writeReplJobsLocked(db *ConfigDB, jobs []*replication.Job) {
 	s.writeSectionsLocked(db, replicationCfg, list)
 }
 
-func findReplJob(jobs []*replication.Job, id string) *replication.Job {
-	for _, j := range jobs {
-		if j.ID == id {
-			return j
-		}
-	}
-	return nil
-}
-
 // replJobGuest parses a job id and checks VM.Replicate on its guest, as
 // every replication call of PVE::API2::ReplicationConfig does first on PVE
 // 9. PVE 8 has no VM.Replicate (pve-access-control added it in 9.0): its
@@ -81,7 +72,7 @@ func (s *Sim) getReplicationJobs(rc *reqCtx) (any, error) {
 func (s *Sim) getReplicationJob(rc *reqCtx) (any, error) {
 	db := rc.db()
 	jobs, digest := s.replJobsLocked(db)
-	j := findReplJob(jobs, rc.str("id"))
+	j := replication.Find(jobs, rc.str("id"))
 	if j == nil {
 		return nil, fmt.Errorf("no such replication job '%s'", rc.str("id"))
 	}
@@ -191,7 +182,7 @@ func (s *Sim) putReplicationJob(rc *reqCtx) (any, error) {
 	if d := rc.str("digest"); d != "" && d != digest {
 		return nil, pveDie("detected modified configuration - file changed by other user? Try again.")
 	}
-	j := findReplJob(jobs, id)
+	j := replication.Find(jobs, id)
 	if j == nil {
 		return nil, fmt.Errorf("no such job '%s'", id)
 	}
@@ -219,7 +210,7 @@ func (s *Sim) deleteReplicationJob(rc *reqCtx) (any, error) {
 		s.saveLocked()
 		return nil, nil
 	}
-	j := findReplJob(jobs, id)
+	j := replication.Find(jobs, id)
 	if j == nil {
 		return nil, fmt.Errorf("no such job '%s'", id)
 	}

@@ -154,7 +154,7 @@ func (s *Sim) syncJob(dbID, src, id string) []string {
 		return nil
 	}
 	jobs, _ := s.replJobsLocked(db)
-	job := findReplJob(jobs, id)
+	job := replication.Find(jobs, id)
 	guest := replication.Guest(id)
 	e, ok := s.findVMLocked(db, guest)
 	if job == nil || !ok || e.Node != src {
@@ -379,7 +379,7 @@ func (s *Sim) getNodeReplicationStatus(rc *reqCtx) (any, error) {
 func (s *Sim) getNodeReplicationLog(rc *reqCtx) (any, error) {
 	db := rc.db()
 	jobs, _ := s.replJobsLocked(db)
-	if findReplJob(jobs, rc.str("id")) == nil {
+	if replication.Find(jobs, rc.str("id")) == nil {
 		return nil, pveDie("no such replication job '%s'", rc.str("id"))
 	}
 	var log []string
@@ -399,7 +399,7 @@ func (s *Sim) postReplicationScheduleNow(rc *reqCtx) (any, error) {
 		return nil, err
 	}
 	jobs, _ := s.replJobsLocked(db)
-	if findReplJob(jobs, id) == nil {
+	if replication.Find(jobs, id) == nil {
 		return nil, pveDie("no such replication job '%s'", id)
 	}
 	s.replRunLocked(rc.node, id).ScheduleNow()

@@ -72,6 +72,16 @@ func Guest(id string) int {
 	return g
 }
 
+// Find is the job with id, nil if there is none.
+func Find(jobs []*Job, id string) *Job {
+	for _, j := range jobs {
+		if j.ID == id {
+			return j
+		}
+	}
+	return nil
+}
+
 // CreateOptions are the options a new job takes from the create call
 // besides id, target and source (API2/ReplicationConfig.pm create).
 var CreateOptions = []string{"schedule", "rate", "comment", "disable"}
@@ -83,10 +93,8 @@ var Updatable = []string{"schedule", "rate", "comment", "disable", "source", "re
 // CheckNew refuses a job that exists already, by id or by guest and
 // target (ReplicationConfig.pm's create checks).
 func CheckNew(jobs []*Job, id string, guest int, target string) error {
-	for _, j := range jobs {
-		if j.ID == id {
-			return fmt.Errorf("replication job '%s' already exists", id)
-		}
+	if Find(jobs, id) != nil {
+		return fmt.Errorf("replication job '%s' already exists", id)
 	}
 	for _, j := range jobs {
 		if Guest(j.ID) == guest && j.Opts["target"] == target {
