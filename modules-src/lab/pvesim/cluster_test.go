@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/tasks"
 )
 
 func createCluster(t *testing.T, c *apiClient, name string) string {
@@ -44,7 +46,7 @@ func TestCreateJoinQuorumC4C5(t *testing.T) {
 	p3.call("POST", "/storage", url.Values{"storage": {"only-on-3"}, "type": {"dir"}, "path": {"/srv/x"}}).must(t, "local storage")
 
 	upid := createCluster(t, p1, "lab")
-	if node, ok := ParseUPID(upid); !ok || node != "pve01" || !strings.Contains(upid, ":clustercreate:lab:root@pam:") {
+	if node, ok := tasks.ParseUPID(upid); !ok || node != "pve01" || !strings.Contains(upid, ":clustercreate:lab:root@pam:") {
 		t.Fatalf("create UPID %q", upid)
 	}
 	if r := p1.call("POST", "/cluster/config", url.Values{"clustername": {"again"}}); r.status != 500 ||
@@ -79,7 +81,7 @@ func TestCreateJoinQuorumC4C5(t *testing.T) {
 
 	before, _ := s.Node("pve02")
 	join := p2.call("POST", "/cluster/config/join", joinParams(s, "pve01", nl["pve_fp"].(string))).must(t, "join pve02").data.(string)
-	if node, _ := ParseUPID(join); node != "pve02" {
+	if node, _ := tasks.ParseUPID(join); node != "pve02" {
 		t.Fatalf("join UPID names %s, want the joiner", node)
 	}
 	// Restart window: the joiner's API refuses connections.

@@ -27,8 +27,12 @@
 // naming the PVE source it follows (issue 27 §1): access (pve-access-control:
 // users, tokens, groups, roles and ACLs, user.cfg and token.cfg, the
 // privileges per version, permission evaluation and the schema's checks;
-// the access*.go handlers, their lock and persistence stay here), corosync,
-// nodecert, vzdump, and pvecommon (the pve-common helpers they share).
+// the access*.go handlers, their lock and persistence stay here),
+// replication (pve-guest-common: replication.cfg's jobs, a job's state,
+// next_sync and the run order, the status view; the scheduler, the runs
+// and the endpoints stay here), tasks (UPIDs, a task's end, its views and
+// the task list's filters; the workers stay here), corosync, nodecert,
+// vzdump, and pvecommon (the pve-common helpers they share).
 //
 // Every ConfigDB is also a directory, <Dir>/pvesim/etc-pve/<db id>/, laid
 // out as PVE's /etc/pve (etcpve.go): the lab mounts it as the members'

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/nodecert"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/tasks"
 	proxmox "github.com/luthermonson/go-proxmox"
 )
 
@@ -112,7 +113,7 @@ func TestRestartKeepsStateAndCertificates(t *testing.T) {
 	}
 	// A task cut short by the restart is recorded as died, not left running.
 	s2.mu.Lock()
-	s2.st.Nodes["pve02"].Tasks = append(s2.st.Nodes["pve02"].Tasks, &Task{UPID: "UPID:pve02:00000001:00000001:00000001:x::root@pam:", Status: "running"})
+	s2.st.Nodes["pve02"].Tasks = append(s2.st.Nodes["pve02"].Tasks, &tasks.Task{UPID: "UPID:pve02:00000001:00000001:00000001:x::root@pam:", Status: "running"})
 	s2.st.Nodes["pve02"].CorosyncUpAt = time.Now().Add(time.Hour).UnixMilli()
 	s2.mu.Unlock()
 	if err := s2.Close(); err != nil {

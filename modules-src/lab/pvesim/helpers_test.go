@@ -20,6 +20,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/nodecert"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/tasks"
 )
 
 // slotCounter hands each test its own 127.77.S.x addresses (S in 200..254)
@@ -298,7 +299,7 @@ func (r resp) obj() map[string]any {
 // waitTask polls the task on the node named in its UPID until it stops.
 func waitTask(t *testing.T, c *apiClient, upid string) map[string]any {
 	t.Helper()
-	node, ok := ParseUPID(upid)
+	node, ok := tasks.ParseUPID(upid)
 	if !ok {
 		t.Fatalf("not a UPID: %q", upid)
 	}

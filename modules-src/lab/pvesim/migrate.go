@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/replication"
 )
 
 // VM migration (qemu-server API2/Qemu.pm migrate_vm, QemuMigrate.pm,
@@ -104,7 +106,7 @@ func (s *Sim) postQemuMigrate(rc *reqCtx) (any, error) {
 		// (replrun.go syncJob, H5).
 		mig := migrationLockKey(node, vmid)
 		if !s.acquire(mig, false, s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout)) {
-			return errLockTimeout(migrationLockFile(vmid)).Error()
+			return errLockTimeout(replication.MigrationLockFile(vmid)).Error()
 		}
 		defer s.release(mig, false)
 		key := guestLockKey(node, vmid)

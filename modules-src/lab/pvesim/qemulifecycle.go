@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/replication"
 )
 
 // QEMU guests' template conversion, disk resize and destroy (qemu-server's
@@ -139,11 +141,8 @@ func (s *Sim) putQemuResize(rc *reqCtx) (any, error) {
 // and HA::Config::delete_service_from_config (typ "vm" or "ct").
 func (s *Sim) purgeGuestLocked(db *ConfigDB, t *taskRun, typ string, vmid int) {
 	s.removeFromBackupJobsLocked(db, vmid)
-	list, _ := s.readSectionsLocked(db, replicationCfg)
-	s.writeSectionsLocked(db, replicationCfg, slices.DeleteFunc(list, func(j *section) bool {
-		g, _ := parseReplID(j.ID)
-		return g == vmid
-	}))
+	jobs, _ := s.replJobsLocked(db)
+	s.writeReplJobsLocked(db, slices.DeleteFunc(jobs, func(j *replication.Job) bool { return replication.Guest(j.ID) == vmid }))
 	res, _ := s.haResourcesLocked(db)
 	if findResource(res, fmt.Sprintf("%s:%d", typ, vmid)) != nil {
 		s.writeSectionsLocked(db, haResourcesCfg, slices.DeleteFunc(res, func(r *section) bool {

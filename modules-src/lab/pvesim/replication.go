@@ -3,37 +3,42 @@ package pvesim
 import (
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
-	"strconv"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/replication"
 	"github.com/gopve/proxmox/modules-src/pveapi/storagetype"
 )
 
 // Storage replication jobs, /etc/pve/replication.cfg (pve-manager
 // PVE/API2/ReplicationConfig.pm, pve-guest-common ReplicationConfig.pm):
-// id <vmid>-<n>, one job per guest and target, only ZFS volumes replicate
-// (H6: volume_has_feature replicate is ZFSPoolPlugin's alone). DELETE only
-// marks the job (remove_job full, or local with keep); the source node's
-// next pvesr run — Config.ReplicationInterval, a minute in PVE — removes it,
-// and never while the source node is down (force=1 drops it at once).
-// The runs are replrun.go's.
+// the handlers, the file's lock and persistence; the jobs' model and rules
+// (ids, validation, the views, the state and next_sync) are
+// pvesim/replication's. Only ZFS volumes replicate (H6: volume_has_feature
+// replicate is ZFSPoolPlugin's alone). DELETE only marks the job
+// (remove_job full, or local with keep); the source node's next pvesr run —
+// Config.ReplicationInterval, a minute in PVE — removes it, and never while
+// the source node is down (force=1 drops it at once). The runs are
+// replrun.go's.
 
-const replicationCfg = "replication.cfg"
+const replicationCfg = replication.ConfigFile
 
-var replIDRe = regexp.MustCompile(`^(\d+)-(\d+)$`)
-
-// parseReplID is parse_replication_job_id.
-func parseReplID(id string) (int, error) {
-	m := replIDRe.FindStringSubmatch(id)
-	if m == nil {
-		return 0, fmt.Errorf("invalid replication job id '%s'", id)
+// replJobsLocked reads replication.cfg's jobs; they are the file's
+// sections, so a change to one is written with writeReplJobsLocked.
+func (s *Sim) replJobsLocked(db *ConfigDB) ([]*replication.Job, string) {
+	list, digest := s.readSectionsLocked(db, replicationCfg)
+	jobs := make([]*replication.Job, len(list))
+	for i, sec := range list {
+		jobs[i] = (*replication.Job)(sec)
 	}
-	g, _ := strconv.Atoi(m[1])
-	if g < 100 {
-		return 0, fmt.Errorf("invalid replication job id '%s' (guest IDs < 100 are reserved)", id)
+	return jobs, digest
+}
+
+func (s *Sim) writeReplJobsLocked(db *ConfigDB, jobs []*replication.Job) {
+	list := make([]*section, len(jobs))
+	for i, j := range jobs {
+		list[i] = (*section)(j)
 	}
-	return g, nil
+	s.writeSectionsLocked(db, replicationCfg, list)
 }
 
 // replJobGuest parses a job id and checks VM.Replicate on its guest, as
@@ -41,7 +46,7 @@ func parseReplID(id string) (int, error) {
 // 9. PVE 8 has no VM.Replicate (pve-access-control added it in 9.0): its
 // schema's checks (Datastore.Allocate on /storage) are all there is.
 func replJobGuest(rc *reqCtx, db *ConfigDB, id string) (int, error) {
-	guest, err := parseReplID(id)
+	guest, err := replication.ParseID(id)
 	if err != nil {
 		return 0, err
 	}
@@ -51,59 +56,27 @@ func replJobGuest(rc *reqCtx, db *ConfigDB, id string) (int, error) {
 	return guest, nil
 }
 
-// replUpdatable are the options a job update may set or delete (the
-// replication section type's non-fixed options).
-var replUpdatable = []string{"schedule", "rate", "comment", "disable", "source", "remove_job"}
-
-// replView renders a job for the API: options typed, plus id, guest, jobnum.
-func replView(sec *section, digest string) map[string]any {
-	out := map[string]any{"id": sec.ID, "type": sec.Type}
-	for k, v := range sec.Opts {
-		out[k] = v
-	}
-	g, _ := parseReplID(sec.ID)
-	out["guest"] = g
-	if m := replIDRe.FindStringSubmatch(sec.ID); m != nil {
-		n, _ := strconv.Atoi(m[2])
-		out["jobnum"] = n
-	}
-	if r, ok := sec.Opts["rate"]; ok {
-		if f, err := strconv.ParseFloat(r, 64); err == nil {
-			out["rate"] = f
-		}
-	}
-	if d, ok := sec.Opts["disable"]; ok {
-		n, _ := strconv.Atoi(d)
-		out["disable"] = n
-	}
-	if digest != "" {
-		out["digest"] = digest
-	}
-	return out
-}
-
 func (s *Sim) getReplicationJobs(rc *reqCtx) (any, error) {
 	db := rc.db()
-	list, _ := s.readSectionsLocked(db, replicationCfg)
+	jobs, _ := s.replJobsLocked(db)
 	out := []map[string]any{}
-	for _, sec := range list {
-		g, _ := parseReplID(sec.ID)
-		if !hasPriv(db, rc.who, fmt.Sprintf("/vms/%d", g), []string{"VM.Audit"}, false) {
+	for _, j := range jobs {
+		if !hasPriv(db, rc.who, fmt.Sprintf("/vms/%d", replication.Guest(j.ID)), []string{"VM.Audit"}, false) {
 			continue // filtered (K19)
 		}
-		out = append(out, replView(sec, ""))
+		out = append(out, replication.View(j, ""))
 	}
 	return out, nil
 }
 
 func (s *Sim) getReplicationJob(rc *reqCtx) (any, error) {
 	db := rc.db()
-	list, digest := s.readSectionsLocked(db, replicationCfg)
-	sec := findSection(list, rc.str("id"))
-	if sec == nil {
+	jobs, digest := s.replJobsLocked(db)
+	j := replication.Find(jobs, rc.str("id"))
+	if j == nil {
 		return nil, fmt.Errorf("no such replication job '%s'", rc.str("id"))
 	}
-	return replView(sec, digest), nil
+	return replication.View(j, digest), nil
 }
 
 // replicatableVolumes is get_replicatable_volumes for a VM config: shared
@@ -184,22 +157,17 @@ func (s *Sim) postReplicationJob(rc *reqCtx) (any, error) {
 		e.wait = s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout)
 		return nil, e
 	}
-	list, _ := s.readSectionsLocked(db, replicationCfg)
-	if findSection(list, id) != nil {
-		return nil, fmt.Errorf("replication job '%s' already exists", id)
+	jobs, _ := s.replJobsLocked(db)
+	if err := replication.CheckNew(jobs, id, guest, target); err != nil {
+		return nil, err
 	}
-	for _, j := range list {
-		if g, _ := parseReplID(j.ID); g == guest && j.Opts["target"] == target {
-			return nil, fmt.Errorf("replication job for guest '%d' to target 'local/%s' already exists", guest, target)
-		}
-	}
-	sec := &section{Type: "local", ID: id, Opts: map[string]string{"target": target, "source": e.Node}}
-	for _, k := range []string{"schedule", "rate", "comment", "disable"} {
+	j := &replication.Job{Type: "local", ID: id, Opts: map[string]string{"target": target, "source": e.Node}}
+	for _, k := range replication.CreateOptions {
 		if rc.has(k) {
-			sec.Opts[k] = rc.str(k)
+			j.Opts[k] = rc.str(k)
 		}
 	}
-	s.writeSectionsLocked(db, replicationCfg, append(list, sec))
+	s.writeReplJobsLocked(db, append(jobs, j))
 	s.saveLocked()
 	return nil, nil
 }
@@ -210,33 +178,19 @@ func (s *Sim) putReplicationJob(rc *reqCtx) (any, error) {
 	if _, err := replJobGuest(rc, db, id); err != nil {
 		return nil, err
 	}
-	list, digest := s.readSectionsLocked(db, replicationCfg)
+	jobs, digest := s.replJobsLocked(db)
 	if d := rc.str("digest"); d != "" && d != digest {
 		return nil, pveDie("detected modified configuration - file changed by other user? Try again.")
 	}
-	sec := findSection(list, id)
-	if sec == nil {
+	j := replication.Find(jobs, id)
+	if j == nil {
 		return nil, fmt.Errorf("no such job '%s'", id)
 	}
-	if rc.has("target") {
-		return nil, fmt.Errorf("can't change value of fixed parameter 'target'") // SectionConfig check_config
+	param := func(k string) (string, bool) { return rc.str(k), rc.has(k) }
+	if err := replication.Update(j, param, pveSplit(rc.str("delete"))); err != nil {
+		return nil, err
 	}
-	for _, k := range replUpdatable {
-		if rc.has(k) {
-			sec.Opts[k] = rc.str(k)
-		}
-	}
-	for _, k := range pveSplit(rc.str("delete")) {
-		switch {
-		case slices.Contains(replUpdatable, k):
-			delete(sec.Opts, k)
-		case k == "target" || k == "type" || k == "id":
-			return nil, fmt.Errorf("unable to delete required option '%s'", k)
-		default:
-			return nil, fmt.Errorf("no such option '%s'", k)
-		}
-	}
-	s.writeSectionsLocked(db, replicationCfg, list)
+	s.writeReplJobsLocked(db, jobs)
 	s.saveLocked()
 	return nil, nil
 }
@@ -247,37 +201,27 @@ func (s *Sim) deleteReplicationJob(rc *reqCtx) (any, error) {
 	if _, err := replJobGuest(rc, db, id); err != nil {
 		return nil, err
 	}
-	list, _ := s.readSectionsLocked(db, replicationCfg)
+	jobs, _ := s.replJobsLocked(db)
 	if rc.boolean("force") {
 		if rc.boolean("keep") {
 			return nil, errParams(map[string]string{"keep": "conflicts with parameter 'force'"})
 		}
-		list = slices.DeleteFunc(list, func(j *section) bool { return j.ID == id })
-		s.writeSectionsLocked(db, replicationCfg, list)
+		s.writeReplJobsLocked(db, slices.DeleteFunc(jobs, func(j *replication.Job) bool { return j.ID == id }))
 		s.saveLocked()
 		return nil, nil
 	}
-	sec := findSection(list, id)
-	if sec == nil {
+	j := replication.Find(jobs, id)
+	if j == nil {
 		return nil, fmt.Errorf("no such job '%s'", id)
 	}
-	sec.Opts["remove_job"] = "full"
-	if rc.boolean("keep") {
-		sec.Opts["remove_job"] = "local"
-	}
-	s.writeSectionsLocked(db, replicationCfg, list)
+	replication.MarkRemoval(j, rc.boolean("keep"))
+	s.writeReplJobsLocked(db, jobs)
 	s.saveLocked()
 	return nil, nil
 }
 
 // replicationJobsOf lists the job ids of a guest (destroy refuses them).
 func (s *Sim) replicationJobsOf(db *ConfigDB, vmid int) []string {
-	list, _ := s.readSectionsLocked(db, replicationCfg)
-	var out []string
-	for _, j := range list {
-		if g, _ := parseReplID(j.ID); g == vmid {
-			out = append(out, j.ID)
-		}
-	}
-	return out
+	jobs, _ := s.replJobsLocked(db)
+	return replication.IDsOf(jobs, vmid)
 }

@@ -7,59 +7,37 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/replication"
 )
 
 // Replication runs, as pvescheduler and pvesr do them (pve-manager
 // PVE/Service/pvescheduler.pm, PVE/API2/Replication.pm run_jobs;
-// pve-guest-common ReplicationState.pm job_status / get_next_job,
-// Replication.pm run_replication): every ReplicationInterval (PVE: a
-// minute) each node's scheduler runs pvesr under /var/lock/pvesr.lck, and
-// that run works through every due job of the guests on the node, one after
-// another. A job is due at its schedule's next event after its last try (a
-// new job has none, so it is due at once), after a failure 5, 10, 15, then
-// 30 minutes after the last try — and not at all while the target is
-// offline —, and a job marked for removal at once. job_status also fixes
-// the jobs of a guest stolen by HA recovery: a job whose source is not the
-// node holding the guest gets source and target switched
-// (switch_replication_job_target_nolock), so a client that treats target as
-// fixed sees it change until failback. A run takes TaskDuration, copies the
-// guest's ZFS volumes to the target (the replica a recovery needs, H8) and
-// records last_sync/duration; a target that is down fails it. Calendar
-// events count the lab's minutes (ReplicationInterval); only "*/N" and
-// plain minute schedules are parsed, others count as */15
-// (reconstruction). Runs are node-local state.
+// pve-guest-common Replication.pm run_replication): every
+// ReplicationInterval (PVE: a minute) each node's scheduler runs pvesr
+// under /var/lock/pvesr.lck, and that run works through every due job of
+// the guests on the node, one after another. When a job is due (job_status's
+// next_sync: schedule, backoff after failures, never while the target is
+// offline), the order of get_next_job, the switch of a guest HA stole
+// (so a client that treats target as fixed sees it change until failback),
+// what a run records and the status view are pvesim/replication's rules;
+// here are the scheduler, the locks, the runs — a run takes TaskDuration,
+// copies the guest's ZFS volumes to the target (the replica a recovery
+// needs, H8), and fails when the target is down — and the node's
+// replication endpoints. Runs are node-local state.
 
-// ReplRun is one job's state on its source node.
-type ReplRun struct {
-	LastSync  int64   `json:"last_sync"`
-	LastTry   int64   `json:"last_try"`
-	Duration  float64 `json:"duration"`
-	FailCount int     `json:"fail_count"`
-	Error     string  `json:"error,omitempty"`
-	// LastTryMilli is LastTry to the millisecond (lab minutes may be short).
-	LastTryMilli int64    `json:"last_try_ms,omitempty"`
-	Running      bool     `json:"running,omitempty"`
-	Log          []string `json:"log,omitempty"`
-}
-
-func (s *Sim) replRunLocked(node, id string) *ReplRun {
+// replRunLocked is job id's state on node, created on first use.
+func (s *Sim) replRunLocked(node, id string) *replication.State {
 	n := s.st.Nodes[node]
 	if n.Replication == nil {
-		n.Replication = map[string]*ReplRun{}
+		n.Replication = map[string]*replication.State{}
 	}
 	r := n.Replication[id]
 	if r == nil {
-		r = &ReplRun{}
+		r = &replication.State{}
 		n.Replication[id] = r
 	}
 	return r
-}
-
-func scheduleEvery(schedule string) int {
-	if n, err := strconv.Atoi(strings.TrimPrefix(schedule, "*/")); err == nil && strings.HasPrefix(schedule, "*/") && n > 0 {
-		return n
-	}
-	return 15
 }
 
 // replMinute is the lab's replication minute; "none" (negative) is made a
@@ -68,49 +46,14 @@ func (s *Sim) replMinute() time.Duration {
 	return max(s.cfg.dur(s.cfg.ReplicationInterval, time.Minute), 10*time.Millisecond)
 }
 
-// nextEvent is compute_next_event for a "*/N" schedule on the lab's clock:
-// the first multiple of N lab minutes after last (Unix ms).
-func (s *Sim) nextEvent(schedule string, lastMs int64) int64 {
-	minute := s.replMinute().Milliseconds()
-	if minute <= 0 {
-		minute = 1
+// replEnvLocked is what replication's job_status rules read of node: the
+// lab's minute, which nodes are up, the jobs' states there.
+func (s *Sim) replEnvLocked(node string) replication.Env {
+	return replication.Env{
+		Minute: s.replMinute(),
+		Online: s.nodeUpLocked,
+		State:  func(id string) *replication.State { return s.st.Nodes[node].Replication[id] },
 	}
-	n := int64(scheduleEvery(schedule))
-	m := lastMs/minute + 1
-	next := (m + n - 1) / n * n
-	return next * minute
-}
-
-// nextSyncLocked is job_status's next_sync for a job on node (Unix ms,
-// 0 = not scheduled).
-func (s *Sim) nextSyncLocked(node string, job *section) int64 {
-	if job.Opts["remove_job"] != "" {
-		return 1
-	}
-	run := s.st.Nodes[node].Replication[job.ID]
-	if run == nil {
-		return s.nextEvent(job.Opts["schedule"], 0)
-	}
-	if run.FailCount > 0 {
-		if !s.nodeUpLocked(job.Opts["target"]) {
-			return 0
-		}
-		wait := int64(30)
-		if run.FailCount <= 3 {
-			wait = int64(5 * run.FailCount)
-		}
-		return run.LastTryMs() + wait*s.replMinute().Milliseconds()
-	}
-	return s.nextEvent(job.Opts["schedule"], run.LastTryMs())
-}
-
-// LastTryMs is the last try in Unix milliseconds (the lab's minutes can be
-// shorter than a second in tests).
-func (r *ReplRun) LastTryMs() int64 {
-	if r.LastTryMilli != 0 {
-		return r.LastTryMilli
-	}
-	return r.LastTry * 1000
 }
 
 // replicationSchedulerLoop is every node's pvescheduler: a pvesr run at
@@ -172,24 +115,7 @@ func (s *Sim) runDueJobs(node, only string) []string {
 			return log
 		}
 		db := s.dbOf(node)
-		var next *section
-		var nextAt int64
-		for _, j := range s.jobsOnNodeLocked(db, node) {
-			if done[j.ID] || only != "" && j.ID != only {
-				continue
-			}
-			if only == "" && j.Opts["disable"] == "1" && j.Opts["remove_job"] == "" {
-				continue // job_status without get_disabled
-			}
-			at := s.nextSyncLocked(node, j)
-			if only == "" && (at == 0 || at > start) {
-				continue
-			}
-			g, _ := parseReplID(j.ID)
-			if next == nil || at < nextAt || at == nextAt && g < mustGuest(next.ID) || at == nextAt && g == mustGuest(next.ID) && j.ID < next.ID {
-				next, nextAt = j, at
-			}
-		}
+		next := s.replEnvLocked(node).NextJob(s.jobsOnNodeLocked(db, node), start, done, only)
 		s.mu.Unlock()
 		if next == nil {
 			return log
@@ -198,8 +124,6 @@ func (s *Sim) runDueJobs(node, only string) []string {
 		log = append(log, s.syncJob(db.ID, node, next.ID)...)
 	}
 }
-
-func mustGuest(id string) int { g, _ := parseReplID(id); return g }
 
 // syncJob runs one job of node now (run_replication under pvesr.lck) and
 // returns its log.
@@ -213,11 +137,11 @@ func (s *Sim) syncJob(dbID, src, id string) []string {
 	// pve-manager API2/Replication.pm _handle_job_err), so the job's
 	// status keeps its fail_count, error and last_try — contention is
 	// never a job's error (H5) — and it stays due for the next run.
-	if g, err := parseReplID(id); err == nil {
+	if g, err := replication.ParseID(id); err == nil {
 		mig := migrationLockKey(src, g)
 		if !s.acquire(mig, false, min(2*time.Second, s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout))) {
 			s.mu.Lock()
-			s.replSkipped = append(s.replSkipped, fmt.Sprintf("%s: got unexpected replication job error - %v", id, errLockTimeout(migrationLockFile(g))))
+			s.replSkipped = append(s.replSkipped, replication.SkippedWarning(id, errLockTimeout(replication.MigrationLockFile(g))))
 			s.mu.Unlock()
 			return nil
 		}
@@ -229,9 +153,9 @@ func (s *Sim) syncJob(dbID, src, id string) []string {
 		s.mu.Unlock()
 		return nil
 	}
-	list, _ := s.readSectionsLocked(db, replicationCfg)
-	job := findSection(list, id)
-	guest, _ := parseReplID(id)
+	jobs, _ := s.replJobsLocked(db)
+	job := replication.Find(jobs, id)
+	guest := replication.Guest(id)
 	e, ok := s.findVMLocked(db, guest)
 	if job == nil || !ok || e.Node != src {
 		s.mu.Unlock()
@@ -246,12 +170,8 @@ func (s *Sim) syncJob(dbID, src, id string) []string {
 		// (job_status: next_sync 1 for a job marked for removal) until the
 		// target is back or the job is deleted with force.
 		if t := job.Opts["target"]; job.Opts["remove_job"] == "full" && t != src && !s.nodeUpLocked(t) {
-			run := s.replRunLocked(src, id)
-			now := time.Now()
-			run.LastTry, run.LastTryMilli, run.FailCount = now.Unix(), now.UnixMilli(), run.FailCount+1
-			// reconstruction: the ssh to a powered-off target fails like this
-			run.Error = fmt.Sprintf("command '/usr/bin/ssh -e none -o 'BatchMode=yes' -o 'HostKeyAlias=%s' root@%s -- pvesr prepare-local-job %s --scan %s --force' failed: exit code 255",
-				t, s.st.Nodes[t].Addr, id, strings.Join(s.replStoragesLocked(db, e, src, guest), ","))
+			scan := "--scan " + s.replStoragesLocked(db, e, src, guest) + " --force"
+			s.replRunLocked(src, id).RemovalFailed(replication.PrepareFailed(t, s.st.Nodes[t].Addr, id, scan), time.Now())
 			s.saveLocked()
 			s.mu.Unlock()
 			return nil
@@ -265,8 +185,7 @@ func (s *Sim) syncJob(dbID, src, id string) []string {
 				}
 			}
 		}
-		list = slices.DeleteFunc(list, func(j *section) bool { return j.ID == id })
-		s.writeSectionsLocked(db, replicationCfg, list)
+		s.writeReplJobsLocked(db, slices.DeleteFunc(jobs, func(j *replication.Job) bool { return j.ID == id }))
 		delete(s.st.Nodes[src].Replication, id)
 		s.saveLocked()
 		s.mu.Unlock()
@@ -275,9 +194,7 @@ func (s *Sim) syncJob(dbID, src, id string) []string {
 	target := job.Opts["target"]
 	run := s.replRunLocked(src, id)
 	start := time.Now()
-	run.Running, run.LastTry, run.LastTryMilli = true, start.Unix(), start.UnixMilli()
-	stamp := func() string { return time.Now().Format("2006-01-02 15:04:05") }
-	run.Log = []string{stamp() + " " + id + ": start replication job", stamp() + " " + id + ": guest => VM " + strconv.Itoa(guest)}
+	run.Begin(id, guest, start)
 	s.saveLocked()
 	s.mu.Unlock()
 
@@ -294,14 +211,11 @@ func (s *Sim) syncJob(dbID, src, id string) []string {
 		s.saveLocked()
 	}()
 	fail := func(msg string) []string {
-		run.FailCount++
-		run.Error = msg
-		run.Log = append(run.Log, stamp()+" "+id+": end replication job with error: "+msg)
+		run.Failed(id, msg, time.Now())
 		return run.Log
 	}
 	if !s.nodeUpLocked(target) {
-		// reconstruction: the ssh to a powered-off target fails like this
-		return fail(fmt.Sprintf("command '/usr/bin/ssh -e none -o 'BatchMode=yes' -o 'HostKeyAlias=%s' root@%s -- pvesr prepare-local-job %s' failed: exit code 255", target, s.st.Nodes[target].Addr, id))
+		return fail(replication.PrepareFailed(target, s.st.Nodes[target].Addr, id, ""))
 	}
 	conf := s.guestConfLocked(db, e)
 	if conf == nil {
@@ -311,7 +225,7 @@ func (s *Sim) syncJob(dbID, src, id string) []string {
 	if err != nil {
 		return fail(err.Error())
 	}
-	run.Log = append(run.Log, stamp()+" "+id+": volumes => "+strings.Join(vols, ","))
+	run.Logf(id, time.Now(), "volumes => %s", strings.Join(vols, ","))
 	tn := s.st.Nodes[target]
 	if tn.Volumes == nil {
 		tn.Volumes = map[string]*GuestVolume{}
@@ -321,30 +235,23 @@ func (s *Sim) syncJob(dbID, src, id string) []string {
 			c := *sv
 			tn.Volumes[v] = &c
 		}
-		kind := "full"
-		if run.LastSync > 0 {
-			kind = "incremental"
-		}
-		run.Log = append(run.Log, fmt.Sprintf("%s %s: %s sync '%s' (__replicate_%s_%d__)", stamp(), id, kind, v, id, start.Unix()))
+		run.LogSync(id, v, start, time.Now())
 	}
-	run.LastSync, run.FailCount, run.Error = start.Unix(), 0, ""
-	run.Log = append(run.Log, stamp()+" "+id+": end replication job")
+	run.Synced(id, start, time.Now())
 	return run.Log
 }
 
-// replStoragesLocked lists the storages of a guest's replicated volumes.
-func (s *Sim) replStoragesLocked(db *ConfigDB, e vmEntry, src string, guest int) []string {
-	var out []string
+// replStoragesLocked lists the storages of a guest's replicated volumes,
+// comma-separated (replication.ScanArg).
+func (s *Sim) replStoragesLocked(db *ConfigDB, e vmEntry, src string, guest int) string {
+	var vols []string
 	if c := s.guestConfLocked(db, e); c != nil {
-		if vols, err := s.replicatableVolumes(src, guest, c); err == nil {
-			for _, v := range vols {
-				if st, _, ok := volumeID(v); ok && !slices.Contains(out, st) {
-					out = append(out, st)
-				}
-			}
-		}
+		vols, _ = s.replicatableVolumes(src, guest, c)
 	}
-	return out
+	return replication.ScanArg(vols, func(v string) (string, bool) {
+		st, _, ok := volumeID(v)
+		return st, ok
+	})
 }
 
 // guestConfLocked reads a guest's config wherever it is, VM or CT.
@@ -358,10 +265,8 @@ func (s *Sim) guestConfLocked(db *ConfigDB, e vmEntry) *qmConf {
 
 // migrationLockKey is /var/lock/pve-manager/pve-migrate-<vmid> on node
 // (pve-guest-common GuestHelpers.pm guest_migration_lock), a local flock.
-func migrationLockKey(node string, vmid int) string { return node + ":" + migrationLockFile(vmid) }
-
-func migrationLockFile(vmid int) string {
-	return fmt.Sprintf("/var/lock/pve-manager/pve-migrate-%d", vmid)
+func migrationLockKey(node string, vmid int) string {
+	return node + ":" + replication.MigrationLockFile(vmid)
 }
 
 // ReplicationWarnings are the lines pvesr's runs wrote to the journal for
@@ -373,7 +278,7 @@ func (s *Sim) ReplicationWarnings() []string {
 }
 
 // pvesrLockKey is /var/lock/pvesr.lck on node.
-func pvesrLockKey(node string) string { return node + ":/var/lock/pvesr.lck" }
+func pvesrLockKey(node string) string { return node + ":" + replication.PvesrLock }
 
 // RunReplication is `pvesr run [--id ID]` on node: it takes
 // /var/lock/pvesr.lck (waiting LockTimeout, PVE: 60 s, then "can't lock
@@ -406,76 +311,38 @@ func (s *Sim) RunReplication(node, id string) ([]string, error) {
 	return s.runDueJobs(node, id), nil
 }
 
-// replStatusView is $extract_job_status: the job's config plus its state.
-func (s *Sim) replStatusView(node string, sec *section) map[string]any {
-	v := replView(sec, "")
-	delete(v, "digest")
-	if g, _ := parseReplID(sec.ID); g > 0 {
-		if e, ok := s.findVMLocked(s.dbOf(node), g); ok {
-			v["vmtype"] = map[string]string{"qemu-server": "qemu", "lxc": "lxc"}[e.Kind] // job_status: the vmlist's type
-		}
+// replStatusView is $extract_job_status for a job of node, with the
+// guest's vmtype from the vmlist (job_status).
+func (s *Sim) replStatusView(node string, j *replication.Job) map[string]any {
+	vmtype := ""
+	if e, ok := s.findVMLocked(s.dbOf(node), replication.Guest(j.ID)); ok {
+		vmtype = map[string]string{"qemu-server": "qemu", "lxc": "lxc"}[e.Kind]
 	}
-	v["next_sync"] = (s.nextSyncLocked(node, sec) + 999) / 1000
-	run := s.st.Nodes[node].Replication[sec.ID]
-	if run == nil {
-		v["fail_count"], v["last_sync"], v["last_try"] = 0, 0, 0
-		return v
-	}
-	v["last_sync"], v["last_try"], v["fail_count"] = run.LastSync, run.LastTry, run.FailCount
-	if run.Duration > 0 {
-		v["duration"] = run.Duration
-	}
-	if run.Error != "" {
-		v["error"] = run.Error
-	}
-	if run.Running {
-		v["pid"] = 20000 + len(sec.ID)
-	}
-	return v
+	return s.replEnvLocked(node).StatusView(j, vmtype)
 }
 
-// jobsOnNodeLocked is job_status: the jobs whose guest is on node (never
-// one to the node itself, unless marked for removal). A job whose source is
-// another node belongs to a guest HA stole: its jobs are switched first.
-func (s *Sim) jobsOnNodeLocked(db *ConfigDB, node string) []*section {
-	list, _ := s.readSectionsLocked(db, replicationCfg)
-	for _, j := range list {
-		g, _ := parseReplID(j.ID)
-		if e, ok := s.findVMLocked(db, g); ok && e.Node == node && j.Opts["source"] != "" && j.Opts["source"] != node {
-			s.switchReplicationLocked(db, g, node, j.Opts["source"])
-			list, _ = s.readSectionsLocked(db, replicationCfg)
-		}
-	}
-	var out []*section
-	for _, j := range list {
-		g, _ := parseReplID(j.ID)
-		if e, ok := s.findVMLocked(db, g); ok && e.Node == node && (j.Opts["target"] != node || j.Opts["remove_job"] != "") {
-			out = append(out, j)
-		}
+// jobsOnNodeLocked is job_status: the jobs node runs
+// (replication.OnNode), after switching those of a guest HA stole onto
+// it, which writes replication.cfg.
+func (s *Sim) jobsOnNodeLocked(db *ConfigDB, node string) []*replication.Job {
+	jobs, _ := s.replJobsLocked(db)
+	out, switched := replication.OnNode(jobs, node, func(g int) (string, bool) {
+		e, ok := s.findVMLocked(db, g)
+		return e.Node, ok
+	})
+	if switched {
+		s.writeReplJobsLocked(db, jobs)
+		s.saveLocked()
 	}
 	return out
 }
 
-// switchReplicationLocked is ReplicationConfig.pm
-// switch_replication_job_target_nolock($vmid, $old_target, $new_target):
-// every job of the guest gets source old; the one that targeted old now
-// targets new. HA's stolen guest (job_status) passes (its node, the old
-// source); a migration (AbstractMigrate.pm) (target, source).
+// switchReplicationLocked is switch_replication_job_target_nolock for a
+// migration (AbstractMigrate.pm passes target, source), written back.
 func (s *Sim) switchReplicationLocked(db *ConfigDB, vmid int, oldTarget, newTarget string) {
-	list, _ := s.readSectionsLocked(db, replicationCfg)
-	changed := false
-	for _, j := range list {
-		if g, _ := parseReplID(j.ID); g != vmid || j.Type != "local" {
-			continue
-		}
-		if j.Opts["target"] == oldTarget {
-			j.Opts["target"] = newTarget
-		}
-		j.Opts["source"] = oldTarget
-		changed = true
-	}
-	if changed {
-		s.writeSectionsLocked(db, replicationCfg, list)
+	jobs, _ := s.replJobsLocked(db)
+	if replication.SwitchTarget(jobs, vmid, oldTarget, newTarget) {
+		s.writeReplJobsLocked(db, jobs)
 		s.saveLocked()
 	}
 }
@@ -485,7 +352,7 @@ func (s *Sim) getNodeReplication(rc *reqCtx) (any, error) {
 	db := rc.db()
 	out := []map[string]any{}
 	for _, j := range s.jobsOnNodeLocked(db, rc.node) {
-		g, _ := parseReplID(j.ID)
+		g := replication.Guest(j.ID)
 		if rc.has("guest") && rc.str("guest") != strconv.Itoa(g) {
 			continue
 		}
@@ -511,20 +378,15 @@ func (s *Sim) getNodeReplicationStatus(rc *reqCtx) (any, error) {
 // GET /nodes/{node}/replication/{id}/log
 func (s *Sim) getNodeReplicationLog(rc *reqCtx) (any, error) {
 	db := rc.db()
-	list, _ := s.readSectionsLocked(db, replicationCfg)
-	if findSection(list, rc.str("id")) == nil {
+	jobs, _ := s.replJobsLocked(db)
+	if replication.Find(jobs, rc.str("id")) == nil {
 		return nil, pveDie("no such replication job '%s'", rc.str("id"))
 	}
-	out := []map[string]any{}
+	var log []string
 	if run := s.st.Nodes[rc.node].Replication[rc.str("id")]; run != nil {
-		start, limit := rc.integer("start", 0), rc.integer("limit", 50)
-		for i, l := range run.Log {
-			if i >= start && len(out) < limit {
-				out = append(out, map[string]any{"n": i + 1, "t": l})
-			}
-		}
+		log = run.Log
 	}
-	return out, nil
+	return replication.LogPage(log, rc.integer("start", 0), rc.integer("limit", 50)), nil
 }
 
 // POST /nodes/{node}/replication/{id}/schedule_now: the next scheduler
@@ -536,13 +398,11 @@ func (s *Sim) postReplicationScheduleNow(rc *reqCtx) (any, error) {
 	if _, err := replJobGuest(rc, db, id); err != nil {
 		return nil, err
 	}
-	list, _ := s.readSectionsLocked(db, replicationCfg)
-	if findSection(list, id) == nil {
+	jobs, _ := s.replJobsLocked(db)
+	if replication.Find(jobs, id) == nil {
 		return nil, pveDie("no such replication job '%s'", id)
 	}
-	// schedule_job_now: last_try 0, so the next scheduler run finds it due.
-	run := s.replRunLocked(rc.node, id)
-	run.LastTry, run.LastTryMilli = 0, 0
+	s.replRunLocked(rc.node, id).ScheduleNow()
 	s.saveLocked()
 	return "", nil
 }

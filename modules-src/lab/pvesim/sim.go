@@ -243,9 +243,7 @@ func (s *Sim) loadOrInit() error {
 				n.CorosyncUpAt = time.Now().UnixMilli()
 			}
 			for _, t := range n.Tasks {
-				if t.Status == "running" {
-					t.Status, t.ExitStatus, t.EndTime = "stopped", "unexpected status", nowUnix()
-				}
+				t.Abandon(nowUnix())
 			}
 		}
 	case errors.Is(err, os.ErrNotExist):

@@ -15,6 +15,8 @@ import (
 	"github.com/google/renameio/v2"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/corosync"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/replication"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/tasks"
 )
 
 // State is the whole simulated world, persisted as JSON in
@@ -50,8 +52,8 @@ type Node struct {
 	DB      string `json:"db"`
 	CertGen int    `json:"cert_gen"`
 	// BootTime feeds uptime; PStart is the fake pstart of its daemons.
-	BootTime int64   `json:"boot_time"`
-	Tasks    []*Task `json:"tasks"`
+	BootTime int64         `json:"boot_time"`
+	Tasks    []*tasks.Task `json:"tasks"`
 	// CorosyncUpAt is when this member's corosync is up (after cluster
 	// create/join finished); before that it does not count for quorum.
 	CorosyncUpAt int64 `json:"corosync_up_at_ms,omitempty"` // Unix milliseconds
@@ -69,7 +71,7 @@ type Node struct {
 	HeldDevices map[int][]string `json:"held_devices,omitempty"`
 	// Replication is this node's pve-replication-state: one entry per job
 	// whose guest it holds (replrun.go).
-	Replication map[string]*ReplRun `json:"replication,omitempty"`
+	Replication map[string]*replication.State `json:"replication,omitempty"`
 	// Volumes on this node's local storages, by volid (guests.go).
 	Volumes map[string]*GuestVolume `json:"volumes,omitempty"`
 	// FinishPending: the node took a cluster's configuration (finish_join)
@@ -121,22 +123,6 @@ type Pool struct {
 	ID      string   `json:"id"`
 	Comment string   `json:"comment,omitempty"`
 	Members []string `json:"members,omitempty"` // "qemu/100", "storage/local"
-}
-
-// Task is one worker task; see tasks.go.
-type Task struct {
-	UPID       string   `json:"upid"`
-	Node       string   `json:"node"`
-	PID        int      `json:"pid"`
-	PStart     int      `json:"pstart"`
-	StartTime  int64    `json:"starttime"`
-	EndTime    int64    `json:"endtime,omitempty"`
-	Type       string   `json:"type"`
-	ID         string   `json:"id"`
-	User       string   `json:"user"` // user@realm or user@realm!token
-	Status     string   `json:"status"`
-	ExitStatus string   `json:"exitstatus,omitempty"`
-	Log        []string `json:"log"`
 }
 
 func randomHex(n int) string {

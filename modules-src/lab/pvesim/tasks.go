@@ -2,23 +2,14 @@ package pvesim
 
 import (
 	"fmt"
-	"regexp"
-	"sort"
-	"strings"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/tasks"
 )
 
-// upidRe parses UPID:node:pid:pstart:starttime:type:id:user: (pve-common UPID.pm).
-var upidRe = regexp.MustCompile(`^UPID:([a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?):([0-9A-Fa-f]{8}):([0-9A-Fa-f]{8,9}):([0-9A-Fa-f]{8}):([^:\s]+):([^:\s]*):([^:\s]+):$`)
-
-// ParseUPID returns the node a task runs on (where it must be polled).
-func ParseUPID(upid string) (node string, ok bool) {
-	m := upidRe.FindStringSubmatch(upid)
-	if m == nil {
-		return "", false
-	}
-	return m[1], true
-}
+// Worker tasks: starting a worker, its handle, and the task endpoints;
+// the task's model — UPID, how it ends, the views and the list's filters —
+// is pvesim/tasks'.
 
 // taskWorker is the body of a task. It runs without the state lock; it
 // takes s.mu itself to touch state. logf appends to the task log. It
@@ -28,7 +19,7 @@ type taskWorker func(t *taskRun) string
 // taskRun is a worker's handle on its task.
 type taskRun struct {
 	s    *Sim
-	task *Task
+	task *tasks.Task
 	// effects run (under s.mu) when the worker succeeds; a slow-config
 	// fault runs them Delay after the task already reported OK (K4).
 	effects []func()
@@ -65,9 +56,7 @@ func (s *Sim) startTaskLocked(rc *reqCtx, node, typ, id string, work taskWorker)
 	if rc != nil && rc.who != nil {
 		user = rc.who.taskUser()
 	}
-	upid := fmt.Sprintf("UPID:%s:%08X:%08X:%08X:%s:%s:%s:", node, pid, pstart, now.Unix(), typ, id, user)
-	task := &Task{UPID: upid, Node: node, PID: pid, PStart: pstart, StartTime: now.Unix(),
-		Type: typ, ID: id, User: user, Status: "running"}
+	task := tasks.New(node, pid, pstart, now.Unix(), typ, id, user)
 	n.Tasks = append(n.Tasks, task)
 	s.saveLocked()
 	var fault *Fault
@@ -79,7 +68,7 @@ func (s *Sim) startTaskLocked(rc *reqCtx, node, typ, id string, work taskWorker)
 	go func() {
 		defer s.wg.Done()
 		var exit string
-		if fault != nil && fault.Kind == FaultTaskFail && !strings.HasPrefix(fault.ExitStatus, "WARNINGS: ") {
+		if fault != nil && fault.Kind == FaultTaskFail && !tasks.IsWarnings(fault.ExitStatus) {
 			// An injected failure: the worker never gets to change anything.
 			run.logf("simulated failure")
 			s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration))
@@ -103,21 +92,14 @@ func (s *Sim) startTaskLocked(rc *reqCtx, node, typ, id string, work taskWorker)
 			// PVE's task list shows for a worker that vanished.
 			exit = "unexpected status"
 		}
-		ok := exit == "OK" || strings.HasPrefix(exit, "WARNINGS: ")
+		ok := tasks.Succeeded(exit)
 		delayed := fault != nil && fault.Kind == FaultSlowConfig
 		if ok && !delayed {
 			for _, f := range run.effects {
 				f()
 			}
 		}
-		switch {
-		case died:
-		case ok:
-			task.Log = append(task.Log, "TASK "+exit)
-		default:
-			task.Log = append(task.Log, "TASK ERROR: "+exit)
-		}
-		task.Status, task.ExitStatus, task.EndTime = "stopped", exit, time.Now().Unix()
+		task.Finish(exit, died, time.Now().Unix())
 		s.saveLocked()
 		s.mu.Unlock()
 		if ok && delayed {
@@ -131,7 +113,7 @@ func (s *Sim) startTaskLocked(rc *reqCtx, node, typ, id string, work taskWorker)
 			}
 		}
 	}()
-	return upid
+	return task.UPID
 }
 
 // simpleTask is a worker that just takes the lab's task duration.
@@ -147,7 +129,7 @@ func (s *Sim) simpleTask(lines ...string) taskWorker {
 	}
 }
 
-func (s *Sim) findTaskLocked(node, upid string) *Task {
+func (s *Sim) findTaskLocked(node, upid string) *tasks.Task {
 	n := s.st.Nodes[node]
 	if n == nil {
 		return nil
@@ -160,27 +142,9 @@ func (s *Sim) findTaskLocked(node, upid string) *Task {
 	return nil
 }
 
-// taskStatusView renders a task like read_task_status: a token's task shows
-// user and tokenid separately.
-func taskStatusView(t *Task) map[string]any {
-	v := map[string]any{
-		"upid": t.UPID, "node": t.Node, "pid": t.PID, "pstart": t.PStart, "starttime": t.StartTime,
-		"type": t.Type, "id": t.ID, "status": t.Status,
-	}
-	user, tok, isTok := strings.Cut(t.User, "!")
-	v["user"] = user
-	if isTok {
-		v["tokenid"] = tok
-	}
-	if t.Status == "stopped" {
-		v["exitstatus"] = t.ExitStatus
-	}
-	return v
-}
-
 func (s *Sim) getTaskStatus(rc *reqCtx) (any, error) {
 	upid := rc.str("upid")
-	if _, ok := ParseUPID(upid); !ok {
+	if _, ok := tasks.ParseUPID(upid); !ok {
 		return nil, errParams(map[string]string{"upid": "unable to parse worker upid '" + upid + "'"})
 	}
 	t := s.findTaskLocked(rc.node, upid)
@@ -190,13 +154,12 @@ func (s *Sim) getTaskStatus(rc *reqCtx) (any, error) {
 	if aerr := s.taskAccess(rc, t); aerr != nil {
 		return nil, aerr
 	}
-	return taskStatusView(t), nil
+	return t.StatusView(), nil
 }
 
 // taskAccess: a user may read own tasks, others need Sys.Audit on the node.
-func (s *Sim) taskAccess(rc *reqCtx, t *Task) *APIError {
-	owner, _, _ := strings.Cut(t.User, "!")
-	if rc.who.User == owner {
+func (s *Sim) taskAccess(rc *reqCtx, t *tasks.Task) *APIError {
+	if rc.who.User == t.Owner() {
 		return nil
 	}
 	if !hasPriv(rc.db(), rc.who, "/nodes/"+t.Node, []string{"Sys.Audit"}, false) {
@@ -207,7 +170,7 @@ func (s *Sim) taskAccess(rc *reqCtx, t *Task) *APIError {
 
 func (s *Sim) getTaskLog(rc *reqCtx) (any, error) {
 	upid := rc.str("upid")
-	if _, ok := ParseUPID(upid); !ok {
+	if _, ok := tasks.ParseUPID(upid); !ok {
 		return nil, errParams(map[string]string{"upid": "unable to parse worker upid '" + upid + "'"})
 	}
 	t := s.findTaskLocked(rc.node, upid)
@@ -217,68 +180,32 @@ func (s *Sim) getTaskLog(rc *reqCtx) (any, error) {
 	if aerr := s.taskAccess(rc, t); aerr != nil {
 		return nil, aerr
 	}
-	start, limit := rc.integer("start", 0), rc.integer("limit", 50)
-	out := []map[string]any{}
-	for i, l := range t.Log {
-		if i < start || len(out) >= limit {
-			continue
-		}
-		out = append(out, map[string]any{"n": i + 1, "t": l})
-	}
-	if len(t.Log) == 0 && t.Status == "running" {
-		out = append(out, map[string]any{"n": 1, "t": "no content"})
-	}
-	return out, nil
+	return t.LogPage(rc.integer("start", 0), rc.integer("limit", 50)), nil
 }
 
+// GET /nodes/{node}/tasks (node_tasks).
 func (s *Sim) getTasks(rc *reqCtx) (any, error) {
-	n := s.st.Nodes[rc.node]
-	source := rc.str("source")
-	if source == "" {
-		source = "archive"
+	f := tasks.Filter{
+		Source:     rc.str("source"),
+		Auditor:    hasPriv(rc.db(), rc.who, "/nodes/"+rc.node, []string{"Sys.Audit"}, false),
+		User:       rc.who.User,
+		TypeFilter: rc.str("typefilter"),
+		UserFilter: rc.str("userfilter"),
+		Errors:     rc.boolean("errors"),
 	}
-	canAudit := hasPriv(rc.db(), rc.who, "/nodes/"+rc.node, []string{"Sys.Audit"}, false)
-	typeFilter, userFilter := rc.str("typefilter"), rc.str("userfilter")
-	onlyErrors := rc.boolean("errors")
-	var list []*Task
-	for _, t := range n.Tasks {
-		if source == "archive" && t.Status == "running" || source == "active" && t.Status != "running" {
-			continue
-		}
-		owner, _, _ := strings.Cut(t.User, "!")
-		if !canAudit && owner != rc.who.User {
-			continue
-		}
-		if typeFilter != "" && t.Type != typeFilter || userFilter != "" && !strings.Contains(t.User, userFilter) {
-			continue
-		}
-		if onlyErrors && (t.Status == "running" || t.ExitStatus == "OK" || strings.HasPrefix(t.ExitStatus, "WARNINGS: ")) {
-			continue
-		}
-		if rc.has("vmid") && t.ID != rc.str("vmid") {
-			continue
-		}
-		// pve-manager API2/Tasks.pm node_tasks: since/until bound the
-		// start time, both inclusive.
-		if rc.has("since") && t.StartTime < int64(rc.integer("since", 0)) || rc.has("until") && t.StartTime > int64(rc.integer("until", 0)) {
-			continue
-		}
-		list = append(list, t)
+	if rc.has("vmid") {
+		vmid := rc.str("vmid")
+		f.VMID = &vmid
 	}
-	sort.SliceStable(list, func(i, j int) bool { return list[i].StartTime > list[j].StartTime })
-	start, limit := rc.integer("start", 0), rc.integer("limit", 50)
-	out := []map[string]any{}
-	for i, t := range list {
-		if i < start || len(out) >= limit {
-			continue
-		}
-		v := map[string]any{"upid": t.UPID, "node": t.Node, "pid": t.PID, "pstart": t.PStart,
-			"starttime": t.StartTime, "type": t.Type, "id": t.ID, "user": t.User}
-		if t.Status == "stopped" {
-			v["endtime"] = t.EndTime
-			v["status"] = t.ExitStatus
-		}
-		out = append(out, v)
+	// pve-manager API2/Tasks.pm node_tasks: since/until bound the start
+	// time, both inclusive.
+	if rc.has("since") {
+		since := int64(rc.integer("since", 0))
+		f.Since = &since
 	}
-	return out, nil
+	if rc.has("until") {
+		until := int64(rc.integer("until", 0))
+		f.Until = &until
+	}
+	return tasks.List(s.st.Nodes[rc.node].Tasks, f, rc.integer("start", 0), rc.integer("limit", 50)), nil
 }
