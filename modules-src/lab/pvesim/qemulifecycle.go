@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
 
 // QEMU guests' template conversion, disk resize and destroy (qemu-server's
@@ -58,7 +60,7 @@ func (s *Sim) postQemuTemplate(rc *reqCtx) (any, error) {
 			if d.cdrom() || d.cloudinit() {
 				continue
 			}
-			if _, _, err := s.volumeLocked(node, d.file()); err != nil || isBase(d.file()) {
+			if _, _, err := s.volumeLocked(node, d.file()); err != nil || storage.IsBase(d.file()) {
 				continue
 			}
 			nb, err := s.makeBaseLocked(node, d.file())
