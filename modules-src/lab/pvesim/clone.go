@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
 
 // Clone, as qemu-server src/PVE/API2/Qemu.pm clone_vm does it:
@@ -146,7 +147,7 @@ func (s *Sim) loadAndCheckClone(db *ConfigDB, r *cloneReq, running bool) (*clone
 			}
 			if full || d.cloudinit() || k == "tpmstate0" {
 				p.fullCopy[k] = true // every storage can copy a current volume
-			} else if !canLink(st, d.file()) {
+			} else if !storage.CanLink(st.section(), d.file()) {
 				return nil, pveDie("Linked clone feature is not supported for '%s' (%s)", d.file(), k)
 			}
 			p.drives = append(p.drives, k)

@@ -6,6 +6,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
 
 // Cloud-init as qemu-server handles it (src/PVE/API2/Qemu.pm create_vm and
@@ -47,7 +48,7 @@ func (s *Sim) checkCloudinitSnippetsLocked(node string, c *qmConf) error {
 		if err != nil {
 			return err
 		}
-		if r.vtype != "snippets" {
+		if r.Type != "snippets" {
 			return pveDie("%s is not in the snippets directory", volid)
 		}
 		ok, err := s.volumeExistsLocked(node, volid)
@@ -82,7 +83,7 @@ func (s *Sim) missingVolume(node, volid string) error {
 		return err
 	}
 	store, _, _ := volumeID(volid)
-	if st := s.dbOf(node).Storage[store]; st != nil && fileStorage(st) {
+	if st := s.dbOf(node).Storage[store]; st != nil && storage.HasPath(st.section()) {
 		return pveDie("volume '%s' does not exist", volid)
 	}
 	return pveDie("volume %s does not exist", volid)

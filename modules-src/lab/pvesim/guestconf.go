@@ -5,16 +5,15 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/lab/pmxcfs"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
 
 // A guest's configuration is its file in /etc/pve, nodes/<node>/qemu-server/
@@ -290,24 +289,8 @@ func (d drive) print() string { return d.props.print("file") }
 // cloudinit: a volume named vm-<id>-cloudinit (drive_is_cloudinit).
 func (d drive) cloudinit() bool { return strings.Contains(d.file(), "-cloudinit") }
 
-// volumeID splits "store:volname"; "none" and absolute paths have no storage.
-func volumeID(file string) (store, volname string, ok bool) {
-	store, volname, ok = strings.Cut(file, ":")
-	if !ok || store == "" || strings.HasPrefix(file, "/") {
-		return "", "", false
-	}
-	return store, volname, true
-}
+// volumeID splits "store:volname" (storage.ParseVolumeID).
+func volumeID(file string) (store, volname string, ok bool) { return storage.ParseVolumeID(file) }
 
-// volOwner returns the VMID a volume name belongs to (vm-101-disk-0,
-// base-100-disk-0/vm-101-disk-0, 100/vm-100-disk-0.qcow2).
-func volOwner(volname string) int {
-	base := path.Base(volname)
-	// ZFSPoolPlugin.pm parse_volname: (base|basevol|vm|subvol)-<vmid>-….
-	m := regexp.MustCompile(`^(?:vm|base|subvol|basevol)-(\d+)-`).FindStringSubmatch(base)
-	if m == nil {
-		return 0
-	}
-	id, _ := strconv.Atoi(m[1])
-	return id
-}
+// volOwner returns the VMID a volume name belongs to (storage.Owner).
+func volOwner(volname string) int { return storage.Owner(volname) }

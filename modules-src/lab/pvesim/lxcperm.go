@@ -138,10 +138,10 @@ func (s *Sim) checkCTVolumePerm(db *ConfigDB, who *principal, node string, vmid 
 	if err != nil {
 		return pveDie("%v", err)
 	}
-	if r.vtype != "images" && r.vtype != "rootdir" {
+	if r.Type != "images" && r.Type != "rootdir" {
 		return pveDie("unable to use volume %s - content type needs to be 'rootdir'", volid)
 	}
-	if r.owner == vmid {
+	if r.Owner == vmid {
 		return nil // "we are owner - allow access"
 	}
 	return checkVolumeAccess(db, who, r)

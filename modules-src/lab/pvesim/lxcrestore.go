@@ -55,10 +55,10 @@ func (s *Sim) archiveVolRef(rc *reqCtx, vmid int, volid, ctype string) (*volRef,
 	if err != nil {
 		return nil, pveDie("%v", err)
 	}
-	if r.vtype != ctype {
+	if r.Type != ctype {
 		return nil, pveDie("unable to use volume %s - content type needs to be '%s'", volid, ctype)
 	}
-	if r.owner > 0 && r.owner == vmid {
+	if r.Owner > 0 && r.Owner == vmid {
 		return r, nil // "we are owner - allow access"
 	}
 	if err := checkVolumeAccess(rc.db(), rc.who, r); err != nil {
@@ -70,22 +70,22 @@ func (s *Sim) archiveVolRef(rc *reqCtx, vmid int, volid, ctype string) (*volRef,
 // backupConfigLocked is extract_vzdump_config of a container backup on
 // node: the text of its pct.conf.
 func (s *Sim) backupConfigLocked(node string, r *volRef) (string, error) {
-	missing := pveDie("ERROR: file '%s' does not exist", volumePath(r, ""))
+	missing := pveDie("ERROR: file '%s' does not exist", r.Path(""))
 	if s.cfg.StorageContent != nil {
-		if ok, err := s.volumeExistsLocked(node, r.volid); err != nil || !ok {
+		if ok, err := s.volumeExistsLocked(node, r.VolID); err != nil || !ok {
 			return "", missing
 		}
 	}
 	if s.cfg.BackupArchive == nil {
 		return "", missing
 	}
-	data, err := s.cfg.BackupArchive(node, r.st.info(), r.volname)
+	data, err := s.cfg.BackupArchive(node, storageOf(r).info(), r.Name)
 	if err != nil {
 		return "", missing
 	}
-	name := strings.TrimPrefix(r.volname, "backup/")
+	name := strings.TrimPrefix(r.Name, "backup/")
 	if !regexp.MustCompile(`^vzdump-(lxc|openvz)-`).MatchString(name) {
-		return "", pveDie("cannot determine backup guest type for backup archive '%s'", r.volid)
+		return "", pveDie("cannot determine backup guest type for backup archive '%s'", r.VolID)
 	}
 	raw, err := vzdump.ExtractConfig(name, data)
 	if err != nil {
@@ -102,8 +102,8 @@ func (s *Sim) getVzdumpExtractConfig(rc *reqCtx) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.owner > 0 && rc.who != nil && !hasPriv(rc.db(), rc.who, fmt.Sprintf("/vms/%d", r.owner), []string{"VM.Backup"}, false) {
-		return nil, errPerm(fmt.Sprintf("/vms/%d, VM.Backup", r.owner))
+	if r.Owner > 0 && rc.who != nil && !hasPriv(rc.db(), rc.who, fmt.Sprintf("/vms/%d", r.Owner), []string{"VM.Backup"}, false) {
+		return nil, errPerm(fmt.Sprintf("/vms/%d, VM.Backup", r.Owner))
 	}
 	return s.backupConfigLocked(rc.node, r)
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
 
 // The parts of a VM migration beyond moving its config: the storage map
@@ -149,10 +151,10 @@ func (s *Sim) remapVolumesLocked(db *ConfigDB, c *qmConf, vmid int, from, to str
 			format, size = v.Format, v.Size
 		}
 		name := strings.TrimSuffix(vn[strings.LastIndex(vn, "/")+1:], "."+format)
-		if s.volumesFor(to, st)[dst+":"+volName(st, vmid, name, format)] != nil {
+		if s.volumesFor(to, st)[dst+":"+storage.VolName(st.section(), vmid, name, format)] != nil {
 			name = s.freeDiskName(to, st, vmid, "vm", format)
 		}
-		newID := dst + ":" + volName(st, vmid, name, format)
+		newID := dst + ":" + storage.VolName(st.section(), vmid, name, format)
 		if err := s.zfsCreateVolume(to, st, name, size); err != nil {
 			return moved, fmt.Errorf("storage migration for '%s' to storage '%s' failed - %w", file, dst, err)
 		}

@@ -217,10 +217,10 @@ func (s *Sim) checkNewDrive(node, key, v string) error {
 		if err != nil {
 			return err
 		}
-		if r.vtype != "images" && r.vtype != "iso" {
+		if r.Type != "images" && r.Type != "iso" {
 			return errParams(map[string]string{key: "content type needs to be 'images' or 'iso'"})
 		}
-		if r.vtype == "iso" && !d.cdrom() {
+		if r.Type == "iso" && !d.cdrom() {
 			return errParams(map[string]string{key: "explicit 'media=cdrom' is required for iso images"})
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
 
 // What happens to a VM's volumes when its config changes, as qemu-server
@@ -353,7 +355,7 @@ func (s *Sim) assertBaseUnusedLocked(node string, c *qmConf) error {
 			continue
 		}
 		d := parseDrive(c.Keys[k])
-		if d.cdrom() || !isBase(d.file()) {
+		if d.cdrom() || !storage.IsBase(d.file()) {
 			continue
 		}
 		_, st, err := s.volumeLocked(node, d.file())

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/replication"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
 
 // QEMU guests' template conversion, disk resize and destroy (qemu-server's
@@ -60,7 +61,7 @@ func (s *Sim) postQemuTemplate(rc *reqCtx) (any, error) {
 			if d.cdrom() || d.cloudinit() {
 				continue
 			}
-			if _, _, err := s.volumeLocked(node, d.file()); err != nil || isBase(d.file()) {
+			if _, _, err := s.volumeLocked(node, d.file()); err != nil || storage.IsBase(d.file()) {
 				continue
 			}
 			nb, err := s.makeBaseLocked(node, d.file())

@@ -110,14 +110,6 @@ type ConfigDB struct {
 	Detached bool `json:"detached,omitempty"`
 }
 
-// Storage is one storage.cfg section. Options keep PVE's JSON types:
-// numbers for integers/booleans (SectionConfig), strings otherwise.
-type Storage struct {
-	ID      string         `json:"id"`
-	Type    string         `json:"type"`
-	Options map[string]any `json:"options"`
-}
-
 // Pool is one resource pool of user.cfg.
 type Pool struct {
 	ID      string   `json:"id"`

@@ -2,18 +2,28 @@ package pvesim
 
 import (
 	"fmt"
-	"path"
-	"regexp"
+	"maps"
 	"slices"
-	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
-
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
-	"github.com/gopve/proxmox/modules-src/pveapi/storagetype"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
+
+// Storage is one storage.cfg section, storage.Section (whose JSON
+// state.json holds) with the simulator's short names for its rules.
+type Storage storage.Section
+
+func (st *Storage) section() *storage.Section { return (*storage.Section)(st) }
+
+func (st *Storage) opt(k string) string      { return st.section().Opt(k) }
+func (st *Storage) content() string          { return st.section().Content() }
+func (st *Storage) disabled() bool           { return st.section().Disabled() }
+func (st *Storage) hasContent(c string) bool { return st.section().HasContent(c) }
+func (st *Storage) shared() bool             { return st.section().Shared() }
+
+// storageOnNode: a storage without `nodes` is available everywhere.
+func storageOnNode(st *Storage, node string) bool { return st.section().OnNode(node) }
 
 // StorageInfo is what Config.StorageCheck gets to decide activation.
 type StorageInfo struct {
@@ -91,32 +101,6 @@ func (s *Sim) activeOn(node string, st *Storage) error {
 	return s.cfg.StorageCheck(node, st.info())
 }
 
-var dirPathRE = regexp.MustCompile(`^/[-/a-zA-Z0-9_.@]+$`)
-
-func (st *Storage) opt(k string) string {
-	v, ok := st.Options[k]
-	if !ok {
-		return ""
-	}
-	return pvecommon.ParamString(v)
-}
-
-func (st *Storage) content() string { return st.opt("content") }
-func (st *Storage) disabled() bool  { return st.opt("disable") == "1" }
-func (st *Storage) hasContent(c string) bool {
-	return slices.Contains(pveschema.SplitList(st.content()), c)
-}
-
-func (st *Storage) shared() bool {
-	return storagetype.Shared(st.Type, 0) || st.opt("shared") == "1"
-}
-
-// storageOnNode: a storage without `nodes` is available everywhere.
-func storageOnNode(st *Storage, node string) bool {
-	n := st.opt("nodes")
-	return n == "" || slices.Contains(pveschema.SplitList(n), node)
-}
-
 // view is the GET shape: options plus storage, type, digest, with
 // numbers for integer/boolean options (SectionConfig).
 func (st *Storage) view(digest string) map[string]any {
@@ -130,52 +114,9 @@ func (st *Storage) view(digest string) map[string]any {
 	return out
 }
 
-// typedOption converts a request value to PVE's stored JSON type using the
-// POST /storage schema: integers and booleans become numbers.
-func (s *Sim) typedOption(key string, v any) any {
-	m := s.schema.Method("POST", "/storage")
-	p, ok := m.Parameters.PropFor(key)
-	str := pvecommon.ParamString(v)
-	if !ok {
-		return str
-	}
-	switch p.Type {
-	case "integer", "boolean":
-		if n, err := strconv.Atoi(str); err == nil {
-			return n
-		}
-	case "number":
-		if f, err := strconv.ParseFloat(str, 64); err == nil {
-			return f
-		}
-	}
-	if key == "content" || key == "nodes" {
-		// Re-encoded as a sorted comma list, like Config.pm does.
-		items := pveschema.SplitList(str)
-		sort.Strings(items)
-		return strings.Join(items, ",")
-	}
-	return str
-}
-
-func (s *Sim) checkStorageOptions(typ string, t storageType, rc *reqCtx, skip ...string) error {
-	for k := range rc.params {
-		if slices.Contains(skip, k) {
-			continue
-		}
-		if !t.Allows(k, s.cfg.Version) {
-			return fmt.Errorf("unexpected property '%s'", k)
-		}
-	}
-	if c := rc.str("content"); c != "" {
-		for _, item := range pveschema.SplitList(c) {
-			if !slices.Contains(t.Content, item) {
-				return fmt.Errorf("storage does not support content type '%s'", item)
-			}
-		}
-	}
-	return nil
-}
+// storageCreateSchema is POST /storage's method, whose parameters type
+// storage.cfg's values.
+func (s *Sim) storageCreateSchema() *pveschema.Method { return s.schema.Method("POST", "/storage") }
 
 func (s *Sim) getStorageList(rc *reqCtx) (any, error) {
 	db := rc.db()
@@ -209,28 +150,12 @@ func (s *Sim) getStorage(rc *reqCtx) (any, error) {
 func (s *Sim) postStorage(rc *reqCtx) (any, error) {
 	db := rc.db()
 	id, typ := rc.str("storage"), rc.str("type")
-	t, ok := simulatedStorageType(typ)
-	if !ok {
-		return nil, fmt.Errorf("storage type '%s' is not simulated by the lab", typ)
-	}
-	// check_config runs before the lock, so its errors are not wrapped.
-	if err := s.checkStorageOptions(typ, t, rc, "storage", "type"); err != nil {
+	// check_config runs before the lock, so its errors are not wrapped;
+	// the request log keeps what was sent, redacted.
+	rc.params = maps.Clone(rc.params)
+	sensitive, err := storage.CheckCreate(s.cfg.Version, id, typ, rc.params)
+	if err != nil {
 		return nil, err
-	}
-	sensitive := extractSensitive(t, rc, nil)
-	if t.DefaultPath && rc.str("path") == "" {
-		rc.params["path"] = "/mnt/pve/" + id
-	}
-	for _, k := range t.Required {
-		if !rc.has(k) {
-			return nil, fmt.Errorf("missing value for required option '%s'", k)
-		}
-	}
-	if typ == "dir" { // DirPlugin::check_config
-		if !dirPathRE.MatchString(rc.str("path")) {
-			return nil, fmt.Errorf("illegal path for directory storage: %s", rc.str("path"))
-		}
-		rc.params["path"] = path.Clean(rc.str("path")) // File::Spec->canonpath
 	}
 	if aerr := s.cfsWriteLocked(db, "storage.cfg", "create storage failed"); aerr != nil {
 		return nil, aerr
@@ -246,14 +171,8 @@ func (s *Sim) postStorage(rc *reqCtx) (any, error) {
 	if !alive {
 		return nil, fmt.Errorf("create storage failed: interrupted by signal")
 	}
-	st := &Storage{ID: id, Type: typ, Options: map[string]any{}}
-	for k, v := range rc.params {
-		if k == "storage" || k == "type" {
-			continue
-		}
-		st.Options[k] = s.typedOption(k, v)
-	}
-	returned, err := s.onAddHook(db, st, sensitive)
+	st := (*Storage)(storage.NewSection(id, typ, rc.params, s.storageCreateSchema()))
+	returned, err := storage.OnAdd(s.privStorage(db), st.section(), sensitive)
 	if err != nil {
 		return nil, fmt.Errorf("create storage failed: %v", err)
 	}
@@ -262,7 +181,7 @@ func (s *Sim) postStorage(rc *reqCtx) (any, error) {
 	// wrote (Config.pm create).
 	if storageOnNode(st, rc.node) && !st.disabled() {
 		if err := s.activateOn(rc.node, st); err != nil {
-			_ = s.onDeleteHook(db, st)
+			_ = storage.OnDelete(s.privStorage(db), st.section())
 			return nil, fmt.Errorf("create storage failed: %v", err)
 		}
 	}
@@ -313,48 +232,16 @@ func (s *Sim) putStorage(rc *reqCtx) (any, error) {
 	if st = db.Storage[id]; st == nil {
 		return nil, fmt.Errorf("update storage failed: storage '%s' does not exist", id)
 	}
-	t := storagetype.Of(st.Type)
-	for k := range rc.params {
-		if slices.Contains(t.Fixed, k) {
-			return nil, fmt.Errorf("update storage failed: can't change value of fixed parameter '%s'", k)
-		}
-	}
-	if err := s.checkStorageOptions(st.Type, t, rc, "storage", "delete", "digest"); err != nil {
-		return nil, fmt.Errorf("update storage failed: %w", err)
-	}
-	var deletes []string
-	if rc.has("delete") {
-		deletes = pveschema.SplitList(rc.str("delete"))
-	}
-	sensitive := extractSensitive(t, rc, deletes)
-	if len(deletes) > 0 {
-		for _, k := range deletes {
-			if slices.Contains(t.Fixed, k) || slices.Contains(t.Required, k) {
-				return nil, fmt.Errorf("update storage failed: cannot delete required option '%s'", k)
-			}
-			if rc.has(k) {
-				//lint:ignore ST1005 PVE's own message, as the storage API returns it
-				return nil, fmt.Errorf("update storage failed: cannot set and delete property '%s' at the same time!", k)
-			}
-		}
-	}
-	update := map[string]any{}
-	for k, v := range rc.params {
-		if k == "storage" || k == "delete" || k == "digest" {
-			continue
-		}
-		update[k] = s.typedOption(k, v)
-	}
-	returned, err := s.onUpdateHook(db, st, update, sensitive)
+	rc.params = maps.Clone(rc.params) // the request log keeps what was sent, redacted
+	update, deletes, sensitive, err := storage.CheckUpdate(s.cfg.Version, st.section(), rc.params, s.storageCreateSchema())
 	if err != nil {
 		return nil, fmt.Errorf("update storage failed: %v", err)
 	}
-	for _, k := range deletes {
-		delete(st.Options, k)
+	returned, err := storage.OnUpdate(s.privStorage(db), st.section(), update, sensitive)
+	if err != nil {
+		return nil, fmt.Errorf("update storage failed: %v", err)
 	}
-	for k, v := range update {
-		st.Options[k] = v
-	}
+	st.section().Apply(update, deletes)
 	db.Serial++
 	s.saveLocked()
 	return storageAnswer(id, st.Type, returned), nil
@@ -372,7 +259,7 @@ func (s *Sim) deleteStorage(rc *reqCtx) (any, error) {
 	if db.Storage[id] == nil {
 		return nil, fmt.Errorf("delete storage failed: storage '%s' does not exist", id)
 	}
-	if err := s.onDeleteHook(db, db.Storage[id]); err != nil {
+	if err := storage.OnDelete(s.privStorage(db), db.Storage[id].section()); err != nil {
 		return nil, fmt.Errorf("delete storage failed: %v", err)
 	}
 	delete(db.Storage, id)

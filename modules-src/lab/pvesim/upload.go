@@ -3,14 +3,10 @@ package pvesim
 import (
 	"bytes"
 	"crypto/md5"
-	"crypto/sha1"
-	"crypto/sha256"
-	"crypto/sha512"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"net/http"
 	"os"
@@ -18,6 +14,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
 
 // File uploads (ISO images, CT templates, import images):
@@ -262,47 +260,6 @@ func unescapeForm(s string) string {
 	})
 }
 
-// uploadSubdir is the plugin's get_subdir for the upload's content types.
-var uploadSubdir = map[string]string{"iso": "template/iso", "vztmpl": "template/cache", "import": "import"}
-
-// File name rules of the upload (pve-storage PVE/Storage.pm): $ISO_EXT_RE_0,
-// $VZTMPL_EXT_RE_1 (9.1 added plain .tar, "allow .tar container
-// templates"), $SAFE_CHAR_CLASS_RE + $UPLOAD_IMPORT_EXT_RE_1.
-var (
-	uploadISORe     = regexp.MustCompile(`[^/]+(?i:\.(?:iso|img))$`)
-	uploadVztmpl8Re = regexp.MustCompile(`[^/]+(?i:\.tar\.(?:gz|xz|zst|bz2))$`)
-	uploadVztmpl9Re = regexp.MustCompile(`[^/]+(?i:\.(?:tar|tar\.(?:gz|xz|zst|bz2)))$`)
-	uploadImportRe  = regexp.MustCompile(`[a-zA-Z0-9\-.+=_]+\.(ova|qcow2|raw|vmdk)$`)
-	normalizeRe     = regexp.MustCompile(`[^a-zA-Z0-9_.-]`)
-)
-
-// normalizeContentFilename is PVE::Storage::normalize_content_filename.
-func normalizeContentFilename(name string) string {
-	name = strings.TrimSuffix(name, "\n")
-	if i := strings.LastIndexAny(name, `/\`); i >= 0 {
-		name = name[i+1:]
-	}
-	return normalizeRe.ReplaceAllString(name, "_")
-}
-
-func newHash(alg string) hash.Hash {
-	switch alg {
-	case "md5":
-		return md5.New()
-	case "sha1":
-		return sha1.New()
-	case "sha224":
-		return sha256.New224()
-	case "sha256":
-		return sha256.New()
-	case "sha384":
-		return sha512.New384()
-	case "sha512":
-		return sha512.New()
-	}
-	return nil
-}
-
 // postStorageUpload is Status.pm's upload: the checks before the task in
 // its order, then an `imgcopy` task that verifies the checksum and copies
 // the file into the storage's content directory on the node (cp there,
@@ -342,30 +299,10 @@ func (s *Sim) postStorageUpload(rc *reqCtx) (any, error) {
 	if size < 0 {
 		return nil, fmt.Errorf("temporary file '%s' does not exist", tmp)
 	}
-	filename := normalizeContentFilename(rc.str("filename"))
-	var sub string
-	switch content {
-	case "iso":
-		if !uploadISORe.MatchString(filename) {
-			return nil, errParams(map[string]string{"filename": "wrong file extension"})
-		}
-		sub = uploadSubdir["iso"]
-	case "vztmpl":
-		re := uploadVztmpl9Re
-		if s.cfg.Version < 9 {
-			re = uploadVztmpl8Re
-		}
-		if !re.MatchString(filename) {
-			return nil, errParams(map[string]string{"filename": "wrong file extension"})
-		}
-		sub = uploadSubdir["vztmpl"]
-	case "import":
-		if !uploadImportRe.MatchString(filename) {
-			return nil, errParams(map[string]string{"filename": "invalid filename or wrong extension"})
-		}
-		sub = uploadSubdir["import"]
-	default:
-		return nil, errParams(map[string]string{"content": fmt.Sprintf("upload content type '%s' not allowed", content)})
+	filename := storage.NormalizeContentFilename(rc.str("filename"))
+	sub, err := storage.UploadDir(s.cfg.Version, content, filename)
+	if err != nil {
+		return nil, storageAPIError(err)
 	}
 	if !st.hasContent(content) {
 		return nil, fmt.Errorf("storage '%s' does not support '%s' content", id, content)
@@ -398,7 +335,7 @@ func (s *Sim) postStorageUpload(rc *reqCtx) (any, error) {
 		defer os.Remove(up.hostPath)
 		t.logf("starting file import from: %s", tmp)
 		if alg != "" {
-			h := newHash(alg)
+			h := storage.NewHash(alg)
 			f, err := os.Open(up.hostPath)
 			if err == nil {
 				_, err = io.Copy(h, f)

@@ -2,8 +2,9 @@ package pvesim
 
 import (
 	"fmt"
-	"path"
 	"strings"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
 
 // Guest volumes on a zfspool storage are datasets in the node's ZFS (the
@@ -26,26 +27,9 @@ func (s *Sim) zfsOn(node string, st *Storage, args ...string) error {
 	return nil
 }
 
-// zfsDataset is the dataset behind a zfspool volume name; a linked clone's
-// name "base-100-disk-0/vm-101-disk-0" is the dataset vm-101-disk-0.
-func zfsDataset(st *Storage, volname string) string {
-	return st.opt("pool") + "/" + path.Base(volname)
-}
-
-// kib is a size as ZFSPoolPlugin passes it: "<KiB>k".
-func kib(bytes int64) string { return fmt.Sprintf("%dk", bytes/1024) }
-
-// zfsCreateVolume is zfs_create_zvol: -s on a sparse storage, -b with the
-// storage's blocksize.
+// zfsCreateVolume is zfs_create_zvol (storage.ZvolCreate).
 func (s *Sim) zfsCreateVolume(node string, st *Storage, name string, size int64) error {
-	args := []string{"create"}
-	if st.opt("sparse") == "1" {
-		args = append(args, "-s")
-	}
-	if bs := st.opt("blocksize"); bs != "" {
-		args = append(args, "-b", bs)
-	}
-	return s.zfsOn(node, st, append(args, "-V", kib(size), zfsDataset(st, name))...)
+	return s.zfsOn(node, st, storage.ZvolCreate(st.section(), name, size)...)
 }
 
 // allocSubvolLocked creates a container's root or mount point volume:
@@ -58,14 +42,10 @@ func (s *Sim) allocSubvolLocked(node string, st *Storage, vmid int, size int64) 
 	}
 	name := s.freeDiskName(node, st, vmid, prefix, format)
 	volid := st.ID + ":" + name
-	if fileStorage(st) {
-		volid = st.ID + ":" + volName(st, vmid, name, format)
+	if storage.HasPath(st.section()) {
+		volid = st.ID + ":" + storage.VolName(st.section(), vmid, name, format)
 	}
-	quota := "none"
-	if size > 0 {
-		quota = kib(size)
-	}
-	if err := s.zfsOn(node, st, "create", "-o", "acltype=posixacl", "-o", "xattr=sa", "-o", "refquota="+quota, zfsDataset(st, name)); err != nil {
+	if err := s.zfsOn(node, st, storage.SubvolCreate(st.section(), name, size)...); err != nil {
 		return "", err
 	}
 	s.volumesFor(node, st)[volid] = &GuestVolume{Size: size, Format: format}
@@ -80,13 +60,13 @@ func (s *Sim) makeBaseLocked(node string, volid string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	nb := baseVolid(volid)
+	nb := storage.BaseVolid(volid)
 	_, from, _ := volumeID(volid)
 	_, to, _ := volumeID(nb)
-	if err := s.zfsOn(node, st, "rename", zfsDataset(st, from), zfsDataset(st, to)); err != nil {
+	if err := s.zfsOn(node, st, "rename", storage.Dataset(st.section(), from), storage.Dataset(st.section(), to)); err != nil {
 		return "", err
 	}
-	if err := s.zfsOn(node, st, "snapshot", zfsDataset(st, to)+"@__base__"); err != nil {
+	if err := s.zfsOn(node, st, "snapshot", storage.Dataset(st.section(), to)+"@__base__"); err != nil {
 		return "", err
 	}
 	vols := s.volumesFor(node, st)
@@ -95,23 +75,14 @@ func (s *Sim) makeBaseLocked(node string, volid string) (string, error) {
 	return nb, nil
 }
 
-// resizeVolumeLocked is volume_resize: zvols get volsize (rounded up to
-// 1 MiB, so it stays a multiple of the block size), subvolumes refquota.
+// resizeVolumeLocked is volume_resize (storage.Resize).
 func (s *Sim) resizeVolumeLocked(node, volid string, size int64) error {
 	vol, st, err := s.volumeLocked(node, volid)
 	if err != nil {
 		return err
 	}
 	_, vn, _ := volumeID(volid)
-	attr := "volsize"
-	if vol.Format == "subvol" {
-		attr = "refquota"
-	}
-	k := size / 1024
-	if vol.Format == "raw" {
-		k += (1024 - k%1024) % 1024
-	}
-	if err := s.zfsOn(node, st, "set", fmt.Sprintf("%s=%dk", attr, k), zfsDataset(st, vn)); err != nil {
+	if err := s.zfsOn(node, st, storage.Resize(st.section(), vn, vol.Format, size)...); err != nil {
 		return err
 	}
 	vol.Size = size
@@ -133,18 +104,14 @@ func (s *Sim) zfsMigrateLocked(db *ConfigDB, from, to string, files []string) er
 		}
 		var err error
 		if v.Format == "subvol" {
-			quota := "none"
-			if v.Size > 0 {
-				quota = kib(v.Size)
-			}
-			err = s.zfsOn(to, st, "create", "-o", "acltype=posixacl", "-o", "xattr=sa", "-o", "refquota="+quota, zfsDataset(st, vn))
+			err = s.zfsOn(to, st, storage.SubvolCreate(st.section(), vn, v.Size)...)
 		} else {
 			err = s.zfsCreateVolume(to, st, vn, v.Size)
 		}
 		if err != nil {
 			return fmt.Errorf("storage migration for '%s' to storage '%s' failed - %w", file, st.ID, err)
 		}
-		if err := s.zfsOn(from, st, "destroy", "-r", zfsDataset(st, vn)); err != nil {
+		if err := s.zfsOn(from, st, "destroy", "-r", storage.Dataset(st.section(), vn)); err != nil {
 			return err
 		}
 	}
