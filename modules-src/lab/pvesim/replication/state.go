@@ -180,11 +180,8 @@ func (e Env) NextJob(jobs []*Job, start int64, done map[string]bool, only string
 		if done[j.ID] || only != "" && j.ID != only {
 			continue
 		}
-		// job_status without get_disabled. PVE skips a disabled job even
-		// when it is marked for removal; the lab still runs that removal
-		// (a divergence kept from before the split).
 		if only == "" && j.Opts["disable"] == "1" && j.Opts["remove_job"] == "" {
-			continue
+			continue // job_status without get_disabled
 		}
 		at := e.NextSync(j)
 		if only == "" && (at == 0 || at > start) {
