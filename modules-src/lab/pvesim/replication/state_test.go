@@ -114,6 +114,10 @@ func TestNextJobOrder(t *testing.T) {
 	if j := e.NextJob(jobs, 10000, map[string]bool{}, "103-0"); j == nil || j.ID != "103-0" {
 		t.Errorf("--id 103-0 (not due): %v", j)
 	}
+	removal := job("101-1", "target", "pve02", "disable", "1", "remove_job", "full")
+	if j := e.NextJob([]*Job{removal}, 10000, map[string]bool{}, ""); j != removal {
+		t.Errorf("a disabled job marked for removal is not removed: %v", j)
+	}
 }
 
 // $extract_job_status: the config plus the state; pid only while a run's
