@@ -180,8 +180,12 @@ func (e Env) NextJob(jobs []*Job, start int64, done map[string]bool, only string
 		if done[j.ID] || only != "" && j.ID != only {
 			continue
 		}
+		// job_status without get_disabled skips a disabled job unless it
+		// is marked for removal (pve-guest-common ReplicationState.pm:
+		// `next if !$jobcfg->{remove_job} && !$get_disabled &&
+		// $jobcfg->{disable}`): a disabled job's removal still runs.
 		if only == "" && j.Opts["disable"] == "1" && j.Opts["remove_job"] == "" {
-			continue // job_status without get_disabled
+			continue
 		}
 		at := e.NextSync(j)
 		if only == "" && (at == 0 || at > start) {
