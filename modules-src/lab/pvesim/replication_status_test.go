@@ -124,3 +124,29 @@ func TestReplicationRemovalWaitsForItsTarget(t *testing.T) {
 		return len(a.call("GET", "/cluster/replication", nil).must(t, "jobs").list()) == 0
 	})
 }
+
+// pvesr run --id is run_single_job (pve-manager API2/Replication.pm): under
+// pvesr.lck it refuses, in this order, a job replication.cfg does not
+// hold, a disabled job, and a guest on another node — where the run over
+// all due jobs skips a disabled job silently.
+func TestRunSingleJobRefusals(t *testing.T) {
+	t.Parallel()
+	s, a, _ := haCluster(t, 9, nil)
+	createVM(t, a, 100, url.Values{"scsi0": {"tank:4"}})
+	a.call("POST", "/cluster/replication", url.Values{"id": {"100-0"}, "type": {"local"}, "target": {"pve02"}, "disable": {"1"}}).must(t, "job")
+	for _, c := range []struct{ node, id, want string }{
+		{"pve01", "100-7", "no such job '100-7'"},
+		{"pve01", "100-0", "job '100-0' is disabled"},
+	} {
+		if _, err := s.RunReplication(c.node, c.id); err == nil || err.Error() != c.want {
+			t.Errorf("pvesr run --id %s on %s: %v, want %q", c.id, c.node, err, c.want)
+		}
+	}
+	a.call("PUT", "/cluster/replication/100-0", url.Values{"delete": {"disable"}}).must(t, "enable")
+	if _, err := s.RunReplication("pve03", "100-0"); err == nil || err.Error() != "guest '100' is not on local node" {
+		t.Errorf("pvesr run --id 100-0 on pve03: %v", err)
+	}
+	if _, err := s.RunReplication("pve01", "100-0"); err != nil {
+		t.Errorf("pvesr run --id 100-0 on pve01: %v", err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/replication"
 )
 
@@ -288,27 +289,51 @@ func pvesrLockKey(node string) string { return node + ":" + replication.PvesrLoc
 func (s *Sim) RunReplication(node, id string) ([]string, error) {
 	s.mu.Lock()
 	n := s.st.Nodes[node]
+	s.mu.Unlock()
 	if n == nil {
-		s.mu.Unlock()
 		return nil, &NotFoundError{Msg: fmt.Sprintf("no node %q in this lab", node)}
 	}
-	if id != "" {
-		found := false
-		for _, j := range s.jobsOnNodeLocked(s.dbOf(node), node) {
-			found = found || j.ID == id
-		}
-		if !found {
-			s.mu.Unlock()
-			return nil, &BadRequestError{Msg: fmt.Sprintf("no such job '%s'", id)}
-		}
-	}
-	s.mu.Unlock()
 	lock := pvesrLockKey(node)
 	if !s.acquire(lock, false, s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout)) {
 		return nil, &ConflictError{Msg: "can't lock file '/var/lock/pvesr.lck' - got timeout"}
 	}
 	defer s.release(lock, false)
+	if id != "" {
+		s.mu.Lock()
+		err := s.checkSingleJobLocked(node, id)
+		s.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+	}
 	return s.runDueJobs(node, id), nil
+}
+
+// checkSingleJobLocked is run_single_job's checks, under pvesr.lck and in
+// its order (pve-manager API2/Replication.pm): the job in replication.cfg,
+// not disabled, its guest in the cluster and on this node, its target
+// another node.
+func (s *Sim) checkSingleJobLocked(node, id string) error {
+	db := s.dbOf(node)
+	jobs, _ := s.replJobsLocked(db)
+	j := replication.Find(jobs, id)
+	if j == nil {
+		return &BadRequestError{Msg: fmt.Sprintf("no such job '%s'", id)}
+	}
+	if pvecommon.PerlTrue(j.Opts["disable"]) {
+		return &BadRequestError{Msg: fmt.Sprintf("job '%s' is disabled", id)}
+	}
+	g := replication.Guest(id)
+	e, ok := s.findVMLocked(db, g)
+	switch {
+	case !ok:
+		return &BadRequestError{Msg: fmt.Sprintf("no such guest '%d'", g)}
+	case e.Node != node:
+		return &BadRequestError{Msg: fmt.Sprintf("guest '%d' is not on local node", g)}
+	case j.Opts["target"] == node:
+		return &BadRequestError{Msg: "unable to sync to local node"}
+	}
+	return nil
 }
 
 // replStatusView is $extract_job_status for a job of node, with the
