@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/lab/pmxcfs"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 // A guest's configuration is its file in /etc/pve, nodes/<node>/qemu-server/
@@ -74,16 +75,6 @@ func parseQmConf(raw string) *qmConf {
 	}
 	c.Description = strings.Join(desc, "\n")
 	return c
-}
-
-func splitComma(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // render writes the file as write_vm_config does.
@@ -224,13 +215,10 @@ func (s *Sim) writeQmConfLocked(db *ConfigDB, node string, vmid int, c *qmConf) 
 	s.writeGuestConfLocked(db, vmKind, node, vmid, c)
 }
 
-// pveError is an error worded by PVE (capitals, final dots and all): the
-// API answers it as 500 with the text unchanged, a task as its exit status.
-type pveError string
+// pveError is an error worded by PVE (pvecommon.Error); pveDie makes one.
+type pveError = pvecommon.Error
 
-func (e pveError) Error() string { return string(e) }
-
-func pveDie(format string, args ...any) error { return pveError(fmt.Sprintf(format, args...)) }
+var pveDie = pvecommon.Die
 
 // etcPveWritableLocked is what writing rel into a read-only /etc/pve (no
 // quorum, C10) fails with: file_set_contents cannot open its temp file
