@@ -215,9 +215,8 @@ func (s *Sim) writeQmConfLocked(db *ConfigDB, node string, vmid int, c *qmConf) 
 	s.writeGuestConfLocked(db, vmKind, node, vmid, c)
 }
 
-// pveError is an error worded by PVE (pvecommon.Error); pveDie makes one.
-type pveError = pvecommon.Error
-
+// pveDie is an error worded by PVE (capitals, final dots and all): the API
+// answers it as 500 with the text unchanged, a task as its exit status.
 var pveDie = pvecommon.Die
 
 // etcPveWritableLocked is what writing rel into a read-only /etc/pve (no
