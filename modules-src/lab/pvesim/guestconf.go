@@ -13,6 +13,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/pmxcfs"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
 
@@ -25,16 +26,6 @@ import (
 type qmConf = guestconf.Conf
 
 func parseQmConf(raw string) *qmConf { return guestconf.Parse(raw) }
-
-func splitComma(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
 
 // ---- Where config files live: the node's /etc/pve (ConfigDB) ----
 
@@ -126,13 +117,9 @@ func (s *Sim) writeQmConfLocked(db *ConfigDB, node string, vmid int, c *qmConf) 
 	s.writeGuestConfLocked(db, vmKind, node, vmid, c)
 }
 
-// pveError is an error worded by PVE (capitals, final dots and all): the
-// API answers it as 500 with the text unchanged, a task as its exit status.
-type pveError string
-
-func (e pveError) Error() string { return string(e) }
-
-func pveDie(format string, args ...any) error { return pveError(fmt.Sprintf(format, args...)) }
+// pveDie is an error worded by PVE (capitals, final dots and all): the API
+// answers it as 500 with the text unchanged, a task as its exit status.
+var pveDie = pvecommon.Die
 
 // etcPveWritableLocked is what writing rel into a read-only /etc/pve (no
 // quorum, C10) fails with: file_set_contents cannot open its temp file

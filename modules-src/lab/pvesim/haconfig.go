@@ -3,6 +3,8 @@ package pvesim
 import (
 	"fmt"
 	"slices"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/ha"
 )
 
 // What HA groups, rules and resources share: reading, listing, digest
@@ -23,9 +25,9 @@ type haSectionFile struct {
 }
 
 var (
-	haGroups = haSectionFile{cfg: haGroupsCfg, key: "group", view: groupView,
+	haGroups = haSectionFile{cfg: ha.GroupsCfg, key: "group", view: ha.GroupView,
 		noSuch: "no such ha group '%s'", deleteFailed: "delete ha group failed: "}
-	haRules = haSectionFile{cfg: haRulesCfg, key: "rule",
+	haRules = haSectionFile{cfg: ha.RulesCfg, key: "rule",
 		noSuch: "no such ha rule '%s'"}
 )
 

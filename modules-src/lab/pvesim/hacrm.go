@@ -1,24 +1,25 @@
 package pvesim
 
 import (
-	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/ha"
 )
 
 // The CRM, as pve-ha-manager's src/PVE/HA/Manager.pm runs it, on the lab's
-// clock. A round (Config.HADelay, PVE: 10 s, CRM.pm $max_time) after any HA
-// change, HA request or node event, every managed guest is brought to its
-// requested state and placed where select_service_node puts it: a started
-// service whose node is not among the highest-priority online nodes of its
-// node-affinity rule (9) or group (8) migrates there (VM: online migrate;
-// CT: relocate, stop–move–start), unless failback is off and its node is
-// allowed (next_state_started, select_service_node 'none'). A service in
-// error stays where it is until disabled (next_state_error).
+// clock: its decisions (placement, a round's step for each service, recovery,
+// the groups' migration) are pvesim/ha's, the timers and what they do to
+// guests are here. A round (Config.HADelay, PVE: 10 s, CRM.pm $max_time)
+// after any HA change, HA request or node event, every managed guest is
+// brought to its requested state and placed where select_service_node puts
+// it: a started service whose node is not among the highest-priority online
+// nodes of its node-affinity rule (9) or group (8) migrates there (VM: online
+// migrate; CT: relocate, stop–move–start), unless failback is off and its
+// node is allowed (next_state_started, select_service_node 'none'). A service
+// in error stays where it is until disabled (next_state_error).
 //
 // A node that goes down (SetOnline, the lab's power-off) is fenced
 // FenceDelay later (NodeStatus.pm $fence_delay = 60 s; the agent lock's
@@ -83,139 +84,19 @@ func (s *Sim) setHAMotionLocked(db *ConfigDB, sid, motion string) {
 	s.haMotions[db.ID+"/"+sid] = motion
 }
 
-// nodeAffinity is a service's compiled node affinity: node → priority.
-type nodeAffinity struct {
-	nodes  map[string]int
-	strict bool
+// haClusterLocked is what db's CRM sees of nodes and guests.
+func (s *Sim) haClusterLocked(db *ConfigDB) ha.Cluster {
+	return ha.Cluster{Members: s.haMembersLocked(db), Online: s.crmOnlineLocked,
+		GuestNode: func(vmid int) (string, bool) {
+			e, ok := s.findVMLocked(db, vmid)
+			return e.Node, ok
+		}}
 }
 
-// parseNodePriorities is a "node[:prio],…" list (Tools.pm
-// parse_node_priority: no priority is 0).
-func parseNodePriorities(list string) map[string]int {
-	out := map[string]int{}
-	for _, p := range splitComma(list) {
-		name, prio, _ := strings.Cut(p, ":")
-		n, _ := strconv.Atoi(prio)
-		out[name] = n
-	}
-	return out
-}
-
-// serviceAffinityLocked is what the CRM compiled for sid: on PVE 9 the
-// enabled, feasible node-affinity rule naming it (the groups of a cluster
-// not yet migrated count as their ha-group-* rules, migrate_groups_to_rules
-// in Manager.pm manage); on PVE 8 its group (Manager.pm 4.x
-// get_service_group). ok is false when nothing constrains it.
-func (s *Sim) serviceAffinityLocked(db *ConfigDB, r *section) (nodeAffinity, bool) {
-	if s.cfg.Version < 9 {
-		groups, _ := s.readSectionsLocked(db, haGroupsCfg)
-		g := findSection(groups, r.Opts["group"])
-		if g == nil {
-			return nodeAffinity{}, false
-		}
-		return nodeAffinity{nodes: parseNodePriorities(g.Opts["nodes"]), strict: g.Opts["restricted"] == "1"}, true
-	}
-	sid := sid(r)
-	rules := s.effectiveRulesLocked(db)
-	errs := s.ruleErrorsLocked(db, rules)
-	for _, rule := range rules {
-		if rule.Type != "node-affinity" || rule.Opts["disable"] != "" || errs[rule.ID] != nil {
-			continue
-		}
-		if slices.Contains(splitComma(rule.Opts["resources"]), sid) {
-			return nodeAffinity{nodes: parseNodePriorities(rule.Opts["nodes"]), strict: rule.Opts["strict"] == "1"}, true
-		}
-	}
-	return nodeAffinity{}, false
-}
-
-// serviceFailbackLocked: PVE 9's resource failback (default 1; a group's
-// nofailback before the migration, migrate_groups_to_resources); PVE 8's
-// group nofailback.
-func (s *Sim) serviceFailbackLocked(db *ConfigDB, r *section) bool {
-	groups, _ := s.readSectionsLocked(db, haGroupsCfg)
-	if g := findSection(groups, r.Opts["group"]); g != nil {
-		return g.Opts["nofailback"] != "1"
-	}
-	return s.cfg.Version < 9 || r.Opts["failback"] != "0"
-}
-
-// haLoadLocked is the basic scheduler's usage (Usage/Basic.pm): HA
-// services per node.
-func (s *Sim) haLoadLocked(db *ConfigDB) map[string]int {
-	list, _ := s.haResourcesLocked(db)
-	load := map[string]int{}
-	for _, r := range list {
-		if vmid, err := strconv.Atoi(r.ID); err == nil {
-			if e, ok := s.findVMLocked(db, vmid); ok {
-				load[e.Node]++
-			}
-		}
-	}
-	return load
-}
-
-// selectServiceNodeLocked is Manager.pm select_service_node with node
-// preference "none" (where a started service belongs) or "best-score"
-// (recovery): "" when no online node is allowed.
+// selectServiceNodeLocked is Manager.pm select_service_node on db's HA
+// files as they are now (ha.Config.SelectNode).
 func (s *Sim) selectServiceNodeLocked(db *ConfigDB, r *section, current string, bestScore bool) string {
-	online := map[string]bool{}
-	for _, m := range s.membersLocked(s.anyMemberLocked(db)) {
-		if s.crmOnlineLocked(m) {
-			online[m] = true
-		}
-	}
-	// get_node_affinity / get_node_priority_groups: the allowed nodes and
-	// the top-priority ones among those online; a non-strict rule (an
-	// unrestricted group) adds every other online node at priority -1.
-	aff, constrained := s.serviceAffinityLocked(db, r)
-	allowed := map[string]int{}
-	if !constrained {
-		for n := range online {
-			allowed[n] = 0
-		}
-	} else {
-		for n, p := range aff.nodes {
-			if online[n] {
-				allowed[n] = p
-			}
-		}
-		if !aff.strict {
-			for n := range online {
-				if _, ok := aff.nodes[n]; !ok {
-					allowed[n] = -1
-				}
-			}
-		}
-	}
-	if len(allowed) == 0 {
-		return ""
-	}
-	top := -1 << 31
-	for _, p := range allowed {
-		top = max(top, p)
-	}
-	var pri []string
-	for n, p := range allowed {
-		if p == top {
-			pri = append(pri, n)
-		}
-	}
-	_, currentAllowed := allowed[current]
-	if !bestScore && !s.serviceFailbackLocked(db, r) && currentAllowed {
-		return current // stay: failback off (PVE 9) / nofailback group (8)
-	}
-	if !bestScore && slices.Contains(pri, current) {
-		return current
-	}
-	load := s.haLoadLocked(db)
-	sort.Slice(pri, func(i, j int) bool {
-		if load[pri[i]] != load[pri[j]] {
-			return load[pri[i]] < load[pri[j]]
-		}
-		return pri[i] < pri[j]
-	})
-	return pri[0]
+	return s.haConfigLocked(db).SelectNode(s.haClusterLocked(db), r, current, bestScore)
 }
 
 // reconcileHALocked is one CRM round: requested states, then placement.
@@ -223,29 +104,19 @@ func (s *Sim) reconcileHALocked(db *ConfigDB) {
 	list, _ := s.haResourcesLocked(db)
 	changed := false
 	for _, r := range list {
+		step := ha.NextStep(r, s.haServiceLocked(db, r))
 		vmid, _ := strconv.Atoi(r.ID)
-		e, ok := s.findVMLocked(db, vmid)
-		if !ok || !s.nodeUpLocked(e.Node) || (r.Type == "ct") != (e.Kind == "lxc") {
-			continue
-		}
-		want := r.Opts["state"]
-		if want == "" {
-			want = "started"
-		}
-		if want == "ignored" || s.haErrorLocked(db, sid(r)) || s.haMotionLocked(db, sid(r)) != "" {
-			continue
-		}
-		running := s.runningLocked(e.Node, vmid)
+		e, _ := s.findVMLocked(db, vmid)
 		switch {
-		case want == "started" && !running:
+		case step.Start:
 			if s.haStartLocked(db, e) {
 				changed = true
 			}
-		case (want == "stopped" || want == "disabled") && running:
+		case step.Stop:
 			s.setRunningLocked(e.Node, vmid, false)
 			changed = true
 		}
-		if want != "started" {
+		if !step.Place {
 			continue
 		}
 		if target := s.selectServiceNodeLocked(db, r, e.Node, false); target != "" && target != e.Node {
@@ -301,7 +172,7 @@ func (s *Sim) crmMoveLocked(db *ConfigDB, r *section, e vmEntry, target string) 
 	if e.Kind == "lxc" {
 		motion = "relocate"
 	}
-	sid := sid(r)
+	sid := ha.SID(r)
 	s.setHAMotionLocked(db, sid, motion)
 	from := e.Node
 	s.haLaterLocked(s.crmRound(), db.ID, func(d *ConfigDB) {
@@ -338,7 +209,7 @@ func (s *Sim) recoverNodeLocked(db *ConfigDB, dead string) {
 	list, _ := s.haResourcesLocked(db)
 	n := s.st.Nodes[dead]
 	for _, r := range list {
-		if r.Opts["state"] == "disabled" || r.Opts["state"] == "ignored" {
+		if !ha.Recoverable(r) {
 			continue
 		}
 		vmid, _ := strconv.Atoi(r.ID)
@@ -355,12 +226,12 @@ func (s *Sim) recoverNodeLocked(db *ConfigDB, dead string) {
 		s.removeEtcPve(db, guestConfPath(dead, e.Kind, vmid))
 		s.writeEtcPve(db, guestConfPath(target, e.Kind, vmid), raw)
 		delete(n.Running, vmid)
-		s.setHAMotionLocked(db, sid(r), "")
+		s.setHAMotionLocked(db, ha.SID(r), "")
 		if len(missing) > 0 {
 			// H8: without a replica (a local or linked disk) the guest cannot
 			// start there; after its restarts and relocations the CRM gives up
 			// and the service is in error (reconstruction of the sequence).
-			s.setHAErrorLocked(db, sid(r), true)
+			s.setHAErrorLocked(db, ha.SID(r), true)
 		}
 	}
 	s.reconcileHALocked(db)
@@ -413,24 +284,13 @@ func (s *Sim) groupMigrationLoop() {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		rounds := map[string]int{}
+		var rounds ha.GroupMigration
 		for s.sleep(max(s.crmRound(), 10*time.Millisecond)) {
 			s.mu.Lock()
 			for id, db := range s.st.DBs {
-				res, _ := s.haResourcesLocked(db)
-				groups, _ := s.readSectionsLocked(db, haGroupsCfg)
-				if len(groups) == 0 || len(res) == 0 {
-					delete(rounds, id)
+				if !rounds.Due(id, s.haConfigLocked(db).GroupMigrationPending()) {
 					continue
 				}
-				if _, ok := rounds[id]; !ok {
-					rounds[id] = 3
-				}
-				rounds[id]--
-				if rounds[id] > 0 {
-					continue
-				}
-				rounds[id] = 6
 				if s.canMigrateGroupsLocked(db) == nil {
 					s.migrateGroupsLocked(db)
 				}
@@ -440,46 +300,22 @@ func (s *Sim) groupMigrationLoop() {
 	}()
 }
 
-// canMigrateGroupsLocked is assert_cluster_can_migrate_ha_groups: quorum,
-// every node online with its LRM active or idle in mode active (a lab
-// node's LRM is whenever the node is up), every node on pve-manager ≥
-// 9.0.0~16.
+// canMigrateGroupsLocked is assert_cluster_can_migrate_ha_groups on db
+// (ha.CanMigrateGroups): a lab node's LRM is active or idle whenever the
+// node is up.
 func (s *Sim) canMigrateGroupsLocked(db *ConfigDB) error {
-	if !s.quorateLocked(db) {
-		return fmt.Errorf("cluster is not quorate")
-	}
-	for _, m := range s.membersLocked(s.anyMemberLocked(db)) {
-		if !s.nodeUpLocked(m) || !s.memberUpLocked(m) {
-			return fmt.Errorf("node '%s' is not online", m)
-		}
-		major, _ := strconv.Atoi(strings.SplitN(s.nodeVersionLocked(m).Version, ".", 2)[0])
-		if major < 9 {
-			return fmt.Errorf("node '%s' needs at least pve-manager version '9.0.0~16'", m)
-		}
-	}
-	return nil
+	return ha.CanMigrateGroups(s.quorateLocked(db), s.haMembersLocked(db),
+		func(m string) bool { return s.nodeUpLocked(m) && s.memberUpLocked(m) },
+		func(m string) string { return s.nodeVersionLocked(m).Version })
 }
 
-// migrateGroupsLocked is migrate_group_persistently: the groups become
-// rules in rules.cfg, every resource loses its group (failback 0 where the
-// group had nofailback), and groups.cfg is deleted.
+// migrateGroupsLocked is migrate_group_persistently (ha.Config.MigrateGroups):
+// rules.cfg and resources.cfg rewritten, groups.cfg deleted.
 func (s *Sim) migrateGroupsLocked(db *ConfigDB) {
-	rules, _ := s.readSectionsLocked(db, haRulesCfg)
-	res, _ := s.haResourcesLocked(db)
-	groups, _ := s.readSectionsLocked(db, haGroupsCfg)
-	s.writeSectionsLocked(db, haRulesCfg, migrateGroupsToRules(rules, groups, res))
-	for _, r := range res {
-		g, ok := r.Opts["group"]
-		if !ok {
-			continue
-		}
-		if gs := findSection(groups, g); gs != nil && gs.Opts["nofailback"] == "1" {
-			r.Opts["failback"] = "0"
-		}
-		delete(r.Opts, "group")
-	}
-	s.writeSectionsLocked(db, haResourcesCfg, res)
-	s.removeEtcPve(db, haGroupsCfg)
+	rules, res := s.haConfigLocked(db).MigrateGroups()
+	s.writeSectionsLocked(db, ha.RulesCfg, rules)
+	s.writeSectionsLocked(db, ha.ResourcesCfg, res)
+	s.removeEtcPve(db, ha.GroupsCfg)
 	s.saveLocked()
 	s.scheduleCRMLocked(db.ID)
 }

@@ -2,6 +2,8 @@ package pvesim
 
 import (
 	"fmt"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/ha"
 )
 
 // HA groups (/cluster/ha/groups; pve-ha-manager's API2/HA/Groups.pm).
@@ -11,10 +13,6 @@ func (s *Sim) groupsRefused(db *ConfigDB, verb string) error {
 		return fmt.Errorf("cannot %s: ha groups have been migrated to rules", verb)
 	}
 	return nil
-}
-
-func groupView(g *section, digest string) map[string]any {
-	return sectionView(map[string]any{"group": g.ID, "type": "group"}, g, digest, "restricted", "nofailback")
 }
 
 func (s *Sim) getHAGroups(rc *reqCtx) (any, error) {
@@ -31,20 +29,18 @@ func (s *Sim) getHAGroup(rc *reqCtx) (any, error) {
 	return s.readHA(rc, haGroups)
 }
 
-var groupOpts = []string{"nodes", "restricted", "nofailback", "comment"}
-
 func (s *Sim) postHAGroup(rc *reqCtx) (any, error) {
 	db := rc.db()
 	if err := s.groupsRefused(db, "create group"); err != nil {
 		return nil, err
 	}
-	list, _ := s.readSectionsLocked(db, haGroupsCfg)
+	list, _ := s.readSectionsLocked(db, ha.GroupsCfg)
 	if findSection(list, rc.str("group")) != nil {
 		return nil, fmt.Errorf("create ha group failed: ha group ID '%s' already defined", rc.str("group"))
 	}
 	g := &section{Type: "group", ID: rc.str("group"), Opts: map[string]string{}}
-	setOpts(rc, groupOpts, g.Opts)
-	s.commitHALocked(db, haGroupsCfg, append(list, g), true)
+	setOpts(rc, ha.GroupOpts, g.Opts)
+	s.commitHALocked(db, ha.GroupsCfg, append(list, g), true)
 	return nil, nil
 }
 
@@ -53,7 +49,7 @@ func (s *Sim) putHAGroup(rc *reqCtx) (any, error) {
 	if err := s.groupsRefused(db, "update group"); err != nil {
 		return nil, err
 	}
-	list, digest := s.readSectionsLocked(db, haGroupsCfg)
+	list, digest := s.readSectionsLocked(db, ha.GroupsCfg)
 	if err := staleDigest(rc, digest, "update ha group failed: "); err != nil {
 		return nil, err
 	}
@@ -61,14 +57,14 @@ func (s *Sim) putHAGroup(rc *reqCtx) (any, error) {
 	if g == nil {
 		return nil, fmt.Errorf("update ha group failed: no such ha group '%s'", rc.str("group"))
 	}
-	setOpts(rc, groupOpts, g.Opts)
+	setOpts(rc, ha.GroupOpts, g.Opts)
 	for _, k := range pveSplit(rc.str("delete")) {
 		if k == "nodes" {
 			return nil, fmt.Errorf("update ha group failed: unable to delete required option '%s'", k)
 		}
 		delete(g.Opts, k)
 	}
-	s.commitHALocked(db, haGroupsCfg, list, true)
+	s.commitHALocked(db, ha.GroupsCfg, list, true)
 	return nil, nil
 }
 
@@ -79,11 +75,6 @@ func (s *Sim) deleteHAGroup(rc *reqCtx) (any, error) {
 	}
 	return s.deleteHA(rc, haGroups, func(id string) error {
 		res, _ := s.haResourcesLocked(db)
-		for _, r := range res {
-			if r.Opts["group"] == id {
-				return fmt.Errorf("delete ha group failed: ha group is used by service '%s:%s'", r.Type, r.ID)
-			}
-		}
-		return nil
+		return ha.GroupInUse(res, id)
 	})
 }

@@ -1,197 +1,42 @@
 package pvesim
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/ha"
 )
 
 // HA rules, PVE 9 (/cluster/ha/rules; pve-ha-manager's API2/HA/Rules.pm).
 
-// ruleView is $get_api_ha_rule: the rule's options (set_rule_defaults adds
-// only truthy defaults, so strict 0 and disable 0 are absent), rule, the
-// file's digest, its order, and the feasibility errors of a rule the CRM
-// would drop.
-func ruleView(r *section, digest string, order int, errs map[string][]string) map[string]any {
-	out := sectionView(map[string]any{"rule": r.ID, "type": r.Type}, r, digest, "strict", "disable")
-	out["order"] = order
-	if len(errs) > 0 {
-		e := map[string]any{}
-		for k, msgs := range errs {
-			e[k] = msgs
-		}
-		out["errors"] = e
-	}
-	return out
+// fullRulesLocked is the API's $get_full_rules_config (ha.Config.FullRules)
+// with rules.cfg's digest.
+func (s *Sim) fullRulesLocked(db *ConfigDB) ([]ha.OrderedRule, string) {
+	_, digest := s.readSectionsLocked(db, ha.RulesCfg)
+	return s.haConfigLocked(db).FullRules(), digest
 }
 
-// orderedRule is a rule with its SectionConfig order: its position in
-// rules.cfg, or get_next_ordinal for a rule made in memory.
-type orderedRule struct {
-	sec   *section
-	order int
-}
-
-// nextOrdinal is Rules.pm get_next_ordinal as written: the *lowest* order
-// plus one (so every new rule of a non-empty file gets 2).
-func nextOrdinal(list []orderedRule) int {
-	low := 0
-	for i, r := range list {
-		if i == 0 || r.order < low {
-			low = r.order
-		}
-	}
-	return low + 1
-}
-
-// groupRulesLocked is Groups.pm migrate_groups_to_rules on the rules of
-// rules.cfg: every group some resource uses becomes the node-affinity rule
-// ha-group-<group> (nodes and comment from the group, strict = restricted,
-// resources = its members); unused groups vanish. Perl walks the groups in
-// hash order; the lab in name order (reconstruction).
-func migrateGroupsToRules(rules, groups, resources []*section) []*section {
-	out := orderRules(rules)
-	members := map[string][]string{}
-	for _, r := range resources {
-		if g := r.Opts["group"]; g != "" {
-			members[g] = append(members[g], sid(r))
-		}
-	}
-	for _, g := range slices.Sorted(maps.Keys(members)) {
-		gs := findSection(groups, g)
-		if gs == nil {
-			continue
-		}
-		rule := &section{Type: "node-affinity", ID: "ha-group-" + g, Opts: map[string]string{
-			"resources": normaliseList(strings.Join(members[g], ",")),
-			"nodes":     normaliseNodes(gs.Opts["nodes"]),
-			"comment":   gs.Opts["comment"],
-		}}
-		if rule.Opts["comment"] == "" {
-			rule.Opts["comment"] = fmt.Sprintf("Generated from HA group '%s'.", g)
-		}
-		if v, ok := gs.Opts["restricted"]; ok {
-			rule.Opts["strict"] = v
-		}
-		out = insertOrdered(out, orderedRule{sec: rule, order: nextOrdinal(out)})
-	}
-	var list []*section
-	for _, r := range out {
-		list = append(list, r.sec)
-	}
-	return list
-}
-
-// orderRules numbers rules.cfg's sections as parse_config does (1, 2, …).
-func orderRules(list []*section) []orderedRule {
-	out := make([]orderedRule, len(list))
-	for i, r := range list {
-		out[i] = orderedRule{sec: r, order: i + 1}
-	}
-	return out
-}
-
-// insertOrdered places r as write_config sorts sections by order; among
-// equal orders Perl's hash order decides, the lab puts the newcomer last
-// (reconstruction).
-func insertOrdered(list []orderedRule, r orderedRule) []orderedRule {
-	i := 0
-	for i < len(list) && list[i].order <= r.order {
-		i++
-	}
-	return slices.Insert(list, i, r)
-}
-
-// fullRulesLocked is the API's $get_full_rules_config: rules.cfg plus, on
-// a cluster whose groups are not migrated yet, the ha-group-* rules made in
-// memory (they carry get_next_ordinal's order, not a file position).
-func (s *Sim) fullRulesLocked(db *ConfigDB) ([]orderedRule, string) {
-	rules, digest := s.readSectionsLocked(db, haRulesCfg)
-	out := orderRules(rules)
-	groups, _ := s.readSectionsLocked(db, haGroupsCfg)
-	if len(groups) == 0 {
-		return out, digest
-	}
-	res, _ := s.haResourcesLocked(db)
-	for _, r := range migrateGroupsToRules(nil, groups, res) {
-		out = insertOrdered(out, orderedRule{sec: r, order: nextOrdinal(out)})
-	}
-	return out, digest
-}
-
-// effectiveRulesLocked are the rules the CRM compiles (order aside).
-func (s *Sim) effectiveRulesLocked(db *ConfigDB) []*section {
-	full, _ := s.fullRulesLocked(db)
-	out := make([]*section, len(full))
-	for i, r := range full {
-		out[i] = r.sec
-	}
-	return out
-}
-
-// ruleErrorsLocked is Rules.pm check_feasibility over enabled rules (a
-// subset of its checks: NodeAffinity.pm check_single_resource_reference —
-// blamed on every rule sharing the resource —, ResourceAffinity.pm's
-// "less than two resources" and negative affinity's "more resources than
-// available nodes"): rule → option → messages.
-func (s *Sim) ruleErrorsLocked(db *ConfigDB, rules []*section) map[string]map[string][]string {
-	errs := map[string]map[string][]string{}
-	blame := func(id, opt, msg string) {
-		if errs[id] == nil {
-			errs[id] = map[string][]string{}
-		}
-		errs[id][opt] = append(errs[id][opt], msg)
-	}
-	nodes := len(s.membersLocked(s.anyMemberLocked(db)))
-	users := map[string][]string{}
-	for _, r := range rules {
-		if r.Opts["disable"] != "" {
-			continue
-		}
-		res := splitComma(r.Opts["resources"])
-		switch r.Type {
-		case "node-affinity":
-			for _, sid := range res {
-				users[sid] = append(users[sid], r.ID)
-			}
-		case "resource-affinity":
-			if len(res) < 2 {
-				blame(r.ID, "resources", "rule is ineffective as there are less than two resources")
-			} else if r.Opts["affinity"] == "negative" && len(res) > nodes {
-				blame(r.ID, "resources", "rule defines more resources than available nodes")
-			}
-		}
-	}
-	for _, sid := range slices.Sorted(maps.Keys(users)) {
-		if ids := users[sid]; len(ids) > 1 {
-			for _, id := range slices.Sorted(slices.Values(ids)) {
-				blame(id, "resources", fmt.Sprintf("resource '%s' is already used in another node affinity rule", sid))
-			}
-		}
-	}
-	return errs
-}
+// haMembersLocked are the members of db's cluster, the nodes rules name.
+func (s *Sim) haMembersLocked(db *ConfigDB) []string { return s.membersLocked(s.anyMemberLocked(db)) }
 
 func (s *Sim) getHARules(rc *reqCtx) (any, error) {
 	db := rc.db()
 	full, digest := s.fullRulesLocked(db)
-	secs := make([]*section, len(full))
-	for i, r := range full {
-		secs[i] = r.sec
-	}
-	errs := s.ruleErrorsLocked(db, secs)
+	errs := ha.RuleErrors(ha.Sections(full), len(s.haMembersLocked(db)))
 	out := []map[string]any{}
 	for _, r := range full {
-		if rc.has("type") && rc.str("type") != r.sec.Type {
+		if rc.has("type") && rc.str("type") != r.Sec.Type {
 			continue
 		}
-		if rc.has("resource") && !slices.Contains(splitComma(r.sec.Opts["resources"]), rc.str("resource")) {
+		if rc.has("resource") && !slices.Contains(splitComma(r.Sec.Opts["resources"]), rc.str("resource")) {
 			continue
 		}
-		out = append(out, ruleView(r.sec, digest, r.order, errs[r.sec.ID]))
+		out = append(out, ha.RuleView(r.Sec, digest, r.Order, errs[r.Sec.ID]))
 	}
 	return out, nil
 }
@@ -199,26 +44,20 @@ func (s *Sim) getHARules(rc *reqCtx) (any, error) {
 func (s *Sim) getHARule(rc *reqCtx) (any, error) {
 	db := rc.db()
 	full, digest := s.fullRulesLocked(db)
-	secs := make([]*section, len(full))
-	for i, r := range full {
-		secs[i] = r.sec
-	}
 	for _, r := range full {
-		if r.sec.ID == rc.str("rule") {
-			return ruleView(r.sec, digest, r.order, s.ruleErrorsLocked(db, secs)[r.sec.ID]), nil
+		if r.Sec.ID == rc.str("rule") {
+			return ha.RuleView(r.Sec, digest, r.Order, ha.RuleErrors(ha.Sections(full), len(s.haMembersLocked(db)))[r.Sec.ID]), nil
 		}
 	}
 	return nil, fmt.Errorf("no such ha rule '%s'", rc.str("rule"))
 }
-
-var ruleOpts = []string{"resources", "nodes", "strict", "affinity", "comment", "disable"}
 
 // setRuleOpts takes a rule's options from the request; disable=0 is
 // dropped, as create_rule and update_rule do ("delete $param->{disable} if
 // !$param->{disable}"): re-enabling takes delete=disable.
 func setRuleOpts(rc *reqCtx, into map[string]string) {
 	prev, had := into["disable"]
-	setOpts(rc, ruleOpts, into)
+	setOpts(rc, ha.RuleOpts, into)
 	if rc.has("disable") && !rc.boolean("disable") {
 		delete(into, "disable")
 		if had {
@@ -227,83 +66,18 @@ func setRuleOpts(rc *reqCtx, into map[string]string) {
 	}
 }
 
-// normaliseList sorts a comma list as PVE prints its hash-backed lists.
-func normaliseList(v string) string {
-	items := splitComma(v)
-	sort.Strings(items)
-	return strings.Join(slices.Compact(items), ",")
-}
-
-// normaliseNodes is NodeAffinity.pm encode_plugin_value: nodes sorted by
-// name, a priority of 0 (or none) printed as the bare name.
-func normaliseNodes(v string) string {
-	prios := parseNodePriorities(v)
-	var out []string
-	for _, n := range slices.Sorted(maps.Keys(prios)) {
-		if p := prios[n]; p != 0 {
-			out = append(out, fmt.Sprintf("%s:%d", n, p))
-		} else {
-			out = append(out, n)
-		}
-	}
-	return strings.Join(out, ",")
-}
-
-// normaliseRuleLists stores a rule's resources and nodes as PVE does.
-func normaliseRuleLists(r *section) {
-	if v, ok := r.Opts["resources"]; ok {
-		r.Opts["resources"] = normaliseList(v)
-	}
-	if v, ok := r.Opts["nodes"]; ok {
-		r.Opts["nodes"] = normaliseNodes(v)
-	}
-}
-
-// checkRuleLocked validates a rule as Rules.pm's API does: resources must be
-// HA-managed, nodes must exist, then the feasibility checks (a subset:
-// one node-affinity rule per resource, resource-affinity with ≥ 2
-// resources and no more negative-affinity resources than nodes).
+// checkRuleLocked validates a rule as Rules.pm's API does
+// (ha.Config.CheckRule); an infeasible rule is answered 400 with the
+// messages per option.
 func (s *Sim) checkRuleLocked(db *ConfigDB, rules []*section, r *section) error {
-	res := splitComma(r.Opts["resources"])
-	if len(res) == 0 {
-		return fmt.Errorf("no resources were specified")
+	cfg := s.haConfigLocked(db)
+	cfg.Rules = rules
+	err := cfg.CheckRule(r, s.haMembersLocked(db))
+	var invalid *ha.InvalidRule
+	if errors.As(err, &invalid) {
+		return &APIError{Status: 400, Message: invalid.Error(), Errors: invalid.Fields}
 	}
-	managed, _ := s.haResourcesLocked(db)
-	var unmanaged []string
-	for _, sid := range res {
-		if findResource(managed, sid) == nil {
-			unmanaged = append(unmanaged, sid)
-		}
-	}
-	if len(unmanaged) > 0 {
-		return pveDie("cannot use unmanaged resource(s) %s.", strings.Join(unmanaged, ", "))
-	}
-	members := s.membersLocked(s.anyMemberLocked(db))
-	if r.Type == "node-affinity" {
-		var missing []string
-		for _, n := range splitComma(r.Opts["nodes"]) {
-			name, _, _ := strings.Cut(n, ":")
-			if !slices.Contains(members, name) {
-				missing = append(missing, name)
-			}
-		}
-		if len(splitComma(r.Opts["nodes"])) == 0 {
-			return fmt.Errorf("no nodes were specified")
-		}
-		if len(missing) > 0 {
-			return pveDie("cannot use non-existent node(s) %s.", strings.Join(missing, ", "))
-		}
-	}
-	candidate := slices.DeleteFunc(slices.Clone(rules), func(o *section) bool { return o.ID == r.ID })
-	errs := s.ruleErrorsLocked(db, append(candidate, r))[r.ID]
-	if len(errs) > 0 {
-		fields := map[string]string{}
-		for k, msgs := range errs {
-			fields[k] = strings.Join(msgs, ", ")
-		}
-		return &APIError{Status: 400, Message: fmt.Sprintf("Rule '%s' is invalid.", r.ID), Errors: fields}
-	}
-	return nil
+	return err
 }
 
 // anyMemberLocked names a node whose /etc/pve is db.
@@ -330,23 +104,17 @@ func (s *Sim) postHARule(rc *reqCtx) (any, error) {
 	if !s.groupsMigrated(db) {
 		return nil, fmt.Errorf("cannot create ha rule: ha groups have not been migrated yet")
 	}
-	list, _ := s.readSectionsLocked(db, haRulesCfg)
+	list, _ := s.readSectionsLocked(db, ha.RulesCfg)
 	r := &section{Type: rc.str("type"), ID: rc.str("rule"), Opts: map[string]string{}}
 	setRuleOpts(rc, r.Opts)
-	normaliseRuleLists(r)
+	ha.NormaliseRuleLists(r)
 	if err := s.checkRuleLocked(db, list, r); err != nil {
 		return nil, err
 	}
 	if findSection(list, r.ID) != nil {
 		return nil, fmt.Errorf("HA rule '%s' already defined", r.ID)
 	}
-	// create_rule: order = get_next_ordinal, then written sorted by order.
-	placed := insertOrdered(orderRules(list), orderedRule{sec: r, order: nextOrdinal(orderRules(list))})
-	list = list[:0:0]
-	for _, o := range placed {
-		list = append(list, o.sec)
-	}
-	s.commitHALocked(db, haRulesCfg, list, true)
+	s.commitHALocked(db, ha.RulesCfg, ha.AddRule(list, r), true)
 	return nil, nil
 }
 
@@ -355,7 +123,7 @@ func (s *Sim) putHARule(rc *reqCtx) (any, error) {
 	if !s.groupsMigrated(db) {
 		return nil, fmt.Errorf("cannot update ha rule: ha groups have not been migrated yet")
 	}
-	list, digest := s.readSectionsLocked(db, haRulesCfg)
+	list, digest := s.readSectionsLocked(db, ha.RulesCfg)
 	// API2/HA/Rules.pm update_rule: lock_ha_domain(..., "update HA rules failed").
 	if err := staleDigest(rc, digest, "update HA rules failed: "); err != nil {
 		return nil, err
@@ -373,12 +141,12 @@ func (s *Sim) putHARule(rc *reqCtx) (any, error) {
 	for _, k := range pveSplit(rc.str("delete")) {
 		delete(updated.Opts, k)
 	}
-	normaliseRuleLists(updated)
+	ha.NormaliseRuleLists(updated)
 	if err := s.checkRuleLocked(db, list, updated); err != nil {
 		return nil, err
 	}
 	r.Opts = updated.Opts
-	s.commitHALocked(db, haRulesCfg, list, true)
+	s.commitHALocked(db, ha.RulesCfg, list, true)
 	return nil, nil
 }
 
@@ -409,9 +177,9 @@ func (s *Sim) haRequestTaskSID(rc *reqCtx, typ, sid string, vmid int, state stri
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		list, _ := s.haResourcesLocked(db)
-		if r := findResource(list, sid); r != nil {
+		if r := ha.FindResource(list, sid); r != nil {
 			r.Opts["state"] = state
-			s.writeSectionsLocked(db, haResourcesCfg, list)
+			s.writeSectionsLocked(db, ha.ResourcesCfg, list)
 			s.saveLocked()
 		}
 		s.scheduleCRMLocked(db.ID)
@@ -430,8 +198,7 @@ func (s *Sim) postHAMotion(rc *reqCtx) (any, error) {
 		return nil, err
 	}
 	list, _ := s.haResourcesLocked(db)
-	r := findResource(list, sid)
-	if r == nil || r.Opts["state"] == "ignored" {
+	if !ha.Managed(ha.FindResource(list, sid)) {
 		return nil, pveDie("resource '%s' is not HA managed", sid)
 	}
 	if s.haErrorLocked(db, sid) {
