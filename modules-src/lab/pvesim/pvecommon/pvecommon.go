@@ -33,9 +33,9 @@ func EncodeText(s string) string {
 }
 
 // PerlTrue is Perl's truth of a string: "" and "0" are false. user.cfg's
-// text fields are written and read only when true
-// (`$d->{comment} ? encode_text(...) : ”`, `decode_text($c) if $c`): a
-// comment "0" is lost on PVE.
+// text fields are written and read only when true (write_user_config
+// tests `$d->{comment} ?` before encode_text, parse_user_config
+// `decode_text($c) if $c`): a comment "0" is lost on PVE.
 func PerlTrue(s string) bool { return s != "" && s != "0" }
 
 // EncodeField is a user.cfg text field as write_user_config writes it.
