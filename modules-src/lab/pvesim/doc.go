@@ -31,8 +31,12 @@
 // replication (pve-guest-common: replication.cfg's jobs, a job's state,
 // next_sync and the run order, the status view; the scheduler, the runs
 // and the endpoints stay here), tasks (UPIDs, a task's end, its views and
-// the task list's filters; the workers stay here), corosync, nodecert,
-// vzdump, and pvecommon (the pve-common helpers they share).
+// the task list's filters; the workers stay here), cluster (pve-cluster:
+// quorum, a join's and a removal's checks and nodelist edits, the
+// membership views; the handlers, the join task, its locks and the files
+// stay here), ticket (tickets, CSRF tokens and the authkey's rotation
+// rule; the key files stay here), corosync, nodecert, vzdump, and
+// pvecommon (the pve-common helpers they share).
 //
 // Every ConfigDB is also a directory, <Dir>/pvesim/etc-pve/<db id>/, laid
 // out as PVE's /etc/pve (etcpve.go): the lab mounts it as the members'
