@@ -6,13 +6,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/cluster"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/corosync"
 )
 
@@ -216,29 +216,12 @@ func (s *Sim) Grant(node, path, ugid, role string, propagate bool) error {
 	return nil
 }
 
-// ClusterMember is one corosync member as the control API shows it.
-type ClusterMember struct {
-	Name      string `json:"name"`
-	NodeID    int    `json:"nodeid"`
-	Votes     int    `json:"votes"`
-	Ring0Addr string `json:"ring0_addr"`
-	Online    bool   `json:"online"`
-}
-
-// ClusterInfo is `pvecm status` material for the CLI stand-ins.
-type ClusterInfo struct {
-	Name          string          `json:"name"`
-	ConfigVersion int             `json:"config_version"`
-	Transport     string          `json:"transport"`
-	SecureAuth    bool            `json:"secure_auth"`
-	RingID        string          `json:"ring_id"`
-	ExpectedVotes int             `json:"expected_votes"`
-	TotalVotes    int             `json:"total_votes"`
-	Quorum        int             `json:"quorum"`
-	Quorate       bool            `json:"quorate"`
-	Nodes         []ClusterMember `json:"nodes"`
-	CorosyncConf  string          `json:"corosync_conf"`
-}
+// ClusterMember and ClusterInfo are `pvecm status` material for the CLI
+// stand-ins (pvesim/cluster).
+type (
+	ClusterMember = cluster.Member
+	ClusterInfo   = cluster.Info
+)
 
 // Cluster returns the cluster node belongs to, or false when standalone.
 func (s *Sim) Cluster(node string) (ClusterInfo, bool) {
@@ -252,24 +235,7 @@ func (s *Sim) clusterLocked(node string) (ClusterInfo, bool) {
 	if db == nil || db.Corosync == nil {
 		return ClusterInfo{}, false
 	}
-	c := db.Corosync
-	info := ClusterInfo{Name: c.ClusterName, ConfigVersion: c.ConfigVersion, Transport: "knet", SecureAuth: true,
-		ExpectedVotes: c.TotalVotes(), Quorate: s.quorateLocked(db), CorosyncConf: corosync.Render(c)}
-	lowest := 0
-	for _, m := range c.Nodes {
-		up := s.votesForLocked(db, m.Name)
-		if up {
-			info.TotalVotes += m.Votes
-			if lowest == 0 || m.NodeID < lowest {
-				lowest = m.NodeID
-			}
-		}
-		info.Nodes = append(info.Nodes, ClusterMember{Name: m.Name, NodeID: m.NodeID, Votes: m.Votes, Ring0Addr: m.Links["ring0_addr"], Online: up})
-	}
-	sort.Slice(info.Nodes, func(i, j int) bool { return info.Nodes[i].NodeID < info.Nodes[j].NodeID })
-	info.Quorum = info.ExpectedVotes/2 + 1
-	info.RingID = fmt.Sprintf("%d.%x", lowest, c.ConfigVersion)
-	return info, true
+	return cluster.PvecmStatus(db.Corosync, s.quorateLocked(db), func(name string) bool { return s.votesForLocked(db, name) }), true
 }
 
 // CreateCluster is `pvecm create` on node (no task; the CLI prints its own
@@ -287,7 +253,7 @@ func (s *Sim) CreateCluster(node, name, link0 string) (ClusterInfo, error) {
 	}
 	addr := n.Addr
 	if link0 != "" {
-		addr = linkAddr(link0)
+		addr = cluster.LinkAddr(link0)
 	}
 	db.Corosync = &corosync.Conf{ClusterName: name, ConfigVersion: 1, Nodes: []*corosync.Node{{
 		Name: node, NodeID: 1, Votes: 1, Links: map[string]string{"ring0_addr": addr}}}}

@@ -1,20 +1,16 @@
 package pvesim
 
 import (
-	"crypto/sha1"
-	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/cluster"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/corosync"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/nodecert"
 )
@@ -36,22 +32,13 @@ func (s *Sim) votesForLocked(db *ConfigDB, name string) bool {
 	return n != nil && n.DB == db.ID && !db.Detached && s.memberUpLocked(name)
 }
 
-// quorateLocked: a standalone /etc/pve is always writable; a cluster's
-// only with a majority of votes up (C10: 1 of 3 is not).
+// quorateLocked is cluster.Quorate for db: a copy left on a node removed
+// from its cluster (Detached) never is.
 func (s *Sim) quorateLocked(db *ConfigDB) bool {
-	if db.Corosync == nil {
-		return true
-	}
-	if db.Detached {
+	if db.Corosync != nil && db.Detached {
 		return false
 	}
-	up := 0
-	for _, m := range db.Corosync.Nodes {
-		if s.votesForLocked(db, m.Name) {
-			up += m.Votes
-		}
-	}
-	return up*2 > db.Corosync.TotalVotes()
+	return cluster.Quorate(db.Corosync, func(name string) bool { return s.votesForLocked(db, name) })
 }
 
 // quorateOnLocked is quorum as node's own pmxcfs reports it (.members,
@@ -87,25 +74,11 @@ func (s *Sim) requireQuorumLocked(db *ConfigDB) error {
 
 func (s *Sim) getClusterStatus(rc *reqCtx) (any, error) {
 	db := rc.db()
-	self := s.st.Nodes[rc.node]
 	if db.Corosync == nil {
-		return []map[string]any{{
-			"type": "node", "id": "node/" + rc.node, "name": rc.node, "nodeid": 0,
-			"ip": self.Addr, "local": 1, "online": 1, "level": "",
-		}}, nil
+		return cluster.StandaloneStatus(rc.node, s.st.Nodes[rc.node].Addr), nil
 	}
-	c := db.Corosync
-	out := []map[string]any{{
-		"type": "cluster", "id": "cluster", "name": c.ClusterName, "nodes": len(c.Nodes),
-		"version": c.ConfigVersion, "quorate": boolNum(s.quorateOnLocked(db, rc.node)),
-	}}
-	for _, m := range c.Nodes {
-		out = append(out, map[string]any{
-			"type": "node", "id": "node/" + m.Name, "name": m.Name, "nodeid": m.NodeID,
-			"ip": s.nodeAddrLocked(m), "local": boolNum(m.Name == rc.node), "online": boolNum(s.votesForLocked(db, m.Name)), "level": "",
-		})
-	}
-	return out, nil
+	return cluster.Status(db.Corosync, rc.node, s.quorateOnLocked(db, rc.node),
+		func(name string) bool { return s.votesForLocked(db, name) }, s.nodeAddrLocked), nil
 }
 
 // certFingerprintLocked is PVE::Cluster::get_node_fingerprint: the SHA-256
@@ -152,32 +125,9 @@ func (s *Sim) getClusterConfigIndex(rc *reqCtx) (any, error) {
 	return out, nil
 }
 
-// linkAddr extracts the address of a link property string.
-func linkAddr(v string) string {
-	for _, part := range strings.Split(v, ",") {
-		k, val, ok := strings.Cut(part, "=")
-		if !ok {
-			return part
-		}
-		if k == "address" {
-			return val
-		}
-	}
-	return ""
-}
-
-// linksOf collects link0..link7 as ringN_addr.
+// linksOf collects a request's link0..link7 (cluster.Links).
 func linksOf(rc *reqCtx, defAddr string) map[string]string {
-	links := map[string]string{}
-	for i := 0; i <= 7; i++ {
-		if v := rc.str(fmt.Sprintf("link%d", i)); v != "" {
-			links[fmt.Sprintf("ring%d_addr", i)] = linkAddr(v)
-		}
-	}
-	if len(links) == 0 {
-		links["ring0_addr"] = defAddr
-	}
-	return links
+	return cluster.Links(func(i int) string { return rc.str(fmt.Sprintf("link%d", i)) }, defAddr)
 }
 
 // POST /cluster/config: root@pam ticket only (enforced by the schema's
@@ -231,52 +181,17 @@ func (s *Sim) getJoinInfo(rc *reqCtx) (any, error) {
 	if db.Corosync == nil {
 		return nil, errStatus(424, "node is not in a cluster, no join info available!")
 	}
-	c := db.Corosync
-	preferred := rc.node
+	var asked *string
 	if rc.has("node") {
-		preferred = rc.str("node")
-		if c.Member(preferred) == nil {
-			return nil, fmt.Errorf("unknown node '%s'", preferred)
-		}
+		node := rc.str("node")
+		asked = &node
 	}
-	list := []map[string]any{}
-	for _, m := range c.Nodes {
-		e := map[string]any{
-			"name": m.Name, "nodeid": strconv.Itoa(m.NodeID), "quorum_votes": strconv.Itoa(m.Votes),
-			"pve_addr": s.nodeAddrLocked(m),
-		}
-		fp, err := s.certFingerprintLocked(db, m.Name)
-		if err != nil {
-			return nil, err
-		}
-		e["pve_fp"] = fp
-		for k, v := range m.Links {
-			e[k] = v
-		}
-		list = append(list, e)
-	}
-	sum := sha1.Sum([]byte(corosync.Render(c)))
-	return map[string]any{
-		"nodelist": list, "preferred_node": preferred, "totem": corosync.Totem(c),
-		"config_digest": hex.EncodeToString(sum[:]),
-	}, nil
+	return cluster.JoinInfo(db.Corosync, rc.node, asked, s.nodeAddrLocked,
+		func(node string) (string, error) { return s.certFingerprintLocked(db, node) })
 }
 
 func (s *Sim) getClusterNodes(rc *reqCtx) (any, error) {
-	db := rc.db()
-	out := []map[string]any{}
-	if db.Corosync == nil {
-		// hash_to_array of an absent nodelist: an empty list, not an error.
-		return out, nil
-	}
-	for _, m := range db.Corosync.Nodes {
-		e := map[string]any{"node": m.Name, "name": m.Name, "nodeid": strconv.Itoa(m.NodeID), "quorum_votes": strconv.Itoa(m.Votes)}
-		for k, v := range m.Links {
-			e[k] = v
-		}
-		out = append(out, e)
-	}
-	return out, nil
+	return cluster.Nodelist(rc.db().Corosync), nil
 }
 
 // findNodeLocked resolves a join's hostname: a node name or its address.
@@ -312,31 +227,13 @@ func (s *Sim) lockWithTimeout(m *sync.Mutex, d time.Duration) bool {
 	}
 }
 
-// joinableLocked is assert_joinable for node: the reasons it may not join.
-// links are the ringN_addr the join would use; each must be an address of
-// the joiner (passing the primary's IP as link0 is a classic mistake).
+// joinableLocked is assert_joinable for node (cluster.JoinableReasons).
 func (s *Sim) joinableLocked(node string, links map[string]string) []string {
-	var reasons []string
-	if s.dbOf(node).Corosync != nil {
-		reasons = append(reasons,
-			"authentication key '/etc/corosync/authkey' already exists",
-			"cluster config '/etc/pve/corosync.conf' already exists",
-			"corosync is already running, is this node already in a cluster?!")
-	}
-	// pve-cluster Setup.pm assert_joinable: guests would collide with the
-	// cluster's VMIDs (unless force).
-	if db := s.dbOf(node); db.Corosync == nil && len(s.vmListLocked(db)) > 0 {
-		reasons = append(reasons, "this host already contains virtual guests")
-	}
-	addr := s.st.Nodes[node].Addr
-	keys := slices.Sorted(maps.Keys(links))
-	for _, k := range keys {
-		if ip := links[k]; ip != addr && ip != node {
-			link := "link" + strings.TrimSuffix(strings.TrimPrefix(k, "ring"), "_addr")
-			reasons = append(reasons, fmt.Sprintf("%s: cannot use IP '%s', not found on local node!", link, ip))
-		}
-	}
-	return reasons
+	db := s.dbOf(node)
+	return cluster.JoinableReasons(cluster.Joiner{
+		Name: node, Addr: s.st.Nodes[node].Addr,
+		InCluster: db.Corosync != nil, HasGuests: db.Corosync == nil && len(s.vmListLocked(db)) > 0,
+	}, links)
 }
 
 // POST /cluster/config/join, sent to the joining node (C4, C5, C6).
@@ -425,16 +322,6 @@ func (s *Sim) joinWorker(t *taskRun, joiner, host, fp, password string, force bo
 	return s.finishJoin(joiner, hdb.ID, s.cfg.dur(s.cfg.RestartWindow, DefaultRestartWindow), t.logf)
 }
 
-func removeMember(list []*corosync.Node, name string) []*corosync.Node {
-	out := list[:0]
-	for _, m := range list {
-		if m.Name != name {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
 // DELETE /cluster/config/nodes/{node} is PVE's delnode (C9), sent to a
 // remaining member: it only edits the cluster's corosync.conf and stops the
 // removed node's corosync (corosync-cfgtool -k). Nothing in the API makes
@@ -451,16 +338,7 @@ func (s *Sim) deleteClusterNode(rc *reqCtx) (any, error) {
 	if err := s.requireQuorumLocked(db); err != nil {
 		return nil, err
 	}
-	var m *corosync.Node
-	if db.Corosync != nil {
-		// PVE accepts the node name or one of its link addresses.
-		for _, cand := range db.Corosync.Nodes {
-			if cand.Name == victim || cand.Links["ring0_addr"] == victim || cand.Links["ring1_addr"] == victim {
-				m = cand
-				break
-			}
-		}
-	}
+	m := cluster.DelnodeTarget(db.Corosync, victim)
 	if m == nil {
 		//lint:ignore ST1005 PVE's own message, as pvecm delnode prints it
 		return nil, fmt.Errorf("Node/IP: %s is not a known host of the cluster.", victim)
@@ -473,7 +351,7 @@ func (s *Sim) deleteClusterNode(rc *reqCtx) (any, error) {
 		}
 		n.DB = stale.ID
 	}
-	db.Corosync.Nodes = removeMember(db.Corosync.Nodes, m.Name)
+	db.Corosync.Nodes = cluster.RemoveMember(db.Corosync.Nodes, m.Name)
 	db.Corosync.ConfigVersion++
 	db.Serial++
 	s.saveLocked()

@@ -35,9 +35,13 @@
 // the run order, the status view; the scheduler, the runs and the
 // endpoints stay here), tasks (UPIDs, a task's end, its views and the task
 // list's filters; the workers stay here), storage (pve-storage's
-// storage.cfg, volume names and access rules), guestconf (a guest's config
-// file), corosync, nodecert,
-// vzdump, and pvecommon (the pve-common helpers they share).
+// storage.cfg, volume names and access rules), cluster (pve-cluster:
+// quorum, a join's and a removal's checks and nodelist edits, the
+// membership views; the handlers, the join task, its locks and the files
+// stay here), ticket (tickets, CSRF tokens and the authkey's rotation
+// rule; the key files stay here), guestconf (a guest's config file),
+// corosync, nodecert, vzdump, and pvecommon (the pve-common helpers they
+// share).
 //
 // Every ConfigDB is also a directory, <Dir>/pvesim/etc-pve/<db id>/, laid
 // out as PVE's /etc/pve (etcpve.go): the lab mounts it as the members'

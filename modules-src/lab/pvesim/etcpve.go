@@ -16,6 +16,7 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/pmxcfs"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/corosync"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/nodecert"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/ticket"
 )
 
 // Every ConfigDB (one pmxcfs database, one /etc/pve) is a real directory,
@@ -68,7 +69,7 @@ func (s *Sim) writeFilesLocked(db *ConfigDB) error {
 		files["corosync.conf"] = []byte(corosync.Render(db.Corosync))
 	}
 	// Written once, then left to whoever edits them. The auth key pair and
-	// pve-www.key sign and check tickets and CSRF tokens (tickets.go); a
+	// pve-www.key sign and check tickets and CSRF tokens (pvesim/ticket); a
 	// node that swaps /etc/pve on join invalidates every ticket it issued.
 	once := map[string][]byte{
 		"datacenter.cfg": []byte("keyboard: en-us\n"), // the installer's (reconstruction)
@@ -80,7 +81,7 @@ func (s *Sim) writeFilesLocked(db *ConfigDB) error {
 		if _, err := os.Stat(filepath.Join(dir, rel)); !errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		keys, err := initialAuthFiles(rel)
+		keys, err := ticket.InitialFiles(rel)
 		if err != nil {
 			return fmt.Errorf("generating /etc/pve/%s: %w", rel, err)
 		}

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/cluster"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/corosync"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/nodecert"
 )
@@ -60,24 +60,9 @@ func (s *Sim) addnodeLocked(mdb *ConfigDB, joiner string, nodeid, votes int, lin
 		return err.Error()
 	}
 	c := mdb.Corosync
-	if c.Member(joiner) != nil {
-		if !force {
-			return fmt.Sprintf("can't add existing node '%s'", joiner)
-		}
-		c.Nodes = removeMember(c.Nodes, joiner)
-	}
-	if nodeid == 0 {
-		used := map[int]bool{}
-		for _, m := range c.Nodes {
-			used[m.NodeID] = true
-		}
-		for nodeid = 1; used[nodeid]; nodeid++ {
-		}
-	}
-	for _, m := range c.Nodes {
-		if m.NodeID == nodeid {
-			return fmt.Sprintf("Node ID %d already used by node %s", nodeid, m.Name)
-		}
+	nodeid, msg := cluster.AddNodeID(c, joiner, nodeid, force)
+	if msg != "" {
+		return msg
 	}
 	// gen_local_dirs: the node's directories, no certificate yet.
 	for _, sub := range []string{"qemu-server", "lxc", "openvz", "priv"} {
@@ -85,9 +70,7 @@ func (s *Sim) addnodeLocked(mdb *ConfigDB, joiner string, nodeid, votes int, lin
 			return fmt.Sprintf("creating /etc/pve/nodes/%s/%s: %v", joiner, sub, err)
 		}
 	}
-	c.Nodes = append(c.Nodes, &corosync.Node{Name: joiner, NodeID: nodeid, Votes: votes, Links: links})
-	sort.Slice(c.Nodes, func(i, j int) bool { return c.Nodes[i].NodeID < c.Nodes[j].NodeID })
-	c.ConfigVersion++
+	cluster.Append(c, &corosync.Node{Name: joiner, NodeID: nodeid, Votes: votes, Links: links})
 	mdb.Serial++
 	s.saveLocked()
 	return ""
@@ -179,7 +162,7 @@ func (s *Sim) AddNodeEntry(member, joiner, link0 string, force bool) (ClusterInf
 	}
 	addr := j.Addr
 	if link0 != "" {
-		addr = linkAddr(link0)
+		addr = cluster.LinkAddr(link0)
 	}
 	if reasons := s.joinableLocked(joiner, map[string]string{"ring0_addr": addr}); len(reasons) > 0 && !force {
 		return ClusterInfo{}, &ConflictError{Msg: "detected the following error(s):\n* " + strings.Join(reasons, "\n* ") + "\nCheck if node may join a cluster failed!"}

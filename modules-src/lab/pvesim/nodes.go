@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/cluster"
 )
 
 // nodeVersionLocked is what node's packages say (Config.NodeVersion), or
@@ -83,15 +85,7 @@ func (s *Sim) postTicket(rc *reqCtx) (any, error) {
 
 // membersLocked lists the nodes sharing node's /etc/pve (itself if standalone).
 func (s *Sim) membersLocked(node string) []string {
-	db := s.dbOf(node)
-	if db.Corosync == nil {
-		return []string{node}
-	}
-	out := make([]string, 0, len(db.Corosync.Nodes))
-	for _, m := range db.Corosync.Nodes {
-		out = append(out, m.Name)
-	}
-	return out
+	return cluster.Members(s.dbOf(node).Corosync, node)
 }
 
 // nodeUpLocked: reachable for a cluster view (online, not restarting).
@@ -107,25 +101,28 @@ const (
 	simDisk    = 8 * 1024 * 1024 * 1024
 )
 
+// nodeEntryLocked is name's entry of /nodes and /cluster/resources for
+// rc's caller (cluster.NodeEntry), with the simulator's fixed figures;
+// shown says they are in.
+func (s *Sim) nodeEntryLocked(rc *reqCtx, name string) (map[string]any, bool) {
+	return cluster.NodeEntry(name, s.nodeUpLocked(name), func() (cluster.Stats, bool) {
+		// Without Sys.Audit the node is listed, without its stats (K19).
+		if !hasPriv(rc.db(), rc.who, "/nodes/"+name, []string{"Sys.Audit"}, false) {
+			return cluster.Stats{}, false
+		}
+		return cluster.Stats{
+			CPU: 0.02, MaxCPU: 4, Mem: simMem, MaxMem: simMaxMem, Disk: simDisk, MaxDisk: simMaxDisk,
+			Uptime: time.Now().Unix() - s.st.Nodes[name].BootTime,
+		}, true
+	})
+}
+
 func (s *Sim) getNodes(rc *reqCtx) (any, error) {
-	db := rc.db()
 	out := []map[string]any{}
 	for _, name := range s.membersLocked(rc.node) {
-		e := map[string]any{"node": name, "id": "node/" + name, "type": "node", "level": ""}
+		e, _ := s.nodeEntryLocked(rc, name)
 		if rt := s.nodes[name]; rt != nil && rt.cert != nil { // not for a nodelist entry added by hand
 			e["ssl_fingerprint"] = rt.cert.Fingerprint
-		}
-		if !s.nodeUpLocked(name) {
-			e["status"] = "offline"
-		} else {
-			e["status"] = "online"
-			// Without Sys.Audit the node is listed, without its stats (K19).
-			if hasPriv(db, rc.who, "/nodes/"+name, []string{"Sys.Audit"}, false) {
-				e["cpu"], e["maxcpu"] = 0.02, 4
-				e["mem"], e["maxmem"] = simMem, simMaxMem
-				e["disk"], e["maxdisk"] = simDisk, simMaxDisk
-				e["uptime"] = time.Now().Unix() - s.st.Nodes[name].BootTime
-			}
 		}
 		out = append(out, e)
 	}
@@ -161,18 +158,9 @@ func (s *Sim) getClusterResources(rc *reqCtx) (any, error) {
 	members := s.membersLocked(rc.node)
 	if typ == "" || typ == "node" {
 		for _, name := range members {
-			e := map[string]any{"id": "node/" + name, "type": "node", "node": name, "level": ""}
-			if s.nodeUpLocked(name) {
-				e["status"] = "online"
-				if hasPriv(db, rc.who, "/nodes/"+name, []string{"Sys.Audit"}, false) {
-					e["cpu"], e["maxcpu"] = 0.02, 4
-					e["mem"], e["maxmem"] = simMem, simMaxMem
-					e["disk"], e["maxdisk"] = simDisk, simMaxDisk
-					e["uptime"] = time.Now().Unix() - s.st.Nodes[name].BootTime
-					e["cgroup-mode"] = 2
-				}
-			} else {
-				e["status"] = "offline"
+			e, shown := s.nodeEntryLocked(rc, name)
+			if shown {
+				e["cgroup-mode"] = 2
 			}
 			out = append(out, e)
 		}

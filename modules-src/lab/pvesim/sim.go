@@ -121,7 +121,7 @@ type Config struct {
 	// "QEMU guest agent is not running" (K20); default DefaultAgentTimeout.
 	AgentTimeout time.Duration
 	// TicketHash is the digest the nodes sign and verify tickets with
-	// (PKCS#1 v1.5); zero is SHA-1, what PVE 8 and 9 do (tickets.go).
+	// (PKCS#1 v1.5); zero is SHA-1, what PVE 8 and 9 do (pvesim/ticket).
 	// Another value is a hypothetical node, for testing local mode's
 	// second form of ticket; no Debian release of PVE signs that way.
 	TicketHash crypto.Hash

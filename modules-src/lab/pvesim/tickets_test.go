@@ -17,7 +17,7 @@ import (
 
 // signAt signs a PVE ticket for user as of at with key, the way
 // Ticket.pm assemble_rsa_ticket does with Crypt::OpenSSL::RSA's defaults,
-// SHA-1 and PKCS#1 v1.5 (written out here, independently of tickets.go, so
+// SHA-1 and PKCS#1 v1.5 (written out here, independently of pvesim/ticket, so
 // a mistake on either side shows; pveapi's TestTicketsAsPerlSignsThem
 // holds both to Perl's own library).
 func signAt(t *testing.T, key *rsa.PrivateKey, user string, at time.Time) string {
@@ -39,7 +39,7 @@ func (s *Sim) testAuthKey(t *testing.T, node string) *rsa.PrivateKey {
 	if err != nil {
 		t.Fatalf("reading /etc/pve/priv/authkey.key: %v", err)
 	}
-	return kf.priv
+	return kf.Priv
 }
 
 func (s *Sim) backdate(t *testing.T, node, rel string, age time.Duration) {

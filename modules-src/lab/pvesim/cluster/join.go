@@ -1,0 +1,177 @@
+package cluster
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/corosync"
+)
+
+// LinkAddr is the address of a corosync-link property string
+// ("10.0.0.1" or "address=10.0.0.1,priority=…").
+func LinkAddr(v string) string {
+	for _, part := range strings.Split(v, ",") {
+		k, val, ok := strings.Cut(part, "=")
+		if !ok {
+			return part
+		}
+		if k == "address" {
+			return val
+		}
+	}
+	return ""
+}
+
+// Links collects a create's or join's link0..link7 (link(i) is the
+// parameter, "" when absent) as ringN_addr; none given is ring0_addr
+// defAddr, the node's own address.
+func Links(link func(i int) string, defAddr string) map[string]string {
+	links := map[string]string{}
+	for i := 0; i <= 7; i++ {
+		if v := link(i); v != "" {
+			links[fmt.Sprintf("ring%d_addr", i)] = LinkAddr(v)
+		}
+	}
+	if len(links) == 0 {
+		links["ring0_addr"] = defAddr
+	}
+	return links
+}
+
+// Joiner is what assert_joinable looks at on the joining node.
+type Joiner struct {
+	Name, Addr string
+	// InCluster: the node has a corosync.conf (and so an authkey and a
+	// running corosync).
+	InCluster bool
+	// HasGuests: its /etc/pve lists guests.
+	HasGuests bool
+}
+
+// JoinableReasons is assert_joinable for j: the reasons it may not join
+// (force overrides them). links are the ringN_addr the join would use;
+// each must be an address of the joiner (passing the primary's IP as
+// link0 is a classic mistake).
+func JoinableReasons(j Joiner, links map[string]string) []string {
+	var reasons []string
+	if j.InCluster {
+		reasons = append(reasons,
+			"authentication key '/etc/corosync/authkey' already exists",
+			"cluster config '/etc/pve/corosync.conf' already exists",
+			"corosync is already running, is this node already in a cluster?!")
+	}
+	// guests would collide with the cluster's VMIDs (unless force)
+	if !j.InCluster && j.HasGuests {
+		reasons = append(reasons, "this host already contains virtual guests")
+	}
+	for _, k := range slices.Sorted(maps.Keys(links)) {
+		if ip := links[k]; ip != j.Addr && ip != j.Name {
+			link := "link" + strings.TrimSuffix(strings.TrimPrefix(k, "ring"), "_addr")
+			reasons = append(reasons, fmt.Sprintf("%s: cannot use IP '%s', not found on local node!", link, ip))
+		}
+	}
+	return reasons
+}
+
+// AddNodeID is addnode's check of the joiner against c's nodelist and its
+// node id: an existing entry is refused unless force, which drops it; id 0
+// picks the lowest free one; a used id is refused. It returns PVE's error
+// text, or "" and the id. The caller makes the node's directories, then
+// calls Append.
+func AddNodeID(c *corosync.Conf, joiner string, nodeid int, force bool) (int, string) {
+	if c.Member(joiner) != nil {
+		if !force {
+			return 0, fmt.Sprintf("can't add existing node '%s'", joiner)
+		}
+		c.Nodes = RemoveMember(c.Nodes, joiner)
+	}
+	if nodeid == 0 {
+		used := map[int]bool{}
+		for _, m := range c.Nodes {
+			used[m.NodeID] = true
+		}
+		for nodeid = 1; used[nodeid]; nodeid++ {
+		}
+	}
+	for _, m := range c.Nodes {
+		if m.NodeID == nodeid {
+			return 0, fmt.Sprintf("Node ID %d already used by node %s", nodeid, m.Name)
+		}
+	}
+	return nodeid, ""
+}
+
+// Append adds n to c's nodelist, in node id order, as a new config version.
+func Append(c *corosync.Conf, n *corosync.Node) {
+	c.Nodes = append(c.Nodes, n)
+	sort.Slice(c.Nodes, func(i, j int) bool { return c.Nodes[i].NodeID < c.Nodes[j].NodeID })
+	c.ConfigVersion++
+}
+
+// RemoveMember is list without name (in place).
+func RemoveMember(list []*corosync.Node, name string) []*corosync.Node {
+	out := list[:0]
+	for _, m := range list {
+		if m.Name != name {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// DelnodeTarget is delnode's lookup of the node to remove: its name or
+// one of its ring0/ring1 addresses; nil when c lists none (or is nil).
+func DelnodeTarget(c *corosync.Conf, victim string) *corosync.Node {
+	if c == nil {
+		return nil
+	}
+	for _, cand := range c.Nodes {
+		if cand.Name == victim || cand.Links["ring0_addr"] == victim || cand.Links["ring1_addr"] == victim {
+			return cand
+		}
+	}
+	return nil
+}
+
+// JoinInfo is GET /cluster/config/join of c asked on local: the nodelist
+// (numbers as strings) with each member's address and its current
+// certificate's fingerprint (get_node_fingerprint, whose error is
+// returned: a joiner not finished has none yet), the totem section and
+// corosync.conf's digest. The preferred node is local unless asked
+// (non-nil), when it must be a member.
+func JoinInfo(c *corosync.Conf, local string, asked *string, addr func(*corosync.Node) string, fingerprint func(node string) (string, error)) (map[string]any, error) {
+	preferred := local
+	if asked != nil {
+		preferred = *asked
+		if c.Member(preferred) == nil {
+			return nil, fmt.Errorf("unknown node '%s'", preferred)
+		}
+	}
+	list := []map[string]any{}
+	for _, m := range c.Nodes {
+		e := map[string]any{
+			"name": m.Name, "nodeid": strconv.Itoa(m.NodeID), "quorum_votes": strconv.Itoa(m.Votes),
+			"pve_addr": addr(m),
+		}
+		fp, err := fingerprint(m.Name)
+		if err != nil {
+			return nil, err
+		}
+		e["pve_fp"] = fp
+		for k, v := range m.Links {
+			e[k] = v
+		}
+		list = append(list, e)
+	}
+	sum := sha1.Sum([]byte(corosync.Render(c)))
+	return map[string]any{
+		"nodelist": list, "preferred_node": preferred, "totem": corosync.Totem(c),
+		"config_digest": hex.EncodeToString(sum[:]),
+	}, nil
+}
