@@ -232,7 +232,7 @@ func (s *Sim) joinableLocked(node string, links map[string]string) []string {
 	db := s.dbOf(node)
 	return cluster.JoinableReasons(cluster.Joiner{
 		Name: node, Addr: s.st.Nodes[node].Addr,
-		InCluster: db.Corosync != nil, HasGuests: db.Corosync == nil && len(s.vmListLocked(db)) > 0,
+		InCluster: db.Corosync != nil, HasGuests: len(s.vmListLocked(db)) > 0,
 	}, links)
 }
 

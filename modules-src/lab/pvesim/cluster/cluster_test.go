@@ -66,6 +66,12 @@ func TestJoinableReasons(t *testing.T) {
 	if len(r) != 3 || r[1] != "cluster config '/etc/pve/corosync.conf' already exists" {
 		t.Errorf("a clustered node: %q", r)
 	}
+	// Setup.pm's order: the vmlist between corosync.conf and the running
+	// corosync, whether or not the node is in a cluster.
+	r = JoinableReasons(Joiner{Name: "pve09", Addr: "10.0.0.9", InCluster: true, HasGuests: true}, own)
+	if len(r) != 4 || r[2] != "this host already contains virtual guests" || r[3] != "corosync is already running, is this node already in a cluster?!" {
+		t.Errorf("a clustered node with guests: %q", r)
+	}
 	r = JoinableReasons(Joiner{Name: "pve09", Addr: "10.0.0.9"}, map[string]string{"ring1_addr": "10.0.0.1", "ring0_addr": "10.0.0.9", "ring2_addr": "10.0.0.2"})
 	want := []string{"link1: cannot use IP '10.0.0.1', not found on local node!", "link2: cannot use IP '10.0.0.2', not found on local node!"}
 	if !reflect.DeepEqual(r, want) {

@@ -50,7 +50,8 @@ type Joiner struct {
 	// InCluster: the node has a corosync.conf (and so an authkey and a
 	// running corosync).
 	InCluster bool
-	// HasGuests: its /etc/pve lists guests.
+	// HasGuests: its /etc/pve's vmlist lists guests (a clustered node's is
+	// the cluster's).
 	HasGuests bool
 }
 
@@ -59,16 +60,20 @@ type Joiner struct {
 // each must be an address of the joiner (passing the primary's IP as
 // link0 is a classic mistake).
 func JoinableReasons(j Joiner, links map[string]string) []string {
+	// pve-cluster Setup.pm assert_joinable, in its order: corosync's
+	// authkey and corosync.conf, then the vmlist (the whole cluster's on a
+	// clustered node: any guest there counts), then a running corosync.
 	var reasons []string
 	if j.InCluster {
 		reasons = append(reasons,
 			"authentication key '/etc/corosync/authkey' already exists",
-			"cluster config '/etc/pve/corosync.conf' already exists",
-			"corosync is already running, is this node already in a cluster?!")
+			"cluster config '/etc/pve/corosync.conf' already exists")
 	}
-	// guests would collide with the cluster's VMIDs (unless force)
-	if !j.InCluster && j.HasGuests {
+	if j.HasGuests { // they would collide with the cluster's VMIDs
 		reasons = append(reasons, "this host already contains virtual guests")
+	}
+	if j.InCluster {
+		reasons = append(reasons, "corosync is already running, is this node already in a cluster?!")
 	}
 	for _, k := range slices.Sorted(maps.Keys(links)) {
 		if ip := links[k]; ip != j.Addr && ip != j.Name {
