@@ -245,7 +245,7 @@ func (s *Sim) postJoin(rc *reqCtx) (any, error) {
 		nodeid, votes      int
 		links              map[string]string
 	}{rc.str("hostname"), rc.str("fingerprint"), rc.str("password"), rc.boolean("force"),
-		rc.integer("nodeid", 0), rc.integer("votes", 1), linksOf(rc, s.st.Nodes[joiner].Addr)}
+		rc.integer("nodeid", 0), rc.integer("votes", -1), linksOf(rc, s.st.Nodes[joiner].Addr)}
 	upid := s.startTaskLocked(rc, joiner, "clusterjoin", "", func(t *taskRun) string {
 		return s.joinWorker(t, joiner, p.host, p.fp, p.password, p.force, p.nodeid, p.votes, p.links)
 	})

@@ -97,21 +97,27 @@ func TestLinks(t *testing.T) {
 }
 
 // TestAddNodeID pins addnode's nodelist checks: an existing node only
-// with force, the lowest free id, a used id refused; Append keeps node id
-// order and bumps config_version.
+// with force and its own node id and votes (kept when not given), the
+// lowest free id, a used id refused; Append keeps node id order and bumps
+// config_version.
 func TestAddNodeID(t *testing.T) {
 	c := three()
-	if _, msg := AddNodeID(c, "pve02", 0, false); msg != "can't add existing node 'pve02'" {
+	if _, _, msg := AddNodeID(c, "pve02", 0, -1, false); msg != "can't add existing node 'pve02'" {
 		t.Errorf("existing node: %q", msg)
 	}
-	if id, msg := AddNodeID(c, "pve09", 0, false); id != 3 || msg != "" {
-		t.Errorf("free id: %d %q, want 3", id, msg)
+	for _, x := range []struct{ nodeid, votes int }{{3, -1}, {0, 1}} {
+		if _, _, msg := AddNodeID(c, "pve02", x.nodeid, x.votes, true); msg != "can't add existing node 'pve02'" {
+			t.Errorf("forced, node id %d votes %d against the entry's: %q", x.nodeid, x.votes, msg)
+		}
 	}
-	if _, msg := AddNodeID(c, "pve09", 5, false); msg != "Node ID 5 already used by node pve03" {
+	if id, votes, msg := AddNodeID(c, "pve09", 0, -1, false); id != 3 || votes != 1 || msg != "" {
+		t.Errorf("free id: %d %d %q, want 3 and 1 vote", id, votes, msg)
+	}
+	if _, _, msg := AddNodeID(c, "pve09", 5, -1, false); msg != "Node ID 5 already used by node pve03" {
 		t.Errorf("used id: %q", msg)
 	}
-	if id, msg := AddNodeID(c, "pve02", 2, true); id != 2 || msg != "" || c.Member("pve02") != nil {
-		t.Errorf("forced existing node: %d %q, still listed: %v", id, msg, c.Member("pve02") != nil)
+	if id, votes, msg := AddNodeID(c, "pve02", 0, -1, true); id != 2 || votes != 2 || msg != "" || c.Member("pve02") != nil {
+		t.Errorf("forced existing node: %d %d %q, still listed: %v", id, votes, msg, c.Member("pve02") != nil)
 	}
 	Append(c, &corosync.Node{Name: "pve09", NodeID: 2, Votes: 1})
 	var order []string

@@ -84,17 +84,34 @@ func JoinableReasons(j Joiner, links map[string]string) []string {
 	return reasons
 }
 
-// AddNodeID is addnode's check of the joiner against c's nodelist and its
-// node id: an existing entry is refused unless force, which drops it; id 0
-// picks the lowest free one; a used id is refused. It returns PVE's error
-// text, or "" and the id. The caller makes the node's directories, then
-// calls Append.
-func AddNodeID(c *corosync.Conf, joiner string, nodeid int, force bool) (int, string) {
-	if c.Member(joiner) != nil {
-		if !force {
-			return 0, fmt.Sprintf("can't add existing node '%s'", joiner)
+// AddNodeID is addnode's check of the joiner against c's nodelist
+// (pve-cluster API2/ClusterConfig.pm addnode). An existing entry keeps its
+// node id and votes unless they are given; it is overwritten only with
+// force and when both match ("forcing overwrite of configured node"),
+// else refused. A new node without a node id gets the lowest free one;
+// votes not given (votes < 0) are 1. It returns the node id and votes, or
+// PVE's error text. The caller makes the node's directories, then calls
+// Append.
+//
+// Reconstruction: a node id given for a new node that another node holds
+// is refused here; addnode writes it as it is, and corosync then refuses
+// the duplicate on every node, which the lab does not model.
+func AddNodeID(c *corosync.Conf, joiner string, nodeid, votes int, force bool) (int, int, string) {
+	if old := c.Member(joiner); old != nil {
+		if nodeid == 0 {
+			nodeid = old.NodeID
+		}
+		if votes < 0 {
+			votes = old.Votes
+		}
+		if old.Votes != votes || old.NodeID != nodeid || !force {
+			return 0, 0, fmt.Sprintf("can't add existing node '%s'", joiner)
 		}
 		c.Nodes = RemoveMember(c.Nodes, joiner)
+		return nodeid, votes, ""
+	}
+	if votes < 0 {
+		votes = 1
 	}
 	if nodeid == 0 {
 		used := map[int]bool{}
@@ -106,10 +123,10 @@ func AddNodeID(c *corosync.Conf, joiner string, nodeid int, force bool) (int, st
 	}
 	for _, m := range c.Nodes {
 		if m.NodeID == nodeid {
-			return 0, fmt.Sprintf("Node ID %d already used by node %s", nodeid, m.Name)
+			return 0, 0, fmt.Sprintf("Node ID %d already used by node %s", nodeid, m.Name)
 		}
 	}
-	return nodeid, ""
+	return nodeid, votes, ""
 }
 
 // Append adds n to c's nodelist, in node id order, as a new config version.
