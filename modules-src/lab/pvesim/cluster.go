@@ -130,6 +130,16 @@ func linksOf(rc *reqCtx, defAddr string) map[string]string {
 	return cluster.Links(func(i int) string { return rc.str(fmt.Sprintf("link%d", i)) }, defAddr)
 }
 
+// linksGiven tells whether the request names any linkN.
+func linksGiven(rc *reqCtx) bool {
+	for i := 0; i <= 7; i++ {
+		if rc.str(fmt.Sprintf("link%d", i)) != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // POST /cluster/config: root@pam ticket only (enforced by the schema's
 // missing permissions); a task on this node; quorate shortly after it ends.
 func (s *Sim) postClusterCreate(rc *reqCtx) (any, error) {
@@ -241,18 +251,18 @@ func (s *Sim) postJoin(rc *reqCtx) (any, error) {
 	joiner := rc.node
 	p := struct {
 		host, fp, password string
-		force              bool
+		force, explicit    bool
 		nodeid, votes      int
 		links              map[string]string
-	}{rc.str("hostname"), rc.str("fingerprint"), rc.str("password"), rc.boolean("force"),
+	}{rc.str("hostname"), rc.str("fingerprint"), rc.str("password"), rc.boolean("force"), linksGiven(rc),
 		rc.integer("nodeid", 0), rc.integer("votes", -1), linksOf(rc, s.st.Nodes[joiner].Addr)}
 	upid := s.startTaskLocked(rc, joiner, "clusterjoin", "", func(t *taskRun) string {
-		return s.joinWorker(t, joiner, p.host, p.fp, p.password, p.force, p.nodeid, p.votes, p.links)
+		return s.joinWorker(t, joiner, p.host, p.fp, p.password, p.force, p.explicit, p.nodeid, p.votes, p.links)
 	})
 	return upid, nil
 }
 
-func (s *Sim) joinWorker(t *taskRun, joiner, host, fp, password string, force bool, nodeid, votes int, links map[string]string) string {
+func (s *Sim) joinWorker(t *taskRun, joiner, host, fp, password string, force, explicitLinks bool, nodeid, votes int, links map[string]string) string {
 	lockTimeout := s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout)
 	step := s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration) / 4
 
@@ -310,7 +320,7 @@ func (s *Sim) joinWorker(t *taskRun, joiner, host, fp, password string, force bo
 	}
 	t.logf("Request addition of this node")
 	s.mu.Lock()
-	msg := s.addnodeLocked(hdb, joiner, nodeid, votes, links, force)
+	msg := s.addnodeLocked(hdb, joiner, nodeid, votes, links, explicitLinks, force)
 	s.mu.Unlock()
 	cl.Unlock()
 	if msg != "" {

@@ -55,12 +55,16 @@ const defaultFinishJoinError = "starting pve-cluster failed: command 'systemctl 
 
 // addnodeLocked is the member's half: it returns PVE's error text, or "".
 // nodeid 0 and votes < 0 are not given (cluster.AddNodeID).
-func (s *Sim) addnodeLocked(mdb *ConfigDB, joiner string, nodeid, votes int, links map[string]string, force bool) string {
+func (s *Sim) addnodeLocked(mdb *ConfigDB, joiner string, nodeid, votes int, links map[string]string, explicit, force bool) string {
 	if err := s.requireQuorumLocked(mdb); err != nil {
 		return err.Error()
 	}
 	c := mdb.Corosync
-	nodeid, votes, msg := cluster.AddNodeID(c, joiner, nodeid, votes, force)
+	links, msg := cluster.JoinLinks(c, joiner, links, explicit)
+	if msg != "" {
+		return msg
+	}
+	nodeid, votes, msg = cluster.AddNodeID(c, joiner, nodeid, votes, force)
 	if msg != "" {
 		return msg
 	}
@@ -167,7 +171,7 @@ func (s *Sim) AddNodeEntry(member, joiner, link0 string, force bool) (ClusterInf
 	if reasons := s.joinableLocked(joiner, map[string]string{"ring0_addr": addr}); len(reasons) > 0 && !force {
 		return ClusterInfo{}, &ConflictError{Msg: "detected the following error(s):\n* " + strings.Join(reasons, "\n* ") + "\nCheck if node may join a cluster failed!"}
 	}
-	if msg := s.addnodeLocked(mdb, joiner, 0, -1, map[string]string{"ring0_addr": addr}, force); msg != "" {
+	if msg := s.addnodeLocked(mdb, joiner, 0, -1, map[string]string{"ring0_addr": addr}, link0 != "", force); msg != "" {
 		return ClusterInfo{}, &ConflictError{Msg: msg}
 	}
 	info, _ := s.clusterLocked(member)

@@ -237,3 +237,36 @@ func TestJoinInfo(t *testing.T) {
 		t.Errorf("a member without certificate: %v", err)
 	}
 }
+
+// TestJoinLinks pins addnode's link checks (ClusterConfig.pm): an address
+// another node uses is refused, links given must match the cluster's,
+// none given falls back to the joiner's address on a one-link cluster
+// only.
+func TestJoinLinks(t *testing.T) {
+	c := three() // pve03 has ring1: the nodelist's first node (pve01) only ring0
+	if got, msg := JoinLinks(c, "pve09", map[string]string{"ring0_addr": "10.0.0.9"}, false); msg != "" || got["ring0_addr"] != "10.0.0.9" || len(got) != 1 {
+		t.Errorf("fallback on a one-link cluster: %v %q", got, msg)
+	}
+	for _, x := range []struct {
+		links map[string]string
+		want  string
+	}{
+		{map[string]string{"ring0_addr": "10.0.0.2"}, "corosync: address '10.0.0.2' already used on link ring0_addr by node 'pve02'"},
+		{map[string]string{"ring0_addr": "10.0.0.9", "ring1_addr": "10.1.0.3"}, "corosync: address '10.1.0.3' already used on link ring1_addr by node 'pve03'"},
+		{map[string]string{"ring0_addr": "10.0.0.9", "ring1_addr": "10.1.0.9"}, "corosync: link 1 specified for new node doesn't exist in cluster config"},
+	} {
+		if _, msg := JoinLinks(c, "pve09", x.links, true); msg != x.want {
+			t.Errorf("%v: %q, want %q", x.links, msg, x.want)
+		}
+	}
+	if got, msg := JoinLinks(c, "pve02", map[string]string{"ring0_addr": "10.0.0.2"}, true); msg != "" || got["ring0_addr"] != "10.0.0.2" {
+		t.Errorf("a node re-added keeps its own address: %v %q", got, msg)
+	}
+	two := &corosync.Conf{Nodes: []*corosync.Node{{Name: "a", NodeID: 1, Links: map[string]string{"ring0_addr": "10.0.0.1", "ring1_addr": "10.1.0.1"}}}}
+	if _, msg := JoinLinks(two, "b", map[string]string{"ring0_addr": "10.0.0.2"}, true); msg != "corosync: link 1 exists in cluster config but wasn't specified for new node" {
+		t.Errorf("a link missing: %q", msg)
+	}
+	if _, msg := JoinLinks(two, "b", map[string]string{"ring0_addr": "10.0.0.2"}, false); msg != "no links given but multiple links found on other nodes, fallback only supported on single-link clusters" {
+		t.Errorf("fallback on a two-link cluster: %q", msg)
+	}
+}

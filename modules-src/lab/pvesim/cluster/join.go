@@ -84,6 +84,60 @@ func JoinableReasons(j Joiner, links map[string]string) []string {
 	return reasons
 }
 
+// JoinLinks is addnode's check of the joiner's links against the
+// cluster's (pve-cluster API2/ClusterConfig.pm addnode, before the
+// nodelist check): an address another node uses on any link is refused;
+// links given must be exactly the links the cluster's nodes have; none
+// given (explicit false: links holds only the fallback, the joiner's own
+// address as new_node_ip) is taken as the cluster's one link, refused when
+// it has several. It returns the ringN_addr the node gets, or PVE's error.
+func JoinLinks(c *corosync.Conf, joiner string, links map[string]string, explicit bool) (map[string]string, string) {
+	if explicit {
+		for _, k := range slices.Sorted(maps.Keys(links)) {
+			for _, m := range c.Nodes {
+				if m.Name == joiner {
+					continue // re-adding a node (force) may keep its addresses
+				}
+				for i := 0; i <= 7; i++ {
+					id := fmt.Sprintf("ring%d_addr", i)
+					if v, ok := m.Links[id]; ok && v == links[k] {
+						return nil, fmt.Sprintf("corosync: address '%s' already used on link %s by node '%s'", links[k], id, m.Name)
+					}
+				}
+			}
+		}
+	}
+	var have map[string]string // the cluster's links: any node's (verify_conf keeps them alike)
+	if len(c.Nodes) > 0 {
+		have = c.Nodes[0].Links
+	}
+	if explicit {
+		for i := 0; i <= 7; i++ {
+			id := fmt.Sprintf("ring%d_addr", i)
+			_, inCluster := have[id]
+			_, given := links[id]
+			if inCluster && !given {
+				return nil, fmt.Sprintf("corosync: link %d exists in cluster config but wasn't specified for new node", i)
+			}
+			if given && !inCluster {
+				return nil, fmt.Sprintf("corosync: link %d specified for new node doesn't exist in cluster config", i)
+			}
+		}
+		return links, ""
+	}
+	if len(have) != 1 {
+		return nil, "no links given but multiple links found on other nodes, fallback only supported on single-link clusters"
+	}
+	fallback := ""
+	for _, v := range links {
+		fallback = v
+	}
+	for id := range have {
+		return map[string]string{id: fallback}, ""
+	}
+	return links, ""
+}
+
 // AddNodeID is addnode's check of the joiner against c's nodelist
 // (pve-cluster API2/ClusterConfig.pm addnode). An existing entry keeps its
 // node id and votes unless they are given; it is overwritten only with
