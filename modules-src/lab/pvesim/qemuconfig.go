@@ -1,17 +1,15 @@
 package pvesim
 
 import (
-	"crypto/sha512"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 )
 
 // QEMU guests' config updates: PUT (sync) and POST (async) config, as
@@ -49,15 +47,15 @@ func (s *Sim) parseConfigUpdate(rc *reqCtx) (*configUpdate, error) {
 		}
 		u.params = append(u.params, "-"+k, v)
 	}
-	if pw, ok := u.set["cipassword"]; ok && !cryptedRe.MatchString(pw) {
-		u.set["cipassword"] = cryptPassword(pw) // an update stores it hashed (encrypt_pw)
+	if pw, ok := u.set["cipassword"]; ok && !qemuserver.IsCrypted(pw) {
+		u.set["cipassword"] = qemuserver.CryptPassword(pw, randomHex(8)) // an update stores it hashed (encrypt_pw)
 	}
 	if k, ok := u.set["cdrom"]; ok {
 		u.set["ide2"] = k + ",media=cdrom"
 		delete(u.set, "cdrom")
 	}
 	if keys, ok := u.set["sshkeys"]; ok {
-		if err := checkSSHKeys(keys); err != nil {
+		if err := qemuserver.CheckSSHKeys(keys); err != nil {
 			return nil, err
 		}
 	}
@@ -85,18 +83,6 @@ func (s *Sim) parseConfigUpdate(rc *reqCtx) (*configUpdate, error) {
 		}
 	}
 	return u, nil
-}
-
-// cryptedRe is qemu-server's test for an already hashed password.
-var cryptedRe = regexp.MustCompile(`^\$(?:[156]|2[ay])(\$.+){2}`)
-
-// cryptPassword stands in for PVE::Tools::encrypt_pw (crypt(3) SHA-512):
-// same shape, not a real crypt hash (reconstruction) — the lab only needs
-// the password gone from the file.
-func cryptPassword(pw string) string {
-	salt := randomHex(8)
-	sum := sha512.Sum512([]byte(salt + pw))
-	return "$6$" + salt + "$" + base64.RawStdEncoding.EncodeToString(sum[:])
 }
 
 func pveSplit(s string) []string {
@@ -207,7 +193,7 @@ func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *qmConf, logf f
 			continue
 		}
 		if isDriveKey(k) {
-			if at := cloudinitRequestElsewhere(k, v, c.Keys, c.Pending); at != "" {
+			if at := qemuserver.CloudinitRequestElsewhere(k, v, c.Keys, c.Pending); at != "" {
 				return pveDie("%s - cloud-init drive is already attached at '%s'", k, at)
 			}
 			if pv, ok := c.Pending[k]; ok {
@@ -261,7 +247,7 @@ func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *qmConf, logf f
 		}
 		c.PendingDelete = keep
 		for _, k := range slices.Sorted(maps.Keys(c.Pending)) {
-			if !modified[k] && !(slices.Contains(fastPlug, k) || isIPConfig(k)) {
+			if !modified[k] && !qemuserver.FastPlug(k) {
 				continue // fast-plug options apply whatever the selection
 			}
 			ok, err := s.hotplugSetLocked(node, vmid, c, k, logf)

@@ -4,10 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
 
@@ -146,30 +146,8 @@ func dropReusedUnused(c *qmConf) {
 
 // bootOrder is the `order=` list of a boot option.
 func bootOrder(boot string) []string {
-	return pveSplit(parseProps(boot, "legacy").get("order"))
+	return pveSplit(parseProps(boot, "legacy").Get("order"))
 }
-
-// hotplugFeatures is the VM's `hotplug` option as a set.
-func hotplugFeatures(conf map[string]string) map[string]bool {
-	hp := hotplugDefault
-	if v, ok := conf["hotplug"]; ok {
-		switch v {
-		case "0":
-			hp = nil
-		case "1":
-			hp = []string{"network", "disk", "usb", "cpu", "memory", "cloudinit"} // reconstruction of "1"
-		default:
-			hp = splitComma(v)
-		}
-	}
-	out := map[string]bool{}
-	for _, f := range hp {
-		out[f] = true
-	}
-	return out
-}
-
-var driveOptsNeedRestart = []string{"aio", "discard", "iothread", "queues", "product", "cache", "ssd", "vendor", "ro"}
 
 // hotplugSetLocked is vmconfig_hotplug_pending for one pending value of a
 // running VM: it applies it (true) or leaves it pending. Disks follow
@@ -178,7 +156,7 @@ var driveOptsNeedRestart = []string{"aio", "discard", "iothread", "queues", "pro
 // disk is plugged, except on IDE/SATA; efidisk0/tpmstate0 wait.
 func (s *Sim) hotplugSetLocked(node string, vmid int, c *qmConf, key string, logf func(string, ...any)) (bool, error) {
 	if !isDriveKey(key) {
-		if !hotpluggable(c.Keys, key) {
+		if !qemuserver.Hotpluggable(c.Keys, key) {
 			return false, nil
 		}
 		if isNetKey(key) {
@@ -191,7 +169,7 @@ func (s *Sim) hotplugSetLocked(node string, vmid int, c *qmConf, key string, log
 	if key == "efidisk0" || key == "tpmstate0" {
 		return false, nil
 	}
-	hp := hotplugFeatures(c.Keys)
+	hp := qemuserver.HotplugFeatures(c.Keys)
 	nd := parseDrive(c.Pending[key])
 	if nd.cloudinit() {
 		return true, nil // generated after the other changes
@@ -221,18 +199,13 @@ func (s *Sim) hotplugSetLocked(node string, vmid int, c *qmConf, key string, log
 		}
 		return true, s.registerUnusedDriveLocked(node, vmid, c, old, logf)
 	}
-	for _, o := range driveOptsNeedRestart {
-		if od.props.get(o) != nd.props.get(o) {
-			return false, nil
-		}
-	}
-	return true, nil
+	return !qemuserver.DiskChangeNeedsRestart(od.Drive, nd.Drive), nil
 }
 
 // hotplugDeleteLocked is the deletion half of vmconfig_hotplug_pending.
 func (s *Sim) hotplugDeleteLocked(node string, vmid int, c *qmConf, key string, force bool, logf func(string, ...any)) (bool, error) {
 	if !isDriveKey(key) {
-		if !hotpluggable(c.Keys, key) {
+		if !qemuserver.Hotpluggable(c.Keys, key) {
 			return false, nil
 		}
 		if isNetKey(key) {
@@ -242,7 +215,7 @@ func (s *Sim) hotplugDeleteLocked(node string, vmid int, c *qmConf, key string, 
 		}
 		return true, nil
 	}
-	if !hotplugFeatures(c.Keys)["disk"] || regexpDriveNoUnplug.MatchString(key) {
+	if !qemuserver.HotplugFeatures(c.Keys)["disk"] || qemuserver.DriveNoUnplug(key) {
 		return false, nil
 	}
 	if err := s.unplugLocked(node, vmid, key); err != nil {
@@ -295,9 +268,6 @@ func applyProblem(key string, err error) string {
 	}
 	return fmt.Sprintf("unable to apply pending change %s : %s\n", key, strings.TrimRight(msg, "\n"))
 }
-
-// regexpDriveNoUnplug: drives a running VM cannot lose (hotplug_pending).
-var regexpDriveNoUnplug = regexp.MustCompile(`^(efidisk|ide|sata|tpmstate)\d+$`)
 
 // destroyVolumesLocked is destroy_vm's volume part: every volume the VM
 // owns that its config references (drives, unusedN, cloud-init, pending

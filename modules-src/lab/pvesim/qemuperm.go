@@ -1,11 +1,14 @@
 package pvesim
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 )
 
 // The permission checks qemu-server makes in its handlers, beyond the
@@ -18,6 +21,10 @@ import (
 // PVE::GuestHelpers::check_vnet_access (pve-guest-common). Without them a
 // token with a single VM.Config.* privilege could change memory, CPU and
 // NICs in the lab, which PVE refuses.
+//
+// Which privilege each option needs and the device checks are
+// qemuserver's (OptionPrivs, CheckCreateDevicePerm); this file gives them
+// the caller's checks and keeps the storage and bridge checks.
 //
 // Reconstructions and simplifications, all named here:
 //   - check_vm_perm is check_full on /pool/<pool> (create's pool parameter)
@@ -39,28 +46,8 @@ import (
 //     (9.1.10). Clone's VM.Clone and VM.Allocate are the schema's check,
 //     which the lab evaluates for every call.
 
-var (
-	qmCPUOptions      = setOf("cores", "cpu", "runningcpu", "cpulimit", "cpuunits", "numa", "smp", "sockets", "vcpus")
-	qmMemoryOptions   = setOf("memory", "balloon", "shares", "allow-ksm")
-	qmHWTypeOptions   = setOf("acpi", "hotplug", "kvm", "machine", "runningmachine", "scsihw", "smbios1", "tablet", "vga", "watchdog", "audio0", "rng0")
-	qmGeneralOptions  = setOf("agent", "autostart", "bios", "description", "keyboard", "localtime", "migrate_downtime", "migrate_speed", "name", "onboot", "ostype", "protection", "reboot", "startdate", "startup", "tdf", "template")
-	qmPowerOptions    = setOf("freeze")
-	qmDiskOptions     = setOf("boot", "bootdisk", "vmstatestorage")
-	qmCloudinitOption = setOf("cicustom", "cipassword", "citype", "ciuser", "ciupgrade", "nameserver", "searchdomain", "sshkeys")
-	qmSkipPermRe      = regexp.MustCompile(`^(?:unused|serial|usb|hostpci|virtiofs)\d+$`)
-	qmNumaRe          = regexp.MustCompile(`^numa\d+$`)
-	qmIPConfigRe      = regexp.MustCompile(`^ipconfig\d+$`)
-	// NEW_DISK_RE of QemuServer/Drive.pm: "[storage:]size" allocates a disk.
-	qmNewDiskRe = regexp.MustCompile(`^(([^/:\s]+):)?(\d+(\.\d+)?)$`)
-)
-
-func setOf(keys ...string) map[string]bool {
-	m := map[string]bool{}
-	for _, k := range keys {
-		m[k] = true
-	}
-	return m
-}
+// NEW_DISK_RE of QemuServer/Drive.pm: "[storage:]size" allocates a disk.
+var qmNewDiskRe = regexp.MustCompile(`^(([^/:\s]+):)?(\d+(\.\d+)?)$`)
 
 // isRootUser is qemu-server's `$authuser eq 'root@pam'` (a token of root
 // is not root@pam).
@@ -76,49 +63,30 @@ func vmCheck(db *ConfigDB, who *principal, vmid int, pool string, privs []string
 	return nil
 }
 
-// checkVMModifyConfigPerm is $check_vm_modify_config_perm (pool: create's
-// pool parameter, else "").
+// qmPerm is who's privilege checks for qemuserver's permission rules, on
+// VM vmid (pool: create's pool parameter, else "").
+func qmPerm(db *ConfigDB, who *principal, vmid int, pool string) qemuserver.Perm {
+	return qemuserver.Perm{
+		Root:  isRootUser(who),
+		VM:    func(privs []string, anyOf bool) error { return vmCheck(db, who, vmid, pool, privs, anyOf) },
+		Check: func(path, priv string) error { return rpcCheck(db, who, path, priv) },
+	}
+}
+
+// checkVMModifyConfigPerm is $check_vm_modify_config_perm
+// (qemuserver.CheckModifyConfigPerm).
 func checkVMModifyConfigPerm(db *ConfigDB, who *principal, vmid int, pool string, keys []string) error {
-	if isRootUser(who) {
-		return nil
+	return qemuserver.CheckModifyConfigPerm(qmPerm(db, who, vmid, pool), keys)
+}
+
+// checkVMCreateDevicePerm is create_vm's checks on passed-through devices
+// (qemuserver.CheckCreateDevicePerm); a refused parameter is a 400.
+func checkVMCreateDevicePerm(db *ConfigDB, who *principal, vmid int, pool string, conf map[string]string) error {
+	err := qemuserver.CheckCreateDevicePerm(qmPerm(db, who, vmid, pool), conf)
+	if pe := (*qemuserver.ParamError)(nil); errors.As(err, &pe) {
+		return errParams(map[string]string{pe.Param: pe.Msg})
 	}
-	for _, opt := range keys {
-		var privs []string
-		anyOf := false
-		switch {
-		case isDriveKey(opt) || opt == "cdrom" || opt == "tags" || qmSkipPermRe.MatchString(opt):
-			continue // checked elsewhere, value dependent
-		case qmCPUOptions[opt] || qmNumaRe.MatchString(opt):
-			privs = []string{"VM.Config.CPU"}
-		case qmMemoryOptions[opt]:
-			privs = []string{"VM.Config.Memory"}
-		case qmHWTypeOptions[opt]:
-			privs = []string{"VM.Config.HWType"}
-		case qmGeneralOptions[opt]:
-			privs = []string{"VM.Config.Options"}
-		case qmPowerOptions[opt]:
-			privs = []string{"VM.PowerMgmt"}
-		case qmDiskOptions[opt]:
-			privs = []string{"VM.Config.Disk"}
-		case isNetKey(opt) || opt == "running-nets-host-mtu":
-			privs = []string{"VM.Config.Network"}
-		case qmCloudinitOption[opt] || qmIPConfigRe.MatchString(opt):
-			privs, anyOf = []string{"VM.Config.Cloudinit", "VM.Config.Network"}, true
-		case opt == "vmstate":
-			privs = []string{"VM.Config.Disk", "VM.PowerMgmt"}
-		default:
-			continue // root-only options: not refused by the lab (see above)
-		}
-		if err := vmCheck(db, who, vmid, pool, privs, anyOf); err != nil {
-			return err
-		}
-		if opt == "startup" {
-			if err := rpcCheck(db, who, "/", "Sys.Modify"); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return err
 }
 
 // checkBridgeAccess is QemuServer::check_bridge_access: check_vnet_access
@@ -132,7 +100,7 @@ func checkBridgeAccess(db *ConfigDB, who *principal, conf map[string]string) err
 			continue
 		}
 		p := parseProps(conf[k], "model")
-		if err := checkVnetAccess(db, who, p.get("bridge"), p.get("tag"), p.get("trunks")); err != nil {
+		if err := checkVnetAccess(db, who, p.Get("bridge"), p.Get("tag"), p.Get("trunks")); err != nil {
 			return err
 		}
 	}

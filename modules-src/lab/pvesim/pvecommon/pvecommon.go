@@ -1,8 +1,9 @@
 // Package pvecommon holds the few pve-common helpers more than one of the
-// simulator's packages follows: PVE::Tools encode_text and decode_text, and
-// a request parameter as Perl sees it (split_list is pveschema.SplitList). It sits below
-// pvesim and its backends (access, …), so each can use them without
-// importing another (issue 27 §1).
+// simulator's packages follows: PVE::Tools encode_text and decode_text, a
+// request parameter as Perl sees it (split_list is pveschema.SplitList),
+// and SectionConfig files (sectioncfg.go). It sits below pvesim and its
+// backends (access, ha, …), so each can use them without importing
+// another (issue 27 §1).
 package pvecommon
 
 import (
@@ -157,3 +158,12 @@ func ParamString(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// Error is an error worded by PVE (capitals, final dots and all): the
+// API answers it as 500 with the text unchanged, a task as its exit status.
+type Error string
+
+func (e Error) Error() string { return string(e) }
+
+// Die is Perl's die with PVE's own words.
+func Die(format string, args ...any) error { return Error(fmt.Sprintf(format, args...)) }
