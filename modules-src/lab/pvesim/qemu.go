@@ -1,6 +1,7 @@
 package pvesim
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -58,6 +59,15 @@ var (
 	isDriveKey = qemuserver.IsDriveKey
 	isNetKey   = qemuserver.IsNetKey
 )
+
+// qmErr answers qemuserver's refusal of a parameter as PVE does
+// (raise_param_exc: 400); other errors pass as they are.
+func qmErr(err error) error {
+	if pe := (*qemuserver.ParamError)(nil); errors.As(err, &pe) {
+		return errParams(map[string]string{pe.Param: pe.Msg})
+	}
+	return err
+}
 
 // normaliseNet is qemuserver.NormaliseNet with a random MAC for a NIC sent
 // without one (K16).

@@ -1,10 +1,8 @@
 package pvesim
 
 import (
-	"errors"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -46,9 +44,6 @@ import (
 //     (9.1.10). Clone's VM.Clone and VM.Allocate are the schema's check,
 //     which the lab evaluates for every call.
 
-// NEW_DISK_RE of QemuServer/Drive.pm: "[storage:]size" allocates a disk.
-var qmNewDiskRe = regexp.MustCompile(`^(([^/:\s]+):)?(\d+(\.\d+)?)$`)
-
 // isRootUser is qemu-server's `$authuser eq 'root@pam'` (a token of root
 // is not root@pam).
 func isRootUser(who *principal) bool { return who == nil || who.full() == "root@pam" || who.CLI }
@@ -82,11 +77,7 @@ func checkVMModifyConfigPerm(db *ConfigDB, who *principal, vmid int, pool string
 // checkVMCreateDevicePerm is create_vm's checks on passed-through devices
 // (qemuserver.CheckCreateDevicePerm); a refused parameter is a 400.
 func checkVMCreateDevicePerm(db *ConfigDB, who *principal, vmid int, pool string, conf map[string]string) error {
-	err := qemuserver.CheckCreateDevicePerm(qmPerm(db, who, vmid, pool), conf)
-	if pe := (*qemuserver.ParamError)(nil); errors.As(err, &pe) {
-		return errParams(map[string]string{pe.Param: pe.Msg})
-	}
-	return err
+	return qmErr(qemuserver.CheckCreateDevicePerm(qmPerm(db, who, vmid, pool), conf))
 }
 
 // checkBridgeAccess is QemuServer::check_bridge_access: check_vnet_access
@@ -124,80 +115,18 @@ func trunkTags(trunks string) []string {
 	return slices.Sorted(maps.Keys(tags))
 }
 
-// checkStorageAccessNew is the new-disk branch of $check_storage_access:
-// Datastore.AllocateSpace on the storage a "storage:size" drive allocates
-// on, or on defaultStorage for a bare size (create's storage parameter);
-// 'cdrom' needs Sys.Console on /. Existing volumes (check_volume_access)
-// are left to the handlers that read them.
+// checkStorageAccessNew is $check_storage_access's new-disk branch
+// (qemuserver.CheckStorageAccessNew; storage paths only, so no VMID).
 func checkStorageAccessNew(db *ConfigDB, who *principal, conf map[string]string, defaultStorage string) error {
-	if isRootUser(who) {
-		return nil
-	}
-	for _, k := range slices.Sorted(maps.Keys(conf)) {
-		if !isDriveKey(k) {
-			continue
-		}
-		d := parseDrive(conf[k])
-		f := d.file()
-		var path, priv string
-		switch m := qmNewDiskRe.FindStringSubmatch(f); {
-		case d.cdrom() && f == "cdrom":
-			path, priv = "/", "Sys.Console"
-		case !d.cdrom() && m != nil && (m[2] != "" || defaultStorage != ""):
-			store := m[2]
-			if store == "" {
-				store = defaultStorage
-			}
-			path, priv = "/storage/"+store, "Datastore.AllocateSpace"
-		default:
-			continue
-		}
-		if ok, det := checkFull(db, who, path, []string{priv}, false); !ok {
-			return errPerm(det)
-		}
-	}
-	return nil
+	return qemuserver.CheckStorageAccessNew(qmPerm(db, who, 0, ""), conf, defaultStorage)
 }
 
-// checkStorageAccessClone is $check_storage_access_clone: for each disk of
-// the source (not CD-ROMs: cloud-init drives are media=cdrom),
-// Datastore.AllocateSpace on the clone's target storage, or on the disk's
-// own storage when none is given; then clone_vm's check_bridge_access on
-// the source's NICs.
+// checkStorageAccessClone is $check_storage_access_clone
+// (qemuserver.CheckStorageAccessClone), then clone_vm's
+// check_bridge_access on the source's NICs.
 func checkStorageAccessClone(db *ConfigDB, who *principal, src map[string]string, storage string) error {
-	if isRootUser(who) {
-		return nil
-	}
-	for _, k := range slices.Sorted(maps.Keys(src)) {
-		if !isDriveKey(k) {
-			continue
-		}
-		d := parseDrive(src[k])
-		f := d.file()
-		if f == "" || f == "none" {
-			continue
-		}
-		path, priv := "", "Datastore.AllocateSpace"
-		if d.cdrom() {
-			if f != "cdrom" {
-				continue // "we simply allow access"
-			}
-			path, priv = "/", "Sys.Console"
-		} else {
-			sid, _, _ := volumeID(f)
-			if storage != "" {
-				sid = storage
-			}
-			path = "/storage/" + sid
-		}
-		if ok, det := checkFull(db, who, path, []string{priv}, false); !ok {
-			return errPerm(det)
-		}
-	}
-	if v := src["vmstatestorage"]; v != "" {
-		if ok, det := checkFull(db, who, "/storage/"+v, []string{"Datastore.AllocateSpace"}, false); !ok {
-			return errPerm(det)
-		}
+	if err := qemuserver.CheckStorageAccessClone(qmPerm(db, who, 0, ""), src, storage); err != nil {
+		return err
 	}
 	return checkBridgeAccess(db, who, src)
 }
