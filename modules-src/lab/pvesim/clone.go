@@ -105,23 +105,16 @@ func (s *Sim) loadAndCheckClone(db *ConfigDB, r *cloneReq, running bool) (*clone
 	if r.snapname != "" {
 		return nil, fmt.Errorf("snapshot '%s' does not exist", r.snapname) // snapshots are not simulated
 	}
-	full := !src.IsTemplate()
-	if r.full != nil {
-		full = *r.full
-	}
-	if r.storage != "" && !full {
-		return nil, fmt.Errorf("parameter 'storage' not allowed for linked clones")
-	}
-	if r.format != "" && !full {
-		return nil, fmt.Errorf("parameter 'format' not allowed for linked clones")
+	full, err := qemuserver.CloneFull(src.IsTemplate(), r.full, r.storage, r.format)
+	if err != nil {
+		return nil, err
 	}
 	p := &clonePlan{src: src, newKeys: map[string]string{"lock": "clone"}, fullCopy: map[string]bool{}, running: running}
 	shared := true
 	for _, k := range slices.Sorted(maps.Keys(src.Keys)) {
 		v := src.Keys[k]
 		switch {
-		case k == "parent" || k == "snaptime" || k == "vmstate" || k == "runningcpu" || k == "runningmachine" ||
-			k == "running-nets-host-mtu" || strings.HasPrefix(k, "unused"):
+		case qemuserver.CloneDrops(k):
 			continue
 		case isNetKey(k):
 			// always change MAC! address

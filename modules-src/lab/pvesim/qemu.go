@@ -116,33 +116,11 @@ func diskSize(conf map[string]string) int64 {
 	return 0
 }
 
-func memBytes(conf map[string]string) int64 {
-	mem := 512
-	if v := conf["memory"]; v != "" {
-		p := parseProps(v, "current")
-		if n, err := strconv.Atoi(p.Get("current")); err == nil {
-			mem = n
-		}
-	}
-	return int64(mem) << 20
-}
-
-func cpus(conf map[string]string) int {
-	c, so := 1, 1
-	if n, err := strconv.Atoi(conf["cores"]); err == nil {
-		c = n
-	}
-	if n, err := strconv.Atoi(conf["sockets"]); err == nil {
-		so = n
-	}
-	return c * so
-}
-
 // vmSummary is the shared part of /nodes/{node}/qemu, status/current and
 // /cluster/resources entries.
 func (s *Sim) vmSummary(node string, vmid int, c *qmConf) map[string]any {
 	conf := c.Keys
-	e := map[string]any{"vmid": vmid, "status": "stopped", "cpus": cpus(conf), "maxmem": memBytes(conf),
+	e := map[string]any{"vmid": vmid, "status": "stopped", "cpus": qemuserver.CPUs(conf), "maxmem": qemuserver.MemBytes(conf),
 		"maxdisk": diskSize(conf), "mem": 0, "disk": 0, "cpu": 0, "uptime": 0,
 		"netin": 0, "netout": 0, "diskread": 0, "diskwrite": 0}
 	if name := conf["name"]; name != "" {
@@ -151,7 +129,7 @@ func (s *Sim) vmSummary(node string, vmid int, c *qmConf) map[string]any {
 	if started, ok := s.st.Nodes[node].Running[vmid]; ok {
 		e["status"] = "running"
 		e["uptime"] = time.Now().Unix() - started
-		e["mem"] = memBytes(conf) / 2
+		e["mem"] = qemuserver.MemBytes(conf) / 2
 		e["cpu"] = 0.01
 		e["pid"] = 10000 + vmid
 	}

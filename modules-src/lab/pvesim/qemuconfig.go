@@ -48,6 +48,11 @@ func (s *Sim) parseConfigUpdate(rc *reqCtx) (*configUpdate, error) {
 	return &configUpdate{Update: up, node: rc.node, vmid: rc.vmid(), digest: rc.str("digest"), force: rc.boolean("force")}, nil
 }
 
+// bootOrder is the `order=` list of a boot option.
+func bootOrder(boot string) []string {
+	return pveSplit(parseProps(boot, "legacy").Get("order"))
+}
+
 func pveSplit(s string) []string {
 	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ';' || r == ' ' || r == '\x00' })
 }

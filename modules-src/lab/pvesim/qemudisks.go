@@ -20,9 +20,6 @@ import (
 // owns it; `delete=unusedN`, or a removal with force=1, frees it; a
 // cloud-init volume is freed at once; a CD-ROM is simply dropped.
 
-// maxUnusedDisks is qemu-server's MAX_UNUSED_DISKS.
-const maxUnusedDisks = 256
-
 // addUnusedVolume is QemuConfig.pm add_unused_volume: a cloud-init volume
 // is freed ("found unused cloudinit disk … removing it"); anything else goes
 // to the lowest free unusedN unless it is already one (AbstractConfig.pm).
@@ -31,19 +28,9 @@ func (s *Sim) addUnusedVolume(node string, c *qmConf, volid string, logf func(st
 		logf("found unused cloudinit disk '%s', removing it", volid)
 		return s.freeVolumeLocked(node, volid)
 	}
-	key := ""
-	for i := maxUnusedDisks - 1; i >= 0; i-- {
-		k := fmt.Sprintf("unused%d", i)
-		if v, ok := c.Keys[k]; ok {
-			if v == volid {
-				return nil
-			}
-			continue
-		}
-		key = k
-	}
-	if key == "" {
-		return pveDie("Too many unused volumes - please delete them first.") // AbstractConfig.pm's words
+	key, err := qemuserver.UnusedSlot(c.Keys, volid)
+	if err != nil || key == "" {
+		return err
 	}
 	c.Keys[key] = volid
 	return nil
@@ -82,19 +69,6 @@ func (s *Sim) registerUnusedDriveLocked(node string, vmid int, c *qmConf, value 
 	return nil
 }
 
-// volumeInUse is Drive.pm is_volume_in_use without snapshots (the lab has
-// none): another drive key, current or pending, references the volume.
-func volumeInUse(c *qmConf, skipKey, volid string) bool {
-	for _, keys := range []map[string]string{c.Keys, c.Pending} {
-		for k, v := range keys {
-			if k != skipKey && isDriveKey(k) && !strings.HasPrefix(k, "unused") && parseDrive(v).file() == volid {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // tryDeallocateDriveLocked is try_deallocate_drive: with force, or for an
 // unusedN key, an owned volume that nothing else uses is freed; a volume
 // of another VM only leaves the config. It tells whether the key may go.
@@ -106,7 +80,7 @@ func (s *Sim) tryDeallocateDriveLocked(node string, vmid int, c *qmConf, key, va
 	if !ownsVolume(vmid, d.file()) {
 		return true, nil
 	}
-	if volumeInUse(c, key, d.file()) {
+	if qemuserver.VolumeInUse(c.Keys, c.Pending, key, d.file()) {
 		return false, pveDie("unable to delete '%s' - volume is still in use (snapshot?)", d.file())
 	}
 	if err := s.freeVolumeLocked(node, d.file()); err != nil {
@@ -124,30 +98,8 @@ func (s *Sim) deleteOrDetachDriveLocked(node string, vmid int, c *qmConf, key st
 	return s.registerUnusedDriveLocked(node, vmid, c, c.Keys[key], logf)
 }
 
-// dropReusedUnused is write_vm_config's "remove 'unusedX' settings if we
-// re-add a volume": an unusedN whose volume a drive uses again goes.
-func dropReusedUnused(c *qmConf) {
-	used := map[string]bool{}
-	for _, keys := range []map[string]string{c.Keys, c.Pending} {
-		for k, v := range keys {
-			if isDriveKey(k) && !strings.HasPrefix(k, "unused") {
-				if f := parseDrive(v).file(); f != "" {
-					used[f] = true
-				}
-			}
-		}
-	}
-	for k, v := range c.Keys {
-		if strings.HasPrefix(k, "unused") && used[v] {
-			delete(c.Keys, k)
-		}
-	}
-}
-
-// bootOrder is the `order=` list of a boot option.
-func bootOrder(boot string) []string {
-	return pveSplit(parseProps(boot, "legacy").Get("order"))
-}
+// dropReusedUnused is write_vm_config's (qemuserver.DropReusedUnused).
+func dropReusedUnused(c *qmConf) { qemuserver.DropReusedUnused(c.Keys, c.Pending) }
 
 // hotplugSetLocked is vmconfig_hotplug_pending for one pending value of a
 // running VM: it applies it (true) or leaves it pending. Disks follow
