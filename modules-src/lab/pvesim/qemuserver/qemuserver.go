@@ -1,33 +1,39 @@
-// Package qemuserver is the simulator's model of qemu-server's rules for a
-// VM's configuration, the ones that need nothing but the config and the
-// request: it follows proxmox/qemu-server (reconstructions are marked):
+// Package qemuserver is the simulator's model of qemu-server's rules on a
+// VM's configuration values, the ones that need nothing but the config and
+// the request. It follows proxmox/qemu-server (reconstructions are marked
+// where they are):
 //
-//   - drive and NIC options: the drive keys and parse_drive/print_drive
-//     (src/PVE/QemuServer/Drive.pm), drive_is_cdrom, drive_is_cloudinit,
-//     has_cloudinit as create_disks uses it (src/PVE/API2/Qemu.pm),
-//     get_default_bootdevices (src/PVE/QemuServer.pm); parse_net/print_net
-//     and add_random_macs (src/PVE/QemuServer/Network.pm, QemuServer.pm),
-//     a new MAC on every NIC sent without one (K16);
-//   - what a running VM takes at once: $fast_plug_option, the `hotplug`
-//     option's features, and the disks vmconfig_hotplug_pending and
-//     vmconfig_update_disk cannot change live (src/PVE/QemuServer.pm);
-//   - the permission rules of src/PVE/API2/Qemu.pm: which privilege each
-//     option needs ($check_vm_modify_config_perm and its option tables) and
-//     create_vm's device checks ($check_vm_create_serial_perm,
-//     check_vm_create_usb_perm, check_vm_create_hostpci_perm,
-//     check_rng_perm, check_vm_create_dir_perm, $check_cpu_model_access),
-//     given the privilege checks (Perm);
-//   - cloud-init's values (src/PVE/QemuServer/Cloudinit.pm, API2/Qemu.pm):
+//   - drives and NICs (qemuserver.go, net.go): the drive keys and
+//     parse_drive/print_drive (src/PVE/QemuServer/Drive.pm), drive_is_cdrom
+//     and drive_is_cloudinit, has_cloudinit as create_disks uses it
+//     (src/PVE/API2/Qemu.pm), get_default_bootdevices (src/PVE/
+//     QemuServer.pm); parse_net/print_net (src/PVE/QemuServer/Network.pm)
+//     with a new MAC for a NIC sent without one and for each NIC of a
+//     clone (K16);
+//   - what a running VM takes at once (hotplug.go): $fast_plug_option,
+//     parse_hotplug_features, and the drives vmconfig_hotplug_pending and
+//     vmconfig_update_disk leave pending (src/PVE/QemuServer.pm);
+//   - permissions (perm.go, storageperm.go), given the caller's checks
+//     (Perm): $check_vm_modify_config_perm's option tables, create_vm's
+//     device checks, $check_storage_access's new disks and
+//     $check_storage_access_clone (src/PVE/API2/Qemu.pm);
+//   - a config update's parameters (update.go, $update_vm_api) and
+//     cloud-init's values (cloudinit.go; src/PVE/QemuServer/Cloudinit.pm):
 //     sshkeys validated decoded and kept encoded (K12), cipassword stored
-//     hashed.
+//     hashed;
+//   - clone_vm's full-or-linked choice and the options it does not copy
+//     (clone.go), add_unused_volume's slot, is_volume_in_use and
+//     write_vm_config's drop of a re-used unusedN (unused.go; pve-guest-
+//     common AbstractConfig.pm), a VM's maxmem and cpus (resources.go).
 //
 // It is a backend out of the one-package simulator (issue 27 §1), as
 // pvesim/access and pvesim/storage are: pvesim keeps the handlers, the
 // guest lock, the volumes and tasks, state.json and /etc/pve, and calls
 // in; this package imports nothing of pvesim (volume IDs are
-// pvesim/storage's, as qemu-server's are pve-storage's). A guest's config file format
-// is pvesim/guestconf. The modules' side of qemu-server is
-// modules-src/pveapi/qemu, which the lab never imports.
+// pvesim/storage's, as qemu-server's are pve-storage's; property strings
+// pvesim/pvecommon's). A guest's config file format is pvesim/guestconf.
+// The modules' side of qemu-server is modules-src/pveapi/qemu, which the
+// lab never imports.
 package qemuserver
 
 import (
