@@ -1,6 +1,7 @@
 package qemuserver
 
 import (
+	"iter"
 	"maps"
 	"regexp"
 	"slices"
@@ -22,11 +23,7 @@ func CheckStorageAccessNew(p Perm, conf map[string]string, defaultStorage string
 	if p.Root {
 		return nil
 	}
-	for _, k := range slices.Sorted(maps.Keys(conf)) {
-		if !IsDriveKey(k) {
-			continue
-		}
-		d := ParseDrive(conf[k])
+	for d := range drives(conf) {
 		f := d.File()
 		var path, priv string
 		switch m := newDiskRe.FindStringSubmatch(f); {
@@ -58,11 +55,7 @@ func CheckStorageAccessClone(p Perm, src map[string]string, target string) error
 	if p.Root {
 		return nil
 	}
-	for _, k := range slices.Sorted(maps.Keys(src)) {
-		if !IsDriveKey(k) {
-			continue
-		}
-		d := ParseDrive(src[k])
+	for d := range drives(src) {
 		f := d.File()
 		if f == "" || f == "none" {
 			continue
@@ -88,4 +81,15 @@ func CheckStorageAccessClone(p Perm, src map[string]string, target string) error
 		return p.Check("/storage/"+v, "Datastore.AllocateSpace")
 	}
 	return nil
+}
+
+// drives yields conf's drives (unusedN too), keys sorted.
+func drives(conf map[string]string) iter.Seq[Drive] {
+	return func(yield func(Drive) bool) {
+		for _, k := range slices.Sorted(maps.Keys(conf)) {
+			if IsDriveKey(k) && !yield(ParseDrive(conf[k])) {
+				return
+			}
+		}
+	}
 }
