@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
 
@@ -104,27 +105,20 @@ func (s *Sim) loadAndCheckClone(db *ConfigDB, r *cloneReq, running bool) (*clone
 	if r.snapname != "" {
 		return nil, fmt.Errorf("snapshot '%s' does not exist", r.snapname) // snapshots are not simulated
 	}
-	full := !src.IsTemplate()
-	if r.full != nil {
-		full = *r.full
-	}
-	if r.storage != "" && !full {
-		return nil, fmt.Errorf("parameter 'storage' not allowed for linked clones")
-	}
-	if r.format != "" && !full {
-		return nil, fmt.Errorf("parameter 'format' not allowed for linked clones")
+	full, err := qemuserver.CloneFull(src.IsTemplate(), r.full, r.storage, r.format)
+	if err != nil {
+		return nil, err
 	}
 	p := &clonePlan{src: src, newKeys: map[string]string{"lock": "clone"}, fullCopy: map[string]bool{}, running: running}
 	shared := true
 	for _, k := range slices.Sorted(maps.Keys(src.Keys)) {
 		v := src.Keys[k]
 		switch {
-		case k == "parent" || k == "snaptime" || k == "vmstate" || k == "runningcpu" || k == "runningmachine" ||
-			k == "running-nets-host-mtu" || strings.HasPrefix(k, "unused"):
+		case qemuserver.CloneDrops(k):
 			continue
 		case isNetKey(k):
 			// always change MAC! address
-			p.newKeys[k] = normaliseNet(replaceMAC(v))
+			p.newKeys[k] = qemuserver.CloneNet(v, randomMAC)
 		case isDriveKey(k):
 			d := parseDrive(v)
 			store, _, ok := volumeID(d.file())
@@ -166,23 +160,6 @@ func (s *Sim) loadAndCheckClone(db *ConfigDB, r *cloneReq, running bool) (*clone
 		return nil, fmt.Errorf("unable to create VM %d: config file already exists", r.newid)
 	}
 	return p, nil
-}
-
-// replaceMAC drops the MAC so normaliseNet draws a new one.
-func replaceMAC(v string) string {
-	var parts []string
-	for _, part := range splitComma(v) {
-		k, _, hasEq := strings.Cut(part, "=")
-		if hasEq && slices.Contains(nicModels, k) {
-			parts = append(parts, k)
-			continue
-		}
-		if k == "macaddr" {
-			continue
-		}
-		parts = append(parts, part)
-	}
-	return strings.Join(parts, ",")
 }
 
 // POST /nodes/{node}/qemu/{vmid}/clone
@@ -308,7 +285,7 @@ func (s *Sim) cloneWorker(t *taskRun, db *ConfigDB, r *cloneReq, running bool) s
 			size := int64(0)
 			if v, _, err := s.volumeLocked(r.node, d.file()); err == nil {
 				size = v.Size
-			} else if n, ok := parseSize(d.props.get("size")); ok {
+			} else if n, ok := parseSize(d.Props.Get("size")); ok {
 				size = n
 			}
 			volid, err = s.allocVolumeLocked(r.node, dst, r.newid, size, r.format)
@@ -322,15 +299,15 @@ func (s *Sim) cloneWorker(t *taskRun, db *ConfigDB, r *cloneReq, running bool) s
 		}
 		newVols = append(newVols, volid)
 		if full && !d.cloudinit() {
-			t.logf("transferred %s of %s (100.00%%)", d.props.get("size"), d.props.get("size"))
+			t.logf("transferred %s of %s (100.00%%)", d.Props.Get("size"), d.Props.Get("size"))
 			if !s.sleep(s.cfg.dur(s.cfg.CloneDuration, 2*s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration))) {
 				return fail("interrupted by signal")
 			}
 		}
-		d.props.set("file", volid)
+		d.Props.Set("file", volid)
 		// clone_disk: "delete $disk->{format}" — the new drive names no format.
-		delete(d.props.vals, "format")
-		d.props.keys = slices.DeleteFunc(d.props.keys, func(k string) bool { return k == "format" })
+		delete(d.Props.Vals, "format")
+		d.Props.Keys = slices.DeleteFunc(d.Props.Keys, func(k string) bool { return k == "format" })
 		keys[k] = d.print()
 		s.mu.Lock()
 		c := &qmConf{Keys: maps.Clone(keys), Description: desc}

@@ -1,11 +1,7 @@
 package pvesim
 
 import (
-	"strings"
-
-	"golang.org/x/crypto/ssh"
-
-	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
 
@@ -17,30 +13,17 @@ import (
 // is vm-<vmid>-cloudinit with media=cdrom (create_disks); the custom
 // snippets are read when the VM starts (generate_cloudinit_config →
 // read_cloudinit_snippets_file), so a missing one fails the start (S4).
-
-// checkSSHKeys is PVE::Tools::validate_ssh_public_keys on the decoded
-// value: every non-blank line must be a public key ssh-keygen accepts.
-func checkSSHKeys(encoded string) error {
-	for _, line := range strings.Split(pvecommon.URIUnescape(encoded), "\n") {
-		if strings.TrimSpace(line) == "" {
-			continue
-		}
-		if _, _, _, _, err := ssh.ParseAuthorizedKey([]byte(line)); err != nil {
-			return pveDie("SSH public key validation error")
-		}
-	}
-	return nil
-}
+// The values' rules (sshkeys, cipassword) are qemuserver's.
 
 // checkCloudinitSnippetsLocked is get_custom_cloudinit_files at start: each
 // cicustom volume must be a snippet that exists on the node.
 func (s *Sim) checkCloudinitSnippetsLocked(node string, c *qmConf) error {
-	if !hasCloudinitDrive(c.Keys) || c.Keys["cicustom"] == "" {
+	if !qemuserver.HasCloudinitDrive(c.Keys) || c.Keys["cicustom"] == "" {
 		return nil
 	}
 	files := parseProps(c.Keys["cicustom"], "")
 	for _, kind := range []string{"network", "user", "meta", "vendor"} {
-		volid := files.get(kind)
+		volid := files.Get(kind)
 		if volid == "" {
 			continue
 		}
@@ -60,16 +43,6 @@ func (s *Sim) checkCloudinitSnippetsLocked(node string, c *qmConf) error {
 		}
 	}
 	return nil
-}
-
-// hasCloudinitDrive: a drive whose volume is vm-<vmid>-cloudinit.
-func hasCloudinitDrive(keys map[string]string) bool {
-	for k, v := range keys {
-		if isDriveKey(k) && !strings.HasPrefix(k, "unused") && parseDrive(v).cloudinit() {
-			return true
-		}
-	}
-	return false
 }
 
 // missingVolume is create_disks for an existing volume it cannot find:

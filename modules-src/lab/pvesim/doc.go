@@ -68,7 +68,9 @@
 // the node (guestlock.go): a synchronous call waits for it up to LockTimeout
 // and then answers PVE's "can't lock file … - got timeout".
 //
-//   - VMs (qemu.go): create (qmcreate: NICs get BC:24:11 MACs, "store:N"
+//   - VMs (qemu*.go; qemu-server's rules on config values through
+//     pvesim/qemuserver: drives, NICs, hotplug, permissions, cloud-init,
+//     clone's choices): create (qmcreate: NICs get BC:24:11 MACs, "store:N"
 //     allocates N GiB, "store:cloudinit" the cloud-init drive), config GET
 //     (pending values unless current=1), PUT (sync, under the lock) and POST
 //     (qmconfig task), pending, status/current, start/stop/shutdown tasks,

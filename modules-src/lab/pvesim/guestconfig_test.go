@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 )
 
 // PUT /config answers when the change is written; POST /config returns a
@@ -17,7 +19,7 @@ func TestConfigSyncAsyncAndMACsK16(t *testing.T) {
 	c := newClient(t, s, "pve01").labToken()
 	createVM(t, c, 100, nil)
 	before := vmConfig(t, c, "pve01", 100)
-	mac := netMAC(fmt.Sprint(before["net0"]))
+	mac := qemuserver.NetMAC(fmt.Sprint(before["net0"]))
 
 	r := c.call("PUT", "/nodes/pve01/qemu/100/config", url.Values{"cores": {"4"}, "digest": {fmt.Sprint(before["digest"])}}).must(t, "PUT")
 	if r.data != nil {
@@ -33,7 +35,7 @@ func TestConfigSyncAsyncAndMACsK16(t *testing.T) {
 
 	// Same bridge, MAC given: kept.
 	mustTask(t, c, "POST", "/nodes/pve01/qemu/100/config", url.Values{"net0": {"virtio=" + mac + ",bridge=vmbr0,firewall=1"}})
-	if got := netMAC(fmt.Sprint(vmConfig(t, c, "pve01", 100)["net0"])); got != mac {
+	if got := qemuserver.NetMAC(fmt.Sprint(vmConfig(t, c, "pve01", 100)["net0"])); got != mac {
 		t.Errorf("MAC %s changed to %s although it was sent", mac, got)
 	}
 	// MAC left out: PVE draws a new one (what K16 warns about).
@@ -41,7 +43,7 @@ func TestConfigSyncAsyncAndMACsK16(t *testing.T) {
 	if st["type"] != "qmconfig" || st["exitstatus"] != "OK" {
 		t.Fatalf("POST config task: %v", st)
 	}
-	if got := netMAC(fmt.Sprint(vmConfig(t, c, "pve01", 100)["net0"])); got == mac || got == "" {
+	if got := qemuserver.NetMAC(fmt.Sprint(vmConfig(t, c, "pve01", 100)["net0"])); got == mac || got == "" {
 		t.Errorf("NIC without macaddr kept %s; PVE generates a new MAC", got)
 	}
 	r = c.call("PUT", "/nodes/pve01/qemu/100/config", url.Values{"cores": {"2"}, "delete": {"cores"}})

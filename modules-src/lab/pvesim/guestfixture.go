@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 )
 
 // GuestSpec declares a VM the lab should hold from the start (a template on
@@ -61,7 +63,7 @@ func (s *Sim) AddGuest(node string, g GuestSpec) error {
 					if err != nil {
 						return &BadRequestError{Msg: err.Error()}
 					}
-					d.props.set("file", nb)
+					d.Props.Set("file", nb)
 					v = d.print()
 				}
 			}
@@ -69,7 +71,7 @@ func (s *Sim) AddGuest(node string, g GuestSpec) error {
 		}
 	}
 	if keys["boot"] == "" {
-		keys["boot"] = defaultBoot(keys)
+		keys["boot"] = qemuserver.DefaultBoot(keys)
 	}
 	if keys["smbios1"] == "" {
 		keys["smbios1"] = "uuid=" + newUUID()

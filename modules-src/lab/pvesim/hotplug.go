@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 )
 
 // What a running VM's hotplug meets on the node (qemu-server
@@ -104,49 +106,23 @@ func (s *Sim) netdevAddLocked(node string, vmid int, bridge string) error {
 // reconstruction of pve-network Zones.pm tap_plug falling back to
 // PVE::Network::tap_plug for a plain bridge); a new NIC is plugged.
 func (s *Sim) updateNetLocked(node string, vmid int, key, old, value string, logf func(string, ...any)) error {
-	nn := parseNet(value)
+	nn := qemuserver.ParseNet(value)
 	if old != "" {
-		on := parseNet(old)
-		if on.model != nn.model || on.mac != nn.mac || on.props.get("queues") != nn.props.get("queues") ||
-			on.props.get("mtu") != nn.props.get("mtu") || on.props.get("bridge") == "" || nn.props.get("bridge") == "" {
+		on := qemuserver.ParseNet(old)
+		if on.Model != nn.Model || on.MAC != nn.MAC || on.Props.Get("queues") != nn.Props.Get("queues") ||
+			on.Props.Get("mtu") != nn.Props.Get("mtu") || on.Props.Get("bridge") == "" || nn.Props.Get("bridge") == "" {
 			if err := s.unplugLocked(node, vmid, key); err != nil {
 				return err
 			}
 			logf("%s: hotplug: unplug and plug the NIC again (the guest loses its link)", key) // the effect, K10
-			return s.netdevAddLocked(node, vmid, nn.props.get("bridge"))
+			return s.netdevAddLocked(node, vmid, nn.Props.Get("bridge"))
 		}
-		if b := nn.props.get("bridge"); b != on.props.get("bridge") && !s.bridgeLocked(node, b) {
+		if b := nn.Props.Get("bridge"); b != on.Props.Get("bridge") && !s.bridgeLocked(node, b) {
 			return pveDie("bridge '%s' is neither a linux nor an OVS bridge!", b)
 		}
 		return nil
 	}
-	return s.netdevAddLocked(node, vmid, nn.props.get("bridge"))
-}
-
-// nic is a parsed netN value.
-type nic struct {
-	model, mac string
-	props      propString
-}
-
-func parseNet(v string) nic {
-	n := nic{props: propString{vals: map[string]string{}}}
-	for _, part := range splitComma(v) {
-		k, val, hasEq := strings.Cut(part, "=")
-		switch {
-		case !hasEq && slices.Contains(nicModels, k):
-			n.model = k
-		case hasEq && slices.Contains(nicModels, k):
-			n.model, n.mac = k, strings.ToUpper(val)
-		case k == "model":
-			n.model = val
-		case k == "macaddr":
-			n.mac = strings.ToUpper(val)
-		default:
-			n.props.set(k, val)
-		}
-	}
-	return n
+	return s.netdevAddLocked(node, vmid, nn.Props.Get("bridge"))
 }
 
 // startNICsLocked is what a VM's start meets on the node: QEMU runs
@@ -160,13 +136,13 @@ func (s *Sim) startNICsLocked(node string, vmid int, c *qmConf, logf func(string
 		if !isNetKey(k) {
 			continue
 		}
-		n := parseNet(c.Keys[k])
-		b := n.props.get("bridge")
+		n := qemuserver.ParseNet(c.Keys[k])
+		b := n.Props.Get("bridge")
 		if b == "" || s.bridgeLocked(node, b) {
 			continue
 		}
 		vhost := ""
-		if n.model == "virtio" {
+		if n.Model == "virtio" {
 			vhost = ",vhost=on"
 		}
 		logf("bridge '%s' does not exist", b)

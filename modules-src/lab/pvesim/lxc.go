@@ -43,18 +43,18 @@ func checkCtLock(c *qmConf) error {
 // is given, type veth.
 func normaliseCtNet(v string) string {
 	p := parseProps(v, "")
-	if p.get("hwaddr") == "" {
-		p.set("hwaddr", randomMAC())
+	if p.Get("hwaddr") == "" {
+		p.Set("hwaddr", randomMAC())
 	}
-	if p.get("type") == "" {
-		p.set("type", "veth")
+	if p.Get("type") == "" {
+		p.Set("type", "veth")
 	}
 	// "name=eth0,bridge=…": no default key here, name first, the rest sorted
 	// (the order pct config shows).
-	name := "name=" + p.get("name")
-	delete(p.vals, "name")
-	p.keys = slices.DeleteFunc(p.keys, func(k string) bool { return k == "name" })
-	if rest := p.print(""); rest != "" {
+	name := "name=" + p.Get("name")
+	delete(p.Vals, "name")
+	p.Keys = slices.DeleteFunc(p.Keys, func(k string) bool { return k == "name" })
+	if rest := p.Print(""); rest != "" {
 		return name + "," + rest
 	}
 	return name
@@ -66,7 +66,7 @@ func normaliseCtNet(v string) string {
 // "u 0 100000 65536", which mountpoint_mount chowns the root to).
 func (s *Sim) createCtVolume(node string, vmid int, v string, unprivileged bool) (string, error) {
 	p := parseProps(v, "volume")
-	store, size, ok := volumeID(p.get("volume"))
+	store, size, ok := volumeID(p.Get("volume"))
 	if !ok {
 		return v, nil
 	}
@@ -87,9 +87,9 @@ func (s *Sim) createCtVolume(node string, vmid int, v string, unprivileged bool)
 		return "", err
 	}
 	s.volumesFor(node, st)[volid].Owner = ctRootOwner(unprivileged)
-	p.set("volume", volid)
-	p.set("size", formatSize(bytes))
-	return p.print("volume"), nil
+	p.Set("volume", volid)
+	p.Set("size", formatSize(bytes))
+	return p.Print("volume"), nil
 }
 
 var ctCreateOnly = []string{"node", "vmid", "ostemplate", "password", "ssh-public-keys", "storage", "start",
@@ -255,7 +255,7 @@ func (s *Sim) ctSummary(node string, vmid int, c *qmConf) map[string]any {
 		cores = n
 	}
 	var disk int64
-	if n, ok := parseSize(parseProps(conf["rootfs"], "volume").get("size")); ok {
+	if n, ok := parseSize(parseProps(conf["rootfs"], "volume").Get("size")); ok {
 		disk = n
 	}
 	e := map[string]any{"vmid": vmid, "status": "stopped", "cpus": cores, "maxmem": mem << 20, "maxswap": swap << 20,
@@ -334,11 +334,11 @@ func (s *Sim) getLxcInterfaces(rc *reqCtx) (any, error) {
 		p := parseProps(c.Keys[k], "")
 		var addrs [][3]string
 		for _, f := range []struct{ key, family string }{{"ip", "inet"}, {"ip6", "inet6"}} {
-			if ip, pfx, ok := strings.Cut(p.get(f.key), "/"); ok {
+			if ip, pfx, ok := strings.Cut(p.Get(f.key), "/"); ok {
 				addrs = append(addrs, [3]string{f.family, ip, pfx})
 			}
 		}
-		out = append(out, iface(p.get("name"), strings.ToLower(p.get("hwaddr")), addrs...))
+		out = append(out, iface(p.Get("name"), strings.ToLower(p.Get("hwaddr")), addrs...))
 	}
 	return out, nil
 }
@@ -411,7 +411,7 @@ func (s *Sim) deleteLxc(rc *reqCtx) (any, error) {
 		c, _ := s.loadCtConfLocked(db, node, vmid)
 		for k, v := range c.Keys {
 			if ctVolKeyRe.MatchString(k) {
-				s.freeVolumeLocked(node, parseProps(v, "volume").get("volume"))
+				s.freeVolumeLocked(node, parseProps(v, "volume").Get("volume"))
 			}
 		}
 		dropFromPoolsLocked(db, ctKind, vmid)

@@ -269,14 +269,14 @@ func (s *Sim) putLxcResize(rc *reqCtx) (any, error) {
 			return nil, nil, 0, pveDie("unable to parse mount point '%s'", disk) // parse_volume of undef
 		}
 		mp := &mountPoint{props: parseProps(v, "volume")}
-		if sid, _, ok := volumeID(mp.props.get("volume")); ok && !isRootUser(rc.who) {
+		if sid, _, ok := volumeID(mp.props.Get("volume")); ok && !isRootUser(rc.who) {
 			if err := rpcCheck(db, rc.who, "/storage/"+sid, "Datastore.AllocateSpace"); err != nil {
 				return nil, nil, 0, err
 			}
 		}
-		vol, _, err := s.volumeLocked(node, mp.props.get("volume"))
+		vol, _, err := s.volumeLocked(node, mp.props.Get("volume"))
 		if err != nil {
-			return nil, nil, 0, pveDie("Could not determine current size of volume '%s'", mp.props.get("volume"))
+			return nil, nil, 0, pveDie("Could not determine current size of volume '%s'", mp.props.Get("volume"))
 		}
 		rel := strings.HasPrefix(sizeStr, "+")
 		n, ok := parseSize(strings.TrimPrefix(sizeStr, "+"))
@@ -302,11 +302,11 @@ func (s *Sim) putLxcResize(rc *reqCtx) (any, error) {
 		if err != nil {
 			return err.Error()
 		}
-		if err := s.resizeVolumeLocked(node, mp.props.get("volume"), n); err != nil {
+		if err := s.resizeVolumeLocked(node, mp.props.Get("volume"), n); err != nil {
 			return err.Error()
 		}
-		mp.props.set("size", formatSize(n))
-		c.Keys[disk] = mp.props.print("volume")
+		mp.props.Set("size", formatSize(n))
+		c.Keys[disk] = mp.props.Print("volume")
 		s.writeCtConfLocked(db, node, vmid, c)
 		s.saveLocked()
 		return ""

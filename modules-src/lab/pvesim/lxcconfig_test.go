@@ -51,7 +51,7 @@ func TestContainerVolumesPerStorageType(t *testing.T) {
 					t.Errorf("CT %d: unprivileged in config %v (%v), want %v", g.vmid, unpriv, conf["unprivileged"], wantUnpriv)
 				}
 				s.mu.Lock()
-				vol, _, err := s.volumeLocked("pve01", parseProps(g.want, "volume").get("volume"))
+				vol, _, err := s.volumeLocked("pve01", parseProps(g.want, "volume").Get("volume"))
 				s.mu.Unlock()
 				if err != nil || vol.Owner != g.owner {
 					t.Errorf("CT %d volume owner %+v %v, want %s", g.vmid, vol, err, g.owner)

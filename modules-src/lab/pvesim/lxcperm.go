@@ -64,7 +64,7 @@ func (s *Sim) checkCTModifyConfigPerm(db *ConfigDB, who *principal, node string,
 			if err := vm("VM.Config.Disk"); err != nil || del {
 				return err
 			}
-			return s.checkCTVolumePerm(db, who, node, vmid, parseProps(newConf[opt], "volume").get("volume"))
+			return s.checkCTVolumePerm(db, who, node, vmid, parseProps(newConf[opt], "volume").Get("volume"))
 		case opt == "memory" || opt == "swap":
 			return vm("VM.Config.Memory")
 		case isNetKey(opt):
@@ -76,7 +76,7 @@ func (s *Sim) checkCTModifyConfigPerm(db *ConfigDB, who *principal, node string,
 					continue
 				}
 				p := parseProps(raw, "")
-				if err := checkVnetAccess(db, who, p.get("bridge"), p.get("tag"), p.get("trunks")); err != nil {
+				if err := checkVnetAccess(db, who, p.Get("bridge"), p.Get("tag"), p.Get("trunks")); err != nil {
 					return err
 				}
 			}
@@ -157,9 +157,9 @@ func checkCTFeaturesPerm(db *ConfigDB, who *principal, vmid int, pool, oldRaw, n
 	nesting, other := false, false
 	onlyNesting := func(p propString) {
 		switch {
-		case len(p.vals) == 1 && hasKey(p, "nesting"):
+		case len(p.Vals) == 1 && hasKey(p, "nesting"):
 			nesting = true
-		case len(p.vals) > 0:
+		case len(p.Vals) > 0:
 			other = true
 		}
 	}
@@ -168,9 +168,9 @@ func checkCTFeaturesPerm(db *ConfigDB, who *principal, vmid int, pool, oldRaw, n
 		onlyNesting(parseProps(oldRaw, ""))
 	case oldRaw != "":
 		oldF, newF := parseProps(oldRaw, ""), parseProps(newRaw, "")
-		keys := append(slices.Sorted(maps.Keys(oldF.vals)), slices.Sorted(maps.Keys(newF.vals))...)
+		keys := append(slices.Sorted(maps.Keys(oldF.Vals)), slices.Sorted(maps.Keys(newF.Vals))...)
 		for _, f := range keys {
-			if oldF.vals[f] != newF.vals[f] {
+			if oldF.Vals[f] != newF.Vals[f] {
 				if f == "nesting" {
 					nesting = true
 					continue
@@ -191,7 +191,7 @@ func checkCTFeaturesPerm(db *ConfigDB, who *principal, vmid int, pool, oldRaw, n
 	return nil
 }
 
-func hasKey(p propString, k string) bool { _, ok := p.vals[k]; return ok }
+func hasKey(p propString, k string) bool { _, ok := p.Vals[k]; return ok }
 
 // checkCTCreatePerm is create_vm's checks before check_ct_modify_config_perm
 // for a create from a template (restore=0): Sys.Modify on / for a

@@ -255,19 +255,19 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 					continue
 				}
 				p := parseProps(orig.Keys[k], "volume")
-				if strings.HasPrefix(p.get("volume"), "/") {
+				if strings.HasPrefix(p.Get("volume"), "/") {
 					if k == "rootfs" {
 						return fail("restoring rootfs to bind mount is only possible by specifying -rootfs manually!", nil)
 					}
 					return fail(fmt.Sprintf("restoring '%s' (a bind or device mount) is not simulated by the lab", k), nil)
 				}
-				n, ok := parseSize(p.get("size"))
+				n, ok := parseSize(p.Get("size"))
 				if !ok {
 					return fail(fmt.Sprintf("unable to detect disk size - please specify %s (size)", k), nil)
 				}
-				p.del("size")
-				p.set("volume", storage+":"+strconv.FormatFloat(float64(n)/(1<<30), 'f', -1, 64))
-				keys[k] = p.print("volume")
+				p.Del("size")
+				p.Set("volume", storage+":"+strconv.FormatFloat(float64(n)/(1<<30), 'f', -1, 64))
+				keys[k] = p.Print("volume")
 			}
 		}
 		changed = true
@@ -281,12 +281,12 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 				return fail(err.Error(), created)
 			}
 			keys[k] = nv
-			created = append(created, parseProps(nv, "volume").get("volume"))
+			created = append(created, parseProps(nv, "volume").Get("volume"))
 		}
 		if old != nil && len(old.Keys) > 1 { // destroy_lxc_container: the overwritten CT's volumes
 			for k, v := range old.Keys {
 				if ctVolKeyRe.MatchString(k) {
-					s.freeVolumeLocked(node, parseProps(v, "volume").get("volume"))
+					s.freeVolumeLocked(node, parseProps(v, "volume").Get("volume"))
 				}
 			}
 		}
@@ -308,8 +308,8 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 				continue
 			case unique && isNetKey(k):
 				p := parseProps(v, "")
-				p.del("hwaddr")
-				keys[k] = normaliseCtNet(p.print(""))
+				p.Del("hwaddr")
+				keys[k] = normaliseCtNet(p.Print(""))
 				continue
 			}
 			if _, ok := keys[k]; !ok {

@@ -30,7 +30,7 @@ func (s *Sim) ctCreateVolumes(rc *reqCtx, keys map[string]string) error {
 		if bareSizeRe.MatchString(v) {
 			keys[k] = storage + ":" + v
 		}
-		vol := parseProps(keys[k], "volume").get("volume")
+		vol := parseProps(keys[k], "volume").Get("volume")
 		if strings.HasPrefix(vol, "/") {
 			if rc.who == nil || rc.who.full() != "root@pam" {
 				return pveDie("Only root can pass arbitrary filesystem paths.")

@@ -254,7 +254,7 @@ func (s *Sim) moveGuestLocked(db *ConfigDB, vmid int, from, to string, logf func
 		case kind == "qemu-server" && isDriveKey(k):
 			file = parseDrive(c.Keys[k]).file()
 		case kind == "lxc" && ctVolKeyRe.MatchString(k):
-			file = parseProps(c.Keys[k], "volume").get("volume")
+			file = parseProps(c.Keys[k], "volume").Get("volume")
 		default:
 			continue
 		}

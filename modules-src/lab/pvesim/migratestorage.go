@@ -116,7 +116,7 @@ func localResources(c *qmConf) []string {
 			out = append(out, k)
 		case !localResourceRe.MatchString(k):
 		case strings.HasPrefix(k, "serial") && v == "socket":
-		case strings.HasPrefix(k, "usb") && strings.EqualFold(parseProps(v, "host").get("host"), "spice"):
+		case strings.HasPrefix(k, "usb") && strings.EqualFold(parseProps(v, "host").Get("host"), "spice"):
 		case strings.Contains(v, "mapping="):
 		default:
 			out = append(out, k)
@@ -171,7 +171,7 @@ func (s *Sim) remapVolumesLocked(db *ConfigDB, c *qmConf, vmid int, from, to str
 		}
 		d := parseDrive(c.Keys[k])
 		if n := moved[d.file()]; n != "" {
-			d.props.set("file", n)
+			d.Props.Set("file", n)
 			c.Keys[k] = d.print()
 		}
 	}

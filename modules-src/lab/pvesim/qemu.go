@@ -1,6 +1,7 @@
 package pvesim
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 )
 
 // QEMU guests: create, config (read, sync PUT, async POST, pending), status,
@@ -33,43 +36,46 @@ func (rc *reqCtx) skiplock() (bool, error) {
 	return true, nil
 }
 
-// hotplugDefault is qemu-server's default `hotplug` (network,disk,usb).
-var hotplugDefault = []string{"network", "disk", "usb"}
+// qemu-server's rules on a config's values are package qemuserver; these
+// are pvesim's short names for the ones its handlers use everywhere.
 
-// fastPlug are options a running VM takes at once (QemuServer.pm
-// $fast_plug_option, plus the cloud-init options).
-var fastPlug = []string{"description", "hookscript", "lock", "migrate_downtime", "migrate_speed", "name",
-	"onboot", "protection", "shares", "startup", "tags", "vmstatestorage",
-	"cicustom", "cipassword", "citype", "ciupgrade", "ciuser", "nameserver", "searchdomain", "sshkeys"}
+// propString is a parsed property string (pvecommon.Props).
+type propString = pvecommon.Props
 
-func isIPConfig(k string) bool { return strings.HasPrefix(k, "ipconfig") }
+// parseProps is pvecommon.ParseProps.
+var parseProps = pvecommon.ParseProps
 
-// hotpluggable tells whether a running VM applies key at once
-// (vmconfig_hotplug_pending); the rest stays in [PENDING] until a restart.
-func hotpluggable(conf map[string]string, key string) bool {
-	if slices.Contains(fastPlug, key) || isIPConfig(key) {
-		return true
+// drive is a parsed drive option (qemuserver.Drive).
+type drive struct{ qemuserver.Drive }
+
+func parseDrive(v string) drive { return drive{qemuserver.ParseDrive(v)} }
+
+func (d drive) file() string    { return d.File() }
+func (d drive) cdrom() bool     { return d.CDROM() }
+func (d drive) cloudinit() bool { return d.Cloudinit() }
+func (d drive) print() string   { return d.Print() }
+
+var (
+	isDriveKey = qemuserver.IsDriveKey
+	isNetKey   = qemuserver.IsNetKey
+)
+
+// qmErr answers qemuserver's refusal of a parameter as PVE does
+// (raise_param_exc: 400); other errors pass as they are.
+func qmErr(err error) error {
+	if pe := (*qemuserver.ParamError)(nil); errors.As(err, &pe) {
+		return errParams(map[string]string{pe.Param: pe.Msg})
 	}
-	hp := hotplugDefault
-	if v, ok := conf["hotplug"]; ok {
-		switch v {
-		case "0":
-			hp = nil
-		case "1":
-		default:
-			hp = splitComma(v)
-		}
-	}
-	switch {
-	case isNetKey(key):
-		return slices.Contains(hp, "network")
-	case isDriveKey(key) && !strings.HasPrefix(key, "efidisk") && !strings.HasPrefix(key, "tpmstate"):
-		return slices.Contains(hp, "disk")
-	case strings.HasPrefix(key, "usb"):
-		return slices.Contains(hp, "usb")
-	}
-	return false
+	return err
 }
+
+// normaliseNet is qemuserver.NormaliseNet with a random MAC for a NIC sent
+// without one (K16).
+func normaliseNet(v string) string { return qemuserver.NormaliseNet(v, randomMAC) }
+
+// randomMAC is a new MAC with PVE's default prefix (VMs' NICs and
+// containers' hwaddr alike).
+func randomMAC() string { return pvecommon.RandomMAC(randomHex(3)) }
 
 func (s *Sim) runningLocked(node string, vmid int) bool {
 	_, ok := s.st.Nodes[node].Running[vmid]
@@ -103,40 +109,18 @@ func diskSize(conf map[string]string) int64 {
 		if d.cdrom() || d.cloudinit() {
 			continue
 		}
-		if n, ok := parseSize(d.props.get("size")); ok {
+		if n, ok := parseSize(d.Props.Get("size")); ok {
 			return n
 		}
 	}
 	return 0
 }
 
-func memBytes(conf map[string]string) int64 {
-	mem := 512
-	if v := conf["memory"]; v != "" {
-		p := parseProps(v, "current")
-		if n, err := strconv.Atoi(p.get("current")); err == nil {
-			mem = n
-		}
-	}
-	return int64(mem) << 20
-}
-
-func cpus(conf map[string]string) int {
-	c, so := 1, 1
-	if n, err := strconv.Atoi(conf["cores"]); err == nil {
-		c = n
-	}
-	if n, err := strconv.Atoi(conf["sockets"]); err == nil {
-		so = n
-	}
-	return c * so
-}
-
 // vmSummary is the shared part of /nodes/{node}/qemu, status/current and
 // /cluster/resources entries.
 func (s *Sim) vmSummary(node string, vmid int, c *qmConf) map[string]any {
 	conf := c.Keys
-	e := map[string]any{"vmid": vmid, "status": "stopped", "cpus": cpus(conf), "maxmem": memBytes(conf),
+	e := map[string]any{"vmid": vmid, "status": "stopped", "cpus": qemuserver.CPUs(conf), "maxmem": qemuserver.MemBytes(conf),
 		"maxdisk": diskSize(conf), "mem": 0, "disk": 0, "cpu": 0, "uptime": 0,
 		"netin": 0, "netout": 0, "diskread": 0, "diskwrite": 0}
 	if name := conf["name"]; name != "" {
@@ -145,7 +129,7 @@ func (s *Sim) vmSummary(node string, vmid int, c *qmConf) map[string]any {
 	if started, ok := s.st.Nodes[node].Running[vmid]; ok {
 		e["status"] = "running"
 		e["uptime"] = time.Now().Unix() - started
-		e["mem"] = memBytes(conf) / 2
+		e["mem"] = qemuserver.MemBytes(conf) / 2
 		e["cpu"] = 0.01
 		e["pid"] = 10000 + vmid
 	}
@@ -289,7 +273,7 @@ func (s *Sim) getQemuStatus(rc *reqCtx) (any, error) {
 	e := s.vmSummary(rc.node, vmid, c)
 	e["qmpstatus"] = e["status"]
 	e["ha"] = s.haStatusOfGuestLocked(db, fmt.Sprintf("vm:%d", vmid))
-	if c.Keys["agent"] != "" && parseProps(c.Keys["agent"], "enabled").get("enabled") == "1" {
+	if c.Keys["agent"] != "" && parseProps(c.Keys["agent"], "enabled").Get("enabled") == "1" {
 		e["agent"] = 1
 	}
 	return e, nil

@@ -1,17 +1,15 @@
 package pvesim
 
 import (
-	"crypto/sha512"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 )
 
 // QEMU guests' config updates: PUT (sync) and POST (async) config, as
@@ -19,84 +17,40 @@ import (
 // hotplugs or leaves pending each change.
 
 // configUpdate is one PUT/POST config request, parsed and checked before
-// any lock ($update_vm_api's early part).
+// any lock ($update_vm_api's early part; its changes: qemuserver.Update).
 type configUpdate struct {
-	node    string
-	vmid    int
-	set     map[string]string
-	deletes []string
-	revert  []string
-	digest  string
-	force   bool
-	params  []string // for the log line
+	*qemuserver.Update
+	node   string
+	vmid   int
+	digest string
+	force  bool
 }
 
-var configMeta = []string{"node", "vmid", "digest", "delete", "revert", "force", "skiplock", "background_delay",
-	"skip_cloud_init", "import-working-storage"}
-
 func (s *Sim) parseConfigUpdate(rc *reqCtx) (*configUpdate, error) {
-	u := &configUpdate{node: rc.node, vmid: rc.vmid(), set: map[string]string{}, digest: rc.str("digest"), force: rc.boolean("force")}
+	set := map[string]string{}
 	for k, v := range rc.params {
-		if slices.Contains(configMeta, k) {
-			continue
-		}
-		u.set[k] = pvecommon.ParamString(v)
-	}
-	for _, k := range slices.Sorted(maps.Keys(u.set)) {
-		v := u.set[k]
-		if k == "cipassword" {
-			v = "<hidden>"
-		}
-		u.params = append(u.params, "-"+k, v)
-	}
-	if pw, ok := u.set["cipassword"]; ok && !cryptedRe.MatchString(pw) {
-		u.set["cipassword"] = cryptPassword(pw) // an update stores it hashed (encrypt_pw)
-	}
-	if k, ok := u.set["cdrom"]; ok {
-		u.set["ide2"] = k + ",media=cdrom"
-		delete(u.set, "cdrom")
-	}
-	if keys, ok := u.set["sshkeys"]; ok {
-		if err := checkSSHKeys(keys); err != nil {
-			return nil, err
+		if !slices.Contains(qemuserver.ConfigMeta, k) {
+			set[k] = pvecommon.ParamString(v)
 		}
 	}
-	u.revert = pveSplit(rc.str("revert"))
-	for _, k := range pveSplit(rc.str("delete")) {
-		if k == "cdrom" {
-			k = "ide2"
-		}
-		if _, ok := u.set[k]; ok {
-			return nil, errParams(map[string]string{"delete": fmt.Sprintf("you can't use '-%s' and -delete %s' at the same time", k, k)})
-		}
-		u.deletes = append(u.deletes, k)
+	up, err := qemuserver.PrepareUpdate(set, pveSplit(rc.str("delete")), pveSplit(rc.str("revert")),
+		func() string { return randomHex(8) }, randomMAC)
+	if err != nil {
+		return nil, qmErr(err)
 	}
-	if len(u.set) == 0 && len(u.deletes) == 0 && len(u.revert) == 0 {
-		return nil, fmt.Errorf("no options specified")
-	}
-	for k, v := range u.set {
+	for k, v := range up.Set {
 		if isDriveKey(k) {
 			if err := s.checkNewDrive(rc.node, k, v); err != nil {
 				return nil, err
 			}
 		}
-		if isNetKey(k) {
-			u.set[k] = normaliseNet(v) // a new MAC unless one is given (K16)
-		}
 	}
-	return u, nil
+	return &configUpdate{Update: up, node: rc.node, vmid: rc.vmid(), digest: rc.str("digest"), force: rc.boolean("force")}, nil
 }
 
-// cryptedRe is qemu-server's test for an already hashed password.
-var cryptedRe = regexp.MustCompile(`^\$(?:[156]|2[ay])(\$.+){2}`)
-
-// cryptPassword stands in for PVE::Tools::encrypt_pw (crypt(3) SHA-512):
-// same shape, not a real crypt hash (reconstruction) — the lab only needs
-// the password gone from the file.
-func cryptPassword(pw string) string {
-	salt := randomHex(8)
-	sum := sha512.Sum512([]byte(salt + pw))
-	return "$6$" + salt + "$" + base64.RawStdEncoding.EncodeToString(sum[:])
+// bootOrder is the `order=` list of a boot option.
+func bootOrder(boot string) []string {
+	return pveSplit(parseProps(boot, "legacy").Get("order"))
 }
 
 func pveSplit(s string) []string {
@@ -125,21 +79,21 @@ func (s *Sim) loadAndCheck(db *ConfigDB, u *configUpdate, skiplock bool) (*qmCon
 // unplugged and plugged again) and keeps the rest pending. Disks keep their
 // volumes as unusedN when replaced or removed (qemudisks.go).
 func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *qmConf, logf func(string, ...any)) error {
-	logf("update VM %d: %s", u.vmid, strings.Join(u.params, " "))
+	logf("update VM %d: %s", u.vmid, strings.Join(u.LogParams, " "))
 	if err := s.etcPveWritableLocked(db, guestConfPath(u.node, "qemu-server", u.vmid)); err != nil {
 		return err
 	}
 	node, vmid := u.node, u.vmid
 	order := bootOrder(c.Keys["boot"])
-	bootDeleted := slices.Contains(u.deletes, "bootorder")
+	bootDeleted := slices.Contains(u.Deletes, "bootorder")
 	// modified is $modified: the keys of this request, the only ones a
 	// running VM's hotplug tries (vmconfig_hotplug_pending's $selection);
 	// what earlier requests left pending stays so.
 	modified := map[string]bool{}
-	for k := range u.set {
+	for k := range u.Set {
 		modified[k] = true
 	}
-	for _, k := range u.deletes {
+	for _, k := range u.Deletes {
 		if k == "description" && c.Description != "" {
 			// Kept as the file's comment lines (storeDescription), and a
 			// fast-plug option: gone at once, running or not.
@@ -193,12 +147,12 @@ func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *qmConf, logf f
 		c.PendingDelete = slices.DeleteFunc(c.PendingDelete, func(d string) bool { return strings.TrimPrefix(d, "!") == k })
 		c.PendingDelete = append(c.PendingDelete, mark)
 	}
-	for _, k := range u.revert {
+	for _, k := range u.Revert {
 		delete(c.Pending, k)
 		c.PendingDelete = slices.DeleteFunc(c.PendingDelete, func(d string) bool { return strings.TrimPrefix(d, "!") == k })
 	}
-	for _, k := range slices.Sorted(maps.Keys(u.set)) {
-		v := u.set[k]
+	for _, k := range slices.Sorted(maps.Keys(u.Set)) {
+		v := u.Set[k]
 		if pv, ok := c.Pending[k]; ok && pv == v {
 			continue // skip if nothing changed
 		}
@@ -207,7 +161,7 @@ func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *qmConf, logf f
 			continue
 		}
 		if isDriveKey(k) {
-			if at := cloudinitRequestElsewhere(k, v, c.Keys, c.Pending); at != "" {
+			if at := qemuserver.CloudinitRequestElsewhere(k, v, c.Keys, c.Pending); at != "" {
 				return pveDie("%s - cloud-init drive is already attached at '%s'", k, at)
 			}
 			if pv, ok := c.Pending[k]; ok {
@@ -261,7 +215,7 @@ func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *qmConf, logf f
 		}
 		c.PendingDelete = keep
 		for _, k := range slices.Sorted(maps.Keys(c.Pending)) {
-			if !modified[k] && !(slices.Contains(fastPlug, k) || isIPConfig(k)) {
+			if !modified[k] && !qemuserver.FastPlug(k) {
 				continue // fast-plug options apply whatever the selection
 			}
 			ok, err := s.hotplugSetLocked(node, vmid, c, k, logf)
@@ -324,16 +278,16 @@ func (s *Sim) configUpdateRequest(rc *reqCtx) (u *configUpdate, skiplock bool, e
 	}
 	// update_vm_api's checks before $load_and_check_config (qemuperm.go).
 	db := rc.db()
-	if err := checkVMModifyConfigPerm(db, rc.who, u.vmid, "", u.deletes); err != nil {
+	if err := checkVMModifyConfigPerm(db, rc.who, u.vmid, "", u.Deletes); err != nil {
 		return nil, false, err
 	}
-	if err := checkVMModifyConfigPerm(db, rc.who, u.vmid, "", slices.Sorted(maps.Keys(u.set))); err != nil {
+	if err := checkVMModifyConfigPerm(db, rc.who, u.vmid, "", slices.Sorted(maps.Keys(u.Set))); err != nil {
 		return nil, false, err
 	}
-	if err := checkStorageAccessNew(db, rc.who, u.set, ""); err != nil {
+	if err := checkStorageAccessNew(db, rc.who, u.Set, ""); err != nil {
 		return nil, false, err
 	}
-	if err := checkBridgeAccess(db, rc.who, u.set); err != nil {
+	if err := checkBridgeAccess(db, rc.who, u.Set); err != nil {
 		return nil, false, err
 	}
 	if _, err := s.loadAndCheck(db, u, skiplock); err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 )
 
 // QEMU guests' creation: POST /nodes/{node}/qemu and the drives it allocates
@@ -29,7 +30,7 @@ func (s *Sim) postQemuCreate(rc *reqCtx) (any, error) {
 		return nil, errStatus(501, "restore is not simulated by the lab")
 	}
 	if rc.has("sshkeys") {
-		if err := checkSSHKeys(rc.str("sshkeys")); err != nil {
+		if err := qemuserver.CheckSSHKeys(rc.str("sshkeys")); err != nil {
 			return nil, err
 		}
 	}
@@ -127,7 +128,7 @@ func (s *Sim) postQemuCreate(rc *reqCtx) (any, error) {
 			if !isDriveKey(k) {
 				continue
 			}
-			if at := cloudinitRequestElsewhere(k, keys[k], made); at != "" {
+			if at := qemuserver.CloudinitRequestElsewhere(k, keys[k], made); at != "" {
 				s.removeEtcPve(db, guestConfPath(node, "qemu-server", vmid))
 				return fmt.Sprintf("unable to create VM %d - %s - cloud-init drive is already attached at '%s'", vmid, k, at)
 			}
@@ -143,7 +144,7 @@ func (s *Sim) postQemuCreate(rc *reqCtx) (any, error) {
 			made[k] = nv
 		}
 		if keys["boot"] == "" {
-			keys["boot"] = defaultBoot(keys)
+			keys["boot"] = qemuserver.DefaultBoot(keys)
 		}
 		if keys["smbios1"] == "" {
 			keys["smbios1"] = "uuid=" + newUUID()
@@ -162,31 +163,6 @@ func (s *Sim) postQemuCreate(rc *reqCtx) (any, error) {
 		s.saveLocked()
 		return ""
 	}), nil
-}
-
-// defaultBoot is get_default_bootdevices: disks, then the first NIC
-// (reconstruction of the order: cdroms first as PVE does).
-func defaultBoot(keys map[string]string) string {
-	var cd, disks, nets []string
-	for _, k := range slices.Sorted(maps.Keys(keys)) {
-		switch {
-		case isDriveKey(k) && !strings.HasPrefix(k, "unused") && !strings.HasPrefix(k, "efidisk") && !strings.HasPrefix(k, "tpmstate"):
-			if d := parseDrive(keys[k]); d.cdrom() {
-				if !d.cloudinit() {
-					cd = append(cd, k)
-				}
-			} else {
-				disks = append(disks, k)
-			}
-		case isNetKey(k):
-			nets = append(nets, k)
-		}
-	}
-	order := append(cd, disks...)
-	if len(nets) > 0 {
-		order = append(order, nets[0])
-	}
-	return "order=" + strings.Join(order, ";")
 }
 
 // checkNewDrive is $check_drive_param's storage part: the storage exists,
@@ -249,25 +225,6 @@ func efiDiskSize(st *Storage, efitype string) int64 {
 	return size
 }
 
-// cloudinitRequestElsewhere is create_disks' has_cloudinit check for a
-// "store:cloudinit" value of key: the first other drive key of confs (the
-// config, its pending section, the drives made so far) that holds a
-// cloud-init drive, or "". The key itself does not count (has_cloudinit's
-// $skip): sending it again goes on to the allocation, which fails there.
-func cloudinitRequestElsewhere(key, value string, confs ...map[string]string) string {
-	if _, vn, ok := volumeID(parseDrive(value).file()); !ok || vn != "cloudinit" {
-		return ""
-	}
-	for _, c := range confs {
-		for _, k := range slices.Sorted(maps.Keys(c)) {
-			if k != key && isDriveKey(k) && !strings.HasPrefix(k, "unused") && parseDrive(c[k]).cloudinit() {
-				return k
-			}
-		}
-	}
-	return ""
-}
-
 // createDrive is create_disks for one option: "store:32" allocates a 32 GiB
 // volume, "store:cloudinit" the cloud-init drive; others are kept.
 func (s *Sim) createDrive(node string, vmid int, key, v string) (string, error) {
@@ -281,13 +238,13 @@ func (s *Sim) createDrive(node string, vmid int, key, v string) (string, error) 
 		return "", fmt.Errorf("storage '%s' does not exist", store)
 	}
 	if vn == "cloudinit" {
-		volid, err := s.allocCloudinitLocked(node, st, vmid, d.props.get("format"))
+		volid, err := s.allocCloudinitLocked(node, st, vmid, d.Props.Get("format"))
 		if err != nil {
 			return "", err
 		}
-		d.props.set("file", volid)
-		d.props.set("media", "cdrom")
-		d.props.del("format") // "no longer needed"
+		d.Props.Set("file", volid)
+		d.Props.Set("media", "cdrom")
+		d.Props.Del("format") // "no longer needed"
 		return d.print(), nil
 	}
 	gib, err := strconv.ParseFloat(vn, 64)
@@ -298,18 +255,18 @@ func (s *Sim) createDrive(node string, vmid int, key, v string) (string, error) 
 		if err := s.missingVolume(node, d.file()); err != nil {
 			return "", err
 		}
-		if d.cdrom() && d.props.get("size") == "" {
+		if d.cdrom() && d.Props.Get("size") == "" {
 			// volume_size_info gives an ISO its size= too.
 			if st := s.dbOf(node).Storage[store]; st != nil {
 				if f, err := s.fileVolumeLocked(node, st, d.file()); err == nil && f != nil {
-					d.props.set("size", formatSize(f.Size))
+					d.Props.Set("size", formatSize(f.Size))
 					return d.print(), nil
 				}
 			}
 		}
 		if !d.cdrom() {
-			if vol, _, err := s.volumeLocked(node, d.file()); err == nil && d.props.get("size") == "" {
-				d.props.set("size", formatSize(vol.Size))
+			if vol, _, err := s.volumeLocked(node, d.file()); err == nil && d.Props.Get("size") == "" {
+				d.Props.Set("size", formatSize(vol.Size))
 				return d.print(), nil
 			}
 		}
@@ -318,17 +275,17 @@ func (s *Sim) createDrive(node string, vmid int, key, v string) (string, error) 
 	size := int64(gib * (1 << 30))
 	switch key {
 	case "efidisk0":
-		size = efiDiskSize(st, d.props.get("efitype"))
+		size = efiDiskSize(st, d.Props.Get("efitype"))
 	case "tpmstate0":
 		size = 4 << 20 // TPMSTATE_DISK_SIZE (QemuServer/Drive.pm), whatever size was asked
 	}
-	volid, err := s.allocVolumeLocked(node, st, vmid, size, d.props.get("format"))
+	volid, err := s.allocVolumeLocked(node, st, vmid, size, d.Props.Get("format"))
 	if err != nil {
 		return "", err
 	}
-	d.props.set("file", volid)
-	delete(d.props.vals, "format")
-	d.props.keys = slices.DeleteFunc(d.props.keys, func(k string) bool { return k == "format" })
-	d.props.set("size", formatSize(size))
+	d.Props.Set("file", volid)
+	delete(d.Props.Vals, "format")
+	d.Props.Keys = slices.DeleteFunc(d.Props.Keys, func(k string) bool { return k == "format" })
+	d.Props.Set("size", formatSize(size))
 	return d.print(), nil
 }

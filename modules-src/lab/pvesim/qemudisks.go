@@ -4,10 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
 
@@ -20,9 +20,6 @@ import (
 // owns it; `delete=unusedN`, or a removal with force=1, frees it; a
 // cloud-init volume is freed at once; a CD-ROM is simply dropped.
 
-// maxUnusedDisks is qemu-server's MAX_UNUSED_DISKS.
-const maxUnusedDisks = 256
-
 // addUnusedVolume is QemuConfig.pm add_unused_volume: a cloud-init volume
 // is freed ("found unused cloudinit disk … removing it"); anything else goes
 // to the lowest free unusedN unless it is already one (AbstractConfig.pm).
@@ -31,19 +28,9 @@ func (s *Sim) addUnusedVolume(node string, c *qmConf, volid string, logf func(st
 		logf("found unused cloudinit disk '%s', removing it", volid)
 		return s.freeVolumeLocked(node, volid)
 	}
-	key := ""
-	for i := maxUnusedDisks - 1; i >= 0; i-- {
-		k := fmt.Sprintf("unused%d", i)
-		if v, ok := c.Keys[k]; ok {
-			if v == volid {
-				return nil
-			}
-			continue
-		}
-		key = k
-	}
-	if key == "" {
-		return pveDie("Too many unused volumes - please delete them first.") // AbstractConfig.pm's words
+	key, err := qemuserver.UnusedSlot(c.Keys, volid)
+	if err != nil || key == "" {
+		return err
 	}
 	c.Keys[key] = volid
 	return nil
@@ -82,19 +69,6 @@ func (s *Sim) registerUnusedDriveLocked(node string, vmid int, c *qmConf, value 
 	return nil
 }
 
-// volumeInUse is Drive.pm is_volume_in_use without snapshots (the lab has
-// none): another drive key, current or pending, references the volume.
-func volumeInUse(c *qmConf, skipKey, volid string) bool {
-	for _, keys := range []map[string]string{c.Keys, c.Pending} {
-		for k, v := range keys {
-			if k != skipKey && isDriveKey(k) && !strings.HasPrefix(k, "unused") && parseDrive(v).file() == volid {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // tryDeallocateDriveLocked is try_deallocate_drive: with force, or for an
 // unusedN key, an owned volume that nothing else uses is freed; a volume
 // of another VM only leaves the config. It tells whether the key may go.
@@ -106,7 +80,7 @@ func (s *Sim) tryDeallocateDriveLocked(node string, vmid int, c *qmConf, key, va
 	if !ownsVolume(vmid, d.file()) {
 		return true, nil
 	}
-	if volumeInUse(c, key, d.file()) {
+	if qemuserver.VolumeInUse(c.Keys, c.Pending, key, d.file()) {
 		return false, pveDie("unable to delete '%s' - volume is still in use (snapshot?)", d.file())
 	}
 	if err := s.freeVolumeLocked(node, d.file()); err != nil {
@@ -124,52 +98,8 @@ func (s *Sim) deleteOrDetachDriveLocked(node string, vmid int, c *qmConf, key st
 	return s.registerUnusedDriveLocked(node, vmid, c, c.Keys[key], logf)
 }
 
-// dropReusedUnused is write_vm_config's "remove 'unusedX' settings if we
-// re-add a volume": an unusedN whose volume a drive uses again goes.
-func dropReusedUnused(c *qmConf) {
-	used := map[string]bool{}
-	for _, keys := range []map[string]string{c.Keys, c.Pending} {
-		for k, v := range keys {
-			if isDriveKey(k) && !strings.HasPrefix(k, "unused") {
-				if f := parseDrive(v).file(); f != "" {
-					used[f] = true
-				}
-			}
-		}
-	}
-	for k, v := range c.Keys {
-		if strings.HasPrefix(k, "unused") && used[v] {
-			delete(c.Keys, k)
-		}
-	}
-}
-
-// bootOrder is the `order=` list of a boot option.
-func bootOrder(boot string) []string {
-	return pveSplit(parseProps(boot, "legacy").get("order"))
-}
-
-// hotplugFeatures is the VM's `hotplug` option as a set.
-func hotplugFeatures(conf map[string]string) map[string]bool {
-	hp := hotplugDefault
-	if v, ok := conf["hotplug"]; ok {
-		switch v {
-		case "0":
-			hp = nil
-		case "1":
-			hp = []string{"network", "disk", "usb", "cpu", "memory", "cloudinit"} // reconstruction of "1"
-		default:
-			hp = splitComma(v)
-		}
-	}
-	out := map[string]bool{}
-	for _, f := range hp {
-		out[f] = true
-	}
-	return out
-}
-
-var driveOptsNeedRestart = []string{"aio", "discard", "iothread", "queues", "product", "cache", "ssd", "vendor", "ro"}
+// dropReusedUnused is write_vm_config's (qemuserver.DropReusedUnused).
+func dropReusedUnused(c *qmConf) { qemuserver.DropReusedUnused(c.Keys, c.Pending) }
 
 // hotplugSetLocked is vmconfig_hotplug_pending for one pending value of a
 // running VM: it applies it (true) or leaves it pending. Disks follow
@@ -178,7 +108,7 @@ var driveOptsNeedRestart = []string{"aio", "discard", "iothread", "queues", "pro
 // disk is plugged, except on IDE/SATA; efidisk0/tpmstate0 wait.
 func (s *Sim) hotplugSetLocked(node string, vmid int, c *qmConf, key string, logf func(string, ...any)) (bool, error) {
 	if !isDriveKey(key) {
-		if !hotpluggable(c.Keys, key) {
+		if !qemuserver.Hotpluggable(c.Keys, key) {
 			return false, nil
 		}
 		if isNetKey(key) {
@@ -191,7 +121,7 @@ func (s *Sim) hotplugSetLocked(node string, vmid int, c *qmConf, key string, log
 	if key == "efidisk0" || key == "tpmstate0" {
 		return false, nil
 	}
-	hp := hotplugFeatures(c.Keys)
+	hp := qemuserver.HotplugFeatures(c.Keys)
 	nd := parseDrive(c.Pending[key])
 	if nd.cloudinit() {
 		return true, nil // generated after the other changes
@@ -221,18 +151,13 @@ func (s *Sim) hotplugSetLocked(node string, vmid int, c *qmConf, key string, log
 		}
 		return true, s.registerUnusedDriveLocked(node, vmid, c, old, logf)
 	}
-	for _, o := range driveOptsNeedRestart {
-		if od.props.get(o) != nd.props.get(o) {
-			return false, nil
-		}
-	}
-	return true, nil
+	return !qemuserver.DiskChangeNeedsRestart(od.Drive, nd.Drive), nil
 }
 
 // hotplugDeleteLocked is the deletion half of vmconfig_hotplug_pending.
 func (s *Sim) hotplugDeleteLocked(node string, vmid int, c *qmConf, key string, force bool, logf func(string, ...any)) (bool, error) {
 	if !isDriveKey(key) {
-		if !hotpluggable(c.Keys, key) {
+		if !qemuserver.Hotpluggable(c.Keys, key) {
 			return false, nil
 		}
 		if isNetKey(key) {
@@ -242,7 +167,7 @@ func (s *Sim) hotplugDeleteLocked(node string, vmid int, c *qmConf, key string, 
 		}
 		return true, nil
 	}
-	if !hotplugFeatures(c.Keys)["disk"] || regexpDriveNoUnplug.MatchString(key) {
+	if !qemuserver.HotplugFeatures(c.Keys)["disk"] || qemuserver.DriveNoUnplug(key) {
 		return false, nil
 	}
 	if err := s.unplugLocked(node, vmid, key); err != nil {
@@ -295,9 +220,6 @@ func applyProblem(key string, err error) string {
 	}
 	return fmt.Sprintf("unable to apply pending change %s : %s\n", key, strings.TrimRight(msg, "\n"))
 }
-
-// regexpDriveNoUnplug: drives a running VM cannot lose (hotplug_pending).
-var regexpDriveNoUnplug = regexp.MustCompile(`^(efidisk|ide|sata|tpmstate)\d+$`)
 
 // destroyVolumesLocked is destroy_vm's volume part: every volume the VM
 // owns that its config references (drives, unusedN, cloud-init, pending

@@ -69,7 +69,7 @@ func (s *Sim) postQemuTemplate(rc *reqCtx) (any, error) {
 				s.saveLocked()
 				return err.Error()
 			}
-			d.props.set("file", nb)
+			d.Props.Set("file", nb)
 			c.Keys[k] = d.print()
 			s.writeQmConfLocked(db, node, vmid, c)
 		}
@@ -129,7 +129,7 @@ func (s *Sim) putQemuResize(rc *reqCtx) (any, error) {
 		if err := s.resizeVolumeLocked(node, d.file(), n); err != nil {
 			return err.Error()
 		}
-		d.props.set("size", formatSize(n))
+		d.Props.Set("size", formatSize(n))
 		c.Keys[disk] = d.print()
 		s.writeQmConfLocked(db, node, vmid, c)
 		s.saveLocked()

@@ -3,9 +3,10 @@ package pvesim
 import (
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 )
 
 // The permission checks qemu-server makes in its handlers, beyond the
@@ -18,6 +19,10 @@ import (
 // PVE::GuestHelpers::check_vnet_access (pve-guest-common). Without them a
 // token with a single VM.Config.* privilege could change memory, CPU and
 // NICs in the lab, which PVE refuses.
+//
+// Which privilege each option needs and the device checks are
+// qemuserver's (OptionPrivs, CheckCreateDevicePerm); this file gives them
+// the caller's checks and keeps the storage and bridge checks.
 //
 // Reconstructions and simplifications, all named here:
 //   - check_vm_perm is check_full on /pool/<pool> (create's pool parameter)
@@ -39,29 +44,6 @@ import (
 //     (9.1.10). Clone's VM.Clone and VM.Allocate are the schema's check,
 //     which the lab evaluates for every call.
 
-var (
-	qmCPUOptions      = setOf("cores", "cpu", "runningcpu", "cpulimit", "cpuunits", "numa", "smp", "sockets", "vcpus")
-	qmMemoryOptions   = setOf("memory", "balloon", "shares", "allow-ksm")
-	qmHWTypeOptions   = setOf("acpi", "hotplug", "kvm", "machine", "runningmachine", "scsihw", "smbios1", "tablet", "vga", "watchdog", "audio0", "rng0")
-	qmGeneralOptions  = setOf("agent", "autostart", "bios", "description", "keyboard", "localtime", "migrate_downtime", "migrate_speed", "name", "onboot", "ostype", "protection", "reboot", "startdate", "startup", "tdf", "template")
-	qmPowerOptions    = setOf("freeze")
-	qmDiskOptions     = setOf("boot", "bootdisk", "vmstatestorage")
-	qmCloudinitOption = setOf("cicustom", "cipassword", "citype", "ciuser", "ciupgrade", "nameserver", "searchdomain", "sshkeys")
-	qmSkipPermRe      = regexp.MustCompile(`^(?:unused|serial|usb|hostpci|virtiofs)\d+$`)
-	qmNumaRe          = regexp.MustCompile(`^numa\d+$`)
-	qmIPConfigRe      = regexp.MustCompile(`^ipconfig\d+$`)
-	// NEW_DISK_RE of QemuServer/Drive.pm: "[storage:]size" allocates a disk.
-	qmNewDiskRe = regexp.MustCompile(`^(([^/:\s]+):)?(\d+(\.\d+)?)$`)
-)
-
-func setOf(keys ...string) map[string]bool {
-	m := map[string]bool{}
-	for _, k := range keys {
-		m[k] = true
-	}
-	return m
-}
-
 // isRootUser is qemu-server's `$authuser eq 'root@pam'` (a token of root
 // is not root@pam).
 func isRootUser(who *principal) bool { return who == nil || who.full() == "root@pam" || who.CLI }
@@ -76,49 +58,26 @@ func vmCheck(db *ConfigDB, who *principal, vmid int, pool string, privs []string
 	return nil
 }
 
-// checkVMModifyConfigPerm is $check_vm_modify_config_perm (pool: create's
-// pool parameter, else "").
+// qmPerm is who's privilege checks for qemuserver's permission rules, on
+// VM vmid (pool: create's pool parameter, else "").
+func qmPerm(db *ConfigDB, who *principal, vmid int, pool string) qemuserver.Perm {
+	return qemuserver.Perm{
+		Root:  isRootUser(who),
+		VM:    func(privs []string, anyOf bool) error { return vmCheck(db, who, vmid, pool, privs, anyOf) },
+		Check: func(path, priv string) error { return rpcCheck(db, who, path, priv) },
+	}
+}
+
+// checkVMModifyConfigPerm is $check_vm_modify_config_perm
+// (qemuserver.CheckModifyConfigPerm).
 func checkVMModifyConfigPerm(db *ConfigDB, who *principal, vmid int, pool string, keys []string) error {
-	if isRootUser(who) {
-		return nil
-	}
-	for _, opt := range keys {
-		var privs []string
-		anyOf := false
-		switch {
-		case isDriveKey(opt) || opt == "cdrom" || opt == "tags" || qmSkipPermRe.MatchString(opt):
-			continue // checked elsewhere, value dependent
-		case qmCPUOptions[opt] || qmNumaRe.MatchString(opt):
-			privs = []string{"VM.Config.CPU"}
-		case qmMemoryOptions[opt]:
-			privs = []string{"VM.Config.Memory"}
-		case qmHWTypeOptions[opt]:
-			privs = []string{"VM.Config.HWType"}
-		case qmGeneralOptions[opt]:
-			privs = []string{"VM.Config.Options"}
-		case qmPowerOptions[opt]:
-			privs = []string{"VM.PowerMgmt"}
-		case qmDiskOptions[opt]:
-			privs = []string{"VM.Config.Disk"}
-		case isNetKey(opt) || opt == "running-nets-host-mtu":
-			privs = []string{"VM.Config.Network"}
-		case qmCloudinitOption[opt] || qmIPConfigRe.MatchString(opt):
-			privs, anyOf = []string{"VM.Config.Cloudinit", "VM.Config.Network"}, true
-		case opt == "vmstate":
-			privs = []string{"VM.Config.Disk", "VM.PowerMgmt"}
-		default:
-			continue // root-only options: not refused by the lab (see above)
-		}
-		if err := vmCheck(db, who, vmid, pool, privs, anyOf); err != nil {
-			return err
-		}
-		if opt == "startup" {
-			if err := rpcCheck(db, who, "/", "Sys.Modify"); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return qemuserver.CheckModifyConfigPerm(qmPerm(db, who, vmid, pool), keys)
+}
+
+// checkVMCreateDevicePerm is create_vm's checks on passed-through devices
+// (qemuserver.CheckCreateDevicePerm); a refused parameter is a 400.
+func checkVMCreateDevicePerm(db *ConfigDB, who *principal, vmid int, pool string, conf map[string]string) error {
+	return qmErr(qemuserver.CheckCreateDevicePerm(qmPerm(db, who, vmid, pool), conf))
 }
 
 // checkBridgeAccess is QemuServer::check_bridge_access: check_vnet_access
@@ -132,7 +91,7 @@ func checkBridgeAccess(db *ConfigDB, who *principal, conf map[string]string) err
 			continue
 		}
 		p := parseProps(conf[k], "model")
-		if err := checkVnetAccess(db, who, p.get("bridge"), p.get("tag"), p.get("trunks")); err != nil {
+		if err := checkVnetAccess(db, who, p.Get("bridge"), p.Get("tag"), p.Get("trunks")); err != nil {
 			return err
 		}
 	}
@@ -156,80 +115,18 @@ func trunkTags(trunks string) []string {
 	return slices.Sorted(maps.Keys(tags))
 }
 
-// checkStorageAccessNew is the new-disk branch of $check_storage_access:
-// Datastore.AllocateSpace on the storage a "storage:size" drive allocates
-// on, or on defaultStorage for a bare size (create's storage parameter);
-// 'cdrom' needs Sys.Console on /. Existing volumes (check_volume_access)
-// are left to the handlers that read them.
+// checkStorageAccessNew is $check_storage_access's new-disk branch
+// (qemuserver.CheckStorageAccessNew; storage paths only, so no VMID).
 func checkStorageAccessNew(db *ConfigDB, who *principal, conf map[string]string, defaultStorage string) error {
-	if isRootUser(who) {
-		return nil
-	}
-	for _, k := range slices.Sorted(maps.Keys(conf)) {
-		if !isDriveKey(k) {
-			continue
-		}
-		d := parseDrive(conf[k])
-		f := d.file()
-		var path, priv string
-		switch m := qmNewDiskRe.FindStringSubmatch(f); {
-		case d.cdrom() && f == "cdrom":
-			path, priv = "/", "Sys.Console"
-		case !d.cdrom() && m != nil && (m[2] != "" || defaultStorage != ""):
-			store := m[2]
-			if store == "" {
-				store = defaultStorage
-			}
-			path, priv = "/storage/"+store, "Datastore.AllocateSpace"
-		default:
-			continue
-		}
-		if ok, det := checkFull(db, who, path, []string{priv}, false); !ok {
-			return errPerm(det)
-		}
-	}
-	return nil
+	return qemuserver.CheckStorageAccessNew(qmPerm(db, who, 0, ""), conf, defaultStorage)
 }
 
-// checkStorageAccessClone is $check_storage_access_clone: for each disk of
-// the source (not CD-ROMs: cloud-init drives are media=cdrom),
-// Datastore.AllocateSpace on the clone's target storage, or on the disk's
-// own storage when none is given; then clone_vm's check_bridge_access on
-// the source's NICs.
+// checkStorageAccessClone is $check_storage_access_clone
+// (qemuserver.CheckStorageAccessClone), then clone_vm's
+// check_bridge_access on the source's NICs.
 func checkStorageAccessClone(db *ConfigDB, who *principal, src map[string]string, storage string) error {
-	if isRootUser(who) {
-		return nil
-	}
-	for _, k := range slices.Sorted(maps.Keys(src)) {
-		if !isDriveKey(k) {
-			continue
-		}
-		d := parseDrive(src[k])
-		f := d.file()
-		if f == "" || f == "none" {
-			continue
-		}
-		path, priv := "", "Datastore.AllocateSpace"
-		if d.cdrom() {
-			if f != "cdrom" {
-				continue // "we simply allow access"
-			}
-			path, priv = "/", "Sys.Console"
-		} else {
-			sid, _, _ := volumeID(f)
-			if storage != "" {
-				sid = storage
-			}
-			path = "/storage/" + sid
-		}
-		if ok, det := checkFull(db, who, path, []string{priv}, false); !ok {
-			return errPerm(det)
-		}
-	}
-	if v := src["vmstatestorage"]; v != "" {
-		if ok, det := checkFull(db, who, "/storage/"+v, []string{"Datastore.AllocateSpace"}, false); !ok {
-			return errPerm(det)
-		}
+	if err := qemuserver.CheckStorageAccessClone(qmPerm(db, who, 0, ""), src, storage); err != nil {
+		return err
 	}
 	return checkBridgeAccess(db, who, src)
 }

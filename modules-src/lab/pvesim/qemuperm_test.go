@@ -129,7 +129,7 @@ func TestQemuCreateHAManagedAndStartPrivileges(t *testing.T) {
 	}
 }
 
-// create_vm's device checks (qemudevperm.go): a real serial port, USB or PCI
+// create_vm's device checks (qemuserver.CheckCreateDevicePerm): a real serial port, USB or PCI
 // device is root's alone; a socket, spice or a mapping needs
 // VM.Config.HWType, a mapping also Mapping.Use on its /mapping path; a
 // custom CPU model Mapping.Use on /mapping/cpu/<name>. Nothing is created

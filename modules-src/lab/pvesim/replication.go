@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/replication"
 	"github.com/gopve/proxmox/modules-src/pveapi/storagetype"
 )
@@ -91,12 +92,12 @@ func (s *Sim) replicatableVolumes(node string, vmid int, c *qmConf) ([]string, e
 		case isDriveKey(k):
 			d = parseDrive(c.Keys[k])
 		case ctVolKeyRe.MatchString(k): // a container's rootfs and mount points
-			d = drive{props: parseProps(c.Keys[k], "volume")}
-			d.props.set("file", d.props.get("volume"))
+			d = drive{qemuserver.Drive{Props: parseProps(c.Keys[k], "volume")}}
+			d.Props.Set("file", d.Props.Get("volume"))
 		default:
 			continue
 		}
-		if d.cdrom() || d.props.get("replicate") == "0" {
+		if d.cdrom() || d.Props.Get("replicate") == "0" {
 			continue
 		}
 		store, vn, ok := volumeID(d.file())

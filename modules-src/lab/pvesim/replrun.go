@@ -451,7 +451,7 @@ func (s *Sim) missingVolumesLocked(db *ConfigDB, e vmEntry, node string) []strin
 			}
 			file = d.file()
 		case ctVolKeyRe.MatchString(k):
-			file = parseProps(c.Keys[k], "volume").get("volume")
+			file = parseProps(c.Keys[k], "volume").Get("volume")
 		default:
 			continue
 		}

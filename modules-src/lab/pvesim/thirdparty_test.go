@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/internal/testenv"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 )
 
 // The lab against a client nobody here wrote: Debian 12's `ansible`
@@ -256,7 +257,7 @@ func TestCommunityGeneralProxmoxK1K15(t *testing.T) {
 
 			// proxmox_nic keeps the MAC (K16) and compares strings: the
 			// second run is ok because the lab prints netN as print_net does.
-			mac := netMAC(fmt.Sprint(cfg("pve02", 201)["net0"]))
+			mac := qemuserver.NetMAC(fmt.Sprint(cfg("pve02", 201)["net0"]))
 			for i, want := range []bool{true, false} {
 				r = p.run(fmt.Sprintf("nic %d", i), `      community.general.proxmox_nic:
         vmid: 201
