@@ -159,6 +159,11 @@ func (s *Sim) loadAndCheckClone(db *ConfigDB, r *cloneReq, running bool) (*clone
 	if _, exists := s.readEtcPve(db, guestConfPath(r.node, "qemu-server", r.newid)); exists {
 		return nil, fmt.Errorf("unable to create VM %d: config file already exists", r.newid)
 	}
+	// clone_vm's copy loop, after the checks above: a running VM's TPM
+	// state cannot be copied without a snapshot (API2/Qemu.pm).
+	if _, tpm := src.Keys["tpmstate0"]; tpm && full && running && r.snapname == "" {
+		return nil, pveDie("cannot clone TPM state while VM is running")
+	}
 	return p, nil
 }
 

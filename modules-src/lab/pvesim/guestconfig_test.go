@@ -250,3 +250,21 @@ func TestVMDescriptionAsQemuServerStoresIt(t *testing.T) {
 		t.Errorf("config after deleting the description: %q", raw)
 	}
 }
+
+// clone_vm refuses a full clone of a running VM with TPM state unless from
+// a snapshot (qemu-server API2/Qemu.pm: "cannot clone TPM state while VM
+// is running"); the same VM stopped clones.
+func TestCloneRunningTPMState(t *testing.T) {
+	t.Parallel()
+	s := startSim(t, simOpts{taskDuration: 30 * time.Millisecond})
+	c := newClient(t, s, "pve01").root()
+	createVM(t, c, 100, url.Values{"tpmstate0": {"local-lvm:1,version=v2.0"}})
+	mustTask(t, c, "POST", "/nodes/pve01/qemu/100/status/start", nil)
+	if r := c.call("POST", "/nodes/pve01/qemu/100/clone", url.Values{"newid": {"101"}, "full": {"1"}}); r.status != 500 || r.reason != "cannot clone TPM state while VM is running" {
+		t.Errorf("full clone of a running VM with TPM state: %d %q", r.status, r.reason)
+	}
+	mustTask(t, c, "POST", "/nodes/pve01/qemu/100/status/stop", nil)
+	if st := mustTask(t, c, "POST", "/nodes/pve01/qemu/100/clone", url.Values{"newid": {"101"}, "full": {"1"}}); st["exitstatus"] != "OK" {
+		t.Errorf("clone of the stopped VM: %v", st)
+	}
+}
