@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/gopve/proxmox/modules-src/lab/pveschema"
 )
 
 // HotplugDefault is qemu-server's default `hotplug` (network,disk,usb).
@@ -19,26 +21,18 @@ var fastPlug = []string{"description", "hookscript", "lock", "migrate_downtime",
 // its hotplug features: $fast_plug_option and ipconfigN.
 func FastPlug(k string) bool { return slices.Contains(fastPlug, k) || strings.HasPrefix(k, "ipconfig") }
 
-// hotplugList is the `hotplug` option's features: "0" none, "1" whenOne,
-// else the comma list; unset is HotplugDefault.
-func hotplugList(conf map[string]string, whenOne []string) []string {
+// hotplugList is the `hotplug` option's features as
+// parse_hotplug_features reads them: "0" none, "1" and unset the default
+// (HotplugDefault), else split_list of the value.
+func hotplugList(conf map[string]string) []string {
 	v, ok := conf["hotplug"]
-	if !ok {
+	switch {
+	case !ok || v == "1":
 		return HotplugDefault
-	}
-	switch v {
-	case "0":
+	case v == "0":
 		return nil
-	case "1":
-		return whenOne
 	}
-	var out []string
-	for _, f := range strings.Split(v, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
+	return pveschema.SplitList(v)
 }
 
 // Hotpluggable tells whether a running VM applies key at once
@@ -47,7 +41,7 @@ func Hotpluggable(conf map[string]string, key string) bool {
 	if FastPlug(key) {
 		return true
 	}
-	hp := hotplugList(conf, HotplugDefault)
+	hp := hotplugList(conf)
 	switch {
 	case IsNetKey(key):
 		return slices.Contains(hp, "network")
@@ -60,12 +54,10 @@ func Hotpluggable(conf map[string]string, key string) bool {
 }
 
 // HotplugFeatures is the VM's `hotplug` option as a set
-// (parse_hotplug_features). Reconstruction: "1" is read as every feature
-// here (PVE reads it as the default, network,disk,usb); only "disk" is
-// asked of it, which both have.
+// (parse_hotplug_features).
 func HotplugFeatures(conf map[string]string) map[string]bool {
 	out := map[string]bool{}
-	for _, f := range hotplugList(conf, []string{"network", "disk", "usb", "cpu", "memory", "cloudinit"}) {
+	for _, f := range hotplugList(conf) {
 		out[f] = true
 	}
 	return out

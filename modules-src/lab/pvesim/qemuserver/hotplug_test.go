@@ -52,8 +52,13 @@ func TestHotplugFeatures(t *testing.T) {
 	if f := HotplugFeatures(map[string]string{"hotplug": "network"}); f["disk"] || !f["network"] {
 		t.Fatalf("hotplug=network: %v", f)
 	}
-	if f := HotplugFeatures(map[string]string{"hotplug": "1"}); !f["disk"] {
+	// parse_hotplug_features: "1" is the default set (not every feature),
+	// a value is split as split_list splits it.
+	if f := HotplugFeatures(map[string]string{"hotplug": "1"}); !f["disk"] || !f["network"] || !f["usb"] || f["cpu"] || f["memory"] {
 		t.Fatalf("hotplug=1: %v", f)
+	}
+	if f := HotplugFeatures(map[string]string{"hotplug": "disk;cpu memory"}); !f["disk"] || !f["cpu"] || !f["memory"] || f["network"] {
+		t.Fatalf("hotplug=disk;cpu memory: %v", f)
 	}
 }
 
