@@ -256,10 +256,20 @@ func checkFormatAt(name, s, path string) error {
 	return nil
 }
 
-// SplitList splits a PVE list value the way PVE::Tools::split_list does.
+// SplitList splits a PVE list value the way pve-common's
+// PVE::Tools::split_list does: on NUL bytes alone when the text has one
+// (Perl's split drops the trailing empty fields), else on ',', ';' and
+// Perl's \s (space, \t, \n, \r, \f, \v), empty fields dropped.
 func SplitList(s string) []string {
+	if strings.Contains(s, "\x00") {
+		f := strings.Split(s, "\x00")
+		for len(f) > 0 && f[len(f)-1] == "" {
+			f = f[:len(f)-1]
+		}
+		return f
+	}
 	return strings.FieldsFunc(s, func(r rune) bool {
-		return r == ',' || r == ';' || r == ' ' || r == '\t' || r == '\n' || r == 0
+		return r == ',' || r == ';' || r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '\f' || r == '\v'
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/gopve/proxmox/modules-src/lab/pveschema"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/ha"
 )
 
@@ -190,7 +191,7 @@ func (s *Sim) putHAResource(rc *reqCtx) (any, error) {
 		s.setHAErrorLocked(db, sid, false)
 	}
 	setResourceOpts(rc, r)
-	for _, k := range pveSplit(rc.str("delete")) {
+	for _, k := range pveschema.SplitList(rc.str("delete")) {
 		delete(r.Opts, k)
 	}
 	s.commitHALocked(db, ha.ResourcesCfg, list, true)

@@ -3,6 +3,7 @@ package pvesim
 import (
 	"fmt"
 
+	"github.com/gopve/proxmox/modules-src/lab/pveschema"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/ha"
 )
 
@@ -58,7 +59,7 @@ func (s *Sim) putHAGroup(rc *reqCtx) (any, error) {
 		return nil, fmt.Errorf("update ha group failed: no such ha group '%s'", rc.str("group"))
 	}
 	setOpts(rc, ha.GroupOpts, g.Opts)
-	for _, k := range pveSplit(rc.str("delete")) {
+	for _, k := range pveschema.SplitList(rc.str("delete")) {
 		if k == "nodes" {
 			return nil, fmt.Errorf("update ha group failed: unable to delete required option '%s'", k)
 		}

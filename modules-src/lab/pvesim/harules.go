@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gopve/proxmox/modules-src/lab/pveschema"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/ha"
 )
 
@@ -138,7 +139,7 @@ func (s *Sim) putHARule(rc *reqCtx) (any, error) {
 	updated := &section{Type: r.Type, ID: r.ID, Opts: map[string]string{}}
 	maps.Copy(updated.Opts, r.Opts)
 	setRuleOpts(rc, updated.Opts)
-	for _, k := range pveSplit(rc.str("delete")) {
+	for _, k := range pveschema.SplitList(rc.str("delete")) {
 		delete(updated.Opts, k)
 	}
 	ha.NormaliseRuleLists(updated)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gopve/proxmox/modules-src/lab/pveschema"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
@@ -66,11 +67,11 @@ func (s *Sim) putLxcConfig(rc *reqCtx) (any, error) {
 			set[k] = pvecommon.ParamString(v)
 		}
 	}
-	deletes := pveSplit(rc.str("delete"))
+	deletes := pveschema.SplitList(rc.str("delete"))
 	if len(set) == 0 && len(deletes) == 0 && rc.str("revert") == "" {
 		return nil, pveDie("no options specified")
 	}
-	reverts := pveSplit(rc.str("revert"))
+	reverts := pveschema.SplitList(rc.str("revert"))
 	return s.withGuestLockLocked(node, vmid, func() (any, error) {
 		c, err := s.loadCtConfLocked(db, node, vmid)
 		if err != nil {

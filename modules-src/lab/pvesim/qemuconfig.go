@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gopve/proxmox/modules-src/lab/pveschema"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 )
@@ -33,7 +34,7 @@ func (s *Sim) parseConfigUpdate(rc *reqCtx) (*configUpdate, error) {
 			set[k] = pvecommon.ParamString(v)
 		}
 	}
-	up, err := qemuserver.PrepareUpdate(set, pveSplit(rc.str("delete")), pveSplit(rc.str("revert")),
+	up, err := qemuserver.PrepareUpdate(set, pveschema.SplitList(rc.str("delete")), pveschema.SplitList(rc.str("revert")),
 		func() string { return randomHex(8) }, randomMAC)
 	if err != nil {
 		return nil, qmErr(err)
@@ -50,11 +51,7 @@ func (s *Sim) parseConfigUpdate(rc *reqCtx) (*configUpdate, error) {
 
 // bootOrder is the `order=` list of a boot option.
 func bootOrder(boot string) []string {
-	return pveSplit(parseProps(boot, "legacy").Get("order"))
-}
-
-func pveSplit(s string) []string {
-	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ';' || r == ' ' || r == '\x00' })
+	return pveschema.SplitList(parseProps(boot, "legacy").Get("order"))
 }
 
 // loadAndCheck is $load_and_check_config.

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/gopve/proxmox/modules-src/lab/pveschema"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/replication"
 	"github.com/gopve/proxmox/modules-src/pveapi/storagetype"
@@ -188,7 +189,7 @@ func (s *Sim) putReplicationJob(rc *reqCtx) (any, error) {
 		return nil, fmt.Errorf("no such job '%s'", id)
 	}
 	param := func(k string) (string, bool) { return rc.str(k), rc.has(k) }
-	if err := replication.Update(j, param, pveSplit(rc.str("delete"))); err != nil {
+	if err := replication.Update(j, param, pveschema.SplitList(rc.str("delete"))); err != nil {
 		return nil, err
 	}
 	s.writeReplJobsLocked(db, jobs)
