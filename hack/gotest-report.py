@@ -1,7 +1,8 @@
 """Reads `go test -json` on stdin and prints what plain `go test` prints
 (each package's ok/FAIL line, and the whole output of every failed test),
 then the slowest tests, so a CI log says where its time went, and every
-test that skipped, with its reason. Exits 1 when a test or a package failed
+test that skipped, with its reason. GOPVE_TEST_TIMES=FILE also writes
+every top-level test's seconds there (tab-separated, slowest first). Exits 1 when a test or a package failed
 (or the stream held no result at all), and, under GOPVE_REQUIRE_LAB=1 (CI),
 when a test skipped: a skip in CI is not a pass."""
 import json
@@ -58,6 +59,10 @@ for raw in sys.stdin:
     sys.stdout.flush()
 
 elapsed.sort(reverse=True)
+if os.environ.get("GOPVE_TEST_TIMES"):
+    with open(os.environ["GOPVE_TEST_TIMES"], "w") as f:
+        for sec, pkg, test in elapsed:
+            f.write("%.1f\t%s\t%s\n" % (sec, pkg.rsplit("/modules-src/", 1)[-1], test))
 print("\ngo test: the %d slowest tests" % min(SLOWEST, len(elapsed)))
 for sec, pkg, test in elapsed[:SLOWEST]:
     print("%8.1f s  %s %s" % (sec, pkg.rsplit("/modules-src/", 1)[-1], test))
