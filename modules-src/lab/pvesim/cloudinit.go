@@ -1,6 +1,8 @@
 package pvesim
 
 import (
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
@@ -17,11 +19,11 @@ import (
 
 // checkCloudinitSnippetsLocked is get_custom_cloudinit_files at start: each
 // cicustom volume must be a snippet that exists on the node.
-func (s *Sim) checkCloudinitSnippetsLocked(node string, c *qmConf) error {
+func (s *Sim) checkCloudinitSnippetsLocked(node string, c *guestconf.Conf) error {
 	if !qemuserver.HasCloudinitDrive(c.Keys) || c.Keys["cicustom"] == "" {
 		return nil
 	}
-	files := parseProps(c.Keys["cicustom"], "")
+	files := pvecommon.ParseProps(c.Keys["cicustom"], "")
 	for _, kind := range []string{"network", "user", "meta", "vendor"} {
 		volid := files.Get(kind)
 		if volid == "" {
@@ -55,8 +57,8 @@ func (s *Sim) missingVolume(node, volid string) error {
 	if err != nil || ok {
 		return err
 	}
-	store, _, _ := volumeID(volid)
-	if st := s.dbOf(node).Storage[store]; st != nil && storage.HasPath(st.section()) {
+	store, _, _ := storage.ParseVolumeID(volid)
+	if st := s.dbOf(node).Storage[store]; st != nil && storage.HasPath(st) {
 		return pveDie("volume '%s' does not exist", volid)
 	}
 	return pveDie("volume %s does not exist", volid)

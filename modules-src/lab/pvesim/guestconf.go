@@ -11,18 +11,13 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/pmxcfs"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
-	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 )
 
 // A guest's configuration is its file in /etc/pve, nodes/<node>/qemu-server/
 // <vmid>.conf (or lxc/), in PVE's format (package guestconf). The file is
 // the truth: the API parses it on every read, so a config edited on a lab
 // node (or being cloned) is what the API shows.
-
-// qmConf is a parsed config file (package guestconf).
-type qmConf = guestconf.Conf
-
-func parseQmConf(raw string) *qmConf { return guestconf.Parse(raw) }
 
 // ---- Where config files live: the node's /etc/pve (ConfigDB) ----
 
@@ -93,7 +88,7 @@ func (s *Sim) findVMLocked(db *ConfigDB, vmid int) (vmEntry, bool) {
 }
 
 // loadQmConfLocked is load_config: the file on node or PVE's error.
-func (s *Sim) loadQmConfLocked(db *ConfigDB, node string, vmid int) (*qmConf, error) {
+func (s *Sim) loadQmConfLocked(db *ConfigDB, node string, vmid int) (*guestconf.Conf, error) {
 	return s.loadGuestConfLocked(db, vmKind, node, vmid)
 }
 
@@ -106,8 +101,8 @@ func (s *Sim) assertOnNodeLocked(db *ConfigDB, node string, vmid int) error {
 	return nil
 }
 
-func (s *Sim) writeQmConfLocked(db *ConfigDB, node string, vmid int, c *qmConf) {
-	dropReusedUnused(c) // write_vm_config
+func (s *Sim) writeQmConfLocked(db *ConfigDB, node string, vmid int, c *guestconf.Conf) {
+	qemuserver.DropReusedUnused(c.Keys, c.Pending) // write_vm_config
 	if d, ok := c.Keys["description"]; ok {
 		c.SetDescription(d) // $generate_raw_config: the "#" lines
 	}
@@ -129,7 +124,7 @@ func (s *Sim) etcPveWritableLocked(db *ConfigDB, rel string) error {
 }
 
 // checkLock is AbstractConfig.pm check_lock.
-func checkLock(c *qmConf) error {
+func checkLock(c *guestconf.Conf) error {
 	if l := c.Lock(); l != "" {
 		return fmt.Errorf("VM is locked (%s)", l)
 	}
@@ -137,9 +132,3 @@ func checkLock(c *qmConf) error {
 }
 
 // ---- volumes a config names ----
-
-// volumeID splits "store:volname" (storage.ParseVolumeID).
-func volumeID(file string) (store, volname string, ok bool) { return storage.ParseVolumeID(file) }
-
-// volOwner returns the VMID a volume name belongs to (storage.Owner).
-func volOwner(volname string) int { return storage.Owner(volname) }

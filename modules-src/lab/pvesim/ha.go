@@ -25,11 +25,6 @@ import (
 // (8), and the guests' replication jobs are rewritten source↔target as the
 // next pvesr run on the new node does (ReplicationState.pm).
 
-// The names the guest code (lxc*, qemulifecycle) uses for resources.cfg.
-const haResourcesCfg = ha.ResourcesCfg
-
-var findResource = ha.FindResource
-
 // haConfigLocked is db's HA files as pvesim/ha reads them.
 func (s *Sim) haConfigLocked(db *ConfigDB) ha.Config {
 	res, _ := s.readSectionsLocked(db, ha.ResourcesCfg)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 )
 
@@ -131,9 +132,9 @@ func (s *Sim) updateNetLocked(node string, vmid int, key, old, value string, log
 // network script … failed with status 512`) and vm_start dies `start
 // failed: QEMU exited with code 1`. It returns that task error, or "".
 // Reconstruction: vhost=on is assumed for virtio (kernel_has_vhost_net).
-func (s *Sim) startNICsLocked(node string, vmid int, c *qmConf, logf func(string, ...any)) string {
+func (s *Sim) startNICsLocked(node string, vmid int, c *guestconf.Conf, logf func(string, ...any)) string {
 	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
-		if !isNetKey(k) {
+		if !qemuserver.IsNetKey(k) {
 			continue
 		}
 		n := qemuserver.ParseNet(c.Keys[k])

@@ -9,7 +9,10 @@ import (
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/ha"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
 
 // LXC containers, the basics (pve-container src/PVE/API2/LXC.pm,
@@ -24,15 +27,15 @@ import (
 
 var ctVolKeyRe = regexp.MustCompile(`^(rootfs|mp\d+)$`)
 
-func (s *Sim) loadCtConfLocked(db *ConfigDB, node string, vmid int) (*qmConf, error) {
+func (s *Sim) loadCtConfLocked(db *ConfigDB, node string, vmid int) (*guestconf.Conf, error) {
 	return s.loadGuestConfLocked(db, ctKind, node, vmid)
 }
 
-func (s *Sim) writeCtConfLocked(db *ConfigDB, node string, vmid int, c *qmConf) {
+func (s *Sim) writeCtConfLocked(db *ConfigDB, node string, vmid int, c *guestconf.Conf) {
 	s.writeGuestConfLocked(db, ctKind, node, vmid, c)
 }
 
-func checkCtLock(c *qmConf) error {
+func checkCtLock(c *guestconf.Conf) error {
 	if l := c.Lock(); l != "" {
 		return pveDie("CT is locked (%s)", l)
 	}
@@ -42,7 +45,7 @@ func checkCtLock(c *qmConf) error {
 // normaliseCtNet is parse_lxc_network + print: name first, a MAC when none
 // is given, type veth.
 func normaliseCtNet(v string) string {
-	p := parseProps(v, "")
+	p := pvecommon.ParseProps(v, "")
 	if p.Get("hwaddr") == "" {
 		p.Set("hwaddr", randomMAC())
 	}
@@ -65,8 +68,8 @@ func normaliseCtNet(v string) string {
 // 100000 for an unprivileged CT (PVE::LXC parse_id_maps' default map
 // "u 0 100000 65536", which mountpoint_mount chowns the root to).
 func (s *Sim) createCtVolume(node string, vmid int, v string, unprivileged bool) (string, error) {
-	p := parseProps(v, "volume")
-	store, size, ok := volumeID(p.Get("volume"))
+	p := pvecommon.ParseProps(v, "volume")
+	store, size, ok := storage.ParseVolumeID(p.Get("volume"))
 	if !ok {
 		return v, nil
 	}
@@ -78,7 +81,7 @@ func (s *Sim) createCtVolume(node string, vmid int, v string, unprivileged bool)
 	if st == nil {
 		return "", pveDie("storage '%s' does not exist", store)
 	}
-	if !st.hasContent("rootdir") {
+	if !st.HasContent("rootdir") {
 		return "", pveDie("storage '%s' does not support container directories", store)
 	}
 	bytes := int64(gib * (1 << 30))
@@ -145,12 +148,12 @@ func (s *Sim) postLxcCreate(rc *reqCtx) (any, error) {
 		return nil, err
 	}
 	for k, v := range keys {
-		if isNetKey(k) {
+		if qemuserver.IsNetKey(k) {
 			keys[k] = normaliseCtNet(v)
 		}
 	}
 	tmpl := rc.str("ostemplate")
-	s.writeCtConfLocked(db, rc.node, vmid, &qmConf{Keys: map[string]string{"lock": "create"}})
+	s.writeCtConfLocked(db, rc.node, vmid, &guestconf.Conf{Keys: map[string]string{"lock": "create"}})
 	if pool := rc.str("pool"); pool != "" {
 		db.Pools[pool].Members = append(db.Pools[pool].Members, fmt.Sprintf("lxc/%d", vmid))
 	}
@@ -191,7 +194,7 @@ func (s *Sim) postLxcCreate(rc *reqCtx) (any, error) {
 			keys["ostype"] = ostypeOf(tmpl)
 		}
 		ctCreateDefaults(keys, vmid)
-		conf := &qmConf{Keys: keys}
+		conf := &guestconf.Conf{Keys: keys}
 		if d, ok := keys["description"]; ok {
 			conf.SetDescription(d)
 		}
@@ -233,14 +236,14 @@ func ostypeOf(tmpl string) string {
 
 // GET /nodes/{node}/lxc
 func (s *Sim) getLxcList(rc *reqCtx) (any, error) {
-	return s.guestListLocked(rc, ctKind, func(node string, vmid int, c *qmConf) map[string]any {
+	return s.guestListLocked(rc, ctKind, func(node string, vmid int, c *guestconf.Conf) map[string]any {
 		v := s.ctSummary(node, vmid, c)
 		v["type"] = "lxc"
 		return v
 	}), nil
 }
 
-func (s *Sim) ctSummary(node string, vmid int, c *qmConf) map[string]any {
+func (s *Sim) ctSummary(node string, vmid int, c *guestconf.Conf) map[string]any {
 	conf := c.Keys
 	mem := int64(512)
 	if n, err := strconv.ParseInt(conf["memory"], 10, 64); err == nil {
@@ -255,7 +258,7 @@ func (s *Sim) ctSummary(node string, vmid int, c *qmConf) map[string]any {
 		cores = n
 	}
 	var disk int64
-	if n, ok := parseSize(parseProps(conf["rootfs"], "volume").Get("size")); ok {
+	if n, ok := parseSize(pvecommon.ParseProps(conf["rootfs"], "volume").Get("size")); ok {
 		disk = n
 	}
 	e := map[string]any{"vmid": vmid, "status": "stopped", "cpus": cores, "maxmem": mem << 20, "maxswap": swap << 20,
@@ -328,10 +331,10 @@ func (s *Sim) getLxcInterfaces(rc *reqCtx) (any, error) {
 	}
 	out := []map[string]any{iface("lo", "00:00:00:00:00:00", [3]string{"inet", "127.0.0.1", "8"}, [3]string{"inet6", "::1", "128"})}
 	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
-		if !isNetKey(k) {
+		if !qemuserver.IsNetKey(k) {
 			continue
 		}
-		p := parseProps(c.Keys[k], "")
+		p := pvecommon.ParseProps(c.Keys[k], "")
 		var addrs [][3]string
 		for _, f := range []struct{ key, family string }{{"ip", "inet"}, {"ip6", "inet6"}} {
 			if ip, pfx, ok := strings.Cut(p.Get(f.key), "/"); ok {
@@ -360,7 +363,7 @@ func (s *Sim) ctPower(rc *reqCtx, typ string, on bool) (any, error) {
 		return nil, pveDie("CT %d not running", vmid)
 	}
 	list, _ := s.haResourcesLocked(db)
-	if r := findResource(list, fmt.Sprintf("ct:%d", vmid)); r != nil && r.Opts["state"] != "ignored" {
+	if r := ha.FindResource(list, fmt.Sprintf("ct:%d", vmid)); r != nil && r.Opts["state"] != "ignored" {
 		haTyp, state := "hastart", "started"
 		if !on {
 			haTyp, state = "hastop", "stopped"
@@ -411,7 +414,7 @@ func (s *Sim) deleteLxc(rc *reqCtx) (any, error) {
 		c, _ := s.loadCtConfLocked(db, node, vmid)
 		for k, v := range c.Keys {
 			if ctVolKeyRe.MatchString(k) {
-				s.freeVolumeLocked(node, parseProps(v, "volume").Get("volume"))
+				s.freeVolumeLocked(node, pvecommon.ParseProps(v, "volume").Get("volume"))
 			}
 		}
 		dropFromPoolsLocked(db, ctKind, vmid)

@@ -8,7 +8,10 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/ha"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
 
 // Containers' config updates, pending section and resize, as pve-container
@@ -29,9 +32,9 @@ var ctFastplug = map[string]bool{"description": true, "onboot": true, "startup":
 // running CT (cgroup for memory/swap/cpulimit/cpuunits, update_net for a
 // NIC, a mount point only when the key is new: "don't try to hotplug over
 // existing mp").
-func ctHotplugged(c *qmConf, key string) bool {
+func ctHotplugged(c *guestconf.Conf, key string) bool {
 	switch {
-	case ctFastplug[key], key == "memory", key == "swap", key == "cpulimit", key == "cpuunits", isNetKey(key):
+	case ctFastplug[key], key == "memory", key == "swap", key == "cpulimit", key == "cpuunits", qemuserver.IsNetKey(key):
 		return true
 	case strings.HasPrefix(key, "mp") && ctVolKeyRe.MatchString(key):
 		_, exists := c.Keys[key]
@@ -99,7 +102,7 @@ func (s *Sim) putLxcConfig(rc *reqCtx) (any, error) {
 			return nil, err
 		}
 		for k, v := range set {
-			if isNetKey(k) {
+			if qemuserver.IsNetKey(k) {
 				set[k] = normaliseCtNet(v)
 			}
 		}
@@ -120,7 +123,7 @@ func (s *Sim) putLxcConfig(rc *reqCtx) (any, error) {
 // ctWritePendingLocked writes the update to the pending section, then
 // applies it: all of it on a stopped CT, what can be hot-plugged on a
 // running one.
-func (s *Sim) ctWritePendingLocked(node string, vmid int, c *qmConf, set map[string]string, deletes, revert []string) error {
+func (s *Sim) ctWritePendingLocked(node string, vmid int, c *guestconf.Conf, set map[string]string, deletes, revert []string) error {
 	for _, k := range revert {
 		delete(c.Pending, k)
 		c.PendingDelete = slices.DeleteFunc(c.PendingDelete, func(d string) bool { return d == k })
@@ -184,7 +187,7 @@ func (s *Sim) ctWritePendingLocked(node string, vmid int, c *qmConf, set map[str
 
 // ctApplyPendingLocked is vm_start's vmconfig_apply_pending: what waited
 // for the start is in force now.
-func (s *Sim) ctApplyPendingLocked(node string, vmid int, c *qmConf) error {
+func (s *Sim) ctApplyPendingLocked(node string, vmid int, c *guestconf.Conf) error {
 	for _, k := range c.PendingDelete {
 		delete(c.Keys, strings.TrimPrefix(k, "!"))
 	}
@@ -247,7 +250,7 @@ func (s *Sim) putLxcResize(rc *reqCtx) (any, error) {
 	db := rc.db()
 	vmid, node := rc.vmid(), rc.node
 	disk, sizeStr, digest := rc.str("disk"), rc.str("size"), rc.str("digest")
-	check := func() (*qmConf, *mountPoint, int64, error) {
+	check := func() (*guestconf.Conf, *mountPoint, int64, error) {
 		c, err := s.loadCtConfLocked(db, node, vmid)
 		if err != nil {
 			return nil, nil, 0, err
@@ -269,8 +272,8 @@ func (s *Sim) putLxcResize(rc *reqCtx) (any, error) {
 		if !ok {
 			return nil, nil, 0, pveDie("unable to parse mount point '%s'", disk) // parse_volume of undef
 		}
-		mp := &mountPoint{props: parseProps(v, "volume")}
-		if sid, _, ok := volumeID(mp.props.Get("volume")); ok && !isRootUser(rc.who) {
+		mp := &mountPoint{props: pvecommon.ParseProps(v, "volume")}
+		if sid, _, ok := storage.ParseVolumeID(mp.props.Get("volume")); ok && !isRootUser(rc.who) {
 			if err := rpcCheck(db, rc.who, "/storage/"+sid, "Datastore.AllocateSpace"); err != nil {
 				return nil, nil, 0, err
 			}
@@ -315,7 +318,7 @@ func (s *Sim) putLxcResize(rc *reqCtx) (any, error) {
 }
 
 // mountPoint is a rootfs or mpN value (volume first).
-type mountPoint struct{ props propString }
+type mountPoint struct{ props pvecommon.Props }
 
 // ctDestroyChecks are destroy_vm's $early_checks, in pve-container's order:
 // protection, lock, HA without purge, replication jobs without purge; then
@@ -333,7 +336,7 @@ func (s *Sim) ctDestroyChecks(db *ConfigDB, node string, vmid int, purge bool) e
 	}
 	list, _ := s.haResourcesLocked(db)
 	if !purge {
-		if findResource(list, fmt.Sprintf("ct:%d", vmid)) != nil {
+		if ha.FindResource(list, fmt.Sprintf("ct:%d", vmid)) != nil {
 			return pveDie("unable to remove CT %d - used in HA resources and purge parameter not set.", vmid)
 		}
 		if jobs := s.replicationJobsOf(db, vmid); len(jobs) > 0 {

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 )
 
 // The permission checks pve-container makes in its handlers, beyond the
@@ -64,10 +66,10 @@ func (s *Sim) checkCTModifyConfigPerm(db *ConfigDB, who *principal, node string,
 			if err := vm("VM.Config.Disk"); err != nil || del {
 				return err
 			}
-			return s.checkCTVolumePerm(db, who, node, vmid, parseProps(newConf[opt], "volume").Get("volume"))
+			return s.checkCTVolumePerm(db, who, node, vmid, pvecommon.ParseProps(newConf[opt], "volume").Get("volume"))
 		case opt == "memory" || opt == "swap":
 			return vm("VM.Config.Memory")
-		case isNetKey(opt):
+		case qemuserver.IsNetKey(opt):
 			if err := vm("VM.Config.Network"); err != nil {
 				return err
 			}
@@ -75,7 +77,7 @@ func (s *Sim) checkCTModifyConfigPerm(db *ConfigDB, who *principal, node string,
 				if raw == "" {
 					continue
 				}
-				p := parseProps(raw, "")
+				p := pvecommon.ParseProps(raw, "")
 				if err := checkVnetAccess(db, who, p.Get("bridge"), p.Get("tag"), p.Get("trunks")); err != nil {
 					return err
 				}
@@ -155,7 +157,7 @@ func checkCTFeaturesPerm(db *ConfigDB, who *principal, vmid int, pool, oldRaw, n
 		return errPerm("changing feature flags for privileged container is only allowed for root@pam")
 	}
 	nesting, other := false, false
-	onlyNesting := func(p propString) {
+	onlyNesting := func(p pvecommon.Props) {
 		switch {
 		case len(p.Vals) == 1 && hasKey(p, "nesting"):
 			nesting = true
@@ -165,9 +167,9 @@ func checkCTFeaturesPerm(db *ConfigDB, who *principal, vmid int, pool, oldRaw, n
 	}
 	switch {
 	case del:
-		onlyNesting(parseProps(oldRaw, ""))
+		onlyNesting(pvecommon.ParseProps(oldRaw, ""))
 	case oldRaw != "":
-		oldF, newF := parseProps(oldRaw, ""), parseProps(newRaw, "")
+		oldF, newF := pvecommon.ParseProps(oldRaw, ""), pvecommon.ParseProps(newRaw, "")
 		keys := append(slices.Sorted(maps.Keys(oldF.Vals)), slices.Sorted(maps.Keys(newF.Vals))...)
 		for _, f := range keys {
 			if oldF.Vals[f] != newF.Vals[f] {
@@ -180,7 +182,7 @@ func checkCTFeaturesPerm(db *ConfigDB, who *principal, vmid int, pool, oldRaw, n
 			}
 		}
 	default:
-		onlyNesting(parseProps(newRaw, ""))
+		onlyNesting(pvecommon.ParseProps(newRaw, ""))
 	}
 	if other {
 		return errPerm("changing feature flags (except nesting) is only allowed for root@pam")
@@ -191,7 +193,7 @@ func checkCTFeaturesPerm(db *ConfigDB, who *principal, vmid int, pool, oldRaw, n
 	return nil
 }
 
-func hasKey(p propString, k string) bool { _, ok := p.Vals[k]; return ok }
+func hasKey(p pvecommon.Props, k string) bool { _, ok := p.Vals[k]; return ok }
 
 // checkCTCreatePerm is create_vm's checks before check_ct_modify_config_perm
 // for a create from a template (restore=0): Sys.Modify on / for a

@@ -7,7 +7,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/vzdump"
 )
 
@@ -79,7 +81,7 @@ func (s *Sim) backupConfigLocked(node string, r *volRef) (string, error) {
 	if s.cfg.BackupArchive == nil {
 		return "", missing
 	}
-	data, err := s.cfg.BackupArchive(node, storageOf(r).info(), r.Name)
+	data, err := s.cfg.BackupArchive(node, storageInfo(r.Section), r.Name)
 	if err != nil {
 		return "", missing
 	}
@@ -186,7 +188,7 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 		delete(keys, "rootfs") // recovered from the archive in the task
 	}
 	for k, v := range keys {
-		if isNetKey(k) {
+		if qemuserver.IsNetKey(k) {
 			keys[k] = normaliseCtNet(v)
 		}
 	}
@@ -198,7 +200,7 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 		old.Keys["lock"] = "create" // create_and_lock_config($vmid, $force) keeps the old config
 		s.writeCtConfLocked(db, node, vmid, old)
 	} else {
-		s.writeCtConfLocked(db, node, vmid, &qmConf{Keys: map[string]string{"lock": "create"}})
+		s.writeCtConfLocked(db, node, vmid, &guestconf.Conf{Keys: map[string]string{"lock": "create"}})
 	}
 	s.saveLocked()
 	storage := rc.str("storage")
@@ -239,7 +241,7 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 		if err != nil {
 			return fail(err.Error(), nil)
 		}
-		orig := parseQmConf(raw)
+		orig := guestconf.Parse(raw)
 		if orig.Keys["template"] == "1" {
 			return fail("restoring a template's backup is not simulated by the lab", nil)
 		}
@@ -254,7 +256,7 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 				if !ctVolKeyRe.MatchString(k) {
 					continue
 				}
-				p := parseProps(orig.Keys[k], "volume")
+				p := pvecommon.ParseProps(orig.Keys[k], "volume")
 				if strings.HasPrefix(p.Get("volume"), "/") {
 					if k == "rootfs" {
 						return fail("restoring rootfs to bind mount is only possible by specifying -rootfs manually!", nil)
@@ -281,18 +283,18 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 				return fail(err.Error(), created)
 			}
 			keys[k] = nv
-			created = append(created, parseProps(nv, "volume").Get("volume"))
+			created = append(created, pvecommon.ParseProps(nv, "volume").Get("volume"))
 		}
 		if old != nil && len(old.Keys) > 1 { // destroy_lxc_container: the overwritten CT's volumes
 			for k, v := range old.Keys {
 				if ctVolKeyRe.MatchString(k) {
-					s.freeVolumeLocked(node, parseProps(v, "volume").Get("volume"))
+					s.freeVolumeLocked(node, pvecommon.ParseProps(v, "volume").Get("volume"))
 				}
 			}
 		}
 		t.task.Log = append(t.task.Log, fmt.Sprintf("restoring '%s' now..", archive))
 		t.task.Log = append(t.task.Log, "merging backed-up and given configuration..")
-		conf := &qmConf{Keys: keys}
+		conf := &guestconf.Conf{Keys: keys}
 		if d, ok := keys["description"]; ok {
 			conf.SetDescription(d)
 		} else {
@@ -306,8 +308,8 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 			case restricted && k == "features" && keys["unprivileged"] != "1" && orig.Keys["unprivileged"] == "1":
 				t.task.Log = append(t.task.Log, "changing from unprivileged to privileged, skipping features")
 				continue
-			case unique && isNetKey(k):
-				p := parseProps(v, "")
+			case unique && qemuserver.IsNetKey(k):
+				p := pvecommon.ParseProps(v, "")
 				p.Del("hwaddr")
 				keys[k] = normaliseCtNet(p.Print(""))
 				continue

@@ -8,7 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/replication"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
 
 // VM migration (qemu-server API2/Qemu.pm migrate_vm, QemuMigrate.pm,
@@ -140,7 +144,7 @@ func (s *Sim) postQemuMigrate(rc *reqCtx) (any, error) {
 			reason = "can't migrate VM which uses local devices: " + strings.Join(res, ", ")
 		}
 		for _, file := range local {
-			store, _, _ := volumeID(file)
+			store, _, _ := storage.ParseVolumeID(file)
 			if dst := sm.target(store); reason == "" && !sm.identity && dst != store {
 				if err := checkStorageAccessMigrate(db, dst, target); err != nil {
 					reason = err.Error() // target_storage_check_available, in scan_local_volumes
@@ -209,28 +213,28 @@ func fmtDuration(d time.Duration) string {
 
 // localVolumesLocked lists a VM's volumes on local storage that migrate with
 // it, or why they cannot (QemuMigrate.pm scan_local_volumes).
-func (s *Sim) localVolumesLocked(db *ConfigDB, c *qmConf, vmid int) ([]string, string) {
+func (s *Sim) localVolumesLocked(db *ConfigDB, c *guestconf.Conf, vmid int) ([]string, string) {
 	var out []string
 	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
-		if !isDriveKey(k) {
+		if !qemuserver.IsDriveKey(k) {
 			continue
 		}
-		d := parseDrive(c.Keys[k])
-		store, vn, ok := volumeID(d.file())
+		d := qemuserver.ParseDrive(c.Keys[k])
+		store, vn, ok := storage.ParseVolumeID(d.File())
 		if !ok {
 			continue
 		}
 		st := db.Storage[store]
-		if st == nil || st.shared() {
+		if st == nil || st.Shared() {
 			continue
 		}
-		if d.cdrom() && !d.cloudinit() {
-			return nil, fmt.Sprintf("can't migrate local disk '%s': local cdrom image", d.file())
+		if d.CDROM() && !d.Cloudinit() {
+			return nil, fmt.Sprintf("can't migrate local disk '%s': local cdrom image", d.File())
 		}
 		if base, _, ok := strings.Cut(vn, "/vm-"); ok && strings.Contains(base, "base-") {
-			return nil, fmt.Sprintf("can't migrate '%s' as it's a clone of '%s'", d.file(), strings.TrimSuffix(base, "/"))
+			return nil, fmt.Sprintf("can't migrate '%s' as it's a clone of '%s'", d.File(), strings.TrimSuffix(base, "/"))
 		}
-		out = append(out, d.file())
+		out = append(out, d.File())
 	}
 	return out, ""
 }
@@ -247,20 +251,20 @@ func (s *Sim) moveGuestLocked(db *ConfigDB, vmid int, from, to string, logf func
 	if !ok {
 		return pveDie("unable to find configuration file for VM %d on node '%s'", vmid, from)
 	}
-	c := parseQmConf(raw)
+	c := guestconf.Parse(raw)
 	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
 		var file string
 		switch {
-		case kind == "qemu-server" && isDriveKey(k):
-			file = parseDrive(c.Keys[k]).file()
+		case kind == "qemu-server" && qemuserver.IsDriveKey(k):
+			file = qemuserver.ParseDrive(c.Keys[k]).File()
 		case kind == "lxc" && ctVolKeyRe.MatchString(k):
-			file = parseProps(c.Keys[k], "volume").Get("volume")
+			file = pvecommon.ParseProps(c.Keys[k], "volume").Get("volume")
 		default:
 			continue
 		}
-		store, _, ok := volumeID(file)
+		store, _, ok := storage.ParseVolumeID(file)
 		st := db.Storage[store]
-		if !ok || st == nil || st.shared() {
+		if !ok || st == nil || st.Shared() {
 			continue
 		}
 		if v := s.st.Nodes[from].Volumes[file]; v != nil {

@@ -6,8 +6,11 @@ import (
 	"slices"
 
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/replication"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 	"github.com/gopve/proxmox/modules-src/pveapi/storagetype"
 )
 
@@ -84,35 +87,35 @@ func (s *Sim) getReplicationJob(rc *reqCtx) (any, error) {
 // replicatableVolumes is get_replicatable_volumes for a VM config: shared
 // and foreign volumes are skipped, a local volume without the replicate
 // feature is an error.
-func (s *Sim) replicatableVolumes(node string, vmid int, c *qmConf) ([]string, error) {
+func (s *Sim) replicatableVolumes(node string, vmid int, c *guestconf.Conf) ([]string, error) {
 	db := s.dbOf(node)
 	var out []string
 	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
-		var d drive
+		var d qemuserver.Drive
 		switch {
-		case isDriveKey(k):
-			d = parseDrive(c.Keys[k])
+		case qemuserver.IsDriveKey(k):
+			d = qemuserver.ParseDrive(c.Keys[k])
 		case ctVolKeyRe.MatchString(k): // a container's rootfs and mount points
-			d = drive{qemuserver.Drive{Props: parseProps(c.Keys[k], "volume")}}
+			d = qemuserver.Drive{Props: pvecommon.ParseProps(c.Keys[k], "volume")}
 			d.Props.Set("file", d.Props.Get("volume"))
 		default:
 			continue
 		}
-		if d.cdrom() || d.Props.Get("replicate") == "0" {
+		if d.CDROM() || d.Props.Get("replicate") == "0" {
 			continue
 		}
-		store, vn, ok := volumeID(d.file())
+		store, vn, ok := storage.ParseVolumeID(d.File())
 		if !ok {
 			continue
 		}
 		st := db.Storage[store]
-		if st == nil || st.shared() || volOwner(vn) != vmid {
+		if st == nil || st.Shared() || storage.Owner(vn) != vmid {
 			continue
 		}
 		if !storagetype.Of(st.Type).Replicates {
-			return nil, fmt.Errorf("missing replicate feature on volume '%s'", d.file())
+			return nil, fmt.Errorf("missing replicate feature on volume '%s'", d.File())
 		}
-		out = append(out, d.file())
+		out = append(out, d.File())
 	}
 	return out, nil
 }
@@ -137,7 +140,7 @@ func (s *Sim) postReplicationJob(rc *reqCtx) (any, error) {
 	if target == e.Node {
 		return nil, pveDie("Source and target must not be identical")
 	}
-	var c *qmConf
+	var c *guestconf.Conf
 	if e.Kind == "lxc" {
 		c, err = s.loadCtConfLocked(db, e.Node, guest)
 	} else {

@@ -8,8 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/replication"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
 
 // Replication runs, as pvescheduler and pvesr do them (pve-manager
@@ -250,18 +253,18 @@ func (s *Sim) replStoragesLocked(db *ConfigDB, e vmEntry, src string, guest int)
 		vols, _ = s.replicatableVolumes(src, guest, c)
 	}
 	return replication.ScanArg(vols, func(v string) (string, bool) {
-		st, _, ok := volumeID(v)
+		st, _, ok := storage.ParseVolumeID(v)
 		return st, ok
 	})
 }
 
 // guestConfLocked reads a guest's config wherever it is, VM or CT.
-func (s *Sim) guestConfLocked(db *ConfigDB, e vmEntry) *qmConf {
+func (s *Sim) guestConfLocked(db *ConfigDB, e vmEntry) *guestconf.Conf {
 	raw, ok := s.readEtcPve(db, guestConfPath(e.Node, e.Kind, e.VMID))
 	if !ok {
 		return nil
 	}
-	return parseQmConf(raw)
+	return guestconf.Parse(raw)
 }
 
 // migrationLockKey is /var/lock/pve-manager/pve-migrate-<vmid> on node
@@ -436,28 +439,28 @@ func (s *Sim) postReplicationScheduleNow(rc *reqCtx) (any, error) {
 // recovery without a replica cannot start it, H8).
 func (s *Sim) missingVolumesLocked(db *ConfigDB, e vmEntry, node string) []string {
 	raw, _ := s.readEtcPve(db, guestConfPath(e.Node, e.Kind, e.VMID))
-	c := parseQmConf(raw)
+	c := guestconf.Parse(raw)
 	var out []string
 	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
 		var file string
 		switch {
-		case isDriveKey(k):
+		case qemuserver.IsDriveKey(k):
 			// A cdrom, cloud-init's included, is never replicated
 			// (QemuConfig.pm get_replicatable_volumes skips cdrom): a
 			// recovered VM gets a fresh cloud-init drive at start.
-			d := parseDrive(c.Keys[k])
-			if d.cdrom() || d.cloudinit() {
+			d := qemuserver.ParseDrive(c.Keys[k])
+			if d.CDROM() || d.Cloudinit() {
 				continue
 			}
-			file = d.file()
+			file = d.File()
 		case ctVolKeyRe.MatchString(k):
-			file = parseProps(c.Keys[k], "volume").Get("volume")
+			file = pvecommon.ParseProps(c.Keys[k], "volume").Get("volume")
 		default:
 			continue
 		}
-		store, _, ok := volumeID(file)
+		store, _, ok := storage.ParseVolumeID(file)
 		st := db.Storage[store]
-		if !ok || st == nil || st.shared() {
+		if !ok || st == nil || st.Shared() {
 			continue
 		}
 		if s.st.Nodes[node].Volumes[file] == nil {
