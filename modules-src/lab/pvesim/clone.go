@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
@@ -142,7 +143,7 @@ func (s *Sim) loadAndCheckClone(db *ConfigDB, r *cloneReq, running bool) (*clone
 			if full || d.Cloudinit() || k == "tpmstate0" {
 				p.fullCopy[k] = true // every storage can copy a current volume
 			} else if !storage.CanLink(st, d.File()) {
-				return nil, pveDie("Linked clone feature is not supported for '%s' (%s)", d.File(), k)
+				return nil, pvecommon.Die("Linked clone feature is not supported for '%s' (%s)", d.File(), k)
 			}
 			p.drives = append(p.drives, k)
 		default:
@@ -162,7 +163,7 @@ func (s *Sim) loadAndCheckClone(db *ConfigDB, r *cloneReq, running bool) (*clone
 	// clone_vm's copy loop, after the checks above: a running VM's TPM
 	// state cannot be copied without a snapshot (API2/Qemu.pm).
 	if _, tpm := src.Keys["tpmstate0"]; tpm && full && running && r.snapname == "" {
-		return nil, pveDie("cannot clone TPM state while VM is running")
+		return nil, pvecommon.Die("cannot clone TPM state while VM is running")
 	}
 	return p, nil
 }

@@ -34,14 +34,14 @@ func (s *Sim) checkCloudinitSnippetsLocked(node string, c *guestconf.Conf) error
 			return err
 		}
 		if r.Type != "snippets" {
-			return pveDie("%s is not in the snippets directory", volid)
+			return pvecommon.Die("%s is not in the snippets directory", volid)
 		}
 		ok, err := s.volumeExistsLocked(node, volid)
 		if err != nil {
 			return err
 		}
 		if !ok {
-			return pveDie("can't find file '%s'", volid) // abs_filesystem_path
+			return pvecommon.Die("can't find file '%s'", volid) // abs_filesystem_path
 		}
 	}
 	return nil
@@ -59,7 +59,7 @@ func (s *Sim) missingVolume(node, volid string) error {
 	}
 	store, _, _ := storage.ParseVolumeID(volid)
 	if st := s.dbOf(node).Storage[store]; st != nil && storage.HasPath(st) {
-		return pveDie("volume '%s' does not exist", volid)
+		return pvecommon.Die("volume '%s' does not exist", volid)
 	}
-	return pveDie("volume %s does not exist", volid)
+	return pvecommon.Die("volume %s does not exist", volid)
 }

@@ -109,10 +109,6 @@ func (s *Sim) writeQmConfLocked(db *ConfigDB, node string, vmid int, c *guestcon
 	s.writeGuestConfLocked(db, vmKind, node, vmid, c)
 }
 
-// pveDie is an error worded by PVE (capitals, final dots and all): the API
-// answers it as 500 with the text unchanged, a task as its exit status.
-var pveDie = pvecommon.Die
-
 // etcPveWritableLocked is what writing rel into a read-only /etc/pve (no
 // quorum, C10) fails with: file_set_contents cannot open its temp file
 // (pve-common PVE/File.pm).
@@ -120,7 +116,7 @@ func (s *Sim) etcPveWritableLocked(db *ConfigDB, rel string) error {
 	if s.quorateLocked(db) {
 		return nil
 	}
-	return pveDie("unable to open file '/etc/pve/%s.tmp.%d' - Permission denied", rel, s.st.NextPID+1)
+	return pvecommon.Die("unable to open file '/etc/pve/%s.tmp.%d' - Permission denied", rel, s.st.NextPID+1)
 }
 
 // checkLock is AbstractConfig.pm check_lock.

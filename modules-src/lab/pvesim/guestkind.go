@@ -8,6 +8,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 // guestKind is what differs between a VM and a container on the paths they
@@ -46,7 +47,7 @@ func (s *Sim) loadGuestConfLocked(db *ConfigDB, k guestKind, node string, vmid i
 	raw, ok := s.readEtcPve(db, rel)
 	if !ok {
 		// pve-guest-common AbstractConfig.pm load_config
-		return nil, pveDie("Configuration file '%s' does not exist", rel)
+		return nil, pvecommon.Die("Configuration file '%s' does not exist", rel)
 	}
 	return guestconf.Parse(raw), nil
 }

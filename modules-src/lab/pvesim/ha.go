@@ -6,6 +6,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/ha"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 // HA as pve-ha-manager keeps it (src/PVE/API2/HA/{Resources,Groups,Rules}.pm,
@@ -201,7 +202,7 @@ func (s *Sim) deleteHAResource(rc *reqCtx) (any, error) {
 	}
 	list, _ := s.haResourcesLocked(db)
 	if ha.FindResource(list, sid) == nil {
-		return nil, pveDie("cannot delete service '%s', not HA managed!", sid)
+		return nil, pvecommon.Die("cannot delete service '%s', not HA managed!", sid)
 	}
 	s.writeSectionsLocked(db, ha.ResourcesCfg, ha.WithoutResource(list, sid))
 	purge := s.cfg.Version >= 9 && (!rc.has("purge") || rc.boolean("purge"))

@@ -37,7 +37,7 @@ func (s *Sim) writeCtConfLocked(db *ConfigDB, node string, vmid int, c *guestcon
 
 func checkCtLock(c *guestconf.Conf) error {
 	if l := c.Lock(); l != "" {
-		return pveDie("CT is locked (%s)", l)
+		return pvecommon.Die("CT is locked (%s)", l)
 	}
 	return nil
 }
@@ -79,10 +79,10 @@ func (s *Sim) createCtVolume(node string, vmid int, v string, unprivileged bool)
 	}
 	st := s.dbOf(node).Storage[store]
 	if st == nil {
-		return "", pveDie("storage '%s' does not exist", store)
+		return "", pvecommon.Die("storage '%s' does not exist", store)
 	}
 	if !st.HasContent("rootdir") {
-		return "", pveDie("storage '%s' does not support container directories", store)
+		return "", pvecommon.Die("storage '%s' does not support container directories", store)
 	}
 	bytes := int64(gib * (1 << 30))
 	volid, err := s.allocSubvolLocked(node, st, vmid, bytes)
@@ -118,7 +118,7 @@ func (s *Sim) postLxcCreate(rc *reqCtx) (any, error) {
 		// create's "unable to create CT" eval, so PVE's answer is the bare
 		// "CT N already exists on node 'X'" (qemu-server's create_vm wraps
 		// it, the lab's qemu.go does).
-		return nil, pveDie("%s %d already exists on node '%s'", kind, vmid, e.Node)
+		return nil, pvecommon.Die("%s %d already exists on node '%s'", kind, vmid, e.Node)
 	}
 	keys := map[string]string{}
 	for k, v := range rc.params {
@@ -357,10 +357,10 @@ func (s *Sim) ctPower(rc *reqCtx, typ string, on bool) (any, error) {
 	}
 	running := s.runningLocked(node, vmid)
 	if on && running {
-		return nil, pveDie("CT %d already running", vmid)
+		return nil, pvecommon.Die("CT %d already running", vmid)
 	}
 	if !on && !running {
-		return nil, pveDie("CT %d not running", vmid)
+		return nil, pvecommon.Die("CT %d not running", vmid)
 	}
 	list, _ := s.haResourcesLocked(db)
 	if r := ha.FindResource(list, fmt.Sprintf("ct:%d", vmid)); r != nil && r.Opts["state"] != "ignored" {
@@ -371,7 +371,7 @@ func (s *Sim) ctPower(rc *reqCtx, typ string, on bool) (any, error) {
 		return s.haRequestTaskSID(rc, haTyp, fmt.Sprintf("ct:%d", vmid), vmid, state), nil
 	}
 	if on && c.IsTemplate() {
-		return nil, pveDie("you can't start a CT if it's a template") // reconstruction: PVE says it in the task
+		return nil, pvecommon.Die("you can't start a CT if it's a template") // reconstruction: PVE says it in the task
 	}
 	return s.guestLockTask(rc, node, typ, vmid, func(*taskRun) string {
 		c, err := s.loadCtConfLocked(db, node, vmid)

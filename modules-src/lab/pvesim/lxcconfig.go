@@ -49,13 +49,13 @@ func ctUpdateChecks(set map[string]string, deletes []string) error {
 	for _, k := range deletes {
 		switch k {
 		case "memory", "rootfs", "ostype":
-			return pveDie("unable to delete required option '%s'", k)
+			return pvecommon.Die("unable to delete required option '%s'", k)
 		case "unprivileged":
-			return pveDie("unable to delete read-only option: '%s'", k)
+			return pvecommon.Die("unable to delete read-only option: '%s'", k)
 		}
 	}
 	if _, ok := set["unprivileged"]; ok {
-		return pveDie("unable to modify read-only option: 'unprivileged'")
+		return pvecommon.Die("unable to modify read-only option: 'unprivileged'")
 	}
 	return nil
 }
@@ -72,7 +72,7 @@ func (s *Sim) putLxcConfig(rc *reqCtx) (any, error) {
 	}
 	deletes := pveschema.SplitList(rc.str("delete"))
 	if len(set) == 0 && len(deletes) == 0 && rc.str("revert") == "" {
-		return nil, pveDie("no options specified")
+		return nil, pvecommon.Die("no options specified")
 	}
 	reverts := pveschema.SplitList(rc.str("revert"))
 	return s.withGuestLockLocked(node, vmid, func() (any, error) {
@@ -81,7 +81,7 @@ func (s *Sim) putLxcConfig(rc *reqCtx) (any, error) {
 			return nil, err
 		}
 		if d := rc.str("digest"); d != "" && d != c.Digest {
-			return nil, pveDie("detected modified configuration - file changed by other user? Try again.")
+			return nil, pvecommon.Die("detected modified configuration - file changed by other user? Try again.")
 		}
 		if err := checkCtLock(c); err != nil {
 			return nil, err
@@ -108,7 +108,7 @@ func (s *Sim) putLxcConfig(rc *reqCtx) (any, error) {
 		}
 		for _, k := range slices.Sorted(maps.Keys(set)) {
 			if ctVolKeyRe.MatchString(k) && c.Keys["protection"] == "1" {
-				return nil, pveDie("can't update CT %d drive '%s' - protection mode enabled", vmid, k)
+				return nil, pvecommon.Die("can't update CT %d drive '%s' - protection mode enabled", vmid, k)
 			}
 		}
 		if err := s.ctWritePendingLocked(node, vmid, c, set, deletes, reverts); err != nil {
@@ -266,11 +266,11 @@ func (s *Sim) putLxcResize(rc *reqCtx) (any, error) {
 			return nil, nil, 0, err
 		}
 		if digest != "" && digest != c.Digest {
-			return nil, nil, 0, pveDie("detected modified configuration - file changed by other user? Try again.")
+			return nil, nil, 0, pvecommon.Die("detected modified configuration - file changed by other user? Try again.")
 		}
 		v, ok := c.Keys[disk]
 		if !ok {
-			return nil, nil, 0, pveDie("unable to parse mount point '%s'", disk) // parse_volume of undef
+			return nil, nil, 0, pvecommon.Die("unable to parse mount point '%s'", disk) // parse_volume of undef
 		}
 		mp := &mountPoint{props: pvecommon.ParseProps(v, "volume")}
 		if sid, _, ok := storage.ParseVolumeID(mp.props.Get("volume")); ok && !isRootUser(rc.who) {
@@ -280,21 +280,21 @@ func (s *Sim) putLxcResize(rc *reqCtx) (any, error) {
 		}
 		vol, _, err := s.volumeLocked(node, mp.props.Get("volume"))
 		if err != nil {
-			return nil, nil, 0, pveDie("Could not determine current size of volume '%s'", mp.props.Get("volume"))
+			return nil, nil, 0, pvecommon.Die("Could not determine current size of volume '%s'", mp.props.Get("volume"))
 		}
 		rel := strings.HasPrefix(sizeStr, "+")
 		n, ok := parseSize(strings.TrimPrefix(sizeStr, "+"))
 		if !ok {
-			return nil, nil, 0, pveDie("invalid size string")
+			return nil, nil, 0, pvecommon.Die("invalid size string")
 		}
 		if rel {
 			n += vol.Size
 		}
 		switch {
 		case n < vol.Size:
-			return nil, nil, 0, pveDie("unable to shrink disk size")
+			return nil, nil, 0, pvecommon.Die("unable to shrink disk size")
 		case n == vol.Size:
-			return nil, nil, 0, pveDie("disk is already at specified size")
+			return nil, nil, 0, pvecommon.Die("disk is already at specified size")
 		}
 		return c, mp, n, nil
 	}
@@ -329,7 +329,7 @@ func (s *Sim) ctDestroyChecks(db *ConfigDB, node string, vmid int, purge bool) e
 		return err
 	}
 	if c.Keys["protection"] == "1" {
-		return pveDie("can't remove CT %d - protection mode enabled", vmid)
+		return pvecommon.Die("can't remove CT %d - protection mode enabled", vmid)
 	}
 	if err := checkCtLock(c); err != nil {
 		return err
@@ -337,14 +337,14 @@ func (s *Sim) ctDestroyChecks(db *ConfigDB, node string, vmid int, purge bool) e
 	list, _ := s.haResourcesLocked(db)
 	if !purge {
 		if ha.FindResource(list, fmt.Sprintf("ct:%d", vmid)) != nil {
-			return pveDie("unable to remove CT %d - used in HA resources and purge parameter not set.", vmid)
+			return pvecommon.Die("unable to remove CT %d - used in HA resources and purge parameter not set.", vmid)
 		}
 		if jobs := s.replicationJobsOf(db, vmid); len(jobs) > 0 {
-			return pveDie("There is a replication job '%s' for guest '%d' - Please remove that first.", jobs[0], vmid)
+			return pvecommon.Die("There is a replication job '%s' for guest '%d' - Please remove that first.", jobs[0], vmid)
 		}
 	}
 	if s.runningLocked(node, vmid) {
-		return pveDie("unable to destroy CT %d - container is running", vmid)
+		return pvecommon.Die("unable to destroy CT %d - container is running", vmid)
 	}
 	return nil
 }

@@ -134,14 +134,14 @@ func (s *Sim) checkCTVolumePerm(db *ConfigDB, who *principal, node string, vmid 
 		// Reconstruction, as PVE does it: a bare size ("8") reaches this
 		// check before create_vm prefixes the default storage, so only
 		// root@pam may create with one.
-		return pveDie("Only root can pass arbitrary filesystem paths.")
+		return pvecommon.Die("Only root can pass arbitrary filesystem paths.")
 	}
 	r, err := s.parseVolRef(node, volid)
 	if err != nil {
-		return pveDie("%v", err)
+		return pvecommon.Die("%v", err)
 	}
 	if r.Type != "images" && r.Type != "rootdir" {
-		return pveDie("unable to use volume %s - content type needs to be 'rootdir'", volid)
+		return pvecommon.Die("unable to use volume %s - content type needs to be 'rootdir'", volid)
 	}
 	if r.Owner == vmid {
 		return nil // "we are owner - allow access"

@@ -49,16 +49,16 @@ import (
 func (s *Sim) archiveVolRef(rc *reqCtx, vmid int, volid, ctype string) (*volRef, error) {
 	if !strings.Contains(volid, ":") {
 		if rc.who != nil && rc.who.full() != "root@pam" {
-			return nil, pveDie("Only root can pass arbitrary filesystem paths.")
+			return nil, pvecommon.Die("Only root can pass arbitrary filesystem paths.")
 		}
 		return nil, nil // a path: the lab's restore refuses it (not simulated)
 	}
 	r, err := s.parseVolRef(rc.node, volid)
 	if err != nil {
-		return nil, pveDie("%v", err)
+		return nil, pvecommon.Die("%v", err)
 	}
 	if r.Type != ctype {
-		return nil, pveDie("unable to use volume %s - content type needs to be '%s'", volid, ctype)
+		return nil, pvecommon.Die("unable to use volume %s - content type needs to be '%s'", volid, ctype)
 	}
 	if r.Owner > 0 && r.Owner == vmid {
 		return r, nil // "we are owner - allow access"
@@ -72,7 +72,7 @@ func (s *Sim) archiveVolRef(rc *reqCtx, vmid int, volid, ctype string) (*volRef,
 // backupConfigLocked is extract_vzdump_config of a container backup on
 // node: the text of its pct.conf.
 func (s *Sim) backupConfigLocked(node string, r *volRef) (string, error) {
-	missing := pveDie("ERROR: file '%s' does not exist", r.Path(""))
+	missing := pvecommon.Die("ERROR: file '%s' does not exist", r.Path(""))
 	if s.cfg.StorageContent != nil {
 		if ok, err := s.volumeExistsLocked(node, r.VolID); err != nil || !ok {
 			return "", missing
@@ -87,11 +87,11 @@ func (s *Sim) backupConfigLocked(node string, r *volRef) (string, error) {
 	}
 	name := strings.TrimPrefix(r.Name, "backup/")
 	if !regexp.MustCompile(`^vzdump-(lxc|openvz)-`).MatchString(name) {
-		return "", pveDie("cannot determine backup guest type for backup archive '%s'", r.VolID)
+		return "", pvecommon.Die("cannot determine backup guest type for backup archive '%s'", r.VolID)
 	}
 	raw, err := vzdump.ExtractConfig(name, data)
 	if err != nil {
-		return "", pveDie("%v", err)
+		return "", pvecommon.Die("%v", err)
 	}
 	return raw, nil
 }
@@ -126,18 +126,18 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 			if e.Kind == "lxc" {
 				kind = "CT"
 			}
-			return nil, pveDie("%s %d already exists on node '%s'", kind, vmid, e.Node)
+			return nil, pvecommon.Die("%s %d already exists on node '%s'", kind, vmid, e.Node)
 		}
 	} else {
 		if s.runningLocked(node, vmid) {
-			return nil, pveDie("can't overwrite running container")
+			return nil, pvecommon.Die("can't overwrite running container")
 		}
 		old, err := s.loadCtConfLocked(db, node, vmid)
 		if err != nil {
 			return nil, err
 		}
 		if old.Keys["protection"] == "1" {
-			return nil, pveDie("unable to restore CT %d - protection mode enabled", vmid)
+			return nil, pvecommon.Die("unable to restore CT %d - protection mode enabled", vmid)
 		}
 	}
 	// create_vm's permission checks (lxcperm.go): VM.Allocate, or VM.Backup
@@ -195,7 +195,7 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 	if exists && force {
 		old, _ := s.loadCtConfLocked(db, node, vmid)
 		if err := checkCtLock(old); err != nil {
-			return nil, pveDie("unable to restore CT %d - %v", vmid, err)
+			return nil, pvecommon.Die("unable to restore CT %d - %v", vmid, err)
 		}
 		old.Keys["lock"] = "create" // create_and_lock_config($vmid, $force) keeps the old config
 		s.writeCtConfLocked(db, node, vmid, old)

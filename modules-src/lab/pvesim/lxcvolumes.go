@@ -36,7 +36,7 @@ func (s *Sim) ctCreateVolumes(rc *reqCtx, keys map[string]string) error {
 		vol := pvecommon.ParseProps(keys[k], "volume").Get("volume")
 		if strings.HasPrefix(vol, "/") {
 			if rc.who == nil || rc.who.full() != "root@pam" {
-				return pveDie("Only root can pass arbitrary filesystem paths.")
+				return pvecommon.Die("Only root can pass arbitrary filesystem paths.")
 			}
 			continue
 		}
@@ -46,7 +46,7 @@ func (s *Sim) ctCreateVolumes(rc *reqCtx, keys map[string]string) error {
 	}
 	if keys["rootfs"] == "" {
 		if len(sids) > 0 {
-			return pveDie("mount points configured, but 'rootfs' not set - aborting")
+			return pvecommon.Die("mount points configured, but 'rootfs' not set - aborting")
 		}
 		keys["rootfs"] = defStorage + ":4"
 		sids = append(sids, defStorage)
@@ -56,11 +56,11 @@ func (s *Sim) ctCreateVolumes(rc *reqCtx, keys map[string]string) error {
 		st := db.Storage[sid]
 		switch {
 		case st == nil:
-			return pveDie("storage '%s' does not exist", sid)
+			return pvecommon.Die("storage '%s' does not exist", sid)
 		case st.Disabled():
-			return pveDie("storage '%s' is disabled", sid)
+			return pvecommon.Die("storage '%s' is disabled", sid)
 		case !st.OnNode(rc.node):
-			return pveDie("storage '%s' is not available on node '%s'", sid, rc.node)
+			return pvecommon.Die("storage '%s' is not available on node '%s'", sid, rc.node)
 		case !st.HasContent("rootdir"):
 			return errParams(map[string]string{"storage": fmt.Sprintf("storage '%s' does not support container directories", sid)})
 		case !isRootUser(rc.who):

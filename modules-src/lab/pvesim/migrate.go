@@ -34,10 +34,10 @@ func (s *Sim) postQemuMigrate(rc *reqCtx) (any, error) {
 		return nil, errParams(map[string]string{"target": "target is local node."})
 	}
 	if db.Corosync == nil || db.Corosync.Member(target) == nil {
-		return nil, pveDie("no such cluster node '%s'", target)
+		return nil, pvecommon.Die("no such cluster node '%s'", target)
 	}
 	if !s.nodeUpLocked(target) {
-		return nil, pveDie("target node '%s' is not online", target) // reconstruction (remote_node_ip / ssh)
+		return nil, pvecommon.Die("target node '%s' is not online", target) // reconstruction (remote_node_ip / ssh)
 	}
 	c, err := s.loadQmConfLocked(db, node, vmid)
 	if err != nil {
@@ -46,11 +46,11 @@ func (s *Sim) postQemuMigrate(rc *reqCtx) (any, error) {
 	running := s.runningLocked(node, vmid)
 	online := rc.boolean("online")
 	if running && !online {
-		return nil, pveDie("can't migrate running VM without --online")
+		return nil, pvecommon.Die("can't migrate running VM without --online")
 	}
 	if running && !rc.boolean("force") {
 		jobs := s.replicationJobsOf(db, vmid)
-		list, _ := s.readSectionsLocked(db, replicationCfg)
+		list, _ := s.readSectionsLocked(db, replication.ConfigFile)
 		toTarget := false
 		for _, id := range jobs {
 			if j := findSection(list, id); j != nil && j.Opts["target"] == target {
@@ -58,7 +58,7 @@ func (s *Sim) postQemuMigrate(rc *reqCtx) (any, error) {
 			}
 		}
 		if len(jobs) > 0 && !toTarget {
-			return nil, pveDie("Cannot live-migrate replicated VM to node '%s' - not a replication target. Use 'force' to override.", target)
+			return nil, pvecommon.Die("Cannot live-migrate replicated VM to node '%s' - not a replication target. Use 'force' to override.", target)
 		}
 	}
 	sm := storageMap{identity: true}
@@ -249,7 +249,7 @@ func (s *Sim) moveGuestLocked(db *ConfigDB, vmid int, from, to string, logf func
 	}
 	raw, ok := s.readEtcPve(db, guestConfPath(from, kind, vmid))
 	if !ok {
-		return pveDie("unable to find configuration file for VM %d on node '%s'", vmid, from)
+		return pvecommon.Die("unable to find configuration file for VM %d on node '%s'", vmid, from)
 	}
 	c := guestconf.Parse(raw)
 	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {

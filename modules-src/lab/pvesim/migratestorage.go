@@ -92,13 +92,13 @@ func checkStorageAccessMigrate(db *ConfigDB, id, node string) error {
 	st := db.Storage[id]
 	switch {
 	case st == nil:
-		return pveDie("storage '%s' does not exist", id)
+		return pvecommon.Die("storage '%s' does not exist", id)
 	case st.Disabled():
-		return pveDie("storage '%s' is disabled", id)
+		return pvecommon.Die("storage '%s' is disabled", id)
 	case !st.OnNode(node):
-		return pveDie("storage '%s' is not available on node '%s'", id, node)
+		return pvecommon.Die("storage '%s' is not available on node '%s'", id, node)
 	case !st.HasContent("images"):
-		return pveDie("storage '%s' does not support vm images", id)
+		return pvecommon.Die("storage '%s' does not support vm images", id)
 	}
 	return nil
 }
@@ -221,9 +221,9 @@ func (s *Sim) checkStorageAvailability(db *ConfigDB, c *guestconf.Conf, target s
 		}
 		switch {
 		case st.Disabled():
-			return pveDie("storage '%s' is disabled", store)
+			return pvecommon.Die("storage '%s' is disabled", store)
 		case !st.OnNode(target):
-			return pveDie("storage '%s' is not available on node '%s'", store, target)
+			return pvecommon.Die("storage '%s' is not available on node '%s'", store, target)
 		}
 	}
 	return nil

@@ -118,7 +118,7 @@ func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *guestconf.Conf
 		switch {
 		case strings.HasPrefix(k, "unused"):
 			if c.Keys["protection"] == "1" {
-				return pveDie("can't remove unused disk '%s' - protection mode enabled", qemuserver.ParseDrive(val).File())
+				return pvecommon.Die("can't remove unused disk '%s' - protection mode enabled", qemuserver.ParseDrive(val).File())
 			}
 			ok, err := s.tryDeallocateDriveLocked(node, vmid, c, k, val, false)
 			if err != nil {
@@ -130,7 +130,7 @@ func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *guestconf.Conf
 			continue
 		case qemuserver.IsDriveKey(k):
 			if c.Keys["protection"] == "1" {
-				return pveDie("can't remove drive '%s' - protection mode enabled", k)
+				return pvecommon.Die("can't remove drive '%s' - protection mode enabled", k)
 			}
 			if isPending {
 				if err := s.registerUnusedDriveLocked(node, vmid, c, pval, logf); err != nil {
@@ -160,7 +160,7 @@ func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *guestconf.Conf
 		}
 		if qemuserver.IsDriveKey(k) {
 			if at := qemuserver.CloudinitRequestElsewhere(k, v, c.Keys, c.Pending); at != "" {
-				return pveDie("%s - cloud-init drive is already attached at '%s'", k, at)
+				return pvecommon.Die("%s - cloud-init drive is already attached at '%s'", k, at)
 			}
 			if pv, ok := c.Pending[k]; ok {
 				if err := s.registerUnusedDriveLocked(node, vmid, c, pv, logf); err != nil {

@@ -40,7 +40,7 @@ func (s *Sim) postQemuCreate(rc *reqCtx) (any, error) {
 		return nil, errPerm(fmt.Sprintf("pool '%s' does not exist", pool)) // check_pool_exist: raise_perm_exc, 403
 	}
 	if err := s.etcPveWritableLocked(db, guestConfPath(rc.node, "qemu-server", vmid)); err != nil {
-		return nil, pveDie("unable to create VM %d - %v", vmid, err)
+		return nil, pvecommon.Die("unable to create VM %d - %v", vmid, err)
 	}
 	keys := map[string]string{}
 	for k, v := range rc.params {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
@@ -82,7 +83,7 @@ func (s *Sim) tryDeallocateDriveLocked(node string, vmid int, c *guestconf.Conf,
 		return true, nil
 	}
 	if qemuserver.VolumeInUse(c.Keys, c.Pending, key, d.File()) {
-		return false, pveDie("unable to delete '%s' - volume is still in use (snapshot?)", d.File())
+		return false, pvecommon.Die("unable to delete '%s' - volume is still in use (snapshot?)", d.File())
 	}
 	if err := s.freeVolumeLocked(node, d.File()); err != nil {
 		return false, err
@@ -130,7 +131,7 @@ func (s *Sim) hotplugSetLocked(node string, vmid int, c *guestconf.Conf, key str
 	}
 	od := qemuserver.ParseDrive(old)
 	if od.CDROM() != nd.CDROM() {
-		return false, pveDie("unable to change media type")
+		return false, pvecommon.Die("unable to change media type")
 	}
 	if od.CDROM() {
 		if nd.File() == "none" && od.Cloudinit() {
@@ -284,7 +285,7 @@ func (s *Sim) assertBaseUnusedLocked(node string, c *guestconf.Conf) error {
 		}
 		for _, v := range s.volumesFor(node, st) {
 			if v.Parent == d.File() {
-				return pveDie("base volume '%s' is still in use by linked cloned", d.File())
+				return pvecommon.Die("base volume '%s' is still in use by linked cloned", d.File())
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/ha"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/replication"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
@@ -173,12 +174,12 @@ func (s *Sim) deleteQemu(rc *reqCtx) (any, error) {
 			return fmt.Errorf("can't remove VM %d - protection mode enabled", vmid)
 		}
 		if s.haConfiguredLocked(db, vmid) && !rc.boolean("purge") {
-			return pveDie("unable to remove VM %d - used in HA resources and purge parameter not set.", vmid)
+			return pvecommon.Die("unable to remove VM %d - used in HA resources and purge parameter not set.", vmid)
 		}
 		if !rc.boolean("purge") {
 			// ReplicationConfig.pm check_for_existing_jobs
 			if jobs := s.replicationJobsOf(db, vmid); len(jobs) > 0 {
-				return pveDie("There is a replication job '%s' for guest '%d' - Please remove that first.", jobs[0], vmid)
+				return pvecommon.Die("There is a replication job '%s' for guest '%d' - Please remove that first.", jobs[0], vmid)
 			}
 		}
 		if s.runningLocked(node, vmid) {

@@ -25,12 +25,10 @@ import (
 // the source node is down (force=1 drops it at once). The runs are
 // replrun.go's.
 
-const replicationCfg = replication.ConfigFile
-
 // replJobsLocked reads replication.cfg's jobs; they are the file's
 // sections, so a change to one is written with writeReplJobsLocked.
 func (s *Sim) replJobsLocked(db *ConfigDB) ([]*replication.Job, string) {
-	list, digest := s.readSectionsLocked(db, replicationCfg)
+	list, digest := s.readSectionsLocked(db, replication.ConfigFile)
 	jobs := make([]*replication.Job, len(list))
 	for i, sec := range list {
 		jobs[i] = (*replication.Job)(sec)
@@ -43,7 +41,7 @@ func (s *Sim) writeReplJobsLocked(db *ConfigDB, jobs []*replication.Job) {
 	for i, j := range jobs {
 		list[i] = (*section)(j)
 	}
-	s.writeSectionsLocked(db, replicationCfg, list)
+	s.writeSectionsLocked(db, replication.ConfigFile, list)
 }
 
 // replJobGuest parses a job id and checks VM.Replicate on its guest, as
@@ -129,16 +127,16 @@ func (s *Sim) postReplicationJob(rc *reqCtx) (any, error) {
 	}
 	e, ok := s.findVMLocked(db, guest)
 	if !ok {
-		return nil, pveDie("Guest '%d' does not exist.", guest)
+		return nil, pvecommon.Die("Guest '%d' does not exist.", guest)
 	}
 	if !slices.Contains(s.membersLocked(rc.node), target) {
-		return nil, pveDie("Target '%s' does not exist.", target)
+		return nil, pvecommon.Die("Target '%s' does not exist.", target)
 	}
 	if src := rc.str("source"); src != "" && src != e.Node {
-		return nil, pveDie("Source '%s' does not match current node of guest '%d' (%s)", src, guest, e.Node)
+		return nil, pvecommon.Die("Source '%s' does not match current node of guest '%d' (%s)", src, guest, e.Node)
 	}
 	if target == e.Node {
-		return nil, pveDie("Source and target must not be identical")
+		return nil, pvecommon.Die("Source and target must not be identical")
 	}
 	var c *guestconf.Conf
 	if e.Kind == "lxc" {
@@ -154,7 +152,7 @@ func (s *Sim) postReplicationJob(rc *reqCtx) (any, error) {
 		return nil, err
 	}
 	if len(vols) == 0 {
-		return nil, pveDie("No replicatable volumes found")
+		return nil, pvecommon.Die("No replicatable volumes found")
 	}
 	if !s.quorateLocked(db) {
 		// ReplicationConfig::lock without a message: cfs_lock_file's own.
@@ -185,7 +183,7 @@ func (s *Sim) putReplicationJob(rc *reqCtx) (any, error) {
 	}
 	jobs, digest := s.replJobsLocked(db)
 	if d := rc.str("digest"); d != "" && d != digest {
-		return nil, pveDie("detected modified configuration - file changed by other user? Try again.")
+		return nil, pvecommon.Die("detected modified configuration - file changed by other user? Try again.")
 	}
 	j := replication.Find(jobs, id)
 	if j == nil {

@@ -400,7 +400,7 @@ func (s *Sim) getNodeReplicationStatus(rc *reqCtx) (any, error) {
 			return s.replStatusView(rc.node, j), nil
 		}
 	}
-	return nil, pveDie("no such replication job '%s'", rc.str("id"))
+	return nil, pvecommon.Die("no such replication job '%s'", rc.str("id"))
 }
 
 // GET /nodes/{node}/replication/{id}/log
@@ -408,7 +408,7 @@ func (s *Sim) getNodeReplicationLog(rc *reqCtx) (any, error) {
 	db := rc.db()
 	jobs, _ := s.replJobsLocked(db)
 	if replication.Find(jobs, rc.str("id")) == nil {
-		return nil, pveDie("no such replication job '%s'", rc.str("id"))
+		return nil, pvecommon.Die("no such replication job '%s'", rc.str("id"))
 	}
 	var log []string
 	if run := s.st.Nodes[rc.node].Replication[rc.str("id")]; run != nil {
@@ -428,7 +428,7 @@ func (s *Sim) postReplicationScheduleNow(rc *reqCtx) (any, error) {
 	}
 	jobs, _ := s.replJobsLocked(db)
 	if replication.Find(jobs, id) == nil {
-		return nil, pveDie("no such replication job '%s'", id)
+		return nil, pvecommon.Die("no such replication job '%s'", id)
 	}
 	s.replRunLocked(rc.node, id).ScheduleNow()
 	s.saveLocked()
