@@ -3,7 +3,6 @@ package pvesim
 import (
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/ha"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecontainer"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
@@ -24,8 +24,6 @@ import (
 // pct does), destroy. A container's file is nodes/<node>/lxc/<vmid>.conf.
 // Restore (restore=1) is lxcrestore.go. Not simulated: the template's
 // content, clone, snapshots, migration.
-
-var ctVolKeyRe = regexp.MustCompile(`^(rootfs|mp\d+)$`)
 
 func (s *Sim) loadCtConfLocked(db *ConfigDB, node string, vmid int) (*guestconf.Conf, error) {
 	return s.loadGuestConfLocked(db, ctKind, node, vmid)
@@ -177,7 +175,7 @@ func (s *Sim) postLxcCreate(rc *reqCtx) (any, error) {
 			}
 		}
 		for _, k := range ctVolumeKeys(keys) {
-			if !ctVolKeyRe.MatchString(k) {
+			if !pvecontainer.IsVolumeKey(k) {
 				continue
 			}
 			nv, err := s.createCtVolume(node, vmid, keys[k], keys["unprivileged"] == "1")
@@ -413,7 +411,7 @@ func (s *Sim) deleteLxc(rc *reqCtx) (any, error) {
 		}
 		c, _ := s.loadCtConfLocked(db, node, vmid)
 		for k, v := range c.Keys {
-			if ctVolKeyRe.MatchString(k) {
+			if pvecontainer.IsVolumeKey(k) {
 				s.freeVolumeLocked(node, pvecommon.ParseProps(v, "volume").Get("volume"))
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/ha"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecontainer"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
@@ -22,43 +23,6 @@ import (
 // applies it at once, a running one hot-plugs what it can (the "fast
 // plug" options, memory and swap through the cgroup, NICs, a new mount
 // point) and keeps the rest pending until its next start.
-
-// ctFastplug is $LXC_FASTPLUG_OPTIONS: written to the config at once, even
-// on a running CT.
-var ctFastplug = map[string]bool{"description": true, "onboot": true, "startup": true, "protection": true,
-	"hostname": true, "hookscript": true, "cores": true, "tags": true, "lock": true}
-
-// ctHotplugged tells whether vmconfig_hotplug_pending applies key to a
-// running CT (cgroup for memory/swap/cpulimit/cpuunits, update_net for a
-// NIC, a mount point only when the key is new: "don't try to hotplug over
-// existing mp").
-func ctHotplugged(c *guestconf.Conf, key string) bool {
-	switch {
-	case ctFastplug[key], key == "memory", key == "swap", key == "cpulimit", key == "cpuunits", qemuserver.IsNetKey(key):
-		return true
-	case strings.HasPrefix(key, "mp") && ctVolKeyRe.MatchString(key):
-		_, exists := c.Keys[key]
-		return !exists
-	}
-	return false
-}
-
-// ctUpdateChecks are update_pct_config's refusals before anything is
-// written: required and read-only options.
-func ctUpdateChecks(set map[string]string, deletes []string) error {
-	for _, k := range deletes {
-		switch k {
-		case "memory", "rootfs", "ostype":
-			return pvecommon.Die("unable to delete required option '%s'", k)
-		case "unprivileged":
-			return pvecommon.Die("unable to delete read-only option: '%s'", k)
-		}
-	}
-	if _, ok := set["unprivileged"]; ok {
-		return pvecommon.Die("unable to modify read-only option: 'unprivileged'")
-	}
-	return nil
-}
 
 // PUT /nodes/{node}/lxc/{vmid}/config: synchronous under the config lock.
 func (s *Sim) putLxcConfig(rc *reqCtx) (any, error) {
@@ -98,7 +62,7 @@ func (s *Sim) putLxcConfig(rc *reqCtx) (any, error) {
 				return nil, err
 			}
 		}
-		if err := ctUpdateChecks(set, deletes); err != nil {
+		if err := pvecontainer.UpdateChecks(set, deletes); err != nil {
 			return nil, err
 		}
 		for k, v := range set {
@@ -107,7 +71,7 @@ func (s *Sim) putLxcConfig(rc *reqCtx) (any, error) {
 			}
 		}
 		for _, k := range slices.Sorted(maps.Keys(set)) {
-			if ctVolKeyRe.MatchString(k) && c.Keys["protection"] == "1" {
+			if pvecontainer.IsVolumeKey(k) && c.Keys["protection"] == "1" {
 				return nil, pvecommon.Die("can't update CT %d drive '%s' - protection mode enabled", vmid, k)
 			}
 		}
@@ -156,17 +120,17 @@ func (s *Sim) ctWritePendingLocked(node string, vmid int, c *guestconf.Conf, set
 	}
 	running := s.runningLocked(node, vmid)
 	for _, k := range slices.Clone(c.PendingDelete) {
-		if !running || ctHotplugged(c, k) {
+		if !running || pvecontainer.Hotplugged(c.Keys, k) {
 			delete(c.Keys, k)
 			c.PendingDelete = slices.DeleteFunc(c.PendingDelete, func(d string) bool { return d == k })
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.Pending)) {
-		if running && !ctHotplugged(c, k) {
+		if running && !pvecontainer.Hotplugged(c.Keys, k) {
 			continue
 		}
 		v := c.Pending[k]
-		if ctVolKeyRe.MatchString(k) {
+		if pvecontainer.IsVolumeKey(k) {
 			nv, err := s.createCtVolume(node, vmid, v, c.Keys["unprivileged"] == "1")
 			if err != nil {
 				return err
@@ -194,7 +158,7 @@ func (s *Sim) ctApplyPendingLocked(node string, vmid int, c *guestconf.Conf) err
 	c.PendingDelete = nil
 	for _, k := range slices.Sorted(maps.Keys(c.Pending)) {
 		v := c.Pending[k]
-		if ctVolKeyRe.MatchString(k) {
+		if pvecontainer.IsVolumeKey(k) {
 			nv, err := s.createCtVolume(node, vmid, v, c.Keys["unprivileged"] == "1")
 			if err != nil {
 				return err

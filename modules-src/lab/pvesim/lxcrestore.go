@@ -9,6 +9,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecontainer"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/vzdump"
 )
@@ -177,7 +178,7 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 	}
 	storageOnly := true
 	for k := range keys {
-		if ctVolKeyRe.MatchString(k) {
+		if pvecontainer.IsVolumeKey(k) {
 			storageOnly = false
 		}
 	}
@@ -253,7 +254,7 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 				return fail("rootfs configuration could not be recovered, please check and specify manually!", nil)
 			}
 			for _, k := range ctVolumeKeys(orig.Keys) {
-				if !ctVolKeyRe.MatchString(k) {
+				if !pvecontainer.IsVolumeKey(k) {
 					continue
 				}
 				p := pvecommon.ParseProps(orig.Keys[k], "volume")
@@ -275,7 +276,7 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 		changed = true
 		var created []string
 		for _, k := range ctVolumeKeys(keys) {
-			if !ctVolKeyRe.MatchString(k) {
+			if !pvecontainer.IsVolumeKey(k) {
 				continue
 			}
 			nv, err := s.createCtVolume(node, vmid, keys[k], keys["unprivileged"] == "1")
@@ -287,7 +288,7 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 		}
 		if old != nil && len(old.Keys) > 1 { // destroy_lxc_container: the overwritten CT's volumes
 			for k, v := range old.Keys {
-				if ctVolKeyRe.MatchString(k) {
+				if pvecontainer.IsVolumeKey(k) {
 					s.freeVolumeLocked(node, pvecommon.ParseProps(v, "volume").Get("volume"))
 				}
 			}
@@ -303,7 +304,7 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 		for k, v := range orig.Keys {
 			switch {
 			case k == "digest", k == "rootfs", k == "snapshots", k == "unprivileged", k == "parent", k == "template",
-				ctVolKeyRe.MatchString(k), strings.HasPrefix(k, "unused"):
+				pvecontainer.IsVolumeKey(k), strings.HasPrefix(k, "unused"):
 				continue
 			case restricted && k == "features" && keys["unprivileged"] != "1" && orig.Keys["unprivileged"] == "1":
 				t.task.Log = append(t.task.Log, "changing from unprivileged to privileged, skipping features")

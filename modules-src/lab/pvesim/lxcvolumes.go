@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecontainer"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
 
@@ -27,7 +28,7 @@ func (s *Sim) ctCreateVolumes(rc *reqCtx, keys map[string]string) error {
 	}
 	var sids []string
 	for k, v := range keys {
-		if !ctVolKeyRe.MatchString(k) {
+		if !pvecontainer.IsVolumeKey(k) {
 			continue
 		}
 		if bareSizeRe.MatchString(v) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecontainer"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/replication"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
@@ -257,7 +258,7 @@ func (s *Sim) moveGuestLocked(db *ConfigDB, vmid int, from, to string, logf func
 		switch {
 		case kind == "qemu-server" && qemuserver.IsDriveKey(k):
 			file = qemuserver.ParseDrive(c.Keys[k]).File()
-		case kind == "lxc" && ctVolKeyRe.MatchString(k):
+		case kind == "lxc" && pvecontainer.IsVolumeKey(k):
 			file = pvecommon.ParseProps(c.Keys[k], "volume").Get("volume")
 		default:
 			continue

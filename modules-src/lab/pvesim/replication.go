@@ -8,6 +8,7 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecontainer"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/replication"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
@@ -93,7 +94,7 @@ func (s *Sim) replicatableVolumes(node string, vmid int, c *guestconf.Conf) ([]s
 		switch {
 		case qemuserver.IsDriveKey(k):
 			d = qemuserver.ParseDrive(c.Keys[k])
-		case ctVolKeyRe.MatchString(k): // a container's rootfs and mount points
+		case pvecontainer.IsVolumeKey(k): // a container's rootfs and mount points
 			d = qemuserver.Drive{Props: pvecommon.ParseProps(c.Keys[k], "volume")}
 			d.Props.Set("file", d.Props.Get("volume"))
 		default:

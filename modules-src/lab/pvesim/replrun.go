@@ -10,6 +10,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecontainer"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/replication"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
@@ -453,7 +454,7 @@ func (s *Sim) missingVolumesLocked(db *ConfigDB, e vmEntry, node string) []strin
 				continue
 			}
 			file = d.File()
-		case ctVolKeyRe.MatchString(k):
+		case pvecontainer.IsVolumeKey(k):
 			file = pvecommon.ParseProps(c.Keys[k], "volume").Get("volume")
 		default:
 			continue
