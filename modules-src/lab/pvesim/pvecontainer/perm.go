@@ -2,18 +2,17 @@ package pvecontainer
 
 import (
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
-// Perm is what the permission rules ask of the simulator: the caller and
-// its privilege checks, each answering the 403 PVE raises (or nil).
+// Perm is the caller as check_ct_modify_config_perm sees it: root@pam or
+// not, and the checks it calls out to, each nil or the 403 PVE raises.
+// (qemuserver.Perm is the VM side; a backend imports no other backend.)
 type Perm struct {
-	// Root is `$authuser eq 'root@pam'`: it skips every rule.
-	Root bool
+	Root bool // `$authuser eq 'root@pam'` skips every rule
 	// VM is check_vm_perm with the request's pool; VMNoPool the same with
 	// pool undef (assert_tag_permissions).
 	VM, VMNoPool func(privs ...string) error
@@ -25,8 +24,6 @@ type Perm struct {
 	// Vnet is check_vnet_access on one NIC's bridge, tag and trunks.
 	Vnet func(bridge, tag, trunks string) error
 }
-
-var devKeyRe = regexp.MustCompile(`^dev\d+$`)
 
 // CheckModifyConfigPerm is check_ct_modify_config_perm: oldConf is the
 // CT's config (nil at creation), newConf the values set, deletes the keys

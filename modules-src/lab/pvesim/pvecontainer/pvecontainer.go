@@ -25,7 +25,10 @@ package pvecontainer
 
 import "regexp"
 
-var volKeyRe = regexp.MustCompile(`^(rootfs|mp\d+)$`)
+var (
+	volKeyRe = regexp.MustCompile(`^(rootfs|mp\d+)$`)
+	devKeyRe = regexp.MustCompile(`^dev\d+$`) // a passed-through device
+)
 
 // IsVolumeKey tells whether key is a mount point holding a volume: rootfs
 // or mpN.
