@@ -3,6 +3,8 @@ package pvesim
 import (
 	"fmt"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 // DefaultAgentTimeout is how long an agent call on a running VM waits for
@@ -53,7 +55,7 @@ func (s *Sim) agentAvailableLocked(rc *reqCtx) (any, error) {
 	// "agent: 0" is defined, so PVE goes on to the guest-ping; with the
 	// agent disabled the VM has no agent socket. Reconstruction: we take
 	// that to fail at once rather than after the ping's timeout.
-	if parseProps(c.Keys["agent"], "enabled").Get("enabled") != "1" {
+	if pvecommon.ParseProps(c.Keys["agent"], "enabled").Get("enabled") != "1" {
 		return nil, errStatus(500, "QEMU guest agent is not running")
 	}
 	// The guest-ping waits, without holding the state lock (runHandlerLocked

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 // Backup jobs: the vzdump sections of /etc/pve/jobs.cfg, as pve-manager's
@@ -63,7 +64,7 @@ func (s *Sim) postBackupJob(rc *reqCtx) (any, error) {
 	}
 	list, _ := s.readSectionsLocked(db, jobsCfg)
 	if findSection(list, id) != nil {
-		return nil, pveDie("Job '%s' already exists", id)
+		return nil, pvecommon.Die("Job '%s' already exists", id)
 	}
 	opts := map[string]string{"enabled": "1"}
 	for k := range rc.params {

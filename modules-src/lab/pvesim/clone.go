@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
@@ -49,7 +50,7 @@ type cloneReq struct {
 
 // clonePlan is what $load_and_check returns.
 type clonePlan struct {
-	src      *qmConf
+	src      *guestconf.Conf
 	newKeys  map[string]string
 	drives   []string        // drive keys to clone, sorted
 	fullCopy map[string]bool // per drive: copy (full) or link
@@ -74,17 +75,17 @@ func (s *Sim) loadAndCheckClone(db *ConfigDB, r *cloneReq, running bool) (*clone
 		if target == nil {
 			return nil, fmt.Errorf("storage '%s' does not exist", r.storage)
 		}
-		if !storageOnNode(target, r.node) {
+		if !target.OnNode(r.node) {
 			return nil, fmt.Errorf("storage '%s' is not available on node '%s'", r.storage, r.node)
 		}
-		if !target.hasContent("images") {
+		if !target.HasContent("images") {
 			return nil, errParams(map[string]string{"storage": fmt.Sprintf("storage '%s' does not support vm images", r.storage)})
 		}
 		if r.target != "" {
-			if !storageOnNode(target, r.target) {
+			if !target.OnNode(r.target) {
 				return nil, fmt.Errorf("storage '%s' is not available on node '%s'", r.storage, r.target)
 			}
-			if !target.shared() {
+			if !target.Shared() {
 				return nil, fmt.Errorf("can't clone to non-shared storage '%s'", r.storage)
 			}
 		}
@@ -116,18 +117,18 @@ func (s *Sim) loadAndCheckClone(db *ConfigDB, r *cloneReq, running bool) (*clone
 		switch {
 		case qemuserver.CloneDrops(k):
 			continue
-		case isNetKey(k):
+		case qemuserver.IsNetKey(k):
 			// always change MAC! address
 			p.newKeys[k] = qemuserver.CloneNet(v, randomMAC)
-		case isDriveKey(k):
-			d := parseDrive(v)
-			store, _, ok := volumeID(d.file())
+		case qemuserver.IsDriveKey(k):
+			d := qemuserver.ParseDrive(v)
+			store, _, ok := storage.ParseVolumeID(d.File())
 			if ok {
-				if st := db.Storage[store]; st == nil || !st.shared() {
+				if st := db.Storage[store]; st == nil || !st.Shared() {
 					shared = false // check_storage_access_clone
 				}
 			}
-			if d.cdrom() && !d.cloudinit() {
+			if d.CDROM() && !d.Cloudinit() {
 				p.newKeys[k] = v
 				continue
 			}
@@ -139,10 +140,10 @@ func (s *Sim) loadAndCheckClone(db *ConfigDB, r *cloneReq, running bool) (*clone
 			if st == nil {
 				return nil, fmt.Errorf("storage '%s' does not exist", store)
 			}
-			if full || d.cloudinit() || k == "tpmstate0" {
+			if full || d.Cloudinit() || k == "tpmstate0" {
 				p.fullCopy[k] = true // every storage can copy a current volume
-			} else if !storage.CanLink(st.section(), d.file()) {
-				return nil, pveDie("Linked clone feature is not supported for '%s' (%s)", d.file(), k)
+			} else if !storage.CanLink(st, d.File()) {
+				return nil, pvecommon.Die("Linked clone feature is not supported for '%s' (%s)", d.File(), k)
 			}
 			p.drives = append(p.drives, k)
 		default:
@@ -162,7 +163,7 @@ func (s *Sim) loadAndCheckClone(db *ConfigDB, r *cloneReq, running bool) (*clone
 	// clone_vm's copy loop, after the checks above: a running VM's TPM
 	// state cannot be copied without a snapshot (API2/Qemu.pm).
 	if _, tpm := src.Keys["tpmstate0"]; tpm && full && running && r.snapname == "" {
-		return nil, pveDie("cannot clone TPM state while VM is running")
+		return nil, pvecommon.Die("cannot clone TPM state while VM is running")
 	}
 	return p, nil
 }
@@ -256,22 +257,22 @@ func (s *Sim) cloneWorker(t *taskRun, db *ConfigDB, r *cloneReq, running bool) s
 		return "clone failed: " + reason
 	}
 	for _, k := range p.drives {
-		d := parseDrive(p.src.Keys[k])
+		d := qemuserver.ParseDrive(p.src.Keys[k])
 		s.mu.Lock()
-		srcSt := db.Storage[mustStore(d.file())]
+		srcSt := db.Storage[mustStore(d.File())]
 		dst := srcSt
 		if r.storage != "" {
 			dst = db.Storage[r.storage]
 		}
 		s.mu.Unlock()
 		if dst == nil || srcSt == nil {
-			return fail(fmt.Sprintf("storage of '%s' does not exist", d.file()))
+			return fail(fmt.Sprintf("storage of '%s' does not exist", d.File()))
 		}
 		full := p.fullCopy[k]
 		if full {
-			t.logf("create full clone of drive %s (%s)", k, d.file())
+			t.logf("create full clone of drive %s (%s)", k, d.File())
 		} else {
-			t.logf("create linked clone of drive %s (%s)", k, d.file())
+			t.logf("create linked clone of drive %s (%s)", k, d.File())
 		}
 		lockKey, lockMsg := storageLock(r.node, dst)
 		if !s.acquire(lockKey, false, s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout)) {
@@ -284,18 +285,18 @@ func (s *Sim) cloneWorker(t *taskRun, db *ConfigDB, r *cloneReq, running bool) s
 		s.mu.Lock()
 		var volid string
 		switch {
-		case d.cloudinit():
+		case d.Cloudinit():
 			volid, err = s.allocCloudinitLocked(r.node, dst, r.newid, "")
 		case full:
 			size := int64(0)
-			if v, _, err := s.volumeLocked(r.node, d.file()); err == nil {
+			if v, _, err := s.volumeLocked(r.node, d.File()); err == nil {
 				size = v.Size
 			} else if n, ok := parseSize(d.Props.Get("size")); ok {
 				size = n
 			}
 			volid, err = s.allocVolumeLocked(r.node, dst, r.newid, size, r.format)
 		default:
-			volid, err = s.linkedCloneLocked(r.node, dst, d.file(), r.newid)
+			volid, err = s.linkedCloneLocked(r.node, dst, d.File(), r.newid)
 		}
 		s.mu.Unlock()
 		s.release(lockKey, false)
@@ -303,7 +304,7 @@ func (s *Sim) cloneWorker(t *taskRun, db *ConfigDB, r *cloneReq, running bool) s
 			return fail(err.Error())
 		}
 		newVols = append(newVols, volid)
-		if full && !d.cloudinit() {
+		if full && !d.Cloudinit() {
 			t.logf("transferred %s of %s (100.00%%)", d.Props.Get("size"), d.Props.Get("size"))
 			if !s.sleep(s.cfg.dur(s.cfg.CloneDuration, 2*s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration))) {
 				return fail("interrupted by signal")
@@ -313,9 +314,9 @@ func (s *Sim) cloneWorker(t *taskRun, db *ConfigDB, r *cloneReq, running bool) s
 		// clone_disk: "delete $disk->{format}" — the new drive names no format.
 		delete(d.Props.Vals, "format")
 		d.Props.Keys = slices.DeleteFunc(d.Props.Keys, func(k string) bool { return k == "format" })
-		keys[k] = d.print()
+		keys[k] = d.Print()
 		s.mu.Lock()
-		c := &qmConf{Keys: maps.Clone(keys), Description: desc}
+		c := &guestconf.Conf{Keys: maps.Clone(keys), Description: desc}
 		s.writeQmConfLocked(db, r.node, r.newid, c)
 		s.saveLocked()
 		s.mu.Unlock()
@@ -330,7 +331,7 @@ func (s *Sim) cloneWorker(t *taskRun, db *ConfigDB, r *cloneReq, running bool) s
 		if r.target != "" {
 			node = r.target
 		}
-		s.writeQmConfLocked(db, node, r.newid, &qmConf{Keys: keys, Description: desc})
+		s.writeQmConfLocked(db, node, r.newid, &guestconf.Conf{Keys: keys, Description: desc})
 		if r.pool != "" {
 			s.addGuestToPoolLocked(db, r.pool, r.newid)
 		}
@@ -351,7 +352,7 @@ func (s *Sim) cloneWorker(t *taskRun, db *ConfigDB, r *cloneReq, running bool) s
 
 // pendingKeys are the keys of a config's [PENDING] section as PVE holds
 // them: the pending values, and "delete" when keys wait to be deleted.
-func pendingKeys(c *qmConf) []string {
+func pendingKeys(c *guestconf.Conf) []string {
 	keys := slices.Sorted(maps.Keys(c.Pending))
 	if len(c.PendingDelete) > 0 && !slices.Contains(keys, "delete") {
 		keys = append(keys, "delete")
@@ -361,6 +362,6 @@ func pendingKeys(c *qmConf) []string {
 }
 
 func mustStore(volid string) string {
-	st, _, _ := volumeID(volid)
+	st, _, _ := storage.ParseVolumeID(volid)
 	return st
 }

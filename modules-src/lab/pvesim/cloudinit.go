@@ -1,6 +1,8 @@
 package pvesim
 
 import (
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
@@ -17,11 +19,11 @@ import (
 
 // checkCloudinitSnippetsLocked is get_custom_cloudinit_files at start: each
 // cicustom volume must be a snippet that exists on the node.
-func (s *Sim) checkCloudinitSnippetsLocked(node string, c *qmConf) error {
+func (s *Sim) checkCloudinitSnippetsLocked(node string, c *guestconf.Conf) error {
 	if !qemuserver.HasCloudinitDrive(c.Keys) || c.Keys["cicustom"] == "" {
 		return nil
 	}
-	files := parseProps(c.Keys["cicustom"], "")
+	files := pvecommon.ParseProps(c.Keys["cicustom"], "")
 	for _, kind := range []string{"network", "user", "meta", "vendor"} {
 		volid := files.Get(kind)
 		if volid == "" {
@@ -32,14 +34,14 @@ func (s *Sim) checkCloudinitSnippetsLocked(node string, c *qmConf) error {
 			return err
 		}
 		if r.Type != "snippets" {
-			return pveDie("%s is not in the snippets directory", volid)
+			return pvecommon.Die("%s is not in the snippets directory", volid)
 		}
 		ok, err := s.volumeExistsLocked(node, volid)
 		if err != nil {
 			return err
 		}
 		if !ok {
-			return pveDie("can't find file '%s'", volid) // abs_filesystem_path
+			return pvecommon.Die("can't find file '%s'", volid) // abs_filesystem_path
 		}
 	}
 	return nil
@@ -55,9 +57,9 @@ func (s *Sim) missingVolume(node, volid string) error {
 	if err != nil || ok {
 		return err
 	}
-	store, _, _ := volumeID(volid)
-	if st := s.dbOf(node).Storage[store]; st != nil && storage.HasPath(st.section()) {
-		return pveDie("volume '%s' does not exist", volid)
+	store, _, _ := storage.ParseVolumeID(volid)
+	if st := s.dbOf(node).Storage[store]; st != nil && storage.HasPath(st) {
+		return pvecommon.Die("volume '%s' does not exist", volid)
 	}
-	return pveDie("volume %s does not exist", volid)
+	return pvecommon.Die("volume %s does not exist", volid)
 }

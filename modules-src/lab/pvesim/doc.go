@@ -108,8 +108,11 @@
 //     later, and a node powering on starts its onboot guests. A guest
 //     recovered where its local disks have no replica cannot start: error
 //     state, kept until disabled (H8).
-//   - Containers (lxc.go), the basics: create (vzcreate), config read and
-//     synchronous update, status, start/stop/shutdown, destroy, HA ct:N.
+//   - Containers (lxc*.go; pve-container's rules on config values through
+//     pvesim/pvecontainer: volume keys, what a running CT hot-plugs, the
+//     update's refusals, check_ct_modify_config_perm), the basics: create
+//     (vzcreate), config read and synchronous update, status,
+//     start/stop/shutdown, destroy, HA ct:N.
 //
 // State is saved as JSON (<Dir>/pvesim/state.json, 0600: it holds the lab's
 // root password and token secret) after every change; certificates live in

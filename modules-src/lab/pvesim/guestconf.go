@@ -11,18 +11,13 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/pmxcfs"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
-	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 )
 
 // A guest's configuration is its file in /etc/pve, nodes/<node>/qemu-server/
 // <vmid>.conf (or lxc/), in PVE's format (package guestconf). The file is
 // the truth: the API parses it on every read, so a config edited on a lab
 // node (or being cloned) is what the API shows.
-
-// qmConf is a parsed config file (package guestconf).
-type qmConf = guestconf.Conf
-
-func parseQmConf(raw string) *qmConf { return guestconf.Parse(raw) }
 
 // ---- Where config files live: the node's /etc/pve (ConfigDB) ----
 
@@ -93,7 +88,7 @@ func (s *Sim) findVMLocked(db *ConfigDB, vmid int) (vmEntry, bool) {
 }
 
 // loadQmConfLocked is load_config: the file on node or PVE's error.
-func (s *Sim) loadQmConfLocked(db *ConfigDB, node string, vmid int) (*qmConf, error) {
+func (s *Sim) loadQmConfLocked(db *ConfigDB, node string, vmid int) (*guestconf.Conf, error) {
 	return s.loadGuestConfLocked(db, vmKind, node, vmid)
 }
 
@@ -106,17 +101,13 @@ func (s *Sim) assertOnNodeLocked(db *ConfigDB, node string, vmid int) error {
 	return nil
 }
 
-func (s *Sim) writeQmConfLocked(db *ConfigDB, node string, vmid int, c *qmConf) {
-	dropReusedUnused(c) // write_vm_config
+func (s *Sim) writeQmConfLocked(db *ConfigDB, node string, vmid int, c *guestconf.Conf) {
+	qemuserver.DropReusedUnused(c.Keys, c.Pending) // write_vm_config
 	if d, ok := c.Keys["description"]; ok {
 		c.SetDescription(d) // $generate_raw_config: the "#" lines
 	}
 	s.writeGuestConfLocked(db, vmKind, node, vmid, c)
 }
-
-// pveDie is an error worded by PVE (capitals, final dots and all): the API
-// answers it as 500 with the text unchanged, a task as its exit status.
-var pveDie = pvecommon.Die
 
 // etcPveWritableLocked is what writing rel into a read-only /etc/pve (no
 // quorum, C10) fails with: file_set_contents cannot open its temp file
@@ -125,11 +116,11 @@ func (s *Sim) etcPveWritableLocked(db *ConfigDB, rel string) error {
 	if s.quorateLocked(db) {
 		return nil
 	}
-	return pveDie("unable to open file '/etc/pve/%s.tmp.%d' - Permission denied", rel, s.st.NextPID+1)
+	return pvecommon.Die("unable to open file '/etc/pve/%s.tmp.%d' - Permission denied", rel, s.st.NextPID+1)
 }
 
 // checkLock is AbstractConfig.pm check_lock.
-func checkLock(c *qmConf) error {
+func checkLock(c *guestconf.Conf) error {
 	if l := c.Lock(); l != "" {
 		return fmt.Errorf("VM is locked (%s)", l)
 	}
@@ -137,9 +128,3 @@ func checkLock(c *qmConf) error {
 }
 
 // ---- volumes a config names ----
-
-// volumeID splits "store:volname" (storage.ParseVolumeID).
-func volumeID(file string) (store, volname string, ok bool) { return storage.ParseVolumeID(file) }
-
-// volOwner returns the VMID a volume name belongs to (storage.Owner).
-func volOwner(volname string) int { return storage.Owner(volname) }

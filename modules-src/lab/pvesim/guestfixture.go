@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 )
 
@@ -46,9 +47,9 @@ func (s *Sim) AddGuest(node string, g GuestSpec) error {
 	}
 	for _, k := range slices.Sorted(maps.Keys(keys)) {
 		switch {
-		case isNetKey(k):
+		case qemuserver.IsNetKey(k):
 			keys[k] = normaliseNet(keys[k])
-		case isDriveKey(k):
+		case qemuserver.IsDriveKey(k):
 			if err := s.checkNewDrive(node, k, keys[k]); err != nil {
 				return &BadRequestError{Msg: err.Error()}
 			}
@@ -57,14 +58,14 @@ func (s *Sim) AddGuest(node string, g GuestSpec) error {
 				return &BadRequestError{Msg: err.Error()}
 			}
 			if g.Template {
-				d := parseDrive(v)
-				if _, _, err := s.volumeLocked(node, d.file()); err == nil && !d.cloudinit() {
-					nb, err := s.makeBaseLocked(node, d.file())
+				d := qemuserver.ParseDrive(v)
+				if _, _, err := s.volumeLocked(node, d.File()); err == nil && !d.Cloudinit() {
+					nb, err := s.makeBaseLocked(node, d.File())
 					if err != nil {
 						return &BadRequestError{Msg: err.Error()}
 					}
 					d.Props.Set("file", nb)
-					v = d.print()
+					v = d.Print()
 				}
 			}
 			keys[k] = v
@@ -79,7 +80,7 @@ func (s *Sim) AddGuest(node string, g GuestSpec) error {
 	if g.Template {
 		keys["template"] = "1"
 	}
-	s.writeQmConfLocked(db, node, g.VMID, &qmConf{Keys: keys})
+	s.writeQmConfLocked(db, node, g.VMID, &guestconf.Conf{Keys: keys})
 	if g.Running {
 		s.setRunningLocked(node, g.VMID, true)
 	}

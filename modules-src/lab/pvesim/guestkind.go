@@ -8,6 +8,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 // guestKind is what differs between a VM and a container on the paths they
@@ -41,17 +42,17 @@ func (k guestKind) haSID(vmid int) string {
 }
 
 // loadGuestConfLocked reads a guest's config file from db.
-func (s *Sim) loadGuestConfLocked(db *ConfigDB, k guestKind, node string, vmid int) (*qmConf, error) {
+func (s *Sim) loadGuestConfLocked(db *ConfigDB, k guestKind, node string, vmid int) (*guestconf.Conf, error) {
 	rel := guestConfPath(node, k.dir, vmid)
 	raw, ok := s.readEtcPve(db, rel)
 	if !ok {
 		// pve-guest-common AbstractConfig.pm load_config
-		return nil, pveDie("Configuration file '%s' does not exist", rel)
+		return nil, pvecommon.Die("Configuration file '%s' does not exist", rel)
 	}
-	return parseQmConf(raw), nil
+	return guestconf.Parse(raw), nil
 }
 
-func (s *Sim) writeGuestConfLocked(db *ConfigDB, k guestKind, node string, vmid int, c *qmConf) {
+func (s *Sim) writeGuestConfLocked(db *ConfigDB, k guestKind, node string, vmid int, c *guestconf.Conf) {
 	s.writeEtcPve(db, guestConfPath(node, k.dir, vmid), c.Render(k.pendingHeader))
 }
 
@@ -81,7 +82,7 @@ func (s *Sim) typedGuestConf(k guestKind, keys map[string]string) map[string]any
 // withDescriptionAndDigest completes a GET config answer: the description
 // (the file's comment lines, read as qemu-server does) and the file's
 // digest.
-func withDescriptionAndDigest(out map[string]any, c *qmConf) map[string]any {
+func withDescriptionAndDigest(out map[string]any, c *guestconf.Conf) map[string]any {
 	if c.Description != "" {
 		out["description"] = guestconf.VMDescription(c.Description)
 	}
@@ -118,7 +119,7 @@ func dropFromPoolsLocked(db *ConfigDB, _ guestKind, vmid int) {
 
 // summaryFlags adds what a guest's list entry shows only when set:
 // template, lock and tags.
-func summaryFlags(e map[string]any, c *qmConf) map[string]any {
+func summaryFlags(e map[string]any, c *guestconf.Conf) map[string]any {
 	if c.IsTemplate() {
 		e["template"] = 1
 	}
@@ -153,7 +154,7 @@ func (s *Sim) asClusterResource(r map[string]any, k guestKind, e vmEntry) map[st
 // guestListLocked is GET /nodes/{node}/qemu or /lxc: the node's guests of
 // kind k that the caller may audit (filtered, not refused, K19), each as
 // summary renders it; a config that cannot be read is left out.
-func (s *Sim) guestListLocked(rc *reqCtx, k guestKind, summary func(node string, vmid int, c *qmConf) map[string]any) []map[string]any {
+func (s *Sim) guestListLocked(rc *reqCtx, k guestKind, summary func(node string, vmid int, c *guestconf.Conf) map[string]any) []map[string]any {
 	db := rc.db()
 	out := []map[string]any{}
 	for _, e := range s.vmListLocked(db) {

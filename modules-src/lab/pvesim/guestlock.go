@@ -74,7 +74,7 @@ func guestLockFile(vmid int) string             { return fmt.Sprintf("/var/lock/
 // storageLock is the allocation lock of a storage as seen from node: a
 // node-local flock for local storage, one cluster-wide cfs lock for shared.
 func storageLock(node string, st *Storage) (key string, timeoutMsg string) {
-	if st.shared() {
+	if st.Shared() {
 		return "cfs:storage-" + st.ID, fmt.Sprintf("cfs-lock 'storage-%s' error: got lock request timeout", st.ID)
 	}
 	file := "/var/lock/pve-manager/pve-storage-" + st.ID

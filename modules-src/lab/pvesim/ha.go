@@ -6,6 +6,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/ha"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 // HA as pve-ha-manager keeps it (src/PVE/API2/HA/{Resources,Groups,Rules}.pm,
@@ -24,11 +25,6 @@ import (
 // PVE2.pm steal_service does, honouring node-affinity rules (9) or groups
 // (8), and the guests' replication jobs are rewritten source↔target as the
 // next pvesr run on the new node does (ReplicationState.pm).
-
-// The names the guest code (lxc*, qemulifecycle) uses for resources.cfg.
-const haResourcesCfg = ha.ResourcesCfg
-
-var findResource = ha.FindResource
 
 // haConfigLocked is db's HA files as pvesim/ha reads them.
 func (s *Sim) haConfigLocked(db *ConfigDB) ha.Config {
@@ -206,7 +202,7 @@ func (s *Sim) deleteHAResource(rc *reqCtx) (any, error) {
 	}
 	list, _ := s.haResourcesLocked(db)
 	if ha.FindResource(list, sid) == nil {
-		return nil, pveDie("cannot delete service '%s', not HA managed!", sid)
+		return nil, pvecommon.Die("cannot delete service '%s', not HA managed!", sid)
 	}
 	s.writeSectionsLocked(db, ha.ResourcesCfg, ha.WithoutResource(list, sid))
 	purge := s.cfg.Version >= 9 && (!rc.has("purge") || rc.boolean("purge"))

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/ha"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 // What HA groups, rules and resources share: reading, listing, digest
@@ -45,7 +46,7 @@ func setOpts(rc *reqCtx, opts []string, into map[string]string) {
 // (prefix: the module's "update … failed: ", if it has one).
 func staleDigest(rc *reqCtx, digest, prefix string) error {
 	if d := rc.str("digest"); d != "" && d != digest {
-		return pveDie("%sdetected modified configuration - file changed by other user? Try again.", prefix)
+		return pvecommon.Die("%sdetected modified configuration - file changed by other user? Try again.", prefix)
 	}
 	return nil
 }

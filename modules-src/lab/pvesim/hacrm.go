@@ -6,7 +6,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/ha"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
 
 // The CRM, as pve-ha-manager's src/PVE/HA/Manager.pm runs it, on the lab's
@@ -147,13 +150,13 @@ func (s *Sim) haStartLocked(db *ConfigDB, e vmEntry) bool {
 	}
 	c.ApplyPending()
 	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
-		d := parseDrive(c.Keys[k])
-		if !isDriveKey(k) || !d.cloudinit() {
+		d := qemuserver.ParseDrive(c.Keys[k])
+		if !qemuserver.IsDriveKey(k) || !d.Cloudinit() {
 			continue
 		}
-		store, _, ok := volumeID(d.file())
+		store, _, ok := storage.ParseVolumeID(d.File())
 		st := db.Storage[store]
-		if ok && st != nil && !st.shared() && s.st.Nodes[e.Node].Volumes[d.file()] == nil {
+		if ok && st != nil && !st.Shared() && s.st.Nodes[e.Node].Volumes[d.File()] == nil {
 			if _, err := s.allocCloudinitLocked(e.Node, st, e.VMID, ""); err != nil {
 				return false
 			}
@@ -258,7 +261,7 @@ func (s *Sim) nodeBackLocked(node string) {
 			continue
 		}
 		raw, _ := s.readEtcPve(db, guestConfPath(node, e.Kind, e.VMID))
-		if c := parseQmConf(raw); c.Keys["onboot"] == "1" && !c.IsTemplate() {
+		if c := guestconf.Parse(raw); c.Keys["onboot"] == "1" && !c.IsTemplate() {
 			s.setRunningLocked(node, e.VMID, true)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/ha"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 // HA rules, PVE 9 (/cluster/ha/rules; pve-ha-manager's API2/HA/Rules.pm).
@@ -200,14 +201,14 @@ func (s *Sim) postHAMotion(rc *reqCtx) (any, error) {
 	}
 	list, _ := s.haResourcesLocked(db)
 	if !ha.Managed(ha.FindResource(list, sid)) {
-		return nil, pveDie("resource '%s' is not HA managed", sid)
+		return nil, pvecommon.Die("resource '%s' is not HA managed", sid)
 	}
 	if s.haErrorLocked(db, sid) {
-		return nil, pveDie("service '%s' in error state, must be disabled and fixed first", sid)
+		return nil, pvecommon.Die("service '%s' in error state, must be disabled and fixed first", sid)
 	}
 	target := rc.str("node")
 	if db.Corosync == nil || db.Corosync.Member(target) == nil {
-		return nil, pveDie("no such cluster node '%s'", target) // reconstruction: the CRM ignores it, PVE logs only
+		return nil, pvecommon.Die("no such cluster node '%s'", target) // reconstruction: the CRM ignores it, PVE logs only
 	}
 	s.haLaterLocked(s.crmRound(), db.ID, func(d *ConfigDB) {
 		if !s.nodeUpLocked(target) {

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 )
 
@@ -76,7 +78,7 @@ func (s *Sim) bridgeLocked(node, bridge string) bool {
 // kept it. Not modelled: the 5 s the poll takes.
 func (s *Sim) unplugLocked(node string, vmid int, device string) error {
 	if n := s.st.Nodes[node]; n != nil && slices.Contains(n.HeldDevices[vmid], device) {
-		return pveDie("error on hot-unplugging device '%s' - still busy in guest?", device)
+		return pvecommon.Die("error on hot-unplugging device '%s' - still busy in guest?", device)
 	}
 	return nil
 }
@@ -95,7 +97,7 @@ func (s *Sim) netdevAddLocked(node string, vmid int, bridge string) error {
 	if bridge == "" || s.bridgeLocked(node, bridge) {
 		return nil // no bridge: user-mode networking, nothing to plug into
 	}
-	return pveDie("VM %d qmp command 'netdev_add' failed - network script /usr/libexec/qemu-server/pve-bridge-hotplug failed with status 512", vmid)
+	return pvecommon.Die("VM %d qmp command 'netdev_add' failed - network script /usr/libexec/qemu-server/pve-bridge-hotplug failed with status 512", vmid)
 }
 
 // updateNetLocked is vmconfig_update_net for a running VM with network
@@ -118,7 +120,7 @@ func (s *Sim) updateNetLocked(node string, vmid int, key, old, value string, log
 			return s.netdevAddLocked(node, vmid, nn.Props.Get("bridge"))
 		}
 		if b := nn.Props.Get("bridge"); b != on.Props.Get("bridge") && !s.bridgeLocked(node, b) {
-			return pveDie("bridge '%s' is neither a linux nor an OVS bridge!", b)
+			return pvecommon.Die("bridge '%s' is neither a linux nor an OVS bridge!", b)
 		}
 		return nil
 	}
@@ -131,9 +133,9 @@ func (s *Sim) updateNetLocked(node string, vmid int, key, old, value string, log
 // network script … failed with status 512`) and vm_start dies `start
 // failed: QEMU exited with code 1`. It returns that task error, or "".
 // Reconstruction: vhost=on is assumed for virtio (kernel_has_vhost_net).
-func (s *Sim) startNICsLocked(node string, vmid int, c *qmConf, logf func(string, ...any)) string {
+func (s *Sim) startNICsLocked(node string, vmid int, c *guestconf.Conf, logf func(string, ...any)) string {
 	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
-		if !isNetKey(k) {
+		if !qemuserver.IsNetKey(k) {
 			continue
 		}
 		n := qemuserver.ParseNet(c.Keys[k])

@@ -3,13 +3,16 @@ package pvesim
 import (
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/ha"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecontainer"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
 
 // LXC containers, the basics (pve-container src/PVE/API2/LXC.pm,
@@ -22,19 +25,17 @@ import (
 // Restore (restore=1) is lxcrestore.go. Not simulated: the template's
 // content, clone, snapshots, migration.
 
-var ctVolKeyRe = regexp.MustCompile(`^(rootfs|mp\d+)$`)
-
-func (s *Sim) loadCtConfLocked(db *ConfigDB, node string, vmid int) (*qmConf, error) {
+func (s *Sim) loadCtConfLocked(db *ConfigDB, node string, vmid int) (*guestconf.Conf, error) {
 	return s.loadGuestConfLocked(db, ctKind, node, vmid)
 }
 
-func (s *Sim) writeCtConfLocked(db *ConfigDB, node string, vmid int, c *qmConf) {
+func (s *Sim) writeCtConfLocked(db *ConfigDB, node string, vmid int, c *guestconf.Conf) {
 	s.writeGuestConfLocked(db, ctKind, node, vmid, c)
 }
 
-func checkCtLock(c *qmConf) error {
+func checkCtLock(c *guestconf.Conf) error {
 	if l := c.Lock(); l != "" {
-		return pveDie("CT is locked (%s)", l)
+		return pvecommon.Die("CT is locked (%s)", l)
 	}
 	return nil
 }
@@ -42,7 +43,7 @@ func checkCtLock(c *qmConf) error {
 // normaliseCtNet is parse_lxc_network + print: name first, a MAC when none
 // is given, type veth.
 func normaliseCtNet(v string) string {
-	p := parseProps(v, "")
+	p := pvecommon.ParseProps(v, "")
 	if p.Get("hwaddr") == "" {
 		p.Set("hwaddr", randomMAC())
 	}
@@ -65,8 +66,8 @@ func normaliseCtNet(v string) string {
 // 100000 for an unprivileged CT (PVE::LXC parse_id_maps' default map
 // "u 0 100000 65536", which mountpoint_mount chowns the root to).
 func (s *Sim) createCtVolume(node string, vmid int, v string, unprivileged bool) (string, error) {
-	p := parseProps(v, "volume")
-	store, size, ok := volumeID(p.Get("volume"))
+	p := pvecommon.ParseProps(v, "volume")
+	store, size, ok := storage.ParseVolumeID(p.Get("volume"))
 	if !ok {
 		return v, nil
 	}
@@ -76,10 +77,10 @@ func (s *Sim) createCtVolume(node string, vmid int, v string, unprivileged bool)
 	}
 	st := s.dbOf(node).Storage[store]
 	if st == nil {
-		return "", pveDie("storage '%s' does not exist", store)
+		return "", pvecommon.Die("storage '%s' does not exist", store)
 	}
-	if !st.hasContent("rootdir") {
-		return "", pveDie("storage '%s' does not support container directories", store)
+	if !st.HasContent("rootdir") {
+		return "", pvecommon.Die("storage '%s' does not support container directories", store)
 	}
 	bytes := int64(gib * (1 << 30))
 	volid, err := s.allocSubvolLocked(node, st, vmid, bytes)
@@ -115,7 +116,7 @@ func (s *Sim) postLxcCreate(rc *reqCtx) (any, error) {
 		// create's "unable to create CT" eval, so PVE's answer is the bare
 		// "CT N already exists on node 'X'" (qemu-server's create_vm wraps
 		// it, the lab's qemu.go does).
-		return nil, pveDie("%s %d already exists on node '%s'", kind, vmid, e.Node)
+		return nil, pvecommon.Die("%s %d already exists on node '%s'", kind, vmid, e.Node)
 	}
 	keys := map[string]string{}
 	for k, v := range rc.params {
@@ -145,12 +146,12 @@ func (s *Sim) postLxcCreate(rc *reqCtx) (any, error) {
 		return nil, err
 	}
 	for k, v := range keys {
-		if isNetKey(k) {
+		if qemuserver.IsNetKey(k) {
 			keys[k] = normaliseCtNet(v)
 		}
 	}
 	tmpl := rc.str("ostemplate")
-	s.writeCtConfLocked(db, rc.node, vmid, &qmConf{Keys: map[string]string{"lock": "create"}})
+	s.writeCtConfLocked(db, rc.node, vmid, &guestconf.Conf{Keys: map[string]string{"lock": "create"}})
 	if pool := rc.str("pool"); pool != "" {
 		db.Pools[pool].Members = append(db.Pools[pool].Members, fmt.Sprintf("lxc/%d", vmid))
 	}
@@ -174,7 +175,7 @@ func (s *Sim) postLxcCreate(rc *reqCtx) (any, error) {
 			}
 		}
 		for _, k := range ctVolumeKeys(keys) {
-			if !ctVolKeyRe.MatchString(k) {
+			if !pvecontainer.IsVolumeKey(k) {
 				continue
 			}
 			nv, err := s.createCtVolume(node, vmid, keys[k], keys["unprivileged"] == "1")
@@ -191,7 +192,7 @@ func (s *Sim) postLxcCreate(rc *reqCtx) (any, error) {
 			keys["ostype"] = ostypeOf(tmpl)
 		}
 		ctCreateDefaults(keys, vmid)
-		conf := &qmConf{Keys: keys}
+		conf := &guestconf.Conf{Keys: keys}
 		if d, ok := keys["description"]; ok {
 			conf.SetDescription(d)
 		}
@@ -233,14 +234,14 @@ func ostypeOf(tmpl string) string {
 
 // GET /nodes/{node}/lxc
 func (s *Sim) getLxcList(rc *reqCtx) (any, error) {
-	return s.guestListLocked(rc, ctKind, func(node string, vmid int, c *qmConf) map[string]any {
+	return s.guestListLocked(rc, ctKind, func(node string, vmid int, c *guestconf.Conf) map[string]any {
 		v := s.ctSummary(node, vmid, c)
 		v["type"] = "lxc"
 		return v
 	}), nil
 }
 
-func (s *Sim) ctSummary(node string, vmid int, c *qmConf) map[string]any {
+func (s *Sim) ctSummary(node string, vmid int, c *guestconf.Conf) map[string]any {
 	conf := c.Keys
 	mem := int64(512)
 	if n, err := strconv.ParseInt(conf["memory"], 10, 64); err == nil {
@@ -255,7 +256,7 @@ func (s *Sim) ctSummary(node string, vmid int, c *qmConf) map[string]any {
 		cores = n
 	}
 	var disk int64
-	if n, ok := parseSize(parseProps(conf["rootfs"], "volume").Get("size")); ok {
+	if n, ok := parseSize(pvecommon.ParseProps(conf["rootfs"], "volume").Get("size")); ok {
 		disk = n
 	}
 	e := map[string]any{"vmid": vmid, "status": "stopped", "cpus": cores, "maxmem": mem << 20, "maxswap": swap << 20,
@@ -328,10 +329,10 @@ func (s *Sim) getLxcInterfaces(rc *reqCtx) (any, error) {
 	}
 	out := []map[string]any{iface("lo", "00:00:00:00:00:00", [3]string{"inet", "127.0.0.1", "8"}, [3]string{"inet6", "::1", "128"})}
 	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
-		if !isNetKey(k) {
+		if !qemuserver.IsNetKey(k) {
 			continue
 		}
-		p := parseProps(c.Keys[k], "")
+		p := pvecommon.ParseProps(c.Keys[k], "")
 		var addrs [][3]string
 		for _, f := range []struct{ key, family string }{{"ip", "inet"}, {"ip6", "inet6"}} {
 			if ip, pfx, ok := strings.Cut(p.Get(f.key), "/"); ok {
@@ -354,13 +355,13 @@ func (s *Sim) ctPower(rc *reqCtx, typ string, on bool) (any, error) {
 	}
 	running := s.runningLocked(node, vmid)
 	if on && running {
-		return nil, pveDie("CT %d already running", vmid)
+		return nil, pvecommon.Die("CT %d already running", vmid)
 	}
 	if !on && !running {
-		return nil, pveDie("CT %d not running", vmid)
+		return nil, pvecommon.Die("CT %d not running", vmid)
 	}
 	list, _ := s.haResourcesLocked(db)
-	if r := findResource(list, fmt.Sprintf("ct:%d", vmid)); r != nil && r.Opts["state"] != "ignored" {
+	if r := ha.FindResource(list, fmt.Sprintf("ct:%d", vmid)); r != nil && r.Opts["state"] != "ignored" {
 		haTyp, state := "hastart", "started"
 		if !on {
 			haTyp, state = "hastop", "stopped"
@@ -368,7 +369,7 @@ func (s *Sim) ctPower(rc *reqCtx, typ string, on bool) (any, error) {
 		return s.haRequestTaskSID(rc, haTyp, fmt.Sprintf("ct:%d", vmid), vmid, state), nil
 	}
 	if on && c.IsTemplate() {
-		return nil, pveDie("you can't start a CT if it's a template") // reconstruction: PVE says it in the task
+		return nil, pvecommon.Die("you can't start a CT if it's a template") // reconstruction: PVE says it in the task
 	}
 	return s.guestLockTask(rc, node, typ, vmid, func(*taskRun) string {
 		c, err := s.loadCtConfLocked(db, node, vmid)
@@ -410,8 +411,8 @@ func (s *Sim) deleteLxc(rc *reqCtx) (any, error) {
 		}
 		c, _ := s.loadCtConfLocked(db, node, vmid)
 		for k, v := range c.Keys {
-			if ctVolKeyRe.MatchString(k) {
-				s.freeVolumeLocked(node, parseProps(v, "volume").Get("volume"))
+			if pvecontainer.IsVolumeKey(k) {
+				s.freeVolumeLocked(node, pvecommon.ParseProps(v, "volume").Get("volume"))
 			}
 		}
 		dropFromPoolsLocked(db, ctKind, vmid)

@@ -8,7 +8,11 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/ha"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecontainer"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
 
 // Containers' config updates, pending section and resize, as pve-container
@@ -19,43 +23,6 @@ import (
 // applies it at once, a running one hot-plugs what it can (the "fast
 // plug" options, memory and swap through the cgroup, NICs, a new mount
 // point) and keeps the rest pending until its next start.
-
-// ctFastplug is $LXC_FASTPLUG_OPTIONS: written to the config at once, even
-// on a running CT.
-var ctFastplug = map[string]bool{"description": true, "onboot": true, "startup": true, "protection": true,
-	"hostname": true, "hookscript": true, "cores": true, "tags": true, "lock": true}
-
-// ctHotplugged tells whether vmconfig_hotplug_pending applies key to a
-// running CT (cgroup for memory/swap/cpulimit/cpuunits, update_net for a
-// NIC, a mount point only when the key is new: "don't try to hotplug over
-// existing mp").
-func ctHotplugged(c *qmConf, key string) bool {
-	switch {
-	case ctFastplug[key], key == "memory", key == "swap", key == "cpulimit", key == "cpuunits", isNetKey(key):
-		return true
-	case strings.HasPrefix(key, "mp") && ctVolKeyRe.MatchString(key):
-		_, exists := c.Keys[key]
-		return !exists
-	}
-	return false
-}
-
-// ctUpdateChecks are update_pct_config's refusals before anything is
-// written: required and read-only options.
-func ctUpdateChecks(set map[string]string, deletes []string) error {
-	for _, k := range deletes {
-		switch k {
-		case "memory", "rootfs", "ostype":
-			return pveDie("unable to delete required option '%s'", k)
-		case "unprivileged":
-			return pveDie("unable to delete read-only option: '%s'", k)
-		}
-	}
-	if _, ok := set["unprivileged"]; ok {
-		return pveDie("unable to modify read-only option: 'unprivileged'")
-	}
-	return nil
-}
 
 // PUT /nodes/{node}/lxc/{vmid}/config: synchronous under the config lock.
 func (s *Sim) putLxcConfig(rc *reqCtx) (any, error) {
@@ -69,7 +36,7 @@ func (s *Sim) putLxcConfig(rc *reqCtx) (any, error) {
 	}
 	deletes := pveschema.SplitList(rc.str("delete"))
 	if len(set) == 0 && len(deletes) == 0 && rc.str("revert") == "" {
-		return nil, pveDie("no options specified")
+		return nil, pvecommon.Die("no options specified")
 	}
 	reverts := pveschema.SplitList(rc.str("revert"))
 	return s.withGuestLockLocked(node, vmid, func() (any, error) {
@@ -78,7 +45,7 @@ func (s *Sim) putLxcConfig(rc *reqCtx) (any, error) {
 			return nil, err
 		}
 		if d := rc.str("digest"); d != "" && d != c.Digest {
-			return nil, pveDie("detected modified configuration - file changed by other user? Try again.")
+			return nil, pvecommon.Die("detected modified configuration - file changed by other user? Try again.")
 		}
 		if err := checkCtLock(c); err != nil {
 			return nil, err
@@ -95,17 +62,17 @@ func (s *Sim) putLxcConfig(rc *reqCtx) (any, error) {
 				return nil, err
 			}
 		}
-		if err := ctUpdateChecks(set, deletes); err != nil {
+		if err := pvecontainer.UpdateChecks(set, deletes); err != nil {
 			return nil, err
 		}
 		for k, v := range set {
-			if isNetKey(k) {
+			if qemuserver.IsNetKey(k) {
 				set[k] = normaliseCtNet(v)
 			}
 		}
 		for _, k := range slices.Sorted(maps.Keys(set)) {
-			if ctVolKeyRe.MatchString(k) && c.Keys["protection"] == "1" {
-				return nil, pveDie("can't update CT %d drive '%s' - protection mode enabled", vmid, k)
+			if pvecontainer.IsVolumeKey(k) && c.Keys["protection"] == "1" {
+				return nil, pvecommon.Die("can't update CT %d drive '%s' - protection mode enabled", vmid, k)
 			}
 		}
 		if err := s.ctWritePendingLocked(node, vmid, c, set, deletes, reverts); err != nil {
@@ -120,7 +87,7 @@ func (s *Sim) putLxcConfig(rc *reqCtx) (any, error) {
 // ctWritePendingLocked writes the update to the pending section, then
 // applies it: all of it on a stopped CT, what can be hot-plugged on a
 // running one.
-func (s *Sim) ctWritePendingLocked(node string, vmid int, c *qmConf, set map[string]string, deletes, revert []string) error {
+func (s *Sim) ctWritePendingLocked(node string, vmid int, c *guestconf.Conf, set map[string]string, deletes, revert []string) error {
 	for _, k := range revert {
 		delete(c.Pending, k)
 		c.PendingDelete = slices.DeleteFunc(c.PendingDelete, func(d string) bool { return d == k })
@@ -153,17 +120,17 @@ func (s *Sim) ctWritePendingLocked(node string, vmid int, c *qmConf, set map[str
 	}
 	running := s.runningLocked(node, vmid)
 	for _, k := range slices.Clone(c.PendingDelete) {
-		if !running || ctHotplugged(c, k) {
+		if !running || pvecontainer.Hotplugged(c.Keys, k) {
 			delete(c.Keys, k)
 			c.PendingDelete = slices.DeleteFunc(c.PendingDelete, func(d string) bool { return d == k })
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.Pending)) {
-		if running && !ctHotplugged(c, k) {
+		if running && !pvecontainer.Hotplugged(c.Keys, k) {
 			continue
 		}
 		v := c.Pending[k]
-		if ctVolKeyRe.MatchString(k) {
+		if pvecontainer.IsVolumeKey(k) {
 			nv, err := s.createCtVolume(node, vmid, v, c.Keys["unprivileged"] == "1")
 			if err != nil {
 				return err
@@ -184,14 +151,14 @@ func (s *Sim) ctWritePendingLocked(node string, vmid int, c *qmConf, set map[str
 
 // ctApplyPendingLocked is vm_start's vmconfig_apply_pending: what waited
 // for the start is in force now.
-func (s *Sim) ctApplyPendingLocked(node string, vmid int, c *qmConf) error {
+func (s *Sim) ctApplyPendingLocked(node string, vmid int, c *guestconf.Conf) error {
 	for _, k := range c.PendingDelete {
 		delete(c.Keys, strings.TrimPrefix(k, "!"))
 	}
 	c.PendingDelete = nil
 	for _, k := range slices.Sorted(maps.Keys(c.Pending)) {
 		v := c.Pending[k]
-		if ctVolKeyRe.MatchString(k) {
+		if pvecontainer.IsVolumeKey(k) {
 			nv, err := s.createCtVolume(node, vmid, v, c.Keys["unprivileged"] == "1")
 			if err != nil {
 				return err
@@ -247,7 +214,7 @@ func (s *Sim) putLxcResize(rc *reqCtx) (any, error) {
 	db := rc.db()
 	vmid, node := rc.vmid(), rc.node
 	disk, sizeStr, digest := rc.str("disk"), rc.str("size"), rc.str("digest")
-	check := func() (*qmConf, *mountPoint, int64, error) {
+	check := func() (*guestconf.Conf, *mountPoint, int64, error) {
 		c, err := s.loadCtConfLocked(db, node, vmid)
 		if err != nil {
 			return nil, nil, 0, err
@@ -263,35 +230,35 @@ func (s *Sim) putLxcResize(rc *reqCtx) (any, error) {
 			return nil, nil, 0, err
 		}
 		if digest != "" && digest != c.Digest {
-			return nil, nil, 0, pveDie("detected modified configuration - file changed by other user? Try again.")
+			return nil, nil, 0, pvecommon.Die("detected modified configuration - file changed by other user? Try again.")
 		}
 		v, ok := c.Keys[disk]
 		if !ok {
-			return nil, nil, 0, pveDie("unable to parse mount point '%s'", disk) // parse_volume of undef
+			return nil, nil, 0, pvecommon.Die("unable to parse mount point '%s'", disk) // parse_volume of undef
 		}
-		mp := &mountPoint{props: parseProps(v, "volume")}
-		if sid, _, ok := volumeID(mp.props.Get("volume")); ok && !isRootUser(rc.who) {
+		mp := &mountPoint{props: pvecommon.ParseProps(v, "volume")}
+		if sid, _, ok := storage.ParseVolumeID(mp.props.Get("volume")); ok && !isRootUser(rc.who) {
 			if err := rpcCheck(db, rc.who, "/storage/"+sid, "Datastore.AllocateSpace"); err != nil {
 				return nil, nil, 0, err
 			}
 		}
 		vol, _, err := s.volumeLocked(node, mp.props.Get("volume"))
 		if err != nil {
-			return nil, nil, 0, pveDie("Could not determine current size of volume '%s'", mp.props.Get("volume"))
+			return nil, nil, 0, pvecommon.Die("Could not determine current size of volume '%s'", mp.props.Get("volume"))
 		}
 		rel := strings.HasPrefix(sizeStr, "+")
 		n, ok := parseSize(strings.TrimPrefix(sizeStr, "+"))
 		if !ok {
-			return nil, nil, 0, pveDie("invalid size string")
+			return nil, nil, 0, pvecommon.Die("invalid size string")
 		}
 		if rel {
 			n += vol.Size
 		}
 		switch {
 		case n < vol.Size:
-			return nil, nil, 0, pveDie("unable to shrink disk size")
+			return nil, nil, 0, pvecommon.Die("unable to shrink disk size")
 		case n == vol.Size:
-			return nil, nil, 0, pveDie("disk is already at specified size")
+			return nil, nil, 0, pvecommon.Die("disk is already at specified size")
 		}
 		return c, mp, n, nil
 	}
@@ -315,7 +282,7 @@ func (s *Sim) putLxcResize(rc *reqCtx) (any, error) {
 }
 
 // mountPoint is a rootfs or mpN value (volume first).
-type mountPoint struct{ props propString }
+type mountPoint struct{ props pvecommon.Props }
 
 // ctDestroyChecks are destroy_vm's $early_checks, in pve-container's order:
 // protection, lock, HA without purge, replication jobs without purge; then
@@ -326,22 +293,22 @@ func (s *Sim) ctDestroyChecks(db *ConfigDB, node string, vmid int, purge bool) e
 		return err
 	}
 	if c.Keys["protection"] == "1" {
-		return pveDie("can't remove CT %d - protection mode enabled", vmid)
+		return pvecommon.Die("can't remove CT %d - protection mode enabled", vmid)
 	}
 	if err := checkCtLock(c); err != nil {
 		return err
 	}
 	list, _ := s.haResourcesLocked(db)
 	if !purge {
-		if findResource(list, fmt.Sprintf("ct:%d", vmid)) != nil {
-			return pveDie("unable to remove CT %d - used in HA resources and purge parameter not set.", vmid)
+		if ha.FindResource(list, fmt.Sprintf("ct:%d", vmid)) != nil {
+			return pvecommon.Die("unable to remove CT %d - used in HA resources and purge parameter not set.", vmid)
 		}
 		if jobs := s.replicationJobsOf(db, vmid); len(jobs) > 0 {
-			return pveDie("There is a replication job '%s' for guest '%d' - Please remove that first.", jobs[0], vmid)
+			return pvecommon.Die("There is a replication job '%s' for guest '%d' - Please remove that first.", jobs[0], vmid)
 		}
 	}
 	if s.runningLocked(node, vmid) {
-		return pveDie("unable to destroy CT %d - container is running", vmid)
+		return pvecommon.Die("unable to destroy CT %d - container is running", vmid)
 	}
 	return nil
 }

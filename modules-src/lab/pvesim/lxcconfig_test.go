@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 // A container's volumes per storage type, as pve-container allocates them
@@ -51,7 +53,7 @@ func TestContainerVolumesPerStorageType(t *testing.T) {
 					t.Errorf("CT %d: unprivileged in config %v (%v), want %v", g.vmid, unpriv, conf["unprivileged"], wantUnpriv)
 				}
 				s.mu.Lock()
-				vol, _, err := s.volumeLocked("pve01", parseProps(g.want, "volume").Get("volume"))
+				vol, _, err := s.volumeLocked("pve01", pvecommon.ParseProps(g.want, "volume").Get("volume"))
 				s.mu.Unlock()
 				if err != nil || vol.Owner != g.owner {
 					t.Errorf("CT %d volume owner %+v %v, want %s", g.vmid, vol, err, g.owner)

@@ -1,21 +1,22 @@
 package pvesim
 
 import (
+	"errors"
 	"fmt"
-	"maps"
-	"regexp"
-	"slices"
-	"strings"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecontainer"
 )
 
 // The permission checks pve-container makes in its handlers, beyond the
 // schema's `permissions` (create_vm's is `user => 'all'`, "check inside";
 // PUT config only asks for any VM.Config.* privilege on /vms/{vmid}).
+// check_ct_modify_config_perm's rules are package pvecontainer's; this
+// file gives them the caller's checks and makes the handlers' own.
 // Sources (pve-container master, 6.1, and stable-bookworm, 5.3, which
 // agree here but where named):
-//   - src/PVE/LXC.pm check_ct_modify_config_perm and check_bridge_access,
+//   - src/PVE/LXC.pm check_ct_modify_config_perm (pvecontainer) and check_bridge_access,
 //     with PVE::GuestHelpers::check_vnet_access and assert_tag_permissions
 //     (pve-guest-common);
 //   - src/PVE/API2/LXC.pm create_vm (VM.Allocate on /vms/<vmid> or
@@ -30,168 +31,49 @@ import (
 //     volume given as rootfs/mpN.
 //
 // Reconstructions and simplifications, all named here:
-//   - the option order: PVE walks `keys %$newconf` (Perl's hash order), the
-//     lab sorted keys, so with several privileges missing the one named
-//     may differ from PVE's;
-//   - tags: assert_tag_permissions with datacenter.cfg's defaults (no
-//     registered-tags, user-tag-access user-allow=free: any tag is allowed
-//     with VM.Config.Options); the lab's datacenter.cfg sets neither;
+//   - the option order, tags and bind/device mount points: see
+//     pvecontainer.CheckModifyConfigPerm;
 //   - bridges are in SDN zone "localnetwork" (the lab has no SDN vnets);
-//   - a bind or device mount point is told apart by its path (/dev/… is a
-//     device), not by stat() on the node;
 //   - restore's in-task checks (check_bridge_access on the archive's NICs,
 //     the implicit privileged change: VM.Allocate on PVE 8, Sys.Modify on
 //     PVE 9) are not made.
 
-// ctNewDiskRe is pve-container's $NEW_DISK_RE: "storage:size" allocates a
-// volume (a bare size has no storage and is no new disk to this check).
-var ctNewDiskRe = regexp.MustCompile(`^([^:\s]+):(\d+(\.\d+)?)$`)
-
-// checkCTModifyConfigPerm is check_ct_modify_config_perm: oldConf is the
-// CT's config (nil at creation), newConf the values set, deletes the keys
-// removed (or reverted), unprivileged the CT's (or the create's) flag.
+// checkCTModifyConfigPerm is check_ct_modify_config_perm
+// (pvecontainer.CheckModifyConfigPerm): oldConf is the CT's config (nil at
+// creation), newConf the values set, deletes the keys removed (or
+// reverted), unprivileged the CT's (or the create's) flag.
 func (s *Sim) checkCTModifyConfigPerm(db *ConfigDB, who *principal, node string, vmid int, pool string,
 	oldConf, newConf map[string]string, deletes []string, unprivileged bool) error {
-	if isRootUser(who) {
-		return nil
+	p := pvecontainer.Perm{
+		Root:     isRootUser(who),
+		VM:       func(privs ...string) error { return vmCheck(db, who, vmid, pool, privs, false) },
+		VMNoPool: func(privs ...string) error { return vmCheck(db, who, vmid, "", privs, false) },
+		Check:    func(path, priv string) error { return rpcCheck(db, who, path, priv) },
+		Volume:   func(volid string) error { return s.checkCTVolumeAccess(db, who, node, vmid, volid) },
+		Vnet:     func(bridge, tag, trunks string) error { return checkVnetAccess(db, who, bridge, tag, trunks) },
 	}
-	vm := func(privs ...string) error { return vmCheck(db, who, vmid, pool, privs, false) }
-	check := func(opt string, del bool) error {
-		switch {
-		case opt == "cores" || opt == "cpuunits" || opt == "cpulimit":
-			return vm("VM.Config.CPU")
-		case ctVolKeyRe.MatchString(opt):
-			if err := vm("VM.Config.Disk"); err != nil || del {
-				return err
-			}
-			return s.checkCTVolumePerm(db, who, node, vmid, parseProps(newConf[opt], "volume").Get("volume"))
-		case opt == "memory" || opt == "swap":
-			return vm("VM.Config.Memory")
-		case isNetKey(opt):
-			if err := vm("VM.Config.Network"); err != nil {
-				return err
-			}
-			for _, raw := range []string{oldConf[opt], newConf[opt]} {
-				if raw == "" {
-					continue
-				}
-				p := parseProps(raw, "")
-				if err := checkVnetAccess(db, who, p.Get("bridge"), p.Get("tag"), p.Get("trunks")); err != nil {
-					return err
-				}
-			}
-			return nil
-		case strings.HasPrefix(opt, "dev") && ctDevKeyRe.MatchString(opt):
-			return errPerm("configuring device passthrough is only allowed for root@pam")
-		case opt == "nameserver" || opt == "searchdomain" || opt == "hostname":
-			return vm("VM.Config.Network")
-		case opt == "features":
-			return checkCTFeaturesPerm(db, who, vmid, pool, oldConf["features"], newConf["features"], del, unprivileged)
-		case opt == "hookscript":
-			return errPerm("changing the hookscript is only allowed for root@pam")
-		case opt == "tags":
-			// assert_tag_permissions: check_vm_perm with pool undef.
-			return vmCheck(db, who, vmid, "", []string{"VM.Config.Options"}, false)
-		}
-		return vm("VM.Config.Options")
+	err := pvecontainer.CheckModifyConfigPerm(p, oldConf, newConf, deletes, unprivileged)
+	if pe := (*pvecontainer.PermError)(nil); errors.As(err, &pe) {
+		return errPerm(pe.Msg)
 	}
-	for _, opt := range slices.Sorted(maps.Keys(newConf)) {
-		if err := check(opt, false); err != nil {
-			return err
-		}
-	}
-	for _, opt := range deletes {
-		if err := check(opt, true); err != nil {
-			return err
-		}
-	}
-	return nil
+	return err
 }
 
-var ctDevKeyRe = regexp.MustCompile(`^dev\d+$`)
-
-// checkCTVolumePerm is the rootfs/mpN branch's value check: a bind or
-// device mount point is root@pam's, "storage:size" needs
-// Datastore.AllocateSpace there, an existing volume check_volume_access
-// with content type rootdir.
-func (s *Sim) checkCTVolumePerm(db *ConfigDB, who *principal, node string, vmid int, volid string) error {
-	if strings.HasPrefix(volid, "/") {
-		typ := "bind"
-		if strings.HasPrefix(volid, "/dev/") {
-			typ = "device"
-		}
-		return errPerm(fmt.Sprintf("mount point type %s is only allowed for root@pam", typ))
-	}
-	if m := ctNewDiskRe.FindStringSubmatch(volid); m != nil {
-		if err := rpcCheck(db, who, "/storage/"+m[1], "Datastore.AllocateSpace"); err != nil {
-			return err
-		}
-		return nil
-	}
-	if !strings.Contains(volid, ":") {
-		// Reconstruction, as PVE does it: a bare size ("8") reaches this
-		// check before create_vm prefixes the default storage, so only
-		// root@pam may create with one.
-		return pveDie("Only root can pass arbitrary filesystem paths.")
-	}
+// checkCTVolumeAccess is check_volume_access with content type rootdir for
+// an existing volume given as rootfs/mpN.
+func (s *Sim) checkCTVolumeAccess(db *ConfigDB, who *principal, node string, vmid int, volid string) error {
 	r, err := s.parseVolRef(node, volid)
 	if err != nil {
-		return pveDie("%v", err)
+		return pvecommon.Die("%v", err)
 	}
 	if r.Type != "images" && r.Type != "rootdir" {
-		return pveDie("unable to use volume %s - content type needs to be 'rootdir'", volid)
+		return pvecommon.Die("unable to use volume %s - content type needs to be 'rootdir'", volid)
 	}
 	if r.Owner == vmid {
 		return nil // "we are owner - allow access"
 	}
 	return checkVolumeAccess(db, who, r)
 }
-
-// checkCTFeaturesPerm is the features branch: a privileged CT's features
-// are root@pam's; of an unprivileged one's, nesting alone takes
-// VM.Allocate and any other flag is root@pam's.
-func checkCTFeaturesPerm(db *ConfigDB, who *principal, vmid int, pool, oldRaw, newRaw string, del, unprivileged bool) error {
-	if !unprivileged {
-		return errPerm("changing feature flags for privileged container is only allowed for root@pam")
-	}
-	nesting, other := false, false
-	onlyNesting := func(p propString) {
-		switch {
-		case len(p.Vals) == 1 && hasKey(p, "nesting"):
-			nesting = true
-		case len(p.Vals) > 0:
-			other = true
-		}
-	}
-	switch {
-	case del:
-		onlyNesting(parseProps(oldRaw, ""))
-	case oldRaw != "":
-		oldF, newF := parseProps(oldRaw, ""), parseProps(newRaw, "")
-		keys := append(slices.Sorted(maps.Keys(oldF.Vals)), slices.Sorted(maps.Keys(newF.Vals))...)
-		for _, f := range keys {
-			if oldF.Vals[f] != newF.Vals[f] {
-				if f == "nesting" {
-					nesting = true
-					continue
-				}
-				other = true
-				break
-			}
-		}
-	default:
-		onlyNesting(parseProps(newRaw, ""))
-	}
-	if other {
-		return errPerm("changing feature flags (except nesting) is only allowed for root@pam")
-	}
-	if nesting {
-		return vmCheck(db, who, vmid, pool, []string{"VM.Allocate"}, false)
-	}
-	return nil
-}
-
-func hasKey(p propString, k string) bool { _, ok := p.Vals[k]; return ok }
 
 // checkCTCreatePerm is create_vm's checks before check_ct_modify_config_perm
 // for a create from a template (restore=0): Sys.Modify on / for a

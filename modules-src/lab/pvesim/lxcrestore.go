@@ -7,7 +7,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecontainer"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/vzdump"
 )
 
@@ -47,16 +50,16 @@ import (
 func (s *Sim) archiveVolRef(rc *reqCtx, vmid int, volid, ctype string) (*volRef, error) {
 	if !strings.Contains(volid, ":") {
 		if rc.who != nil && rc.who.full() != "root@pam" {
-			return nil, pveDie("Only root can pass arbitrary filesystem paths.")
+			return nil, pvecommon.Die("Only root can pass arbitrary filesystem paths.")
 		}
 		return nil, nil // a path: the lab's restore refuses it (not simulated)
 	}
 	r, err := s.parseVolRef(rc.node, volid)
 	if err != nil {
-		return nil, pveDie("%v", err)
+		return nil, pvecommon.Die("%v", err)
 	}
 	if r.Type != ctype {
-		return nil, pveDie("unable to use volume %s - content type needs to be '%s'", volid, ctype)
+		return nil, pvecommon.Die("unable to use volume %s - content type needs to be '%s'", volid, ctype)
 	}
 	if r.Owner > 0 && r.Owner == vmid {
 		return r, nil // "we are owner - allow access"
@@ -70,7 +73,7 @@ func (s *Sim) archiveVolRef(rc *reqCtx, vmid int, volid, ctype string) (*volRef,
 // backupConfigLocked is extract_vzdump_config of a container backup on
 // node: the text of its pct.conf.
 func (s *Sim) backupConfigLocked(node string, r *volRef) (string, error) {
-	missing := pveDie("ERROR: file '%s' does not exist", r.Path(""))
+	missing := pvecommon.Die("ERROR: file '%s' does not exist", r.Path(""))
 	if s.cfg.StorageContent != nil {
 		if ok, err := s.volumeExistsLocked(node, r.VolID); err != nil || !ok {
 			return "", missing
@@ -79,17 +82,17 @@ func (s *Sim) backupConfigLocked(node string, r *volRef) (string, error) {
 	if s.cfg.BackupArchive == nil {
 		return "", missing
 	}
-	data, err := s.cfg.BackupArchive(node, storageOf(r).info(), r.Name)
+	data, err := s.cfg.BackupArchive(node, storageInfo(r.Section), r.Name)
 	if err != nil {
 		return "", missing
 	}
 	name := strings.TrimPrefix(r.Name, "backup/")
 	if !regexp.MustCompile(`^vzdump-(lxc|openvz)-`).MatchString(name) {
-		return "", pveDie("cannot determine backup guest type for backup archive '%s'", r.VolID)
+		return "", pvecommon.Die("cannot determine backup guest type for backup archive '%s'", r.VolID)
 	}
 	raw, err := vzdump.ExtractConfig(name, data)
 	if err != nil {
-		return "", pveDie("%v", err)
+		return "", pvecommon.Die("%v", err)
 	}
 	return raw, nil
 }
@@ -124,18 +127,18 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 			if e.Kind == "lxc" {
 				kind = "CT"
 			}
-			return nil, pveDie("%s %d already exists on node '%s'", kind, vmid, e.Node)
+			return nil, pvecommon.Die("%s %d already exists on node '%s'", kind, vmid, e.Node)
 		}
 	} else {
 		if s.runningLocked(node, vmid) {
-			return nil, pveDie("can't overwrite running container")
+			return nil, pvecommon.Die("can't overwrite running container")
 		}
 		old, err := s.loadCtConfLocked(db, node, vmid)
 		if err != nil {
 			return nil, err
 		}
 		if old.Keys["protection"] == "1" {
-			return nil, pveDie("unable to restore CT %d - protection mode enabled", vmid)
+			return nil, pvecommon.Die("unable to restore CT %d - protection mode enabled", vmid)
 		}
 	}
 	// create_vm's permission checks (lxcperm.go): VM.Allocate, or VM.Backup
@@ -175,7 +178,7 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 	}
 	storageOnly := true
 	for k := range keys {
-		if ctVolKeyRe.MatchString(k) {
+		if pvecontainer.IsVolumeKey(k) {
 			storageOnly = false
 		}
 	}
@@ -186,19 +189,19 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 		delete(keys, "rootfs") // recovered from the archive in the task
 	}
 	for k, v := range keys {
-		if isNetKey(k) {
+		if qemuserver.IsNetKey(k) {
 			keys[k] = normaliseCtNet(v)
 		}
 	}
 	if exists && force {
 		old, _ := s.loadCtConfLocked(db, node, vmid)
 		if err := checkCtLock(old); err != nil {
-			return nil, pveDie("unable to restore CT %d - %v", vmid, err)
+			return nil, pvecommon.Die("unable to restore CT %d - %v", vmid, err)
 		}
 		old.Keys["lock"] = "create" // create_and_lock_config($vmid, $force) keeps the old config
 		s.writeCtConfLocked(db, node, vmid, old)
 	} else {
-		s.writeCtConfLocked(db, node, vmid, &qmConf{Keys: map[string]string{"lock": "create"}})
+		s.writeCtConfLocked(db, node, vmid, &guestconf.Conf{Keys: map[string]string{"lock": "create"}})
 	}
 	s.saveLocked()
 	storage := rc.str("storage")
@@ -239,7 +242,7 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 		if err != nil {
 			return fail(err.Error(), nil)
 		}
-		orig := parseQmConf(raw)
+		orig := guestconf.Parse(raw)
 		if orig.Keys["template"] == "1" {
 			return fail("restoring a template's backup is not simulated by the lab", nil)
 		}
@@ -251,10 +254,10 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 				return fail("rootfs configuration could not be recovered, please check and specify manually!", nil)
 			}
 			for _, k := range ctVolumeKeys(orig.Keys) {
-				if !ctVolKeyRe.MatchString(k) {
+				if !pvecontainer.IsVolumeKey(k) {
 					continue
 				}
-				p := parseProps(orig.Keys[k], "volume")
+				p := pvecommon.ParseProps(orig.Keys[k], "volume")
 				if strings.HasPrefix(p.Get("volume"), "/") {
 					if k == "rootfs" {
 						return fail("restoring rootfs to bind mount is only possible by specifying -rootfs manually!", nil)
@@ -273,7 +276,7 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 		changed = true
 		var created []string
 		for _, k := range ctVolumeKeys(keys) {
-			if !ctVolKeyRe.MatchString(k) {
+			if !pvecontainer.IsVolumeKey(k) {
 				continue
 			}
 			nv, err := s.createCtVolume(node, vmid, keys[k], keys["unprivileged"] == "1")
@@ -281,18 +284,18 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 				return fail(err.Error(), created)
 			}
 			keys[k] = nv
-			created = append(created, parseProps(nv, "volume").Get("volume"))
+			created = append(created, pvecommon.ParseProps(nv, "volume").Get("volume"))
 		}
 		if old != nil && len(old.Keys) > 1 { // destroy_lxc_container: the overwritten CT's volumes
 			for k, v := range old.Keys {
-				if ctVolKeyRe.MatchString(k) {
-					s.freeVolumeLocked(node, parseProps(v, "volume").Get("volume"))
+				if pvecontainer.IsVolumeKey(k) {
+					s.freeVolumeLocked(node, pvecommon.ParseProps(v, "volume").Get("volume"))
 				}
 			}
 		}
 		t.task.Log = append(t.task.Log, fmt.Sprintf("restoring '%s' now..", archive))
 		t.task.Log = append(t.task.Log, "merging backed-up and given configuration..")
-		conf := &qmConf{Keys: keys}
+		conf := &guestconf.Conf{Keys: keys}
 		if d, ok := keys["description"]; ok {
 			conf.SetDescription(d)
 		} else {
@@ -301,13 +304,13 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 		for k, v := range orig.Keys {
 			switch {
 			case k == "digest", k == "rootfs", k == "snapshots", k == "unprivileged", k == "parent", k == "template",
-				ctVolKeyRe.MatchString(k), strings.HasPrefix(k, "unused"):
+				pvecontainer.IsVolumeKey(k), strings.HasPrefix(k, "unused"):
 				continue
 			case restricted && k == "features" && keys["unprivileged"] != "1" && orig.Keys["unprivileged"] == "1":
 				t.task.Log = append(t.task.Log, "changing from unprivileged to privileged, skipping features")
 				continue
-			case unique && isNetKey(k):
-				p := parseProps(v, "")
+			case unique && qemuserver.IsNetKey(k):
+				p := pvecommon.ParseProps(v, "")
 				p.Del("hwaddr")
 				keys[k] = normaliseCtNet(p.Print(""))
 				continue

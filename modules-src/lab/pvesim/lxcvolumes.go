@@ -4,6 +4,10 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecontainer"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
 
 // bareSizeRe is pve-container's "allow to use simple numbers": a rootfs or
@@ -18,47 +22,47 @@ var bareSizeRe = regexp.MustCompile(`^\d+(\.\d+)?$`)
 // on `storage`), and the caller needs Datastore.AllocateSpace on it.
 // PVE::LXC::create_disks then allocates them in the task.
 func (s *Sim) ctCreateVolumes(rc *reqCtx, keys map[string]string) error {
-	storage := rc.str("storage")
-	if storage == "" {
-		storage = "local"
+	defStorage := rc.str("storage")
+	if defStorage == "" {
+		defStorage = "local"
 	}
 	var sids []string
 	for k, v := range keys {
-		if !ctVolKeyRe.MatchString(k) {
+		if !pvecontainer.IsVolumeKey(k) {
 			continue
 		}
 		if bareSizeRe.MatchString(v) {
-			keys[k] = storage + ":" + v
+			keys[k] = defStorage + ":" + v
 		}
-		vol := parseProps(keys[k], "volume").Get("volume")
+		vol := pvecommon.ParseProps(keys[k], "volume").Get("volume")
 		if strings.HasPrefix(vol, "/") {
 			if rc.who == nil || rc.who.full() != "root@pam" {
-				return pveDie("Only root can pass arbitrary filesystem paths.")
+				return pvecommon.Die("Only root can pass arbitrary filesystem paths.")
 			}
 			continue
 		}
-		if sid, _, ok := volumeID(vol); ok {
+		if sid, _, ok := storage.ParseVolumeID(vol); ok {
 			sids = append(sids, sid)
 		}
 	}
 	if keys["rootfs"] == "" {
 		if len(sids) > 0 {
-			return pveDie("mount points configured, but 'rootfs' not set - aborting")
+			return pvecommon.Die("mount points configured, but 'rootfs' not set - aborting")
 		}
-		keys["rootfs"] = storage + ":4"
-		sids = append(sids, storage)
+		keys["rootfs"] = defStorage + ":4"
+		sids = append(sids, defStorage)
 	}
 	db := rc.db()
 	for _, sid := range sids {
 		st := db.Storage[sid]
 		switch {
 		case st == nil:
-			return pveDie("storage '%s' does not exist", sid)
-		case st.disabled():
-			return pveDie("storage '%s' is disabled", sid)
-		case !storageOnNode(st, rc.node):
-			return pveDie("storage '%s' is not available on node '%s'", sid, rc.node)
-		case !st.hasContent("rootdir"):
+			return pvecommon.Die("storage '%s' does not exist", sid)
+		case st.Disabled():
+			return pvecommon.Die("storage '%s' is disabled", sid)
+		case !st.OnNode(rc.node):
+			return pvecommon.Die("storage '%s' is not available on node '%s'", sid, rc.node)
+		case !st.HasContent("rootdir"):
 			return errParams(map[string]string{"storage": fmt.Sprintf("storage '%s' does not support container directories", sid)})
 		case !isRootUser(rc.who):
 			if err := rpcCheck(db, rc.who, "/storage/"+sid, "Datastore.AllocateSpace"); err != nil {

@@ -8,7 +8,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecontainer"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/replication"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
 
 // VM migration (qemu-server API2/Qemu.pm migrate_vm, QemuMigrate.pm,
@@ -30,10 +35,10 @@ func (s *Sim) postQemuMigrate(rc *reqCtx) (any, error) {
 		return nil, errParams(map[string]string{"target": "target is local node."})
 	}
 	if db.Corosync == nil || db.Corosync.Member(target) == nil {
-		return nil, pveDie("no such cluster node '%s'", target)
+		return nil, pvecommon.Die("no such cluster node '%s'", target)
 	}
 	if !s.nodeUpLocked(target) {
-		return nil, pveDie("target node '%s' is not online", target) // reconstruction (remote_node_ip / ssh)
+		return nil, pvecommon.Die("target node '%s' is not online", target) // reconstruction (remote_node_ip / ssh)
 	}
 	c, err := s.loadQmConfLocked(db, node, vmid)
 	if err != nil {
@@ -42,11 +47,11 @@ func (s *Sim) postQemuMigrate(rc *reqCtx) (any, error) {
 	running := s.runningLocked(node, vmid)
 	online := rc.boolean("online")
 	if running && !online {
-		return nil, pveDie("can't migrate running VM without --online")
+		return nil, pvecommon.Die("can't migrate running VM without --online")
 	}
 	if running && !rc.boolean("force") {
 		jobs := s.replicationJobsOf(db, vmid)
-		list, _ := s.readSectionsLocked(db, replicationCfg)
+		list, _ := s.readSectionsLocked(db, replication.ConfigFile)
 		toTarget := false
 		for _, id := range jobs {
 			if j := findSection(list, id); j != nil && j.Opts["target"] == target {
@@ -54,7 +59,7 @@ func (s *Sim) postQemuMigrate(rc *reqCtx) (any, error) {
 			}
 		}
 		if len(jobs) > 0 && !toTarget {
-			return nil, pveDie("Cannot live-migrate replicated VM to node '%s' - not a replication target. Use 'force' to override.", target)
+			return nil, pvecommon.Die("Cannot live-migrate replicated VM to node '%s' - not a replication target. Use 'force' to override.", target)
 		}
 	}
 	sm := storageMap{identity: true}
@@ -140,7 +145,7 @@ func (s *Sim) postQemuMigrate(rc *reqCtx) (any, error) {
 			reason = "can't migrate VM which uses local devices: " + strings.Join(res, ", ")
 		}
 		for _, file := range local {
-			store, _, _ := volumeID(file)
+			store, _, _ := storage.ParseVolumeID(file)
 			if dst := sm.target(store); reason == "" && !sm.identity && dst != store {
 				if err := checkStorageAccessMigrate(db, dst, target); err != nil {
 					reason = err.Error() // target_storage_check_available, in scan_local_volumes
@@ -209,28 +214,28 @@ func fmtDuration(d time.Duration) string {
 
 // localVolumesLocked lists a VM's volumes on local storage that migrate with
 // it, or why they cannot (QemuMigrate.pm scan_local_volumes).
-func (s *Sim) localVolumesLocked(db *ConfigDB, c *qmConf, vmid int) ([]string, string) {
+func (s *Sim) localVolumesLocked(db *ConfigDB, c *guestconf.Conf, vmid int) ([]string, string) {
 	var out []string
 	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
-		if !isDriveKey(k) {
+		if !qemuserver.IsDriveKey(k) {
 			continue
 		}
-		d := parseDrive(c.Keys[k])
-		store, vn, ok := volumeID(d.file())
+		d := qemuserver.ParseDrive(c.Keys[k])
+		store, vn, ok := storage.ParseVolumeID(d.File())
 		if !ok {
 			continue
 		}
 		st := db.Storage[store]
-		if st == nil || st.shared() {
+		if st == nil || st.Shared() {
 			continue
 		}
-		if d.cdrom() && !d.cloudinit() {
-			return nil, fmt.Sprintf("can't migrate local disk '%s': local cdrom image", d.file())
+		if d.CDROM() && !d.Cloudinit() {
+			return nil, fmt.Sprintf("can't migrate local disk '%s': local cdrom image", d.File())
 		}
 		if base, _, ok := strings.Cut(vn, "/vm-"); ok && strings.Contains(base, "base-") {
-			return nil, fmt.Sprintf("can't migrate '%s' as it's a clone of '%s'", d.file(), strings.TrimSuffix(base, "/"))
+			return nil, fmt.Sprintf("can't migrate '%s' as it's a clone of '%s'", d.File(), strings.TrimSuffix(base, "/"))
 		}
-		out = append(out, d.file())
+		out = append(out, d.File())
 	}
 	return out, ""
 }
@@ -245,22 +250,22 @@ func (s *Sim) moveGuestLocked(db *ConfigDB, vmid int, from, to string, logf func
 	}
 	raw, ok := s.readEtcPve(db, guestConfPath(from, kind, vmid))
 	if !ok {
-		return pveDie("unable to find configuration file for VM %d on node '%s'", vmid, from)
+		return pvecommon.Die("unable to find configuration file for VM %d on node '%s'", vmid, from)
 	}
-	c := parseQmConf(raw)
+	c := guestconf.Parse(raw)
 	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
 		var file string
 		switch {
-		case kind == "qemu-server" && isDriveKey(k):
-			file = parseDrive(c.Keys[k]).file()
-		case kind == "lxc" && ctVolKeyRe.MatchString(k):
-			file = parseProps(c.Keys[k], "volume").Get("volume")
+		case kind == "qemu-server" && qemuserver.IsDriveKey(k):
+			file = qemuserver.ParseDrive(c.Keys[k]).File()
+		case kind == "lxc" && pvecontainer.IsVolumeKey(k):
+			file = pvecommon.ParseProps(c.Keys[k], "volume").Get("volume")
 		default:
 			continue
 		}
-		store, _, ok := volumeID(file)
+		store, _, ok := storage.ParseVolumeID(file)
 		st := db.Storage[store]
-		if !ok || st == nil || st.shared() {
+		if !ok || st == nil || st.Shared() {
 			continue
 		}
 		if v := s.st.Nodes[from].Volumes[file]; v != nil {

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
 
@@ -89,13 +92,13 @@ func checkStorageAccessMigrate(db *ConfigDB, id, node string) error {
 	st := db.Storage[id]
 	switch {
 	case st == nil:
-		return pveDie("storage '%s' does not exist", id)
-	case st.disabled():
-		return pveDie("storage '%s' is disabled", id)
-	case !storageOnNode(st, node):
-		return pveDie("storage '%s' is not available on node '%s'", id, node)
-	case !st.hasContent("images"):
-		return pveDie("storage '%s' does not support vm images", id)
+		return pvecommon.Die("storage '%s' does not exist", id)
+	case st.Disabled():
+		return pvecommon.Die("storage '%s' is disabled", id)
+	case !st.OnNode(node):
+		return pvecommon.Die("storage '%s' is not available on node '%s'", id, node)
+	case !st.HasContent("images"):
+		return pvecommon.Die("storage '%s' does not support vm images", id)
 	}
 	return nil
 }
@@ -107,7 +110,7 @@ var localResourceRe = regexp.MustCompile(`^(usb|hostpci|serial|parallel|virtiofs
 // serial socket and a SPICE USB port are recreated on the target). A
 // device given by a mapping (mapping=) is left to the mapping checks the
 // lab does not simulate.
-func localResources(c *qmConf) []string {
+func localResources(c *guestconf.Conf) []string {
 	var out []string
 	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
 		v := c.Keys[k]
@@ -116,7 +119,7 @@ func localResources(c *qmConf) []string {
 			out = append(out, k)
 		case !localResourceRe.MatchString(k):
 		case strings.HasPrefix(k, "serial") && v == "socket":
-		case strings.HasPrefix(k, "usb") && strings.EqualFold(parseProps(v, "host").Get("host"), "spice"):
+		case strings.HasPrefix(k, "usb") && strings.EqualFold(pvecommon.ParseProps(v, "host").Get("host"), "spice"):
 		case strings.Contains(v, "mapping="):
 		default:
 			out = append(out, k)
@@ -132,10 +135,10 @@ func localResources(c *qmConf) []string {
 // the new volume. A volume whose storage maps to itself is left for
 // moveGuestLocked. Reconstruction: the naming follows pve-storage's
 // storage_migrate (same name, renamed on a clash), formats are kept.
-func (s *Sim) remapVolumesLocked(db *ConfigDB, c *qmConf, vmid int, from, to string, sm storageMap, files []string, logf func(string, ...any)) (map[string]string, error) {
+func (s *Sim) remapVolumesLocked(db *ConfigDB, c *guestconf.Conf, vmid int, from, to string, sm storageMap, files []string, logf func(string, ...any)) (map[string]string, error) {
 	moved := map[string]string{}
 	for _, file := range files {
-		store, vn, _ := volumeID(file)
+		store, vn, _ := storage.ParseVolumeID(file)
 		dst := sm.target(store)
 		if sm.identity || dst == store {
 			continue
@@ -151,10 +154,10 @@ func (s *Sim) remapVolumesLocked(db *ConfigDB, c *qmConf, vmid int, from, to str
 			format, size = v.Format, v.Size
 		}
 		name := strings.TrimSuffix(vn[strings.LastIndex(vn, "/")+1:], "."+format)
-		if s.volumesFor(to, st)[dst+":"+storage.VolName(st.section(), vmid, name, format)] != nil {
+		if s.volumesFor(to, st)[dst+":"+storage.VolName(st, vmid, name, format)] != nil {
 			name = s.freeDiskName(to, st, vmid, "vm", format)
 		}
-		newID := dst + ":" + storage.VolName(st.section(), vmid, name, format)
+		newID := dst + ":" + storage.VolName(st, vmid, name, format)
 		if err := s.zfsCreateVolume(to, st, name, size); err != nil {
 			return moved, fmt.Errorf("storage migration for '%s' to storage '%s' failed - %w", file, dst, err)
 		}
@@ -166,13 +169,13 @@ func (s *Sim) remapVolumesLocked(db *ConfigDB, c *qmConf, vmid int, from, to str
 		logf("volume '%s' is '%s' on the target", file, newID)
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
-		if !isDriveKey(k) {
+		if !qemuserver.IsDriveKey(k) {
 			continue
 		}
-		d := parseDrive(c.Keys[k])
-		if n := moved[d.file()]; n != "" {
+		d := qemuserver.ParseDrive(c.Keys[k])
+		if n := moved[d.File()]; n != "" {
 			d.Props.Set("file", n)
-			c.Keys[k] = d.print()
+			c.Keys[k] = d.Print()
 		}
 	}
 	return moved, nil
@@ -205,22 +208,22 @@ func (s *Sim) copyThenFree(from, to string, files []string, logf func(string, ..
 // checkStorageAvailability is QemuServer.pm check_storage_availability:
 // every volume's storage is enabled on the target node too and holds the
 // volume's content type.
-func (s *Sim) checkStorageAvailability(db *ConfigDB, c *qmConf, target string) error {
+func (s *Sim) checkStorageAvailability(db *ConfigDB, c *guestconf.Conf, target string) error {
 	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
-		if !isDriveKey(k) {
+		if !qemuserver.IsDriveKey(k) {
 			continue
 		}
-		d := parseDrive(c.Keys[k])
-		store, _, ok := volumeID(d.file())
+		d := qemuserver.ParseDrive(c.Keys[k])
+		store, _, ok := storage.ParseVolumeID(d.File())
 		st := db.Storage[store]
 		if !ok || st == nil {
 			continue
 		}
 		switch {
-		case st.disabled():
-			return pveDie("storage '%s' is disabled", store)
-		case !storageOnNode(st, target):
-			return pveDie("storage '%s' is not available on node '%s'", store, target)
+		case st.Disabled():
+			return pvecommon.Die("storage '%s' is disabled", store)
+		case !st.OnNode(target):
+			return pvecommon.Die("storage '%s' is not available on node '%s'", store, target)
 		}
 	}
 	return nil

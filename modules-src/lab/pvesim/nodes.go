@@ -175,12 +175,12 @@ func (s *Sim) getClusterResources(rc *reqCtx) (any, error) {
 			}
 			st := db.Storage[id]
 			for _, name := range members {
-				if !storageOnNode(st, name) {
+				if !st.OnNode(name) {
 					continue
 				}
 				e := map[string]any{
 					"id": "storage/" + name + "/" + id, "type": "storage", "node": name, "storage": id,
-					"plugintype": st.Type, "content": st.content(), "shared": boolNum(st.shared()),
+					"plugintype": st.Type, "content": st.Content(), "shared": boolNum(st.Shared()),
 				}
 				if s.nodeUpLocked(name) && s.activeOn(name, st) == nil {
 					e["status"] = "available"
@@ -204,16 +204,16 @@ func (s *Sim) getNodeStorage(rc *reqCtx) (any, error) {
 		if rc.has("storage") && rc.str("storage") != id {
 			continue
 		}
-		if !storageOnNode(st, rc.node) {
+		if !st.OnNode(rc.node) {
 			continue
 		}
 		if !hasPriv(db, rc.who, "/storage/"+id, []string{"Datastore.Audit", "Datastore.AllocateSpace"}, true) {
 			continue
 		}
-		if rc.boolean("enabled") && st.disabled() {
+		if rc.boolean("enabled") && st.Disabled() {
 			continue
 		}
-		if c := rc.str("content"); c != "" && !st.hasContent(c) {
+		if c := rc.str("content"); c != "" && !st.HasContent(c) {
 			continue
 		}
 		out = append(out, s.storageStatus(rc.node, st))
@@ -226,14 +226,14 @@ func (s *Sim) storageStatus(node string, st *Storage) map[string]any {
 	// content subdirectories appear on the next status call).
 	active := s.activateOn(node, st) == nil
 	e := map[string]any{
-		"storage": st.ID, "type": st.Type, "content": st.content(),
-		"shared": boolNum(st.shared()), "enabled": boolNum(!st.disabled()), "active": boolNum(active),
+		"storage": st.ID, "type": st.Type, "content": st.Content(),
+		"shared": boolNum(st.Shared()), "enabled": boolNum(!st.Disabled()), "active": boolNum(active),
 	}
 	if active {
 		u := StorageUsage{Total: simMaxDisk, Used: simDisk, Avail: simMaxDisk - simDisk}
 		if s.cfg.StorageUsage != nil {
 			var err error
-			got, err := s.cfg.StorageUsage(node, st.info())
+			got, err := s.cfg.StorageUsage(node, storageInfo(st))
 			if err != nil {
 				// PVE's status warns and reports the storage inactive.
 				e["active"] = 0
@@ -258,7 +258,7 @@ func (s *Sim) storageUsageErrLocked(node string, st *Storage) (StorageUsage, err
 	if s.cfg.StorageUsage == nil {
 		return fixed, nil
 	}
-	got, err := s.cfg.StorageUsage(node, st.info())
+	got, err := s.cfg.StorageUsage(node, storageInfo(st))
 	if err != nil {
 		return StorageUsage{}, err
 	}
@@ -278,7 +278,7 @@ func (s *Sim) storageUsageLocked(node string, st *Storage) StorageUsage {
 func (s *Sim) getNodeStorageStatus(rc *reqCtx) (any, error) {
 	db := rc.db()
 	st := db.Storage[rc.str("storage")]
-	if st == nil || !storageOnNode(st, rc.node) {
+	if st == nil || !st.OnNode(rc.node) {
 		return nil, errParams(map[string]string{"storage": "No such storage."})
 	}
 	e := s.storageStatus(rc.node, st)
@@ -297,7 +297,7 @@ func (s *Sim) getStorageContent(rc *reqCtx) (any, error) {
 	if st == nil {
 		return nil, fmt.Errorf("storage '%s' does not exist", id)
 	}
-	if !storageOnNode(st, rc.node) {
+	if !st.OnNode(rc.node) {
 		return nil, fmt.Errorf("storage '%s' is not available on node '%s'", id, rc.node)
 	}
 	if err := s.activateOn(rc.node, st); err != nil {
@@ -306,12 +306,12 @@ func (s *Sim) getStorageContent(rc *reqCtx) (any, error) {
 	out := []map[string]any{}
 	want := rc.str("content")
 	if s.cfg.StorageContent != nil {
-		vols, err := s.cfg.StorageContent(rc.node, st.info())
+		vols, err := s.cfg.StorageContent(rc.node, storageInfo(st))
 		if err != nil {
 			return nil, err
 		}
 		for _, v := range vols {
-			if (want == "" || v.Content == want) && st.hasContent(v.Content) {
+			if (want == "" || v.Content == want) && st.HasContent(v.Content) {
 				out = append(out, v.view())
 			}
 		}

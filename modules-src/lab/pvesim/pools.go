@@ -120,14 +120,14 @@ func (s *Sim) poolMembers(rc *reqCtx, p *Pool, typ string) []map[string]any {
 			continue // storage_config($cfg, $storeid, 1)
 		}
 		node := rc.origin // PVE::INotify::nodename(): the API node answering (no proxyto)
-		if n := pveschema.SplitList(st.opt("nodes")); len(n) > 0 && !slices.Contains(n, node) {
+		if n := pveschema.SplitList(st.Opt("nodes")); len(n) > 0 && !slices.Contains(n, node) {
 			slices.Sort(n)
 			node = n[0]
 		}
-		content := pveschema.SplitList(st.content())
+		content := pveschema.SplitList(st.Content())
 		slices.Sort(content)
 		shared := 0
-		if st.shared() {
+		if st.Shared() {
 			shared = 1
 		}
 		out = append(out, map[string]any{"id": "storage/" + node + "/" + id, "storage": id, "node": node, "type": "storage",

@@ -52,7 +52,7 @@ func (s *Sim) statdCycle(node string) {
 		}
 		s.mu.Lock()
 		db := s.dbOf(node)
-		if st := db.Storage[id]; st != nil && s.nodeUpLocked(node) && !st.disabled() && storageOnNode(st, node) {
+		if st := db.Storage[id]; st != nil && s.nodeUpLocked(node) && !st.Disabled() && st.OnNode(node) {
 			_ = s.activateOn(node, st)
 		}
 		s.mu.Unlock()

@@ -36,30 +36,6 @@ func (rc *reqCtx) skiplock() (bool, error) {
 	return true, nil
 }
 
-// qemu-server's rules on a config's values are package qemuserver; these
-// are pvesim's short names for the ones its handlers use everywhere.
-
-// propString is a parsed property string (pvecommon.Props).
-type propString = pvecommon.Props
-
-// parseProps is pvecommon.ParseProps.
-var parseProps = pvecommon.ParseProps
-
-// drive is a parsed drive option (qemuserver.Drive).
-type drive struct{ qemuserver.Drive }
-
-func parseDrive(v string) drive { return drive{qemuserver.ParseDrive(v)} }
-
-func (d drive) file() string    { return d.File() }
-func (d drive) cdrom() bool     { return d.CDROM() }
-func (d drive) cloudinit() bool { return d.Cloudinit() }
-func (d drive) print() string   { return d.Print() }
-
-var (
-	isDriveKey = qemuserver.IsDriveKey
-	isNetKey   = qemuserver.IsNetKey
-)
-
 // qmErr answers qemuserver's refusal of a parameter as PVE does
 // (raise_param_exc: 400); other errors pass as they are.
 func qmErr(err error) error {
@@ -102,11 +78,11 @@ func (s *Sim) typedConf(keys map[string]string) map[string]any { return s.typedG
 // reconstruction: the first non-cdrom disk).
 func diskSize(conf map[string]string) int64 {
 	for _, k := range slices.Sorted(maps.Keys(conf)) {
-		if !isDriveKey(k) || strings.HasPrefix(k, "unused") {
+		if !qemuserver.IsDriveKey(k) || strings.HasPrefix(k, "unused") {
 			continue
 		}
-		d := parseDrive(conf[k])
-		if d.cdrom() || d.cloudinit() {
+		d := qemuserver.ParseDrive(conf[k])
+		if d.CDROM() || d.Cloudinit() {
 			continue
 		}
 		if n, ok := parseSize(d.Props.Get("size")); ok {
@@ -118,7 +94,7 @@ func diskSize(conf map[string]string) int64 {
 
 // vmSummary is the shared part of /nodes/{node}/qemu, status/current and
 // /cluster/resources entries.
-func (s *Sim) vmSummary(node string, vmid int, c *qmConf) map[string]any {
+func (s *Sim) vmSummary(node string, vmid int, c *guestconf.Conf) map[string]any {
 	conf := c.Keys
 	e := map[string]any{"vmid": vmid, "status": "stopped", "cpus": qemuserver.CPUs(conf), "maxmem": qemuserver.MemBytes(conf),
 		"maxdisk": diskSize(conf), "mem": 0, "disk": 0, "cpu": 0, "uptime": 0,
@@ -273,7 +249,7 @@ func (s *Sim) getQemuStatus(rc *reqCtx) (any, error) {
 	e := s.vmSummary(rc.node, vmid, c)
 	e["qmpstatus"] = e["status"]
 	e["ha"] = s.haStatusOfGuestLocked(db, fmt.Sprintf("vm:%d", vmid))
-	if c.Keys["agent"] != "" && parseProps(c.Keys["agent"], "enabled").Get("enabled") == "1" {
+	if c.Keys["agent"] != "" && pvecommon.ParseProps(c.Keys["agent"], "enabled").Get("enabled") == "1" {
 		e["agent"] = 1
 	}
 	return e, nil

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 )
@@ -40,7 +41,7 @@ func (s *Sim) parseConfigUpdate(rc *reqCtx) (*configUpdate, error) {
 		return nil, qmErr(err)
 	}
 	for k, v := range up.Set {
-		if isDriveKey(k) {
+		if qemuserver.IsDriveKey(k) {
 			if err := s.checkNewDrive(rc.node, k, v); err != nil {
 				return nil, err
 			}
@@ -51,11 +52,11 @@ func (s *Sim) parseConfigUpdate(rc *reqCtx) (*configUpdate, error) {
 
 // bootOrder is the `order=` list of a boot option.
 func bootOrder(boot string) []string {
-	return pveschema.SplitList(parseProps(boot, "legacy").Get("order"))
+	return pveschema.SplitList(pvecommon.ParseProps(boot, "legacy").Get("order"))
 }
 
 // loadAndCheck is $load_and_check_config.
-func (s *Sim) loadAndCheck(db *ConfigDB, u *configUpdate, skiplock bool) (*qmConf, error) {
+func (s *Sim) loadAndCheck(db *ConfigDB, u *configUpdate, skiplock bool) (*guestconf.Conf, error) {
 	c, err := s.loadQmConfLocked(db, u.node, u.vmid)
 	if err != nil {
 		return nil, err
@@ -75,7 +76,7 @@ func (s *Sim) loadAndCheck(db *ConfigDB, u *configUpdate, skiplock bool) (*qmCon
 // applies them at once, a running one hotplugs what it can (K10: a NIC is
 // unplugged and plugged again) and keeps the rest pending. Disks keep their
 // volumes as unusedN when replaced or removed (qemudisks.go).
-func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *qmConf, logf func(string, ...any)) error {
+func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *guestconf.Conf, logf func(string, ...any)) error {
 	logf("update VM %d: %s", u.vmid, strings.Join(u.LogParams, " "))
 	if err := s.etcPveWritableLocked(db, guestConfPath(u.node, "qemu-server", u.vmid)); err != nil {
 		return err
@@ -117,7 +118,7 @@ func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *qmConf, logf f
 		switch {
 		case strings.HasPrefix(k, "unused"):
 			if c.Keys["protection"] == "1" {
-				return pveDie("can't remove unused disk '%s' - protection mode enabled", parseDrive(val).file())
+				return pvecommon.Die("can't remove unused disk '%s' - protection mode enabled", qemuserver.ParseDrive(val).File())
 			}
 			ok, err := s.tryDeallocateDriveLocked(node, vmid, c, k, val, false)
 			if err != nil {
@@ -127,9 +128,9 @@ func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *qmConf, logf f
 				delete(c.Keys, k)
 			}
 			continue
-		case isDriveKey(k):
+		case qemuserver.IsDriveKey(k):
 			if c.Keys["protection"] == "1" {
-				return pveDie("can't remove drive '%s' - protection mode enabled", k)
+				return pvecommon.Die("can't remove drive '%s' - protection mode enabled", k)
 			}
 			if isPending {
 				if err := s.registerUnusedDriveLocked(node, vmid, c, pval, logf); err != nil {
@@ -157,9 +158,9 @@ func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *qmConf, logf f
 			c.Keys[k] = v // written to the config at once, never pending
 			continue
 		}
-		if isDriveKey(k) {
+		if qemuserver.IsDriveKey(k) {
 			if at := qemuserver.CloudinitRequestElsewhere(k, v, c.Keys, c.Pending); at != "" {
-				return pveDie("%s - cloud-init drive is already attached at '%s'", k, at)
+				return pvecommon.Die("%s - cloud-init drive is already attached at '%s'", k, at)
 			}
 			if pv, ok := c.Pending[k]; ok {
 				if err := s.registerUnusedDriveLocked(node, vmid, c, pv, logf); err != nil {
@@ -225,7 +226,7 @@ func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *qmConf, logf f
 				delete(c.Pending, k)
 			}
 		}
-		dropReusedUnused(c)
+		qemuserver.DropReusedUnused(c.Keys, c.Pending)
 		if len(errs) > 0 {
 			s.writeQmConfLocked(db, node, vmid, c)
 			s.saveLocked()

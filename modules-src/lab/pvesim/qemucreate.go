@@ -8,8 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
 
 // QEMU guests' creation: POST /nodes/{node}/qemu and the drives it allocates
@@ -38,7 +40,7 @@ func (s *Sim) postQemuCreate(rc *reqCtx) (any, error) {
 		return nil, errPerm(fmt.Sprintf("pool '%s' does not exist", pool)) // check_pool_exist: raise_perm_exc, 403
 	}
 	if err := s.etcPveWritableLocked(db, guestConfPath(rc.node, "qemu-server", vmid)); err != nil {
-		return nil, pveDie("unable to create VM %d - %v", vmid, err)
+		return nil, pvecommon.Die("unable to create VM %d - %v", vmid, err)
 	}
 	keys := map[string]string{}
 	for k, v := range rc.params {
@@ -94,7 +96,7 @@ func (s *Sim) postQemuCreate(rc *reqCtx) (any, error) {
 	// sshkeys stay URL-encoded, as the API receives and stores them (K12).
 	// Disks are checked before the task starts ($check_drive_param).
 	for k, v := range keys {
-		if isDriveKey(k) {
+		if qemuserver.IsDriveKey(k) {
 			if err := s.checkNewDrive(rc.node, k, v); err != nil {
 				return nil, err
 			}
@@ -110,11 +112,11 @@ func (s *Sim) postQemuCreate(rc *reqCtx) (any, error) {
 		return nil, fmt.Errorf("unable to create VM %d - %s %d already exists on node '%s'", vmid, tname, vmid, e.Node)
 	}
 	for k, v := range keys {
-		if isNetKey(k) {
+		if qemuserver.IsNetKey(k) {
 			keys[k] = normaliseNet(v) // add_random_macs
 		}
 	}
-	s.writeQmConfLocked(db, rc.node, vmid, &qmConf{Keys: map[string]string{"lock": "create"}})
+	s.writeQmConfLocked(db, rc.node, vmid, &guestconf.Conf{Keys: map[string]string{"lock": "create"}})
 	s.saveLocked()
 	node, start, pool := rc.node, rc.boolean("start"), rc.str("pool")
 	return s.startTaskLocked(rc, node, "qmcreate", strconv.Itoa(vmid), func(t *taskRun) string {
@@ -125,7 +127,7 @@ func (s *Sim) postQemuCreate(rc *reqCtx) (any, error) {
 		defer s.mu.Unlock()
 		made := map[string]string{}
 		for _, k := range slices.Sorted(maps.Keys(keys)) {
-			if !isDriveKey(k) {
+			if !qemuserver.IsDriveKey(k) {
 				continue
 			}
 			if at := qemuserver.CloudinitRequestElsewhere(k, keys[k], made); at != "" {
@@ -153,7 +155,7 @@ func (s *Sim) postQemuCreate(rc *reqCtx) (any, error) {
 			keys["vmgenid"] = newUUID()
 		}
 		keys["meta"] = fmt.Sprintf("creation-qemu=9.2.0,ctime=%d", time.Now().Unix())
-		s.writeQmConfLocked(db, node, vmid, &qmConf{Keys: keys})
+		s.writeQmConfLocked(db, node, vmid, &guestconf.Conf{Keys: keys})
 		if pool != "" {
 			s.addGuestToPoolLocked(db, pool, vmid) // add_vm_to_pool, once the disks exist
 		}
@@ -168,12 +170,12 @@ func (s *Sim) postQemuCreate(rc *reqCtx) (any, error) {
 // checkNewDrive is $check_drive_param's storage part: the storage exists,
 // is on the node and takes images.
 func (s *Sim) checkNewDrive(node, key, v string) error {
-	d := parseDrive(v)
-	f := d.file()
+	d := qemuserver.ParseDrive(v)
+	f := d.File()
 	if f == "none" || f == "cdrom" || strings.HasPrefix(f, "/") {
 		return nil
 	}
-	store, vn, ok := volumeID(f)
+	store, vn, ok := storage.ParseVolumeID(f)
 	if !ok {
 		if _, isSize := parseSize(f); isSize {
 			return nil // "32" on the default storage: handled by createDrive
@@ -184,7 +186,7 @@ func (s *Sim) checkNewDrive(node, key, v string) error {
 	if st == nil {
 		return fmt.Errorf("storage '%s' does not exist", store)
 	}
-	if !storageOnNode(st, node) {
+	if !st.OnNode(node) {
 		return fmt.Errorf("storage '%s' is not available on node '%s'", store, node)
 	}
 	if _, isSize := parseSize(vn); !isSize && vn != "cloudinit" {
@@ -196,11 +198,11 @@ func (s *Sim) checkNewDrive(node, key, v string) error {
 		if r.Type != "images" && r.Type != "iso" {
 			return errParams(map[string]string{key: "content type needs to be 'images' or 'iso'"})
 		}
-		if r.Type == "iso" && !d.cdrom() {
+		if r.Type == "iso" && !d.CDROM() {
 			return errParams(map[string]string{key: "explicit 'media=cdrom' is required for iso images"})
 		}
 	}
-	if _, isSize := parseSize(vn); (isSize || vn == "cloudinit") && !st.hasContent("images") && !d.cdrom() {
+	if _, isSize := parseSize(vn); (isSize || vn == "cloudinit") && !st.HasContent("images") && !d.CDROM() {
 		return fmt.Errorf("storage '%s' does not support content type 'images'", store) // reconstruction
 	}
 	return nil
@@ -228,8 +230,8 @@ func efiDiskSize(st *Storage, efitype string) int64 {
 // createDrive is create_disks for one option: "store:32" allocates a 32 GiB
 // volume, "store:cloudinit" the cloud-init drive; others are kept.
 func (s *Sim) createDrive(node string, vmid int, key, v string) (string, error) {
-	d := parseDrive(v)
-	store, vn, ok := volumeID(d.file())
+	d := qemuserver.ParseDrive(v)
+	store, vn, ok := storage.ParseVolumeID(d.File())
 	if !ok {
 		return v, nil
 	}
@@ -245,29 +247,29 @@ func (s *Sim) createDrive(node string, vmid int, key, v string) (string, error) 
 		d.Props.Set("file", volid)
 		d.Props.Set("media", "cdrom")
 		d.Props.Del("format") // "no longer needed"
-		return d.print(), nil
+		return d.Print(), nil
 	}
 	gib, err := strconv.ParseFloat(vn, 64)
-	if err != nil || d.cdrom() {
+	if err != nil || d.CDROM() {
 		// An existing volume: activate_volumes and volume_size_info fail
 		// on a missing one (a template's ISO that is not there, K2-style
 		// typos): the create or update fails with it.
-		if err := s.missingVolume(node, d.file()); err != nil {
+		if err := s.missingVolume(node, d.File()); err != nil {
 			return "", err
 		}
-		if d.cdrom() && d.Props.Get("size") == "" {
+		if d.CDROM() && d.Props.Get("size") == "" {
 			// volume_size_info gives an ISO its size= too.
 			if st := s.dbOf(node).Storage[store]; st != nil {
-				if f, err := s.fileVolumeLocked(node, st, d.file()); err == nil && f != nil {
+				if f, err := s.fileVolumeLocked(node, st, d.File()); err == nil && f != nil {
 					d.Props.Set("size", formatSize(f.Size))
-					return d.print(), nil
+					return d.Print(), nil
 				}
 			}
 		}
-		if !d.cdrom() {
-			if vol, _, err := s.volumeLocked(node, d.file()); err == nil && d.Props.Get("size") == "" {
+		if !d.CDROM() {
+			if vol, _, err := s.volumeLocked(node, d.File()); err == nil && d.Props.Get("size") == "" {
 				d.Props.Set("size", formatSize(vol.Size))
-				return d.print(), nil
+				return d.Print(), nil
 			}
 		}
 		return v, nil
@@ -287,5 +289,5 @@ func (s *Sim) createDrive(node string, vmid int, key, v string) (string, error) 
 	delete(d.Props.Vals, "format")
 	d.Props.Keys = slices.DeleteFunc(d.Props.Keys, func(k string) bool { return k == "format" })
 	d.Props.Set("size", formatSize(size))
-	return d.print(), nil
+	return d.Print(), nil
 }

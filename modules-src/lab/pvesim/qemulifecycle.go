@@ -7,6 +7,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/ha"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/replication"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
@@ -27,7 +31,7 @@ func (s *Sim) postQemuTemplate(rc *reqCtx) (any, error) {
 	db := rc.db()
 	vmid := rc.vmid()
 	node := rc.node
-	check := func() (*qmConf, error) {
+	check := func() (*guestconf.Conf, error) {
 		c, err := s.loadQmConfLocked(db, node, vmid)
 		if err != nil {
 			return nil, err
@@ -54,23 +58,23 @@ func (s *Sim) postQemuTemplate(rc *reqCtx) (any, error) {
 		c.Keys["template"] = "1"
 		s.writeQmConfLocked(db, node, vmid, c)
 		for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
-			if !isDriveKey(k) {
+			if !qemuserver.IsDriveKey(k) {
 				continue
 			}
-			d := parseDrive(c.Keys[k])
-			if d.cdrom() || d.cloudinit() {
+			d := qemuserver.ParseDrive(c.Keys[k])
+			if d.CDROM() || d.Cloudinit() {
 				continue
 			}
-			if _, _, err := s.volumeLocked(node, d.file()); err != nil || storage.IsBase(d.file()) {
+			if _, _, err := s.volumeLocked(node, d.File()); err != nil || storage.IsBase(d.File()) {
 				continue
 			}
-			nb, err := s.makeBaseLocked(node, d.file())
+			nb, err := s.makeBaseLocked(node, d.File())
 			if err != nil {
 				s.saveLocked()
 				return err.Error()
 			}
 			d.Props.Set("file", nb)
-			c.Keys[k] = d.print()
+			c.Keys[k] = d.Print()
 			s.writeQmConfLocked(db, node, vmid, c)
 		}
 		s.saveLocked()
@@ -103,13 +107,13 @@ func (s *Sim) putQemuResize(rc *reqCtx) (any, error) {
 		if !ok {
 			return fmt.Sprintf("disk '%s' does not exist", disk)
 		}
-		d := parseDrive(v)
-		if d.cdrom() {
+		d := qemuserver.ParseDrive(v)
+		if d.CDROM() {
 			return "you can't resize a cdrom"
 		}
-		vol, _, err := s.volumeLocked(node, d.file())
+		vol, _, err := s.volumeLocked(node, d.File())
 		if err != nil {
-			return fmt.Sprintf("Could not determine current size of volume '%s'", d.file())
+			return fmt.Sprintf("Could not determine current size of volume '%s'", d.File())
 		}
 		rel := strings.HasPrefix(sizeStr, "+")
 		n, ok := parseSize(strings.TrimPrefix(sizeStr, "+"))
@@ -126,11 +130,11 @@ func (s *Sim) putQemuResize(rc *reqCtx) (any, error) {
 			return ""
 		}
 		t.task.Log = append(t.task.Log, fmt.Sprintf("update VM %d: resize --disk %s --size %s", vmid, disk, sizeStr))
-		if err := s.resizeVolumeLocked(node, d.file(), n); err != nil {
+		if err := s.resizeVolumeLocked(node, d.File(), n); err != nil {
 			return err.Error()
 		}
 		d.Props.Set("size", formatSize(n))
-		c.Keys[disk] = d.print()
+		c.Keys[disk] = d.Print()
 		s.writeQmConfLocked(db, node, vmid, c)
 		s.saveLocked()
 		return ""
@@ -145,8 +149,8 @@ func (s *Sim) purgeGuestLocked(db *ConfigDB, t *taskRun, typ string, vmid int) {
 	jobs, _ := s.replJobsLocked(db)
 	s.writeReplJobsLocked(db, slices.DeleteFunc(jobs, func(j *replication.Job) bool { return replication.Guest(j.ID) == vmid }))
 	res, _ := s.haResourcesLocked(db)
-	if findResource(res, fmt.Sprintf("%s:%d", typ, vmid)) != nil {
-		s.writeSectionsLocked(db, haResourcesCfg, slices.DeleteFunc(res, func(r *section) bool {
+	if ha.FindResource(res, fmt.Sprintf("%s:%d", typ, vmid)) != nil {
+		s.writeSectionsLocked(db, ha.ResourcesCfg, slices.DeleteFunc(res, func(r *section) bool {
 			return r.Type == typ && r.ID == strconv.Itoa(vmid)
 		}))
 		t.task.Log = append(t.task.Log, fmt.Sprintf("NOTE: removed %s %d from HA resource configuration.", map[string]string{"vm": "VM", "ct": "CT"}[typ], vmid))
@@ -170,12 +174,12 @@ func (s *Sim) deleteQemu(rc *reqCtx) (any, error) {
 			return fmt.Errorf("can't remove VM %d - protection mode enabled", vmid)
 		}
 		if s.haConfiguredLocked(db, vmid) && !rc.boolean("purge") {
-			return pveDie("unable to remove VM %d - used in HA resources and purge parameter not set.", vmid)
+			return pvecommon.Die("unable to remove VM %d - used in HA resources and purge parameter not set.", vmid)
 		}
 		if !rc.boolean("purge") {
 			// ReplicationConfig.pm check_for_existing_jobs
 			if jobs := s.replicationJobsOf(db, vmid); len(jobs) > 0 {
-				return pveDie("There is a replication job '%s' for guest '%d' - Please remove that first.", jobs[0], vmid)
+				return pvecommon.Die("There is a replication job '%s' for guest '%d' - Please remove that first.", jobs[0], vmid)
 			}
 		}
 		if s.runningLocked(node, vmid) {
@@ -199,7 +203,7 @@ func (s *Sim) deleteQemu(rc *reqCtx) (any, error) {
 		}
 		s.destroyVolumesLocked(node, vmid, c, rc.boolean("destroy-unreferenced-disks"), t.logf0)
 		// destroy_vm leaves a "lock: destroyed" config until the end.
-		s.writeQmConfLocked(db, node, vmid, &qmConf{Keys: map[string]string{"lock": "destroyed"}})
+		s.writeQmConfLocked(db, node, vmid, &guestconf.Conf{Keys: map[string]string{"lock": "destroyed"}})
 		dropFromPoolsLocked(db, vmKind, vmid)
 		if rc.boolean("purge") {
 			t.task.Log = append(t.task.Log, fmt.Sprintf("purging VM %d from related configurations..", vmid))

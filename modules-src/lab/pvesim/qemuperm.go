@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 )
 
@@ -87,10 +88,10 @@ func checkBridgeAccess(db *ConfigDB, who *principal, conf map[string]string) err
 		return nil
 	}
 	for _, k := range slices.Sorted(maps.Keys(conf)) {
-		if !isNetKey(k) {
+		if !qemuserver.IsNetKey(k) {
 			continue
 		}
-		p := parseProps(conf[k], "model")
+		p := pvecommon.ParseProps(conf[k], "model")
 		if err := checkVnetAccess(db, who, p.Get("bridge"), p.Get("tag"), p.Get("trunks")); err != nil {
 			return err
 		}

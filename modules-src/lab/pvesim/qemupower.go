@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 )
 
 // QEMU guests' power: status/start, stop, shutdown, through HA when the
@@ -16,7 +18,7 @@ func (s *Sim) postQemuStart(rc *reqCtx) (any, error) {
 	if upid, ok := s.haPowerLocked(rc, "hastart", "started"); ok {
 		return upid, nil
 	}
-	return s.powerTask(rc, "qmstart", func(c *qmConf, running bool) (string, bool) {
+	return s.powerTask(rc, "qmstart", func(c *guestconf.Conf, running bool) (string, bool) {
 		if c.IsTemplate() {
 			return "you can't start a vm if it's a template", false
 		}
@@ -38,7 +40,7 @@ func (s *Sim) qemuHalt(rc *reqCtx, typ string) (any, error) {
 	if upid, ok := s.haPowerLocked(rc, "hastop", "stopped"); ok {
 		return upid, nil
 	}
-	return s.powerTask(rc, typ, func(c *qmConf, running bool) (string, bool) {
+	return s.powerTask(rc, typ, func(c *guestconf.Conf, running bool) (string, bool) {
 		if err := checkLock(c); err != nil && !rc.boolean("skiplock") {
 			return err.Error(), false
 		}
@@ -63,7 +65,7 @@ func (s *Sim) haPowerLocked(rc *reqCtx, typ, state string) (string, bool) {
 // powerTask runs a start/stop task under the config lock; decide returns an
 // error text, or the new running state. A started VM applies its pending
 // changes (they were waiting for the restart).
-func (s *Sim) powerTask(rc *reqCtx, typ string, decide func(c *qmConf, running bool) (string, bool)) (any, error) {
+func (s *Sim) powerTask(rc *reqCtx, typ string, decide func(c *guestconf.Conf, running bool) (string, bool)) (any, error) {
 	db := rc.db()
 	vmid := rc.vmid()
 	if _, err := rc.skiplock(); err != nil {

@@ -6,8 +6,12 @@ import (
 	"slices"
 
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecontainer"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/replication"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 	"github.com/gopve/proxmox/modules-src/pveapi/storagetype"
 )
 
@@ -22,12 +26,10 @@ import (
 // the source node is down (force=1 drops it at once). The runs are
 // replrun.go's.
 
-const replicationCfg = replication.ConfigFile
-
 // replJobsLocked reads replication.cfg's jobs; they are the file's
 // sections, so a change to one is written with writeReplJobsLocked.
 func (s *Sim) replJobsLocked(db *ConfigDB) ([]*replication.Job, string) {
-	list, digest := s.readSectionsLocked(db, replicationCfg)
+	list, digest := s.readSectionsLocked(db, replication.ConfigFile)
 	jobs := make([]*replication.Job, len(list))
 	for i, sec := range list {
 		jobs[i] = (*replication.Job)(sec)
@@ -40,7 +42,7 @@ func (s *Sim) writeReplJobsLocked(db *ConfigDB, jobs []*replication.Job) {
 	for i, j := range jobs {
 		list[i] = (*section)(j)
 	}
-	s.writeSectionsLocked(db, replicationCfg, list)
+	s.writeSectionsLocked(db, replication.ConfigFile, list)
 }
 
 // replJobGuest parses a job id and checks VM.Replicate on its guest, as
@@ -84,35 +86,35 @@ func (s *Sim) getReplicationJob(rc *reqCtx) (any, error) {
 // replicatableVolumes is get_replicatable_volumes for a VM config: shared
 // and foreign volumes are skipped, a local volume without the replicate
 // feature is an error.
-func (s *Sim) replicatableVolumes(node string, vmid int, c *qmConf) ([]string, error) {
+func (s *Sim) replicatableVolumes(node string, vmid int, c *guestconf.Conf) ([]string, error) {
 	db := s.dbOf(node)
 	var out []string
 	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
-		var d drive
+		var d qemuserver.Drive
 		switch {
-		case isDriveKey(k):
-			d = parseDrive(c.Keys[k])
-		case ctVolKeyRe.MatchString(k): // a container's rootfs and mount points
-			d = drive{qemuserver.Drive{Props: parseProps(c.Keys[k], "volume")}}
+		case qemuserver.IsDriveKey(k):
+			d = qemuserver.ParseDrive(c.Keys[k])
+		case pvecontainer.IsVolumeKey(k): // a container's rootfs and mount points
+			d = qemuserver.Drive{Props: pvecommon.ParseProps(c.Keys[k], "volume")}
 			d.Props.Set("file", d.Props.Get("volume"))
 		default:
 			continue
 		}
-		if d.cdrom() || d.Props.Get("replicate") == "0" {
+		if d.CDROM() || d.Props.Get("replicate") == "0" {
 			continue
 		}
-		store, vn, ok := volumeID(d.file())
+		store, vn, ok := storage.ParseVolumeID(d.File())
 		if !ok {
 			continue
 		}
 		st := db.Storage[store]
-		if st == nil || st.shared() || volOwner(vn) != vmid {
+		if st == nil || st.Shared() || storage.Owner(vn) != vmid {
 			continue
 		}
 		if !storagetype.Of(st.Type).Replicates {
-			return nil, fmt.Errorf("missing replicate feature on volume '%s'", d.file())
+			return nil, fmt.Errorf("missing replicate feature on volume '%s'", d.File())
 		}
-		out = append(out, d.file())
+		out = append(out, d.File())
 	}
 	return out, nil
 }
@@ -126,18 +128,18 @@ func (s *Sim) postReplicationJob(rc *reqCtx) (any, error) {
 	}
 	e, ok := s.findVMLocked(db, guest)
 	if !ok {
-		return nil, pveDie("Guest '%d' does not exist.", guest)
+		return nil, pvecommon.Die("Guest '%d' does not exist.", guest)
 	}
 	if !slices.Contains(s.membersLocked(rc.node), target) {
-		return nil, pveDie("Target '%s' does not exist.", target)
+		return nil, pvecommon.Die("Target '%s' does not exist.", target)
 	}
 	if src := rc.str("source"); src != "" && src != e.Node {
-		return nil, pveDie("Source '%s' does not match current node of guest '%d' (%s)", src, guest, e.Node)
+		return nil, pvecommon.Die("Source '%s' does not match current node of guest '%d' (%s)", src, guest, e.Node)
 	}
 	if target == e.Node {
-		return nil, pveDie("Source and target must not be identical")
+		return nil, pvecommon.Die("Source and target must not be identical")
 	}
-	var c *qmConf
+	var c *guestconf.Conf
 	if e.Kind == "lxc" {
 		c, err = s.loadCtConfLocked(db, e.Node, guest)
 	} else {
@@ -151,7 +153,7 @@ func (s *Sim) postReplicationJob(rc *reqCtx) (any, error) {
 		return nil, err
 	}
 	if len(vols) == 0 {
-		return nil, pveDie("No replicatable volumes found")
+		return nil, pvecommon.Die("No replicatable volumes found")
 	}
 	if !s.quorateLocked(db) {
 		// ReplicationConfig::lock without a message: cfs_lock_file's own.
@@ -182,7 +184,7 @@ func (s *Sim) putReplicationJob(rc *reqCtx) (any, error) {
 	}
 	jobs, digest := s.replJobsLocked(db)
 	if d := rc.str("digest"); d != "" && d != digest {
-		return nil, pveDie("detected modified configuration - file changed by other user? Try again.")
+		return nil, pvecommon.Die("detected modified configuration - file changed by other user? Try again.")
 	}
 	j := replication.Find(jobs, id)
 	if j == nil {

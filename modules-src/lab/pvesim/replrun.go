@@ -8,8 +8,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecontainer"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/replication"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
 
 // Replication runs, as pvescheduler and pvesr do them (pve-manager
@@ -250,18 +254,18 @@ func (s *Sim) replStoragesLocked(db *ConfigDB, e vmEntry, src string, guest int)
 		vols, _ = s.replicatableVolumes(src, guest, c)
 	}
 	return replication.ScanArg(vols, func(v string) (string, bool) {
-		st, _, ok := volumeID(v)
+		st, _, ok := storage.ParseVolumeID(v)
 		return st, ok
 	})
 }
 
 // guestConfLocked reads a guest's config wherever it is, VM or CT.
-func (s *Sim) guestConfLocked(db *ConfigDB, e vmEntry) *qmConf {
+func (s *Sim) guestConfLocked(db *ConfigDB, e vmEntry) *guestconf.Conf {
 	raw, ok := s.readEtcPve(db, guestConfPath(e.Node, e.Kind, e.VMID))
 	if !ok {
 		return nil
 	}
-	return parseQmConf(raw)
+	return guestconf.Parse(raw)
 }
 
 // migrationLockKey is /var/lock/pve-manager/pve-migrate-<vmid> on node
@@ -397,7 +401,7 @@ func (s *Sim) getNodeReplicationStatus(rc *reqCtx) (any, error) {
 			return s.replStatusView(rc.node, j), nil
 		}
 	}
-	return nil, pveDie("no such replication job '%s'", rc.str("id"))
+	return nil, pvecommon.Die("no such replication job '%s'", rc.str("id"))
 }
 
 // GET /nodes/{node}/replication/{id}/log
@@ -405,7 +409,7 @@ func (s *Sim) getNodeReplicationLog(rc *reqCtx) (any, error) {
 	db := rc.db()
 	jobs, _ := s.replJobsLocked(db)
 	if replication.Find(jobs, rc.str("id")) == nil {
-		return nil, pveDie("no such replication job '%s'", rc.str("id"))
+		return nil, pvecommon.Die("no such replication job '%s'", rc.str("id"))
 	}
 	var log []string
 	if run := s.st.Nodes[rc.node].Replication[rc.str("id")]; run != nil {
@@ -425,7 +429,7 @@ func (s *Sim) postReplicationScheduleNow(rc *reqCtx) (any, error) {
 	}
 	jobs, _ := s.replJobsLocked(db)
 	if replication.Find(jobs, id) == nil {
-		return nil, pveDie("no such replication job '%s'", id)
+		return nil, pvecommon.Die("no such replication job '%s'", id)
 	}
 	s.replRunLocked(rc.node, id).ScheduleNow()
 	s.saveLocked()
@@ -436,28 +440,28 @@ func (s *Sim) postReplicationScheduleNow(rc *reqCtx) (any, error) {
 // recovery without a replica cannot start it, H8).
 func (s *Sim) missingVolumesLocked(db *ConfigDB, e vmEntry, node string) []string {
 	raw, _ := s.readEtcPve(db, guestConfPath(e.Node, e.Kind, e.VMID))
-	c := parseQmConf(raw)
+	c := guestconf.Parse(raw)
 	var out []string
 	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
 		var file string
 		switch {
-		case isDriveKey(k):
+		case qemuserver.IsDriveKey(k):
 			// A cdrom, cloud-init's included, is never replicated
 			// (QemuConfig.pm get_replicatable_volumes skips cdrom): a
 			// recovered VM gets a fresh cloud-init drive at start.
-			d := parseDrive(c.Keys[k])
-			if d.cdrom() || d.cloudinit() {
+			d := qemuserver.ParseDrive(c.Keys[k])
+			if d.CDROM() || d.Cloudinit() {
 				continue
 			}
-			file = d.file()
-		case ctVolKeyRe.MatchString(k):
-			file = parseProps(c.Keys[k], "volume").Get("volume")
+			file = d.File()
+		case pvecontainer.IsVolumeKey(k):
+			file = pvecommon.ParseProps(c.Keys[k], "volume").Get("volume")
 		default:
 			continue
 		}
-		store, _, ok := volumeID(file)
+		store, _, ok := storage.ParseVolumeID(file)
 		st := db.Storage[store]
-		if !ok || st == nil || st.shared() {
+		if !ok || st == nil || st.Shared() {
 			continue
 		}
 		if s.st.Nodes[node].Volumes[file] == nil {

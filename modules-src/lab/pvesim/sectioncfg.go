@@ -1,6 +1,9 @@
 package pvesim
 
-import "github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+import (
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+)
 
 // section is one entry of a SectionConfig file; the model and its
 // parse/render live in pvecommon (pve-common SectionConfig.pm), shared with
@@ -18,7 +21,7 @@ var (
 // with its digest (SHA-1 of the bytes, as PVE's).
 func (s *Sim) readSectionsLocked(db *ConfigDB, rel string) ([]*section, string) {
 	raw, _ := s.readEtcPve(db, rel)
-	return parseSections(raw), parseQmConf(raw).Digest
+	return parseSections(raw), guestconf.Parse(raw).Digest
 }
 
 func (s *Sim) writeSectionsLocked(db *ConfigDB, rel string, list []*section) {

@@ -10,20 +10,9 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
 
-// Storage is one storage.cfg section, storage.Section (whose JSON
-// state.json holds) with the simulator's short names for its rules.
-type Storage storage.Section
-
-func (st *Storage) section() *storage.Section { return (*storage.Section)(st) }
-
-func (st *Storage) opt(k string) string      { return st.section().Opt(k) }
-func (st *Storage) content() string          { return st.section().Content() }
-func (st *Storage) disabled() bool           { return st.section().Disabled() }
-func (st *Storage) hasContent(c string) bool { return st.section().HasContent(c) }
-func (st *Storage) shared() bool             { return st.section().Shared() }
-
-// storageOnNode: a storage without `nodes` is available everywhere.
-func storageOnNode(st *Storage, node string) bool { return st.section().OnNode(node) }
+// Storage is one storage.cfg section (storage.Section, whose JSON
+// state.json holds); its rules are storage.Section methods.
+type Storage = storage.Section
 
 // StorageInfo is what Config.StorageCheck gets to decide activation.
 type StorageInfo struct {
@@ -32,7 +21,8 @@ type StorageInfo struct {
 	Options map[string]string // pool, path, vgname…, as strings
 }
 
-func (st *Storage) info() StorageInfo {
+// storageInfo is st as the lab's Config hooks see it.
+func storageInfo(st *Storage) StorageInfo {
 	opts := make(map[string]string, len(st.Options))
 	for k, v := range st.Options {
 		opts[k] = pvecommon.ParamString(v)
@@ -75,21 +65,21 @@ type NodeVersion struct {
 // activateOn is activate_storage on node (Config.StorageActivate, else the
 // read-only check).
 func (s *Sim) activateOn(node string, st *Storage) error {
-	if st.disabled() {
+	if st.Disabled() {
 		return fmt.Errorf("storage '%s' is disabled", st.ID)
 	}
 	if err := s.remoteCheck(s.dbOf(node), st); err != nil {
 		return err
 	}
 	if s.cfg.StorageActivate != nil {
-		return s.cfg.StorageActivate(node, st.info())
+		return s.cfg.StorageActivate(node, storageInfo(st))
 	}
 	return s.activeOn(node, st)
 }
 
 // activeOn tells whether the storage activates on node (Config.StorageCheck).
 func (s *Sim) activeOn(node string, st *Storage) error {
-	if st.disabled() {
+	if st.Disabled() {
 		return fmt.Errorf("storage '%s' is disabled", st.ID)
 	}
 	if err := s.remoteCheck(s.dbOf(node), st); err != nil {
@@ -98,12 +88,12 @@ func (s *Sim) activeOn(node string, st *Storage) error {
 	if s.cfg.StorageCheck == nil {
 		return nil
 	}
-	return s.cfg.StorageCheck(node, st.info())
+	return s.cfg.StorageCheck(node, storageInfo(st))
 }
 
-// view is the GET shape: options plus storage, type, digest, with
+// storageView is the GET shape: options plus storage, type, digest, with
 // numbers for integer/boolean options (SectionConfig).
-func (st *Storage) view(digest string) map[string]any {
+func storageView(st *Storage, digest string) map[string]any {
 	out := map[string]any{"storage": st.ID, "type": st.Type}
 	for k, v := range st.Options {
 		out[k] = v
@@ -131,7 +121,7 @@ func (s *Sim) getStorageList(rc *reqCtx) (any, error) {
 		if !hasPriv(db, rc.who, "/storage/"+id, []string{"Datastore.Audit", "Datastore.AllocateSpace"}, true) {
 			continue
 		}
-		out = append(out, st.view(digest))
+		out = append(out, storageView(st, digest))
 	}
 	return out, nil
 }
@@ -142,7 +132,7 @@ func (s *Sim) getStorage(rc *reqCtx) (any, error) {
 	if st == nil {
 		return nil, fmt.Errorf("storage '%s' does not exist", rc.str("storage"))
 	}
-	return st.view(digestOf(db.Storage)), nil
+	return storageView(st, digestOf(db.Storage)), nil
 }
 
 // POST /storage: validated per type (S2), written to the shared storage.cfg
@@ -172,16 +162,16 @@ func (s *Sim) postStorage(rc *reqCtx) (any, error) {
 		return nil, fmt.Errorf("create storage failed: interrupted by signal")
 	}
 	st := (*Storage)(storage.NewSection(id, typ, rc.params, s.storageCreateSchema()))
-	returned, err := storage.OnAdd(s.privStorage(db), st.section(), sensitive)
+	returned, err := storage.OnAdd(s.privStorage(db), st, sensitive)
 	if err != nil {
 		return nil, fmt.Errorf("create storage failed: %v", err)
 	}
 	// Activation on the local node detects problems early; on failure the
 	// storage is not added and on_delete_hook removes what on_add_hook
 	// wrote (Config.pm create).
-	if storageOnNode(st, rc.node) && !st.disabled() {
+	if st.OnNode(rc.node) && !st.Disabled() {
 		if err := s.activateOn(rc.node, st); err != nil {
-			_ = storage.OnDelete(s.privStorage(db), st.section())
+			_ = storage.OnDelete(s.privStorage(db), st)
 			return nil, fmt.Errorf("create storage failed: %v", err)
 		}
 	}
@@ -233,15 +223,15 @@ func (s *Sim) putStorage(rc *reqCtx) (any, error) {
 		return nil, fmt.Errorf("update storage failed: storage '%s' does not exist", id)
 	}
 	rc.params = maps.Clone(rc.params) // the request log keeps what was sent, redacted
-	update, deletes, sensitive, err := storage.CheckUpdate(s.cfg.Version, st.section(), rc.params, s.storageCreateSchema())
+	update, deletes, sensitive, err := storage.CheckUpdate(s.cfg.Version, st, rc.params, s.storageCreateSchema())
 	if err != nil {
 		return nil, fmt.Errorf("update storage failed: %v", err)
 	}
-	returned, err := storage.OnUpdate(s.privStorage(db), st.section(), update, sensitive)
+	returned, err := storage.OnUpdate(s.privStorage(db), st, update, sensitive)
 	if err != nil {
 		return nil, fmt.Errorf("update storage failed: %v", err)
 	}
-	st.section().Apply(update, deletes)
+	st.Apply(update, deletes)
 	db.Serial++
 	s.saveLocked()
 	return storageAnswer(id, st.Type, returned), nil
@@ -259,7 +249,7 @@ func (s *Sim) deleteStorage(rc *reqCtx) (any, error) {
 	if db.Storage[id] == nil {
 		return nil, fmt.Errorf("delete storage failed: storage '%s' does not exist", id)
 	}
-	if err := storage.OnDelete(s.privStorage(db), db.Storage[id].section()); err != nil {
+	if err := storage.OnDelete(s.privStorage(db), db.Storage[id]); err != nil {
 		return nil, fmt.Errorf("delete storage failed: %v", err)
 	}
 	delete(db.Storage, id)

@@ -8,7 +8,7 @@ func renderStorageCfg(db *ConfigDB) string {
 	ids := db.fileStorageIDs()
 	sections := make([]*storage.Section, len(ids))
 	for i, id := range ids {
-		sections[i] = db.Storage[id].section()
+		sections[i] = db.Storage[id]
 	}
 	return storage.Render(sections)
 }
@@ -19,7 +19,7 @@ func (s *Sim) parseStorageCfg(text string) (map[string]*Storage, []string) {
 	parsed, order := storage.Parse(text, s.storageCreateSchema())
 	out := make(map[string]*Storage, len(parsed))
 	for id, sec := range parsed {
-		out[id] = (*Storage)(sec)
+		out[id] = sec
 	}
 	return out, order
 }

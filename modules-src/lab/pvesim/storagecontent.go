@@ -49,18 +49,17 @@ func (s *Sim) parseVolRef(node, volid string) (*volRef, error) {
 	if st == nil {
 		return nil, fmt.Errorf("storage '%s' does not exist", store)
 	}
-	return storage.ParseVolname(st.section(), volid)
+	return storage.ParseVolname(st, volid)
 }
 
 // storageOf is the storage a volume reference was resolved on.
-func storageOf(r *volRef) *Storage { return (*Storage)(r.Section) }
 
 // fileVolumeLocked finds a file volume in what the node's storage lists.
 func (s *Sim) fileVolumeLocked(node string, st *Storage, volid string) (*Volume, error) {
 	if s.cfg.StorageContent == nil {
 		return nil, nil
 	}
-	vols, err := s.cfg.StorageContent(node, st.info())
+	vols, err := s.cfg.StorageContent(node, storageInfo(st))
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +82,7 @@ func (s *Sim) volumeExistsLocked(node, volid string) (bool, error) {
 		_, _, err := s.volumeLocked(node, volid)
 		return err == nil, nil
 	}
-	v, err := s.fileVolumeLocked(node, storageOf(r), volid)
+	v, err := s.fileVolumeLocked(node, r.Section, volid)
 	return v != nil, err
 }
 
@@ -139,7 +138,7 @@ func (s *Sim) getStorageVolume(rc *reqCtx) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !storageOnNode(storageOf(r), rc.node) {
+	if !r.Section.OnNode(rc.node) {
 		return nil, fmt.Errorf("storage '%s' is not available on node '%s'", r.Store, rc.node)
 	}
 	if r.Type == "images" || r.Type == "rootdir" {
@@ -156,7 +155,7 @@ func (s *Sim) getStorageVolume(rc *reqCtx) (any, error) {
 		}
 		return map[string]any{"path": r.Path(v.Format), "size": v.Size, "used": used, "format": v.Format}, nil
 	}
-	f, err := s.fileVolumeLocked(rc.node, storageOf(r), r.VolID)
+	f, err := s.fileVolumeLocked(rc.node, r.Section, r.VolID)
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +213,7 @@ func (s *Sim) deleteStorageVolume(rc *reqCtx) (any, error) {
 				return err.Error()
 			}
 		} else {
-			f, err := s.fileVolumeLocked(node, storageOf(r), volid)
+			f, err := s.fileVolumeLocked(node, r.Section, volid)
 			if err != nil {
 				return err.Error()
 			}
@@ -225,7 +224,7 @@ func (s *Sim) deleteStorageVolume(rc *reqCtx) (any, error) {
 			if s.cfg.StorageRemove == nil {
 				return "removing file volumes is not simulated without Config.StorageRemove"
 			}
-			if err := s.cfg.StorageRemove(node, storageOf(r).info(), r.Name); err != nil {
+			if err := s.cfg.StorageRemove(node, storageInfo(r.Section), r.Name); err != nil {
 				return err.Error()
 			}
 		}
@@ -261,11 +260,11 @@ func (s *Sim) postStorageContent(rc *reqCtx) (any, error) {
 		return nil, err
 	}
 	if format == "" {
-		format = storage.DefaultFormat(st.section())
+		format = storage.DefaultFormat(st)
 	}
-	volid := st.ID + ":" + storage.VolName(st.section(), vmid, base, format)
+	volid := st.ID + ":" + storage.VolName(st, vmid, base, format)
 	if _, exists := s.volumesFor(rc.node, st)[volid]; exists {
-		r := &volRef{VolID: volid, Name: strings.TrimPrefix(volid, st.ID+":"), Section: st.section(), Type: "images"}
+		r := &volRef{VolID: volid, Name: strings.TrimPrefix(volid, st.ID+":"), Section: st, Type: "images"}
 		return nil, fmt.Errorf("disk image '%s' already exists", r.Path(format)) // reconstruction
 	}
 	size := kb * 1024

@@ -272,12 +272,12 @@ func (s *Sim) postStorageUpload(rc *reqCtx) (any, error) {
 	switch {
 	case st == nil:
 		return nil, fmt.Errorf("storage '%s' does not exist", id)
-	case st.disabled():
+	case st.Disabled():
 		return nil, fmt.Errorf("storage '%s' is disabled", id)
-	case !storageOnNode(st, node):
+	case !st.OnNode(node):
 		return nil, fmt.Errorf("storage '%s' is not available on node '%s'", id, node)
 	}
-	base := st.opt("path")
+	base := st.Opt("path")
 	if base == "" && (st.Type == "nfs" || st.Type == "cifs") {
 		base = "/mnt/pve/" + st.ID // check_config's default, always stored on PVE
 	}
@@ -304,7 +304,7 @@ func (s *Sim) postStorageUpload(rc *reqCtx) (any, error) {
 	if err != nil {
 		return nil, storageAPIError(err)
 	}
-	if !st.hasContent(content) {
+	if !st.HasContent(content) {
 		return nil, fmt.Errorf("storage '%s' does not support '%s' content", id, content)
 	}
 	dest := base + "/" + sub + "/" + filename
@@ -329,7 +329,7 @@ func (s *Sim) postStorageUpload(rc *reqCtx) (any, error) {
 		return nil, err
 	}
 	delete(s.uploads, tmp) // the task owns the file now
-	info := st.info()
+	info := storageInfo(st)
 	alg, want := rc.str("checksum-algorithm"), rc.str("checksum")
 	return s.startTaskLocked(rc, rc.node, "imgcopy", "", func(t *taskRun) string {
 		defer os.Remove(up.hostPath)

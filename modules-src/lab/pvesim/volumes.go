@@ -16,7 +16,7 @@ type GuestVolume = storage.GuestVolume
 
 // volumesFor returns the map holding st's volumes as node sees them.
 func (s *Sim) volumesFor(node string, st *Storage) map[string]*GuestVolume {
-	if st.shared() {
+	if st.Shared() {
 		db := s.dbOf(node)
 		if db.SharedVolumes == nil {
 			db.SharedVolumes = map[string]*GuestVolume{}
@@ -32,7 +32,7 @@ func (s *Sim) volumesFor(node string, st *Storage) map[string]*GuestVolume {
 
 // volumeLocked returns a volume as node sees it.
 func (s *Sim) volumeLocked(node, volid string) (*GuestVolume, *Storage, error) {
-	store, _, ok := volumeID(volid)
+	store, _, ok := storage.ParseVolumeID(volid)
 	if !ok {
 		return nil, nil, fmt.Errorf("unable to parse volume ID '%s'", volid)
 	}
@@ -49,17 +49,17 @@ func (s *Sim) volumeLocked(node, volid string) (*GuestVolume, *Storage, error) {
 
 // freeDiskName is storage.FreeDiskName among st's volumes as node sees them.
 func (s *Sim) freeDiskName(node string, st *Storage, vmid int, prefix, format string) string {
-	return storage.FreeDiskName(st.section(), s.volumesFor(node, st), vmid, prefix, format)
+	return storage.FreeDiskName(st, s.volumesFor(node, st), vmid, prefix, format)
 }
 
 // allocVolumeLocked creates a volume of size bytes for vmid on st.
 // On zfspool it is a zvol in the node's ZFS (zvols.go).
 func (s *Sim) allocVolumeLocked(node string, st *Storage, vmid int, size int64, format string) (string, error) {
 	if format == "" {
-		format = storage.DefaultFormat(st.section())
+		format = storage.DefaultFormat(st)
 	}
 	name := s.freeDiskName(node, st, vmid, "vm", format)
-	volid := st.ID + ":" + storage.VolName(st.section(), vmid, name, format)
+	volid := st.ID + ":" + storage.VolName(st, vmid, name, format)
 	if err := s.zfsCreateVolume(node, st, name, size); err != nil {
 		return "", err
 	}
@@ -75,15 +75,15 @@ func (s *Sim) allocVolumeLocked(node string, st *Storage, vmid int, size int64, 
 // (storage.CloudinitExists).
 func (s *Sim) allocCloudinitLocked(node string, st *Storage, vmid int, format string) (string, error) {
 	if format == "" {
-		format = storage.DefaultFormat(st.section())
-		if storage.HasPath(st.section()) {
+		format = storage.DefaultFormat(st)
+		if storage.HasPath(st) {
 			format = "qcow2"
 		}
 	}
 	name := fmt.Sprintf("vm-%d-cloudinit", vmid)
-	volid := st.ID + ":" + storage.VolName(st.section(), vmid, name, format)
+	volid := st.ID + ":" + storage.VolName(st, vmid, name, format)
 	if s.volumesFor(node, st)[volid] != nil {
-		return "", storage.CloudinitExists(st.section(), name, volid)
+		return "", storage.CloudinitExists(st, name, volid)
 	}
 	if err := s.zfsCreateVolume(node, st, name, 4<<20); err != nil {
 		return "", err
@@ -106,13 +106,13 @@ func (s *Sim) freeVolumeLocked(node, volid string) error {
 	if storage.IsBase(volid) {
 		for _, v := range vols {
 			if v.Parent == volid {
-				_, vn, _ := volumeID(volid)
+				_, vn, _ := storage.ParseVolumeID(volid)
 				return fmt.Errorf("base volume '%s' is still in use by linked cloned", vn)
 			}
 		}
 	}
-	_, vn, _ := volumeID(volid)
-	if err := s.zfsOn(node, st, "destroy", "-r", storage.Dataset(st.section(), vn)); err != nil {
+	_, vn, _ := storage.ParseVolumeID(volid)
+	if err := s.zfsOn(node, st, "destroy", "-r", storage.Dataset(st, vn)); err != nil {
 		return err
 	}
 	delete(vols, volid)
@@ -127,14 +127,14 @@ func (s *Sim) linkedCloneLocked(node string, st *Storage, base string, newid int
 	if err != nil {
 		return "", err
 	}
-	_, bvn, _ := volumeID(base)
-	volid, name := storage.LinkedClone(st.section(), s.volumesFor(node, st), base, newid)
+	_, bvn, _ := storage.ParseVolumeID(base)
+	volid, name := storage.LinkedClone(st, s.volumesFor(node, st), base, newid)
 	// clone_image: zfs clone of the base's __base__ snapshot.
-	if err := s.zfsOn(node, st, "clone", storage.Dataset(st.section(), bvn)+"@__base__", storage.Dataset(st.section(), name)); err != nil {
+	if err := s.zfsOn(node, st, "clone", storage.Dataset(st, bvn)+"@__base__", storage.Dataset(st, name)); err != nil {
 		return "", err
 	}
 	format := src.Format
-	if storage.HasPath(st.section()) {
+	if storage.HasPath(st) {
 		format = "qcow2"
 	}
 	s.volumesFor(node, st)[volid] = &GuestVolume{Size: src.Size, Format: format, Parent: base}

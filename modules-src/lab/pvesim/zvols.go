@@ -29,7 +29,7 @@ func (s *Sim) zfsOn(node string, st *Storage, args ...string) error {
 
 // zfsCreateVolume is zfs_create_zvol (storage.ZvolCreate).
 func (s *Sim) zfsCreateVolume(node string, st *Storage, name string, size int64) error {
-	return s.zfsOn(node, st, storage.ZvolCreate(st.section(), name, size)...)
+	return s.zfsOn(node, st, storage.ZvolCreate(st, name, size)...)
 }
 
 // allocSubvolLocked creates a container's root or mount point volume:
@@ -42,10 +42,10 @@ func (s *Sim) allocSubvolLocked(node string, st *Storage, vmid int, size int64) 
 	}
 	name := s.freeDiskName(node, st, vmid, prefix, format)
 	volid := st.ID + ":" + name
-	if storage.HasPath(st.section()) {
-		volid = st.ID + ":" + storage.VolName(st.section(), vmid, name, format)
+	if storage.HasPath(st) {
+		volid = st.ID + ":" + storage.VolName(st, vmid, name, format)
 	}
-	if err := s.zfsOn(node, st, storage.SubvolCreate(st.section(), name, size)...); err != nil {
+	if err := s.zfsOn(node, st, storage.SubvolCreate(st, name, size)...); err != nil {
 		return "", err
 	}
 	s.volumesFor(node, st)[volid] = &GuestVolume{Size: size, Format: format}
@@ -61,12 +61,12 @@ func (s *Sim) makeBaseLocked(node string, volid string) (string, error) {
 		return "", err
 	}
 	nb := storage.BaseVolid(volid)
-	_, from, _ := volumeID(volid)
-	_, to, _ := volumeID(nb)
-	if err := s.zfsOn(node, st, "rename", storage.Dataset(st.section(), from), storage.Dataset(st.section(), to)); err != nil {
+	_, from, _ := storage.ParseVolumeID(volid)
+	_, to, _ := storage.ParseVolumeID(nb)
+	if err := s.zfsOn(node, st, "rename", storage.Dataset(st, from), storage.Dataset(st, to)); err != nil {
 		return "", err
 	}
-	if err := s.zfsOn(node, st, "snapshot", storage.Dataset(st.section(), to)+"@__base__"); err != nil {
+	if err := s.zfsOn(node, st, "snapshot", storage.Dataset(st, to)+"@__base__"); err != nil {
 		return "", err
 	}
 	vols := s.volumesFor(node, st)
@@ -81,8 +81,8 @@ func (s *Sim) resizeVolumeLocked(node, volid string, size int64) error {
 	if err != nil {
 		return err
 	}
-	_, vn, _ := volumeID(volid)
-	if err := s.zfsOn(node, st, storage.Resize(st.section(), vn, vol.Format, size)...); err != nil {
+	_, vn, _ := storage.ParseVolumeID(volid)
+	if err := s.zfsOn(node, st, storage.Resize(st, vn, vol.Format, size)...); err != nil {
 		return err
 	}
 	vol.Size = size
@@ -96,7 +96,7 @@ func (s *Sim) resizeVolumeLocked(node, volid string, size int64) error {
 // simulator's alone.
 func (s *Sim) zfsMigrateLocked(db *ConfigDB, from, to string, files []string) error {
 	for _, file := range files {
-		store, vn, _ := volumeID(file)
+		store, vn, _ := storage.ParseVolumeID(file)
 		st := db.Storage[store]
 		v := s.st.Nodes[from].Volumes[file]
 		if st == nil || st.Type != "zfspool" || v == nil {
@@ -104,14 +104,14 @@ func (s *Sim) zfsMigrateLocked(db *ConfigDB, from, to string, files []string) er
 		}
 		var err error
 		if v.Format == "subvol" {
-			err = s.zfsOn(to, st, storage.SubvolCreate(st.section(), vn, v.Size)...)
+			err = s.zfsOn(to, st, storage.SubvolCreate(st, vn, v.Size)...)
 		} else {
 			err = s.zfsCreateVolume(to, st, vn, v.Size)
 		}
 		if err != nil {
 			return fmt.Errorf("storage migration for '%s' to storage '%s' failed - %w", file, st.ID, err)
 		}
-		if err := s.zfsOn(from, st, "destroy", "-r", storage.Dataset(st.section(), vn)); err != nil {
+		if err := s.zfsOn(from, st, "destroy", "-r", storage.Dataset(st, vn)); err != nil {
 			return err
 		}
 	}
