@@ -62,17 +62,17 @@ func (s *Sim) putLxcConfig(rc *reqCtx) (any, error) {
 				return nil, err
 			}
 		}
-		if err := pvecontainer.UpdateChecks(set, deletes); err != nil {
+		isSet := func(k string) bool {
+			_, now := c.Keys[k]
+			_, pending := c.Pending[k]
+			return now || pending || (k == "description" && c.Description != "")
+		}
+		if err := pvecontainer.UpdateChecks(vmid, set, deletes, isSet, c.Keys["protection"] == "1"); err != nil {
 			return nil, err
 		}
 		for k, v := range set {
 			if qemuserver.IsNetKey(k) {
 				set[k] = normaliseCtNet(v)
-			}
-		}
-		for _, k := range slices.Sorted(maps.Keys(set)) {
-			if pvecontainer.IsVolumeKey(k) && c.Keys["protection"] == "1" {
-				return nil, pvecommon.Die("can't update CT %d drive '%s' - protection mode enabled", vmid, k)
 			}
 		}
 		if err := s.ctWritePendingLocked(node, vmid, c, set, deletes, reverts); err != nil {

@@ -1,7 +1,9 @@
 package pvecontainer
 
 import (
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
@@ -32,18 +34,41 @@ func Hotplugged(keys map[string]string, key string) bool {
 }
 
 // UpdateChecks are update_pct_config's refusals before anything is
-// written: required and read-only options, deleted or set.
-func UpdateChecks(set map[string]string, deletes []string) error {
+// written, in its order (PVE/LXC/Config.pm). First the deletes: one of an
+// option neither set nor pending is only warned about and skipped ("cannot
+// delete '$opt' - not set in current configuration!"), before the
+// required-option die; memory, rootfs and ostype are required,
+// unprivileged is read-only, and removing an unusedN or mpN volume is a
+// drive change that protection refuses. Then the new values in sorted key
+// order: a mount point or rootfs under protection, and unprivileged, which
+// is read-only. isSet tells whether a key is set now or pending.
+func UpdateChecks(vmid int, set map[string]string, deletes []string, isSet func(string) bool, protected bool) error {
 	for _, k := range deletes {
-		switch k {
-		case "memory", "rootfs", "ostype":
+		if !isSet(k) {
+			continue
+		}
+		switch {
+		case k == "memory" || k == "rootfs" || k == "ostype":
 			return pvecommon.Die("unable to delete required option '%s'", k)
-		case "unprivileged":
+		case unusedKeyRe.MatchString(k) || mpKeyRe.MatchString(k):
+			if protected {
+				return pvecommon.Die("can't remove CT %d drive '%s' - protection mode enabled", vmid, k)
+			}
+		case k == "unprivileged":
 			return pvecommon.Die("unable to delete read-only option: '%s'", k)
 		}
 	}
-	if _, ok := set["unprivileged"]; ok {
-		return pvecommon.Die("unable to modify read-only option: 'unprivileged'")
+	for _, k := range slices.Sorted(maps.Keys(set)) {
+		switch {
+		case IsVolumeKey(k) && protected:
+			return pvecommon.Die("can't update CT %d drive '%s' - protection mode enabled", vmid, k)
+		case k == "unprivileged":
+			return pvecommon.Die("unable to modify read-only option: 'unprivileged'")
+		}
 	}
 	return nil
 }
+
+// unusedKeyRe and mpKeyRe are update_pct_config's m/^unused(\d+)$/ and
+// m/^mp(\d+)$/.
+var unusedKeyRe, mpKeyRe = regexp.MustCompile(`^unused\d+$`), regexp.MustCompile(`^mp\d+$`)

@@ -17,28 +17,47 @@ func TestHotplugged(t *testing.T) {
 	}
 }
 
-// update_pct_config refuses deleting required options and touching
-// unprivileged, with PVE's messages.
+// update_pct_config refuses deleting required options, touching
+// unprivileged and changing a drive under protection, with PVE's messages
+// and in its order; a delete of an option that is not set is skipped with a
+// warning before any of those (PVE/LXC/Config.pm).
 func TestUpdateChecks(t *testing.T) {
+	set := map[string]bool{"memory": true, "rootfs": true, "ostype": true, "unprivileged": true, "mp0": true, "unused0": true, "swap": true}
+	isSet := func(k string) bool { return set[k] }
+	none := func(string) bool { return false }
 	for _, c := range []struct {
-		set  map[string]string
-		dels []string
-		want string
+		set       map[string]string
+		dels      []string
+		isSet     func(string) bool
+		protected bool
+		want      string
 	}{
-		{nil, []string{"memory"}, "unable to delete required option 'memory'"},
-		{nil, []string{"rootfs"}, "unable to delete required option 'rootfs'"},
-		{nil, []string{"ostype"}, "unable to delete required option 'ostype'"},
-		{nil, []string{"unprivileged"}, "unable to delete read-only option: 'unprivileged'"},
-		{map[string]string{"unprivileged": "0"}, nil, "unable to modify read-only option: 'unprivileged'"},
-		{map[string]string{"memory": "512"}, []string{"swap", "mp0"}, ""},
+		{nil, []string{"memory"}, isSet, false, "unable to delete required option 'memory'"},
+		{nil, []string{"rootfs"}, isSet, false, "unable to delete required option 'rootfs'"},
+		{nil, []string{"ostype"}, isSet, false, "unable to delete required option 'ostype'"},
+		{nil, []string{"unprivileged"}, isSet, false, "unable to delete read-only option: 'unprivileged'"},
+		{map[string]string{"unprivileged": "0"}, nil, isSet, false, "unable to modify read-only option: 'unprivileged'"},
+		{map[string]string{"memory": "512"}, []string{"swap", "mp0"}, isSet, false, ""},
+		// not set: a warning, and the delete is skipped before the die
+		{nil, []string{"ostype", "unprivileged"}, none, false, ""},
+		// removing a volume is a drive change that protection refuses
+		{nil, []string{"mp0"}, isSet, true, "can't remove CT 100 drive 'mp0' - protection mode enabled"},
+		{nil, []string{"unused0"}, isSet, true, "can't remove CT 100 drive 'unused0' - protection mode enabled"},
+		{nil, []string{"mp0"}, none, true, ""},
+		{nil, []string{"swap"}, isSet, true, ""},
+		// new values in sorted key order: mp0 before unprivileged
+		{map[string]string{"unprivileged": "1", "mp0": "local:1,mp=/x"}, nil, isSet, true, "can't update CT 100 drive 'mp0' - protection mode enabled"},
+		{map[string]string{"unprivileged": "1", "mp0": "local:1,mp=/x"}, nil, isSet, false, "unable to modify read-only option: 'unprivileged'"},
+		{map[string]string{"rootfs": "local:8"}, nil, isSet, true, "can't update CT 100 drive 'rootfs' - protection mode enabled"},
+		{map[string]string{"cores": "2"}, nil, isSet, true, ""},
 	} {
-		err := UpdateChecks(c.set, c.dels)
+		err := UpdateChecks(100, c.set, c.dels, c.isSet, c.protected)
 		got := ""
 		if err != nil {
 			got = err.Error()
 		}
 		if got != c.want {
-			t.Errorf("UpdateChecks(%v, %v) = %q, want %q", c.set, c.dels, got, c.want)
+			t.Errorf("UpdateChecks(%v, %v, protected %v) = %q, want %q", c.set, c.dels, c.protected, got, c.want)
 		}
 	}
 }
