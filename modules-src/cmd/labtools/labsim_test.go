@@ -37,8 +37,13 @@ func startSim(e *testscript.Env) (*pvesim.Sim, error) {
 		nodes = append(nodes, pvesim.NodeConfig{Name: fmt.Sprintf("pve0%d", i), Addr: addr})
 		e.Setenv(fmt.Sprintf("ADDR%d", i), addr)
 	}
+	// The scripts run pvesr themselves: the lab's replication minute is an
+	// hour, so no scheduler run (aligned to the lab's minute boundaries)
+	// falls between a script's pvesr delete and the read that must still
+	// find the job marked for removal (it failed so once, under load).
 	s, err := pvesim.New(pvesim.Config{Version: 9, Dir: filepath.Join(e.WorkDir, ".lab"), Nodes: nodes, Port: port,
-		AuthDelay: -1, TaskDuration: 50 * time.Millisecond, RestartWindow: 50 * time.Millisecond, LockTimeout: time.Second})
+		AuthDelay: -1, TaskDuration: 50 * time.Millisecond, RestartWindow: 50 * time.Millisecond, LockTimeout: time.Second,
+		ReplicationInterval: time.Hour})
 	if err != nil {
 		return nil, err
 	}
