@@ -62,12 +62,7 @@ func (s *Sim) putLxcConfig(rc *reqCtx) (any, error) {
 				return nil, err
 			}
 		}
-		isSet := func(k string) bool {
-			_, now := c.Keys[k]
-			_, pending := c.Pending[k]
-			return now || pending || (k == "description" && c.Description != "")
-		}
-		if err := pvecontainer.UpdateChecks(vmid, set, deletes, isSet, c.Keys["protection"] == "1"); err != nil {
+		if err := pvecontainer.UpdateChecks(vmid, set, deletes, c.IsSet, c.Keys["protection"] == "1"); err != nil {
 			return nil, err
 		}
 		for k, v := range set {
@@ -100,10 +95,8 @@ func (s *Sim) ctWritePendingLocked(node string, vmid int, c *guestconf.Conf, set
 			c.Description = "" // a fast-plug option, the config's comment lines
 			continue
 		}
-		if _, ok := c.Keys[k]; !ok {
-			if _, ok := c.Pending[k]; !ok {
-				continue // "cannot delete '$opt' - not set in current configuration!" (a warning)
-			}
+		if !c.IsSet(k) {
+			continue // "cannot delete '$opt' - not set in current configuration!" (a warning)
 		}
 		delete(c.Pending, k)
 		if !c.PendingDeleted(k) {

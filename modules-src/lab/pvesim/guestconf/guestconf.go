@@ -133,6 +133,15 @@ func (c *Conf) IsTemplate() bool { return c.Keys["template"] == "1" }
 // Lock is the guest's lock ("" when none).
 func (c *Conf) Lock() string { return c.Keys["lock"] }
 
+// IsSet tells whether key has a value now or a pending one, as the update
+// paths test defined($conf->{$opt}) || defined($conf->{pending}->{$opt})
+// before a delete; the description is the config's comment lines.
+func (c *Conf) IsSet(key string) bool {
+	_, now := c.Keys[key]
+	_, pending := c.Pending[key]
+	return now || pending || (key == "description" && c.Description != "")
+}
+
 // PendingDeleted tells whether key is marked for deletion.
 func (c *Conf) PendingDeleted(key string) bool {
 	return slices.Contains(c.PendingDelete, key) || slices.Contains(c.PendingDelete, "!"+key)

@@ -50,7 +50,7 @@ func UpdateChecks(vmid int, set map[string]string, deletes []string, isSet func(
 		switch {
 		case k == "memory" || k == "rootfs" || k == "ostype":
 			return pvecommon.Die("unable to delete required option '%s'", k)
-		case unusedKeyRe.MatchString(k) || mpKeyRe.MatchString(k):
+		case unusedKeyRe.MatchString(k) || IsVolumeKey(k): // mpN: rootfs is required, above
 			if protected {
 				return pvecommon.Die("can't remove CT %d drive '%s' - protection mode enabled", vmid, k)
 			}
@@ -69,6 +69,5 @@ func UpdateChecks(vmid int, set map[string]string, deletes []string, isSet func(
 	return nil
 }
 
-// unusedKeyRe and mpKeyRe are update_pct_config's m/^unused(\d+)$/ and
-// m/^mp(\d+)$/.
-var unusedKeyRe, mpKeyRe = regexp.MustCompile(`^unused\d+$`), regexp.MustCompile(`^mp\d+$`)
+// unusedKeyRe is update_pct_config's m/^unused(\d+)$/.
+var unusedKeyRe = regexp.MustCompile(`^unused\d+$`)
