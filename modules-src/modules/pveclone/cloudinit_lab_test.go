@@ -20,8 +20,12 @@ import (
 // first run creates each; the rerun (real and check) is changed=false with
 // zero writes in the lab's request log, and the storage holds exactly one
 // cloud-init volume of the VM (the zvol in the node's zfs).
+//
+// PVE 9 only (issue 27 §3, CI time): neither the module's cloud-init path
+// nor the lab's allocation depends on the version; the module reads the
+// version only to validate its requests against that version's schema,
+// which the in-process tests do on both.
 func TestLabCloudInitDriveConvergesPVE9(t *testing.T) { testLabCloudInit(t, 9) }
-func TestLabCloudInitDriveConvergesPVE8(t *testing.T) { testLabCloudInit(t, 8) }
 
 func testLabCloudInit(t *testing.T, pve int) {
 	lab, _ := labtest.Start(t, pve, 1)
