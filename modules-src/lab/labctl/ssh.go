@@ -17,6 +17,15 @@ type Result struct {
 	ExitCode       int
 }
 
+// ProcDir is node name's own /proc as the host reaches it (node.ProcDir).
+func (l *Lab) ProcDir(name string) (string, error) {
+	n := l.node(name)
+	if n == nil {
+		return "", fmt.Errorf("the lab has no node %q", name)
+	}
+	return n.node.ProcDir()
+}
+
 // Run runs cmd on node name over SSH as root (the same path Ansible takes),
 // with stdin if non-nil. A non-zero exit is a Result, not an error.
 func (l *Lab) Run(ctx context.Context, name, cmd string, stdin io.Reader) (Result, error) {

@@ -8,9 +8,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -175,41 +177,89 @@ func PowerOn(t *testing.T, lab *labctl.Lab, node string) {
 	}
 }
 
-// SampleCmdlines runs fn while a loop on each of nodes reads every
-// process's command line (/proc/*/cmdline, NULs as spaces) every 10 ms, and
-// returns what it read per node: what any user of a real node could have
-// seen on a command line meanwhile (a secret must never be there). A
-// process shorter than the period can be missed; the lab's PVE tools also
-// record theirs (tools.CommandLog).
+// SampleCmdlines runs fn while every process's command line on each of
+// nodes (/proc/*/cmdline, NULs as spaces) is read every 5 ms, and returns
+// the distinct ones per node, one a line: what any user of a real node
+// could have seen on a command line meanwhile (a secret must never be
+// there). The sampler reads each node's own /proc from the host
+// (labctl.Lab.ProcDir), so it starts nothing on the node: a loop of cat,
+// tr and sleep there forked three processes a round on every node, most of
+// a core while a run went on (issue 27 §3). A process shorter than the
+// period can be missed; the lab's PVE tools also record theirs
+// (tools.CommandLog).
 func SampleCmdlines(t *testing.T, lab *labctl.Lab, nodes []string, fn func()) map[string]string {
 	t.Helper()
-	const stop = "/run/gopve-sampler.stop"
-	loop := "rm -f " + stop + "; echo started; while [ ! -e " + stop + " ]; do cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '; echo; sleep 0.01; done; rm -f " + stop
-	type result struct {
-		node, out string
-		err       error
-	}
-	done := make(chan result, len(nodes))
+	dirs := map[string]string{}
 	for _, n := range nodes {
-		go func() {
-			res, err := lab.Run(context.Background(), n, loop, nil)
-			done <- result{n, res.Stdout, err}
-		}()
+		d, err := lab.ProcDir(n)
+		if err != nil {
+			t.Fatalf("the /proc sampler: %v", err)
+		}
+		dirs[n] = d
 	}
-	time.Sleep(300 * time.Millisecond) // the loops are up (their output starts with "started")
+	seen := map[string]map[string]bool{}
+	sample := func() {
+		for n, d := range dirs {
+			if seen[n] == nil {
+				seen[n] = map[string]bool{}
+			}
+			for _, line := range cmdlines(d) {
+				seen[n][line] = true
+			}
+		}
+	}
+	// The first round must see the node's sshd (PID 1), or the sampler
+	// reads nothing and its silence would prove nothing.
+	sample()
+	for n := range dirs {
+		if len(seen[n]) == 0 {
+			t.Fatalf("the /proc sampler read no command line on %s (%s)", n, dirs[n])
+		}
+	}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				sample() // what is still running at the end
+				return
+			case <-tick.C:
+				sample()
+			}
+		}
+	}()
 	fn()
-	for _, n := range nodes {
-		if _, err := lab.SSH(n, "touch "+stop); err != nil {
-			t.Fatal(err)
-		}
-	}
+	close(stop)
+	<-done
 	out := map[string]string{}
-	for range nodes {
-		r := <-done
-		if r.err != nil || !strings.HasPrefix(r.out, "started") {
-			t.Fatalf("the /proc sampler on %s: %v %.200s", r.node, r.err, r.out)
+	for n, lines := range seen {
+		out[n] = strings.Join(slices.Sorted(maps.Keys(lines)), "\n")
+	}
+	return out
+}
+
+// cmdlines reads the command line of every process in the /proc at dir,
+// NULs as spaces. Processes that end while it reads are skipped.
+func cmdlines(dir string) []string {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil
+	}
+	names, _ := f.Readdirnames(-1)
+	f.Close()
+	var out []string
+	for _, name := range names {
+		if name == "" || name[0] < '0' || name[0] > '9' {
+			continue
 		}
-		out[r.node] = r.out
+		b, err := os.ReadFile(dir + "/" + name + "/cmdline")
+		if err != nil || len(b) == 0 {
+			continue // gone, or a kernel thread
+		}
+		out = append(out, strings.TrimRight(strings.ReplaceAll(string(b), "\x00", " "), " "))
 	}
 	return out
 }

@@ -230,6 +230,29 @@ func (n *Node) Running() bool {
 	}
 }
 
+// ProcDir is the node's own /proc as the host reaches it,
+// /proc/<PID 1 of the node>/root/proc: the processes a user on the node
+// sees, and only those, read without starting anything on the node.
+func (n *Node) ProcDir() (string, error) {
+	n.mu.Lock()
+	cmd := n.cmd
+	n.mu.Unlock()
+	if cmd == nil {
+		return "", fmt.Errorf("node %s is not running", n.cfg.Name)
+	}
+	// unshare --fork has one child, PID 1 of the node's PID namespace.
+	pid := cmd.Process.Pid
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	if err != nil {
+		return "", fmt.Errorf("node %s: %w", n.cfg.Name, err)
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 1 {
+		return "", fmt.Errorf("node %s: unshare (PID %d) has children %q, want the node's PID 1 alone", n.cfg.Name, pid, f)
+	}
+	return "/proc/" + f[0] + "/root/proc", nil
+}
+
 // Stop ends every process of the node, which releases its mounts, and
 // detaches its disks. Its files stay (Start again = reboot).
 func (n *Node) Stop() error {

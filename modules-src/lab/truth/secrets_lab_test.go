@@ -16,7 +16,7 @@ package truth
 //     needs it (allowedCarrier), and each marker must have reached the lab
 //     there at least once, or its absence elsewhere would prove nothing;
 //   - every command line on every node while each run went on (/proc
-//     sampled every 10 ms, labtest.SampleCmdlines) and every one the lab's
+//     sampled every 5 ms, labtest.SampleCmdlines) and every one the lab's
 //     PVE tool stand-ins were run with (tools.CommandLog);
 //   - every file the nodes were left with (their overlay upper dirs: /tmp,
 //     Ansible's and the module's temp files included), and every file of
