@@ -89,7 +89,7 @@ func (s *Sim) createCtVolume(node string, vmid int, v string, unprivileged bool)
 	}
 	s.volumesFor(node, st)[volid].Owner = ctRootOwner(unprivileged)
 	p.Set("volume", volid)
-	p.Set("size", formatSize(bytes))
+	p.Set("size", pvecommon.FormatSize(bytes))
 	return p.Print("volume"), nil
 }
 
@@ -256,7 +256,7 @@ func (s *Sim) ctSummary(node string, vmid int, c *guestconf.Conf) map[string]any
 		cores = n
 	}
 	var disk int64
-	if n, ok := parseSize(pvecommon.ParseProps(conf["rootfs"], "volume").Get("size")); ok {
+	if n, ok := pvecommon.ParseSize(pvecommon.ParseProps(conf["rootfs"], "volume").Get("size")); ok {
 		disk = n
 	}
 	e := map[string]any{"vmid": vmid, "status": "stopped", "cpus": cores, "maxmem": mem << 20, "maxswap": swap << 20,

@@ -240,7 +240,7 @@ func (s *Sim) putLxcResize(rc *reqCtx) (any, error) {
 			return nil, nil, 0, pvecommon.Die("Could not determine current size of volume '%s'", mp.props.Get("volume"))
 		}
 		rel := strings.HasPrefix(sizeStr, "+")
-		n, ok := parseSize(strings.TrimPrefix(sizeStr, "+"))
+		n, ok := pvecommon.ParseSize(strings.TrimPrefix(sizeStr, "+"))
 		if !ok {
 			return nil, nil, 0, pvecommon.Die("invalid size string")
 		}
@@ -266,7 +266,7 @@ func (s *Sim) putLxcResize(rc *reqCtx) (any, error) {
 		if err := s.resizeVolumeLocked(node, mp.props.Get("volume"), n); err != nil {
 			return err.Error()
 		}
-		mp.props.Set("size", formatSize(n))
+		mp.props.Set("size", pvecommon.FormatSize(n))
 		c.Keys[disk] = mp.props.Print("volume")
 		s.writeCtConfLocked(db, node, vmid, c)
 		s.saveLocked()

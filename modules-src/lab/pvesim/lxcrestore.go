@@ -264,7 +264,7 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 					}
 					return fail(fmt.Sprintf("restoring '%s' (a bind or device mount) is not simulated by the lab", k), nil)
 				}
-				n, ok := parseSize(p.Get("size"))
+				n, ok := pvecommon.ParseSize(p.Get("size"))
 				if !ok {
 					return fail(fmt.Sprintf("unable to detect disk size - please specify %s (size)", k), nil)
 				}

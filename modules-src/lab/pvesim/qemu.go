@@ -85,7 +85,7 @@ func diskSize(conf map[string]string) int64 {
 		if d.CDROM() || d.Cloudinit() {
 			continue
 		}
-		if n, ok := parseSize(d.Props.Get("size")); ok {
+		if n, ok := pvecommon.ParseSize(d.Props.Get("size")); ok {
 			return n
 		}
 	}

@@ -177,7 +177,7 @@ func (s *Sim) checkNewDrive(node, key, v string) error {
 	}
 	store, vn, ok := storage.ParseVolumeID(f)
 	if !ok {
-		if _, isSize := parseSize(f); isSize {
+		if _, isSize := pvecommon.ParseSize(f); isSize {
 			return nil // "32" on the default storage: handled by createDrive
 		}
 		return errParams(map[string]string{key: fmt.Sprintf("unable to parse volume ID '%s'", f)})
@@ -189,7 +189,7 @@ func (s *Sim) checkNewDrive(node, key, v string) error {
 	if !st.OnNode(node) {
 		return fmt.Errorf("storage '%s' is not available on node '%s'", store, node)
 	}
-	if _, isSize := parseSize(vn); !isSize && vn != "cloudinit" {
+	if _, isSize := pvecommon.ParseSize(vn); !isSize && vn != "cloudinit" {
 		// An existing volume: check_storage_access and $check_drive_param.
 		r, err := s.parseVolRef(node, f)
 		if err != nil {
@@ -202,7 +202,7 @@ func (s *Sim) checkNewDrive(node, key, v string) error {
 			return errParams(map[string]string{key: "explicit 'media=cdrom' is required for iso images"})
 		}
 	}
-	if _, isSize := parseSize(vn); (isSize || vn == "cloudinit") && !st.HasContent("images") && !d.CDROM() {
+	if _, isSize := pvecommon.ParseSize(vn); (isSize || vn == "cloudinit") && !st.HasContent("images") && !d.CDROM() {
 		return fmt.Errorf("storage '%s' does not support content type 'images'", store) // reconstruction
 	}
 	return nil
@@ -261,14 +261,14 @@ func (s *Sim) createDrive(node string, vmid int, key, v string) (string, error) 
 			// volume_size_info gives an ISO its size= too.
 			if st := s.dbOf(node).Storage[store]; st != nil {
 				if f, err := s.fileVolumeLocked(node, st, d.File()); err == nil && f != nil {
-					d.Props.Set("size", formatSize(f.Size))
+					d.Props.Set("size", pvecommon.FormatSize(f.Size))
 					return d.Print(), nil
 				}
 			}
 		}
 		if !d.CDROM() {
 			if vol, _, err := s.volumeLocked(node, d.File()); err == nil && d.Props.Get("size") == "" {
-				d.Props.Set("size", formatSize(vol.Size))
+				d.Props.Set("size", pvecommon.FormatSize(vol.Size))
 				return d.Print(), nil
 			}
 		}
@@ -288,6 +288,6 @@ func (s *Sim) createDrive(node string, vmid int, key, v string) (string, error) 
 	d.Props.Set("file", volid)
 	delete(d.Props.Vals, "format")
 	d.Props.Keys = slices.DeleteFunc(d.Props.Keys, func(k string) bool { return k == "format" })
-	d.Props.Set("size", formatSize(size))
+	d.Props.Set("size", pvecommon.FormatSize(size))
 	return d.Print(), nil
 }

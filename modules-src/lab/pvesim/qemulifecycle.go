@@ -116,7 +116,7 @@ func (s *Sim) putQemuResize(rc *reqCtx) (any, error) {
 			return fmt.Sprintf("Could not determine current size of volume '%s'", d.File())
 		}
 		rel := strings.HasPrefix(sizeStr, "+")
-		n, ok := parseSize(strings.TrimPrefix(sizeStr, "+"))
+		n, ok := pvecommon.ParseSize(strings.TrimPrefix(sizeStr, "+"))
 		if !ok {
 			return "internal error"
 		}
@@ -133,7 +133,7 @@ func (s *Sim) putQemuResize(rc *reqCtx) (any, error) {
 		if err := s.resizeVolumeLocked(node, d.File(), n); err != nil {
 			return err.Error()
 		}
-		d.Props.Set("size", formatSize(n))
+		d.Props.Set("size", pvecommon.FormatSize(n))
 		c.Keys[disk] = d.Print()
 		s.writeQmConfLocked(db, node, vmid, c)
 		s.saveLocked()
