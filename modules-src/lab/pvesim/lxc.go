@@ -40,34 +40,13 @@ func checkCtLock(c *guestconf.Conf) error {
 	return nil
 }
 
-// normaliseCtNet is parse_lxc_network + print: name first, a MAC when none
-// is given, type veth.
-func normaliseCtNet(v string) string {
-	p := pvecommon.ParseProps(v, "")
-	if p.Get("hwaddr") == "" {
-		p.Set("hwaddr", randomMAC())
-	}
-	if p.Get("type") == "" {
-		p.Set("type", "veth")
-	}
-	// "name=eth0,bridge=…": no default key here, name first, the rest sorted
-	// (the order pct config shows).
-	name := "name=" + p.Get("name")
-	delete(p.Vals, "name")
-	p.Keys = slices.DeleteFunc(p.Keys, func(k string) bool { return k == "name" })
-	if rest := p.Print(""); rest != "" {
-		return name + "," + rest
-	}
-	return name
-}
-
 // createCtVolume allocates "store:N" for a rootfs or mount point. The
 // volume's root directory belongs to the container's root: uid/gid 0, or
 // 100000 for an unprivileged CT (PVE::LXC parse_id_maps' default map
 // "u 0 100000 65536", which mountpoint_mount chowns the root to).
 func (s *Sim) createCtVolume(node string, vmid int, v string, unprivileged bool) (string, error) {
-	p := pvecommon.ParseProps(v, "volume")
-	store, size, ok := storage.ParseVolumeID(p.Get("volume"))
+	p := pvecontainer.ParseMountPoint(v)
+	store, size, ok := storage.ParseVolumeID(p.Volume())
 	if !ok {
 		return v, nil
 	}
@@ -90,7 +69,7 @@ func (s *Sim) createCtVolume(node string, vmid int, v string, unprivileged bool)
 	s.volumesFor(node, st)[volid].Owner = ctRootOwner(unprivileged)
 	p.Set("volume", volid)
 	p.Set("size", pvecommon.FormatSize(bytes))
-	return p.Print("volume"), nil
+	return p.Print(), nil
 }
 
 var ctCreateOnly = []string{"node", "vmid", "ostemplate", "password", "ssh-public-keys", "storage", "start",
@@ -147,7 +126,7 @@ func (s *Sim) postLxcCreate(rc *reqCtx) (any, error) {
 	}
 	for k, v := range keys {
 		if qemuserver.IsNetKey(k) {
-			keys[k] = normaliseCtNet(v)
+			keys[k] = pvecontainer.NormaliseNet(v, randomMAC)
 		}
 	}
 	tmpl := rc.str("ostemplate")
@@ -174,7 +153,7 @@ func (s *Sim) postLxcCreate(rc *reqCtx) (any, error) {
 				return fmt.Sprintf("unable to create CT %d - can't find file '%s'", vmid, tmpl)
 			}
 		}
-		for _, k := range ctVolumeKeys(keys) {
+		for _, k := range pvecontainer.VolumeKeys(keys) {
 			if !pvecontainer.IsVolumeKey(k) {
 				continue
 			}
@@ -256,7 +235,7 @@ func (s *Sim) ctSummary(node string, vmid int, c *guestconf.Conf) map[string]any
 		cores = n
 	}
 	var disk int64
-	if n, ok := pvecommon.ParseSize(pvecommon.ParseProps(conf["rootfs"], "volume").Get("size")); ok {
+	if n, ok := pvecommon.ParseSize(pvecontainer.ParseMountPoint(conf["rootfs"]).Get("size")); ok {
 		disk = n
 	}
 	e := map[string]any{"vmid": vmid, "status": "stopped", "cpus": cores, "maxmem": mem << 20, "maxswap": swap << 20,
@@ -412,7 +391,7 @@ func (s *Sim) deleteLxc(rc *reqCtx) (any, error) {
 		c, _ := s.loadCtConfLocked(db, node, vmid)
 		for k, v := range c.Keys {
 			if pvecontainer.IsVolumeKey(k) {
-				s.freeVolumeLocked(node, pvecommon.ParseProps(v, "volume").Get("volume"))
+				s.freeVolumeLocked(node, pvecontainer.ParseMountPoint(v).Volume())
 			}
 		}
 		dropFromPoolsLocked(db, ctKind, vmid)

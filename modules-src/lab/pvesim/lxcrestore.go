@@ -190,7 +190,7 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 	}
 	for k, v := range keys {
 		if qemuserver.IsNetKey(k) {
-			keys[k] = normaliseCtNet(v)
+			keys[k] = pvecontainer.NormaliseNet(v, randomMAC)
 		}
 	}
 	if exists && force {
@@ -253,12 +253,12 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 			if _, ok := orig.Keys["rootfs"]; !ok {
 				return fail("rootfs configuration could not be recovered, please check and specify manually!", nil)
 			}
-			for _, k := range ctVolumeKeys(orig.Keys) {
+			for _, k := range pvecontainer.VolumeKeys(orig.Keys) {
 				if !pvecontainer.IsVolumeKey(k) {
 					continue
 				}
-				p := pvecommon.ParseProps(orig.Keys[k], "volume")
-				if strings.HasPrefix(p.Get("volume"), "/") {
+				p := pvecontainer.ParseMountPoint(orig.Keys[k])
+				if strings.HasPrefix(p.Volume(), "/") {
 					if k == "rootfs" {
 						return fail("restoring rootfs to bind mount is only possible by specifying -rootfs manually!", nil)
 					}
@@ -270,12 +270,12 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 				}
 				p.Del("size")
 				p.Set("volume", storage+":"+strconv.FormatFloat(float64(n)/(1<<30), 'f', -1, 64))
-				keys[k] = p.Print("volume")
+				keys[k] = p.Print()
 			}
 		}
 		changed = true
 		var created []string
-		for _, k := range ctVolumeKeys(keys) {
+		for _, k := range pvecontainer.VolumeKeys(keys) {
 			if !pvecontainer.IsVolumeKey(k) {
 				continue
 			}
@@ -284,12 +284,12 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 				return fail(err.Error(), created)
 			}
 			keys[k] = nv
-			created = append(created, pvecommon.ParseProps(nv, "volume").Get("volume"))
+			created = append(created, pvecontainer.ParseMountPoint(nv).Volume())
 		}
 		if old != nil && len(old.Keys) > 1 { // destroy_lxc_container: the overwritten CT's volumes
 			for k, v := range old.Keys {
 				if pvecontainer.IsVolumeKey(k) {
-					s.freeVolumeLocked(node, pvecommon.ParseProps(v, "volume").Get("volume"))
+					s.freeVolumeLocked(node, pvecontainer.ParseMountPoint(v).Volume())
 				}
 			}
 		}
@@ -312,7 +312,7 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 			case unique && qemuserver.IsNetKey(k):
 				p := pvecommon.ParseProps(v, "")
 				p.Del("hwaddr")
-				keys[k] = normaliseCtNet(p.Print(""))
+				keys[k] = pvecontainer.NormaliseNet(p.Print(""), randomMAC)
 				continue
 			}
 			if _, ok := keys[k]; !ok {

@@ -4,7 +4,9 @@
 // are marked where they are):
 //
 //   - which keys are volumes (rootfs, mpN: src/PVE/LXC/Config.pm
-//     parse_volume's keys) and $NEW_DISK_RE (src/PVE/LXC.pm);
+//     parse_volume's keys) and $NEW_DISK_RE (src/PVE/LXC.pm); a mount
+//     point's value and foreach_volume's order (volumes.go); a NIC as
+//     parse_lxc_network and print_lxc_network leave it (net.go);
 //   - a config update (update.go): update_pct_config's refusals of
 //     required and read-only options, and what vmconfig_hotplug_pending
 //     applies to a running CT ($LXC_FASTPLUG_OPTIONS, the cgroup options,
