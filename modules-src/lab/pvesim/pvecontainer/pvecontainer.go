@@ -11,6 +11,9 @@
 //     required and read-only options, and what vmconfig_hotplug_pending
 //     applies to a running CT ($LXC_FASTPLUG_OPTIONS, the cgroup options,
 //     NICs, a new mount point) (src/PVE/LXC/Config.pm);
+//   - a restore's option values (restore.go): create_vm's storage-only
+//     mode and the archive's mount points it re-creates (src/PVE/API2/
+//     LXC.pm), sanitize_and_merge_config (src/PVE/LXC/Create.pm);
 //   - permissions (perm.go), given the caller's checks (Perm):
 //     check_ct_modify_config_perm with its mount point and feature-flag
 //     branches (src/PVE/LXC.pm), as create_vm, update_vm and resize_vm call
