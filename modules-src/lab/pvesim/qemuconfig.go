@@ -42,7 +42,7 @@ func (s *Sim) parseConfigUpdate(rc *reqCtx) (*configUpdate, error) {
 	}
 	for k, v := range up.Set {
 		if qemuserver.IsDriveKey(k) {
-			if err := s.checkNewDrive(rc.node, k, v); err != nil {
+			if err := qmErr(qemuserver.CheckNewDrive(k, v, rc.node, s.dbOf(rc.node).Storage)); err != nil {
 				return nil, err
 			}
 		}

@@ -13,6 +13,9 @@
 //   - what a running VM takes at once (hotplug.go): $fast_plug_option,
 //     parse_hotplug_features, and the drives vmconfig_hotplug_pending and
 //     vmconfig_update_disk leave pending (src/PVE/QemuServer.pm);
+//   - a new drive's storage ($check_drive_param's storage part,
+//     src/PVE/API2/Qemu.pm) and an EFI disk's size (create_efidisk,
+//     src/PVE/QemuServer/OVMF.pm) (newdrive.go);
 //   - permissions (perm.go, storageperm.go), given the caller's checks
 //     (Perm): $check_vm_modify_config_perm's option tables, create_vm's
 //     device checks, $check_storage_access's new disks and
