@@ -41,9 +41,8 @@ func checkCtLock(c *guestconf.Conf) error {
 }
 
 // createCtVolume allocates "store:N" for a rootfs or mount point. The
-// volume's root directory belongs to the container's root: uid/gid 0, or
-// 100000 for an unprivileged CT (PVE::LXC parse_id_maps' default map
-// "u 0 100000 65536", which mountpoint_mount chowns the root to).
+// volume's root directory belongs to the container's root
+// (pvecontainer.RootOwner).
 func (s *Sim) createCtVolume(node string, vmid int, v string, unprivileged bool) (string, error) {
 	p := pvecontainer.ParseMountPoint(v)
 	store, size, ok := storage.ParseVolumeID(p.Volume())
@@ -66,7 +65,7 @@ func (s *Sim) createCtVolume(node string, vmid int, v string, unprivileged bool)
 	if err != nil {
 		return "", err
 	}
-	s.volumesFor(node, st)[volid].Owner = ctRootOwner(unprivileged)
+	s.volumesFor(node, st)[volid].Owner = pvecontainer.RootOwner(unprivileged)
 	p.Set("volume", volid)
 	p.Set("size", pvecommon.FormatSize(bytes))
 	return p.Print(), nil
@@ -170,7 +169,7 @@ func (s *Sim) postLxcCreate(rc *reqCtx) (any, error) {
 		if keys["ostype"] == "" {
 			keys["ostype"] = ostypeOf(tmpl)
 		}
-		ctCreateDefaults(keys, vmid)
+		pvecontainer.CreateDefaults(keys, vmid)
 		conf := &guestconf.Conf{Keys: keys}
 		if d, ok := keys["description"]; ok {
 			conf.SetDescription(d)
@@ -182,21 +181,6 @@ func (s *Sim) postLxcCreate(rc *reqCtx) (any, error) {
 		s.saveLocked()
 		return ""
 	}), nil
-}
-
-// ctCreateDefaults are what create_vm sets once the archive is unpacked,
-// for a create and a restore alike (pve-container API2/LXC.pm:
-// hostname ||= "CT$vmid", memory ||= 512, swap //= 512).
-func ctCreateDefaults(keys map[string]string, vmid int) {
-	if keys["hostname"] == "" {
-		keys["hostname"] = fmt.Sprintf("CT%d", vmid)
-	}
-	if keys["memory"] == "" || keys["memory"] == "0" {
-		keys["memory"] = "512"
-	}
-	if _, ok := keys["swap"]; !ok {
-		keys["swap"] = "512"
-	}
 }
 
 // ostypeOf guesses the ostype from a template name as pct's detection

@@ -302,11 +302,3 @@ func (s *Sim) ctDestroyChecks(db *ConfigDB, node string, vmid int, purge bool) e
 	}
 	return nil
 }
-
-// ctRootOwner is the owner of a CT volume's root directory.
-func ctRootOwner(unprivileged bool) string {
-	if unprivileged {
-		return "100000:100000"
-	}
-	return "0:0"
-}

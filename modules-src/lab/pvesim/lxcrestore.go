@@ -283,7 +283,7 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 			conf.Description = orig.Description
 		}
 		t.task.Log = append(t.task.Log, pvecontainer.MergeRestored(keys, orig.Keys, restricted, unique, randomMAC)...)
-		ctCreateDefaults(keys, vmid)
+		pvecontainer.CreateDefaults(keys, vmid)
 		if keys["arch"] == "" {
 			keys["arch"] = "amd64" // reconstruction: vzdump's pct.conf always has it
 		}

@@ -11,6 +11,8 @@
 //     required and read-only options, and what vmconfig_hotplug_pending
 //     applies to a running CT ($LXC_FASTPLUG_OPTIONS, the cgroup options,
 //     NICs, a new mount point) (src/PVE/LXC/Config.pm);
+//   - create_vm's defaults and the owner parse_id_maps gives a volume's
+//     root (create.go; src/PVE/API2/LXC.pm, src/PVE/LXC.pm);
 //   - a restore's option values (restore.go): create_vm's storage-only
 //     mode and the archive's mount points it re-creates (src/PVE/API2/
 //     LXC.pm), sanitize_and_merge_config (src/PVE/LXC/Create.pm);
