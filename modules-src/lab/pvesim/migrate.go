@@ -139,7 +139,7 @@ func (s *Sim) postQemuMigrate(rc *reqCtx) (any, error) {
 		}
 		t.task.Log = append(t.task.Log, fmt.Sprintf("starting migration of VM %d to node '%s' (%s)", vmid, target, s.st.Nodes[target].Addr))
 		local, reason := s.localVolumesLocked(db, c, vmid)
-		if res := localResources(c); reason == "" && len(res) > 0 {
+		if res := qemuserver.LocalResources(c.Keys); reason == "" && len(res) > 0 {
 			// QemuMigrate.pm prepare: without force (root only), a VM with
 			// local devices does not migrate, offline or online.
 			reason = "can't migrate VM which uses local devices: " + strings.Join(res, ", ")

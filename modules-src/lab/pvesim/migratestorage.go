@@ -3,7 +3,6 @@ package pvesim
 import (
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -101,31 +100,6 @@ func checkStorageAccessMigrate(db *ConfigDB, id, node string) error {
 		return pvecommon.Die("storage '%s' does not support vm images", id)
 	}
 	return nil
-}
-
-var localResourceRe = regexp.MustCompile(`^(usb|hostpci|serial|parallel|virtiofs)\d+$`)
-
-// localResources is QemuMigrate/Helpers.pm check_local_resources without
-// resource mappings: the keys of devices that only exist on this node (a
-// serial socket and a SPICE USB port are recreated on the target). A
-// device given by a mapping (mapping=) is left to the mapping checks the
-// lab does not simulate.
-func localResources(c *guestconf.Conf) []string {
-	var out []string
-	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
-		v := c.Keys[k]
-		switch {
-		case k == "ivshmem" || k == "hostusb" || k == "hostpci":
-			out = append(out, k)
-		case !localResourceRe.MatchString(k):
-		case strings.HasPrefix(k, "serial") && v == "socket":
-		case strings.HasPrefix(k, "usb") && strings.EqualFold(pvecommon.ParseProps(v, "host").Get("host"), "spice"):
-		case strings.Contains(v, "mapping="):
-		default:
-			out = append(out, k)
-		}
-	}
-	return out
 }
 
 // remapVolumesLocked moves the VM's local volumes in files to the storages

@@ -50,11 +50,6 @@ func (s *Sim) parseConfigUpdate(rc *reqCtx) (*configUpdate, error) {
 	return &configUpdate{Update: up, node: rc.node, vmid: rc.vmid(), digest: rc.str("digest"), force: rc.boolean("force")}, nil
 }
 
-// bootOrder is the `order=` list of a boot option.
-func bootOrder(boot string) []string {
-	return pveschema.SplitList(pvecommon.ParseProps(boot, "legacy").Get("order"))
-}
-
 // loadAndCheck is $load_and_check_config.
 func (s *Sim) loadAndCheck(db *ConfigDB, u *configUpdate, skiplock bool) (*guestconf.Conf, error) {
 	c, err := s.loadQmConfLocked(db, u.node, u.vmid)
@@ -82,7 +77,7 @@ func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *guestconf.Conf
 		return err
 	}
 	node, vmid := u.node, u.vmid
-	order := bootOrder(c.Keys["boot"])
+	order := qemuserver.BootOrder(c.Keys["boot"])
 	bootDeleted := slices.Contains(u.Deletes, "bootorder")
 	// modified is $modified: the keys of this request, the only ones a
 	// running VM's hotplug tries (vmconfig_hotplug_pending's $selection);
