@@ -19,6 +19,11 @@ func TestVnetPaths(t *testing.T) {
 		{"5", "", []string{b + "/5"}},
 		{"5", "22;10;20-21;9", []string{b + "/5", b + "/10", b + "/20", b + "/21", b + "/22", b + "/9"}},
 		{"", "3-4;4", []string{b + "/3", b + "/4"}},
+		// get_tags_from_trunk: a range not going up is its start; a
+		// trunks of "0" is Perl-false, so the whole bridge.
+		{"", "22-20;5-5;7-0", []string{b + "/22", b + "/5", b + "/7"}},
+		{"", "0", []string{b}},
+		{"0", "0", []string{b}},
 	} {
 		for range 20 { // the order is the rule's, not the map's
 			if got := VnetPaths("vmbr0", c.tag, c.trunks); !slices.Equal(got, c.want) {
