@@ -97,7 +97,7 @@ func (s *Sim) loadAndCheckClone(db *ConfigDB, r *cloneReq, running bool) (*clone
 	if err != nil {
 		return nil, err
 	}
-	if err := checkLock(src); err != nil {
+	if err := src.CheckLock("VM"); err != nil {
 		return nil, err
 	}
 	if s.runningLocked(r.node, r.vmid) != running {

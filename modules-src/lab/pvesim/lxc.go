@@ -33,13 +33,6 @@ func (s *Sim) writeCtConfLocked(db *ConfigDB, node string, vmid int, c *guestcon
 	s.writeGuestConfLocked(db, ctKind, node, vmid, c)
 }
 
-func checkCtLock(c *guestconf.Conf) error {
-	if l := c.Lock(); l != "" {
-		return pvecommon.Die("CT is locked (%s)", l)
-	}
-	return nil
-}
-
 // createCtVolume allocates "store:N" for a rootfs or mount point. The
 // volume's root directory belongs to the container's root
 // (pvecontainer.RootOwner).
@@ -339,7 +332,7 @@ func (s *Sim) ctPower(rc *reqCtx, typ string, on bool) (any, error) {
 		if err != nil {
 			return err.Error()
 		}
-		if err := checkCtLock(c); err != nil {
+		if err := c.CheckLock("CT"); err != nil {
 			return err.Error()
 		}
 		if on && (len(c.Pending) > 0 || len(c.PendingDelete) > 0) {

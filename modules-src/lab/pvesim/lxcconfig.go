@@ -47,7 +47,7 @@ func (s *Sim) putLxcConfig(rc *reqCtx) (any, error) {
 		if d := rc.str("digest"); d != "" && d != c.Digest {
 			return nil, pvecommon.Die("detected modified configuration - file changed by other user? Try again.")
 		}
-		if err := checkCtLock(c); err != nil {
+		if err := c.CheckLock("CT"); err != nil {
 			return nil, err
 		}
 		// update_vm's permission checks (lxcperm.go) on the deletes, the
@@ -212,7 +212,7 @@ func (s *Sim) putLxcResize(rc *reqCtx) (any, error) {
 		if err != nil {
 			return nil, nil, 0, err
 		}
-		if err := checkCtLock(c); err != nil {
+		if err := c.CheckLock("CT"); err != nil {
 			return nil, nil, 0, err
 		}
 		// check_ct_modify_config_perm on resize's own parameters: "disk"
@@ -285,7 +285,7 @@ func (s *Sim) ctDestroyChecks(db *ConfigDB, node string, vmid int, purge bool) e
 	if c.Keys["protection"] == "1" {
 		return pvecommon.Die("can't remove CT %d - protection mode enabled", vmid)
 	}
-	if err := checkCtLock(c); err != nil {
+	if err := c.CheckLock("CT"); err != nil {
 		return err
 	}
 	list, _ := s.haResourcesLocked(db)

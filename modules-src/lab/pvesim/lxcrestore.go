@@ -193,7 +193,7 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 	}
 	if exists && force {
 		old, _ := s.loadCtConfLocked(db, node, vmid)
-		if err := checkCtLock(old); err != nil {
+		if err := old.CheckLock("CT"); err != nil {
 			return nil, pvecommon.Die("unable to restore CT %d - %v", vmid, err)
 		}
 		old.Keys["lock"] = "create" // create_and_lock_config($vmid, $force) keeps the old config

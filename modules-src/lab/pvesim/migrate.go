@@ -131,7 +131,7 @@ func (s *Sim) postQemuMigrate(rc *reqCtx) (any, error) {
 		s.mu.Lock()
 		c, err := s.loadQmConfLocked(db, node, vmid)
 		if err == nil {
-			err = checkLock(c)
+			err = c.CheckLock("VM")
 		}
 		if err != nil {
 			s.mu.Unlock()

@@ -60,7 +60,7 @@ func (s *Sim) loadAndCheck(db *ConfigDB, u *configUpdate, skiplock bool) (*guest
 		return nil, fmt.Errorf("checksum mismatch (file change by other user?)")
 	}
 	if !skiplock {
-		if err := checkLock(c); err != nil {
+		if err := c.CheckLock("VM"); err != nil {
 			return nil, err
 		}
 	}
