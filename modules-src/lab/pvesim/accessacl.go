@@ -33,7 +33,7 @@ func (s *Sim) putACL(rc *reqCtx) (any, error) {
 			if privs == nil {
 				return fmt.Errorf("role '%s' does not exist", role)
 			}
-			if err := handOutCheck(mine, role, privs, propagate, del); err != nil {
+			if err := access.CheckHandOut(mine, role, privs, propagate, del); err != nil {
 				return err
 			}
 			members, err := aclMembers(a, rc)
@@ -50,33 +50,6 @@ func (s *Sim) putACL(rc *reqCtx) (any, error) {
 		}
 		return nil
 	})
-}
-
-// handOutCheck is update_acl's subset rule for callers without
-// Permissions.Modify. Reconstruction: PVE raises these as parameter
-// exceptions inside lock_user_config, which prefixes them like a die; the
-// lab answers 500 with the message.
-func handOutCheck(mine map[string]bool, role string, privs map[string]bool, propagate, del bool) error {
-	if _, ok := mine["Permissions.Modify"]; ok {
-		return nil
-	}
-	verb := "add"
-	if del {
-		verb = "remove"
-	}
-	for _, p := range sortedKeys(privs) {
-		have, ok := mine[p]
-		if !ok {
-			return dieError(fmt.Sprintf("role: Cannot %s role '%s' - requires 'Permissions.Modify' or superset of privileges.", verb, role))
-		}
-		if propagate && !have && !del {
-			return dieError(fmt.Sprintf("role: Cannot %s role '%s' with propagation - requires 'Permissions.Modify' or propagated superset of privileges.", verb, role))
-		}
-	}
-	if role == "NoAccess" {
-		return fmt.Errorf("role: Cannot %s role '%s' - requires 'Permissions.Modify'", verb, role)
-	}
-	return nil
 }
 
 // aclMembers are the ugids of the request's groups ("@g"), users and

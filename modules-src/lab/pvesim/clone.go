@@ -97,7 +97,7 @@ func (s *Sim) loadAndCheckClone(db *ConfigDB, r *cloneReq, running bool) (*clone
 	if err != nil {
 		return nil, err
 	}
-	if err := checkLock(src); err != nil {
+	if err := src.CheckLock("VM"); err != nil {
 		return nil, err
 	}
 	if s.runningLocked(r.node, r.vmid) != running {
@@ -291,7 +291,7 @@ func (s *Sim) cloneWorker(t *taskRun, db *ConfigDB, r *cloneReq, running bool) s
 			size := int64(0)
 			if v, _, err := s.volumeLocked(r.node, d.File()); err == nil {
 				size = v.Size
-			} else if n, ok := parseSize(d.Props.Get("size")); ok {
+			} else if n, ok := pvecommon.ParseSize(d.Props.Get("size")); ok {
 				size = n
 			}
 			volid, err = s.allocVolumeLocked(r.node, dst, r.newid, size, r.format)

@@ -70,7 +70,8 @@
 //
 //   - VMs (qemu*.go; qemu-server's rules on config values through
 //     pvesim/qemuserver: drives, NICs, hotplug, permissions, cloud-init,
-//     clone's choices): create (qmcreate: NICs get BC:24:11 MACs, "store:N"
+//     clone's choices, a new drive's storage; the SDN paths a NIC's
+//     bridge is checked on through pvesim/guesthelpers): create (qmcreate: NICs get BC:24:11 MACs, "store:N"
 //     allocates N GiB, "store:cloudinit" the cloud-init drive), config GET
 //     (pending values unless current=1), PUT (sync, under the lock) and POST
 //     (qmconfig task), pending, status/current, start/stop/shutdown tasks,
@@ -109,8 +110,10 @@
 //     recovered where its local disks have no replica cannot start: error
 //     state, kept until disabled (H8).
 //   - Containers (lxc*.go; pve-container's rules on config values through
-//     pvesim/pvecontainer: volume keys, what a running CT hot-plugs, the
-//     update's refusals, check_ct_modify_config_perm), the basics: create
+//     pvesim/pvecontainer: volume keys and mount points, NICs, what a
+//     running CT hot-plugs, the update's refusals,
+//     check_ct_modify_config_perm, create's defaults, restore's merge),
+//     the basics: create
 //     (vzcreate), config read and synchronous update, status,
 //     start/stop/shutdown, destroy, HA ct:N.
 //

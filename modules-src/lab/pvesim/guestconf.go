@@ -119,12 +119,4 @@ func (s *Sim) etcPveWritableLocked(db *ConfigDB, rel string) error {
 	return pvecommon.Die("unable to open file '/etc/pve/%s.tmp.%d' - Permission denied", rel, s.st.NextPID+1)
 }
 
-// checkLock is AbstractConfig.pm check_lock.
-func checkLock(c *guestconf.Conf) error {
-	if l := c.Lock(); l != "" {
-		return fmt.Errorf("VM is locked (%s)", l)
-	}
-	return nil
-}
-
 // ---- volumes a config names ----

@@ -50,7 +50,7 @@ func (s *Sim) AddGuest(node string, g GuestSpec) error {
 		case qemuserver.IsNetKey(k):
 			keys[k] = normaliseNet(keys[k])
 		case qemuserver.IsDriveKey(k):
-			if err := s.checkNewDrive(node, k, keys[k]); err != nil {
+			if err := qmErr(qemuserver.CheckNewDrive(k, keys[k], node, s.dbOf(node).Storage)); err != nil {
 				return &BadRequestError{Msg: err.Error()}
 			}
 			v, err := s.createDrive(node, g.VMID, k, keys[k])

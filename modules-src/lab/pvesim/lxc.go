@@ -33,41 +33,12 @@ func (s *Sim) writeCtConfLocked(db *ConfigDB, node string, vmid int, c *guestcon
 	s.writeGuestConfLocked(db, ctKind, node, vmid, c)
 }
 
-func checkCtLock(c *guestconf.Conf) error {
-	if l := c.Lock(); l != "" {
-		return pvecommon.Die("CT is locked (%s)", l)
-	}
-	return nil
-}
-
-// normaliseCtNet is parse_lxc_network + print: name first, a MAC when none
-// is given, type veth.
-func normaliseCtNet(v string) string {
-	p := pvecommon.ParseProps(v, "")
-	if p.Get("hwaddr") == "" {
-		p.Set("hwaddr", randomMAC())
-	}
-	if p.Get("type") == "" {
-		p.Set("type", "veth")
-	}
-	// "name=eth0,bridge=…": no default key here, name first, the rest sorted
-	// (the order pct config shows).
-	name := "name=" + p.Get("name")
-	delete(p.Vals, "name")
-	p.Keys = slices.DeleteFunc(p.Keys, func(k string) bool { return k == "name" })
-	if rest := p.Print(""); rest != "" {
-		return name + "," + rest
-	}
-	return name
-}
-
 // createCtVolume allocates "store:N" for a rootfs or mount point. The
-// volume's root directory belongs to the container's root: uid/gid 0, or
-// 100000 for an unprivileged CT (PVE::LXC parse_id_maps' default map
-// "u 0 100000 65536", which mountpoint_mount chowns the root to).
+// volume's root directory belongs to the container's root
+// (pvecontainer.RootOwner).
 func (s *Sim) createCtVolume(node string, vmid int, v string, unprivileged bool) (string, error) {
-	p := pvecommon.ParseProps(v, "volume")
-	store, size, ok := storage.ParseVolumeID(p.Get("volume"))
+	p := pvecontainer.ParseMountPoint(v)
+	store, size, ok := storage.ParseVolumeID(p.Volume())
 	if !ok {
 		return v, nil
 	}
@@ -87,10 +58,10 @@ func (s *Sim) createCtVolume(node string, vmid int, v string, unprivileged bool)
 	if err != nil {
 		return "", err
 	}
-	s.volumesFor(node, st)[volid].Owner = ctRootOwner(unprivileged)
+	s.volumesFor(node, st)[volid].Owner = pvecontainer.RootOwner(unprivileged)
 	p.Set("volume", volid)
-	p.Set("size", formatSize(bytes))
-	return p.Print("volume"), nil
+	p.Set("size", pvecommon.FormatSize(bytes))
+	return p.Print(), nil
 }
 
 var ctCreateOnly = []string{"node", "vmid", "ostemplate", "password", "ssh-public-keys", "storage", "start",
@@ -147,7 +118,7 @@ func (s *Sim) postLxcCreate(rc *reqCtx) (any, error) {
 	}
 	for k, v := range keys {
 		if qemuserver.IsNetKey(k) {
-			keys[k] = normaliseCtNet(v)
+			keys[k] = pvecontainer.NormaliseNet(v, randomMAC)
 		}
 	}
 	tmpl := rc.str("ostemplate")
@@ -174,7 +145,7 @@ func (s *Sim) postLxcCreate(rc *reqCtx) (any, error) {
 				return fmt.Sprintf("unable to create CT %d - can't find file '%s'", vmid, tmpl)
 			}
 		}
-		for _, k := range ctVolumeKeys(keys) {
+		for _, k := range pvecontainer.VolumeKeys(keys) {
 			if !pvecontainer.IsVolumeKey(k) {
 				continue
 			}
@@ -191,7 +162,7 @@ func (s *Sim) postLxcCreate(rc *reqCtx) (any, error) {
 		if keys["ostype"] == "" {
 			keys["ostype"] = ostypeOf(tmpl)
 		}
-		ctCreateDefaults(keys, vmid)
+		pvecontainer.CreateDefaults(keys, vmid)
 		conf := &guestconf.Conf{Keys: keys}
 		if d, ok := keys["description"]; ok {
 			conf.SetDescription(d)
@@ -203,21 +174,6 @@ func (s *Sim) postLxcCreate(rc *reqCtx) (any, error) {
 		s.saveLocked()
 		return ""
 	}), nil
-}
-
-// ctCreateDefaults are what create_vm sets once the archive is unpacked,
-// for a create and a restore alike (pve-container API2/LXC.pm:
-// hostname ||= "CT$vmid", memory ||= 512, swap //= 512).
-func ctCreateDefaults(keys map[string]string, vmid int) {
-	if keys["hostname"] == "" {
-		keys["hostname"] = fmt.Sprintf("CT%d", vmid)
-	}
-	if keys["memory"] == "" || keys["memory"] == "0" {
-		keys["memory"] = "512"
-	}
-	if _, ok := keys["swap"]; !ok {
-		keys["swap"] = "512"
-	}
 }
 
 // ostypeOf guesses the ostype from a template name as pct's detection
@@ -256,7 +212,7 @@ func (s *Sim) ctSummary(node string, vmid int, c *guestconf.Conf) map[string]any
 		cores = n
 	}
 	var disk int64
-	if n, ok := parseSize(pvecommon.ParseProps(conf["rootfs"], "volume").Get("size")); ok {
+	if n, ok := pvecommon.ParseSize(pvecontainer.ParseMountPoint(conf["rootfs"]).Get("size")); ok {
 		disk = n
 	}
 	e := map[string]any{"vmid": vmid, "status": "stopped", "cpus": cores, "maxmem": mem << 20, "maxswap": swap << 20,
@@ -376,7 +332,7 @@ func (s *Sim) ctPower(rc *reqCtx, typ string, on bool) (any, error) {
 		if err != nil {
 			return err.Error()
 		}
-		if err := checkCtLock(c); err != nil {
+		if err := c.CheckLock("CT"); err != nil {
 			return err.Error()
 		}
 		if on && (len(c.Pending) > 0 || len(c.PendingDelete) > 0) {
@@ -412,7 +368,7 @@ func (s *Sim) deleteLxc(rc *reqCtx) (any, error) {
 		c, _ := s.loadCtConfLocked(db, node, vmid)
 		for k, v := range c.Keys {
 			if pvecontainer.IsVolumeKey(k) {
-				s.freeVolumeLocked(node, pvecommon.ParseProps(v, "volume").Get("volume"))
+				s.freeVolumeLocked(node, pvecontainer.ParseMountPoint(v).Volume())
 			}
 		}
 		dropFromPoolsLocked(db, ctKind, vmid)

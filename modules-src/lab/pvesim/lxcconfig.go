@@ -47,7 +47,7 @@ func (s *Sim) putLxcConfig(rc *reqCtx) (any, error) {
 		if d := rc.str("digest"); d != "" && d != c.Digest {
 			return nil, pvecommon.Die("detected modified configuration - file changed by other user? Try again.")
 		}
-		if err := checkCtLock(c); err != nil {
+		if err := c.CheckLock("CT"); err != nil {
 			return nil, err
 		}
 		// update_vm's permission checks (lxcperm.go) on the deletes, the
@@ -67,7 +67,7 @@ func (s *Sim) putLxcConfig(rc *reqCtx) (any, error) {
 		}
 		for k, v := range set {
 			if qemuserver.IsNetKey(k) {
-				set[k] = normaliseCtNet(v)
+				set[k] = pvecontainer.NormaliseNet(v, randomMAC)
 			}
 		}
 		if err := s.ctWritePendingLocked(node, vmid, c, set, deletes, reverts); err != nil {
@@ -207,12 +207,12 @@ func (s *Sim) putLxcResize(rc *reqCtx) (any, error) {
 	db := rc.db()
 	vmid, node := rc.vmid(), rc.node
 	disk, sizeStr, digest := rc.str("disk"), rc.str("size"), rc.str("digest")
-	check := func() (*guestconf.Conf, *mountPoint, int64, error) {
+	check := func() (*guestconf.Conf, *pvecontainer.MountPoint, int64, error) {
 		c, err := s.loadCtConfLocked(db, node, vmid)
 		if err != nil {
 			return nil, nil, 0, err
 		}
-		if err := checkCtLock(c); err != nil {
+		if err := c.CheckLock("CT"); err != nil {
 			return nil, nil, 0, err
 		}
 		// check_ct_modify_config_perm on resize's own parameters: "disk"
@@ -229,18 +229,18 @@ func (s *Sim) putLxcResize(rc *reqCtx) (any, error) {
 		if !ok {
 			return nil, nil, 0, pvecommon.Die("unable to parse mount point '%s'", disk) // parse_volume of undef
 		}
-		mp := &mountPoint{props: pvecommon.ParseProps(v, "volume")}
-		if sid, _, ok := storage.ParseVolumeID(mp.props.Get("volume")); ok && !isRootUser(rc.who) {
+		mp := pvecontainer.ParseMountPoint(v)
+		if sid, _, ok := storage.ParseVolumeID(mp.Volume()); ok && !isRootUser(rc.who) {
 			if err := rpcCheck(db, rc.who, "/storage/"+sid, "Datastore.AllocateSpace"); err != nil {
 				return nil, nil, 0, err
 			}
 		}
-		vol, _, err := s.volumeLocked(node, mp.props.Get("volume"))
+		vol, _, err := s.volumeLocked(node, mp.Volume())
 		if err != nil {
-			return nil, nil, 0, pvecommon.Die("Could not determine current size of volume '%s'", mp.props.Get("volume"))
+			return nil, nil, 0, pvecommon.Die("Could not determine current size of volume '%s'", mp.Volume())
 		}
 		rel := strings.HasPrefix(sizeStr, "+")
-		n, ok := parseSize(strings.TrimPrefix(sizeStr, "+"))
+		n, ok := pvecommon.ParseSize(strings.TrimPrefix(sizeStr, "+"))
 		if !ok {
 			return nil, nil, 0, pvecommon.Die("invalid size string")
 		}
@@ -253,7 +253,7 @@ func (s *Sim) putLxcResize(rc *reqCtx) (any, error) {
 		case n == vol.Size:
 			return nil, nil, 0, pvecommon.Die("disk is already at specified size")
 		}
-		return c, mp, n, nil
+		return c, &mp, n, nil
 	}
 	if _, _, _, err := check(); err != nil {
 		return nil, err
@@ -263,19 +263,16 @@ func (s *Sim) putLxcResize(rc *reqCtx) (any, error) {
 		if err != nil {
 			return err.Error()
 		}
-		if err := s.resizeVolumeLocked(node, mp.props.Get("volume"), n); err != nil {
+		if err := s.resizeVolumeLocked(node, mp.Volume(), n); err != nil {
 			return err.Error()
 		}
-		mp.props.Set("size", formatSize(n))
-		c.Keys[disk] = mp.props.Print("volume")
+		mp.Set("size", pvecommon.FormatSize(n))
+		c.Keys[disk] = mp.Print()
 		s.writeCtConfLocked(db, node, vmid, c)
 		s.saveLocked()
 		return ""
 	}), nil
 }
-
-// mountPoint is a rootfs or mpN value (volume first).
-type mountPoint struct{ props pvecommon.Props }
 
 // ctDestroyChecks are destroy_vm's $early_checks, in pve-container's order:
 // protection, lock, HA without purge, replication jobs without purge; then
@@ -288,7 +285,7 @@ func (s *Sim) ctDestroyChecks(db *ConfigDB, node string, vmid int, purge bool) e
 	if c.Keys["protection"] == "1" {
 		return pvecommon.Die("can't remove CT %d - protection mode enabled", vmid)
 	}
-	if err := checkCtLock(c); err != nil {
+	if err := c.CheckLock("CT"); err != nil {
 		return err
 	}
 	list, _ := s.haResourcesLocked(db)
@@ -304,12 +301,4 @@ func (s *Sim) ctDestroyChecks(db *ConfigDB, node string, vmid int, purge bool) e
 		return pvecommon.Die("unable to destroy CT %d - container is running", vmid)
 	}
 	return nil
-}
-
-// ctRootOwner is the owner of a CT volume's root directory.
-func ctRootOwner(unprivileged bool) string {
-	if unprivileged {
-		return "100000:100000"
-	}
-	return "0:0"
 }

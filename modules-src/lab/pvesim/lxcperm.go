@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guesthelpers"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecontainer"
 )
@@ -118,24 +119,14 @@ func checkCreateAllocate(rc *reqCtx, overwrite bool) error {
 	return nil
 }
 
-// checkVnetAccess is PVE::GuestHelpers::check_vnet_access: SDN.Use on the
-// bridge, or on each VLAN of it that the NIC uses (tag, trunks).
+// checkVnetAccess is PVE::GuestHelpers::check_vnet_access: SDN.Use on
+// each of guesthelpers.VnetPaths (the bridge, or each VLAN of it that the
+// NIC uses), for qemu's and lxc's NICs alike.
 func checkVnetAccess(db *ConfigDB, who *principal, bridge, tag, trunks string) error {
-	if isRootUser(who) || bridge == "" {
+	if isRootUser(who) {
 		return nil
 	}
-	base := "/sdn/zones/localnetwork/" + bridge
-	var paths []string
-	if tag != "" && tag != "0" {
-		paths = append(paths, base+"/"+tag)
-	}
-	for _, t := range trunkTags(trunks) {
-		paths = append(paths, base+"/"+t)
-	}
-	if (tag == "" || tag == "0") && trunks == "" {
-		paths = append(paths, base)
-	}
-	for _, path := range paths {
+	for _, path := range guesthelpers.VnetPaths(bridge, tag, trunks) {
 		if err := rpcCheck(db, who, path, "SDN.Use"); err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package pvesim
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -42,7 +43,9 @@ import (
 // restore copies them; the lab's config parser keeps none), bind and device
 // mount points (refused), restoring a template backup (refused), PBS and
 // backup-provider storages, restore from a pipe ('-'), bwlimit, the
-// in-task permission checks (lxcperm.go).
+// in-task permission checks (lxcperm.go). The rules on option values
+// (storage-only mode, the archive's mount points, the merge) are
+// pvesim/pvecontainer's restore.go.
 
 // archiveVolRef is check_volume_access for create_vm's ostemplate: the
 // volume's content type must be the one create or restore needs, and the
@@ -176,12 +179,7 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 	if unprivGiven && rc.boolean("unprivileged") {
 		keys["unprivileged"] = "1"
 	}
-	storageOnly := true
-	for k := range keys {
-		if pvecontainer.IsVolumeKey(k) {
-			storageOnly = false
-		}
-	}
+	storageOnly := pvecontainer.RestoreStorageOnly(keys)
 	if err := s.ctCreateVolumes(rc, keys); err != nil {
 		return nil, err
 	}
@@ -190,12 +188,12 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 	}
 	for k, v := range keys {
 		if qemuserver.IsNetKey(k) {
-			keys[k] = normaliseCtNet(v)
+			keys[k] = pvecontainer.NormaliseNet(v, randomMAC)
 		}
 	}
 	if exists && force {
 		old, _ := s.loadCtConfLocked(db, node, vmid)
-		if err := checkCtLock(old); err != nil {
+		if err := old.CheckLock("CT"); err != nil {
 			return nil, pvecommon.Die("unable to restore CT %d - %v", vmid, err)
 		}
 		old.Keys["lock"] = "create" // create_and_lock_config($vmid, $force) keeps the old config
@@ -250,32 +248,15 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 			keys["unprivileged"] = "1"
 		}
 		if storageOnly {
-			if _, ok := orig.Keys["rootfs"]; !ok {
-				return fail("rootfs configuration could not be recovered, please check and specify manually!", nil)
+			mps, err := pvecontainer.RestoreMountPoints(orig.Keys, storage)
+			if err != nil {
+				return fail(err.Error(), nil)
 			}
-			for _, k := range ctVolumeKeys(orig.Keys) {
-				if !pvecontainer.IsVolumeKey(k) {
-					continue
-				}
-				p := pvecommon.ParseProps(orig.Keys[k], "volume")
-				if strings.HasPrefix(p.Get("volume"), "/") {
-					if k == "rootfs" {
-						return fail("restoring rootfs to bind mount is only possible by specifying -rootfs manually!", nil)
-					}
-					return fail(fmt.Sprintf("restoring '%s' (a bind or device mount) is not simulated by the lab", k), nil)
-				}
-				n, ok := parseSize(p.Get("size"))
-				if !ok {
-					return fail(fmt.Sprintf("unable to detect disk size - please specify %s (size)", k), nil)
-				}
-				p.Del("size")
-				p.Set("volume", storage+":"+strconv.FormatFloat(float64(n)/(1<<30), 'f', -1, 64))
-				keys[k] = p.Print("volume")
-			}
+			maps.Copy(keys, mps)
 		}
 		changed = true
 		var created []string
-		for _, k := range ctVolumeKeys(keys) {
+		for _, k := range pvecontainer.VolumeKeys(keys) {
 			if !pvecontainer.IsVolumeKey(k) {
 				continue
 			}
@@ -284,12 +265,12 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 				return fail(err.Error(), created)
 			}
 			keys[k] = nv
-			created = append(created, pvecommon.ParseProps(nv, "volume").Get("volume"))
+			created = append(created, pvecontainer.ParseMountPoint(nv).Volume())
 		}
 		if old != nil && len(old.Keys) > 1 { // destroy_lxc_container: the overwritten CT's volumes
 			for k, v := range old.Keys {
 				if pvecontainer.IsVolumeKey(k) {
-					s.freeVolumeLocked(node, pvecommon.ParseProps(v, "volume").Get("volume"))
+					s.freeVolumeLocked(node, pvecontainer.ParseMountPoint(v).Volume())
 				}
 			}
 		}
@@ -301,25 +282,8 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 		} else {
 			conf.Description = orig.Description
 		}
-		for k, v := range orig.Keys {
-			switch {
-			case k == "digest", k == "rootfs", k == "snapshots", k == "unprivileged", k == "parent", k == "template",
-				pvecontainer.IsVolumeKey(k), strings.HasPrefix(k, "unused"):
-				continue
-			case restricted && k == "features" && keys["unprivileged"] != "1" && orig.Keys["unprivileged"] == "1":
-				t.task.Log = append(t.task.Log, "changing from unprivileged to privileged, skipping features")
-				continue
-			case unique && qemuserver.IsNetKey(k):
-				p := pvecommon.ParseProps(v, "")
-				p.Del("hwaddr")
-				keys[k] = normaliseCtNet(p.Print(""))
-				continue
-			}
-			if _, ok := keys[k]; !ok {
-				keys[k] = v
-			}
-		}
-		ctCreateDefaults(keys, vmid)
+		t.task.Log = append(t.task.Log, pvecontainer.MergeRestored(keys, orig.Keys, restricted, unique, randomMAC)...)
+		pvecontainer.CreateDefaults(keys, vmid)
 		if keys["arch"] == "" {
 			keys["arch"] = "amd64" // reconstruction: vzdump's pct.conf always has it
 		}

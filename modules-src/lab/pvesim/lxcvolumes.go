@@ -34,7 +34,7 @@ func (s *Sim) ctCreateVolumes(rc *reqCtx, keys map[string]string) error {
 		if bareSizeRe.MatchString(v) {
 			keys[k] = defStorage + ":" + v
 		}
-		vol := pvecommon.ParseProps(keys[k], "volume").Get("volume")
+		vol := pvecontainer.ParseMountPoint(keys[k]).Volume()
 		if strings.HasPrefix(vol, "/") {
 			if rc.who == nil || rc.who.full() != "root@pam" {
 				return pvecommon.Die("Only root can pass arbitrary filesystem paths.")
@@ -71,20 +71,4 @@ func (s *Sim) ctCreateVolumes(rc *reqCtx, keys map[string]string) error {
 		}
 	}
 	return nil
-}
-
-// ctVolumeKeys lists a config's rootfs and mount points in
-// valid_volume_keys order (rootfs, mp0, mp1, …): the order create_disks
-// allocates them, so rootfs gets disk-0.
-func ctVolumeKeys(keys map[string]string) []string {
-	var out []string
-	if _, ok := keys["rootfs"]; ok {
-		out = append(out, "rootfs")
-	}
-	for i := 0; i <= 255; i++ {
-		if _, ok := keys[fmt.Sprintf("mp%d", i)]; ok {
-			out = append(out, fmt.Sprintf("mp%d", i))
-		}
-	}
-	return out
 }

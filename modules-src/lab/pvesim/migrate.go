@@ -62,18 +62,18 @@ func (s *Sim) postQemuMigrate(rc *reqCtx) (any, error) {
 			return nil, pvecommon.Die("Cannot live-migrate replicated VM to node '%s' - not a replication target. Use 'force' to override.", target)
 		}
 	}
-	sm := storageMap{identity: true}
+	sm := pvecommon.IDMap{Identity: true}
 	if ts := rc.str("targetstorage"); ts != "" {
-		if sm, err = parseStorageMap(ts); err != nil {
+		if sm, err = pvecommon.ParseIDMap(ts); err != nil {
 			return nil, errParams(map[string]string{"targetstorage": "failed to parse storage map: " + err.Error()})
 		}
-		for _, id := range sm.targets() {
+		for _, id := range sm.Targets() {
 			if err := checkStorageAccessMigrate(db, id, target); err != nil {
 				return nil, err
 			}
 		}
 	}
-	if sm.identity {
+	if sm.Identity {
 		if err := s.checkStorageAvailability(db, c, target); err != nil {
 			return nil, err
 		}
@@ -131,7 +131,7 @@ func (s *Sim) postQemuMigrate(rc *reqCtx) (any, error) {
 		s.mu.Lock()
 		c, err := s.loadQmConfLocked(db, node, vmid)
 		if err == nil {
-			err = checkLock(c)
+			err = c.CheckLock("VM")
 		}
 		if err != nil {
 			s.mu.Unlock()
@@ -139,14 +139,14 @@ func (s *Sim) postQemuMigrate(rc *reqCtx) (any, error) {
 		}
 		t.task.Log = append(t.task.Log, fmt.Sprintf("starting migration of VM %d to node '%s' (%s)", vmid, target, s.st.Nodes[target].Addr))
 		local, reason := s.localVolumesLocked(db, c, vmid)
-		if res := localResources(c); reason == "" && len(res) > 0 {
+		if res := qemuserver.LocalResources(c.Keys); reason == "" && len(res) > 0 {
 			// QemuMigrate.pm prepare: without force (root only), a VM with
 			// local devices does not migrate, offline or online.
 			reason = "can't migrate VM which uses local devices: " + strings.Join(res, ", ")
 		}
 		for _, file := range local {
 			store, _, _ := storage.ParseVolumeID(file)
-			if dst := sm.target(store); reason == "" && !sm.identity && dst != store {
+			if dst := sm.Target(store); reason == "" && !sm.Identity && dst != store {
 				if err := checkStorageAccessMigrate(db, dst, target); err != nil {
 					reason = err.Error() // target_storage_check_available, in scan_local_volumes
 				}

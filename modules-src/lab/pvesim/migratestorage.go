@@ -3,7 +3,6 @@ package pvesim
 import (
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -34,57 +33,6 @@ const (
 	FaultMigrateProblems FaultKind = "migrate-problems"
 )
 
-// storageMap is parse_idmap($targetstorage, 'pve-storage-id')
-// (pve-common JSONSchema.pm): "1" maps every storage to itself, a lone id
-// is the default for all, "src:dst" pairs map single storages.
-type storageMap struct {
-	identity bool
-	def      string
-	entries  map[string]string
-}
-
-func parseStorageMap(s string) (storageMap, error) {
-	m := storageMap{entries: map[string]string{}}
-	if s == "1" {
-		m.identity = true
-		return m, nil
-	}
-	for _, part := range strings.Split(s, ",") {
-		src, dst, pair := strings.Cut(part, ":")
-		switch {
-		case !pair && m.def == "":
-			m.def = src
-		case !pair:
-			return m, fmt.Errorf("default target ID specified more than once")
-		case m.entries[src] != "":
-			return m, fmt.Errorf("duplicate mapping for source '%s'", src)
-		default:
-			m.entries[src] = dst
-		}
-	}
-	return m, nil
-}
-
-// target is map_id: the storage a local volume of src goes to.
-func (m storageMap) target(src string) string {
-	if d := m.entries[src]; d != "" {
-		return d
-	}
-	if m.def != "" {
-		return m.def
-	}
-	return src
-}
-
-// targets are the storages the map names (checked up front).
-func (m storageMap) targets() []string {
-	out := slices.Sorted(maps.Values(m.entries))
-	if m.def != "" {
-		out = append(out, m.def)
-	}
-	return slices.Compact(out)
-}
-
 // checkStorageAccessMigrate is API2/Qemu.pm $check_storage_access_migrate
 // (the privilege check aside): the storage is enabled on the target node
 // and holds images.
@@ -103,31 +51,6 @@ func checkStorageAccessMigrate(db *ConfigDB, id, node string) error {
 	return nil
 }
 
-var localResourceRe = regexp.MustCompile(`^(usb|hostpci|serial|parallel|virtiofs)\d+$`)
-
-// localResources is QemuMigrate/Helpers.pm check_local_resources without
-// resource mappings: the keys of devices that only exist on this node (a
-// serial socket and a SPICE USB port are recreated on the target). A
-// device given by a mapping (mapping=) is left to the mapping checks the
-// lab does not simulate.
-func localResources(c *guestconf.Conf) []string {
-	var out []string
-	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
-		v := c.Keys[k]
-		switch {
-		case k == "ivshmem" || k == "hostusb" || k == "hostpci":
-			out = append(out, k)
-		case !localResourceRe.MatchString(k):
-		case strings.HasPrefix(k, "serial") && v == "socket":
-		case strings.HasPrefix(k, "usb") && strings.EqualFold(pvecommon.ParseProps(v, "host").Get("host"), "spice"):
-		case strings.Contains(v, "mapping="):
-		default:
-			out = append(out, k)
-		}
-	}
-	return out
-}
-
 // remapVolumesLocked moves the VM's local volumes in files to the storages
 // the map names on the target (QemuMigrate.pm phase1, storage_migrate with
 // allow_rename): the copy keeps its disk name when the target storage has
@@ -135,12 +58,12 @@ func localResources(c *guestconf.Conf) []string {
 // the new volume. A volume whose storage maps to itself is left for
 // moveGuestLocked. Reconstruction: the naming follows pve-storage's
 // storage_migrate (same name, renamed on a clash), formats are kept.
-func (s *Sim) remapVolumesLocked(db *ConfigDB, c *guestconf.Conf, vmid int, from, to string, sm storageMap, files []string, logf func(string, ...any)) (map[string]string, error) {
+func (s *Sim) remapVolumesLocked(db *ConfigDB, c *guestconf.Conf, vmid int, from, to string, sm pvecommon.IDMap, files []string, logf func(string, ...any)) (map[string]string, error) {
 	moved := map[string]string{}
 	for _, file := range files {
 		store, vn, _ := storage.ParseVolumeID(file)
-		dst := sm.target(store)
-		if sm.identity || dst == store {
+		dst := sm.Target(store)
+		if sm.Identity || dst == store {
 			continue
 		}
 		st := db.Storage[dst]

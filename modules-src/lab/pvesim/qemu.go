@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
@@ -74,30 +73,12 @@ func (s *Sim) setRunningLocked(node string, vmid int, on bool) {
 // typedConf renders VM config values with the schema's JSON types.
 func (s *Sim) typedConf(keys map[string]string) map[string]any { return s.typedGuestConf(vmKind, keys) }
 
-// diskSize sums the sizes of a config's disks (maxdisk: the boot disk in PVE;
-// reconstruction: the first non-cdrom disk).
-func diskSize(conf map[string]string) int64 {
-	for _, k := range slices.Sorted(maps.Keys(conf)) {
-		if !qemuserver.IsDriveKey(k) || strings.HasPrefix(k, "unused") {
-			continue
-		}
-		d := qemuserver.ParseDrive(conf[k])
-		if d.CDROM() || d.Cloudinit() {
-			continue
-		}
-		if n, ok := parseSize(d.Props.Get("size")); ok {
-			return n
-		}
-	}
-	return 0
-}
-
 // vmSummary is the shared part of /nodes/{node}/qemu, status/current and
 // /cluster/resources entries.
 func (s *Sim) vmSummary(node string, vmid int, c *guestconf.Conf) map[string]any {
 	conf := c.Keys
 	e := map[string]any{"vmid": vmid, "status": "stopped", "cpus": qemuserver.CPUs(conf), "maxmem": qemuserver.MemBytes(conf),
-		"maxdisk": diskSize(conf), "mem": 0, "disk": 0, "cpu": 0, "uptime": 0,
+		"maxdisk": qemuserver.BootdiskSize(conf), "mem": 0, "disk": 0, "cpu": 0, "uptime": 0,
 		"netin": 0, "netout": 0, "diskread": 0, "diskwrite": 0}
 	if name := conf["name"]; name != "" {
 		e["name"] = name

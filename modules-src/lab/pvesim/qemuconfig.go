@@ -42,17 +42,12 @@ func (s *Sim) parseConfigUpdate(rc *reqCtx) (*configUpdate, error) {
 	}
 	for k, v := range up.Set {
 		if qemuserver.IsDriveKey(k) {
-			if err := s.checkNewDrive(rc.node, k, v); err != nil {
+			if err := qmErr(qemuserver.CheckNewDrive(k, v, rc.node, s.dbOf(rc.node).Storage)); err != nil {
 				return nil, err
 			}
 		}
 	}
 	return &configUpdate{Update: up, node: rc.node, vmid: rc.vmid(), digest: rc.str("digest"), force: rc.boolean("force")}, nil
-}
-
-// bootOrder is the `order=` list of a boot option.
-func bootOrder(boot string) []string {
-	return pveschema.SplitList(pvecommon.ParseProps(boot, "legacy").Get("order"))
 }
 
 // loadAndCheck is $load_and_check_config.
@@ -65,7 +60,7 @@ func (s *Sim) loadAndCheck(db *ConfigDB, u *configUpdate, skiplock bool) (*guest
 		return nil, fmt.Errorf("checksum mismatch (file change by other user?)")
 	}
 	if !skiplock {
-		if err := checkLock(c); err != nil {
+		if err := c.CheckLock("VM"); err != nil {
 			return nil, err
 		}
 	}
@@ -82,7 +77,7 @@ func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *guestconf.Conf
 		return err
 	}
 	node, vmid := u.node, u.vmid
-	order := bootOrder(c.Keys["boot"])
+	order := qemuserver.BootOrder(c.Keys["boot"])
 	bootDeleted := slices.Contains(u.Deletes, "bootorder")
 	// modified is $modified: the keys of this request, the only ones a
 	// running VM's hotplug tries (vmconfig_hotplug_pending's $selection);

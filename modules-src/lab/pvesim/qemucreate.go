@@ -5,7 +5,6 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
@@ -97,7 +96,7 @@ func (s *Sim) postQemuCreate(rc *reqCtx) (any, error) {
 	// Disks are checked before the task starts ($check_drive_param).
 	for k, v := range keys {
 		if qemuserver.IsDriveKey(k) {
-			if err := s.checkNewDrive(rc.node, k, v); err != nil {
+			if err := qmErr(qemuserver.CheckNewDrive(k, v, rc.node, s.dbOf(rc.node).Storage)); err != nil {
 				return nil, err
 			}
 		}
@@ -167,66 +166,6 @@ func (s *Sim) postQemuCreate(rc *reqCtx) (any, error) {
 	}), nil
 }
 
-// checkNewDrive is $check_drive_param's storage part: the storage exists,
-// is on the node and takes images.
-func (s *Sim) checkNewDrive(node, key, v string) error {
-	d := qemuserver.ParseDrive(v)
-	f := d.File()
-	if f == "none" || f == "cdrom" || strings.HasPrefix(f, "/") {
-		return nil
-	}
-	store, vn, ok := storage.ParseVolumeID(f)
-	if !ok {
-		if _, isSize := parseSize(f); isSize {
-			return nil // "32" on the default storage: handled by createDrive
-		}
-		return errParams(map[string]string{key: fmt.Sprintf("unable to parse volume ID '%s'", f)})
-	}
-	st := s.dbOf(node).Storage[store]
-	if st == nil {
-		return fmt.Errorf("storage '%s' does not exist", store)
-	}
-	if !st.OnNode(node) {
-		return fmt.Errorf("storage '%s' is not available on node '%s'", store, node)
-	}
-	if _, isSize := parseSize(vn); !isSize && vn != "cloudinit" {
-		// An existing volume: check_storage_access and $check_drive_param.
-		r, err := s.parseVolRef(node, f)
-		if err != nil {
-			return err
-		}
-		if r.Type != "images" && r.Type != "iso" {
-			return errParams(map[string]string{key: "content type needs to be 'images' or 'iso'"})
-		}
-		if r.Type == "iso" && !d.CDROM() {
-			return errParams(map[string]string{key: "explicit 'media=cdrom' is required for iso images"})
-		}
-	}
-	if _, isSize := parseSize(vn); (isSize || vn == "cloudinit") && !st.HasContent("images") && !d.CDROM() {
-		return fmt.Errorf("storage '%s' does not support content type 'images'", store) // reconstruction
-	}
-	return nil
-}
-
-// efiDiskSize is what create_efidisk (QemuServer/OVMF.pm) records for an
-// EFI vars disk: the OVMF vars image copied in, sized by
-// volume_size_info. Reconstruction: the image sizes are those of
-// pve-edk2-firmware's OVMF_VARS_4M.fd (528 KiB) and OVMF_VARS.fd (128 KiB,
-// efitype 2m, the default); LVM volumes are whole 4 MiB extents (LVM's
-// default extent size); the ms-cert key PVE 9 adds with pre-enrolled keys
-// is not simulated.
-func efiDiskSize(st *Storage, efitype string) int64 {
-	size := int64(128 << 10)
-	if efitype == "4m" {
-		size = 528 << 10
-	}
-	if st.Type == "lvm" || st.Type == "lvmthin" {
-		const extent = 4 << 20
-		size = (size + extent - 1) / extent * extent
-	}
-	return size
-}
-
 // createDrive is create_disks for one option: "store:32" allocates a 32 GiB
 // volume, "store:cloudinit" the cloud-init drive; others are kept.
 func (s *Sim) createDrive(node string, vmid int, key, v string) (string, error) {
@@ -261,14 +200,14 @@ func (s *Sim) createDrive(node string, vmid int, key, v string) (string, error) 
 			// volume_size_info gives an ISO its size= too.
 			if st := s.dbOf(node).Storage[store]; st != nil {
 				if f, err := s.fileVolumeLocked(node, st, d.File()); err == nil && f != nil {
-					d.Props.Set("size", formatSize(f.Size))
+					d.Props.Set("size", pvecommon.FormatSize(f.Size))
 					return d.Print(), nil
 				}
 			}
 		}
 		if !d.CDROM() {
 			if vol, _, err := s.volumeLocked(node, d.File()); err == nil && d.Props.Get("size") == "" {
-				d.Props.Set("size", formatSize(vol.Size))
+				d.Props.Set("size", pvecommon.FormatSize(vol.Size))
 				return d.Print(), nil
 			}
 		}
@@ -277,7 +216,7 @@ func (s *Sim) createDrive(node string, vmid int, key, v string) (string, error) 
 	size := int64(gib * (1 << 30))
 	switch key {
 	case "efidisk0":
-		size = efiDiskSize(st, d.Props.Get("efitype"))
+		size = qemuserver.EFIDiskSize(st.Type, d.Props.Get("efitype"))
 	case "tpmstate0":
 		size = 4 << 20 // TPMSTATE_DISK_SIZE (QemuServer/Drive.pm), whatever size was asked
 	}
@@ -288,6 +227,6 @@ func (s *Sim) createDrive(node string, vmid int, key, v string) (string, error) 
 	d.Props.Set("file", volid)
 	delete(d.Props.Vals, "format")
 	d.Props.Keys = slices.DeleteFunc(d.Props.Keys, func(k string) bool { return k == "format" })
-	d.Props.Set("size", formatSize(size))
+	d.Props.Set("size", pvecommon.FormatSize(size))
 	return d.Print(), nil
 }

@@ -36,7 +36,7 @@ func (s *Sim) postQemuTemplate(rc *reqCtx) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := checkLock(c); err != nil {
+		if err := c.CheckLock("VM"); err != nil {
 			return nil, err
 		}
 		if c.IsTemplate() {
@@ -100,7 +100,7 @@ func (s *Sim) putQemuResize(rc *reqCtx) (any, error) {
 		if digest != "" && digest != c.Digest {
 			return "checksum mismatch (file change by other user?)"
 		}
-		if err := checkLock(c); err != nil && !skiplock {
+		if err := c.CheckLock("VM"); err != nil && !skiplock {
 			return err.Error()
 		}
 		v, ok := c.Keys[disk]
@@ -116,7 +116,7 @@ func (s *Sim) putQemuResize(rc *reqCtx) (any, error) {
 			return fmt.Sprintf("Could not determine current size of volume '%s'", d.File())
 		}
 		rel := strings.HasPrefix(sizeStr, "+")
-		n, ok := parseSize(strings.TrimPrefix(sizeStr, "+"))
+		n, ok := pvecommon.ParseSize(strings.TrimPrefix(sizeStr, "+"))
 		if !ok {
 			return "internal error"
 		}
@@ -133,7 +133,7 @@ func (s *Sim) putQemuResize(rc *reqCtx) (any, error) {
 		if err := s.resizeVolumeLocked(node, d.File(), n); err != nil {
 			return err.Error()
 		}
-		d.Props.Set("size", formatSize(n))
+		d.Props.Set("size", pvecommon.FormatSize(n))
 		c.Keys[disk] = d.Print()
 		s.writeQmConfLocked(db, node, vmid, c)
 		s.saveLocked()
@@ -195,7 +195,7 @@ func (s *Sim) deleteQemu(rc *reqCtx) (any, error) {
 			return err.Error()
 		}
 		c, _ := s.loadQmConfLocked(db, node, vmid)
-		if err := checkLock(c); err != nil && !rc.boolean("skiplock") {
+		if err := c.CheckLock("VM"); err != nil && !rc.boolean("skiplock") {
 			return err.Error()
 		}
 		if err := s.assertBaseUnusedLocked(node, c); err != nil {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
@@ -97,23 +96,6 @@ func checkBridgeAccess(db *ConfigDB, who *principal, conf map[string]string) err
 		}
 	}
 	return nil
-}
-
-// trunkTags is get_tags_from_trunk: "10;20-22" → 10 20 21 22, sorted as
-// strings (the check's order: sort keys).
-func trunkTags(trunks string) []string {
-	tags := map[string]bool{}
-	for _, part := range strings.Split(trunks, ";") {
-		var lo, hi int
-		if n, _ := fmt.Sscanf(part, "%d-%d", &lo, &hi); n == 2 {
-			for t := lo; t <= hi; t++ {
-				tags[fmt.Sprint(t)] = true
-			}
-		} else if n == 1 {
-			tags[fmt.Sprint(lo)] = true
-		}
-	}
-	return slices.Sorted(maps.Keys(tags))
 }
 
 // checkStorageAccessNew is $check_storage_access's new-disk branch

@@ -22,7 +22,7 @@ func (s *Sim) postQemuStart(rc *reqCtx) (any, error) {
 		if c.IsTemplate() {
 			return "you can't start a vm if it's a template", false
 		}
-		if err := checkLock(c); err != nil && !rc.boolean("skiplock") {
+		if err := c.CheckLock("VM"); err != nil && !rc.boolean("skiplock") {
 			return err.Error(), false
 		}
 		if running {
@@ -41,7 +41,7 @@ func (s *Sim) qemuHalt(rc *reqCtx, typ string) (any, error) {
 		return upid, nil
 	}
 	return s.powerTask(rc, typ, func(c *guestconf.Conf, running bool) (string, bool) {
-		if err := checkLock(c); err != nil && !rc.boolean("skiplock") {
+		if err := c.CheckLock("VM"); err != nil && !rc.boolean("skiplock") {
 			return err.Error(), false
 		}
 		return "", false

@@ -2,8 +2,6 @@ package pvesim
 
 import (
 	"fmt"
-	"regexp"
-	"strconv"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
@@ -139,36 +137,6 @@ func (s *Sim) linkedCloneLocked(node string, st *Storage, base string, newid int
 	}
 	s.volumesFor(node, st)[volid] = &GuestVolume{Size: src.Size, Format: format, Parent: base}
 	return volid, nil
-}
-
-// ---- sizes ----
-
-// sizeRe is the drive size syntax (pve-qm-drive size, "32G", "512M").
-var sizeRe = regexp.MustCompile(`^(\d+(?:\.\d+)?)([KMGT])?$`)
-
-var unitShift = map[string]uint{"": 0, "K": 10, "M": 20, "G": 30, "T": 40}
-
-func parseSize(s string) (int64, bool) {
-	m := sizeRe.FindStringSubmatch(s)
-	if m == nil {
-		return 0, false
-	}
-	f, err := strconv.ParseFloat(m[1], 64)
-	if err != nil {
-		return 0, false
-	}
-	return int64(f * float64(int64(1)<<unitShift[m[2]])), true
-}
-
-// formatSize is PVE's format_size: the largest unit that divides exactly.
-func formatSize(b int64) string {
-	for _, u := range []string{"T", "G", "M", "K"} {
-		sh := unitShift[u]
-		if b >= 1<<sh && b%(1<<sh) == 0 {
-			return strconv.FormatInt(b>>sh, 10) + u
-		}
-	}
-	return strconv.FormatInt(b, 10)
 }
 
 // volumeContentLocked lists a storage's volumes on node for

@@ -7,7 +7,9 @@
 // evaluation as src/PVE/RPCEnvironment.pm does it (permissions,
 // $compile_acl_path with the roles pools grant on their members, check,
 // check_any, check_perm_modify, exec_api2_perm_check; a
-// privilege-separated token keeps only what its user has too, K19).
+// privilege-separated token keeps only what its user has too, K19), and
+// update_acl's rule on the roles a caller without Permissions.Modify may
+// hand out (acl.go, src/PVE/API2/ACL.pm).
 //
 // It is the first backend out of the one-package simulator (issue 27 §1):
 // pvesim's handlers (API2/User.pm, Group.pm, Role.pm, ACL.pm), its locking

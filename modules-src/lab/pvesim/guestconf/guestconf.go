@@ -28,6 +28,7 @@ import (
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 // Conf is a parsed config file.
@@ -132,6 +133,16 @@ func (c *Conf) IsTemplate() bool { return c.Keys["template"] == "1" }
 
 // Lock is the guest's lock ("" when none).
 func (c *Conf) Lock() string { return c.Keys["lock"] }
+
+// CheckLock is AbstractConfig.pm check_lock: a locked guest refuses the
+// change, in the words "<guest_type> is locked (<lock>)" — guestType is
+// "VM" (QemuConfig) or "CT" (LXC::Config).
+func (c *Conf) CheckLock(guestType string) error {
+	if l := c.Lock(); l != "" {
+		return pvecommon.Die("%s is locked (%s)", guestType, l)
+	}
+	return nil
+}
 
 // IsSet tells whether key has a value now or a pending one, as the update
 // paths test defined($conf->{$opt}) || defined($conf->{pending}->{$opt})

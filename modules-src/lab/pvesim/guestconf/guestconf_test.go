@@ -52,3 +52,17 @@ func TestSetDescription(t *testing.T) {
 		}
 	}
 }
+
+// check_lock: a guest without a lock passes; a locked one is refused in
+// its kind's words.
+func TestCheckLock(t *testing.T) {
+	if err := Parse("memory: 512\n").CheckLock("VM"); err != nil {
+		t.Errorf("an unlocked guest: %v", err)
+	}
+	c := Parse("lock: backup\nmemory: 512\n")
+	for typ, want := range map[string]string{"VM": "VM is locked (backup)", "CT": "CT is locked (backup)"} {
+		if err := c.CheckLock(typ); err == nil || err.Error() != want {
+			t.Errorf("CheckLock(%s) = %v, want %q", typ, err, want)
+		}
+	}
+}

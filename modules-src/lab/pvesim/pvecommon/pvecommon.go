@@ -1,8 +1,9 @@
 // Package pvecommon holds the few pve-common helpers more than one of the
 // simulator's packages follows: PVE::Tools encode_text and decode_text, a
 // request parameter as Perl sees it (split_list is pveschema.SplitList),
-// SectionConfig files (sectioncfg.go), property strings and
-// random_ether_addr. It sits below pvesim and its
+// SectionConfig files (sectioncfg.go), property strings, disk sizes
+// (PVE::JSONSchema parse_size/format_size, size.go), parse_idmap
+// (idmap.go) and random_ether_addr. It sits below pvesim and its
 // backends (access, ha, …), so each can use them without importing
 // another (issue 27 §1).
 package pvecommon

@@ -4,11 +4,18 @@
 // are marked where they are):
 //
 //   - which keys are volumes (rootfs, mpN: src/PVE/LXC/Config.pm
-//     parse_volume's keys) and $NEW_DISK_RE (src/PVE/LXC.pm);
+//     parse_volume's keys) and $NEW_DISK_RE (src/PVE/LXC.pm); a mount
+//     point's value and foreach_volume's order (volumes.go); a NIC as
+//     parse_lxc_network and print_lxc_network leave it (net.go);
 //   - a config update (update.go): update_pct_config's refusals of
 //     required and read-only options, and what vmconfig_hotplug_pending
 //     applies to a running CT ($LXC_FASTPLUG_OPTIONS, the cgroup options,
 //     NICs, a new mount point) (src/PVE/LXC/Config.pm);
+//   - create_vm's defaults and the owner parse_id_maps gives a volume's
+//     root (create.go; src/PVE/API2/LXC.pm, src/PVE/LXC.pm);
+//   - a restore's option values (restore.go): create_vm's storage-only
+//     mode and the archive's mount points it re-creates (src/PVE/API2/
+//     LXC.pm), sanitize_and_merge_config (src/PVE/LXC/Create.pm);
 //   - permissions (perm.go), given the caller's checks (Perm):
 //     check_ct_modify_config_perm with its mount point and feature-flag
 //     branches (src/PVE/LXC.pm), as create_vm, update_vm and resize_vm call

@@ -13,6 +13,9 @@
 //   - what a running VM takes at once (hotplug.go): $fast_plug_option,
 //     parse_hotplug_features, and the drives vmconfig_hotplug_pending and
 //     vmconfig_update_disk leave pending (src/PVE/QemuServer.pm);
+//   - a new drive's storage ($check_drive_param's storage part,
+//     src/PVE/API2/Qemu.pm) and an EFI disk's size (create_efidisk,
+//     src/PVE/QemuServer/OVMF.pm) (newdrive.go);
 //   - permissions (perm.go, storageperm.go), given the caller's checks
 //     (Perm): $check_vm_modify_config_perm's option tables, create_vm's
 //     device checks, $check_storage_access's new disks and
@@ -24,7 +27,11 @@
 //   - clone_vm's full-or-linked choice and the options it does not copy
 //     (clone.go), add_unused_volume's slot, is_volume_in_use and
 //     write_vm_config's drop of a re-used unusedN (unused.go; pve-guest-
-//     common AbstractConfig.pm), a VM's maxmem and cpus (resources.go).
+//     common AbstractConfig.pm), a VM's maxmem, cpus and maxdisk
+//     (resources.go; bootdisk_size, src/PVE/QemuServer/Drive.pm), the
+//     boot option's order list;
+//   - the devices that keep a VM from migrating (migrate.go,
+//     check_local_resources, src/PVE/QemuMigrate/Helpers.pm).
 //
 // It is a backend out of the one-package simulator (issue 27 §1), as
 // pvesim/access and pvesim/storage are: pvesim keeps the handlers, the
@@ -42,6 +49,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gopve/proxmox/modules-src/lab/pveschema"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
@@ -110,6 +118,12 @@ func CloudinitRequestElsewhere(key, value string, confs ...map[string]string) st
 		}
 	}
 	return ""
+}
+
+// BootOrder is the order= list of a boot option (the 'pve-qm-boot'
+// property string, legacy its default key; src/PVE/QemuServer.pm).
+func BootOrder(boot string) []string {
+	return pveschema.SplitList(pvecommon.ParseProps(boot, "legacy").Get("order"))
 }
 
 // DefaultBoot is get_default_bootdevices as the boot option create_vm

@@ -1,6 +1,7 @@
 package qemuserver
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -117,5 +118,15 @@ func TestNormaliseNet(t *testing.T) {
 	}
 	if strings.Contains(n.Props.Print(""), "virtio") {
 		t.Fatalf("the model is not an option: %q", n.Props.Print(""))
+	}
+}
+
+// The boot option's order= list; a legacy "cdn" has none.
+func TestBootOrder(t *testing.T) {
+	if got := BootOrder("order=scsi0;ide2;net0"); !slices.Equal(got, []string{"scsi0", "ide2", "net0"}) {
+		t.Errorf("BootOrder = %v", got)
+	}
+	if got := BootOrder("cdn"); len(got) != 0 {
+		t.Errorf("BootOrder(legacy) = %v", got)
 	}
 }

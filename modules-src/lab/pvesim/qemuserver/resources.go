@@ -1,7 +1,10 @@
 package qemuserver
 
 import (
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
@@ -31,4 +34,25 @@ func CPUs(conf map[string]string) int {
 		so = n
 	}
 	return c * so
+}
+
+// BootdiskSize is a VM's maxdisk in the status views (Drive.pm
+// bootdisk_size): the size= of its boot disk, 0 without one.
+// Reconstruction: the boot disk is the first drive in key order that is
+// neither a CD-ROM nor cloud-init's (PVE takes the first disk of the boot
+// order).
+func BootdiskSize(conf map[string]string) int64 {
+	for _, k := range slices.Sorted(maps.Keys(conf)) {
+		if !IsDriveKey(k) || strings.HasPrefix(k, "unused") {
+			continue
+		}
+		d := ParseDrive(conf[k])
+		if d.CDROM() || d.Cloudinit() {
+			continue
+		}
+		if n, ok := pvecommon.ParseSize(d.Props.Get("size")); ok {
+			return n
+		}
+	}
+	return 0
 }
