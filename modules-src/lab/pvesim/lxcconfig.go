@@ -84,7 +84,11 @@ func (s *Sim) putLxcConfig(rc *reqCtx) (any, error) {
 
 // ctWritePendingLocked writes the update to the pending section, then
 // applies it: all of it on a stopped CT, what can be hot-plugged on a
-// running one.
+// running one. Only the keys this update names are applied
+// (update_pct_config passes its $modified to vmconfig_hotplug_pending and
+// vmconfig_apply_pending as $selection): what a running CT left pending
+// stays pending after a stop until the next start, even through an
+// update of other keys.
 func (s *Sim) ctWritePendingLocked(node string, vmid int, c *guestconf.Conf, set map[string]string, deletes, revert []string) error {
 	for _, k := range revert {
 		delete(c.Pending, k)
@@ -93,6 +97,7 @@ func (s *Sim) ctWritePendingLocked(node string, vmid int, c *guestconf.Conf, set
 	if c.Pending == nil {
 		c.Pending = map[string]string{}
 	}
+	modified := map[string]bool{}
 	for _, k := range deletes {
 		if k == "description" {
 			c.Description = "" // a fast-plug option, the config's comment lines
@@ -101,6 +106,7 @@ func (s *Sim) ctWritePendingLocked(node string, vmid int, c *guestconf.Conf, set
 		if !c.IsSet(k) {
 			continue // "cannot delete '$opt' - not set in current configuration!" (a warning)
 		}
+		modified[k] = true
 		delete(c.Pending, k)
 		if !c.PendingDeleted(k) {
 			c.PendingDelete = append(c.PendingDelete, k)
@@ -111,6 +117,7 @@ func (s *Sim) ctWritePendingLocked(node string, vmid int, c *guestconf.Conf, set
 			c.SetDescription(v) // a fast-plug option, kept as the config's comment lines
 			continue
 		}
+		modified[k] = true
 		c.Pending[k] = v
 		c.PendingDelete = slices.DeleteFunc(c.PendingDelete, func(d string) bool { return d == k })
 	}
@@ -118,15 +125,15 @@ func (s *Sim) ctWritePendingLocked(node string, vmid int, c *guestconf.Conf, set
 	errs := map[string]string{}
 	for _, pk := range slices.Sorted(slices.Values(c.PendingDelete)) {
 		k := strings.TrimPrefix(pk, "!") // parse_pending_delete
-		if running && !pvecontainer.HotplugDelete(k) {
-			continue // "skip": waits for the next start
+		if !modified[k] || running && !pvecontainer.HotplugDelete(k) {
+			continue // not selected, or "skip": waits for the next start
 		}
 		if err := s.ctApplyDeleteLocked(node, vmid, c, pk); err != nil {
 			errs[k] = ctPendingError(running, k, err)
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.Pending)) {
-		if running && !pvecontainer.HotplugSet(c.Keys, k) {
+		if !modified[k] || running && !pvecontainer.HotplugSet(c.Keys, k) {
 			continue
 		}
 		if err := s.ctApplySetLocked(node, vmid, c, k); err != nil {

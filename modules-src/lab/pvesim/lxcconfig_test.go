@@ -157,7 +157,7 @@ func TestContainerPendingResizeDestroy(t *testing.T) {
 // (device_passthrough_hotplug). Before that, on the stopped CT,
 // vmconfig_apply_pending keeps a replaced (apply_pending_mountpoint) or
 // removed mp0's volume as unusedN, and write_pct_config drops an unusedN
-// a mount point uses again.
+// a mount point uses again. Only the keys an update names are applied.
 func TestContainerHotplugPendingLoops(t *testing.T) {
 	t.Parallel()
 	s := startSim(t, simOpts{taskDuration: 20 * time.Millisecond})
@@ -188,7 +188,7 @@ func TestContainerHotplugPendingLoops(t *testing.T) {
 		}
 	}
 	mustTask(t, c, "POST", "/nodes/pve01/lxc/210/status/start", nil)
-	c.call("PUT", "/nodes/pve01/lxc/210/config", url.Values{"delete": {"unused0,unused1,net10"}, "dev0": {"/dev/null"}}).must(t, "running update")
+	c.call("PUT", "/nodes/pve01/lxc/210/config", url.Values{"delete": {"unused0,unused1,net10"}, "dev0": {"/dev/null"}, "features": {"nesting=1"}}).must(t, "running update")
 	cur := current()
 	if cur["unused0"] != nil || cur["unused1"] != nil || volExists(vol1) || volExists(vol2) {
 		t.Errorf("delete=unused0,unused1 on the running CT: %v %v, volumes still there %v %v; want all gone", cur["unused0"], cur["unused1"], volExists(vol1), volExists(vol2))
@@ -205,5 +205,17 @@ func TestContainerHotplugPendingLoops(t *testing.T) {
 	}
 	if pending["net10"]["delete"] != float64(1) || pending["dev0"]["pending"] != nil || pending["unused0"] != nil {
 		t.Errorf("pending: net10 %v, dev0 %v, unused0 %v; want only net10's delete pending", pending["net10"], pending["dev0"], pending["unused0"])
+	}
+	// update_pct_config applies only the keys it was given ($selection =
+	// $modified): once stopped, an update of another key leaves net10's
+	// delete and features pending; the start applies them.
+	mustTask(t, c, "POST", "/nodes/pve01/lxc/210/status/stop", nil)
+	c.call("PUT", "/nodes/pve01/lxc/210/config", url.Values{"cpuunits": {"200"}}).must(t, "stopped update")
+	if cur := current(); cur["net10"] == nil || cur["features"] != nil || cur["cpuunits"] != float64(200) {
+		t.Errorf("stopped CT after cpuunits=200: net10 %v, features %v (neither is this update's), cpuunits %v", cur["net10"], cur["features"], cur["cpuunits"])
+	}
+	mustTask(t, c, "POST", "/nodes/pve01/lxc/210/status/start", nil)
+	if cur := current(); cur["net10"] != nil || cur["features"] != "nesting=1" {
+		t.Errorf("after the start net10 = %v, features = %v; want the pending changes applied", cur["net10"], cur["features"])
 	}
 }
