@@ -30,6 +30,7 @@ func (s *Sim) loadCtConfLocked(db *ConfigDB, node string, vmid int) (*guestconf.
 }
 
 func (s *Sim) writeCtConfLocked(db *ConfigDB, node string, vmid int, c *guestconf.Conf) {
+	pvecontainer.DropUsedUnused(c.Keys) // write_pct_config
 	s.writeGuestConfLocked(db, ctKind, node, vmid, c)
 }
 

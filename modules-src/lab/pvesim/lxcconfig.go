@@ -20,9 +20,12 @@ import (
 // vmconfig_hotplug_pending, vmconfig_apply_pending; src/PVE/API2/LXC.pm
 // resize_vm, vm_pending; src/PVE/API2/LXC/Config.pm update_vm):
 // every change is written to the pending section first; a stopped CT
-// applies it at once, a running one hot-plugs what it can (the "fast
-// plug" options, memory and swap through the cgroup, NICs, a new mount
-// point) and keeps the rest pending until its next start.
+// applies it at once, a running one hot-plugs what it can and keeps the
+// rest pending until its next start. The deletes and the new values
+// follow two different rules (pvecontainer.HotplugDelete, HotplugSet):
+// e.g. an unusedN goes at once (its volume freed) but an mpN waits, net10
+// is plugged at once but its delete waits, a new devN is plugged. A
+// removed or replaced mount point's volume is kept as unusedN.
 
 // PUT /nodes/{node}/lxc/{vmid}/config: synchronous under the config lock.
 func (s *Sim) putLxcConfig(rc *reqCtx) (any, error) {
@@ -81,7 +84,11 @@ func (s *Sim) putLxcConfig(rc *reqCtx) (any, error) {
 
 // ctWritePendingLocked writes the update to the pending section, then
 // applies it: all of it on a stopped CT, what can be hot-plugged on a
-// running one.
+// running one. Only the keys this update names are applied
+// (update_pct_config passes its $modified to vmconfig_hotplug_pending and
+// vmconfig_apply_pending as $selection): what a running CT left pending
+// stays pending after a stop until the next start, even through an
+// update of other keys.
 func (s *Sim) ctWritePendingLocked(node string, vmid int, c *guestconf.Conf, set map[string]string, deletes, revert []string) error {
 	for _, k := range revert {
 		delete(c.Pending, k)
@@ -90,6 +97,7 @@ func (s *Sim) ctWritePendingLocked(node string, vmid int, c *guestconf.Conf, set
 	if c.Pending == nil {
 		c.Pending = map[string]string{}
 	}
+	modified := map[string]bool{}
 	for _, k := range deletes {
 		if k == "description" {
 			c.Description = "" // a fast-plug option, the config's comment lines
@@ -98,6 +106,7 @@ func (s *Sim) ctWritePendingLocked(node string, vmid int, c *guestconf.Conf, set
 		if !c.IsSet(k) {
 			continue // "cannot delete '$opt' - not set in current configuration!" (a warning)
 		}
+		modified[k] = true
 		delete(c.Pending, k)
 		if !c.PendingDeleted(k) {
 			c.PendingDelete = append(c.PendingDelete, k)
@@ -108,30 +117,32 @@ func (s *Sim) ctWritePendingLocked(node string, vmid int, c *guestconf.Conf, set
 			c.SetDescription(v) // a fast-plug option, kept as the config's comment lines
 			continue
 		}
+		modified[k] = true
 		c.Pending[k] = v
 		c.PendingDelete = slices.DeleteFunc(c.PendingDelete, func(d string) bool { return d == k })
 	}
 	running := s.runningLocked(node, vmid)
-	for _, k := range slices.Clone(c.PendingDelete) {
-		if !running || pvecontainer.Hotplugged(c.Keys, k) {
-			delete(c.Keys, k)
-			c.PendingDelete = slices.DeleteFunc(c.PendingDelete, func(d string) bool { return d == k })
+	errs := map[string]string{}
+	for _, pk := range slices.Sorted(slices.Values(c.PendingDelete)) {
+		k := strings.TrimPrefix(pk, "!") // parse_pending_delete
+		if !modified[k] || running && !pvecontainer.HotplugDelete(k) {
+			continue // not selected, or "skip": waits for the next start
+		}
+		if err := s.ctApplyDeleteLocked(node, vmid, c, pk); err != nil {
+			errs[k] = ctPendingError(running, k, err)
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.Pending)) {
-		if running && !pvecontainer.Hotplugged(c.Keys, k) {
+		if !modified[k] || running && !pvecontainer.HotplugSet(c.Keys, k) {
 			continue
 		}
-		v := c.Pending[k]
-		if pvecontainer.IsVolumeKey(k) {
-			nv, err := s.createCtVolume(node, vmid, v, c.Keys["unprivileged"] == "1")
-			if err != nil {
-				return err
-			}
-			v = nv
+		if err := s.ctApplySetLocked(node, vmid, c, k); err != nil {
+			return err
 		}
-		c.Keys[k] = v
-		delete(c.Pending, k)
+	}
+	// update_vm: "don't write to config if we get any errors".
+	if len(errs) > 0 {
+		return errParams(errs)
 	}
 	// cleanup_pending: a pending value equal to the current one goes.
 	for k, v := range c.Pending {
@@ -142,25 +153,98 @@ func (s *Sim) ctWritePendingLocked(node string, vmid int, c *guestconf.Conf, set
 	return nil
 }
 
+// ctApplyDeleteLocked applies the pending delete of key (stored as key or
+// !key) as vmconfig_hotplug_pending and vmconfig_apply_pending do
+// (src/PVE/LXC/Config.pm): an unusedN's volume is freed
+// (delete_mountpoint_volume) unless a mount point, current or pending,
+// still uses it, and only when the CT owns it ("ignore deletion of …,
+// CT … isn't the owner!", a warning); a removed mpN's volume is kept as
+// unusedN (add_unused_volume; only reached on a stopped CT, since the
+// running one keeps an mpN delete pending). On an error the delete stays
+// pending.
+func (s *Sim) ctApplyDeleteLocked(node string, vmid int, c *guestconf.Conf, pk string) error {
+	k := strings.TrimPrefix(pk, "!")
+	v := c.Keys[k]
+	switch {
+	case pvecontainer.IsUnusedKey(k):
+		if v != "" && !pvecontainer.VolumeInUse(c.Keys, c.Pending, v) && ownsVolume(vmid, v) {
+			if err := s.freeVolumeLocked(node, v); err != nil {
+				return err
+			}
+		}
+	case k != "rootfs" && pvecontainer.IsVolumeKey(k):
+		if err := s.ctKeepUnusedLocked(c, v); err != nil {
+			return err
+		}
+	}
+	delete(c.Keys, k)
+	c.PendingDelete = slices.DeleteFunc(c.PendingDelete, func(d string) bool { return d == pk })
+	return nil
+}
+
+// ctPendingError is the message update_pct_config collects for a change
+// it could not apply: vmconfig_hotplug_pending's on a running CT,
+// vmconfig_apply_pending's on a stopped one.
+func ctPendingError(running bool, key string, err error) string {
+	if running {
+		return fmt.Sprintf("unable to hotplug %s: %v", key, err)
+	}
+	return fmt.Sprintf("unable to apply pending change %s : %v", key, err)
+}
+
 // ctApplyPendingLocked is vm_start's vmconfig_apply_pending: what waited
 // for the start is in force now.
 func (s *Sim) ctApplyPendingLocked(node string, vmid int, c *guestconf.Conf) error {
-	for _, k := range c.PendingDelete {
-		delete(c.Keys, strings.TrimPrefix(k, "!"))
+	for _, k := range slices.Sorted(slices.Values(c.PendingDelete)) {
+		// vm_start passes no error hash: a failure is a warning and
+		// the delete stays pending.
+		_ = s.ctApplyDeleteLocked(node, vmid, c, k)
 	}
-	c.PendingDelete = nil
 	for _, k := range slices.Sorted(maps.Keys(c.Pending)) {
-		v := c.Pending[k]
-		if pvecontainer.IsVolumeKey(k) {
-			nv, err := s.createCtVolume(node, vmid, v, c.Keys["unprivileged"] == "1")
-			if err != nil {
+		if err := s.ctApplySetLocked(node, vmid, c, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ctApplySetLocked makes the pending value of key current: a rootfs or
+// mount point "store:N" allocates its volume; a mount point in place of
+// another keeps the old volume as unusedN (apply_pending_mountpoint,
+// src/PVE/LXC/Config.pm; on a running CT only a new mpN gets here).
+func (s *Sim) ctApplySetLocked(node string, vmid int, c *guestconf.Conf, k string) error {
+	v := c.Pending[k]
+	if pvecontainer.IsVolumeKey(k) {
+		nv, err := s.createCtVolume(node, vmid, v, c.Keys["unprivileged"] == "1")
+		if err != nil {
+			return err
+		}
+		v = nv
+		if old, ok := c.Keys[k]; ok && k != "rootfs" {
+			if err := s.ctKeepUnusedLocked(c, old); err != nil {
 				return err
 			}
-			v = nv
 		}
-		c.Keys[k] = v
-		delete(c.Pending, k)
 	}
+	c.Keys[k] = v
+	delete(c.Pending, k)
+	return nil
+}
+
+// ctKeepUnusedLocked is add_unused_volume for the mount point value mp a
+// CT no longer uses, when it holds a volume (not a bind or device mount)
+// and is_volume_in_use does not find it; PVE passes the whole mount point
+// string there (see pvecontainer.VolumeInUse).
+func (s *Sim) ctKeepUnusedLocked(c *guestconf.Conf, mp string) error {
+	vol := pvecontainer.ParseMountPoint(mp).Volume()
+	if vol == "" || strings.HasPrefix(vol, "/") || pvecontainer.VolumeInUse(c.Keys, c.Pending, mp) {
+		return nil
+	}
+	slot, err := qemuserver.UnusedSlot(c.Keys, vol)
+	if err != nil || slot == "" {
+		return err
+	}
+	c.Keys[slot] = vol
 	return nil
 }
 

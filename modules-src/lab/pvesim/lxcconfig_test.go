@@ -149,3 +149,73 @@ func TestContainerPendingResizeDestroy(t *testing.T) {
 		})
 	}
 }
+
+// The two loops of vmconfig_hotplug_pending on a running CT
+// (src/PVE/LXC/Config.pm; reconstruction): delete=unusedN is applied at
+// once and frees its volume (delete_mountpoint_volume), delete=net10 waits
+// (the delete loop matches m/^net(\d)$/), a new dev0 is plugged at once
+// (device_passthrough_hotplug). Before that, on the stopped CT,
+// vmconfig_apply_pending keeps a replaced (apply_pending_mountpoint) or
+// removed mp0's volume as unusedN, and write_pct_config drops an unusedN
+// a mount point uses again. Only the keys an update names are applied.
+func TestContainerHotplugPendingLoops(t *testing.T) {
+	t.Parallel()
+	s := startSim(t, simOpts{taskDuration: 20 * time.Millisecond})
+	c := newClient(t, s, "pve01").root() // device passthrough is root@pam's
+	mustTask(t, c, "POST", "/nodes/pve01/lxc", url.Values{"vmid": {"210"}, "ostemplate": {"local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst"},
+		"rootfs": {"local-lvm:2"}, "mp0": {"local-lvm:1,mp=/data"}, "net10": {"name=eth10,bridge=vmbr0"}})
+	const vol1, vol2 = "local-lvm:vm-210-disk-1", "local-lvm:vm-210-disk-2"
+	volExists := func(vol string) bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		_, _, err := s.volumeLocked("pve01", vol)
+		return err == nil
+	}
+	current := func() map[string]any {
+		return c.call("GET", "/nodes/pve01/lxc/210/config", url.Values{"current": {"1"}}).must(t, "config").obj()
+	}
+	for _, step := range []struct {
+		p                url.Values
+		unused0, unused1 any
+	}{
+		{url.Values{"mp0": {"local-lvm:1,mp=/data"}}, vol1, nil}, // a new disk in place of vol1
+		{url.Values{"mp0": {vol2 + ",mp=/srv"}}, vol1, nil},      // the same volume: no unusedN
+		{url.Values{"delete": {"mp0"}}, vol1, vol2},              // removed: vol2 kept
+	} {
+		c.call("PUT", "/nodes/pve01/lxc/210/config", step.p).must(t, "stopped update")
+		if cur := current(); cur["unused0"] != step.unused0 || cur["unused1"] != step.unused1 || !volExists(vol1) || !volExists(vol2) {
+			t.Fatalf("stopped CT after %v: %v (volumes kept: %v %v), want unused0 %v, unused1 %v", step.p, cur, volExists(vol1), volExists(vol2), step.unused0, step.unused1)
+		}
+	}
+	mustTask(t, c, "POST", "/nodes/pve01/lxc/210/status/start", nil)
+	c.call("PUT", "/nodes/pve01/lxc/210/config", url.Values{"delete": {"unused0,unused1,net10"}, "dev0": {"/dev/null"}, "features": {"nesting=1"}}).must(t, "running update")
+	cur := current()
+	if cur["unused0"] != nil || cur["unused1"] != nil || volExists(vol1) || volExists(vol2) {
+		t.Errorf("delete=unused0,unused1 on the running CT: %v %v, volumes still there %v %v; want all gone", cur["unused0"], cur["unused1"], volExists(vol1), volExists(vol2))
+	}
+	if cur["dev0"] != "/dev/null" {
+		t.Errorf("a new dev0 is hot-plugged: current dev0 = %v", cur["dev0"])
+	}
+	if cur["net10"] == nil {
+		t.Error("net10 left the running CT's current config; its delete waits for the next start")
+	}
+	pending := map[string]map[string]any{}
+	for _, e := range c.call("GET", "/nodes/pve01/lxc/210/pending", nil).must(t, "pending").list() {
+		pending[fmt.Sprint(e["key"])] = e
+	}
+	if pending["net10"]["delete"] != float64(1) || pending["dev0"]["pending"] != nil || pending["unused0"] != nil {
+		t.Errorf("pending: net10 %v, dev0 %v, unused0 %v; want only net10's delete pending", pending["net10"], pending["dev0"], pending["unused0"])
+	}
+	// update_pct_config applies only the keys it was given ($selection =
+	// $modified): once stopped, an update of another key leaves net10's
+	// delete and features pending; the start applies them.
+	mustTask(t, c, "POST", "/nodes/pve01/lxc/210/status/stop", nil)
+	c.call("PUT", "/nodes/pve01/lxc/210/config", url.Values{"cpuunits": {"200"}}).must(t, "stopped update")
+	if cur := current(); cur["net10"] == nil || cur["features"] != nil || cur["cpuunits"] != float64(200) {
+		t.Errorf("stopped CT after cpuunits=200: net10 %v, features %v (neither is this update's), cpuunits %v", cur["net10"], cur["features"], cur["cpuunits"])
+	}
+	mustTask(t, c, "POST", "/nodes/pve01/lxc/210/status/start", nil)
+	if cur := current(); cur["net10"] != nil || cur["features"] != "nesting=1" {
+		t.Errorf("after the start net10 = %v, features = %v; want the pending changes applied", cur["net10"], cur["features"])
+	}
+}

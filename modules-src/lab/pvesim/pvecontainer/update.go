@@ -4,7 +4,6 @@ import (
 	"maps"
 	"regexp"
 	"slices"
-	"strings"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
@@ -14,19 +13,38 @@ import (
 var fastplug = map[string]bool{"description": true, "onboot": true, "startup": true, "protection": true,
 	"hostname": true, "hookscript": true, "cores": true, "tags": true, "lock": true}
 
-// netKeyRe is update_pct_config's m/^net(\d+)$/.
-var netKeyRe = regexp.MustCompile(`^net\d+$`)
+// netKeyRe is vmconfig_hotplug_pending's m/^net(\d+)$/ (a new or changed
+// NIC, update_net); netDeleteRe its delete loop's m/^net(\d)$/: a single
+// digit, so a delete of net10 and up waits for the next start.
+var (
+	netKeyRe    = regexp.MustCompile(`^net\d+$`)
+	netDeleteRe = regexp.MustCompile(`^net\d$`)
+	mpKeyRe     = regexp.MustCompile(`^mp\d+$`)
+)
 
-// Hotplugged tells whether vmconfig_hotplug_pending applies key to a
-// running CT whose current values are keys: the fast-plug options, the
-// cgroup ones (memory, swap, cpulimit, cpuunits), a NIC (update_net), a
-// mount point only when the key is new ("don't try to hotplug over
-// existing mp").
-func Hotplugged(keys map[string]string, key string) bool {
+// HotplugDelete tells whether vmconfig_hotplug_pending's delete loop
+// (src/PVE/LXC/Config.pm) removes key from a running CT at once: a
+// fast-plug option, an unusedN (its volume is freed, see
+// VolumeInUse), swap, cpulimit and cpuunits through the cgroup, a NIC
+// net0…net9 (veth_delete); anything else dies "skip" and stays pending.
+func HotplugDelete(key string) bool {
+	return fastplug[key] || unusedKeyRe.MatchString(key) || key == "swap" || key == "cpulimit" || key == "cpuunits" ||
+		netDeleteRe.MatchString(key)
+}
+
+// HotplugSet tells whether vmconfig_hotplug_pending applies a pending
+// value of key to a running CT whose current values are keys: the
+// fast-plug options (update_pct_config's first loop), cpulimit and
+// cpuunits, a NIC (update_net), memory and swap through the cgroup, a
+// mount point (apply_pending_mountpoint) or a passthrough device
+// (device_passthrough_hotplug) only when the key is new ("don't try to
+// hotplug over existing mp/dev"). Reconstruction: the lab applies what PVE
+// would try; a hot-plug that fails on a real node is not simulated.
+func HotplugSet(keys map[string]string, key string) bool {
 	switch {
 	case fastplug[key], key == "memory", key == "swap", key == "cpulimit", key == "cpuunits", netKeyRe.MatchString(key):
 		return true
-	case strings.HasPrefix(key, "mp") && IsVolumeKey(key):
+	case mpKeyRe.MatchString(key), devKeyRe.MatchString(key):
 		_, exists := keys[key]
 		return !exists
 	}

@@ -2,18 +2,65 @@ package pvecontainer
 
 import "testing"
 
-// vmconfig_hotplug_pending's choice: fast-plug and cgroup options and NICs
-// at once, a mount point only when new, anything else at the next start.
-func TestHotplugged(t *testing.T) {
-	keys := map[string]string{"mp0": "local:100/vm-100-disk-1.raw", "rootfs": "local:100/vm-100-disk-0.raw"}
+// vmconfig_hotplug_pending's delete loop (src/PVE/LXC/Config.pm;
+// reconstruction): fast-plug options, unusedN (its volume is freed), swap,
+// cpulimit, cpuunits and net0…net9 go at once; m/^net(\d)$/ has one digit,
+// so net10 waits, as do mount points, memory's siblings and the rest.
+func TestHotplugDelete(t *testing.T) {
+	for key, want := range map[string]bool{
+		"hostname": true, "tags": true, "unused0": true, "unused12": true, "swap": true, "cpulimit": true, "cpuunits": true,
+		"net0": true, "net9": true,
+		"net10": false, "net31": false, "mp0": false, "dev0": false, "features": false, "nameserver": false, "unusedx": false,
+	} {
+		if got := HotplugDelete(key); got != want {
+			t.Errorf("HotplugDelete(%s) = %v, want %v", key, got, want)
+		}
+	}
+}
+
+// vmconfig_hotplug_pending's set loop (src/PVE/LXC/Config.pm;
+// reconstruction): fast-plug and cgroup options and NICs (any number) at
+// once, a mount point or a passthrough device only when its key is new
+// ("don't try to hotplug over existing mp/dev"), anything else at the next
+// start.
+func TestHotplugSet(t *testing.T) {
+	keys := map[string]string{"mp0": "local:100/vm-100-disk-1.raw,mp=/a", "rootfs": "local:100/vm-100-disk-0.raw", "dev0": "/dev/null"}
 	for key, want := range map[string]bool{
 		"hostname": true, "cores": true, "memory": true, "swap": true, "cpulimit": true, "cpuunits": true,
-		"net0": true, "mp1": true, // a new mount point
-		"mp0": false, "rootfs": false, "ostype": false, "features": false, "dev0": false, "netx": false,
+		"net0": true, "net10": true,
+		"mp1": true, "dev1": true, // new
+		"mp0": false, "dev0": false, // over an existing one
+		"rootfs": false, "ostype": false, "features": false, "netx": false, "unused0": false,
 	} {
-		if got := Hotplugged(keys, key); got != want {
-			t.Errorf("Hotplugged(%s) = %v, want %v", key, got, want)
+		if got := HotplugSet(keys, key); got != want {
+			t.Errorf("HotplugSet(%s) = %v, want %v", key, got, want)
 		}
+	}
+}
+
+// is_volume_in_use (src/PVE/LXC/Config.pm) looks at rootfs and mount
+// points, current and pending, never at unusedN; write_pct_config drops an
+// unusedN a current mount point uses again, not one only a pending value
+// uses.
+func TestVolumeInUseDropUsedUnused(t *testing.T) {
+	cur := map[string]string{"rootfs": "local:100/vm-100-disk-0.raw,size=1G", "mp0": "local:100/vm-100-disk-1.raw,mp=/a",
+		"unused0": "local:100/vm-100-disk-1.raw", "unused1": "local:100/vm-100-disk-2.raw", "unused2": "local:100/vm-100-disk-3.raw"}
+	pending := map[string]string{"mp1": "local:100/vm-100-disk-2.raw,mp=/b"}
+	for volid, want := range map[string]bool{
+		"local:100/vm-100-disk-0.raw": true, "local:100/vm-100-disk-1.raw": true, "local:100/vm-100-disk-2.raw": true,
+		"local:100/vm-100-disk-3.raw":       false,
+		"local:100/vm-100-disk-1.raw,mp=/a": false, // a whole mount point string, as apply_pending_mountpoint passes it
+	} {
+		if got := VolumeInUse(cur, pending, volid); got != want {
+			t.Errorf("VolumeInUse(%s) = %v, want %v", volid, got, want)
+		}
+	}
+	DropUsedUnused(cur)
+	_, u0 := cur["unused0"]
+	_, u1 := cur["unused1"]
+	_, u2 := cur["unused2"]
+	if u0 || !u1 || !u2 {
+		t.Errorf("after DropUsedUnused: %v", cur)
 	}
 }
 

@@ -38,3 +38,35 @@ func VolumeKeys(keys map[string]string) []string {
 	}
 	return out
 }
+
+// VolumeInUse is is_volume_in_use with snapshots and pending
+// (src/PVE/LXC/Config.pm $__is_volume_in_use): a rootfs or mount point of
+// current or pending whose volume is volid. unusedN keys do not count.
+// The lab has no snapshots. Callers pass what PVE passes: for an unusedN
+// its value, the volume ID; for a removed or replaced mpN the whole
+// mount point string (vmconfig_apply_pending, apply_pending_mountpoint),
+// which names no volume, so the old volume always becomes unusedN.
+func VolumeInUse(current, pending map[string]string, volid string) bool {
+	for _, keys := range []map[string]string{current, pending} {
+		for _, k := range VolumeKeys(keys) {
+			if ParseMountPoint(keys[k]).Volume() == volid {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// IsUnusedKey tells an unusedN key (m/^unused(\d+)$/).
+func IsUnusedKey(key string) bool { return unusedKeyRe.MatchString(key) }
+
+// DropUsedUnused is write_pct_config's "remove 'unusedX' settings if the
+// volume is still used": an unusedN whose volume a current rootfs or
+// mount point uses goes (get_vm_volumes reads the current values only).
+func DropUsedUnused(keys map[string]string) {
+	for k, v := range keys {
+		if IsUnusedKey(k) && VolumeInUse(keys, nil, v) {
+			delete(keys, k)
+		}
+	}
+}
