@@ -88,8 +88,13 @@ func TestReplicationStatusContentionFailureAndSyncingH5(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+	// The target is back, so the job is due again: the lab's scheduler, as
+	// pvescheduler, may start its next run the moment ours frees the lock
+	// (a loaded machine once saw pid set here). Whatever runs after ours,
+	// the status it leaves is the success's.
+	eventually(t, "no run in progress after the good retry", func() bool { return status()["pid"] == nil })
 	st = status()
-	if st["fail_count"] != float64(0) || st["error"] != nil || st["pid"] != nil || st["last_sync"].(float64) < first {
+	if st["fail_count"] != float64(0) || st["error"] != nil || st["last_sync"].(float64) < first {
 		t.Errorf("after the good retry: %v", st)
 	}
 }
