@@ -205,10 +205,11 @@ func runGuarded(ctx context.Context, m *Module, inv *Invocation, env Env, stderr
 		case res := <-done:
 			return p.emit(res)
 		case <-watchdog:
-			if r.inCritical() {
-				// An APT/dpkg transaction (Uninterruptible) is running: it
-				// is never cut short; look again once it may have ended.
-				watchdog = time.After(grace)
+			if wait := r.criticalWait(grace); wait > 0 {
+				// An APT/dpkg transaction (Uninterruptible) is running, or
+				// has just ended: it is never cut short, and the module
+				// gets a whole grace after it to return on its own.
+				watchdog = time.After(wait)
 				continue
 			}
 			r.logf("module did not stop within %s after its deadline; reporting the timeout", grace)

@@ -32,6 +32,9 @@ type Run struct {
 	stderr   io.Writer
 	timeout  time.Duration
 	critical int // Uninterruptible sections running now
+	// criticalEnd is when the last Uninterruptible section ended: the
+	// watchdog's grace starts again from it (criticalWait).
+	criticalEnd time.Time
 	// writes counts the writes pveapi and host send under ctx (issue 23
 	// §2); stage compares it around each Apply.
 	writes *writes.Counter

@@ -18,6 +18,32 @@ import (
 // deadline and the watchdog's grace are over, or the watchdog rightly
 // fires: 300 ms each leaves a loaded CI machine room to get there (at
 // 50 ms each, go test -p 3 next to the lab tests once did not).
+// The watchdog's grace counts from the end of the last Uninterruptible
+// section: a dpkg transaction that ends just before the watchdog looks
+// again leaves the module the time to return on its own, instead of the
+// watchdog reporting a timeout over a result being written (the race
+// TestUninterruptibleOutlivesTheDeadline once lost, its 1.5 s section
+// ending at the watchdog's third look).
+func TestWatchdogGraceCountsFromTheSectionsEnd(t *testing.T) {
+	const grace = 10 * time.Second
+	r := &Run{}
+	if w := r.criticalWait(grace); w != 0 {
+		t.Errorf("no section ever: wait %s, want 0", w)
+	}
+	r.critical = 1
+	if w := r.criticalWait(grace); w != grace {
+		t.Errorf("a section running: wait %s, want the whole grace", w)
+	}
+	r.critical, r.criticalEnd = 0, time.Now().Add(-2*time.Second)
+	if w := r.criticalWait(grace); w < 7*time.Second || w > 8*time.Second {
+		t.Errorf("a section ended 2 s ago: wait %s, want about 8 s", w)
+	}
+	r.criticalEnd = time.Now().Add(-grace - time.Second)
+	if w := r.criticalWait(grace); w != 0 {
+		t.Errorf("a section ended more than a grace ago: wait %s, want 0", w)
+	}
+}
+
 func TestUninterruptibleOutlivesTheDeadline(t *testing.T) {
 	var finished atomic.Bool
 	var sawCancel atomic.Bool

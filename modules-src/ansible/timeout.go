@@ -96,6 +96,7 @@ func Uninterruptible(ctx context.Context, what string, fn func(ctx context.Conte
 		defer func() {
 			r.mu.Lock()
 			r.critical--
+			r.criticalEnd = time.Now()
 			r.mu.Unlock()
 		}()
 	}
@@ -107,9 +108,19 @@ func Uninterruptible(ctx context.Context, what string, fn func(ctx context.Conte
 	return err
 }
 
-// inCritical reports whether an Uninterruptible section is running.
-func (r *Run) inCritical() bool {
+// criticalWait is how much longer the watchdog must wait before it may
+// report a timeout: a whole grace while an Uninterruptible section runs,
+// and what is left of a grace counted from the end of the last one, so a
+// module whose transaction ends just before the watchdog looks still gets
+// the time to return on its own (0: none).
+func (r *Run) criticalWait(grace time.Duration) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.critical > 0
+	if r.critical > 0 {
+		return grace
+	}
+	if r.criticalEnd.IsZero() {
+		return 0
+	}
+	return max(0, grace-time.Since(r.criticalEnd))
 }
