@@ -9,7 +9,7 @@ package truth
 //
 //	--check --diff: nothing written anywhere (every node's upper dir, the
 //	request log), and exactly the tasks the real run then changes (H1, H2);
-//	real run, then a rerun: changed=0;
+//	real run;
 //	Dokploy's node powered off: HA recovers the VM elsewhere (H3), the site
 //	without pve02 reruns changed=0 (the replication jobs rewritten by the
 //	failover are PVE's, not drift: H7);
@@ -76,9 +76,10 @@ func seed003(t *testing.T, pve int) {
 			t.Errorf("fresh real run: the %s phase changed nothing", phase)
 		}
 	}
-	if c := s.run("second run").changed(); len(c) != 0 {
-		t.Errorf("second run changed:\n  %s", strings.Join(c, "\n  "))
-	}
+	// No rerun of its own here (issue 27 §3, CI time: a whole 3-node site
+	// run): the runs after the failover (pve01 and pve03) and after the
+	// failback (the whole site) must each change nothing, so a task that
+	// does not converge fails them.
 
 	// Read back from the nodes, not from the recap.
 	for node, cmd := range map[string][]string{
