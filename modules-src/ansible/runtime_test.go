@@ -12,12 +12,6 @@ import (
 	"github.com/gopve/proxmox/modules-src/host"
 )
 
-// An Uninterruptible section (a dpkg transaction) is never cut short: its
-// context ignores the deadline, the watchdog waits for it, and the task
-// then fails naming the step. The section must have begun before the
-// deadline and the watchdog's grace are over, or the watchdog rightly
-// fires: 300 ms each leaves a loaded CI machine room to get there (at
-// 50 ms each, go test -p 3 next to the lab tests once did not).
 // The watchdog's grace counts from the end of the last Uninterruptible
 // section: a dpkg transaction that ends just before the watchdog looks
 // again leaves the module the time to return on its own, instead of the
@@ -44,6 +38,12 @@ func TestWatchdogGraceCountsFromTheSectionsEnd(t *testing.T) {
 	}
 }
 
+// An Uninterruptible section (a dpkg transaction) is never cut short: its
+// context ignores the deadline, the watchdog waits for it, and the task
+// then fails naming the step. The section must have begun before the
+// deadline and the watchdog's grace are over, or the watchdog rightly
+// fires: 300 ms each leaves a loaded CI machine room to get there (at
+// 50 ms each, go test -p 3 next to the lab tests once did not).
 func TestUninterruptibleOutlivesTheDeadline(t *testing.T) {
 	var finished atomic.Bool
 	var sawCancel atomic.Bool

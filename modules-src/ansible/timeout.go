@@ -119,8 +119,5 @@ func (r *Run) criticalWait(grace time.Duration) time.Duration {
 	if r.critical > 0 {
 		return grace
 	}
-	if r.criticalEnd.IsZero() {
-		return 0
-	}
-	return max(0, grace-time.Since(r.criticalEnd))
+	return max(0, grace-time.Since(r.criticalEnd)) // never a section: long ago
 }

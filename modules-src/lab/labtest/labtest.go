@@ -190,19 +190,16 @@ func PowerOn(t *testing.T, lab *labctl.Lab, node string) {
 func SampleCmdlines(t *testing.T, lab *labctl.Lab, nodes []string, fn func()) map[string]string {
 	t.Helper()
 	dirs := map[string]string{}
+	seen := map[string]map[string]bool{}
 	for _, n := range nodes {
 		d, err := lab.ProcDir(n)
 		if err != nil {
 			t.Fatalf("the /proc sampler: %v", err)
 		}
-		dirs[n] = d
+		dirs[n], seen[n] = d, map[string]bool{}
 	}
-	seen := map[string]map[string]bool{}
 	sample := func() {
 		for n, d := range dirs {
-			if seen[n] == nil {
-				seen[n] = map[string]bool{}
-			}
 			for _, line := range cmdlines(d) {
 				seen[n][line] = true
 			}
