@@ -1,0 +1,69 @@
+package core
+
+import (
+	"strings"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
+)
+
+// rpcCheck is RPCEnvironment's check($user, $path, [$priv]) without noerr:
+// PVE's 403 naming path and privilege, or nil.
+func rpcCheck(db *ConfigDB, who *principal, path, priv string) error {
+	if ok, d := checkFull(db, who, path, []string{priv}, false); !ok {
+		return errPerm(d)
+	}
+	return nil
+}
+
+// GET /access/permissions: the caller's (or an owned token's) privileges
+// (API2/AccessControl.pm permissions): at path, or get_effective_permissions
+// over the top-level paths, every ACL path and every pool member's path,
+// leaving out paths without privileges. Values are the propagate flags.
+func (s *Sim) getPermissions(rc *reqCtx) (any, error) {
+	db := rc.db()
+	authid := rc.who.full()
+	userid := authid
+	if uid := rc.str("userid"); uid != "" {
+		userid = uid
+	}
+	user, _, isTok := strings.Cut(userid, "!")
+	if userid != authid && !(isTok && user == authid) {
+		if err := rpcCheck(db, rc.who, "/access", "Sys.Audit"); err != nil {
+			return nil, err
+		}
+	}
+	out := map[string]any{}
+	if p := rc.str("path"); p != "" {
+		out[p] = permFlags(rpcEnv(db, rc.who).Permissions(userid, access.NormalizePath(p)))
+		return out, nil
+	}
+	paths := map[string]bool{"/": true, "/access": true, "/access/groups": true, "/nodes": true, "/pool": true,
+		"/sdn": true, "/storage": true, "/vms": true}
+	for _, e := range db.Access.ACL {
+		paths[access.NormalizePath(e.Path)] = true
+	}
+	for _, p := range db.Pools {
+		for _, m := range p.Members {
+			typ, id, _ := strings.Cut(m, "/")
+			if typ == "storage" {
+				paths["/storage/"+id] = true
+			} else {
+				paths["/vms/"+id] = true
+			}
+		}
+	}
+	for p := range paths {
+		if perms := rpcEnv(db, rc.who).Permissions(userid, p); len(perms) > 0 {
+			out[p] = permFlags(perms)
+		}
+	}
+	return out, nil
+}
+
+func permFlags(perms map[string]bool) map[string]any {
+	out := map[string]any{}
+	for p, prop := range perms {
+		out[p] = boolNum(prop)
+	}
+	return out
+}

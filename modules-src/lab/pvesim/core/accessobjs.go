@@ -1,0 +1,195 @@
+package core
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/gopve/proxmox/modules-src/lab/pveschema"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
+)
+
+// Groups (API2/Group.pm), roles (API2/Role.pm) and ACL entries
+// (API2/ACL.pm).
+
+func (s *Sim) getGroups(rc *reqCtx) (any, error) {
+	db := rc.db()
+	out := []map[string]any{}
+	for _, id := range sortedKeys(db.Access.Groups) {
+		if !hasPriv(db, rc.who, "/access/groups/"+id, []string{"User.Modify", "Sys.Audit", "Group.Allocate"}, true) {
+			continue
+		}
+		g := db.Access.Groups[id]
+		e := map[string]any{"groupid": id, "users": strings.Join(slices.Sorted(slices.Values(g.Members)), ",")}
+		if g.Comment != "" {
+			e["comment"] = g.Comment
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+func (s *Sim) getGroup(rc *reqCtx) (any, error) {
+	g := rc.db().Access.Groups[rc.str("groupid")]
+	if g == nil {
+		return nil, fmt.Errorf("group '%s' does not exist", rc.str("groupid"))
+	}
+	e := map[string]any{"members": append([]string{}, g.Members...)}
+	if g.Comment != "" {
+		e["comment"] = g.Comment
+	}
+	return e, nil
+}
+
+func (s *Sim) postGroup(rc *reqCtx) (any, error) {
+	id := rc.str("groupid")
+	return nil, s.lockUserCfg(rc.db(), "create group failed", func(a *access.Config) error {
+		if a.Groups[id] != nil {
+			return fmt.Errorf("group '%s' already exists", id)
+		}
+		a.Groups[id] = &access.Group{ID: id, Comment: rc.str("comment")}
+		return nil
+	})
+}
+
+func (s *Sim) putGroup(rc *reqCtx) (any, error) {
+	id := rc.str("groupid")
+	return nil, s.lockUserCfg(rc.db(), "update group failed", func(a *access.Config) error {
+		g := a.Groups[id]
+		if g == nil {
+			return fmt.Errorf("group '%s' does not exist", id)
+		}
+		if rc.has("comment") {
+			g.Comment = rc.str("comment")
+		}
+		return nil
+	})
+}
+
+func (s *Sim) deleteGroup(rc *reqCtx) (any, error) {
+	id := rc.str("groupid")
+	return nil, s.lockUserCfg(rc.db(), "delete group failed", func(a *access.Config) error {
+		if a.Groups[id] == nil {
+			return fmt.Errorf("group '%s' does not exist", id)
+		}
+		delete(a.Groups, id)
+		a.ACL = slices.DeleteFunc(a.ACL, func(e access.ACLEntry) bool { return e.UGID == "@"+id })
+		return nil
+	})
+}
+
+// GET /access/roles: the version's special roles and the custom ones.
+func (s *Sim) getRoles(rc *reqCtx) (any, error) {
+	a := &rc.db().Access
+	ids := append(sortedKeys(access.SpecialRoles(s.cfg.Version)), sortedKeys(a.Roles)...)
+	sort.Strings(ids)
+	out := []map[string]any{}
+	for _, id := range slices.Compact(ids) {
+		special := access.IsSpecialRole(s.cfg.Version, id)
+		out = append(out, map[string]any{"roleid": id, "privs": strings.Join(sortedKeys(a.RolePrivs(s.cfg.Version, id)), ","),
+			"special": boolNum(special)})
+	}
+	return out, nil
+}
+
+func (s *Sim) getRole(rc *reqCtx) (any, error) {
+	id := rc.str("roleid")
+	privs := rc.db().Access.RolePrivs(s.cfg.Version, id)
+	if privs == nil {
+		return nil, fmt.Errorf("role '%s' does not exist", id)
+	}
+	out := map[string]any{}
+	for p := range privs {
+		out[p] = 1
+	}
+	return out, nil
+}
+
+var pveNamespace = regexp.MustCompile(`(?i)^PVE`)
+
+// addRolePrivs is add_role_privs: every privilege must be valid for the
+// version.
+func (s *Sim) addRolePrivs(a *access.Config, role, list string) error {
+	for _, p := range pveschema.SplitList(list) {
+		if !access.ValidPrivilege(s.cfg.Version, p) {
+			return fmt.Errorf("invalid privilege '%s'", p)
+		}
+		a.Roles[role][p] = true
+	}
+	return nil
+}
+
+func (s *Sim) postRole(rc *reqCtx) (any, error) {
+	id := rc.str("roleid")
+	if pveNamespace.MatchString(id) {
+		return nil, errParams(map[string]string{"roleid": "cannot use role ID starting with the (case-insensitive) 'PVE' namespace"})
+	}
+	return nil, s.lockUserCfg(rc.db(), "create role failed", func(a *access.Config) error {
+		if a.RolePrivs(s.cfg.Version, id) != nil {
+			return fmt.Errorf("role '%s' already exists", id)
+		}
+		a.Roles[id] = map[string]bool{}
+		return s.addRolePrivs(a, id, rc.str("privs"))
+	})
+}
+
+func (s *Sim) putRole(rc *reqCtx) (any, error) {
+	id := rc.str("roleid")
+	if access.IsSpecialRole(s.cfg.Version, id) {
+		return nil, fmt.Errorf("auto-generated role '%s' cannot be modified", id)
+	}
+	return nil, s.lockUserCfg(rc.db(), "update role failed", func(a *access.Config) error {
+		if a.Roles[id] == nil {
+			return fmt.Errorf("role '%s' does not exist", id)
+		}
+		if !rc.boolean("append") {
+			a.Roles[id] = map[string]bool{}
+		}
+		return s.addRolePrivs(a, id, rc.str("privs"))
+	})
+}
+
+// DELETE: the role goes; ACL entries naming it are dropped, as the next
+// parse_user_config does ("ignore invalid acl role").
+func (s *Sim) deleteRole(rc *reqCtx) (any, error) {
+	id := rc.str("roleid")
+	if access.IsSpecialRole(s.cfg.Version, id) {
+		return nil, fmt.Errorf("auto-generated role '%s' cannot be deleted", id)
+	}
+	return nil, s.lockUserCfg(rc.db(), "delete role failed", func(a *access.Config) error {
+		if a.Roles[id] == nil {
+			return fmt.Errorf("role '%s' does not exist", id)
+		}
+		delete(a.Roles, id)
+		a.ACL = slices.DeleteFunc(a.ACL, func(e access.ACLEntry) bool { return e.Role == id })
+		return nil
+	})
+}
+
+// GET /access/acl: the entries of paths one may modify permissions on
+// (or all, with Sys.Audit on /access).
+func (s *Sim) getACL(rc *reqCtx) (any, error) {
+	db := rc.db()
+	audit := hasPriv(db, rc.who, "/access", []string{"Sys.Audit"}, false)
+	out := []map[string]any{}
+	entries := slices.Clone(db.Access.ACL)
+	slices.SortStableFunc(entries, func(x, y access.ACLEntry) int { return access.ACLPathCmp(x.Path, y.Path) })
+	for _, e := range entries {
+		if !audit {
+			if ok, _ := rpcEnv(db, rc.who).CheckPermModify(rc.who.full(), access.NormalizePath(e.Path)); !ok {
+				continue
+			}
+		}
+		typ, ugid := "user", e.UGID
+		if g, ok := strings.CutPrefix(e.UGID, "@"); ok {
+			typ, ugid = "group", g
+		} else if strings.Contains(e.UGID, "!") {
+			typ = "token"
+		}
+		out = append(out, map[string]any{"path": access.NormalizePath(e.Path), "type": typ, "ugid": ugid,
+			"roleid": e.Role, "propagate": boolNum(e.Propagate)})
+	}
+	return out, nil
+}

@@ -1,0 +1,361 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pveschema"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/cluster"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/corosync"
+)
+
+// NodeInfo is a snapshot of one node as a client sees it.
+type NodeInfo struct {
+	Name        string
+	Addr        string // IP
+	URL         string // https://Addr:Port/api2/json
+	Fingerprint string // SHA-256 of the current certificate, AA:BB:…
+	CertPEM     []byte // current certificate (changes on join: C5)
+	CAPEM       []byte // root CA of its /etc/pve (pve-root-ca.pem): shared by a cluster (K14 ca_path)
+	Online      bool
+	Serving     bool   // listener up (false while offline or restarting)
+	Cluster     string // cluster name, "" when standalone
+}
+
+// Node returns the node's current view, or false if unknown.
+func (s *Sim) Node(name string) (NodeInfo, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.st.Nodes[name]
+	rt := s.nodes[name]
+	if n == nil || rt == nil {
+		return NodeInfo{}, false
+	}
+	info := NodeInfo{
+		Name: n.Name, Addr: n.Addr,
+		URL:         "https://" + net.JoinHostPort(n.Addr, strconv.Itoa(s.cfg.Port)) + "/api2/json",
+		Fingerprint: rt.cert.Fingerprint, CertPEM: append([]byte(nil), rt.cert.PEM...),
+		Online: n.Online, Serving: rt.srv != nil,
+	}
+	if db := s.st.DBs[n.DB]; db.Corosync != nil {
+		info.Cluster = db.Corosync.ClusterName
+	}
+	if ca := s.cas[n.DB]; ca != nil {
+		info.CAPEM = append([]byte(nil), ca.PEM...)
+	}
+	return info, true
+}
+
+// NodeNames lists the nodes in configuration order.
+func (s *Sim) NodeNames() []string {
+	out := make([]string, 0, len(s.cfg.Nodes))
+	for _, n := range s.cfg.Nodes {
+		out = append(out, n.Name)
+	}
+	return out
+}
+
+// Version is the simulated PVE major version.
+func (s *Sim) Version() int { return s.cfg.Version }
+
+// RootPassword is root@pam's password on every node.
+func (s *Sim) RootPassword() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st.RootPassword
+}
+
+// LabToken returns the root@pam!lab token (privilege separation off).
+func (s *Sim) LabToken() (id, secret string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return "root@pam!lab", s.st.TokenSecret
+}
+
+// Requests returns the request log (oldest first); ResetRequests empties it.
+func (s *Sim) Requests() []Request { return s.log.Entries() }
+
+// WatchSecret makes the request log look for value in every request from
+// now on: where it is, Request.Carries says so by label (the value itself
+// is redacted from the log wherever it appears). Tests give it their
+// marker secrets to prove which requests carried them, and only those.
+func (s *Sim) WatchSecret(label, value string) { s.log.watch(label, value) }
+
+// ResetRequests empties the request log.
+func (s *Sim) ResetRequests() { s.log.Reset() }
+
+// Faults is the lab's fault table.
+func (s *Sim) Faults() *Faults { return s.faults }
+
+// InternalErrors lists failures of the simulator itself (state saves,
+// listeners that could not come back); tests should expect none.
+func (s *Sim) InternalErrors() []string { return s.log.Errors() }
+
+// SetOnline powers a node on or off: off closes its API and removes its
+// vote from quorum (C10).
+func (s *Sim) SetOnline(name string, online bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.st.Nodes[name]
+	if n == nil {
+		return fmt.Errorf("no node %q in this lab (have %s)", name, strings.Join(s.NodeNames(), ", "))
+	}
+	if n.Online == online {
+		return nil
+	}
+	n.Online = online
+	if online {
+		n.BootTime = time.Now().Unix()
+		if s.ctx.Err() == nil && !n.restarting {
+			if err := s.listenLocked(name); err != nil {
+				return err
+			}
+		}
+		// A node back from the dead runs nothing; HA may fail guests back.
+		n.Running, n.HeldDevices = nil, nil
+		s.nodeBackLocked(name)
+	} else {
+		n.powerLosses++ // its running tasks die (tasks.go)
+		s.stopLocked(name)
+		s.nodeDownLocked(name) // HA fencing and recovery (ha.go)
+	}
+	s.saveLocked()
+	return nil
+}
+
+// TokenSpec describes an API token to create for a test or the lab CLI.
+type TokenSpec struct {
+	User    string // user@realm; created (realm pve, no password) if missing
+	Name    string // token name
+	Privsep bool   // privilege separation: only ACLs granted to the token count
+}
+
+// AddToken creates a token in node's /etc/pve (shared by its cluster) and
+// returns its full id and secret.
+func (s *Sim) AddToken(node string, spec TokenSpec) (id, secret string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	db := s.dbOf(node)
+	if db == nil {
+		return "", "", &NotFoundError{Msg: fmt.Sprintf("no node %q in this lab", node)}
+	}
+	s.readFilesLocked(db)
+	if !strings.Contains(spec.User, "@") || spec.Name == "" {
+		return "", "", &BadRequestError{Msg: fmt.Sprintf("token needs user@realm and a name (got %q, %q)", spec.User, spec.Name)}
+	}
+	if db.Access.Users[spec.User] == nil {
+		db.Access.Users[spec.User] = &access.User{ID: spec.User}
+	}
+	id = spec.User + "!" + spec.Name
+	secret = newUUID()
+	db.Access.Tokens[id] = &access.Token{ID: id, Secret: secret, Privsep: spec.Privsep}
+	s.saveLocked()
+	return id, secret, nil
+}
+
+// AddUser creates a pve-realm user with a password (for ticket tests).
+func (s *Sim) AddUser(node, user, password string) error {
+	if !strings.Contains(user, "@") {
+		return &BadRequestError{Msg: fmt.Sprintf("user %q needs a realm (user@pve)", user)}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	db := s.dbOf(node)
+	if db == nil {
+		return &NotFoundError{Msg: fmt.Sprintf("no node %q in this lab", node)}
+	}
+	s.readFilesLocked(db)
+	db.Access.Users[user] = &access.User{ID: user, Password: password}
+	s.saveLocked()
+	return nil
+}
+
+// Grant adds an ACL entry on node's /etc/pve: role is a role of the PVE
+// version (PVEAuditor, PVEDatastoreAdmin, Administrator…), a custom role, or
+// "priv:A,B", which creates the custom role "Lab-A_B" (user.cfg names roles
+// only) with those privileges.
+func (s *Sim) Grant(node, path, ugid, role string, propagate bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	db := s.dbOf(node)
+	if db == nil {
+		return &NotFoundError{Msg: fmt.Sprintf("no node %q in this lab", node)}
+	}
+	s.readFilesLocked(db)
+	if list, ok := strings.CutPrefix(role, "priv:"); ok {
+		privs := pveschema.SplitList(list)
+		set := map[string]bool{}
+		for _, p := range privs {
+			if !access.ValidPrivilege(s.cfg.Version, p) {
+				return &BadRequestError{Msg: fmt.Sprintf("invalid privilege '%s' (PVE %d)", p, s.cfg.Version)}
+			}
+			set[p] = true
+		}
+		role = access.LabRoleName(sortedKeys(set))
+		if db.Access.Roles == nil {
+			db.Access.Roles = map[string]map[string]bool{}
+		}
+		db.Access.Roles[role] = set
+	}
+	if db.Access.RolePrivs(s.cfg.Version, role) == nil {
+		return &BadRequestError{Msg: fmt.Sprintf("unknown role %q (use a PVE role such as PVEAuditor, or \"priv:A,B\")", role)}
+	}
+	p := access.NormalizePath(path)
+	if p == "" {
+		return &BadRequestError{Msg: fmt.Sprintf("invalid ACL path '%s'", path)}
+	}
+	db.Access.SetACL(access.ACLEntry{Path: p, UGID: ugid, Role: role, Propagate: propagate})
+	s.saveLocked()
+	return nil
+}
+
+// ClusterMember and ClusterInfo are `pvecm status` material for the CLI
+// stand-ins (pvesim/cluster).
+type (
+	ClusterMember = cluster.Member
+	ClusterInfo   = cluster.Info
+)
+
+// Cluster returns the cluster node belongs to, or false when standalone.
+func (s *Sim) Cluster(node string) (ClusterInfo, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.clusterLocked(node)
+}
+
+func (s *Sim) clusterLocked(node string) (ClusterInfo, bool) {
+	db := s.dbOf(node)
+	if db == nil || db.Corosync == nil {
+		return ClusterInfo{}, false
+	}
+	return cluster.PvecmStatus(db.Corosync, s.quorateLocked(db), func(name string) bool { return s.votesForLocked(db, name) }), true
+}
+
+// CreateCluster is `pvecm create` on node (no task; the CLI prints its own
+// output): the cluster is quorate at once.
+func (s *Sim) CreateCluster(node, name, link0 string) (ClusterInfo, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.st.Nodes[node]
+	if n == nil {
+		return ClusterInfo{}, &NotFoundError{Msg: fmt.Sprintf("no node %q in this lab", node)}
+	}
+	db := s.dbOf(node)
+	if db.Corosync != nil {
+		return ClusterInfo{}, &ConflictError{Msg: "cluster config '/etc/pve/corosync.conf' already exists"}
+	}
+	addr := n.Addr
+	if link0 != "" {
+		addr = cluster.LinkAddr(link0)
+	}
+	db.Corosync = &corosync.Conf{ClusterName: name, ConfigVersion: 1, Nodes: []*corosync.Node{{
+		Name: node, NodeID: 1, Votes: 1, Links: map[string]string{"ring0_addr": addr}}}}
+	if s.cfg.Version >= 9 {
+		db.Corosync.TokenCoefficient = 125
+	}
+	n.CorosyncUpAt = time.Now().UnixMilli()
+	db.Serial++
+	s.saveLocked()
+	info, _ := s.clusterLocked(node)
+	return info, nil
+}
+
+// ConflictError is a refusal the control API answers with 409.
+type ConflictError struct{ Msg string }
+
+func (e *ConflictError) Error() string { return e.Msg }
+
+// BadRequestError is answered with 400 by the control API.
+type BadRequestError struct{ Msg string }
+
+func (e *BadRequestError) Error() string { return e.Msg }
+
+// NotFoundError is answered with 404 by the control API.
+type NotFoundError struct{ Msg string }
+
+func (e *NotFoundError) Error() string { return e.Msg }
+
+// SetExpectedVotes is `pvecm expected N` (0 restores the sum of votes).
+func (s *Sim) SetExpectedVotes(node string, votes int) (ClusterInfo, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	db := s.dbOf(node)
+	if db == nil || db.Corosync == nil {
+		return ClusterInfo{}, &NotFoundError{Msg: "Corosync config '/etc/pve/corosync.conf' does not exist - is this node part of a cluster?"}
+	}
+	db.Corosync.ExpectedVotes = votes
+	s.saveLocked()
+	info, _ := s.clusterLocked(node)
+	return info, nil
+}
+
+// ReadPmxcfs returns a file of node's /etc/pve (path relative to /etc/pve,
+// e.g. "priv/authorized_keys"); false when it does not exist.
+func (s *Sim) ReadPmxcfs(node, path string) (string, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	db := s.dbOf(node)
+	if db == nil {
+		return "", false, &NotFoundError{Msg: fmt.Sprintf("no node %q in this lab", node)}
+	}
+	p := cleanPmxcfsPath(path)
+	if p == "" {
+		return "", false, &BadRequestError{Msg: fmt.Sprintf("invalid /etc/pve path %q", path)}
+	}
+	b, err := os.ReadFile(filepath.Join(s.etcPveDir(db.ID), filepath.FromSlash(p)))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return "", false, nil
+	case err != nil:
+		return "", false, fmt.Errorf("reading /etc/pve/%s: %w", p, err)
+	}
+	return string(b), true, nil
+}
+
+// WritePmxcfs writes (or, with remove, deletes) a file of node's /etc/pve,
+// as a program on node would. Without quorum /etc/pve is read-only (C10)
+// and the write fails as a shell redirection would.
+func (s *Sim) WritePmxcfs(node, path, content string, remove bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	db := s.dbOf(node)
+	if db == nil {
+		return &NotFoundError{Msg: fmt.Sprintf("no node %q in this lab", node)}
+	}
+	p := cleanPmxcfsPath(path)
+	if p == "" {
+		return &ConflictError{Msg: fmt.Sprintf("invalid /etc/pve path %q", path)}
+	}
+	if !s.quorateLocked(db) {
+		return &ConflictError{Msg: fmt.Sprintf("unable to write '/etc/pve/%s': Permission denied", p)}
+	}
+	full := filepath.Join(s.etcPveDir(db.ID), filepath.FromSlash(p))
+	if remove {
+		if err := os.Remove(full); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("removing /etc/pve/%s: %w", p, err)
+		}
+	} else if err := writeEtcPveFile(s.etcPveDir(db.ID), p, []byte(content)); err != nil {
+		return err
+	}
+	s.readFilesLocked(db)
+	db.Serial++
+	s.saveLocked()
+	return nil
+}
+
+func cleanPmxcfsPath(p string) string {
+	p = strings.Trim(p, "/")
+	for _, seg := range strings.Split(p, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return ""
+		}
+	}
+	return p
+}

@@ -1,0 +1,406 @@
+package core
+
+import (
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/cluster"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/corosync"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/nodecert"
+)
+
+// memberUpLocked: the node runs, its API is not mid-restart and its
+// corosync has started.
+func (s *Sim) memberUpLocked(name string) bool {
+	n := s.st.Nodes[name]
+	return n != nil && n.Online && !n.restarting && n.CorosyncUpAt <= time.Now().UnixMilli()
+}
+
+// votesForLocked: name is up and runs db's corosync configuration. A node
+// the primary's addnode has listed but whose finish_join has not started
+// corosync with the cluster's configuration (Setup.pm finish_join) is in
+// the nodelist, its vote expected, yet it is not there: it counts as
+// offline, as corosync shows such a node.
+func (s *Sim) votesForLocked(db *ConfigDB, name string) bool {
+	n := s.st.Nodes[name]
+	return n != nil && n.DB == db.ID && !db.Detached && s.memberUpLocked(name)
+}
+
+// quorateLocked is cluster.Quorate for db: a copy left on a node removed
+// from its cluster (Detached) never is.
+func (s *Sim) quorateLocked(db *ConfigDB) bool {
+	if db.Corosync != nil && db.Detached {
+		return false
+	}
+	return cluster.Quorate(db.Corosync, func(name string) bool { return s.votesForLocked(db, name) })
+}
+
+// quorateOnLocked is quorum as node's own pmxcfs reports it (.members,
+// /cluster/status): its corosync's votequorum (pve-cluster quorum.c
+// quorum_notification_fn), so a node whose corosync does not run with db's
+// configuration (a join not finished, corosync not started yet) says not
+// quorate, whatever the members that run it see (quorum.c
+// service_quorum_finalize sets 0 when pmxcfs has no corosync).
+func (s *Sim) quorateOnLocked(db *ConfigDB, node string) bool {
+	return s.quorateLocked(db) && (db.Corosync == nil || s.votesForLocked(db, node))
+}
+
+// cfsWriteLocked mirrors cfs_lock_file on a read-only /etc/pve: the lock
+// attempt spins for the lock timeout, then dies "no quorum!", wrapped by
+// the caller's message (e.g. "create storage failed").
+func (s *Sim) cfsWriteLocked(db *ConfigDB, file, errmsg string) *APIError {
+	if s.quorateLocked(db) {
+		return nil
+	}
+	lockid := "file-" + strings.ReplaceAll(file, ".", "_")
+	e := errStatus(500, "%s: cfs-lock '%s' error: no quorum!", errmsg, lockid)
+	e.wait = s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout)
+	return e
+}
+
+// requireQuorumLocked is check_cfs_quorum, used by cluster-wide writes.
+func (s *Sim) requireQuorumLocked(db *ConfigDB) error {
+	if !s.quorateLocked(db) {
+		return fmt.Errorf("cluster not ready - no quorum?")
+	}
+	return nil
+}
+
+func (s *Sim) getClusterStatus(rc *reqCtx) (any, error) {
+	db := rc.db()
+	if db.Corosync == nil {
+		return cluster.StandaloneStatus(rc.node, s.st.Nodes[rc.node].Addr), nil
+	}
+	return cluster.Status(db.Corosync, rc.node, s.quorateOnLocked(db, rc.node),
+		func(name string) bool { return s.votesForLocked(db, name) }, s.nodeAddrLocked), nil
+}
+
+// certFingerprintLocked is PVE::Cluster::get_node_fingerprint: the SHA-256
+// of nodes/<node>/pveproxy-ssl.pem, else pve-ssl.pem, as /etc/pve holds it.
+func (s *Sim) certFingerprintLocked(db *ConfigDB, node string) (string, error) {
+	dir := filepath.Join(s.etcPveDir(db.ID), "nodes", node)
+	p := filepath.Join(dir, "pveproxy-ssl.pem")
+	if _, err := os.Stat(p); err != nil {
+		p = filepath.Join(dir, "pve-ssl.pem")
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		// PVE::Tools::file_get_contents's words.
+		return "", fmt.Errorf("can't open '/etc/pve/nodes/%s/%s' - No such file or directory", node, filepath.Base(p))
+	}
+	block, _ := pem.Decode(b)
+	if block == nil {
+		return "", fmt.Errorf("unable to read certificate from '/etc/pve/nodes/%s/%s'", node, filepath.Base(p))
+	}
+	return nodecert.Fingerprint(block.Bytes), nil
+}
+
+// nodeAddrLocked is a member's address: the lab node's, or its ring0
+// address for a nodelist entry added by hand that names no lab node.
+func (s *Sim) nodeAddrLocked(m *corosync.Node) string {
+	if n := s.st.Nodes[m.Name]; n != nil {
+		return n.Addr
+	}
+	return m.Links["ring0_addr"]
+}
+
+func boolNum(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (s *Sim) getClusterConfigIndex(rc *reqCtx) (any, error) {
+	out := []map[string]any{}
+	for _, n := range []string{"apiversion", "join", "nodes", "qdevice", "totem"} {
+		out = append(out, map[string]any{"name": n})
+	}
+	return out, nil
+}
+
+// linksOf collects a request's link0..link7 (cluster.Links).
+func linksOf(rc *reqCtx, defAddr string) map[string]string {
+	return cluster.Links(func(i int) string { return rc.str(fmt.Sprintf("link%d", i)) }, defAddr)
+}
+
+// linksGiven tells whether the request names any linkN.
+func linksGiven(rc *reqCtx) bool {
+	for i := 0; i <= 7; i++ {
+		if rc.str(fmt.Sprintf("link%d", i)) != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// POST /cluster/config: root@pam ticket only (enforced by the schema's
+// missing permissions); a task on this node; quorate shortly after it ends.
+func (s *Sim) postClusterCreate(rc *reqCtx) (any, error) {
+	db := rc.db()
+	if db.Corosync != nil {
+		return nil, fmt.Errorf("cluster config '/etc/pve/corosync.conf' already exists")
+	}
+	name := rc.str("clustername")
+	node := rc.node
+	self := s.st.Nodes[node]
+	c := &corosync.Conf{ClusterName: name, ConfigVersion: 1, Nodes: []*corosync.Node{{
+		Name: node, NodeID: rc.integer("nodeid", 1), Votes: rc.integer("votes", 1), Links: linksOf(rc, self.Addr),
+	}}}
+	if s.cfg.Version >= 9 {
+		c.TokenCoefficient = rc.integer("token-coefficient", 125)
+	}
+	// corosync.conf is written at once (a second create fails), but corosync
+	// only counts once the worker finished and the service restarted.
+	db.Corosync = c
+	self.CorosyncUpAt = time.Now().Add(24 * time.Hour).UnixMilli()
+	db.Serial++
+	upid := s.startTaskLocked(rc, node, "clustercreate", name, func(t *taskRun) string {
+		t.logf("Writing corosync key to /etc/corosync/authkey.")
+		t.logf("Writing corosync config to /etc/pve/corosync.conf")
+		t.logf("Restart corosync and cluster filesystem")
+		if !s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration)) {
+			return "unexpected status"
+		}
+		settle := s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration) / 2
+		t.commit(func() { self.CorosyncUpAt = time.Now().Add(settle).UnixMilli() })
+		return ""
+	})
+	s.saveLocked()
+	return upid, nil
+}
+
+func (s *Sim) getTotem(rc *reqCtx) (any, error) {
+	db := rc.db()
+	if db.Corosync == nil {
+		return map[string]any{}, nil
+	}
+	return corosync.Totem(db.Corosync), nil
+}
+
+// GET /cluster/config/join: 424 on a standalone node; corosync values are
+// strings; pve_fp is each member's current certificate fingerprint.
+func (s *Sim) getJoinInfo(rc *reqCtx) (any, error) {
+	db := rc.db()
+	if db.Corosync == nil {
+		return nil, errStatus(424, "node is not in a cluster, no join info available!")
+	}
+	var asked *string
+	if rc.has("node") {
+		node := rc.str("node")
+		asked = &node
+	}
+	return cluster.JoinInfo(db.Corosync, rc.node, asked, s.nodeAddrLocked,
+		func(node string) (string, error) { return s.certFingerprintLocked(db, node) })
+}
+
+func (s *Sim) getClusterNodes(rc *reqCtx) (any, error) {
+	return cluster.Nodelist(rc.db().Corosync), nil
+}
+
+// findNodeLocked resolves a join's hostname: a node name or its address.
+func (s *Sim) findNodeLocked(host string) *Node {
+	for _, n := range s.st.Nodes {
+		if n.Name == host || n.Addr == host || n.Name+".lab" == host {
+			return n
+		}
+	}
+	return nil
+}
+
+// joinLock returns the named lock; callers must not hold s.mu.
+func (s *Sim) joinLock(dbID string) *sync.Mutex {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.joinLocks[dbID] == nil {
+		s.joinLocks[dbID] = &sync.Mutex{}
+	}
+	return s.joinLocks[dbID]
+}
+
+// lockWithTimeout tries to take m within d.
+func (s *Sim) lockWithTimeout(m *sync.Mutex, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if m.TryLock() {
+			return true
+		}
+		if time.Now().After(deadline) || !s.sleep(20*time.Millisecond) {
+			return false
+		}
+	}
+}
+
+// joinableLocked is assert_joinable for node (cluster.JoinableReasons).
+func (s *Sim) joinableLocked(node string, links map[string]string) []string {
+	db := s.dbOf(node)
+	return cluster.JoinableReasons(cluster.Joiner{
+		Name: node, Addr: s.st.Nodes[node].Addr,
+		InCluster: db.Corosync != nil, HasGuests: len(s.vmListLocked(db)) > 0,
+	}, links)
+}
+
+// POST /cluster/config/join, sent to the joining node (C4, C5, C6).
+func (s *Sim) postJoin(rc *reqCtx) (any, error) {
+	joiner := rc.node
+	p := struct {
+		host, fp, password string
+		force, explicit    bool
+		nodeid, votes      int
+		links              map[string]string
+	}{rc.str("hostname"), rc.str("fingerprint"), rc.str("password"), rc.boolean("force"), linksGiven(rc),
+		rc.integer("nodeid", 0), rc.integer("votes", -1), linksOf(rc, s.st.Nodes[joiner].Addr)}
+	upid := s.startTaskLocked(rc, joiner, "clusterjoin", "", func(t *taskRun) string {
+		return s.joinWorker(t, joiner, p.host, p.fp, p.password, p.force, p.explicit, p.nodeid, p.votes, p.links)
+	})
+	return upid, nil
+}
+
+func (s *Sim) joinWorker(t *taskRun, joiner, host, fp, password string, force, explicitLinks bool, nodeid, votes int, links map[string]string) string {
+	lockTimeout := s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout)
+	step := s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration) / 4
+
+	// The joiner's own /var/lock/pvecm.lock.
+	local := s.joinLock("local:" + joiner)
+	if !s.lockWithTimeout(local, lockTimeout) {
+		return "can't lock file '/var/lock/pvecm.lock' - got timeout"
+	}
+	defer local.Unlock()
+
+	s.mu.Lock()
+	if reasons := s.joinableLocked(joiner, links); len(reasons) > 0 && !force {
+		s.mu.Unlock()
+		t.logf("detected the following error(s):")
+		for _, r := range reasons {
+			t.logf("* %s", r)
+		}
+		return "Check if node may join a cluster failed!"
+	}
+	h := s.findNodeLocked(host)
+	s.mu.Unlock()
+	t.logf("Establishing API connection with host '%s'", host)
+	if !s.sleep(step) {
+		return "unexpected status"
+	}
+
+	s.mu.Lock()
+	if h == nil || !h.Online || h.restarting {
+		s.mu.Unlock()
+		return fmt.Sprintf("500 Can't connect to %s:%d (Connection refused)", host, s.cfg.Port)
+	}
+	hostFP := s.nodes[h.Name].cert.Fingerprint
+	if !strings.EqualFold(hostFP, fp) {
+		s.mu.Unlock()
+		return fmt.Sprintf("500 Can't connect to %s:%d (certificate fingerprint mismatch: got %s)", host, s.cfg.Port, hostFP)
+	}
+	if password != s.st.RootPassword {
+		s.mu.Unlock()
+		return "401 authentication failure"
+	}
+	hdb := s.st.DBs[h.DB]
+	if hdb.Corosync == nil {
+		s.mu.Unlock()
+		return "500 Corosync config '/etc/pve/corosync.conf' does not exist - is this node part of a cluster?"
+	}
+	s.mu.Unlock()
+	t.logf("Login succeeded.")
+	t.logf("check cluster join API version")
+
+	// The member's pvecm.lock + cfs lock on corosync.conf serialise the
+	// addnode halves of joins (C4), not their finish (join.go).
+	cl := s.joinLock(hdb.ID)
+	if !s.lockWithTimeout(cl, lockTimeout) {
+		return "500 can't lock file '/var/lock/pvecm.lock' - got timeout"
+	}
+	t.logf("Request addition of this node")
+	s.mu.Lock()
+	msg := s.addnodeLocked(hdb, joiner, nodeid, votes, links, explicitLinks, force)
+	s.mu.Unlock()
+	cl.Unlock()
+	if msg != "" {
+		// Setup.pm join: the member's answer, then "Cluster join aborted!"
+		t.logf("An error occurred on the cluster node: %s", msg)
+		return "Cluster join aborted!"
+	}
+	t.logf("Join request OK, finishing setup locally")
+	return s.finishJoin(joiner, hdb.ID, s.cfg.dur(s.cfg.RestartWindow, DefaultRestartWindow), t.logf)
+}
+
+// DELETE /cluster/config/nodes/{node} is PVE's delnode (C9), sent to a
+// remaining member: it only edits the cluster's corosync.conf and stops the
+// removed node's corosync (corosync-cfgtool -k). Nothing in the API makes
+// the removed node standalone again: it keeps its copy of /etc/pve with the
+// old corosync.conf, without quorum, and assert_joinable refuses it until it
+// is reinstalled (or cleaned by hand, as PVE's docs describe).
+func (s *Sim) deleteClusterNode(rc *reqCtx) (any, error) {
+	victim := rc.str("node")
+	if victim == rc.node {
+		//lint:ignore ST1005 PVE's own message, as pvecm delnode prints it
+		return nil, fmt.Errorf("Cannot delete myself from cluster!")
+	}
+	db := rc.db()
+	if err := s.requireQuorumLocked(db); err != nil {
+		return nil, err
+	}
+	m := cluster.DelnodeTarget(db.Corosync, victim)
+	if m == nil {
+		//lint:ignore ST1005 PVE's own message, as pvecm delnode prints it
+		return nil, fmt.Errorf("Node/IP: %s is not a known host of the cluster.", victim)
+	}
+	n := s.st.Nodes[m.Name]
+	if n != nil && n.DB == db.ID {
+		stale, err := s.detachedCopyLocked(db)
+		if err != nil {
+			return nil, err
+		}
+		n.DB = stale.ID
+	}
+	db.Corosync.Nodes = cluster.RemoveMember(db.Corosync.Nodes, m.Name)
+	db.Corosync.ConfigVersion++
+	db.Serial++
+	s.saveLocked()
+	return nil, nil
+}
+
+// detachedCopyLocked copies db (with its root CA, which signed the removed
+// node's certificate) as the stale /etc/pve of a node removed by delnode.
+func (s *Sim) detachedCopyLocked(db *ConfigDB) (*ConfigDB, error) {
+	raw, err := json.Marshal(db)
+	if err != nil {
+		return nil, fmt.Errorf("copy /etc/pve for the removed node: %w", err)
+	}
+	var stale ConfigDB
+	if err := json.Unmarshal(raw, &stale); err != nil {
+		return nil, fmt.Errorf("copy /etc/pve for the removed node: %w", err)
+	}
+	stale.ID = db.ID + "-detached-" + randomHex(2)
+	stale.Detached = true
+	for _, ext := range []string{".pem", ".key"} {
+		b, err := os.ReadFile(filepath.Join(nodecert.CADir(s.cfg.Dir), db.ID+ext))
+		if err != nil {
+			if os.IsNotExist(err) {
+				continue // no CA issued yet: the copy creates its own on demand
+			}
+			return nil, fmt.Errorf("copy the cluster CA for the removed node: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(nodecert.CADir(s.cfg.Dir), stale.ID+ext), b, 0o600); err != nil {
+			return nil, fmt.Errorf("copy the cluster CA for the removed node: %w", err)
+		}
+	}
+	if err := copyEtcPve(s.etcPveDir(db.ID), s.etcPveDir(stale.ID)); err != nil {
+		return nil, fmt.Errorf("copy /etc/pve for the removed node: %w", err)
+	}
+	for k, v := range s.written {
+		if rest, ok := strings.CutPrefix(k, db.ID+"\x00"); ok {
+			s.written[fileKey(stale.ID, rest)] = v
+		}
+	}
+	s.st.DBs[stale.ID] = &stale
+	return &stale, nil
+}

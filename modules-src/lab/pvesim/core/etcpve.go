@@ -1,0 +1,327 @@
+package core
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/google/renameio/v2"
+
+	"github.com/gopve/proxmox/modules-src/lab/pmxcfs"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/corosync"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/nodecert"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/ticket"
+)
+
+// Every ConfigDB (one pmxcfs database, one /etc/pve) is a real directory,
+// <Dir>/pvesim/etc-pve/<db id>/, laid out as PVE lays out /etc/pve. The lab
+// mounts it as each member's /etc/pve (modules-src/lab/pmxcfs), so the
+// simulator, the CLI stand-ins and a role editing a file share one state:
+//
+//   - the simulator writes storage.cfg, user.cfg, priv/token.cfg and
+//     corosync.conf whenever its model of them changes (writeFilesLocked);
+//   - before every API request, and when the mount reports a change, it reads
+//     storage.cfg, corosync.conf and user.cfg's pools back (readFilesLocked):
+//     a hand edit is what the API shows next. The access part of user.cfg
+//     and token.cfg are written, not read back (see docs/lab.md, known gaps);
+//   - every other file (priv/authorized_keys, datacenter.cfg, …) lives only
+//     in the directory.
+
+// etcPveDir is the backing directory of DB id.
+func (s *Sim) etcPveDir(id string) string { return filepath.Join(s.cfg.Dir, "pvesim", "etc-pve", id) }
+
+// fileKey indexes Sim.written.
+func fileKey(db, rel string) string { return db + "\x00" + rel }
+
+// Directories pve-cluster creates at start (prepare_observed_file_basedirs)
+// plus priv/lock, where cfs_lock_file takes its locks.
+var etcPveDirs = []string{"firewall", "ha", "mapping", "nodes", "priv", "priv/acme", "priv/lock", "sdn", "virtual-guest"}
+
+// writeFilesLocked renders the model of db into its directory; a file is
+// rewritten only when its rendering changed since the simulator last wrote
+// (or read) it, so a hand edit stays until the model changes.
+func (s *Sim) writeFilesLocked(db *ConfigDB) error {
+	dir := s.etcPveDir(db.ID)
+	for _, d := range etcPveDirs {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return fmt.Errorf("creating /etc/pve/%s: %w", d, err)
+		}
+	}
+	// Files of an earlier simulator that kept them in state.json.
+	for rel, content := range db.Files {
+		if err := writeEtcPveFile(dir, rel, []byte(content)); err != nil {
+			return err
+		}
+	}
+	db.Files = nil
+	files := map[string][]byte{
+		"storage.cfg":    []byte(renderStorageCfg(db)),
+		"user.cfg":       []byte(renderUserCfg(db, s.cfg.Version)),
+		"priv/token.cfg": []byte(db.Access.RenderTokenCfg()),
+	}
+	if db.Corosync != nil {
+		files["corosync.conf"] = []byte(corosync.Render(db.Corosync))
+	}
+	// Written once, then left to whoever edits them. The auth key pair and
+	// pve-www.key sign and check tickets and CSRF tokens (pvesim/ticket); a
+	// node that swaps /etc/pve on join invalidates every ticket it issued.
+	once := map[string][]byte{
+		"datacenter.cfg": []byte("keyboard: en-us\n"), // the installer's (reconstruction)
+	}
+	for _, rel := range []string{authPrivRel, wwwKeyRel} {
+		if _, done := s.written[fileKey(db.ID, rel)]; done {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, rel)); !errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		keys, err := ticket.InitialFiles(rel)
+		if err != nil {
+			return fmt.Errorf("generating /etc/pve/%s: %w", rel, err)
+		}
+		maps.Copy(once, keys)
+	}
+	if ca, err := s.caLocked(db.ID); err == nil {
+		once["pve-root-ca.pem"] = ca.PEM
+		if key, err := os.ReadFile(filepath.Join(nodecert.CADir(s.cfg.Dir), db.ID+".key")); err == nil {
+			once["priv/pve-root-ca.key"] = key
+		}
+	}
+	for rel, data := range once {
+		k := fileKey(db.ID, rel)
+		if _, done := s.written[k]; done {
+			continue // a file deleted since is not the simulator's to bring back
+		}
+		if _, err := os.Stat(filepath.Join(dir, rel)); errors.Is(err, fs.ErrNotExist) {
+			if err := writeEtcPveFile(dir, rel, data); err != nil {
+				return err
+			}
+		}
+		s.written[k] = data
+	}
+	// nodes/<member>/ for every node whose /etc/pve this is.
+	for _, name := range s.sortedNodeNames() {
+		n := s.st.Nodes[name]
+		if n.DB != db.ID {
+			continue
+		}
+		for _, sub := range []string{"qemu-server", "lxc", "openvz", "priv"} {
+			if err := os.MkdirAll(filepath.Join(dir, "nodes", name, sub), 0o755); err != nil {
+				return fmt.Errorf("creating /etc/pve/nodes/%s/%s: %w", name, sub, err)
+			}
+		}
+		if rt := s.nodes[name]; rt != nil && rt.cert != nil && !n.FinishPending {
+			files["nodes/"+name+"/pve-ssl.pem"] = rt.cert.PEM
+			if key, err := os.ReadFile(filepath.Join(nodecert.Dir(s.cfg.Dir, name), fmt.Sprintf("pve-ssl.%d.key", n.CertGen))); err == nil {
+				files["nodes/"+name+"/pve-ssl.key"] = key
+			}
+		}
+	}
+	for rel, data := range files {
+		k := fileKey(db.ID, rel)
+		if w, ok := s.written[k]; ok && bytes.Equal(w, data) {
+			continue
+		}
+		if err := writeEtcPveFile(dir, rel, data); err != nil {
+			return err
+		}
+		s.written[k] = data
+	}
+	s.settleUserCfgLocked(db, files["user.cfg"], files["priv/token.cfg"])
+	if db.Corosync == nil {
+		k := fileKey(db.ID, "corosync.conf")
+		if _, ok := s.written[k]; ok {
+			_ = os.Remove(filepath.Join(dir, "corosync.conf"))
+			delete(s.written, k)
+		}
+	}
+	return nil
+}
+
+// writeEtcPveFile replaces a file atomically: a reader on any node sees the
+// old or the new content, never a mix.
+func writeEtcPveFile(dir, rel string, data []byte) error {
+	p := filepath.Join(dir, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("creating the directory of /etc/pve/%s: %w", rel, err)
+	}
+	if err := renameio.WriteFile(p, data, 0o600); err != nil {
+		return fmt.Errorf("writing /etc/pve/%s: %w", rel, err)
+	}
+	return nil
+}
+
+// readFilesLocked takes storage.cfg, corosync.conf (corosyncconf.go) and
+// the pools of user.cfg from db's directory when they differ from what the
+// simulator last wrote.
+func (s *Sim) readFilesLocked(db *ConfigDB) {
+	if db == nil {
+		return
+	}
+	dir := s.etcPveDir(db.ID)
+	if b, err := os.ReadFile(filepath.Join(dir, "storage.cfg")); err == nil {
+		k := fileKey(db.ID, "storage.cfg")
+		if w, ok := s.written[k]; !ok || !bytes.Equal(w, b) {
+			db.Storage, db.StorageOrder = s.parseStorageCfg(string(b))
+			s.written[k] = b
+			db.Serial++
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "corosync.conf")); err == nil {
+		k := fileKey(db.ID, "corosync.conf")
+		if w, ok := s.written[k]; ok && !bytes.Equal(w, b) {
+			// A refused file (older, unparsable) stays as written, as pmxcfs
+			// leaves it: it only logs "local corosync.conf is newer".
+			if applied, _ := corosync.Adopt(db.Corosync, string(b)); applied {
+				db.Serial++
+			}
+			s.written[k] = b
+		}
+	}
+	s.readUserCfgLocked(db, dir)
+}
+
+func (s *Sim) sortedNodeNames() []string {
+	names := make([]string, 0, len(s.st.Nodes))
+	for n := range s.st.Nodes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// copyEtcPve copies a DB's directory (delnode leaves the removed node a
+// stale copy of /etc/pve, C9).
+func copyEtcPve(from, to string) error {
+	return filepath.WalkDir(from, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, p)
+		dst := filepath.Join(to, rel)
+		if e.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, b, 0o600)
+	})
+}
+
+// Backend of the lab's /etc/pve mounts (modules-src/lab/pmxcfs).
+
+// EtcPveDir is the directory node's /etc/pve shows right now: its own
+// before a join, the cluster's after.
+func (s *Sim) EtcPveDir(node string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.st.Nodes[node]
+	if n == nil {
+		return filepath.Join(s.cfg.Dir, "pvesim", "etc-pve", "unknown-node")
+	}
+	return s.etcPveDir(n.DB)
+}
+
+// Quorate tells whether node's /etc/pve is writable (C10).
+func (s *Sim) Quorate(node string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	db := s.dbOf(node)
+	return db != nil && s.quorateLocked(db)
+}
+
+// PmxcfsChanged is told by the mount that a program on node changed rel:
+// storage.cfg and user.cfg are read back at once.
+func (s *Sim) PmxcfsChanged(node, rel string) {
+	if rel != "storage.cfg" && rel != "user.cfg" && rel != "priv/token.cfg" && rel != "corosync.conf" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if db := s.dbOf(node); db != nil {
+		s.readFilesLocked(db)
+		if err := s.st.save(s.cfg.Dir); err != nil {
+			s.log.addError(err)
+		}
+	}
+}
+
+// GeneratedPmxcfsFile is the content of a generated root file of node's
+// /etc/pve, in pmxcfs's formats (status.c cfs_create_*_msg).
+func (s *Sim) GeneratedPmxcfsFile(node, name string) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	db := s.dbOf(node)
+	if db == nil {
+		return nil
+	}
+	var b strings.Builder
+	switch name {
+	case ".members":
+		b.WriteString("{\n")
+		fmt.Fprintf(&b, "\"nodename\": \"%s\",\n", node)
+		if db.Corosync == nil {
+			fmt.Fprintf(&b, "\"version\": %d\n}\n", 0)
+			break
+		}
+		c := db.Corosync
+		fmt.Fprintf(&b, "\"version\": %d,\n", db.Serial)
+		fmt.Fprintf(&b, "\"cluster\": { \"name\": \"%s\", \"version\": %d, \"nodes\": %d, \"quorate\": %d },\n",
+			c.ClusterName, c.ConfigVersion, len(c.Nodes), boolNum(s.quorateOnLocked(db, node)))
+		b.WriteString("\"nodelist\": {\n")
+		for i, m := range c.Nodes {
+			if i > 0 {
+				b.WriteString(",\n")
+			}
+			fmt.Fprintf(&b, "  \"%s\": { \"id\": %d, \"online\": %d", m.Name, m.NodeID, boolNum(s.votesForLocked(db, m.Name)))
+			if n := s.st.Nodes[m.Name]; n != nil {
+				fmt.Fprintf(&b, ", \"ip\": \"%s\"", n.Addr)
+			}
+			b.WriteString("}")
+		}
+		b.WriteString("\n  }\n}\n")
+	case ".version":
+		fmt.Fprintf(&b, "{\n\"starttime\": %d,\n\"clinfo\": %d,\n\"vmlist\": %d,\n", s.started.Unix(), db.Serial, 0)
+		for _, f := range []string{"corosync.conf", "corosync.conf.new", "storage.cfg", "user.cfg", "domains.cfg",
+			"notifications.cfg", "priv/notifications.cfg", "priv/shadow.cfg", "priv/acme/plugins.cfg", "priv/tfa.cfg",
+			"priv/token.cfg", "priv/wg-keys.cfg"} {
+			fmt.Fprintf(&b, "\"%s\": %d,\n", f, db.Serial)
+		}
+		b.WriteString("\"kvstore\": {\n}\n}\n")
+	case ".vmlist":
+		// cfs_create_vmlist_msg over the guest configurations in /etc/pve.
+		vms := pmxcfs.ScanVMConfigs(s.etcPveDir(db.ID))
+		if len(vms) == 0 {
+			fmt.Fprintf(&b, "{\n\"version\": %d\n\n}\n", db.Serial)
+			break
+		}
+		fmt.Fprintf(&b, "{\n\"version\": %d,\n\"ids\": {\n", db.Serial)
+		for i, vm := range vms {
+			if i > 0 {
+				b.WriteString(",\n")
+			}
+			fmt.Fprintf(&b, "\"%d\": { \"node\": \"%s\", \"type\": \"%s\", \"version\": %d }", vm.VMID, vm.Node, vm.Type, db.Serial)
+		}
+		b.WriteString("}\n\n}\n")
+	case ".clusterlog":
+		b.WriteString("{\n\"data\": []}\n")
+	}
+	return []byte(b.String())
+}

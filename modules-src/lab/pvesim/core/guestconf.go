@@ -1,0 +1,122 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/gopve/proxmox/modules-src/lab/pmxcfs"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
+)
+
+// A guest's configuration is its file in /etc/pve, nodes/<node>/qemu-server/
+// <vmid>.conf (or lxc/), in PVE's format (package guestconf). The file is
+// the truth: the API parses it on every read, so a config edited on a lab
+// node (or being cloned) is what the API shows.
+
+// ---- Where config files live: the node's /etc/pve (ConfigDB) ----
+
+// guestConfPath is the /etc/pve-relative path of a guest's config.
+func guestConfPath(node, kind string, vmid int) string {
+	return fmt.Sprintf("nodes/%s/%s/%d.conf", node, kind, vmid)
+}
+
+// readEtcPve, writeEtcPve and removeEtcPve are the one place guest code
+// touches /etc/pve files: the DB's directory, which the lab mounts as every
+// member's /etc/pve (etcpve.go), so a config edited on a node is what the
+// API reads next.
+func (s *Sim) readEtcPve(db *ConfigDB, rel string) (string, bool) {
+	b, err := os.ReadFile(filepath.Join(s.etcPveDir(db.ID), filepath.FromSlash(rel)))
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
+}
+
+func (s *Sim) writeEtcPve(db *ConfigDB, rel, content string) {
+	if err := writeEtcPveFile(s.etcPveDir(db.ID), rel, []byte(content)); err != nil {
+		s.log.addError(err)
+	}
+	db.Serial++
+}
+
+func (s *Sim) removeEtcPve(db *ConfigDB, rel string) {
+	if err := os.Remove(filepath.Join(s.etcPveDir(db.ID), filepath.FromSlash(rel))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		s.log.addError(err)
+	}
+	db.Serial++
+}
+
+// vmEntry is one line of pmxcfs's .vmlist: which node holds which guest.
+type vmEntry struct {
+	VMID int
+	Node string
+	Kind string // qemu-server or lxc
+}
+
+// vmListLocked is the cluster's .vmlist, sorted by VMID (pmxcfs's scan of
+// nodes/<node>/{qemu-server,lxc}).
+func (s *Sim) vmListLocked(db *ConfigDB) []vmEntry {
+	var out []vmEntry
+	for _, c := range pmxcfs.ScanVMConfigs(s.etcPveDir(db.ID)) {
+		kind := "qemu-server"
+		switch c.Type {
+		case "lxc":
+			kind = "lxc"
+		case "openvz":
+			continue
+		}
+		out = append(out, vmEntry{VMID: int(c.VMID), Node: c.Node, Kind: kind})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].VMID < out[j].VMID })
+	return out
+}
+
+// findVMLocked returns where vmid lives in db's cluster.
+func (s *Sim) findVMLocked(db *ConfigDB, vmid int) (vmEntry, bool) {
+	for _, e := range s.vmListLocked(db) {
+		if e.VMID == vmid {
+			return e, true
+		}
+	}
+	return vmEntry{}, false
+}
+
+// loadQmConfLocked is load_config: the file on node or PVE's error.
+func (s *Sim) loadQmConfLocked(db *ConfigDB, node string, vmid int) (*guestconf.Conf, error) {
+	return s.loadGuestConfLocked(db, vmKind, node, vmid)
+}
+
+// assertOnNode is assert_config_exists_on_node (qemu-server QemuConfig.pm),
+// which check_running runs first in most VM calls.
+func (s *Sim) assertOnNodeLocked(db *ConfigDB, node string, vmid int) error {
+	if _, ok := s.readEtcPve(db, guestConfPath(node, "qemu-server", vmid)); !ok {
+		return fmt.Errorf("unable to find configuration file for VM %d on node '%s'", vmid, node)
+	}
+	return nil
+}
+
+func (s *Sim) writeQmConfLocked(db *ConfigDB, node string, vmid int, c *guestconf.Conf) {
+	qemuserver.DropReusedUnused(c.Keys, c.Pending) // write_vm_config
+	if d, ok := c.Keys["description"]; ok {
+		c.SetDescription(d) // $generate_raw_config: the "#" lines
+	}
+	s.writeGuestConfLocked(db, vmKind, node, vmid, c)
+}
+
+// etcPveWritableLocked is what writing rel into a read-only /etc/pve (no
+// quorum, C10) fails with: file_set_contents cannot open its temp file
+// (pve-common PVE/File.pm).
+func (s *Sim) etcPveWritableLocked(db *ConfigDB, rel string) error {
+	if s.quorateLocked(db) {
+		return nil
+	}
+	return pvecommon.Die("unable to open file '/etc/pve/%s.tmp.%d' - Permission denied", rel, s.st.NextPID+1)
+}
+
+// ---- volumes a config names ----

@@ -1,0 +1,174 @@
+package core
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+)
+
+// guestKind is what differs between a VM and a container on the paths they
+// share (config read and write, typed config, power and destroy tasks under
+// the config lock, pool membership, /cluster/resources entries): the rest
+// of those paths is written once here, as pve-guest-common's
+// AbstractConfig.pm is for qemu-server and pve-container.
+type guestKind struct {
+	dir string // the config directory under nodes/<node>/ (vmEntry.Kind): "qemu-server", "lxc"
+	typ string // the API's type, also the prefix of pool members and resource ids: "qemu", "lxc"
+	// configMethod types config values: the schema method whose parameters
+	// are the kind's config keys.
+	configMethod, configPath string
+	pendingHeader            string // guestconf.VMPending or CTPending
+}
+
+var (
+	vmKind = guestKind{dir: "qemu-server", typ: "qemu", configMethod: "POST", configPath: "/nodes/{node}/qemu/{vmid}/config", pendingHeader: guestconf.VMPending}
+	ctKind = guestKind{dir: "lxc", typ: "lxc", configMethod: "PUT", configPath: "/nodes/{node}/lxc/{vmid}/config", pendingHeader: guestconf.CTPending}
+)
+
+// member is the guest's name in pools and /cluster/resources: "qemu/100".
+func (k guestKind) member(vmid int) string { return fmt.Sprintf("%s/%d", k.typ, vmid) }
+
+// haSID is the guest's HA service id: "vm:100", "ct:200".
+func (k guestKind) haSID(vmid int) string {
+	if k.dir == "lxc" {
+		return fmt.Sprintf("ct:%d", vmid)
+	}
+	return fmt.Sprintf("vm:%d", vmid)
+}
+
+// loadGuestConfLocked reads a guest's config file from db.
+func (s *Sim) loadGuestConfLocked(db *ConfigDB, k guestKind, node string, vmid int) (*guestconf.Conf, error) {
+	rel := guestConfPath(node, k.dir, vmid)
+	raw, ok := s.readEtcPve(db, rel)
+	if !ok {
+		// pve-guest-common AbstractConfig.pm load_config
+		return nil, pvecommon.Die("Configuration file '%s' does not exist", rel)
+	}
+	return guestconf.Parse(raw), nil
+}
+
+func (s *Sim) writeGuestConfLocked(db *ConfigDB, k guestKind, node string, vmid int, c *guestconf.Conf) {
+	s.writeEtcPve(db, guestConfPath(node, k.dir, vmid), c.Render(k.pendingHeader))
+}
+
+// typedGuestConf renders config values with the schema's JSON types, as
+// PVE's parse_*_config/check_type hand integers and booleans back as numbers.
+func (s *Sim) typedGuestConf(k guestKind, keys map[string]string) map[string]any {
+	m := s.schema.Method(k.configMethod, k.configPath)
+	out := make(map[string]any, len(keys))
+	for key, v := range keys {
+		out[key] = v
+		if m == nil {
+			continue
+		}
+		if p, ok := m.Parameters.PropFor(key); ok && (p.Type == "integer" || p.Type == "boolean") {
+			if n, err := strconv.Atoi(v); err == nil {
+				out[key] = n
+			}
+		} else if ok && p.Type == "number" {
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				out[key] = f
+			}
+		}
+	}
+	return out
+}
+
+// withDescriptionAndDigest completes a GET config answer: the description
+// (the file's comment lines, read as qemu-server does) and the file's
+// digest.
+func withDescriptionAndDigest(out map[string]any, c *guestconf.Conf) map[string]any {
+	if c.Description != "" {
+		out["description"] = guestconf.VMDescription(c.Description)
+	}
+	out["digest"] = c.Digest
+	return out
+}
+
+// guestLockTask starts a task on node whose work f runs holding vmid's
+// config lock (waiting up to LockTimeout) and the state lock.
+func (s *Sim) guestLockTask(rc *reqCtx, node, typ string, vmid int, f func(t *taskRun) string) string {
+	return s.startTaskLocked(rc, node, typ, strconv.Itoa(vmid), func(t *taskRun) string {
+		return s.underGuestLock(t, node, vmid, s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout), func() string {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return f(t)
+		})
+	})
+}
+
+// dropFromPoolsLocked is AccessControl.pm remove_vm_access, which
+// qemu-server's and pve-container's destroy call on every destroy, purge
+// or not (API2/Qemu.pm destroy_vm, API2/LXC.pm destroy_vm): the guest
+// leaves its pool (user.cfg knows guests by VMID only) and the ACL subtree
+// of /vms/<vmid> is deleted.
+func dropFromPoolsLocked(db *ConfigDB, _ guestKind, vmid int) {
+	for _, p := range db.Pools {
+		p.Members = slices.DeleteFunc(p.Members, func(m string) bool { n, ok := memberVMID(m); return ok && n == vmid })
+	}
+	path := fmt.Sprintf("/vms/%d", vmid)
+	db.Access.ACL = slices.DeleteFunc(db.Access.ACL, func(a access.ACLEntry) bool {
+		return a.Path == path || strings.HasPrefix(a.Path, path+"/")
+	})
+}
+
+// summaryFlags adds what a guest's list entry shows only when set:
+// template, lock and tags.
+func summaryFlags(e map[string]any, c *guestconf.Conf) map[string]any {
+	if c.IsTemplate() {
+		e["template"] = 1
+	}
+	if l := c.Lock(); l != "" {
+		e["lock"] = l
+	}
+	if t := c.Keys["tags"]; t != "" {
+		e["tags"] = t
+	}
+	return e
+}
+
+// asClusterResource turns a guest's list entry into its /cluster/resources
+// entry: id, type, node, maxcpu for cpus, template 0 when not one, and
+// status unknown while its node is down.
+func (s *Sim) asClusterResource(r map[string]any, k guestKind, e vmEntry) map[string]any {
+	r["id"], r["type"], r["node"] = k.member(e.VMID), k.typ, e.Node
+	r["maxcpu"] = r["cpus"]
+	delete(r, "cpus")
+	if r["template"] == nil {
+		r["template"] = 0
+	}
+	if !s.nodeUpLocked(e.Node) {
+		r["status"] = "unknown"
+	}
+	if st := s.haStateOfGuestLocked(s.dbOf(e.Node), k.haSID(e.VMID)); st != "" {
+		r["hastate"] = st
+	}
+	return r
+}
+
+// guestListLocked is GET /nodes/{node}/qemu or /lxc: the node's guests of
+// kind k that the caller may audit (filtered, not refused, K19), each as
+// summary renders it; a config that cannot be read is left out.
+func (s *Sim) guestListLocked(rc *reqCtx, k guestKind, summary func(node string, vmid int, c *guestconf.Conf) map[string]any) []map[string]any {
+	db := rc.db()
+	out := []map[string]any{}
+	for _, e := range s.vmListLocked(db) {
+		if e.Node != rc.node || e.Kind != k.dir {
+			continue
+		}
+		if !hasPriv(db, rc.who, fmt.Sprintf("/vms/%d", e.VMID), []string{"VM.Audit"}, false) {
+			continue
+		}
+		c, err := s.loadGuestConfLocked(db, k, e.Node, e.VMID)
+		if err != nil {
+			continue
+		}
+		out = append(out, summary(e.Node, e.VMID, c))
+	}
+	return out
+}

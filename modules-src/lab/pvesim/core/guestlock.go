@@ -1,0 +1,158 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Guest work is serialised by flocks on the node that does it, as PVE does:
+//
+//   - a guest's config lock, /var/lock/qemu-server/lock-<vmid>.conf
+//     (pve-guest-common AbstractConfig.pm lock_config_full: 10 s for
+//     lock_config, 1 s when clone takes the source and the new VMID,
+//     shared on a stopped source — qemu-server API2/Qemu.pm clone_vm);
+//   - a local storage's allocation lock, /var/lock/pve-manager/pve-storage-<id>,
+//     or the cfs lock storage-<id> of a shared one (pve-storage Plugin.pm
+//     cluster_lock_storage), held while a volume is allocated.
+//
+// A busy lock fails "can't lock file '<file>' - got timeout" (pve-common
+// Tools.pm lock_file_full) after the wait. Locks are not persisted: like
+// flocks they die with the simulator's "processes".
+
+// guestLock is one flock: exclusive or shared by several holders.
+type guestLock struct {
+	excl   bool
+	shared int
+}
+
+func (s *Sim) lockOf(key string) *guestLock {
+	if s.guestLocks == nil {
+		s.guestLocks = map[string]*guestLock{}
+	}
+	l := s.guestLocks[key]
+	if l == nil {
+		l = &guestLock{}
+		s.guestLocks[key] = l
+	}
+	return l
+}
+
+// tryLockLocked takes the lock if it is free (shared: free of an exclusive
+// holder). The caller holds s.mu.
+func (s *Sim) tryLockLocked(key string, shared bool) bool {
+	l := s.lockOf(key)
+	switch {
+	case l.excl:
+		return false
+	case shared:
+		l.shared++
+		return true
+	case l.shared > 0:
+		return false
+	}
+	l.excl = true
+	return true
+}
+
+func (s *Sim) unlockLocked(key string, shared bool) {
+	l := s.lockOf(key)
+	if shared {
+		if l.shared > 0 {
+			l.shared--
+		}
+		return
+	}
+	l.excl = false
+}
+
+// guestLockKey names the config flock of vmid on node; guestLockFile is its
+// path as PVE prints it.
+func guestLockKey(node string, vmid int) string { return fmt.Sprintf("%s:qemu:%d", node, vmid) }
+func guestLockFile(vmid int) string             { return fmt.Sprintf("/var/lock/qemu-server/lock-%d.conf", vmid) }
+
+// storageLock is the allocation lock of a storage as seen from node: a
+// node-local flock for local storage, one cluster-wide cfs lock for shared.
+func storageLock(node string, st *Storage) (key string, timeoutMsg string) {
+	if st.Shared() {
+		return "cfs:storage-" + st.ID, fmt.Sprintf("cfs-lock 'storage-%s' error: got lock request timeout", st.ID)
+	}
+	file := "/var/lock/pve-manager/pve-storage-" + st.ID
+	return node + ":" + file, fmt.Sprintf("can't lock file '%s' - got timeout", file)
+}
+
+// errLockTimeout is lock_file_full's failure.
+func errLockTimeout(file string) error {
+	return fmt.Errorf("can't lock file '%s' - got timeout", file)
+}
+
+// acquire waits up to d for a lock without holding s.mu (task workers).
+// It reports false on timeout or when the simulator closes.
+func (s *Sim) acquire(key string, shared bool, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		s.mu.Lock()
+		ok := s.tryLockLocked(key, shared)
+		s.mu.Unlock()
+		if ok {
+			return true
+		}
+		if time.Now().After(deadline) || !s.sleep(10*time.Millisecond) {
+			return false
+		}
+	}
+}
+
+func (s *Sim) release(key string, shared bool) {
+	s.mu.Lock()
+	s.unlockLocked(key, shared)
+	s.mu.Unlock()
+}
+
+// lockWait is what a synchronous handler returns when the lock it needs is
+// busy: runHandlerLocked waits for it outside the state lock, then runs the
+// handler again, or answers the timeout.
+type lockWait struct {
+	key     string
+	timeout time.Duration
+	msg     string // the error after the timeout
+}
+
+func (e *lockWait) Error() string { return e.msg }
+
+// runHandlerLocked runs h; a handler that needs a busy flock is re-run once
+// the lock is free, as a PVE worker blocks in flock (caller holds s.mu).
+func (s *Sim) runHandlerLocked(h handlerFunc, rc *reqCtx) (any, error) {
+	var deadline time.Time
+	for {
+		data, err := h(rc)
+		var lw *lockWait
+		if !errors.As(err, &lw) {
+			return data, err
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(lw.timeout)
+		}
+		if time.Now().After(deadline) {
+			return nil, errStatus(500, "%s", lw.msg)
+		}
+		s.mu.Unlock()
+		alive := s.sleep(10 * time.Millisecond)
+		s.mu.Lock()
+		if !alive {
+			return nil, errStatus(500, "%s", lw.msg)
+		}
+	}
+}
+
+// withGuestLockLocked runs f holding vmid's config lock on node for the
+// length of a synchronous call (lock_config, 10 s): busy → lockWait.
+func (s *Sim) withGuestLockLocked(node string, vmid int, f func() (any, error)) (any, error) {
+	key := guestLockKey(node, vmid)
+	if !s.tryLockLocked(key, false) {
+		return nil, &lockWait{key: key, timeout: s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout),
+			msg: errLockTimeout(guestLockFile(vmid)).Error()}
+	}
+	defer s.unlockLocked(key, false)
+	return f()
+}

@@ -1,0 +1,215 @@
+package core
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/gopve/proxmox/modules-src/lab/pveschema"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/ha"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+)
+
+// HA as pve-ha-manager keeps it (src/PVE/API2/HA/{Resources,Groups,Rules}.pm,
+// src/PVE/HA/Config.pm): /etc/pve/ha/resources.cfg, groups.cfg (PVE 8) and
+// rules.cfg (PVE 9). The files' model and rules, and the CRM's decisions,
+// are pvesim/ha's; here are the handlers, the state they need and the CRM's
+// timers. On PVE 9 an empty or missing groups.cfg means "groups have been
+// migrated to rules" (have_groups_been_migrated) and every group call
+// fails (H2).
+//
+// The CRM is a timer: after any HA change or an HA start/stop request it
+// brings each managed guest to its requested state HADelay later (H4: the
+// hastart/hastop task is OK long before the guest runs). A node powered off
+// (SetOnline) is fenced FenceDelay later and its HA guests are recovered on
+// another member (H3, H7): the config file is renamed to the new node as
+// PVE2.pm steal_service does, honouring node-affinity rules (9) or groups
+// (8), and the guests' replication jobs are rewritten source↔target as the
+// next pvesr run on the new node does (ReplicationState.pm).
+
+// haConfigLocked is db's HA files as pvesim/ha reads them.
+func (s *Sim) haConfigLocked(db *ConfigDB) ha.Config {
+	res, _ := s.readSectionsLocked(db, ha.ResourcesCfg)
+	groups, _ := s.readSectionsLocked(db, ha.GroupsCfg)
+	rules, _ := s.readSectionsLocked(db, ha.RulesCfg)
+	return ha.Config{Version: s.cfg.Version, Resources: res, Groups: groups, Rules: rules}
+}
+
+// haGuestLocked tells pvesim/ha a guest's kind (ct) and whether db has it.
+func (s *Sim) haGuestLocked(db *ConfigDB) func(vmid int) (ct, exists bool) {
+	return func(vmid int) (bool, bool) {
+		e, ok := s.findVMLocked(db, vmid)
+		return e.Kind == "lxc", ok
+	}
+}
+
+// haServiceLocked is what the lab knows of resource r's guest.
+func (s *Sim) haServiceLocked(db *ConfigDB, r *section) ha.Service {
+	vmid, err := strconv.Atoi(r.ID)
+	if err != nil {
+		return ha.Service{}
+	}
+	e, ok := s.findVMLocked(db, vmid)
+	if !ok {
+		return ha.Service{}
+	}
+	sid := ha.SID(r)
+	return ha.Service{Node: e.Node, CT: e.Kind == "lxc", NodeUp: s.nodeUpLocked(e.Node), Running: s.runningLocked(e.Node, vmid),
+		Error: s.haErrorLocked(db, sid), Motion: s.haMotionLocked(db, sid)}
+}
+
+// parseSID is HA::Config parse_sid on db's guests.
+func (s *Sim) parseSID(db *ConfigDB, sid string) (string, int, error) {
+	return ha.ParseSID(sid, s.haGuestLocked(db))
+}
+
+func (s *Sim) haErrorLocked(db *ConfigDB, sid string) bool { return s.haErrors[db.ID+"/"+sid] }
+
+func (s *Sim) setHAErrorLocked(db *ConfigDB, sid string, on bool) {
+	if s.haErrors == nil {
+		s.haErrors = map[string]bool{}
+	}
+	if on {
+		s.haErrors[db.ID+"/"+sid] = true
+	} else {
+		delete(s.haErrors, db.ID+"/"+sid)
+	}
+}
+
+func (s *Sim) haResourcesLocked(db *ConfigDB) ([]*section, string) {
+	return s.readSectionsLocked(db, ha.ResourcesCfg)
+}
+
+// groupsMigrated is have_groups_been_migrated: always false on PVE 8.
+func (s *Sim) groupsMigrated(db *ConfigDB) bool {
+	if s.cfg.Version < 9 {
+		return false
+	}
+	groups, _ := s.readSectionsLocked(db, ha.GroupsCfg)
+	return ha.Config{Version: s.cfg.Version, Groups: groups}.GroupsMigrated()
+}
+
+// haManagedLocked is vm_is_ha_managed: configured and not ignored.
+func (s *Sim) haManagedLocked(db *ConfigDB, vmid int) (*section, bool) {
+	list, _ := s.haResourcesLocked(db)
+	r := ha.FindResource(list, ha.GuestSID(false, vmid))
+	return r, ha.Managed(r)
+}
+
+// haConfiguredLocked is service_is_configured (any state).
+func (s *Sim) haConfiguredLocked(db *ConfigDB, vmid int) bool {
+	list, _ := s.haResourcesLocked(db)
+	return ha.FindResource(list, ha.GuestSID(false, vmid)) != nil
+}
+
+// haConfiguredSIDLocked tells whether a guest of the VM list is an HA resource.
+func (s *Sim) haConfiguredSIDLocked(db *ConfigDB, e vmEntry) bool {
+	list, _ := s.haResourcesLocked(db)
+	return ha.FindResource(list, ha.GuestSID(e.Kind == "lxc", e.VMID)) != nil
+}
+
+// setResourceOpts takes a resource's options from the request.
+func setResourceOpts(rc *reqCtx, r *section) {
+	setOpts(rc, ha.ResourceOpts, r.Opts)
+	ha.StoreResourceState(r)
+}
+
+func (s *Sim) getHAResources(rc *reqCtx) (any, error) {
+	db := rc.db()
+	list, digest := s.haResourcesLocked(db)
+	out := []map[string]any{}
+	for _, r := range list {
+		if rc.has("type") && rc.str("type") != r.Type {
+			continue
+		}
+		out = append(out, ha.ResourceView(r, digest, s.groupsMigrated(db)))
+	}
+	return out, nil
+}
+
+func (s *Sim) getHAResource(rc *reqCtx) (any, error) {
+	db := rc.db()
+	sid, _, err := s.parseSID(db, rc.str("sid"))
+	if err != nil {
+		return nil, err
+	}
+	list, digest := s.haResourcesLocked(db)
+	r := ha.FindResource(list, sid)
+	if r == nil {
+		return nil, fmt.Errorf("no such resource '%s'", sid)
+	}
+	return ha.ResourceView(r, digest, s.groupsMigrated(db)), nil
+}
+
+func (s *Sim) postHAResource(rc *reqCtx) (any, error) {
+	db := rc.db()
+	if err := s.requireQuorumLocked(db); err != nil {
+		return nil, err
+	}
+	sid, vmid, err := s.parseSID(db, rc.str("sid"))
+	if err != nil {
+		return nil, err
+	}
+	cfg := s.haConfigLocked(db)
+	r, err := cfg.NewResource(sid, vmid, rc.str("type"), rc.has("group"), s.haGuestLocked(db))
+	if err != nil {
+		return nil, err
+	}
+	setResourceOpts(rc, r)
+	s.commitHALocked(db, ha.ResourcesCfg, append(cfg.Resources, r), true)
+	return nil, nil
+}
+
+func (s *Sim) putHAResource(rc *reqCtx) (any, error) {
+	db := rc.db()
+	sid, _, err := s.parseSID(db, rc.str("sid"))
+	if err != nil {
+		return nil, err
+	}
+	if g := rc.str("group"); g != "" {
+		if err := s.haConfigLocked(db).CheckGroupOption(g); err != nil {
+			return nil, err
+		}
+	}
+	list, digest := s.haResourcesLocked(db)
+	// API2/HA/Resources.pm update: lock_ha_domain(..., "update resource failed").
+	if err := staleDigest(rc, digest, "update resource failed: "); err != nil {
+		return nil, err
+	}
+	r := ha.FindResource(list, sid)
+	if r == nil {
+		return nil, fmt.Errorf("no such resource '%s'", sid) // reconstruction (update_resources_config)
+	}
+	if s.haErrorLocked(db, sid) {
+		// Resources.pm check_service_state; disabling is the way out.
+		if rc.str("state") != "disabled" {
+			return nil, fmt.Errorf("service '%s' in error state, must be disabled and fixed first", sid)
+		}
+		s.setHAErrorLocked(db, sid, false)
+	}
+	setResourceOpts(rc, r)
+	for _, k := range pveschema.SplitList(rc.str("delete")) {
+		delete(r.Opts, k)
+	}
+	s.commitHALocked(db, ha.ResourcesCfg, list, true)
+	return nil, nil
+}
+
+func (s *Sim) deleteHAResource(rc *reqCtx) (any, error) {
+	db := rc.db()
+	sid, _, err := s.parseSID(db, rc.str("sid"))
+	if err != nil {
+		return nil, err
+	}
+	list, _ := s.haResourcesLocked(db)
+	if ha.FindResource(list, sid) == nil {
+		return nil, pvecommon.Die("cannot delete service '%s', not HA managed!", sid)
+	}
+	s.writeSectionsLocked(db, ha.ResourcesCfg, ha.WithoutResource(list, sid))
+	purge := s.cfg.Version >= 9 && (!rc.has("purge") || rc.boolean("purge"))
+	if purge {
+		rules, _ := s.readSectionsLocked(db, ha.RulesCfg)
+		s.writeSectionsLocked(db, ha.RulesCfg, ha.PurgeFromRules(rules, sid))
+	}
+	s.saveLocked()
+	return nil, nil
+}

@@ -1,0 +1,81 @@
+package core
+
+import (
+	"fmt"
+
+	"github.com/gopve/proxmox/modules-src/lab/pveschema"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/ha"
+)
+
+// HA groups (/cluster/ha/groups; pve-ha-manager's API2/HA/Groups.pm).
+
+func (s *Sim) groupsRefused(db *ConfigDB, verb string) error {
+	if s.groupsMigrated(db) {
+		return fmt.Errorf("cannot %s: ha groups have been migrated to rules", verb)
+	}
+	return nil
+}
+
+func (s *Sim) getHAGroups(rc *reqCtx) (any, error) {
+	if err := s.groupsRefused(rc.db(), "index groups"); err != nil {
+		return nil, err
+	}
+	return s.indexHA(rc, haGroups, nil), nil
+}
+
+func (s *Sim) getHAGroup(rc *reqCtx) (any, error) {
+	if err := s.groupsRefused(rc.db(), "read group"); err != nil {
+		return nil, err
+	}
+	return s.readHA(rc, haGroups)
+}
+
+func (s *Sim) postHAGroup(rc *reqCtx) (any, error) {
+	db := rc.db()
+	if err := s.groupsRefused(db, "create group"); err != nil {
+		return nil, err
+	}
+	list, _ := s.readSectionsLocked(db, ha.GroupsCfg)
+	if findSection(list, rc.str("group")) != nil {
+		return nil, fmt.Errorf("create ha group failed: ha group ID '%s' already defined", rc.str("group"))
+	}
+	g := &section{Type: "group", ID: rc.str("group"), Opts: map[string]string{}}
+	setOpts(rc, ha.GroupOpts, g.Opts)
+	s.commitHALocked(db, ha.GroupsCfg, append(list, g), true)
+	return nil, nil
+}
+
+func (s *Sim) putHAGroup(rc *reqCtx) (any, error) {
+	db := rc.db()
+	if err := s.groupsRefused(db, "update group"); err != nil {
+		return nil, err
+	}
+	list, digest := s.readSectionsLocked(db, ha.GroupsCfg)
+	if err := staleDigest(rc, digest, "update ha group failed: "); err != nil {
+		return nil, err
+	}
+	g := findSection(list, rc.str("group"))
+	if g == nil {
+		return nil, fmt.Errorf("update ha group failed: no such ha group '%s'", rc.str("group"))
+	}
+	setOpts(rc, ha.GroupOpts, g.Opts)
+	for _, k := range pveschema.SplitList(rc.str("delete")) {
+		if k == "nodes" {
+			return nil, fmt.Errorf("update ha group failed: unable to delete required option '%s'", k)
+		}
+		delete(g.Opts, k)
+	}
+	s.commitHALocked(db, ha.GroupsCfg, list, true)
+	return nil, nil
+}
+
+func (s *Sim) deleteHAGroup(rc *reqCtx) (any, error) {
+	db := rc.db()
+	if err := s.groupsRefused(db, "delete group"); err != nil {
+		return nil, err
+	}
+	return s.deleteHA(rc, haGroups, func(id string) error {
+		res, _ := s.haResourcesLocked(db)
+		return ha.GroupInUse(res, id)
+	})
+}

@@ -1,0 +1,226 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/gopve/proxmox/modules-src/lab/pveschema"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/ha"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+)
+
+// HA rules, PVE 9 (/cluster/ha/rules; pve-ha-manager's API2/HA/Rules.pm).
+
+// fullRulesLocked is the API's $get_full_rules_config (ha.Config.FullRules)
+// with rules.cfg's digest.
+func (s *Sim) fullRulesLocked(db *ConfigDB) ([]ha.OrderedRule, string) {
+	_, digest := s.readSectionsLocked(db, ha.RulesCfg)
+	return s.haConfigLocked(db).FullRules(), digest
+}
+
+// haMembersLocked are the members of db's cluster, the nodes rules name.
+func (s *Sim) haMembersLocked(db *ConfigDB) []string { return s.membersLocked(s.anyMemberLocked(db)) }
+
+func (s *Sim) getHARules(rc *reqCtx) (any, error) {
+	db := rc.db()
+	full, digest := s.fullRulesLocked(db)
+	errs := ha.RuleErrors(ha.Sections(full), len(s.haMembersLocked(db)))
+	out := []map[string]any{}
+	for _, r := range full {
+		if rc.has("type") && rc.str("type") != r.Sec.Type {
+			continue
+		}
+		if rc.has("resource") && !slices.Contains(splitComma(r.Sec.Opts["resources"]), rc.str("resource")) {
+			continue
+		}
+		out = append(out, ha.RuleView(r.Sec, digest, r.Order, errs[r.Sec.ID]))
+	}
+	return out, nil
+}
+
+func (s *Sim) getHARule(rc *reqCtx) (any, error) {
+	db := rc.db()
+	full, digest := s.fullRulesLocked(db)
+	for _, r := range full {
+		if r.Sec.ID == rc.str("rule") {
+			return ha.RuleView(r.Sec, digest, r.Order, ha.RuleErrors(ha.Sections(full), len(s.haMembersLocked(db)))[r.Sec.ID]), nil
+		}
+	}
+	return nil, fmt.Errorf("no such ha rule '%s'", rc.str("rule"))
+}
+
+// setRuleOpts takes a rule's options from the request; disable=0 is
+// dropped, as create_rule and update_rule do ("delete $param->{disable} if
+// !$param->{disable}"): re-enabling takes delete=disable.
+func setRuleOpts(rc *reqCtx, into map[string]string) {
+	prev, had := into["disable"]
+	setOpts(rc, ha.RuleOpts, into)
+	if rc.has("disable") && !rc.boolean("disable") {
+		delete(into, "disable")
+		if had {
+			into["disable"] = prev
+		}
+	}
+}
+
+// checkRuleLocked validates a rule as Rules.pm's API does
+// (ha.Config.CheckRule); an infeasible rule is answered 400 with the
+// messages per option.
+func (s *Sim) checkRuleLocked(db *ConfigDB, rules []*section, r *section) error {
+	cfg := s.haConfigLocked(db)
+	cfg.Rules = rules
+	err := cfg.CheckRule(r, s.haMembersLocked(db))
+	var invalid *ha.InvalidRule
+	if errors.As(err, &invalid) {
+		return &APIError{Status: 400, Message: invalid.Error(), Errors: invalid.Fields}
+	}
+	return err
+}
+
+// anyMemberLocked names a node whose /etc/pve is db.
+func (s *Sim) anyMemberLocked(db *ConfigDB) string {
+	for _, n := range s.sortedNodeNamesLocked() {
+		if s.st.Nodes[n].DB == db.ID {
+			return n
+		}
+	}
+	return ""
+}
+
+func (s *Sim) sortedNodeNamesLocked() []string {
+	var out []string
+	for n := range s.st.Nodes {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (s *Sim) postHARule(rc *reqCtx) (any, error) {
+	db := rc.db()
+	if !s.groupsMigrated(db) {
+		return nil, fmt.Errorf("cannot create ha rule: ha groups have not been migrated yet")
+	}
+	list, _ := s.readSectionsLocked(db, ha.RulesCfg)
+	r := &section{Type: rc.str("type"), ID: rc.str("rule"), Opts: map[string]string{}}
+	setRuleOpts(rc, r.Opts)
+	ha.NormaliseRuleLists(r)
+	if err := s.checkRuleLocked(db, list, r); err != nil {
+		return nil, err
+	}
+	if findSection(list, r.ID) != nil {
+		return nil, fmt.Errorf("HA rule '%s' already defined", r.ID)
+	}
+	s.commitHALocked(db, ha.RulesCfg, ha.AddRule(list, r), true)
+	return nil, nil
+}
+
+func (s *Sim) putHARule(rc *reqCtx) (any, error) {
+	db := rc.db()
+	if !s.groupsMigrated(db) {
+		return nil, fmt.Errorf("cannot update ha rule: ha groups have not been migrated yet")
+	}
+	list, digest := s.readSectionsLocked(db, ha.RulesCfg)
+	// API2/HA/Rules.pm update_rule: lock_ha_domain(..., "update HA rules failed").
+	if err := staleDigest(rc, digest, "update HA rules failed: "); err != nil {
+		return nil, err
+	}
+	r := findSection(list, rc.str("rule"))
+	if r == nil {
+		return nil, fmt.Errorf("HA rule '%s' does not exist", rc.str("rule"))
+	}
+	if t := rc.str("type"); t != "" && t != r.Type {
+		return nil, fmt.Errorf("types does not match") // reconstruction
+	}
+	updated := &section{Type: r.Type, ID: r.ID, Opts: map[string]string{}}
+	maps.Copy(updated.Opts, r.Opts)
+	setRuleOpts(rc, updated.Opts)
+	for _, k := range pveschema.SplitList(rc.str("delete")) {
+		delete(updated.Opts, k)
+	}
+	ha.NormaliseRuleLists(updated)
+	if err := s.checkRuleLocked(db, list, updated); err != nil {
+		return nil, err
+	}
+	r.Opts = updated.Opts
+	s.commitHALocked(db, ha.RulesCfg, list, true)
+	return nil, nil
+}
+
+func (s *Sim) deleteHARule(rc *reqCtx) (any, error) { return s.deleteHA(rc, haRules, nil) }
+
+// haRequestTask is the hastart/hastop task of an HA-managed guest: it only
+// sets the requested state (ha-manager set / crm-command stop), the CRM acts
+// later.
+func (s *Sim) haRequestTask(rc *reqCtx, typ string, vmid int, state string) string {
+	return s.haRequestTaskSID(rc, typ, fmt.Sprintf("vm:%d", vmid), vmid, state)
+}
+
+func (s *Sim) haRequestTaskSID(rc *reqCtx, typ, sid string, vmid int, state string) string {
+	db := rc.db()
+	kind := "VM"
+	if strings.HasPrefix(sid, "ct:") {
+		kind = "CT"
+	}
+	verb := "start"
+	if typ == "hastop" {
+		verb = "stop"
+	}
+	return s.startTaskLocked(rc, rc.node, typ, strconv.Itoa(vmid), func(t *taskRun) string {
+		t.logf("Requesting HA %s for %s %d", verb, kind, vmid)
+		if !s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration)) {
+			return "unexpected status"
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		list, _ := s.haResourcesLocked(db)
+		if r := ha.FindResource(list, sid); r != nil {
+			r.Opts["state"] = state
+			s.writeSectionsLocked(db, ha.ResourcesCfg, list)
+			s.saveLocked()
+		}
+		s.scheduleCRMLocked(db.ID)
+		return ""
+	})
+}
+
+// POST /cluster/ha/resources/{sid}/migrate|relocate: a CRM command the
+// manager carries out HADelay later (relocate stops and starts; the lab
+// treats both as moving the guest). PVE 9 answers {sid, requested-node},
+// PVE 8 null (pve-ha-manager API2/HA/Resources.pm).
+func (s *Sim) postHAMotion(rc *reqCtx) (any, error) {
+	db := rc.db()
+	sid, vmid, err := s.parseSID(db, rc.str("sid"))
+	if err != nil {
+		return nil, err
+	}
+	list, _ := s.haResourcesLocked(db)
+	if !ha.Managed(ha.FindResource(list, sid)) {
+		return nil, pvecommon.Die("resource '%s' is not HA managed", sid)
+	}
+	if s.haErrorLocked(db, sid) {
+		return nil, pvecommon.Die("service '%s' in error state, must be disabled and fixed first", sid)
+	}
+	target := rc.str("node")
+	if db.Corosync == nil || db.Corosync.Member(target) == nil {
+		return nil, pvecommon.Die("no such cluster node '%s'", target) // reconstruction: the CRM ignores it, PVE logs only
+	}
+	s.haLaterLocked(s.crmRound(), db.ID, func(d *ConfigDB) {
+		if !s.nodeUpLocked(target) {
+			return
+		}
+		if e, ok := s.findVMLocked(d, vmid); ok && e.Node != target {
+			_ = s.moveGuestLocked(d, vmid, e.Node, target, func(string, ...any) {})
+			s.scheduleCRMLocked(d.ID)
+		}
+	})
+	if s.cfg.Version < 9 {
+		return nil, nil
+	}
+	return map[string]any{"sid": sid, "requested-node": target}, nil
+}

@@ -1,0 +1,34 @@
+package core
+
+import (
+	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/ha"
+)
+
+// The HA status views, shaped by pvesim/ha from what the lab's CRM did:
+// GET /cluster/ha/status/current (API2/HA/Status.pm), a guest's "ha"
+// object and /cluster/resources' hastate.
+
+func (s *Sim) getHAStatusCurrent(rc *reqCtx) (any, error) {
+	db := rc.db()
+	res, _ := s.haResourcesLocked(db)
+	cfg := ha.Config{Version: s.cfg.Version, Resources: res}
+	return cfg.StatusCurrent(ha.StatusQuery{Node: rc.node, Quorate: s.quorateLocked(db), Now: time.Now(),
+		Members: s.membersLocked(rc.node), NodeUp: s.nodeUpLocked,
+		Service: func(r *section) ha.Service { return s.haServiceLocked(db, r) }}), nil
+}
+
+// haStatusOfGuestLocked is HA::Config get_service_status, the "ha" object
+// of a guest's status/current.
+func (s *Sim) haStatusOfGuestLocked(db *ConfigDB, sid string) map[string]any {
+	list, _ := s.haResourcesLocked(db)
+	cfg := ha.Config{Version: s.cfg.Version, Resources: list}
+	return cfg.GuestStatus(cfg.Resource(sid), func(r *section) ha.Service { return s.haServiceLocked(db, r) })
+}
+
+// haStateOfGuestLocked is /cluster/resources' hastate.
+func (s *Sim) haStateOfGuestLocked(db *ConfigDB, sid string) string {
+	list, _ := s.haResourcesLocked(db)
+	return ha.HAState(ha.FindResource(list, sid), func(r *section) ha.Service { return s.haServiceLocked(db, r) })
+}

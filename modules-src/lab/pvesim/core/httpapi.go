@@ -1,0 +1,451 @@
+package core
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pveschema"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+)
+
+// APIError is an error answer as PVE renders it: the status line's reason
+// phrase is the message's first line, the body {"data":null,"message":…}
+// plus "errors" per parameter for 400s.
+type APIError struct {
+	Status  int
+	Message string
+	Errors  map[string]string
+	// wait delays the answer outside the state lock (e.g. a cfs lock that
+	// times out after LockTimeout).
+	wait time.Duration
+}
+
+func (e *APIError) Error() string { return fmt.Sprintf("%d %s", e.Status, e.Message) }
+
+func errStatus(status int, format string, args ...any) *APIError {
+	return &APIError{Status: status, Message: fmt.Sprintf(format, args...)}
+}
+
+// errParams is PVE's raise_param_exc: 400 "Parameter verification failed."
+func errParams(errs map[string]string) *APIError {
+	return &APIError{Status: 400, Message: "Parameter verification failed.", Errors: errs}
+}
+
+func errPerm(detail string) *APIError {
+	if detail == access.PermNoDetail {
+		return errStatus(403, "Permission check failed") // raise_perm_exc()
+	}
+	return errStatus(403, "Permission check failed (%s)", detail)
+}
+
+// reqCtx is what a handler sees.
+type reqCtx struct {
+	s      *Sim
+	node   string // node that handles the request (after proxyto)
+	origin string // node whose API was called
+	method *pveschema.Method
+	params map[string]any
+	who    *principal
+	fault  *Fault // a task-level fault matched by this request
+}
+
+func (rc *reqCtx) str(k string) string {
+	v, ok := rc.params[k]
+	if !ok {
+		return ""
+	}
+	return pvecommon.ParamString(v)
+}
+
+func (rc *reqCtx) has(k string) bool { _, ok := rc.params[k]; return ok }
+
+func (rc *reqCtx) boolean(k string) bool {
+	v, ok := rc.params[k]
+	if !ok {
+		return false
+	}
+	if b, ok := v.(bool); ok {
+		return b
+	}
+	return pvecommon.ParamString(v) == "1"
+}
+
+func (rc *reqCtx) integer(k string, def int) int {
+	if !rc.has(k) {
+		return def
+	}
+	n, err := strconv.Atoi(rc.str(k))
+	if err != nil {
+		return def
+	}
+	return n
+}
+
+// db is the pmxcfs of the handling node.
+func (rc *reqCtx) db() *ConfigDB { return rc.s.dbOf(rc.node) }
+
+type handlerFunc func(rc *reqCtx) (any, error)
+
+// handlers maps "METHOD /schema/path" to its implementation. Paths the
+// schema knows but the simulator does not implement answer 501 with a
+// message that says so.
+func (s *Sim) handlers() map[string]handlerFunc {
+	table := map[string]handlerFunc{
+		"GET /version":                                            s.getVersion,
+		"POST /access/ticket":                                     s.postTicket,
+		"GET /access/ticket":                                      func(*reqCtx) (any, error) { return nil, nil },
+		"GET /access/permissions":                                 s.getPermissions,
+		"GET /nodes":                                              s.getNodes,
+		"GET /nodes/{node}/status":                                s.getNodeStatus,
+		"GET /nodes/{node}/tasks":                                 s.getTasks,
+		"GET /nodes/{node}/tasks/{upid}/status":                   s.getTaskStatus,
+		"GET /nodes/{node}/tasks/{upid}/log":                      s.getTaskLog,
+		"GET /nodes/{node}/storage":                               s.getNodeStorage,
+		"GET /nodes/{node}/storage/{storage}/status":              s.getNodeStorageStatus,
+		"GET /nodes/{node}/storage/{storage}/content":             s.getStorageContent,
+		"POST /nodes/{node}/storage/{storage}/content":            s.postStorageContent,
+		"GET /nodes/{node}/storage/{storage}/content/{volume}":    s.getStorageVolume,
+		"PUT /nodes/{node}/storage/{storage}/content/{volume}":    s.putStorageVolume,
+		"DELETE /nodes/{node}/storage/{storage}/content/{volume}": s.deleteStorageVolume,
+		"POST " + uploadMethodPath:                                s.postStorageUpload,
+		"GET /cluster/status":                                     s.getClusterStatus,
+		"GET /cluster/resources":                                  s.getClusterResources,
+		"GET /cluster/config":                                     s.getClusterConfigIndex,
+		"POST /cluster/config":                                    s.postClusterCreate,
+		"GET /cluster/config/join":                                s.getJoinInfo,
+		"POST /cluster/config/join":                               s.postJoin,
+		"GET /cluster/config/nodes":                               s.getClusterNodes,
+		"DELETE /cluster/config/nodes/{node}":                     s.deleteClusterNode,
+		"GET /cluster/config/totem":                               s.getTotem,
+		"GET /storage":                                            s.getStorageList,
+		"POST /storage":                                           s.postStorage,
+		"GET /storage/{storage}":                                  s.getStorage,
+		"PUT /storage/{storage}":                                  s.putStorage,
+		"DELETE /storage/{storage}":                               s.deleteStorage,
+		"GET /pools":                                              s.getPools,
+		"POST /pools":                                             s.postPool,
+		"PUT /pools":                                              s.putPool,
+		"DELETE /pools":                                           s.deletePool,
+		"GET /pools/{poolid}":                                     s.getPoolDeprecated,
+		"PUT /pools/{poolid}":                                     s.putPool,
+		"DELETE /pools/{poolid}":                                  s.deletePool,
+	}
+	maps.Copy(table, s.guestHandlers())
+	maps.Copy(table, s.accessHandlers())
+	return table
+}
+
+// nodeHandler serves one node's /api2/json.
+func (s *Sim) nodeHandler(node string) http.Handler {
+	table := s.handlers()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.serve(node, table, w, r)
+	})
+}
+
+func (s *Sim) serve(node string, table map[string]handlerFunc, w http.ResponseWriter, r *http.Request) {
+	if !s.enter() {
+		resetConn(w)
+		return
+	}
+	defer s.reqWG.Done()
+	defer s.inFlight.Add(-1)
+	start := time.Now()
+	apiPath, ok := strings.CutPrefix(r.URL.Path, "/api2/json")
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	if apiPath == "" {
+		apiPath = "/"
+	}
+	entry := Request{Time: start, Node: node, Method: r.Method, Path: apiPath}
+	var params map[string]any
+	var perr error
+	var up *upload
+	if isUpload(r.Method, apiPath) && r.ContentLength > 0 {
+		// pveproxy authenticates an upload before it reads the body, then
+		// takes the body as a multipart file upload (upload.go); without a
+		// Content-Length it handles the request as any other.
+		if aerr := s.uploadAuth(node, r, apiPath); aerr != nil {
+			if aerr.Status == 401 {
+				s.sleepCtx(r, s.cfg.dur(s.cfg.AuthDelay, DefaultAuthDelay))
+			}
+			entry.Status, entry.Duration = aerr.Status, time.Since(start)
+			s.log.add(entry)
+			writeError(w, aerr)
+			return
+		}
+		params, up, perr = s.receiveUpload(r)
+		if perr != nil {
+			entry.Duration = time.Since(start)
+			if errors.Is(perr, errNoAnswer) {
+				s.log.add(entry)
+				resetConn(w)
+				return
+			}
+			entry.Status = 500
+			s.log.add(entry)
+			writeError(w, errStatus(500, "%v", perr))
+			return
+		}
+		s.mu.Lock()
+		if s.uploads == nil {
+			s.uploads = map[string]*upload{}
+		}
+		s.uploads[up.tmpName] = up
+		s.mu.Unlock()
+		defer func() {
+			// cleanup_reqstate: a file no task took is removed.
+			s.mu.Lock()
+			if s.uploads[up.tmpName] == up {
+				delete(s.uploads, up.tmpName)
+				_ = os.Remove(up.hostPath)
+			}
+			s.mu.Unlock()
+		}()
+	} else {
+		params, perr = readParams(r)
+	}
+	finish := func(status int) {
+		entry.Status = status
+		entry.Duration = time.Since(start)
+		watched := s.log.watchList()
+		entry.Params = redactParams(params, append(s.secrets(), values(watched)...))
+		entry.Carries = carries(r, params, watched)
+		s.log.add(entry)
+	}
+
+	fault := s.faults.take(node, r.Method, apiPath)
+	var taskFault *Fault
+	loseAnswer := false
+	if fault != nil {
+		entry.Fault = string(fault.Kind)
+		if fault.Before != nil {
+			fault.Before()
+		}
+		switch fault.Kind {
+		case FaultLatency:
+			if !s.sleepCtx(r, fault.Delay) {
+				finish(0)
+				return
+			}
+		case FaultError:
+			st := fault.Status
+			if st == 0 {
+				st = 500
+			}
+			msg := fault.Message
+			if msg == "" {
+				msg = "injected failure"
+			}
+			finish(st)
+			writeError(w, &APIError{Status: st, Message: msg})
+			return
+		case FaultReset:
+			finish(0)
+			resetConn(w)
+			return
+		case FaultHang:
+			select {
+			case <-r.Context().Done():
+			case <-s.ctx.Done():
+			}
+			finish(0)
+			resetConn(w)
+			return
+		case FaultLock:
+			d := fault.Delay
+			if d == 0 {
+				d = s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout)
+			}
+			s.sleepCtx(r, d)
+			file := fault.LockFile
+			if file == "" {
+				file = "/var/lock/pve-manager/pve-simulated.lck"
+			}
+			finish(500)
+			writeError(w, errStatus(500, "can't lock file '%s' - got timeout", file))
+			return
+		case FaultTaskFail, FaultSlowConfig, FaultSlowLocked, FaultMigrateAbort, FaultMigrateProblems:
+			taskFault = fault
+		case FaultLostAnswer:
+			loseAnswer = true
+			// A slow hop first (Delay): the request reaches PVE late, so a
+			// concurrent call overtakes it (K18 races made exact).
+			if fault.Delay > 0 && !s.sleepCtx(r, fault.Delay) {
+				finish(0)
+				return
+			}
+		}
+	}
+
+	if perr != nil {
+		finish(400)
+		writeError(w, errStatus(400, "%v", perr))
+		return
+	}
+	m, pathParams, err := s.schema.Lookup(r.Method, apiPath)
+	if err != nil {
+		finish(501)
+		writeError(w, errStatus(501, "%s", err.Error()))
+		return
+	}
+	for k, v := range pathParams {
+		params[k] = v
+	}
+
+	status, data, who, aerr := s.dispatch(node, table, m, params, r, taskFault)
+	if who != nil {
+		entry.Auth = who.full()
+	}
+	if aerr != nil {
+		if aerr.wait > 0 {
+			s.sleepCtx(r, aerr.wait)
+		}
+		if aerr.Status == 401 {
+			s.sleepCtx(r, s.cfg.dur(s.cfg.AuthDelay, DefaultAuthDelay))
+		}
+		finish(aerr.Status)
+		if loseAnswer {
+			// The handler refused (a synchronous die, e.g. clone_vm's
+			// "config file already exists"), and that answer is lost too.
+			resetConn(w)
+			return
+		}
+		writeError(w, aerr)
+		return
+	}
+	finish(status)
+	if loseAnswer {
+		resetConn(w)
+		return
+	}
+	writeData(w, data)
+}
+
+// dispatch authenticates, validates and runs the handler under the state lock.
+func (s *Sim) dispatch(node string, table map[string]handlerFunc, m *pveschema.Method, params map[string]any, r *http.Request, taskFault *Fault) (int, any, *principal, *APIError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	db := s.dbOf(node)
+	s.readFilesLocked(db) // a file edited on a node is what the API shows
+	var perms struct {
+		User string `json:"user"`
+	}
+	_ = json.Unmarshal(m.Permissions, &perms)
+	world := perms.User == "world"
+	var who *principal
+	if !world {
+		var msg string
+		who, msg = s.authenticate(db, r)
+		if who == nil {
+			return 0, nil, who, errStatus(401, "%s", msg)
+		}
+		if who.Ticket && r.Method != "GET" && !(m.HTTPMethod == "POST" && m.Path == uploadMethodPath) {
+			if !s.verifyCSRFLocked(db, who.User, r.Header.Get("CSRFPreventionToken"), time.Now()) {
+				return 0, nil, who, errStatus(401, "Permission denied - invalid csrf token")
+			}
+		}
+		if who.TokenID != "" && !bool(m.AllowToken) {
+			return 0, nil, who, errStatus(403, "Permission check failed (API tokens are not allowed for this method)")
+		}
+	}
+	if errs := m.Validate(params); errs != nil {
+		return 0, nil, who, errParams(errs)
+	}
+	target := node
+	if m.ProxyTo != "" {
+		if t := pvecommon.ParamString(params[m.ProxyTo]); t != "" && t != node {
+			if aerr := s.proxyCheckLocked(node, t); aerr != nil {
+				return 0, nil, who, aerr
+			}
+			target = t
+		}
+	}
+	if who != nil {
+		if detail := checkPermissions(db, who, m.Permissions, params); detail != "" {
+			return 0, nil, who, errPerm(detail)
+		}
+	}
+	h := table[m.HTTPMethod+" "+m.Path]
+	if h == nil {
+		// Real PVE has this method: say plainly that only the lab lacks it, so
+		// no module mistakes it for a version difference (e.g. HA rules in 8).
+		return 0, nil, who, errStatus(501, "Method '%s %s' not implemented (exists in PVE %d, not simulated by the lab)", m.HTTPMethod, m.Path, s.cfg.Version)
+	}
+	rc := &reqCtx{s: s, node: target, origin: node, method: m, params: params, who: who, fault: taskFault}
+	data, err := s.runHandlerLocked(h, rc)
+	if err != nil {
+		var aerr *APIError
+		if errors.As(err, &aerr) {
+			return 0, nil, who, aerr
+		}
+		return 0, nil, who, errStatus(500, "%v", err)
+	}
+	return 200, data, who, nil
+}
+
+// proxyCheckLocked mirrors pveproxy forwarding to {node}: unknown nodes fail
+// name resolution, offline members answer 595.
+func (s *Sim) proxyCheckLocked(from, to string) *APIError {
+	n := s.st.Nodes[to]
+	if n == nil || n.DB != s.st.Nodes[from].DB {
+		return errStatus(500, "hostname lookup '%s' failed - failed to get address info for: %s: Name or service not known", to, to)
+	}
+	if !n.Online || n.restarting {
+		return errStatus(595, "Connection refused")
+	}
+	return nil
+}
+
+// sleepCtx waits d unless the client or the simulator goes away.
+func (s *Sim) sleepCtx(r *http.Request, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	case <-s.ctx.Done():
+		return false
+	}
+}
+
+// secrets are the values the request log must never show.
+func (s *Sim) secrets() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []string{s.st.RootPassword, s.st.TokenSecret}
+	for _, db := range s.st.DBs {
+		for _, t := range db.Access.Tokens {
+			out = append(out, t.Secret)
+		}
+		for _, u := range db.Access.Users {
+			if u.Password != "" {
+				out = append(out, u.Password)
+			}
+		}
+	}
+	return out
+}
+
+func (s *Sim) dbOf(node string) *ConfigDB {
+	n := s.st.Nodes[node]
+	if n == nil {
+		return nil
+	}
+	return s.st.DBs[n.DB]
+}

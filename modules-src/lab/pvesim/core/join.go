@@ -1,0 +1,222 @@
+package core
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/cluster"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/corosync"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/nodecert"
+)
+
+// A join is two halves on two nodes, as pve-cluster does it:
+//
+//  1. addnode, on the member the joiner contacts (API2/ClusterConfig.pm
+//     `addnode`, under the corosync.conf cfs lock, after check_cfs_quorum):
+//     the joiner is appended to the nodelist of corosync.conf, its
+//     /etc/pve/nodes/<name>/ directories are made (gen_local_dirs), and the
+//     cluster's corosync.conf and authkey are returned. From now on the
+//     cluster expects the joiner's vote, which it does not get yet: a
+//     one-node cluster is 1 of 2 votes, not quorate, until the joiner
+//     finishes (votesForLocked).
+//  2. finish_join, on the joiner (Cluster/Setup.pm `finish_join`): write
+//     the local corosync.conf and authkey, stop pve-cluster, back up and
+//     drop the node's own database, start corosync and pve-cluster, wait
+//     for quorum, then updatecerts_and_ssh: only here is
+//     nodes/<joiner>/pve-ssl.pem written into the cluster's /etc/pve. Until
+//     then the join information (ClusterConfig.pm `join_info`, which calls
+//     get_node_fingerprint for every nodelist entry) dies with
+//     file_get_contents' "can't open" for the joiner's certificate.
+//
+// The corosync.conf lock is held for the first half only (config_change_lock
+// wraps addnode's code, not finish_join): a second join can be accepted while
+// the first is still finishing, which is why joins must be run one at a
+// time (C4).
+//
+// A finish-join fault on the joiner makes the second half fail after the
+// node's own database is gone and before corosync runs with the cluster's
+// configuration ("starting pve-cluster failed", the run_command errmsg of
+// finish_join): the member lists the joiner, which never comes online. The
+// joiner's API keeps answering from the cluster's configuration without
+// quorum of its own (reconstruction: on real PVE the local pmxcfs may not
+// even be up; the lab keeps the node readable so the state can be seen).
+
+// FaultFinishJoin makes the joiner's finish_join fail half-way (above).
+// Node is the joiner; Path is ignored (the fault applies to API and CLI
+// joins alike); Message replaces the default error.
+const FaultFinishJoin FaultKind = "finish-join"
+
+// defaultFinishJoinError is finish_join's errmsg when corosync and
+// pve-cluster do not start, as run_command words it.
+const defaultFinishJoinError = "starting pve-cluster failed: command 'systemctl start corosync pve-cluster' failed: exit code 1"
+
+// addnodeLocked is the member's half: it returns PVE's error text, or "".
+// nodeid 0 and votes < 0 are not given (cluster.AddNodeID).
+func (s *Sim) addnodeLocked(mdb *ConfigDB, joiner string, nodeid, votes int, links map[string]string, explicit, force bool) string {
+	if err := s.requireQuorumLocked(mdb); err != nil {
+		return err.Error()
+	}
+	c := mdb.Corosync
+	links, msg := cluster.JoinLinks(c, joiner, links, explicit)
+	if msg != "" {
+		return msg
+	}
+	nodeid, votes, msg = cluster.AddNodeID(c, joiner, nodeid, votes, force)
+	if msg != "" {
+		return msg
+	}
+	// gen_local_dirs: the node's directories, no certificate yet.
+	for _, sub := range []string{"qemu-server", "lxc", "openvz", "priv"} {
+		if err := os.MkdirAll(filepath.Join(s.etcPveDir(mdb.ID), "nodes", joiner, sub), 0o755); err != nil {
+			return fmt.Sprintf("creating /etc/pve/nodes/%s/%s: %v", joiner, sub, err)
+		}
+	}
+	cluster.Append(c, &corosync.Node{Name: joiner, NodeID: nodeid, Votes: votes, Links: links})
+	mdb.Serial++
+	s.saveLocked()
+	return ""
+}
+
+// finishJoin is the joiner's half; logf prints finish_join's lines (never
+// called with s.mu held: a task's log takes it) and restart is how long its
+// services are down. It returns the error finish_join dies with, or "".
+func (s *Sim) finishJoin(joiner, clusterDB string, restart time.Duration, logf func(string, ...any)) string {
+	s.mu.Lock()
+	j := s.st.Nodes[joiner]
+	cdb := s.st.DBs[clusterDB]
+	if j == nil || cdb == nil || cdb.Corosync == nil || cdb.Corosync.Member(joiner) == nil {
+		s.mu.Unlock()
+		return fmt.Sprintf("node %s is not listed in the cluster it joins", joiner)
+	}
+	fault := s.faults.takeKind(joiner, FaultFinishJoin)
+	// The joiner's own database is gone from here on (cfs_unlink_db_unsafe):
+	// its storage.cfg, tokens and tickets with it (S1, Z7).
+	if old := j.DB; old != cdb.ID {
+		j.DB = cdb.ID
+		s.dropDBLocked(old)
+	}
+	j.FinishPending = true
+	j.CorosyncUpAt = time.Now().Add(24 * time.Hour).UnixMilli()
+	if fault == nil {
+		j.restarting = true
+		s.stopLocked(joiner)
+	}
+	s.saveLocked()
+	s.mu.Unlock()
+	logf("stopping pve-cluster service")
+	logf("backup old database to '/var/lib/pve-cluster/backup/config-%d.sql.gz'", time.Now().Unix())
+	if fault != nil {
+		if fault.Message != "" {
+			return fault.Message
+		}
+		return defaultFinishJoinError
+	}
+
+	if !s.sleep(restart) {
+		return "unexpected status"
+	}
+
+	logf("waiting for quorum...OK")
+	logf("(re)generate node files")
+	logf("generate new node certificate")
+	s.mu.Lock()
+	j.CorosyncUpAt = time.Now().UnixMilli()
+	j.CertGen++
+	ca, err := s.caLocked(j.DB)
+	var cert *nodecert.Cert
+	if err == nil {
+		cert, err = nodecert.LoadOrCreate(s.cfg.Dir, joiner, j.Addr, j.CertGen, ca)
+	}
+	j.restarting = false
+	if err != nil {
+		s.saveLocked()
+		s.mu.Unlock()
+		return "unable to generate pve certificate: " + err.Error()
+	}
+	s.nodes[joiner].cert = cert
+	j.FinishPending = false
+	if j.Online {
+		if err := s.listenLocked(joiner); err != nil {
+			s.log.addError(err)
+		}
+	}
+	s.saveLocked()
+	s.mu.Unlock()
+	logf("merge authorized SSH keys")
+	logf("generated new node certificate, restart pveproxy and pvedaemon services")
+	logf("successfully added node '%s' to cluster.", joiner)
+	return ""
+}
+
+// AddNodeEntry is the member's half alone, as `pvecm addnode` does it (what
+// `pvecm add --use_ssh` runs on the member over SSH).
+func (s *Sim) AddNodeEntry(member, joiner, link0 string, force bool) (ClusterInfo, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	mdb := s.dbOf(member)
+	j := s.st.Nodes[joiner]
+	if mdb == nil || j == nil {
+		return ClusterInfo{}, &NotFoundError{Msg: fmt.Sprintf("no node %q or %q in this lab", member, joiner)}
+	}
+	if mdb.Corosync == nil {
+		return ClusterInfo{}, &NotFoundError{Msg: "Corosync config '/etc/pve/corosync.conf' does not exist - is this node part of a cluster?"}
+	}
+	addr := j.Addr
+	if link0 != "" {
+		addr = cluster.LinkAddr(link0)
+	}
+	if reasons := s.joinableLocked(joiner, map[string]string{"ring0_addr": addr}); len(reasons) > 0 && !force {
+		return ClusterInfo{}, &ConflictError{Msg: "detected the following error(s):\n* " + strings.Join(reasons, "\n* ") + "\nCheck if node may join a cluster failed!"}
+	}
+	if msg := s.addnodeLocked(mdb, joiner, 0, -1, map[string]string{"ring0_addr": addr}, link0 != "", force); msg != "" {
+		return ClusterInfo{}, &ConflictError{Msg: msg}
+	}
+	info, _ := s.clusterLocked(member)
+	return info, nil
+}
+
+// FinishJoin is the joiner's half alone (what `pvecm add` does after the
+// member accepted it): node finishes joining the cluster that lists it.
+// The returned error is finish_join's.
+func (s *Sim) FinishJoin(node string, logf func(string, ...any)) (ClusterInfo, error) {
+	return s.finishJoinOf(node, s.cfg.dur(s.cfg.RestartWindow, DefaultRestartWindow), logf)
+}
+
+func (s *Sim) finishJoinOf(node string, restart time.Duration, logf func(string, ...any)) (ClusterInfo, error) {
+	s.mu.Lock()
+	var db *ConfigDB
+	for _, id := range sortedKeys(s.st.DBs) {
+		d := s.st.DBs[id]
+		if d.Corosync != nil && d.Corosync.Member(node) != nil && !d.Detached {
+			db = d
+			break
+		}
+	}
+	s.mu.Unlock()
+	if db == nil {
+		return ClusterInfo{}, &NotFoundError{Msg: fmt.Sprintf("no cluster lists node %q", node)}
+	}
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	if msg := s.finishJoin(node, db.ID, restart, logf); msg != "" {
+		return ClusterInfo{}, &ConflictError{Msg: msg}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	info, _ := s.clusterLocked(node)
+	return info, nil
+}
+
+// AddNode is a whole join at once, both halves (test and lab set-up): joiner
+// becomes a member of member's cluster, its /etc/pve replaced and its
+// certificate regenerated (C5, C6).
+func (s *Sim) AddNode(member, joiner, link0 string, force bool) (ClusterInfo, error) {
+	if _, err := s.AddNodeEntry(member, joiner, link0, force); err != nil {
+		return ClusterInfo{}, err
+	}
+	return s.finishJoinOf(joiner, 0, nil)
+}

@@ -1,0 +1,395 @@
+package core
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/ha"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecontainer"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
+)
+
+// LXC containers, the basics (pve-container src/PVE/API2/LXC.pm,
+// LXC/Status.pm, LXC/Config.pm, PVE/LXC/Config.pm): create (vzcreate task;
+// rootfs/mpN "store:N" allocate N GiB, subvol-… on zfspool), config read and
+// synchronous update (NICs without hwaddr get a new MAC, as
+// parse_lxc_network does), status, start/stop/shutdown (vzstart, vzstop,
+// vzshutdown; "already running"/"not running" answered before the task, as
+// pct does), destroy. A container's file is nodes/<node>/lxc/<vmid>.conf.
+// Restore (restore=1) is lxcrestore.go. Not simulated: the template's
+// content, clone, snapshots, migration.
+
+func (s *Sim) loadCtConfLocked(db *ConfigDB, node string, vmid int) (*guestconf.Conf, error) {
+	return s.loadGuestConfLocked(db, ctKind, node, vmid)
+}
+
+func (s *Sim) writeCtConfLocked(db *ConfigDB, node string, vmid int, c *guestconf.Conf) {
+	pvecontainer.DropUsedUnused(c.Keys) // write_pct_config
+	s.writeGuestConfLocked(db, ctKind, node, vmid, c)
+}
+
+// createCtVolume allocates "store:N" for a rootfs or mount point. The
+// volume's root directory belongs to the container's root
+// (pvecontainer.RootOwner).
+func (s *Sim) createCtVolume(node string, vmid int, v string, unprivileged bool) (string, error) {
+	p := pvecontainer.ParseMountPoint(v)
+	store, size, ok := storage.ParseVolumeID(p.Volume())
+	if !ok {
+		return v, nil
+	}
+	gib, err := strconv.ParseFloat(size, 64)
+	if err != nil {
+		return v, nil // an existing volume
+	}
+	st := s.dbOf(node).Storage[store]
+	if st == nil {
+		return "", pvecommon.Die("storage '%s' does not exist", store)
+	}
+	if !st.HasContent("rootdir") {
+		return "", pvecommon.Die("storage '%s' does not support container directories", store)
+	}
+	bytes := int64(gib * (1 << 30))
+	volid, err := s.allocSubvolLocked(node, st, vmid, bytes)
+	if err != nil {
+		return "", err
+	}
+	s.volumesFor(node, st)[volid].Owner = pvecontainer.RootOwner(unprivileged)
+	p.Set("volume", volid)
+	p.Set("size", pvecommon.FormatSize(bytes))
+	return p.Print(), nil
+}
+
+var ctCreateOnly = []string{"node", "vmid", "ostemplate", "password", "ssh-public-keys", "storage", "start",
+	"pool", "force", "restore", "unique", "ignore-unpack-errors", "bwlimit", "ha-managed"}
+
+// POST /nodes/{node}/lxc
+func (s *Sim) postLxcCreate(rc *reqCtx) (any, error) {
+	db := rc.db()
+	vmid := rc.vmid()
+	if rc.boolean("restore") {
+		return s.postLxcRestore(rc) // lxcrestore.go
+	}
+	if pool := rc.str("pool"); pool != "" && db.Pools[pool] == nil {
+		return nil, errPerm(fmt.Sprintf("pool '%s' does not exist", pool)) // check_pool_exist: raise_perm_exc, 403
+	}
+	if e, ok := s.findVMLocked(db, vmid); ok {
+		kind := "VM"
+		if e.Kind == "lxc" {
+			kind = "CT"
+		}
+		// Reconstruction (pve-container API2/LXC.pm create_vm; pve-cluster
+		// Cluster.pm check_vmid_unused): the VMID is checked before the
+		// create's "unable to create CT" eval, so PVE's answer is the bare
+		// "CT N already exists on node 'X'" (qemu-server's create_vm wraps
+		// it, the lab's qemu.go does).
+		return nil, pvecommon.Die("%s %d already exists on node '%s'", kind, vmid, e.Node)
+	}
+	keys := map[string]string{}
+	for k, v := range rc.params {
+		if !slices.Contains(ctCreateOnly, k) {
+			keys[k] = pvecommon.ParamString(v)
+		}
+	}
+	// 'unprivileged' is read-only, set by create alone: since pve-container
+	// 6.0 (PVE 9, commit 103068a) a create without it makes an unprivileged
+	// CT; before, a privileged one. Only a true value is written.
+	delete(keys, "unprivileged")
+	unpriv := (rc.has("unprivileged") && rc.boolean("unprivileged")) || (!rc.has("unprivileged") && s.cfg.Version >= 9)
+	// create_vm's permission checks (lxcperm.go), then the template's.
+	if err := s.checkCTCreatePerm(rc, unpriv); err != nil {
+		return nil, err
+	}
+	if err := s.checkCTModifyConfigPerm(db, rc.who, rc.node, vmid, rc.str("pool"), nil, keys, nil, unpriv); err != nil {
+		return nil, err
+	}
+	if _, err := s.archiveVolRef(rc, vmid, rc.str("ostemplate"), "vztmpl"); err != nil {
+		return nil, err // check_volume_access($ostemplate, 'vztmpl')
+	}
+	if unpriv {
+		keys["unprivileged"] = "1"
+	}
+	if err := s.ctCreateVolumes(rc, keys); err != nil {
+		return nil, err
+	}
+	for k, v := range keys {
+		if qemuserver.IsNetKey(k) {
+			keys[k] = pvecontainer.NormaliseNet(v, randomMAC)
+		}
+	}
+	tmpl := rc.str("ostemplate")
+	s.writeCtConfLocked(db, rc.node, vmid, &guestconf.Conf{Keys: map[string]string{"lock": "create"}})
+	if pool := rc.str("pool"); pool != "" {
+		db.Pools[pool].Members = append(db.Pools[pool].Members, fmt.Sprintf("lxc/%d", vmid))
+	}
+	s.saveLocked()
+	node, start := rc.node, rc.boolean("start")
+	return s.startTaskLocked(rc, node, "vzcreate", strconv.Itoa(vmid), func(t *taskRun) string {
+		t.logf("extracting archive '%s'", tmpl)
+		if !s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration)) {
+			return "unexpected status"
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.cfg.StorageContent != nil {
+			// Reconstruction (LXC/Create.pm restore_archive →
+			// PVE::Storage::abs_filesystem_path): the template must be a
+			// file on its storage, else the task dies "$emsg can't find file".
+			if ok, err := s.volumeExistsLocked(node, tmpl); err != nil || !ok {
+				s.removeEtcPve(db, guestConfPath(node, "lxc", vmid))
+				s.saveLocked()
+				return fmt.Sprintf("unable to create CT %d - can't find file '%s'", vmid, tmpl)
+			}
+		}
+		for _, k := range pvecontainer.VolumeKeys(keys) {
+			if !pvecontainer.IsVolumeKey(k) {
+				continue
+			}
+			nv, err := s.createCtVolume(node, vmid, keys[k], keys["unprivileged"] == "1")
+			if err != nil {
+				s.removeEtcPve(db, guestConfPath(node, "lxc", vmid))
+				return fmt.Sprintf("unable to create CT %d - %v", vmid, err)
+			}
+			keys[k] = nv
+		}
+		if keys["arch"] == "" {
+			keys["arch"] = "amd64"
+		}
+		if keys["ostype"] == "" {
+			keys["ostype"] = ostypeOf(tmpl)
+		}
+		pvecontainer.CreateDefaults(keys, vmid)
+		conf := &guestconf.Conf{Keys: keys}
+		if d, ok := keys["description"]; ok {
+			conf.SetDescription(d)
+		}
+		s.writeCtConfLocked(db, node, vmid, conf)
+		if start {
+			s.setRunningLocked(node, vmid, true)
+		}
+		s.saveLocked()
+		return ""
+	}), nil
+}
+
+// ostypeOf guesses the ostype from a template name as pct's detection
+// would from its files (reconstruction).
+func ostypeOf(tmpl string) string {
+	_, name, _ := strings.Cut(tmpl, "vztmpl/")
+	for _, os := range []string{"debian", "ubuntu", "centos", "fedora", "alpine", "archlinux", "opensuse", "gentoo", "nixos"} {
+		if strings.HasPrefix(name, os) {
+			return os
+		}
+	}
+	return "unmanaged"
+}
+
+// GET /nodes/{node}/lxc
+func (s *Sim) getLxcList(rc *reqCtx) (any, error) {
+	return s.guestListLocked(rc, ctKind, func(node string, vmid int, c *guestconf.Conf) map[string]any {
+		v := s.ctSummary(node, vmid, c)
+		v["type"] = "lxc"
+		return v
+	}), nil
+}
+
+func (s *Sim) ctSummary(node string, vmid int, c *guestconf.Conf) map[string]any {
+	conf := c.Keys
+	mem := int64(512)
+	if n, err := strconv.ParseInt(conf["memory"], 10, 64); err == nil {
+		mem = n
+	}
+	swap := int64(512)
+	if n, err := strconv.ParseInt(conf["swap"], 10, 64); err == nil {
+		swap = n
+	}
+	cores := 1
+	if n, err := strconv.Atoi(conf["cores"]); err == nil {
+		cores = n
+	}
+	var disk int64
+	if n, ok := pvecommon.ParseSize(pvecontainer.ParseMountPoint(conf["rootfs"]).Get("size")); ok {
+		disk = n
+	}
+	e := map[string]any{"vmid": vmid, "status": "stopped", "cpus": cores, "maxmem": mem << 20, "maxswap": swap << 20,
+		"maxdisk": disk, "mem": 0, "disk": 0, "cpu": 0, "uptime": 0, "netin": 0, "netout": 0, "diskread": 0, "diskwrite": 0}
+	if h := conf["hostname"]; h != "" {
+		e["name"] = h
+	} else {
+		e["name"] = fmt.Sprintf("CT%d", vmid)
+	}
+	if started, ok := s.st.Nodes[node].Running[vmid]; ok {
+		e["status"] = "running"
+		e["uptime"] = nowUnix() - started
+		e["mem"] = (mem << 20) / 4
+	}
+	return summaryFlags(e, c)
+}
+
+// GET /nodes/{node}/lxc/{vmid}/config
+func (s *Sim) getLxcConfig(rc *reqCtx) (any, error) {
+	c, err := s.loadCtConfLocked(rc.db(), rc.node, rc.vmid())
+	if err != nil {
+		return nil, err
+	}
+	keys := c.WithPending() // load_current_config: pending values unless current=1
+	if rc.boolean("current") {
+		keys = c.Keys
+	}
+	out := withDescriptionAndDigest(s.typedGuestConf(ctKind, keys), c)
+	if c.Description != "" {
+		out["description"] = guestconf.CTDescription(c.Description)
+	}
+	return out, nil
+}
+
+// GET /nodes/{node}/lxc/{vmid}/status/current
+func (s *Sim) getLxcStatus(rc *reqCtx) (any, error) {
+	c, err := s.loadCtConfLocked(rc.db(), rc.node, rc.vmid())
+	if err != nil {
+		return nil, err
+	}
+	e := s.ctSummary(rc.node, rc.vmid(), c)
+	e["type"] = "lxc"
+	e["ha"] = s.haStatusOfGuestLocked(rc.db(), fmt.Sprintf("ct:%d", rc.vmid()))
+	return e, nil
+}
+
+// GET /nodes/{node}/lxc/{vmid}/interfaces is PVE::LXC get_interfaces:
+// `ip --json a` in the running container's network namespace; a stopped
+// container has no pid and the answer is null. The lab's containers run no
+// network stack: reconstruction — lo, then each netN by its name and
+// hwaddr with its static ip/ip6 (none for dhcp/auto/manual).
+func (s *Sim) getLxcInterfaces(rc *reqCtx) (any, error) {
+	c, err := s.loadCtConfLocked(rc.db(), rc.node, rc.vmid())
+	if err != nil {
+		return nil, err
+	}
+	if !s.runningLocked(rc.node, rc.vmid()) {
+		return nil, nil
+	}
+	iface := func(name, mac string, addrs ...[3]string) map[string]any {
+		o := map[string]any{"name": name, "hwaddr": mac, "hardware-address": mac}
+		list := []map[string]any{}
+		for _, a := range addrs {
+			n, _ := strconv.Atoi(a[2])
+			o[a[0]] = a[1] + "/" + a[2]
+			list = append(list, map[string]any{"ip-address-type": a[0], "ip-address": a[1], "prefix": n})
+		}
+		o["ip-addresses"] = list
+		return o
+	}
+	out := []map[string]any{iface("lo", "00:00:00:00:00:00", [3]string{"inet", "127.0.0.1", "8"}, [3]string{"inet6", "::1", "128"})}
+	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
+		if !qemuserver.IsNetKey(k) {
+			continue
+		}
+		p := pvecommon.ParseProps(c.Keys[k], "")
+		var addrs [][3]string
+		for _, f := range []struct{ key, family string }{{"ip", "inet"}, {"ip6", "inet6"}} {
+			if ip, pfx, ok := strings.Cut(p.Get(f.key), "/"); ok {
+				addrs = append(addrs, [3]string{f.family, ip, pfx})
+			}
+		}
+		out = append(out, iface(p.Get("name"), strings.ToLower(p.Get("hwaddr")), addrs...))
+	}
+	return out, nil
+}
+
+// ctPower is start/stop/shutdown: pct's early checks, then the task (or an
+// HA request for an HA-managed CT, H4).
+func (s *Sim) ctPower(rc *reqCtx, typ string, on bool) (any, error) {
+	db := rc.db()
+	vmid, node := rc.vmid(), rc.node
+	c, err := s.loadCtConfLocked(db, node, vmid)
+	if err != nil {
+		return nil, err
+	}
+	running := s.runningLocked(node, vmid)
+	if on && running {
+		return nil, pvecommon.Die("CT %d already running", vmid)
+	}
+	if !on && !running {
+		return nil, pvecommon.Die("CT %d not running", vmid)
+	}
+	list, _ := s.haResourcesLocked(db)
+	if r := ha.FindResource(list, fmt.Sprintf("ct:%d", vmid)); r != nil && r.Opts["state"] != "ignored" {
+		haTyp, state := "hastart", "started"
+		if !on {
+			haTyp, state = "hastop", "stopped"
+		}
+		return s.haRequestTaskSID(rc, haTyp, fmt.Sprintf("ct:%d", vmid), vmid, state), nil
+	}
+	if on && c.IsTemplate() {
+		return nil, pvecommon.Die("you can't start a CT if it's a template") // reconstruction: PVE says it in the task
+	}
+	return s.guestLockTask(rc, node, typ, vmid, func(*taskRun) string {
+		c, err := s.loadCtConfLocked(db, node, vmid)
+		if err != nil {
+			return err.Error()
+		}
+		if err := c.CheckLock("CT"); err != nil {
+			return err.Error()
+		}
+		if on && (len(c.Pending) > 0 || len(c.PendingDelete) > 0) {
+			// vm_start: vmconfig_apply_pending, what waited for the start.
+			if err := s.ctApplyPendingLocked(node, vmid, c); err != nil {
+				return err.Error()
+			}
+			s.writeCtConfLocked(db, node, vmid, c)
+		}
+		s.setRunningLocked(node, vmid, on)
+		s.saveLocked()
+		return ""
+	}), nil
+}
+
+func (s *Sim) postLxcStart(rc *reqCtx) (any, error)    { return s.ctPower(rc, "vzstart", true) }
+func (s *Sim) postLxcStop(rc *reqCtx) (any, error)     { return s.ctPower(rc, "vzstop", false) }
+func (s *Sim) postLxcShutdown(rc *reqCtx) (any, error) { return s.ctPower(rc, "vzshutdown", false) }
+
+// DELETE /nodes/{node}/lxc/{vmid}: destroy_vm's early checks
+// (ctDestroyChecks) before and again in the vzdestroy task; purge takes the
+// CT out of replication, backup jobs and HA (purgeGuestLocked).
+func (s *Sim) deleteLxc(rc *reqCtx) (any, error) {
+	db := rc.db()
+	vmid, node, purge := rc.vmid(), rc.node, rc.boolean("purge")
+	if err := s.ctDestroyChecks(db, node, vmid, purge); err != nil {
+		return nil, err
+	}
+	return s.guestLockTask(rc, node, "vzdestroy", vmid, func(t *taskRun) string {
+		if err := s.ctDestroyChecks(db, node, vmid, purge); err != nil {
+			return err.Error()
+		}
+		c, _ := s.loadCtConfLocked(db, node, vmid)
+		for k, v := range c.Keys {
+			if pvecontainer.IsVolumeKey(k) {
+				s.freeVolumeLocked(node, pvecontainer.ParseMountPoint(v).Volume())
+			}
+		}
+		dropFromPoolsLocked(db, ctKind, vmid)
+		if purge {
+			t.task.Log = append(t.task.Log, fmt.Sprintf("purging CT %d from related configurations..", vmid))
+			s.purgeGuestLocked(db, t, "ct", vmid)
+		}
+		s.removeEtcPve(db, guestConfPath(node, ctKind.dir, vmid))
+		s.saveLocked()
+		return ""
+	}), nil
+}
+
+// ctResourcesLocked are the lxc entries of /cluster/resources?type=vm.
+func (s *Sim) ctResourcesLocked(rc *reqCtx, e vmEntry) (map[string]any, bool) {
+	c, err := s.loadCtConfLocked(rc.db(), e.Node, e.VMID)
+	if err != nil {
+		return nil, false
+	}
+	r := s.asClusterResource(s.ctSummary(e.Node, e.VMID, c), ctKind, e)
+	delete(r, "maxswap")
+	return r, true
+}

@@ -1,0 +1,292 @@
+package core
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecontainer"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/replication"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
+)
+
+// VM migration (qemu-server API2/Qemu.pm migrate_vm, QemuMigrate.pm,
+// pve-guest-common AbstractMigrate.pm): early refusals answer the POST; the
+// qmigrate task on the source holds the config lock and "lock: migrate",
+// copies local volumes to the target (offline; online only with
+// with-local-disks), renames the config to the target node last and
+// switches the guest's replication jobs. A failure in the task logs the
+// reason and ends "migration aborted". An HA guest's migration is a
+// hamigrate request the CRM carries out HADelay later.
+
+func (s *Sim) postQemuMigrate(rc *reqCtx) (any, error) {
+	db := rc.db()
+	vmid, node, target := rc.vmid(), rc.node, rc.str("target")
+	if err := s.assertOnNodeLocked(db, node, vmid); err != nil {
+		return nil, err
+	}
+	if target == node {
+		return nil, errParams(map[string]string{"target": "target is local node."})
+	}
+	if db.Corosync == nil || db.Corosync.Member(target) == nil {
+		return nil, pvecommon.Die("no such cluster node '%s'", target)
+	}
+	if !s.nodeUpLocked(target) {
+		return nil, pvecommon.Die("target node '%s' is not online", target) // reconstruction (remote_node_ip / ssh)
+	}
+	c, err := s.loadQmConfLocked(db, node, vmid)
+	if err != nil {
+		return nil, err
+	}
+	running := s.runningLocked(node, vmid)
+	online := rc.boolean("online")
+	if running && !online {
+		return nil, pvecommon.Die("can't migrate running VM without --online")
+	}
+	if running && !rc.boolean("force") {
+		jobs := s.replicationJobsOf(db, vmid)
+		list, _ := s.readSectionsLocked(db, replication.ConfigFile)
+		toTarget := false
+		for _, id := range jobs {
+			if j := findSection(list, id); j != nil && j.Opts["target"] == target {
+				toTarget = true
+			}
+		}
+		if len(jobs) > 0 && !toTarget {
+			return nil, pvecommon.Die("Cannot live-migrate replicated VM to node '%s' - not a replication target. Use 'force' to override.", target)
+		}
+	}
+	sm := pvecommon.IDMap{Identity: true}
+	if ts := rc.str("targetstorage"); ts != "" {
+		if sm, err = pvecommon.ParseIDMap(ts); err != nil {
+			return nil, errParams(map[string]string{"targetstorage": "failed to parse storage map: " + err.Error()})
+		}
+		for _, id := range sm.Targets() {
+			if err := checkStorageAccessMigrate(db, id, target); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if sm.Identity {
+		if err := s.checkStorageAvailability(db, c, target); err != nil {
+			return nil, err
+		}
+	}
+	if _, managed := s.haManagedLocked(db, vmid); managed {
+		return s.startTaskLocked(rc, node, "hamigrate", strconv.Itoa(vmid), func(t *taskRun) string {
+			t.logf("Requesting HA migration for VM %d to node %s", vmid, target)
+			if !s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration)) {
+				return "unexpected status"
+			}
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			id := db.ID
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				if !s.sleep(s.cfg.dur(s.cfg.HADelay, 10*time.Second)) {
+					return
+				}
+				s.mu.Lock()
+				defer s.mu.Unlock()
+				if d := s.st.DBs[id]; d != nil {
+					_ = s.moveGuestLocked(d, vmid, node, target, func(string, ...any) {})
+				}
+			}()
+			return ""
+		}), nil
+	}
+	withLocal := rc.boolean("with-local-disks")
+	return s.startTaskLocked(rc, node, "qmigrate", strconv.Itoa(vmid), func(t *taskRun) string {
+		start := time.Now()
+		// The whole migration holds the guest's migration lock
+		// (qemu-server API2/Qemu.pm migrate_vm: guest_migration_lock($vmid,
+		// 10, …)): a replication run of the guest meanwhile is skipped
+		// (replrun.go syncJob, H5).
+		mig := migrationLockKey(node, vmid)
+		if !s.acquire(mig, false, s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout)) {
+			return errLockTimeout(replication.MigrationLockFile(vmid)).Error()
+		}
+		defer s.release(mig, false)
+		key := guestLockKey(node, vmid)
+		if !s.acquire(key, false, s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout)) {
+			return errLockTimeout(guestLockFile(vmid)).Error()
+		}
+		defer s.release(key, false)
+		abort := func(reason string) string {
+			t.logf("ERROR: migration aborted (duration %s): %s", fmtDuration(time.Since(start)), reason)
+			return "migration aborted"
+		}
+		// abortLocked is abort under s.mu (the second half of the worker).
+		abortLocked := func(reason string) string {
+			t.logf0("ERROR: migration aborted (duration %s): %s", fmtDuration(time.Since(start)), reason)
+			return "migration aborted"
+		}
+		s.mu.Lock()
+		c, err := s.loadQmConfLocked(db, node, vmid)
+		if err == nil {
+			err = c.CheckLock("VM")
+		}
+		if err != nil {
+			s.mu.Unlock()
+			return abort(err.Error())
+		}
+		t.task.Log = append(t.task.Log, fmt.Sprintf("starting migration of VM %d to node '%s' (%s)", vmid, target, s.st.Nodes[target].Addr))
+		local, reason := s.localVolumesLocked(db, c, vmid)
+		if res := qemuserver.LocalResources(c.Keys); reason == "" && len(res) > 0 {
+			// QemuMigrate.pm prepare: without force (root only), a VM with
+			// local devices does not migrate, offline or online.
+			reason = "can't migrate VM which uses local devices: " + strings.Join(res, ", ")
+		}
+		for _, file := range local {
+			store, _, _ := storage.ParseVolumeID(file)
+			if dst := sm.Target(store); reason == "" && !sm.Identity && dst != store {
+				if err := checkStorageAccessMigrate(db, dst, target); err != nil {
+					reason = err.Error() // target_storage_check_available, in scan_local_volumes
+				}
+			}
+		}
+		if reason == "" && running && len(local) > 0 && !withLocal {
+			reason = fmt.Sprintf("can't migrate local disk '%s': can't live migrate attached local disks without with-local-disks option", local[0])
+		}
+		if reason != "" {
+			s.mu.Unlock()
+			return abort(reason)
+		}
+		c.Keys["lock"] = "migrate"
+		s.writeQmConfLocked(db, node, vmid, c)
+		s.saveLocked()
+		s.mu.Unlock()
+		if !s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration)) {
+			return "unexpected status"
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		c, _ = s.loadQmConfLocked(db, node, vmid)
+		delete(c.Keys, "lock")
+		if f := rc.fault; f != nil && f.Kind == FaultMigrateAbort {
+			s.writeQmConfLocked(db, node, vmid, c)
+			s.copyThenFree(node, target, local, t.logf0)
+			return abortLocked(faultMessage(f, "storage migration failed"))
+		}
+		moved, err := s.remapVolumesLocked(db, c, vmid, node, target, sm, local, t.logf0)
+		s.writeQmConfLocked(db, node, vmid, c)
+		if err != nil {
+			return abortLocked(err.Error())
+		}
+		var rest []string
+		for _, f := range local {
+			if moved[f] == "" {
+				rest = append(rest, f)
+			}
+		}
+		if f := rc.fault; f != nil && f.Kind == FaultMigrateProblems {
+			// The config moves, the source keeps its volumes (their copies
+			// are on the target): phase3_cleanup could not remove them.
+			return s.migrateProblems(db, t, vmid, node, target, rest, faultMessage(f, "failed to remove source volumes"), start)
+		}
+		if err := s.zfsMigrateLocked(db, node, target, rest); err != nil {
+			return abortLocked(err.Error())
+		}
+		if err := s.moveGuestLocked(db, vmid, node, target, t.logf0); err != nil {
+			return abortLocked(err.Error())
+		}
+		t.task.Log = append(t.task.Log, fmt.Sprintf("migration finished successfully (duration %s)", fmtDuration(time.Since(start))))
+		return ""
+	}), nil
+}
+
+// logf0 appends to the log when the caller already holds s.mu.
+func (t *taskRun) logf0(format string, args ...any) {
+	t.task.Log = append(t.task.Log, fmt.Sprintf(format, args...))
+}
+
+func fmtDuration(d time.Duration) string {
+	sec := int(d.Seconds())
+	return fmt.Sprintf("%02d:%02d:%02d", sec/3600, sec/60%60, sec%60)
+}
+
+// localVolumesLocked lists a VM's volumes on local storage that migrate with
+// it, or why they cannot (QemuMigrate.pm scan_local_volumes).
+func (s *Sim) localVolumesLocked(db *ConfigDB, c *guestconf.Conf, vmid int) ([]string, string) {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
+		if !qemuserver.IsDriveKey(k) {
+			continue
+		}
+		d := qemuserver.ParseDrive(c.Keys[k])
+		store, vn, ok := storage.ParseVolumeID(d.File())
+		if !ok {
+			continue
+		}
+		st := db.Storage[store]
+		if st == nil || st.Shared() {
+			continue
+		}
+		if d.CDROM() && !d.Cloudinit() {
+			return nil, fmt.Sprintf("can't migrate local disk '%s': local cdrom image", d.File())
+		}
+		if base, _, ok := strings.Cut(vn, "/vm-"); ok && strings.Contains(base, "base-") {
+			return nil, fmt.Sprintf("can't migrate '%s' as it's a clone of '%s'", d.File(), strings.TrimSuffix(base, "/"))
+		}
+		out = append(out, d.File())
+	}
+	return out, ""
+}
+
+// moveGuestLocked moves a guest (config, local volumes, running state) from
+// one node to another, and switches its replication jobs, as a finished
+// migration (VM) or relocation (CT: stopped, moved, started) leaves it.
+func (s *Sim) moveGuestLocked(db *ConfigDB, vmid int, from, to string, logf func(string, ...any)) error {
+	kind := "qemu-server"
+	if e, ok := s.findVMLocked(db, vmid); ok {
+		kind = e.Kind
+	}
+	raw, ok := s.readEtcPve(db, guestConfPath(from, kind, vmid))
+	if !ok {
+		return pvecommon.Die("unable to find configuration file for VM %d on node '%s'", vmid, from)
+	}
+	c := guestconf.Parse(raw)
+	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
+		var file string
+		switch {
+		case kind == "qemu-server" && qemuserver.IsDriveKey(k):
+			file = qemuserver.ParseDrive(c.Keys[k]).File()
+		case kind == "lxc" && pvecontainer.IsVolumeKey(k):
+			file = pvecommon.ParseProps(c.Keys[k], "volume").Get("volume")
+		default:
+			continue
+		}
+		store, _, ok := storage.ParseVolumeID(file)
+		st := db.Storage[store]
+		if !ok || st == nil || st.Shared() {
+			continue
+		}
+		if v := s.st.Nodes[from].Volumes[file]; v != nil {
+			tn := s.st.Nodes[to]
+			if tn.Volumes == nil {
+				tn.Volumes = map[string]*GuestVolume{}
+			}
+			cp := *v
+			tn.Volumes[file] = &cp
+			delete(s.st.Nodes[from].Volumes, file)
+			logf("volume '%s' is '%s' on the target", file, file)
+		}
+	}
+	running := s.runningLocked(from, vmid)
+	s.removeEtcPve(db, guestConfPath(from, kind, vmid))
+	s.writeEtcPve(db, guestConfPath(to, kind, vmid), raw)
+	s.setRunningLocked(from, vmid, false)
+	if running {
+		s.setRunningLocked(to, vmid, true)
+	}
+	s.switchReplicationLocked(db, vmid, to, from) // AbstractMigrate.pm: the job to the target now goes back
+	s.saveLocked()
+	return nil
+}

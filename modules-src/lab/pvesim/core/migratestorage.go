@@ -1,0 +1,189 @@
+package core
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
+)
+
+// The parts of a VM migration beyond moving its config: the storage map
+// (targetstorage), the local devices that block it, and the two ways a
+// migration task fails half-way (faults).
+
+// Migration faults: the qmigrate worker fails half-way, leaving what PVE
+// leaves.
+const (
+	// FaultMigrateAbort: the worker copies the VM's local volumes to the
+	// target, then fails with Message (default "storage migration failed")
+	// and cleans up as QemuMigrate.pm phase1_cleanup does: the copies on
+	// the target are freed, the migrate lock removed, the VM stays on its
+	// node; the task ends "migration aborted".
+	FaultMigrateAbort FaultKind = "migrate-abort"
+	// FaultMigrateProblems: the VM is moved (its config is on the target),
+	// then the source's cleanup fails with Message (phase3_cleanup sets
+	// $self->{errors}): the task ends "migration problems", the VM is on
+	// the target and its old volumes stay on the source.
+	FaultMigrateProblems FaultKind = "migrate-problems"
+)
+
+// checkStorageAccessMigrate is API2/Qemu.pm $check_storage_access_migrate
+// (the privilege check aside): the storage is enabled on the target node
+// and holds images.
+func checkStorageAccessMigrate(db *ConfigDB, id, node string) error {
+	st := db.Storage[id]
+	switch {
+	case st == nil:
+		return pvecommon.Die("storage '%s' does not exist", id)
+	case st.Disabled():
+		return pvecommon.Die("storage '%s' is disabled", id)
+	case !st.OnNode(node):
+		return pvecommon.Die("storage '%s' is not available on node '%s'", id, node)
+	case !st.HasContent("images"):
+		return pvecommon.Die("storage '%s' does not support vm images", id)
+	}
+	return nil
+}
+
+// remapVolumesLocked moves the VM's local volumes in files to the storages
+// the map names on the target (QemuMigrate.pm phase1, storage_migrate with
+// allow_rename): the copy keeps its disk name when the target storage has
+// it free, else takes the next free one, and the drive in the config names
+// the new volume. A volume whose storage maps to itself is left for
+// moveGuestLocked. Reconstruction: the naming follows pve-storage's
+// storage_migrate (same name, renamed on a clash), formats are kept.
+func (s *Sim) remapVolumesLocked(db *ConfigDB, c *guestconf.Conf, vmid int, from, to string, sm pvecommon.IDMap, files []string, logf func(string, ...any)) (map[string]string, error) {
+	moved := map[string]string{}
+	for _, file := range files {
+		store, vn, _ := storage.ParseVolumeID(file)
+		dst := sm.Target(store)
+		if sm.Identity || dst == store {
+			continue
+		}
+		st := db.Storage[dst]
+		if err := checkStorageAccessMigrate(db, dst, to); err != nil {
+			return moved, err
+		}
+		v := s.st.Nodes[from].Volumes[file]
+		format := "raw"
+		var size int64
+		if v != nil {
+			format, size = v.Format, v.Size
+		}
+		name := strings.TrimSuffix(vn[strings.LastIndex(vn, "/")+1:], "."+format)
+		if s.volumesFor(to, st)[dst+":"+storage.VolName(st, vmid, name, format)] != nil {
+			name = s.freeDiskName(to, st, vmid, "vm", format)
+		}
+		newID := dst + ":" + storage.VolName(st, vmid, name, format)
+		if err := s.zfsCreateVolume(to, st, name, size); err != nil {
+			return moved, fmt.Errorf("storage migration for '%s' to storage '%s' failed - %w", file, dst, err)
+		}
+		s.volumesFor(to, st)[newID] = &GuestVolume{Size: size, Format: format}
+		if v != nil {
+			_ = s.freeVolumeLocked(from, file)
+		}
+		moved[file] = newID
+		logf("volume '%s' is '%s' on the target", file, newID)
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
+		if !qemuserver.IsDriveKey(k) {
+			continue
+		}
+		d := qemuserver.ParseDrive(c.Keys[k])
+		if n := moved[d.File()]; n != "" {
+			d.Props.Set("file", n)
+			c.Keys[k] = d.Print()
+		}
+	}
+	return moved, nil
+}
+
+// copyThenFree is the half of an aborted migration that happened: the
+// local volumes were copied to the target (as the same volids); the
+// cleanup frees them again (phase1_cleanup → cleanup_remotedisks).
+func (s *Sim) copyThenFree(from, to string, files []string, logf func(string, ...any)) {
+	tn := s.st.Nodes[to]
+	for _, file := range files {
+		v := s.st.Nodes[from].Volumes[file]
+		if v == nil {
+			continue
+		}
+		if tn.Volumes == nil {
+			tn.Volumes = map[string]*GuestVolume{}
+		}
+		cp := *v
+		tn.Volumes[file] = &cp
+		logf("volume '%s' is '%s' on the target", file, file)
+	}
+	for _, file := range files {
+		if s.st.Nodes[from].Volumes[file] != nil {
+			delete(tn.Volumes, file)
+		}
+	}
+}
+
+// checkStorageAvailability is QemuServer.pm check_storage_availability:
+// every volume's storage is enabled on the target node too and holds the
+// volume's content type.
+func (s *Sim) checkStorageAvailability(db *ConfigDB, c *guestconf.Conf, target string) error {
+	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
+		if !qemuserver.IsDriveKey(k) {
+			continue
+		}
+		d := qemuserver.ParseDrive(c.Keys[k])
+		store, _, ok := storage.ParseVolumeID(d.File())
+		st := db.Storage[store]
+		if !ok || st == nil {
+			continue
+		}
+		switch {
+		case st.Disabled():
+			return pvecommon.Die("storage '%s' is disabled", store)
+		case !st.OnNode(target):
+			return pvecommon.Die("storage '%s' is not available on node '%s'", store, target)
+		}
+	}
+	return nil
+}
+
+func faultMessage(f *Fault, def string) string {
+	if f.Message != "" {
+		return f.Message
+	}
+	return def
+}
+
+// migrateProblems ends a migration whose move was done and whose cleanup
+// failed (AbstractMigrate.pm: $self->{errors} → "migration problems"): the
+// config is on the target, the local volumes are copied there and still
+// on the source.
+func (s *Sim) migrateProblems(db *ConfigDB, t *taskRun, vmid int, from, to string, files []string, reason string, start time.Time) string {
+	tn := s.st.Nodes[to]
+	for _, file := range files {
+		if v := s.st.Nodes[from].Volumes[file]; v != nil {
+			if tn.Volumes == nil {
+				tn.Volumes = map[string]*GuestVolume{}
+			}
+			cp := *v
+			tn.Volumes[file] = &cp
+		}
+	}
+	raw, _ := s.readEtcPve(db, guestConfPath(from, "qemu-server", vmid))
+	s.removeEtcPve(db, guestConfPath(from, "qemu-server", vmid))
+	s.writeEtcPve(db, guestConfPath(to, "qemu-server", vmid), raw)
+	if s.runningLocked(from, vmid) {
+		s.setRunningLocked(from, vmid, false)
+		s.setRunningLocked(to, vmid, true)
+	}
+	s.switchReplicationLocked(db, vmid, to, from)
+	s.saveLocked()
+	t.logf0("ERROR: %s", reason)
+	t.logf0("ERROR: migration finished with problems (duration %s)", fmtDuration(time.Since(start)))
+	return "migration problems"
+}

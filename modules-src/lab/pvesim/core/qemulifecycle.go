@@ -1,0 +1,216 @@
+package core
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/ha"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/replication"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
+)
+
+// QEMU guests' template conversion, disk resize and destroy (qemu-server's
+// API2/Qemu.pm template, resize_vm, destroy_vm).
+
+// POST /nodes/{node}/qemu/{vmid}/template: qemu-server's template API
+// (API2/Qemu.pm, PVE 8 and 9; reconstructed, snapshots not simulated):
+// $load_and_check runs before the answer (check_lock, "you can't convert
+// a template to a template", "... if VM is running": a 500, no task),
+// then the qmtemplate worker, started by the caller's user, takes the
+// guest's config lock, runs the same checks again, writes template: 1 and
+// template_create turns every volume that is not a CD-ROM (the cloud-init
+// drive is one) into a base volume (create_base), writing the config
+// after each.
+func (s *Sim) postQemuTemplate(rc *reqCtx) (any, error) {
+	db := rc.db()
+	vmid := rc.vmid()
+	node := rc.node
+	check := func() (*guestconf.Conf, error) {
+		c, err := s.loadQmConfLocked(db, node, vmid)
+		if err != nil {
+			return nil, err
+		}
+		if err := c.CheckLock("VM"); err != nil {
+			return nil, err
+		}
+		if c.IsTemplate() {
+			return nil, fmt.Errorf("you can't convert a template to a template")
+		}
+		if s.runningLocked(node, vmid) {
+			return nil, fmt.Errorf("you can't convert a VM to template if VM is running")
+		}
+		return c, nil
+	}
+	if _, err := check(); err != nil {
+		return nil, err
+	}
+	return s.guestLockTask(rc, node, "qmtemplate", vmid, func(*taskRun) string {
+		c, err := check()
+		if err != nil {
+			return err.Error()
+		}
+		c.Keys["template"] = "1"
+		s.writeQmConfLocked(db, node, vmid, c)
+		for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
+			if !qemuserver.IsDriveKey(k) {
+				continue
+			}
+			d := qemuserver.ParseDrive(c.Keys[k])
+			if d.CDROM() || d.Cloudinit() {
+				continue
+			}
+			if _, _, err := s.volumeLocked(node, d.File()); err != nil || storage.IsBase(d.File()) {
+				continue
+			}
+			nb, err := s.makeBaseLocked(node, d.File())
+			if err != nil {
+				s.saveLocked()
+				return err.Error()
+			}
+			d.Props.Set("file", nb)
+			c.Keys[k] = d.Print()
+			s.writeQmConfLocked(db, node, vmid, c)
+		}
+		s.saveLocked()
+		return ""
+	}), nil
+}
+
+// PUT /nodes/{node}/qemu/{vmid}/resize: a "resize" task since qemu-server
+// 8.0; grow only (K11).
+func (s *Sim) putQemuResize(rc *reqCtx) (any, error) {
+	db := rc.db()
+	vmid, node := rc.vmid(), rc.node
+	disk, sizeStr, digest := rc.str("disk"), rc.str("size"), rc.str("digest")
+	skiplock, err := rc.skiplock()
+	if err != nil {
+		return nil, err
+	}
+	return s.guestLockTask(rc, node, "resize", vmid, func(t *taskRun) string {
+		c, err := s.loadQmConfLocked(db, node, vmid)
+		if err != nil {
+			return err.Error()
+		}
+		if digest != "" && digest != c.Digest {
+			return "checksum mismatch (file change by other user?)"
+		}
+		if err := c.CheckLock("VM"); err != nil && !skiplock {
+			return err.Error()
+		}
+		v, ok := c.Keys[disk]
+		if !ok {
+			return fmt.Sprintf("disk '%s' does not exist", disk)
+		}
+		d := qemuserver.ParseDrive(v)
+		if d.CDROM() {
+			return "you can't resize a cdrom"
+		}
+		vol, _, err := s.volumeLocked(node, d.File())
+		if err != nil {
+			return fmt.Sprintf("Could not determine current size of volume '%s'", d.File())
+		}
+		rel := strings.HasPrefix(sizeStr, "+")
+		n, ok := pvecommon.ParseSize(strings.TrimPrefix(sizeStr, "+"))
+		if !ok {
+			return "internal error"
+		}
+		if rel {
+			n += vol.Size
+		}
+		if n < vol.Size {
+			return "shrinking disks is not supported"
+		}
+		if n == vol.Size {
+			return ""
+		}
+		t.task.Log = append(t.task.Log, fmt.Sprintf("update VM %d: resize --disk %s --size %s", vmid, disk, sizeStr))
+		if err := s.resizeVolumeLocked(node, d.File(), n); err != nil {
+			return err.Error()
+		}
+		d.Props.Set("size", pvecommon.FormatSize(n))
+		c.Keys[disk] = d.Print()
+		s.writeQmConfLocked(db, node, vmid, c)
+		s.saveLocked()
+		return ""
+	}), nil
+}
+
+// purgeGuestLocked is destroy_vm's purge, the same for a VM and a CT:
+// ReplicationConfig::remove_vmid_jobs, VZDump remove_vmid_from_backup_jobs,
+// and HA::Config::delete_service_from_config (typ "vm" or "ct").
+func (s *Sim) purgeGuestLocked(db *ConfigDB, t *taskRun, typ string, vmid int) {
+	s.removeFromBackupJobsLocked(db, vmid)
+	jobs, _ := s.replJobsLocked(db)
+	s.writeReplJobsLocked(db, slices.DeleteFunc(jobs, func(j *replication.Job) bool { return replication.Guest(j.ID) == vmid }))
+	res, _ := s.haResourcesLocked(db)
+	if ha.FindResource(res, fmt.Sprintf("%s:%d", typ, vmid)) != nil {
+		s.writeSectionsLocked(db, ha.ResourcesCfg, slices.DeleteFunc(res, func(r *section) bool {
+			return r.Type == typ && r.ID == strconv.Itoa(vmid)
+		}))
+		t.task.Log = append(t.task.Log, fmt.Sprintf("NOTE: removed %s %d from HA resource configuration.", map[string]string{"vm": "VM", "ct": "CT"}[typ], vmid))
+	}
+}
+
+// DELETE /nodes/{node}/qemu/{vmid}: qmdestroy task; frees the VM's volumes
+// (not a linked clone's base) and removes the config last.
+func (s *Sim) deleteQemu(rc *reqCtx) (any, error) {
+	db := rc.db()
+	vmid, node := rc.vmid(), rc.node
+	if _, err := rc.skiplock(); err != nil {
+		return nil, err
+	}
+	early := func() error {
+		c, err := s.loadQmConfLocked(db, node, vmid)
+		if err != nil {
+			return err
+		}
+		if c.Keys["protection"] == "1" {
+			return fmt.Errorf("can't remove VM %d - protection mode enabled", vmid)
+		}
+		if s.haConfiguredLocked(db, vmid) && !rc.boolean("purge") {
+			return pvecommon.Die("unable to remove VM %d - used in HA resources and purge parameter not set.", vmid)
+		}
+		if !rc.boolean("purge") {
+			// ReplicationConfig.pm check_for_existing_jobs
+			if jobs := s.replicationJobsOf(db, vmid); len(jobs) > 0 {
+				return pvecommon.Die("There is a replication job '%s' for guest '%d' - Please remove that first.", jobs[0], vmid)
+			}
+		}
+		if s.runningLocked(node, vmid) {
+			return fmt.Errorf("VM %d is running - destroy failed", vmid)
+		}
+		return nil
+	}
+	if err := early(); err != nil {
+		return nil, err
+	}
+	return s.guestLockTask(rc, node, "qmdestroy", vmid, func(t *taskRun) string {
+		if err := early(); err != nil {
+			return err.Error()
+		}
+		c, _ := s.loadQmConfLocked(db, node, vmid)
+		if err := c.CheckLock("VM"); err != nil && !rc.boolean("skiplock") {
+			return err.Error()
+		}
+		if err := s.assertBaseUnusedLocked(node, c); err != nil {
+			return err.Error()
+		}
+		s.destroyVolumesLocked(node, vmid, c, rc.boolean("destroy-unreferenced-disks"), t.logf0)
+		// destroy_vm leaves a "lock: destroyed" config until the end.
+		s.writeQmConfLocked(db, node, vmid, &guestconf.Conf{Keys: map[string]string{"lock": "destroyed"}})
+		dropFromPoolsLocked(db, vmKind, vmid)
+		if rc.boolean("purge") {
+			t.task.Log = append(t.task.Log, fmt.Sprintf("purging VM %d from related configurations..", vmid))
+			s.purgeGuestLocked(db, t, "vm", vmid)
+		}
+		s.removeEtcPve(db, guestConfPath(node, "qemu-server", vmid))
+		s.saveLocked()
+		return ""
+	}), nil
+}

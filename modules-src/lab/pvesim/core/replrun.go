@@ -1,0 +1,472 @@
+package core
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecontainer"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/replication"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
+)
+
+// Replication runs, as pvescheduler and pvesr do them (pve-manager
+// PVE/Service/pvescheduler.pm, PVE/API2/Replication.pm run_jobs;
+// pve-guest-common Replication.pm run_replication): every
+// ReplicationInterval (PVE: a minute) each node's scheduler runs pvesr
+// under /var/lock/pvesr.lck, and that run works through every due job of
+// the guests on the node, one after another. When a job is due (job_status's
+// next_sync: schedule, backoff after failures, never while the target is
+// offline), the order of get_next_job, the switch of a guest HA stole
+// (so a client that treats target as fixed sees it change until failback),
+// what a run records and the status view are pvesim/replication's rules;
+// here are the scheduler, the locks, the runs — a run takes TaskDuration,
+// copies the guest's ZFS volumes to the target (the replica a recovery
+// needs, H8), and fails when the target is down — and the node's
+// replication endpoints. Runs are node-local state.
+
+// replRunLocked is job id's state on node, created on first use.
+func (s *Sim) replRunLocked(node, id string) *replication.State {
+	n := s.st.Nodes[node]
+	if n.Replication == nil {
+		n.Replication = map[string]*replication.State{}
+	}
+	r := n.Replication[id]
+	if r == nil {
+		r = &replication.State{}
+		n.Replication[id] = r
+	}
+	return r
+}
+
+// replMinute is the lab's replication minute; "none" (negative) is made a
+// few milliseconds so the scheduler loop does not spin.
+func (s *Sim) replMinute() time.Duration {
+	return max(s.cfg.dur(s.cfg.ReplicationInterval, time.Minute), 10*time.Millisecond)
+}
+
+// replEnvLocked is what replication's job_status rules read of node: the
+// lab's minute, which nodes are up, the jobs' states there.
+func (s *Sim) replEnvLocked(node string) replication.Env {
+	return replication.Env{
+		Minute: s.replMinute(),
+		Online: s.nodeUpLocked,
+		State:  func(id string) *replication.State { return s.st.Nodes[node].Replication[id] },
+	}
+}
+
+// replicationSchedulerLoop is every node's pvescheduler: a pvesr run at
+// each lab minute boundary on every node that is up.
+func (s *Sim) replicationSchedulerLoop() {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for {
+			minute := s.replMinute()
+			wait := minute - time.Duration(time.Now().UnixNano()%int64(minute))
+			if !s.sleep(wait) {
+				return
+			}
+			s.mu.Lock()
+			var nodes []string
+			for _, n := range s.sortedNodeNamesLocked() {
+				if s.nodeUpLocked(n) {
+					nodes = append(nodes, n)
+				}
+			}
+			s.mu.Unlock()
+			for _, n := range nodes {
+				s.wg.Add(1)
+				go func() {
+					defer s.wg.Done()
+					// The scheduler's pvesr takes /var/lock/pvesr.lck; while
+					// someone else holds it (a `pvesr run`), this minute is
+					// skipped (reconstruction; H5).
+					s.mu.Lock()
+					lock := pvesrLockKey(n)
+					ok := s.tryLockLocked(lock, false)
+					s.mu.Unlock()
+					if !ok {
+						return
+					}
+					s.runDueJobs(n, "")
+					s.mu.Lock()
+					s.unlockLocked(lock, false)
+					s.mu.Unlock()
+				}()
+			}
+		}
+	}()
+}
+
+// runDueJobs is run_jobs on node (the caller holds pvesr.lck): every job
+// that is due now runs once, in get_next_job's order (next_sync, guest,
+// id); with only set, that job runs whether due or not (pvesr run --id).
+func (s *Sim) runDueJobs(node, only string) []string {
+	start := time.Now().UnixMilli()
+	done := map[string]bool{}
+	var log []string
+	for {
+		s.mu.Lock()
+		n := s.st.Nodes[node]
+		if n == nil || !s.nodeUpLocked(node) {
+			s.mu.Unlock()
+			return log
+		}
+		db := s.dbOf(node)
+		next := s.replEnvLocked(node).NextJob(s.jobsOnNodeLocked(db, node), start, done, only)
+		s.mu.Unlock()
+		if next == nil {
+			return log
+		}
+		done[next.ID] = true
+		log = append(log, s.syncJob(db.ID, node, next.ID)...)
+	}
+}
+
+// syncJob runs one job of node now (run_replication under pvesr.lck) and
+// returns its log.
+func (s *Sim) syncJob(dbID, src, id string) []string {
+	// run_replication takes the guest's migration lock with a 2 s timeout
+	// before anything is recorded (pve-guest-common Replication.pm
+	// run_replication → guest_migration_lock, then $run_replication_nolock
+	// → record_job_start). Not obtained (a migration or a snapshot
+	// rollback holds it), the run dies before the state is touched:
+	// run_jobs only warns ("got unexpected replication job error", journal;
+	// pve-manager API2/Replication.pm _handle_job_err), so the job's
+	// status keeps its fail_count, error and last_try — contention is
+	// never a job's error (H5) — and it stays due for the next run.
+	if g, err := replication.ParseID(id); err == nil {
+		mig := migrationLockKey(src, g)
+		if !s.acquire(mig, false, min(2*time.Second, s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout))) {
+			s.mu.Lock()
+			s.replSkipped = append(s.replSkipped, replication.SkippedWarning(id, errLockTimeout(replication.MigrationLockFile(g))))
+			s.mu.Unlock()
+			return nil
+		}
+		defer s.release(mig, false)
+	}
+	s.mu.Lock()
+	db := s.st.DBs[dbID]
+	if db == nil {
+		s.mu.Unlock()
+		return nil
+	}
+	jobs, _ := s.replJobsLocked(db)
+	job := replication.Find(jobs, id)
+	guest := replication.Guest(id)
+	e, ok := s.findVMLocked(db, guest)
+	if job == nil || !ok || e.Node != src {
+		s.mu.Unlock()
+		return nil
+	}
+	if job.Opts["remove_job"] != "" {
+		// The job's removal: its replicas go (remove_job full), then the job.
+		// replicate() first asks the target to drop them
+		// (remote_prepare_local_job over ssh, pve-guest-common
+		// Replication.pm); with the target down that dies, record_job_end
+		// counts the failure and the job stays, tried again at every run
+		// (job_status: next_sync 1 for a job marked for removal) until the
+		// target is back or the job is deleted with force.
+		if t := job.Opts["target"]; job.Opts["remove_job"] == "full" && t != src && !s.nodeUpLocked(t) {
+			scan := "--scan " + s.replStoragesLocked(db, e, src, guest) + " --force"
+			s.replRunLocked(src, id).RemovalFailed(replication.PrepareFailed(t, s.st.Nodes[t].Addr, id, scan), time.Now())
+			s.saveLocked()
+			s.mu.Unlock()
+			return nil
+		}
+		if job.Opts["remove_job"] == "full" && s.nodeUpLocked(job.Opts["target"]) {
+			if c := s.guestConfLocked(db, e); c != nil {
+				if vols, err := s.replicatableVolumes(src, guest, c); err == nil {
+					for _, v := range vols {
+						delete(s.st.Nodes[job.Opts["target"]].Volumes, v)
+					}
+				}
+			}
+		}
+		s.writeReplJobsLocked(db, slices.DeleteFunc(jobs, func(j *replication.Job) bool { return j.ID == id }))
+		delete(s.st.Nodes[src].Replication, id)
+		s.saveLocked()
+		s.mu.Unlock()
+		return nil
+	}
+	target := job.Opts["target"]
+	run := s.replRunLocked(src, id)
+	start := time.Now()
+	run.Begin(id, guest, start)
+	s.saveLocked()
+	s.mu.Unlock()
+
+	alive := s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration))
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	run.Running = false
+	if !alive {
+		return run.Log
+	}
+	defer func() {
+		run.Duration = float64(time.Since(start).Milliseconds()) / 1000
+		s.saveLocked()
+	}()
+	fail := func(msg string) []string {
+		run.Failed(id, msg, time.Now())
+		return run.Log
+	}
+	if !s.nodeUpLocked(target) {
+		return fail(replication.PrepareFailed(target, s.st.Nodes[target].Addr, id, ""))
+	}
+	conf := s.guestConfLocked(db, e)
+	if conf == nil {
+		return fail(fmt.Sprintf("guest %d has no config", guest)) // reconstruction
+	}
+	vols, err := s.replicatableVolumes(src, guest, conf)
+	if err != nil {
+		return fail(err.Error())
+	}
+	run.Logf(id, time.Now(), "volumes => %s", strings.Join(vols, ","))
+	tn := s.st.Nodes[target]
+	if tn.Volumes == nil {
+		tn.Volumes = map[string]*GuestVolume{}
+	}
+	for _, v := range vols {
+		if sv := s.st.Nodes[src].Volumes[v]; sv != nil {
+			c := *sv
+			tn.Volumes[v] = &c
+		}
+		run.LogSync(id, v, start, time.Now())
+	}
+	run.Synced(id, start, time.Now())
+	return run.Log
+}
+
+// replStoragesLocked lists the storages of a guest's replicated volumes,
+// comma-separated (replication.ScanArg).
+func (s *Sim) replStoragesLocked(db *ConfigDB, e vmEntry, src string, guest int) string {
+	var vols []string
+	if c := s.guestConfLocked(db, e); c != nil {
+		vols, _ = s.replicatableVolumes(src, guest, c)
+	}
+	return replication.ScanArg(vols, func(v string) (string, bool) {
+		st, _, ok := storage.ParseVolumeID(v)
+		return st, ok
+	})
+}
+
+// guestConfLocked reads a guest's config wherever it is, VM or CT.
+func (s *Sim) guestConfLocked(db *ConfigDB, e vmEntry) *guestconf.Conf {
+	raw, ok := s.readEtcPve(db, guestConfPath(e.Node, e.Kind, e.VMID))
+	if !ok {
+		return nil
+	}
+	return guestconf.Parse(raw)
+}
+
+// migrationLockKey is /var/lock/pve-manager/pve-migrate-<vmid> on node
+// (pve-guest-common GuestHelpers.pm guest_migration_lock), a local flock.
+func migrationLockKey(node string, vmid int) string {
+	return node + ":" + replication.MigrationLockFile(vmid)
+}
+
+// ReplicationWarnings are the lines pvesr's runs wrote to the journal for
+// jobs they could not even start (the migration lock busy), oldest first.
+func (s *Sim) ReplicationWarnings() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.replSkipped)
+}
+
+// pvesrLockKey is /var/lock/pvesr.lck on node.
+func pvesrLockKey(node string) string { return node + ":" + replication.PvesrLock }
+
+// RunReplication is `pvesr run [--id ID]` on node: it takes
+// /var/lock/pvesr.lck (waiting LockTimeout, PVE: 60 s, then "can't lock
+// file '/var/lock/pvesr.lck' - got timeout", H5) and runs the node's due
+// jobs (or the one named, due or not) in the foreground; the lines are
+// what --verbose prints.
+func (s *Sim) RunReplication(node, id string) ([]string, error) {
+	s.mu.Lock()
+	n := s.st.Nodes[node]
+	s.mu.Unlock()
+	if n == nil {
+		return nil, &NotFoundError{Msg: fmt.Sprintf("no node %q in this lab", node)}
+	}
+	lock := pvesrLockKey(node)
+	if !s.acquire(lock, false, s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout)) {
+		return nil, &ConflictError{Msg: "can't lock file '/var/lock/pvesr.lck' - got timeout"}
+	}
+	defer s.release(lock, false)
+	if id != "" {
+		s.mu.Lock()
+		err := s.checkSingleJobLocked(node, id)
+		s.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return s.runDueJobs(node, id), nil
+}
+
+// checkSingleJobLocked is run_single_job's checks, under pvesr.lck and in
+// its order (pve-manager API2/Replication.pm): the job in replication.cfg,
+// not disabled, its guest in the cluster and on this node, its target
+// another node.
+func (s *Sim) checkSingleJobLocked(node, id string) error {
+	db := s.dbOf(node)
+	jobs, _ := s.replJobsLocked(db)
+	j := replication.Find(jobs, id)
+	if j == nil {
+		return &BadRequestError{Msg: fmt.Sprintf("no such job '%s'", id)}
+	}
+	if pvecommon.PerlTrue(j.Opts["disable"]) {
+		return &BadRequestError{Msg: fmt.Sprintf("job '%s' is disabled", id)}
+	}
+	g := replication.Guest(id)
+	e, ok := s.findVMLocked(db, g)
+	switch {
+	case !ok:
+		return &BadRequestError{Msg: fmt.Sprintf("no such guest '%d'", g)}
+	case e.Node != node:
+		return &BadRequestError{Msg: fmt.Sprintf("guest '%d' is not on local node", g)}
+	case j.Opts["target"] == node:
+		return &BadRequestError{Msg: "unable to sync to local node"}
+	}
+	return nil
+}
+
+// replStatusView is $extract_job_status for a job of node, with the
+// guest's vmtype from the vmlist (job_status).
+func (s *Sim) replStatusView(node string, j *replication.Job) map[string]any {
+	vmtype := ""
+	if e, ok := s.findVMLocked(s.dbOf(node), replication.Guest(j.ID)); ok {
+		vmtype = map[string]string{"qemu-server": "qemu", "lxc": "lxc"}[e.Kind]
+	}
+	return s.replEnvLocked(node).StatusView(j, vmtype)
+}
+
+// jobsOnNodeLocked is job_status: the jobs node runs
+// (replication.OnNode), after switching those of a guest HA stole onto
+// it, which writes replication.cfg.
+func (s *Sim) jobsOnNodeLocked(db *ConfigDB, node string) []*replication.Job {
+	jobs, _ := s.replJobsLocked(db)
+	out, switched := replication.OnNode(jobs, node, func(g int) (string, bool) {
+		e, ok := s.findVMLocked(db, g)
+		return e.Node, ok
+	})
+	if switched {
+		s.writeReplJobsLocked(db, jobs)
+		s.saveLocked()
+	}
+	return out
+}
+
+// switchReplicationLocked is switch_replication_job_target_nolock for a
+// migration (AbstractMigrate.pm passes target, source), written back.
+func (s *Sim) switchReplicationLocked(db *ConfigDB, vmid int, oldTarget, newTarget string) {
+	jobs, _ := s.replJobsLocked(db)
+	if replication.SwitchTarget(jobs, vmid, oldTarget, newTarget) {
+		s.writeReplJobsLocked(db, jobs)
+		s.saveLocked()
+	}
+}
+
+// GET /nodes/{node}/replication
+func (s *Sim) getNodeReplication(rc *reqCtx) (any, error) {
+	db := rc.db()
+	out := []map[string]any{}
+	for _, j := range s.jobsOnNodeLocked(db, rc.node) {
+		g := replication.Guest(j.ID)
+		if rc.has("guest") && rc.str("guest") != strconv.Itoa(g) {
+			continue
+		}
+		if !hasPriv(db, rc.who, fmt.Sprintf("/vms/%d", g), []string{"VM.Audit"}, false) {
+			continue
+		}
+		out = append(out, s.replStatusView(rc.node, j))
+	}
+	return out, nil
+}
+
+// GET /nodes/{node}/replication/{id}/status
+func (s *Sim) getNodeReplicationStatus(rc *reqCtx) (any, error) {
+	db := rc.db()
+	for _, j := range s.jobsOnNodeLocked(db, rc.node) {
+		if j.ID == rc.str("id") {
+			return s.replStatusView(rc.node, j), nil
+		}
+	}
+	return nil, pvecommon.Die("no such replication job '%s'", rc.str("id"))
+}
+
+// GET /nodes/{node}/replication/{id}/log
+func (s *Sim) getNodeReplicationLog(rc *reqCtx) (any, error) {
+	db := rc.db()
+	jobs, _ := s.replJobsLocked(db)
+	if replication.Find(jobs, rc.str("id")) == nil {
+		return nil, pvecommon.Die("no such replication job '%s'", rc.str("id"))
+	}
+	var log []string
+	if run := s.st.Nodes[rc.node].Replication[rc.str("id")]; run != nil {
+		log = run.Log
+	}
+	return replication.LogPage(log, rc.integer("start", 0), rc.integer("limit", 50)), nil
+}
+
+// POST /nodes/{node}/replication/{id}/schedule_now: the next scheduler
+// round runs it (schedule_job_now). The schema says string and PVE returns
+// whatever the state write returned; the lab answers "" (reconstruction).
+func (s *Sim) postReplicationScheduleNow(rc *reqCtx) (any, error) {
+	db := rc.db()
+	id := rc.str("id")
+	if _, err := replJobGuest(rc, db, id); err != nil {
+		return nil, err
+	}
+	jobs, _ := s.replJobsLocked(db)
+	if replication.Find(jobs, id) == nil {
+		return nil, pvecommon.Die("no such replication job '%s'", id)
+	}
+	s.replRunLocked(rc.node, id).ScheduleNow()
+	s.saveLocked()
+	return "", nil
+}
+
+// missingVolumesLocked lists a guest's local volumes absent on node (a
+// recovery without a replica cannot start it, H8).
+func (s *Sim) missingVolumesLocked(db *ConfigDB, e vmEntry, node string) []string {
+	raw, _ := s.readEtcPve(db, guestConfPath(e.Node, e.Kind, e.VMID))
+	c := guestconf.Parse(raw)
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
+		var file string
+		switch {
+		case qemuserver.IsDriveKey(k):
+			// A cdrom, cloud-init's included, is never replicated
+			// (QemuConfig.pm get_replicatable_volumes skips cdrom): a
+			// recovered VM gets a fresh cloud-init drive at start.
+			d := qemuserver.ParseDrive(c.Keys[k])
+			if d.CDROM() || d.Cloudinit() {
+				continue
+			}
+			file = d.File()
+		case pvecontainer.IsVolumeKey(k):
+			file = pvecommon.ParseProps(c.Keys[k], "volume").Get("volume")
+		default:
+			continue
+		}
+		store, _, ok := storage.ParseVolumeID(file)
+		st := db.Storage[store]
+		if !ok || st == nil || st.Shared() {
+			continue
+		}
+		if s.st.Nodes[node].Volumes[file] == nil {
+			out = append(out, file)
+		}
+	}
+	return out
+}

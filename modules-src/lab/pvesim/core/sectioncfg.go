@@ -1,0 +1,29 @@
+package core
+
+import (
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+)
+
+// section is one entry of a SectionConfig file; the model and its
+// parse/render live in pvecommon (pve-common SectionConfig.pm), shared with
+// the backends (pvesim/ha).
+type section = pvecommon.Section
+
+var (
+	parseSections  = pvecommon.ParseSections
+	renderSections = pvecommon.RenderSections
+	findSection    = pvecommon.FindSection
+	splitComma     = pvecommon.SplitComma // comma lists of configs and parameters
+)
+
+// readSectionsLocked reads a SectionConfig file of db ("" when absent)
+// with its digest (SHA-1 of the bytes, as PVE's).
+func (s *Sim) readSectionsLocked(db *ConfigDB, rel string) ([]*section, string) {
+	raw, _ := s.readEtcPve(db, rel)
+	return parseSections(raw), guestconf.Parse(raw).Digest
+}
+
+func (s *Sim) writeSectionsLocked(db *ConfigDB, rel string, list []*section) {
+	s.writeEtcPve(db, rel, renderSections(list))
+}

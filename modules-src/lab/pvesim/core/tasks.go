@@ -1,0 +1,211 @@
+package core
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/tasks"
+)
+
+// Worker tasks: starting a worker, its handle, and the task endpoints;
+// the task's model — UPID, how it ends, the views and the list's filters —
+// is pvesim/tasks'.
+
+// taskWorker is the body of a task. It runs without the state lock; it
+// takes s.mu itself to touch state. logf appends to the task log. It
+// returns "" for OK, "WARNINGS: N", or an error text.
+type taskWorker func(t *taskRun) string
+
+// taskRun is a worker's handle on its task.
+type taskRun struct {
+	s    *Sim
+	task *tasks.Task
+	// effects run (under s.mu) when the worker succeeds; a slow-config
+	// fault runs them Delay after the task already reported OK (K4).
+	effects []func()
+	// node runs the task; lossesAtStart is its power-loss count then.
+	node          *Node
+	lossesAtStart int
+}
+
+// diedLocked tells (under s.mu) whether the task's node lost power since
+// the task started: its worker died with the node.
+func (t *taskRun) diedLocked() bool {
+	return t != nil && t.node != nil && t.node.powerLosses != t.lossesAtStart
+}
+
+func (t *taskRun) logf(format string, args ...any) {
+	t.s.mu.Lock()
+	t.task.Log = append(t.task.Log, fmt.Sprintf(format, args...))
+	t.s.mu.Unlock()
+}
+
+// commit registers a state change that becomes visible when the task ends
+// successfully.
+func (t *taskRun) commit(f func()) { t.effects = append(t.effects, f) }
+
+// startTaskLocked creates a running task on node and starts its worker. The
+// caller holds s.mu. A task-fail fault on the request overrides the result.
+func (s *Sim) startTaskLocked(rc *reqCtx, node, typ, id string, work taskWorker) string {
+	n := s.st.Nodes[node]
+	now := time.Now()
+	s.st.NextPID++
+	pid := s.st.NextPID
+	pstart := int(n.BootTime % 100000000)
+	user := "root@pam"
+	if rc != nil && rc.who != nil {
+		user = rc.who.taskUser()
+	}
+	task := tasks.New(node, pid, pstart, now.Unix(), typ, id, user)
+	n.Tasks = append(n.Tasks, task)
+	s.saveLocked()
+	var fault *Fault
+	if rc != nil {
+		fault = rc.fault
+	}
+	run := &taskRun{s: s, task: task, node: n, lossesAtStart: n.powerLosses}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		var exit string
+		if fault != nil && fault.Kind == FaultTaskFail && !tasks.IsWarnings(fault.ExitStatus) {
+			// An injected failure: the worker never gets to change anything.
+			run.logf("simulated failure")
+			s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration))
+			exit = fault.ExitStatus
+		} else {
+			exit = work(run)
+			if exit == "" && fault != nil && fault.Kind == FaultTaskFail {
+				exit = fault.ExitStatus // WARNINGS: N — done, with warnings
+			}
+		}
+		if exit == "" {
+			exit = "OK"
+		}
+		s.mu.Lock()
+		died := run.diedLocked()
+		if died {
+			// The node lost power while the task ran: the worker died with it,
+			// its last steps never happened and its log has no TASK line;
+			// after boot the task is one whose process is gone ("unexpected
+			// status", as a lab restart records it). Reconstruction of what
+			// PVE's task list shows for a worker that vanished.
+			exit = "unexpected status"
+		}
+		ok := tasks.Succeeded(exit)
+		delayed := fault != nil && fault.Kind == FaultSlowConfig
+		if ok && !delayed {
+			for _, f := range run.effects {
+				f()
+			}
+		}
+		task.Finish(exit, died, time.Now().Unix())
+		s.saveLocked()
+		s.mu.Unlock()
+		if ok && delayed {
+			if s.sleep(fault.Delay) {
+				s.mu.Lock()
+				for _, f := range run.effects {
+					f()
+				}
+				s.saveLocked()
+				s.mu.Unlock()
+			}
+		}
+	}()
+	return task.UPID
+}
+
+// simpleTask is a worker that just takes the lab's task duration.
+func (s *Sim) simpleTask(lines ...string) taskWorker {
+	return func(t *taskRun) string {
+		for _, l := range lines {
+			t.logf("%s", l)
+		}
+		if !s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration)) {
+			return "unexpected status"
+		}
+		return ""
+	}
+}
+
+func (s *Sim) findTaskLocked(node, upid string) *tasks.Task {
+	n := s.st.Nodes[node]
+	if n == nil {
+		return nil
+	}
+	for _, t := range n.Tasks {
+		if t.UPID == upid {
+			return t
+		}
+	}
+	return nil
+}
+
+func (s *Sim) getTaskStatus(rc *reqCtx) (any, error) {
+	upid := rc.str("upid")
+	if _, ok := tasks.ParseUPID(upid); !ok {
+		return nil, errParams(map[string]string{"upid": "unable to parse worker upid '" + upid + "'"})
+	}
+	t := s.findTaskLocked(rc.node, upid)
+	if t == nil {
+		return nil, errParams(map[string]string{"upid": "no such task"})
+	}
+	if aerr := s.taskAccess(rc, t); aerr != nil {
+		return nil, aerr
+	}
+	return t.StatusView(), nil
+}
+
+// taskAccess: a user may read own tasks, others need Sys.Audit on the node.
+func (s *Sim) taskAccess(rc *reqCtx, t *tasks.Task) *APIError {
+	if rc.who.User == t.Owner() {
+		return nil
+	}
+	if !hasPriv(rc.db(), rc.who, "/nodes/"+t.Node, []string{"Sys.Audit"}, false) {
+		return errPerm("/nodes/" + t.Node + ", Sys.Audit")
+	}
+	return nil
+}
+
+func (s *Sim) getTaskLog(rc *reqCtx) (any, error) {
+	upid := rc.str("upid")
+	if _, ok := tasks.ParseUPID(upid); !ok {
+		return nil, errParams(map[string]string{"upid": "unable to parse worker upid '" + upid + "'"})
+	}
+	t := s.findTaskLocked(rc.node, upid)
+	if t == nil {
+		return nil, errParams(map[string]string{"upid": "no such task"})
+	}
+	if aerr := s.taskAccess(rc, t); aerr != nil {
+		return nil, aerr
+	}
+	return t.LogPage(rc.integer("start", 0), rc.integer("limit", 50)), nil
+}
+
+// GET /nodes/{node}/tasks (node_tasks).
+func (s *Sim) getTasks(rc *reqCtx) (any, error) {
+	f := tasks.Filter{
+		Source:     rc.str("source"),
+		Auditor:    hasPriv(rc.db(), rc.who, "/nodes/"+rc.node, []string{"Sys.Audit"}, false),
+		User:       rc.who.User,
+		TypeFilter: rc.str("typefilter"),
+		UserFilter: rc.str("userfilter"),
+		Errors:     rc.boolean("errors"),
+	}
+	if rc.has("vmid") {
+		vmid := rc.str("vmid")
+		f.VMID = &vmid
+	}
+	// pve-manager API2/Tasks.pm node_tasks: since/until bound the start
+	// time, both inclusive.
+	if rc.has("since") {
+		since := int64(rc.integer("since", 0))
+		f.Since = &since
+	}
+	if rc.has("until") {
+		until := int64(rc.integer("until", 0))
+		f.Until = &until
+	}
+	return tasks.List(s.st.Nodes[rc.node].Tasks, f, rc.integer("start", 0), rc.integer("limit", 50)), nil
+}

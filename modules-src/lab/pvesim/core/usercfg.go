@@ -1,0 +1,81 @@
+package core
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+)
+
+// renderUserCfg is PVE::AccessControl's write_user_config: users with
+// their tokens, groups, pools, custom roles and ACL lines, each block ended
+// by an empty line (the access lines: package access).
+func renderUserCfg(db *ConfigDB, version int) string {
+	var b strings.Builder
+	db.Access.RenderUsers(&b)
+	b.WriteString("\n")
+	db.Access.RenderGroups(&b)
+	b.WriteString("\n")
+	for _, id := range sortedKeys(db.Pools) {
+		p := db.Pools[id]
+		var vms, stores []string
+		for _, m := range p.Members {
+			typ, mid, _ := strings.Cut(m, "/")
+			if typ == "storage" {
+				stores = append(stores, mid)
+			} else {
+				vms = append(vms, mid)
+			}
+		}
+		// sort keys: Perl's string order (write_user_config).
+		sort.Strings(vms)
+		sort.Strings(stores)
+		fmt.Fprintf(&b, "pool:%s:%s:%s:%s:\n", id, pvecommon.EncodeField(p.Comment), strings.Join(vms, ","), strings.Join(stores, ","))
+	}
+	b.WriteString("\n")
+	db.Access.RenderRoles(&b, version)
+	b.WriteString("\n")
+	db.Access.RenderACL(&b)
+	return b.String()
+}
+
+// parsePools reads the pool lines of user.cfg, keeping the guest type of
+// members it already knew (user.cfg lists guests by VMID only).
+func parsePools(text string, old map[string]*Pool) map[string]*Pool {
+	out := map[string]*Pool{}
+	for _, line := range strings.Split(text, "\n") {
+		f := strings.Split(strings.TrimSpace(line), ":")
+		if len(f) < 2 || f[0] != "pool" || f[1] == "" {
+			continue
+		}
+		for len(f) < 5 {
+			f = append(f, "")
+		}
+		p := &Pool{ID: f[1], Comment: pvecommon.DecodeField(f[2])}
+		known := map[string]string{}
+		if o := old[p.ID]; o != nil {
+			for _, m := range o.Members {
+				typ, id, _ := strings.Cut(m, "/")
+				known[id] = typ
+			}
+		}
+		for _, vm := range strings.Split(f[3], ",") {
+			if _, err := strconv.Atoi(vm); err == nil {
+				typ := known[vm]
+				if typ == "" || typ == "storage" {
+					typ = "qemu"
+				}
+				p.Members = append(p.Members, typ+"/"+vm)
+			}
+		}
+		for _, st := range strings.Split(f[4], ",") {
+			if st != "" {
+				p.Members = append(p.Members, "storage/"+st)
+			}
+		}
+		out[p.ID] = p
+	}
+	return out
+}

@@ -1,0 +1,146 @@
+package core
+
+import (
+	"fmt"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
+)
+
+// GuestVolume is one guest disk on a storage (storage.GuestVolume). Local
+// storages keep their volumes on the node (Node.Volumes), shared ones in
+// the cluster (ConfigDB.SharedVolumes), so a volume on local-lvm of pve01
+// is not on pve02's.
+type GuestVolume = storage.GuestVolume
+
+// volumesFor returns the map holding st's volumes as node sees them.
+func (s *Sim) volumesFor(node string, st *Storage) map[string]*GuestVolume {
+	if st.Shared() {
+		db := s.dbOf(node)
+		if db.SharedVolumes == nil {
+			db.SharedVolumes = map[string]*GuestVolume{}
+		}
+		return db.SharedVolumes
+	}
+	n := s.st.Nodes[node]
+	if n.Volumes == nil {
+		n.Volumes = map[string]*GuestVolume{}
+	}
+	return n.Volumes
+}
+
+// volumeLocked returns a volume as node sees it.
+func (s *Sim) volumeLocked(node, volid string) (*GuestVolume, *Storage, error) {
+	store, _, ok := storage.ParseVolumeID(volid)
+	if !ok {
+		return nil, nil, fmt.Errorf("unable to parse volume ID '%s'", volid)
+	}
+	st := s.dbOf(node).Storage[store]
+	if st == nil {
+		return nil, nil, fmt.Errorf("storage '%s' does not exist", store)
+	}
+	v := s.volumesFor(node, st)[volid]
+	if v == nil {
+		return nil, st, fmt.Errorf("volume '%s' does not exist", volid)
+	}
+	return v, st, nil
+}
+
+// freeDiskName is storage.FreeDiskName among st's volumes as node sees them.
+func (s *Sim) freeDiskName(node string, st *Storage, vmid int, prefix, format string) string {
+	return storage.FreeDiskName(st, s.volumesFor(node, st), vmid, prefix, format)
+}
+
+// allocVolumeLocked creates a volume of size bytes for vmid on st.
+// On zfspool it is a zvol in the node's ZFS (zvols.go).
+func (s *Sim) allocVolumeLocked(node string, st *Storage, vmid int, size int64, format string) (string, error) {
+	if format == "" {
+		format = storage.DefaultFormat(st)
+	}
+	name := s.freeDiskName(node, st, vmid, "vm", format)
+	volid := st.ID + ":" + storage.VolName(st, vmid, name, format)
+	if err := s.zfsCreateVolume(node, st, name, size); err != nil {
+		return "", err
+	}
+	s.volumesFor(node, st)[volid] = &GuestVolume{Size: size, Format: format}
+	return volid, nil
+}
+
+// allocCloudinitLocked creates vm-<vmid>-cloudinit (4 MiB, as PVE):
+// qemu-server's create_disks names it itself (API2/Qemu.pm, the cloudinit
+// branch: the format given, else qcow2 with the suffix on a storage with a
+// path, raw elsewhere), so a second allocation for the VMID meets the
+// first, and fails as the storage plugin's alloc_image does
+// (storage.CloudinitExists).
+func (s *Sim) allocCloudinitLocked(node string, st *Storage, vmid int, format string) (string, error) {
+	if format == "" {
+		format = storage.DefaultFormat(st)
+		if storage.HasPath(st) {
+			format = "qcow2"
+		}
+	}
+	name := fmt.Sprintf("vm-%d-cloudinit", vmid)
+	volid := st.ID + ":" + storage.VolName(st, vmid, name, format)
+	if s.volumesFor(node, st)[volid] != nil {
+		return "", storage.CloudinitExists(st, name, volid)
+	}
+	if err := s.zfsCreateVolume(node, st, name, 4<<20); err != nil {
+		return "", err
+	}
+	s.volumesFor(node, st)[volid] = &GuestVolume{Size: 4 << 20, Format: format}
+	return volid, nil
+}
+
+// freeVolumeLocked is vdisk_free: a base volume still used by a linked
+// clone stays (Storage.pm: "base volume '…' is still in use by linked
+// cloned"); on zfspool the dataset goes with `zfs destroy -r` (free_image),
+// and a failure keeps the volume. Callers that only warn, as PVE's
+// destroy_vm does, may ignore the error.
+func (s *Sim) freeVolumeLocked(node, volid string) error {
+	_, st, err := s.volumeLocked(node, volid)
+	if err != nil {
+		return err
+	}
+	vols := s.volumesFor(node, st)
+	if storage.IsBase(volid) {
+		for _, v := range vols {
+			if v.Parent == volid {
+				_, vn, _ := storage.ParseVolumeID(volid)
+				return fmt.Errorf("base volume '%s' is still in use by linked cloned", vn)
+			}
+		}
+	}
+	_, vn, _ := storage.ParseVolumeID(volid)
+	if err := s.zfsOn(node, st, "destroy", "-r", storage.Dataset(st, vn)); err != nil {
+		return err
+	}
+	delete(vols, volid)
+	return nil
+}
+
+// linkedCloneLocked creates a linked clone of base for newid (clone_image):
+// base-100-disk-0/vm-101-disk-0 on lvmthin/zfspool, 100/base-100-disk-0.qcow2/
+// 101/vm-101-disk-0.qcow2 on a directory.
+func (s *Sim) linkedCloneLocked(node string, st *Storage, base string, newid int) (string, error) {
+	src, _, err := s.volumeLocked(node, base)
+	if err != nil {
+		return "", err
+	}
+	_, bvn, _ := storage.ParseVolumeID(base)
+	volid, name := storage.LinkedClone(st, s.volumesFor(node, st), base, newid)
+	// clone_image: zfs clone of the base's __base__ snapshot.
+	if err := s.zfsOn(node, st, "clone", storage.Dataset(st, bvn)+"@__base__", storage.Dataset(st, name)); err != nil {
+		return "", err
+	}
+	format := src.Format
+	if storage.HasPath(st) {
+		format = "qcow2"
+	}
+	s.volumesFor(node, st)[volid] = &GuestVolume{Size: src.Size, Format: format, Parent: base}
+	return volid, nil
+}
+
+// volumeContentLocked lists a storage's volumes on node for
+// GET /nodes/{node}/storage/{storage}/content.
+func (s *Sim) volumeContentLocked(node string, st *Storage) []map[string]any {
+	return storage.ImageContent(st.ID, s.volumesFor(node, st))
+}

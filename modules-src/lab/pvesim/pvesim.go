@@ -1,0 +1,59 @@
+package pvesim
+
+import "github.com/gopve/proxmox/modules-src/lab/pvesim/core"
+
+// The simulator's Go API, as its users (labctl, labtest, the modules'
+// tests) name it. The types live in core, which every backend imports;
+// this package only wires the backends to it (New).
+type (
+	Config       = core.Config
+	NodeConfig   = core.NodeConfig
+	Sim          = core.Sim
+	Fault        = core.Fault
+	FaultKind    = core.FaultKind
+	Faults       = core.Faults
+	Request      = core.Request
+	GuestSpec    = core.GuestSpec
+	TokenSpec    = core.TokenSpec
+	StorageInfo  = core.StorageInfo
+	StorageUsage = core.StorageUsage
+	Volume       = core.Volume
+	NodeVersion  = core.NodeVersion
+	RemoteStore  = core.RemoteStore
+	NodeInfo     = core.NodeInfo
+	APIError     = core.APIError
+)
+
+// Fault kinds (core.Fault's Kind).
+const (
+	FaultLatency         = core.FaultLatency
+	FaultError           = core.FaultError
+	FaultReset           = core.FaultReset
+	FaultHang            = core.FaultHang
+	FaultLock            = core.FaultLock
+	FaultTaskFail        = core.FaultTaskFail
+	FaultSlowConfig      = core.FaultSlowConfig
+	FaultLostAnswer      = core.FaultLostAnswer
+	FaultSlowLocked      = core.FaultSlowLocked
+	FaultFinishJoin      = core.FaultFinishJoin
+	FaultMigrateAbort    = core.FaultMigrateAbort
+	FaultMigrateProblems = core.FaultMigrateProblems
+)
+
+// Defaults of Config, and the lab CLI's marker header.
+const (
+	DefaultAuthDelay     = core.DefaultAuthDelay
+	DefaultTaskDuration  = core.DefaultTaskDuration
+	DefaultRestartWindow = core.DefaultRestartWindow
+	DefaultLockTimeout   = core.DefaultLockTimeout
+	DefaultPort          = core.DefaultPort
+	CLIHeader            = core.CLIHeader
+)
+
+// New loads the lab's simulator state from cfg.Dir, or creates it (fresh
+// standalone nodes, new certificates, new root password and lab token),
+// with every backend's endpoints. It holds an exclusive lock on the lab
+// until Close.
+func New(cfg Config) (*Sim, error) {
+	return core.New(cfg)
+}
