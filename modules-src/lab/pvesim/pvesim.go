@@ -1,6 +1,9 @@
 package pvesim
 
-import "github.com/gopve/proxmox/modules-src/lab/pvesim/core"
+import (
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/poolsim"
+)
 
 // The simulator's Go API, as its users (labctl, labtest, the modules'
 // tests) name it. The types live in core, which every backend imports;
@@ -55,5 +58,10 @@ const (
 // with every backend's endpoints. It holds an exclusive lock on the lab
 // until Close.
 func New(cfg Config) (*Sim, error) {
-	return core.New(cfg)
+	s, err := core.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	poolsim.Register(s)
+	return s, nil
 }

@@ -13,22 +13,22 @@ import (
 // Permissions.Modify on the path, only a role whose every privilege one
 // holds there (propagated, when the entry propagates) may be handed out,
 // and never NoAccess.
-func (s *Sim) putACL(rc *reqCtx) (any, error) {
-	if !rc.has("users") && !rc.has("groups") && !rc.has("tokens") {
+func (s *Sim) putACL(rc *Req) (any, error) {
+	if !rc.Has("users") && !rc.Has("groups") && !rc.Has("tokens") {
 		msg := "either 'users', 'groups' or 'tokens' is required."
-		return nil, errParams(map[string]string{"users": msg, "groups": msg, "tokens": msg})
+		return nil, ErrParams(map[string]string{"users": msg, "groups": msg, "tokens": msg})
 	}
-	raw := rc.str("path")
+	raw := rc.Str("path")
 	path := access.NormalizePath(raw)
-	del := rc.boolean("delete")
+	del := rc.Bool("delete")
 	if path == "" || (!del && !access.ValidPath(path)) {
-		return nil, errParams(map[string]string{"path": fmt.Sprintf("invalid ACL path '%s'", raw)})
+		return nil, ErrParams(map[string]string{"path": fmt.Sprintf("invalid ACL path '%s'", raw)})
 	}
-	db := rc.db()
-	propagate := !rc.has("propagate") || rc.boolean("propagate")
-	mine := access.Env{Access: &db.Access, Version: s.cfg.Version, PoolsOf: db.poolsOf}.Permissions(rc.who.full(), path)
+	db := rc.DB()
+	propagate := !rc.Has("propagate") || rc.Bool("propagate")
+	mine := access.Env{Access: &db.Access, Version: s.cfg.Version, PoolsOf: db.poolsOf}.Permissions(rc.Who.Full(), path)
 	return nil, s.lockUserCfg(db, "ACL update failed", func(a *access.Config) error {
-		for _, role := range pveschema.SplitList(rc.str("roles")) {
+		for _, role := range pveschema.SplitList(rc.Str("roles")) {
 			privs := a.RolePrivs(s.cfg.Version, role)
 			if privs == nil {
 				return fmt.Errorf("role '%s' does not exist", role)
@@ -54,15 +54,15 @@ func (s *Sim) putACL(rc *reqCtx) (any, error) {
 
 // aclMembers are the ugids of the request's groups ("@g"), users and
 // tokens, each checked as update_acl checks them.
-func aclMembers(a *access.Config, rc *reqCtx) ([]string, error) {
+func aclMembers(a *access.Config, rc *Req) ([]string, error) {
 	var out []string
-	for _, g := range pveschema.SplitList(rc.str("groups")) {
+	for _, g := range pveschema.SplitList(rc.Str("groups")) {
 		if a.Groups[g] == nil {
 			return nil, fmt.Errorf("group '%s' does not exist", g)
 		}
 		out = append(out, "@"+g)
 	}
-	for _, u := range pveschema.SplitList(rc.str("users")) {
+	for _, u := range pveschema.SplitList(rc.Str("users")) {
 		if !access.ValidUserID(u) {
 			return nil, fmt.Errorf("value '%s' does not look like a valid user name", u)
 		}
@@ -71,7 +71,7 @@ func aclMembers(a *access.Config, rc *reqCtx) ([]string, error) {
 		}
 		out = append(out, u)
 	}
-	for _, t := range pveschema.SplitList(rc.str("tokens")) {
+	for _, t := range pveschema.SplitList(rc.Str("tokens")) {
 		user, name, ok := access.SplitTokenID(t)
 		if !ok {
 			return nil, fmt.Errorf("'%s' is not a valid token ID - not able to split into user and token parts", t)

@@ -8,9 +8,9 @@ import (
 
 // rpcCheck is RPCEnvironment's check($user, $path, [$priv]) without noerr:
 // PVE's 403 naming path and privilege, or nil.
-func rpcCheck(db *ConfigDB, who *principal, path, priv string) error {
+func rpcCheck(db *ConfigDB, who *Principal, path, priv string) error {
 	if ok, d := checkFull(db, who, path, []string{priv}, false); !ok {
-		return errPerm(d)
+		return ErrPerm(d)
 	}
 	return nil
 }
@@ -19,22 +19,22 @@ func rpcCheck(db *ConfigDB, who *principal, path, priv string) error {
 // (API2/AccessControl.pm permissions): at path, or get_effective_permissions
 // over the top-level paths, every ACL path and every pool member's path,
 // leaving out paths without privileges. Values are the propagate flags.
-func (s *Sim) getPermissions(rc *reqCtx) (any, error) {
-	db := rc.db()
-	authid := rc.who.full()
+func (s *Sim) getPermissions(rc *Req) (any, error) {
+	db := rc.DB()
+	authid := rc.Who.Full()
 	userid := authid
-	if uid := rc.str("userid"); uid != "" {
+	if uid := rc.Str("userid"); uid != "" {
 		userid = uid
 	}
 	user, _, isTok := strings.Cut(userid, "!")
 	if userid != authid && !(isTok && user == authid) {
-		if err := rpcCheck(db, rc.who, "/access", "Sys.Audit"); err != nil {
+		if err := rpcCheck(db, rc.Who, "/access", "Sys.Audit"); err != nil {
 			return nil, err
 		}
 	}
 	out := map[string]any{}
-	if p := rc.str("path"); p != "" {
-		out[p] = permFlags(rpcEnv(db, rc.who).Permissions(userid, access.NormalizePath(p)))
+	if p := rc.Str("path"); p != "" {
+		out[p] = permFlags(RPCEnv(db, rc.Who).Permissions(userid, access.NormalizePath(p)))
 		return out, nil
 	}
 	paths := map[string]bool{"/": true, "/access": true, "/access/groups": true, "/nodes": true, "/pool": true,
@@ -53,7 +53,7 @@ func (s *Sim) getPermissions(rc *reqCtx) (any, error) {
 		}
 	}
 	for p := range paths {
-		if perms := rpcEnv(db, rc.who).Permissions(userid, p); len(perms) > 0 {
+		if perms := RPCEnv(db, rc.Who).Permissions(userid, p); len(perms) > 0 {
 			out[p] = permFlags(perms)
 		}
 	}

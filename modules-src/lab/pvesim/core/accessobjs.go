@@ -14,11 +14,11 @@ import (
 // Groups (API2/Group.pm), roles (API2/Role.pm) and ACL entries
 // (API2/ACL.pm).
 
-func (s *Sim) getGroups(rc *reqCtx) (any, error) {
-	db := rc.db()
+func (s *Sim) getGroups(rc *Req) (any, error) {
+	db := rc.DB()
 	out := []map[string]any{}
 	for _, id := range sortedKeys(db.Access.Groups) {
-		if !hasPriv(db, rc.who, "/access/groups/"+id, []string{"User.Modify", "Sys.Audit", "Group.Allocate"}, true) {
+		if !HasPriv(db, rc.Who, "/access/groups/"+id, []string{"User.Modify", "Sys.Audit", "Group.Allocate"}, true) {
 			continue
 		}
 		g := db.Access.Groups[id]
@@ -31,10 +31,10 @@ func (s *Sim) getGroups(rc *reqCtx) (any, error) {
 	return out, nil
 }
 
-func (s *Sim) getGroup(rc *reqCtx) (any, error) {
-	g := rc.db().Access.Groups[rc.str("groupid")]
+func (s *Sim) getGroup(rc *Req) (any, error) {
+	g := rc.DB().Access.Groups[rc.Str("groupid")]
 	if g == nil {
-		return nil, fmt.Errorf("group '%s' does not exist", rc.str("groupid"))
+		return nil, fmt.Errorf("group '%s' does not exist", rc.Str("groupid"))
 	}
 	e := map[string]any{"members": append([]string{}, g.Members...)}
 	if g.Comment != "" {
@@ -43,34 +43,34 @@ func (s *Sim) getGroup(rc *reqCtx) (any, error) {
 	return e, nil
 }
 
-func (s *Sim) postGroup(rc *reqCtx) (any, error) {
-	id := rc.str("groupid")
-	return nil, s.lockUserCfg(rc.db(), "create group failed", func(a *access.Config) error {
+func (s *Sim) postGroup(rc *Req) (any, error) {
+	id := rc.Str("groupid")
+	return nil, s.lockUserCfg(rc.DB(), "create group failed", func(a *access.Config) error {
 		if a.Groups[id] != nil {
 			return fmt.Errorf("group '%s' already exists", id)
 		}
-		a.Groups[id] = &access.Group{ID: id, Comment: rc.str("comment")}
+		a.Groups[id] = &access.Group{ID: id, Comment: rc.Str("comment")}
 		return nil
 	})
 }
 
-func (s *Sim) putGroup(rc *reqCtx) (any, error) {
-	id := rc.str("groupid")
-	return nil, s.lockUserCfg(rc.db(), "update group failed", func(a *access.Config) error {
+func (s *Sim) putGroup(rc *Req) (any, error) {
+	id := rc.Str("groupid")
+	return nil, s.lockUserCfg(rc.DB(), "update group failed", func(a *access.Config) error {
 		g := a.Groups[id]
 		if g == nil {
 			return fmt.Errorf("group '%s' does not exist", id)
 		}
-		if rc.has("comment") {
-			g.Comment = rc.str("comment")
+		if rc.Has("comment") {
+			g.Comment = rc.Str("comment")
 		}
 		return nil
 	})
 }
 
-func (s *Sim) deleteGroup(rc *reqCtx) (any, error) {
-	id := rc.str("groupid")
-	return nil, s.lockUserCfg(rc.db(), "delete group failed", func(a *access.Config) error {
+func (s *Sim) deleteGroup(rc *Req) (any, error) {
+	id := rc.Str("groupid")
+	return nil, s.lockUserCfg(rc.DB(), "delete group failed", func(a *access.Config) error {
 		if a.Groups[id] == nil {
 			return fmt.Errorf("group '%s' does not exist", id)
 		}
@@ -81,8 +81,8 @@ func (s *Sim) deleteGroup(rc *reqCtx) (any, error) {
 }
 
 // GET /access/roles: the version's special roles and the custom ones.
-func (s *Sim) getRoles(rc *reqCtx) (any, error) {
-	a := &rc.db().Access
+func (s *Sim) getRoles(rc *Req) (any, error) {
+	a := &rc.DB().Access
 	ids := append(sortedKeys(access.SpecialRoles(s.cfg.Version)), sortedKeys(a.Roles)...)
 	sort.Strings(ids)
 	out := []map[string]any{}
@@ -94,9 +94,9 @@ func (s *Sim) getRoles(rc *reqCtx) (any, error) {
 	return out, nil
 }
 
-func (s *Sim) getRole(rc *reqCtx) (any, error) {
-	id := rc.str("roleid")
-	privs := rc.db().Access.RolePrivs(s.cfg.Version, id)
+func (s *Sim) getRole(rc *Req) (any, error) {
+	id := rc.Str("roleid")
+	privs := rc.DB().Access.RolePrivs(s.cfg.Version, id)
 	if privs == nil {
 		return nil, fmt.Errorf("role '%s' does not exist", id)
 	}
@@ -121,44 +121,44 @@ func (s *Sim) addRolePrivs(a *access.Config, role, list string) error {
 	return nil
 }
 
-func (s *Sim) postRole(rc *reqCtx) (any, error) {
-	id := rc.str("roleid")
+func (s *Sim) postRole(rc *Req) (any, error) {
+	id := rc.Str("roleid")
 	if pveNamespace.MatchString(id) {
-		return nil, errParams(map[string]string{"roleid": "cannot use role ID starting with the (case-insensitive) 'PVE' namespace"})
+		return nil, ErrParams(map[string]string{"roleid": "cannot use role ID starting with the (case-insensitive) 'PVE' namespace"})
 	}
-	return nil, s.lockUserCfg(rc.db(), "create role failed", func(a *access.Config) error {
+	return nil, s.lockUserCfg(rc.DB(), "create role failed", func(a *access.Config) error {
 		if a.RolePrivs(s.cfg.Version, id) != nil {
 			return fmt.Errorf("role '%s' already exists", id)
 		}
 		a.Roles[id] = map[string]bool{}
-		return s.addRolePrivs(a, id, rc.str("privs"))
+		return s.addRolePrivs(a, id, rc.Str("privs"))
 	})
 }
 
-func (s *Sim) putRole(rc *reqCtx) (any, error) {
-	id := rc.str("roleid")
+func (s *Sim) putRole(rc *Req) (any, error) {
+	id := rc.Str("roleid")
 	if access.IsSpecialRole(s.cfg.Version, id) {
 		return nil, fmt.Errorf("auto-generated role '%s' cannot be modified", id)
 	}
-	return nil, s.lockUserCfg(rc.db(), "update role failed", func(a *access.Config) error {
+	return nil, s.lockUserCfg(rc.DB(), "update role failed", func(a *access.Config) error {
 		if a.Roles[id] == nil {
 			return fmt.Errorf("role '%s' does not exist", id)
 		}
-		if !rc.boolean("append") {
+		if !rc.Bool("append") {
 			a.Roles[id] = map[string]bool{}
 		}
-		return s.addRolePrivs(a, id, rc.str("privs"))
+		return s.addRolePrivs(a, id, rc.Str("privs"))
 	})
 }
 
 // DELETE: the role goes; ACL entries naming it are dropped, as the next
 // parse_user_config does ("ignore invalid acl role").
-func (s *Sim) deleteRole(rc *reqCtx) (any, error) {
-	id := rc.str("roleid")
+func (s *Sim) deleteRole(rc *Req) (any, error) {
+	id := rc.Str("roleid")
 	if access.IsSpecialRole(s.cfg.Version, id) {
 		return nil, fmt.Errorf("auto-generated role '%s' cannot be deleted", id)
 	}
-	return nil, s.lockUserCfg(rc.db(), "delete role failed", func(a *access.Config) error {
+	return nil, s.lockUserCfg(rc.DB(), "delete role failed", func(a *access.Config) error {
 		if a.Roles[id] == nil {
 			return fmt.Errorf("role '%s' does not exist", id)
 		}
@@ -170,15 +170,15 @@ func (s *Sim) deleteRole(rc *reqCtx) (any, error) {
 
 // GET /access/acl: the entries of paths one may modify permissions on
 // (or all, with Sys.Audit on /access).
-func (s *Sim) getACL(rc *reqCtx) (any, error) {
-	db := rc.db()
-	audit := hasPriv(db, rc.who, "/access", []string{"Sys.Audit"}, false)
+func (s *Sim) getACL(rc *Req) (any, error) {
+	db := rc.DB()
+	audit := HasPriv(db, rc.Who, "/access", []string{"Sys.Audit"}, false)
 	out := []map[string]any{}
 	entries := slices.Clone(db.Access.ACL)
 	slices.SortStableFunc(entries, func(x, y access.ACLEntry) int { return access.ACLPathCmp(x.Path, y.Path) })
 	for _, e := range entries {
 		if !audit {
-			if ok, _ := rpcEnv(db, rc.who).CheckPermModify(rc.who.full(), access.NormalizePath(e.Path)); !ok {
+			if ok, _ := RPCEnv(db, rc.Who).CheckPermModify(rc.Who.Full(), access.NormalizePath(e.Path)); !ok {
 				continue
 			}
 		}

@@ -11,9 +11,9 @@ import (
 // API tokens (User.pm token methods, TokenConfig.pm): the secret is a UUID
 // written to priv/token.cfg and returned once, by the creation.
 
-func (s *Sim) getTokens(rc *reqCtx) (any, error) {
-	db := rc.db()
-	user := rc.str("userid")
+func (s *Sim) getTokens(rc *Req) (any, error) {
+	db := rc.DB()
+	user := rc.Str("userid")
 	if db.Access.Users[user] == nil {
 		return nil, fmt.Errorf("no such user ('%s')", user)
 	}
@@ -28,8 +28,8 @@ func (s *Sim) getTokens(rc *reqCtx) (any, error) {
 	return out, nil
 }
 
-func (s *Sim) getToken(rc *reqCtx) (any, error) {
-	t, err := rc.db().Access.TokenOf(rc.str("userid"), rc.str("tokenid"))
+func (s *Sim) getToken(rc *Req) (any, error) {
+	t, err := rc.DB().Access.TokenOf(rc.Str("userid"), rc.Str("tokenid"))
 	if err != nil {
 		return nil, err
 	}
@@ -38,14 +38,14 @@ func (s *Sim) getToken(rc *reqCtx) (any, error) {
 
 // POST: the existence checks before the lock answer 500 (no user) and 400
 // (tokenid "Token already exists."), as generate_and_add_token's callers.
-func (s *Sim) postToken(rc *reqCtx) (any, error) {
-	db := rc.db()
-	user, name := rc.str("userid"), rc.str("tokenid")
+func (s *Sim) postToken(rc *Req) (any, error) {
+	db := rc.DB()
+	user, name := rc.Str("userid"), rc.Str("tokenid")
 	if db.Access.Users[user] == nil {
 		return nil, fmt.Errorf("no such user ('%s')", user)
 	}
 	if db.Access.Tokens[user+"!"+name] != nil {
-		return nil, errParams(map[string]string{"tokenid": "Token already exists."})
+		return nil, ErrParams(map[string]string{"tokenid": "Token already exists."})
 	}
 	id := user + "!" + name
 	var tok *access.Token
@@ -53,8 +53,8 @@ func (s *Sim) postToken(rc *reqCtx) (any, error) {
 		if a.Tokens[id] != nil {
 			return dieError("Token already exists.")
 		}
-		tok = &access.Token{ID: id, Secret: newUUID(), Privsep: !rc.has("privsep") || rc.boolean("privsep"),
-			Expire: int64(rc.integer("expire", 0)), Comment: rc.str("comment")}
+		tok = &access.Token{ID: id, Secret: newUUID(), Privsep: !rc.Has("privsep") || rc.Bool("privsep"),
+			Expire: int64(rc.Int("expire", 0)), Comment: rc.Str("comment")}
 		a.Tokens[id] = tok
 		return nil
 	})
@@ -62,7 +62,7 @@ func (s *Sim) postToken(rc *reqCtx) (any, error) {
 		return nil, err
 	}
 	info := map[string]any{"privsep": boolNum(tok.Privsep)}
-	if rc.has("expire") {
+	if rc.Has("expire") {
 		info["expire"] = tok.Expire
 	}
 	if tok.Comment != "" {
@@ -71,9 +71,9 @@ func (s *Sim) postToken(rc *reqCtx) (any, error) {
 	return map[string]any{"info": info, "value": tok.Secret, "full-tokenid": id}, nil
 }
 
-func (s *Sim) putToken(rc *reqCtx) (any, error) {
-	db := rc.db()
-	user, name := rc.str("userid"), rc.str("tokenid")
+func (s *Sim) putToken(rc *Req) (any, error) {
+	db := rc.DB()
+	user, name := rc.Str("userid"), rc.Str("tokenid")
 	if _, err := db.Access.TokenOf(user, name); err != nil {
 		return nil, err
 	}
@@ -83,18 +83,18 @@ func (s *Sim) putToken(rc *reqCtx) (any, error) {
 		if err != nil {
 			return err
 		}
-		if rc.has("privsep") {
-			t.Privsep = rc.boolean("privsep")
+		if rc.Has("privsep") {
+			t.Privsep = rc.Bool("privsep")
 		}
-		if rc.has("expire") {
-			t.Expire = int64(rc.integer("expire", 0))
+		if rc.Has("expire") {
+			t.Expire = int64(rc.Int("expire", 0))
 		}
-		if rc.has("comment") {
-			t.Comment = rc.str("comment")
+		if rc.Has("comment") {
+			t.Comment = rc.Str("comment")
 		}
-		for _, k := range pveschema.SplitList(rc.str("delete")) {
+		for _, k := range pveschema.SplitList(rc.Str("delete")) {
 			if k != "comment" {
-				return errParams(map[string]string{"delete": fmt.Sprintf("unknown option '%s'", k)})
+				return ErrParams(map[string]string{"delete": fmt.Sprintf("unknown option '%s'", k)})
 			}
 			t.Comment = ""
 		}
@@ -104,9 +104,9 @@ func (s *Sim) putToken(rc *reqCtx) (any, error) {
 	return out, err
 }
 
-func (s *Sim) deleteToken(rc *reqCtx) (any, error) {
-	db := rc.db()
-	user, name := rc.str("userid"), rc.str("tokenid")
+func (s *Sim) deleteToken(rc *Req) (any, error) {
+	db := rc.DB()
+	user, name := rc.Str("userid"), rc.Str("tokenid")
 	if _, err := db.Access.TokenOf(user, name); err != nil {
 		return nil, err
 	}

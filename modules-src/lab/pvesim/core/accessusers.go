@@ -14,8 +14,9 @@ import (
 // a die inside it prefixed by its message ("create user failed: …"), and
 // nothing written when it dies.
 
-func (s *Sim) accessHandlers() map[string]handlerFunc {
-	return map[string]handlerFunc{
+// accessRoutes are the user, token, group, role and ACL endpoints.
+func (s *Sim) accessRoutes() map[string]Handler {
+	return map[string]Handler{
 		"GET /access/users":                             s.getUsers,
 		"POST /access/users":                            s.postUser,
 		"GET /access/users/{userid}":                    s.getUser,
@@ -46,7 +47,7 @@ func (s *Sim) accessHandlers() map[string]handlerFunc {
 // only when change succeeds (a die leaves user.cfg as it was); errors
 // carry errmsg as lock_user_config prefixes them.
 func (s *Sim) lockUserCfg(db *ConfigDB, errmsg string, change func(a *access.Config) error) error {
-	if aerr := s.cfsWriteLocked(db, "user.cfg", errmsg); aerr != nil {
+	if aerr := s.CfsWriteLocked(db, "user.cfg", errmsg); aerr != nil {
 		return aerr
 	}
 	a := db.Access.Clone()
@@ -59,7 +60,7 @@ func (s *Sim) lockUserCfg(db *ConfigDB, errmsg string, change func(a *access.Con
 	}
 	db.Access = a
 	db.Serial++
-	s.saveLocked()
+	s.SaveLocked()
 	return nil
 }
 
@@ -96,13 +97,13 @@ func tokenInfo(t *access.Token) map[string]any {
 // GET /access/users: every user for User.Modify or Sys.Audit on
 // /access/groups, else the members of groups one has those on, and always
 // oneself.
-func (s *Sim) getUsers(rc *reqCtx) (any, error) {
-	db := rc.db()
+func (s *Sim) getUsers(rc *Req) (any, error) {
+	db := rc.DB()
 	privs := []string{"User.Modify", "Sys.Audit"}
-	all := hasPriv(db, rc.who, "/access/groups", privs, true)
+	all := HasPriv(db, rc.Who, "/access/groups", privs, true)
 	allowed := map[string]bool{}
 	for g, grp := range db.Access.Groups {
-		if hasPriv(db, rc.who, "/access/groups/"+g, privs, true) {
+		if HasPriv(db, rc.Who, "/access/groups/"+g, privs, true) {
 			for _, m := range grp.Members {
 				allowed[m] = true
 			}
@@ -111,13 +112,13 @@ func (s *Sim) getUsers(rc *reqCtx) (any, error) {
 	out := []map[string]any{}
 	for _, id := range sortedKeys(db.Access.Users) {
 		u := db.Access.Users[id]
-		if !all && id != rc.who.User && !allowed[id] {
+		if !all && id != rc.Who.User && !allowed[id] {
 			continue
 		}
-		if rc.has("enabled") && rc.boolean("enabled") == u.Disabled {
+		if rc.Has("enabled") && rc.Bool("enabled") == u.Disabled {
 			continue
 		}
-		e := userData(&db.Access, u, rc.boolean("full"))
+		e := userData(&db.Access, u, rc.Bool("full"))
 		if g, ok := e["groups"].([]string); ok {
 			e["groups"] = strings.Join(g, ",")
 		}
@@ -139,66 +140,66 @@ func (s *Sim) getUsers(rc *reqCtx) (any, error) {
 	return out, nil
 }
 
-func (s *Sim) getUser(rc *reqCtx) (any, error) {
-	db := rc.db()
-	u := db.Access.Users[rc.str("userid")]
+func (s *Sim) getUser(rc *Req) (any, error) {
+	db := rc.DB()
+	u := db.Access.Users[rc.Str("userid")]
 	if u == nil {
-		return nil, fmt.Errorf("no such user ('%s')", rc.str("userid"))
+		return nil, fmt.Errorf("no such user ('%s')", rc.Str("userid"))
 	}
 	return userData(&db.Access, u, true), nil
 }
 
-func (s *Sim) postUser(rc *reqCtx) (any, error) {
-	db := rc.db()
-	id := rc.str("userid")
+func (s *Sim) postUser(rc *Req) (any, error) {
+	db := rc.DB()
+	id := rc.Str("userid")
 	return nil, s.lockUserCfg(db, "create user failed", func(a *access.Config) error {
 		if a.Users[id] != nil {
 			return fmt.Errorf("user '%s' already exists", id)
 		}
 		u := &access.User{ID: id}
-		if rc.has("password") {
-			if err := access.StorePassword(u, rc.str("password")); err != nil {
+		if rc.Has("password") {
+			if err := access.StorePassword(u, rc.Str("password")); err != nil {
 				return err
 			}
 		}
-		u.Disabled = rc.has("enable") && !rc.boolean("enable")
-		u.Expire = int64(rc.integer("expire", 0))
+		u.Disabled = rc.Has("enable") && !rc.Bool("enable")
+		u.Expire = int64(rc.Int("expire", 0))
 		a.Users[id] = u
-		if err := a.SetUserGroups(id, rc.str("groups")); err != nil {
+		if err := a.SetUserGroups(id, rc.Str("groups")); err != nil {
 			return err
 		}
-		u.Firstname, u.Lastname, u.Email = rc.str("firstname"), rc.str("lastname"), rc.str("email")
-		u.Comment, u.Keys = rc.str("comment"), rc.str("keys")
+		u.Firstname, u.Lastname, u.Email = rc.Str("firstname"), rc.Str("lastname"), rc.Str("email")
+		u.Comment, u.Keys = rc.Str("comment"), rc.Str("keys")
 		return nil
 	})
 }
 
-func (s *Sim) putUser(rc *reqCtx) (any, error) {
-	db := rc.db()
-	id := rc.str("userid")
+func (s *Sim) putUser(rc *Req) (any, error) {
+	db := rc.DB()
+	id := rc.Str("userid")
 	return nil, s.lockUserCfg(db, "update user failed", func(a *access.Config) error {
 		u := a.Users[id]
 		if u == nil {
 			return fmt.Errorf("no such user ('%s')", id)
 		}
-		if rc.has("enable") {
-			u.Disabled = !rc.boolean("enable")
+		if rc.Has("enable") {
+			u.Disabled = !rc.Bool("enable")
 		}
-		if rc.has("expire") {
-			u.Expire = int64(rc.integer("expire", 0))
+		if rc.Has("expire") {
+			u.Expire = int64(rc.Int("expire", 0))
 		}
-		if rc.has("groups") && !rc.boolean("append") {
+		if rc.Has("groups") && !rc.Bool("append") {
 			for _, g := range a.Groups {
 				g.Members = slices.DeleteFunc(g.Members, func(m string) bool { return m == id })
 			}
 		}
-		if err := a.SetUserGroups(id, rc.str("groups")); err != nil {
+		if err := a.SetUserGroups(id, rc.Str("groups")); err != nil {
 			return err
 		}
 		for k, f := range map[string]*string{"firstname": &u.Firstname, "lastname": &u.Lastname, "email": &u.Email,
 			"comment": &u.Comment, "keys": &u.Keys} {
-			if rc.has(k) {
-				*f = rc.str(k)
+			if rc.Has(k) {
+				*f = rc.Str(k)
 			}
 		}
 		return nil
@@ -208,9 +209,9 @@ func (s *Sim) putUser(rc *reqCtx) (any, error) {
 // DELETE /access/users/{userid}: the user, its tokens, its group
 // memberships and its own ACL entries (its tokens' entries go with the
 // tokens, as parse_user_config drops entries of a missing token).
-func (s *Sim) deleteUser(rc *reqCtx) (any, error) {
-	db := rc.db()
-	id := rc.str("userid")
+func (s *Sim) deleteUser(rc *Req) (any, error) {
+	db := rc.DB()
+	id := rc.Str("userid")
 	return nil, s.lockUserCfg(db, "delete user failed", func(a *access.Config) error {
 		if a.Users[id] == nil {
 			// Reconstruction: delete_user does not check; the realm
@@ -238,13 +239,13 @@ func (s *Sim) deleteUser(rc *reqCtx) (any, error) {
 // refused by the schema's allowtoken 0). Reconstruction: the
 // confirmation-password re-authentication of reauth_user_for_user_modification
 // is not modelled.
-func (s *Sim) putPassword(rc *reqCtx) (any, error) {
-	id := rc.str("userid")
-	return nil, s.lockUserCfg(rc.db(), "change password failed", func(a *access.Config) error {
+func (s *Sim) putPassword(rc *Req) (any, error) {
+	id := rc.Str("userid")
+	return nil, s.lockUserCfg(rc.DB(), "change password failed", func(a *access.Config) error {
 		u := a.Users[id]
 		if u == nil {
 			return fmt.Errorf("no such user ('%s')", id)
 		}
-		return access.StorePassword(u, rc.str("password"))
+		return access.StorePassword(u, rc.Str("password"))
 	})
 }

@@ -27,40 +27,40 @@ const DefaultAgentTimeout = 3 * time.Second
 // guest-ping times out (Config.AgentTimeout).
 
 // POST /nodes/{node}/qemu/{vmid}/agent/ping
-func (s *Sim) postQemuAgentPing(rc *reqCtx) (any, error) { return s.agentAvailableLocked(rc) }
+func (s *Sim) postQemuAgentPing(rc *Req) (any, error) { return s.agentAvailableLocked(rc) }
 
 // GET /nodes/{node}/qemu/{vmid}/agent/network-get-interfaces
-func (s *Sim) getQemuAgentNetworkGetInterfaces(rc *reqCtx) (any, error) {
+func (s *Sim) getQemuAgentNetworkGetInterfaces(rc *Req) (any, error) {
 	return s.agentAvailableLocked(rc)
 }
 
 // agentAvailableLocked is assert_agent_available for a lab VM: it never returns
 // success, since no agent ever answers in the lab.
-func (s *Sim) agentAvailableLocked(rc *reqCtx) (any, error) {
-	db := rc.db()
+func (s *Sim) agentAvailableLocked(rc *Req) (any, error) {
+	db := rc.DB()
 	vmid := rc.vmid()
-	if err := s.assertOnNodeLocked(db, rc.node, vmid); err != nil {
+	if err := s.assertOnNodeLocked(db, rc.Node, vmid); err != nil {
 		return nil, err
 	}
-	c, err := s.loadQmConfLocked(db, rc.node, vmid)
+	c, err := s.loadQmConfLocked(db, rc.Node, vmid)
 	if err != nil {
 		return nil, err
 	}
 	if c.Keys["agent"] == "" { // !defined($conf->{agent})
-		return nil, errStatus(500, "No QEMU guest agent configured")
+		return nil, ErrStatus(500, "No QEMU guest agent configured")
 	}
-	if _, running := s.st.Nodes[rc.node].Running[vmid]; !running {
-		return nil, errStatus(500, "VM %d is not running", vmid)
+	if _, running := s.st.Nodes[rc.Node].Running[vmid]; !running {
+		return nil, ErrStatus(500, "VM %d is not running", vmid)
 	}
 	// "agent: 0" is defined, so PVE goes on to the guest-ping; with the
 	// agent disabled the VM has no agent socket. Reconstruction: we take
 	// that to fail at once rather than after the ping's timeout.
 	if pvecommon.ParseProps(c.Keys["agent"], "enabled").Get("enabled") != "1" {
-		return nil, errStatus(500, "QEMU guest agent is not running")
+		return nil, ErrStatus(500, "QEMU guest agent is not running")
 	}
 	// The guest-ping waits, without holding the state lock (runHandlerLocked
 	// re-runs this handler until the timeout, then answers msg as 500).
-	return nil, &lockWait{key: fmt.Sprintf("agent:%s:%d", rc.node, vmid),
+	return nil, &lockWait{key: fmt.Sprintf("agent:%s:%d", rc.Node, vmid),
 		timeout: s.cfg.dur(s.cfg.AgentTimeout, DefaultAgentTimeout),
 		msg:     "QEMU guest agent is not running"}
 }

@@ -3,9 +3,11 @@ package core
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -126,7 +128,7 @@ func (s *Sim) SetOnline(name string, online bool) error {
 		s.stopLocked(name)
 		s.nodeDownLocked(name) // HA fencing and recovery (ha.go)
 	}
-	s.saveLocked()
+	s.SaveLocked()
 	return nil
 }
 
@@ -156,7 +158,7 @@ func (s *Sim) AddToken(node string, spec TokenSpec) (id, secret string, err erro
 	id = spec.User + "!" + spec.Name
 	secret = newUUID()
 	db.Access.Tokens[id] = &access.Token{ID: id, Secret: secret, Privsep: spec.Privsep}
-	s.saveLocked()
+	s.SaveLocked()
 	return id, secret, nil
 }
 
@@ -173,7 +175,7 @@ func (s *Sim) AddUser(node, user, password string) error {
 	}
 	s.readFilesLocked(db)
 	db.Access.Users[user] = &access.User{ID: user, Password: password}
-	s.saveLocked()
+	s.SaveLocked()
 	return nil
 }
 
@@ -212,7 +214,7 @@ func (s *Sim) Grant(node, path, ugid, role string, propagate bool) error {
 		return &BadRequestError{Msg: fmt.Sprintf("invalid ACL path '%s'", path)}
 	}
 	db.Access.SetACL(access.ACLEntry{Path: p, UGID: ugid, Role: role, Propagate: propagate})
-	s.saveLocked()
+	s.SaveLocked()
 	return nil
 }
 
@@ -262,7 +264,7 @@ func (s *Sim) CreateCluster(node, name, link0 string) (ClusterInfo, error) {
 	}
 	n.CorosyncUpAt = time.Now().UnixMilli()
 	db.Serial++
-	s.saveLocked()
+	s.SaveLocked()
 	info, _ := s.clusterLocked(node)
 	return info, nil
 }
@@ -291,7 +293,7 @@ func (s *Sim) SetExpectedVotes(node string, votes int) (ClusterInfo, error) {
 		return ClusterInfo{}, &NotFoundError{Msg: "Corosync config '/etc/pve/corosync.conf' does not exist - is this node part of a cluster?"}
 	}
 	db.Corosync.ExpectedVotes = votes
-	s.saveLocked()
+	s.SaveLocked()
 	info, _ := s.clusterLocked(node)
 	return info, nil
 }
@@ -346,7 +348,7 @@ func (s *Sim) WritePmxcfs(node, path, content string, remove bool) error {
 	}
 	s.readFilesLocked(db)
 	db.Serial++
-	s.saveLocked()
+	s.SaveLocked()
 	return nil
 }
 
@@ -359,3 +361,10 @@ func cleanPmxcfsPath(p string) string {
 	}
 	return p
 }
+
+// Schema is the official API schema of the simulated version, which every
+// request is validated against.
+func (s *Sim) Schema() *pveschema.Schema { return s.schema }
+
+// Routes lists the simulated endpoints, "METHOD /schema/path", sorted.
+func (s *Sim) Routes() []string { return slices.Sorted(maps.Keys(s.routes)) }

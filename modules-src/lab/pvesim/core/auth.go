@@ -9,8 +9,8 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
 )
 
-// principal is who a request runs as.
-type principal struct {
+// Principal is who a request runs as.
+type Principal struct {
 	User    string // user@realm
 	TokenID string // token name, "" for a ticket
 	Ticket  bool   // authenticated by PVEAuthCookie (CSRF applies to writes)
@@ -33,15 +33,15 @@ const CLIHeader = "X-Gopve-Lab-Cli"
 // in the UPID: the token id for a token (pve-manager PVE/HTTPServer.pm: the
 // token id is the user for token based authentication), the user for a
 // ticket, root@pam for a CLI tool.
-func (p *principal) taskUser() string {
+func (p *Principal) taskUser() string {
 	if p.CLI {
 		return "root@pam"
 	}
-	return p.full()
+	return p.Full()
 }
 
-// full is "user@realm" or "user@realm!token", as PVE writes it in UPIDs.
-func (p *principal) full() string {
+// Full is "user@realm" or "user@realm!token", as PVE writes it in UPIDs.
+func (p *Principal) Full() string {
 	if p.TokenID != "" {
 		return p.User + "!" + p.TokenID
 	}
@@ -50,11 +50,11 @@ func (p *principal) full() string {
 
 // isRootTicket is what PVE's root-only methods accept: root@pam itself,
 // never a token (not even root's).
-func (p *principal) isRootTicket() bool { return p != nil && p.User == "root@pam" && p.TokenID == "" }
+func (p *Principal) isRootTicket() bool { return p != nil && p.User == "root@pam" && p.TokenID == "" }
 
 // authenticate reads the token header or ticket cookie; msg is PVE's 401
 // reason when it fails.
-func (s *Sim) authenticate(db *ConfigDB, r *http.Request) (*principal, string) {
+func (s *Sim) authenticate(db *ConfigDB, r *http.Request) (*Principal, string) {
 	if h := r.Header.Get("Authorization"); h != "" {
 		v, ok := strings.CutPrefix(h, "PVEAPIToken=")
 		if !ok {
@@ -72,7 +72,7 @@ func (s *Sim) authenticate(db *ConfigDB, r *http.Request) (*principal, string) {
 		if msg := db.Access.VerifyToken(id, secret, time.Now()); msg != "" {
 			return nil, msg
 		}
-		return &principal{User: user, TokenID: name, CLI: user == "root@pam" && r.Header.Get(CLIHeader) != "", ver: s.cfg.Version}, ""
+		return &Principal{User: user, TokenID: name, CLI: user == "root@pam" && r.Header.Get(CLIHeader) != "", ver: s.cfg.Version}, ""
 	}
 	c, err := r.Cookie("PVEAuthCookie")
 	if err != nil || c.Value == "" {
@@ -85,33 +85,33 @@ func (s *Sim) authenticate(db *ConfigDB, r *http.Request) (*principal, string) {
 	if msg := db.Access.CheckUserEnabled(user, time.Now()); msg != "" {
 		return nil, msg
 	}
-	return &principal{User: user, Ticket: true, ver: s.cfg.Version}, ""
+	return &Principal{User: user, Ticket: true, ver: s.cfg.Version}, ""
 }
 
-// rpcEnv is the RPCEnvironment who's checks run in: db's access data and
+// RPCEnv is the RPCEnvironment who's checks run in: db's access data and
 // pools, the lab's PVE version (package access evaluates them).
-func rpcEnv(db *ConfigDB, who *principal) access.Env {
+func RPCEnv(db *ConfigDB, who *Principal) access.Env {
 	return access.Env{Access: &db.Access, Version: who.ver, PoolsOf: db.poolsOf}
 }
 
-// hasPriv tells whether who has every privilege of privs on path, or, with
+// HasPriv tells whether who has every privilege of privs on path, or, with
 // any, one of them, as RPCEnvironment::permissions computes them (K19: a
 // privilege-separated token only gets what both it and its user have).
-func hasPriv(db *ConfigDB, who *principal, path string, privs []string, any bool) bool {
-	return rpcEnv(db, who).HasPriv(who.full(), path, privs, any)
+func HasPriv(db *ConfigDB, who *Principal, path string, privs []string, any bool) bool {
+	return RPCEnv(db, who).HasPriv(who.Full(), path, privs, any)
 }
 
 // checkFull is check (every privilege; the detail names the first one
 // missing) or check_any (one of them; the detail names all, "|"-joined).
-func checkFull(db *ConfigDB, who *principal, path string, privs []string, anyOf bool) (bool, string) {
-	return rpcEnv(db, who).CheckFull(who.full(), path, privs, anyOf)
+func checkFull(db *ConfigDB, who *Principal, path string, privs []string, anyOf bool) (bool, string) {
+	return RPCEnv(db, who).CheckFull(who.Full(), path, privs, anyOf)
 }
 
 // checkPermissions evaluates a schema `permissions` description. It returns
 // "" when allowed, else PVE's parenthesised detail for the 403 message.
 // Descriptions the simulator cannot evaluate (userid-param, perm-modify…)
 // are allowed and left to the handler.
-func checkPermissions(db *ConfigDB, who *principal, raw json.RawMessage, params map[string]any) string {
+func checkPermissions(db *ConfigDB, who *Principal, raw json.RawMessage, params map[string]any) string {
 	if len(raw) == 0 {
 		if who.isRootTicket() {
 			return ""
@@ -125,15 +125,24 @@ func checkPermissions(db *ConfigDB, who *principal, raw json.RawMessage, params 
 	if err := json.Unmarshal(raw, &perms); err != nil {
 		return ""
 	}
-	if perms.User == "all" || perms.User == "world" || who.full() == "root@pam" {
+	if perms.User == "all" || perms.User == "world" || who.Full() == "root@pam" {
 		return "" // check_api2_permissions: root@pam passes every check
 	}
 	if len(perms.Check) == 0 {
 		return access.PermNoDetail
 	}
-	ok, detail := rpcEnv(db, who).EvalCheck(who.full(), perms.Check, params)
+	ok, detail := RPCEnv(db, who).EvalCheck(who.Full(), perms.Check, params)
 	if ok {
 		return ""
 	}
 	return detail
+}
+
+// authRoutes are login and the caller's permissions.
+func (s *Sim) authRoutes() map[string]Handler {
+	return map[string]Handler{
+		"POST /access/ticket":     s.postTicket,
+		"GET /access/ticket":      func(*Req) (any, error) { return nil, nil },
+		"GET /access/permissions": s.getPermissions,
+	}
 }

@@ -39,8 +39,8 @@ func (s *Sim) backupJob(sec *section) map[string]any {
 }
 
 // GET /cluster/backup
-func (s *Sim) getBackupJobs(rc *reqCtx) (any, error) {
-	list, _ := s.readSectionsLocked(rc.db(), jobsCfg)
+func (s *Sim) getBackupJobs(rc *Req) (any, error) {
+	list, _ := s.readSectionsLocked(rc.DB(), jobsCfg)
 	out := []map[string]any{}
 	for _, sec := range list {
 		if sec.Type == "vzdump" {
@@ -53,12 +53,12 @@ func (s *Sim) getBackupJobs(rc *reqCtx) (any, error) {
 // POST /cluster/backup: create_job — a schedule is required
 // ($schedule_param_check), the id defaults to a UUID, an existing id dies
 // inside the jobs.cfg lock, enabled defaults to 1.
-func (s *Sim) postBackupJob(rc *reqCtx) (any, error) {
-	db := rc.db()
-	if !rc.has("schedule") && !rc.has("starttime") {
-		return nil, errParams(map[string]string{"schedule": "neither 'starttime' nor 'schedule' were set"})
+func (s *Sim) postBackupJob(rc *Req) (any, error) {
+	db := rc.DB()
+	if !rc.Has("schedule") && !rc.Has("starttime") {
+		return nil, ErrParams(map[string]string{"schedule": "neither 'starttime' nor 'schedule' were set"})
 	}
-	id := rc.str("id")
+	id := rc.Str("id")
 	if id == "" {
 		id = newUUID()
 	}
@@ -67,38 +67,38 @@ func (s *Sim) postBackupJob(rc *reqCtx) (any, error) {
 		return nil, pvecommon.Die("Job '%s' already exists", id)
 	}
 	opts := map[string]string{"enabled": "1"}
-	for k := range rc.params {
+	for k := range rc.Params {
 		if k != "id" {
-			opts[k] = rc.str(k)
+			opts[k] = rc.Str(k)
 		}
 	}
 	list = append(list, &section{Type: "vzdump", ID: id, Opts: opts})
 	s.writeSectionsLocked(db, jobsCfg, list)
-	s.saveLocked()
+	s.SaveLocked()
 	return nil, nil
 }
 
 // GET /cluster/backup/{id}
-func (s *Sim) getBackupJob(rc *reqCtx) (any, error) {
-	list, _ := s.readSectionsLocked(rc.db(), jobsCfg)
-	sec := findSection(list, rc.str("id"))
+func (s *Sim) getBackupJob(rc *Req) (any, error) {
+	list, _ := s.readSectionsLocked(rc.DB(), jobsCfg)
+	sec := findSection(list, rc.Str("id"))
 	if sec == nil || sec.Type != "vzdump" {
-		return nil, errParams(map[string]string{"id": fmt.Sprintf("No such job '%s'", rc.str("id"))})
+		return nil, ErrParams(map[string]string{"id": fmt.Sprintf("No such job '%s'", rc.Str("id"))})
 	}
 	return s.backupJob(sec), nil
 }
 
 // DELETE /cluster/backup/{id}
-func (s *Sim) deleteBackupJob(rc *reqCtx) (any, error) {
-	db := rc.db()
+func (s *Sim) deleteBackupJob(rc *Req) (any, error) {
+	db := rc.DB()
 	list, _ := s.readSectionsLocked(db, jobsCfg)
-	id := rc.str("id")
+	id := rc.Str("id")
 	sec := findSection(list, id)
 	if sec == nil || sec.Type != "vzdump" {
-		return nil, errParams(map[string]string{"id": fmt.Sprintf("No such job '%s'", id)})
+		return nil, ErrParams(map[string]string{"id": fmt.Sprintf("No such job '%s'", id)})
 	}
 	s.writeSectionsLocked(db, jobsCfg, slices.DeleteFunc(list, func(x *section) bool { return x == sec }))
-	s.saveLocked()
+	s.SaveLocked()
 	return nil, nil
 }
 
@@ -132,4 +132,14 @@ func (s *Sim) removeFromBackupJobsLocked(db *ConfigDB, vmid int) {
 		out = append(out, sec)
 	}
 	s.writeSectionsLocked(db, jobsCfg, out)
+}
+
+// backupRoutes are the backup job endpoints.
+func (s *Sim) backupRoutes() map[string]Handler {
+	return map[string]Handler{
+		"GET /cluster/backup":         s.getBackupJobs,
+		"POST /cluster/backup":        s.postBackupJob,
+		"GET /cluster/backup/{id}":    s.getBackupJob,
+		"DELETE /cluster/backup/{id}": s.deleteBackupJob,
+	}
 }

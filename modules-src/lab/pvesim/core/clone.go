@@ -45,7 +45,7 @@ type cloneReq struct {
 	node, target, storage, format, name, description, pool, snapname string
 	vmid, newid                                                      int
 	full                                                             *bool
-	who                                                              *principal // the caller, for the permission checks
+	who                                                              *Principal // the caller, for the permission checks
 }
 
 // clonePlan is what $load_and_check returns.
@@ -64,7 +64,7 @@ func (s *Sim) cloneLockTimeout() time.Duration {
 // loadAndCheckClone is clone_vm's $load_and_check.
 func (s *Sim) loadAndCheckClone(db *ConfigDB, r *cloneReq, running bool) (*clonePlan, error) {
 	if r.pool != "" && db.Pools[r.pool] == nil {
-		return nil, errPerm(fmt.Sprintf("pool '%s' does not exist", r.pool)) // RPCEnvironment::check_pool_exist: raise_perm_exc, 403
+		return nil, ErrPerm(fmt.Sprintf("pool '%s' does not exist", r.pool)) // RPCEnvironment::check_pool_exist: raise_perm_exc, 403
 	}
 	if r.target != "" && (db.Corosync == nil || db.Corosync.Member(r.target) == nil) {
 		return nil, fmt.Errorf("no such cluster node '%s'", r.target) // check_node_exists
@@ -79,7 +79,7 @@ func (s *Sim) loadAndCheckClone(db *ConfigDB, r *cloneReq, running bool) (*clone
 			return nil, fmt.Errorf("storage '%s' is not available on node '%s'", r.storage, r.node)
 		}
 		if !target.HasContent("images") {
-			return nil, errParams(map[string]string{"storage": fmt.Sprintf("storage '%s' does not support vm images", r.storage)})
+			return nil, ErrParams(map[string]string{"storage": fmt.Sprintf("storage '%s' does not support vm images", r.storage)})
 		}
 		if r.target != "" {
 			if !target.OnNode(r.target) {
@@ -169,13 +169,13 @@ func (s *Sim) loadAndCheckClone(db *ConfigDB, r *cloneReq, running bool) (*clone
 }
 
 // POST /nodes/{node}/qemu/{vmid}/clone
-func (s *Sim) postQemuClone(rc *reqCtx) (any, error) {
-	db := rc.db()
-	r := &cloneReq{node: rc.node, vmid: rc.vmid(), newid: rc.integer("newid", 0), target: rc.str("target"),
-		storage: rc.str("storage"), format: rc.str("format"), name: rc.str("name"),
-		description: rc.str("description"), pool: rc.str("pool"), snapname: rc.str("snapname"), who: rc.who}
-	if rc.has("full") {
-		f := rc.boolean("full")
+func (s *Sim) postQemuClone(rc *Req) (any, error) {
+	db := rc.DB()
+	r := &cloneReq{node: rc.Node, vmid: rc.vmid(), newid: rc.Int("newid", 0), target: rc.Str("target"),
+		storage: rc.Str("storage"), format: rc.Str("format"), name: rc.Str("name"),
+		description: rc.Str("description"), pool: rc.Str("pool"), snapname: rc.Str("snapname"), who: rc.Who}
+	if rc.Has("full") {
+		f := rc.Bool("full")
 		r.full = &f
 	}
 	if r.target == r.node || r.target == "localhost" {
@@ -237,12 +237,12 @@ func (s *Sim) cloneWorker(t *taskRun, db *ConfigDB, r *cloneReq, running bool) s
 	// memdb.c memdb_rename → vmlist_different_vm_exists: EEXIST), which the
 	// -f check above cannot see; the worker dies with File::file_set_contents'
 	// message before anything was allocated.
-	if e, ok := s.findVMLocked(db, r.newid); ok && e.Node != r.node {
+	if e, ok := s.FindVMLocked(db, r.newid); ok && e.Node != r.node {
 		s.mu.Unlock()
 		return fmt.Sprintf("close (rename) atomic file '/etc/pve/%s' failed: File exists", guestConfPath(r.node, "qemu-server", r.newid))
 	}
 	s.writeEtcPve(db, guestConfPath(r.node, "qemu-server", r.newid), "# qmclone temporary file\nlock: clone\n")
-	s.saveLocked()
+	s.SaveLocked()
 	s.mu.Unlock()
 
 	var newVols []string
@@ -252,7 +252,7 @@ func (s *Sim) cloneWorker(t *taskRun, db *ConfigDB, r *cloneReq, running bool) s
 			s.freeVolumeLocked(r.node, v)
 		}
 		s.removeEtcPve(db, guestConfPath(r.node, "qemu-server", r.newid))
-		s.saveLocked()
+		s.SaveLocked()
 		s.mu.Unlock()
 		return "clone failed: " + reason
 	}
@@ -318,7 +318,7 @@ func (s *Sim) cloneWorker(t *taskRun, db *ConfigDB, r *cloneReq, running bool) s
 		s.mu.Lock()
 		c := &guestconf.Conf{Keys: maps.Clone(keys), Description: desc}
 		s.writeQmConfLocked(db, r.node, r.newid, c)
-		s.saveLocked()
+		s.SaveLocked()
 		s.mu.Unlock()
 	}
 	// The end: lock dropped, config moved to the target. A slow-config fault

@@ -51,15 +51,15 @@ func (s *Sim) quorateOnLocked(db *ConfigDB, node string) bool {
 	return s.quorateLocked(db) && (db.Corosync == nil || s.votesForLocked(db, node))
 }
 
-// cfsWriteLocked mirrors cfs_lock_file on a read-only /etc/pve: the lock
+// CfsWriteLocked mirrors cfs_lock_file on a read-only /etc/pve: the lock
 // attempt spins for the lock timeout, then dies "no quorum!", wrapped by
 // the caller's message (e.g. "create storage failed").
-func (s *Sim) cfsWriteLocked(db *ConfigDB, file, errmsg string) *APIError {
+func (s *Sim) CfsWriteLocked(db *ConfigDB, file, errmsg string) *APIError {
 	if s.quorateLocked(db) {
 		return nil
 	}
 	lockid := "file-" + strings.ReplaceAll(file, ".", "_")
-	e := errStatus(500, "%s: cfs-lock '%s' error: no quorum!", errmsg, lockid)
+	e := ErrStatus(500, "%s: cfs-lock '%s' error: no quorum!", errmsg, lockid)
 	e.wait = s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout)
 	return e
 }
@@ -72,12 +72,12 @@ func (s *Sim) requireQuorumLocked(db *ConfigDB) error {
 	return nil
 }
 
-func (s *Sim) getClusterStatus(rc *reqCtx) (any, error) {
-	db := rc.db()
+func (s *Sim) getClusterStatus(rc *Req) (any, error) {
+	db := rc.DB()
 	if db.Corosync == nil {
-		return cluster.StandaloneStatus(rc.node, s.st.Nodes[rc.node].Addr), nil
+		return cluster.StandaloneStatus(rc.Node, s.st.Nodes[rc.Node].Addr), nil
 	}
-	return cluster.Status(db.Corosync, rc.node, s.quorateOnLocked(db, rc.node),
+	return cluster.Status(db.Corosync, rc.Node, s.quorateOnLocked(db, rc.Node),
 		func(name string) bool { return s.votesForLocked(db, name) }, s.nodeAddrLocked), nil
 }
 
@@ -117,7 +117,7 @@ func boolNum(b bool) int {
 	return 0
 }
 
-func (s *Sim) getClusterConfigIndex(rc *reqCtx) (any, error) {
+func (s *Sim) getClusterConfigIndex(rc *Req) (any, error) {
 	out := []map[string]any{}
 	for _, n := range []string{"apiversion", "join", "nodes", "qdevice", "totem"} {
 		out = append(out, map[string]any{"name": n})
@@ -126,14 +126,14 @@ func (s *Sim) getClusterConfigIndex(rc *reqCtx) (any, error) {
 }
 
 // linksOf collects a request's link0..link7 (cluster.Links).
-func linksOf(rc *reqCtx, defAddr string) map[string]string {
-	return cluster.Links(func(i int) string { return rc.str(fmt.Sprintf("link%d", i)) }, defAddr)
+func linksOf(rc *Req, defAddr string) map[string]string {
+	return cluster.Links(func(i int) string { return rc.Str(fmt.Sprintf("link%d", i)) }, defAddr)
 }
 
 // linksGiven tells whether the request names any linkN.
-func linksGiven(rc *reqCtx) bool {
+func linksGiven(rc *Req) bool {
 	for i := 0; i <= 7; i++ {
-		if rc.str(fmt.Sprintf("link%d", i)) != "" {
+		if rc.Str(fmt.Sprintf("link%d", i)) != "" {
 			return true
 		}
 	}
@@ -142,19 +142,19 @@ func linksGiven(rc *reqCtx) bool {
 
 // POST /cluster/config: root@pam ticket only (enforced by the schema's
 // missing permissions); a task on this node; quorate shortly after it ends.
-func (s *Sim) postClusterCreate(rc *reqCtx) (any, error) {
-	db := rc.db()
+func (s *Sim) postClusterCreate(rc *Req) (any, error) {
+	db := rc.DB()
 	if db.Corosync != nil {
 		return nil, fmt.Errorf("cluster config '/etc/pve/corosync.conf' already exists")
 	}
-	name := rc.str("clustername")
-	node := rc.node
+	name := rc.Str("clustername")
+	node := rc.Node
 	self := s.st.Nodes[node]
 	c := &corosync.Conf{ClusterName: name, ConfigVersion: 1, Nodes: []*corosync.Node{{
-		Name: node, NodeID: rc.integer("nodeid", 1), Votes: rc.integer("votes", 1), Links: linksOf(rc, self.Addr),
+		Name: node, NodeID: rc.Int("nodeid", 1), Votes: rc.Int("votes", 1), Links: linksOf(rc, self.Addr),
 	}}}
 	if s.cfg.Version >= 9 {
-		c.TokenCoefficient = rc.integer("token-coefficient", 125)
+		c.TokenCoefficient = rc.Int("token-coefficient", 125)
 	}
 	// corosync.conf is written at once (a second create fails), but corosync
 	// only counts once the worker finished and the service restarted.
@@ -172,12 +172,12 @@ func (s *Sim) postClusterCreate(rc *reqCtx) (any, error) {
 		t.commit(func() { self.CorosyncUpAt = time.Now().Add(settle).UnixMilli() })
 		return ""
 	})
-	s.saveLocked()
+	s.SaveLocked()
 	return upid, nil
 }
 
-func (s *Sim) getTotem(rc *reqCtx) (any, error) {
-	db := rc.db()
+func (s *Sim) getTotem(rc *Req) (any, error) {
+	db := rc.DB()
 	if db.Corosync == nil {
 		return map[string]any{}, nil
 	}
@@ -186,22 +186,22 @@ func (s *Sim) getTotem(rc *reqCtx) (any, error) {
 
 // GET /cluster/config/join: 424 on a standalone node; corosync values are
 // strings; pve_fp is each member's current certificate fingerprint.
-func (s *Sim) getJoinInfo(rc *reqCtx) (any, error) {
-	db := rc.db()
+func (s *Sim) getJoinInfo(rc *Req) (any, error) {
+	db := rc.DB()
 	if db.Corosync == nil {
-		return nil, errStatus(424, "node is not in a cluster, no join info available!")
+		return nil, ErrStatus(424, "node is not in a cluster, no join info available!")
 	}
 	var asked *string
-	if rc.has("node") {
-		node := rc.str("node")
+	if rc.Has("node") {
+		node := rc.Str("node")
 		asked = &node
 	}
-	return cluster.JoinInfo(db.Corosync, rc.node, asked, s.nodeAddrLocked,
+	return cluster.JoinInfo(db.Corosync, rc.Node, asked, s.nodeAddrLocked,
 		func(node string) (string, error) { return s.certFingerprintLocked(db, node) })
 }
 
-func (s *Sim) getClusterNodes(rc *reqCtx) (any, error) {
-	return cluster.Nodelist(rc.db().Corosync), nil
+func (s *Sim) getClusterNodes(rc *Req) (any, error) {
+	return cluster.Nodelist(rc.DB().Corosync), nil
 }
 
 // findNodeLocked resolves a join's hostname: a node name or its address.
@@ -247,15 +247,15 @@ func (s *Sim) joinableLocked(node string, links map[string]string) []string {
 }
 
 // POST /cluster/config/join, sent to the joining node (C4, C5, C6).
-func (s *Sim) postJoin(rc *reqCtx) (any, error) {
-	joiner := rc.node
+func (s *Sim) postJoin(rc *Req) (any, error) {
+	joiner := rc.Node
 	p := struct {
 		host, fp, password string
 		force, explicit    bool
 		nodeid, votes      int
 		links              map[string]string
-	}{rc.str("hostname"), rc.str("fingerprint"), rc.str("password"), rc.boolean("force"), linksGiven(rc),
-		rc.integer("nodeid", 0), rc.integer("votes", -1), linksOf(rc, s.st.Nodes[joiner].Addr)}
+	}{rc.Str("hostname"), rc.Str("fingerprint"), rc.Str("password"), rc.Bool("force"), linksGiven(rc),
+		rc.Int("nodeid", 0), rc.Int("votes", -1), linksOf(rc, s.st.Nodes[joiner].Addr)}
 	upid := s.startTaskLocked(rc, joiner, "clusterjoin", "", func(t *taskRun) string {
 		return s.joinWorker(t, joiner, p.host, p.fp, p.password, p.force, p.explicit, p.nodeid, p.votes, p.links)
 	})
@@ -338,13 +338,13 @@ func (s *Sim) joinWorker(t *taskRun, joiner, host, fp, password string, force, e
 // the removed node standalone again: it keeps its copy of /etc/pve with the
 // old corosync.conf, without quorum, and assert_joinable refuses it until it
 // is reinstalled (or cleaned by hand, as PVE's docs describe).
-func (s *Sim) deleteClusterNode(rc *reqCtx) (any, error) {
-	victim := rc.str("node")
-	if victim == rc.node {
+func (s *Sim) deleteClusterNode(rc *Req) (any, error) {
+	victim := rc.Str("node")
+	if victim == rc.Node {
 		//lint:ignore ST1005 PVE's own message, as pvecm delnode prints it
 		return nil, fmt.Errorf("Cannot delete myself from cluster!")
 	}
-	db := rc.db()
+	db := rc.DB()
 	if err := s.requireQuorumLocked(db); err != nil {
 		return nil, err
 	}
@@ -364,7 +364,7 @@ func (s *Sim) deleteClusterNode(rc *reqCtx) (any, error) {
 	db.Corosync.Nodes = cluster.RemoveMember(db.Corosync.Nodes, m.Name)
 	db.Corosync.ConfigVersion++
 	db.Serial++
-	s.saveLocked()
+	s.SaveLocked()
 	return nil, nil
 }
 
@@ -403,4 +403,18 @@ func (s *Sim) detachedCopyLocked(db *ConfigDB) (*ConfigDB, error) {
 	}
 	s.st.DBs[stale.ID] = &stale
 	return &stale, nil
+}
+
+// clusterRoutes are the cluster's create, join and membership endpoints.
+func (s *Sim) clusterRoutes() map[string]Handler {
+	return map[string]Handler{
+		"GET /cluster/status":                 s.getClusterStatus,
+		"GET /cluster/config":                 s.getClusterConfigIndex,
+		"POST /cluster/config":                s.postClusterCreate,
+		"GET /cluster/config/join":            s.getJoinInfo,
+		"POST /cluster/config/join":           s.postJoin,
+		"GET /cluster/config/nodes":           s.getClusterNodes,
+		"DELETE /cluster/config/nodes/{node}": s.deleteClusterNode,
+		"GET /cluster/config/totem":           s.getTotem,
+	}
 }

@@ -52,8 +52,8 @@ func (s *Sim) removeEtcPve(db *ConfigDB, rel string) {
 	db.Serial++
 }
 
-// vmEntry is one line of pmxcfs's .vmlist: which node holds which guest.
-type vmEntry struct {
+// VMEntry is one line of pmxcfs's .vmlist: which node holds which guest.
+type VMEntry struct {
 	VMID int
 	Node string
 	Kind string // qemu-server or lxc
@@ -61,8 +61,8 @@ type vmEntry struct {
 
 // vmListLocked is the cluster's .vmlist, sorted by VMID (pmxcfs's scan of
 // nodes/<node>/{qemu-server,lxc}).
-func (s *Sim) vmListLocked(db *ConfigDB) []vmEntry {
-	var out []vmEntry
+func (s *Sim) vmListLocked(db *ConfigDB) []VMEntry {
+	var out []VMEntry
 	for _, c := range pmxcfs.ScanVMConfigs(s.etcPveDir(db.ID)) {
 		kind := "qemu-server"
 		switch c.Type {
@@ -71,25 +71,25 @@ func (s *Sim) vmListLocked(db *ConfigDB) []vmEntry {
 		case "openvz":
 			continue
 		}
-		out = append(out, vmEntry{VMID: int(c.VMID), Node: c.Node, Kind: kind})
+		out = append(out, VMEntry{VMID: int(c.VMID), Node: c.Node, Kind: kind})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].VMID < out[j].VMID })
 	return out
 }
 
-// findVMLocked returns where vmid lives in db's cluster.
-func (s *Sim) findVMLocked(db *ConfigDB, vmid int) (vmEntry, bool) {
+// FindVMLocked returns where vmid lives in db's cluster.
+func (s *Sim) FindVMLocked(db *ConfigDB, vmid int) (VMEntry, bool) {
 	for _, e := range s.vmListLocked(db) {
 		if e.VMID == vmid {
 			return e, true
 		}
 	}
-	return vmEntry{}, false
+	return VMEntry{}, false
 }
 
 // loadQmConfLocked is load_config: the file on node or PVE's error.
 func (s *Sim) loadQmConfLocked(db *ConfigDB, node string, vmid int) (*guestconf.Conf, error) {
-	return s.loadGuestConfLocked(db, vmKind, node, vmid)
+	return s.LoadGuestConfLocked(db, VMKind, node, vmid)
 }
 
 // assertOnNode is assert_config_exists_on_node (qemu-server QemuConfig.pm),
@@ -106,7 +106,7 @@ func (s *Sim) writeQmConfLocked(db *ConfigDB, node string, vmid int, c *guestcon
 	if d, ok := c.Keys["description"]; ok {
 		c.SetDescription(d) // $generate_raw_config: the "#" lines
 	}
-	s.writeGuestConfLocked(db, vmKind, node, vmid, c)
+	s.writeGuestConfLocked(db, VMKind, node, vmid, c)
 }
 
 // etcPveWritableLocked is what writing rel into a read-only /etc/pve (no

@@ -35,7 +35,7 @@ func (s *Sim) AddGuest(node string, g GuestSpec) error {
 	if g.VMID < 100 {
 		return &BadRequestError{Msg: fmt.Sprintf("vmid %d: guest IDs start at 100", g.VMID)}
 	}
-	if e, ok := s.findVMLocked(db, g.VMID); ok {
+	if e, ok := s.FindVMLocked(db, g.VMID); ok {
 		return &ConflictError{Msg: fmt.Sprintf("unable to create VM %d - VM %d already exists on node '%s'", g.VMID, g.VMID, e.Node)}
 	}
 	if g.Template && g.Running {
@@ -84,7 +84,7 @@ func (s *Sim) AddGuest(node string, g GuestSpec) error {
 	if g.Running {
 		s.setRunningLocked(node, g.VMID, true)
 	}
-	s.saveLocked()
+	s.SaveLocked()
 	return nil
 }
 

@@ -11,14 +11,14 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
-// guestKind is what differs between a VM and a container on the paths they
+// GuestKind is what differs between a VM and a container on the paths they
 // share (config read and write, typed config, power and destroy tasks under
 // the config lock, pool membership, /cluster/resources entries): the rest
 // of those paths is written once here, as pve-guest-common's
 // AbstractConfig.pm is for qemu-server and pve-container.
-type guestKind struct {
-	dir string // the config directory under nodes/<node>/ (vmEntry.Kind): "qemu-server", "lxc"
-	typ string // the API's type, also the prefix of pool members and resource ids: "qemu", "lxc"
+type GuestKind struct {
+	Dir  string // the config directory under nodes/<node>/ (vmEntry.Kind): "qemu-server", "lxc"
+	Type string // the API's type, also the prefix of pool members and resource ids: "qemu", "lxc"
 	// configMethod types config values: the schema method whose parameters
 	// are the kind's config keys.
 	configMethod, configPath string
@@ -26,24 +26,24 @@ type guestKind struct {
 }
 
 var (
-	vmKind = guestKind{dir: "qemu-server", typ: "qemu", configMethod: "POST", configPath: "/nodes/{node}/qemu/{vmid}/config", pendingHeader: guestconf.VMPending}
-	ctKind = guestKind{dir: "lxc", typ: "lxc", configMethod: "PUT", configPath: "/nodes/{node}/lxc/{vmid}/config", pendingHeader: guestconf.CTPending}
+	VMKind = GuestKind{Dir: "qemu-server", Type: "qemu", configMethod: "POST", configPath: "/nodes/{node}/qemu/{vmid}/config", pendingHeader: guestconf.VMPending}
+	CTKind = GuestKind{Dir: "lxc", Type: "lxc", configMethod: "PUT", configPath: "/nodes/{node}/lxc/{vmid}/config", pendingHeader: guestconf.CTPending}
 )
 
-// member is the guest's name in pools and /cluster/resources: "qemu/100".
-func (k guestKind) member(vmid int) string { return fmt.Sprintf("%s/%d", k.typ, vmid) }
+// Member is the guest's name in pools and /cluster/resources: "qemu/100".
+func (k GuestKind) Member(vmid int) string { return fmt.Sprintf("%s/%d", k.Type, vmid) }
 
 // haSID is the guest's HA service id: "vm:100", "ct:200".
-func (k guestKind) haSID(vmid int) string {
-	if k.dir == "lxc" {
+func (k GuestKind) haSID(vmid int) string {
+	if k.Dir == "lxc" {
 		return fmt.Sprintf("ct:%d", vmid)
 	}
 	return fmt.Sprintf("vm:%d", vmid)
 }
 
-// loadGuestConfLocked reads a guest's config file from db.
-func (s *Sim) loadGuestConfLocked(db *ConfigDB, k guestKind, node string, vmid int) (*guestconf.Conf, error) {
-	rel := guestConfPath(node, k.dir, vmid)
+// LoadGuestConfLocked reads a guest's config file from db.
+func (s *Sim) LoadGuestConfLocked(db *ConfigDB, k GuestKind, node string, vmid int) (*guestconf.Conf, error) {
+	rel := guestConfPath(node, k.Dir, vmid)
 	raw, ok := s.readEtcPve(db, rel)
 	if !ok {
 		// pve-guest-common AbstractConfig.pm load_config
@@ -52,13 +52,13 @@ func (s *Sim) loadGuestConfLocked(db *ConfigDB, k guestKind, node string, vmid i
 	return guestconf.Parse(raw), nil
 }
 
-func (s *Sim) writeGuestConfLocked(db *ConfigDB, k guestKind, node string, vmid int, c *guestconf.Conf) {
-	s.writeEtcPve(db, guestConfPath(node, k.dir, vmid), c.Render(k.pendingHeader))
+func (s *Sim) writeGuestConfLocked(db *ConfigDB, k GuestKind, node string, vmid int, c *guestconf.Conf) {
+	s.writeEtcPve(db, guestConfPath(node, k.Dir, vmid), c.Render(k.pendingHeader))
 }
 
 // typedGuestConf renders config values with the schema's JSON types, as
 // PVE's parse_*_config/check_type hand integers and booleans back as numbers.
-func (s *Sim) typedGuestConf(k guestKind, keys map[string]string) map[string]any {
+func (s *Sim) typedGuestConf(k GuestKind, keys map[string]string) map[string]any {
 	m := s.schema.Method(k.configMethod, k.configPath)
 	out := make(map[string]any, len(keys))
 	for key, v := range keys {
@@ -92,7 +92,7 @@ func withDescriptionAndDigest(out map[string]any, c *guestconf.Conf) map[string]
 
 // guestLockTask starts a task on node whose work f runs holding vmid's
 // config lock (waiting up to LockTimeout) and the state lock.
-func (s *Sim) guestLockTask(rc *reqCtx, node, typ string, vmid int, f func(t *taskRun) string) string {
+func (s *Sim) guestLockTask(rc *Req, node, typ string, vmid int, f func(t *taskRun) string) string {
 	return s.startTaskLocked(rc, node, typ, strconv.Itoa(vmid), func(t *taskRun) string {
 		return s.underGuestLock(t, node, vmid, s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout), func() string {
 			s.mu.Lock()
@@ -107,9 +107,9 @@ func (s *Sim) guestLockTask(rc *reqCtx, node, typ string, vmid int, f func(t *ta
 // or not (API2/Qemu.pm destroy_vm, API2/LXC.pm destroy_vm): the guest
 // leaves its pool (user.cfg knows guests by VMID only) and the ACL subtree
 // of /vms/<vmid> is deleted.
-func dropFromPoolsLocked(db *ConfigDB, _ guestKind, vmid int) {
+func dropFromPoolsLocked(db *ConfigDB, _ GuestKind, vmid int) {
 	for _, p := range db.Pools {
-		p.Members = slices.DeleteFunc(p.Members, func(m string) bool { n, ok := memberVMID(m); return ok && n == vmid })
+		p.Members = slices.DeleteFunc(p.Members, func(m string) bool { n, ok := MemberVMID(m); return ok && n == vmid })
 	}
 	path := fmt.Sprintf("/vms/%d", vmid)
 	db.Access.ACL = slices.DeleteFunc(db.Access.ACL, func(a access.ACLEntry) bool {
@@ -135,8 +135,8 @@ func summaryFlags(e map[string]any, c *guestconf.Conf) map[string]any {
 // asClusterResource turns a guest's list entry into its /cluster/resources
 // entry: id, type, node, maxcpu for cpus, template 0 when not one, and
 // status unknown while its node is down.
-func (s *Sim) asClusterResource(r map[string]any, k guestKind, e vmEntry) map[string]any {
-	r["id"], r["type"], r["node"] = k.member(e.VMID), k.typ, e.Node
+func (s *Sim) asClusterResource(r map[string]any, k GuestKind, e VMEntry) map[string]any {
+	r["id"], r["type"], r["node"] = k.Member(e.VMID), k.Type, e.Node
 	r["maxcpu"] = r["cpus"]
 	delete(r, "cpus")
 	if r["template"] == nil {
@@ -154,17 +154,17 @@ func (s *Sim) asClusterResource(r map[string]any, k guestKind, e vmEntry) map[st
 // guestListLocked is GET /nodes/{node}/qemu or /lxc: the node's guests of
 // kind k that the caller may audit (filtered, not refused, K19), each as
 // summary renders it; a config that cannot be read is left out.
-func (s *Sim) guestListLocked(rc *reqCtx, k guestKind, summary func(node string, vmid int, c *guestconf.Conf) map[string]any) []map[string]any {
-	db := rc.db()
+func (s *Sim) guestListLocked(rc *Req, k GuestKind, summary func(node string, vmid int, c *guestconf.Conf) map[string]any) []map[string]any {
+	db := rc.DB()
 	out := []map[string]any{}
 	for _, e := range s.vmListLocked(db) {
-		if e.Node != rc.node || e.Kind != k.dir {
+		if e.Node != rc.Node || e.Kind != k.Dir {
 			continue
 		}
-		if !hasPriv(db, rc.who, fmt.Sprintf("/vms/%d", e.VMID), []string{"VM.Audit"}, false) {
+		if !HasPriv(db, rc.Who, fmt.Sprintf("/vms/%d", e.VMID), []string{"VM.Audit"}, false) {
 			continue
 		}
-		c, err := s.loadGuestConfLocked(db, k, e.Node, e.VMID)
+		c, err := s.LoadGuestConfLocked(db, k, e.Node, e.VMID)
 		if err != nil {
 			continue
 		}

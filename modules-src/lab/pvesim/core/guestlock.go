@@ -122,7 +122,7 @@ func (e *lockWait) Error() string { return e.msg }
 
 // runHandlerLocked runs h; a handler that needs a busy flock is re-run once
 // the lock is free, as a PVE worker blocks in flock (caller holds s.mu).
-func (s *Sim) runHandlerLocked(h handlerFunc, rc *reqCtx) (any, error) {
+func (s *Sim) runHandlerLocked(h Handler, rc *Req) (any, error) {
 	var deadline time.Time
 	for {
 		data, err := h(rc)
@@ -134,13 +134,13 @@ func (s *Sim) runHandlerLocked(h handlerFunc, rc *reqCtx) (any, error) {
 			deadline = time.Now().Add(lw.timeout)
 		}
 		if time.Now().After(deadline) {
-			return nil, errStatus(500, "%s", lw.msg)
+			return nil, ErrStatus(500, "%s", lw.msg)
 		}
 		s.mu.Unlock()
 		alive := s.sleep(10 * time.Millisecond)
 		s.mu.Lock()
 		if !alive {
-			return nil, errStatus(500, "%s", lw.msg)
+			return nil, ErrStatus(500, "%s", lw.msg)
 		}
 	}
 }

@@ -37,7 +37,7 @@ func (s *Sim) haConfigLocked(db *ConfigDB) ha.Config {
 // haGuestLocked tells pvesim/ha a guest's kind (ct) and whether db has it.
 func (s *Sim) haGuestLocked(db *ConfigDB) func(vmid int) (ct, exists bool) {
 	return func(vmid int) (bool, bool) {
-		e, ok := s.findVMLocked(db, vmid)
+		e, ok := s.FindVMLocked(db, vmid)
 		return e.Kind == "lxc", ok
 	}
 }
@@ -48,7 +48,7 @@ func (s *Sim) haServiceLocked(db *ConfigDB, r *section) ha.Service {
 	if err != nil {
 		return ha.Service{}
 	}
-	e, ok := s.findVMLocked(db, vmid)
+	e, ok := s.FindVMLocked(db, vmid)
 	if !ok {
 		return ha.Service{}
 	}
@@ -102,23 +102,23 @@ func (s *Sim) haConfiguredLocked(db *ConfigDB, vmid int) bool {
 }
 
 // haConfiguredSIDLocked tells whether a guest of the VM list is an HA resource.
-func (s *Sim) haConfiguredSIDLocked(db *ConfigDB, e vmEntry) bool {
+func (s *Sim) haConfiguredSIDLocked(db *ConfigDB, e VMEntry) bool {
 	list, _ := s.haResourcesLocked(db)
 	return ha.FindResource(list, ha.GuestSID(e.Kind == "lxc", e.VMID)) != nil
 }
 
 // setResourceOpts takes a resource's options from the request.
-func setResourceOpts(rc *reqCtx, r *section) {
+func setResourceOpts(rc *Req, r *section) {
 	setOpts(rc, ha.ResourceOpts, r.Opts)
 	ha.StoreResourceState(r)
 }
 
-func (s *Sim) getHAResources(rc *reqCtx) (any, error) {
-	db := rc.db()
+func (s *Sim) getHAResources(rc *Req) (any, error) {
+	db := rc.DB()
 	list, digest := s.haResourcesLocked(db)
 	out := []map[string]any{}
 	for _, r := range list {
-		if rc.has("type") && rc.str("type") != r.Type {
+		if rc.Has("type") && rc.Str("type") != r.Type {
 			continue
 		}
 		out = append(out, ha.ResourceView(r, digest, s.groupsMigrated(db)))
@@ -126,9 +126,9 @@ func (s *Sim) getHAResources(rc *reqCtx) (any, error) {
 	return out, nil
 }
 
-func (s *Sim) getHAResource(rc *reqCtx) (any, error) {
-	db := rc.db()
-	sid, _, err := s.parseSID(db, rc.str("sid"))
+func (s *Sim) getHAResource(rc *Req) (any, error) {
+	db := rc.DB()
+	sid, _, err := s.parseSID(db, rc.Str("sid"))
 	if err != nil {
 		return nil, err
 	}
@@ -140,17 +140,17 @@ func (s *Sim) getHAResource(rc *reqCtx) (any, error) {
 	return ha.ResourceView(r, digest, s.groupsMigrated(db)), nil
 }
 
-func (s *Sim) postHAResource(rc *reqCtx) (any, error) {
-	db := rc.db()
+func (s *Sim) postHAResource(rc *Req) (any, error) {
+	db := rc.DB()
 	if err := s.requireQuorumLocked(db); err != nil {
 		return nil, err
 	}
-	sid, vmid, err := s.parseSID(db, rc.str("sid"))
+	sid, vmid, err := s.parseSID(db, rc.Str("sid"))
 	if err != nil {
 		return nil, err
 	}
 	cfg := s.haConfigLocked(db)
-	r, err := cfg.NewResource(sid, vmid, rc.str("type"), rc.has("group"), s.haGuestLocked(db))
+	r, err := cfg.NewResource(sid, vmid, rc.Str("type"), rc.Has("group"), s.haGuestLocked(db))
 	if err != nil {
 		return nil, err
 	}
@@ -159,13 +159,13 @@ func (s *Sim) postHAResource(rc *reqCtx) (any, error) {
 	return nil, nil
 }
 
-func (s *Sim) putHAResource(rc *reqCtx) (any, error) {
-	db := rc.db()
-	sid, _, err := s.parseSID(db, rc.str("sid"))
+func (s *Sim) putHAResource(rc *Req) (any, error) {
+	db := rc.DB()
+	sid, _, err := s.parseSID(db, rc.Str("sid"))
 	if err != nil {
 		return nil, err
 	}
-	if g := rc.str("group"); g != "" {
+	if g := rc.Str("group"); g != "" {
 		if err := s.haConfigLocked(db).CheckGroupOption(g); err != nil {
 			return nil, err
 		}
@@ -181,22 +181,22 @@ func (s *Sim) putHAResource(rc *reqCtx) (any, error) {
 	}
 	if s.haErrorLocked(db, sid) {
 		// Resources.pm check_service_state; disabling is the way out.
-		if rc.str("state") != "disabled" {
+		if rc.Str("state") != "disabled" {
 			return nil, fmt.Errorf("service '%s' in error state, must be disabled and fixed first", sid)
 		}
 		s.setHAErrorLocked(db, sid, false)
 	}
 	setResourceOpts(rc, r)
-	for _, k := range pveschema.SplitList(rc.str("delete")) {
+	for _, k := range pveschema.SplitList(rc.Str("delete")) {
 		delete(r.Opts, k)
 	}
 	s.commitHALocked(db, ha.ResourcesCfg, list, true)
 	return nil, nil
 }
 
-func (s *Sim) deleteHAResource(rc *reqCtx) (any, error) {
-	db := rc.db()
-	sid, _, err := s.parseSID(db, rc.str("sid"))
+func (s *Sim) deleteHAResource(rc *Req) (any, error) {
+	db := rc.DB()
+	sid, _, err := s.parseSID(db, rc.Str("sid"))
 	if err != nil {
 		return nil, err
 	}
@@ -205,11 +205,38 @@ func (s *Sim) deleteHAResource(rc *reqCtx) (any, error) {
 		return nil, pvecommon.Die("cannot delete service '%s', not HA managed!", sid)
 	}
 	s.writeSectionsLocked(db, ha.ResourcesCfg, ha.WithoutResource(list, sid))
-	purge := s.cfg.Version >= 9 && (!rc.has("purge") || rc.boolean("purge"))
+	purge := s.cfg.Version >= 9 && (!rc.Has("purge") || rc.Bool("purge"))
 	if purge {
 		rules, _ := s.readSectionsLocked(db, ha.RulesCfg)
 		s.writeSectionsLocked(db, ha.RulesCfg, ha.PurgeFromRules(rules, sid))
 	}
-	s.saveLocked()
+	s.SaveLocked()
 	return nil, nil
+}
+
+// haRoutes are the HA endpoints: rules only on PVE 9.
+func (s *Sim) haRoutes() map[string]Handler {
+	table := map[string]Handler{
+		"GET /cluster/ha/resources":                 s.getHAResources,
+		"GET /cluster/ha/status/current":            s.getHAStatusCurrent,
+		"POST /cluster/ha/resources":                s.postHAResource,
+		"GET /cluster/ha/resources/{sid}":           s.getHAResource,
+		"PUT /cluster/ha/resources/{sid}":           s.putHAResource,
+		"DELETE /cluster/ha/resources/{sid}":        s.deleteHAResource,
+		"POST /cluster/ha/resources/{sid}/migrate":  s.postHAMotion,
+		"POST /cluster/ha/resources/{sid}/relocate": s.postHAMotion,
+		"GET /cluster/ha/groups":                    s.getHAGroups,
+		"POST /cluster/ha/groups":                   s.postHAGroup,
+		"GET /cluster/ha/groups/{group}":            s.getHAGroup,
+		"PUT /cluster/ha/groups/{group}":            s.putHAGroup,
+		"DELETE /cluster/ha/groups/{group}":         s.deleteHAGroup,
+	}
+	if s.cfg.Version >= 9 { // HA rules are new in PVE 9 (pve-ha-manager 5.0)
+		table["GET /cluster/ha/rules"] = s.getHARules
+		table["POST /cluster/ha/rules"] = s.postHARule
+		table["GET /cluster/ha/rules/{rule}"] = s.getHARule
+		table["PUT /cluster/ha/rules/{rule}"] = s.putHARule
+		table["DELETE /cluster/ha/rules/{rule}"] = s.deleteHARule
+	}
+	return table
 }

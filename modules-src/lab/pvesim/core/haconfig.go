@@ -34,18 +34,18 @@ var (
 
 // setOpts copies the request's values of opts into into: create and update
 // take only the options the request names.
-func setOpts(rc *reqCtx, opts []string, into map[string]string) {
+func setOpts(rc *Req, opts []string, into map[string]string) {
 	for _, k := range opts {
-		if rc.has(k) {
-			into[k] = rc.str(k)
+		if rc.Has(k) {
+			into[k] = rc.Str(k)
 		}
 	}
 }
 
 // staleDigest is PVE's refusal of an update whose digest is not the file's
 // (prefix: the module's "update … failed: ", if it has one).
-func staleDigest(rc *reqCtx, digest, prefix string) error {
-	if d := rc.str("digest"); d != "" && d != digest {
+func staleDigest(rc *Req, digest, prefix string) error {
+	if d := rc.Str("digest"); d != "" && d != digest {
 		return pvecommon.Die("%sdetected modified configuration - file changed by other user? Try again.", prefix)
 	}
 	return nil
@@ -55,7 +55,7 @@ func staleDigest(rc *reqCtx, digest, prefix string) error {
 // CRM acts on, schedules its round.
 func (s *Sim) commitHALocked(db *ConfigDB, cfg string, list []*section, crm bool) {
 	s.writeSectionsLocked(db, cfg, list)
-	s.saveLocked()
+	s.SaveLocked()
 	if crm {
 		s.scheduleCRMLocked(db.ID)
 	}
@@ -63,8 +63,8 @@ func (s *Sim) commitHALocked(db *ConfigDB, cfg string, list []*section, crm bool
 
 // indexHA lists f's sections that keep accepts (nil: all), each with the
 // file's digest.
-func (s *Sim) indexHA(rc *reqCtx, f haSectionFile, keep func(*section) bool) []map[string]any {
-	list, digest := s.readSectionsLocked(rc.db(), f.cfg)
+func (s *Sim) indexHA(rc *Req, f haSectionFile, keep func(*section) bool) []map[string]any {
+	list, digest := s.readSectionsLocked(rc.DB(), f.cfg)
 	out := []map[string]any{}
 	for _, sec := range list {
 		if keep == nil || keep(sec) {
@@ -75,21 +75,21 @@ func (s *Sim) indexHA(rc *reqCtx, f haSectionFile, keep func(*section) bool) []m
 }
 
 // readHA answers GET /cluster/ha/<collection>/{id}.
-func (s *Sim) readHA(rc *reqCtx, f haSectionFile) (any, error) {
-	list, digest := s.readSectionsLocked(rc.db(), f.cfg)
-	sec := findSection(list, rc.str(f.key))
+func (s *Sim) readHA(rc *Req, f haSectionFile) (any, error) {
+	list, digest := s.readSectionsLocked(rc.DB(), f.cfg)
+	sec := findSection(list, rc.Str(f.key))
 	if sec == nil {
-		return nil, fmt.Errorf(f.noSuch, rc.str(f.key))
+		return nil, fmt.Errorf(f.noSuch, rc.Str(f.key))
 	}
 	return f.view(sec, digest), nil
 }
 
 // deleteHA answers DELETE /cluster/ha/<collection>/{id}; inUse, when set,
 // refuses to delete a section something still names.
-func (s *Sim) deleteHA(rc *reqCtx, f haSectionFile, inUse func(id string) error) (any, error) {
-	db := rc.db()
+func (s *Sim) deleteHA(rc *Req, f haSectionFile, inUse func(id string) error) (any, error) {
+	db := rc.DB()
 	list, _ := s.readSectionsLocked(db, f.cfg)
-	id := rc.str(f.key)
+	id := rc.Str(f.key)
 	if findSection(list, id) == nil {
 		return nil, fmt.Errorf(f.deleteFailed+f.noSuch, id)
 	}

@@ -91,7 +91,7 @@ func (s *Sim) setHAMotionLocked(db *ConfigDB, sid, motion string) {
 func (s *Sim) haClusterLocked(db *ConfigDB) ha.Cluster {
 	return ha.Cluster{Members: s.haMembersLocked(db), Online: s.crmOnlineLocked,
 		GuestNode: func(vmid int) (string, bool) {
-			e, ok := s.findVMLocked(db, vmid)
+			e, ok := s.FindVMLocked(db, vmid)
 			return e.Node, ok
 		}}
 }
@@ -109,7 +109,7 @@ func (s *Sim) reconcileHALocked(db *ConfigDB) {
 	for _, r := range list {
 		step := ha.NextStep(r, s.haServiceLocked(db, r))
 		vmid, _ := strconv.Atoi(r.ID)
-		e, _ := s.findVMLocked(db, vmid)
+		e, _ := s.FindVMLocked(db, vmid)
 		switch {
 		case step.Start:
 			if s.haStartLocked(db, e) {
@@ -127,7 +127,7 @@ func (s *Sim) reconcileHALocked(db *ConfigDB) {
 		}
 	}
 	if changed {
-		s.saveLocked()
+		s.SaveLocked()
 	}
 }
 
@@ -135,7 +135,7 @@ func (s *Sim) reconcileHALocked(db *ConfigDB) {
 // cloud-init drive on local storage is created there if missing
 // (qemu-server regenerates the ISO at every start, Cloudinit.pm
 // commit_cloudinit_disk allocates a missing volume).
-func (s *Sim) haStartLocked(db *ConfigDB, e vmEntry) bool {
+func (s *Sim) haStartLocked(db *ConfigDB, e VMEntry) bool {
 	if e.Kind == "lxc" {
 		c, err := s.loadCtConfLocked(db, e.Node, e.VMID)
 		if err != nil || c.IsTemplate() || c.Lock() != "" {
@@ -170,7 +170,7 @@ func (s *Sim) haStartLocked(db *ConfigDB, e vmEntry) bool {
 // crmMoveLocked is the CRM's migrate (VM, online) or relocate (CT: stop,
 // move, start) of a started service: its state shows the motion until the
 // source LRM has carried it out, a round later.
-func (s *Sim) crmMoveLocked(db *ConfigDB, r *section, e vmEntry, target string) {
+func (s *Sim) crmMoveLocked(db *ConfigDB, r *section, e VMEntry, target string) {
 	motion := "migrate"
 	if e.Kind == "lxc" {
 		motion = "relocate"
@@ -184,7 +184,7 @@ func (s *Sim) crmMoveLocked(db *ConfigDB, r *section, e vmEntry, target string) 
 		if !s.nodeUpLocked(from) || !s.nodeUpLocked(target) {
 			return
 		}
-		if g, ok := s.findVMLocked(d, e.VMID); ok && g.Node == from {
+		if g, ok := s.FindVMLocked(d, e.VMID); ok && g.Node == from {
 			_ = s.moveGuestLocked(d, e.VMID, from, target, func(string, ...any) {})
 		}
 	})
@@ -216,7 +216,7 @@ func (s *Sim) recoverNodeLocked(db *ConfigDB, dead string) {
 			continue
 		}
 		vmid, _ := strconv.Atoi(r.ID)
-		e, ok := s.findVMLocked(db, vmid)
+		e, ok := s.FindVMLocked(db, vmid)
 		if !ok || e.Node != dead {
 			continue
 		}
@@ -238,7 +238,7 @@ func (s *Sim) recoverNodeLocked(db *ConfigDB, dead string) {
 		}
 	}
 	s.reconcileHALocked(db)
-	s.saveLocked()
+	s.SaveLocked()
 }
 
 // ---- a node's return ----
@@ -319,6 +319,6 @@ func (s *Sim) migrateGroupsLocked(db *ConfigDB) {
 	s.writeSectionsLocked(db, ha.RulesCfg, rules)
 	s.writeSectionsLocked(db, ha.ResourcesCfg, res)
 	s.removeEtcPve(db, ha.GroupsCfg)
-	s.saveLocked()
+	s.SaveLocked()
 	s.scheduleCRMLocked(db.ID)
 }

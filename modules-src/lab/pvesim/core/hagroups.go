@@ -16,37 +16,37 @@ func (s *Sim) groupsRefused(db *ConfigDB, verb string) error {
 	return nil
 }
 
-func (s *Sim) getHAGroups(rc *reqCtx) (any, error) {
-	if err := s.groupsRefused(rc.db(), "index groups"); err != nil {
+func (s *Sim) getHAGroups(rc *Req) (any, error) {
+	if err := s.groupsRefused(rc.DB(), "index groups"); err != nil {
 		return nil, err
 	}
 	return s.indexHA(rc, haGroups, nil), nil
 }
 
-func (s *Sim) getHAGroup(rc *reqCtx) (any, error) {
-	if err := s.groupsRefused(rc.db(), "read group"); err != nil {
+func (s *Sim) getHAGroup(rc *Req) (any, error) {
+	if err := s.groupsRefused(rc.DB(), "read group"); err != nil {
 		return nil, err
 	}
 	return s.readHA(rc, haGroups)
 }
 
-func (s *Sim) postHAGroup(rc *reqCtx) (any, error) {
-	db := rc.db()
+func (s *Sim) postHAGroup(rc *Req) (any, error) {
+	db := rc.DB()
 	if err := s.groupsRefused(db, "create group"); err != nil {
 		return nil, err
 	}
 	list, _ := s.readSectionsLocked(db, ha.GroupsCfg)
-	if findSection(list, rc.str("group")) != nil {
-		return nil, fmt.Errorf("create ha group failed: ha group ID '%s' already defined", rc.str("group"))
+	if findSection(list, rc.Str("group")) != nil {
+		return nil, fmt.Errorf("create ha group failed: ha group ID '%s' already defined", rc.Str("group"))
 	}
-	g := &section{Type: "group", ID: rc.str("group"), Opts: map[string]string{}}
+	g := &section{Type: "group", ID: rc.Str("group"), Opts: map[string]string{}}
 	setOpts(rc, ha.GroupOpts, g.Opts)
 	s.commitHALocked(db, ha.GroupsCfg, append(list, g), true)
 	return nil, nil
 }
 
-func (s *Sim) putHAGroup(rc *reqCtx) (any, error) {
-	db := rc.db()
+func (s *Sim) putHAGroup(rc *Req) (any, error) {
+	db := rc.DB()
 	if err := s.groupsRefused(db, "update group"); err != nil {
 		return nil, err
 	}
@@ -54,12 +54,12 @@ func (s *Sim) putHAGroup(rc *reqCtx) (any, error) {
 	if err := staleDigest(rc, digest, "update ha group failed: "); err != nil {
 		return nil, err
 	}
-	g := findSection(list, rc.str("group"))
+	g := findSection(list, rc.Str("group"))
 	if g == nil {
-		return nil, fmt.Errorf("update ha group failed: no such ha group '%s'", rc.str("group"))
+		return nil, fmt.Errorf("update ha group failed: no such ha group '%s'", rc.Str("group"))
 	}
 	setOpts(rc, ha.GroupOpts, g.Opts)
-	for _, k := range pveschema.SplitList(rc.str("delete")) {
+	for _, k := range pveschema.SplitList(rc.Str("delete")) {
 		if k == "nodes" {
 			return nil, fmt.Errorf("update ha group failed: unable to delete required option '%s'", k)
 		}
@@ -69,8 +69,8 @@ func (s *Sim) putHAGroup(rc *reqCtx) (any, error) {
 	return nil, nil
 }
 
-func (s *Sim) deleteHAGroup(rc *reqCtx) (any, error) {
-	db := rc.db()
+func (s *Sim) deleteHAGroup(rc *Req) (any, error) {
+	db := rc.DB()
 	if err := s.groupsRefused(db, "delete group"); err != nil {
 		return nil, err
 	}

@@ -26,16 +26,16 @@ func (s *Sim) fullRulesLocked(db *ConfigDB) ([]ha.OrderedRule, string) {
 // haMembersLocked are the members of db's cluster, the nodes rules name.
 func (s *Sim) haMembersLocked(db *ConfigDB) []string { return s.membersLocked(s.anyMemberLocked(db)) }
 
-func (s *Sim) getHARules(rc *reqCtx) (any, error) {
-	db := rc.db()
+func (s *Sim) getHARules(rc *Req) (any, error) {
+	db := rc.DB()
 	full, digest := s.fullRulesLocked(db)
 	errs := ha.RuleErrors(ha.Sections(full), len(s.haMembersLocked(db)))
 	out := []map[string]any{}
 	for _, r := range full {
-		if rc.has("type") && rc.str("type") != r.Sec.Type {
+		if rc.Has("type") && rc.Str("type") != r.Sec.Type {
 			continue
 		}
-		if rc.has("resource") && !slices.Contains(splitComma(r.Sec.Opts["resources"]), rc.str("resource")) {
+		if rc.Has("resource") && !slices.Contains(splitComma(r.Sec.Opts["resources"]), rc.Str("resource")) {
 			continue
 		}
 		out = append(out, ha.RuleView(r.Sec, digest, r.Order, errs[r.Sec.ID]))
@@ -43,24 +43,24 @@ func (s *Sim) getHARules(rc *reqCtx) (any, error) {
 	return out, nil
 }
 
-func (s *Sim) getHARule(rc *reqCtx) (any, error) {
-	db := rc.db()
+func (s *Sim) getHARule(rc *Req) (any, error) {
+	db := rc.DB()
 	full, digest := s.fullRulesLocked(db)
 	for _, r := range full {
-		if r.Sec.ID == rc.str("rule") {
+		if r.Sec.ID == rc.Str("rule") {
 			return ha.RuleView(r.Sec, digest, r.Order, ha.RuleErrors(ha.Sections(full), len(s.haMembersLocked(db)))[r.Sec.ID]), nil
 		}
 	}
-	return nil, fmt.Errorf("no such ha rule '%s'", rc.str("rule"))
+	return nil, fmt.Errorf("no such ha rule '%s'", rc.Str("rule"))
 }
 
 // setRuleOpts takes a rule's options from the request; disable=0 is
 // dropped, as create_rule and update_rule do ("delete $param->{disable} if
 // !$param->{disable}"): re-enabling takes delete=disable.
-func setRuleOpts(rc *reqCtx, into map[string]string) {
+func setRuleOpts(rc *Req, into map[string]string) {
 	prev, had := into["disable"]
 	setOpts(rc, ha.RuleOpts, into)
-	if rc.has("disable") && !rc.boolean("disable") {
+	if rc.Has("disable") && !rc.Bool("disable") {
 		delete(into, "disable")
 		if had {
 			into["disable"] = prev
@@ -101,13 +101,13 @@ func (s *Sim) sortedNodeNamesLocked() []string {
 	return out
 }
 
-func (s *Sim) postHARule(rc *reqCtx) (any, error) {
-	db := rc.db()
+func (s *Sim) postHARule(rc *Req) (any, error) {
+	db := rc.DB()
 	if !s.groupsMigrated(db) {
 		return nil, fmt.Errorf("cannot create ha rule: ha groups have not been migrated yet")
 	}
 	list, _ := s.readSectionsLocked(db, ha.RulesCfg)
-	r := &section{Type: rc.str("type"), ID: rc.str("rule"), Opts: map[string]string{}}
+	r := &section{Type: rc.Str("type"), ID: rc.Str("rule"), Opts: map[string]string{}}
 	setRuleOpts(rc, r.Opts)
 	ha.NormaliseRuleLists(r)
 	if err := s.checkRuleLocked(db, list, r); err != nil {
@@ -120,8 +120,8 @@ func (s *Sim) postHARule(rc *reqCtx) (any, error) {
 	return nil, nil
 }
 
-func (s *Sim) putHARule(rc *reqCtx) (any, error) {
-	db := rc.db()
+func (s *Sim) putHARule(rc *Req) (any, error) {
+	db := rc.DB()
 	if !s.groupsMigrated(db) {
 		return nil, fmt.Errorf("cannot update ha rule: ha groups have not been migrated yet")
 	}
@@ -130,17 +130,17 @@ func (s *Sim) putHARule(rc *reqCtx) (any, error) {
 	if err := staleDigest(rc, digest, "update HA rules failed: "); err != nil {
 		return nil, err
 	}
-	r := findSection(list, rc.str("rule"))
+	r := findSection(list, rc.Str("rule"))
 	if r == nil {
-		return nil, fmt.Errorf("HA rule '%s' does not exist", rc.str("rule"))
+		return nil, fmt.Errorf("HA rule '%s' does not exist", rc.Str("rule"))
 	}
-	if t := rc.str("type"); t != "" && t != r.Type {
+	if t := rc.Str("type"); t != "" && t != r.Type {
 		return nil, fmt.Errorf("types does not match") // reconstruction
 	}
 	updated := &section{Type: r.Type, ID: r.ID, Opts: map[string]string{}}
 	maps.Copy(updated.Opts, r.Opts)
 	setRuleOpts(rc, updated.Opts)
-	for _, k := range pveschema.SplitList(rc.str("delete")) {
+	for _, k := range pveschema.SplitList(rc.Str("delete")) {
 		delete(updated.Opts, k)
 	}
 	ha.NormaliseRuleLists(updated)
@@ -152,17 +152,17 @@ func (s *Sim) putHARule(rc *reqCtx) (any, error) {
 	return nil, nil
 }
 
-func (s *Sim) deleteHARule(rc *reqCtx) (any, error) { return s.deleteHA(rc, haRules, nil) }
+func (s *Sim) deleteHARule(rc *Req) (any, error) { return s.deleteHA(rc, haRules, nil) }
 
 // haRequestTask is the hastart/hastop task of an HA-managed guest: it only
 // sets the requested state (ha-manager set / crm-command stop), the CRM acts
 // later.
-func (s *Sim) haRequestTask(rc *reqCtx, typ string, vmid int, state string) string {
+func (s *Sim) haRequestTask(rc *Req, typ string, vmid int, state string) string {
 	return s.haRequestTaskSID(rc, typ, fmt.Sprintf("vm:%d", vmid), vmid, state)
 }
 
-func (s *Sim) haRequestTaskSID(rc *reqCtx, typ, sid string, vmid int, state string) string {
-	db := rc.db()
+func (s *Sim) haRequestTaskSID(rc *Req, typ, sid string, vmid int, state string) string {
+	db := rc.DB()
 	kind := "VM"
 	if strings.HasPrefix(sid, "ct:") {
 		kind = "CT"
@@ -171,7 +171,7 @@ func (s *Sim) haRequestTaskSID(rc *reqCtx, typ, sid string, vmid int, state stri
 	if typ == "hastop" {
 		verb = "stop"
 	}
-	return s.startTaskLocked(rc, rc.node, typ, strconv.Itoa(vmid), func(t *taskRun) string {
+	return s.startTaskLocked(rc, rc.Node, typ, strconv.Itoa(vmid), func(t *taskRun) string {
 		t.logf("Requesting HA %s for %s %d", verb, kind, vmid)
 		if !s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration)) {
 			return "unexpected status"
@@ -182,7 +182,7 @@ func (s *Sim) haRequestTaskSID(rc *reqCtx, typ, sid string, vmid int, state stri
 		if r := ha.FindResource(list, sid); r != nil {
 			r.Opts["state"] = state
 			s.writeSectionsLocked(db, ha.ResourcesCfg, list)
-			s.saveLocked()
+			s.SaveLocked()
 		}
 		s.scheduleCRMLocked(db.ID)
 		return ""
@@ -193,9 +193,9 @@ func (s *Sim) haRequestTaskSID(rc *reqCtx, typ, sid string, vmid int, state stri
 // manager carries out HADelay later (relocate stops and starts; the lab
 // treats both as moving the guest). PVE 9 answers {sid, requested-node},
 // PVE 8 null (pve-ha-manager API2/HA/Resources.pm).
-func (s *Sim) postHAMotion(rc *reqCtx) (any, error) {
-	db := rc.db()
-	sid, vmid, err := s.parseSID(db, rc.str("sid"))
+func (s *Sim) postHAMotion(rc *Req) (any, error) {
+	db := rc.DB()
+	sid, vmid, err := s.parseSID(db, rc.Str("sid"))
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +206,7 @@ func (s *Sim) postHAMotion(rc *reqCtx) (any, error) {
 	if s.haErrorLocked(db, sid) {
 		return nil, pvecommon.Die("service '%s' in error state, must be disabled and fixed first", sid)
 	}
-	target := rc.str("node")
+	target := rc.Str("node")
 	if db.Corosync == nil || db.Corosync.Member(target) == nil {
 		return nil, pvecommon.Die("no such cluster node '%s'", target) // reconstruction: the CRM ignores it, PVE logs only
 	}
@@ -214,7 +214,7 @@ func (s *Sim) postHAMotion(rc *reqCtx) (any, error) {
 		if !s.nodeUpLocked(target) {
 			return
 		}
-		if e, ok := s.findVMLocked(d, vmid); ok && e.Node != target {
+		if e, ok := s.FindVMLocked(d, vmid); ok && e.Node != target {
 			_ = s.moveGuestLocked(d, vmid, e.Node, target, func(string, ...any) {})
 			s.scheduleCRMLocked(d.ID)
 		}

@@ -10,12 +10,12 @@ import (
 // GET /cluster/ha/status/current (API2/HA/Status.pm), a guest's "ha"
 // object and /cluster/resources' hastate.
 
-func (s *Sim) getHAStatusCurrent(rc *reqCtx) (any, error) {
-	db := rc.db()
+func (s *Sim) getHAStatusCurrent(rc *Req) (any, error) {
+	db := rc.DB()
 	res, _ := s.haResourcesLocked(db)
 	cfg := ha.Config{Version: s.cfg.Version, Resources: res}
-	return cfg.StatusCurrent(ha.StatusQuery{Node: rc.node, Quorate: s.quorateLocked(db), Now: time.Now(),
-		Members: s.membersLocked(rc.node), NodeUp: s.nodeUpLocked,
+	return cfg.StatusCurrent(ha.StatusQuery{Node: rc.Node, Quorate: s.quorateLocked(db), Now: time.Now(),
+		Members: s.membersLocked(rc.Node), NodeUp: s.nodeUpLocked,
 		Service: func(r *section) ha.Service { return s.haServiceLocked(db, r) }}), nil
 }
 

@@ -34,7 +34,7 @@ func (s *Sim) SetBridges(node string, bridges ...string) error {
 		return fmt.Errorf("no node %q in this lab (have %s)", node, strings.Join(s.NodeNames(), ", "))
 	}
 	n.Bridges = append([]string{}, bridges...)
-	s.saveLocked()
+	s.SaveLocked()
 	return nil
 }
 
@@ -58,7 +58,7 @@ func (s *Sim) HoldDevices(node string, vmid int, devices ...string) error {
 		n.HeldDevices = map[int][]string{}
 	}
 	n.HeldDevices[vmid] = append([]string{}, devices...)
-	s.saveLocked()
+	s.SaveLocked()
 	return nil
 }
 

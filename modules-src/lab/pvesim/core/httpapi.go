@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"os"
 	"strconv"
@@ -30,45 +29,45 @@ type APIError struct {
 
 func (e *APIError) Error() string { return fmt.Sprintf("%d %s", e.Status, e.Message) }
 
-func errStatus(status int, format string, args ...any) *APIError {
+func ErrStatus(status int, format string, args ...any) *APIError {
 	return &APIError{Status: status, Message: fmt.Sprintf(format, args...)}
 }
 
-// errParams is PVE's raise_param_exc: 400 "Parameter verification failed."
-func errParams(errs map[string]string) *APIError {
+// ErrParams is PVE's raise_param_exc: 400 "Parameter verification failed."
+func ErrParams(errs map[string]string) *APIError {
 	return &APIError{Status: 400, Message: "Parameter verification failed.", Errors: errs}
 }
 
-func errPerm(detail string) *APIError {
+func ErrPerm(detail string) *APIError {
 	if detail == access.PermNoDetail {
-		return errStatus(403, "Permission check failed") // raise_perm_exc()
+		return ErrStatus(403, "Permission check failed") // raise_perm_exc()
 	}
-	return errStatus(403, "Permission check failed (%s)", detail)
+	return ErrStatus(403, "Permission check failed (%s)", detail)
 }
 
-// reqCtx is what a handler sees.
-type reqCtx struct {
-	s      *Sim
-	node   string // node that handles the request (after proxyto)
-	origin string // node whose API was called
-	method *pveschema.Method
-	params map[string]any
-	who    *principal
-	fault  *Fault // a task-level fault matched by this request
+// Req is what a handler sees.
+type Req struct {
+	Sim    *Sim
+	Node   string // node that handles the request (after proxyto)
+	Origin string // node whose API was called
+	Method *pveschema.Method
+	Params map[string]any
+	Who    *Principal
+	Fault  *Fault // a task-level fault matched by this request
 }
 
-func (rc *reqCtx) str(k string) string {
-	v, ok := rc.params[k]
+func (rc *Req) Str(k string) string {
+	v, ok := rc.Params[k]
 	if !ok {
 		return ""
 	}
 	return pvecommon.ParamString(v)
 }
 
-func (rc *reqCtx) has(k string) bool { _, ok := rc.params[k]; return ok }
+func (rc *Req) Has(k string) bool { _, ok := rc.Params[k]; return ok }
 
-func (rc *reqCtx) boolean(k string) bool {
-	v, ok := rc.params[k]
+func (rc *Req) Bool(k string) bool {
+	v, ok := rc.Params[k]
 	if !ok {
 		return false
 	}
@@ -78,80 +77,28 @@ func (rc *reqCtx) boolean(k string) bool {
 	return pvecommon.ParamString(v) == "1"
 }
 
-func (rc *reqCtx) integer(k string, def int) int {
-	if !rc.has(k) {
+func (rc *Req) Int(k string, def int) int {
+	if !rc.Has(k) {
 		return def
 	}
-	n, err := strconv.Atoi(rc.str(k))
+	n, err := strconv.Atoi(rc.Str(k))
 	if err != nil {
 		return def
 	}
 	return n
 }
 
-// db is the pmxcfs of the handling node.
-func (rc *reqCtx) db() *ConfigDB { return rc.s.dbOf(rc.node) }
-
-type handlerFunc func(rc *reqCtx) (any, error)
-
-// handlers maps "METHOD /schema/path" to its implementation. Paths the
-// schema knows but the simulator does not implement answer 501 with a
-// message that says so.
-func (s *Sim) handlers() map[string]handlerFunc {
-	table := map[string]handlerFunc{
-		"GET /version":                                            s.getVersion,
-		"POST /access/ticket":                                     s.postTicket,
-		"GET /access/ticket":                                      func(*reqCtx) (any, error) { return nil, nil },
-		"GET /access/permissions":                                 s.getPermissions,
-		"GET /nodes":                                              s.getNodes,
-		"GET /nodes/{node}/status":                                s.getNodeStatus,
-		"GET /nodes/{node}/tasks":                                 s.getTasks,
-		"GET /nodes/{node}/tasks/{upid}/status":                   s.getTaskStatus,
-		"GET /nodes/{node}/tasks/{upid}/log":                      s.getTaskLog,
-		"GET /nodes/{node}/storage":                               s.getNodeStorage,
-		"GET /nodes/{node}/storage/{storage}/status":              s.getNodeStorageStatus,
-		"GET /nodes/{node}/storage/{storage}/content":             s.getStorageContent,
-		"POST /nodes/{node}/storage/{storage}/content":            s.postStorageContent,
-		"GET /nodes/{node}/storage/{storage}/content/{volume}":    s.getStorageVolume,
-		"PUT /nodes/{node}/storage/{storage}/content/{volume}":    s.putStorageVolume,
-		"DELETE /nodes/{node}/storage/{storage}/content/{volume}": s.deleteStorageVolume,
-		"POST " + uploadMethodPath:                                s.postStorageUpload,
-		"GET /cluster/status":                                     s.getClusterStatus,
-		"GET /cluster/resources":                                  s.getClusterResources,
-		"GET /cluster/config":                                     s.getClusterConfigIndex,
-		"POST /cluster/config":                                    s.postClusterCreate,
-		"GET /cluster/config/join":                                s.getJoinInfo,
-		"POST /cluster/config/join":                               s.postJoin,
-		"GET /cluster/config/nodes":                               s.getClusterNodes,
-		"DELETE /cluster/config/nodes/{node}":                     s.deleteClusterNode,
-		"GET /cluster/config/totem":                               s.getTotem,
-		"GET /storage":                                            s.getStorageList,
-		"POST /storage":                                           s.postStorage,
-		"GET /storage/{storage}":                                  s.getStorage,
-		"PUT /storage/{storage}":                                  s.putStorage,
-		"DELETE /storage/{storage}":                               s.deleteStorage,
-		"GET /pools":                                              s.getPools,
-		"POST /pools":                                             s.postPool,
-		"PUT /pools":                                              s.putPool,
-		"DELETE /pools":                                           s.deletePool,
-		"GET /pools/{poolid}":                                     s.getPoolDeprecated,
-		"PUT /pools/{poolid}":                                     s.putPool,
-		"DELETE /pools/{poolid}":                                  s.deletePool,
-	}
-	maps.Copy(table, s.guestHandlers())
-	maps.Copy(table, s.accessHandlers())
-	return table
-}
+// DB is the pmxcfs of the handling node.
+func (rc *Req) DB() *ConfigDB { return rc.Sim.dbOf(rc.Node) }
 
 // nodeHandler serves one node's /api2/json.
 func (s *Sim) nodeHandler(node string) http.Handler {
-	table := s.handlers()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.serve(node, table, w, r)
+		s.serve(node, s.routes, w, r)
 	})
 }
 
-func (s *Sim) serve(node string, table map[string]handlerFunc, w http.ResponseWriter, r *http.Request) {
+func (s *Sim) serve(node string, table map[string]Handler, w http.ResponseWriter, r *http.Request) {
 	if !s.enter() {
 		resetConn(w)
 		return
@@ -194,7 +141,7 @@ func (s *Sim) serve(node string, table map[string]handlerFunc, w http.ResponseWr
 			}
 			entry.Status = 500
 			s.log.add(entry)
-			writeError(w, errStatus(500, "%v", perr))
+			writeError(w, ErrStatus(500, "%v", perr))
 			return
 		}
 		s.mu.Lock()
@@ -273,7 +220,7 @@ func (s *Sim) serve(node string, table map[string]handlerFunc, w http.ResponseWr
 				file = "/var/lock/pve-manager/pve-simulated.lck"
 			}
 			finish(500)
-			writeError(w, errStatus(500, "can't lock file '%s' - got timeout", file))
+			writeError(w, ErrStatus(500, "can't lock file '%s' - got timeout", file))
 			return
 		case FaultTaskFail, FaultSlowConfig, FaultSlowLocked, FaultMigrateAbort, FaultMigrateProblems:
 			taskFault = fault
@@ -290,13 +237,13 @@ func (s *Sim) serve(node string, table map[string]handlerFunc, w http.ResponseWr
 
 	if perr != nil {
 		finish(400)
-		writeError(w, errStatus(400, "%v", perr))
+		writeError(w, ErrStatus(400, "%v", perr))
 		return
 	}
 	m, pathParams, err := s.schema.Lookup(r.Method, apiPath)
 	if err != nil {
 		finish(501)
-		writeError(w, errStatus(501, "%s", err.Error()))
+		writeError(w, ErrStatus(501, "%s", err.Error()))
 		return
 	}
 	for k, v := range pathParams {
@@ -305,7 +252,7 @@ func (s *Sim) serve(node string, table map[string]handlerFunc, w http.ResponseWr
 
 	status, data, who, aerr := s.dispatch(node, table, m, params, r, taskFault)
 	if who != nil {
-		entry.Auth = who.full()
+		entry.Auth = who.Full()
 	}
 	if aerr != nil {
 		if aerr.wait > 0 {
@@ -333,7 +280,7 @@ func (s *Sim) serve(node string, table map[string]handlerFunc, w http.ResponseWr
 }
 
 // dispatch authenticates, validates and runs the handler under the state lock.
-func (s *Sim) dispatch(node string, table map[string]handlerFunc, m *pveschema.Method, params map[string]any, r *http.Request, taskFault *Fault) (int, any, *principal, *APIError) {
+func (s *Sim) dispatch(node string, table map[string]Handler, m *pveschema.Method, params map[string]any, r *http.Request, taskFault *Fault) (int, any, *Principal, *APIError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	db := s.dbOf(node)
@@ -343,24 +290,24 @@ func (s *Sim) dispatch(node string, table map[string]handlerFunc, m *pveschema.M
 	}
 	_ = json.Unmarshal(m.Permissions, &perms)
 	world := perms.User == "world"
-	var who *principal
+	var who *Principal
 	if !world {
 		var msg string
 		who, msg = s.authenticate(db, r)
 		if who == nil {
-			return 0, nil, who, errStatus(401, "%s", msg)
+			return 0, nil, who, ErrStatus(401, "%s", msg)
 		}
 		if who.Ticket && r.Method != "GET" && !(m.HTTPMethod == "POST" && m.Path == uploadMethodPath) {
 			if !s.verifyCSRFLocked(db, who.User, r.Header.Get("CSRFPreventionToken"), time.Now()) {
-				return 0, nil, who, errStatus(401, "Permission denied - invalid csrf token")
+				return 0, nil, who, ErrStatus(401, "Permission denied - invalid csrf token")
 			}
 		}
 		if who.TokenID != "" && !bool(m.AllowToken) {
-			return 0, nil, who, errStatus(403, "Permission check failed (API tokens are not allowed for this method)")
+			return 0, nil, who, ErrStatus(403, "Permission check failed (API tokens are not allowed for this method)")
 		}
 	}
 	if errs := m.Validate(params); errs != nil {
-		return 0, nil, who, errParams(errs)
+		return 0, nil, who, ErrParams(errs)
 	}
 	target := node
 	if m.ProxyTo != "" {
@@ -373,23 +320,23 @@ func (s *Sim) dispatch(node string, table map[string]handlerFunc, m *pveschema.M
 	}
 	if who != nil {
 		if detail := checkPermissions(db, who, m.Permissions, params); detail != "" {
-			return 0, nil, who, errPerm(detail)
+			return 0, nil, who, ErrPerm(detail)
 		}
 	}
 	h := table[m.HTTPMethod+" "+m.Path]
 	if h == nil {
 		// Real PVE has this method: say plainly that only the lab lacks it, so
 		// no module mistakes it for a version difference (e.g. HA rules in 8).
-		return 0, nil, who, errStatus(501, "Method '%s %s' not implemented (exists in PVE %d, not simulated by the lab)", m.HTTPMethod, m.Path, s.cfg.Version)
+		return 0, nil, who, ErrStatus(501, "Method '%s %s' not implemented (exists in PVE %d, not simulated by the lab)", m.HTTPMethod, m.Path, s.cfg.Version)
 	}
-	rc := &reqCtx{s: s, node: target, origin: node, method: m, params: params, who: who, fault: taskFault}
+	rc := &Req{Sim: s, Node: target, Origin: node, Method: m, Params: params, Who: who, Fault: taskFault}
 	data, err := s.runHandlerLocked(h, rc)
 	if err != nil {
 		var aerr *APIError
 		if errors.As(err, &aerr) {
 			return 0, nil, who, aerr
 		}
-		return 0, nil, who, errStatus(500, "%v", err)
+		return 0, nil, who, ErrStatus(500, "%v", err)
 	}
 	return 200, data, who, nil
 }
@@ -399,10 +346,10 @@ func (s *Sim) dispatch(node string, table map[string]handlerFunc, m *pveschema.M
 func (s *Sim) proxyCheckLocked(from, to string) *APIError {
 	n := s.st.Nodes[to]
 	if n == nil || n.DB != s.st.Nodes[from].DB {
-		return errStatus(500, "hostname lookup '%s' failed - failed to get address info for: %s: Name or service not known", to, to)
+		return ErrStatus(500, "hostname lookup '%s' failed - failed to get address info for: %s: Name or service not known", to, to)
 	}
 	if !n.Online || n.restarting {
-		return errStatus(595, "Connection refused")
+		return ErrStatus(595, "Connection refused")
 	}
 	return nil
 }

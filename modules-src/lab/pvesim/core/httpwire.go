@@ -83,7 +83,7 @@ func setCommonHeaders(h http.Header) {
 func writeData(w http.ResponseWriter, data any) {
 	body, err := json.Marshal(map[string]any{"data": data})
 	if err != nil {
-		writeError(w, errStatus(500, "unable to encode result: %v", err))
+		writeError(w, ErrStatus(500, "unable to encode result: %v", err))
 		return
 	}
 	setCommonHeaders(w.Header())

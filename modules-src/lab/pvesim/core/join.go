@@ -49,9 +49,9 @@ import (
 // joins alike); Message replaces the default error.
 const FaultFinishJoin FaultKind = "finish-join"
 
-// defaultFinishJoinError is finish_join's errmsg when corosync and
+// DefaultFinishJoinError is finish_join's errmsg when corosync and
 // pve-cluster do not start, as run_command words it.
-const defaultFinishJoinError = "starting pve-cluster failed: command 'systemctl start corosync pve-cluster' failed: exit code 1"
+const DefaultFinishJoinError = "starting pve-cluster failed: command 'systemctl start corosync pve-cluster' failed: exit code 1"
 
 // addnodeLocked is the member's half: it returns PVE's error text, or "".
 // nodeid 0 and votes < 0 are not given (cluster.AddNodeID).
@@ -76,7 +76,7 @@ func (s *Sim) addnodeLocked(mdb *ConfigDB, joiner string, nodeid, votes int, lin
 	}
 	cluster.Append(c, &corosync.Node{Name: joiner, NodeID: nodeid, Votes: votes, Links: links})
 	mdb.Serial++
-	s.saveLocked()
+	s.SaveLocked()
 	return ""
 }
 
@@ -104,7 +104,7 @@ func (s *Sim) finishJoin(joiner, clusterDB string, restart time.Duration, logf f
 		j.restarting = true
 		s.stopLocked(joiner)
 	}
-	s.saveLocked()
+	s.SaveLocked()
 	s.mu.Unlock()
 	logf("stopping pve-cluster service")
 	logf("backup old database to '/var/lib/pve-cluster/backup/config-%d.sql.gz'", time.Now().Unix())
@@ -112,7 +112,7 @@ func (s *Sim) finishJoin(joiner, clusterDB string, restart time.Duration, logf f
 		if fault.Message != "" {
 			return fault.Message
 		}
-		return defaultFinishJoinError
+		return DefaultFinishJoinError
 	}
 
 	if !s.sleep(restart) {
@@ -132,7 +132,7 @@ func (s *Sim) finishJoin(joiner, clusterDB string, restart time.Duration, logf f
 	}
 	j.restarting = false
 	if err != nil {
-		s.saveLocked()
+		s.SaveLocked()
 		s.mu.Unlock()
 		return "unable to generate pve certificate: " + err.Error()
 	}
@@ -143,7 +143,7 @@ func (s *Sim) finishJoin(joiner, clusterDB string, restart time.Duration, logf f
 			s.log.addError(err)
 		}
 	}
-	s.saveLocked()
+	s.SaveLocked()
 	s.mu.Unlock()
 	logf("merge authorized SSH keys")
 	logf("generated new node certificate, restart pveproxy and pvedaemon services")

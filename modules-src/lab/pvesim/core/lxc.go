@@ -26,12 +26,12 @@ import (
 // content, clone, snapshots, migration.
 
 func (s *Sim) loadCtConfLocked(db *ConfigDB, node string, vmid int) (*guestconf.Conf, error) {
-	return s.loadGuestConfLocked(db, ctKind, node, vmid)
+	return s.LoadGuestConfLocked(db, CTKind, node, vmid)
 }
 
 func (s *Sim) writeCtConfLocked(db *ConfigDB, node string, vmid int, c *guestconf.Conf) {
 	pvecontainer.DropUsedUnused(c.Keys) // write_pct_config
-	s.writeGuestConfLocked(db, ctKind, node, vmid, c)
+	s.writeGuestConfLocked(db, CTKind, node, vmid, c)
 }
 
 // createCtVolume allocates "store:N" for a rootfs or mount point. The
@@ -69,16 +69,16 @@ var ctCreateOnly = []string{"node", "vmid", "ostemplate", "password", "ssh-publi
 	"pool", "force", "restore", "unique", "ignore-unpack-errors", "bwlimit", "ha-managed"}
 
 // POST /nodes/{node}/lxc
-func (s *Sim) postLxcCreate(rc *reqCtx) (any, error) {
-	db := rc.db()
+func (s *Sim) postLxcCreate(rc *Req) (any, error) {
+	db := rc.DB()
 	vmid := rc.vmid()
-	if rc.boolean("restore") {
+	if rc.Bool("restore") {
 		return s.postLxcRestore(rc) // lxcrestore.go
 	}
-	if pool := rc.str("pool"); pool != "" && db.Pools[pool] == nil {
-		return nil, errPerm(fmt.Sprintf("pool '%s' does not exist", pool)) // check_pool_exist: raise_perm_exc, 403
+	if pool := rc.Str("pool"); pool != "" && db.Pools[pool] == nil {
+		return nil, ErrPerm(fmt.Sprintf("pool '%s' does not exist", pool)) // check_pool_exist: raise_perm_exc, 403
 	}
-	if e, ok := s.findVMLocked(db, vmid); ok {
+	if e, ok := s.FindVMLocked(db, vmid); ok {
 		kind := "VM"
 		if e.Kind == "lxc" {
 			kind = "CT"
@@ -91,7 +91,7 @@ func (s *Sim) postLxcCreate(rc *reqCtx) (any, error) {
 		return nil, pvecommon.Die("%s %d already exists on node '%s'", kind, vmid, e.Node)
 	}
 	keys := map[string]string{}
-	for k, v := range rc.params {
+	for k, v := range rc.Params {
 		if !slices.Contains(ctCreateOnly, k) {
 			keys[k] = pvecommon.ParamString(v)
 		}
@@ -100,15 +100,15 @@ func (s *Sim) postLxcCreate(rc *reqCtx) (any, error) {
 	// 6.0 (PVE 9, commit 103068a) a create without it makes an unprivileged
 	// CT; before, a privileged one. Only a true value is written.
 	delete(keys, "unprivileged")
-	unpriv := (rc.has("unprivileged") && rc.boolean("unprivileged")) || (!rc.has("unprivileged") && s.cfg.Version >= 9)
+	unpriv := (rc.Has("unprivileged") && rc.Bool("unprivileged")) || (!rc.Has("unprivileged") && s.cfg.Version >= 9)
 	// create_vm's permission checks (lxcperm.go), then the template's.
 	if err := s.checkCTCreatePerm(rc, unpriv); err != nil {
 		return nil, err
 	}
-	if err := s.checkCTModifyConfigPerm(db, rc.who, rc.node, vmid, rc.str("pool"), nil, keys, nil, unpriv); err != nil {
+	if err := s.checkCTModifyConfigPerm(db, rc.Who, rc.Node, vmid, rc.Str("pool"), nil, keys, nil, unpriv); err != nil {
 		return nil, err
 	}
-	if _, err := s.archiveVolRef(rc, vmid, rc.str("ostemplate"), "vztmpl"); err != nil {
+	if _, err := s.archiveVolRef(rc, vmid, rc.Str("ostemplate"), "vztmpl"); err != nil {
 		return nil, err // check_volume_access($ostemplate, 'vztmpl')
 	}
 	if unpriv {
@@ -122,13 +122,13 @@ func (s *Sim) postLxcCreate(rc *reqCtx) (any, error) {
 			keys[k] = pvecontainer.NormaliseNet(v, randomMAC)
 		}
 	}
-	tmpl := rc.str("ostemplate")
-	s.writeCtConfLocked(db, rc.node, vmid, &guestconf.Conf{Keys: map[string]string{"lock": "create"}})
-	if pool := rc.str("pool"); pool != "" {
+	tmpl := rc.Str("ostemplate")
+	s.writeCtConfLocked(db, rc.Node, vmid, &guestconf.Conf{Keys: map[string]string{"lock": "create"}})
+	if pool := rc.Str("pool"); pool != "" {
 		db.Pools[pool].Members = append(db.Pools[pool].Members, fmt.Sprintf("lxc/%d", vmid))
 	}
-	s.saveLocked()
-	node, start := rc.node, rc.boolean("start")
+	s.SaveLocked()
+	node, start := rc.Node, rc.Bool("start")
 	return s.startTaskLocked(rc, node, "vzcreate", strconv.Itoa(vmid), func(t *taskRun) string {
 		t.logf("extracting archive '%s'", tmpl)
 		if !s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration)) {
@@ -142,7 +142,7 @@ func (s *Sim) postLxcCreate(rc *reqCtx) (any, error) {
 			// file on its storage, else the task dies "$emsg can't find file".
 			if ok, err := s.volumeExistsLocked(node, tmpl); err != nil || !ok {
 				s.removeEtcPve(db, guestConfPath(node, "lxc", vmid))
-				s.saveLocked()
+				s.SaveLocked()
 				return fmt.Sprintf("unable to create CT %d - can't find file '%s'", vmid, tmpl)
 			}
 		}
@@ -172,7 +172,7 @@ func (s *Sim) postLxcCreate(rc *reqCtx) (any, error) {
 		if start {
 			s.setRunningLocked(node, vmid, true)
 		}
-		s.saveLocked()
+		s.SaveLocked()
 		return ""
 	}), nil
 }
@@ -190,15 +190,15 @@ func ostypeOf(tmpl string) string {
 }
 
 // GET /nodes/{node}/lxc
-func (s *Sim) getLxcList(rc *reqCtx) (any, error) {
-	return s.guestListLocked(rc, ctKind, func(node string, vmid int, c *guestconf.Conf) map[string]any {
-		v := s.ctSummary(node, vmid, c)
+func (s *Sim) getLxcList(rc *Req) (any, error) {
+	return s.guestListLocked(rc, CTKind, func(node string, vmid int, c *guestconf.Conf) map[string]any {
+		v := s.CTSummary(node, vmid, c)
 		v["type"] = "lxc"
 		return v
 	}), nil
 }
 
-func (s *Sim) ctSummary(node string, vmid int, c *guestconf.Conf) map[string]any {
+func (s *Sim) CTSummary(node string, vmid int, c *guestconf.Conf) map[string]any {
 	conf := c.Keys
 	mem := int64(512)
 	if n, err := strconv.ParseInt(conf["memory"], 10, 64); err == nil {
@@ -232,16 +232,16 @@ func (s *Sim) ctSummary(node string, vmid int, c *guestconf.Conf) map[string]any
 }
 
 // GET /nodes/{node}/lxc/{vmid}/config
-func (s *Sim) getLxcConfig(rc *reqCtx) (any, error) {
-	c, err := s.loadCtConfLocked(rc.db(), rc.node, rc.vmid())
+func (s *Sim) getLxcConfig(rc *Req) (any, error) {
+	c, err := s.loadCtConfLocked(rc.DB(), rc.Node, rc.vmid())
 	if err != nil {
 		return nil, err
 	}
 	keys := c.WithPending() // load_current_config: pending values unless current=1
-	if rc.boolean("current") {
+	if rc.Bool("current") {
 		keys = c.Keys
 	}
-	out := withDescriptionAndDigest(s.typedGuestConf(ctKind, keys), c)
+	out := withDescriptionAndDigest(s.typedGuestConf(CTKind, keys), c)
 	if c.Description != "" {
 		out["description"] = guestconf.CTDescription(c.Description)
 	}
@@ -249,14 +249,14 @@ func (s *Sim) getLxcConfig(rc *reqCtx) (any, error) {
 }
 
 // GET /nodes/{node}/lxc/{vmid}/status/current
-func (s *Sim) getLxcStatus(rc *reqCtx) (any, error) {
-	c, err := s.loadCtConfLocked(rc.db(), rc.node, rc.vmid())
+func (s *Sim) getLxcStatus(rc *Req) (any, error) {
+	c, err := s.loadCtConfLocked(rc.DB(), rc.Node, rc.vmid())
 	if err != nil {
 		return nil, err
 	}
-	e := s.ctSummary(rc.node, rc.vmid(), c)
+	e := s.CTSummary(rc.Node, rc.vmid(), c)
 	e["type"] = "lxc"
-	e["ha"] = s.haStatusOfGuestLocked(rc.db(), fmt.Sprintf("ct:%d", rc.vmid()))
+	e["ha"] = s.haStatusOfGuestLocked(rc.DB(), fmt.Sprintf("ct:%d", rc.vmid()))
 	return e, nil
 }
 
@@ -265,12 +265,12 @@ func (s *Sim) getLxcStatus(rc *reqCtx) (any, error) {
 // container has no pid and the answer is null. The lab's containers run no
 // network stack: reconstruction — lo, then each netN by its name and
 // hwaddr with its static ip/ip6 (none for dhcp/auto/manual).
-func (s *Sim) getLxcInterfaces(rc *reqCtx) (any, error) {
-	c, err := s.loadCtConfLocked(rc.db(), rc.node, rc.vmid())
+func (s *Sim) getLxcInterfaces(rc *Req) (any, error) {
+	c, err := s.loadCtConfLocked(rc.DB(), rc.Node, rc.vmid())
 	if err != nil {
 		return nil, err
 	}
-	if !s.runningLocked(rc.node, rc.vmid()) {
+	if !s.runningLocked(rc.Node, rc.vmid()) {
 		return nil, nil
 	}
 	iface := func(name, mac string, addrs ...[3]string) map[string]any {
@@ -303,9 +303,9 @@ func (s *Sim) getLxcInterfaces(rc *reqCtx) (any, error) {
 
 // ctPower is start/stop/shutdown: pct's early checks, then the task (or an
 // HA request for an HA-managed CT, H4).
-func (s *Sim) ctPower(rc *reqCtx, typ string, on bool) (any, error) {
-	db := rc.db()
-	vmid, node := rc.vmid(), rc.node
+func (s *Sim) ctPower(rc *Req, typ string, on bool) (any, error) {
+	db := rc.DB()
+	vmid, node := rc.vmid(), rc.Node
 	c, err := s.loadCtConfLocked(db, node, vmid)
 	if err != nil {
 		return nil, err
@@ -344,21 +344,21 @@ func (s *Sim) ctPower(rc *reqCtx, typ string, on bool) (any, error) {
 			s.writeCtConfLocked(db, node, vmid, c)
 		}
 		s.setRunningLocked(node, vmid, on)
-		s.saveLocked()
+		s.SaveLocked()
 		return ""
 	}), nil
 }
 
-func (s *Sim) postLxcStart(rc *reqCtx) (any, error)    { return s.ctPower(rc, "vzstart", true) }
-func (s *Sim) postLxcStop(rc *reqCtx) (any, error)     { return s.ctPower(rc, "vzstop", false) }
-func (s *Sim) postLxcShutdown(rc *reqCtx) (any, error) { return s.ctPower(rc, "vzshutdown", false) }
+func (s *Sim) postLxcStart(rc *Req) (any, error)    { return s.ctPower(rc, "vzstart", true) }
+func (s *Sim) postLxcStop(rc *Req) (any, error)     { return s.ctPower(rc, "vzstop", false) }
+func (s *Sim) postLxcShutdown(rc *Req) (any, error) { return s.ctPower(rc, "vzshutdown", false) }
 
 // DELETE /nodes/{node}/lxc/{vmid}: destroy_vm's early checks
 // (ctDestroyChecks) before and again in the vzdestroy task; purge takes the
 // CT out of replication, backup jobs and HA (purgeGuestLocked).
-func (s *Sim) deleteLxc(rc *reqCtx) (any, error) {
-	db := rc.db()
-	vmid, node, purge := rc.vmid(), rc.node, rc.boolean("purge")
+func (s *Sim) deleteLxc(rc *Req) (any, error) {
+	db := rc.DB()
+	vmid, node, purge := rc.vmid(), rc.Node, rc.Bool("purge")
 	if err := s.ctDestroyChecks(db, node, vmid, purge); err != nil {
 		return nil, err
 	}
@@ -372,24 +372,43 @@ func (s *Sim) deleteLxc(rc *reqCtx) (any, error) {
 				s.freeVolumeLocked(node, pvecontainer.ParseMountPoint(v).Volume())
 			}
 		}
-		dropFromPoolsLocked(db, ctKind, vmid)
+		dropFromPoolsLocked(db, CTKind, vmid)
 		if purge {
 			t.task.Log = append(t.task.Log, fmt.Sprintf("purging CT %d from related configurations..", vmid))
 			s.purgeGuestLocked(db, t, "ct", vmid)
 		}
-		s.removeEtcPve(db, guestConfPath(node, ctKind.dir, vmid))
-		s.saveLocked()
+		s.removeEtcPve(db, guestConfPath(node, CTKind.Dir, vmid))
+		s.SaveLocked()
 		return ""
 	}), nil
 }
 
 // ctResourcesLocked are the lxc entries of /cluster/resources?type=vm.
-func (s *Sim) ctResourcesLocked(rc *reqCtx, e vmEntry) (map[string]any, bool) {
-	c, err := s.loadCtConfLocked(rc.db(), e.Node, e.VMID)
+func (s *Sim) ctResourcesLocked(rc *Req, e VMEntry) (map[string]any, bool) {
+	c, err := s.loadCtConfLocked(rc.DB(), e.Node, e.VMID)
 	if err != nil {
 		return nil, false
 	}
-	r := s.asClusterResource(s.ctSummary(e.Node, e.VMID, c), ctKind, e)
+	r := s.asClusterResource(s.CTSummary(e.Node, e.VMID, c), CTKind, e)
 	delete(r, "maxswap")
 	return r, true
+}
+
+// lxcRoutes are the container endpoints and vzdump's extractconfig.
+func (s *Sim) lxcRoutes() map[string]Handler {
+	return map[string]Handler{
+		"GET /nodes/{node}/lxc":                         s.getLxcList,
+		"POST /nodes/{node}/lxc":                        s.postLxcCreate,
+		"GET /nodes/{node}/vzdump/extractconfig":        s.getVzdumpExtractConfig,
+		"DELETE /nodes/{node}/lxc/{vmid}":               s.deleteLxc,
+		"GET /nodes/{node}/lxc/{vmid}/config":           s.getLxcConfig,
+		"PUT /nodes/{node}/lxc/{vmid}/config":           s.putLxcConfig,
+		"GET /nodes/{node}/lxc/{vmid}/pending":          s.getLxcPending,
+		"PUT /nodes/{node}/lxc/{vmid}/resize":           s.putLxcResize,
+		"GET /nodes/{node}/lxc/{vmid}/status/current":   s.getLxcStatus,
+		"GET /nodes/{node}/lxc/{vmid}/interfaces":       s.getLxcInterfaces,
+		"POST /nodes/{node}/lxc/{vmid}/status/start":    s.postLxcStart,
+		"POST /nodes/{node}/lxc/{vmid}/status/stop":     s.postLxcStop,
+		"POST /nodes/{node}/lxc/{vmid}/status/shutdown": s.postLxcShutdown,
+	}
 }

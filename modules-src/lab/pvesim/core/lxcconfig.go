@@ -28,26 +28,26 @@ import (
 // removed or replaced mount point's volume is kept as unusedN.
 
 // PUT /nodes/{node}/lxc/{vmid}/config: synchronous under the config lock.
-func (s *Sim) putLxcConfig(rc *reqCtx) (any, error) {
-	db := rc.db()
-	vmid, node := rc.vmid(), rc.node
+func (s *Sim) putLxcConfig(rc *Req) (any, error) {
+	db := rc.DB()
+	vmid, node := rc.vmid(), rc.Node
 	set := map[string]string{}
-	for k, v := range rc.params {
+	for k, v := range rc.Params {
 		if !slices.Contains([]string{"node", "vmid", "digest", "delete", "revert"}, k) {
 			set[k] = pvecommon.ParamString(v)
 		}
 	}
-	deletes := pveschema.SplitList(rc.str("delete"))
-	if len(set) == 0 && len(deletes) == 0 && rc.str("revert") == "" {
+	deletes := pveschema.SplitList(rc.Str("delete"))
+	if len(set) == 0 && len(deletes) == 0 && rc.Str("revert") == "" {
 		return nil, pvecommon.Die("no options specified")
 	}
-	reverts := pveschema.SplitList(rc.str("revert"))
+	reverts := pveschema.SplitList(rc.Str("revert"))
 	return s.withGuestLockLocked(node, vmid, func() (any, error) {
 		c, err := s.loadCtConfLocked(db, node, vmid)
 		if err != nil {
 			return nil, err
 		}
-		if d := rc.str("digest"); d != "" && d != c.Digest {
+		if d := rc.Str("digest"); d != "" && d != c.Digest {
 			return nil, pvecommon.Die("detected modified configuration - file changed by other user? Try again.")
 		}
 		if err := c.CheckLock("CT"); err != nil {
@@ -61,7 +61,7 @@ func (s *Sim) putLxcConfig(rc *reqCtx) (any, error) {
 			set  map[string]string
 			dels []string
 		}{{nil, deletes}, {nil, reverts}, {set, nil}} {
-			if err := s.checkCTModifyConfigPerm(db, rc.who, node, vmid, "", c.Keys, step.set, step.dels, unpriv); err != nil {
+			if err := s.checkCTModifyConfigPerm(db, rc.Who, node, vmid, "", c.Keys, step.set, step.dels, unpriv); err != nil {
 				return nil, err
 			}
 		}
@@ -77,7 +77,7 @@ func (s *Sim) putLxcConfig(rc *reqCtx) (any, error) {
 			return nil, err
 		}
 		s.writeCtConfLocked(db, node, vmid, c)
-		s.saveLocked()
+		s.SaveLocked()
 		return nil, nil
 	})
 }
@@ -142,7 +142,7 @@ func (s *Sim) ctWritePendingLocked(node string, vmid int, c *guestconf.Conf, set
 	}
 	// update_vm: "don't write to config if we get any errors".
 	if len(errs) > 0 {
-		return errParams(errs)
+		return ErrParams(errs)
 	}
 	// cleanup_pending: a pending value equal to the current one goes.
 	for k, v := range c.Pending {
@@ -250,8 +250,8 @@ func (s *Sim) ctKeepUnusedLocked(c *guestconf.Conf, mp string) error {
 
 // GET /nodes/{node}/lxc/{vmid}/pending: config_with_pending_array, as for
 // a VM.
-func (s *Sim) getLxcPending(rc *reqCtx) (any, error) {
-	c, err := s.loadCtConfLocked(rc.db(), rc.node, rc.vmid())
+func (s *Sim) getLxcPending(rc *Req) (any, error) {
+	c, err := s.loadCtConfLocked(rc.DB(), rc.Node, rc.vmid())
 	if err != nil {
 		return nil, err
 	}
@@ -266,10 +266,10 @@ func (s *Sim) getLxcPending(rc *reqCtx) (any, error) {
 	for _, k := range slices.Sorted(maps.Keys(keys)) {
 		e := map[string]any{"key": k}
 		if v, ok := c.Keys[k]; ok {
-			e["value"] = s.typedGuestConf(ctKind, map[string]string{k: v})[k]
+			e["value"] = s.typedGuestConf(CTKind, map[string]string{k: v})[k]
 		}
 		if v, ok := c.Pending[k]; ok {
-			e["pending"] = s.typedGuestConf(ctKind, map[string]string{k: v})[k]
+			e["pending"] = s.typedGuestConf(CTKind, map[string]string{k: v})[k]
 		}
 		if c.PendingDeleted(k) {
 			e["delete"] = 1
@@ -287,10 +287,10 @@ func (s *Sim) getLxcPending(rc *reqCtx) (any, error) {
 // before the worker is forked (its refusals are the call's 500, not a
 // failed task: lock, digest, shrink, same size), then a "resize" task
 // grows the volume under the config lock.
-func (s *Sim) putLxcResize(rc *reqCtx) (any, error) {
-	db := rc.db()
-	vmid, node := rc.vmid(), rc.node
-	disk, sizeStr, digest := rc.str("disk"), rc.str("size"), rc.str("digest")
+func (s *Sim) putLxcResize(rc *Req) (any, error) {
+	db := rc.DB()
+	vmid, node := rc.vmid(), rc.Node
+	disk, sizeStr, digest := rc.Str("disk"), rc.Str("size"), rc.Str("digest")
 	check := func() (*guestconf.Conf, *pvecontainer.MountPoint, int64, error) {
 		c, err := s.loadCtConfLocked(db, node, vmid)
 		if err != nil {
@@ -303,7 +303,7 @@ func (s *Sim) putLxcResize(rc *reqCtx) (any, error) {
 		// is no config key, so it falls to VM.Config.Options (as PVE
 		// does: resizing a CT takes VM.Config.Options besides the schema's
 		// VM.Config.Disk).
-		if err := s.checkCTModifyConfigPerm(db, rc.who, node, vmid, "", c.Keys, map[string]string{"disk": disk}, nil, c.Keys["unprivileged"] == "1"); err != nil {
+		if err := s.checkCTModifyConfigPerm(db, rc.Who, node, vmid, "", c.Keys, map[string]string{"disk": disk}, nil, c.Keys["unprivileged"] == "1"); err != nil {
 			return nil, nil, 0, err
 		}
 		if digest != "" && digest != c.Digest {
@@ -314,8 +314,8 @@ func (s *Sim) putLxcResize(rc *reqCtx) (any, error) {
 			return nil, nil, 0, pvecommon.Die("unable to parse mount point '%s'", disk) // parse_volume of undef
 		}
 		mp := pvecontainer.ParseMountPoint(v)
-		if sid, _, ok := storage.ParseVolumeID(mp.Volume()); ok && !isRootUser(rc.who) {
-			if err := rpcCheck(db, rc.who, "/storage/"+sid, "Datastore.AllocateSpace"); err != nil {
+		if sid, _, ok := storage.ParseVolumeID(mp.Volume()); ok && !isRootUser(rc.Who) {
+			if err := rpcCheck(db, rc.Who, "/storage/"+sid, "Datastore.AllocateSpace"); err != nil {
 				return nil, nil, 0, err
 			}
 		}
@@ -353,7 +353,7 @@ func (s *Sim) putLxcResize(rc *reqCtx) (any, error) {
 		mp.Set("size", pvecommon.FormatSize(n))
 		c.Keys[disk] = mp.Print()
 		s.writeCtConfLocked(db, node, vmid, c)
-		s.saveLocked()
+		s.SaveLocked()
 		return ""
 	}), nil
 }

@@ -43,7 +43,7 @@ import (
 // (pvecontainer.CheckModifyConfigPerm): oldConf is the CT's config (nil at
 // creation), newConf the values set, deletes the keys removed (or
 // reverted), unprivileged the CT's (or the create's) flag.
-func (s *Sim) checkCTModifyConfigPerm(db *ConfigDB, who *principal, node string, vmid int, pool string,
+func (s *Sim) checkCTModifyConfigPerm(db *ConfigDB, who *Principal, node string, vmid int, pool string,
 	oldConf, newConf map[string]string, deletes []string, unprivileged bool) error {
 	p := pvecontainer.Perm{
 		Root:     isRootUser(who),
@@ -55,14 +55,14 @@ func (s *Sim) checkCTModifyConfigPerm(db *ConfigDB, who *principal, node string,
 	}
 	err := pvecontainer.CheckModifyConfigPerm(p, oldConf, newConf, deletes, unprivileged)
 	if pe := (*pvecontainer.PermError)(nil); errors.As(err, &pe) {
-		return errPerm(pe.Msg)
+		return ErrPerm(pe.Msg)
 	}
 	return err
 }
 
 // checkCTVolumeAccess is check_volume_access with content type rootdir for
 // an existing volume given as rootfs/mpN.
-func (s *Sim) checkCTVolumeAccess(db *ConfigDB, who *principal, node string, vmid int, volid string) error {
+func (s *Sim) checkCTVolumeAccess(db *ConfigDB, who *Principal, node string, vmid int, volid string) error {
 	r, err := s.parseVolRef(node, volid)
 	if err != nil {
 		return pvecommon.Die("%v", err)
@@ -81,18 +81,18 @@ func (s *Sim) checkCTVolumeAccess(db *ConfigDB, who *principal, node string, vmi
 // privileged CT (PVE 9), Sys.Console on / for ha-managed, then VM.Allocate
 // on /vms/<vmid> or on /pool/<pool> — else raise_perm_exc() without a
 // detail.
-func (s *Sim) checkCTCreatePerm(rc *reqCtx, unprivileged bool) error {
-	if isRootUser(rc.who) {
+func (s *Sim) checkCTCreatePerm(rc *Req, unprivileged bool) error {
+	if isRootUser(rc.Who) {
 		return nil
 	}
-	db := rc.db()
+	db := rc.DB()
 	if s.cfg.Version >= 9 && !unprivileged {
-		if err := rpcCheck(db, rc.who, "/", "Sys.Modify"); err != nil {
+		if err := rpcCheck(db, rc.Who, "/", "Sys.Modify"); err != nil {
 			return err
 		}
 	}
-	if rc.boolean("ha-managed") {
-		if err := rpcCheck(db, rc.who, "/", "Sys.Console"); err != nil {
+	if rc.Bool("ha-managed") {
+		if err := rpcCheck(db, rc.Who, "/", "Sys.Console"); err != nil {
 			return err
 		}
 	}
@@ -103,18 +103,18 @@ func (s *Sim) checkCTCreatePerm(rc *reqCtx, unprivileged bool) error {
 // pve-container (API2/LXC.pm) and qemu-server (API2/Qemu.pm) write alike:
 // on /vms/<vmid>, else on /pool/<pool>; overwrite is restore+force over an
 // existing guest, where VM.Backup on it is enough.
-func checkCreateAllocate(rc *reqCtx, overwrite bool) error {
-	if isRootUser(rc.who) {
+func checkCreateAllocate(rc *Req, overwrite bool) error {
+	if isRootUser(rc.Who) {
 		return nil
 	}
-	db, vmid, pool := rc.db(), rc.vmid(), rc.str("pool")
+	db, vmid, pool := rc.DB(), rc.vmid(), rc.Str("pool")
 	vms := fmt.Sprintf("/vms/%d", vmid)
 	switch {
-	case hasPriv(db, rc.who, vms, []string{"VM.Allocate"}, false):
-	case pool != "" && hasPriv(db, rc.who, "/pool/"+pool, []string{"VM.Allocate"}, false):
-	case overwrite && hasPriv(db, rc.who, vms, []string{"VM.Backup"}, false):
+	case HasPriv(db, rc.Who, vms, []string{"VM.Allocate"}, false):
+	case pool != "" && HasPriv(db, rc.Who, "/pool/"+pool, []string{"VM.Allocate"}, false):
+	case overwrite && HasPriv(db, rc.Who, vms, []string{"VM.Backup"}, false):
 	default:
-		return errPerm(access.PermNoDetail)
+		return ErrPerm(access.PermNoDetail)
 	}
 	return nil
 }
@@ -122,7 +122,7 @@ func checkCreateAllocate(rc *reqCtx, overwrite bool) error {
 // checkVnetAccess is PVE::GuestHelpers::check_vnet_access: SDN.Use on
 // each of guesthelpers.VnetPaths (the bridge, or each VLAN of it that the
 // NIC uses), for qemu's and lxc's NICs alike.
-func checkVnetAccess(db *ConfigDB, who *principal, bridge, tag, trunks string) error {
+func checkVnetAccess(db *ConfigDB, who *Principal, bridge, tag, trunks string) error {
 	if isRootUser(who) {
 		return nil
 	}

@@ -50,14 +50,14 @@ import (
 // archiveVolRef is check_volume_access for create_vm's ostemplate: the
 // volume's content type must be the one create or restore needs, and the
 // caller may read it (the CT's own VMID owns its backups).
-func (s *Sim) archiveVolRef(rc *reqCtx, vmid int, volid, ctype string) (*volRef, error) {
+func (s *Sim) archiveVolRef(rc *Req, vmid int, volid, ctype string) (*volRef, error) {
 	if !strings.Contains(volid, ":") {
-		if rc.who != nil && rc.who.full() != "root@pam" {
+		if rc.Who != nil && rc.Who.Full() != "root@pam" {
 			return nil, pvecommon.Die("Only root can pass arbitrary filesystem paths.")
 		}
 		return nil, nil // a path: the lab's restore refuses it (not simulated)
 	}
-	r, err := s.parseVolRef(rc.node, volid)
+	r, err := s.parseVolRef(rc.Node, volid)
 	if err != nil {
 		return nil, pvecommon.Die("%v", err)
 	}
@@ -67,7 +67,7 @@ func (s *Sim) archiveVolRef(rc *reqCtx, vmid int, volid, ctype string) (*volRef,
 	if r.Owner > 0 && r.Owner == vmid {
 		return r, nil // "we are owner - allow access"
 	}
-	if err := checkVolumeAccess(rc.db(), rc.who, r); err != nil {
+	if err := checkVolumeAccess(rc.DB(), rc.Who, r); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -102,30 +102,30 @@ func (s *Sim) backupConfigLocked(node string, r *volRef) (string, error) {
 
 // GET /nodes/{node}/vzdump/extractconfig: check_volume_access (backup),
 // VM.Backup on the owner, the archive's config as one string.
-func (s *Sim) getVzdumpExtractConfig(rc *reqCtx) (any, error) {
-	volid := rc.str("volume")
+func (s *Sim) getVzdumpExtractConfig(rc *Req) (any, error) {
+	volid := rc.Str("volume")
 	r, err := s.archiveVolRef(rc, 0, volid, "backup")
 	if err != nil {
 		return nil, err
 	}
-	if r.Owner > 0 && rc.who != nil && !hasPriv(rc.db(), rc.who, fmt.Sprintf("/vms/%d", r.Owner), []string{"VM.Backup"}, false) {
-		return nil, errPerm(fmt.Sprintf("/vms/%d, VM.Backup", r.Owner))
+	if r.Owner > 0 && rc.Who != nil && !HasPriv(rc.DB(), rc.Who, fmt.Sprintf("/vms/%d", r.Owner), []string{"VM.Backup"}, false) {
+		return nil, ErrPerm(fmt.Sprintf("/vms/%d, VM.Backup", r.Owner))
 	}
-	return s.backupConfigLocked(rc.node, r)
+	return s.backupConfigLocked(rc.Node, r)
 }
 
 // postLxcRestore is POST /nodes/{node}/lxc with restore=1.
-func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
-	db := rc.db()
-	vmid, node := rc.vmid(), rc.node
-	if pool := rc.str("pool"); pool != "" && db.Pools[pool] == nil {
-		return nil, errPerm(fmt.Sprintf("pool '%s' does not exist", pool))
+func (s *Sim) postLxcRestore(rc *Req) (any, error) {
+	db := rc.DB()
+	vmid, node := rc.vmid(), rc.Node
+	if pool := rc.Str("pool"); pool != "" && db.Pools[pool] == nil {
+		return nil, ErrPerm(fmt.Sprintf("pool '%s' does not exist", pool))
 	}
 	confPath := guestConfPath(node, "lxc", vmid)
 	_, exists := s.readEtcPve(db, confPath)
-	force := rc.boolean("force")
+	force := rc.Bool("force")
 	if !(exists && force) {
-		if e, ok := s.findVMLocked(db, vmid); ok {
+		if e, ok := s.FindVMLocked(db, vmid); ok {
 			kind := "VM"
 			if e.Kind == "lxc" {
 				kind = "CT"
@@ -151,32 +151,32 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 		return nil, err
 	}
 	params := map[string]string{}
-	for k, v := range rc.params {
+	for k, v := range rc.Params {
 		if !slices.Contains(ctCreateOnly, k) && k != "unprivileged" {
 			params[k] = pvecommon.ParamString(v)
 		}
 	}
-	if err := s.checkCTModifyConfigPerm(db, rc.who, node, vmid, rc.str("pool"), nil, params, nil, rc.has("unprivileged") && rc.boolean("unprivileged")); err != nil {
+	if err := s.checkCTModifyConfigPerm(db, rc.Who, node, vmid, rc.Str("pool"), nil, params, nil, rc.Has("unprivileged") && rc.Bool("unprivileged")); err != nil {
 		return nil, err
 	}
-	archive := rc.str("ostemplate")
+	archive := rc.Str("ostemplate")
 	ref, err := s.archiveVolRef(rc, vmid, archive, "backup")
 	if err != nil {
 		return nil, err
 	}
 	if ref == nil {
-		return nil, errStatus(501, "restoring from a file path or a pipe is not simulated by the lab")
+		return nil, ErrStatus(501, "restoring from a file path or a pipe is not simulated by the lab")
 	}
 	keys := map[string]string{}
-	for k, v := range rc.params {
+	for k, v := range rc.Params {
 		if !slices.Contains(ctCreateOnly, k) {
 			keys[k] = pvecommon.ParamString(v)
 		}
 	}
 	// On restore 'unprivileged' has no default: unset, the archive's.
 	delete(keys, "unprivileged")
-	unprivGiven := rc.has("unprivileged")
-	if unprivGiven && rc.boolean("unprivileged") {
+	unprivGiven := rc.Has("unprivileged")
+	if unprivGiven && rc.Bool("unprivileged") {
 		keys["unprivileged"] = "1"
 	}
 	storageOnly := pvecontainer.RestoreStorageOnly(keys)
@@ -201,13 +201,13 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 	} else {
 		s.writeCtConfLocked(db, node, vmid, &guestconf.Conf{Keys: map[string]string{"lock": "create"}})
 	}
-	s.saveLocked()
-	storage := rc.str("storage")
+	s.SaveLocked()
+	storage := rc.Str("storage")
 	if storage == "" {
 		storage = "local"
 	}
-	unique, start, pool := rc.boolean("unique"), rc.boolean("start"), rc.str("pool")
-	restricted := rc.who == nil || rc.who.full() != "root@pam"
+	unique, start, pool := rc.Bool("unique"), rc.Bool("start"), rc.Str("pool")
+	restricted := rc.Who == nil || rc.Who.Full() != "root@pam"
 	return s.startTaskLocked(rc, node, "vzrestore", strconv.Itoa(vmid), func(t *taskRun) string {
 		if !s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration)) {
 			return "unexpected status"
@@ -229,7 +229,7 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 			} else {
 				s.removeEtcPve(db, confPath)
 			}
-			s.saveLocked()
+			s.SaveLocked()
 			return emsg + " " + msg
 		}
 		if s.runningLocked(node, vmid) {
@@ -297,7 +297,7 @@ func (s *Sim) postLxcRestore(rc *reqCtx) (any, error) {
 		if start {
 			s.setRunningLocked(node, vmid, true)
 		}
-		s.saveLocked()
+		s.SaveLocked()
 		return ""
 	}), nil
 }

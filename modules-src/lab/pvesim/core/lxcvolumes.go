@@ -21,8 +21,8 @@ var bareSizeRe = regexp.MustCompile(`^\d+(\.\d+)?$`)
 // enabled on the node and take rootdir ($check_and_activate_storage: a 400
 // on `storage`), and the caller needs Datastore.AllocateSpace on it.
 // PVE::LXC::create_disks then allocates them in the task.
-func (s *Sim) ctCreateVolumes(rc *reqCtx, keys map[string]string) error {
-	defStorage := rc.str("storage")
+func (s *Sim) ctCreateVolumes(rc *Req, keys map[string]string) error {
+	defStorage := rc.Str("storage")
 	if defStorage == "" {
 		defStorage = "local"
 	}
@@ -36,7 +36,7 @@ func (s *Sim) ctCreateVolumes(rc *reqCtx, keys map[string]string) error {
 		}
 		vol := pvecontainer.ParseMountPoint(keys[k]).Volume()
 		if strings.HasPrefix(vol, "/") {
-			if rc.who == nil || rc.who.full() != "root@pam" {
+			if rc.Who == nil || rc.Who.Full() != "root@pam" {
 				return pvecommon.Die("Only root can pass arbitrary filesystem paths.")
 			}
 			continue
@@ -52,7 +52,7 @@ func (s *Sim) ctCreateVolumes(rc *reqCtx, keys map[string]string) error {
 		keys["rootfs"] = defStorage + ":4"
 		sids = append(sids, defStorage)
 	}
-	db := rc.db()
+	db := rc.DB()
 	for _, sid := range sids {
 		st := db.Storage[sid]
 		switch {
@@ -60,12 +60,12 @@ func (s *Sim) ctCreateVolumes(rc *reqCtx, keys map[string]string) error {
 			return pvecommon.Die("storage '%s' does not exist", sid)
 		case st.Disabled():
 			return pvecommon.Die("storage '%s' is disabled", sid)
-		case !st.OnNode(rc.node):
-			return pvecommon.Die("storage '%s' is not available on node '%s'", sid, rc.node)
+		case !st.OnNode(rc.Node):
+			return pvecommon.Die("storage '%s' is not available on node '%s'", sid, rc.Node)
 		case !st.HasContent("rootdir"):
-			return errParams(map[string]string{"storage": fmt.Sprintf("storage '%s' does not support container directories", sid)})
-		case !isRootUser(rc.who):
-			if err := rpcCheck(db, rc.who, "/storage/"+sid, "Datastore.AllocateSpace"); err != nil {
+			return ErrParams(map[string]string{"storage": fmt.Sprintf("storage '%s' does not support container directories", sid)})
+		case !isRootUser(rc.Who):
+			if err := rpcCheck(db, rc.Who, "/storage/"+sid, "Datastore.AllocateSpace"); err != nil {
 				return err
 			}
 		}

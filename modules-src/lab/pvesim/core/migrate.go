@@ -25,14 +25,14 @@ import (
 // reason and ends "migration aborted". An HA guest's migration is a
 // hamigrate request the CRM carries out HADelay later.
 
-func (s *Sim) postQemuMigrate(rc *reqCtx) (any, error) {
-	db := rc.db()
-	vmid, node, target := rc.vmid(), rc.node, rc.str("target")
+func (s *Sim) postQemuMigrate(rc *Req) (any, error) {
+	db := rc.DB()
+	vmid, node, target := rc.vmid(), rc.Node, rc.Str("target")
 	if err := s.assertOnNodeLocked(db, node, vmid); err != nil {
 		return nil, err
 	}
 	if target == node {
-		return nil, errParams(map[string]string{"target": "target is local node."})
+		return nil, ErrParams(map[string]string{"target": "target is local node."})
 	}
 	if db.Corosync == nil || db.Corosync.Member(target) == nil {
 		return nil, pvecommon.Die("no such cluster node '%s'", target)
@@ -45,11 +45,11 @@ func (s *Sim) postQemuMigrate(rc *reqCtx) (any, error) {
 		return nil, err
 	}
 	running := s.runningLocked(node, vmid)
-	online := rc.boolean("online")
+	online := rc.Bool("online")
 	if running && !online {
 		return nil, pvecommon.Die("can't migrate running VM without --online")
 	}
-	if running && !rc.boolean("force") {
+	if running && !rc.Bool("force") {
 		jobs := s.replicationJobsOf(db, vmid)
 		list, _ := s.readSectionsLocked(db, replication.ConfigFile)
 		toTarget := false
@@ -63,9 +63,9 @@ func (s *Sim) postQemuMigrate(rc *reqCtx) (any, error) {
 		}
 	}
 	sm := pvecommon.IDMap{Identity: true}
-	if ts := rc.str("targetstorage"); ts != "" {
+	if ts := rc.Str("targetstorage"); ts != "" {
 		if sm, err = pvecommon.ParseIDMap(ts); err != nil {
-			return nil, errParams(map[string]string{"targetstorage": "failed to parse storage map: " + err.Error()})
+			return nil, ErrParams(map[string]string{"targetstorage": "failed to parse storage map: " + err.Error()})
 		}
 		for _, id := range sm.Targets() {
 			if err := checkStorageAccessMigrate(db, id, target); err != nil {
@@ -102,7 +102,7 @@ func (s *Sim) postQemuMigrate(rc *reqCtx) (any, error) {
 			return ""
 		}), nil
 	}
-	withLocal := rc.boolean("with-local-disks")
+	withLocal := rc.Bool("with-local-disks")
 	return s.startTaskLocked(rc, node, "qmigrate", strconv.Itoa(vmid), func(t *taskRun) string {
 		start := time.Now()
 		// The whole migration holds the guest's migration lock
@@ -161,7 +161,7 @@ func (s *Sim) postQemuMigrate(rc *reqCtx) (any, error) {
 		}
 		c.Keys["lock"] = "migrate"
 		s.writeQmConfLocked(db, node, vmid, c)
-		s.saveLocked()
+		s.SaveLocked()
 		s.mu.Unlock()
 		if !s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration)) {
 			return "unexpected status"
@@ -170,7 +170,7 @@ func (s *Sim) postQemuMigrate(rc *reqCtx) (any, error) {
 		defer s.mu.Unlock()
 		c, _ = s.loadQmConfLocked(db, node, vmid)
 		delete(c.Keys, "lock")
-		if f := rc.fault; f != nil && f.Kind == FaultMigrateAbort {
+		if f := rc.Fault; f != nil && f.Kind == FaultMigrateAbort {
 			s.writeQmConfLocked(db, node, vmid, c)
 			s.copyThenFree(node, target, local, t.logf0)
 			return abortLocked(faultMessage(f, "storage migration failed"))
@@ -186,7 +186,7 @@ func (s *Sim) postQemuMigrate(rc *reqCtx) (any, error) {
 				rest = append(rest, f)
 			}
 		}
-		if f := rc.fault; f != nil && f.Kind == FaultMigrateProblems {
+		if f := rc.Fault; f != nil && f.Kind == FaultMigrateProblems {
 			// The config moves, the source keeps its volumes (their copies
 			// are on the target): phase3_cleanup could not remove them.
 			return s.migrateProblems(db, t, vmid, node, target, rest, faultMessage(f, "failed to remove source volumes"), start)
@@ -245,7 +245,7 @@ func (s *Sim) localVolumesLocked(db *ConfigDB, c *guestconf.Conf, vmid int) ([]s
 // migration (VM) or relocation (CT: stopped, moved, started) leaves it.
 func (s *Sim) moveGuestLocked(db *ConfigDB, vmid int, from, to string, logf func(string, ...any)) error {
 	kind := "qemu-server"
-	if e, ok := s.findVMLocked(db, vmid); ok {
+	if e, ok := s.FindVMLocked(db, vmid); ok {
 		kind = e.Kind
 	}
 	raw, ok := s.readEtcPve(db, guestConfPath(from, kind, vmid))
@@ -287,6 +287,6 @@ func (s *Sim) moveGuestLocked(db *ConfigDB, vmid int, from, to string, logf func
 		s.setRunningLocked(to, vmid, true)
 	}
 	s.switchReplicationLocked(db, vmid, to, from) // AbstractMigrate.pm: the job to the target now goes back
-	s.saveLocked()
+	s.SaveLocked()
 	return nil
 }

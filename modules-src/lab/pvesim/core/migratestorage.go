@@ -182,7 +182,7 @@ func (s *Sim) migrateProblems(db *ConfigDB, t *taskRun, vmid int, from, to strin
 		s.setRunningLocked(to, vmid, true)
 	}
 	s.switchReplicationLocked(db, vmid, to, from)
-	s.saveLocked()
+	s.SaveLocked()
 	t.logf0("ERROR: %s", reason)
 	t.logf0("ERROR: migration finished with problems (duration %s)", fmtDuration(time.Since(start)))
 	return "migration problems"

@@ -28,8 +28,8 @@ func (s *Sim) nodeVersionLocked(node string) NodeVersion {
 	return v
 }
 
-func (s *Sim) getVersion(rc *reqCtx) (any, error) {
-	v := s.nodeVersionLocked(rc.node)
+func (s *Sim) getVersion(rc *Req) (any, error) {
+	v := s.nodeVersionLocked(rc.Node)
 	release := v.Version
 	if i := strings.LastIndex(release, "."); i > 0 {
 		release = release[:i]
@@ -39,17 +39,17 @@ func (s *Sim) getVersion(rc *reqCtx) (any, error) {
 
 // POST /access/ticket: root@pam (pam password shared by the lab's nodes) or
 // a pve-realm user; a valid ticket as password renews it.
-func (s *Sim) postTicket(rc *reqCtx) (any, error) {
-	db := rc.db()
-	user := rc.str("username")
+func (s *Sim) postTicket(rc *Req) (any, error) {
+	db := rc.DB()
+	user := rc.Str("username")
 	if !strings.Contains(user, "@") {
-		realm := rc.str("realm")
+		realm := rc.Str("realm")
 		if realm == "" {
 			realm = "pam"
 		}
 		user += "@" + realm
 	}
-	pw := rc.str("password")
+	pw := rc.Str("password")
 	ok := false
 	if u := db.Access.Users[user]; u != nil {
 		switch {
@@ -65,7 +65,7 @@ func (s *Sim) postTicket(rc *reqCtx) (any, error) {
 		}
 	}
 	if !ok {
-		return nil, errStatus(401, "authentication failure")
+		return nil, ErrStatus(401, "authentication failure")
 	}
 	now := time.Now()
 	ticket, err := s.makeTicketLocked(db, user, now)
@@ -104,10 +104,10 @@ const (
 // nodeEntryLocked is name's entry of /nodes and /cluster/resources for
 // rc's caller (cluster.NodeEntry), with the simulator's fixed figures;
 // shown says they are in.
-func (s *Sim) nodeEntryLocked(rc *reqCtx, name string) (map[string]any, bool) {
+func (s *Sim) nodeEntryLocked(rc *Req, name string) (map[string]any, bool) {
 	return cluster.NodeEntry(name, s.nodeUpLocked(name), func() (cluster.Stats, bool) {
 		// Without Sys.Audit the node is listed, without its stats (K19).
-		if !hasPriv(rc.db(), rc.who, "/nodes/"+name, []string{"Sys.Audit"}, false) {
+		if !HasPriv(rc.DB(), rc.Who, "/nodes/"+name, []string{"Sys.Audit"}, false) {
 			return cluster.Stats{}, false
 		}
 		return cluster.Stats{
@@ -117,9 +117,9 @@ func (s *Sim) nodeEntryLocked(rc *reqCtx, name string) (map[string]any, bool) {
 	})
 }
 
-func (s *Sim) getNodes(rc *reqCtx) (any, error) {
+func (s *Sim) getNodes(rc *Req) (any, error) {
 	out := []map[string]any{}
-	for _, name := range s.membersLocked(rc.node) {
+	for _, name := range s.membersLocked(rc.Node) {
 		e, _ := s.nodeEntryLocked(rc, name)
 		if rt := s.nodes[name]; rt != nil && rt.cert != nil { // not for a nodelist entry added by hand
 			e["ssl_fingerprint"] = rt.cert.Fingerprint
@@ -129,9 +129,9 @@ func (s *Sim) getNodes(rc *reqCtx) (any, error) {
 	return out, nil
 }
 
-func (s *Sim) getNodeStatus(rc *reqCtx) (any, error) {
-	n := s.st.Nodes[rc.node]
-	v := s.nodeVersionLocked(rc.node)
+func (s *Sim) getNodeStatus(rc *Req) (any, error) {
+	n := s.st.Nodes[rc.Node]
+	v := s.nodeVersionLocked(rc.Node)
 	kernel := v.Kernel
 	return map[string]any{
 		"boot-info":      map[string]any{"mode": "efi", "secureboot": 0},
@@ -151,11 +151,11 @@ func (s *Sim) getNodeStatus(rc *reqCtx) (any, error) {
 	}, nil
 }
 
-func (s *Sim) getClusterResources(rc *reqCtx) (any, error) {
-	db := rc.db()
-	typ := rc.str("type")
+func (s *Sim) getClusterResources(rc *Req) (any, error) {
+	db := rc.DB()
+	typ := rc.Str("type")
 	out := []map[string]any{}
-	members := s.membersLocked(rc.node)
+	members := s.membersLocked(rc.Node)
 	if typ == "" || typ == "node" {
 		for _, name := range members {
 			e, shown := s.nodeEntryLocked(rc, name)
@@ -170,7 +170,7 @@ func (s *Sim) getClusterResources(rc *reqCtx) (any, error) {
 	}
 	if typ == "" || typ == "storage" {
 		for _, id := range db.sortedStorageIDs() {
-			if !hasPriv(db, rc.who, "/storage/"+id, []string{"Datastore.Audit", "Datastore.AllocateSpace"}, true) {
+			if !HasPriv(db, rc.Who, "/storage/"+id, []string{"Datastore.Audit", "Datastore.AllocateSpace"}, true) {
 				continue
 			}
 			st := db.Storage[id]
@@ -196,27 +196,27 @@ func (s *Sim) getClusterResources(rc *reqCtx) (any, error) {
 	return out, nil
 }
 
-func (s *Sim) getNodeStorage(rc *reqCtx) (any, error) {
-	db := rc.db()
+func (s *Sim) getNodeStorage(rc *Req) (any, error) {
+	db := rc.DB()
 	out := []map[string]any{}
 	for _, id := range db.sortedStorageIDs() {
 		st := db.Storage[id]
-		if rc.has("storage") && rc.str("storage") != id {
+		if rc.Has("storage") && rc.Str("storage") != id {
 			continue
 		}
-		if !st.OnNode(rc.node) {
+		if !st.OnNode(rc.Node) {
 			continue
 		}
-		if !hasPriv(db, rc.who, "/storage/"+id, []string{"Datastore.Audit", "Datastore.AllocateSpace"}, true) {
+		if !HasPriv(db, rc.Who, "/storage/"+id, []string{"Datastore.Audit", "Datastore.AllocateSpace"}, true) {
 			continue
 		}
-		if rc.boolean("enabled") && st.Disabled() {
+		if rc.Bool("enabled") && st.Disabled() {
 			continue
 		}
-		if c := rc.str("content"); c != "" && !st.HasContent(c) {
+		if c := rc.Str("content"); c != "" && !st.HasContent(c) {
 			continue
 		}
-		out = append(out, s.storageStatus(rc.node, st))
+		out = append(out, s.storageStatus(rc.Node, st))
 	}
 	return out, nil
 }
@@ -275,13 +275,13 @@ func (s *Sim) storageUsageLocked(node string, st *Storage) StorageUsage {
 	return u
 }
 
-func (s *Sim) getNodeStorageStatus(rc *reqCtx) (any, error) {
-	db := rc.db()
-	st := db.Storage[rc.str("storage")]
-	if st == nil || !st.OnNode(rc.node) {
-		return nil, errParams(map[string]string{"storage": "No such storage."})
+func (s *Sim) getNodeStorageStatus(rc *Req) (any, error) {
+	db := rc.DB()
+	st := db.Storage[rc.Str("storage")]
+	if st == nil || !st.OnNode(rc.Node) {
+		return nil, ErrParams(map[string]string{"storage": "No such storage."})
 	}
-	e := s.storageStatus(rc.node, st)
+	e := s.storageStatus(rc.Node, st)
 	delete(e, "storage")
 	delete(e, "used_fraction")
 	return e, nil
@@ -290,23 +290,23 @@ func (s *Sim) getNodeStorageStatus(rc *reqCtx) (any, error) {
 // GET /nodes/{node}/storage/{storage}/content: the guests' volumes (only
 // images are simulated: no ISOs, templates or backups). Unknown or disabled storages
 // fail like PVE's storage_check_enabled.
-func (s *Sim) getStorageContent(rc *reqCtx) (any, error) {
-	db := rc.db()
-	id := rc.str("storage")
+func (s *Sim) getStorageContent(rc *Req) (any, error) {
+	db := rc.DB()
+	id := rc.Str("storage")
 	st := db.Storage[id]
 	if st == nil {
 		return nil, fmt.Errorf("storage '%s' does not exist", id)
 	}
-	if !st.OnNode(rc.node) {
-		return nil, fmt.Errorf("storage '%s' is not available on node '%s'", id, rc.node)
+	if !st.OnNode(rc.Node) {
+		return nil, fmt.Errorf("storage '%s' is not available on node '%s'", id, rc.Node)
 	}
-	if err := s.activateOn(rc.node, st); err != nil {
+	if err := s.activateOn(rc.Node, st); err != nil {
 		return nil, err
 	}
 	out := []map[string]any{}
-	want := rc.str("content")
+	want := rc.Str("content")
 	if s.cfg.StorageContent != nil {
-		vols, err := s.cfg.StorageContent(rc.node, storageInfo(st))
+		vols, err := s.cfg.StorageContent(rc.Node, storageInfo(st))
 		if err != nil {
 			return nil, err
 		}
@@ -318,12 +318,25 @@ func (s *Sim) getStorageContent(rc *reqCtx) (any, error) {
 	}
 	// Guest volumes the simulator allocated (volumes.go).
 	if want == "" || want == "images" {
-		for _, e := range s.volumeContentLocked(rc.node, st) {
-			if rc.has("vmid") && fmt.Sprint(e["vmid"]) != rc.str("vmid") {
+		for _, e := range s.volumeContentLocked(rc.Node, st) {
+			if rc.Has("vmid") && fmt.Sprint(e["vmid"]) != rc.Str("vmid") {
 				continue
 			}
 			out = append(out, e)
 		}
 	}
 	return out, nil
+}
+
+// nodeRoutes are the node and version endpoints, and /cluster/resources.
+func (s *Sim) nodeRoutes() map[string]Handler {
+	return map[string]Handler{
+		"GET /version":                                s.getVersion,
+		"GET /nodes":                                  s.getNodes,
+		"GET /nodes/{node}/status":                    s.getNodeStatus,
+		"GET /nodes/{node}/storage":                   s.getNodeStorage,
+		"GET /nodes/{node}/storage/{storage}/status":  s.getNodeStorageStatus,
+		"GET /nodes/{node}/storage/{storage}/content": s.getStorageContent,
+		"GET /cluster/resources":                      s.getClusterResources,
+	}
 }

@@ -22,15 +22,15 @@ import (
 // QemuConfig.pm) and pve-guest-common's (AbstractConfig.pm) unless marked
 // as a reconstruction.
 
-func (rc *reqCtx) vmid() int { n, _ := strconv.Atoi(rc.str("vmid")); return n }
+func (rc *Req) vmid() int { n, _ := strconv.Atoi(rc.Str("vmid")); return n }
 
 // skiplock is root@pam's alone (a token of root is not root@pam).
-func (rc *reqCtx) skiplock() (bool, error) {
-	if !rc.boolean("skiplock") {
+func (rc *Req) skiplock() (bool, error) {
+	if !rc.Bool("skiplock") {
 		return false, nil
 	}
-	if rc.who == nil || rc.who.full() != "root@pam" {
-		return false, errParams(map[string]string{"skiplock": "Only root may use this option."})
+	if rc.Who == nil || rc.Who.Full() != "root@pam" {
+		return false, ErrParams(map[string]string{"skiplock": "Only root may use this option."})
 	}
 	return true, nil
 }
@@ -39,7 +39,7 @@ func (rc *reqCtx) skiplock() (bool, error) {
 // (raise_param_exc: 400); other errors pass as they are.
 func qmErr(err error) error {
 	if pe := (*qemuserver.ParamError)(nil); errors.As(err, &pe) {
-		return errParams(map[string]string{pe.Param: pe.Msg})
+		return ErrParams(map[string]string{pe.Param: pe.Msg})
 	}
 	return err
 }
@@ -71,11 +71,11 @@ func (s *Sim) setRunningLocked(node string, vmid int, on bool) {
 }
 
 // typedConf renders VM config values with the schema's JSON types.
-func (s *Sim) typedConf(keys map[string]string) map[string]any { return s.typedGuestConf(vmKind, keys) }
+func (s *Sim) typedConf(keys map[string]string) map[string]any { return s.typedGuestConf(VMKind, keys) }
 
-// vmSummary is the shared part of /nodes/{node}/qemu, status/current and
+// VMSummary is the shared part of /nodes/{node}/qemu, status/current and
 // /cluster/resources entries.
-func (s *Sim) vmSummary(node string, vmid int, c *guestconf.Conf) map[string]any {
+func (s *Sim) VMSummary(node string, vmid int, c *guestconf.Conf) map[string]any {
 	conf := c.Keys
 	e := map[string]any{"vmid": vmid, "status": "stopped", "cpus": qemuserver.CPUs(conf), "maxmem": qemuserver.MemBytes(conf),
 		"maxdisk": qemuserver.BootdiskSize(conf), "mem": 0, "disk": 0, "cpu": 0, "uptime": 0,
@@ -94,12 +94,12 @@ func (s *Sim) vmSummary(node string, vmid int, c *guestconf.Conf) map[string]any
 }
 
 // vmResourcesLocked are the type=vm entries of /cluster/resources.
-func (s *Sim) vmResourcesLocked(rc *reqCtx) []map[string]any {
-	db := rc.db()
+func (s *Sim) vmResourcesLocked(rc *Req) []map[string]any {
+	db := rc.DB()
 	out := []map[string]any{}
 	for _, e := range s.vmListLocked(db) {
 		// Filtered, not refused, without VM.Audit (K19).
-		if !hasPriv(db, rc.who, fmt.Sprintf("/vms/%d", e.VMID), []string{"VM.Audit"}, false) {
+		if !HasPriv(db, rc.Who, fmt.Sprintf("/vms/%d", e.VMID), []string{"VM.Audit"}, false) {
 			continue
 		}
 		var r map[string]any
@@ -113,10 +113,10 @@ func (s *Sim) vmResourcesLocked(rc *reqCtx) []map[string]any {
 			if err != nil {
 				continue
 			}
-			r = s.asClusterResource(s.vmSummary(e.Node, e.VMID, c), vmKind, e)
+			r = s.asClusterResource(s.VMSummary(e.Node, e.VMID, c), VMKind, e)
 			delete(r, "pid")
 		}
-		if p := poolOfGuestLocked(db, e.VMID); p != "" {
+		if p := PoolOfGuestLocked(db, e.VMID); p != "" {
 			r["pool"] = p // $usercfg->{vms}->{$vmid}
 		}
 		out = append(out, r)
@@ -126,15 +126,15 @@ func (s *Sim) vmResourcesLocked(rc *reqCtx) []map[string]any {
 
 // GET /cluster/nextid: the lowest free VMID ≥ 100 (pve-manager
 // API2/Cluster.pm). A hint only: nothing is reserved (K18).
-func (s *Sim) getNextID(rc *reqCtx) (any, error) {
-	db := rc.db()
+func (s *Sim) getNextID(rc *Req) (any, error) {
+	db := rc.DB()
 	used := map[int]bool{}
 	for _, e := range s.vmListLocked(db) {
 		used[e.VMID] = true
 	}
-	if rc.has("vmid") {
+	if rc.Has("vmid") {
 		if used[rc.vmid()] {
-			return nil, errParams(map[string]string{"vmid": fmt.Sprintf("VM %d already exists", rc.vmid())})
+			return nil, ErrParams(map[string]string{"vmid": fmt.Sprintf("VM %d already exists", rc.vmid())})
 		}
 		return strconv.Itoa(rc.vmid()), nil
 	}
@@ -147,18 +147,18 @@ func (s *Sim) getNextID(rc *reqCtx) (any, error) {
 }
 
 // GET /nodes/{node}/qemu
-func (s *Sim) getQemuList(rc *reqCtx) (any, error) {
-	return s.guestListLocked(rc, vmKind, s.vmSummary), nil
+func (s *Sim) getQemuList(rc *Req) (any, error) {
+	return s.guestListLocked(rc, VMKind, s.VMSummary), nil
 }
 
 // GET /nodes/{node}/qemu/{vmid}/config
-func (s *Sim) getQemuConfig(rc *reqCtx) (any, error) {
-	c, err := s.loadQmConfLocked(rc.db(), rc.node, rc.vmid())
+func (s *Sim) getQemuConfig(rc *Req) (any, error) {
+	c, err := s.loadQmConfLocked(rc.DB(), rc.Node, rc.vmid())
 	if err != nil {
 		return nil, err
 	}
 	keys := c.WithPending()
-	if rc.boolean("current") {
+	if rc.Bool("current") {
 		keys = maps.Clone(c.Keys)
 	}
 	out := s.typedConf(keys)
@@ -169,8 +169,8 @@ func (s *Sim) getQemuConfig(rc *reqCtx) (any, error) {
 }
 
 // GET /nodes/{node}/qemu/{vmid}/pending
-func (s *Sim) getQemuPending(rc *reqCtx) (any, error) {
-	c, err := s.loadQmConfLocked(rc.db(), rc.node, rc.vmid())
+func (s *Sim) getQemuPending(rc *Req) (any, error) {
+	c, err := s.loadQmConfLocked(rc.DB(), rc.Node, rc.vmid())
 	if err != nil {
 		return nil, err
 	}
@@ -217,21 +217,46 @@ func (s *Sim) getQemuPending(rc *reqCtx) (any, error) {
 }
 
 // GET /nodes/{node}/qemu/{vmid}/status/current
-func (s *Sim) getQemuStatus(rc *reqCtx) (any, error) {
-	db := rc.db()
+func (s *Sim) getQemuStatus(rc *Req) (any, error) {
+	db := rc.DB()
 	vmid := rc.vmid()
-	if err := s.assertOnNodeLocked(db, rc.node, vmid); err != nil {
+	if err := s.assertOnNodeLocked(db, rc.Node, vmid); err != nil {
 		return nil, err
 	}
-	c, err := s.loadQmConfLocked(db, rc.node, vmid)
+	c, err := s.loadQmConfLocked(db, rc.Node, vmid)
 	if err != nil {
 		return nil, err
 	}
-	e := s.vmSummary(rc.node, vmid, c)
+	e := s.VMSummary(rc.Node, vmid, c)
 	e["qmpstatus"] = e["status"]
 	e["ha"] = s.haStatusOfGuestLocked(db, fmt.Sprintf("vm:%d", vmid))
 	if c.Keys["agent"] != "" && pvecommon.ParseProps(c.Keys["agent"], "enabled").Get("enabled") == "1" {
 		e["agent"] = 1
 	}
 	return e, nil
+}
+
+// qemuRoutes are the VM endpoints and /cluster/nextid.
+func (s *Sim) qemuRoutes() map[string]Handler {
+	return map[string]Handler{
+		"GET /cluster/nextid":                                        s.getNextID,
+		"GET /nodes/{node}/qemu":                                     s.getQemuList,
+		"POST /nodes/{node}/qemu":                                    s.postQemuCreate,
+		"DELETE /nodes/{node}/qemu/{vmid}":                           s.deleteQemu,
+		"GET /nodes/{node}/qemu/{vmid}/config":                       s.getQemuConfig,
+		"PUT /nodes/{node}/qemu/{vmid}/config":                       s.putQemuConfig,
+		"POST /nodes/{node}/qemu/{vmid}/config":                      s.postQemuConfig,
+		"GET /nodes/{node}/qemu/{vmid}/pending":                      s.getQemuPending,
+		"GET /nodes/{node}/qemu/{vmid}/status/current":               s.getQemuStatus,
+		"POST /nodes/{node}/qemu/{vmid}/status/start":                s.postQemuStart,
+		"POST /nodes/{node}/qemu/{vmid}/status/stop":                 s.postQemuStop,
+		"POST /nodes/{node}/qemu/{vmid}/status/shutdown":             s.postQemuShutdown,
+		"POST /nodes/{node}/qemu/{vmid}/template":                    s.postQemuTemplate,
+		"PUT /nodes/{node}/qemu/{vmid}/resize":                       s.putQemuResize,
+		"PUT /nodes/{node}/qemu/{vmid}/unlink":                       s.putQemuUnlink,
+		"POST /nodes/{node}/qemu/{vmid}/clone":                       s.postQemuClone,
+		"POST /nodes/{node}/qemu/{vmid}/migrate":                     s.postQemuMigrate,
+		"POST /nodes/{node}/qemu/{vmid}/agent/ping":                  s.postQemuAgentPing,
+		"GET /nodes/{node}/qemu/{vmid}/agent/network-get-interfaces": s.getQemuAgentNetworkGetInterfaces,
+	}
 }

@@ -28,26 +28,26 @@ type configUpdate struct {
 	force  bool
 }
 
-func (s *Sim) parseConfigUpdate(rc *reqCtx) (*configUpdate, error) {
+func (s *Sim) parseConfigUpdate(rc *Req) (*configUpdate, error) {
 	set := map[string]string{}
-	for k, v := range rc.params {
+	for k, v := range rc.Params {
 		if !slices.Contains(qemuserver.ConfigMeta, k) {
 			set[k] = pvecommon.ParamString(v)
 		}
 	}
-	up, err := qemuserver.PrepareUpdate(set, pveschema.SplitList(rc.str("delete")), pveschema.SplitList(rc.str("revert")),
+	up, err := qemuserver.PrepareUpdate(set, pveschema.SplitList(rc.Str("delete")), pveschema.SplitList(rc.Str("revert")),
 		func() string { return randomHex(8) }, randomMAC)
 	if err != nil {
 		return nil, qmErr(err)
 	}
 	for k, v := range up.Set {
 		if qemuserver.IsDriveKey(k) {
-			if err := qmErr(qemuserver.CheckNewDrive(k, v, rc.node, s.dbOf(rc.node).Storage)); err != nil {
+			if err := qmErr(qemuserver.CheckNewDrive(k, v, rc.Node, s.dbOf(rc.Node).Storage)); err != nil {
 				return nil, err
 			}
 		}
 	}
-	return &configUpdate{Update: up, node: rc.node, vmid: rc.vmid(), digest: rc.str("digest"), force: rc.boolean("force")}, nil
+	return &configUpdate{Update: up, node: rc.Node, vmid: rc.vmid(), digest: rc.Str("digest"), force: rc.Bool("force")}, nil
 }
 
 // loadAndCheck is $load_and_check_config.
@@ -182,8 +182,8 @@ func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *guestconf.Conf
 	if !s.runningLocked(node, vmid) {
 		if errs := s.applyPendingLocked(node, vmid, c, logf); errs != nil {
 			s.writeQmConfLocked(db, node, vmid, c)
-			s.saveLocked()
-			return errParams(errs) // raised after the write, as for a running VM
+			s.SaveLocked()
+			return ErrParams(errs) // raised after the write, as for a running VM
 		}
 	} else {
 		// vmconfig_hotplug_pending: a failing option stays pending and is
@@ -224,12 +224,12 @@ func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *guestconf.Conf
 		qemuserver.DropReusedUnused(c.Keys, c.Pending)
 		if len(errs) > 0 {
 			s.writeQmConfLocked(db, node, vmid, c)
-			s.saveLocked()
-			return errParams(errs)
+			s.SaveLocked()
+			return ErrParams(errs)
 		}
 	}
 	s.writeQmConfLocked(db, node, vmid, c)
-	s.saveLocked()
+	s.SaveLocked()
 	return nil
 }
 
@@ -262,7 +262,7 @@ func taskError(err error) string {
 
 // configUpdateRequest is what PUT and POST config check before taking the
 // lock: the parsed update, skiplock (root only) and the config's checks.
-func (s *Sim) configUpdateRequest(rc *reqCtx) (u *configUpdate, skiplock bool, err error) {
+func (s *Sim) configUpdateRequest(rc *Req) (u *configUpdate, skiplock bool, err error) {
 	if u, err = s.parseConfigUpdate(rc); err != nil {
 		return nil, false, err
 	}
@@ -270,17 +270,17 @@ func (s *Sim) configUpdateRequest(rc *reqCtx) (u *configUpdate, skiplock bool, e
 		return nil, false, err
 	}
 	// update_vm_api's checks before $load_and_check_config (qemuperm.go).
-	db := rc.db()
-	if err := checkVMModifyConfigPerm(db, rc.who, u.vmid, "", u.Deletes); err != nil {
+	db := rc.DB()
+	if err := checkVMModifyConfigPerm(db, rc.Who, u.vmid, "", u.Deletes); err != nil {
 		return nil, false, err
 	}
-	if err := checkVMModifyConfigPerm(db, rc.who, u.vmid, "", slices.Sorted(maps.Keys(u.Set))); err != nil {
+	if err := checkVMModifyConfigPerm(db, rc.Who, u.vmid, "", slices.Sorted(maps.Keys(u.Set))); err != nil {
 		return nil, false, err
 	}
-	if err := checkStorageAccessNew(db, rc.who, u.Set, ""); err != nil {
+	if err := checkStorageAccessNew(db, rc.Who, u.Set, ""); err != nil {
 		return nil, false, err
 	}
-	if err := checkBridgeAccess(db, rc.who, u.Set); err != nil {
+	if err := checkBridgeAccess(db, rc.Who, u.Set); err != nil {
 		return nil, false, err
 	}
 	if _, err := s.loadAndCheck(db, u, skiplock); err != nil {
@@ -290,13 +290,13 @@ func (s *Sim) configUpdateRequest(rc *reqCtx) (u *configUpdate, skiplock bool, e
 }
 
 // PUT /nodes/{node}/qemu/{vmid}/config: synchronous, under the config lock.
-func (s *Sim) putQemuConfig(rc *reqCtx) (any, error) {
-	db := rc.db()
+func (s *Sim) putQemuConfig(rc *Req) (any, error) {
+	db := rc.DB()
 	u, skiplock, err := s.configUpdateRequest(rc)
 	if err != nil {
 		return nil, err
 	}
-	return s.withGuestLockLocked(rc.node, u.vmid, func() (any, error) {
+	return s.withGuestLockLocked(rc.Node, u.vmid, func() (any, error) {
 		c, err := s.loadAndCheck(db, u, skiplock)
 		if err != nil {
 			return nil, err
@@ -306,8 +306,8 @@ func (s *Sim) putQemuConfig(rc *reqCtx) (any, error) {
 }
 
 // POST /nodes/{node}/qemu/{vmid}/config: the same in a qmconfig task.
-func (s *Sim) postQemuConfig(rc *reqCtx) (any, error) {
-	db := rc.db()
+func (s *Sim) postQemuConfig(rc *Req) (any, error) {
+	db := rc.DB()
 	u, skiplock, err := s.configUpdateRequest(rc)
 	if err != nil {
 		return nil, err

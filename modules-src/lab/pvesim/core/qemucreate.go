@@ -24,25 +24,25 @@ var vmCreateOptions = []string{"node", "vmid", "pool", "start", "storage", "arch
 // POST /nodes/{node}/qemu: a qmcreate task; the config exists at once,
 // locked "create" (AbstractConfig.pm create_and_lock_config), and gets its
 // disks and MACs before the lock goes.
-func (s *Sim) postQemuCreate(rc *reqCtx) (any, error) {
-	db := rc.db()
+func (s *Sim) postQemuCreate(rc *Req) (any, error) {
+	db := rc.DB()
 	vmid := rc.vmid()
-	if rc.has("archive") {
-		return nil, errStatus(501, "restore is not simulated by the lab")
+	if rc.Has("archive") {
+		return nil, ErrStatus(501, "restore is not simulated by the lab")
 	}
-	if rc.has("sshkeys") {
-		if err := qemuserver.CheckSSHKeys(rc.str("sshkeys")); err != nil {
+	if rc.Has("sshkeys") {
+		if err := qemuserver.CheckSSHKeys(rc.Str("sshkeys")); err != nil {
 			return nil, err
 		}
 	}
-	if pool := rc.str("pool"); pool != "" && db.Pools[pool] == nil {
-		return nil, errPerm(fmt.Sprintf("pool '%s' does not exist", pool)) // check_pool_exist: raise_perm_exc, 403
+	if pool := rc.Str("pool"); pool != "" && db.Pools[pool] == nil {
+		return nil, ErrPerm(fmt.Sprintf("pool '%s' does not exist", pool)) // check_pool_exist: raise_perm_exc, 403
 	}
-	if err := s.etcPveWritableLocked(db, guestConfPath(rc.node, "qemu-server", vmid)); err != nil {
+	if err := s.etcPveWritableLocked(db, guestConfPath(rc.Node, "qemu-server", vmid)); err != nil {
 		return nil, pvecommon.Die("unable to create VM %d - %v", vmid, err)
 	}
 	keys := map[string]string{}
-	for k, v := range rc.params {
+	for k, v := range rc.Params {
 		if slices.Contains(vmCreateOptions, k) {
 			continue
 		}
@@ -50,8 +50,8 @@ func (s *Sim) postQemuCreate(rc *reqCtx) (any, error) {
 	}
 	// create_vm's permission checks (qemuperm.go): the storage parameter,
 	// VM.Allocate, then the new disks, the options, the NICs' bridges.
-	if st := rc.str("storage"); st != "" && !isRootUser(rc.who) {
-		if err := rpcCheck(db, rc.who, "/storage/"+st, "Datastore.AllocateSpace"); err != nil {
+	if st := rc.Str("storage"); st != "" && !isRootUser(rc.Who) {
+		if err := rpcCheck(db, rc.Who, "/storage/"+st, "Datastore.AllocateSpace"); err != nil {
 			return nil, err
 		}
 	}
@@ -60,14 +60,14 @@ func (s *Sim) postQemuCreate(rc *reqCtx) (any, error) {
 	// (commit 5086f472): start=1 needs VM.PowerMgmt up front, as the worker
 	// starts the VM without vm_start's own check. PVE 8's qemu-server
 	// (stable-bookworm, 8.4.10) makes neither check.
-	if !isRootUser(rc.who) && s.cfg.Version != 8 {
-		if rc.boolean("ha-managed") {
-			if err := rpcCheck(db, rc.who, "/", "Sys.Console"); err != nil {
+	if !isRootUser(rc.Who) && s.cfg.Version != 8 {
+		if rc.Bool("ha-managed") {
+			if err := rpcCheck(db, rc.Who, "/", "Sys.Console"); err != nil {
 				return nil, err
 			}
 		}
-		if rc.boolean("start") {
-			if err := vmCheck(db, rc.who, vmid, rc.str("pool"), []string{"VM.PowerMgmt"}, false); err != nil {
+		if rc.Bool("start") {
+			if err := vmCheck(db, rc.Who, vmid, rc.Str("pool"), []string{"VM.PowerMgmt"}, false); err != nil {
 				return nil, err
 			}
 		}
@@ -80,30 +80,30 @@ func (s *Sim) postQemuCreate(rc *reqCtx) (any, error) {
 	if err := checkCreateAllocate(rc, false); err != nil {
 		return nil, err
 	}
-	if err := checkStorageAccessNew(db, rc.who, keys, rc.str("storage")); err != nil {
+	if err := checkStorageAccessNew(db, rc.Who, keys, rc.Str("storage")); err != nil {
 		return nil, err
 	}
-	if err := checkVMModifyConfigPerm(db, rc.who, vmid, rc.str("pool"), slices.Sorted(maps.Keys(keys))); err != nil {
+	if err := checkVMModifyConfigPerm(db, rc.Who, vmid, rc.Str("pool"), slices.Sorted(maps.Keys(keys))); err != nil {
 		return nil, err
 	}
-	if err := checkVMCreateDevicePerm(db, rc.who, vmid, rc.str("pool"), keys); err != nil {
+	if err := checkVMCreateDevicePerm(db, rc.Who, vmid, rc.Str("pool"), keys); err != nil {
 		return nil, err
 	}
-	if err := checkBridgeAccess(db, rc.who, keys); err != nil {
+	if err := checkBridgeAccess(db, rc.Who, keys); err != nil {
 		return nil, err
 	}
 	// sshkeys stay URL-encoded, as the API receives and stores them (K12).
 	// Disks are checked before the task starts ($check_drive_param).
 	for k, v := range keys {
 		if qemuserver.IsDriveKey(k) {
-			if err := qmErr(qemuserver.CheckNewDrive(k, v, rc.node, s.dbOf(rc.node).Storage)); err != nil {
+			if err := qmErr(qemuserver.CheckNewDrive(k, v, rc.Node, s.dbOf(rc.Node).Storage)); err != nil {
 				return nil, err
 			}
 		}
 	}
 	// check_vmid_unused (pve-cluster Cluster.pm) under create_and_lock_config,
 	// which create_vm calls after every permission and drive check.
-	if e, ok := s.findVMLocked(db, vmid); ok {
+	if e, ok := s.FindVMLocked(db, vmid); ok {
 		tname := "VM"
 		if e.Kind == "lxc" {
 			tname = "CT"
@@ -115,9 +115,9 @@ func (s *Sim) postQemuCreate(rc *reqCtx) (any, error) {
 			keys[k] = normaliseNet(v) // add_random_macs
 		}
 	}
-	s.writeQmConfLocked(db, rc.node, vmid, &guestconf.Conf{Keys: map[string]string{"lock": "create"}})
-	s.saveLocked()
-	node, start, pool := rc.node, rc.boolean("start"), rc.str("pool")
+	s.writeQmConfLocked(db, rc.Node, vmid, &guestconf.Conf{Keys: map[string]string{"lock": "create"}})
+	s.SaveLocked()
+	node, start, pool := rc.Node, rc.Bool("start"), rc.Str("pool")
 	return s.startTaskLocked(rc, node, "qmcreate", strconv.Itoa(vmid), func(t *taskRun) string {
 		if !s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration)) {
 			return "unexpected status"
@@ -161,7 +161,7 @@ func (s *Sim) postQemuCreate(rc *reqCtx) (any, error) {
 		if start {
 			s.setRunningLocked(node, vmid, true)
 		}
-		s.saveLocked()
+		s.SaveLocked()
 		return ""
 	}), nil
 }

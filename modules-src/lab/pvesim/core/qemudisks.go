@@ -295,8 +295,8 @@ func (s *Sim) assertBaseUnusedLocked(node string, c *guestconf.Conf) error {
 // PUT /nodes/{node}/qemu/{vmid}/unlink (qm disk unlink): update_vm with
 // delete=<idlist> — so without force a disk becomes unusedN, with force
 // its volume is freed.
-func (s *Sim) putQemuUnlink(rc *reqCtx) (any, error) {
-	rc.params["delete"] = rc.params["idlist"]
-	delete(rc.params, "idlist")
+func (s *Sim) putQemuUnlink(rc *Req) (any, error) {
+	rc.Params["delete"] = rc.Params["idlist"]
+	delete(rc.Params, "idlist")
 	return s.putQemuConfig(rc)
 }

@@ -27,10 +27,10 @@ import (
 // template_create turns every volume that is not a CD-ROM (the cloud-init
 // drive is one) into a base volume (create_base), writing the config
 // after each.
-func (s *Sim) postQemuTemplate(rc *reqCtx) (any, error) {
-	db := rc.db()
+func (s *Sim) postQemuTemplate(rc *Req) (any, error) {
+	db := rc.DB()
 	vmid := rc.vmid()
-	node := rc.node
+	node := rc.Node
 	check := func() (*guestconf.Conf, error) {
 		c, err := s.loadQmConfLocked(db, node, vmid)
 		if err != nil {
@@ -70,24 +70,24 @@ func (s *Sim) postQemuTemplate(rc *reqCtx) (any, error) {
 			}
 			nb, err := s.makeBaseLocked(node, d.File())
 			if err != nil {
-				s.saveLocked()
+				s.SaveLocked()
 				return err.Error()
 			}
 			d.Props.Set("file", nb)
 			c.Keys[k] = d.Print()
 			s.writeQmConfLocked(db, node, vmid, c)
 		}
-		s.saveLocked()
+		s.SaveLocked()
 		return ""
 	}), nil
 }
 
 // PUT /nodes/{node}/qemu/{vmid}/resize: a "resize" task since qemu-server
 // 8.0; grow only (K11).
-func (s *Sim) putQemuResize(rc *reqCtx) (any, error) {
-	db := rc.db()
-	vmid, node := rc.vmid(), rc.node
-	disk, sizeStr, digest := rc.str("disk"), rc.str("size"), rc.str("digest")
+func (s *Sim) putQemuResize(rc *Req) (any, error) {
+	db := rc.DB()
+	vmid, node := rc.vmid(), rc.Node
+	disk, sizeStr, digest := rc.Str("disk"), rc.Str("size"), rc.Str("digest")
 	skiplock, err := rc.skiplock()
 	if err != nil {
 		return nil, err
@@ -136,7 +136,7 @@ func (s *Sim) putQemuResize(rc *reqCtx) (any, error) {
 		d.Props.Set("size", pvecommon.FormatSize(n))
 		c.Keys[disk] = d.Print()
 		s.writeQmConfLocked(db, node, vmid, c)
-		s.saveLocked()
+		s.SaveLocked()
 		return ""
 	}), nil
 }
@@ -159,9 +159,9 @@ func (s *Sim) purgeGuestLocked(db *ConfigDB, t *taskRun, typ string, vmid int) {
 
 // DELETE /nodes/{node}/qemu/{vmid}: qmdestroy task; frees the VM's volumes
 // (not a linked clone's base) and removes the config last.
-func (s *Sim) deleteQemu(rc *reqCtx) (any, error) {
-	db := rc.db()
-	vmid, node := rc.vmid(), rc.node
+func (s *Sim) deleteQemu(rc *Req) (any, error) {
+	db := rc.DB()
+	vmid, node := rc.vmid(), rc.Node
 	if _, err := rc.skiplock(); err != nil {
 		return nil, err
 	}
@@ -173,10 +173,10 @@ func (s *Sim) deleteQemu(rc *reqCtx) (any, error) {
 		if c.Keys["protection"] == "1" {
 			return fmt.Errorf("can't remove VM %d - protection mode enabled", vmid)
 		}
-		if s.haConfiguredLocked(db, vmid) && !rc.boolean("purge") {
+		if s.haConfiguredLocked(db, vmid) && !rc.Bool("purge") {
 			return pvecommon.Die("unable to remove VM %d - used in HA resources and purge parameter not set.", vmid)
 		}
-		if !rc.boolean("purge") {
+		if !rc.Bool("purge") {
 			// ReplicationConfig.pm check_for_existing_jobs
 			if jobs := s.replicationJobsOf(db, vmid); len(jobs) > 0 {
 				return pvecommon.Die("There is a replication job '%s' for guest '%d' - Please remove that first.", jobs[0], vmid)
@@ -195,22 +195,22 @@ func (s *Sim) deleteQemu(rc *reqCtx) (any, error) {
 			return err.Error()
 		}
 		c, _ := s.loadQmConfLocked(db, node, vmid)
-		if err := c.CheckLock("VM"); err != nil && !rc.boolean("skiplock") {
+		if err := c.CheckLock("VM"); err != nil && !rc.Bool("skiplock") {
 			return err.Error()
 		}
 		if err := s.assertBaseUnusedLocked(node, c); err != nil {
 			return err.Error()
 		}
-		s.destroyVolumesLocked(node, vmid, c, rc.boolean("destroy-unreferenced-disks"), t.logf0)
+		s.destroyVolumesLocked(node, vmid, c, rc.Bool("destroy-unreferenced-disks"), t.logf0)
 		// destroy_vm leaves a "lock: destroyed" config until the end.
 		s.writeQmConfLocked(db, node, vmid, &guestconf.Conf{Keys: map[string]string{"lock": "destroyed"}})
-		dropFromPoolsLocked(db, vmKind, vmid)
-		if rc.boolean("purge") {
+		dropFromPoolsLocked(db, VMKind, vmid)
+		if rc.Bool("purge") {
 			t.task.Log = append(t.task.Log, fmt.Sprintf("purging VM %d from related configurations..", vmid))
 			s.purgeGuestLocked(db, t, "vm", vmid)
 		}
 		s.removeEtcPve(db, guestConfPath(node, "qemu-server", vmid))
-		s.saveLocked()
+		s.SaveLocked()
 		return ""
 	}), nil
 }

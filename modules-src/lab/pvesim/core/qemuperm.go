@@ -46,21 +46,21 @@ import (
 
 // isRootUser is qemu-server's `$authuser eq 'root@pam'` (a token of root
 // is not root@pam).
-func isRootUser(who *principal) bool { return who == nil || who.full() == "root@pam" || who.CLI }
+func isRootUser(who *Principal) bool { return who == nil || who.Full() == "root@pam" || who.CLI }
 
-func vmCheck(db *ConfigDB, who *principal, vmid int, pool string, privs []string, anyOf bool) error {
-	if pool != "" && hasPriv(db, who, "/pool/"+pool, privs, anyOf) {
+func vmCheck(db *ConfigDB, who *Principal, vmid int, pool string, privs []string, anyOf bool) error {
+	if pool != "" && HasPriv(db, who, "/pool/"+pool, privs, anyOf) {
 		return nil
 	}
 	if ok, d := checkFull(db, who, fmt.Sprintf("/vms/%d", vmid), privs, anyOf); !ok {
-		return errPerm(d)
+		return ErrPerm(d)
 	}
 	return nil
 }
 
 // qmPerm is who's privilege checks for qemuserver's permission rules, on
 // VM vmid (pool: create's pool parameter, else "").
-func qmPerm(db *ConfigDB, who *principal, vmid int, pool string) qemuserver.Perm {
+func qmPerm(db *ConfigDB, who *Principal, vmid int, pool string) qemuserver.Perm {
 	return qemuserver.Perm{
 		Root:  isRootUser(who),
 		VM:    func(privs []string, anyOf bool) error { return vmCheck(db, who, vmid, pool, privs, anyOf) },
@@ -70,19 +70,19 @@ func qmPerm(db *ConfigDB, who *principal, vmid int, pool string) qemuserver.Perm
 
 // checkVMModifyConfigPerm is $check_vm_modify_config_perm
 // (qemuserver.CheckModifyConfigPerm).
-func checkVMModifyConfigPerm(db *ConfigDB, who *principal, vmid int, pool string, keys []string) error {
+func checkVMModifyConfigPerm(db *ConfigDB, who *Principal, vmid int, pool string, keys []string) error {
 	return qemuserver.CheckModifyConfigPerm(qmPerm(db, who, vmid, pool), keys)
 }
 
 // checkVMCreateDevicePerm is create_vm's checks on passed-through devices
 // (qemuserver.CheckCreateDevicePerm); a refused parameter is a 400.
-func checkVMCreateDevicePerm(db *ConfigDB, who *principal, vmid int, pool string, conf map[string]string) error {
+func checkVMCreateDevicePerm(db *ConfigDB, who *Principal, vmid int, pool string, conf map[string]string) error {
 	return qmErr(qemuserver.CheckCreateDevicePerm(qmPerm(db, who, vmid, pool), conf))
 }
 
 // checkBridgeAccess is QemuServer::check_bridge_access: check_vnet_access
 // (lxcperm.go) for each NIC.
-func checkBridgeAccess(db *ConfigDB, who *principal, conf map[string]string) error {
+func checkBridgeAccess(db *ConfigDB, who *Principal, conf map[string]string) error {
 	if isRootUser(who) {
 		return nil
 	}
@@ -100,14 +100,14 @@ func checkBridgeAccess(db *ConfigDB, who *principal, conf map[string]string) err
 
 // checkStorageAccessNew is $check_storage_access's new-disk branch
 // (qemuserver.CheckStorageAccessNew; storage paths only, so no VMID).
-func checkStorageAccessNew(db *ConfigDB, who *principal, conf map[string]string, defaultStorage string) error {
+func checkStorageAccessNew(db *ConfigDB, who *Principal, conf map[string]string, defaultStorage string) error {
 	return qemuserver.CheckStorageAccessNew(qmPerm(db, who, 0, ""), conf, defaultStorage)
 }
 
 // checkStorageAccessClone is $check_storage_access_clone
 // (qemuserver.CheckStorageAccessClone), then clone_vm's
 // check_bridge_access on the source's NICs.
-func checkStorageAccessClone(db *ConfigDB, who *principal, src map[string]string, storage string) error {
+func checkStorageAccessClone(db *ConfigDB, who *Principal, src map[string]string, storage string) error {
 	if err := qemuserver.CheckStorageAccessClone(qmPerm(db, who, 0, ""), src, storage); err != nil {
 		return err
 	}

@@ -14,7 +14,7 @@ import (
 // vm_shutdown).
 
 // POST status/start: qmstart task; vm_start's checks run in the worker.
-func (s *Sim) postQemuStart(rc *reqCtx) (any, error) {
+func (s *Sim) postQemuStart(rc *Req) (any, error) {
 	if upid, ok := s.haPowerLocked(rc, "hastart", "started"); ok {
 		return upid, nil
 	}
@@ -22,7 +22,7 @@ func (s *Sim) postQemuStart(rc *reqCtx) (any, error) {
 		if c.IsTemplate() {
 			return "you can't start a vm if it's a template", false
 		}
-		if err := c.CheckLock("VM"); err != nil && !rc.boolean("skiplock") {
+		if err := c.CheckLock("VM"); err != nil && !rc.Bool("skiplock") {
 			return err.Error(), false
 		}
 		if running {
@@ -33,15 +33,15 @@ func (s *Sim) postQemuStart(rc *reqCtx) (any, error) {
 }
 
 // POST status/stop and status/shutdown: stopping a stopped VM is no error.
-func (s *Sim) postQemuStop(rc *reqCtx) (any, error)     { return s.qemuHalt(rc, "qmstop") }
-func (s *Sim) postQemuShutdown(rc *reqCtx) (any, error) { return s.qemuHalt(rc, "qmshutdown") }
+func (s *Sim) postQemuStop(rc *Req) (any, error)     { return s.qemuHalt(rc, "qmstop") }
+func (s *Sim) postQemuShutdown(rc *Req) (any, error) { return s.qemuHalt(rc, "qmshutdown") }
 
-func (s *Sim) qemuHalt(rc *reqCtx, typ string) (any, error) {
+func (s *Sim) qemuHalt(rc *Req, typ string) (any, error) {
 	if upid, ok := s.haPowerLocked(rc, "hastop", "stopped"); ok {
 		return upid, nil
 	}
 	return s.powerTask(rc, typ, func(c *guestconf.Conf, running bool) (string, bool) {
-		if err := c.CheckLock("VM"); err != nil && !rc.boolean("skiplock") {
+		if err := c.CheckLock("VM"); err != nil && !rc.Bool("skiplock") {
 			return err.Error(), false
 		}
 		return "", false
@@ -50,10 +50,10 @@ func (s *Sim) qemuHalt(rc *reqCtx, typ string) (any, error) {
 
 // haPowerLocked turns a start/stop of an HA-managed VM into a request to
 // the HA stack (qemu-server Qemu.pm vm_start/vm_stop: hastart/hastop, H4).
-func (s *Sim) haPowerLocked(rc *reqCtx, typ, state string) (string, bool) {
-	db := rc.db()
+func (s *Sim) haPowerLocked(rc *Req, typ, state string) (string, bool) {
+	db := rc.DB()
 	vmid := rc.vmid()
-	if s.assertOnNodeLocked(db, rc.node, vmid) != nil {
+	if s.assertOnNodeLocked(db, rc.Node, vmid) != nil {
 		return "", false
 	}
 	if _, managed := s.haManagedLocked(db, vmid); !managed {
@@ -65,19 +65,19 @@ func (s *Sim) haPowerLocked(rc *reqCtx, typ, state string) (string, bool) {
 // powerTask runs a start/stop task under the config lock; decide returns an
 // error text, or the new running state. A started VM applies its pending
 // changes (they were waiting for the restart).
-func (s *Sim) powerTask(rc *reqCtx, typ string, decide func(c *guestconf.Conf, running bool) (string, bool)) (any, error) {
-	db := rc.db()
+func (s *Sim) powerTask(rc *Req, typ string, decide func(c *guestconf.Conf, running bool) (string, bool)) (any, error) {
+	db := rc.DB()
 	vmid := rc.vmid()
 	if _, err := rc.skiplock(); err != nil {
 		return nil, err
 	}
-	if err := s.assertOnNodeLocked(db, rc.node, vmid); err != nil {
+	if err := s.assertOnNodeLocked(db, rc.Node, vmid); err != nil {
 		return nil, err
 	}
 	if err := s.requireQuorumLocked(db); err != nil {
 		return nil, err
 	}
-	node := rc.node
+	node := rc.Node
 	return s.guestLockTask(rc, node, typ, vmid, func(t *taskRun) string {
 		c, err := s.loadQmConfLocked(db, node, vmid)
 		if err != nil {
@@ -98,18 +98,18 @@ func (s *Sim) powerTask(rc *reqCtx, typ string, decide func(c *guestconf.Conf, r
 		if on {
 			// QEMU's launch plugs every NIC into its bridge.
 			if msg := s.startNICsLocked(node, vmid, c, t.logf0); msg != "" {
-				s.saveLocked()
+				s.SaveLocked()
 				return msg
 			}
 			// The cloud-init ISO is generated at every start, its custom
 			// snippets read then (S4).
 			if err := s.checkCloudinitSnippetsLocked(node, c); err != nil {
-				s.saveLocked()
+				s.SaveLocked()
 				return err.Error()
 			}
 		}
 		s.setRunningLocked(node, vmid, on)
-		s.saveLocked()
+		s.SaveLocked()
 		return ""
 	}), nil
 }

@@ -49,23 +49,23 @@ func (s *Sim) writeReplJobsLocked(db *ConfigDB, jobs []*replication.Job) {
 // every replication call of PVE::API2::ReplicationConfig does first on PVE
 // 9. PVE 8 has no VM.Replicate (pve-access-control added it in 9.0): its
 // schema's checks (Datastore.Allocate on /storage) are all there is.
-func replJobGuest(rc *reqCtx, db *ConfigDB, id string) (int, error) {
+func replJobGuest(rc *Req, db *ConfigDB, id string) (int, error) {
 	guest, err := replication.ParseID(id)
 	if err != nil {
 		return 0, err
 	}
-	if rc.who.ver != 8 && !hasPriv(db, rc.who, fmt.Sprintf("/vms/%d", guest), []string{"VM.Replicate"}, false) {
-		return 0, errPerm(fmt.Sprintf("/vms/%d, VM.Replicate", guest))
+	if rc.Who.ver != 8 && !HasPriv(db, rc.Who, fmt.Sprintf("/vms/%d", guest), []string{"VM.Replicate"}, false) {
+		return 0, ErrPerm(fmt.Sprintf("/vms/%d, VM.Replicate", guest))
 	}
 	return guest, nil
 }
 
-func (s *Sim) getReplicationJobs(rc *reqCtx) (any, error) {
-	db := rc.db()
+func (s *Sim) getReplicationJobs(rc *Req) (any, error) {
+	db := rc.DB()
 	jobs, _ := s.replJobsLocked(db)
 	out := []map[string]any{}
 	for _, j := range jobs {
-		if !hasPriv(db, rc.who, fmt.Sprintf("/vms/%d", replication.Guest(j.ID)), []string{"VM.Audit"}, false) {
+		if !HasPriv(db, rc.Who, fmt.Sprintf("/vms/%d", replication.Guest(j.ID)), []string{"VM.Audit"}, false) {
 			continue // filtered (K19)
 		}
 		out = append(out, replication.View(j, ""))
@@ -73,12 +73,12 @@ func (s *Sim) getReplicationJobs(rc *reqCtx) (any, error) {
 	return out, nil
 }
 
-func (s *Sim) getReplicationJob(rc *reqCtx) (any, error) {
-	db := rc.db()
+func (s *Sim) getReplicationJob(rc *Req) (any, error) {
+	db := rc.DB()
 	jobs, digest := s.replJobsLocked(db)
-	j := replication.Find(jobs, rc.str("id"))
+	j := replication.Find(jobs, rc.Str("id"))
 	if j == nil {
-		return nil, fmt.Errorf("no such replication job '%s'", rc.str("id"))
+		return nil, fmt.Errorf("no such replication job '%s'", rc.Str("id"))
 	}
 	return replication.View(j, digest), nil
 }
@@ -119,21 +119,21 @@ func (s *Sim) replicatableVolumes(node string, vmid int, c *guestconf.Conf) ([]s
 	return out, nil
 }
 
-func (s *Sim) postReplicationJob(rc *reqCtx) (any, error) {
-	db := rc.db()
-	id, target := rc.str("id"), rc.str("target")
+func (s *Sim) postReplicationJob(rc *Req) (any, error) {
+	db := rc.DB()
+	id, target := rc.Str("id"), rc.Str("target")
 	guest, err := replJobGuest(rc, db, id)
 	if err != nil {
 		return nil, err
 	}
-	e, ok := s.findVMLocked(db, guest)
+	e, ok := s.FindVMLocked(db, guest)
 	if !ok {
 		return nil, pvecommon.Die("Guest '%d' does not exist.", guest)
 	}
-	if !slices.Contains(s.membersLocked(rc.node), target) {
+	if !slices.Contains(s.membersLocked(rc.Node), target) {
 		return nil, pvecommon.Die("Target '%s' does not exist.", target)
 	}
-	if src := rc.str("source"); src != "" && src != e.Node {
+	if src := rc.Str("source"); src != "" && src != e.Node {
 		return nil, pvecommon.Die("Source '%s' does not match current node of guest '%d' (%s)", src, guest, e.Node)
 	}
 	if target == e.Node {
@@ -157,7 +157,7 @@ func (s *Sim) postReplicationJob(rc *reqCtx) (any, error) {
 	}
 	if !s.quorateLocked(db) {
 		// ReplicationConfig::lock without a message: cfs_lock_file's own.
-		e := errStatus(500, "cfs-lock 'file-replication_cfg' error: no quorum!")
+		e := ErrStatus(500, "cfs-lock 'file-replication_cfg' error: no quorum!")
 		e.wait = s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout)
 		return nil, e
 	}
@@ -167,60 +167,60 @@ func (s *Sim) postReplicationJob(rc *reqCtx) (any, error) {
 	}
 	j := &replication.Job{Type: "local", ID: id, Opts: map[string]string{"target": target, "source": e.Node}}
 	for _, k := range replication.CreateOptions {
-		if rc.has(k) {
-			j.Opts[k] = rc.str(k)
+		if rc.Has(k) {
+			j.Opts[k] = rc.Str(k)
 		}
 	}
 	s.writeReplJobsLocked(db, append(jobs, j))
-	s.saveLocked()
+	s.SaveLocked()
 	return nil, nil
 }
 
-func (s *Sim) putReplicationJob(rc *reqCtx) (any, error) {
-	db := rc.db()
-	id := rc.str("id")
+func (s *Sim) putReplicationJob(rc *Req) (any, error) {
+	db := rc.DB()
+	id := rc.Str("id")
 	if _, err := replJobGuest(rc, db, id); err != nil {
 		return nil, err
 	}
 	jobs, digest := s.replJobsLocked(db)
-	if d := rc.str("digest"); d != "" && d != digest {
+	if d := rc.Str("digest"); d != "" && d != digest {
 		return nil, pvecommon.Die("detected modified configuration - file changed by other user? Try again.")
 	}
 	j := replication.Find(jobs, id)
 	if j == nil {
 		return nil, fmt.Errorf("no such job '%s'", id)
 	}
-	param := func(k string) (string, bool) { return rc.str(k), rc.has(k) }
-	if err := replication.Update(j, param, pveschema.SplitList(rc.str("delete"))); err != nil {
+	param := func(k string) (string, bool) { return rc.Str(k), rc.Has(k) }
+	if err := replication.Update(j, param, pveschema.SplitList(rc.Str("delete"))); err != nil {
 		return nil, err
 	}
 	s.writeReplJobsLocked(db, jobs)
-	s.saveLocked()
+	s.SaveLocked()
 	return nil, nil
 }
 
-func (s *Sim) deleteReplicationJob(rc *reqCtx) (any, error) {
-	db := rc.db()
-	id := rc.str("id")
+func (s *Sim) deleteReplicationJob(rc *Req) (any, error) {
+	db := rc.DB()
+	id := rc.Str("id")
 	if _, err := replJobGuest(rc, db, id); err != nil {
 		return nil, err
 	}
 	jobs, _ := s.replJobsLocked(db)
-	if rc.boolean("force") {
-		if rc.boolean("keep") {
-			return nil, errParams(map[string]string{"keep": "conflicts with parameter 'force'"})
+	if rc.Bool("force") {
+		if rc.Bool("keep") {
+			return nil, ErrParams(map[string]string{"keep": "conflicts with parameter 'force'"})
 		}
 		s.writeReplJobsLocked(db, slices.DeleteFunc(jobs, func(j *replication.Job) bool { return j.ID == id }))
-		s.saveLocked()
+		s.SaveLocked()
 		return nil, nil
 	}
 	j := replication.Find(jobs, id)
 	if j == nil {
 		return nil, fmt.Errorf("no such job '%s'", id)
 	}
-	replication.MarkRemoval(j, rc.boolean("keep"))
+	replication.MarkRemoval(j, rc.Bool("keep"))
 	s.writeReplJobsLocked(db, jobs)
-	s.saveLocked()
+	s.SaveLocked()
 	return nil, nil
 }
 
@@ -228,4 +228,19 @@ func (s *Sim) deleteReplicationJob(rc *reqCtx) (any, error) {
 func (s *Sim) replicationJobsOf(db *ConfigDB, vmid int) []string {
 	jobs, _ := s.replJobsLocked(db)
 	return replication.IDsOf(jobs, vmid)
+}
+
+// replicationRoutes are the replication endpoints.
+func (s *Sim) replicationRoutes() map[string]Handler {
+	return map[string]Handler{
+		"GET /cluster/replication":                         s.getReplicationJobs,
+		"GET /nodes/{node}/replication":                    s.getNodeReplication,
+		"GET /nodes/{node}/replication/{id}/status":        s.getNodeReplicationStatus,
+		"GET /nodes/{node}/replication/{id}/log":           s.getNodeReplicationLog,
+		"POST /nodes/{node}/replication/{id}/schedule_now": s.postReplicationScheduleNow,
+		"POST /cluster/replication":                        s.postReplicationJob,
+		"GET /cluster/replication/{id}":                    s.getReplicationJob,
+		"PUT /cluster/replication/{id}":                    s.putReplicationJob,
+		"DELETE /cluster/replication/{id}":                 s.deleteReplicationJob,
+	}
 }

@@ -161,7 +161,7 @@ func (s *Sim) syncJob(dbID, src, id string) []string {
 	jobs, _ := s.replJobsLocked(db)
 	job := replication.Find(jobs, id)
 	guest := replication.Guest(id)
-	e, ok := s.findVMLocked(db, guest)
+	e, ok := s.FindVMLocked(db, guest)
 	if job == nil || !ok || e.Node != src {
 		s.mu.Unlock()
 		return nil
@@ -177,7 +177,7 @@ func (s *Sim) syncJob(dbID, src, id string) []string {
 		if t := job.Opts["target"]; job.Opts["remove_job"] == "full" && t != src && !s.nodeUpLocked(t) {
 			scan := "--scan " + s.replStoragesLocked(db, e, src, guest) + " --force"
 			s.replRunLocked(src, id).RemovalFailed(replication.PrepareFailed(t, s.st.Nodes[t].Addr, id, scan), time.Now())
-			s.saveLocked()
+			s.SaveLocked()
 			s.mu.Unlock()
 			return nil
 		}
@@ -192,7 +192,7 @@ func (s *Sim) syncJob(dbID, src, id string) []string {
 		}
 		s.writeReplJobsLocked(db, slices.DeleteFunc(jobs, func(j *replication.Job) bool { return j.ID == id }))
 		delete(s.st.Nodes[src].Replication, id)
-		s.saveLocked()
+		s.SaveLocked()
 		s.mu.Unlock()
 		return nil
 	}
@@ -200,7 +200,7 @@ func (s *Sim) syncJob(dbID, src, id string) []string {
 	run := s.replRunLocked(src, id)
 	start := time.Now()
 	run.Begin(id, guest, start)
-	s.saveLocked()
+	s.SaveLocked()
 	s.mu.Unlock()
 
 	alive := s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration))
@@ -213,7 +213,7 @@ func (s *Sim) syncJob(dbID, src, id string) []string {
 	}
 	defer func() {
 		run.Duration = float64(time.Since(start).Milliseconds()) / 1000
-		s.saveLocked()
+		s.SaveLocked()
 	}()
 	fail := func(msg string) []string {
 		run.Failed(id, msg, time.Now())
@@ -248,7 +248,7 @@ func (s *Sim) syncJob(dbID, src, id string) []string {
 
 // replStoragesLocked lists the storages of a guest's replicated volumes,
 // comma-separated (replication.ScanArg).
-func (s *Sim) replStoragesLocked(db *ConfigDB, e vmEntry, src string, guest int) string {
+func (s *Sim) replStoragesLocked(db *ConfigDB, e VMEntry, src string, guest int) string {
 	var vols []string
 	if c := s.guestConfLocked(db, e); c != nil {
 		vols, _ = s.replicatableVolumes(src, guest, c)
@@ -260,7 +260,7 @@ func (s *Sim) replStoragesLocked(db *ConfigDB, e vmEntry, src string, guest int)
 }
 
 // guestConfLocked reads a guest's config wherever it is, VM or CT.
-func (s *Sim) guestConfLocked(db *ConfigDB, e vmEntry) *guestconf.Conf {
+func (s *Sim) guestConfLocked(db *ConfigDB, e VMEntry) *guestconf.Conf {
 	raw, ok := s.readEtcPve(db, guestConfPath(e.Node, e.Kind, e.VMID))
 	if !ok {
 		return nil
@@ -328,7 +328,7 @@ func (s *Sim) checkSingleJobLocked(node, id string) error {
 		return &BadRequestError{Msg: fmt.Sprintf("job '%s' is disabled", id)}
 	}
 	g := replication.Guest(id)
-	e, ok := s.findVMLocked(db, g)
+	e, ok := s.FindVMLocked(db, g)
 	switch {
 	case !ok:
 		return &BadRequestError{Msg: fmt.Sprintf("no such guest '%d'", g)}
@@ -344,7 +344,7 @@ func (s *Sim) checkSingleJobLocked(node, id string) error {
 // guest's vmtype from the vmlist (job_status).
 func (s *Sim) replStatusView(node string, j *replication.Job) map[string]any {
 	vmtype := ""
-	if e, ok := s.findVMLocked(s.dbOf(node), replication.Guest(j.ID)); ok {
+	if e, ok := s.FindVMLocked(s.dbOf(node), replication.Guest(j.ID)); ok {
 		vmtype = map[string]string{"qemu-server": "qemu", "lxc": "lxc"}[e.Kind]
 	}
 	return s.replEnvLocked(node).StatusView(j, vmtype)
@@ -356,12 +356,12 @@ func (s *Sim) replStatusView(node string, j *replication.Job) map[string]any {
 func (s *Sim) jobsOnNodeLocked(db *ConfigDB, node string) []*replication.Job {
 	jobs, _ := s.replJobsLocked(db)
 	out, switched := replication.OnNode(jobs, node, func(g int) (string, bool) {
-		e, ok := s.findVMLocked(db, g)
+		e, ok := s.FindVMLocked(db, g)
 		return e.Node, ok
 	})
 	if switched {
 		s.writeReplJobsLocked(db, jobs)
-		s.saveLocked()
+		s.SaveLocked()
 	}
 	return out
 }
@@ -372,58 +372,58 @@ func (s *Sim) switchReplicationLocked(db *ConfigDB, vmid int, oldTarget, newTarg
 	jobs, _ := s.replJobsLocked(db)
 	if replication.SwitchTarget(jobs, vmid, oldTarget, newTarget) {
 		s.writeReplJobsLocked(db, jobs)
-		s.saveLocked()
+		s.SaveLocked()
 	}
 }
 
 // GET /nodes/{node}/replication
-func (s *Sim) getNodeReplication(rc *reqCtx) (any, error) {
-	db := rc.db()
+func (s *Sim) getNodeReplication(rc *Req) (any, error) {
+	db := rc.DB()
 	out := []map[string]any{}
-	for _, j := range s.jobsOnNodeLocked(db, rc.node) {
+	for _, j := range s.jobsOnNodeLocked(db, rc.Node) {
 		g := replication.Guest(j.ID)
-		if rc.has("guest") && rc.str("guest") != strconv.Itoa(g) {
+		if rc.Has("guest") && rc.Str("guest") != strconv.Itoa(g) {
 			continue
 		}
-		if !hasPriv(db, rc.who, fmt.Sprintf("/vms/%d", g), []string{"VM.Audit"}, false) {
+		if !HasPriv(db, rc.Who, fmt.Sprintf("/vms/%d", g), []string{"VM.Audit"}, false) {
 			continue
 		}
-		out = append(out, s.replStatusView(rc.node, j))
+		out = append(out, s.replStatusView(rc.Node, j))
 	}
 	return out, nil
 }
 
 // GET /nodes/{node}/replication/{id}/status
-func (s *Sim) getNodeReplicationStatus(rc *reqCtx) (any, error) {
-	db := rc.db()
-	for _, j := range s.jobsOnNodeLocked(db, rc.node) {
-		if j.ID == rc.str("id") {
-			return s.replStatusView(rc.node, j), nil
+func (s *Sim) getNodeReplicationStatus(rc *Req) (any, error) {
+	db := rc.DB()
+	for _, j := range s.jobsOnNodeLocked(db, rc.Node) {
+		if j.ID == rc.Str("id") {
+			return s.replStatusView(rc.Node, j), nil
 		}
 	}
-	return nil, pvecommon.Die("no such replication job '%s'", rc.str("id"))
+	return nil, pvecommon.Die("no such replication job '%s'", rc.Str("id"))
 }
 
 // GET /nodes/{node}/replication/{id}/log
-func (s *Sim) getNodeReplicationLog(rc *reqCtx) (any, error) {
-	db := rc.db()
+func (s *Sim) getNodeReplicationLog(rc *Req) (any, error) {
+	db := rc.DB()
 	jobs, _ := s.replJobsLocked(db)
-	if replication.Find(jobs, rc.str("id")) == nil {
-		return nil, pvecommon.Die("no such replication job '%s'", rc.str("id"))
+	if replication.Find(jobs, rc.Str("id")) == nil {
+		return nil, pvecommon.Die("no such replication job '%s'", rc.Str("id"))
 	}
 	var log []string
-	if run := s.st.Nodes[rc.node].Replication[rc.str("id")]; run != nil {
+	if run := s.st.Nodes[rc.Node].Replication[rc.Str("id")]; run != nil {
 		log = run.Log
 	}
-	return replication.LogPage(log, rc.integer("start", 0), rc.integer("limit", 50)), nil
+	return replication.LogPage(log, rc.Int("start", 0), rc.Int("limit", 50)), nil
 }
 
 // POST /nodes/{node}/replication/{id}/schedule_now: the next scheduler
 // round runs it (schedule_job_now). The schema says string and PVE returns
 // whatever the state write returned; the lab answers "" (reconstruction).
-func (s *Sim) postReplicationScheduleNow(rc *reqCtx) (any, error) {
-	db := rc.db()
-	id := rc.str("id")
+func (s *Sim) postReplicationScheduleNow(rc *Req) (any, error) {
+	db := rc.DB()
+	id := rc.Str("id")
 	if _, err := replJobGuest(rc, db, id); err != nil {
 		return nil, err
 	}
@@ -431,14 +431,14 @@ func (s *Sim) postReplicationScheduleNow(rc *reqCtx) (any, error) {
 	if replication.Find(jobs, id) == nil {
 		return nil, pvecommon.Die("no such replication job '%s'", id)
 	}
-	s.replRunLocked(rc.node, id).ScheduleNow()
-	s.saveLocked()
+	s.replRunLocked(rc.Node, id).ScheduleNow()
+	s.SaveLocked()
 	return "", nil
 }
 
 // missingVolumesLocked lists a guest's local volumes absent on node (a
 // recovery without a replica cannot start it, H8).
-func (s *Sim) missingVolumesLocked(db *ConfigDB, e vmEntry, node string) []string {
+func (s *Sim) missingVolumesLocked(db *ConfigDB, e VMEntry, node string) []string {
 	raw, _ := s.readEtcPve(db, guestConfPath(e.Node, e.Kind, e.VMID))
 	c := guestconf.Parse(raw)
 	var out []string

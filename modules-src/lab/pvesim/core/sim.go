@@ -181,6 +181,8 @@ type Sim struct {
 	remotes     map[string]RemoteStore // PBS and CIFS servers the lab offers, by type/server (storageremote.go)
 	uploads     map[string]*upload     // received files by tmpfilename, until their API call takes them (upload.go)
 	uploadSeq   int                    // get_upload_filename's $tmpfile_seq_no
+
+	routes map[string]Handler // "METHOD /schema/path" → its backend's handler (router.go)
 }
 
 // nodeRuntime is the serving side of a node (not persisted).
@@ -220,7 +222,8 @@ func New(cfg Config) (*Sim, error) {
 		return nil, fmt.Errorf("another simulator already runs lab %s: %w", cfg.Dir, err)
 	}
 	s := &Sim{cfg: cfg, schema: schema, lock: lock, nodes: map[string]*nodeRuntime{},
-		joinLocks: map[string]*sync.Mutex{}, written: map[string][]byte{}, started: time.Now(), cas: map[string]*nodecert.CA{}, faults: newFaults(), log: newRequestLog()}
+		joinLocks: map[string]*sync.Mutex{}, written: map[string][]byte{}, started: time.Now(), cas: map[string]*nodecert.CA{}, faults: newFaults(), log: newRequestLog(), routes: map[string]Handler{}}
+	s.handleBuiltins()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := s.loadOrInit(); err != nil {
 		s.releaseLock()
@@ -401,9 +404,9 @@ func (s *Sim) releaseLock() {
 	}
 }
 
-// saveLocked persists the state; a failure is logged into the request log's
+// SaveLocked persists the state; a failure is logged into the request log's
 // error channel rather than failing the API call that already happened.
-func (s *Sim) saveLocked() {
+func (s *Sim) SaveLocked() {
 	for _, id := range sortedKeys(s.st.DBs) {
 		if err := s.writeFilesLocked(s.st.DBs[id]); err != nil {
 			s.log.addError(err)

@@ -108,17 +108,17 @@ func storageView(st *Storage, digest string) map[string]any {
 // storage.cfg's values.
 func (s *Sim) storageCreateSchema() *pveschema.Method { return s.schema.Method("POST", "/storage") }
 
-func (s *Sim) getStorageList(rc *reqCtx) (any, error) {
-	db := rc.db()
+func (s *Sim) getStorageList(rc *Req) (any, error) {
+	db := rc.DB()
 	digest := digestOf(db.Storage)
 	out := []map[string]any{}
 	for _, id := range db.sortedStorageIDs() {
 		st := db.Storage[id]
-		if rc.has("type") && rc.str("type") != st.Type {
+		if rc.Has("type") && rc.Str("type") != st.Type {
 			continue
 		}
 		// Filtered, not refused, without audit rights (K19).
-		if !hasPriv(db, rc.who, "/storage/"+id, []string{"Datastore.Audit", "Datastore.AllocateSpace"}, true) {
+		if !HasPriv(db, rc.Who, "/storage/"+id, []string{"Datastore.Audit", "Datastore.AllocateSpace"}, true) {
 			continue
 		}
 		out = append(out, storageView(st, digest))
@@ -126,28 +126,28 @@ func (s *Sim) getStorageList(rc *reqCtx) (any, error) {
 	return out, nil
 }
 
-func (s *Sim) getStorage(rc *reqCtx) (any, error) {
-	db := rc.db()
-	st := db.Storage[rc.str("storage")]
+func (s *Sim) getStorage(rc *Req) (any, error) {
+	db := rc.DB()
+	st := db.Storage[rc.Str("storage")]
 	if st == nil {
-		return nil, fmt.Errorf("storage '%s' does not exist", rc.str("storage"))
+		return nil, fmt.Errorf("storage '%s' does not exist", rc.Str("storage"))
 	}
 	return storageView(st, digestOf(db.Storage)), nil
 }
 
 // POST /storage: validated per type (S2), written to the shared storage.cfg
 // of the node's /etc/pve (S1); answers {storage, type}.
-func (s *Sim) postStorage(rc *reqCtx) (any, error) {
-	db := rc.db()
-	id, typ := rc.str("storage"), rc.str("type")
+func (s *Sim) postStorage(rc *Req) (any, error) {
+	db := rc.DB()
+	id, typ := rc.Str("storage"), rc.Str("type")
 	// check_config runs before the lock, so its errors are not wrapped;
 	// the request log keeps what was sent, redacted.
-	rc.params = maps.Clone(rc.params)
-	sensitive, err := storage.CheckCreate(s.cfg.Version, id, typ, rc.params)
+	rc.Params = maps.Clone(rc.Params)
+	sensitive, err := storage.CheckCreate(s.cfg.Version, id, typ, rc.Params)
 	if err != nil {
 		return nil, err
 	}
-	if aerr := s.cfsWriteLocked(db, "storage.cfg", "create storage failed"); aerr != nil {
+	if aerr := s.CfsWriteLocked(db, "storage.cfg", "create storage failed"); aerr != nil {
 		return nil, aerr
 	}
 	if err := s.storageCfgFreeLocked(db, "create storage failed"); err != nil {
@@ -161,7 +161,7 @@ func (s *Sim) postStorage(rc *reqCtx) (any, error) {
 	if !alive {
 		return nil, fmt.Errorf("create storage failed: interrupted by signal")
 	}
-	st := (*Storage)(storage.NewSection(id, typ, rc.params, s.storageCreateSchema()))
+	st := (*Storage)(storage.NewSection(id, typ, rc.Params, s.storageCreateSchema()))
 	returned, err := storage.OnAdd(s.privStorage(db), st, sensitive)
 	if err != nil {
 		return nil, fmt.Errorf("create storage failed: %v", err)
@@ -169,8 +169,8 @@ func (s *Sim) postStorage(rc *reqCtx) (any, error) {
 	// Activation on the local node detects problems early; on failure the
 	// storage is not added and on_delete_hook removes what on_add_hook
 	// wrote (Config.pm create).
-	if st.OnNode(rc.node) && !st.Disabled() {
-		if err := s.activateOn(rc.node, st); err != nil {
+	if st.OnNode(rc.Node) && !st.Disabled() {
+		if err := s.activateOn(rc.Node, st); err != nil {
 			_ = storage.OnDelete(s.privStorage(db), st)
 			return nil, fmt.Errorf("create storage failed: %v", err)
 		}
@@ -178,7 +178,7 @@ func (s *Sim) postStorage(rc *reqCtx) (any, error) {
 	db.Storage[id] = st
 	db.StorageOrder = append(db.StorageOrder, id)
 	db.Serial++
-	s.saveLocked()
+	s.SaveLocked()
 	return storageAnswer(id, typ, returned), nil
 }
 
@@ -193,20 +193,20 @@ func storageAnswer(id, typ string, config map[string]any) map[string]any {
 }
 
 // PUT /storage/{storage}: fixed keys refused even with the same value.
-func (s *Sim) putStorage(rc *reqCtx) (any, error) {
-	db := rc.db()
-	if aerr := s.cfsWriteLocked(db, "storage.cfg", "update storage failed"); aerr != nil {
+func (s *Sim) putStorage(rc *Req) (any, error) {
+	db := rc.DB()
+	if aerr := s.CfsWriteLocked(db, "storage.cfg", "update storage failed"); aerr != nil {
 		return nil, aerr
 	}
 	if err := s.storageCfgFreeLocked(db, "update storage failed"); err != nil {
 		return nil, err
 	}
-	id := rc.str("storage")
+	id := rc.Str("storage")
 	st := db.Storage[id]
 	if st == nil {
 		return nil, fmt.Errorf("update storage failed: storage '%s' does not exist", id)
 	}
-	if d := rc.str("digest"); d != "" && d != digestOf(db.Storage) {
+	if d := rc.Str("digest"); d != "" && d != digestOf(db.Storage) {
 		//lint:ignore ST1005 PVE's own message, as the storage API returns it
 		return nil, fmt.Errorf("update storage failed: detected modified configuration - file changed by other user? Try again.")
 	}
@@ -222,8 +222,8 @@ func (s *Sim) putStorage(rc *reqCtx) (any, error) {
 	if st = db.Storage[id]; st == nil {
 		return nil, fmt.Errorf("update storage failed: storage '%s' does not exist", id)
 	}
-	rc.params = maps.Clone(rc.params) // the request log keeps what was sent, redacted
-	update, deletes, sensitive, err := storage.CheckUpdate(s.cfg.Version, st, rc.params, s.storageCreateSchema())
+	rc.Params = maps.Clone(rc.Params) // the request log keeps what was sent, redacted
+	update, deletes, sensitive, err := storage.CheckUpdate(s.cfg.Version, st, rc.Params, s.storageCreateSchema())
 	if err != nil {
 		return nil, fmt.Errorf("update storage failed: %v", err)
 	}
@@ -233,19 +233,19 @@ func (s *Sim) putStorage(rc *reqCtx) (any, error) {
 	}
 	st.Apply(update, deletes)
 	db.Serial++
-	s.saveLocked()
+	s.SaveLocked()
 	return storageAnswer(id, st.Type, returned), nil
 }
 
-func (s *Sim) deleteStorage(rc *reqCtx) (any, error) {
-	db := rc.db()
-	if aerr := s.cfsWriteLocked(db, "storage.cfg", "delete storage failed"); aerr != nil {
+func (s *Sim) deleteStorage(rc *Req) (any, error) {
+	db := rc.DB()
+	if aerr := s.CfsWriteLocked(db, "storage.cfg", "delete storage failed"); aerr != nil {
 		return nil, aerr
 	}
 	if err := s.storageCfgFreeLocked(db, "delete storage failed"); err != nil {
 		return nil, err
 	}
-	id := rc.str("storage")
+	id := rc.Str("storage")
 	if db.Storage[id] == nil {
 		return nil, fmt.Errorf("delete storage failed: storage '%s' does not exist", id)
 	}
@@ -266,6 +266,22 @@ func (s *Sim) deleteStorage(rc *reqCtx) (any, error) {
 	}
 	db.Access.ACL = acl
 	db.Serial++
-	s.saveLocked()
+	s.SaveLocked()
 	return nil, nil
+}
+
+// storageRoutes are storage.cfg's endpoints and a storage's content.
+func (s *Sim) storageRoutes() map[string]Handler {
+	return map[string]Handler{
+		"POST /nodes/{node}/storage/{storage}/content":            s.postStorageContent,
+		"GET /nodes/{node}/storage/{storage}/content/{volume}":    s.getStorageVolume,
+		"PUT /nodes/{node}/storage/{storage}/content/{volume}":    s.putStorageVolume,
+		"DELETE /nodes/{node}/storage/{storage}/content/{volume}": s.deleteStorageVolume,
+		"POST " + uploadMethodPath:                                s.postStorageUpload,
+		"GET /storage":                                            s.getStorageList,
+		"POST /storage":                                           s.postStorage,
+		"GET /storage/{storage}":                                  s.getStorage,
+		"PUT /storage/{storage}":                                  s.putStorage,
+		"DELETE /storage/{storage}":                               s.deleteStorage,
+	}
 }

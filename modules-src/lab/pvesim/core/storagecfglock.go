@@ -39,15 +39,15 @@ func (s *Sim) storageCfgFreeLocked(db *ConfigDB, errmsg string) error {
 // simulator closed meanwhile. The caller holds s.mu and has checked the
 // lock is free (storageCfgFreeLocked). Reconstruction: the delay stands for
 // the plugin's hook and mount; their real duration depends on the server.
-func (s *Sim) slowInStorageCfgLock(db *ConfigDB, rc *reqCtx) (release func(), alive bool) {
-	if rc.fault == nil || rc.fault.Kind != FaultSlowLocked {
+func (s *Sim) slowInStorageCfgLock(db *ConfigDB, rc *Req) (release func(), alive bool) {
+	if rc.Fault == nil || rc.Fault.Kind != FaultSlowLocked {
 		return func() {}, true
 	}
 	key := storageCfgLock(db)
 	s.tryLockLocked(key, false)
 	release = func() { s.unlockLocked(key, false) }
 	s.mu.Unlock()
-	alive = s.sleep(rc.fault.Delay)
+	alive = s.sleep(rc.Fault.Delay)
 	s.mu.Lock()
 	s.readFilesLocked(db)
 	if !alive {

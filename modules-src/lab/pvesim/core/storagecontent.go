@@ -28,15 +28,15 @@ func realVolumeID(storage, volume string) (string, error) {
 	if strings.Contains(volume, ":") {
 		sid, _, _ := strings.Cut(volume, ":")
 		if sid == "" {
-			return "", errParams(map[string]string{"volume": fmt.Sprintf("unable to parse volume ID '%s'", volume)})
+			return "", ErrParams(map[string]string{"volume": fmt.Sprintf("unable to parse volume ID '%s'", volume)})
 		}
 		if storage != "" && sid != storage {
-			return "", errParams(map[string]string{"volume": fmt.Sprintf("storage ID mismatch (%s != %s)", sid, storage)})
+			return "", ErrParams(map[string]string{"volume": fmt.Sprintf("storage ID mismatch (%s != %s)", sid, storage)})
 		}
 		return volume, nil
 	}
 	if storage == "" {
-		return "", errParams(map[string]string{"volume": "no storage specified - incomplete volume ID"})
+		return "", ErrParams(map[string]string{"volume": "no storage specified - incomplete volume ID"})
 	}
 	return storage + ":" + volume, nil
 }
@@ -89,12 +89,12 @@ func (s *Sim) volumeExistsLocked(node, volid string) (bool, error) {
 // checkVolumeAccess is PVE::Storage::check_volume_access for a caller
 // without a VM context (storage.CheckVolumeAccess); who nil is the lab's
 // own call.
-func checkVolumeAccess(db *ConfigDB, who *principal, r *volRef) error {
+func checkVolumeAccess(db *ConfigDB, who *Principal, r *volRef) error {
 	if who == nil {
 		return nil
 	}
 	err := storage.CheckVolumeAccess(func(path string, privs []string, any bool) bool {
-		return hasPriv(db, who, path, privs, any)
+		return HasPriv(db, who, path, privs, any)
 	}, r)
 	return storageAPIError(err)
 }
@@ -104,27 +104,27 @@ func checkVolumeAccess(db *ConfigDB, who *principal, r *volRef) error {
 func storageAPIError(err error) error {
 	var perr *storage.ParamError
 	if errors.As(err, &perr) {
-		return errParams(map[string]string{perr.Param: perr.Msg})
+		return ErrParams(map[string]string{perr.Param: perr.Msg})
 	}
 	var denied *storage.DeniedError
 	if errors.As(err, &denied) {
-		return errPerm(denied.Detail)
+		return ErrPerm(denied.Detail)
 	}
 	return err
 }
 
 // contentVolume resolves the request's volume, checks the caller may see it
 // and that the storage is usable on the node.
-func (s *Sim) contentVolume(rc *reqCtx) (*volRef, error) {
-	volid, err := realVolumeID(rc.str("storage"), rc.str("volume"))
+func (s *Sim) contentVolume(rc *Req) (*volRef, error) {
+	volid, err := realVolumeID(rc.Str("storage"), rc.Str("volume"))
 	if err != nil {
 		return nil, err
 	}
-	r, err := s.parseVolRef(rc.node, volid)
+	r, err := s.parseVolRef(rc.Node, volid)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkVolumeAccess(rc.db(), rc.who, r); err != nil {
+	if err := checkVolumeAccess(rc.DB(), rc.Who, r); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -133,16 +133,16 @@ func (s *Sim) contentVolume(rc *reqCtx) (*volRef, error) {
 // GET …/content/{volume}: info. A guest disk's format is the volume's
 // (qemu-server writes no format= into the drive unless asked, so clients
 // such as bpg's provider read it here).
-func (s *Sim) getStorageVolume(rc *reqCtx) (any, error) {
+func (s *Sim) getStorageVolume(rc *Req) (any, error) {
 	r, err := s.contentVolume(rc)
 	if err != nil {
 		return nil, err
 	}
-	if !r.Section.OnNode(rc.node) {
-		return nil, fmt.Errorf("storage '%s' is not available on node '%s'", r.Store, rc.node)
+	if !r.Section.OnNode(rc.Node) {
+		return nil, fmt.Errorf("storage '%s' is not available on node '%s'", r.Store, rc.Node)
 	}
 	if r.Type == "images" || r.Type == "rootdir" {
-		v, _, err := s.volumeLocked(rc.node, r.VolID)
+		v, _, err := s.volumeLocked(rc.Node, r.VolID)
 		if err != nil {
 			return nil, r.Missing()
 		}
@@ -155,7 +155,7 @@ func (s *Sim) getStorageVolume(rc *reqCtx) (any, error) {
 		}
 		return map[string]any{"path": r.Path(v.Format), "size": v.Size, "used": used, "format": v.Format}, nil
 	}
-	f, err := s.fileVolumeLocked(rc.node, r.Section, r.VolID)
+	f, err := s.fileVolumeLocked(rc.Node, r.Section, r.VolID)
 	if err != nil {
 		return nil, err
 	}
@@ -173,35 +173,35 @@ func (s *Sim) getStorageVolume(rc *reqCtx) (any, error) {
 // PUT …/content/{volume}: notes and protected exist for backups only, and
 // the lab keeps neither for a backup file (Lab.PutCTBackup's are plain
 // files): VolRef.CheckAttributes.
-func (s *Sim) putStorageVolume(rc *reqCtx) (any, error) {
+func (s *Sim) putStorageVolume(rc *Req) (any, error) {
 	r, err := s.contentVolume(rc)
 	if err != nil {
 		return nil, err
 	}
-	return nil, r.CheckAttributes(rc.has)
+	return nil, r.CheckAttributes(rc.Has)
 }
 
 // DELETE …/content/{volume}: an imgdel task (id "<owner>@<storage>") that
 // runs vdisk_free and prints "Removed volume '<volid>'". Nothing checks
 // whether a guest still uses the volume — as in PVE.
-func (s *Sim) deleteStorageVolume(rc *reqCtx) (any, error) {
-	volid, err := realVolumeID(rc.str("storage"), rc.str("volume"))
+func (s *Sim) deleteStorageVolume(rc *Req) (any, error) {
+	volid, err := realVolumeID(rc.Str("storage"), rc.Str("volume"))
 	if err != nil {
 		return nil, err
 	}
-	r, err := s.parseVolRef(rc.node, volid)
+	r, err := s.parseVolRef(rc.Node, volid)
 	if err != nil {
 		return nil, err
 	}
-	db := rc.db()
-	if rc.who != nil && !hasPriv(db, rc.who, "/storage/"+r.Store, []string{"Datastore.Allocate"}, false) {
-		return nil, errPerm(fmt.Sprintf("/storage/%s, Datastore.Allocate", r.Store))
+	db := rc.DB()
+	if rc.Who != nil && !HasPriv(db, rc.Who, "/storage/"+r.Store, []string{"Datastore.Allocate"}, false) {
+		return nil, ErrPerm(fmt.Sprintf("/storage/%s, Datastore.Allocate", r.Store))
 	}
 	id := r.Store
 	if r.Owner > 0 {
 		id = fmt.Sprintf("%d@%s", r.Owner, r.Store)
 	}
-	node := rc.node
+	node := rc.Node
 	upid := s.startTaskLocked(rc, node, "imgdel", id, func(t *taskRun) string {
 		if !s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration)) {
 			return "unexpected status"
@@ -229,7 +229,7 @@ func (s *Sim) deleteStorageVolume(rc *reqCtx) (any, error) {
 			}
 		}
 		t.logf0("Removed volume '%s'", volid)
-		s.saveLocked()
+		s.SaveLocked()
 		return ""
 	})
 	// With `delay` PVE waits up to that long and answers null when the task
@@ -240,14 +240,14 @@ func (s *Sim) deleteStorageVolume(rc *reqCtx) (any, error) {
 
 // POST …/content: allocate a disk image (vdisk_alloc with the given name,
 // which must be vm-<vmid>-…; the format comes from the name's extension).
-func (s *Sim) postStorageContent(rc *reqCtx) (any, error) {
-	db := rc.db()
-	id, name, vmid := rc.str("storage"), rc.str("filename"), rc.vmid()
-	kb, ok := storage.SizeKiB(rc.str("size"))
+func (s *Sim) postStorageContent(rc *Req) (any, error) {
+	db := rc.DB()
+	id, name, vmid := rc.Str("storage"), rc.Str("filename"), rc.vmid()
+	kb, ok := storage.SizeKiB(rc.Str("size"))
 	if !ok {
-		return nil, errParams(map[string]string{"size": fmt.Sprintf("unable to parse size '%s'", rc.str("size"))})
+		return nil, ErrParams(map[string]string{"size": fmt.Sprintf("unable to parse size '%s'", rc.Str("size"))})
 	}
-	format, err := storage.AllocFormat(name, rc.str("format"))
+	format, err := storage.AllocFormat(name, rc.Str("format"))
 	if err != nil {
 		return nil, storageAPIError(err)
 	}
@@ -263,15 +263,15 @@ func (s *Sim) postStorageContent(rc *reqCtx) (any, error) {
 		format = storage.DefaultFormat(st)
 	}
 	volid := st.ID + ":" + storage.VolName(st, vmid, base, format)
-	if _, exists := s.volumesFor(rc.node, st)[volid]; exists {
+	if _, exists := s.volumesFor(rc.Node, st)[volid]; exists {
 		r := &volRef{VolID: volid, Name: strings.TrimPrefix(volid, st.ID+":"), Section: st, Type: "images"}
 		return nil, fmt.Errorf("disk image '%s' already exists", r.Path(format)) // reconstruction
 	}
 	size := kb * 1024
-	if err := s.zfsCreateVolume(rc.node, st, base, size); err != nil {
+	if err := s.zfsCreateVolume(rc.Node, st, base, size); err != nil {
 		return nil, err
 	}
-	s.volumesFor(rc.node, st)[volid] = &GuestVolume{Size: size, Format: format}
-	s.saveLocked()
+	s.volumesFor(rc.Node, st)[volid] = &GuestVolume{Size: size, Format: format}
+	s.SaveLocked()
 	return volid, nil
 }

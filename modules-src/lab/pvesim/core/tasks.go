@@ -46,22 +46,22 @@ func (t *taskRun) commit(f func()) { t.effects = append(t.effects, f) }
 
 // startTaskLocked creates a running task on node and starts its worker. The
 // caller holds s.mu. A task-fail fault on the request overrides the result.
-func (s *Sim) startTaskLocked(rc *reqCtx, node, typ, id string, work taskWorker) string {
+func (s *Sim) startTaskLocked(rc *Req, node, typ, id string, work taskWorker) string {
 	n := s.st.Nodes[node]
 	now := time.Now()
 	s.st.NextPID++
 	pid := s.st.NextPID
 	pstart := int(n.BootTime % 100000000)
 	user := "root@pam"
-	if rc != nil && rc.who != nil {
-		user = rc.who.taskUser()
+	if rc != nil && rc.Who != nil {
+		user = rc.Who.taskUser()
 	}
 	task := tasks.New(node, pid, pstart, now.Unix(), typ, id, user)
 	n.Tasks = append(n.Tasks, task)
-	s.saveLocked()
+	s.SaveLocked()
 	var fault *Fault
 	if rc != nil {
-		fault = rc.fault
+		fault = rc.Fault
 	}
 	run := &taskRun{s: s, task: task, node: n, lossesAtStart: n.powerLosses}
 	s.wg.Add(1)
@@ -100,7 +100,7 @@ func (s *Sim) startTaskLocked(rc *reqCtx, node, typ, id string, work taskWorker)
 			}
 		}
 		task.Finish(exit, died, time.Now().Unix())
-		s.saveLocked()
+		s.SaveLocked()
 		s.mu.Unlock()
 		if ok && delayed {
 			if s.sleep(fault.Delay) {
@@ -108,7 +108,7 @@ func (s *Sim) startTaskLocked(rc *reqCtx, node, typ, id string, work taskWorker)
 				for _, f := range run.effects {
 					f()
 				}
-				s.saveLocked()
+				s.SaveLocked()
 				s.mu.Unlock()
 			}
 		}
@@ -142,14 +142,14 @@ func (s *Sim) findTaskLocked(node, upid string) *tasks.Task {
 	return nil
 }
 
-func (s *Sim) getTaskStatus(rc *reqCtx) (any, error) {
-	upid := rc.str("upid")
+func (s *Sim) getTaskStatus(rc *Req) (any, error) {
+	upid := rc.Str("upid")
 	if _, ok := tasks.ParseUPID(upid); !ok {
-		return nil, errParams(map[string]string{"upid": "unable to parse worker upid '" + upid + "'"})
+		return nil, ErrParams(map[string]string{"upid": "unable to parse worker upid '" + upid + "'"})
 	}
-	t := s.findTaskLocked(rc.node, upid)
+	t := s.findTaskLocked(rc.Node, upid)
 	if t == nil {
-		return nil, errParams(map[string]string{"upid": "no such task"})
+		return nil, ErrParams(map[string]string{"upid": "no such task"})
 	}
 	if aerr := s.taskAccess(rc, t); aerr != nil {
 		return nil, aerr
@@ -158,54 +158,63 @@ func (s *Sim) getTaskStatus(rc *reqCtx) (any, error) {
 }
 
 // taskAccess: a user may read own tasks, others need Sys.Audit on the node.
-func (s *Sim) taskAccess(rc *reqCtx, t *tasks.Task) *APIError {
-	if rc.who.User == t.Owner() {
+func (s *Sim) taskAccess(rc *Req, t *tasks.Task) *APIError {
+	if rc.Who.User == t.Owner() {
 		return nil
 	}
-	if !hasPriv(rc.db(), rc.who, "/nodes/"+t.Node, []string{"Sys.Audit"}, false) {
-		return errPerm("/nodes/" + t.Node + ", Sys.Audit")
+	if !HasPriv(rc.DB(), rc.Who, "/nodes/"+t.Node, []string{"Sys.Audit"}, false) {
+		return ErrPerm("/nodes/" + t.Node + ", Sys.Audit")
 	}
 	return nil
 }
 
-func (s *Sim) getTaskLog(rc *reqCtx) (any, error) {
-	upid := rc.str("upid")
+func (s *Sim) getTaskLog(rc *Req) (any, error) {
+	upid := rc.Str("upid")
 	if _, ok := tasks.ParseUPID(upid); !ok {
-		return nil, errParams(map[string]string{"upid": "unable to parse worker upid '" + upid + "'"})
+		return nil, ErrParams(map[string]string{"upid": "unable to parse worker upid '" + upid + "'"})
 	}
-	t := s.findTaskLocked(rc.node, upid)
+	t := s.findTaskLocked(rc.Node, upid)
 	if t == nil {
-		return nil, errParams(map[string]string{"upid": "no such task"})
+		return nil, ErrParams(map[string]string{"upid": "no such task"})
 	}
 	if aerr := s.taskAccess(rc, t); aerr != nil {
 		return nil, aerr
 	}
-	return t.LogPage(rc.integer("start", 0), rc.integer("limit", 50)), nil
+	return t.LogPage(rc.Int("start", 0), rc.Int("limit", 50)), nil
 }
 
 // GET /nodes/{node}/tasks (node_tasks).
-func (s *Sim) getTasks(rc *reqCtx) (any, error) {
+func (s *Sim) getTasks(rc *Req) (any, error) {
 	f := tasks.Filter{
-		Source:     rc.str("source"),
-		Auditor:    hasPriv(rc.db(), rc.who, "/nodes/"+rc.node, []string{"Sys.Audit"}, false),
-		User:       rc.who.User,
-		TypeFilter: rc.str("typefilter"),
-		UserFilter: rc.str("userfilter"),
-		Errors:     rc.boolean("errors"),
+		Source:     rc.Str("source"),
+		Auditor:    HasPriv(rc.DB(), rc.Who, "/nodes/"+rc.Node, []string{"Sys.Audit"}, false),
+		User:       rc.Who.User,
+		TypeFilter: rc.Str("typefilter"),
+		UserFilter: rc.Str("userfilter"),
+		Errors:     rc.Bool("errors"),
 	}
-	if rc.has("vmid") {
-		vmid := rc.str("vmid")
+	if rc.Has("vmid") {
+		vmid := rc.Str("vmid")
 		f.VMID = &vmid
 	}
 	// pve-manager API2/Tasks.pm node_tasks: since/until bound the start
 	// time, both inclusive.
-	if rc.has("since") {
-		since := int64(rc.integer("since", 0))
+	if rc.Has("since") {
+		since := int64(rc.Int("since", 0))
 		f.Since = &since
 	}
-	if rc.has("until") {
-		until := int64(rc.integer("until", 0))
+	if rc.Has("until") {
+		until := int64(rc.Int("until", 0))
 		f.Until = &until
 	}
-	return tasks.List(s.st.Nodes[rc.node].Tasks, f, rc.integer("start", 0), rc.integer("limit", 50)), nil
+	return tasks.List(s.st.Nodes[rc.Node].Tasks, f, rc.Int("start", 0), rc.Int("limit", 50)), nil
+}
+
+// taskRoutes are the task endpoints.
+func (s *Sim) taskRoutes() map[string]Handler {
+	return map[string]Handler{
+		"GET /nodes/{node}/tasks":               s.getTasks,
+		"GET /nodes/{node}/tasks/{upid}/status": s.getTaskStatus,
+		"GET /nodes/{node}/tasks/{upid}/log":    s.getTaskLog,
+	}
 }

@@ -265,9 +265,9 @@ func unescapeForm(s string) string {
 // the file into the storage's content directory on the node (cp there,
 // scp to another node named by {node}: the upload has no proxyto, the
 // node that received the file sends it on).
-func (s *Sim) postStorageUpload(rc *reqCtx) (any, error) {
-	db := rc.db()
-	node, id := rc.str("node"), rc.str("storage")
+func (s *Sim) postStorageUpload(rc *Req) (any, error) {
+	db := rc.DB()
+	node, id := rc.Str("node"), rc.Str("storage")
 	st := db.Storage[id]
 	switch {
 	case st == nil:
@@ -284,8 +284,8 @@ func (s *Sim) postStorageUpload(rc *reqCtx) (any, error) {
 	if base == "" {
 		return nil, fmt.Errorf("can't upload to storage type '%s'", st.Type)
 	}
-	content := rc.str("content")
-	tmp := rc.str("tmpfilename")
+	content := rc.Str("content")
+	tmp := rc.Str("tmpfilename")
 	if tmp == "" {
 		return nil, errors.New("missing temporary file name")
 	}
@@ -299,7 +299,7 @@ func (s *Sim) postStorageUpload(rc *reqCtx) (any, error) {
 	if size < 0 {
 		return nil, fmt.Errorf("temporary file '%s' does not exist", tmp)
 	}
-	filename := storage.NormalizeContentFilename(rc.str("filename"))
+	filename := storage.NormalizeContentFilename(rc.Str("filename"))
 	sub, err := storage.UploadDir(s.cfg.Version, content, filename)
 	if err != nil {
 		return nil, storageAPIError(err)
@@ -308,13 +308,13 @@ func (s *Sim) postStorageUpload(rc *reqCtx) (any, error) {
 		return nil, fmt.Errorf("storage '%s' does not support '%s' content", id, content)
 	}
 	dest := base + "/" + sub + "/" + filename
-	local := node == rc.node
+	local := node == rc.Node
 	cmd := "cp -- " + tmp + " " + dest
 	if !local {
 		// Reconstruction of run_command's words for the ssh that runs
 		// `pvesm status --storage` on the target (activation there).
 		tn := s.st.Nodes[node]
-		if tn == nil || tn.DB != s.st.Nodes[rc.node].DB {
+		if tn == nil || tn.DB != s.st.Nodes[rc.Node].DB {
 			//lint:ignore ST1005 PVE's own message (PVE::Cluster::remote_node_ip)
 			return nil, fmt.Errorf("Unable to get IP for node '%s' - node offline?", node)
 		}
@@ -330,8 +330,8 @@ func (s *Sim) postStorageUpload(rc *reqCtx) (any, error) {
 	}
 	delete(s.uploads, tmp) // the task owns the file now
 	info := storageInfo(st)
-	alg, want := rc.str("checksum-algorithm"), rc.str("checksum")
-	return s.startTaskLocked(rc, rc.node, "imgcopy", "", func(t *taskRun) string {
+	alg, want := rc.Str("checksum-algorithm"), rc.Str("checksum")
+	return s.startTaskLocked(rc, rc.Node, "imgcopy", "", func(t *taskRun) string {
 		defer os.Remove(up.hostPath)
 		t.logf("starting file import from: %s", tmp)
 		if alg != "" {
@@ -381,11 +381,11 @@ func (s *Sim) uploadAuth(node string, r *http.Request, apiPath string) *APIError
 	s.readFilesLocked(db)
 	who, msg := s.authenticate(db, r)
 	if who == nil {
-		return errStatus(401, "%s", msg)
+		return ErrStatus(401, "%s", msg)
 	}
 	perm := json.RawMessage(`{"check":["perm","/storage/{storage}",["Datastore.AllocateTemplate"]]}`)
 	if detail := checkPermissions(db, who, perm, map[string]any{"storage": m[2]}); detail != "" {
-		return errPerm(detail)
+		return ErrPerm(detail)
 	}
 	return nil
 }

@@ -1,0 +1,69 @@
+package core
+
+import (
+	"crypto/rsa"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/ticket"
+)
+
+// Hooks into core's internals for the lab's own tests, which run the whole
+// simulator (pvesim.New, every backend) and so live outside core: they reach
+// inside where a test needs a state no request can make (a held lock, a
+// backdated key, a task no endpoint starts). The simulator never calls them.
+
+func (s *Sim) Mu() *sync.Mutex                         { return &s.mu }
+func (s *Sim) St() *State                              { return s.st }
+func (s *Sim) DBOf(node string) *ConfigDB              { return s.dbOf(node) }
+func (s *Sim) TakeFault(node, method, p string) *Fault { return s.faults.take(node, method, p) }
+
+func (s *Sim) Authenticate(db *ConfigDB, r *http.Request) (*Principal, string) {
+	return s.authenticate(db, r)
+}
+
+func (p *Principal) TaskUser() string { return p.taskUser() }
+
+func (s *Sim) ParseStorageCfg(text string) (map[string]*Storage, []string) {
+	return s.parseStorageCfg(text)
+}
+
+func (s *Sim) VolumeLocked(node, volid string) (*GuestVolume, *Storage, error) {
+	return s.volumeLocked(node, volid)
+}
+
+// StartSimpleTaskLocked starts a task whose worker logs lines and ends OK.
+func (s *Sim) StartSimpleTaskLocked(rc *Req, node, typ, id string, lines ...string) string {
+	return s.startTaskLocked(rc, node, typ, id, s.simpleTask(lines...))
+}
+
+func MigrationLockKey(node string, vmid int) string { return migrationLockKey(node, vmid) }
+
+func (s *Sim) Acquire(key string, shared bool, d time.Duration) bool {
+	return s.acquire(key, shared, d)
+}
+func (s *Sim) Release(key string, shared bool) { s.release(key, shared) }
+
+func (s *Sim) MakeCSRFLocked(db *ConfigDB, user string, now time.Time) (string, error) {
+	return s.makeCSRFLocked(db, user, now)
+}
+
+// AuthKey is the node's /etc/pve/priv/authkey.key.
+func (s *Sim) AuthKey(node string) (*rsa.PrivateKey, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	kf, err := s.readKeyLocked(s.dbOf(node), ticket.PrivRel)
+	if err != nil {
+		return nil, err
+	}
+	return kf.Priv, nil
+}
+
+// Backdate makes the node's /etc/pve file rel age old.
+func (s *Sim) Backdate(node, rel string, age time.Duration) error {
+	at := time.Now().Add(-age)
+	return os.Chtimes(filepath.Join(s.EtcPveDir(node), rel), at, at)
+}

@@ -1,0 +1,103 @@
+package pvesim
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+var ctNetRe = regexp.MustCompile(`^name=eth0,bridge=vmbr0,hwaddr=BC:24:11:[0-9A-F:]{8},ip=dhcp,type=veth$`)
+
+// Containers: created by a vzcreate task with a sized rootfs volume and a
+// generated MAC, listed with the VMs, started and stopped as pct does
+// (already running / not running answered before any task), HA-managed
+// starts are requests (H4), and the root password never lands anywhere.
+func TestContainersBasics(t *testing.T) {
+	t.Parallel()
+	s := startSimWith(t, simOpts{TaskDuration: 30 * time.Millisecond}, func(c *Config) { c.HADelay = 300 * time.Millisecond })
+	c := newClient(t, s, "pve01").LabToken()
+	const pw = "Ct-Root-Pw-1"
+	st := mustTask(t, c, "POST", "/nodes/pve01/lxc", url.Values{"vmid": {"200"}, "ostemplate": {"local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst"},
+		"rootfs": {"local-lvm:8"}, "hostname": {"ct200"}, "net0": {"name=eth0,bridge=vmbr0,ip=dhcp"}, "password": {pw},
+		"memory": {"1024"}, "unprivileged": {"1"}})
+	if st["type"] != "vzcreate" || st["exitstatus"] != "OK" {
+		t.Fatalf("create: %v", st)
+	}
+	conf := c.Call("GET", "/nodes/pve01/lxc/200/config", nil).Must(t, "config").Obj()
+	if conf["rootfs"] != "local-lvm:vm-200-disk-0,size=8G" || !ctNetRe.MatchString(fmt.Sprint(conf["net0"])) ||
+		conf["hostname"] != "ct200" || conf["ostype"] != "debian" || conf["unprivileged"] != float64(1) {
+		t.Errorf("CT config: %v", conf)
+	}
+	raw, ok, _ := s.ReadPmxcfs("pve01", "nodes/pve01/lxc/200.conf")
+	if !ok || strings.Contains(raw, pw) {
+		t.Errorf("CT config file %q (must exist, without the password)", raw)
+	}
+	r := c.Call("POST", "/nodes/pve01/qemu", url.Values{"vmid": {"200"}})
+	if r.Status != 500 || r.Reason != "unable to create VM 200 - CT 200 already exists on node 'pve01'" {
+		t.Errorf("VM over a CT's VMID: %d %q", r.Status, r.Reason)
+	}
+	if st := mustTask(t, c, "POST", "/nodes/pve01/lxc/200/status/start", nil); st["type"] != "vzstart" || st["exitstatus"] != "OK" {
+		t.Fatalf("start: %v", st)
+	}
+	if r := c.Call("POST", "/nodes/pve01/lxc/200/status/start", nil); r.Status != 500 || r.Reason != "CT 200 already running" {
+		t.Errorf("second start: %d %q", r.Status, r.Reason)
+	}
+	var listed bool
+	for _, e := range c.Call("GET", "/cluster/resources", url.Values{"type": {"vm"}}).Must(t, "resources").List() {
+		if e["id"] == "lxc/200" && e["type"] == "lxc" && e["status"] == "running" && e["name"] == "ct200" {
+			listed = true
+		}
+	}
+	if !listed {
+		t.Error("lxc/200 not listed as a running container")
+	}
+	old := fmt.Sprint(conf["net0"])
+	c.Call("PUT", "/nodes/pve01/lxc/200/config", url.Values{"net0": {"name=eth0,bridge=vmbr0,ip=dhcp"}}).Must(t, "PUT net0")
+	if now := fmt.Sprint(c.Call("GET", "/nodes/pve01/lxc/200/config", nil).Must(t, "config").Obj()["net0"]); now == old || !ctNetRe.MatchString(now) {
+		t.Errorf("net0 without hwaddr: %s (was %s), want a new MAC (K16)", now, old)
+	}
+	if st := mustTask(t, c, "POST", "/nodes/pve01/lxc/200/status/shutdown", nil); st["exitstatus"] != "OK" {
+		t.Errorf("shutdown: %v", st)
+	}
+	if r := c.Call("POST", "/nodes/pve01/lxc/200/status/stop", nil); r.Status != 500 || r.Reason != "CT 200 not running" {
+		t.Errorf("stop of a stopped CT: %d %q", r.Status, r.Reason)
+	}
+	// H4 for containers.
+	c.Call("POST", "/cluster/ha/resources", url.Values{"sid": {"ct:200"}, "state": {"stopped"}}).Must(t, "HA resource")
+	if st := mustTask(t, c, "POST", "/nodes/pve01/lxc/200/status/start", nil); st["type"] != "hastart" {
+		t.Errorf("start of an HA container: %v", st)
+	}
+	eventually(t, "CRM starts the CT", func() bool {
+		return c.Call("GET", "/nodes/pve01/lxc/200/status/current", nil).Must(t, "status").Obj()["status"] == "running"
+	})
+	for _, e := range s.Requests() {
+		if strings.Contains(fmt.Sprint(e.Params), pw) {
+			t.Errorf("request log shows the CT password: %v", e.Params)
+		}
+	}
+}
+
+// lxcTour answers every container endpoint once with 200.
+func lxcTour(t *testing.T, c *apiClient, node string) {
+	t.Helper()
+	p := "/nodes/" + node + "/lxc"
+	mustTask(t, c, "POST", p, url.Values{"vmid": {"250"}, "ostemplate": {"local:vztmpl/alpine-3.20-default_20240908_amd64.tar.xz"}, "rootfs": {"local-lvm:2"}})
+	c.Call("GET", p, nil).Must(t, "CT list")
+	c.Call("GET", p+"/250/config", nil).Must(t, "CT config")
+	c.Call("PUT", p+"/250/config", url.Values{"cores": {"2"}}).Must(t, "CT PUT config")
+	c.Call("GET", p+"/250/pending", nil).Must(t, "CT pending")
+	mustTask(t, c, "PUT", p+"/250/resize", url.Values{"disk": {"rootfs"}, "size": {"+1G"}})
+	c.Call("GET", p+"/250/status/current", nil).Must(t, "CT status")
+	mustTask(t, c, "POST", p+"/250/status/start", nil)
+	mustTask(t, c, "POST", p+"/250/status/shutdown", nil)
+	mustTask(t, c, "POST", p+"/250/status/start", nil)
+	c.Call("GET", p+"/250/interfaces", nil).Must(t, "CT interfaces")
+	mustTask(t, c, "POST", p+"/250/status/stop", nil)
+	mustTask(t, c, "DELETE", p+"/250", nil)
+	c.Call("GET", "/nodes/"+node+"/vzdump/extractconfig", url.Values{"volume": {ctBackup}}).Must(t, "extractconfig")
+	mustTask(t, c, "POST", p, url.Values{"vmid": {"251"}, "ostemplate": {ctBackup}, "restore": {"1"}, "storage": {"local-lvm"}})
+	mustTask(t, c, "DELETE", p+"/251", nil)
+}

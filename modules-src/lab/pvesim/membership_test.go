@@ -1,0 +1,162 @@
+package pvesim
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// joinFingerprint is how a join role finds the primary's fingerprint: the
+// nodelist entry whose name is the given key.
+func joinFingerprint(info map[string]any, name string) (string, bool) {
+	list, _ := info["nodelist"].([]any)
+	for _, e := range list {
+		m, _ := e.(map[string]any)
+		if m["name"] == name {
+			fp, ok := m["pve_fp"].(string)
+			return fp, ok
+		}
+	}
+	return "", false
+}
+
+// joinVia joins joiner to the cluster of primary through the API with the
+// fingerprint the join info gives for primary's node name.
+func joinVia(t *testing.T, s *Sim, primary, joiner *apiClient) {
+	t.Helper()
+	info := primary.Call("GET", "/cluster/config/join", nil).Must(t, "join info").Obj()
+	fp, ok := joinFingerprint(info, primary.Node)
+	if !ok {
+		t.Fatalf("join info has no entry for %s: %v", primary.Node, info["nodelist"])
+	}
+	upid := joiner.Call("POST", "/cluster/config/join", joinParams(s, primary.Node, fp)).Must(t, "join "+joiner.Node).Data.(string)
+	eventually(t, joiner.Node+" back after the join", func() bool {
+		n, _ := s.Node(joiner.Node)
+		return n.Serving && n.Fingerprint != joiner.Pin
+	})
+	n, _ := s.Node(joiner.Node)
+	joiner.Pin = n.Fingerprint
+	joiner.Root()
+	if st := waitTask(t, joiner, upid); st["exitstatus"] != "OK" {
+		t.Fatalf("join of %s: %v", joiner.Node, st)
+	}
+}
+
+// C8: the join information names members by their PVE node names, so a
+// fingerprint looked up by an inventory alias ("node-a") is simply not
+// there; the name to look up comes from the node itself (GET /nodes).
+func TestJoinInfoKeyedByNodeNameC8(t *testing.T) {
+	t.Parallel()
+	s := startSim(t, simOpts{Nodes: 2})
+	p1 := newClient(t, s, "pve01").Root()
+	p2 := newClient(t, s, "pve02").Root()
+	if st := waitTask(t, p1, createCluster(t, p1, "lab")); st["exitstatus"] != "OK" {
+		t.Fatalf("create: %v", st)
+	}
+	eventually(t, "quorate", func() bool { return quorate(p1, 1) })
+
+	// The inventory calls the primary "node-a"; PVE calls it pve01.
+	inventory := map[string]string{"node-a": "127.77.x.11"}
+	info := p1.Call("GET", "/cluster/config/join", nil).Must(t, "join info").Obj()
+	for alias := range inventory {
+		if fp, ok := joinFingerprint(info, alias); ok {
+			t.Errorf("join info answered for the inventory alias %q (fp %s): PVE only knows node names", alias, fp)
+		}
+	}
+	// The node's own answer gives the name the join info uses.
+	nodes := p1.Call("GET", "/nodes", nil).Must(t, "nodes").List()
+	if len(nodes) != 1 || nodes[0]["node"] != "pve01" {
+		t.Fatalf("/nodes on a one-node cluster: %v", nodes)
+	}
+	fp, ok := joinFingerprint(info, nodes[0]["node"].(string))
+	if n, _ := s.Node("pve01"); !ok || fp != n.Fingerprint {
+		t.Fatalf("join info by node name: %q %v, want pve01's fingerprint %s", fp, ok, n.Fingerprint)
+	}
+	// With the alias as preferred node the API refuses outright.
+	if r := p1.Call("GET", "/cluster/config/join", url.Values{"node": {"node-a"}}); r.Status == 200 {
+		t.Errorf("join info for node=node-a answered 200: %v", r.Data)
+	}
+	joinVia(t, s, p1, p2)
+	eventually(t, "2 nodes quorate", func() bool { return quorate(p1, 2) })
+}
+
+// C9: nothing in the API makes a member standalone again. delnode on a
+// remaining member drops it from corosync.conf, but the removed node keeps
+// its copy of /etc/pve (corosync.conf included) without quorum, and any
+// re-join is refused until the node is reinstalled.
+func TestDelnodeLeavesRemovedNodeClusteredC9(t *testing.T) {
+	t.Parallel()
+	for _, version := range []int{8, 9} {
+		t.Run(fmt.Sprintf("PVE%d", version), func(t *testing.T) {
+			t.Parallel()
+			s := startSim(t, simOpts{Version: version, Nodes: 3})
+			p1 := newClient(t, s, "pve01").Root()
+			p2 := newClient(t, s, "pve02").Root()
+			p3 := newClient(t, s, "pve03").Root()
+			if st := waitTask(t, p1, createCluster(t, p1, "lab")); st["exitstatus"] != "OK" {
+				t.Fatalf("create: %v", st)
+			}
+			eventually(t, "quorate", func() bool { return quorate(p1, 1) })
+			joinVia(t, s, p1, p2)
+			eventually(t, "2 nodes quorate", func() bool { return quorate(p1, 2) })
+			joinVia(t, s, p1, p3)
+			eventually(t, "3 nodes quorate", func() bool { return quorate(p1, 3) })
+
+			// The API has no "leave": the schema offers only this
+			// delete-a-member call, and a node cannot remove itself.
+			if r := p3.Call("DELETE", "/cluster/config/nodes/pve03", nil); r.Status != 500 || r.Reason != "Cannot delete myself from cluster!" {
+				t.Errorf("delnode of self: %d %q", r.Status, r.Reason)
+			}
+			if r := p1.Call("DELETE", "/cluster/config/nodes/pve09", nil); r.Status != 500 || r.Reason != "Node/IP: pve09 is not a known host of the cluster." {
+				t.Errorf("delnode of a stranger: %d %q", r.Status, r.Reason)
+			}
+			p1.Call("DELETE", "/cluster/config/nodes/pve03", nil).Must(t, "delnode pve03 on pve01")
+
+			// The remaining members no longer list it.
+			names := func(c *apiClient) string {
+				var out []string
+				for _, e := range c.Call("GET", "/cluster/config/nodes", nil).Must(t, "nodes of "+c.Node).List() {
+					out = append(out, fmt.Sprint(e["name"]))
+				}
+				return strings.Join(out, ",")
+			}
+			if got := names(p2); got != "pve01,pve02" {
+				t.Errorf("pve02 sees members %s, want pve01,pve02", got)
+			}
+			eventually(t, "2 of 2 quorate", func() bool { return quorate(p1, 2) })
+
+			// The removed node is not standalone: it still holds the old
+			// corosync.conf, has no quorum and /etc/pve is read-only.
+			if got := names(p3); got != "pve01,pve02,pve03" {
+				t.Errorf("removed pve03 sees members %s, want its stale pve01,pve02,pve03", got)
+			}
+			for _, e := range p3.Call("GET", "/cluster/status", nil).Must(t, "status on removed pve03").List() {
+				if e["type"] == "cluster" && fmt.Sprint(e["quorate"]) != "0" {
+					t.Errorf("removed pve03 claims quorum: %v", e)
+				}
+				if e["type"] == "node" && fmt.Sprint(e["online"]) != "0" {
+					t.Errorf("removed pve03, its corosync stopped, still sees %v online", e["name"])
+				}
+			}
+			if r := p3.Call("GET", "/cluster/config/join", nil); r.Status != 200 {
+				t.Errorf("removed pve03 should still answer join info from its stale config: %d %q", r.Status, r.Reason)
+			}
+			if err := s.WritePmxcfs("pve03", "priv/authorized_keys", "x\n", false); err == nil {
+				t.Errorf("removed pve03's /etc/pve accepted a write without quorum")
+			}
+			// A re-join is refused by assert_joinable, as on real PVE.
+			n1, _ := s.Node("pve01")
+			upid := p3.Call("POST", "/cluster/config/join", joinParams(s, "pve01", n1.Fingerprint)).Must(t, "re-join accepted").Data.(string)
+			if st := waitTask(t, p3, upid); st["exitstatus"] != "Check if node may join a cluster failed!" {
+				t.Errorf("re-join of removed pve03: %v", st["exitstatus"])
+			}
+			if _, err := s.AddNode("pve01", "pve03", "", false); err == nil {
+				t.Errorf("pvecm add of removed pve03 succeeded")
+			}
+			if info, _ := s.Cluster("pve01"); len(info.Nodes) != 2 {
+				t.Errorf("the cluster changed after the refused re-join: %+v", info.Nodes)
+			}
+		})
+	}
+}
