@@ -20,9 +20,9 @@ func TestCLIStandInTasksRunAsRootPam(t *testing.T) {
 		if cli {
 			r.Header.Set(CLIHeader, "1")
 		}
-		s.Mu().Lock()
+		s.Mu.Lock()
 		who, msg := s.Authenticate(s.DBOf("pve01"), r)
-		s.Mu().Unlock()
+		s.Mu.Unlock()
 		want := map[bool]string{false: "root@pam!lab", true: "root@pam"}[cli]
 		if who == nil || who.TaskUser() != want {
 			t.Errorf("cli=%v: %+v %s, want tasks run as %s", cli, who, msg, want)

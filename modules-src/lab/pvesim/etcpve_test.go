@@ -24,7 +24,7 @@ func agree(t *testing.T, s *Sim, c *apiClient, node, after string) {
 		t.Fatalf("after %s: %s has no storage.cfg: %v", after, node, err)
 	}
 	fromFile := map[string]map[string]string{}
-	s.Mu().Lock()
+	s.Mu.Lock()
 	parsed, _ := s.ParseStorageCfg(string(b))
 	for id, st := range parsed {
 		m := map[string]string{"type": st.Type}
@@ -33,7 +33,7 @@ func agree(t *testing.T, s *Sim, c *apiClient, node, after string) {
 		}
 		fromFile[id] = m
 	}
-	s.Mu().Unlock()
+	s.Mu.Unlock()
 	fromAPI := map[string]map[string]string{}
 	for _, e := range c.Call("GET", "/storage", nil).Must(t, "GET /storage").List() {
 		m := map[string]string{}

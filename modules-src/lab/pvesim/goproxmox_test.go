@@ -113,10 +113,10 @@ func TestRestartKeepsStateAndCertificates(t *testing.T) {
 		t.Errorf("cluster lost across restart: %+v", info)
 	}
 	// A task cut short by the restart is recorded as died, not left running.
-	s2.Mu().Lock()
-	s2.St().Nodes["pve02"].Tasks = append(s2.St().Nodes["pve02"].Tasks, &tasks.Task{UPID: "UPID:pve02:00000001:00000001:00000001:x::root@pam:", Status: "running"})
-	s2.St().Nodes["pve02"].CorosyncUpAt = time.Now().Add(time.Hour).UnixMilli()
-	s2.Mu().Unlock()
+	s2.Mu.Lock()
+	s2.State.Nodes["pve02"].Tasks = append(s2.State.Nodes["pve02"].Tasks, &tasks.Task{UPID: "UPID:pve02:00000001:00000001:00000001:x::root@pam:", Status: "running"})
+	s2.State.Nodes["pve02"].CorosyncUpAt = time.Now().Add(time.Hour).UnixMilli()
+	s2.Mu.Unlock()
 	if err := s2.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -125,10 +125,10 @@ func TestRestartKeepsStateAndCertificates(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s3.Close()
-	if tk := s3.St().Nodes["pve02"].Tasks[0]; tk.Status != "stopped" || tk.ExitStatus != "unexpected status" {
+	if tk := s3.State.Nodes["pve02"].Tasks[0]; tk.Status != "stopped" || tk.ExitStatus != "unexpected status" {
 		t.Errorf("task across restart: %+v", tk)
 	}
-	if s3.St().Nodes["pve02"].CorosyncUpAt > time.Now().UnixMilli() {
+	if s3.State.Nodes["pve02"].CorosyncUpAt > time.Now().UnixMilli() {
 		t.Error("a join cut short by the restart leaves the node out of quorum forever")
 	}
 }
@@ -258,9 +258,9 @@ func TestGoProxmoxTypedWrappersSeeRealShapes(t *testing.T) {
 		t.Errorf("go-proxmox Node: %v %+v", err, node)
 	}
 	// A task through go-proxmox's own wait.
-	s.Mu().Lock()
+	s.Mu.Lock()
 	upid := s.StartSimpleTaskLocked(&core.Req{Sim: s, Who: &core.Principal{User: "root@pam", TokenID: "lab"}}, "pve01", "vzdump", "", "backup")
-	s.Mu().Unlock()
+	s.Mu.Unlock()
 	task := proxmox.NewTask(proxmox.UPID(upid), c)
 	if err := task.WaitFor(ctx, 5); err != nil {
 		t.Fatalf("go-proxmox task wait: %v", err)

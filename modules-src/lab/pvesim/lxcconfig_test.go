@@ -52,9 +52,9 @@ func TestContainerVolumesPerStorageType(t *testing.T) {
 				if wantUnpriv := g.owner != "0:0"; unpriv != wantUnpriv {
 					t.Errorf("CT %d: unprivileged in config %v (%v), want %v", g.vmid, unpriv, conf["unprivileged"], wantUnpriv)
 				}
-				s.Mu().Lock()
+				s.Mu.Lock()
 				vol, _, err := s.VolumeLocked("pve01", pvecommon.ParseProps(g.want, "volume").Get("volume"))
-				s.Mu().Unlock()
+				s.Mu.Unlock()
 				if err != nil || vol.Owner != g.owner {
 					t.Errorf("CT %d volume owner %+v %v, want %s", g.vmid, vol, err, g.owner)
 				}
@@ -166,8 +166,8 @@ func TestContainerHotplugPendingLoops(t *testing.T) {
 		"rootfs": {"local-lvm:2"}, "mp0": {"local-lvm:1,mp=/data"}, "net10": {"name=eth10,bridge=vmbr0"}})
 	const vol1, vol2 = "local-lvm:vm-210-disk-1", "local-lvm:vm-210-disk-2"
 	volExists := func(vol string) bool {
-		s.Mu().Lock()
-		defer s.Mu().Unlock()
+		s.Mu.Lock()
+		defer s.Mu.Unlock()
 		_, _, err := s.VolumeLocked("pve01", vol)
 		return err == nil
 	}

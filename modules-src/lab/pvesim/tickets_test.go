@@ -122,12 +122,12 @@ func TestTicketsCheckedAsPVEChecksThem(t *testing.T) {
 	if r := c.CallJSON("POST", "/pools", body); r.Status != 401 {
 		t.Errorf("write without CSRF token: %d, want 401", r.Status)
 	}
-	s.Mu().Lock()
+	s.Mu.Lock()
 	good, err := s.MakeCSRFLocked(s.DBOf("pve01"), "root@pam", now)
 	stale, _ := s.MakeCSRFLocked(s.DBOf("pve01"), "root@pam", now.Add(-2*time.Hour-time.Second))
 	otherNode, _ := s.MakeCSRFLocked(s.DBOf("pve02"), "root@pam", now)
 	forUser, _ := s.MakeCSRFLocked(s.DBOf("pve01"), "alice@pve", now)
-	s.Mu().Unlock()
+	s.Mu.Unlock()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,10 +26,10 @@ func (s *Sim) putACL(rc *Req) (any, error) {
 	}
 	db := rc.DB()
 	propagate := !rc.Has("propagate") || rc.Bool("propagate")
-	mine := access.Env{Access: &db.Access, Version: s.cfg.Version, PoolsOf: db.poolsOf}.Permissions(rc.Who.Full(), path)
+	mine := access.Env{Access: &db.Access, Version: s.Cfg.Version, PoolsOf: db.PoolsOf}.Permissions(rc.Who.Full(), path)
 	return nil, s.lockUserCfg(db, "ACL update failed", func(a *access.Config) error {
 		for _, role := range pveschema.SplitList(rc.Str("roles")) {
-			privs := a.RolePrivs(s.cfg.Version, role)
+			privs := a.RolePrivs(s.Cfg.Version, role)
 			if privs == nil {
 				return fmt.Errorf("role '%s' does not exist", role)
 			}

@@ -21,7 +21,7 @@ func (s *Sim) readUserCfgLocked(db *ConfigDB, dir string) {
 		return
 	}
 	db.Pools = parsePools(string(ub), db.Pools)
-	db.Access = access.Parse(string(ub), string(tb), s.cfg.Version, &db.Access)
+	db.Access = access.Parse(string(ub), string(tb), s.Cfg.Version, &db.Access)
 	s.written[uk], s.written[tk] = ub, tb
 	db.Serial++
 }
@@ -34,5 +34,5 @@ func (s *Sim) readUserCfgLocked(db *ConfigDB, dir string) {
 // one, so it parses what it wrote, as a PVE read would.
 func (s *Sim) settleUserCfgLocked(db *ConfigDB, userCfg, tokenCfg []byte) {
 	db.Pools = parsePools(string(userCfg), db.Pools)
-	db.Access = access.Parse(string(userCfg), string(tokenCfg), s.cfg.Version, &db.Access)
+	db.Access = access.Parse(string(userCfg), string(tokenCfg), s.Cfg.Version, &db.Access)
 }

@@ -9,7 +9,7 @@ import (
 // rpcCheck is RPCEnvironment's check($user, $path, [$priv]) without noerr:
 // PVE's 403 naming path and privilege, or nil.
 func rpcCheck(db *ConfigDB, who *Principal, path, priv string) error {
-	if ok, d := checkFull(db, who, path, []string{priv}, false); !ok {
+	if ok, d := CheckFull(db, who, path, []string{priv}, false); !ok {
 		return ErrPerm(d)
 	}
 	return nil
@@ -63,7 +63,7 @@ func (s *Sim) getPermissions(rc *Req) (any, error) {
 func permFlags(perms map[string]bool) map[string]any {
 	out := map[string]any{}
 	for p, prop := range perms {
-		out[p] = boolNum(prop)
+		out[p] = BoolNum(prop)
 	}
 	return out
 }

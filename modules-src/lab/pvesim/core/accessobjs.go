@@ -83,20 +83,20 @@ func (s *Sim) deleteGroup(rc *Req) (any, error) {
 // GET /access/roles: the version's special roles and the custom ones.
 func (s *Sim) getRoles(rc *Req) (any, error) {
 	a := &rc.DB().Access
-	ids := append(sortedKeys(access.SpecialRoles(s.cfg.Version)), sortedKeys(a.Roles)...)
+	ids := append(sortedKeys(access.SpecialRoles(s.Cfg.Version)), sortedKeys(a.Roles)...)
 	sort.Strings(ids)
 	out := []map[string]any{}
 	for _, id := range slices.Compact(ids) {
-		special := access.IsSpecialRole(s.cfg.Version, id)
-		out = append(out, map[string]any{"roleid": id, "privs": strings.Join(sortedKeys(a.RolePrivs(s.cfg.Version, id)), ","),
-			"special": boolNum(special)})
+		special := access.IsSpecialRole(s.Cfg.Version, id)
+		out = append(out, map[string]any{"roleid": id, "privs": strings.Join(sortedKeys(a.RolePrivs(s.Cfg.Version, id)), ","),
+			"special": BoolNum(special)})
 	}
 	return out, nil
 }
 
 func (s *Sim) getRole(rc *Req) (any, error) {
 	id := rc.Str("roleid")
-	privs := rc.DB().Access.RolePrivs(s.cfg.Version, id)
+	privs := rc.DB().Access.RolePrivs(s.Cfg.Version, id)
 	if privs == nil {
 		return nil, fmt.Errorf("role '%s' does not exist", id)
 	}
@@ -113,7 +113,7 @@ var pveNamespace = regexp.MustCompile(`(?i)^PVE`)
 // version.
 func (s *Sim) addRolePrivs(a *access.Config, role, list string) error {
 	for _, p := range pveschema.SplitList(list) {
-		if !access.ValidPrivilege(s.cfg.Version, p) {
+		if !access.ValidPrivilege(s.Cfg.Version, p) {
 			return fmt.Errorf("invalid privilege '%s'", p)
 		}
 		a.Roles[role][p] = true
@@ -127,7 +127,7 @@ func (s *Sim) postRole(rc *Req) (any, error) {
 		return nil, ErrParams(map[string]string{"roleid": "cannot use role ID starting with the (case-insensitive) 'PVE' namespace"})
 	}
 	return nil, s.lockUserCfg(rc.DB(), "create role failed", func(a *access.Config) error {
-		if a.RolePrivs(s.cfg.Version, id) != nil {
+		if a.RolePrivs(s.Cfg.Version, id) != nil {
 			return fmt.Errorf("role '%s' already exists", id)
 		}
 		a.Roles[id] = map[string]bool{}
@@ -137,7 +137,7 @@ func (s *Sim) postRole(rc *Req) (any, error) {
 
 func (s *Sim) putRole(rc *Req) (any, error) {
 	id := rc.Str("roleid")
-	if access.IsSpecialRole(s.cfg.Version, id) {
+	if access.IsSpecialRole(s.Cfg.Version, id) {
 		return nil, fmt.Errorf("auto-generated role '%s' cannot be modified", id)
 	}
 	return nil, s.lockUserCfg(rc.DB(), "update role failed", func(a *access.Config) error {
@@ -155,7 +155,7 @@ func (s *Sim) putRole(rc *Req) (any, error) {
 // parse_user_config does ("ignore invalid acl role").
 func (s *Sim) deleteRole(rc *Req) (any, error) {
 	id := rc.Str("roleid")
-	if access.IsSpecialRole(s.cfg.Version, id) {
+	if access.IsSpecialRole(s.Cfg.Version, id) {
 		return nil, fmt.Errorf("auto-generated role '%s' cannot be deleted", id)
 	}
 	return nil, s.lockUserCfg(rc.DB(), "delete role failed", func(a *access.Config) error {
@@ -189,7 +189,7 @@ func (s *Sim) getACL(rc *Req) (any, error) {
 			typ = "token"
 		}
 		out = append(out, map[string]any{"path": access.NormalizePath(e.Path), "type": typ, "ugid": ugid,
-			"roleid": e.Role, "propagate": boolNum(e.Propagate)})
+			"roleid": e.Role, "propagate": BoolNum(e.Propagate)})
 	}
 	return out, nil
 }

@@ -53,7 +53,7 @@ func (s *Sim) postToken(rc *Req) (any, error) {
 		if a.Tokens[id] != nil {
 			return dieError("Token already exists.")
 		}
-		tok = &access.Token{ID: id, Secret: newUUID(), Privsep: !rc.Has("privsep") || rc.Bool("privsep"),
+		tok = &access.Token{ID: id, Secret: NewUUID(), Privsep: !rc.Has("privsep") || rc.Bool("privsep"),
 			Expire: int64(rc.Int("expire", 0)), Comment: rc.Str("comment")}
 		a.Tokens[id] = tok
 		return nil
@@ -61,7 +61,7 @@ func (s *Sim) postToken(rc *Req) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	info := map[string]any{"privsep": boolNum(tok.Privsep)}
+	info := map[string]any{"privsep": BoolNum(tok.Privsep)}
 	if rc.Has("expire") {
 		info["expire"] = tok.Expire
 	}

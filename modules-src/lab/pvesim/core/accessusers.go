@@ -66,7 +66,7 @@ func (s *Sim) lockUserCfg(db *ConfigDB, errmsg string, change func(a *access.Con
 
 // userData is User.pm $extract_user_data.
 func userData(a *access.Config, u *access.User, full bool) map[string]any {
-	e := map[string]any{"enable": boolNum(!u.Disabled), "expire": u.Expire}
+	e := map[string]any{"enable": BoolNum(!u.Disabled), "expire": u.Expire}
 	for k, v := range map[string]string{"firstname": u.Firstname, "lastname": u.Lastname, "email": u.Email,
 		"comment": u.Comment, "keys": u.Keys} {
 		if v != "" {
@@ -87,7 +87,7 @@ func userData(a *access.Config, u *access.User, full bool) map[string]any {
 }
 
 func tokenInfo(t *access.Token) map[string]any {
-	e := map[string]any{"privsep": boolNum(t.Privsep), "expire": t.Expire}
+	e := map[string]any{"privsep": BoolNum(t.Privsep), "expire": t.Expire}
 	if t.Comment != "" {
 		e["comment"] = t.Comment
 	}

@@ -49,7 +49,7 @@ func (s *Sim) agentAvailableLocked(rc *Req) (any, error) {
 	if c.Keys["agent"] == "" { // !defined($conf->{agent})
 		return nil, ErrStatus(500, "No QEMU guest agent configured")
 	}
-	if _, running := s.st.Nodes[rc.Node].Running[vmid]; !running {
+	if _, running := s.State.Nodes[rc.Node].Running[vmid]; !running {
 		return nil, ErrStatus(500, "VM %d is not running", vmid)
 	}
 	// "agent: 0" is defined, so PVE goes on to the guest-ping; with the
@@ -61,6 +61,6 @@ func (s *Sim) agentAvailableLocked(rc *Req) (any, error) {
 	// The guest-ping waits, without holding the state lock (runHandlerLocked
 	// re-runs this handler until the timeout, then answers msg as 500).
 	return nil, &lockWait{key: fmt.Sprintf("agent:%s:%d", rc.Node, vmid),
-		timeout: s.cfg.dur(s.cfg.AgentTimeout, DefaultAgentTimeout),
+		timeout: s.Cfg.Dur(s.Cfg.AgentTimeout, DefaultAgentTimeout),
 		msg:     "QEMU guest agent is not running"}
 }

@@ -33,20 +33,20 @@ type NodeInfo struct {
 
 // Node returns the node's current view, or false if unknown.
 func (s *Sim) Node(name string) (NodeInfo, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := s.st.Nodes[name]
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
+	n := s.State.Nodes[name]
 	rt := s.nodes[name]
 	if n == nil || rt == nil {
 		return NodeInfo{}, false
 	}
 	info := NodeInfo{
 		Name: n.Name, Addr: n.Addr,
-		URL:         "https://" + net.JoinHostPort(n.Addr, strconv.Itoa(s.cfg.Port)) + "/api2/json",
+		URL:         "https://" + net.JoinHostPort(n.Addr, strconv.Itoa(s.Cfg.Port)) + "/api2/json",
 		Fingerprint: rt.cert.Fingerprint, CertPEM: append([]byte(nil), rt.cert.PEM...),
 		Online: n.Online, Serving: rt.srv != nil,
 	}
-	if db := s.st.DBs[n.DB]; db.Corosync != nil {
+	if db := s.State.DBs[n.DB]; db.Corosync != nil {
 		info.Cluster = db.Corosync.ClusterName
 	}
 	if ca := s.cas[n.DB]; ca != nil {
@@ -57,28 +57,28 @@ func (s *Sim) Node(name string) (NodeInfo, bool) {
 
 // NodeNames lists the nodes in configuration order.
 func (s *Sim) NodeNames() []string {
-	out := make([]string, 0, len(s.cfg.Nodes))
-	for _, n := range s.cfg.Nodes {
+	out := make([]string, 0, len(s.Cfg.Nodes))
+	for _, n := range s.Cfg.Nodes {
 		out = append(out, n.Name)
 	}
 	return out
 }
 
 // Version is the simulated PVE major version.
-func (s *Sim) Version() int { return s.cfg.Version }
+func (s *Sim) Version() int { return s.Cfg.Version }
 
 // RootPassword is root@pam's password on every node.
 func (s *Sim) RootPassword() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.st.RootPassword
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
+	return s.State.RootPassword
 }
 
 // LabToken returns the root@pam!lab token (privilege separation off).
 func (s *Sim) LabToken() (id, secret string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return "root@pam!lab", s.st.TokenSecret
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
+	return "root@pam!lab", s.State.TokenSecret
 }
 
 // Requests returns the request log (oldest first); ResetRequests empties it.
@@ -103,9 +103,9 @@ func (s *Sim) InternalErrors() []string { return s.log.Errors() }
 // SetOnline powers a node on or off: off closes its API and removes its
 // vote from quorum (C10).
 func (s *Sim) SetOnline(name string, online bool) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := s.st.Nodes[name]
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
+	n := s.State.Nodes[name]
 	if n == nil {
 		return fmt.Errorf("no node %q in this lab (have %s)", name, strings.Join(s.NodeNames(), ", "))
 	}
@@ -142,9 +142,9 @@ type TokenSpec struct {
 // AddToken creates a token in node's /etc/pve (shared by its cluster) and
 // returns its full id and secret.
 func (s *Sim) AddToken(node string, spec TokenSpec) (id, secret string, err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	db := s.dbOf(node)
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
+	db := s.DBOf(node)
 	if db == nil {
 		return "", "", &NotFoundError{Msg: fmt.Sprintf("no node %q in this lab", node)}
 	}
@@ -156,7 +156,7 @@ func (s *Sim) AddToken(node string, spec TokenSpec) (id, secret string, err erro
 		db.Access.Users[spec.User] = &access.User{ID: spec.User}
 	}
 	id = spec.User + "!" + spec.Name
-	secret = newUUID()
+	secret = NewUUID()
 	db.Access.Tokens[id] = &access.Token{ID: id, Secret: secret, Privsep: spec.Privsep}
 	s.SaveLocked()
 	return id, secret, nil
@@ -167,9 +167,9 @@ func (s *Sim) AddUser(node, user, password string) error {
 	if !strings.Contains(user, "@") {
 		return &BadRequestError{Msg: fmt.Sprintf("user %q needs a realm (user@pve)", user)}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	db := s.dbOf(node)
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
+	db := s.DBOf(node)
 	if db == nil {
 		return &NotFoundError{Msg: fmt.Sprintf("no node %q in this lab", node)}
 	}
@@ -184,9 +184,9 @@ func (s *Sim) AddUser(node, user, password string) error {
 // "priv:A,B", which creates the custom role "Lab-A_B" (user.cfg names roles
 // only) with those privileges.
 func (s *Sim) Grant(node, path, ugid, role string, propagate bool) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	db := s.dbOf(node)
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
+	db := s.DBOf(node)
 	if db == nil {
 		return &NotFoundError{Msg: fmt.Sprintf("no node %q in this lab", node)}
 	}
@@ -195,8 +195,8 @@ func (s *Sim) Grant(node, path, ugid, role string, propagate bool) error {
 		privs := pveschema.SplitList(list)
 		set := map[string]bool{}
 		for _, p := range privs {
-			if !access.ValidPrivilege(s.cfg.Version, p) {
-				return &BadRequestError{Msg: fmt.Sprintf("invalid privilege '%s' (PVE %d)", p, s.cfg.Version)}
+			if !access.ValidPrivilege(s.Cfg.Version, p) {
+				return &BadRequestError{Msg: fmt.Sprintf("invalid privilege '%s' (PVE %d)", p, s.Cfg.Version)}
 			}
 			set[p] = true
 		}
@@ -206,7 +206,7 @@ func (s *Sim) Grant(node, path, ugid, role string, propagate bool) error {
 		}
 		db.Access.Roles[role] = set
 	}
-	if db.Access.RolePrivs(s.cfg.Version, role) == nil {
+	if db.Access.RolePrivs(s.Cfg.Version, role) == nil {
 		return &BadRequestError{Msg: fmt.Sprintf("unknown role %q (use a PVE role such as PVEAuditor, or \"priv:A,B\")", role)}
 	}
 	p := access.NormalizePath(path)
@@ -227,29 +227,29 @@ type (
 
 // Cluster returns the cluster node belongs to, or false when standalone.
 func (s *Sim) Cluster(node string) (ClusterInfo, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
 	return s.clusterLocked(node)
 }
 
 func (s *Sim) clusterLocked(node string) (ClusterInfo, bool) {
-	db := s.dbOf(node)
+	db := s.DBOf(node)
 	if db == nil || db.Corosync == nil {
 		return ClusterInfo{}, false
 	}
-	return cluster.PvecmStatus(db.Corosync, s.quorateLocked(db), func(name string) bool { return s.votesForLocked(db, name) }), true
+	return cluster.PvecmStatus(db.Corosync, s.QuorateLocked(db), func(name string) bool { return s.votesForLocked(db, name) }), true
 }
 
 // CreateCluster is `pvecm create` on node (no task; the CLI prints its own
 // output): the cluster is quorate at once.
 func (s *Sim) CreateCluster(node, name, link0 string) (ClusterInfo, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := s.st.Nodes[node]
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
+	n := s.State.Nodes[node]
 	if n == nil {
 		return ClusterInfo{}, &NotFoundError{Msg: fmt.Sprintf("no node %q in this lab", node)}
 	}
-	db := s.dbOf(node)
+	db := s.DBOf(node)
 	if db.Corosync != nil {
 		return ClusterInfo{}, &ConflictError{Msg: "cluster config '/etc/pve/corosync.conf' already exists"}
 	}
@@ -259,7 +259,7 @@ func (s *Sim) CreateCluster(node, name, link0 string) (ClusterInfo, error) {
 	}
 	db.Corosync = &corosync.Conf{ClusterName: name, ConfigVersion: 1, Nodes: []*corosync.Node{{
 		Name: node, NodeID: 1, Votes: 1, Links: map[string]string{"ring0_addr": addr}}}}
-	if s.cfg.Version >= 9 {
+	if s.Cfg.Version >= 9 {
 		db.Corosync.TokenCoefficient = 125
 	}
 	n.CorosyncUpAt = time.Now().UnixMilli()
@@ -286,9 +286,9 @@ func (e *NotFoundError) Error() string { return e.Msg }
 
 // SetExpectedVotes is `pvecm expected N` (0 restores the sum of votes).
 func (s *Sim) SetExpectedVotes(node string, votes int) (ClusterInfo, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	db := s.dbOf(node)
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
+	db := s.DBOf(node)
 	if db == nil || db.Corosync == nil {
 		return ClusterInfo{}, &NotFoundError{Msg: "Corosync config '/etc/pve/corosync.conf' does not exist - is this node part of a cluster?"}
 	}
@@ -301,9 +301,9 @@ func (s *Sim) SetExpectedVotes(node string, votes int) (ClusterInfo, error) {
 // ReadPmxcfs returns a file of node's /etc/pve (path relative to /etc/pve,
 // e.g. "priv/authorized_keys"); false when it does not exist.
 func (s *Sim) ReadPmxcfs(node, path string) (string, bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	db := s.dbOf(node)
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
+	db := s.DBOf(node)
 	if db == nil {
 		return "", false, &NotFoundError{Msg: fmt.Sprintf("no node %q in this lab", node)}
 	}
@@ -325,9 +325,9 @@ func (s *Sim) ReadPmxcfs(node, path string) (string, bool, error) {
 // as a program on node would. Without quorum /etc/pve is read-only (C10)
 // and the write fails as a shell redirection would.
 func (s *Sim) WritePmxcfs(node, path, content string, remove bool) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	db := s.dbOf(node)
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
+	db := s.DBOf(node)
 	if db == nil {
 		return &NotFoundError{Msg: fmt.Sprintf("no node %q in this lab", node)}
 	}
@@ -335,7 +335,7 @@ func (s *Sim) WritePmxcfs(node, path, content string, remove bool) error {
 	if p == "" {
 		return &ConflictError{Msg: fmt.Sprintf("invalid /etc/pve path %q", path)}
 	}
-	if !s.quorateLocked(db) {
+	if !s.QuorateLocked(db) {
 		return &ConflictError{Msg: fmt.Sprintf("unable to write '/etc/pve/%s': Permission denied", p)}
 	}
 	full := filepath.Join(s.etcPveDir(db.ID), filepath.FromSlash(p))

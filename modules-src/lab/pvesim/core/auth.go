@@ -72,7 +72,7 @@ func (s *Sim) authenticate(db *ConfigDB, r *http.Request) (*Principal, string) {
 		if msg := db.Access.VerifyToken(id, secret, time.Now()); msg != "" {
 			return nil, msg
 		}
-		return &Principal{User: user, TokenID: name, CLI: user == "root@pam" && r.Header.Get(CLIHeader) != "", ver: s.cfg.Version}, ""
+		return &Principal{User: user, TokenID: name, CLI: user == "root@pam" && r.Header.Get(CLIHeader) != "", ver: s.Cfg.Version}, ""
 	}
 	c, err := r.Cookie("PVEAuthCookie")
 	if err != nil || c.Value == "" {
@@ -85,13 +85,13 @@ func (s *Sim) authenticate(db *ConfigDB, r *http.Request) (*Principal, string) {
 	if msg := db.Access.CheckUserEnabled(user, time.Now()); msg != "" {
 		return nil, msg
 	}
-	return &Principal{User: user, Ticket: true, ver: s.cfg.Version}, ""
+	return &Principal{User: user, Ticket: true, ver: s.Cfg.Version}, ""
 }
 
 // RPCEnv is the RPCEnvironment who's checks run in: db's access data and
 // pools, the lab's PVE version (package access evaluates them).
 func RPCEnv(db *ConfigDB, who *Principal) access.Env {
-	return access.Env{Access: &db.Access, Version: who.ver, PoolsOf: db.poolsOf}
+	return access.Env{Access: &db.Access, Version: who.ver, PoolsOf: db.PoolsOf}
 }
 
 // HasPriv tells whether who has every privilege of privs on path, or, with
@@ -101,9 +101,9 @@ func HasPriv(db *ConfigDB, who *Principal, path string, privs []string, any bool
 	return RPCEnv(db, who).HasPriv(who.Full(), path, privs, any)
 }
 
-// checkFull is check (every privilege; the detail names the first one
+// CheckFull is check (every privilege; the detail names the first one
 // missing) or check_any (one of them; the detail names all, "|"-joined).
-func checkFull(db *ConfigDB, who *Principal, path string, privs []string, anyOf bool) (bool, string) {
+func CheckFull(db *ConfigDB, who *Principal, path string, privs []string, anyOf bool) (bool, string) {
 	return RPCEnv(db, who).CheckFull(who.Full(), path, privs, anyOf)
 }
 

@@ -40,7 +40,7 @@ func (s *Sim) backupJob(sec *section) map[string]any {
 
 // GET /cluster/backup
 func (s *Sim) getBackupJobs(rc *Req) (any, error) {
-	list, _ := s.readSectionsLocked(rc.DB(), jobsCfg)
+	list, _ := s.ReadSectionsLocked(rc.DB(), jobsCfg)
 	out := []map[string]any{}
 	for _, sec := range list {
 		if sec.Type == "vzdump" {
@@ -60,9 +60,9 @@ func (s *Sim) postBackupJob(rc *Req) (any, error) {
 	}
 	id := rc.Str("id")
 	if id == "" {
-		id = newUUID()
+		id = NewUUID()
 	}
-	list, _ := s.readSectionsLocked(db, jobsCfg)
+	list, _ := s.ReadSectionsLocked(db, jobsCfg)
 	if findSection(list, id) != nil {
 		return nil, pvecommon.Die("Job '%s' already exists", id)
 	}
@@ -73,14 +73,14 @@ func (s *Sim) postBackupJob(rc *Req) (any, error) {
 		}
 	}
 	list = append(list, &section{Type: "vzdump", ID: id, Opts: opts})
-	s.writeSectionsLocked(db, jobsCfg, list)
+	s.WriteSectionsLocked(db, jobsCfg, list)
 	s.SaveLocked()
 	return nil, nil
 }
 
 // GET /cluster/backup/{id}
 func (s *Sim) getBackupJob(rc *Req) (any, error) {
-	list, _ := s.readSectionsLocked(rc.DB(), jobsCfg)
+	list, _ := s.ReadSectionsLocked(rc.DB(), jobsCfg)
 	sec := findSection(list, rc.Str("id"))
 	if sec == nil || sec.Type != "vzdump" {
 		return nil, ErrParams(map[string]string{"id": fmt.Sprintf("No such job '%s'", rc.Str("id"))})
@@ -91,13 +91,13 @@ func (s *Sim) getBackupJob(rc *Req) (any, error) {
 // DELETE /cluster/backup/{id}
 func (s *Sim) deleteBackupJob(rc *Req) (any, error) {
 	db := rc.DB()
-	list, _ := s.readSectionsLocked(db, jobsCfg)
+	list, _ := s.ReadSectionsLocked(db, jobsCfg)
 	id := rc.Str("id")
 	sec := findSection(list, id)
 	if sec == nil || sec.Type != "vzdump" {
 		return nil, ErrParams(map[string]string{"id": fmt.Sprintf("No such job '%s'", id)})
 	}
-	s.writeSectionsLocked(db, jobsCfg, slices.DeleteFunc(list, func(x *section) bool { return x == sec }))
+	s.WriteSectionsLocked(db, jobsCfg, slices.DeleteFunc(list, func(x *section) bool { return x == sec }))
 	s.SaveLocked()
 	return nil, nil
 }
@@ -108,7 +108,7 @@ func (s *Sim) deleteBackupJob(rc *Req) (any, error) {
 // it empties is deleted; a job over all guests loses it from its exclude
 // list (an emptied exclude is dropped).
 func (s *Sim) removeFromBackupJobsLocked(db *ConfigDB, vmid int) {
-	list, _ := s.readSectionsLocked(db, jobsCfg)
+	list, _ := s.ReadSectionsLocked(db, jobsCfg)
 	if len(list) == 0 {
 		return
 	}
@@ -131,7 +131,7 @@ func (s *Sim) removeFromBackupJobsLocked(db *ConfigDB, vmid int) {
 		}
 		out = append(out, sec)
 	}
-	s.writeSectionsLocked(db, jobsCfg, out)
+	s.WriteSectionsLocked(db, jobsCfg, out)
 }
 
 // backupRoutes are the backup job endpoints.

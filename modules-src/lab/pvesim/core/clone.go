@@ -58,7 +58,7 @@ type clonePlan struct {
 }
 
 func (s *Sim) cloneLockTimeout() time.Duration {
-	return s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout) / 10
+	return s.Cfg.Dur(s.Cfg.LockTimeout, DefaultLockTimeout) / 10
 }
 
 // loadAndCheckClone is clone_vm's $load_and_check.
@@ -206,17 +206,17 @@ func (s *Sim) cloneWorker(t *taskRun, db *ConfigDB, r *cloneReq, running bool) s
 	}
 	defer s.release(newKey, false)
 
-	s.mu.Lock()
+	s.Mu.Lock()
 	p, err := s.loadAndCheckClone(db, r, running)
 	if err != nil {
-		s.mu.Unlock()
+		s.Mu.Unlock()
 		return err.Error()
 	}
 	t.task.Log = append(t.task.Log, fmt.Sprintf("creating a clone of VM %d with ID %d", r.vmid, r.newid))
 	keys := p.newKeys
-	keys["smbios1"] = "uuid=" + newUUID()
+	keys["smbios1"] = "uuid=" + NewUUID()
 	if keys["vmgenid"] != "" {
-		keys["vmgenid"] = newUUID()
+		keys["vmgenid"] = NewUUID()
 	}
 	delete(keys, "template")
 	if r.name != "" {
@@ -238,33 +238,33 @@ func (s *Sim) cloneWorker(t *taskRun, db *ConfigDB, r *cloneReq, running bool) s
 	// -f check above cannot see; the worker dies with File::file_set_contents'
 	// message before anything was allocated.
 	if e, ok := s.FindVMLocked(db, r.newid); ok && e.Node != r.node {
-		s.mu.Unlock()
+		s.Mu.Unlock()
 		return fmt.Sprintf("close (rename) atomic file '/etc/pve/%s' failed: File exists", guestConfPath(r.node, "qemu-server", r.newid))
 	}
 	s.writeEtcPve(db, guestConfPath(r.node, "qemu-server", r.newid), "# qmclone temporary file\nlock: clone\n")
 	s.SaveLocked()
-	s.mu.Unlock()
+	s.Mu.Unlock()
 
 	var newVols []string
 	fail := func(reason string) string {
-		s.mu.Lock()
+		s.Mu.Lock()
 		for _, v := range newVols {
 			s.freeVolumeLocked(r.node, v)
 		}
 		s.removeEtcPve(db, guestConfPath(r.node, "qemu-server", r.newid))
 		s.SaveLocked()
-		s.mu.Unlock()
+		s.Mu.Unlock()
 		return "clone failed: " + reason
 	}
 	for _, k := range p.drives {
 		d := qemuserver.ParseDrive(p.src.Keys[k])
-		s.mu.Lock()
+		s.Mu.Lock()
 		srcSt := db.Storage[mustStore(d.File())]
 		dst := srcSt
 		if r.storage != "" {
 			dst = db.Storage[r.storage]
 		}
-		s.mu.Unlock()
+		s.Mu.Unlock()
 		if dst == nil || srcSt == nil {
 			return fail(fmt.Sprintf("storage of '%s' does not exist", d.File()))
 		}
@@ -275,14 +275,14 @@ func (s *Sim) cloneWorker(t *taskRun, db *ConfigDB, r *cloneReq, running bool) s
 			t.logf("create linked clone of drive %s (%s)", k, d.File())
 		}
 		lockKey, lockMsg := storageLock(r.node, dst)
-		if !s.acquire(lockKey, false, s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout)) {
+		if !s.acquire(lockKey, false, s.Cfg.Dur(s.Cfg.LockTimeout, DefaultLockTimeout)) {
 			return fail(lockMsg)
 		}
-		if !s.sleep(s.cfg.dur(s.cfg.AllocDuration, time.Second)) {
+		if !s.Sleep(s.Cfg.Dur(s.Cfg.AllocDuration, time.Second)) {
 			s.release(lockKey, false)
 			return fail("interrupted by signal")
 		}
-		s.mu.Lock()
+		s.Mu.Lock()
 		var volid string
 		switch {
 		case d.Cloudinit():
@@ -298,7 +298,7 @@ func (s *Sim) cloneWorker(t *taskRun, db *ConfigDB, r *cloneReq, running bool) s
 		default:
 			volid, err = s.linkedCloneLocked(r.node, dst, d.File(), r.newid)
 		}
-		s.mu.Unlock()
+		s.Mu.Unlock()
 		s.release(lockKey, false)
 		if err != nil {
 			return fail(err.Error())
@@ -306,7 +306,7 @@ func (s *Sim) cloneWorker(t *taskRun, db *ConfigDB, r *cloneReq, running bool) s
 		newVols = append(newVols, volid)
 		if full && !d.Cloudinit() {
 			t.logf("transferred %s of %s (100.00%%)", d.Props.Get("size"), d.Props.Get("size"))
-			if !s.sleep(s.cfg.dur(s.cfg.CloneDuration, 2*s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration))) {
+			if !s.Sleep(s.Cfg.Dur(s.Cfg.CloneDuration, 2*s.Cfg.Dur(s.Cfg.TaskDuration, DefaultTaskDuration))) {
 				return fail("interrupted by signal")
 			}
 		}
@@ -315,11 +315,11 @@ func (s *Sim) cloneWorker(t *taskRun, db *ConfigDB, r *cloneReq, running bool) s
 		delete(d.Props.Vals, "format")
 		d.Props.Keys = slices.DeleteFunc(d.Props.Keys, func(k string) bool { return k == "format" })
 		keys[k] = d.Print()
-		s.mu.Lock()
+		s.Mu.Lock()
 		c := &guestconf.Conf{Keys: maps.Clone(keys), Description: desc}
 		s.writeQmConfLocked(db, r.node, r.newid, c)
 		s.SaveLocked()
-		s.mu.Unlock()
+		s.Mu.Unlock()
 	}
 	// The end: lock dropped, config moved to the target. A slow-config fault
 	// (K4) applies this after the task already reported OK.
@@ -336,7 +336,7 @@ func (s *Sim) cloneWorker(t *taskRun, db *ConfigDB, r *cloneReq, running bool) s
 			s.addGuestToPoolLocked(db, r.pool, r.newid)
 		}
 	})
-	if len(p.drives) == 0 && !s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration)) {
+	if len(p.drives) == 0 && !s.Sleep(s.Cfg.Dur(s.Cfg.TaskDuration, DefaultTaskDuration)) {
 		return fail("interrupted by signal")
 	}
 	// clone_vm, "do not write pending changes": the source's [PENDING]

@@ -58,7 +58,7 @@ func (s *Sim) missingVolume(node, volid string) error {
 		return err
 	}
 	store, _, _ := storage.ParseVolumeID(volid)
-	if st := s.dbOf(node).Storage[store]; st != nil && storage.HasPath(st) {
+	if st := s.DBOf(node).Storage[store]; st != nil && storage.HasPath(st) {
 		return pvecommon.Die("volume '%s' does not exist", volid)
 	}
 	return pvecommon.Die("volume %s does not exist", volid)

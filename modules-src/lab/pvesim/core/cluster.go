@@ -18,7 +18,7 @@ import (
 // memberUpLocked: the node runs, its API is not mid-restart and its
 // corosync has started.
 func (s *Sim) memberUpLocked(name string) bool {
-	n := s.st.Nodes[name]
+	n := s.State.Nodes[name]
 	return n != nil && n.Online && !n.restarting && n.CorosyncUpAt <= time.Now().UnixMilli()
 }
 
@@ -28,13 +28,13 @@ func (s *Sim) memberUpLocked(name string) bool {
 // the nodelist, its vote expected, yet it is not there: it counts as
 // offline, as corosync shows such a node.
 func (s *Sim) votesForLocked(db *ConfigDB, name string) bool {
-	n := s.st.Nodes[name]
+	n := s.State.Nodes[name]
 	return n != nil && n.DB == db.ID && !db.Detached && s.memberUpLocked(name)
 }
 
-// quorateLocked is cluster.Quorate for db: a copy left on a node removed
+// QuorateLocked is cluster.Quorate for db: a copy left on a node removed
 // from its cluster (Detached) never is.
-func (s *Sim) quorateLocked(db *ConfigDB) bool {
+func (s *Sim) QuorateLocked(db *ConfigDB) bool {
 	if db.Corosync != nil && db.Detached {
 		return false
 	}
@@ -48,25 +48,25 @@ func (s *Sim) quorateLocked(db *ConfigDB) bool {
 // quorate, whatever the members that run it see (quorum.c
 // service_quorum_finalize sets 0 when pmxcfs has no corosync).
 func (s *Sim) quorateOnLocked(db *ConfigDB, node string) bool {
-	return s.quorateLocked(db) && (db.Corosync == nil || s.votesForLocked(db, node))
+	return s.QuorateLocked(db) && (db.Corosync == nil || s.votesForLocked(db, node))
 }
 
 // CfsWriteLocked mirrors cfs_lock_file on a read-only /etc/pve: the lock
 // attempt spins for the lock timeout, then dies "no quorum!", wrapped by
 // the caller's message (e.g. "create storage failed").
 func (s *Sim) CfsWriteLocked(db *ConfigDB, file, errmsg string) *APIError {
-	if s.quorateLocked(db) {
+	if s.QuorateLocked(db) {
 		return nil
 	}
 	lockid := "file-" + strings.ReplaceAll(file, ".", "_")
 	e := ErrStatus(500, "%s: cfs-lock '%s' error: no quorum!", errmsg, lockid)
-	e.wait = s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout)
+	e.wait = s.Cfg.Dur(s.Cfg.LockTimeout, DefaultLockTimeout)
 	return e
 }
 
 // requireQuorumLocked is check_cfs_quorum, used by cluster-wide writes.
 func (s *Sim) requireQuorumLocked(db *ConfigDB) error {
-	if !s.quorateLocked(db) {
+	if !s.QuorateLocked(db) {
 		return fmt.Errorf("cluster not ready - no quorum?")
 	}
 	return nil
@@ -75,7 +75,7 @@ func (s *Sim) requireQuorumLocked(db *ConfigDB) error {
 func (s *Sim) getClusterStatus(rc *Req) (any, error) {
 	db := rc.DB()
 	if db.Corosync == nil {
-		return cluster.StandaloneStatus(rc.Node, s.st.Nodes[rc.Node].Addr), nil
+		return cluster.StandaloneStatus(rc.Node, s.State.Nodes[rc.Node].Addr), nil
 	}
 	return cluster.Status(db.Corosync, rc.Node, s.quorateOnLocked(db, rc.Node),
 		func(name string) bool { return s.votesForLocked(db, name) }, s.nodeAddrLocked), nil
@@ -104,13 +104,13 @@ func (s *Sim) certFingerprintLocked(db *ConfigDB, node string) (string, error) {
 // nodeAddrLocked is a member's address: the lab node's, or its ring0
 // address for a nodelist entry added by hand that names no lab node.
 func (s *Sim) nodeAddrLocked(m *corosync.Node) string {
-	if n := s.st.Nodes[m.Name]; n != nil {
+	if n := s.State.Nodes[m.Name]; n != nil {
 		return n.Addr
 	}
 	return m.Links["ring0_addr"]
 }
 
-func boolNum(b bool) int {
+func BoolNum(b bool) int {
 	if b {
 		return 1
 	}
@@ -149,11 +149,11 @@ func (s *Sim) postClusterCreate(rc *Req) (any, error) {
 	}
 	name := rc.Str("clustername")
 	node := rc.Node
-	self := s.st.Nodes[node]
+	self := s.State.Nodes[node]
 	c := &corosync.Conf{ClusterName: name, ConfigVersion: 1, Nodes: []*corosync.Node{{
 		Name: node, NodeID: rc.Int("nodeid", 1), Votes: rc.Int("votes", 1), Links: linksOf(rc, self.Addr),
 	}}}
-	if s.cfg.Version >= 9 {
+	if s.Cfg.Version >= 9 {
 		c.TokenCoefficient = rc.Int("token-coefficient", 125)
 	}
 	// corosync.conf is written at once (a second create fails), but corosync
@@ -165,10 +165,10 @@ func (s *Sim) postClusterCreate(rc *Req) (any, error) {
 		t.logf("Writing corosync key to /etc/corosync/authkey.")
 		t.logf("Writing corosync config to /etc/pve/corosync.conf")
 		t.logf("Restart corosync and cluster filesystem")
-		if !s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration)) {
+		if !s.Sleep(s.Cfg.Dur(s.Cfg.TaskDuration, DefaultTaskDuration)) {
 			return "unexpected status"
 		}
-		settle := s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration) / 2
+		settle := s.Cfg.Dur(s.Cfg.TaskDuration, DefaultTaskDuration) / 2
 		t.commit(func() { self.CorosyncUpAt = time.Now().Add(settle).UnixMilli() })
 		return ""
 	})
@@ -206,7 +206,7 @@ func (s *Sim) getClusterNodes(rc *Req) (any, error) {
 
 // findNodeLocked resolves a join's hostname: a node name or its address.
 func (s *Sim) findNodeLocked(host string) *Node {
-	for _, n := range s.st.Nodes {
+	for _, n := range s.State.Nodes {
 		if n.Name == host || n.Addr == host || n.Name+".lab" == host {
 			return n
 		}
@@ -216,8 +216,8 @@ func (s *Sim) findNodeLocked(host string) *Node {
 
 // joinLock returns the named lock; callers must not hold s.mu.
 func (s *Sim) joinLock(dbID string) *sync.Mutex {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
 	if s.joinLocks[dbID] == nil {
 		s.joinLocks[dbID] = &sync.Mutex{}
 	}
@@ -231,7 +231,7 @@ func (s *Sim) lockWithTimeout(m *sync.Mutex, d time.Duration) bool {
 		if m.TryLock() {
 			return true
 		}
-		if time.Now().After(deadline) || !s.sleep(20*time.Millisecond) {
+		if time.Now().After(deadline) || !s.Sleep(20*time.Millisecond) {
 			return false
 		}
 	}
@@ -239,9 +239,9 @@ func (s *Sim) lockWithTimeout(m *sync.Mutex, d time.Duration) bool {
 
 // joinableLocked is assert_joinable for node (cluster.JoinableReasons).
 func (s *Sim) joinableLocked(node string, links map[string]string) []string {
-	db := s.dbOf(node)
+	db := s.DBOf(node)
 	return cluster.JoinableReasons(cluster.Joiner{
-		Name: node, Addr: s.st.Nodes[node].Addr,
+		Name: node, Addr: s.State.Nodes[node].Addr,
 		InCluster: db.Corosync != nil, HasGuests: len(s.vmListLocked(db)) > 0,
 	}, links)
 }
@@ -255,7 +255,7 @@ func (s *Sim) postJoin(rc *Req) (any, error) {
 		nodeid, votes      int
 		links              map[string]string
 	}{rc.Str("hostname"), rc.Str("fingerprint"), rc.Str("password"), rc.Bool("force"), linksGiven(rc),
-		rc.Int("nodeid", 0), rc.Int("votes", -1), linksOf(rc, s.st.Nodes[joiner].Addr)}
+		rc.Int("nodeid", 0), rc.Int("votes", -1), linksOf(rc, s.State.Nodes[joiner].Addr)}
 	upid := s.startTaskLocked(rc, joiner, "clusterjoin", "", func(t *taskRun) string {
 		return s.joinWorker(t, joiner, p.host, p.fp, p.password, p.force, p.explicit, p.nodeid, p.votes, p.links)
 	})
@@ -263,8 +263,8 @@ func (s *Sim) postJoin(rc *Req) (any, error) {
 }
 
 func (s *Sim) joinWorker(t *taskRun, joiner, host, fp, password string, force, explicitLinks bool, nodeid, votes int, links map[string]string) string {
-	lockTimeout := s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout)
-	step := s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration) / 4
+	lockTimeout := s.Cfg.Dur(s.Cfg.LockTimeout, DefaultLockTimeout)
+	step := s.Cfg.Dur(s.Cfg.TaskDuration, DefaultTaskDuration) / 4
 
 	// The joiner's own /var/lock/pvecm.lock.
 	local := s.joinLock("local:" + joiner)
@@ -273,9 +273,9 @@ func (s *Sim) joinWorker(t *taskRun, joiner, host, fp, password string, force, e
 	}
 	defer local.Unlock()
 
-	s.mu.Lock()
+	s.Mu.Lock()
 	if reasons := s.joinableLocked(joiner, links); len(reasons) > 0 && !force {
-		s.mu.Unlock()
+		s.Mu.Unlock()
 		t.logf("detected the following error(s):")
 		for _, r := range reasons {
 			t.logf("* %s", r)
@@ -283,32 +283,32 @@ func (s *Sim) joinWorker(t *taskRun, joiner, host, fp, password string, force, e
 		return "Check if node may join a cluster failed!"
 	}
 	h := s.findNodeLocked(host)
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	t.logf("Establishing API connection with host '%s'", host)
-	if !s.sleep(step) {
+	if !s.Sleep(step) {
 		return "unexpected status"
 	}
 
-	s.mu.Lock()
+	s.Mu.Lock()
 	if h == nil || !h.Online || h.restarting {
-		s.mu.Unlock()
-		return fmt.Sprintf("500 Can't connect to %s:%d (Connection refused)", host, s.cfg.Port)
+		s.Mu.Unlock()
+		return fmt.Sprintf("500 Can't connect to %s:%d (Connection refused)", host, s.Cfg.Port)
 	}
 	hostFP := s.nodes[h.Name].cert.Fingerprint
 	if !strings.EqualFold(hostFP, fp) {
-		s.mu.Unlock()
-		return fmt.Sprintf("500 Can't connect to %s:%d (certificate fingerprint mismatch: got %s)", host, s.cfg.Port, hostFP)
+		s.Mu.Unlock()
+		return fmt.Sprintf("500 Can't connect to %s:%d (certificate fingerprint mismatch: got %s)", host, s.Cfg.Port, hostFP)
 	}
-	if password != s.st.RootPassword {
-		s.mu.Unlock()
+	if password != s.State.RootPassword {
+		s.Mu.Unlock()
 		return "401 authentication failure"
 	}
-	hdb := s.st.DBs[h.DB]
+	hdb := s.State.DBs[h.DB]
 	if hdb.Corosync == nil {
-		s.mu.Unlock()
+		s.Mu.Unlock()
 		return "500 Corosync config '/etc/pve/corosync.conf' does not exist - is this node part of a cluster?"
 	}
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	t.logf("Login succeeded.")
 	t.logf("check cluster join API version")
 
@@ -319,9 +319,9 @@ func (s *Sim) joinWorker(t *taskRun, joiner, host, fp, password string, force, e
 		return "500 can't lock file '/var/lock/pvecm.lock' - got timeout"
 	}
 	t.logf("Request addition of this node")
-	s.mu.Lock()
+	s.Mu.Lock()
 	msg := s.addnodeLocked(hdb, joiner, nodeid, votes, links, explicitLinks, force)
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	cl.Unlock()
 	if msg != "" {
 		// Setup.pm join: the member's answer, then "Cluster join aborted!"
@@ -329,7 +329,7 @@ func (s *Sim) joinWorker(t *taskRun, joiner, host, fp, password string, force, e
 		return "Cluster join aborted!"
 	}
 	t.logf("Join request OK, finishing setup locally")
-	return s.finishJoin(joiner, hdb.ID, s.cfg.dur(s.cfg.RestartWindow, DefaultRestartWindow), t.logf)
+	return s.finishJoin(joiner, hdb.ID, s.Cfg.Dur(s.Cfg.RestartWindow, DefaultRestartWindow), t.logf)
 }
 
 // DELETE /cluster/config/nodes/{node} is PVE's delnode (C9), sent to a
@@ -353,7 +353,7 @@ func (s *Sim) deleteClusterNode(rc *Req) (any, error) {
 		//lint:ignore ST1005 PVE's own message, as pvecm delnode prints it
 		return nil, fmt.Errorf("Node/IP: %s is not a known host of the cluster.", victim)
 	}
-	n := s.st.Nodes[m.Name]
+	n := s.State.Nodes[m.Name]
 	if n != nil && n.DB == db.ID {
 		stale, err := s.detachedCopyLocked(db)
 		if err != nil {
@@ -382,14 +382,14 @@ func (s *Sim) detachedCopyLocked(db *ConfigDB) (*ConfigDB, error) {
 	stale.ID = db.ID + "-detached-" + randomHex(2)
 	stale.Detached = true
 	for _, ext := range []string{".pem", ".key"} {
-		b, err := os.ReadFile(filepath.Join(nodecert.CADir(s.cfg.Dir), db.ID+ext))
+		b, err := os.ReadFile(filepath.Join(nodecert.CADir(s.Cfg.Dir), db.ID+ext))
 		if err != nil {
 			if os.IsNotExist(err) {
 				continue // no CA issued yet: the copy creates its own on demand
 			}
 			return nil, fmt.Errorf("copy the cluster CA for the removed node: %w", err)
 		}
-		if err := os.WriteFile(filepath.Join(nodecert.CADir(s.cfg.Dir), stale.ID+ext), b, 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(nodecert.CADir(s.Cfg.Dir), stale.ID+ext), b, 0o600); err != nil {
 			return nil, fmt.Errorf("copy the cluster CA for the removed node: %w", err)
 		}
 	}
@@ -401,7 +401,7 @@ func (s *Sim) detachedCopyLocked(db *ConfigDB) (*ConfigDB, error) {
 			s.written[fileKey(stale.ID, rest)] = v
 		}
 	}
-	s.st.DBs[stale.ID] = &stale
+	s.State.DBs[stale.ID] = &stale
 	return &stale, nil
 }
 

@@ -34,7 +34,7 @@ import (
 //     in the directory.
 
 // etcPveDir is the backing directory of DB id.
-func (s *Sim) etcPveDir(id string) string { return filepath.Join(s.cfg.Dir, "pvesim", "etc-pve", id) }
+func (s *Sim) etcPveDir(id string) string { return filepath.Join(s.Cfg.Dir, "pvesim", "etc-pve", id) }
 
 // fileKey indexes Sim.written.
 func fileKey(db, rel string) string { return db + "\x00" + rel }
@@ -62,7 +62,7 @@ func (s *Sim) writeFilesLocked(db *ConfigDB) error {
 	db.Files = nil
 	files := map[string][]byte{
 		"storage.cfg":    []byte(renderStorageCfg(db)),
-		"user.cfg":       []byte(renderUserCfg(db, s.cfg.Version)),
+		"user.cfg":       []byte(renderUserCfg(db, s.Cfg.Version)),
 		"priv/token.cfg": []byte(db.Access.RenderTokenCfg()),
 	}
 	if db.Corosync != nil {
@@ -89,7 +89,7 @@ func (s *Sim) writeFilesLocked(db *ConfigDB) error {
 	}
 	if ca, err := s.caLocked(db.ID); err == nil {
 		once["pve-root-ca.pem"] = ca.PEM
-		if key, err := os.ReadFile(filepath.Join(nodecert.CADir(s.cfg.Dir), db.ID+".key")); err == nil {
+		if key, err := os.ReadFile(filepath.Join(nodecert.CADir(s.Cfg.Dir), db.ID+".key")); err == nil {
 			once["priv/pve-root-ca.key"] = key
 		}
 	}
@@ -107,7 +107,7 @@ func (s *Sim) writeFilesLocked(db *ConfigDB) error {
 	}
 	// nodes/<member>/ for every node whose /etc/pve this is.
 	for _, name := range s.sortedNodeNames() {
-		n := s.st.Nodes[name]
+		n := s.State.Nodes[name]
 		if n.DB != db.ID {
 			continue
 		}
@@ -118,7 +118,7 @@ func (s *Sim) writeFilesLocked(db *ConfigDB) error {
 		}
 		if rt := s.nodes[name]; rt != nil && rt.cert != nil && !n.FinishPending {
 			files["nodes/"+name+"/pve-ssl.pem"] = rt.cert.PEM
-			if key, err := os.ReadFile(filepath.Join(nodecert.Dir(s.cfg.Dir, name), fmt.Sprintf("pve-ssl.%d.key", n.CertGen))); err == nil {
+			if key, err := os.ReadFile(filepath.Join(nodecert.Dir(s.Cfg.Dir, name), fmt.Sprintf("pve-ssl.%d.key", n.CertGen))); err == nil {
 				files["nodes/"+name+"/pve-ssl.key"] = key
 			}
 		}
@@ -188,8 +188,8 @@ func (s *Sim) readFilesLocked(db *ConfigDB) {
 }
 
 func (s *Sim) sortedNodeNames() []string {
-	names := make([]string, 0, len(s.st.Nodes))
-	for n := range s.st.Nodes {
+	names := make([]string, 0, len(s.State.Nodes))
+	for n := range s.State.Nodes {
 		names = append(names, n)
 	}
 	sort.Strings(names)
@@ -230,21 +230,21 @@ func copyEtcPve(from, to string) error {
 // EtcPveDir is the directory node's /etc/pve shows right now: its own
 // before a join, the cluster's after.
 func (s *Sim) EtcPveDir(node string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := s.st.Nodes[node]
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
+	n := s.State.Nodes[node]
 	if n == nil {
-		return filepath.Join(s.cfg.Dir, "pvesim", "etc-pve", "unknown-node")
+		return filepath.Join(s.Cfg.Dir, "pvesim", "etc-pve", "unknown-node")
 	}
 	return s.etcPveDir(n.DB)
 }
 
 // Quorate tells whether node's /etc/pve is writable (C10).
 func (s *Sim) Quorate(node string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	db := s.dbOf(node)
-	return db != nil && s.quorateLocked(db)
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
+	db := s.DBOf(node)
+	return db != nil && s.QuorateLocked(db)
 }
 
 // PmxcfsChanged is told by the mount that a program on node changed rel:
@@ -253,11 +253,11 @@ func (s *Sim) PmxcfsChanged(node, rel string) {
 	if rel != "storage.cfg" && rel != "user.cfg" && rel != "priv/token.cfg" && rel != "corosync.conf" {
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if db := s.dbOf(node); db != nil {
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
+	if db := s.DBOf(node); db != nil {
 		s.readFilesLocked(db)
-		if err := s.st.save(s.cfg.Dir); err != nil {
+		if err := s.State.save(s.Cfg.Dir); err != nil {
 			s.log.addError(err)
 		}
 	}
@@ -266,9 +266,9 @@ func (s *Sim) PmxcfsChanged(node, rel string) {
 // GeneratedPmxcfsFile is the content of a generated root file of node's
 // /etc/pve, in pmxcfs's formats (status.c cfs_create_*_msg).
 func (s *Sim) GeneratedPmxcfsFile(node, name string) []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	db := s.dbOf(node)
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
+	db := s.DBOf(node)
 	if db == nil {
 		return nil
 	}
@@ -284,14 +284,14 @@ func (s *Sim) GeneratedPmxcfsFile(node, name string) []byte {
 		c := db.Corosync
 		fmt.Fprintf(&b, "\"version\": %d,\n", db.Serial)
 		fmt.Fprintf(&b, "\"cluster\": { \"name\": \"%s\", \"version\": %d, \"nodes\": %d, \"quorate\": %d },\n",
-			c.ClusterName, c.ConfigVersion, len(c.Nodes), boolNum(s.quorateOnLocked(db, node)))
+			c.ClusterName, c.ConfigVersion, len(c.Nodes), BoolNum(s.quorateOnLocked(db, node)))
 		b.WriteString("\"nodelist\": {\n")
 		for i, m := range c.Nodes {
 			if i > 0 {
 				b.WriteString(",\n")
 			}
-			fmt.Fprintf(&b, "  \"%s\": { \"id\": %d, \"online\": %d", m.Name, m.NodeID, boolNum(s.votesForLocked(db, m.Name)))
-			if n := s.st.Nodes[m.Name]; n != nil {
+			fmt.Fprintf(&b, "  \"%s\": { \"id\": %d, \"online\": %d", m.Name, m.NodeID, BoolNum(s.votesForLocked(db, m.Name)))
+			if n := s.State.Nodes[m.Name]; n != nil {
 				fmt.Fprintf(&b, ", \"ip\": \"%s\"", n.Addr)
 			}
 			b.WriteString("}")

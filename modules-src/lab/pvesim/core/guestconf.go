@@ -113,10 +113,10 @@ func (s *Sim) writeQmConfLocked(db *ConfigDB, node string, vmid int, c *guestcon
 // quorum, C10) fails with: file_set_contents cannot open its temp file
 // (pve-common PVE/File.pm).
 func (s *Sim) etcPveWritableLocked(db *ConfigDB, rel string) error {
-	if s.quorateLocked(db) {
+	if s.QuorateLocked(db) {
 		return nil
 	}
-	return pvecommon.Die("unable to open file '/etc/pve/%s.tmp.%d' - Permission denied", rel, s.st.NextPID+1)
+	return pvecommon.Die("unable to open file '/etc/pve/%s.tmp.%d' - Permission denied", rel, s.State.NextPID+1)
 }
 
 // ---- volumes a config names ----

@@ -26,9 +26,9 @@ type GuestSpec struct {
 // config file in /etc/pve, base volumes for a template, a running QEMU if
 // asked. It fails like the create API when the VMID is taken.
 func (s *Sim) AddGuest(node string, g GuestSpec) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	db := s.dbOf(node)
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
+	db := s.DBOf(node)
 	if db == nil {
 		return &NotFoundError{Msg: fmt.Sprintf("no node %q in this lab", node)}
 	}
@@ -50,7 +50,7 @@ func (s *Sim) AddGuest(node string, g GuestSpec) error {
 		case qemuserver.IsNetKey(k):
 			keys[k] = normaliseNet(keys[k])
 		case qemuserver.IsDriveKey(k):
-			if err := qmErr(qemuserver.CheckNewDrive(k, keys[k], node, s.dbOf(node).Storage)); err != nil {
+			if err := qmErr(qemuserver.CheckNewDrive(k, keys[k], node, s.DBOf(node).Storage)); err != nil {
 				return &BadRequestError{Msg: err.Error()}
 			}
 			v, err := s.createDrive(node, g.VMID, k, keys[k])
@@ -75,7 +75,7 @@ func (s *Sim) AddGuest(node string, g GuestSpec) error {
 		keys["boot"] = qemuserver.DefaultBoot(keys)
 	}
 	if keys["smbios1"] == "" {
-		keys["smbios1"] = "uuid=" + newUUID()
+		keys["smbios1"] = "uuid=" + NewUUID()
 	}
 	if g.Template {
 		keys["template"] = "1"

@@ -94,9 +94,9 @@ func withDescriptionAndDigest(out map[string]any, c *guestconf.Conf) map[string]
 // config lock (waiting up to LockTimeout) and the state lock.
 func (s *Sim) guestLockTask(rc *Req, node, typ string, vmid int, f func(t *taskRun) string) string {
 	return s.startTaskLocked(rc, node, typ, strconv.Itoa(vmid), func(t *taskRun) string {
-		return s.underGuestLock(t, node, vmid, s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout), func() string {
-			s.mu.Lock()
-			defer s.mu.Unlock()
+		return s.underGuestLock(t, node, vmid, s.Cfg.Dur(s.Cfg.LockTimeout, DefaultLockTimeout), func() string {
+			s.Mu.Lock()
+			defer s.Mu.Unlock()
 			return f(t)
 		})
 	})
@@ -142,10 +142,10 @@ func (s *Sim) asClusterResource(r map[string]any, k GuestKind, e VMEntry) map[st
 	if r["template"] == nil {
 		r["template"] = 0
 	}
-	if !s.nodeUpLocked(e.Node) {
+	if !s.NodeUpLocked(e.Node) {
 		r["status"] = "unknown"
 	}
-	if st := s.haStateOfGuestLocked(s.dbOf(e.Node), k.haSID(e.VMID)); st != "" {
+	if st := s.haStateOfGuestLocked(s.DBOf(e.Node), k.haSID(e.VMID)); st != "" {
 		r["hastate"] = st
 	}
 	return r

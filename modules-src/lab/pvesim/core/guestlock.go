@@ -91,22 +91,22 @@ func errLockTimeout(file string) error {
 func (s *Sim) acquire(key string, shared bool, d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	for {
-		s.mu.Lock()
+		s.Mu.Lock()
 		ok := s.tryLockLocked(key, shared)
-		s.mu.Unlock()
+		s.Mu.Unlock()
 		if ok {
 			return true
 		}
-		if time.Now().After(deadline) || !s.sleep(10*time.Millisecond) {
+		if time.Now().After(deadline) || !s.Sleep(10*time.Millisecond) {
 			return false
 		}
 	}
 }
 
 func (s *Sim) release(key string, shared bool) {
-	s.mu.Lock()
+	s.Mu.Lock()
 	s.unlockLocked(key, shared)
-	s.mu.Unlock()
+	s.Mu.Unlock()
 }
 
 // lockWait is what a synchronous handler returns when the lock it needs is
@@ -136,9 +136,9 @@ func (s *Sim) runHandlerLocked(h Handler, rc *Req) (any, error) {
 		if time.Now().After(deadline) {
 			return nil, ErrStatus(500, "%s", lw.msg)
 		}
-		s.mu.Unlock()
-		alive := s.sleep(10 * time.Millisecond)
-		s.mu.Lock()
+		s.Mu.Unlock()
+		alive := s.Sleep(10 * time.Millisecond)
+		s.Mu.Lock()
 		if !alive {
 			return nil, ErrStatus(500, "%s", lw.msg)
 		}
@@ -150,7 +150,7 @@ func (s *Sim) runHandlerLocked(h Handler, rc *Req) (any, error) {
 func (s *Sim) withGuestLockLocked(node string, vmid int, f func() (any, error)) (any, error) {
 	key := guestLockKey(node, vmid)
 	if !s.tryLockLocked(key, false) {
-		return nil, &lockWait{key: key, timeout: s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout),
+		return nil, &lockWait{key: key, timeout: s.Cfg.Dur(s.Cfg.LockTimeout, DefaultLockTimeout),
 			msg: errLockTimeout(guestLockFile(vmid)).Error()}
 	}
 	defer s.unlockLocked(key, false)

@@ -28,10 +28,10 @@ import (
 
 // haConfigLocked is db's HA files as pvesim/ha reads them.
 func (s *Sim) haConfigLocked(db *ConfigDB) ha.Config {
-	res, _ := s.readSectionsLocked(db, ha.ResourcesCfg)
-	groups, _ := s.readSectionsLocked(db, ha.GroupsCfg)
-	rules, _ := s.readSectionsLocked(db, ha.RulesCfg)
-	return ha.Config{Version: s.cfg.Version, Resources: res, Groups: groups, Rules: rules}
+	res, _ := s.ReadSectionsLocked(db, ha.ResourcesCfg)
+	groups, _ := s.ReadSectionsLocked(db, ha.GroupsCfg)
+	rules, _ := s.ReadSectionsLocked(db, ha.RulesCfg)
+	return ha.Config{Version: s.Cfg.Version, Resources: res, Groups: groups, Rules: rules}
 }
 
 // haGuestLocked tells pvesim/ha a guest's kind (ct) and whether db has it.
@@ -53,7 +53,7 @@ func (s *Sim) haServiceLocked(db *ConfigDB, r *section) ha.Service {
 		return ha.Service{}
 	}
 	sid := ha.SID(r)
-	return ha.Service{Node: e.Node, CT: e.Kind == "lxc", NodeUp: s.nodeUpLocked(e.Node), Running: s.runningLocked(e.Node, vmid),
+	return ha.Service{Node: e.Node, CT: e.Kind == "lxc", NodeUp: s.NodeUpLocked(e.Node), Running: s.runningLocked(e.Node, vmid),
 		Error: s.haErrorLocked(db, sid), Motion: s.haMotionLocked(db, sid)}
 }
 
@@ -76,16 +76,16 @@ func (s *Sim) setHAErrorLocked(db *ConfigDB, sid string, on bool) {
 }
 
 func (s *Sim) haResourcesLocked(db *ConfigDB) ([]*section, string) {
-	return s.readSectionsLocked(db, ha.ResourcesCfg)
+	return s.ReadSectionsLocked(db, ha.ResourcesCfg)
 }
 
 // groupsMigrated is have_groups_been_migrated: always false on PVE 8.
 func (s *Sim) groupsMigrated(db *ConfigDB) bool {
-	if s.cfg.Version < 9 {
+	if s.Cfg.Version < 9 {
 		return false
 	}
-	groups, _ := s.readSectionsLocked(db, ha.GroupsCfg)
-	return ha.Config{Version: s.cfg.Version, Groups: groups}.GroupsMigrated()
+	groups, _ := s.ReadSectionsLocked(db, ha.GroupsCfg)
+	return ha.Config{Version: s.Cfg.Version, Groups: groups}.GroupsMigrated()
 }
 
 // haManagedLocked is vm_is_ha_managed: configured and not ignored.
@@ -204,11 +204,11 @@ func (s *Sim) deleteHAResource(rc *Req) (any, error) {
 	if ha.FindResource(list, sid) == nil {
 		return nil, pvecommon.Die("cannot delete service '%s', not HA managed!", sid)
 	}
-	s.writeSectionsLocked(db, ha.ResourcesCfg, ha.WithoutResource(list, sid))
-	purge := s.cfg.Version >= 9 && (!rc.Has("purge") || rc.Bool("purge"))
+	s.WriteSectionsLocked(db, ha.ResourcesCfg, ha.WithoutResource(list, sid))
+	purge := s.Cfg.Version >= 9 && (!rc.Has("purge") || rc.Bool("purge"))
 	if purge {
-		rules, _ := s.readSectionsLocked(db, ha.RulesCfg)
-		s.writeSectionsLocked(db, ha.RulesCfg, ha.PurgeFromRules(rules, sid))
+		rules, _ := s.ReadSectionsLocked(db, ha.RulesCfg)
+		s.WriteSectionsLocked(db, ha.RulesCfg, ha.PurgeFromRules(rules, sid))
 	}
 	s.SaveLocked()
 	return nil, nil
@@ -231,7 +231,7 @@ func (s *Sim) haRoutes() map[string]Handler {
 		"PUT /cluster/ha/groups/{group}":            s.putHAGroup,
 		"DELETE /cluster/ha/groups/{group}":         s.deleteHAGroup,
 	}
-	if s.cfg.Version >= 9 { // HA rules are new in PVE 9 (pve-ha-manager 5.0)
+	if s.Cfg.Version >= 9 { // HA rules are new in PVE 9 (pve-ha-manager 5.0)
 		table["GET /cluster/ha/rules"] = s.getHARules
 		table["POST /cluster/ha/rules"] = s.postHARule
 		table["GET /cluster/ha/rules/{rule}"] = s.getHARule

@@ -54,7 +54,7 @@ func staleDigest(rc *Req, digest, prefix string) error {
 // commitHALocked writes an HA file after a change and, for a change the
 // CRM acts on, schedules its round.
 func (s *Sim) commitHALocked(db *ConfigDB, cfg string, list []*section, crm bool) {
-	s.writeSectionsLocked(db, cfg, list)
+	s.WriteSectionsLocked(db, cfg, list)
 	s.SaveLocked()
 	if crm {
 		s.scheduleCRMLocked(db.ID)
@@ -64,7 +64,7 @@ func (s *Sim) commitHALocked(db *ConfigDB, cfg string, list []*section, crm bool
 // indexHA lists f's sections that keep accepts (nil: all), each with the
 // file's digest.
 func (s *Sim) indexHA(rc *Req, f haSectionFile, keep func(*section) bool) []map[string]any {
-	list, digest := s.readSectionsLocked(rc.DB(), f.cfg)
+	list, digest := s.ReadSectionsLocked(rc.DB(), f.cfg)
 	out := []map[string]any{}
 	for _, sec := range list {
 		if keep == nil || keep(sec) {
@@ -76,7 +76,7 @@ func (s *Sim) indexHA(rc *Req, f haSectionFile, keep func(*section) bool) []map[
 
 // readHA answers GET /cluster/ha/<collection>/{id}.
 func (s *Sim) readHA(rc *Req, f haSectionFile) (any, error) {
-	list, digest := s.readSectionsLocked(rc.DB(), f.cfg)
+	list, digest := s.ReadSectionsLocked(rc.DB(), f.cfg)
 	sec := findSection(list, rc.Str(f.key))
 	if sec == nil {
 		return nil, fmt.Errorf(f.noSuch, rc.Str(f.key))
@@ -88,7 +88,7 @@ func (s *Sim) readHA(rc *Req, f haSectionFile) (any, error) {
 // refuses to delete a section something still names.
 func (s *Sim) deleteHA(rc *Req, f haSectionFile, inUse func(id string) error) (any, error) {
 	db := rc.DB()
-	list, _ := s.readSectionsLocked(db, f.cfg)
+	list, _ := s.ReadSectionsLocked(db, f.cfg)
 	id := rc.Str(f.key)
 	if findSection(list, id) == nil {
 		return nil, fmt.Errorf(f.deleteFailed+f.noSuch, id)

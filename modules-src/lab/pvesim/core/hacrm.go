@@ -43,21 +43,21 @@ func (s *Sim) scheduleCRMLocked(dbID string) {
 	s.haLaterLocked(s.crmRound(), dbID, s.reconcileHALocked)
 }
 
-func (s *Sim) crmRound() time.Duration { return s.cfg.dur(s.cfg.HADelay, 10*time.Second) }
+func (s *Sim) crmRound() time.Duration { return s.Cfg.Dur(s.Cfg.HADelay, 10*time.Second) }
 
 // haLaterLocked runs f on the ConfigDB dbID d from now, under the state
 // lock: the HA stack's delayed acts (CRM round, fencing, failback). It does
 // nothing if the simulator closes first or the DB is gone by then.
 func (s *Sim) haLaterLocked(d time.Duration, dbID string, f func(db *ConfigDB)) {
-	s.wg.Add(1)
+	s.Workers.Add(1)
 	go func() {
-		defer s.wg.Done()
-		if !s.sleep(d) {
+		defer s.Workers.Done()
+		if !s.Sleep(d) {
 			return
 		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if db := s.st.DBs[dbID]; db != nil {
+		s.Mu.Lock()
+		defer s.Mu.Unlock()
+		if db := s.State.DBs[dbID]; db != nil {
 			f(db)
 		}
 	}()
@@ -67,11 +67,11 @@ func (s *Sim) haLaterLocked(d time.Duration, dbID string, f func(db *ConfigDB)) 
 // the node is up, a corosync member, and back for FailbackDelay if it was
 // down.
 func (s *Sim) crmOnlineLocked(node string) bool {
-	if !s.nodeUpLocked(node) || !s.memberUpLocked(node) {
+	if !s.NodeUpLocked(node) || !s.memberUpLocked(node) {
 		return false
 	}
 	back := s.haBackAt[node]
-	return back.IsZero() || time.Since(back) >= s.cfg.dur(s.cfg.FailbackDelay, 2*time.Minute)
+	return back.IsZero() || time.Since(back) >= s.Cfg.Dur(s.Cfg.FailbackDelay, 2*time.Minute)
 }
 
 func (s *Sim) haMotionLocked(db *ConfigDB, sid string) string { return s.haMotions[db.ID+"/"+sid] }
@@ -156,7 +156,7 @@ func (s *Sim) haStartLocked(db *ConfigDB, e VMEntry) bool {
 		}
 		store, _, ok := storage.ParseVolumeID(d.File())
 		st := db.Storage[store]
-		if ok && st != nil && !st.Shared() && s.st.Nodes[e.Node].Volumes[d.File()] == nil {
+		if ok && st != nil && !st.Shared() && s.State.Nodes[e.Node].Volumes[d.File()] == nil {
 			if _, err := s.allocCloudinitLocked(e.Node, st, e.VMID, ""); err != nil {
 				return false
 			}
@@ -181,7 +181,7 @@ func (s *Sim) crmMoveLocked(db *ConfigDB, r *section, e VMEntry, target string) 
 	s.haLaterLocked(s.crmRound(), db.ID, func(d *ConfigDB) {
 		defer s.scheduleCRMLocked(d.ID)
 		s.setHAMotionLocked(d, sid, "")
-		if !s.nodeUpLocked(from) || !s.nodeUpLocked(target) {
+		if !s.NodeUpLocked(from) || !s.NodeUpLocked(target) {
 			return
 		}
 		if g, ok := s.FindVMLocked(d, e.VMID); ok && g.Node == from {
@@ -195,11 +195,11 @@ func (s *Sim) crmMoveLocked(db *ConfigDB, r *section, e VMEntry, target string) 
 // nodeDownLocked is called when a node powers off: FenceDelay later, if it
 // is still down and the rest is quorate, its HA services are recovered.
 func (s *Sim) nodeDownLocked(node string) {
-	dbID := s.st.Nodes[node].DB
+	dbID := s.State.Nodes[node].DB
 	delete(s.haBackAt, node)
-	d := s.cfg.dur(s.cfg.FenceDelay, 60*time.Second)
+	d := s.Cfg.Dur(s.Cfg.FenceDelay, 60*time.Second)
 	s.haLaterLocked(d, dbID, func(db *ConfigDB) {
-		if !s.nodeUpLocked(node) && db.Corosync != nil && s.quorateLocked(db) {
+		if !s.NodeUpLocked(node) && db.Corosync != nil && s.QuorateLocked(db) {
 			s.recoverNodeLocked(db, node)
 		}
 	})
@@ -210,7 +210,7 @@ func (s *Sim) nodeDownLocked(node string) {
 // the replication jobs switch at the new node's next pvesr run.
 func (s *Sim) recoverNodeLocked(db *ConfigDB, dead string) {
 	list, _ := s.haResourcesLocked(db)
-	n := s.st.Nodes[dead]
+	n := s.State.Nodes[dead]
 	for _, r := range list {
 		if !ha.Recoverable(r) {
 			continue
@@ -247,12 +247,12 @@ func (s *Sim) recoverNodeLocked(db *ConfigDB, dead string) {
 // the CRM counts the node as a placement target FailbackDelay later and
 // then moves home the services that prefer it (failback).
 func (s *Sim) nodeBackLocked(node string) {
-	dbID := s.st.Nodes[node].DB
+	dbID := s.State.Nodes[node].DB
 	if s.haBackAt == nil {
 		s.haBackAt = map[string]time.Time{}
 	}
 	s.haBackAt[node] = time.Now()
-	db := s.st.DBs[dbID]
+	db := s.State.DBs[dbID]
 	if db == nil {
 		return
 	}
@@ -266,8 +266,8 @@ func (s *Sim) nodeBackLocked(node string) {
 		}
 	}
 	s.scheduleCRMLocked(dbID)
-	s.haLaterLocked(s.cfg.dur(s.cfg.FailbackDelay, 2*time.Minute), dbID, func(db *ConfigDB) {
-		if s.nodeUpLocked(node) && s.quorateLocked(db) {
+	s.haLaterLocked(s.Cfg.Dur(s.Cfg.FailbackDelay, 2*time.Minute), dbID, func(db *ConfigDB) {
+		if s.NodeUpLocked(node) && s.QuorateLocked(db) {
 			s.reconcileHALocked(db)
 		}
 	})
@@ -281,16 +281,16 @@ func (s *Sim) nodeBackLocked(node string) {
 // on the 3rd round, a failed one is retried 6 rounds later (Manager.pm
 // group_migration_round, $group_migration_cooldown_rounds).
 func (s *Sim) groupMigrationLoop() {
-	if s.cfg.Version < 9 {
+	if s.Cfg.Version < 9 {
 		return
 	}
-	s.wg.Add(1)
+	s.Workers.Add(1)
 	go func() {
-		defer s.wg.Done()
+		defer s.Workers.Done()
 		var rounds ha.GroupMigration
-		for s.sleep(max(s.crmRound(), 10*time.Millisecond)) {
-			s.mu.Lock()
-			for id, db := range s.st.DBs {
+		for s.Sleep(max(s.crmRound(), 10*time.Millisecond)) {
+			s.Mu.Lock()
+			for id, db := range s.State.DBs {
 				if !rounds.Due(id, s.haConfigLocked(db).GroupMigrationPending()) {
 					continue
 				}
@@ -298,7 +298,7 @@ func (s *Sim) groupMigrationLoop() {
 					s.migrateGroupsLocked(db)
 				}
 			}
-			s.mu.Unlock()
+			s.Mu.Unlock()
 		}
 	}()
 }
@@ -307,8 +307,8 @@ func (s *Sim) groupMigrationLoop() {
 // (ha.CanMigrateGroups): a lab node's LRM is active or idle whenever the
 // node is up.
 func (s *Sim) canMigrateGroupsLocked(db *ConfigDB) error {
-	return ha.CanMigrateGroups(s.quorateLocked(db), s.haMembersLocked(db),
-		func(m string) bool { return s.nodeUpLocked(m) && s.memberUpLocked(m) },
+	return ha.CanMigrateGroups(s.QuorateLocked(db), s.haMembersLocked(db),
+		func(m string) bool { return s.NodeUpLocked(m) && s.memberUpLocked(m) },
 		func(m string) string { return s.nodeVersionLocked(m).Version })
 }
 
@@ -316,8 +316,8 @@ func (s *Sim) canMigrateGroupsLocked(db *ConfigDB) error {
 // rules.cfg and resources.cfg rewritten, groups.cfg deleted.
 func (s *Sim) migrateGroupsLocked(db *ConfigDB) {
 	rules, res := s.haConfigLocked(db).MigrateGroups()
-	s.writeSectionsLocked(db, ha.RulesCfg, rules)
-	s.writeSectionsLocked(db, ha.ResourcesCfg, res)
+	s.WriteSectionsLocked(db, ha.RulesCfg, rules)
+	s.WriteSectionsLocked(db, ha.ResourcesCfg, res)
 	s.removeEtcPve(db, ha.GroupsCfg)
 	s.SaveLocked()
 	s.scheduleCRMLocked(db.ID)

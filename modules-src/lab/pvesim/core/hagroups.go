@@ -35,7 +35,7 @@ func (s *Sim) postHAGroup(rc *Req) (any, error) {
 	if err := s.groupsRefused(db, "create group"); err != nil {
 		return nil, err
 	}
-	list, _ := s.readSectionsLocked(db, ha.GroupsCfg)
+	list, _ := s.ReadSectionsLocked(db, ha.GroupsCfg)
 	if findSection(list, rc.Str("group")) != nil {
 		return nil, fmt.Errorf("create ha group failed: ha group ID '%s' already defined", rc.Str("group"))
 	}
@@ -50,7 +50,7 @@ func (s *Sim) putHAGroup(rc *Req) (any, error) {
 	if err := s.groupsRefused(db, "update group"); err != nil {
 		return nil, err
 	}
-	list, digest := s.readSectionsLocked(db, ha.GroupsCfg)
+	list, digest := s.ReadSectionsLocked(db, ha.GroupsCfg)
 	if err := staleDigest(rc, digest, "update ha group failed: "); err != nil {
 		return nil, err
 	}

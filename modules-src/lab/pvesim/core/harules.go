@@ -19,12 +19,12 @@ import (
 // fullRulesLocked is the API's $get_full_rules_config (ha.Config.FullRules)
 // with rules.cfg's digest.
 func (s *Sim) fullRulesLocked(db *ConfigDB) ([]ha.OrderedRule, string) {
-	_, digest := s.readSectionsLocked(db, ha.RulesCfg)
+	_, digest := s.ReadSectionsLocked(db, ha.RulesCfg)
 	return s.haConfigLocked(db).FullRules(), digest
 }
 
 // haMembersLocked are the members of db's cluster, the nodes rules name.
-func (s *Sim) haMembersLocked(db *ConfigDB) []string { return s.membersLocked(s.anyMemberLocked(db)) }
+func (s *Sim) haMembersLocked(db *ConfigDB) []string { return s.MembersLocked(s.anyMemberLocked(db)) }
 
 func (s *Sim) getHARules(rc *Req) (any, error) {
 	db := rc.DB()
@@ -84,17 +84,17 @@ func (s *Sim) checkRuleLocked(db *ConfigDB, rules []*section, r *section) error 
 
 // anyMemberLocked names a node whose /etc/pve is db.
 func (s *Sim) anyMemberLocked(db *ConfigDB) string {
-	for _, n := range s.sortedNodeNamesLocked() {
-		if s.st.Nodes[n].DB == db.ID {
+	for _, n := range s.SortedNodeNamesLocked() {
+		if s.State.Nodes[n].DB == db.ID {
 			return n
 		}
 	}
 	return ""
 }
 
-func (s *Sim) sortedNodeNamesLocked() []string {
+func (s *Sim) SortedNodeNamesLocked() []string {
 	var out []string
-	for n := range s.st.Nodes {
+	for n := range s.State.Nodes {
 		out = append(out, n)
 	}
 	sort.Strings(out)
@@ -106,7 +106,7 @@ func (s *Sim) postHARule(rc *Req) (any, error) {
 	if !s.groupsMigrated(db) {
 		return nil, fmt.Errorf("cannot create ha rule: ha groups have not been migrated yet")
 	}
-	list, _ := s.readSectionsLocked(db, ha.RulesCfg)
+	list, _ := s.ReadSectionsLocked(db, ha.RulesCfg)
 	r := &section{Type: rc.Str("type"), ID: rc.Str("rule"), Opts: map[string]string{}}
 	setRuleOpts(rc, r.Opts)
 	ha.NormaliseRuleLists(r)
@@ -125,7 +125,7 @@ func (s *Sim) putHARule(rc *Req) (any, error) {
 	if !s.groupsMigrated(db) {
 		return nil, fmt.Errorf("cannot update ha rule: ha groups have not been migrated yet")
 	}
-	list, digest := s.readSectionsLocked(db, ha.RulesCfg)
+	list, digest := s.ReadSectionsLocked(db, ha.RulesCfg)
 	// API2/HA/Rules.pm update_rule: lock_ha_domain(..., "update HA rules failed").
 	if err := staleDigest(rc, digest, "update HA rules failed: "); err != nil {
 		return nil, err
@@ -173,15 +173,15 @@ func (s *Sim) haRequestTaskSID(rc *Req, typ, sid string, vmid int, state string)
 	}
 	return s.startTaskLocked(rc, rc.Node, typ, strconv.Itoa(vmid), func(t *taskRun) string {
 		t.logf("Requesting HA %s for %s %d", verb, kind, vmid)
-		if !s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration)) {
+		if !s.Sleep(s.Cfg.Dur(s.Cfg.TaskDuration, DefaultTaskDuration)) {
 			return "unexpected status"
 		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
+		s.Mu.Lock()
+		defer s.Mu.Unlock()
 		list, _ := s.haResourcesLocked(db)
 		if r := ha.FindResource(list, sid); r != nil {
 			r.Opts["state"] = state
-			s.writeSectionsLocked(db, ha.ResourcesCfg, list)
+			s.WriteSectionsLocked(db, ha.ResourcesCfg, list)
 			s.SaveLocked()
 		}
 		s.scheduleCRMLocked(db.ID)
@@ -211,7 +211,7 @@ func (s *Sim) postHAMotion(rc *Req) (any, error) {
 		return nil, pvecommon.Die("no such cluster node '%s'", target) // reconstruction: the CRM ignores it, PVE logs only
 	}
 	s.haLaterLocked(s.crmRound(), db.ID, func(d *ConfigDB) {
-		if !s.nodeUpLocked(target) {
+		if !s.NodeUpLocked(target) {
 			return
 		}
 		if e, ok := s.FindVMLocked(d, vmid); ok && e.Node != target {
@@ -219,7 +219,7 @@ func (s *Sim) postHAMotion(rc *Req) (any, error) {
 			s.scheduleCRMLocked(d.ID)
 		}
 	})
-	if s.cfg.Version < 9 {
+	if s.Cfg.Version < 9 {
 		return nil, nil
 	}
 	return map[string]any{"sid": sid, "requested-node": target}, nil

@@ -13,9 +13,9 @@ import (
 func (s *Sim) getHAStatusCurrent(rc *Req) (any, error) {
 	db := rc.DB()
 	res, _ := s.haResourcesLocked(db)
-	cfg := ha.Config{Version: s.cfg.Version, Resources: res}
-	return cfg.StatusCurrent(ha.StatusQuery{Node: rc.Node, Quorate: s.quorateLocked(db), Now: time.Now(),
-		Members: s.membersLocked(rc.Node), NodeUp: s.nodeUpLocked,
+	cfg := ha.Config{Version: s.Cfg.Version, Resources: res}
+	return cfg.StatusCurrent(ha.StatusQuery{Node: rc.Node, Quorate: s.QuorateLocked(db), Now: time.Now(),
+		Members: s.MembersLocked(rc.Node), NodeUp: s.NodeUpLocked,
 		Service: func(r *section) ha.Service { return s.haServiceLocked(db, r) }}), nil
 }
 
@@ -23,7 +23,7 @@ func (s *Sim) getHAStatusCurrent(rc *Req) (any, error) {
 // of a guest's status/current.
 func (s *Sim) haStatusOfGuestLocked(db *ConfigDB, sid string) map[string]any {
 	list, _ := s.haResourcesLocked(db)
-	cfg := ha.Config{Version: s.cfg.Version, Resources: list}
+	cfg := ha.Config{Version: s.Cfg.Version, Resources: list}
 	return cfg.GuestStatus(cfg.Resource(sid), func(r *section) ha.Service { return s.haServiceLocked(db, r) })
 }
 

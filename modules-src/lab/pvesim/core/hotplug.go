@@ -27,9 +27,9 @@ var DefaultBridges = []string{"vmbr0", "vmbr1", "vmbr2"}
 
 // SetBridges gives a node exactly these bridges (none: no bridge at all).
 func (s *Sim) SetBridges(node string, bridges ...string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := s.st.Nodes[node]
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
+	n := s.State.Nodes[node]
 	if n == nil {
 		return fmt.Errorf("no node %q in this lab (have %s)", node, strings.Join(s.NodeNames(), ", "))
 	}
@@ -45,9 +45,9 @@ func (s *Sim) SetBridges(node string, bridges ...string) error {
 // guest OS's doing; the lab makes it a property of the running guest,
 // gone when the VM stops.
 func (s *Sim) HoldDevices(node string, vmid int, devices ...string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := s.st.Nodes[node]
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
+	n := s.State.Nodes[node]
 	if n == nil {
 		return fmt.Errorf("no node %q in this lab (have %s)", node, strings.Join(s.NodeNames(), ", "))
 	}
@@ -63,7 +63,7 @@ func (s *Sim) HoldDevices(node string, vmid int, devices ...string) error {
 }
 
 func (s *Sim) bridgeLocked(node, bridge string) bool {
-	n := s.st.Nodes[node]
+	n := s.State.Nodes[node]
 	if n == nil {
 		return false
 	}
@@ -77,7 +77,7 @@ func (s *Sim) bridgeLocked(node, bridge string) bool {
 // qemu_devicedelverify polls the device list (5 s) and dies when the guest
 // kept it. Not modelled: the 5 s the poll takes.
 func (s *Sim) unplugLocked(node string, vmid int, device string) error {
-	if n := s.st.Nodes[node]; n != nil && slices.Contains(n.HeldDevices[vmid], device) {
+	if n := s.State.Nodes[node]; n != nil && slices.Contains(n.HeldDevices[vmid], device) {
 		return pvecommon.Die("error on hot-unplugging device '%s' - still busy in guest?", device)
 	}
 	return nil

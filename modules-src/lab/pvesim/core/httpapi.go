@@ -89,7 +89,7 @@ func (rc *Req) Int(k string, def int) int {
 }
 
 // DB is the pmxcfs of the handling node.
-func (rc *Req) DB() *ConfigDB { return rc.Sim.dbOf(rc.Node) }
+func (rc *Req) DB() *ConfigDB { return rc.Sim.DBOf(rc.Node) }
 
 // nodeHandler serves one node's /api2/json.
 func (s *Sim) nodeHandler(node string) http.Handler {
@@ -124,7 +124,7 @@ func (s *Sim) serve(node string, table map[string]Handler, w http.ResponseWriter
 		// Content-Length it handles the request as any other.
 		if aerr := s.uploadAuth(node, r, apiPath); aerr != nil {
 			if aerr.Status == 401 {
-				s.sleepCtx(r, s.cfg.dur(s.cfg.AuthDelay, DefaultAuthDelay))
+				s.sleepCtx(r, s.Cfg.Dur(s.Cfg.AuthDelay, DefaultAuthDelay))
 			}
 			entry.Status, entry.Duration = aerr.Status, time.Since(start)
 			s.log.add(entry)
@@ -144,20 +144,20 @@ func (s *Sim) serve(node string, table map[string]Handler, w http.ResponseWriter
 			writeError(w, ErrStatus(500, "%v", perr))
 			return
 		}
-		s.mu.Lock()
+		s.Mu.Lock()
 		if s.uploads == nil {
 			s.uploads = map[string]*upload{}
 		}
 		s.uploads[up.tmpName] = up
-		s.mu.Unlock()
+		s.Mu.Unlock()
 		defer func() {
 			// cleanup_reqstate: a file no task took is removed.
-			s.mu.Lock()
+			s.Mu.Lock()
 			if s.uploads[up.tmpName] == up {
 				delete(s.uploads, up.tmpName)
 				_ = os.Remove(up.hostPath)
 			}
-			s.mu.Unlock()
+			s.Mu.Unlock()
 		}()
 	} else {
 		params, perr = readParams(r)
@@ -212,7 +212,7 @@ func (s *Sim) serve(node string, table map[string]Handler, w http.ResponseWriter
 		case FaultLock:
 			d := fault.Delay
 			if d == 0 {
-				d = s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout)
+				d = s.Cfg.Dur(s.Cfg.LockTimeout, DefaultLockTimeout)
 			}
 			s.sleepCtx(r, d)
 			file := fault.LockFile
@@ -259,7 +259,7 @@ func (s *Sim) serve(node string, table map[string]Handler, w http.ResponseWriter
 			s.sleepCtx(r, aerr.wait)
 		}
 		if aerr.Status == 401 {
-			s.sleepCtx(r, s.cfg.dur(s.cfg.AuthDelay, DefaultAuthDelay))
+			s.sleepCtx(r, s.Cfg.Dur(s.Cfg.AuthDelay, DefaultAuthDelay))
 		}
 		finish(aerr.Status)
 		if loseAnswer {
@@ -281,9 +281,9 @@ func (s *Sim) serve(node string, table map[string]Handler, w http.ResponseWriter
 
 // dispatch authenticates, validates and runs the handler under the state lock.
 func (s *Sim) dispatch(node string, table map[string]Handler, m *pveschema.Method, params map[string]any, r *http.Request, taskFault *Fault) (int, any, *Principal, *APIError) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	db := s.dbOf(node)
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
+	db := s.DBOf(node)
 	s.readFilesLocked(db) // a file edited on a node is what the API shows
 	var perms struct {
 		User string `json:"user"`
@@ -327,7 +327,7 @@ func (s *Sim) dispatch(node string, table map[string]Handler, m *pveschema.Metho
 	if h == nil {
 		// Real PVE has this method: say plainly that only the lab lacks it, so
 		// no module mistakes it for a version difference (e.g. HA rules in 8).
-		return 0, nil, who, ErrStatus(501, "Method '%s %s' not implemented (exists in PVE %d, not simulated by the lab)", m.HTTPMethod, m.Path, s.cfg.Version)
+		return 0, nil, who, ErrStatus(501, "Method '%s %s' not implemented (exists in PVE %d, not simulated by the lab)", m.HTTPMethod, m.Path, s.Cfg.Version)
 	}
 	rc := &Req{Sim: s, Node: target, Origin: node, Method: m, Params: params, Who: who, Fault: taskFault}
 	data, err := s.runHandlerLocked(h, rc)
@@ -344,8 +344,8 @@ func (s *Sim) dispatch(node string, table map[string]Handler, m *pveschema.Metho
 // proxyCheckLocked mirrors pveproxy forwarding to {node}: unknown nodes fail
 // name resolution, offline members answer 595.
 func (s *Sim) proxyCheckLocked(from, to string) *APIError {
-	n := s.st.Nodes[to]
-	if n == nil || n.DB != s.st.Nodes[from].DB {
+	n := s.State.Nodes[to]
+	if n == nil || n.DB != s.State.Nodes[from].DB {
 		return ErrStatus(500, "hostname lookup '%s' failed - failed to get address info for: %s: Name or service not known", to, to)
 	}
 	if !n.Online || n.restarting {
@@ -373,10 +373,10 @@ func (s *Sim) sleepCtx(r *http.Request, d time.Duration) bool {
 
 // secrets are the values the request log must never show.
 func (s *Sim) secrets() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := []string{s.st.RootPassword, s.st.TokenSecret}
-	for _, db := range s.st.DBs {
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
+	out := []string{s.State.RootPassword, s.State.TokenSecret}
+	for _, db := range s.State.DBs {
 		for _, t := range db.Access.Tokens {
 			out = append(out, t.Secret)
 		}
@@ -389,10 +389,10 @@ func (s *Sim) secrets() []string {
 	return out
 }
 
-func (s *Sim) dbOf(node string) *ConfigDB {
-	n := s.st.Nodes[node]
+func (s *Sim) DBOf(node string) *ConfigDB {
+	n := s.State.Nodes[node]
 	if n == nil {
 		return nil
 	}
-	return s.st.DBs[n.DB]
+	return s.State.DBs[n.DB]
 }

@@ -84,11 +84,11 @@ func (s *Sim) addnodeLocked(mdb *ConfigDB, joiner string, nodeid, votes int, lin
 // called with s.mu held: a task's log takes it) and restart is how long its
 // services are down. It returns the error finish_join dies with, or "".
 func (s *Sim) finishJoin(joiner, clusterDB string, restart time.Duration, logf func(string, ...any)) string {
-	s.mu.Lock()
-	j := s.st.Nodes[joiner]
-	cdb := s.st.DBs[clusterDB]
+	s.Mu.Lock()
+	j := s.State.Nodes[joiner]
+	cdb := s.State.DBs[clusterDB]
 	if j == nil || cdb == nil || cdb.Corosync == nil || cdb.Corosync.Member(joiner) == nil {
-		s.mu.Unlock()
+		s.Mu.Unlock()
 		return fmt.Sprintf("node %s is not listed in the cluster it joins", joiner)
 	}
 	fault := s.faults.takeKind(joiner, FaultFinishJoin)
@@ -105,7 +105,7 @@ func (s *Sim) finishJoin(joiner, clusterDB string, restart time.Duration, logf f
 		s.stopLocked(joiner)
 	}
 	s.SaveLocked()
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	logf("stopping pve-cluster service")
 	logf("backup old database to '/var/lib/pve-cluster/backup/config-%d.sql.gz'", time.Now().Unix())
 	if fault != nil {
@@ -115,25 +115,25 @@ func (s *Sim) finishJoin(joiner, clusterDB string, restart time.Duration, logf f
 		return DefaultFinishJoinError
 	}
 
-	if !s.sleep(restart) {
+	if !s.Sleep(restart) {
 		return "unexpected status"
 	}
 
 	logf("waiting for quorum...OK")
 	logf("(re)generate node files")
 	logf("generate new node certificate")
-	s.mu.Lock()
+	s.Mu.Lock()
 	j.CorosyncUpAt = time.Now().UnixMilli()
 	j.CertGen++
 	ca, err := s.caLocked(j.DB)
 	var cert *nodecert.Cert
 	if err == nil {
-		cert, err = nodecert.LoadOrCreate(s.cfg.Dir, joiner, j.Addr, j.CertGen, ca)
+		cert, err = nodecert.LoadOrCreate(s.Cfg.Dir, joiner, j.Addr, j.CertGen, ca)
 	}
 	j.restarting = false
 	if err != nil {
 		s.SaveLocked()
-		s.mu.Unlock()
+		s.Mu.Unlock()
 		return "unable to generate pve certificate: " + err.Error()
 	}
 	s.nodes[joiner].cert = cert
@@ -144,7 +144,7 @@ func (s *Sim) finishJoin(joiner, clusterDB string, restart time.Duration, logf f
 		}
 	}
 	s.SaveLocked()
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	logf("merge authorized SSH keys")
 	logf("generated new node certificate, restart pveproxy and pvedaemon services")
 	logf("successfully added node '%s' to cluster.", joiner)
@@ -154,10 +154,10 @@ func (s *Sim) finishJoin(joiner, clusterDB string, restart time.Duration, logf f
 // AddNodeEntry is the member's half alone, as `pvecm addnode` does it (what
 // `pvecm add --use_ssh` runs on the member over SSH).
 func (s *Sim) AddNodeEntry(member, joiner, link0 string, force bool) (ClusterInfo, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	mdb := s.dbOf(member)
-	j := s.st.Nodes[joiner]
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
+	mdb := s.DBOf(member)
+	j := s.State.Nodes[joiner]
 	if mdb == nil || j == nil {
 		return ClusterInfo{}, &NotFoundError{Msg: fmt.Sprintf("no node %q or %q in this lab", member, joiner)}
 	}
@@ -182,20 +182,20 @@ func (s *Sim) AddNodeEntry(member, joiner, link0 string, force bool) (ClusterInf
 // member accepted it): node finishes joining the cluster that lists it.
 // The returned error is finish_join's.
 func (s *Sim) FinishJoin(node string, logf func(string, ...any)) (ClusterInfo, error) {
-	return s.finishJoinOf(node, s.cfg.dur(s.cfg.RestartWindow, DefaultRestartWindow), logf)
+	return s.finishJoinOf(node, s.Cfg.Dur(s.Cfg.RestartWindow, DefaultRestartWindow), logf)
 }
 
 func (s *Sim) finishJoinOf(node string, restart time.Duration, logf func(string, ...any)) (ClusterInfo, error) {
-	s.mu.Lock()
+	s.Mu.Lock()
 	var db *ConfigDB
-	for _, id := range sortedKeys(s.st.DBs) {
-		d := s.st.DBs[id]
+	for _, id := range sortedKeys(s.State.DBs) {
+		d := s.State.DBs[id]
 		if d.Corosync != nil && d.Corosync.Member(node) != nil && !d.Detached {
 			db = d
 			break
 		}
 	}
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	if db == nil {
 		return ClusterInfo{}, &NotFoundError{Msg: fmt.Sprintf("no cluster lists node %q", node)}
 	}
@@ -205,8 +205,8 @@ func (s *Sim) finishJoinOf(node string, restart time.Duration, logf func(string,
 	if msg := s.finishJoin(node, db.ID, restart, logf); msg != "" {
 		return ClusterInfo{}, &ConflictError{Msg: msg}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
 	info, _ := s.clusterLocked(node)
 	return info, nil
 }

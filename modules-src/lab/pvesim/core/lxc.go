@@ -47,7 +47,7 @@ func (s *Sim) createCtVolume(node string, vmid int, v string, unprivileged bool)
 	if err != nil {
 		return v, nil // an existing volume
 	}
-	st := s.dbOf(node).Storage[store]
+	st := s.DBOf(node).Storage[store]
 	if st == nil {
 		return "", pvecommon.Die("storage '%s' does not exist", store)
 	}
@@ -100,7 +100,7 @@ func (s *Sim) postLxcCreate(rc *Req) (any, error) {
 	// 6.0 (PVE 9, commit 103068a) a create without it makes an unprivileged
 	// CT; before, a privileged one. Only a true value is written.
 	delete(keys, "unprivileged")
-	unpriv := (rc.Has("unprivileged") && rc.Bool("unprivileged")) || (!rc.Has("unprivileged") && s.cfg.Version >= 9)
+	unpriv := (rc.Has("unprivileged") && rc.Bool("unprivileged")) || (!rc.Has("unprivileged") && s.Cfg.Version >= 9)
 	// create_vm's permission checks (lxcperm.go), then the template's.
 	if err := s.checkCTCreatePerm(rc, unpriv); err != nil {
 		return nil, err
@@ -131,12 +131,12 @@ func (s *Sim) postLxcCreate(rc *Req) (any, error) {
 	node, start := rc.Node, rc.Bool("start")
 	return s.startTaskLocked(rc, node, "vzcreate", strconv.Itoa(vmid), func(t *taskRun) string {
 		t.logf("extracting archive '%s'", tmpl)
-		if !s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration)) {
+		if !s.Sleep(s.Cfg.Dur(s.Cfg.TaskDuration, DefaultTaskDuration)) {
 			return "unexpected status"
 		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.cfg.StorageContent != nil {
+		s.Mu.Lock()
+		defer s.Mu.Unlock()
+		if s.Cfg.StorageContent != nil {
 			// Reconstruction (LXC/Create.pm restore_archive →
 			// PVE::Storage::abs_filesystem_path): the template must be a
 			// file on its storage, else the task dies "$emsg can't find file".
@@ -223,9 +223,9 @@ func (s *Sim) CTSummary(node string, vmid int, c *guestconf.Conf) map[string]any
 	} else {
 		e["name"] = fmt.Sprintf("CT%d", vmid)
 	}
-	if started, ok := s.st.Nodes[node].Running[vmid]; ok {
+	if started, ok := s.State.Nodes[node].Running[vmid]; ok {
 		e["status"] = "running"
-		e["uptime"] = nowUnix() - started
+		e["uptime"] = NowUnix() - started
 		e["mem"] = (mem << 20) / 4
 	}
 	return summaryFlags(e, c)

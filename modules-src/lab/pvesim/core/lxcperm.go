@@ -86,7 +86,7 @@ func (s *Sim) checkCTCreatePerm(rc *Req, unprivileged bool) error {
 		return nil
 	}
 	db := rc.DB()
-	if s.cfg.Version >= 9 && !unprivileged {
+	if s.Cfg.Version >= 9 && !unprivileged {
 		if err := rpcCheck(db, rc.Who, "/", "Sys.Modify"); err != nil {
 			return err
 		}

@@ -77,15 +77,15 @@ func (s *Sim) archiveVolRef(rc *Req, vmid int, volid, ctype string) (*volRef, er
 // node: the text of its pct.conf.
 func (s *Sim) backupConfigLocked(node string, r *volRef) (string, error) {
 	missing := pvecommon.Die("ERROR: file '%s' does not exist", r.Path(""))
-	if s.cfg.StorageContent != nil {
+	if s.Cfg.StorageContent != nil {
 		if ok, err := s.volumeExistsLocked(node, r.VolID); err != nil || !ok {
 			return "", missing
 		}
 	}
-	if s.cfg.BackupArchive == nil {
+	if s.Cfg.BackupArchive == nil {
 		return "", missing
 	}
-	data, err := s.cfg.BackupArchive(node, storageInfo(r.Section), r.Name)
+	data, err := s.Cfg.BackupArchive(node, storageInfo(r.Section), r.Name)
 	if err != nil {
 		return "", missing
 	}
@@ -209,11 +209,11 @@ func (s *Sim) postLxcRestore(rc *Req) (any, error) {
 	unique, start, pool := rc.Bool("unique"), rc.Bool("start"), rc.Str("pool")
 	restricted := rc.Who == nil || rc.Who.Full() != "root@pam"
 	return s.startTaskLocked(rc, node, "vzrestore", strconv.Itoa(vmid), func(t *taskRun) string {
-		if !s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration)) {
+		if !s.Sleep(s.Cfg.Dur(s.Cfg.TaskDuration, DefaultTaskDuration)) {
 			return "unexpected status"
 		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
+		s.Mu.Lock()
+		defer s.Mu.Unlock()
 		emsg := fmt.Sprintf("unable to restore CT %d -", vmid)
 		old, _ := s.loadCtConfLocked(db, node, vmid)
 		// Until the volumes are made an overwritten CT only loses its

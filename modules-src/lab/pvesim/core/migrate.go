@@ -37,7 +37,7 @@ func (s *Sim) postQemuMigrate(rc *Req) (any, error) {
 	if db.Corosync == nil || db.Corosync.Member(target) == nil {
 		return nil, pvecommon.Die("no such cluster node '%s'", target)
 	}
-	if !s.nodeUpLocked(target) {
+	if !s.NodeUpLocked(target) {
 		return nil, pvecommon.Die("target node '%s' is not online", target) // reconstruction (remote_node_ip / ssh)
 	}
 	c, err := s.loadQmConfLocked(db, node, vmid)
@@ -51,7 +51,7 @@ func (s *Sim) postQemuMigrate(rc *Req) (any, error) {
 	}
 	if running && !rc.Bool("force") {
 		jobs := s.replicationJobsOf(db, vmid)
-		list, _ := s.readSectionsLocked(db, replication.ConfigFile)
+		list, _ := s.ReadSectionsLocked(db, replication.ConfigFile)
 		toTarget := false
 		for _, id := range jobs {
 			if j := findSection(list, id); j != nil && j.Opts["target"] == target {
@@ -81,21 +81,21 @@ func (s *Sim) postQemuMigrate(rc *Req) (any, error) {
 	if _, managed := s.haManagedLocked(db, vmid); managed {
 		return s.startTaskLocked(rc, node, "hamigrate", strconv.Itoa(vmid), func(t *taskRun) string {
 			t.logf("Requesting HA migration for VM %d to node %s", vmid, target)
-			if !s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration)) {
+			if !s.Sleep(s.Cfg.Dur(s.Cfg.TaskDuration, DefaultTaskDuration)) {
 				return "unexpected status"
 			}
-			s.mu.Lock()
-			defer s.mu.Unlock()
+			s.Mu.Lock()
+			defer s.Mu.Unlock()
 			id := db.ID
-			s.wg.Add(1)
+			s.Workers.Add(1)
 			go func() {
-				defer s.wg.Done()
-				if !s.sleep(s.cfg.dur(s.cfg.HADelay, 10*time.Second)) {
+				defer s.Workers.Done()
+				if !s.Sleep(s.Cfg.Dur(s.Cfg.HADelay, 10*time.Second)) {
 					return
 				}
-				s.mu.Lock()
-				defer s.mu.Unlock()
-				if d := s.st.DBs[id]; d != nil {
+				s.Mu.Lock()
+				defer s.Mu.Unlock()
+				if d := s.State.DBs[id]; d != nil {
 					_ = s.moveGuestLocked(d, vmid, node, target, func(string, ...any) {})
 				}
 			}()
@@ -110,12 +110,12 @@ func (s *Sim) postQemuMigrate(rc *Req) (any, error) {
 		// 10, …)): a replication run of the guest meanwhile is skipped
 		// (replrun.go syncJob, H5).
 		mig := migrationLockKey(node, vmid)
-		if !s.acquire(mig, false, s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout)) {
+		if !s.acquire(mig, false, s.Cfg.Dur(s.Cfg.LockTimeout, DefaultLockTimeout)) {
 			return errLockTimeout(replication.MigrationLockFile(vmid)).Error()
 		}
 		defer s.release(mig, false)
 		key := guestLockKey(node, vmid)
-		if !s.acquire(key, false, s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout)) {
+		if !s.acquire(key, false, s.Cfg.Dur(s.Cfg.LockTimeout, DefaultLockTimeout)) {
 			return errLockTimeout(guestLockFile(vmid)).Error()
 		}
 		defer s.release(key, false)
@@ -128,16 +128,16 @@ func (s *Sim) postQemuMigrate(rc *Req) (any, error) {
 			t.logf0("ERROR: migration aborted (duration %s): %s", fmtDuration(time.Since(start)), reason)
 			return "migration aborted"
 		}
-		s.mu.Lock()
+		s.Mu.Lock()
 		c, err := s.loadQmConfLocked(db, node, vmid)
 		if err == nil {
 			err = c.CheckLock("VM")
 		}
 		if err != nil {
-			s.mu.Unlock()
+			s.Mu.Unlock()
 			return abort(err.Error())
 		}
-		t.task.Log = append(t.task.Log, fmt.Sprintf("starting migration of VM %d to node '%s' (%s)", vmid, target, s.st.Nodes[target].Addr))
+		t.task.Log = append(t.task.Log, fmt.Sprintf("starting migration of VM %d to node '%s' (%s)", vmid, target, s.State.Nodes[target].Addr))
 		local, reason := s.localVolumesLocked(db, c, vmid)
 		if res := qemuserver.LocalResources(c.Keys); reason == "" && len(res) > 0 {
 			// QemuMigrate.pm prepare: without force (root only), a VM with
@@ -156,18 +156,18 @@ func (s *Sim) postQemuMigrate(rc *Req) (any, error) {
 			reason = fmt.Sprintf("can't migrate local disk '%s': can't live migrate attached local disks without with-local-disks option", local[0])
 		}
 		if reason != "" {
-			s.mu.Unlock()
+			s.Mu.Unlock()
 			return abort(reason)
 		}
 		c.Keys["lock"] = "migrate"
 		s.writeQmConfLocked(db, node, vmid, c)
 		s.SaveLocked()
-		s.mu.Unlock()
-		if !s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration)) {
+		s.Mu.Unlock()
+		if !s.Sleep(s.Cfg.Dur(s.Cfg.TaskDuration, DefaultTaskDuration)) {
 			return "unexpected status"
 		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
+		s.Mu.Lock()
+		defer s.Mu.Unlock()
 		c, _ = s.loadQmConfLocked(db, node, vmid)
 		delete(c.Keys, "lock")
 		if f := rc.Fault; f != nil && f.Kind == FaultMigrateAbort {
@@ -268,14 +268,14 @@ func (s *Sim) moveGuestLocked(db *ConfigDB, vmid int, from, to string, logf func
 		if !ok || st == nil || st.Shared() {
 			continue
 		}
-		if v := s.st.Nodes[from].Volumes[file]; v != nil {
-			tn := s.st.Nodes[to]
+		if v := s.State.Nodes[from].Volumes[file]; v != nil {
+			tn := s.State.Nodes[to]
 			if tn.Volumes == nil {
 				tn.Volumes = map[string]*GuestVolume{}
 			}
 			cp := *v
 			tn.Volumes[file] = &cp
-			delete(s.st.Nodes[from].Volumes, file)
+			delete(s.State.Nodes[from].Volumes, file)
 			logf("volume '%s' is '%s' on the target", file, file)
 		}
 	}

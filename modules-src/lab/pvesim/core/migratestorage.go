@@ -70,7 +70,7 @@ func (s *Sim) remapVolumesLocked(db *ConfigDB, c *guestconf.Conf, vmid int, from
 		if err := checkStorageAccessMigrate(db, dst, to); err != nil {
 			return moved, err
 		}
-		v := s.st.Nodes[from].Volumes[file]
+		v := s.State.Nodes[from].Volumes[file]
 		format := "raw"
 		var size int64
 		if v != nil {
@@ -108,9 +108,9 @@ func (s *Sim) remapVolumesLocked(db *ConfigDB, c *guestconf.Conf, vmid int, from
 // local volumes were copied to the target (as the same volids); the
 // cleanup frees them again (phase1_cleanup → cleanup_remotedisks).
 func (s *Sim) copyThenFree(from, to string, files []string, logf func(string, ...any)) {
-	tn := s.st.Nodes[to]
+	tn := s.State.Nodes[to]
 	for _, file := range files {
-		v := s.st.Nodes[from].Volumes[file]
+		v := s.State.Nodes[from].Volumes[file]
 		if v == nil {
 			continue
 		}
@@ -122,7 +122,7 @@ func (s *Sim) copyThenFree(from, to string, files []string, logf func(string, ..
 		logf("volume '%s' is '%s' on the target", file, file)
 	}
 	for _, file := range files {
-		if s.st.Nodes[from].Volumes[file] != nil {
+		if s.State.Nodes[from].Volumes[file] != nil {
 			delete(tn.Volumes, file)
 		}
 	}
@@ -164,9 +164,9 @@ func faultMessage(f *Fault, def string) string {
 // config is on the target, the local volumes are copied there and still
 // on the source.
 func (s *Sim) migrateProblems(db *ConfigDB, t *taskRun, vmid int, from, to string, files []string, reason string, start time.Time) string {
-	tn := s.st.Nodes[to]
+	tn := s.State.Nodes[to]
 	for _, file := range files {
-		if v := s.st.Nodes[from].Volumes[file]; v != nil {
+		if v := s.State.Nodes[from].Volumes[file]; v != nil {
 			if tn.Volumes == nil {
 				tn.Volumes = map[string]*GuestVolume{}
 			}

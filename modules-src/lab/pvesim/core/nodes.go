@@ -12,13 +12,13 @@ import (
 // the version the lab installs first.
 func (s *Sim) nodeVersionLocked(node string) NodeVersion {
 	def := NodeVersion{Version: "9.2.2", RepoID: "42db4a6cf33dac83", Kernel: "6.14.8-2-pve"}
-	if s.cfg.Version == 8 {
+	if s.Cfg.Version == 8 {
 		def = NodeVersion{Version: "8.4.1", RepoID: "b502d23c55afcba1", Kernel: "6.8.12-9-pve"}
 	}
-	if s.cfg.NodeVersion == nil {
+	if s.Cfg.NodeVersion == nil {
 		return def
 	}
-	v, err := s.cfg.NodeVersion(node)
+	v, err := s.Cfg.NodeVersion(node)
 	if err != nil || v.Version == "" {
 		if err != nil {
 			s.log.addError(fmt.Errorf("reading the version of %s: %w", node, err))
@@ -54,7 +54,7 @@ func (s *Sim) postTicket(rc *Req) (any, error) {
 	if u := db.Access.Users[user]; u != nil {
 		switch {
 		case user == "root@pam":
-			ok = pw == s.st.RootPassword
+			ok = pw == s.State.RootPassword
 		case u.Password != "":
 			ok = pw == u.Password
 		}
@@ -83,14 +83,14 @@ func (s *Sim) postTicket(rc *Req) (any, error) {
 	return out, nil
 }
 
-// membersLocked lists the nodes sharing node's /etc/pve (itself if standalone).
-func (s *Sim) membersLocked(node string) []string {
-	return cluster.Members(s.dbOf(node).Corosync, node)
+// MembersLocked lists the nodes sharing node's /etc/pve (itself if standalone).
+func (s *Sim) MembersLocked(node string) []string {
+	return cluster.Members(s.DBOf(node).Corosync, node)
 }
 
-// nodeUpLocked: reachable for a cluster view (online, not restarting).
-func (s *Sim) nodeUpLocked(name string) bool {
-	n := s.st.Nodes[name]
+// NodeUpLocked: reachable for a cluster view (online, not restarting).
+func (s *Sim) NodeUpLocked(name string) bool {
+	n := s.State.Nodes[name]
 	return n != nil && n.Online && !n.restarting
 }
 
@@ -105,21 +105,21 @@ const (
 // rc's caller (cluster.NodeEntry), with the simulator's fixed figures;
 // shown says they are in.
 func (s *Sim) nodeEntryLocked(rc *Req, name string) (map[string]any, bool) {
-	return cluster.NodeEntry(name, s.nodeUpLocked(name), func() (cluster.Stats, bool) {
+	return cluster.NodeEntry(name, s.NodeUpLocked(name), func() (cluster.Stats, bool) {
 		// Without Sys.Audit the node is listed, without its stats (K19).
 		if !HasPriv(rc.DB(), rc.Who, "/nodes/"+name, []string{"Sys.Audit"}, false) {
 			return cluster.Stats{}, false
 		}
 		return cluster.Stats{
 			CPU: 0.02, MaxCPU: 4, Mem: simMem, MaxMem: simMaxMem, Disk: simDisk, MaxDisk: simMaxDisk,
-			Uptime: time.Now().Unix() - s.st.Nodes[name].BootTime,
+			Uptime: time.Now().Unix() - s.State.Nodes[name].BootTime,
 		}, true
 	})
 }
 
 func (s *Sim) getNodes(rc *Req) (any, error) {
 	out := []map[string]any{}
-	for _, name := range s.membersLocked(rc.Node) {
+	for _, name := range s.MembersLocked(rc.Node) {
 		e, _ := s.nodeEntryLocked(rc, name)
 		if rt := s.nodes[name]; rt != nil && rt.cert != nil { // not for a nodelist entry added by hand
 			e["ssl_fingerprint"] = rt.cert.Fingerprint
@@ -130,7 +130,7 @@ func (s *Sim) getNodes(rc *Req) (any, error) {
 }
 
 func (s *Sim) getNodeStatus(rc *Req) (any, error) {
-	n := s.st.Nodes[rc.Node]
+	n := s.State.Nodes[rc.Node]
 	v := s.nodeVersionLocked(rc.Node)
 	kernel := v.Kernel
 	return map[string]any{
@@ -155,7 +155,7 @@ func (s *Sim) getClusterResources(rc *Req) (any, error) {
 	db := rc.DB()
 	typ := rc.Str("type")
 	out := []map[string]any{}
-	members := s.membersLocked(rc.Node)
+	members := s.MembersLocked(rc.Node)
 	if typ == "" || typ == "node" {
 		for _, name := range members {
 			e, shown := s.nodeEntryLocked(rc, name)
@@ -180,9 +180,9 @@ func (s *Sim) getClusterResources(rc *Req) (any, error) {
 				}
 				e := map[string]any{
 					"id": "storage/" + name + "/" + id, "type": "storage", "node": name, "storage": id,
-					"plugintype": st.Type, "content": st.Content(), "shared": boolNum(st.Shared()),
+					"plugintype": st.Type, "content": st.Content(), "shared": BoolNum(st.Shared()),
 				}
-				if s.nodeUpLocked(name) && s.activeOn(name, st) == nil {
+				if s.NodeUpLocked(name) && s.activeOn(name, st) == nil {
 					e["status"] = "available"
 					u := s.storageUsageLocked(name, st)
 					e["disk"], e["maxdisk"] = u.Used, u.Total
@@ -227,13 +227,13 @@ func (s *Sim) storageStatus(node string, st *Storage) map[string]any {
 	active := s.activateOn(node, st) == nil
 	e := map[string]any{
 		"storage": st.ID, "type": st.Type, "content": st.Content(),
-		"shared": boolNum(st.Shared()), "enabled": boolNum(!st.Disabled()), "active": boolNum(active),
+		"shared": BoolNum(st.Shared()), "enabled": BoolNum(!st.Disabled()), "active": BoolNum(active),
 	}
 	if active {
 		u := StorageUsage{Total: simMaxDisk, Used: simDisk, Avail: simMaxDisk - simDisk}
-		if s.cfg.StorageUsage != nil {
+		if s.Cfg.StorageUsage != nil {
 			var err error
-			got, err := s.cfg.StorageUsage(node, storageInfo(st))
+			got, err := s.Cfg.StorageUsage(node, storageInfo(st))
 			if err != nil {
 				// PVE's status warns and reports the storage inactive.
 				e["active"] = 0
@@ -255,10 +255,10 @@ func (s *Sim) storageStatus(node string, st *Storage) map[string]any {
 // or the simulator's fixed sizes when nothing real is behind it.
 func (s *Sim) storageUsageErrLocked(node string, st *Storage) (StorageUsage, error) {
 	fixed := StorageUsage{Total: simMaxDisk, Used: simDisk, Avail: simMaxDisk - simDisk}
-	if s.cfg.StorageUsage == nil {
+	if s.Cfg.StorageUsage == nil {
 		return fixed, nil
 	}
-	got, err := s.cfg.StorageUsage(node, storageInfo(st))
+	got, err := s.Cfg.StorageUsage(node, storageInfo(st))
 	if err != nil {
 		return StorageUsage{}, err
 	}
@@ -305,8 +305,8 @@ func (s *Sim) getStorageContent(rc *Req) (any, error) {
 	}
 	out := []map[string]any{}
 	want := rc.Str("content")
-	if s.cfg.StorageContent != nil {
-		vols, err := s.cfg.StorageContent(rc.Node, storageInfo(st))
+	if s.Cfg.StorageContent != nil {
+		vols, err := s.Cfg.StorageContent(rc.Node, storageInfo(st))
 		if err != nil {
 			return nil, err
 		}

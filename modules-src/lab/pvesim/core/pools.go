@@ -51,10 +51,10 @@ func (s *Sim) addGuestToPoolLocked(db *ConfigDB, pool string, vmid int) {
 	p.Members = append(p.Members, fmt.Sprintf("%s/%d", typ, vmid))
 }
 
-// poolsOf lists, sorted, the pools with path among their members (a guest
+// PoolsOf lists, sorted, the pools with path among their members (a guest
 // "/vms/N" or a storage "/storage/ID"): the pools whose ACLs
 // $compile_acl_path adds on path (access.Env).
-func (db *ConfigDB) poolsOf(path string) []string {
+func (db *ConfigDB) PoolsOf(path string) []string {
 	var out []string
 	for _, id := range sortedKeys(db.Pools) {
 		member := false

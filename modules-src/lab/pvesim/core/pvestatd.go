@@ -19,14 +19,14 @@ import "time"
 // from the simulator's start, on each node that is up (a powered-off node
 // runs no daemon). The rrd/metrics side of the cycle is not simulated.
 func (s *Sim) statdInterval() time.Duration {
-	return s.cfg.dur(s.cfg.StatdInterval, 10*time.Second)
+	return s.Cfg.Dur(s.Cfg.StatdInterval, 10*time.Second)
 }
 
 func (s *Sim) pvestatdLoop() {
-	s.wg.Add(1)
+	s.Workers.Add(1)
 	go func() {
-		defer s.wg.Done()
-		for s.sleep(max(s.statdInterval(), 10*time.Millisecond)) {
+		defer s.Workers.Done()
+		for s.Sleep(max(s.statdInterval(), 10*time.Millisecond)) {
 			s.StatdCycle()
 		}
 	}()
@@ -37,25 +37,25 @@ func (s *Sim) pvestatdLoop() {
 // calls are not held up by a whole cycle. Errors are pvestatd's warnings:
 // nothing to report.
 func (s *Sim) statdCycle(node string) {
-	s.mu.Lock()
-	if !s.nodeUpLocked(node) {
-		s.mu.Unlock()
+	s.Mu.Lock()
+	if !s.NodeUpLocked(node) {
+		s.Mu.Unlock()
 		return
 	}
-	db := s.dbOf(node)
+	db := s.DBOf(node)
 	s.readFilesLocked(db) // cfs_update: storage.cfg as the node sees it now
 	ids := db.sortedStorageIDs()
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	for _, id := range ids {
 		if s.ctx.Err() != nil {
 			return
 		}
-		s.mu.Lock()
-		db := s.dbOf(node)
-		if st := db.Storage[id]; st != nil && s.nodeUpLocked(node) && !st.Disabled() && st.OnNode(node) {
+		s.Mu.Lock()
+		db := s.DBOf(node)
+		if st := db.Storage[id]; st != nil && s.NodeUpLocked(node) && !st.Disabled() && st.OnNode(node) {
 			_ = s.activateOn(node, st)
 		}
-		s.mu.Unlock()
+		s.Mu.Unlock()
 	}
 }
 
@@ -65,14 +65,14 @@ func (s *Sim) statdCycle(node string) {
 // directory pvestatd was about to create for an earlier storage change is
 // not counted as the run's write.
 func (s *Sim) StatdCycle() {
-	s.mu.Lock()
+	s.Mu.Lock()
 	nodes := []string{}
-	for _, n := range s.sortedNodeNamesLocked() {
-		if s.nodeUpLocked(n) {
+	for _, n := range s.SortedNodeNamesLocked() {
+		if s.NodeUpLocked(n) {
 			nodes = append(nodes, n)
 		}
 	}
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	for _, n := range nodes {
 		s.statdCycle(n)
 	}

@@ -53,17 +53,17 @@ func normaliseNet(v string) string { return qemuserver.NormaliseNet(v, randomMAC
 func randomMAC() string { return pvecommon.RandomMAC(randomHex(3)) }
 
 func (s *Sim) runningLocked(node string, vmid int) bool {
-	_, ok := s.st.Nodes[node].Running[vmid]
+	_, ok := s.State.Nodes[node].Running[vmid]
 	return ok
 }
 
 func (s *Sim) setRunningLocked(node string, vmid int, on bool) {
-	n := s.st.Nodes[node]
+	n := s.State.Nodes[node]
 	if on {
 		if n.Running == nil {
 			n.Running = map[int]int64{}
 		}
-		n.Running[vmid] = nowUnix()
+		n.Running[vmid] = NowUnix()
 		return
 	}
 	delete(n.Running, vmid)
@@ -83,7 +83,7 @@ func (s *Sim) VMSummary(node string, vmid int, c *guestconf.Conf) map[string]any
 	if name := conf["name"]; name != "" {
 		e["name"] = name
 	}
-	if started, ok := s.st.Nodes[node].Running[vmid]; ok {
+	if started, ok := s.State.Nodes[node].Running[vmid]; ok {
 		e["status"] = "running"
 		e["uptime"] = time.Now().Unix() - started
 		e["mem"] = qemuserver.MemBytes(conf) / 2

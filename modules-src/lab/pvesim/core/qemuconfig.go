@@ -42,7 +42,7 @@ func (s *Sim) parseConfigUpdate(rc *Req) (*configUpdate, error) {
 	}
 	for k, v := range up.Set {
 		if qemuserver.IsDriveKey(k) {
-			if err := qmErr(qemuserver.CheckNewDrive(k, v, rc.Node, s.dbOf(rc.Node).Storage)); err != nil {
+			if err := qmErr(qemuserver.CheckNewDrive(k, v, rc.Node, s.DBOf(rc.Node).Storage)); err != nil {
 				return nil, err
 			}
 		}
@@ -332,12 +332,12 @@ func (s *Sim) underGuestLock(t *taskRun, node string, vmid int, d time.Duration,
 		return errLockTimeout(guestLockFile(vmid)).Error()
 	}
 	defer s.release(key, false)
-	if !s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration)) {
+	if !s.Sleep(s.Cfg.Dur(s.Cfg.TaskDuration, DefaultTaskDuration)) {
 		return "unexpected status"
 	}
-	s.mu.Lock()
+	s.Mu.Lock()
 	died := t.diedLocked()
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	if died {
 		return "unexpected status" // the node lost power: the work never happened
 	}

@@ -60,7 +60,7 @@ func (s *Sim) postQemuCreate(rc *Req) (any, error) {
 	// (commit 5086f472): start=1 needs VM.PowerMgmt up front, as the worker
 	// starts the VM without vm_start's own check. PVE 8's qemu-server
 	// (stable-bookworm, 8.4.10) makes neither check.
-	if !isRootUser(rc.Who) && s.cfg.Version != 8 {
+	if !isRootUser(rc.Who) && s.Cfg.Version != 8 {
 		if rc.Bool("ha-managed") {
 			if err := rpcCheck(db, rc.Who, "/", "Sys.Console"); err != nil {
 				return nil, err
@@ -96,7 +96,7 @@ func (s *Sim) postQemuCreate(rc *Req) (any, error) {
 	// Disks are checked before the task starts ($check_drive_param).
 	for k, v := range keys {
 		if qemuserver.IsDriveKey(k) {
-			if err := qmErr(qemuserver.CheckNewDrive(k, v, rc.Node, s.dbOf(rc.Node).Storage)); err != nil {
+			if err := qmErr(qemuserver.CheckNewDrive(k, v, rc.Node, s.DBOf(rc.Node).Storage)); err != nil {
 				return nil, err
 			}
 		}
@@ -119,11 +119,11 @@ func (s *Sim) postQemuCreate(rc *Req) (any, error) {
 	s.SaveLocked()
 	node, start, pool := rc.Node, rc.Bool("start"), rc.Str("pool")
 	return s.startTaskLocked(rc, node, "qmcreate", strconv.Itoa(vmid), func(t *taskRun) string {
-		if !s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration)) {
+		if !s.Sleep(s.Cfg.Dur(s.Cfg.TaskDuration, DefaultTaskDuration)) {
 			return "unexpected status"
 		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
+		s.Mu.Lock()
+		defer s.Mu.Unlock()
 		made := map[string]string{}
 		for _, k := range slices.Sorted(maps.Keys(keys)) {
 			if !qemuserver.IsDriveKey(k) {
@@ -148,10 +148,10 @@ func (s *Sim) postQemuCreate(rc *Req) (any, error) {
 			keys["boot"] = qemuserver.DefaultBoot(keys)
 		}
 		if keys["smbios1"] == "" {
-			keys["smbios1"] = "uuid=" + newUUID()
+			keys["smbios1"] = "uuid=" + NewUUID()
 		}
 		if keys["vmgenid"] == "" || keys["vmgenid"] == "1" {
-			keys["vmgenid"] = newUUID()
+			keys["vmgenid"] = NewUUID()
 		}
 		keys["meta"] = fmt.Sprintf("creation-qemu=9.2.0,ctime=%d", time.Now().Unix())
 		s.writeQmConfLocked(db, node, vmid, &guestconf.Conf{Keys: keys})
@@ -174,7 +174,7 @@ func (s *Sim) createDrive(node string, vmid int, key, v string) (string, error) 
 	if !ok {
 		return v, nil
 	}
-	st := s.dbOf(node).Storage[store]
+	st := s.DBOf(node).Storage[store]
 	if st == nil {
 		return "", fmt.Errorf("storage '%s' does not exist", store)
 	}
@@ -198,7 +198,7 @@ func (s *Sim) createDrive(node string, vmid int, key, v string) (string, error) 
 		}
 		if d.CDROM() && d.Props.Get("size") == "" {
 			// volume_size_info gives an ISO its size= too.
-			if st := s.dbOf(node).Storage[store]; st != nil {
+			if st := s.DBOf(node).Storage[store]; st != nil {
 				if f, err := s.fileVolumeLocked(node, st, d.File()); err == nil && f != nil {
 					d.Props.Set("size", pvecommon.FormatSize(f.Size))
 					return d.Print(), nil

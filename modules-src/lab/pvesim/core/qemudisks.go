@@ -61,7 +61,7 @@ func (s *Sim) registerUnusedDriveLocked(node string, vmid int, c *guestconf.Conf
 	if !ok {
 		return nil // not a PVE-managed volume
 	}
-	if s.dbOf(node).Storage[store] == nil {
+	if s.DBOf(node).Storage[store] == nil {
 		logf("WARN: storage '%s' no longer exists, volume '%s' will be removed from config", store, d.File())
 		return nil
 	}
@@ -251,7 +251,7 @@ func (s *Sim) destroyVolumesLocked(node string, vmid int, c *guestconf.Conf, unr
 	if !unreferenced {
 		return
 	}
-	db := s.dbOf(node)
+	db := s.DBOf(node)
 	for _, id := range db.sortedStorageIDs() {
 		st := db.Storage[id]
 		if !st.OnNode(node) || st.Disabled() {

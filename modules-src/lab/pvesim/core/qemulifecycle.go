@@ -150,7 +150,7 @@ func (s *Sim) purgeGuestLocked(db *ConfigDB, t *taskRun, typ string, vmid int) {
 	s.writeReplJobsLocked(db, slices.DeleteFunc(jobs, func(j *replication.Job) bool { return replication.Guest(j.ID) == vmid }))
 	res, _ := s.haResourcesLocked(db)
 	if ha.FindResource(res, fmt.Sprintf("%s:%d", typ, vmid)) != nil {
-		s.writeSectionsLocked(db, ha.ResourcesCfg, slices.DeleteFunc(res, func(r *section) bool {
+		s.WriteSectionsLocked(db, ha.ResourcesCfg, slices.DeleteFunc(res, func(r *section) bool {
 			return r.Type == typ && r.ID == strconv.Itoa(vmid)
 		}))
 		t.task.Log = append(t.task.Log, fmt.Sprintf("NOTE: removed %s %d from HA resource configuration.", map[string]string{"vm": "VM", "ct": "CT"}[typ], vmid))

@@ -52,7 +52,7 @@ func vmCheck(db *ConfigDB, who *Principal, vmid int, pool string, privs []string
 	if pool != "" && HasPriv(db, who, "/pool/"+pool, privs, anyOf) {
 		return nil
 	}
-	if ok, d := checkFull(db, who, fmt.Sprintf("/vms/%d", vmid), privs, anyOf); !ok {
+	if ok, d := CheckFull(db, who, fmt.Sprintf("/vms/%d", vmid), privs, anyOf); !ok {
 		return ErrPerm(d)
 	}
 	return nil

@@ -29,7 +29,7 @@ import (
 // replJobsLocked reads replication.cfg's jobs; they are the file's
 // sections, so a change to one is written with writeReplJobsLocked.
 func (s *Sim) replJobsLocked(db *ConfigDB) ([]*replication.Job, string) {
-	list, digest := s.readSectionsLocked(db, replication.ConfigFile)
+	list, digest := s.ReadSectionsLocked(db, replication.ConfigFile)
 	jobs := make([]*replication.Job, len(list))
 	for i, sec := range list {
 		jobs[i] = (*replication.Job)(sec)
@@ -42,7 +42,7 @@ func (s *Sim) writeReplJobsLocked(db *ConfigDB, jobs []*replication.Job) {
 	for i, j := range jobs {
 		list[i] = (*section)(j)
 	}
-	s.writeSectionsLocked(db, replication.ConfigFile, list)
+	s.WriteSectionsLocked(db, replication.ConfigFile, list)
 }
 
 // replJobGuest parses a job id and checks VM.Replicate on its guest, as
@@ -87,7 +87,7 @@ func (s *Sim) getReplicationJob(rc *Req) (any, error) {
 // and foreign volumes are skipped, a local volume without the replicate
 // feature is an error.
 func (s *Sim) replicatableVolumes(node string, vmid int, c *guestconf.Conf) ([]string, error) {
-	db := s.dbOf(node)
+	db := s.DBOf(node)
 	var out []string
 	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
 		var d qemuserver.Drive
@@ -130,7 +130,7 @@ func (s *Sim) postReplicationJob(rc *Req) (any, error) {
 	if !ok {
 		return nil, pvecommon.Die("Guest '%d' does not exist.", guest)
 	}
-	if !slices.Contains(s.membersLocked(rc.Node), target) {
+	if !slices.Contains(s.MembersLocked(rc.Node), target) {
 		return nil, pvecommon.Die("Target '%s' does not exist.", target)
 	}
 	if src := rc.Str("source"); src != "" && src != e.Node {
@@ -155,10 +155,10 @@ func (s *Sim) postReplicationJob(rc *Req) (any, error) {
 	if len(vols) == 0 {
 		return nil, pvecommon.Die("No replicatable volumes found")
 	}
-	if !s.quorateLocked(db) {
+	if !s.QuorateLocked(db) {
 		// ReplicationConfig::lock without a message: cfs_lock_file's own.
 		e := ErrStatus(500, "cfs-lock 'file-replication_cfg' error: no quorum!")
-		e.wait = s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout)
+		e.wait = s.Cfg.Dur(s.Cfg.LockTimeout, DefaultLockTimeout)
 		return nil, e
 	}
 	jobs, _ := s.replJobsLocked(db)

@@ -33,7 +33,7 @@ import (
 
 // replRunLocked is job id's state on node, created on first use.
 func (s *Sim) replRunLocked(node, id string) *replication.State {
-	n := s.st.Nodes[node]
+	n := s.State.Nodes[node]
 	if n.Replication == nil {
 		n.Replication = map[string]*replication.State{}
 	}
@@ -48,7 +48,7 @@ func (s *Sim) replRunLocked(node, id string) *replication.State {
 // replMinute is the lab's replication minute; "none" (negative) is made a
 // few milliseconds so the scheduler loop does not spin.
 func (s *Sim) replMinute() time.Duration {
-	return max(s.cfg.dur(s.cfg.ReplicationInterval, time.Minute), 10*time.Millisecond)
+	return max(s.Cfg.Dur(s.Cfg.ReplicationInterval, time.Minute), 10*time.Millisecond)
 }
 
 // replEnvLocked is what replication's job_status rules read of node: the
@@ -56,49 +56,49 @@ func (s *Sim) replMinute() time.Duration {
 func (s *Sim) replEnvLocked(node string) replication.Env {
 	return replication.Env{
 		Minute: s.replMinute(),
-		Online: s.nodeUpLocked,
-		State:  func(id string) *replication.State { return s.st.Nodes[node].Replication[id] },
+		Online: s.NodeUpLocked,
+		State:  func(id string) *replication.State { return s.State.Nodes[node].Replication[id] },
 	}
 }
 
 // replicationSchedulerLoop is every node's pvescheduler: a pvesr run at
 // each lab minute boundary on every node that is up.
 func (s *Sim) replicationSchedulerLoop() {
-	s.wg.Add(1)
+	s.Workers.Add(1)
 	go func() {
-		defer s.wg.Done()
+		defer s.Workers.Done()
 		for {
 			minute := s.replMinute()
 			wait := minute - time.Duration(time.Now().UnixNano()%int64(minute))
-			if !s.sleep(wait) {
+			if !s.Sleep(wait) {
 				return
 			}
-			s.mu.Lock()
+			s.Mu.Lock()
 			var nodes []string
-			for _, n := range s.sortedNodeNamesLocked() {
-				if s.nodeUpLocked(n) {
+			for _, n := range s.SortedNodeNamesLocked() {
+				if s.NodeUpLocked(n) {
 					nodes = append(nodes, n)
 				}
 			}
-			s.mu.Unlock()
+			s.Mu.Unlock()
 			for _, n := range nodes {
-				s.wg.Add(1)
+				s.Workers.Add(1)
 				go func() {
-					defer s.wg.Done()
+					defer s.Workers.Done()
 					// The scheduler's pvesr takes /var/lock/pvesr.lck; while
 					// someone else holds it (a `pvesr run`), this minute is
 					// skipped (reconstruction; H5).
-					s.mu.Lock()
+					s.Mu.Lock()
 					lock := pvesrLockKey(n)
 					ok := s.tryLockLocked(lock, false)
-					s.mu.Unlock()
+					s.Mu.Unlock()
 					if !ok {
 						return
 					}
 					s.runDueJobs(n, "")
-					s.mu.Lock()
+					s.Mu.Lock()
 					s.unlockLocked(lock, false)
-					s.mu.Unlock()
+					s.Mu.Unlock()
 				}()
 			}
 		}
@@ -113,15 +113,15 @@ func (s *Sim) runDueJobs(node, only string) []string {
 	done := map[string]bool{}
 	var log []string
 	for {
-		s.mu.Lock()
-		n := s.st.Nodes[node]
-		if n == nil || !s.nodeUpLocked(node) {
-			s.mu.Unlock()
+		s.Mu.Lock()
+		n := s.State.Nodes[node]
+		if n == nil || !s.NodeUpLocked(node) {
+			s.Mu.Unlock()
 			return log
 		}
-		db := s.dbOf(node)
+		db := s.DBOf(node)
 		next := s.replEnvLocked(node).NextJob(s.jobsOnNodeLocked(db, node), start, done, only)
-		s.mu.Unlock()
+		s.Mu.Unlock()
 		if next == nil {
 			return log
 		}
@@ -144,18 +144,18 @@ func (s *Sim) syncJob(dbID, src, id string) []string {
 	// never a job's error (H5) — and it stays due for the next run.
 	if g, err := replication.ParseID(id); err == nil {
 		mig := migrationLockKey(src, g)
-		if !s.acquire(mig, false, min(2*time.Second, s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout))) {
-			s.mu.Lock()
+		if !s.acquire(mig, false, min(2*time.Second, s.Cfg.Dur(s.Cfg.LockTimeout, DefaultLockTimeout))) {
+			s.Mu.Lock()
 			s.replSkipped = append(s.replSkipped, replication.SkippedWarning(id, errLockTimeout(replication.MigrationLockFile(g))))
-			s.mu.Unlock()
+			s.Mu.Unlock()
 			return nil
 		}
 		defer s.release(mig, false)
 	}
-	s.mu.Lock()
-	db := s.st.DBs[dbID]
+	s.Mu.Lock()
+	db := s.State.DBs[dbID]
 	if db == nil {
-		s.mu.Unlock()
+		s.Mu.Unlock()
 		return nil
 	}
 	jobs, _ := s.replJobsLocked(db)
@@ -163,7 +163,7 @@ func (s *Sim) syncJob(dbID, src, id string) []string {
 	guest := replication.Guest(id)
 	e, ok := s.FindVMLocked(db, guest)
 	if job == nil || !ok || e.Node != src {
-		s.mu.Unlock()
+		s.Mu.Unlock()
 		return nil
 	}
 	if job.Opts["remove_job"] != "" {
@@ -174,26 +174,26 @@ func (s *Sim) syncJob(dbID, src, id string) []string {
 		// counts the failure and the job stays, tried again at every run
 		// (job_status: next_sync 1 for a job marked for removal) until the
 		// target is back or the job is deleted with force.
-		if t := job.Opts["target"]; job.Opts["remove_job"] == "full" && t != src && !s.nodeUpLocked(t) {
+		if t := job.Opts["target"]; job.Opts["remove_job"] == "full" && t != src && !s.NodeUpLocked(t) {
 			scan := "--scan " + s.replStoragesLocked(db, e, src, guest) + " --force"
-			s.replRunLocked(src, id).RemovalFailed(replication.PrepareFailed(t, s.st.Nodes[t].Addr, id, scan), time.Now())
+			s.replRunLocked(src, id).RemovalFailed(replication.PrepareFailed(t, s.State.Nodes[t].Addr, id, scan), time.Now())
 			s.SaveLocked()
-			s.mu.Unlock()
+			s.Mu.Unlock()
 			return nil
 		}
-		if job.Opts["remove_job"] == "full" && s.nodeUpLocked(job.Opts["target"]) {
+		if job.Opts["remove_job"] == "full" && s.NodeUpLocked(job.Opts["target"]) {
 			if c := s.guestConfLocked(db, e); c != nil {
 				if vols, err := s.replicatableVolumes(src, guest, c); err == nil {
 					for _, v := range vols {
-						delete(s.st.Nodes[job.Opts["target"]].Volumes, v)
+						delete(s.State.Nodes[job.Opts["target"]].Volumes, v)
 					}
 				}
 			}
 		}
 		s.writeReplJobsLocked(db, slices.DeleteFunc(jobs, func(j *replication.Job) bool { return j.ID == id }))
-		delete(s.st.Nodes[src].Replication, id)
+		delete(s.State.Nodes[src].Replication, id)
 		s.SaveLocked()
-		s.mu.Unlock()
+		s.Mu.Unlock()
 		return nil
 	}
 	target := job.Opts["target"]
@@ -201,12 +201,12 @@ func (s *Sim) syncJob(dbID, src, id string) []string {
 	start := time.Now()
 	run.Begin(id, guest, start)
 	s.SaveLocked()
-	s.mu.Unlock()
+	s.Mu.Unlock()
 
-	alive := s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration))
+	alive := s.Sleep(s.Cfg.Dur(s.Cfg.TaskDuration, DefaultTaskDuration))
 
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
 	run.Running = false
 	if !alive {
 		return run.Log
@@ -219,8 +219,8 @@ func (s *Sim) syncJob(dbID, src, id string) []string {
 		run.Failed(id, msg, time.Now())
 		return run.Log
 	}
-	if !s.nodeUpLocked(target) {
-		return fail(replication.PrepareFailed(target, s.st.Nodes[target].Addr, id, ""))
+	if !s.NodeUpLocked(target) {
+		return fail(replication.PrepareFailed(target, s.State.Nodes[target].Addr, id, ""))
 	}
 	conf := s.guestConfLocked(db, e)
 	if conf == nil {
@@ -231,12 +231,12 @@ func (s *Sim) syncJob(dbID, src, id string) []string {
 		return fail(err.Error())
 	}
 	run.Logf(id, time.Now(), "volumes => %s", strings.Join(vols, ","))
-	tn := s.st.Nodes[target]
+	tn := s.State.Nodes[target]
 	if tn.Volumes == nil {
 		tn.Volumes = map[string]*GuestVolume{}
 	}
 	for _, v := range vols {
-		if sv := s.st.Nodes[src].Volumes[v]; sv != nil {
+		if sv := s.State.Nodes[src].Volumes[v]; sv != nil {
 			c := *sv
 			tn.Volumes[v] = &c
 		}
@@ -277,8 +277,8 @@ func migrationLockKey(node string, vmid int) string {
 // ReplicationWarnings are the lines pvesr's runs wrote to the journal for
 // jobs they could not even start (the migration lock busy), oldest first.
 func (s *Sim) ReplicationWarnings() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
 	return slices.Clone(s.replSkipped)
 }
 
@@ -291,21 +291,21 @@ func pvesrLockKey(node string) string { return node + ":" + replication.PvesrLoc
 // jobs (or the one named, due or not) in the foreground; the lines are
 // what --verbose prints.
 func (s *Sim) RunReplication(node, id string) ([]string, error) {
-	s.mu.Lock()
-	n := s.st.Nodes[node]
-	s.mu.Unlock()
+	s.Mu.Lock()
+	n := s.State.Nodes[node]
+	s.Mu.Unlock()
 	if n == nil {
 		return nil, &NotFoundError{Msg: fmt.Sprintf("no node %q in this lab", node)}
 	}
 	lock := pvesrLockKey(node)
-	if !s.acquire(lock, false, s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout)) {
+	if !s.acquire(lock, false, s.Cfg.Dur(s.Cfg.LockTimeout, DefaultLockTimeout)) {
 		return nil, &ConflictError{Msg: "can't lock file '/var/lock/pvesr.lck' - got timeout"}
 	}
 	defer s.release(lock, false)
 	if id != "" {
-		s.mu.Lock()
+		s.Mu.Lock()
 		err := s.checkSingleJobLocked(node, id)
-		s.mu.Unlock()
+		s.Mu.Unlock()
 		if err != nil {
 			return nil, err
 		}
@@ -318,7 +318,7 @@ func (s *Sim) RunReplication(node, id string) ([]string, error) {
 // not disabled, its guest in the cluster and on this node, its target
 // another node.
 func (s *Sim) checkSingleJobLocked(node, id string) error {
-	db := s.dbOf(node)
+	db := s.DBOf(node)
 	jobs, _ := s.replJobsLocked(db)
 	j := replication.Find(jobs, id)
 	if j == nil {
@@ -344,7 +344,7 @@ func (s *Sim) checkSingleJobLocked(node, id string) error {
 // guest's vmtype from the vmlist (job_status).
 func (s *Sim) replStatusView(node string, j *replication.Job) map[string]any {
 	vmtype := ""
-	if e, ok := s.FindVMLocked(s.dbOf(node), replication.Guest(j.ID)); ok {
+	if e, ok := s.FindVMLocked(s.DBOf(node), replication.Guest(j.ID)); ok {
 		vmtype = map[string]string{"qemu-server": "qemu", "lxc": "lxc"}[e.Kind]
 	}
 	return s.replEnvLocked(node).StatusView(j, vmtype)
@@ -412,7 +412,7 @@ func (s *Sim) getNodeReplicationLog(rc *Req) (any, error) {
 		return nil, pvecommon.Die("no such replication job '%s'", rc.Str("id"))
 	}
 	var log []string
-	if run := s.st.Nodes[rc.Node].Replication[rc.Str("id")]; run != nil {
+	if run := s.State.Nodes[rc.Node].Replication[rc.Str("id")]; run != nil {
 		log = run.Log
 	}
 	return replication.LogPage(log, rc.Int("start", 0), rc.Int("limit", 50)), nil
@@ -464,7 +464,7 @@ func (s *Sim) missingVolumesLocked(db *ConfigDB, e VMEntry, node string) []strin
 		if !ok || st == nil || st.Shared() {
 			continue
 		}
-		if s.st.Nodes[node].Volumes[file] == nil {
+		if s.State.Nodes[node].Volumes[file] == nil {
 			out = append(out, file)
 		}
 	}

@@ -17,13 +17,13 @@ var (
 	splitComma     = pvecommon.SplitComma // comma lists of configs and parameters
 )
 
-// readSectionsLocked reads a SectionConfig file of db ("" when absent)
+// ReadSectionsLocked reads a SectionConfig file of db ("" when absent)
 // with its digest (SHA-1 of the bytes, as PVE's).
-func (s *Sim) readSectionsLocked(db *ConfigDB, rel string) ([]*section, string) {
+func (s *Sim) ReadSectionsLocked(db *ConfigDB, rel string) ([]*section, string) {
 	raw, _ := s.readEtcPve(db, rel)
 	return parseSections(raw), guestconf.Parse(raw).Digest
 }
 
-func (s *Sim) writeSectionsLocked(db *ConfigDB, rel string, list []*section) {
+func (s *Sim) WriteSectionsLocked(db *ConfigDB, rel string, list []*section) {
 	s.writeEtcPve(db, rel, renderSections(list))
 }

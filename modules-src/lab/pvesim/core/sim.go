@@ -133,7 +133,7 @@ type NodeConfig struct {
 	Addr string // 127.77.S.11 (IP only; the port is Config.Port)
 }
 
-func (c Config) dur(d, def time.Duration) time.Duration {
+func (c Config) Dur(d, def time.Duration) time.Duration {
 	switch {
 	case d < 0:
 		return 0
@@ -145,16 +145,16 @@ func (c Config) dur(d, def time.Duration) time.Duration {
 
 // Sim is a running (or stopped) simulated cluster.
 type Sim struct {
-	cfg    Config
+	Cfg    Config
 	schema *pveschema.Schema
 	lock   *os.File // flock on <Dir>/pvesim/lock: one simulator per lab
 
-	mu     sync.Mutex // guards st, nodes, serving state
-	st     *State
-	nodes  map[string]*nodeRuntime
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup // task workers and restart timers
+	Mu      sync.Mutex // guards st, nodes, serving state
+	State   *State
+	nodes   map[string]*nodeRuntime
+	ctx     context.Context
+	cancel  context.CancelFunc
+	Workers sync.WaitGroup // task workers and restart timers
 
 	joinLocks map[string]*sync.Mutex // per cluster DB: pvecm.lock + corosync.conf cfs lock
 	// written holds what the simulator last wrote to (or read from) each
@@ -221,7 +221,7 @@ func New(cfg Config) (*Sim, error) {
 		lock.Close()
 		return nil, fmt.Errorf("another simulator already runs lab %s: %w", cfg.Dir, err)
 	}
-	s := &Sim{cfg: cfg, schema: schema, lock: lock, nodes: map[string]*nodeRuntime{},
+	s := &Sim{Cfg: cfg, schema: schema, lock: lock, nodes: map[string]*nodeRuntime{},
 		joinLocks: map[string]*sync.Mutex{}, written: map[string][]byte{}, started: time.Now(), cas: map[string]*nodecert.CA{}, faults: newFaults(), log: newRequestLog(), routes: map[string]Handler{}}
 	s.handleBuiltins()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -233,11 +233,11 @@ func New(cfg Config) (*Sim, error) {
 }
 
 func (s *Sim) loadOrInit() error {
-	st, err := loadState(s.cfg.Dir)
+	st, err := loadState(s.Cfg.Dir)
 	switch {
 	case err == nil:
-		if st.Version != s.cfg.Version {
-			return fmt.Errorf("lab %s simulates PVE %d, not %d: recreate the lab to change version", s.cfg.Dir, st.Version, s.cfg.Version)
+		if st.Version != s.Cfg.Version {
+			return fmt.Errorf("lab %s simulates PVE %d, not %d: recreate the lab to change version", s.Cfg.Dir, st.Version, s.Cfg.Version)
 		}
 		// Tasks that ran when the simulator stopped died with it; a create or
 		// join cut short still brought corosync up, as after a real reboot.
@@ -246,16 +246,16 @@ func (s *Sim) loadOrInit() error {
 				n.CorosyncUpAt = time.Now().UnixMilli()
 			}
 			for _, t := range n.Tasks {
-				t.Abandon(nowUnix())
+				t.Abandon(NowUnix())
 			}
 		}
 	case errors.Is(err, os.ErrNotExist):
-		st = &State{Version: s.cfg.Version, Nodes: map[string]*Node{}, DBs: map[string]*ConfigDB{},
-			RootPassword: randomHex(12), TokenSecret: newUUID(), NextPID: 4000}
+		st = &State{Version: s.Cfg.Version, Nodes: map[string]*Node{}, DBs: map[string]*ConfigDB{},
+			RootPassword: randomHex(12), TokenSecret: NewUUID(), NextPID: 4000}
 	default:
 		return err
 	}
-	for _, nc := range s.cfg.Nodes {
+	for _, nc := range s.Cfg.Nodes {
 		if nc.Name == "" || net.ParseIP(nc.Addr) == nil {
 			return fmt.Errorf("node %q needs a name and an IP address (got %q)", nc.Name, nc.Addr)
 		}
@@ -263,7 +263,7 @@ func (s *Sim) loadOrInit() error {
 		if n == nil {
 			db := newDB(st, nc.Name)
 			st.DBs[db.ID] = db
-			n = &Node{Name: nc.Name, Online: true, DB: db.ID, BootTime: nowUnix()}
+			n = &Node{Name: nc.Name, Online: true, DB: db.ID, BootTime: NowUnix()}
 			st.Nodes[nc.Name] = n
 		}
 		n.Addr = nc.Addr
@@ -271,13 +271,13 @@ func (s *Sim) loadOrInit() error {
 		if err != nil {
 			return err
 		}
-		cert, err := nodecert.LoadOrCreate(s.cfg.Dir, n.Name, n.Addr, n.CertGen, ca)
+		cert, err := nodecert.LoadOrCreate(s.Cfg.Dir, n.Name, n.Addr, n.CertGen, ca)
 		if err != nil {
 			return err
 		}
 		s.nodes[n.Name] = &nodeRuntime{name: n.Name, cert: cert}
 	}
-	s.st = st
+	s.State = st
 	for _, id := range sortedKeys(st.DBs) {
 		db := st.DBs[id]
 		s.readFilesLocked(db) // a restarted lab: the files win
@@ -285,15 +285,15 @@ func (s *Sim) loadOrInit() error {
 			return err
 		}
 	}
-	return st.save(s.cfg.Dir)
+	return st.save(s.Cfg.Dir)
 }
 
 // Start listens on every online node's Addr:Port. It returns once all
 // listeners are bound; requests are then served until Close or ctx ends.
 func (s *Sim) Start(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for name, n := range s.st.Nodes {
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
+	for name, n := range s.State.Nodes {
 		if !n.Online {
 			continue
 		}
@@ -305,14 +305,14 @@ func (s *Sim) Start(ctx context.Context) error {
 	s.replicationSchedulerLoop()
 	s.groupMigrationLoop()
 	s.pvestatdLoop()
-	s.wg.Add(1)
+	s.Workers.Add(1)
 	go func() {
-		defer s.wg.Done()
+		defer s.Workers.Done()
 		select {
 		case <-ctx.Done():
-			s.mu.Lock()
+			s.Mu.Lock()
 			s.stopAllLocked()
-			s.mu.Unlock()
+			s.Mu.Unlock()
 		case <-s.ctx.Done():
 		}
 	}()
@@ -324,8 +324,8 @@ func (s *Sim) listenLocked(name string) error {
 	if rt == nil || rt.srv != nil {
 		return nil
 	}
-	n := s.st.Nodes[name]
-	addr := net.JoinHostPort(n.Addr, strconv.Itoa(s.cfg.Port))
+	n := s.State.Nodes[name]
+	addr := net.JoinHostPort(n.Addr, strconv.Itoa(s.Cfg.Port))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("node %s cannot listen on %s (is another lab using this slot?): %w", name, addr, err)
@@ -342,9 +342,9 @@ func (s *Sim) listenLocked(name string) error {
 		ErrorLog:          nullLogger(),
 	}
 	rt.srv, rt.ln = srv, ln
-	s.wg.Add(1)
+	s.Workers.Add(1)
 	go func() {
-		defer s.wg.Done()
+		defer s.Workers.Done()
 		_ = srv.Serve(tlsLn)
 	}()
 	return nil
@@ -384,14 +384,14 @@ func (s *Sim) Close() error {
 		return nil // the state was saved and the lab released by the first Close
 	}
 	s.cancel()
-	s.mu.Lock()
+	s.Mu.Lock()
 	s.stopAllLocked()
-	s.mu.Unlock()
-	s.wg.Wait()
+	s.Mu.Unlock()
+	s.Workers.Wait()
 	s.reqWG.Wait()
-	s.mu.Lock()
-	err := s.st.save(s.cfg.Dir)
-	s.mu.Unlock()
+	s.Mu.Lock()
+	err := s.State.save(s.Cfg.Dir)
+	s.Mu.Unlock()
 	s.releaseLock()
 	return err
 }
@@ -407,12 +407,12 @@ func (s *Sim) releaseLock() {
 // SaveLocked persists the state; a failure is logged into the request log's
 // error channel rather than failing the API call that already happened.
 func (s *Sim) SaveLocked() {
-	for _, id := range sortedKeys(s.st.DBs) {
-		if err := s.writeFilesLocked(s.st.DBs[id]); err != nil {
+	for _, id := range sortedKeys(s.State.DBs) {
+		if err := s.writeFilesLocked(s.State.DBs[id]); err != nil {
 			s.log.addError(err)
 		}
 	}
-	if err := s.st.save(s.cfg.Dir); err != nil {
+	if err := s.State.save(s.Cfg.Dir); err != nil {
 		s.log.addError(err)
 	}
 }
@@ -433,12 +433,12 @@ func (s *Sim) enter() bool {
 // request log holds every request sent so far (a request is logged when
 // its handler returns: a slow create inside its lock shows up only then).
 func (s *Sim) WaitIdle() {
-	for s.inFlight.Load() > 0 && s.sleep(5*time.Millisecond) {
+	for s.inFlight.Load() > 0 && s.Sleep(5*time.Millisecond) {
 	}
 }
 
-// sleep waits d or until the simulator closes; false means closed.
-func (s *Sim) sleep(d time.Duration) bool {
+// Sleep waits d or until the simulator closes; false means closed.
+func (s *Sim) Sleep(d time.Duration) bool {
 	if d <= 0 {
 		return s.ctx.Err() == nil
 	}
@@ -458,7 +458,7 @@ func (s *Sim) caLocked(dbID string) (*nodecert.CA, error) {
 	if ca := s.cas[dbID]; ca != nil {
 		return ca, nil
 	}
-	ca, err := nodecert.LoadOrCreateCA(s.cfg.Dir, dbID)
+	ca, err := nodecert.LoadOrCreateCA(s.Cfg.Dir, dbID)
 	if err != nil {
 		return nil, err
 	}
@@ -468,9 +468,9 @@ func (s *Sim) caLocked(dbID string) (*nodecert.CA, error) {
 
 // dropDBLocked forgets a DB replaced by a join, with its CA.
 func (s *Sim) dropDBLocked(dbID string) {
-	delete(s.st.DBs, dbID)
+	delete(s.State.DBs, dbID)
 	delete(s.cas, dbID)
-	nodecert.RemoveCA(s.cfg.Dir, dbID)
+	nodecert.RemoveCA(s.Cfg.Dir, dbID)
 	for k := range s.written {
 		if strings.HasPrefix(k, dbID+"\x00") {
 			delete(s.written, k)

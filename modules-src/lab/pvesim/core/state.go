@@ -125,8 +125,8 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// newUUID returns a v4 UUID, the shape of PVE token secrets.
-func newUUID() string {
+// NewUUID returns a v4 UUID, the shape of PVE token secrets.
+func NewUUID() string {
 	h := randomHex(16)
 	return h[0:8] + "-" + h[8:12] + "-4" + h[13:16] + "-a" + h[17:20] + "-" + h[20:32]
 }
@@ -211,4 +211,4 @@ func (st *State) save(dir string) error {
 	return nil
 }
 
-func nowUnix() int64 { return time.Now().Unix() }
+func NowUnix() int64 { return time.Now().Unix() }

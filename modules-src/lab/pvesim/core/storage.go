@@ -68,11 +68,11 @@ func (s *Sim) activateOn(node string, st *Storage) error {
 	if st.Disabled() {
 		return fmt.Errorf("storage '%s' is disabled", st.ID)
 	}
-	if err := s.remoteCheck(s.dbOf(node), st); err != nil {
+	if err := s.remoteCheck(s.DBOf(node), st); err != nil {
 		return err
 	}
-	if s.cfg.StorageActivate != nil {
-		return s.cfg.StorageActivate(node, storageInfo(st))
+	if s.Cfg.StorageActivate != nil {
+		return s.Cfg.StorageActivate(node, storageInfo(st))
 	}
 	return s.activeOn(node, st)
 }
@@ -82,13 +82,13 @@ func (s *Sim) activeOn(node string, st *Storage) error {
 	if st.Disabled() {
 		return fmt.Errorf("storage '%s' is disabled", st.ID)
 	}
-	if err := s.remoteCheck(s.dbOf(node), st); err != nil {
+	if err := s.remoteCheck(s.DBOf(node), st); err != nil {
 		return err
 	}
-	if s.cfg.StorageCheck == nil {
+	if s.Cfg.StorageCheck == nil {
 		return nil
 	}
-	return s.cfg.StorageCheck(node, storageInfo(st))
+	return s.Cfg.StorageCheck(node, storageInfo(st))
 }
 
 // storageView is the GET shape: options plus storage, type, digest, with
@@ -143,7 +143,7 @@ func (s *Sim) postStorage(rc *Req) (any, error) {
 	// check_config runs before the lock, so its errors are not wrapped;
 	// the request log keeps what was sent, redacted.
 	rc.Params = maps.Clone(rc.Params)
-	sensitive, err := storage.CheckCreate(s.cfg.Version, id, typ, rc.Params)
+	sensitive, err := storage.CheckCreate(s.Cfg.Version, id, typ, rc.Params)
 	if err != nil {
 		return nil, err
 	}
@@ -223,7 +223,7 @@ func (s *Sim) putStorage(rc *Req) (any, error) {
 		return nil, fmt.Errorf("update storage failed: storage '%s' does not exist", id)
 	}
 	rc.Params = maps.Clone(rc.Params) // the request log keeps what was sent, redacted
-	update, deletes, sensitive, err := storage.CheckUpdate(s.cfg.Version, st, rc.Params, s.storageCreateSchema())
+	update, deletes, sensitive, err := storage.CheckUpdate(s.Cfg.Version, st, rc.Params, s.storageCreateSchema())
 	if err != nil {
 		return nil, fmt.Errorf("update storage failed: %v", err)
 	}

@@ -27,7 +27,7 @@ func (s *Sim) storageCfgFreeLocked(db *ConfigDB, errmsg string) error {
 	if !s.lockOf(key).excl {
 		return nil
 	}
-	return &lockWait{key: key, timeout: s.cfg.dur(s.cfg.LockTimeout, DefaultLockTimeout),
+	return &lockWait{key: key, timeout: s.Cfg.Dur(s.Cfg.LockTimeout, DefaultLockTimeout),
 		msg: errmsg + ": cfs-lock 'file-storage_cfg' error: got lock request timeout"}
 }
 
@@ -46,9 +46,9 @@ func (s *Sim) slowInStorageCfgLock(db *ConfigDB, rc *Req) (release func(), alive
 	key := storageCfgLock(db)
 	s.tryLockLocked(key, false)
 	release = func() { s.unlockLocked(key, false) }
-	s.mu.Unlock()
-	alive = s.sleep(rc.Fault.Delay)
-	s.mu.Lock()
+	s.Mu.Unlock()
+	alive = s.Sleep(rc.Fault.Delay)
+	s.Mu.Lock()
 	s.readFilesLocked(db)
 	if !alive {
 		release()

@@ -45,7 +45,7 @@ func realVolumeID(storage, volume string) (string, error) {
 // the storage as node's /etc/pve has it.
 func (s *Sim) parseVolRef(node, volid string) (*volRef, error) {
 	store, _, _ := strings.Cut(volid, ":")
-	st := s.dbOf(node).Storage[store]
+	st := s.DBOf(node).Storage[store]
 	if st == nil {
 		return nil, fmt.Errorf("storage '%s' does not exist", store)
 	}
@@ -56,10 +56,10 @@ func (s *Sim) parseVolRef(node, volid string) (*volRef, error) {
 
 // fileVolumeLocked finds a file volume in what the node's storage lists.
 func (s *Sim) fileVolumeLocked(node string, st *Storage, volid string) (*Volume, error) {
-	if s.cfg.StorageContent == nil {
+	if s.Cfg.StorageContent == nil {
 		return nil, nil
 	}
-	vols, err := s.cfg.StorageContent(node, storageInfo(st))
+	vols, err := s.Cfg.StorageContent(node, storageInfo(st))
 	if err != nil {
 		return nil, err
 	}
@@ -203,11 +203,11 @@ func (s *Sim) deleteStorageVolume(rc *Req) (any, error) {
 	}
 	node := rc.Node
 	upid := s.startTaskLocked(rc, node, "imgdel", id, func(t *taskRun) string {
-		if !s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration)) {
+		if !s.Sleep(s.Cfg.Dur(s.Cfg.TaskDuration, DefaultTaskDuration)) {
 			return "unexpected status"
 		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
+		s.Mu.Lock()
+		defer s.Mu.Unlock()
 		if r.Type == "images" || r.Type == "rootdir" {
 			if err := s.freeVolumeLocked(node, volid); err != nil {
 				return err.Error()
@@ -221,10 +221,10 @@ func (s *Sim) deleteStorageVolume(rc *Req) (any, error) {
 				// Plugin.pm free_image: unlink of a missing file (reconstruction).
 				return fmt.Sprintf("unlink '%s' failed - No such file or directory", r.Path(""))
 			}
-			if s.cfg.StorageRemove == nil {
+			if s.Cfg.StorageRemove == nil {
 				return "removing file volumes is not simulated without Config.StorageRemove"
 			}
-			if err := s.cfg.StorageRemove(node, storageInfo(r.Section), r.Name); err != nil {
+			if err := s.Cfg.StorageRemove(node, storageInfo(r.Section), r.Name); err != nil {
 				return err.Error()
 			}
 		}

@@ -16,8 +16,8 @@ func (s *Sim) AddRemoteStore(r RemoteStore) error {
 	if r.Type != "pbs" && r.Type != "cifs" {
 		return &BadRequestError{Msg: fmt.Sprintf("remote store type %q: pbs or cifs", r.Type)}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
 	if s.remotes == nil {
 		s.remotes = map[string]RemoteStore{}
 	}

@@ -35,9 +35,9 @@ func (t *taskRun) diedLocked() bool {
 }
 
 func (t *taskRun) logf(format string, args ...any) {
-	t.s.mu.Lock()
+	t.s.Mu.Lock()
 	t.task.Log = append(t.task.Log, fmt.Sprintf(format, args...))
-	t.s.mu.Unlock()
+	t.s.Mu.Unlock()
 }
 
 // commit registers a state change that becomes visible when the task ends
@@ -47,10 +47,10 @@ func (t *taskRun) commit(f func()) { t.effects = append(t.effects, f) }
 // startTaskLocked creates a running task on node and starts its worker. The
 // caller holds s.mu. A task-fail fault on the request overrides the result.
 func (s *Sim) startTaskLocked(rc *Req, node, typ, id string, work taskWorker) string {
-	n := s.st.Nodes[node]
+	n := s.State.Nodes[node]
 	now := time.Now()
-	s.st.NextPID++
-	pid := s.st.NextPID
+	s.State.NextPID++
+	pid := s.State.NextPID
 	pstart := int(n.BootTime % 100000000)
 	user := "root@pam"
 	if rc != nil && rc.Who != nil {
@@ -64,14 +64,14 @@ func (s *Sim) startTaskLocked(rc *Req, node, typ, id string, work taskWorker) st
 		fault = rc.Fault
 	}
 	run := &taskRun{s: s, task: task, node: n, lossesAtStart: n.powerLosses}
-	s.wg.Add(1)
+	s.Workers.Add(1)
 	go func() {
-		defer s.wg.Done()
+		defer s.Workers.Done()
 		var exit string
 		if fault != nil && fault.Kind == FaultTaskFail && !tasks.IsWarnings(fault.ExitStatus) {
 			// An injected failure: the worker never gets to change anything.
 			run.logf("simulated failure")
-			s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration))
+			s.Sleep(s.Cfg.Dur(s.Cfg.TaskDuration, DefaultTaskDuration))
 			exit = fault.ExitStatus
 		} else {
 			exit = work(run)
@@ -82,7 +82,7 @@ func (s *Sim) startTaskLocked(rc *Req, node, typ, id string, work taskWorker) st
 		if exit == "" {
 			exit = "OK"
 		}
-		s.mu.Lock()
+		s.Mu.Lock()
 		died := run.diedLocked()
 		if died {
 			// The node lost power while the task ran: the worker died with it,
@@ -101,15 +101,15 @@ func (s *Sim) startTaskLocked(rc *Req, node, typ, id string, work taskWorker) st
 		}
 		task.Finish(exit, died, time.Now().Unix())
 		s.SaveLocked()
-		s.mu.Unlock()
+		s.Mu.Unlock()
 		if ok && delayed {
-			if s.sleep(fault.Delay) {
-				s.mu.Lock()
+			if s.Sleep(fault.Delay) {
+				s.Mu.Lock()
 				for _, f := range run.effects {
 					f()
 				}
 				s.SaveLocked()
-				s.mu.Unlock()
+				s.Mu.Unlock()
 			}
 		}
 	}()
@@ -122,7 +122,7 @@ func (s *Sim) simpleTask(lines ...string) taskWorker {
 		for _, l := range lines {
 			t.logf("%s", l)
 		}
-		if !s.sleep(s.cfg.dur(s.cfg.TaskDuration, DefaultTaskDuration)) {
+		if !s.Sleep(s.Cfg.Dur(s.Cfg.TaskDuration, DefaultTaskDuration)) {
 			return "unexpected status"
 		}
 		return ""
@@ -130,7 +130,7 @@ func (s *Sim) simpleTask(lines ...string) taskWorker {
 }
 
 func (s *Sim) findTaskLocked(node, upid string) *tasks.Task {
-	n := s.st.Nodes[node]
+	n := s.State.Nodes[node]
 	if n == nil {
 		return nil
 	}
@@ -207,7 +207,7 @@ func (s *Sim) getTasks(rc *Req) (any, error) {
 		until := int64(rc.Int("until", 0))
 		f.Until = &until
 	}
-	return tasks.List(s.st.Nodes[rc.Node].Tasks, f, rc.Int("start", 0), rc.Int("limit", 50)), nil
+	return tasks.List(s.State.Nodes[rc.Node].Tasks, f, rc.Int("start", 0), rc.Int("limit", 50)), nil
 }
 
 // taskRoutes are the task endpoints.

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/ticket"
@@ -16,9 +15,6 @@ import (
 // inside where a test needs a state no request can make (a held lock, a
 // backdated key, a task no endpoint starts). The simulator never calls them.
 
-func (s *Sim) Mu() *sync.Mutex                         { return &s.mu }
-func (s *Sim) St() *State                              { return s.st }
-func (s *Sim) DBOf(node string) *ConfigDB              { return s.dbOf(node) }
 func (s *Sim) TakeFault(node, method, p string) *Fault { return s.faults.take(node, method, p) }
 
 func (s *Sim) Authenticate(db *ConfigDB, r *http.Request) (*Principal, string) {
@@ -53,9 +49,9 @@ func (s *Sim) MakeCSRFLocked(db *ConfigDB, user string, now time.Time) (string, 
 
 // AuthKey is the node's /etc/pve/priv/authkey.key.
 func (s *Sim) AuthKey(node string) (*rsa.PrivateKey, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	kf, err := s.readKeyLocked(s.dbOf(node), ticket.PrivRel)
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
+	kf, err := s.readKeyLocked(s.DBOf(node), ticket.PrivRel)
 	if err != nil {
 		return nil, err
 	}

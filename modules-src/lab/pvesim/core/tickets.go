@@ -69,7 +69,7 @@ func (s *Sim) rotateAuthkeyLocked(db *ConfigDB) error {
 func (s *Sim) privkeyLocked(db *ConfigDB, now time.Time) (*rsa.PrivateKey, error) {
 	priv, err := s.readKeyLocked(db, authPrivRel)
 	pub, old := s.pubKeysLocked(db)
-	if err != nil || !ticket.AuthkeyCurrent(now, pub, old, s.quorateLocked(db)) {
+	if err != nil || !ticket.AuthkeyCurrent(now, pub, old, s.QuorateLocked(db)) {
 		if rerr := s.rotateAuthkeyLocked(db); rerr != nil {
 			return nil, fmt.Errorf("rotating the auth key: %w", rerr)
 		}
@@ -92,8 +92,8 @@ func (s *Sim) makeTicketLocked(db *ConfigDB, user string, now time.Time) (string
 // ticketHash is the digest of the nodes' Crypt::OpenSSL::RSA: SHA-1, its
 // default, unless Config.TicketHash says otherwise.
 func (s *Sim) ticketHash() crypto.Hash {
-	if s.cfg.TicketHash != 0 {
-		return s.cfg.TicketHash
+	if s.Cfg.TicketHash != 0 {
+		return s.Cfg.TicketHash
 	}
 	return ticket.DefaultHash
 }
@@ -102,7 +102,7 @@ func (s *Sim) ticketHash() crypto.Hash {
 // current key (or the previous one, within its window).
 func (s *Sim) verifyTicketLocked(db *ConfigDB, t string, now time.Time) (string, bool) {
 	pub, old := s.pubKeysLocked(db)
-	return ticket.Verify(t, s.ticketHash(), pub, old, s.quorateLocked(db), now)
+	return ticket.Verify(t, s.ticketHash(), pub, old, s.QuorateLocked(db), now)
 }
 
 // csrfSecretLocked is $get_csrfr_secret.

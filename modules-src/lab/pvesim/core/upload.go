@@ -88,13 +88,13 @@ func (s *Sim) receiveUpload(r *http.Request) (map[string]any, *upload, error) {
 	if _, ok := params["tmpfilename"]; ok {
 		return nil, nil, errNoAnswer // "'tmpfilename' query parameter is not allowed for file uploads"
 	}
-	s.mu.Lock()
+	s.Mu.Lock()
 	s.uploadSeq++
 	seq := s.uploadSeq
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	sum := md5.Sum([]byte(fmt.Sprintf("%d%d%d", seq, time.Now().Unix(), os.Getpid())))
 	name := "pveupload-" + hex.EncodeToString(sum[:])
-	dir := filepath.Join(s.cfg.Dir, "pvesim", "uploads")
+	dir := filepath.Join(s.Cfg.Dir, "pvesim", "uploads")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("unable to create temporary upload file '/var/tmp/%s'", name)
 	}
@@ -300,7 +300,7 @@ func (s *Sim) postStorageUpload(rc *Req) (any, error) {
 		return nil, fmt.Errorf("temporary file '%s' does not exist", tmp)
 	}
 	filename := storage.NormalizeContentFilename(rc.Str("filename"))
-	sub, err := storage.UploadDir(s.cfg.Version, content, filename)
+	sub, err := storage.UploadDir(s.Cfg.Version, content, filename)
 	if err != nil {
 		return nil, storageAPIError(err)
 	}
@@ -313,12 +313,12 @@ func (s *Sim) postStorageUpload(rc *Req) (any, error) {
 	if !local {
 		// Reconstruction of run_command's words for the ssh that runs
 		// `pvesm status --storage` on the target (activation there).
-		tn := s.st.Nodes[node]
-		if tn == nil || tn.DB != s.st.Nodes[rc.Node].DB {
+		tn := s.State.Nodes[node]
+		if tn == nil || tn.DB != s.State.Nodes[rc.Node].DB {
 			//lint:ignore ST1005 PVE's own message (PVE::Cluster::remote_node_ip)
 			return nil, fmt.Errorf("Unable to get IP for node '%s' - node offline?", node)
 		}
-		if !s.nodeUpLocked(node) {
+		if !s.NodeUpLocked(node) {
 			return nil, fmt.Errorf("can't activate storage '%s' on node '%s': command '/usr/bin/ssh -e none -o BatchMode=yes -o HostKeyAlias=%s %s -- /usr/sbin/pvesm status --storage %s' failed: exit code 255", id, node, node, tn.Addr, id)
 		}
 		if err := s.activateOn(node, st); err != nil {
@@ -357,10 +357,10 @@ func (s *Sim) postStorageUpload(rc *Req) (any, error) {
 		t.logf("file size is: %d", size)
 		t.logf("command: %s", cmd)
 		var err error
-		if s.cfg.StorageUpload == nil {
+		if s.Cfg.StorageUpload == nil {
 			err = errors.New("the lab has no node filesystem to copy into (Config.StorageUpload)")
 		} else {
-			err = s.cfg.StorageUpload(node, info, dest, up.hostPath)
+			err = s.Cfg.StorageUpload(node, info, dest, up.hostPath)
 		}
 		if err != nil {
 			return fmt.Sprintf("import failed: %v", err)
@@ -375,9 +375,9 @@ func (s *Sim) postStorageUpload(rc *Req) (any, error) {
 // the path (the CSRF token is not checked for uploads).
 func (s *Sim) uploadAuth(node string, r *http.Request, apiPath string) *APIError {
 	m := uploadPathRe.FindStringSubmatch(apiPath)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	db := s.dbOf(node)
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
+	db := s.DBOf(node)
 	s.readFilesLocked(db)
 	who, msg := s.authenticate(db, r)
 	if who == nil {

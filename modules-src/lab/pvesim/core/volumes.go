@@ -15,13 +15,13 @@ type GuestVolume = storage.GuestVolume
 // volumesFor returns the map holding st's volumes as node sees them.
 func (s *Sim) volumesFor(node string, st *Storage) map[string]*GuestVolume {
 	if st.Shared() {
-		db := s.dbOf(node)
+		db := s.DBOf(node)
 		if db.SharedVolumes == nil {
 			db.SharedVolumes = map[string]*GuestVolume{}
 		}
 		return db.SharedVolumes
 	}
-	n := s.st.Nodes[node]
+	n := s.State.Nodes[node]
 	if n.Volumes == nil {
 		n.Volumes = map[string]*GuestVolume{}
 	}
@@ -34,7 +34,7 @@ func (s *Sim) volumeLocked(node, volid string) (*GuestVolume, *Storage, error) {
 	if !ok {
 		return nil, nil, fmt.Errorf("unable to parse volume ID '%s'", volid)
 	}
-	st := s.dbOf(node).Storage[store]
+	st := s.DBOf(node).Storage[store]
 	if st == nil {
 		return nil, nil, fmt.Errorf("storage '%s' does not exist", store)
 	}

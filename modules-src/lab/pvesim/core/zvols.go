@@ -17,10 +17,10 @@ import (
 
 // zfsOn runs `zfs args…` on node for a zfspool storage; nothing elsewhere.
 func (s *Sim) zfsOn(node string, st *Storage, args ...string) error {
-	if s.cfg.ZFS == nil || st.Type != "zfspool" {
+	if s.Cfg.ZFS == nil || st.Type != "zfspool" {
 		return nil
 	}
-	if err := s.cfg.ZFS(node, args...); err != nil {
+	if err := s.Cfg.ZFS(node, args...); err != nil {
 		// zfs_request: "zfs error: <stderr>".
 		return fmt.Errorf("zfs error: %s", strings.TrimSpace(err.Error()))
 	}
@@ -98,7 +98,7 @@ func (s *Sim) zfsMigrateLocked(db *ConfigDB, from, to string, files []string) er
 	for _, file := range files {
 		store, vn, _ := storage.ParseVolumeID(file)
 		st := db.Storage[store]
-		v := s.st.Nodes[from].Volumes[file]
+		v := s.State.Nodes[from].Volumes[file]
 		if st == nil || st.Type != "zfspool" || v == nil {
 			continue
 		}
