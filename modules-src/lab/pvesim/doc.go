@@ -6,8 +6,15 @@
 //
 // # Shape
 //
-// One schema-validating HTTP layer (httpapi.go) in front of a backend state
-// model (state.go), moto-style. Each request is: fault injection → parameter
+// Three layers, moto-style. pvesim/core holds the Sim: its state model
+// (state.go), the schema-validating HTTP layer and router (httpapi.go,
+// router.go), tasks, faults and the request log. Backends are packages
+// that embed the core's Sim and register their endpoints with Handle
+// (pvesim/accesssim, backupsim, poolsim, …; this package's New wires them);
+// a backend imports core and the rule packages, never another backend. The
+// rule packages (below) hold PVE's knowledge that needs no Sim. Backends
+// not moved out of core yet are groups of files there, each with its own
+// routes table (docs/lab.md has the map). Each request is: fault injection → parameter
 // parsing (form or JSON body, query merged in and winning) → schema lookup
 // (501 `Method 'GET /x' not implemented`) → authentication (401, delayed
 // like pveproxy) → CSRF for ticket writes → validation against the lab

@@ -1,6 +1,8 @@
 package pvesim
 
 import (
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/accesssim"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/backupsim"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/poolsim"
 )
@@ -62,6 +64,8 @@ func New(cfg Config) (*Sim, error) {
 	if err != nil {
 		return nil, err
 	}
+	accesssim.Register(s)
+	backupsim.Register(s)
 	poolsim.Register(s)
 	return s, nil
 }

@@ -141,8 +141,16 @@ func checkPermissions(db *ConfigDB, who *Principal, raw json.RawMessage, params 
 // authRoutes are login and the caller's permissions.
 func (s *Sim) authRoutes() map[string]Handler {
 	return map[string]Handler{
-		"POST /access/ticket":     s.postTicket,
-		"GET /access/ticket":      func(*Req) (any, error) { return nil, nil },
-		"GET /access/permissions": s.getPermissions,
+		"POST /access/ticket": s.postTicket,
+		"GET /access/ticket":  func(*Req) (any, error) { return nil, nil },
 	}
+}
+
+// RPCCheck is RPCEnvironment's check($user, $path, [$priv]) without noerr:
+// PVE's 403 naming path and privilege, or nil.
+func RPCCheck(db *ConfigDB, who *Principal, path, priv string) error {
+	if ok, d := CheckFull(db, who, path, []string{priv}, false); !ok {
+		return ErrPerm(d)
+	}
+	return nil
 }

@@ -315,7 +315,7 @@ func (s *Sim) putLxcResize(rc *Req) (any, error) {
 		}
 		mp := pvecontainer.ParseMountPoint(v)
 		if sid, _, ok := storage.ParseVolumeID(mp.Volume()); ok && !isRootUser(rc.Who) {
-			if err := rpcCheck(db, rc.Who, "/storage/"+sid, "Datastore.AllocateSpace"); err != nil {
+			if err := RPCCheck(db, rc.Who, "/storage/"+sid, "Datastore.AllocateSpace"); err != nil {
 				return nil, nil, 0, err
 			}
 		}

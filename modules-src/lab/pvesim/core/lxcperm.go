@@ -49,7 +49,7 @@ func (s *Sim) checkCTModifyConfigPerm(db *ConfigDB, who *Principal, node string,
 		Root:     isRootUser(who),
 		VM:       func(privs ...string) error { return vmCheck(db, who, vmid, pool, privs, false) },
 		VMNoPool: func(privs ...string) error { return vmCheck(db, who, vmid, "", privs, false) },
-		Check:    func(path, priv string) error { return rpcCheck(db, who, path, priv) },
+		Check:    func(path, priv string) error { return RPCCheck(db, who, path, priv) },
 		Volume:   func(volid string) error { return s.checkCTVolumeAccess(db, who, node, vmid, volid) },
 		Vnet:     func(bridge, tag, trunks string) error { return checkVnetAccess(db, who, bridge, tag, trunks) },
 	}
@@ -87,12 +87,12 @@ func (s *Sim) checkCTCreatePerm(rc *Req, unprivileged bool) error {
 	}
 	db := rc.DB()
 	if s.Cfg.Version >= 9 && !unprivileged {
-		if err := rpcCheck(db, rc.Who, "/", "Sys.Modify"); err != nil {
+		if err := RPCCheck(db, rc.Who, "/", "Sys.Modify"); err != nil {
 			return err
 		}
 	}
 	if rc.Bool("ha-managed") {
-		if err := rpcCheck(db, rc.Who, "/", "Sys.Console"); err != nil {
+		if err := RPCCheck(db, rc.Who, "/", "Sys.Console"); err != nil {
 			return err
 		}
 	}
@@ -127,7 +127,7 @@ func checkVnetAccess(db *ConfigDB, who *Principal, bridge, tag, trunks string) e
 		return nil
 	}
 	for _, path := range guesthelpers.VnetPaths(bridge, tag, trunks) {
-		if err := rpcCheck(db, who, path, "SDN.Use"); err != nil {
+		if err := RPCCheck(db, who, path, "SDN.Use"); err != nil {
 			return err
 		}
 	}

@@ -65,7 +65,7 @@ func (s *Sim) ctCreateVolumes(rc *Req, keys map[string]string) error {
 		case !st.HasContent("rootdir"):
 			return ErrParams(map[string]string{"storage": fmt.Sprintf("storage '%s' does not support container directories", sid)})
 		case !isRootUser(rc.Who):
-			if err := rpcCheck(db, rc.Who, "/storage/"+sid, "Datastore.AllocateSpace"); err != nil {
+			if err := RPCCheck(db, rc.Who, "/storage/"+sid, "Datastore.AllocateSpace"); err != nil {
 				return err
 			}
 		}

@@ -51,7 +51,7 @@ func (s *Sim) postQemuCreate(rc *Req) (any, error) {
 	// create_vm's permission checks (qemuperm.go): the storage parameter,
 	// VM.Allocate, then the new disks, the options, the NICs' bridges.
 	if st := rc.Str("storage"); st != "" && !isRootUser(rc.Who) {
-		if err := rpcCheck(db, rc.Who, "/storage/"+st, "Datastore.AllocateSpace"); err != nil {
+		if err := RPCCheck(db, rc.Who, "/storage/"+st, "Datastore.AllocateSpace"); err != nil {
 			return nil, err
 		}
 	}
@@ -62,7 +62,7 @@ func (s *Sim) postQemuCreate(rc *Req) (any, error) {
 	// (stable-bookworm, 8.4.10) makes neither check.
 	if !isRootUser(rc.Who) && s.Cfg.Version != 8 {
 		if rc.Bool("ha-managed") {
-			if err := rpcCheck(db, rc.Who, "/", "Sys.Console"); err != nil {
+			if err := RPCCheck(db, rc.Who, "/", "Sys.Console"); err != nil {
 				return nil, err
 			}
 		}

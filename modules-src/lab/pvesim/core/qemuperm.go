@@ -64,7 +64,7 @@ func qmPerm(db *ConfigDB, who *Principal, vmid int, pool string) qemuserver.Perm
 	return qemuserver.Perm{
 		Root:  isRootUser(who),
 		VM:    func(privs []string, anyOf bool) error { return vmCheck(db, who, vmid, pool, privs, anyOf) },
-		Check: func(path, priv string) error { return rpcCheck(db, who, path, priv) },
+		Check: func(path, priv string) error { return RPCCheck(db, who, path, priv) },
 	}
 }
 

@@ -25,9 +25,9 @@ func (s *Sim) Handle(routes map[string]Handler) {
 // table per backend; each moves out with its backend's package.
 func (s *Sim) handleBuiltins() {
 	for _, routes := range []map[string]Handler{
-		s.authRoutes(), s.accessRoutes(), s.nodeRoutes(), s.taskRoutes(),
+		s.authRoutes(), s.nodeRoutes(), s.taskRoutes(),
 		s.clusterRoutes(), s.storageRoutes(),
-		s.qemuRoutes(), s.lxcRoutes(), s.replicationRoutes(), s.backupRoutes(), s.haRoutes(),
+		s.qemuRoutes(), s.lxcRoutes(), s.replicationRoutes(), s.haRoutes(),
 	} {
 		s.Handle(routes)
 	}

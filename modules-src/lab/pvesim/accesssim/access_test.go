@@ -1,4 +1,4 @@
-package pvesim
+package accesssim_test
 
 import (
 	"net/url"
@@ -7,9 +7,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/simtest"
 )
 
-func readUserCfg(t *testing.T, s *Sim) string {
+func readUserCfg(t *testing.T, s *pvesim.Sim) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(s.EtcPveDir("pve01"), "user.cfg"))
 	if err != nil {
@@ -24,8 +27,8 @@ func readUserCfg(t *testing.T, s *Sim) string {
 // the secret.
 func TestAccessUserCfgAsPVEWritesIt(t *testing.T) {
 	t.Parallel()
-	s := startSim(t, simOpts{})
-	c := newClient(t, s, "pve01").Root()
+	s := simtest.Start(t, pvesim.New, simtest.Opts{})
+	c := simtest.NewClient(t, s, "pve01").Root()
 	c.Call("POST", "/access/groups", url.Values{"groupid": {"ops"}, "comment": {"a:b"}}).Must(t, "group")
 	c.Call("POST", "/access/users", url.Values{"userid": {"automation@pve"}, "groups": {"ops"}, "comment": {"robot"},
 		"email": {"a@example.com"}, "expire": {"4102444800"}}).Must(t, "user")
@@ -72,11 +75,11 @@ func TestAccessUserCfgAsPVEWritesIt(t *testing.T) {
 // is what the API and the permission checks use next.
 func TestAccessHandEditedUserCfgIsRead(t *testing.T) {
 	t.Parallel()
-	s := startSim(t, simOpts{})
-	c := newClient(t, s, "pve01").Root()
+	s := simtest.Start(t, pvesim.New, simtest.Opts{})
+	c := simtest.NewClient(t, s, "pve01").Root()
 	c.Call("POST", "/access/users", url.Values{"userid": {"ed@pve"}}).Must(t, "user")
 	tok := c.Call("POST", "/access/users/ed@pve/token/tk", url.Values{"privsep": {"0"}}).Must(t, "token").Obj()
-	ed := newClient(t, s, "pve01").WithToken("ed@pve!tk", tok["value"].(string))
+	ed := simtest.NewClient(t, s, "pve01").WithToken("ed@pve!tk", tok["value"].(string))
 	if n := len(ed.Call("GET", "/storage", nil).Must(t, "storage").List()); n != 0 {
 		t.Fatalf("no ACL yet, %d storages visible", n)
 	}
@@ -99,8 +102,8 @@ func TestAccessHandEditedUserCfgIsRead(t *testing.T) {
 // the same level; NoAccess wins; a pool's roles reach its members.
 func TestAccessPermissionEvaluation(t *testing.T) {
 	t.Parallel()
-	s := startSim(t, simOpts{})
-	c := newClient(t, s, "pve01").Root()
+	s := simtest.Start(t, pvesim.New, simtest.Opts{})
+	c := simtest.NewClient(t, s, "pve01").Root()
 	c.Call("POST", "/access/groups", url.Values{"groupid": {"g"}}).Must(t, "group")
 	c.Call("POST", "/access/users", url.Values{"userid": {"u@pve"}, "groups": {"g"}}).Must(t, "user")
 	c.Call("POST", "/pools", url.Values{"poolid": {"tenant"}}).Must(t, "pool")
@@ -157,15 +160,15 @@ func TestAccessPermissionEvaluation(t *testing.T) {
 // privsep has its user's privileges; a disabled user's token is refused.
 func TestAccessPrivsepTokenIntersectionK19(t *testing.T) {
 	t.Parallel()
-	s := startSim(t, simOpts{})
-	c := newClient(t, s, "pve01").Root()
+	s := simtest.Start(t, pvesim.New, simtest.Opts{})
+	c := simtest.NewClient(t, s, "pve01").Root()
 	c.Call("POST", "/access/users", url.Values{"userid": {"a@pve"}}).Must(t, "user")
 	sep := c.Call("POST", "/access/users/a@pve/token/sep", nil).Must(t, "token").Obj()["value"].(string)
 	full := c.Call("POST", "/access/users/a@pve/token/full", url.Values{"privsep": {"0"}}).Must(t, "token").Obj()["value"].(string)
 	c.Call("PUT", "/access/acl", url.Values{"path": {"/"}, "roles": {"PVEDatastoreAdmin"}, "users": {"a@pve"}}).Must(t, "user acl")
 	c.Call("PUT", "/access/acl", url.Values{"path": {"/storage/local"}, "roles": {"PVEAuditor"}, "tokens": {"a@pve!sep"}}).Must(t, "token acl")
-	tsep := newClient(t, s, "pve01").WithToken("a@pve!sep", sep)
-	tfull := newClient(t, s, "pve01").WithToken("a@pve!full", full)
+	tsep := simtest.NewClient(t, s, "pve01").WithToken("a@pve!sep", sep)
+	tfull := simtest.NewClient(t, s, "pve01").WithToken("a@pve!full", full)
 	names := func(l []map[string]any) []string {
 		var out []string
 		for _, e := range l {
@@ -203,8 +206,8 @@ func TestAccessPrivsepTokenIntersectionK19(t *testing.T) {
 // ACL on a path check_path rejects, an ACL for a missing user.
 func TestAccessRefusalsWriteNothing(t *testing.T) {
 	t.Parallel()
-	s := startSim(t, simOpts{Version: 8})
-	c := newClient(t, s, "pve01").Root()
+	s := simtest.Start(t, pvesim.New, simtest.Opts{Version: 8})
+	c := simtest.NewClient(t, s, "pve01").Root()
 	c.Call("POST", "/access/users", url.Values{"userid": {"a@pve"}}).Must(t, "user")
 	before := readUserCfg(t, s)
 	for _, tc := range []struct {
@@ -247,8 +250,8 @@ func TestAccessRefusalsWriteNothing(t *testing.T) {
 // the pool's members.
 func TestUserCfgTextAsPVEReadsIt(t *testing.T) {
 	t.Parallel()
-	s := startSim(t, simOpts{})
-	c := newClient(t, s, "pve01").Root()
+	s := simtest.Start(t, pvesim.New, simtest.Opts{})
+	c := simtest.NewClient(t, s, "pve01").Root()
 	c.Call("POST", "/access/users", url.Values{"userid": {"pct@pve"}, "comment": {"50%25 off: é"}, "firstname": {"0"}}).Must(t, "user")
 	if raw := readUserCfg(t, s); !strings.Contains(raw, "user:pct@pve:1:0::::50%25 off%3A %C3%A9::") {
 		t.Errorf("user.cfg after the user's creation:\n%s", raw)

@@ -1,10 +1,11 @@
-package core
+package accesssim
 
 import (
 	"fmt"
 
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 )
 
 // PUT /access/acl: API2/ACL.pm update_acl. One or more roles for users,
@@ -13,23 +14,23 @@ import (
 // Permissions.Modify on the path, only a role whose every privilege one
 // holds there (propagated, when the entry propagates) may be handed out,
 // and never NoAccess.
-func (s *Sim) putACL(rc *Req) (any, error) {
+func (s *backend) putACL(rc *core.Req) (any, error) {
 	if !rc.Has("users") && !rc.Has("groups") && !rc.Has("tokens") {
 		msg := "either 'users', 'groups' or 'tokens' is required."
-		return nil, ErrParams(map[string]string{"users": msg, "groups": msg, "tokens": msg})
+		return nil, core.ErrParams(map[string]string{"users": msg, "groups": msg, "tokens": msg})
 	}
 	raw := rc.Str("path")
 	path := access.NormalizePath(raw)
 	del := rc.Bool("delete")
 	if path == "" || (!del && !access.ValidPath(path)) {
-		return nil, ErrParams(map[string]string{"path": fmt.Sprintf("invalid ACL path '%s'", raw)})
+		return nil, core.ErrParams(map[string]string{"path": fmt.Sprintf("invalid ACL path '%s'", raw)})
 	}
 	db := rc.DB()
 	propagate := !rc.Has("propagate") || rc.Bool("propagate")
-	mine := access.Env{Access: &db.Access, Version: s.Cfg.Version, PoolsOf: db.PoolsOf}.Permissions(rc.Who.Full(), path)
+	mine := access.Env{Access: &db.Access, Version: s.Version(), PoolsOf: db.PoolsOf}.Permissions(rc.Who.Full(), path)
 	return nil, s.lockUserCfg(db, "ACL update failed", func(a *access.Config) error {
 		for _, role := range pveschema.SplitList(rc.Str("roles")) {
-			privs := a.RolePrivs(s.Cfg.Version, role)
+			privs := a.RolePrivs(s.Version(), role)
 			if privs == nil {
 				return fmt.Errorf("role '%s' does not exist", role)
 			}
@@ -54,7 +55,7 @@ func (s *Sim) putACL(rc *Req) (any, error) {
 
 // aclMembers are the ugids of the request's groups ("@g"), users and
 // tokens, each checked as update_acl checks them.
-func aclMembers(a *access.Config, rc *Req) ([]string, error) {
+func aclMembers(a *access.Config, rc *core.Req) ([]string, error) {
 	var out []string
 	for _, g := range pveschema.SplitList(rc.Str("groups")) {
 		if a.Groups[g] == nil {
@@ -86,8 +87,3 @@ func aclMembers(a *access.Config, rc *Req) ([]string, error) {
 	}
 	return out, nil
 }
-
-// dieError is a Perl die with PVE's message as it is, punctuation included.
-type dieError string
-
-func (e dieError) Error() string { return string(e) }

@@ -1,12 +1,14 @@
-package core
+package accesssim
 
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 )
 
 // /access/users and /access/users/{userid}/token: pve-access-control
@@ -14,9 +16,10 @@ import (
 // a die inside it prefixed by its message ("create user failed: …"), and
 // nothing written when it dies.
 
-// accessRoutes are the user, token, group, role and ACL endpoints.
-func (s *Sim) accessRoutes() map[string]Handler {
-	return map[string]Handler{
+// routes are the user, token, group, role and ACL endpoints.
+func (s *backend) routes() map[string]core.Handler {
+	return map[string]core.Handler{
+		"GET /access/permissions":                       s.getPermissions,
 		"GET /access/users":                             s.getUsers,
 		"POST /access/users":                            s.postUser,
 		"GET /access/users/{userid}":                    s.getUser,
@@ -46,13 +49,13 @@ func (s *Sim) accessRoutes() map[string]Handler {
 // lockUserCfg runs change on a copy of db's access data and commits it
 // only when change succeeds (a die leaves user.cfg as it was); errors
 // carry errmsg as lock_user_config prefixes them.
-func (s *Sim) lockUserCfg(db *ConfigDB, errmsg string, change func(a *access.Config) error) error {
+func (s *backend) lockUserCfg(db *core.ConfigDB, errmsg string, change func(a *access.Config) error) error {
 	if aerr := s.CfsWriteLocked(db, "user.cfg", errmsg); aerr != nil {
 		return aerr
 	}
 	a := db.Access.Clone()
 	if err := change(&a); err != nil {
-		var aerr *APIError
+		var aerr *core.APIError
 		if errors.As(err, &aerr) && aerr.Status == 400 {
 			return aerr
 		}
@@ -66,7 +69,7 @@ func (s *Sim) lockUserCfg(db *ConfigDB, errmsg string, change func(a *access.Con
 
 // userData is User.pm $extract_user_data.
 func userData(a *access.Config, u *access.User, full bool) map[string]any {
-	e := map[string]any{"enable": BoolNum(!u.Disabled), "expire": u.Expire}
+	e := map[string]any{"enable": core.BoolNum(!u.Disabled), "expire": u.Expire}
 	for k, v := range map[string]string{"firstname": u.Firstname, "lastname": u.Lastname, "email": u.Email,
 		"comment": u.Comment, "keys": u.Keys} {
 		if v != "" {
@@ -87,7 +90,7 @@ func userData(a *access.Config, u *access.User, full bool) map[string]any {
 }
 
 func tokenInfo(t *access.Token) map[string]any {
-	e := map[string]any{"privsep": BoolNum(t.Privsep), "expire": t.Expire}
+	e := map[string]any{"privsep": core.BoolNum(t.Privsep), "expire": t.Expire}
 	if t.Comment != "" {
 		e["comment"] = t.Comment
 	}
@@ -97,20 +100,20 @@ func tokenInfo(t *access.Token) map[string]any {
 // GET /access/users: every user for User.Modify or Sys.Audit on
 // /access/groups, else the members of groups one has those on, and always
 // oneself.
-func (s *Sim) getUsers(rc *Req) (any, error) {
+func (s *backend) getUsers(rc *core.Req) (any, error) {
 	db := rc.DB()
 	privs := []string{"User.Modify", "Sys.Audit"}
-	all := HasPriv(db, rc.Who, "/access/groups", privs, true)
+	all := core.HasPriv(db, rc.Who, "/access/groups", privs, true)
 	allowed := map[string]bool{}
 	for g, grp := range db.Access.Groups {
-		if HasPriv(db, rc.Who, "/access/groups/"+g, privs, true) {
+		if core.HasPriv(db, rc.Who, "/access/groups/"+g, privs, true) {
 			for _, m := range grp.Members {
 				allowed[m] = true
 			}
 		}
 	}
 	out := []map[string]any{}
-	for _, id := range sortedKeys(db.Access.Users) {
+	for _, id := range slices.Sorted(maps.Keys(db.Access.Users)) {
 		u := db.Access.Users[id]
 		if !all && id != rc.Who.User && !allowed[id] {
 			continue
@@ -124,7 +127,7 @@ func (s *Sim) getUsers(rc *Req) (any, error) {
 		}
 		if toks, ok := e["tokens"].(map[string]any); ok {
 			list := []map[string]any{}
-			for _, name := range sortedKeys(toks) {
+			for _, name := range slices.Sorted(maps.Keys(toks)) {
 				t := toks[name].(map[string]any)
 				t["tokenid"] = name
 				list = append(list, t)
@@ -140,7 +143,7 @@ func (s *Sim) getUsers(rc *Req) (any, error) {
 	return out, nil
 }
 
-func (s *Sim) getUser(rc *Req) (any, error) {
+func (s *backend) getUser(rc *core.Req) (any, error) {
 	db := rc.DB()
 	u := db.Access.Users[rc.Str("userid")]
 	if u == nil {
@@ -149,7 +152,7 @@ func (s *Sim) getUser(rc *Req) (any, error) {
 	return userData(&db.Access, u, true), nil
 }
 
-func (s *Sim) postUser(rc *Req) (any, error) {
+func (s *backend) postUser(rc *core.Req) (any, error) {
 	db := rc.DB()
 	id := rc.Str("userid")
 	return nil, s.lockUserCfg(db, "create user failed", func(a *access.Config) error {
@@ -174,7 +177,7 @@ func (s *Sim) postUser(rc *Req) (any, error) {
 	})
 }
 
-func (s *Sim) putUser(rc *Req) (any, error) {
+func (s *backend) putUser(rc *core.Req) (any, error) {
 	db := rc.DB()
 	id := rc.Str("userid")
 	return nil, s.lockUserCfg(db, "update user failed", func(a *access.Config) error {
@@ -209,7 +212,7 @@ func (s *Sim) putUser(rc *Req) (any, error) {
 // DELETE /access/users/{userid}: the user, its tokens, its group
 // memberships and its own ACL entries (its tokens' entries go with the
 // tokens, as parse_user_config drops entries of a missing token).
-func (s *Sim) deleteUser(rc *Req) (any, error) {
+func (s *backend) deleteUser(rc *core.Req) (any, error) {
 	db := rc.DB()
 	id := rc.Str("userid")
 	return nil, s.lockUserCfg(db, "delete user failed", func(a *access.Config) error {
@@ -239,7 +242,7 @@ func (s *Sim) deleteUser(rc *Req) (any, error) {
 // refused by the schema's allowtoken 0). Reconstruction: the
 // confirmation-password re-authentication of reauth_user_for_user_modification
 // is not modelled.
-func (s *Sim) putPassword(rc *Req) (any, error) {
+func (s *backend) putPassword(rc *core.Req) (any, error) {
 	id := rc.Str("userid")
 	return nil, s.lockUserCfg(rc.DB(), "change password failed", func(a *access.Config) error {
 		u := a.Users[id]

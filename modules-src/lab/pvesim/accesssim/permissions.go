@@ -1,25 +1,17 @@
-package core
+package accesssim
 
 import (
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 )
-
-// rpcCheck is RPCEnvironment's check($user, $path, [$priv]) without noerr:
-// PVE's 403 naming path and privilege, or nil.
-func rpcCheck(db *ConfigDB, who *Principal, path, priv string) error {
-	if ok, d := CheckFull(db, who, path, []string{priv}, false); !ok {
-		return ErrPerm(d)
-	}
-	return nil
-}
 
 // GET /access/permissions: the caller's (or an owned token's) privileges
 // (API2/AccessControl.pm permissions): at path, or get_effective_permissions
 // over the top-level paths, every ACL path and every pool member's path,
 // leaving out paths without privileges. Values are the propagate flags.
-func (s *Sim) getPermissions(rc *Req) (any, error) {
+func (s *backend) getPermissions(rc *core.Req) (any, error) {
 	db := rc.DB()
 	authid := rc.Who.Full()
 	userid := authid
@@ -28,13 +20,13 @@ func (s *Sim) getPermissions(rc *Req) (any, error) {
 	}
 	user, _, isTok := strings.Cut(userid, "!")
 	if userid != authid && !(isTok && user == authid) {
-		if err := rpcCheck(db, rc.Who, "/access", "Sys.Audit"); err != nil {
+		if err := core.RPCCheck(db, rc.Who, "/access", "Sys.Audit"); err != nil {
 			return nil, err
 		}
 	}
 	out := map[string]any{}
 	if p := rc.Str("path"); p != "" {
-		out[p] = permFlags(RPCEnv(db, rc.Who).Permissions(userid, access.NormalizePath(p)))
+		out[p] = permFlags(core.RPCEnv(db, rc.Who).Permissions(userid, access.NormalizePath(p)))
 		return out, nil
 	}
 	paths := map[string]bool{"/": true, "/access": true, "/access/groups": true, "/nodes": true, "/pool": true,
@@ -53,7 +45,7 @@ func (s *Sim) getPermissions(rc *Req) (any, error) {
 		}
 	}
 	for p := range paths {
-		if perms := RPCEnv(db, rc.Who).Permissions(userid, p); len(perms) > 0 {
+		if perms := core.RPCEnv(db, rc.Who).Permissions(userid, p); len(perms) > 0 {
 			out[p] = permFlags(perms)
 		}
 	}
@@ -63,7 +55,7 @@ func (s *Sim) getPermissions(rc *Req) (any, error) {
 func permFlags(perms map[string]bool) map[string]any {
 	out := map[string]any{}
 	for p, prop := range perms {
-		out[p] = BoolNum(prop)
+		out[p] = core.BoolNum(prop)
 	}
 	return out
 }

@@ -1,7 +1,8 @@
-package core
+package accesssim
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -9,16 +10,17 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 )
 
 // Groups (API2/Group.pm), roles (API2/Role.pm) and ACL entries
 // (API2/ACL.pm).
 
-func (s *Sim) getGroups(rc *Req) (any, error) {
+func (s *backend) getGroups(rc *core.Req) (any, error) {
 	db := rc.DB()
 	out := []map[string]any{}
-	for _, id := range sortedKeys(db.Access.Groups) {
-		if !HasPriv(db, rc.Who, "/access/groups/"+id, []string{"User.Modify", "Sys.Audit", "Group.Allocate"}, true) {
+	for _, id := range slices.Sorted(maps.Keys(db.Access.Groups)) {
+		if !core.HasPriv(db, rc.Who, "/access/groups/"+id, []string{"User.Modify", "Sys.Audit", "Group.Allocate"}, true) {
 			continue
 		}
 		g := db.Access.Groups[id]
@@ -31,7 +33,7 @@ func (s *Sim) getGroups(rc *Req) (any, error) {
 	return out, nil
 }
 
-func (s *Sim) getGroup(rc *Req) (any, error) {
+func (s *backend) getGroup(rc *core.Req) (any, error) {
 	g := rc.DB().Access.Groups[rc.Str("groupid")]
 	if g == nil {
 		return nil, fmt.Errorf("group '%s' does not exist", rc.Str("groupid"))
@@ -43,7 +45,7 @@ func (s *Sim) getGroup(rc *Req) (any, error) {
 	return e, nil
 }
 
-func (s *Sim) postGroup(rc *Req) (any, error) {
+func (s *backend) postGroup(rc *core.Req) (any, error) {
 	id := rc.Str("groupid")
 	return nil, s.lockUserCfg(rc.DB(), "create group failed", func(a *access.Config) error {
 		if a.Groups[id] != nil {
@@ -54,7 +56,7 @@ func (s *Sim) postGroup(rc *Req) (any, error) {
 	})
 }
 
-func (s *Sim) putGroup(rc *Req) (any, error) {
+func (s *backend) putGroup(rc *core.Req) (any, error) {
 	id := rc.Str("groupid")
 	return nil, s.lockUserCfg(rc.DB(), "update group failed", func(a *access.Config) error {
 		g := a.Groups[id]
@@ -68,7 +70,7 @@ func (s *Sim) putGroup(rc *Req) (any, error) {
 	})
 }
 
-func (s *Sim) deleteGroup(rc *Req) (any, error) {
+func (s *backend) deleteGroup(rc *core.Req) (any, error) {
 	id := rc.Str("groupid")
 	return nil, s.lockUserCfg(rc.DB(), "delete group failed", func(a *access.Config) error {
 		if a.Groups[id] == nil {
@@ -81,22 +83,22 @@ func (s *Sim) deleteGroup(rc *Req) (any, error) {
 }
 
 // GET /access/roles: the version's special roles and the custom ones.
-func (s *Sim) getRoles(rc *Req) (any, error) {
+func (s *backend) getRoles(rc *core.Req) (any, error) {
 	a := &rc.DB().Access
-	ids := append(sortedKeys(access.SpecialRoles(s.Cfg.Version)), sortedKeys(a.Roles)...)
+	ids := append(slices.Sorted(maps.Keys(access.SpecialRoles(s.Version()))), slices.Sorted(maps.Keys(a.Roles))...)
 	sort.Strings(ids)
 	out := []map[string]any{}
 	for _, id := range slices.Compact(ids) {
-		special := access.IsSpecialRole(s.Cfg.Version, id)
-		out = append(out, map[string]any{"roleid": id, "privs": strings.Join(sortedKeys(a.RolePrivs(s.Cfg.Version, id)), ","),
-			"special": BoolNum(special)})
+		special := access.IsSpecialRole(s.Version(), id)
+		out = append(out, map[string]any{"roleid": id, "privs": strings.Join(slices.Sorted(maps.Keys(a.RolePrivs(s.Version(), id))), ","),
+			"special": core.BoolNum(special)})
 	}
 	return out, nil
 }
 
-func (s *Sim) getRole(rc *Req) (any, error) {
+func (s *backend) getRole(rc *core.Req) (any, error) {
 	id := rc.Str("roleid")
-	privs := rc.DB().Access.RolePrivs(s.Cfg.Version, id)
+	privs := rc.DB().Access.RolePrivs(s.Version(), id)
 	if privs == nil {
 		return nil, fmt.Errorf("role '%s' does not exist", id)
 	}
@@ -111,9 +113,9 @@ var pveNamespace = regexp.MustCompile(`(?i)^PVE`)
 
 // addRolePrivs is add_role_privs: every privilege must be valid for the
 // version.
-func (s *Sim) addRolePrivs(a *access.Config, role, list string) error {
+func (s *backend) addRolePrivs(a *access.Config, role, list string) error {
 	for _, p := range pveschema.SplitList(list) {
-		if !access.ValidPrivilege(s.Cfg.Version, p) {
+		if !access.ValidPrivilege(s.Version(), p) {
 			return fmt.Errorf("invalid privilege '%s'", p)
 		}
 		a.Roles[role][p] = true
@@ -121,13 +123,13 @@ func (s *Sim) addRolePrivs(a *access.Config, role, list string) error {
 	return nil
 }
 
-func (s *Sim) postRole(rc *Req) (any, error) {
+func (s *backend) postRole(rc *core.Req) (any, error) {
 	id := rc.Str("roleid")
 	if pveNamespace.MatchString(id) {
-		return nil, ErrParams(map[string]string{"roleid": "cannot use role ID starting with the (case-insensitive) 'PVE' namespace"})
+		return nil, core.ErrParams(map[string]string{"roleid": "cannot use role ID starting with the (case-insensitive) 'PVE' namespace"})
 	}
 	return nil, s.lockUserCfg(rc.DB(), "create role failed", func(a *access.Config) error {
-		if a.RolePrivs(s.Cfg.Version, id) != nil {
+		if a.RolePrivs(s.Version(), id) != nil {
 			return fmt.Errorf("role '%s' already exists", id)
 		}
 		a.Roles[id] = map[string]bool{}
@@ -135,9 +137,9 @@ func (s *Sim) postRole(rc *Req) (any, error) {
 	})
 }
 
-func (s *Sim) putRole(rc *Req) (any, error) {
+func (s *backend) putRole(rc *core.Req) (any, error) {
 	id := rc.Str("roleid")
-	if access.IsSpecialRole(s.Cfg.Version, id) {
+	if access.IsSpecialRole(s.Version(), id) {
 		return nil, fmt.Errorf("auto-generated role '%s' cannot be modified", id)
 	}
 	return nil, s.lockUserCfg(rc.DB(), "update role failed", func(a *access.Config) error {
@@ -153,9 +155,9 @@ func (s *Sim) putRole(rc *Req) (any, error) {
 
 // DELETE: the role goes; ACL entries naming it are dropped, as the next
 // parse_user_config does ("ignore invalid acl role").
-func (s *Sim) deleteRole(rc *Req) (any, error) {
+func (s *backend) deleteRole(rc *core.Req) (any, error) {
 	id := rc.Str("roleid")
-	if access.IsSpecialRole(s.Cfg.Version, id) {
+	if access.IsSpecialRole(s.Version(), id) {
 		return nil, fmt.Errorf("auto-generated role '%s' cannot be deleted", id)
 	}
 	return nil, s.lockUserCfg(rc.DB(), "delete role failed", func(a *access.Config) error {
@@ -170,15 +172,15 @@ func (s *Sim) deleteRole(rc *Req) (any, error) {
 
 // GET /access/acl: the entries of paths one may modify permissions on
 // (or all, with Sys.Audit on /access).
-func (s *Sim) getACL(rc *Req) (any, error) {
+func (s *backend) getACL(rc *core.Req) (any, error) {
 	db := rc.DB()
-	audit := HasPriv(db, rc.Who, "/access", []string{"Sys.Audit"}, false)
+	audit := core.HasPriv(db, rc.Who, "/access", []string{"Sys.Audit"}, false)
 	out := []map[string]any{}
 	entries := slices.Clone(db.Access.ACL)
 	slices.SortStableFunc(entries, func(x, y access.ACLEntry) int { return access.ACLPathCmp(x.Path, y.Path) })
 	for _, e := range entries {
 		if !audit {
-			if ok, _ := RPCEnv(db, rc.Who).CheckPermModify(rc.Who.Full(), access.NormalizePath(e.Path)); !ok {
+			if ok, _ := core.RPCEnv(db, rc.Who).CheckPermModify(rc.Who.Full(), access.NormalizePath(e.Path)); !ok {
 				continue
 			}
 		}
@@ -189,7 +191,7 @@ func (s *Sim) getACL(rc *Req) (any, error) {
 			typ = "token"
 		}
 		out = append(out, map[string]any{"path": access.NormalizePath(e.Path), "type": typ, "ugid": ugid,
-			"roleid": e.Role, "propagate": BoolNum(e.Propagate)})
+			"roleid": e.Role, "propagate": core.BoolNum(e.Propagate)})
 	}
 	return out, nil
 }

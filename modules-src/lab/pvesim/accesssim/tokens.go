@@ -1,24 +1,28 @@
-package core
+package accesssim
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 // API tokens (User.pm token methods, TokenConfig.pm): the secret is a UUID
 // written to priv/token.cfg and returned once, by the creation.
 
-func (s *Sim) getTokens(rc *Req) (any, error) {
+func (s *backend) getTokens(rc *core.Req) (any, error) {
 	db := rc.DB()
 	user := rc.Str("userid")
 	if db.Access.Users[user] == nil {
 		return nil, fmt.Errorf("no such user ('%s')", user)
 	}
 	out := []map[string]any{}
-	for _, id := range sortedKeys(db.Access.Tokens) {
+	for _, id := range slices.Sorted(maps.Keys(db.Access.Tokens)) {
 		if owner, name, _ := strings.Cut(id, "!"); owner == user {
 			e := tokenInfo(db.Access.Tokens[id])
 			e["tokenid"] = name
@@ -28,7 +32,7 @@ func (s *Sim) getTokens(rc *Req) (any, error) {
 	return out, nil
 }
 
-func (s *Sim) getToken(rc *Req) (any, error) {
+func (s *backend) getToken(rc *core.Req) (any, error) {
 	t, err := rc.DB().Access.TokenOf(rc.Str("userid"), rc.Str("tokenid"))
 	if err != nil {
 		return nil, err
@@ -38,22 +42,22 @@ func (s *Sim) getToken(rc *Req) (any, error) {
 
 // POST: the existence checks before the lock answer 500 (no user) and 400
 // (tokenid "Token already exists."), as generate_and_add_token's callers.
-func (s *Sim) postToken(rc *Req) (any, error) {
+func (s *backend) postToken(rc *core.Req) (any, error) {
 	db := rc.DB()
 	user, name := rc.Str("userid"), rc.Str("tokenid")
 	if db.Access.Users[user] == nil {
 		return nil, fmt.Errorf("no such user ('%s')", user)
 	}
 	if db.Access.Tokens[user+"!"+name] != nil {
-		return nil, ErrParams(map[string]string{"tokenid": "Token already exists."})
+		return nil, core.ErrParams(map[string]string{"tokenid": "Token already exists."})
 	}
 	id := user + "!" + name
 	var tok *access.Token
 	err := s.lockUserCfg(db, "generating token failed", func(a *access.Config) error {
 		if a.Tokens[id] != nil {
-			return dieError("Token already exists.")
+			return pvecommon.Error("Token already exists.")
 		}
-		tok = &access.Token{ID: id, Secret: NewUUID(), Privsep: !rc.Has("privsep") || rc.Bool("privsep"),
+		tok = &access.Token{ID: id, Secret: core.NewUUID(), Privsep: !rc.Has("privsep") || rc.Bool("privsep"),
 			Expire: int64(rc.Int("expire", 0)), Comment: rc.Str("comment")}
 		a.Tokens[id] = tok
 		return nil
@@ -61,7 +65,7 @@ func (s *Sim) postToken(rc *Req) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	info := map[string]any{"privsep": BoolNum(tok.Privsep)}
+	info := map[string]any{"privsep": core.BoolNum(tok.Privsep)}
 	if rc.Has("expire") {
 		info["expire"] = tok.Expire
 	}
@@ -71,7 +75,7 @@ func (s *Sim) postToken(rc *Req) (any, error) {
 	return map[string]any{"info": info, "value": tok.Secret, "full-tokenid": id}, nil
 }
 
-func (s *Sim) putToken(rc *Req) (any, error) {
+func (s *backend) putToken(rc *core.Req) (any, error) {
 	db := rc.DB()
 	user, name := rc.Str("userid"), rc.Str("tokenid")
 	if _, err := db.Access.TokenOf(user, name); err != nil {
@@ -94,7 +98,7 @@ func (s *Sim) putToken(rc *Req) (any, error) {
 		}
 		for _, k := range pveschema.SplitList(rc.Str("delete")) {
 			if k != "comment" {
-				return ErrParams(map[string]string{"delete": fmt.Sprintf("unknown option '%s'", k)})
+				return core.ErrParams(map[string]string{"delete": fmt.Sprintf("unknown option '%s'", k)})
 			}
 			t.Comment = ""
 		}
@@ -104,7 +108,7 @@ func (s *Sim) putToken(rc *Req) (any, error) {
 	return out, err
 }
 
-func (s *Sim) deleteToken(rc *Req) (any, error) {
+func (s *backend) deleteToken(rc *core.Req) (any, error) {
 	db := rc.DB()
 	user, name := rc.Str("userid"), rc.Str("tokenid")
 	if _, err := db.Access.TokenOf(user, name); err != nil {
