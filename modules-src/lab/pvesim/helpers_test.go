@@ -15,14 +15,16 @@ type (
 )
 
 var (
-	newClient  = simtest.NewClient
-	waitTask   = simtest.WaitTask
-	eventually = simtest.Eventually
-	quorate    = simtest.Quorate
-	controlAPI = simtest.ControlAPI
-	testConfig = simtest.Config
-	createVM   = simtest.CreateVM
-	mustTask   = simtest.MustTask
+	newClient     = simtest.NewClient
+	waitTask      = simtest.WaitTask
+	eventually    = simtest.Eventually
+	quorate       = simtest.Quorate
+	controlAPI    = simtest.ControlAPI
+	testConfig    = simtest.Config
+	createVM      = simtest.CreateVM
+	mustTask      = simtest.MustTask
+	createCluster = simtest.CreateCluster
+	joinParams    = simtest.JoinParams
 )
 
 // startSim creates and starts a simulator that the test's cleanup closes.

@@ -5,6 +5,7 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/backupsim"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/poolsim"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/storagesim"
 )
 
 // The simulator's Go API, as its users (labctl, labtest, the modules'
@@ -67,5 +68,6 @@ func New(cfg Config) (*Sim, error) {
 	accesssim.Register(s)
 	backupsim.Register(s)
 	poolsim.Register(s)
+	storagesim.Register(s)
 	return s, nil
 }

@@ -38,7 +38,7 @@ func (s *Sim) getQemuAgentNetworkGetInterfaces(rc *Req) (any, error) {
 // success, since no agent ever answers in the lab.
 func (s *Sim) agentAvailableLocked(rc *Req) (any, error) {
 	db := rc.DB()
-	vmid := rc.vmid()
+	vmid := rc.VMID()
 	if err := s.assertOnNodeLocked(db, rc.Node, vmid); err != nil {
 		return nil, err
 	}

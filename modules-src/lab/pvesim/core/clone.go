@@ -171,7 +171,7 @@ func (s *Sim) loadAndCheckClone(db *ConfigDB, r *cloneReq, running bool) (*clone
 // POST /nodes/{node}/qemu/{vmid}/clone
 func (s *Sim) postQemuClone(rc *Req) (any, error) {
 	db := rc.DB()
-	r := &cloneReq{node: rc.Node, vmid: rc.vmid(), newid: rc.Int("newid", 0), target: rc.Str("target"),
+	r := &cloneReq{node: rc.Node, vmid: rc.VMID(), newid: rc.Int("newid", 0), target: rc.Str("target"),
 		storage: rc.Str("storage"), format: rc.Str("format"), name: rc.Str("name"),
 		description: rc.Str("description"), pool: rc.Str("pool"), snapname: rc.Str("snapname"), who: rc.Who}
 	if rc.Has("full") {
@@ -189,12 +189,12 @@ func (s *Sim) postQemuClone(rc *Req) (any, error) {
 	if _, err := s.loadAndCheckClone(db, r, running); err != nil {
 		return nil, err
 	}
-	return s.startTaskLocked(rc, r.node, "qmclone", strconv.Itoa(r.vmid), func(t *taskRun) string {
+	return s.StartTaskLocked(rc, r.node, "qmclone", strconv.Itoa(r.vmid), func(t *TaskRun) string {
 		return s.cloneWorker(t, db, r, running)
 	}), nil
 }
 
-func (s *Sim) cloneWorker(t *taskRun, db *ConfigDB, r *cloneReq, running bool) string {
+func (s *Sim) cloneWorker(t *TaskRun, db *ConfigDB, r *cloneReq, running bool) string {
 	srcKey, newKey := guestLockKey(r.node, r.vmid), guestLockKey(r.node, r.newid)
 	// exclusive lock if VM is running - else shared lock is enough
 	if !s.acquire(srcKey, !running, s.cloneLockTimeout()) {
@@ -249,7 +249,7 @@ func (s *Sim) cloneWorker(t *taskRun, db *ConfigDB, r *cloneReq, running bool) s
 	fail := func(reason string) string {
 		s.Mu.Lock()
 		for _, v := range newVols {
-			s.freeVolumeLocked(r.node, v)
+			s.FreeVolumeLocked(r.node, v)
 		}
 		s.removeEtcPve(db, guestConfPath(r.node, "qemu-server", r.newid))
 		s.SaveLocked()
@@ -270,9 +270,9 @@ func (s *Sim) cloneWorker(t *taskRun, db *ConfigDB, r *cloneReq, running bool) s
 		}
 		full := p.fullCopy[k]
 		if full {
-			t.logf("create full clone of drive %s (%s)", k, d.File())
+			t.Logf("create full clone of drive %s (%s)", k, d.File())
 		} else {
-			t.logf("create linked clone of drive %s (%s)", k, d.File())
+			t.Logf("create linked clone of drive %s (%s)", k, d.File())
 		}
 		lockKey, lockMsg := storageLock(r.node, dst)
 		if !s.acquire(lockKey, false, s.Cfg.Dur(s.Cfg.LockTimeout, DefaultLockTimeout)) {
@@ -289,7 +289,7 @@ func (s *Sim) cloneWorker(t *taskRun, db *ConfigDB, r *cloneReq, running bool) s
 			volid, err = s.allocCloudinitLocked(r.node, dst, r.newid, "")
 		case full:
 			size := int64(0)
-			if v, _, err := s.volumeLocked(r.node, d.File()); err == nil {
+			if v, _, err := s.VolumeLocked(r.node, d.File()); err == nil {
 				size = v.Size
 			} else if n, ok := pvecommon.ParseSize(d.Props.Get("size")); ok {
 				size = n
@@ -305,7 +305,7 @@ func (s *Sim) cloneWorker(t *taskRun, db *ConfigDB, r *cloneReq, running bool) s
 		}
 		newVols = append(newVols, volid)
 		if full && !d.Cloudinit() {
-			t.logf("transferred %s of %s (100.00%%)", d.Props.Get("size"), d.Props.Get("size"))
+			t.Logf("transferred %s of %s (100.00%%)", d.Props.Get("size"), d.Props.Get("size"))
 			if !s.Sleep(s.Cfg.Dur(s.Cfg.CloneDuration, 2*s.Cfg.Dur(s.Cfg.TaskDuration, DefaultTaskDuration))) {
 				return fail("interrupted by signal")
 			}
@@ -323,7 +323,7 @@ func (s *Sim) cloneWorker(t *taskRun, db *ConfigDB, r *cloneReq, running bool) s
 	}
 	// The end: lock dropped, config moved to the target. A slow-config fault
 	// (K4) applies this after the task already reported OK.
-	t.commit(func() {
+	t.Commit(func() {
 		delete(keys, "lock")
 		rel := guestConfPath(r.node, "qemu-server", r.newid)
 		s.removeEtcPve(db, rel)
@@ -344,7 +344,7 @@ func (s *Sim) cloneWorker(t *taskRun, db *ConfigDB, r *cloneReq, running bool) s
 	// (a success). Reconstruction: PVE joins `keys %{pending}` in hash
 	// order; the lab sorts them.
 	if pend := pendingKeys(p.src); len(pend) > 0 {
-		t.logf("WARN: found pending changes for '%s', discarding for clone", strings.Join(pend, ","))
+		t.Logf("WARN: found pending changes for '%s', discarding for clone", strings.Join(pend, ","))
 		return "WARNINGS: 1"
 	}
 	return ""

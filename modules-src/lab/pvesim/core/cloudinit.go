@@ -29,7 +29,7 @@ func (s *Sim) checkCloudinitSnippetsLocked(node string, c *guestconf.Conf) error
 		if volid == "" {
 			continue
 		}
-		r, err := s.parseVolRef(node, volid)
+		r, err := s.ParseVolRef(node, volid)
 		if err != nil {
 			return err
 		}

@@ -161,15 +161,15 @@ func (s *Sim) postClusterCreate(rc *Req) (any, error) {
 	db.Corosync = c
 	self.CorosyncUpAt = time.Now().Add(24 * time.Hour).UnixMilli()
 	db.Serial++
-	upid := s.startTaskLocked(rc, node, "clustercreate", name, func(t *taskRun) string {
-		t.logf("Writing corosync key to /etc/corosync/authkey.")
-		t.logf("Writing corosync config to /etc/pve/corosync.conf")
-		t.logf("Restart corosync and cluster filesystem")
+	upid := s.StartTaskLocked(rc, node, "clustercreate", name, func(t *TaskRun) string {
+		t.Logf("Writing corosync key to /etc/corosync/authkey.")
+		t.Logf("Writing corosync config to /etc/pve/corosync.conf")
+		t.Logf("Restart corosync and cluster filesystem")
 		if !s.Sleep(s.Cfg.Dur(s.Cfg.TaskDuration, DefaultTaskDuration)) {
 			return "unexpected status"
 		}
 		settle := s.Cfg.Dur(s.Cfg.TaskDuration, DefaultTaskDuration) / 2
-		t.commit(func() { self.CorosyncUpAt = time.Now().Add(settle).UnixMilli() })
+		t.Commit(func() { self.CorosyncUpAt = time.Now().Add(settle).UnixMilli() })
 		return ""
 	})
 	s.SaveLocked()
@@ -256,13 +256,13 @@ func (s *Sim) postJoin(rc *Req) (any, error) {
 		links              map[string]string
 	}{rc.Str("hostname"), rc.Str("fingerprint"), rc.Str("password"), rc.Bool("force"), linksGiven(rc),
 		rc.Int("nodeid", 0), rc.Int("votes", -1), linksOf(rc, s.State.Nodes[joiner].Addr)}
-	upid := s.startTaskLocked(rc, joiner, "clusterjoin", "", func(t *taskRun) string {
+	upid := s.StartTaskLocked(rc, joiner, "clusterjoin", "", func(t *TaskRun) string {
 		return s.joinWorker(t, joiner, p.host, p.fp, p.password, p.force, p.explicit, p.nodeid, p.votes, p.links)
 	})
 	return upid, nil
 }
 
-func (s *Sim) joinWorker(t *taskRun, joiner, host, fp, password string, force, explicitLinks bool, nodeid, votes int, links map[string]string) string {
+func (s *Sim) joinWorker(t *TaskRun, joiner, host, fp, password string, force, explicitLinks bool, nodeid, votes int, links map[string]string) string {
 	lockTimeout := s.Cfg.Dur(s.Cfg.LockTimeout, DefaultLockTimeout)
 	step := s.Cfg.Dur(s.Cfg.TaskDuration, DefaultTaskDuration) / 4
 
@@ -276,15 +276,15 @@ func (s *Sim) joinWorker(t *taskRun, joiner, host, fp, password string, force, e
 	s.Mu.Lock()
 	if reasons := s.joinableLocked(joiner, links); len(reasons) > 0 && !force {
 		s.Mu.Unlock()
-		t.logf("detected the following error(s):")
+		t.Logf("detected the following error(s):")
 		for _, r := range reasons {
-			t.logf("* %s", r)
+			t.Logf("* %s", r)
 		}
 		return "Check if node may join a cluster failed!"
 	}
 	h := s.findNodeLocked(host)
 	s.Mu.Unlock()
-	t.logf("Establishing API connection with host '%s'", host)
+	t.Logf("Establishing API connection with host '%s'", host)
 	if !s.Sleep(step) {
 		return "unexpected status"
 	}
@@ -309,8 +309,8 @@ func (s *Sim) joinWorker(t *taskRun, joiner, host, fp, password string, force, e
 		return "500 Corosync config '/etc/pve/corosync.conf' does not exist - is this node part of a cluster?"
 	}
 	s.Mu.Unlock()
-	t.logf("Login succeeded.")
-	t.logf("check cluster join API version")
+	t.Logf("Login succeeded.")
+	t.Logf("check cluster join API version")
 
 	// The member's pvecm.lock + cfs lock on corosync.conf serialise the
 	// addnode halves of joins (C4), not their finish (join.go).
@@ -318,18 +318,18 @@ func (s *Sim) joinWorker(t *taskRun, joiner, host, fp, password string, force, e
 	if !s.lockWithTimeout(cl, lockTimeout) {
 		return "500 can't lock file '/var/lock/pvecm.lock' - got timeout"
 	}
-	t.logf("Request addition of this node")
+	t.Logf("Request addition of this node")
 	s.Mu.Lock()
 	msg := s.addnodeLocked(hdb, joiner, nodeid, votes, links, explicitLinks, force)
 	s.Mu.Unlock()
 	cl.Unlock()
 	if msg != "" {
 		// Setup.pm join: the member's answer, then "Cluster join aborted!"
-		t.logf("An error occurred on the cluster node: %s", msg)
+		t.Logf("An error occurred on the cluster node: %s", msg)
 		return "Cluster join aborted!"
 	}
-	t.logf("Join request OK, finishing setup locally")
-	return s.finishJoin(joiner, hdb.ID, s.Cfg.Dur(s.Cfg.RestartWindow, DefaultRestartWindow), t.logf)
+	t.Logf("Join request OK, finishing setup locally")
+	return s.finishJoin(joiner, hdb.ID, s.Cfg.Dur(s.Cfg.RestartWindow, DefaultRestartWindow), t.Logf)
 }
 
 // DELETE /cluster/config/nodes/{node} is PVE's delnode (C9), sent to a

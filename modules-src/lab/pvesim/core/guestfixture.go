@@ -59,7 +59,7 @@ func (s *Sim) AddGuest(node string, g GuestSpec) error {
 			}
 			if g.Template {
 				d := qemuserver.ParseDrive(v)
-				if _, _, err := s.volumeLocked(node, d.File()); err == nil && !d.Cloudinit() {
+				if _, _, err := s.VolumeLocked(node, d.File()); err == nil && !d.Cloudinit() {
 					nb, err := s.makeBaseLocked(node, d.File())
 					if err != nil {
 						return &BadRequestError{Msg: err.Error()}

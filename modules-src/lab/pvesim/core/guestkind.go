@@ -92,8 +92,8 @@ func withDescriptionAndDigest(out map[string]any, c *guestconf.Conf) map[string]
 
 // guestLockTask starts a task on node whose work f runs holding vmid's
 // config lock (waiting up to LockTimeout) and the state lock.
-func (s *Sim) guestLockTask(rc *Req, node, typ string, vmid int, f func(t *taskRun) string) string {
-	return s.startTaskLocked(rc, node, typ, strconv.Itoa(vmid), func(t *taskRun) string {
+func (s *Sim) guestLockTask(rc *Req, node, typ string, vmid int, f func(t *TaskRun) string) string {
+	return s.StartTaskLocked(rc, node, typ, strconv.Itoa(vmid), func(t *TaskRun) string {
 		return s.underGuestLock(t, node, vmid, s.Cfg.Dur(s.Cfg.LockTimeout, DefaultLockTimeout), func() string {
 			s.Mu.Lock()
 			defer s.Mu.Unlock()

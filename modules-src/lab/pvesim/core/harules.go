@@ -171,8 +171,8 @@ func (s *Sim) haRequestTaskSID(rc *Req, typ, sid string, vmid int, state string)
 	if typ == "hastop" {
 		verb = "stop"
 	}
-	return s.startTaskLocked(rc, rc.Node, typ, strconv.Itoa(vmid), func(t *taskRun) string {
-		t.logf("Requesting HA %s for %s %d", verb, kind, vmid)
+	return s.StartTaskLocked(rc, rc.Node, typ, strconv.Itoa(vmid), func(t *TaskRun) string {
+		t.Logf("Requesting HA %s for %s %d", verb, kind, vmid)
 		if !s.Sleep(s.Cfg.Dur(s.Cfg.TaskDuration, DefaultTaskDuration)) {
 			return "unexpected status"
 		}

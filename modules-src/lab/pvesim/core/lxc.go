@@ -59,7 +59,7 @@ func (s *Sim) createCtVolume(node string, vmid int, v string, unprivileged bool)
 	if err != nil {
 		return "", err
 	}
-	s.volumesFor(node, st)[volid].Owner = pvecontainer.RootOwner(unprivileged)
+	s.VolumesFor(node, st)[volid].Owner = pvecontainer.RootOwner(unprivileged)
 	p.Set("volume", volid)
 	p.Set("size", pvecommon.FormatSize(bytes))
 	return p.Print(), nil
@@ -71,7 +71,7 @@ var ctCreateOnly = []string{"node", "vmid", "ostemplate", "password", "ssh-publi
 // POST /nodes/{node}/lxc
 func (s *Sim) postLxcCreate(rc *Req) (any, error) {
 	db := rc.DB()
-	vmid := rc.vmid()
+	vmid := rc.VMID()
 	if rc.Bool("restore") {
 		return s.postLxcRestore(rc) // lxcrestore.go
 	}
@@ -129,8 +129,8 @@ func (s *Sim) postLxcCreate(rc *Req) (any, error) {
 	}
 	s.SaveLocked()
 	node, start := rc.Node, rc.Bool("start")
-	return s.startTaskLocked(rc, node, "vzcreate", strconv.Itoa(vmid), func(t *taskRun) string {
-		t.logf("extracting archive '%s'", tmpl)
+	return s.StartTaskLocked(rc, node, "vzcreate", strconv.Itoa(vmid), func(t *TaskRun) string {
+		t.Logf("extracting archive '%s'", tmpl)
 		if !s.Sleep(s.Cfg.Dur(s.Cfg.TaskDuration, DefaultTaskDuration)) {
 			return "unexpected status"
 		}
@@ -233,7 +233,7 @@ func (s *Sim) CTSummary(node string, vmid int, c *guestconf.Conf) map[string]any
 
 // GET /nodes/{node}/lxc/{vmid}/config
 func (s *Sim) getLxcConfig(rc *Req) (any, error) {
-	c, err := s.loadCtConfLocked(rc.DB(), rc.Node, rc.vmid())
+	c, err := s.loadCtConfLocked(rc.DB(), rc.Node, rc.VMID())
 	if err != nil {
 		return nil, err
 	}
@@ -250,13 +250,13 @@ func (s *Sim) getLxcConfig(rc *Req) (any, error) {
 
 // GET /nodes/{node}/lxc/{vmid}/status/current
 func (s *Sim) getLxcStatus(rc *Req) (any, error) {
-	c, err := s.loadCtConfLocked(rc.DB(), rc.Node, rc.vmid())
+	c, err := s.loadCtConfLocked(rc.DB(), rc.Node, rc.VMID())
 	if err != nil {
 		return nil, err
 	}
-	e := s.CTSummary(rc.Node, rc.vmid(), c)
+	e := s.CTSummary(rc.Node, rc.VMID(), c)
 	e["type"] = "lxc"
-	e["ha"] = s.haStatusOfGuestLocked(rc.DB(), fmt.Sprintf("ct:%d", rc.vmid()))
+	e["ha"] = s.haStatusOfGuestLocked(rc.DB(), fmt.Sprintf("ct:%d", rc.VMID()))
 	return e, nil
 }
 
@@ -266,11 +266,11 @@ func (s *Sim) getLxcStatus(rc *Req) (any, error) {
 // network stack: reconstruction — lo, then each netN by its name and
 // hwaddr with its static ip/ip6 (none for dhcp/auto/manual).
 func (s *Sim) getLxcInterfaces(rc *Req) (any, error) {
-	c, err := s.loadCtConfLocked(rc.DB(), rc.Node, rc.vmid())
+	c, err := s.loadCtConfLocked(rc.DB(), rc.Node, rc.VMID())
 	if err != nil {
 		return nil, err
 	}
-	if !s.runningLocked(rc.Node, rc.vmid()) {
+	if !s.runningLocked(rc.Node, rc.VMID()) {
 		return nil, nil
 	}
 	iface := func(name, mac string, addrs ...[3]string) map[string]any {
@@ -305,7 +305,7 @@ func (s *Sim) getLxcInterfaces(rc *Req) (any, error) {
 // HA request for an HA-managed CT, H4).
 func (s *Sim) ctPower(rc *Req, typ string, on bool) (any, error) {
 	db := rc.DB()
-	vmid, node := rc.vmid(), rc.Node
+	vmid, node := rc.VMID(), rc.Node
 	c, err := s.loadCtConfLocked(db, node, vmid)
 	if err != nil {
 		return nil, err
@@ -328,7 +328,7 @@ func (s *Sim) ctPower(rc *Req, typ string, on bool) (any, error) {
 	if on && c.IsTemplate() {
 		return nil, pvecommon.Die("you can't start a CT if it's a template") // reconstruction: PVE says it in the task
 	}
-	return s.guestLockTask(rc, node, typ, vmid, func(*taskRun) string {
+	return s.guestLockTask(rc, node, typ, vmid, func(*TaskRun) string {
 		c, err := s.loadCtConfLocked(db, node, vmid)
 		if err != nil {
 			return err.Error()
@@ -358,18 +358,18 @@ func (s *Sim) postLxcShutdown(rc *Req) (any, error) { return s.ctPower(rc, "vzsh
 // CT out of replication, backup jobs and HA (purgeGuestLocked).
 func (s *Sim) deleteLxc(rc *Req) (any, error) {
 	db := rc.DB()
-	vmid, node, purge := rc.vmid(), rc.Node, rc.Bool("purge")
+	vmid, node, purge := rc.VMID(), rc.Node, rc.Bool("purge")
 	if err := s.ctDestroyChecks(db, node, vmid, purge); err != nil {
 		return nil, err
 	}
-	return s.guestLockTask(rc, node, "vzdestroy", vmid, func(t *taskRun) string {
+	return s.guestLockTask(rc, node, "vzdestroy", vmid, func(t *TaskRun) string {
 		if err := s.ctDestroyChecks(db, node, vmid, purge); err != nil {
 			return err.Error()
 		}
 		c, _ := s.loadCtConfLocked(db, node, vmid)
 		for k, v := range c.Keys {
 			if pvecontainer.IsVolumeKey(k) {
-				s.freeVolumeLocked(node, pvecontainer.ParseMountPoint(v).Volume())
+				s.FreeVolumeLocked(node, pvecontainer.ParseMountPoint(v).Volume())
 			}
 		}
 		dropFromPoolsLocked(db, CTKind, vmid)

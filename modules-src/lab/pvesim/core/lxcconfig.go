@@ -30,7 +30,7 @@ import (
 // PUT /nodes/{node}/lxc/{vmid}/config: synchronous under the config lock.
 func (s *Sim) putLxcConfig(rc *Req) (any, error) {
 	db := rc.DB()
-	vmid, node := rc.vmid(), rc.Node
+	vmid, node := rc.VMID(), rc.Node
 	set := map[string]string{}
 	for k, v := range rc.Params {
 		if !slices.Contains([]string{"node", "vmid", "digest", "delete", "revert"}, k) {
@@ -168,7 +168,7 @@ func (s *Sim) ctApplyDeleteLocked(node string, vmid int, c *guestconf.Conf, pk s
 	switch {
 	case pvecontainer.IsUnusedKey(k):
 		if v != "" && !pvecontainer.VolumeInUse(c.Keys, c.Pending, v) && ownsVolume(vmid, v) {
-			if err := s.freeVolumeLocked(node, v); err != nil {
+			if err := s.FreeVolumeLocked(node, v); err != nil {
 				return err
 			}
 		}
@@ -251,7 +251,7 @@ func (s *Sim) ctKeepUnusedLocked(c *guestconf.Conf, mp string) error {
 // GET /nodes/{node}/lxc/{vmid}/pending: config_with_pending_array, as for
 // a VM.
 func (s *Sim) getLxcPending(rc *Req) (any, error) {
-	c, err := s.loadCtConfLocked(rc.DB(), rc.Node, rc.vmid())
+	c, err := s.loadCtConfLocked(rc.DB(), rc.Node, rc.VMID())
 	if err != nil {
 		return nil, err
 	}
@@ -289,7 +289,7 @@ func (s *Sim) getLxcPending(rc *Req) (any, error) {
 // grows the volume under the config lock.
 func (s *Sim) putLxcResize(rc *Req) (any, error) {
 	db := rc.DB()
-	vmid, node := rc.vmid(), rc.Node
+	vmid, node := rc.VMID(), rc.Node
 	disk, sizeStr, digest := rc.Str("disk"), rc.Str("size"), rc.Str("digest")
 	check := func() (*guestconf.Conf, *pvecontainer.MountPoint, int64, error) {
 		c, err := s.loadCtConfLocked(db, node, vmid)
@@ -319,7 +319,7 @@ func (s *Sim) putLxcResize(rc *Req) (any, error) {
 				return nil, nil, 0, err
 			}
 		}
-		vol, _, err := s.volumeLocked(node, mp.Volume())
+		vol, _, err := s.VolumeLocked(node, mp.Volume())
 		if err != nil {
 			return nil, nil, 0, pvecommon.Die("Could not determine current size of volume '%s'", mp.Volume())
 		}
@@ -342,7 +342,7 @@ func (s *Sim) putLxcResize(rc *Req) (any, error) {
 	if _, _, _, err := check(); err != nil {
 		return nil, err
 	}
-	return s.guestLockTask(rc, node, "resize", vmid, func(t *taskRun) string {
+	return s.guestLockTask(rc, node, "resize", vmid, func(t *TaskRun) string {
 		c, mp, n, err := check()
 		if err != nil {
 			return err.Error()

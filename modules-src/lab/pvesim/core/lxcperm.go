@@ -63,7 +63,7 @@ func (s *Sim) checkCTModifyConfigPerm(db *ConfigDB, who *Principal, node string,
 // checkCTVolumeAccess is check_volume_access with content type rootdir for
 // an existing volume given as rootfs/mpN.
 func (s *Sim) checkCTVolumeAccess(db *ConfigDB, who *Principal, node string, vmid int, volid string) error {
-	r, err := s.parseVolRef(node, volid)
+	r, err := s.ParseVolRef(node, volid)
 	if err != nil {
 		return pvecommon.Die("%v", err)
 	}
@@ -73,7 +73,7 @@ func (s *Sim) checkCTVolumeAccess(db *ConfigDB, who *Principal, node string, vmi
 	if r.Owner == vmid {
 		return nil // "we are owner - allow access"
 	}
-	return checkVolumeAccess(db, who, r)
+	return CheckVolumeAccess(db, who, r)
 }
 
 // checkCTCreatePerm is create_vm's checks before check_ct_modify_config_perm
@@ -107,7 +107,7 @@ func checkCreateAllocate(rc *Req, overwrite bool) error {
 	if isRootUser(rc.Who) {
 		return nil
 	}
-	db, vmid, pool := rc.DB(), rc.vmid(), rc.Str("pool")
+	db, vmid, pool := rc.DB(), rc.VMID(), rc.Str("pool")
 	vms := fmt.Sprintf("/vms/%d", vmid)
 	switch {
 	case HasPriv(db, rc.Who, vms, []string{"VM.Allocate"}, false):

@@ -57,7 +57,7 @@ func (s *Sim) archiveVolRef(rc *Req, vmid int, volid, ctype string) (*volRef, er
 		}
 		return nil, nil // a path: the lab's restore refuses it (not simulated)
 	}
-	r, err := s.parseVolRef(rc.Node, volid)
+	r, err := s.ParseVolRef(rc.Node, volid)
 	if err != nil {
 		return nil, pvecommon.Die("%v", err)
 	}
@@ -67,7 +67,7 @@ func (s *Sim) archiveVolRef(rc *Req, vmid int, volid, ctype string) (*volRef, er
 	if r.Owner > 0 && r.Owner == vmid {
 		return r, nil // "we are owner - allow access"
 	}
-	if err := checkVolumeAccess(rc.DB(), rc.Who, r); err != nil {
+	if err := CheckVolumeAccess(rc.DB(), rc.Who, r); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -85,7 +85,7 @@ func (s *Sim) backupConfigLocked(node string, r *volRef) (string, error) {
 	if s.Cfg.BackupArchive == nil {
 		return "", missing
 	}
-	data, err := s.Cfg.BackupArchive(node, storageInfo(r.Section), r.Name)
+	data, err := s.Cfg.BackupArchive(node, StorageInfoOf(r.Section), r.Name)
 	if err != nil {
 		return "", missing
 	}
@@ -117,7 +117,7 @@ func (s *Sim) getVzdumpExtractConfig(rc *Req) (any, error) {
 // postLxcRestore is POST /nodes/{node}/lxc with restore=1.
 func (s *Sim) postLxcRestore(rc *Req) (any, error) {
 	db := rc.DB()
-	vmid, node := rc.vmid(), rc.Node
+	vmid, node := rc.VMID(), rc.Node
 	if pool := rc.Str("pool"); pool != "" && db.Pools[pool] == nil {
 		return nil, ErrPerm(fmt.Sprintf("pool '%s' does not exist", pool))
 	}
@@ -208,7 +208,7 @@ func (s *Sim) postLxcRestore(rc *Req) (any, error) {
 	}
 	unique, start, pool := rc.Bool("unique"), rc.Bool("start"), rc.Str("pool")
 	restricted := rc.Who == nil || rc.Who.Full() != "root@pam"
-	return s.startTaskLocked(rc, node, "vzrestore", strconv.Itoa(vmid), func(t *taskRun) string {
+	return s.StartTaskLocked(rc, node, "vzrestore", strconv.Itoa(vmid), func(t *TaskRun) string {
 		if !s.Sleep(s.Cfg.Dur(s.Cfg.TaskDuration, DefaultTaskDuration)) {
 			return "unexpected status"
 		}
@@ -221,7 +221,7 @@ func (s *Sim) postLxcRestore(rc *Req) (any, error) {
 		changed := false
 		fail := func(msg string, created []string) string {
 			for _, v := range created {
-				s.freeVolumeLocked(node, v)
+				s.FreeVolumeLocked(node, v)
 			}
 			if exists && !changed && old != nil {
 				delete(old.Keys, "lock")
@@ -270,7 +270,7 @@ func (s *Sim) postLxcRestore(rc *Req) (any, error) {
 		if old != nil && len(old.Keys) > 1 { // destroy_lxc_container: the overwritten CT's volumes
 			for k, v := range old.Keys {
 				if pvecontainer.IsVolumeKey(k) {
-					s.freeVolumeLocked(node, pvecontainer.ParseMountPoint(v).Volume())
+					s.FreeVolumeLocked(node, pvecontainer.ParseMountPoint(v).Volume())
 				}
 			}
 		}

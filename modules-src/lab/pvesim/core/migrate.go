@@ -27,7 +27,7 @@ import (
 
 func (s *Sim) postQemuMigrate(rc *Req) (any, error) {
 	db := rc.DB()
-	vmid, node, target := rc.vmid(), rc.Node, rc.Str("target")
+	vmid, node, target := rc.VMID(), rc.Node, rc.Str("target")
 	if err := s.assertOnNodeLocked(db, node, vmid); err != nil {
 		return nil, err
 	}
@@ -79,8 +79,8 @@ func (s *Sim) postQemuMigrate(rc *Req) (any, error) {
 		}
 	}
 	if _, managed := s.haManagedLocked(db, vmid); managed {
-		return s.startTaskLocked(rc, node, "hamigrate", strconv.Itoa(vmid), func(t *taskRun) string {
-			t.logf("Requesting HA migration for VM %d to node %s", vmid, target)
+		return s.StartTaskLocked(rc, node, "hamigrate", strconv.Itoa(vmid), func(t *TaskRun) string {
+			t.Logf("Requesting HA migration for VM %d to node %s", vmid, target)
 			if !s.Sleep(s.Cfg.Dur(s.Cfg.TaskDuration, DefaultTaskDuration)) {
 				return "unexpected status"
 			}
@@ -103,7 +103,7 @@ func (s *Sim) postQemuMigrate(rc *Req) (any, error) {
 		}), nil
 	}
 	withLocal := rc.Bool("with-local-disks")
-	return s.startTaskLocked(rc, node, "qmigrate", strconv.Itoa(vmid), func(t *taskRun) string {
+	return s.StartTaskLocked(rc, node, "qmigrate", strconv.Itoa(vmid), func(t *TaskRun) string {
 		start := time.Now()
 		// The whole migration holds the guest's migration lock
 		// (qemu-server API2/Qemu.pm migrate_vm: guest_migration_lock($vmid,
@@ -120,12 +120,12 @@ func (s *Sim) postQemuMigrate(rc *Req) (any, error) {
 		}
 		defer s.release(key, false)
 		abort := func(reason string) string {
-			t.logf("ERROR: migration aborted (duration %s): %s", fmtDuration(time.Since(start)), reason)
+			t.Logf("ERROR: migration aborted (duration %s): %s", fmtDuration(time.Since(start)), reason)
 			return "migration aborted"
 		}
 		// abortLocked is abort under s.mu (the second half of the worker).
 		abortLocked := func(reason string) string {
-			t.logf0("ERROR: migration aborted (duration %s): %s", fmtDuration(time.Since(start)), reason)
+			t.LogfLocked("ERROR: migration aborted (duration %s): %s", fmtDuration(time.Since(start)), reason)
 			return "migration aborted"
 		}
 		s.Mu.Lock()
@@ -172,10 +172,10 @@ func (s *Sim) postQemuMigrate(rc *Req) (any, error) {
 		delete(c.Keys, "lock")
 		if f := rc.Fault; f != nil && f.Kind == FaultMigrateAbort {
 			s.writeQmConfLocked(db, node, vmid, c)
-			s.copyThenFree(node, target, local, t.logf0)
+			s.copyThenFree(node, target, local, t.LogfLocked)
 			return abortLocked(faultMessage(f, "storage migration failed"))
 		}
-		moved, err := s.remapVolumesLocked(db, c, vmid, node, target, sm, local, t.logf0)
+		moved, err := s.remapVolumesLocked(db, c, vmid, node, target, sm, local, t.LogfLocked)
 		s.writeQmConfLocked(db, node, vmid, c)
 		if err != nil {
 			return abortLocked(err.Error())
@@ -194,17 +194,12 @@ func (s *Sim) postQemuMigrate(rc *Req) (any, error) {
 		if err := s.zfsMigrateLocked(db, node, target, rest); err != nil {
 			return abortLocked(err.Error())
 		}
-		if err := s.moveGuestLocked(db, vmid, node, target, t.logf0); err != nil {
+		if err := s.moveGuestLocked(db, vmid, node, target, t.LogfLocked); err != nil {
 			return abortLocked(err.Error())
 		}
 		t.task.Log = append(t.task.Log, fmt.Sprintf("migration finished successfully (duration %s)", fmtDuration(time.Since(start))))
 		return ""
 	}), nil
-}
-
-// logf0 appends to the log when the caller already holds s.mu.
-func (t *taskRun) logf0(format string, args ...any) {
-	t.task.Log = append(t.task.Log, fmt.Sprintf(format, args...))
 }
 
 func fmtDuration(d time.Duration) string {

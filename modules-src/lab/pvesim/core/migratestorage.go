@@ -77,16 +77,16 @@ func (s *Sim) remapVolumesLocked(db *ConfigDB, c *guestconf.Conf, vmid int, from
 			format, size = v.Format, v.Size
 		}
 		name := strings.TrimSuffix(vn[strings.LastIndex(vn, "/")+1:], "."+format)
-		if s.volumesFor(to, st)[dst+":"+storage.VolName(st, vmid, name, format)] != nil {
+		if s.VolumesFor(to, st)[dst+":"+storage.VolName(st, vmid, name, format)] != nil {
 			name = s.freeDiskName(to, st, vmid, "vm", format)
 		}
 		newID := dst + ":" + storage.VolName(st, vmid, name, format)
-		if err := s.zfsCreateVolume(to, st, name, size); err != nil {
+		if err := s.ZFSCreateVolume(to, st, name, size); err != nil {
 			return moved, fmt.Errorf("storage migration for '%s' to storage '%s' failed - %w", file, dst, err)
 		}
-		s.volumesFor(to, st)[newID] = &GuestVolume{Size: size, Format: format}
+		s.VolumesFor(to, st)[newID] = &GuestVolume{Size: size, Format: format}
 		if v != nil {
-			_ = s.freeVolumeLocked(from, file)
+			_ = s.FreeVolumeLocked(from, file)
 		}
 		moved[file] = newID
 		logf("volume '%s' is '%s' on the target", file, newID)
@@ -163,7 +163,7 @@ func faultMessage(f *Fault, def string) string {
 // failed (AbstractMigrate.pm: $self->{errors} → "migration problems"): the
 // config is on the target, the local volumes are copied there and still
 // on the source.
-func (s *Sim) migrateProblems(db *ConfigDB, t *taskRun, vmid int, from, to string, files []string, reason string, start time.Time) string {
+func (s *Sim) migrateProblems(db *ConfigDB, t *TaskRun, vmid int, from, to string, files []string, reason string, start time.Time) string {
 	tn := s.State.Nodes[to]
 	for _, file := range files {
 		if v := s.State.Nodes[from].Volumes[file]; v != nil {
@@ -183,7 +183,7 @@ func (s *Sim) migrateProblems(db *ConfigDB, t *taskRun, vmid int, from, to strin
 	}
 	s.switchReplicationLocked(db, vmid, to, from)
 	s.SaveLocked()
-	t.logf0("ERROR: %s", reason)
-	t.logf0("ERROR: migration finished with problems (duration %s)", fmtDuration(time.Since(start)))
+	t.LogfLocked("ERROR: %s", reason)
+	t.LogfLocked("ERROR: migration finished with problems (duration %s)", fmtDuration(time.Since(start)))
 	return "migration problems"
 }

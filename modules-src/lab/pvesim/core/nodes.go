@@ -169,7 +169,7 @@ func (s *Sim) getClusterResources(rc *Req) (any, error) {
 		out = append(out, s.vmResourcesLocked(rc)...)
 	}
 	if typ == "" || typ == "storage" {
-		for _, id := range db.sortedStorageIDs() {
+		for _, id := range db.SortedStorageIDs() {
 			if !HasPriv(db, rc.Who, "/storage/"+id, []string{"Datastore.Audit", "Datastore.AllocateSpace"}, true) {
 				continue
 			}
@@ -196,35 +196,10 @@ func (s *Sim) getClusterResources(rc *Req) (any, error) {
 	return out, nil
 }
 
-func (s *Sim) getNodeStorage(rc *Req) (any, error) {
-	db := rc.DB()
-	out := []map[string]any{}
-	for _, id := range db.sortedStorageIDs() {
-		st := db.Storage[id]
-		if rc.Has("storage") && rc.Str("storage") != id {
-			continue
-		}
-		if !st.OnNode(rc.Node) {
-			continue
-		}
-		if !HasPriv(db, rc.Who, "/storage/"+id, []string{"Datastore.Audit", "Datastore.AllocateSpace"}, true) {
-			continue
-		}
-		if rc.Bool("enabled") && st.Disabled() {
-			continue
-		}
-		if c := rc.Str("content"); c != "" && !st.HasContent(c) {
-			continue
-		}
-		out = append(out, s.storageStatus(rc.Node, st))
-	}
-	return out, nil
-}
-
-func (s *Sim) storageStatus(node string, st *Storage) map[string]any {
+func (s *Sim) StorageStatus(node string, st *Storage) map[string]any {
 	// storage_info activates every storage it reports (so a dir storage's
 	// content subdirectories appear on the next status call).
-	active := s.activateOn(node, st) == nil
+	active := s.ActivateOn(node, st) == nil
 	e := map[string]any{
 		"storage": st.ID, "type": st.Type, "content": st.Content(),
 		"shared": BoolNum(st.Shared()), "enabled": BoolNum(!st.Disabled()), "active": BoolNum(active),
@@ -233,7 +208,7 @@ func (s *Sim) storageStatus(node string, st *Storage) map[string]any {
 		u := StorageUsage{Total: simMaxDisk, Used: simDisk, Avail: simMaxDisk - simDisk}
 		if s.Cfg.StorageUsage != nil {
 			var err error
-			got, err := s.Cfg.StorageUsage(node, storageInfo(st))
+			got, err := s.Cfg.StorageUsage(node, StorageInfoOf(st))
 			if err != nil {
 				// PVE's status warns and reports the storage inactive.
 				e["active"] = 0
@@ -258,7 +233,7 @@ func (s *Sim) storageUsageErrLocked(node string, st *Storage) (StorageUsage, err
 	if s.Cfg.StorageUsage == nil {
 		return fixed, nil
 	}
-	got, err := s.Cfg.StorageUsage(node, storageInfo(st))
+	got, err := s.Cfg.StorageUsage(node, StorageInfoOf(st))
 	if err != nil {
 		return StorageUsage{}, err
 	}
@@ -275,68 +250,12 @@ func (s *Sim) storageUsageLocked(node string, st *Storage) StorageUsage {
 	return u
 }
 
-func (s *Sim) getNodeStorageStatus(rc *Req) (any, error) {
-	db := rc.DB()
-	st := db.Storage[rc.Str("storage")]
-	if st == nil || !st.OnNode(rc.Node) {
-		return nil, ErrParams(map[string]string{"storage": "No such storage."})
-	}
-	e := s.storageStatus(rc.Node, st)
-	delete(e, "storage")
-	delete(e, "used_fraction")
-	return e, nil
-}
-
-// GET /nodes/{node}/storage/{storage}/content: the guests' volumes (only
-// images are simulated: no ISOs, templates or backups). Unknown or disabled storages
-// fail like PVE's storage_check_enabled.
-func (s *Sim) getStorageContent(rc *Req) (any, error) {
-	db := rc.DB()
-	id := rc.Str("storage")
-	st := db.Storage[id]
-	if st == nil {
-		return nil, fmt.Errorf("storage '%s' does not exist", id)
-	}
-	if !st.OnNode(rc.Node) {
-		return nil, fmt.Errorf("storage '%s' is not available on node '%s'", id, rc.Node)
-	}
-	if err := s.activateOn(rc.Node, st); err != nil {
-		return nil, err
-	}
-	out := []map[string]any{}
-	want := rc.Str("content")
-	if s.Cfg.StorageContent != nil {
-		vols, err := s.Cfg.StorageContent(rc.Node, storageInfo(st))
-		if err != nil {
-			return nil, err
-		}
-		for _, v := range vols {
-			if (want == "" || v.Content == want) && st.HasContent(v.Content) {
-				out = append(out, v.view())
-			}
-		}
-	}
-	// Guest volumes the simulator allocated (volumes.go).
-	if want == "" || want == "images" {
-		for _, e := range s.volumeContentLocked(rc.Node, st) {
-			if rc.Has("vmid") && fmt.Sprint(e["vmid"]) != rc.Str("vmid") {
-				continue
-			}
-			out = append(out, e)
-		}
-	}
-	return out, nil
-}
-
 // nodeRoutes are the node and version endpoints, and /cluster/resources.
 func (s *Sim) nodeRoutes() map[string]Handler {
 	return map[string]Handler{
-		"GET /version":                                s.getVersion,
-		"GET /nodes":                                  s.getNodes,
-		"GET /nodes/{node}/status":                    s.getNodeStatus,
-		"GET /nodes/{node}/storage":                   s.getNodeStorage,
-		"GET /nodes/{node}/storage/{storage}/status":  s.getNodeStorageStatus,
-		"GET /nodes/{node}/storage/{storage}/content": s.getStorageContent,
-		"GET /cluster/resources":                      s.getClusterResources,
+		"GET /version":             s.getVersion,
+		"GET /nodes":               s.getNodes,
+		"GET /nodes/{node}/status": s.getNodeStatus,
+		"GET /cluster/resources":   s.getClusterResources,
 	}
 }

@@ -44,7 +44,7 @@ func (s *Sim) statdCycle(node string) {
 	}
 	db := s.DBOf(node)
 	s.readFilesLocked(db) // cfs_update: storage.cfg as the node sees it now
-	ids := db.sortedStorageIDs()
+	ids := db.SortedStorageIDs()
 	s.Mu.Unlock()
 	for _, id := range ids {
 		if s.ctx.Err() != nil {
@@ -53,7 +53,7 @@ func (s *Sim) statdCycle(node string) {
 		s.Mu.Lock()
 		db := s.DBOf(node)
 		if st := db.Storage[id]; st != nil && s.NodeUpLocked(node) && !st.Disabled() && st.OnNode(node) {
-			_ = s.activateOn(node, st)
+			_ = s.ActivateOn(node, st)
 		}
 		s.Mu.Unlock()
 	}

@@ -22,7 +22,7 @@ import (
 // QemuConfig.pm) and pve-guest-common's (AbstractConfig.pm) unless marked
 // as a reconstruction.
 
-func (rc *Req) vmid() int { n, _ := strconv.Atoi(rc.Str("vmid")); return n }
+func (rc *Req) VMID() int { n, _ := strconv.Atoi(rc.Str("vmid")); return n }
 
 // skiplock is root@pam's alone (a token of root is not root@pam).
 func (rc *Req) skiplock() (bool, error) {
@@ -133,10 +133,10 @@ func (s *Sim) getNextID(rc *Req) (any, error) {
 		used[e.VMID] = true
 	}
 	if rc.Has("vmid") {
-		if used[rc.vmid()] {
-			return nil, ErrParams(map[string]string{"vmid": fmt.Sprintf("VM %d already exists", rc.vmid())})
+		if used[rc.VMID()] {
+			return nil, ErrParams(map[string]string{"vmid": fmt.Sprintf("VM %d already exists", rc.VMID())})
 		}
-		return strconv.Itoa(rc.vmid()), nil
+		return strconv.Itoa(rc.VMID()), nil
 	}
 	for i := 100; i < 1000000; i++ {
 		if !used[i] {
@@ -153,7 +153,7 @@ func (s *Sim) getQemuList(rc *Req) (any, error) {
 
 // GET /nodes/{node}/qemu/{vmid}/config
 func (s *Sim) getQemuConfig(rc *Req) (any, error) {
-	c, err := s.loadQmConfLocked(rc.DB(), rc.Node, rc.vmid())
+	c, err := s.loadQmConfLocked(rc.DB(), rc.Node, rc.VMID())
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +170,7 @@ func (s *Sim) getQemuConfig(rc *Req) (any, error) {
 
 // GET /nodes/{node}/qemu/{vmid}/pending
 func (s *Sim) getQemuPending(rc *Req) (any, error) {
-	c, err := s.loadQmConfLocked(rc.DB(), rc.Node, rc.vmid())
+	c, err := s.loadQmConfLocked(rc.DB(), rc.Node, rc.VMID())
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +219,7 @@ func (s *Sim) getQemuPending(rc *Req) (any, error) {
 // GET /nodes/{node}/qemu/{vmid}/status/current
 func (s *Sim) getQemuStatus(rc *Req) (any, error) {
 	db := rc.DB()
-	vmid := rc.vmid()
+	vmid := rc.VMID()
 	if err := s.assertOnNodeLocked(db, rc.Node, vmid); err != nil {
 		return nil, err
 	}

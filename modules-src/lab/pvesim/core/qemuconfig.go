@@ -47,7 +47,7 @@ func (s *Sim) parseConfigUpdate(rc *Req) (*configUpdate, error) {
 			}
 		}
 	}
-	return &configUpdate{Update: up, node: rc.Node, vmid: rc.vmid(), digest: rc.Str("digest"), force: rc.Bool("force")}, nil
+	return &configUpdate{Update: up, node: rc.Node, vmid: rc.VMID(), digest: rc.Str("digest"), force: rc.Bool("force")}, nil
 }
 
 // loadAndCheck is $load_and_check_config.
@@ -312,7 +312,7 @@ func (s *Sim) postQemuConfig(rc *Req) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.guestLockTask(rc, u.node, "qmconfig", u.vmid, func(t *taskRun) string {
+	return s.guestLockTask(rc, u.node, "qmconfig", u.vmid, func(t *TaskRun) string {
 		c, err := s.loadAndCheck(db, u, skiplock)
 		if err == nil {
 			err = s.applyUpdateLocked(db, u, c, func(f string, a ...any) { t.task.Log = append(t.task.Log, fmt.Sprintf(f, a...)) })
@@ -326,7 +326,7 @@ func (s *Sim) postQemuConfig(rc *Req) (any, error) {
 
 // underGuestLock runs f in a task holding vmid's config lock, waiting up to
 // d; the task takes the lab's task duration inside the lock.
-func (s *Sim) underGuestLock(t *taskRun, node string, vmid int, d time.Duration, f func() string) string {
+func (s *Sim) underGuestLock(t *TaskRun, node string, vmid int, d time.Duration, f func() string) string {
 	key := guestLockKey(node, vmid)
 	if !s.acquire(key, false, d) {
 		return errLockTimeout(guestLockFile(vmid)).Error()
@@ -336,7 +336,7 @@ func (s *Sim) underGuestLock(t *taskRun, node string, vmid int, d time.Duration,
 		return "unexpected status"
 	}
 	s.Mu.Lock()
-	died := t.diedLocked()
+	died := t.DiedLocked()
 	s.Mu.Unlock()
 	if died {
 		return "unexpected status" // the node lost power: the work never happened

@@ -26,7 +26,7 @@ var vmCreateOptions = []string{"node", "vmid", "pool", "start", "storage", "arch
 // disks and MACs before the lock goes.
 func (s *Sim) postQemuCreate(rc *Req) (any, error) {
 	db := rc.DB()
-	vmid := rc.vmid()
+	vmid := rc.VMID()
 	if rc.Has("archive") {
 		return nil, ErrStatus(501, "restore is not simulated by the lab")
 	}
@@ -118,7 +118,7 @@ func (s *Sim) postQemuCreate(rc *Req) (any, error) {
 	s.writeQmConfLocked(db, rc.Node, vmid, &guestconf.Conf{Keys: map[string]string{"lock": "create"}})
 	s.SaveLocked()
 	node, start, pool := rc.Node, rc.Bool("start"), rc.Str("pool")
-	return s.startTaskLocked(rc, node, "qmcreate", strconv.Itoa(vmid), func(t *taskRun) string {
+	return s.StartTaskLocked(rc, node, "qmcreate", strconv.Itoa(vmid), func(t *TaskRun) string {
 		if !s.Sleep(s.Cfg.Dur(s.Cfg.TaskDuration, DefaultTaskDuration)) {
 			return "unexpected status"
 		}
@@ -199,14 +199,14 @@ func (s *Sim) createDrive(node string, vmid int, key, v string) (string, error) 
 		if d.CDROM() && d.Props.Get("size") == "" {
 			// volume_size_info gives an ISO its size= too.
 			if st := s.DBOf(node).Storage[store]; st != nil {
-				if f, err := s.fileVolumeLocked(node, st, d.File()); err == nil && f != nil {
+				if f, err := s.FileVolumeLocked(node, st, d.File()); err == nil && f != nil {
 					d.Props.Set("size", pvecommon.FormatSize(f.Size))
 					return d.Print(), nil
 				}
 			}
 		}
 		if !d.CDROM() {
-			if vol, _, err := s.volumeLocked(node, d.File()); err == nil && d.Props.Get("size") == "" {
+			if vol, _, err := s.VolumeLocked(node, d.File()); err == nil && d.Props.Get("size") == "" {
 				d.Props.Set("size", pvecommon.FormatSize(vol.Size))
 				return d.Print(), nil
 			}

@@ -28,7 +28,7 @@ import (
 func (s *Sim) addUnusedVolume(node string, c *guestconf.Conf, volid string, logf func(string, ...any)) error {
 	if strings.Contains(volid, "-cloudinit") {
 		logf("found unused cloudinit disk '%s', removing it", volid)
-		return s.freeVolumeLocked(node, volid)
+		return s.FreeVolumeLocked(node, volid)
 	}
 	key, err := qemuserver.UnusedSlot(c.Keys, volid)
 	if err != nil || key == "" {
@@ -50,7 +50,7 @@ func (s *Sim) registerUnusedDriveLocked(node string, vmid int, c *guestconf.Conf
 	d := qemuserver.ParseDrive(value)
 	switch {
 	case d.Cloudinit():
-		if err := s.freeVolumeLocked(node, d.File()); err != nil {
+		if err := s.FreeVolumeLocked(node, d.File()); err != nil {
 			logf("%v", err) // warn $@
 		}
 		return nil
@@ -85,7 +85,7 @@ func (s *Sim) tryDeallocateDriveLocked(node string, vmid int, c *guestconf.Conf,
 	if qemuserver.VolumeInUse(c.Keys, c.Pending, key, d.File()) {
 		return false, pvecommon.Die("unable to delete '%s' - volume is still in use (snapshot?)", d.File())
 	}
-	if err := s.freeVolumeLocked(node, d.File()); err != nil {
+	if err := s.FreeVolumeLocked(node, d.File()); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -232,7 +232,7 @@ func (s *Sim) destroyVolumesLocked(node string, vmid int, c *guestconf.Conf, unr
 			return
 		}
 		done[volid] = true
-		if err := s.freeVolumeLocked(node, volid); err != nil {
+		if err := s.FreeVolumeLocked(node, volid); err != nil {
 			logf("WARN: Could not remove disk '%s', check manually: %v", volid, err)
 		}
 	}
@@ -252,12 +252,12 @@ func (s *Sim) destroyVolumesLocked(node string, vmid int, c *guestconf.Conf, unr
 		return
 	}
 	db := s.DBOf(node)
-	for _, id := range db.sortedStorageIDs() {
+	for _, id := range db.SortedStorageIDs() {
 		st := db.Storage[id]
 		if !st.OnNode(node) || st.Disabled() {
 			continue
 		}
-		for _, volid := range slices.Sorted(maps.Keys(s.volumesFor(node, st))) {
+		for _, volid := range slices.Sorted(maps.Keys(s.VolumesFor(node, st))) {
 			if store, _, _ := storage.ParseVolumeID(volid); store == id && ownsVolume(vmid, volid) {
 				free(volid)
 			}
@@ -279,11 +279,11 @@ func (s *Sim) assertBaseUnusedLocked(node string, c *guestconf.Conf) error {
 		if d.CDROM() || !storage.IsBase(d.File()) {
 			continue
 		}
-		_, st, err := s.volumeLocked(node, d.File())
+		_, st, err := s.VolumeLocked(node, d.File())
 		if err != nil {
 			continue
 		}
-		for _, v := range s.volumesFor(node, st) {
+		for _, v := range s.VolumesFor(node, st) {
 			if v.Parent == d.File() {
 				return pvecommon.Die("base volume '%s' is still in use by linked cloned", d.File())
 			}

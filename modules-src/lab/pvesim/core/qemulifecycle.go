@@ -29,7 +29,7 @@ import (
 // after each.
 func (s *Sim) postQemuTemplate(rc *Req) (any, error) {
 	db := rc.DB()
-	vmid := rc.vmid()
+	vmid := rc.VMID()
 	node := rc.Node
 	check := func() (*guestconf.Conf, error) {
 		c, err := s.loadQmConfLocked(db, node, vmid)
@@ -50,7 +50,7 @@ func (s *Sim) postQemuTemplate(rc *Req) (any, error) {
 	if _, err := check(); err != nil {
 		return nil, err
 	}
-	return s.guestLockTask(rc, node, "qmtemplate", vmid, func(*taskRun) string {
+	return s.guestLockTask(rc, node, "qmtemplate", vmid, func(*TaskRun) string {
 		c, err := check()
 		if err != nil {
 			return err.Error()
@@ -65,7 +65,7 @@ func (s *Sim) postQemuTemplate(rc *Req) (any, error) {
 			if d.CDROM() || d.Cloudinit() {
 				continue
 			}
-			if _, _, err := s.volumeLocked(node, d.File()); err != nil || storage.IsBase(d.File()) {
+			if _, _, err := s.VolumeLocked(node, d.File()); err != nil || storage.IsBase(d.File()) {
 				continue
 			}
 			nb, err := s.makeBaseLocked(node, d.File())
@@ -86,13 +86,13 @@ func (s *Sim) postQemuTemplate(rc *Req) (any, error) {
 // 8.0; grow only (K11).
 func (s *Sim) putQemuResize(rc *Req) (any, error) {
 	db := rc.DB()
-	vmid, node := rc.vmid(), rc.Node
+	vmid, node := rc.VMID(), rc.Node
 	disk, sizeStr, digest := rc.Str("disk"), rc.Str("size"), rc.Str("digest")
 	skiplock, err := rc.skiplock()
 	if err != nil {
 		return nil, err
 	}
-	return s.guestLockTask(rc, node, "resize", vmid, func(t *taskRun) string {
+	return s.guestLockTask(rc, node, "resize", vmid, func(t *TaskRun) string {
 		c, err := s.loadQmConfLocked(db, node, vmid)
 		if err != nil {
 			return err.Error()
@@ -111,7 +111,7 @@ func (s *Sim) putQemuResize(rc *Req) (any, error) {
 		if d.CDROM() {
 			return "you can't resize a cdrom"
 		}
-		vol, _, err := s.volumeLocked(node, d.File())
+		vol, _, err := s.VolumeLocked(node, d.File())
 		if err != nil {
 			return fmt.Sprintf("Could not determine current size of volume '%s'", d.File())
 		}
@@ -144,7 +144,7 @@ func (s *Sim) putQemuResize(rc *Req) (any, error) {
 // purgeGuestLocked is destroy_vm's purge, the same for a VM and a CT:
 // ReplicationConfig::remove_vmid_jobs, VZDump remove_vmid_from_backup_jobs,
 // and HA::Config::delete_service_from_config (typ "vm" or "ct").
-func (s *Sim) purgeGuestLocked(db *ConfigDB, t *taskRun, typ string, vmid int) {
+func (s *Sim) purgeGuestLocked(db *ConfigDB, t *TaskRun, typ string, vmid int) {
 	s.removeFromBackupJobsLocked(db, vmid)
 	jobs, _ := s.replJobsLocked(db)
 	s.writeReplJobsLocked(db, slices.DeleteFunc(jobs, func(j *replication.Job) bool { return replication.Guest(j.ID) == vmid }))
@@ -161,7 +161,7 @@ func (s *Sim) purgeGuestLocked(db *ConfigDB, t *taskRun, typ string, vmid int) {
 // (not a linked clone's base) and removes the config last.
 func (s *Sim) deleteQemu(rc *Req) (any, error) {
 	db := rc.DB()
-	vmid, node := rc.vmid(), rc.Node
+	vmid, node := rc.VMID(), rc.Node
 	if _, err := rc.skiplock(); err != nil {
 		return nil, err
 	}
@@ -190,7 +190,7 @@ func (s *Sim) deleteQemu(rc *Req) (any, error) {
 	if err := early(); err != nil {
 		return nil, err
 	}
-	return s.guestLockTask(rc, node, "qmdestroy", vmid, func(t *taskRun) string {
+	return s.guestLockTask(rc, node, "qmdestroy", vmid, func(t *TaskRun) string {
 		if err := early(); err != nil {
 			return err.Error()
 		}
@@ -201,7 +201,7 @@ func (s *Sim) deleteQemu(rc *Req) (any, error) {
 		if err := s.assertBaseUnusedLocked(node, c); err != nil {
 			return err.Error()
 		}
-		s.destroyVolumesLocked(node, vmid, c, rc.Bool("destroy-unreferenced-disks"), t.logf0)
+		s.destroyVolumesLocked(node, vmid, c, rc.Bool("destroy-unreferenced-disks"), t.LogfLocked)
 		// destroy_vm leaves a "lock: destroyed" config until the end.
 		s.writeQmConfLocked(db, node, vmid, &guestconf.Conf{Keys: map[string]string{"lock": "destroyed"}})
 		dropFromPoolsLocked(db, VMKind, vmid)

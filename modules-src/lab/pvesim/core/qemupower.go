@@ -26,7 +26,7 @@ func (s *Sim) postQemuStart(rc *Req) (any, error) {
 			return err.Error(), false
 		}
 		if running {
-			return fmt.Sprintf("VM %d already running", rc.vmid()), false
+			return fmt.Sprintf("VM %d already running", rc.VMID()), false
 		}
 		return "", true
 	})
@@ -52,7 +52,7 @@ func (s *Sim) qemuHalt(rc *Req, typ string) (any, error) {
 // the HA stack (qemu-server Qemu.pm vm_start/vm_stop: hastart/hastop, H4).
 func (s *Sim) haPowerLocked(rc *Req, typ, state string) (string, bool) {
 	db := rc.DB()
-	vmid := rc.vmid()
+	vmid := rc.VMID()
 	if s.assertOnNodeLocked(db, rc.Node, vmid) != nil {
 		return "", false
 	}
@@ -67,7 +67,7 @@ func (s *Sim) haPowerLocked(rc *Req, typ, state string) (string, bool) {
 // changes (they were waiting for the restart).
 func (s *Sim) powerTask(rc *Req, typ string, decide func(c *guestconf.Conf, running bool) (string, bool)) (any, error) {
 	db := rc.DB()
-	vmid := rc.vmid()
+	vmid := rc.VMID()
 	if _, err := rc.skiplock(); err != nil {
 		return nil, err
 	}
@@ -78,7 +78,7 @@ func (s *Sim) powerTask(rc *Req, typ string, decide func(c *guestconf.Conf, runn
 		return nil, err
 	}
 	node := rc.Node
-	return s.guestLockTask(rc, node, typ, vmid, func(t *taskRun) string {
+	return s.guestLockTask(rc, node, typ, vmid, func(t *TaskRun) string {
 		c, err := s.loadQmConfLocked(db, node, vmid)
 		if err != nil {
 			return err.Error()
@@ -89,15 +89,15 @@ func (s *Sim) powerTask(rc *Req, typ string, decide func(c *guestconf.Conf, runn
 		}
 		if on && (len(c.Pending) > 0 || len(c.PendingDelete) > 0) {
 			// vm_start: vmconfig_apply_pending; its errors are warnings.
-			errs := s.applyPendingLocked(node, vmid, c, t.logf0)
+			errs := s.applyPendingLocked(node, vmid, c, t.LogfLocked)
 			for _, k := range slices.Sorted(maps.Keys(errs)) {
-				t.logf0("%s", strings.TrimRight(errs[k], "\n")) // warn $err_msg
+				t.LogfLocked("%s", strings.TrimRight(errs[k], "\n")) // warn $err_msg
 			}
 			s.writeQmConfLocked(db, node, vmid, c)
 		}
 		if on {
 			// QEMU's launch plugs every NIC into its bridge.
-			if msg := s.startNICsLocked(node, vmid, c, t.logf0); msg != "" {
+			if msg := s.startNICsLocked(node, vmid, c, t.LogfLocked); msg != "" {
 				s.SaveLocked()
 				return msg
 			}

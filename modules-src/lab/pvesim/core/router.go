@@ -26,7 +26,7 @@ func (s *Sim) Handle(routes map[string]Handler) {
 func (s *Sim) handleBuiltins() {
 	for _, routes := range []map[string]Handler{
 		s.authRoutes(), s.nodeRoutes(), s.taskRoutes(),
-		s.clusterRoutes(), s.storageRoutes(),
+		s.clusterRoutes(), s.uploadRoutes(),
 		s.qemuRoutes(), s.lxcRoutes(), s.replicationRoutes(), s.haRoutes(),
 	} {
 		s.Handle(routes)

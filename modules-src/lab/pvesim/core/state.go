@@ -155,8 +155,8 @@ func newDB(st *State, node string) *ConfigDB {
 	return db
 }
 
-// digestOf is the SHA-1 hex of a canonical encoding, like PVE's digests.
-func digestOf(v any) string {
+// DigestOf is the SHA-1 hex of a canonical encoding, like PVE's digests.
+func DigestOf(v any) string {
 	b, _ := json.Marshal(v) // maps marshal with sorted keys
 	sum := sha1.Sum(b)
 	return hex.EncodeToString(sum[:])
@@ -173,7 +173,7 @@ func (db *ConfigDB) fileStorageIDs() []string {
 			seen[id] = true
 		}
 	}
-	for _, id := range db.sortedStorageIDs() {
+	for _, id := range db.SortedStorageIDs() {
 		if !seen[id] {
 			out = append(out, id)
 		}
@@ -181,7 +181,7 @@ func (db *ConfigDB) fileStorageIDs() []string {
 	return out
 }
 
-func (db *ConfigDB) sortedStorageIDs() []string {
+func (db *ConfigDB) SortedStorageIDs() []string {
 	return slices.Sorted(maps.Keys(db.Storage))
 }
 

@@ -16,7 +16,7 @@ func renderStorageCfg(db *ConfigDB) string {
 // parseStorageCfg reads storage.cfg (storage.Parse): the sections by ID and
 // their order in the file.
 func (s *Sim) parseStorageCfg(text string) (map[string]*Storage, []string) {
-	parsed, order := storage.Parse(text, s.storageCreateSchema())
+	parsed, order := storage.Parse(text, s.StorageCreateSchema())
 	out := make(map[string]*Storage, len(parsed))
 	for id, sec := range parsed {
 		out[id] = sec

@@ -17,12 +17,12 @@ const FaultSlowLocked FaultKind = "slow-locked"
 // (PVE::Storage::lock_storage_config → cfs_lock_file('storage.cfg')).
 func storageCfgLock(db *ConfigDB) string { return "cfs:" + db.ID + ":file-storage_cfg" }
 
-// storageCfgFreeLocked is the wait for that lock: while another storage
+// StorageCfgFreeLocked is the wait for that lock: while another storage
 // write holds it, the handler is re-run once it is free, or fails after
 // the lock timeout with cfs_lock's message (pve-cluster Cluster.pm
 // cfs_lock: "cfs-lock '$lockid' error: got lock request timeout"). The
 // caller holds s.mu.
-func (s *Sim) storageCfgFreeLocked(db *ConfigDB, errmsg string) error {
+func (s *Sim) StorageCfgFreeLocked(db *ConfigDB, errmsg string) error {
 	key := storageCfgLock(db)
 	if !s.lockOf(key).excl {
 		return nil
@@ -31,7 +31,7 @@ func (s *Sim) storageCfgFreeLocked(db *ConfigDB, errmsg string) error {
 		msg: errmsg + ": cfs-lock 'file-storage_cfg' error: got lock request timeout"}
 }
 
-// slowInStorageCfgLock runs the slow part of a create under a slow-locked
+// SlowInStorageCfgLock runs the slow part of a create under a slow-locked
 // fault: it takes storage.cfg's lock, lets go of the state lock for the
 // fault's delay (other requests are served meanwhile and see storage.cfg
 // unchanged), and takes the state lock back; the returned func releases
@@ -39,7 +39,7 @@ func (s *Sim) storageCfgFreeLocked(db *ConfigDB, errmsg string) error {
 // simulator closed meanwhile. The caller holds s.mu and has checked the
 // lock is free (storageCfgFreeLocked). Reconstruction: the delay stands for
 // the plugin's hook and mount; their real duration depends on the server.
-func (s *Sim) slowInStorageCfgLock(db *ConfigDB, rc *Req) (release func(), alive bool) {
+func (s *Sim) SlowInStorageCfgLock(db *ConfigDB, rc *Req) (release func(), alive bool) {
 	if rc.Fault == nil || rc.Fault.Kind != FaultSlowLocked {
 		return func() {}, true
 	}

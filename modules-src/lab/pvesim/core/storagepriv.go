@@ -13,7 +13,7 @@ import (
 // hooks keep a storage's sensitive properties (storage.PrivFiles).
 type privStorage struct{ etcPve string }
 
-func (s *Sim) privStorage(db *ConfigDB) privStorage { return privStorage{s.etcPveDir(db.ID)} }
+func (s *Sim) PrivStorage(db *ConfigDB) privStorage { return privStorage{s.etcPveDir(db.ID)} }
 
 var _ storage.PrivFiles = privStorage{}
 

@@ -28,5 +28,5 @@ func (s *Sim) AddRemoteStore(r RemoteStore) error {
 // remoteCheck is what activating a pbs or cifs storage learns from its
 // server, reading the credentials the plugin reads (the priv files).
 func (s *Sim) remoteCheck(db *ConfigDB, st *Storage) error {
-	return storage.CheckRemote(s.privStorage(db), st, s.remotes)
+	return storage.CheckRemote(s.PrivStorage(db), st, s.remotes)
 }

@@ -11,13 +11,13 @@ import (
 // the task's model — UPID, how it ends, the views and the list's filters —
 // is pvesim/tasks'.
 
-// taskWorker is the body of a task. It runs without the state lock; it
+// TaskWorker is the body of a task. It runs without the state lock; it
 // takes s.mu itself to touch state. logf appends to the task log. It
 // returns "" for OK, "WARNINGS: N", or an error text.
-type taskWorker func(t *taskRun) string
+type TaskWorker func(t *TaskRun) string
 
-// taskRun is a worker's handle on its task.
-type taskRun struct {
+// TaskRun is a worker's handle on its task.
+type TaskRun struct {
 	s    *Sim
 	task *tasks.Task
 	// effects run (under s.mu) when the worker succeeds; a slow-config
@@ -28,25 +28,25 @@ type taskRun struct {
 	lossesAtStart int
 }
 
-// diedLocked tells (under s.mu) whether the task's node lost power since
+// DiedLocked tells (under s.mu) whether the task's node lost power since
 // the task started: its worker died with the node.
-func (t *taskRun) diedLocked() bool {
+func (t *TaskRun) DiedLocked() bool {
 	return t != nil && t.node != nil && t.node.powerLosses != t.lossesAtStart
 }
 
-func (t *taskRun) logf(format string, args ...any) {
+func (t *TaskRun) Logf(format string, args ...any) {
 	t.s.Mu.Lock()
 	t.task.Log = append(t.task.Log, fmt.Sprintf(format, args...))
 	t.s.Mu.Unlock()
 }
 
-// commit registers a state change that becomes visible when the task ends
+// Commit registers a state change that becomes visible when the task ends
 // successfully.
-func (t *taskRun) commit(f func()) { t.effects = append(t.effects, f) }
+func (t *TaskRun) Commit(f func()) { t.effects = append(t.effects, f) }
 
-// startTaskLocked creates a running task on node and starts its worker. The
+// StartTaskLocked creates a running task on node and starts its worker. The
 // caller holds s.mu. A task-fail fault on the request overrides the result.
-func (s *Sim) startTaskLocked(rc *Req, node, typ, id string, work taskWorker) string {
+func (s *Sim) StartTaskLocked(rc *Req, node, typ, id string, work TaskWorker) string {
 	n := s.State.Nodes[node]
 	now := time.Now()
 	s.State.NextPID++
@@ -63,14 +63,14 @@ func (s *Sim) startTaskLocked(rc *Req, node, typ, id string, work taskWorker) st
 	if rc != nil {
 		fault = rc.Fault
 	}
-	run := &taskRun{s: s, task: task, node: n, lossesAtStart: n.powerLosses}
+	run := &TaskRun{s: s, task: task, node: n, lossesAtStart: n.powerLosses}
 	s.Workers.Add(1)
 	go func() {
 		defer s.Workers.Done()
 		var exit string
 		if fault != nil && fault.Kind == FaultTaskFail && !tasks.IsWarnings(fault.ExitStatus) {
 			// An injected failure: the worker never gets to change anything.
-			run.logf("simulated failure")
+			run.Logf("simulated failure")
 			s.Sleep(s.Cfg.Dur(s.Cfg.TaskDuration, DefaultTaskDuration))
 			exit = fault.ExitStatus
 		} else {
@@ -83,7 +83,7 @@ func (s *Sim) startTaskLocked(rc *Req, node, typ, id string, work taskWorker) st
 			exit = "OK"
 		}
 		s.Mu.Lock()
-		died := run.diedLocked()
+		died := run.DiedLocked()
 		if died {
 			// The node lost power while the task ran: the worker died with it,
 			// its last steps never happened and its log has no TASK line;
@@ -117,10 +117,10 @@ func (s *Sim) startTaskLocked(rc *Req, node, typ, id string, work taskWorker) st
 }
 
 // simpleTask is a worker that just takes the lab's task duration.
-func (s *Sim) simpleTask(lines ...string) taskWorker {
-	return func(t *taskRun) string {
+func (s *Sim) simpleTask(lines ...string) TaskWorker {
+	return func(t *TaskRun) string {
 		for _, l := range lines {
-			t.logf("%s", l)
+			t.Logf("%s", l)
 		}
 		if !s.Sleep(s.Cfg.Dur(s.Cfg.TaskDuration, DefaultTaskDuration)) {
 			return "unexpected status"
@@ -217,4 +217,9 @@ func (s *Sim) taskRoutes() map[string]Handler {
 		"GET /nodes/{node}/tasks/{upid}/status": s.getTaskStatus,
 		"GET /nodes/{node}/tasks/{upid}/log":    s.getTaskLog,
 	}
+}
+
+// LogfLocked appends to the log when the caller already holds s.mu.
+func (t *TaskRun) LogfLocked(format string, args ...any) {
+	t.task.Log = append(t.task.Log, fmt.Sprintf(format, args...))
 }

@@ -27,13 +27,9 @@ func (s *Sim) ParseStorageCfg(text string) (map[string]*Storage, []string) {
 	return s.parseStorageCfg(text)
 }
 
-func (s *Sim) VolumeLocked(node, volid string) (*GuestVolume, *Storage, error) {
-	return s.volumeLocked(node, volid)
-}
-
 // StartSimpleTaskLocked starts a task whose worker logs lines and ends OK.
 func (s *Sim) StartSimpleTaskLocked(rc *Req, node, typ, id string, lines ...string) string {
-	return s.startTaskLocked(rc, node, typ, id, s.simpleTask(lines...))
+	return s.StartTaskLocked(rc, node, typ, id, s.simpleTask(lines...))
 }
 
 func MigrationLockKey(node string, vmid int) string { return migrationLockKey(node, vmid) }

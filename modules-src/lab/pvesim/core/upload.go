@@ -302,7 +302,7 @@ func (s *Sim) postStorageUpload(rc *Req) (any, error) {
 	filename := storage.NormalizeContentFilename(rc.Str("filename"))
 	sub, err := storage.UploadDir(s.Cfg.Version, content, filename)
 	if err != nil {
-		return nil, storageAPIError(err)
+		return nil, StorageAPIError(err)
 	}
 	if !st.HasContent(content) {
 		return nil, fmt.Errorf("storage '%s' does not support '%s' content", id, content)
@@ -321,19 +321,19 @@ func (s *Sim) postStorageUpload(rc *Req) (any, error) {
 		if !s.NodeUpLocked(node) {
 			return nil, fmt.Errorf("can't activate storage '%s' on node '%s': command '/usr/bin/ssh -e none -o BatchMode=yes -o HostKeyAlias=%s %s -- /usr/sbin/pvesm status --storage %s' failed: exit code 255", id, node, node, tn.Addr, id)
 		}
-		if err := s.activateOn(node, st); err != nil {
+		if err := s.ActivateOn(node, st); err != nil {
 			return nil, fmt.Errorf("can't activate storage '%s' on node '%s': %v", id, node, err)
 		}
 		cmd = fmt.Sprintf("/usr/bin/scp -o BatchMode=yes -o HostKeyAlias=%s -p -- %s [%s]:%s", node, tmp, tn.Addr, dest)
-	} else if err := s.activateOn(node, st); err != nil {
+	} else if err := s.ActivateOn(node, st); err != nil {
 		return nil, err
 	}
 	delete(s.uploads, tmp) // the task owns the file now
-	info := storageInfo(st)
+	info := StorageInfoOf(st)
 	alg, want := rc.Str("checksum-algorithm"), rc.Str("checksum")
-	return s.startTaskLocked(rc, rc.Node, "imgcopy", "", func(t *taskRun) string {
+	return s.StartTaskLocked(rc, rc.Node, "imgcopy", "", func(t *TaskRun) string {
 		defer os.Remove(up.hostPath)
-		t.logf("starting file import from: %s", tmp)
+		t.Logf("starting file import from: %s", tmp)
 		if alg != "" {
 			h := storage.NewHash(alg)
 			f, err := os.Open(up.hostPath)
@@ -342,20 +342,20 @@ func (s *Sim) postStorageUpload(rc *Req) (any, error) {
 				f.Close()
 			}
 			if err != nil {
-				t.logf("calculating checksum...")
+				t.Logf("calculating checksum...")
 				return fmt.Sprintf("unable to read '%s' - %v", tmp, err)
 			}
 			got := hex.EncodeToString(h.Sum(nil))
 			if !strings.EqualFold(got, want) {
-				t.logf("calculating checksum...")
+				t.Logf("calculating checksum...")
 				return fmt.Sprintf("checksum mismatch: got '%s' != expect '%s'", got, want)
 			}
-			t.logf("calculating checksum...OK, checksum verified")
+			t.Logf("calculating checksum...OK, checksum verified")
 		}
-		t.logf("target node: %s", node)
-		t.logf("target file: %s", dest)
-		t.logf("file size is: %d", size)
-		t.logf("command: %s", cmd)
+		t.Logf("target node: %s", node)
+		t.Logf("target file: %s", dest)
+		t.Logf("file size is: %d", size)
+		t.Logf("command: %s", cmd)
 		var err error
 		if s.Cfg.StorageUpload == nil {
 			err = errors.New("the lab has no node filesystem to copy into (Config.StorageUpload)")
@@ -365,7 +365,7 @@ func (s *Sim) postStorageUpload(rc *Req) (any, error) {
 		if err != nil {
 			return fmt.Sprintf("import failed: %v", err)
 		}
-		t.logf("finished file import successfully")
+		t.Logf("finished file import successfully")
 		return ""
 	}), nil
 }
@@ -388,4 +388,11 @@ func (s *Sim) uploadAuth(node string, r *http.Request, apiPath string) *APIError
 		return ErrPerm(detail)
 	}
 	return nil
+}
+
+// uploadRoutes is pveproxy's upload endpoint (Status.pm upload, taken
+// apart from the other storage endpoints because the body is a multipart
+// file the HTTP layer receives first).
+func (s *Sim) uploadRoutes() map[string]Handler {
+	return map[string]Handler{"POST " + uploadMethodPath: s.postStorageUpload}
 }

@@ -12,8 +12,8 @@ import (
 // is not on pve02's.
 type GuestVolume = storage.GuestVolume
 
-// volumesFor returns the map holding st's volumes as node sees them.
-func (s *Sim) volumesFor(node string, st *Storage) map[string]*GuestVolume {
+// VolumesFor returns the map holding st's volumes as node sees them.
+func (s *Sim) VolumesFor(node string, st *Storage) map[string]*GuestVolume {
 	if st.Shared() {
 		db := s.DBOf(node)
 		if db.SharedVolumes == nil {
@@ -28,8 +28,8 @@ func (s *Sim) volumesFor(node string, st *Storage) map[string]*GuestVolume {
 	return n.Volumes
 }
 
-// volumeLocked returns a volume as node sees it.
-func (s *Sim) volumeLocked(node, volid string) (*GuestVolume, *Storage, error) {
+// VolumeLocked returns a volume as node sees it.
+func (s *Sim) VolumeLocked(node, volid string) (*GuestVolume, *Storage, error) {
 	store, _, ok := storage.ParseVolumeID(volid)
 	if !ok {
 		return nil, nil, fmt.Errorf("unable to parse volume ID '%s'", volid)
@@ -38,7 +38,7 @@ func (s *Sim) volumeLocked(node, volid string) (*GuestVolume, *Storage, error) {
 	if st == nil {
 		return nil, nil, fmt.Errorf("storage '%s' does not exist", store)
 	}
-	v := s.volumesFor(node, st)[volid]
+	v := s.VolumesFor(node, st)[volid]
 	if v == nil {
 		return nil, st, fmt.Errorf("volume '%s' does not exist", volid)
 	}
@@ -47,7 +47,7 @@ func (s *Sim) volumeLocked(node, volid string) (*GuestVolume, *Storage, error) {
 
 // freeDiskName is storage.FreeDiskName among st's volumes as node sees them.
 func (s *Sim) freeDiskName(node string, st *Storage, vmid int, prefix, format string) string {
-	return storage.FreeDiskName(st, s.volumesFor(node, st), vmid, prefix, format)
+	return storage.FreeDiskName(st, s.VolumesFor(node, st), vmid, prefix, format)
 }
 
 // allocVolumeLocked creates a volume of size bytes for vmid on st.
@@ -58,10 +58,10 @@ func (s *Sim) allocVolumeLocked(node string, st *Storage, vmid int, size int64, 
 	}
 	name := s.freeDiskName(node, st, vmid, "vm", format)
 	volid := st.ID + ":" + storage.VolName(st, vmid, name, format)
-	if err := s.zfsCreateVolume(node, st, name, size); err != nil {
+	if err := s.ZFSCreateVolume(node, st, name, size); err != nil {
 		return "", err
 	}
-	s.volumesFor(node, st)[volid] = &GuestVolume{Size: size, Format: format}
+	s.VolumesFor(node, st)[volid] = &GuestVolume{Size: size, Format: format}
 	return volid, nil
 }
 
@@ -80,27 +80,27 @@ func (s *Sim) allocCloudinitLocked(node string, st *Storage, vmid int, format st
 	}
 	name := fmt.Sprintf("vm-%d-cloudinit", vmid)
 	volid := st.ID + ":" + storage.VolName(st, vmid, name, format)
-	if s.volumesFor(node, st)[volid] != nil {
+	if s.VolumesFor(node, st)[volid] != nil {
 		return "", storage.CloudinitExists(st, name, volid)
 	}
-	if err := s.zfsCreateVolume(node, st, name, 4<<20); err != nil {
+	if err := s.ZFSCreateVolume(node, st, name, 4<<20); err != nil {
 		return "", err
 	}
-	s.volumesFor(node, st)[volid] = &GuestVolume{Size: 4 << 20, Format: format}
+	s.VolumesFor(node, st)[volid] = &GuestVolume{Size: 4 << 20, Format: format}
 	return volid, nil
 }
 
-// freeVolumeLocked is vdisk_free: a base volume still used by a linked
+// FreeVolumeLocked is vdisk_free: a base volume still used by a linked
 // clone stays (Storage.pm: "base volume '…' is still in use by linked
 // cloned"); on zfspool the dataset goes with `zfs destroy -r` (free_image),
 // and a failure keeps the volume. Callers that only warn, as PVE's
 // destroy_vm does, may ignore the error.
-func (s *Sim) freeVolumeLocked(node, volid string) error {
-	_, st, err := s.volumeLocked(node, volid)
+func (s *Sim) FreeVolumeLocked(node, volid string) error {
+	_, st, err := s.VolumeLocked(node, volid)
 	if err != nil {
 		return err
 	}
-	vols := s.volumesFor(node, st)
+	vols := s.VolumesFor(node, st)
 	if storage.IsBase(volid) {
 		for _, v := range vols {
 			if v.Parent == volid {
@@ -121,12 +121,12 @@ func (s *Sim) freeVolumeLocked(node, volid string) error {
 // base-100-disk-0/vm-101-disk-0 on lvmthin/zfspool, 100/base-100-disk-0.qcow2/
 // 101/vm-101-disk-0.qcow2 on a directory.
 func (s *Sim) linkedCloneLocked(node string, st *Storage, base string, newid int) (string, error) {
-	src, _, err := s.volumeLocked(node, base)
+	src, _, err := s.VolumeLocked(node, base)
 	if err != nil {
 		return "", err
 	}
 	_, bvn, _ := storage.ParseVolumeID(base)
-	volid, name := storage.LinkedClone(st, s.volumesFor(node, st), base, newid)
+	volid, name := storage.LinkedClone(st, s.VolumesFor(node, st), base, newid)
 	// clone_image: zfs clone of the base's __base__ snapshot.
 	if err := s.zfsOn(node, st, "clone", storage.Dataset(st, bvn)+"@__base__", storage.Dataset(st, name)); err != nil {
 		return "", err
@@ -135,12 +135,12 @@ func (s *Sim) linkedCloneLocked(node string, st *Storage, base string, newid int
 	if storage.HasPath(st) {
 		format = "qcow2"
 	}
-	s.volumesFor(node, st)[volid] = &GuestVolume{Size: src.Size, Format: format, Parent: base}
+	s.VolumesFor(node, st)[volid] = &GuestVolume{Size: src.Size, Format: format, Parent: base}
 	return volid, nil
 }
 
-// volumeContentLocked lists a storage's volumes on node for
+// VolumeContentLocked lists a storage's volumes on node for
 // GET /nodes/{node}/storage/{storage}/content.
-func (s *Sim) volumeContentLocked(node string, st *Storage) []map[string]any {
-	return storage.ImageContent(st.ID, s.volumesFor(node, st))
+func (s *Sim) VolumeContentLocked(node string, st *Storage) []map[string]any {
+	return storage.ImageContent(st.ID, s.VolumesFor(node, st))
 }

@@ -27,8 +27,8 @@ func (s *Sim) zfsOn(node string, st *Storage, args ...string) error {
 	return nil
 }
 
-// zfsCreateVolume is zfs_create_zvol (storage.ZvolCreate).
-func (s *Sim) zfsCreateVolume(node string, st *Storage, name string, size int64) error {
+// ZFSCreateVolume is zfs_create_zvol (storage.ZvolCreate).
+func (s *Sim) ZFSCreateVolume(node string, st *Storage, name string, size int64) error {
 	return s.zfsOn(node, st, storage.ZvolCreate(st, name, size)...)
 }
 
@@ -48,7 +48,7 @@ func (s *Sim) allocSubvolLocked(node string, st *Storage, vmid int, size int64) 
 	if err := s.zfsOn(node, st, storage.SubvolCreate(st, name, size)...); err != nil {
 		return "", err
 	}
-	s.volumesFor(node, st)[volid] = &GuestVolume{Size: size, Format: format}
+	s.VolumesFor(node, st)[volid] = &GuestVolume{Size: size, Format: format}
 	return volid, nil
 }
 
@@ -56,7 +56,7 @@ func (s *Sim) allocSubvolLocked(node string, st *Storage, vmid int, size int64) 
 // (create_base): vm- → base- and, on zfspool, the __base__ snapshot
 // linked clones are made from.
 func (s *Sim) makeBaseLocked(node string, volid string) (string, error) {
-	vol, st, err := s.volumeLocked(node, volid)
+	vol, st, err := s.VolumeLocked(node, volid)
 	if err != nil {
 		return "", err
 	}
@@ -69,7 +69,7 @@ func (s *Sim) makeBaseLocked(node string, volid string) (string, error) {
 	if err := s.zfsOn(node, st, "snapshot", storage.Dataset(st, to)+"@__base__"); err != nil {
 		return "", err
 	}
-	vols := s.volumesFor(node, st)
+	vols := s.VolumesFor(node, st)
 	delete(vols, volid)
 	vols[nb] = vol
 	return nb, nil
@@ -77,7 +77,7 @@ func (s *Sim) makeBaseLocked(node string, volid string) (string, error) {
 
 // resizeVolumeLocked is volume_resize (storage.Resize).
 func (s *Sim) resizeVolumeLocked(node, volid string, size int64) error {
-	vol, st, err := s.volumeLocked(node, volid)
+	vol, st, err := s.VolumeLocked(node, volid)
 	if err != nil {
 		return err
 	}
@@ -106,7 +106,7 @@ func (s *Sim) zfsMigrateLocked(db *ConfigDB, from, to string, files []string) er
 		if v.Format == "subvol" {
 			err = s.zfsOn(to, st, storage.SubvolCreate(st, vn, v.Size)...)
 		} else {
-			err = s.zfsCreateVolume(to, st, vn, v.Size)
+			err = s.ZFSCreateVolume(to, st, vn, v.Size)
 		}
 		if err != nil {
 			return fmt.Errorf("storage migration for '%s' to storage '%s' failed - %w", file, st.ID, err)

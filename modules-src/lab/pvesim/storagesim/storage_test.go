@@ -1,18 +1,21 @@
-package pvesim
+package storagesim_test
 
 import (
 	"fmt"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/simtest"
 )
 
 // S1/S2: storage CRUD with per-type options, fixed keys, delete and digest.
 func TestStorageCRUDS1S2(t *testing.T) {
 	t.Parallel()
 	for _, v := range []int{8, 9} {
-		s := startSim(t, simOpts{Version: v})
-		c := newClient(t, s, "pve01").LabToken()
+		s := simtest.Start(t, pvesim.New, simtest.Opts{Version: v})
+		c := simtest.NewClient(t, s, "pve01").LabToken()
 		tests := []struct {
 			name   string
 			method string
@@ -103,8 +106,8 @@ func TestStorageCRUDS1S2(t *testing.T) {
 
 func TestPools(t *testing.T) {
 	t.Parallel()
-	s := startSim(t, simOpts{Version: 8})
-	c := newClient(t, s, "pve01").LabToken()
+	s := simtest.Start(t, pvesim.New, simtest.Opts{Version: 8})
+	c := simtest.NewClient(t, s, "pve01").LabToken()
 	c.Call("POST", "/pools", url.Values{"poolid": {"tenant-a"}, "comment": {"A"}}).Must(t, "create")
 	if r := c.Call("POST", "/pools", url.Values{"poolid": {"tenant-a"}}); r.Status != 500 || r.Reason != "create pool failed: pool 'tenant-a' already exists" {
 		t.Errorf("duplicate: %d %q", r.Status, r.Reason)
@@ -150,8 +153,8 @@ func TestPools(t *testing.T) {
 func TestStorageActivationHookZ7(t *testing.T) {
 	t.Parallel()
 	pools := map[string]bool{"pve01": true} // only pve01 has tank
-	s := startSimWith(t, simOpts{Nodes: 2}, func(c *Config) {
-		c.StorageCheck = func(node string, st StorageInfo) error {
+	s := simtest.StartWith(t, pvesim.New, simtest.Opts{Nodes: 2}, func(c *pvesim.Config) {
+		c.StorageCheck = func(node string, st pvesim.StorageInfo) error {
 			if st.Type == "zfspool" && !pools[node] {
 				return fmt.Errorf("zfs error: cannot open '%s': no such pool", st.Options["pool"])
 			}
@@ -164,7 +167,7 @@ func TestStorageActivationHookZ7(t *testing.T) {
 	if _, err := s.AddNode("pve01", "pve02", "", false); err != nil {
 		t.Fatal(err)
 	}
-	c2 := newClient(t, s, "pve02").LabToken()
+	c2 := simtest.NewClient(t, s, "pve02").LabToken()
 	r := c2.Call("POST", "/storage", url.Values{"storage": {"tank"}, "type": {"zfspool"}, "pool": {"tank"}})
 	if r.Status != 500 || r.Reason != "create storage failed: zfs error: cannot open 'tank': no such pool" {
 		t.Fatalf("create on a node without the pool: %d %q", r.Status, r.Reason)
@@ -172,7 +175,7 @@ func TestStorageActivationHookZ7(t *testing.T) {
 	if got := c2.Call("GET", "/storage", nil).Must(t, "list").List(); len(got) != 2 {
 		t.Errorf("failed create left the storage behind: %v", got)
 	}
-	c1 := newClient(t, s, "pve01").LabToken()
+	c1 := simtest.NewClient(t, s, "pve01").LabToken()
 	c1.Call("POST", "/storage", url.Values{"storage": {"tank"}, "type": {"zfspool"}, "pool": {"tank"}}).Must(t, "create on pve01")
 	st := c2.Call("GET", "/nodes/pve02/storage/tank/status", nil).Must(t, "status on pve02").Obj()
 	if st["active"] != float64(0) {
@@ -190,26 +193,26 @@ func TestStorageActivationHookZ7(t *testing.T) {
 func TestStoragePluginHooks(t *testing.T) {
 	t.Parallel()
 	var activated []string
-	s := startSimWith(t, simOpts{}, func(c *Config) {
-		c.StorageActivate = func(node string, st StorageInfo) error {
+	s := simtest.StartWith(t, pvesim.New, simtest.Opts{}, func(c *pvesim.Config) {
+		c.StorageActivate = func(node string, st pvesim.StorageInfo) error {
 			activated = append(activated, st.ID)
 			if st.Options["path"] == "/missing" {
 				return fmt.Errorf("unable to activate storage '%s' - directory '/missing' does not exist or is unreachable", st.ID)
 			}
 			return nil
 		}
-		c.StorageUsage = func(node string, st StorageInfo) (StorageUsage, error) {
-			return StorageUsage{Total: 1000, Used: 250, Avail: 750}, nil
+		c.StorageUsage = func(node string, st pvesim.StorageInfo) (pvesim.StorageUsage, error) {
+			return pvesim.StorageUsage{Total: 1000, Used: 250, Avail: 750}, nil
 		}
-		c.StorageContent = func(node string, st StorageInfo) ([]Volume, error) {
-			return []Volume{{VolID: st.ID + ":snippets/user.yaml", Content: "snippets", Format: "snippet", Size: 12, CTime: 1700000000},
+		c.StorageContent = func(node string, st pvesim.StorageInfo) ([]pvesim.Volume, error) {
+			return []pvesim.Volume{{VolID: st.ID + ":snippets/user.yaml", Content: "snippets", Format: "snippet", Size: 12, CTime: 1700000000},
 				{VolID: st.ID + ":iso/debian.iso", Content: "iso", Format: "iso", Size: 4096, CTime: 1700000000}}, nil
 		}
-		c.NodeVersion = func(node string) (NodeVersion, error) {
-			return NodeVersion{Version: "9.2.5", RepoID: "0123456789abcdef", Kernel: "6.14.11-1-pve"}, nil
+		c.NodeVersion = func(node string) (pvesim.NodeVersion, error) {
+			return pvesim.NodeVersion{Version: "9.2.5", RepoID: "0123456789abcdef", Kernel: "6.14.11-1-pve"}, nil
 		}
 	})
-	c := newClient(t, s, "pve01").LabToken()
+	c := simtest.NewClient(t, s, "pve01").LabToken()
 	r := c.Call("POST", "/storage", url.Values{"storage": {"gone"}, "type": {"dir"}, "path": {"/missing"}, "create-base-path": {"0"}})
 	if r.Status != 500 || r.Reason != "create storage failed: unable to activate storage 'gone' - directory '/missing' does not exist or is unreachable" {
 		t.Errorf("activation failure: %d %q", r.Status, r.Reason)

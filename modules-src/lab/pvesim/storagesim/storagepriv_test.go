@@ -1,4 +1,4 @@
-package pvesim
+package storagesim_test
 
 import (
 	"encoding/base64"
@@ -8,11 +8,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/simtest"
 )
 
 const testMasterPEM = "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAtest\n-----END PUBLIC KEY-----"
 
-func readEtcPve(t *testing.T, s *Sim, rel string) (string, bool) {
+func readEtcPve(t *testing.T, s *pvesim.Sim, rel string) (string, bool) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(s.EtcPveDir("pve01"), rel))
 	if os.IsNotExist(err) {
@@ -34,9 +37,9 @@ func readEtcPve(t *testing.T, s *Sim, rel string) (string, bool) {
 func TestPBSSensitiveProperties(t *testing.T) {
 	t.Parallel()
 	for _, v := range []int{8, 9} {
-		s := startSim(t, simOpts{Version: v})
-		c := newClient(t, s, "pve01").LabToken()
-		if err := s.AddRemoteStore(RemoteStore{Type: "pbs", Server: "192.0.2.50", User: "backup@pbs", Password: "pbs-secret", Stores: []string{"store1"}}); err != nil {
+		s := simtest.Start(t, pvesim.New, simtest.Opts{Version: v})
+		c := simtest.NewClient(t, s, "pve01").LabToken()
+		if err := s.AddRemoteStore(pvesim.RemoteStore{Type: "pbs", Server: "192.0.2.50", User: "backup@pbs", Password: "pbs-secret", Stores: []string{"store1"}}); err != nil {
 			t.Fatal(err)
 		}
 		pub := base64.StdEncoding.EncodeToString([]byte(testMasterPEM))
@@ -150,15 +153,15 @@ func TestPBSSensitiveProperties(t *testing.T) {
 // hand, from `lab`).
 func TestRemoteStoreControlRoute(t *testing.T) {
 	t.Parallel()
-	s := startSim(t, simOpts{Version: 9})
-	ctl := controlAPI(t, s)
+	s := simtest.Start(t, pvesim.New, simtest.Opts{Version: 9})
+	ctl := simtest.ControlAPI(t, s)
 	if st, _ := ctl("POST", "/v1/remote-stores", `{"type":"nfs","server":"x"}`); st != 400 {
 		t.Errorf("nfs remote: %d, want 400", st)
 	}
 	if st, body := ctl("POST", "/v1/remote-stores", `{"type":"pbs","server":"192.0.2.50","user":"root@pam","password":"p","stores":["ds"]}`); st != 200 {
 		t.Fatalf("pbs remote: %d %v", st, body)
 	}
-	c := newClient(t, s, "pve01").LabToken()
+	c := simtest.NewClient(t, s, "pve01").LabToken()
 	c.Call("POST", "/storage", url.Values{"storage": {"bk"}, "type": {"pbs"}, "server": {"192.0.2.50"}, "datastore": {"ds"}, "password": {"p"}}).Must(t, "pbs on the declared server")
 }
 
@@ -168,9 +171,9 @@ func TestRemoteStoreControlRoute(t *testing.T) {
 // check_connection's error.
 func TestCIFSSensitivePassword(t *testing.T) {
 	t.Parallel()
-	s := startSim(t, simOpts{Version: 9})
-	c := newClient(t, s, "pve01").LabToken()
-	if err := s.AddRemoteStore(RemoteStore{Type: "cifs", Server: "192.0.2.60", User: "smbuser", Password: "smb-secret", Stores: []string{"backup"}}); err != nil {
+	s := simtest.Start(t, pvesim.New, simtest.Opts{Version: 9})
+	c := simtest.NewClient(t, s, "pve01").LabToken()
+	if err := s.AddRemoteStore(pvesim.RemoteStore{Type: "cifs", Server: "192.0.2.60", User: "smbuser", Password: "smb-secret", Stores: []string{"backup"}}); err != nil {
 		t.Fatal(err)
 	}
 	p := url.Values{"storage": {"smb"}, "type": {"cifs"}, "server": {"192.0.2.60"}, "share": {"backup"}, "username": {"smbuser"}, "password": {"bad"}, "content": {"backup"}}
@@ -203,8 +206,8 @@ func TestCIFSSensitivePassword(t *testing.T) {
 // optional, not fixed); prune-backups is checked as PVE's format.
 func TestStorageTypesFollowPlugins(t *testing.T) {
 	t.Parallel()
-	s := startSim(t, simOpts{Version: 9})
-	c := newClient(t, s, "pve01").LabToken()
+	s := simtest.Start(t, pvesim.New, simtest.Opts{Version: 9})
+	c := simtest.NewClient(t, s, "pve01").LabToken()
 	c.Call("POST", "/storage", url.Values{"storage": {"nas"}, "type": {"nfs"}, "server": {"192.0.2.5"}, "export": {"/export"}}).Must(t, "nfs without path")
 	if got := c.Call("GET", "/storage/nas", nil).Must(t, "get nas").Obj(); got["path"] != "/mnt/pve/nas" {
 		t.Errorf("nfs path %v, want /mnt/pve/nas", got["path"])
