@@ -67,8 +67,8 @@ func scaleVM(i int) (vmid int, node string, tag int, ip string) {
 
 // PVE 9 only (issue 27 §3, CI time): the scale proof is about what the
 // module reads per VM, the same code on both versions; PVE 8's clone path
-// through the role runs in TestLabPlaybookPerHostPVE8 (20 VMs, the same
-// bound). Its lab then plays the bare-task typos on PVE 9 (K15, testTypos).
+// through the role runs in TestLabPlaybookPerHostPVE8 (8 VMs, twice the
+// same bound). Its lab then plays the bare-task typos on PVE 9 (K15, testTypos).
 func TestLabPlaybookScaleFiveNodesK13(t *testing.T) {
 	testenv.NeedLong(t, "clones through ansible-playbook on a 5-node lab")
 	testScale(t, 9, scaleVMCount(t))
