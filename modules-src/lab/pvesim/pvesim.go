@@ -4,6 +4,7 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/accesssim"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/backupsim"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/lxcsim"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/poolsim"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storagesim"
 )
@@ -67,6 +68,7 @@ func New(cfg Config) (*Sim, error) {
 	}
 	accesssim.Register(s)
 	backupsim.Register(s)
+	lxcsim.Register(s)
 	poolsim.Register(s)
 	storagesim.Register(s)
 	return s, nil

@@ -100,7 +100,7 @@ func (s *Sim) loadAndCheckClone(db *ConfigDB, r *cloneReq, running bool) (*clone
 	if err := src.CheckLock("VM"); err != nil {
 		return nil, err
 	}
-	if s.runningLocked(r.node, r.vmid) != running {
+	if s.RunningLocked(r.node, r.vmid) != running {
 		return nil, fmt.Errorf("unexpected state change")
 	}
 	if r.snapname != "" {
@@ -119,7 +119,7 @@ func (s *Sim) loadAndCheckClone(db *ConfigDB, r *cloneReq, running bool) (*clone
 			continue
 		case qemuserver.IsNetKey(k):
 			// always change MAC! address
-			p.newKeys[k] = qemuserver.CloneNet(v, randomMAC)
+			p.newKeys[k] = qemuserver.CloneNet(v, RandomMAC)
 		case qemuserver.IsDriveKey(k):
 			d := qemuserver.ParseDrive(v)
 			store, _, ok := storage.ParseVolumeID(d.File())
@@ -157,7 +157,7 @@ func (s *Sim) loadAndCheckClone(db *ConfigDB, r *cloneReq, running bool) (*clone
 	if r.target != "" && !shared {
 		return nil, fmt.Errorf("can't clone VM to node '%s' (VM uses local storage)", r.target)
 	}
-	if _, exists := s.readEtcPve(db, guestConfPath(r.node, "qemu-server", r.newid)); exists {
+	if _, exists := s.ReadEtcPve(db, GuestConfPath(r.node, "qemu-server", r.newid)); exists {
 		return nil, fmt.Errorf("unable to create VM %d: config file already exists", r.newid)
 	}
 	// clone_vm's copy loop, after the checks above: a running VM's TPM
@@ -185,7 +185,7 @@ func (s *Sim) postQemuClone(rc *Req) (any, error) {
 	if err := s.assertOnNodeLocked(db, r.node, r.vmid); err != nil {
 		return nil, err
 	}
-	running := s.runningLocked(r.node, r.vmid)
+	running := s.RunningLocked(r.node, r.vmid)
 	if _, err := s.loadAndCheckClone(db, r, running); err != nil {
 		return nil, err
 	}
@@ -212,7 +212,7 @@ func (s *Sim) cloneWorker(t *TaskRun, db *ConfigDB, r *cloneReq, running bool) s
 		s.Mu.Unlock()
 		return err.Error()
 	}
-	t.task.Log = append(t.task.Log, fmt.Sprintf("creating a clone of VM %d with ID %d", r.vmid, r.newid))
+	t.Task.Log = append(t.Task.Log, fmt.Sprintf("creating a clone of VM %d with ID %d", r.vmid, r.newid))
 	keys := p.newKeys
 	keys["smbios1"] = "uuid=" + NewUUID()
 	if keys["vmgenid"] != "" {
@@ -239,9 +239,9 @@ func (s *Sim) cloneWorker(t *TaskRun, db *ConfigDB, r *cloneReq, running bool) s
 	// message before anything was allocated.
 	if e, ok := s.FindVMLocked(db, r.newid); ok && e.Node != r.node {
 		s.Mu.Unlock()
-		return fmt.Sprintf("close (rename) atomic file '/etc/pve/%s' failed: File exists", guestConfPath(r.node, "qemu-server", r.newid))
+		return fmt.Sprintf("close (rename) atomic file '/etc/pve/%s' failed: File exists", GuestConfPath(r.node, "qemu-server", r.newid))
 	}
-	s.writeEtcPve(db, guestConfPath(r.node, "qemu-server", r.newid), "# qmclone temporary file\nlock: clone\n")
+	s.writeEtcPve(db, GuestConfPath(r.node, "qemu-server", r.newid), "# qmclone temporary file\nlock: clone\n")
 	s.SaveLocked()
 	s.Mu.Unlock()
 
@@ -251,7 +251,7 @@ func (s *Sim) cloneWorker(t *TaskRun, db *ConfigDB, r *cloneReq, running bool) s
 		for _, v := range newVols {
 			s.FreeVolumeLocked(r.node, v)
 		}
-		s.removeEtcPve(db, guestConfPath(r.node, "qemu-server", r.newid))
+		s.RemoveEtcPve(db, GuestConfPath(r.node, "qemu-server", r.newid))
 		s.SaveLocked()
 		s.Mu.Unlock()
 		return "clone failed: " + reason
@@ -325,8 +325,8 @@ func (s *Sim) cloneWorker(t *TaskRun, db *ConfigDB, r *cloneReq, running bool) s
 	// (K4) applies this after the task already reported OK.
 	t.Commit(func() {
 		delete(keys, "lock")
-		rel := guestConfPath(r.node, "qemu-server", r.newid)
-		s.removeEtcPve(db, rel)
+		rel := GuestConfPath(r.node, "qemu-server", r.newid)
+		s.RemoveEtcPve(db, rel)
 		node := r.node
 		if r.target != "" {
 			node = r.target

@@ -36,7 +36,7 @@ func (s *Sim) checkCloudinitSnippetsLocked(node string, c *guestconf.Conf) error
 		if r.Type != "snippets" {
 			return pvecommon.Die("%s is not in the snippets directory", volid)
 		}
-		ok, err := s.volumeExistsLocked(node, volid)
+		ok, err := s.VolumeExistsLocked(node, volid)
 		if err != nil {
 			return err
 		}
@@ -53,7 +53,7 @@ func (s *Sim) checkCloudinitSnippetsLocked(node string, c *guestconf.Conf) error
 // "volume <volid> does not exist" (reconstruction: the block plugins'
 // activate_volume errors first with their tool's words).
 func (s *Sim) missingVolume(node, volid string) error {
-	ok, err := s.volumeExistsLocked(node, volid)
+	ok, err := s.VolumeExistsLocked(node, volid)
 	if err != nil || ok {
 		return err
 	}

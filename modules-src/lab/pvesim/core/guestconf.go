@@ -21,16 +21,16 @@ import (
 
 // ---- Where config files live: the node's /etc/pve (ConfigDB) ----
 
-// guestConfPath is the /etc/pve-relative path of a guest's config.
-func guestConfPath(node, kind string, vmid int) string {
+// GuestConfPath is the /etc/pve-relative path of a guest's config.
+func GuestConfPath(node, kind string, vmid int) string {
 	return fmt.Sprintf("nodes/%s/%s/%d.conf", node, kind, vmid)
 }
 
-// readEtcPve, writeEtcPve and removeEtcPve are the one place guest code
+// ReadEtcPve, writeEtcPve and removeEtcPve are the one place guest code
 // touches /etc/pve files: the DB's directory, which the lab mounts as every
 // member's /etc/pve (etcpve.go), so a config edited on a node is what the
 // API reads next.
-func (s *Sim) readEtcPve(db *ConfigDB, rel string) (string, bool) {
+func (s *Sim) ReadEtcPve(db *ConfigDB, rel string) (string, bool) {
 	b, err := os.ReadFile(filepath.Join(s.etcPveDir(db.ID), filepath.FromSlash(rel)))
 	if err != nil {
 		return "", false
@@ -45,7 +45,7 @@ func (s *Sim) writeEtcPve(db *ConfigDB, rel, content string) {
 	db.Serial++
 }
 
-func (s *Sim) removeEtcPve(db *ConfigDB, rel string) {
+func (s *Sim) RemoveEtcPve(db *ConfigDB, rel string) {
 	if err := os.Remove(filepath.Join(s.etcPveDir(db.ID), filepath.FromSlash(rel))); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		s.log.addError(err)
 	}
@@ -95,7 +95,7 @@ func (s *Sim) loadQmConfLocked(db *ConfigDB, node string, vmid int) (*guestconf.
 // assertOnNode is assert_config_exists_on_node (qemu-server QemuConfig.pm),
 // which check_running runs first in most VM calls.
 func (s *Sim) assertOnNodeLocked(db *ConfigDB, node string, vmid int) error {
-	if _, ok := s.readEtcPve(db, guestConfPath(node, "qemu-server", vmid)); !ok {
+	if _, ok := s.ReadEtcPve(db, GuestConfPath(node, "qemu-server", vmid)); !ok {
 		return fmt.Errorf("unable to find configuration file for VM %d on node '%s'", vmid, node)
 	}
 	return nil

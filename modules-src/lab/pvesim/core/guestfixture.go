@@ -82,7 +82,7 @@ func (s *Sim) AddGuest(node string, g GuestSpec) error {
 	}
 	s.writeQmConfLocked(db, node, g.VMID, &guestconf.Conf{Keys: keys})
 	if g.Running {
-		s.setRunningLocked(node, g.VMID, true)
+		s.SetRunningLocked(node, g.VMID, true)
 	}
 	s.SaveLocked()
 	return nil

@@ -43,8 +43,8 @@ func (k GuestKind) haSID(vmid int) string {
 
 // LoadGuestConfLocked reads a guest's config file from db.
 func (s *Sim) LoadGuestConfLocked(db *ConfigDB, k GuestKind, node string, vmid int) (*guestconf.Conf, error) {
-	rel := guestConfPath(node, k.Dir, vmid)
-	raw, ok := s.readEtcPve(db, rel)
+	rel := GuestConfPath(node, k.Dir, vmid)
+	raw, ok := s.ReadEtcPve(db, rel)
 	if !ok {
 		// pve-guest-common AbstractConfig.pm load_config
 		return nil, pvecommon.Die("Configuration file '%s' does not exist", rel)
@@ -53,12 +53,12 @@ func (s *Sim) LoadGuestConfLocked(db *ConfigDB, k GuestKind, node string, vmid i
 }
 
 func (s *Sim) writeGuestConfLocked(db *ConfigDB, k GuestKind, node string, vmid int, c *guestconf.Conf) {
-	s.writeEtcPve(db, guestConfPath(node, k.Dir, vmid), c.Render(k.pendingHeader))
+	s.writeEtcPve(db, GuestConfPath(node, k.Dir, vmid), c.Render(k.pendingHeader))
 }
 
-// typedGuestConf renders config values with the schema's JSON types, as
+// TypedGuestConf renders config values with the schema's JSON types, as
 // PVE's parse_*_config/check_type hand integers and booleans back as numbers.
-func (s *Sim) typedGuestConf(k GuestKind, keys map[string]string) map[string]any {
+func (s *Sim) TypedGuestConf(k GuestKind, keys map[string]string) map[string]any {
 	m := s.schema.Method(k.configMethod, k.configPath)
 	out := make(map[string]any, len(keys))
 	for key, v := range keys {
@@ -79,10 +79,10 @@ func (s *Sim) typedGuestConf(k GuestKind, keys map[string]string) map[string]any
 	return out
 }
 
-// withDescriptionAndDigest completes a GET config answer: the description
+// WithDescriptionAndDigest completes a GET config answer: the description
 // (the file's comment lines, read as qemu-server does) and the file's
 // digest.
-func withDescriptionAndDigest(out map[string]any, c *guestconf.Conf) map[string]any {
+func WithDescriptionAndDigest(out map[string]any, c *guestconf.Conf) map[string]any {
 	if c.Description != "" {
 		out["description"] = guestconf.VMDescription(c.Description)
 	}
@@ -90,9 +90,9 @@ func withDescriptionAndDigest(out map[string]any, c *guestconf.Conf) map[string]
 	return out
 }
 
-// guestLockTask starts a task on node whose work f runs holding vmid's
+// GuestLockTask starts a task on node whose work f runs holding vmid's
 // config lock (waiting up to LockTimeout) and the state lock.
-func (s *Sim) guestLockTask(rc *Req, node, typ string, vmid int, f func(t *TaskRun) string) string {
+func (s *Sim) GuestLockTask(rc *Req, node, typ string, vmid int, f func(t *TaskRun) string) string {
 	return s.StartTaskLocked(rc, node, typ, strconv.Itoa(vmid), func(t *TaskRun) string {
 		return s.underGuestLock(t, node, vmid, s.Cfg.Dur(s.Cfg.LockTimeout, DefaultLockTimeout), func() string {
 			s.Mu.Lock()
@@ -102,12 +102,12 @@ func (s *Sim) guestLockTask(rc *Req, node, typ string, vmid int, f func(t *TaskR
 	})
 }
 
-// dropFromPoolsLocked is AccessControl.pm remove_vm_access, which
+// DropFromPoolsLocked is AccessControl.pm remove_vm_access, which
 // qemu-server's and pve-container's destroy call on every destroy, purge
 // or not (API2/Qemu.pm destroy_vm, API2/LXC.pm destroy_vm): the guest
 // leaves its pool (user.cfg knows guests by VMID only) and the ACL subtree
 // of /vms/<vmid> is deleted.
-func dropFromPoolsLocked(db *ConfigDB, _ GuestKind, vmid int) {
+func DropFromPoolsLocked(db *ConfigDB, _ GuestKind, vmid int) {
 	for _, p := range db.Pools {
 		p.Members = slices.DeleteFunc(p.Members, func(m string) bool { n, ok := MemberVMID(m); return ok && n == vmid })
 	}
@@ -151,10 +151,10 @@ func (s *Sim) asClusterResource(r map[string]any, k GuestKind, e VMEntry) map[st
 	return r
 }
 
-// guestListLocked is GET /nodes/{node}/qemu or /lxc: the node's guests of
+// GuestListLocked is GET /nodes/{node}/qemu or /lxc: the node's guests of
 // kind k that the caller may audit (filtered, not refused, K19), each as
 // summary renders it; a config that cannot be read is left out.
-func (s *Sim) guestListLocked(rc *Req, k GuestKind, summary func(node string, vmid int, c *guestconf.Conf) map[string]any) []map[string]any {
+func (s *Sim) GuestListLocked(rc *Req, k GuestKind, summary func(node string, vmid int, c *guestconf.Conf) map[string]any) []map[string]any {
 	db := rc.DB()
 	out := []map[string]any{}
 	for _, e := range s.vmListLocked(db) {

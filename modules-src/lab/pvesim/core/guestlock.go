@@ -145,9 +145,9 @@ func (s *Sim) runHandlerLocked(h Handler, rc *Req) (any, error) {
 	}
 }
 
-// withGuestLockLocked runs f holding vmid's config lock on node for the
+// WithGuestLockLocked runs f holding vmid's config lock on node for the
 // length of a synchronous call (lock_config, 10 s): busy → lockWait.
-func (s *Sim) withGuestLockLocked(node string, vmid int, f func() (any, error)) (any, error) {
+func (s *Sim) WithGuestLockLocked(node string, vmid int, f func() (any, error)) (any, error) {
 	key := guestLockKey(node, vmid)
 	if !s.tryLockLocked(key, false) {
 		return nil, &lockWait{key: key, timeout: s.Cfg.Dur(s.Cfg.LockTimeout, DefaultLockTimeout),

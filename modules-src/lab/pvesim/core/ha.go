@@ -53,7 +53,7 @@ func (s *Sim) haServiceLocked(db *ConfigDB, r *section) ha.Service {
 		return ha.Service{}
 	}
 	sid := ha.SID(r)
-	return ha.Service{Node: e.Node, CT: e.Kind == "lxc", NodeUp: s.NodeUpLocked(e.Node), Running: s.runningLocked(e.Node, vmid),
+	return ha.Service{Node: e.Node, CT: e.Kind == "lxc", NodeUp: s.NodeUpLocked(e.Node), Running: s.RunningLocked(e.Node, vmid),
 		Error: s.haErrorLocked(db, sid), Motion: s.haMotionLocked(db, sid)}
 }
 
@@ -75,7 +75,7 @@ func (s *Sim) setHAErrorLocked(db *ConfigDB, sid string, on bool) {
 	}
 }
 
-func (s *Sim) haResourcesLocked(db *ConfigDB) ([]*section, string) {
+func (s *Sim) HAResourcesLocked(db *ConfigDB) ([]*section, string) {
 	return s.ReadSectionsLocked(db, ha.ResourcesCfg)
 }
 
@@ -90,20 +90,20 @@ func (s *Sim) groupsMigrated(db *ConfigDB) bool {
 
 // haManagedLocked is vm_is_ha_managed: configured and not ignored.
 func (s *Sim) haManagedLocked(db *ConfigDB, vmid int) (*section, bool) {
-	list, _ := s.haResourcesLocked(db)
+	list, _ := s.HAResourcesLocked(db)
 	r := ha.FindResource(list, ha.GuestSID(false, vmid))
 	return r, ha.Managed(r)
 }
 
 // haConfiguredLocked is service_is_configured (any state).
 func (s *Sim) haConfiguredLocked(db *ConfigDB, vmid int) bool {
-	list, _ := s.haResourcesLocked(db)
+	list, _ := s.HAResourcesLocked(db)
 	return ha.FindResource(list, ha.GuestSID(false, vmid)) != nil
 }
 
 // haConfiguredSIDLocked tells whether a guest of the VM list is an HA resource.
 func (s *Sim) haConfiguredSIDLocked(db *ConfigDB, e VMEntry) bool {
-	list, _ := s.haResourcesLocked(db)
+	list, _ := s.HAResourcesLocked(db)
 	return ha.FindResource(list, ha.GuestSID(e.Kind == "lxc", e.VMID)) != nil
 }
 
@@ -115,7 +115,7 @@ func setResourceOpts(rc *Req, r *section) {
 
 func (s *Sim) getHAResources(rc *Req) (any, error) {
 	db := rc.DB()
-	list, digest := s.haResourcesLocked(db)
+	list, digest := s.HAResourcesLocked(db)
 	out := []map[string]any{}
 	for _, r := range list {
 		if rc.Has("type") && rc.Str("type") != r.Type {
@@ -132,7 +132,7 @@ func (s *Sim) getHAResource(rc *Req) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	list, digest := s.haResourcesLocked(db)
+	list, digest := s.HAResourcesLocked(db)
 	r := ha.FindResource(list, sid)
 	if r == nil {
 		return nil, fmt.Errorf("no such resource '%s'", sid)
@@ -170,7 +170,7 @@ func (s *Sim) putHAResource(rc *Req) (any, error) {
 			return nil, err
 		}
 	}
-	list, digest := s.haResourcesLocked(db)
+	list, digest := s.HAResourcesLocked(db)
 	// API2/HA/Resources.pm update: lock_ha_domain(..., "update resource failed").
 	if err := staleDigest(rc, digest, "update resource failed: "); err != nil {
 		return nil, err
@@ -200,7 +200,7 @@ func (s *Sim) deleteHAResource(rc *Req) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	list, _ := s.haResourcesLocked(db)
+	list, _ := s.HAResourcesLocked(db)
 	if ha.FindResource(list, sid) == nil {
 		return nil, pvecommon.Die("cannot delete service '%s', not HA managed!", sid)
 	}

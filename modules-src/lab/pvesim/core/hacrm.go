@@ -104,7 +104,7 @@ func (s *Sim) selectServiceNodeLocked(db *ConfigDB, r *section, current string, 
 
 // reconcileHALocked is one CRM round: requested states, then placement.
 func (s *Sim) reconcileHALocked(db *ConfigDB) {
-	list, _ := s.haResourcesLocked(db)
+	list, _ := s.HAResourcesLocked(db)
 	changed := false
 	for _, r := range list {
 		step := ha.NextStep(r, s.haServiceLocked(db, r))
@@ -116,7 +116,7 @@ func (s *Sim) reconcileHALocked(db *ConfigDB) {
 				changed = true
 			}
 		case step.Stop:
-			s.setRunningLocked(e.Node, vmid, false)
+			s.SetRunningLocked(e.Node, vmid, false)
 			changed = true
 		}
 		if !step.Place {
@@ -137,11 +137,11 @@ func (s *Sim) reconcileHALocked(db *ConfigDB) {
 // commit_cloudinit_disk allocates a missing volume).
 func (s *Sim) haStartLocked(db *ConfigDB, e VMEntry) bool {
 	if e.Kind == "lxc" {
-		c, err := s.loadCtConfLocked(db, e.Node, e.VMID)
+		c, err := s.LoadCTConfLocked(db, e.Node, e.VMID)
 		if err != nil || c.IsTemplate() || c.Lock() != "" {
 			return false
 		}
-		s.setRunningLocked(e.Node, e.VMID, true)
+		s.SetRunningLocked(e.Node, e.VMID, true)
 		return true
 	}
 	c, err := s.loadQmConfLocked(db, e.Node, e.VMID)
@@ -163,7 +163,7 @@ func (s *Sim) haStartLocked(db *ConfigDB, e VMEntry) bool {
 		}
 	}
 	s.writeQmConfLocked(db, e.Node, e.VMID, c)
-	s.setRunningLocked(e.Node, e.VMID, true)
+	s.SetRunningLocked(e.Node, e.VMID, true)
 	return true
 }
 
@@ -209,7 +209,7 @@ func (s *Sim) nodeDownLocked(node string) {
 // node (next_state_recovery): the config file is renamed, nothing else —
 // the replication jobs switch at the new node's next pvesr run.
 func (s *Sim) recoverNodeLocked(db *ConfigDB, dead string) {
-	list, _ := s.haResourcesLocked(db)
+	list, _ := s.HAResourcesLocked(db)
 	n := s.State.Nodes[dead]
 	for _, r := range list {
 		if !ha.Recoverable(r) {
@@ -225,9 +225,9 @@ func (s *Sim) recoverNodeLocked(db *ConfigDB, dead string) {
 			continue // no allowed node: stays in recovery (retried next round)
 		}
 		missing := s.missingVolumesLocked(db, e, target)
-		raw, _ := s.readEtcPve(db, guestConfPath(dead, e.Kind, vmid))
-		s.removeEtcPve(db, guestConfPath(dead, e.Kind, vmid))
-		s.writeEtcPve(db, guestConfPath(target, e.Kind, vmid), raw)
+		raw, _ := s.ReadEtcPve(db, GuestConfPath(dead, e.Kind, vmid))
+		s.RemoveEtcPve(db, GuestConfPath(dead, e.Kind, vmid))
+		s.writeEtcPve(db, GuestConfPath(target, e.Kind, vmid), raw)
 		delete(n.Running, vmid)
 		s.setHAMotionLocked(db, ha.SID(r), "")
 		if len(missing) > 0 {
@@ -260,9 +260,9 @@ func (s *Sim) nodeBackLocked(node string) {
 		if e.Node != node || s.haConfiguredSIDLocked(db, e) {
 			continue
 		}
-		raw, _ := s.readEtcPve(db, guestConfPath(node, e.Kind, e.VMID))
+		raw, _ := s.ReadEtcPve(db, GuestConfPath(node, e.Kind, e.VMID))
 		if c := guestconf.Parse(raw); c.Keys["onboot"] == "1" && !c.IsTemplate() {
-			s.setRunningLocked(node, e.VMID, true)
+			s.SetRunningLocked(node, e.VMID, true)
 		}
 	}
 	s.scheduleCRMLocked(dbID)
@@ -318,7 +318,7 @@ func (s *Sim) migrateGroupsLocked(db *ConfigDB) {
 	rules, res := s.haConfigLocked(db).MigrateGroups()
 	s.WriteSectionsLocked(db, ha.RulesCfg, rules)
 	s.WriteSectionsLocked(db, ha.ResourcesCfg, res)
-	s.removeEtcPve(db, ha.GroupsCfg)
+	s.RemoveEtcPve(db, ha.GroupsCfg)
 	s.SaveLocked()
 	s.scheduleCRMLocked(db.ID)
 }

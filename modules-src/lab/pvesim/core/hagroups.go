@@ -75,7 +75,7 @@ func (s *Sim) deleteHAGroup(rc *Req) (any, error) {
 		return nil, err
 	}
 	return s.deleteHA(rc, haGroups, func(id string) error {
-		res, _ := s.haResourcesLocked(db)
+		res, _ := s.HAResourcesLocked(db)
 		return ha.GroupInUse(res, id)
 	})
 }

@@ -158,10 +158,10 @@ func (s *Sim) deleteHARule(rc *Req) (any, error) { return s.deleteHA(rc, haRules
 // sets the requested state (ha-manager set / crm-command stop), the CRM acts
 // later.
 func (s *Sim) haRequestTask(rc *Req, typ string, vmid int, state string) string {
-	return s.haRequestTaskSID(rc, typ, fmt.Sprintf("vm:%d", vmid), vmid, state)
+	return s.HARequestTaskSID(rc, typ, fmt.Sprintf("vm:%d", vmid), vmid, state)
 }
 
-func (s *Sim) haRequestTaskSID(rc *Req, typ, sid string, vmid int, state string) string {
+func (s *Sim) HARequestTaskSID(rc *Req, typ, sid string, vmid int, state string) string {
 	db := rc.DB()
 	kind := "VM"
 	if strings.HasPrefix(sid, "ct:") {
@@ -178,7 +178,7 @@ func (s *Sim) haRequestTaskSID(rc *Req, typ, sid string, vmid int, state string)
 		}
 		s.Mu.Lock()
 		defer s.Mu.Unlock()
-		list, _ := s.haResourcesLocked(db)
+		list, _ := s.HAResourcesLocked(db)
 		if r := ha.FindResource(list, sid); r != nil {
 			r.Opts["state"] = state
 			s.WriteSectionsLocked(db, ha.ResourcesCfg, list)
@@ -199,7 +199,7 @@ func (s *Sim) postHAMotion(rc *Req) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	list, _ := s.haResourcesLocked(db)
+	list, _ := s.HAResourcesLocked(db)
 	if !ha.Managed(ha.FindResource(list, sid)) {
 		return nil, pvecommon.Die("resource '%s' is not HA managed", sid)
 	}

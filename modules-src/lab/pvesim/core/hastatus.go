@@ -12,23 +12,23 @@ import (
 
 func (s *Sim) getHAStatusCurrent(rc *Req) (any, error) {
 	db := rc.DB()
-	res, _ := s.haResourcesLocked(db)
+	res, _ := s.HAResourcesLocked(db)
 	cfg := ha.Config{Version: s.Cfg.Version, Resources: res}
 	return cfg.StatusCurrent(ha.StatusQuery{Node: rc.Node, Quorate: s.QuorateLocked(db), Now: time.Now(),
 		Members: s.MembersLocked(rc.Node), NodeUp: s.NodeUpLocked,
 		Service: func(r *section) ha.Service { return s.haServiceLocked(db, r) }}), nil
 }
 
-// haStatusOfGuestLocked is HA::Config get_service_status, the "ha" object
+// HAStatusOfGuestLocked is HA::Config get_service_status, the "ha" object
 // of a guest's status/current.
-func (s *Sim) haStatusOfGuestLocked(db *ConfigDB, sid string) map[string]any {
-	list, _ := s.haResourcesLocked(db)
+func (s *Sim) HAStatusOfGuestLocked(db *ConfigDB, sid string) map[string]any {
+	list, _ := s.HAResourcesLocked(db)
 	cfg := ha.Config{Version: s.Cfg.Version, Resources: list}
 	return cfg.GuestStatus(cfg.Resource(sid), func(r *section) ha.Service { return s.haServiceLocked(db, r) })
 }
 
 // haStateOfGuestLocked is /cluster/resources' hastate.
 func (s *Sim) haStateOfGuestLocked(db *ConfigDB, sid string) string {
-	list, _ := s.haResourcesLocked(db)
+	list, _ := s.HAResourcesLocked(db)
 	return ha.HAState(ha.FindResource(list, sid), func(r *section) ha.Service { return s.haServiceLocked(db, r) })
 }

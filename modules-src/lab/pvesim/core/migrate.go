@@ -44,13 +44,13 @@ func (s *Sim) postQemuMigrate(rc *Req) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	running := s.runningLocked(node, vmid)
+	running := s.RunningLocked(node, vmid)
 	online := rc.Bool("online")
 	if running && !online {
 		return nil, pvecommon.Die("can't migrate running VM without --online")
 	}
 	if running && !rc.Bool("force") {
-		jobs := s.replicationJobsOf(db, vmid)
+		jobs := s.ReplicationJobsOf(db, vmid)
 		list, _ := s.ReadSectionsLocked(db, replication.ConfigFile)
 		toTarget := false
 		for _, id := range jobs {
@@ -137,7 +137,7 @@ func (s *Sim) postQemuMigrate(rc *Req) (any, error) {
 			s.Mu.Unlock()
 			return abort(err.Error())
 		}
-		t.task.Log = append(t.task.Log, fmt.Sprintf("starting migration of VM %d to node '%s' (%s)", vmid, target, s.State.Nodes[target].Addr))
+		t.Task.Log = append(t.Task.Log, fmt.Sprintf("starting migration of VM %d to node '%s' (%s)", vmid, target, s.State.Nodes[target].Addr))
 		local, reason := s.localVolumesLocked(db, c, vmid)
 		if res := qemuserver.LocalResources(c.Keys); reason == "" && len(res) > 0 {
 			// QemuMigrate.pm prepare: without force (root only), a VM with
@@ -197,7 +197,7 @@ func (s *Sim) postQemuMigrate(rc *Req) (any, error) {
 		if err := s.moveGuestLocked(db, vmid, node, target, t.LogfLocked); err != nil {
 			return abortLocked(err.Error())
 		}
-		t.task.Log = append(t.task.Log, fmt.Sprintf("migration finished successfully (duration %s)", fmtDuration(time.Since(start))))
+		t.Task.Log = append(t.Task.Log, fmt.Sprintf("migration finished successfully (duration %s)", fmtDuration(time.Since(start))))
 		return ""
 	}), nil
 }
@@ -243,7 +243,7 @@ func (s *Sim) moveGuestLocked(db *ConfigDB, vmid int, from, to string, logf func
 	if e, ok := s.FindVMLocked(db, vmid); ok {
 		kind = e.Kind
 	}
-	raw, ok := s.readEtcPve(db, guestConfPath(from, kind, vmid))
+	raw, ok := s.ReadEtcPve(db, GuestConfPath(from, kind, vmid))
 	if !ok {
 		return pvecommon.Die("unable to find configuration file for VM %d on node '%s'", vmid, from)
 	}
@@ -274,12 +274,12 @@ func (s *Sim) moveGuestLocked(db *ConfigDB, vmid int, from, to string, logf func
 			logf("volume '%s' is '%s' on the target", file, file)
 		}
 	}
-	running := s.runningLocked(from, vmid)
-	s.removeEtcPve(db, guestConfPath(from, kind, vmid))
-	s.writeEtcPve(db, guestConfPath(to, kind, vmid), raw)
-	s.setRunningLocked(from, vmid, false)
+	running := s.RunningLocked(from, vmid)
+	s.RemoveEtcPve(db, GuestConfPath(from, kind, vmid))
+	s.writeEtcPve(db, GuestConfPath(to, kind, vmid), raw)
+	s.SetRunningLocked(from, vmid, false)
 	if running {
-		s.setRunningLocked(to, vmid, true)
+		s.SetRunningLocked(to, vmid, true)
 	}
 	s.switchReplicationLocked(db, vmid, to, from) // AbstractMigrate.pm: the job to the target now goes back
 	s.SaveLocked()

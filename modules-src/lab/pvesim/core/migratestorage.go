@@ -174,12 +174,12 @@ func (s *Sim) migrateProblems(db *ConfigDB, t *TaskRun, vmid int, from, to strin
 			tn.Volumes[file] = &cp
 		}
 	}
-	raw, _ := s.readEtcPve(db, guestConfPath(from, "qemu-server", vmid))
-	s.removeEtcPve(db, guestConfPath(from, "qemu-server", vmid))
-	s.writeEtcPve(db, guestConfPath(to, "qemu-server", vmid), raw)
-	if s.runningLocked(from, vmid) {
-		s.setRunningLocked(from, vmid, false)
-		s.setRunningLocked(to, vmid, true)
+	raw, _ := s.ReadEtcPve(db, GuestConfPath(from, "qemu-server", vmid))
+	s.RemoveEtcPve(db, GuestConfPath(from, "qemu-server", vmid))
+	s.writeEtcPve(db, GuestConfPath(to, "qemu-server", vmid), raw)
+	if s.RunningLocked(from, vmid) {
+		s.SetRunningLocked(from, vmid, false)
+		s.SetRunningLocked(to, vmid, true)
 	}
 	s.switchReplicationLocked(db, vmid, to, from)
 	s.SaveLocked()

@@ -46,18 +46,18 @@ func qmErr(err error) error {
 
 // normaliseNet is qemuserver.NormaliseNet with a random MAC for a NIC sent
 // without one (K16).
-func normaliseNet(v string) string { return qemuserver.NormaliseNet(v, randomMAC) }
+func normaliseNet(v string) string { return qemuserver.NormaliseNet(v, RandomMAC) }
 
-// randomMAC is a new MAC with PVE's default prefix (VMs' NICs and
+// RandomMAC is a new MAC with PVE's default prefix (VMs' NICs and
 // containers' hwaddr alike).
-func randomMAC() string { return pvecommon.RandomMAC(randomHex(3)) }
+func RandomMAC() string { return pvecommon.RandomMAC(randomHex(3)) }
 
-func (s *Sim) runningLocked(node string, vmid int) bool {
+func (s *Sim) RunningLocked(node string, vmid int) bool {
 	_, ok := s.State.Nodes[node].Running[vmid]
 	return ok
 }
 
-func (s *Sim) setRunningLocked(node string, vmid int, on bool) {
+func (s *Sim) SetRunningLocked(node string, vmid int, on bool) {
 	n := s.State.Nodes[node]
 	if on {
 		if n.Running == nil {
@@ -71,7 +71,7 @@ func (s *Sim) setRunningLocked(node string, vmid int, on bool) {
 }
 
 // typedConf renders VM config values with the schema's JSON types.
-func (s *Sim) typedConf(keys map[string]string) map[string]any { return s.typedGuestConf(VMKind, keys) }
+func (s *Sim) typedConf(keys map[string]string) map[string]any { return s.TypedGuestConf(VMKind, keys) }
 
 // VMSummary is the shared part of /nodes/{node}/qemu, status/current and
 // /cluster/resources entries.
@@ -148,7 +148,7 @@ func (s *Sim) getNextID(rc *Req) (any, error) {
 
 // GET /nodes/{node}/qemu
 func (s *Sim) getQemuList(rc *Req) (any, error) {
-	return s.guestListLocked(rc, VMKind, s.VMSummary), nil
+	return s.GuestListLocked(rc, VMKind, s.VMSummary), nil
 }
 
 // GET /nodes/{node}/qemu/{vmid}/config
@@ -165,7 +165,7 @@ func (s *Sim) getQemuConfig(rc *Req) (any, error) {
 	if _, ok := out["cipassword"]; ok {
 		out["cipassword"] = "**********" // vm_config never shows it
 	}
-	return withDescriptionAndDigest(out, c), nil
+	return WithDescriptionAndDigest(out, c), nil
 }
 
 // GET /nodes/{node}/qemu/{vmid}/pending
@@ -229,7 +229,7 @@ func (s *Sim) getQemuStatus(rc *Req) (any, error) {
 	}
 	e := s.VMSummary(rc.Node, vmid, c)
 	e["qmpstatus"] = e["status"]
-	e["ha"] = s.haStatusOfGuestLocked(db, fmt.Sprintf("vm:%d", vmid))
+	e["ha"] = s.HAStatusOfGuestLocked(db, fmt.Sprintf("vm:%d", vmid))
 	if c.Keys["agent"] != "" && pvecommon.ParseProps(c.Keys["agent"], "enabled").Get("enabled") == "1" {
 		e["agent"] = 1
 	}

@@ -36,7 +36,7 @@ func (s *Sim) parseConfigUpdate(rc *Req) (*configUpdate, error) {
 		}
 	}
 	up, err := qemuserver.PrepareUpdate(set, pveschema.SplitList(rc.Str("delete")), pveschema.SplitList(rc.Str("revert")),
-		func() string { return randomHex(8) }, randomMAC)
+		func() string { return randomHex(8) }, RandomMAC)
 	if err != nil {
 		return nil, qmErr(err)
 	}
@@ -73,7 +73,7 @@ func (s *Sim) loadAndCheck(db *ConfigDB, u *configUpdate, skiplock bool) (*guest
 // volumes as unusedN when replaced or removed (qemudisks.go).
 func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *guestconf.Conf, logf func(string, ...any)) error {
 	logf("update VM %d: %s", u.vmid, strings.Join(u.LogParams, " "))
-	if err := s.etcPveWritableLocked(db, guestConfPath(u.node, "qemu-server", u.vmid)); err != nil {
+	if err := s.etcPveWritableLocked(db, GuestConfPath(u.node, "qemu-server", u.vmid)); err != nil {
 		return err
 	}
 	node, vmid := u.node, u.vmid
@@ -179,7 +179,7 @@ func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *guestconf.Conf
 		}
 	}
 	c.PendingDelete = slices.DeleteFunc(c.PendingDelete, func(d string) bool { _, ok := c.Keys[strings.TrimPrefix(d, "!")]; return !ok })
-	if !s.runningLocked(node, vmid) {
+	if !s.RunningLocked(node, vmid) {
 		if errs := s.applyPendingLocked(node, vmid, c, logf); errs != nil {
 			s.writeQmConfLocked(db, node, vmid, c)
 			s.SaveLocked()
@@ -296,7 +296,7 @@ func (s *Sim) putQemuConfig(rc *Req) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.withGuestLockLocked(rc.Node, u.vmid, func() (any, error) {
+	return s.WithGuestLockLocked(rc.Node, u.vmid, func() (any, error) {
 		c, err := s.loadAndCheck(db, u, skiplock)
 		if err != nil {
 			return nil, err
@@ -312,10 +312,10 @@ func (s *Sim) postQemuConfig(rc *Req) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.guestLockTask(rc, u.node, "qmconfig", u.vmid, func(t *TaskRun) string {
+	return s.GuestLockTask(rc, u.node, "qmconfig", u.vmid, func(t *TaskRun) string {
 		c, err := s.loadAndCheck(db, u, skiplock)
 		if err == nil {
-			err = s.applyUpdateLocked(db, u, c, func(f string, a ...any) { t.task.Log = append(t.task.Log, fmt.Sprintf(f, a...)) })
+			err = s.applyUpdateLocked(db, u, c, func(f string, a ...any) { t.Task.Log = append(t.Task.Log, fmt.Sprintf(f, a...)) })
 		}
 		if err != nil {
 			return taskError(err)

@@ -38,7 +38,7 @@ func (s *Sim) postQemuCreate(rc *Req) (any, error) {
 	if pool := rc.Str("pool"); pool != "" && db.Pools[pool] == nil {
 		return nil, ErrPerm(fmt.Sprintf("pool '%s' does not exist", pool)) // check_pool_exist: raise_perm_exc, 403
 	}
-	if err := s.etcPveWritableLocked(db, guestConfPath(rc.Node, "qemu-server", vmid)); err != nil {
+	if err := s.etcPveWritableLocked(db, GuestConfPath(rc.Node, "qemu-server", vmid)); err != nil {
 		return nil, pvecommon.Die("unable to create VM %d - %v", vmid, err)
 	}
 	keys := map[string]string{}
@@ -50,7 +50,7 @@ func (s *Sim) postQemuCreate(rc *Req) (any, error) {
 	}
 	// create_vm's permission checks (qemuperm.go): the storage parameter,
 	// VM.Allocate, then the new disks, the options, the NICs' bridges.
-	if st := rc.Str("storage"); st != "" && !isRootUser(rc.Who) {
+	if st := rc.Str("storage"); st != "" && !IsRootUser(rc.Who) {
 		if err := RPCCheck(db, rc.Who, "/storage/"+st, "Datastore.AllocateSpace"); err != nil {
 			return nil, err
 		}
@@ -60,14 +60,14 @@ func (s *Sim) postQemuCreate(rc *Req) (any, error) {
 	// (commit 5086f472): start=1 needs VM.PowerMgmt up front, as the worker
 	// starts the VM without vm_start's own check. PVE 8's qemu-server
 	// (stable-bookworm, 8.4.10) makes neither check.
-	if !isRootUser(rc.Who) && s.Cfg.Version != 8 {
+	if !IsRootUser(rc.Who) && s.Cfg.Version != 8 {
 		if rc.Bool("ha-managed") {
 			if err := RPCCheck(db, rc.Who, "/", "Sys.Console"); err != nil {
 				return nil, err
 			}
 		}
 		if rc.Bool("start") {
-			if err := vmCheck(db, rc.Who, vmid, rc.Str("pool"), []string{"VM.PowerMgmt"}, false); err != nil {
+			if err := VMCheck(db, rc.Who, vmid, rc.Str("pool"), []string{"VM.PowerMgmt"}, false); err != nil {
 				return nil, err
 			}
 		}
@@ -77,7 +77,7 @@ func (s *Sim) postQemuCreate(rc *Req) (any, error) {
 	// `$rpcenv->check($authuser, "/vms/$vmid", ['VM.Allocate'], 1)`, else
 	// the same on /pool/$pool, else (a forced restore over an existing VM,
 	// which the lab does not simulate) VM.Backup, else raise_perm_exc().
-	if err := checkCreateAllocate(rc, false); err != nil {
+	if err := CheckCreateAllocate(rc, false); err != nil {
 		return nil, err
 	}
 	if err := checkStorageAccessNew(db, rc.Who, keys, rc.Str("storage")); err != nil {
@@ -130,16 +130,16 @@ func (s *Sim) postQemuCreate(rc *Req) (any, error) {
 				continue
 			}
 			if at := qemuserver.CloudinitRequestElsewhere(k, keys[k], made); at != "" {
-				s.removeEtcPve(db, guestConfPath(node, "qemu-server", vmid))
+				s.RemoveEtcPve(db, GuestConfPath(node, "qemu-server", vmid))
 				return fmt.Sprintf("unable to create VM %d - %s - cloud-init drive is already attached at '%s'", vmid, k, at)
 			}
 			nv, err := s.createDrive(node, vmid, k, keys[k])
 			if err != nil {
-				s.removeEtcPve(db, guestConfPath(node, "qemu-server", vmid))
+				s.RemoveEtcPve(db, GuestConfPath(node, "qemu-server", vmid))
 				return fmt.Sprintf("unable to create VM %d - %v", vmid, err)
 			}
 			if nv != keys[k] {
-				t.task.Log = append(t.task.Log, fmt.Sprintf("%s: successfully created disk '%s'", k, nv))
+				t.Task.Log = append(t.Task.Log, fmt.Sprintf("%s: successfully created disk '%s'", k, nv))
 			}
 			keys[k] = nv
 			made[k] = nv
@@ -159,7 +159,7 @@ func (s *Sim) postQemuCreate(rc *Req) (any, error) {
 			s.addGuestToPoolLocked(db, pool, vmid) // add_vm_to_pool, once the disks exist
 		}
 		if start {
-			s.setRunningLocked(node, vmid, true)
+			s.SetRunningLocked(node, vmid, true)
 		}
 		s.SaveLocked()
 		return ""

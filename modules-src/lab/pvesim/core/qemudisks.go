@@ -38,9 +38,9 @@ func (s *Sim) addUnusedVolume(node string, c *guestconf.Conf, volid string, logf
 	return nil
 }
 
-// ownsVolume is vm_is_volid_owner: the volume name carries the VMID
+// OwnsVolume is vm_is_volid_owner: the volume name carries the VMID
 // (vm-<id>-…, base-…/vm-<id>-…, <id>/vm-<id>-….qcow2).
-func ownsVolume(vmid int, volid string) bool {
+func OwnsVolume(vmid int, volid string) bool {
 	_, vn, ok := storage.ParseVolumeID(volid)
 	return ok && storage.Owner(vn) == vmid
 }
@@ -65,7 +65,7 @@ func (s *Sim) registerUnusedDriveLocked(node string, vmid int, c *guestconf.Conf
 		logf("WARN: storage '%s' no longer exists, volume '%s' will be removed from config", store, d.File())
 		return nil
 	}
-	if ownsVolume(vmid, d.File()) {
+	if OwnsVolume(vmid, d.File()) {
 		return s.addUnusedVolume(node, c, d.File(), logf)
 	}
 	return nil
@@ -79,7 +79,7 @@ func (s *Sim) tryDeallocateDriveLocked(node string, vmid int, c *guestconf.Conf,
 	if !(force || strings.HasPrefix(key, "unused")) || (d.CDROM() && !d.Cloudinit()) {
 		return false, nil
 	}
-	if !ownsVolume(vmid, d.File()) {
+	if !OwnsVolume(vmid, d.File()) {
 		return true, nil
 	}
 	if qemuserver.VolumeInUse(c.Keys, c.Pending, key, d.File()) {
@@ -242,7 +242,7 @@ func (s *Sim) destroyVolumesLocked(node string, vmid int, c *guestconf.Conf, unr
 				continue
 			}
 			d := qemuserver.ParseDrive(keys[k])
-			if d.CDROM() && !d.Cloudinit() || !ownsVolume(vmid, d.File()) {
+			if d.CDROM() && !d.Cloudinit() || !OwnsVolume(vmid, d.File()) {
 				continue
 			}
 			free(d.File())
@@ -258,7 +258,7 @@ func (s *Sim) destroyVolumesLocked(node string, vmid int, c *guestconf.Conf, unr
 			continue
 		}
 		for _, volid := range slices.Sorted(maps.Keys(s.VolumesFor(node, st))) {
-			if store, _, _ := storage.ParseVolumeID(volid); store == id && ownsVolume(vmid, volid) {
+			if store, _, _ := storage.ParseVolumeID(volid); store == id && OwnsVolume(vmid, volid) {
 				free(volid)
 			}
 		}

@@ -42,7 +42,7 @@ func (s *Sim) postQemuTemplate(rc *Req) (any, error) {
 		if c.IsTemplate() {
 			return nil, fmt.Errorf("you can't convert a template to a template")
 		}
-		if s.runningLocked(node, vmid) {
+		if s.RunningLocked(node, vmid) {
 			return nil, fmt.Errorf("you can't convert a VM to template if VM is running")
 		}
 		return c, nil
@@ -50,7 +50,7 @@ func (s *Sim) postQemuTemplate(rc *Req) (any, error) {
 	if _, err := check(); err != nil {
 		return nil, err
 	}
-	return s.guestLockTask(rc, node, "qmtemplate", vmid, func(*TaskRun) string {
+	return s.GuestLockTask(rc, node, "qmtemplate", vmid, func(*TaskRun) string {
 		c, err := check()
 		if err != nil {
 			return err.Error()
@@ -92,7 +92,7 @@ func (s *Sim) putQemuResize(rc *Req) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.guestLockTask(rc, node, "resize", vmid, func(t *TaskRun) string {
+	return s.GuestLockTask(rc, node, "resize", vmid, func(t *TaskRun) string {
 		c, err := s.loadQmConfLocked(db, node, vmid)
 		if err != nil {
 			return err.Error()
@@ -129,8 +129,8 @@ func (s *Sim) putQemuResize(rc *Req) (any, error) {
 		if n == vol.Size {
 			return ""
 		}
-		t.task.Log = append(t.task.Log, fmt.Sprintf("update VM %d: resize --disk %s --size %s", vmid, disk, sizeStr))
-		if err := s.resizeVolumeLocked(node, d.File(), n); err != nil {
+		t.Task.Log = append(t.Task.Log, fmt.Sprintf("update VM %d: resize --disk %s --size %s", vmid, disk, sizeStr))
+		if err := s.ResizeVolumeLocked(node, d.File(), n); err != nil {
 			return err.Error()
 		}
 		d.Props.Set("size", pvecommon.FormatSize(n))
@@ -141,19 +141,19 @@ func (s *Sim) putQemuResize(rc *Req) (any, error) {
 	}), nil
 }
 
-// purgeGuestLocked is destroy_vm's purge, the same for a VM and a CT:
+// PurgeGuestLocked is destroy_vm's purge, the same for a VM and a CT:
 // ReplicationConfig::remove_vmid_jobs, VZDump remove_vmid_from_backup_jobs,
 // and HA::Config::delete_service_from_config (typ "vm" or "ct").
-func (s *Sim) purgeGuestLocked(db *ConfigDB, t *TaskRun, typ string, vmid int) {
+func (s *Sim) PurgeGuestLocked(db *ConfigDB, t *TaskRun, typ string, vmid int) {
 	s.removeFromBackupJobsLocked(db, vmid)
 	jobs, _ := s.replJobsLocked(db)
 	s.writeReplJobsLocked(db, slices.DeleteFunc(jobs, func(j *replication.Job) bool { return replication.Guest(j.ID) == vmid }))
-	res, _ := s.haResourcesLocked(db)
+	res, _ := s.HAResourcesLocked(db)
 	if ha.FindResource(res, fmt.Sprintf("%s:%d", typ, vmid)) != nil {
 		s.WriteSectionsLocked(db, ha.ResourcesCfg, slices.DeleteFunc(res, func(r *section) bool {
 			return r.Type == typ && r.ID == strconv.Itoa(vmid)
 		}))
-		t.task.Log = append(t.task.Log, fmt.Sprintf("NOTE: removed %s %d from HA resource configuration.", map[string]string{"vm": "VM", "ct": "CT"}[typ], vmid))
+		t.Task.Log = append(t.Task.Log, fmt.Sprintf("NOTE: removed %s %d from HA resource configuration.", map[string]string{"vm": "VM", "ct": "CT"}[typ], vmid))
 	}
 }
 
@@ -178,11 +178,11 @@ func (s *Sim) deleteQemu(rc *Req) (any, error) {
 		}
 		if !rc.Bool("purge") {
 			// ReplicationConfig.pm check_for_existing_jobs
-			if jobs := s.replicationJobsOf(db, vmid); len(jobs) > 0 {
+			if jobs := s.ReplicationJobsOf(db, vmid); len(jobs) > 0 {
 				return pvecommon.Die("There is a replication job '%s' for guest '%d' - Please remove that first.", jobs[0], vmid)
 			}
 		}
-		if s.runningLocked(node, vmid) {
+		if s.RunningLocked(node, vmid) {
 			return fmt.Errorf("VM %d is running - destroy failed", vmid)
 		}
 		return nil
@@ -190,7 +190,7 @@ func (s *Sim) deleteQemu(rc *Req) (any, error) {
 	if err := early(); err != nil {
 		return nil, err
 	}
-	return s.guestLockTask(rc, node, "qmdestroy", vmid, func(t *TaskRun) string {
+	return s.GuestLockTask(rc, node, "qmdestroy", vmid, func(t *TaskRun) string {
 		if err := early(); err != nil {
 			return err.Error()
 		}
@@ -204,12 +204,12 @@ func (s *Sim) deleteQemu(rc *Req) (any, error) {
 		s.destroyVolumesLocked(node, vmid, c, rc.Bool("destroy-unreferenced-disks"), t.LogfLocked)
 		// destroy_vm leaves a "lock: destroyed" config until the end.
 		s.writeQmConfLocked(db, node, vmid, &guestconf.Conf{Keys: map[string]string{"lock": "destroyed"}})
-		dropFromPoolsLocked(db, VMKind, vmid)
+		DropFromPoolsLocked(db, VMKind, vmid)
 		if rc.Bool("purge") {
-			t.task.Log = append(t.task.Log, fmt.Sprintf("purging VM %d from related configurations..", vmid))
-			s.purgeGuestLocked(db, t, "vm", vmid)
+			t.Task.Log = append(t.Task.Log, fmt.Sprintf("purging VM %d from related configurations..", vmid))
+			s.PurgeGuestLocked(db, t, "vm", vmid)
 		}
-		s.removeEtcPve(db, guestConfPath(node, "qemu-server", vmid))
+		s.RemoveEtcPve(db, GuestConfPath(node, "qemu-server", vmid))
 		s.SaveLocked()
 		return ""
 	}), nil

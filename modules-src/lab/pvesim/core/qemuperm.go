@@ -44,11 +44,11 @@ import (
 //     (9.1.10). Clone's VM.Clone and VM.Allocate are the schema's check,
 //     which the lab evaluates for every call.
 
-// isRootUser is qemu-server's `$authuser eq 'root@pam'` (a token of root
+// IsRootUser is qemu-server's `$authuser eq 'root@pam'` (a token of root
 // is not root@pam).
-func isRootUser(who *Principal) bool { return who == nil || who.Full() == "root@pam" || who.CLI }
+func IsRootUser(who *Principal) bool { return who == nil || who.Full() == "root@pam" || who.CLI }
 
-func vmCheck(db *ConfigDB, who *Principal, vmid int, pool string, privs []string, anyOf bool) error {
+func VMCheck(db *ConfigDB, who *Principal, vmid int, pool string, privs []string, anyOf bool) error {
 	if pool != "" && HasPriv(db, who, "/pool/"+pool, privs, anyOf) {
 		return nil
 	}
@@ -62,8 +62,8 @@ func vmCheck(db *ConfigDB, who *Principal, vmid int, pool string, privs []string
 // VM vmid (pool: create's pool parameter, else "").
 func qmPerm(db *ConfigDB, who *Principal, vmid int, pool string) qemuserver.Perm {
 	return qemuserver.Perm{
-		Root:  isRootUser(who),
-		VM:    func(privs []string, anyOf bool) error { return vmCheck(db, who, vmid, pool, privs, anyOf) },
+		Root:  IsRootUser(who),
+		VM:    func(privs []string, anyOf bool) error { return VMCheck(db, who, vmid, pool, privs, anyOf) },
 		Check: func(path, priv string) error { return RPCCheck(db, who, path, priv) },
 	}
 }
@@ -83,7 +83,7 @@ func checkVMCreateDevicePerm(db *ConfigDB, who *Principal, vmid int, pool string
 // checkBridgeAccess is QemuServer::check_bridge_access: check_vnet_access
 // (lxcperm.go) for each NIC.
 func checkBridgeAccess(db *ConfigDB, who *Principal, conf map[string]string) error {
-	if isRootUser(who) {
+	if IsRootUser(who) {
 		return nil
 	}
 	for _, k := range slices.Sorted(maps.Keys(conf)) {
@@ -91,7 +91,7 @@ func checkBridgeAccess(db *ConfigDB, who *Principal, conf map[string]string) err
 			continue
 		}
 		p := pvecommon.ParseProps(conf[k], "model")
-		if err := checkVnetAccess(db, who, p.Get("bridge"), p.Get("tag"), p.Get("trunks")); err != nil {
+		if err := CheckVnetAccess(db, who, p.Get("bridge"), p.Get("tag"), p.Get("trunks")); err != nil {
 			return err
 		}
 	}

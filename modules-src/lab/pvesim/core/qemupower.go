@@ -78,12 +78,12 @@ func (s *Sim) powerTask(rc *Req, typ string, decide func(c *guestconf.Conf, runn
 		return nil, err
 	}
 	node := rc.Node
-	return s.guestLockTask(rc, node, typ, vmid, func(t *TaskRun) string {
+	return s.GuestLockTask(rc, node, typ, vmid, func(t *TaskRun) string {
 		c, err := s.loadQmConfLocked(db, node, vmid)
 		if err != nil {
 			return err.Error()
 		}
-		msg, on := decide(c, s.runningLocked(node, vmid))
+		msg, on := decide(c, s.RunningLocked(node, vmid))
 		if msg != "" {
 			return msg
 		}
@@ -108,7 +108,7 @@ func (s *Sim) powerTask(rc *Req, typ string, decide func(c *guestconf.Conf, runn
 				return err.Error()
 			}
 		}
-		s.setRunningLocked(node, vmid, on)
+		s.SetRunningLocked(node, vmid, on)
 		s.SaveLocked()
 		return ""
 	}), nil

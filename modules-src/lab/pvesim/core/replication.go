@@ -141,7 +141,7 @@ func (s *Sim) postReplicationJob(rc *Req) (any, error) {
 	}
 	var c *guestconf.Conf
 	if e.Kind == "lxc" {
-		c, err = s.loadCtConfLocked(db, e.Node, guest)
+		c, err = s.LoadCTConfLocked(db, e.Node, guest)
 	} else {
 		c, err = s.loadQmConfLocked(db, e.Node, guest)
 	}
@@ -224,8 +224,8 @@ func (s *Sim) deleteReplicationJob(rc *Req) (any, error) {
 	return nil, nil
 }
 
-// replicationJobsOf lists the job ids of a guest (destroy refuses them).
-func (s *Sim) replicationJobsOf(db *ConfigDB, vmid int) []string {
+// ReplicationJobsOf lists the job ids of a guest (destroy refuses them).
+func (s *Sim) ReplicationJobsOf(db *ConfigDB, vmid int) []string {
 	jobs, _ := s.replJobsLocked(db)
 	return replication.IDsOf(jobs, vmid)
 }

@@ -261,7 +261,7 @@ func (s *Sim) replStoragesLocked(db *ConfigDB, e VMEntry, src string, guest int)
 
 // guestConfLocked reads a guest's config wherever it is, VM or CT.
 func (s *Sim) guestConfLocked(db *ConfigDB, e VMEntry) *guestconf.Conf {
-	raw, ok := s.readEtcPve(db, guestConfPath(e.Node, e.Kind, e.VMID))
+	raw, ok := s.ReadEtcPve(db, GuestConfPath(e.Node, e.Kind, e.VMID))
 	if !ok {
 		return nil
 	}
@@ -439,7 +439,7 @@ func (s *Sim) postReplicationScheduleNow(rc *Req) (any, error) {
 // missingVolumesLocked lists a guest's local volumes absent on node (a
 // recovery without a replica cannot start it, H8).
 func (s *Sim) missingVolumesLocked(db *ConfigDB, e VMEntry, node string) []string {
-	raw, _ := s.readEtcPve(db, guestConfPath(e.Node, e.Kind, e.VMID))
+	raw, _ := s.ReadEtcPve(db, GuestConfPath(e.Node, e.Kind, e.VMID))
 	c := guestconf.Parse(raw)
 	var out []string
 	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {

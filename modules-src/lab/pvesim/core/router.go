@@ -27,7 +27,7 @@ func (s *Sim) handleBuiltins() {
 	for _, routes := range []map[string]Handler{
 		s.authRoutes(), s.nodeRoutes(), s.taskRoutes(),
 		s.clusterRoutes(), s.uploadRoutes(),
-		s.qemuRoutes(), s.lxcRoutes(), s.replicationRoutes(), s.haRoutes(),
+		s.qemuRoutes(), s.replicationRoutes(), s.haRoutes(),
 	} {
 		s.Handle(routes)
 	}

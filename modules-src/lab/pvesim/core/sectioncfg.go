@@ -20,7 +20,7 @@ var (
 // ReadSectionsLocked reads a SectionConfig file of db ("" when absent)
 // with its digest (SHA-1 of the bytes, as PVE's).
 func (s *Sim) ReadSectionsLocked(db *ConfigDB, rel string) ([]*section, string) {
-	raw, _ := s.readEtcPve(db, rel)
+	raw, _ := s.ReadEtcPve(db, rel)
 	return parseSections(raw), guestconf.Parse(raw).Digest
 }
 

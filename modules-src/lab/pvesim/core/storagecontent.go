@@ -64,9 +64,9 @@ func (s *Sim) FileVolumeLocked(node string, st *Storage, volid string) (*Volume,
 	return nil, nil
 }
 
-// volumeExistsLocked tells whether a volume is on its storage as node sees
+// VolumeExistsLocked tells whether a volume is on its storage as node sees
 // it: a guest image in the simulator, a file in the node's listing.
-func (s *Sim) volumeExistsLocked(node, volid string) (bool, error) {
+func (s *Sim) VolumeExistsLocked(node, volid string) (bool, error) {
 	r, err := s.ParseVolRef(node, volid)
 	if err != nil {
 		return false, err

@@ -19,7 +19,7 @@ type TaskWorker func(t *TaskRun) string
 // TaskRun is a worker's handle on its task.
 type TaskRun struct {
 	s    *Sim
-	task *tasks.Task
+	Task *tasks.Task
 	// effects run (under s.mu) when the worker succeeds; a slow-config
 	// fault runs them Delay after the task already reported OK (K4).
 	effects []func()
@@ -36,7 +36,7 @@ func (t *TaskRun) DiedLocked() bool {
 
 func (t *TaskRun) Logf(format string, args ...any) {
 	t.s.Mu.Lock()
-	t.task.Log = append(t.task.Log, fmt.Sprintf(format, args...))
+	t.Task.Log = append(t.Task.Log, fmt.Sprintf(format, args...))
 	t.s.Mu.Unlock()
 }
 
@@ -63,7 +63,7 @@ func (s *Sim) StartTaskLocked(rc *Req, node, typ, id string, work TaskWorker) st
 	if rc != nil {
 		fault = rc.Fault
 	}
-	run := &TaskRun{s: s, task: task, node: n, lossesAtStart: n.powerLosses}
+	run := &TaskRun{s: s, Task: task, node: n, lossesAtStart: n.powerLosses}
 	s.Workers.Add(1)
 	go func() {
 		defer s.Workers.Done()
@@ -221,5 +221,5 @@ func (s *Sim) taskRoutes() map[string]Handler {
 
 // LogfLocked appends to the log when the caller already holds s.mu.
 func (t *TaskRun) LogfLocked(format string, args ...any) {
-	t.task.Log = append(t.task.Log, fmt.Sprintf(format, args...))
+	t.Task.Log = append(t.Task.Log, fmt.Sprintf(format, args...))
 }

@@ -32,10 +32,10 @@ func (s *Sim) ZFSCreateVolume(node string, st *Storage, name string, size int64)
 	return s.zfsOn(node, st, storage.ZvolCreate(st, name, size)...)
 }
 
-// allocSubvolLocked creates a container's root or mount point volume:
+// AllocSubvolLocked creates a container's root or mount point volume:
 // subvol-<vmid>-disk-N on zfspool (zfs_create_subvol: a filesystem with a
 // refquota, none for size 0), vm-<vmid>-disk-N elsewhere.
-func (s *Sim) allocSubvolLocked(node string, st *Storage, vmid int, size int64) (string, error) {
+func (s *Sim) AllocSubvolLocked(node string, st *Storage, vmid int, size int64) (string, error) {
 	prefix, format := "vm", "raw"
 	if st.Type == "zfspool" {
 		prefix, format = "subvol", "subvol"
@@ -75,8 +75,8 @@ func (s *Sim) makeBaseLocked(node string, volid string) (string, error) {
 	return nb, nil
 }
 
-// resizeVolumeLocked is volume_resize (storage.Resize).
-func (s *Sim) resizeVolumeLocked(node, volid string, size int64) error {
+// ResizeVolumeLocked is volume_resize (storage.Resize).
+func (s *Sim) ResizeVolumeLocked(node, volid string, size int64) error {
 	vol, st, err := s.VolumeLocked(node, volid)
 	if err != nil {
 		return err

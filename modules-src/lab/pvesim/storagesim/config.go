@@ -1,5 +1,5 @@
 // Package storagesim simulates PVE's storage endpoints: storage.cfg's
-// entries (pve-storage PVE/API2/core.Storage/Config.pm: /storage), a node's
+// entries (pve-storage PVE/API2/Storage/Config.pm: /storage), a node's
 // storages and their status (Status.pm: /nodes/{node}/storage and
 // .../status), and a storage's content (Content.pm: the list, volume
 // info, attributes, allocation and deletion). The rules (storage.cfg's
@@ -141,7 +141,7 @@ func (s *backend) putStorage(rc *core.Req) (any, error) {
 	}
 	// The update hook (a PBS login, a CIFS password check) runs inside the
 	// lock, after the digest check, and storage.cfg is written at the end
-	// (pve-storage API2/core.Storage/Config.pm update); a slow-locked fault
+	// (pve-storage API2/Storage/Config.pm update); a slow-locked fault
 	// stretches it, so a client's answer can be lost before the write.
 	release, alive := s.SlowInStorageCfgLock(db, rc)
 	defer release()

@@ -1,4 +1,4 @@
-// A storage's content, as pve-storage's PVE/API2/core.Storage/Content.pm
+// A storage's content, as pve-storage's PVE/API2/Storage/Content.pm
 // serves /nodes/{node}/storage/{storage}/content[/{volume}] (the {volume}
 // segment takes the rest of the path, slashes included: pveschema's
 // fragmentMounts): GET (info: path, size, used, format, volume_size_info),

@@ -1,4 +1,4 @@
-// A node's storages and their status: pve-storage PVE/API2/core.Storage/Status.pm.
+// A node's storages and their status: pve-storage PVE/API2/Storage/Status.pm.
 package storagesim
 
 import (

@@ -1,10 +1,11 @@
-package core
+package lxcsim
 
 import (
 	"fmt"
 	"regexp"
 	"strings"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecontainer"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
@@ -21,7 +22,7 @@ var bareSizeRe = regexp.MustCompile(`^\d+(\.\d+)?$`)
 // enabled on the node and take rootdir ($check_and_activate_storage: a 400
 // on `storage`), and the caller needs Datastore.AllocateSpace on it.
 // PVE::LXC::create_disks then allocates them in the task.
-func (s *Sim) ctCreateVolumes(rc *Req, keys map[string]string) error {
+func (s *backend) ctCreateVolumes(rc *core.Req, keys map[string]string) error {
 	defStorage := rc.Str("storage")
 	if defStorage == "" {
 		defStorage = "local"
@@ -63,9 +64,9 @@ func (s *Sim) ctCreateVolumes(rc *Req, keys map[string]string) error {
 		case !st.OnNode(rc.Node):
 			return pvecommon.Die("storage '%s' is not available on node '%s'", sid, rc.Node)
 		case !st.HasContent("rootdir"):
-			return ErrParams(map[string]string{"storage": fmt.Sprintf("storage '%s' does not support container directories", sid)})
-		case !isRootUser(rc.Who):
-			if err := RPCCheck(db, rc.Who, "/storage/"+sid, "Datastore.AllocateSpace"); err != nil {
+			return core.ErrParams(map[string]string{"storage": fmt.Sprintf("storage '%s' does not support container directories", sid)})
+		case !core.IsRootUser(rc.Who):
+			if err := core.RPCCheck(db, rc.Who, "/storage/"+sid, "Datastore.AllocateSpace"); err != nil {
 				return err
 			}
 		}

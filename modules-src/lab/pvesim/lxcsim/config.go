@@ -1,4 +1,4 @@
-package core
+package lxcsim
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/ha"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
@@ -28,7 +29,7 @@ import (
 // removed or replaced mount point's volume is kept as unusedN.
 
 // PUT /nodes/{node}/lxc/{vmid}/config: synchronous under the config lock.
-func (s *Sim) putLxcConfig(rc *Req) (any, error) {
+func (s *backend) putLxcConfig(rc *core.Req) (any, error) {
 	db := rc.DB()
 	vmid, node := rc.VMID(), rc.Node
 	set := map[string]string{}
@@ -42,8 +43,8 @@ func (s *Sim) putLxcConfig(rc *Req) (any, error) {
 		return nil, pvecommon.Die("no options specified")
 	}
 	reverts := pveschema.SplitList(rc.Str("revert"))
-	return s.withGuestLockLocked(node, vmid, func() (any, error) {
-		c, err := s.loadCtConfLocked(db, node, vmid)
+	return s.WithGuestLockLocked(node, vmid, func() (any, error) {
+		c, err := s.LoadCTConfLocked(db, node, vmid)
 		if err != nil {
 			return nil, err
 		}
@@ -70,13 +71,13 @@ func (s *Sim) putLxcConfig(rc *Req) (any, error) {
 		}
 		for k, v := range set {
 			if qemuserver.IsNetKey(k) {
-				set[k] = pvecontainer.NormaliseNet(v, randomMAC)
+				set[k] = pvecontainer.NormaliseNet(v, core.RandomMAC)
 			}
 		}
 		if err := s.ctWritePendingLocked(node, vmid, c, set, deletes, reverts); err != nil {
 			return nil, err
 		}
-		s.writeCtConfLocked(db, node, vmid, c)
+		s.WriteCTConfLocked(db, node, vmid, c)
 		s.SaveLocked()
 		return nil, nil
 	})
@@ -89,7 +90,7 @@ func (s *Sim) putLxcConfig(rc *Req) (any, error) {
 // vmconfig_apply_pending as $selection): what a running CT left pending
 // stays pending after a stop until the next start, even through an
 // update of other keys.
-func (s *Sim) ctWritePendingLocked(node string, vmid int, c *guestconf.Conf, set map[string]string, deletes, revert []string) error {
+func (s *backend) ctWritePendingLocked(node string, vmid int, c *guestconf.Conf, set map[string]string, deletes, revert []string) error {
 	for _, k := range revert {
 		delete(c.Pending, k)
 		c.PendingDelete = slices.DeleteFunc(c.PendingDelete, func(d string) bool { return d == k })
@@ -121,7 +122,7 @@ func (s *Sim) ctWritePendingLocked(node string, vmid int, c *guestconf.Conf, set
 		c.Pending[k] = v
 		c.PendingDelete = slices.DeleteFunc(c.PendingDelete, func(d string) bool { return d == k })
 	}
-	running := s.runningLocked(node, vmid)
+	running := s.RunningLocked(node, vmid)
 	errs := map[string]string{}
 	for _, pk := range slices.Sorted(slices.Values(c.PendingDelete)) {
 		k := strings.TrimPrefix(pk, "!") // parse_pending_delete
@@ -142,7 +143,7 @@ func (s *Sim) ctWritePendingLocked(node string, vmid int, c *guestconf.Conf, set
 	}
 	// update_vm: "don't write to config if we get any errors".
 	if len(errs) > 0 {
-		return ErrParams(errs)
+		return core.ErrParams(errs)
 	}
 	// cleanup_pending: a pending value equal to the current one goes.
 	for k, v := range c.Pending {
@@ -162,12 +163,12 @@ func (s *Sim) ctWritePendingLocked(node string, vmid int, c *guestconf.Conf, set
 // unusedN (add_unused_volume; only reached on a stopped CT, since the
 // running one keeps an mpN delete pending). On an error the delete stays
 // pending.
-func (s *Sim) ctApplyDeleteLocked(node string, vmid int, c *guestconf.Conf, pk string) error {
+func (s *backend) ctApplyDeleteLocked(node string, vmid int, c *guestconf.Conf, pk string) error {
 	k := strings.TrimPrefix(pk, "!")
 	v := c.Keys[k]
 	switch {
 	case pvecontainer.IsUnusedKey(k):
-		if v != "" && !pvecontainer.VolumeInUse(c.Keys, c.Pending, v) && ownsVolume(vmid, v) {
+		if v != "" && !pvecontainer.VolumeInUse(c.Keys, c.Pending, v) && core.OwnsVolume(vmid, v) {
 			if err := s.FreeVolumeLocked(node, v); err != nil {
 				return err
 			}
@@ -194,7 +195,7 @@ func ctPendingError(running bool, key string, err error) string {
 
 // ctApplyPendingLocked is vm_start's vmconfig_apply_pending: what waited
 // for the start is in force now.
-func (s *Sim) ctApplyPendingLocked(node string, vmid int, c *guestconf.Conf) error {
+func (s *backend) ctApplyPendingLocked(node string, vmid int, c *guestconf.Conf) error {
 	for _, k := range slices.Sorted(slices.Values(c.PendingDelete)) {
 		// vm_start passes no error hash: a failure is a warning and
 		// the delete stays pending.
@@ -212,7 +213,7 @@ func (s *Sim) ctApplyPendingLocked(node string, vmid int, c *guestconf.Conf) err
 // mount point "store:N" allocates its volume; a mount point in place of
 // another keeps the old volume as unusedN (apply_pending_mountpoint,
 // src/PVE/LXC/Config.pm; on a running CT only a new mpN gets here).
-func (s *Sim) ctApplySetLocked(node string, vmid int, c *guestconf.Conf, k string) error {
+func (s *backend) ctApplySetLocked(node string, vmid int, c *guestconf.Conf, k string) error {
 	v := c.Pending[k]
 	if pvecontainer.IsVolumeKey(k) {
 		nv, err := s.createCtVolume(node, vmid, v, c.Keys["unprivileged"] == "1")
@@ -235,7 +236,7 @@ func (s *Sim) ctApplySetLocked(node string, vmid int, c *guestconf.Conf, k strin
 // CT no longer uses, when it holds a volume (not a bind or device mount)
 // and is_volume_in_use does not find it; PVE passes the whole mount point
 // string there (see pvecontainer.VolumeInUse).
-func (s *Sim) ctKeepUnusedLocked(c *guestconf.Conf, mp string) error {
+func (s *backend) ctKeepUnusedLocked(c *guestconf.Conf, mp string) error {
 	vol := pvecontainer.ParseMountPoint(mp).Volume()
 	if vol == "" || strings.HasPrefix(vol, "/") || pvecontainer.VolumeInUse(c.Keys, c.Pending, mp) {
 		return nil
@@ -250,8 +251,8 @@ func (s *Sim) ctKeepUnusedLocked(c *guestconf.Conf, mp string) error {
 
 // GET /nodes/{node}/lxc/{vmid}/pending: config_with_pending_array, as for
 // a VM.
-func (s *Sim) getLxcPending(rc *Req) (any, error) {
-	c, err := s.loadCtConfLocked(rc.DB(), rc.Node, rc.VMID())
+func (s *backend) getLxcPending(rc *core.Req) (any, error) {
+	c, err := s.LoadCTConfLocked(rc.DB(), rc.Node, rc.VMID())
 	if err != nil {
 		return nil, err
 	}
@@ -266,10 +267,10 @@ func (s *Sim) getLxcPending(rc *Req) (any, error) {
 	for _, k := range slices.Sorted(maps.Keys(keys)) {
 		e := map[string]any{"key": k}
 		if v, ok := c.Keys[k]; ok {
-			e["value"] = s.typedGuestConf(CTKind, map[string]string{k: v})[k]
+			e["value"] = s.TypedGuestConf(core.CTKind, map[string]string{k: v})[k]
 		}
 		if v, ok := c.Pending[k]; ok {
-			e["pending"] = s.typedGuestConf(CTKind, map[string]string{k: v})[k]
+			e["pending"] = s.TypedGuestConf(core.CTKind, map[string]string{k: v})[k]
 		}
 		if c.PendingDeleted(k) {
 			e["delete"] = 1
@@ -287,12 +288,12 @@ func (s *Sim) getLxcPending(rc *Req) (any, error) {
 // before the worker is forked (its refusals are the call's 500, not a
 // failed task: lock, digest, shrink, same size), then a "resize" task
 // grows the volume under the config lock.
-func (s *Sim) putLxcResize(rc *Req) (any, error) {
+func (s *backend) putLxcResize(rc *core.Req) (any, error) {
 	db := rc.DB()
 	vmid, node := rc.VMID(), rc.Node
 	disk, sizeStr, digest := rc.Str("disk"), rc.Str("size"), rc.Str("digest")
 	check := func() (*guestconf.Conf, *pvecontainer.MountPoint, int64, error) {
-		c, err := s.loadCtConfLocked(db, node, vmid)
+		c, err := s.LoadCTConfLocked(db, node, vmid)
 		if err != nil {
 			return nil, nil, 0, err
 		}
@@ -314,8 +315,8 @@ func (s *Sim) putLxcResize(rc *Req) (any, error) {
 			return nil, nil, 0, pvecommon.Die("unable to parse mount point '%s'", disk) // parse_volume of undef
 		}
 		mp := pvecontainer.ParseMountPoint(v)
-		if sid, _, ok := storage.ParseVolumeID(mp.Volume()); ok && !isRootUser(rc.Who) {
-			if err := RPCCheck(db, rc.Who, "/storage/"+sid, "Datastore.AllocateSpace"); err != nil {
+		if sid, _, ok := storage.ParseVolumeID(mp.Volume()); ok && !core.IsRootUser(rc.Who) {
+			if err := core.RPCCheck(db, rc.Who, "/storage/"+sid, "Datastore.AllocateSpace"); err != nil {
 				return nil, nil, 0, err
 			}
 		}
@@ -342,17 +343,17 @@ func (s *Sim) putLxcResize(rc *Req) (any, error) {
 	if _, _, _, err := check(); err != nil {
 		return nil, err
 	}
-	return s.guestLockTask(rc, node, "resize", vmid, func(t *TaskRun) string {
+	return s.GuestLockTask(rc, node, "resize", vmid, func(t *core.TaskRun) string {
 		c, mp, n, err := check()
 		if err != nil {
 			return err.Error()
 		}
-		if err := s.resizeVolumeLocked(node, mp.Volume(), n); err != nil {
+		if err := s.ResizeVolumeLocked(node, mp.Volume(), n); err != nil {
 			return err.Error()
 		}
 		mp.Set("size", pvecommon.FormatSize(n))
 		c.Keys[disk] = mp.Print()
-		s.writeCtConfLocked(db, node, vmid, c)
+		s.WriteCTConfLocked(db, node, vmid, c)
 		s.SaveLocked()
 		return ""
 	}), nil
@@ -361,8 +362,8 @@ func (s *Sim) putLxcResize(rc *Req) (any, error) {
 // ctDestroyChecks are destroy_vm's $early_checks, in pve-container's order:
 // protection, lock, HA without purge, replication jobs without purge; then
 // the running check.
-func (s *Sim) ctDestroyChecks(db *ConfigDB, node string, vmid int, purge bool) error {
-	c, err := s.loadCtConfLocked(db, node, vmid)
+func (s *backend) ctDestroyChecks(db *core.ConfigDB, node string, vmid int, purge bool) error {
+	c, err := s.LoadCTConfLocked(db, node, vmid)
 	if err != nil {
 		return err
 	}
@@ -372,16 +373,16 @@ func (s *Sim) ctDestroyChecks(db *ConfigDB, node string, vmid int, purge bool) e
 	if err := c.CheckLock("CT"); err != nil {
 		return err
 	}
-	list, _ := s.haResourcesLocked(db)
+	list, _ := s.HAResourcesLocked(db)
 	if !purge {
 		if ha.FindResource(list, fmt.Sprintf("ct:%d", vmid)) != nil {
 			return pvecommon.Die("unable to remove CT %d - used in HA resources and purge parameter not set.", vmid)
 		}
-		if jobs := s.replicationJobsOf(db, vmid); len(jobs) > 0 {
+		if jobs := s.ReplicationJobsOf(db, vmid); len(jobs) > 0 {
 			return pvecommon.Die("There is a replication job '%s' for guest '%d' - Please remove that first.", jobs[0], vmid)
 		}
 	}
-	if s.runningLocked(node, vmid) {
+	if s.RunningLocked(node, vmid) {
 		return pvecommon.Die("unable to destroy CT %d - container is running", vmid)
 	}
 	return nil

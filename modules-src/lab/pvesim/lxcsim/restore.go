@@ -1,4 +1,4 @@
-package core
+package lxcsim
 
 import (
 	"fmt"
@@ -8,10 +8,12 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecontainer"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/vzdump"
 )
 
@@ -50,7 +52,7 @@ import (
 // archiveVolRef is check_volume_access for create_vm's ostemplate: the
 // volume's content type must be the one create or restore needs, and the
 // caller may read it (the CT's own VMID owns its backups).
-func (s *Sim) archiveVolRef(rc *Req, vmid int, volid, ctype string) (*volRef, error) {
+func (s *backend) archiveVolRef(rc *core.Req, vmid int, volid, ctype string) (*storage.VolRef, error) {
 	if !strings.Contains(volid, ":") {
 		if rc.Who != nil && rc.Who.Full() != "root@pam" {
 			return nil, pvecommon.Die("Only root can pass arbitrary filesystem paths.")
@@ -67,7 +69,7 @@ func (s *Sim) archiveVolRef(rc *Req, vmid int, volid, ctype string) (*volRef, er
 	if r.Owner > 0 && r.Owner == vmid {
 		return r, nil // "we are owner - allow access"
 	}
-	if err := CheckVolumeAccess(rc.DB(), rc.Who, r); err != nil {
+	if err := core.CheckVolumeAccess(rc.DB(), rc.Who, r); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -75,17 +77,17 @@ func (s *Sim) archiveVolRef(rc *Req, vmid int, volid, ctype string) (*volRef, er
 
 // backupConfigLocked is extract_vzdump_config of a container backup on
 // node: the text of its pct.conf.
-func (s *Sim) backupConfigLocked(node string, r *volRef) (string, error) {
+func (s *backend) backupConfigLocked(node string, r *storage.VolRef) (string, error) {
 	missing := pvecommon.Die("ERROR: file '%s' does not exist", r.Path(""))
 	if s.Cfg.StorageContent != nil {
-		if ok, err := s.volumeExistsLocked(node, r.VolID); err != nil || !ok {
+		if ok, err := s.VolumeExistsLocked(node, r.VolID); err != nil || !ok {
 			return "", missing
 		}
 	}
 	if s.Cfg.BackupArchive == nil {
 		return "", missing
 	}
-	data, err := s.Cfg.BackupArchive(node, StorageInfoOf(r.Section), r.Name)
+	data, err := s.Cfg.BackupArchive(node, core.StorageInfoOf(r.Section), r.Name)
 	if err != nil {
 		return "", missing
 	}
@@ -102,27 +104,27 @@ func (s *Sim) backupConfigLocked(node string, r *volRef) (string, error) {
 
 // GET /nodes/{node}/vzdump/extractconfig: check_volume_access (backup),
 // VM.Backup on the owner, the archive's config as one string.
-func (s *Sim) getVzdumpExtractConfig(rc *Req) (any, error) {
+func (s *backend) getVzdumpExtractConfig(rc *core.Req) (any, error) {
 	volid := rc.Str("volume")
 	r, err := s.archiveVolRef(rc, 0, volid, "backup")
 	if err != nil {
 		return nil, err
 	}
-	if r.Owner > 0 && rc.Who != nil && !HasPriv(rc.DB(), rc.Who, fmt.Sprintf("/vms/%d", r.Owner), []string{"VM.Backup"}, false) {
-		return nil, ErrPerm(fmt.Sprintf("/vms/%d, VM.Backup", r.Owner))
+	if r.Owner > 0 && rc.Who != nil && !core.HasPriv(rc.DB(), rc.Who, fmt.Sprintf("/vms/%d", r.Owner), []string{"VM.Backup"}, false) {
+		return nil, core.ErrPerm(fmt.Sprintf("/vms/%d, VM.Backup", r.Owner))
 	}
 	return s.backupConfigLocked(rc.Node, r)
 }
 
 // postLxcRestore is POST /nodes/{node}/lxc with restore=1.
-func (s *Sim) postLxcRestore(rc *Req) (any, error) {
+func (s *backend) postLxcRestore(rc *core.Req) (any, error) {
 	db := rc.DB()
 	vmid, node := rc.VMID(), rc.Node
 	if pool := rc.Str("pool"); pool != "" && db.Pools[pool] == nil {
-		return nil, ErrPerm(fmt.Sprintf("pool '%s' does not exist", pool))
+		return nil, core.ErrPerm(fmt.Sprintf("pool '%s' does not exist", pool))
 	}
-	confPath := guestConfPath(node, "lxc", vmid)
-	_, exists := s.readEtcPve(db, confPath)
+	confPath := core.GuestConfPath(node, "lxc", vmid)
+	_, exists := s.ReadEtcPve(db, confPath)
 	force := rc.Bool("force")
 	if !(exists && force) {
 		if e, ok := s.FindVMLocked(db, vmid); ok {
@@ -133,10 +135,10 @@ func (s *Sim) postLxcRestore(rc *Req) (any, error) {
 			return nil, pvecommon.Die("%s %d already exists on node '%s'", kind, vmid, e.Node)
 		}
 	} else {
-		if s.runningLocked(node, vmid) {
+		if s.RunningLocked(node, vmid) {
 			return nil, pvecommon.Die("can't overwrite running container")
 		}
-		old, err := s.loadCtConfLocked(db, node, vmid)
+		old, err := s.LoadCTConfLocked(db, node, vmid)
 		if err != nil {
 			return nil, err
 		}
@@ -147,7 +149,7 @@ func (s *Sim) postLxcRestore(rc *Req) (any, error) {
 	// create_vm's permission checks (lxcperm.go): VM.Allocate, or VM.Backup
 	// to restore over an existing CT; the given options with the request's
 	// unprivileged (undefined is privileged to this check).
-	if err := checkCreateAllocate(rc, exists && force); err != nil {
+	if err := core.CheckCreateAllocate(rc, exists && force); err != nil {
 		return nil, err
 	}
 	params := map[string]string{}
@@ -165,7 +167,7 @@ func (s *Sim) postLxcRestore(rc *Req) (any, error) {
 		return nil, err
 	}
 	if ref == nil {
-		return nil, ErrStatus(501, "restoring from a file path or a pipe is not simulated by the lab")
+		return nil, core.ErrStatus(501, "restoring from a file path or a pipe is not simulated by the lab")
 	}
 	keys := map[string]string{}
 	for k, v := range rc.Params {
@@ -188,18 +190,18 @@ func (s *Sim) postLxcRestore(rc *Req) (any, error) {
 	}
 	for k, v := range keys {
 		if qemuserver.IsNetKey(k) {
-			keys[k] = pvecontainer.NormaliseNet(v, randomMAC)
+			keys[k] = pvecontainer.NormaliseNet(v, core.RandomMAC)
 		}
 	}
 	if exists && force {
-		old, _ := s.loadCtConfLocked(db, node, vmid)
+		old, _ := s.LoadCTConfLocked(db, node, vmid)
 		if err := old.CheckLock("CT"); err != nil {
 			return nil, pvecommon.Die("unable to restore CT %d - %v", vmid, err)
 		}
 		old.Keys["lock"] = "create" // create_and_lock_config($vmid, $force) keeps the old config
-		s.writeCtConfLocked(db, node, vmid, old)
+		s.WriteCTConfLocked(db, node, vmid, old)
 	} else {
-		s.writeCtConfLocked(db, node, vmid, &guestconf.Conf{Keys: map[string]string{"lock": "create"}})
+		s.WriteCTConfLocked(db, node, vmid, &guestconf.Conf{Keys: map[string]string{"lock": "create"}})
 	}
 	s.SaveLocked()
 	storage := rc.Str("storage")
@@ -208,14 +210,14 @@ func (s *Sim) postLxcRestore(rc *Req) (any, error) {
 	}
 	unique, start, pool := rc.Bool("unique"), rc.Bool("start"), rc.Str("pool")
 	restricted := rc.Who == nil || rc.Who.Full() != "root@pam"
-	return s.StartTaskLocked(rc, node, "vzrestore", strconv.Itoa(vmid), func(t *TaskRun) string {
-		if !s.Sleep(s.Cfg.Dur(s.Cfg.TaskDuration, DefaultTaskDuration)) {
+	return s.StartTaskLocked(rc, node, "vzrestore", strconv.Itoa(vmid), func(t *core.TaskRun) string {
+		if !s.Sleep(s.Cfg.Dur(s.Cfg.TaskDuration, core.DefaultTaskDuration)) {
 			return "unexpected status"
 		}
 		s.Mu.Lock()
 		defer s.Mu.Unlock()
 		emsg := fmt.Sprintf("unable to restore CT %d -", vmid)
-		old, _ := s.loadCtConfLocked(db, node, vmid)
+		old, _ := s.LoadCTConfLocked(db, node, vmid)
 		// Until the volumes are made an overwritten CT only loses its
 		// create lock; after that its config goes ($destroy_config_on_error).
 		changed := false
@@ -225,17 +227,17 @@ func (s *Sim) postLxcRestore(rc *Req) (any, error) {
 			}
 			if exists && !changed && old != nil {
 				delete(old.Keys, "lock")
-				s.writeCtConfLocked(db, node, vmid, old)
+				s.WriteCTConfLocked(db, node, vmid, old)
 			} else {
-				s.removeEtcPve(db, confPath)
+				s.RemoveEtcPve(db, confPath)
 			}
 			s.SaveLocked()
 			return emsg + " " + msg
 		}
-		if s.runningLocked(node, vmid) {
+		if s.RunningLocked(node, vmid) {
 			return fail("can't overwrite running container", nil)
 		}
-		t.task.Log = append(t.task.Log, fmt.Sprintf("recovering backed-up configuration from '%s'", archive))
+		t.Task.Log = append(t.Task.Log, fmt.Sprintf("recovering backed-up configuration from '%s'", archive))
 		raw, err := s.backupConfigLocked(node, ref)
 		if err != nil {
 			return fail(err.Error(), nil)
@@ -274,15 +276,15 @@ func (s *Sim) postLxcRestore(rc *Req) (any, error) {
 				}
 			}
 		}
-		t.task.Log = append(t.task.Log, fmt.Sprintf("restoring '%s' now..", archive))
-		t.task.Log = append(t.task.Log, "merging backed-up and given configuration..")
+		t.Task.Log = append(t.Task.Log, fmt.Sprintf("restoring '%s' now..", archive))
+		t.Task.Log = append(t.Task.Log, "merging backed-up and given configuration..")
 		conf := &guestconf.Conf{Keys: keys}
 		if d, ok := keys["description"]; ok {
 			conf.SetDescription(d)
 		} else {
 			conf.Description = orig.Description
 		}
-		t.task.Log = append(t.task.Log, pvecontainer.MergeRestored(keys, orig.Keys, restricted, unique, randomMAC)...)
+		t.Task.Log = append(t.Task.Log, pvecontainer.MergeRestored(keys, orig.Keys, restricted, unique, core.RandomMAC)...)
 		pvecontainer.CreateDefaults(keys, vmid)
 		if keys["arch"] == "" {
 			keys["arch"] = "amd64" // reconstruction: vzdump's pct.conf always has it
@@ -290,12 +292,12 @@ func (s *Sim) postLxcRestore(rc *Req) (any, error) {
 		if keys["ostype"] == "" {
 			keys["ostype"] = "unmanaged" // reconstruction: Setup->new would detect it in the files
 		}
-		s.writeCtConfLocked(db, node, vmid, conf)
+		s.WriteCTConfLocked(db, node, vmid, conf)
 		if pool != "" && db.Pools[pool] != nil {
 			db.Pools[pool].Members = append(db.Pools[pool].Members, fmt.Sprintf("lxc/%d", vmid))
 		}
 		if start {
-			s.setRunningLocked(node, vmid, true)
+			s.SetRunningLocked(node, vmid, true)
 		}
 		s.SaveLocked()
 		return ""

@@ -1,4 +1,17 @@
-package core
+// Package lxcsim simulates PVE's container endpoints, the basics
+// (pve-container src/PVE/API2/LXC.pm, LXC/Status.pm, LXC/Config.pm,
+// PVE/LXC/Config.pm): create (vzcreate task; rootfs/mpN "store:N"
+// allocate N GiB, subvol-... on zfspool), config read and update with
+// pending values and hot-plug (config.go), resize, status and interfaces,
+// start/stop/shutdown (vzstart, vzstop, vzshutdown; "already running"/"not
+// running" answered before the task, as pct does), destroy, restore
+// (restore.go, archives read through pvesim/vzdump) and vzdump's
+// extractconfig. A container's file is nodes/<node>/lxc/<vmid>.conf; its
+// model (load, write, summary, resource entry) is core's, where HA, the
+// pools and /cluster/resources read it. pve-container's rules on config
+// values are pvesim/pvecontainer's. Not simulated: the template's content,
+// clone, snapshots, migration.
+package lxcsim
 
 import (
 	"fmt"
@@ -7,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/ha"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
@@ -15,29 +29,10 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
 
-// LXC containers, the basics (pve-container src/PVE/API2/LXC.pm,
-// LXC/Status.pm, LXC/Config.pm, PVE/LXC/Config.pm): create (vzcreate task;
-// rootfs/mpN "store:N" allocate N GiB, subvol-… on zfspool), config read and
-// synchronous update (NICs without hwaddr get a new MAC, as
-// parse_lxc_network does), status, start/stop/shutdown (vzstart, vzstop,
-// vzshutdown; "already running"/"not running" answered before the task, as
-// pct does), destroy. A container's file is nodes/<node>/lxc/<vmid>.conf.
-// Restore (restore=1) is lxcrestore.go. Not simulated: the template's
-// content, clone, snapshots, migration.
-
-func (s *Sim) loadCtConfLocked(db *ConfigDB, node string, vmid int) (*guestconf.Conf, error) {
-	return s.LoadGuestConfLocked(db, CTKind, node, vmid)
-}
-
-func (s *Sim) writeCtConfLocked(db *ConfigDB, node string, vmid int, c *guestconf.Conf) {
-	pvecontainer.DropUsedUnused(c.Keys) // write_pct_config
-	s.writeGuestConfLocked(db, CTKind, node, vmid, c)
-}
-
 // createCtVolume allocates "store:N" for a rootfs or mount point. The
 // volume's root directory belongs to the container's root
 // (pvecontainer.RootOwner).
-func (s *Sim) createCtVolume(node string, vmid int, v string, unprivileged bool) (string, error) {
+func (s *backend) createCtVolume(node string, vmid int, v string, unprivileged bool) (string, error) {
 	p := pvecontainer.ParseMountPoint(v)
 	store, size, ok := storage.ParseVolumeID(p.Volume())
 	if !ok {
@@ -55,7 +50,7 @@ func (s *Sim) createCtVolume(node string, vmid int, v string, unprivileged bool)
 		return "", pvecommon.Die("storage '%s' does not support container directories", store)
 	}
 	bytes := int64(gib * (1 << 30))
-	volid, err := s.allocSubvolLocked(node, st, vmid, bytes)
+	volid, err := s.AllocSubvolLocked(node, st, vmid, bytes)
 	if err != nil {
 		return "", err
 	}
@@ -69,14 +64,14 @@ var ctCreateOnly = []string{"node", "vmid", "ostemplate", "password", "ssh-publi
 	"pool", "force", "restore", "unique", "ignore-unpack-errors", "bwlimit", "ha-managed"}
 
 // POST /nodes/{node}/lxc
-func (s *Sim) postLxcCreate(rc *Req) (any, error) {
+func (s *backend) postLxcCreate(rc *core.Req) (any, error) {
 	db := rc.DB()
 	vmid := rc.VMID()
 	if rc.Bool("restore") {
 		return s.postLxcRestore(rc) // lxcrestore.go
 	}
 	if pool := rc.Str("pool"); pool != "" && db.Pools[pool] == nil {
-		return nil, ErrPerm(fmt.Sprintf("pool '%s' does not exist", pool)) // check_pool_exist: raise_perm_exc, 403
+		return nil, core.ErrPerm(fmt.Sprintf("pool '%s' does not exist", pool)) // check_pool_exist: raise_perm_exc, 403
 	}
 	if e, ok := s.FindVMLocked(db, vmid); ok {
 		kind := "VM"
@@ -100,7 +95,7 @@ func (s *Sim) postLxcCreate(rc *Req) (any, error) {
 	// 6.0 (PVE 9, commit 103068a) a create without it makes an unprivileged
 	// CT; before, a privileged one. Only a true value is written.
 	delete(keys, "unprivileged")
-	unpriv := (rc.Has("unprivileged") && rc.Bool("unprivileged")) || (!rc.Has("unprivileged") && s.Cfg.Version >= 9)
+	unpriv := (rc.Has("unprivileged") && rc.Bool("unprivileged")) || (!rc.Has("unprivileged") && s.Version() >= 9)
 	// create_vm's permission checks (lxcperm.go), then the template's.
 	if err := s.checkCTCreatePerm(rc, unpriv); err != nil {
 		return nil, err
@@ -119,19 +114,19 @@ func (s *Sim) postLxcCreate(rc *Req) (any, error) {
 	}
 	for k, v := range keys {
 		if qemuserver.IsNetKey(k) {
-			keys[k] = pvecontainer.NormaliseNet(v, randomMAC)
+			keys[k] = pvecontainer.NormaliseNet(v, core.RandomMAC)
 		}
 	}
 	tmpl := rc.Str("ostemplate")
-	s.writeCtConfLocked(db, rc.Node, vmid, &guestconf.Conf{Keys: map[string]string{"lock": "create"}})
+	s.WriteCTConfLocked(db, rc.Node, vmid, &guestconf.Conf{Keys: map[string]string{"lock": "create"}})
 	if pool := rc.Str("pool"); pool != "" {
 		db.Pools[pool].Members = append(db.Pools[pool].Members, fmt.Sprintf("lxc/%d", vmid))
 	}
 	s.SaveLocked()
 	node, start := rc.Node, rc.Bool("start")
-	return s.StartTaskLocked(rc, node, "vzcreate", strconv.Itoa(vmid), func(t *TaskRun) string {
+	return s.StartTaskLocked(rc, node, "vzcreate", strconv.Itoa(vmid), func(t *core.TaskRun) string {
 		t.Logf("extracting archive '%s'", tmpl)
-		if !s.Sleep(s.Cfg.Dur(s.Cfg.TaskDuration, DefaultTaskDuration)) {
+		if !s.Sleep(s.Cfg.Dur(s.Cfg.TaskDuration, core.DefaultTaskDuration)) {
 			return "unexpected status"
 		}
 		s.Mu.Lock()
@@ -140,8 +135,8 @@ func (s *Sim) postLxcCreate(rc *Req) (any, error) {
 			// Reconstruction (LXC/Create.pm restore_archive →
 			// PVE::Storage::abs_filesystem_path): the template must be a
 			// file on its storage, else the task dies "$emsg can't find file".
-			if ok, err := s.volumeExistsLocked(node, tmpl); err != nil || !ok {
-				s.removeEtcPve(db, guestConfPath(node, "lxc", vmid))
+			if ok, err := s.VolumeExistsLocked(node, tmpl); err != nil || !ok {
+				s.RemoveEtcPve(db, core.GuestConfPath(node, "lxc", vmid))
 				s.SaveLocked()
 				return fmt.Sprintf("unable to create CT %d - can't find file '%s'", vmid, tmpl)
 			}
@@ -152,7 +147,7 @@ func (s *Sim) postLxcCreate(rc *Req) (any, error) {
 			}
 			nv, err := s.createCtVolume(node, vmid, keys[k], keys["unprivileged"] == "1")
 			if err != nil {
-				s.removeEtcPve(db, guestConfPath(node, "lxc", vmid))
+				s.RemoveEtcPve(db, core.GuestConfPath(node, "lxc", vmid))
 				return fmt.Sprintf("unable to create CT %d - %v", vmid, err)
 			}
 			keys[k] = nv
@@ -168,9 +163,9 @@ func (s *Sim) postLxcCreate(rc *Req) (any, error) {
 		if d, ok := keys["description"]; ok {
 			conf.SetDescription(d)
 		}
-		s.writeCtConfLocked(db, node, vmid, conf)
+		s.WriteCTConfLocked(db, node, vmid, conf)
 		if start {
-			s.setRunningLocked(node, vmid, true)
+			s.SetRunningLocked(node, vmid, true)
 		}
 		s.SaveLocked()
 		return ""
@@ -190,50 +185,17 @@ func ostypeOf(tmpl string) string {
 }
 
 // GET /nodes/{node}/lxc
-func (s *Sim) getLxcList(rc *Req) (any, error) {
-	return s.guestListLocked(rc, CTKind, func(node string, vmid int, c *guestconf.Conf) map[string]any {
+func (s *backend) getLxcList(rc *core.Req) (any, error) {
+	return s.GuestListLocked(rc, core.CTKind, func(node string, vmid int, c *guestconf.Conf) map[string]any {
 		v := s.CTSummary(node, vmid, c)
 		v["type"] = "lxc"
 		return v
 	}), nil
 }
 
-func (s *Sim) CTSummary(node string, vmid int, c *guestconf.Conf) map[string]any {
-	conf := c.Keys
-	mem := int64(512)
-	if n, err := strconv.ParseInt(conf["memory"], 10, 64); err == nil {
-		mem = n
-	}
-	swap := int64(512)
-	if n, err := strconv.ParseInt(conf["swap"], 10, 64); err == nil {
-		swap = n
-	}
-	cores := 1
-	if n, err := strconv.Atoi(conf["cores"]); err == nil {
-		cores = n
-	}
-	var disk int64
-	if n, ok := pvecommon.ParseSize(pvecontainer.ParseMountPoint(conf["rootfs"]).Get("size")); ok {
-		disk = n
-	}
-	e := map[string]any{"vmid": vmid, "status": "stopped", "cpus": cores, "maxmem": mem << 20, "maxswap": swap << 20,
-		"maxdisk": disk, "mem": 0, "disk": 0, "cpu": 0, "uptime": 0, "netin": 0, "netout": 0, "diskread": 0, "diskwrite": 0}
-	if h := conf["hostname"]; h != "" {
-		e["name"] = h
-	} else {
-		e["name"] = fmt.Sprintf("CT%d", vmid)
-	}
-	if started, ok := s.State.Nodes[node].Running[vmid]; ok {
-		e["status"] = "running"
-		e["uptime"] = NowUnix() - started
-		e["mem"] = (mem << 20) / 4
-	}
-	return summaryFlags(e, c)
-}
-
 // GET /nodes/{node}/lxc/{vmid}/config
-func (s *Sim) getLxcConfig(rc *Req) (any, error) {
-	c, err := s.loadCtConfLocked(rc.DB(), rc.Node, rc.VMID())
+func (s *backend) getLxcConfig(rc *core.Req) (any, error) {
+	c, err := s.LoadCTConfLocked(rc.DB(), rc.Node, rc.VMID())
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +203,7 @@ func (s *Sim) getLxcConfig(rc *Req) (any, error) {
 	if rc.Bool("current") {
 		keys = c.Keys
 	}
-	out := withDescriptionAndDigest(s.typedGuestConf(CTKind, keys), c)
+	out := core.WithDescriptionAndDigest(s.TypedGuestConf(core.CTKind, keys), c)
 	if c.Description != "" {
 		out["description"] = guestconf.CTDescription(c.Description)
 	}
@@ -249,14 +211,14 @@ func (s *Sim) getLxcConfig(rc *Req) (any, error) {
 }
 
 // GET /nodes/{node}/lxc/{vmid}/status/current
-func (s *Sim) getLxcStatus(rc *Req) (any, error) {
-	c, err := s.loadCtConfLocked(rc.DB(), rc.Node, rc.VMID())
+func (s *backend) getLxcStatus(rc *core.Req) (any, error) {
+	c, err := s.LoadCTConfLocked(rc.DB(), rc.Node, rc.VMID())
 	if err != nil {
 		return nil, err
 	}
 	e := s.CTSummary(rc.Node, rc.VMID(), c)
 	e["type"] = "lxc"
-	e["ha"] = s.haStatusOfGuestLocked(rc.DB(), fmt.Sprintf("ct:%d", rc.VMID()))
+	e["ha"] = s.HAStatusOfGuestLocked(rc.DB(), fmt.Sprintf("ct:%d", rc.VMID()))
 	return e, nil
 }
 
@@ -265,12 +227,12 @@ func (s *Sim) getLxcStatus(rc *Req) (any, error) {
 // container has no pid and the answer is null. The lab's containers run no
 // network stack: reconstruction — lo, then each netN by its name and
 // hwaddr with its static ip/ip6 (none for dhcp/auto/manual).
-func (s *Sim) getLxcInterfaces(rc *Req) (any, error) {
-	c, err := s.loadCtConfLocked(rc.DB(), rc.Node, rc.VMID())
+func (s *backend) getLxcInterfaces(rc *core.Req) (any, error) {
+	c, err := s.LoadCTConfLocked(rc.DB(), rc.Node, rc.VMID())
 	if err != nil {
 		return nil, err
 	}
-	if !s.runningLocked(rc.Node, rc.VMID()) {
+	if !s.RunningLocked(rc.Node, rc.VMID()) {
 		return nil, nil
 	}
 	iface := func(name, mac string, addrs ...[3]string) map[string]any {
@@ -303,33 +265,33 @@ func (s *Sim) getLxcInterfaces(rc *Req) (any, error) {
 
 // ctPower is start/stop/shutdown: pct's early checks, then the task (or an
 // HA request for an HA-managed CT, H4).
-func (s *Sim) ctPower(rc *Req, typ string, on bool) (any, error) {
+func (s *backend) ctPower(rc *core.Req, typ string, on bool) (any, error) {
 	db := rc.DB()
 	vmid, node := rc.VMID(), rc.Node
-	c, err := s.loadCtConfLocked(db, node, vmid)
+	c, err := s.LoadCTConfLocked(db, node, vmid)
 	if err != nil {
 		return nil, err
 	}
-	running := s.runningLocked(node, vmid)
+	running := s.RunningLocked(node, vmid)
 	if on && running {
 		return nil, pvecommon.Die("CT %d already running", vmid)
 	}
 	if !on && !running {
 		return nil, pvecommon.Die("CT %d not running", vmid)
 	}
-	list, _ := s.haResourcesLocked(db)
+	list, _ := s.HAResourcesLocked(db)
 	if r := ha.FindResource(list, fmt.Sprintf("ct:%d", vmid)); r != nil && r.Opts["state"] != "ignored" {
 		haTyp, state := "hastart", "started"
 		if !on {
 			haTyp, state = "hastop", "stopped"
 		}
-		return s.haRequestTaskSID(rc, haTyp, fmt.Sprintf("ct:%d", vmid), vmid, state), nil
+		return s.HARequestTaskSID(rc, haTyp, fmt.Sprintf("ct:%d", vmid), vmid, state), nil
 	}
 	if on && c.IsTemplate() {
 		return nil, pvecommon.Die("you can't start a CT if it's a template") // reconstruction: PVE says it in the task
 	}
-	return s.guestLockTask(rc, node, typ, vmid, func(*TaskRun) string {
-		c, err := s.loadCtConfLocked(db, node, vmid)
+	return s.GuestLockTask(rc, node, typ, vmid, func(*core.TaskRun) string {
+		c, err := s.LoadCTConfLocked(db, node, vmid)
 		if err != nil {
 			return err.Error()
 		}
@@ -341,62 +303,59 @@ func (s *Sim) ctPower(rc *Req, typ string, on bool) (any, error) {
 			if err := s.ctApplyPendingLocked(node, vmid, c); err != nil {
 				return err.Error()
 			}
-			s.writeCtConfLocked(db, node, vmid, c)
+			s.WriteCTConfLocked(db, node, vmid, c)
 		}
-		s.setRunningLocked(node, vmid, on)
+		s.SetRunningLocked(node, vmid, on)
 		s.SaveLocked()
 		return ""
 	}), nil
 }
 
-func (s *Sim) postLxcStart(rc *Req) (any, error)    { return s.ctPower(rc, "vzstart", true) }
-func (s *Sim) postLxcStop(rc *Req) (any, error)     { return s.ctPower(rc, "vzstop", false) }
-func (s *Sim) postLxcShutdown(rc *Req) (any, error) { return s.ctPower(rc, "vzshutdown", false) }
+func (s *backend) postLxcStart(rc *core.Req) (any, error) { return s.ctPower(rc, "vzstart", true) }
+func (s *backend) postLxcStop(rc *core.Req) (any, error)  { return s.ctPower(rc, "vzstop", false) }
+func (s *backend) postLxcShutdown(rc *core.Req) (any, error) {
+	return s.ctPower(rc, "vzshutdown", false)
+}
 
 // DELETE /nodes/{node}/lxc/{vmid}: destroy_vm's early checks
 // (ctDestroyChecks) before and again in the vzdestroy task; purge takes the
 // CT out of replication, backup jobs and HA (purgeGuestLocked).
-func (s *Sim) deleteLxc(rc *Req) (any, error) {
+func (s *backend) deleteLxc(rc *core.Req) (any, error) {
 	db := rc.DB()
 	vmid, node, purge := rc.VMID(), rc.Node, rc.Bool("purge")
 	if err := s.ctDestroyChecks(db, node, vmid, purge); err != nil {
 		return nil, err
 	}
-	return s.guestLockTask(rc, node, "vzdestroy", vmid, func(t *TaskRun) string {
+	return s.GuestLockTask(rc, node, "vzdestroy", vmid, func(t *core.TaskRun) string {
 		if err := s.ctDestroyChecks(db, node, vmid, purge); err != nil {
 			return err.Error()
 		}
-		c, _ := s.loadCtConfLocked(db, node, vmid)
+		c, _ := s.LoadCTConfLocked(db, node, vmid)
 		for k, v := range c.Keys {
 			if pvecontainer.IsVolumeKey(k) {
 				s.FreeVolumeLocked(node, pvecontainer.ParseMountPoint(v).Volume())
 			}
 		}
-		dropFromPoolsLocked(db, CTKind, vmid)
+		core.DropFromPoolsLocked(db, core.CTKind, vmid)
 		if purge {
-			t.task.Log = append(t.task.Log, fmt.Sprintf("purging CT %d from related configurations..", vmid))
-			s.purgeGuestLocked(db, t, "ct", vmid)
+			t.Task.Log = append(t.Task.Log, fmt.Sprintf("purging CT %d from related configurations..", vmid))
+			s.PurgeGuestLocked(db, t, "ct", vmid)
 		}
-		s.removeEtcPve(db, guestConfPath(node, CTKind.Dir, vmid))
+		s.RemoveEtcPve(db, core.GuestConfPath(node, core.CTKind.Dir, vmid))
 		s.SaveLocked()
 		return ""
 	}), nil
 }
 
-// ctResourcesLocked are the lxc entries of /cluster/resources?type=vm.
-func (s *Sim) ctResourcesLocked(rc *Req, e VMEntry) (map[string]any, bool) {
-	c, err := s.loadCtConfLocked(rc.DB(), e.Node, e.VMID)
-	if err != nil {
-		return nil, false
-	}
-	r := s.asClusterResource(s.CTSummary(e.Node, e.VMID, c), CTKind, e)
-	delete(r, "maxswap")
-	return r, true
-}
+// backend serves the container endpoints on the core's state.
+type backend struct{ *core.Sim }
 
-// lxcRoutes are the container endpoints and vzdump's extractconfig.
-func (s *Sim) lxcRoutes() map[string]Handler {
-	return map[string]Handler{
+// Register adds the container endpoints to s.
+func Register(s *core.Sim) { s.Handle((&backend{s}).routes()) }
+
+// routes are the container endpoints and vzdump's extractconfig.
+func (s *backend) routes() map[string]core.Handler {
+	return map[string]core.Handler{
 		"GET /nodes/{node}/lxc":                         s.getLxcList,
 		"POST /nodes/{node}/lxc":                        s.postLxcCreate,
 		"GET /nodes/{node}/vzdump/extractconfig":        s.getVzdumpExtractConfig,

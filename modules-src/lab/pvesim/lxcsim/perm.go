@@ -1,11 +1,9 @@
-package core
+package lxcsim
 
 import (
 	"errors"
-	"fmt"
 
-	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
-	"github.com/gopve/proxmox/modules-src/lab/pvesim/guesthelpers"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecontainer"
 )
@@ -43,26 +41,26 @@ import (
 // (pvecontainer.CheckModifyConfigPerm): oldConf is the CT's config (nil at
 // creation), newConf the values set, deletes the keys removed (or
 // reverted), unprivileged the CT's (or the create's) flag.
-func (s *Sim) checkCTModifyConfigPerm(db *ConfigDB, who *Principal, node string, vmid int, pool string,
+func (s *backend) checkCTModifyConfigPerm(db *core.ConfigDB, who *core.Principal, node string, vmid int, pool string,
 	oldConf, newConf map[string]string, deletes []string, unprivileged bool) error {
 	p := pvecontainer.Perm{
-		Root:     isRootUser(who),
-		VM:       func(privs ...string) error { return vmCheck(db, who, vmid, pool, privs, false) },
-		VMNoPool: func(privs ...string) error { return vmCheck(db, who, vmid, "", privs, false) },
-		Check:    func(path, priv string) error { return RPCCheck(db, who, path, priv) },
+		Root:     core.IsRootUser(who),
+		VM:       func(privs ...string) error { return core.VMCheck(db, who, vmid, pool, privs, false) },
+		VMNoPool: func(privs ...string) error { return core.VMCheck(db, who, vmid, "", privs, false) },
+		Check:    func(path, priv string) error { return core.RPCCheck(db, who, path, priv) },
 		Volume:   func(volid string) error { return s.checkCTVolumeAccess(db, who, node, vmid, volid) },
-		Vnet:     func(bridge, tag, trunks string) error { return checkVnetAccess(db, who, bridge, tag, trunks) },
+		Vnet:     func(bridge, tag, trunks string) error { return core.CheckVnetAccess(db, who, bridge, tag, trunks) },
 	}
 	err := pvecontainer.CheckModifyConfigPerm(p, oldConf, newConf, deletes, unprivileged)
 	if pe := (*pvecontainer.PermError)(nil); errors.As(err, &pe) {
-		return ErrPerm(pe.Msg)
+		return core.ErrPerm(pe.Msg)
 	}
 	return err
 }
 
 // checkCTVolumeAccess is check_volume_access with content type rootdir for
 // an existing volume given as rootfs/mpN.
-func (s *Sim) checkCTVolumeAccess(db *ConfigDB, who *Principal, node string, vmid int, volid string) error {
+func (s *backend) checkCTVolumeAccess(db *core.ConfigDB, who *core.Principal, node string, vmid int, volid string) error {
 	r, err := s.ParseVolRef(node, volid)
 	if err != nil {
 		return pvecommon.Die("%v", err)
@@ -73,7 +71,7 @@ func (s *Sim) checkCTVolumeAccess(db *ConfigDB, who *Principal, node string, vmi
 	if r.Owner == vmid {
 		return nil // "we are owner - allow access"
 	}
-	return CheckVolumeAccess(db, who, r)
+	return core.CheckVolumeAccess(db, who, r)
 }
 
 // checkCTCreatePerm is create_vm's checks before check_ct_modify_config_perm
@@ -81,55 +79,20 @@ func (s *Sim) checkCTVolumeAccess(db *ConfigDB, who *Principal, node string, vmi
 // privileged CT (PVE 9), Sys.Console on / for ha-managed, then VM.Allocate
 // on /vms/<vmid> or on /pool/<pool> — else raise_perm_exc() without a
 // detail.
-func (s *Sim) checkCTCreatePerm(rc *Req, unprivileged bool) error {
-	if isRootUser(rc.Who) {
+func (s *backend) checkCTCreatePerm(rc *core.Req, unprivileged bool) error {
+	if core.IsRootUser(rc.Who) {
 		return nil
 	}
 	db := rc.DB()
-	if s.Cfg.Version >= 9 && !unprivileged {
-		if err := RPCCheck(db, rc.Who, "/", "Sys.Modify"); err != nil {
+	if s.Version() >= 9 && !unprivileged {
+		if err := core.RPCCheck(db, rc.Who, "/", "Sys.Modify"); err != nil {
 			return err
 		}
 	}
 	if rc.Bool("ha-managed") {
-		if err := RPCCheck(db, rc.Who, "/", "Sys.Console"); err != nil {
+		if err := core.RPCCheck(db, rc.Who, "/", "Sys.Console"); err != nil {
 			return err
 		}
 	}
-	return checkCreateAllocate(rc, false)
-}
-
-// checkCreateAllocate is the VM.Allocate alternatives of create_vm, which
-// pve-container (API2/LXC.pm) and qemu-server (API2/Qemu.pm) write alike:
-// on /vms/<vmid>, else on /pool/<pool>; overwrite is restore+force over an
-// existing guest, where VM.Backup on it is enough.
-func checkCreateAllocate(rc *Req, overwrite bool) error {
-	if isRootUser(rc.Who) {
-		return nil
-	}
-	db, vmid, pool := rc.DB(), rc.VMID(), rc.Str("pool")
-	vms := fmt.Sprintf("/vms/%d", vmid)
-	switch {
-	case HasPriv(db, rc.Who, vms, []string{"VM.Allocate"}, false):
-	case pool != "" && HasPriv(db, rc.Who, "/pool/"+pool, []string{"VM.Allocate"}, false):
-	case overwrite && HasPriv(db, rc.Who, vms, []string{"VM.Backup"}, false):
-	default:
-		return ErrPerm(access.PermNoDetail)
-	}
-	return nil
-}
-
-// checkVnetAccess is PVE::GuestHelpers::check_vnet_access: SDN.Use on
-// each of guesthelpers.VnetPaths (the bridge, or each VLAN of it that the
-// NIC uses), for qemu's and lxc's NICs alike.
-func checkVnetAccess(db *ConfigDB, who *Principal, bridge, tag, trunks string) error {
-	if isRootUser(who) {
-		return nil
-	}
-	for _, path := range guesthelpers.VnetPaths(bridge, tag, trunks) {
-		if err := RPCCheck(db, who, path, "SDN.Use"); err != nil {
-			return err
-		}
-	}
-	return nil
+	return core.CheckCreateAllocate(rc, false)
 }
