@@ -47,7 +47,7 @@ func TestReplicationStatusContentionFailureAndSyncingH5(t *testing.T) {
 	}
 	a.Call("POST", "/cluster/replication", url.Values{"id": {"100-0"}, "type": {"local"}, "target": {"pve02"}}).Must(t, "job")
 	eventually(t, "a run skipped for the migration lock", func() bool {
-		return strings.Contains(strings.Join(s.ReplicationWarnings(), "\n"),
+		return strings.Contains(strings.Join(s.Journal(), "\n"),
 			"100-0: got unexpected replication job error - can't lock file '/var/lock/pve-manager/pve-migrate-100' - got timeout")
 	})
 	st := status()

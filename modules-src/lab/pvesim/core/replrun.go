@@ -64,45 +64,41 @@ func (s *Sim) replEnvLocked(node string) replication.Env {
 // replicationSchedulerLoop is every node's pvescheduler: a pvesr run at
 // each lab minute boundary on every node that is up.
 func (s *Sim) replicationSchedulerLoop() {
-	s.Workers.Add(1)
-	go func() {
-		defer s.Workers.Done()
-		for {
-			minute := s.replMinute()
-			wait := minute - time.Duration(time.Now().UnixNano()%int64(minute))
-			if !s.Sleep(wait) {
-				return
-			}
-			s.Mu.Lock()
-			var nodes []string
-			for _, n := range s.SortedNodeNamesLocked() {
-				if s.NodeUpLocked(n) {
-					nodes = append(nodes, n)
-				}
-			}
-			s.Mu.Unlock()
-			for _, n := range nodes {
-				s.Workers.Add(1)
-				go func() {
-					defer s.Workers.Done()
-					// The scheduler's pvesr takes /var/lock/pvesr.lck; while
-					// someone else holds it (a `pvesr run`), this minute is
-					// skipped (reconstruction; H5).
-					s.Mu.Lock()
-					lock := pvesrLockKey(n)
-					ok := s.tryLockLocked(lock, false)
-					s.Mu.Unlock()
-					if !ok {
-						return
-					}
-					s.runDueJobs(n, "")
-					s.Mu.Lock()
-					s.unlockLocked(lock, false)
-					s.Mu.Unlock()
-				}()
+	for {
+		minute := s.replMinute()
+		wait := minute - time.Duration(time.Now().UnixNano()%int64(minute))
+		if !s.Sleep(wait) {
+			return
+		}
+		s.Mu.Lock()
+		var nodes []string
+		for _, n := range s.SortedNodeNamesLocked() {
+			if s.NodeUpLocked(n) {
+				nodes = append(nodes, n)
 			}
 		}
-	}()
+		s.Mu.Unlock()
+		for _, n := range nodes {
+			s.Workers.Add(1)
+			go func() {
+				defer s.Workers.Done()
+				// The scheduler's pvesr takes /var/lock/pvesr.lck; while
+				// someone else holds it (a `pvesr run`), this minute is
+				// skipped (reconstruction; H5).
+				s.Mu.Lock()
+				lock := pvesrLockKey(n)
+				ok := s.tryLockLocked(lock, false)
+				s.Mu.Unlock()
+				if !ok {
+					return
+				}
+				s.runDueJobs(n, "")
+				s.Mu.Lock()
+				s.unlockLocked(lock, false)
+				s.Mu.Unlock()
+			}()
+		}
+	}
 }
 
 // runDueJobs is run_jobs on node (the caller holds pvesr.lck): every job
@@ -146,7 +142,7 @@ func (s *Sim) syncJob(dbID, src, id string) []string {
 		mig := migrationLockKey(src, g)
 		if !s.acquire(mig, false, min(2*time.Second, s.Cfg.Dur(s.Cfg.LockTimeout, DefaultLockTimeout))) {
 			s.Mu.Lock()
-			s.replSkipped = append(s.replSkipped, replication.SkippedWarning(id, errLockTimeout(replication.MigrationLockFile(g))))
+			s.JournalLocked(replication.SkippedWarning(id, errLockTimeout(replication.MigrationLockFile(g))))
 			s.Mu.Unlock()
 			return nil
 		}
@@ -272,14 +268,6 @@ func (s *Sim) guestConfLocked(db *ConfigDB, e VMEntry) *guestconf.Conf {
 // (pve-guest-common GuestHelpers.pm guest_migration_lock), a local flock.
 func migrationLockKey(node string, vmid int) string {
 	return node + ":" + replication.MigrationLockFile(vmid)
-}
-
-// ReplicationWarnings are the lines pvesr's runs wrote to the journal for
-// jobs they could not even start (the migration lock busy), oldest first.
-func (s *Sim) ReplicationWarnings() []string {
-	s.Mu.Lock()
-	defer s.Mu.Unlock()
-	return slices.Clone(s.replSkipped)
 }
 
 // pvesrLockKey is /var/lock/pvesr.lck on node.
