@@ -3,6 +3,7 @@ package pvesim
 import (
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/poolsim"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/replsim"
 )
 
 // The simulator's Go API, as its users (labctl, labtest, the modules'
@@ -63,5 +64,6 @@ func New(cfg Config) (*Sim, error) {
 		return nil, err
 	}
 	poolsim.Register(s)
+	replsim.Register(s)
 	return s, nil
 }

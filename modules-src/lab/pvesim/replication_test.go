@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/replsim"
 )
 
 // H1, H6: replication jobs <vmid>-<n> per target, ZFS volumes only; DELETE
@@ -120,7 +122,7 @@ func TestPvesrLockH5(t *testing.T) {
 	a.Call("POST", "/cluster/replication", url.Values{"id": {"100-0"}, "type": {"local"}, "target": {"pve02"}}).Must(t, "job")
 	first := make(chan error, 1)
 	go func() {
-		_, err := s.RunReplication("pve01", "")
+		_, err := replsim.Run(s, "pve01", "")
 		first <- err
 	}()
 	time.Sleep(100 * time.Millisecond)

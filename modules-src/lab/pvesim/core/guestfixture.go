@@ -97,19 +97,3 @@ func (s *Sim) ctlAddGuest(w http.ResponseWriter, r *http.Request) {
 	err := s.AddGuest(r.PathValue("node"), g)
 	ControlResult(w, map[string]any{"vmid": strconv.Itoa(g.VMID)}, err)
 }
-
-// ctlRunReplication serves POST /v1/nodes/{node}/replication/run {"id"}
-// (`pvesr run`): {"log": [...]}, or 409 with the pvesr.lck timeout (H5).
-func (s *Sim) ctlRunReplication(w http.ResponseWriter, r *http.Request) {
-	var body struct {
-		ID string `json:"id"`
-	}
-	if !ControlDecode(w, r, &body) {
-		return
-	}
-	lines, err := s.RunReplication(r.PathValue("node"), body.ID)
-	if lines == nil {
-		lines = []string{}
-	}
-	ControlResult(w, map[string]any{"log": lines}, err)
-}

@@ -75,10 +75,8 @@ func (s *Sim) handleBuiltins() {
 	for _, routes := range []map[string]Handler{
 		s.authRoutes(), s.accessRoutes(), s.nodeRoutes(), s.taskRoutes(),
 		s.clusterRoutes(), s.storageRoutes(),
-		s.qemuRoutes(), s.lxcRoutes(), s.replicationRoutes(), s.backupRoutes(), s.haRoutes(),
+		s.qemuRoutes(), s.lxcRoutes(), s.backupRoutes(), s.haRoutes(),
 	} {
 		s.Handle(routes)
 	}
-	s.OnStart(s.replicationSchedulerLoop)
-	s.HandleControl("POST /v1/nodes/{node}/replication/run", s.ctlRunReplication)
 }
