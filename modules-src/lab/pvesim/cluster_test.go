@@ -11,17 +11,6 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/tasks"
 )
 
-func createCluster(t *testing.T, c *apiClient, name string) string {
-	t.Helper()
-	r := c.Call("POST", "/cluster/config", url.Values{"clustername": {name}}).Must(t, "cluster create")
-	upid, _ := r.Data.(string)
-	return upid
-}
-
-func joinParams(s *Sim, host string, fp string) url.Values {
-	return url.Values{"hostname": {host}, "fingerprint": {fp}, "password": {s.RootPassword()}}
-}
-
 // C4, C5: create on the primary, wait for quorum, join one at a time; the
 // joiner's API restarts and its certificate changes; joining before quorum
 // fails in the task although the request was accepted.

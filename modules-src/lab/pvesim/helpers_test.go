@@ -23,6 +23,11 @@ var (
 	testConfig = simtest.Config
 	createVM   = simtest.CreateVM
 	mustTask   = simtest.MustTask
+
+	createCluster   = simtest.CreateCluster
+	joinParams      = simtest.JoinParams
+	joinFingerprint = simtest.JoinFingerprint
+	joinVia         = simtest.JoinVia
 )
 
 // startSim creates and starts a simulator that the test's cleanup closes.
@@ -32,4 +37,16 @@ func startSim(t *testing.T, o simOpts) *Sim { t.Helper(); return simtest.Start(t
 func startSimWith(t *testing.T, o simOpts, adjust func(*Config)) *Sim {
 	t.Helper()
 	return simtest.StartWith(t, New, o, adjust)
+}
+
+// twoNodes is simtest.TwoNodes of the whole simulator.
+func twoNodes(t *testing.T, o simOpts, adjust ...func(*Config)) (*Sim, *apiClient, *apiClient) {
+	t.Helper()
+	return simtest.TwoNodes(t, New, o, adjust...)
+}
+
+// haCluster is simtest.HACluster of the whole simulator.
+func haCluster(t *testing.T, version int, adjust func(*Config)) (*Sim, *apiClient, *apiClient) {
+	t.Helper()
+	return simtest.HACluster(t, New, version, adjust)
 }

@@ -1,4 +1,4 @@
-package pvesim
+package replsim_test
 
 import (
 	"fmt"
@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/replsim"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/simtest"
 )
 
 // H1: one pvesr run per (lab) minute works through every due job, as
@@ -18,8 +20,8 @@ import (
 func TestReplicationOneRunWorksThroughDueJobsH1(t *testing.T) {
 	t.Parallel()
 	const minute = time.Second
-	s, a, _ := haCluster(t, 9, func(c *Config) { c.ReplicationInterval = minute })
-	createVM(t, a, 100, url.Values{"scsi0": {"tank:4"}})
+	s, a, _ := simtest.HACluster(t, pvesim.New, 9, func(c *pvesim.Config) { c.ReplicationInterval = minute })
+	simtest.CreateVM(t, a, 100, url.Values{"scsi0": {"tank:4"}})
 	for i, target := range []string{"pve02", "pve03"} {
 		a.Call("POST", "/cluster/replication", url.Values{"id": {fmt.Sprintf("100-%d", i)}, "type": {"local"},
 			"target": {target}, "schedule": {"*/15"}}).Must(t, "job")
@@ -54,13 +56,13 @@ func TestReplicationOneRunWorksThroughDueJobsH1(t *testing.T) {
 // (and its replica lands on the target).
 func TestContainerReplicatesSubvolH6(t *testing.T) {
 	t.Parallel()
-	_, a, b := twoNodes(t, simOpts{TaskDuration: 30 * time.Millisecond, RestartWindow: 200 * time.Millisecond},
-		func(c *Config) { c.ReplicationInterval = 150 * time.Millisecond })
+	_, a, b := simtest.TwoNodes(t, pvesim.New, simtest.Opts{TaskDuration: 30 * time.Millisecond, RestartWindow: 200 * time.Millisecond},
+		func(c *pvesim.Config) { c.ReplicationInterval = 150 * time.Millisecond })
 	a.Call("POST", "/storage", url.Values{"storage": {"tank"}, "type": {"zfspool"}, "pool": {"tank"}, "content": {"images,rootdir"}}).Must(t, "zfs")
-	mustTask(t, a, "POST", "/nodes/pve01/lxc", url.Values{"vmid": {"200"}, "ostemplate": {"local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst"},
+	simtest.MustTask(t, a, "POST", "/nodes/pve01/lxc", url.Values{"vmid": {"200"}, "ostemplate": {"local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst"},
 		"rootfs": {"tank:2"}, "mp0": {"tank:1,mp=/srv"}})
 	a.Call("POST", "/cluster/replication", url.Values{"id": {"200-0"}, "type": {"local"}, "target": {"pve02"}}).Must(t, "CT job")
-	eventually(t, "CT job synced", func() bool {
+	simtest.Eventually(t, "CT job synced", func() bool {
 		return a.Call("GET", "/nodes/pve01/replication/200-0/status", nil).Must(t, "status").Obj()["last_sync"] != float64(0)
 	})
 	got := fmt.Sprint(b.Call("GET", "/nodes/pve02/storage/tank/content", nil).Must(t, "pve02 tank").List())
@@ -68,43 +70,5 @@ func TestContainerReplicatesSubvolH6(t *testing.T) {
 		if !strings.Contains(got, v) {
 			t.Errorf("no replica of %s on pve02: %s", v, got)
 		}
-	}
-}
-
-// A container's description is stored as comment lines, each read back
-// with its newline (pve-container parse_pct_config): a client sending
-// "web" reads "web\n"; encode_text escapes ':' and the UTF-8 bytes but
-// leaves '%' (pvecommon's test holds that to Perl). GET …/interfaces answers null for a stopped
-// container and the interfaces of a running one.
-func TestContainerDescriptionAndInterfaces(t *testing.T) {
-	t.Parallel()
-	s := startSim(t, simOpts{TaskDuration: 30 * time.Millisecond})
-	c := newClient(t, s, "pve01").Root()
-	mustTask(t, c, "POST", "/nodes/pve01/lxc", url.Values{"vmid": {"200"}, "ostemplate": {"local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst"},
-		"rootfs": {"local-lvm:2"}, "description": {"web"}, "net0": {"name=eth0,bridge=vmbr0,hwaddr=BC:24:11:00:00:01,ip=10.0.0.5/24"}})
-	if d := c.Call("GET", "/nodes/pve01/lxc/200/config", nil).Must(t, "config").Obj()["description"]; d != "web\n" {
-		t.Errorf("description after create: %q", d)
-	}
-	c.Call("PUT", "/nodes/pve01/lxc/200/config", url.Values{"description": {"runner\n\nowner: ci (100% é)\n"}}).Must(t, "PUT description")
-	raw, _, _ := s.ReadPmxcfs("pve01", "nodes/pve01/lxc/200.conf")
-	if !strings.HasPrefix(raw, "#runner\n#\n#owner%3A ci (100% %C3%A9)\n") || strings.Contains(raw, "description:") {
-		t.Errorf("config file (encode_text per line): %q", raw)
-	}
-	if d := c.Call("GET", "/nodes/pve01/lxc/200/config", nil).Must(t, "config").Obj()["description"]; d != "runner\n\nowner: ci (100% é)\n" {
-		t.Errorf("description after update: %q", d)
-	}
-	c.Call("PUT", "/nodes/pve01/lxc/200/config", url.Values{"delete": {"description"}}).Must(t, "delete description")
-	if d, ok := c.Call("GET", "/nodes/pve01/lxc/200/config", nil).Must(t, "config").Obj()["description"]; ok {
-		t.Errorf("description after delete: %q", d)
-	}
-
-	if r := c.ExpectNull().Call("GET", "/nodes/pve01/lxc/200/interfaces", nil).Must(t, "stopped"); r.Data != nil {
-		t.Errorf("interfaces of a stopped CT: %v, want null", r.Data)
-	}
-	mustTask(t, c, "POST", "/nodes/pve01/lxc/200/status/start", nil)
-	ifs := c.Call("GET", "/nodes/pve01/lxc/200/interfaces", nil).Must(t, "running").List()
-	if len(ifs) != 2 || ifs[0]["name"] != "lo" || ifs[1]["name"] != "eth0" || ifs[1]["hwaddr"] != "bc:24:11:00:00:01" ||
-		ifs[1]["inet"] != "10.0.0.5/24" || fmt.Sprint(ifs[1]["ip-addresses"]) != "[map[ip-address:10.0.0.5 ip-address-type:inet prefix:24]]" {
-		t.Errorf("interfaces: %v", ifs)
 	}
 }
