@@ -1,5 +1,5 @@
 // Package poolsim simulates PVE's resource pools API: pve-manager's
-// PVE/API2/core.Pool.pm over user.cfg's pools (pve-access-control
+// PVE/API2/Pool.pm over user.cfg's pools (pve-access-control
 // AccessControl.pm parse_user_config). A pool lists guests by VMID only,
 // their type and node come from pmxcfs's .vmlist at read time, and a VMID
 // without a guest stays in user.cfg unseen; storages by ID. The pool
@@ -24,7 +24,7 @@ type backend struct{ *core.Sim }
 // Register adds the pool endpoints to s.
 func Register(s *core.Sim) { s.Handle((&backend{s}).routes()) }
 
-// poolMembers renders members as core.Pool.pm index does: guests through
+// poolMembers renders members as Pool.pm index does: guests through
 // PVE::API2Tools::extract_vm_stats (id, vmid, node, type and the status
 // numbers pvestatd broadcast — here the guest's live summary), storages
 // through extract_storage_stats, once each, on the answering node unless
@@ -111,7 +111,7 @@ func (s *backend) sortedPools(db *core.ConfigDB) []string {
 	return slices.Sorted(maps.Keys(db.Pools))
 }
 
-// GET /pools[?poolid=]: pools without core.Pool.Audit are left out (K19).
+// GET /pools[?poolid=]: pools without Pool.Audit are left out (K19).
 func (s *backend) getPools(rc *core.Req) (any, error) {
 	db := rc.DB()
 	want := rc.Str("poolid")
@@ -163,7 +163,7 @@ func (s *backend) postPool(rc *core.Req) (any, error) {
 	if db.Pools[id] != nil {
 		return nil, fmt.Errorf("create pool failed: pool '%s' already exists", id)
 	}
-	// core.Pool.pm create_pool: a nested pool's parent must exist, and the
+	// Pool.pm create_pool: a nested pool's parent must exist, and the
 	// (leaf) name starts with a letter.
 	leaf := id
 	if i := strings.LastIndex(id, "/"); i >= 0 {
@@ -259,10 +259,12 @@ func (s *backend) putPool(rc *core.Req) (any, error) {
 			m := "storage/" + st
 			switch {
 			case del && !slices.Contains(members, m):
+				//lint:ignore ST1005 PVE's own message (Pool.pm update_pool)
 				return fail(fmt.Errorf("Storage '%s' is not a pool member", st))
 			case del:
 				members = slices.DeleteFunc(members, func(x string) bool { return x == m })
 			case slices.Contains(members, m):
+				//lint:ignore ST1005 PVE's own message (Pool.pm update_pool)
 				return fail(fmt.Errorf("Storage '%s' is already a pool member", st))
 			default:
 				members = append(members, m)
