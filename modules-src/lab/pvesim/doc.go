@@ -99,7 +99,7 @@
 //     needs online and with-local-disks; linked clones stay; an HA guest's
 //     migration is a hamigrate request.
 //   - /cluster/nextid: the lowest free VMID, as a string; nothing reserved.
-//   - Replication (replication.go, replrun.go): /etc/pve/replication.cfg;
+//   - Replication (pvesim/replsim): /etc/pve/replication.cfg;
 //     each node's scheduler runs pvesr every ReplicationInterval over all
 //     its due jobs (a new job is due at once), syncing ZFS volumes (a
 //     container's subvol-… too) to a replica on the target, keeping

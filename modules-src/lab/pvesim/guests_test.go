@@ -136,27 +136,6 @@ func TestVMPowerTasks(t *testing.T) {
 	}
 }
 
-// twoNodes returns a quorate cluster of pve01 and pve02 (further nodes of
-// o.nodes stay standalone) and root clients on both.
-func twoNodes(t *testing.T, o simOpts, adjust ...func(*Config)) (*Sim, *apiClient, *apiClient) {
-	t.Helper()
-	if o.Nodes < 2 {
-		o.Nodes = 2
-	}
-	s := startSimWith(t, o, func(c *Config) {
-		for _, f := range adjust {
-			f(c)
-		}
-	})
-	a := newClient(t, s, "pve01").Root()
-	waitTask(t, a, createCluster(t, a, "lab"))
-	eventually(t, "quorate", func() bool { return quorate(a, 1) })
-	b := newClient(t, s, "pve02").Root()
-	joinVia(t, s, a, b)
-	eventually(t, "2 nodes", func() bool { return quorate(a, 2) })
-	return s, a, b
-}
-
 // K2, K3, K4: a clone runs as qmclone on the template's node with the
 // source VMID as task id; the URL must name the template's node; the new
 // config sits on the source node locked "clone" and reaches the target only

@@ -8,29 +8,6 @@ import (
 	"time"
 )
 
-// haCluster is a three-node cluster (so one node can go down with quorum
-// kept) with a zfspool storage "tank" on every node, and the lab's HA and
-// replication clocks shortened for tests (PVE's own delays are the
-// defaults: Config).
-func haCluster(t *testing.T, version int, adjust func(*Config)) (*Sim, *apiClient, *apiClient) {
-	t.Helper()
-	s, a, b := twoNodes(t, simOpts{Version: version, Nodes: 3, TaskDuration: 30 * time.Millisecond, RestartWindow: 200 * time.Millisecond},
-		func(c *Config) {
-			c.HADelay = 60 * time.Millisecond
-			c.FenceDelay = 500 * time.Millisecond
-			c.FailbackDelay = 400 * time.Millisecond
-			c.ReplicationInterval = 150 * time.Millisecond
-			if adjust != nil {
-				adjust(c)
-			}
-		})
-	c3 := newClient(t, s, "pve03").Root()
-	joinVia(t, s, a, c3)
-	eventually(t, "3 nodes", func() bool { return quorate(a, 3) })
-	a.Call("POST", "/storage", url.Values{"storage": {"tank"}, "type": {"zfspool"}, "pool": {"tank"}, "content": {"images,rootdir"}}).Must(t, "zfs")
-	return s, a, b
-}
-
 // haService is the service entry of /cluster/ha/status/current.
 func haService(t *testing.T, c *apiClient, sid string) map[string]any {
 	t.Helper()

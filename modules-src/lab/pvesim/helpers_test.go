@@ -15,16 +15,19 @@ type (
 )
 
 var (
-	newClient     = simtest.NewClient
-	waitTask      = simtest.WaitTask
-	eventually    = simtest.Eventually
-	quorate       = simtest.Quorate
-	controlAPI    = simtest.ControlAPI
-	testConfig    = simtest.Config
-	createVM      = simtest.CreateVM
-	mustTask      = simtest.MustTask
-	createCluster = simtest.CreateCluster
-	joinParams    = simtest.JoinParams
+	newClient  = simtest.NewClient
+	waitTask   = simtest.WaitTask
+	eventually = simtest.Eventually
+	quorate    = simtest.Quorate
+	controlAPI = simtest.ControlAPI
+	testConfig = simtest.Config
+	createVM   = simtest.CreateVM
+	mustTask   = simtest.MustTask
+
+	createCluster   = simtest.CreateCluster
+	joinParams      = simtest.JoinParams
+	joinFingerprint = simtest.JoinFingerprint
+	joinVia         = simtest.JoinVia
 )
 
 // startSim creates and starts a simulator that the test's cleanup closes.
@@ -34,4 +37,16 @@ func startSim(t *testing.T, o simOpts) *Sim { t.Helper(); return simtest.Start(t
 func startSimWith(t *testing.T, o simOpts, adjust func(*Config)) *Sim {
 	t.Helper()
 	return simtest.StartWith(t, New, o, adjust)
+}
+
+// twoNodes is simtest.TwoNodes of the whole simulator.
+func twoNodes(t *testing.T, o simOpts, adjust ...func(*Config)) (*Sim, *apiClient, *apiClient) {
+	t.Helper()
+	return simtest.TwoNodes(t, New, o, adjust...)
+}
+
+// haCluster is simtest.HACluster of the whole simulator.
+func haCluster(t *testing.T, version int, adjust func(*Config)) (*Sim, *apiClient, *apiClient) {
+	t.Helper()
+	return simtest.HACluster(t, New, version, adjust)
 }

@@ -101,3 +101,41 @@ func lxcTour(t *testing.T, c *apiClient, node string) {
 	mustTask(t, c, "POST", p, url.Values{"vmid": {"251"}, "ostemplate": {ctBackup}, "restore": {"1"}, "storage": {"local-lvm"}})
 	mustTask(t, c, "DELETE", p+"/251", nil)
 }
+
+// A container's description is stored as comment lines, each read back
+// with its newline (pve-container parse_pct_config): a client sending
+// "web" reads "web\n"; encode_text escapes ':' and the UTF-8 bytes but
+// leaves '%' (pvecommon's test holds that to Perl). GET …/interfaces answers null for a stopped
+// container and the interfaces of a running one.
+func TestContainerDescriptionAndInterfaces(t *testing.T) {
+	t.Parallel()
+	s := startSim(t, simOpts{TaskDuration: 30 * time.Millisecond})
+	c := newClient(t, s, "pve01").Root()
+	mustTask(t, c, "POST", "/nodes/pve01/lxc", url.Values{"vmid": {"200"}, "ostemplate": {"local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst"},
+		"rootfs": {"local-lvm:2"}, "description": {"web"}, "net0": {"name=eth0,bridge=vmbr0,hwaddr=BC:24:11:00:00:01,ip=10.0.0.5/24"}})
+	if d := c.Call("GET", "/nodes/pve01/lxc/200/config", nil).Must(t, "config").Obj()["description"]; d != "web\n" {
+		t.Errorf("description after create: %q", d)
+	}
+	c.Call("PUT", "/nodes/pve01/lxc/200/config", url.Values{"description": {"runner\n\nowner: ci (100% é)\n"}}).Must(t, "PUT description")
+	raw, _, _ := s.ReadPmxcfs("pve01", "nodes/pve01/lxc/200.conf")
+	if !strings.HasPrefix(raw, "#runner\n#\n#owner%3A ci (100% %C3%A9)\n") || strings.Contains(raw, "description:") {
+		t.Errorf("config file (encode_text per line): %q", raw)
+	}
+	if d := c.Call("GET", "/nodes/pve01/lxc/200/config", nil).Must(t, "config").Obj()["description"]; d != "runner\n\nowner: ci (100% é)\n" {
+		t.Errorf("description after update: %q", d)
+	}
+	c.Call("PUT", "/nodes/pve01/lxc/200/config", url.Values{"delete": {"description"}}).Must(t, "delete description")
+	if d, ok := c.Call("GET", "/nodes/pve01/lxc/200/config", nil).Must(t, "config").Obj()["description"]; ok {
+		t.Errorf("description after delete: %q", d)
+	}
+
+	if r := c.ExpectNull().Call("GET", "/nodes/pve01/lxc/200/interfaces", nil).Must(t, "stopped"); r.Data != nil {
+		t.Errorf("interfaces of a stopped CT: %v, want null", r.Data)
+	}
+	mustTask(t, c, "POST", "/nodes/pve01/lxc/200/status/start", nil)
+	ifs := c.Call("GET", "/nodes/pve01/lxc/200/interfaces", nil).Must(t, "running").List()
+	if len(ifs) != 2 || ifs[0]["name"] != "lo" || ifs[1]["name"] != "eth0" || ifs[1]["hwaddr"] != "bc:24:11:00:00:01" ||
+		ifs[1]["inet"] != "10.0.0.5/24" || fmt.Sprint(ifs[1]["ip-addresses"]) != "[map[ip-address:10.0.0.5 ip-address-type:inet prefix:24]]" {
+		t.Errorf("interfaces: %v", ifs)
+	}
+}

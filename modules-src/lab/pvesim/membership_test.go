@@ -7,42 +7,6 @@ import (
 	"testing"
 )
 
-// joinFingerprint is how a join role finds the primary's fingerprint: the
-// nodelist entry whose name is the given key.
-func joinFingerprint(info map[string]any, name string) (string, bool) {
-	list, _ := info["nodelist"].([]any)
-	for _, e := range list {
-		m, _ := e.(map[string]any)
-		if m["name"] == name {
-			fp, ok := m["pve_fp"].(string)
-			return fp, ok
-		}
-	}
-	return "", false
-}
-
-// joinVia joins joiner to the cluster of primary through the API with the
-// fingerprint the join info gives for primary's node name.
-func joinVia(t *testing.T, s *Sim, primary, joiner *apiClient) {
-	t.Helper()
-	info := primary.Call("GET", "/cluster/config/join", nil).Must(t, "join info").Obj()
-	fp, ok := joinFingerprint(info, primary.Node)
-	if !ok {
-		t.Fatalf("join info has no entry for %s: %v", primary.Node, info["nodelist"])
-	}
-	upid := joiner.Call("POST", "/cluster/config/join", joinParams(s, primary.Node, fp)).Must(t, "join "+joiner.Node).Data.(string)
-	eventually(t, joiner.Node+" back after the join", func() bool {
-		n, _ := s.Node(joiner.Node)
-		return n.Serving && n.Fingerprint != joiner.Pin
-	})
-	n, _ := s.Node(joiner.Node)
-	joiner.Pin = n.Fingerprint
-	joiner.Root()
-	if st := waitTask(t, joiner, upid); st["exitstatus"] != "OK" {
-		t.Fatalf("join of %s: %v", joiner.Node, st)
-	}
-}
-
 // C8: the join information names members by their PVE node names, so a
 // fingerprint looked up by an inventory alias ("node-a") is simply not
 // there; the name to look up comes from the node itself (GET /nodes).

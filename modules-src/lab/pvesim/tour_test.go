@@ -123,3 +123,24 @@ func TestSlowConfigFaultK4(t *testing.T) {
 	}
 	eventually(t, "late quorum", func() bool { return quorate(c, 1) })
 }
+
+// replicationTour answers every replication endpoint once with 200 on a
+// cluster whose pve01 can hold a ZFS guest (TestEveryHandlerFitsReturnsSchema).
+func replicationTour(t *testing.T, c *apiClient) {
+	t.Helper()
+	c.Call("POST", "/storage", url.Values{"storage": {"tank"}, "type": {"zfspool"}, "pool": {"tank"}, "content": {"images"}}).Must(t, "zfs storage")
+	createVM(t, c, 300, url.Values{"scsi0": {"tank:1"}})
+	c.Call("POST", "/cluster/replication", url.Values{"id": {"300-0"}, "type": {"local"}, "target": {"pve02"}}).Must(t, "create job")
+	c.Call("GET", "/cluster/replication", nil).Must(t, "jobs")
+	c.Call("PUT", "/cluster/replication/300-0", url.Values{"rate": {"5.5"}, "comment": {"tour"}}).Must(t, "update job")
+	c.Call("GET", "/cluster/replication/300-0", nil).Must(t, "job")
+	c.Call("GET", "/nodes/pve01/replication", nil).Must(t, "node replication")
+	c.Call("GET", "/nodes/pve01/replication/300-0/status", nil).Must(t, "job status")
+	c.Call("GET", "/nodes/pve01/replication/300-0/log", nil).Must(t, "job log")
+	c.Call("POST", "/nodes/pve01/replication/300-0/schedule_now", nil).Must(t, "schedule now")
+	c.Call("DELETE", "/cluster/replication/300-0", url.Values{"force": {"1"}}).Must(t, "delete job")
+	if st := mustTask(t, c, "POST", "/nodes/pve01/qemu/300/migrate", url.Values{"target": {"pve02"}}); st["exitstatus"] != "OK" {
+		t.Fatalf("migrate 300: %v", st)
+	}
+	mustTask(t, c, "POST", "/nodes/pve02/qemu/300/migrate", url.Values{"target": {"pve01"}})
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/replsim"
 	"github.com/gopve/proxmox/modules-src/pveapi"
 	"github.com/gopve/proxmox/modules-src/pveapi/apischema"
 	"github.com/gopve/proxmox/modules-src/pveapi/clusterguests"
@@ -74,7 +75,7 @@ func TestSimHAChain(t *testing.T) {
 			if st, err := replication.GetStatus(ctx, c, "pve01", id); err != nil || st.Synced() || st.Target != "pve02" {
 				t.Errorf("before the first sync: %+v %v", st, err)
 			}
-			if _, err := s.RunReplication("pve01", id.String()); err != nil {
+			if _, err := replsim.Run(s, "pve01", id.String()); err != nil {
 				t.Fatal(err)
 			}
 			st, err := replication.GetStatus(ctx, c, "pve01", id)

@@ -197,14 +197,14 @@ func (s *Sim) postQemuClone(rc *Req) (any, error) {
 func (s *Sim) cloneWorker(t *TaskRun, db *ConfigDB, r *cloneReq, running bool) string {
 	srcKey, newKey := guestLockKey(r.node, r.vmid), guestLockKey(r.node, r.newid)
 	// exclusive lock if VM is running - else shared lock is enough
-	if !s.acquire(srcKey, !running, s.cloneLockTimeout()) {
-		return errLockTimeout(guestLockFile(r.vmid)).Error()
+	if !s.Acquire(srcKey, !running, s.cloneLockTimeout()) {
+		return ErrLockTimeout(guestLockFile(r.vmid)).Error()
 	}
-	defer s.release(srcKey, !running)
-	if !s.acquire(newKey, false, s.cloneLockTimeout()) {
-		return errLockTimeout(guestLockFile(r.newid)).Error()
+	defer s.Release(srcKey, !running)
+	if !s.Acquire(newKey, false, s.cloneLockTimeout()) {
+		return ErrLockTimeout(guestLockFile(r.newid)).Error()
 	}
-	defer s.release(newKey, false)
+	defer s.Release(newKey, false)
 
 	s.Mu.Lock()
 	p, err := s.loadAndCheckClone(db, r, running)
@@ -275,11 +275,11 @@ func (s *Sim) cloneWorker(t *TaskRun, db *ConfigDB, r *cloneReq, running bool) s
 			t.Logf("create linked clone of drive %s (%s)", k, d.File())
 		}
 		lockKey, lockMsg := storageLock(r.node, dst)
-		if !s.acquire(lockKey, false, s.Cfg.Dur(s.Cfg.LockTimeout, DefaultLockTimeout)) {
+		if !s.Acquire(lockKey, false, s.Cfg.Dur(s.Cfg.LockTimeout, DefaultLockTimeout)) {
 			return fail(lockMsg)
 		}
 		if !s.Sleep(s.Cfg.Dur(s.Cfg.AllocDuration, time.Second)) {
-			s.release(lockKey, false)
+			s.Release(lockKey, false)
 			return fail("interrupted by signal")
 		}
 		s.Mu.Lock()
@@ -299,7 +299,7 @@ func (s *Sim) cloneWorker(t *TaskRun, db *ConfigDB, r *cloneReq, running bool) s
 			volid, err = s.linkedCloneLocked(r.node, dst, d.File(), r.newid)
 		}
 		s.Mu.Unlock()
-		s.release(lockKey, false)
+		s.Release(lockKey, false)
 		if err != nil {
 			return fail(err.Error())
 		}

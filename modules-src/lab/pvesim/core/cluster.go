@@ -53,13 +53,16 @@ func (s *Sim) quorateOnLocked(db *ConfigDB, node string) bool {
 
 // CfsWriteLocked mirrors cfs_lock_file on a read-only /etc/pve: the lock
 // attempt spins for the lock timeout, then dies "no quorum!", wrapped by
-// the caller's message (e.g. "create storage failed").
+// the caller's message (e.g. "create storage failed"), if it gives one.
 func (s *Sim) CfsWriteLocked(db *ConfigDB, file, errmsg string) *APIError {
 	if s.QuorateLocked(db) {
 		return nil
 	}
-	lockid := "file-" + strings.ReplaceAll(file, ".", "_")
-	e := ErrStatus(500, "%s: cfs-lock '%s' error: no quorum!", errmsg, lockid)
+	msg := fmt.Sprintf("cfs-lock 'file-%s' error: no quorum!", strings.ReplaceAll(file, ".", "_"))
+	if errmsg != "" {
+		msg = errmsg + ": " + msg
+	}
+	e := ErrStatus(500, "%s", msg)
 	e.wait = s.Cfg.Dur(s.Cfg.LockTimeout, DefaultLockTimeout)
 	return e
 }

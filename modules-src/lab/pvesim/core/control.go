@@ -35,8 +35,8 @@ func (s *Sim) ControlHandler() http.Handler {
 	mux.HandleFunc("PUT /v1/nodes/{node}/pmxcfs/{path...}", s.ctlWritePmxcfs)
 	mux.HandleFunc("DELETE /v1/nodes/{node}/pmxcfs/{path...}", s.ctlDeletePmxcfs)
 	mux.HandleFunc("POST /v1/nodes/{node}/guests", s.ctlAddGuest)
-	mux.HandleFunc("POST /v1/nodes/{node}/replication/run", s.ctlRunReplication)
 	mux.HandleFunc("POST /v1/remote-stores", s.ctlAddRemoteStore)
+	s.handleControls(mux)
 	return mux
 }
 
@@ -71,7 +71,7 @@ func (s *Sim) ctlAddFault(w http.ResponseWriter, r *http.Request) {
 		Fault
 		DelayMS int64 `json:"delay_ms"`
 	}
-	if !ctlDecode(w, r, &f) {
+	if !ControlDecode(w, r, &f) {
 		return
 	}
 	if f.DelayMS > 0 {
@@ -127,7 +127,7 @@ func (s *Sim) ctlSetOnline(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Online bool `json:"online"`
 	}
-	if !ctlDecode(w, r, &body) {
+	if !ControlDecode(w, r, &body) {
 		return
 	}
 	if err := s.SetOnline(r.PathValue("node"), body.Online); err != nil {
@@ -151,11 +151,11 @@ func (s *Sim) ctlGetCluster(w http.ResponseWriter, r *http.Request) {
 // ctlCreateCluster serves POST /v1/clusters.
 func (s *Sim) ctlCreateCluster(w http.ResponseWriter, r *http.Request) {
 	var body struct{ Node, Name, Link0 string }
-	if !ctlDecode(w, r, &body) {
+	if !ControlDecode(w, r, &body) {
 		return
 	}
 	info, err := s.CreateCluster(body.Node, body.Name, body.Link0)
-	ctlResult(w, info, err)
+	ControlResult(w, info, err)
 }
 
 // ctlAddNode serves POST /v1/nodes/{member}/cluster/nodes.
@@ -168,7 +168,7 @@ func (s *Sim) ctlAddNode(w http.ResponseWriter, r *http.Request) {
 		// joiner then calls finish-join (join.go).
 		Entry bool `json:"entry"`
 	}
-	if !ctlDecode(w, r, &body) {
+	if !ControlDecode(w, r, &body) {
 		return
 	}
 	add := s.AddNode
@@ -176,7 +176,7 @@ func (s *Sim) ctlAddNode(w http.ResponseWriter, r *http.Request) {
 		add = s.AddNodeEntry
 	}
 	info, err := add(r.PathValue("member"), body.Node, body.Link0, body.Force)
-	ctlResult(w, info, err)
+	ControlResult(w, info, err)
 }
 
 // ctlFinishJoin serves POST /v1/nodes/{node}/cluster/finish-join: the
@@ -189,7 +189,7 @@ func (s *Sim) ctlFinishJoin(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		res["error"] = err.Error()
 	}
-	ctlResult(w, res, nil)
+	ControlResult(w, res, nil)
 }
 
 // ctlSetExpected serves POST /v1/nodes/{node}/cluster/expected.
@@ -197,29 +197,29 @@ func (s *Sim) ctlSetExpected(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Votes int `json:"votes"`
 	}
-	if !ctlDecode(w, r, &body) {
+	if !ControlDecode(w, r, &body) {
 		return
 	}
 	info, err := s.SetExpectedVotes(r.PathValue("node"), body.Votes)
-	ctlResult(w, info, err)
+	ControlResult(w, info, err)
 }
 
 // ctlAddUser serves POST /v1/access/users.
 func (s *Sim) ctlAddUser(w http.ResponseWriter, r *http.Request) {
 	var body struct{ Node, User, Password string }
-	if !ctlDecode(w, r, &body) {
+	if !ControlDecode(w, r, &body) {
 		return
 	}
-	ctlResult(w, map[string]any{}, s.AddUser(body.Node, body.User, body.Password))
+	ControlResult(w, map[string]any{}, s.AddUser(body.Node, body.User, body.Password))
 }
 
 // ctlAddRemoteStore serves POST /v1/remote-stores.
 func (s *Sim) ctlAddRemoteStore(w http.ResponseWriter, r *http.Request) {
 	var body RemoteStore
-	if !ctlDecode(w, r, &body) {
+	if !ControlDecode(w, r, &body) {
 		return
 	}
-	ctlResult(w, map[string]any{}, s.AddRemoteStore(body))
+	ControlResult(w, map[string]any{}, s.AddRemoteStore(body))
 }
 
 // ctlAddToken serves POST /v1/access/tokens.
@@ -230,12 +230,12 @@ func (s *Sim) ctlAddToken(w http.ResponseWriter, r *http.Request) {
 		Name    string `json:"name"`
 		Privsep bool   `json:"privsep"`
 	}
-	if !ctlDecode(w, r, &body) {
+	if !ControlDecode(w, r, &body) {
 		return
 	}
 	id, secret, err := s.AddToken(body.Node, TokenSpec{User: body.User, Name: body.Name, Privsep: body.Privsep})
 	// Like `pveum user token add`, the secret is shown once, to the caller.
-	ctlResult(w, map[string]string{"full-tokenid": id, "value": secret}, err)
+	ControlResult(w, map[string]string{"full-tokenid": id, "value": secret}, err)
 }
 
 // ctlGrant serves POST /v1/access/acl.
@@ -247,10 +247,10 @@ func (s *Sim) ctlGrant(w http.ResponseWriter, r *http.Request) {
 		Role      string `json:"role"`
 		Propagate bool   `json:"propagate"`
 	}
-	if !ctlDecode(w, r, &body) {
+	if !ControlDecode(w, r, &body) {
 		return
 	}
-	ctlResult(w, map[string]any{}, s.Grant(body.Node, body.Path, body.UGID, body.Role, body.Propagate))
+	ControlResult(w, map[string]any{}, s.Grant(body.Node, body.Path, body.UGID, body.Role, body.Propagate))
 }
 
 // ctlReadPmxcfs serves GET /v1/nodes/{node}/pmxcfs/{path...}.
@@ -258,7 +258,7 @@ func (s *Sim) ctlReadPmxcfs(w http.ResponseWriter, r *http.Request) {
 	content, ok, err := s.ReadPmxcfs(r.PathValue("node"), r.PathValue("path"))
 	switch {
 	case err != nil:
-		ctlResult(w, nil, err)
+		ControlResult(w, nil, err)
 	case !ok:
 		ctlError(w, 404, fmt.Errorf("/etc/pve/%s: No such file or directory", r.PathValue("path")))
 	default:
@@ -271,15 +271,15 @@ func (s *Sim) ctlWritePmxcfs(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Content string `json:"content"`
 	}
-	if !ctlDecode(w, r, &body) {
+	if !ControlDecode(w, r, &body) {
 		return
 	}
-	ctlResult(w, map[string]any{}, s.WritePmxcfs(r.PathValue("node"), r.PathValue("path"), body.Content, false))
+	ControlResult(w, map[string]any{}, s.WritePmxcfs(r.PathValue("node"), r.PathValue("path"), body.Content, false))
 }
 
 // ctlDeletePmxcfs serves DELETE /v1/nodes/{node}/pmxcfs/{path...}.
 func (s *Sim) ctlDeletePmxcfs(w http.ResponseWriter, r *http.Request) {
-	ctlResult(w, map[string]any{}, s.WritePmxcfs(r.PathValue("node"), r.PathValue("path"), "", true))
+	ControlResult(w, map[string]any{}, s.WritePmxcfs(r.PathValue("node"), r.PathValue("path"), "", true))
 }
 
 func nodeJSON(n NodeInfo) map[string]any {
@@ -287,7 +287,10 @@ func nodeJSON(n NodeInfo) map[string]any {
 		"online": n.Online, "serving": n.Serving, "cluster": n.Cluster}
 }
 
-func ctlResult(w http.ResponseWriter, v any, err error) {
+// ControlResult answers a control API call: v as JSON, or the error with
+// its status (BadRequestError 400, ConflictError 409, NotFoundError 404,
+// anything else 500) as {"error": "<message>"}.
+func ControlResult(w http.ResponseWriter, v any, err error) {
 	var conflict *ConflictError
 	var notFound *NotFoundError
 	var bad *BadRequestError
@@ -305,7 +308,9 @@ func ctlResult(w http.ResponseWriter, v any, err error) {
 	}
 }
 
-func ctlDecode(w http.ResponseWriter, r *http.Request, v any) bool {
+// ControlDecode reads a control API call's JSON body into v; on a bad
+// body it answers 400 and returns false.
+func ControlDecode(w http.ResponseWriter, r *http.Request, v any) bool {
 	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
 		ctlError(w, 400, fmt.Errorf("control API wants a JSON body: %w", err))
 		return false

@@ -59,6 +59,14 @@ type VMEntry struct {
 	Kind string // qemu-server or lxc
 }
 
+// GuestKind is the kind of the guest e lists.
+func (e VMEntry) GuestKind() GuestKind {
+	if e.Kind == CTKind.Dir {
+		return CTKind
+	}
+	return VMKind
+}
+
 // vmListLocked is the cluster's .vmlist, sorted by VMID (pmxcfs's scan of
 // nodes/<node>/{qemu-server,lxc}).
 func (s *Sim) vmListLocked(db *ConfigDB) []VMEntry {

@@ -91,25 +91,9 @@ func (s *Sim) AddGuest(node string, g GuestSpec) error {
 // ctlAddGuest serves POST /v1/nodes/{node}/guests.
 func (s *Sim) ctlAddGuest(w http.ResponseWriter, r *http.Request) {
 	var g GuestSpec
-	if !ctlDecode(w, r, &g) {
+	if !ControlDecode(w, r, &g) {
 		return
 	}
 	err := s.AddGuest(r.PathValue("node"), g)
-	ctlResult(w, map[string]any{"vmid": strconv.Itoa(g.VMID)}, err)
-}
-
-// ctlRunReplication serves POST /v1/nodes/{node}/replication/run {"id"}
-// (`pvesr run`): {"log": [...]}, or 409 with the pvesr.lck timeout (H5).
-func (s *Sim) ctlRunReplication(w http.ResponseWriter, r *http.Request) {
-	var body struct {
-		ID string `json:"id"`
-	}
-	if !ctlDecode(w, r, &body) {
-		return
-	}
-	lines, err := s.RunReplication(r.PathValue("node"), body.ID)
-	if lines == nil {
-		lines = []string{}
-	}
-	ctlResult(w, map[string]any{"log": lines}, err)
+	ControlResult(w, map[string]any{"vmid": strconv.Itoa(g.VMID)}, err)
 }

@@ -38,9 +38,9 @@ func (s *Sim) lockOf(key string) *guestLock {
 	return l
 }
 
-// tryLockLocked takes the lock if it is free (shared: free of an exclusive
+// TryLockLocked takes the lock if it is free (shared: free of an exclusive
 // holder). The caller holds s.mu.
-func (s *Sim) tryLockLocked(key string, shared bool) bool {
+func (s *Sim) TryLockLocked(key string, shared bool) bool {
 	l := s.lockOf(key)
 	switch {
 	case l.excl:
@@ -55,7 +55,8 @@ func (s *Sim) tryLockLocked(key string, shared bool) bool {
 	return true
 }
 
-func (s *Sim) unlockLocked(key string, shared bool) {
+// UnlockLocked releases a lock TryLockLocked took. The caller holds s.mu.
+func (s *Sim) UnlockLocked(key string, shared bool) {
 	l := s.lockOf(key)
 	if shared {
 		if l.shared > 0 {
@@ -81,18 +82,18 @@ func storageLock(node string, st *Storage) (key string, timeoutMsg string) {
 	return node + ":" + file, fmt.Sprintf("can't lock file '%s' - got timeout", file)
 }
 
-// errLockTimeout is lock_file_full's failure.
-func errLockTimeout(file string) error {
+// ErrLockTimeout is lock_file_full's failure.
+func ErrLockTimeout(file string) error {
 	return fmt.Errorf("can't lock file '%s' - got timeout", file)
 }
 
-// acquire waits up to d for a lock without holding s.mu (task workers).
+// Acquire waits up to d for a lock without holding s.mu (task workers).
 // It reports false on timeout or when the simulator closes.
-func (s *Sim) acquire(key string, shared bool, d time.Duration) bool {
+func (s *Sim) Acquire(key string, shared bool, d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	for {
 		s.Mu.Lock()
-		ok := s.tryLockLocked(key, shared)
+		ok := s.TryLockLocked(key, shared)
 		s.Mu.Unlock()
 		if ok {
 			return true
@@ -103,9 +104,10 @@ func (s *Sim) acquire(key string, shared bool, d time.Duration) bool {
 	}
 }
 
-func (s *Sim) release(key string, shared bool) {
+// Release releases a lock Acquire took.
+func (s *Sim) Release(key string, shared bool) {
 	s.Mu.Lock()
-	s.unlockLocked(key, shared)
+	s.UnlockLocked(key, shared)
 	s.Mu.Unlock()
 }
 
@@ -149,10 +151,10 @@ func (s *Sim) runHandlerLocked(h Handler, rc *Req) (any, error) {
 // length of a synchronous call (lock_config, 10 s): busy → lockWait.
 func (s *Sim) WithGuestLockLocked(node string, vmid int, f func() (any, error)) (any, error) {
 	key := guestLockKey(node, vmid)
-	if !s.tryLockLocked(key, false) {
+	if !s.TryLockLocked(key, false) {
 		return nil, &lockWait{key: key, timeout: s.Cfg.Dur(s.Cfg.LockTimeout, DefaultLockTimeout),
-			msg: errLockTimeout(guestLockFile(vmid)).Error()}
+			msg: ErrLockTimeout(guestLockFile(vmid)).Error()}
 	}
-	defer s.unlockLocked(key, false)
+	defer s.UnlockLocked(key, false)
 	return f()
 }

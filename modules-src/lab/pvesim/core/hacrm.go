@@ -31,7 +31,7 @@ import (
 // to the guest running elsewhere on PVE 9) and its services are recovered
 // on the node select_service_node 'best-score' picks (next_state_recovery,
 // PVE2.pm steal_service: the config file is renamed). The replication jobs
-// follow at the recovered node's next pvesr run (replrun.go).
+// follow at the recovered node's next pvesr run (pvesim/replsim).
 //
 // A node that comes back counts as a placement target FailbackDelay later:
 // reconstruction, the lab folds the failback's own duration (seed 003: 2 min

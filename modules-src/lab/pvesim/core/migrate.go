@@ -108,17 +108,17 @@ func (s *Sim) postQemuMigrate(rc *Req) (any, error) {
 		// The whole migration holds the guest's migration lock
 		// (qemu-server API2/Qemu.pm migrate_vm: guest_migration_lock($vmid,
 		// 10, …)): a replication run of the guest meanwhile is skipped
-		// (replrun.go syncJob, H5).
-		mig := migrationLockKey(node, vmid)
-		if !s.acquire(mig, false, s.Cfg.Dur(s.Cfg.LockTimeout, DefaultLockTimeout)) {
-			return errLockTimeout(replication.MigrationLockFile(vmid)).Error()
+		// (pvesim/replsim's syncJob, H5).
+		mig := MigrationLockKey(node, vmid)
+		if !s.Acquire(mig, false, s.Cfg.Dur(s.Cfg.LockTimeout, DefaultLockTimeout)) {
+			return ErrLockTimeout(replication.MigrationLockFile(vmid)).Error()
 		}
-		defer s.release(mig, false)
+		defer s.Release(mig, false)
 		key := guestLockKey(node, vmid)
-		if !s.acquire(key, false, s.Cfg.Dur(s.Cfg.LockTimeout, DefaultLockTimeout)) {
-			return errLockTimeout(guestLockFile(vmid)).Error()
+		if !s.Acquire(key, false, s.Cfg.Dur(s.Cfg.LockTimeout, DefaultLockTimeout)) {
+			return ErrLockTimeout(guestLockFile(vmid)).Error()
 		}
-		defer s.release(key, false)
+		defer s.Release(key, false)
 		abort := func(reason string) string {
 			t.Logf("ERROR: migration aborted (duration %s): %s", fmtDuration(time.Since(start)), reason)
 			return "migration aborted"

@@ -328,10 +328,10 @@ func (s *Sim) postQemuConfig(rc *Req) (any, error) {
 // d; the task takes the lab's task duration inside the lock.
 func (s *Sim) underGuestLock(t *TaskRun, node string, vmid int, d time.Duration, f func() string) string {
 	key := guestLockKey(node, vmid)
-	if !s.acquire(key, false, d) {
-		return errLockTimeout(guestLockFile(vmid)).Error()
+	if !s.Acquire(key, false, d) {
+		return ErrLockTimeout(guestLockFile(vmid)).Error()
 	}
-	defer s.release(key, false)
+	defer s.Release(key, false)
 	if !s.Sleep(s.Cfg.Dur(s.Cfg.TaskDuration, DefaultTaskDuration)) {
 		return "unexpected status"
 	}

@@ -146,8 +146,8 @@ func (s *Sim) putQemuResize(rc *Req) (any, error) {
 // and HA::Config::delete_service_from_config (typ "vm" or "ct").
 func (s *Sim) PurgeGuestLocked(db *ConfigDB, t *TaskRun, typ string, vmid int) {
 	s.removeFromBackupJobsLocked(db, vmid)
-	jobs, _ := s.replJobsLocked(db)
-	s.writeReplJobsLocked(db, slices.DeleteFunc(jobs, func(j *replication.Job) bool { return replication.Guest(j.ID) == vmid }))
+	jobs, _ := s.ReplJobsLocked(db)
+	s.WriteReplJobsLocked(db, slices.DeleteFunc(jobs, func(j *replication.Job) bool { return replication.Guest(j.ID) == vmid }))
 	res, _ := s.HAResourcesLocked(db)
 	if ha.FindResource(res, fmt.Sprintf("%s:%d", typ, vmid)) != nil {
 		s.WriteSectionsLocked(db, ha.ResourcesCfg, slices.DeleteFunc(res, func(r *section) bool {

@@ -173,16 +173,18 @@ type Sim struct {
 	faults   *Faults
 	log      *RequestLog
 
-	guestLocks  map[string]*guestLock  // /var/lock/qemu-server and storage flocks (guestlock.go)
-	replSkipped []string               // journal lines of replication runs that could not start (replrun.go)
-	haErrors    map[string]bool        // HA services in error state, "db/sid" (ha.go)
-	haMotions   map[string]string      // CRM migrations/relocations under way, "db/sid" (hacrm.go)
-	haBackAt    map[string]time.Time   // when each node came back from a power-off (hacrm.go)
-	remotes     map[string]RemoteStore // PBS and CIFS servers the lab offers, by type/server (storageremote.go)
-	uploads     map[string]*upload     // received files by tmpfilename, until their API call takes them (upload.go)
-	uploadSeq   int                    // get_upload_filename's $tmpfile_seq_no
+	guestLocks map[string]*guestLock  // /var/lock/qemu-server and storage flocks (guestlock.go)
+	haErrors   map[string]bool        // HA services in error state, "db/sid" (ha.go)
+	haMotions  map[string]string      // CRM migrations/relocations under way, "db/sid" (hacrm.go)
+	haBackAt   map[string]time.Time   // when each node came back from a power-off (hacrm.go)
+	remotes    map[string]RemoteStore // PBS and CIFS servers the lab offers, by type/server (storageremote.go)
+	uploads    map[string]*upload     // received files by tmpfilename, until their API call takes them (upload.go)
+	uploadSeq  int                    // get_upload_filename's $tmpfile_seq_no
 
-	routes map[string]Handler // "METHOD /schema/path" → its backend's handler (router.go)
+	routes   map[string]Handler          // "METHOD /schema/path" → its backend's handler (router.go)
+	controls map[string]http.HandlerFunc // the backends' control API routes by pattern (router.go)
+	loops    []func()                    // the backends' background loops, run by Start (router.go)
+	journal  []string                    // the nodes' journal lines (journal.go)
 }
 
 // nodeRuntime is the serving side of a node (not persisted).
@@ -222,7 +224,8 @@ func New(cfg Config) (*Sim, error) {
 		return nil, fmt.Errorf("another simulator already runs lab %s: %w", cfg.Dir, err)
 	}
 	s := &Sim{Cfg: cfg, schema: schema, lock: lock, nodes: map[string]*nodeRuntime{},
-		joinLocks: map[string]*sync.Mutex{}, written: map[string][]byte{}, started: time.Now(), cas: map[string]*nodecert.CA{}, faults: newFaults(), log: newRequestLog(), routes: map[string]Handler{}}
+		joinLocks: map[string]*sync.Mutex{}, written: map[string][]byte{}, started: time.Now(), cas: map[string]*nodecert.CA{}, faults: newFaults(), log: newRequestLog(),
+		routes: map[string]Handler{}, controls: map[string]http.HandlerFunc{}}
 	s.handleBuiltins()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := s.loadOrInit(); err != nil {
@@ -302,7 +305,7 @@ func (s *Sim) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	s.replicationSchedulerLoop()
+	s.startLoops()
 	s.groupMigrationLoop()
 	s.pvestatdLoop()
 	s.Workers.Add(1)

@@ -70,7 +70,7 @@ type Node struct {
 	// completes (hotplug.go). A stop clears them: the guest is gone.
 	HeldDevices map[int][]string `json:"held_devices,omitempty"`
 	// Replication is this node's pve-replication-state: one entry per job
-	// whose guest it holds (replrun.go).
+	// whose guest it holds (pvesim/replsim).
 	Replication map[string]*replication.State `json:"replication,omitempty"`
 	// Volumes on this node's local storages, by volid (guests.go).
 	Volumes map[string]*GuestVolume `json:"volumes,omitempty"`

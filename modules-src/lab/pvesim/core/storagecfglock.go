@@ -44,8 +44,8 @@ func (s *Sim) SlowInStorageCfgLock(db *ConfigDB, rc *Req) (release func(), alive
 		return func() {}, true
 	}
 	key := storageCfgLock(db)
-	s.tryLockLocked(key, false)
-	release = func() { s.unlockLocked(key, false) }
+	s.TryLockLocked(key, false)
+	release = func() { s.UnlockLocked(key, false) }
 	s.Mu.Unlock()
 	alive = s.Sleep(rc.Fault.Delay)
 	s.Mu.Lock()

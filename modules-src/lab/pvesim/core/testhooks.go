@@ -32,13 +32,6 @@ func (s *Sim) StartSimpleTaskLocked(rc *Req, node, typ, id string, lines ...stri
 	return s.StartTaskLocked(rc, node, typ, id, s.simpleTask(lines...))
 }
 
-func MigrationLockKey(node string, vmid int) string { return migrationLockKey(node, vmid) }
-
-func (s *Sim) Acquire(key string, shared bool, d time.Duration) bool {
-	return s.acquire(key, shared, d)
-}
-func (s *Sim) Release(key string, shared bool) { s.release(key, shared) }
-
 func (s *Sim) MakeCSRFLocked(db *ConfigDB, user string, now time.Time) (string, error) {
 	return s.makeCSRFLocked(db, user, now)
 }

@@ -259,10 +259,12 @@ func (s *backend) putPool(rc *core.Req) (any, error) {
 			m := "storage/" + st
 			switch {
 			case del && !slices.Contains(members, m):
+				//lint:ignore ST1005 PVE's own message (Pool.pm update_pool)
 				return fail(fmt.Errorf("Storage '%s' is not a pool member", st))
 			case del:
 				members = slices.DeleteFunc(members, func(x string) bool { return x == m })
 			case slices.Contains(members, m):
+				//lint:ignore ST1005 PVE's own message (Pool.pm update_pool)
 				return fail(fmt.Errorf("Storage '%s' is already a pool member", st))
 			default:
 				members = append(members, m)

@@ -22,8 +22,8 @@
 //     run_replication's guest_migration_lock).
 //
 // It is a backend out of the one-package simulator (issue 27 §1), as
-// pvesim/access is: pvesim's handlers (replication.go, replrun.go), its
-// lock, the pvesr runs that copy volumes and the persistence of the state
+// pvesim/access is: pvesim/replsim's handlers and runs, core's
+// replication model, and the persistence of the state
 // (state.json's nodes.*.replication) call it; it never imports pvesim.
 // What the rules need from the simulator — the lab's minute, which nodes
 // are online, a job's state, which node holds a guest — comes in through

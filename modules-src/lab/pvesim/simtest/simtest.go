@@ -438,17 +438,3 @@ func MustTask(t *testing.T, c *Client, method, path string, p url.Values) map[st
 	upid, _ := c.Call(method, path, p).Must(t, method+" "+path).Data.(string)
 	return WaitTask(t, c, upid)
 }
-
-// CreateCluster sends the cluster create to c's node and returns its task.
-func CreateCluster(t *testing.T, c *Client, name string) string {
-	t.Helper()
-	r := c.Call("POST", "/cluster/config", url.Values{"clustername": {name}}).Must(t, "cluster create")
-	upid, _ := r.Data.(string)
-	return upid
-}
-
-// JoinParams are a join's parameters through host (pinned to fp), with
-// the lab's root password.
-func JoinParams(s *core.Sim, host string, fp string) url.Values {
-	return url.Values{"hostname": {host}, "fingerprint": {fp}, "password": {s.RootPassword()}}
-}

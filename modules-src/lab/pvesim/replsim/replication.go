@@ -1,4 +1,23 @@
-package core
+// Package replsim simulates PVE's storage replication: the endpoints of
+// pve-manager's PVE/API2/ReplicationConfig.pm (/cluster/replication) and
+// PVE/API2/Replication.pm (/nodes/{node}/replication: the status view,
+// the log, schedule_now; run_jobs and run_single_job, `pvesr run`), and the
+// runs as every node's pvescheduler (pve-manager PVE/Service/pvescheduler.pm)
+// starts them each minute and pve-guest-common's PVE/Replication.pm
+// (run_replication, replicate) does them, recording a job's state as
+// PVE/ReplicationState.pm does. The jobs' rules (ids, validation, views,
+// job_status's next_sync, get_next_job) are pvesim/replication's; what
+// guest code needs of replication while it is in core (replication.cfg's
+// jobs, a migration's target switch, the migration lock a run shares with
+// migrate, the replicas a recovery needs) is core's replmodel.go.
+//
+// Storage replication jobs live in /etc/pve/replication.cfg. Only ZFS
+// volumes replicate (H6: volume_has_feature replicate is ZFSPoolPlugin's
+// alone). DELETE only marks the job (remove_job full, or local with
+// keep); the source node's next pvesr run — Config.ReplicationInterval, a
+// minute in PVE — removes it, and never while the source node is down
+// (force=1 drops it at once). The runs are replrun.go's.
+package replsim
 
 import (
 	"fmt"
@@ -6,6 +25,7 @@ import (
 	"slices"
 
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecontainer"
@@ -15,57 +35,41 @@ import (
 	"github.com/gopve/proxmox/modules-src/pveapi/storagetype"
 )
 
-// Storage replication jobs, /etc/pve/replication.cfg (pve-manager
-// PVE/API2/ReplicationConfig.pm, pve-guest-common ReplicationConfig.pm):
-// the handlers, the file's lock and persistence; the jobs' model and rules
-// (ids, validation, the views, the state and next_sync) are
-// pvesim/replication's. Only ZFS volumes replicate (H6: volume_has_feature
-// replicate is ZFSPoolPlugin's alone). DELETE only marks the job
-// (remove_job full, or local with keep); the source node's next pvesr run —
-// Config.ReplicationInterval, a minute in PVE — removes it, and never while
-// the source node is down (force=1 drops it at once). The runs are
-// replrun.go's.
+// backend serves the replication endpoints and runs pvescheduler on the
+// core's state; a job's runs are State's (nodes.*.replication), so the
+// backend keeps nothing of its own.
+type backend struct{ *core.Sim }
 
-// replJobsLocked reads replication.cfg's jobs; they are the file's
-// sections, so a change to one is written with writeReplJobsLocked.
-func (s *Sim) replJobsLocked(db *ConfigDB) ([]*replication.Job, string) {
-	list, digest := s.ReadSectionsLocked(db, replication.ConfigFile)
-	jobs := make([]*replication.Job, len(list))
-	for i, sec := range list {
-		jobs[i] = (*replication.Job)(sec)
-	}
-	return jobs, digest
-}
-
-func (s *Sim) writeReplJobsLocked(db *ConfigDB, jobs []*replication.Job) {
-	list := make([]*section, len(jobs))
-	for i, j := range jobs {
-		list[i] = (*section)(j)
-	}
-	s.WriteSectionsLocked(db, replication.ConfigFile, list)
+// Register adds the replication endpoints, every node's pvescheduler loop
+// and the control API's `pvesr run` to s.
+func Register(s *core.Sim) {
+	b := &backend{s}
+	s.Handle(b.routes())
+	s.OnStart(b.schedulerLoop)
+	s.HandleControl("POST /v1/nodes/{node}/replication/run", b.ctlRun)
 }
 
 // replJobGuest parses a job id and checks VM.Replicate on its guest, as
 // every replication call of PVE::API2::ReplicationConfig does first on PVE
 // 9. PVE 8 has no VM.Replicate (pve-access-control added it in 9.0): its
 // schema's checks (Datastore.Allocate on /storage) are all there is.
-func replJobGuest(rc *Req, db *ConfigDB, id string) (int, error) {
+func (s *backend) replJobGuest(rc *core.Req, db *core.ConfigDB, id string) (int, error) {
 	guest, err := replication.ParseID(id)
 	if err != nil {
 		return 0, err
 	}
-	if rc.Who.ver != 8 && !HasPriv(db, rc.Who, fmt.Sprintf("/vms/%d", guest), []string{"VM.Replicate"}, false) {
-		return 0, ErrPerm(fmt.Sprintf("/vms/%d, VM.Replicate", guest))
+	if s.Cfg.Version != 8 && !core.HasPriv(db, rc.Who, fmt.Sprintf("/vms/%d", guest), []string{"VM.Replicate"}, false) {
+		return 0, core.ErrPerm(fmt.Sprintf("/vms/%d, VM.Replicate", guest))
 	}
 	return guest, nil
 }
 
-func (s *Sim) getReplicationJobs(rc *Req) (any, error) {
+func (s *backend) getReplicationJobs(rc *core.Req) (any, error) {
 	db := rc.DB()
-	jobs, _ := s.replJobsLocked(db)
+	jobs, _ := s.ReplJobsLocked(db)
 	out := []map[string]any{}
 	for _, j := range jobs {
-		if !HasPriv(db, rc.Who, fmt.Sprintf("/vms/%d", replication.Guest(j.ID)), []string{"VM.Audit"}, false) {
+		if !core.HasPriv(db, rc.Who, fmt.Sprintf("/vms/%d", replication.Guest(j.ID)), []string{"VM.Audit"}, false) {
 			continue // filtered (K19)
 		}
 		out = append(out, replication.View(j, ""))
@@ -73,9 +77,9 @@ func (s *Sim) getReplicationJobs(rc *Req) (any, error) {
 	return out, nil
 }
 
-func (s *Sim) getReplicationJob(rc *Req) (any, error) {
+func (s *backend) getReplicationJob(rc *core.Req) (any, error) {
 	db := rc.DB()
-	jobs, digest := s.replJobsLocked(db)
+	jobs, digest := s.ReplJobsLocked(db)
 	j := replication.Find(jobs, rc.Str("id"))
 	if j == nil {
 		return nil, fmt.Errorf("no such replication job '%s'", rc.Str("id"))
@@ -86,7 +90,7 @@ func (s *Sim) getReplicationJob(rc *Req) (any, error) {
 // replicatableVolumes is get_replicatable_volumes for a VM config: shared
 // and foreign volumes are skipped, a local volume without the replicate
 // feature is an error.
-func (s *Sim) replicatableVolumes(node string, vmid int, c *guestconf.Conf) ([]string, error) {
+func (s *backend) replicatableVolumes(node string, vmid int, c *guestconf.Conf) ([]string, error) {
 	db := s.DBOf(node)
 	var out []string
 	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
@@ -119,10 +123,10 @@ func (s *Sim) replicatableVolumes(node string, vmid int, c *guestconf.Conf) ([]s
 	return out, nil
 }
 
-func (s *Sim) postReplicationJob(rc *Req) (any, error) {
+func (s *backend) postReplicationJob(rc *core.Req) (any, error) {
 	db := rc.DB()
 	id, target := rc.Str("id"), rc.Str("target")
-	guest, err := replJobGuest(rc, db, id)
+	guest, err := s.replJobGuest(rc, db, id)
 	if err != nil {
 		return nil, err
 	}
@@ -139,12 +143,7 @@ func (s *Sim) postReplicationJob(rc *Req) (any, error) {
 	if target == e.Node {
 		return nil, pvecommon.Die("Source and target must not be identical")
 	}
-	var c *guestconf.Conf
-	if e.Kind == "lxc" {
-		c, err = s.LoadCTConfLocked(db, e.Node, guest)
-	} else {
-		c, err = s.loadQmConfLocked(db, e.Node, guest)
-	}
+	c, err := s.LoadGuestConfLocked(db, e.GuestKind(), e.Node, guest)
 	if err != nil {
 		return nil, err
 	}
@@ -155,13 +154,11 @@ func (s *Sim) postReplicationJob(rc *Req) (any, error) {
 	if len(vols) == 0 {
 		return nil, pvecommon.Die("No replicatable volumes found")
 	}
-	if !s.QuorateLocked(db) {
-		// ReplicationConfig::lock without a message: cfs_lock_file's own.
-		e := ErrStatus(500, "cfs-lock 'file-replication_cfg' error: no quorum!")
-		e.wait = s.Cfg.Dur(s.Cfg.LockTimeout, DefaultLockTimeout)
-		return nil, e
+	// ReplicationConfig::lock without a message: cfs_lock_file's own.
+	if aerr := s.CfsWriteLocked(db, replication.ConfigFile, ""); aerr != nil {
+		return nil, aerr
 	}
-	jobs, _ := s.replJobsLocked(db)
+	jobs, _ := s.ReplJobsLocked(db)
 	if err := replication.CheckNew(jobs, id, guest, target); err != nil {
 		return nil, err
 	}
@@ -171,18 +168,18 @@ func (s *Sim) postReplicationJob(rc *Req) (any, error) {
 			j.Opts[k] = rc.Str(k)
 		}
 	}
-	s.writeReplJobsLocked(db, append(jobs, j))
+	s.WriteReplJobsLocked(db, append(jobs, j))
 	s.SaveLocked()
 	return nil, nil
 }
 
-func (s *Sim) putReplicationJob(rc *Req) (any, error) {
+func (s *backend) putReplicationJob(rc *core.Req) (any, error) {
 	db := rc.DB()
 	id := rc.Str("id")
-	if _, err := replJobGuest(rc, db, id); err != nil {
+	if _, err := s.replJobGuest(rc, db, id); err != nil {
 		return nil, err
 	}
-	jobs, digest := s.replJobsLocked(db)
+	jobs, digest := s.ReplJobsLocked(db)
 	if d := rc.Str("digest"); d != "" && d != digest {
 		return nil, pvecommon.Die("detected modified configuration - file changed by other user? Try again.")
 	}
@@ -194,23 +191,23 @@ func (s *Sim) putReplicationJob(rc *Req) (any, error) {
 	if err := replication.Update(j, param, pveschema.SplitList(rc.Str("delete"))); err != nil {
 		return nil, err
 	}
-	s.writeReplJobsLocked(db, jobs)
+	s.WriteReplJobsLocked(db, jobs)
 	s.SaveLocked()
 	return nil, nil
 }
 
-func (s *Sim) deleteReplicationJob(rc *Req) (any, error) {
+func (s *backend) deleteReplicationJob(rc *core.Req) (any, error) {
 	db := rc.DB()
 	id := rc.Str("id")
-	if _, err := replJobGuest(rc, db, id); err != nil {
+	if _, err := s.replJobGuest(rc, db, id); err != nil {
 		return nil, err
 	}
-	jobs, _ := s.replJobsLocked(db)
+	jobs, _ := s.ReplJobsLocked(db)
 	if rc.Bool("force") {
 		if rc.Bool("keep") {
-			return nil, ErrParams(map[string]string{"keep": "conflicts with parameter 'force'"})
+			return nil, core.ErrParams(map[string]string{"keep": "conflicts with parameter 'force'"})
 		}
-		s.writeReplJobsLocked(db, slices.DeleteFunc(jobs, func(j *replication.Job) bool { return j.ID == id }))
+		s.WriteReplJobsLocked(db, slices.DeleteFunc(jobs, func(j *replication.Job) bool { return j.ID == id }))
 		s.SaveLocked()
 		return nil, nil
 	}
@@ -219,20 +216,14 @@ func (s *Sim) deleteReplicationJob(rc *Req) (any, error) {
 		return nil, fmt.Errorf("no such job '%s'", id)
 	}
 	replication.MarkRemoval(j, rc.Bool("keep"))
-	s.writeReplJobsLocked(db, jobs)
+	s.WriteReplJobsLocked(db, jobs)
 	s.SaveLocked()
 	return nil, nil
 }
 
-// ReplicationJobsOf lists the job ids of a guest (destroy refuses them).
-func (s *Sim) ReplicationJobsOf(db *ConfigDB, vmid int) []string {
-	jobs, _ := s.replJobsLocked(db)
-	return replication.IDsOf(jobs, vmid)
-}
-
-// replicationRoutes are the replication endpoints.
-func (s *Sim) replicationRoutes() map[string]Handler {
-	return map[string]Handler{
+// routes are the replication endpoints.
+func (s *backend) routes() map[string]core.Handler {
+	return map[string]core.Handler{
 		"GET /cluster/replication":                         s.getReplicationJobs,
 		"GET /nodes/{node}/replication":                    s.getNodeReplication,
 		"GET /nodes/{node}/replication/{id}/status":        s.getNodeReplicationStatus,

@@ -1,4 +1,4 @@
-package pvesim
+package replsim_test
 
 import (
 	"fmt"
@@ -6,20 +6,24 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/replsim"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/simtest"
 )
 
 // H1, H6: replication jobs <vmid>-<n> per target, ZFS volumes only; DELETE
 // marks the job, the source's next pvesr run removes it.
 func TestReplicationJobsH1H6(t *testing.T) {
 	t.Parallel()
-	_, a, b := twoNodes(t, simOpts{TaskDuration: 30 * time.Millisecond, RestartWindow: 200 * time.Millisecond},
-		func(c *Config) { c.ReplicationInterval = 300 * time.Millisecond })
+	_, a, b := simtest.TwoNodes(t, pvesim.New, simtest.Opts{TaskDuration: 30 * time.Millisecond, RestartWindow: 200 * time.Millisecond},
+		func(c *pvesim.Config) { c.ReplicationInterval = 300 * time.Millisecond })
 	a.Call("POST", "/storage", url.Values{"storage": {"tank"}, "type": {"zfspool"}, "pool": {"tank"}, "content": {"images"}}).Must(t, "zfs storage")
 	a.Call("POST", "/storage", url.Values{"storage": {"nfs"}, "type": {"nfs"}, "server": {"10.0.0.9"},
 		"export": {"/srv"}, "path": {"/mnt/pve/nfs"}, "content": {"images"}}).Must(t, "nfs storage")
-	createVM(t, a, 100, url.Values{"scsi0": {"tank:4"}})
-	createVM(t, a, 101, nil) // local-lvm
-	createVM(t, a, 102, url.Values{"scsi0": {"nfs:4"}})
+	simtest.CreateVM(t, a, 100, url.Values{"scsi0": {"tank:4"}})
+	simtest.CreateVM(t, a, 101, nil) // local-lvm
+	simtest.CreateVM(t, a, 102, url.Values{"scsi0": {"nfs:4"}})
 
 	a.Call("POST", "/cluster/replication", url.Values{"id": {"100-0"}, "type": {"local"}, "target": {"pve02"},
 		"schedule": {"*/15"}, "rate": {"10"}}).Must(t, "create job")
@@ -48,7 +52,7 @@ func TestReplicationJobsH1H6(t *testing.T) {
 	}
 	// The source's scheduler runs the job: a full sync, then the replica is
 	// on the target (H1).
-	eventually(t, "first sync", func() bool {
+	simtest.Eventually(t, "first sync", func() bool {
 		st := a.Call("GET", "/nodes/pve01/replication/100-0/status", nil).Must(t, "status").Obj()
 		return st["last_sync"] != float64(0) && st["fail_count"] == float64(0)
 	})
@@ -81,50 +85,29 @@ func TestReplicationJobsH1H6(t *testing.T) {
 	} else if j := r.Must(t, "job").Obj(); j["remove_job"] != "full" {
 		t.Errorf("job right after DELETE: %v, want it marked remove_job=full", j)
 	}
-	eventually(t, "job removed by the next run", func() bool {
+	simtest.Eventually(t, "job removed by the next run", func() bool {
 		return len(a.Call("GET", "/cluster/replication", nil).Must(t, "jobs").List()) == 0
 	})
-}
-
-// replicationTour answers every replication endpoint once with 200 on a
-// cluster whose pve01 can hold a ZFS guest (TestEveryHandlerFitsReturnsSchema).
-func replicationTour(t *testing.T, c *apiClient) {
-	t.Helper()
-	c.Call("POST", "/storage", url.Values{"storage": {"tank"}, "type": {"zfspool"}, "pool": {"tank"}, "content": {"images"}}).Must(t, "zfs storage")
-	createVM(t, c, 300, url.Values{"scsi0": {"tank:1"}})
-	c.Call("POST", "/cluster/replication", url.Values{"id": {"300-0"}, "type": {"local"}, "target": {"pve02"}}).Must(t, "create job")
-	c.Call("GET", "/cluster/replication", nil).Must(t, "jobs")
-	c.Call("PUT", "/cluster/replication/300-0", url.Values{"rate": {"5.5"}, "comment": {"tour"}}).Must(t, "update job")
-	c.Call("GET", "/cluster/replication/300-0", nil).Must(t, "job")
-	c.Call("GET", "/nodes/pve01/replication", nil).Must(t, "node replication")
-	c.Call("GET", "/nodes/pve01/replication/300-0/status", nil).Must(t, "job status")
-	c.Call("GET", "/nodes/pve01/replication/300-0/log", nil).Must(t, "job log")
-	c.Call("POST", "/nodes/pve01/replication/300-0/schedule_now", nil).Must(t, "schedule now")
-	c.Call("DELETE", "/cluster/replication/300-0", url.Values{"force": {"1"}}).Must(t, "delete job")
-	if st := mustTask(t, c, "POST", "/nodes/pve01/qemu/300/migrate", url.Values{"target": {"pve02"}}); st["exitstatus"] != "OK" {
-		t.Fatalf("migrate 300: %v", st)
-	}
-	mustTask(t, c, "POST", "/nodes/pve02/qemu/300/migrate", url.Values{"target": {"pve01"}})
 }
 
 // H5: `pvesr run` takes /var/lock/pvesr.lck; a second run while the first
 // syncs times out with PVE's message, and succeeds once the lock is free.
 func TestPvesrLockH5(t *testing.T) {
 	t.Parallel()
-	s, a, _ := twoNodes(t, simOpts{TaskDuration: 400 * time.Millisecond, RestartWindow: 200 * time.Millisecond, LockTimeout: 150 * time.Millisecond},
-		func(c *Config) { c.ReplicationInterval = time.Hour })
+	s, a, _ := simtest.TwoNodes(t, pvesim.New, simtest.Opts{TaskDuration: 400 * time.Millisecond, RestartWindow: 200 * time.Millisecond, LockTimeout: 150 * time.Millisecond},
+		func(c *pvesim.Config) { c.ReplicationInterval = time.Hour })
 	a.Call("POST", "/storage", url.Values{"storage": {"tank"}, "type": {"zfspool"}, "pool": {"tank"}, "content": {"images"}}).Must(t, "zfs storage")
-	if err := s.AddGuest("pve01", GuestSpec{VMID: 100, Config: map[string]string{"scsi0": "tank:1"}}); err != nil {
+	if err := s.AddGuest("pve01", pvesim.GuestSpec{VMID: 100, Config: map[string]string{"scsi0": "tank:1"}}); err != nil {
 		t.Fatal(err)
 	}
 	a.Call("POST", "/cluster/replication", url.Values{"id": {"100-0"}, "type": {"local"}, "target": {"pve02"}}).Must(t, "job")
 	first := make(chan error, 1)
 	go func() {
-		_, err := s.RunReplication("pve01", "")
+		_, err := replsim.Run(s, "pve01", "")
 		first <- err
 	}()
 	time.Sleep(100 * time.Millisecond)
-	ctl := controlAPI(t, s)
+	ctl := simtest.ControlAPI(t, s)
 	if st, body := ctl("POST", "/v1/nodes/pve01/replication/run", `{}`); st != 409 || body["error"] != "can't lock file '/var/lock/pvesr.lck' - got timeout" {
 		t.Errorf("second pvesr run while one syncs: %d %v", st, body)
 	}

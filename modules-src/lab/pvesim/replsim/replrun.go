@@ -1,17 +1,16 @@
-package core
+package replsim
 
 import (
 	"fmt"
-	"maps"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
-	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecontainer"
-	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/replication"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
@@ -32,7 +31,7 @@ import (
 // replication endpoints. Runs are node-local state.
 
 // replRunLocked is job id's state on node, created on first use.
-func (s *Sim) replRunLocked(node, id string) *replication.State {
+func (s *backend) replRunLocked(node, id string) *replication.State {
 	n := s.State.Nodes[node]
 	if n.Replication == nil {
 		n.Replication = map[string]*replication.State{}
@@ -47,13 +46,13 @@ func (s *Sim) replRunLocked(node, id string) *replication.State {
 
 // replMinute is the lab's replication minute; "none" (negative) is made a
 // few milliseconds so the scheduler loop does not spin.
-func (s *Sim) replMinute() time.Duration {
+func (s *backend) replMinute() time.Duration {
 	return max(s.Cfg.Dur(s.Cfg.ReplicationInterval, time.Minute), 10*time.Millisecond)
 }
 
 // replEnvLocked is what replication's job_status rules read of node: the
 // lab's minute, which nodes are up, the jobs' states there.
-func (s *Sim) replEnvLocked(node string) replication.Env {
+func (s *backend) replEnvLocked(node string) replication.Env {
 	return replication.Env{
 		Minute: s.replMinute(),
 		Online: s.NodeUpLocked,
@@ -61,54 +60,50 @@ func (s *Sim) replEnvLocked(node string) replication.Env {
 	}
 }
 
-// replicationSchedulerLoop is every node's pvescheduler: a pvesr run at
+// schedulerLoop is every node's pvescheduler: a pvesr run at
 // each lab minute boundary on every node that is up.
-func (s *Sim) replicationSchedulerLoop() {
-	s.Workers.Add(1)
-	go func() {
-		defer s.Workers.Done()
-		for {
-			minute := s.replMinute()
-			wait := minute - time.Duration(time.Now().UnixNano()%int64(minute))
-			if !s.Sleep(wait) {
-				return
-			}
-			s.Mu.Lock()
-			var nodes []string
-			for _, n := range s.SortedNodeNamesLocked() {
-				if s.NodeUpLocked(n) {
-					nodes = append(nodes, n)
-				}
-			}
-			s.Mu.Unlock()
-			for _, n := range nodes {
-				s.Workers.Add(1)
-				go func() {
-					defer s.Workers.Done()
-					// The scheduler's pvesr takes /var/lock/pvesr.lck; while
-					// someone else holds it (a `pvesr run`), this minute is
-					// skipped (reconstruction; H5).
-					s.Mu.Lock()
-					lock := pvesrLockKey(n)
-					ok := s.tryLockLocked(lock, false)
-					s.Mu.Unlock()
-					if !ok {
-						return
-					}
-					s.runDueJobs(n, "")
-					s.Mu.Lock()
-					s.unlockLocked(lock, false)
-					s.Mu.Unlock()
-				}()
+func (s *backend) schedulerLoop() {
+	for {
+		minute := s.replMinute()
+		wait := minute - time.Duration(time.Now().UnixNano()%int64(minute))
+		if !s.Sleep(wait) {
+			return
+		}
+		s.Mu.Lock()
+		var nodes []string
+		for _, n := range s.SortedNodeNamesLocked() {
+			if s.NodeUpLocked(n) {
+				nodes = append(nodes, n)
 			}
 		}
-	}()
+		s.Mu.Unlock()
+		for _, n := range nodes {
+			s.Workers.Add(1)
+			go func() {
+				defer s.Workers.Done()
+				// The scheduler's pvesr takes /var/lock/pvesr.lck; while
+				// someone else holds it (a `pvesr run`), this minute is
+				// skipped (reconstruction; H5).
+				s.Mu.Lock()
+				lock := pvesrLockKey(n)
+				ok := s.TryLockLocked(lock, false)
+				s.Mu.Unlock()
+				if !ok {
+					return
+				}
+				s.runDueJobs(n, "")
+				s.Mu.Lock()
+				s.UnlockLocked(lock, false)
+				s.Mu.Unlock()
+			}()
+		}
+	}
 }
 
 // runDueJobs is run_jobs on node (the caller holds pvesr.lck): every job
 // that is due now runs once, in get_next_job's order (next_sync, guest,
 // id); with only set, that job runs whether due or not (pvesr run --id).
-func (s *Sim) runDueJobs(node, only string) []string {
+func (s *backend) runDueJobs(node, only string) []string {
 	start := time.Now().UnixMilli()
 	done := map[string]bool{}
 	var log []string
@@ -132,7 +127,7 @@ func (s *Sim) runDueJobs(node, only string) []string {
 
 // syncJob runs one job of node now (run_replication under pvesr.lck) and
 // returns its log.
-func (s *Sim) syncJob(dbID, src, id string) []string {
+func (s *backend) syncJob(dbID, src, id string) []string {
 	// run_replication takes the guest's migration lock with a 2 s timeout
 	// before anything is recorded (pve-guest-common Replication.pm
 	// run_replication → guest_migration_lock, then $run_replication_nolock
@@ -143,14 +138,14 @@ func (s *Sim) syncJob(dbID, src, id string) []string {
 	// status keeps its fail_count, error and last_try — contention is
 	// never a job's error (H5) — and it stays due for the next run.
 	if g, err := replication.ParseID(id); err == nil {
-		mig := migrationLockKey(src, g)
-		if !s.acquire(mig, false, min(2*time.Second, s.Cfg.Dur(s.Cfg.LockTimeout, DefaultLockTimeout))) {
+		mig := core.MigrationLockKey(src, g)
+		if !s.Acquire(mig, false, min(2*time.Second, s.Cfg.Dur(s.Cfg.LockTimeout, core.DefaultLockTimeout))) {
 			s.Mu.Lock()
-			s.replSkipped = append(s.replSkipped, replication.SkippedWarning(id, errLockTimeout(replication.MigrationLockFile(g))))
+			s.JournalLocked(replication.SkippedWarning(id, core.ErrLockTimeout(replication.MigrationLockFile(g))))
 			s.Mu.Unlock()
 			return nil
 		}
-		defer s.release(mig, false)
+		defer s.Release(mig, false)
 	}
 	s.Mu.Lock()
 	db := s.State.DBs[dbID]
@@ -158,7 +153,7 @@ func (s *Sim) syncJob(dbID, src, id string) []string {
 		s.Mu.Unlock()
 		return nil
 	}
-	jobs, _ := s.replJobsLocked(db)
+	jobs, _ := s.ReplJobsLocked(db)
 	job := replication.Find(jobs, id)
 	guest := replication.Guest(id)
 	e, ok := s.FindVMLocked(db, guest)
@@ -190,7 +185,7 @@ func (s *Sim) syncJob(dbID, src, id string) []string {
 				}
 			}
 		}
-		s.writeReplJobsLocked(db, slices.DeleteFunc(jobs, func(j *replication.Job) bool { return j.ID == id }))
+		s.WriteReplJobsLocked(db, slices.DeleteFunc(jobs, func(j *replication.Job) bool { return j.ID == id }))
 		delete(s.State.Nodes[src].Replication, id)
 		s.SaveLocked()
 		s.Mu.Unlock()
@@ -203,7 +198,7 @@ func (s *Sim) syncJob(dbID, src, id string) []string {
 	s.SaveLocked()
 	s.Mu.Unlock()
 
-	alive := s.Sleep(s.Cfg.Dur(s.Cfg.TaskDuration, DefaultTaskDuration))
+	alive := s.Sleep(s.Cfg.Dur(s.Cfg.TaskDuration, core.DefaultTaskDuration))
 
 	s.Mu.Lock()
 	defer s.Mu.Unlock()
@@ -233,7 +228,7 @@ func (s *Sim) syncJob(dbID, src, id string) []string {
 	run.Logf(id, time.Now(), "volumes => %s", strings.Join(vols, ","))
 	tn := s.State.Nodes[target]
 	if tn.Volumes == nil {
-		tn.Volumes = map[string]*GuestVolume{}
+		tn.Volumes = map[string]*core.GuestVolume{}
 	}
 	for _, v := range vols {
 		if sv := s.State.Nodes[src].Volumes[v]; sv != nil {
@@ -248,7 +243,7 @@ func (s *Sim) syncJob(dbID, src, id string) []string {
 
 // replStoragesLocked lists the storages of a guest's replicated volumes,
 // comma-separated (replication.ScanArg).
-func (s *Sim) replStoragesLocked(db *ConfigDB, e VMEntry, src string, guest int) string {
+func (s *backend) replStoragesLocked(db *core.ConfigDB, e core.VMEntry, src string, guest int) string {
 	var vols []string
 	if c := s.guestConfLocked(db, e); c != nil {
 		vols, _ = s.replicatableVolumes(src, guest, c)
@@ -260,48 +255,37 @@ func (s *Sim) replStoragesLocked(db *ConfigDB, e VMEntry, src string, guest int)
 }
 
 // guestConfLocked reads a guest's config wherever it is, VM or CT.
-func (s *Sim) guestConfLocked(db *ConfigDB, e VMEntry) *guestconf.Conf {
-	raw, ok := s.ReadEtcPve(db, GuestConfPath(e.Node, e.Kind, e.VMID))
-	if !ok {
+func (s *backend) guestConfLocked(db *core.ConfigDB, e core.VMEntry) *guestconf.Conf {
+	c, err := s.LoadGuestConfLocked(db, e.GuestKind(), e.Node, e.VMID)
+	if err != nil {
 		return nil
 	}
-	return guestconf.Parse(raw)
-}
-
-// migrationLockKey is /var/lock/pve-manager/pve-migrate-<vmid> on node
-// (pve-guest-common GuestHelpers.pm guest_migration_lock), a local flock.
-func migrationLockKey(node string, vmid int) string {
-	return node + ":" + replication.MigrationLockFile(vmid)
-}
-
-// ReplicationWarnings are the lines pvesr's runs wrote to the journal for
-// jobs they could not even start (the migration lock busy), oldest first.
-func (s *Sim) ReplicationWarnings() []string {
-	s.Mu.Lock()
-	defer s.Mu.Unlock()
-	return slices.Clone(s.replSkipped)
+	return c
 }
 
 // pvesrLockKey is /var/lock/pvesr.lck on node.
 func pvesrLockKey(node string) string { return node + ":" + replication.PvesrLock }
 
-// RunReplication is `pvesr run [--id ID]` on node: it takes
+// Run is `pvesr run [--id ID]` on node of s: it takes
 // /var/lock/pvesr.lck (waiting LockTimeout, PVE: 60 s, then "can't lock
 // file '/var/lock/pvesr.lck' - got timeout", H5) and runs the node's due
 // jobs (or the one named, due or not) in the foreground; the lines are
-// what --verbose prints.
-func (s *Sim) RunReplication(node, id string) ([]string, error) {
+// what --verbose prints. The control API's POST
+// /v1/nodes/{node}/replication/run is the same call.
+func Run(s *core.Sim, node, id string) ([]string, error) { return (&backend{s}).run(node, id) }
+
+func (s *backend) run(node, id string) ([]string, error) {
 	s.Mu.Lock()
 	n := s.State.Nodes[node]
 	s.Mu.Unlock()
 	if n == nil {
-		return nil, &NotFoundError{Msg: fmt.Sprintf("no node %q in this lab", node)}
+		return nil, &core.NotFoundError{Msg: fmt.Sprintf("no node %q in this lab", node)}
 	}
 	lock := pvesrLockKey(node)
-	if !s.acquire(lock, false, s.Cfg.Dur(s.Cfg.LockTimeout, DefaultLockTimeout)) {
-		return nil, &ConflictError{Msg: "can't lock file '/var/lock/pvesr.lck' - got timeout"}
+	if !s.Acquire(lock, false, s.Cfg.Dur(s.Cfg.LockTimeout, core.DefaultLockTimeout)) {
+		return nil, &core.ConflictError{Msg: "can't lock file '/var/lock/pvesr.lck' - got timeout"}
 	}
-	defer s.release(lock, false)
+	defer s.Release(lock, false)
 	if id != "" {
 		s.Mu.Lock()
 		err := s.checkSingleJobLocked(node, id)
@@ -317,32 +301,32 @@ func (s *Sim) RunReplication(node, id string) ([]string, error) {
 // its order (pve-manager API2/Replication.pm): the job in replication.cfg,
 // not disabled, its guest in the cluster and on this node, its target
 // another node.
-func (s *Sim) checkSingleJobLocked(node, id string) error {
+func (s *backend) checkSingleJobLocked(node, id string) error {
 	db := s.DBOf(node)
-	jobs, _ := s.replJobsLocked(db)
+	jobs, _ := s.ReplJobsLocked(db)
 	j := replication.Find(jobs, id)
 	if j == nil {
-		return &BadRequestError{Msg: fmt.Sprintf("no such job '%s'", id)}
+		return &core.BadRequestError{Msg: fmt.Sprintf("no such job '%s'", id)}
 	}
 	if pvecommon.PerlTrue(j.Opts["disable"]) {
-		return &BadRequestError{Msg: fmt.Sprintf("job '%s' is disabled", id)}
+		return &core.BadRequestError{Msg: fmt.Sprintf("job '%s' is disabled", id)}
 	}
 	g := replication.Guest(id)
 	e, ok := s.FindVMLocked(db, g)
 	switch {
 	case !ok:
-		return &BadRequestError{Msg: fmt.Sprintf("no such guest '%d'", g)}
+		return &core.BadRequestError{Msg: fmt.Sprintf("no such guest '%d'", g)}
 	case e.Node != node:
-		return &BadRequestError{Msg: fmt.Sprintf("guest '%d' is not on local node", g)}
+		return &core.BadRequestError{Msg: fmt.Sprintf("guest '%d' is not on local node", g)}
 	case j.Opts["target"] == node:
-		return &BadRequestError{Msg: "unable to sync to local node"}
+		return &core.BadRequestError{Msg: "unable to sync to local node"}
 	}
 	return nil
 }
 
 // replStatusView is $extract_job_status for a job of node, with the
 // guest's vmtype from the vmlist (job_status).
-func (s *Sim) replStatusView(node string, j *replication.Job) map[string]any {
+func (s *backend) replStatusView(node string, j *replication.Job) map[string]any {
 	vmtype := ""
 	if e, ok := s.FindVMLocked(s.DBOf(node), replication.Guest(j.ID)); ok {
 		vmtype = map[string]string{"qemu-server": "qemu", "lxc": "lxc"}[e.Kind]
@@ -353,31 +337,21 @@ func (s *Sim) replStatusView(node string, j *replication.Job) map[string]any {
 // jobsOnNodeLocked is job_status: the jobs node runs
 // (replication.OnNode), after switching those of a guest HA stole onto
 // it, which writes replication.cfg.
-func (s *Sim) jobsOnNodeLocked(db *ConfigDB, node string) []*replication.Job {
-	jobs, _ := s.replJobsLocked(db)
+func (s *backend) jobsOnNodeLocked(db *core.ConfigDB, node string) []*replication.Job {
+	jobs, _ := s.ReplJobsLocked(db)
 	out, switched := replication.OnNode(jobs, node, func(g int) (string, bool) {
 		e, ok := s.FindVMLocked(db, g)
 		return e.Node, ok
 	})
 	if switched {
-		s.writeReplJobsLocked(db, jobs)
+		s.WriteReplJobsLocked(db, jobs)
 		s.SaveLocked()
 	}
 	return out
 }
 
-// switchReplicationLocked is switch_replication_job_target_nolock for a
-// migration (AbstractMigrate.pm passes target, source), written back.
-func (s *Sim) switchReplicationLocked(db *ConfigDB, vmid int, oldTarget, newTarget string) {
-	jobs, _ := s.replJobsLocked(db)
-	if replication.SwitchTarget(jobs, vmid, oldTarget, newTarget) {
-		s.writeReplJobsLocked(db, jobs)
-		s.SaveLocked()
-	}
-}
-
 // GET /nodes/{node}/replication
-func (s *Sim) getNodeReplication(rc *Req) (any, error) {
+func (s *backend) getNodeReplication(rc *core.Req) (any, error) {
 	db := rc.DB()
 	out := []map[string]any{}
 	for _, j := range s.jobsOnNodeLocked(db, rc.Node) {
@@ -385,7 +359,7 @@ func (s *Sim) getNodeReplication(rc *Req) (any, error) {
 		if rc.Has("guest") && rc.Str("guest") != strconv.Itoa(g) {
 			continue
 		}
-		if !HasPriv(db, rc.Who, fmt.Sprintf("/vms/%d", g), []string{"VM.Audit"}, false) {
+		if !core.HasPriv(db, rc.Who, fmt.Sprintf("/vms/%d", g), []string{"VM.Audit"}, false) {
 			continue
 		}
 		out = append(out, s.replStatusView(rc.Node, j))
@@ -394,7 +368,7 @@ func (s *Sim) getNodeReplication(rc *Req) (any, error) {
 }
 
 // GET /nodes/{node}/replication/{id}/status
-func (s *Sim) getNodeReplicationStatus(rc *Req) (any, error) {
+func (s *backend) getNodeReplicationStatus(rc *core.Req) (any, error) {
 	db := rc.DB()
 	for _, j := range s.jobsOnNodeLocked(db, rc.Node) {
 		if j.ID == rc.Str("id") {
@@ -405,9 +379,9 @@ func (s *Sim) getNodeReplicationStatus(rc *Req) (any, error) {
 }
 
 // GET /nodes/{node}/replication/{id}/log
-func (s *Sim) getNodeReplicationLog(rc *Req) (any, error) {
+func (s *backend) getNodeReplicationLog(rc *core.Req) (any, error) {
 	db := rc.DB()
-	jobs, _ := s.replJobsLocked(db)
+	jobs, _ := s.ReplJobsLocked(db)
 	if replication.Find(jobs, rc.Str("id")) == nil {
 		return nil, pvecommon.Die("no such replication job '%s'", rc.Str("id"))
 	}
@@ -421,13 +395,13 @@ func (s *Sim) getNodeReplicationLog(rc *Req) (any, error) {
 // POST /nodes/{node}/replication/{id}/schedule_now: the next scheduler
 // round runs it (schedule_job_now). The schema says string and PVE returns
 // whatever the state write returned; the lab answers "" (reconstruction).
-func (s *Sim) postReplicationScheduleNow(rc *Req) (any, error) {
+func (s *backend) postReplicationScheduleNow(rc *core.Req) (any, error) {
 	db := rc.DB()
 	id := rc.Str("id")
-	if _, err := replJobGuest(rc, db, id); err != nil {
+	if _, err := s.replJobGuest(rc, db, id); err != nil {
 		return nil, err
 	}
-	jobs, _ := s.replJobsLocked(db)
+	jobs, _ := s.ReplJobsLocked(db)
 	if replication.Find(jobs, id) == nil {
 		return nil, pvecommon.Die("no such replication job '%s'", id)
 	}
@@ -436,37 +410,18 @@ func (s *Sim) postReplicationScheduleNow(rc *Req) (any, error) {
 	return "", nil
 }
 
-// missingVolumesLocked lists a guest's local volumes absent on node (a
-// recovery without a replica cannot start it, H8).
-func (s *Sim) missingVolumesLocked(db *ConfigDB, e VMEntry, node string) []string {
-	raw, _ := s.ReadEtcPve(db, GuestConfPath(e.Node, e.Kind, e.VMID))
-	c := guestconf.Parse(raw)
-	var out []string
-	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
-		var file string
-		switch {
-		case qemuserver.IsDriveKey(k):
-			// A cdrom, cloud-init's included, is never replicated
-			// (QemuConfig.pm get_replicatable_volumes skips cdrom): a
-			// recovered VM gets a fresh cloud-init drive at start.
-			d := qemuserver.ParseDrive(c.Keys[k])
-			if d.CDROM() || d.Cloudinit() {
-				continue
-			}
-			file = d.File()
-		case pvecontainer.IsVolumeKey(k):
-			file = pvecommon.ParseProps(c.Keys[k], "volume").Get("volume")
-		default:
-			continue
-		}
-		store, _, ok := storage.ParseVolumeID(file)
-		st := db.Storage[store]
-		if !ok || st == nil || st.Shared() {
-			continue
-		}
-		if s.State.Nodes[node].Volumes[file] == nil {
-			out = append(out, file)
-		}
+// ctlRun serves POST /v1/nodes/{node}/replication/run {"id"}
+// (`pvesr run`): {"log": [...]}, or 409 with the pvesr.lck timeout (H5).
+func (s *backend) ctlRun(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		ID string `json:"id"`
 	}
-	return out
+	if !core.ControlDecode(w, r, &body) {
+		return
+	}
+	lines, err := s.run(r.PathValue("node"), body.ID)
+	if lines == nil {
+		lines = []string{}
+	}
+	core.ControlResult(w, map[string]any{"log": lines}, err)
 }

@@ -1,4 +1,4 @@
-package pvesim
+package replsim_test
 
 import (
 	"fmt"
@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/replsim"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/simtest"
 )
 
 // H5, a job's status as PVE shows it (pve-manager API2/Replication.pm
@@ -32,11 +35,11 @@ func TestReplicationStatusContentionFailureAndSyncingH5(t *testing.T) {
 	// sync here, may hold it when the test runs pvesr itself, so the wait
 	// must outlast a sync (the default 200 ms of these tests did not, and
 	// CI saw "can't lock file '/var/lock/pvesr.lck' - got timeout").
-	s, a, _ := haCluster(t, 9, func(c *Config) {
+	s, a, _ := simtest.HACluster(t, pvesim.New, 9, func(c *pvesim.Config) {
 		c.TaskDuration = 600 * time.Millisecond
 		c.LockTimeout = 3 * time.Second
 	})
-	createVM(t, a, 100, url.Values{"scsi0": {"tank:4"}})
+	simtest.CreateVM(t, a, 100, url.Values{"scsi0": {"tank:4"}})
 	status := func() map[string]any {
 		return a.Call("GET", "/nodes/pve01/replication/100-0/status", nil).Must(t, "status").Obj()
 	}
@@ -46,8 +49,8 @@ func TestReplicationStatusContentionFailureAndSyncingH5(t *testing.T) {
 		t.Fatal("migration lock")
 	}
 	a.Call("POST", "/cluster/replication", url.Values{"id": {"100-0"}, "type": {"local"}, "target": {"pve02"}}).Must(t, "job")
-	eventually(t, "a run skipped for the migration lock", func() bool {
-		return strings.Contains(strings.Join(s.ReplicationWarnings(), "\n"),
+	simtest.Eventually(t, "a run skipped for the migration lock", func() bool {
+		return strings.Contains(strings.Join(s.Journal(), "\n"),
 			"100-0: got unexpected replication job error - can't lock file '/var/lock/pve-manager/pve-migrate-100' - got timeout")
 	})
 	st := status()
@@ -61,13 +64,13 @@ func TestReplicationStatusContentionFailureAndSyncingH5(t *testing.T) {
 		t.Errorf("a skipped job stays due: next_sync %v", next)
 	}
 	s.Release(mig, false)
-	eventually(t, "the first sync once the lock is free", func() bool { return status()["last_sync"] != float64(0) })
+	simtest.Eventually(t, "the first sync once the lock is free", func() bool { return status()["last_sync"] != float64(0) })
 	first := status()["last_sync"].(float64)
 
 	if err := s.SetOnline("pve02", false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.RunReplication("pve01", "100-0"); err != nil {
+	if _, err := replsim.Run(s, "pve01", "100-0"); err != nil {
 		t.Fatal(err)
 	}
 	st = status()
@@ -81,8 +84,8 @@ func TestReplicationStatusContentionFailureAndSyncingH5(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { _, err := s.RunReplication("pve01", "100-0"); done <- err }()
-	eventually(t, "the retry running", func() bool { return status()["pid"] != nil })
+	go func() { _, err := replsim.Run(s, "pve01", "100-0"); done <- err }()
+	simtest.Eventually(t, "the retry running", func() bool { return status()["pid"] != nil })
 	st = status()
 	if st["fail_count"] != float64(1) || st["error"] == nil || st["last_sync"] != first || st["last_try"].(float64) < failedTry {
 		t.Errorf("retry in progress: %v", st)
@@ -94,7 +97,7 @@ func TestReplicationStatusContentionFailureAndSyncingH5(t *testing.T) {
 	// pvescheduler, may start its next run the moment ours frees the lock
 	// (a loaded machine once saw pid set here). Whatever runs after ours,
 	// the status it leaves is the success's.
-	eventually(t, "no run in progress after the good retry", func() bool { return status()["pid"] == nil })
+	simtest.Eventually(t, "no run in progress after the good retry", func() bool { return status()["pid"] == nil })
 	st = status()
 	if st["fail_count"] != float64(0) || st["error"] != nil || st["last_sync"].(float64) < first {
 		t.Errorf("after the good retry: %v", st)
@@ -108,18 +111,18 @@ func TestReplicationStatusContentionFailureAndSyncingH5(t *testing.T) {
 // back.
 func TestReplicationRemovalWaitsForItsTarget(t *testing.T) {
 	t.Parallel()
-	s, a, _ := haCluster(t, 9, nil)
-	createVM(t, a, 100, url.Values{"scsi0": {"tank:4"}})
+	s, a, _ := simtest.HACluster(t, pvesim.New, 9, nil)
+	simtest.CreateVM(t, a, 100, url.Values{"scsi0": {"tank:4"}})
 	a.Call("POST", "/cluster/replication", url.Values{"id": {"100-0"}, "type": {"local"}, "target": {"pve02"}}).Must(t, "job")
 	status := func() map[string]any {
 		return a.Call("GET", "/nodes/pve01/replication/100-0/status", nil).Must(t, "status").Obj()
 	}
-	eventually(t, "the first sync", func() bool { return status()["last_sync"] != float64(0) })
+	simtest.Eventually(t, "the first sync", func() bool { return status()["last_sync"] != float64(0) })
 	if err := s.SetOnline("pve02", false); err != nil {
 		t.Fatal(err)
 	}
 	a.Call("DELETE", "/cluster/replication/100-0", nil).Must(t, "delete")
-	eventually(t, "the removal run failing", func() bool { return status()["fail_count"] != float64(0) })
+	simtest.Eventually(t, "the removal run failing", func() bool { return status()["fail_count"] != float64(0) })
 	st := status()
 	if st["remove_job"] != "full" || !strings.Contains(fmt.Sprint(st["error"]), "pvesr prepare-local-job 100-0 --scan tank --force' failed: exit code 255") {
 		t.Errorf("removal with the target down: %v", st)
@@ -127,7 +130,7 @@ func TestReplicationRemovalWaitsForItsTarget(t *testing.T) {
 	if err := s.SetOnline("pve02", true); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the job removed once the target is back", func() bool {
+	simtest.Eventually(t, "the job removed once the target is back", func() bool {
 		return len(a.Call("GET", "/cluster/replication", nil).Must(t, "jobs").List()) == 0
 	})
 }
@@ -138,22 +141,22 @@ func TestReplicationRemovalWaitsForItsTarget(t *testing.T) {
 // all due jobs skips a disabled job silently.
 func TestRunSingleJobRefusals(t *testing.T) {
 	t.Parallel()
-	s, a, _ := haCluster(t, 9, nil)
-	createVM(t, a, 100, url.Values{"scsi0": {"tank:4"}})
+	s, a, _ := simtest.HACluster(t, pvesim.New, 9, nil)
+	simtest.CreateVM(t, a, 100, url.Values{"scsi0": {"tank:4"}})
 	a.Call("POST", "/cluster/replication", url.Values{"id": {"100-0"}, "type": {"local"}, "target": {"pve02"}, "disable": {"1"}}).Must(t, "job")
 	for _, c := range []struct{ node, id, want string }{
 		{"pve01", "100-7", "no such job '100-7'"},
 		{"pve01", "100-0", "job '100-0' is disabled"},
 	} {
-		if _, err := s.RunReplication(c.node, c.id); err == nil || err.Error() != c.want {
+		if _, err := replsim.Run(s, c.node, c.id); err == nil || err.Error() != c.want {
 			t.Errorf("pvesr run --id %s on %s: %v, want %q", c.id, c.node, err, c.want)
 		}
 	}
 	a.Call("PUT", "/cluster/replication/100-0", url.Values{"delete": {"disable"}}).Must(t, "enable")
-	if _, err := s.RunReplication("pve03", "100-0"); err == nil || err.Error() != "guest '100' is not on local node" {
+	if _, err := replsim.Run(s, "pve03", "100-0"); err == nil || err.Error() != "guest '100' is not on local node" {
 		t.Errorf("pvesr run --id 100-0 on pve03: %v", err)
 	}
-	if _, err := s.RunReplication("pve01", "100-0"); err != nil {
+	if _, err := replsim.Run(s, "pve01", "100-0"); err != nil {
 		t.Errorf("pvesr run --id 100-0 on pve01: %v", err)
 	}
 }

@@ -1,0 +1,97 @@
+package core
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecontainer"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/replication"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
+)
+
+// The replication model guest code needs while qemu, lxc and HA are still
+// in core: replication.cfg's jobs (pve-guest-common ReplicationConfig.pm;
+// their rules are pvesim/replication's), the target switch of a migration,
+// the guest's migration lock a run shares with migrate, and the replicas a
+// recovery needs (H8). The endpoints, pvescheduler and the pvesr runs are
+// pvesim/replsim's.
+
+// ReplJobsLocked reads replication.cfg's jobs; they are the file's
+// sections, so a change to one is written with WriteReplJobsLocked.
+func (s *Sim) ReplJobsLocked(db *ConfigDB) ([]*replication.Job, string) {
+	list, digest := s.ReadSectionsLocked(db, replication.ConfigFile)
+	jobs := make([]*replication.Job, len(list))
+	for i, sec := range list {
+		jobs[i] = (*replication.Job)(sec)
+	}
+	return jobs, digest
+}
+
+// WriteReplJobsLocked writes jobs as replication.cfg.
+func (s *Sim) WriteReplJobsLocked(db *ConfigDB, jobs []*replication.Job) {
+	list := make([]*section, len(jobs))
+	for i, j := range jobs {
+		list[i] = (*section)(j)
+	}
+	s.WriteSectionsLocked(db, replication.ConfigFile, list)
+}
+
+// ReplicationJobsOf lists the job ids of a guest (destroy refuses them).
+func (s *Sim) ReplicationJobsOf(db *ConfigDB, vmid int) []string {
+	jobs, _ := s.ReplJobsLocked(db)
+	return replication.IDsOf(jobs, vmid)
+}
+
+// MigrationLockKey is /var/lock/pve-manager/pve-migrate-<vmid> on node
+// (pve-guest-common GuestHelpers.pm guest_migration_lock), a local flock.
+func MigrationLockKey(node string, vmid int) string {
+	return node + ":" + replication.MigrationLockFile(vmid)
+}
+
+// switchReplicationLocked is switch_replication_job_target_nolock for a
+// migration (AbstractMigrate.pm passes target, source), written back.
+func (s *Sim) switchReplicationLocked(db *ConfigDB, vmid int, oldTarget, newTarget string) {
+	jobs, _ := s.ReplJobsLocked(db)
+	if replication.SwitchTarget(jobs, vmid, oldTarget, newTarget) {
+		s.WriteReplJobsLocked(db, jobs)
+		s.SaveLocked()
+	}
+}
+
+// missingVolumesLocked lists a guest's local volumes absent on node (a
+// recovery without a replica cannot start it, H8).
+func (s *Sim) missingVolumesLocked(db *ConfigDB, e VMEntry, node string) []string {
+	raw, _ := s.ReadEtcPve(db, GuestConfPath(e.Node, e.Kind, e.VMID))
+	c := guestconf.Parse(raw)
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
+		var file string
+		switch {
+		case qemuserver.IsDriveKey(k):
+			// A cdrom, cloud-init's included, is never replicated
+			// (QemuConfig.pm get_replicatable_volumes skips cdrom): a
+			// recovered VM gets a fresh cloud-init drive at start.
+			d := qemuserver.ParseDrive(c.Keys[k])
+			if d.CDROM() || d.Cloudinit() {
+				continue
+			}
+			file = d.File()
+		case pvecontainer.IsVolumeKey(k):
+			file = pvecommon.ParseProps(c.Keys[k], "volume").Get("volume")
+		default:
+			continue
+		}
+		store, _, ok := storage.ParseVolumeID(file)
+		st := db.Storage[store]
+		if !ok || st == nil || st.Shared() {
+			continue
+		}
+		if s.State.Nodes[node].Volumes[file] == nil {
+			out = append(out, file)
+		}
+	}
+	return out
+}
