@@ -14,7 +14,8 @@
 // a backend imports core and the rule packages, never another backend. The
 // rule packages (below) hold PVE's knowledge that needs no Sim. Backends
 // not moved out of core yet are groups of files there, each with its own
-// routes table (docs/lab.md has the map). Each request is: fault injection → parameter
+// routes table (docs/lab.md has the map); file names in this comment are
+// core's unless a backend package is named. Each request is: fault injection → parameter
 // parsing (form or JSON body, query merged in and winning) → schema lookup
 // (501 `Method 'GET /x' not implemented`) → authentication (401, delayed
 // like pveproxy) → CSRF for ticket writes → validation against the lab

@@ -11,7 +11,7 @@ import (
 // The privileges the module's notes list for creating, configuring,
 // growing and starting an unprivileged CT, proven from both sides against
 // the lab's permission checks (schema `permissions` and pve-container's
-// own: lab/pvesim/lxcperm.go): a privilege-separated token holding exactly
+// own: lab/pvesim/lxcsim/perm.go): a privilege-separated token holding exactly
 // these on / creates the CT (hostname, CPU, memory, a NIC on a VLAN, the
 // nesting feature, onboot, tags, a rootfs on tank) and starts it, then a
 // second run grows memory and the rootfs; with any one of them fewer a run
