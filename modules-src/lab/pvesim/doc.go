@@ -76,7 +76,7 @@
 // the node (guestlock.go): a synchronous call waits for it up to LockTimeout
 // and then answers PVE's "can't lock file … - got timeout".
 //
-//   - VMs (qemu*.go; qemu-server's rules on config values through
+//   - VMs (pvesim/qemusim; qemu-server's rules on config values through
 //     pvesim/qemuserver: drives, NICs, hotplug, permissions, cloud-init,
 //     clone's choices, a new drive's storage; the SDN paths a NIC's
 //     bridge is checked on through pvesim/guesthelpers): create (qmcreate: NICs get BC:24:11 MACs, "store:N"
@@ -89,14 +89,14 @@
 //     macaddr gets a new MAC, as PVE's parse_net does (K16); a running VM
 //     hotplugs NICs, disks and fast-plug options and keeps the rest in
 //     [PENDING] until it starts again (K10).
-//   - Clone (clone.go): qemu-server's clone_vm step by step — K1–K4, K13,
+//   - Clone (qemusim/clone.go): qemu-server's clone_vm step by step — K1–K4, K13,
 //     K18; see the file's comment.
-//   - Guest agent (agent.go): ping and network-get-interfaces fail as
+//   - Guest agent (qemusim/agent.go): ping and network-get-interfaces fail as
 //     agent_available does — "No QEMU guest agent configured", "VM N is
 //     not running" at once, "QEMU guest agent is not running" after
 //     AgentTimeout on a running VM (no lab guest runs an agent, K20).
 //     A missing pool on create/clone is check_pool_exist's 403 (K6).
-//   - Migration (migrate.go): offline moves local volumes; a running VM
+//   - Migration (qemusim/migrate.go): offline moves local volumes; a running VM
 //     needs online and with-local-disks; linked clones stay; an HA guest's
 //     migration is a hamigrate request.
 //   - /cluster/nextid: the lowest free VMID, as a string; nothing reserved.
@@ -117,7 +117,7 @@
 //     later, and a node powering on starts its onboot guests. A guest
 //     recovered where its local disks have no replica cannot start: error
 //     state, kept until disabled (H8).
-//   - Containers (lxc*.go; pve-container's rules on config values through
+//   - Containers (pvesim/lxcsim; pve-container's rules on config values through
 //     pvesim/pvecontainer: volume keys and mount points, NICs, what a
 //     running CT hot-plugs, the update's refusals,
 //     check_ct_modify_config_perm, create's defaults, restore's merge),

@@ -6,6 +6,7 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/lxcsim"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/poolsim"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemusim"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/replsim"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storagesim"
 )
@@ -71,6 +72,7 @@ func New(cfg Config) (*Sim, error) {
 	backupsim.Register(s)
 	lxcsim.Register(s)
 	poolsim.Register(s)
+	qemusim.Register(s)
 	storagesim.Register(s)
 	replsim.Register(s)
 	return s, nil

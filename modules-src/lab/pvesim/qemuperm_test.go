@@ -10,7 +10,7 @@ import (
 )
 
 // qmPermPrivs are what the VM create below needs from qemu-server
-// (qemuperm.go): VM.Allocate (create_vm itself), the VM.Config.* of each
+// (qemusim/perm.go): VM.Allocate (create_vm itself), the VM.Config.* of each
 // option (boot is VM.Config.Disk's), SDN.Use on the NIC's bridge and
 // Datastore.AllocateSpace on the new disk's storage.
 var qmPermPrivs = []string{"Datastore.AllocateSpace", "SDN.Use", "VM.Allocate", "VM.Config.CPU", "VM.Config.Disk",

@@ -9,7 +9,7 @@ import (
 
 // The privileges a clone needs (the module's notes), proven from both
 // sides against the lab's permission checks (schema `permissions` and
-// qemu-server's own: lab/pvesim/core/qemuperm.go): a privilege-separated token
+// qemu-server's own: lab/pvesim/qemusim/perm.go): a privilege-separated token
 // holding exactly these on / clones a template, configures (CPU, memory, a
 // NIC on a VLAN, cloud-init) and grows the VM; with any one of them fewer
 // the run fails, its message naming the privilege PVE refused and where —

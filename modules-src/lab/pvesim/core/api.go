@@ -368,3 +368,40 @@ func (s *Sim) Schema() *pveschema.Schema { return s.schema }
 
 // Routes lists the simulated endpoints, "METHOD /schema/path", sorted.
 func (s *Sim) Routes() []string { return slices.Sorted(maps.Keys(s.routes)) }
+
+// SetBridges gives a node exactly these bridges (none: no bridge at all).
+func (s *Sim) SetBridges(node string, bridges ...string) error {
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
+	n := s.State.Nodes[node]
+	if n == nil {
+		return fmt.Errorf("no node %q in this lab (have %s)", node, strings.Join(s.NodeNames(), ", "))
+	}
+	n.Bridges = append([]string{}, bridges...)
+	s.SaveLocked()
+	return nil
+}
+
+// HoldDevices makes the guest of running VM vmid on node refuse to let
+// these devices (net1, scsi1, virtio2…) go: QEMU's device_del is sent but
+// the guest never acknowledges it (a guest without ACPI hotplug support, a
+// disk still mounted by Windows). Reconstruction: on PVE this is the
+// guest OS's doing; the lab makes it a property of the running guest,
+// gone when the VM stops.
+func (s *Sim) HoldDevices(node string, vmid int, devices ...string) error {
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
+	n := s.State.Nodes[node]
+	if n == nil {
+		return fmt.Errorf("no node %q in this lab (have %s)", node, strings.Join(s.NodeNames(), ", "))
+	}
+	if _, ok := n.Running[vmid]; !ok {
+		return fmt.Errorf("VM %d does not run on %s: only a running guest holds devices", vmid, node)
+	}
+	if n.HeldDevices == nil {
+		n.HeldDevices = map[int][]string{}
+	}
+	n.HeldDevices[vmid] = append([]string{}, devices...)
+	s.SaveLocked()
+	return nil
+}

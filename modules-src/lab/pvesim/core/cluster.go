@@ -67,8 +67,8 @@ func (s *Sim) CfsWriteLocked(db *ConfigDB, file, errmsg string) *APIError {
 	return e
 }
 
-// requireQuorumLocked is check_cfs_quorum, used by cluster-wide writes.
-func (s *Sim) requireQuorumLocked(db *ConfigDB) error {
+// RequireQuorumLocked is check_cfs_quorum, used by cluster-wide writes.
+func (s *Sim) RequireQuorumLocked(db *ConfigDB) error {
 	if !s.QuorateLocked(db) {
 		return fmt.Errorf("cluster not ready - no quorum?")
 	}
@@ -245,7 +245,7 @@ func (s *Sim) joinableLocked(node string, links map[string]string) []string {
 	db := s.DBOf(node)
 	return cluster.JoinableReasons(cluster.Joiner{
 		Name: node, Addr: s.State.Nodes[node].Addr,
-		InCluster: db.Corosync != nil, HasGuests: len(s.vmListLocked(db)) > 0,
+		InCluster: db.Corosync != nil, HasGuests: len(s.VMListLocked(db)) > 0,
 	}, links)
 }
 
@@ -348,7 +348,7 @@ func (s *Sim) deleteClusterNode(rc *Req) (any, error) {
 		return nil, fmt.Errorf("Cannot delete myself from cluster!")
 	}
 	db := rc.DB()
-	if err := s.requireQuorumLocked(db); err != nil {
+	if err := s.RequireQuorumLocked(db); err != nil {
 		return nil, err
 	}
 	m := cluster.DelnodeTarget(db.Corosync, victim)
@@ -382,7 +382,7 @@ func (s *Sim) detachedCopyLocked(db *ConfigDB) (*ConfigDB, error) {
 	if err := json.Unmarshal(raw, &stale); err != nil {
 		return nil, fmt.Errorf("copy /etc/pve for the removed node: %w", err)
 	}
-	stale.ID = db.ID + "-detached-" + randomHex(2)
+	stale.ID = db.ID + "-detached-" + RandomHex(2)
 	stale.Detached = true
 	for _, ext := range []string{".pem", ".key"} {
 		b, err := os.ReadFile(filepath.Join(nodecert.CADir(s.Cfg.Dir), db.ID+ext))

@@ -182,3 +182,19 @@ func matchPath(pattern, p string) bool {
 	ok, _ := path.Match(pattern, p)
 	return ok
 }
+
+// Migration faults: the qmigrate worker fails half-way, leaving what PVE
+// leaves.
+const (
+	// FaultMigrateAbort: the worker copies the VM's local volumes to the
+	// target, then fails with Message (default "storage migration failed")
+	// and cleans up as QemuMigrate.pm phase1_cleanup does: the copies on
+	// the target are freed, the migrate lock removed, the VM stays on its
+	// node; the task ends "migration aborted".
+	FaultMigrateAbort FaultKind = "migrate-abort"
+	// FaultMigrateProblems: the VM is moved (its config is on the target),
+	// then the source's cleanup fails with Message (phase3_cleanup sets
+	// $self->{errors}): the task ends "migration problems", the VM is on
+	// the target and its old volumes stay on the source.
+	FaultMigrateProblems FaultKind = "migrate-problems"
+)

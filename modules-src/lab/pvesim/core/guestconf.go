@@ -38,7 +38,7 @@ func (s *Sim) ReadEtcPve(db *ConfigDB, rel string) (string, bool) {
 	return string(b), true
 }
 
-func (s *Sim) writeEtcPve(db *ConfigDB, rel, content string) {
+func (s *Sim) WriteEtcPve(db *ConfigDB, rel, content string) {
 	if err := writeEtcPveFile(s.etcPveDir(db.ID), rel, []byte(content)); err != nil {
 		s.log.addError(err)
 	}
@@ -67,9 +67,9 @@ func (e VMEntry) GuestKind() GuestKind {
 	return VMKind
 }
 
-// vmListLocked is the cluster's .vmlist, sorted by VMID (pmxcfs's scan of
+// VMListLocked is the cluster's .vmlist, sorted by VMID (pmxcfs's scan of
 // nodes/<node>/{qemu-server,lxc}).
-func (s *Sim) vmListLocked(db *ConfigDB) []VMEntry {
+func (s *Sim) VMListLocked(db *ConfigDB) []VMEntry {
 	var out []VMEntry
 	for _, c := range pmxcfs.ScanVMConfigs(s.etcPveDir(db.ID)) {
 		kind := "qemu-server"
@@ -87,7 +87,7 @@ func (s *Sim) vmListLocked(db *ConfigDB) []VMEntry {
 
 // FindVMLocked returns where vmid lives in db's cluster.
 func (s *Sim) FindVMLocked(db *ConfigDB, vmid int) (VMEntry, bool) {
-	for _, e := range s.vmListLocked(db) {
+	for _, e := range s.VMListLocked(db) {
 		if e.VMID == vmid {
 			return e, true
 		}
@@ -95,21 +95,21 @@ func (s *Sim) FindVMLocked(db *ConfigDB, vmid int) (VMEntry, bool) {
 	return VMEntry{}, false
 }
 
-// loadQmConfLocked is load_config: the file on node or PVE's error.
-func (s *Sim) loadQmConfLocked(db *ConfigDB, node string, vmid int) (*guestconf.Conf, error) {
+// LoadQMConfLocked is load_config: the file on node or PVE's error.
+func (s *Sim) LoadQMConfLocked(db *ConfigDB, node string, vmid int) (*guestconf.Conf, error) {
 	return s.LoadGuestConfLocked(db, VMKind, node, vmid)
 }
 
 // assertOnNode is assert_config_exists_on_node (qemu-server QemuConfig.pm),
 // which check_running runs first in most VM calls.
-func (s *Sim) assertOnNodeLocked(db *ConfigDB, node string, vmid int) error {
+func (s *Sim) AssertOnNodeLocked(db *ConfigDB, node string, vmid int) error {
 	if _, ok := s.ReadEtcPve(db, GuestConfPath(node, "qemu-server", vmid)); !ok {
 		return fmt.Errorf("unable to find configuration file for VM %d on node '%s'", vmid, node)
 	}
 	return nil
 }
 
-func (s *Sim) writeQmConfLocked(db *ConfigDB, node string, vmid int, c *guestconf.Conf) {
+func (s *Sim) WriteQMConfLocked(db *ConfigDB, node string, vmid int, c *guestconf.Conf) {
 	qemuserver.DropReusedUnused(c.Keys, c.Pending) // write_vm_config
 	if d, ok := c.Keys["description"]; ok {
 		c.SetDescription(d) // $generate_raw_config: the "#" lines
@@ -117,10 +117,10 @@ func (s *Sim) writeQmConfLocked(db *ConfigDB, node string, vmid int, c *guestcon
 	s.writeGuestConfLocked(db, VMKind, node, vmid, c)
 }
 
-// etcPveWritableLocked is what writing rel into a read-only /etc/pve (no
+// EtcPveWritableLocked is what writing rel into a read-only /etc/pve (no
 // quorum, C10) fails with: file_set_contents cannot open its temp file
 // (pve-common PVE/File.pm).
-func (s *Sim) etcPveWritableLocked(db *ConfigDB, rel string) error {
+func (s *Sim) EtcPveWritableLocked(db *ConfigDB, rel string) error {
 	if s.QuorateLocked(db) {
 		return nil
 	}

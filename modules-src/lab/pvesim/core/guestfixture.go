@@ -48,19 +48,19 @@ func (s *Sim) AddGuest(node string, g GuestSpec) error {
 	for _, k := range slices.Sorted(maps.Keys(keys)) {
 		switch {
 		case qemuserver.IsNetKey(k):
-			keys[k] = normaliseNet(keys[k])
+			keys[k] = NormaliseNet(keys[k])
 		case qemuserver.IsDriveKey(k):
-			if err := qmErr(qemuserver.CheckNewDrive(k, keys[k], node, s.DBOf(node).Storage)); err != nil {
+			if err := QMErr(qemuserver.CheckNewDrive(k, keys[k], node, s.DBOf(node).Storage)); err != nil {
 				return &BadRequestError{Msg: err.Error()}
 			}
-			v, err := s.createDrive(node, g.VMID, k, keys[k])
+			v, err := s.CreateDrive(node, g.VMID, k, keys[k])
 			if err != nil {
 				return &BadRequestError{Msg: err.Error()}
 			}
 			if g.Template {
 				d := qemuserver.ParseDrive(v)
 				if _, _, err := s.VolumeLocked(node, d.File()); err == nil && !d.Cloudinit() {
-					nb, err := s.makeBaseLocked(node, d.File())
+					nb, err := s.MakeBaseLocked(node, d.File())
 					if err != nil {
 						return &BadRequestError{Msg: err.Error()}
 					}
@@ -80,7 +80,7 @@ func (s *Sim) AddGuest(node string, g GuestSpec) error {
 	if g.Template {
 		keys["template"] = "1"
 	}
-	s.writeQmConfLocked(db, node, g.VMID, &guestconf.Conf{Keys: keys})
+	s.WriteQMConfLocked(db, node, g.VMID, &guestconf.Conf{Keys: keys})
 	if g.Running {
 		s.SetRunningLocked(node, g.VMID, true)
 	}

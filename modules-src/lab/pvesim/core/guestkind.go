@@ -53,7 +53,7 @@ func (s *Sim) LoadGuestConfLocked(db *ConfigDB, k GuestKind, node string, vmid i
 }
 
 func (s *Sim) writeGuestConfLocked(db *ConfigDB, k GuestKind, node string, vmid int, c *guestconf.Conf) {
-	s.writeEtcPve(db, GuestConfPath(node, k.Dir, vmid), c.Render(k.pendingHeader))
+	s.WriteEtcPve(db, GuestConfPath(node, k.Dir, vmid), c.Render(k.pendingHeader))
 }
 
 // TypedGuestConf renders config values with the schema's JSON types, as
@@ -157,7 +157,7 @@ func (s *Sim) asClusterResource(r map[string]any, k GuestKind, e VMEntry) map[st
 func (s *Sim) GuestListLocked(rc *Req, k GuestKind, summary func(node string, vmid int, c *guestconf.Conf) map[string]any) []map[string]any {
 	db := rc.DB()
 	out := []map[string]any{}
-	for _, e := range s.vmListLocked(db) {
+	for _, e := range s.VMListLocked(db) {
 		if e.Node != rc.Node || e.Kind != k.Dir {
 			continue
 		}

@@ -67,14 +67,14 @@ func (s *Sim) UnlockLocked(key string, shared bool) {
 	l.excl = false
 }
 
-// guestLockKey names the config flock of vmid on node; guestLockFile is its
+// GuestLockKey names the config flock of vmid on node; guestLockFile is its
 // path as PVE prints it.
-func guestLockKey(node string, vmid int) string { return fmt.Sprintf("%s:qemu:%d", node, vmid) }
-func guestLockFile(vmid int) string             { return fmt.Sprintf("/var/lock/qemu-server/lock-%d.conf", vmid) }
+func GuestLockKey(node string, vmid int) string { return fmt.Sprintf("%s:qemu:%d", node, vmid) }
+func GuestLockFile(vmid int) string             { return fmt.Sprintf("/var/lock/qemu-server/lock-%d.conf", vmid) }
 
-// storageLock is the allocation lock of a storage as seen from node: a
+// StorageLock is the allocation lock of a storage as seen from node: a
 // node-local flock for local storage, one cluster-wide cfs lock for shared.
-func storageLock(node string, st *Storage) (key string, timeoutMsg string) {
+func StorageLock(node string, st *Storage) (key string, timeoutMsg string) {
 	if st.Shared() {
 		return "cfs:storage-" + st.ID, fmt.Sprintf("cfs-lock 'storage-%s' error: got lock request timeout", st.ID)
 	}
@@ -111,16 +111,16 @@ func (s *Sim) Release(key string, shared bool) {
 	s.Mu.Unlock()
 }
 
-// lockWait is what a synchronous handler returns when the lock it needs is
+// LockWait is what a synchronous handler returns when the lock it needs is
 // busy: runHandlerLocked waits for it outside the state lock, then runs the
 // handler again, or answers the timeout.
-type lockWait struct {
-	key     string
-	timeout time.Duration
-	msg     string // the error after the timeout
+type LockWait struct {
+	Key     string
+	Timeout time.Duration
+	Msg     string // the error after the timeout
 }
 
-func (e *lockWait) Error() string { return e.msg }
+func (e *LockWait) Error() string { return e.Msg }
 
 // runHandlerLocked runs h; a handler that needs a busy flock is re-run once
 // the lock is free, as a PVE worker blocks in flock (caller holds s.mu).
@@ -128,21 +128,21 @@ func (s *Sim) runHandlerLocked(h Handler, rc *Req) (any, error) {
 	var deadline time.Time
 	for {
 		data, err := h(rc)
-		var lw *lockWait
+		var lw *LockWait
 		if !errors.As(err, &lw) {
 			return data, err
 		}
 		if deadline.IsZero() {
-			deadline = time.Now().Add(lw.timeout)
+			deadline = time.Now().Add(lw.Timeout)
 		}
 		if time.Now().After(deadline) {
-			return nil, ErrStatus(500, "%s", lw.msg)
+			return nil, ErrStatus(500, "%s", lw.Msg)
 		}
 		s.Mu.Unlock()
 		alive := s.Sleep(10 * time.Millisecond)
 		s.Mu.Lock()
 		if !alive {
-			return nil, ErrStatus(500, "%s", lw.msg)
+			return nil, ErrStatus(500, "%s", lw.Msg)
 		}
 	}
 }
@@ -150,10 +150,10 @@ func (s *Sim) runHandlerLocked(h Handler, rc *Req) (any, error) {
 // WithGuestLockLocked runs f holding vmid's config lock on node for the
 // length of a synchronous call (lock_config, 10 s): busy → lockWait.
 func (s *Sim) WithGuestLockLocked(node string, vmid int, f func() (any, error)) (any, error) {
-	key := guestLockKey(node, vmid)
+	key := GuestLockKey(node, vmid)
 	if !s.TryLockLocked(key, false) {
-		return nil, &lockWait{key: key, timeout: s.Cfg.Dur(s.Cfg.LockTimeout, DefaultLockTimeout),
-			msg: ErrLockTimeout(guestLockFile(vmid)).Error()}
+		return nil, &LockWait{Key: key, Timeout: s.Cfg.Dur(s.Cfg.LockTimeout, DefaultLockTimeout),
+			Msg: ErrLockTimeout(GuestLockFile(vmid)).Error()}
 	}
 	defer s.UnlockLocked(key, false)
 	return f()

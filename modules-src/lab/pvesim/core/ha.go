@@ -88,15 +88,15 @@ func (s *Sim) groupsMigrated(db *ConfigDB) bool {
 	return ha.Config{Version: s.Cfg.Version, Groups: groups}.GroupsMigrated()
 }
 
-// haManagedLocked is vm_is_ha_managed: configured and not ignored.
-func (s *Sim) haManagedLocked(db *ConfigDB, vmid int) (*section, bool) {
+// HAManagedLocked is vm_is_ha_managed: configured and not ignored.
+func (s *Sim) HAManagedLocked(db *ConfigDB, vmid int) (*section, bool) {
 	list, _ := s.HAResourcesLocked(db)
 	r := ha.FindResource(list, ha.GuestSID(false, vmid))
 	return r, ha.Managed(r)
 }
 
-// haConfiguredLocked is service_is_configured (any state).
-func (s *Sim) haConfiguredLocked(db *ConfigDB, vmid int) bool {
+// HAConfiguredLocked is service_is_configured (any state).
+func (s *Sim) HAConfiguredLocked(db *ConfigDB, vmid int) bool {
 	list, _ := s.HAResourcesLocked(db)
 	return ha.FindResource(list, ha.GuestSID(false, vmid)) != nil
 }
@@ -142,7 +142,7 @@ func (s *Sim) getHAResource(rc *Req) (any, error) {
 
 func (s *Sim) postHAResource(rc *Req) (any, error) {
 	db := rc.DB()
-	if err := s.requireQuorumLocked(db); err != nil {
+	if err := s.RequireQuorumLocked(db); err != nil {
 		return nil, err
 	}
 	sid, vmid, err := s.parseSID(db, rc.Str("sid"))

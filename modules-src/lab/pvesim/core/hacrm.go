@@ -144,7 +144,7 @@ func (s *Sim) haStartLocked(db *ConfigDB, e VMEntry) bool {
 		s.SetRunningLocked(e.Node, e.VMID, true)
 		return true
 	}
-	c, err := s.loadQmConfLocked(db, e.Node, e.VMID)
+	c, err := s.LoadQMConfLocked(db, e.Node, e.VMID)
 	if err != nil || c.IsTemplate() || c.Lock() != "" {
 		return false
 	}
@@ -157,12 +157,12 @@ func (s *Sim) haStartLocked(db *ConfigDB, e VMEntry) bool {
 		store, _, ok := storage.ParseVolumeID(d.File())
 		st := db.Storage[store]
 		if ok && st != nil && !st.Shared() && s.State.Nodes[e.Node].Volumes[d.File()] == nil {
-			if _, err := s.allocCloudinitLocked(e.Node, st, e.VMID, ""); err != nil {
+			if _, err := s.AllocCloudinitLocked(e.Node, st, e.VMID, ""); err != nil {
 				return false
 			}
 		}
 	}
-	s.writeQmConfLocked(db, e.Node, e.VMID, c)
+	s.WriteQMConfLocked(db, e.Node, e.VMID, c)
 	s.SetRunningLocked(e.Node, e.VMID, true)
 	return true
 }
@@ -185,7 +185,7 @@ func (s *Sim) crmMoveLocked(db *ConfigDB, r *section, e VMEntry, target string) 
 			return
 		}
 		if g, ok := s.FindVMLocked(d, e.VMID); ok && g.Node == from {
-			_ = s.moveGuestLocked(d, e.VMID, from, target, func(string, ...any) {})
+			_ = s.MoveGuestLocked(d, e.VMID, from, target, func(string, ...any) {})
 		}
 	})
 }
@@ -227,7 +227,7 @@ func (s *Sim) recoverNodeLocked(db *ConfigDB, dead string) {
 		missing := s.missingVolumesLocked(db, e, target)
 		raw, _ := s.ReadEtcPve(db, GuestConfPath(dead, e.Kind, vmid))
 		s.RemoveEtcPve(db, GuestConfPath(dead, e.Kind, vmid))
-		s.writeEtcPve(db, GuestConfPath(target, e.Kind, vmid), raw)
+		s.WriteEtcPve(db, GuestConfPath(target, e.Kind, vmid), raw)
 		delete(n.Running, vmid)
 		s.setHAMotionLocked(db, ha.SID(r), "")
 		if len(missing) > 0 {
@@ -256,7 +256,7 @@ func (s *Sim) nodeBackLocked(node string) {
 	if db == nil {
 		return
 	}
-	for _, e := range s.vmListLocked(db) {
+	for _, e := range s.VMListLocked(db) {
 		if e.Node != node || s.haConfiguredSIDLocked(db, e) {
 			continue
 		}

@@ -154,10 +154,10 @@ func (s *Sim) putHARule(rc *Req) (any, error) {
 
 func (s *Sim) deleteHARule(rc *Req) (any, error) { return s.deleteHA(rc, haRules, nil) }
 
-// haRequestTask is the hastart/hastop task of an HA-managed guest: it only
+// HARequestTask is the hastart/hastop task of an HA-managed guest: it only
 // sets the requested state (ha-manager set / crm-command stop), the CRM acts
 // later.
-func (s *Sim) haRequestTask(rc *Req, typ string, vmid int, state string) string {
+func (s *Sim) HARequestTask(rc *Req, typ string, vmid int, state string) string {
 	return s.HARequestTaskSID(rc, typ, fmt.Sprintf("vm:%d", vmid), vmid, state)
 }
 
@@ -215,7 +215,7 @@ func (s *Sim) postHAMotion(rc *Req) (any, error) {
 			return
 		}
 		if e, ok := s.FindVMLocked(d, vmid); ok && e.Node != target {
-			_ = s.moveGuestLocked(d, vmid, e.Node, target, func(string, ...any) {})
+			_ = s.MoveGuestLocked(d, vmid, e.Node, target, func(string, ...any) {})
 			s.scheduleCRMLocked(d.ID)
 		}
 	})

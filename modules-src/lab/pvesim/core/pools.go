@@ -37,9 +37,9 @@ func PoolOfGuestLocked(db *ConfigDB, vmid int) string {
 	return ""
 }
 
-// addGuestToPoolLocked is AccessControl.pm add_vm_to_pool: the member is
+// AddGuestToPoolLocked is AccessControl.pm add_vm_to_pool: the member is
 // named after the guest's kind as .vmlist knows it.
-func (s *Sim) addGuestToPoolLocked(db *ConfigDB, pool string, vmid int) {
+func (s *Sim) AddGuestToPoolLocked(db *ConfigDB, pool string, vmid int) {
 	p := db.Pools[pool]
 	if p == nil {
 		return

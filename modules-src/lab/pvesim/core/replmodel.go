@@ -51,9 +51,9 @@ func MigrationLockKey(node string, vmid int) string {
 	return node + ":" + replication.MigrationLockFile(vmid)
 }
 
-// switchReplicationLocked is switch_replication_job_target_nolock for a
+// SwitchReplicationLocked is switch_replication_job_target_nolock for a
 // migration (AbstractMigrate.pm passes target, source), written back.
-func (s *Sim) switchReplicationLocked(db *ConfigDB, vmid int, oldTarget, newTarget string) {
+func (s *Sim) SwitchReplicationLocked(db *ConfigDB, vmid int, oldTarget, newTarget string) {
 	jobs, _ := s.ReplJobsLocked(db)
 	if replication.SwitchTarget(jobs, vmid, oldTarget, newTarget) {
 		s.WriteReplJobsLocked(db, jobs)

@@ -75,7 +75,7 @@ func (s *Sim) handleBuiltins() {
 	for _, routes := range []map[string]Handler{
 		s.authRoutes(), s.nodeRoutes(), s.taskRoutes(),
 		s.clusterRoutes(), s.uploadRoutes(),
-		s.qemuRoutes(), s.haRoutes(),
+		s.haRoutes(),
 	} {
 		s.Handle(routes)
 	}

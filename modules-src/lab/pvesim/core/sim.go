@@ -254,7 +254,7 @@ func (s *Sim) loadOrInit() error {
 		}
 	case errors.Is(err, os.ErrNotExist):
 		st = &State{Version: s.Cfg.Version, Nodes: map[string]*Node{}, DBs: map[string]*ConfigDB{},
-			RootPassword: randomHex(12), TokenSecret: NewUUID(), NextPID: 4000}
+			RootPassword: RandomHex(12), TokenSecret: NewUUID(), NextPID: 4000}
 	default:
 		return err
 	}

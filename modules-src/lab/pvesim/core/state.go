@@ -117,7 +117,7 @@ type Pool struct {
 	Members []string `json:"members,omitempty"` // "qemu/100", "storage/local"
 }
 
-func randomHex(n int) string {
+func RandomHex(n int) string {
 	b := make([]byte, n)
 	if _, err := rand.Read(b); err != nil {
 		panic(fmt.Sprintf("crypto/rand failed: %v", err)) // cannot happen on Linux
@@ -127,7 +127,7 @@ func randomHex(n int) string {
 
 // NewUUID returns a v4 UUID, the shape of PVE token secrets.
 func NewUUID() string {
-	h := randomHex(16)
+	h := RandomHex(16)
 	return h[0:8] + "-" + h[8:12] + "-4" + h[13:16] + "-a" + h[17:20] + "-" + h[20:32]
 }
 
@@ -135,7 +135,7 @@ func NewUUID() string {
 // leaves it: local (dir) and local-lvm (lvmthin), root@pam and the lab token.
 func newDB(st *State, node string) *ConfigDB {
 	db := &ConfigDB{
-		ID: "db-" + node + "-" + randomHex(4),
+		ID: "db-" + node + "-" + RandomHex(4),
 		Storage: map[string]*Storage{
 			"local": {ID: "local", Type: "dir", Options: map[string]any{
 				"path": "/var/lib/vz", "content": "iso,vztmpl,backup,import"}},

@@ -27,8 +27,8 @@ func (s *Sim) StorageCfgFreeLocked(db *ConfigDB, errmsg string) error {
 	if !s.lockOf(key).excl {
 		return nil
 	}
-	return &lockWait{key: key, timeout: s.Cfg.Dur(s.Cfg.LockTimeout, DefaultLockTimeout),
-		msg: errmsg + ": cfs-lock 'file-storage_cfg' error: got lock request timeout"}
+	return &LockWait{Key: key, Timeout: s.Cfg.Dur(s.Cfg.LockTimeout, DefaultLockTimeout),
+		Msg: errmsg + ": cfs-lock 'file-storage_cfg' error: got lock request timeout"}
 }
 
 // SlowInStorageCfgLock runs the slow part of a create under a slow-locked

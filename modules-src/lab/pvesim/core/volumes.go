@@ -45,18 +45,18 @@ func (s *Sim) VolumeLocked(node, volid string) (*GuestVolume, *Storage, error) {
 	return v, st, nil
 }
 
-// freeDiskName is storage.FreeDiskName among st's volumes as node sees them.
-func (s *Sim) freeDiskName(node string, st *Storage, vmid int, prefix, format string) string {
+// FreeDiskName is storage.FreeDiskName among st's volumes as node sees them.
+func (s *Sim) FreeDiskName(node string, st *Storage, vmid int, prefix, format string) string {
 	return storage.FreeDiskName(st, s.VolumesFor(node, st), vmid, prefix, format)
 }
 
-// allocVolumeLocked creates a volume of size bytes for vmid on st.
+// AllocVolumeLocked creates a volume of size bytes for vmid on st.
 // On zfspool it is a zvol in the node's ZFS (zvols.go).
-func (s *Sim) allocVolumeLocked(node string, st *Storage, vmid int, size int64, format string) (string, error) {
+func (s *Sim) AllocVolumeLocked(node string, st *Storage, vmid int, size int64, format string) (string, error) {
 	if format == "" {
 		format = storage.DefaultFormat(st)
 	}
-	name := s.freeDiskName(node, st, vmid, "vm", format)
+	name := s.FreeDiskName(node, st, vmid, "vm", format)
 	volid := st.ID + ":" + storage.VolName(st, vmid, name, format)
 	if err := s.ZFSCreateVolume(node, st, name, size); err != nil {
 		return "", err
@@ -65,13 +65,13 @@ func (s *Sim) allocVolumeLocked(node string, st *Storage, vmid int, size int64, 
 	return volid, nil
 }
 
-// allocCloudinitLocked creates vm-<vmid>-cloudinit (4 MiB, as PVE):
+// AllocCloudinitLocked creates vm-<vmid>-cloudinit (4 MiB, as PVE):
 // qemu-server's create_disks names it itself (API2/Qemu.pm, the cloudinit
 // branch: the format given, else qcow2 with the suffix on a storage with a
 // path, raw elsewhere), so a second allocation for the VMID meets the
 // first, and fails as the storage plugin's alloc_image does
 // (storage.CloudinitExists).
-func (s *Sim) allocCloudinitLocked(node string, st *Storage, vmid int, format string) (string, error) {
+func (s *Sim) AllocCloudinitLocked(node string, st *Storage, vmid int, format string) (string, error) {
 	if format == "" {
 		format = storage.DefaultFormat(st)
 		if storage.HasPath(st) {
@@ -117,10 +117,10 @@ func (s *Sim) FreeVolumeLocked(node, volid string) error {
 	return nil
 }
 
-// linkedCloneLocked creates a linked clone of base for newid (clone_image):
+// LinkedCloneLocked creates a linked clone of base for newid (clone_image):
 // base-100-disk-0/vm-101-disk-0 on lvmthin/zfspool, 100/base-100-disk-0.qcow2/
 // 101/vm-101-disk-0.qcow2 on a directory.
-func (s *Sim) linkedCloneLocked(node string, st *Storage, base string, newid int) (string, error) {
+func (s *Sim) LinkedCloneLocked(node string, st *Storage, base string, newid int) (string, error) {
 	src, _, err := s.VolumeLocked(node, base)
 	if err != nil {
 		return "", err

@@ -40,7 +40,7 @@ func (s *Sim) AllocSubvolLocked(node string, st *Storage, vmid int, size int64) 
 	if st.Type == "zfspool" {
 		prefix, format = "subvol", "subvol"
 	}
-	name := s.freeDiskName(node, st, vmid, prefix, format)
+	name := s.FreeDiskName(node, st, vmid, prefix, format)
 	volid := st.ID + ":" + name
 	if storage.HasPath(st) {
 		volid = st.ID + ":" + storage.VolName(st, vmid, name, format)
@@ -52,10 +52,10 @@ func (s *Sim) AllocSubvolLocked(node string, st *Storage, vmid int, size int64) 
 	return volid, nil
 }
 
-// makeBaseLocked turns a VM's volume into its template's base volume
+// MakeBaseLocked turns a VM's volume into its template's base volume
 // (create_base): vm- → base- and, on zfspool, the __base__ snapshot
 // linked clones are made from.
-func (s *Sim) makeBaseLocked(node string, volid string) (string, error) {
+func (s *Sim) MakeBaseLocked(node string, volid string) (string, error) {
 	vol, st, err := s.VolumeLocked(node, volid)
 	if err != nil {
 		return "", err
@@ -89,12 +89,12 @@ func (s *Sim) ResizeVolumeLocked(node, volid string, size int64) error {
 	return nil
 }
 
-// zfsMigrateLocked is storage_migrate for a migration's local zfspool
+// ZFSMigrateLocked is storage_migrate for a migration's local zfspool
 // volumes: the dataset appears on the target (PVE sends it with zfs
 // send/recv of a __migration__ snapshot; the stand-in holds no data, so it
 // is created alike) and is destroyed on the source. Other storages are the
 // simulator's alone.
-func (s *Sim) zfsMigrateLocked(db *ConfigDB, from, to string, files []string) error {
+func (s *Sim) ZFSMigrateLocked(db *ConfigDB, from, to string, files []string) error {
 	for _, file := range files {
 		store, vn, _ := storage.ParseVolumeID(file)
 		st := db.Storage[store]

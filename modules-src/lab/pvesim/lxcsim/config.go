@@ -54,7 +54,7 @@ func (s *backend) putLxcConfig(rc *core.Req) (any, error) {
 		if err := c.CheckLock("CT"); err != nil {
 			return nil, err
 		}
-		// update_vm's permission checks (lxcperm.go) on the deletes, the
+		// update_vm's permission checks (perm.go) on the deletes, the
 		// reverts and the new values, against the config as it is, before
 		// update_pct_config's refusals.
 		unpriv := c.Keys["unprivileged"] == "1"

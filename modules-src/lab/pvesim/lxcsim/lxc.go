@@ -68,7 +68,7 @@ func (s *backend) postLxcCreate(rc *core.Req) (any, error) {
 	db := rc.DB()
 	vmid := rc.VMID()
 	if rc.Bool("restore") {
-		return s.postLxcRestore(rc) // lxcrestore.go
+		return s.postLxcRestore(rc) // restore.go
 	}
 	if pool := rc.Str("pool"); pool != "" && db.Pools[pool] == nil {
 		return nil, core.ErrPerm(fmt.Sprintf("pool '%s' does not exist", pool)) // check_pool_exist: raise_perm_exc, 403
@@ -96,7 +96,7 @@ func (s *backend) postLxcCreate(rc *core.Req) (any, error) {
 	// CT; before, a privileged one. Only a true value is written.
 	delete(keys, "unprivileged")
 	unpriv := (rc.Has("unprivileged") && rc.Bool("unprivileged")) || (!rc.Has("unprivileged") && s.Version() >= 9)
-	// create_vm's permission checks (lxcperm.go), then the template's.
+	// create_vm's permission checks (perm.go), then the template's.
 	if err := s.checkCTCreatePerm(rc, unpriv); err != nil {
 		return nil, err
 	}

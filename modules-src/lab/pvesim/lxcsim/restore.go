@@ -45,7 +45,7 @@ import (
 // restore copies them; the lab's config parser keeps none), bind and device
 // mount points (refused), restoring a template backup (refused), PBS and
 // backup-provider storages, restore from a pipe ('-'), bwlimit, the
-// in-task permission checks (lxcperm.go). The rules on option values
+// in-task permission checks (perm.go). The rules on option values
 // (storage-only mode, the archive's mount points, the merge) are
 // pvesim/pvecontainer's restore.go.
 
@@ -146,7 +146,7 @@ func (s *backend) postLxcRestore(rc *core.Req) (any, error) {
 			return nil, pvecommon.Die("unable to restore CT %d - protection mode enabled", vmid)
 		}
 	}
-	// create_vm's permission checks (lxcperm.go): VM.Allocate, or VM.Backup
+	// create_vm's permission checks (perm.go): VM.Allocate, or VM.Backup
 	// to restore over an existing CT; the given options with the request's
 	// unprivileged (undefined is privileged to this check).
 	if err := core.CheckCreateAllocate(rc, exists && force); err != nil {

@@ -9,7 +9,7 @@ import (
 
 // A restore's rules on option values (create_vm with restore=1,
 // src/PVE/API2/LXC.pm, and src/PVE/LXC/Create.pm). The archive, the
-// volumes and the task are pvesim's (lxcrestore.go).
+// volumes and the task are pvesim's (pvesim/lxcsim/restore.go).
 
 // RestoreStorageOnly is create_vm's $storage_only_mode: a restore whose
 // request names no rootfs and no mpN re-creates the archive's mount

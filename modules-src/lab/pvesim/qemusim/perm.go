@@ -1,10 +1,10 @@
-package core
+package qemusim
 
 import (
-	"fmt"
 	"maps"
 	"slices"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 )
@@ -39,51 +39,37 @@ import (
 //     ($check_drive_perms: VM.Config.Disk, VM.Config.CDROM, cloud-init's
 //     VM.Config.Cloudinit and VM.Config.CDROM) are not made.
 //   - create_vm's VM.Allocate (on /vms/<vmid>, else /pool/<pool>) is made
-//     (qemucreate.go, checkCreateAllocate), and on PVE 9 its Sys.Console on
+//     (create.go, core.CheckCreateAllocate), and on PVE 9 its Sys.Console on
 //     / for ha-managed (qemu-server 9.1.8) and VM.PowerMgmt for start=1
 //     (9.1.10). Clone's VM.Clone and VM.Allocate are the schema's check,
 //     which the lab evaluates for every call.
 
-// IsRootUser is qemu-server's `$authuser eq 'root@pam'` (a token of root
-// is not root@pam).
-func IsRootUser(who *Principal) bool { return who == nil || who.Full() == "root@pam" || who.CLI }
-
-func VMCheck(db *ConfigDB, who *Principal, vmid int, pool string, privs []string, anyOf bool) error {
-	if pool != "" && HasPriv(db, who, "/pool/"+pool, privs, anyOf) {
-		return nil
-	}
-	if ok, d := CheckFull(db, who, fmt.Sprintf("/vms/%d", vmid), privs, anyOf); !ok {
-		return ErrPerm(d)
-	}
-	return nil
-}
-
 // qmPerm is who's privilege checks for qemuserver's permission rules, on
 // VM vmid (pool: create's pool parameter, else "").
-func qmPerm(db *ConfigDB, who *Principal, vmid int, pool string) qemuserver.Perm {
+func qmPerm(db *core.ConfigDB, who *core.Principal, vmid int, pool string) qemuserver.Perm {
 	return qemuserver.Perm{
-		Root:  IsRootUser(who),
-		VM:    func(privs []string, anyOf bool) error { return VMCheck(db, who, vmid, pool, privs, anyOf) },
-		Check: func(path, priv string) error { return RPCCheck(db, who, path, priv) },
+		Root:  core.IsRootUser(who),
+		VM:    func(privs []string, anyOf bool) error { return core.VMCheck(db, who, vmid, pool, privs, anyOf) },
+		Check: func(path, priv string) error { return core.RPCCheck(db, who, path, priv) },
 	}
 }
 
 // checkVMModifyConfigPerm is $check_vm_modify_config_perm
 // (qemuserver.CheckModifyConfigPerm).
-func checkVMModifyConfigPerm(db *ConfigDB, who *Principal, vmid int, pool string, keys []string) error {
+func checkVMModifyConfigPerm(db *core.ConfigDB, who *core.Principal, vmid int, pool string, keys []string) error {
 	return qemuserver.CheckModifyConfigPerm(qmPerm(db, who, vmid, pool), keys)
 }
 
 // checkVMCreateDevicePerm is create_vm's checks on passed-through devices
 // (qemuserver.CheckCreateDevicePerm); a refused parameter is a 400.
-func checkVMCreateDevicePerm(db *ConfigDB, who *Principal, vmid int, pool string, conf map[string]string) error {
-	return qmErr(qemuserver.CheckCreateDevicePerm(qmPerm(db, who, vmid, pool), conf))
+func checkVMCreateDevicePerm(db *core.ConfigDB, who *core.Principal, vmid int, pool string, conf map[string]string) error {
+	return core.QMErr(qemuserver.CheckCreateDevicePerm(qmPerm(db, who, vmid, pool), conf))
 }
 
 // checkBridgeAccess is QemuServer::check_bridge_access: check_vnet_access
-// (lxcperm.go) for each NIC.
-func checkBridgeAccess(db *ConfigDB, who *Principal, conf map[string]string) error {
-	if IsRootUser(who) {
+// (core.CheckVnetAccess) for each NIC.
+func checkBridgeAccess(db *core.ConfigDB, who *core.Principal, conf map[string]string) error {
+	if core.IsRootUser(who) {
 		return nil
 	}
 	for _, k := range slices.Sorted(maps.Keys(conf)) {
@@ -91,7 +77,7 @@ func checkBridgeAccess(db *ConfigDB, who *Principal, conf map[string]string) err
 			continue
 		}
 		p := pvecommon.ParseProps(conf[k], "model")
-		if err := CheckVnetAccess(db, who, p.Get("bridge"), p.Get("tag"), p.Get("trunks")); err != nil {
+		if err := core.CheckVnetAccess(db, who, p.Get("bridge"), p.Get("tag"), p.Get("trunks")); err != nil {
 			return err
 		}
 	}
@@ -100,14 +86,14 @@ func checkBridgeAccess(db *ConfigDB, who *Principal, conf map[string]string) err
 
 // checkStorageAccessNew is $check_storage_access's new-disk branch
 // (qemuserver.CheckStorageAccessNew; storage paths only, so no VMID).
-func checkStorageAccessNew(db *ConfigDB, who *Principal, conf map[string]string, defaultStorage string) error {
+func checkStorageAccessNew(db *core.ConfigDB, who *core.Principal, conf map[string]string, defaultStorage string) error {
 	return qemuserver.CheckStorageAccessNew(qmPerm(db, who, 0, ""), conf, defaultStorage)
 }
 
 // checkStorageAccessClone is $check_storage_access_clone
 // (qemuserver.CheckStorageAccessClone), then clone_vm's
 // check_bridge_access on the source's NICs.
-func checkStorageAccessClone(db *ConfigDB, who *Principal, src map[string]string, storage string) error {
+func checkStorageAccessClone(db *core.ConfigDB, who *core.Principal, src map[string]string, storage string) error {
 	if err := qemuserver.CheckStorageAccessClone(qmPerm(db, who, 0, ""), src, storage); err != nil {
 		return err
 	}

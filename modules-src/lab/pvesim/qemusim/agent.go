@@ -1,9 +1,10 @@
-package core
+package qemusim
 
 import (
 	"fmt"
 	"time"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
@@ -27,40 +28,40 @@ const DefaultAgentTimeout = 3 * time.Second
 // guest-ping times out (Config.AgentTimeout).
 
 // POST /nodes/{node}/qemu/{vmid}/agent/ping
-func (s *Sim) postQemuAgentPing(rc *Req) (any, error) { return s.agentAvailableLocked(rc) }
+func (s *backend) postQemuAgentPing(rc *core.Req) (any, error) { return s.agentAvailableLocked(rc) }
 
 // GET /nodes/{node}/qemu/{vmid}/agent/network-get-interfaces
-func (s *Sim) getQemuAgentNetworkGetInterfaces(rc *Req) (any, error) {
+func (s *backend) getQemuAgentNetworkGetInterfaces(rc *core.Req) (any, error) {
 	return s.agentAvailableLocked(rc)
 }
 
 // agentAvailableLocked is assert_agent_available for a lab VM: it never returns
 // success, since no agent ever answers in the lab.
-func (s *Sim) agentAvailableLocked(rc *Req) (any, error) {
+func (s *backend) agentAvailableLocked(rc *core.Req) (any, error) {
 	db := rc.DB()
 	vmid := rc.VMID()
-	if err := s.assertOnNodeLocked(db, rc.Node, vmid); err != nil {
+	if err := s.AssertOnNodeLocked(db, rc.Node, vmid); err != nil {
 		return nil, err
 	}
-	c, err := s.loadQmConfLocked(db, rc.Node, vmid)
+	c, err := s.LoadQMConfLocked(db, rc.Node, vmid)
 	if err != nil {
 		return nil, err
 	}
 	if c.Keys["agent"] == "" { // !defined($conf->{agent})
-		return nil, ErrStatus(500, "No QEMU guest agent configured")
+		return nil, core.ErrStatus(500, "No QEMU guest agent configured")
 	}
 	if _, running := s.State.Nodes[rc.Node].Running[vmid]; !running {
-		return nil, ErrStatus(500, "VM %d is not running", vmid)
+		return nil, core.ErrStatus(500, "VM %d is not running", vmid)
 	}
 	// "agent: 0" is defined, so PVE goes on to the guest-ping; with the
 	// agent disabled the VM has no agent socket. Reconstruction: we take
 	// that to fail at once rather than after the ping's timeout.
 	if pvecommon.ParseProps(c.Keys["agent"], "enabled").Get("enabled") != "1" {
-		return nil, ErrStatus(500, "QEMU guest agent is not running")
+		return nil, core.ErrStatus(500, "QEMU guest agent is not running")
 	}
 	// The guest-ping waits, without holding the state lock (runHandlerLocked
 	// re-runs this handler until the timeout, then answers msg as 500).
-	return nil, &lockWait{key: fmt.Sprintf("agent:%s:%d", rc.Node, vmid),
-		timeout: s.Cfg.Dur(s.Cfg.AgentTimeout, DefaultAgentTimeout),
-		msg:     "QEMU guest agent is not running"}
+	return nil, &core.LockWait{Key: fmt.Sprintf("agent:%s:%d", rc.Node, vmid),
+		Timeout: s.Cfg.Dur(s.Cfg.AgentTimeout, DefaultAgentTimeout),
+		Msg:     "QEMU guest agent is not running"}
 }

@@ -1,4 +1,4 @@
-package core
+package qemusim
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
@@ -45,7 +46,7 @@ type cloneReq struct {
 	node, target, storage, format, name, description, pool, snapname string
 	vmid, newid                                                      int
 	full                                                             *bool
-	who                                                              *Principal // the caller, for the permission checks
+	who                                                              *core.Principal // the caller, for the permission checks
 }
 
 // clonePlan is what $load_and_check returns.
@@ -57,19 +58,19 @@ type clonePlan struct {
 	running  bool
 }
 
-func (s *Sim) cloneLockTimeout() time.Duration {
-	return s.Cfg.Dur(s.Cfg.LockTimeout, DefaultLockTimeout) / 10
+func (s *backend) cloneLockTimeout() time.Duration {
+	return s.Cfg.Dur(s.Cfg.LockTimeout, core.DefaultLockTimeout) / 10
 }
 
 // loadAndCheckClone is clone_vm's $load_and_check.
-func (s *Sim) loadAndCheckClone(db *ConfigDB, r *cloneReq, running bool) (*clonePlan, error) {
+func (s *backend) loadAndCheckClone(db *core.ConfigDB, r *cloneReq, running bool) (*clonePlan, error) {
 	if r.pool != "" && db.Pools[r.pool] == nil {
-		return nil, ErrPerm(fmt.Sprintf("pool '%s' does not exist", r.pool)) // RPCEnvironment::check_pool_exist: raise_perm_exc, 403
+		return nil, core.ErrPerm(fmt.Sprintf("pool '%s' does not exist", r.pool)) // RPCEnvironment::check_pool_exist: raise_perm_exc, 403
 	}
 	if r.target != "" && (db.Corosync == nil || db.Corosync.Member(r.target) == nil) {
 		return nil, fmt.Errorf("no such cluster node '%s'", r.target) // check_node_exists
 	}
-	var target *Storage
+	var target *core.Storage
 	if r.storage != "" {
 		target = db.Storage[r.storage]
 		if target == nil {
@@ -79,7 +80,7 @@ func (s *Sim) loadAndCheckClone(db *ConfigDB, r *cloneReq, running bool) (*clone
 			return nil, fmt.Errorf("storage '%s' is not available on node '%s'", r.storage, r.node)
 		}
 		if !target.HasContent("images") {
-			return nil, ErrParams(map[string]string{"storage": fmt.Sprintf("storage '%s' does not support vm images", r.storage)})
+			return nil, core.ErrParams(map[string]string{"storage": fmt.Sprintf("storage '%s' does not support vm images", r.storage)})
 		}
 		if r.target != "" {
 			if !target.OnNode(r.target) {
@@ -90,10 +91,10 @@ func (s *Sim) loadAndCheckClone(db *ConfigDB, r *cloneReq, running bool) (*clone
 			}
 		}
 	}
-	if err := s.requireQuorumLocked(db); err != nil {
+	if err := s.RequireQuorumLocked(db); err != nil {
 		return nil, err
 	}
-	src, err := s.loadQmConfLocked(db, r.node, r.vmid)
+	src, err := s.LoadQMConfLocked(db, r.node, r.vmid)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +120,7 @@ func (s *Sim) loadAndCheckClone(db *ConfigDB, r *cloneReq, running bool) (*clone
 			continue
 		case qemuserver.IsNetKey(k):
 			// always change MAC! address
-			p.newKeys[k] = qemuserver.CloneNet(v, RandomMAC)
+			p.newKeys[k] = qemuserver.CloneNet(v, core.RandomMAC)
 		case qemuserver.IsDriveKey(k):
 			d := qemuserver.ParseDrive(v)
 			store, _, ok := storage.ParseVolumeID(d.File())
@@ -150,14 +151,14 @@ func (s *Sim) loadAndCheckClone(db *ConfigDB, r *cloneReq, running bool) (*clone
 			p.newKeys[k] = v
 		}
 	}
-	// $check_storage_access_clone and check_bridge_access (qemuperm.go).
+	// $check_storage_access_clone and check_bridge_access (perm.go).
 	if err := checkStorageAccessClone(db, r.who, src.Keys, r.storage); err != nil {
 		return nil, err
 	}
 	if r.target != "" && !shared {
 		return nil, fmt.Errorf("can't clone VM to node '%s' (VM uses local storage)", r.target)
 	}
-	if _, exists := s.ReadEtcPve(db, GuestConfPath(r.node, "qemu-server", r.newid)); exists {
+	if _, exists := s.ReadEtcPve(db, core.GuestConfPath(r.node, "qemu-server", r.newid)); exists {
 		return nil, fmt.Errorf("unable to create VM %d: config file already exists", r.newid)
 	}
 	// clone_vm's copy loop, after the checks above: a running VM's TPM
@@ -169,7 +170,7 @@ func (s *Sim) loadAndCheckClone(db *ConfigDB, r *cloneReq, running bool) (*clone
 }
 
 // POST /nodes/{node}/qemu/{vmid}/clone
-func (s *Sim) postQemuClone(rc *Req) (any, error) {
+func (s *backend) postQemuClone(rc *core.Req) (any, error) {
 	db := rc.DB()
 	r := &cloneReq{node: rc.Node, vmid: rc.VMID(), newid: rc.Int("newid", 0), target: rc.Str("target"),
 		storage: rc.Str("storage"), format: rc.Str("format"), name: rc.Str("name"),
@@ -182,27 +183,27 @@ func (s *Sim) postQemuClone(rc *Req) (any, error) {
 		r.target = ""
 	}
 	// check_running → assert_config_exists_on_node (K2).
-	if err := s.assertOnNodeLocked(db, r.node, r.vmid); err != nil {
+	if err := s.AssertOnNodeLocked(db, r.node, r.vmid); err != nil {
 		return nil, err
 	}
 	running := s.RunningLocked(r.node, r.vmid)
 	if _, err := s.loadAndCheckClone(db, r, running); err != nil {
 		return nil, err
 	}
-	return s.StartTaskLocked(rc, r.node, "qmclone", strconv.Itoa(r.vmid), func(t *TaskRun) string {
+	return s.StartTaskLocked(rc, r.node, "qmclone", strconv.Itoa(r.vmid), func(t *core.TaskRun) string {
 		return s.cloneWorker(t, db, r, running)
 	}), nil
 }
 
-func (s *Sim) cloneWorker(t *TaskRun, db *ConfigDB, r *cloneReq, running bool) string {
-	srcKey, newKey := guestLockKey(r.node, r.vmid), guestLockKey(r.node, r.newid)
+func (s *backend) cloneWorker(t *core.TaskRun, db *core.ConfigDB, r *cloneReq, running bool) string {
+	srcKey, newKey := core.GuestLockKey(r.node, r.vmid), core.GuestLockKey(r.node, r.newid)
 	// exclusive lock if VM is running - else shared lock is enough
 	if !s.Acquire(srcKey, !running, s.cloneLockTimeout()) {
-		return ErrLockTimeout(guestLockFile(r.vmid)).Error()
+		return core.ErrLockTimeout(core.GuestLockFile(r.vmid)).Error()
 	}
 	defer s.Release(srcKey, !running)
 	if !s.Acquire(newKey, false, s.cloneLockTimeout()) {
-		return ErrLockTimeout(guestLockFile(r.newid)).Error()
+		return core.ErrLockTimeout(core.GuestLockFile(r.newid)).Error()
 	}
 	defer s.Release(newKey, false)
 
@@ -214,9 +215,9 @@ func (s *Sim) cloneWorker(t *TaskRun, db *ConfigDB, r *cloneReq, running bool) s
 	}
 	t.Task.Log = append(t.Task.Log, fmt.Sprintf("creating a clone of VM %d with ID %d", r.vmid, r.newid))
 	keys := p.newKeys
-	keys["smbios1"] = "uuid=" + NewUUID()
+	keys["smbios1"] = "uuid=" + core.NewUUID()
 	if keys["vmgenid"] != "" {
-		keys["vmgenid"] = NewUUID()
+		keys["vmgenid"] = core.NewUUID()
 	}
 	delete(keys, "template")
 	if r.name != "" {
@@ -239,9 +240,9 @@ func (s *Sim) cloneWorker(t *TaskRun, db *ConfigDB, r *cloneReq, running bool) s
 	// message before anything was allocated.
 	if e, ok := s.FindVMLocked(db, r.newid); ok && e.Node != r.node {
 		s.Mu.Unlock()
-		return fmt.Sprintf("close (rename) atomic file '/etc/pve/%s' failed: File exists", GuestConfPath(r.node, "qemu-server", r.newid))
+		return fmt.Sprintf("close (rename) atomic file '/etc/pve/%s' failed: File exists", core.GuestConfPath(r.node, "qemu-server", r.newid))
 	}
-	s.writeEtcPve(db, GuestConfPath(r.node, "qemu-server", r.newid), "# qmclone temporary file\nlock: clone\n")
+	s.WriteEtcPve(db, core.GuestConfPath(r.node, "qemu-server", r.newid), "# qmclone temporary file\nlock: clone\n")
 	s.SaveLocked()
 	s.Mu.Unlock()
 
@@ -251,7 +252,7 @@ func (s *Sim) cloneWorker(t *TaskRun, db *ConfigDB, r *cloneReq, running bool) s
 		for _, v := range newVols {
 			s.FreeVolumeLocked(r.node, v)
 		}
-		s.RemoveEtcPve(db, GuestConfPath(r.node, "qemu-server", r.newid))
+		s.RemoveEtcPve(db, core.GuestConfPath(r.node, "qemu-server", r.newid))
 		s.SaveLocked()
 		s.Mu.Unlock()
 		return "clone failed: " + reason
@@ -274,8 +275,8 @@ func (s *Sim) cloneWorker(t *TaskRun, db *ConfigDB, r *cloneReq, running bool) s
 		} else {
 			t.Logf("create linked clone of drive %s (%s)", k, d.File())
 		}
-		lockKey, lockMsg := storageLock(r.node, dst)
-		if !s.Acquire(lockKey, false, s.Cfg.Dur(s.Cfg.LockTimeout, DefaultLockTimeout)) {
+		lockKey, lockMsg := core.StorageLock(r.node, dst)
+		if !s.Acquire(lockKey, false, s.Cfg.Dur(s.Cfg.LockTimeout, core.DefaultLockTimeout)) {
 			return fail(lockMsg)
 		}
 		if !s.Sleep(s.Cfg.Dur(s.Cfg.AllocDuration, time.Second)) {
@@ -286,7 +287,7 @@ func (s *Sim) cloneWorker(t *TaskRun, db *ConfigDB, r *cloneReq, running bool) s
 		var volid string
 		switch {
 		case d.Cloudinit():
-			volid, err = s.allocCloudinitLocked(r.node, dst, r.newid, "")
+			volid, err = s.AllocCloudinitLocked(r.node, dst, r.newid, "")
 		case full:
 			size := int64(0)
 			if v, _, err := s.VolumeLocked(r.node, d.File()); err == nil {
@@ -294,9 +295,9 @@ func (s *Sim) cloneWorker(t *TaskRun, db *ConfigDB, r *cloneReq, running bool) s
 			} else if n, ok := pvecommon.ParseSize(d.Props.Get("size")); ok {
 				size = n
 			}
-			volid, err = s.allocVolumeLocked(r.node, dst, r.newid, size, r.format)
+			volid, err = s.AllocVolumeLocked(r.node, dst, r.newid, size, r.format)
 		default:
-			volid, err = s.linkedCloneLocked(r.node, dst, d.File(), r.newid)
+			volid, err = s.LinkedCloneLocked(r.node, dst, d.File(), r.newid)
 		}
 		s.Mu.Unlock()
 		s.Release(lockKey, false)
@@ -306,7 +307,7 @@ func (s *Sim) cloneWorker(t *TaskRun, db *ConfigDB, r *cloneReq, running bool) s
 		newVols = append(newVols, volid)
 		if full && !d.Cloudinit() {
 			t.Logf("transferred %s of %s (100.00%%)", d.Props.Get("size"), d.Props.Get("size"))
-			if !s.Sleep(s.Cfg.Dur(s.Cfg.CloneDuration, 2*s.Cfg.Dur(s.Cfg.TaskDuration, DefaultTaskDuration))) {
+			if !s.Sleep(s.Cfg.Dur(s.Cfg.CloneDuration, 2*s.Cfg.Dur(s.Cfg.TaskDuration, core.DefaultTaskDuration))) {
 				return fail("interrupted by signal")
 			}
 		}
@@ -317,7 +318,7 @@ func (s *Sim) cloneWorker(t *TaskRun, db *ConfigDB, r *cloneReq, running bool) s
 		keys[k] = d.Print()
 		s.Mu.Lock()
 		c := &guestconf.Conf{Keys: maps.Clone(keys), Description: desc}
-		s.writeQmConfLocked(db, r.node, r.newid, c)
+		s.WriteQMConfLocked(db, r.node, r.newid, c)
 		s.SaveLocked()
 		s.Mu.Unlock()
 	}
@@ -325,18 +326,18 @@ func (s *Sim) cloneWorker(t *TaskRun, db *ConfigDB, r *cloneReq, running bool) s
 	// (K4) applies this after the task already reported OK.
 	t.Commit(func() {
 		delete(keys, "lock")
-		rel := GuestConfPath(r.node, "qemu-server", r.newid)
+		rel := core.GuestConfPath(r.node, "qemu-server", r.newid)
 		s.RemoveEtcPve(db, rel)
 		node := r.node
 		if r.target != "" {
 			node = r.target
 		}
-		s.writeQmConfLocked(db, node, r.newid, &guestconf.Conf{Keys: keys, Description: desc})
+		s.WriteQMConfLocked(db, node, r.newid, &guestconf.Conf{Keys: keys, Description: desc})
 		if r.pool != "" {
-			s.addGuestToPoolLocked(db, r.pool, r.newid)
+			s.AddGuestToPoolLocked(db, r.pool, r.newid)
 		}
 	})
-	if len(p.drives) == 0 && !s.Sleep(s.Cfg.Dur(s.Cfg.TaskDuration, DefaultTaskDuration)) {
+	if len(p.drives) == 0 && !s.Sleep(s.Cfg.Dur(s.Cfg.TaskDuration, core.DefaultTaskDuration)) {
 		return fail("interrupted by signal")
 	}
 	// clone_vm, "do not write pending changes": the source's [PENDING]

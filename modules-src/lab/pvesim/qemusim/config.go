@@ -1,4 +1,4 @@
-package core
+package qemusim
 
 import (
 	"errors"
@@ -6,9 +6,9 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
@@ -28,7 +28,7 @@ type configUpdate struct {
 	force  bool
 }
 
-func (s *Sim) parseConfigUpdate(rc *Req) (*configUpdate, error) {
+func (s *backend) parseConfigUpdate(rc *core.Req) (*configUpdate, error) {
 	set := map[string]string{}
 	for k, v := range rc.Params {
 		if !slices.Contains(qemuserver.ConfigMeta, k) {
@@ -36,13 +36,13 @@ func (s *Sim) parseConfigUpdate(rc *Req) (*configUpdate, error) {
 		}
 	}
 	up, err := qemuserver.PrepareUpdate(set, pveschema.SplitList(rc.Str("delete")), pveschema.SplitList(rc.Str("revert")),
-		func() string { return randomHex(8) }, RandomMAC)
+		func() string { return core.RandomHex(8) }, core.RandomMAC)
 	if err != nil {
-		return nil, qmErr(err)
+		return nil, core.QMErr(err)
 	}
 	for k, v := range up.Set {
 		if qemuserver.IsDriveKey(k) {
-			if err := qmErr(qemuserver.CheckNewDrive(k, v, rc.Node, s.DBOf(rc.Node).Storage)); err != nil {
+			if err := core.QMErr(qemuserver.CheckNewDrive(k, v, rc.Node, s.DBOf(rc.Node).Storage)); err != nil {
 				return nil, err
 			}
 		}
@@ -51,8 +51,8 @@ func (s *Sim) parseConfigUpdate(rc *Req) (*configUpdate, error) {
 }
 
 // loadAndCheck is $load_and_check_config.
-func (s *Sim) loadAndCheck(db *ConfigDB, u *configUpdate, skiplock bool) (*guestconf.Conf, error) {
-	c, err := s.loadQmConfLocked(db, u.node, u.vmid)
+func (s *backend) loadAndCheck(db *core.ConfigDB, u *configUpdate, skiplock bool) (*guestconf.Conf, error) {
+	c, err := s.LoadQMConfLocked(db, u.node, u.vmid)
 	if err != nil {
 		return nil, err
 	}
@@ -70,10 +70,10 @@ func (s *Sim) loadAndCheck(db *ConfigDB, u *configUpdate, skiplock bool) (*guest
 // applyUpdateLocked is $updatefn: changes go to [PENDING]; a stopped VM
 // applies them at once, a running one hotplugs what it can (K10: a NIC is
 // unplugged and plugged again) and keeps the rest pending. Disks keep their
-// volumes as unusedN when replaced or removed (qemudisks.go).
-func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *guestconf.Conf, logf func(string, ...any)) error {
+// volumes as unusedN when replaced or removed (disks.go).
+func (s *backend) applyUpdateLocked(db *core.ConfigDB, u *configUpdate, c *guestconf.Conf, logf func(string, ...any)) error {
 	logf("update VM %d: %s", u.vmid, strings.Join(u.LogParams, " "))
-	if err := s.etcPveWritableLocked(db, GuestConfPath(u.node, "qemu-server", u.vmid)); err != nil {
+	if err := s.EtcPveWritableLocked(db, core.GuestConfPath(u.node, "qemu-server", u.vmid)); err != nil {
 		return err
 	}
 	node, vmid := u.node, u.vmid
@@ -162,7 +162,7 @@ func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *guestconf.Conf
 					return err
 				}
 			}
-			nv, err := s.createDrive(node, vmid, k, v)
+			nv, err := s.CreateDrive(node, vmid, k, v)
 			if err != nil {
 				return err
 			}
@@ -181,9 +181,9 @@ func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *guestconf.Conf
 	c.PendingDelete = slices.DeleteFunc(c.PendingDelete, func(d string) bool { _, ok := c.Keys[strings.TrimPrefix(d, "!")]; return !ok })
 	if !s.RunningLocked(node, vmid) {
 		if errs := s.applyPendingLocked(node, vmid, c, logf); errs != nil {
-			s.writeQmConfLocked(db, node, vmid, c)
+			s.WriteQMConfLocked(db, node, vmid, c)
 			s.SaveLocked()
-			return ErrParams(errs) // raised after the write, as for a running VM
+			return core.ErrParams(errs) // raised after the write, as for a running VM
 		}
 	} else {
 		// vmconfig_hotplug_pending: a failing option stays pending and is
@@ -223,12 +223,12 @@ func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *guestconf.Conf
 		}
 		qemuserver.DropReusedUnused(c.Keys, c.Pending)
 		if len(errs) > 0 {
-			s.writeQmConfLocked(db, node, vmid, c)
+			s.WriteQMConfLocked(db, node, vmid, c)
 			s.SaveLocked()
-			return ErrParams(errs)
+			return core.ErrParams(errs)
 		}
 	}
-	s.writeQmConfLocked(db, node, vmid, c)
+	s.WriteQMConfLocked(db, node, vmid, c)
 	s.SaveLocked()
 	return nil
 }
@@ -237,7 +237,7 @@ func (s *Sim) applyUpdateLocked(db *ConfigDB, u *configUpdate, c *guestconf.Conf
 // option, prefixed, with its newline (raise_param_exc keeps it).
 func hotplugProblem(err error) string {
 	msg := err.Error()
-	var ae *APIError
+	var ae *core.APIError
 	if errors.As(err, &ae) {
 		msg = ae.Message
 	}
@@ -249,7 +249,7 @@ func hotplugProblem(err error) string {
 // parameter error) on one line (RESTEnvironment.pm fork_worker turns
 // newlines into spaces).
 func taskError(err error) string {
-	var ae *APIError
+	var ae *core.APIError
 	if !errors.As(err, &ae) || len(ae.Errors) == 0 {
 		return err.Error()
 	}
@@ -262,14 +262,14 @@ func taskError(err error) string {
 
 // configUpdateRequest is what PUT and POST config check before taking the
 // lock: the parsed update, skiplock (root only) and the config's checks.
-func (s *Sim) configUpdateRequest(rc *Req) (u *configUpdate, skiplock bool, err error) {
+func (s *backend) configUpdateRequest(rc *core.Req) (u *configUpdate, skiplock bool, err error) {
 	if u, err = s.parseConfigUpdate(rc); err != nil {
 		return nil, false, err
 	}
-	if skiplock, err = rc.skiplock(); err != nil {
+	if skiplock, err = skiplockOf(rc); err != nil {
 		return nil, false, err
 	}
-	// update_vm_api's checks before $load_and_check_config (qemuperm.go).
+	// update_vm_api's checks before $load_and_check_config (perm.go).
 	db := rc.DB()
 	if err := checkVMModifyConfigPerm(db, rc.Who, u.vmid, "", u.Deletes); err != nil {
 		return nil, false, err
@@ -290,7 +290,7 @@ func (s *Sim) configUpdateRequest(rc *Req) (u *configUpdate, skiplock bool, err 
 }
 
 // PUT /nodes/{node}/qemu/{vmid}/config: synchronous, under the config lock.
-func (s *Sim) putQemuConfig(rc *Req) (any, error) {
+func (s *backend) putQemuConfig(rc *core.Req) (any, error) {
 	db := rc.DB()
 	u, skiplock, err := s.configUpdateRequest(rc)
 	if err != nil {
@@ -306,13 +306,13 @@ func (s *Sim) putQemuConfig(rc *Req) (any, error) {
 }
 
 // POST /nodes/{node}/qemu/{vmid}/config: the same in a qmconfig task.
-func (s *Sim) postQemuConfig(rc *Req) (any, error) {
+func (s *backend) postQemuConfig(rc *core.Req) (any, error) {
 	db := rc.DB()
 	u, skiplock, err := s.configUpdateRequest(rc)
 	if err != nil {
 		return nil, err
 	}
-	return s.GuestLockTask(rc, u.node, "qmconfig", u.vmid, func(t *TaskRun) string {
+	return s.GuestLockTask(rc, u.node, "qmconfig", u.vmid, func(t *core.TaskRun) string {
 		c, err := s.loadAndCheck(db, u, skiplock)
 		if err == nil {
 			err = s.applyUpdateLocked(db, u, c, func(f string, a ...any) { t.Task.Log = append(t.Task.Log, fmt.Sprintf(f, a...)) })
@@ -322,24 +322,4 @@ func (s *Sim) postQemuConfig(rc *Req) (any, error) {
 		}
 		return ""
 	}), nil
-}
-
-// underGuestLock runs f in a task holding vmid's config lock, waiting up to
-// d; the task takes the lab's task duration inside the lock.
-func (s *Sim) underGuestLock(t *TaskRun, node string, vmid int, d time.Duration, f func() string) string {
-	key := guestLockKey(node, vmid)
-	if !s.Acquire(key, false, d) {
-		return ErrLockTimeout(guestLockFile(vmid)).Error()
-	}
-	defer s.Release(key, false)
-	if !s.Sleep(s.Cfg.Dur(s.Cfg.TaskDuration, DefaultTaskDuration)) {
-		return "unexpected status"
-	}
-	s.Mu.Lock()
-	died := t.DiedLocked()
-	s.Mu.Unlock()
-	if died {
-		return "unexpected status" // the node lost power: the work never happened
-	}
-	return f()
 }

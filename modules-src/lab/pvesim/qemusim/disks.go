@@ -1,4 +1,4 @@
-package core
+package qemusim
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
@@ -25,7 +26,7 @@ import (
 // addUnusedVolume is QemuConfig.pm add_unused_volume: a cloud-init volume
 // is freed ("found unused cloudinit disk … removing it"); anything else goes
 // to the lowest free unusedN unless it is already one (AbstractConfig.pm).
-func (s *Sim) addUnusedVolume(node string, c *guestconf.Conf, volid string, logf func(string, ...any)) error {
+func (s *backend) addUnusedVolume(node string, c *guestconf.Conf, volid string, logf func(string, ...any)) error {
 	if strings.Contains(volid, "-cloudinit") {
 		logf("found unused cloudinit disk '%s', removing it", volid)
 		return s.FreeVolumeLocked(node, volid)
@@ -38,15 +39,8 @@ func (s *Sim) addUnusedVolume(node string, c *guestconf.Conf, volid string, logf
 	return nil
 }
 
-// OwnsVolume is vm_is_volid_owner: the volume name carries the VMID
-// (vm-<id>-…, base-…/vm-<id>-…, <id>/vm-<id>-….qcow2).
-func OwnsVolume(vmid int, volid string) bool {
-	_, vn, ok := storage.ParseVolumeID(volid)
-	return ok && storage.Owner(vn) == vmid
-}
-
 // registerUnusedDriveLocked is vmconfig_register_unused_drive.
-func (s *Sim) registerUnusedDriveLocked(node string, vmid int, c *guestconf.Conf, value string, logf func(string, ...any)) error {
+func (s *backend) registerUnusedDriveLocked(node string, vmid int, c *guestconf.Conf, value string, logf func(string, ...any)) error {
 	d := qemuserver.ParseDrive(value)
 	switch {
 	case d.Cloudinit():
@@ -65,7 +59,7 @@ func (s *Sim) registerUnusedDriveLocked(node string, vmid int, c *guestconf.Conf
 		logf("WARN: storage '%s' no longer exists, volume '%s' will be removed from config", store, d.File())
 		return nil
 	}
-	if OwnsVolume(vmid, d.File()) {
+	if core.OwnsVolume(vmid, d.File()) {
 		return s.addUnusedVolume(node, c, d.File(), logf)
 	}
 	return nil
@@ -74,12 +68,12 @@ func (s *Sim) registerUnusedDriveLocked(node string, vmid int, c *guestconf.Conf
 // tryDeallocateDriveLocked is try_deallocate_drive: with force, or for an
 // unusedN key, an owned volume that nothing else uses is freed; a volume
 // of another VM only leaves the config. It tells whether the key may go.
-func (s *Sim) tryDeallocateDriveLocked(node string, vmid int, c *guestconf.Conf, key, value string, force bool) (bool, error) {
+func (s *backend) tryDeallocateDriveLocked(node string, vmid int, c *guestconf.Conf, key, value string, force bool) (bool, error) {
 	d := qemuserver.ParseDrive(value)
 	if !(force || strings.HasPrefix(key, "unused")) || (d.CDROM() && !d.Cloudinit()) {
 		return false, nil
 	}
-	if !OwnsVolume(vmid, d.File()) {
+	if !core.OwnsVolume(vmid, d.File()) {
 		return true, nil
 	}
 	if qemuserver.VolumeInUse(c.Keys, c.Pending, key, d.File()) {
@@ -92,7 +86,7 @@ func (s *Sim) tryDeallocateDriveLocked(node string, vmid int, c *guestconf.Conf,
 }
 
 // deleteOrDetachDriveLocked is vmconfig_delete_or_detach_drive.
-func (s *Sim) deleteOrDetachDriveLocked(node string, vmid int, c *guestconf.Conf, key string, force bool, logf func(string, ...any)) error {
+func (s *backend) deleteOrDetachDriveLocked(node string, vmid int, c *guestconf.Conf, key string, force bool, logf func(string, ...any)) error {
 	if force {
 		_, err := s.tryDeallocateDriveLocked(node, vmid, c, key, c.Keys[key], true)
 		return err
@@ -105,7 +99,7 @@ func (s *Sim) deleteOrDetachDriveLocked(node string, vmid int, c *guestconf.Conf
 // vmconfig_update_disk: a CD-ROM's medium changes at once; another volume
 // in place of a disk unplugs it and keeps the old one as unusedN; a new
 // disk is plugged, except on IDE/SATA; efidisk0/tpmstate0 wait.
-func (s *Sim) hotplugSetLocked(node string, vmid int, c *guestconf.Conf, key string, logf func(string, ...any)) (bool, error) {
+func (s *backend) hotplugSetLocked(node string, vmid int, c *guestconf.Conf, key string, logf func(string, ...any)) (bool, error) {
 	if !qemuserver.IsDriveKey(key) {
 		if !qemuserver.Hotpluggable(c.Keys, key) {
 			return false, nil
@@ -154,7 +148,7 @@ func (s *Sim) hotplugSetLocked(node string, vmid int, c *guestconf.Conf, key str
 }
 
 // hotplugDeleteLocked is the deletion half of vmconfig_hotplug_pending.
-func (s *Sim) hotplugDeleteLocked(node string, vmid int, c *guestconf.Conf, key string, force bool, logf func(string, ...any)) (bool, error) {
+func (s *backend) hotplugDeleteLocked(node string, vmid int, c *guestconf.Conf, key string, force bool, logf func(string, ...any)) (bool, error) {
 	if !qemuserver.IsDriveKey(key) {
 		if !qemuserver.Hotpluggable(c.Keys, key) {
 			return false, nil
@@ -181,7 +175,7 @@ func (s *Sim) hotplugDeleteLocked(node string, vmid int, c *guestconf.Conf, key 
 // that fails stays pending and the others go on ($add_apply_error): the
 // errors are returned per option, `unable to apply pending change <opt> :
 // <die>`, after everything else was applied.
-func (s *Sim) applyPendingLocked(node string, vmid int, c *guestconf.Conf, logf func(string, ...any)) map[string]string {
+func (s *backend) applyPendingLocked(node string, vmid int, c *guestconf.Conf, logf func(string, ...any)) map[string]string {
 	errs := map[string]string{}
 	for _, mark := range slices.Clone(c.PendingDelete) {
 		k := strings.TrimPrefix(mark, "!")
@@ -213,7 +207,7 @@ func (s *Sim) applyPendingLocked(node string, vmid int, c *guestconf.Conf, logf 
 
 func applyProblem(key string, err error) string {
 	msg := err.Error()
-	var ae *APIError
+	var ae *core.APIError
 	if errors.As(err, &ae) {
 		msg = ae.Message
 	}
@@ -225,7 +219,7 @@ func applyProblem(key string, err error) string {
 // values; CD-ROMs and other VMs' volumes stay), each once; with
 // destroy-unreferenced-disks also every image of the VMID on the node's
 // storages (vdisk_list). A failure is a warning and the destroy goes on.
-func (s *Sim) destroyVolumesLocked(node string, vmid int, c *guestconf.Conf, unreferenced bool, logf func(string, ...any)) {
+func (s *backend) destroyVolumesLocked(node string, vmid int, c *guestconf.Conf, unreferenced bool, logf func(string, ...any)) {
 	done := map[string]bool{}
 	free := func(volid string) {
 		if done[volid] {
@@ -242,7 +236,7 @@ func (s *Sim) destroyVolumesLocked(node string, vmid int, c *guestconf.Conf, unr
 				continue
 			}
 			d := qemuserver.ParseDrive(keys[k])
-			if d.CDROM() && !d.Cloudinit() || !OwnsVolume(vmid, d.File()) {
+			if d.CDROM() && !d.Cloudinit() || !core.OwnsVolume(vmid, d.File()) {
 				continue
 			}
 			free(d.File())
@@ -258,7 +252,7 @@ func (s *Sim) destroyVolumesLocked(node string, vmid int, c *guestconf.Conf, unr
 			continue
 		}
 		for _, volid := range slices.Sorted(maps.Keys(s.VolumesFor(node, st))) {
-			if store, _, _ := storage.ParseVolumeID(volid); store == id && OwnsVolume(vmid, volid) {
+			if store, _, _ := storage.ParseVolumeID(volid); store == id && core.OwnsVolume(vmid, volid) {
 				free(volid)
 			}
 		}
@@ -267,7 +261,7 @@ func (s *Sim) destroyVolumesLocked(node string, vmid int, c *guestconf.Conf, unr
 
 // assertBaseUnusedLocked is destroy_vm's first check for a template: no
 // base volume may still carry a linked clone (volume_is_base_and_used).
-func (s *Sim) assertBaseUnusedLocked(node string, c *guestconf.Conf) error {
+func (s *backend) assertBaseUnusedLocked(node string, c *guestconf.Conf) error {
 	if !c.IsTemplate() {
 		return nil
 	}
@@ -295,7 +289,7 @@ func (s *Sim) assertBaseUnusedLocked(node string, c *guestconf.Conf) error {
 // PUT /nodes/{node}/qemu/{vmid}/unlink (qm disk unlink): update_vm with
 // delete=<idlist> — so without force a disk becomes unusedN, with force
 // its volume is freed.
-func (s *Sim) putQemuUnlink(rc *Req) (any, error) {
+func (s *backend) putQemuUnlink(rc *core.Req) (any, error) {
 	rc.Params["delete"] = rc.Params["idlist"]
 	delete(rc.Params, "idlist")
 	return s.putQemuConfig(rc)

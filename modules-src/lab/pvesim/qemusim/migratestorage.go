@@ -1,4 +1,4 @@
-package core
+package qemusim
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
@@ -17,26 +18,10 @@ import (
 // (targetstorage), the local devices that block it, and the two ways a
 // migration task fails half-way (faults).
 
-// Migration faults: the qmigrate worker fails half-way, leaving what PVE
-// leaves.
-const (
-	// FaultMigrateAbort: the worker copies the VM's local volumes to the
-	// target, then fails with Message (default "storage migration failed")
-	// and cleans up as QemuMigrate.pm phase1_cleanup does: the copies on
-	// the target are freed, the migrate lock removed, the VM stays on its
-	// node; the task ends "migration aborted".
-	FaultMigrateAbort FaultKind = "migrate-abort"
-	// FaultMigrateProblems: the VM is moved (its config is on the target),
-	// then the source's cleanup fails with Message (phase3_cleanup sets
-	// $self->{errors}): the task ends "migration problems", the VM is on
-	// the target and its old volumes stay on the source.
-	FaultMigrateProblems FaultKind = "migrate-problems"
-)
-
 // checkStorageAccessMigrate is API2/Qemu.pm $check_storage_access_migrate
 // (the privilege check aside): the storage is enabled on the target node
 // and holds images.
-func checkStorageAccessMigrate(db *ConfigDB, id, node string) error {
+func checkStorageAccessMigrate(db *core.ConfigDB, id, node string) error {
 	st := db.Storage[id]
 	switch {
 	case st == nil:
@@ -58,7 +43,7 @@ func checkStorageAccessMigrate(db *ConfigDB, id, node string) error {
 // the new volume. A volume whose storage maps to itself is left for
 // moveGuestLocked. Reconstruction: the naming follows pve-storage's
 // storage_migrate (same name, renamed on a clash), formats are kept.
-func (s *Sim) remapVolumesLocked(db *ConfigDB, c *guestconf.Conf, vmid int, from, to string, sm pvecommon.IDMap, files []string, logf func(string, ...any)) (map[string]string, error) {
+func (s *backend) remapVolumesLocked(db *core.ConfigDB, c *guestconf.Conf, vmid int, from, to string, sm pvecommon.IDMap, files []string, logf func(string, ...any)) (map[string]string, error) {
 	moved := map[string]string{}
 	for _, file := range files {
 		store, vn, _ := storage.ParseVolumeID(file)
@@ -78,13 +63,13 @@ func (s *Sim) remapVolumesLocked(db *ConfigDB, c *guestconf.Conf, vmid int, from
 		}
 		name := strings.TrimSuffix(vn[strings.LastIndex(vn, "/")+1:], "."+format)
 		if s.VolumesFor(to, st)[dst+":"+storage.VolName(st, vmid, name, format)] != nil {
-			name = s.freeDiskName(to, st, vmid, "vm", format)
+			name = s.FreeDiskName(to, st, vmid, "vm", format)
 		}
 		newID := dst + ":" + storage.VolName(st, vmid, name, format)
 		if err := s.ZFSCreateVolume(to, st, name, size); err != nil {
 			return moved, fmt.Errorf("storage migration for '%s' to storage '%s' failed - %w", file, dst, err)
 		}
-		s.VolumesFor(to, st)[newID] = &GuestVolume{Size: size, Format: format}
+		s.VolumesFor(to, st)[newID] = &core.GuestVolume{Size: size, Format: format}
 		if v != nil {
 			_ = s.FreeVolumeLocked(from, file)
 		}
@@ -107,7 +92,7 @@ func (s *Sim) remapVolumesLocked(db *ConfigDB, c *guestconf.Conf, vmid int, from
 // copyThenFree is the half of an aborted migration that happened: the
 // local volumes were copied to the target (as the same volids); the
 // cleanup frees them again (phase1_cleanup → cleanup_remotedisks).
-func (s *Sim) copyThenFree(from, to string, files []string, logf func(string, ...any)) {
+func (s *backend) copyThenFree(from, to string, files []string, logf func(string, ...any)) {
 	tn := s.State.Nodes[to]
 	for _, file := range files {
 		v := s.State.Nodes[from].Volumes[file]
@@ -115,7 +100,7 @@ func (s *Sim) copyThenFree(from, to string, files []string, logf func(string, ..
 			continue
 		}
 		if tn.Volumes == nil {
-			tn.Volumes = map[string]*GuestVolume{}
+			tn.Volumes = map[string]*core.GuestVolume{}
 		}
 		cp := *v
 		tn.Volumes[file] = &cp
@@ -131,7 +116,7 @@ func (s *Sim) copyThenFree(from, to string, files []string, logf func(string, ..
 // checkStorageAvailability is QemuServer.pm check_storage_availability:
 // every volume's storage is enabled on the target node too and holds the
 // volume's content type.
-func (s *Sim) checkStorageAvailability(db *ConfigDB, c *guestconf.Conf, target string) error {
+func (s *backend) checkStorageAvailability(db *core.ConfigDB, c *guestconf.Conf, target string) error {
 	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
 		if !qemuserver.IsDriveKey(k) {
 			continue
@@ -152,7 +137,7 @@ func (s *Sim) checkStorageAvailability(db *ConfigDB, c *guestconf.Conf, target s
 	return nil
 }
 
-func faultMessage(f *Fault, def string) string {
+func faultMessage(f *core.Fault, def string) string {
 	if f.Message != "" {
 		return f.Message
 	}
@@ -163,25 +148,25 @@ func faultMessage(f *Fault, def string) string {
 // failed (AbstractMigrate.pm: $self->{errors} → "migration problems"): the
 // config is on the target, the local volumes are copied there and still
 // on the source.
-func (s *Sim) migrateProblems(db *ConfigDB, t *TaskRun, vmid int, from, to string, files []string, reason string, start time.Time) string {
+func (s *backend) migrateProblems(db *core.ConfigDB, t *core.TaskRun, vmid int, from, to string, files []string, reason string, start time.Time) string {
 	tn := s.State.Nodes[to]
 	for _, file := range files {
 		if v := s.State.Nodes[from].Volumes[file]; v != nil {
 			if tn.Volumes == nil {
-				tn.Volumes = map[string]*GuestVolume{}
+				tn.Volumes = map[string]*core.GuestVolume{}
 			}
 			cp := *v
 			tn.Volumes[file] = &cp
 		}
 	}
-	raw, _ := s.ReadEtcPve(db, GuestConfPath(from, "qemu-server", vmid))
-	s.RemoveEtcPve(db, GuestConfPath(from, "qemu-server", vmid))
-	s.writeEtcPve(db, GuestConfPath(to, "qemu-server", vmid), raw)
+	raw, _ := s.ReadEtcPve(db, core.GuestConfPath(from, "qemu-server", vmid))
+	s.RemoveEtcPve(db, core.GuestConfPath(from, "qemu-server", vmid))
+	s.WriteEtcPve(db, core.GuestConfPath(to, "qemu-server", vmid), raw)
 	if s.RunningLocked(from, vmid) {
 		s.SetRunningLocked(from, vmid, false)
 		s.SetRunningLocked(to, vmid, true)
 	}
-	s.switchReplicationLocked(db, vmid, to, from)
+	s.SwitchReplicationLocked(db, vmid, to, from)
 	s.SaveLocked()
 	t.LogfLocked("ERROR: %s", reason)
 	t.LogfLocked("ERROR: migration finished with problems (duration %s)", fmtDuration(time.Since(start)))

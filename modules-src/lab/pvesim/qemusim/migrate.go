@@ -1,4 +1,4 @@
-package core
+package qemusim
 
 import (
 	"fmt"
@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
-	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecontainer"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/replication"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
@@ -25,14 +25,14 @@ import (
 // reason and ends "migration aborted". An HA guest's migration is a
 // hamigrate request the CRM carries out HADelay later.
 
-func (s *Sim) postQemuMigrate(rc *Req) (any, error) {
+func (s *backend) postQemuMigrate(rc *core.Req) (any, error) {
 	db := rc.DB()
 	vmid, node, target := rc.VMID(), rc.Node, rc.Str("target")
-	if err := s.assertOnNodeLocked(db, node, vmid); err != nil {
+	if err := s.AssertOnNodeLocked(db, node, vmid); err != nil {
 		return nil, err
 	}
 	if target == node {
-		return nil, ErrParams(map[string]string{"target": "target is local node."})
+		return nil, core.ErrParams(map[string]string{"target": "target is local node."})
 	}
 	if db.Corosync == nil || db.Corosync.Member(target) == nil {
 		return nil, pvecommon.Die("no such cluster node '%s'", target)
@@ -40,7 +40,7 @@ func (s *Sim) postQemuMigrate(rc *Req) (any, error) {
 	if !s.NodeUpLocked(target) {
 		return nil, pvecommon.Die("target node '%s' is not online", target) // reconstruction (remote_node_ip / ssh)
 	}
-	c, err := s.loadQmConfLocked(db, node, vmid)
+	c, err := s.LoadQMConfLocked(db, node, vmid)
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +54,7 @@ func (s *Sim) postQemuMigrate(rc *Req) (any, error) {
 		list, _ := s.ReadSectionsLocked(db, replication.ConfigFile)
 		toTarget := false
 		for _, id := range jobs {
-			if j := findSection(list, id); j != nil && j.Opts["target"] == target {
+			if j := pvecommon.FindSection(list, id); j != nil && j.Opts["target"] == target {
 				toTarget = true
 			}
 		}
@@ -65,7 +65,7 @@ func (s *Sim) postQemuMigrate(rc *Req) (any, error) {
 	sm := pvecommon.IDMap{Identity: true}
 	if ts := rc.Str("targetstorage"); ts != "" {
 		if sm, err = pvecommon.ParseIDMap(ts); err != nil {
-			return nil, ErrParams(map[string]string{"targetstorage": "failed to parse storage map: " + err.Error()})
+			return nil, core.ErrParams(map[string]string{"targetstorage": "failed to parse storage map: " + err.Error()})
 		}
 		for _, id := range sm.Targets() {
 			if err := checkStorageAccessMigrate(db, id, target); err != nil {
@@ -78,10 +78,10 @@ func (s *Sim) postQemuMigrate(rc *Req) (any, error) {
 			return nil, err
 		}
 	}
-	if _, managed := s.haManagedLocked(db, vmid); managed {
-		return s.StartTaskLocked(rc, node, "hamigrate", strconv.Itoa(vmid), func(t *TaskRun) string {
+	if _, managed := s.HAManagedLocked(db, vmid); managed {
+		return s.StartTaskLocked(rc, node, "hamigrate", strconv.Itoa(vmid), func(t *core.TaskRun) string {
 			t.Logf("Requesting HA migration for VM %d to node %s", vmid, target)
-			if !s.Sleep(s.Cfg.Dur(s.Cfg.TaskDuration, DefaultTaskDuration)) {
+			if !s.Sleep(s.Cfg.Dur(s.Cfg.TaskDuration, core.DefaultTaskDuration)) {
 				return "unexpected status"
 			}
 			s.Mu.Lock()
@@ -96,27 +96,27 @@ func (s *Sim) postQemuMigrate(rc *Req) (any, error) {
 				s.Mu.Lock()
 				defer s.Mu.Unlock()
 				if d := s.State.DBs[id]; d != nil {
-					_ = s.moveGuestLocked(d, vmid, node, target, func(string, ...any) {})
+					_ = s.MoveGuestLocked(d, vmid, node, target, func(string, ...any) {})
 				}
 			}()
 			return ""
 		}), nil
 	}
 	withLocal := rc.Bool("with-local-disks")
-	return s.StartTaskLocked(rc, node, "qmigrate", strconv.Itoa(vmid), func(t *TaskRun) string {
+	return s.StartTaskLocked(rc, node, "qmigrate", strconv.Itoa(vmid), func(t *core.TaskRun) string {
 		start := time.Now()
 		// The whole migration holds the guest's migration lock
 		// (qemu-server API2/Qemu.pm migrate_vm: guest_migration_lock($vmid,
 		// 10, …)): a replication run of the guest meanwhile is skipped
 		// (pvesim/replsim's syncJob, H5).
-		mig := MigrationLockKey(node, vmid)
-		if !s.Acquire(mig, false, s.Cfg.Dur(s.Cfg.LockTimeout, DefaultLockTimeout)) {
-			return ErrLockTimeout(replication.MigrationLockFile(vmid)).Error()
+		mig := core.MigrationLockKey(node, vmid)
+		if !s.Acquire(mig, false, s.Cfg.Dur(s.Cfg.LockTimeout, core.DefaultLockTimeout)) {
+			return core.ErrLockTimeout(replication.MigrationLockFile(vmid)).Error()
 		}
 		defer s.Release(mig, false)
-		key := guestLockKey(node, vmid)
-		if !s.Acquire(key, false, s.Cfg.Dur(s.Cfg.LockTimeout, DefaultLockTimeout)) {
-			return ErrLockTimeout(guestLockFile(vmid)).Error()
+		key := core.GuestLockKey(node, vmid)
+		if !s.Acquire(key, false, s.Cfg.Dur(s.Cfg.LockTimeout, core.DefaultLockTimeout)) {
+			return core.ErrLockTimeout(core.GuestLockFile(vmid)).Error()
 		}
 		defer s.Release(key, false)
 		abort := func(reason string) string {
@@ -129,7 +129,7 @@ func (s *Sim) postQemuMigrate(rc *Req) (any, error) {
 			return "migration aborted"
 		}
 		s.Mu.Lock()
-		c, err := s.loadQmConfLocked(db, node, vmid)
+		c, err := s.LoadQMConfLocked(db, node, vmid)
 		if err == nil {
 			err = c.CheckLock("VM")
 		}
@@ -160,23 +160,23 @@ func (s *Sim) postQemuMigrate(rc *Req) (any, error) {
 			return abort(reason)
 		}
 		c.Keys["lock"] = "migrate"
-		s.writeQmConfLocked(db, node, vmid, c)
+		s.WriteQMConfLocked(db, node, vmid, c)
 		s.SaveLocked()
 		s.Mu.Unlock()
-		if !s.Sleep(s.Cfg.Dur(s.Cfg.TaskDuration, DefaultTaskDuration)) {
+		if !s.Sleep(s.Cfg.Dur(s.Cfg.TaskDuration, core.DefaultTaskDuration)) {
 			return "unexpected status"
 		}
 		s.Mu.Lock()
 		defer s.Mu.Unlock()
-		c, _ = s.loadQmConfLocked(db, node, vmid)
+		c, _ = s.LoadQMConfLocked(db, node, vmid)
 		delete(c.Keys, "lock")
-		if f := rc.Fault; f != nil && f.Kind == FaultMigrateAbort {
-			s.writeQmConfLocked(db, node, vmid, c)
+		if f := rc.Fault; f != nil && f.Kind == core.FaultMigrateAbort {
+			s.WriteQMConfLocked(db, node, vmid, c)
 			s.copyThenFree(node, target, local, t.LogfLocked)
 			return abortLocked(faultMessage(f, "storage migration failed"))
 		}
 		moved, err := s.remapVolumesLocked(db, c, vmid, node, target, sm, local, t.LogfLocked)
-		s.writeQmConfLocked(db, node, vmid, c)
+		s.WriteQMConfLocked(db, node, vmid, c)
 		if err != nil {
 			return abortLocked(err.Error())
 		}
@@ -186,15 +186,15 @@ func (s *Sim) postQemuMigrate(rc *Req) (any, error) {
 				rest = append(rest, f)
 			}
 		}
-		if f := rc.Fault; f != nil && f.Kind == FaultMigrateProblems {
+		if f := rc.Fault; f != nil && f.Kind == core.FaultMigrateProblems {
 			// The config moves, the source keeps its volumes (their copies
 			// are on the target): phase3_cleanup could not remove them.
 			return s.migrateProblems(db, t, vmid, node, target, rest, faultMessage(f, "failed to remove source volumes"), start)
 		}
-		if err := s.zfsMigrateLocked(db, node, target, rest); err != nil {
+		if err := s.ZFSMigrateLocked(db, node, target, rest); err != nil {
 			return abortLocked(err.Error())
 		}
-		if err := s.moveGuestLocked(db, vmid, node, target, t.LogfLocked); err != nil {
+		if err := s.MoveGuestLocked(db, vmid, node, target, t.LogfLocked); err != nil {
 			return abortLocked(err.Error())
 		}
 		t.Task.Log = append(t.Task.Log, fmt.Sprintf("migration finished successfully (duration %s)", fmtDuration(time.Since(start))))
@@ -209,7 +209,7 @@ func fmtDuration(d time.Duration) string {
 
 // localVolumesLocked lists a VM's volumes on local storage that migrate with
 // it, or why they cannot (QemuMigrate.pm scan_local_volumes).
-func (s *Sim) localVolumesLocked(db *ConfigDB, c *guestconf.Conf, vmid int) ([]string, string) {
+func (s *backend) localVolumesLocked(db *core.ConfigDB, c *guestconf.Conf, vmid int) ([]string, string) {
 	var out []string
 	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
 		if !qemuserver.IsDriveKey(k) {
@@ -233,55 +233,4 @@ func (s *Sim) localVolumesLocked(db *ConfigDB, c *guestconf.Conf, vmid int) ([]s
 		out = append(out, d.File())
 	}
 	return out, ""
-}
-
-// moveGuestLocked moves a guest (config, local volumes, running state) from
-// one node to another, and switches its replication jobs, as a finished
-// migration (VM) or relocation (CT: stopped, moved, started) leaves it.
-func (s *Sim) moveGuestLocked(db *ConfigDB, vmid int, from, to string, logf func(string, ...any)) error {
-	kind := "qemu-server"
-	if e, ok := s.FindVMLocked(db, vmid); ok {
-		kind = e.Kind
-	}
-	raw, ok := s.ReadEtcPve(db, GuestConfPath(from, kind, vmid))
-	if !ok {
-		return pvecommon.Die("unable to find configuration file for VM %d on node '%s'", vmid, from)
-	}
-	c := guestconf.Parse(raw)
-	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
-		var file string
-		switch {
-		case kind == "qemu-server" && qemuserver.IsDriveKey(k):
-			file = qemuserver.ParseDrive(c.Keys[k]).File()
-		case kind == "lxc" && pvecontainer.IsVolumeKey(k):
-			file = pvecommon.ParseProps(c.Keys[k], "volume").Get("volume")
-		default:
-			continue
-		}
-		store, _, ok := storage.ParseVolumeID(file)
-		st := db.Storage[store]
-		if !ok || st == nil || st.Shared() {
-			continue
-		}
-		if v := s.State.Nodes[from].Volumes[file]; v != nil {
-			tn := s.State.Nodes[to]
-			if tn.Volumes == nil {
-				tn.Volumes = map[string]*GuestVolume{}
-			}
-			cp := *v
-			tn.Volumes[file] = &cp
-			delete(s.State.Nodes[from].Volumes, file)
-			logf("volume '%s' is '%s' on the target", file, file)
-		}
-	}
-	running := s.RunningLocked(from, vmid)
-	s.RemoveEtcPve(db, GuestConfPath(from, kind, vmid))
-	s.writeEtcPve(db, GuestConfPath(to, kind, vmid), raw)
-	s.SetRunningLocked(from, vmid, false)
-	if running {
-		s.SetRunningLocked(to, vmid, true)
-	}
-	s.switchReplicationLocked(db, vmid, to, from) // AbstractMigrate.pm: the job to the target now goes back
-	s.SaveLocked()
-	return nil
 }

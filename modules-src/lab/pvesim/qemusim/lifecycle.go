@@ -1,17 +1,15 @@
-package core
+package qemusim
 
 import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
-	"github.com/gopve/proxmox/modules-src/lab/pvesim/ha"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
-	"github.com/gopve/proxmox/modules-src/lab/pvesim/replication"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
 
@@ -27,12 +25,12 @@ import (
 // template_create turns every volume that is not a CD-ROM (the cloud-init
 // drive is one) into a base volume (create_base), writing the config
 // after each.
-func (s *Sim) postQemuTemplate(rc *Req) (any, error) {
+func (s *backend) postQemuTemplate(rc *core.Req) (any, error) {
 	db := rc.DB()
 	vmid := rc.VMID()
 	node := rc.Node
 	check := func() (*guestconf.Conf, error) {
-		c, err := s.loadQmConfLocked(db, node, vmid)
+		c, err := s.LoadQMConfLocked(db, node, vmid)
 		if err != nil {
 			return nil, err
 		}
@@ -50,13 +48,13 @@ func (s *Sim) postQemuTemplate(rc *Req) (any, error) {
 	if _, err := check(); err != nil {
 		return nil, err
 	}
-	return s.GuestLockTask(rc, node, "qmtemplate", vmid, func(*TaskRun) string {
+	return s.GuestLockTask(rc, node, "qmtemplate", vmid, func(*core.TaskRun) string {
 		c, err := check()
 		if err != nil {
 			return err.Error()
 		}
 		c.Keys["template"] = "1"
-		s.writeQmConfLocked(db, node, vmid, c)
+		s.WriteQMConfLocked(db, node, vmid, c)
 		for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
 			if !qemuserver.IsDriveKey(k) {
 				continue
@@ -68,14 +66,14 @@ func (s *Sim) postQemuTemplate(rc *Req) (any, error) {
 			if _, _, err := s.VolumeLocked(node, d.File()); err != nil || storage.IsBase(d.File()) {
 				continue
 			}
-			nb, err := s.makeBaseLocked(node, d.File())
+			nb, err := s.MakeBaseLocked(node, d.File())
 			if err != nil {
 				s.SaveLocked()
 				return err.Error()
 			}
 			d.Props.Set("file", nb)
 			c.Keys[k] = d.Print()
-			s.writeQmConfLocked(db, node, vmid, c)
+			s.WriteQMConfLocked(db, node, vmid, c)
 		}
 		s.SaveLocked()
 		return ""
@@ -84,16 +82,16 @@ func (s *Sim) postQemuTemplate(rc *Req) (any, error) {
 
 // PUT /nodes/{node}/qemu/{vmid}/resize: a "resize" task since qemu-server
 // 8.0; grow only (K11).
-func (s *Sim) putQemuResize(rc *Req) (any, error) {
+func (s *backend) putQemuResize(rc *core.Req) (any, error) {
 	db := rc.DB()
 	vmid, node := rc.VMID(), rc.Node
 	disk, sizeStr, digest := rc.Str("disk"), rc.Str("size"), rc.Str("digest")
-	skiplock, err := rc.skiplock()
+	skiplock, err := skiplockOf(rc)
 	if err != nil {
 		return nil, err
 	}
-	return s.GuestLockTask(rc, node, "resize", vmid, func(t *TaskRun) string {
-		c, err := s.loadQmConfLocked(db, node, vmid)
+	return s.GuestLockTask(rc, node, "resize", vmid, func(t *core.TaskRun) string {
+		c, err := s.LoadQMConfLocked(db, node, vmid)
 		if err != nil {
 			return err.Error()
 		}
@@ -135,45 +133,29 @@ func (s *Sim) putQemuResize(rc *Req) (any, error) {
 		}
 		d.Props.Set("size", pvecommon.FormatSize(n))
 		c.Keys[disk] = d.Print()
-		s.writeQmConfLocked(db, node, vmid, c)
+		s.WriteQMConfLocked(db, node, vmid, c)
 		s.SaveLocked()
 		return ""
 	}), nil
 }
 
-// PurgeGuestLocked is destroy_vm's purge, the same for a VM and a CT:
-// ReplicationConfig::remove_vmid_jobs, VZDump remove_vmid_from_backup_jobs,
-// and HA::Config::delete_service_from_config (typ "vm" or "ct").
-func (s *Sim) PurgeGuestLocked(db *ConfigDB, t *TaskRun, typ string, vmid int) {
-	s.removeFromBackupJobsLocked(db, vmid)
-	jobs, _ := s.ReplJobsLocked(db)
-	s.WriteReplJobsLocked(db, slices.DeleteFunc(jobs, func(j *replication.Job) bool { return replication.Guest(j.ID) == vmid }))
-	res, _ := s.HAResourcesLocked(db)
-	if ha.FindResource(res, fmt.Sprintf("%s:%d", typ, vmid)) != nil {
-		s.WriteSectionsLocked(db, ha.ResourcesCfg, slices.DeleteFunc(res, func(r *section) bool {
-			return r.Type == typ && r.ID == strconv.Itoa(vmid)
-		}))
-		t.Task.Log = append(t.Task.Log, fmt.Sprintf("NOTE: removed %s %d from HA resource configuration.", map[string]string{"vm": "VM", "ct": "CT"}[typ], vmid))
-	}
-}
-
 // DELETE /nodes/{node}/qemu/{vmid}: qmdestroy task; frees the VM's volumes
 // (not a linked clone's base) and removes the config last.
-func (s *Sim) deleteQemu(rc *Req) (any, error) {
+func (s *backend) deleteQemu(rc *core.Req) (any, error) {
 	db := rc.DB()
 	vmid, node := rc.VMID(), rc.Node
-	if _, err := rc.skiplock(); err != nil {
+	if _, err := skiplockOf(rc); err != nil {
 		return nil, err
 	}
 	early := func() error {
-		c, err := s.loadQmConfLocked(db, node, vmid)
+		c, err := s.LoadQMConfLocked(db, node, vmid)
 		if err != nil {
 			return err
 		}
 		if c.Keys["protection"] == "1" {
 			return fmt.Errorf("can't remove VM %d - protection mode enabled", vmid)
 		}
-		if s.haConfiguredLocked(db, vmid) && !rc.Bool("purge") {
+		if s.HAConfiguredLocked(db, vmid) && !rc.Bool("purge") {
 			return pvecommon.Die("unable to remove VM %d - used in HA resources and purge parameter not set.", vmid)
 		}
 		if !rc.Bool("purge") {
@@ -190,11 +172,11 @@ func (s *Sim) deleteQemu(rc *Req) (any, error) {
 	if err := early(); err != nil {
 		return nil, err
 	}
-	return s.GuestLockTask(rc, node, "qmdestroy", vmid, func(t *TaskRun) string {
+	return s.GuestLockTask(rc, node, "qmdestroy", vmid, func(t *core.TaskRun) string {
 		if err := early(); err != nil {
 			return err.Error()
 		}
-		c, _ := s.loadQmConfLocked(db, node, vmid)
+		c, _ := s.LoadQMConfLocked(db, node, vmid)
 		if err := c.CheckLock("VM"); err != nil && !rc.Bool("skiplock") {
 			return err.Error()
 		}
@@ -203,13 +185,13 @@ func (s *Sim) deleteQemu(rc *Req) (any, error) {
 		}
 		s.destroyVolumesLocked(node, vmid, c, rc.Bool("destroy-unreferenced-disks"), t.LogfLocked)
 		// destroy_vm leaves a "lock: destroyed" config until the end.
-		s.writeQmConfLocked(db, node, vmid, &guestconf.Conf{Keys: map[string]string{"lock": "destroyed"}})
-		DropFromPoolsLocked(db, VMKind, vmid)
+		s.WriteQMConfLocked(db, node, vmid, &guestconf.Conf{Keys: map[string]string{"lock": "destroyed"}})
+		core.DropFromPoolsLocked(db, core.VMKind, vmid)
 		if rc.Bool("purge") {
 			t.Task.Log = append(t.Task.Log, fmt.Sprintf("purging VM %d from related configurations..", vmid))
 			s.PurgeGuestLocked(db, t, "vm", vmid)
 		}
-		s.RemoveEtcPve(db, GuestConfPath(node, "qemu-server", vmid))
+		s.RemoveEtcPve(db, core.GuestConfPath(node, "qemu-server", vmid))
 		s.SaveLocked()
 		return ""
 	}), nil

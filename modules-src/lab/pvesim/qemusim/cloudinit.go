@@ -1,10 +1,9 @@
-package core
+package qemusim
 
 import (
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
-	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
 
 // Cloud-init as qemu-server handles it (src/PVE/API2/Qemu.pm create_vm and
@@ -19,7 +18,7 @@ import (
 
 // checkCloudinitSnippetsLocked is get_custom_cloudinit_files at start: each
 // cicustom volume must be a snippet that exists on the node.
-func (s *Sim) checkCloudinitSnippetsLocked(node string, c *guestconf.Conf) error {
+func (s *backend) checkCloudinitSnippetsLocked(node string, c *guestconf.Conf) error {
 	if !qemuserver.HasCloudinitDrive(c.Keys) || c.Keys["cicustom"] == "" {
 		return nil
 	}
@@ -45,21 +44,4 @@ func (s *Sim) checkCloudinitSnippetsLocked(node string, c *guestconf.Conf) error
 		}
 	}
 	return nil
-}
-
-// missingVolume is create_disks for an existing volume it cannot find:
-// Plugin.pm activate_volume's "volume '<volid>' does not exist" on a
-// directory storage (an ISO, a disk file); elsewhere the size query fails,
-// "volume <volid> does not exist" (reconstruction: the block plugins'
-// activate_volume errors first with their tool's words).
-func (s *Sim) missingVolume(node, volid string) error {
-	ok, err := s.VolumeExistsLocked(node, volid)
-	if err != nil || ok {
-		return err
-	}
-	store, _, _ := storage.ParseVolumeID(volid)
-	if st := s.DBOf(node).Storage[store]; st != nil && storage.HasPath(st) {
-		return pvecommon.Die("volume '%s' does not exist", volid)
-	}
-	return pvecommon.Die("volume %s does not exist", volid)
 }

@@ -1,7 +1,6 @@
-package core
+package qemusim
 
 import (
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -25,44 +24,7 @@ import (
 // tests and examples use).
 var DefaultBridges = []string{"vmbr0", "vmbr1", "vmbr2"}
 
-// SetBridges gives a node exactly these bridges (none: no bridge at all).
-func (s *Sim) SetBridges(node string, bridges ...string) error {
-	s.Mu.Lock()
-	defer s.Mu.Unlock()
-	n := s.State.Nodes[node]
-	if n == nil {
-		return fmt.Errorf("no node %q in this lab (have %s)", node, strings.Join(s.NodeNames(), ", "))
-	}
-	n.Bridges = append([]string{}, bridges...)
-	s.SaveLocked()
-	return nil
-}
-
-// HoldDevices makes the guest of running VM vmid on node refuse to let
-// these devices (net1, scsi1, virtio2…) go: QEMU's device_del is sent but
-// the guest never acknowledges it (a guest without ACPI hotplug support, a
-// disk still mounted by Windows). Reconstruction: on PVE this is the
-// guest OS's doing; the lab makes it a property of the running guest,
-// gone when the VM stops.
-func (s *Sim) HoldDevices(node string, vmid int, devices ...string) error {
-	s.Mu.Lock()
-	defer s.Mu.Unlock()
-	n := s.State.Nodes[node]
-	if n == nil {
-		return fmt.Errorf("no node %q in this lab (have %s)", node, strings.Join(s.NodeNames(), ", "))
-	}
-	if _, ok := n.Running[vmid]; !ok {
-		return fmt.Errorf("VM %d does not run on %s: only a running guest holds devices", vmid, node)
-	}
-	if n.HeldDevices == nil {
-		n.HeldDevices = map[int][]string{}
-	}
-	n.HeldDevices[vmid] = append([]string{}, devices...)
-	s.SaveLocked()
-	return nil
-}
-
-func (s *Sim) bridgeLocked(node, bridge string) bool {
+func (s *backend) bridgeLocked(node, bridge string) bool {
 	n := s.State.Nodes[node]
 	if n == nil {
 		return false
@@ -76,7 +38,7 @@ func (s *Sim) bridgeLocked(node, bridge string) bool {
 // unplugLocked is vm_deviceunplug of a NIC or disk: device_del, then
 // qemu_devicedelverify polls the device list (5 s) and dies when the guest
 // kept it. Not modelled: the 5 s the poll takes.
-func (s *Sim) unplugLocked(node string, vmid int, device string) error {
+func (s *backend) unplugLocked(node string, vmid int, device string) error {
 	if n := s.State.Nodes[node]; n != nil && slices.Contains(n.HeldDevices[vmid], device) {
 		return pvecommon.Die("error on hot-unplugging device '%s' - still busy in guest?", device)
 	}
@@ -93,7 +55,7 @@ func (s *Sim) unplugLocked(node string, vmid int, device string) error {
 // out, its line number differs per release. The script's path is
 // /usr/libexec/qemu-server since qemu-server 8.3.11 (/var/lib/qemu-server
 // before).
-func (s *Sim) netdevAddLocked(node string, vmid int, bridge string) error {
+func (s *backend) netdevAddLocked(node string, vmid int, bridge string) error {
 	if bridge == "" || s.bridgeLocked(node, bridge) {
 		return nil // no bridge: user-mode networking, nothing to plug into
 	}
@@ -107,7 +69,7 @@ func (s *Sim) netdevAddLocked(node string, vmid int, bridge string) error {
 // bridge is `bridge '<b>' is neither a linux nor an OVS bridge!`,
 // reconstruction of pve-network Zones.pm tap_plug falling back to
 // PVE::Network::tap_plug for a plain bridge); a new NIC is plugged.
-func (s *Sim) updateNetLocked(node string, vmid int, key, old, value string, logf func(string, ...any)) error {
+func (s *backend) updateNetLocked(node string, vmid int, key, old, value string, logf func(string, ...any)) error {
 	nn := qemuserver.ParseNet(value)
 	if old != "" {
 		on := qemuserver.ParseNet(old)
@@ -133,7 +95,7 @@ func (s *Sim) updateNetLocked(node string, vmid int, key, old, value string, log
 // network script … failed with status 512`) and vm_start dies `start
 // failed: QEMU exited with code 1`. It returns that task error, or "".
 // Reconstruction: vhost=on is assumed for virtio (kernel_has_vhost_net).
-func (s *Sim) startNICsLocked(node string, vmid int, c *guestconf.Conf, logf func(string, ...any)) string {
+func (s *backend) startNICsLocked(node string, vmid int, c *guestconf.Conf, logf func(string, ...any)) string {
 	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
 		if !qemuserver.IsNetKey(k) {
 			continue

@@ -1,4 +1,4 @@
-package core
+package qemusim
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 )
 
@@ -14,7 +15,7 @@ import (
 // vm_shutdown).
 
 // POST status/start: qmstart task; vm_start's checks run in the worker.
-func (s *Sim) postQemuStart(rc *Req) (any, error) {
+func (s *backend) postQemuStart(rc *core.Req) (any, error) {
 	if upid, ok := s.haPowerLocked(rc, "hastart", "started"); ok {
 		return upid, nil
 	}
@@ -33,10 +34,10 @@ func (s *Sim) postQemuStart(rc *Req) (any, error) {
 }
 
 // POST status/stop and status/shutdown: stopping a stopped VM is no error.
-func (s *Sim) postQemuStop(rc *Req) (any, error)     { return s.qemuHalt(rc, "qmstop") }
-func (s *Sim) postQemuShutdown(rc *Req) (any, error) { return s.qemuHalt(rc, "qmshutdown") }
+func (s *backend) postQemuStop(rc *core.Req) (any, error)     { return s.qemuHalt(rc, "qmstop") }
+func (s *backend) postQemuShutdown(rc *core.Req) (any, error) { return s.qemuHalt(rc, "qmshutdown") }
 
-func (s *Sim) qemuHalt(rc *Req, typ string) (any, error) {
+func (s *backend) qemuHalt(rc *core.Req, typ string) (any, error) {
 	if upid, ok := s.haPowerLocked(rc, "hastop", "stopped"); ok {
 		return upid, nil
 	}
@@ -50,36 +51,36 @@ func (s *Sim) qemuHalt(rc *Req, typ string) (any, error) {
 
 // haPowerLocked turns a start/stop of an HA-managed VM into a request to
 // the HA stack (qemu-server Qemu.pm vm_start/vm_stop: hastart/hastop, H4).
-func (s *Sim) haPowerLocked(rc *Req, typ, state string) (string, bool) {
+func (s *backend) haPowerLocked(rc *core.Req, typ, state string) (string, bool) {
 	db := rc.DB()
 	vmid := rc.VMID()
-	if s.assertOnNodeLocked(db, rc.Node, vmid) != nil {
+	if s.AssertOnNodeLocked(db, rc.Node, vmid) != nil {
 		return "", false
 	}
-	if _, managed := s.haManagedLocked(db, vmid); !managed {
+	if _, managed := s.HAManagedLocked(db, vmid); !managed {
 		return "", false
 	}
-	return s.haRequestTask(rc, typ, vmid, state), true
+	return s.HARequestTask(rc, typ, vmid, state), true
 }
 
 // powerTask runs a start/stop task under the config lock; decide returns an
 // error text, or the new running state. A started VM applies its pending
 // changes (they were waiting for the restart).
-func (s *Sim) powerTask(rc *Req, typ string, decide func(c *guestconf.Conf, running bool) (string, bool)) (any, error) {
+func (s *backend) powerTask(rc *core.Req, typ string, decide func(c *guestconf.Conf, running bool) (string, bool)) (any, error) {
 	db := rc.DB()
 	vmid := rc.VMID()
-	if _, err := rc.skiplock(); err != nil {
+	if _, err := skiplockOf(rc); err != nil {
 		return nil, err
 	}
-	if err := s.assertOnNodeLocked(db, rc.Node, vmid); err != nil {
+	if err := s.AssertOnNodeLocked(db, rc.Node, vmid); err != nil {
 		return nil, err
 	}
-	if err := s.requireQuorumLocked(db); err != nil {
+	if err := s.RequireQuorumLocked(db); err != nil {
 		return nil, err
 	}
 	node := rc.Node
-	return s.GuestLockTask(rc, node, typ, vmid, func(t *TaskRun) string {
-		c, err := s.loadQmConfLocked(db, node, vmid)
+	return s.GuestLockTask(rc, node, typ, vmid, func(t *core.TaskRun) string {
+		c, err := s.LoadQMConfLocked(db, node, vmid)
 		if err != nil {
 			return err.Error()
 		}
@@ -93,7 +94,7 @@ func (s *Sim) powerTask(rc *Req, typ string, decide func(c *guestconf.Conf, runn
 			for _, k := range slices.Sorted(maps.Keys(errs)) {
 				t.LogfLocked("%s", strings.TrimRight(errs[k], "\n")) // warn $err_msg
 			}
-			s.writeQmConfLocked(db, node, vmid, c)
+			s.WriteQMConfLocked(db, node, vmid, c)
 		}
 		if on {
 			// QEMU's launch plugs every NIC into its bridge.
