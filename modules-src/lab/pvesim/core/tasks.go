@@ -142,7 +142,9 @@ func (s *Sim) findTaskLocked(node, upid string) *tasks.Task {
 	return nil
 }
 
-func (s *Sim) getTaskStatus(rc *Req) (any, error) {
+// requestedTask is the task the request's upid names, if the caller may
+// read it: Tasks.pm's upid check, its lookup and $check_task_access.
+func (s *Sim) requestedTask(rc *Req) (*tasks.Task, error) {
 	upid := rc.Str("upid")
 	if _, ok := tasks.ParseUPID(upid); !ok {
 		return nil, ErrParams(map[string]string{"upid": "unable to parse worker upid '" + upid + "'"})
@@ -153,6 +155,14 @@ func (s *Sim) getTaskStatus(rc *Req) (any, error) {
 	}
 	if aerr := s.taskAccess(rc, t); aerr != nil {
 		return nil, aerr
+	}
+	return t, nil
+}
+
+func (s *Sim) getTaskStatus(rc *Req) (any, error) {
+	t, err := s.requestedTask(rc)
+	if err != nil {
+		return nil, err
 	}
 	return t.StatusView(), nil
 }
@@ -169,16 +179,9 @@ func (s *Sim) taskAccess(rc *Req, t *tasks.Task) *APIError {
 }
 
 func (s *Sim) getTaskLog(rc *Req) (any, error) {
-	upid := rc.Str("upid")
-	if _, ok := tasks.ParseUPID(upid); !ok {
-		return nil, ErrParams(map[string]string{"upid": "unable to parse worker upid '" + upid + "'"})
-	}
-	t := s.findTaskLocked(rc.Node, upid)
-	if t == nil {
-		return nil, ErrParams(map[string]string{"upid": "no such task"})
-	}
-	if aerr := s.taskAccess(rc, t); aerr != nil {
-		return nil, aerr
+	t, err := s.requestedTask(rc)
+	if err != nil {
+		return nil, err
 	}
 	return t.LogPage(rc.Int("start", 0), rc.Int("limit", 50)), nil
 }
