@@ -90,7 +90,7 @@ func (s *Sim) loadAndCheckClone(db *ConfigDB, r *cloneReq, running bool) (*clone
 			}
 		}
 	}
-	if err := s.requireQuorumLocked(db); err != nil {
+	if err := s.RequireQuorumLocked(db); err != nil {
 		return nil, err
 	}
 	src, err := s.loadQmConfLocked(db, r.node, r.vmid)
@@ -241,7 +241,7 @@ func (s *Sim) cloneWorker(t *TaskRun, db *ConfigDB, r *cloneReq, running bool) s
 		s.Mu.Unlock()
 		return fmt.Sprintf("close (rename) atomic file '/etc/pve/%s' failed: File exists", GuestConfPath(r.node, "qemu-server", r.newid))
 	}
-	s.writeEtcPve(db, GuestConfPath(r.node, "qemu-server", r.newid), "# qmclone temporary file\nlock: clone\n")
+	s.WriteEtcPve(db, GuestConfPath(r.node, "qemu-server", r.newid), "# qmclone temporary file\nlock: clone\n")
 	s.SaveLocked()
 	s.Mu.Unlock()
 

@@ -15,9 +15,9 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/nodecert"
 )
 
-// memberUpLocked: the node runs, its API is not mid-restart and its
+// MemberUpLocked: the node runs, its API is not mid-restart and its
 // corosync has started.
-func (s *Sim) memberUpLocked(name string) bool {
+func (s *Sim) MemberUpLocked(name string) bool {
 	n := s.State.Nodes[name]
 	return n != nil && n.Online && !n.restarting && n.CorosyncUpAt <= time.Now().UnixMilli()
 }
@@ -29,7 +29,7 @@ func (s *Sim) memberUpLocked(name string) bool {
 // offline, as corosync shows such a node.
 func (s *Sim) votesForLocked(db *ConfigDB, name string) bool {
 	n := s.State.Nodes[name]
-	return n != nil && n.DB == db.ID && !db.Detached && s.memberUpLocked(name)
+	return n != nil && n.DB == db.ID && !db.Detached && s.MemberUpLocked(name)
 }
 
 // QuorateLocked is cluster.Quorate for db: a copy left on a node removed
@@ -67,8 +67,8 @@ func (s *Sim) CfsWriteLocked(db *ConfigDB, file, errmsg string) *APIError {
 	return e
 }
 
-// requireQuorumLocked is check_cfs_quorum, used by cluster-wide writes.
-func (s *Sim) requireQuorumLocked(db *ConfigDB) error {
+// RequireQuorumLocked is check_cfs_quorum, used by cluster-wide writes.
+func (s *Sim) RequireQuorumLocked(db *ConfigDB) error {
 	if !s.QuorateLocked(db) {
 		return fmt.Errorf("cluster not ready - no quorum?")
 	}
@@ -348,7 +348,7 @@ func (s *Sim) deleteClusterNode(rc *Req) (any, error) {
 		return nil, fmt.Errorf("Cannot delete myself from cluster!")
 	}
 	db := rc.DB()
-	if err := s.requireQuorumLocked(db); err != nil {
+	if err := s.RequireQuorumLocked(db); err != nil {
 		return nil, err
 	}
 	m := cluster.DelnodeTarget(db.Corosync, victim)

@@ -38,7 +38,7 @@ func (s *Sim) ReadEtcPve(db *ConfigDB, rel string) (string, bool) {
 	return string(b), true
 }
 
-func (s *Sim) writeEtcPve(db *ConfigDB, rel, content string) {
+func (s *Sim) WriteEtcPve(db *ConfigDB, rel, content string) {
 	if err := writeEtcPveFile(s.etcPveDir(db.ID), rel, []byte(content)); err != nil {
 		s.log.addError(err)
 	}

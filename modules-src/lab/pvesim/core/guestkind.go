@@ -53,7 +53,7 @@ func (s *Sim) LoadGuestConfLocked(db *ConfigDB, k GuestKind, node string, vmid i
 }
 
 func (s *Sim) writeGuestConfLocked(db *ConfigDB, k GuestKind, node string, vmid int, c *guestconf.Conf) {
-	s.writeEtcPve(db, GuestConfPath(node, k.Dir, vmid), c.Render(k.pendingHeader))
+	s.WriteEtcPve(db, GuestConfPath(node, k.Dir, vmid), c.Render(k.pendingHeader))
 }
 
 // TypedGuestConf renders config values with the schema's JSON types, as

@@ -56,7 +56,7 @@ const DefaultFinishJoinError = "starting pve-cluster failed: command 'systemctl 
 // addnodeLocked is the member's half: it returns PVE's error text, or "".
 // nodeid 0 and votes < 0 are not given (cluster.AddNodeID).
 func (s *Sim) addnodeLocked(mdb *ConfigDB, joiner string, nodeid, votes int, links map[string]string, explicit, force bool) string {
-	if err := s.requireQuorumLocked(mdb); err != nil {
+	if err := s.RequireQuorumLocked(mdb); err != nil {
 		return err.Error()
 	}
 	c := mdb.Corosync

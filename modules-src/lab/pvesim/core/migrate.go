@@ -96,7 +96,7 @@ func (s *Sim) postQemuMigrate(rc *Req) (any, error) {
 				s.Mu.Lock()
 				defer s.Mu.Unlock()
 				if d := s.State.DBs[id]; d != nil {
-					_ = s.moveGuestLocked(d, vmid, node, target, func(string, ...any) {})
+					_ = s.MoveGuestLocked(d, vmid, node, target, func(string, ...any) {})
 				}
 			}()
 			return ""
@@ -194,7 +194,7 @@ func (s *Sim) postQemuMigrate(rc *Req) (any, error) {
 		if err := s.zfsMigrateLocked(db, node, target, rest); err != nil {
 			return abortLocked(err.Error())
 		}
-		if err := s.moveGuestLocked(db, vmid, node, target, t.LogfLocked); err != nil {
+		if err := s.MoveGuestLocked(db, vmid, node, target, t.LogfLocked); err != nil {
 			return abortLocked(err.Error())
 		}
 		t.Task.Log = append(t.Task.Log, fmt.Sprintf("migration finished successfully (duration %s)", fmtDuration(time.Since(start))))
@@ -235,10 +235,10 @@ func (s *Sim) localVolumesLocked(db *ConfigDB, c *guestconf.Conf, vmid int) ([]s
 	return out, ""
 }
 
-// moveGuestLocked moves a guest (config, local volumes, running state) from
+// MoveGuestLocked moves a guest (config, local volumes, running state) from
 // one node to another, and switches its replication jobs, as a finished
 // migration (VM) or relocation (CT: stopped, moved, started) leaves it.
-func (s *Sim) moveGuestLocked(db *ConfigDB, vmid int, from, to string, logf func(string, ...any)) error {
+func (s *Sim) MoveGuestLocked(db *ConfigDB, vmid int, from, to string, logf func(string, ...any)) error {
 	kind := "qemu-server"
 	if e, ok := s.FindVMLocked(db, vmid); ok {
 		kind = e.Kind
@@ -276,7 +276,7 @@ func (s *Sim) moveGuestLocked(db *ConfigDB, vmid int, from, to string, logf func
 	}
 	running := s.RunningLocked(from, vmid)
 	s.RemoveEtcPve(db, GuestConfPath(from, kind, vmid))
-	s.writeEtcPve(db, GuestConfPath(to, kind, vmid), raw)
+	s.WriteEtcPve(db, GuestConfPath(to, kind, vmid), raw)
 	s.SetRunningLocked(from, vmid, false)
 	if running {
 		s.SetRunningLocked(to, vmid, true)

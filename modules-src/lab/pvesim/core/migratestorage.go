@@ -176,7 +176,7 @@ func (s *Sim) migrateProblems(db *ConfigDB, t *TaskRun, vmid int, from, to strin
 	}
 	raw, _ := s.ReadEtcPve(db, GuestConfPath(from, "qemu-server", vmid))
 	s.RemoveEtcPve(db, GuestConfPath(from, "qemu-server", vmid))
-	s.writeEtcPve(db, GuestConfPath(to, "qemu-server", vmid), raw)
+	s.WriteEtcPve(db, GuestConfPath(to, "qemu-server", vmid), raw)
 	if s.RunningLocked(from, vmid) {
 		s.SetRunningLocked(from, vmid, false)
 		s.SetRunningLocked(to, vmid, true)

@@ -74,7 +74,7 @@ func (s *Sim) powerTask(rc *Req, typ string, decide func(c *guestconf.Conf, runn
 	if err := s.assertOnNodeLocked(db, rc.Node, vmid); err != nil {
 		return nil, err
 	}
-	if err := s.requireQuorumLocked(db); err != nil {
+	if err := s.RequireQuorumLocked(db); err != nil {
 		return nil, err
 	}
 	node := rc.Node

@@ -25,5 +25,5 @@ func (s *Sim) ReadSectionsLocked(db *ConfigDB, rel string) ([]*section, string) 
 }
 
 func (s *Sim) WriteSectionsLocked(db *ConfigDB, rel string, list []*section) {
-	s.writeEtcPve(db, rel, renderSections(list))
+	s.WriteEtcPve(db, rel, renderSections(list))
 }
