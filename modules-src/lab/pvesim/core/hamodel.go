@@ -32,8 +32,11 @@ func (s *Sim) HAServiceLocked(db *ConfigDB, r *section) ha.Service {
 		Error: s.HAErrorLocked(db, sid), Motion: s.HAMotionLocked(db, sid)}
 }
 
+// HAErrorLocked tells whether the CRM put service sid of db in error
+// (a recovery without its volumes, H8); disabling the service clears it.
 func (s *Sim) HAErrorLocked(db *ConfigDB, sid string) bool { return s.haErrors[db.ID+"/"+sid] }
 
+// SetHAErrorLocked puts service sid of db in error state or out of it.
 func (s *Sim) SetHAErrorLocked(db *ConfigDB, sid string, on bool) {
 	if s.haErrors == nil {
 		s.haErrors = map[string]bool{}
@@ -45,6 +48,7 @@ func (s *Sim) SetHAErrorLocked(db *ConfigDB, sid string, on bool) {
 	}
 }
 
+// HAResourcesLocked is db's resources.cfg with its digest.
 func (s *Sim) HAResourcesLocked(db *ConfigDB) ([]*section, string) {
 	return s.ReadSectionsLocked(db, ha.ResourcesCfg)
 }
@@ -68,8 +72,11 @@ func (s *Sim) haConfiguredSIDLocked(db *ConfigDB, e VMEntry) bool {
 	return ha.FindResource(list, ha.GuestSID(e.Kind == "lxc", e.VMID)) != nil
 }
 
+// HAMotionLocked is the CRM's motion of service sid under way ("migrate",
+// "relocate", "" for none), which its state shows until the LRM is done.
 func (s *Sim) HAMotionLocked(db *ConfigDB, sid string) string { return s.haMotions[db.ID+"/"+sid] }
 
+// SetHAMotionLocked records (or, with "", ends) service sid's motion.
 func (s *Sim) SetHAMotionLocked(db *ConfigDB, sid, motion string) {
 	if s.haMotions == nil {
 		s.haMotions = map[string]string{}
@@ -102,6 +109,8 @@ func (s *Sim) haRequestTask(rc *Req, typ string, vmid int, state string) string 
 	return s.HARequestTaskSID(rc, typ, fmt.Sprintf("vm:%d", vmid), vmid, state)
 }
 
+// HARequestTaskSID is haRequestTask for service sid (vm:N or ct:N): the
+// task sets its requested state, then asks the CRM (OnHARequest) for a round.
 func (s *Sim) HARequestTaskSID(rc *Req, typ, sid string, vmid int, state string) string {
 	db := rc.DB()
 	kind := "VM"
