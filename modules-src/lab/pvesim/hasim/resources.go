@@ -171,7 +171,7 @@ func (s *backend) deleteHAResource(rc *core.Req) (any, error) {
 	return nil, nil
 }
 
-// haRoutes are the HA endpoints: rules only on PVE 9.
+// routes are the HA endpoints: rules only on PVE 9.
 func (s *backend) routes() map[string]core.Handler {
 	table := map[string]core.Handler{
 		"GET /cluster/ha/resources":                 s.getHAResources,
