@@ -37,8 +37,8 @@
 // privileges per version, permission evaluation and the schema's checks;
 // the access*.go handlers, their lock and persistence stay here), ha
 // (pve-ha-manager: the HA files' checks, views and migration, the CRM's
-// decisions and the status views' shape; the ha*.go handlers, the CRM's
-// timers and what they do to guests stay here), replication
+// decisions and the status views' shape; the handlers, the CRM's timers
+// and what they do to guests are pvesim/hasim's), replication
 // (pve-guest-common: replication.cfg's jobs, a job's state, next_sync and
 // the run order, the status view; the scheduler, the runs and the
 // endpoints stay here), tasks (UPIDs, a task's end, its views and the task
@@ -106,7 +106,7 @@
 //     container's subvol-… too) to a replica on the target, keeping
 //     last_sync/fail_count per node, and switching the jobs of a guest HA
 //     recovered onto it (H1, H6).
-//   - HA (ha*.go, through pvesim/ha): ha/resources.cfg, groups.cfg (PVE
+//   - HA (pvesim/hasim, through pvesim/ha): ha/resources.cfg, groups.cfg (PVE
 //     8; refused on 9 once migrated, H2), rules.cfg (PVE 9, with order,
 //     errors and an upgraded cluster's ha-group-* rules until the CRM
 //     migrates them); the CRM acts in rounds of HADelay: requested states

@@ -23,6 +23,7 @@ var (
 	testConfig = simtest.Config
 	createVM   = simtest.CreateVM
 	mustTask   = simtest.MustTask
+	vmNode     = simtest.VMNode
 
 	createCluster   = simtest.CreateCluster
 	joinParams      = simtest.JoinParams
@@ -43,10 +44,4 @@ func startSimWith(t *testing.T, o simOpts, adjust func(*Config)) *Sim {
 func twoNodes(t *testing.T, o simOpts, adjust ...func(*Config)) (*Sim, *apiClient, *apiClient) {
 	t.Helper()
 	return simtest.TwoNodes(t, New, o, adjust...)
-}
-
-// haCluster is simtest.HACluster of the whole simulator.
-func haCluster(t *testing.T, version int, adjust func(*Config)) (*Sim, *apiClient, *apiClient) {
-	t.Helper()
-	return simtest.HACluster(t, New, version, adjust)
 }

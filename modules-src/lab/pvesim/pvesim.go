@@ -4,6 +4,7 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/accesssim"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/backupsim"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/hasim"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/lxcsim"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/poolsim"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemusim"
@@ -75,5 +76,6 @@ func New(cfg Config) (*Sim, error) {
 	qemusim.Register(s)
 	storagesim.Register(s)
 	replsim.Register(s)
+	hasim.Register(s)
 	return s, nil
 }

@@ -144,3 +144,39 @@ func replicationTour(t *testing.T, c *apiClient) {
 	}
 	mustTask(t, c, "POST", "/nodes/pve02/qemu/300/migrate", url.Values{"target": {"pve01"}})
 }
+
+// haTour answers every HA endpoint of the lab's version once with 200 (for
+// TestEveryHandlerFitsReturnsSchema). VM 300 exists on pve01. On PVE 9 the
+// groups answer only before the migration, so the tour writes a groups.cfg
+// first, as an upgraded PVE 8 cluster has one, and deletes its last group.
+func haTour(t *testing.T, s *Sim, c *apiClient) {
+	t.Helper()
+	if s.Version() >= 9 {
+		if err := s.WritePmxcfs("pve01", "ha/groups.cfg", "group: old\n\tnodes pve01\n", false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Call("POST", "/cluster/ha/groups", url.Values{"group": {"g1"}, "nodes": {"pve01:2,pve02"}}).Must(t, "group")
+	c.Call("GET", "/cluster/ha/groups", nil).Must(t, "groups")
+	c.Call("PUT", "/cluster/ha/groups/g1", url.Values{"restricted": {"1"}}).Must(t, "update group")
+	c.Call("GET", "/cluster/ha/groups/g1", nil).Must(t, "read group")
+	c.Call("DELETE", "/cluster/ha/groups/g1", nil).Must(t, "delete group")
+	if s.Version() >= 9 {
+		c.Call("DELETE", "/cluster/ha/groups/old", nil).Must(t, "delete the last group")
+	}
+	c.Call("POST", "/cluster/ha/resources", url.Values{"sid": {"vm:300"}, "state": {"stopped"}}).Must(t, "resource")
+	c.Call("GET", "/cluster/ha/resources", nil).Must(t, "resources")
+	c.Call("PUT", "/cluster/ha/resources/vm:300", url.Values{"max_relocate": {"2"}}).Must(t, "update resource")
+	c.Call("GET", "/cluster/ha/resources/300", nil).Must(t, "read resource")
+	c.Call("GET", "/cluster/ha/status/current", nil).Must(t, "HA status")
+	c.Call("POST", "/cluster/ha/resources/vm:300/migrate", url.Values{"node": {"pve02"}}).Must(t, "HA migrate")
+	c.Call("POST", "/cluster/ha/resources/vm:300/relocate", url.Values{"node": {"pve01"}}).Must(t, "HA relocate")
+	if s.Version() >= 9 {
+		c.Call("POST", "/cluster/ha/rules", url.Values{"rule": {"r1"}, "type": {"node-affinity"}, "resources": {"vm:300"}, "nodes": {"pve01"}}).Must(t, "rule")
+		c.Call("GET", "/cluster/ha/rules", nil).Must(t, "rules")
+		c.Call("PUT", "/cluster/ha/rules/r1", url.Values{"type": {"node-affinity"}, "strict": {"1"}}).Must(t, "update rule")
+		c.Call("GET", "/cluster/ha/rules/r1", nil).Must(t, "read rule")
+		c.Call("DELETE", "/cluster/ha/rules/r1", nil).Must(t, "delete rule")
+	}
+	c.Call("DELETE", "/cluster/ha/resources/vm:300", nil).Must(t, "delete resource")
+}

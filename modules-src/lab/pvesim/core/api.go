@@ -122,11 +122,13 @@ func (s *Sim) SetOnline(name string, online bool) error {
 		}
 		// A node back from the dead runs nothing; HA may fail guests back.
 		n.Running, n.HeldDevices = nil, nil
-		s.nodeBackLocked(name)
+		s.startOnbootLocked(name)
 	} else {
 		n.powerLosses++ // its running tasks die (tasks.go)
 		s.stopLocked(name)
-		s.nodeDownLocked(name) // HA fencing and recovery (ha.go)
+	}
+	for _, f := range s.nodePower { // HA fencing, recovery and failback (hasim)
+		f(name, online)
 	}
 	s.SaveLocked()
 	return nil

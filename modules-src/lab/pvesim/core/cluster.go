@@ -15,9 +15,9 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/nodecert"
 )
 
-// memberUpLocked: the node runs, its API is not mid-restart and its
+// MemberUpLocked: the node runs, its API is not mid-restart and its
 // corosync has started.
-func (s *Sim) memberUpLocked(name string) bool {
+func (s *Sim) MemberUpLocked(name string) bool {
 	n := s.State.Nodes[name]
 	return n != nil && n.Online && !n.restarting && n.CorosyncUpAt <= time.Now().UnixMilli()
 }
@@ -29,7 +29,7 @@ func (s *Sim) memberUpLocked(name string) bool {
 // offline, as corosync shows such a node.
 func (s *Sim) votesForLocked(db *ConfigDB, name string) bool {
 	n := s.State.Nodes[name]
-	return n != nil && n.DB == db.ID && !db.Detached && s.memberUpLocked(name)
+	return n != nil && n.DB == db.ID && !db.Detached && s.MemberUpLocked(name)
 }
 
 // QuorateLocked is cluster.Quorate for db: a copy left on a node removed

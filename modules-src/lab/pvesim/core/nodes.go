@@ -2,15 +2,16 @@ package core
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/cluster"
 )
 
-// nodeVersionLocked is what node's packages say (Config.NodeVersion), or
+// NodeVersionLocked is what node's packages say (Config.NodeVersion), or
 // the version the lab installs first.
-func (s *Sim) nodeVersionLocked(node string) NodeVersion {
+func (s *Sim) NodeVersionLocked(node string) NodeVersion {
 	def := NodeVersion{Version: "9.2.2", RepoID: "42db4a6cf33dac83", Kernel: "6.14.8-2-pve"}
 	if s.Cfg.Version == 8 {
 		def = NodeVersion{Version: "8.4.1", RepoID: "b502d23c55afcba1", Kernel: "6.8.12-9-pve"}
@@ -29,7 +30,7 @@ func (s *Sim) nodeVersionLocked(node string) NodeVersion {
 }
 
 func (s *Sim) getVersion(rc *Req) (any, error) {
-	v := s.nodeVersionLocked(rc.Node)
+	v := s.NodeVersionLocked(rc.Node)
 	release := v.Version
 	if i := strings.LastIndex(release, "."); i > 0 {
 		release = release[:i]
@@ -131,7 +132,7 @@ func (s *Sim) getNodes(rc *Req) (any, error) {
 
 func (s *Sim) getNodeStatus(rc *Req) (any, error) {
 	n := s.State.Nodes[rc.Node]
-	v := s.nodeVersionLocked(rc.Node)
+	v := s.NodeVersionLocked(rc.Node)
 	kernel := v.Kernel
 	return map[string]any{
 		"boot-info":      map[string]any{"mode": "efi", "secureboot": 0},
@@ -258,4 +259,13 @@ func (s *Sim) nodeRoutes() map[string]Handler {
 		"GET /nodes/{node}/status": s.getNodeStatus,
 		"GET /cluster/resources":   s.getClusterResources,
 	}
+}
+
+func (s *Sim) SortedNodeNamesLocked() []string {
+	var out []string
+	for n := range s.State.Nodes {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
 }

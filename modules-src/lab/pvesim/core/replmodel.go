@@ -61,9 +61,9 @@ func (s *Sim) SwitchReplicationLocked(db *ConfigDB, vmid int, oldTarget, newTarg
 	}
 }
 
-// missingVolumesLocked lists a guest's local volumes absent on node (a
+// MissingVolumesLocked lists a guest's local volumes absent on node (a
 // recovery without a replica cannot start it, H8).
-func (s *Sim) missingVolumesLocked(db *ConfigDB, e VMEntry, node string) []string {
+func (s *Sim) MissingVolumesLocked(db *ConfigDB, e VMEntry, node string) []string {
 	raw, _ := s.ReadEtcPve(db, GuestConfPath(e.Node, e.Kind, e.VMID))
 	c := guestconf.Parse(raw)
 	var out []string

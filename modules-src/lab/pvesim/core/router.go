@@ -58,6 +58,19 @@ func (s *Sim) handleControls(mux *http.ServeMux) {
 // returns when Sleep reports the simulator closing.
 func (s *Sim) OnStart(loop func()) { s.loops = append(s.loops, loop) }
 
+// OnNodePower adds a backend's reaction to a node powering off (online
+// false) or on (SetOnline, the lab's power actions), such as HA's fencing
+// and failback. f runs under Mu, after core has stopped the node or, on
+// power-on, started it and its onboot guests (pve-guests).
+func (s *Sim) OnNodePower(f func(node string, online bool)) {
+	s.nodePower = append(s.nodePower, f)
+}
+
+// OnHARequest adds a backend's reaction to a request core's HA model
+// records (a guest's hastart/hastop task, hamodel.go): HA's CRM acting on
+// the ConfigDB dbID at its next round. f runs under Mu.
+func (s *Sim) OnHARequest(f func(dbID string)) { s.haRequest = append(s.haRequest, f) }
+
 // startLoops runs the backends' loops (Start).
 func (s *Sim) startLoops() {
 	for _, loop := range s.loops {
@@ -75,7 +88,6 @@ func (s *Sim) handleBuiltins() {
 	for _, routes := range []map[string]Handler{
 		s.authRoutes(), s.nodeRoutes(), s.taskRoutes(),
 		s.clusterRoutes(), s.uploadRoutes(),
-		s.haRoutes(),
 	} {
 		s.Handle(routes)
 	}

@@ -14,7 +14,6 @@ var (
 	parseSections  = pvecommon.ParseSections
 	renderSections = pvecommon.RenderSections
 	findSection    = pvecommon.FindSection
-	splitComma     = pvecommon.SplitComma // comma lists of configs and parameters
 )
 
 // ReadSectionsLocked reads a SectionConfig file of db ("" when absent)

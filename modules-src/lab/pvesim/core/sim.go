@@ -109,7 +109,7 @@ type Config struct {
 	// FailbackDelay is how long after a node returns the CRM counts it as a
 	// target again, so its preferred guests migrate home: default 2 min,
 	// seed 003's measured failback (H7; a reconstruction of the
-	// migration's duration, hacrm.go).
+	// migration's duration, pvesim/hasim crm.go).
 	FailbackDelay time.Duration
 	// StatdInterval is a pvestatd cycle: how often each node that is up
 	// activates its enabled storages (storage_info from
@@ -174,9 +174,8 @@ type Sim struct {
 	log      *RequestLog
 
 	guestLocks map[string]*guestLock  // /var/lock/qemu-server and storage flocks (guestlock.go)
-	haErrors   map[string]bool        // HA services in error state, "db/sid" (ha.go)
-	haMotions  map[string]string      // CRM migrations/relocations under way, "db/sid" (hacrm.go)
-	haBackAt   map[string]time.Time   // when each node came back from a power-off (hacrm.go)
+	haErrors   map[string]bool        // HA services in error state, "db/sid" (hamodel.go)
+	haMotions  map[string]string      // CRM migrations/relocations under way, "db/sid" (hamodel.go)
 	remotes    map[string]RemoteStore // PBS and CIFS servers the lab offers, by type/server (storageremote.go)
 	uploads    map[string]*upload     // received files by tmpfilename, until their API call takes them (upload.go)
 	uploadSeq  int                    // get_upload_filename's $tmpfile_seq_no
@@ -184,7 +183,11 @@ type Sim struct {
 	routes   map[string]Handler          // "METHOD /schema/path" → its backend's handler (router.go)
 	controls map[string]http.HandlerFunc // the backends' control API routes by pattern (router.go)
 	loops    []func()                    // the backends' background loops, run by Start (router.go)
-	journal  []string                    // the nodes' journal lines (journal.go)
+	// the backends' reactions to a node's power (OnNodePower) and to an HA
+	// request (OnHARequest), run under Mu (router.go)
+	nodePower []func(node string, online bool)
+	haRequest []func(dbID string)
+	journal   []string // the nodes' journal lines (journal.go)
 }
 
 // nodeRuntime is the serving side of a node (not persisted).
@@ -306,7 +309,6 @@ func (s *Sim) Start(ctx context.Context) error {
 		}
 	}
 	s.startLoops()
-	s.groupMigrationLoop()
 	s.pvestatdLoop()
 	s.Workers.Add(1)
 	go func() {

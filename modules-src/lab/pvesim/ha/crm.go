@@ -14,7 +14,7 @@ import (
 // where a service belongs (select_service_node), what its LRM does next
 // (next_state_started/stopped, next_state_error), what recovery takes,
 // and the PVE 9 groups' persistent migration. pvesim runs the rounds on
-// its clock and carries the decisions out (hacrm.go).
+// its clock and carries the decisions out (pvesim/hasim crm.go).
 
 // Cluster is what the CRM sees of the nodes and guests.
 type Cluster struct {

@@ -438,3 +438,15 @@ func MustTask(t *testing.T, c *Client, method, path string, p url.Values) map[st
 	upid, _ := c.Call(method, path, p).Must(t, method+" "+path).Data.(string)
 	return WaitTask(t, c, upid)
 }
+
+// VMNode is the node and status /cluster/resources gives guest vmid ("",
+// "" when it lists no such guest): where HA or a migration has put it.
+func VMNode(t *testing.T, c *Client, vmid int) (node, status string) {
+	t.Helper()
+	for _, e := range c.Call("GET", "/cluster/resources", url.Values{"type": {"vm"}}).Must(t, "resources").List() {
+		if e["vmid"] == float64(vmid) {
+			return fmt.Sprint(e["node"]), fmt.Sprint(e["status"])
+		}
+	}
+	return "", ""
+}

@@ -1,10 +1,13 @@
-package pvesim
+package hasim_test
 
 import (
 	"fmt"
 	"net/url"
 	"testing"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/simtest"
 )
 
 // H4, issue 23 §2: an HA guest's stop is only a request (qemu-server's
@@ -18,17 +21,17 @@ func TestHAStopIsQueuedDestroyRefusedUntilStoppedH4(t *testing.T) {
 	t.Parallel()
 	for _, v := range []int{8, 9} {
 		t.Run(fmt.Sprintf("PVE%d", v), func(t *testing.T) {
-			_, a, _ := twoNodes(t, simOpts{Version: v, TaskDuration: 30 * time.Millisecond, RestartWindow: 200 * time.Millisecond},
-				func(c *Config) { c.HADelay = 700 * time.Millisecond })
-			createVM(t, a, 100, nil)
+			_, a, _ := simtest.TwoNodes(t, pvesim.New, simtest.Opts{Version: v, TaskDuration: 30 * time.Millisecond, RestartWindow: 200 * time.Millisecond},
+				func(c *pvesim.Config) { c.HADelay = 700 * time.Millisecond })
+			simtest.CreateVM(t, a, 100, nil)
 			a.Call("POST", "/cluster/ha/resources", url.Values{"sid": {"vm:100"}, "state": {"started"}}).Must(t, "HA resource")
-			eventually(t, "HA starts VM 100", func() bool { _, st := vmNode(t, a, 100); return st == "running" })
+			simtest.Eventually(t, "HA starts VM 100", func() bool { _, st := simtest.VMNode(t, a, 100); return st == "running" })
 
-			st := mustTask(t, a, "POST", "/nodes/pve01/qemu/100/status/stop", nil)
+			st := simtest.MustTask(t, a, "POST", "/nodes/pve01/qemu/100/status/stop", nil)
 			if st["exitstatus"] != "OK" || st["type"] != "hastop" {
 				t.Fatalf("stop of an HA guest: %v", st)
 			}
-			if _, status := vmNode(t, a, 100); status != "running" {
+			if _, status := simtest.VMNode(t, a, 100); status != "running" {
 				t.Errorf("the HA stop acted at once (%s); PVE only queues it for the CRM", status)
 			}
 			r := a.Call("DELETE", "/nodes/pve01/qemu/100", url.Values{"purge": {"1"}})
@@ -39,8 +42,8 @@ func TestHAStopIsQueuedDestroyRefusedUntilStoppedH4(t *testing.T) {
 			if res["state"] != "stopped" {
 				t.Errorf("HA resource after the stop request: %v", res)
 			}
-			eventually(t, "the LRM stops VM 100", func() bool { _, st := vmNode(t, a, 100); return st == "stopped" })
-			if st := mustTask(t, a, "DELETE", "/nodes/pve01/qemu/100", url.Values{"purge": {"1"}}); st["exitstatus"] != "OK" {
+			simtest.Eventually(t, "the LRM stops VM 100", func() bool { _, st := simtest.VMNode(t, a, 100); return st == "stopped" })
+			if st := simtest.MustTask(t, a, "DELETE", "/nodes/pve01/qemu/100", url.Values{"purge": {"1"}}); st["exitstatus"] != "OK" {
 				t.Fatalf("destroy once stopped: %v", st)
 			}
 			if l := a.Call("GET", "/cluster/ha/resources", nil).Must(t, "HA resources").List(); len(l) != 0 {

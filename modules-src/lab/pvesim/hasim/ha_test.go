@@ -1,4 +1,4 @@
-package pvesim
+package hasim_test
 
 import (
 	"fmt"
@@ -6,26 +6,19 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-func vmNode(t *testing.T, c *apiClient, vmid int) (node, status string) {
-	t.Helper()
-	for _, e := range c.Call("GET", "/cluster/resources", url.Values{"type": {"vm"}}).Must(t, "resources").List() {
-		if e["vmid"] == float64(vmid) {
-			return fmt.Sprint(e["node"]), fmt.Sprint(e["status"])
-		}
-	}
-	return "", ""
-}
+	"github.com/gopve/proxmox/modules-src/lab/pvesim"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/simtest"
+)
 
 // H2: PVE 9 refuses every HA group call (groups were migrated to rules) and
 // a group on a resource; PVE 8 has groups and no rules.
 func TestHAGroupsVersusRulesH2(t *testing.T) {
 	t.Parallel()
 	for _, v := range []int{8, 9} {
-		_, a, _ := twoNodes(t, simOpts{Version: v, TaskDuration: 30 * time.Millisecond, RestartWindow: 200 * time.Millisecond},
-			func(c *Config) { c.HADelay = 50 * time.Millisecond })
-		createVM(t, a, 100, nil)
+		_, a, _ := simtest.TwoNodes(t, pvesim.New, simtest.Opts{Version: v, TaskDuration: 30 * time.Millisecond, RestartWindow: 200 * time.Millisecond},
+			func(c *pvesim.Config) { c.HADelay = 50 * time.Millisecond })
+		simtest.CreateVM(t, a, 100, nil)
 		g := url.Values{"group": {"prefer1"}, "nodes": {"pve01:2,pve02:1"}, "restricted": {"1"}}
 		r := a.Call("POST", "/cluster/ha/groups", g)
 		if v == 9 {
@@ -96,15 +89,15 @@ func TestHAGroupsVersusRulesH2(t *testing.T) {
 // the window visible.
 func TestHAStartIsARequestH4(t *testing.T) {
 	t.Parallel()
-	_, a, _ := twoNodes(t, simOpts{TaskDuration: 30 * time.Millisecond, RestartWindow: 200 * time.Millisecond},
-		func(c *Config) { c.HADelay = 500 * time.Millisecond })
-	createVM(t, a, 100, nil)
+	_, a, _ := simtest.TwoNodes(t, pvesim.New, simtest.Opts{TaskDuration: 30 * time.Millisecond, RestartWindow: 200 * time.Millisecond},
+		func(c *pvesim.Config) { c.HADelay = 500 * time.Millisecond })
+	simtest.CreateVM(t, a, 100, nil)
 	a.Call("POST", "/cluster/ha/resources", url.Values{"sid": {"vm:100"}, "state": {"stopped"}}).Must(t, "resource")
-	st := mustTask(t, a, "POST", "/nodes/pve01/qemu/100/status/start", nil)
+	st := simtest.MustTask(t, a, "POST", "/nodes/pve01/qemu/100/status/start", nil)
 	if st["type"] != "hastart" || st["exitstatus"] != "OK" {
 		t.Fatalf("start of an HA guest: %v, want an OK hastart task", st)
 	}
-	if _, status := vmNode(t, a, 100); status != "stopped" {
+	if _, status := simtest.VMNode(t, a, 100); status != "stopped" {
 		t.Errorf("guest %s right after the hastart task; the CRM has not acted yet", status)
 	}
 	if res := a.Call("GET", "/cluster/ha/resources/vm:100", nil).Must(t, "resource").Obj(); res["state"] != "started" {
@@ -121,7 +114,7 @@ func TestHAStartIsARequestH4(t *testing.T) {
 	if got := haState(); got != "vm:100 (pve01, starting)" {
 		t.Errorf("HA status before the CRM acts: %q", got)
 	}
-	eventually(t, "CRM starts the guest", func() bool { _, s := vmNode(t, a, 100); return s == "running" })
+	simtest.Eventually(t, "CRM starts the guest", func() bool { _, s := simtest.VMNode(t, a, 100); return s == "running" })
 	if got := haState(); got != "vm:100 (pve01, started)" {
 		t.Errorf("HA status once running: %q", got)
 	}
@@ -134,10 +127,10 @@ func TestHAStartIsARequestH4(t *testing.T) {
 	if got := a.Call("POST", "/cluster/ha/resources/vm:100/migrate", url.Values{"node": {"pve02"}}).Must(t, "HA migrate").Obj(); got["requested-node"] != "pve02" {
 		t.Errorf("HA migrate answer: %v", got)
 	}
-	if n, _ := vmNode(t, a, 100); n != "pve01" {
+	if n, _ := simtest.VMNode(t, a, 100); n != "pve01" {
 		t.Errorf("guest on %s right after the request", n)
 	}
-	eventually(t, "guest migrated by the CRM", func() bool { n, st := vmNode(t, a, 100); return n == "pve02" && st == "running" })
+	simtest.Eventually(t, "guest migrated by the CRM", func() bool { n, st := simtest.VMNode(t, a, 100); return n == "pve02" && st == "running" })
 }
 
 // H3, H7, H8 and the replication swap: a powered-off node is fenced after
@@ -145,36 +138,36 @@ func TestHAStartIsARequestH4(t *testing.T) {
 // restarts on pve02; its replication job now goes back to pve01.
 func TestHAFailoverH3H7(t *testing.T) {
 	t.Parallel()
-	s, a, b := twoNodes(t, simOpts{Version: 9, Nodes: 3, TaskDuration: 30 * time.Millisecond, RestartWindow: 200 * time.Millisecond},
-		func(c *Config) {
+	s, a, b := simtest.TwoNodes(t, pvesim.New, simtest.Opts{Version: 9, Nodes: 3, TaskDuration: 30 * time.Millisecond, RestartWindow: 200 * time.Millisecond},
+		func(c *pvesim.Config) {
 			c.HADelay = 50 * time.Millisecond
 			c.FenceDelay = 600 * time.Millisecond
 			c.FailbackDelay = 400 * time.Millisecond
 			c.ReplicationInterval = 100 * time.Millisecond
 		})
-	c3 := newClient(t, s, "pve03").Root()
-	joinVia(t, s, a, c3)
-	eventually(t, "3 nodes", func() bool { return quorate(a, 3) })
+	c3 := simtest.NewClient(t, s, "pve03").Root()
+	simtest.JoinVia(t, s, a, c3)
+	simtest.Eventually(t, "3 nodes", func() bool { return simtest.Quorate(a, 3) })
 	a.Call("POST", "/storage", url.Values{"storage": {"tank"}, "type": {"zfspool"}, "pool": {"tank"}, "content": {"images"}}).Must(t, "zfs")
-	createVM(t, a, 100, url.Values{"scsi0": {"tank:4"}})
+	simtest.CreateVM(t, a, 100, url.Values{"scsi0": {"tank:4"}})
 	a.Call("POST", "/cluster/replication", url.Values{"id": {"100-0"}, "type": {"local"}, "target": {"pve02"}}).Must(t, "job")
 	a.Call("POST", "/cluster/ha/resources", url.Values{"sid": {"vm:100"}}).Must(t, "resource")
 	a.Call("POST", "/cluster/ha/rules", url.Values{"rule": {"replicas"}, "type": {"node-affinity"}, "resources": {"vm:100"},
 		"nodes": {"pve01:2,pve02:1"}, "strict": {"1"}}).Must(t, "rule")
-	eventually(t, "running on pve01", func() bool { n, st := vmNode(t, b, 100); return n == "pve01" && st == "running" })
-	eventually(t, "first replication", func() bool {
+	simtest.Eventually(t, "running on pve01", func() bool { n, st := simtest.VMNode(t, b, 100); return n == "pve01" && st == "running" })
+	simtest.Eventually(t, "first replication", func() bool {
 		return a.Call("GET", "/nodes/pve01/replication/100-0/status", nil).Must(t, "repl status").Obj()["last_sync"] != float64(0)
 	})
 	// H8: a guest on local-lvm has no replica: recovered elsewhere, it cannot start.
-	createVM(t, a, 101, nil)
+	simtest.CreateVM(t, a, 101, nil)
 	a.Call("POST", "/cluster/ha/resources", url.Values{"sid": {"vm:101"}}).Must(t, "resource 101")
-	eventually(t, "101 running", func() bool { _, st := vmNode(t, b, 101); return st == "running" })
+	simtest.Eventually(t, "101 running", func() bool { _, st := simtest.VMNode(t, b, 101); return st == "running" })
 
 	if err := s.SetOnline("pve01", false); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond)
-	if n, st := vmNode(t, b, 100); n != "pve01" || st == "running" {
+	if n, st := simtest.VMNode(t, b, 100); n != "pve01" || st == "running" {
 		t.Errorf("H7: before fencing the guest is still pve01's and not running: %s %s", n, st)
 	}
 	fencing := false
@@ -186,15 +179,15 @@ func TestHAFailoverH3H7(t *testing.T) {
 	if !fencing {
 		t.Error("HA status does not show vm:100 being fenced on pve01")
 	}
-	eventually(t, "recovered on pve02", func() bool { n, st := vmNode(t, b, 100); return n == "pve02" && st == "running" })
+	simtest.Eventually(t, "recovered on pve02", func() bool { n, st := simtest.VMNode(t, b, 100); return n == "pve02" && st == "running" })
 	// The job follows at pve02's next pvesr run (job_status switches the
 	// jobs of a stolen guest): target is not fixed.
 	var job map[string]any
-	eventually(t, "job switched to pve02 → pve01", func() bool {
+	simtest.Eventually(t, "job switched to pve02 → pve01", func() bool {
 		job = b.Call("GET", "/cluster/replication/100-0", nil).Must(t, "job").Obj()
 		return job["source"] == "pve02" && job["target"] == "pve01"
 	})
-	eventually(t, "101 recovered in error", func() bool {
+	simtest.Eventually(t, "101 recovered in error", func() bool {
 		for _, e := range b.Call("GET", "/cluster/ha/status/current", nil).Must(t, "HA status").List() {
 			if e["id"] == "service:vm:101" && e["state"] == "error" {
 				return true
@@ -202,7 +195,7 @@ func TestHAFailoverH3H7(t *testing.T) {
 		}
 		return false
 	})
-	if _, st := vmNode(t, b, 101); st == "running" {
+	if _, st := simtest.VMNode(t, b, 101); st == "running" {
 		t.Error("H8: a guest without a replica of its local disk runs after recovery")
 	}
 	r := b.Call("PUT", "/cluster/ha/resources/vm:101", url.Values{"state": {"started"}})
@@ -216,48 +209,12 @@ func TestHAFailoverH3H7(t *testing.T) {
 	if err := s.SetOnline("pve01", true); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := vmNode(t, b, 100); n != "pve02" {
+	if n, _ := simtest.VMNode(t, b, 100); n != "pve02" {
 		t.Errorf("guest moved back at once (%s); failback takes FailbackDelay", n)
 	}
-	eventually(t, "failback to pve01", func() bool { n, st := vmNode(t, b, 100); return n == "pve01" && st == "running" })
+	simtest.Eventually(t, "failback to pve01", func() bool { n, st := simtest.VMNode(t, b, 100); return n == "pve01" && st == "running" })
 	job = b.Call("GET", "/cluster/replication/100-0", nil).Must(t, "job").Obj()
 	if job["source"] != "pve01" || job["target"] != "pve02" {
 		t.Errorf("replication job after failback: %v, want pve01 → pve02", job)
 	}
-}
-
-// haTour answers every HA endpoint of the lab's version once with 200 (for
-// TestEveryHandlerFitsReturnsSchema). VM 300 exists on pve01. On PVE 9 the
-// groups answer only before the migration, so the tour writes a groups.cfg
-// first, as an upgraded PVE 8 cluster has one, and deletes its last group.
-func haTour(t *testing.T, s *Sim, c *apiClient) {
-	t.Helper()
-	if s.Version() >= 9 {
-		if err := s.WritePmxcfs("pve01", "ha/groups.cfg", "group: old\n\tnodes pve01\n", false); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c.Call("POST", "/cluster/ha/groups", url.Values{"group": {"g1"}, "nodes": {"pve01:2,pve02"}}).Must(t, "group")
-	c.Call("GET", "/cluster/ha/groups", nil).Must(t, "groups")
-	c.Call("PUT", "/cluster/ha/groups/g1", url.Values{"restricted": {"1"}}).Must(t, "update group")
-	c.Call("GET", "/cluster/ha/groups/g1", nil).Must(t, "read group")
-	c.Call("DELETE", "/cluster/ha/groups/g1", nil).Must(t, "delete group")
-	if s.Version() >= 9 {
-		c.Call("DELETE", "/cluster/ha/groups/old", nil).Must(t, "delete the last group")
-	}
-	c.Call("POST", "/cluster/ha/resources", url.Values{"sid": {"vm:300"}, "state": {"stopped"}}).Must(t, "resource")
-	c.Call("GET", "/cluster/ha/resources", nil).Must(t, "resources")
-	c.Call("PUT", "/cluster/ha/resources/vm:300", url.Values{"max_relocate": {"2"}}).Must(t, "update resource")
-	c.Call("GET", "/cluster/ha/resources/300", nil).Must(t, "read resource")
-	c.Call("GET", "/cluster/ha/status/current", nil).Must(t, "HA status")
-	c.Call("POST", "/cluster/ha/resources/vm:300/migrate", url.Values{"node": {"pve02"}}).Must(t, "HA migrate")
-	c.Call("POST", "/cluster/ha/resources/vm:300/relocate", url.Values{"node": {"pve01"}}).Must(t, "HA relocate")
-	if s.Version() >= 9 {
-		c.Call("POST", "/cluster/ha/rules", url.Values{"rule": {"r1"}, "type": {"node-affinity"}, "resources": {"vm:300"}, "nodes": {"pve01"}}).Must(t, "rule")
-		c.Call("GET", "/cluster/ha/rules", nil).Must(t, "rules")
-		c.Call("PUT", "/cluster/ha/rules/r1", url.Values{"type": {"node-affinity"}, "strict": {"1"}}).Must(t, "update rule")
-		c.Call("GET", "/cluster/ha/rules/r1", nil).Must(t, "read rule")
-		c.Call("DELETE", "/cluster/ha/rules/r1", nil).Must(t, "delete rule")
-	}
-	c.Call("DELETE", "/cluster/ha/resources/vm:300", nil).Must(t, "delete resource")
 }

@@ -1,15 +1,12 @@
-package core
+package hasim
 
 import (
-	"maps"
-	"slices"
 	"strconv"
 	"time"
 
-	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/ha"
-	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
-	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 // The CRM, as pve-ha-manager's src/PVE/HA/Manager.pm runs it, on the lab's
@@ -39,16 +36,16 @@ import (
 // that wait.
 
 // scheduleCRMLocked runs a CRM round on db HADelay from now.
-func (s *Sim) scheduleCRMLocked(dbID string) {
+func (s *backend) scheduleCRMLocked(dbID string) {
 	s.haLaterLocked(s.crmRound(), dbID, s.reconcileHALocked)
 }
 
-func (s *Sim) crmRound() time.Duration { return s.Cfg.Dur(s.Cfg.HADelay, 10*time.Second) }
+func (s *backend) crmRound() time.Duration { return s.Cfg.Dur(s.Cfg.HADelay, 10*time.Second) }
 
 // haLaterLocked runs f on the ConfigDB dbID d from now, under the state
 // lock: the HA stack's delayed acts (CRM round, fencing, failback). It does
 // nothing if the simulator closes first or the DB is gone by then.
-func (s *Sim) haLaterLocked(d time.Duration, dbID string, f func(db *ConfigDB)) {
+func (s *backend) haLaterLocked(d time.Duration, dbID string, f func(db *core.ConfigDB)) {
 	s.Workers.Add(1)
 	go func() {
 		defer s.Workers.Done()
@@ -66,29 +63,16 @@ func (s *Sim) haLaterLocked(d time.Duration, dbID string, f func(db *ConfigDB)) 
 // crmOnlineLocked is NodeStatus node_is_online as the lab's CRM sees it:
 // the node is up, a corosync member, and back for FailbackDelay if it was
 // down.
-func (s *Sim) crmOnlineLocked(node string) bool {
-	if !s.NodeUpLocked(node) || !s.memberUpLocked(node) {
+func (s *backend) crmOnlineLocked(node string) bool {
+	if !s.NodeUpLocked(node) || !s.MemberUpLocked(node) {
 		return false
 	}
 	back := s.haBackAt[node]
 	return back.IsZero() || time.Since(back) >= s.Cfg.Dur(s.Cfg.FailbackDelay, 2*time.Minute)
 }
 
-func (s *Sim) haMotionLocked(db *ConfigDB, sid string) string { return s.haMotions[db.ID+"/"+sid] }
-
-func (s *Sim) setHAMotionLocked(db *ConfigDB, sid, motion string) {
-	if s.haMotions == nil {
-		s.haMotions = map[string]string{}
-	}
-	if motion == "" {
-		delete(s.haMotions, db.ID+"/"+sid)
-		return
-	}
-	s.haMotions[db.ID+"/"+sid] = motion
-}
-
 // haClusterLocked is what db's CRM sees of nodes and guests.
-func (s *Sim) haClusterLocked(db *ConfigDB) ha.Cluster {
+func (s *backend) haClusterLocked(db *core.ConfigDB) ha.Cluster {
 	return ha.Cluster{Members: s.haMembersLocked(db), Online: s.crmOnlineLocked,
 		GuestNode: func(vmid int) (string, bool) {
 			e, ok := s.FindVMLocked(db, vmid)
@@ -98,21 +82,21 @@ func (s *Sim) haClusterLocked(db *ConfigDB) ha.Cluster {
 
 // selectServiceNodeLocked is Manager.pm select_service_node on db's HA
 // files as they are now (ha.Config.SelectNode).
-func (s *Sim) selectServiceNodeLocked(db *ConfigDB, r *section, current string, bestScore bool) string {
+func (s *backend) selectServiceNodeLocked(db *core.ConfigDB, r *pvecommon.Section, current string, bestScore bool) string {
 	return s.haConfigLocked(db).SelectNode(s.haClusterLocked(db), r, current, bestScore)
 }
 
 // reconcileHALocked is one CRM round: requested states, then placement.
-func (s *Sim) reconcileHALocked(db *ConfigDB) {
+func (s *backend) reconcileHALocked(db *core.ConfigDB) {
 	list, _ := s.HAResourcesLocked(db)
 	changed := false
 	for _, r := range list {
-		step := ha.NextStep(r, s.haServiceLocked(db, r))
+		step := ha.NextStep(r, s.HAServiceLocked(db, r))
 		vmid, _ := strconv.Atoi(r.ID)
 		e, _ := s.FindVMLocked(db, vmid)
 		switch {
 		case step.Start:
-			if s.haStartLocked(db, e) {
+			if s.StartGuestLocked(db, e) {
 				changed = true
 			}
 		case step.Stop:
@@ -131,56 +115,20 @@ func (s *Sim) reconcileHALocked(db *ConfigDB) {
 	}
 }
 
-// haStartLocked is the LRM starting a service on its node. A VM's
-// cloud-init drive on local storage is created there if missing
-// (qemu-server regenerates the ISO at every start, Cloudinit.pm
-// commit_cloudinit_disk allocates a missing volume).
-func (s *Sim) haStartLocked(db *ConfigDB, e VMEntry) bool {
-	if e.Kind == "lxc" {
-		c, err := s.LoadCTConfLocked(db, e.Node, e.VMID)
-		if err != nil || c.IsTemplate() || c.Lock() != "" {
-			return false
-		}
-		s.SetRunningLocked(e.Node, e.VMID, true)
-		return true
-	}
-	c, err := s.LoadQMConfLocked(db, e.Node, e.VMID)
-	if err != nil || c.IsTemplate() || c.Lock() != "" {
-		return false
-	}
-	c.ApplyPending()
-	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
-		d := qemuserver.ParseDrive(c.Keys[k])
-		if !qemuserver.IsDriveKey(k) || !d.Cloudinit() {
-			continue
-		}
-		store, _, ok := storage.ParseVolumeID(d.File())
-		st := db.Storage[store]
-		if ok && st != nil && !st.Shared() && s.State.Nodes[e.Node].Volumes[d.File()] == nil {
-			if _, err := s.AllocCloudinitLocked(e.Node, st, e.VMID, ""); err != nil {
-				return false
-			}
-		}
-	}
-	s.WriteQMConfLocked(db, e.Node, e.VMID, c)
-	s.SetRunningLocked(e.Node, e.VMID, true)
-	return true
-}
-
 // crmMoveLocked is the CRM's migrate (VM, online) or relocate (CT: stop,
 // move, start) of a started service: its state shows the motion until the
 // source LRM has carried it out, a round later.
-func (s *Sim) crmMoveLocked(db *ConfigDB, r *section, e VMEntry, target string) {
+func (s *backend) crmMoveLocked(db *core.ConfigDB, r *pvecommon.Section, e core.VMEntry, target string) {
 	motion := "migrate"
 	if e.Kind == "lxc" {
 		motion = "relocate"
 	}
 	sid := ha.SID(r)
-	s.setHAMotionLocked(db, sid, motion)
+	s.SetHAMotionLocked(db, sid, motion)
 	from := e.Node
-	s.haLaterLocked(s.crmRound(), db.ID, func(d *ConfigDB) {
+	s.haLaterLocked(s.crmRound(), db.ID, func(d *core.ConfigDB) {
 		defer s.scheduleCRMLocked(d.ID)
-		s.setHAMotionLocked(d, sid, "")
+		s.SetHAMotionLocked(d, sid, "")
 		if !s.NodeUpLocked(from) || !s.NodeUpLocked(target) {
 			return
 		}
@@ -194,11 +142,11 @@ func (s *Sim) crmMoveLocked(db *ConfigDB, r *section, e VMEntry, target string) 
 
 // nodeDownLocked is called when a node powers off: FenceDelay later, if it
 // is still down and the rest is quorate, its HA services are recovered.
-func (s *Sim) nodeDownLocked(node string) {
+func (s *backend) nodeDownLocked(node string) {
 	dbID := s.State.Nodes[node].DB
 	delete(s.haBackAt, node)
 	d := s.Cfg.Dur(s.Cfg.FenceDelay, 60*time.Second)
-	s.haLaterLocked(d, dbID, func(db *ConfigDB) {
+	s.haLaterLocked(d, dbID, func(db *core.ConfigDB) {
 		if !s.NodeUpLocked(node) && db.Corosync != nil && s.QuorateLocked(db) {
 			s.recoverNodeLocked(db, node)
 		}
@@ -208,9 +156,8 @@ func (s *Sim) nodeDownLocked(node string) {
 // recoverNodeLocked moves the fenced node's HA services to their recovery
 // node (next_state_recovery): the config file is renamed, nothing else —
 // the replication jobs switch at the new node's next pvesr run.
-func (s *Sim) recoverNodeLocked(db *ConfigDB, dead string) {
+func (s *backend) recoverNodeLocked(db *core.ConfigDB, dead string) {
 	list, _ := s.HAResourcesLocked(db)
-	n := s.State.Nodes[dead]
 	for _, r := range list {
 		if !ha.Recoverable(r) {
 			continue
@@ -224,17 +171,14 @@ func (s *Sim) recoverNodeLocked(db *ConfigDB, dead string) {
 		if target == "" {
 			continue // no allowed node: stays in recovery (retried next round)
 		}
-		missing := s.missingVolumesLocked(db, e, target)
-		raw, _ := s.ReadEtcPve(db, GuestConfPath(dead, e.Kind, vmid))
-		s.RemoveEtcPve(db, GuestConfPath(dead, e.Kind, vmid))
-		s.WriteEtcPve(db, GuestConfPath(target, e.Kind, vmid), raw)
-		delete(n.Running, vmid)
-		s.setHAMotionLocked(db, ha.SID(r), "")
+		missing := s.MissingVolumesLocked(db, e, target)
+		s.StealGuestLocked(db, e, target)
+		s.SetHAMotionLocked(db, ha.SID(r), "")
 		if len(missing) > 0 {
 			// H8: without a replica (a local or linked disk) the guest cannot
 			// start there; after its restarts and relocations the CRM gives up
 			// and the service is in error (reconstruction of the sequence).
-			s.setHAErrorLocked(db, ha.SID(r), true)
+			s.SetHAErrorLocked(db, ha.SID(r), true)
 		}
 	}
 	s.reconcileHALocked(db)
@@ -243,30 +187,20 @@ func (s *Sim) recoverNodeLocked(db *ConfigDB, dead string) {
 
 // ---- a node's return ----
 
-// nodeBackLocked: pve-guests starts the onboot guests HA does not manage;
-// the CRM counts the node as a placement target FailbackDelay later and
-// then moves home the services that prefer it (failback).
-func (s *Sim) nodeBackLocked(node string) {
+// nodeBackLocked: the CRM counts the node as a placement target
+// FailbackDelay later and then moves home the services that prefer it
+// (failback); core has started the onboot guests HA does not manage.
+func (s *backend) nodeBackLocked(node string) {
 	dbID := s.State.Nodes[node].DB
 	if s.haBackAt == nil {
 		s.haBackAt = map[string]time.Time{}
 	}
 	s.haBackAt[node] = time.Now()
-	db := s.State.DBs[dbID]
-	if db == nil {
+	if s.State.DBs[dbID] == nil {
 		return
 	}
-	for _, e := range s.VMListLocked(db) {
-		if e.Node != node || s.haConfiguredSIDLocked(db, e) {
-			continue
-		}
-		raw, _ := s.ReadEtcPve(db, GuestConfPath(node, e.Kind, e.VMID))
-		if c := guestconf.Parse(raw); c.Keys["onboot"] == "1" && !c.IsTemplate() {
-			s.SetRunningLocked(node, e.VMID, true)
-		}
-	}
 	s.scheduleCRMLocked(dbID)
-	s.haLaterLocked(s.Cfg.Dur(s.Cfg.FailbackDelay, 2*time.Minute), dbID, func(db *ConfigDB) {
+	s.haLaterLocked(s.Cfg.Dur(s.Cfg.FailbackDelay, 2*time.Minute), dbID, func(db *core.ConfigDB) {
 		if s.NodeUpLocked(node) && s.QuorateLocked(db) {
 			s.reconcileHALocked(db)
 		}
@@ -280,41 +214,37 @@ func (s *Sim) nodeBackLocked(node string) {
 // and whose CRM is active (some HA resource) counts down; the first try is
 // on the 3rd round, a failed one is retried 6 rounds later (Manager.pm
 // group_migration_round, $group_migration_cooldown_rounds).
-func (s *Sim) groupMigrationLoop() {
+func (s *backend) groupMigrationLoop() {
 	if s.Cfg.Version < 9 {
 		return
 	}
-	s.Workers.Add(1)
-	go func() {
-		defer s.Workers.Done()
-		var rounds ha.GroupMigration
-		for s.Sleep(max(s.crmRound(), 10*time.Millisecond)) {
-			s.Mu.Lock()
-			for id, db := range s.State.DBs {
-				if !rounds.Due(id, s.haConfigLocked(db).GroupMigrationPending()) {
-					continue
-				}
-				if s.canMigrateGroupsLocked(db) == nil {
-					s.migrateGroupsLocked(db)
-				}
+	var rounds ha.GroupMigration
+	for s.Sleep(max(s.crmRound(), 10*time.Millisecond)) {
+		s.Mu.Lock()
+		for id, db := range s.State.DBs {
+			if !rounds.Due(id, s.haConfigLocked(db).GroupMigrationPending()) {
+				continue
 			}
-			s.Mu.Unlock()
+			if s.canMigrateGroupsLocked(db) == nil {
+				s.migrateGroupsLocked(db)
+			}
 		}
-	}()
+		s.Mu.Unlock()
+	}
 }
 
 // canMigrateGroupsLocked is assert_cluster_can_migrate_ha_groups on db
 // (ha.CanMigrateGroups): a lab node's LRM is active or idle whenever the
 // node is up.
-func (s *Sim) canMigrateGroupsLocked(db *ConfigDB) error {
+func (s *backend) canMigrateGroupsLocked(db *core.ConfigDB) error {
 	return ha.CanMigrateGroups(s.QuorateLocked(db), s.haMembersLocked(db),
-		func(m string) bool { return s.NodeUpLocked(m) && s.memberUpLocked(m) },
-		func(m string) string { return s.nodeVersionLocked(m).Version })
+		func(m string) bool { return s.NodeUpLocked(m) && s.MemberUpLocked(m) },
+		func(m string) string { return s.NodeVersionLocked(m).Version })
 }
 
 // migrateGroupsLocked is migrate_group_persistently (ha.Config.MigrateGroups):
 // rules.cfg and resources.cfg rewritten, groups.cfg deleted.
-func (s *Sim) migrateGroupsLocked(db *ConfigDB) {
+func (s *backend) migrateGroupsLocked(db *core.ConfigDB) {
 	rules, res := s.haConfigLocked(db).MigrateGroups()
 	s.WriteSectionsLocked(db, ha.RulesCfg, rules)
 	s.WriteSectionsLocked(db, ha.ResourcesCfg, res)

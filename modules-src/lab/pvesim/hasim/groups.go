@@ -1,51 +1,53 @@
-package core
+package hasim
 
 import (
 	"fmt"
 
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/ha"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 // HA groups (/cluster/ha/groups; pve-ha-manager's API2/HA/Groups.pm).
 
-func (s *Sim) groupsRefused(db *ConfigDB, verb string) error {
+func (s *backend) groupsRefused(db *core.ConfigDB, verb string) error {
 	if s.groupsMigrated(db) {
 		return fmt.Errorf("cannot %s: ha groups have been migrated to rules", verb)
 	}
 	return nil
 }
 
-func (s *Sim) getHAGroups(rc *Req) (any, error) {
+func (s *backend) getHAGroups(rc *core.Req) (any, error) {
 	if err := s.groupsRefused(rc.DB(), "index groups"); err != nil {
 		return nil, err
 	}
 	return s.indexHA(rc, haGroups, nil), nil
 }
 
-func (s *Sim) getHAGroup(rc *Req) (any, error) {
+func (s *backend) getHAGroup(rc *core.Req) (any, error) {
 	if err := s.groupsRefused(rc.DB(), "read group"); err != nil {
 		return nil, err
 	}
 	return s.readHA(rc, haGroups)
 }
 
-func (s *Sim) postHAGroup(rc *Req) (any, error) {
+func (s *backend) postHAGroup(rc *core.Req) (any, error) {
 	db := rc.DB()
 	if err := s.groupsRefused(db, "create group"); err != nil {
 		return nil, err
 	}
 	list, _ := s.ReadSectionsLocked(db, ha.GroupsCfg)
-	if findSection(list, rc.Str("group")) != nil {
+	if pvecommon.FindSection(list, rc.Str("group")) != nil {
 		return nil, fmt.Errorf("create ha group failed: ha group ID '%s' already defined", rc.Str("group"))
 	}
-	g := &section{Type: "group", ID: rc.Str("group"), Opts: map[string]string{}}
+	g := &pvecommon.Section{Type: "group", ID: rc.Str("group"), Opts: map[string]string{}}
 	setOpts(rc, ha.GroupOpts, g.Opts)
 	s.commitHALocked(db, ha.GroupsCfg, append(list, g), true)
 	return nil, nil
 }
 
-func (s *Sim) putHAGroup(rc *Req) (any, error) {
+func (s *backend) putHAGroup(rc *core.Req) (any, error) {
 	db := rc.DB()
 	if err := s.groupsRefused(db, "update group"); err != nil {
 		return nil, err
@@ -54,7 +56,7 @@ func (s *Sim) putHAGroup(rc *Req) (any, error) {
 	if err := staleDigest(rc, digest, "update ha group failed: "); err != nil {
 		return nil, err
 	}
-	g := findSection(list, rc.Str("group"))
+	g := pvecommon.FindSection(list, rc.Str("group"))
 	if g == nil {
 		return nil, fmt.Errorf("update ha group failed: no such ha group '%s'", rc.Str("group"))
 	}
@@ -69,7 +71,7 @@ func (s *Sim) putHAGroup(rc *Req) (any, error) {
 	return nil, nil
 }
 
-func (s *Sim) deleteHAGroup(rc *Req) (any, error) {
+func (s *backend) deleteHAGroup(rc *core.Req) (any, error) {
 	db := rc.DB()
 	if err := s.groupsRefused(db, "delete group"); err != nil {
 		return nil, err

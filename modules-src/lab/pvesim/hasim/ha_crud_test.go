@@ -1,9 +1,12 @@
-package pvesim
+package hasim_test
 
 import (
 	"net/url"
 	"testing"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/simtest"
 )
 
 // The HA section-config collections (groups on PVE 8, rules on PVE 9,
@@ -20,10 +23,10 @@ func TestHASectionCRUDMessages(t *testing.T) {
 	}
 	stale := url.Values{"digest": {"0000000000000000000000000000000000000000"}}
 	for _, v := range []int{8, 9} {
-		_, a, _ := twoNodes(t, simOpts{Version: v, TaskDuration: 30 * time.Millisecond, RestartWindow: 200 * time.Millisecond},
-			func(c *Config) { c.HADelay = 50 * time.Millisecond })
-		createVM(t, a, 100, nil)
-		createVM(t, a, 101, nil)
+		_, a, _ := simtest.TwoNodes(t, pvesim.New, simtest.Opts{Version: v, TaskDuration: 30 * time.Millisecond, RestartWindow: 200 * time.Millisecond},
+			func(c *pvesim.Config) { c.HADelay = 50 * time.Millisecond })
+		simtest.CreateVM(t, a, 100, nil)
+		simtest.CreateVM(t, a, 101, nil)
 		a.Call("POST", "/cluster/ha/resources", url.Values{"sid": {"vm:100"}, "state": {"stopped"}}).Must(t, "resource")
 		a.Call("POST", "/cluster/ha/resources", url.Values{"sid": {"vm:101"}, "state": {"stopped"}}).Must(t, "resource")
 		calls := []call{

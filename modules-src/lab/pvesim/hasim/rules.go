@@ -1,15 +1,13 @@
-package core
+package hasim
 
 import (
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/ha"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
@@ -18,15 +16,17 @@ import (
 
 // fullRulesLocked is the API's $get_full_rules_config (ha.Config.FullRules)
 // with rules.cfg's digest.
-func (s *Sim) fullRulesLocked(db *ConfigDB) ([]ha.OrderedRule, string) {
+func (s *backend) fullRulesLocked(db *core.ConfigDB) ([]ha.OrderedRule, string) {
 	_, digest := s.ReadSectionsLocked(db, ha.RulesCfg)
 	return s.haConfigLocked(db).FullRules(), digest
 }
 
 // haMembersLocked are the members of db's cluster, the nodes rules name.
-func (s *Sim) haMembersLocked(db *ConfigDB) []string { return s.MembersLocked(s.anyMemberLocked(db)) }
+func (s *backend) haMembersLocked(db *core.ConfigDB) []string {
+	return s.MembersLocked(s.anyMemberLocked(db))
+}
 
-func (s *Sim) getHARules(rc *Req) (any, error) {
+func (s *backend) getHARules(rc *core.Req) (any, error) {
 	db := rc.DB()
 	full, digest := s.fullRulesLocked(db)
 	errs := ha.RuleErrors(ha.Sections(full), len(s.haMembersLocked(db)))
@@ -35,7 +35,7 @@ func (s *Sim) getHARules(rc *Req) (any, error) {
 		if rc.Has("type") && rc.Str("type") != r.Sec.Type {
 			continue
 		}
-		if rc.Has("resource") && !slices.Contains(splitComma(r.Sec.Opts["resources"]), rc.Str("resource")) {
+		if rc.Has("resource") && !slices.Contains(pvecommon.SplitComma(r.Sec.Opts["resources"]), rc.Str("resource")) {
 			continue
 		}
 		out = append(out, ha.RuleView(r.Sec, digest, r.Order, errs[r.Sec.ID]))
@@ -43,7 +43,7 @@ func (s *Sim) getHARules(rc *Req) (any, error) {
 	return out, nil
 }
 
-func (s *Sim) getHARule(rc *Req) (any, error) {
+func (s *backend) getHARule(rc *core.Req) (any, error) {
 	db := rc.DB()
 	full, digest := s.fullRulesLocked(db)
 	for _, r := range full {
@@ -57,7 +57,7 @@ func (s *Sim) getHARule(rc *Req) (any, error) {
 // setRuleOpts takes a rule's options from the request; disable=0 is
 // dropped, as create_rule and update_rule do ("delete $param->{disable} if
 // !$param->{disable}"): re-enabling takes delete=disable.
-func setRuleOpts(rc *Req, into map[string]string) {
+func setRuleOpts(rc *core.Req, into map[string]string) {
 	prev, had := into["disable"]
 	setOpts(rc, ha.RuleOpts, into)
 	if rc.Has("disable") && !rc.Bool("disable") {
@@ -71,19 +71,19 @@ func setRuleOpts(rc *Req, into map[string]string) {
 // checkRuleLocked validates a rule as Rules.pm's API does
 // (ha.Config.CheckRule); an infeasible rule is answered 400 with the
 // messages per option.
-func (s *Sim) checkRuleLocked(db *ConfigDB, rules []*section, r *section) error {
+func (s *backend) checkRuleLocked(db *core.ConfigDB, rules []*pvecommon.Section, r *pvecommon.Section) error {
 	cfg := s.haConfigLocked(db)
 	cfg.Rules = rules
 	err := cfg.CheckRule(r, s.haMembersLocked(db))
 	var invalid *ha.InvalidRule
 	if errors.As(err, &invalid) {
-		return &APIError{Status: 400, Message: invalid.Error(), Errors: invalid.Fields}
+		return &core.APIError{Status: 400, Message: invalid.Error(), Errors: invalid.Fields}
 	}
 	return err
 }
 
 // anyMemberLocked names a node whose /etc/pve is db.
-func (s *Sim) anyMemberLocked(db *ConfigDB) string {
+func (s *backend) anyMemberLocked(db *core.ConfigDB) string {
 	for _, n := range s.SortedNodeNamesLocked() {
 		if s.State.Nodes[n].DB == db.ID {
 			return n
@@ -92,35 +92,26 @@ func (s *Sim) anyMemberLocked(db *ConfigDB) string {
 	return ""
 }
 
-func (s *Sim) SortedNodeNamesLocked() []string {
-	var out []string
-	for n := range s.State.Nodes {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func (s *Sim) postHARule(rc *Req) (any, error) {
+func (s *backend) postHARule(rc *core.Req) (any, error) {
 	db := rc.DB()
 	if !s.groupsMigrated(db) {
 		return nil, fmt.Errorf("cannot create ha rule: ha groups have not been migrated yet")
 	}
 	list, _ := s.ReadSectionsLocked(db, ha.RulesCfg)
-	r := &section{Type: rc.Str("type"), ID: rc.Str("rule"), Opts: map[string]string{}}
+	r := &pvecommon.Section{Type: rc.Str("type"), ID: rc.Str("rule"), Opts: map[string]string{}}
 	setRuleOpts(rc, r.Opts)
 	ha.NormaliseRuleLists(r)
 	if err := s.checkRuleLocked(db, list, r); err != nil {
 		return nil, err
 	}
-	if findSection(list, r.ID) != nil {
+	if pvecommon.FindSection(list, r.ID) != nil {
 		return nil, fmt.Errorf("HA rule '%s' already defined", r.ID)
 	}
 	s.commitHALocked(db, ha.RulesCfg, ha.AddRule(list, r), true)
 	return nil, nil
 }
 
-func (s *Sim) putHARule(rc *Req) (any, error) {
+func (s *backend) putHARule(rc *core.Req) (any, error) {
 	db := rc.DB()
 	if !s.groupsMigrated(db) {
 		return nil, fmt.Errorf("cannot update ha rule: ha groups have not been migrated yet")
@@ -130,14 +121,14 @@ func (s *Sim) putHARule(rc *Req) (any, error) {
 	if err := staleDigest(rc, digest, "update HA rules failed: "); err != nil {
 		return nil, err
 	}
-	r := findSection(list, rc.Str("rule"))
+	r := pvecommon.FindSection(list, rc.Str("rule"))
 	if r == nil {
 		return nil, fmt.Errorf("HA rule '%s' does not exist", rc.Str("rule"))
 	}
 	if t := rc.Str("type"); t != "" && t != r.Type {
 		return nil, fmt.Errorf("types does not match") // reconstruction
 	}
-	updated := &section{Type: r.Type, ID: r.ID, Opts: map[string]string{}}
+	updated := &pvecommon.Section{Type: r.Type, ID: r.ID, Opts: map[string]string{}}
 	maps.Copy(updated.Opts, r.Opts)
 	setRuleOpts(rc, updated.Opts)
 	for _, k := range pveschema.SplitList(rc.Str("delete")) {
@@ -152,48 +143,13 @@ func (s *Sim) putHARule(rc *Req) (any, error) {
 	return nil, nil
 }
 
-func (s *Sim) deleteHARule(rc *Req) (any, error) { return s.deleteHA(rc, haRules, nil) }
-
-// HARequestTask is the hastart/hastop task of an HA-managed guest: it only
-// sets the requested state (ha-manager set / crm-command stop), the CRM acts
-// later.
-func (s *Sim) HARequestTask(rc *Req, typ string, vmid int, state string) string {
-	return s.HARequestTaskSID(rc, typ, fmt.Sprintf("vm:%d", vmid), vmid, state)
-}
-
-func (s *Sim) HARequestTaskSID(rc *Req, typ, sid string, vmid int, state string) string {
-	db := rc.DB()
-	kind := "VM"
-	if strings.HasPrefix(sid, "ct:") {
-		kind = "CT"
-	}
-	verb := "start"
-	if typ == "hastop" {
-		verb = "stop"
-	}
-	return s.StartTaskLocked(rc, rc.Node, typ, strconv.Itoa(vmid), func(t *TaskRun) string {
-		t.Logf("Requesting HA %s for %s %d", verb, kind, vmid)
-		if !s.Sleep(s.Cfg.Dur(s.Cfg.TaskDuration, DefaultTaskDuration)) {
-			return "unexpected status"
-		}
-		s.Mu.Lock()
-		defer s.Mu.Unlock()
-		list, _ := s.HAResourcesLocked(db)
-		if r := ha.FindResource(list, sid); r != nil {
-			r.Opts["state"] = state
-			s.WriteSectionsLocked(db, ha.ResourcesCfg, list)
-			s.SaveLocked()
-		}
-		s.scheduleCRMLocked(db.ID)
-		return ""
-	})
-}
+func (s *backend) deleteHARule(rc *core.Req) (any, error) { return s.deleteHA(rc, haRules, nil) }
 
 // POST /cluster/ha/resources/{sid}/migrate|relocate: a CRM command the
 // manager carries out HADelay later (relocate stops and starts; the lab
 // treats both as moving the guest). PVE 9 answers {sid, requested-node},
 // PVE 8 null (pve-ha-manager API2/HA/Resources.pm).
-func (s *Sim) postHAMotion(rc *Req) (any, error) {
+func (s *backend) postHAMotion(rc *core.Req) (any, error) {
 	db := rc.DB()
 	sid, vmid, err := s.parseSID(db, rc.Str("sid"))
 	if err != nil {
@@ -203,14 +159,14 @@ func (s *Sim) postHAMotion(rc *Req) (any, error) {
 	if !ha.Managed(ha.FindResource(list, sid)) {
 		return nil, pvecommon.Die("resource '%s' is not HA managed", sid)
 	}
-	if s.haErrorLocked(db, sid) {
+	if s.HAErrorLocked(db, sid) {
 		return nil, pvecommon.Die("service '%s' in error state, must be disabled and fixed first", sid)
 	}
 	target := rc.Str("node")
 	if db.Corosync == nil || db.Corosync.Member(target) == nil {
 		return nil, pvecommon.Die("no such cluster node '%s'", target) // reconstruction: the CRM ignores it, PVE logs only
 	}
-	s.haLaterLocked(s.crmRound(), db.ID, func(d *ConfigDB) {
+	s.haLaterLocked(s.crmRound(), db.ID, func(d *core.ConfigDB) {
 		if !s.NodeUpLocked(target) {
 			return
 		}

@@ -1,9 +1,10 @@
-package core
+package hasim
 
 import (
 	"fmt"
 	"slices"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/ha"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
@@ -19,7 +20,7 @@ import (
 type haSectionFile struct {
 	cfg  string // the file under /etc/pve
 	key  string // the id parameter: "group", "rule"
-	view func(sec *section, digest string) map[string]any
+	view func(sec *pvecommon.Section, digest string) map[string]any
 	// noSuch is read's message for a missing id (%s); deleteFailed
 	// prefixes delete's copy of it ("" on rules, which die plainly).
 	noSuch, deleteFailed string
@@ -34,7 +35,7 @@ var (
 
 // setOpts copies the request's values of opts into into: create and update
 // take only the options the request names.
-func setOpts(rc *Req, opts []string, into map[string]string) {
+func setOpts(rc *core.Req, opts []string, into map[string]string) {
 	for _, k := range opts {
 		if rc.Has(k) {
 			into[k] = rc.Str(k)
@@ -44,7 +45,7 @@ func setOpts(rc *Req, opts []string, into map[string]string) {
 
 // staleDigest is PVE's refusal of an update whose digest is not the file's
 // (prefix: the module's "update … failed: ", if it has one).
-func staleDigest(rc *Req, digest, prefix string) error {
+func staleDigest(rc *core.Req, digest, prefix string) error {
 	if d := rc.Str("digest"); d != "" && d != digest {
 		return pvecommon.Die("%sdetected modified configuration - file changed by other user? Try again.", prefix)
 	}
@@ -53,7 +54,7 @@ func staleDigest(rc *Req, digest, prefix string) error {
 
 // commitHALocked writes an HA file after a change and, for a change the
 // CRM acts on, schedules its round.
-func (s *Sim) commitHALocked(db *ConfigDB, cfg string, list []*section, crm bool) {
+func (s *backend) commitHALocked(db *core.ConfigDB, cfg string, list []*pvecommon.Section, crm bool) {
 	s.WriteSectionsLocked(db, cfg, list)
 	s.SaveLocked()
 	if crm {
@@ -63,7 +64,7 @@ func (s *Sim) commitHALocked(db *ConfigDB, cfg string, list []*section, crm bool
 
 // indexHA lists f's sections that keep accepts (nil: all), each with the
 // file's digest.
-func (s *Sim) indexHA(rc *Req, f haSectionFile, keep func(*section) bool) []map[string]any {
+func (s *backend) indexHA(rc *core.Req, f haSectionFile, keep func(*pvecommon.Section) bool) []map[string]any {
 	list, digest := s.ReadSectionsLocked(rc.DB(), f.cfg)
 	out := []map[string]any{}
 	for _, sec := range list {
@@ -75,9 +76,9 @@ func (s *Sim) indexHA(rc *Req, f haSectionFile, keep func(*section) bool) []map[
 }
 
 // readHA answers GET /cluster/ha/<collection>/{id}.
-func (s *Sim) readHA(rc *Req, f haSectionFile) (any, error) {
+func (s *backend) readHA(rc *core.Req, f haSectionFile) (any, error) {
 	list, digest := s.ReadSectionsLocked(rc.DB(), f.cfg)
-	sec := findSection(list, rc.Str(f.key))
+	sec := pvecommon.FindSection(list, rc.Str(f.key))
 	if sec == nil {
 		return nil, fmt.Errorf(f.noSuch, rc.Str(f.key))
 	}
@@ -86,11 +87,11 @@ func (s *Sim) readHA(rc *Req, f haSectionFile) (any, error) {
 
 // deleteHA answers DELETE /cluster/ha/<collection>/{id}; inUse, when set,
 // refuses to delete a section something still names.
-func (s *Sim) deleteHA(rc *Req, f haSectionFile, inUse func(id string) error) (any, error) {
+func (s *backend) deleteHA(rc *core.Req, f haSectionFile, inUse func(id string) error) (any, error) {
 	db := rc.DB()
 	list, _ := s.ReadSectionsLocked(db, f.cfg)
 	id := rc.Str(f.key)
-	if findSection(list, id) == nil {
+	if pvecommon.FindSection(list, id) == nil {
 		return nil, fmt.Errorf(f.deleteFailed+f.noSuch, id)
 	}
 	if inUse != nil {
@@ -98,6 +99,6 @@ func (s *Sim) deleteHA(rc *Req, f haSectionFile, inUse func(id string) error) (a
 			return nil, err
 		}
 	}
-	s.commitHALocked(db, f.cfg, slices.DeleteFunc(list, func(sec *section) bool { return sec.ID == id }), false)
+	s.commitHALocked(db, f.cfg, slices.DeleteFunc(list, func(sec *pvecommon.Section) bool { return sec.ID == id }), false)
 	return nil, nil
 }

@@ -1,4 +1,4 @@
-package pvesim
+package hasim_test
 
 import (
 	"fmt"
@@ -6,10 +6,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/simtest"
 )
 
 // haService is the service entry of /cluster/ha/status/current.
-func haService(t *testing.T, c *apiClient, sid string) map[string]any {
+func haService(t *testing.T, c *simtest.Client, sid string) map[string]any {
 	t.Helper()
 	for _, e := range c.Call("GET", "/cluster/ha/status/current", nil).Must(t, "HA status").List() {
 		if e["id"] == "service:"+sid {
@@ -20,10 +23,10 @@ func haService(t *testing.T, c *apiClient, sid string) map[string]any {
 }
 
 // stays checks, over several CRM rounds, that vmid does not leave node.
-func stays(t *testing.T, c *apiClient, vmid int, node, why string) {
+func stays(t *testing.T, c *simtest.Client, vmid int, node, why string) {
 	t.Helper()
 	for range 10 {
-		if n, _ := vmNode(t, c, vmid); n != node {
+		if n, _ := simtest.VMNode(t, c, vmid); n != node {
 			t.Fatalf("%s: guest %d moved to %s, want it to stay on %s", why, vmid, n, node)
 		}
 		time.Sleep(40 * time.Millisecond)
@@ -39,9 +42,9 @@ func TestHAPlacementWithinACRMRoundH2H3(t *testing.T) {
 	for _, v := range []int{8, 9} {
 		t.Run(fmt.Sprintf("PVE%d", v), func(t *testing.T) {
 			t.Parallel()
-			_, a, _ := haCluster(t, v, nil)
-			createVM(t, a, 100, nil)
-			createVM(t, a, 101, nil)
+			_, a, _ := simtest.HACluster(t, pvesim.New, v, nil)
+			simtest.CreateVM(t, a, 100, nil)
+			simtest.CreateVM(t, a, 101, nil)
 			for _, sid := range []string{"vm:100", "vm:101"} {
 				p := url.Values{"sid": {sid}}
 				if v == 9 && sid == "vm:101" {
@@ -49,9 +52,9 @@ func TestHAPlacementWithinACRMRoundH2H3(t *testing.T) {
 				}
 				a.Call("POST", "/cluster/ha/resources", p).Must(t, "resource "+sid)
 			}
-			eventually(t, "both running on pve01", func() bool {
-				_, s0 := vmNode(t, a, 100)
-				_, s1 := vmNode(t, a, 101)
+			simtest.Eventually(t, "both running on pve01", func() bool {
+				_, s0 := simtest.VMNode(t, a, 100)
+				_, s1 := simtest.VMNode(t, a, 101)
 				return s0 == "running" && s1 == "running"
 			})
 			// Status and resources tell clients HA owns these guests.
@@ -79,8 +82,8 @@ func TestHAPlacementWithinACRMRoundH2H3(t *testing.T) {
 				a.Call("POST", "/cluster/ha/rules", url.Values{"rule": {"prefer2"}, "type": {"node-affinity"}, "resources": {"vm:100,vm:101"},
 					"nodes": {"pve02:2,pve01:1"}}).Must(t, "rule")
 			}
-			eventually(t, "vm:100 migrated to pve02 by the CRM", func() bool {
-				n, st := vmNode(t, a, 100)
+			simtest.Eventually(t, "vm:100 migrated to pve02 by the CRM", func() bool {
+				n, st := simtest.VMNode(t, a, 100)
 				return n == "pve02" && st == "running"
 			})
 			stays(t, a, 101, "pve01", "failback off")
@@ -90,8 +93,8 @@ func TestHAPlacementWithinACRMRoundH2H3(t *testing.T) {
 			} else {
 				a.Call("PUT", "/cluster/ha/rules/prefer2", url.Values{"type": {"node-affinity"}, "strict": {"1"}, "nodes": {"pve03"}}).Must(t, "strict")
 			}
-			eventually(t, "vm:101 leaves a node it may not use", func() bool {
-				n, st := vmNode(t, a, 101)
+			simtest.Eventually(t, "vm:101 leaves a node it may not use", func() bool {
+				n, st := simtest.VMNode(t, a, 101)
 				return n == "pve03" && st == "running"
 			})
 		})
@@ -104,10 +107,10 @@ func TestHAPlacementWithinACRMRoundH2H3(t *testing.T) {
 // CRM would drop; disable=0 is ignored on update, delete=disable enables.
 func TestHARulesFieldsAndOrderH2(t *testing.T) {
 	t.Parallel()
-	s, a, _ := twoNodes(t, simOpts{Version: 9, TaskDuration: 30 * time.Millisecond, RestartWindow: 200 * time.Millisecond},
-		func(c *Config) { c.HADelay = 50 * time.Millisecond })
+	s, a, _ := simtest.TwoNodes(t, pvesim.New, simtest.Opts{Version: 9, TaskDuration: 30 * time.Millisecond, RestartWindow: 200 * time.Millisecond},
+		func(c *pvesim.Config) { c.HADelay = 50 * time.Millisecond })
 	for _, id := range []int{100, 101, 102} {
-		createVM(t, a, id, nil)
+		simtest.CreateVM(t, a, id, nil)
 		a.Call("POST", "/cluster/ha/resources", url.Values{"sid": {fmt.Sprintf("vm:%d", id)}, "state": {"stopped"}}).Must(t, "resource")
 	}
 	rule := func(id, res string) {
@@ -159,12 +162,12 @@ func TestHARulesFieldsAndOrderH2(t *testing.T) {
 // are rules, the resources lose group and nofailback becomes failback 0.
 func TestHAGroupsMigrateToRulesPVE9H2(t *testing.T) {
 	t.Parallel()
-	s, a, _ := haCluster(t, 9, func(c *Config) { c.FenceDelay = time.Hour })
+	s, a, _ := simtest.HACluster(t, pvesim.New, 9, func(c *pvesim.Config) { c.FenceDelay = time.Hour })
 	if err := s.WritePmxcfs("pve01", "ha/groups.cfg",
 		"group: home\n\tnodes pve01:2,pve02:1\n\tnofailback 1\n\trestricted 1\n\ngroup: unused\n\tnodes pve03\n", false); err != nil {
 		t.Fatal(err)
 	}
-	createVM(t, a, 100, nil)
+	simtest.CreateVM(t, a, 100, nil)
 	a.Call("POST", "/cluster/ha/resources", url.Values{"sid": {"vm:100"}, "group": {"home"}, "state": {"stopped"}}).Must(t, "resource with group")
 	// pve03 is down: no migration; the rules API shows the virtual rule.
 	if err := s.SetOnline("pve03", false); err != nil {
@@ -186,7 +189,7 @@ func TestHAGroupsMigrateToRulesPVE9H2(t *testing.T) {
 	if err := s.SetOnline("pve03", true); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "groups migrated", func() bool {
+	simtest.Eventually(t, "groups migrated", func() bool {
 		r := a.Call("GET", "/cluster/ha/groups", nil)
 		return r.Status == 500 && r.Reason == "cannot index groups: ha groups have been migrated to rules"
 	})
@@ -216,10 +219,10 @@ func TestHAFailoverFollowsReplicationH3H7H8(t *testing.T) {
 
 func failoverFollowsReplication(t *testing.T, v int) {
 	t.Parallel()
-	s, a, b := haCluster(t, v, nil)
-	createVM(t, a, 100, url.Values{"scsi0": {"tank:4"}, "ide2": {"tank:cloudinit"}})
-	createVM(t, a, 101, nil) // local-lvm: no replica (H8)
-	mustTask(t, a, "POST", "/nodes/pve01/lxc", url.Values{"vmid": {"200"}, "ostemplate": {"local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst"},
+	s, a, b := simtest.HACluster(t, pvesim.New, v, nil)
+	simtest.CreateVM(t, a, 100, url.Values{"scsi0": {"tank:4"}, "ide2": {"tank:cloudinit"}})
+	simtest.CreateVM(t, a, 101, nil) // local-lvm: no replica (H8)
+	simtest.MustTask(t, a, "POST", "/nodes/pve01/lxc", url.Values{"vmid": {"200"}, "ostemplate": {"local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst"},
 		"rootfs": {"tank:2"}})
 	for _, id := range []string{"100-0", "200-0"} {
 		a.Call("POST", "/cluster/replication", url.Values{"id": {id}, "type": {"local"}, "target": {"pve02"}}).Must(t, "job "+id)
@@ -240,13 +243,13 @@ func failoverFollowsReplication(t *testing.T, v int) {
 			"nodes": {"pve01:2,pve02:1"}}).Must(t, "rule")
 	}
 	for _, id := range []string{"100-0", "200-0"} {
-		eventually(t, "first sync of "+id, func() bool {
+		simtest.Eventually(t, "first sync of "+id, func() bool {
 			return a.Call("GET", "/nodes/pve01/replication/"+id+"/status", nil).Must(t, "status").Obj()["last_sync"] != float64(0)
 		})
 	}
-	eventually(t, "all running on pve01", func() bool {
+	simtest.Eventually(t, "all running on pve01", func() bool {
 		for _, id := range []int{100, 101, 200} {
-			if n, st := vmNode(t, a, id); n != "pve01" || st != "running" {
+			if n, st := simtest.VMNode(t, a, id); n != "pve01" || st != "running" {
 				return false
 			}
 		}
@@ -265,7 +268,7 @@ func failoverFollowsReplication(t *testing.T, v int) {
 		}
 	}
 	for _, id := range []int{100, 200} {
-		eventually(t, fmt.Sprintf("%d recovered and running on pve02", id), func() bool { n, st := vmNode(t, b, id); return n == "pve02" && st == "running" })
+		simtest.Eventually(t, fmt.Sprintf("%d recovered and running on pve02", id), func() bool { n, st := simtest.VMNode(t, b, id); return n == "pve02" && st == "running" })
 	}
 	if e := haService(t, b, "vm:100"); e["state"] != "started" {
 		t.Errorf("recovered VM with a regenerated cloud-init drive: %v, want started", e)
@@ -274,18 +277,18 @@ func failoverFollowsReplication(t *testing.T, v int) {
 		t.Error("no cloud-init volume on pve02 after the recovered VM started")
 	}
 	for _, id := range []string{"100-0", "200-0"} {
-		eventually(t, id+" follows the guest: pve02 → pve01", func() bool {
+		simtest.Eventually(t, id+" follows the guest: pve02 → pve01", func() bool {
 			j := b.Call("GET", "/cluster/replication/"+id, nil).Must(t, "job").Obj()
 			return j["source"] == "pve02" && j["target"] == "pve01"
 		})
 	}
-	eventually(t, "vm:101 in error (no replica)", func() bool { return haService(t, b, "vm:101")["state"] == "error" })
+	simtest.Eventually(t, "vm:101 in error (no replica)", func() bool { return haService(t, b, "vm:101")["state"] == "error" })
 
 	if err := s.SetOnline("pve01", true); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []int{100, 200} {
-		eventually(t, fmt.Sprintf("failback of %d", id), func() bool { n, st := vmNode(t, b, id); return n == "pve01" && st == "running" })
+		simtest.Eventually(t, fmt.Sprintf("failback of %d", id), func() bool { n, st := simtest.VMNode(t, b, id); return n == "pve01" && st == "running" })
 	}
 	for _, id := range []string{"100-0", "200-0"} {
 		j := b.Call("GET", "/cluster/replication/"+id, nil).Must(t, "job").Obj()
@@ -302,9 +305,9 @@ func failoverFollowsReplication(t *testing.T, v int) {
 // rounds pass with every node online.
 func TestHAGroupsStayOnPVE8H2(t *testing.T) {
 	t.Parallel()
-	_, a, _ := twoNodes(t, simOpts{Version: 8, TaskDuration: 30 * time.Millisecond, RestartWindow: 200 * time.Millisecond},
-		func(c *Config) { c.HADelay = 50 * time.Millisecond })
-	createVM(t, a, 100, nil)
+	_, a, _ := simtest.TwoNodes(t, pvesim.New, simtest.Opts{Version: 8, TaskDuration: 30 * time.Millisecond, RestartWindow: 200 * time.Millisecond},
+		func(c *pvesim.Config) { c.HADelay = 50 * time.Millisecond })
+	simtest.CreateVM(t, a, 100, nil)
 	a.Call("POST", "/cluster/ha/groups", url.Values{"group": {"home"}, "nodes": {"pve01:2,pve02:1"}}).Must(t, "group")
 	a.Call("POST", "/cluster/ha/resources", url.Values{"sid": {"vm:100"}, "group": {"home"}, "state": {"stopped"}}).Must(t, "resource")
 	time.Sleep(12 * 50 * time.Millisecond)

@@ -1,21 +1,16 @@
-package core
-
-import (
-	"fmt"
-	"strconv"
-
-	"github.com/gopve/proxmox/modules-src/lab/pveschema"
-	"github.com/gopve/proxmox/modules-src/lab/pvesim/ha"
-	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
-)
-
-// HA as pve-ha-manager keeps it (src/PVE/API2/HA/{Resources,Groups,Rules}.pm,
-// src/PVE/HA/Config.pm): /etc/pve/ha/resources.cfg, groups.cfg (PVE 8) and
-// rules.cfg (PVE 9). The files' model and rules, and the CRM's decisions,
-// are pvesim/ha's; here are the handlers, the state they need and the CRM's
-// timers. On PVE 9 an empty or missing groups.cfg means "groups have been
-// migrated to rules" (have_groups_been_migrated) and every group call
-// fails (H2).
+// Package hasim simulates PVE's high availability: the /cluster/ha
+// endpoints of pve-ha-manager's PVE/API2/HA/{Resources,Groups,Rules,Status}.pm
+// on /etc/pve/ha/resources.cfg, groups.cfg (PVE 8) and rules.cfg (PVE 9;
+// PVE/HA/Config.pm), and the CRM that acts on them as PVE/HA/Manager.pm,
+// PVE/HA/NodeStatus.pm and PVE/HA/Env/PVE2.pm do, on the lab's clock. The
+// files' model and rules, and the CRM's decisions, are pvesim/ha's; here are
+// the handlers and the CRM's timers (crm.go). What guest code in core,
+// lxcsim and the pools read of HA (a guest's HA state, a hastart/hastop
+// request, the services in error or moving) is core's hamodel.go; a request
+// recorded there reaches the CRM through core's OnHARequest, a node's power
+// through OnNodePower. On PVE 9 an empty or missing groups.cfg means "groups
+// have been migrated to rules" (have_groups_been_migrated) and every group
+// call fails (H2).
 //
 // The CRM is a timer: after any HA change or an HA start/stop request it
 // brings each managed guest to its requested state HADelay later (H4: the
@@ -24,10 +19,23 @@ import (
 // another member (H3, H7): the config file is renamed to the new node as
 // PVE2.pm steal_service does, honouring node-affinity rules (9) or groups
 // (8), and the guests' replication jobs are rewritten source↔target as the
-// next pvesr run on the new node does (ReplicationState.pm).
+// next pvesr run on the new node does (ReplicationState.pm). Guests start
+// and move through core's guest operations (StartGuestLocked,
+// MoveGuestLocked, SetRunningLocked), never qemu or lxc code.
+package hasim
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pveschema"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/ha"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+)
 
 // haConfigLocked is db's HA files as pvesim/ha reads them.
-func (s *Sim) haConfigLocked(db *ConfigDB) ha.Config {
+func (s *backend) haConfigLocked(db *core.ConfigDB) ha.Config {
 	res, _ := s.ReadSectionsLocked(db, ha.ResourcesCfg)
 	groups, _ := s.ReadSectionsLocked(db, ha.GroupsCfg)
 	rules, _ := s.ReadSectionsLocked(db, ha.RulesCfg)
@@ -35,52 +43,20 @@ func (s *Sim) haConfigLocked(db *ConfigDB) ha.Config {
 }
 
 // haGuestLocked tells pvesim/ha a guest's kind (ct) and whether db has it.
-func (s *Sim) haGuestLocked(db *ConfigDB) func(vmid int) (ct, exists bool) {
+func (s *backend) haGuestLocked(db *core.ConfigDB) func(vmid int) (ct, exists bool) {
 	return func(vmid int) (bool, bool) {
 		e, ok := s.FindVMLocked(db, vmid)
 		return e.Kind == "lxc", ok
 	}
 }
 
-// haServiceLocked is what the lab knows of resource r's guest.
-func (s *Sim) haServiceLocked(db *ConfigDB, r *section) ha.Service {
-	vmid, err := strconv.Atoi(r.ID)
-	if err != nil {
-		return ha.Service{}
-	}
-	e, ok := s.FindVMLocked(db, vmid)
-	if !ok {
-		return ha.Service{}
-	}
-	sid := ha.SID(r)
-	return ha.Service{Node: e.Node, CT: e.Kind == "lxc", NodeUp: s.NodeUpLocked(e.Node), Running: s.RunningLocked(e.Node, vmid),
-		Error: s.haErrorLocked(db, sid), Motion: s.haMotionLocked(db, sid)}
-}
-
 // parseSID is HA::Config parse_sid on db's guests.
-func (s *Sim) parseSID(db *ConfigDB, sid string) (string, int, error) {
+func (s *backend) parseSID(db *core.ConfigDB, sid string) (string, int, error) {
 	return ha.ParseSID(sid, s.haGuestLocked(db))
 }
 
-func (s *Sim) haErrorLocked(db *ConfigDB, sid string) bool { return s.haErrors[db.ID+"/"+sid] }
-
-func (s *Sim) setHAErrorLocked(db *ConfigDB, sid string, on bool) {
-	if s.haErrors == nil {
-		s.haErrors = map[string]bool{}
-	}
-	if on {
-		s.haErrors[db.ID+"/"+sid] = true
-	} else {
-		delete(s.haErrors, db.ID+"/"+sid)
-	}
-}
-
-func (s *Sim) HAResourcesLocked(db *ConfigDB) ([]*section, string) {
-	return s.ReadSectionsLocked(db, ha.ResourcesCfg)
-}
-
 // groupsMigrated is have_groups_been_migrated: always false on PVE 8.
-func (s *Sim) groupsMigrated(db *ConfigDB) bool {
+func (s *backend) groupsMigrated(db *core.ConfigDB) bool {
 	if s.Cfg.Version < 9 {
 		return false
 	}
@@ -88,32 +64,13 @@ func (s *Sim) groupsMigrated(db *ConfigDB) bool {
 	return ha.Config{Version: s.Cfg.Version, Groups: groups}.GroupsMigrated()
 }
 
-// HAManagedLocked is vm_is_ha_managed: configured and not ignored.
-func (s *Sim) HAManagedLocked(db *ConfigDB, vmid int) (*section, bool) {
-	list, _ := s.HAResourcesLocked(db)
-	r := ha.FindResource(list, ha.GuestSID(false, vmid))
-	return r, ha.Managed(r)
-}
-
-// HAConfiguredLocked is service_is_configured (any state).
-func (s *Sim) HAConfiguredLocked(db *ConfigDB, vmid int) bool {
-	list, _ := s.HAResourcesLocked(db)
-	return ha.FindResource(list, ha.GuestSID(false, vmid)) != nil
-}
-
-// haConfiguredSIDLocked tells whether a guest of the VM list is an HA resource.
-func (s *Sim) haConfiguredSIDLocked(db *ConfigDB, e VMEntry) bool {
-	list, _ := s.HAResourcesLocked(db)
-	return ha.FindResource(list, ha.GuestSID(e.Kind == "lxc", e.VMID)) != nil
-}
-
 // setResourceOpts takes a resource's options from the request.
-func setResourceOpts(rc *Req, r *section) {
+func setResourceOpts(rc *core.Req, r *pvecommon.Section) {
 	setOpts(rc, ha.ResourceOpts, r.Opts)
 	ha.StoreResourceState(r)
 }
 
-func (s *Sim) getHAResources(rc *Req) (any, error) {
+func (s *backend) getHAResources(rc *core.Req) (any, error) {
 	db := rc.DB()
 	list, digest := s.HAResourcesLocked(db)
 	out := []map[string]any{}
@@ -126,7 +83,7 @@ func (s *Sim) getHAResources(rc *Req) (any, error) {
 	return out, nil
 }
 
-func (s *Sim) getHAResource(rc *Req) (any, error) {
+func (s *backend) getHAResource(rc *core.Req) (any, error) {
 	db := rc.DB()
 	sid, _, err := s.parseSID(db, rc.Str("sid"))
 	if err != nil {
@@ -140,7 +97,7 @@ func (s *Sim) getHAResource(rc *Req) (any, error) {
 	return ha.ResourceView(r, digest, s.groupsMigrated(db)), nil
 }
 
-func (s *Sim) postHAResource(rc *Req) (any, error) {
+func (s *backend) postHAResource(rc *core.Req) (any, error) {
 	db := rc.DB()
 	if err := s.RequireQuorumLocked(db); err != nil {
 		return nil, err
@@ -159,7 +116,7 @@ func (s *Sim) postHAResource(rc *Req) (any, error) {
 	return nil, nil
 }
 
-func (s *Sim) putHAResource(rc *Req) (any, error) {
+func (s *backend) putHAResource(rc *core.Req) (any, error) {
 	db := rc.DB()
 	sid, _, err := s.parseSID(db, rc.Str("sid"))
 	if err != nil {
@@ -179,12 +136,12 @@ func (s *Sim) putHAResource(rc *Req) (any, error) {
 	if r == nil {
 		return nil, fmt.Errorf("no such resource '%s'", sid) // reconstruction (update_resources_config)
 	}
-	if s.haErrorLocked(db, sid) {
+	if s.HAErrorLocked(db, sid) {
 		// Resources.pm check_service_state; disabling is the way out.
 		if rc.Str("state") != "disabled" {
 			return nil, fmt.Errorf("service '%s' in error state, must be disabled and fixed first", sid)
 		}
-		s.setHAErrorLocked(db, sid, false)
+		s.SetHAErrorLocked(db, sid, false)
 	}
 	setResourceOpts(rc, r)
 	for _, k := range pveschema.SplitList(rc.Str("delete")) {
@@ -194,7 +151,7 @@ func (s *Sim) putHAResource(rc *Req) (any, error) {
 	return nil, nil
 }
 
-func (s *Sim) deleteHAResource(rc *Req) (any, error) {
+func (s *backend) deleteHAResource(rc *core.Req) (any, error) {
 	db := rc.DB()
 	sid, _, err := s.parseSID(db, rc.Str("sid"))
 	if err != nil {
@@ -214,9 +171,9 @@ func (s *Sim) deleteHAResource(rc *Req) (any, error) {
 	return nil, nil
 }
 
-// haRoutes are the HA endpoints: rules only on PVE 9.
-func (s *Sim) haRoutes() map[string]Handler {
-	table := map[string]Handler{
+// routes are the HA endpoints: rules only on PVE 9.
+func (s *backend) routes() map[string]core.Handler {
+	table := map[string]core.Handler{
 		"GET /cluster/ha/resources":                 s.getHAResources,
 		"GET /cluster/ha/status/current":            s.getHAStatusCurrent,
 		"POST /cluster/ha/resources":                s.postHAResource,
@@ -239,4 +196,29 @@ func (s *Sim) haRoutes() map[string]Handler {
 		table["DELETE /cluster/ha/rules/{rule}"] = s.deleteHARule
 	}
 	return table
+}
+
+// backend serves the /cluster/ha endpoints and runs the CRM on the core's
+// state. The HA files are State's; what the backend keeps of its own is
+// the CRM's clock of the nodes back from a power-off.
+type backend struct {
+	*core.Sim
+	haBackAt map[string]time.Time // when each node came back from a power-off (crm.go), under Mu
+}
+
+// Register adds the HA endpoints (rules only on PVE 9), the CRM's rounds
+// for the HA requests of guests and its reaction to the nodes' power, and
+// PVE 9's groups' migration loop to s.
+func Register(s *core.Sim) {
+	b := &backend{Sim: s}
+	s.Handle(b.routes())
+	s.OnHARequest(b.scheduleCRMLocked)
+	s.OnNodePower(func(node string, online bool) {
+		if online {
+			b.nodeBackLocked(node)
+		} else {
+			b.nodeDownLocked(node)
+		}
+	})
+	s.OnStart(b.groupMigrationLoop)
 }
