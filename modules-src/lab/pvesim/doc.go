@@ -12,11 +12,13 @@
 // that embed the core's Sim and register their endpoints with Handle
 // (pvesim/accesssim, backupsim, poolsim, …; this package's New wires them);
 // a backend imports core and the rule packages, never another backend. The
-// rule packages (below) hold PVE's knowledge that needs no Sim. Backends
-// not moved out of core yet are groups of files there, each with its own
-// routes table (docs/lab.md has the map); file names in this comment are
-// core's unless a backend package is named. Each request is: fault injection → parameter
-// parsing (form or JSON body, query merged in and winning) → schema lookup
+// rule packages (below) hold PVE's knowledge that needs no Sim. The models
+// the backends share (guests, volumes, HA's resources, replication jobs,
+// membership) are core's (docs/lab.md has the map); file names in this
+// comment are core's unless a backend package is named.
+//
+// Each request is: fault injection → parameter parsing (form or JSON body,
+// query merged in and winning) → schema lookup
 // (501 `Method 'GET /x' not implemented`) → authentication (401, delayed
 // like pveproxy) → CSRF for ticket writes → validation against the lab
 // version's official schema (400 `Parameter verification failed.` with

@@ -3,6 +3,7 @@ package pvesim
 import (
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/accesssim"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/backupsim"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/clustersim"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/hasim"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/lxcsim"
@@ -71,6 +72,7 @@ func New(cfg Config) (*Sim, error) {
 	}
 	accesssim.Register(s)
 	backupsim.Register(s)
+	clustersim.Register(s)
 	lxcsim.Register(s)
 	poolsim.Register(s)
 	qemusim.Register(s)

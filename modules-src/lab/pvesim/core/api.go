@@ -239,7 +239,7 @@ func (s *Sim) clusterLocked(node string) (ClusterInfo, bool) {
 	if db == nil || db.Corosync == nil {
 		return ClusterInfo{}, false
 	}
-	return cluster.PvecmStatus(db.Corosync, s.QuorateLocked(db), func(name string) bool { return s.votesForLocked(db, name) }), true
+	return cluster.PvecmStatus(db.Corosync, s.QuorateLocked(db), func(name string) bool { return s.VotesForLocked(db, name) }), true
 }
 
 // CreateCluster is `pvecm create` on node (no task; the CLI prints its own

@@ -9,8 +9,10 @@
 // (pvesim/poolsim, accesssim, backupsim, …; pvesim.New wires them). A
 // backend imports core and the rule packages of the PVE repository it
 // follows (pvesim/access, storage, qemuserver, …), never another backend.
-// The backends not moved out yet still live here, each in its own files
-// with its own routes table (handleBuiltins); docs/lab.md maps them.
+// Core serves only what the request pipeline itself does (login, the task
+// endpoints, pveproxy's upload); it keeps the models the backends share
+// (guests, volumes, HA's resources, replication jobs, membership and
+// joins), which docs/lab.md maps.
 //
 // The whole design, endpoints and timings are in package pvesim's doc.
 package core

@@ -80,8 +80,8 @@ func (s *Sim) VMSummary(node string, vmid int, c *guestconf.Conf) map[string]any
 	return summaryFlags(e, c)
 }
 
-// vmResourcesLocked are the type=vm entries of /cluster/resources.
-func (s *Sim) vmResourcesLocked(rc *Req) []map[string]any {
+// VMResourcesLocked are the type=vm entries of /cluster/resources.
+func (s *Sim) VMResourcesLocked(rc *Req) []map[string]any {
 	db := rc.DB()
 	out := []map[string]any{}
 	for _, e := range s.VMListLocked(db) {

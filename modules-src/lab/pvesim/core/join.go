@@ -1,10 +1,13 @@
 package core
 
 import (
+	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/cluster"
@@ -53,9 +56,9 @@ const FaultFinishJoin FaultKind = "finish-join"
 // pve-cluster do not start, as run_command words it.
 const DefaultFinishJoinError = "starting pve-cluster failed: command 'systemctl start corosync pve-cluster' failed: exit code 1"
 
-// addnodeLocked is the member's half: it returns PVE's error text, or "".
+// AddnodeLocked is the member's half: it returns PVE's error text, or "".
 // nodeid 0 and votes < 0 are not given (cluster.AddNodeID).
-func (s *Sim) addnodeLocked(mdb *ConfigDB, joiner string, nodeid, votes int, links map[string]string, explicit, force bool) string {
+func (s *Sim) AddnodeLocked(mdb *ConfigDB, joiner string, nodeid, votes int, links map[string]string, explicit, force bool) string {
 	if err := s.RequireQuorumLocked(mdb); err != nil {
 		return err.Error()
 	}
@@ -80,10 +83,10 @@ func (s *Sim) addnodeLocked(mdb *ConfigDB, joiner string, nodeid, votes int, lin
 	return ""
 }
 
-// finishJoin is the joiner's half; logf prints finish_join's lines (never
+// FinishJoinHalf is the joiner's half; logf prints finish_join's lines (never
 // called with s.mu held: a task's log takes it) and restart is how long its
 // services are down. It returns the error finish_join dies with, or "".
-func (s *Sim) finishJoin(joiner, clusterDB string, restart time.Duration, logf func(string, ...any)) string {
+func (s *Sim) FinishJoinHalf(joiner, clusterDB string, restart time.Duration, logf func(string, ...any)) string {
 	s.Mu.Lock()
 	j := s.State.Nodes[joiner]
 	cdb := s.State.DBs[clusterDB]
@@ -168,10 +171,10 @@ func (s *Sim) AddNodeEntry(member, joiner, link0 string, force bool) (ClusterInf
 	if link0 != "" {
 		addr = cluster.LinkAddr(link0)
 	}
-	if reasons := s.joinableLocked(joiner, map[string]string{"ring0_addr": addr}); len(reasons) > 0 && !force {
+	if reasons := s.JoinableLocked(joiner, map[string]string{"ring0_addr": addr}); len(reasons) > 0 && !force {
 		return ClusterInfo{}, &ConflictError{Msg: "detected the following error(s):\n* " + strings.Join(reasons, "\n* ") + "\nCheck if node may join a cluster failed!"}
 	}
-	if msg := s.addnodeLocked(mdb, joiner, 0, -1, map[string]string{"ring0_addr": addr}, link0 != "", force); msg != "" {
+	if msg := s.AddnodeLocked(mdb, joiner, 0, -1, map[string]string{"ring0_addr": addr}, link0 != "", force); msg != "" {
 		return ClusterInfo{}, &ConflictError{Msg: msg}
 	}
 	info, _ := s.clusterLocked(member)
@@ -202,7 +205,7 @@ func (s *Sim) finishJoinOf(node string, restart time.Duration, logf func(string,
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	if msg := s.finishJoin(node, db.ID, restart, logf); msg != "" {
+	if msg := s.FinishJoinHalf(node, db.ID, restart, logf); msg != "" {
 		return ClusterInfo{}, &ConflictError{Msg: msg}
 	}
 	s.Mu.Lock()
@@ -219,4 +222,93 @@ func (s *Sim) AddNode(member, joiner, link0 string, force bool) (ClusterInfo, er
 		return ClusterInfo{}, err
 	}
 	return s.finishJoinOf(joiner, 0, nil)
+}
+
+// JoinableLocked is assert_joinable for node (cluster.JoinableReasons).
+func (s *Sim) JoinableLocked(node string, links map[string]string) []string {
+	db := s.DBOf(node)
+	return cluster.JoinableReasons(cluster.Joiner{
+		Name: node, Addr: s.State.Nodes[node].Addr,
+		InCluster: db.Corosync != nil, HasGuests: len(s.VMListLocked(db)) > 0,
+	}, links)
+}
+
+// CertFingerprintLocked is PVE::Cluster::get_node_fingerprint: the SHA-256
+// of nodes/<node>/pveproxy-ssl.pem, else pve-ssl.pem, as /etc/pve holds it.
+func (s *Sim) CertFingerprintLocked(db *ConfigDB, node string) (string, error) {
+	dir := filepath.Join(s.etcPveDir(db.ID), "nodes", node)
+	p := filepath.Join(dir, "pveproxy-ssl.pem")
+	if _, err := os.Stat(p); err != nil {
+		p = filepath.Join(dir, "pve-ssl.pem")
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		// PVE::Tools::file_get_contents's words.
+		return "", fmt.Errorf("can't open '/etc/pve/nodes/%s/%s' - No such file or directory", node, filepath.Base(p))
+	}
+	block, _ := pem.Decode(b)
+	if block == nil {
+		return "", fmt.Errorf("unable to read certificate from '/etc/pve/nodes/%s/%s'", node, filepath.Base(p))
+	}
+	return nodecert.Fingerprint(block.Bytes), nil
+}
+
+// JoinLock returns the named lock; callers must not hold s.mu.
+func (s *Sim) JoinLock(dbID string) *sync.Mutex {
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
+	if s.joinLocks[dbID] == nil {
+		s.joinLocks[dbID] = &sync.Mutex{}
+	}
+	return s.joinLocks[dbID]
+}
+
+// LockWithTimeout tries to take m within d.
+func (s *Sim) LockWithTimeout(m *sync.Mutex, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if m.TryLock() {
+			return true
+		}
+		if time.Now().After(deadline) || !s.Sleep(20*time.Millisecond) {
+			return false
+		}
+	}
+}
+
+// DetachedCopyLocked copies db (with its root CA, which signed the removed
+// node's certificate) as the stale /etc/pve of a node removed by delnode.
+func (s *Sim) DetachedCopyLocked(db *ConfigDB) (*ConfigDB, error) {
+	raw, err := json.Marshal(db)
+	if err != nil {
+		return nil, fmt.Errorf("copy /etc/pve for the removed node: %w", err)
+	}
+	var stale ConfigDB
+	if err := json.Unmarshal(raw, &stale); err != nil {
+		return nil, fmt.Errorf("copy /etc/pve for the removed node: %w", err)
+	}
+	stale.ID = db.ID + "-detached-" + RandomHex(2)
+	stale.Detached = true
+	for _, ext := range []string{".pem", ".key"} {
+		b, err := os.ReadFile(filepath.Join(nodecert.CADir(s.Cfg.Dir), db.ID+ext))
+		if err != nil {
+			if os.IsNotExist(err) {
+				continue // no CA issued yet: the copy creates its own on demand
+			}
+			return nil, fmt.Errorf("copy the cluster CA for the removed node: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(nodecert.CADir(s.Cfg.Dir), stale.ID+ext), b, 0o600); err != nil {
+			return nil, fmt.Errorf("copy the cluster CA for the removed node: %w", err)
+		}
+	}
+	if err := copyEtcPve(s.etcPveDir(db.ID), s.etcPveDir(stale.ID)); err != nil {
+		return nil, fmt.Errorf("copy /etc/pve for the removed node: %w", err)
+	}
+	for k, v := range s.written {
+		if rest, ok := strings.CutPrefix(k, db.ID+"\x00"); ok {
+			s.written[fileKey(stale.ID, rest)] = v
+		}
+	}
+	s.State.DBs[stale.ID] = &stale
+	return &stale, nil
 }

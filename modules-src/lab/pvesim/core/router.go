@@ -82,13 +82,10 @@ func (s *Sim) startLoops() {
 	}
 }
 
-// handleBuiltins registers the endpoints still simulated inside core, one
-// table per backend; each moves out with its backend's package.
+// handleBuiltins registers core's own endpoints: login, the tasks and the
+// upload, which the request pipeline itself serves.
 func (s *Sim) handleBuiltins() {
-	for _, routes := range []map[string]Handler{
-		s.authRoutes(), s.nodeRoutes(), s.taskRoutes(),
-		s.clusterRoutes(), s.uploadRoutes(),
-	} {
+	for _, routes := range []map[string]Handler{s.authRoutes(), s.taskRoutes(), s.uploadRoutes()} {
 		s.Handle(routes)
 	}
 }

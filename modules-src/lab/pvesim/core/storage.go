@@ -72,11 +72,11 @@ func (s *Sim) ActivateOn(node string, st *Storage) error {
 	if s.Cfg.StorageActivate != nil {
 		return s.Cfg.StorageActivate(node, StorageInfoOf(st))
 	}
-	return s.activeOn(node, st)
+	return s.ActiveOn(node, st)
 }
 
-// activeOn tells whether the storage activates on node (Config.StorageCheck).
-func (s *Sim) activeOn(node string, st *Storage) error {
+// ActiveOn tells whether the storage activates on node (Config.StorageCheck).
+func (s *Sim) ActiveOn(node string, st *Storage) error {
 	if st.Disabled() {
 		return fmt.Errorf("storage '%s' is disabled", st.ID)
 	}
