@@ -1,4 +1,4 @@
-package pvesim
+package clustersim_test
 
 import (
 	"fmt"
@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/simtest"
 )
 
 // C4, C5: a join is two halves (join.go). While the joiner finishes, the
@@ -16,16 +18,16 @@ import (
 // certificate; once it finished, the join information carries its pve_fp.
 func TestJoinInTwoHalvesC4C5(t *testing.T) {
 	t.Parallel()
-	s := startSim(t, simOpts{Nodes: 2, TaskDuration: 400 * time.Millisecond, RestartWindow: 1500 * time.Millisecond})
+	s := simtest.Start(t, pvesim.New, simtest.Opts{Nodes: 2, TaskDuration: 400 * time.Millisecond, RestartWindow: 1500 * time.Millisecond})
 	if _, err := s.CreateCluster("pve01", "lab", ""); err != nil {
 		t.Fatal(err)
 	}
-	p1 := newClient(t, s, "pve01").Root()
-	p2 := newClient(t, s, "pve02").Root()
+	p1 := simtest.NewClient(t, s, "pve01").Root()
+	p2 := simtest.NewClient(t, s, "pve02").Root()
 	n1, _ := s.Node("pve01")
-	upid := p2.Call("POST", "/cluster/config/join", joinParams(s, "pve01", n1.Fingerprint)).Must(t, "join").Data.(string)
+	upid := p2.Call("POST", "/cluster/config/join", simtest.JoinParams(s, "pve01", n1.Fingerprint)).Must(t, "join").Data.(string)
 
-	eventually(t, "pve01 lists pve02 in corosync.conf", func() bool {
+	simtest.Eventually(t, "pve01 lists pve02 in corosync.conf", func() bool {
 		conf, ok, _ := s.ReadPmxcfs("pve01", "corosync.conf")
 		return ok && strings.Contains(conf, "name: pve02")
 	})
@@ -44,17 +46,17 @@ func TestJoinInTwoHalvesC4C5(t *testing.T) {
 		t.Errorf("join info while pve02 finishes: %d %q, want get_node_fingerprint's failure", r.Status, r.Reason)
 	}
 
-	eventually(t, "pve02 finished", func() bool {
+	simtest.Eventually(t, "pve02 finished", func() bool {
 		n, _ := s.Node("pve02")
 		if !n.Serving {
 			return false
 		}
-		obs := newClient(t, s, "pve02").LabToken()
+		obs := simtest.NewClient(t, s, "pve02").LabToken()
 		obs.Pin = n.Fingerprint
 		st := obs.Call("GET", "/nodes/pve02/tasks/"+url.PathEscape(upid)+"/status", nil)
 		return st.Status == 200 && st.Obj()["status"] == "stopped"
 	})
-	eventually(t, "2 nodes quorate", func() bool { return quorate(p1, 2) })
+	simtest.Eventually(t, "2 nodes quorate", func() bool { return simtest.Quorate(p1, 2) })
 	ji := p1.Call("GET", "/cluster/config/join", nil).Must(t, "join info after the join").Obj()
 	n2, _ := s.Node("pve02")
 	found := false
@@ -80,23 +82,23 @@ func TestFinishJoinFaultLeavesHalfJoinC4(t *testing.T) {
 	t.Parallel()
 	for _, via := range []string{"api", "control"} {
 		t.Run(via, func(t *testing.T) {
-			s := startSim(t, simOpts{Nodes: 3, TaskDuration: 200 * time.Millisecond, RestartWindow: 300 * time.Millisecond})
+			s := simtest.Start(t, pvesim.New, simtest.Opts{Nodes: 3, TaskDuration: 200 * time.Millisecond, RestartWindow: 300 * time.Millisecond})
 			if _, err := s.CreateCluster("pve01", "lab", ""); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := s.AddNode("pve01", "pve02", "", false); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := s.Faults().Add(Fault{Kind: FaultFinishJoin, Node: "pve03"}); err != nil {
+			if _, err := s.Faults().Add(pvesim.Fault{Kind: pvesim.FaultFinishJoin, Node: "pve03"}); err != nil {
 				t.Fatal(err)
 			}
 			if via == "api" {
-				p3 := newClient(t, s, "pve03").Root()
+				p3 := simtest.NewClient(t, s, "pve03").Root()
 				n1, _ := s.Node("pve01")
-				upid := p3.Call("POST", "/cluster/config/join", joinParams(s, "pve01", n1.Fingerprint)).Must(t, "join").Data.(string)
+				upid := p3.Call("POST", "/cluster/config/join", simtest.JoinParams(s, "pve01", n1.Fingerprint)).Must(t, "join").Data.(string)
 				// the joiner's tickets died with its own /etc/pve: the lab token
-				obs := newClient(t, s, "pve03").LabToken()
-				st := waitTask(t, obs, upid)
+				obs := simtest.NewClient(t, s, "pve03").LabToken()
+				st := simtest.WaitTask(t, obs, upid)
 				log := fmt.Sprint(obs.Call("GET", "/nodes/pve03/tasks/"+url.PathEscape(upid)+"/log", nil).Data)
 				if st["exitstatus"] != core.DefaultFinishJoinError || !strings.Contains(log, "Join request OK, finishing setup locally") {
 					t.Errorf("half-done join task: %v\n%s", st["exitstatus"], log)
@@ -123,7 +125,7 @@ func TestFinishJoinFaultLeavesHalfJoinC4(t *testing.T) {
 			if m := string(s.GeneratedPmxcfsFile("pve01", ".members")); !strings.Contains(m, `"nodes": 3, "quorate": 1`) {
 				t.Errorf("the primary's .members after the half join:\n%s", m)
 			}
-			p1 := newClient(t, s, "pve01").Root()
+			p1 := simtest.NewClient(t, s, "pve01").Root()
 			if r := p1.Call("GET", "/cluster/config/join", nil); r.Status != 500 || !strings.Contains(r.Reason, "pve03/pve-ssl.pem") {
 				t.Errorf("join info after a half join: %d %q", r.Status, r.Reason)
 			}

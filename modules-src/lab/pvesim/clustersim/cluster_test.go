@@ -1,4 +1,4 @@
-package pvesim
+package clustersim_test
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/simtest"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/tasks"
 )
 
@@ -18,10 +20,10 @@ func TestCreateJoinQuorumC4C5(t *testing.T) {
 	t.Parallel()
 	// The create task (1 s) plus quorum settling (0.5 s) leaves the early
 	// join, whose quorum check comes after 0.25 s, a wide window.
-	s := startSim(t, simOpts{Nodes: 3, TaskDuration: time.Second, RestartWindow: 600 * time.Millisecond})
-	p1 := newClient(t, s, "pve01").Root()
-	p2 := newClient(t, s, "pve02").Root()
-	p3 := newClient(t, s, "pve03").Root()
+	s := simtest.Start(t, pvesim.New, simtest.Opts{Nodes: 3, TaskDuration: time.Second, RestartWindow: 600 * time.Millisecond})
+	p1 := simtest.NewClient(t, s, "pve01").Root()
+	p2 := simtest.NewClient(t, s, "pve02").Root()
+	p3 := simtest.NewClient(t, s, "pve03").Root()
 
 	// Standalone shapes first.
 	if r := p1.Call("GET", "/cluster/config/join", nil); r.Status != 424 || r.Reason != "node is not in a cluster, no join info available!" {
@@ -34,7 +36,7 @@ func TestCreateJoinQuorumC4C5(t *testing.T) {
 	// A node-local storage on pve03 that the join must wipe (Z7).
 	p3.Call("POST", "/storage", url.Values{"storage": {"only-on-3"}, "type": {"dir"}, "path": {"/srv/x"}}).Must(t, "local storage")
 
-	upid := createCluster(t, p1, "lab")
+	upid := simtest.CreateCluster(t, p1, "lab")
 	if node, ok := tasks.ParseUPID(upid); !ok || node != "pve01" || !strings.Contains(upid, ":clustercreate:lab:root@pam:") {
 		t.Fatalf("create UPID %q", upid)
 	}
@@ -45,19 +47,19 @@ func TestCreateJoinQuorumC4C5(t *testing.T) {
 
 	// Join right away: the request is accepted, the task fails (no quorum yet).
 	fp1, _ := s.Node("pve01")
-	early := p2.Call("POST", "/cluster/config/join", joinParams(s, fp1.Addr, fp1.Fingerprint)).Must(t, "early join accepted")
+	early := p2.Call("POST", "/cluster/config/join", simtest.JoinParams(s, fp1.Addr, fp1.Fingerprint)).Must(t, "early join accepted")
 	// Setup.pm join: the member's refusal is warned, then "Cluster join
 	// aborted!" is the task's exit status.
-	earlyStatus := waitTask(t, p2, early.Data.(string))
+	earlyStatus := simtest.WaitTask(t, p2, early.Data.(string))
 	earlyLog := fmt.Sprint(p2.Call("GET", "/nodes/pve02/tasks/"+url.PathEscape(early.Data.(string))+"/log", nil).Must(t, "early join log").Data)
 	if earlyStatus["exitstatus"] != "Cluster join aborted!" || !strings.Contains(earlyLog, "An error occurred on the cluster node: cluster not ready - no quorum?") {
 		t.Fatalf("early join exitstatus %v, log %s", earlyStatus["exitstatus"], earlyLog)
 	}
 
-	if st := waitTask(t, p1, upid); st["exitstatus"] != "OK" {
+	if st := simtest.WaitTask(t, p1, upid); st["exitstatus"] != "OK" {
 		t.Fatalf("create task: %v", st)
 	}
-	eventually(t, "quorate with 1 node", func() bool { return quorate(p1, 1) })
+	simtest.Eventually(t, "quorate with 1 node", func() bool { return simtest.Quorate(p1, 1) })
 
 	ji := p1.Call("GET", "/cluster/config/join", nil).Must(t, "join info").Obj()
 	nl := ji["nodelist"].([]any)[0].(map[string]any)
@@ -69,16 +71,16 @@ func TestCreateJoinQuorumC4C5(t *testing.T) {
 	}
 
 	before, _ := s.Node("pve02")
-	join := p2.Call("POST", "/cluster/config/join", joinParams(s, "pve01", nl["pve_fp"].(string))).Must(t, "join pve02").Data.(string)
+	join := p2.Call("POST", "/cluster/config/join", simtest.JoinParams(s, "pve01", nl["pve_fp"].(string))).Must(t, "join pve02").Data.(string)
 	if node, _ := tasks.ParseUPID(join); node != "pve02" {
 		t.Fatalf("join UPID names %s, want the joiner", node)
 	}
 	// Restart window: the joiner's API refuses connections.
-	eventually(t, "pve02 API down during join", func() bool {
+	simtest.Eventually(t, "pve02 API down during join", func() bool {
 		return p2.Call("GET", "/version", nil).Err != nil
 	})
 	// Its certificate changes: the old pin stops working even after the restart.
-	eventually(t, "pve02 back with a new certificate", func() bool {
+	simtest.Eventually(t, "pve02 back with a new certificate", func() bool {
 		n, _ := s.Node("pve02")
 		return n.Serving && n.Fingerprint != before.Fingerprint
 	})
@@ -92,10 +94,10 @@ func TestCreateJoinQuorumC4C5(t *testing.T) {
 		t.Errorf("pre-join ticket after join: %d, want 401", r.Status)
 	}
 	p2.Root()
-	if st := waitTask(t, p2, join); st["exitstatus"] != "OK" {
+	if st := simtest.WaitTask(t, p2, join); st["exitstatus"] != "OK" {
 		t.Fatalf("join task: %v", st)
 	}
-	eventually(t, "2 nodes quorate", func() bool { return quorate(p1, 2) })
+	simtest.Eventually(t, "2 nodes quorate", func() bool { return simtest.Quorate(p1, 2) })
 
 	// Shared storage.cfg (S1): declared once on pve01, visible on pve02.
 	p1.Call("POST", "/storage", url.Values{"storage": {"tank"}, "type": {"zfspool"}, "pool": {"tank"},
@@ -106,18 +108,18 @@ func TestCreateJoinQuorumC4C5(t *testing.T) {
 
 	fp1, _ = s.Node("pve01")
 	before3, _ := s.Node("pve03")
-	j3 := p3.Call("POST", "/cluster/config/join", joinParams(s, "pve01", fp1.Fingerprint)).Must(t, "join pve03").Data.(string)
-	eventually(t, "pve03 back", func() bool {
+	j3 := p3.Call("POST", "/cluster/config/join", simtest.JoinParams(s, "pve01", fp1.Fingerprint)).Must(t, "join pve03").Data.(string)
+	simtest.Eventually(t, "pve03 back", func() bool {
 		n, _ := s.Node("pve03")
 		return n.Serving && n.Fingerprint != before3.Fingerprint
 	})
 	after3, _ := s.Node("pve03")
 	p3.Pin = after3.Fingerprint
 	p3.Root()
-	if st := waitTask(t, p3, j3); st["exitstatus"] != "OK" {
+	if st := simtest.WaitTask(t, p3, j3); st["exitstatus"] != "OK" {
 		t.Fatalf("join pve03: %v", st)
 	}
-	eventually(t, "3 nodes quorate", func() bool { return quorate(p1, 3) })
+	simtest.Eventually(t, "3 nodes quorate", func() bool { return simtest.Quorate(p1, 3) })
 
 	// Z7: pve03's local storage is gone, the cluster's is there.
 	if r := p3.Call("GET", "/storage/only-on-3", nil); r.Status != 500 {
@@ -159,17 +161,17 @@ func TestCreateJoinQuorumC4C5(t *testing.T) {
 // C6: a node of another cluster is refused, never re-joined.
 func TestJoinRefusesNodeOfAnotherClusterC6(t *testing.T) {
 	t.Parallel()
-	s := startSim(t, simOpts{Nodes: 2})
+	s := simtest.Start(t, pvesim.New, simtest.Opts{Nodes: 2})
 	if _, err := s.CreateCluster("pve01", "alpha", ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.CreateCluster("pve02", "beta", ""); err != nil {
 		t.Fatal(err)
 	}
-	p2 := newClient(t, s, "pve02").Root()
+	p2 := simtest.NewClient(t, s, "pve02").Root()
 	n1, _ := s.Node("pve01")
-	upid := p2.Call("POST", "/cluster/config/join", joinParams(s, "pve01", n1.Fingerprint)).Must(t, "join accepted").Data.(string)
-	st := waitTask(t, p2, upid)
+	upid := p2.Call("POST", "/cluster/config/join", simtest.JoinParams(s, "pve01", n1.Fingerprint)).Must(t, "join accepted").Data.(string)
+	st := simtest.WaitTask(t, p2, upid)
 	if st["exitstatus"] != "Check if node may join a cluster failed!" {
 		t.Fatalf("exitstatus %v", st["exitstatus"])
 	}
@@ -192,7 +194,7 @@ func TestJoinRefusesNodeOfAnotherClusterC6(t *testing.T) {
 // "Cluster join aborted!" with the member's reason in its log.
 func TestParallelJoinsC4(t *testing.T) {
 	t.Parallel()
-	s := startSim(t, simOpts{Nodes: 3, TaskDuration: 200 * time.Millisecond, RestartWindow: 400 * time.Millisecond, LockTimeout: 5 * time.Second})
+	s := simtest.Start(t, pvesim.New, simtest.Opts{Nodes: 3, TaskDuration: 200 * time.Millisecond, RestartWindow: 400 * time.Millisecond, LockTimeout: 5 * time.Second})
 	if _, err := s.CreateCluster("pve01", "lab", ""); err != nil {
 		t.Fatal(err)
 	}
@@ -201,14 +203,14 @@ func TestParallelJoinsC4(t *testing.T) {
 	results := make([]string, 2)
 	logs := make([]string, 2)
 	for i, node := range []string{"pve02", "pve03"} {
-		c := newClient(t, s, node).Root()
-		upid := c.Call("POST", "/cluster/config/join", joinParams(s, "pve01", n1.Fingerprint)).Must(t, "join").Data.(string)
+		c := simtest.NewClient(t, s, node).Root()
+		upid := c.Call("POST", "/cluster/config/join", simtest.JoinParams(s, "pve01", n1.Fingerprint)).Must(t, "join").Data.(string)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			// Poll the joiner itself (a non-member cannot be reached
 			// through pve01), re-pinning as its certificate changes.
-			obs := newClient(t, s, node).LabToken()
+			obs := simtest.NewClient(t, s, node).LabToken()
 			deadline := time.Now().Add(10 * time.Second)
 			for time.Now().Before(deadline) {
 				n, _ := s.Node(node)
@@ -243,7 +245,7 @@ func TestParallelJoinsC4(t *testing.T) {
 // C10: 1 of 3 online → /etc/pve read-only; writes fail with PVE's message.
 func TestQuorumLossC10(t *testing.T) {
 	t.Parallel()
-	s := startSim(t, simOpts{Nodes: 3, LockTimeout: 100 * time.Millisecond})
+	s := simtest.Start(t, pvesim.New, simtest.Opts{Nodes: 3, LockTimeout: 100 * time.Millisecond})
 	if _, err := s.CreateCluster("pve01", "lab", ""); err != nil {
 		t.Fatal(err)
 	}
@@ -252,21 +254,21 @@ func TestQuorumLossC10(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c := newClient(t, s, "pve01").LabToken()
-	if !quorate(c, 3) {
+	c := simtest.NewClient(t, s, "pve01").LabToken()
+	if !simtest.Quorate(c, 3) {
 		t.Fatal("3 of 3 not quorate")
 	}
 	if err := s.SetOnline("pve03", false); err != nil {
 		t.Fatal(err)
 	}
-	if !quorate(c, 2) {
+	if !simtest.Quorate(c, 2) {
 		t.Fatal("2 of 3 must stay quorate")
 	}
 	c.Call("POST", "/pools", url.Values{"poolid": {"two-of-three"}}).Must(t, "write with 2 of 3")
 	if err := s.SetOnline("pve02", false); err != nil {
 		t.Fatal(err)
 	}
-	if quorate(c, 1) {
+	if simtest.Quorate(c, 1) {
 		t.Fatal("1 of 3 reported quorate")
 	}
 	start := time.Now()
@@ -288,25 +290,25 @@ func TestQuorumLossC10(t *testing.T) {
 	if err := s.SetOnline("pve02", true); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "quorum back", func() bool { return quorate(c, 2) })
+	simtest.Eventually(t, "quorum back", func() bool { return simtest.Quorate(c, 2) })
 	c.Call("POST", "/storage", url.Values{"storage": {"d1"}, "type": {"dir"}, "path": {"/srv/d1"}}).Must(t, "write after quorum is back")
-	newClient(t, s, "pve02").LabToken().Call("GET", "/storage/d1", nil).Must(t, "pve02 sees it")
+	simtest.NewClient(t, s, "pve02").LabToken().Call("GET", "/storage/d1", nil).Must(t, "pve02 sees it")
 }
 
 // A join whose link0 is not an address of the joiner (the primary's IP, a
 // typo) fails assert_joinable, like real PVE; the joiner stays standalone.
 func TestJoinRefusesForeignLinkAddress(t *testing.T) {
 	t.Parallel()
-	s := startSim(t, simOpts{Nodes: 2})
+	s := simtest.Start(t, pvesim.New, simtest.Opts{Nodes: 2})
 	if _, err := s.CreateCluster("pve01", "lab", ""); err != nil {
 		t.Fatal(err)
 	}
-	n1 := mustNode(t, s, "pve01")
-	p2 := newClient(t, s, "pve02").Root()
-	params := joinParams(s, "pve01", n1.Fingerprint)
+	n1 := simtest.MustNode(t, s, "pve01")
+	p2 := simtest.NewClient(t, s, "pve02").Root()
+	params := simtest.JoinParams(s, "pve01", n1.Fingerprint)
 	params.Set("link0", n1.Addr)
 	upid := p2.Call("POST", "/cluster/config/join", params).Must(t, "join accepted").Data.(string)
-	if st := waitTask(t, p2, upid); st["exitstatus"] != "Check if node may join a cluster failed!" {
+	if st := simtest.WaitTask(t, p2, upid); st["exitstatus"] != "Check if node may join a cluster failed!" {
 		t.Fatalf("exitstatus %v", st["exitstatus"])
 	}
 	logText := fmt.Sprint(p2.Call("GET", "/nodes/pve02/tasks/"+url.PathEscape(upid)+"/log", nil).Data)

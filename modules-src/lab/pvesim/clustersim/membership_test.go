@@ -1,10 +1,13 @@
-package pvesim
+package clustersim_test
 
 import (
 	"fmt"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/simtest"
 )
 
 // C8: the join information names members by their PVE node names, so a
@@ -12,19 +15,19 @@ import (
 // there; the name to look up comes from the node itself (GET /nodes).
 func TestJoinInfoKeyedByNodeNameC8(t *testing.T) {
 	t.Parallel()
-	s := startSim(t, simOpts{Nodes: 2})
-	p1 := newClient(t, s, "pve01").Root()
-	p2 := newClient(t, s, "pve02").Root()
-	if st := waitTask(t, p1, createCluster(t, p1, "lab")); st["exitstatus"] != "OK" {
+	s := simtest.Start(t, pvesim.New, simtest.Opts{Nodes: 2})
+	p1 := simtest.NewClient(t, s, "pve01").Root()
+	p2 := simtest.NewClient(t, s, "pve02").Root()
+	if st := simtest.WaitTask(t, p1, simtest.CreateCluster(t, p1, "lab")); st["exitstatus"] != "OK" {
 		t.Fatalf("create: %v", st)
 	}
-	eventually(t, "quorate", func() bool { return quorate(p1, 1) })
+	simtest.Eventually(t, "quorate", func() bool { return simtest.Quorate(p1, 1) })
 
 	// The inventory calls the primary "node-a"; PVE calls it pve01.
 	inventory := map[string]string{"node-a": "127.77.x.11"}
 	info := p1.Call("GET", "/cluster/config/join", nil).Must(t, "join info").Obj()
 	for alias := range inventory {
-		if fp, ok := joinFingerprint(info, alias); ok {
+		if fp, ok := simtest.JoinFingerprint(info, alias); ok {
 			t.Errorf("join info answered for the inventory alias %q (fp %s): PVE only knows node names", alias, fp)
 		}
 	}
@@ -33,7 +36,7 @@ func TestJoinInfoKeyedByNodeNameC8(t *testing.T) {
 	if len(nodes) != 1 || nodes[0]["node"] != "pve01" {
 		t.Fatalf("/nodes on a one-node cluster: %v", nodes)
 	}
-	fp, ok := joinFingerprint(info, nodes[0]["node"].(string))
+	fp, ok := simtest.JoinFingerprint(info, nodes[0]["node"].(string))
 	if n, _ := s.Node("pve01"); !ok || fp != n.Fingerprint {
 		t.Fatalf("join info by node name: %q %v, want pve01's fingerprint %s", fp, ok, n.Fingerprint)
 	}
@@ -41,8 +44,8 @@ func TestJoinInfoKeyedByNodeNameC8(t *testing.T) {
 	if r := p1.Call("GET", "/cluster/config/join", url.Values{"node": {"node-a"}}); r.Status == 200 {
 		t.Errorf("join info for node=node-a answered 200: %v", r.Data)
 	}
-	joinVia(t, s, p1, p2)
-	eventually(t, "2 nodes quorate", func() bool { return quorate(p1, 2) })
+	simtest.JoinVia(t, s, p1, p2)
+	simtest.Eventually(t, "2 nodes quorate", func() bool { return simtest.Quorate(p1, 2) })
 }
 
 // C9: nothing in the API makes a member standalone again. delnode on a
@@ -54,18 +57,18 @@ func TestDelnodeLeavesRemovedNodeClusteredC9(t *testing.T) {
 	for _, version := range []int{8, 9} {
 		t.Run(fmt.Sprintf("PVE%d", version), func(t *testing.T) {
 			t.Parallel()
-			s := startSim(t, simOpts{Version: version, Nodes: 3})
-			p1 := newClient(t, s, "pve01").Root()
-			p2 := newClient(t, s, "pve02").Root()
-			p3 := newClient(t, s, "pve03").Root()
-			if st := waitTask(t, p1, createCluster(t, p1, "lab")); st["exitstatus"] != "OK" {
+			s := simtest.Start(t, pvesim.New, simtest.Opts{Version: version, Nodes: 3})
+			p1 := simtest.NewClient(t, s, "pve01").Root()
+			p2 := simtest.NewClient(t, s, "pve02").Root()
+			p3 := simtest.NewClient(t, s, "pve03").Root()
+			if st := simtest.WaitTask(t, p1, simtest.CreateCluster(t, p1, "lab")); st["exitstatus"] != "OK" {
 				t.Fatalf("create: %v", st)
 			}
-			eventually(t, "quorate", func() bool { return quorate(p1, 1) })
-			joinVia(t, s, p1, p2)
-			eventually(t, "2 nodes quorate", func() bool { return quorate(p1, 2) })
-			joinVia(t, s, p1, p3)
-			eventually(t, "3 nodes quorate", func() bool { return quorate(p1, 3) })
+			simtest.Eventually(t, "quorate", func() bool { return simtest.Quorate(p1, 1) })
+			simtest.JoinVia(t, s, p1, p2)
+			simtest.Eventually(t, "2 nodes quorate", func() bool { return simtest.Quorate(p1, 2) })
+			simtest.JoinVia(t, s, p1, p3)
+			simtest.Eventually(t, "3 nodes quorate", func() bool { return simtest.Quorate(p1, 3) })
 
 			// The API has no "leave": the schema offers only this
 			// delete-a-member call, and a node cannot remove itself.
@@ -78,7 +81,7 @@ func TestDelnodeLeavesRemovedNodeClusteredC9(t *testing.T) {
 			p1.Call("DELETE", "/cluster/config/nodes/pve03", nil).Must(t, "delnode pve03 on pve01")
 
 			// The remaining members no longer list it.
-			names := func(c *apiClient) string {
+			names := func(c *simtest.Client) string {
 				var out []string
 				for _, e := range c.Call("GET", "/cluster/config/nodes", nil).Must(t, "nodes of "+c.Node).List() {
 					out = append(out, fmt.Sprint(e["name"]))
@@ -88,7 +91,7 @@ func TestDelnodeLeavesRemovedNodeClusteredC9(t *testing.T) {
 			if got := names(p2); got != "pve01,pve02" {
 				t.Errorf("pve02 sees members %s, want pve01,pve02", got)
 			}
-			eventually(t, "2 of 2 quorate", func() bool { return quorate(p1, 2) })
+			simtest.Eventually(t, "2 of 2 quorate", func() bool { return simtest.Quorate(p1, 2) })
 
 			// The removed node is not standalone: it still holds the old
 			// corosync.conf, has no quorum and /etc/pve is read-only.
@@ -111,8 +114,8 @@ func TestDelnodeLeavesRemovedNodeClusteredC9(t *testing.T) {
 			}
 			// A re-join is refused by assert_joinable, as on real PVE.
 			n1, _ := s.Node("pve01")
-			upid := p3.Call("POST", "/cluster/config/join", joinParams(s, "pve01", n1.Fingerprint)).Must(t, "re-join accepted").Data.(string)
-			if st := waitTask(t, p3, upid); st["exitstatus"] != "Check if node may join a cluster failed!" {
+			upid := p3.Call("POST", "/cluster/config/join", simtest.JoinParams(s, "pve01", n1.Fingerprint)).Must(t, "re-join accepted").Data.(string)
+			if st := simtest.WaitTask(t, p3, upid); st["exitstatus"] != "Check if node may join a cluster failed!" {
 				t.Errorf("re-join of removed pve03: %v", st["exitstatus"])
 			}
 			if _, err := s.AddNode("pve01", "pve03", "", false); err == nil {
