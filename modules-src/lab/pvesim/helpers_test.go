@@ -35,6 +35,11 @@ var (
 	joinVia         = simtest.JoinVia
 )
 
+const (
+	ctBackup     = simtest.CTBackup
+	ctBackupConf = simtest.CTBackupConf
+)
+
 // startSim creates and starts a simulator that the test's cleanup closes.
 func startSim(t *testing.T, o simOpts) *Sim { t.Helper(); return simtest.Start(t, New, o) }
 
