@@ -15,20 +15,29 @@ type (
 )
 
 var (
-	newClient  = simtest.NewClient
-	waitTask   = simtest.WaitTask
-	eventually = simtest.Eventually
-	quorate    = simtest.Quorate
-	controlAPI = simtest.ControlAPI
-	testConfig = simtest.Config
-	createVM   = simtest.CreateVM
-	mustTask   = simtest.MustTask
-	vmNode     = simtest.VMNode
+	newClient    = simtest.NewClient
+	waitTask     = simtest.WaitTask
+	eventually   = simtest.Eventually
+	quorate      = simtest.Quorate
+	controlAPI   = simtest.ControlAPI
+	testConfig   = simtest.Config
+	createVM     = simtest.CreateVM
+	mustTask     = simtest.MustTask
+	vmConfig     = simtest.VMConfig
+	makeTemplate = simtest.MakeTemplate
+	volids       = simtest.Volids
+	putConfig    = simtest.PutConfig
+	newFakeFiles = simtest.NewFakeFiles
 
 	createCluster   = simtest.CreateCluster
 	joinParams      = simtest.JoinParams
 	joinFingerprint = simtest.JoinFingerprint
 	joinVia         = simtest.JoinVia
+)
+
+const (
+	ctBackup     = simtest.CTBackup
+	ctBackupConf = simtest.CTBackupConf
 )
 
 // startSim creates and starts a simulator that the test's cleanup closes.

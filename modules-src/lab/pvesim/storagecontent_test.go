@@ -4,56 +4,9 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
-
-// fakeFiles stands in for the nodes' file volumes (ISOs, templates,
-// snippets) that labctl lists from the real node: what a test puts here is
-// what StorageContent lists, and StorageRemove removes from it.
-type fakeFiles struct {
-	mu    sync.Mutex
-	files map[string]int64 // "node/volid" → size
-}
-
-func newFakeFiles(volids ...string) *fakeFiles {
-	f := &fakeFiles{files: map[string]int64{}}
-	for _, v := range volids {
-		f.files["pve01/"+v] = 4096
-	}
-	return f
-}
-
-func (f *fakeFiles) install(c *Config) {
-	c.StorageContent = func(node string, st StorageInfo) ([]Volume, error) {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		var out []Volume
-		for k, size := range f.files {
-			n, volid, _ := strings.Cut(k, "/")
-			if n != node || !strings.HasPrefix(volid, st.ID+":") {
-				continue
-			}
-			vtype, _, _ := strings.Cut(strings.TrimPrefix(volid, st.ID+":"), "/")
-			out = append(out, Volume{VolID: volid, Content: vtype, Format: map[string]string{"iso": "iso", "snippets": "snippet", "vztmpl": "tzst"}[vtype], Size: size})
-		}
-		return out, nil
-	}
-	c.StorageRemove = func(node string, st StorageInfo, volname string) error {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		delete(f.files, node+"/"+st.ID+":"+volname)
-		return nil
-	}
-}
-
-func (f *fakeFiles) has(node, volid string) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	_, ok := f.files[node+"/"+volid]
-	return ok
-}
 
 // Storage content as pve-storage's Content.pm serves one volume, with
 // volume IDs that contain a slash reaching {volume} (an empty fragmentDelimiter):
@@ -65,7 +18,7 @@ func TestStorageVolumeContent(t *testing.T) {
 		t.Run(fmt.Sprintf("pve%d", v), func(t *testing.T) {
 			t.Parallel()
 			files := newFakeFiles("local:iso/debian.iso", "local:snippets/user.yaml")
-			s := startSimWith(t, simOpts{Version: v, TaskDuration: 30 * time.Millisecond}, files.install)
+			s := startSimWith(t, simOpts{Version: v, TaskDuration: 30 * time.Millisecond}, files.Install)
 			c := newClient(t, s, "pve01").LabToken()
 			c.Call("POST", "/storage", url.Values{"storage": {"scratch"}, "type": {"dir"}, "path": {"/srv/scratch"}, "content": {"images"}}).Must(t, "dir storage")
 			createVM(t, c, 100, url.Values{"scsi1": {"scratch:1"}})
@@ -140,8 +93,8 @@ func TestStorageVolumeContent(t *testing.T) {
 			}
 			expect("deleted image", c.Call("GET", "/nodes/pve01/storage/scratch/content/scratch:100/vm-100-disk-7.qcow2", nil),
 				500, "volume_size_info on 'scratch:100/vm-100-disk-7.qcow2' failed - no format")
-			if st := mustTask(t, c, "DELETE", "/nodes/pve01/storage/local/content/local:snippets/user.yaml", nil); st["exitstatus"] != "OK" || files.has("pve01", "local:snippets/user.yaml") {
-				t.Errorf("delete snippet: %v (still there: %v)", st, files.has("pve01", "local:snippets/user.yaml"))
+			if st := mustTask(t, c, "DELETE", "/nodes/pve01/storage/local/content/local:snippets/user.yaml", nil); st["exitstatus"] != "OK" || files.Has("pve01", "local:snippets/user.yaml") {
+				t.Errorf("delete snippet: %v (still there: %v)", st, files.Has("pve01", "local:snippets/user.yaml"))
 			}
 		})
 	}

@@ -180,3 +180,25 @@ func haTour(t *testing.T, s *Sim, c *apiClient) {
 	}
 	c.Call("DELETE", "/cluster/ha/resources/vm:300", nil).Must(t, "delete resource")
 }
+
+// lxcTour answers every container endpoint once with 200.
+func lxcTour(t *testing.T, c *apiClient, node string) {
+	t.Helper()
+	p := "/nodes/" + node + "/lxc"
+	mustTask(t, c, "POST", p, url.Values{"vmid": {"250"}, "ostemplate": {"local:vztmpl/alpine-3.20-default_20240908_amd64.tar.xz"}, "rootfs": {"local-lvm:2"}})
+	c.Call("GET", p, nil).Must(t, "CT list")
+	c.Call("GET", p+"/250/config", nil).Must(t, "CT config")
+	c.Call("PUT", p+"/250/config", url.Values{"cores": {"2"}}).Must(t, "CT PUT config")
+	c.Call("GET", p+"/250/pending", nil).Must(t, "CT pending")
+	mustTask(t, c, "PUT", p+"/250/resize", url.Values{"disk": {"rootfs"}, "size": {"+1G"}})
+	c.Call("GET", p+"/250/status/current", nil).Must(t, "CT status")
+	mustTask(t, c, "POST", p+"/250/status/start", nil)
+	mustTask(t, c, "POST", p+"/250/status/shutdown", nil)
+	mustTask(t, c, "POST", p+"/250/status/start", nil)
+	c.Call("GET", p+"/250/interfaces", nil).Must(t, "CT interfaces")
+	mustTask(t, c, "POST", p+"/250/status/stop", nil)
+	mustTask(t, c, "DELETE", p+"/250", nil)
+	c.Call("GET", "/nodes/"+node+"/vzdump/extractconfig", url.Values{"volume": {ctBackup}}).Must(t, "extractconfig")
+	mustTask(t, c, "POST", p, url.Values{"vmid": {"251"}, "ostemplate": {ctBackup}, "restore": {"1"}, "storage": {"local-lvm"}})
+	mustTask(t, c, "DELETE", p+"/251", nil)
+}

@@ -1,4 +1,4 @@
-package pvesim
+package qemusim_test
 
 import (
 	"fmt"
@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/simtest"
 )
 
 // Issue 23 §3: qemu-server writes a config update, then hot-plugs it into
@@ -19,10 +22,10 @@ import (
 func TestHotplugProblemAfterWrite(t *testing.T) {
 	t.Parallel()
 	for _, v := range []int{8, 9} {
-		s := startSim(t, simOpts{Version: v, TaskDuration: 20 * time.Millisecond})
-		c := newClient(t, s, "pve01").LabToken()
-		createVM(t, c, 100, url.Values{"net1": {"virtio,bridge=vmbr0"}})
-		mustTask(t, c, "POST", "/nodes/pve01/qemu/100/status/start", nil)
+		s := simtest.Start(t, pvesim.New, simtest.Opts{Version: v, TaskDuration: 20 * time.Millisecond})
+		c := simtest.NewClient(t, s, "pve01").LabToken()
+		simtest.CreateVM(t, c, 100, url.Values{"net1": {"virtio,bridge=vmbr0"}})
+		simtest.MustTask(t, c, "POST", "/nodes/pve01/qemu/100/status/start", nil)
 		if err := s.HoldDevices("pve01", 100, "net1"); err != nil {
 			t.Fatal(err)
 		}
@@ -53,18 +56,18 @@ func TestHotplugProblemAfterWrite(t *testing.T) {
 		// The task variant fails its qmconfig task with the same exception,
 		// on one line.
 		st := c.Call("POST", "/nodes/pve01/qemu/100/config", url.Values{"net3": {"e1000,bridge=vmbr7"}}).Must(t, "POST")
-		if got := waitTask(t, c, st.Data.(string))["exitstatus"]; got != "400 Parameter verification failed. net3: hotplug problem - VM 100 qmp command 'netdev_add' failed - network script /usr/libexec/qemu-server/pve-bridge-hotplug failed with status 512" {
+		if got := simtest.WaitTask(t, c, st.Data.(string))["exitstatus"]; got != "400 Parameter verification failed. net3: hotplug problem - VM 100 qmp command 'netdev_add' failed - network script /usr/libexec/qemu-server/pve-bridge-hotplug failed with status 512" {
 			t.Errorf("PVE %d: task status %q", v, got)
 		}
 		// Stopped: no hotplug, nothing checked; the bridge and the held
 		// NIC are the start's business (the guest is gone).
-		mustTask(t, c, "POST", "/nodes/pve01/qemu/100/status/stop", nil)
+		simtest.MustTask(t, c, "POST", "/nodes/pve01/qemu/100/status/stop", nil)
 		if r := c.Call("PUT", "/nodes/pve01/qemu/100/config", url.Values{"net4": {"virtio,bridge=vmbr8"}}); r.Status != 200 {
 			t.Errorf("PVE %d: stopped VM: %d %v", v, r.Status, r.Errs)
 		}
 		// …and its start meets the missing bridge (the first NIC on one).
 		st = c.Call("POST", "/nodes/pve01/qemu/100/status/start", nil).Must(t, "start")
-		done := waitTask(t, c, st.Data.(string))
+		done := simtest.WaitTask(t, c, st.Data.(string))
 		logText := fmt.Sprint(c.Call("GET", "/nodes/pve01/tasks/"+url.PathEscape(st.Data.(string))+"/log", nil).Must(t, "start log").Data)
 		if done["exitstatus"] != "start failed: QEMU exited with code 1" || !strings.Contains(logText, "bridge 'vmbr9' does not exist") ||
 			!strings.Contains(logText, "kvm: -netdev type=tap,id=net2,ifname=tap100i2,script=/usr/libexec/qemu-server/pve-bridge,downscript=/usr/libexec/qemu-server/pve-bridgedown,vhost=on: network script /usr/libexec/qemu-server/pve-bridge failed with status 512") {

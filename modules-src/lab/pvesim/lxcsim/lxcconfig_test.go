@@ -1,4 +1,4 @@
-package pvesim
+package lxcsim_test
 
 import (
 	"fmt"
@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/simtest"
 )
 
 // A container's volumes per storage type, as pve-container allocates them
@@ -20,8 +22,8 @@ func TestContainerVolumesPerStorageType(t *testing.T) {
 	for _, v := range []int{8, 9} {
 		t.Run(fmt.Sprintf("pve%d", v), func(t *testing.T) {
 			t.Parallel()
-			s := startSim(t, simOpts{Version: v, TaskDuration: 20 * time.Millisecond})
-			c := newClient(t, s, "pve01").LabToken()
+			s := simtest.Start(t, pvesim.New, simtest.Opts{Version: v, TaskDuration: 20 * time.Millisecond})
+			c := simtest.NewClient(t, s, "pve01").LabToken()
 			c.Call("POST", "/storage", url.Values{"storage": {"tank"}, "type": {"zfspool"}, "pool": {"tank"}, "content": {"rootdir,images"}}).Must(t, "zfspool")
 			c.Call("POST", "/storage", url.Values{"storage": {"ctdir"}, "type": {"dir"}, "path": {"/srv/ct"}, "content": {"rootdir"}}).Must(t, "dir")
 			tmpl := "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst"
@@ -41,7 +43,7 @@ func TestContainerVolumesPerStorageType(t *testing.T) {
 				if g.unpriv != "" {
 					p.Set("unprivileged", g.unpriv)
 				}
-				if st := mustTask(t, c, "POST", "/nodes/pve01/lxc", p); st["exitstatus"] != "OK" {
+				if st := simtest.MustTask(t, c, "POST", "/nodes/pve01/lxc", p); st["exitstatus"] != "OK" {
 					t.Fatalf("create %d: %v", g.vmid, st)
 				}
 				conf := c.Call("GET", fmt.Sprintf("/nodes/pve01/lxc/%d/config", g.vmid), nil).Must(t, "config").Obj()
@@ -73,11 +75,11 @@ func TestContainerPendingResizeDestroy(t *testing.T) {
 	for _, v := range []int{8, 9} {
 		t.Run(fmt.Sprintf("pve%d", v), func(t *testing.T) {
 			t.Parallel()
-			s := startSim(t, simOpts{Version: v, TaskDuration: 20 * time.Millisecond})
-			c := newClient(t, s, "pve01").Root() // features of a privileged CT (PVE 8's default) are root@pam's
-			mustTask(t, c, "POST", "/nodes/pve01/lxc", url.Values{"vmid": {"200"}, "ostemplate": {"local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst"},
+			s := simtest.Start(t, pvesim.New, simtest.Opts{Version: v, TaskDuration: 20 * time.Millisecond})
+			c := simtest.NewClient(t, s, "pve01").Root() // features of a privileged CT (PVE 8's default) are root@pam's
+			simtest.MustTask(t, c, "POST", "/nodes/pve01/lxc", url.Values{"vmid": {"200"}, "ostemplate": {"local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst"},
 				"rootfs": {"local-lvm:2"}, "hostname": {"ct200"}, "memory": {"512"}})
-			mustTask(t, c, "POST", "/nodes/pve01/lxc/200/status/start", nil)
+			simtest.MustTask(t, c, "POST", "/nodes/pve01/lxc/200/status/start", nil)
 			c.Call("PUT", "/nodes/pve01/lxc/200/config", url.Values{"memory": {"1024"}, "hostname": {"runner"}, "features": {"nesting=1"}}).Must(t, "PUT")
 			cur := c.Call("GET", "/nodes/pve01/lxc/200/config", url.Values{"current": {"1"}}).Must(t, "current").Obj()
 			next := c.Call("GET", "/nodes/pve01/lxc/200/config", nil).Must(t, "config").Obj()
@@ -104,8 +106,8 @@ func TestContainerPendingResizeDestroy(t *testing.T) {
 			if r := c.Call("PUT", "/nodes/pve01/lxc/200/config", url.Values{"unprivileged": {"1"}}); r.Status != 500 || r.Reason != "unable to modify read-only option: 'unprivileged'" {
 				t.Errorf("unprivileged change: %d %q", r.Status, r.Reason)
 			}
-			mustTask(t, c, "POST", "/nodes/pve01/lxc/200/status/stop", nil)
-			mustTask(t, c, "POST", "/nodes/pve01/lxc/200/status/start", nil)
+			simtest.MustTask(t, c, "POST", "/nodes/pve01/lxc/200/status/stop", nil)
+			simtest.MustTask(t, c, "POST", "/nodes/pve01/lxc/200/status/start", nil)
 			if cur := c.Call("GET", "/nodes/pve01/lxc/200/config", url.Values{"current": {"1"}}).Must(t, "current").Obj(); cur["features"] != "nesting=1" {
 				t.Errorf("after a restart features = %v", cur["features"])
 			}
@@ -114,7 +116,7 @@ func TestContainerPendingResizeDestroy(t *testing.T) {
 					t.Errorf("resize %s: %d %q", r.size, got.Status, got.Reason)
 				}
 			}
-			if st := mustTask(t, c, "PUT", "/nodes/pve01/lxc/200/resize", url.Values{"disk": {"rootfs"}, "size": {"3G"}}); st["type"] != "resize" || st["exitstatus"] != "OK" {
+			if st := simtest.MustTask(t, c, "PUT", "/nodes/pve01/lxc/200/resize", url.Values{"disk": {"rootfs"}, "size": {"3G"}}); st["type"] != "resize" || st["exitstatus"] != "OK" {
 				t.Errorf("resize: %v", st)
 			}
 			if conf := c.Call("GET", "/nodes/pve01/lxc/200/config", nil).Must(t, "config").Obj(); conf["rootfs"] != "local-lvm:vm-200-disk-0,size=3G" {
@@ -139,8 +141,8 @@ func TestContainerPendingResizeDestroy(t *testing.T) {
 			if r := c.Call("DELETE", "/nodes/pve01/lxc/200", url.Values{"purge": {"1"}}); r.Status != 500 || r.Reason != "unable to destroy CT 200 - container is running" {
 				t.Errorf("destroy running: %d %q", r.Status, r.Reason)
 			}
-			mustTask(t, c, "POST", "/nodes/pve01/lxc/200/status/stop", nil)
-			if st := mustTask(t, c, "DELETE", "/nodes/pve01/lxc/200", url.Values{"purge": {"1"}}); st["type"] != "vzdestroy" || st["exitstatus"] != "OK" {
+			simtest.MustTask(t, c, "POST", "/nodes/pve01/lxc/200/status/stop", nil)
+			if st := simtest.MustTask(t, c, "DELETE", "/nodes/pve01/lxc/200", url.Values{"purge": {"1"}}); st["type"] != "vzdestroy" || st["exitstatus"] != "OK" {
 				t.Errorf("destroy: %v", st)
 			}
 			if l := c.Call("GET", "/cluster/ha/resources", nil).Must(t, "HA").List(); len(l) != 0 {
@@ -160,9 +162,9 @@ func TestContainerPendingResizeDestroy(t *testing.T) {
 // a mount point uses again. Only the keys an update names are applied.
 func TestContainerHotplugPendingLoops(t *testing.T) {
 	t.Parallel()
-	s := startSim(t, simOpts{TaskDuration: 20 * time.Millisecond})
-	c := newClient(t, s, "pve01").Root() // device passthrough is root@pam's
-	mustTask(t, c, "POST", "/nodes/pve01/lxc", url.Values{"vmid": {"210"}, "ostemplate": {"local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst"},
+	s := simtest.Start(t, pvesim.New, simtest.Opts{TaskDuration: 20 * time.Millisecond})
+	c := simtest.NewClient(t, s, "pve01").Root() // device passthrough is root@pam's
+	simtest.MustTask(t, c, "POST", "/nodes/pve01/lxc", url.Values{"vmid": {"210"}, "ostemplate": {"local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst"},
 		"rootfs": {"local-lvm:2"}, "mp0": {"local-lvm:1,mp=/data"}, "net10": {"name=eth10,bridge=vmbr0"}})
 	const vol1, vol2 = "local-lvm:vm-210-disk-1", "local-lvm:vm-210-disk-2"
 	volExists := func(vol string) bool {
@@ -187,7 +189,7 @@ func TestContainerHotplugPendingLoops(t *testing.T) {
 			t.Fatalf("stopped CT after %v: %v (volumes kept: %v %v), want unused0 %v, unused1 %v", step.p, cur, volExists(vol1), volExists(vol2), step.unused0, step.unused1)
 		}
 	}
-	mustTask(t, c, "POST", "/nodes/pve01/lxc/210/status/start", nil)
+	simtest.MustTask(t, c, "POST", "/nodes/pve01/lxc/210/status/start", nil)
 	c.Call("PUT", "/nodes/pve01/lxc/210/config", url.Values{"delete": {"unused0,unused1,net10"}, "dev0": {"/dev/null"}, "features": {"nesting=1"}}).Must(t, "running update")
 	cur := current()
 	if cur["unused0"] != nil || cur["unused1"] != nil || volExists(vol1) || volExists(vol2) {
@@ -209,12 +211,12 @@ func TestContainerHotplugPendingLoops(t *testing.T) {
 	// update_pct_config applies only the keys it was given ($selection =
 	// $modified): once stopped, an update of another key leaves net10's
 	// delete and features pending; the start applies them.
-	mustTask(t, c, "POST", "/nodes/pve01/lxc/210/status/stop", nil)
+	simtest.MustTask(t, c, "POST", "/nodes/pve01/lxc/210/status/stop", nil)
 	c.Call("PUT", "/nodes/pve01/lxc/210/config", url.Values{"cpuunits": {"200"}}).Must(t, "stopped update")
 	if cur := current(); cur["net10"] == nil || cur["features"] != nil || cur["cpuunits"] != float64(200) {
 		t.Errorf("stopped CT after cpuunits=200: net10 %v, features %v (neither is this update's), cpuunits %v", cur["net10"], cur["features"], cur["cpuunits"])
 	}
-	mustTask(t, c, "POST", "/nodes/pve01/lxc/210/status/start", nil)
+	simtest.MustTask(t, c, "POST", "/nodes/pve01/lxc/210/status/start", nil)
 	if cur := current(); cur["net10"] != nil || cur["features"] != "nesting=1" {
 		t.Errorf("after the start net10 = %v, features = %v; want the pending changes applied", cur["net10"], cur["features"])
 	}

@@ -1,4 +1,4 @@
-package pvesim
+package lxcsim_test
 
 import (
 	"fmt"
@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/simtest"
 )
 
 var ctNetRe = regexp.MustCompile(`^name=eth0,bridge=vmbr0,hwaddr=BC:24:11:[0-9A-F:]{8},ip=dhcp,type=veth$`)
@@ -17,10 +20,10 @@ var ctNetRe = regexp.MustCompile(`^name=eth0,bridge=vmbr0,hwaddr=BC:24:11:[0-9A-
 // starts are requests (H4), and the root password never lands anywhere.
 func TestContainersBasics(t *testing.T) {
 	t.Parallel()
-	s := startSimWith(t, simOpts{TaskDuration: 30 * time.Millisecond}, func(c *Config) { c.HADelay = 300 * time.Millisecond })
-	c := newClient(t, s, "pve01").LabToken()
+	s := simtest.StartWith(t, pvesim.New, simtest.Opts{TaskDuration: 30 * time.Millisecond}, func(c *pvesim.Config) { c.HADelay = 300 * time.Millisecond })
+	c := simtest.NewClient(t, s, "pve01").LabToken()
 	const pw = "Ct-Root-Pw-1"
-	st := mustTask(t, c, "POST", "/nodes/pve01/lxc", url.Values{"vmid": {"200"}, "ostemplate": {"local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst"},
+	st := simtest.MustTask(t, c, "POST", "/nodes/pve01/lxc", url.Values{"vmid": {"200"}, "ostemplate": {"local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst"},
 		"rootfs": {"local-lvm:8"}, "hostname": {"ct200"}, "net0": {"name=eth0,bridge=vmbr0,ip=dhcp"}, "password": {pw},
 		"memory": {"1024"}, "unprivileged": {"1"}})
 	if st["type"] != "vzcreate" || st["exitstatus"] != "OK" {
@@ -39,7 +42,7 @@ func TestContainersBasics(t *testing.T) {
 	if r.Status != 500 || r.Reason != "unable to create VM 200 - CT 200 already exists on node 'pve01'" {
 		t.Errorf("VM over a CT's VMID: %d %q", r.Status, r.Reason)
 	}
-	if st := mustTask(t, c, "POST", "/nodes/pve01/lxc/200/status/start", nil); st["type"] != "vzstart" || st["exitstatus"] != "OK" {
+	if st := simtest.MustTask(t, c, "POST", "/nodes/pve01/lxc/200/status/start", nil); st["type"] != "vzstart" || st["exitstatus"] != "OK" {
 		t.Fatalf("start: %v", st)
 	}
 	if r := c.Call("POST", "/nodes/pve01/lxc/200/status/start", nil); r.Status != 500 || r.Reason != "CT 200 already running" {
@@ -59,7 +62,7 @@ func TestContainersBasics(t *testing.T) {
 	if now := fmt.Sprint(c.Call("GET", "/nodes/pve01/lxc/200/config", nil).Must(t, "config").Obj()["net0"]); now == old || !ctNetRe.MatchString(now) {
 		t.Errorf("net0 without hwaddr: %s (was %s), want a new MAC (K16)", now, old)
 	}
-	if st := mustTask(t, c, "POST", "/nodes/pve01/lxc/200/status/shutdown", nil); st["exitstatus"] != "OK" {
+	if st := simtest.MustTask(t, c, "POST", "/nodes/pve01/lxc/200/status/shutdown", nil); st["exitstatus"] != "OK" {
 		t.Errorf("shutdown: %v", st)
 	}
 	if r := c.Call("POST", "/nodes/pve01/lxc/200/status/stop", nil); r.Status != 500 || r.Reason != "CT 200 not running" {
@@ -67,10 +70,10 @@ func TestContainersBasics(t *testing.T) {
 	}
 	// H4 for containers.
 	c.Call("POST", "/cluster/ha/resources", url.Values{"sid": {"ct:200"}, "state": {"stopped"}}).Must(t, "HA resource")
-	if st := mustTask(t, c, "POST", "/nodes/pve01/lxc/200/status/start", nil); st["type"] != "hastart" {
+	if st := simtest.MustTask(t, c, "POST", "/nodes/pve01/lxc/200/status/start", nil); st["type"] != "hastart" {
 		t.Errorf("start of an HA container: %v", st)
 	}
-	eventually(t, "CRM starts the CT", func() bool {
+	simtest.Eventually(t, "CRM starts the CT", func() bool {
 		return c.Call("GET", "/nodes/pve01/lxc/200/status/current", nil).Must(t, "status").Obj()["status"] == "running"
 	})
 	for _, e := range s.Requests() {
@@ -80,28 +83,6 @@ func TestContainersBasics(t *testing.T) {
 	}
 }
 
-// lxcTour answers every container endpoint once with 200.
-func lxcTour(t *testing.T, c *apiClient, node string) {
-	t.Helper()
-	p := "/nodes/" + node + "/lxc"
-	mustTask(t, c, "POST", p, url.Values{"vmid": {"250"}, "ostemplate": {"local:vztmpl/alpine-3.20-default_20240908_amd64.tar.xz"}, "rootfs": {"local-lvm:2"}})
-	c.Call("GET", p, nil).Must(t, "CT list")
-	c.Call("GET", p+"/250/config", nil).Must(t, "CT config")
-	c.Call("PUT", p+"/250/config", url.Values{"cores": {"2"}}).Must(t, "CT PUT config")
-	c.Call("GET", p+"/250/pending", nil).Must(t, "CT pending")
-	mustTask(t, c, "PUT", p+"/250/resize", url.Values{"disk": {"rootfs"}, "size": {"+1G"}})
-	c.Call("GET", p+"/250/status/current", nil).Must(t, "CT status")
-	mustTask(t, c, "POST", p+"/250/status/start", nil)
-	mustTask(t, c, "POST", p+"/250/status/shutdown", nil)
-	mustTask(t, c, "POST", p+"/250/status/start", nil)
-	c.Call("GET", p+"/250/interfaces", nil).Must(t, "CT interfaces")
-	mustTask(t, c, "POST", p+"/250/status/stop", nil)
-	mustTask(t, c, "DELETE", p+"/250", nil)
-	c.Call("GET", "/nodes/"+node+"/vzdump/extractconfig", url.Values{"volume": {ctBackup}}).Must(t, "extractconfig")
-	mustTask(t, c, "POST", p, url.Values{"vmid": {"251"}, "ostemplate": {ctBackup}, "restore": {"1"}, "storage": {"local-lvm"}})
-	mustTask(t, c, "DELETE", p+"/251", nil)
-}
-
 // A container's description is stored as comment lines, each read back
 // with its newline (pve-container parse_pct_config): a client sending
 // "web" reads "web\n"; encode_text escapes ':' and the UTF-8 bytes but
@@ -109,9 +90,9 @@ func lxcTour(t *testing.T, c *apiClient, node string) {
 // container and the interfaces of a running one.
 func TestContainerDescriptionAndInterfaces(t *testing.T) {
 	t.Parallel()
-	s := startSim(t, simOpts{TaskDuration: 30 * time.Millisecond})
-	c := newClient(t, s, "pve01").Root()
-	mustTask(t, c, "POST", "/nodes/pve01/lxc", url.Values{"vmid": {"200"}, "ostemplate": {"local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst"},
+	s := simtest.Start(t, pvesim.New, simtest.Opts{TaskDuration: 30 * time.Millisecond})
+	c := simtest.NewClient(t, s, "pve01").Root()
+	simtest.MustTask(t, c, "POST", "/nodes/pve01/lxc", url.Values{"vmid": {"200"}, "ostemplate": {"local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst"},
 		"rootfs": {"local-lvm:2"}, "description": {"web"}, "net0": {"name=eth0,bridge=vmbr0,hwaddr=BC:24:11:00:00:01,ip=10.0.0.5/24"}})
 	if d := c.Call("GET", "/nodes/pve01/lxc/200/config", nil).Must(t, "config").Obj()["description"]; d != "web\n" {
 		t.Errorf("description after create: %q", d)
@@ -132,7 +113,7 @@ func TestContainerDescriptionAndInterfaces(t *testing.T) {
 	if r := c.ExpectNull().Call("GET", "/nodes/pve01/lxc/200/interfaces", nil).Must(t, "stopped"); r.Data != nil {
 		t.Errorf("interfaces of a stopped CT: %v, want null", r.Data)
 	}
-	mustTask(t, c, "POST", "/nodes/pve01/lxc/200/status/start", nil)
+	simtest.MustTask(t, c, "POST", "/nodes/pve01/lxc/200/status/start", nil)
 	ifs := c.Call("GET", "/nodes/pve01/lxc/200/interfaces", nil).Must(t, "running").List()
 	if len(ifs) != 2 || ifs[0]["name"] != "lo" || ifs[1]["name"] != "eth0" || ifs[1]["hwaddr"] != "bc:24:11:00:00:01" ||
 		ifs[1]["inet"] != "10.0.0.5/24" || fmt.Sprint(ifs[1]["ip-addresses"]) != "[map[ip-address:10.0.0.5 ip-address-type:inet prefix:24]]" {

@@ -1,10 +1,13 @@
-package pvesim
+package lxcsim_test
 
 import (
 	"fmt"
 	"net/url"
 	"testing"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/simtest"
 )
 
 // A container's rootfs as pve-container's create_vm reads it: a bare size
@@ -17,8 +20,8 @@ func TestContainerRootfsAllocation(t *testing.T) {
 	for _, v := range []int{8, 9} {
 		t.Run(fmt.Sprintf("pve%d", v), func(t *testing.T) {
 			t.Parallel()
-			s := startSim(t, simOpts{Version: v, TaskDuration: 30 * time.Millisecond})
-			c := newClient(t, s, "pve01").Root()
+			s := simtest.Start(t, pvesim.New, simtest.Opts{Version: v, TaskDuration: 30 * time.Millisecond})
+			c := simtest.NewClient(t, s, "pve01").Root()
 			tmpl := "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst"
 			for _, g := range []struct {
 				vmid   int
@@ -34,7 +37,7 @@ func TestContainerRootfsAllocation(t *testing.T) {
 				for k, v := range g.params {
 					p[k] = v
 				}
-				if st := mustTask(t, c, "POST", "/nodes/pve01/lxc", p); st["exitstatus"] != "OK" {
+				if st := simtest.MustTask(t, c, "POST", "/nodes/pve01/lxc", p); st["exitstatus"] != "OK" {
 					t.Fatalf("create %d: %v", g.vmid, st)
 				}
 				conf := c.Call("GET", fmt.Sprintf("/nodes/pve01/lxc/%d/config", g.vmid), nil).Must(t, "config").Obj()

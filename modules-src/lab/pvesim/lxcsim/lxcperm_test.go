@@ -1,35 +1,24 @@
-package pvesim
+package lxcsim_test
 
 import (
 	"fmt"
 	"net/url"
 	"slices"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/simtest"
 )
 
 // ctPermPrivs are what an unprivileged CT's create below needs from
-// pve-container (lxcperm.go): VM.Allocate (create_vm, and the nesting
+// pve-container (perm.go): VM.Allocate (create_vm, and the nesting
 // feature), the VM.Config.* of each option (hostname is
 // VM.Config.Network's), SDN.Use on the NIC's VLAN and
 // Datastore.AllocateSpace on the rootfs' storage (and, or
 // Datastore.Audit, on the template's).
 var ctPermPrivs = []string{"Datastore.AllocateSpace", "SDN.Use", "VM.Allocate", "VM.Config.CPU", "VM.Config.Disk",
 	"VM.Config.Memory", "VM.Config.Network", "VM.Config.Options"}
-
-// permToken is a privilege-separated token of root@pam holding privs on /.
-func permToken(t *testing.T, s *Sim, name string, privs []string) *apiClient {
-	t.Helper()
-	id, secret, err := s.AddToken("pve01", TokenSpec{User: "root@pam", Name: name, Privsep: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Grant("pve01", "/", id, "priv:"+strings.Join(privs, ","), true); err != nil {
-		t.Fatal(err)
-	}
-	return newClient(t, s, "pve01").WithToken(id, secret)
-}
 
 func ctCreateParams(vmid int) url.Values {
 	return url.Values{"vmid": {fmt.Sprint(vmid)}, "ostemplate": {"local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst"},
@@ -52,40 +41,7 @@ func TestCTCreatePrivilegesOneFewer(t *testing.T) {
 		"VM.Config.Network":       "Permission check failed (/vms/200, VM.Config.Network)",
 		"VM.Config.Options":       "Permission check failed (/vms/200, VM.Config.Options)",
 	}
-	createPrivilegesOneFewer(t, ctPermPrivs, want, "/nodes/pve01/lxc", ctCreateParams(200), "nodes/pve01/lxc/200.conf")
-}
-
-// createPrivilegesOneFewer runs a guest create on PVE 8 and 9 with a token
-// holding exactly privs on /, then with each one fewer: all of them
-// suffice (the task ends OK and conf exists), and without one the POST is
-// PVE's 403 with want[dropped] as its message and leaves no conf.
-func createPrivilegesOneFewer(t *testing.T, privs []string, want map[string]string, path string, params url.Values, conf string) {
-	t.Helper()
-	for _, v := range []int{8, 9} {
-		for _, drop := range append([]string{""}, privs...) {
-			t.Run(fmt.Sprintf("pve%d/without_%s", v, drop), func(t *testing.T) {
-				t.Parallel()
-				s := startSim(t, simOpts{Version: v, TaskDuration: 10 * time.Millisecond})
-				c := permToken(t, s, "create", slices.DeleteFunc(slices.Clone(privs), func(p string) bool { return p == drop }))
-				if drop == "" {
-					if st := mustTask(t, c, "POST", path, params); st["exitstatus"] != "OK" {
-						t.Fatalf("with every privilege: %v", st)
-					}
-					if _, ok, _ := s.ReadPmxcfs("pve01", conf); !ok {
-						t.Error("an accepted create left no config")
-					}
-					return
-				}
-				r := c.Call("POST", path, params)
-				if r.Status != 403 || r.Reason != want[drop] {
-					t.Errorf("without %s: %d %q, want 403 %q", drop, r.Status, r.Reason, want[drop])
-				}
-				if _, ok, _ := s.ReadPmxcfs("pve01", conf); ok {
-					t.Error("a refused create left a config")
-				}
-			})
-		}
-	}
+	simtest.CreatePrivilegesOneFewer(t, pvesim.New, ctPermPrivs, want, "/nodes/pve01/lxc", ctCreateParams(200), "nodes/pve01/lxc/200.conf")
 }
 
 // What only root@pam may do, the privileged CT's Sys.Modify (PVE 9 only,
@@ -95,9 +51,9 @@ func TestCTPermissionEdges(t *testing.T) {
 	for _, v := range []int{8, 9} {
 		t.Run(fmt.Sprintf("pve%d", v), func(t *testing.T) {
 			t.Parallel()
-			s := startSim(t, simOpts{Version: v, TaskDuration: 10 * time.Millisecond})
-			c := permToken(t, s, "ct", ctPermPrivs)
-			refused := func(what string, r resp, status int, reason string) {
+			s := simtest.Start(t, pvesim.New, simtest.Opts{Version: v, TaskDuration: 10 * time.Millisecond})
+			c := simtest.PermToken(t, s, "ct", ctPermPrivs)
+			refused := func(what string, r simtest.Resp, status int, reason string) {
 				t.Helper()
 				if r.Status != status || r.Reason != reason {
 					t.Errorf("%s: %d %q, want %d %q", what, r.Status, r.Reason, status, reason)
@@ -124,7 +80,7 @@ func TestCTPermissionEdges(t *testing.T) {
 			refused("bind mount", c.Call("POST", "/nodes/pve01/lxc", p), 403,
 				"Permission check failed (mount point type bind is only allowed for root@pam)")
 
-			if st := mustTask(t, c, "POST", "/nodes/pve01/lxc", ctCreateParams(200)); st["exitstatus"] != "OK" {
+			if st := simtest.MustTask(t, c, "POST", "/nodes/pve01/lxc", ctCreateParams(200)); st["exitstatus"] != "OK" {
 				t.Fatalf("create: %v", st)
 			}
 			// Taking out the NIC checks the bridge it was on.
@@ -133,7 +89,7 @@ func TestCTPermissionEdges(t *testing.T) {
 				{"VM.Config.Options", "/vms/200", "resize"},
 				{"Datastore.AllocateSpace", "/storage/local-lvm", "resize"},
 			} {
-				c := permToken(t, s, fmt.Sprintf("lack%d", i), slices.DeleteFunc(slices.Clone(ctPermPrivs), func(p string) bool { return p == lack.priv }))
+				c := simtest.PermToken(t, s, fmt.Sprintf("lack%d", i), slices.DeleteFunc(slices.Clone(ctPermPrivs), func(p string) bool { return p == lack.priv }))
 				r := c.Call("PUT", "/nodes/pve01/lxc/200/config", url.Values{"delete": {"net0"}})
 				if lack.call == "resize" {
 					r = c.Call("PUT", "/nodes/pve01/lxc/200/resize", url.Values{"disk": {"rootfs"}, "size": {"3G"}})
@@ -144,7 +100,7 @@ func TestCTPermissionEdges(t *testing.T) {
 			if conf.Status != 403 {
 				t.Errorf("GET config without VM.Audit: %d", conf.Status)
 			}
-			if st := mustTask(t, c, "PUT", "/nodes/pve01/lxc/200/resize", url.Values{"disk": {"rootfs"}, "size": {"3G"}}); st["exitstatus"] != "OK" {
+			if st := simtest.MustTask(t, c, "PUT", "/nodes/pve01/lxc/200/resize", url.Values{"disk": {"rootfs"}, "size": {"3G"}}); st["exitstatus"] != "OK" {
 				t.Errorf("resize with every privilege: %v", st)
 			}
 		})

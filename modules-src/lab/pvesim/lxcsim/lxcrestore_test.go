@@ -1,4 +1,4 @@
-package pvesim
+package lxcsim_test
 
 import (
 	"fmt"
@@ -7,42 +7,35 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/simtest"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/vzdump"
 )
 
-const (
-	ctBackup     = "local:backup/vzdump-lxc-300-2026_12_01-03_00_00.tar.zst"
-	ctBackupConf = "#gitlab runner\narch: amd64\ncores: 2\nfeatures: nesting=1\nhostname: runner\nmemory: 2048\n" +
-		"mp0: tank:subvol-300-disk-1,backup=0,mp=/srv/builds,size=4G\n" +
-		"net0: name=eth0,bridge=vmbr0,hwaddr=BC:24:11:00:00:01,ip=dhcp,type=veth\nostype: debian\n" +
-		"rootfs: tank:subvol-300-disk-0,size=8G\nswap: 256\nunprivileged: 1\n" +
-		"\n[snap1]\narch: amd64\nhostname: old\n"
-)
-
-// restoreSim is a simulator whose pve01 local storage holds ctBackup (the
+// restoreSim is a simulator whose pve01 local storage holds simtest.CTBackup (the
 // BackupArchive hook reads it, StorageContent lists it) and a zfspool
 // "tank".
-func restoreSim(t *testing.T, v int) (*Sim, *apiClient) {
+func restoreSim(t *testing.T, v int) (*pvesim.Sim, *simtest.Client) {
 	t.Helper()
-	archive, err := vzdump.CTArchive(ctBackupConf, "zst")
+	archive, err := vzdump.CTArchive(simtest.CTBackupConf, "zst")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := startSimWith(t, simOpts{Version: v, TaskDuration: 20 * time.Millisecond}, func(c *Config) {
-		c.StorageContent = func(node string, st StorageInfo) ([]Volume, error) {
+	s := simtest.StartWith(t, pvesim.New, simtest.Opts{Version: v, TaskDuration: 20 * time.Millisecond}, func(c *pvesim.Config) {
+		c.StorageContent = func(node string, st pvesim.StorageInfo) ([]pvesim.Volume, error) {
 			if node != "pve01" || st.ID != "local" {
 				return nil, nil
 			}
-			return []Volume{{VolID: ctBackup, Content: "backup", Format: "tar.zst", Size: int64(len(archive)), VMID: 300, Subtype: "lxc"}}, nil
+			return []pvesim.Volume{{VolID: simtest.CTBackup, Content: "backup", Format: "tar.zst", Size: int64(len(archive)), VMID: 300, Subtype: "lxc"}}, nil
 		}
-		c.BackupArchive = func(node string, st StorageInfo, volname string) ([]byte, error) {
-			if node == "pve01" && st.ID == "local" && "local:"+volname == ctBackup {
+		c.BackupArchive = func(node string, st pvesim.StorageInfo, volname string) ([]byte, error) {
+			if node == "pve01" && st.ID == "local" && "local:"+volname == simtest.CTBackup {
 				return archive, nil
 			}
 			return nil, fmt.Errorf("no such file")
 		}
 	})
-	c := newClient(t, s, "pve01").LabToken()
+	c := simtest.NewClient(t, s, "pve01").LabToken()
 	c.Call("POST", "/storage", url.Values{"storage": {"tank"}, "type": {"zfspool"}, "pool": {"tank"}, "content": {"rootdir,images"}}).Must(t, "tank")
 	return s, c
 }
@@ -60,8 +53,8 @@ func TestLxcRestoreFromBackup(t *testing.T) {
 		t.Run(fmt.Sprintf("PVE%d", v), func(t *testing.T) {
 			t.Parallel()
 			s, c := restoreSim(t, v)
-			got := c.Call("GET", "/nodes/pve01/vzdump/extractconfig", url.Values{"volume": {ctBackup}}).Must(t, "extractconfig").Data
-			if got != ctBackupConf {
+			got := c.Call("GET", "/nodes/pve01/vzdump/extractconfig", url.Values{"volume": {simtest.CTBackup}}).Must(t, "extractconfig").Data
+			if got != simtest.CTBackupConf {
 				t.Errorf("extractconfig: %q", got)
 			}
 			if r := c.Call("GET", "/nodes/pve01/vzdump/extractconfig", url.Values{"volume": {"local:vztmpl/x.tar.zst"}}); r.Status != 500 || !strings.Contains(r.Reason, "content type needs to be 'backup'") {
@@ -71,7 +64,7 @@ func TestLxcRestoreFromBackup(t *testing.T) {
 				r.Reason != "ERROR: file '/var/lib/vz/dump/vzdump-lxc-301-2026_12_01-03_00_00.tar.zst' does not exist" {
 				t.Errorf("extractconfig of a missing backup: %d %q", r.Status, r.Reason)
 			}
-			st := mustTask(t, c, "POST", "/nodes/pve01/lxc", url.Values{"vmid": {"400"}, "ostemplate": {ctBackup}, "restore": {"1"},
+			st := simtest.MustTask(t, c, "POST", "/nodes/pve01/lxc", url.Values{"vmid": {"400"}, "ostemplate": {simtest.CTBackup}, "restore": {"1"},
 				"storage": {"tank"}, "memory": {"1024"}})
 			if st["type"] != "vzrestore" || st["exitstatus"] != "OK" {
 				t.Fatalf("restore: %v", st)
@@ -92,13 +85,13 @@ func TestLxcRestoreFromBackup(t *testing.T) {
 				t.Errorf("rootfs volume: %v", vol)
 			}
 			// An existing VMID: refused without force, before any task.
-			r := c.Call("POST", "/nodes/pve01/lxc", url.Values{"vmid": {"400"}, "ostemplate": {ctBackup}, "restore": {"1"}, "storage": {"tank"}})
+			r := c.Call("POST", "/nodes/pve01/lxc", url.Values{"vmid": {"400"}, "ostemplate": {simtest.CTBackup}, "restore": {"1"}, "storage": {"tank"}})
 			if r.Status != 500 || r.Reason != "CT 400 already exists on node 'pve01'" {
 				t.Errorf("restore over CT 400: %d %q", r.Status, r.Reason)
 			}
 			// force overwrites it: a rootfs given in the request is the only
 			// volume made, unique gives the NIC a new MAC, the old volumes go.
-			st = mustTask(t, c, "POST", "/nodes/pve01/lxc", url.Values{"vmid": {"400"}, "ostemplate": {ctBackup}, "restore": {"1"}, "force": {"1"},
+			st = simtest.MustTask(t, c, "POST", "/nodes/pve01/lxc", url.Values{"vmid": {"400"}, "ostemplate": {simtest.CTBackup}, "restore": {"1"}, "force": {"1"},
 				"rootfs": {"local-lvm:2"}, "unique": {"1"}, "hostname": {"runner2"}})
 			if st["exitstatus"] != "OK" {
 				t.Fatalf("forced restore: %v", st)
@@ -112,8 +105,8 @@ func TestLxcRestoreFromBackup(t *testing.T) {
 				t.Errorf("the overwritten CT's rootfs is still there")
 			}
 			// A running CT is never overwritten; a template is no backup.
-			mustTask(t, c, "POST", "/nodes/pve01/lxc/400/status/start", nil)
-			if r := c.Call("POST", "/nodes/pve01/lxc", url.Values{"vmid": {"400"}, "ostemplate": {ctBackup}, "restore": {"1"}, "force": {"1"}}); r.Status != 500 || r.Reason != "can't overwrite running container" {
+			simtest.MustTask(t, c, "POST", "/nodes/pve01/lxc/400/status/start", nil)
+			if r := c.Call("POST", "/nodes/pve01/lxc", url.Values{"vmid": {"400"}, "ostemplate": {simtest.CTBackup}, "restore": {"1"}, "force": {"1"}}); r.Status != 500 || r.Reason != "can't overwrite running container" {
 				t.Errorf("restore over a running CT: %d %q", r.Status, r.Reason)
 			}
 			if r := c.Call("POST", "/nodes/pve01/lxc", url.Values{"vmid": {"401"}, "ostemplate": {"local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst"}, "restore": {"1"}}); r.Status != 500 ||
@@ -122,7 +115,7 @@ func TestLxcRestoreFromBackup(t *testing.T) {
 			}
 			// The archive is read in the task: a missing one fails it and
 			// leaves no config behind.
-			st = mustTask(t, c, "POST", "/nodes/pve01/lxc", url.Values{"vmid": {"402"}, "ostemplate": {"local:backup/vzdump-lxc-402-2026_12_01-03_00_00.tar.zst"}, "restore": {"1"}, "storage": {"tank"}})
+			st = simtest.MustTask(t, c, "POST", "/nodes/pve01/lxc", url.Values{"vmid": {"402"}, "ostemplate": {"local:backup/vzdump-lxc-402-2026_12_01-03_00_00.tar.zst"}, "restore": {"1"}, "storage": {"tank"}})
 			if st["exitstatus"] != "unable to restore CT 402 - ERROR: file '/var/lib/vz/dump/vzdump-lxc-402-2026_12_01-03_00_00.tar.zst' does not exist" {
 				t.Errorf("restore of a missing archive: %v", st)
 			}

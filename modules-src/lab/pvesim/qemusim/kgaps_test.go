@@ -1,4 +1,4 @@
-package pvesim
+package qemusim_test
 
 import (
 	"context"
@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/simtest"
 )
 
 // K6: the resource pool must exist before the clone, and `pool` is a
@@ -18,16 +21,16 @@ import (
 // PUT /config has no `pool` parameter, so the schema refuses it.
 func TestClonePoolK6(t *testing.T) {
 	t.Parallel()
-	s := startSim(t, simOpts{TaskDuration: 30 * time.Millisecond})
-	c := newClient(t, s, "pve01").Root()
-	makeTemplate(t, c, 9000, nil)
+	s := simtest.Start(t, pvesim.New, simtest.Opts{TaskDuration: 30 * time.Millisecond})
+	c := simtest.NewClient(t, s, "pve01").Root()
+	simtest.MakeTemplate(t, c, 9000, nil)
 
 	r := c.Call("POST", "/nodes/pve01/qemu/9000/clone", url.Values{"newid": {"120"}, "pool": {"nope"}})
 	if r.Status != 403 || r.Reason != "Permission check failed (pool 'nope' does not exist)" {
 		t.Errorf("clone into a missing pool: %d %q", r.Status, r.Reason)
 	}
 	if r.Status == 200 {
-		waitTask(t, c, r.Data.(string))
+		simtest.WaitTask(t, c, r.Data.(string))
 	}
 	if r := c.Call("GET", "/nodes/pve01/qemu/120/config", nil); r.Status != 500 {
 		t.Errorf("K6: a refused clone left VM 120 behind: %d %v", r.Status, r.Data)
@@ -38,7 +41,7 @@ func TestClonePoolK6(t *testing.T) {
 	}
 
 	c.Call("POST", "/pools", url.Values{"poolid": {"web"}}).Must(t, "create pool")
-	if st := mustTask(t, c, "POST", "/nodes/pve01/qemu/9000/clone", url.Values{"newid": {"120"}, "pool": {"web"}}); st["exitstatus"] != "OK" {
+	if st := simtest.MustTask(t, c, "POST", "/nodes/pve01/qemu/9000/clone", url.Values{"newid": {"120"}, "pool": {"web"}}); st["exitstatus"] != "OK" {
 		t.Fatalf("clone into pool web: %v", st)
 	}
 	var inPool bool
@@ -65,10 +68,10 @@ func TestClonePoolK6(t *testing.T) {
 // it as given.
 func TestNICMTUK9(t *testing.T) {
 	t.Parallel()
-	s := startSim(t, simOpts{TaskDuration: 30 * time.Millisecond})
-	c := newClient(t, s, "pve01").LabToken()
-	createVM(t, c, 100, url.Values{"net0": {"virtio,bridge=vmbr0,mtu=1"}, "net1": {"e1000,bridge=vmbr0,mtu=9000"}})
-	conf := vmConfig(t, c, "pve01", 100)
+	s := simtest.Start(t, pvesim.New, simtest.Opts{TaskDuration: 30 * time.Millisecond})
+	c := simtest.NewClient(t, s, "pve01").LabToken()
+	simtest.CreateVM(t, c, 100, url.Values{"net0": {"virtio,bridge=vmbr0,mtu=1"}, "net1": {"e1000,bridge=vmbr0,mtu=9000"}})
+	conf := simtest.VMConfig(t, c, "pve01", 100)
 	net0 := fmt.Sprint(conf["net0"])
 	if !regexp.MustCompile(`^virtio=BC:24:11:[0-9A-F:]{8},bridge=vmbr0,mtu=1$`).MatchString(net0) {
 		t.Errorf("K9: net0 = %q, want virtio=<MAC>,bridge=vmbr0,mtu=1", net0)
@@ -77,7 +80,7 @@ func TestNICMTUK9(t *testing.T) {
 		t.Errorf("net1 = %q: mtu on e1000 is stored as given", net1)
 	}
 	c.Call("PUT", "/nodes/pve01/qemu/100/config", url.Values{"net0": {net0}}).Must(t, "same NIC again")
-	if got := vmConfig(t, c, "pve01", 100)["net0"]; got != net0 {
+	if got := simtest.VMConfig(t, c, "pve01", 100)["net0"]; got != net0 {
 		t.Errorf("K9/K16: net0 after re-sending it = %v, want %q", got, net0)
 	}
 	r := c.Call("PUT", "/nodes/pve01/qemu/100/config", url.Values{"net0": {"virtio,bridge=vmbr0,mtu=0"}})
@@ -91,10 +94,10 @@ func TestNICMTUK9(t *testing.T) {
 // lab does not simulate (docs/lab.md, known gaps).
 func TestNICFirewallK8(t *testing.T) {
 	t.Parallel()
-	s := startSim(t, simOpts{TaskDuration: 30 * time.Millisecond})
-	c := newClient(t, s, "pve01").LabToken()
-	createVM(t, c, 100, url.Values{"net0": {"virtio,bridge=vmbr0,firewall=1"}})
-	net0 := fmt.Sprint(vmConfig(t, c, "pve01", 100)["net0"])
+	s := simtest.Start(t, pvesim.New, simtest.Opts{TaskDuration: 30 * time.Millisecond})
+	c := simtest.NewClient(t, s, "pve01").LabToken()
+	simtest.CreateVM(t, c, 100, url.Values{"net0": {"virtio,bridge=vmbr0,firewall=1"}})
+	net0 := fmt.Sprint(simtest.VMConfig(t, c, "pve01", 100)["net0"])
 	if !regexp.MustCompile(`^virtio=BC:24:11:[0-9A-F:]{8},bridge=vmbr0,firewall=1$`).MatchString(net0) {
 		t.Errorf("K8: net0 = %q, want virtio=<MAC>,bridge=vmbr0,firewall=1", net0)
 	}
@@ -108,13 +111,13 @@ func TestNICFirewallK8(t *testing.T) {
 func TestGuestAgentK20(t *testing.T) {
 	t.Parallel()
 	const agentTimeout = time.Second // long enough that a loaded CI machine still tells "at once" from "after the wait"
-	s := startSimWith(t, simOpts{TaskDuration: 30 * time.Millisecond}, func(c *Config) { c.AgentTimeout = agentTimeout })
-	c := newClient(t, s, "pve01").LabToken()
-	createVM(t, c, 100, nil)
-	createVM(t, c, 101, url.Values{"agent": {"enabled=1"}})
-	createVM(t, c, 102, url.Values{"agent": {"0"}})
+	s := simtest.StartWith(t, pvesim.New, simtest.Opts{TaskDuration: 30 * time.Millisecond}, func(c *pvesim.Config) { c.AgentTimeout = agentTimeout })
+	c := simtest.NewClient(t, s, "pve01").LabToken()
+	simtest.CreateVM(t, c, 100, nil)
+	simtest.CreateVM(t, c, 101, url.Values{"agent": {"enabled=1"}})
+	simtest.CreateVM(t, c, 102, url.Values{"agent": {"0"}})
 
-	timed := func(method, path string) (resp, time.Duration) {
+	timed := func(method, path string) (simtest.Resp, time.Duration) {
 		start := time.Now()
 		r := c.Call(method, path, nil)
 		return r, time.Since(start)
@@ -133,12 +136,12 @@ func TestGuestAgentK20(t *testing.T) {
 		}
 	}
 
-	if st := mustTask(t, c, "POST", "/nodes/pve01/qemu/101/status/start", nil); st["exitstatus"] != "OK" {
+	if st := simtest.MustTask(t, c, "POST", "/nodes/pve01/qemu/101/status/start", nil); st["exitstatus"] != "OK" {
 		t.Fatalf("start: %v", st)
 	}
 	// "agent: 0" is defined, so it passes the first check; there is no
 	// agent socket to ping (reconstruction: this fails at once).
-	if st := mustTask(t, c, "POST", "/nodes/pve01/qemu/102/status/start", nil); st["exitstatus"] != "OK" {
+	if st := simtest.MustTask(t, c, "POST", "/nodes/pve01/qemu/102/status/start", nil); st["exitstatus"] != "OK" {
 		t.Fatalf("start: %v", st)
 	}
 	if r, took := timed("POST", "/nodes/pve01/qemu/102/agent/ping"); r.Status != 500 || r.Reason != "QEMU guest agent is not running" || took >= agentTimeout {
@@ -180,19 +183,19 @@ func TestGuestAgentK20(t *testing.T) {
 // short timeout time out, and its retry succeeds.
 func TestSlowReadsAfterCloneK5(t *testing.T) {
 	t.Parallel()
-	s := startSim(t, simOpts{TaskDuration: 30 * time.Millisecond})
-	c := newClient(t, s, "pve01").LabToken()
-	makeTemplate(t, c, 9000, nil)
+	s := simtest.Start(t, pvesim.New, simtest.Opts{TaskDuration: 30 * time.Millisecond})
+	c := simtest.NewClient(t, s, "pve01").LabToken()
+	simtest.MakeTemplate(t, c, 9000, nil)
 	r := c.Call("POST", "/nodes/pve01/qemu/9000/clone", url.Values{"newid": {"120"}, "cores": {"4"}})
 	if r.Status != 400 || r.Errs["cores"] == nil {
 		t.Errorf("K5: cores on clone: %d %q %v", r.Status, r.Reason, r.Errs)
 	}
-	if st := mustTask(t, c, "POST", "/nodes/pve01/qemu/9000/clone", url.Values{"newid": {"120"}, "full": {"1"}}); st["exitstatus"] != "OK" {
+	if st := simtest.MustTask(t, c, "POST", "/nodes/pve01/qemu/9000/clone", url.Values{"newid": {"120"}, "full": {"1"}}); st["exitstatus"] != "OK" {
 		t.Fatalf("full clone: %v", st)
 	}
 	const slow = 600 * time.Millisecond
 	for _, p := range []string{"/nodes/*/qemu/120/config", "/nodes/*/qemu/120/status/current"} {
-		if _, err := s.Faults().Add(Fault{Method: "GET", Path: p, Kind: FaultLatency, Delay: slow, Count: 1}); err != nil {
+		if _, err := s.Faults().Add(pvesim.Fault{Method: "GET", Path: p, Kind: pvesim.FaultLatency, Delay: slow, Count: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,4 +1,4 @@
-package pvesim
+package qemusim_test
 
 import (
 	"fmt"
@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/simtest"
 )
 
 // PUT /config answers when the change is written; POST /config returns a
@@ -15,17 +17,17 @@ import (
 // parse_net), sent with it keeps it.
 func TestConfigSyncAsyncAndMACsK16(t *testing.T) {
 	t.Parallel()
-	s := startSim(t, simOpts{TaskDuration: 30 * time.Millisecond})
-	c := newClient(t, s, "pve01").LabToken()
-	createVM(t, c, 100, nil)
-	before := vmConfig(t, c, "pve01", 100)
+	s := simtest.Start(t, pvesim.New, simtest.Opts{TaskDuration: 30 * time.Millisecond})
+	c := simtest.NewClient(t, s, "pve01").LabToken()
+	simtest.CreateVM(t, c, 100, nil)
+	before := simtest.VMConfig(t, c, "pve01", 100)
 	mac := qemuserver.NetMAC(fmt.Sprint(before["net0"]))
 
 	r := c.Call("PUT", "/nodes/pve01/qemu/100/config", url.Values{"cores": {"4"}, "digest": {fmt.Sprint(before["digest"])}}).Must(t, "PUT")
 	if r.Data != nil {
 		t.Errorf("PUT config answered %v, want null", r.Data)
 	}
-	if conf := vmConfig(t, c, "pve01", 100); conf["cores"] != float64(4) {
+	if conf := simtest.VMConfig(t, c, "pve01", 100); conf["cores"] != float64(4) {
 		t.Errorf("cores after PUT: %v", conf["cores"])
 	}
 	r = c.Call("PUT", "/nodes/pve01/qemu/100/config", url.Values{"cores": {"5"}, "digest": {fmt.Sprint(before["digest"])}})
@@ -34,16 +36,16 @@ func TestConfigSyncAsyncAndMACsK16(t *testing.T) {
 	}
 
 	// Same bridge, MAC given: kept.
-	mustTask(t, c, "POST", "/nodes/pve01/qemu/100/config", url.Values{"net0": {"virtio=" + mac + ",bridge=vmbr0,firewall=1"}})
-	if got := qemuserver.NetMAC(fmt.Sprint(vmConfig(t, c, "pve01", 100)["net0"])); got != mac {
+	simtest.MustTask(t, c, "POST", "/nodes/pve01/qemu/100/config", url.Values{"net0": {"virtio=" + mac + ",bridge=vmbr0,firewall=1"}})
+	if got := qemuserver.NetMAC(fmt.Sprint(simtest.VMConfig(t, c, "pve01", 100)["net0"])); got != mac {
 		t.Errorf("MAC %s changed to %s although it was sent", mac, got)
 	}
 	// MAC left out: PVE draws a new one (what K16 warns about).
-	st := mustTask(t, c, "POST", "/nodes/pve01/qemu/100/config", url.Values{"net0": {"virtio,bridge=vmbr0,firewall=1"}})
+	st := simtest.MustTask(t, c, "POST", "/nodes/pve01/qemu/100/config", url.Values{"net0": {"virtio,bridge=vmbr0,firewall=1"}})
 	if st["type"] != "qmconfig" || st["exitstatus"] != "OK" {
 		t.Fatalf("POST config task: %v", st)
 	}
-	if got := qemuserver.NetMAC(fmt.Sprint(vmConfig(t, c, "pve01", 100)["net0"])); got == mac || got == "" {
+	if got := qemuserver.NetMAC(fmt.Sprint(simtest.VMConfig(t, c, "pve01", 100)["net0"])); got == mac || got == "" {
 		t.Errorf("NIC without macaddr kept %s; PVE generates a new MAC", got)
 	}
 	r = c.Call("PUT", "/nodes/pve01/qemu/100/config", url.Values{"cores": {"2"}, "delete": {"cores"}})
@@ -61,16 +63,16 @@ func TestConfigSyncAsyncAndMACsK16(t *testing.T) {
 // unless current=1.
 func TestPendingOnRunningVMK10(t *testing.T) {
 	t.Parallel()
-	s := startSim(t, simOpts{TaskDuration: 30 * time.Millisecond})
-	c := newClient(t, s, "pve01").LabToken()
-	createVM(t, c, 100, nil)
-	mustTask(t, c, "POST", "/nodes/pve01/qemu/100/status/start", nil)
+	s := simtest.Start(t, pvesim.New, simtest.Opts{TaskDuration: 30 * time.Millisecond})
+	c := simtest.NewClient(t, s, "pve01").LabToken()
+	simtest.CreateVM(t, c, 100, nil)
+	simtest.MustTask(t, c, "POST", "/nodes/pve01/qemu/100/status/start", nil)
 	c.Call("PUT", "/nodes/pve01/qemu/100/config", url.Values{"cores": {"8"}, "net1": {"virtio,bridge=vmbr1"}, "name": {"renamed"}}).Must(t, "PUT")
 	current := c.Call("GET", "/nodes/pve01/qemu/100/config", url.Values{"current": {"1"}}).Must(t, "current").Obj()
 	if current["cores"] != float64(2) || current["net1"] == nil || current["name"] != "renamed" {
 		t.Errorf("running VM: cores must stay pending, net1 and name apply at once: %v", current)
 	}
-	if pend := vmConfig(t, c, "pve01", 100); pend["cores"] != float64(8) {
+	if pend := simtest.VMConfig(t, c, "pve01", 100); pend["cores"] != float64(8) {
 		t.Errorf("GET config without current shows pending values: cores %v", pend["cores"])
 	}
 	var pendingCores bool
@@ -86,8 +88,8 @@ func TestPendingOnRunningVMK10(t *testing.T) {
 	if !strings.Contains(raw, "\n[PENDING]\ncores: 8\n") {
 		t.Errorf("config file has no [PENDING] section: %q", raw)
 	}
-	mustTask(t, c, "POST", "/nodes/pve01/qemu/100/status/stop", nil)
-	mustTask(t, c, "POST", "/nodes/pve01/qemu/100/status/start", nil)
+	simtest.MustTask(t, c, "POST", "/nodes/pve01/qemu/100/status/stop", nil)
+	simtest.MustTask(t, c, "POST", "/nodes/pve01/qemu/100/status/start", nil)
 	if cur := c.Call("GET", "/nodes/pve01/qemu/100/config", url.Values{"current": {"1"}}).Must(t, "current").Obj(); cur["cores"] != float64(8) {
 		t.Errorf("pending cores not applied by the restart: %v", cur["cores"])
 	}
@@ -97,16 +99,16 @@ func TestPendingOnRunningVMK10(t *testing.T) {
 // inside the task, with PVE's words; the same size is a no-op.
 func TestResizeGrowOnlyK11(t *testing.T) {
 	t.Parallel()
-	s := startSim(t, simOpts{TaskDuration: 30 * time.Millisecond})
-	c := newClient(t, s, "pve01").LabToken()
-	createVM(t, c, 100, nil)
+	s := simtest.Start(t, pvesim.New, simtest.Opts{TaskDuration: 30 * time.Millisecond})
+	c := simtest.NewClient(t, s, "pve01").LabToken()
+	simtest.CreateVM(t, c, 100, nil)
 	resize := func(size string) map[string]any {
-		return mustTask(t, c, "PUT", "/nodes/pve01/qemu/100/resize", url.Values{"disk": {"scsi0"}, "size": {size}})
+		return simtest.MustTask(t, c, "PUT", "/nodes/pve01/qemu/100/resize", url.Values{"disk": {"scsi0"}, "size": {size}})
 	}
 	if st := resize("+2G"); st["exitstatus"] != "OK" || st["type"] != "resize" {
 		t.Fatalf("grow: %v", st)
 	}
-	if got := vmConfig(t, c, "pve01", 100)["scsi0"]; got != "local-lvm:vm-100-disk-0,size=10G" {
+	if got := simtest.VMConfig(t, c, "pve01", 100)["scsi0"]; got != "local-lvm:vm-100-disk-0,size=10G" {
 		t.Errorf("after +2G: %v", got)
 	}
 	if st := resize("4G"); st["exitstatus"] != "shrinking disks is not supported" {
@@ -115,7 +117,7 @@ func TestResizeGrowOnlyK11(t *testing.T) {
 	if st := resize("10G"); st["exitstatus"] != "OK" {
 		t.Errorf("same size: %v", st)
 	}
-	if st := mustTask(t, c, "PUT", "/nodes/pve01/qemu/100/resize", url.Values{"disk": {"scsi5"}, "size": {"1G"}}); st["exitstatus"] != "disk 'scsi5' does not exist" {
+	if st := simtest.MustTask(t, c, "PUT", "/nodes/pve01/qemu/100/resize", url.Values{"disk": {"scsi5"}, "size": {"1G"}}); st["exitstatus"] != "disk 'scsi5' does not exist" {
 		t.Errorf("missing disk: %v", st)
 	}
 	content := c.Call("GET", "/nodes/pve01/storage/local-lvm/content", url.Values{"vmid": {"100"}}).Must(t, "content").List()
@@ -128,9 +130,9 @@ func TestResizeGrowOnlyK11(t *testing.T) {
 // fail PVE's way when it waits longer than the lock timeout.
 func TestConfigLockContention(t *testing.T) {
 	t.Parallel()
-	s := startSim(t, simOpts{TaskDuration: 600 * time.Millisecond, LockTimeout: 200 * time.Millisecond})
-	c := newClient(t, s, "pve01").LabToken()
-	createVM(t, c, 100, nil)
+	s := simtest.Start(t, pvesim.New, simtest.Opts{TaskDuration: 600 * time.Millisecond, LockTimeout: 200 * time.Millisecond})
+	c := simtest.NewClient(t, s, "pve01").LabToken()
+	simtest.CreateVM(t, c, 100, nil)
 	upid := c.Call("PUT", "/nodes/pve01/qemu/100/resize", url.Values{"disk": {"scsi0"}, "size": {"+1G"}}).Must(t, "resize").Data.(string)
 	time.Sleep(50 * time.Millisecond)
 	start := time.Now()
@@ -141,7 +143,7 @@ func TestConfigLockContention(t *testing.T) {
 	if d := time.Since(start); d < 180*time.Millisecond {
 		t.Errorf("lock timeout answered after %v, before the lock timeout", d)
 	}
-	waitTask(t, c, upid)
+	simtest.WaitTask(t, c, upid)
 	c.Call("PUT", "/nodes/pve01/qemu/100/config", url.Values{"cores": {"3"}}).Must(t, "PUT once the lock is free")
 
 	// "VM is locked (…)": the lock key in the config, not the flock.
@@ -156,19 +158,19 @@ func TestConfigLockContention(t *testing.T) {
 	if r.Status != 400 || fmt.Sprint(r.Errs["skiplock"]) != "Only root may use this option." {
 		t.Errorf("skiplock with root's token: %d %v", r.Status, r.Body)
 	}
-	newClient(t, s, "pve01").Root().Call("PUT", "/nodes/pve01/qemu/100/config", url.Values{"cores": {"4"}, "skiplock": {"1"}}).Must(t, "skiplock as root@pam")
+	simtest.NewClient(t, s, "pve01").Root().Call("PUT", "/nodes/pve01/qemu/100/config", url.Values{"cores": {"4"}, "skiplock": {"1"}}).Must(t, "skiplock as root@pam")
 }
 
 // The cloud-init password never comes back: GET config masks it, an update
 // stores it hashed, and the request log hides it.
 func TestCloudInitPasswordHidden(t *testing.T) {
 	t.Parallel()
-	s := startSim(t, simOpts{TaskDuration: 30 * time.Millisecond})
-	c := newClient(t, s, "pve01").LabToken()
-	createVM(t, c, 100, url.Values{"ide2": {"local-lvm:cloudinit"}})
+	s := simtest.Start(t, pvesim.New, simtest.Opts{TaskDuration: 30 * time.Millisecond})
+	c := simtest.NewClient(t, s, "pve01").LabToken()
+	simtest.CreateVM(t, c, 100, url.Values{"ide2": {"local-lvm:cloudinit"}})
 	const pw = "s3cret-Cloud-Pw"
 	c.Call("PUT", "/nodes/pve01/qemu/100/config", url.Values{"cipassword": {pw}, "ciuser": {"debian"}}).Must(t, "PUT")
-	if got := vmConfig(t, c, "pve01", 100)["cipassword"]; got != "**********" {
+	if got := simtest.VMConfig(t, c, "pve01", 100)["cipassword"]; got != "**********" {
 		t.Errorf("cipassword in GET config: %v", got)
 	}
 	raw, _, _ := s.ReadPmxcfs("pve01", "nodes/pve01/qemu-server/100.conf")
@@ -186,12 +188,12 @@ func TestCloudInitPasswordHidden(t *testing.T) {
 // cannot write its file, a start refuses, a replication job cannot lock.
 func TestGuestsWithoutQuorumC10(t *testing.T) {
 	t.Parallel()
-	s, a, _ := twoNodes(t, simOpts{TaskDuration: 30 * time.Millisecond, RestartWindow: 200 * time.Millisecond, LockTimeout: 50 * time.Millisecond})
-	createVM(t, a, 100, nil)
+	s, a, _ := simtest.TwoNodes(t, pvesim.New, simtest.Opts{TaskDuration: 30 * time.Millisecond, RestartWindow: 200 * time.Millisecond, LockTimeout: 50 * time.Millisecond})
+	simtest.CreateVM(t, a, 100, nil)
 	if err := s.SetOnline("pve02", false); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "quorum lost", func() bool { return !quorate(a, 1) })
+	simtest.Eventually(t, "quorum lost", func() bool { return !simtest.Quorate(a, 1) })
 	r := a.Call("PUT", "/nodes/pve01/qemu/100/config", url.Values{"cores": {"4"}})
 	if r.Status != 500 || !strings.HasPrefix(r.Reason, "unable to open file '/etc/pve/nodes/pve01/qemu-server/100.conf.tmp.") || !strings.HasSuffix(r.Reason, "' - Permission denied") {
 		t.Errorf("config update without quorum: %d %q", r.Status, r.Reason)
@@ -202,7 +204,7 @@ func TestGuestsWithoutQuorumC10(t *testing.T) {
 	if r := a.Call("POST", "/nodes/pve01/qemu", url.Values{"vmid": {"101"}}); r.Status != 500 || !strings.HasPrefix(r.Reason, "unable to create VM 101 - unable to open file") {
 		t.Errorf("create without quorum: %d %q", r.Status, r.Reason)
 	}
-	if got := vmConfig(t, a, "pve01", 100)["cores"]; got != float64(2) {
+	if got := simtest.VMConfig(t, a, "pve01", 100)["cores"]; got != float64(2) {
 		t.Errorf("cores changed to %v without quorum", got)
 	}
 }
@@ -216,10 +218,10 @@ func TestGuestsWithoutQuorumC10(t *testing.T) {
 // newline in it would have broken.)
 func TestVMDescriptionAsQemuServerStoresIt(t *testing.T) {
 	t.Parallel()
-	s := startSim(t, simOpts{TaskDuration: 30 * time.Millisecond})
-	c := newClient(t, s, "pve01").Root()
-	createVM(t, c, 100, url.Values{"description": {"web: 1"}})
-	if d := vmConfig(t, c, "pve01", 100)["description"]; d != "web: 1" {
+	s := simtest.Start(t, pvesim.New, simtest.Opts{TaskDuration: 30 * time.Millisecond})
+	c := simtest.NewClient(t, s, "pve01").Root()
+	simtest.CreateVM(t, c, 100, url.Values{"description": {"web: 1"}})
+	if d := simtest.VMConfig(t, c, "pve01", 100)["description"]; d != "web: 1" {
 		t.Errorf("description after create: %q", d)
 	}
 	c.Call("PUT", "/nodes/pve01/qemu/100/config", url.Values{"description": {"runner\n\nowner: ci (100% é) %41\n"}}).Must(t, "PUT description")
@@ -230,18 +232,18 @@ func TestVMDescriptionAsQemuServerStoresIt(t *testing.T) {
 	if !strings.HasPrefix(raw, "#runner\n#\n#owner%3A ci (100% %C3%A9) %41\n") || strings.Contains(raw, "description:") {
 		t.Errorf("config file (encode_text per line): %q", raw)
 	}
-	if d := vmConfig(t, c, "pve01", 100)["description"]; d != "runner\n\nowner: ci (100% é) A" {
+	if d := simtest.VMConfig(t, c, "pve01", 100)["description"]; d != "runner\n\nowner: ci (100% é) A" {
 		t.Errorf("description after update: %q", d)
 	}
 	upid := c.Call("POST", "/nodes/pve01/qemu/100/clone", url.Values{"newid": {"101"}, "description": {"copy: of 100"}}).Must(t, "clone").Data.(string)
-	if st := waitTask(t, c, upid); st["exitstatus"] != "OK" {
+	if st := simtest.WaitTask(t, c, upid); st["exitstatus"] != "OK" {
 		t.Fatalf("clone: %v", st)
 	}
 	if raw, _, _ := s.ReadPmxcfs("pve01", "nodes/pve01/qemu-server/101.conf"); !strings.HasPrefix(raw, "#copy%3A of 100\n") {
 		t.Errorf("the clone's config: %q", raw)
 	}
 	c.Call("PUT", "/nodes/pve01/qemu/100/config", url.Values{"description": {"0"}}).Must(t, "PUT 0")
-	if d, ok := vmConfig(t, c, "pve01", 100)["description"]; ok {
+	if d, ok := simtest.VMConfig(t, c, "pve01", 100)["description"]; ok {
 		t.Errorf("description \"0\" read back %q: qemu-server writes no Perl-false description", d)
 	}
 	c.Call("PUT", "/nodes/pve01/qemu/100/config", url.Values{"description": {"x"}}).Must(t, "PUT x")
@@ -256,15 +258,15 @@ func TestVMDescriptionAsQemuServerStoresIt(t *testing.T) {
 // is running"); the same VM stopped clones.
 func TestCloneRunningTPMState(t *testing.T) {
 	t.Parallel()
-	s := startSim(t, simOpts{TaskDuration: 30 * time.Millisecond})
-	c := newClient(t, s, "pve01").Root()
-	createVM(t, c, 100, url.Values{"tpmstate0": {"local-lvm:1,version=v2.0"}})
-	mustTask(t, c, "POST", "/nodes/pve01/qemu/100/status/start", nil)
+	s := simtest.Start(t, pvesim.New, simtest.Opts{TaskDuration: 30 * time.Millisecond})
+	c := simtest.NewClient(t, s, "pve01").Root()
+	simtest.CreateVM(t, c, 100, url.Values{"tpmstate0": {"local-lvm:1,version=v2.0"}})
+	simtest.MustTask(t, c, "POST", "/nodes/pve01/qemu/100/status/start", nil)
 	if r := c.Call("POST", "/nodes/pve01/qemu/100/clone", url.Values{"newid": {"101"}, "full": {"1"}}); r.Status != 500 || r.Reason != "cannot clone TPM state while VM is running" {
 		t.Errorf("full clone of a running VM with TPM state: %d %q", r.Status, r.Reason)
 	}
-	mustTask(t, c, "POST", "/nodes/pve01/qemu/100/status/stop", nil)
-	if st := mustTask(t, c, "POST", "/nodes/pve01/qemu/100/clone", url.Values{"newid": {"101"}, "full": {"1"}}); st["exitstatus"] != "OK" {
+	simtest.MustTask(t, c, "POST", "/nodes/pve01/qemu/100/status/stop", nil)
+	if st := simtest.MustTask(t, c, "POST", "/nodes/pve01/qemu/100/clone", url.Values{"newid": {"101"}, "full": {"1"}}); st["exitstatus"] != "OK" {
 		t.Errorf("clone of the stopped VM: %v", st)
 	}
 }

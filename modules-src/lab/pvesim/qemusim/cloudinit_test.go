@@ -1,4 +1,4 @@
-package pvesim
+package qemusim_test
 
 import (
 	"fmt"
@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/simtest"
 )
 
 // testSSHKey is a real public key (ssh-keygen -l accepts it).
@@ -24,29 +27,29 @@ func TestCloudInitK12S4(t *testing.T) {
 	for _, v := range []int{8, 9} {
 		t.Run(fmt.Sprintf("pve%d", v), func(t *testing.T) {
 			t.Parallel()
-			files := newFakeFiles("local:snippets/vendor.yaml", "local:iso/debian.iso")
-			s := startSimWith(t, simOpts{Version: v, TaskDuration: 30 * time.Millisecond}, files.install)
-			c := newClient(t, s, "pve01").LabToken()
+			files := simtest.NewFakeFiles("local:snippets/vendor.yaml", "local:iso/debian.iso")
+			s := simtest.StartWith(t, pvesim.New, simtest.Opts{Version: v, TaskDuration: 30 * time.Millisecond}, files.Install)
+			c := simtest.NewClient(t, s, "pve01").LabToken()
 			keys := pyQuote(testSSHKey + " a@lab\n" + testSSHKey + " b@lab")
-			createVM(t, c, 100, url.Values{"ide2": {"local-lvm:cloudinit"}, "ciuser": {"debian"}, "sshkeys": {keys},
+			simtest.CreateVM(t, c, 100, url.Values{"ide2": {"local-lvm:cloudinit"}, "ciuser": {"debian"}, "sshkeys": {keys},
 				"ipconfig0": {"ip=10.0.0.5/24,gw=10.0.0.1"}, "ipconfig1": {"ip6=auto"}, "citype": {"nocloud"},
 				"cicustom": {"vendor=local:snippets/vendor.yaml"}})
-			conf := vmConfig(t, c, "pve01", 100)
+			conf := simtest.VMConfig(t, c, "pve01", 100)
 			if conf["ide2"] != "local-lvm:vm-100-cloudinit,media=cdrom" || conf["sshkeys"] != keys ||
 				conf["ipconfig0"] != "ip=10.0.0.5/24,gw=10.0.0.1" || conf["citype"] != "nocloud" {
 				t.Errorf("cloud-init config: %v", conf)
 			}
-			if st := mustTask(t, c, "POST", "/nodes/pve01/qemu/100/status/start", nil); st["exitstatus"] != "OK" {
+			if st := simtest.MustTask(t, c, "POST", "/nodes/pve01/qemu/100/status/start", nil); st["exitstatus"] != "OK" {
 				t.Errorf("start with an existing vendor snippet: %v", st)
 			}
 
-			expect400 := func(what string, r resp, param, msg string) {
+			expect400 := func(what string, r simtest.Resp, param, msg string) {
 				t.Helper()
 				if r.Status != 400 || r.Errs[param] != msg {
 					t.Errorf("%s: %d %q errors %v, want 400 with %s: %q", what, r.Status, r.Reason, r.Errs, param, msg)
 				}
 			}
-			create := func(extra url.Values) resp {
+			create := func(extra url.Values) simtest.Resp {
 				p := url.Values{"vmid": {"101"}, "ide2": {"local-lvm:cloudinit"}}
 				for k, v := range extra {
 					p[k] = v
@@ -74,13 +77,13 @@ func TestCloudInitK12S4(t *testing.T) {
 			}
 
 			// S4: the snippets are read at start.
-			mustTask(t, c, "POST", "/nodes/pve01/qemu/100/status/stop", nil)
+			simtest.MustTask(t, c, "POST", "/nodes/pve01/qemu/100/status/stop", nil)
 			for _, g := range []struct{ cicustom, want string }{
 				{"vendor=local:snippets/missing.yaml", "can't find file 'local:snippets/missing.yaml'"},
 				{"user=local:iso/debian.iso", "local:iso/debian.iso is not in the snippets directory"},
 			} {
-				putConfig(t, c, 100, url.Values{"cicustom": {g.cicustom}})
-				if st := mustTask(t, c, "POST", "/nodes/pve01/qemu/100/status/start", nil); st["exitstatus"] != g.want {
+				simtest.PutConfig(t, c, 100, url.Values{"cicustom": {g.cicustom}})
+				if st := simtest.MustTask(t, c, "POST", "/nodes/pve01/qemu/100/status/start", nil); st["exitstatus"] != g.want {
 					t.Errorf("start with cicustom %s: %v", g.cicustom, st["exitstatus"])
 				}
 			}
@@ -95,21 +98,21 @@ func TestCloudInitK12S4(t *testing.T) {
 // check_storage_access).
 func TestISOMustExist(t *testing.T) {
 	t.Parallel()
-	files := newFakeFiles("local:iso/debian.iso", "local:snippets/vendor.yaml")
-	s := startSimWith(t, simOpts{TaskDuration: 30 * time.Millisecond}, files.install)
-	c := newClient(t, s, "pve01").LabToken()
-	st := mustTask(t, c, "POST", "/nodes/pve01/qemu", url.Values{"vmid": {"120"}, "ide2": {"local:iso/missing.iso,media=cdrom"}, "scsi0": {"local-lvm:1"}})
+	files := simtest.NewFakeFiles("local:iso/debian.iso", "local:snippets/vendor.yaml")
+	s := simtest.StartWith(t, pvesim.New, simtest.Opts{TaskDuration: 30 * time.Millisecond}, files.Install)
+	c := simtest.NewClient(t, s, "pve01").LabToken()
+	st := simtest.MustTask(t, c, "POST", "/nodes/pve01/qemu", url.Values{"vmid": {"120"}, "ide2": {"local:iso/missing.iso,media=cdrom"}, "scsi0": {"local-lvm:1"}})
 	if st["exitstatus"] != "unable to create VM 120 - volume 'local:iso/missing.iso' does not exist" {
 		t.Errorf("missing ISO: %v", st["exitstatus"])
 	}
 	if _, ok, _ := s.ReadPmxcfs("pve01", "nodes/pve01/qemu-server/120.conf"); ok {
 		t.Error("config left behind")
 	}
-	if got := volids(t, c, "local-lvm"); len(got) != 0 {
+	if got := simtest.Volids(t, c, "local-lvm"); len(got) != 0 {
 		t.Errorf("volumes left behind: %v", got)
 	}
-	createVM(t, c, 121, url.Values{"ide2": {"local:iso/debian.iso,media=cdrom"}})
-	if conf := vmConfig(t, c, "pve01", 121); conf["ide2"] != "local:iso/debian.iso,media=cdrom,size=4K" {
+	simtest.CreateVM(t, c, 121, url.Values{"ide2": {"local:iso/debian.iso,media=cdrom"}})
+	if conf := simtest.VMConfig(t, c, "pve01", 121); conf["ide2"] != "local:iso/debian.iso,media=cdrom,size=4K" {
 		t.Errorf("ide2 = %v", conf["ide2"])
 	}
 	for _, g := range []struct{ key, val, msg string }{
@@ -136,8 +139,8 @@ func TestCloudInitSecondAllocation(t *testing.T) {
 	for _, v := range []int{8, 9} {
 		t.Run(fmt.Sprintf("pve%d", v), func(t *testing.T) {
 			t.Parallel()
-			s := startSim(t, simOpts{Version: v, TaskDuration: 30 * time.Millisecond})
-			c := newClient(t, s, "pve01").LabToken()
+			s := simtest.Start(t, pvesim.New, simtest.Opts{Version: v, TaskDuration: 30 * time.Millisecond})
+			c := simtest.NewClient(t, s, "pve01").LabToken()
 			c.Call("POST", "/storage", url.Values{"storage": {"tank"}, "type": {"zfspool"}, "pool": {"tank"}, "content": {"images"}}).Must(t, "zfspool")
 			c.Call("POST", "/storage", url.Values{"storage": {"d1"}, "type": {"dir"}, "path": {"/srv/d1"}, "content": {"images"}}).Must(t, "dir")
 			for i, g := range []struct{ store, volume, refusal string }{
@@ -147,8 +150,8 @@ func TestCloudInitSecondAllocation(t *testing.T) {
 				id := 110 + i
 				vol := strings.ReplaceAll(g.volume, "%d", fmt.Sprint(id))
 				refusal := strings.ReplaceAll(g.refusal, "%d", fmt.Sprint(id))
-				createVM(t, c, id, url.Values{"ide2": {g.store + ":cloudinit"}})
-				before := vmConfig(t, c, "pve01", id)
+				simtest.CreateVM(t, c, id, url.Values{"ide2": {g.store + ":cloudinit"}})
+				before := simtest.VMConfig(t, c, "pve01", id)
 				if before["ide2"] != vol+",media=cdrom" {
 					t.Fatalf("%s: ide2 %q", g.store, before["ide2"])
 				}
@@ -159,7 +162,7 @@ func TestCloudInitSecondAllocation(t *testing.T) {
 					r.Reason != "sata0 - cloud-init drive is already attached at 'ide2'" {
 					t.Errorf("%s: a second cloud-init drive: %d %q", g.store, r.Status, r.Reason)
 				}
-				after := vmConfig(t, c, "pve01", id)
+				after := simtest.VMConfig(t, c, "pve01", id)
 				if _, has := after["sata0"]; has || after["ide2"] != before["ide2"] || after["digest"] != before["digest"] {
 					t.Errorf("%s: a refused allocation changed the config: %v → %v", g.store, before, after)
 				}

@@ -1,4 +1,4 @@
-package pvesim
+package qemusim_test
 
 import (
 	"fmt"
@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/simtest"
 )
 
 // qmPermPrivs are what the VM create below needs from qemu-server
@@ -36,7 +39,7 @@ func TestQemuCreatePrivilegesOneFewer(t *testing.T) {
 		"VM.Config.Network":       "Permission check failed (/vms/300, VM.Config.Network)",
 		"VM.Config.Options":       "Permission check failed (/vms/300, VM.Config.Options)",
 	}
-	createPrivilegesOneFewer(t, qmPermPrivs, want, "/nodes/pve01/qemu", qmCreateParams(300), "nodes/pve01/qemu-server/300.conf")
+	simtest.CreatePrivilegesOneFewer(t, pvesim.New, qmPermPrivs, want, "/nodes/pve01/qemu", qmCreateParams(300), "nodes/pve01/qemu-server/300.conf")
 }
 
 // VM.Allocate on the pool named by the create's pool parameter is enough;
@@ -44,11 +47,11 @@ func TestQemuCreatePrivilegesOneFewer(t *testing.T) {
 // too: create_vm checks permissions before create_and_lock_config's
 // check_vmid_unused.
 func TestQemuCreateAllocateAlternatives(t *testing.T) {
-	s := startSim(t, simOpts{TaskDuration: 10 * time.Millisecond})
-	admin := newClient(t, s, "pve01").LabToken()
+	s := simtest.Start(t, pvesim.New, simtest.Opts{TaskDuration: 10 * time.Millisecond})
+	admin := simtest.NewClient(t, s, "pve01").LabToken()
 	admin.Call("POST", "/pools", url.Values{"poolid": {"tenant"}}).Must(t, "create pool")
 	others := slices.DeleteFunc(slices.Clone(qmPermPrivs), func(p string) bool { return p == "VM.Allocate" })
-	id, secret, err := s.AddToken("pve01", TokenSpec{User: "root@pam", Name: "pool", Privsep: true})
+	id, secret, err := s.AddToken("pve01", pvesim.TokenSpec{User: "root@pam", Name: "pool", Privsep: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,18 +60,18 @@ func TestQemuCreateAllocateAlternatives(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c := newClient(t, s, "pve01").WithToken(id, secret)
+	c := simtest.NewClient(t, s, "pve01").WithToken(id, secret)
 	if r := c.Call("POST", "/nodes/pve01/qemu", qmCreateParams(300)); r.Status != 403 || r.Reason != "Permission check failed" {
 		t.Errorf("without pool: %d %q, want 403 %q", r.Status, r.Reason, "Permission check failed")
 	}
 	p := qmCreateParams(300)
 	p.Set("pool", "tenant")
-	if st := mustTask(t, c, "POST", "/nodes/pve01/qemu", p); st["exitstatus"] != "OK" {
+	if st := simtest.MustTask(t, c, "POST", "/nodes/pve01/qemu", p); st["exitstatus"] != "OK" {
 		t.Fatalf("with VM.Allocate on the pool: %v", st)
 	}
 	// VM 300 is in the pool now, so its ACL reaches /vms/300: ask for 301,
 	// which exists (made by root) but is in no pool.
-	if st := mustTask(t, admin, "POST", "/nodes/pve01/qemu", url.Values{"vmid": {"301"}}); st["exitstatus"] != "OK" {
+	if st := simtest.MustTask(t, admin, "POST", "/nodes/pve01/qemu", url.Values{"vmid": {"301"}}); st["exitstatus"] != "OK" {
 		t.Fatalf("root's create: %v", st)
 	}
 	if r := c.Call("POST", "/nodes/pve01/qemu", qmCreateParams(301)); r.Status != 403 || r.Reason != "Permission check failed" {
@@ -82,15 +85,15 @@ func TestQemuCreateAllocateAlternatives(t *testing.T) {
 func TestQemuCreateHAManagedAndStartPrivileges(t *testing.T) {
 	for _, pve := range []int{8, 9} {
 		t.Run(fmt.Sprintf("PVE%d", pve), func(t *testing.T) {
-			s := startSim(t, simOpts{Version: pve, TaskDuration: 10 * time.Millisecond})
-			id, secret, err := s.AddToken("pve01", TokenSpec{User: "root@pam", Name: "vmadmin", Privsep: true})
+			s := simtest.Start(t, pvesim.New, simtest.Opts{Version: pve, TaskDuration: 10 * time.Millisecond})
+			id, secret, err := s.AddToken("pve01", pvesim.TokenSpec{User: "root@pam", Name: "vmadmin", Privsep: true})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if err := s.Grant("pve01", "/", id, "priv:"+strings.Join(qmPermPrivs, ","), true); err != nil {
 				t.Fatal(err)
 			}
-			c := newClient(t, s, "pve01").WithToken(id, secret)
+			c := simtest.NewClient(t, s, "pve01").WithToken(id, secret)
 			p := qmCreateParams(310)
 			p.Set("start", "1")
 			r := c.Call("POST", "/nodes/pve01/qemu", p)
@@ -111,7 +114,7 @@ func TestQemuCreateHAManagedAndStartPrivileges(t *testing.T) {
 			if r := c.Call("POST", "/nodes/pve01/qemu", p); r.Status != 403 || r.Reason != "Permission check failed (/, Sys.Console)" {
 				t.Errorf("ha-managed without Sys.Console: %d %q, want 403 %q", r.Status, r.Reason, "Permission check failed (/, Sys.Console)")
 			}
-			admin := newClient(t, s, "pve01").LabToken()
+			admin := simtest.NewClient(t, s, "pve01").LabToken()
 			for _, vmid := range []string{"310", "311"} {
 				if r := admin.Call("GET", "/nodes/pve01/qemu/"+vmid+"/config", nil); r.Status != 500 {
 					t.Errorf("VM %s after the refused create: %d, want no config (500)", vmid, r.Status)
@@ -122,7 +125,7 @@ func TestQemuCreateHAManagedAndStartPrivileges(t *testing.T) {
 			}
 			p = qmCreateParams(312)
 			p.Set("start", "1")
-			if st := mustTask(t, c, "POST", "/nodes/pve01/qemu", p); st["exitstatus"] != "OK" {
+			if st := simtest.MustTask(t, c, "POST", "/nodes/pve01/qemu", p); st["exitstatus"] != "OK" {
 				t.Errorf("start=1 with VM.PowerMgmt: %v", st)
 			}
 		})
@@ -135,18 +138,18 @@ func TestQemuCreateHAManagedAndStartPrivileges(t *testing.T) {
 // custom CPU model Mapping.Use on /mapping/cpu/<name>. Nothing is created
 // when a check fails; root@pam passes them all, its API tokens do not.
 func TestQemuCreateDevicePermissions(t *testing.T) {
-	s := startSim(t, simOpts{TaskDuration: 10 * time.Millisecond})
-	admin := newClient(t, s, "pve01").LabToken()
-	id, secret, err := s.AddToken("pve01", TokenSpec{User: "root@pam", Name: "dev", Privsep: true})
+	s := simtest.Start(t, pvesim.New, simtest.Opts{TaskDuration: 10 * time.Millisecond})
+	admin := simtest.NewClient(t, s, "pve01").LabToken()
+	id, secret, err := s.AddToken("pve01", pvesim.TokenSpec{User: "root@pam", Name: "dev", Privsep: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Grant("pve01", "/", id, "priv:"+strings.Join(append(slices.Clone(qmPermPrivs), "VM.Config.HWType"), ","), true); err != nil {
 		t.Fatal(err)
 	}
-	c := newClient(t, s, "pve01").WithToken(id, secret)
+	c := simtest.NewClient(t, s, "pve01").WithToken(id, secret)
 	vmid := 320
-	create := func(opt, val string) resp {
+	create := func(opt, val string) simtest.Resp {
 		vmid++
 		p := url.Values{"vmid": {fmt.Sprint(vmid)}, opt: {val}}
 		return c.Call("POST", "/nodes/pve01/qemu", p)
@@ -174,7 +177,7 @@ func TestQemuCreateDevicePermissions(t *testing.T) {
 	for _, tc := range []struct{ opt, val string }{{"serial0", "socket"}, {"usb0", "spice"}, {"usb1", "mapping=stick"}, {"cpu", "custom-fast"}} {
 		vmid++
 		p := url.Values{"vmid": {fmt.Sprint(vmid)}, tc.opt: {tc.val}}
-		if st := mustTask(t, c, "POST", "/nodes/pve01/qemu", p); st["exitstatus"] != "OK" {
+		if st := simtest.MustTask(t, c, "POST", "/nodes/pve01/qemu", p); st["exitstatus"] != "OK" {
 			t.Errorf("%s=%s with Mapping.Use: %v", tc.opt, tc.val, st)
 		}
 	}
@@ -185,7 +188,7 @@ func TestQemuCreateDevicePermissions(t *testing.T) {
 	if r := admin.Call("POST", "/nodes/pve01/qemu", real); r.Status != 500 || !strings.Contains(r.Reason, "only root can set 'serial0'") {
 		t.Errorf("root@pam's token, real serial port: %d %q, want 500 only root", r.Status, r.Reason)
 	}
-	if st := mustTask(t, newClient(t, s, "pve01").Root(), "POST", "/nodes/pve01/qemu", real); st["exitstatus"] != "OK" {
+	if st := simtest.MustTask(t, simtest.NewClient(t, s, "pve01").Root(), "POST", "/nodes/pve01/qemu", real); st["exitstatus"] != "OK" {
 		t.Errorf("root@pam's real serial port: %v", st)
 	}
 }

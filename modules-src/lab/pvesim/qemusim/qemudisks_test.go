@@ -1,4 +1,4 @@
-package pvesim
+package qemusim_test
 
 import (
 	"fmt"
@@ -7,23 +7,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/simtest"
 )
-
-// volids lists a storage's volumes on a node.
-func volids(t *testing.T, c *apiClient, storage string) []string {
-	t.Helper()
-	var out []string
-	for _, e := range c.Call("GET", "/nodes/"+c.Node+"/storage/"+storage+"/content", nil).Must(t, "content").List() {
-		out = append(out, e["volid"].(string))
-	}
-	slices.Sort(out)
-	return out
-}
-
-func putConfig(t *testing.T, c *apiClient, vmid int, p url.Values) {
-	t.Helper()
-	c.Call("PUT", fmt.Sprintf("/nodes/%s/qemu/%d/config", c.Node, vmid), p).Must(t, fmt.Sprintf("PUT config %v", p))
-}
 
 // A disk replaced or removed from a stopped VM's config is kept as unusedN
 // (qemu-server vmconfig_apply_pending → vmconfig_register_unused_drive,
@@ -36,54 +23,54 @@ func TestUnusedDisksK16(t *testing.T) {
 	for _, v := range []int{8, 9} {
 		t.Run(fmt.Sprintf("pve%d", v), func(t *testing.T) {
 			t.Parallel()
-			s := startSim(t, simOpts{Version: v, TaskDuration: 30 * time.Millisecond})
-			c := newClient(t, s, "pve01").LabToken()
-			createVM(t, c, 100, url.Values{"scsi1": {"local-lvm:1"}})
-			conf := vmConfig(t, c, "pve01", 100)
+			s := simtest.Start(t, pvesim.New, simtest.Opts{Version: v, TaskDuration: 30 * time.Millisecond})
+			c := simtest.NewClient(t, s, "pve01").LabToken()
+			simtest.CreateVM(t, c, 100, url.Values{"scsi1": {"local-lvm:1"}})
+			conf := simtest.VMConfig(t, c, "pve01", 100)
 			if conf["boot"] != "order=scsi0;scsi1;net0" {
 				t.Fatalf("boot %v", conf["boot"])
 			}
-			putConfig(t, c, 100, url.Values{"scsi0": {"local-lvm:4"}}) // replaced by a new 4 GiB volume
-			conf = vmConfig(t, c, "pve01", 100)
+			simtest.PutConfig(t, c, 100, url.Values{"scsi0": {"local-lvm:4"}}) // replaced by a new 4 GiB volume
+			conf = simtest.VMConfig(t, c, "pve01", 100)
 			if conf["scsi0"] != "local-lvm:vm-100-disk-2,size=4G" || conf["unused0"] != "local-lvm:vm-100-disk-0" {
 				t.Errorf("after replacing scsi0: %v", conf)
 			}
-			putConfig(t, c, 100, url.Values{"delete": {"scsi1"}})
-			conf = vmConfig(t, c, "pve01", 100)
+			simtest.PutConfig(t, c, 100, url.Values{"delete": {"scsi1"}})
+			conf = simtest.VMConfig(t, c, "pve01", 100)
 			if conf["scsi1"] != nil || conf["unused1"] != "local-lvm:vm-100-disk-1" || conf["boot"] != "order=scsi0;net0" {
 				t.Errorf("after removing scsi1: %v", conf)
 			}
 			want := []string{"local-lvm:vm-100-disk-0", "local-lvm:vm-100-disk-1", "local-lvm:vm-100-disk-2"}
-			if got := volids(t, c, "local-lvm"); !slices.Equal(got, want) {
+			if got := simtest.Volids(t, c, "local-lvm"); !slices.Equal(got, want) {
 				t.Errorf("volumes %v, want %v: qemu-server keeps replaced disks", got, want)
 			}
 			// Re-attach unused1: its unusedN goes, the volume is the same.
-			putConfig(t, c, 100, url.Values{"scsi1": {"local-lvm:vm-100-disk-1"}})
-			conf = vmConfig(t, c, "pve01", 100)
+			simtest.PutConfig(t, c, 100, url.Values{"scsi1": {"local-lvm:vm-100-disk-1"}})
+			conf = simtest.VMConfig(t, c, "pve01", 100)
 			if conf["unused1"] != nil || conf["scsi1"] != "local-lvm:vm-100-disk-1,size=1G" {
 				t.Errorf("re-attached: %v", conf)
 			}
-			putConfig(t, c, 100, url.Values{"delete": {"unused0"}})
-			if got := volids(t, c, "local-lvm"); slices.Contains(got, "local-lvm:vm-100-disk-0") {
+			simtest.PutConfig(t, c, 100, url.Values{"delete": {"unused0"}})
+			if got := simtest.Volids(t, c, "local-lvm"); slices.Contains(got, "local-lvm:vm-100-disk-0") {
 				t.Errorf("delete=unused0 kept the volume: %v", got)
 			}
-			putConfig(t, c, 100, url.Values{"delete": {"scsi1"}, "force": {"1"}})
-			conf = vmConfig(t, c, "pve01", 100)
-			if got := volids(t, c, "local-lvm"); slices.Contains(got, "local-lvm:vm-100-disk-1") || conf["unused0"] != nil || conf["unused1"] != nil {
+			simtest.PutConfig(t, c, 100, url.Values{"delete": {"scsi1"}, "force": {"1"}})
+			conf = simtest.VMConfig(t, c, "pve01", 100)
+			if got := simtest.Volids(t, c, "local-lvm"); slices.Contains(got, "local-lvm:vm-100-disk-1") || conf["unused0"] != nil || conf["unused1"] != nil {
 				t.Errorf("force delete: volumes %v config %v", got, conf)
 			}
 			// qm disk unlink: without force an unusedN, with force gone.
-			putConfig(t, c, 100, url.Values{"scsi2": {"local-lvm:1"}})
+			simtest.PutConfig(t, c, 100, url.Values{"scsi2": {"local-lvm:1"}})
 			c.Call("PUT", "/nodes/pve01/qemu/100/unlink", url.Values{"idlist": {"scsi2"}}).Must(t, "unlink")
-			if conf = vmConfig(t, c, "pve01", 100); conf["unused0"] != "local-lvm:vm-100-disk-0" {
+			if conf = simtest.VMConfig(t, c, "pve01", 100); conf["unused0"] != "local-lvm:vm-100-disk-0" {
 				t.Errorf("unlink without force: %v", conf)
 			}
 			c.Call("PUT", "/nodes/pve01/qemu/100/unlink", url.Values{"idlist": {"unused0"}, "force": {"1"}}).Must(t, "unlink --force")
-			if got := volids(t, c, "local-lvm"); !slices.Equal(got, []string{"local-lvm:vm-100-disk-2"}) {
+			if got := simtest.Volids(t, c, "local-lvm"); !slices.Equal(got, []string{"local-lvm:vm-100-disk-2"}) {
 				t.Errorf("after unlink --force: %v", got)
 			}
 			// Protection keeps disks.
-			putConfig(t, c, 100, url.Values{"protection": {"1"}})
+			simtest.PutConfig(t, c, 100, url.Values{"protection": {"1"}})
 			if r := c.Call("PUT", "/nodes/pve01/qemu/100/config", url.Values{"delete": {"scsi0"}}); r.Status != 500 ||
 				r.Reason != "can't remove drive 'scsi0' - protection mode enabled" {
 				t.Errorf("protected: %d %q", r.Status, r.Reason)
@@ -100,20 +87,20 @@ func TestUnusedDisksK16(t *testing.T) {
 // change waits too. The start applies it all, with the same unusedN rules.
 func TestRunningVMDiskPendingK10(t *testing.T) {
 	t.Parallel()
-	s := startSim(t, simOpts{TaskDuration: 30 * time.Millisecond})
-	c := newClient(t, s, "pve01").LabToken()
-	createVM(t, c, 100, url.Values{"ide0": {"local-lvm:1"}})
-	mustTask(t, c, "POST", "/nodes/pve01/qemu/100/status/start", nil)
-	putConfig(t, c, 100, url.Values{"scsi1": {"local-lvm:2"}})
-	putConfig(t, c, 100, url.Values{"scsi0": {"local-lvm:3"}})
-	putConfig(t, c, 100, url.Values{"delete": {"ide0"}, "force": {"1"}})
-	putConfig(t, c, 100, url.Values{"scsi1": {"local-lvm:vm-100-disk-2,cache=writeback,size=2G"}})
+	s := simtest.Start(t, pvesim.New, simtest.Opts{TaskDuration: 30 * time.Millisecond})
+	c := simtest.NewClient(t, s, "pve01").LabToken()
+	simtest.CreateVM(t, c, 100, url.Values{"ide0": {"local-lvm:1"}})
+	simtest.MustTask(t, c, "POST", "/nodes/pve01/qemu/100/status/start", nil)
+	simtest.PutConfig(t, c, 100, url.Values{"scsi1": {"local-lvm:2"}})
+	simtest.PutConfig(t, c, 100, url.Values{"scsi0": {"local-lvm:3"}})
+	simtest.PutConfig(t, c, 100, url.Values{"delete": {"ide0"}, "force": {"1"}})
+	simtest.PutConfig(t, c, 100, url.Values{"scsi1": {"local-lvm:vm-100-disk-2,cache=writeback,size=2G"}})
 	cur := c.Call("GET", "/nodes/pve01/qemu/100/config", url.Values{"current": {"1"}}).Must(t, "current").Obj()
 	if cur["scsi1"] != "local-lvm:vm-100-disk-2,size=2G" || cur["scsi0"] != "local-lvm:vm-100-disk-3,size=3G" ||
 		cur["unused0"] != "local-lvm:vm-100-disk-1" || cur["ide0"] != "local-lvm:vm-100-disk-0,size=1G" {
 		t.Errorf("live config: %v", cur)
 	}
-	withPending := vmConfig(t, c, "pve01", 100)
+	withPending := simtest.VMConfig(t, c, "pve01", 100)
 	if withPending["ide0"] != nil || !strings.Contains(fmt.Sprint(withPending["scsi1"]), "cache=writeback") {
 		t.Errorf("GET config applies pending values: %v", withPending)
 	}
@@ -132,17 +119,17 @@ func TestRunningVMDiskPendingK10(t *testing.T) {
 	if r := c.Call("PUT", "/nodes/pve01/qemu/100/config", url.Values{"scsi0": {"none,media=cdrom"}}); r.Status != 400 || r.Errs["scsi0"] != "hotplug problem - unable to change media type\n" {
 		t.Errorf("media change on a running VM: %d %v", r.Status, r.Errs)
 	}
-	if p := vmConfig(t, c, "pve01", 100); p["scsi0"] != "none,media=cdrom" {
+	if p := simtest.VMConfig(t, c, "pve01", 100); p["scsi0"] != "none,media=cdrom" {
 		t.Errorf("the refused change is not pending: %v", p["scsi0"])
 	}
-	putConfig(t, c, 100, url.Values{"revert": {"scsi0"}})
-	mustTask(t, c, "POST", "/nodes/pve01/qemu/100/status/stop", nil)
-	mustTask(t, c, "POST", "/nodes/pve01/qemu/100/status/start", nil)
+	simtest.PutConfig(t, c, 100, url.Values{"revert": {"scsi0"}})
+	simtest.MustTask(t, c, "POST", "/nodes/pve01/qemu/100/status/stop", nil)
+	simtest.MustTask(t, c, "POST", "/nodes/pve01/qemu/100/status/start", nil)
 	cur = c.Call("GET", "/nodes/pve01/qemu/100/config", url.Values{"current": {"1"}}).Must(t, "current").Obj()
 	if cur["ide0"] != nil || !strings.Contains(fmt.Sprint(cur["scsi1"]), "cache=writeback") {
 		t.Errorf("after the restart: %v", cur)
 	}
-	if got := volids(t, c, "local-lvm"); slices.Contains(got, "local-lvm:vm-100-disk-0") || !slices.Contains(got, "local-lvm:vm-100-disk-1") {
+	if got := simtest.Volids(t, c, "local-lvm"); slices.Contains(got, "local-lvm:vm-100-disk-0") || !slices.Contains(got, "local-lvm:vm-100-disk-1") {
 		t.Errorf("force-deleted ide0 kept its volume, or the unused scsi0 went: %v", got)
 	}
 	if p := c.Call("GET", "/nodes/pve01/qemu/100/pending", nil).Must(t, "pending").List(); slices.ContainsFunc(p, func(e map[string]any) bool {
@@ -159,31 +146,31 @@ func TestRunningVMDiskPendingK10(t *testing.T) {
 // volume carries a linked clone is not destroyed.
 func TestDestroyFreesOwnedVolumes(t *testing.T) {
 	t.Parallel()
-	s := startSim(t, simOpts{TaskDuration: 30 * time.Millisecond})
-	c := newClient(t, s, "pve01").LabToken()
-	createVM(t, c, 101, nil)
-	createVM(t, c, 100, url.Values{"ide2": {"local-lvm:cloudinit"}, "scsi1": {"local-lvm:1"}, "scsi2": {"local-lvm:vm-101-disk-0"}})
-	putConfig(t, c, 100, url.Values{"delete": {"scsi1"}})
+	s := simtest.Start(t, pvesim.New, simtest.Opts{TaskDuration: 30 * time.Millisecond})
+	c := simtest.NewClient(t, s, "pve01").LabToken()
+	simtest.CreateVM(t, c, 101, nil)
+	simtest.CreateVM(t, c, 100, url.Values{"ide2": {"local-lvm:cloudinit"}, "scsi1": {"local-lvm:1"}, "scsi2": {"local-lvm:vm-101-disk-0"}})
+	simtest.PutConfig(t, c, 100, url.Values{"delete": {"scsi1"}})
 	c.Call("POST", "/nodes/pve01/storage/local-lvm/content", url.Values{"filename": {"vm-100-disk-9"}, "vmid": {"100"}, "size": {"1G"}}).Must(t, "stray image")
-	if st := mustTask(t, c, "DELETE", "/nodes/pve01/qemu/100", nil); st["exitstatus"] != "OK" {
+	if st := simtest.MustTask(t, c, "DELETE", "/nodes/pve01/qemu/100", nil); st["exitstatus"] != "OK" {
 		t.Fatalf("destroy: %v", st)
 	}
 	want := []string{"local-lvm:vm-100-disk-9", "local-lvm:vm-101-disk-0"}
-	if got := volids(t, c, "local-lvm"); !slices.Equal(got, want) {
+	if got := simtest.Volids(t, c, "local-lvm"); !slices.Equal(got, want) {
 		t.Errorf("after destroy: %v, want %v", got, want)
 	}
-	createVM(t, c, 100, nil) // vm-100-disk-0 (disk-9 is taken)
-	if st := mustTask(t, c, "DELETE", "/nodes/pve01/qemu/100", url.Values{"destroy-unreferenced-disks": {"1"}}); st["exitstatus"] != "OK" {
+	simtest.CreateVM(t, c, 100, nil) // vm-100-disk-0 (disk-9 is taken)
+	if st := simtest.MustTask(t, c, "DELETE", "/nodes/pve01/qemu/100", url.Values{"destroy-unreferenced-disks": {"1"}}); st["exitstatus"] != "OK" {
 		t.Fatalf("destroy: %v", st)
 	}
-	if got := volids(t, c, "local-lvm"); !slices.Equal(got, []string{"local-lvm:vm-101-disk-0"}) {
+	if got := simtest.Volids(t, c, "local-lvm"); !slices.Equal(got, []string{"local-lvm:vm-101-disk-0"}) {
 		t.Errorf("destroy-unreferenced-disks left %v", got)
 	}
-	makeTemplate(t, c, 9000, nil)
-	if st := mustTask(t, c, "POST", "/nodes/pve01/qemu/9000/clone", url.Values{"newid": {"102"}, "full": {"0"}}); st["exitstatus"] != "OK" {
+	simtest.MakeTemplate(t, c, 9000, nil)
+	if st := simtest.MustTask(t, c, "POST", "/nodes/pve01/qemu/9000/clone", url.Values{"newid": {"102"}, "full": {"0"}}); st["exitstatus"] != "OK" {
 		t.Fatalf("linked clone: %v", st)
 	}
-	if st := mustTask(t, c, "DELETE", "/nodes/pve01/qemu/9000", nil); st["exitstatus"] != "base volume 'local-lvm:base-9000-disk-0' is still in use by linked cloned" {
+	if st := simtest.MustTask(t, c, "DELETE", "/nodes/pve01/qemu/9000", nil); st["exitstatus"] != "base volume 'local-lvm:base-9000-disk-0' is still in use by linked cloned" {
 		t.Errorf("destroy of a template with a linked clone: %v", st)
 	}
 	if _, ok, _ := s.ReadPmxcfs("pve01", "nodes/pve01/qemu-server/9000.conf"); !ok {
