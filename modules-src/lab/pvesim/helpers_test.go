@@ -29,10 +29,9 @@ var (
 	putConfig    = simtest.PutConfig
 	newFakeFiles = simtest.NewFakeFiles
 
-	createCluster   = simtest.CreateCluster
-	joinParams      = simtest.JoinParams
-	joinFingerprint = simtest.JoinFingerprint
-	joinVia         = simtest.JoinVia
+	createCluster = simtest.CreateCluster
+	joinParams    = simtest.JoinParams
+	mustNode      = simtest.MustNode
 )
 
 const (

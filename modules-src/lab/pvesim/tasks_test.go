@@ -91,15 +91,6 @@ func TestTasksK3(t *testing.T) {
 	}
 }
 
-func mustNode(t *testing.T, s *Sim, name string) NodeInfo {
-	t.Helper()
-	n, ok := s.Node(name)
-	if !ok {
-		t.Fatalf("no node %s", name)
-	}
-	return n
-}
-
 func TestFaults(t *testing.T) {
 	t.Parallel()
 	s := startSim(t, simOpts{LockTimeout: 50 * time.Millisecond})

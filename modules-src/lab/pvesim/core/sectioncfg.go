@@ -13,7 +13,6 @@ type section = pvecommon.Section
 var (
 	parseSections  = pvecommon.ParseSections
 	renderSections = pvecommon.RenderSections
-	findSection    = pvecommon.FindSection
 )
 
 // ReadSectionsLocked reads a SectionConfig file of db ("" when absent)
