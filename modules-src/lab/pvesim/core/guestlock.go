@@ -39,7 +39,7 @@ func (s *Sim) lockOf(key string) *guestLock {
 }
 
 // TryLockLocked takes the lock if it is free (shared: free of an exclusive
-// holder). The caller holds s.mu.
+// holder). The caller holds s.Mu.
 func (s *Sim) TryLockLocked(key string, shared bool) bool {
 	l := s.lockOf(key)
 	switch {
@@ -55,7 +55,7 @@ func (s *Sim) TryLockLocked(key string, shared bool) bool {
 	return true
 }
 
-// UnlockLocked releases a lock TryLockLocked took. The caller holds s.mu.
+// UnlockLocked releases a lock TryLockLocked took. The caller holds s.Mu.
 func (s *Sim) UnlockLocked(key string, shared bool) {
 	l := s.lockOf(key)
 	if shared {
@@ -87,7 +87,7 @@ func ErrLockTimeout(file string) error {
 	return fmt.Errorf("can't lock file '%s' - got timeout", file)
 }
 
-// Acquire waits up to d for a lock without holding s.mu (task workers).
+// Acquire waits up to d for a lock without holding s.Mu (task workers).
 // It reports false on timeout or when the simulator closes.
 func (s *Sim) Acquire(key string, shared bool, d time.Duration) bool {
 	deadline := time.Now().Add(d)
@@ -123,7 +123,7 @@ type LockWait struct {
 func (e *LockWait) Error() string { return e.Msg }
 
 // runHandlerLocked runs h; a handler that needs a busy flock is re-run once
-// the lock is free, as a PVE worker blocks in flock (caller holds s.mu).
+// the lock is free, as a PVE worker blocks in flock (caller holds s.Mu).
 func (s *Sim) runHandlerLocked(h Handler, rc *Req) (any, error) {
 	var deadline time.Time
 	for {

@@ -84,7 +84,7 @@ func (s *Sim) AddnodeLocked(mdb *ConfigDB, joiner string, nodeid, votes int, lin
 }
 
 // FinishJoinHalf is the joiner's half; logf prints finish_join's lines (never
-// called with s.mu held: a task's log takes it) and restart is how long its
+// called with s.Mu held: a task's log takes it) and restart is how long its
 // services are down. It returns the error finish_join dies with, or "".
 func (s *Sim) FinishJoinHalf(joiner, clusterDB string, restart time.Duration, logf func(string, ...any)) string {
 	s.Mu.Lock()
@@ -253,7 +253,7 @@ func (s *Sim) CertFingerprintLocked(db *ConfigDB, node string) (string, error) {
 	return nodecert.Fingerprint(block.Bytes), nil
 }
 
-// JoinLock returns the named lock; callers must not hold s.mu.
+// JoinLock returns the named lock; callers must not hold s.Mu.
 func (s *Sim) JoinLock(dbID string) *sync.Mutex {
 	s.Mu.Lock()
 	defer s.Mu.Unlock()

@@ -14,7 +14,7 @@ import (
 // State (persisted) or in what these closures hold.
 
 // Handler is one endpoint's implementation. It runs under the state lock
-// (Sim's mu), after the request has been authenticated, validated against
+// (Sim's Mu), after the request has been authenticated, validated against
 // the schema, proxied to its node and permission-checked.
 type Handler func(rc *Req) (any, error)
 

@@ -21,7 +21,7 @@ func storageCfgLock(db *ConfigDB) string { return "cfs:" + db.ID + ":file-storag
 // write holds it, the handler is re-run once it is free, or fails after
 // the lock timeout with cfs_lock's message (pve-cluster Cluster.pm
 // cfs_lock: "cfs-lock '$lockid' error: got lock request timeout"). The
-// caller holds s.mu.
+// caller holds s.Mu.
 func (s *Sim) StorageCfgFreeLocked(db *ConfigDB, errmsg string) error {
 	key := storageCfgLock(db)
 	if !s.lockOf(key).excl {
@@ -36,7 +36,7 @@ func (s *Sim) StorageCfgFreeLocked(db *ConfigDB, errmsg string) error {
 // fault's delay (other requests are served meanwhile and see storage.cfg
 // unchanged), and takes the state lock back; the returned func releases
 // storage.cfg's lock once the handler wrote it. It reports false when the
-// simulator closed meanwhile. The caller holds s.mu and has checked the
+// simulator closed meanwhile. The caller holds s.Mu and has checked the
 // lock is free (storageCfgFreeLocked). Reconstruction: the delay stands for
 // the plugin's hook and mount; their real duration depends on the server.
 func (s *Sim) SlowInStorageCfgLock(db *ConfigDB, rc *Req) (release func(), alive bool) {

@@ -12,7 +12,7 @@ import (
 // is pvesim/tasks'.
 
 // TaskWorker is the body of a task. It runs without the state lock; it
-// takes s.mu itself to touch state. logf appends to the task log. It
+// takes s.Mu itself to touch state. Logf appends to the task log. It
 // returns "" for OK, "WARNINGS: N", or an error text.
 type TaskWorker func(t *TaskRun) string
 
@@ -20,7 +20,7 @@ type TaskWorker func(t *TaskRun) string
 type TaskRun struct {
 	s    *Sim
 	Task *tasks.Task
-	// effects run (under s.mu) when the worker succeeds; a slow-config
+	// effects run (under s.Mu) when the worker succeeds; a slow-config
 	// fault runs them Delay after the task already reported OK (K4).
 	effects []func()
 	// node runs the task; lossesAtStart is its power-loss count then.
@@ -28,7 +28,7 @@ type TaskRun struct {
 	lossesAtStart int
 }
 
-// DiedLocked tells (under s.mu) whether the task's node lost power since
+// DiedLocked tells (under s.Mu) whether the task's node lost power since
 // the task started: its worker died with the node.
 func (t *TaskRun) DiedLocked() bool {
 	return t != nil && t.node != nil && t.node.powerLosses != t.lossesAtStart
@@ -45,7 +45,7 @@ func (t *TaskRun) Logf(format string, args ...any) {
 func (t *TaskRun) Commit(f func()) { t.effects = append(t.effects, f) }
 
 // StartTaskLocked creates a running task on node and starts its worker. The
-// caller holds s.mu. A task-fail fault on the request overrides the result.
+// caller holds s.Mu. A task-fail fault on the request overrides the result.
 func (s *Sim) StartTaskLocked(rc *Req, node, typ, id string, work TaskWorker) string {
 	n := s.State.Nodes[node]
 	now := time.Now()
@@ -222,7 +222,7 @@ func (s *Sim) taskRoutes() map[string]Handler {
 	}
 }
 
-// LogfLocked appends to the log when the caller already holds s.mu.
+// LogfLocked appends to the log when the caller already holds s.Mu.
 func (t *TaskRun) LogfLocked(format string, args ...any) {
 	t.Task.Log = append(t.Task.Log, fmt.Sprintf(format, args...))
 }

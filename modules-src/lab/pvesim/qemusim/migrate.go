@@ -123,7 +123,7 @@ func (s *backend) postQemuMigrate(rc *core.Req) (any, error) {
 			t.Logf("ERROR: migration aborted (duration %s): %s", fmtDuration(time.Since(start)), reason)
 			return "migration aborted"
 		}
-		// abortLocked is abort under s.mu (the second half of the worker).
+		// abortLocked is abort under s.Mu (the second half of the worker).
 		abortLocked := func(reason string) string {
 			t.LogfLocked("ERROR: migration aborted (duration %s): %s", fmtDuration(time.Since(start)), reason)
 			return "migration aborted"
