@@ -2,8 +2,9 @@
 // pve-guest-common's src/PVE/GuestHelpers.pm that qemu-server and
 // pve-container both call, so that pvesim/qemuserver's and
 // pvesim/pvecontainer's callers share one copy without one backend
-// importing the other (issue 27 §1): for now check_vnet_access's paths
-// (with get_tags_from_trunk). Reconstructions are marked where they are.
+// importing the other (issue 27 §1): check_vnet_access's paths
+// (with get_tags_from_trunk) and config_with_pending_array, the pending
+// view of both kinds. Reconstructions are marked where they are.
 // The privilege checks on those paths are pvesim's (the caller's
 // ConfigDB and principal).
 package guesthelpers

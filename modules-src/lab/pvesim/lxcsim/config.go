@@ -9,6 +9,7 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guesthelpers"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/ha"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecontainer"
@@ -256,32 +257,8 @@ func (s *backend) getLxcPending(rc *core.Req) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	keys := map[string]bool{}
-	for k := range c.Keys {
-		keys[k] = true
-	}
-	for k := range c.Pending {
-		keys[k] = true
-	}
-	out := []map[string]any{}
-	for _, k := range slices.Sorted(maps.Keys(keys)) {
-		e := map[string]any{"key": k}
-		if v, ok := c.Keys[k]; ok {
-			e["value"] = s.TypedGuestConf(core.CTKind, map[string]string{k: v})[k]
-		}
-		if v, ok := c.Pending[k]; ok {
-			e["pending"] = s.TypedGuestConf(core.CTKind, map[string]string{k: v})[k]
-		}
-		if c.PendingDeleted(k) {
-			e["delete"] = 1
-		}
-		out = append(out, e)
-	}
-	out = append(out, map[string]any{"key": "digest", "value": c.Digest})
-	if c.Description != "" {
-		out = append(out, map[string]any{"key": "description", "value": guestconf.CTDescription(c.Description)})
-	}
-	return out, nil
+	typed := func(k, v string) any { return s.TypedGuestConf(core.CTKind, map[string]string{k: v})[k] }
+	return guesthelpers.ConfigWithPendingArray(c, typed, guestconf.CTDescription), nil
 }
 
 // PUT /nodes/{node}/lxc/{vmid}/resize: resize_vm's $load_and_check runs

@@ -17,11 +17,11 @@ package qemusim
 import (
 	"fmt"
 	"maps"
-	"slices"
 	"strconv"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guesthelpers"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
@@ -98,44 +98,19 @@ func (s *backend) getQemuPending(rc *core.Req) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	keys := map[string]bool{}
-	for k := range c.Keys {
-		keys[k] = true
-	}
-	for k := range c.Pending {
-		keys[k] = true
-	}
-	out := []map[string]any{}
-	for _, k := range slices.Sorted(maps.Keys(keys)) {
-		e := map[string]any{"key": k}
-		if v, ok := c.Keys[k]; ok {
-			e["value"] = s.typedConf(map[string]string{k: v})[k]
+	typed := func(k, v string) any { return s.typedConf(map[string]string{k: v})[k] }
+	out := guesthelpers.ConfigWithPendingArray(c, typed, guestconf.VMDescription)
+	for _, e := range out {
+		if e["key"] != "cipassword" {
+			continue
 		}
-		if v, ok := c.Pending[k]; ok {
-			e["pending"] = s.typedConf(map[string]string{k: v})[k]
+		// vm_pending masks both, the pending one with a trailing blank.
+		if _, ok := e["value"]; ok {
+			e["value"] = "**********"
 		}
-		if k == "cipassword" {
-			// vm_pending masks both, the pending one with a trailing blank.
-			if _, ok := e["value"]; ok {
-				e["value"] = "**********"
-			}
-			if _, ok := e["pending"]; ok {
-				e["pending"] = "********** "
-			}
+		if _, ok := e["pending"]; ok {
+			e["pending"] = "********** "
 		}
-		if c.PendingDeleted(k) {
-			e["delete"] = 1
-			if slices.Contains(c.PendingDelete, "!"+k) {
-				e["delete"] = 2
-			}
-		}
-		out = append(out, e)
-	}
-	// config_with_pending_array walks every scalar of load_config's hash:
-	// the file's digest and the description are entries too.
-	out = append(out, map[string]any{"key": "digest", "value": c.Digest})
-	if c.Description != "" {
-		out = append(out, map[string]any{"key": "description", "value": guestconf.VMDescription(c.Description)})
 	}
 	return out, nil
 }
