@@ -241,10 +241,3 @@ func (a *Config) CheckUserEnabled(user string, now time.Time) string {
 	}
 	return ""
 }
-
-func boolNum(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}

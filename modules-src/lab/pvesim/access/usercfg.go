@@ -23,14 +23,14 @@ import (
 func (a *Config) RenderUsers(b *strings.Builder) {
 	for _, id := range slices.Sorted(maps.Keys(a.Users)) {
 		u := a.Users[id]
-		fmt.Fprintf(b, "user:%s:%d:%d:%s:%s:%s:%s:%s:\n", id, boolNum(!u.Disabled), u.Expire,
+		fmt.Fprintf(b, "user:%s:%d:%d:%s:%s:%s:%s:%s:\n", id, pvecommon.BoolNum(!u.Disabled), u.Expire,
 			pvecommon.EncodeField(u.Firstname), pvecommon.EncodeField(u.Lastname), u.Email, pvecommon.EncodeField(u.Comment), u.Keys)
 		for _, tid := range slices.Sorted(maps.Keys(a.Tokens)) {
 			if owner, _, _ := strings.Cut(tid, "!"); owner != id {
 				continue
 			}
 			t := a.Tokens[tid]
-			fmt.Fprintf(b, "token:%s:%d:%d:%s:\n", tid, t.Expire, boolNum(t.Privsep), pvecommon.EncodeField(t.Comment))
+			fmt.Fprintf(b, "token:%s:%d:%d:%s:\n", tid, t.Expire, pvecommon.BoolNum(t.Privsep), pvecommon.EncodeField(t.Comment))
 		}
 	}
 }
@@ -93,7 +93,7 @@ func (a *Config) RenderACL(b *strings.Builder) {
 			}
 			for _, rl := range slices.Sorted(maps.Keys(lines)) {
 				slices.Sort(lines[rl])
-				fmt.Fprintf(b, "acl:%d:%s:%s:%s:\n", boolNum(prop), p, strings.Join(lines[rl], ","), rl)
+				fmt.Fprintf(b, "acl:%d:%s:%s:%s:\n", pvecommon.BoolNum(prop), p, strings.Join(lines[rl], ","), rl)
 			}
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 // Groups (API2/Group.pm), roles (API2/Role.pm) and ACL entries
@@ -91,7 +92,7 @@ func (s *backend) getRoles(rc *core.Req) (any, error) {
 	for _, id := range slices.Compact(ids) {
 		special := access.IsSpecialRole(s.Version(), id)
 		out = append(out, map[string]any{"roleid": id, "privs": strings.Join(slices.Sorted(maps.Keys(a.RolePrivs(s.Version(), id))), ","),
-			"special": core.BoolNum(special)})
+			"special": pvecommon.BoolNum(special)})
 	}
 	return out, nil
 }
@@ -191,7 +192,7 @@ func (s *backend) getACL(rc *core.Req) (any, error) {
 			typ = "token"
 		}
 		out = append(out, map[string]any{"path": access.NormalizePath(e.Path), "type": typ, "ugid": ugid,
-			"roleid": e.Role, "propagate": core.BoolNum(e.Propagate)})
+			"roleid": e.Role, "propagate": pvecommon.BoolNum(e.Propagate)})
 	}
 	return out, nil
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 // GET /access/permissions: the caller's (or an owned token's) privileges
@@ -55,7 +56,7 @@ func (s *backend) getPermissions(rc *core.Req) (any, error) {
 func permFlags(perms map[string]bool) map[string]any {
 	out := map[string]any{}
 	for p, prop := range perms {
-		out[p] = core.BoolNum(prop)
+		out[p] = pvecommon.BoolNum(prop)
 	}
 	return out
 }

@@ -65,7 +65,7 @@ func (s *backend) postToken(rc *core.Req) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	info := map[string]any{"privsep": core.BoolNum(tok.Privsep)}
+	info := map[string]any{"privsep": pvecommon.BoolNum(tok.Privsep)}
 	if rc.Has("expire") {
 		info["expire"] = tok.Expire
 	}

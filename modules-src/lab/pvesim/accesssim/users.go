@@ -9,6 +9,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 // /access/users and /access/users/{userid}/token: pve-access-control
@@ -69,7 +70,7 @@ func (s *backend) lockUserCfg(db *core.ConfigDB, errmsg string, change func(a *a
 
 // userData is User.pm $extract_user_data.
 func userData(a *access.Config, u *access.User, full bool) map[string]any {
-	e := map[string]any{"enable": core.BoolNum(!u.Disabled), "expire": u.Expire}
+	e := map[string]any{"enable": pvecommon.BoolNum(!u.Disabled), "expire": u.Expire}
 	for k, v := range map[string]string{"firstname": u.Firstname, "lastname": u.Lastname, "email": u.Email,
 		"comment": u.Comment, "keys": u.Keys} {
 		if v != "" {
@@ -90,7 +91,7 @@ func userData(a *access.Config, u *access.User, full bool) map[string]any {
 }
 
 func tokenInfo(t *access.Token) map[string]any {
-	e := map[string]any{"privsep": core.BoolNum(t.Privsep), "expire": t.Expire}
+	e := map[string]any{"privsep": pvecommon.BoolNum(t.Privsep), "expire": t.Expire}
 	if t.Comment != "" {
 		e["comment"] = t.Comment
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/cluster"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 func (s *backend) getVersion(rc *core.Req) (any, error) {
@@ -97,7 +98,7 @@ func (s *backend) getClusterResources(rc *core.Req) (any, error) {
 				}
 				e := map[string]any{
 					"id": "storage/" + name + "/" + id, "type": "storage", "node": name, "storage": id,
-					"plugintype": st.Type, "content": st.Content(), "shared": core.BoolNum(st.Shared()),
+					"plugintype": st.Type, "content": st.Content(), "shared": pvecommon.BoolNum(st.Shared()),
 				}
 				if s.NodeUpLocked(name) && s.ActiveOn(name, st) == nil {
 					e["status"] = "available"

@@ -67,10 +67,3 @@ func (s *Sim) RequireQuorumLocked(db *ConfigDB) error {
 	}
 	return nil
 }
-
-func BoolNum(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}

@@ -16,6 +16,7 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/pmxcfs"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/corosync"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/nodecert"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/ticket"
 )
 
@@ -284,13 +285,13 @@ func (s *Sim) GeneratedPmxcfsFile(node, name string) []byte {
 		c := db.Corosync
 		fmt.Fprintf(&b, "\"version\": %d,\n", db.Serial)
 		fmt.Fprintf(&b, "\"cluster\": { \"name\": \"%s\", \"version\": %d, \"nodes\": %d, \"quorate\": %d },\n",
-			c.ClusterName, c.ConfigVersion, len(c.Nodes), BoolNum(s.QuorateOnLocked(db, node)))
+			c.ClusterName, c.ConfigVersion, len(c.Nodes), pvecommon.BoolNum(s.QuorateOnLocked(db, node)))
 		b.WriteString("\"nodelist\": {\n")
 		for i, m := range c.Nodes {
 			if i > 0 {
 				b.WriteString(",\n")
 			}
-			fmt.Fprintf(&b, "  \"%s\": { \"id\": %d, \"online\": %d", m.Name, m.NodeID, BoolNum(s.VotesForLocked(db, m.Name)))
+			fmt.Fprintf(&b, "  \"%s\": { \"id\": %d, \"online\": %d", m.Name, m.NodeID, pvecommon.BoolNum(s.VotesForLocked(db, m.Name)))
 			if n := s.State.Nodes[m.Name]; n != nil {
 				fmt.Fprintf(&b, ", \"ip\": \"%s\"", n.Addr)
 			}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/cluster"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 // NodeVersionLocked is what node's packages say (Config.NodeVersion), or
@@ -101,7 +102,7 @@ func (s *Sim) StorageStatus(node string, st *Storage) map[string]any {
 	active := s.ActivateOn(node, st) == nil
 	e := map[string]any{
 		"storage": st.ID, "type": st.Type, "content": st.Content(),
-		"shared": BoolNum(st.Shared()), "enabled": BoolNum(!st.Disabled()), "active": BoolNum(active),
+		"shared": pvecommon.BoolNum(st.Shared()), "enabled": pvecommon.BoolNum(!st.Disabled()), "active": pvecommon.BoolNum(active),
 	}
 	if active {
 		u := StorageUsage{Total: SimMaxDisk, Used: SimDisk, Avail: SimMaxDisk - SimDisk}

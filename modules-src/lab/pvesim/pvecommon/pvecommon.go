@@ -169,3 +169,11 @@ func (e Error) Error() string { return string(e) }
 
 // Die is Perl's die with PVE's own words.
 func Die(format string, args ...any) error { return Error(fmt.Sprintf(format, args...)) }
+
+// BoolNum is a boolean as PVE's API answers it: 1 or 0.
+func BoolNum(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
