@@ -18,6 +18,7 @@ import (
 // side by side (distinct slots), a second `lab up` that changes nothing,
 // `lab status`, and `lab down` that removes everything.
 func TestUpIsIdempotentAndDownLeavesNothing(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		testenv.Skip(t, "the lab needs root (namespaces, overlayfs, loop devices)")
 	}
@@ -94,6 +95,7 @@ func readState(t *testing.T, dir string) labctl.State {
 // with it (they are tied to it), `lab status` reports the lab dead, and
 // `lab down` still detaches the loop devices and removes the directory.
 func TestDownAfterSupervisorCrash(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		testenv.Skip(t, "the lab needs root (namespaces, overlayfs, loop devices)")
 	}
@@ -144,6 +146,7 @@ func TestDownAfterSupervisorCrash(t *testing.T) {
 // checkout it finds the cached Debian 13 root and, with no labtools next to
 // it, installs itself as the nodes' stand-ins.
 func TestUpFromAnyDirectory(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		testenv.Skip(t, "the lab needs root (namespaces, overlayfs, loop devices)")
 	}

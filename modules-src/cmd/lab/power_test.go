@@ -21,6 +21,7 @@ import (
 // is named with the lab's nodes; on and reboot bring SSH back. Every
 // command runs without PATH. Then `lab digest` sees a file written there.
 func TestPowerFromTheCLI(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		testenv.Skip(t, "the lab needs root (namespaces, overlayfs, loop devices)")
 	}

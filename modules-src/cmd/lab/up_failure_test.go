@@ -17,6 +17,7 @@ import (
 // must still carry the log's tail, and the log stays on disk. A directory
 // too long for the lab's sockets is refused before anything starts.
 func TestUpFailureSaysWhy(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		testenv.Skip(t, "the lab needs root (namespaces, overlayfs, loop devices)")
 	}

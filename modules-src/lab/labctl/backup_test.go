@@ -12,8 +12,14 @@ import (
 // VMID), its config
 // is what extractconfig returns, and a restore through pvesh rebuilds the
 // container from it on the storage asked.
-func TestLabCTBackupRestorePVE9(t *testing.T) { testLabCTBackupRestore(t, 9) }
-func TestLabCTBackupRestorePVE8(t *testing.T) { testLabCTBackupRestore(t, 8) }
+func TestLabCTBackupRestorePVE9(t *testing.T) {
+	t.Parallel()
+	testLabCTBackupRestore(t, 9)
+}
+func TestLabCTBackupRestorePVE8(t *testing.T) {
+	t.Parallel()
+	testLabCTBackupRestore(t, 8)
+}
 
 func testLabCTBackupRestore(t *testing.T, pve int) {
 	lab := startLab(t, pve, func(o *Options) { o.Nodes = 1 })

@@ -25,6 +25,7 @@ func run(t *testing.T, lab *Lab, node, cmd string) Result {
 // by the members after create/join, laid out and guarded as pmxcfs does it,
 // and the one state the API shows.
 func TestLabEtcPveIsOneFilesystem(t *testing.T) {
+	t.Parallel()
 	lab := startLab(t, 9)
 	nodes := lab.Nodes()
 

@@ -11,6 +11,7 @@ import (
 // what the API created (and pmxcfs's .vmlist lists it); a config edited on
 // the node is what the API answers next.
 func TestLabGuestsLiveInEtcPve(t *testing.T) {
+	t.Parallel()
 	lab := startLab(t, 9)
 	if err := lab.Sim().AddGuest("pve01", pvesim.GuestSpec{VMID: 100, Config: map[string]string{
 		"name": "web", "cores": "2", "memory": "1024", "scsi0": "local-lvm:4", "net0": "virtio,bridge=vmbr0"}}); err != nil {

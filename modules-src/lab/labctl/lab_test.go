@@ -138,13 +138,17 @@ func ansible(t *testing.T, lab *Lab, bin string, args ...string) (string, error)
 // The lab mechanics that are the same on both versions run on PVE 9 alone,
 // in TestLabPVE9 (issue 27 §3, CI time: this test's 3-node lab was among
 // CI's largest).
-func TestLabPVE8(t *testing.T) { testLab(t, 8) }
+func TestLabPVE8(t *testing.T) {
+	t.Parallel()
+	testLab(t, 8)
+}
 
 // TestLabPVE9 is the release-dependent part on PVE 9 and, on the newest
 // release, the lab mechanics: node-to-node isolation, distinct disks per
 // node, the control socket, API and credentials, the role played on two
 // nodes at once, and a join's authorized_keys swap (C7).
 func TestLabPVE9(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("GOPVE_LAB_SKIP_PVE9") != "" {
 		testenv.Skip(t, "GOPVE_LAB_SKIP_PVE9 is set")
 	}

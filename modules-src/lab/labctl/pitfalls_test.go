@@ -27,6 +27,7 @@ import (
 // overlays of this machine's own root, so a leak of the host's /etc/hosts
 // or name service into a node would show here first.
 func TestLabPitfalls(t *testing.T) {
+	t.Parallel()
 	lab := startLab(t, 8)
 	nodes := lab.Nodes()
 	domain := "lab.internal"

@@ -111,6 +111,7 @@ func uptime(t *testing.T, lab *Lab, node string) int64 {
 // the API, the vote and the cluster's current /etc/pve, with what a reboot
 // loses lost (running guests stopped unless onboot).
 func TestLabPowerOffOnC10(t *testing.T) {
+	t.Parallel()
 	lab := startLab(t, 9, func(o *Options) {
 		o.SimConfig = func(c *pvesim.Config) { c.FenceDelay, c.HADelay = time.Second, 200*time.Millisecond }
 	})

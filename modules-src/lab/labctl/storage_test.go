@@ -10,6 +10,7 @@ import (
 // storage calls act on the node (activation, content, sizes) and the API
 // reports the version the node's packages have.
 func TestLabStorageAsPVE(t *testing.T) {
+	t.Parallel()
 	lab := startLab(t, 9)
 
 	t.Run("dir_activation", func(t *testing.T) {

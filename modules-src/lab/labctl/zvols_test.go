@@ -14,6 +14,7 @@ import (
 // every step `zfs list` on the node, the storage's content API, the VM
 // configs and the storage's status agree.
 func TestLabZvolsAreTheGuestsVolumes(t *testing.T) {
+	t.Parallel()
 	lab := startLab(t, 9)
 	// pve01 and pve02 in one cluster, for the migration below.
 	nodes := lab.Nodes()

@@ -176,7 +176,10 @@ func tokenWrites(t *testing.T, sim *pvesim.Sim, pve int, out string) {
 // TestDocumentedPrivilegesOneFewer, which runs both versions against the
 // in-process simulator with exactly the documented set and with one fewer;
 // the site's phases on PVE 8, HA groups included, by TestTruthSuitePVE8.
-func TestLabSiteAccessTokenPVE9(t *testing.T) { testSiteAccessToken(t, 9) }
+func TestLabSiteAccessTokenPVE9(t *testing.T) {
+	t.Parallel()
+	testSiteAccessToken(t, 9)
+}
 
 func testSiteAccessToken(t *testing.T, pve int) {
 	// Short guest clocks: the ha phase's first sync (H1) and HA start take

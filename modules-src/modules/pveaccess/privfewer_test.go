@@ -16,6 +16,7 @@ import (
 // shows it), and changed says what the lab accepted. What a kind
 // needs to exist first (the user of a token or an ACL) is made by root.
 func TestDocumentedPrivilegesOneFewer(t *testing.T) {
+	t.Parallel()
 	kinds := []struct {
 		name  string
 		privs []string

@@ -21,8 +21,14 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/labtest"
 )
 
-func TestLabEdgesPVE8(t *testing.T) { testLabEdges(t, 8) }
-func TestLabEdgesPVE9(t *testing.T) { testLabEdges(t, 9) }
+func TestLabEdgesPVE8(t *testing.T) {
+	t.Parallel()
+	testLabEdges(t, 8)
+}
+func TestLabEdgesPVE9(t *testing.T) {
+	t.Parallel()
+	testLabEdges(t, 9)
+}
 
 func testLabEdges(t *testing.T, pve int) {
 	lab, _ := labtest.Start(t, pve, 1)

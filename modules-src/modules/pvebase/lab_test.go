@@ -131,8 +131,14 @@ func testLabBadInput(t *testing.T, lab *labctl.Lab, bin string) {
 	}
 }
 
-func TestLabPVE8(t *testing.T) { testLab(t, 8) }
-func TestLabPVE9(t *testing.T) { testLab(t, 9) }
+func TestLabPVE8(t *testing.T) {
+	t.Parallel()
+	testLab(t, 8)
+}
+func TestLabPVE9(t *testing.T) {
+	t.Parallel()
+	testLab(t, 9)
+}
 
 func testLab(t *testing.T, pve int) {
 	lab, _ := labtest.Start(t, pve, 1)

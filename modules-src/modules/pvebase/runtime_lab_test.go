@@ -13,8 +13,14 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/labtest"
 )
 
-func TestLabRuntimeContractPVE8(t *testing.T) { testLabRuntimeContract(t, 8) }
-func TestLabRuntimeContractPVE9(t *testing.T) { testLabRuntimeContract(t, 9) }
+func TestLabRuntimeContractPVE8(t *testing.T) {
+	t.Parallel()
+	testLabRuntimeContract(t, 8)
+}
+func TestLabRuntimeContractPVE9(t *testing.T) {
+	t.Parallel()
+	testLabRuntimeContract(t, 9)
+}
 
 func testLabRuntimeContract(t *testing.T, pve int) {
 	lab, _ := labtest.Start(t, pve, 2)

@@ -481,6 +481,7 @@ func TestK13LockContentionRetried(t *testing.T) {
 // hastart request) and the module waits for the real state; HA's
 // requested state says started afterwards.
 func TestH4StartThroughHA(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 9)
 	if res := w.run(webArgs(), false); failed(res) {
 		t.Fatal(msg(res))

@@ -25,7 +25,10 @@ import (
 // nor the lab's allocation depends on the version; the module reads the
 // version only to validate its requests against that version's schema,
 // which the in-process tests do on both.
-func TestLabCloudInitDriveConvergesPVE9(t *testing.T) { testLabCloudInit(t, 9) }
+func TestLabCloudInitDriveConvergesPVE9(t *testing.T) {
+	t.Parallel()
+	testLabCloudInit(t, 9)
+}
 
 func testLabCloudInit(t *testing.T, pve int) {
 	lab, _ := labtest.Start(t, pve, 1)

@@ -27,7 +27,10 @@ import (
 // inventory host per VM, forks 10 and the bound of four, runs in
 // TestLabPlaybookScaleFiveNodesK13 (20 VMs), which also plays the typos;
 // PVE 9's check run of the clone role is the truth suite's.
-func TestLabPlaybookPerHostPVE8(t *testing.T) { testPerHost(t, 8) }
+func TestLabPlaybookPerHostPVE8(t *testing.T) {
+	t.Parallel()
+	testPerHost(t, 8)
+}
 
 // perHostVMs is twice the bound (K13) and under forks=10: every host's
 // clone is ready at once, so without the role's throttle all eight run

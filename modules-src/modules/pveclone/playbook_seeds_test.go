@@ -25,6 +25,7 @@ import (
 )
 
 func TestLabPlaybookSeedVariables(t *testing.T) {
+	t.Parallel()
 	lab, bin := labtest.Start(t, 9, 2)
 	sim := lab.Sim()
 	labtest.FormCluster(t, lab)

@@ -24,6 +24,7 @@ var clonePrivs = []string{"Datastore.AllocateSpace", "SDN.Use", "VM.Allocate", "
 	"VM.Config.CPU", "VM.Config.Disk", "VM.Config.Memory", "VM.Config.Network"}
 
 func TestDocumentedPrivilegesOneFewer(t *testing.T) {
+	t.Parallel()
 	args := map[string]any{
 		"vmid": 201, "name": "web-1", "template": "debian-12", "node": "pve02", "cores": 2, "memory": 4096,
 		"nets": map[string]any{"net0": map[string]any{"bridge": "vmbr1", "tag": 30}}, "disks": map[string]any{"scsi0": "8G"},

@@ -34,6 +34,7 @@ var notNeeded = map[string]string{
 // version, and each privilege its permissions name must be in the module's
 // notes (or in notNeeded, with a reason). PVE 8 and 9.
 func TestDocsListPrivileges(t *testing.T) {
+	t.Parallel()
 	notes := strings.Join(Module().Notes, " ")
 	for _, v := range []int{8, 9} {
 		t.Run(fmt.Sprintf("PVE%d", v), func(t *testing.T) {

@@ -70,6 +70,7 @@ func scaleVM(i int) (vmid int, node string, tag int, ip string) {
 // through the role runs in TestLabPlaybookPerHostPVE8 (8 VMs, twice the
 // same bound). Its lab then plays the bare-task typos on PVE 9 (K15, testTypos).
 func TestLabPlaybookScaleFiveNodesK13(t *testing.T) {
+	t.Parallel()
 	testenv.NeedLong(t, "clones through ansible-playbook on a 5-node lab")
 	testScale(t, 9, scaleVMCount(t))
 }

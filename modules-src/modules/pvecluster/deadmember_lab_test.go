@@ -29,6 +29,7 @@ import (
 )
 
 func TestLabGrowPastDeadMemberEveryAnsibleCore(t *testing.T) {
+	t.Parallel()
 	lab, bin := labtest.Start(t, 9, 6)
 	ctls := labtest.Controllers(t)
 	sim := lab.Sim()

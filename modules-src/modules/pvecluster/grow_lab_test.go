@@ -33,7 +33,10 @@ import (
 // version branch, and the other version runs the same module path in
 // TestLabQuorumLossC10PVE8 (a member down on PVE 8) and
 // the PVE 8 join tests, so a twin would repeat a proof.
-func TestLabGrowWithLimitAndMemberDownPVE9(t *testing.T) { testGrow(t, 9) }
+func TestLabGrowWithLimitAndMemberDownPVE9(t *testing.T) {
+	t.Parallel()
+	testGrow(t, 9)
+}
 
 func testGrow(t *testing.T, pve int) {
 	lab, bin := labtest.Start(t, pve, 4)

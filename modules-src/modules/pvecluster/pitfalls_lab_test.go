@@ -20,7 +20,10 @@ import (
 // One PVE version per scenario (issue 27 §3, CI time): the test has no
 // version branch, and the other version runs the same module path in
 // TestLabPlaybookPVE9 and TestLabGrowWithLimitAndMemberDownPVE9, so a twin would repeat a proof.
-func TestLabPitfallsPVE8(t *testing.T) { testPitfalls(t, 8) }
+func TestLabPitfallsPVE8(t *testing.T) {
+	t.Parallel()
+	testPitfalls(t, 8)
+}
 
 // nodeDigest is UpperDigest restricted to one node.
 func nodeDigest(t *testing.T, lab *labctl.Lab, node string) map[string]string {

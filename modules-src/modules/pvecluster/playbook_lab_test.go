@@ -38,7 +38,10 @@ zfs_pool_name: nvme-vm
 // version branch, and the other version runs the same module path in
 // TestLabPitfallsPVE8, TestLabParallelAPIJoinPVE8 and
 // TestLabAPIJoinFaultsPVE8, so a twin would repeat a proof.
-func TestLabPlaybookPVE9(t *testing.T) { testPlaybook(t, 9) }
+func TestLabPlaybookPVE9(t *testing.T) {
+	t.Parallel()
+	testPlaybook(t, 9)
+}
 
 // clusterLines finds each node's cluster result in -v output.
 var resultRe = regexp.MustCompile(`(?m)^(?:changed|ok): \[(pve0\d)\] => (\{.*\})$`)
@@ -159,6 +162,7 @@ func testPlaybook(t *testing.T, pve int) {
 // each node pinned by its fingerprint from the inventory) at -vvv: the
 // cluster forms, and the password appears nowhere in the output.
 func TestLabAPIJoinSecretsPVE9(t *testing.T) {
+	t.Parallel()
 	lab, bin := labtest.Start(t, 9, 3)
 	repo, _ := labctl.RepoRoot()
 	coll := labtest.InstallCollection(t, repo, bin)
@@ -210,6 +214,7 @@ func TestLabAPIJoinSecretsPVE9(t *testing.T) {
 // Scale: five PVE 9 nodes formed by the same role in one run, the joins
 // one at a time; every node reads back a quorate cluster of five.
 func TestLabScale5PVE9(t *testing.T) {
+	t.Parallel()
 	lab, bin := labtest.Start(t, 9, 5)
 	repo, _ := labctl.RepoRoot()
 	coll := labtest.InstallCollection(t, repo, bin)
@@ -236,6 +241,7 @@ func TestLabScale5PVE9(t *testing.T) {
 // then the cluster, then storage: the storage declared once is seen by
 // every member, none lost to a join.
 func TestLabZfsClusterStoragePVE9(t *testing.T) {
+	t.Parallel()
 	lab, bin := labtest.Start(t, 9, 3)
 	repo, _ := labctl.RepoRoot()
 	coll := labtest.InstallCollection(t, repo, bin)
@@ -259,7 +265,10 @@ func TestLabZfsClusterStoragePVE9(t *testing.T) {
 // Parallel joins from a play without throttle: every joiner ends joined,
 // or failed with a reason and standalone; no member is listed that is not
 // in the cluster (C4); the role run afterwards completes the cluster.
-func TestLabParallelJoinPVE9(t *testing.T) { testParallelJoin(t, 9, "") }
+func TestLabParallelJoinPVE9(t *testing.T) {
+	t.Parallel()
+	testParallelJoin(t, 9, "")
+}
 
 // The same with the API join (PVE 8, C4), where a join has a window (the
 // joiner's services restarting) in which it is listed but not online. Both
@@ -269,6 +278,7 @@ func TestLabParallelJoinPVE9(t *testing.T) { testParallelJoin(t, 9, "") }
 // wait, PVE's "no quorum" or lock timeout) and standalone, never a member
 // listed that is not in the cluster. The request log shows which happened.
 func TestLabParallelAPIJoinPVE8(t *testing.T) {
+	t.Parallel()
 	testParallelJoin(t, 8, "pve_cluster_join_method: api\npve_root_password: %q\n")
 }
 
@@ -363,6 +373,7 @@ func testParallelJoin(t *testing.T, pve int, extraVars string) {
 // answers 596 and slowly while it restarts (C5). The role still forms the
 // cluster, every node reads back three members.
 func TestLabAPIJoinFaultsPVE8(t *testing.T) {
+	t.Parallel()
 	lab, bin := labtest.Start(t, 8, 3)
 	sim := lab.Sim()
 	repo, _ := labctl.RepoRoot()

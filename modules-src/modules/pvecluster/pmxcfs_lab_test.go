@@ -132,6 +132,7 @@ func toolRuns(t *testing.T, lab *labctl.Lab) (tools []string, requests []string)
 }
 
 func TestLabConvergedFromPmxcfs(t *testing.T) {
+	t.Parallel()
 	lab, _ := labtest.Start(t, 9, 3)
 	nodes := lab.Nodes()
 	labtest.FormClusterOf(t, lab, 2) // pve01 (created) and pve02; pve03 standalone

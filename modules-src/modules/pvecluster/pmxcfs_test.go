@@ -49,6 +49,7 @@ func (l *lab) sshRuns() int {
 // files do not prove goes the old way (the API, the primary over SSH), and
 // none of C6, C8, C10 is reported ok.
 func TestConvergedFromPmxcfs(t *testing.T) {
+	t.Parallel()
 	for _, v := range []int{8, 9} {
 		t.Run(fmt.Sprint("pve", v), func(t *testing.T) {
 			l := newLab(t, v, 3)

@@ -108,6 +108,7 @@ exit 1
 // CLI exits 0). The module's read of the primary still works, so this is
 // past its pre-join check: only the membership read back catches it.
 func TestLabSilentJoinC2PVE9(t *testing.T) {
+	t.Parallel()
 	lab, bin := labtest.Start(t, 9, 2)
 	sim := lab.Sim()
 	primary := lab.Nodes()[0]
@@ -191,6 +192,7 @@ func putFile(t *testing.T, lab *labctl.Lab, node, path, content, mode string) {
 
 // C10 on PVE 8: a cluster of three (pve01..pve03) and a standalone pve04.
 func TestLabQuorumLossC10PVE8(t *testing.T) {
+	t.Parallel()
 	lab, bin := labtest.Start(t, 8, 4)
 	sim := lab.Sim()
 	nodes := lab.Nodes()

@@ -15,6 +15,7 @@ import (
 // destroyed with its HA resource and jobs. Each change is checked against
 // the request log.
 func TestAbsentRefusalsThenPurge(t *testing.T) {
+	t.Parallel()
 	for _, v := range []int{8, 9} {
 		w := newWorld(t, v)
 		if res := w.run(with(runnerArgs(), "state", "started"), false); failed(res) || res["changed"] != true {
@@ -86,6 +87,7 @@ func TestAbsentRefusalsThenPurge(t *testing.T) {
 // start with an hastart request, the CRM acts in its round), and the task
 // waits until PVE reports the state; the rerun changes nothing.
 func TestHAManagedStartStop(t *testing.T) {
+	t.Parallel()
 	for _, v := range []int{8, 9} {
 		w := newWorld(t, v)
 		if res := w.run(runnerArgs(), false); failed(res) {

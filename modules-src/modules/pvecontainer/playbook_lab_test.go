@@ -51,7 +51,10 @@ pve_ha_guests:
 // proven on PVE 8 and 9 against the in-process simulator (module_test.go,
 // lifecycle_test.go), HA groups under the real playbook by
 // TestLabHAPlaybookPVE8.
-func TestLabContainerPlaybookPVE9(t *testing.T) { testContainerPlaybook(t, 9) }
+func TestLabContainerPlaybookPVE9(t *testing.T) {
+	t.Parallel()
+	testContainerPlaybook(t, 9)
+}
 
 func testContainerPlaybook(t *testing.T, pve int) {
 	lab, bin := labtest.Start(t, pve, 2)

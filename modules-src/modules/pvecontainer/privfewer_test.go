@@ -27,6 +27,7 @@ var ctPrivs = []string{"Datastore.AllocateSpace", "SDN.Use", "Sys.Audit", "VM.Al
 	"VM.Config.Disk", "VM.Config.Memory", "VM.Config.Network", "VM.Config.Options", "VM.PowerMgmt"}
 
 func TestDocumentedPrivilegesOneFewer(t *testing.T) {
+	t.Parallel()
 	create := map[string]any{
 		"vmid": 201, "hostname": "web-1", "node": "pve02", "ostemplate": tmpl, "unprivileged": true, "cores": 2, "memory": 1024,
 		"rootfs": map[string]any{"storage": "tank", "size": "8G"}, "features": map[string]any{"nesting": true},

@@ -41,7 +41,10 @@ const labRestoreVars = `pve_container_cts:
 // restore_test.go on PVE 8 and 9 against the in-process simulator, and the
 // lab's own vzdump archive and restore on both by labctl's
 // TestLabCTBackupRestorePVE8/PVE9.
-func TestLabContainerRestorePlaybookPVE9(t *testing.T) { testContainerRestorePlaybook(t, 9) }
+func TestLabContainerRestorePlaybookPVE9(t *testing.T) {
+	t.Parallel()
+	testContainerRestorePlaybook(t, 9)
+}
 
 func testContainerRestorePlaybook(t *testing.T, pve int) {
 	lab, bin := labtest.Start(t, pve, 2)

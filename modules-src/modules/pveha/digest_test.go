@@ -90,6 +90,7 @@ func (w *world) rule(id string) ha.Rule {
 // success. The request log shows the refused PUT (500), the other writer's
 // and the module's second one; the objects in the lab hold both changes.
 func TestConcurrentHAEditNotLost(t *testing.T) {
+	t.Parallel()
 	nodes := map[string]any{"pve01": 1, "pve02": 1, "pve03": 1}
 	t.Run("PVE9 two guests added to one rule", func(t *testing.T) {
 		w := newWorld(t, 9)

@@ -40,6 +40,7 @@ func (w *world) waitGuest(vmid int, what string, cond func(clusterguests.Guest) 
 // and of groups without nofailback), the guest goes home when its node
 // returns, and a rerun is unchanged again (H7).
 func TestFailoverRerunUnchanged(t *testing.T) {
+	t.Parallel()
 	for _, v := range []int{8, 9} {
 		t.Run(fmt.Sprintf("PVE %d", v), func(t *testing.T) {
 			w := newWorld(t, v)

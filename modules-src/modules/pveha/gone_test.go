@@ -19,6 +19,7 @@ import (
 // HA managed!`) is settled by the read back — absence is the goal — and
 // succeeds, each DELETE sent once.
 func TestAbsentMeetsAlreadyRemoved(t *testing.T) {
+	t.Parallel()
 	for _, v := range []int{8, 9} {
 		t.Run(fmt.Sprintf("PVE %d", v), func(t *testing.T) {
 			w := newWorld(t, v)

@@ -35,8 +35,14 @@ pve_ha_guests:
   - {vmid: 201, type: vm, node_affinity: {pve02: 100}}
 `
 
-func TestLabHAPlaybookPVE9(t *testing.T) { testHAPlaybook(t, 9) }
-func TestLabHAPlaybookPVE8(t *testing.T) { testHAPlaybook(t, 8) }
+func TestLabHAPlaybookPVE9(t *testing.T) {
+	t.Parallel()
+	testHAPlaybook(t, 9)
+}
+func TestLabHAPlaybookPVE8(t *testing.T) {
+	t.Parallel()
+	testHAPlaybook(t, 8)
+}
 
 func testHAPlaybook(t *testing.T, pve int) {
 	lab, bin := labtest.StartWith(t, pve, 3, func(o *labctl.Options) {

@@ -26,6 +26,7 @@ func haPrivs(v int) []string {
 // with any one fewer the run fails naming the privilege PVE refused, or
 // that the module found missing, and where. PVE 8 and 9.
 func TestDocumentedPrivilegesOneFewer(t *testing.T) {
+	t.Parallel()
 	pveapitest.OneFewer(t, haPrivs, func(t *testing.T, v int, drop string, kept []string) {
 		w := newWorld(t, v)
 		w.seedGuests()

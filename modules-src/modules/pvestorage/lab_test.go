@@ -20,8 +20,9 @@ import (
 )
 
 func TestLab(t *testing.T) {
+	t.Parallel()
 	for _, v := range []int{9, 8} {
-		t.Run(fmt.Sprintf("PVE%d", v), func(t *testing.T) { testLab(t, v) })
+		t.Run(fmt.Sprintf("PVE%d", v), func(t *testing.T) { t.Parallel(); testLab(t, v) })
 	}
 }
 

@@ -28,6 +28,7 @@ import (
 // and the test still proves that the POST carrying the password reached the
 // API with the minted ticket and left no trace on the node.
 func TestLabLocalModeSecret(t *testing.T) {
+	t.Parallel()
 	lab, _ := labtest.Start(t, 9, 1)
 	sim := lab.Sim()
 	const secret = "cifs-Pa55-local-7f3e"

@@ -19,6 +19,7 @@ import (
 )
 
 func TestLabPlaybookExtraStoragesPVE9(t *testing.T) {
+	t.Parallel()
 	lab, bin := labtest.Start(t, 9, 3)
 	l := &labRun{t: t, lab: lab, sim: lab.Sim()}
 	labtest.FormCluster(t, lab)

@@ -28,7 +28,10 @@ pve_cluster_primary: pve01
 // the same on both versions, proven on PVE 8 and 9 in-process
 // (module_test.go), and the storage phase runs on a PVE 8 site under the
 // real playbook in TestTruthSuitePVE8.
-func TestLabPlaybookPVE9(t *testing.T) { testPlaybook(t, 9) }
+func TestLabPlaybookPVE9(t *testing.T) {
+	t.Parallel()
+	testPlaybook(t, 9)
+}
 
 func testPlaybook(t *testing.T, pve int) {
 	lab, bin := labtest.Start(t, pve, 3)

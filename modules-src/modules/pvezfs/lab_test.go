@@ -160,8 +160,14 @@ func mustSSH(t *testing.T, lab *labctl.Lab, cmd string) string {
 	return out
 }
 
-func TestLabPVE8(t *testing.T) { testLab(t, 8) }
-func TestLabPVE9(t *testing.T) { testLab(t, 9) }
+func TestLabPVE8(t *testing.T) {
+	t.Parallel()
+	testLab(t, 8)
+}
+func TestLabPVE9(t *testing.T) {
+	t.Parallel()
+	testLab(t, 9)
+}
 
 func testLab(t *testing.T, pve int) {
 	lab, _ := labtest.Start(t, pve, 1)
