@@ -121,8 +121,7 @@ func (s *Sim) SetOnline(name string, online bool) error {
 			}
 		}
 		// A node back from the dead runs nothing; HA may fail guests back.
-		n.Running, n.HeldDevices = nil, nil
-		s.startOnbootLocked(name)
+		n.Running, n.HeldDevices = nil, nil // pve-guests' onboot starts some again (pvesim/guests, an OnNodePower)
 	} else {
 		n.powerLosses++ // its running tasks die (tasks.go)
 		s.stopLocked(name)
