@@ -126,7 +126,7 @@ func (s *Sim) SetOnline(name string, online bool) error {
 		n.powerLosses++ // its running tasks die (tasks.go)
 		s.stopLocked(name)
 	}
-	for _, f := range s.nodePower { // HA fencing, recovery and failback (hasim)
+	for _, f := range s.nodePower { // onboot (guests, added first), HA fencing, recovery and failback (hasim)
 		f(name, online)
 	}
 	s.SaveLocked()

@@ -58,10 +58,11 @@ func (s *Sim) handleControls(mux *http.ServeMux) {
 // returns when Sleep reports the simulator closing.
 func (s *Sim) OnStart(loop func()) { s.loops = append(s.loops, loop) }
 
-// OnNodePower adds a backend's reaction to a node powering off (online
-// false) or on (SetOnline, the lab's power actions), such as HA's fencing
-// and failback. f runs under Mu, after core has stopped the node or, on
-// power-on, started it and its onboot guests (pve-guests).
+// OnNodePower adds a model's or backend's reaction to a node powering off
+// (online false) or on (SetOnline, the lab's power actions), such as
+// pve-guests' onboot start (pvesim/guests) or HA's fencing and failback.
+// The reactions run under Mu, in the order they were added, after core
+// has stopped the node or, on power-on, started it.
 func (s *Sim) OnNodePower(f func(node string, online bool)) {
 	s.nodePower = append(s.nodePower, f)
 }
