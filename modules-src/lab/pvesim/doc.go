@@ -13,9 +13,12 @@
 // (pvesim/accesssim, backupsim, poolsim, …; this package's New wires them);
 // a backend imports core and the rule packages, never another backend. The
 // rule packages (below) hold PVE's knowledge that needs no Sim. The models
-// the backends share (guests, volumes, HA's resources, replication jobs,
-// membership) are core's (docs/lab.md has the map); file names in this
-// comment are core's unless a backend package is named.
+// the backends share are packages between them and core: pvesim/volumes
+// (guest volumes, zvols) and pvesim/guests (a guest's config, running
+// state and operations, and what guests read of HA, replication jobs and
+// pools), each a Model embedding the Sim; membership and joins are core's
+// (docs/lab.md has the map). File names in this comment are core's unless
+// a package is named.
 //
 // Each request is: fault injection → parameter parsing (form or JSON body,
 // query merged in and winning) → schema lookup
@@ -68,12 +71,12 @@
 // DB's directory, in qemu-server's format (guestconf.go): the API parses it
 // on every read, its digest is the file's SHA-1, the VM list is pmxcfs's
 // scan of those files, and a file edited on a lab node is what the API
-// shows next. Disks are volumes with sizes on their storage (volumes.go):
+// shows next. Disks are volumes with sizes on their storage (pvesim/volumes):
 // local storages keep them per node, shared ones per cluster, named as each
 // plugin names them (vm-100-disk-0, base-… for templates, base-…/vm-… for
 // linked clones, 100/vm-100-disk-0.raw on dir/nfs); on a zfspool storage
 // they are also zvols and datasets in the node's ZFS when Config.ZFS is set
-// (zvols.go). Running VMs are per node.
+// (volumes/zvols.go). Running VMs are per node.
 // Work on a guest takes its flock /var/lock/qemu-server/lock-<vmid>.conf on
 // the node (guestlock.go): a synchronous call waits for it up to LockTimeout
 // and then answers PVE's "can't lock file … - got timeout".
@@ -155,7 +158,7 @@
 //	s.ReadPmxcfs(node, "priv/authorized_keys"); s.WritePmxcfs(…)  // other /etc/pve files (C7)
 //	Config.StorageCheck = func(node string, st StorageInfo) error { … } // read-only "is it usable?" (Z7)
 //	Config.StorageActivate, StorageUsage, StorageContent, StorageUpload, NodeVersion // the node's own answers (labctl fills them)
-//	Config.ZFS = func(node string, args ...string) error               // zfs on the node: zfspool guest volumes are zvols there (zvols.go)
+//	Config.ZFS = func(node string, args ...string) error               // zfs on the node: zfspool guest volumes are zvols there (volumes/zvols.go)
 //	Config.CloneDuration, AllocDuration, ReplicationInterval, HADelay, FenceDelay, FailbackDelay, AgentTimeout, StatdInterval // guest and daemon timings
 //	s.AddGuest(node, pvesim.GuestSpec{VMID: 9000, Template: true, Config: map[string]string{"scsi0": "local-lvm:8"}})
 //	http.Serve(unixListener, s.ControlHandler())

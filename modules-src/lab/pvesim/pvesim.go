@@ -5,6 +5,7 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/backupsim"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/clustersim"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guests"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/hasim"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/lxcsim"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/poolsim"
@@ -15,7 +16,7 @@ import (
 
 // The simulator's Go API, as its users (labctl, labtest, the modules'
 // tests) name it. The types live in core, which every backend imports;
-// this package only wires the backends to it (New).
+// this package only wires the models and backends to it (New).
 type (
 	Config       = core.Config
 	NodeConfig   = core.NodeConfig
@@ -70,6 +71,7 @@ func New(cfg Config) (*Sim, error) {
 	if err != nil {
 		return nil, err
 	}
+	guests.Register(s) // first: a node's onboot start precedes HA's reaction to its power-on
 	accesssim.Register(s)
 	backupsim.Register(s)
 	clustersim.Register(s)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guests"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
@@ -44,7 +45,7 @@ func (s *backend) backupJob(sec *pvecommon.Section) map[string]any {
 
 // GET /cluster/backup
 func (s *backend) getBackupJobs(rc *core.Req) (any, error) {
-	list, _ := s.ReadSectionsLocked(rc.DB(), core.JobsCfg)
+	list, _ := s.ReadSectionsLocked(rc.DB(), guests.JobsCfg)
 	out := []map[string]any{}
 	for _, sec := range list {
 		if sec.Type == "vzdump" {
@@ -66,7 +67,7 @@ func (s *backend) postBackupJob(rc *core.Req) (any, error) {
 	if id == "" {
 		id = core.NewUUID()
 	}
-	list, _ := s.ReadSectionsLocked(db, core.JobsCfg)
+	list, _ := s.ReadSectionsLocked(db, guests.JobsCfg)
 	if pvecommon.FindSection(list, id) != nil {
 		return nil, pvecommon.Die("Job '%s' already exists", id)
 	}
@@ -77,14 +78,14 @@ func (s *backend) postBackupJob(rc *core.Req) (any, error) {
 		}
 	}
 	list = append(list, &pvecommon.Section{Type: "vzdump", ID: id, Opts: opts})
-	s.WriteSectionsLocked(db, core.JobsCfg, list)
+	s.WriteSectionsLocked(db, guests.JobsCfg, list)
 	s.SaveLocked()
 	return nil, nil
 }
 
 // GET /cluster/backup/{id}
 func (s *backend) getBackupJob(rc *core.Req) (any, error) {
-	list, _ := s.ReadSectionsLocked(rc.DB(), core.JobsCfg)
+	list, _ := s.ReadSectionsLocked(rc.DB(), guests.JobsCfg)
 	sec := pvecommon.FindSection(list, rc.Str("id"))
 	if sec == nil || sec.Type != "vzdump" {
 		return nil, core.ErrParams(map[string]string{"id": fmt.Sprintf("No such job '%s'", rc.Str("id"))})
@@ -95,13 +96,13 @@ func (s *backend) getBackupJob(rc *core.Req) (any, error) {
 // DELETE /cluster/backup/{id}
 func (s *backend) deleteBackupJob(rc *core.Req) (any, error) {
 	db := rc.DB()
-	list, _ := s.ReadSectionsLocked(db, core.JobsCfg)
+	list, _ := s.ReadSectionsLocked(db, guests.JobsCfg)
 	id := rc.Str("id")
 	sec := pvecommon.FindSection(list, id)
 	if sec == nil || sec.Type != "vzdump" {
 		return nil, core.ErrParams(map[string]string{"id": fmt.Sprintf("No such job '%s'", id)})
 	}
-	s.WriteSectionsLocked(db, core.JobsCfg, slices.DeleteFunc(list, func(x *pvecommon.Section) bool { return x == sec }))
+	s.WriteSectionsLocked(db, guests.JobsCfg, slices.DeleteFunc(list, func(x *pvecommon.Section) bool { return x == sec }))
 	s.SaveLocked()
 	return nil, nil
 }

@@ -6,7 +6,7 @@
 // itself, what a join does to a node and its /etc/pve (addnode,
 // finish_join, the new certificate and API restart: C4, C5) and the
 // quorum every write checks stay in core, where the control API's pvecm
-// stand-ins and every backend use them; the rules and views are
+// stand-ins and every backend and model use them; the rules and views are
 // pvesim/cluster's.
 package clustersim
 
@@ -18,14 +18,15 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/cluster"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/corosync"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guests"
 )
 
 // backend serves the cluster and node endpoints on the core's state.
-type backend struct{ *core.Sim }
+type backend struct{ guests.Model }
 
 // Register adds the cluster and node endpoints to s.
 func Register(s *core.Sim) {
-	b := &backend{s}
+	b := &backend{guests.New(s)}
 	s.Handle(b.clusterRoutes())
 	s.Handle(b.nodeRoutes())
 }

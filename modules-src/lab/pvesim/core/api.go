@@ -121,13 +121,12 @@ func (s *Sim) SetOnline(name string, online bool) error {
 			}
 		}
 		// A node back from the dead runs nothing; HA may fail guests back.
-		n.Running, n.HeldDevices = nil, nil
-		s.startOnbootLocked(name)
+		n.Running, n.HeldDevices = nil, nil // pve-guests' onboot starts some again (pvesim/guests, an OnNodePower)
 	} else {
 		n.powerLosses++ // its running tasks die (tasks.go)
 		s.stopLocked(name)
 	}
-	for _, f := range s.nodePower { // HA fencing, recovery and failback (hasim)
+	for _, f := range s.nodePower { // onboot (guests, added first), HA fencing, recovery and failback (hasim)
 		f(name, online)
 	}
 	s.SaveLocked()

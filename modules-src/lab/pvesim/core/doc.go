@@ -7,12 +7,18 @@
 //
 // Backends are packages that embed *Sim and register their endpoints
 // (pvesim/poolsim, accesssim, backupsim, …; pvesim.New wires them). A
-// backend imports core and the rule packages of the PVE repository it
-// follows (pvesim/access, storage, qemuserver, …), never another backend.
+// backend imports core, the models and the rule packages of the PVE
+// repository it follows (pvesim/access, storage, qemuserver, …), never
+// another backend. The models the backends share sit between them and
+// core: pvesim/volumes (guest volumes, zvols) and pvesim/guests (a guest's
+// config, running state, operations, and what guests read of HA,
+// replication and pools). Core never imports a model: what it needs of one
+// comes through a hook the model registers (OnAddGuest, OnNodePower), and
+// the state the models keep is core's (State, HAErrors, HAMotions).
 // Core serves only what the request pipeline itself does (login, the task
-// endpoints, pveproxy's upload); it keeps the models the backends share
-// (guests, volumes, HA's resources, replication jobs, membership and
-// joins), which docs/lab.md maps.
+// endpoints, pveproxy's upload); it keeps storage.cfg and its lock, the
+// locks, the pmxcfs .vmlist, membership and joins (the control API's pvecm
+// stand-ins use them), which docs/lab.md maps.
 //
 // The whole design, endpoints and timings are in package pvesim's doc.
 package core

@@ -9,9 +9,7 @@ import (
 	"sort"
 
 	"github.com/gopve/proxmox/modules-src/lab/pmxcfs"
-	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
-	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 )
 
 // A guest's configuration is its file in /etc/pve, nodes/<node>/qemu-server/
@@ -59,14 +57,6 @@ type VMEntry struct {
 	Kind string // qemu-server or lxc
 }
 
-// GuestKind is the kind of the guest e lists.
-func (e VMEntry) GuestKind() GuestKind {
-	if e.Kind == CTKind.Dir {
-		return CTKind
-	}
-	return VMKind
-}
-
 // VMListLocked is the cluster's .vmlist, sorted by VMID (pmxcfs's scan of
 // nodes/<node>/{qemu-server,lxc}).
 func (s *Sim) VMListLocked(db *ConfigDB) []VMEntry {
@@ -93,28 +83,6 @@ func (s *Sim) FindVMLocked(db *ConfigDB, vmid int) (VMEntry, bool) {
 		}
 	}
 	return VMEntry{}, false
-}
-
-// LoadQMConfLocked is load_config: the file on node or PVE's error.
-func (s *Sim) LoadQMConfLocked(db *ConfigDB, node string, vmid int) (*guestconf.Conf, error) {
-	return s.LoadGuestConfLocked(db, VMKind, node, vmid)
-}
-
-// assertOnNode is assert_config_exists_on_node (qemu-server QemuConfig.pm),
-// which check_running runs first in most VM calls.
-func (s *Sim) AssertOnNodeLocked(db *ConfigDB, node string, vmid int) error {
-	if _, ok := s.ReadEtcPve(db, GuestConfPath(node, "qemu-server", vmid)); !ok {
-		return fmt.Errorf("unable to find configuration file for VM %d on node '%s'", vmid, node)
-	}
-	return nil
-}
-
-func (s *Sim) WriteQMConfLocked(db *ConfigDB, node string, vmid int, c *guestconf.Conf) {
-	qemuserver.DropReusedUnused(c.Keys, c.Pending) // write_vm_config
-	if d, ok := c.Keys["description"]; ok {
-		c.SetDescription(d) // $generate_raw_config: the "#" lines
-	}
-	s.writeGuestConfLocked(db, VMKind, node, vmid, c)
 }
 
 // EtcPveWritableLocked is what writing rel into a read-only /etc/pve (no

@@ -396,3 +396,6 @@ func (s *Sim) DBOf(node string) *ConfigDB {
 	}
 	return s.State.DBs[n.DB]
 }
+
+// VMID is the request's {vmid} path parameter.
+func (rc *Req) VMID() int { n, _ := strconv.Atoi(rc.Str("vmid")); return n }

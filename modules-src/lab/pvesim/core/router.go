@@ -58,18 +58,32 @@ func (s *Sim) handleControls(mux *http.ServeMux) {
 // returns when Sleep reports the simulator closing.
 func (s *Sim) OnStart(loop func()) { s.loops = append(s.loops, loop) }
 
-// OnNodePower adds a backend's reaction to a node powering off (online
-// false) or on (SetOnline, the lab's power actions), such as HA's fencing
-// and failback. f runs under Mu, after core has stopped the node or, on
-// power-on, started it and its onboot guests (pve-guests).
+// OnNodePower adds a model's or backend's reaction to a node powering off
+// (online false) or on (SetOnline, the lab's power actions), such as
+// pve-guests' onboot start (pvesim/guests) or HA's fencing and failback.
+// The reactions run under Mu, in the order they were added, after core
+// has stopped the node or, on power-on, started it.
 func (s *Sim) OnNodePower(f func(node string, online bool)) {
 	s.nodePower = append(s.nodePower, f)
 }
 
-// OnHARequest adds a backend's reaction to a request core's HA model
-// records (a guest's hastart/hastop task, hamodel.go): HA's CRM acting on
+// OnHARequest adds a backend's reaction to a request the HA model records
+// (pvesim/guests: a guest's hastart/hastop task, hamodel.go): HA's CRM acting on
 // the ConfigDB dbID at its next round. f runs under Mu.
 func (s *Sim) OnHARequest(f func(dbID string)) { s.haRequest = append(s.haRequest, f) }
+
+// HARequestedLocked runs the OnHARequest reactions: the HA model
+// (pvesim/guests) calls it once a request is in resources.cfg.
+func (s *Sim) HARequestedLocked(dbID string) {
+	for _, f := range s.haRequest {
+		f(dbID)
+	}
+}
+
+// OnAddGuest sets how AddGuest and the control API's guest fixture create
+// a VM: the guest model's (pvesim/guests, registered by pvesim.New), which
+// core cannot import.
+func (s *Sim) OnAddGuest(f func(node string, g GuestSpec) error) { s.addGuest = f }
 
 // startLoops runs the backends' loops (Start).
 func (s *Sim) startLoops() {

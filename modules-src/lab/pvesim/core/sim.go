@@ -79,7 +79,7 @@ type Config struct {
 	NodeVersion func(node string) (NodeVersion, error)
 	// ZFS, when set, runs `zfs args…` on a node (ZFSPoolPlugin's
 	// zfs_request): guest volumes on a zfspool storage then are datasets
-	// and zvols in the node's ZFS (zvols.go). Its error is zfs's message.
+	// and zvols in the node's ZFS (pvesim/volumes, zvols.go). Its error is zfs's message.
 	ZFS func(node string, args ...string) error
 
 	AuthDelay     time.Duration // delay of every 401 (real PVE: 3 s)
@@ -173,12 +173,14 @@ type Sim struct {
 	faults   *Faults
 	log      *RequestLog
 
-	guestLocks map[string]*guestLock  // /var/lock/qemu-server and storage flocks (guestlock.go)
-	haErrors   map[string]bool        // HA services in error state, "db/sid" (hamodel.go)
-	haMotions  map[string]string      // CRM migrations/relocations under way, "db/sid" (hamodel.go)
-	remotes    map[string]RemoteStore // PBS and CIFS servers the lab offers, by type/server (storageremote.go)
-	uploads    map[string]*upload     // received files by tmpfilename, until their API call takes them (upload.go)
-	uploadSeq  int                    // get_upload_filename's $tmpfile_seq_no
+	guestLocks map[string]*guestLock // /var/lock/qemu-server and storage flocks (guestlock.go)
+	// The HA model's runtime state (pvesim/guests, hamodel.go), under Mu;
+	// not in State, so never saved.
+	HAErrors  map[string]bool        // HA services in error state, "db/sid"
+	HAMotions map[string]string      // CRM migrations/relocations under way, "db/sid"
+	remotes   map[string]RemoteStore // PBS and CIFS servers the lab offers, by type/server (storageremote.go)
+	uploads   map[string]*upload     // received files by tmpfilename, until their API call takes them (upload.go)
+	uploadSeq int                    // get_upload_filename's $tmpfile_seq_no
 
 	routes   map[string]Handler          // "METHOD /schema/path" → its backend's handler (router.go)
 	controls map[string]http.HandlerFunc // the backends' control API routes by pattern (router.go)
@@ -187,7 +189,8 @@ type Sim struct {
 	// request (OnHARequest), run under Mu (router.go)
 	nodePower []func(node string, online bool)
 	haRequest []func(dbID string)
-	journal   []string // the nodes' journal lines (journal.go)
+	addGuest  func(node string, g GuestSpec) error // the guest model's fixture (OnAddGuest)
+	journal   []string                             // the nodes' journal lines (journal.go)
 }
 
 // nodeRuntime is the serving side of a node (not persisted).

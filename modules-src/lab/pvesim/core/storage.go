@@ -1,6 +1,7 @@
 package core
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
@@ -92,3 +93,23 @@ func (s *Sim) ActiveOn(node string, st *Storage) error {
 // StorageCreateSchema is POST /storage's method, whose parameters type
 // storage.cfg's values.
 func (s *Sim) StorageCreateSchema() *pveschema.Method { return s.schema.Method("POST", "/storage") }
+
+// StorageAPIError is a storage package error as the API answers it: a
+// ParamError is a 400 naming its parameter, a DeniedError a 403.
+func StorageAPIError(err error) error {
+	var perr *storage.ParamError
+	if errors.As(err, &perr) {
+		return ErrParams(map[string]string{perr.Param: perr.Msg})
+	}
+	var denied *storage.DeniedError
+	if errors.As(err, &denied) {
+		return ErrPerm(denied.Detail)
+	}
+	return err
+}
+
+// GuestVolume is one guest disk on a storage (storage.GuestVolume). Local
+// storages keep their volumes on the node (Node.Volumes), shared ones in
+// the cluster (ConfigDB.SharedVolumes), so a volume on local-lvm of pve01
+// is not on pve02's.
+type GuestVolume = storage.GuestVolume

@@ -79,3 +79,23 @@ func parsePools(text string, old map[string]*Pool) map[string]*Pool {
 	}
 	return out
 }
+
+// PoolsOf lists, sorted, the pools with path among their members (a guest
+// "/vms/N" or a storage "/storage/ID"): the pools whose ACLs
+// $compile_acl_path adds on path (access.Env).
+func (db *ConfigDB) PoolsOf(path string) []string {
+	var out []string
+	for _, id := range sortedKeys(db.Pools) {
+		member := false
+		for _, m := range db.Pools[id].Members {
+			typ, mid, _ := strings.Cut(m, "/")
+			if (typ == "storage" && path == "/storage/"+mid) || (typ != "storage" && path == "/vms/"+mid) {
+				member = true
+			}
+		}
+		if member {
+			out = append(out, id)
+		}
+	}
+	return out
+}

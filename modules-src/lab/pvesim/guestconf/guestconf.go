@@ -14,7 +14,7 @@
 // but not simulated.
 //
 // It knows the file only: where files live, locks and the API views are
-// pvesim's (guestconf.go, guestkind.go); it imports nothing of pvesim
+// pvesim's (core/guestconf.go, guests/guestkind.go); it imports nothing of pvesim
 // (issue 27 §1).
 package guestconf
 

@@ -4,11 +4,11 @@
 // PVE/HA/Config.pm), and the CRM that acts on them as PVE/HA/Manager.pm,
 // PVE/HA/NodeStatus.pm and PVE/HA/Env/PVE2.pm do, on the lab's clock. The
 // files' model and rules, and the CRM's decisions, are pvesim/ha's; here are
-// the handlers and the CRM's timers (crm.go). What guest code in core,
-// lxcsim and the pools read of HA (a guest's HA state, a hastart/hastop
-// request, the services in error or moving) is core's hamodel.go; a request
-// recorded there reaches the CRM through core's OnHARequest, a node's power
-// through OnNodePower. On PVE 9 an empty or missing groups.cfg means "groups
+// the handlers and the CRM's timers (crm.go). What the guest model,
+// qemusim, lxcsim and the pools read of HA (a guest's HA state, a
+// hastart/hastop request, the services in error or moving) is
+// pvesim/guests' hamodel.go; a request recorded there reaches the CRM
+// through core's OnHARequest, a node's power through OnNodePower. On PVE 9 an empty or missing groups.cfg means "groups
 // have been migrated to rules" (have_groups_been_migrated) and every group
 // call fails (H2).
 //
@@ -20,8 +20,9 @@
 // PVE2.pm steal_service does, honouring node-affinity rules (9) or groups
 // (8), and the guests' replication jobs are rewritten source↔target as the
 // next pvesr run on the new node does (ReplicationState.pm). Guests start
-// and move through core's guest operations (StartGuestLocked,
-// MoveGuestLocked, SetRunningLocked), never qemu or lxc code.
+// and move through the guest model's operations (pvesim/guests:
+// StartGuestLocked, MoveGuestLocked, SetRunningLocked), never qemu or lxc
+// code.
 package hasim
 
 import (
@@ -30,6 +31,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guests"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/ha"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
@@ -202,7 +204,7 @@ func (s *backend) routes() map[string]core.Handler {
 // state. The HA files are State's; what the backend keeps of its own is
 // the CRM's clock of the nodes back from a power-off.
 type backend struct {
-	*core.Sim
+	guests.Model
 	haBackAt map[string]time.Time // when each node came back from a power-off (crm.go), under Mu
 }
 
@@ -210,7 +212,7 @@ type backend struct {
 // for the HA requests of guests and its reaction to the nodes' power, and
 // PVE 9's groups' migration loop to s.
 func Register(s *core.Sim) {
-	b := &backend{Sim: s}
+	b := &backend{Model: guests.New(s)}
 	s.Handle(b.routes())
 	s.OnHARequest(b.scheduleCRMLocked)
 	s.OnNodePower(func(node string, online bool) {

@@ -10,6 +10,7 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guesthelpers"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guests"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/ha"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecontainer"
@@ -72,7 +73,7 @@ func (s *backend) putLxcConfig(rc *core.Req) (any, error) {
 		}
 		for k, v := range set {
 			if qemuserver.IsNetKey(k) {
-				set[k] = pvecontainer.NormaliseNet(v, core.RandomMAC)
+				set[k] = pvecontainer.NormaliseNet(v, guests.RandomMAC)
 			}
 		}
 		if err := s.ctWritePendingLocked(node, vmid, c, set, deletes, reverts); err != nil {
@@ -169,7 +170,7 @@ func (s *backend) ctApplyDeleteLocked(node string, vmid int, c *guestconf.Conf, 
 	v := c.Keys[k]
 	switch {
 	case pvecontainer.IsUnusedKey(k):
-		if v != "" && !pvecontainer.VolumeInUse(c.Keys, c.Pending, v) && core.OwnsVolume(vmid, v) {
+		if v != "" && !pvecontainer.VolumeInUse(c.Keys, c.Pending, v) && guests.OwnsVolume(vmid, v) {
 			if err := s.FreeVolumeLocked(node, v); err != nil {
 				return err
 			}
@@ -257,7 +258,7 @@ func (s *backend) getLxcPending(rc *core.Req) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	typed := func(k, v string) any { return s.TypedGuestConf(core.CTKind, map[string]string{k: v})[k] }
+	typed := func(k, v string) any { return s.TypedGuestConf(guests.CTKind, map[string]string{k: v})[k] }
 	return guesthelpers.ConfigWithPendingArray(c, typed, guestconf.CTDescription), nil
 }
 
@@ -292,7 +293,7 @@ func (s *backend) putLxcResize(rc *core.Req) (any, error) {
 			return nil, nil, 0, pvecommon.Die("unable to parse mount point '%s'", disk) // parse_volume of undef
 		}
 		mp := pvecontainer.ParseMountPoint(v)
-		if sid, _, ok := storage.ParseVolumeID(mp.Volume()); ok && !core.IsRootUser(rc.Who) {
+		if sid, _, ok := storage.ParseVolumeID(mp.Volume()); ok && !guests.IsRootUser(rc.Who) {
 			if err := core.RPCCheck(db, rc.Who, "/storage/"+sid, "Datastore.AllocateSpace"); err != nil {
 				return nil, nil, 0, err
 			}

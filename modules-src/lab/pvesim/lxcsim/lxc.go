@@ -22,6 +22,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guests"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/ha"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecontainer"
@@ -114,7 +115,7 @@ func (s *backend) postLxcCreate(rc *core.Req) (any, error) {
 	}
 	for k, v := range keys {
 		if qemuserver.IsNetKey(k) {
-			keys[k] = pvecontainer.NormaliseNet(v, core.RandomMAC)
+			keys[k] = pvecontainer.NormaliseNet(v, guests.RandomMAC)
 		}
 	}
 	tmpl := rc.Str("ostemplate")
@@ -186,7 +187,7 @@ func ostypeOf(tmpl string) string {
 
 // GET /nodes/{node}/lxc
 func (s *backend) getLxcList(rc *core.Req) (any, error) {
-	return s.GuestListLocked(rc, core.CTKind, func(node string, vmid int, c *guestconf.Conf) map[string]any {
+	return s.GuestListLocked(rc, guests.CTKind, func(node string, vmid int, c *guestconf.Conf) map[string]any {
 		v := s.CTSummary(node, vmid, c)
 		v["type"] = "lxc"
 		return v
@@ -203,7 +204,7 @@ func (s *backend) getLxcConfig(rc *core.Req) (any, error) {
 	if rc.Bool("current") {
 		keys = c.Keys
 	}
-	out := core.WithDescriptionAndDigest(s.TypedGuestConf(core.CTKind, keys), c)
+	out := guests.WithDescriptionAndDigest(s.TypedGuestConf(guests.CTKind, keys), c)
 	if c.Description != "" {
 		out["description"] = guestconf.CTDescription(c.Description)
 	}
@@ -336,22 +337,22 @@ func (s *backend) deleteLxc(rc *core.Req) (any, error) {
 				s.FreeVolumeLocked(node, pvecontainer.ParseMountPoint(v).Volume())
 			}
 		}
-		core.DropFromPoolsLocked(db, core.CTKind, vmid)
+		guests.DropFromPoolsLocked(db, guests.CTKind, vmid)
 		if purge {
 			t.Task.Log = append(t.Task.Log, fmt.Sprintf("purging CT %d from related configurations..", vmid))
 			s.PurgeGuestLocked(db, t, "ct", vmid)
 		}
-		s.RemoveEtcPve(db, core.GuestConfPath(node, core.CTKind.Dir, vmid))
+		s.RemoveEtcPve(db, core.GuestConfPath(node, guests.CTKind.Dir, vmid))
 		s.SaveLocked()
 		return ""
 	}), nil
 }
 
 // backend serves the container endpoints on the core's state.
-type backend struct{ *core.Sim }
+type backend struct{ guests.Model }
 
 // Register adds the container endpoints to s.
-func Register(s *core.Sim) { s.Handle((&backend{s}).routes()) }
+func Register(s *core.Sim) { s.Handle((&backend{guests.New(s)}).routes()) }
 
 // routes are the container endpoints and vzdump's extractconfig.
 func (s *backend) routes() map[string]core.Handler {

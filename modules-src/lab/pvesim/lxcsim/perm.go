@@ -4,8 +4,10 @@ import (
 	"errors"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guests"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecontainer"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/volumes"
 )
 
 // The permission checks pve-container makes in its handlers, beyond the
@@ -44,12 +46,12 @@ import (
 func (s *backend) checkCTModifyConfigPerm(db *core.ConfigDB, who *core.Principal, node string, vmid int, pool string,
 	oldConf, newConf map[string]string, deletes []string, unprivileged bool) error {
 	p := pvecontainer.Perm{
-		Root:     core.IsRootUser(who),
-		VM:       func(privs ...string) error { return core.VMCheck(db, who, vmid, pool, privs, false) },
-		VMNoPool: func(privs ...string) error { return core.VMCheck(db, who, vmid, "", privs, false) },
+		Root:     guests.IsRootUser(who),
+		VM:       func(privs ...string) error { return guests.VMCheck(db, who, vmid, pool, privs, false) },
+		VMNoPool: func(privs ...string) error { return guests.VMCheck(db, who, vmid, "", privs, false) },
 		Check:    func(path, priv string) error { return core.RPCCheck(db, who, path, priv) },
 		Volume:   func(volid string) error { return s.checkCTVolumeAccess(db, who, node, vmid, volid) },
-		Vnet:     func(bridge, tag, trunks string) error { return core.CheckVnetAccess(db, who, bridge, tag, trunks) },
+		Vnet:     func(bridge, tag, trunks string) error { return guests.CheckVnetAccess(db, who, bridge, tag, trunks) },
 	}
 	err := pvecontainer.CheckModifyConfigPerm(p, oldConf, newConf, deletes, unprivileged)
 	if pe := (*pvecontainer.PermError)(nil); errors.As(err, &pe) {
@@ -71,7 +73,7 @@ func (s *backend) checkCTVolumeAccess(db *core.ConfigDB, who *core.Principal, no
 	if r.Owner == vmid {
 		return nil // "we are owner - allow access"
 	}
-	return core.CheckVolumeAccess(db, who, r)
+	return volumes.CheckVolumeAccess(db, who, r)
 }
 
 // checkCTCreatePerm is create_vm's checks before check_ct_modify_config_perm
@@ -80,7 +82,7 @@ func (s *backend) checkCTVolumeAccess(db *core.ConfigDB, who *core.Principal, no
 // on /vms/<vmid> or on /pool/<pool> — else raise_perm_exc() without a
 // detail.
 func (s *backend) checkCTCreatePerm(rc *core.Req, unprivileged bool) error {
-	if core.IsRootUser(rc.Who) {
+	if guests.IsRootUser(rc.Who) {
 		return nil
 	}
 	db := rc.DB()
@@ -94,5 +96,5 @@ func (s *backend) checkCTCreatePerm(rc *core.Req, unprivileged bool) error {
 			return err
 		}
 	}
-	return core.CheckCreateAllocate(rc, false)
+	return guests.CheckCreateAllocate(rc, false)
 }

@@ -10,10 +10,12 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guests"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecontainer"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/volumes"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/vzdump"
 )
 
@@ -69,7 +71,7 @@ func (s *backend) archiveVolRef(rc *core.Req, vmid int, volid, ctype string) (*s
 	if r.Owner > 0 && r.Owner == vmid {
 		return r, nil // "we are owner - allow access"
 	}
-	if err := core.CheckVolumeAccess(rc.DB(), rc.Who, r); err != nil {
+	if err := volumes.CheckVolumeAccess(rc.DB(), rc.Who, r); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -149,7 +151,7 @@ func (s *backend) postLxcRestore(rc *core.Req) (any, error) {
 	// create_vm's permission checks (perm.go): VM.Allocate, or VM.Backup
 	// to restore over an existing CT; the given options with the request's
 	// unprivileged (undefined is privileged to this check).
-	if err := core.CheckCreateAllocate(rc, exists && force); err != nil {
+	if err := guests.CheckCreateAllocate(rc, exists && force); err != nil {
 		return nil, err
 	}
 	params := map[string]string{}
@@ -190,7 +192,7 @@ func (s *backend) postLxcRestore(rc *core.Req) (any, error) {
 	}
 	for k, v := range keys {
 		if qemuserver.IsNetKey(k) {
-			keys[k] = pvecontainer.NormaliseNet(v, core.RandomMAC)
+			keys[k] = pvecontainer.NormaliseNet(v, guests.RandomMAC)
 		}
 	}
 	if exists && force {
@@ -284,7 +286,7 @@ func (s *backend) postLxcRestore(rc *core.Req) (any, error) {
 		} else {
 			conf.Description = orig.Description
 		}
-		t.Task.Log = append(t.Task.Log, pvecontainer.MergeRestored(keys, orig.Keys, restricted, unique, core.RandomMAC)...)
+		t.Task.Log = append(t.Task.Log, pvecontainer.MergeRestored(keys, orig.Keys, restricted, unique, guests.RandomMAC)...)
 		pvecontainer.CreateDefaults(keys, vmid)
 		if keys["arch"] == "" {
 			keys["arch"] = "amd64" // reconstruction: vzdump's pct.conf always has it

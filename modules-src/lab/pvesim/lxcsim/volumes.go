@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guests"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecontainer"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
@@ -65,7 +66,7 @@ func (s *backend) ctCreateVolumes(rc *core.Req, keys map[string]string) error {
 			return pvecommon.Die("storage '%s' is not available on node '%s'", sid, rc.Node)
 		case !st.HasContent("rootdir"):
 			return core.ErrParams(map[string]string{"storage": fmt.Sprintf("storage '%s' does not support container directories", sid)})
-		case !core.IsRootUser(rc.Who):
+		case !guests.IsRootUser(rc.Who):
 			if err := core.RPCCheck(db, rc.Who, "/storage/"+sid, "Datastore.AllocateSpace"); err != nil {
 				return err
 			}

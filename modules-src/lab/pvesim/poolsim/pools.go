@@ -3,8 +3,8 @@
 // AccessControl.pm parse_user_config). A pool lists guests by VMID only,
 // their type and node come from pmxcfs's .vmlist at read time, and a VMID
 // without a guest stays in user.cfg unseen; storages by ID. The pool
-// membership a guest create or clone adds lives in core (AddGuestToPool),
-// since the guest backends write it.
+// membership a guest create or clone adds is the guest model's
+// (pvesim/guests, AddGuestToPoolLocked), since the guest backends write it.
 package poolsim
 
 import (
@@ -16,13 +16,14 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guests"
 )
 
 // backend serves the pool endpoints on the core's state.
-type backend struct{ *core.Sim }
+type backend struct{ guests.Model }
 
 // Register adds the pool endpoints to s.
-func Register(s *core.Sim) { s.Handle((&backend{s}).routes()) }
+func Register(s *core.Sim) { s.Handle((&backend{guests.New(s)}).routes()) }
 
 // poolMembers renders members as Pool.pm index does: guests through
 // PVE::API2Tools::extract_vm_stats (id, vmid, node, type and the status
@@ -35,7 +36,7 @@ func (s *backend) poolMembers(rc *core.Req, p *core.Pool, typ string) []map[stri
 	out := []map[string]any{}
 	var vmids []int
 	for _, m := range p.Members {
-		if n, ok := core.MemberVMID(m); ok {
+		if n, ok := guests.MemberVMID(m); ok {
 			vmids = append(vmids, n)
 		}
 	}
@@ -46,9 +47,9 @@ func (s *backend) poolMembers(rc *core.Req, p *core.Pool, typ string) []map[stri
 		if !ok {
 			continue // a destroyed guest's VMID stays in user.cfg, unseen
 		}
-		k := core.VMKind
-		if e.Kind == core.CTKind.Dir {
-			k = core.CTKind
+		k := guests.VMKind
+		if e.Kind == guests.CTKind.Dir {
+			k = guests.CTKind
 		}
 		if typ != "" && typ != k.Type {
 			continue
@@ -56,7 +57,7 @@ func (s *backend) poolMembers(rc *core.Req, p *core.Pool, typ string) []map[stri
 		entry := map[string]any{"id": k.Member(vmid), "vmid": vmid, "node": e.Node, "type": k.Type, "status": "unknown"}
 		if c, err := s.LoadGuestConfLocked(db, k, e.Node, vmid); err == nil {
 			var sum map[string]any
-			if k == core.CTKind {
+			if k == guests.CTKind {
 				sum = s.CTSummary(e.Node, vmid, c)
 			} else {
 				sum = s.VMSummary(e.Node, vmid, c)
@@ -220,7 +221,7 @@ func (s *backend) putPool(rc *core.Req) (any, error) {
 			if err := permModifyLocked(db, rc.Who, "/vms/"+v); err != nil {
 				return fail(err)
 			}
-			isMember := func(m string) bool { n, ok := core.MemberVMID(m); return ok && n == vmid }
+			isMember := func(m string) bool { n, ok := guests.MemberVMID(m); return ok && n == vmid }
 			if del {
 				if !slices.ContainsFunc(members, isMember) {
 					return fail(fmt.Errorf("VM %d is not a pool member", vmid))
@@ -231,7 +232,7 @@ func (s *backend) putPool(rc *core.Req) (any, error) {
 			if slices.ContainsFunc(members, isMember) {
 				return fail(fmt.Errorf("VM %d is already a pool member", vmid))
 			}
-			if other := core.PoolOfGuestLocked(db, vmid); other != "" && other != id {
+			if other := guests.PoolOfGuestLocked(db, vmid); other != "" && other != id {
 				if !rc.Bool("allow-move") {
 					return fail(fmt.Errorf("VM %d belongs already to pool '%s' and 'allow-move' is not set", vmid, other))
 				}
@@ -244,9 +245,9 @@ func (s *backend) putPool(rc *core.Req) (any, error) {
 				}
 				moved[other] = slices.DeleteFunc(left, isMember)
 			}
-			typ := core.VMKind.Type
-			if e, ok := s.FindVMLocked(db, vmid); ok && e.Kind == core.CTKind.Dir {
-				typ = core.CTKind.Type
+			typ := guests.VMKind.Type
+			if e, ok := s.FindVMLocked(db, vmid); ok && e.Kind == guests.CTKind.Dir {
+				typ = guests.CTKind.Type
 			}
 			members = append(members, fmt.Sprintf("%s/%d", typ, vmid))
 		}
@@ -303,7 +304,7 @@ func (s *backend) deletePool(rc *core.Req) (any, error) {
 			return nil, fmt.Errorf("delete pool failed: pool '%s' is not empty (contains storage '%s')", id, mid)
 		}
 		// ignore destroyed guests ($idlist->{$vmid})
-		if n, ok := core.MemberVMID(m); ok {
+		if n, ok := guests.MemberVMID(m); ok {
 			if _, exists := s.FindVMLocked(db, n); !exists {
 				continue
 			}

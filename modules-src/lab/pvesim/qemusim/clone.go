@@ -10,6 +10,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guests"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
@@ -120,7 +121,7 @@ func (s *backend) loadAndCheckClone(db *core.ConfigDB, r *cloneReq, running bool
 			continue
 		case qemuserver.IsNetKey(k):
 			// always change MAC! address
-			p.newKeys[k] = qemuserver.CloneNet(v, core.RandomMAC)
+			p.newKeys[k] = qemuserver.CloneNet(v, guests.RandomMAC)
 		case qemuserver.IsDriveKey(k):
 			d := qemuserver.ParseDrive(v)
 			store, _, ok := storage.ParseVolumeID(d.File())

@@ -10,6 +10,7 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guests"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 )
@@ -36,13 +37,13 @@ func (s *backend) parseConfigUpdate(rc *core.Req) (*configUpdate, error) {
 		}
 	}
 	up, err := qemuserver.PrepareUpdate(set, pveschema.SplitList(rc.Str("delete")), pveschema.SplitList(rc.Str("revert")),
-		func() string { return core.RandomHex(8) }, core.RandomMAC)
+		func() string { return core.RandomHex(8) }, guests.RandomMAC)
 	if err != nil {
-		return nil, core.QMErr(err)
+		return nil, guests.QMErr(err)
 	}
 	for k, v := range up.Set {
 		if qemuserver.IsDriveKey(k) {
-			if err := core.QMErr(qemuserver.CheckNewDrive(k, v, rc.Node, s.DBOf(rc.Node).Storage)); err != nil {
+			if err := guests.QMErr(qemuserver.CheckNewDrive(k, v, rc.Node, s.DBOf(rc.Node).Storage)); err != nil {
 				return nil, err
 			}
 		}

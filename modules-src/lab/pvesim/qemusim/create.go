@@ -9,6 +9,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guests"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 )
@@ -50,7 +51,7 @@ func (s *backend) postQemuCreate(rc *core.Req) (any, error) {
 	}
 	// create_vm's permission checks (perm.go): the storage parameter,
 	// VM.Allocate, then the new disks, the options, the NICs' bridges.
-	if st := rc.Str("storage"); st != "" && !core.IsRootUser(rc.Who) {
+	if st := rc.Str("storage"); st != "" && !guests.IsRootUser(rc.Who) {
 		if err := core.RPCCheck(db, rc.Who, "/storage/"+st, "Datastore.AllocateSpace"); err != nil {
 			return nil, err
 		}
@@ -60,14 +61,14 @@ func (s *backend) postQemuCreate(rc *core.Req) (any, error) {
 	// (commit 5086f472): start=1 needs VM.PowerMgmt up front, as the worker
 	// starts the VM without vm_start's own check. PVE 8's qemu-server
 	// (stable-bookworm, 8.4.10) makes neither check.
-	if !core.IsRootUser(rc.Who) && s.Version() != 8 {
+	if !guests.IsRootUser(rc.Who) && s.Version() != 8 {
 		if rc.Bool("ha-managed") {
 			if err := core.RPCCheck(db, rc.Who, "/", "Sys.Console"); err != nil {
 				return nil, err
 			}
 		}
 		if rc.Bool("start") {
-			if err := core.VMCheck(db, rc.Who, vmid, rc.Str("pool"), []string{"VM.PowerMgmt"}, false); err != nil {
+			if err := guests.VMCheck(db, rc.Who, vmid, rc.Str("pool"), []string{"VM.PowerMgmt"}, false); err != nil {
 				return nil, err
 			}
 		}
@@ -77,7 +78,7 @@ func (s *backend) postQemuCreate(rc *core.Req) (any, error) {
 	// `$rpcenv->check($authuser, "/vms/$vmid", ['VM.Allocate'], 1)`, else
 	// the same on /pool/$pool, else (a forced restore over an existing VM,
 	// which the lab does not simulate) VM.Backup, else raise_perm_exc().
-	if err := core.CheckCreateAllocate(rc, false); err != nil {
+	if err := guests.CheckCreateAllocate(rc, false); err != nil {
 		return nil, err
 	}
 	if err := checkStorageAccessNew(db, rc.Who, keys, rc.Str("storage")); err != nil {
@@ -96,7 +97,7 @@ func (s *backend) postQemuCreate(rc *core.Req) (any, error) {
 	// Disks are checked before the task starts ($check_drive_param).
 	for k, v := range keys {
 		if qemuserver.IsDriveKey(k) {
-			if err := core.QMErr(qemuserver.CheckNewDrive(k, v, rc.Node, s.DBOf(rc.Node).Storage)); err != nil {
+			if err := guests.QMErr(qemuserver.CheckNewDrive(k, v, rc.Node, s.DBOf(rc.Node).Storage)); err != nil {
 				return nil, err
 			}
 		}
@@ -112,7 +113,7 @@ func (s *backend) postQemuCreate(rc *core.Req) (any, error) {
 	}
 	for k, v := range keys {
 		if qemuserver.IsNetKey(k) {
-			keys[k] = core.NormaliseNet(v) // add_random_macs
+			keys[k] = guests.NormaliseNet(v) // add_random_macs
 		}
 	}
 	s.WriteQMConfLocked(db, rc.Node, vmid, &guestconf.Conf{Keys: map[string]string{"lock": "create"}})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guests"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
@@ -59,7 +60,7 @@ func (s *backend) registerUnusedDriveLocked(node string, vmid int, c *guestconf.
 		logf("WARN: storage '%s' no longer exists, volume '%s' will be removed from config", store, d.File())
 		return nil
 	}
-	if core.OwnsVolume(vmid, d.File()) {
+	if guests.OwnsVolume(vmid, d.File()) {
 		return s.addUnusedVolume(node, c, d.File(), logf)
 	}
 	return nil
@@ -73,7 +74,7 @@ func (s *backend) tryDeallocateDriveLocked(node string, vmid int, c *guestconf.C
 	if !(force || strings.HasPrefix(key, "unused")) || (d.CDROM() && !d.Cloudinit()) {
 		return false, nil
 	}
-	if !core.OwnsVolume(vmid, d.File()) {
+	if !guests.OwnsVolume(vmid, d.File()) {
 		return true, nil
 	}
 	if qemuserver.VolumeInUse(c.Keys, c.Pending, key, d.File()) {
@@ -236,7 +237,7 @@ func (s *backend) destroyVolumesLocked(node string, vmid int, c *guestconf.Conf,
 				continue
 			}
 			d := qemuserver.ParseDrive(keys[k])
-			if d.CDROM() && !d.Cloudinit() || !core.OwnsVolume(vmid, d.File()) {
+			if d.CDROM() && !d.Cloudinit() || !guests.OwnsVolume(vmid, d.File()) {
 				continue
 			}
 			free(d.File())
@@ -252,7 +253,7 @@ func (s *backend) destroyVolumesLocked(node string, vmid int, c *guestconf.Conf,
 			continue
 		}
 		for _, volid := range slices.Sorted(maps.Keys(s.VolumesFor(node, st))) {
-			if store, _, _ := storage.ParseVolumeID(volid); store == id && core.OwnsVolume(vmid, volid) {
+			if store, _, _ := storage.ParseVolumeID(volid); store == id && guests.OwnsVolume(vmid, volid) {
 				free(volid)
 			}
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guests"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
@@ -186,7 +187,7 @@ func (s *backend) deleteQemu(rc *core.Req) (any, error) {
 		s.destroyVolumesLocked(node, vmid, c, rc.Bool("destroy-unreferenced-disks"), t.LogfLocked)
 		// destroy_vm leaves a "lock: destroyed" config until the end.
 		s.WriteQMConfLocked(db, node, vmid, &guestconf.Conf{Keys: map[string]string{"lock": "destroyed"}})
-		core.DropFromPoolsLocked(db, core.VMKind, vmid)
+		guests.DropFromPoolsLocked(db, guests.VMKind, vmid)
 		if rc.Bool("purge") {
 			t.Task.Log = append(t.Task.Log, fmt.Sprintf("purging VM %d from related configurations..", vmid))
 			s.PurgeGuestLocked(db, t, "vm", vmid)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guests"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/replication"
@@ -109,7 +110,7 @@ func (s *backend) postQemuMigrate(rc *core.Req) (any, error) {
 		// (qemu-server API2/Qemu.pm migrate_vm: guest_migration_lock($vmid,
 		// 10, …)): a replication run of the guest meanwhile is skipped
 		// (pvesim/replsim's syncJob, H5).
-		mig := core.MigrationLockKey(node, vmid)
+		mig := guests.MigrationLockKey(node, vmid)
 		if !s.Acquire(mig, false, s.Cfg.Dur(s.Cfg.LockTimeout, core.DefaultLockTimeout)) {
 			return core.ErrLockTimeout(replication.MigrationLockFile(vmid)).Error()
 		}

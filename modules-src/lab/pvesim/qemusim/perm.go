@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guests"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 )
@@ -48,8 +49,8 @@ import (
 // VM vmid (pool: create's pool parameter, else "").
 func qmPerm(db *core.ConfigDB, who *core.Principal, vmid int, pool string) qemuserver.Perm {
 	return qemuserver.Perm{
-		Root:  core.IsRootUser(who),
-		VM:    func(privs []string, anyOf bool) error { return core.VMCheck(db, who, vmid, pool, privs, anyOf) },
+		Root:  guests.IsRootUser(who),
+		VM:    func(privs []string, anyOf bool) error { return guests.VMCheck(db, who, vmid, pool, privs, anyOf) },
 		Check: func(path, priv string) error { return core.RPCCheck(db, who, path, priv) },
 	}
 }
@@ -63,13 +64,13 @@ func checkVMModifyConfigPerm(db *core.ConfigDB, who *core.Principal, vmid int, p
 // checkVMCreateDevicePerm is create_vm's checks on passed-through devices
 // (qemuserver.CheckCreateDevicePerm); a refused parameter is a 400.
 func checkVMCreateDevicePerm(db *core.ConfigDB, who *core.Principal, vmid int, pool string, conf map[string]string) error {
-	return core.QMErr(qemuserver.CheckCreateDevicePerm(qmPerm(db, who, vmid, pool), conf))
+	return guests.QMErr(qemuserver.CheckCreateDevicePerm(qmPerm(db, who, vmid, pool), conf))
 }
 
 // checkBridgeAccess is QemuServer::check_bridge_access: check_vnet_access
 // (core.CheckVnetAccess) for each NIC.
 func checkBridgeAccess(db *core.ConfigDB, who *core.Principal, conf map[string]string) error {
-	if core.IsRootUser(who) {
+	if guests.IsRootUser(who) {
 		return nil
 	}
 	for _, k := range slices.Sorted(maps.Keys(conf)) {
@@ -77,7 +78,7 @@ func checkBridgeAccess(db *core.ConfigDB, who *core.Principal, conf map[string]s
 			continue
 		}
 		p := pvecommon.ParseProps(conf[k], "model")
-		if err := core.CheckVnetAccess(db, who, p.Get("bridge"), p.Get("tag"), p.Get("trunks")); err != nil {
+		if err := guests.CheckVnetAccess(db, who, p.Get("bridge"), p.Get("tag"), p.Get("trunks")); err != nil {
 			return err
 		}
 	}

@@ -10,8 +10,8 @@
 // (AbstractConfig.pm) unless marked as a reconstruction; qemu-server's
 // rules on config values are pvesim/qemuserver's. A VM's model (its
 // running state, summary, resource entry, a drive allocated at creation, a
-// move between nodes) is core's (core/guestvm.go), since HA, the pools,
-// the fixtures and /cluster/resources use it.
+// move between nodes) is the guest model's (pvesim/guests, guestvm.go),
+// since HA, the pools, the fixtures and /cluster/resources use it.
 package qemusim
 
 import (
@@ -22,14 +22,15 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guesthelpers"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guests"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 // backend serves the VM endpoints on the core's state.
-type backend struct{ *core.Sim }
+type backend struct{ guests.Model }
 
 // Register adds the VM endpoints to s.
-func Register(s *core.Sim) { s.Handle((&backend{s}).routes()) }
+func Register(s *core.Sim) { s.Handle((&backend{guests.New(s)}).routes()) }
 
 // skiplockOf is the skiplock parameter, which is root@pam's alone (a
 // token of root is not root@pam).
@@ -45,7 +46,7 @@ func skiplockOf(rc *core.Req) (bool, error) {
 
 // typedConf renders VM config values with the schema's JSON types.
 func (s *backend) typedConf(keys map[string]string) map[string]any {
-	return s.TypedGuestConf(core.VMKind, keys)
+	return s.TypedGuestConf(guests.VMKind, keys)
 }
 
 // GET /cluster/nextid: the lowest free VMID ≥ 100 (pve-manager
@@ -72,7 +73,7 @@ func (s *backend) getNextID(rc *core.Req) (any, error) {
 
 // GET /nodes/{node}/qemu
 func (s *backend) getQemuList(rc *core.Req) (any, error) {
-	return s.GuestListLocked(rc, core.VMKind, s.VMSummary), nil
+	return s.GuestListLocked(rc, guests.VMKind, s.VMSummary), nil
 }
 
 // GET /nodes/{node}/qemu/{vmid}/config
@@ -89,7 +90,7 @@ func (s *backend) getQemuConfig(rc *core.Req) (any, error) {
 	if _, ok := out["cipassword"]; ok {
 		out["cipassword"] = "**********" // vm_config never shows it
 	}
-	return core.WithDescriptionAndDigest(out, c), nil
+	return guests.WithDescriptionAndDigest(out, c), nil
 }
 
 // GET /nodes/{node}/qemu/{vmid}/pending

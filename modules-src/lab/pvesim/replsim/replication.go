@@ -7,9 +7,9 @@
 // (run_replication, replicate) does them, recording a job's state as
 // PVE/ReplicationState.pm does. The jobs' rules (ids, validation, views,
 // job_status's next_sync, get_next_job) are pvesim/replication's; what
-// guest code needs of replication while it is in core (replication.cfg's
-// jobs, a migration's target switch, the migration lock a run shares with
-// migrate, the replicas a recovery needs) is core's replmodel.go.
+// the guest model needs of replication (replication.cfg's jobs, a
+// migration's target switch, the migration lock a run shares with
+// migrate, the replicas a recovery needs) is pvesim/guests' replmodel.go.
 //
 // Storage replication jobs live in /etc/pve/replication.cfg. Only ZFS
 // volumes replicate (H6: volume_has_feature replicate is ZFSPoolPlugin's
@@ -27,6 +27,7 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guests"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecontainer"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
@@ -38,12 +39,12 @@ import (
 // backend serves the replication endpoints and runs pvescheduler on the
 // core's state; a job's runs are State's (nodes.*.replication), so the
 // backend keeps nothing of its own.
-type backend struct{ *core.Sim }
+type backend struct{ guests.Model }
 
 // Register adds the replication endpoints, every node's pvescheduler loop
 // and the control API's `pvesr run` to s.
 func Register(s *core.Sim) {
-	b := &backend{s}
+	b := &backend{guests.New(s)}
 	s.Handle(b.routes())
 	s.OnStart(b.schedulerLoop)
 	s.HandleControl("POST /v1/nodes/{node}/replication/run", b.ctlRun)
@@ -143,7 +144,7 @@ func (s *backend) postReplicationJob(rc *core.Req) (any, error) {
 	if target == e.Node {
 		return nil, pvecommon.Die("Source and target must not be identical")
 	}
-	c, err := s.LoadGuestConfLocked(db, e.GuestKind(), e.Node, guest)
+	c, err := s.LoadGuestConfLocked(db, guests.KindOf(e), e.Node, guest)
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim"
-	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guests"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/replsim"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/simtest"
 )
@@ -44,7 +44,7 @@ func TestReplicationStatusContentionFailureAndSyncingH5(t *testing.T) {
 		return a.Call("GET", "/nodes/pve01/replication/100-0/status", nil).Must(t, "status").Obj()
 	}
 
-	mig := core.MigrationLockKey("pve01", 100)
+	mig := guests.MigrationLockKey("pve01", 100)
 	if !s.Acquire(mig, false, time.Second) {
 		t.Fatal("migration lock")
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guests"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/replication"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
@@ -138,7 +139,7 @@ func (s *backend) syncJob(dbID, src, id string) []string {
 	// status keeps its fail_count, error and last_try — contention is
 	// never a job's error (H5) — and it stays due for the next run.
 	if g, err := replication.ParseID(id); err == nil {
-		mig := core.MigrationLockKey(src, g)
+		mig := guests.MigrationLockKey(src, g)
 		if !s.Acquire(mig, false, min(2*time.Second, s.Cfg.Dur(s.Cfg.LockTimeout, core.DefaultLockTimeout))) {
 			s.Mu.Lock()
 			s.JournalLocked(replication.SkippedWarning(id, core.ErrLockTimeout(replication.MigrationLockFile(g))))
@@ -256,7 +257,7 @@ func (s *backend) replStoragesLocked(db *core.ConfigDB, e core.VMEntry, src stri
 
 // guestConfLocked reads a guest's config wherever it is, VM or CT.
 func (s *backend) guestConfLocked(db *core.ConfigDB, e core.VMEntry) *guestconf.Conf {
-	c, err := s.LoadGuestConfLocked(db, e.GuestKind(), e.Node, e.VMID)
+	c, err := s.LoadGuestConfLocked(db, guests.KindOf(e), e.Node, e.VMID)
 	if err != nil {
 		return nil
 	}
@@ -272,7 +273,9 @@ func pvesrLockKey(node string) string { return node + ":" + replication.PvesrLoc
 // jobs (or the one named, due or not) in the foreground; the lines are
 // what --verbose prints. The control API's POST
 // /v1/nodes/{node}/replication/run is the same call.
-func Run(s *core.Sim, node, id string) ([]string, error) { return (&backend{s}).run(node, id) }
+func Run(s *core.Sim, node, id string) ([]string, error) {
+	return (&backend{guests.New(s)}).run(node, id)
+}
 
 func (s *backend) run(node, id string) ([]string, error) {
 	s.Mu.Lock()

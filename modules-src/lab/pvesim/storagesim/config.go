@@ -4,9 +4,9 @@
 // .../status), and a storage's content (Content.pm: the list, volume
 // info, attributes, allocation and deletion). The rules (storage.cfg's
 // format and checks, volume names, access) are pvesim/storage's; the
-// volumes themselves, storage.cfg's lock, activation, the upload (a part
-// of pveproxy) and pvestatd stay in core, where guests allocate and free
-// volumes.
+// volumes themselves are the volume model's (pvesim/volumes), where guests
+// allocate and free them; storage.cfg's lock, activation, the upload (a
+// part of pveproxy) and pvestatd stay in core.
 package storagesim
 
 import (
@@ -16,13 +16,14 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/volumes"
 )
 
 // backend serves the storage endpoints on the core's state.
-type backend struct{ *core.Sim }
+type backend struct{ volumes.Model }
 
 // Register adds the storage endpoints to s.
-func Register(s *core.Sim) { s.Handle((&backend{s}).routes()) }
+func Register(s *core.Sim) { s.Handle((&backend{volumes.Model{Sim: s}}).routes()) }
 
 // storageView is the GET shape: options plus storage, type, digest, with
 // numbers for integer/boolean options (SectionConfig).

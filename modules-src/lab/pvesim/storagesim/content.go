@@ -4,7 +4,7 @@
 // fragmentMounts): GET (info: path, size, used, format, volume_size_info),
 // PUT (updateattributes: notes, protected), DELETE (an imgdel task running
 // vdisk_free), and POST on the list (create: vdisk_alloc). Guest images are
-// core's volumes; file volumes (iso, vztmpl, snippets, backup, import) are
+// the volume model's (pvesim/volumes); file volumes (iso, vztmpl, snippets, backup, import) are
 // what Config.StorageContent lists on the node, removed through
 // Config.StorageRemove. POST {volume} (copy, "This is experimental code -
 // do not use") is not simulated.
@@ -16,12 +16,13 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/volumes"
 )
 
 // contentVolume resolves the request's volume, checks the caller may see it
 // and that the storage is usable on the node.
 func (s *backend) contentVolume(rc *core.Req) (*storage.VolRef, error) {
-	volid, err := core.RealVolumeID(rc.Str("storage"), rc.Str("volume"))
+	volid, err := volumes.RealVolumeID(rc.Str("storage"), rc.Str("volume"))
 	if err != nil {
 		return nil, err
 	}
@@ -29,7 +30,7 @@ func (s *backend) contentVolume(rc *core.Req) (*storage.VolRef, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := core.CheckVolumeAccess(rc.DB(), rc.Who, r); err != nil {
+	if err := volumes.CheckVolumeAccess(rc.DB(), rc.Who, r); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -90,7 +91,7 @@ func (s *backend) putStorageVolume(rc *core.Req) (any, error) {
 // runs vdisk_free and prints "Removed volume '<volid>'". Nothing checks
 // whether a guest still uses the volume — as in PVE.
 func (s *backend) deleteStorageVolume(rc *core.Req) (any, error) {
-	volid, err := core.RealVolumeID(rc.Str("storage"), rc.Str("volume"))
+	volid, err := volumes.RealVolumeID(rc.Str("storage"), rc.Str("volume"))
 	if err != nil {
 		return nil, err
 	}

@@ -1,10 +1,10 @@
-package core
+package volumes
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
 
@@ -21,22 +21,22 @@ func RealVolumeID(storage, volume string) (string, error) {
 	if strings.Contains(volume, ":") {
 		sid, _, _ := strings.Cut(volume, ":")
 		if sid == "" {
-			return "", ErrParams(map[string]string{"volume": fmt.Sprintf("unable to parse volume ID '%s'", volume)})
+			return "", core.ErrParams(map[string]string{"volume": fmt.Sprintf("unable to parse volume ID '%s'", volume)})
 		}
 		if storage != "" && sid != storage {
-			return "", ErrParams(map[string]string{"volume": fmt.Sprintf("storage ID mismatch (%s != %s)", sid, storage)})
+			return "", core.ErrParams(map[string]string{"volume": fmt.Sprintf("storage ID mismatch (%s != %s)", sid, storage)})
 		}
 		return volume, nil
 	}
 	if storage == "" {
-		return "", ErrParams(map[string]string{"volume": "no storage specified - incomplete volume ID"})
+		return "", core.ErrParams(map[string]string{"volume": "no storage specified - incomplete volume ID"})
 	}
 	return storage + ":" + volume, nil
 }
 
 // ParseVolRef is PVE::Storage::parse_volname (storage.ParseVolname) with
 // the storage as node's /etc/pve has it.
-func (s *Sim) ParseVolRef(node, volid string) (*volRef, error) {
+func (s Model) ParseVolRef(node, volid string) (*volRef, error) {
 	store, _, _ := strings.Cut(volid, ":")
 	st := s.DBOf(node).Storage[store]
 	if st == nil {
@@ -48,11 +48,11 @@ func (s *Sim) ParseVolRef(node, volid string) (*volRef, error) {
 // storageOf is the storage a volume reference was resolved on.
 
 // FileVolumeLocked finds a file volume in what the node's storage lists.
-func (s *Sim) FileVolumeLocked(node string, st *Storage, volid string) (*Volume, error) {
+func (s Model) FileVolumeLocked(node string, st *core.Storage, volid string) (*core.Volume, error) {
 	if s.Cfg.StorageContent == nil {
 		return nil, nil
 	}
-	vols, err := s.Cfg.StorageContent(node, StorageInfoOf(st))
+	vols, err := s.Cfg.StorageContent(node, core.StorageInfoOf(st))
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +66,7 @@ func (s *Sim) FileVolumeLocked(node string, st *Storage, volid string) (*Volume,
 
 // VolumeExistsLocked tells whether a volume is on its storage as node sees
 // it: a guest image in the simulator, a file in the node's listing.
-func (s *Sim) VolumeExistsLocked(node, volid string) (bool, error) {
+func (s Model) VolumeExistsLocked(node, volid string) (bool, error) {
 	r, err := s.ParseVolRef(node, volid)
 	if err != nil {
 		return false, err
@@ -82,26 +82,12 @@ func (s *Sim) VolumeExistsLocked(node, volid string) (bool, error) {
 // CheckVolumeAccess is PVE::Storage::check_volume_access for a caller
 // without a VM context (storage.CheckVolumeAccess); who nil is the lab's
 // own call.
-func CheckVolumeAccess(db *ConfigDB, who *Principal, r *volRef) error {
+func CheckVolumeAccess(db *core.ConfigDB, who *core.Principal, r *volRef) error {
 	if who == nil {
 		return nil
 	}
 	err := storage.CheckVolumeAccess(func(path string, privs []string, any bool) bool {
-		return HasPriv(db, who, path, privs, any)
+		return core.HasPriv(db, who, path, privs, any)
 	}, r)
-	return StorageAPIError(err)
-}
-
-// StorageAPIError is a storage package error as the API answers it: a
-// ParamError is a 400 naming its parameter, a DeniedError a 403.
-func StorageAPIError(err error) error {
-	var perr *storage.ParamError
-	if errors.As(err, &perr) {
-		return ErrParams(map[string]string{perr.Param: perr.Msg})
-	}
-	var denied *storage.DeniedError
-	if errors.As(err, &denied) {
-		return ErrPerm(denied.Detail)
-	}
-	return err
+	return core.StorageAPIError(err)
 }

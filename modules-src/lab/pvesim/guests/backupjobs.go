@@ -1,4 +1,4 @@
-package core
+package guests
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 // Backup jobs live in /etc/pve/jobs.cfg (vzdump sections); their endpoints
@@ -19,7 +21,7 @@ const JobsCfg = "jobs.cfg"
 // runs: the VMID leaves every vzdump job's vmid list, and a job whose list
 // it empties is deleted; a job over all guests loses it from its exclude
 // list (an emptied exclude is dropped).
-func (s *Sim) removeFromBackupJobsLocked(db *ConfigDB, vmid int) {
+func (s Model) removeFromBackupJobsLocked(db *core.ConfigDB, vmid int) {
 	list, _ := s.ReadSectionsLocked(db, JobsCfg)
 	if len(list) == 0 {
 		return
@@ -28,7 +30,7 @@ func (s *Sim) removeFromBackupJobsLocked(db *ConfigDB, vmid int) {
 	without := func(l string) string {
 		return strings.Join(slices.DeleteFunc(pveschema.SplitList(l), func(x string) bool { return x == id }), ",")
 	}
-	var out []*section
+	var out []*pvecommon.Section
 	for _, sec := range list {
 		if sec.Type == "vzdump" {
 			if l, ok := sec.Opts["vmid"]; ok {

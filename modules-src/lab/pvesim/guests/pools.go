@@ -1,4 +1,4 @@
-package core
+package guests
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 )
 
 // Resource pools, as pve-manager's PVE/API2/Pool.pm serves them from
@@ -26,7 +28,7 @@ func MemberVMID(m string) (int, bool) {
 }
 
 // PoolOfGuestLocked is $usercfg->{vms}->{$vmid}: the pool holding vmid.
-func PoolOfGuestLocked(db *ConfigDB, vmid int) string {
+func PoolOfGuestLocked(db *core.ConfigDB, vmid int) string {
 	for _, id := range slices.Sorted(maps.Keys(db.Pools)) {
 		for _, m := range db.Pools[id].Members {
 			if n, ok := MemberVMID(m); ok && n == vmid {
@@ -39,7 +41,7 @@ func PoolOfGuestLocked(db *ConfigDB, vmid int) string {
 
 // AddGuestToPoolLocked is AccessControl.pm add_vm_to_pool: the member is
 // named after the guest's kind as .vmlist knows it.
-func (s *Sim) AddGuestToPoolLocked(db *ConfigDB, pool string, vmid int) {
+func (s Model) AddGuestToPoolLocked(db *core.ConfigDB, pool string, vmid int) {
 	p := db.Pools[pool]
 	if p == nil {
 		return
@@ -49,24 +51,4 @@ func (s *Sim) AddGuestToPoolLocked(db *ConfigDB, pool string, vmid int) {
 		typ = CTKind.Type
 	}
 	p.Members = append(p.Members, fmt.Sprintf("%s/%d", typ, vmid))
-}
-
-// PoolsOf lists, sorted, the pools with path among their members (a guest
-// "/vms/N" or a storage "/storage/ID"): the pools whose ACLs
-// $compile_acl_path adds on path (access.Env).
-func (db *ConfigDB) PoolsOf(path string) []string {
-	var out []string
-	for _, id := range sortedKeys(db.Pools) {
-		member := false
-		for _, m := range db.Pools[id].Members {
-			typ, mid, _ := strings.Cut(m, "/")
-			if (typ == "storage" && path == "/storage/"+mid) || (typ != "storage" && path == "/vms/"+mid) {
-				member = true
-			}
-		}
-		if member {
-			out = append(out, id)
-		}
-	}
-	return out
 }

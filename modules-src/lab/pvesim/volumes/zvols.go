@@ -1,9 +1,10 @@
-package core
+package volumes
 
 import (
 	"fmt"
 	"strings"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
 
@@ -16,7 +17,7 @@ import (
 // as zfs_request dies with it, and leaves the simulator's state unchanged.
 
 // zfsOn runs `zfs args…` on node for a zfspool storage; nothing elsewhere.
-func (s *Sim) zfsOn(node string, st *Storage, args ...string) error {
+func (s Model) zfsOn(node string, st *core.Storage, args ...string) error {
 	if s.Cfg.ZFS == nil || st.Type != "zfspool" {
 		return nil
 	}
@@ -28,14 +29,14 @@ func (s *Sim) zfsOn(node string, st *Storage, args ...string) error {
 }
 
 // ZFSCreateVolume is zfs_create_zvol (storage.ZvolCreate).
-func (s *Sim) ZFSCreateVolume(node string, st *Storage, name string, size int64) error {
+func (s Model) ZFSCreateVolume(node string, st *core.Storage, name string, size int64) error {
 	return s.zfsOn(node, st, storage.ZvolCreate(st, name, size)...)
 }
 
 // AllocSubvolLocked creates a container's root or mount point volume:
 // subvol-<vmid>-disk-N on zfspool (zfs_create_subvol: a filesystem with a
 // refquota, none for size 0), vm-<vmid>-disk-N elsewhere.
-func (s *Sim) AllocSubvolLocked(node string, st *Storage, vmid int, size int64) (string, error) {
+func (s Model) AllocSubvolLocked(node string, st *core.Storage, vmid int, size int64) (string, error) {
 	prefix, format := "vm", "raw"
 	if st.Type == "zfspool" {
 		prefix, format = "subvol", "subvol"
@@ -48,14 +49,14 @@ func (s *Sim) AllocSubvolLocked(node string, st *Storage, vmid int, size int64) 
 	if err := s.zfsOn(node, st, storage.SubvolCreate(st, name, size)...); err != nil {
 		return "", err
 	}
-	s.VolumesFor(node, st)[volid] = &GuestVolume{Size: size, Format: format}
+	s.VolumesFor(node, st)[volid] = &core.GuestVolume{Size: size, Format: format}
 	return volid, nil
 }
 
 // MakeBaseLocked turns a VM's volume into its template's base volume
 // (create_base): vm- → base- and, on zfspool, the __base__ snapshot
 // linked clones are made from.
-func (s *Sim) MakeBaseLocked(node string, volid string) (string, error) {
+func (s Model) MakeBaseLocked(node string, volid string) (string, error) {
 	vol, st, err := s.VolumeLocked(node, volid)
 	if err != nil {
 		return "", err
@@ -76,7 +77,7 @@ func (s *Sim) MakeBaseLocked(node string, volid string) (string, error) {
 }
 
 // ResizeVolumeLocked is volume_resize (storage.Resize).
-func (s *Sim) ResizeVolumeLocked(node, volid string, size int64) error {
+func (s Model) ResizeVolumeLocked(node, volid string, size int64) error {
 	vol, st, err := s.VolumeLocked(node, volid)
 	if err != nil {
 		return err
@@ -94,7 +95,7 @@ func (s *Sim) ResizeVolumeLocked(node, volid string, size int64) error {
 // send/recv of a __migration__ snapshot; the stand-in holds no data, so it
 // is created alike) and is destroyed on the source. Other storages are the
 // simulator's alone.
-func (s *Sim) ZFSMigrateLocked(db *ConfigDB, from, to string, files []string) error {
+func (s Model) ZFSMigrateLocked(db *core.ConfigDB, from, to string, files []string) error {
 	for _, file := range files {
 		store, vn, _ := storage.ParseVolumeID(file)
 		st := db.Storage[store]

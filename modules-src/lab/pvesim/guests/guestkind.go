@@ -1,4 +1,4 @@
-package core
+package guests
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
@@ -41,9 +42,17 @@ func (k GuestKind) haSID(vmid int) string {
 	return fmt.Sprintf("vm:%d", vmid)
 }
 
+// KindOf is the kind of the guest e lists.
+func KindOf(e core.VMEntry) GuestKind {
+	if e.Kind == CTKind.Dir {
+		return CTKind
+	}
+	return VMKind
+}
+
 // LoadGuestConfLocked reads a guest's config file from db.
-func (s *Sim) LoadGuestConfLocked(db *ConfigDB, k GuestKind, node string, vmid int) (*guestconf.Conf, error) {
-	rel := GuestConfPath(node, k.Dir, vmid)
+func (s Model) LoadGuestConfLocked(db *core.ConfigDB, k GuestKind, node string, vmid int) (*guestconf.Conf, error) {
+	rel := core.GuestConfPath(node, k.Dir, vmid)
 	raw, ok := s.ReadEtcPve(db, rel)
 	if !ok {
 		// pve-guest-common AbstractConfig.pm load_config
@@ -52,14 +61,14 @@ func (s *Sim) LoadGuestConfLocked(db *ConfigDB, k GuestKind, node string, vmid i
 	return guestconf.Parse(raw), nil
 }
 
-func (s *Sim) writeGuestConfLocked(db *ConfigDB, k GuestKind, node string, vmid int, c *guestconf.Conf) {
-	s.WriteEtcPve(db, GuestConfPath(node, k.Dir, vmid), c.Render(k.pendingHeader))
+func (s Model) writeGuestConfLocked(db *core.ConfigDB, k GuestKind, node string, vmid int, c *guestconf.Conf) {
+	s.WriteEtcPve(db, core.GuestConfPath(node, k.Dir, vmid), c.Render(k.pendingHeader))
 }
 
 // TypedGuestConf renders config values with the schema's JSON types, as
 // PVE's parse_*_config/check_type hand integers and booleans back as numbers.
-func (s *Sim) TypedGuestConf(k GuestKind, keys map[string]string) map[string]any {
-	m := s.schema.Method(k.configMethod, k.configPath)
+func (s Model) TypedGuestConf(k GuestKind, keys map[string]string) map[string]any {
+	m := s.Schema().Method(k.configMethod, k.configPath)
 	out := make(map[string]any, len(keys))
 	for key, v := range keys {
 		out[key] = v
@@ -92,9 +101,9 @@ func WithDescriptionAndDigest(out map[string]any, c *guestconf.Conf) map[string]
 
 // GuestLockTask starts a task on node whose work f runs holding vmid's
 // config lock (waiting up to LockTimeout) and the state lock.
-func (s *Sim) GuestLockTask(rc *Req, node, typ string, vmid int, f func(t *TaskRun) string) string {
-	return s.StartTaskLocked(rc, node, typ, strconv.Itoa(vmid), func(t *TaskRun) string {
-		return s.underGuestLock(t, node, vmid, s.Cfg.Dur(s.Cfg.LockTimeout, DefaultLockTimeout), func() string {
+func (s Model) GuestLockTask(rc *core.Req, node, typ string, vmid int, f func(t *core.TaskRun) string) string {
+	return s.StartTaskLocked(rc, node, typ, strconv.Itoa(vmid), func(t *core.TaskRun) string {
+		return s.underGuestLock(t, node, vmid, s.Cfg.Dur(s.Cfg.LockTimeout, core.DefaultLockTimeout), func() string {
 			s.Mu.Lock()
 			defer s.Mu.Unlock()
 			return f(t)
@@ -107,7 +116,7 @@ func (s *Sim) GuestLockTask(rc *Req, node, typ string, vmid int, f func(t *TaskR
 // or not (API2/Qemu.pm destroy_vm, API2/LXC.pm destroy_vm): the guest
 // leaves its pool (user.cfg knows guests by VMID only) and the ACL subtree
 // of /vms/<vmid> is deleted.
-func DropFromPoolsLocked(db *ConfigDB, _ GuestKind, vmid int) {
+func DropFromPoolsLocked(db *core.ConfigDB, _ GuestKind, vmid int) {
 	for _, p := range db.Pools {
 		p.Members = slices.DeleteFunc(p.Members, func(m string) bool { n, ok := MemberVMID(m); return ok && n == vmid })
 	}
@@ -135,7 +144,7 @@ func summaryFlags(e map[string]any, c *guestconf.Conf) map[string]any {
 // asClusterResource turns a guest's list entry into its /cluster/resources
 // entry: id, type, node, maxcpu for cpus, template 0 when not one, and
 // status unknown while its node is down.
-func (s *Sim) asClusterResource(r map[string]any, k GuestKind, e VMEntry) map[string]any {
+func (s Model) asClusterResource(r map[string]any, k GuestKind, e core.VMEntry) map[string]any {
 	r["id"], r["type"], r["node"] = k.Member(e.VMID), k.Type, e.Node
 	r["maxcpu"] = r["cpus"]
 	delete(r, "cpus")
@@ -154,14 +163,14 @@ func (s *Sim) asClusterResource(r map[string]any, k GuestKind, e VMEntry) map[st
 // GuestListLocked is GET /nodes/{node}/qemu or /lxc: the node's guests of
 // kind k that the caller may audit (filtered, not refused, K19), each as
 // summary renders it; a config that cannot be read is left out.
-func (s *Sim) GuestListLocked(rc *Req, k GuestKind, summary func(node string, vmid int, c *guestconf.Conf) map[string]any) []map[string]any {
+func (s Model) GuestListLocked(rc *core.Req, k GuestKind, summary func(node string, vmid int, c *guestconf.Conf) map[string]any) []map[string]any {
 	db := rc.DB()
 	out := []map[string]any{}
 	for _, e := range s.VMListLocked(db) {
 		if e.Node != rc.Node || e.Kind != k.Dir {
 			continue
 		}
-		if !HasPriv(db, rc.Who, fmt.Sprintf("/vms/%d", e.VMID), []string{"VM.Audit"}, false) {
+		if !core.HasPriv(db, rc.Who, fmt.Sprintf("/vms/%d", e.VMID), []string{"VM.Audit"}, false) {
 			continue
 		}
 		c, err := s.LoadGuestConfLocked(db, k, e.Node, e.VMID)

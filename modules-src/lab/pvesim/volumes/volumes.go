@@ -1,35 +1,30 @@
-package core
+package volumes
 
 import (
 	"fmt"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
 
-// GuestVolume is one guest disk on a storage (storage.GuestVolume). Local
-// storages keep their volumes on the node (Node.Volumes), shared ones in
-// the cluster (ConfigDB.SharedVolumes), so a volume on local-lvm of pve01
-// is not on pve02's.
-type GuestVolume = storage.GuestVolume
-
 // VolumesFor returns the map holding st's volumes as node sees them.
-func (s *Sim) VolumesFor(node string, st *Storage) map[string]*GuestVolume {
+func (s Model) VolumesFor(node string, st *core.Storage) map[string]*core.GuestVolume {
 	if st.Shared() {
 		db := s.DBOf(node)
 		if db.SharedVolumes == nil {
-			db.SharedVolumes = map[string]*GuestVolume{}
+			db.SharedVolumes = map[string]*core.GuestVolume{}
 		}
 		return db.SharedVolumes
 	}
 	n := s.State.Nodes[node]
 	if n.Volumes == nil {
-		n.Volumes = map[string]*GuestVolume{}
+		n.Volumes = map[string]*core.GuestVolume{}
 	}
 	return n.Volumes
 }
 
 // VolumeLocked returns a volume as node sees it.
-func (s *Sim) VolumeLocked(node, volid string) (*GuestVolume, *Storage, error) {
+func (s Model) VolumeLocked(node, volid string) (*core.GuestVolume, *core.Storage, error) {
 	store, _, ok := storage.ParseVolumeID(volid)
 	if !ok {
 		return nil, nil, fmt.Errorf("unable to parse volume ID '%s'", volid)
@@ -46,13 +41,13 @@ func (s *Sim) VolumeLocked(node, volid string) (*GuestVolume, *Storage, error) {
 }
 
 // FreeDiskName is storage.FreeDiskName among st's volumes as node sees them.
-func (s *Sim) FreeDiskName(node string, st *Storage, vmid int, prefix, format string) string {
+func (s Model) FreeDiskName(node string, st *core.Storage, vmid int, prefix, format string) string {
 	return storage.FreeDiskName(st, s.VolumesFor(node, st), vmid, prefix, format)
 }
 
 // AllocVolumeLocked creates a volume of size bytes for vmid on st.
 // On zfspool it is a zvol in the node's ZFS (zvols.go).
-func (s *Sim) AllocVolumeLocked(node string, st *Storage, vmid int, size int64, format string) (string, error) {
+func (s Model) AllocVolumeLocked(node string, st *core.Storage, vmid int, size int64, format string) (string, error) {
 	if format == "" {
 		format = storage.DefaultFormat(st)
 	}
@@ -61,7 +56,7 @@ func (s *Sim) AllocVolumeLocked(node string, st *Storage, vmid int, size int64, 
 	if err := s.ZFSCreateVolume(node, st, name, size); err != nil {
 		return "", err
 	}
-	s.VolumesFor(node, st)[volid] = &GuestVolume{Size: size, Format: format}
+	s.VolumesFor(node, st)[volid] = &core.GuestVolume{Size: size, Format: format}
 	return volid, nil
 }
 
@@ -71,7 +66,7 @@ func (s *Sim) AllocVolumeLocked(node string, st *Storage, vmid int, size int64, 
 // path, raw elsewhere), so a second allocation for the VMID meets the
 // first, and fails as the storage plugin's alloc_image does
 // (storage.CloudinitExists).
-func (s *Sim) AllocCloudinitLocked(node string, st *Storage, vmid int, format string) (string, error) {
+func (s Model) AllocCloudinitLocked(node string, st *core.Storage, vmid int, format string) (string, error) {
 	if format == "" {
 		format = storage.DefaultFormat(st)
 		if storage.HasPath(st) {
@@ -86,7 +81,7 @@ func (s *Sim) AllocCloudinitLocked(node string, st *Storage, vmid int, format st
 	if err := s.ZFSCreateVolume(node, st, name, 4<<20); err != nil {
 		return "", err
 	}
-	s.VolumesFor(node, st)[volid] = &GuestVolume{Size: 4 << 20, Format: format}
+	s.VolumesFor(node, st)[volid] = &core.GuestVolume{Size: 4 << 20, Format: format}
 	return volid, nil
 }
 
@@ -95,7 +90,7 @@ func (s *Sim) AllocCloudinitLocked(node string, st *Storage, vmid int, format st
 // cloned"); on zfspool the dataset goes with `zfs destroy -r` (free_image),
 // and a failure keeps the volume. Callers that only warn, as PVE's
 // destroy_vm does, may ignore the error.
-func (s *Sim) FreeVolumeLocked(node, volid string) error {
+func (s Model) FreeVolumeLocked(node, volid string) error {
 	_, st, err := s.VolumeLocked(node, volid)
 	if err != nil {
 		return err
@@ -120,7 +115,7 @@ func (s *Sim) FreeVolumeLocked(node, volid string) error {
 // LinkedCloneLocked creates a linked clone of base for newid (clone_image):
 // base-100-disk-0/vm-101-disk-0 on lvmthin/zfspool, 100/base-100-disk-0.qcow2/
 // 101/vm-101-disk-0.qcow2 on a directory.
-func (s *Sim) LinkedCloneLocked(node string, st *Storage, base string, newid int) (string, error) {
+func (s Model) LinkedCloneLocked(node string, st *core.Storage, base string, newid int) (string, error) {
 	src, _, err := s.VolumeLocked(node, base)
 	if err != nil {
 		return "", err
@@ -135,12 +130,12 @@ func (s *Sim) LinkedCloneLocked(node string, st *Storage, base string, newid int
 	if storage.HasPath(st) {
 		format = "qcow2"
 	}
-	s.VolumesFor(node, st)[volid] = &GuestVolume{Size: src.Size, Format: format, Parent: base}
+	s.VolumesFor(node, st)[volid] = &core.GuestVolume{Size: src.Size, Format: format, Parent: base}
 	return volid, nil
 }
 
 // VolumeContentLocked lists a storage's volumes on node for
 // GET /nodes/{node}/storage/{storage}/content.
-func (s *Sim) VolumeContentLocked(node string, st *Storage) []map[string]any {
+func (s Model) VolumeContentLocked(node string, st *core.Storage) []map[string]any {
 	return storage.ImageContent(st.ID, s.VolumesFor(node, st))
 }

@@ -1,4 +1,4 @@
-package core
+package guests
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/ha"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
@@ -23,13 +24,11 @@ import (
 // while the VM endpoints are pvesim/qemusim's (qemu-server's rules are
 // pvesim/qemuserver's).
 
-func (rc *Req) VMID() int { n, _ := strconv.Atoi(rc.Str("vmid")); return n }
-
 // QMErr answers qemuserver's refusal of a parameter as PVE does
 // (raise_param_exc: 400); other errors pass as they are.
 func QMErr(err error) error {
 	if pe := (*qemuserver.ParamError)(nil); errors.As(err, &pe) {
-		return ErrParams(map[string]string{pe.Param: pe.Msg})
+		return core.ErrParams(map[string]string{pe.Param: pe.Msg})
 	}
 	return err
 }
@@ -40,20 +39,20 @@ func NormaliseNet(v string) string { return qemuserver.NormaliseNet(v, RandomMAC
 
 // RandomMAC is a new MAC with PVE's default prefix (VMs' NICs and
 // containers' hwaddr alike).
-func RandomMAC() string { return pvecommon.RandomMAC(RandomHex(3)) }
+func RandomMAC() string { return pvecommon.RandomMAC(core.RandomHex(3)) }
 
-func (s *Sim) RunningLocked(node string, vmid int) bool {
+func (s Model) RunningLocked(node string, vmid int) bool {
 	_, ok := s.State.Nodes[node].Running[vmid]
 	return ok
 }
 
-func (s *Sim) SetRunningLocked(node string, vmid int, on bool) {
+func (s Model) SetRunningLocked(node string, vmid int, on bool) {
 	n := s.State.Nodes[node]
 	if on {
 		if n.Running == nil {
 			n.Running = map[int]int64{}
 		}
-		n.Running[vmid] = NowUnix()
+		n.Running[vmid] = core.NowUnix()
 		return
 	}
 	delete(n.Running, vmid)
@@ -62,7 +61,7 @@ func (s *Sim) SetRunningLocked(node string, vmid int, on bool) {
 
 // VMSummary is the shared part of /nodes/{node}/qemu, status/current and
 // /cluster/resources entries.
-func (s *Sim) VMSummary(node string, vmid int, c *guestconf.Conf) map[string]any {
+func (s Model) VMSummary(node string, vmid int, c *guestconf.Conf) map[string]any {
 	conf := c.Keys
 	e := map[string]any{"vmid": vmid, "status": "stopped", "cpus": qemuserver.CPUs(conf), "maxmem": qemuserver.MemBytes(conf),
 		"maxdisk": qemuserver.BootdiskSize(conf), "mem": 0, "disk": 0, "cpu": 0, "uptime": 0,
@@ -81,12 +80,12 @@ func (s *Sim) VMSummary(node string, vmid int, c *guestconf.Conf) map[string]any
 }
 
 // VMResourcesLocked are the type=vm entries of /cluster/resources.
-func (s *Sim) VMResourcesLocked(rc *Req) []map[string]any {
+func (s Model) VMResourcesLocked(rc *core.Req) []map[string]any {
 	db := rc.DB()
 	out := []map[string]any{}
 	for _, e := range s.VMListLocked(db) {
 		// Filtered, not refused, without VM.Audit (K19).
-		if !HasPriv(db, rc.Who, fmt.Sprintf("/vms/%d", e.VMID), []string{"VM.Audit"}, false) {
+		if !core.HasPriv(db, rc.Who, fmt.Sprintf("/vms/%d", e.VMID), []string{"VM.Audit"}, false) {
 			continue
 		}
 		var r map[string]any
@@ -113,7 +112,7 @@ func (s *Sim) VMResourcesLocked(rc *Req) []map[string]any {
 
 // CreateDrive is create_disks for one option: "store:32" allocates a 32 GiB
 // volume, "store:cloudinit" the cloud-init drive; others are kept.
-func (s *Sim) CreateDrive(node string, vmid int, key, v string) (string, error) {
+func (s Model) CreateDrive(node string, vmid int, key, v string) (string, error) {
 	d := qemuserver.ParseDrive(v)
 	store, vn, ok := storage.ParseVolumeID(d.File())
 	if !ok {
@@ -178,13 +177,13 @@ func (s *Sim) CreateDrive(node string, vmid int, key, v string) (string, error) 
 
 // underGuestLock runs f in a task holding vmid's config lock, waiting up to
 // d; the task takes the lab's task duration inside the lock.
-func (s *Sim) underGuestLock(t *TaskRun, node string, vmid int, d time.Duration, f func() string) string {
-	key := GuestLockKey(node, vmid)
+func (s Model) underGuestLock(t *core.TaskRun, node string, vmid int, d time.Duration, f func() string) string {
+	key := core.GuestLockKey(node, vmid)
 	if !s.Acquire(key, false, d) {
-		return ErrLockTimeout(GuestLockFile(vmid)).Error()
+		return core.ErrLockTimeout(core.GuestLockFile(vmid)).Error()
 	}
 	defer s.Release(key, false)
-	if !s.Sleep(s.Cfg.Dur(s.Cfg.TaskDuration, DefaultTaskDuration)) {
+	if !s.Sleep(s.Cfg.Dur(s.Cfg.TaskDuration, core.DefaultTaskDuration)) {
 		return "unexpected status"
 	}
 	s.Mu.Lock()
@@ -198,14 +197,14 @@ func (s *Sim) underGuestLock(t *TaskRun, node string, vmid int, d time.Duration,
 
 // IsRootUser is qemu-server's `$authuser eq 'root@pam'` (a token of root
 // is not root@pam).
-func IsRootUser(who *Principal) bool { return who == nil || who.Full() == "root@pam" || who.CLI }
+func IsRootUser(who *core.Principal) bool { return who == nil || who.Full() == "root@pam" || who.CLI }
 
-func VMCheck(db *ConfigDB, who *Principal, vmid int, pool string, privs []string, anyOf bool) error {
-	if pool != "" && HasPriv(db, who, "/pool/"+pool, privs, anyOf) {
+func VMCheck(db *core.ConfigDB, who *core.Principal, vmid int, pool string, privs []string, anyOf bool) error {
+	if pool != "" && core.HasPriv(db, who, "/pool/"+pool, privs, anyOf) {
 		return nil
 	}
-	if ok, d := CheckFull(db, who, fmt.Sprintf("/vms/%d", vmid), privs, anyOf); !ok {
-		return ErrPerm(d)
+	if ok, d := core.CheckFull(db, who, fmt.Sprintf("/vms/%d", vmid), privs, anyOf); !ok {
+		return core.ErrPerm(d)
 	}
 	return nil
 }
@@ -213,13 +212,13 @@ func VMCheck(db *ConfigDB, who *Principal, vmid int, pool string, privs []string
 // PurgeGuestLocked is destroy_vm's purge, the same for a VM and a CT:
 // ReplicationConfig::remove_vmid_jobs, VZDump remove_vmid_from_backup_jobs,
 // and HA::Config::delete_service_from_config (typ "vm" or "ct").
-func (s *Sim) PurgeGuestLocked(db *ConfigDB, t *TaskRun, typ string, vmid int) {
+func (s Model) PurgeGuestLocked(db *core.ConfigDB, t *core.TaskRun, typ string, vmid int) {
 	s.removeFromBackupJobsLocked(db, vmid)
 	jobs, _ := s.ReplJobsLocked(db)
 	s.WriteReplJobsLocked(db, slices.DeleteFunc(jobs, func(j *replication.Job) bool { return replication.Guest(j.ID) == vmid }))
 	res, _ := s.HAResourcesLocked(db)
 	if ha.FindResource(res, fmt.Sprintf("%s:%d", typ, vmid)) != nil {
-		s.WriteSectionsLocked(db, ha.ResourcesCfg, slices.DeleteFunc(res, func(r *section) bool {
+		s.WriteSectionsLocked(db, ha.ResourcesCfg, slices.DeleteFunc(res, func(r *pvecommon.Section) bool {
 			return r.Type == typ && r.ID == strconv.Itoa(vmid)
 		}))
 		t.Task.Log = append(t.Task.Log, fmt.Sprintf("NOTE: removed %s %d from HA resource configuration.", map[string]string{"vm": "VM", "ct": "CT"}[typ], vmid))
@@ -236,12 +235,12 @@ func OwnsVolume(vmid int, volid string) bool {
 // MoveGuestLocked moves a guest (config, local volumes, running state) from
 // one node to another, and switches its replication jobs, as a finished
 // migration (VM) or relocation (CT: stopped, moved, started) leaves it.
-func (s *Sim) MoveGuestLocked(db *ConfigDB, vmid int, from, to string, logf func(string, ...any)) error {
+func (s Model) MoveGuestLocked(db *core.ConfigDB, vmid int, from, to string, logf func(string, ...any)) error {
 	kind := "qemu-server"
 	if e, ok := s.FindVMLocked(db, vmid); ok {
 		kind = e.Kind
 	}
-	raw, ok := s.ReadEtcPve(db, GuestConfPath(from, kind, vmid))
+	raw, ok := s.ReadEtcPve(db, core.GuestConfPath(from, kind, vmid))
 	if !ok {
 		return pvecommon.Die("unable to find configuration file for VM %d on node '%s'", vmid, from)
 	}
@@ -264,7 +263,7 @@ func (s *Sim) MoveGuestLocked(db *ConfigDB, vmid int, from, to string, logf func
 		if v := s.State.Nodes[from].Volumes[file]; v != nil {
 			tn := s.State.Nodes[to]
 			if tn.Volumes == nil {
-				tn.Volumes = map[string]*GuestVolume{}
+				tn.Volumes = map[string]*core.GuestVolume{}
 			}
 			cp := *v
 			tn.Volumes[file] = &cp
@@ -273,8 +272,8 @@ func (s *Sim) MoveGuestLocked(db *ConfigDB, vmid int, from, to string, logf func
 		}
 	}
 	running := s.RunningLocked(from, vmid)
-	s.RemoveEtcPve(db, GuestConfPath(from, kind, vmid))
-	s.WriteEtcPve(db, GuestConfPath(to, kind, vmid), raw)
+	s.RemoveEtcPve(db, core.GuestConfPath(from, kind, vmid))
+	s.WriteEtcPve(db, core.GuestConfPath(to, kind, vmid), raw)
 	s.SetRunningLocked(from, vmid, false)
 	if running {
 		s.SetRunningLocked(to, vmid, true)
@@ -289,7 +288,7 @@ func (s *Sim) MoveGuestLocked(db *ConfigDB, vmid int, from, to string, logf func
 // directory storage (an ISO, a disk file); elsewhere the size query fails,
 // "volume <volid> does not exist" (reconstruction: the block plugins'
 // activate_volume errors first with their tool's words).
-func (s *Sim) missingVolume(node, volid string) error {
+func (s Model) missingVolume(node, volid string) error {
 	ok, err := s.VolumeExistsLocked(node, volid)
 	if err != nil || ok {
 		return err

@@ -1,4 +1,4 @@
-package core
+package guests
 
 // Guest operations a backend acts on guests with without a task (HA's LRM
 // and CRM, pvesim/hasim), and pve-guests' onboot starts at a node's boot.
@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
@@ -18,7 +19,7 @@ import (
 // stopped). A VM's cloud-init drive on local storage is created there if missing
 // (qemu-server regenerates the ISO at every start, Cloudinit.pm
 // commit_cloudinit_disk allocates a missing volume).
-func (s *Sim) StartGuestLocked(db *ConfigDB, e VMEntry) bool {
+func (s Model) StartGuestLocked(db *core.ConfigDB, e core.VMEntry) bool {
 	if e.Kind == "lxc" {
 		c, err := s.LoadCTConfLocked(db, e.Node, e.VMID)
 		if err != nil || c.IsTemplate() || c.Lock() != "" {
@@ -52,7 +53,7 @@ func (s *Sim) StartGuestLocked(db *ConfigDB, e VMEntry) bool {
 
 // startOnbootLocked is pve-guests at a node's boot: the guests with onboot
 // set that HA does not manage start (HA's are the CRM's, pvesim/hasim).
-func (s *Sim) startOnbootLocked(node string) {
+func (s Model) startOnbootLocked(node string) {
 	db := s.State.DBs[s.State.Nodes[node].DB]
 	if db == nil {
 		return
@@ -61,7 +62,7 @@ func (s *Sim) startOnbootLocked(node string) {
 		if e.Node != node || s.haConfiguredSIDLocked(db, e) {
 			continue
 		}
-		raw, _ := s.ReadEtcPve(db, GuestConfPath(node, e.Kind, e.VMID))
+		raw, _ := s.ReadEtcPve(db, core.GuestConfPath(node, e.Kind, e.VMID))
 		if c := guestconf.Parse(raw); c.Keys["onboot"] == "1" && !c.IsTemplate() {
 			s.SetRunningLocked(node, e.VMID, true)
 		}
@@ -72,9 +73,9 @@ func (s *Sim) startOnbootLocked(node string) {
 // and forgets that it ran there: nothing else, neither volumes nor
 // replication jobs, as pve-ha-manager's PVE/HA/Env/PVE2.pm steal_service
 // renames the config of a fenced node's service.
-func (s *Sim) StealGuestLocked(db *ConfigDB, e VMEntry, target string) {
-	raw, _ := s.ReadEtcPve(db, GuestConfPath(e.Node, e.Kind, e.VMID))
-	s.RemoveEtcPve(db, GuestConfPath(e.Node, e.Kind, e.VMID))
-	s.WriteEtcPve(db, GuestConfPath(target, e.Kind, e.VMID), raw)
+func (s Model) StealGuestLocked(db *core.ConfigDB, e core.VMEntry, target string) {
+	raw, _ := s.ReadEtcPve(db, core.GuestConfPath(e.Node, e.Kind, e.VMID))
+	s.RemoveEtcPve(db, core.GuestConfPath(e.Node, e.Kind, e.VMID))
+	s.WriteEtcPve(db, core.GuestConfPath(target, e.Kind, e.VMID), raw)
 	delete(s.State.Nodes[e.Node].Running, e.VMID)
 }

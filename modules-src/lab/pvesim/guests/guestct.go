@@ -1,26 +1,27 @@
-package core
+package guests
 
 import (
 	"fmt"
 	"strconv"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guesthelpers"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecontainer"
 )
 
-func (s *Sim) LoadCTConfLocked(db *ConfigDB, node string, vmid int) (*guestconf.Conf, error) {
+func (s Model) LoadCTConfLocked(db *core.ConfigDB, node string, vmid int) (*guestconf.Conf, error) {
 	return s.LoadGuestConfLocked(db, CTKind, node, vmid)
 }
 
-func (s *Sim) WriteCTConfLocked(db *ConfigDB, node string, vmid int, c *guestconf.Conf) {
+func (s Model) WriteCTConfLocked(db *core.ConfigDB, node string, vmid int, c *guestconf.Conf) {
 	pvecontainer.DropUsedUnused(c.Keys) // write_pct_config
 	s.writeGuestConfLocked(db, CTKind, node, vmid, c)
 }
 
-func (s *Sim) CTSummary(node string, vmid int, c *guestconf.Conf) map[string]any {
+func (s Model) CTSummary(node string, vmid int, c *guestconf.Conf) map[string]any {
 	conf := c.Keys
 	mem := int64(512)
 	if n, err := strconv.ParseInt(conf["memory"], 10, 64); err == nil {
@@ -47,14 +48,14 @@ func (s *Sim) CTSummary(node string, vmid int, c *guestconf.Conf) map[string]any
 	}
 	if started, ok := s.State.Nodes[node].Running[vmid]; ok {
 		e["status"] = "running"
-		e["uptime"] = NowUnix() - started
+		e["uptime"] = core.NowUnix() - started
 		e["mem"] = (mem << 20) / 4
 	}
 	return summaryFlags(e, c)
 }
 
 // ctResourcesLocked are the lxc entries of /cluster/resources?type=vm.
-func (s *Sim) ctResourcesLocked(rc *Req, e VMEntry) (map[string]any, bool) {
+func (s Model) ctResourcesLocked(rc *core.Req, e core.VMEntry) (map[string]any, bool) {
 	c, err := s.LoadCTConfLocked(rc.DB(), e.Node, e.VMID)
 	if err != nil {
 		return nil, false
@@ -68,18 +69,18 @@ func (s *Sim) ctResourcesLocked(rc *Req, e VMEntry) (map[string]any, bool) {
 // pve-container (API2/LXC.pm) and qemu-server (API2/Qemu.pm) write alike:
 // on /vms/<vmid>, else on /pool/<pool>; overwrite is restore+force over an
 // existing guest, where VM.Backup on it is enough.
-func CheckCreateAllocate(rc *Req, overwrite bool) error {
+func CheckCreateAllocate(rc *core.Req, overwrite bool) error {
 	if IsRootUser(rc.Who) {
 		return nil
 	}
 	db, vmid, pool := rc.DB(), rc.VMID(), rc.Str("pool")
 	vms := fmt.Sprintf("/vms/%d", vmid)
 	switch {
-	case HasPriv(db, rc.Who, vms, []string{"VM.Allocate"}, false):
-	case pool != "" && HasPriv(db, rc.Who, "/pool/"+pool, []string{"VM.Allocate"}, false):
-	case overwrite && HasPriv(db, rc.Who, vms, []string{"VM.Backup"}, false):
+	case core.HasPriv(db, rc.Who, vms, []string{"VM.Allocate"}, false):
+	case pool != "" && core.HasPriv(db, rc.Who, "/pool/"+pool, []string{"VM.Allocate"}, false):
+	case overwrite && core.HasPriv(db, rc.Who, vms, []string{"VM.Backup"}, false):
 	default:
-		return ErrPerm(access.PermNoDetail)
+		return core.ErrPerm(access.PermNoDetail)
 	}
 	return nil
 }
@@ -87,12 +88,12 @@ func CheckCreateAllocate(rc *Req, overwrite bool) error {
 // CheckVnetAccess is PVE::GuestHelpers::check_vnet_access: SDN.Use on
 // each of guesthelpers.VnetPaths (the bridge, or each VLAN of it that the
 // NIC uses), for qemu's and lxc's NICs alike.
-func CheckVnetAccess(db *ConfigDB, who *Principal, bridge, tag, trunks string) error {
+func CheckVnetAccess(db *core.ConfigDB, who *core.Principal, bridge, tag, trunks string) error {
 	if IsRootUser(who) {
 		return nil
 	}
 	for _, path := range guesthelpers.VnetPaths(bridge, tag, trunks) {
-		if err := RPCCheck(db, who, path, "SDN.Use"); err != nil {
+		if err := core.RPCCheck(db, who, path, "SDN.Use"); err != nil {
 			return err
 		}
 	}

@@ -1,9 +1,10 @@
-package core
+package guests
 
 import (
 	"maps"
 	"slices"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecontainer"
@@ -12,8 +13,8 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
 
-// The replication model guest code needs while qemu, lxc and HA are still
-// in core: replication.cfg's jobs (pve-guest-common ReplicationConfig.pm;
+// The replication model the guests need (qemusim's migration, lxcsim, HA's
+// recovery, a guest's destroy): replication.cfg's jobs (pve-guest-common ReplicationConfig.pm;
 // their rules are pvesim/replication's), the target switch of a migration,
 // the guest's migration lock a run shares with migrate, and the replicas a
 // recovery needs (H8). The endpoints, pvescheduler and the pvesr runs are
@@ -21,7 +22,7 @@ import (
 
 // ReplJobsLocked reads replication.cfg's jobs; they are the file's
 // sections, so a change to one is written with WriteReplJobsLocked.
-func (s *Sim) ReplJobsLocked(db *ConfigDB) ([]*replication.Job, string) {
+func (s Model) ReplJobsLocked(db *core.ConfigDB) ([]*replication.Job, string) {
 	list, digest := s.ReadSectionsLocked(db, replication.ConfigFile)
 	jobs := make([]*replication.Job, len(list))
 	for i, sec := range list {
@@ -31,16 +32,16 @@ func (s *Sim) ReplJobsLocked(db *ConfigDB) ([]*replication.Job, string) {
 }
 
 // WriteReplJobsLocked writes jobs as replication.cfg.
-func (s *Sim) WriteReplJobsLocked(db *ConfigDB, jobs []*replication.Job) {
-	list := make([]*section, len(jobs))
+func (s Model) WriteReplJobsLocked(db *core.ConfigDB, jobs []*replication.Job) {
+	list := make([]*pvecommon.Section, len(jobs))
 	for i, j := range jobs {
-		list[i] = (*section)(j)
+		list[i] = (*pvecommon.Section)(j)
 	}
 	s.WriteSectionsLocked(db, replication.ConfigFile, list)
 }
 
 // ReplicationJobsOf lists the job ids of a guest (destroy refuses them).
-func (s *Sim) ReplicationJobsOf(db *ConfigDB, vmid int) []string {
+func (s Model) ReplicationJobsOf(db *core.ConfigDB, vmid int) []string {
 	jobs, _ := s.ReplJobsLocked(db)
 	return replication.IDsOf(jobs, vmid)
 }
@@ -53,7 +54,7 @@ func MigrationLockKey(node string, vmid int) string {
 
 // SwitchReplicationLocked is switch_replication_job_target_nolock for a
 // migration (AbstractMigrate.pm passes target, source), written back.
-func (s *Sim) SwitchReplicationLocked(db *ConfigDB, vmid int, oldTarget, newTarget string) {
+func (s Model) SwitchReplicationLocked(db *core.ConfigDB, vmid int, oldTarget, newTarget string) {
 	jobs, _ := s.ReplJobsLocked(db)
 	if replication.SwitchTarget(jobs, vmid, oldTarget, newTarget) {
 		s.WriteReplJobsLocked(db, jobs)
@@ -63,8 +64,8 @@ func (s *Sim) SwitchReplicationLocked(db *ConfigDB, vmid int, oldTarget, newTarg
 
 // MissingVolumesLocked lists a guest's local volumes absent on node (a
 // recovery without a replica cannot start it, H8).
-func (s *Sim) MissingVolumesLocked(db *ConfigDB, e VMEntry, node string) []string {
-	raw, _ := s.ReadEtcPve(db, GuestConfPath(e.Node, e.Kind, e.VMID))
+func (s Model) MissingVolumesLocked(db *core.ConfigDB, e core.VMEntry, node string) []string {
+	raw, _ := s.ReadEtcPve(db, core.GuestConfPath(e.Node, e.Kind, e.VMID))
 	c := guestconf.Parse(raw)
 	var out []string
 	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
