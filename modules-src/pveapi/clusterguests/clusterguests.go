@@ -84,6 +84,17 @@ func Find(list []Guest, vmid int) (Guest, bool) {
 	return Guest{}, false
 }
 
+// Exists reads the cluster's guest list and reports whether vmid is in
+// it: how a module settles a lost create or clone answer.
+func Exists(ctx context.Context, g pveapi.Getter, vmid int) (bool, error) {
+	guests, err := Guests(ctx, g)
+	if err != nil {
+		return false, err
+	}
+	_, ok := Find(guests, vmid)
+	return ok, nil
+}
+
 // TemplatesNamed returns the QEMU templates whose name is exactly name,
 // sorted by VMID. A caller needs exactly one; several is an error that
 // lists them (TemplateError).

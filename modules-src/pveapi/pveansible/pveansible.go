@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/pveapi"
@@ -229,6 +230,25 @@ func Dispatch(ctx context.Context, r *ansible.Run, c *pveapi.Client, w pveapi.Wr
 		return out, ansible.NothingChanged(err)
 	}
 	return out, err
+}
+
+// SchemaError words a refusal of the API schema (*apischema.Errors) in
+// the module's terms: optionOf names the Ansible option behind each
+// refused PVE parameter. Any other error is returned as it is.
+func SchemaError(err error, optionOf func(param string) string) error {
+	var e *apischema.Errors
+	if !errors.As(err, &e) {
+		return err
+	}
+	parts := make([]string, len(e.List))
+	for i, p := range e.List {
+		if p.Key != "" {
+			parts[i] = fmt.Sprintf("%s: key '%s': %s", optionOf(p.Param), p.Key, p.Msg)
+		} else {
+			parts[i] = fmt.Sprintf("%s: %s", optionOf(p.Param), p.Msg)
+		}
+	}
+	return fmt.Errorf("%s (refused by the PVE %d API schema before anything was sent)", strings.Join(parts, "; "), e.Version)
 }
 
 // SendChecked checks req against PVE major's API schema, then Sends it.
