@@ -32,7 +32,11 @@ func Module() ansible.Module { return New(pveapi.Options{}) }
 // New builds the module with client options (tests point it at a
 // simulator with short retries).
 func New(o pveapi.Options) ansible.Module {
-	return ansible.Module{
+	// CreatedEarlier (APIModule): a check run of the role (user, then its
+	// token, then ACL entries granting a new role) meets a user or role an
+	// earlier task of the same play creates, assumed only when
+	// created_earlier names it.
+	return pveansible.APIModule(ansible.Module{
 		Name:             "pve_access",
 		ShortDescription: "Proxmox VE users, groups, roles, ACL entries and API tokens, read back before ok or changed",
 		Description: []string{
@@ -49,16 +53,10 @@ func New(o pveapi.Options) ansible.Module {
 		Requirements: []string{"Proxmox VE 8 or 9", "root@pam, or a user or token with the privileges listed in the notes (or root on a node, local mode)"},
 		Examples:     examples,
 		Return:       returnDoc,
-		ActionGroups: []string{ansible.GroupAPI},
-		Spec:         pveansible.WithConnection(spec()),
+		Spec:         spec(),
 		Params:       params{},
 		Timeout:      2 * time.Minute,
-		// A check run of the role (user, then its token, then ACL entries
-		// granting a new role) meets a user or role an earlier task of the
-		// same play creates: assumed only when created_earlier names it.
-		CreatedEarlier: true,
-		Run:            func(r *ansible.Run) error { return run(r, o) },
-	}
+	}, o, run)
 }
 
 func strOpt(desc ...string) ansible.Option {

@@ -37,7 +37,7 @@ func Module() ansible.Module { return New(pveapi.Options{}) }
 // New builds the module with client options (tests point it at a
 // simulator with short retries and polls).
 func New(o pveapi.Options) ansible.Module {
-	return ansible.Module{
+	return pveansible.APIModule(ansible.Module{
 		Name:             "pve_clone",
 		ShortDescription: "A Proxmox VE VM by VMID: cloned from a template (or built bare), configured, read back",
 		Description: []string{
@@ -56,16 +56,13 @@ func New(o pveapi.Options) ansible.Module {
 			"A template on local storage can only be cloned to its own node (PVE refuses a target with local disks); the module refuses before sending anything, with PVE's reason, unless clone_then_migrate asks to clone there and migrate. Migrations need VM.Migrate on /vms/<vmid> (and Datastore.AllocateSpace on the target storage); through HA, Sys.Console on /.",
 			"Privileges (from the PVE API schema's permissions of every call the module makes, PVE 8 and 9): VM.Audit on /vms (the cluster's guest list shows only the guests the token may audit, an empty list is not proof of absence, K19; GET pending, the VM's status and the replication jobs need it too); VM.Clone on /vms/<template>; VM.Allocate on /vms/<vmid> or, with pool, on /pool/<pool> (clone, create, absent); Pool.Audit on /pool/<pool> to see the pool, Pool.Allocate on /pool/<pool> with pool_create; Datastore.AllocateSpace on every storage a disk lands on (the clone's target storage, or each template disk's own storage for a clone without storage; without it or Datastore.Audit the storage is not even listed), and Datastore.Audit to read the storage definitions and an ISO's storage content; SDN.Use on the bridges of the NICs, the template's at the clone and each NIC set (/sdn/zones/localnetwork/<bridge>, or /sdn/zones/localnetwork/<bridge>/<tag> for a NIC with a VLAN tag); the VM.Config.* privilege of each setting changed (CPU, Memory, Network, Disk, CDROM, Cloudinit, Options, HWType; the cloud-init settings take VM.Config.Cloudinit or VM.Config.Network) and VM.Config.Disk for growing a disk; VM.PowerMgmt for started/stopped and the stop before absent; Sys.Audit on / to read whether HA manages the VM (power changes, absent), and on /nodes/<node> to read a task another user started (a lost answer is settled from the node's task list); with agent_wait, VM.Monitor (PVE 8) or VM.GuestAgent.Audit (PVE 9).",
 		},
-		Requirements:   []string{"Proxmox VE 8 or 9", "an API token or user with the privileges listed in the notes (or root on a node, local mode)"},
-		Examples:       examples,
-		Return:         returnDoc,
-		ActionGroups:   []string{ansible.GroupAPI},
-		Spec:           pveansible.WithConnection(spec()),
-		Params:         params{},
-		CreatedEarlier: true, // a check run may assume what created_earlier names (ansible.NotYet)
-		Timeout:        15 * time.Minute,
-		Run:            func(r *ansible.Run) error { return run(r, o) },
-	}
+		Requirements: []string{"Proxmox VE 8 or 9", "an API token or user with the privileges listed in the notes (or root on a node, local mode)"},
+		Examples:     examples,
+		Return:       returnDoc,
+		Spec:         spec(),
+		Params:       params{},
+		Timeout:      15 * time.Minute,
+	}, o, run)
 }
 
 // params are the module's options.

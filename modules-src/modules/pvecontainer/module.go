@@ -37,7 +37,7 @@ func Module() ansible.Module { return New(pveapi.Options{}) }
 // New builds the module with client options (tests point it at a
 // simulator with short retries and polls).
 func New(o pveapi.Options) ansible.Module {
-	return ansible.Module{
+	return pveansible.APIModule(ansible.Module{
 		Name:             "pve_container",
 		ShortDescription: "A Proxmox VE LXC container by VMID: created from a CT template or restored from a backup, configured, read back",
 		Description: []string{
@@ -53,16 +53,13 @@ func New(o pveapi.Options) ansible.Module {
 			"restore_from restores a missing container from a vzdump backup as pct restore does (POST /nodes/{node}/lxc with restore=1, a vzrestore task): the backup's rootfs and mount points are re-created with their sizes on rootfs.storage (default local), its config becomes the container's (hostname and unprivileged from the task when given), then the task's other settings are converged on it as on an existing container. It never overwrites: a VMID that exists is never restored over (force is never sent), it is converged (or refused) as any existing container. Check mode reads the backup's config (GET /nodes/{node}/vzdump/extractconfig) and predicts the restored container from it, without a write. A restore sets no password or SSH keys (the backup's root filesystem keeps its own): those options are refused with restore_from. Privileges for it: VM.Backup on /vms/<backup's vmid> and Datastore.AllocateSpace on the backup's storage (to read it), besides those of a creation.",
 			"Privileges (proven against pve-container's own checks, PVE 8 and 9): VM.Audit on /vms/<vmid> (the guest list shows only what the token may audit, K19; the config, the pending view); VM.Allocate on /vms/<vmid> (create, absent, and the nesting feature) or, with pool, on /pool/<pool>, and Pool.Audit there to see the pool; Datastore.AllocateSpace on each storage a volume lands on or grows on, and on the template's storage (or Datastore.Audit there); SDN.Use on each NIC's bridge (/sdn/zones/localnetwork/<bridge>, or …/<bridge>/<tag> with a VLAN tag); VM.Config.CPU (cores), VM.Config.Memory (memory, swap), VM.Config.Network (hostname and the NICs), VM.Config.Disk (rootfs, mount points, growing them), VM.Config.Options (onboot, startup, tags, description, and every resize: PVE checks it on resize's disk parameter); VM.PowerMgmt for started/stopped; Sys.Audit on / to read the HA resource and the replication jobs; Sys.Modify on / to create a privileged container on PVE 9. Only root@pam may set features other than nesting, any feature of a privileged container, bind or device mount points, or a rootfs given as a bare size.",
 		},
-		Requirements:   []string{"Proxmox VE 8 or 9", "an API token or user with the privileges listed in the notes (or root on a node, local mode)"},
-		Examples:       examples,
-		Return:         returnDoc,
-		ActionGroups:   []string{ansible.GroupAPI},
-		Spec:           pveansible.WithConnection(spec()),
-		Params:         params{},
-		CreatedEarlier: true, // a check run may assume what created_earlier names (ansible.NotYet)
-		Timeout:        15 * time.Minute,
-		Run:            func(r *ansible.Run) error { return run(r, o) },
-	}
+		Requirements: []string{"Proxmox VE 8 or 9", "an API token or user with the privileges listed in the notes (or root on a node, local mode)"},
+		Examples:     examples,
+		Return:       returnDoc,
+		Spec:         spec(),
+		Params:       params{},
+		Timeout:      15 * time.Minute,
+	}, o, run)
 }
 
 // params are the module's options.

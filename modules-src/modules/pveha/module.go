@@ -37,7 +37,7 @@ func Module() ansible.Module { return New(pveapi.Options{}) }
 // New builds the module with client options (tests point it at a
 // simulator with short retries).
 func New(o pveapi.Options) ansible.Module {
-	return ansible.Module{
+	return pveansible.APIModule(ansible.Module{
 		Name:             "pve_ha",
 		ShortDescription: "A Proxmox VE guest made highly available: replication, HA resource and placement as one chain",
 		Description: []string{
@@ -54,16 +54,13 @@ func New(o pveapi.Options) ansible.Module {
 			"Token privileges (from the PVE 8 and 9 API schemas): VM.Audit on /vms/<vmid> (the guest, its config, its jobs and their status); replication writes need Datastore.Allocate on /storage on PVE 8 and VM.Replicate on /vms/<vmid> on PVE 9; HA resources, groups and rules need Sys.Audit on / to read and Sys.Console on / to write; Datastore.Audit on /storage/<storage> for the guest's storages and their status on the targets. Without VM.Audit the guest list is silently empty (K19): the module checks the privilege instead of reporting the guest missing.",
 			"HA recovery of a guest after a node failure takes about a minute (PVE fences the node first, H7); data written after the last replication is lost. Only full clones can move (H8): a linked clone's base disk lives on its template's node, so replicating one on a local pool is refused before any write.",
 		},
-		Requirements:   []string{"Proxmox VE 8 or 9, a cluster with quorum", "the guest's disks on a zfspool storage present on every target (for replication)"},
-		Examples:       examples,
-		Return:         returnDoc,
-		ActionGroups:   []string{ansible.GroupAPI},
-		Spec:           pveansible.WithConnection(spec()),
-		Params:         params{},
-		CreatedEarlier: true, // a check run may assume what created_earlier names (ansible.NotYet)
-		Timeout:        15 * time.Minute,
-		Run:            func(r *ansible.Run) error { return run(r, o) },
-	}
+		Requirements: []string{"Proxmox VE 8 or 9, a cluster with quorum", "the guest's disks on a zfspool storage present on every target (for replication)"},
+		Examples:     examples,
+		Return:       returnDoc,
+		Spec:         spec(),
+		Params:       params{},
+		Timeout:      15 * time.Minute,
+	}, o, run)
 }
 
 func spec() ansible.Spec {

@@ -37,7 +37,7 @@ func Module() ansible.Module { return New(pveapi.Options{}) }
 // New builds the module with client options (tests point it at a
 // simulator with short retries).
 func New(o pveapi.Options) ansible.Module {
-	return ansible.Module{
+	return pveansible.APIModule(ansible.Module{
 		Name:             "pve_storage",
 		ShortDescription: "A Proxmox VE cluster storage: created, converged with a diff, never silently recreated",
 		Description: []string{
@@ -53,16 +53,13 @@ func New(o pveapi.Options) ansible.Module {
 			"Run it once per cluster (run_once: true in a play on the pve group): /etc/pve/storage.cfg is shared by every member, and a node joining a cluster loses its own definitions.",
 			"Without api_host, as root on a PVE node, the module uses the node's API through pvesh (local mode): no credentials, about half a second per API call. pvesh takes parameters only on its command line, which any user of the node can read, so a task that gives password or encryption_key is refused in local mode, before any request: give api_host with api_token_id and api_token_secret (or api_user and api_password) for such storages.",
 		},
-		Requirements:   []string{"Proxmox VE 8 or 9", "an API token or user with Datastore.Allocate on /storage, and Datastore.Audit on the storage to remove it without force (the module first looks for guest volumes on it, which PVE lists only with Datastore.Audit or Datastore.AllocateSpace there) (or root on a node, local mode)"},
-		Examples:       examples,
-		Return:         returnDoc,
-		ActionGroups:   []string{ansible.GroupAPI},
-		Spec:           pveansible.WithConnection(spec()),
-		Params:         params{},
-		CreatedEarlier: true, // a check run may assume what created_earlier names (ansible.NotYet)
-		Timeout:        5 * time.Minute,
-		Run:            func(r *ansible.Run) error { return run(r, o) },
-	}
+		Requirements: []string{"Proxmox VE 8 or 9", "an API token or user with Datastore.Allocate on /storage, and Datastore.Audit on the storage to remove it without force (the module first looks for guest volumes on it, which PVE lists only with Datastore.Audit or Datastore.AllocateSpace there) (or root on a node, local mode)"},
+		Examples:     examples,
+		Return:       returnDoc,
+		Spec:         spec(),
+		Params:       params{},
+		Timeout:      5 * time.Minute,
+	}, o, run)
 }
 
 // optionName is the Ansible name of a PVE key (content-dirs → content_dirs).

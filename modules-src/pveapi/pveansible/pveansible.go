@@ -151,6 +151,18 @@ func With(spec ansible.Spec, sets ...Set) ansible.Spec {
 // WithConnection is With(spec, Set{}): the full unprefixed set.
 func WithConnection(spec ansible.Spec) ansible.Spec { return With(spec, Set{}) }
 
+// APIModule completes m as one of the collection's API modules: the
+// connection options added to its spec, the API action group, check runs
+// that may assume what created_earlier names (ansible.NotYet), and its run
+// given the client options o (tests point them at a simulator).
+func APIModule(m ansible.Module, o pveapi.Options, run func(*ansible.Run, pveapi.Options) error) ansible.Module {
+	m.ActionGroups = []string{ansible.GroupAPI}
+	m.Spec = WithConnection(m.Spec)
+	m.CreatedEarlier = true
+	m.Run = func(r *ansible.Run) error { return run(r, o) }
+	return m
+}
+
 func baseOptions(target string) map[string]ansible.Option {
 	return map[string]ansible.Option{
 		"api_host": {Type: ansible.TypeStr, EnvFallback: []string{"PROXMOX_HOST"},
