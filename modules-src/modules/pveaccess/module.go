@@ -210,12 +210,9 @@ func run(r *ansible.Run, o pveapi.Options) error {
 	if err := validate(p); err != nil {
 		return err
 	}
-	c, err := pveansible.ForRun(r, p.Connection.API(), o)
+	c, err := pveansible.ForRunSecret(r, p.Connection.API(), o, "password", p.Password != "")
 	if err != nil {
 		return err
-	}
-	if c.Pvesh() && p.Password != "" {
-		return pveapi.LocalSecretError("password")
 	}
 	a := &access{r: r, c: c, p: p}
 	err = r.Stage(p.Type, a.plan)

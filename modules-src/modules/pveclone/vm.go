@@ -87,18 +87,11 @@ func run(r *ansible.Run, o pveapi.Options) error {
 	if !p.Full && p.Format != "" {
 		return fmt.Errorf("format: parameter 'format' not allowed for linked clones (full: false)")
 	}
-	c, err := pveansible.ForRun(r, p.Connection.API(), o)
+	c, err := pveansible.ForRunSecret(r, p.Connection.API(), o, "cipassword", p.CIPassword != nil && p.State != "absent")
 	if err != nil {
 		return err
 	}
-	if c.Pvesh() && p.CIPassword != nil && p.State != "absent" {
-		// Local mode fell back to pvesh, which would carry it on its command
-		// line, readable by any user of the node: refused before any
-		// request, whether or not it would be sent.
-		return pveapi.LocalSecretError("cipassword")
-	}
-	poll := o.Poll()
-	v := &vm{r: r, c: c, p: p, w: w, poll: poll, auto: auto}
+	v := &vm{r: r, c: c, p: p, w: w, poll: o.Poll(), auto: auto}
 	defer v.report()
 	if err := r.Stage("vm", v.planVM); err != nil {
 		return err

@@ -54,15 +54,11 @@ func run(r *ansible.Run, o pveapi.Options) error {
 	if err != nil {
 		return err
 	}
-	c, err := pveansible.ForRun(r, p.Connection.API(), o)
+	c, err := pveansible.ForRunSecret(r, p.Connection.API(), o, "password", p.Password != nil && p.State != "absent")
 	if err != nil {
 		return err
 	}
-	if c.Pvesh() && p.Password != nil && p.State != "absent" {
-		return pveapi.LocalSecretError("password")
-	}
-	poll := o.Poll()
-	v := &ct{r: r, c: c, p: p, w: w, poll: poll}
+	v := &ct{r: r, c: c, p: p, w: w, poll: o.Poll()}
 	defer v.report()
 	if err := r.Stage("container", v.planCT); err != nil {
 		return err

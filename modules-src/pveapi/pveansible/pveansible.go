@@ -217,6 +217,22 @@ func ForRun(r *ansible.Run, conn pveapi.Connection, o pveapi.Options) (*pveapi.C
 	return c, nil
 }
 
+// ForRunSecret is ForRun for a run that sends the secret option secret
+// when sent is true: when local mode fell back to pvesh, which would carry
+// it on its command line, readable by any user of the node, the run is
+// refused (pveapi.LocalSecretError) before any request, whether or not
+// the secret would be sent.
+func ForRunSecret(r *ansible.Run, conn pveapi.Connection, o pveapi.Options, secret string, sent bool) (*pveapi.Client, error) {
+	c, err := ForRun(r, conn, o)
+	if err != nil {
+		return nil, err
+	}
+	if c.Pvesh() && sent {
+		return nil, pveapi.LocalSecretError(secret)
+	}
+	return c, nil
+}
+
 // Dispatch sends w once through c (see pveapi.Client.Dispatch) and returns
 // what a Change's Apply returns: nil when it was made (answered, or a lost
 // answer settled by a read, which is warned about); an error built with
