@@ -141,14 +141,10 @@ func (v *vm) waitAgent(ctx context.Context, within time.Duration) error {
 // planVM finds the VM by VMID cluster-wide (H3) and plans its creation,
 // or its destruction; an existing VM must be ours.
 func (v *vm) planVM(ctx context.Context, _ *ansible.World) ([]ansible.Change, error) {
-	ver, err := v.c.Version(ctx)
+	major, guests, err := clusterguests.Survey(ctx, v.c)
+	v.version = major
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the PVE version: %w", err)
-	}
-	v.version = ver.Major
-	guests, err := clusterguests.Guests(ctx, v.c)
-	if err != nil {
-		return nil, fmt.Errorf("cannot list the cluster's guests: %w", err)
+		return nil, err
 	}
 	if v.auto != nil {
 		if ok, err := v.resolveAuto(guests); err != nil || !ok {

@@ -75,14 +75,10 @@ func run(r *ansible.Run, o pveapi.Options) error {
 // planCT finds the CT by VMID cluster-wide (H3) and plans its creation or
 // its destruction; an existing CT must be ours.
 func (v *ct) planCT(ctx context.Context, _ *ansible.World) ([]ansible.Change, error) {
-	ver, err := v.c.Version(ctx)
+	major, guests, err := clusterguests.Survey(ctx, v.c)
+	v.version = major
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the PVE version: %w", err)
-	}
-	v.version = ver.Major
-	guests, err := clusterguests.Guests(ctx, v.c)
-	if err != nil {
-		return nil, fmt.Errorf("cannot list the cluster's guests: %w", err)
+		return nil, err
 	}
 	g, found := clusterguests.Find(guests, v.p.VMID)
 	if !found {
