@@ -41,39 +41,32 @@ func New(o pveapi.Options) ansible.Module {
 	return pveansible.APIModule(m, o, run)
 }
 
-func strOpt(desc ...string) ansible.Option {
-	return ansible.Option{Type: ansible.TypeStr, Description: desc}
-}
-func list(desc ...string) ansible.Option {
-	return ansible.Option{Type: ansible.TypeList, Elements: ansible.TypeStr, Description: desc}
-}
-
 func spec() ansible.Spec {
 	opts := map[string]ansible.Option{
 		"type": {Type: ansible.TypeStr, Required: true, Choices: []any{"user", "group", "role", "acl", "token"},
 			Description: []string{"The kind of object this task manages."}},
 		"state": {Type: ansible.TypeStr, Default: "present", Choices: []any{"present", "absent", "rotated"},
 			Description: []string{"present creates or converges the object; absent removes it (for acl: the entries named). rotated (token only) deletes and recreates the token, for a new secret."}},
-		"userid":    strOpt("user: the user, token: its owner, as user@realm (realm pam or pve), e.g. automation@pve."),
-		"groupid":   strOpt("group: the group's name."),
-		"roleid":    strOpt("role: the custom role's name (not one PVE ships, not starting with PVE)."),
-		"tokenid":   strOpt("token: the token's name (letters, digits, '.', '-', '_', starting with a letter), e.g. gopve. The full id is userid!tokenid."),
-		"comment":   strOpt("user, group, token: the comment. An empty string removes it."),
-		"email":     strOpt("user: the e-mail address."),
-		"firstname": strOpt("user: the first name."),
-		"lastname":  strOpt("user: the last name."),
+		"userid":    ansible.StrOption("user: the user, token: its owner, as user@realm (realm pam or pve), e.g. automation@pve."),
+		"groupid":   ansible.StrOption("group: the group's name."),
+		"roleid":    ansible.StrOption("role: the custom role's name (not one PVE ships, not starting with PVE)."),
+		"tokenid":   ansible.StrOption("token: the token's name (letters, digits, '.', '-', '_', starting with a letter), e.g. gopve. The full id is userid!tokenid."),
+		"comment":   ansible.StrOption("user, group, token: the comment. An empty string removes it."),
+		"email":     ansible.StrOption("user: the e-mail address."),
+		"firstname": ansible.StrOption("user: the first name."),
+		"lastname":  ansible.StrOption("user: the last name."),
 		"password": {Type: ansible.TypeStr, NoLog: true,
 			Description: []string{"user (realm pve): the password (8 to 64 characters), set at creation, and on an existing user only with update_password: always."}},
 		"update_password": {Type: ansible.TypeStr, Default: "on_create", Choices: []any{"on_create", "always"},
 			Description: []string{"user: on_create sets password only when the user is created; always sends it on every run (PVE cannot show it to compare)."}},
 		"enable":     {Type: ansible.TypeBool, Description: []string{"user: whether the account may log in (PVE's default: true)."}},
 		"expire":     {Type: ansible.TypeInt, Description: []string{"user, token: expiry as seconds since the epoch; 0 never expires."}},
-		"groups":     list("user: the groups the user is a member of, exactly (the groups must exist). acl: the groups the entries are for."),
-		"privileges": list("role: the role's privileges, exactly, checked against the node's PVE version."),
-		"path":       strOpt("acl: the ACL path, e.g. /, /storage/nvme-vm, /vms/201, /pool/tenant."),
-		"roles":      list("acl: the roles the entries grant."),
-		"users":      list("acl: the users (user@realm) the entries are for."),
-		"tokens":     list("acl: the tokens (user@realm!tokenid) the entries are for."),
+		"groups":     ansible.ListOption("user: the groups the user is a member of, exactly (the groups must exist). acl: the groups the entries are for."),
+		"privileges": ansible.ListOption("role: the role's privileges, exactly, checked against the node's PVE version."),
+		"path":       ansible.StrOption("acl: the ACL path, e.g. /, /storage/nvme-vm, /vms/201, /pool/tenant."),
+		"roles":      ansible.ListOption("acl: the roles the entries grant."),
+		"users":      ansible.ListOption("acl: the users (user@realm) the entries are for."),
+		"tokens":     ansible.ListOption("acl: the tokens (user@realm!tokenid) the entries are for."),
 		"propagate": {Type: ansible.TypeBool, Default: true,
 			Description: []string{"acl: whether the entries also apply below path."}},
 		"privsep": {Type: ansible.TypeBool, Default: true,
