@@ -76,15 +76,6 @@ func (v *ct) planDestroy(ctx context.Context, g clusterguests.Guest, st qemu.Sta
 			return v.send(ctx, destroy, pveapi.Write{What: fmt.Sprintf("destroy CT %d", g.VMID),
 				Settle: func(ctx context.Context) (bool, error) { ok, err := v.exists(ctx); return !ok, err }}, "")
 		},
-		Verify: func(ctx context.Context) error {
-			ok, err := v.exists(ctx)
-			if err != nil {
-				return err
-			}
-			if ok {
-				return fmt.Errorf("CT %d is still in the cluster's guest list after its destruction", g.VMID)
-			}
-			return nil
-		},
+		Verify: func(ctx context.Context) error { return guest.Gone(ctx, v.c, guest.CT, g.VMID) },
 	}), nil
 }
