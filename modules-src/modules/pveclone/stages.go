@@ -21,11 +21,9 @@ import (
 // planConfig converges what the clone (or create) does not set, against
 // the VM as it is — or, in check mode, as the clone would make it.
 func (v *vm) planConfig(ctx context.Context, w *ansible.World) ([]ansible.Change, error) {
-	st, err := vmKey(v.p.VMID).Get(ctx, w, func(ctx context.Context) (qemu.State, error) {
-		if v.read != nil {
-			return *v.read, nil // read once by stage vm: a no-op run costs no more
-		}
-		return v.observe(ctx, v.node, false, false) // made by this run: stopped, not under HA
+	// Read once by stage vm; one made by this run is stopped, not under HA.
+	st, err := pveansible.GuestState(ctx, w, vmKey(v.p.VMID), v.read, func(ctx context.Context) (qemu.State, error) {
+		return v.observe(ctx, v.node, false, false)
 	})
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/pveapi"
 	"github.com/gopve/proxmox/modules-src/pveapi/apischema"
+	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveformat"
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
 )
@@ -22,11 +23,10 @@ import (
 // says so) in one PUT …/config (synchronous, with the digest of the read),
 // then one resize task per volume to grow.
 func (v *ct) planConfig(ctx context.Context, w *ansible.World) ([]ansible.Change, error) {
-	st, err := ctKey(v.p.VMID).Get(ctx, w, func(ctx context.Context) (qemu.State, error) {
-		if v.read != nil {
-			return *v.read, nil // read once by stage container
-		}
-		return v.observe(ctx, v.node, false, false) // made by this run: stopped, not under HA
+	// Read once by stage container; one made by this run is stopped, not
+	// under HA.
+	st, err := pveansible.GuestState(ctx, w, ctKey(v.p.VMID), v.read, func(ctx context.Context) (qemu.State, error) {
+		return v.observe(ctx, v.node, false, false)
 	})
 	if err != nil {
 		return nil, err

@@ -1,8 +1,9 @@
 // Package pveansible is the glue between the pure API client (pveapi) and
 // the Ansible runtime (ansible): the connection options every API module
 // takes (names, environment fallbacks, docs), the client a Run gets (read
-// only in check mode, logged at -vvv), and the outcome of a dispatched
-// write turned into what a Change's Apply returns.
+// only in check mode, logged at -vvv), the outcome of a dispatched write
+// turned into what a Change's Apply returns, and what the guest modules
+// (pve_clone, pve_container) plan alike for a VM and a CT (guest.go).
 package pveansible
 
 import (

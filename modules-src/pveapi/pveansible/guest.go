@@ -9,6 +9,19 @@ import (
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
 )
 
+// GuestState is the guest as a later stage of pve_clone or pve_container
+// plans against it: what the world holds under key (a prediction in check
+// mode), else what the first stage read (first: a no-op run costs no
+// read more), else what read reads (a guest this run made).
+func GuestState(ctx context.Context, w *ansible.World, key ansible.Key[qemu.State], first *qemu.State, read func(context.Context) (qemu.State, error)) (qemu.State, error) {
+	return key.Get(ctx, w, func(ctx context.Context) (qemu.State, error) {
+		if first != nil {
+			return *first, nil
+		}
+		return read(ctx)
+	})
+}
+
 // GuestPower is the power stage pve_clone and pve_container share: a VM
 // and a CT are started and stopped alike (pve-guest-common; through the
 // HA manager when HA manages the guest, H4), only the request, its task
@@ -31,10 +44,7 @@ func (p GuestPower) Need(ctx context.Context, w *ansible.World) (st qemu.State, 
 	if p.State != "started" && p.State != "stopped" {
 		return st, false, false, nil
 	}
-	st, err = p.Key.Get(ctx, w, func(ctx context.Context) (qemu.State, error) {
-		if p.Read != nil {
-			return *p.Read, nil
-		}
+	st, err = GuestState(ctx, w, p.Key, p.Read, func(context.Context) (qemu.State, error) {
 		return qemu.State{Node: p.Node}, nil // made by this run: stopped
 	})
 	if err != nil {
