@@ -24,6 +24,7 @@
 package pveclone
 
 import (
+	"maps"
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/ansible"
@@ -166,7 +167,18 @@ func spec() ansible.Spec {
 		"citype": {Type: ansible.TypeStr, Choices: []any{"nocloud", "configdrive2", "opennebula"}, Description: []string{
 			"Cloud-init configuration format."}},
 		"cicustom": ansible.StrOption("Cloud-init custom files, PVE's string (vendor=local:snippets/vendor.yaml); the storage must hold snippets (S4)."),
+	}
+	maps.Copy(opts, bareOptions())
+	return ansible.Spec{Options: opts, Constraints: ansible.Constraints{
+		RequiredIf: []ansible.RequiredIf{{Key: "state", Value: "absent", Requirements: []string{"name"}}},
+	}}
+}
 
+// bareOptions are what a VM built bare (no template) is made of (machine,
+// firmware, OS type, SCSI controller, CD-ROM, EFI and TPM disks), and the
+// boot order.
+func bareOptions() map[string]ansible.Option {
+	return map[string]ansible.Option{
 		"machine": ansible.StrOption("Bare VM: machine type (q35, pc, or a versioned one)."),
 		"bios": {Type: ansible.TypeStr, Choices: []any{"seabios", "ovmf"}, Description: []string{
 			"Bare VM: firmware."}},
@@ -187,7 +199,4 @@ func spec() ansible.Spec {
 				"version": {Type: ansible.TypeStr, Choices: []any{"v1.2", "v2.0"}, Description: []string{"TPM version."}},
 			}},
 	}
-	return ansible.Spec{Options: opts, Constraints: ansible.Constraints{
-		RequiredIf: []ansible.RequiredIf{{Key: "state", Value: "absent", Requirements: []string{"name"}}},
-	}}
 }
