@@ -101,6 +101,17 @@ type RequiredIf struct {
 	Any          bool
 }
 
+// StrOption, IntOption, BoolOption, ListOption (of strings) and
+// DictOption are the plain options most of a spec is made of: a type and
+// the documentation, one paragraph per argument.
+func StrOption(desc ...string) Option  { return Option{Type: TypeStr, Description: desc} }
+func IntOption(desc ...string) Option  { return Option{Type: TypeInt, Description: desc} }
+func BoolOption(desc ...string) Option { return Option{Type: TypeBool, Description: desc} }
+func ListOption(desc ...string) Option {
+	return Option{Type: TypeList, Elements: TypeStr, Description: desc}
+}
+func DictOption(desc ...string) Option { return Option{Type: TypeDict, Description: desc} }
+
 // Option describes one option, like an argument_spec entry.
 type Option struct {
 	// Description is the documentation, one paragraph per element. Required

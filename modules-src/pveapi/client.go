@@ -98,6 +98,15 @@ type Options struct {
 	ReadOnly bool
 }
 
+// Poll is how often a module polls a guest or a task itself: TaskPoll,
+// or DefaultTaskPoll when it is unset (the client's own pace).
+func (o Options) Poll() time.Duration {
+	if o.TaskPoll == 0 {
+		return DefaultTaskPoll
+	}
+	return o.TaskPoll
+}
+
 // Connect builds a client from the connection options. With a password it
 // logs in at once (so the first real request does not pay pveproxy's 3 s
 // delay on a 401); with a token nothing is sent yet.

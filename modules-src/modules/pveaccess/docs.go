@@ -1,5 +1,7 @@
 package pveaccess
 
+import "github.com/gopve/proxmox/modules-src/ansible"
+
 const examples = `- name: The automation account, its role, ACL entries and a privsep token (once per cluster)
   run_once: true
   block:
@@ -87,3 +89,26 @@ token_secret:
   returned: when a token was created
   type: str
 `
+
+// about is pve_access's documentation, written by gen-plugins into
+// plugins/modules/pve_access.py with the options of spec.
+func about() ansible.Module {
+	return ansible.Module{
+		Name:             "pve_access",
+		ShortDescription: "Proxmox VE users, groups, roles, ACL entries and API tokens, read back before ok or changed",
+		Description: []string{
+			"Manages one access-control object of a Proxmox VE cluster per task (type: user, group, role, acl or token), through the API. Access control lives in /etc/pve/user.cfg, shared by every member: run it once per cluster.",
+			"A custom role's privileges are checked against the node's own PVE version (8 and 9 differ: VM.Monitor exists only in 8, VM.Replicate and VM.GuestAgent.* only in 9); a role PVE ships is refused, never modified.",
+			"ACL entries are converged exactly: type acl names one path and the roles, users, groups and tokens it must (state present) or must not (state absent) grant; --diff shows the path's entries before and after. An entry changed by hand (pveum acl modify) is reported and set back.",
+			"A token's secret exists once, in PVE's answer to its creation: it is returned only to a task with no_log: true (as token_secret), masked everywhere else; a rerun finds the token and says the secret cannot be shown again. state: rotated deletes and recreates the token (one DELETE, one POST) and returns the new secret the same way; its ACL entries go with the old token and must be set again (run the acl task after it).",
+		},
+		Notes: []string{
+			"Run it once per cluster (run_once: true), or in local mode on one node (no credentials: the module uses the node's API as root@pam).",
+			"A user's password (realm pve) is set when the user is created, and on an existing user only with update_password: always (PVE cannot show a password, so it cannot be compared): such a task reports a change every run. A pam user's password is the node's Linux password and is refused here.",
+			"Privileges each kind needs (PVE's checks): user: Realm.AllocateUser on /access/realm/<realm> and User.Modify on /access/groups (or the groups given); group: Group.Allocate on /access/groups; role: Sys.Modify on /access; acl: Permissions.Modify on the path (or the object's Allocate privilege plus every privilege handed out); token: User.Modify on /access/groups, or being the token's own user. Reads need Sys.Audit on /access for ACLs and roles of others.",
+		},
+		Requirements: []string{"Proxmox VE 8 or 9", "root@pam, or a user or token with the privileges listed in the notes (or root on a node, local mode)"},
+		Examples:     examples,
+		Return:       returnDoc,
+	}
+}

@@ -32,40 +32,13 @@ func Module() ansible.Module { return New(pveapi.Options{}) }
 // New builds the module with client options (tests point it at a
 // simulator with short retries).
 func New(o pveapi.Options) ansible.Module {
-	return ansible.Module{
-		Name:             "pve_access",
-		ShortDescription: "Proxmox VE users, groups, roles, ACL entries and API tokens, read back before ok or changed",
-		Description: []string{
-			"Manages one access-control object of a Proxmox VE cluster per task (type: user, group, role, acl or token), through the API. Access control lives in /etc/pve/user.cfg, shared by every member: run it once per cluster.",
-			"A custom role's privileges are checked against the node's own PVE version (8 and 9 differ: VM.Monitor exists only in 8, VM.Replicate and VM.GuestAgent.* only in 9); a role PVE ships is refused, never modified.",
-			"ACL entries are converged exactly: type acl names one path and the roles, users, groups and tokens it must (state present) or must not (state absent) grant; --diff shows the path's entries before and after. An entry changed by hand (pveum acl modify) is reported and set back.",
-			"A token's secret exists once, in PVE's answer to its creation: it is returned only to a task with no_log: true (as token_secret), masked everywhere else; a rerun finds the token and says the secret cannot be shown again. state: rotated deletes and recreates the token (one DELETE, one POST) and returns the new secret the same way; its ACL entries go with the old token and must be set again (run the acl task after it).",
-		},
-		Notes: []string{
-			"Run it once per cluster (run_once: true), or in local mode on one node (no credentials: the module uses the node's API as root@pam).",
-			"A user's password (realm pve) is set when the user is created, and on an existing user only with update_password: always (PVE cannot show a password, so it cannot be compared): such a task reports a change every run. A pam user's password is the node's Linux password and is refused here.",
-			"Privileges each kind needs (PVE's checks): user: Realm.AllocateUser on /access/realm/<realm> and User.Modify on /access/groups (or the groups given); group: Group.Allocate on /access/groups; role: Sys.Modify on /access; acl: Permissions.Modify on the path (or the object's Allocate privilege plus every privilege handed out); token: User.Modify on /access/groups, or being the token's own user. Reads need Sys.Audit on /access for ACLs and roles of others.",
-		},
-		Requirements: []string{"Proxmox VE 8 or 9", "root@pam, or a user or token with the privileges listed in the notes (or root on a node, local mode)"},
-		Examples:     examples,
-		Return:       returnDoc,
-		ActionGroups: []string{ansible.GroupAPI},
-		Spec:         pveansible.WithConnection(spec()),
-		Params:       params{},
-		Timeout:      2 * time.Minute,
-		// A check run of the role (user, then its token, then ACL entries
-		// granting a new role) meets a user or role an earlier task of the
-		// same play creates: assumed only when created_earlier names it.
-		CreatedEarlier: true,
-		Run:            func(r *ansible.Run) error { return run(r, o) },
-	}
-}
-
-func strOpt(desc ...string) ansible.Option {
-	return ansible.Option{Type: ansible.TypeStr, Description: desc}
-}
-func list(desc ...string) ansible.Option {
-	return ansible.Option{Type: ansible.TypeList, Elements: ansible.TypeStr, Description: desc}
+	// CreatedEarlier (APIModule): a check run of the role (user, then its
+	// token, then ACL entries granting a new role) meets a user or role an
+	// earlier task of the same play creates, assumed only when
+	// created_earlier names it.
+	m := about()
+	m.Spec, m.Params, m.Timeout = spec(), params{}, 2*time.Minute
+	return pveansible.APIModule(m, o, run)
 }
 
 func spec() ansible.Spec {
@@ -74,26 +47,26 @@ func spec() ansible.Spec {
 			Description: []string{"The kind of object this task manages."}},
 		"state": {Type: ansible.TypeStr, Default: "present", Choices: []any{"present", "absent", "rotated"},
 			Description: []string{"present creates or converges the object; absent removes it (for acl: the entries named). rotated (token only) deletes and recreates the token, for a new secret."}},
-		"userid":    strOpt("user: the user, token: its owner, as user@realm (realm pam or pve), e.g. automation@pve."),
-		"groupid":   strOpt("group: the group's name."),
-		"roleid":    strOpt("role: the custom role's name (not one PVE ships, not starting with PVE)."),
-		"tokenid":   strOpt("token: the token's name (letters, digits, '.', '-', '_', starting with a letter), e.g. gopve. The full id is userid!tokenid."),
-		"comment":   strOpt("user, group, token: the comment. An empty string removes it."),
-		"email":     strOpt("user: the e-mail address."),
-		"firstname": strOpt("user: the first name."),
-		"lastname":  strOpt("user: the last name."),
+		"userid":    ansible.StrOption("user: the user, token: its owner, as user@realm (realm pam or pve), e.g. automation@pve."),
+		"groupid":   ansible.StrOption("group: the group's name."),
+		"roleid":    ansible.StrOption("role: the custom role's name (not one PVE ships, not starting with PVE)."),
+		"tokenid":   ansible.StrOption("token: the token's name (letters, digits, '.', '-', '_', starting with a letter), e.g. gopve. The full id is userid!tokenid."),
+		"comment":   ansible.StrOption("user, group, token: the comment. An empty string removes it."),
+		"email":     ansible.StrOption("user: the e-mail address."),
+		"firstname": ansible.StrOption("user: the first name."),
+		"lastname":  ansible.StrOption("user: the last name."),
 		"password": {Type: ansible.TypeStr, NoLog: true,
 			Description: []string{"user (realm pve): the password (8 to 64 characters), set at creation, and on an existing user only with update_password: always."}},
 		"update_password": {Type: ansible.TypeStr, Default: "on_create", Choices: []any{"on_create", "always"},
 			Description: []string{"user: on_create sets password only when the user is created; always sends it on every run (PVE cannot show it to compare)."}},
 		"enable":     {Type: ansible.TypeBool, Description: []string{"user: whether the account may log in (PVE's default: true)."}},
 		"expire":     {Type: ansible.TypeInt, Description: []string{"user, token: expiry as seconds since the epoch; 0 never expires."}},
-		"groups":     list("user: the groups the user is a member of, exactly (the groups must exist). acl: the groups the entries are for."),
-		"privileges": list("role: the role's privileges, exactly, checked against the node's PVE version."),
-		"path":       strOpt("acl: the ACL path, e.g. /, /storage/nvme-vm, /vms/201, /pool/tenant."),
-		"roles":      list("acl: the roles the entries grant."),
-		"users":      list("acl: the users (user@realm) the entries are for."),
-		"tokens":     list("acl: the tokens (user@realm!tokenid) the entries are for."),
+		"groups":     ansible.ListOption("user: the groups the user is a member of, exactly (the groups must exist). acl: the groups the entries are for."),
+		"privileges": ansible.ListOption("role: the role's privileges, exactly, checked against the node's PVE version."),
+		"path":       ansible.StrOption("acl: the ACL path, e.g. /, /storage/nvme-vm, /vms/201, /pool/tenant."),
+		"roles":      ansible.ListOption("acl: the roles the entries grant."),
+		"users":      ansible.ListOption("acl: the users (user@realm) the entries are for."),
+		"tokens":     ansible.ListOption("acl: the tokens (user@realm!tokenid) the entries are for."),
 		"propagate": {Type: ansible.TypeBool, Default: true,
 			Description: []string{"acl: whether the entries also apply below path."}},
 		"privsep": {Type: ansible.TypeBool, Default: true,
@@ -212,12 +185,9 @@ func run(r *ansible.Run, o pveapi.Options) error {
 	if err := validate(p); err != nil {
 		return err
 	}
-	c, err := pveansible.ForRun(r, p.Connection.API(), o)
+	c, err := pveansible.ForRunSecret(r, p.Connection.API(), o, "password", p.Password != "")
 	if err != nil {
 		return err
-	}
-	if c.Pvesh() && p.Password != "" {
-		return pveapi.LocalSecretError("password")
 	}
 	a := &access{r: r, c: c, p: p}
 	err = r.Stage(p.Type, a.plan)

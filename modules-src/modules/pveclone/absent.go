@@ -50,16 +50,7 @@ func (v *vm) planDestroy(ctx context.Context, g clusterguests.Guest) ([]ansible.
 				settle: func(ctx context.Context) (bool, error) { ok, err := v.exists(ctx); return !ok, err }})
 			return err
 		},
-		Verify: func(ctx context.Context) error {
-			ok, err := v.exists(ctx)
-			if err != nil {
-				return err
-			}
-			if ok {
-				return fmt.Errorf("VM %d is still in the cluster's guest list after its destruction", g.VMID)
-			}
-			return nil
-		},
+		Verify: func(ctx context.Context) error { return guest.Gone(ctx, v.c, guest.VM, g.VMID) },
 	}), nil
 }
 

@@ -66,7 +66,7 @@ func (v *vm) planClone(ctx context.Context, guests []clusterguests.Guest) ([]ans
 	if err != nil {
 		return nil, err
 	}
-	cloned := vmState{Node: cloneNode, Next: predicted, Live: predicted}
+	cloned := qemu.State{Node: cloneNode, Next: predicted, Live: predicted}
 	moves, final, err := v.planMoveAfterClone(ctx, cloned, target, why, stores)
 	if err != nil {
 		return nil, err // refused before the clone is sent
@@ -133,24 +133,24 @@ func (v *vm) cloneRequest(tpl clusterguests.Guest, cloneNode, cloneStorage strin
 
 // planMoveAfterClone plans the migration of a VM cloned on another node
 // than target (clone_then_migrate), and returns the state it ends in.
-func (v *vm) planMoveAfterClone(ctx context.Context, cloned vmState, target, why string, stores map[string]storageInfo) ([]ansible.Change, vmState, error) {
+func (v *vm) planMoveAfterClone(ctx context.Context, cloned qemu.State, target, why string, stores map[string]storageInfo) ([]ansible.Change, qemu.State, error) {
 	if cloned.Node == target {
 		return nil, cloned, nil
 	}
 	m, err := v.planMigration(ctx, cloned, target, v.p.Storage, stores)
 	if err != nil {
-		return nil, vmState{}, err
+		return nil, qemu.State{}, err
 	}
 	ch, err := v.migrateChange(m, why)
 	if err != nil {
-		return nil, vmState{}, err
+		return nil, qemu.State{}, err
 	}
 	return []ansible.Change{ch}, m.after, nil
 }
 
 // cloneChange sends the clone (under the VMID vmid: auto claims) and
 // waits for the new VM's config on the node it was cloned to.
-func (v *vm) cloneChange(tpl clusterguests.Guest, clone qemu.Clone, cloned vmState, where string) ansible.Change {
+func (v *vm) cloneChange(tpl clusterguests.Guest, clone qemu.Clone, cloned qemu.State, where string) ansible.Change {
 	kind := map[bool]string{true: "full", false: "linked"}[*clone.Full]
 	return ansible.Change{
 		ID:      "vm:clone",

@@ -56,7 +56,7 @@ func (v *vm) planCreate(ctx context.Context) ([]ansible.Change, error) {
 		return nil, err
 	}
 	predicted := predictCreate(cfg, names, isoSizes)
-	if _, _, _, err := v.settings(ctx, vmState{Node: node, Next: predicted, Live: predicted}, false); err != nil {
+	if _, _, _, err := v.settings(ctx, qemu.State{Node: node, Next: predicted, Live: predicted}, false); err != nil {
 		return nil, err // refused before the create is sent
 	}
 	v.node = node
@@ -170,7 +170,7 @@ func (v *vm) createChange(node string, params map[string]string, predicted qemu.
 		},
 		Verify: func(ctx context.Context) error { return v.verifyPresent(ctx, node) },
 		Predict: func(w *ansible.World) {
-			vmKey(v.p.VMID).Predict(w, vmState{Node: node, Next: predicted, Live: predicted})
+			vmKey(v.p.VMID).Predict(w, qemu.State{Node: node, Next: predicted, Live: predicted})
 		},
 	}
 }

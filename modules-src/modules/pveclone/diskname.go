@@ -192,7 +192,7 @@ func efiVarsSize(d qemu.Drive, st storageInfo) int64 {
 // update allocates ("storage:GiB") by the volume PVE will name for it
 // (update_vm_api → create_disks, sorted keys), so that check mode shows
 // the final volume and equals the real run's read-back.
-func (v *vm) nameNewDisks(ctx context.Context, st vmState, plan *settingsPlan) error {
+func (v *vm) nameNewDisks(ctx context.Context, st qemu.State, plan *settingsPlan) error {
 	var keys, newStores []string
 	for _, k := range slices.Sorted(maps.Keys(plan.set)) {
 		if !qemu.IsDisk(k) {

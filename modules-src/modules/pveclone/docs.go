@@ -1,5 +1,7 @@
 package pveclone
 
+import "github.com/gopve/proxmox/modules-src/ansible"
+
 const examples = `- name: Seed 001's tenant VM in one task, from the controller
   gopve.proxmox.pve_clone:
     api_host: pve01.example.com
@@ -158,3 +160,31 @@ pve_version:
   returned: when the API was reached
   type: int
 `
+
+// about is pve_clone's documentation, written by gen-plugins into
+// plugins/modules/pve_clone.py with the options of spec.
+func about() ansible.Module {
+	return ansible.Module{
+		Name:             "pve_clone",
+		ShortDescription: "A Proxmox VE VM by VMID: cloned from a template (or built bare), configured, read back",
+		Description: []string{
+			"Makes one VM, identified by its VMID, exist and look as asked. A missing VM is cloned from a template found cluster-wide by VMID or exact name (several templates of that name fail, listing them): the clone call goes to the node holding the template, the destination node goes in target. Without a template the VM is built bare (machine, bios, disks, CD-ROM, EFI/TPM disks, NICs) in one create call.",
+			"Then it converges what a clone ignores: cores, sockets, memory, balloon, cpu, numa, tags, onboot, startup, description, agent; NICs merged key by key with what is there, the MAC always re-sent so it never changes; disks as minimum sizes, grown and never shrunk; cloud-init (ciuser, cipassword, sshkeys, ipconfigN, nameservers, searchdomain, citype, cicustom).",
+			"Every write is checked against the official API schema of the node's PVE version (8 or 9) before it is sent; bad input fails naming the option and changes nothing. Each write is sent once; every change is read back before it is reported.",
+			"An existing VMID whose name differs from name fails with what holds it, instead of configuring someone else's VM; a task without name fails the same way unless it says adopt: true. So does one whose origin, as far as PVE keeps it, differs from what the task asks: a template; a linked clone (its disks name the template's base volume, base-<template>-disk-N) of another template than template, or when the task builds the VM bare or asks a full clone. A full clone keeps no trace of its template in PVE, so its origin cannot be checked: only its name is; the module writes no marker of its own into the VM's config.",
+			"On a running VM, PVE applies what it can hot-plug and keeps the rest pending until the next restart: those keys are returned in pending with restart_required, never reported as done, and the VM is never restarted by this module.",
+			"Check mode predicts the clone as PVE builds it (new MACs shown as assigned at clone, disk names, linked or full) and the configuration that follows, runs PVE's pre-clone checks read-only (template, node, storage, pool, VMID), and sends no write.",
+			"With as_template: true the VM ends as a template (converted after it is configured, its disks renamed to base volumes as PVE does); a template already there is left alone and a difference from the task is warned about, never written.",
+		},
+		Notes: []string{
+			"The clone task is waited for at the node named in its task id; OK and WARNINGS are success (the warnings are returned and shown), any other end fails with the task log's tail. Then the config must be present and unlocked on the target node. All waits are bounded by timeout.",
+			"A NIC change on a running VM unplugs the NIC from the guest: give the network settings before the first start (state: present, then started).",
+			"cipassword is stored hashed by PVE and shown masked, so it cannot be compared: it is set when the VM is created by this run or when none is set, and never reported as drift.",
+			"A template on local storage can only be cloned to its own node (PVE refuses a target with local disks); the module refuses before sending anything, with PVE's reason, unless clone_then_migrate asks to clone there and migrate. Migrations need VM.Migrate on /vms/<vmid> (and Datastore.AllocateSpace on the target storage); through HA, Sys.Console on /.",
+			"Privileges (from the PVE API schema's permissions of every call the module makes, PVE 8 and 9): VM.Audit on /vms (the cluster's guest list shows only the guests the token may audit, an empty list is not proof of absence, K19; GET pending, the VM's status and the replication jobs need it too); VM.Clone on /vms/<template>; VM.Allocate on /vms/<vmid> or, with pool, on /pool/<pool> (clone, create, absent); Pool.Audit on /pool/<pool> to see the pool, Pool.Allocate on /pool/<pool> with pool_create; Datastore.AllocateSpace on every storage a disk lands on (the clone's target storage, or each template disk's own storage for a clone without storage; without it or Datastore.Audit the storage is not even listed), and Datastore.Audit to read the storage definitions and an ISO's storage content; SDN.Use on the bridges of the NICs, the template's at the clone and each NIC set (/sdn/zones/localnetwork/<bridge>, or /sdn/zones/localnetwork/<bridge>/<tag> for a NIC with a VLAN tag); the VM.Config.* privilege of each setting changed (CPU, Memory, Network, Disk, CDROM, Cloudinit, Options, HWType; the cloud-init settings take VM.Config.Cloudinit or VM.Config.Network) and VM.Config.Disk for growing a disk; VM.PowerMgmt for started/stopped and the stop before absent; Sys.Audit on / to read whether HA manages the VM (power changes, absent), and on /nodes/<node> to read a task another user started (a lost answer is settled from the node's task list); with agent_wait, VM.Monitor (PVE 8) or VM.GuestAgent.Audit (PVE 9).",
+		},
+		Requirements: []string{"Proxmox VE 8 or 9", "an API token or user with the privileges listed in the notes (or root on a node, local mode)"},
+		Examples:     examples,
+		Return:       returnDoc,
+	}
+}

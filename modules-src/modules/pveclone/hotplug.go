@@ -110,7 +110,7 @@ func takesLive(live map[string]string, key, value string) bool {
 
 // predictHotplug is the running VM after the update: the keys it takes at
 // once are live, the others pending next to what it runs.
-func predictHotplug(st vmState, set map[string]string) (qemu.Config, []qemu.PendingItem) {
+func predictHotplug(st qemu.State, set map[string]string) (qemu.Config, []qemu.PendingItem) {
 	live := qemu.Config{Values: map[string]string{}}
 	for k, v := range st.Live.Values {
 		live.Values[k] = v

@@ -28,14 +28,14 @@ type migration struct {
 	localDisks    bool   // some volume is on storage the target does not share
 	targetStorage string // where the local volumes go ("" = their own storage)
 	ha            bool
-	after         vmState // the VM on the target, as the config stage plans against it
+	after         qemu.State // the VM on the target, as the config stage plans against it
 }
 
 // planMigration checks what PVE's migrate_vm and QemuMigrate's prepare and
 // scan_local_volumes would refuse, read-only, against st (observed, or a
 // clone's prediction), and plans the move. Nothing is sent before every
 // refusal a read can decide has been ruled out (check mode alike).
-func (v *vm) planMigration(ctx context.Context, st vmState, to, targetStorage string, stores map[string]storageInfo) (migration, error) {
+func (v *vm) planMigration(ctx context.Context, st qemu.State, to, targetStorage string, stores map[string]storageInfo) (migration, error) {
 	m := migration{from: st.Node, to: to, online: st.Running, ha: st.HA, targetStorage: targetStorage}
 	if err := v.nodeExists(ctx, to); err != nil {
 		return m, err
@@ -139,7 +139,7 @@ func migrateVolume(key string, d qemu.Drive, to, targetStorage string, stores ma
 	return dst + ":" + name, true, nil
 }
 
-func remapDrive(st *vmState, key, file string) error {
+func remapDrive(st *qemu.State, key, file string) error {
 	for _, c := range []*qemu.Config{&st.Next, &st.Live} {
 		raw, ok := c.Values[key]
 		if !ok {

@@ -63,7 +63,7 @@ func localVolumes(src qemu.Config, storage string, stores map[string]storageInfo
 // migrate_existing it is migrated (HA's own migrate under HA, H4), else
 // only a warning says where it is: nothing moves by surprise (after an HA
 // recovery the guest lives elsewhere on purpose, H3).
-func (v *vm) planMoveExisting(ctx context.Context, g clusterguests.Guest, st vmState) ([]ansible.Change, error) {
+func (v *vm) planMoveExisting(ctx context.Context, g clusterguests.Guest, st qemu.State) ([]ansible.Change, error) {
 	if !v.p.MigrateExisting || st.Next.Template() {
 		v.misplaced(g)
 		return nil, nil

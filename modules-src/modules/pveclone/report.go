@@ -41,16 +41,7 @@ func (v *vm) report() {
 	var pending []map[string]any
 	var keys []string
 	for _, it := range v.pending {
-		row := map[string]any{"key": it.Key}
-		if it.HasValue {
-			row["value"] = it.Value
-		}
-		if it.HasPending {
-			row["pending"] = it.Pending
-		}
-		if it.Delete > 0 {
-			row["delete"] = true
-		}
+		row := it.Row()
 		if msg := v.hotplugErrors[it.Key]; msg != "" {
 			row["error"] = msg // PVE wrote it, then could not apply it to the running VM
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/gopve/proxmox/modules-src/pveapi/apischema"
 	"github.com/gopve/proxmox/modules-src/pveapi/guest"
 	"github.com/gopve/proxmox/modules-src/pveapi/ha"
+	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveformat"
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
 )
@@ -20,11 +21,9 @@ import (
 // planConfig converges what the clone (or create) does not set, against
 // the VM as it is — or, in check mode, as the clone would make it.
 func (v *vm) planConfig(ctx context.Context, w *ansible.World) ([]ansible.Change, error) {
-	st, err := vmKey(v.p.VMID).Get(ctx, w, func(ctx context.Context) (vmState, error) {
-		if v.read != nil {
-			return *v.read, nil // read once by stage vm: a no-op run costs no more
-		}
-		return v.observe(ctx, v.node, false, false) // made by this run: stopped, not under HA
+	// Read once by stage vm; one made by this run is stopped, not under HA.
+	st, err := pveansible.GuestState(ctx, w, vmKey(v.p.VMID), v.read, func(ctx context.Context) (qemu.State, error) {
+		return v.observe(ctx, v.node, false, false)
 	})
 	if err != nil {
 		return nil, err
@@ -79,7 +78,7 @@ func (v *vm) planConfig(ctx context.Context, w *ansible.World) ([]ansible.Change
 				// for its next start (K10).
 				live, pending = predictHotplug(st, plan.set)
 			}
-			n := vmState{Node: st.Node, Next: next, Live: live, Pending: pending, Running: st.Running, HA: st.HA}
+			n := qemu.State{Node: st.Node, Next: next, Live: live, Pending: pending, Running: st.Running, HA: st.HA}
 			vmKey(v.p.VMID).Predict(w, n)
 			v.setFinal(n)
 		},
@@ -90,7 +89,7 @@ func (v *vm) planConfig(ctx context.Context, w *ansible.World) ([]ansible.Change
 // needs (schema, snippets storage) without sending anything. The vm stage
 // runs it against a clone's or create's prediction too, so that a refusal
 // the inputs and a read can decide comes before the first write.
-func (v *vm) settings(ctx context.Context, st vmState, warn bool) (settingsPlan, apischema.Request, []apischema.Request, error) {
+func (v *vm) settings(ctx context.Context, st qemu.State, warn bool) (settingsPlan, apischema.Request, []apischema.Request, error) {
 	var req apischema.Request
 	plan, err := planSettings(st.Next, v.w, !v.existed)
 	if err != nil {
@@ -152,7 +151,7 @@ func (v *vm) validate(reqs apischema.Request, more []apischema.Request) error {
 
 // settingsApplied settles a lost write by a read: for the config update,
 // none of its keys is left to set; for a resize, disk is no longer to grow.
-func (v *vm) settingsApplied(ctx context.Context, st vmState, disk string) (bool, error) {
+func (v *vm) settingsApplied(ctx context.Context, st qemu.State, disk string) (bool, error) {
 	now, err := v.observe(ctx, st.Node, st.Running, st.HA)
 	if err != nil {
 		return false, err
@@ -175,7 +174,7 @@ func (v *vm) settingsApplied(ctx context.Context, st vmState, disk string) (bool
 // verifySettings reads the VM back and plans again: nothing may be left
 // to do. On a running VM the keys PVE keeps pending are reported, not
 // claimed as live (K10).
-func (v *vm) verifySettings(ctx context.Context, st vmState) error {
+func (v *vm) verifySettings(ctx context.Context, st qemu.State) error {
 	now, err := v.observe(ctx, st.Node, st.Running, st.HA)
 	if err != nil {
 		return err
@@ -231,7 +230,7 @@ func (v *vm) waiting(what []string, plan settingsPlan) []string {
 // live, which wait for the next start, and which PVE failed to apply and
 // why. It is changed, never "nothing done"; the failed keys are returned
 // in pending with PVE's message.
-func (v *vm) afterWrite(ctx context.Context, st vmState, keys []string, we *pveapi.WrittenError) error {
+func (v *vm) afterWrite(ctx context.Context, st qemu.State, keys []string, we *pveapi.WrittenError) error {
 	failed := qemu.AfterWriteErrors(we)
 	v.hotplugErrors = failed
 	now, err := v.observe(ctx, st.Node, st.Running, st.HA)
@@ -287,12 +286,8 @@ func errorHead(we *pveapi.WrittenError) string {
 
 // setFinal records the config to return: what runs now on a running VM,
 // with the waiting changes apart.
-func (v *vm) setFinal(st vmState) {
-	v.final = st.Next.Values
-	if st.Running {
-		v.final = st.Live.Values
-	}
-	v.pending = st.Pending
+func (v *vm) setFinal(st qemu.State) {
+	v.final, v.pending = st.Final()
 }
 
 func hasCloudInitDrive(c qemu.Config) bool {
@@ -313,30 +308,10 @@ func hasCloudInitDrive(c qemu.Config) bool {
 // start/stop goes to the HA manager (PVE turns it into hastart/hastop,
 // H4), so the real state is polled until it is reached.
 func (v *vm) planPower(ctx context.Context, w *ansible.World) ([]ansible.Change, error) {
-	if v.p.State != "started" && v.p.State != "stopped" {
-		return nil, nil
-	}
-	st, err := vmKey(v.p.VMID).Get(ctx, w, func(ctx context.Context) (vmState, error) {
-		if v.read != nil {
-			return *v.read, nil
-		}
-		return vmState{Node: v.node}, nil // made by this run: stopped
-	})
-	if err != nil {
+	pw := pveansible.GuestPower{Kind: guest.VM, VMID: v.p.VMID, State: v.p.State, Key: vmKey(v.p.VMID), Read: v.read, Node: v.node, HAManaged: v.haManaged}
+	st, want, change, err := pw.Need(ctx, w)
+	if err != nil || !change {
 		return nil, err
-	}
-	want := v.p.State == "started"
-	if st.Running == want {
-		return nil, nil
-	}
-	if !st.HA {
-		// The guest list's hastate lags the HA manager: ask the HA config
-		// (only when the power changes, so a no-op run stays at three reads).
-		managed, err := v.haManaged(ctx)
-		if err != nil {
-			return nil, err
-		}
-		st.HA = managed
 	}
 	action := map[bool]string{true: "start", false: "shutdown"}[want]
 	req := qemu.Power(st.Node, v.p.VMID, action)
@@ -346,51 +321,26 @@ func (v *vm) planPower(ctx context.Context, w *ansible.World) ([]ansible.Change,
 	if err := req.Validate(v.version); err != nil {
 		return nil, v.schemaError(err)
 	}
-	verb := map[bool]string{true: "start", false: "stop"}[want]
-	via := ""
-	if st.HA {
-		via = " through HA"
+	apply := func(ctx context.Context) error {
+		task := map[bool]string{true: "qmstart", false: "qmshutdown"}[want]
+		if st.HA {
+			task = map[bool]string{true: "hastart", false: "hastop"}[want] // PVE asks the HA manager (H4)
+		}
+		if _, err := v.send(ctx, write{req: req, what: fmt.Sprintf("%s VM %d", pveansible.Verb(want), v.p.VMID), taskType: task,
+			settle: func(ctx context.Context) (bool, error) { r, err := v.isRunning(ctx, st.Node); return r == want, err }}); err != nil {
+			return err
+		}
+		return v.waitRunning(ctx, st.Node, want)
 	}
-	return []ansible.Change{{
-		ID:      "vm:" + v.p.State,
-		Summary: fmt.Sprintf("%s VM %d on %s%s", verb, v.p.VMID, st.Node, via),
-		Apply: func(ctx context.Context) error {
-			task := map[bool]string{true: "qmstart", false: "qmshutdown"}[want]
-			if st.HA {
-				task = map[bool]string{true: "hastart", false: "hastop"}[want] // PVE asks the HA manager (H4)
+	refresh := func(ctx context.Context) {
+		if want {
+			// Started: what was pending is live now; return that.
+			if now, err := v.observe(ctx, st.Node, true, st.HA); err == nil {
+				v.setFinal(now)
 			}
-			if _, err := v.send(ctx, write{req: req, what: fmt.Sprintf("%s VM %d", verb, v.p.VMID), taskType: task,
-				settle: func(ctx context.Context) (bool, error) { r, err := v.isRunning(ctx, st.Node); return r == want, err }}); err != nil {
-				return err
-			}
-			return v.waitRunning(ctx, st.Node, want)
-		},
-		Verify: func(ctx context.Context) error {
-			r, err := v.isRunning(ctx, st.Node)
-			if err != nil {
-				return err
-			}
-			if r != want {
-				return fmt.Errorf("VM %d is %s after the %s", v.p.VMID, map[bool]string{true: "running", false: "stopped"}[r], verb)
-			}
-			if want {
-				// Started: what was pending is live now; return that.
-				if now, err := v.observe(ctx, st.Node, true, st.HA); err == nil {
-					v.setFinal(now)
-				}
-			}
-			return nil
-		},
-		Predict: func(w *ansible.World) {
-			n := st
-			n.Running = want
-			if want {
-				n.Live, n.Pending = n.Next, nil
-			}
-			vmKey(v.p.VMID).Predict(w, n)
-			v.setFinal(n)
-		},
-	}}, nil
+		}
+	}
+	return []ansible.Change{pw.Change(pveansible.PowerChange{St: st, Want: want, Apply: apply, Running: v.isRunning, Refresh: refresh, SetFinal: v.setFinal})}, nil
 }
 
 // waitRunning polls the VM's real state, bounded by the run's deadline: an

@@ -23,7 +23,7 @@ import (
 // checkConvertible refuses, before any write, an existing VM PVE would
 // refuse to convert at the end of the run: a running one the task does
 // not stop (state: present leaves power alone), a locked one.
-func (v *vm) checkConvertible(st vmState) error {
+func (v *vm) checkConvertible(st qemu.State) error {
 	if !v.p.AsTemplate || st.Next.Template() {
 		return nil
 	}
@@ -39,7 +39,7 @@ func (v *vm) checkConvertible(st vmState) error {
 // templateDrift is the config stage of a VM that is already a template:
 // what differs from the task is named in a warning, nothing is sent (a
 // template is left alone, its clones must not drift silently).
-func (v *vm) templateDrift(st vmState) error {
+func (v *vm) templateDrift(st qemu.State) error {
 	p, err := planSettings(st.Next, v.w, false)
 	if err != nil {
 		return err
@@ -64,7 +64,7 @@ func (v *vm) templateDrift(st vmState) error {
 
 // planTemplate converts the VM, unless it is a template already.
 func (v *vm) planTemplate(ctx context.Context, w *ansible.World) ([]ansible.Change, error) {
-	st, err := vmKey(v.p.VMID).Get(ctx, w, func(ctx context.Context) (vmState, error) {
+	st, err := vmKey(v.p.VMID).Get(ctx, w, func(ctx context.Context) (qemu.State, error) {
 		if v.read != nil && v.read.Next.Template() {
 			return *v.read, nil // already one: a rerun costs no read more
 		}
@@ -134,7 +134,7 @@ func (v *vm) planTemplate(ctx context.Context, w *ansible.World) ([]ansible.Chan
 			return nil
 		},
 		Predict: func(w *ansible.World) {
-			n := vmState{Node: node, Next: after, Live: after, HA: st.HA}
+			n := qemu.State{Node: node, Next: after, Live: after, HA: st.HA}
 			vmKey(v.p.VMID).Predict(w, n)
 			v.setFinal(n)
 		},

@@ -42,7 +42,7 @@ type vm struct {
 	created bool // cloned or built by this run
 	node    string
 	guest   clusterguests.Guest
-	read    *vmState // the existing VM as stage vm read it (reused by stage config)
+	read    *qemu.State // the existing VM as stage vm read it (reused by stage config)
 	before  map[string]string
 
 	final         map[string]string
@@ -52,19 +52,8 @@ type vm struct {
 	hotplugErrors map[string]string // PVE's message per key it wrote but could not apply (afterWrite)
 }
 
-// vmState is the VM as the config and power stages plan against it:
-// observed, or predicted in check mode.
-type vmState struct {
-	Node    string
-	Next    qemu.Config // PVE's default view: pending values applied
-	Live    qemu.Config // current=1: what runs now
-	Pending []qemu.PendingItem
-	Running bool
-	HA      bool
-}
-
-func vmKey(vmid int) ansible.Key[vmState] {
-	return ansible.Key[vmState]("pve_clone:vm:" + strconv.Itoa(vmid))
+func vmKey(vmid int) ansible.Key[qemu.State] {
+	return ansible.Key[qemu.State]("pve_clone:vm:" + strconv.Itoa(vmid))
 }
 
 func run(r *ansible.Run, o pveapi.Options) error {
@@ -98,21 +87,11 @@ func run(r *ansible.Run, o pveapi.Options) error {
 	if !p.Full && p.Format != "" {
 		return fmt.Errorf("format: parameter 'format' not allowed for linked clones (full: false)")
 	}
-	c, err := pveansible.ForRun(r, p.Connection.API(), o)
+	c, err := pveansible.ForRunSecret(r, p.Connection.API(), o, "cipassword", p.CIPassword != nil && p.State != "absent")
 	if err != nil {
 		return err
 	}
-	if c.Pvesh() && p.CIPassword != nil && p.State != "absent" {
-		// Local mode fell back to pvesh, which would carry it on its command
-		// line, readable by any user of the node: refused before any
-		// request, whether or not it would be sent.
-		return pveapi.LocalSecretError("cipassword")
-	}
-	poll := o.TaskPoll
-	if poll == 0 {
-		poll = time.Second
-	}
-	v := &vm{r: r, c: c, p: p, w: w, poll: poll, auto: auto}
+	v := &vm{r: r, c: c, p: p, w: w, poll: o.Poll(), auto: auto}
 	defer v.report()
 	if err := r.Stage("vm", v.planVM); err != nil {
 		return err
@@ -162,14 +141,10 @@ func (v *vm) waitAgent(ctx context.Context, within time.Duration) error {
 // planVM finds the VM by VMID cluster-wide (H3) and plans its creation,
 // or its destruction; an existing VM must be ours.
 func (v *vm) planVM(ctx context.Context, _ *ansible.World) ([]ansible.Change, error) {
-	ver, err := v.c.Version(ctx)
+	major, guests, err := clusterguests.Survey(ctx, v.c)
+	v.version = major
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the PVE version: %w", err)
-	}
-	v.version = ver.Major
-	guests, err := clusterguests.Guests(ctx, v.c)
-	if err != nil {
-		return nil, fmt.Errorf("cannot list the cluster's guests: %w", err)
+		return nil, err
 	}
 	if v.auto != nil {
 		if ok, err := v.resolveAuto(guests); err != nil || !ok {
@@ -240,12 +215,8 @@ func (v *vm) owned(g clusterguests.Guest) error {
 
 // observe reads the VM once: GET …/pending gives the live values, the
 // pending ones and the digest (one read for both views).
-func (v *vm) observe(ctx context.Context, node string, running, ha bool) (vmState, error) {
-	p, err := qemu.GetPending(ctx, v.c, node, v.p.VMID)
-	if err != nil {
-		return vmState{}, fmt.Errorf("cannot read VM %d on %s: %w", v.p.VMID, node, err)
-	}
-	return vmState{Node: node, Next: p.Next(), Live: p.Live(), Pending: p.Changes(), Running: running, HA: ha}, nil
+func (v *vm) observe(ctx context.Context, node string, running, ha bool) (qemu.State, error) {
+	return qemu.ReadState(ctx, v.c, guest.VM, node, v.p.VMID, running, ha)
 }
 
 // findTemplate is the source by VMID or exact name, wherever it lives.
@@ -363,12 +334,7 @@ func (v *vm) leftNothing(ctx context.Context, err error) error {
 // exists settles a lost create/clone answer: the VMID shows in the
 // cluster's guest list.
 func (v *vm) exists(ctx context.Context) (bool, error) {
-	guests, err := clusterguests.Guests(ctx, v.c)
-	if err != nil {
-		return false, err
-	}
-	_, ok := clusterguests.Find(guests, v.p.VMID)
-	return ok, nil
+	return clusterguests.Exists(ctx, v.c, v.p.VMID)
 }
 
 // waitConfig waits, bounded by the run's deadline, until the new VM's
@@ -376,23 +342,8 @@ func (v *vm) exists(ctx context.Context) (bool, error) {
 // moves it there at its very end, slow storage ends the task before the
 // file shows, and the node answers slowly right after a big copy (K5).
 func (v *vm) waitConfig(ctx context.Context, node string) error {
-	var last string
-	for {
-		cfg, err := qemu.GetConfig(ctx, v.c, node, v.p.VMID, false)
-		switch {
-		case err == nil && cfg.Lock() == "":
-			return nil
-		case err == nil:
-			last = fmt.Sprintf("the config is locked (%s)", cfg.Lock())
-		default:
-			last = err.Error()
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("VM %d: its config never became present and unlocked on %s before the deadline (last: %s)", v.p.VMID, node, last)
-		case <-time.After(v.poll):
-		}
-	}
+	read := func(ctx context.Context) (qemu.Config, error) { return qemu.GetConfig(ctx, v.c, node, v.p.VMID, false) }
+	return qemu.WaitUnlocked(ctx, guest.VM, v.p.VMID, node, read, func() <-chan time.Time { return time.After(v.poll) })
 }
 
 func (v *vm) verifyPresent(ctx context.Context, node string) error {

@@ -2,9 +2,6 @@ package pveclone
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"strings"
 
 	"github.com/gopve/proxmox/modules-src/pveapi"
 	"github.com/gopve/proxmox/modules-src/pveapi/apischema"
@@ -46,18 +43,4 @@ func (v *vm) send(ctx context.Context, w write) (*pveapi.TaskResult, error) {
 }
 
 // schemaError names the Ansible options behind the refused PVE keys.
-func (v *vm) schemaError(err error) error {
-	var e *apischema.Errors
-	if !errors.As(err, &e) {
-		return err
-	}
-	parts := make([]string, len(e.List))
-	for i, p := range e.List {
-		if p.Key != "" {
-			parts[i] = fmt.Sprintf("%s: key '%s': %s", optionOf(p.Param), p.Key, p.Msg)
-		} else {
-			parts[i] = fmt.Sprintf("%s: %s", optionOf(p.Param), p.Msg)
-		}
-	}
-	return fmt.Errorf("%s (refused by the PVE %d API schema before anything was sent)", strings.Join(parts, "; "), e.Version)
-}
+func (v *vm) schemaError(err error) error { return pveansible.SchemaError(err, optionOf) }

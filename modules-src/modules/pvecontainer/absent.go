@@ -12,6 +12,7 @@ import (
 	"github.com/gopve/proxmox/modules-src/pveapi/apischema"
 	"github.com/gopve/proxmox/modules-src/pveapi/clusterguests"
 	"github.com/gopve/proxmox/modules-src/pveapi/guest"
+	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
 )
 
 // planDestroy plans state: absent as pve_clone does, one change per write:
@@ -19,7 +20,7 @@ import (
 // for until PVE reports it stopped, then destroyed. What pve-container's
 // destroy_vm refuses (protection, a lock, HA or replication jobs without
 // purge) is refused first, before any write, check mode alike.
-func (v *ct) planDestroy(ctx context.Context, g clusterguests.Guest, st ctState) ([]ansible.Change, error) {
+func (v *ct) planDestroy(ctx context.Context, g clusterguests.Guest, st qemu.State) ([]ansible.Change, error) {
 	v.setFinal(st)
 	d, err := guest.DestroyRefusal(ctx, v.c, guest.Destroy{Kind: guest.CT, VMID: g.VMID, Name: g.Name, Config: st.Next.Values, Purge: v.p.Purge})
 	if err != nil {
@@ -75,15 +76,6 @@ func (v *ct) planDestroy(ctx context.Context, g clusterguests.Guest, st ctState)
 			return v.send(ctx, destroy, pveapi.Write{What: fmt.Sprintf("destroy CT %d", g.VMID),
 				Settle: func(ctx context.Context) (bool, error) { ok, err := v.exists(ctx); return !ok, err }}, "")
 		},
-		Verify: func(ctx context.Context) error {
-			ok, err := v.exists(ctx)
-			if err != nil {
-				return err
-			}
-			if ok {
-				return fmt.Errorf("CT %d is still in the cluster's guest list after its destruction", g.VMID)
-			}
-			return nil
-		},
+		Verify: func(ctx context.Context) error { return guest.Gone(ctx, v.c, guest.CT, g.VMID) },
 	}), nil
 }

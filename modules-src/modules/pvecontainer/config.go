@@ -13,6 +13,7 @@ import (
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/pveapi"
 	"github.com/gopve/proxmox/modules-src/pveapi/apischema"
+	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveformat"
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
 )
@@ -22,11 +23,10 @@ import (
 // says so) in one PUT …/config (synchronous, with the digest of the read),
 // then one resize task per volume to grow.
 func (v *ct) planConfig(ctx context.Context, w *ansible.World) ([]ansible.Change, error) {
-	st, err := ctKey(v.p.VMID).Get(ctx, w, func(ctx context.Context) (ctState, error) {
-		if v.read != nil {
-			return *v.read, nil // read once by stage container
-		}
-		return v.observe(ctx, v.node, false, false) // made by this run: stopped, not under HA
+	// Read once by stage container; one made by this run is stopped, not
+	// under HA.
+	st, err := pveansible.GuestState(ctx, w, ctKey(v.p.VMID), v.read, func(ctx context.Context) (qemu.State, error) {
+		return v.observe(ctx, v.node, false, false)
 	})
 	if err != nil {
 		return nil, err
@@ -79,7 +79,7 @@ func (v *ct) planConfig(ctx context.Context, w *ansible.World) ([]ansible.Change
 			if st.Running {
 				live, pending = predictHotplug(st, plan)
 			}
-			n := ctState{Node: st.Node, Next: next, Live: live, Pending: pending, Running: st.Running, HA: st.HA}
+			n := qemu.State{Node: st.Node, Next: next, Live: live, Pending: pending, Running: st.Running, HA: st.HA}
 			ctKey(v.p.VMID).Predict(w, n)
 			v.setFinal(n)
 		},
@@ -102,7 +102,7 @@ func (v *ct) volumeNamer(ctx context.Context, cur qemu.Config) (newVolume, error
 }
 
 // requests are the PUT and the resizes, checked against the schema.
-func (v *ct) requests(st ctState, plan settingsPlan) (apischema.Request, []apischema.Request, error) {
+func (v *ct) requests(st qemu.State, plan settingsPlan) (apischema.Request, []apischema.Request, error) {
 	id := strconv.Itoa(v.p.VMID)
 	q := url.Values{}
 	for k, val := range plan.set {
@@ -132,7 +132,7 @@ func (v *ct) requests(st ctState, plan settingsPlan) (apischema.Request, []apisc
 
 // applied settles a lost write by a read: for the config update, none of
 // its keys is left to set; for a resize, key is no longer to grow.
-func (v *ct) applied(ctx context.Context, st ctState, key string) (bool, error) {
+func (v *ct) applied(ctx context.Context, st qemu.State, key string) (bool, error) {
 	now, err := v.observe(ctx, st.Node, st.Running, st.HA)
 	if err != nil {
 		return false, err
@@ -149,7 +149,7 @@ func (v *ct) applied(ctx context.Context, st ctState, key string) (bool, error) 
 
 // verifySettings reads the CT back and plans again: nothing may be left.
 // On a running CT what PVE keeps pending is reported, not claimed live.
-func (v *ct) verifySettings(ctx context.Context, st ctState) error {
+func (v *ct) verifySettings(ctx context.Context, st qemu.State) error {
 	now, err := v.observe(ctx, st.Node, st.Running, st.HA)
 	if err != nil {
 		return err
@@ -209,7 +209,7 @@ func ctHotplugged(cur map[string]string, key string) bool {
 
 // predictHotplug is the running CT after the update: hot-plugged keys
 // live, the others pending. A resize is live at once.
-func predictHotplug(st ctState, plan settingsPlan) (qemu.Config, []qemu.PendingItem) {
+func predictHotplug(st qemu.State, plan settingsPlan) (qemu.Config, []qemu.PendingItem) {
 	live := maps.Clone(st.Live.Values)
 	pending := slices.Clone(st.Pending)
 	for _, k := range slices.Sorted(maps.Keys(plan.set)) {

@@ -94,7 +94,7 @@ func (v *ct) creation(id, summary, what, node string, req apischema.Request, pre
 		},
 		Verify: func(ctx context.Context) error { return v.verifyPresent(ctx, node) },
 		Predict: func(w *ansible.World) {
-			ctKey(v.p.VMID).Predict(w, ctState{Node: node, Next: predicted, Live: predicted})
+			ctKey(v.p.VMID).Predict(w, qemu.State{Node: node, Next: predicted, Live: predicted})
 		},
 	}
 }
@@ -185,23 +185,8 @@ func ostypeOf(tmpl string) string {
 // config is on the node and unlocked (the vzcreate task holds lock
 // create until the template is unpacked).
 func (v *ct) waitConfig(ctx context.Context, node string) error {
-	var last string
-	for {
-		cfg, err := v.config(ctx, node)
-		switch {
-		case err == nil && cfg.Lock() == "":
-			return nil
-		case err == nil:
-			last = fmt.Sprintf("the config is locked (%s)", cfg.Lock())
-		default:
-			last = err.Error()
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("CT %d: its config never became present and unlocked on %s before the deadline (last: %s)", v.p.VMID, node, last)
-		case <-v.after():
-		}
-	}
+	read := func(ctx context.Context) (qemu.Config, error) { return v.config(ctx, node) }
+	return qemu.WaitUnlocked(ctx, guest.CT, v.p.VMID, node, read, v.after)
 }
 
 func (v *ct) verifyPresent(ctx context.Context, node string) error {

@@ -2,7 +2,6 @@ package pvecontainer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -31,7 +30,7 @@ type ct struct {
 	version  int
 	existed  bool
 	node     string
-	read     *ctState // the existing CT as stage container read it
+	read     *qemu.State // the existing CT as stage container read it
 	storages map[string]storageInfo
 
 	final   map[string]string
@@ -39,19 +38,8 @@ type ct struct {
 	taskLog []string
 }
 
-// ctState is the CT as the config and power stages plan against it:
-// observed, or predicted in check mode.
-type ctState struct {
-	Node    string
-	Next    qemu.Config // PVE's default view: pending values applied
-	Live    qemu.Config // what runs now
-	Pending []qemu.PendingItem
-	Running bool
-	HA      bool
-}
-
-func ctKey(vmid int) ansible.Key[ctState] {
-	return ansible.Key[ctState]("pve_container:ct:" + strconv.Itoa(vmid))
+func ctKey(vmid int) ansible.Key[qemu.State] {
+	return ansible.Key[qemu.State]("pve_container:ct:" + strconv.Itoa(vmid))
 }
 
 func run(r *ansible.Run, o pveapi.Options) error {
@@ -66,18 +54,11 @@ func run(r *ansible.Run, o pveapi.Options) error {
 	if err != nil {
 		return err
 	}
-	c, err := pveansible.ForRun(r, p.Connection.API(), o)
+	c, err := pveansible.ForRunSecret(r, p.Connection.API(), o, "password", p.Password != nil && p.State != "absent")
 	if err != nil {
 		return err
 	}
-	if c.Pvesh() && p.Password != nil && p.State != "absent" {
-		return pveapi.LocalSecretError("password")
-	}
-	poll := o.TaskPoll
-	if poll == 0 {
-		poll = time.Second
-	}
-	v := &ct{r: r, c: c, p: p, w: w, poll: poll}
+	v := &ct{r: r, c: c, p: p, w: w, poll: o.Poll()}
 	defer v.report()
 	if err := r.Stage("container", v.planCT); err != nil {
 		return err
@@ -94,14 +75,10 @@ func run(r *ansible.Run, o pveapi.Options) error {
 // planCT finds the CT by VMID cluster-wide (H3) and plans its creation or
 // its destruction; an existing CT must be ours.
 func (v *ct) planCT(ctx context.Context, _ *ansible.World) ([]ansible.Change, error) {
-	ver, err := v.c.Version(ctx)
+	major, guests, err := clusterguests.Survey(ctx, v.c)
+	v.version = major
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the PVE version: %w", err)
-	}
-	v.version = ver.Major
-	guests, err := clusterguests.Guests(ctx, v.c)
-	if err != nil {
-		return nil, fmt.Errorf("cannot list the cluster's guests: %w", err)
+		return nil, err
 	}
 	g, found := clusterguests.Find(guests, v.p.VMID)
 	if !found {
@@ -158,12 +135,8 @@ func (v *ct) owned(g clusterguests.Guest) error {
 
 // observe reads the CT once: GET …/pending gives the live values, the
 // pending ones and the digest.
-func (v *ct) observe(ctx context.Context, node string, running, ha bool) (ctState, error) {
-	p, err := qemu.GetPendingOf(ctx, v.c, "lxc", node, v.p.VMID)
-	if err != nil {
-		return ctState{}, fmt.Errorf("cannot read CT %d on %s: %w", v.p.VMID, node, err)
-	}
-	return ctState{Node: node, Next: p.Next(), Live: p.Live(), Pending: p.Changes(), Running: running, HA: ha}, nil
+func (v *ct) observe(ctx context.Context, node string, running, ha bool) (qemu.State, error) {
+	return qemu.ReadState(ctx, v.c, guest.CT, node, v.p.VMID, running, ha)
 }
 
 // send validates req against the node's schema and dispatches it once
@@ -180,30 +153,11 @@ func (v *ct) send(ctx context.Context, req apischema.Request, w pveapi.Write, ta
 }
 
 // schemaError names the Ansible options behind the refused PVE keys.
-func (v *ct) schemaError(err error) error {
-	var e *apischema.Errors
-	if !errors.As(err, &e) {
-		return err
-	}
-	parts := make([]string, len(e.List))
-	for i, p := range e.List {
-		if p.Key != "" {
-			parts[i] = fmt.Sprintf("%s: key '%s': %s", optionOf(p.Param), p.Key, p.Msg)
-		} else {
-			parts[i] = fmt.Sprintf("%s: %s", optionOf(p.Param), p.Msg)
-		}
-	}
-	return fmt.Errorf("%s (refused by the PVE %d API schema before anything was sent)", strings.Join(parts, "; "), e.Version)
-}
+func (v *ct) schemaError(err error) error { return pveansible.SchemaError(err, optionOf) }
 
 // exists settles a lost answer: the VMID is in the cluster's guest list.
 func (v *ct) exists(ctx context.Context) (bool, error) {
-	guests, err := clusterguests.Guests(ctx, v.c)
-	if err != nil {
-		return false, err
-	}
-	_, ok := clusterguests.Find(guests, v.p.VMID)
-	return ok, nil
+	return clusterguests.Exists(ctx, v.c, v.p.VMID)
 }
 
 func (v *ct) isRunning(ctx context.Context, node string) (bool, error) {
@@ -212,12 +166,8 @@ func (v *ct) isRunning(ctx context.Context, node string) (bool, error) {
 
 // setFinal records the config to return: what runs now on a running CT,
 // with the waiting changes apart.
-func (v *ct) setFinal(st ctState) {
-	v.final = st.Next.Values
-	if st.Running {
-		v.final = st.Live.Values
-	}
-	v.pending = st.Pending
+func (v *ct) setFinal(st qemu.State) {
+	v.final, v.pending = st.Final()
 }
 
 // report sets the result every run, failed or not.
@@ -245,17 +195,7 @@ func (v *ct) report() {
 	v.r.Set("mac", macs)
 	pending := []map[string]any{}
 	for _, it := range v.pending {
-		row := map[string]any{"key": it.Key}
-		if it.HasValue {
-			row["value"] = it.Value
-		}
-		if it.HasPending {
-			row["pending"] = it.Pending
-		}
-		if it.Delete > 0 {
-			row["delete"] = true
-		}
-		pending = append(pending, row)
+		pending = append(pending, it.Row())
 	}
 	v.r.Set("pending", pending)
 	v.r.Set("restart_required", len(pending) > 0)

@@ -37,32 +37,9 @@ func Module() ansible.Module { return New(pveapi.Options{}) }
 // New builds the module with client options (tests point it at a
 // simulator with short retries and polls).
 func New(o pveapi.Options) ansible.Module {
-	return ansible.Module{
-		Name:             "pve_container",
-		ShortDescription: "A Proxmox VE LXC container by VMID: created from a CT template or restored from a backup, configured, read back",
-		Description: []string{
-			"Makes one LXC container, identified by its VMID, exist and look as asked. A missing container is created on node from a CT template volume (local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst), as pct create does (POST /nodes/{node}/lxc, a vzcreate task), with everything the task gives in that one call; or restored from a vzdump backup (restore_from, see the notes).",
-			"Then it converges an existing one: cores, memory, swap, NICs merged key by key with what is there (the MAC is kept, K16), features (nesting, keyctl, fuse, mknod, mount, force_rw_sys) merged key by key, mount points, onboot, startup, tags, description; the rootfs and every mount point are grown to their size, never shrunk (a smaller size is refused naming the option). unprivileged, password and ssh_public_keys are creation-time settings: a different unprivileged on an existing container is refused before any write (PVE keeps it read-only), password and keys are never compared.",
-			"The container's hostname is its name: an existing VMID whose hostname differs fails with what holds it, before any write; a task without hostname fails the same way unless it says adopt: true (then a given hostname is set rather than checked).",
-			"Every write is checked against the official API schema of the node's PVE version (8 or 9) before it is sent; bad input fails naming the option and changes nothing. Each write is sent once; a lost answer to the create is settled only by a read proving the new VMID is this task's (its hostname); every change is read back before it is reported.",
-			"On a running container PVE applies what it can hot-plug (memory, swap, cores, NICs, a new mount point, the options) and keeps the rest pending until the next start: those keys are returned in pending with restart_required, never reported as done; the container is never restarted by this module.",
-			"Check mode predicts the container as pct create builds it (volume names per storage type: subvol-<vmid>-disk-N on zfspool, vm-<vmid>-disk-N on lvm, lvmthin and rbd, <vmid>/vm-<vmid>-disk-N.raw on a file storage; new MACs as assigned at creation; unprivileged as the version defaults it), runs create_vm's checks read-only, and sends no write.",
-		},
-		Notes: []string{
-			"state started/stopped of a container HA manages goes through HA (PVE turns the call into an HA request, H4) and is polled until PVE reports the state; absent refuses, before any write and in check mode alike, what pve-container's destroy_vm refuses: protection, HA or replication jobs without purge, a lock.",
-			"restore_from restores a missing container from a vzdump backup as pct restore does (POST /nodes/{node}/lxc with restore=1, a vzrestore task): the backup's rootfs and mount points are re-created with their sizes on rootfs.storage (default local), its config becomes the container's (hostname and unprivileged from the task when given), then the task's other settings are converged on it as on an existing container. It never overwrites: a VMID that exists is never restored over (force is never sent), it is converged (or refused) as any existing container. Check mode reads the backup's config (GET /nodes/{node}/vzdump/extractconfig) and predicts the restored container from it, without a write. A restore sets no password or SSH keys (the backup's root filesystem keeps its own): those options are refused with restore_from. Privileges for it: VM.Backup on /vms/<backup's vmid> and Datastore.AllocateSpace on the backup's storage (to read it), besides those of a creation.",
-			"Privileges (proven against pve-container's own checks, PVE 8 and 9): VM.Audit on /vms/<vmid> (the guest list shows only what the token may audit, K19; the config, the pending view); VM.Allocate on /vms/<vmid> (create, absent, and the nesting feature) or, with pool, on /pool/<pool>, and Pool.Audit there to see the pool; Datastore.AllocateSpace on each storage a volume lands on or grows on, and on the template's storage (or Datastore.Audit there); SDN.Use on each NIC's bridge (/sdn/zones/localnetwork/<bridge>, or …/<bridge>/<tag> with a VLAN tag); VM.Config.CPU (cores), VM.Config.Memory (memory, swap), VM.Config.Network (hostname and the NICs), VM.Config.Disk (rootfs, mount points, growing them), VM.Config.Options (onboot, startup, tags, description, and every resize: PVE checks it on resize's disk parameter); VM.PowerMgmt for started/stopped; Sys.Audit on / to read the HA resource and the replication jobs; Sys.Modify on / to create a privileged container on PVE 9. Only root@pam may set features other than nesting, any feature of a privileged container, bind or device mount points, or a rootfs given as a bare size.",
-		},
-		Requirements:   []string{"Proxmox VE 8 or 9", "an API token or user with the privileges listed in the notes (or root on a node, local mode)"},
-		Examples:       examples,
-		Return:         returnDoc,
-		ActionGroups:   []string{ansible.GroupAPI},
-		Spec:           pveansible.WithConnection(spec()),
-		Params:         params{},
-		CreatedEarlier: true, // a check run may assume what created_earlier names (ansible.NotYet)
-		Timeout:        15 * time.Minute,
-		Run:            func(r *ansible.Run) error { return run(r, o) },
-	}
+	m := about()
+	m.Spec, m.Params, m.Timeout = spec(), params{}, 15*time.Minute
+	return pveansible.APIModule(m, o, run)
 }
 
 // params are the module's options.
@@ -94,33 +71,23 @@ type params struct {
 	SSHKeys      []string       `ansible:"ssh_public_keys"`
 }
 
-func str(desc ...string) ansible.Option {
-	return ansible.Option{Type: ansible.TypeStr, Description: desc}
-}
-func num(desc ...string) ansible.Option {
-	return ansible.Option{Type: ansible.TypeInt, Description: desc}
-}
-func flag(desc ...string) ansible.Option {
-	return ansible.Option{Type: ansible.TypeBool, Description: desc}
-}
-
 func spec() ansible.Spec {
 	opts := map[string]ansible.Option{
 		"vmid":     {Type: ansible.TypeInt, Required: true, Description: []string{"The container's identity (K1): the VMID to create or manage (100 … 999999999). A hostname is never an identity."}},
-		"hostname": str("The container's hostname, the proof that the container at vmid is this task's: on an existing VMID it must match, else the task fails with what holds the VMID, before any write. Required unless adopt is true (always with state=absent)."),
+		"hostname": ansible.StrOption("The container's hostname, the proof that the container at vmid is this task's: on an existing VMID it must match, else the task fails with what holds the VMID, before any write. Required unless adopt is true (always with state=absent)."),
 		"adopt": {Type: ansible.TypeBool, Default: false, Description: []string{
 			"Manage whatever container holds vmid, whatever its hostname; a given hostname is then set, not checked. Without hostname and without adopt an existing VMID is never taken over (K1)."}},
-		"node":       str("Node the container is created on (required to create one). An existing container is found wherever it runs now (after an HA recovery) and is not moved."),
-		"ostemplate": str("The CT template volume a new container is created from (local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst); it must exist on its storage on node. Required to create, unless restore_from; ignored for an existing container (its origin is not kept by PVE)."),
+		"node":       ansible.StrOption("Node the container is created on (required to create one). An existing container is found wherever it runs now (after an HA recovery) and is not moved."),
+		"ostemplate": ansible.StrOption("The CT template volume a new container is created from (local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst); it must exist on its storage on node. Required to create, unless restore_from; ignored for an existing container (its origin is not kept by PVE)."),
 		"state": {Type: ansible.TypeStr, Default: "present", Choices: []any{"present", "started", "stopped", "absent"}, Description: []string{
 			"present: exists and configured, power untouched (a new container stays stopped). started/stopped: also that power state (through HA when HA manages it). absent: stopped (through HA when HA manages it) and destroyed, after checking its hostname; what PVE would refuse to destroy (protection, HA or replication jobs without purge, a lock) is refused before any write, check mode alike."}},
-		"restore_from": str("A container backup volume (local:backup/vzdump-lxc-200-2026_12_01-03_00_00.tar.zst) a missing container is restored from instead of created from ostemplate (mutually exclusive with it): its volumes are re-created on rootfs.storage (default local) with their sizes (rootfs.size then only grows them), its config is kept where the task says nothing, then the task's settings are converged on it. Ignored for an existing container: a restore never overwrites one (force is never sent)."),
-		"pool":         str("Resource pool a container created by this run joins (PVE takes it only at creation, K6); it must exist."),
+		"restore_from": ansible.StrOption("A container backup volume (local:backup/vzdump-lxc-200-2026_12_01-03_00_00.tar.zst) a missing container is restored from instead of created from ostemplate (mutually exclusive with it): its volumes are re-created on rootfs.storage (default local) with their sizes (rootfs.size then only grows them), its config is kept where the task says nothing, then the task's settings are converged on it. Ignored for an existing container: a restore never overwrites one (force is never sent)."),
+		"pool":         ansible.StrOption("Resource pool a container created by this run joins (PVE takes it only at creation, K6); it must exist."),
 		"purge":        {Type: ansible.TypeBool, Default: false, Description: []string{"With state=absent, pve-container's purge: the VMID also leaves its replication jobs, backup jobs and HA. Without it PVE refuses to destroy a container under HA or with replication jobs, and the module refuses first."}},
 
-		"cores":  num("CPU cores (PVE's default: all the node's)."),
-		"memory": num("Memory in MiB."),
-		"swap":   num("Swap in MiB."),
+		"cores":  ansible.IntOption("CPU cores (PVE's default: all the node's)."),
+		"memory": ansible.IntOption("Memory in MiB."),
+		"swap":   ansible.IntOption("Swap in MiB."),
 		"rootfs": {Type: ansible.TypeDict, Description: []string{"The root volume: storage (created on it; it must hold rootdir) and size (8G; grown, never shrunk). PVE's default is 4G on storage local."},
 			Options: map[string]ansible.Option{
 				"storage": {Type: ansible.TypeStr, Description: []string{"Storage of a new container's root volume. An existing root volume is never moved: another storage is refused."}},
@@ -133,11 +100,11 @@ func spec() ansible.Spec {
 			"Only the given keys are merged into the NIC that is there; its MAC is kept (K16). A new NIC needs name and bridge."}},
 		"features": {Type: ansible.TypeDict, Description: []string{
 			"Container features merged key by key: nesting, keyctl, fuse, mknod, force_rw_sys (booleans), mount (fstype;fstype). On a running container a change waits for its next start (pending)."}},
-		"unprivileged": flag("Create the container unprivileged (its root mapped to uid 100000). Only at creation: PVE keeps it read-only, so a different value on an existing container is refused before any write. Unset: PVE's default, unprivileged on PVE 9, privileged on PVE 8."),
-		"onboot":       flag("Start the container when its node boots."),
-		"startup":      str("Startup and shutdown behaviour, PVE's string (order=1,up=30)."),
+		"unprivileged": ansible.BoolOption("Create the container unprivileged (its root mapped to uid 100000). Only at creation: PVE keeps it read-only, so a different value on an existing container is refused before any write. Unset: PVE's default, unprivileged on PVE 9, privileged on PVE 8."),
+		"onboot":       ansible.BoolOption("Start the container when its node boots."),
+		"startup":      ansible.StrOption("Startup and shutdown behaviour, PVE's string (order=1,up=30)."),
 		"tags":         {Type: ansible.TypeList, Elements: ansible.TypeStr, Description: []string{"Tags (compared as a set; sent sorted, separated by ;)."}},
-		"description":  str("Description (the config's notes)."),
+		"description":  ansible.StrOption("Description (the config's notes)."),
 		"password": {Type: ansible.TypeStr, NoLog: true, Description: []string{
 			"Root password, set only when this run creates the container (pve-container writes it into the container, never into its config): never compared, never returned. Refused in local mode falling back to pvesh (its command line is readable by any user of the node)."}},
 		"ssh_public_keys": {Type: ansible.TypeList, Elements: ansible.TypeStr, Description: []string{

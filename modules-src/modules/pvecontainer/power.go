@@ -11,6 +11,7 @@ import (
 	"github.com/gopve/proxmox/modules-src/pveapi"
 	"github.com/gopve/proxmox/modules-src/pveapi/apischema"
 	"github.com/gopve/proxmox/modules-src/pveapi/guest"
+	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
 )
 
 // power is POST …/lxc/{vmid}/status/{start,stop,shutdown}: a vzstart,
@@ -28,76 +29,43 @@ func power(node string, vmid int, action string, q url.Values) apischema.Request
 // guest's start/stop goes to the HA manager, so the real state is polled
 // until it is reached (H4).
 func (v *ct) planPower(ctx context.Context, w *ansible.World) ([]ansible.Change, error) {
-	if v.p.State != "started" && v.p.State != "stopped" {
-		return nil, nil
-	}
-	st, err := ctKey(v.p.VMID).Get(ctx, w, func(ctx context.Context) (ctState, error) {
-		if v.read != nil {
-			return *v.read, nil
-		}
-		return ctState{Node: v.node}, nil // made by this run: stopped
-	})
-	if err != nil {
+	pw := pveansible.GuestPower{Kind: guest.CT, VMID: v.p.VMID, State: v.p.State, Key: ctKey(v.p.VMID), Read: v.read, Node: v.node, HAManaged: v.haManaged}
+	st, want, change, err := pw.Need(ctx, w)
+	if err != nil || !change {
 		return nil, err
 	}
-	want := v.p.State == "started"
-	if st.Running == want {
-		return nil, nil
-	}
-	if !st.HA {
-		// The guest list's hastate lags the HA manager: ask the HA config
-		// (only when the power changes, so a no-op run stays at three reads).
-		configured, state, err := guest.HAResource(ctx, v.c, guest.CT, v.p.VMID)
-		if err != nil {
-			return nil, err
-		}
-		st.HA = configured && state != "ignored"
-	}
-	action, verb := "start", "start"
+	action := "start"
 	var q url.Values
 	if !want {
-		action, verb = "shutdown", "stop"
+		action = "shutdown"
 		q = url.Values{"forceStop": {"1"}} // a CT that ignores the shutdown is stopped at PVE's timeout
 	}
 	req := power(st.Node, v.p.VMID, action, q)
 	if err := req.Validate(v.version); err != nil {
 		return nil, v.schemaError(err)
 	}
-	task, via := "vz"+action, ""
+	task, via := "vz"+action, pveansible.Via(st.HA)
 	if st.HA {
-		task, via = map[bool]string{true: "hastart", false: "hastop"}[want], " through HA"
+		task = map[bool]string{true: "hastart", false: "hastop"}[want]
 	}
-	return []ansible.Change{{
-		ID:      "ct:" + v.p.State,
-		Summary: fmt.Sprintf("%s CT %d on %s%s", verb, v.p.VMID, st.Node, via),
-		Apply: func(ctx context.Context) error {
-			if err := v.send(ctx, req, pveapi.Write{What: fmt.Sprintf("%s CT %d%s", verb, v.p.VMID, via),
-				Settle: func(ctx context.Context) (bool, error) { r, err := v.isRunning(ctx, st.Node); return r == want, err }}, task); err != nil {
-				return err
-			}
-			return guest.WaitRunning(ctx, v.c, guest.CT, st.Node, v.p.VMID, want, v.poll)
-		},
-		Verify: func(ctx context.Context) error {
-			r, err := v.isRunning(ctx, st.Node)
-			if err != nil {
-				return err
-			}
-			if r != want {
-				return fmt.Errorf("CT %d is %s after the %s", v.p.VMID, map[bool]string{true: "running", false: "stopped"}[r], verb)
-			}
-			if now, err := v.observe(ctx, st.Node, want, st.HA); err == nil {
-				v.setFinal(now) // started: what was pending is live now
-			}
-			return nil
-		},
-		Predict: func(w *ansible.World) {
-			n := st
-			n.Running = want
-			if want {
-				n.Live, n.Pending = n.Next, nil
-			}
-			ctKey(v.p.VMID).Predict(w, n)
-			v.setFinal(n)
-		},
-	}}, nil
+	apply := func(ctx context.Context) error {
+		if err := v.send(ctx, req, pveapi.Write{What: fmt.Sprintf("%s CT %d%s", pveansible.Verb(want), v.p.VMID, via),
+			Settle: func(ctx context.Context) (bool, error) { r, err := v.isRunning(ctx, st.Node); return r == want, err }}, task); err != nil {
+			return err
+		}
+		return guest.WaitRunning(ctx, v.c, guest.CT, st.Node, v.p.VMID, want, v.poll)
+	}
+	refresh := func(ctx context.Context) {
+		if now, err := v.observe(ctx, st.Node, want, st.HA); err == nil {
+			v.setFinal(now) // started: what was pending is live now
+		}
+	}
+	return []ansible.Change{pw.Change(pveansible.PowerChange{St: st, Want: want, Apply: apply, Running: v.isRunning, Refresh: refresh, SetFinal: v.setFinal})}, nil
+}
+
+// haManaged reads whether HA manages the CT: configured, and not
+// ignored (pve-container then asks the HA manager, H4).
+func (v *ct) haManaged(ctx context.Context) (bool, error) {
+	configured, state, err := guest.HAResource(ctx, v.c, guest.CT, v.p.VMID)
+	return configured && state != "ignored", err
 }

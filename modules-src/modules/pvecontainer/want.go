@@ -191,12 +191,10 @@ func scalar(v any) string {
 	return fmt.Sprint(v)
 }
 
+// normBool is a boolean word as PVE stores it (1 or 0); "" when v is none.
 func normBool(v string) string {
-	switch strings.ToLower(v) {
-	case "1", "on", "yes", "true":
-		return "1"
-	case "0", "off", "no", "false":
-		return "0"
+	if b := pveformat.NormBool(v); b == "1" || b == "0" {
+		return b
 	}
 	return ""
 }

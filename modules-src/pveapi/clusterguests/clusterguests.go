@@ -84,6 +84,32 @@ func Find(list []Guest, vmid int) (Guest, bool) {
 	return Guest{}, false
 }
 
+// Survey is the first read of a guest module (pve_clone, pve_container):
+// the PVE major version (the schema every write is checked against) and
+// the cluster's guests, where the guest is looked for by VMID (H3).
+func Survey(ctx context.Context, c *pveapi.Client) (major int, guests []Guest, err error) {
+	ver, err := c.Version(ctx)
+	if err != nil {
+		return 0, nil, fmt.Errorf("cannot read the PVE version: %w", err)
+	}
+	guests, err = Guests(ctx, c)
+	if err != nil {
+		return ver.Major, nil, fmt.Errorf("cannot list the cluster's guests: %w", err)
+	}
+	return ver.Major, guests, nil
+}
+
+// Exists reads the cluster's guest list and reports whether vmid is in
+// it: how a module settles a lost create or clone answer.
+func Exists(ctx context.Context, g pveapi.Getter, vmid int) (bool, error) {
+	guests, err := Guests(ctx, g)
+	if err != nil {
+		return false, err
+	}
+	_, ok := Find(guests, vmid)
+	return ok, nil
+}
+
 // TemplatesNamed returns the QEMU templates whose name is exactly name,
 // sorted by VMID. A caller needs exactly one; several is an error that
 // lists them (TemplateError).

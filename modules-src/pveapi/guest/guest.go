@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/clusterguests"
 	"github.com/gopve/proxmox/modules-src/pveapi/ha"
 	"github.com/gopve/proxmox/modules-src/pveapi/replication"
 )
@@ -138,6 +139,19 @@ func DestroyRefusal(ctx context.Context, g pveapi.Getter, d Destroy) (DestroyChe
 		out.Purged = append(out.Purged, fmt.Sprintf("HA resource %s:%d", d.Kind.SID, id))
 	}
 	return out, nil
+}
+
+// Gone proves a destroy: the guest is no longer in the cluster's guest
+// list.
+func Gone(ctx context.Context, g pveapi.Getter, k Kind, vmid int) error {
+	ok, err := clusterguests.Exists(ctx, g, vmid)
+	if err != nil {
+		return err
+	}
+	if ok {
+		return fmt.Errorf("%s %d is still in the cluster's guest list after its destruction", k.Word, vmid)
+	}
+	return nil
 }
 
 // PurgeSummary is the summary's tail naming what purge takes.

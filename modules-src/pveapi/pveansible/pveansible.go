@@ -1,8 +1,9 @@
 // Package pveansible is the glue between the pure API client (pveapi) and
 // the Ansible runtime (ansible): the connection options every API module
 // takes (names, environment fallbacks, docs), the client a Run gets (read
-// only in check mode, logged at -vvv), and the outcome of a dispatched
-// write turned into what a Change's Apply returns.
+// only in check mode, logged at -vvv), the outcome of a dispatched write
+// turned into what a Change's Apply returns, and what the guest modules
+// (pve_clone, pve_container) plan alike for a VM and a CT (guest.go).
 package pveansible
 
 import (
@@ -11,6 +12,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/pveapi"
@@ -150,6 +152,18 @@ func With(spec ansible.Spec, sets ...Set) ansible.Spec {
 // WithConnection is With(spec, Set{}): the full unprefixed set.
 func WithConnection(spec ansible.Spec) ansible.Spec { return With(spec, Set{}) }
 
+// APIModule completes m as one of the collection's API modules: the
+// connection options added to its spec, the API action group, check runs
+// that may assume what created_earlier names (ansible.NotYet), and its run
+// given the client options o (tests point them at a simulator).
+func APIModule(m ansible.Module, o pveapi.Options, run func(*ansible.Run, pveapi.Options) error) ansible.Module {
+	m.ActionGroups = []string{ansible.GroupAPI}
+	m.Spec = WithConnection(m.Spec)
+	m.CreatedEarlier = true
+	m.Run = func(r *ansible.Run) error { return run(r, o) }
+	return m
+}
+
 func baseOptions(target string) map[string]ansible.Option {
 	return map[string]ansible.Option{
 		"api_host": {Type: ansible.TypeStr, EnvFallback: []string{"PROXMOX_HOST"},
@@ -204,6 +218,22 @@ func ForRun(r *ansible.Run, conn pveapi.Connection, o pveapi.Options) (*pveapi.C
 	return c, nil
 }
 
+// ForRunSecret is ForRun for a run that sends the secret option secret
+// when sent is true: when local mode fell back to pvesh, which would carry
+// it on its command line, readable by any user of the node, the run is
+// refused (pveapi.LocalSecretError) before any request, whether or not
+// the secret would be sent.
+func ForRunSecret(r *ansible.Run, conn pveapi.Connection, o pveapi.Options, secret string, sent bool) (*pveapi.Client, error) {
+	c, err := ForRun(r, conn, o)
+	if err != nil {
+		return nil, err
+	}
+	if c.Pvesh() && sent {
+		return nil, pveapi.LocalSecretError(secret)
+	}
+	return c, nil
+}
+
 // Dispatch sends w once through c (see pveapi.Client.Dispatch) and returns
 // what a Change's Apply returns: nil when it was made (answered, or a lost
 // answer settled by a read, which is warned about); an error built with
@@ -229,6 +259,25 @@ func Dispatch(ctx context.Context, r *ansible.Run, c *pveapi.Client, w pveapi.Wr
 		return out, ansible.NothingChanged(err)
 	}
 	return out, err
+}
+
+// SchemaError words a refusal of the API schema (*apischema.Errors) in
+// the module's terms: optionOf names the Ansible option behind each
+// refused PVE parameter. Any other error is returned as it is.
+func SchemaError(err error, optionOf func(param string) string) error {
+	var e *apischema.Errors
+	if !errors.As(err, &e) {
+		return err
+	}
+	parts := make([]string, len(e.List))
+	for i, p := range e.List {
+		if p.Key != "" {
+			parts[i] = fmt.Sprintf("%s: key '%s': %s", optionOf(p.Param), p.Key, p.Msg)
+		} else {
+			parts[i] = fmt.Sprintf("%s: %s", optionOf(p.Param), p.Msg)
+		}
+	}
+	return fmt.Errorf("%s (refused by the PVE %d API schema before anything was sent)", strings.Join(parts, "; "), e.Version)
 }
 
 // SendChecked checks req against PVE major's API schema, then Sends it.

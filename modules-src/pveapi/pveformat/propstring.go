@@ -102,7 +102,7 @@ func Parse(s string, shape Shape) (Props, error) {
 				}
 			}
 			if slices.Contains(shape.Booleans, k) {
-				v = normBool(v)
+				v = NormBool(v)
 			}
 			add(k, v)
 			continue
@@ -118,15 +118,16 @@ func Parse(s string, shape Shape) (Props, error) {
 		}
 		defaultDone = true
 		if slices.Contains(shape.Booleans, shape.DefaultKey) {
-			part = normBool(part)
+			part = NormBool(part)
 		}
 		add(shape.DefaultKey, part)
 	}
 	return p, nil
 }
 
-// normBool is parse_boolean($v) // $v.
-func normBool(v string) string {
+// NormBool is parse_boolean($v) // $v: PVE's words for a boolean (1, on,
+// yes, true; 0, off, no, false; any case) as 1 or 0, anything else as it is.
+func NormBool(v string) string {
 	switch strings.ToLower(v) {
 	case "1", "on", "yes", "true":
 		return "1"

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/guest"
 )
 
 // PendingItem is one row of GET …/pending (config_with_pending_array).
@@ -96,4 +98,78 @@ func (p Pending) Changes() []PendingItem {
 		}
 	}
 	return out
+}
+
+// Row is the item as a module returns it in `pending`: the key, the value
+// in force and the one that waits where there is one, delete where the key
+// goes. pve_clone and pve_container return the same rows because both
+// read PVE::GuestHelpers::config_with_pending_array.
+func (it PendingItem) Row() map[string]any {
+	row := map[string]any{"key": it.Key}
+	if it.HasValue {
+		row["value"] = it.Value
+	}
+	if it.HasPending {
+		row["pending"] = it.Pending
+	}
+	if it.Delete > 0 {
+		row["delete"] = true
+	}
+	return row
+}
+
+// State is a guest (VM or CT) as a module's config and power stages plan
+// against it: observed, or predicted in check mode. Both kinds have the
+// same pending view (config_with_pending_array), so one type serves both.
+type State struct {
+	Node    string
+	Next    Config // PVE's default view: pending values applied
+	Live    Config // current=1: what runs now
+	Pending []PendingItem
+	Running bool
+	HA      bool
+}
+
+// ReadState reads the guest once: GET …/pending gives the live values,
+// the pending ones and the digest (one read for both views). running and
+// ha come from the caller (the guest list, or what it knows of them).
+func ReadState(ctx context.Context, g pveapi.Getter, k guest.Kind, node string, vmid int, running, ha bool) (State, error) {
+	p, err := GetPendingOf(ctx, g, k.API, node, vmid)
+	if err != nil {
+		return State{}, fmt.Errorf("cannot read %s %d on %s: %w", k.Word, vmid, node, err)
+	}
+	return State{Node: node, Next: p.Next(), Live: p.Live(), Pending: p.Changes(), Running: running, HA: ha}, nil
+}
+
+// Final is the config a module returns for st: what runs now on a running
+// guest, with the waiting changes apart.
+func (st State) Final() (map[string]string, []PendingItem) {
+	if st.Running {
+		return st.Live.Values, st.Pending
+	}
+	return st.Next.Values, st.Pending
+}
+
+// WaitUnlocked waits, bounded by the run's deadline, until the new
+// guest's config (read) is present on node and unlocked: a create or
+// clone task can end before its config shows or while it is still locked
+// (K4, K5). after paces the reads.
+func WaitUnlocked(ctx context.Context, k guest.Kind, vmid int, node string, read func(context.Context) (Config, error), after func() <-chan time.Time) error {
+	var last string
+	for {
+		cfg, err := read(ctx)
+		switch {
+		case err == nil && cfg.Lock() == "":
+			return nil
+		case err == nil:
+			last = fmt.Sprintf("the config is locked (%s)", cfg.Lock())
+		default:
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s %d: its config never became present and unlocked on %s before the deadline (last: %s)", k.Word, vmid, node, last)
+		case <-after():
+		}
+	}
 }
