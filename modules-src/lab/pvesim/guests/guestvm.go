@@ -244,22 +244,7 @@ func (s Model) MoveGuestLocked(db *core.ConfigDB, vmid int, from, to string, log
 	if !ok {
 		return pvecommon.Die("unable to find configuration file for VM %d on node '%s'", vmid, from)
 	}
-	c := guestconf.Parse(raw)
-	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
-		var file string
-		switch {
-		case kind == "qemu-server" && qemuserver.IsDriveKey(k):
-			file = qemuserver.ParseDrive(c.Keys[k]).File()
-		case kind == "lxc" && pvecontainer.IsVolumeKey(k):
-			file = pvecommon.ParseProps(c.Keys[k], "volume").Get("volume")
-		default:
-			continue
-		}
-		store, _, ok := storage.ParseVolumeID(file)
-		st := db.Storage[store]
-		if !ok || st == nil || st.Shared() {
-			continue
-		}
+	for _, file := range localVolids(db, kind, guestconf.Parse(raw), false) {
 		if v := s.State.Nodes[from].Volumes[file]; v != nil {
 			tn := s.State.Nodes[to]
 			if tn.Volumes == nil {
@@ -298,4 +283,35 @@ func (s Model) missingVolume(node, volid string) error {
 		return pvecommon.Die("volume '%s' does not exist", volid)
 	}
 	return pvecommon.Die("volume %s does not exist", volid)
+}
+
+// localVolids walks guest config c (kind qemu-server or lxc) as PVE's
+// foreach_volume does, in key order, and keeps each volume on a storage
+// that is not shared: what a move between nodes carries (MoveGuestLocked)
+// and what a recovery needs on its target (MissingVolumesLocked).
+// skipCDROM leaves out cdroms, cloud-init's included: QemuConfig.pm's
+// get_replicatable_volumes never replicates them, and a recovered VM gets
+// a fresh cloud-init drive at start.
+func localVolids(db *core.ConfigDB, kind string, c *guestconf.Conf, skipCDROM bool) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
+		var file string
+		switch {
+		case kind == "qemu-server" && qemuserver.IsDriveKey(k):
+			d := qemuserver.ParseDrive(c.Keys[k])
+			if skipCDROM && (d.CDROM() || d.Cloudinit()) {
+				continue
+			}
+			file = d.File()
+		case kind == "lxc" && pvecontainer.IsVolumeKey(k):
+			file = pvecommon.ParseProps(c.Keys[k], "volume").Get("volume")
+		default:
+			continue
+		}
+		store, _, ok := storage.ParseVolumeID(file)
+		if st := db.Storage[store]; ok && st != nil && !st.Shared() {
+			out = append(out, file)
+		}
+	}
+	return out
 }

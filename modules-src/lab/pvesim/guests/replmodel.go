@@ -1,16 +1,10 @@
 package guests
 
 import (
-	"maps"
-	"slices"
-
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
-	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecontainer"
-	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/replication"
-	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
 
 // The replication model the guests need (qemusim's migration, lxcsim, HA's
@@ -66,30 +60,8 @@ func (s Model) SwitchReplicationLocked(db *core.ConfigDB, vmid int, oldTarget, n
 // recovery without a replica cannot start it, H8).
 func (s Model) MissingVolumesLocked(db *core.ConfigDB, e core.VMEntry, node string) []string {
 	raw, _ := s.ReadEtcPve(db, core.GuestConfPath(e.Node, e.Kind, e.VMID))
-	c := guestconf.Parse(raw)
 	var out []string
-	for _, k := range slices.Sorted(maps.Keys(c.Keys)) {
-		var file string
-		switch {
-		case qemuserver.IsDriveKey(k):
-			// A cdrom, cloud-init's included, is never replicated
-			// (QemuConfig.pm get_replicatable_volumes skips cdrom): a
-			// recovered VM gets a fresh cloud-init drive at start.
-			d := qemuserver.ParseDrive(c.Keys[k])
-			if d.CDROM() || d.Cloudinit() {
-				continue
-			}
-			file = d.File()
-		case pvecontainer.IsVolumeKey(k):
-			file = pvecommon.ParseProps(c.Keys[k], "volume").Get("volume")
-		default:
-			continue
-		}
-		store, _, ok := storage.ParseVolumeID(file)
-		st := db.Storage[store]
-		if !ok || st == nil || st.Shared() {
-			continue
-		}
+	for _, file := range localVolids(db, e.Kind, guestconf.Parse(raw), true) {
 		if s.State.Nodes[node].Volumes[file] == nil {
 			out = append(out, file)
 		}
