@@ -129,37 +129,26 @@ func (fs *Faults) List() []Fault {
 // take returns the first fault matching the request and counts it; an
 // exhausted count-limited fault is dropped.
 func (fs *Faults) take(node, method, p string) *Fault {
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	for i, f := range fs.faults {
-		if f.Node != "" && f.Node != node {
-			continue
-		}
-		if f.Kind == FaultFinishJoin {
-			continue // taken by the join itself (takeKind)
-		}
-		if f.Method != "" && !strings.EqualFold(f.Method, method) {
-			continue
-		}
-		if !matchPath(f.Path, p) {
-			continue
-		}
-		f.Fired++
-		c := *f
-		if f.Count > 0 && f.Fired >= f.Count {
-			fs.faults = append(fs.faults[:i], fs.faults[i+1:]...)
-		}
-		return &c
-	}
-	return nil
+	return fs.takeFirst(func(f *Fault) bool {
+		return (f.Node == "" || f.Node == node) &&
+			f.Kind != FaultFinishJoin && // taken by the join itself (takeKind)
+			(f.Method == "" || strings.EqualFold(f.Method, method)) &&
+			matchPath(f.Path, p)
+	})
 }
 
 // takeKind returns the first fault of kind for node and counts it, as take.
 func (fs *Faults) takeKind(node string, kind FaultKind) *Fault {
+	return fs.takeFirst(func(f *Fault) bool { return f.Kind == kind && f.Node == node })
+}
+
+// takeFirst fires the first fault match accepts: counts it, drops it once
+// its count is used up, and returns a copy as it was when it fired.
+func (fs *Faults) takeFirst(match func(*Fault) bool) *Fault {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	for i, f := range fs.faults {
-		if f.Kind != kind || f.Node != node {
+		if !match(f) {
 			continue
 		}
 		f.Fired++
