@@ -96,10 +96,10 @@ func (s *Sim) startLoops() {
 	}
 }
 
-// handleBuiltins registers core's own endpoints: login, the tasks and the
-// upload, which the request pipeline itself serves.
+// handleBuiltins registers core's own endpoints: login and the tasks,
+// which the request pipeline itself serves.
 func (s *Sim) handleBuiltins() {
-	for _, routes := range []map[string]Handler{s.authRoutes(), s.taskRoutes(), s.uploadRoutes()} {
+	for _, routes := range []map[string]Handler{s.authRoutes(), s.taskRoutes()} {
 		s.Handle(routes)
 	}
 }

@@ -20,10 +20,20 @@ import (
 )
 
 // backend serves the storage endpoints on the core's state.
-type backend struct{ volumes.Model }
+type backend struct {
+	volumes.Model
+	uploads   map[string]*upload // received files by tmpfilename, until their API call takes them (upload.go), under Mu
+	uploadSeq int                // get_upload_filename's $tmpfile_seq_no
+}
 
-// Register adds the storage endpoints to s.
-func Register(s *core.Sim) { s.Handle((&backend{volumes.Model{Sim: s}}).routes()) }
+// Register adds the storage endpoints to s, and the upload's reception
+// to its HTTP layer.
+func Register(s *core.Sim) {
+	b := &backend{Model: volumes.Model{Sim: s}, uploads: map[string]*upload{}}
+	s.Handle(b.routes())
+	s.Handle(b.uploadRoutes())
+	s.HandleUpload(b.receiveUpload)
+}
 
 // storageView is the GET shape: options plus storage, type, digest, with
 // numbers for integer/boolean options (SectionConfig).
