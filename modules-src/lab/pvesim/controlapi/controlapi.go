@@ -175,7 +175,7 @@ func (c ctl) ctlAddNode(w http.ResponseWriter, r *http.Request) {
 		Link0 string `json:"link0"`
 		Force bool   `json:"force"`
 		// Entry only: the member's half of the join (pvecm addnode); the
-		// joiner then calls finish-join (join.go).
+		// joiner then calls finish-join (core's join.go).
 		Entry bool `json:"entry"`
 	}
 	if !core.ControlDecode(w, r, &body) {
