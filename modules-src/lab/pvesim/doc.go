@@ -10,7 +10,8 @@
 // (state.go), the schema-validating HTTP layer and router (httpapi.go,
 // router.go), tasks, faults and the request log. Backends are packages
 // that embed the core's Sim and register their endpoints with Handle
-// (pvesim/accesssim, backupsim, poolsim, …; this package's New wires them);
+// (pvesim/accesssim, backupsim, poolsim, …, and the lab's control API,
+// pvesim/controlapi, through HandleControl; this package's New wires them);
 // a backend imports core and the rule packages, never another backend. The
 // rule packages (below) hold PVE's knowledge that needs no Sim. The models
 // the backends share are packages between them and core: pvesim/volumes
@@ -214,6 +215,8 @@
 // simulated by the lab)"; paths unknown to the schema answer PVE's plain 501.
 //
 // # Control API (ControlHandler, plain HTTP/JSON on the lab's Unix socket)
+//
+// The routes are pvesim/controlapi's, but for `replication/run` (pvesim/replsim).
 //
 // Errors are non-2xx with {"error": "<message as real PVE prints it>"}.
 //

@@ -4,6 +4,7 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/accesssim"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/backupsim"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/clustersim"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/controlapi"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guests"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/hasim"
@@ -81,5 +82,6 @@ func New(cfg Config) (*Sim, error) {
 	storagesim.Register(s)
 	replsim.Register(s)
 	hasim.Register(s)
+	controlapi.Register(s)
 	return s, nil
 }

@@ -3,7 +3,9 @@
 // pipeline and router (httpapi.go, router.go: schema validation, auth,
 // proxyto, permission checks, then the handler a backend registered with
 // Handle), tasks and their workers, faults, the request log, the /etc/pve
-// directory per pmxcfs database (etcpve.go) and the lab's control API.
+// directory per pmxcfs database (etcpve.go) and the lab's control API's
+// handler (ControlHandler; its routes are pvesim/controlapi's and the
+// backends', added with HandleControl).
 //
 // Backends are packages that embed *Sim and register their endpoints
 // (pvesim/poolsim, accesssim, backupsim, …; pvesim.New wires them). A
@@ -16,7 +18,11 @@
 // comes through a hook the model registers (OnAddGuest, OnNodePower), and
 // the state the models keep is core's (State, HAErrors, HAMotions).
 // Core serves only what the request pipeline itself does (login, the task
-// endpoints, pveproxy's upload); it keeps storage.cfg and its lock, the
+// endpoints, and pveproxy's part of an upload before its body: the body
+// and the API call are pvesim/storagesim's, through HandleUpload); it
+// follows pve-http-server and pve-manager's PVE/HTTPServer.pm for the
+// pipeline, pve-common's JSONSchema.pm and RESTEnvironment.pm for the
+// checks, pve-cluster for membership. It keeps storage.cfg and its lock, the
 // locks, the pmxcfs .vmlist, membership and joins (the control API's pvecm
 // stand-ins use them), which docs/lab.md maps.
 //

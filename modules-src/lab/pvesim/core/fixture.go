@@ -1,10 +1,5 @@
 package core
 
-import (
-	"net/http"
-	"strconv"
-)
-
 // GuestSpec declares a VM the lab should hold from the start (a template on
 // a node, a running guest), so tests and demos need no hand setup. Config
 // takes the create API's syntax: "scsi0": "local-lvm:8" allocates an 8 GiB
@@ -21,13 +16,3 @@ type GuestSpec struct {
 // asked. It fails like the create API when the VMID is taken. The guest
 // model does it (pvesim/guests, OnAddGuest).
 func (s *Sim) AddGuest(node string, g GuestSpec) error { return s.addGuest(node, g) }
-
-// ctlAddGuest serves POST /v1/nodes/{node}/guests.
-func (s *Sim) ctlAddGuest(w http.ResponseWriter, r *http.Request) {
-	var g GuestSpec
-	if !ControlDecode(w, r, &g) {
-		return
-	}
-	err := s.AddGuest(r.PathValue("node"), g)
-	ControlResult(w, map[string]any{"vmid": strconv.Itoa(g.VMID)}, err)
-}

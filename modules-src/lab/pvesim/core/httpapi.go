@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -117,10 +116,9 @@ func (s *Sim) serve(node string, table map[string]Handler, w http.ResponseWriter
 	entry := Request{Time: start, Node: node, Method: r.Method, Path: apiPath}
 	var params map[string]any
 	var perr error
-	var up *upload
-	if isUpload(r.Method, apiPath) && r.ContentLength > 0 {
+	if isUpload(r.Method, apiPath) && r.ContentLength > 0 && s.receiveUpload != nil {
 		// pveproxy authenticates an upload before it reads the body, then
-		// takes the body as a multipart file upload (upload.go); without a
+		// takes the body as a multipart file upload (HandleUpload); without a
 		// Content-Length it handles the request as any other.
 		if aerr := s.uploadAuth(node, r, apiPath); aerr != nil {
 			if aerr.Status == 401 {
@@ -131,10 +129,11 @@ func (s *Sim) serve(node string, table map[string]Handler, w http.ResponseWriter
 			writeError(w, aerr)
 			return
 		}
-		params, up, perr = s.receiveUpload(r)
+		var done func()
+		params, done, perr = s.receiveUpload(r)
 		if perr != nil {
 			entry.Duration = time.Since(start)
-			if errors.Is(perr, errNoAnswer) {
+			if errors.Is(perr, ErrNoAnswer) {
 				s.log.add(entry)
 				resetConn(w)
 				return
@@ -144,21 +143,7 @@ func (s *Sim) serve(node string, table map[string]Handler, w http.ResponseWriter
 			writeError(w, ErrStatus(500, "%v", perr))
 			return
 		}
-		s.Mu.Lock()
-		if s.uploads == nil {
-			s.uploads = map[string]*upload{}
-		}
-		s.uploads[up.tmpName] = up
-		s.Mu.Unlock()
-		defer func() {
-			// cleanup_reqstate: a file no task took is removed.
-			s.Mu.Lock()
-			if s.uploads[up.tmpName] == up {
-				delete(s.uploads, up.tmpName)
-				_ = os.Remove(up.hostPath)
-			}
-			s.Mu.Unlock()
-		}()
+		defer done()
 	} else {
 		params, perr = readParams(r)
 	}
@@ -297,7 +282,7 @@ func (s *Sim) dispatch(node string, table map[string]Handler, m *pveschema.Metho
 		if who == nil {
 			return 0, nil, who, ErrStatus(401, "%s", msg)
 		}
-		if who.Ticket && r.Method != "GET" && !(m.HTTPMethod == "POST" && m.Path == uploadMethodPath) {
+		if who.Ticket && r.Method != "GET" && !(m.HTTPMethod == "POST" && m.Path == UploadMethodPath) {
 			if !s.verifyCSRFLocked(db, who.User, r.Header.Get("CSRFPreventionToken"), time.Now()) {
 				return 0, nil, who, ErrStatus(401, "Permission denied - invalid csrf token")
 			}

@@ -32,11 +32,11 @@ func (s *Sim) Handle(routes map[string]Handler) {
 	}
 }
 
-// HandleControl adds a backend's route to the lab's control API
-// (ControlHandler), a net/http pattern "METHOD /v1/...": what the lab
-// offers outside PVE's API for that backend, such as `pvesr run`. The
-// handler decodes and answers as core's own do (ControlDecode,
-// ControlResult). Two handlers for one pattern are a wiring bug.
+// HandleControl adds a route to the lab's control API (ControlHandler), a
+// net/http pattern "METHOD /v1/...": what the lab offers outside PVE's
+// API, its own (pvesim/controlapi) or a backend's, such as `pvesr run`.
+// The handler decodes and answers with ControlDecode and ControlResult.
+// Two handlers for one pattern are a wiring bug.
 func (s *Sim) HandleControl(pattern string, h http.HandlerFunc) {
 	if _, dup := s.controls[pattern]; dup {
 		panic(fmt.Sprintf("pvesim: control route %s is handled twice", pattern))
@@ -96,10 +96,10 @@ func (s *Sim) startLoops() {
 	}
 }
 
-// handleBuiltins registers core's own endpoints: login, the tasks and the
-// upload, which the request pipeline itself serves.
+// handleBuiltins registers core's own endpoints: login and the tasks,
+// which the request pipeline itself serves.
 func (s *Sim) handleBuiltins() {
-	for _, routes := range []map[string]Handler{s.authRoutes(), s.taskRoutes(), s.uploadRoutes()} {
+	for _, routes := range []map[string]Handler{s.authRoutes(), s.taskRoutes()} {
 		s.Handle(routes)
 	}
 }

@@ -179,8 +179,8 @@ type Sim struct {
 	HAErrors  map[string]bool        // HA services in error state, "db/sid"
 	HAMotions map[string]string      // CRM migrations/relocations under way, "db/sid"
 	remotes   map[string]RemoteStore // PBS and CIFS servers the lab offers, by type/server (storageremote.go)
-	uploads   map[string]*upload     // received files by tmpfilename, until their API call takes them (upload.go)
-	uploadSeq int                    // get_upload_filename's $tmpfile_seq_no
+	// how an upload's body is received (HandleUpload, upload.go)
+	receiveUpload UploadReceiver
 
 	routes   map[string]Handler          // "METHOD /schema/path" → its backend's handler (router.go)
 	controls map[string]http.HandlerFunc // the backends' control API routes by pattern (router.go)

@@ -2,11 +2,13 @@
 // entries (pve-storage PVE/API2/Storage/Config.pm: /storage), a node's
 // storages and their status (Status.pm: /nodes/{node}/storage and
 // .../status), and a storage's content (Content.pm: the list, volume
-// info, attributes, allocation and deletion). The rules (storage.cfg's
+// info, attributes, allocation and deletion), and the upload (Status.pm's
+// upload, with the multipart body as pve-http-server's AnyEvent.pm
+// file_upload_multipart receives it; upload.go). The rules (storage.cfg's
 // format and checks, volume names, access) are pvesim/storage's; the
 // volumes themselves are the volume model's (pvesim/volumes), where guests
-// allocate and free them; storage.cfg's lock, activation, the upload (a
-// part of pveproxy) and pvestatd stay in core.
+// allocate and free them; storage.cfg's lock, activation, pveproxy's part
+// of an upload before its body, and pvestatd stay in core.
 package storagesim
 
 import (
@@ -20,10 +22,20 @@ import (
 )
 
 // backend serves the storage endpoints on the core's state.
-type backend struct{ volumes.Model }
+type backend struct {
+	volumes.Model
+	uploads   map[string]*upload // received files by tmpfilename, until their API call takes them (upload.go), under Mu
+	uploadSeq int                // get_upload_filename's $tmpfile_seq_no
+}
 
-// Register adds the storage endpoints to s.
-func Register(s *core.Sim) { s.Handle((&backend{volumes.Model{Sim: s}}).routes()) }
+// Register adds the storage endpoints to s, and the upload's reception
+// to its HTTP layer.
+func Register(s *core.Sim) {
+	b := &backend{Model: volumes.Model{Sim: s}, uploads: map[string]*upload{}}
+	s.Handle(b.routes())
+	s.Handle(b.uploadRoutes())
+	s.HandleUpload(b.receiveUpload)
+}
 
 // storageView is the GET shape: options plus storage, type, digest, with
 // numbers for integer/boolean options (SectionConfig).
