@@ -218,17 +218,19 @@ func ForRun(r *ansible.Run, conn pveapi.Connection, o pveapi.Options) (*pveapi.C
 	return c, nil
 }
 
-// ForRunSecret is ForRun for a run that sends the secret option secret
-// when sent is true: when local mode fell back to pvesh, which would carry
-// it on its command line, readable by any user of the node, the run is
-// refused (pveapi.LocalSecretError) before any request, whether or not
-// the secret would be sent.
-func ForRunSecret(r *ansible.Run, conn pveapi.Connection, o pveapi.Options, secret string, sent bool) (*pveapi.Client, error) {
+// ForRunSecret is ForRun for a run whose task gives the secret option
+// secret (given: set, and the object is kept, not removed). When local
+// mode fell back to pvesh, which would carry it on its command line,
+// readable by any user of the node, such a run is refused
+// (pveapi.LocalSecretError) before any request, even if the object is
+// converged and no write would carry the secret this time: the same task
+// must not pass or fail by the node's state.
+func ForRunSecret(r *ansible.Run, conn pveapi.Connection, o pveapi.Options, secret string, given bool) (*pveapi.Client, error) {
 	c, err := ForRun(r, conn, o)
 	if err != nil {
 		return nil, err
 	}
-	if c.Pvesh() && sent {
+	if c.Pvesh() && given {
 		return nil, pveapi.LocalSecretError(secret)
 	}
 	return c, nil
