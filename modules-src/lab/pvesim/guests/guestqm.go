@@ -13,7 +13,7 @@ func (s Model) LoadQMConfLocked(db *core.ConfigDB, node string, vmid int) (*gues
 	return s.LoadGuestConfLocked(db, VMKind, node, vmid)
 }
 
-// assertOnNode is assert_config_exists_on_node (qemu-server QemuConfig.pm),
+// AssertOnNodeLocked is assert_config_exists_on_node (qemu-server QemuConfig.pm),
 // which check_running runs first in most VM calls.
 func (s Model) AssertOnNodeLocked(db *core.ConfigDB, node string, vmid int) error {
 	if _, ok := s.ReadEtcPve(db, core.GuestConfPath(node, "qemu-server", vmid)); !ok {
