@@ -187,10 +187,11 @@ type Sim struct {
 	loops    []func()                    // the backends' background loops, run by Start (router.go)
 	// the backends' reactions to a node's power (OnNodePower) and to an HA
 	// request (OnHARequest), run under Mu (router.go)
-	nodePower []func(node string, online bool)
-	haRequest []func(dbID string)
-	addGuest  func(node string, g GuestSpec) error // the guest model's fixture (OnAddGuest)
-	journal   []string                             // the nodes' journal lines (journal.go)
+	nodePower  []func(node string, online bool)
+	haRequest  []func(dbID string)
+	addGuest   func(node string, g GuestSpec) error // the guest model's fixture (OnAddGuest)
+	statdCycle func()                               // pvestatd's storage cycle (OnStatdCycle)
+	journal    []string                             // the nodes' journal lines (journal.go)
 }
 
 // nodeRuntime is the serving side of a node (not persisted).
@@ -312,7 +313,6 @@ func (s *Sim) Start(ctx context.Context) error {
 		}
 	}
 	s.startLoops()
-	s.pvestatdLoop()
 	s.Workers.Add(1)
 	go func() {
 		defer s.Workers.Done()
