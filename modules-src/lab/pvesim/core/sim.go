@@ -156,7 +156,6 @@ type Sim struct {
 	cancel  context.CancelFunc
 	Workers sync.WaitGroup // task workers and restart timers
 
-	joinLocks map[string]*sync.Mutex // per cluster DB: pvecm.lock + corosync.conf cfs lock
 	// written holds what the simulator last wrote to (or read from) each
 	// /etc/pve file it manages (etcpve.go), keyed by fileKey.
 	written map[string][]byte
@@ -231,7 +230,7 @@ func New(cfg Config) (*Sim, error) {
 		return nil, fmt.Errorf("another simulator already runs lab %s: %w", cfg.Dir, err)
 	}
 	s := &Sim{Cfg: cfg, schema: schema, lock: lock, nodes: map[string]*nodeRuntime{},
-		joinLocks: map[string]*sync.Mutex{}, written: map[string][]byte{}, started: time.Now(), cas: map[string]*nodecert.CA{}, faults: newFaults(), log: newRequestLog(),
+		written: map[string][]byte{}, started: time.Now(), cas: map[string]*nodecert.CA{}, faults: newFaults(), log: newRequestLog(),
 		routes: map[string]Handler{}, controls: map[string]http.HandlerFunc{}}
 	s.handleBuiltins()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
