@@ -175,9 +175,9 @@ func matchPath(pattern, p string) bool {
 // FaultSlowLocked makes a handler slow inside its lock: the request is
 // handled normally, but the work PVE does between taking the lock and
 // writing the configuration takes Delay. Only POST /storage honours it
-// today: pve-storage src/PVE/API2/Storage/Config.pm create takes
-// lock_storage_config, checks the ID is free, runs the plugin's
-// on_add_hook (a PBS login, a CIFS credentials file) and activate_storage
+// today (pvesim/storagesim, storagecfglock.go): pve-storage
+// src/PVE/API2/Storage/Config.pm create takes lock_storage_config, checks
+// the ID is free, runs the plugin's on_add_hook (a PBS login, a CIFS credentials file) and activate_storage
 // (the NFS or CIFS mount, which can take seconds on a slow server), and
 // only then write_config — so a read during those seconds says "absent"
 // although the create is under way, and a second create waits for the
