@@ -9,6 +9,13 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/cluster"
 )
 
+// NodeVersion is what a node's installed packages say.
+type NodeVersion struct {
+	Version string // pve-manager version: "9.2.5"
+	RepoID  string // the commit pveversion prints
+	Kernel  string // running kernel: "6.14.8-2-pve"
+}
+
 // NodeVersionLocked is what node's packages say (Config.NodeVersion), or
 // the version the lab installs first.
 func (s *Sim) NodeVersionLocked(node string) NodeVersion {

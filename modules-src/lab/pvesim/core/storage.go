@@ -40,13 +40,6 @@ type Volume struct {
 	Subtype string // backups: qemu, lxc or unknown
 }
 
-// NodeVersion is what a node's installed packages say.
-type NodeVersion struct {
-	Version string // pve-manager version: "9.2.5"
-	RepoID  string // the commit pveversion prints
-	Kernel  string // running kernel: "6.14.8-2-pve"
-}
-
 // StorageCreateSchema is POST /storage's method, whose parameters type
 // storage.cfg's values.
 func (s *Sim) StorageCreateSchema() *pveschema.Method { return s.schema.Method("POST", "/storage") }
