@@ -219,7 +219,7 @@ func (s *backend) joinWorker(t *core.TaskRun, joiner, host, fp, password string,
 	t.Logf("check cluster join API version")
 
 	// The member's pvecm.lock + cfs lock on corosync.conf serialise the
-	// addnode halves of joins (C4), not their finish (join.go).
+	// addnode halves of joins (C4), not their finish (core's join.go).
 	cl := s.joinLock(hdb.ID)
 	if !s.lockWithTimeout(cl, lockTimeout) {
 		return "500 can't lock file '/var/lock/pvecm.lock' - got timeout"
