@@ -10,19 +10,25 @@
 // nodes and /join, the node entries of /nodes and /cluster/resources
 // (PVE/API2/Nodes.pm, Cluster.pm resources), and `pvecm status`.
 //
+// It also words quorum's refusal of a write (src/PVE/Cluster.pm cfs_lock's
+// "no quorum!", check_cfs_quorum) and runs addnode's checks in addnode's
+// order (NewMember).
+//
 // corosync.conf itself is pvesim/corosync; this package reads and edits
-// its Conf. It is a backend out of the one-package simulator (issue 27
-// §1), as pvesim/access is: pvesim keeps the handlers, its lock, the
-// tasks, state.json and the node's files (gen_local_dirs, certificates,
-// the stale /etc/pve of a removed node), and passes in what only it
-// knows: which node is up (Up), their addresses and certificate
-// fingerprints. It never imports pvesim.
+// its Conf. It is a rule package below the simulator's core (issue 27 §1),
+// as pvesim/access is: pvesim/core keeps the state (state.json, who is
+// up, the node's files: gen_local_dirs, certificates, the stale /etc/pve
+// of a removed node) and both halves of a join, pvesim/clustersim the
+// handlers, the join's locks and tasks; they pass in what only they know:
+// which node is up (Up), their addresses and certificate fingerprints. It
+// imports neither.
 package cluster
 
 import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/corosync"
 )
@@ -45,6 +51,27 @@ func Quorate(c *corosync.Conf, up Up) bool {
 		}
 	}
 	return votes*2 > c.TotalVotes()
+}
+
+// CfsLockNoQuorum is cfs_lock_file's error on a read-only /etc/pve
+// (pve-cluster src/PVE/Cluster.pm cfs_lock: the lock attempt spins for
+// its timeout, then dies "no quorum!"), wrapped by the caller's message
+// (e.g. "create storage failed"), if it gives one.
+func CfsLockNoQuorum(file, errmsg string) string {
+	msg := fmt.Sprintf("cfs-lock 'file-%s' error: no quorum!", strings.ReplaceAll(file, ".", "_"))
+	if errmsg != "" {
+		msg = errmsg + ": " + msg
+	}
+	return msg
+}
+
+// CheckCfsQuorum is check_cfs_quorum (Cluster.pm), which cluster-wide
+// writes call first.
+func CheckCfsQuorum(quorate bool) error {
+	if !quorate {
+		return fmt.Errorf("cluster not ready - no quorum?")
+	}
+	return nil
 }
 
 // Members are the nodes sharing local's /etc/pve: the nodelist, or local

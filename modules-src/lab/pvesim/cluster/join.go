@@ -183,6 +183,27 @@ func AddNodeID(c *corosync.Conf, joiner string, nodeid, votes int, force bool) (
 	return nodeid, votes, ""
 }
 
+// NewMember is addnode's checks of the joiner, in addnode's order: its
+// links (JoinLinks), then its node id and votes (AddNodeID; nodeid 0 and
+// votes < 0 are not given). It returns the nodelist entry the joiner gets,
+// or PVE's error text. The caller makes the node's directories
+// (LocalDirs), then calls Append.
+func NewMember(c *corosync.Conf, joiner string, nodeid, votes int, links map[string]string, explicit, force bool) (*corosync.Node, string) {
+	links, msg := JoinLinks(c, joiner, links, explicit)
+	if msg != "" {
+		return nil, msg
+	}
+	nodeid, votes, msg = AddNodeID(c, joiner, nodeid, votes, force)
+	if msg != "" {
+		return nil, msg
+	}
+	return &corosync.Node{Name: joiner, NodeID: nodeid, Votes: votes, Links: links}, ""
+}
+
+// LocalDirs are what addnode's gen_local_dirs makes under
+// /etc/pve/nodes/<joiner> (Cluster/Setup.pm): no certificate yet.
+var LocalDirs = []string{"qemu-server", "lxc", "openvz", "priv"}
+
 // Append adds n to c's nodelist, in node id order, as a new config version.
 func Append(c *corosync.Conf, n *corosync.Node) {
 	c.Nodes = append(c.Nodes, n)

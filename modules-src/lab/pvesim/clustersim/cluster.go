@@ -2,31 +2,37 @@
 // join (the joiner's clusterjoin task) and node removal, the join
 // information, totem and node list (pve-cluster PVE/API2/ClusterConfig.pm),
 // /cluster/status and /cluster/resources (pve-manager PVE/API2/Cluster.pm),
-// /nodes and a node's status (Nodes.pm) and /version. The membership
+// /nodes and a node's status (Nodes.pm) and /version, and the locks a join
+// takes (joinlock.go: pvecm.lock, config_change_lock; C4). The membership
 // itself, what a join does to a node and its /etc/pve (addnode,
-// finish_join, the new certificate and API restart: C4, C5) and the
-// quorum every write checks stay in core, where the control API's pvecm
-// stand-ins and every backend and model use them; the rules and views are
-// pvesim/cluster's.
+// finish_join, the new certificate and API restart: C5) and the quorum
+// every write checks stay in core, where the control API's pvecm stand-ins
+// and every backend and model use them; the rules and views are
+// pvesim/cluster's, a certificate's fingerprint pvesim/nodecert's.
 package clustersim
 
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/cluster"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/corosync"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guests"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/nodecert"
 )
 
 // backend serves the cluster and node endpoints on the core's state.
-type backend struct{ guests.Model }
+type backend struct {
+	guests.Model
+	joins *joinLocks
+}
 
 // Register adds the cluster and node endpoints to s.
 func Register(s *core.Sim) {
-	b := &backend{guests.New(s)}
+	b := &backend{Model: guests.New(s), joins: &joinLocks{m: map[string]*sync.Mutex{}}}
 	s.Handle(b.clusterRoutes())
 	s.Handle(b.nodeRoutes())
 }
@@ -129,7 +135,7 @@ func (s *backend) getJoinInfo(rc *core.Req) (any, error) {
 		asked = &node
 	}
 	return cluster.JoinInfo(db.Corosync, rc.Node, asked, s.nodeAddrLocked,
-		func(node string) (string, error) { return s.CertFingerprintLocked(db, node) })
+		func(node string) (string, error) { return nodecert.NodeFingerprint(s.EtcPveDirOfDB(db.ID), node) })
 }
 
 func (s *backend) getClusterNodes(rc *core.Req) (any, error) {
@@ -167,8 +173,8 @@ func (s *backend) joinWorker(t *core.TaskRun, joiner, host, fp, password string,
 	step := s.Cfg.Dur(s.Cfg.TaskDuration, core.DefaultTaskDuration) / 4
 
 	// The joiner's own /var/lock/pvecm.lock.
-	local := s.JoinLock("local:" + joiner)
-	if !s.LockWithTimeout(local, lockTimeout) {
+	local := s.joinLock("local:" + joiner)
+	if !s.lockWithTimeout(local, lockTimeout) {
 		return "can't lock file '/var/lock/pvecm.lock' - got timeout"
 	}
 	defer local.Unlock()
@@ -213,9 +219,9 @@ func (s *backend) joinWorker(t *core.TaskRun, joiner, host, fp, password string,
 	t.Logf("check cluster join API version")
 
 	// The member's pvecm.lock + cfs lock on corosync.conf serialise the
-	// addnode halves of joins (C4), not their finish (join.go).
-	cl := s.JoinLock(hdb.ID)
-	if !s.LockWithTimeout(cl, lockTimeout) {
+	// addnode halves of joins (C4), not their finish (core's join.go).
+	cl := s.joinLock(hdb.ID)
+	if !s.lockWithTimeout(cl, lockTimeout) {
 		return "500 can't lock file '/var/lock/pvecm.lock' - got timeout"
 	}
 	t.Logf("Request addition of this node")

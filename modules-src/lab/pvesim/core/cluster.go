@@ -1,8 +1,6 @@
 package core
 
 import (
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/cluster"
@@ -44,26 +42,18 @@ func (s *Sim) QuorateOnLocked(db *ConfigDB, node string) bool {
 	return s.QuorateLocked(db) && (db.Corosync == nil || s.VotesForLocked(db, node))
 }
 
-// CfsWriteLocked mirrors cfs_lock_file on a read-only /etc/pve: the lock
-// attempt spins for the lock timeout, then dies "no quorum!", wrapped by
-// the caller's message (e.g. "create storage failed"), if it gives one.
+// CfsWriteLocked mirrors cfs_lock_file on a read-only /etc/pve: the
+// answer, cluster.CfsLockNoQuorum, comes after the lock timeout.
 func (s *Sim) CfsWriteLocked(db *ConfigDB, file, errmsg string) *APIError {
 	if s.QuorateLocked(db) {
 		return nil
 	}
-	msg := fmt.Sprintf("cfs-lock 'file-%s' error: no quorum!", strings.ReplaceAll(file, ".", "_"))
-	if errmsg != "" {
-		msg = errmsg + ": " + msg
-	}
-	e := ErrStatus(500, "%s", msg)
+	e := ErrStatus(500, "%s", cluster.CfsLockNoQuorum(file, errmsg))
 	e.wait = s.Cfg.Dur(s.Cfg.LockTimeout, DefaultLockTimeout)
 	return e
 }
 
 // RequireQuorumLocked is check_cfs_quorum, used by cluster-wide writes.
 func (s *Sim) RequireQuorumLocked(db *ConfigDB) error {
-	if !s.QuorateLocked(db) {
-		return fmt.Errorf("cluster not ready - no quorum?")
-	}
-	return nil
+	return cluster.CheckCfsQuorum(s.QuorateLocked(db))
 }

@@ -145,6 +145,10 @@ func (s *Sim) writeFilesLocked(db *ConfigDB) error {
 	return nil
 }
 
+// WriteEtcPveFile is writeEtcPveFile for the models' files under a
+// database's /etc/pve (pvesim/volumes: priv/storage).
+func WriteEtcPveFile(dir, rel string, data []byte) error { return writeEtcPveFile(dir, rel, data) }
+
 // writeEtcPveFile replaces a file atomically: a reader on any node sees the
 // old or the new content, never a mix.
 func writeEtcPveFile(dir, rel string, data []byte) error {
@@ -157,6 +161,11 @@ func writeEtcPveFile(dir, rel string, data []byte) error {
 	}
 	return nil
 }
+
+// ReadFilesLocked is readFilesLocked for a backend that let go of Mu and
+// must see the files as a node now shows them (pvesim/storagesim: pvestatd,
+// a create slowed inside storage.cfg's lock).
+func (s *Sim) ReadFilesLocked(db *ConfigDB) { s.readFilesLocked(db) }
 
 // readFilesLocked takes storage.cfg, corosync.conf (corosyncconf.go) and
 // the pools of user.cfg from db's directory when they differ from what the
@@ -227,6 +236,10 @@ func copyEtcPve(from, to string) error {
 }
 
 // Backend of the lab's /etc/pve mounts (modules-src/lab/pmxcfs).
+
+// EtcPveDirOfDB is the directory of the pmxcfs database dbID, whichever
+// nodes show it.
+func (s *Sim) EtcPveDirOfDB(dbID string) string { return s.etcPveDir(dbID) }
 
 // EtcPveDir is the directory node's /etc/pve shows right now: its own
 // before a join, the cluster's after.

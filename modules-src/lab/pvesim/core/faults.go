@@ -172,6 +172,19 @@ func matchPath(pattern, p string) bool {
 	return ok
 }
 
+// FaultSlowLocked makes a handler slow inside its lock: the request is
+// handled normally, but the work PVE does between taking the lock and
+// writing the configuration takes Delay. Only POST /storage honours it
+// today (pvesim/storagesim, storagecfglock.go): pve-storage
+// src/PVE/API2/Storage/Config.pm create takes lock_storage_config, checks
+// the ID is free, runs the plugin's on_add_hook (a PBS login, a CIFS
+// credentials file) and activate_storage (the NFS or CIFS mount, which can
+// take seconds on a slow server), and only then write_config — so a read during those seconds says "absent"
+// although the create is under way, and a second create waits for the
+// lock. Combined with a short client timeout it loses the answer of a
+// create that then happens ("unanswered but done", issue 15 item 3).
+const FaultSlowLocked FaultKind = "slow-locked"
+
 // Migration faults: the qmigrate worker fails half-way, leaving what PVE
 // leaves.
 const (

@@ -67,6 +67,11 @@ func (s *Sim) UnlockLocked(key string, shared bool) {
 	l.excl = false
 }
 
+// HeldExclusiveLocked tells whether someone holds the lock exclusively
+// (storage.cfg's cfs lock, which pvesim/storagesim waits for). The caller
+// holds s.Mu.
+func (s *Sim) HeldExclusiveLocked(key string) bool { return s.lockOf(key).excl }
+
 // GuestLockKey names the config flock of vmid on node; guestLockFile is its
 // path as PVE prints it.
 func GuestLockKey(node string, vmid int) string { return fmt.Sprintf("%s:qemu:%d", node, vmid) }

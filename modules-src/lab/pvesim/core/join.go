@@ -2,16 +2,13 @@ package core
 
 import (
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/cluster"
-	"github.com/gopve/proxmox/modules-src/lab/pvesim/corosync"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/nodecert"
 )
 
@@ -57,27 +54,21 @@ const FaultFinishJoin FaultKind = "finish-join"
 const DefaultFinishJoinError = "starting pve-cluster failed: command 'systemctl start corosync pve-cluster' failed: exit code 1"
 
 // AddnodeLocked is the member's half: it returns PVE's error text, or "".
-// nodeid 0 and votes < 0 are not given (cluster.AddNodeID).
+// nodeid 0 and votes < 0 are not given (cluster.NewMember).
 func (s *Sim) AddnodeLocked(mdb *ConfigDB, joiner string, nodeid, votes int, links map[string]string, explicit, force bool) string {
 	if err := s.RequireQuorumLocked(mdb); err != nil {
 		return err.Error()
 	}
-	c := mdb.Corosync
-	links, msg := cluster.JoinLinks(c, joiner, links, explicit)
+	member, msg := cluster.NewMember(mdb.Corosync, joiner, nodeid, votes, links, explicit, force)
 	if msg != "" {
 		return msg
 	}
-	nodeid, votes, msg = cluster.AddNodeID(c, joiner, nodeid, votes, force)
-	if msg != "" {
-		return msg
-	}
-	// gen_local_dirs: the node's directories, no certificate yet.
-	for _, sub := range []string{"qemu-server", "lxc", "openvz", "priv"} {
+	for _, sub := range cluster.LocalDirs {
 		if err := os.MkdirAll(filepath.Join(s.etcPveDir(mdb.ID), "nodes", joiner, sub), 0o755); err != nil {
 			return fmt.Sprintf("creating /etc/pve/nodes/%s/%s: %v", joiner, sub, err)
 		}
 	}
-	cluster.Append(c, &corosync.Node{Name: joiner, NodeID: nodeid, Votes: votes, Links: links})
+	cluster.Append(mdb.Corosync, member)
 	mdb.Serial++
 	s.SaveLocked()
 	return ""
@@ -233,49 +224,6 @@ func (s *Sim) JoinableLocked(node string, links map[string]string) []string {
 	}, links)
 }
 
-// CertFingerprintLocked is PVE::Cluster::get_node_fingerprint: the SHA-256
-// of nodes/<node>/pveproxy-ssl.pem, else pve-ssl.pem, as /etc/pve holds it.
-func (s *Sim) CertFingerprintLocked(db *ConfigDB, node string) (string, error) {
-	dir := filepath.Join(s.etcPveDir(db.ID), "nodes", node)
-	p := filepath.Join(dir, "pveproxy-ssl.pem")
-	if _, err := os.Stat(p); err != nil {
-		p = filepath.Join(dir, "pve-ssl.pem")
-	}
-	b, err := os.ReadFile(p)
-	if err != nil {
-		// PVE::Tools::file_get_contents's words.
-		return "", fmt.Errorf("can't open '/etc/pve/nodes/%s/%s' - No such file or directory", node, filepath.Base(p))
-	}
-	block, _ := pem.Decode(b)
-	if block == nil {
-		return "", fmt.Errorf("unable to read certificate from '/etc/pve/nodes/%s/%s'", node, filepath.Base(p))
-	}
-	return nodecert.Fingerprint(block.Bytes), nil
-}
-
-// JoinLock returns the named lock; callers must not hold s.Mu.
-func (s *Sim) JoinLock(dbID string) *sync.Mutex {
-	s.Mu.Lock()
-	defer s.Mu.Unlock()
-	if s.joinLocks[dbID] == nil {
-		s.joinLocks[dbID] = &sync.Mutex{}
-	}
-	return s.joinLocks[dbID]
-}
-
-// LockWithTimeout tries to take m within d.
-func (s *Sim) LockWithTimeout(m *sync.Mutex, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for {
-		if m.TryLock() {
-			return true
-		}
-		if time.Now().After(deadline) || !s.Sleep(20*time.Millisecond) {
-			return false
-		}
-	}
-}
-
 // DetachedCopyLocked copies db (with its root CA, which signed the removed
 // node's certificate) as the stale /etc/pve of a node removed by delnode.
 func (s *Sim) DetachedCopyLocked(db *ConfigDB) (*ConfigDB, error) {
@@ -289,17 +237,8 @@ func (s *Sim) DetachedCopyLocked(db *ConfigDB) (*ConfigDB, error) {
 	}
 	stale.ID = db.ID + "-detached-" + RandomHex(2)
 	stale.Detached = true
-	for _, ext := range []string{".pem", ".key"} {
-		b, err := os.ReadFile(filepath.Join(nodecert.CADir(s.Cfg.Dir), db.ID+ext))
-		if err != nil {
-			if os.IsNotExist(err) {
-				continue // no CA issued yet: the copy creates its own on demand
-			}
-			return nil, fmt.Errorf("copy the cluster CA for the removed node: %w", err)
-		}
-		if err := os.WriteFile(filepath.Join(nodecert.CADir(s.Cfg.Dir), stale.ID+ext), b, 0o600); err != nil {
-			return nil, fmt.Errorf("copy the cluster CA for the removed node: %w", err)
-		}
+	if err := nodecert.CopyCA(s.Cfg.Dir, db.ID, stale.ID); err != nil {
+		return nil, err
 	}
 	if err := copyEtcPve(s.etcPveDir(db.ID), s.etcPveDir(stale.ID)); err != nil {
 		return nil, fmt.Errorf("copy /etc/pve for the removed node: %w", err)

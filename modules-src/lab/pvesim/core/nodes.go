@@ -7,8 +7,14 @@ import (
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/cluster"
-	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
+
+// NodeVersion is what a node's installed packages say.
+type NodeVersion struct {
+	Version string // pve-manager version: "9.2.5"
+	RepoID  string // the commit pveversion prints
+	Kernel  string // running kernel: "6.14.8-2-pve"
+}
 
 // NodeVersionLocked is what node's packages say (Config.NodeVersion), or
 // the version the lab installs first.
@@ -95,60 +101,6 @@ const (
 	SimMaxDisk = 100 * 1024 * 1024 * 1024
 	SimDisk    = 8 * 1024 * 1024 * 1024
 )
-
-func (s *Sim) StorageStatus(node string, st *Storage) map[string]any {
-	// storage_info activates every storage it reports (so a dir storage's
-	// content subdirectories appear on the next status call).
-	active := s.ActivateOn(node, st) == nil
-	e := map[string]any{
-		"storage": st.ID, "type": st.Type, "content": st.Content(),
-		"shared": pvecommon.BoolNum(st.Shared()), "enabled": pvecommon.BoolNum(!st.Disabled()), "active": pvecommon.BoolNum(active),
-	}
-	if active {
-		u := StorageUsage{Total: SimMaxDisk, Used: SimDisk, Avail: SimMaxDisk - SimDisk}
-		if s.Cfg.StorageUsage != nil {
-			var err error
-			got, err := s.Cfg.StorageUsage(node, StorageInfoOf(st))
-			if err != nil {
-				// PVE's status warns and reports the storage inactive.
-				e["active"] = 0
-				return e
-			}
-			if got != (StorageUsage{}) { // zero: nothing real behind it
-				u = got
-			}
-		}
-		e["total"], e["used"], e["avail"] = u.Total, u.Used, u.Avail
-		if u.Total > 0 {
-			e["used_fraction"] = float64(u.Used) / float64(u.Total)
-		}
-	}
-	return e
-}
-
-// storageUsageErrLocked is the storage's size on node (Config.StorageUsage),
-// or the simulator's fixed sizes when nothing real is behind it.
-func (s *Sim) storageUsageErrLocked(node string, st *Storage) (StorageUsage, error) {
-	fixed := StorageUsage{Total: SimMaxDisk, Used: SimDisk, Avail: SimMaxDisk - SimDisk}
-	if s.Cfg.StorageUsage == nil {
-		return fixed, nil
-	}
-	got, err := s.Cfg.StorageUsage(node, StorageInfoOf(st))
-	if err != nil {
-		return StorageUsage{}, err
-	}
-	if got == (StorageUsage{}) { // zero: nothing real behind it
-		return fixed, nil
-	}
-	return got, nil
-}
-
-// StorageUsageLocked is storageUsageErrLocked for views that show no error
-// (the cluster resource list: pvestatd's last numbers, zero on failure).
-func (s *Sim) StorageUsageLocked(node string, st *Storage) StorageUsage {
-	u, _ := s.storageUsageErrLocked(node, st)
-	return u
-}
 
 func (s *Sim) SortedNodeNamesLocked() []string {
 	var out []string

@@ -156,7 +156,6 @@ type Sim struct {
 	cancel  context.CancelFunc
 	Workers sync.WaitGroup // task workers and restart timers
 
-	joinLocks map[string]*sync.Mutex // per cluster DB: pvecm.lock + corosync.conf cfs lock
 	// written holds what the simulator last wrote to (or read from) each
 	// /etc/pve file it manages (etcpve.go), keyed by fileKey.
 	written map[string][]byte
@@ -187,10 +186,11 @@ type Sim struct {
 	loops    []func()                    // the backends' background loops, run by Start (router.go)
 	// the backends' reactions to a node's power (OnNodePower) and to an HA
 	// request (OnHARequest), run under Mu (router.go)
-	nodePower []func(node string, online bool)
-	haRequest []func(dbID string)
-	addGuest  func(node string, g GuestSpec) error // the guest model's fixture (OnAddGuest)
-	journal   []string                             // the nodes' journal lines (journal.go)
+	nodePower  []func(node string, online bool)
+	haRequest  []func(dbID string)
+	addGuest   func(node string, g GuestSpec) error // the guest model's fixture (OnAddGuest)
+	statdCycle func()                               // pvestatd's storage cycle (OnStatdCycle)
+	journal    []string                             // the nodes' journal lines (journal.go)
 }
 
 // nodeRuntime is the serving side of a node (not persisted).
@@ -230,7 +230,7 @@ func New(cfg Config) (*Sim, error) {
 		return nil, fmt.Errorf("another simulator already runs lab %s: %w", cfg.Dir, err)
 	}
 	s := &Sim{Cfg: cfg, schema: schema, lock: lock, nodes: map[string]*nodeRuntime{},
-		joinLocks: map[string]*sync.Mutex{}, written: map[string][]byte{}, started: time.Now(), cas: map[string]*nodecert.CA{}, faults: newFaults(), log: newRequestLog(),
+		written: map[string][]byte{}, started: time.Now(), cas: map[string]*nodecert.CA{}, faults: newFaults(), log: newRequestLog(),
 		routes: map[string]Handler{}, controls: map[string]http.HandlerFunc{}}
 	s.handleBuiltins()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -312,7 +312,6 @@ func (s *Sim) Start(ctx context.Context) error {
 		}
 	}
 	s.startLoops()
-	s.pvestatdLoop()
 	s.Workers.Add(1)
 	go func() {
 		defer s.Workers.Done()

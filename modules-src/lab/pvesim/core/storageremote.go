@@ -25,8 +25,7 @@ func (s *Sim) AddRemoteStore(r RemoteStore) error {
 	return nil
 }
 
-// remoteCheck is what activating a pbs or cifs storage learns from its
-// server, reading the credentials the plugin reads (the priv files).
-func (s *Sim) remoteCheck(db *ConfigDB, st *Storage) error {
-	return storage.CheckRemote(s.PrivStorage(db), st, s.remotes)
-}
+// RemoteStoresLocked are the PBS and SMB servers the lab offers, by
+// storage.RemoteStore's Key (what activating a pbs or cifs storage asks,
+// pvesim/volumes).
+func (s *Sim) RemoteStoresLocked() map[string]RemoteStore { return s.remotes }

@@ -1,7 +1,9 @@
 // Package nodecert is a node's pve-ssl certificate and the root CA of its
 // /etc/pve, as pve-cluster's PVE::Cluster::Setup makes them (src/PVE/Cluster/
 // Setup.pm: gen_pveca_cert, gen_pve_ssl_cert; pve-root-ca.pem signs each
-// node's pve-ssl.pem), and the fingerprint PVE shows for one.
+// node's pve-ssl.pem), the fingerprint PVE shows for one, and
+// get_node_fingerprint's read of it from /etc/pve (src/PVE/Cluster.pm;
+// files.go).
 //
 // Reconstruction: ECDSA P-256 keys instead of PVE's RSA keep lab creation
 // fast; subjects and lifetimes are close to PVE's, not copied. The files

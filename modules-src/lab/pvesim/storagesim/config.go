@@ -4,11 +4,16 @@
 // .../status), and a storage's content (Content.pm: the list, volume
 // info, attributes, allocation and deletion), and the upload (Status.pm's
 // upload, with the multipart body as pve-http-server's AnyEvent.pm
-// file_upload_multipart receives it; upload.go). The rules (storage.cfg's
-// format and checks, volume names, access) are pvesim/storage's; the
-// volumes themselves are the volume model's (pvesim/volumes), where guests
-// allocate and free them; storage.cfg's lock, activation, pveproxy's part
-// of an upload before its body, and pvestatd stay in core.
+// file_upload_multipart receives it; upload.go), the wait for storage.cfg's
+// cfs lock and a create slowed inside it (storagecfglock.go: Storage.pm
+// lock_storage_config), and each node's pvestatd storage cycle
+// (pvestatd.go: pve-manager PVE/Service/pvestatd.pm, a loop registered
+// with OnStart and run at once by Sim.StatdCycle through OnStatdCycle). The
+// rules (storage.cfg's format and checks, volume names, access) are
+// pvesim/storage's; the volumes themselves and a storage's activation are
+// the volume model's (pvesim/volumes), where guests allocate and free them
+// and the cluster's views read them; storage.cfg's file and pveproxy's part
+// of an upload before its body stay in core.
 package storagesim
 
 import (
@@ -35,6 +40,8 @@ func Register(s *core.Sim) {
 	s.Handle(b.routes())
 	s.Handle(b.uploadRoutes())
 	s.HandleUpload(b.receiveUpload)
+	s.OnStart(b.pvestatdLoop)
+	s.OnStatdCycle(b.statdCycleAll)
 }
 
 // storageView is the GET shape: options plus storage, type, digest, with
@@ -92,13 +99,13 @@ func (s *backend) postStorage(rc *core.Req) (any, error) {
 	if aerr := s.CfsWriteLocked(db, "storage.cfg", "create storage failed"); aerr != nil {
 		return nil, aerr
 	}
-	if err := s.StorageCfgFreeLocked(db, "create storage failed"); err != nil {
+	if err := s.storageCfgFreeLocked(db, "create storage failed"); err != nil {
 		return nil, err
 	}
 	if db.Storage[id] != nil {
 		return nil, fmt.Errorf("create storage failed: storage ID '%s' already defined", id)
 	}
-	release, alive := s.SlowInStorageCfgLock(db, rc)
+	release, alive := s.slowInStorageCfgLock(db, rc)
 	defer release()
 	if !alive {
 		return nil, fmt.Errorf("create storage failed: interrupted by signal")
@@ -140,7 +147,7 @@ func (s *backend) putStorage(rc *core.Req) (any, error) {
 	if aerr := s.CfsWriteLocked(db, "storage.cfg", "update storage failed"); aerr != nil {
 		return nil, aerr
 	}
-	if err := s.StorageCfgFreeLocked(db, "update storage failed"); err != nil {
+	if err := s.storageCfgFreeLocked(db, "update storage failed"); err != nil {
 		return nil, err
 	}
 	id := rc.Str("storage")
@@ -156,7 +163,7 @@ func (s *backend) putStorage(rc *core.Req) (any, error) {
 	// lock, after the digest check, and storage.cfg is written at the end
 	// (pve-storage API2/Storage/Config.pm update); a slow-locked fault
 	// stretches it, so a client's answer can be lost before the write.
-	release, alive := s.SlowInStorageCfgLock(db, rc)
+	release, alive := s.slowInStorageCfgLock(db, rc)
 	defer release()
 	if !alive {
 		return nil, fmt.Errorf("update storage failed: interrupted by signal")
@@ -184,7 +191,7 @@ func (s *backend) deleteStorage(rc *core.Req) (any, error) {
 	if aerr := s.CfsWriteLocked(db, "storage.cfg", "delete storage failed"); aerr != nil {
 		return nil, aerr
 	}
-	if err := s.StorageCfgFreeLocked(db, "delete storage failed"); err != nil {
+	if err := s.storageCfgFreeLocked(db, "delete storage failed"); err != nil {
 		return nil, err
 	}
 	id := rc.Str("storage")

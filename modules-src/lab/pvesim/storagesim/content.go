@@ -155,7 +155,7 @@ func (s *backend) postStorageContent(rc *core.Req) (any, error) {
 	}
 	format, err := storage.AllocFormat(name, rc.Str("format"))
 	if err != nil {
-		return nil, core.StorageAPIError(err)
+		return nil, volumes.StorageAPIError(err)
 	}
 	st := db.Storage[id]
 	if st == nil {

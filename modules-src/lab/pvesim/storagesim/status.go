@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
 func (s *backend) getNodeStorage(rc *core.Req) (any, error) {
@@ -27,7 +28,7 @@ func (s *backend) getNodeStorage(rc *core.Req) (any, error) {
 		if c := rc.Str("content"); c != "" && !st.HasContent(c) {
 			continue
 		}
-		out = append(out, s.StorageStatus(rc.Node, st))
+		out = append(out, s.storageStatus(rc.Node, st))
 	}
 	return out, nil
 }
@@ -38,7 +39,7 @@ func (s *backend) getNodeStorageStatus(rc *core.Req) (any, error) {
 	if st == nil || !st.OnNode(rc.Node) {
 		return nil, core.ErrParams(map[string]string{"storage": "No such storage."})
 	}
-	e := s.StorageStatus(rc.Node, st)
+	e := s.storageStatus(rc.Node, st)
 	delete(e, "storage")
 	delete(e, "used_fraction")
 	return e, nil
@@ -69,7 +70,7 @@ func (s *backend) getStorageContent(rc *core.Req) (any, error) {
 		}
 		for _, v := range vols {
 			if (want == "" || v.Content == want) && st.HasContent(v.Content) {
-				out = append(out, v.View())
+				out = append(out, volumeView(v))
 			}
 		}
 	}
@@ -83,4 +84,47 @@ func (s *backend) getStorageContent(rc *core.Req) (any, error) {
 		}
 	}
 	return out, nil
+}
+
+// storageStatus is st's entry in node's storage list and status (storage_info).
+func (s *backend) storageStatus(node string, st *core.Storage) map[string]any {
+	// storage_info activates every storage it reports (so a dir storage's
+	// content subdirectories appear on the next status call).
+	active := s.ActivateOn(node, st) == nil
+	e := map[string]any{
+		"storage": st.ID, "type": st.Type, "content": st.Content(),
+		"shared": pvecommon.BoolNum(st.Shared()), "enabled": pvecommon.BoolNum(!st.Disabled()), "active": pvecommon.BoolNum(active),
+	}
+	if active {
+		u := core.StorageUsage{Total: core.SimMaxDisk, Used: core.SimDisk, Avail: core.SimMaxDisk - core.SimDisk}
+		if s.Cfg.StorageUsage != nil {
+			var err error
+			got, err := s.Cfg.StorageUsage(node, core.StorageInfoOf(st))
+			if err != nil {
+				// PVE's status warns and reports the storage inactive.
+				e["active"] = 0
+				return e
+			}
+			if got != (core.StorageUsage{}) { // zero: nothing real behind it
+				u = got
+			}
+		}
+		e["total"], e["used"], e["avail"] = u.Total, u.Used, u.Avail
+		if u.Total > 0 {
+			e["used_fraction"] = float64(u.Used) / float64(u.Total)
+		}
+	}
+	return e
+}
+
+// volumeView is v as the content list shows it (Content.pm index).
+func volumeView(v core.Volume) map[string]any {
+	e := map[string]any{"volid": v.VolID, "content": v.Content, "format": v.Format, "size": v.Size, "ctime": v.CTime}
+	if v.VMID != 0 {
+		e["vmid"] = v.VMID
+	}
+	if v.Subtype != "" {
+		e["subtype"] = v.Subtype
+	}
+	return e
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/volumes"
 )
 
 // File uploads (ISO images, CT templates, import images):
@@ -293,7 +294,7 @@ func (s *backend) postStorageUpload(rc *core.Req) (any, error) {
 	filename := storage.NormalizeContentFilename(rc.Str("filename"))
 	sub, err := storage.UploadDir(s.Cfg.Version, content, filename)
 	if err != nil {
-		return nil, core.StorageAPIError(err)
+		return nil, volumes.StorageAPIError(err)
 	}
 	if !st.HasContent(content) {
 		return nil, fmt.Errorf("storage '%s' does not support '%s' content", id, content)

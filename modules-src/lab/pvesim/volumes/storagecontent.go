@@ -89,5 +89,5 @@ func CheckVolumeAccess(db *core.ConfigDB, who *core.Principal, r *volRef) error 
 	err := storage.CheckVolumeAccess(func(path string, privs []string, any bool) bool {
 		return core.HasPriv(db, who, path, privs, any)
 	}, r)
-	return core.StorageAPIError(err)
+	return StorageAPIError(err)
 }

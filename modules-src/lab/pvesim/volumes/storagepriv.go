@@ -1,4 +1,4 @@
-package core
+package volumes
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
 
@@ -13,7 +14,9 @@ import (
 // hooks keep a storage's sensitive properties (storage.PrivFiles).
 type privStorage struct{ etcPve string }
 
-func (s *Sim) PrivStorage(db *ConfigDB) privStorage { return privStorage{s.etcPveDir(db.ID)} }
+func (s Model) PrivStorage(db *core.ConfigDB) privStorage {
+	return privStorage{s.EtcPveDirOfDB(db.ID)}
+}
 
 var _ storage.PrivFiles = privStorage{}
 
@@ -24,7 +27,7 @@ func (p privStorage) path(name string) string {
 func (p privStorage) Read(name string) ([]byte, error) { return os.ReadFile(p.path(name)) }
 
 func (p privStorage) Write(name, content string) error {
-	return writeEtcPveFile(p.etcPve, "priv/storage/"+name, []byte(content))
+	return core.WriteEtcPveFile(p.etcPve, "priv/storage/"+name, []byte(content))
 }
 
 func (p privStorage) Remove(name string) error {

@@ -1,4 +1,4 @@
-package core
+package storagesim
 
 import "time"
 
@@ -18,36 +18,33 @@ import "time"
 // $updatetime between cycles; the lab runs a cycle every StatdInterval
 // from the simulator's start, on each node that is up (a powered-off node
 // runs no daemon). The rrd/metrics side of the cycle is not simulated.
-func (s *Sim) statdInterval() time.Duration {
+func (s *backend) statdInterval() time.Duration {
 	return s.Cfg.Dur(s.Cfg.StatdInterval, 10*time.Second)
 }
 
-func (s *Sim) pvestatdLoop() {
-	s.Workers.Add(1)
-	go func() {
-		defer s.Workers.Done()
-		for s.Sleep(max(s.statdInterval(), 10*time.Millisecond)) {
-			s.StatdCycle()
-		}
-	}()
+// pvestatdLoop is the daemon, Start's loop (core.Sim.OnStart).
+func (s *backend) pvestatdLoop() {
+	for s.Sleep(max(s.statdInterval(), 10*time.Millisecond)) {
+		s.statdCycleAll()
+	}
 }
 
 // statdCycle is one update_storage_status on node: activate every storage
 // enabled there, one at a time, the lock released between storages so API
 // calls are not held up by a whole cycle. Errors are pvestatd's warnings:
 // nothing to report.
-func (s *Sim) statdCycle(node string) {
+func (s *backend) statdCycle(node string) {
 	s.Mu.Lock()
 	if !s.NodeUpLocked(node) {
 		s.Mu.Unlock()
 		return
 	}
 	db := s.DBOf(node)
-	s.readFilesLocked(db) // cfs_update: storage.cfg as the node sees it now
+	s.ReadFilesLocked(db) // cfs_update: storage.cfg as the node sees it now
 	ids := db.SortedStorageIDs()
 	s.Mu.Unlock()
 	for _, id := range ids {
-		if s.ctx.Err() != nil {
+		if !s.Sleep(0) { // the simulator closed
 			return
 		}
 		s.Mu.Lock()
@@ -59,12 +56,10 @@ func (s *Sim) statdCycle(node string) {
 	}
 }
 
-// StatdCycle runs one pvestatd storage cycle on every node that is up, now,
-// and returns when it is done: a test that compares a node's files before
-// and after a run (labtest.UpperDigest) settles the daemon first, so that a
-// directory pvestatd was about to create for an earlier storage change is
-// not counted as the run's write.
-func (s *Sim) StatdCycle() {
+// statdCycleAll runs one pvestatd storage cycle on every node that is up,
+// now, and returns when it is done (the loop's cycle, and core.Sim's
+// StatdCycle through OnStatdCycle).
+func (s *backend) statdCycleAll() {
 	s.Mu.Lock()
 	nodes := []string{}
 	for _, n := range s.SortedNodeNamesLocked() {
