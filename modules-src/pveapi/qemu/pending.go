@@ -173,3 +173,21 @@ func WaitUnlocked(ctx context.Context, k guest.Kind, vmid int, node string, read
 		}
 	}
 }
+
+// VerifyCreated proves a guest this run made, once read finds its config
+// on node: readable, unlocked, not a template, and its name key (a VM's
+// name, a CT's hostname) holding name ("" asks nothing: a VM created
+// without one).
+func VerifyCreated(ctx context.Context, k guest.Kind, vmid int, node string, read func(context.Context) (Config, error), nameKey, name string) error {
+	cfg, err := read(ctx)
+	if err != nil {
+		return fmt.Errorf("%s %d is not readable on %s after its creation: %w", k.Word, vmid, node, err)
+	}
+	if cfg.Lock() != "" || cfg.Template() {
+		return fmt.Errorf("%s %d on %s: lock %q, template %v after its creation", k.Word, vmid, node, cfg.Lock(), cfg.Template())
+	}
+	if name != "" && cfg.Values[nameKey] != name {
+		return fmt.Errorf("%s %d on %s has %s %q, not %q", k.Word, vmid, node, nameKey, cfg.Values[nameKey], name)
+	}
+	return nil
+}
