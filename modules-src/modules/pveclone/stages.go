@@ -184,16 +184,12 @@ func (v *vm) verifySettings(ctx context.Context, st qemu.State) error {
 		return err
 	}
 	v.setFinal(now)
-	if !p.empty() {
-		var keys []string
-		for k := range p.set {
-			keys = append(keys, fmt.Sprintf("%s=%q (read back %q)", k, p.set[k], now.Next.Values[k]))
-		}
-		for _, r := range p.resizes {
-			keys = append(keys, fmt.Sprintf("%s size %s", r.disk, fmtSize(r.from)))
-		}
-		slices.Sort(keys)
-		return fmt.Errorf("VM %d read back after the update still differs: %s", v.p.VMID, strings.Join(keys, "; "))
+	var grown []string
+	for _, r := range p.resizes {
+		grown = append(grown, fmt.Sprintf("%s size %s", r.disk, fmtSize(r.from)))
+	}
+	if err := qemu.StillDiffers(guest.VM, v.p.VMID, p.set, now.Next.Values, grown); err != nil {
+		return err
 	}
 	if v.read != nil {
 		v.read.Next, v.read.Live, v.read.Pending = now.Next, now.Live, now.Pending

@@ -191,3 +191,18 @@ func VerifyCreated(ctx context.Context, k guest.Kind, vmid int, node string, rea
 	}
 	return nil
 }
+
+// StillDiffers is a settings change's read-back that differs still: each
+// key set with what was sent and what reads back (values), then each
+// volume not grown (grown: "key size N"), sorted; nil when nothing does.
+func StillDiffers(k guest.Kind, vmid int, set, values map[string]string, grown []string) error {
+	if len(set) == 0 && len(grown) == 0 {
+		return nil
+	}
+	keys := slices.Clone(grown)
+	for key, sent := range set {
+		keys = append(keys, fmt.Sprintf("%s=%q (read back %q)", key, sent, values[key]))
+	}
+	slices.Sort(keys)
+	return fmt.Errorf("%s %d read back after the update still differs: %s", k.Word, vmid, strings.Join(keys, "; "))
+}

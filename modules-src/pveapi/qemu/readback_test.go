@@ -42,3 +42,17 @@ func TestVerifyCreated(t *testing.T) {
 		}
 	}
 }
+
+// A settings change read back is proved only when nothing it set or grew
+// still differs; otherwise every key names what was sent and what reads
+// back, and every volume its size, in one sorted list.
+func TestStillDiffers(t *testing.T) {
+	if err := StillDiffers(guest.VM, 100, map[string]string{}, map[string]string{"cores": "4"}, nil); err != nil {
+		t.Errorf("nothing left: %v", err)
+	}
+	err := StillDiffers(guest.CT, 200, map[string]string{"memory": "2048", "cores": "4"}, map[string]string{"cores": "2"}, []string{"rootfs size 8G"})
+	want := `CT 200 read back after the update still differs: cores="4" (read back "2"); memory="2048" (read back ""); rootfs size 8G`
+	if err == nil || err.Error() != want {
+		t.Errorf("got %v, want %s", err, want)
+	}
+}
