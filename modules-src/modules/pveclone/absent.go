@@ -21,7 +21,7 @@ import (
 // destroy all the same (the config changed between this read and the
 // destroy), the stop is reported as the change it was.
 func (v *vm) planDestroy(ctx context.Context, g clusterguests.Guest) ([]ansible.Change, error) {
-	st, err := v.observe(ctx, g.Node, g.Status == "running", g.HAState != "")
+	st, err := v.observe(ctx, g.Node, g.Status == "running", g.HAManaged())
 	if err != nil {
 		return nil, err
 	}

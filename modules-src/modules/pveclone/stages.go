@@ -12,7 +12,6 @@ import (
 	"github.com/gopve/proxmox/modules-src/pveapi"
 	"github.com/gopve/proxmox/modules-src/pveapi/apischema"
 	"github.com/gopve/proxmox/modules-src/pveapi/guest"
-	"github.com/gopve/proxmox/modules-src/pveapi/ha"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveformat"
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
@@ -361,13 +360,10 @@ func sizeOf(r apischema.Request) int64 {
 	return n
 }
 
-// haManaged reads whether the VM is an HA resource.
+// haManaged reads whether HA manages the VM (qemu-server then asks the
+// HA manager, H4): an ignored resource does not count.
 func (v *vm) haManaged(ctx context.Context) (bool, error) {
-	managed, err := ha.Managed(ctx, v.c, ha.SID{Type: "vm", VMID: v.p.VMID})
-	if err != nil {
-		return false, fmt.Errorf("cannot read whether HA manages VM %d: %w", v.p.VMID, err)
-	}
-	return managed, nil
+	return guest.HAManaged(ctx, v.c, guest.VM, v.p.VMID)
 }
 
 // checkSnippets: every cicustom volume is on a storage that holds

@@ -160,7 +160,7 @@ func (v *vm) planVM(ctx context.Context, _ *ansible.World) ([]ansible.Change, er
 		if v.p.State == "absent" {
 			return v.planDestroy(ctx, g)
 		}
-		st, err := v.observe(ctx, g.Node, g.Status == "running", g.HAState != "")
+		st, err := v.observe(ctx, g.Node, g.Status == "running", g.HAManaged())
 		if err != nil {
 			return nil, err
 		}
