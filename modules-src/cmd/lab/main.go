@@ -113,6 +113,23 @@ func (w *where) flags(fs *flag.FlagSet) {
 	fs.StringVar(&w.dir, "dir", "", "lab directory (default "+labctl.BaseDir+"/lab<slot>)")
 }
 
+// newCommand is the flag set of one lab command, with the --slot/--dir
+// pair every command takes.
+func newCommand(name string) (*flag.FlagSet, *where) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	w := &where{}
+	w.flags(fs)
+	return fs, w
+}
+
+// parse parses a command's arguments and names the lab it is about.
+func (w *where) parse(fs *flag.FlagSet, args []string) (string, error) {
+	if err := fs.Parse(args); err != nil {
+		return "", err
+	}
+	return w.resolve()
+}
+
 // resolve names the lab a command is about: --dir, --slot, else the only
 // lab under BaseDir, else slot 1.
 func (w *where) resolve() (string, error) {
@@ -163,9 +180,7 @@ func existingLabs() []string {
 }
 
 func up(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("lab up", flag.ContinueOnError)
-	var w where
-	w.flags(fs)
+	fs, w := newCommand("lab up")
 	nodes := fs.Int("nodes", 3, "number of nodes (pve01…)")
 	pve := fs.Int("pve", 9, "PVE major version: 8 (Debian 12) or 9 (Debian 13)")
 	toolsBin := fs.String("labtools", "", "CLI stand-ins binary (default: labtools next to this binary, else built from the checkout, else this binary)")
@@ -313,9 +328,7 @@ func printUsage(w io.Writer, st labctl.State) {
 }
 
 func supervise(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("lab supervise", flag.ContinueOnError)
-	var w where
-	w.flags(fs)
+	fs, w := newCommand("lab supervise")
 	nodes := fs.Int("nodes", 3, "")
 	pve := fs.Int("pve", 9, "")
 	tools := fs.String("labtools", "", "")
@@ -338,13 +351,8 @@ func supervise(args []string, stdout io.Writer) error {
 }
 
 func down(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("lab down", flag.ContinueOnError)
-	var w where
-	w.flags(fs)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	dir, err := w.resolve()
+	fs, w := newCommand("lab down")
+	dir, err := w.parse(fs, args)
 	if err != nil {
 		return err
 	}
@@ -371,9 +379,7 @@ func down(args []string, stdout io.Writer) error {
 }
 
 func status(args []string, stdout io.Writer) (bool, error) {
-	fs := flag.NewFlagSet("lab status", flag.ContinueOnError)
-	var w where
-	w.flags(fs)
+	fs, w := newCommand("lab status")
 	all := fs.Bool("all", false, "every lab under "+labctl.BaseDir)
 	if err := fs.Parse(args); err != nil {
 		return false, err
@@ -421,9 +427,7 @@ func status(args []string, stdout io.Writer) (bool, error) {
 }
 
 func sshCmd(args []string) error {
-	fs := flag.NewFlagSet("lab ssh", flag.ContinueOnError)
-	var w where
-	w.flags(fs)
+	fs, w := newCommand("lab ssh")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -458,9 +462,7 @@ func sshCmd(args []string) error {
 // power asks the process holding the lab (supervisor or test) to cut,
 // restore or cycle a node's power.
 func power(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("lab power", flag.ContinueOnError)
-	var w where
-	w.flags(fs)
+	fs, w := newCommand("lab power")
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up after this long")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -502,13 +504,8 @@ func power(args []string, stdout io.Writer) error {
 // changes on every login or task (labctl.NotState): diff two of them to
 // see what a run changed. pvestatd is settled first.
 func digest(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("lab digest", flag.ContinueOnError)
-	var w where
-	w.flags(fs)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	dir, err := w.resolve()
+	fs, w := newCommand("lab digest")
+	dir, err := w.parse(fs, args)
 	if err != nil {
 		return err
 	}

@@ -26,20 +26,13 @@ import (
 	"github.com/gopve/proxmox/modules-src/pveapi/pveformat"
 )
 
-// Module is pve_access.
-func Module() ansible.Module { return New(pveapi.Options{}) }
-
-// New builds the module with client options (tests point it at a
-// simulator with short retries).
-func New(o pveapi.Options) ansible.Module {
-	// CreatedEarlier (APIModule): a check run of the role (user, then its
-	// token, then ACL entries granting a new role) meets a user or role an
-	// earlier task of the same play creates, assumed only when
-	// created_earlier names it.
-	m := about()
-	m.Spec, m.Params, m.Timeout = spec(), params{}, 2*time.Minute
-	return pveansible.APIModule(m, o, run)
-}
+// Module builds pve_access as the binary registers it; New builds it with
+// client options (tests point it at a simulator with short retries).
+//
+// Every API module's check run assumes what created_earlier names: here a
+// run of the role (user, then its token, then ACL entries granting a new
+// role) meets a user or role an earlier task of the same play creates.
+var Module, New = pveansible.Declare(about, spec, params{}, 2*time.Minute, run)
 
 func spec() ansible.Spec {
 	opts := map[string]ansible.Option{

@@ -507,6 +507,59 @@ func TestH4StartThroughHA(t *testing.T) {
 	}
 }
 
+// H4: an HA resource in state ignored is not HA-managed for PVE
+// (HA::Config's service_check_ha_state: "ignored service behave as if
+// they were not managed"): qemu-server's vm_start runs a qmstart itself,
+// while the guest list still shows hastate "ignored". The task starts the
+// VM directly, in check mode and for real, and says nothing of HA; the
+// resource stays ignored.
+func TestH4IgnoredHAStartsDirectly(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 9)
+	if res := w.run(webArgs(), false); failed(res) {
+		t.Fatal(msg(res))
+	}
+	if _, err := w.client().Dispatch(context.Background(), pveapi.Write{Method: "POST", Path: "/cluster/ha/resources", What: "ha resource",
+		Params: url.Values{"sid": {"vm:201"}, "state": {"ignored"}}, Settle: func(context.Context) (bool, error) { return false, nil }, Creates: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, check := range []bool{true, false} {
+		w.sim.ResetRequests()
+		res := w.run(with(webArgs(), "state", "started"), check)
+		if failed(res) || res["changed"] != true || strings.Contains(pveapi.String(res["changes"]), "HA") {
+			t.Fatalf("check=%v: %v %v", check, msg(res), res["changes"])
+		}
+	}
+	var tasks []struct {
+		Type string `json:"type"`
+	}
+	g, _ := clusterguests.Find(w.guests(), 201)
+	if err := w.client().Get(context.Background(), "/nodes/"+g.Node+"/tasks", url.Values{"vmid": {"201"}}, &tasks); err != nil {
+		t.Fatal(err)
+	}
+	direct := false
+	for _, task := range tasks {
+		direct = direct || task.Type == "qmstart"
+		if strings.HasPrefix(task.Type, "ha") {
+			t.Errorf("an HA request ran: %+v", tasks)
+		}
+	}
+	if !direct {
+		t.Errorf("no qmstart task: %+v", tasks)
+	}
+	var ha map[string]any
+	if err := w.client().Get(context.Background(), "/cluster/ha/resources/vm:201", nil, &ha); err != nil || ha["state"] != "ignored" {
+		t.Errorf("HA resource after the start: %v %v", ha, err)
+	}
+	if g.Status != "running" {
+		t.Errorf("VM 201 is %s", g.Status)
+	}
+	w.sim.ResetRequests()
+	if again := w.run(with(webArgs(), "state", "started"), false); failed(again) || again["changed"] != false || len(writes(w.sim)) != 0 {
+		t.Errorf("rerun: %v %v", msg(again), again["changes"])
+	}
+}
+
 // A linked clone on the template's node (lvmthin): check mode predicts the
 // volume under its base, and the real run reads it back so.
 func TestLinkedClone(t *testing.T) {

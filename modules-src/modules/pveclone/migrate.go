@@ -353,5 +353,5 @@ func (v *vm) verifyMoved(ctx context.Context, m migration) error {
 // task's, when migrate_existing is off: nothing moves by surprise.
 func (v *vm) misplaced(g clusterguests.Guest) {
 	v.r.Warn(fmt.Sprintf("node: VM %d is on node %s, not on %s as the task asks; it was not moved (migrate_existing: true migrates it%s)",
-		v.p.VMID, g.Node, v.p.Node, map[bool]string{true: ", through HA", false: ""}[g.HAState != ""]))
+		v.p.VMID, g.Node, v.p.Node, map[bool]string{true: ", through HA", false: ""}[g.HAManaged()]))
 }

@@ -28,20 +28,12 @@ import (
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/ansible"
-	"github.com/gopve/proxmox/modules-src/pveapi"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
 )
 
-// Module is pve_clone.
-func Module() ansible.Module { return New(pveapi.Options{}) }
-
-// New builds the module with client options (tests point it at a
-// simulator with short retries and polls).
-func New(o pveapi.Options) ansible.Module {
-	m := about()
-	m.Spec, m.Params, m.Timeout = spec(), params{}, 15*time.Minute
-	return pveansible.APIModule(m, o, run)
-}
+// Module builds pve_clone as the binary registers it; New builds it with
+// client options (tests point it at a simulator with short retries).
+var Module, New = pveansible.Declare(about, spec, params{}, 15*time.Minute, run)
 
 // params are the module's options.
 type params struct {

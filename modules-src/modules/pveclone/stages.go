@@ -12,7 +12,6 @@ import (
 	"github.com/gopve/proxmox/modules-src/pveapi"
 	"github.com/gopve/proxmox/modules-src/pveapi/apischema"
 	"github.com/gopve/proxmox/modules-src/pveapi/guest"
-	"github.com/gopve/proxmox/modules-src/pveapi/ha"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveformat"
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
@@ -184,16 +183,12 @@ func (v *vm) verifySettings(ctx context.Context, st qemu.State) error {
 		return err
 	}
 	v.setFinal(now)
-	if !p.empty() {
-		var keys []string
-		for k := range p.set {
-			keys = append(keys, fmt.Sprintf("%s=%q (read back %q)", k, p.set[k], now.Next.Values[k]))
-		}
-		for _, r := range p.resizes {
-			keys = append(keys, fmt.Sprintf("%s size %s", r.disk, fmtSize(r.from)))
-		}
-		slices.Sort(keys)
-		return fmt.Errorf("VM %d read back after the update still differs: %s", v.p.VMID, strings.Join(keys, "; "))
+	var grown []string
+	for _, r := range p.resizes {
+		grown = append(grown, fmt.Sprintf("%s size %s", r.disk, fmtSize(r.from)))
+	}
+	if err := qemu.StillDiffers(guest.VM, v.p.VMID, p.set, now.Next.Values, grown); err != nil {
+		return err
 	}
 	if v.read != nil {
 		v.read.Next, v.read.Live, v.read.Pending = now.Next, now.Live, now.Pending
@@ -365,13 +360,10 @@ func sizeOf(r apischema.Request) int64 {
 	return n
 }
 
-// haManaged reads whether the VM is an HA resource.
+// haManaged reads whether HA manages the VM (qemu-server then asks the
+// HA manager, H4): an ignored resource does not count.
 func (v *vm) haManaged(ctx context.Context) (bool, error) {
-	managed, err := ha.Managed(ctx, v.c, ha.SID{Type: "vm", VMID: v.p.VMID})
-	if err != nil {
-		return false, fmt.Errorf("cannot read whether HA manages VM %d: %w", v.p.VMID, err)
-	}
-	return managed, nil
+	return guest.HAManaged(ctx, v.c, guest.VM, v.p.VMID)
 }
 
 // checkSnippets: every cicustom volume is on a storage that holds

@@ -160,7 +160,7 @@ func (v *vm) planVM(ctx context.Context, _ *ansible.World) ([]ansible.Change, er
 		if v.p.State == "absent" {
 			return v.planDestroy(ctx, g)
 		}
-		st, err := v.observe(ctx, g.Node, g.Status == "running", g.HAState != "")
+		st, err := v.observe(ctx, g.Node, g.Status == "running", g.HAManaged())
 		if err != nil {
 			return nil, err
 		}
@@ -347,17 +347,8 @@ func (v *vm) waitConfig(ctx context.Context, node string) error {
 }
 
 func (v *vm) verifyPresent(ctx context.Context, node string) error {
-	cfg, err := qemu.GetConfig(ctx, v.c, node, v.p.VMID, false)
-	if err != nil {
-		return fmt.Errorf("VM %d is not readable on %s after its creation: %w", v.p.VMID, node, err)
-	}
-	if cfg.Lock() != "" || cfg.Template() {
-		return fmt.Errorf("VM %d on %s: lock %q, template %v after its creation", v.p.VMID, node, cfg.Lock(), cfg.Template())
-	}
-	if v.p.Name != "" && cfg.Values["name"] != v.p.Name {
-		return fmt.Errorf("VM %d on %s is named %q, not %q", v.p.VMID, node, cfg.Values["name"], v.p.Name)
-	}
-	return nil
+	read := func(ctx context.Context) (qemu.Config, error) { return qemu.GetConfig(ctx, v.c, node, v.p.VMID, false) }
+	return qemu.VerifyCreated(ctx, guest.VM, v.p.VMID, node, read, "name", v.p.Name)
 }
 
 func (v *vm) isRunning(ctx context.Context, node string) (bool, error) {

@@ -12,14 +12,16 @@ import (
 	"github.com/gopve/proxmox/modules-src/pveapi/apischema"
 	"github.com/gopve/proxmox/modules-src/pveapi/clusterguests"
 	"github.com/gopve/proxmox/modules-src/pveapi/guest"
+	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
 )
 
 // planDestroy plans state: absent as pve_clone does, one change per write:
 // a running CT is first stopped (through HA when HA manages it) and waited
-// for until PVE reports it stopped, then destroyed. What pve-container's
-// destroy_vm refuses (protection, a lock, HA or replication jobs without
-// purge) is refused first, before any write, check mode alike.
+// for until PVE reports it stopped (pveansible.StopBeforeDestroy), then
+// destroyed. What pve-container's destroy_vm refuses (protection, a lock,
+// HA or replication jobs without purge) is refused first, before any
+// write, check mode alike.
 func (v *ct) planDestroy(ctx context.Context, g clusterguests.Guest, st qemu.State) ([]ansible.Change, error) {
 	v.setFinal(st)
 	d, err := guest.DestroyRefusal(ctx, v.c, guest.Destroy{Kind: guest.CT, VMID: g.VMID, Name: g.Name, Config: st.Next.Values, Purge: v.p.Purge})
@@ -42,31 +44,10 @@ func (v *ct) planDestroy(ctx context.Context, g clusterguests.Guest, st qemu.Sta
 		if err := stop.Validate(v.version); err != nil {
 			return nil, v.schemaError(err)
 		}
-		task, via := "vzstop", ""
-		if d.HAManaged {
-			task, via = "hastop", " through HA"
-		}
-		changes = append(changes, ansible.Change{
-			ID:      "ct:absent-stop",
-			Summary: fmt.Sprintf("stop CT %d (%s) on %s%s before destroying it", g.VMID, g.Name, g.Node, via),
-			Diff:    &ansible.Diff{Before: "status: running\n", After: "status: stopped\n", BeforeHeader: "CT " + id, AfterHeader: "CT " + id},
-			Apply: func(ctx context.Context) error {
-				if err := v.send(ctx, stop, pveapi.Write{What: fmt.Sprintf("stop CT %d%s", g.VMID, via),
-					Settle: func(ctx context.Context) (bool, error) { r, err := v.isRunning(ctx, g.Node); return !r, err }}, task); err != nil {
-					return err
-				}
-				if err := guest.WaitRunning(ctx, v.c, guest.CT, g.Node, g.VMID, false, v.poll); err != nil {
-					return fmt.Errorf("CT %d was asked to stop%s but PVE still reports it running: it was not destroyed: %w", g.VMID, via, err)
-				}
-				return nil
-			},
-			Verify: func(ctx context.Context) error {
-				if r, err := v.isRunning(ctx, g.Node); err != nil || r {
-					return fmt.Errorf("CT %d is still running after the stop (%v)", g.VMID, err)
-				}
-				return nil
-			},
-		})
+		changes = append(changes, pveansible.StopBeforeDestroy{Kind: guest.CT, Guest: g, HAManaged: d.HAManaged, Task: "vzstop", Client: v.c, Poll: v.poll,
+			Send: func(ctx context.Context, what, task string, settle func(context.Context) (bool, error)) error {
+				return v.send(ctx, stop, pveapi.Write{What: what, Settle: settle}, task)
+			}}.Change())
 	}
 	return append(changes, ansible.Change{
 		ID:      "ct:absent",

@@ -13,6 +13,7 @@ import (
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/pveapi"
 	"github.com/gopve/proxmox/modules-src/pveapi/apischema"
+	"github.com/gopve/proxmox/modules-src/pveapi/guest"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveformat"
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
@@ -159,16 +160,12 @@ func (v *ct) verifySettings(ctx context.Context, st qemu.State) error {
 	if err != nil {
 		return err
 	}
-	if !p.empty() {
-		var keys []string
-		for k := range p.set {
-			keys = append(keys, fmt.Sprintf("%s=%q (read back %q)", k, p.set[k], now.Next.Values[k]))
-		}
-		for _, r := range p.resizes {
-			keys = append(keys, fmt.Sprintf("%s size %s", r.key, pveformat.FormatSize(r.from)))
-		}
-		slices.Sort(keys)
-		return fmt.Errorf("CT %d read back after the update still differs: %s", v.p.VMID, strings.Join(keys, "; "))
+	var grown []string
+	for _, r := range p.resizes {
+		grown = append(grown, fmt.Sprintf("%s size %s", r.key, pveformat.FormatSize(r.from)))
+	}
+	if err := qemu.StillDiffers(guest.CT, v.p.VMID, p.set, now.Next.Values, grown); err != nil {
+		return err
 	}
 	if v.read != nil {
 		v.read.Next, v.read.Live, v.read.Pending = now.Next, now.Live, now.Pending

@@ -190,17 +190,8 @@ func (v *ct) waitConfig(ctx context.Context, node string) error {
 }
 
 func (v *ct) verifyPresent(ctx context.Context, node string) error {
-	cfg, err := v.config(ctx, node)
-	if err != nil {
-		return fmt.Errorf("CT %d is not readable on %s after its creation: %w", v.p.VMID, node, err)
-	}
-	if cfg.Lock() != "" || cfg.Template() {
-		return fmt.Errorf("CT %d on %s: lock %q, template %v after its creation", v.p.VMID, node, cfg.Lock(), cfg.Template())
-	}
-	if cfg.Values["hostname"] != v.p.Hostname {
-		return fmt.Errorf("CT %d on %s has hostname %q, not %q", v.p.VMID, node, cfg.Values["hostname"], v.p.Hostname)
-	}
-	return nil
+	read := func(ctx context.Context) (qemu.Config, error) { return v.config(ctx, node) }
+	return qemu.VerifyCreated(ctx, guest.CT, v.p.VMID, node, read, "hostname", v.p.Hostname)
 }
 
 // config reads GET …/lxc/{vmid}/config (pending values applied).

@@ -96,7 +96,7 @@ func (v *ct) planCT(ctx context.Context, _ *ansible.World) ([]ansible.Change, er
 		return nil, err
 	}
 	v.existed, v.node = true, g.Node
-	st, err := v.observe(ctx, g.Node, g.Status == "running", g.HAState != "")
+	st, err := v.observe(ctx, g.Node, g.Status == "running", g.HAManaged())
 	if err != nil {
 		return nil, err
 	}

@@ -63,9 +63,8 @@ func (v *ct) planPower(ctx context.Context, w *ansible.World) ([]ansible.Change,
 	return []ansible.Change{pw.Change(pveansible.PowerChange{St: st, Want: want, Apply: apply, Running: v.isRunning, Refresh: refresh, SetFinal: v.setFinal})}, nil
 }
 
-// haManaged reads whether HA manages the CT: configured, and not
-// ignored (pve-container then asks the HA manager, H4).
+// haManaged reads whether HA manages the CT (pve-container then asks the
+// HA manager, H4).
 func (v *ct) haManaged(ctx context.Context) (bool, error) {
-	configured, state, err := guest.HAResource(ctx, v.c, guest.CT, v.p.VMID)
-	return configured && state != "ignored", err
+	return guest.HAManaged(ctx, v.c, guest.CT, v.p.VMID)
 }

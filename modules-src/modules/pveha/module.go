@@ -31,16 +31,9 @@ import (
 	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
 )
 
-// Module is pve_ha.
-func Module() ansible.Module { return New(pveapi.Options{}) }
-
-// New builds the module with client options (tests point it at a
-// simulator with short retries).
-func New(o pveapi.Options) ansible.Module {
-	m := about()
-	m.Spec, m.Params, m.Timeout = spec(), params{}, 15*time.Minute
-	return pveansible.APIModule(m, o, run)
-}
+// Module builds pve_ha as the binary registers it; New builds it with
+// client options (tests point it at a simulator with short retries).
+var Module, New = pveansible.Declare(about, spec, params{}, 15*time.Minute, run)
 
 func spec() ansible.Spec {
 	opts := map[string]ansible.Option{

@@ -27,6 +27,13 @@ type Guest struct {
 	Tags     string `json:"tags"`
 }
 
+// HAManaged tells whether the guest list shows HA managing the guest: an
+// HA resource in any state but ignored (HA::Config's
+// service_check_ha_state: "ignored service behave as if they were not
+// managed", so vm_start, vm_stop and migrate act directly; hastate still
+// reads "ignored", the resource's configured state).
+func (g Guest) HAManaged() bool { return g.HAState != "" && g.HAState != "ignored" }
+
 // IsVM tells whether the guest is a QEMU VM (not a container).
 func (g Guest) IsVM() bool { return g.Type == "qemu" }
 

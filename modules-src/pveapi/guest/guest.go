@@ -43,6 +43,15 @@ func HAResource(ctx context.Context, g pveapi.Getter, k Kind, vmid int) (configu
 	return found, r.State, nil
 }
 
+// HAManaged reads whether HA manages the guest as qemu-server's and
+// pve-container's start, stop and migrate ask it (HA::Config's
+// vm_is_ha_managed): configured, in any state but ignored. Those calls
+// then hand the request to the HA manager (H4).
+func HAManaged(ctx context.Context, g pveapi.Getter, k Kind, vmid int) (bool, error) {
+	configured, state, err := HAResource(ctx, g, k, vmid)
+	return configured && state != "ignored", err
+}
+
 // Running reads GET /nodes/N/{qemu,lxc}/VMID/status/current.
 func Running(ctx context.Context, g pveapi.Getter, k Kind, node string, vmid int) (bool, error) {
 	var st struct {

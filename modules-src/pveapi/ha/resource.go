@@ -104,14 +104,6 @@ func ReadResource(ctx context.Context, g pveapi.Getter, sid SID) (r Resource, fo
 	return Resource{}, false, err
 }
 
-// Managed tells whether HA has sid configured, whatever its requested
-// state (HA::Config::service_is_configured): the read that decides, as
-// the guest list's hastate lags the HA config.
-func Managed(ctx context.Context, g pveapi.Getter, sid SID) (bool, error) {
-	_, found, err := ReadResource(ctx, g, sid)
-	return found, err
-}
-
 // NoSuchResource tells whether err is PVE's answer for a resource HA
 // does not have: $api_copy_config's die, a 500 over HTTP (pvesh, in local
 // mode, prints no status), worded with the resource's SID; or a 404.

@@ -3,8 +3,11 @@ package pveansible
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/gopve/proxmox/modules-src/ansible"
+	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/clusterguests"
 	"github.com/gopve/proxmox/modules-src/pveapi/guest"
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
 )
@@ -118,6 +121,64 @@ func (p GuestPower) Change(c PowerChange) ansible.Change {
 			}
 			p.Key.Predict(w, n)
 			c.SetFinal(n)
+		},
+	}
+}
+
+// StopBeforeDestroy is the first of state: absent's two changes on a
+// running guest (one change per write, issue 23 §2): a hard stop (the
+// guest is about to go), sent once. PVE turns it into an HA request
+// (hastop) when HA manages the guest (H4: vm_stop runs `ha-manager
+// crm-command stop <sid> 0`, which the CRM and then the LRM carry out in
+// their rounds), so the change waits, bounded by the run's deadline,
+// until PVE reports the guest stopped: destroy_vm refuses a running guest
+// ("VM N is running - destroy failed").
+type StopBeforeDestroy struct {
+	Kind      guest.Kind
+	Guest     clusterguests.Guest
+	HAManaged bool   // the destroy checks found HA managing it (guest.DestroyCheck)
+	Task      string // the stop's own task type (qmstop, vzstop); hastop through HA
+	// Send sends the stop request once, as the module sends its writes;
+	// settle is the read that decides a lost answer.
+	Send func(ctx context.Context, what, task string, settle func(context.Context) (bool, error)) error
+	// Client and Poll read and wait for the guest's power.
+	Client pveapi.Getter
+	Poll   time.Duration
+}
+
+// Change is the stop as an ansible.Change, proved by a read of the
+// guest's power.
+func (s StopBeforeDestroy) Change() ansible.Change {
+	g, word := s.Guest, s.Kind.Word
+	task, via := s.Task, ""
+	if s.HAManaged {
+		task, via = "hastop", Via(true)
+	}
+	header := fmt.Sprintf("%s %d", word, g.VMID)
+	running := func(ctx context.Context) (bool, error) { return guest.Running(ctx, s.Client, s.Kind, g.Node, g.VMID) }
+	return ansible.Change{
+		ID:      s.Kind.SID + ":absent-stop",
+		Summary: fmt.Sprintf("stop %s %d (%s) on %s%s before destroying it", word, g.VMID, g.Name, g.Node, via),
+		Diff:    &ansible.Diff{Before: "status: running\n", After: "status: stopped\n", BeforeHeader: header, AfterHeader: header},
+		Apply: func(ctx context.Context) error {
+			stopped := func(ctx context.Context) (bool, error) { r, err := running(ctx); return !r, err }
+			if err := s.Send(ctx, fmt.Sprintf("stop %s %d%s", word, g.VMID, via), task, stopped); err != nil {
+				return err
+			}
+			if err := guest.WaitRunning(ctx, s.Client, s.Kind, g.Node, g.VMID, false, s.Poll); err != nil {
+				return fmt.Errorf("%s %d was asked to stop%s but PVE still reports it running: it was not destroyed: %w", word, g.VMID, via, err)
+			}
+			return nil
+		},
+		Verify: func(ctx context.Context) error {
+			r, err := running(ctx)
+			if err != nil {
+				return err
+			}
+			if r {
+				return fmt.Errorf("%s %d is still running after the stop", word, g.VMID)
+			}
+			return nil
 		},
 	}
 }

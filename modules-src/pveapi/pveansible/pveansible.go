@@ -13,6 +13,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/pveapi"
@@ -152,16 +153,27 @@ func With(spec ansible.Spec, sets ...Set) ansible.Spec {
 // WithConnection is With(spec, Set{}): the full unprefixed set.
 func WithConnection(spec ansible.Spec) ansible.Spec { return With(spec, Set{}) }
 
-// APIModule completes m as one of the collection's API modules: the
-// connection options added to its spec, the API action group, check runs
-// that may assume what created_earlier names (ansible.NotYet), and its run
-// given the client options o (tests point them at a simulator).
-func APIModule(m ansible.Module, o pveapi.Options, run func(*ansible.Run, pveapi.Options) error) ansible.Module {
-	m.ActionGroups = []string{ansible.GroupAPI}
-	m.Spec = WithConnection(m.Spec)
-	m.CreatedEarlier = true
-	m.Run = func(r *ansible.Run) error { return run(r, o) }
-	return m
+// Declare gives the two constructors of one of the collection's API
+// modules, built from its parts: module, as the binary registers it, and
+// build, with client options o (tests point them at a simulator with short
+// retries and polls). about gives the documentation, spec the module's own
+// options, params the struct its arguments decode into, timeout the run's
+// deadline. Each call builds afresh (about and spec return new maps).
+//
+// Every API module gets the same completion: the connection options added
+// to its spec, the API action group, check runs that may assume what
+// created_earlier names (ansible.NotYet), and its run given o.
+func Declare(about func() ansible.Module, spec func() ansible.Spec, params any, timeout time.Duration,
+	run func(*ansible.Run, pveapi.Options) error) (module func() ansible.Module, build func(o pveapi.Options) ansible.Module) {
+	build = func(o pveapi.Options) ansible.Module {
+		m := about()
+		m.Spec, m.Params, m.Timeout = WithConnection(spec()), params, timeout
+		m.ActionGroups = []string{ansible.GroupAPI}
+		m.CreatedEarlier = true
+		m.Run = func(r *ansible.Run) error { return run(r, o) }
+		return m
+	}
+	return func() ansible.Module { return build(pveapi.Options{}) }, build
 }
 
 func baseOptions(target string) map[string]ansible.Option {

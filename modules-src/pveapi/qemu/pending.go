@@ -173,3 +173,36 @@ func WaitUnlocked(ctx context.Context, k guest.Kind, vmid int, node string, read
 		}
 	}
 }
+
+// VerifyCreated proves a guest this run made, once read finds its config
+// on node: readable, unlocked, not a template, and its name key (a VM's
+// name, a CT's hostname) holding name ("" asks nothing: a VM created
+// without one).
+func VerifyCreated(ctx context.Context, k guest.Kind, vmid int, node string, read func(context.Context) (Config, error), nameKey, name string) error {
+	cfg, err := read(ctx)
+	if err != nil {
+		return fmt.Errorf("%s %d is not readable on %s after its creation: %w", k.Word, vmid, node, err)
+	}
+	if cfg.Lock() != "" || cfg.Template() {
+		return fmt.Errorf("%s %d on %s: lock %q, template %v after its creation", k.Word, vmid, node, cfg.Lock(), cfg.Template())
+	}
+	if name != "" && cfg.Values[nameKey] != name {
+		return fmt.Errorf("%s %d on %s has %s %q, not %q", k.Word, vmid, node, nameKey, cfg.Values[nameKey], name)
+	}
+	return nil
+}
+
+// StillDiffers is a settings change's read-back that differs still: each
+// key set with what was sent and what reads back (values), then each
+// volume not grown (grown: "key size N"), sorted; nil when nothing does.
+func StillDiffers(k guest.Kind, vmid int, set, values map[string]string, grown []string) error {
+	if len(set) == 0 && len(grown) == 0 {
+		return nil
+	}
+	keys := slices.Clone(grown)
+	for key, sent := range set {
+		keys = append(keys, fmt.Sprintf("%s=%q (read back %q)", key, sent, values[key]))
+	}
+	slices.Sort(keys)
+	return fmt.Errorf("%s %d read back after the update still differs: %s", k.Word, vmid, strings.Join(keys, "; "))
+}

@@ -12,11 +12,11 @@ import (
 	"github.com/gopve/proxmox/modules-src/pveapi/pveapitest"
 )
 
-// TestManaged: ha.Managed reads one resource; PVE's answer for a SID HA
-// does not have (API2/HA/Resources.pm $api_copy_config: die "no such
-// resource '<sid>'", a 500) is "not managed", not an error, while a
-// guest HA has, in any requested state, is managed.
-func TestManaged(t *testing.T) {
+// TestReadResource: ha.ReadResource reads one resource; PVE's answer for a
+// SID HA does not have (API2/HA/Resources.pm $api_copy_config: die "no
+// such resource '<sid>'", a 500) is "not found", not an error, while a
+// guest HA has, in any requested state, is found.
+func TestReadResource(t *testing.T) {
 	for _, v := range []int{8, 9} {
 		ctx := context.Background()
 		s := pveapitest.Start(t, v, 3)
@@ -29,17 +29,14 @@ func TestManaged(t *testing.T) {
 			t.Fatal(err)
 		}
 		sid := ha.SID{Type: "vm", VMID: 201}
-		if managed, err := ha.Managed(ctx, c, sid); err != nil || managed {
-			t.Fatalf("PVE %d before: managed %v, %v", v, managed, err)
+		if _, found, err := ha.ReadResource(ctx, c, sid); err != nil || found {
+			t.Fatalf("PVE %d before: found %v, %v", v, found, err)
 		}
 		req, err := ha.CreateResource(ha.Resource{SID: sid, State: ha.StateStopped}, v)
 		if err != nil {
 			t.Fatal(err)
 		}
 		send(t, c, v, req)
-		if managed, err := ha.Managed(ctx, c, sid); err != nil || !managed {
-			t.Fatalf("PVE %d after: managed %v, %v", v, managed, err)
-		}
 		r, found, err := ha.ReadResource(ctx, c, sid)
 		if err != nil || !found || r.SID != sid || r.State != ha.StateStopped {
 			t.Errorf("PVE %d read back %+v %v %v", v, r, found, err)
