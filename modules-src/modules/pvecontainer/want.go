@@ -48,6 +48,12 @@ type want struct {
 }
 
 func buildWant(p params) (*want, error) {
+	if p.Hostname == "0" {
+		// Perl-false: create_vm's `hostname ||= "CT$vmid"` replaces it and
+		// vmstatus lists the CT as CT<vmid>, so it could never prove the
+		// container is this task's: a create would end unverified.
+		return nil, fmt.Errorf(`hostname: "0" is no hostname to PVE (it names the container CT%d instead), so it could never prove the container is this task's (K1); give another hostname; nothing was changed`, p.VMID)
+	}
 	w := &want{scalars: map[string]string{}, nets: map[string]pveformat.Props{}, mounts: map[string]volWant{}, unpriv: p.Unprivileged}
 	for k, v := range map[string]*int{"cores": p.Cores, "memory": p.Memory, "swap": p.Swap} {
 		if v != nil {

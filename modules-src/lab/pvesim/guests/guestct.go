@@ -41,7 +41,7 @@ func (s Model) CTSummary(node string, vmid int, c *guestconf.Conf) map[string]an
 	}
 	e := map[string]any{"vmid": vmid, "status": "stopped", "cpus": cores, "maxmem": mem << 20, "maxswap": swap << 20,
 		"maxdisk": disk, "mem": 0, "disk": 0, "cpu": 0, "uptime": 0, "netin": 0, "netout": 0, "diskread": 0, "diskwrite": 0}
-	if h := conf["hostname"]; h != "" {
+	if h := conf["hostname"]; pvecommon.PerlTrue(h) { // vmstatus: hostname || "CT$vmid"
 		e["name"] = h
 	} else {
 		e["name"] = fmt.Sprintf("CT%d", vmid)

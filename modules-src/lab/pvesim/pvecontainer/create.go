@@ -1,13 +1,17 @@
 package pvecontainer
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+)
 
 // CreateDefaults are what create_vm sets once the archive is unpacked,
 // for a create and a restore alike (src/PVE/API2/LXC.pm: hostname ||=
-// "CT$vmid", memory ||= 512, swap //= 512). Reconstruction: a hostname
-// "0" (Perl-false) is kept.
+// "CT$vmid", memory ||= 512, swap //= 512): `||=` replaces a Perl-false
+// value, so a hostname "0" becomes CT<vmid> as an empty one does.
 func CreateDefaults(keys map[string]string, vmid int) {
-	if keys["hostname"] == "" {
+	if !pvecommon.PerlTrue(keys["hostname"]) {
 		keys["hostname"] = fmt.Sprintf("CT%d", vmid)
 	}
 	if keys["memory"] == "" || keys["memory"] == "0" {

@@ -5,8 +5,8 @@ import (
 	"testing"
 )
 
-// create_vm's defaults: hostname ||=, memory ||= (0 is no memory), swap
-// //= (a given 0 stays).
+// create_vm's defaults: hostname ||= (a "0" is Perl-false: replaced),
+// memory ||= (0 is no memory), swap //= (a given 0 stays).
 func TestCreateDefaults(t *testing.T) {
 	keys := map[string]string{"memory": "0", "swap": "0"}
 	CreateDefaults(keys, 105)
@@ -17,6 +17,11 @@ func TestCreateDefaults(t *testing.T) {
 	CreateDefaults(keys, 105)
 	if want := map[string]string{"hostname": "web", "memory": "2048", "swap": "512"}; !maps.Equal(keys, want) {
 		t.Errorf("CreateDefaults = %v, want %v", keys, want)
+	}
+	keys = map[string]string{"hostname": "0"}
+	CreateDefaults(keys, 105)
+	if keys["hostname"] != "CT105" {
+		t.Errorf("CreateDefaults: hostname 0 kept as %q, want CT105", keys["hostname"])
 	}
 }
 
