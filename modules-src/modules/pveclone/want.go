@@ -1,6 +1,7 @@
 package pveclone
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"regexp"
@@ -100,6 +101,11 @@ func addScalars(p params, w *want) error {
 	if p.Name != "" {
 		if err := pveformat.CheckFormat("dns-name", p.Name); err != nil {
 			return fmt.Errorf("name: %w", err)
+		}
+		if p.Name == "0" {
+			// Perl-false: clone_vm's `if ($param->{name})` names the clone
+			// Copy-of-VM-…, and vmstatus lists the VM as "VM <vmid>".
+			return errors.New(`name: "0" is no name to PVE (a clone is named Copy-of-VM-… instead, and the VM is listed as "VM <vmid>"), so it could never prove the VM is this task's (K1); give another name; nothing was changed`)
 		}
 		w.scalars["name"] = p.Name
 	}

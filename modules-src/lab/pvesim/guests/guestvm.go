@@ -66,8 +66,12 @@ func (s Model) VMSummary(node string, vmid int, c *guestconf.Conf) map[string]an
 	e := map[string]any{"vmid": vmid, "status": "stopped", "cpus": qemuserver.CPUs(conf), "maxmem": qemuserver.MemBytes(conf),
 		"maxdisk": qemuserver.BootdiskSize(conf), "mem": 0, "disk": 0, "cpu": 0, "uptime": 0,
 		"netin": 0, "netout": 0, "diskread": 0, "diskwrite": 0}
-	if name := conf["name"]; name != "" {
+	// vmstatus: `$conf->{name} || "VM $vmid"` (Perl-false: "" and "0"),
+	// which pvestatd broadcasts for /cluster/resources.
+	if name := conf["name"]; pvecommon.PerlTrue(name) {
 		e["name"] = name
+	} else {
+		e["name"] = fmt.Sprintf("VM %d", vmid)
 	}
 	if started, ok := s.State.Nodes[node].Running[vmid]; ok {
 		e["status"] = "running"

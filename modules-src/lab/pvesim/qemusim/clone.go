@@ -221,7 +221,7 @@ func (s *backend) cloneWorker(t *core.TaskRun, db *core.ConfigDB, r *cloneReq, r
 		keys["vmgenid"] = core.NewUUID()
 	}
 	delete(keys, "template")
-	if r.name != "" {
+	if pvecommon.PerlTrue(r.name) { // clone_vm: `if ($param->{name})`
 		keys["name"] = r.name
 	} else {
 		n := p.src.Keys["name"]
