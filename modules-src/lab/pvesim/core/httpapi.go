@@ -156,7 +156,7 @@ func (s *Sim) serve(node string, table map[string]Handler, w http.ResponseWriter
 		s.log.add(entry)
 	}
 
-	fault := s.faults.take(node, r.Method, apiPath)
+	fault := s.faults.Take(node, r.Method, apiPath)
 	var taskFault *Fault
 	loseAnswer := false
 	if fault != nil {

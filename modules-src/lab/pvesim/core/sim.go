@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/faults"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/nodecert"
 )
 
@@ -230,7 +231,7 @@ func New(cfg Config) (*Sim, error) {
 		return nil, fmt.Errorf("another simulator already runs lab %s: %w", cfg.Dir, err)
 	}
 	s := &Sim{Cfg: cfg, schema: schema, lock: lock, nodes: map[string]*nodeRuntime{},
-		written: map[string][]byte{}, started: time.Now(), cas: map[string]*nodecert.CA{}, faults: newFaults(), log: newRequestLog(),
+		written: map[string][]byte{}, started: time.Now(), cas: map[string]*nodecert.CA{}, faults: faults.New(), log: newRequestLog(),
 		routes: map[string]Handler{}, controls: map[string]http.HandlerFunc{}}
 	s.handleBuiltins()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
