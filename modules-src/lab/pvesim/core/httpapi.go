@@ -11,6 +11,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/httpwire"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
@@ -27,6 +28,11 @@ type APIError struct {
 }
 
 func (e *APIError) Error() string { return fmt.Sprintf("%d %s", e.Status, e.Message) }
+
+// writeError answers e on the wire (pvesim/httpwire).
+func writeError(w http.ResponseWriter, e *APIError) {
+	httpwire.WriteError(w, e.Status, e.Message, e.Errors)
+}
 
 func ErrStatus(status int, format string, args ...any) *APIError {
 	return &APIError{Status: status, Message: fmt.Sprintf(format, args...)}
@@ -99,7 +105,7 @@ func (s *Sim) nodeHandler(node string) http.Handler {
 
 func (s *Sim) serve(node string, table map[string]Handler, w http.ResponseWriter, r *http.Request) {
 	if !s.enter() {
-		resetConn(w)
+		httpwire.ResetConn(w)
 		return
 	}
 	defer s.reqWG.Done()
@@ -135,7 +141,7 @@ func (s *Sim) serve(node string, table map[string]Handler, w http.ResponseWriter
 			entry.Duration = time.Since(start)
 			if errors.Is(perr, ErrNoAnswer) {
 				s.log.add(entry)
-				resetConn(w)
+				httpwire.ResetConn(w)
 				return
 			}
 			entry.Status = 500
@@ -145,7 +151,7 @@ func (s *Sim) serve(node string, table map[string]Handler, w http.ResponseWriter
 		}
 		defer done()
 	} else {
-		params, perr = readParams(r)
+		params, perr = httpwire.ReadParams(r)
 	}
 	finish := func(status int) {
 		entry.Status = status
@@ -184,7 +190,7 @@ func (s *Sim) serve(node string, table map[string]Handler, w http.ResponseWriter
 			return
 		case FaultReset:
 			finish(0)
-			resetConn(w)
+			httpwire.ResetConn(w)
 			return
 		case FaultHang:
 			select {
@@ -192,7 +198,7 @@ func (s *Sim) serve(node string, table map[string]Handler, w http.ResponseWriter
 			case <-s.ctx.Done():
 			}
 			finish(0)
-			resetConn(w)
+			httpwire.ResetConn(w)
 			return
 		case FaultLock:
 			d := fault.Delay
@@ -250,7 +256,7 @@ func (s *Sim) serve(node string, table map[string]Handler, w http.ResponseWriter
 		if loseAnswer {
 			// The handler refused (a synchronous die, e.g. clone_vm's
 			// "config file already exists"), and that answer is lost too.
-			resetConn(w)
+			httpwire.ResetConn(w)
 			return
 		}
 		writeError(w, aerr)
@@ -258,10 +264,10 @@ func (s *Sim) serve(node string, table map[string]Handler, w http.ResponseWriter
 	}
 	finish(status)
 	if loseAnswer {
-		resetConn(w)
+		httpwire.ResetConn(w)
 		return
 	}
-	writeData(w, data)
+	httpwire.WriteData(w, data)
 }
 
 // dispatch authenticates, validates and runs the handler under the state lock.
