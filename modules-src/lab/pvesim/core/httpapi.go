@@ -131,7 +131,7 @@ func (s *Sim) serve(node string, table map[string]Handler, w http.ResponseWriter
 				s.sleepCtx(r, s.Cfg.Dur(s.Cfg.AuthDelay, DefaultAuthDelay))
 			}
 			entry.Status, entry.Duration = aerr.Status, time.Since(start)
-			s.log.add(entry)
+			s.log.Add(entry)
 			writeError(w, aerr)
 			return
 		}
@@ -140,12 +140,12 @@ func (s *Sim) serve(node string, table map[string]Handler, w http.ResponseWriter
 		if perr != nil {
 			entry.Duration = time.Since(start)
 			if errors.Is(perr, ErrNoAnswer) {
-				s.log.add(entry)
+				s.log.Add(entry)
 				httpwire.ResetConn(w)
 				return
 			}
 			entry.Status = 500
-			s.log.add(entry)
+			s.log.Add(entry)
 			writeError(w, ErrStatus(500, "%v", perr))
 			return
 		}
@@ -156,10 +156,7 @@ func (s *Sim) serve(node string, table map[string]Handler, w http.ResponseWriter
 	finish := func(status int) {
 		entry.Status = status
 		entry.Duration = time.Since(start)
-		watched := s.log.watchList()
-		entry.Params = redactParams(params, append(s.secrets(), values(watched)...))
-		entry.Carries = carries(r, params, watched)
-		s.log.add(entry)
+		s.log.Record(entry, r, params, s.secrets())
 	}
 
 	fault := s.faults.Take(node, r.Method, apiPath)

@@ -129,7 +129,7 @@ func (s *Sim) FinishJoinHalf(joiner, clusterDB string, restart time.Duration, lo
 	j.FinishPending = false
 	if j.Online {
 		if err := s.listenLocked(joiner); err != nil {
-			s.log.addError(err)
+			s.log.AddError(err)
 		}
 	}
 	s.SaveLocked()

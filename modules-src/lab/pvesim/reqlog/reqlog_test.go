@@ -1,4 +1,4 @@
-package core
+package reqlog
 
 import (
 	"net/http/httptest"
