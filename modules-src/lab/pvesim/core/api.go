@@ -88,7 +88,7 @@ func (s *Sim) Requests() []Request { return s.log.Entries() }
 // now on: where it is, Request.Carries says so by label (the value itself
 // is redacted from the log wherever it appears). Tests give it their
 // marker secrets to prove which requests carried them, and only those.
-func (s *Sim) WatchSecret(label, value string) { s.log.watch(label, value) }
+func (s *Sim) WatchSecret(label, value string) { s.log.Watch(label, value) }
 
 // ResetRequests empties the request log.
 func (s *Sim) ResetRequests() { s.log.Reset() }

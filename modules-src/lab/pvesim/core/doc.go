@@ -2,10 +2,12 @@
 // (State, guarded by Mu, saved to <Dir>/pvesim/state.json), the request
 // pipeline and router (httpapi.go, router.go: schema validation, auth,
 // proxyto, permission checks, then the handler a backend registered with
-// Handle), tasks and their workers, faults, the request log, the /etc/pve
-// directory per pmxcfs database (etcpve.go) and the lab's control API's
-// handler (ControlHandler; its routes are pvesim/controlapi's and the
-// backends', added with HandleControl).
+// Handle), tasks and their workers, the /etc/pve directory per pmxcfs
+// database (etcpve.go) and the lab's control API's handler
+// (ControlHandler; its routes are pvesim/controlapi's and the backends',
+// added with HandleControl). Its machinery that needs no Sim lies below
+// it: the pipeline fires pvesim/faults' faults, logs each request in
+// pvesim/reqlog and reads and answers through pvesim/httpwire.
 //
 // Backends are packages that embed *Sim and register their endpoints
 // (pvesim/poolsim, accesssim, backupsim, …; pvesim.New wires them). A

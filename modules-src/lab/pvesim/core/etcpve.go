@@ -272,7 +272,7 @@ func (s *Sim) PmxcfsChanged(node, rel string) {
 	if db := s.DBOf(node); db != nil {
 		s.readFilesLocked(db)
 		if err := s.State.save(s.Cfg.Dir); err != nil {
-			s.log.addError(err)
+			s.log.AddError(err)
 		}
 	}
 }

@@ -38,14 +38,14 @@ func (s *Sim) ReadEtcPve(db *ConfigDB, rel string) (string, bool) {
 
 func (s *Sim) WriteEtcPve(db *ConfigDB, rel, content string) {
 	if err := writeEtcPveFile(s.etcPveDir(db.ID), rel, []byte(content)); err != nil {
-		s.log.addError(err)
+		s.log.AddError(err)
 	}
 	db.Serial++
 }
 
 func (s *Sim) RemoveEtcPve(db *ConfigDB, rel string) {
 	if err := os.Remove(filepath.Join(s.etcPveDir(db.ID), filepath.FromSlash(rel))); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		s.log.addError(err)
+		s.log.AddError(err)
 	}
 	db.Serial++
 }

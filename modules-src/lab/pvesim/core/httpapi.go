@@ -11,6 +11,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/httpwire"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
@@ -27,6 +28,11 @@ type APIError struct {
 }
 
 func (e *APIError) Error() string { return fmt.Sprintf("%d %s", e.Status, e.Message) }
+
+// writeError answers e on the wire (pvesim/httpwire).
+func writeError(w http.ResponseWriter, e *APIError) {
+	httpwire.WriteError(w, e.Status, e.Message, e.Errors)
+}
 
 func ErrStatus(status int, format string, args ...any) *APIError {
 	return &APIError{Status: status, Message: fmt.Sprintf(format, args...)}
@@ -99,7 +105,7 @@ func (s *Sim) nodeHandler(node string) http.Handler {
 
 func (s *Sim) serve(node string, table map[string]Handler, w http.ResponseWriter, r *http.Request) {
 	if !s.enter() {
-		resetConn(w)
+		httpwire.ResetConn(w)
 		return
 	}
 	defer s.reqWG.Done()
@@ -125,7 +131,7 @@ func (s *Sim) serve(node string, table map[string]Handler, w http.ResponseWriter
 				s.sleepCtx(r, s.Cfg.Dur(s.Cfg.AuthDelay, DefaultAuthDelay))
 			}
 			entry.Status, entry.Duration = aerr.Status, time.Since(start)
-			s.log.add(entry)
+			s.log.Add(entry)
 			writeError(w, aerr)
 			return
 		}
@@ -134,29 +140,26 @@ func (s *Sim) serve(node string, table map[string]Handler, w http.ResponseWriter
 		if perr != nil {
 			entry.Duration = time.Since(start)
 			if errors.Is(perr, ErrNoAnswer) {
-				s.log.add(entry)
-				resetConn(w)
+				s.log.Add(entry)
+				httpwire.ResetConn(w)
 				return
 			}
 			entry.Status = 500
-			s.log.add(entry)
+			s.log.Add(entry)
 			writeError(w, ErrStatus(500, "%v", perr))
 			return
 		}
 		defer done()
 	} else {
-		params, perr = readParams(r)
+		params, perr = httpwire.ReadParams(r)
 	}
 	finish := func(status int) {
 		entry.Status = status
 		entry.Duration = time.Since(start)
-		watched := s.log.watchList()
-		entry.Params = redactParams(params, append(s.secrets(), values(watched)...))
-		entry.Carries = carries(r, params, watched)
-		s.log.add(entry)
+		s.log.Record(entry, r, params, s.secrets())
 	}
 
-	fault := s.faults.take(node, r.Method, apiPath)
+	fault := s.faults.Take(node, r.Method, apiPath)
 	var taskFault *Fault
 	loseAnswer := false
 	if fault != nil {
@@ -184,7 +187,7 @@ func (s *Sim) serve(node string, table map[string]Handler, w http.ResponseWriter
 			return
 		case FaultReset:
 			finish(0)
-			resetConn(w)
+			httpwire.ResetConn(w)
 			return
 		case FaultHang:
 			select {
@@ -192,7 +195,7 @@ func (s *Sim) serve(node string, table map[string]Handler, w http.ResponseWriter
 			case <-s.ctx.Done():
 			}
 			finish(0)
-			resetConn(w)
+			httpwire.ResetConn(w)
 			return
 		case FaultLock:
 			d := fault.Delay
@@ -250,7 +253,7 @@ func (s *Sim) serve(node string, table map[string]Handler, w http.ResponseWriter
 		if loseAnswer {
 			// The handler refused (a synchronous die, e.g. clone_vm's
 			// "config file already exists"), and that answer is lost too.
-			resetConn(w)
+			httpwire.ResetConn(w)
 			return
 		}
 		writeError(w, aerr)
@@ -258,10 +261,10 @@ func (s *Sim) serve(node string, table map[string]Handler, w http.ResponseWriter
 	}
 	finish(status)
 	if loseAnswer {
-		resetConn(w)
+		httpwire.ResetConn(w)
 		return
 	}
-	writeData(w, data)
+	httpwire.WriteData(w, data)
 }
 
 // dispatch authenticates, validates and runs the handler under the state lock.

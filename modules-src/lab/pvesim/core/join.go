@@ -44,11 +44,6 @@ import (
 // quorum of its own (reconstruction: on real PVE the local pmxcfs may not
 // even be up; the lab keeps the node readable so the state can be seen).
 
-// FaultFinishJoin makes the joiner's finish_join fail half-way (above).
-// Node is the joiner; Path is ignored (the fault applies to API and CLI
-// joins alike); Message replaces the default error.
-const FaultFinishJoin FaultKind = "finish-join"
-
 // DefaultFinishJoinError is finish_join's errmsg when corosync and
 // pve-cluster do not start, as run_command words it.
 const DefaultFinishJoinError = "starting pve-cluster failed: command 'systemctl start corosync pve-cluster' failed: exit code 1"
@@ -85,7 +80,7 @@ func (s *Sim) FinishJoinHalf(joiner, clusterDB string, restart time.Duration, lo
 		s.Mu.Unlock()
 		return fmt.Sprintf("node %s is not listed in the cluster it joins", joiner)
 	}
-	fault := s.faults.takeKind(joiner, FaultFinishJoin)
+	fault := s.faults.TakeKind(joiner, FaultFinishJoin)
 	// The joiner's own database is gone from here on (cfs_unlink_db_unsafe):
 	// its storage.cfg, tokens and tickets with it (S1, Z7).
 	if old := j.DB; old != cdb.ID {
@@ -134,7 +129,7 @@ func (s *Sim) FinishJoinHalf(joiner, clusterDB string, restart time.Duration, lo
 	j.FinishPending = false
 	if j.Online {
 		if err := s.listenLocked(joiner); err != nil {
-			s.log.addError(err)
+			s.log.AddError(err)
 		}
 	}
 	s.SaveLocked()

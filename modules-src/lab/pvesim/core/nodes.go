@@ -29,7 +29,7 @@ func (s *Sim) NodeVersionLocked(node string) NodeVersion {
 	v, err := s.Cfg.NodeVersion(node)
 	if err != nil || v.Version == "" {
 		if err != nil {
-			s.log.addError(fmt.Errorf("reading the version of %s: %w", node, err))
+			s.log.AddError(fmt.Errorf("reading the version of %s: %w", node, err))
 		}
 		return def
 	}

@@ -6,6 +6,8 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"os"
@@ -18,7 +20,9 @@ import (
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/faults"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/nodecert"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/reqlog"
 )
 
 // Defaults of Config's durations (zero means default, negative means none).
@@ -170,7 +174,7 @@ type Sim struct {
 	// inFlight counts the requests being handled (WaitIdle).
 	inFlight atomic.Int64
 	faults   *Faults
-	log      *RequestLog
+	log      *reqlog.Log
 
 	guestLocks map[string]*guestLock // /var/lock/qemu-server and storage flocks (guestlock.go)
 	// The HA model's runtime state (pvesim/guests, hamodel.go), under Mu;
@@ -230,7 +234,7 @@ func New(cfg Config) (*Sim, error) {
 		return nil, fmt.Errorf("another simulator already runs lab %s: %w", cfg.Dir, err)
 	}
 	s := &Sim{Cfg: cfg, schema: schema, lock: lock, nodes: map[string]*nodeRuntime{},
-		written: map[string][]byte{}, started: time.Now(), cas: map[string]*nodecert.CA{}, faults: newFaults(), log: newRequestLog(),
+		written: map[string][]byte{}, started: time.Now(), cas: map[string]*nodecert.CA{}, faults: faults.New(), log: reqlog.New(),
 		routes: map[string]Handler{}, controls: map[string]http.HandlerFunc{}}
 	s.handleBuiltins()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -357,6 +361,9 @@ func (s *Sim) listenLocked(name string) error {
 	return nil
 }
 
+// nullLogger drops what net/http would log of a node's connections.
+func nullLogger() *log.Logger { return log.New(io.Discard, "", 0) }
+
 func (s *Sim) stopLocked(name string) {
 	rt := s.nodes[name]
 	if rt == nil || rt.srv == nil {
@@ -416,11 +423,11 @@ func (s *Sim) releaseLock() {
 func (s *Sim) SaveLocked() {
 	for _, id := range sortedKeys(s.State.DBs) {
 		if err := s.writeFilesLocked(s.State.DBs[id]); err != nil {
-			s.log.addError(err)
+			s.log.AddError(err)
 		}
 	}
 	if err := s.State.save(s.Cfg.Dir); err != nil {
-		s.log.addError(err)
+		s.log.AddError(err)
 	}
 }
 
@@ -484,6 +491,6 @@ func (s *Sim) dropDBLocked(dbID string) {
 		}
 	}
 	if err := os.RemoveAll(s.etcPveDir(dbID)); err != nil {
-		s.log.addError(fmt.Errorf("removing the replaced /etc/pve %s: %w", dbID, err))
+		s.log.AddError(fmt.Errorf("removing the replaced /etc/pve %s: %w", dbID, err))
 	}
 }

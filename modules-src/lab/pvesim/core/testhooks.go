@@ -15,7 +15,7 @@ import (
 // inside where a test needs a state no request can make (a held lock, a
 // backdated key, a task no endpoint starts). The simulator never calls them.
 
-func (s *Sim) TakeFault(node, method, p string) *Fault { return s.faults.take(node, method, p) }
+func (s *Sim) TakeFault(node, method, p string) *Fault { return s.faults.Take(node, method, p) }
 
 func (s *Sim) Authenticate(db *ConfigDB, r *http.Request) (*Principal, string) {
 	return s.authenticate(db, r)

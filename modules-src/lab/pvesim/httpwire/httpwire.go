@@ -1,8 +1,9 @@
-package core
-
-// The API's wire format as pve-http-server speaks it: parameters read from
-// the body and the query string, the headers, the {"data": …} answer and
-// the error answer, and a connection dropped mid-answer (faults).
+// Package httpwire is the API's wire format as pve-http-server speaks it:
+// parameters read from the body and the query string, the headers, the
+// {"data": …} answer and the error answer, and a connection dropped
+// mid-answer (faults). It knows nothing of the simulator: pvesim/core's
+// request pipeline reads and answers every request through it.
+package httpwire
 
 import (
 	"encoding/json"
@@ -19,9 +20,9 @@ import (
 	"time"
 )
 
-// readParams merges the body (form or JSON) and the query string; query
+// ReadParams merges the body (form or JSON) and the query string; query
 // values win, as in pve-http-server.
-func readParams(r *http.Request) (map[string]any, error) {
+func ReadParams(r *http.Request) (map[string]any, error) {
 	params := map[string]any{}
 	if r.Body != nil && (r.Method == "POST" || r.Method == "PUT" || r.Method == "DELETE") {
 		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
@@ -80,10 +81,11 @@ func setCommonHeaders(h http.Header) {
 	h.Set("Expires", time.Now().UTC().Format(http.TimeFormat))
 }
 
-func writeData(w http.ResponseWriter, data any) {
+// WriteData answers 200 with {"data": data}.
+func WriteData(w http.ResponseWriter, data any) {
 	body, err := json.Marshal(map[string]any{"data": data})
 	if err != nil {
-		writeError(w, ErrStatus(500, "unable to encode result: %v", err))
+		WriteError(w, 500, fmt.Sprintf("unable to encode result: %v", err), nil)
 		return
 	}
 	setCommonHeaders(w.Header())
@@ -92,12 +94,13 @@ func writeData(w http.ResponseWriter, data any) {
 	_, _ = w.Write(body)
 }
 
-// writeError renders an error with the message's first line as the HTTP
-// reason phrase (Go's ResponseWriter cannot, so the connection is hijacked;
-// PVE closes keep-alive on errors anyway). 595 answers carry a text body,
-// as pveproxy's do.
-func writeError(w http.ResponseWriter, e *APIError) {
-	msg := strings.TrimRight(e.Message, "\n")
+// WriteError renders an error answer, status and message with errs per
+// parameter (400s), with the message's first line as the HTTP reason
+// phrase (Go's ResponseWriter cannot, so the connection is hijacked; PVE
+// closes keep-alive on errors anyway). 595 answers carry a text body, as
+// pveproxy's do.
+func WriteError(w http.ResponseWriter, status int, message string, errs map[string]string) {
+	msg := strings.TrimRight(message, "\n")
 	reason := msg
 	if i := strings.IndexByte(reason, '\n'); i >= 0 {
 		reason = reason[:i]
@@ -110,12 +113,12 @@ func writeError(w http.ResponseWriter, e *APIError) {
 	}, reason)
 	var body []byte
 	ctype := "application/json;charset=UTF-8"
-	if e.Status >= 590 {
+	if status >= 590 {
 		body, ctype = []byte(msg+"\n"), "text/plain"
 	} else {
 		obj := map[string]any{"data": nil, "message": msg + "\n"}
-		if len(e.Errors) > 0 {
-			obj["errors"] = e.Errors
+		if len(errs) > 0 {
+			obj["errors"] = errs
 		}
 		body, _ = json.Marshal(obj)
 	}
@@ -123,7 +126,7 @@ func writeError(w http.ResponseWriter, e *APIError) {
 	if !ok {
 		setCommonHeaders(w.Header())
 		w.Header().Set("Content-Type", ctype)
-		w.WriteHeader(e.Status)
+		w.WriteHeader(status)
 		_, _ = w.Write(body)
 		return
 	}
@@ -137,7 +140,7 @@ func writeError(w http.ResponseWriter, e *APIError) {
 	h.Set("Content-Type", ctype)
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	h.Set("Connection", "close")
-	fmt.Fprintf(buf, "HTTP/1.1 %d %s\r\n", e.Status, reason)
+	fmt.Fprintf(buf, "HTTP/1.1 %d %s\r\n", status, reason)
 	keys := slices.Sorted(maps.Keys(h))
 	for _, k := range keys {
 		fmt.Fprintf(buf, "%s: %s\r\n", k, h.Get(k))
@@ -147,8 +150,8 @@ func writeError(w http.ResponseWriter, e *APIError) {
 	_ = buf.Flush()
 }
 
-// resetConn drops the connection with a TCP reset and no answer.
-func resetConn(w http.ResponseWriter) {
+// ResetConn drops the connection with a TCP reset and no answer.
+func ResetConn(w http.ResponseWriter) {
 	hj, ok := w.(http.Hijacker)
 	if !ok {
 		panic(http.ErrAbortHandler)

@@ -1,10 +1,12 @@
-package core
+package reqlog
 
 import (
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/httpwire"
 )
 
 // Request.Carries names where a watched secret was (body, query, path,
@@ -14,7 +16,7 @@ func TestCarriesNamesWhereAWatchedSecretWas(t *testing.T) {
 	r := httptest.NewRequest("POST", "/api2/json/storage?note=x-s3cr3t-MARK", strings.NewReader("password=s3cr3t-MARK&storage=a"))
 	r.Header.Set("Authorization", "PVEAPIToken=root@pam!lab=tok-MARK")
 	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	params, err := readParams(r)
+	params, err := httpwire.ReadParams(r)
 	if err != nil {
 		t.Fatal(err)
 	}
