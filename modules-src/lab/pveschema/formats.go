@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/gopve/proxmox/modules-src/pveapi/calendarevent"
 )
 
 // formatCheck verifies one value; the error text is PVE's own (it follows
@@ -181,6 +183,10 @@ var formats = map[string]formatCheck{
 		}
 		return nil
 	},
+	// pve-common CalendarEvent.pm pve_verify_calendar_event: the
+	// schedules of replication, backup and other jobs, parsed as
+	// proxmox-time parses them, with PVE's message.
+	"pve-calendar-event": calendarevent.Verify,
 	"pve-storage-content": func(s string) error {
 		if !contentRe.MatchString(s) {
 			return fmt.Errorf("invalid content type '%s'", s)

@@ -256,6 +256,8 @@ func TestRefusalsBeforeAnyWrite(t *testing.T) {
 				{"wrong type", map[string]any{"vmid": 201, "type": "ct"}, []string{"type:", "vm"}},
 				{"node_affinity off the cluster", map[string]any{"vmid": 201, "targets": []any{"pve01"}, "node_affinity": map[string]any{"pve07": 1}},
 					[]string{"node_affinity:", "pve07"}},
+				{"schedule PVE refuses", map[string]any{"vmid": 201, "targets": []any{"pve01"}, "schedule": "every 15 minutes"},
+					[]string{"schedule", "invalid calendar event 'every 15 minutes'"}},
 			}
 			for _, c := range cases {
 				w.sim.ResetRequests()

@@ -51,6 +51,9 @@ func TestValidate(t *testing.T) {
 		{"replication id", 9, New("POST", "/cluster/replication", url.Values{"id": {"201-0"}, "type": {"local"}, "target": {"pve02"}}), "", ""},
 		{"replication id reserved guest", 8, New("POST", "/cluster/replication", url.Values{"id": {"99-0"}, "type": {"local"}, "target": {"pve02"}}),
 			"id", "regex pattern"},
+		{"replication schedule", 9, New("POST", "/cluster/replication", url.Values{"id": {"201-0"}, "type": {"local"}, "target": {"pve02"}, "schedule": {"mon..fri 22:30"}}), "", ""},
+		{"replication schedule PVE refuses", 8, New("POST", "/cluster/replication", url.Values{"id": {"201-0"}, "type": {"local"}, "target": {"pve02"}, "schedule": {"*/60"}}),
+			"schedule", "invalid format - invalid calendar event '*/60'"},
 		{"replication rate minimum", 9, New("POST", "/cluster/replication", url.Values{"id": {"201-0"}, "type": {"local"}, "target": {"pve02"}, "rate": {"0.5"}}),
 			"rate", "minimum value of 1"},
 	} {

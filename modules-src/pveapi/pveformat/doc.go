@@ -12,10 +12,12 @@
 //   - sizes: ParseSize and FormatSize are parse_size / format_size.
 //   - named formats: CheckFormat knows the cheap ones the typed areas meet
 //     (pve-node, pve-vmid, mac-addr, ip, CIDR, pve-ipv4-config, disk-size,
-//     urlencoded, pve-ha-resource-id, …) with PVE's messages; a format it
-//     does not know is accepted, never invented.
+//     urlencoded, pve-ha-resource-id, pve-calendar-event through package
+//     calendarevent, …) with PVE's messages; a format it does not know is
+//     accepted, never invented.
 //   - urlencoded text: EncodeURL / DecodeURL as qemu-server stores `sshkeys`
 //     (K12).
 //
-// Only the standard library; no request is sent from here.
+// Only the standard library and calendarevent; no request is sent from
+// here.
 package pveformat

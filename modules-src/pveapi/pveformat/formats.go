@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/gopve/proxmox/modules-src/pveapi/calendarevent"
 )
 
 var (
@@ -72,6 +74,10 @@ var formats = map[string]func(string) error{
 	"pve-ha-node":              match(haNodeRe, "value does not look like a valid ha node"),
 	"pve-ha-group-id":          matchf(configIDRe, "invalid configuration ID '%s'"),
 	"pve-ha-rule-id":           matchf(configIDRe, "invalid configuration ID '%s'"),
+	// pve-common CalendarEvent.pm pve_verify_calendar_event over
+	// proxmox-time: replication, backup and job schedules, refused here
+	// before a write that PVE would answer with a 400.
+	"pve-calendar-event": calendarevent.Verify,
 }
 
 func match(re *regexp.Regexp, msg string) func(string) error {

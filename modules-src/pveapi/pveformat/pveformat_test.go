@@ -130,6 +130,9 @@ func TestFormats(t *testing.T) {
 		{"pve-node-list", "pve01,pve02", true}, {"pve-node-list", "pve01,-x", false},
 		{"disk-size", "32G", true}, {"disk-size", "32GB", false},
 		{"urlencoded", "ssh-ed25519%20AAAA%0A", true}, {"urlencoded", "ssh-ed25519 AAAA", false},
+		{"pve-calendar-event", "*/15", true}, {"pve-calendar-event", "mon..fri 02:30", true}, {"pve-calendar-event", "sat 1..3:00/20 UTC", true},
+		{"pve-calendar-event", "weekly", true}, {"pve-calendar-event", "every 15 minutes", false}, {"pve-calendar-event", "*/60", false},
+		{"pve-calendar-event", "", false}, {"pve-calendar-event", "mon-fri", false},
 		{"some-format-we-do-not-know", "anything", true},
 	} {
 		err := CheckFormat(tc.format, tc.value)

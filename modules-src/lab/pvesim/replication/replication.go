@@ -11,8 +11,9 @@
 //     last_sync, last_try, fail_count, error, duration as record_job_start
 //     and record_job_end leave them; schedule_job_now), job_status's
 //     next_sync — the schedule's next event after the last try (pve-common
-//     src/PVE/CalendarEvent.pm compute_next_event, only "*/N" and plain
-//     minute schedules, counted in the lab's minutes: a reconstruction),
+//     src/PVE/CalendarEvent.pm compute_next_event, i.e. proxmox-time,
+//     through pveapi/calendarevent: every calendar form, on a virtual wall
+//     clock whose minute is the lab's minute, in UTC; see NextEvent),
 //     5, 10, 15 then 30 minutes after the last failed try and never while
 //     the target is offline, 1 for a job marked for removal — and
 //     get_next_job's order;

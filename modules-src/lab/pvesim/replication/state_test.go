@@ -25,8 +25,10 @@ func env(states map[string]*State, online ...string) Env {
 	}
 }
 
-// compute_next_event on the lab's minutes: the next multiple of the
-// period after the last try; other schedules count as */15.
+// compute_next_event on the lab's minutes (a lab minute of 1000 ms is a
+// virtual minute): a "*/N" fires at the next multiple of N lab minutes,
+// every other calendar event at its real next time on the virtual clock;
+// none, "0" (Perl's ||) and a schedule that does not parse count as */15.
 func TestNextEvent(t *testing.T) {
 	for _, c := range []struct {
 		schedule string
@@ -39,11 +41,31 @@ func TestNextEvent(t *testing.T) {
 		{"*/1", 2500, 3000},
 		{"*/5", 4000, 5000},
 		{"", 0, 15000},
-		{"mon 02:00", 0, 15000},
+		{"mon 02:00", 0, (4*24*60 + 2*60) * 1000}, // Monday 1970-01-05 02:00 virtual
 		{"*/0", 0, 15000},
+		{"0", 0, 15000},
+		{"every 15 minutes", 0, 15000},
+		{"*/7", 56000, 67000},    // 0,7,…,56 in each hour; the crate skips :00 (see calendarevent)
+		{"hourly", 59999, 60000}, // one lab hour
+		{"2021-02-29", 0, 0},     // never: not scheduled
+		{"1970-01-01 00:30", 1, 30000},
 	} {
 		if got := NextEvent(c.schedule, c.last, minute); got != c.want {
 			t.Errorf("NextEvent(%q, %d) = %d, want %d", c.schedule, c.last, got, c.want)
+		}
+	}
+	// "*/N" with N dividing an hour is what the lab computed before the
+	// calendar events were real: the first multiple of N lab minutes after
+	// the last try, for any lab minute.
+	for _, m := range []time.Duration{time.Second, 250 * time.Millisecond, 7 * time.Millisecond, time.Minute} {
+		ms := m.Milliseconds()
+		for _, n := range []int64{1, 2, 5, 10, 15, 30} {
+			for last := int64(0); last < 3*60*ms; last += ms/3 + 1 {
+				want := (last/ms + n) / n * n * ms
+				if got := NextEvent(fmt.Sprintf("*/%d", n), last, m); got != want {
+					t.Fatalf("NextEvent(*/%d, %d) with a %v minute = %d, want %d", n, last, m, got, want)
+				}
+			}
 		}
 	}
 }
