@@ -69,7 +69,7 @@
 // # Guests, replication, HA
 //
 // A guest is its config file, nodes/<node>/qemu-server/<vmid>.conf in the
-// DB's directory, in qemu-server's format (guestconf.go): the API parses it
+// DB's directory, in qemu-server's format (pvesim/guestconf): the API parses it
 // on every read, its digest is the file's SHA-1, the VM list is pmxcfs's
 // scan of those files, and a file edited on a lab node is what the API
 // shows next. Disks are volumes with sizes on their storage (pvesim/volumes):
@@ -79,7 +79,7 @@
 // they are also zvols and datasets in the node's ZFS when Config.ZFS is set
 // (volumes/zvols.go). Running VMs are per node.
 // Work on a guest takes its flock /var/lock/qemu-server/lock-<vmid>.conf on
-// the node (guestlock.go): a synchronous call waits for it up to LockTimeout
+// the node (guests/guestlock.go): a synchronous call waits for it up to LockTimeout
 // and then answers PVE's "can't lock file … - got timeout".
 //
 //   - VMs (pvesim/qemusim; qemu-server's rules on config values through

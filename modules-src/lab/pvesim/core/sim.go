@@ -176,7 +176,7 @@ type Sim struct {
 	faults   *Faults
 	log      *reqlog.Log
 
-	guestLocks map[string]*guestLock // /var/lock/qemu-server and storage flocks (guestlock.go)
+	guestLocks map[string]*guestLock // /var/lock/qemu-server and storage flocks (flock.go)
 	// The HA model's runtime state (pvesim/guests, hamodel.go), under Mu;
 	// not in State, so never saved.
 	HAErrors  map[string]bool        // HA services in error state, "db/sid"
