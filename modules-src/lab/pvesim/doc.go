@@ -150,12 +150,12 @@
 //	info, _ := s.Node("pve01")       // URL, Fingerprint (AA:BB:…), CertPEM, CAPEM, Online, Serving, Cluster
 //	pw := s.RootPassword()           // root@pam, same on every node
 //	id, secret := s.LabToken()       // root@pam!lab, privilege separation off
-//	s.AddToken(node, TokenSpec{…}); s.AddUser(node, user, pw); s.Grant(node, path, ugid, role, propagate)
+//	s.AddToken(node, TokenSpec{…}); s.AddUser(node, user, pw); s.Grant(node, path, ugid, role, propagate) // pveum (accesssim.Pveum)
 //	s.SetOnline("pve03", false)      // power off: API gone, vote lost (C10)
 //	s.Faults().Add(pvesim.Fault{Node: "pve02", Method: "GET", Path: "/nodes/*/tasks/*/status",
 //		Kind: pvesim.FaultError, Status: 500, Message: "got timeout", Count: 2})
 //	s.Requests()                     // request log, secrets redacted; Request.Mutating()
-//	s.Cluster("pve01"); s.CreateCluster(…); s.AddNode(…); s.SetExpectedVotes(…) // pvecm material
+//	s.Cluster("pve01"); s.CreateCluster(…); s.AddNode(…); s.SetExpectedVotes(…) // pvecm material (clustersim.Pvecm; AddNode core's)
 //	s.ReadPmxcfs(node, "priv/authorized_keys"); s.WritePmxcfs(…)  // other /etc/pve files (C7)
 //	Config.StorageCheck = func(node string, st StorageInfo) error { … } // read-only "is it usable?" (Z7)
 //	Config.StorageActivate, StorageUsage, StorageContent, StorageUpload, NodeVersion // the node's own answers (labctl fills them)

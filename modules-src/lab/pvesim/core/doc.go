@@ -26,10 +26,12 @@
 // follows pve-http-server and pve-manager's PVE/HTTPServer.pm for the
 // pipeline, pve-common's JSONSchema.pm and RESTEnvironment.pm for the
 // checks, pve-cluster for membership. It keeps storage.cfg (its activation,
-// lock and pvestatd are pvesim/volumes' and storagesim's), the locks, the
-// pmxcfs .vmlist, membership and joins (the control API's pvecm stand-ins
-// use them; their rules and messages are pvesim/cluster's and nodecert's,
-// the join's locks clustersim's), which docs/lab.md maps.
+// lock and pvestatd are pvesim/volumes' and storagesim's), the flock table,
+// the pmxcfs .vmlist, membership and joins (the pvecm stand-ins use them;
+// their rules and messages are pvesim/cluster's and nodecert's, the join's
+// locks clustersim's), which docs/lab.md maps. Its Go API (api.go) is what
+// needs its internals (nodes and their power, the request log, faults,
+// /etc/pve files); pvesim.Sim adds the backends' and models' parts.
 //
 // The whole design, endpoints and timings are in package pvesim's doc.
 package core

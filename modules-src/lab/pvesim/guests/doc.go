@@ -8,8 +8,10 @@
 // pve-guests' onboot start), a VM's move between nodes (pve-guest-common
 // AbstractMigrate.pm), destroy's purge from HA, replication, pools and
 // vzdump jobs (pve-guest-common, pve-manager), and what guests read of HA
-// (hamodel.go), replication (replmodel.go) and pools (pools.go), and the
-// lab's guest fixture (guestfixture.go, core's AddGuest).
+// (hamodel.go), replication (replmodel.go) and pools (pools.go), a
+// guest's config lock and where its config lives (guestlock.go), and the
+// lab's guest fixture (guestfixture.go: core's AddGuest, and Fixture, the
+// bridges and held devices of the Go API, pvesim.Sim).
 //
 // Model embeds the volume model (pvesim/volumes: a guest's disks are
 // volumes) and, through it, the *core.Sim; backends embed Model. It

@@ -76,3 +76,55 @@ func (s Model) addFixture(node string, g core.GuestSpec) error {
 	s.SaveLocked()
 	return nil
 }
+
+// Fixture is the guest model's part of the lab's Go API (pvesim.Sim):
+// what no API request sets, a node's bridges and what a running guest's OS
+// refuses to let go.
+type Fixture struct{ s *core.Sim }
+
+// NewFixture is s's guest fixture API.
+func NewFixture(s *core.Sim) Fixture { return Fixture{s} }
+
+// SetBridges gives a node exactly these bridges (none: no bridge at all).
+func (f Fixture) SetBridges(node string, bridges ...string) error {
+	return f.editNode(node, func(n *core.Node) error {
+		n.Bridges = append([]string{}, bridges...)
+		return nil
+	})
+}
+
+// HoldDevices makes the guest of running VM vmid on node refuse to let
+// these devices (net1, scsi1, virtio2…) go: QEMU's device_del is sent but
+// the guest never acknowledges it (a guest without ACPI hotplug support, a
+// disk still mounted by Windows). Reconstruction: on PVE this is the
+// guest OS's doing; the lab makes it a property of the running guest,
+// gone when the VM stops.
+func (f Fixture) HoldDevices(node string, vmid int, devices ...string) error {
+	return f.editNode(node, func(n *core.Node) error {
+		if _, ok := n.Running[vmid]; !ok {
+			return fmt.Errorf("VM %d does not run on %s: only a running guest holds devices", vmid, node)
+		}
+		if n.HeldDevices == nil {
+			n.HeldDevices = map[int][]string{}
+		}
+		n.HeldDevices[vmid] = append([]string{}, devices...)
+		return nil
+	})
+}
+
+// editNode is what SetBridges and HoldDevices share: node's state changed
+// by edit under the lock and saved, unless the node is unknown or edit
+// refuses.
+func (f Fixture) editNode(node string, edit func(n *core.Node) error) error {
+	f.s.Mu.Lock()
+	defer f.s.Mu.Unlock()
+	n, err := f.s.NodeLocked(node)
+	if err != nil {
+		return err
+	}
+	if err := edit(n); err != nil {
+		return err
+	}
+	f.s.SaveLocked()
+	return nil
+}
