@@ -39,7 +39,7 @@ type (
 	FaultKind    = core.FaultKind
 	Faults       = core.Faults
 	Request      = core.Request
-	GuestSpec    = core.GuestSpec
+	GuestSpec    = guests.GuestSpec
 	TokenSpec    = accesssim.TokenSpec
 	StorageInfo  = core.StorageInfo
 	StorageUsage = core.StorageUsage

@@ -40,7 +40,6 @@ func Register(s *core.Sim) {
 	s.HandleControl("GET /v1/nodes/{node}/pmxcfs/{path...}", c.ctlReadPmxcfs)
 	s.HandleControl("PUT /v1/nodes/{node}/pmxcfs/{path...}", c.ctlWritePmxcfs)
 	s.HandleControl("DELETE /v1/nodes/{node}/pmxcfs/{path...}", c.ctlDeletePmxcfs)
-	s.HandleControl("POST /v1/nodes/{node}/guests", c.ctlAddGuest)
 	s.HandleControl("POST /v1/remote-stores", c.ctlAddRemoteStore)
 }
 
@@ -217,14 +216,4 @@ func (c ctl) ctlDeletePmxcfs(w http.ResponseWriter, r *http.Request) {
 func nodeJSON(n core.NodeInfo) map[string]any {
 	return map[string]any{"name": n.Name, "addr": n.Addr, "url": n.URL, "fingerprint": n.Fingerprint,
 		"online": n.Online, "serving": n.Serving, "cluster": n.Cluster}
-}
-
-// ctlAddGuest serves POST /v1/nodes/{node}/guests.
-func (c ctl) ctlAddGuest(w http.ResponseWriter, r *http.Request) {
-	var g core.GuestSpec
-	if !core.ControlDecode(w, r, &g) {
-		return
-	}
-	err := c.AddGuest(r.PathValue("node"), g)
-	core.ControlResult(w, map[string]any{"vmid": strconv.Itoa(g.VMID)}, err)
 }

@@ -17,9 +17,9 @@
 // core: pvesim/volumes (guest volumes, zvols) and pvesim/guests (a guest's
 // config, running state, operations, and what guests read of HA,
 // replication and pools). Core never imports a model: what it needs of one
-// comes through a hook the model registers (OnAddGuest, OnNodePower; of a
-// backend too: OnStatdCycle, storagesim's pvestatd), and the state the
-// models keep is core's (State, HAErrors, HAMotions).
+// comes through a hook the model registers (OnNodePower; of a backend
+// too: OnStatdCycle, storagesim's pvestatd), and the state the models keep
+// is core's (State, HAErrors, HAMotions).
 // Core serves only what the request pipeline itself does (login, the task
 // endpoints, and pveproxy's part of an upload before its body: the body
 // and the API call are pvesim/storagesim's, through HandleUpload); it

@@ -192,9 +192,8 @@ type Sim struct {
 	// request (OnHARequest), run under Mu (router.go)
 	nodePower  []func(node string, online bool)
 	haRequest  []func(dbID string)
-	addGuest   func(node string, g GuestSpec) error // the guest model's fixture (OnAddGuest)
-	statdCycle func()                               // pvestatd's storage cycle (OnStatdCycle)
-	journal    []string                             // the nodes' journal lines (journal.go)
+	statdCycle func()   // pvestatd's storage cycle (OnStatdCycle)
+	journal    []string // the nodes' journal lines (journal.go)
 }
 
 // nodeRuntime is the serving side of a node (not persisted).

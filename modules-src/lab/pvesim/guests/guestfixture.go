@@ -3,18 +3,28 @@ package guests
 import (
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
+	"strconv"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 )
 
-// AddGuest creates a VM on node at once, without a task: its volumes, its
-// config file in /etc/pve, base volumes for a template, a running QEMU if
-// asked. It fails like the create API when the VMID is taken.
-// addFixture is AddGuest (core.Sim.OnAddGuest): a VM at once, without a task.
-func (s Model) addFixture(node string, g core.GuestSpec) error {
+// GuestSpec declares a VM the lab should hold from the start (a template on
+// a node, a running guest), so tests and demos need no hand setup. Config
+// takes the create API's syntax: "scsi0": "local-lvm:8" allocates an 8 GiB
+// volume, "net0": "virtio,bridge=vmbr0" gets a MAC.
+type GuestSpec struct {
+	VMID     int               `json:"vmid"`
+	Config   map[string]string `json:"config"`
+	Template bool              `json:"template,omitempty"`
+	Running  bool              `json:"running,omitempty"`
+}
+
+// addFixture is Fixture's AddGuest: a VM at once, without a task.
+func (s Model) addFixture(node string, g GuestSpec) error {
 	s.Mu.Lock()
 	defer s.Mu.Unlock()
 	db := s.DBOf(node)
@@ -78,12 +88,18 @@ func (s Model) addFixture(node string, g core.GuestSpec) error {
 }
 
 // Fixture is the guest model's part of the lab's Go API (pvesim.Sim):
-// what no API request sets, a node's bridges and what a running guest's OS
-// refuses to let go.
-type Fixture struct{ s *core.Sim }
+// guests the lab holds from the start, and what no API request sets, a
+// node's bridges and what a running guest's OS refuses to let go. Its
+// control API route (the guest fixture) is registered by Register.
+type Fixture struct{ m Model }
 
 // NewFixture is s's guest fixture API.
-func NewFixture(s *core.Sim) Fixture { return Fixture{s} }
+func NewFixture(s *core.Sim) Fixture { return Fixture{New(s)} }
+
+// AddGuest creates a VM on node at once, without a task: its volumes, its
+// config file in /etc/pve, base volumes for a template, a running QEMU if
+// asked. It fails like the create API when the VMID is taken.
+func (f Fixture) AddGuest(node string, g GuestSpec) error { return f.m.addFixture(node, g) }
 
 // SetBridges gives a node exactly these bridges (none: no bridge at all).
 func (f Fixture) SetBridges(node string, bridges ...string) error {
@@ -116,15 +132,25 @@ func (f Fixture) HoldDevices(node string, vmid int, devices ...string) error {
 // by edit under the lock and saved, unless the node is unknown or edit
 // refuses.
 func (f Fixture) editNode(node string, edit func(n *core.Node) error) error {
-	f.s.Mu.Lock()
-	defer f.s.Mu.Unlock()
-	n, err := f.s.NodeLocked(node)
+	f.m.Mu.Lock()
+	defer f.m.Mu.Unlock()
+	n, err := f.m.NodeLocked(node)
 	if err != nil {
 		return err
 	}
 	if err := edit(n); err != nil {
 		return err
 	}
-	f.s.SaveLocked()
+	f.m.SaveLocked()
 	return nil
+}
+
+// ctlAddGuest serves POST /v1/nodes/{node}/guests.
+func (f Fixture) ctlAddGuest(w http.ResponseWriter, r *http.Request) {
+	var g GuestSpec
+	if !core.ControlDecode(w, r, &g) {
+		return
+	}
+	err := f.AddGuest(r.PathValue("node"), g)
+	core.ControlResult(w, map[string]any{"vmid": strconv.Itoa(g.VMID)}, err)
 }
