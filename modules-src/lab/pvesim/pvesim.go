@@ -20,8 +20,8 @@ import (
 // /etc/pve files, joins) and the parts of the Go API that the backends and
 // models own, the stand-ins of pveum (accesssim.Pveum: users, tokens,
 // ACLs) and pvecm (clustersim.Pvecm: create, expected, status), and the
-// guest fixture (guests.Fixture: bridges, devices a guest holds). A caller
-// that needs the *core.Sim takes the embedded field, Sim.
+// guest fixture (guests.Fixture: AddGuest, bridges, devices a guest
+// holds). A caller that needs the *core.Sim takes the embedded field, Sim.
 type Sim struct {
 	*core.Sim
 	accesssim.Pveum
