@@ -9,8 +9,8 @@ import (
 // Work on a node is serialised by flocks, as PVE does (a guest's config
 // lock, /var/lock/qemu-server/lock-<vmid>.conf, is pvesim/guests'; a
 // storage's allocation lock is pvesim/volumes'; storage.cfg's cfs lock is
-// storagecfglock.go's). Core keeps the lock table and the wait, which the
-// router runs synchronous handlers through (runHandlerLocked, LockWait).
+// a key of the same table). Core keeps the lock table and the wait, which
+// the router runs synchronous handlers through (runHandlerLocked, LockWait).
 //
 // A busy lock fails "can't lock file '<file>' - got timeout" (pve-common
 // Tools.pm lock_file_full) after the wait. Locks are not persisted: like
