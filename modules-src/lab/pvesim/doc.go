@@ -69,7 +69,7 @@
 // # Guests, replication, HA
 //
 // A guest is its config file, nodes/<node>/qemu-server/<vmid>.conf in the
-// DB's directory, in qemu-server's format (guestconf.go): the API parses it
+// DB's directory, in qemu-server's format (pvesim/guestconf): the API parses it
 // on every read, its digest is the file's SHA-1, the VM list is pmxcfs's
 // scan of those files, and a file edited on a lab node is what the API
 // shows next. Disks are volumes with sizes on their storage (pvesim/volumes):
@@ -79,7 +79,7 @@
 // they are also zvols and datasets in the node's ZFS when Config.ZFS is set
 // (volumes/zvols.go). Running VMs are per node.
 // Work on a guest takes its flock /var/lock/qemu-server/lock-<vmid>.conf on
-// the node (guestlock.go): a synchronous call waits for it up to LockTimeout
+// the node (guests/guestlock.go): a synchronous call waits for it up to LockTimeout
 // and then answers PVE's "can't lock file … - got timeout".
 //
 //   - VMs (pvesim/qemusim; qemu-server's rules on config values through
@@ -150,12 +150,12 @@
 //	info, _ := s.Node("pve01")       // URL, Fingerprint (AA:BB:…), CertPEM, CAPEM, Online, Serving, Cluster
 //	pw := s.RootPassword()           // root@pam, same on every node
 //	id, secret := s.LabToken()       // root@pam!lab, privilege separation off
-//	s.AddToken(node, TokenSpec{…}); s.AddUser(node, user, pw); s.Grant(node, path, ugid, role, propagate)
+//	s.AddToken(node, TokenSpec{…}); s.AddUser(node, user, pw); s.Grant(node, path, ugid, role, propagate) // pveum (accesssim.Pveum)
 //	s.SetOnline("pve03", false)      // power off: API gone, vote lost (C10)
 //	s.Faults().Add(pvesim.Fault{Node: "pve02", Method: "GET", Path: "/nodes/*/tasks/*/status",
 //		Kind: pvesim.FaultError, Status: 500, Message: "got timeout", Count: 2})
 //	s.Requests()                     // request log, secrets redacted; Request.Mutating()
-//	s.Cluster("pve01"); s.CreateCluster(…); s.AddNode(…); s.SetExpectedVotes(…) // pvecm material
+//	s.Cluster("pve01"); s.CreateCluster(…); s.AddNode(…); s.SetExpectedVotes(…) // pvecm material (clustersim.Pvecm; AddNode core's)
 //	s.ReadPmxcfs(node, "priv/authorized_keys"); s.WritePmxcfs(…)  // other /etc/pve files (C7)
 //	Config.StorageCheck = func(node string, st StorageInfo) error { … } // read-only "is it usable?" (Z7)
 //	Config.StorageActivate, StorageUsage, StorageContent, StorageUpload, NodeVersion // the node's own answers (labctl fills them)

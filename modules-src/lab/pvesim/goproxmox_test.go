@@ -259,7 +259,7 @@ func TestGoProxmoxTypedWrappersSeeRealShapes(t *testing.T) {
 	}
 	// A task through go-proxmox's own wait.
 	s.Mu.Lock()
-	upid := s.StartSimpleTaskLocked(&core.Req{Sim: s, Who: &core.Principal{User: "root@pam", TokenID: "lab"}}, "pve01", "vzdump", "", "backup")
+	upid := s.StartSimpleTaskLocked(&core.Req{Sim: s.Sim, Who: &core.Principal{User: "root@pam", TokenID: "lab"}}, "pve01", "vzdump", "", "backup")
 	s.Mu.Unlock()
 	task := proxmox.NewTask(proxmox.UPID(upid), c)
 	if err := task.WaitFor(ctx, 5); err != nil {

@@ -15,19 +15,32 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storagesim"
 )
 
-// The simulator's Go API, as its users (labctl, labtest, the modules'
-// tests) name it. The types live in core, which every backend imports;
-// this package only wires the models and backends to it (New).
+// Sim is the simulator as its users (labctl, labtest, the modules' tests)
+// drive it: core's Sim (nodes and their power, the request log, faults,
+// /etc/pve files, joins) and the parts of the Go API that the backends and
+// models own, the stand-ins of pveum (accesssim.Pveum: users, tokens,
+// ACLs) and pvecm (clustersim.Pvecm: create, expected, status), and the
+// guest fixture (guests.Fixture: AddGuest, bridges, devices a guest
+// holds). A caller that needs the *core.Sim takes the embedded field, Sim.
+type Sim struct {
+	*core.Sim
+	accesssim.Pveum
+	clustersim.Pvecm
+	guests.Fixture
+}
+
+// The simulator's Go API types, as its users name them. Most live in core,
+// which every backend imports; this package only wires the models and
+// backends to it (New).
 type (
 	Config       = core.Config
 	NodeConfig   = core.NodeConfig
-	Sim          = core.Sim
 	Fault        = core.Fault
 	FaultKind    = core.FaultKind
 	Faults       = core.Faults
 	Request      = core.Request
-	GuestSpec    = core.GuestSpec
-	TokenSpec    = core.TokenSpec
+	GuestSpec    = guests.GuestSpec
+	TokenSpec    = accesssim.TokenSpec
 	StorageInfo  = core.StorageInfo
 	StorageUsage = core.StorageUsage
 	Volume       = core.Volume
@@ -83,5 +96,5 @@ func New(cfg Config) (*Sim, error) {
 	replsim.Register(s)
 	hasim.Register(s)
 	controlapi.Register(s)
-	return s, nil
+	return &Sim{Sim: s, Pveum: accesssim.NewPveum(s), Pvecm: clustersim.NewPvecm(s), Fixture: guests.NewFixture(s)}, nil
 }

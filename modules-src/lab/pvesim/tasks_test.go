@@ -46,7 +46,7 @@ func TestTasksK3(t *testing.T) {
 			// already clustered fails synchronously, so use a fresh task
 			// through the internal helper instead.
 			s.Mu.Lock()
-			rc := &core.Req{Sim: s, Who: &core.Principal{User: "root@pam", TokenID: "lab"}, Fault: s.TakeFault("pve01", "POST", "/cluster/config")}
+			rc := &core.Req{Sim: s.Sim, Who: &core.Principal{User: "root@pam", TokenID: "lab"}, Fault: s.TakeFault("pve01", "POST", "/cluster/config")}
 			upid := s.StartSimpleTaskLocked(rc, "pve01", "qmclone", "100", "cloning")
 			s.Mu.Unlock()
 			if !strings.HasPrefix(upid, "UPID:pve01:") || !strings.HasSuffix(upid, ":qmclone:100:root@pam!lab:") {

@@ -75,7 +75,7 @@ func TestSimHAChain(t *testing.T) {
 			if st, err := replication.GetStatus(ctx, c, "pve01", id); err != nil || st.Synced() || st.Target != "pve02" {
 				t.Errorf("before the first sync: %+v %v", st, err)
 			}
-			if _, err := replsim.Run(s, "pve01", id.String()); err != nil {
+			if _, err := replsim.Run(s.Sim, "pve01", id.String()); err != nil {
 				t.Fatal(err)
 			}
 			st, err := replication.GetStatus(ctx, c, "pve01", id)

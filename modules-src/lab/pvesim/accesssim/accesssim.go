@@ -7,7 +7,8 @@
 // written when it dies. The rules (user.cfg's format, privileges per
 // version, permission evaluation) are pvesim/access's; login, tickets and
 // the permission check of every request are core's, since every backend's
-// requests go through them.
+// requests go through them. Pveum (pveum.go) is the lab's own set-up of
+// users, tokens and ACLs, for the Go API (pvesim.Sim) and the control API.
 package accesssim
 
 import "github.com/gopve/proxmox/modules-src/lab/pvesim/core"
@@ -16,4 +17,7 @@ import "github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 type backend struct{ *core.Sim }
 
 // Register adds the access endpoints to s.
-func Register(s *core.Sim) { s.Handle((&backend{s}).routes()) }
+func Register(s *core.Sim) {
+	s.Handle((&backend{s}).routes())
+	registerPveum(s)
+}

@@ -6,9 +6,11 @@
 // takes (joinlock.go: pvecm.lock, config_change_lock; C4). The membership
 // itself, what a join does to a node and its /etc/pve (addnode,
 // finish_join, the new certificate and API restart: C5) and the quorum
-// every write checks stay in core, where the control API's pvecm stand-ins
-// and every backend and model use them; the rules and views are
-// pvesim/cluster's, a certificate's fingerprint pvesim/nodecert's.
+// every write checks stay in core, where the control API's pvecm add and
+// every backend and model use them; the rules and views are
+// pvesim/cluster's, a certificate's fingerprint pvesim/nodecert's. Pvecm
+// (pvecm.go) is the lab's pvecm create, expected and status, for the Go
+// API (pvesim.Sim) and the control API.
 package clustersim
 
 import (
@@ -35,6 +37,7 @@ func Register(s *core.Sim) {
 	b := &backend{Model: guests.New(s), joins: &joinLocks{m: map[string]*sync.Mutex{}}}
 	s.Handle(b.clusterRoutes())
 	s.Handle(b.nodeRoutes())
+	registerPvecm(s)
 }
 
 func (s *backend) getClusterStatus(rc *core.Req) (any, error) {

@@ -1,16 +1,17 @@
 // Package controlapi is the lab's control API (core's ControlHandler:
 // plain HTTP/JSON on the lab's Unix socket, no part of PVE's API): the
-// request log, faults, the nodes' power, the pvecm stand-ins (create, add,
-// expected), users, tokens and ACLs, /etc/pve files, guest fixtures and
-// the remote stores. Its routes are those of the Go API (core's api.go)
-// over HTTP; it follows no PVE source, but its errors carry the messages
-// real PVE prints. pvesim.New registers it, as a backend, through
-// HandleControl; a backend's own routes (replsim's `pvesr run`) sit with
-// that backend. pvesim's package doc lists the routes.
+// request log, faults, the nodes' power, pvecm add's halves, /etc/pve
+// files, guest fixtures and the remote stores. Its routes are those of
+// core's Go API (core's api.go) over HTTP; it follows no PVE source, but
+// its errors carry the messages real PVE prints. pvesim.New registers it,
+// as a backend, through HandleControl; a backend's own routes sit with
+// that backend, with the Go API they serve (replsim's `pvesr run`,
+// accesssim's pveum stand-in: users, tokens, ACLs; clustersim's pvecm
+// stand-in: create, expected, status). pvesim's package doc lists the
+// routes.
 package controlapi
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -34,18 +35,11 @@ func Register(s *core.Sim) {
 	s.HandleControl("GET /v1/nodes", c.ctlListNodes)
 	s.HandleControl("GET /v1/nodes/{node}", c.ctlGetNode)
 	s.HandleControl("POST /v1/nodes/{node}/online", c.ctlSetOnline)
-	s.HandleControl("GET /v1/nodes/{node}/cluster", c.ctlGetCluster)
-	s.HandleControl("POST /v1/clusters", c.ctlCreateCluster)
 	s.HandleControl("POST /v1/nodes/{member}/cluster/nodes", c.ctlAddNode)
 	s.HandleControl("POST /v1/nodes/{node}/cluster/finish-join", c.ctlFinishJoin)
-	s.HandleControl("POST /v1/nodes/{node}/cluster/expected", c.ctlSetExpected)
-	s.HandleControl("POST /v1/access/users", c.ctlAddUser)
-	s.HandleControl("POST /v1/access/tokens", c.ctlAddToken)
-	s.HandleControl("POST /v1/access/acl", c.ctlGrant)
 	s.HandleControl("GET /v1/nodes/{node}/pmxcfs/{path...}", c.ctlReadPmxcfs)
 	s.HandleControl("PUT /v1/nodes/{node}/pmxcfs/{path...}", c.ctlWritePmxcfs)
 	s.HandleControl("DELETE /v1/nodes/{node}/pmxcfs/{path...}", c.ctlDeletePmxcfs)
-	s.HandleControl("POST /v1/nodes/{node}/guests", c.ctlAddGuest)
 	s.HandleControl("POST /v1/remote-stores", c.ctlAddRemoteStore)
 }
 
@@ -147,27 +141,6 @@ func (c ctl) ctlSetOnline(w http.ResponseWriter, r *http.Request) {
 	core.ControlJSON(w, 200, nodeJSON(n))
 }
 
-// ctlGetCluster serves GET /v1/nodes/{node}/cluster.
-func (c ctl) ctlGetCluster(w http.ResponseWriter, r *http.Request) {
-	info, ok := c.Cluster(r.PathValue("node"))
-	if !ok {
-		//lint:ignore ST1005 pvecm status's own message
-		core.ControlError(w, 404, errors.New("Error: Corosync config '/etc/pve/corosync.conf' does not exist - is this node part of a cluster?"))
-		return
-	}
-	core.ControlJSON(w, 200, info)
-}
-
-// ctlCreateCluster serves POST /v1/clusters.
-func (c ctl) ctlCreateCluster(w http.ResponseWriter, r *http.Request) {
-	var body struct{ Node, Name, Link0 string }
-	if !core.ControlDecode(w, r, &body) {
-		return
-	}
-	info, err := c.CreateCluster(body.Node, body.Name, body.Link0)
-	core.ControlResult(w, info, err)
-}
-
 // ctlAddNode serves POST /v1/nodes/{member}/cluster/nodes.
 func (c ctl) ctlAddNode(w http.ResponseWriter, r *http.Request) {
 	var body struct {
@@ -202,27 +175,6 @@ func (c ctl) ctlFinishJoin(w http.ResponseWriter, r *http.Request) {
 	core.ControlResult(w, res, nil)
 }
 
-// ctlSetExpected serves POST /v1/nodes/{node}/cluster/expected.
-func (c ctl) ctlSetExpected(w http.ResponseWriter, r *http.Request) {
-	var body struct {
-		Votes int `json:"votes"`
-	}
-	if !core.ControlDecode(w, r, &body) {
-		return
-	}
-	info, err := c.SetExpectedVotes(r.PathValue("node"), body.Votes)
-	core.ControlResult(w, info, err)
-}
-
-// ctlAddUser serves POST /v1/access/users.
-func (c ctl) ctlAddUser(w http.ResponseWriter, r *http.Request) {
-	var body struct{ Node, User, Password string }
-	if !core.ControlDecode(w, r, &body) {
-		return
-	}
-	core.ControlResult(w, map[string]any{}, c.AddUser(body.Node, body.User, body.Password))
-}
-
 // ctlAddRemoteStore serves POST /v1/remote-stores.
 func (c ctl) ctlAddRemoteStore(w http.ResponseWriter, r *http.Request) {
 	var body core.RemoteStore
@@ -230,37 +182,6 @@ func (c ctl) ctlAddRemoteStore(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	core.ControlResult(w, map[string]any{}, c.AddRemoteStore(body))
-}
-
-// ctlAddToken serves POST /v1/access/tokens.
-func (c ctl) ctlAddToken(w http.ResponseWriter, r *http.Request) {
-	var body struct {
-		Node    string `json:"node"`
-		User    string `json:"user"`
-		Name    string `json:"name"`
-		Privsep bool   `json:"privsep"`
-	}
-	if !core.ControlDecode(w, r, &body) {
-		return
-	}
-	id, secret, err := c.AddToken(body.Node, core.TokenSpec{User: body.User, Name: body.Name, Privsep: body.Privsep})
-	// Like `pveum user token add`, the secret is shown once, to the caller.
-	core.ControlResult(w, map[string]string{"full-tokenid": id, "value": secret}, err)
-}
-
-// ctlGrant serves POST /v1/access/acl.
-func (c ctl) ctlGrant(w http.ResponseWriter, r *http.Request) {
-	var body struct {
-		Node      string `json:"node"`
-		Path      string `json:"path"`
-		UGID      string `json:"ugid"`
-		Role      string `json:"role"`
-		Propagate bool   `json:"propagate"`
-	}
-	if !core.ControlDecode(w, r, &body) {
-		return
-	}
-	core.ControlResult(w, map[string]any{}, c.Grant(body.Node, body.Path, body.UGID, body.Role, body.Propagate))
 }
 
 // ctlReadPmxcfs serves GET /v1/nodes/{node}/pmxcfs/{path...}.
@@ -295,14 +216,4 @@ func (c ctl) ctlDeletePmxcfs(w http.ResponseWriter, r *http.Request) {
 func nodeJSON(n core.NodeInfo) map[string]any {
 	return map[string]any{"name": n.Name, "addr": n.Addr, "url": n.URL, "fingerprint": n.Fingerprint,
 		"online": n.Online, "serving": n.Serving, "cluster": n.Cluster}
-}
-
-// ctlAddGuest serves POST /v1/nodes/{node}/guests.
-func (c ctl) ctlAddGuest(w http.ResponseWriter, r *http.Request) {
-	var g core.GuestSpec
-	if !core.ControlDecode(w, r, &g) {
-		return
-	}
-	err := c.AddGuest(r.PathValue("node"), g)
-	core.ControlResult(w, map[string]any{"vmid": strconv.Itoa(g.VMID)}, err)
 }

@@ -13,9 +13,7 @@ import (
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
-	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/cluster"
-	"github.com/gopve/proxmox/modules-src/lab/pvesim/corosync"
 )
 
 // NodeInfo is a snapshot of one node as a client sees it.
@@ -100,14 +98,36 @@ func (s *Sim) Faults() *Faults { return s.faults }
 // listeners that could not come back); tests should expect none.
 func (s *Sim) InternalErrors() []string { return s.log.Errors() }
 
+// NodeLocked is node's state, or the error the Go API answers for a node
+// the lab does not have. The caller holds s.Mu.
+func (s *Sim) NodeLocked(name string) (*Node, error) {
+	n := s.State.Nodes[name]
+	if n == nil {
+		return nil, fmt.Errorf("no node %q in this lab (have %s)", name, strings.Join(s.NodeNames(), ", "))
+	}
+	return n, nil
+}
+
+// DBFreshLocked is node's /etc/pve database, with what a program on a
+// node changed in its files read back, or the control API's 404 for a node
+// the lab does not have. The caller holds s.Mu.
+func (s *Sim) DBFreshLocked(node string) (*ConfigDB, error) {
+	db := s.DBOf(node)
+	if db == nil {
+		return nil, &NotFoundError{Msg: fmt.Sprintf("no node %q in this lab", node)}
+	}
+	s.readFilesLocked(db)
+	return db, nil
+}
+
 // SetOnline powers a node on or off: off closes its API and removes its
 // vote from quorum (C10).
 func (s *Sim) SetOnline(name string, online bool) error {
 	s.Mu.Lock()
 	defer s.Mu.Unlock()
-	n := s.State.Nodes[name]
-	if n == nil {
-		return fmt.Errorf("no node %q in this lab (have %s)", name, strings.Join(s.NodeNames(), ", "))
+	n, err := s.NodeLocked(name)
+	if err != nil {
+		return err
 	}
 	if n.Online == online {
 		return nil
@@ -133,141 +153,21 @@ func (s *Sim) SetOnline(name string, online bool) error {
 	return nil
 }
 
-// TokenSpec describes an API token to create for a test or the lab CLI.
-type TokenSpec struct {
-	User    string // user@realm; created (realm pve, no password) if missing
-	Name    string // token name
-	Privsep bool   // privilege separation: only ACLs granted to the token count
-}
-
-// AddToken creates a token in node's /etc/pve (shared by its cluster) and
-// returns its full id and secret.
-func (s *Sim) AddToken(node string, spec TokenSpec) (id, secret string, err error) {
-	s.Mu.Lock()
-	defer s.Mu.Unlock()
-	db := s.DBOf(node)
-	if db == nil {
-		return "", "", &NotFoundError{Msg: fmt.Sprintf("no node %q in this lab", node)}
-	}
-	s.readFilesLocked(db)
-	if !strings.Contains(spec.User, "@") || spec.Name == "" {
-		return "", "", &BadRequestError{Msg: fmt.Sprintf("token needs user@realm and a name (got %q, %q)", spec.User, spec.Name)}
-	}
-	if db.Access.Users[spec.User] == nil {
-		db.Access.Users[spec.User] = &access.User{ID: spec.User}
-	}
-	id = spec.User + "!" + spec.Name
-	secret = NewUUID()
-	db.Access.Tokens[id] = &access.Token{ID: id, Secret: secret, Privsep: spec.Privsep}
-	s.SaveLocked()
-	return id, secret, nil
-}
-
-// AddUser creates a pve-realm user with a password (for ticket tests).
-func (s *Sim) AddUser(node, user, password string) error {
-	if !strings.Contains(user, "@") {
-		return &BadRequestError{Msg: fmt.Sprintf("user %q needs a realm (user@pve)", user)}
-	}
-	s.Mu.Lock()
-	defer s.Mu.Unlock()
-	db := s.DBOf(node)
-	if db == nil {
-		return &NotFoundError{Msg: fmt.Sprintf("no node %q in this lab", node)}
-	}
-	s.readFilesLocked(db)
-	db.Access.Users[user] = &access.User{ID: user, Password: password}
-	s.SaveLocked()
-	return nil
-}
-
-// Grant adds an ACL entry on node's /etc/pve: role is a role of the PVE
-// version (PVEAuditor, PVEDatastoreAdmin, Administrator…), a custom role, or
-// "priv:A,B", which creates the custom role "Lab-A_B" (user.cfg names roles
-// only) with those privileges.
-func (s *Sim) Grant(node, path, ugid, role string, propagate bool) error {
-	s.Mu.Lock()
-	defer s.Mu.Unlock()
-	db := s.DBOf(node)
-	if db == nil {
-		return &NotFoundError{Msg: fmt.Sprintf("no node %q in this lab", node)}
-	}
-	s.readFilesLocked(db)
-	if list, ok := strings.CutPrefix(role, "priv:"); ok {
-		privs := pveschema.SplitList(list)
-		set := map[string]bool{}
-		for _, p := range privs {
-			if !access.ValidPrivilege(s.Cfg.Version, p) {
-				return &BadRequestError{Msg: fmt.Sprintf("invalid privilege '%s' (PVE %d)", p, s.Cfg.Version)}
-			}
-			set[p] = true
-		}
-		role = access.LabRoleName(sortedKeys(set))
-		if db.Access.Roles == nil {
-			db.Access.Roles = map[string]map[string]bool{}
-		}
-		db.Access.Roles[role] = set
-	}
-	if db.Access.RolePrivs(s.Cfg.Version, role) == nil {
-		return &BadRequestError{Msg: fmt.Sprintf("unknown role %q (use a PVE role such as PVEAuditor, or \"priv:A,B\")", role)}
-	}
-	p := access.NormalizePath(path)
-	if p == "" {
-		return &BadRequestError{Msg: fmt.Sprintf("invalid ACL path '%s'", path)}
-	}
-	db.Access.SetACL(access.ACLEntry{Path: p, UGID: ugid, Role: role, Propagate: propagate})
-	s.SaveLocked()
-	return nil
-}
-
 // ClusterMember and ClusterInfo are `pvecm status` material for the CLI
-// stand-ins (pvesim/cluster).
+// stand-ins (pvesim/cluster; clustersim's Pvecm answers them).
 type (
 	ClusterMember = cluster.Member
 	ClusterInfo   = cluster.Info
 )
 
-// Cluster returns the cluster node belongs to, or false when standalone.
-func (s *Sim) Cluster(node string) (ClusterInfo, bool) {
-	s.Mu.Lock()
-	defer s.Mu.Unlock()
-	return s.clusterLocked(node)
-}
-
-func (s *Sim) clusterLocked(node string) (ClusterInfo, bool) {
+// ClusterLocked is `pvecm status` of the cluster node belongs to, or false
+// when node is standalone. The caller holds s.Mu.
+func (s *Sim) ClusterLocked(node string) (ClusterInfo, bool) {
 	db := s.DBOf(node)
 	if db == nil || db.Corosync == nil {
 		return ClusterInfo{}, false
 	}
 	return cluster.PvecmStatus(db.Corosync, s.QuorateLocked(db), func(name string) bool { return s.VotesForLocked(db, name) }), true
-}
-
-// CreateCluster is `pvecm create` on node (no task; the CLI prints its own
-// output): the cluster is quorate at once.
-func (s *Sim) CreateCluster(node, name, link0 string) (ClusterInfo, error) {
-	s.Mu.Lock()
-	defer s.Mu.Unlock()
-	n := s.State.Nodes[node]
-	if n == nil {
-		return ClusterInfo{}, &NotFoundError{Msg: fmt.Sprintf("no node %q in this lab", node)}
-	}
-	db := s.DBOf(node)
-	if db.Corosync != nil {
-		return ClusterInfo{}, &ConflictError{Msg: "cluster config '/etc/pve/corosync.conf' already exists"}
-	}
-	addr := n.Addr
-	if link0 != "" {
-		addr = cluster.LinkAddr(link0)
-	}
-	db.Corosync = &corosync.Conf{ClusterName: name, ConfigVersion: 1, Nodes: []*corosync.Node{{
-		Name: node, NodeID: 1, Votes: 1, Links: map[string]string{"ring0_addr": addr}}}}
-	if s.Cfg.Version >= 9 {
-		db.Corosync.TokenCoefficient = 125
-	}
-	n.CorosyncUpAt = time.Now().UnixMilli()
-	db.Serial++
-	s.SaveLocked()
-	info, _ := s.clusterLocked(node)
-	return info, nil
 }
 
 // ConflictError is a refusal the control API answers with 409.
@@ -284,20 +184,6 @@ func (e *BadRequestError) Error() string { return e.Msg }
 type NotFoundError struct{ Msg string }
 
 func (e *NotFoundError) Error() string { return e.Msg }
-
-// SetExpectedVotes is `pvecm expected N` (0 restores the sum of votes).
-func (s *Sim) SetExpectedVotes(node string, votes int) (ClusterInfo, error) {
-	s.Mu.Lock()
-	defer s.Mu.Unlock()
-	db := s.DBOf(node)
-	if db == nil || db.Corosync == nil {
-		return ClusterInfo{}, &NotFoundError{Msg: "Corosync config '/etc/pve/corosync.conf' does not exist - is this node part of a cluster?"}
-	}
-	db.Corosync.ExpectedVotes = votes
-	s.SaveLocked()
-	info, _ := s.clusterLocked(node)
-	return info, nil
-}
 
 // ReadPmxcfs returns a file of node's /etc/pve (path relative to /etc/pve,
 // e.g. "priv/authorized_keys"); false when it does not exist.
@@ -369,40 +255,3 @@ func (s *Sim) Schema() *pveschema.Schema { return s.schema }
 
 // Routes lists the simulated endpoints, "METHOD /schema/path", sorted.
 func (s *Sim) Routes() []string { return slices.Sorted(maps.Keys(s.routes)) }
-
-// SetBridges gives a node exactly these bridges (none: no bridge at all).
-func (s *Sim) SetBridges(node string, bridges ...string) error {
-	s.Mu.Lock()
-	defer s.Mu.Unlock()
-	n := s.State.Nodes[node]
-	if n == nil {
-		return fmt.Errorf("no node %q in this lab (have %s)", node, strings.Join(s.NodeNames(), ", "))
-	}
-	n.Bridges = append([]string{}, bridges...)
-	s.SaveLocked()
-	return nil
-}
-
-// HoldDevices makes the guest of running VM vmid on node refuse to let
-// these devices (net1, scsi1, virtio2…) go: QEMU's device_del is sent but
-// the guest never acknowledges it (a guest without ACPI hotplug support, a
-// disk still mounted by Windows). Reconstruction: on PVE this is the
-// guest OS's doing; the lab makes it a property of the running guest,
-// gone when the VM stops.
-func (s *Sim) HoldDevices(node string, vmid int, devices ...string) error {
-	s.Mu.Lock()
-	defer s.Mu.Unlock()
-	n := s.State.Nodes[node]
-	if n == nil {
-		return fmt.Errorf("no node %q in this lab (have %s)", node, strings.Join(s.NodeNames(), ", "))
-	}
-	if _, ok := n.Running[vmid]; !ok {
-		return fmt.Errorf("VM %d does not run on %s: only a running guest holds devices", vmid, node)
-	}
-	if n.HeldDevices == nil {
-		n.HeldDevices = map[int][]string{}
-	}
-	n.HeldDevices[vmid] = append([]string{}, devices...)
-	s.SaveLocked()
-	return nil
-}

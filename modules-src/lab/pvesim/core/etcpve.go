@@ -339,3 +339,56 @@ func (s *Sim) GeneratedPmxcfsFile(node, name string) []byte {
 	}
 	return []byte(b.String())
 }
+
+// ---- Files of a DB's /etc/pve, and its .vmlist ----
+
+// ReadEtcPve, WriteEtcPve and RemoveEtcPve are the one place the models
+// and the section config files (sectioncfg.go) touch /etc/pve files: the
+// DB's directory, which the lab mounts as every member's /etc/pve, so a
+// config edited on a node is what the API reads next.
+func (s *Sim) ReadEtcPve(db *ConfigDB, rel string) (string, bool) {
+	b, err := os.ReadFile(filepath.Join(s.etcPveDir(db.ID), filepath.FromSlash(rel)))
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
+}
+
+func (s *Sim) WriteEtcPve(db *ConfigDB, rel, content string) {
+	if err := writeEtcPveFile(s.etcPveDir(db.ID), rel, []byte(content)); err != nil {
+		s.log.AddError(err)
+	}
+	db.Serial++
+}
+
+func (s *Sim) RemoveEtcPve(db *ConfigDB, rel string) {
+	if err := os.Remove(filepath.Join(s.etcPveDir(db.ID), filepath.FromSlash(rel))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		s.log.AddError(err)
+	}
+	db.Serial++
+}
+
+// VMEntry is one line of pmxcfs's .vmlist: which node holds which guest.
+type VMEntry struct {
+	VMID int
+	Node string
+	Kind string // qemu-server or lxc
+}
+
+// VMListLocked is the cluster's .vmlist, sorted by VMID (pmxcfs's scan of
+// nodes/<node>/{qemu-server,lxc}).
+func (s *Sim) VMListLocked(db *ConfigDB) []VMEntry {
+	var out []VMEntry
+	for _, c := range pmxcfs.ScanVMConfigs(s.etcPveDir(db.ID)) {
+		kind := "qemu-server"
+		switch c.Type {
+		case "lxc":
+			kind = "lxc"
+		case "openvz":
+			continue
+		}
+		out = append(out, VMEntry{VMID: int(c.VMID), Node: c.Node, Kind: kind})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].VMID < out[j].VMID })
+	return out
+}

@@ -163,7 +163,7 @@ func (s *Sim) AddNodeEntry(member, joiner, link0 string, force bool) (ClusterInf
 	if msg := s.AddnodeLocked(mdb, joiner, 0, -1, map[string]string{"ring0_addr": addr}, link0 != "", force); msg != "" {
 		return ClusterInfo{}, &ConflictError{Msg: msg}
 	}
-	info, _ := s.clusterLocked(member)
+	info, _ := s.ClusterLocked(member)
 	return info, nil
 }
 
@@ -196,7 +196,7 @@ func (s *Sim) finishJoinOf(node string, restart time.Duration, logf func(string,
 	}
 	s.Mu.Lock()
 	defer s.Mu.Unlock()
-	info, _ := s.clusterLocked(node)
+	info, _ := s.ClusterLocked(node)
 	return info, nil
 }
 

@@ -80,11 +80,6 @@ func (s *Sim) HARequestedLocked(dbID string) {
 	}
 }
 
-// OnAddGuest sets how AddGuest and the control API's guest fixture create
-// a VM: the guest model's (pvesim/guests, registered by pvesim.New), which
-// core cannot import.
-func (s *Sim) OnAddGuest(f func(node string, g GuestSpec) error) { s.addGuest = f }
-
 // OnStatdCycle sets pvestatd's storage cycle on every node that is up
 // (pvesim/storagesim, whose loop runs it), which StatdCycle runs.
 func (s *Sim) OnStatdCycle(f func()) { s.statdCycle = f }

@@ -176,7 +176,7 @@ type Sim struct {
 	faults   *Faults
 	log      *reqlog.Log
 
-	guestLocks map[string]*guestLock // /var/lock/qemu-server and storage flocks (guestlock.go)
+	guestLocks map[string]*guestLock // /var/lock/qemu-server and storage flocks (flock.go)
 	// The HA model's runtime state (pvesim/guests, hamodel.go), under Mu;
 	// not in State, so never saved.
 	HAErrors  map[string]bool        // HA services in error state, "db/sid"
@@ -192,9 +192,8 @@ type Sim struct {
 	// request (OnHARequest), run under Mu (router.go)
 	nodePower  []func(node string, online bool)
 	haRequest  []func(dbID string)
-	addGuest   func(node string, g GuestSpec) error // the guest model's fixture (OnAddGuest)
-	statdCycle func()                               // pvestatd's storage cycle (OnStatdCycle)
-	journal    []string                             // the nodes' journal lines (journal.go)
+	statdCycle func()   // pvestatd's storage cycle (OnStatdCycle)
+	journal    []string // the nodes' journal lines (journal.go)
 }
 
 // nodeRuntime is the serving side of a node (not persisted).

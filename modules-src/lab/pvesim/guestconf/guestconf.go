@@ -14,8 +14,8 @@
 // but not simulated.
 //
 // It knows the file only: where files live, locks and the API views are
-// pvesim's (core/guestconf.go, guests/guestkind.go); it imports nothing of pvesim
-// (issue 27 §1).
+// pvesim's (guests/guestlock.go, guests/guestkind.go); it imports nothing
+// of pvesim (issue 27 §1).
 package guestconf
 
 import (

@@ -52,7 +52,7 @@ func KindOf(e core.VMEntry) GuestKind {
 
 // LoadGuestConfLocked reads a guest's config file from db.
 func (s Model) LoadGuestConfLocked(db *core.ConfigDB, k GuestKind, node string, vmid int) (*guestconf.Conf, error) {
-	rel := core.GuestConfPath(node, k.Dir, vmid)
+	rel := GuestConfPath(node, k.Dir, vmid)
 	raw, ok := s.ReadEtcPve(db, rel)
 	if !ok {
 		// pve-guest-common AbstractConfig.pm load_config
@@ -62,7 +62,7 @@ func (s Model) LoadGuestConfLocked(db *core.ConfigDB, k GuestKind, node string, 
 }
 
 func (s Model) writeGuestConfLocked(db *core.ConfigDB, k GuestKind, node string, vmid int, c *guestconf.Conf) {
-	s.WriteEtcPve(db, core.GuestConfPath(node, k.Dir, vmid), c.Render(k.pendingHeader))
+	s.WriteEtcPve(db, GuestConfPath(node, k.Dir, vmid), c.Render(k.pendingHeader))
 }
 
 // TypedGuestConf renders config values with the schema's JSON types, as

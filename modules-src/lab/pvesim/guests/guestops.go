@@ -62,7 +62,7 @@ func (s Model) startOnbootLocked(node string) {
 		if e.Node != node || s.haConfiguredSIDLocked(db, e) {
 			continue
 		}
-		raw, _ := s.ReadEtcPve(db, core.GuestConfPath(node, e.Kind, e.VMID))
+		raw, _ := s.ReadEtcPve(db, GuestConfPath(node, e.Kind, e.VMID))
 		if c := guestconf.Parse(raw); c.Keys["onboot"] == "1" && !c.IsTemplate() {
 			s.SetRunningLocked(node, e.VMID, true)
 		}
@@ -74,8 +74,8 @@ func (s Model) startOnbootLocked(node string) {
 // replication jobs, as pve-ha-manager's PVE/HA/Env/PVE2.pm steal_service
 // renames the config of a fenced node's service.
 func (s Model) StealGuestLocked(db *core.ConfigDB, e core.VMEntry, target string) {
-	raw, _ := s.ReadEtcPve(db, core.GuestConfPath(e.Node, e.Kind, e.VMID))
-	s.RemoveEtcPve(db, core.GuestConfPath(e.Node, e.Kind, e.VMID))
-	s.WriteEtcPve(db, core.GuestConfPath(target, e.Kind, e.VMID), raw)
+	raw, _ := s.ReadEtcPve(db, GuestConfPath(e.Node, e.Kind, e.VMID))
+	s.RemoveEtcPve(db, GuestConfPath(e.Node, e.Kind, e.VMID))
+	s.WriteEtcPve(db, GuestConfPath(target, e.Kind, e.VMID), raw)
 	delete(s.State.Nodes[e.Node].Running, e.VMID)
 }

@@ -16,7 +16,7 @@ func (s Model) LoadQMConfLocked(db *core.ConfigDB, node string, vmid int) (*gues
 // AssertOnNodeLocked is assert_config_exists_on_node (qemu-server QemuConfig.pm),
 // which check_running runs first in most VM calls.
 func (s Model) AssertOnNodeLocked(db *core.ConfigDB, node string, vmid int) error {
-	if _, ok := s.ReadEtcPve(db, core.GuestConfPath(node, "qemu-server", vmid)); !ok {
+	if _, ok := s.ReadEtcPve(db, GuestConfPath(node, "qemu-server", vmid)); !ok {
 		return fmt.Errorf("unable to find configuration file for VM %d on node '%s'", vmid, node)
 	}
 	return nil

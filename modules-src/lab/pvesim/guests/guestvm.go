@@ -182,9 +182,9 @@ func (s Model) CreateDrive(node string, vmid int, key, v string) (string, error)
 // underGuestLock runs f in a task holding vmid's config lock, waiting up to
 // d; the task takes the lab's task duration inside the lock.
 func (s Model) underGuestLock(t *core.TaskRun, node string, vmid int, d time.Duration, f func() string) string {
-	key := core.GuestLockKey(node, vmid)
+	key := GuestLockKey(node, vmid)
 	if !s.Acquire(key, false, d) {
-		return core.ErrLockTimeout(core.GuestLockFile(vmid)).Error()
+		return core.ErrLockTimeout(GuestLockFile(vmid)).Error()
 	}
 	defer s.Release(key, false)
 	if !s.Sleep(s.Cfg.Dur(s.Cfg.TaskDuration, core.DefaultTaskDuration)) {
@@ -244,7 +244,7 @@ func (s Model) MoveGuestLocked(db *core.ConfigDB, vmid int, from, to string, log
 	if e, ok := s.FindVMLocked(db, vmid); ok {
 		kind = e.Kind
 	}
-	raw, ok := s.ReadEtcPve(db, core.GuestConfPath(from, kind, vmid))
+	raw, ok := s.ReadEtcPve(db, GuestConfPath(from, kind, vmid))
 	if !ok {
 		return pvecommon.Die("unable to find configuration file for VM %d on node '%s'", vmid, from)
 	}
@@ -261,8 +261,8 @@ func (s Model) MoveGuestLocked(db *core.ConfigDB, vmid int, from, to string, log
 		}
 	}
 	running := s.RunningLocked(from, vmid)
-	s.RemoveEtcPve(db, core.GuestConfPath(from, kind, vmid))
-	s.WriteEtcPve(db, core.GuestConfPath(to, kind, vmid), raw)
+	s.RemoveEtcPve(db, GuestConfPath(from, kind, vmid))
+	s.WriteEtcPve(db, GuestConfPath(to, kind, vmid), raw)
 	s.SetRunningLocked(from, vmid, false)
 	if running {
 		s.SetRunningLocked(to, vmid, true)

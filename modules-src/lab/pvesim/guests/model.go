@@ -14,12 +14,13 @@ type Model struct{ volumes.Model }
 func New(s *core.Sim) Model { return Model{volumes.Model{Sim: s}} }
 
 // Register gives core what it needs of the guest model and cannot import:
-// AddGuest's fixture (OnAddGuest) and pve-guests' onboot start when a node
-// powers on (OnNodePower). pvesim.New calls it before any backend's
-// Register, so that onboot runs before HA's reaction to the same power-on.
+// pve-guests' onboot start when a node powers on (OnNodePower), and adds
+// the control API's guest fixture route (Fixture). pvesim.New calls it
+// before any backend's Register, so that onboot runs before HA's reaction
+// to the same power-on.
 func Register(s *core.Sim) {
 	m := New(s)
-	s.OnAddGuest(m.addFixture)
+	s.HandleControl("POST /v1/nodes/{node}/guests", NewFixture(s).ctlAddGuest)
 	s.OnNodePower(func(node string, online bool) {
 		if online {
 			m.startOnbootLocked(node)

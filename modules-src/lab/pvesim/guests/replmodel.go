@@ -59,7 +59,7 @@ func (s Model) SwitchReplicationLocked(db *core.ConfigDB, vmid int, oldTarget, n
 // MissingVolumesLocked lists a guest's local volumes absent on node (a
 // recovery without a replica cannot start it, H8).
 func (s Model) MissingVolumesLocked(db *core.ConfigDB, e core.VMEntry, node string) []string {
-	raw, _ := s.ReadEtcPve(db, core.GuestConfPath(e.Node, e.Kind, e.VMID))
+	raw, _ := s.ReadEtcPve(db, GuestConfPath(e.Node, e.Kind, e.VMID))
 	var out []string
 	for _, file := range localVolids(db, e.Kind, guestconf.Parse(raw), true) {
 		if s.State.Nodes[node].Volumes[file] == nil {

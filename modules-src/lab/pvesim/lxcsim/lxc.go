@@ -137,7 +137,7 @@ func (s *backend) postLxcCreate(rc *core.Req) (any, error) {
 			// PVE::Storage::abs_filesystem_path): the template must be a
 			// file on its storage, else the task dies "$emsg can't find file".
 			if ok, err := s.VolumeExistsLocked(node, tmpl); err != nil || !ok {
-				s.RemoveEtcPve(db, core.GuestConfPath(node, "lxc", vmid))
+				s.RemoveEtcPve(db, guests.GuestConfPath(node, "lxc", vmid))
 				s.SaveLocked()
 				return fmt.Sprintf("unable to create CT %d - can't find file '%s'", vmid, tmpl)
 			}
@@ -148,7 +148,7 @@ func (s *backend) postLxcCreate(rc *core.Req) (any, error) {
 			}
 			nv, err := s.createCtVolume(node, vmid, keys[k], keys["unprivileged"] == "1")
 			if err != nil {
-				s.RemoveEtcPve(db, core.GuestConfPath(node, "lxc", vmid))
+				s.RemoveEtcPve(db, guests.GuestConfPath(node, "lxc", vmid))
 				return fmt.Sprintf("unable to create CT %d - %v", vmid, err)
 			}
 			keys[k] = nv
@@ -342,7 +342,7 @@ func (s *backend) deleteLxc(rc *core.Req) (any, error) {
 			t.Task.Log = append(t.Task.Log, fmt.Sprintf("purging CT %d from related configurations..", vmid))
 			s.PurgeGuestLocked(db, t, "ct", vmid)
 		}
-		s.RemoveEtcPve(db, core.GuestConfPath(node, guests.CTKind.Dir, vmid))
+		s.RemoveEtcPve(db, guests.GuestConfPath(node, guests.CTKind.Dir, vmid))
 		s.SaveLocked()
 		return ""
 	}), nil

@@ -56,7 +56,7 @@ func TestContainerVolumesPerStorageType(t *testing.T) {
 					t.Errorf("CT %d: unprivileged in config %v (%v), want %v", g.vmid, unpriv, conf["unprivileged"], wantUnpriv)
 				}
 				s.Mu.Lock()
-				vol, _, err := (volumes.Model{Sim: s}).VolumeLocked("pve01", pvecommon.ParseProps(g.want, "volume").Get("volume"))
+				vol, _, err := (volumes.Model{Sim: s.Sim}).VolumeLocked("pve01", pvecommon.ParseProps(g.want, "volume").Get("volume"))
 				s.Mu.Unlock()
 				if err != nil || vol.Owner != g.owner {
 					t.Errorf("CT %d volume owner %+v %v, want %s", g.vmid, vol, err, g.owner)
@@ -171,7 +171,7 @@ func TestContainerHotplugPendingLoops(t *testing.T) {
 	volExists := func(vol string) bool {
 		s.Mu.Lock()
 		defer s.Mu.Unlock()
-		_, _, err := (volumes.Model{Sim: s}).VolumeLocked("pve01", vol)
+		_, _, err := (volumes.Model{Sim: s.Sim}).VolumeLocked("pve01", vol)
 		return err == nil
 	}
 	current := func() map[string]any {

@@ -125,7 +125,7 @@ func (s *backend) postLxcRestore(rc *core.Req) (any, error) {
 	if pool := rc.Str("pool"); pool != "" && db.Pools[pool] == nil {
 		return nil, core.ErrPerm(fmt.Sprintf("pool '%s' does not exist", pool))
 	}
-	confPath := core.GuestConfPath(node, "lxc", vmid)
+	confPath := guests.GuestConfPath(node, "lxc", vmid)
 	_, exists := s.ReadEtcPve(db, confPath)
 	force := rc.Bool("force")
 	if !(exists && force) {

@@ -14,6 +14,7 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/volumes"
 )
 
 // Clone, as qemu-server src/PVE/API2/Qemu.pm clone_vm does it:
@@ -159,7 +160,7 @@ func (s *backend) loadAndCheckClone(db *core.ConfigDB, r *cloneReq, running bool
 	if r.target != "" && !shared {
 		return nil, fmt.Errorf("can't clone VM to node '%s' (VM uses local storage)", r.target)
 	}
-	if _, exists := s.ReadEtcPve(db, core.GuestConfPath(r.node, "qemu-server", r.newid)); exists {
+	if _, exists := s.ReadEtcPve(db, guests.GuestConfPath(r.node, "qemu-server", r.newid)); exists {
 		return nil, fmt.Errorf("unable to create VM %d: config file already exists", r.newid)
 	}
 	// clone_vm's copy loop, after the checks above: a running VM's TPM
@@ -197,14 +198,14 @@ func (s *backend) postQemuClone(rc *core.Req) (any, error) {
 }
 
 func (s *backend) cloneWorker(t *core.TaskRun, db *core.ConfigDB, r *cloneReq, running bool) string {
-	srcKey, newKey := core.GuestLockKey(r.node, r.vmid), core.GuestLockKey(r.node, r.newid)
+	srcKey, newKey := guests.GuestLockKey(r.node, r.vmid), guests.GuestLockKey(r.node, r.newid)
 	// exclusive lock if VM is running - else shared lock is enough
 	if !s.Acquire(srcKey, !running, s.cloneLockTimeout()) {
-		return core.ErrLockTimeout(core.GuestLockFile(r.vmid)).Error()
+		return core.ErrLockTimeout(guests.GuestLockFile(r.vmid)).Error()
 	}
 	defer s.Release(srcKey, !running)
 	if !s.Acquire(newKey, false, s.cloneLockTimeout()) {
-		return core.ErrLockTimeout(core.GuestLockFile(r.newid)).Error()
+		return core.ErrLockTimeout(guests.GuestLockFile(r.newid)).Error()
 	}
 	defer s.Release(newKey, false)
 
@@ -241,9 +242,9 @@ func (s *backend) cloneWorker(t *core.TaskRun, db *core.ConfigDB, r *cloneReq, r
 	// message before anything was allocated.
 	if e, ok := s.FindVMLocked(db, r.newid); ok && e.Node != r.node {
 		s.Mu.Unlock()
-		return fmt.Sprintf("close (rename) atomic file '/etc/pve/%s' failed: File exists", core.GuestConfPath(r.node, "qemu-server", r.newid))
+		return fmt.Sprintf("close (rename) atomic file '/etc/pve/%s' failed: File exists", guests.GuestConfPath(r.node, "qemu-server", r.newid))
 	}
-	s.WriteEtcPve(db, core.GuestConfPath(r.node, "qemu-server", r.newid), "# qmclone temporary file\nlock: clone\n")
+	s.WriteEtcPve(db, guests.GuestConfPath(r.node, "qemu-server", r.newid), "# qmclone temporary file\nlock: clone\n")
 	s.SaveLocked()
 	s.Mu.Unlock()
 
@@ -253,7 +254,7 @@ func (s *backend) cloneWorker(t *core.TaskRun, db *core.ConfigDB, r *cloneReq, r
 		for _, v := range newVols {
 			s.FreeVolumeLocked(r.node, v)
 		}
-		s.RemoveEtcPve(db, core.GuestConfPath(r.node, "qemu-server", r.newid))
+		s.RemoveEtcPve(db, guests.GuestConfPath(r.node, "qemu-server", r.newid))
 		s.SaveLocked()
 		s.Mu.Unlock()
 		return "clone failed: " + reason
@@ -276,7 +277,7 @@ func (s *backend) cloneWorker(t *core.TaskRun, db *core.ConfigDB, r *cloneReq, r
 		} else {
 			t.Logf("create linked clone of drive %s (%s)", k, d.File())
 		}
-		lockKey, lockMsg := core.StorageLock(r.node, dst)
+		lockKey, lockMsg := volumes.StorageLock(r.node, dst)
 		if !s.Acquire(lockKey, false, s.Cfg.Dur(s.Cfg.LockTimeout, core.DefaultLockTimeout)) {
 			return fail(lockMsg)
 		}
@@ -327,7 +328,7 @@ func (s *backend) cloneWorker(t *core.TaskRun, db *core.ConfigDB, r *cloneReq, r
 	// (K4) applies this after the task already reported OK.
 	t.Commit(func() {
 		delete(keys, "lock")
-		rel := core.GuestConfPath(r.node, "qemu-server", r.newid)
+		rel := guests.GuestConfPath(r.node, "qemu-server", r.newid)
 		s.RemoveEtcPve(db, rel)
 		node := r.node
 		if r.target != "" {

@@ -74,7 +74,7 @@ func (s *backend) loadAndCheck(db *core.ConfigDB, u *configUpdate, skiplock bool
 // volumes as unusedN when replaced or removed (disks.go).
 func (s *backend) applyUpdateLocked(db *core.ConfigDB, u *configUpdate, c *guestconf.Conf, logf func(string, ...any)) error {
 	logf("update VM %d: %s", u.vmid, strings.Join(u.LogParams, " "))
-	if err := s.EtcPveWritableLocked(db, core.GuestConfPath(u.node, "qemu-server", u.vmid)); err != nil {
+	if err := s.EtcPveWritableLocked(db, guests.GuestConfPath(u.node, "qemu-server", u.vmid)); err != nil {
 		return err
 	}
 	node, vmid := u.node, u.vmid

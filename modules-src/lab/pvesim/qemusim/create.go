@@ -39,7 +39,7 @@ func (s *backend) postQemuCreate(rc *core.Req) (any, error) {
 	if pool := rc.Str("pool"); pool != "" && db.Pools[pool] == nil {
 		return nil, core.ErrPerm(fmt.Sprintf("pool '%s' does not exist", pool)) // check_pool_exist: raise_perm_exc, 403
 	}
-	if err := s.EtcPveWritableLocked(db, core.GuestConfPath(rc.Node, "qemu-server", vmid)); err != nil {
+	if err := s.EtcPveWritableLocked(db, guests.GuestConfPath(rc.Node, "qemu-server", vmid)); err != nil {
 		return nil, pvecommon.Die("unable to create VM %d - %v", vmid, err)
 	}
 	keys := map[string]string{}
@@ -131,12 +131,12 @@ func (s *backend) postQemuCreate(rc *core.Req) (any, error) {
 				continue
 			}
 			if at := qemuserver.CloudinitRequestElsewhere(k, keys[k], made); at != "" {
-				s.RemoveEtcPve(db, core.GuestConfPath(node, "qemu-server", vmid))
+				s.RemoveEtcPve(db, guests.GuestConfPath(node, "qemu-server", vmid))
 				return fmt.Sprintf("unable to create VM %d - %s - cloud-init drive is already attached at '%s'", vmid, k, at)
 			}
 			nv, err := s.CreateDrive(node, vmid, k, keys[k])
 			if err != nil {
-				s.RemoveEtcPve(db, core.GuestConfPath(node, "qemu-server", vmid))
+				s.RemoveEtcPve(db, guests.GuestConfPath(node, "qemu-server", vmid))
 				return fmt.Sprintf("unable to create VM %d - %v", vmid, err)
 			}
 			if nv != keys[k] {

@@ -192,7 +192,7 @@ func (s *backend) deleteQemu(rc *core.Req) (any, error) {
 			t.Task.Log = append(t.Task.Log, fmt.Sprintf("purging VM %d from related configurations..", vmid))
 			s.PurgeGuestLocked(db, t, "vm", vmid)
 		}
-		s.RemoveEtcPve(db, core.GuestConfPath(node, "qemu-server", vmid))
+		s.RemoveEtcPve(db, guests.GuestConfPath(node, "qemu-server", vmid))
 		s.SaveLocked()
 		return ""
 	}), nil

@@ -115,9 +115,9 @@ func (s *backend) postQemuMigrate(rc *core.Req) (any, error) {
 			return core.ErrLockTimeout(replication.MigrationLockFile(vmid)).Error()
 		}
 		defer s.Release(mig, false)
-		key := core.GuestLockKey(node, vmid)
+		key := guests.GuestLockKey(node, vmid)
 		if !s.Acquire(key, false, s.Cfg.Dur(s.Cfg.LockTimeout, core.DefaultLockTimeout)) {
-			return core.ErrLockTimeout(core.GuestLockFile(vmid)).Error()
+			return core.ErrLockTimeout(guests.GuestLockFile(vmid)).Error()
 		}
 		defer s.Release(key, false)
 		abort := func(reason string) string {

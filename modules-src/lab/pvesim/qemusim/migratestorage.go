@@ -9,6 +9,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/guests"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/qemuserver"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
@@ -159,9 +160,9 @@ func (s *backend) migrateProblems(db *core.ConfigDB, t *core.TaskRun, vmid int, 
 			tn.Volumes[file] = &cp
 		}
 	}
-	raw, _ := s.ReadEtcPve(db, core.GuestConfPath(from, "qemu-server", vmid))
-	s.RemoveEtcPve(db, core.GuestConfPath(from, "qemu-server", vmid))
-	s.WriteEtcPve(db, core.GuestConfPath(to, "qemu-server", vmid), raw)
+	raw, _ := s.ReadEtcPve(db, guests.GuestConfPath(from, "qemu-server", vmid))
+	s.RemoveEtcPve(db, guests.GuestConfPath(from, "qemu-server", vmid))
+	s.WriteEtcPve(db, guests.GuestConfPath(to, "qemu-server", vmid), raw)
 	if s.RunningLocked(from, vmid) {
 		s.SetRunningLocked(from, vmid, false)
 		s.SetRunningLocked(to, vmid, true)

@@ -42,11 +42,11 @@ func TestReplicationOneRunWorksThroughDueJobsH1(t *testing.T) {
 	if next, last := st["next_sync"].(float64), st["last_sync"].(float64); next <= last {
 		t.Errorf("next_sync %v not after last_sync %v", next, last)
 	}
-	log, err := replsim.Run(s, "pve01", "")
+	log, err := replsim.Run(s.Sim, "pve01", "")
 	if err != nil || len(log) != 0 {
 		t.Errorf("pvesr run right after the sync ran %v (%v), want nothing due", log, err)
 	}
-	if log, err := replsim.Run(s, "pve01", "100-1"); err != nil || !strings.Contains(strings.Join(log, "\n"), "incremental sync 'tank:vm-100-disk-0'") {
+	if log, err := replsim.Run(s.Sim, "pve01", "100-1"); err != nil || !strings.Contains(strings.Join(log, "\n"), "incremental sync 'tank:vm-100-disk-0'") {
 		t.Errorf("pvesr run --id 100-1: %v %v", log, err)
 	}
 }

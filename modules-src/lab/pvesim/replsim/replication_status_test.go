@@ -70,7 +70,7 @@ func TestReplicationStatusContentionFailureAndSyncingH5(t *testing.T) {
 	if err := s.SetOnline("pve02", false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := replsim.Run(s, "pve01", "100-0"); err != nil {
+	if _, err := replsim.Run(s.Sim, "pve01", "100-0"); err != nil {
 		t.Fatal(err)
 	}
 	st = status()
@@ -84,7 +84,7 @@ func TestReplicationStatusContentionFailureAndSyncingH5(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { _, err := replsim.Run(s, "pve01", "100-0"); done <- err }()
+	go func() { _, err := replsim.Run(s.Sim, "pve01", "100-0"); done <- err }()
 	simtest.Eventually(t, "the retry running", func() bool { return status()["pid"] != nil })
 	st = status()
 	if st["fail_count"] != float64(1) || st["error"] == nil || st["last_sync"] != first || st["last_try"].(float64) < failedTry {
@@ -148,15 +148,15 @@ func TestRunSingleJobRefusals(t *testing.T) {
 		{"pve01", "100-7", "no such job '100-7'"},
 		{"pve01", "100-0", "job '100-0' is disabled"},
 	} {
-		if _, err := replsim.Run(s, c.node, c.id); err == nil || err.Error() != c.want {
+		if _, err := replsim.Run(s.Sim, c.node, c.id); err == nil || err.Error() != c.want {
 			t.Errorf("pvesr run --id %s on %s: %v, want %q", c.id, c.node, err, c.want)
 		}
 	}
 	a.Call("PUT", "/cluster/replication/100-0", url.Values{"delete": {"disable"}}).Must(t, "enable")
-	if _, err := replsim.Run(s, "pve03", "100-0"); err == nil || err.Error() != "guest '100' is not on local node" {
+	if _, err := replsim.Run(s.Sim, "pve03", "100-0"); err == nil || err.Error() != "guest '100' is not on local node" {
 		t.Errorf("pvesr run --id 100-0 on pve03: %v", err)
 	}
-	if _, err := replsim.Run(s, "pve01", "100-0"); err != nil {
+	if _, err := replsim.Run(s.Sim, "pve01", "100-0"); err != nil {
 		t.Errorf("pvesr run --id 100-0 on pve01: %v", err)
 	}
 }

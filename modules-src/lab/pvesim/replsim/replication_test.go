@@ -103,7 +103,7 @@ func TestPvesrLockH5(t *testing.T) {
 	a.Call("POST", "/cluster/replication", url.Values{"id": {"100-0"}, "type": {"local"}, "target": {"pve02"}}).Must(t, "job")
 	first := make(chan error, 1)
 	go func() {
-		_, err := replsim.Run(s, "pve01", "")
+		_, err := replsim.Run(s.Sim, "pve01", "")
 		first <- err
 	}()
 	time.Sleep(100 * time.Millisecond)

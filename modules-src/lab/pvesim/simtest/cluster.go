@@ -22,7 +22,7 @@ func CreateCluster(t *testing.T, c *Client, name string) string {
 
 // JoinParams are POST /cluster/config/join's parameters to join the
 // cluster of node host, whose certificate has fingerprint fp, as root.
-func JoinParams(s *core.Sim, host string, fp string) url.Values {
+func JoinParams(s Sim, host string, fp string) url.Values {
 	return url.Values{"hostname": {host}, "fingerprint": {fp}, "password": {s.RootPassword()}}
 }
 
@@ -43,7 +43,7 @@ func JoinFingerprint(info map[string]any, name string) (string, bool) {
 // JoinVia joins joiner to the cluster of primary through the API with the
 // fingerprint the join info gives for primary's node name, and pins
 // joiner to the node's new certificate.
-func JoinVia(t *testing.T, s *core.Sim, primary, joiner *Client) {
+func JoinVia(t *testing.T, s Sim, primary, joiner *Client) {
 	t.Helper()
 	info := primary.Call("GET", "/cluster/config/join", nil).Must(t, "join info").Obj()
 	fp, ok := JoinFingerprint(info, primary.Node)
@@ -66,7 +66,7 @@ func JoinVia(t *testing.T, s *core.Sim, primary, joiner *Client) {
 // TwoNodes starts a simulator (newSim, o, then adjust) and returns it as a
 // quorate cluster of pve01 and pve02 (further nodes of o.Nodes stay
 // standalone) with root clients on both.
-func TwoNodes(t *testing.T, newSim New, o Opts, adjust ...func(*core.Config)) (*core.Sim, *Client, *Client) {
+func TwoNodes[S Sim](t *testing.T, newSim New[S], o Opts, adjust ...func(*core.Config)) (S, *Client, *Client) {
 	t.Helper()
 	if o.Nodes < 2 {
 		o.Nodes = 2
@@ -90,7 +90,7 @@ func TwoNodes(t *testing.T, newSim New, o Opts, adjust ...func(*core.Config)) (*
 // the lab's HA and replication clocks shortened for tests (PVE's own
 // delays are the defaults: Config); adjust, if any, changes the Config
 // last. It returns root clients on pve01 and pve02.
-func HACluster(t *testing.T, newSim New, version int, adjust func(*core.Config)) (*core.Sim, *Client, *Client) {
+func HACluster[S Sim](t *testing.T, newSim New[S], version int, adjust func(*core.Config)) (S, *Client, *Client) {
 	t.Helper()
 	s, a, b := TwoNodes(t, newSim, Opts{Version: version, Nodes: 3, TaskDuration: 30 * time.Millisecond, RestartWindow: 200 * time.Millisecond},
 		func(c *core.Config) {

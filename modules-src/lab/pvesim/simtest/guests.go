@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/accesssim"
 )
 
 // Guests and their volumes as the tests of several packages (qemusim,
@@ -50,11 +50,19 @@ func PutConfig(t *testing.T, c *Client, vmid int, p url.Values) {
 	c.Call("PUT", fmt.Sprintf("/nodes/%s/qemu/%d/config", c.Node, vmid), p).Must(t, fmt.Sprintf("PUT config %v", p))
 }
 
+// Pveum is a Sim with the lab's pveum stand-in (pvesim.Sim's
+// accesssim.Pveum).
+type Pveum interface {
+	Sim
+	AddToken(node string, spec accesssim.TokenSpec) (id, secret string, err error)
+	Grant(node, path, ugid, role string, propagate bool) error
+}
+
 // PermToken is a client of pve01 with a privilege-separated token of
 // root@pam holding privs on /.
-func PermToken(t *testing.T, s *core.Sim, name string, privs []string) *Client {
+func PermToken(t *testing.T, s Pveum, name string, privs []string) *Client {
 	t.Helper()
-	id, secret, err := s.AddToken("pve01", core.TokenSpec{User: "root@pam", Name: name, Privsep: true})
+	id, secret, err := s.AddToken("pve01", accesssim.TokenSpec{User: "root@pam", Name: name, Privsep: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +76,7 @@ func PermToken(t *testing.T, s *core.Sim, name string, privs []string) *Client {
 // holding exactly privs on /, then with each one fewer: all of them
 // suffice (the task ends OK and conf exists), and without one the POST is
 // PVE's 403 with want[dropped] as its message and leaves no conf.
-func CreatePrivilegesOneFewer(t *testing.T, newSim New, privs []string, want map[string]string, path string, params url.Values, conf string) {
+func CreatePrivilegesOneFewer[S Pveum](t *testing.T, newSim New[S], privs []string, want map[string]string, path string, params url.Values, conf string) {
 	t.Helper()
 	for _, v := range []int{8, 9} {
 		for _, drop := range append([]string{""}, privs...) {

@@ -8,7 +8,7 @@ import (
 
 // MustNode is the simulator's view of node, failing the test when the lab
 // has no such node.
-func MustNode(t *testing.T, s *core.Sim, name string) core.NodeInfo {
+func MustNode(t *testing.T, s Sim, name string) core.NodeInfo {
 	t.Helper()
 	n, ok := s.Node(name)
 	if !ok {

@@ -54,8 +54,22 @@ type Opts struct {
 	Dir           string
 }
 
+// Sim is what simtest drives of a simulator: pvesim.Sim has it all (core's
+// Sim, which it embeds, has all but the backends' parts of the Go API).
+type Sim interface {
+	Start(context.Context) error
+	Close() error
+	InternalErrors() []string
+	Node(name string) (core.NodeInfo, bool)
+	RootPassword() string
+	LabToken() (id, secret string)
+	Schema() *pveschema.Schema
+	ControlHandler() http.Handler
+	ReadPmxcfs(node, path string) (string, bool, error)
+}
+
 // New makes a simulator from a Config: pvesim.New, with every backend.
-type New func(core.Config) (*core.Sim, error)
+type New[S Sim] func(core.Config) (S, error)
 
 // Config is the simulator o describes, on loopback slot 127.77.slot.x.
 func Config(o Opts, slot int, dir string) core.Config {
@@ -68,13 +82,13 @@ func Config(o Opts, slot int, dir string) core.Config {
 }
 
 // Start creates and starts a simulator that the test's cleanup closes.
-func Start(t *testing.T, newSim New, o Opts) *core.Sim {
+func Start[S Sim](t *testing.T, newSim New[S], o Opts) S {
 	t.Helper()
 	return StartWith(t, newSim, o, nil)
 }
 
 // StartWith lets a test adjust the Config (hooks) before New.
-func StartWith(t *testing.T, newSim New, o Opts, adjust func(*core.Config)) *core.Sim {
+func StartWith[S Sim](t *testing.T, newSim New[S], o Opts, adjust func(*core.Config)) S {
 	t.Helper()
 	if o.Version == 0 {
 		o.Version = 9
@@ -133,7 +147,8 @@ func StartWith(t *testing.T, newSim New, o Opts, adjust func(*core.Config)) *cor
 		return s
 	}
 	t.Fatalf("no free loopback slot: %v", lastErr)
-	return nil
+	var none S
+	return none
 }
 
 // Client talks to one node like a module would: real TLS, pinned to a
@@ -141,7 +156,7 @@ func StartWith(t *testing.T, newSim New, o Opts, adjust func(*core.Config)) *cor
 // schema's `returns` for that endpoint.
 type Client struct {
 	t      *testing.T
-	sim    *core.Sim
+	sim    Sim
 	Node   string
 	base   string
 	Pin    string // fingerprint to pin; "" = current node fingerprint at creation
@@ -159,7 +174,7 @@ type Client struct {
 func (c *Client) ExpectNull() *Client { n := *c; n.nullAnswer = true; return &n }
 
 // NewClient is a client of node, pinned to its current certificate.
-func NewClient(t *testing.T, s *core.Sim, node string) *Client {
+func NewClient(t *testing.T, s Sim, node string) *Client {
 	t.Helper()
 	info, ok := s.Node(node)
 	if !ok {
@@ -396,7 +411,7 @@ func Quorate(c *Client, want int) bool {
 
 // ControlAPI serves s's control API for the test and returns a caller that
 // sends one JSON request and decodes the JSON answer.
-func ControlAPI(t *testing.T, s *core.Sim) func(method, path, body string) (int, map[string]any) {
+func ControlAPI(t *testing.T, s Sim) func(method, path, body string) (int, map[string]any) {
 	t.Helper()
 	srv := httptest.NewServer(s.ControlHandler())
 	t.Cleanup(srv.Close)

@@ -139,3 +139,15 @@ func (s Model) LinkedCloneLocked(node string, st *core.Storage, base string, new
 func (s Model) VolumeContentLocked(node string, st *core.Storage) []map[string]any {
 	return storage.ImageContent(st.ID, s.VolumesFor(node, st))
 }
+
+// StorageLock is the allocation lock of a storage as seen from node, held
+// while a volume is allocated (pve-storage Plugin.pm cluster_lock_storage):
+// a node-local flock, /var/lock/pve-manager/pve-storage-<id>, for local
+// storage, one cluster-wide cfs lock, storage-<id>, for shared.
+func StorageLock(node string, st *core.Storage) (key string, timeoutMsg string) {
+	if st.Shared() {
+		return "cfs:storage-" + st.ID, fmt.Sprintf("cfs-lock 'storage-%s' error: got lock request timeout", st.ID)
+	}
+	file := "/var/lock/pve-manager/pve-storage-" + st.ID
+	return node + ":" + file, fmt.Sprintf("can't lock file '%s' - got timeout", file)
+}

@@ -6,15 +6,11 @@ import (
 	"time"
 )
 
-// Guest work is serialised by flocks on the node that does it, as PVE does:
-//
-//   - a guest's config lock, /var/lock/qemu-server/lock-<vmid>.conf
-//     (pve-guest-common AbstractConfig.pm lock_config_full: 10 s for
-//     lock_config, 1 s when clone takes the source and the new VMID,
-//     shared on a stopped source — qemu-server API2/Qemu.pm clone_vm);
-//   - a local storage's allocation lock, /var/lock/pve-manager/pve-storage-<id>,
-//     or the cfs lock storage-<id> of a shared one (pve-storage Plugin.pm
-//     cluster_lock_storage), held while a volume is allocated.
+// Work on a node is serialised by flocks, as PVE does (a guest's config
+// lock, /var/lock/qemu-server/lock-<vmid>.conf, is pvesim/guests'; a
+// storage's allocation lock is pvesim/volumes'; storage.cfg's cfs lock is
+// a key of the same table). Core keeps the lock table and the wait, which
+// the router runs synchronous handlers through (runHandlerLocked, LockWait).
 //
 // A busy lock fails "can't lock file '<file>' - got timeout" (pve-common
 // Tools.pm lock_file_full) after the wait. Locks are not persisted: like
@@ -71,21 +67,6 @@ func (s *Sim) UnlockLocked(key string, shared bool) {
 // (storage.cfg's cfs lock, which pvesim/storagesim waits for). The caller
 // holds s.Mu.
 func (s *Sim) HeldExclusiveLocked(key string) bool { return s.lockOf(key).excl }
-
-// GuestLockKey names the config flock of vmid on node; guestLockFile is its
-// path as PVE prints it.
-func GuestLockKey(node string, vmid int) string { return fmt.Sprintf("%s:qemu:%d", node, vmid) }
-func GuestLockFile(vmid int) string             { return fmt.Sprintf("/var/lock/qemu-server/lock-%d.conf", vmid) }
-
-// StorageLock is the allocation lock of a storage as seen from node: a
-// node-local flock for local storage, one cluster-wide cfs lock for shared.
-func StorageLock(node string, st *Storage) (key string, timeoutMsg string) {
-	if st.Shared() {
-		return "cfs:storage-" + st.ID, fmt.Sprintf("cfs-lock 'storage-%s' error: got lock request timeout", st.ID)
-	}
-	file := "/var/lock/pve-manager/pve-storage-" + st.ID
-	return node + ":" + file, fmt.Sprintf("can't lock file '%s' - got timeout", file)
-}
 
 // ErrLockTimeout is lock_file_full's failure.
 func ErrLockTimeout(file string) error {
@@ -150,16 +131,4 @@ func (s *Sim) runHandlerLocked(h Handler, rc *Req) (any, error) {
 			return nil, ErrStatus(500, "%s", lw.Msg)
 		}
 	}
-}
-
-// WithGuestLockLocked runs f holding vmid's config lock on node for the
-// length of a synchronous call (lock_config, 10 s): busy → lockWait.
-func (s *Sim) WithGuestLockLocked(node string, vmid int, f func() (any, error)) (any, error) {
-	key := GuestLockKey(node, vmid)
-	if !s.TryLockLocked(key, false) {
-		return nil, &LockWait{Key: key, Timeout: s.Cfg.Dur(s.Cfg.LockTimeout, DefaultLockTimeout),
-			Msg: ErrLockTimeout(GuestLockFile(vmid)).Error()}
-	}
-	defer s.UnlockLocked(key, false)
-	return f()
 }
