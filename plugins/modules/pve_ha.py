@@ -89,7 +89,7 @@ options:
     type: "str"
   schedule:
     description:
-      - "Replication schedule (systemd calendar subset); it bounds how much data a failover can lose."
+      - "Replication schedule, a PVE calendar event (a subset of systemd's: */15, mon..fri 22:00, daily), refused before any write where PVE would refuse it; it bounds how much data a failover can lose."
     type: "str"
     default: "*/15"
   state:

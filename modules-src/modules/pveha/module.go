@@ -53,7 +53,7 @@ func spec() ansible.Spec {
 				"In check mode a node that created_earlier's C(nodes) names and that is not a member yet (one an earlier task of the run joins) counts as a member: the default targets include it and targets or node_affinity may name it, with a warning, as a real run sees it once it joined. A real run refuses a node that is not a member.",
 			}},
 		"schedule": {Type: ansible.TypeStr, Default: "*/15",
-			Description: []string{"Replication schedule (systemd calendar subset); it bounds how much data a failover can lose."}},
+			Description: []string{"Replication schedule, a PVE calendar event (a subset of systemd's: */15, mon..fri 22:00, daily), refused before any write where PVE would refuse it; it bounds how much data a failover can lose."}},
 		"rate": {Type: ansible.TypeFloat,
 			Description: []string{"Replication bandwidth limit in MB/s. Unset: not managed (a rate set elsewhere stays)."}},
 		"comment": {Type: ansible.TypeStr,
