@@ -280,6 +280,14 @@ func Verify(ticket string, h crypto.Hash, pub, old *Key, quorate bool, now time.
 	return "", false
 }
 
+// CSRFChecked is auth_handler's rule (pve-manager PVE/HTTPServer.pm): a
+// request authenticated by a ticket (byTicket; a token's never) must carry
+// a valid CSRFPreventionToken unless its HTTP method is GET; an upload's is
+// not checked (pveproxy authenticates it before reading its body).
+func CSRFChecked(byTicket bool, method string, upload bool) bool {
+	return byTicket && method != "GET" && !upload
+}
+
 // CSRFSecret is $get_csrfr_secret of pve-www.key's contents.
 func CSRFSecret(wwwKey []byte) string {
 	return hmacB64(wwwKey, nil)
