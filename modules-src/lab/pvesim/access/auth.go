@@ -10,9 +10,10 @@ import (
 // plain data (core reads the request, the keys and the lock):
 //
 //   - the Authorization header of a token (pve-http-server's
-//     PVE/APIServer/AnyEvent.pm and pve-manager's PVE/HTTPServer.pm
-//     auth_handler: PVEAPIToken=user@realm!name=secret, the token then
-//     checked by AccessControl.pm verify_token);
+//     PVE/APIServer/AnyEvent.pm reads it with Formatter.pm
+//     extract_auth_value and apitoken_name PVEAPIToken, pve-manager's
+//     PVE/HTTPServer.pm auth_handler checks it with AccessControl.pm
+//     verify_token: PVEAPIToken=user@realm!name=secret);
 //   - the login of POST /access/ticket (pve-access-control's
 //     PVE/API2/AccessControl.pm create_ticket: the realm appended to the
 //     username, a valid ticket of the same user accepted as its password,
@@ -39,7 +40,9 @@ func (a *Config) VerifyTokenHeader(h string, now time.Time) (id, msg string) {
 }
 
 // LoginName is create_ticket's user: username, with "@" and the realm
-// ("pam" when none is given) appended when it names none.
+// ("pam" when none is given) appended when it names none. Reconstruction,
+// more lenient than PVE: create_ticket appends a given realm whatever the
+// username, and a username without a realm is refused.
 func LoginName(username, realm string) string {
 	if !strings.Contains(username, "@") {
 		if realm == "" {
