@@ -9,7 +9,12 @@
 // check_any, check_perm_modify, exec_api2_perm_check; a
 // privilege-separated token keeps only what its user has too, K19), and
 // update_acl's rule on the roles a caller without Permissions.Modify may
-// hand out (acl.go, src/PVE/API2/ACL.pm).
+// hand out (acl.go, src/PVE/API2/ACL.pm). A request's authentication is
+// here too (auth.go): a token's Authorization header as pve-http-server's
+// PVE/APIServer/AnyEvent.pm and pve-manager's PVE/HTTPServer.pm read it
+// and verify_token checks it, the login of PVE/API2/AccessControl.pm
+// create_ticket, and RPCEnvironment.pm check_api2_permissions; tickets and
+// CSRF tokens are pvesim/ticket's.
 //
 // It is the first backend out of the one-package simulator (issue 27 §1):
 // pvesim's handlers (API2/User.pm, Group.pm, Role.pm, ACL.pm), its locking

@@ -48,30 +48,15 @@ func (p *Principal) Full() string {
 	return p.User
 }
 
-// isRootTicket is what PVE's root-only methods accept: root@pam itself,
-// never a token (not even root's).
-func (p *Principal) isRootTicket() bool { return p != nil && p.User == "root@pam" && p.TokenID == "" }
-
 // authenticate reads the token header or ticket cookie; msg is PVE's 401
 // reason when it fails.
 func (s *Sim) authenticate(db *ConfigDB, r *http.Request) (*Principal, string) {
 	if h := r.Header.Get("Authorization"); h != "" {
-		v, ok := strings.CutPrefix(h, "PVEAPIToken=")
-		if !ok {
-			return nil, "invalid authorization header"
-		}
-		// PVEAPIToken=user@realm!name=secret (also accepted with ':' before the secret).
-		id, secret, ok := strings.Cut(v, "=")
-		if !ok {
-			id, secret, ok = strings.Cut(v, ":")
-		}
-		if !ok {
-			return nil, "invalid token value!"
-		}
-		user, name, _ := strings.Cut(id, "!")
-		if msg := db.Access.VerifyToken(id, secret, time.Now()); msg != "" {
+		id, msg := db.Access.VerifyTokenHeader(h, time.Now())
+		if msg != "" {
 			return nil, msg
 		}
+		user, name, _ := strings.Cut(id, "!")
 		return &Principal{User: user, TokenID: name, CLI: user == "root@pam" && r.Header.Get(CLIHeader) != "", ver: s.Cfg.Version}, ""
 	}
 	c, err := r.Cookie("PVEAuthCookie")
@@ -107,35 +92,15 @@ func CheckFull(db *ConfigDB, who *Principal, path string, privs []string, anyOf 
 	return RPCEnv(db, who).CheckFull(who.Full(), path, privs, anyOf)
 }
 
-// checkPermissions evaluates a schema `permissions` description. It returns
-// "" when allowed, else PVE's parenthesised detail for the 403 message.
-// Descriptions the simulator cannot evaluate (userid-param, perm-modify…)
-// are allowed and left to the handler.
+// isRootTicket is what PVE's root-only methods accept: root@pam itself,
+// never a token (not even root's).
+func (p *Principal) isRootTicket() bool { return p != nil && p.User == "root@pam" && p.TokenID == "" }
+
+// checkPermissions is check_api2_permissions (package access) of a schema
+// `permissions` description for who: "" when allowed, else the 403's
+// detail.
 func checkPermissions(db *ConfigDB, who *Principal, raw json.RawMessage, params map[string]any) string {
-	if len(raw) == 0 {
-		if who.isRootTicket() {
-			return ""
-		}
-		return "user != root@pam"
-	}
-	var perms struct {
-		User  string `json:"user"`
-		Check []any  `json:"check"`
-	}
-	if err := json.Unmarshal(raw, &perms); err != nil {
-		return ""
-	}
-	if perms.User == "all" || perms.User == "world" || who.Full() == "root@pam" {
-		return "" // check_api2_permissions: root@pam passes every check
-	}
-	if len(perms.Check) == 0 {
-		return access.PermNoDetail
-	}
-	ok, detail := RPCEnv(db, who).EvalCheck(who.Full(), perms.Check, params)
-	if ok {
-		return ""
-	}
-	return detail
+	return RPCEnv(db, who).API2Permissions(who.Full(), who.isRootTicket(), raw, params)
 }
 
 // authRoutes are login and the caller's permissions.

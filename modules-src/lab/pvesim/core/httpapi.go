@@ -13,6 +13,7 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/httpwire"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/ticket"
 )
 
 // APIError is an error answer as PVE renders it: the status line's reason
@@ -285,7 +286,7 @@ func (s *Sim) dispatch(node string, table map[string]Handler, m *pveschema.Metho
 		if who == nil {
 			return 0, nil, who, ErrStatus(401, "%s", msg)
 		}
-		if who.Ticket && r.Method != "GET" && !(m.HTTPMethod == "POST" && m.Path == UploadMethodPath) {
+		if ticket.CSRFChecked(who.Ticket, r.Method, m.HTTPMethod == "POST" && m.Path == UploadMethodPath) {
 			if !s.verifyCSRFLocked(db, who.User, r.Header.Get("CSRFPreventionToken"), time.Now()) {
 				return 0, nil, who, ErrStatus(401, "Permission denied - invalid csrf token")
 			}

@@ -3,9 +3,9 @@ package core
 import (
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/cluster"
 )
 
@@ -40,29 +40,10 @@ func (s *Sim) NodeVersionLocked(node string) NodeVersion {
 // a pve-realm user; a valid ticket as password renews it.
 func (s *Sim) postTicket(rc *Req) (any, error) {
 	db := rc.DB()
-	user := rc.Str("username")
-	if !strings.Contains(user, "@") {
-		realm := rc.Str("realm")
-		if realm == "" {
-			realm = "pam"
-		}
-		user += "@" + realm
-	}
-	pw := rc.Str("password")
-	ok := false
-	if u := db.Access.Users[user]; u != nil {
-		switch {
-		case user == "root@pam":
-			ok = pw == s.State.RootPassword
-		case u.Password != "":
-			ok = pw == u.Password
-		}
-	}
-	if !ok && strings.HasPrefix(pw, "PVE:") {
-		if tu, valid := s.verifyTicketLocked(db, pw, time.Now()); valid && tu == user {
-			ok = true
-		}
-	}
+	user := access.LoginName(rc.Str("username"), rc.Str("realm"))
+	ok := db.Access.Login(user, rc.Str("password"), s.State.RootPassword, func(t string) (string, bool) {
+		return s.verifyTicketLocked(db, t, time.Now())
+	})
 	if !ok {
 		return nil, ErrStatus(401, "authentication failure")
 	}

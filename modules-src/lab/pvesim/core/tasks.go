@@ -1,7 +1,6 @@
 package core
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/tasks"
@@ -36,7 +35,7 @@ func (t *TaskRun) DiedLocked() bool {
 
 func (t *TaskRun) Logf(format string, args ...any) {
 	t.s.Mu.Lock()
-	t.Task.Log = append(t.Task.Log, fmt.Sprintf(format, args...))
+	t.Task.Logf(format, args...)
 	t.s.Mu.Unlock()
 }
 
@@ -67,31 +66,21 @@ func (s *Sim) StartTaskLocked(rc *Req, node, typ, id string, work TaskWorker) st
 	s.Workers.Add(1)
 	go func() {
 		defer s.Workers.Done()
-		var exit string
+		var exit, injected string
+		if fault != nil && fault.Kind == FaultTaskFail {
+			injected = fault.ExitStatus
+		}
 		if fault != nil && fault.Kind == FaultTaskFail && !tasks.IsWarnings(fault.ExitStatus) {
 			// An injected failure: the worker never gets to change anything.
 			run.Logf("simulated failure")
 			s.Sleep(s.Cfg.Dur(s.Cfg.TaskDuration, DefaultTaskDuration))
 			exit = fault.ExitStatus
 		} else {
-			exit = work(run)
-			if exit == "" && fault != nil && fault.Kind == FaultTaskFail {
-				exit = fault.ExitStatus // WARNINGS: N — done, with warnings
-			}
-		}
-		if exit == "" {
-			exit = "OK"
+			exit = work(run) // WARNINGS: N injected — done, with warnings
 		}
 		s.Mu.Lock()
 		died := run.DiedLocked()
-		if died {
-			// The node lost power while the task ran: the worker died with it,
-			// its last steps never happened and its log has no TASK line;
-			// after boot the task is one whose process is gone ("unexpected
-			// status", as a lab restart records it). Reconstruction of what
-			// PVE's task list shows for a worker that vanished.
-			exit = "unexpected status"
-		}
+		exit = tasks.Result(exit, injected, died)
 		ok := tasks.Succeeded(exit)
 		delayed := fault != nil && fault.Kind == FaultSlowConfig
 		if ok && !delayed {
@@ -129,29 +118,16 @@ func (s *Sim) simpleTask(lines ...string) TaskWorker {
 	}
 }
 
-func (s *Sim) findTaskLocked(node, upid string) *tasks.Task {
-	n := s.State.Nodes[node]
-	if n == nil {
-		return nil
-	}
-	for _, t := range n.Tasks {
-		if t.UPID == upid {
-			return t
-		}
-	}
-	return nil
-}
-
 // requestedTask is the task the request's upid names, if the caller may
 // read it: Tasks.pm's upid check, its lookup and $check_task_access.
 func (s *Sim) requestedTask(rc *Req) (*tasks.Task, error) {
-	upid := rc.Str("upid")
-	if _, ok := tasks.ParseUPID(upid); !ok {
-		return nil, ErrParams(map[string]string{"upid": "unable to parse worker upid '" + upid + "'"})
+	var list []*tasks.Task
+	if n := s.State.Nodes[rc.Node]; n != nil {
+		list = n.Tasks
 	}
-	t := s.findTaskLocked(rc.Node, upid)
-	if t == nil {
-		return nil, ErrParams(map[string]string{"upid": "no such task"})
+	t, perr := tasks.Find(list, rc.Str("upid"))
+	if perr != nil {
+		return nil, ErrParams(perr)
 	}
 	if aerr := s.taskAccess(rc, t); aerr != nil {
 		return nil, aerr
@@ -224,5 +200,5 @@ func (s *Sim) taskRoutes() map[string]Handler {
 
 // LogfLocked appends to the log when the caller already holds s.Mu.
 func (t *TaskRun) LogfLocked(format string, args ...any) {
-	t.Task.Log = append(t.Task.Log, fmt.Sprintf(format, args...))
+	t.Task.Logf(format, args...)
 }

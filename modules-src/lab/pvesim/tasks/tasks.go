@@ -7,7 +7,10 @@
 // …"; a log without one reads "unexpected status", UPID.pm read_status),
 // and the views of pve-manager's PVE/API2/Tasks.pm: read_task_status,
 // read_task_log (a running task's empty log reads "no content") and
-// node_tasks' filters.
+// node_tasks' filters, and their lookup of a task by its UPID (Find).
+// fork_worker's choice of the exit status (Result: the worker's, an
+// injected one, or "OK"; none for a worker that died with its node) is
+// here; core keeps only the goroutine, the lock and the hooks around it.
 //
 // It is a backend out of the one-package simulator (issue 27 §1), as
 // pvesim/access is: pvesim starts the workers, holds the lock the task
@@ -65,6 +68,49 @@ func IsWarnings(exit string) bool { return strings.HasPrefix(exit, "WARNINGS: ")
 
 // Succeeded tells whether an exit status is a success: OK or WARNINGS: N.
 func Succeeded(exit string) bool { return exit == "OK" || IsWarnings(exit) }
+
+// Logf appends a line to the task log (the caller holds the lock the
+// task list is read and written under).
+func (t *Task) Logf(format string, args ...any) {
+	t.Log = append(t.Log, fmt.Sprintf(format, args...))
+}
+
+// Result is the exit status fork_worker records: the worker's (exit, ""
+// for a clean end), or else injected's — an exit status the request was
+// made to end with ("" for none; a worker that ends with warnings) —, or
+// "OK"; a worker that died with its node (died) never wrote one, and the
+// task reads "unexpected status" (UPID.pm read_status).
+func Result(exit, injected string, died bool) string {
+	if exit == "" {
+		exit = injected
+	}
+	if exit == "" {
+		exit = "OK"
+	}
+	if died {
+		// The node lost power while the task ran: the worker died with it,
+		// its last steps never happened and its log has no TASK line;
+		// after boot the task is one whose process is gone ("unexpected
+		// status", as a lab restart records it). Reconstruction of what
+		// PVE's task list shows for a worker that vanished.
+		exit = "unexpected status"
+	}
+	return exit
+}
+
+// Find is Tasks.pm's upid check and lookup of upid among a node's tasks;
+// paramErr is the 400's parameter error when it is not one of them.
+func Find(list []*Task, upid string) (t *Task, paramErr map[string]string) {
+	if _, ok := ParseUPID(upid); !ok {
+		return nil, map[string]string{"upid": "unable to parse worker upid '" + upid + "'"}
+	}
+	for _, t := range list {
+		if t.UPID == upid {
+			return t, nil
+		}
+	}
+	return nil, map[string]string{"upid": "no such task"}
+}
 
 // Finish ends the task with exit at now (Unix seconds) and writes
 // fork_worker's last log line; a task whose worker died with its node

@@ -39,10 +39,12 @@
 //     by the same test). The legacy SHA-1 form PVE still recognises by
 //     length is not modelled (its current verify cannot match it either).
 //
-// It is a backend out of the one-package simulator (issue 27 §1), as
-// pvesim/access is: pvesim keeps the files under /etc/pve, reads them
-// (with their mtimes) and the cluster's quorum, and passes them in; this
-// package never imports pvesim and touches no file.
+// It is a rule package below the simulator's core (issue 27 §1), as
+// pvesim/access is: pvesim/core keeps the files under /etc/pve, the lock
+// they are read under and the cluster's quorum, and passes them in (Files,
+// files.go: which key is read, rotated and written when, as get_privkey,
+// rotate_authkey and $get_csrfr_secret do, is this package's); this
+// package never imports pvesim and opens no file itself.
 package ticket
 
 import (
@@ -276,6 +278,14 @@ func Verify(ticket string, h crypto.Hash, pub, old *Key, quorate bool, now time.
 		}
 	}
 	return "", false
+}
+
+// CSRFChecked is auth_handler's rule (pve-manager PVE/HTTPServer.pm): a
+// request authenticated by a ticket (byTicket; a token's never) must carry
+// a valid CSRFPreventionToken unless its HTTP method is GET; an upload's is
+// not checked (pveproxy authenticates it before reading its body).
+func CSRFChecked(byTicket bool, method string, upload bool) bool {
+	return byTicket && method != "GET" && !upload
 }
 
 // CSRFSecret is $get_csrfr_secret of pve-www.key's contents.
