@@ -39,15 +39,14 @@ func (a *Config) VerifyTokenHeader(h string, now time.Time) (id, msg string) {
 	return id, a.VerifyToken(id, secret, now)
 }
 
-// LoginName is create_ticket's user: username, with "@" and the realm
-// ("pam" when none is given) appended when it names none. Reconstruction,
-// more lenient than PVE: create_ticket appends a given realm whatever the
-// username, and a username without a realm is refused.
+// LoginName is create_ticket's user: username, with "@" and realm
+// appended when a realm is given, whatever the username holds
+// (API2/AccessControl.pm: `$username .= "\@$param->{realm}" if
+// $param->{realm}`). A username without a realm names no user
+// (lookup_username finds none), so its login fails as any unknown user's:
+// 401, "authentication failure".
 func LoginName(username, realm string) string {
-	if !strings.Contains(username, "@") {
-		if realm == "" {
-			realm = "pam"
-		}
+	if realm != "" {
 		username += "@" + realm
 	}
 	return username
