@@ -7,7 +7,10 @@
 // (ControlHandler; its routes are pvesim/controlapi's and the backends',
 // added with HandleControl). Its machinery that needs no Sim lies below
 // it: the pipeline fires pvesim/faults' faults, logs each request in
-// pvesim/reqlog and reads and answers through pvesim/httpwire.
+// pvesim/reqlog and reads and answers through pvesim/httpwire; etcpve.go
+// decides which /etc/pve files to write and read back, and
+// pvesim/etcpvefs does the directory work and renders pmxcfs's generated
+// files (.members, .version, .vmlist, .clusterlog).
 //
 // Backends are packages that embed *Sim and register their endpoints
 // (pvesim/poolsim, accesssim, backupsim, …; pvesim.New wires them). A
