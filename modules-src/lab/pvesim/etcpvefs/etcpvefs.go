@@ -7,12 +7,13 @@
 // databases, decides what to write and when, and calls it.
 //
 // It follows pve-cluster's src/pmxcfs:
-//   - memdb.c: a file is replaced whole, so a reader on any node sees the
-//     old or the new content, never a mix (WriteFile); the directories
-//     pve-cluster creates at start are PVE/Cluster.pm's
+//   - memdb.c: memdb_read and memdb_write run under the database's mutex,
+//     so a reader on any node sees the old or the new content of a file,
+//     never a mix; WriteFile gets that from a rename over the old file. The
+//     directories pve-cluster creates at start are PVE/Cluster.pm's
 //     prepare_observed_file_basedirs plus priv/lock, where cfs_lock_file
 //     takes its locks (Dirs), and nodes/<node>/ holds a member's guests and
-//     keys (NodeDirs);
+//     keys (MakeNodeDirs);
 //   - status.c: the generated root files .members (cfs_create_memberlist_msg
 //     as pmxcfs.c's create_dot_members_cb shows it), .version
 //     (cfs_create_version_msg) and .vmlist (cfs_create_vmlist_msg), and
