@@ -132,7 +132,8 @@ func (s *Sim) writeFilesLocked(db *ConfigDB) error {
 	return nil
 }
 
-// writeEtcPveFile replaces a file atomically (etcpvefs.WriteFile).
+// writeEtcPveFile replaces a file atomically: etcpvefs.WriteFile, under the
+// name core's files (tickets.go among them) call it by.
 func writeEtcPveFile(dir, rel string, data []byte) error { return etcpvefs.WriteFile(dir, rel, data) }
 
 // ReadFilesLocked is readFilesLocked for a backend that let go of Mu and
