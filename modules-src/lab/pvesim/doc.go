@@ -58,13 +58,13 @@
 // share).
 //
 // Every ConfigDB is also a directory, <Dir>/pvesim/etc-pve/<db id>/, laid
-// out as PVE's /etc/pve (etcpve.go): the lab mounts it as the members'
-// /etc/pve (modules-src/lab/pmxcfs), the simulator writes storage.cfg,
-// user.cfg, priv/token.cfg and corosync.conf when its model changes and
-// reads storage.cfg and user.cfg's pools back before every request, so a
-// file edited on a node is what the API shows next. EtcPveDir, Quorate,
-// GeneratedPmxcfsFile (.members, .version, .vmlist…) and PmxcfsChanged are
-// the mount's backend.
+// out as PVE's /etc/pve (core/etcpve.go, over pvesim/etcpvefs): the lab
+// mounts it as the members' /etc/pve (modules-src/lab/pmxcfs), the
+// simulator writes storage.cfg, user.cfg, priv/token.cfg and corosync.conf
+// when its model changes and reads storage.cfg and user.cfg's pools back
+// before every request, so a file edited on a node is what the API shows
+// next. EtcPveDir, Quorate, GeneratedPmxcfsFile (.members, .version,
+// .vmlist…) and PmxcfsChanged are the mount's backend.
 //
 // # Guests, replication, HA
 //

@@ -1,12 +1,9 @@
 package core
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"net"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +11,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/cluster"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/etcpvefs"
 )
 
 // NodeInfo is a snapshot of one node as a client sees it.
@@ -194,18 +192,18 @@ func (s *Sim) ReadPmxcfs(node, path string) (string, bool, error) {
 	if db == nil {
 		return "", false, &NotFoundError{Msg: fmt.Sprintf("no node %q in this lab", node)}
 	}
-	p := cleanPmxcfsPath(path)
+	p := etcpvefs.CleanPath(path)
 	if p == "" {
 		return "", false, &BadRequestError{Msg: fmt.Sprintf("invalid /etc/pve path %q", path)}
 	}
-	b, err := os.ReadFile(filepath.Join(s.etcPveDir(db.ID), filepath.FromSlash(p)))
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return "", false, nil
+	switch b, ok, err := etcpvefs.ReadFile(s.etcPveDir(db.ID), p); {
 	case err != nil:
-		return "", false, fmt.Errorf("reading /etc/pve/%s: %w", p, err)
+		return "", false, err
+	case !ok:
+		return "", false, nil
+	default:
+		return string(b), true, nil
 	}
-	return string(b), true, nil
 }
 
 // WritePmxcfs writes (or, with remove, deletes) a file of node's /etc/pve,
@@ -218,16 +216,15 @@ func (s *Sim) WritePmxcfs(node, path, content string, remove bool) error {
 	if db == nil {
 		return &NotFoundError{Msg: fmt.Sprintf("no node %q in this lab", node)}
 	}
-	p := cleanPmxcfsPath(path)
+	p := etcpvefs.CleanPath(path)
 	if p == "" {
 		return &ConflictError{Msg: fmt.Sprintf("invalid /etc/pve path %q", path)}
 	}
 	if !s.QuorateLocked(db) {
 		return &ConflictError{Msg: fmt.Sprintf("unable to write '/etc/pve/%s': Permission denied", p)}
 	}
-	full := filepath.Join(s.etcPveDir(db.ID), filepath.FromSlash(p))
 	if remove {
-		if err := os.Remove(full); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := etcpvefs.Remove(s.etcPveDir(db.ID), p); err != nil {
 			return fmt.Errorf("removing /etc/pve/%s: %w", p, err)
 		}
 	} else if err := writeEtcPveFile(s.etcPveDir(db.ID), p, []byte(content)); err != nil {
@@ -237,16 +234,6 @@ func (s *Sim) WritePmxcfs(node, path, content string, remove bool) error {
 	db.Serial++
 	s.SaveLocked()
 	return nil
-}
-
-func cleanPmxcfsPath(p string) string {
-	p = strings.Trim(p, "/")
-	for _, seg := range strings.Split(p, "/") {
-		if seg == "" || seg == "." || seg == ".." {
-			return ""
-		}
-	}
-	return p
 }
 
 // Schema is the official API schema of the simulated version, which every

@@ -7,13 +7,16 @@
 // (ControlHandler; its routes are pvesim/controlapi's and the backends',
 // added with HandleControl). Its machinery that needs no Sim lies below
 // it: the pipeline fires pvesim/faults' faults, logs each request in
-// pvesim/reqlog and reads and answers through pvesim/httpwire. The rules
-// of access and tasks are rule packages' too: a token header, the login's
-// checks and check_api2_permissions are pvesim/access' (on the user.cfg
-// data core holds); tickets, their keys' rotation and the CSRF rule
-// pvesim/ticket's (on the /etc/pve files core hands it, ticket.Files); a
-// task's end, log and views pvesim/tasks'. Core keeps the request's
-// credentials (Principal), the worker goroutines and the lock.
+// pvesim/reqlog and reads and answers through pvesim/httpwire; etcpve.go
+// decides which /etc/pve files to write and read back, and
+// pvesim/etcpvefs does the directory work and renders pmxcfs's generated
+// files (.members, .version, .vmlist, .clusterlog). The rules of access
+// and tasks are rule packages' too: a token header, the login's checks and
+// check_api2_permissions are pvesim/access' (on the user.cfg data core
+// holds); tickets, their keys' rotation and the CSRF rule pvesim/ticket's
+// (on the /etc/pve files core hands it, ticket.Files); a task's end, log
+// and views pvesim/tasks'. Core keeps the request's credentials
+// (Principal), the worker goroutines and the lock.
 //
 // Backends are packages that embed *Sim and register their endpoints
 // (pvesim/poolsim, accesssim, backupsim, …; pvesim.New wires them). A

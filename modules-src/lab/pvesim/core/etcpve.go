@@ -2,21 +2,16 @@ package core
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
-
-	"github.com/google/renameio/v2"
 
 	"github.com/gopve/proxmox/modules-src/lab/pmxcfs"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/corosync"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/etcpvefs"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/nodecert"
-	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/ticket"
 )
 
@@ -40,19 +35,13 @@ func (s *Sim) etcPveDir(id string) string { return filepath.Join(s.Cfg.Dir, "pve
 // fileKey indexes Sim.written.
 func fileKey(db, rel string) string { return db + "\x00" + rel }
 
-// Directories pve-cluster creates at start (prepare_observed_file_basedirs)
-// plus priv/lock, where cfs_lock_file takes its locks.
-var etcPveDirs = []string{"firewall", "ha", "mapping", "nodes", "priv", "priv/acme", "priv/lock", "sdn", "virtual-guest"}
-
 // writeFilesLocked renders the model of db into its directory; a file is
 // rewritten only when its rendering changed since the simulator last wrote
 // (or read) it, so a hand edit stays until the model changes.
 func (s *Sim) writeFilesLocked(db *ConfigDB) error {
 	dir := s.etcPveDir(db.ID)
-	for _, d := range etcPveDirs {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
-			return fmt.Errorf("creating /etc/pve/%s: %w", d, err)
-		}
+	if err := etcpvefs.MakeDirs(dir); err != nil {
+		return err
 	}
 	// Files of an earlier simulator that kept them in state.json.
 	for rel, content := range db.Files {
@@ -79,7 +68,7 @@ func (s *Sim) writeFilesLocked(db *ConfigDB) error {
 		if _, done := s.written[fileKey(db.ID, rel)]; done {
 			continue
 		}
-		if _, err := os.Stat(filepath.Join(dir, rel)); !errors.Is(err, fs.ErrNotExist) {
+		if etcpvefs.Exists(dir, rel) {
 			continue
 		}
 		keys, err := ticket.InitialFiles(rel)
@@ -99,7 +88,7 @@ func (s *Sim) writeFilesLocked(db *ConfigDB) error {
 		if _, done := s.written[k]; done {
 			continue // a file deleted since is not the simulator's to bring back
 		}
-		if _, err := os.Stat(filepath.Join(dir, rel)); errors.Is(err, fs.ErrNotExist) {
+		if !etcpvefs.Exists(dir, rel) {
 			if err := writeEtcPveFile(dir, rel, data); err != nil {
 				return err
 			}
@@ -112,10 +101,8 @@ func (s *Sim) writeFilesLocked(db *ConfigDB) error {
 		if n.DB != db.ID {
 			continue
 		}
-		for _, sub := range []string{"qemu-server", "lxc", "openvz", "priv"} {
-			if err := os.MkdirAll(filepath.Join(dir, "nodes", name, sub), 0o755); err != nil {
-				return fmt.Errorf("creating /etc/pve/nodes/%s/%s: %w", name, sub, err)
-			}
+		if err := etcpvefs.MakeNodeDirs(dir, name); err != nil {
+			return err
 		}
 		if rt := s.nodes[name]; rt != nil && rt.cert != nil && !n.FinishPending {
 			files["nodes/"+name+"/pve-ssl.pem"] = rt.cert.PEM
@@ -145,22 +132,9 @@ func (s *Sim) writeFilesLocked(db *ConfigDB) error {
 	return nil
 }
 
-// WriteEtcPveFile is writeEtcPveFile for the models' files under a
-// database's /etc/pve (pvesim/volumes: priv/storage).
-func WriteEtcPveFile(dir, rel string, data []byte) error { return writeEtcPveFile(dir, rel, data) }
-
-// writeEtcPveFile replaces a file atomically: a reader on any node sees the
-// old or the new content, never a mix.
-func writeEtcPveFile(dir, rel string, data []byte) error {
-	p := filepath.Join(dir, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return fmt.Errorf("creating the directory of /etc/pve/%s: %w", rel, err)
-	}
-	if err := renameio.WriteFile(p, data, 0o600); err != nil {
-		return fmt.Errorf("writing /etc/pve/%s: %w", rel, err)
-	}
-	return nil
-}
+// writeEtcPveFile replaces a file atomically: etcpvefs.WriteFile, under the
+// name core's files (tickets.go among them) call it by.
+func writeEtcPveFile(dir, rel string, data []byte) error { return etcpvefs.WriteFile(dir, rel, data) }
 
 // ReadFilesLocked is readFilesLocked for a backend that let go of Mu and
 // must see the files as a node now shows them (pvesim/storagesim: pvestatd,
@@ -215,26 +189,6 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// copyEtcPve copies a DB's directory (delnode leaves the removed node a
-// stale copy of /etc/pve, C9).
-func copyEtcPve(from, to string) error {
-	return filepath.WalkDir(from, func(p string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(from, p)
-		dst := filepath.Join(to, rel)
-		if e.IsDir() {
-			return os.MkdirAll(dst, 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(dst, b, 0o600)
-	})
-}
-
 // Backend of the lab's /etc/pve mounts (modules-src/lab/pmxcfs).
 
 // EtcPveDirOfDB is the directory of the pmxcfs database dbID, whichever
@@ -286,58 +240,30 @@ func (s *Sim) GeneratedPmxcfsFile(node, name string) []byte {
 	if db == nil {
 		return nil
 	}
-	var b strings.Builder
 	switch name {
 	case ".members":
-		b.WriteString("{\n")
-		fmt.Fprintf(&b, "\"nodename\": \"%s\",\n", node)
 		if db.Corosync == nil {
-			fmt.Fprintf(&b, "\"version\": %d\n}\n", 0)
-			break
+			return etcpvefs.Members(node, db.Serial, nil)
 		}
 		c := db.Corosync
-		fmt.Fprintf(&b, "\"version\": %d,\n", db.Serial)
-		fmt.Fprintf(&b, "\"cluster\": { \"name\": \"%s\", \"version\": %d, \"nodes\": %d, \"quorate\": %d },\n",
-			c.ClusterName, c.ConfigVersion, len(c.Nodes), pvecommon.BoolNum(s.QuorateOnLocked(db, node)))
-		b.WriteString("\"nodelist\": {\n")
-		for i, m := range c.Nodes {
-			if i > 0 {
-				b.WriteString(",\n")
-			}
-			fmt.Fprintf(&b, "  \"%s\": { \"id\": %d, \"online\": %d", m.Name, m.NodeID, pvecommon.BoolNum(s.VotesForLocked(db, m.Name)))
+		status := &etcpvefs.Cluster{Name: c.ClusterName, ConfigVersion: c.ConfigVersion, Quorate: s.QuorateOnLocked(db, node)}
+		for _, m := range c.Nodes {
+			e := etcpvefs.Member{Name: m.Name, NodeID: m.NodeID, Online: s.VotesForLocked(db, m.Name)}
 			if n := s.State.Nodes[m.Name]; n != nil {
-				fmt.Fprintf(&b, ", \"ip\": \"%s\"", n.Addr)
+				e.IP, e.HasIP = n.Addr, true
 			}
-			b.WriteString("}")
+			status.Nodes = append(status.Nodes, e)
 		}
-		b.WriteString("\n  }\n}\n")
+		return etcpvefs.Members(node, db.Serial, status)
 	case ".version":
-		fmt.Fprintf(&b, "{\n\"starttime\": %d,\n\"clinfo\": %d,\n\"vmlist\": %d,\n", s.started.Unix(), db.Serial, 0)
-		for _, f := range []string{"corosync.conf", "corosync.conf.new", "storage.cfg", "user.cfg", "domains.cfg",
-			"notifications.cfg", "priv/notifications.cfg", "priv/shadow.cfg", "priv/acme/plugins.cfg", "priv/tfa.cfg",
-			"priv/token.cfg", "priv/wg-keys.cfg"} {
-			fmt.Fprintf(&b, "\"%s\": %d,\n", f, db.Serial)
-		}
-		b.WriteString("\"kvstore\": {\n}\n}\n")
+		return etcpvefs.Version(s.started.Unix(), db.Serial)
 	case ".vmlist":
 		// cfs_create_vmlist_msg over the guest configurations in /etc/pve.
-		vms := pmxcfs.ScanVMConfigs(s.etcPveDir(db.ID))
-		if len(vms) == 0 {
-			fmt.Fprintf(&b, "{\n\"version\": %d\n\n}\n", db.Serial)
-			break
-		}
-		fmt.Fprintf(&b, "{\n\"version\": %d,\n\"ids\": {\n", db.Serial)
-		for i, vm := range vms {
-			if i > 0 {
-				b.WriteString(",\n")
-			}
-			fmt.Fprintf(&b, "\"%d\": { \"node\": \"%s\", \"type\": \"%s\", \"version\": %d }", vm.VMID, vm.Node, vm.Type, db.Serial)
-		}
-		b.WriteString("}\n\n}\n")
+		return etcpvefs.VMList(db.Serial, pmxcfs.ScanVMConfigs(s.etcPveDir(db.ID)))
 	case ".clusterlog":
-		b.WriteString("{\n\"data\": []}\n")
+		return etcpvefs.ClusterLog()
 	}
-	return []byte(b.String())
+	return []byte{}
 }
 
 // ---- Files of a DB's /etc/pve, and its .vmlist ----
@@ -347,8 +273,8 @@ func (s *Sim) GeneratedPmxcfsFile(node, name string) []byte {
 // DB's directory, which the lab mounts as every member's /etc/pve, so a
 // config edited on a node is what the API reads next.
 func (s *Sim) ReadEtcPve(db *ConfigDB, rel string) (string, bool) {
-	b, err := os.ReadFile(filepath.Join(s.etcPveDir(db.ID), filepath.FromSlash(rel)))
-	if err != nil {
+	b, ok, err := etcpvefs.ReadFile(s.etcPveDir(db.ID), rel)
+	if err != nil || !ok {
 		return "", false
 	}
 	return string(b), true
@@ -362,33 +288,14 @@ func (s *Sim) WriteEtcPve(db *ConfigDB, rel, content string) {
 }
 
 func (s *Sim) RemoveEtcPve(db *ConfigDB, rel string) {
-	if err := os.Remove(filepath.Join(s.etcPveDir(db.ID), filepath.FromSlash(rel))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := etcpvefs.Remove(s.etcPveDir(db.ID), rel); err != nil {
 		s.log.AddError(err)
 	}
 	db.Serial++
 }
 
 // VMEntry is one line of pmxcfs's .vmlist: which node holds which guest.
-type VMEntry struct {
-	VMID int
-	Node string
-	Kind string // qemu-server or lxc
-}
+type VMEntry = etcpvefs.VMEntry
 
-// VMListLocked is the cluster's .vmlist, sorted by VMID (pmxcfs's scan of
-// nodes/<node>/{qemu-server,lxc}).
-func (s *Sim) VMListLocked(db *ConfigDB) []VMEntry {
-	var out []VMEntry
-	for _, c := range pmxcfs.ScanVMConfigs(s.etcPveDir(db.ID)) {
-		kind := "qemu-server"
-		switch c.Type {
-		case "lxc":
-			kind = "lxc"
-		case "openvz":
-			continue
-		}
-		out = append(out, VMEntry{VMID: int(c.VMID), Node: c.Node, Kind: kind})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].VMID < out[j].VMID })
-	return out
-}
+// VMListLocked is the cluster's .vmlist, sorted by VMID (etcpvefs.Guests).
+func (s *Sim) VMListLocked(db *ConfigDB) []VMEntry { return etcpvefs.Guests(s.etcPveDir(db.ID)) }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/cluster"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/etcpvefs"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/nodecert"
 )
 
@@ -235,7 +236,7 @@ func (s *Sim) DetachedCopyLocked(db *ConfigDB) (*ConfigDB, error) {
 	if err := nodecert.CopyCA(s.Cfg.Dir, db.ID, stale.ID); err != nil {
 		return nil, err
 	}
-	if err := copyEtcPve(s.etcPveDir(db.ID), s.etcPveDir(stale.ID)); err != nil {
+	if err := etcpvefs.CopyTree(s.etcPveDir(db.ID), s.etcPveDir(stale.ID)); err != nil {
 		return nil, fmt.Errorf("copy /etc/pve for the removed node: %w", err)
 	}
 	for k, v := range s.written {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/etcpvefs"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 )
 
@@ -27,7 +28,7 @@ func (p privStorage) path(name string) string {
 func (p privStorage) Read(name string) ([]byte, error) { return os.ReadFile(p.path(name)) }
 
 func (p privStorage) Write(name, content string) error {
-	return core.WriteEtcPveFile(p.etcPve, "priv/storage/"+name, []byte(content))
+	return etcpvefs.WriteFile(p.etcPve, "priv/storage/"+name, []byte(content))
 }
 
 func (p privStorage) Remove(name string) error {
