@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/ha"
 )
 
 // Guest is one VM or container of /cluster/resources.
@@ -27,12 +28,10 @@ type Guest struct {
 	Tags     string `json:"tags"`
 }
 
-// HAManaged tells whether the guest list shows HA managing the guest: an
-// HA resource in any state but ignored (HA::Config's
-// service_check_ha_state: "ignored service behave as if they were not
-// managed", so vm_start, vm_stop and migrate act directly; hastate still
-// reads "ignored", the resource's configured state).
-func (g Guest) HAManaged() bool { return g.HAState != "" && g.HAState != "ignored" }
+// HAManaged tells whether the guest list shows HA managing the guest
+// (ha.Manages): hastate is "" without a resource, and reads "ignored" for
+// an ignored one, the resource's configured state.
+func (g Guest) HAManaged() bool { return ha.Manages(g.HAState != "", g.HAState) }
 
 // IsVM tells whether the guest is a QEMU VM (not a container).
 func (g Guest) IsVM() bool { return g.Type == "qemu" }

@@ -44,12 +44,11 @@ func HAResource(ctx context.Context, g pveapi.Getter, k Kind, vmid int) (configu
 }
 
 // HAManaged reads whether HA manages the guest as qemu-server's and
-// pve-container's start, stop and migrate ask it (HA::Config's
-// vm_is_ha_managed): configured, in any state but ignored. Those calls
-// then hand the request to the HA manager (H4).
+// pve-container's start, stop and migrate ask it (vm_is_ha_managed,
+// ha.Manages). Those calls then hand the request to the HA manager (H4).
 func HAManaged(ctx context.Context, g pveapi.Getter, k Kind, vmid int) (bool, error) {
 	configured, state, err := HAResource(ctx, g, k, vmid)
-	return configured && state != "ignored", err
+	return ha.Manages(configured, state), err
 }
 
 // Running reads GET /nodes/N/{qemu,lxc}/VMID/status/current.
@@ -129,7 +128,7 @@ func DestroyRefusal(ctx context.Context, g pveapi.Getter, d Destroy) (DestroyChe
 	if err != nil {
 		return out, err
 	}
-	out.HAManaged = configured && state != "ignored"
+	out.HAManaged = ha.Manages(configured, state)
 	if !d.Purge {
 		switch {
 		case configured:

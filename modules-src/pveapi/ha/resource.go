@@ -23,6 +23,13 @@ const (
 	StateIgnored  = "ignored"
 )
 
+// Manages tells whether HA manages a guest whose resource is configured
+// (or not) with requested state: HA::Config's service_check_ha_state, on
+// which vm_is_ha_managed rests: "ignored service behave as if they were
+// not managed", so qemu-server's and pve-container's start, stop and
+// migrate act directly then (H4).
+func Manages(configured bool, state string) bool { return configured && state != StateIgnored }
+
 // Resource is one HA resource. Nil pointers are values the config does
 // not set; WithDefaults fills PVE's defaults in.
 type Resource struct {
