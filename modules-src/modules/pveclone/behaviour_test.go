@@ -529,6 +529,9 @@ func TestH4IgnoredHAStartsDirectly(t *testing.T) {
 		if failed(res) || res["changed"] != true || strings.Contains(pveapi.String(res["changes"]), "HA") {
 			t.Fatalf("check=%v: %v %v", check, msg(res), res["changes"])
 		}
+		if m := writes(w.sim); check && len(m) != 0 {
+			t.Errorf("check mode wrote %+v", m)
+		}
 	}
 	var tasks []struct {
 		Type string `json:"type"`

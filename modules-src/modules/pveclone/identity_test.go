@@ -47,8 +47,9 @@ func TestVMIDAutoBadInput(t *testing.T) {
 		{with(webArgs(), "vmid", 150, "vmid_range", "2000-2099"), "vmid: 150 is outside vmid_range 2000-2099"},
 		{with(webArgs(), "vmid", "next"), `vmid: "next" is neither a VMID`},
 		{with(webArgs(), "vmid", 99), "vmid: 99 is out of range"},
-		// Perl-false: the clone would be named Copy-of-VM-debian-12 and end
-		// unverified (the lab's clone_vm and vmstatus).
+		// K1: Perl-false, the clone would be named Copy-of-VM-debian-12 and
+		// end unverified, the name never proving the VM ours (the lab's
+		// clone_vm and vmstatus).
 		{with(webArgs(), "name", "0"), `name: "0" is no name to PVE`},
 	}
 	for _, c := range cases {

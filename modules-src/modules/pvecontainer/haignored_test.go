@@ -27,6 +27,9 @@ func TestHAIgnoredStartsDirectlyH4(t *testing.T) {
 			if failed(res) || res["changed"] != true || strings.Contains(msg(res), "through HA") {
 				t.Fatalf("%s check=%v: %v %v", state, check, res["changed"], msg(res))
 			}
+			if m := writes(w.sim); check && len(m) != 0 {
+				t.Errorf("%s: check mode wrote %+v", state, m)
+			}
 		}
 		running := w.statusRunning()
 		if running != (state == "started") {

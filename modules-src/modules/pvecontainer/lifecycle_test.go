@@ -179,3 +179,38 @@ func TestLostCreateAnswerSettledWithProof(t *testing.T) {
 		}
 	}
 }
+
+// The stop before a destroy is sent once; when its answer is lost
+// (FaultLostAnswer: PVE stopped the CT, the caller never heard), the
+// guest's power, read back, settles it: the task goes on to the destroy,
+// reports both changes, and never sends the stop twice.
+func TestLostStopAnswerBeforeDestroySettledByRead(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 9)
+	if res := w.run(with(runnerArgs(), "state", "started"), false); failed(res) || !w.statusRunning() {
+		t.Fatalf("create started: %v", msg(res))
+	}
+	if _, err := w.sim.Faults().Add(pvesim.Fault{Method: "POST", Path: "/nodes/pve01/lxc/200/status/stop", Kind: pvesim.FaultLostAnswer, Count: 1}); err != nil {
+		t.Fatal(err)
+	}
+	w.sim.ResetRequests()
+	res := w.run(map[string]any{"vmid": 200, "hostname": "gitlab-runner", "state": "absent"}, false)
+	if failed(res) || res["changed"] != true || !strings.Contains(msg(res), "stop CT 200 (gitlab-runner) on pve01 before destroying it") {
+		t.Fatalf("absent after a lost stop answer: %v %v", res["changed"], msg(res))
+	}
+	var sent []string
+	lost := false
+	for _, r := range writes(w.sim) {
+		sent = append(sent, r.Method+" "+r.Path)
+		lost = lost || (r.Path == "/nodes/pve01/lxc/200/status/stop" && r.Fault != "")
+	}
+	if strings.Join(sent, "; ") != "POST /nodes/pve01/lxc/200/status/stop; DELETE /nodes/pve01/lxc/200" {
+		t.Errorf("sent %v, want the stop once, then the destroy", sent)
+	}
+	if !lost {
+		t.Error("the stop's answer was not lost: the fault never fired")
+	}
+	if _, ok := w.guest(200); ok {
+		t.Error("CT 200 still there")
+	}
+}

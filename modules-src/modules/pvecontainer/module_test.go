@@ -397,8 +397,9 @@ func TestCreateRefusedBeforeWrite(t *testing.T) {
 		{with(runnerArgs(), "pool", "tenant-z"), "pool: pool 'tenant-z' does not exist"},
 		{with(runnerArgs(), "ostemplate", nil), "ostemplate: required"},
 		{with(runnerArgs(), "cores", 0), "cores:"},
-		// Perl-false: create_vm would name it CT200 and the create end
-		// unverified (the lab's CreateDefaults).
+		// K1: Perl-false, create_vm would name it CT200 and the create end
+		// unverified, the hostname never proving the CT ours (the lab's
+		// CreateDefaults).
 		{with(runnerArgs(), "hostname", "0"), `hostname: "0" is no hostname to PVE (it names the container CT200 instead)`},
 		// encode_text leaves '%' while decode_text decodes %XX (lab's
 		// TestContainerDescriptionAndInterfaces): it would never read back.
