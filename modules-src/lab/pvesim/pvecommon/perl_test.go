@@ -57,3 +57,30 @@ for my $h (split /\n/, $ENV{INPUTS}) {
 		}
 	}
 }
+
+// PerlTrue is Perl's truth of a string, as `||`, `||=` and `if` in PVE's
+// code apply it to parameters and config values (create_vm's hostname,
+// vmstatus' name, clone_vm's name): held to Perl itself, not to our
+// reading of perlsyn.
+func TestPerlTrueAsPerl(t *testing.T) {
+	p := perltest.Host(t)
+	inputs := []string{"", "0", "00", "0.0", "0E0", " 0", "0 ", "1", "a", "-0", "+0", "false", "\n"}
+	var in strings.Builder
+	for _, s := range inputs {
+		in.WriteString("x" + hex.EncodeToString([]byte(s)) + "\n")
+	}
+	out, err := p.Run(`use strict; for my $h (split /\n/, $ENV{INPUTS}) { my $v = pack("H*", substr($h, 1)); print(($v ? 1 : 0), "\n"); }`,
+		map[string]string{"INPUTS": in.String()})
+	if err != nil {
+		t.Fatalf("%s: %v", p.Name, err)
+	}
+	lines := strings.Split(out, "\n")
+	if len(lines) != len(inputs) {
+		t.Fatalf("%s answered %d lines for %d inputs:\n%s", p.Name, len(lines), len(inputs), out)
+	}
+	for i, s := range inputs {
+		if got, want := PerlTrue(s), lines[i] == "1"; got != want {
+			t.Errorf("PerlTrue(%q) = %v, Perl says %v", s, got, want)
+		}
+	}
+}
