@@ -227,7 +227,7 @@ func (s *Sim) WritePmxcfs(node, path, content string, remove bool) error {
 		if err := etcpvefs.Remove(s.etcPveDir(db.ID), p); err != nil {
 			return fmt.Errorf("removing /etc/pve/%s: %w", p, err)
 		}
-	} else if err := writeEtcPveFile(s.etcPveDir(db.ID), p, []byte(content)); err != nil {
+	} else if err := etcpvefs.WriteFile(s.etcPveDir(db.ID), p, []byte(content)); err != nil {
 		return err
 	}
 	s.readFilesLocked(db)

@@ -45,7 +45,7 @@ func (s *Sim) writeFilesLocked(db *ConfigDB) error {
 	}
 	// Files of an earlier simulator that kept them in state.json.
 	for rel, content := range db.Files {
-		if err := writeEtcPveFile(dir, rel, []byte(content)); err != nil {
+		if err := etcpvefs.WriteFile(dir, rel, []byte(content)); err != nil {
 			return err
 		}
 	}
@@ -89,7 +89,7 @@ func (s *Sim) writeFilesLocked(db *ConfigDB) error {
 			continue // a file deleted since is not the simulator's to bring back
 		}
 		if !etcpvefs.Exists(dir, rel) {
-			if err := writeEtcPveFile(dir, rel, data); err != nil {
+			if err := etcpvefs.WriteFile(dir, rel, data); err != nil {
 				return err
 			}
 		}
@@ -116,7 +116,7 @@ func (s *Sim) writeFilesLocked(db *ConfigDB) error {
 		if w, ok := s.written[k]; ok && bytes.Equal(w, data) {
 			continue
 		}
-		if err := writeEtcPveFile(dir, rel, data); err != nil {
+		if err := etcpvefs.WriteFile(dir, rel, data); err != nil {
 			return err
 		}
 		s.written[k] = data
@@ -131,10 +131,6 @@ func (s *Sim) writeFilesLocked(db *ConfigDB) error {
 	}
 	return nil
 }
-
-// writeEtcPveFile replaces a file atomically: etcpvefs.WriteFile, under the
-// name core's files (tickets.go among them) call it by.
-func writeEtcPveFile(dir, rel string, data []byte) error { return etcpvefs.WriteFile(dir, rel, data) }
 
 // ReadFilesLocked is readFilesLocked for a backend that let go of Mu and
 // must see the files as a node now shows them (pvesim/storagesim: pvestatd,
@@ -281,7 +277,7 @@ func (s *Sim) ReadEtcPve(db *ConfigDB, rel string) (string, bool) {
 }
 
 func (s *Sim) WriteEtcPve(db *ConfigDB, rel, content string) {
-	if err := writeEtcPveFile(s.etcPveDir(db.ID), rel, []byte(content)); err != nil {
+	if err := etcpvefs.WriteFile(s.etcPveDir(db.ID), rel, []byte(content)); err != nil {
 		s.log.AddError(err)
 	}
 	db.Serial++

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/etcpvefs"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/ticket"
 )
 
@@ -35,7 +36,7 @@ func (f keyFiles) ModTime(rel string) (time.Time, error) {
 	return st.ModTime(), nil
 }
 
-func (f keyFiles) Write(rel string, b []byte) error { return writeEtcPveFile(f.dir, rel, b) }
+func (f keyFiles) Write(rel string, b []byte) error { return etcpvefs.WriteFile(f.dir, rel, b) }
 
 func (s *Sim) keyFilesLocked(db *ConfigDB) keyFiles { return keyFiles{dir: s.etcPveDir(db.ID)} }
 
