@@ -255,14 +255,14 @@ not_yet:
   sample:
     - option: "storage"
       object: "storage nvme-vm"
+pve_version:
+  description: Major version of the PVE node answering (8 or 9).
+  returned: when the API was reached
+  type: int
 existed:
   description: Whether the object (for acl, any of the named entries) existed before the task.
   returned: always
   type: bool
-pve_version:
-  description: The node's PVE major version.
-  returned: when the node was reached
-  type: int
 user:
   description: type user, the user as read back (or predicted in check mode); empty when absent.
   returned: type user

@@ -475,6 +475,10 @@ not_yet:
   sample:
     - option: "storage"
       object: "storage nvme-vm"
+pve_version:
+  description: Major version of the PVE node answering (8 or 9).
+  returned: when the API was reached
+  type: int
 vmid:
   description: The VM's VMID; with vmid auto the one found by name or claimed (in check mode, the one it would claim now).
   returned: always, except vmid auto with state absent and no VM of that name in the range
@@ -510,17 +514,13 @@ clone_warnings:
   returned: when the clone warned
   type: list
   elements: str
+agent_ready:
+  description: Whether the guest agent answered within agent_wait.
+  returned: with agent_wait and state=started
+  type: bool
 task_log:
   description: The tail of a failed task's log.
   returned: when a task failed
   type: list
   elements: str
-agent_ready:
-  description: Whether the guest agent answered within agent_wait.
-  returned: with agent_wait and state=started
-  type: bool
-pve_version:
-  description: Major version of the PVE node answering (8 or 9).
-  returned: when the API was reached
-  type: int
 """

@@ -248,6 +248,10 @@ not_yet:
   sample:
     - option: "storage"
       object: "storage nvme-vm"
+pve_version:
+  description: Major version of the PVE node answering (8 or 9).
+  returned: when the API was reached
+  type: int
 vmid:
   description: The container's VMID.
   returned: always
@@ -283,8 +287,4 @@ task_log:
   returned: when a task failed
   type: list
   elements: str
-pve_version:
-  description: Major version of the PVE node answering (8 or 9).
-  returned: when the API was reached
-  type: int
 """

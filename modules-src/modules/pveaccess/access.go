@@ -195,9 +195,7 @@ var aclPathRe = regexp.MustCompile(`^(?:/|/access|/access/groups|/access/groups/
 
 func (a *access) report() {
 	a.r.Set("existed", a.existed)
-	if a.version != 0 {
-		a.r.Set("pve_version", a.version)
-	}
+	pveansible.ReportVersion(a.r, a.version)
 	out := map[string]any{}
 	if a.final != nil {
 		out = a.final

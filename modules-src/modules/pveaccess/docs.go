@@ -56,10 +56,6 @@ const returnDoc = `existed:
   description: Whether the object (for acl, any of the named entries) existed before the task.
   returned: always
   type: bool
-pve_version:
-  description: The node's PVE major version.
-  returned: when the node was reached
-  type: int
 user:
   description: type user, the user as read back (or predicted in check mode); empty when absent.
   returned: type user

@@ -1,6 +1,9 @@
 package pveclone
 
-import "github.com/gopve/proxmox/modules-src/ansible"
+import (
+	"github.com/gopve/proxmox/modules-src/ansible"
+	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
+)
 
 const examples = `- name: Seed 001's tenant VM in one task, from the controller
   gopve.proxmox.pve_clone:
@@ -146,20 +149,11 @@ clone_warnings:
   returned: when the clone warned
   type: list
   elements: str
-task_log:
-  description: The tail of a failed task's log.
-  returned: when a task failed
-  type: list
-  elements: str
 agent_ready:
   description: Whether the guest agent answered within agent_wait.
   returned: with agent_wait and state=started
   type: bool
-pve_version:
-  description: Major version of the PVE node answering (8 or 9).
-  returned: when the API was reached
-  type: int
-`
+` + pveansible.TaskLogReturn
 
 // about is pve_clone's documentation, written by gen-plugins into
 // plugins/modules/pve_clone.py with the options of spec.

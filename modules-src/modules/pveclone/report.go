@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
 )
 
@@ -19,9 +20,7 @@ func (v *vm) report() {
 	if v.node != "" {
 		v.r.Set("node", v.node)
 	}
-	if v.version != 0 {
-		v.r.Set("pve_version", v.version)
-	}
+	pveansible.ReportVersion(v.r, v.version)
 	cfg := map[string]string{}
 	macs := map[string]string{}
 	if v.final != nil && !(v.p.State == "absent" && v.existed && !v.r.CheckMode()) {

@@ -177,9 +177,7 @@ func (v *ct) report() {
 	if v.node != "" {
 		v.r.Set("node", v.node)
 	}
-	if v.version != 0 {
-		v.r.Set("pve_version", v.version)
-	}
+	pveansible.ReportVersion(v.r, v.version)
 	cfg, macs := map[string]string{}, map[string]string{}
 	if v.final != nil && v.p.State != "absent" {
 		cfg = maps.Clone(v.final)

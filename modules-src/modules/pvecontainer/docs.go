@@ -1,6 +1,9 @@
 package pvecontainer
 
-import "github.com/gopve/proxmox/modules-src/ansible"
+import (
+	"github.com/gopve/proxmox/modules-src/ansible"
+	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
+)
 
 const examples = `- name: Seed 003's GitLab runner container, replicated and HA-managed later by pve_ha
   gopve.proxmox.pve_container:
@@ -71,16 +74,7 @@ restart_required:
   description: Whether pending is non-empty (the module never restarts a container).
   returned: always
   type: bool
-task_log:
-  description: The tail of a failed task's log.
-  returned: when a task failed
-  type: list
-  elements: str
-pve_version:
-  description: Major version of the PVE node answering (8 or 9).
-  returned: when the API was reached
-  type: int
-`
+` + pveansible.TaskLogReturn
 
 // about is pve_container's documentation, written by gen-plugins into
 // plugins/modules/pve_container.py with the options of spec.

@@ -38,11 +38,7 @@ const examples = `- name: The seed's runner container, replicated to the two oth
   run_once: true
 `
 
-const returnDoc = `pve_version:
-  description: Major version of the PVE node answering (8 or 9).
-  returned: when the API was reached
-  type: int
-mechanism:
+const returnDoc = `mechanism:
   description: How placement is written on this cluster - groups (PVE 8), rules (PVE 9), or "groups (not yet migrated to rules)" on a PVE 9 cluster whose HA groups PVE has not migrated yet.
   returned: when the API was reached
   type: str

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
 	"github.com/gopve/proxmox/modules-src/pveapi/replication"
 )
 
@@ -16,7 +17,7 @@ func (g *guestHA) report() {
 	if g.major == 0 {
 		return
 	}
-	g.r.Set("pve_version", g.major)
+	pveansible.ReportVersion(g.r, g.major)
 	g.r.Set("mechanism", string(g.mechanism))
 	ctx, cancel := context.WithTimeout(g.r.Context(), 20*time.Second)
 	defer cancel()

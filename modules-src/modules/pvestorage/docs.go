@@ -50,10 +50,6 @@ existed:
   description: Whether the storage existed before the run.
   returned: always
   type: bool
-pve_version:
-  description: Major version of the PVE node answering (8 or 9).
-  returned: when the API was reached
-  type: int
 encryption_key:
   description: The encryption key PVE generated for encryption_key=autogen (the JSON of a proxmox-backup key file), exactly as PVE answered it, to a task with no_log true; masked (VALUE_SPECIFIED_IN_NO_LOG_PARAMETER) for any other task, since Ansible prints a module's output at -v and -vvv. Masked in every other part of the result and in logs. Back it up outside the cluster.
   returned: when PVE generated a key in this run

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
 )
 
 // nodeStatus is GET /nodes/{node}/storage/{storage}/status, reduced.
@@ -34,9 +35,7 @@ func (s *storage) report(ok bool) {
 	}
 	s.r.Set("storage", cfg)
 	s.r.Set("existed", s.existed)
-	if s.version != 0 {
-		s.r.Set("pve_version", s.version)
-	}
+	pveansible.ReportVersion(s.r, s.version)
 	if !s.p.NodeStatus || !ok || s.final == nil || s.r.CheckMode() && !s.existed {
 		return
 	}

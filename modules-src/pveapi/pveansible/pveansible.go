@@ -168,6 +168,7 @@ func Declare(about func() ansible.Module, spec func() ansible.Spec, params any, 
 	build = func(o pveapi.Options) ansible.Module {
 		m := about()
 		m.Spec, m.Params, m.Timeout = WithConnection(spec()), params, timeout
+		m.Return = versionReturn + m.Return
 		m.ActionGroups = []string{ansible.GroupAPI}
 		m.CreatedEarlier = true
 		m.Run = func(r *ansible.Run) error { return run(r, o) }
@@ -175,6 +176,32 @@ func Declare(about func() ansible.Module, spec func() ansible.Spec, params any, 
 	}
 	return func() ansible.Module { return build(pveapi.Options{}) }, build
 }
+
+// versionReturn documents pve_version, which every API module returns
+// (ReportVersion): written once so that the five modules cannot word it
+// differently.
+const versionReturn = `pve_version:
+  description: Major version of the PVE node answering (8 or 9).
+  returned: when the API was reached
+  type: int
+`
+
+// ReportVersion sets pve_version, the major version of the node the run
+// talked to, once it is known (0: the API was not reached).
+func ReportVersion(r *ansible.Run, major int) {
+	if major != 0 {
+		r.Set("pve_version", major)
+	}
+}
+
+// TaskLogReturn documents task_log, the tail of a failed task's log, for
+// the modules that return it (a guest's create, clone and power tasks).
+const TaskLogReturn = `task_log:
+  description: The tail of a failed task's log.
+  returned: when a task failed
+  type: list
+  elements: str
+`
 
 func baseOptions(target string) map[string]ansible.Option {
 	return map[string]ansible.Option{
