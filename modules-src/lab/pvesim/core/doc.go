@@ -7,10 +7,11 @@
 // (ControlHandler; its routes are pvesim/controlapi's and the backends',
 // added with HandleControl). Its machinery that needs no Sim lies below
 // it: the pipeline fires pvesim/faults' faults, logs each request in
-// pvesim/reqlog and reads and answers through pvesim/httpwire; etcpve.go
-// decides which /etc/pve files to write and read back, and
-// pvesim/etcpvefs does the directory work and renders pmxcfs's generated
-// files (.members, .version, .vmlist, .clusterlog). The rules of access
+// pvesim/reqlog and reads and answers through pvesim/httpwire; the flocks
+// held are a pvesim/flocktable.Table; etcpve.go decides which /etc/pve
+// files to write and read back, and pvesim/etcpvefs does the directory
+// work and renders pmxcfs's generated files (.members, .version, .vmlist,
+// .clusterlog). The rules of access
 // and tasks are rule packages' too: a token header, the login's checks and
 // check_api2_permissions are pvesim/access' (on the user.cfg data core
 // holds); tickets, their keys' rotation and the CSRF rule pvesim/ticket's
@@ -35,8 +36,9 @@
 // follows pve-http-server and pve-manager's PVE/HTTPServer.pm for the
 // pipeline, pve-common's JSONSchema.pm and RESTEnvironment.pm for the
 // checks, pve-cluster for membership. It keeps storage.cfg (its activation,
-// lock and pvestatd are pvesim/volumes' and storagesim's), the flock table,
-// the pmxcfs .vmlist, membership and joins (the pvecm stand-ins use them;
+// lock and pvestatd are pvesim/volumes' and storagesim's), the wait for a
+// flock (the table is pvesim/flocktable's), the pmxcfs .vmlist, membership
+// and joins (the pvecm stand-ins use them;
 // their rules and messages are pvesim/cluster's and nodecert's, the join's
 // locks clustersim's), which docs/lab.md maps. Its Go API (api.go) is what
 // needs its internals (nodes and their power, the request log, faults,
