@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"github.com/gopve/proxmox/modules-src/lab/pmxcfs"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/corosync"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/etcpvefs"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/nodecert"
@@ -52,7 +53,7 @@ func (s *Sim) writeFilesLocked(db *ConfigDB) error {
 	db.Files = nil
 	files := map[string][]byte{
 		"storage.cfg":    []byte(renderStorageCfg(db)),
-		"user.cfg":       []byte(renderUserCfg(db, s.Cfg.Version)),
+		"user.cfg":       []byte(access.RenderUserCfg(&db.Access, db.Pools, s.Cfg.Version)),
 		"priv/token.cfg": []byte(db.Access.RenderTokenCfg()),
 	}
 	if db.Corosync != nil {

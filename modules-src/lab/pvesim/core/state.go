@@ -110,13 +110,6 @@ type ConfigDB struct {
 	Detached bool `json:"detached,omitempty"`
 }
 
-// Pool is one resource pool of user.cfg.
-type Pool struct {
-	ID      string   `json:"id"`
-	Comment string   `json:"comment,omitempty"`
-	Members []string `json:"members,omitempty"` // "qemu/100", "storage/local"
-}
-
 func RandomHex(n int) string {
 	b := make([]byte, n)
 	if _, err := rand.Read(b); err != nil {
