@@ -155,25 +155,6 @@ func DigestOf(v any) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// fileStorageIDs lists the storages in storage.cfg's order: known order
-// first, then any others by name (SectionConfig::write_config).
-func (db *ConfigDB) fileStorageIDs() []string {
-	out := make([]string, 0, len(db.Storage))
-	seen := map[string]bool{}
-	for _, id := range db.StorageOrder {
-		if db.Storage[id] != nil && !seen[id] {
-			out = append(out, id)
-			seen[id] = true
-		}
-	}
-	for _, id := range db.SortedStorageIDs() {
-		if !seen[id] {
-			out = append(out, id)
-		}
-	}
-	return out
-}
-
 func (db *ConfigDB) SortedStorageIDs() []string {
 	return slices.Sorted(maps.Keys(db.Storage))
 }
