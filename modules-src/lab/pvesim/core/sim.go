@@ -193,10 +193,9 @@ type Sim struct {
 	loops    []func()                    // the backends' background loops, run by Start (router.go)
 	// the backends' reactions to a node's power (OnNodePower) and to an HA
 	// request (OnHARequest), run under Mu (router.go)
-	nodePower  []func(node string, online bool)
-	haRequest  []func(dbID string)
-	statdCycle func()   // pvestatd's storage cycle (OnStatdCycle)
-	journal    []string // the nodes' journal lines (journal.go)
+	nodePower []func(node string, online bool)
+	haRequest []func(dbID string)
+	journal   []string // the nodes' journal lines (journal.go)
 }
 
 // nodeRuntime is the serving side of a node (not persisted).
