@@ -19,14 +19,16 @@ import (
 // drive it: core's Sim (nodes and their power, the request log, faults,
 // /etc/pve files, joins) and the parts of the Go API that the backends and
 // models own, the stand-ins of pveum (accesssim.Pveum: users, tokens,
-// ACLs) and pvecm (clustersim.Pvecm: create, expected, status), and the
-// guest fixture (guests.Fixture: AddGuest, bridges, devices a guest
-// holds). A caller that needs the *core.Sim takes the embedded field, Sim.
+// ACLs) and pvecm (clustersim.Pvecm: create, expected, status), the guest
+// fixture (guests.Fixture: AddGuest, bridges, devices a guest holds) and
+// pvestatd (storagesim.Pvestatd: StatdCycle, a cycle run at once). A
+// caller that needs the *core.Sim takes the embedded field, Sim.
 type Sim struct {
 	*core.Sim
 	accesssim.Pveum
 	clustersim.Pvecm
 	guests.Fixture
+	storagesim.Pvestatd
 }
 
 // The simulator's Go API types, as its users name them. Most live in core,
@@ -96,5 +98,6 @@ func New(cfg Config) (*Sim, error) {
 	replsim.Register(s)
 	hasim.Register(s)
 	controlapi.Register(s)
-	return &Sim{Sim: s, Pveum: accesssim.NewPveum(s), Pvecm: clustersim.NewPvecm(s), Fixture: guests.NewFixture(s)}, nil
+	return &Sim{Sim: s, Pveum: accesssim.NewPveum(s), Pvecm: clustersim.NewPvecm(s), Fixture: guests.NewFixture(s),
+		Pvestatd: storagesim.NewPvestatd(s)}, nil
 }

@@ -1,6 +1,6 @@
 // Package access is the simulator's model of PVE's access control, after
-// pve-access-control: the users, tokens, groups, custom roles and ACL
-// entries of user.cfg and priv/token.cfg (src/PVE/AccessControl.pm
+// pve-access-control: the users, tokens, groups, pools, custom roles and
+// ACL entries of user.cfg and priv/token.cfg (src/PVE/AccessControl.pm
 // parse_user_config / write_user_config, TokenConfig.pm), the privileges
 // and built-in roles per PVE version ($privgroups, create_roles), token and
 // user checks (verify_token, check_user_enabled), and permission
@@ -18,8 +18,9 @@
 //
 // It is the first backend out of the one-package simulator (issue 27 §1):
 // pvesim's handlers (API2/User.pm, Group.pm, Role.pm, ACL.pm), its locking
-// and its persistence call it; it never imports pvesim. Pool membership,
-// which pools own, comes in through Env.PoolsOf.
+// and its persistence call it; it never imports pvesim. user.cfg's pools
+// are here too (pools.go: their lines, a path's pools); the checks get a
+// path's pools through Env.PoolsOf.
 package access
 
 import (

@@ -17,7 +17,8 @@ import (
 // priv/token.cfg (TokenConfig.pm): the simulator writes them from its model
 // and reads them back when a program on a node changed them (a hand edit,
 // `pveum acl modify` on a real node), so drift is what the API shows next.
-// The pool lines between groups and roles are pvesim's (usercfg.go).
+// The pool lines between groups and roles, and the whole file's
+// rendering, are pools.go's.
 
 // RenderUsers is write_user_config's user and token lines.
 func (a *Config) RenderUsers(b *strings.Builder) {

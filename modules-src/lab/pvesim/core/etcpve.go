@@ -9,9 +9,11 @@ import (
 	"sort"
 
 	"github.com/gopve/proxmox/modules-src/lab/pmxcfs"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/corosync"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/etcpvefs"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/nodecert"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/ticket"
 )
 
@@ -51,8 +53,8 @@ func (s *Sim) writeFilesLocked(db *ConfigDB) error {
 	}
 	db.Files = nil
 	files := map[string][]byte{
-		"storage.cfg":    []byte(renderStorageCfg(db)),
-		"user.cfg":       []byte(renderUserCfg(db, s.Cfg.Version)),
+		"storage.cfg":    []byte(storage.RenderCfg(db.Storage, db.StorageOrder)),
+		"user.cfg":       []byte(access.RenderUserCfg(&db.Access, db.Pools, s.Cfg.Version)),
 		"priv/token.cfg": []byte(db.Access.RenderTokenCfg()),
 	}
 	if db.Corosync != nil {
@@ -148,7 +150,7 @@ func (s *Sim) readFilesLocked(db *ConfigDB) {
 	if b, err := os.ReadFile(filepath.Join(dir, "storage.cfg")); err == nil {
 		k := fileKey(db.ID, "storage.cfg")
 		if w, ok := s.written[k]; !ok || !bytes.Equal(w, b) {
-			db.Storage, db.StorageOrder = s.parseStorageCfg(string(b))
+			db.Storage, db.StorageOrder = storage.Parse(string(b), s.StorageCreateSchema())
 			s.written[k] = b
 			db.Serial++
 		}

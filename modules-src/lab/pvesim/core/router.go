@@ -80,21 +80,6 @@ func (s *Sim) HARequestedLocked(dbID string) {
 	}
 }
 
-// OnStatdCycle sets pvestatd's storage cycle on every node that is up
-// (pvesim/storagesim, whose loop runs it), which StatdCycle runs.
-func (s *Sim) OnStatdCycle(f func()) { s.statdCycle = f }
-
-// StatdCycle runs one pvestatd storage cycle on every node that is up, now,
-// and returns when it is done: a test that compares a node's files before
-// and after a run (labtest.UpperDigest) settles the daemon first, so that a
-// directory pvestatd was about to create for an earlier storage change is
-// not counted as the run's write.
-func (s *Sim) StatdCycle() {
-	if s.statdCycle != nil {
-		s.statdCycle()
-	}
-}
-
 // startLoops runs the backends' loops (Start).
 func (s *Sim) startLoops() {
 	for _, loop := range s.loops {

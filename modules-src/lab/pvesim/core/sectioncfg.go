@@ -5,23 +5,17 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
-// section is one entry of a SectionConfig file; the model and its
-// parse/render live in pvecommon (pve-common SectionConfig.pm), shared with
-// the backends (pvesim/ha).
-type section = pvecommon.Section
-
-var (
-	parseSections  = pvecommon.ParseSections
-	renderSections = pvecommon.RenderSections
-)
+// A SectionConfig file of /etc/pve (HA's, jobs.cfg, replication.cfg): its
+// format is pvecommon's (pve-common SectionConfig.pm); core reads and
+// writes it in a database's directory.
 
 // ReadSectionsLocked reads a SectionConfig file of db ("" when absent)
 // with its digest (SHA-1 of the bytes, as PVE's).
-func (s *Sim) ReadSectionsLocked(db *ConfigDB, rel string) ([]*section, string) {
+func (s *Sim) ReadSectionsLocked(db *ConfigDB, rel string) ([]*pvecommon.Section, string) {
 	raw, _ := s.ReadEtcPve(db, rel)
-	return parseSections(raw), guestconf.Parse(raw).Digest
+	return pvecommon.ParseSections(raw), guestconf.Parse(raw).Digest
 }
 
-func (s *Sim) WriteSectionsLocked(db *ConfigDB, rel string, list []*section) {
-	s.WriteEtcPve(db, rel, renderSections(list))
+func (s *Sim) WriteSectionsLocked(db *ConfigDB, rel string, list []*pvecommon.Section) {
+	s.WriteEtcPve(db, rel, pvecommon.RenderSections(list))
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/lab/pveschema"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/faults"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/flocktable"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/nodecert"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/reqlog"
 )
@@ -176,7 +177,9 @@ type Sim struct {
 	faults   *Faults
 	log      *reqlog.Log
 
-	guestLocks map[string]*guestLock // /var/lock/qemu-server and storage flocks (flock.go)
+	// Flocks are the nodes' flocks (/var/lock/qemu-server, storages,
+	// storage.cfg's cfs lock), under Mu; the wait for one is flock.go's.
+	Flocks flocktable.Table
 	// The HA model's runtime state (pvesim/guests, hamodel.go), under Mu;
 	// not in State, so never saved.
 	HAErrors  map[string]bool        // HA services in error state, "db/sid"
@@ -190,10 +193,9 @@ type Sim struct {
 	loops    []func()                    // the backends' background loops, run by Start (router.go)
 	// the backends' reactions to a node's power (OnNodePower) and to an HA
 	// request (OnHARequest), run under Mu (router.go)
-	nodePower  []func(node string, online bool)
-	haRequest  []func(dbID string)
-	statdCycle func()   // pvestatd's storage cycle (OnStatdCycle)
-	journal    []string // the nodes' journal lines (journal.go)
+	nodePower []func(node string, online bool)
+	haRequest []func(dbID string)
+	journal   []string // the nodes' journal lines (journal.go)
 }
 
 // nodeRuntime is the serving side of a node (not persisted).

@@ -110,13 +110,6 @@ type ConfigDB struct {
 	Detached bool `json:"detached,omitempty"`
 }
 
-// Pool is one resource pool of user.cfg.
-type Pool struct {
-	ID      string   `json:"id"`
-	Comment string   `json:"comment,omitempty"`
-	Members []string `json:"members,omitempty"` // "qemu/100", "storage/local"
-}
-
 func RandomHex(n int) string {
 	b := make([]byte, n)
 	if _, err := rand.Read(b); err != nil {
@@ -160,25 +153,6 @@ func DigestOf(v any) string {
 	b, _ := json.Marshal(v) // maps marshal with sorted keys
 	sum := sha1.Sum(b)
 	return hex.EncodeToString(sum[:])
-}
-
-// fileStorageIDs lists the storages in storage.cfg's order: known order
-// first, then any others by name (SectionConfig::write_config).
-func (db *ConfigDB) fileStorageIDs() []string {
-	out := make([]string, 0, len(db.Storage))
-	seen := map[string]bool{}
-	for _, id := range db.StorageOrder {
-		if db.Storage[id] != nil && !seen[id] {
-			out = append(out, id)
-			seen[id] = true
-		}
-	}
-	for _, id := range db.SortedStorageIDs() {
-		if !seen[id] {
-			out = append(out, id)
-		}
-	}
-	return out
 }
 
 func (db *ConfigDB) SortedStorageIDs() []string {

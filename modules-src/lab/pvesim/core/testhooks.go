@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/storage"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/ticket"
 )
 
@@ -24,7 +25,7 @@ func (s *Sim) Authenticate(db *ConfigDB, r *http.Request) (*Principal, string) {
 func (p *Principal) TaskUser() string { return p.taskUser() }
 
 func (s *Sim) ParseStorageCfg(text string) (map[string]*Storage, []string) {
-	return s.parseStorageCfg(text)
+	return storage.Parse(text, s.StorageCreateSchema())
 }
 
 // StartSimpleTaskLocked starts a task whose worker logs lines and ends OK.

@@ -1,101 +1,48 @@
 package core
 
 import (
-	"fmt"
-	"sort"
-	"strconv"
-	"strings"
+	"bytes"
+	"os"
+	"path/filepath"
 
-	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
 )
 
-// renderUserCfg is PVE::AccessControl's write_user_config: users with
-// their tokens, groups, pools, custom roles and ACL lines, each block ended
-// by an empty line (the access lines: package access).
-func renderUserCfg(db *ConfigDB, version int) string {
-	var b strings.Builder
-	db.Access.RenderUsers(&b)
-	b.WriteString("\n")
-	db.Access.RenderGroups(&b)
-	b.WriteString("\n")
-	for _, id := range sortedKeys(db.Pools) {
-		p := db.Pools[id]
-		var vms, stores []string
-		for _, m := range p.Members {
-			typ, mid, _ := strings.Cut(m, "/")
-			if typ == "storage" {
-				stores = append(stores, mid)
-			} else {
-				vms = append(vms, mid)
-			}
-		}
-		// sort keys: Perl's string order (write_user_config).
-		sort.Strings(vms)
-		sort.Strings(stores)
-		fmt.Fprintf(&b, "pool:%s:%s:%s:%s:\n", id, pvecommon.EncodeField(p.Comment), strings.Join(vms, ","), strings.Join(stores, ","))
+// user.cfg on disk: its lines (pools and access) are pvesim/access'; core
+// keeps the model's copy of them (ConfigDB.Pools and Access) in step with
+// the file.
+
+// Pool is one resource pool of user.cfg (access.Pool).
+type Pool = access.Pool
+
+// PoolsOf lists, sorted, the pools with path among their members
+// (access.PoolsOf), what access.Env.PoolsOf asks.
+func (db *ConfigDB) PoolsOf(path string) []string { return access.PoolsOf(db.Pools, path) }
+
+// readUserCfgLocked takes user.cfg (pools and access) and priv/token.cfg
+// from db's directory when either differs from what the simulator last
+// wrote.
+func (s *Sim) readUserCfgLocked(db *ConfigDB, dir string) {
+	ub, uerr := os.ReadFile(filepath.Join(dir, "user.cfg"))
+	tb, _ := os.ReadFile(filepath.Join(dir, "priv", "token.cfg"))
+	uk, tk := fileKey(db.ID, "user.cfg"), fileKey(db.ID, "priv/token.cfg")
+	uw, uok := s.written[uk]
+	tw, tok := s.written[tk]
+	if uerr != nil || (uok && bytes.Equal(uw, ub) && tok && bytes.Equal(tw, tb)) {
+		return
 	}
-	b.WriteString("\n")
-	db.Access.RenderRoles(&b, version)
-	b.WriteString("\n")
-	db.Access.RenderACL(&b)
-	return b.String()
+	s.settleUserCfgLocked(db, ub, tb)
+	s.written[uk], s.written[tk] = ub, tb
+	db.Serial++
 }
 
-// parsePools reads the pool lines of user.cfg, keeping the guest type of
-// members it already knew (user.cfg lists guests by VMID only).
-func parsePools(text string, old map[string]*Pool) map[string]*Pool {
-	out := map[string]*Pool{}
-	for _, line := range strings.Split(text, "\n") {
-		f := strings.Split(strings.TrimSpace(line), ":")
-		if len(f) < 2 || f[0] != "pool" || f[1] == "" {
-			continue
-		}
-		for len(f) < 5 {
-			f = append(f, "")
-		}
-		p := &Pool{ID: f[1], Comment: pvecommon.DecodeField(f[2])}
-		known := map[string]string{}
-		if o := old[p.ID]; o != nil {
-			for _, m := range o.Members {
-				typ, id, _ := strings.Cut(m, "/")
-				known[id] = typ
-			}
-		}
-		for _, vm := range strings.Split(f[3], ",") {
-			if _, err := strconv.Atoi(vm); err == nil {
-				typ := known[vm]
-				if typ == "" || typ == "storage" {
-					typ = "qemu"
-				}
-				p.Members = append(p.Members, typ+"/"+vm)
-			}
-		}
-		for _, st := range strings.Split(f[4], ",") {
-			if st != "" {
-				p.Members = append(p.Members, "storage/"+st)
-			}
-		}
-		out[p.ID] = p
-	}
-	return out
-}
-
-// PoolsOf lists, sorted, the pools with path among their members (a guest
-// "/vms/N" or a storage "/storage/ID"): the pools whose ACLs
-// $compile_acl_path adds on path (access.Env).
-func (db *ConfigDB) PoolsOf(path string) []string {
-	var out []string
-	for _, id := range sortedKeys(db.Pools) {
-		member := false
-		for _, m := range db.Pools[id].Members {
-			typ, mid, _ := strings.Cut(m, "/")
-			if (typ == "storage" && path == "/storage/"+mid) || (typ != "storage" && path == "/vms/"+mid) {
-				member = true
-			}
-		}
-		if member {
-			out = append(out, id)
-		}
-	}
-	return out
+// settleUserCfgLocked makes the model what PVE would read back from the
+// user.cfg and token.cfg just written. PVE keeps no model: every request
+// parses user.cfg, and write_user_config/parse_user_config do not round-trip
+// every value (encode_text leaves '%' as it is while decode_text decodes
+// every %XX; a comment "0" is Perl-false and never written). The lab keeps
+// one, so it parses what it wrote, as a PVE read would.
+func (s *Sim) settleUserCfgLocked(db *ConfigDB, userCfg, tokenCfg []byte) {
+	db.Pools = access.ParsePools(string(userCfg), db.Pools)
+	db.Access = access.Parse(string(userCfg), string(tokenCfg), s.Cfg.Version, &db.Access)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/flocktable"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
 )
 
@@ -17,7 +18,8 @@ import (
 // does it, /var/lock/qemu-server/lock-<vmid>.conf (pve-guest-common
 // AbstractConfig.pm lock_config_full: 10 s for lock_config, 1 s when clone
 // takes the source and the new VMID, shared on a stopped source —
-// qemu-server API2/Qemu.pm clone_vm), a flock of core's lock table.
+// qemu-server API2/Qemu.pm clone_vm), a flock of the Sim's table
+// (pvesim/flocktable).
 
 // GuestConfPath is the /etc/pve-relative path of a guest's config.
 func GuestConfPath(node, kind string, vmid int) string {
@@ -54,10 +56,10 @@ func GuestLockFile(vmid int) string             { return fmt.Sprintf("/var/lock/
 // which the router waits out before it runs the handler again.
 func (m Model) WithGuestLockLocked(node string, vmid int, f func() (any, error)) (any, error) {
 	key := GuestLockKey(node, vmid)
-	if !m.TryLockLocked(key, false) {
+	if !m.Flocks.TryLock(key, false) {
 		return nil, &core.LockWait{Key: key, Timeout: m.Cfg.Dur(m.Cfg.LockTimeout, core.DefaultLockTimeout),
-			Msg: core.ErrLockTimeout(GuestLockFile(vmid)).Error()}
+			Msg: flocktable.ErrTimeout(GuestLockFile(vmid)).Error()}
 	}
-	defer m.UnlockLocked(key, false)
+	defer m.Flocks.Unlock(key, false)
 	return f()
 }

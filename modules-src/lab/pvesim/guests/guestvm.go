@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/flocktable"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/ha"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
@@ -184,7 +185,7 @@ func (s Model) CreateDrive(node string, vmid int, key, v string) (string, error)
 func (s Model) underGuestLock(t *core.TaskRun, node string, vmid int, d time.Duration, f func() string) string {
 	key := GuestLockKey(node, vmid)
 	if !s.Acquire(key, false, d) {
-		return core.ErrLockTimeout(GuestLockFile(vmid)).Error()
+		return flocktable.ErrTimeout(GuestLockFile(vmid)).Error()
 	}
 	defer s.Release(key, false)
 	if !s.Sleep(s.Cfg.Dur(s.Cfg.TaskDuration, core.DefaultTaskDuration)) {

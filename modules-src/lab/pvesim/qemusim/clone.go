@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/flocktable"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guests"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
@@ -201,11 +202,11 @@ func (s *backend) cloneWorker(t *core.TaskRun, db *core.ConfigDB, r *cloneReq, r
 	srcKey, newKey := guests.GuestLockKey(r.node, r.vmid), guests.GuestLockKey(r.node, r.newid)
 	// exclusive lock if VM is running - else shared lock is enough
 	if !s.Acquire(srcKey, !running, s.cloneLockTimeout()) {
-		return core.ErrLockTimeout(guests.GuestLockFile(r.vmid)).Error()
+		return flocktable.ErrTimeout(guests.GuestLockFile(r.vmid)).Error()
 	}
 	defer s.Release(srcKey, !running)
 	if !s.Acquire(newKey, false, s.cloneLockTimeout()) {
-		return core.ErrLockTimeout(guests.GuestLockFile(r.newid)).Error()
+		return flocktable.ErrTimeout(guests.GuestLockFile(r.newid)).Error()
 	}
 	defer s.Release(newKey, false)
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/flocktable"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guests"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
@@ -112,12 +113,12 @@ func (s *backend) postQemuMigrate(rc *core.Req) (any, error) {
 		// (pvesim/replsim's syncJob, H5).
 		mig := guests.MigrationLockKey(node, vmid)
 		if !s.Acquire(mig, false, s.Cfg.Dur(s.Cfg.LockTimeout, core.DefaultLockTimeout)) {
-			return core.ErrLockTimeout(replication.MigrationLockFile(vmid)).Error()
+			return flocktable.ErrTimeout(replication.MigrationLockFile(vmid)).Error()
 		}
 		defer s.Release(mig, false)
 		key := guests.GuestLockKey(node, vmid)
 		if !s.Acquire(key, false, s.Cfg.Dur(s.Cfg.LockTimeout, core.DefaultLockTimeout)) {
-			return core.ErrLockTimeout(guests.GuestLockFile(vmid)).Error()
+			return flocktable.ErrTimeout(guests.GuestLockFile(vmid)).Error()
 		}
 		defer s.Release(key, false)
 		abort := func(reason string) string {

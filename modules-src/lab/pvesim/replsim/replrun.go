@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/flocktable"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guestconf"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/guests"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/pvecommon"
@@ -87,14 +88,14 @@ func (s *backend) schedulerLoop() {
 				// skipped (reconstruction; H5).
 				s.Mu.Lock()
 				lock := pvesrLockKey(n)
-				ok := s.TryLockLocked(lock, false)
+				ok := s.Flocks.TryLock(lock, false)
 				s.Mu.Unlock()
 				if !ok {
 					return
 				}
 				s.runDueJobs(n, "")
 				s.Mu.Lock()
-				s.UnlockLocked(lock, false)
+				s.Flocks.Unlock(lock, false)
 				s.Mu.Unlock()
 			}()
 		}
@@ -142,7 +143,7 @@ func (s *backend) syncJob(dbID, src, id string) []string {
 		mig := guests.MigrationLockKey(src, g)
 		if !s.Acquire(mig, false, min(2*time.Second, s.Cfg.Dur(s.Cfg.LockTimeout, core.DefaultLockTimeout))) {
 			s.Mu.Lock()
-			s.JournalLocked(replication.SkippedWarning(id, core.ErrLockTimeout(replication.MigrationLockFile(g))))
+			s.JournalLocked(replication.SkippedWarning(id, flocktable.ErrTimeout(replication.MigrationLockFile(g))))
 			s.Mu.Unlock()
 			return nil
 		}

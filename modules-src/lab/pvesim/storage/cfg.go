@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"regexp"
 	"slices"
@@ -49,6 +50,26 @@ func Render(sections []*Section) string {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// RenderCfg is storage.cfg of the sections byID: those in order first (as
+// read from the file, new ones appended), then any others by ID, as
+// SectionConfig::write_config orders them.
+func RenderCfg(byID map[string]*Section, order []string) string {
+	sections := make([]*Section, 0, len(byID))
+	seen := map[string]bool{}
+	for _, id := range order {
+		if byID[id] != nil && !seen[id] {
+			sections = append(sections, byID[id])
+			seen[id] = true
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(byID)) {
+		if !seen[id] {
+			sections = append(sections, byID[id])
+		}
+	}
+	return Render(sections)
 }
 
 // Parse is SectionConfig::parse_config, lenient as PVE's: a bad line is

@@ -8,7 +8,7 @@
 // cfs lock and a create slowed inside it (storagecfglock.go: Storage.pm
 // lock_storage_config), and each node's pvestatd storage cycle
 // (pvestatd.go: pve-manager PVE/Service/pvestatd.pm, a loop registered
-// with OnStart and run at once by Sim.StatdCycle through OnStatdCycle). The
+// with OnStart, and Pvestatd.StatdCycle, which pvesim.Sim embeds). The
 // rules (storage.cfg's format and checks, volume names, access) are
 // pvesim/storage's; the volumes themselves and a storage's activation are
 // the volume model's (pvesim/volumes), where guests allocate and free them
@@ -40,8 +40,7 @@ func Register(s *core.Sim) {
 	s.Handle(b.routes())
 	s.Handle(b.uploadRoutes())
 	s.HandleUpload(b.receiveUpload)
-	s.OnStart(b.pvestatdLoop)
-	s.OnStatdCycle(b.statdCycleAll)
+	s.OnStart(NewPvestatd(s).loop)
 }
 
 // storageView is the GET shape: options plus storage, type, digest, with

@@ -1,6 +1,11 @@
 package storagesim
 
-import "time"
+import (
+	"time"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/volumes"
+)
 
 // pvestatd, the storage half: every node's status daemon calls
 // PVE::Storage::storage_info every $updatetime (10 s) in
@@ -18,14 +23,23 @@ import "time"
 // $updatetime between cycles; the lab runs a cycle every StatdInterval
 // from the simulator's start, on each node that is up (a powered-off node
 // runs no daemon). The rrd/metrics side of the cycle is not simulated.
-func (s *backend) statdInterval() time.Duration {
+//
+// Pvestatd is that daemon on every node: Register starts its loop, and
+// pvesim.Sim embeds it for StatdCycle, a cycle run at once.
+type Pvestatd struct{ m volumes.Model }
+
+// NewPvestatd is s's pvestatd.
+func NewPvestatd(s *core.Sim) Pvestatd { return Pvestatd{volumes.Model{Sim: s}} }
+
+func (d Pvestatd) statdInterval() time.Duration {
+	s := d.m
 	return s.Cfg.Dur(s.Cfg.StatdInterval, 10*time.Second)
 }
 
-// pvestatdLoop is the daemon, Start's loop (core.Sim.OnStart).
-func (s *backend) pvestatdLoop() {
-	for s.Sleep(max(s.statdInterval(), 10*time.Millisecond)) {
-		s.statdCycleAll()
+// loop is the daemon, Start's loop (core.Sim.OnStart).
+func (d Pvestatd) loop() {
+	for d.m.Sleep(max(d.statdInterval(), 10*time.Millisecond)) {
+		d.StatdCycle()
 	}
 }
 
@@ -33,7 +47,8 @@ func (s *backend) pvestatdLoop() {
 // enabled there, one at a time, the lock released between storages so API
 // calls are not held up by a whole cycle. Errors are pvestatd's warnings:
 // nothing to report.
-func (s *backend) statdCycle(node string) {
+func (d Pvestatd) statdCycle(node string) {
+	s := d.m
 	s.Mu.Lock()
 	if !s.NodeUpLocked(node) {
 		s.Mu.Unlock()
@@ -56,10 +71,13 @@ func (s *backend) statdCycle(node string) {
 	}
 }
 
-// statdCycleAll runs one pvestatd storage cycle on every node that is up,
-// now, and returns when it is done (the loop's cycle, and core.Sim's
-// StatdCycle through OnStatdCycle).
-func (s *backend) statdCycleAll() {
+// StatdCycle runs one pvestatd storage cycle on every node that is up,
+// now, and returns when it is done: the loop's cycle, and what a test that
+// compares a node's files before and after a run (labtest.UpperDigest)
+// settles first, so that a directory pvestatd was about to create for an
+// earlier storage change is not counted as the run's write.
+func (d Pvestatd) StatdCycle() {
+	s := d.m
 	s.Mu.Lock()
 	nodes := []string{}
 	for _, n := range s.SortedNodeNamesLocked() {
@@ -69,6 +87,6 @@ func (s *backend) statdCycleAll() {
 	}
 	s.Mu.Unlock()
 	for _, n := range nodes {
-		s.statdCycle(n)
+		d.statdCycle(n)
 	}
 }

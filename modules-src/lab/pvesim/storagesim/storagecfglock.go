@@ -13,7 +13,7 @@ func storageCfgLock(db *core.ConfigDB) string { return "cfs:" + db.ID + ":file-s
 // caller holds s.Mu.
 func (s *backend) storageCfgFreeLocked(db *core.ConfigDB, errmsg string) error {
 	key := storageCfgLock(db)
-	if !s.HeldExclusiveLocked(key) {
+	if !s.Flocks.HeldExclusive(key) {
 		return nil
 	}
 	return &core.LockWait{Key: key, Timeout: s.Cfg.Dur(s.Cfg.LockTimeout, core.DefaultLockTimeout),
@@ -33,8 +33,8 @@ func (s *backend) slowInStorageCfgLock(db *core.ConfigDB, rc *core.Req) (release
 		return func() {}, true
 	}
 	key := storageCfgLock(db)
-	s.TryLockLocked(key, false)
-	release = func() { s.UnlockLocked(key, false) }
+	s.Flocks.TryLock(key, false)
+	release = func() { s.Flocks.Unlock(key, false) }
 	s.Mu.Unlock()
 	alive = s.Sleep(rc.Fault.Delay)
 	s.Mu.Lock()
