@@ -36,9 +36,11 @@
 // pipeline, pve-common's JSONSchema.pm and RESTEnvironment.pm for the
 // checks, pve-cluster for membership. It keeps storage.cfg (its activation,
 // lock and pvestatd are pvesim/volumes' and storagesim's), the flock table,
-// the pmxcfs .vmlist, membership and joins (the pvecm stand-ins use them;
-// their rules and messages are pvesim/cluster's and nodecert's, the join's
-// locks clustersim's), which docs/lab.md maps. Its Go API (api.go) is what
+// the pmxcfs .vmlist and membership (its rules and messages are
+// pvesim/cluster's), which docs/lab.md maps. Joins are pvesim/clustersim's
+// (join.go), which reaches core's internals through the few methods core
+// exports for it: StopAPILocked, StartAPILocked, CALocked, DropDBLocked,
+// CopyWrittenLocked. Its Go API (api.go) is what
 // needs its internals (nodes and their power, the request log, faults,
 // /etc/pve files); pvesim.Sim adds the backends' and models' parts.
 //
