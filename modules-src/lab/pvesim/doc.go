@@ -155,7 +155,7 @@
 //	s.Faults().Add(pvesim.Fault{Node: "pve02", Method: "GET", Path: "/nodes/*/tasks/*/status",
 //		Kind: pvesim.FaultError, Status: 500, Message: "got timeout", Count: 2})
 //	s.Requests()                     // request log, secrets redacted; Request.Mutating()
-//	s.Cluster("pve01"); s.CreateCluster(…); s.AddNode(…); s.SetExpectedVotes(…) // pvecm material (clustersim.Pvecm; AddNode core's)
+//	s.Cluster("pve01"); s.CreateCluster(…); s.AddNode(…); s.SetExpectedVotes(…) // pvecm material (clustersim.Pvecm)
 //	s.ReadPmxcfs(node, "priv/authorized_keys"); s.WritePmxcfs(…)  // other /etc/pve files (C7)
 //	Config.StorageCheck = func(node string, st StorageInfo) error { … } // read-only "is it usable?" (Z7)
 //	Config.StorageActivate, StorageUsage, StorageContent, StorageUpload, NodeVersion // the node's own answers (labctl fills them)
@@ -216,7 +216,10 @@
 //
 // # Control API (ControlHandler, plain HTTP/JSON on the lab's Unix socket)
 //
-// The routes are pvesim/controlapi's, but for `replication/run` (pvesim/replsim).
+// The routes are pvesim/controlapi's, but for those of the Go API's stand-ins:
+// pvecm's (`cluster`, `clusters`, `finish-join`: pvesim/clustersim), pveum's
+// (`access`: pvesim/accesssim), the guest fixture (pvesim/guests) and
+// `replication/run` (pvesim/replsim).
 //
 // Errors are non-2xx with {"error": "<message as real PVE prints it>"}.
 //

@@ -17,11 +17,11 @@ import (
 
 // Sim is the simulator as its users (labctl, labtest, the modules' tests)
 // drive it: core's Sim (nodes and their power, the request log, faults,
-// /etc/pve files, joins) and the parts of the Go API that the backends and
+// /etc/pve files) and the parts of the Go API that the backends and
 // models own, the stand-ins of pveum (accesssim.Pveum: users, tokens,
-// ACLs) and pvecm (clustersim.Pvecm: create, expected, status), the guest
-// fixture (guests.Fixture: AddGuest, bridges, devices a guest holds) and
-// pvestatd (storagesim.Pvestatd: StatdCycle, a cycle run at once). A
+// ACLs) and pvecm (clustersim.Pvecm: create, add, expected, status), the
+// guest fixture (guests.Fixture: AddGuest, bridges, devices a guest holds)
+// and pvestatd (storagesim.Pvestatd: StatdCycle, a cycle run at once). A
 // caller that needs the *core.Sim takes the embedded field, Sim.
 type Sim struct {
 	*core.Sim

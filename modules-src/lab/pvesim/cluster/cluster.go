@@ -34,7 +34,7 @@ import (
 )
 
 // Up says whether a member's corosync runs with the cluster's
-// configuration and so gives its vote (pvesim's votesForLocked).
+// configuration and so gives its vote (core's VotesForLocked).
 type Up func(name string) bool
 
 // Quorate: a standalone /etc/pve (c nil) is always writable; a cluster's

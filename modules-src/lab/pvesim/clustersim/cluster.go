@@ -2,15 +2,18 @@
 // join (the joiner's clusterjoin task) and node removal, the join
 // information, totem and node list (pve-cluster PVE/API2/ClusterConfig.pm),
 // /cluster/status and /cluster/resources (pve-manager PVE/API2/Cluster.pm),
-// /nodes and a node's status (Nodes.pm) and /version, and the locks a join
-// takes (joinlock.go: pvecm.lock, config_change_lock; C4). The membership
-// itself, what a join does to a node and its /etc/pve (addnode,
-// finish_join, the new certificate and API restart: C5) and the quorum
-// every write checks stay in core, where the control API's pvecm add and
-// every backend and model use them; the rules and views are
-// pvesim/cluster's, a certificate's fingerprint pvesim/nodecert's. Pvecm
-// (pvecm.go) is the lab's pvecm create, expected and status, for the Go
-// API (pvesim.Sim) and the control API.
+// /nodes and a node's status (Nodes.pm) and /version, the locks a join
+// takes (joinlock.go: pvecm.lock, config_change_lock; C4) and the join
+// itself (join.go: addnode, finish_join, what it does to the joiner's node
+// and /etc/pve, the new certificate and API restart: C5; delnode's stale
+// copy), which the join endpoints and the pvecm stand-in share. What the
+// join needs of core's internals (a node's listeners and certificate, a
+// database's CA, dropping a database) core exports for it. The membership
+// and the quorum every write checks stay in core, where every backend and
+// model use them; the rules and views are pvesim/cluster's, a
+// certificate's fingerprint pvesim/nodecert's. Pvecm (pvecm.go) is the
+// lab's pvecm create, add (addnode, finish_join, or both), expected and
+// status, for the Go API (pvesim.Sim) and the control API.
 package clustersim
 
 import (
@@ -183,7 +186,7 @@ func (s *backend) joinWorker(t *core.TaskRun, joiner, host, fp, password string,
 	defer local.Unlock()
 
 	s.Mu.Lock()
-	if reasons := s.JoinableLocked(joiner, links); len(reasons) > 0 && !force {
+	if reasons := joinableLocked(s.Sim, joiner, links); len(reasons) > 0 && !force {
 		s.Mu.Unlock()
 		t.Logf("detected the following error(s):")
 		for _, r := range reasons {
@@ -222,14 +225,14 @@ func (s *backend) joinWorker(t *core.TaskRun, joiner, host, fp, password string,
 	t.Logf("check cluster join API version")
 
 	// The member's pvecm.lock + cfs lock on corosync.conf serialise the
-	// addnode halves of joins (C4), not their finish (core's join.go).
+	// addnode halves of joins (C4), not their finish (join.go).
 	cl := s.joinLock(hdb.ID)
 	if !s.lockWithTimeout(cl, lockTimeout) {
 		return "500 can't lock file '/var/lock/pvecm.lock' - got timeout"
 	}
 	t.Logf("Request addition of this node")
 	s.Mu.Lock()
-	msg := s.AddnodeLocked(hdb, joiner, nodeid, votes, links, explicitLinks, force)
+	msg := addnodeLocked(s.Sim, hdb, joiner, nodeid, votes, links, explicitLinks, force)
 	s.Mu.Unlock()
 	cl.Unlock()
 	if msg != "" {
@@ -238,7 +241,7 @@ func (s *backend) joinWorker(t *core.TaskRun, joiner, host, fp, password string,
 		return "Cluster join aborted!"
 	}
 	t.Logf("Join request OK, finishing setup locally")
-	return s.FinishJoinHalf(joiner, hdb.ID, s.Cfg.Dur(s.Cfg.RestartWindow, core.DefaultRestartWindow), t.Logf)
+	return finishJoinHalf(s.Sim, joiner, hdb.ID, s.Cfg.Dur(s.Cfg.RestartWindow, core.DefaultRestartWindow), t.Logf)
 }
 
 // DELETE /cluster/config/nodes/{node} is PVE's delnode (C9), sent to a
@@ -264,7 +267,7 @@ func (s *backend) deleteClusterNode(rc *core.Req) (any, error) {
 	}
 	n := s.State.Nodes[m.Name]
 	if n != nil && n.DB == db.ID {
-		stale, err := s.DetachedCopyLocked(db)
+		stale, err := detachedCopyLocked(s.Sim, db)
 		if err != nil {
 			return nil, err
 		}

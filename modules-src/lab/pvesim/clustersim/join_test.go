@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim"
-	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/clustersim"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/simtest"
 )
 
@@ -100,14 +100,14 @@ func TestFinishJoinFaultLeavesHalfJoinC4(t *testing.T) {
 				obs := simtest.NewClient(t, s, "pve03").LabToken()
 				st := simtest.WaitTask(t, obs, upid)
 				log := fmt.Sprint(obs.Call("GET", "/nodes/pve03/tasks/"+url.PathEscape(upid)+"/log", nil).Data)
-				if st["exitstatus"] != core.DefaultFinishJoinError || !strings.Contains(log, "Join request OK, finishing setup locally") {
+				if st["exitstatus"] != clustersim.DefaultFinishJoinError || !strings.Contains(log, "Join request OK, finishing setup locally") {
 					t.Errorf("half-done join task: %v\n%s", st["exitstatus"], log)
 				}
 			} else {
 				if _, err := s.AddNodeEntry("pve01", "pve03", "", false); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := s.FinishJoin("pve03", nil); err == nil || err.Error() != core.DefaultFinishJoinError {
+				if _, err := s.FinishJoin("pve03", nil); err == nil || err.Error() != clustersim.DefaultFinishJoinError {
 					t.Errorf("finish join: %v", err)
 				}
 			}

@@ -11,11 +11,11 @@ import (
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/corosync"
 )
 
-// Pvecm is the lab's stand-in for pvecm's create, expected and status on a
-// node (pve-cluster PVE/CLI/pvecm.pm, Cluster/Setup.pm), with no task: the
-// Go API pvesim.Sim exposes and the control API routes the pvecm stand-in
-// (tools/pvecm) calls. pvecm add's halves (addnode, finish_join) are core's
-// join.go, which the join endpoints share.
+// Pvecm is the lab's stand-in for pvecm's create, add, expected and status
+// on a node (pve-cluster PVE/CLI/pvecm.pm, Cluster/Setup.pm), with no task:
+// the Go API pvesim.Sim exposes and the control API routes the pvecm
+// stand-in (tools/pvecm) calls. pvecm add's halves (addnode, finish_join) are
+// join.go's, which the join endpoints share.
 type Pvecm struct{ s *core.Sim }
 
 // NewPvecm is s's pvecm stand-in.
@@ -27,6 +27,8 @@ func registerPvecm(s *core.Sim) {
 	s.HandleControl("GET /v1/nodes/{node}/cluster", p.ctlGetCluster)
 	s.HandleControl("POST /v1/clusters", p.ctlCreateCluster)
 	s.HandleControl("POST /v1/nodes/{node}/cluster/expected", p.ctlSetExpected)
+	s.HandleControl("POST /v1/nodes/{member}/cluster/nodes", p.ctlAddNode)
+	s.HandleControl("POST /v1/nodes/{node}/cluster/finish-join", p.ctlFinishJoin)
 }
 
 // Cluster returns the cluster node belongs to, or false when standalone.
@@ -110,4 +112,38 @@ func (p Pvecm) ctlSetExpected(w http.ResponseWriter, r *http.Request) {
 	}
 	info, err := p.SetExpectedVotes(r.PathValue("node"), body.Votes)
 	core.ControlResult(w, info, err)
+}
+
+// ctlAddNode serves POST /v1/nodes/{member}/cluster/nodes.
+func (p Pvecm) ctlAddNode(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Node  string `json:"node"`
+		Link0 string `json:"link0"`
+		Force bool   `json:"force"`
+		// Entry only: the member's half of the join (pvecm addnode); the
+		// joiner then calls finish-join (join.go).
+		Entry bool `json:"entry"`
+	}
+	if !core.ControlDecode(w, r, &body) {
+		return
+	}
+	add := p.AddNode
+	if body.Entry {
+		add = p.AddNodeEntry
+	}
+	info, err := add(r.PathValue("member"), body.Node, body.Link0, body.Force)
+	core.ControlResult(w, info, err)
+}
+
+// ctlFinishJoin serves POST /v1/nodes/{node}/cluster/finish-join: the
+// joiner's half; the answer holds finish_join's output lines, and its
+// error when it failed.
+func (p Pvecm) ctlFinishJoin(w http.ResponseWriter, r *http.Request) {
+	var out []string
+	_, err := p.FinishJoin(r.PathValue("node"), func(f string, a ...any) { out = append(out, fmt.Sprintf(f, a...)) })
+	res := map[string]any{"output": out}
+	if err != nil {
+		res["error"] = err.Error()
+	}
+	core.ControlResult(w, res, nil)
 }

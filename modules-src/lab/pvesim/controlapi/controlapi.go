@@ -1,14 +1,14 @@
 // Package controlapi is the lab's control API (core's ControlHandler:
 // plain HTTP/JSON on the lab's Unix socket, no part of PVE's API): the
-// request log, faults, the nodes' power, pvecm add's halves, /etc/pve
-// files, guest fixtures and the remote stores. Its routes are those of
+// request log, faults, the nodes' power, /etc/pve files and the remote
+// stores. Its routes are those of
 // core's Go API (core's api.go) over HTTP; it follows no PVE source, but
 // its errors carry the messages real PVE prints. pvesim.New registers it,
 // as a backend, through HandleControl; a backend's own routes sit with
 // that backend, with the Go API they serve (replsim's `pvesr run`,
 // accesssim's pveum stand-in: users, tokens, ACLs; clustersim's pvecm
-// stand-in: create, expected, status). pvesim's package doc lists the
-// routes.
+// stand-in: create, add and its halves, expected, status; guests' fixture).
+// pvesim's package doc lists the routes.
 package controlapi
 
 import (
@@ -35,8 +35,6 @@ func Register(s *core.Sim) {
 	s.HandleControl("GET /v1/nodes", c.ctlListNodes)
 	s.HandleControl("GET /v1/nodes/{node}", c.ctlGetNode)
 	s.HandleControl("POST /v1/nodes/{node}/online", c.ctlSetOnline)
-	s.HandleControl("POST /v1/nodes/{member}/cluster/nodes", c.ctlAddNode)
-	s.HandleControl("POST /v1/nodes/{node}/cluster/finish-join", c.ctlFinishJoin)
 	s.HandleControl("GET /v1/nodes/{node}/pmxcfs/{path...}", c.ctlReadPmxcfs)
 	s.HandleControl("PUT /v1/nodes/{node}/pmxcfs/{path...}", c.ctlWritePmxcfs)
 	s.HandleControl("DELETE /v1/nodes/{node}/pmxcfs/{path...}", c.ctlDeletePmxcfs)
@@ -139,40 +137,6 @@ func (c ctl) ctlSetOnline(w http.ResponseWriter, r *http.Request) {
 	}
 	n, _ := c.Node(r.PathValue("node"))
 	core.ControlJSON(w, 200, nodeJSON(n))
-}
-
-// ctlAddNode serves POST /v1/nodes/{member}/cluster/nodes.
-func (c ctl) ctlAddNode(w http.ResponseWriter, r *http.Request) {
-	var body struct {
-		Node  string `json:"node"`
-		Link0 string `json:"link0"`
-		Force bool   `json:"force"`
-		// Entry only: the member's half of the join (pvecm addnode); the
-		// joiner then calls finish-join (core's join.go).
-		Entry bool `json:"entry"`
-	}
-	if !core.ControlDecode(w, r, &body) {
-		return
-	}
-	add := c.AddNode
-	if body.Entry {
-		add = c.AddNodeEntry
-	}
-	info, err := add(r.PathValue("member"), body.Node, body.Link0, body.Force)
-	core.ControlResult(w, info, err)
-}
-
-// ctlFinishJoin serves POST /v1/nodes/{node}/cluster/finish-join: the
-// joiner's half; the answer holds finish_join's output lines, and its
-// error when it failed.
-func (c ctl) ctlFinishJoin(w http.ResponseWriter, r *http.Request) {
-	var out []string
-	_, err := c.FinishJoin(r.PathValue("node"), func(f string, a ...any) { out = append(out, fmt.Sprintf(f, a...)) })
-	res := map[string]any{"output": out}
-	if err != nil {
-		res["error"] = err.Error()
-	}
-	core.ControlResult(w, res, nil)
 }
 
 // ctlAddRemoteStore serves POST /v1/remote-stores.

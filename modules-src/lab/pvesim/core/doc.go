@@ -38,10 +38,12 @@
 // and user.cfg and reads them back from the files (their lines are
 // pvesim/storage's and access'; a storage's activation, storage.cfg's lock
 // and pvestatd pvesim/volumes' and storagesim's), the wait for a flock
-// (the table is pvesim/flocktable's), the pmxcfs .vmlist, membership and
-// joins (the pvecm stand-ins use them; their rules and messages are
-// pvesim/cluster's and nodecert's, the join's locks clustersim's), which
-// docs/lab.md maps. Its Go API (api.go) is what
+// (the table is pvesim/flocktable's), the pmxcfs .vmlist and membership
+// (its rules and messages are pvesim/cluster's), which docs/lab.md maps.
+// Joins are pvesim/clustersim's (join.go), which reaches core's internals
+// through the few methods core exports for it: StopAPILocked,
+// StartAPILocked, CALocked, DropDBLocked, CopyWrittenLocked. Its Go API
+// (api.go) is what
 // needs its internals (nodes and their power, the request log, faults,
 // /etc/pve files); pvesim.Sim adds the backends' and models' parts.
 //

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/gopve/proxmox/modules-src/lab/pmxcfs"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/access"
@@ -79,7 +80,7 @@ func (s *Sim) writeFilesLocked(db *ConfigDB) error {
 		}
 		maps.Copy(once, keys)
 	}
-	if ca, err := s.caLocked(db.ID); err == nil {
+	if ca, err := s.CALocked(db.ID); err == nil {
 		once["pve-root-ca.pem"] = ca.PEM
 		if key, err := os.ReadFile(filepath.Join(nodecert.CADir(s.Cfg.Dir), db.ID+".key")); err == nil {
 			once["priv/pve-root-ca.key"] = key
@@ -192,6 +193,18 @@ func sortedKeys[V any](m map[string]V) []string {
 // EtcPveDirOfDB is the directory of the pmxcfs database dbID, whichever
 // nodes show it.
 func (s *Sim) EtcPveDirOfDB(dbID string) string { return s.etcPveDir(dbID) }
+
+// CopyWrittenLocked records DB to's files as written like DB from's, for a
+// copy of from's directory (delnode's stale /etc/pve of the removed node):
+// the copy's files are rewritten only when its model changes, as the
+// original's. Exported for pvesim/clustersim; the record is core's.
+func (s *Sim) CopyWrittenLocked(from, to string) {
+	for k, v := range s.written {
+		if rest, ok := strings.CutPrefix(k, from+"\x00"); ok {
+			s.written[fileKey(to, rest)] = v
+		}
+	}
+}
 
 // EtcPveDir is the directory node's /etc/pve shows right now: its own
 // before a join, the cluster's after.

@@ -3,7 +3,7 @@ package core
 import "github.com/gopve/proxmox/modules-src/lab/pvesim/faults"
 
 // The fault table is pvesim/faults'; core fires its faults (httpapi.go,
-// tasks.go, join.go). Its names stay core's too, as the Go API's users
+// tasks.go; a join's, pvesim/clustersim). Its names stay core's too, as the Go API's users
 // and the backends know them.
 type (
 	Fault     = faults.Fault

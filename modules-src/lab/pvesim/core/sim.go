@@ -281,7 +281,7 @@ func (s *Sim) loadOrInit() error {
 			st.Nodes[nc.Name] = n
 		}
 		n.Addr = nc.Addr
-		ca, err := s.caLocked(n.DB)
+		ca, err := s.CALocked(n.DB)
 		if err != nil {
 			return err
 		}
@@ -381,6 +381,32 @@ func (s *Sim) stopLocked(name string) {
 	rt.srv, rt.ln = nil, nil
 }
 
+// StopAPILocked takes node's API down for a restart: requests fail as on a
+// node restarting until StartAPILocked. Exported for pvesim/clustersim's
+// finish_join, which restarts pve-cluster and pveproxy on the joiner (C5);
+// the listeners are core's.
+func (s *Sim) StopAPILocked(node string) {
+	s.State.Nodes[node].restarting = true
+	s.stopLocked(node)
+}
+
+// StartAPILocked ends StopAPILocked's restart. With cert (finish_join's new
+// certificate) node serves again on it if it is online; without one (none
+// could be made) its listeners stay down, as pveproxy's without a
+// certificate. A listener that cannot come back is an internal error.
+func (s *Sim) StartAPILocked(node string, cert *nodecert.Cert) {
+	s.State.Nodes[node].restarting = false
+	if cert == nil {
+		return
+	}
+	s.nodes[node].cert = cert
+	if s.State.Nodes[node].Online {
+		if err := s.listenLocked(node); err != nil {
+			s.log.AddError(err)
+		}
+	}
+}
+
 func (s *Sim) stopAllLocked() {
 	for name := range s.nodes {
 		s.stopLocked(name)
@@ -467,9 +493,10 @@ func (s *Sim) Sleep(d time.Duration) bool {
 	}
 }
 
-// caLocked returns the root CA of a DB (pve-root-ca.pem), loading or
-// creating it once.
-func (s *Sim) caLocked(dbID string) (*nodecert.CA, error) {
+// CALocked returns the root CA of a DB (pve-root-ca.pem), loading or
+// creating it once. Exported for pvesim/clustersim's finish_join, which
+// signs the joiner's new certificate with the cluster's CA.
+func (s *Sim) CALocked(dbID string) (*nodecert.CA, error) {
 	if ca := s.cas[dbID]; ca != nil {
 		return ca, nil
 	}
@@ -481,8 +508,10 @@ func (s *Sim) caLocked(dbID string) (*nodecert.CA, error) {
 	return ca, nil
 }
 
-// dropDBLocked forgets a DB replaced by a join, with its CA.
-func (s *Sim) dropDBLocked(dbID string) {
+// DropDBLocked forgets a DB replaced by a join, with its CA and its
+// directory. Exported for pvesim/clustersim's finish_join (the joiner's
+// cfs_unlink_db_unsafe); the DB's files and CA are core's to manage.
+func (s *Sim) DropDBLocked(dbID string) {
 	delete(s.State.DBs, dbID)
 	delete(s.cas, dbID)
 	nodecert.RemoveCA(s.Cfg.Dir, dbID)

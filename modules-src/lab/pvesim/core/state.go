@@ -77,7 +77,7 @@ type Node struct {
 	// FinishPending: the node took a cluster's configuration (finish_join)
 	// but has not generated its certificate in it yet, so the cluster's
 	// /etc/pve has no nodes/<name>/pve-ssl.pem and the join information
-	// cannot be read (join.go).
+	// cannot be read (pvesim/clustersim's join.go).
 	FinishPending bool `json:"finish_pending,omitempty"`
 	// restarting is true while the API is down for a join (not persisted).
 	restarting bool

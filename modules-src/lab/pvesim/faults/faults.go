@@ -85,7 +85,7 @@ func (fs *Table) Add(f Fault) (int, error) {
 		if f.Node == "" {
 			return 0, fmt.Errorf("finish-join fault needs the joining node")
 		}
-		f.Path = "-" // not a request fault (core's join.go)
+		f.Path = "-" // not a request fault (clustersim's join.go)
 	default:
 		return 0, fmt.Errorf("unknown fault kind %q (use latency, error, reset, hang, lock, task-fail, slow-config, lost-answer, slow-locked, migrate-abort, migrate-problems, finish-join)", f.Kind)
 	}
@@ -219,7 +219,7 @@ const (
 // by sending the request again. Added for pveapi's write-retry tests.
 const LostAnswer Kind = "lost-answer"
 
-// FinishJoin makes the joiner's finish_join fail half-way (pvesim/core,
+// FinishJoin makes the joiner's finish_join fail half-way (pvesim/clustersim,
 // join.go). Node is the joiner; Path is ignored (the fault applies to API
 // and CLI joins alike); Message replaces the default error.
 const FinishJoin Kind = "finish-join"

@@ -327,7 +327,7 @@ func (t *Tool) add(ctx context.Context, pos []string, opts map[string]string) in
 // join (the member has listed this node already): the simulator makes the
 // node take the cluster's configuration and prints what finish_join
 // prints; on success the local services it restarts are restarted. A
-// failure leaves the member listing this node (lab/pvesim/core/join.go).
+// failure leaves the member listing this node (lab/pvesim/clustersim/join.go).
 func (t *Tool) finishJoin(ctx context.Context) int {
 	out, failure, err := t.Cluster.FinishJoin(ctx, t.Node.Node)
 	for _, l := range out {

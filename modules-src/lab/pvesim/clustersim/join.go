@@ -1,14 +1,19 @@
-package core
+// The join: its two halves, what they do to the joiner's node and /etc/pve
+// (C5), and delnode's stale copy of a removed node's /etc/pve.
+package clustersim
 
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/cluster"
+	"github.com/gopve/proxmox/modules-src/lab/pvesim/core"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/etcpvefs"
 	"github.com/gopve/proxmox/modules-src/lab/pvesim/nodecert"
 )
@@ -22,7 +27,7 @@ import (
 //     cluster's corosync.conf and authkey are returned. From now on the
 //     cluster expects the joiner's vote, which it does not get yet: a
 //     one-node cluster is 1 of 2 votes, not quorate, until the joiner
-//     finishes (votesForLocked).
+//     finishes (core.VotesForLocked).
 //  2. finish_join, on the joiner (Cluster/Setup.pm `finish_join`): write
 //     the local corosync.conf and authkey, stop pve-cluster, back up and
 //     drop the node's own database, start corosync and pve-cluster, wait
@@ -49,9 +54,9 @@ import (
 // pve-cluster do not start, as run_command words it.
 const DefaultFinishJoinError = "starting pve-cluster failed: command 'systemctl start corosync pve-cluster' failed: exit code 1"
 
-// AddnodeLocked is the member's half: it returns PVE's error text, or "".
+// addnodeLocked is the member's half: it returns PVE's error text, or "".
 // nodeid 0 and votes < 0 are not given (cluster.NewMember).
-func (s *Sim) AddnodeLocked(mdb *ConfigDB, joiner string, nodeid, votes int, links map[string]string, explicit, force bool) string {
+func addnodeLocked(s *core.Sim, mdb *core.ConfigDB, joiner string, nodeid, votes int, links map[string]string, explicit, force bool) string {
 	if err := s.RequireQuorumLocked(mdb); err != nil {
 		return err.Error()
 	}
@@ -60,7 +65,7 @@ func (s *Sim) AddnodeLocked(mdb *ConfigDB, joiner string, nodeid, votes int, lin
 		return msg
 	}
 	for _, sub := range cluster.LocalDirs {
-		if err := os.MkdirAll(filepath.Join(s.etcPveDir(mdb.ID), "nodes", joiner, sub), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(s.EtcPveDirOfDB(mdb.ID), "nodes", joiner, sub), 0o755); err != nil {
 			return fmt.Sprintf("creating /etc/pve/nodes/%s/%s: %v", joiner, sub, err)
 		}
 	}
@@ -70,10 +75,10 @@ func (s *Sim) AddnodeLocked(mdb *ConfigDB, joiner string, nodeid, votes int, lin
 	return ""
 }
 
-// FinishJoinHalf is the joiner's half; logf prints finish_join's lines (never
+// finishJoinHalf is the joiner's half; logf prints finish_join's lines (never
 // called with s.Mu held: a task's log takes it) and restart is how long its
 // services are down. It returns the error finish_join dies with, or "".
-func (s *Sim) FinishJoinHalf(joiner, clusterDB string, restart time.Duration, logf func(string, ...any)) string {
+func finishJoinHalf(s *core.Sim, joiner, clusterDB string, restart time.Duration, logf func(string, ...any)) string {
 	s.Mu.Lock()
 	j := s.State.Nodes[joiner]
 	cdb := s.State.DBs[clusterDB]
@@ -81,18 +86,17 @@ func (s *Sim) FinishJoinHalf(joiner, clusterDB string, restart time.Duration, lo
 		s.Mu.Unlock()
 		return fmt.Sprintf("node %s is not listed in the cluster it joins", joiner)
 	}
-	fault := s.faults.TakeKind(joiner, FaultFinishJoin)
+	fault := s.Faults().TakeKind(joiner, core.FaultFinishJoin)
 	// The joiner's own database is gone from here on (cfs_unlink_db_unsafe):
 	// its storage.cfg, tokens and tickets with it (S1, Z7).
 	if old := j.DB; old != cdb.ID {
 		j.DB = cdb.ID
-		s.dropDBLocked(old)
+		s.DropDBLocked(old)
 	}
 	j.FinishPending = true
 	j.CorosyncUpAt = time.Now().Add(24 * time.Hour).UnixMilli()
 	if fault == nil {
-		j.restarting = true
-		s.stopLocked(joiner)
+		s.StopAPILocked(joiner)
 	}
 	s.SaveLocked()
 	s.Mu.Unlock()
@@ -115,24 +119,19 @@ func (s *Sim) FinishJoinHalf(joiner, clusterDB string, restart time.Duration, lo
 	s.Mu.Lock()
 	j.CorosyncUpAt = time.Now().UnixMilli()
 	j.CertGen++
-	ca, err := s.caLocked(j.DB)
+	ca, err := s.CALocked(j.DB)
 	var cert *nodecert.Cert
 	if err == nil {
 		cert, err = nodecert.LoadOrCreate(s.Cfg.Dir, joiner, j.Addr, j.CertGen, ca)
 	}
-	j.restarting = false
 	if err != nil {
+		s.StartAPILocked(joiner, nil)
 		s.SaveLocked()
 		s.Mu.Unlock()
 		return "unable to generate pve certificate: " + err.Error()
 	}
-	s.nodes[joiner].cert = cert
 	j.FinishPending = false
-	if j.Online {
-		if err := s.listenLocked(joiner); err != nil {
-			s.log.AddError(err)
-		}
-	}
+	s.StartAPILocked(joiner, cert)
 	s.SaveLocked()
 	s.Mu.Unlock()
 	logf("merge authorized SSH keys")
@@ -143,26 +142,27 @@ func (s *Sim) FinishJoinHalf(joiner, clusterDB string, restart time.Duration, lo
 
 // AddNodeEntry is the member's half alone, as `pvecm addnode` does it (what
 // `pvecm add --use_ssh` runs on the member over SSH).
-func (s *Sim) AddNodeEntry(member, joiner, link0 string, force bool) (ClusterInfo, error) {
+func (p Pvecm) AddNodeEntry(member, joiner, link0 string, force bool) (core.ClusterInfo, error) {
+	s := p.s
 	s.Mu.Lock()
 	defer s.Mu.Unlock()
 	mdb := s.DBOf(member)
 	j := s.State.Nodes[joiner]
 	if mdb == nil || j == nil {
-		return ClusterInfo{}, &NotFoundError{Msg: fmt.Sprintf("no node %q or %q in this lab", member, joiner)}
+		return core.ClusterInfo{}, &core.NotFoundError{Msg: fmt.Sprintf("no node %q or %q in this lab", member, joiner)}
 	}
 	if mdb.Corosync == nil {
-		return ClusterInfo{}, &NotFoundError{Msg: "Corosync config '/etc/pve/corosync.conf' does not exist - is this node part of a cluster?"}
+		return core.ClusterInfo{}, &core.NotFoundError{Msg: "Corosync config '/etc/pve/corosync.conf' does not exist - is this node part of a cluster?"}
 	}
 	addr := j.Addr
 	if link0 != "" {
 		addr = cluster.LinkAddr(link0)
 	}
-	if reasons := s.JoinableLocked(joiner, map[string]string{"ring0_addr": addr}); len(reasons) > 0 && !force {
-		return ClusterInfo{}, &ConflictError{Msg: "detected the following error(s):\n* " + strings.Join(reasons, "\n* ") + "\nCheck if node may join a cluster failed!"}
+	if reasons := joinableLocked(s, joiner, map[string]string{"ring0_addr": addr}); len(reasons) > 0 && !force {
+		return core.ClusterInfo{}, &core.ConflictError{Msg: "detected the following error(s):\n* " + strings.Join(reasons, "\n* ") + "\nCheck if node may join a cluster failed!"}
 	}
-	if msg := s.AddnodeLocked(mdb, joiner, 0, -1, map[string]string{"ring0_addr": addr}, link0 != "", force); msg != "" {
-		return ClusterInfo{}, &ConflictError{Msg: msg}
+	if msg := addnodeLocked(s, mdb, joiner, 0, -1, map[string]string{"ring0_addr": addr}, link0 != "", force); msg != "" {
+		return core.ClusterInfo{}, &core.ConflictError{Msg: msg}
 	}
 	info, _ := s.ClusterLocked(member)
 	return info, nil
@@ -171,14 +171,15 @@ func (s *Sim) AddNodeEntry(member, joiner, link0 string, force bool) (ClusterInf
 // FinishJoin is the joiner's half alone (what `pvecm add` does after the
 // member accepted it): node finishes joining the cluster that lists it.
 // The returned error is finish_join's.
-func (s *Sim) FinishJoin(node string, logf func(string, ...any)) (ClusterInfo, error) {
-	return s.finishJoinOf(node, s.Cfg.Dur(s.Cfg.RestartWindow, DefaultRestartWindow), logf)
+func (p Pvecm) FinishJoin(node string, logf func(string, ...any)) (core.ClusterInfo, error) {
+	return p.finishJoinOf(node, p.s.Cfg.Dur(p.s.Cfg.RestartWindow, core.DefaultRestartWindow), logf)
 }
 
-func (s *Sim) finishJoinOf(node string, restart time.Duration, logf func(string, ...any)) (ClusterInfo, error) {
+func (p Pvecm) finishJoinOf(node string, restart time.Duration, logf func(string, ...any)) (core.ClusterInfo, error) {
+	s := p.s
 	s.Mu.Lock()
-	var db *ConfigDB
-	for _, id := range sortedKeys(s.State.DBs) {
+	var db *core.ConfigDB
+	for _, id := range slices.Sorted(maps.Keys(s.State.DBs)) {
 		d := s.State.DBs[id]
 		if d.Corosync != nil && d.Corosync.Member(node) != nil && !d.Detached {
 			db = d
@@ -187,13 +188,13 @@ func (s *Sim) finishJoinOf(node string, restart time.Duration, logf func(string,
 	}
 	s.Mu.Unlock()
 	if db == nil {
-		return ClusterInfo{}, &NotFoundError{Msg: fmt.Sprintf("no cluster lists node %q", node)}
+		return core.ClusterInfo{}, &core.NotFoundError{Msg: fmt.Sprintf("no cluster lists node %q", node)}
 	}
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	if msg := s.FinishJoinHalf(node, db.ID, restart, logf); msg != "" {
-		return ClusterInfo{}, &ConflictError{Msg: msg}
+	if msg := finishJoinHalf(s, node, db.ID, restart, logf); msg != "" {
+		return core.ClusterInfo{}, &core.ConflictError{Msg: msg}
 	}
 	s.Mu.Lock()
 	defer s.Mu.Unlock()
@@ -204,15 +205,15 @@ func (s *Sim) finishJoinOf(node string, restart time.Duration, logf func(string,
 // AddNode is a whole join at once, both halves (test and lab set-up): joiner
 // becomes a member of member's cluster, its /etc/pve replaced and its
 // certificate regenerated (C5, C6).
-func (s *Sim) AddNode(member, joiner, link0 string, force bool) (ClusterInfo, error) {
-	if _, err := s.AddNodeEntry(member, joiner, link0, force); err != nil {
-		return ClusterInfo{}, err
+func (p Pvecm) AddNode(member, joiner, link0 string, force bool) (core.ClusterInfo, error) {
+	if _, err := p.AddNodeEntry(member, joiner, link0, force); err != nil {
+		return core.ClusterInfo{}, err
 	}
-	return s.finishJoinOf(joiner, 0, nil)
+	return p.finishJoinOf(joiner, 0, nil)
 }
 
-// JoinableLocked is assert_joinable for node (cluster.JoinableReasons).
-func (s *Sim) JoinableLocked(node string, links map[string]string) []string {
+// joinableLocked is assert_joinable for node (cluster.JoinableReasons).
+func joinableLocked(s *core.Sim, node string, links map[string]string) []string {
 	db := s.DBOf(node)
 	return cluster.JoinableReasons(cluster.Joiner{
 		Name: node, Addr: s.State.Nodes[node].Addr,
@@ -220,30 +221,26 @@ func (s *Sim) JoinableLocked(node string, links map[string]string) []string {
 	}, links)
 }
 
-// DetachedCopyLocked copies db (with its root CA, which signed the removed
+// detachedCopyLocked copies db (with its root CA, which signed the removed
 // node's certificate) as the stale /etc/pve of a node removed by delnode.
-func (s *Sim) DetachedCopyLocked(db *ConfigDB) (*ConfigDB, error) {
+func detachedCopyLocked(s *core.Sim, db *core.ConfigDB) (*core.ConfigDB, error) {
 	raw, err := json.Marshal(db)
 	if err != nil {
 		return nil, fmt.Errorf("copy /etc/pve for the removed node: %w", err)
 	}
-	var stale ConfigDB
+	var stale core.ConfigDB
 	if err := json.Unmarshal(raw, &stale); err != nil {
 		return nil, fmt.Errorf("copy /etc/pve for the removed node: %w", err)
 	}
-	stale.ID = db.ID + "-detached-" + RandomHex(2)
+	stale.ID = db.ID + "-detached-" + core.RandomHex(2)
 	stale.Detached = true
 	if err := nodecert.CopyCA(s.Cfg.Dir, db.ID, stale.ID); err != nil {
 		return nil, err
 	}
-	if err := etcpvefs.CopyTree(s.etcPveDir(db.ID), s.etcPveDir(stale.ID)); err != nil {
+	if err := etcpvefs.CopyTree(s.EtcPveDirOfDB(db.ID), s.EtcPveDirOfDB(stale.ID)); err != nil {
 		return nil, fmt.Errorf("copy /etc/pve for the removed node: %w", err)
 	}
-	for k, v := range s.written {
-		if rest, ok := strings.CutPrefix(k, db.ID+"\x00"); ok {
-			s.written[fileKey(stale.ID, rest)] = v
-		}
-	}
+	s.CopyWrittenLocked(db.ID, stale.ID)
 	s.State.DBs[stale.ID] = &stale
 	return &stale, nil
 }
