@@ -1,0 +1,144 @@
+package pveaccess
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gopve/proxmox/modules-src/lab/pvesim"
+	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/pveapitest"
+)
+
+// writesTo counts the writes the lab received on method path, once it is
+// idle, failing the test unless the first of them met the lost-answer
+// fault (a test whose fault never fired proves nothing).
+func (w *world) writesTo(method, path string) int {
+	w.t.Helper()
+	w.sim.WaitIdle()
+	n := 0
+	for _, r := range pveapitest.Mutating(w.sim) {
+		if r.Method == method && r.Path == path {
+			if n == 0 && r.Fault == "" {
+				w.t.Errorf("%s %s: the lost-answer fault did not fire", method, path)
+			}
+			n++
+		}
+	}
+	return n
+}
+
+// A write of pve_access whose answer is lost (PVE did it, then the
+// connection dropped): sent once, settled by reading the object back (its
+// id is the proof it is ours: the task names it), reported changed and
+// verified with a warning saying what was lost; user.cfg holds the change.
+// Without the settle read the run would end changed and unverified, never
+// "nothing changed" and never with the write sent twice.
+func TestLostAnswerSettledSentOnce(t *testing.T) {
+	w := newWorld(t, 9)
+	mustOK(t, "role", w.run(map[string]any{"type": "role", "roleid": "Automation", "privileges": []any{"VM.Audit"}}, false), true)
+	for _, tc := range []struct {
+		name, method, path string
+		args               map[string]any
+		line               string // in user.cfg after the run
+	}{
+		{"user create", "POST", "/access/users",
+			map[string]any{"type": "user", "userid": "automation@pve", "comment": "robot"}, "user:automation@pve:1:0::::robot::"},
+		{"group create", "POST", "/access/groups",
+			map[string]any{"type": "group", "groupid": "ops"}, "group:ops:::"},
+		{"user update", "PUT", "/access/users/automation@pve",
+			map[string]any{"type": "user", "userid": "automation@pve", "comment": "robot 2"}, "user:automation@pve:1:0::::robot 2::"},
+		{"acl", "PUT", "/access/acl",
+			map[string]any{"type": "acl", "path": "/vms", "roles": []any{"Automation"}, "users": []any{"automation@pve"}}, "acl:1:/vms:automation@pve:Automation:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := tc.path
+			w.sim.Faults().Add(pvesim.Fault{Method: tc.method, Path: path, Kind: pvesim.FaultLostAnswer, Count: 1})
+			w.sim.ResetRequests()
+			res := w.run(tc.args, false)
+			if res["failed"] == true || res["changed"] != true {
+				t.Fatalf("settled %s: %v", tc.name, res)
+			}
+			if !strings.Contains(strings.Join(warnings(res), " "), "was lost") {
+				t.Errorf("the lost answer is not reported: %v", res["warnings"])
+			}
+			if n := w.writesTo(tc.method, path); n != 1 {
+				t.Errorf("%s %s sent %d times, want 1", tc.method, path, n)
+			}
+			if cfg := w.userCfg(); !strings.Contains(cfg, tc.line+"\n") {
+				t.Errorf("user.cfg lacks %q:\n%s", tc.line, cfg)
+			}
+			mustOK(t, tc.name+" rerun", w.run(tc.args, false), false)
+		})
+	}
+}
+
+// A token's create whose answer is lost: the token exists (settled by
+// reading it back, sent once), but PVE's answer was the only place its
+// secret was shown. The task says so and how to get a new one, returns no
+// secret, and reports the change it made; a rotation then gives a secret.
+func TestLostTokenAnswerSecretGoneSaysRotate(t *testing.T) {
+	w := newWorld(t, 9)
+	mustOK(t, "user", w.run(map[string]any{"type": "user", "userid": "automation@pve"}, false), true)
+	path := "/access/users/automation@pve/token/gopve"
+	w.sim.Faults().Add(pvesim.Fault{Method: "POST", Path: path, Kind: pvesim.FaultLostAnswer, Count: 1})
+	w.sim.ResetRequests()
+	tok := map[string]any{"type": "token", "userid": "automation@pve", "tokenid": "gopve"}
+	res := w.exec(New(pveapi.Options{Retry: &pveapitest.FastRetry}), w.conn("", ""), tok, false, true)
+	if res["failed"] == true || res["changed"] != true || res["token_secret"] != nil {
+		t.Fatalf("lost token answer: %v", res)
+	}
+	if warn := strings.Join(warnings(res), " "); !strings.Contains(warn, "was lost") || !strings.Contains(warn, "state: rotated") {
+		t.Errorf("the warnings do not say the secret is gone and how to get one: %v", res["warnings"])
+	}
+	if n := w.writesTo("POST", path); n != 1 {
+		t.Errorf("the token's POST sent %d times, want 1", n)
+	}
+	if !strings.Contains(w.userCfg(), "token:automation@pve!gopve:") {
+		t.Errorf("the token is not in user.cfg:\n%s", w.userCfg())
+	}
+	rot := w.exec(New(pveapi.Options{Retry: &pveapitest.FastRetry}), w.conn("", ""),
+		map[string]any{"type": "token", "userid": "automation@pve", "tokenid": "gopve", "state": "rotated"}, false, true)
+	if s, _ := rot["token_secret"].(string); rot["changed"] != true || len(s) != 36 {
+		t.Fatalf("rotation after the lost answer: %v", rot)
+	}
+}
+
+// Rotation is two writes; the DELETE's answer is lost. The read settles
+// that the old token is gone, the POST follows once, and the new secret is
+// returned: one rotation, not two, and the old token is not left behind.
+func TestRotationLostDeleteAnswerSettled(t *testing.T) {
+	w := newWorld(t, 9)
+	mustOK(t, "user", w.run(map[string]any{"type": "user", "userid": "automation@pve"}, false), true)
+	tok := map[string]any{"type": "token", "userid": "automation@pve", "tokenid": "gopve"}
+	first := w.exec(New(pveapi.Options{Retry: &pveapitest.FastRetry}), w.conn("", ""), tok, false, true)
+	old, _ := first["token_secret"].(string)
+	if len(old) != 36 {
+		t.Fatalf("create: %v", first)
+	}
+	path := "/access/users/automation@pve/token/gopve"
+	w.sim.Faults().Add(pvesim.Fault{Method: "DELETE", Path: path, Kind: pvesim.FaultLostAnswer, Count: 1})
+	w.sim.ResetRequests()
+	tok["state"] = "rotated"
+	res := w.exec(New(pveapi.Options{Retry: &pveapitest.FastRetry}), w.conn("", ""), tok, false, true)
+	secret, _ := res["token_secret"].(string)
+	if res["failed"] == true || res["changed"] != true || len(secret) != 36 || secret == old {
+		t.Fatalf("rotation with a lost DELETE answer: %v", res)
+	}
+	if d := w.writesTo("DELETE", path); d != 1 {
+		t.Errorf("rotation sent DELETE %d times, want 1", d)
+	}
+	if p := posts(w, path); p != 1 {
+		t.Errorf("rotation sent POST %d times, want 1", p)
+	}
+}
+
+// posts counts the POSTs on path (no fault expected on them).
+func posts(w *world, path string) int {
+	n := 0
+	for _, r := range pveapitest.Mutating(w.sim) {
+		if r.Method == "POST" && r.Path == path {
+			n++
+		}
+	}
+	return n
+}
