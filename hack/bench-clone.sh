@@ -27,17 +27,12 @@
 # BENCH_ROUNDS (9), BENCH_PVE (9).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=hack/bench-lib.sh
+. hack/bench-lib.sh
 R=${BENCH_ROUNDS:-9}
 PVE=${BENCH_PVE:-9}
 repo=$PWD
-work=$(mktemp -d)
-lab=$work/bin/lab # not the shared /var/lib/gopve/bin/lab: other checkouts use it
-labdir=
-cleanup() {
-  [ -n "$labdir" ] && "$lab" down --dir "$labdir" >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+bench_init bench-clone
 py=/usr/bin/python3 # Debian's interpreter: the one its packages install into
 
 # The third-party client, from Debian (as the lab fidelity test uses it).
@@ -47,18 +42,12 @@ if ! $py -c 'import proxmoxer, requests' 2>/dev/null ||
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q ansible python3-proxmoxer python3-requests >/dev/null
 fi
 
-echo "bench-clone: building gopve and the lab"
-make -s build >/dev/null
-mkdir -p "$(dirname "$lab")"
-CGO_ENABLED=0 go build -o "$lab" ./modules-src/cmd/lab
-
-coll=$work/collections/ansible_collections/gopve/proxmox
-mkdir -p "$coll"
-cp -r galaxy.yml meta plugins roles bin "$coll/"
+bench_build build gopve
+bench_collection galaxy.yml meta plugins roles bin
 
 labdir=$work/lab
 echo "bench-clone: 1-node PVE $PVE lab with the debian-12 template"
-"$lab" up --nodes 1 --pve "$PVE" --guests "$repo/hack/demo/guests.json" --dir "$labdir" >/dev/null
+bench_lab_up "$labdir" --nodes 1 --pve "$PVE" --guests "$repo/hack/demo/guests.json"
 inv=$labdir/inventory.yml
 sock=$labdir/control.sock
 
@@ -135,9 +124,8 @@ PLAY
 
 # The controller as a host of its own, for the API variants.
 printf 'all:\n  hosts:\n    localhost: {ansible_connection: local, ansible_python_interpreter: %s}\n' "$py" >"$work/local.yml"
-export ANSIBLE_COLLECTIONS_PATH=$work/collections ANSIBLE_NOCOLOR=1 ANSIBLE_RETRY_FILES_ENABLED=0 \
-  HOME=$work/home ANSIBLE_LOCAL_TEMP=$work/home/tmp ANSIBLE_PIPELINING=True
-mkdir -p "$work/home"
+bench_ansible_env
+export ANSIBLE_PIPELINING=True
 n=0
 run() { # run NAME [converged]: seconds of one run; a converged run must change nothing
   local name=$1 t0 t1 log
@@ -222,4 +210,4 @@ printf '  ratio c.g. / pve_clone (API): wall %.2f, min %.2f, task s %.2f, API re
 printf '  (wall s: median, min s: fastest run; task s: fastest run minus the fastest empty play; API reqs: the lab request log of one run, tickets aside; c.g.: community.general %s, proxmoxer %s)\n' \
   "$($py -c 'import json; print(json.load(open("/usr/lib/python3/dist-packages/ansible_collections/community/general/MANIFEST.json"))["collection_info"]["version"])')" \
   "$($py -c 'import proxmoxer; print(proxmoxer.__version__)')"
-echo "(machine: $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), shared; load average $(cut -d' ' -f1-3 /proc/loadavg); PVE $PVE lab; ratios from one run are what compare)"
+echo "(machine: $(bench_machine), shared; load average $(cut -d' ' -f1-3 /proc/loadavg); PVE $PVE lab; ratios from one run are what compare)"

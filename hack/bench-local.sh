@@ -11,95 +11,96 @@
 #            (modules-src/lab/tools/pvesh DefaultStartup, 0.5 s: issue 16's
 #            figure for real pvesh, a reconstruction)
 #   api_host the task delegated to the controller, api_host + token
+#   api_node the same api_host + token task on the node (the
+#            certificate pinned, as a user would)
+#   uri      ansible.builtin.uri GET of the same storage on the node, the
+#            token in a header: Ansible's own way to read it (certificate
+#            checks off: it cannot pin a fingerprint; PVE 8 nodes, as
+#            ansible-core 2.14's uri fails on Python 3.12+, PVE 9's
+#            Debian 13: "HTTPSConnection.__init__() got an unexpected
+#            keyword argument 'cert_file'")
 # each minus an empty play of the same shape, R rounds with the variants
 # interleaved (the machine is shared and noisy: only figures taken together
-# compare), printed with ratios to the ticket.
+# compare), printed with ratios to the ticket, and pve_storage on the node
+# next to the uri GET. One warm run of api_node is counted in the lab's
+# request log: API requests per no-op run (the promise, issue 9: at most
+# two GETs, /version and /storage/{id}); a write there fails the bench.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=hack/bench-lib.sh
+. hack/bench-lib.sh
 N=${BENCH_TASKS:-10}
 R=${BENCH_ROUNDS:-3}
-work=$(mktemp -d)
-lab=$work/bin/lab # not the shared /var/lib/gopve/bin/lab: other checkouts use it
-labdir=
-cleanup() {
-  [ -n "$labdir" ] && "$lab" down --dir "$labdir" >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+bench_init bench-local
+bench_build build gopve
 
-echo "bench-local: building gopve and the lab"
-make -s build >/dev/null
-bin=$(ls bin/gopve_linux_x86_64)
-mkdir -p "$(dirname "$lab")"
-CGO_ENABLED=0 go build -o "$lab" ./modules-src/cmd/lab
-
-coll=$work/collections/ansible_collections/gopve/proxmox
+bench_collection galaxy.yml meta plugins
 mkdir -p "$coll/bin"
-cp -r galaxy.yml meta plugins "$coll/"
 cp "$bin" "$coll/bin/gopve_linux_x86_64"
 
 labdir=$work/lab
-"$lab" up --nodes 1 --pve 8 --dir "$labdir" >/dev/null
+bench_lab_up "$labdir" --nodes 1 --pve 8
 inv=$labdir/inventory.yml
 creds=$labdir/credentials.yml
 
-play() { # play NAME TASK-YAML
-  cat >"$work/$1.yml" <<PLAY
-- hosts: pve01
-  gather_facts: false
-  tasks:
-$2
-      loop: "{{ range($N) | list }}"
-PLAY
-}
 task='    - gopve.proxmox.pve_storage: {storage: local, type: dir}'
-play empty '    - ansible.builtin.meta: noop'
-play ticket "$task"
+bench_play empty '    - ansible.builtin.meta: noop'
+bench_play ticket "$task"
 cp "$work/ticket.yml" "$work/pvesh.yml"
-play api_host "    - gopve.proxmox.pve_storage:
-        api_host: \"{{ ansible_host }}\"
-        api_token_id: \"{{ pve_api_token_id }}\"
-        api_token_secret: \"{{ pve_api_token_secret }}\"
+api='        api_host: "{{ ansible_host }}"
+        api_token_id: "{{ pve_api_token_id }}"
+        api_token_secret: "{{ pve_api_token_secret }}"'
+bench_play api_host "    - gopve.proxmox.pve_storage:
+$api
         api_fingerprint: \"{{ pve_api_fingerprint }}\"
         storage: local
         type: dir
       delegate_to: localhost
       no_log: true"
+bench_play api_node "    - gopve.proxmox.pve_storage:
+$api
+        api_fingerprint: \"{{ pve_api_fingerprint }}\"
+        storage: local
+        type: dir
+      no_log: true"
+bench_play uri "    - ansible.builtin.uri:
+        url: \"https://{{ ansible_host }}:8006/api2/json/storage/local\"
+        headers: {Authorization: \"PVEAPIToken={{ pve_api_token_id }}={{ pve_api_token_secret }}\"}
+        validate_certs: false
+      no_log: true"
 
-export ANSIBLE_COLLECTIONS_PATH=$work/collections ANSIBLE_NOCOLOR=1 \
-  ANSIBLE_RETRY_FILES_ENABLED=0 HOME=$work/home ANSIBLE_LOCAL_TEMP=$work/home/tmp
-mkdir -p "$work/home"
+bench_ansible_env
 key=/etc/pve/priv/authkey.key
 node() { "$lab" ssh --dir "$labdir" pve01 "$1" >/dev/null; }
 run() { # run NAME: seconds of one ansible-playbook run
-  local name=$1 t0 t1
-  [ "$name" = pvesh ] && node "mv $key $key.away"
-  t0=$(date +%s.%N)
-  ansible-playbook -i "$inv" -e "@$creds" "$work/$name.yml" >"$work/$name.log" 2>&1 || {
-    [ "$name" = pvesh ] && node "mv $key.away $key"
-    cat "$work/$name.log" >&2; echo "bench-local: $name failed" >&2; exit 1; }
-  t1=$(date +%s.%N)
-  [ "$name" = pvesh ] && node "mv $key.away $key"
-  echo "$t1 - $t0" | bc -l
+  local t
+  [ "$1" = pvesh ] && node "mv $key $key.away"
+  t=$(bench_time "$1" -e "@$creds") || { [ "$1" = pvesh ] && node "mv $key.away $key"; exit 1; }
+  [ "$1" = pvesh ] && node "mv $key.away $key"
+  echo "$t"
 }
-variants="ticket pvesh api_host"
-for v in $variants; do run "$v" >/dev/null; done # warm: binary cached on the node
+requests() { curl -s --unix-socket "$labdir/control.sock" "$@" http://lab/v1/requests; }
+variants="ticket pvesh api_host api_node uri"
+# Warm: binary cached on the node (ticket's run caches it for the rest).
+# api_node's warm run is also the one counted in the lab's request log: N
+# no-op runs of the module, a warm one like any timed run.
+for v in $variants; do
+  if [ "$v" != api_node ]; then run "$v" >/dev/null; continue; fi
+  requests -X DELETE >/dev/null
+  run "$v" >/dev/null
+  read -r api_reqs api_writes < <(requests | python3 -c 'import json, sys
+r = json.load(sys.stdin)
+print(len(r), sum(1 for x in r if x["method"] != "GET"))')
+done
 # Each variant must be what it claims: the fallback warns, the others don't.
 grep -q 'local mode uses pvesh' "$work/pvesh.log" || { echo "bench-local: the pvesh variant did not fall back to pvesh" >&2; exit 1; }
 ! grep -q 'local mode uses pvesh' "$work/ticket.log" || { echo "bench-local: the ticket variant fell back to pvesh:" >&2; grep 'local mode uses pvesh' "$work/ticket.log" >&2; exit 1; }
 ! grep -q 'accepted one signed SHA-256' "$work/ticket.log" || { echo "bench-local: the ticket variant needed the second form (the lab signs as PVE's Perl):" >&2; grep 'accepted one signed' "$work/ticket.log" >&2; exit 1; }
 grep -q 'changed=0' "$work/ticket.log" || { echo "bench-local: the task is not a no-op" >&2; exit 1; }
+[ "$api_writes" = 0 ] || { echo "bench-local: the no-op api_node runs wrote to the API ($api_writes requests other than GET)" >&2; exit 1; }
 
-declare -A total=([empty]=0)
-for v in $variants; do total[$v]=0; done
-for _ in $(seq "$R"); do
-  for v in empty $variants; do
-    total[$v]=$(echo "${total[$v]} + $(run "$v")" | bc -l)
-  done
-done
-per() { echo "(${total[$1]} - ${total[empty]}) / ($R * $N) * 1000" | bc -l; }
-declare -A ms
-for v in $variants; do ms[$v]=$(per "$v"); done
+# shellcheck disable=SC2086 # variants: one name a word
+bench_rounds $variants
 
 printf '\nlocal mode: per no-op pve_storage task (%d tasks x %d rounds, empty-play baseline subtracted)\n' "$N" "$R"
 label() {
@@ -107,19 +108,24 @@ label() {
     ticket) echo "local, minted ticket (HTTPS to own pveproxy)" ;;
     pvesh) echo "local, pvesh fallback (auth key unreadable)" ;;
     api_host) echo "api_host + token, from the controller" ;;
+    api_node) echo "api_host + token, on the node" ;;
+    uri) echo "ansible.builtin.uri GET, on the node" ;;
   esac
 }
 printf '  %-48s %9s %9s\n' "" "ms/task" "x ticket"
 for v in $variants; do
-  printf '  %-48s %9.1f %9.2f\n' "$(label "$v")" "${ms[$v]}" "$(echo "${ms[$v]} / ${ms[ticket]}" | bc -l)"
+  printf '  %-48s %9.1f %9.2f\n' "$(label "$v")" "${ms[$v]}" "$(bench_ratio "$v" ticket)"
 done
+printf '  ratio pve_storage api_host on the node / uri GET %6.2f (both over SSH on the node, minus the empty play)\n' "$(bench_ratio api_node uri)"
+printf '  pve_storage no-op, api_host + token: %.1f API requests per run in the lab request log (%d writes in %d runs)\n' \
+  "$(echo "$api_reqs / $N" | bc -l)" "$api_writes" "$N"
 
 # The minted-ticket task on the node alone, no Ansible or SSH around it
 # (the cached binary, args on stdin, as the fast path runs it), at -vvv so
 # its result carries gopve_cost: what the task started and sent, counted by
 # its host and pveapi layers (issue 24 §3: one HTTPS connection for every
 # call of a task).
-cached=/root/.ansible/gopve/$(sha256sum "$bin" | cut -d' ' -f1)/gopve
+cached=$(bench_cached)
 node=$("$lab" ssh --dir "$labdir" pve01 "python3 -c '
 import json, statistics, subprocess, time
 args = json.dumps({\"_gopve_module\": \"pve_storage\", \"storage\": \"local\", \"type\": \"dir\", \"_ansible_verbosity\": 3}).encode()

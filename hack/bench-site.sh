@@ -46,29 +46,19 @@
 # 3-node figures. BENCH_ROUNDS (3), BENCH_PVE (9).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=hack/bench-lib.sh
+. hack/bench-lib.sh
 R=${BENCH_ROUNDS:-3}
 SMOKE=${BENCH_SMOKE:-0}
 PVE=${BENCH_PVE:-9}
 repo=$PWD
-work=$(mktemp -d)
-lab=$work/bin/lab # not the shared /var/lib/gopve/bin/lab: other checkouts use it
-labs=()
-cleanup() {
-  for d in "${labs[@]}"; do "$lab" down --dir "$d" >/dev/null 2>&1 || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
+bench_init bench-site
 helper=(/usr/bin/python3 "$repo/hack/bench/site.py")
 
-echo "bench-site: building gopve and the lab"
-make -s build >/dev/null
-mkdir -p "$(dirname "$lab")"
-CGO_ENABLED=0 go build -o "$lab" ./modules-src/cmd/lab
+bench_build build gopve
 
 # The collection as a user installs it: plugins, roles, playbooks, binary.
-coll=$work/collections/ansible_collections/gopve/proxmox
-mkdir -p "$coll"
-cp -r galaxy.yml meta plugins roles playbooks bin "$coll/"
+bench_collection galaxy.yml meta plugins roles playbooks bin
 
 # Phases: the tags of playbooks/site.yml's import_playbook entries, in order;
 # the seed reconstruction's play tags.
@@ -87,11 +77,10 @@ echo "bench-site: site phases: $site_phases (seed roles cover: ${common[*]})"
 
 # Pipelining on for every variant, as the seed's ansible.cfg has it (its
 # ssh_args, ControlMaster/ControlPersist 60s, are Ansible's defaults).
-export ANSIBLE_PIPELINING=True ANSIBLE_COLLECTIONS_PATH=$work/collections ANSIBLE_NOCOLOR=1 ANSIBLE_RETRY_FILES_ENABLED=0 \
-  HOME=$work/home ANSIBLE_LOCAL_TEMP=$work/home/tmp  \
+bench_ansible_env
+export ANSIBLE_PIPELINING=True \
   ANSIBLE_CALLBACK_PLUGINS=$repo/hack/bench/callback_plugins ANSIBLE_CALLBACKS_ENABLED=phase_times \
   GOPVE_BENCH_PHASE_TAGS="$site_phases $seed_phases"
-mkdir -p "$work/home"
 results=$work/results.jsonl
 # Later phases (clone, ha) may need a template guest: hack/demo/guests.json
 # when it exists, as the demo would start its lab.
@@ -100,8 +89,8 @@ guests=()
 
 lab_up() { # lab_up VAR NAME NODES: start a fresh lab, its directory in VAR
   local d=$work/$2
-  labs+=("$d") # here, not in a $(…) subshell: cleanup must see every lab
-  "$lab" up --nodes "$3" --pve "$PVE" --dir "$d" "${guests[@]}" >/dev/null
+  # bench_lab_up here, not in a $(…) subshell: cleanup must see every lab
+  bench_lab_up "$d" --nodes "$3" --pve "$PVE" "${guests[@]}"
   # The container phase's CT template (hack/demo/group_vars.yml's CT 200),
   # as hack/demo.sh leaves it: pct create fails without one, as on PVE.
   "$lab" ssh --dir "$d" pve01 \
@@ -263,4 +252,4 @@ if [ "${BENCH_SCALE:-0}" = 1 ]; then
 fi
 
 "${helper[@]}" report "$results" "$cost_of" "$work/lab-cost.json"
-echo "(pipelining on; machine: $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), shared; PVE $PVE lab; ratios from one run are what compare)"
+echo "(pipelining on; machine: $(bench_machine), shared; PVE $PVE lab; ratios from one run are what compare)"

@@ -12,10 +12,11 @@
 # the same code, each compiling the standard library for its platform first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=hack/bench-lib.sh
+. hack/bench-lib.sh
 GO=${GO:-go}
 LIMIT=$((10 * 1000 * 1000))
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+bench_init bench-size # $work only: no lab
 # As the Makefile builds the shipped binaries (TAGS_REL: no HTTP/2 in net/http).
 tags=$(sed -n 's/^TAGS_REL *:= *//p' Makefile)
 flags=(-trimpath -tags "$tags" -ldflags '-s -w')

@@ -25,66 +25,36 @@
 # Targets (issue 8): zfs fast within 3x raw, and at least 4x cheaper than ping.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=hack/bench-lib.sh
+. hack/bench-lib.sh
 N=${BENCH_TASKS:-20}
 R=${BENCH_ROUNDS:-3}
-work=$(mktemp -d)
-lab=/var/lib/gopve/bin/lab
-labdir=
-cleanup() {
-  [ -n "$labdir" ] && "$lab" down --dir "$labdir" >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-echo "bench: building the test-tagged binary and the lab"
-make -s build-test >/dev/null
-bin=$(ls tests/integration/out/bin/gopve_linux_x86_64)
-sha=$(sha256sum "$bin" | cut -d' ' -f1)
-mkdir -p "$(dirname "$lab")"
-CGO_ENABLED=0 go build -o "$lab" ./modules-src/cmd/lab
+bench_init bench
+bench_build build-test "the test-tagged binary"
 
 # The collection as installed, plus the generated gopve_test plugins.
-coll=$work/collections/ansible_collections/gopve/proxmox
+bench_collection galaxy.yml meta plugins
 mkdir -p "$coll/bin"
-cp -r galaxy.yml meta plugins "$coll/"
 cp "$bin" "$coll/bin/gopve_linux_x86_64"
 "$bin" gen-plugins --out "$coll" --module gopve_test >/dev/null
 
 labdir=$work/lab
-"$lab" up --nodes 1 --pve 8 --dir "$labdir" >/dev/null
+bench_lab_up "$labdir" --nodes 1 --pve 8
 inv=$labdir/inventory.yml
 
-play() { # play NAME TASK-YAML: N copies of the task in one play
-  cat >"$work/$1.yml" <<PLAY
-- hosts: pve01
-  gather_facts: false
-  tasks:
-$2
-      loop: "{{ range($N) | list }}"
-PLAY
-}
 zfs='    - gopve.proxmox.pve_zfs: {name: bench, devices: [/dev/nvme0n1]}'
-play empty '    - ansible.builtin.meta: noop'
-play raw '    - ansible.builtin.raw: "true"'
-play ping '    - ansible.builtin.ping:'
-play command '    - ansible.builtin.command: "true"'
-play zfs_fast "$zfs"
-play zfs_fallback "$zfs
+bench_play empty '    - ansible.builtin.meta: noop'
+bench_play raw '    - ansible.builtin.raw: "true"'
+bench_play ping '    - ansible.builtin.ping:'
+bench_play command '    - ansible.builtin.command: "true"'
+bench_play zfs_fast "$zfs"
+bench_play zfs_fallback "$zfs
       vars: {gopve_fast_path: false}"
-play test_fast '    - gopve.proxmox.gopve_test: {name: bench}'
+bench_play test_fast '    - gopve.proxmox.gopve_test: {name: bench}'
 variants="raw ping command zfs_fast zfs_fallback test_fast"
 
-export ANSIBLE_COLLECTIONS_PATH=$work/collections ANSIBLE_NOCOLOR=1 \
-  ANSIBLE_RETRY_FILES_ENABLED=0 HOME=$work/home ANSIBLE_LOCAL_TEMP=$work/home/tmp
-mkdir -p "$work/home"
-run() { # run NAME [ARGS]: seconds of one ansible-playbook run
-  local name=$1 t0 t1; shift
-  t0=$(date +%s.%N)
-  ansible-playbook -i "$inv" "$@" "$work/$name.yml" >"$work/$name.log" 2>&1 || {
-    cat "$work/$name.log" >&2; echo "bench: $name failed" >&2; exit 1; }
-  t1=$(date +%s.%N)
-  echo "$t1 - $t0" | bc -l
-}
+bench_ansible_env
+run() { bench_time "$@"; } # run NAME [ARGS]: seconds of one ansible-playbook run
 # Create the pool (untimed): every timed zfs task is then a converged no-op.
 run zfs_fast >/dev/null
 run zfs_fast >/dev/null
@@ -97,16 +67,8 @@ for v in $variants; do
   trips[$v]=$(echo "$(grep -c ' SSH: EXEC ' "$work/$v.log") / $N" | bc -l)
 done
 
-declare -A total=([empty]=0)
-for v in $variants; do total[$v]=0; done
-for _ in $(seq "$R"); do
-  for v in empty $variants; do
-    total[$v]=$(echo "${total[$v]} + $(run "$v")" | bc -l)
-  done
-done
-per() { echo "(${total[$1]} - ${total[empty]}) / ($R * $N) * 1000" | bc -l; }
-declare -A ms
-for v in $variants; do ms[$v]=$(per "$v"); done
+# shellcheck disable=SC2086 # variants: one name a word
+bench_rounds $variants
 
 printf '\nper no-op task over SSH (%d tasks x %d rounds, empty-play baseline subtracted)\n' "$N" "$R"
 printf '  %-44s %8s %14s\n' "" "ms/task" "remote cmds"
@@ -123,16 +85,15 @@ label() {
 for v in $variants; do
   printf '  %-44s %8.1f %14.2f\n' "$(label "$v")" "${ms[$v]}" "${trips[$v]}"
 done
-ratio() { echo "${ms[$1]} / ${ms[$2]}" | bc -l; }
-printf '  ratio pve_zfs fast / raw        %6.2f   (target <= 2, issue 24)\n' "$(ratio zfs_fast raw)"
-printf '  ratio pve_zfs fast / ping       %6.2f   (target <= 0.25)\n' "$(ratio zfs_fast ping)"
-printf '  ratio pve_zfs fallback / fast   %6.2f   (what the fast path saves)\n' "$(ratio zfs_fallback zfs_fast)"
+printf '  ratio pve_zfs fast / raw        %6.2f   (target <= 2, issue 24)\n' "$(bench_ratio zfs_fast raw)"
+printf '  ratio pve_zfs fast / ping       %6.2f   (target <= 0.25)\n' "$(bench_ratio zfs_fast ping)"
+printf '  ratio pve_zfs fallback / fast   %6.2f   (what the fast path saves)\n' "$(bench_ratio zfs_fallback zfs_fast)"
 
-printf '  ratio gopve_test fast / raw     %6.2f   (the fast path alone)\n' "$(ratio test_fast raw)"
+printf '  ratio gopve_test fast / raw     %6.2f   (the fast path alone)\n' "$(bench_ratio test_fast raw)"
 
 # One pve_zfs run on the node, as the fast path runs it, without Ansible:
 # how much of a task is the module's own reading of the pool.
-cached=/root/.ansible/gopve/$sha/gopve
+cached=$(bench_cached)
 node=$("$lab" ssh --dir "$labdir" pve01 "python3 -c '
 import resource, statistics, subprocess, time
 args = b\"{\\\"_gopve_module\\\": \\\"pve_zfs\\\", \\\"name\\\": \\\"bench\\\", \\\"devices\\\": [\\\"/dev/nvme0n1\\\"], \\\"_ansible_verbosity\\\": 3}\"
