@@ -30,11 +30,22 @@ var (
 	vmidRe      = regexp.MustCompile(`^[1-9]\d{2,8}$`)
 	replJobRe   = regexp.MustCompile(`^[1-9][0-9]{2,8}-\d{1,9}$`)
 	contentRe   = regexp.MustCompile(`^(images|rootdir|vztmpl|iso|backup|snippets|import|none)$`)
+	// pve-common ParseUtils.pm: $EMAIL_RE = $EMAIL_USER_RE@host, with
+	// $EMAIL_USER_RE = [\w\+\-\~]+(\.[\w\+\-\~]+)*, anchored /^$EMAIL_RE$/ (Perl's
+	// $ also before a final newline). Reconstruction: Perl's \w taken as
+	// ASCII.
+	emailRe = regexp.MustCompile(`^[\w+\-~]+(?:\.[\w+\-~]+)*@[a-zA-Z0-9\-]+(?:\.[a-zA-Z0-9\-]+)*\n?$`)
 )
 
 // formats holds the cheap checks of PVE's registered formats; unknown
 // formats are accepted, which errs on the permissive side.
 var formats = map[string]formatCheck{
+	"email": func(s string) error { // JSONSchema.pm pve_verify_email
+		if !emailRe.MatchString(s) {
+			return errors.New("value does not look like a valid email address")
+		}
+		return nil
+	},
 	"pve-node": func(s string) error {
 		if !nodeRe.MatchString(s) {
 			return errors.New("value does not look like a valid node name")
@@ -249,6 +260,13 @@ func checkFormatAt(name, s, path string) error {
 	}
 	if keys, ok := propertyStringFormats[name]; ok {
 		return checkPropertyString(keys, s, path)
+	}
+	// check_format's "-opt": the base format, for a Perl-true value only.
+	if base, ok := strings.CutSuffix(name, "-opt"); ok {
+		if check, ok := formats[base]; ok && s != "" && s != "0" {
+			return check(s)
+		}
+		return nil
 	}
 	if base, ok := strings.CutSuffix(name, "-list"); ok {
 		if check, ok := formats[base]; ok {

@@ -71,6 +71,21 @@ var endpoints = []string{
 	"POST /cluster/ha/rules",
 	"PUT /cluster/ha/rules/{rule}",
 	"DELETE /cluster/ha/rules/{rule}",
+	// access (pve_access)
+	"POST /access/users",
+	"PUT /access/users/{userid}",
+	"DELETE /access/users/{userid}",
+	"PUT /access/password",
+	"POST /access/groups",
+	"PUT /access/groups/{groupid}",
+	"DELETE /access/groups/{groupid}",
+	"POST /access/roles",
+	"PUT /access/roles/{roleid}",
+	"DELETE /access/roles/{roleid}",
+	"PUT /access/acl",
+	"POST /access/users/{userid}/token/{tokenid}",
+	"PUT /access/users/{userid}/token/{tokenid}",
+	"DELETE /access/users/{userid}/token/{tokenid}",
 }
 
 func convert(p *pveschema.Prop, name string) *Param {

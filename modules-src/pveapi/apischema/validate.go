@@ -64,7 +64,9 @@ func ValidateParams(m *Method, params url.Values) []*ParamError {
 				errs = append(errs, e)
 			}
 		}
-		if name == "delete" || name == "revert" {
+		// PUT /access/acl's delete is a boolean (remove the entries
+		// instead of adding them), not a list of keys.
+		if (name == "delete" || name == "revert") && p.Type != "boolean" {
 			for _, k := range pveformat.SplitList(strings.Join(vals, ",")) {
 				if _, ok := m.Param(k); !ok {
 					// Reconstruction: qemu-server and the section-config

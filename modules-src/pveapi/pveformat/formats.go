@@ -22,6 +22,11 @@ var (
 	replIDRe   = regexp.MustCompile(`^(\d+)-(\d+)$`)
 	haSIDRe    = regexp.MustCompile(`^[a-z]+:\S+$`)
 	haSIDVMRe  = regexp.MustCompile(`^(?:[a-z]+:\S+|\d+)$`)
+	// pve-common ParseUtils.pm $EMAIL_RE: $EMAIL_USER_RE@host, anchored as
+	// pve_verify_email's /^$EMAIL_RE$/, whose Perl $ also matches before a
+	// final newline. Perl's \w is taken as ASCII here (a reconstruction: PVE
+	// may take a Unicode letter in the local part that this refuses).
+	emailRe = regexp.MustCompile(`^[\w+\-~]+(?:\.[\w+\-~]+)*@[a-zA-Z0-9\-]+(?:\.[a-zA-Z0-9\-]+)*\n?$`)
 )
 
 // formats are the named formats of pve-common (JSONSchema.pm),
@@ -78,6 +83,7 @@ var formats = map[string]func(string) error{
 	// proxmox-time: replication, backup and job schedules, refused here
 	// before a write that PVE would answer with a 400.
 	"pve-calendar-event": calendarevent.Verify,
+	"email":              match(emailRe, "value does not look like a valid email address"),
 }
 
 func match(re *regexp.Regexp, msg string) func(string) error {
@@ -128,12 +134,19 @@ func cidr(family int, msg string) func(string) error {
 }
 
 // CheckFormat verifies s against the named format. A "-list" format checks
-// every element of the list (PVE::Tools::split_list). Formats this package
-// does not know pass: it errs on PVE's side rather than refuse what PVE
-// would take.
+// every element of the list (PVE::Tools::split_list), an "-opt" one a value
+// that is Perl-true ("" and "0" pass, as JSONSchema.pm check_format has
+// it). Formats this package does not know pass: it errs on PVE's side
+// rather than refuse what PVE would take.
 func CheckFormat(name, s string) error {
 	if check, ok := formats[name]; ok {
 		return check(s)
+	}
+	if base, ok := strings.CutSuffix(name, "-opt"); ok {
+		if check, ok := formats[base]; ok && s != "" && s != "0" {
+			return check(s)
+		}
+		return nil
 	}
 	if base, ok := strings.CutSuffix(name, "-list"); ok {
 		if check, ok := formats[base]; ok {
@@ -150,10 +163,10 @@ func CheckFormat(name, s string) error {
 // KnownFormat tells whether CheckFormat really checks name.
 func KnownFormat(name string) bool {
 	_, ok := formats[name]
-	if !ok {
-		base, list := strings.CutSuffix(name, "-list")
-		_, ok = formats[base]
-		ok = ok && list
+	for _, suffix := range []string{"-list", "-opt"} {
+		if base, cut := strings.CutSuffix(name, suffix); !ok && cut {
+			_, ok = formats[base]
+		}
 	}
 	return ok
 }
