@@ -11,6 +11,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/apischema"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
 )
 
@@ -27,6 +28,7 @@ type access struct {
 
 	existed bool
 	final   map[string]any // read back (real run) or predicted (check mode)
+	refused error          // the first planned write the API schema refuses (request)
 }
 
 // roleEntry is one element of GET /access/roles.
@@ -60,6 +62,14 @@ func (a *access) plan(ctx context.Context, _ *ansible.World) ([]ansible.Change, 
 			}
 		}
 	}
+	changes, err := a.planKind(ctx)
+	if err == nil && a.refused != nil {
+		return nil, a.refused
+	}
+	return changes, err
+}
+
+func (a *access) planKind(ctx context.Context) ([]ansible.Change, error) {
 	switch a.p.Type {
 	case "user":
 		return a.planUser(ctx)
@@ -73,9 +83,31 @@ func (a *access) plan(ctx context.Context, _ *ansible.World) ([]ansible.Change, 
 	return a.planToken(ctx)
 }
 
-// write sends one write, settled by settle when its answer is lost.
-func (a *access) write(ctx context.Context, method, path string, params url.Values, what string, creates bool, settle func(context.Context) (bool, error)) (*pveapi.Outcome, error) {
-	return pveansible.Dispatch(ctx, a.r, a.c, pveapi.Write{Method: method, Path: path, Params: params, What: what,
+// request is one of the task's writes, built when it is planned and
+// checked then against the API schema of the node's PVE version (schema
+// is the schema's path, pathParams fill its {params}). A write PVE would
+// refuse fails the plan, naming the option, before the task's first
+// write: a task of several writes (a rotation, an update and a password,
+// an ACL's removal and addition) never stops between them over bad input.
+func (a *access) request(method, schema string, params url.Values, pathParams ...string) apischema.Request {
+	req := apischema.New(method, schema, params, pathParams...)
+	if err := req.Validate(a.version); err != nil && a.refused == nil {
+		a.refused = pveansible.SchemaError(err, optionOf)
+	}
+	return req
+}
+
+// optionOf names the option behind a PVE parameter, for a schema refusal.
+func optionOf(param string) string {
+	if param == "privs" {
+		return "privileges"
+	}
+	return param
+}
+
+// write sends req once, settled by settle when its answer is lost.
+func (a *access) write(ctx context.Context, req apischema.Request, what string, creates bool, settle func(context.Context) (bool, error)) (*pveapi.Outcome, error) {
+	return pveansible.Dispatch(ctx, a.r, a.c, pveapi.Write{Method: req.Method, Path: req.Path, Params: req.Params, What: what,
 		Settle: settle, Creates: creates})
 }
 
@@ -109,17 +141,17 @@ func (a *access) there(path, what string) func(context.Context) (bool, error) {
 	}
 }
 
-// deleteChange removes the object at path, verified gone.
-func (a *access) deleteChange(id, path, what string, before map[string]any) ansible.Change {
+// deleteChange removes the object req deletes, verified gone.
+func (a *access) deleteChange(id string, req apischema.Request, what string, before map[string]any) ansible.Change {
 	return ansible.Change{
 		ID: id, Summary: "remove " + what,
 		Diff: &ansible.Diff{Before: before, After: map[string]any{}, BeforeHeader: what, AfterHeader: what},
 		Apply: func(ctx context.Context) error {
-			_, err := a.write(ctx, "DELETE", path, nil, "remove "+what, false, a.gone(path, what))
+			_, err := a.write(ctx, req, "remove "+what, false, a.gone(req.Path, what))
 			return err
 		},
 		Verify: func(ctx context.Context) error {
-			obj, err := a.readObj(ctx, path, what)
+			obj, err := a.readObj(ctx, req.Path, what)
 			if err == nil && obj != nil {
 				err = fmt.Errorf("%s still exists", what)
 			}

@@ -140,39 +140,59 @@ func (a *access) planACL(ctx context.Context) ([]ansible.Change, error) {
 			delRoles, delMembers = append(delRoles, f[1]), append(delMembers, f[0])
 		}
 	}
-	var writes []url.Values
+	what := "ACL entries of " + a.p.Path
+	diff := &ansible.Diff{Before: strings.Join(have, "\n") + "\n", After: strings.Join(want, "\n") + "\n",
+		BeforeHeader: "acl " + a.p.Path, AfterHeader: "acl " + a.p.Path}
+	a.final = map[string]any{"path": a.p.Path, "entries": want}
+	// One change per write (a removal, then an addition), each settled and
+	// verified by what it alone does: a lost answer to the removal is
+	// settled by the removed entries being gone, which the task's end
+	// state cannot show before the addition runs.
+	var out []ansible.Change
 	if len(delRoles) > 0 {
-		writes = append(writes, a.aclParams(sortedCopy(delRoles), sortedCopy(delMembers), true))
+		removed := slices.DeleteFunc(slices.Clone(have), func(line string) bool {
+			return a.p.State != "absent" && slices.Contains(a.p.Roles, strings.Fields(line)[1])
+		})
+		out = append(out, a.aclChange("acl:remove:"+a.p.Path, "remove the "+what+" ["+strings.Join(removed, "; ")+"]",
+			a.aclParams(sortedCopy(delRoles), sortedCopy(delMembers), true), func(got []string) error {
+				if left := intersect(got, removed); len(left) > 0 {
+					return fmt.Errorf("%s still hold [%s]", what, strings.Join(left, "; "))
+				}
+				return nil
+			}))
 	}
 	if a.p.State != "absent" && !slices.Equal(intersect(have, want), want) {
-		writes = append(writes, a.aclParams(sortedCopy(a.p.Roles), a.members(), false))
+		out = append(out, a.aclChange("acl:"+a.p.Path, "set the "+what, a.aclParams(sortedCopy(a.p.Roles), a.members(), false),
+			func(got []string) error {
+				if !slices.Equal(got, want) {
+					return fmt.Errorf("%s are [%s], not [%s]", what, strings.Join(got, "; "), strings.Join(want, "; "))
+				}
+				return nil
+			}))
 	}
-	a.final = map[string]any{"path": a.p.Path, "entries": want}
-	what := "ACL entries of " + a.p.Path
+	out[0].Diff = diff // the task's one diff: the path's entries before and after
+	return out, nil
+}
+
+// aclChange is one PUT /access/acl, settled and verified by check on the
+// path's entries read back.
+func (a *access) aclChange(id, summary string, params url.Values, check func(got []string) error) ansible.Change {
+	req := a.request("PUT", "/access/acl", params)
 	verify := func(ctx context.Context) error {
 		got, err := a.readACL(ctx)
 		if err != nil {
 			return err
 		}
 		a.final = map[string]any{"path": a.p.Path, "entries": got}
-		if !slices.Equal(got, want) {
-			return fmt.Errorf("%s are [%s], not [%s]", what, strings.Join(got, "; "), strings.Join(want, "; "))
-		}
-		return nil
+		return check(got)
 	}
-	return []ansible.Change{{ID: "acl:" + a.p.Path, Summary: "set the " + what,
-		Diff: &ansible.Diff{Before: strings.Join(have, "\n") + "\n", After: strings.Join(want, "\n") + "\n",
-			BeforeHeader: "acl " + a.p.Path, AfterHeader: "acl " + a.p.Path},
+	return ansible.Change{ID: id, Summary: summary,
 		Apply: func(ctx context.Context) error {
-			for _, params := range writes {
-				if _, err := a.write(ctx, "PUT", "/access/acl", params, "update the "+what, false, func(ctx context.Context) (bool, error) {
-					return verify(ctx) == nil, nil
-				}); err != nil {
-					return err
-				}
-			}
-			return nil
-		}, Verify: verify}}, nil
+			_, err := a.write(ctx, req, summary, false, func(ctx context.Context) (bool, error) {
+				return verify(ctx) == nil, nil
+			})
+			return err
+		}, Verify: verify}
 }
 
 func intersect(have, want []string) []string {

@@ -142,3 +142,33 @@ func posts(w *world, path string) int {
 	}
 	return n
 }
+
+// An ACL task that replaces a member's role makes two writes, the
+// removal of the old entry and the addition of the new one. The answer to
+// the first is lost: a read settles it by what that write alone does (the
+// old entry gone), not by the task's end state, which only the second
+// write brings. Each write is sent once, the run ends changed and
+// verified, and the ACL holds exactly the new entry.
+func TestACLReplaceLostFirstAnswerSettled(t *testing.T) {
+	w := newWorld(t, 9)
+	for _, args := range []map[string]any{
+		{"type": "user", "userid": "automation@pve"},
+		{"type": "acl", "path": "/vms", "roles": []any{"PVEAuditor"}, "users": []any{"automation@pve"}},
+	} {
+		mustOK(t, "setup", w.run(args, false), true)
+	}
+	w.sim.Faults().Add(pvesim.Fault{Method: "PUT", Path: "/access/acl", Kind: pvesim.FaultLostAnswer, Count: 1})
+	w.sim.ResetRequests()
+	res := w.run(map[string]any{"type": "acl", "path": "/vms", "roles": []any{"PVEVMUser"}, "users": []any{"automation@pve"}}, false)
+	if res["failed"] == true || res["changed"] != true {
+		t.Fatalf("replace with the first answer lost: %v", res)
+	}
+	if n := w.writesTo("PUT", "/access/acl"); n != 2 {
+		t.Errorf("PUT /access/acl sent %d times, want 2 (the removal and the addition, once each)", n)
+	}
+	cfg := w.userCfg()
+	if !strings.Contains(cfg, "acl:1:/vms:automation@pve:PVEVMUser:\n") || strings.Contains(cfg, "PVEAuditor") {
+		t.Errorf("user.cfg's ACL:\n%s", cfg)
+	}
+	mustOK(t, "rerun", w.run(map[string]any{"type": "acl", "path": "/vms", "roles": []any{"PVEVMUser"}, "users": []any{"automation@pve"}}, false), false)
+}

@@ -18,6 +18,7 @@ package pveaccess
 import (
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/ansible"
@@ -146,6 +147,18 @@ func validate(p params) error {
 		}
 		if err := pveformat.CheckStoredText(f.name, *f.v); err != nil {
 			return err // user.cfg's encode_text/decode_text
+		}
+	}
+	if p.Email != nil {
+		// User.pm stores the email only when Perl calls it true, and
+		// write_user_config writes it unencoded: "0" would be sent on
+		// every run, a line break (which pve_verify_email lets through at
+		// the end) would split the user's line in user.cfg.
+		switch e := *p.Email; {
+		case e == "0":
+			return fmt.Errorf("email: PVE never stores the value \"0\", so it would be set again on every run; use an address, or an empty string to remove it")
+		case strings.Contains(e, "\n"):
+			return fmt.Errorf("email: %q holds a line break, which PVE would write into user.cfg as it is, breaking the user's line", e)
 		}
 	}
 	if p.Type == "acl" {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/apischema"
 )
 
 // Users (User.pm), groups (Group.pm) and custom roles (Role.pm).
@@ -88,9 +89,10 @@ func (a *access) planUser(ctx context.Context) ([]ansible.Change, error) {
 		if obj == nil {
 			return nil, nil
 		}
-		del := a.deleteChange("user:delete", a.userPath(), what, asAny(have))
+		req := a.request("DELETE", "/access/users/{userid}", nil, a.p.UserID)
+		del := a.deleteChange("user:delete", req, what, asAny(have))
 		del.Apply = func(ctx context.Context) error {
-			_, err := a.write(ctx, "DELETE", a.userPath(), nil, "remove "+what, false, a.userGone)
+			_, err := a.write(ctx, req, "remove "+what, false, a.userGone)
 			return err
 		}
 		del.Verify = func(ctx context.Context) error {
@@ -117,10 +119,11 @@ func (a *access) planUser(ctx context.Context) ([]ansible.Change, error) {
 			after[k] = v
 		}
 		a.final = asAny(after)
+		req := a.request("POST", "/access/users", params)
 		return []ansible.Change{{ID: "user:create", Summary: "create " + what,
 			Diff: &ansible.Diff{Before: map[string]any{}, After: asAny(after), BeforeHeader: what, AfterHeader: what},
 			Apply: func(ctx context.Context) error {
-				_, err := a.write(ctx, "POST", "/access/users", params, "create "+what, true, func(ctx context.Context) (bool, error) {
+				_, err := a.write(ctx, req, "create "+what, true, func(ctx context.Context) (bool, error) {
 					gone, err := a.userGone(ctx)
 					return !gone, err
 				})
@@ -132,10 +135,11 @@ func (a *access) planUser(ctx context.Context) ([]ansible.Change, error) {
 	var out []ansible.Change
 	if len(changed) > 0 {
 		a.final = after
+		req := a.request("PUT", "/access/users/{userid}", set, a.p.UserID)
 		out = append(out, ansible.Change{ID: "user:update", Summary: fmt.Sprintf("update %s (%s)", what, strings.Join(changed, ", ")),
 			Diff: &ansible.Diff{Before: asAny(have), After: after, BeforeHeader: what, AfterHeader: what},
 			Apply: func(ctx context.Context) error {
-				_, err := a.write(ctx, "PUT", a.userPath(), set, "update "+what, false, a.userSettle(want))
+				_, err := a.write(ctx, req, "update "+what, false, a.userSettle(want))
 				return err
 			},
 			Verify: a.verifyUser(want)})
@@ -174,10 +178,10 @@ func (a *access) readUser(ctx context.Context) (map[string]any, error) {
 // /access/password). PVE cannot show a password, so it is sent on every
 // run that asks for it, and proven by the answer alone.
 func (a *access) passwordChange(what string) ansible.Change {
+	req := a.request("PUT", "/access/password", url.Values{"userid": {a.p.UserID}, "password": {a.p.Password}})
 	return ansible.Change{ID: "user:password", Summary: "set the password of " + what + " (update_password: always)",
 		Apply: func(ctx context.Context) error {
-			_, err := a.write(ctx, "PUT", "/access/password", url.Values{"userid": {a.p.UserID}, "password": {a.p.Password}},
-				"set the password of "+what, false, nil)
+			_, err := a.write(ctx, req, "set the password of "+what, false, nil)
 			return err
 		},
 		Verify: func(context.Context) error { return nil }, // PVE answered success; a password cannot be read back
@@ -249,17 +253,18 @@ func (a *access) planGroup(ctx context.Context) ([]ansible.Change, error) {
 	case a.p.State == "absent" && obj == nil:
 		return nil, nil
 	case a.p.State == "absent":
-		return []ansible.Change{a.deleteChange("group:delete", a.groupPath(), what, asAny(have))}, nil
+		return []ansible.Change{a.deleteChange("group:delete", a.request("DELETE", "/access/groups/{groupid}", nil, a.p.GroupID), what, asAny(have))}, nil
 	case obj == nil:
 		params := url.Values{"groupid": {a.p.GroupID}}
 		if want["comment"] != "" {
 			params.Set("comment", want["comment"])
 		}
 		a.final = map[string]any{"comment": want["comment"]}
+		req := a.request("POST", "/access/groups", params)
 		return []ansible.Change{{ID: "group:create", Summary: "create " + what,
 			Diff: &ansible.Diff{Before: map[string]any{}, After: a.final, BeforeHeader: what, AfterHeader: what},
 			Apply: func(ctx context.Context) error {
-				_, err := a.write(ctx, "POST", "/access/groups", params, "create "+what, true, a.there(a.groupPath(), what))
+				_, err := a.write(ctx, req, "create "+what, true, a.there(a.groupPath(), what))
 				return err
 			}, Verify: verify}}, nil
 	}
@@ -268,10 +273,11 @@ func (a *access) planGroup(ctx context.Context) ([]ansible.Change, error) {
 		return nil, nil
 	}
 	a.final = after
+	req := a.request("PUT", "/access/groups/{groupid}", set, a.p.GroupID)
 	return []ansible.Change{{ID: "group:update", Summary: "update " + what + " (comment)",
 		Diff: &ansible.Diff{Before: asAny(have), After: after, BeforeHeader: what, AfterHeader: what},
 		Apply: func(ctx context.Context) error {
-			_, err := a.write(ctx, "PUT", a.groupPath(), set, "update "+what, false, func(ctx context.Context) (bool, error) {
+			_, err := a.write(ctx, req, "update "+what, false, func(ctx context.Context) (bool, error) {
 				return verify(ctx) == nil, nil
 			})
 			return err
@@ -316,23 +322,26 @@ func (a *access) planRole() ([]ansible.Change, error) {
 	case a.p.State == "absent" && !exists:
 		return nil, nil
 	case a.p.State == "absent":
-		return []ansible.Change{a.deleteChange("role:delete", path, what, view(have))}, nil
+		return []ansible.Change{a.deleteChange("role:delete", a.request("DELETE", "/access/roles/{roleid}", nil, id), what, view(have))}, nil
 	case exists && strings.Join(have, ",") == strings.Join(want, ","):
 		return nil, nil
 	}
-	method, apiPath, params, summary, creates := "PUT", path, url.Values{"privs": {strings.Join(want, ",")}}, "set the privileges of "+what, false
-	before := map[string]any{}
+	params, summary, creates := url.Values{"privs": {strings.Join(want, ",")}}, "set the privileges of "+what, false
+	before, method := map[string]any{}, "PUT"
+	var req apischema.Request
 	if exists {
 		before = view(have)
+		req = a.request(method, "/access/roles/{roleid}", params, id)
 	} else {
-		method, apiPath, summary, creates = "POST", "/access/roles", "create "+what, true
+		method, summary, creates = "POST", "create "+what, true
 		params.Set("roleid", id)
+		req = a.request(method, "/access/roles", params)
 	}
 	a.final = view(want)
 	return []ansible.Change{{ID: "role:" + strings.ToLower(method), Summary: summary,
 		Diff: &ansible.Diff{Before: before, After: view(want), BeforeHeader: what, AfterHeader: what},
 		Apply: func(ctx context.Context) error {
-			_, err := a.write(ctx, method, apiPath, params, summary, creates, func(ctx context.Context) (bool, error) {
+			_, err := a.write(ctx, req, summary, creates, func(ctx context.Context) (bool, error) {
 				return verify(ctx) == nil, nil
 			})
 			return err

@@ -109,6 +109,14 @@ func TestBadInputNamedNothingWritten(t *testing.T) {
 		{map[string]any{"type": "group", "groupid": "ops", "comment": "0"}, "comment"},
 		{map[string]any{"type": "user", "userid": "carol@pve", "firstname": "%C3%A9"}, "firstname"},
 		{map[string]any{"type": "token", "userid": "root@pam", "tokenid": "ci", "comment": "x %4a"}, "comment"},
+		// The API schema, checked when the write is planned (email-opt,
+		// minimums): refused before any write, as PVE's 400 would be.
+		{map[string]any{"type": "user", "userid": "dave@pve", "email": "not an email"}, "email"},
+		{map[string]any{"type": "user", "userid": "dave@pve", "expire": -1}, "expire"},
+		{map[string]any{"type": "token", "userid": "root@pam", "tokenid": "ci", "expire": -1}, "expire"},
+		// What pve_verify_email lets through but user.cfg cannot keep.
+		{map[string]any{"type": "user", "userid": "dave@pve", "email": "0"}, "email"},
+		{map[string]any{"type": "user", "userid": "dave@pve", "email": "dave@example.com\n"}, "email"},
 	} {
 		r := w.run(tc.args, false)
 		if r["failed"] != true || !strings.HasPrefix(r["msg"].(string), tc.param+":") {
@@ -117,6 +125,38 @@ func TestBadInputNamedNothingWritten(t *testing.T) {
 	}
 	if n := len(pveapitest.Mutating(w.sim)); n != before {
 		t.Errorf("bad input wrote %d times", n-before)
+	}
+}
+
+// A task of several writes whose later write PVE would refuse: the
+// schema check runs when the writes are planned, so the first is never
+// sent. A rotation with a bad expire used to delete the token, then have
+// its new one refused: the user was left without a token.
+func TestMultiWriteRefusedBeforeFirstWrite(t *testing.T) {
+	w := newWorld(t, 9)
+	for _, args := range []map[string]any{
+		{"type": "user", "userid": "automation@pve", "password": "first-pass-1"},
+		{"type": "token", "userid": "automation@pve", "tokenid": "gopve"},
+	} {
+		mustOK(t, "setup", w.run(args, false), true)
+	}
+	cfg, before := w.userCfg(), len(pveapitest.Mutating(w.sim))
+	for _, tc := range []struct {
+		args  map[string]any
+		param string
+	}{
+		{map[string]any{"type": "token", "userid": "automation@pve", "tokenid": "gopve", "state": "rotated", "expire": -1}, "expire"},
+		{map[string]any{"type": "user", "userid": "automation@pve", "email": "no address", "password": "second-pass-2", "update_password": "always"}, "email"},
+	} {
+		for _, check := range []bool{true, false} {
+			r := w.run(tc.args, check)
+			if r["failed"] != true || r["changed"] != false || !strings.HasPrefix(pveapi.String(r["msg"]), tc.param+":") {
+				t.Errorf("%v (check=%v): changed=%v %v", tc.args, check, r["changed"], r["msg"])
+			}
+		}
+	}
+	if n := len(pveapitest.Mutating(w.sim)); n != before || w.userCfg() != cfg {
+		t.Errorf("refused tasks wrote %d times; user.cfg before:\n%s\nafter:\n%s", n-before, cfg, w.userCfg())
 	}
 }
 

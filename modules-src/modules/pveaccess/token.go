@@ -8,6 +8,7 @@ import (
 
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/pveapi"
+	"github.com/gopve/proxmox/modules-src/pveapi/apischema"
 )
 
 // API tokens (User.pm): the secret is in PVE's answer to the creation and
@@ -19,6 +20,11 @@ func (a *access) fullTokenID() string { return a.p.UserID + "!" + a.p.TokenID }
 
 func (a *access) tokenPath() string {
 	return pveapi.Path("/access/users/%s/token/%s", a.p.UserID, a.p.TokenID)
+}
+
+// tokenRequest is a write of the task's token (request).
+func (a *access) tokenRequest(method string, params url.Values) apischema.Request {
+	return a.request(method, "/access/users/{userid}/token/{tokenid}", params, a.p.UserID, a.p.TokenID)
 }
 
 func tokenView(obj map[string]any) map[string]string {
@@ -66,11 +72,11 @@ func (a *access) planToken(ctx context.Context) ([]ansible.Change, error) {
 	case a.p.State == "absent" && obj == nil:
 		return nil, nil
 	case a.p.State == "absent":
-		return []ansible.Change{a.deleteChange("token:delete", a.tokenPath(), what, asAny(have))}, nil
+		return []ansible.Change{a.deleteChange("token:delete", a.tokenRequest("DELETE", nil), what, asAny(have))}, nil
 	case obj == nil:
 		return []ansible.Change{a.createToken(what, want)}, nil
 	case a.p.State == "rotated":
-		del := a.deleteChange("token:delete", a.tokenPath(), what, asAny(have))
+		del := a.deleteChange("token:delete", a.tokenRequest("DELETE", nil), what, asAny(have))
 		del.Summary = "delete " + what + " (rotation: its secret and ACL entries go with it)"
 		return []ansible.Change{del, a.createToken(what, want)}, nil
 	}
@@ -80,10 +86,11 @@ func (a *access) planToken(ctx context.Context) ([]ansible.Change, error) {
 		return nil, nil
 	}
 	a.setFinal(toStrings(after))
+	req := a.tokenRequest("PUT", set)
 	return []ansible.Change{{ID: "token:update", Summary: fmt.Sprintf("update %s (%v)", what, changed),
 		Diff: &ansible.Diff{Before: asAny(have), After: after, BeforeHeader: what, AfterHeader: what},
 		Apply: func(ctx context.Context) error {
-			_, err := a.write(ctx, "PUT", a.tokenPath(), set, "update "+what, false, func(ctx context.Context) (bool, error) {
+			_, err := a.write(ctx, req, "update "+what, false, func(ctx context.Context) (bool, error) {
 				return a.verifyToken(want)(ctx) == nil, nil
 			})
 			return err
@@ -142,10 +149,11 @@ func (a *access) createToken(what string, want map[string]string) ansible.Change
 		after[k] = v
 	}
 	a.setFinal(after)
+	req := a.tokenRequest("POST", params)
 	return ansible.Change{ID: "token:create", Summary: "create " + what,
 		Diff: &ansible.Diff{Before: map[string]any{}, After: asAny(after), BeforeHeader: what, AfterHeader: what},
 		Apply: func(ctx context.Context) error {
-			out, err := a.write(ctx, "POST", a.tokenPath(), params, "create "+what, true, a.there(a.tokenPath(), what))
+			out, err := a.write(ctx, req, "create "+what, true, a.there(a.tokenPath(), what))
 			if err != nil {
 				return err
 			}
