@@ -30,6 +30,12 @@ type Write struct {
 	// the answer to the write was lost, to learn what happened without
 	// sending it again. Required unless Task is set.
 	Settle func(ctx context.Context) (bool, error)
+	// Unreadable, given instead of Settle, says why no read can show
+	// whether the write took effect (a password: PVE shows none). A lost
+	// answer, or a failure PVE answered after the handler may have acted,
+	// is then reported unverified at once with this reason: never sent
+	// again, never polled for.
+	Unreadable string
 	// Task is set when the write answers a task id (UPID): Dispatch then
 	// waits the task out at the UPID's node, and a lost answer is settled
 	// by looking for the task in that node's task list.
@@ -316,7 +322,7 @@ func (w Write) check() error {
 		return fmt.Errorf("bug: Write %q has method %q; only POST, PUT and DELETE are writes", w.What, w.Method)
 	case w.What == "":
 		return fmt.Errorf("bug: Write %s %s has no What", w.Method, w.Path)
-	case w.Settle == nil && w.Task == nil:
+	case w.Settle == nil && w.Task == nil && w.Unreadable == "":
 		return fmt.Errorf("bug: Write %q has neither Settle nor Task: a lost answer could not be settled", w.What)
 	case w.Task != nil && (w.Task.Node == "" || len(w.Task.Types) == 0):
 		return fmt.Errorf("bug: Write %q: a task write needs the task's node and type", w.What)
@@ -350,6 +356,9 @@ func lostAnswer(e *Error) bool {
 // settleOnce handles a failure PVE answered: the handler stopped, so one
 // read shows what it left. Nothing → the failure, marked nothing done.
 func (c *Client) settleOnce(ctx context.Context, w Write, start time.Time, cause error) (*Outcome, error) {
+	if w.Unreadable != "" {
+		return nil, &UnverifiedError{What: w.What, Cause: cause, Answered: true, Read: w.Unreadable}
+	}
 	found, miss, err := c.settleRead(ctx, w, start)
 	switch {
 	case err != nil:
@@ -368,6 +377,9 @@ func (c *Client) settleOnce(ctx context.Context, w Write, start time.Time, cause
 // A Proof that shows the object is another's ends it at once: this write
 // did not make it, and it is not sent again.
 func (c *Client) settle(ctx context.Context, w Write, start time.Time, cause error) (*Outcome, error) {
+	if w.Unreadable != "" {
+		return nil, &UnverifiedError{What: w.What, Cause: cause, Read: w.Unreadable}
+	}
 	within := w.SettleWithin
 	if within <= 0 {
 		within = DefaultSettle

@@ -101,7 +101,7 @@ func about() ansible.Module {
 		},
 		Notes: []string{
 			"Run it once per cluster (run_once: true), or in local mode on one node (no credentials: the module uses the node's API as root@pam).",
-			"A user's password (realm pve) is set when the user is created, and on an existing user only with update_password: always (PVE cannot show a password, so it cannot be compared): such a task reports a change every run. A pam user's password is the node's Linux password and is refused here.",
+			"A user's password (realm pve) is set when the user is created, and on an existing user only with update_password: always (PVE cannot show a password, so it cannot be compared): such a task reports a change every run. PVE refuses API tokens on that call, so such a task with api_token_id fails before any write: use api_user and api_password, or local mode. A caller other than root@pam must confirm with its own password, which the module sends from api_password. A pam user's password is the node's Linux password and is refused here.",
 			"Privileges each kind needs (PVE's checks): user: Realm.AllocateUser on /access/realm/<realm> and User.Modify on /access/groups (or the groups given); group: Group.Allocate on /access/groups; role: Sys.Modify on /access; acl: Permissions.Modify on the path (or the object's Allocate privilege plus every privilege handed out); token: User.Modify on /access/groups, or being the token's own user. Reads need Sys.Audit on /access for ACLs and roles of others.",
 		},
 		Requirements: []string{"Proxmox VE 8 or 9", "root@pam, or a user or token with the privileges listed in the notes (or root on a node, local mode)"},

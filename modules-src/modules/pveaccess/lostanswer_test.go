@@ -172,3 +172,30 @@ func TestACLReplaceLostFirstAnswerSettled(t *testing.T) {
 	}
 	mustOK(t, "rerun", w.run(map[string]any{"type": "acl", "path": "/vms", "roles": []any{"PVEVMUser"}, "users": []any{"automation@pve"}}, false), false)
 }
+
+// A password change whose answer is lost: PVE shows no password, so no
+// read can settle it. The run ends changed and unverified, the PUT sent
+// once, never "nothing changed".
+func TestLostPasswordAnswerUnverified(t *testing.T) {
+	w := newWorld(t, 9)
+	mustOK(t, "user", w.run(map[string]any{"type": "user", "userid": "bob@pve", "password": "bob-pass-1"}, false), true)
+	conn := w.conn("", "")
+	delete(conn, "api_token_id")
+	delete(conn, "api_token_secret")
+	conn["api_user"], conn["api_password"] = "root@pam", w.sim.RootPassword()
+	w.sim.Faults().Add(pvesim.Fault{Method: "PUT", Path: "/access/password", Kind: pvesim.FaultLostAnswer, Count: 1})
+	w.sim.ResetRequests()
+	res := w.exec(New(pveapi.Options{Retry: &pveapitest.FastRetry}), conn,
+		map[string]any{"type": "user", "userid": "bob@pve", "password": "bob-pass-2", "update_password": "always"}, false, false)
+	msg := pveapi.String(res["msg"])
+	if res["failed"] != true || res["changed"] != true || !strings.Contains(pveapi.String(res["changes_unverified"]), "set the password of user bob@pve") ||
+		strings.Contains(msg, "nothing was changed") {
+		t.Errorf("lost password answer: changed=%v unverified=%v msg=%s", res["changed"], res["changes_unverified"], msg)
+	}
+	if n := w.writesTo("PUT", "/access/password"); n != 1 {
+		t.Errorf("PUT /access/password sent %d times, want 1", n)
+	}
+	if strings.Contains(w.log.String(), "bob-pass-2") || strings.Contains(w.log.String(), w.sim.RootPassword()) {
+		t.Error("a password is in a result or log")
+	}
+}

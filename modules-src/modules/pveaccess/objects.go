@@ -11,11 +11,10 @@ import (
 	"github.com/gopve/proxmox/modules-src/ansible"
 	"github.com/gopve/proxmox/modules-src/pveapi"
 	"github.com/gopve/proxmox/modules-src/pveapi/apischema"
+	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
 )
 
 // Users (User.pm), groups (Group.pm) and custom roles (Role.pm).
-
-func (a *access) userPath() string { return pveapi.Path("/access/users/%s", a.p.UserID) }
 
 // userGone is the settle read of a user's delete.
 func (a *access) userGone(ctx context.Context) (bool, error) {
@@ -145,7 +144,11 @@ func (a *access) planUser(ctx context.Context) ([]ansible.Change, error) {
 			Verify: a.verifyUser(want)})
 	}
 	if a.p.Password != "" && a.p.UpdatePassword == "always" {
-		out = append(out, a.passwordChange(what))
+		ch, err := a.passwordChange(what)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ch)
 	}
 	return out, nil
 }
@@ -176,16 +179,31 @@ func (a *access) readUser(ctx context.Context) (map[string]any, error) {
 
 // passwordChange sets the password of an existing user (PUT
 // /access/password). PVE cannot show a password, so it is sent on every
-// run that asks for it, and proven by the answer alone.
-func (a *access) passwordChange(what string) ansible.Change {
-	req := a.request("PUT", "/access/password", url.Values{"userid": {a.p.UserID}, "password": {a.p.Password}})
+// run that asks for it, and proven by the answer alone. change_password
+// (AccessControl.pm) refuses API tokens (allowtoken 0) and asks every
+// caller but root@pam for its own password (reauth_user_for_user_modification's
+// confirmation-password): the module sends api_password there, and with a
+// token refuses before the task's first write rather than after it.
+func (a *access) passwordChange(what string) (ansible.Change, error) {
+	params := url.Values{"userid": {a.p.UserID}, "password": {a.p.Password}}
+	switch conn := a.p.Connection; {
+	case a.c.Local(): // root@pam's ticket
+	case conn.TokenID != "":
+		return ansible.Change{}, fmt.Errorf("update_password: PVE does not let an API token change a password (PUT /access/password refuses tokens): run this task with api_user and api_password, or on a node without api_host (local mode, root@pam)")
+	case conn.User != "root@pam":
+		params.Set("confirmation-password", conn.Password)
+	}
+	req := a.request("PUT", "/access/password", params)
 	return ansible.Change{ID: "user:password", Summary: "set the password of " + what + " (update_password: always)",
 		Apply: func(ctx context.Context) error {
-			_, err := a.write(ctx, req, "set the password of "+what, false, nil)
+			// No read shows a password: a lost answer stays unverified
+			// (changed, never sent again), never "nothing changed".
+			_, err := pveansible.Dispatch(ctx, a.r, a.c, pveapi.Write{Method: req.Method, Path: req.Path, Params: req.Params,
+				What: "set the password of " + what, Unreadable: "PVE shows no password, so no read can tell whether it was set"})
 			return err
 		},
 		Verify: func(context.Context) error { return nil }, // PVE answered success; a password cannot be read back
-	}
+	}, nil
 }
 
 func (a *access) userSettle(want map[string]string) func(context.Context) (bool, error) {

@@ -146,7 +146,10 @@ func TestMultiWriteRefusedBeforeFirstWrite(t *testing.T) {
 		param string
 	}{
 		{map[string]any{"type": "token", "userid": "automation@pve", "tokenid": "gopve", "state": "rotated", "expire": -1}, "expire"},
-		{map[string]any{"type": "user", "userid": "automation@pve", "email": "no address", "password": "second-pass-2", "update_password": "always"}, "email"},
+		{map[string]any{"type": "user", "userid": "automation@pve", "email": "no address", "password": "second-pass-2"}, "email"},
+		// An update and a password: PVE refuses a token the password's
+		// PUT (allowtoken 0), after the update would have landed.
+		{map[string]any{"type": "user", "userid": "automation@pve", "comment": "x", "password": "second-pass-2", "update_password": "always"}, "update_password"},
 	} {
 		for _, check := range []bool{true, false} {
 			r := w.run(tc.args, check)
@@ -157,6 +160,48 @@ func TestMultiWriteRefusedBeforeFirstWrite(t *testing.T) {
 	}
 	if n := len(pveapitest.Mutating(w.sim)); n != before || w.userCfg() != cfg {
 		t.Errorf("refused tasks wrote %d times; user.cfg before:\n%s\nafter:\n%s", n-before, cfg, w.userCfg())
+	}
+}
+
+// update_password: always from a user logged in with its password: PVE
+// asks every caller but root@pam to confirm with its own password
+// (reauth_user_for_user_modification), which the module sends from
+// api_password; the user's new password then logs in, and neither
+// password is in any result.
+func TestPasswordChangeConfirmedByCaller(t *testing.T) {
+	w := newWorld(t, 9)
+	for _, args := range []map[string]any{
+		{"type": "user", "userid": "admin@pve", "password": "admin-pass-1"},
+		{"type": "acl", "path": "/", "roles": []any{"Administrator"}, "users": []any{"admin@pve"}},
+		{"type": "user", "userid": "bob@pve", "password": "bob-pass-1"},
+	} {
+		mustOK(t, "setup", w.run(args, false), true)
+	}
+	conn := w.conn("", "")
+	delete(conn, "api_token_id")
+	delete(conn, "api_token_secret")
+	conn["api_user"], conn["api_password"] = "admin@pve", "admin-pass-1"
+	args := map[string]any{"type": "user", "userid": "bob@pve", "password": "bob-pass-2", "update_password": "always"}
+	res := w.exec(New(pveapi.Options{Retry: &pveapitest.FastRetry}), conn, args, false, false)
+	if res["failed"] == true || res["changed"] != true {
+		t.Fatalf("password change by admin@pve: %v", res["msg"])
+	}
+	login := func(pw string) error {
+		c := pveapitest.TokenConn(t, w.sim, "pve01")
+		c.TokenID, c.TokenSecret, c.User, c.Password = "", "", "bob@pve", pw
+		_, err := pveapi.Connect(context.Background(), c, pveapi.Options{Retry: &pveapitest.FastRetry})
+		return err
+	}
+	if err := login("bob-pass-2"); err != nil {
+		t.Errorf("bob cannot log in with the new password: %v", err)
+	}
+	if err := login("bob-pass-1"); err == nil {
+		t.Errorf("bob still logs in with the old password")
+	}
+	for _, secret := range []string{"admin-pass-1", "bob-pass-2"} {
+		if strings.Contains(w.log.String(), secret) {
+			t.Errorf("a password is in a result or log")
+		}
 	}
 }
 

@@ -281,3 +281,52 @@ func TestUserCfgTextAsPVEReadsIt(t *testing.T) {
 		t.Errorf("pool read back %v, want comment %q", p, "team: a:b")
 	}
 }
+
+// change_password as PVE runs it (AccessControl.pm, RPCEnvironment.pm
+// reauth_user_for_user_modification): an API token is refused by the
+// method's allowtoken 0; a caller other than root@pam must confirm with its
+// own password, checked as its realm checks a login; root@pam needs no
+// confirmation; only root@pam changes root@pam's password.
+func TestChangePasswordReauthAsPVE(t *testing.T) {
+	t.Parallel()
+	s := simtest.Start(t, pvesim.New, simtest.Opts{})
+	root := simtest.NewClient(t, s, "pve01").Root()
+	for _, u := range []string{"admin@pve", "bob@pve"} {
+		root.Call("POST", "/access/users", url.Values{"userid": {u}, "password": {u + "-pass"}}).Must(t, "user "+u)
+	}
+	root.Call("PUT", "/access/acl", url.Values{"path": {"/"}, "roles": {"Administrator"}, "users": {"admin@pve"}}).Must(t, "acl")
+	admin := simtest.NewClient(t, s, "pve01").Login("admin@pve", "admin@pve-pass")
+	tok := root.Call("POST", "/access/users/admin@pve/token/ci", url.Values{"privsep": {"0"}}).Must(t, "token").Obj()
+	viaToken := simtest.NewClient(t, s, "pve01").WithToken("admin@pve!ci", tok["value"].(string))
+	set := func(extra url.Values) url.Values {
+		v := url.Values{"userid": {"bob@pve"}, "password": {"bob-new-pass"}}
+		for k, l := range extra {
+			v[k] = l
+		}
+		return v
+	}
+	for _, tc := range []struct {
+		name   string
+		c      *simtest.Client
+		params url.Values
+		status int
+		reason string
+	}{
+		{"token", viaToken, set(nil), 403, "Permission check failed (API tokens are not allowed for this method)"},
+		{"no confirmation", admin, set(nil), 400, ""},
+		{"wrong confirmation", admin, set(url.Values{"confirmation-password": {"not-admins"}}), 500, "invalid credentials"},
+		{"root's password", admin, url.Values{"userid": {"root@pam"}, "password": {"root-new-pass"}, "confirmation-password": {"admin@pve-pass"}}, 403, "Permission check failed"},
+		{"confirmed", admin, set(url.Values{"confirmation-password": {"admin@pve-pass"}}), 200, ""},
+		{"root, unconfirmed", root, set(nil), 200, ""},
+	} {
+		r := tc.c.Call("PUT", "/access/password", tc.params)
+		if r.Status != tc.status || tc.reason != "" && r.Reason != tc.reason {
+			t.Errorf("%s: %d %q, want %d %q", tc.name, r.Status, r.Reason, tc.status, tc.reason)
+		}
+		if tc.name == "no confirmation" && r.Errs["confirmation-password"] != "password is required to modify user" {
+			t.Errorf("%s: errors %v", tc.name, r.Errs)
+		}
+	}
+	// The confirmed change took: bob logs in with the new password.
+	simtest.NewClient(t, s, "pve01").Login("bob@pve", "bob-new-pass").Call("GET", "/version", nil).Must(t, "bob's login")
+}

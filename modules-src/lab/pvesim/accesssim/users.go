@@ -240,12 +240,44 @@ func (s *backend) deleteUser(rc *core.Req) (any, error) {
 }
 
 // PUT /access/password (API2/AccessControl.pm change_password; tokens are
-// refused by the schema's allowtoken 0). Reconstruction: the
-// confirmation-password re-authentication of reauth_user_for_user_modification
-// is not modelled.
+// refused by the schema's allowtoken 0). First
+// reauth_user_for_user_modification (RPCEnvironment.pm): the user must
+// exist, only root@pam changes root@pam's password, and any other caller
+// confirms with its own password (confirmation-password, checked as its
+// realm's authenticate_user: Auth/PVE.pm's messages; a pam caller other
+// than root, whom the lab keeps no password for, fails as a wrong one).
+// Then a caller other than root@pam may not change a pam user's password
+// (system users), its own aside. Reconstruction of the 500s: a die of
+// authenticate_user reaches the client as its message.
 func (s *backend) putPassword(rc *core.Req) (any, error) {
-	id := rc.Str("userid")
-	return nil, s.lockUserCfg(rc.DB(), "change password failed", func(a *access.Config) error {
+	id, authuser := rc.Str("userid"), rc.Who.User
+	db := rc.DB()
+	if db.Access.Users[id] == nil {
+		return nil, fmt.Errorf("no such user ('%s')", id)
+	}
+	if authuser != "root@pam" {
+		if id == "root@pam" {
+			return nil, core.ErrStatus(403, "Permission check failed")
+		}
+		if !rc.Has("confirmation-password") {
+			return nil, core.ErrParams(map[string]string{"confirmation-password": "password is required to modify user"})
+		}
+		confirm := rc.Str("confirmation-password")
+		switch u := db.Access.Users[authuser]; {
+		case confirm == "":
+			return nil, errors.New("no password")
+		case !strings.HasSuffix(authuser, "@pve"):
+			return nil, errors.New("invalid credentials") // reconstruction for pam: no shadow here
+		case u == nil || u.Password == "":
+			return nil, errors.New("no password set")
+		case u.Password != confirm:
+			return nil, errors.New("invalid credentials")
+		}
+		if authuser != id && strings.HasSuffix(id, "@pam") {
+			return nil, core.ErrStatus(403, "Permission check failed")
+		}
+	}
+	return nil, s.lockUserCfg(db, "change password failed", func(a *access.Config) error {
 		u := a.Users[id]
 		if u == nil {
 			return fmt.Errorf("no such user ('%s')", id)
