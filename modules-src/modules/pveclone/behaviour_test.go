@@ -282,7 +282,7 @@ func TestPredictFileStorageFormat(t *testing.T) {
 	src := qemu.Config{Values: map[string]string{"scsi0": "shared:9000/base-9000-disk-0.qcow2,size=4G", "template": "1", "name": "t",
 		"ide2": "shared:9000/vm-9000-cloudinit.qcow2,media=cdrom", "net0": "virtio=BC:24:11:00:00:01,bridge=vmbr0", "unused0": "shared:9000/x.raw"}}
 	stores := map[string]storageInfo{"shared": {Type: "nfs", Shared: true}}
-	got, err := predictClone(src, 9000, cloneOpts{newid: 201, full: true}, stores, newDiskNames(201, stores))
+	got, err := predictClone(src, 9000, cloneOpts{newid: 201, full: true}, stores, qemu.NewDiskNames(201, stores))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +291,7 @@ func TestPredictFileStorageFormat(t *testing.T) {
 	if !maps.Equal(got.Values, want) {
 		t.Errorf("predicted %v\nwant      %v", got.Values, want)
 	}
-	linked, _ := predictClone(src, 9000, cloneOpts{newid: 201}, stores, newDiskNames(201, stores))
+	linked, _ := predictClone(src, 9000, cloneOpts{newid: 201}, stores, qemu.NewDiskNames(201, stores))
 	if linked.Values["scsi0"] != "shared:9000/base-9000-disk-0.qcow2/201/vm-201-disk-0.qcow2,size=4G" {
 		t.Errorf("linked: %v", linked.Values["scsi0"])
 	}

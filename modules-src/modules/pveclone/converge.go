@@ -187,7 +187,7 @@ func (p *settingsPlan) planDisks(cur qemu.Config, w *want) error {
 // and size.
 func (p *settingsPlan) planDisk(cur qemu.Config, w *want, k string) error {
 	dw := w.disks[k]
-	ciStore, wantCI := cloudInitStore(dw.file)
+	ciStore, wantCI := qemu.CloudInitStore(dw.file)
 	if wantCI {
 		if at := cloudInitElsewhere(cur, w, k); at != "" {
 			// create_disks: "$ds - cloud-init drive is already attached at '$ci_key'"
@@ -296,7 +296,7 @@ func cloudInitElsewhere(cur qemu.Config, w *want, key string) string {
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(w.disks)) {
-		if _, ci := cloudInitStore(w.disks[k].file); ci && k < key {
+		if _, ci := qemu.CloudInitStore(w.disks[k].file); ci && k < key {
 			return k
 		}
 	}

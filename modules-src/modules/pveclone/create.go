@@ -184,7 +184,7 @@ func (v *vm) createChange(node string, params map[string]string, predicted qemu.
 // in.
 // Reconstruction: boot defaults to the legacy "cdn" order (CD-ROMs,
 // disks, the first NIC); vmgenid is added by PVE on create.
-func predictCreate(cfg map[string]string, names *diskNames, isoSizes map[string]int64) qemu.Config {
+func predictCreate(cfg map[string]string, names *qemu.DiskNames, isoSizes map[string]int64) qemu.Config {
 	out := qemu.Config{Values: map[string]string{}}
 	var diskKeys []string
 	for _, k := range slices.Sorted(maps.Keys(cfg)) {
@@ -201,7 +201,7 @@ func predictCreate(cfg map[string]string, names *diskNames, isoSizes map[string]
 			if err != nil {
 				break
 			}
-			if a, ok := allocated(k, val, names); ok {
+			if a, ok := qemu.Allocated(k, val, names); ok {
 				val = a
 				if ad, err := qemu.ParseDrive(k, a); err == nil {
 					d = ad // a cloud-init drive becomes a CD-ROM (media=cdrom)

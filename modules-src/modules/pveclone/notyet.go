@@ -34,7 +34,7 @@ func (v *vm) storageNotYet(option, storage string, stores map[string]storageInfo
 		info.Type = typ
 		kind = "a " + typ + " storage, as created_earlier.storage_types declares it"
 	}
-	named := storage + ":" + newDiskNames(v.p.VMID, map[string]storageInfo{storage: info}).next(storage, "")
+	named := storage + ":" + qemu.NewDiskNames(v.p.VMID, map[string]storageInfo{storage: info}).Next(storage, "")
 	err := v.r.NotYet(ansible.Prerequisite{Option: option, Kind: ansible.CreatedStorage, Name: storage, Object: "storage " + storage,
 		Predicts: fmt.Sprintf("the VM's disks on it, named as on %s (%s)", kind, strings.Replace(named, "-disk-0", "-disk-N", 1))},
 		fmt.Errorf("%s: storage '%s' does not exist", option, storage))

@@ -50,7 +50,7 @@ var volatileKeys = []string{"parent", "snaptime", "vmstate", "runningcpu", "runn
 // the same storage, else the target storage's default, raw). Volume
 // numbers count the volumes newid already owns on each storage (orphans
 // included: diskNames).
-func predictClone(src qemu.Config, srcID int, o cloneOpts, stores map[string]storageInfo, names *diskNames) (qemu.Config, error) {
+func predictClone(src qemu.Config, srcID int, o cloneOpts, stores map[string]storageInfo, names *qemu.DiskNames) (qemu.Config, error) {
 	out := qemu.Config{Values: map[string]string{}}
 	for _, k := range slices.Sorted(maps.Keys(src.Values)) {
 		v := src.Values[k]
@@ -117,24 +117,24 @@ func predictClone(src qemu.Config, srcID int, o cloneOpts, stores map[string]sto
 	return out, nil
 }
 
-func cloneVolName(key string, d qemu.Drive, srcStore, dst, volname string, st storageInfo, o cloneOpts, names *diskNames) string {
+func cloneVolName(key string, d qemu.Drive, srcStore, dst, volname string, st storageInfo, o cloneOpts, names *qemu.DiskNames) string {
 	if d.IsCloudInit() {
-		return cloudInitVolName(o.newid, st, "")
+		return qemu.CloudInitVolName(o.newid, st, "")
 	}
 	linked := !o.full && key != "tpmstate0"
 	if linked {
 		// clone_image: find_free_diskname for the new VMID (qcow2 on a file
 		// storage), under the base volume.
 		if st.File() {
-			return volname + "/" + names.next(dst, "qcow2")
+			return volname + "/" + names.Next(dst, "qcow2")
 		}
-		return volname + "/" + names.next(dst, "")
+		return volname + "/" + names.Next(dst, "")
 	}
 	format := o.format
 	if format == "" && srcStore == dst {
 		format = strings.TrimPrefix(path.Ext(volname), ".")
 	}
-	return names.next(dst, format)
+	return names.Next(dst, format)
 }
 
 // newSMBIOS keeps the SMBIOS settings and marks the UUID as new (clone_vm
@@ -148,36 +148,4 @@ func newSMBIOS(v string) string {
 	}
 	slices.Sort(parts[1:])
 	return strings.Join(parts, ",")
-}
-
-// cloudInitVolName is the volume name (after "storage:") qemu-server gives
-// a VM's cloud-init drive (API2/Qemu.pm create_disks, the `cloudinit`
-// branch; clone_disk alike): always vm-<vmid>-cloudinit, never a free
-// number, so a second allocation for the same VMID meets the first
-// (pve-storage alloc_image: ZFS "dataset already exists", a file storage
-// "disk image '…' already exists"). A storage with a path gets the format
-// as suffix (given, else qcow2) in the <vmid>/ directory; LVM with
-// snapshot-as-volume-chain gets .qcow2 (its default there); elsewhere raw,
-// no suffix.
-func cloudInitVolName(vmid int, st storageInfo, format string) string {
-	name := fmt.Sprintf("vm-%d-cloudinit", vmid)
-	switch {
-	case st.File():
-		if format == "" {
-			format = "qcow2"
-		}
-		return fmt.Sprintf("%d/%s.%s", vmid, name, format)
-	case st.VolumeChain:
-		if format == "" || format == "qcow2" {
-			return name + ".qcow2"
-		}
-	}
-	return name
-}
-
-// cloudInitStore reads a cloud-init drive request, "storage:cloudinit"
-// (create_disks: parse_volume_id gives the volume name "cloudinit").
-func cloudInitStore(file string) (string, bool) {
-	store, volname, ok := strings.Cut(file, ":")
-	return store, ok && store != "" && volname == "cloudinit"
 }

@@ -75,7 +75,7 @@ func (v *vm) planConfig(ctx context.Context, w *ansible.World) ([]ansible.Change
 			if st.Running {
 				// A running VM takes what it can hot-plug; the rest waits
 				// for its next start (K10).
-				live, pending = predictHotplug(st, plan.set)
+				live, pending = qemu.PredictHotplug(st, plan.set)
 			}
 			n := qemu.State{Node: st.Node, Next: next, Live: live, Pending: pending, Running: st.Running, HA: st.HA}
 			vmKey(v.p.VMID).Predict(w, n)
