@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/ansible"
+	"github.com/gopve/proxmox/modules-src/modules/pveclone/options"
 	"github.com/gopve/proxmox/modules-src/pveapi"
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
 )
@@ -31,7 +32,7 @@ func (v *vm) planCreate(ctx context.Context) ([]ansible.Change, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := v.w.createConfig()
+	cfg, err := v.w.CreateConfig()
 	if err != nil {
 		return nil, err
 	}
@@ -63,50 +64,25 @@ func (v *vm) planCreate(ctx context.Context) ([]ansible.Change, error) {
 	return append(pool, v.createChange(node, params, predicted)), nil
 }
 
-// createConfig is the wanted config but for the disks: scalars, NICs and
-// cloud-init IP configs rendered as PVE stores them.
-func (w *want) createConfig() (map[string]string, error) {
-	cfg := map[string]string{}
-	for k, val := range w.scalars {
-		cfg[k] = val
-	}
-	for _, k := range slices.Sorted(maps.Keys(w.nets)) {
-		n := w.nets[k].apply(qemu.Net{})
-		s, err := n.Render()
-		if err != nil {
-			return nil, fmt.Errorf("nets.%s: %w", k, err)
-		}
-		cfg[k] = s
-	}
-	for k, ic := range w.ipconf {
-		s, err := ic.Render()
-		if err != nil {
-			return nil, fmt.Errorf("ipconfig.%s: %w", k, err)
-		}
-		cfg[k] = s
-	}
-	return cfg, nil
-}
-
 // addNewDisks checks each wanted disk against what node has (an ISO that
 // exists, a storage there that holds images) and adds its drive string
 // to cfg; it returns the ISOs' sizes, which the predicted config shows.
 func (v *vm) addNewDisks(ctx context.Context, node string, stores map[string]storageInfo, cfg map[string]string) (map[string]int64, error) {
 	isoSizes := map[string]int64{}
-	for _, k := range slices.Sorted(maps.Keys(v.w.disks)) {
-		d := v.w.disks[k]
-		if d.file != "" && d.media == "cdrom" {
-			size, err := v.isoExists(ctx, node, d.file)
+	for _, k := range slices.Sorted(maps.Keys(v.w.Disks)) {
+		d := v.w.Disks[k]
+		if d.File != "" && d.Media == "cdrom" {
+			size, err := v.isoExists(ctx, node, d.File)
 			if err != nil {
 				return nil, err
 			}
-			isoSizes[d.file] = size
-		} else if d.file == "" {
-			if err := v.checkNewDiskStorage(optionOf(k), d.storage, node, stores); err != nil {
+			isoSizes[d.File] = size
+		} else if d.File == "" {
+			if err := v.checkNewDiskStorage(options.Of(k), d.Storage, node, stores); err != nil {
 				return nil, err
 			}
 		}
-		s, err := d.newDriveString(k)
+		s, err := d.DriveString(k)
 		if err != nil {
 			return nil, err
 		}

@@ -98,7 +98,7 @@ func (v *vm) settings(ctx context.Context, st qemu.State, warn bool) (settingsPl
 		for _, w := range plan.warnings {
 			v.r.Warn(w)
 		}
-		if v.w.hasCI && !hasCloudInitDrive(st.Next) && len(plan.set) > 0 {
+		if v.w.HasCI && !hasCloudInitDrive(st.Next) && len(plan.set) > 0 {
 			v.r.Warn("cloud-init settings are given but the VM has no cloud-init drive (storage:cloudinit on ide2, sata or scsi): the guest will not see them")
 		}
 	}
