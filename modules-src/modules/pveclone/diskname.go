@@ -39,7 +39,7 @@ func (v *vm) ownVolumes(ctx context.Context, node, store string) ([]string, erro
 	return out, nil
 }
 
-// namesFor is a diskNames for the VMID seeded with what cfg names and
+// namesFor is a qemu.DiskNames for the VMID seeded with what cfg names and
 // what the storages of the new disks already hold for it on node.
 func (v *vm) namesFor(ctx context.Context, node string, cfg map[string]string, newStores []string, stores map[string]storageInfo) (*qemu.DiskNames, error) {
 	n := qemu.NewDiskNames(v.p.VMID, stores)

@@ -11,7 +11,7 @@
 //     be ours (its name). A missing one is cloned at the template's node
 //     with `target` (K2), after PVE's pre-clone checks run read-only;
 //     check mode predicts the clone's config as qemu-server's clone_vm
-//     builds it (predict.go).
+//     builds it (qemu.PredictClone).
 //   - config: the settings the clone ignores (K5), planned against that
 //     config (observed, or predicted in check mode): scalars, NICs merged
 //     key by key with the MAC re-sent (K16), disks grown never shrunk
@@ -24,9 +24,9 @@
 //
 // The options, their documentation and what they ask for in PVE's terms
 // are the subpackage options; qemu-server's and pve-storage's own rules
-// the stages predict with (hotplug, volume names, template_create) are in
-// pveapi/qemu. This package holds the stages, the writes, the prediction
-// of clone_vm and create_vm, migration and the report.
+// the stages predict with (clone_vm, create_vm, hotplug, volume names,
+// template_create) are in pveapi/qemu. This package holds the stages, the
+// reads and writes they make, migration and the report.
 package pveclone
 
 import (

@@ -137,8 +137,8 @@ func (v *vm) validate(reqs apischema.Request, more []apischema.Request) error {
 		check.Params = maps.Clone(r.Params)
 		for k, vals := range check.Params {
 			for i, s := range vals {
-				s = strings.ReplaceAll(s, Assigned, "BC:24:11:00:00:00")
-				check.Params[k][i] = strings.ReplaceAll(s, AssignedAtCreation, "BC:24:11:00:00:00")
+				s = strings.ReplaceAll(s, qemu.AssignedAtClone, "BC:24:11:00:00:00")
+				check.Params[k][i] = strings.ReplaceAll(s, qemu.AssignedAtCreation, "BC:24:11:00:00:00")
 			}
 		}
 		if err := check.Validate(v.version); err != nil {

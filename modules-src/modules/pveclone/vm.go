@@ -372,3 +372,6 @@ func renderConf(values map[string]string) string {
 	}
 	return b.String()
 }
+
+// storageInfo is what the prediction needs of a storage (GET /storage).
+type storageInfo = storages.Info

@@ -19,7 +19,8 @@
 // the node's PVE version by Request.Validate.
 //
 // It also holds qemu-server's and pve-storage's rules that a caller
-// predicts with, none of them about one module: which keys a running VM
+// predicts with, none of them about one module: the config clone_vm and
+// create_vm write (predict.go: API2/Qemu.pm), which keys a running VM
 // takes at once (hotplug.go: QemuServer.pm vmconfig_hotplug_pending,
 // vmconfig_update_disk), the names PVE gives the volumes it allocates
 // (disknames.go: find_free_diskname, create_disks, create_efidisk), and

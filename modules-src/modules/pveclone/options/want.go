@@ -65,7 +65,7 @@ var scalarOptions = []struct{ opt, key string }{
 
 var ciKeys = []string{"ciuser", "cipassword", "searchdomain", "citype", "cicustom", "nameserver", "sshkeys"}
 
-// NewWant turns the validated parameters into a want, refusing what PVE
+// NewWant turns the validated parameters into a Want, refusing what PVE
 // would refuse (property strings, sizes, NIC keys, ipconfig) with the
 // option's name.
 func NewWant(p Params) (*Want, error) {
