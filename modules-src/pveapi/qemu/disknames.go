@@ -19,6 +19,7 @@ type DiskNames struct {
 	taken  map[string][]string // storage → volume names of the VMID
 }
 
+// NewDiskNames starts the names of vmid on stores, no volume taken yet.
 func NewDiskNames(vmid int, stores map[string]storages.Info) *DiskNames {
 	return &DiskNames{vmid: vmid, stores: stores, taken: map[string][]string{}}
 }
