@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/ansible"
+	"github.com/gopve/proxmox/modules-src/modules/pveclone/options"
 	"github.com/gopve/proxmox/modules-src/pveapi"
 	"github.com/gopve/proxmox/modules-src/pveapi/clusterguests"
 )
@@ -25,84 +24,9 @@ import (
 // VMID is tried, a bounded number of times. /cluster/nextid is not used: it
 // reserves nothing (K18).
 
-// Bounds of PVE's VMIDs (pve-vmid: PVE::JSONSchema::pve_verify_vmid).
-const (
-	minVMID = 100
-	maxVMID = 999999999
-)
-
 // autoAttempts bounds how many VMIDs one run tries to claim when each is
 // taken between its read and its call.
 const autoAttempts = 8
-
-// vmidRange is the span vmid: auto may claim, both ends included.
-type vmidRange struct{ lo, hi int }
-
-func (r vmidRange) String() string  { return fmt.Sprintf("%d-%d", r.lo, r.hi) }
-func (r vmidRange) has(id int) bool { return id >= r.lo && id <= r.hi }
-
-var rangeRe = regexp.MustCompile(`^\s*(\d+)\s*-\s*(\d+)\s*$`)
-
-// parseVMIDOptions reads vmid (a VMID or auto) and vmid_range, refusing
-// what contradicts: auto without a range or a name, a range outside PVE's
-// VMIDs or upside down, an explicit vmid outside the range given with it.
-func parseVMIDOptions(p *params) (*vmidRange, error) {
-	auto := false
-	switch x := p.VMIDParam.(type) {
-	case nil:
-		return nil, fmt.Errorf("vmid: required (a VMID, or auto with vmid_range)")
-	case string:
-		s := strings.TrimSpace(x)
-		if s == "auto" {
-			auto = true
-			break
-		}
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			return nil, fmt.Errorf("vmid: %q is neither a VMID (%d … %d) nor auto", x, minVMID, maxVMID)
-		}
-		p.VMID = n
-	case bool:
-		return nil, fmt.Errorf("vmid: %v is neither a VMID (%d … %d) nor auto", x, minVMID, maxVMID)
-	default:
-		n, err := strconv.Atoi(pveapi.String(x))
-		if err != nil {
-			return nil, fmt.Errorf("vmid: %v is neither a VMID (%d … %d) nor auto", x, minVMID, maxVMID)
-		}
-		p.VMID = n
-	}
-	if !auto && (p.VMID < minVMID || p.VMID > maxVMID) {
-		return nil, fmt.Errorf("vmid: %d is out of range (PVE's VMIDs are %d … %d)", p.VMID, minVMID, maxVMID)
-	}
-	var rng *vmidRange
-	if p.VMIDRange != "" {
-		m := rangeRe.FindStringSubmatch(p.VMIDRange)
-		if m == nil {
-			return nil, fmt.Errorf("vmid_range: %q is not a range of VMIDs (first-last, e.g. 2000-2099)", p.VMIDRange)
-		}
-		lo, err1 := strconv.Atoi(m[1])
-		hi, err2 := strconv.Atoi(m[2])
-		switch {
-		case err1 != nil || err2 != nil || lo < minVMID || hi > maxVMID:
-			return nil, fmt.Errorf("vmid_range: %s is not within PVE's VMIDs (%d … %d)", strings.TrimSpace(p.VMIDRange), minVMID, maxVMID)
-		case lo > hi:
-			return nil, fmt.Errorf("vmid_range: %d-%d is empty (its first VMID is above its last)", lo, hi)
-		}
-		rng = &vmidRange{lo, hi}
-	}
-	switch {
-	case auto && rng == nil:
-		return nil, fmt.Errorf("vmid_range: required with vmid: auto (the module picks a VMID only within a range you give)")
-	case auto && p.Name == "":
-		return nil, fmt.Errorf("name: required with vmid: auto (the VM is found again by its name within vmid_range)")
-	case !auto && rng != nil && !rng.has(p.VMID):
-		return nil, fmt.Errorf("vmid: %d is outside vmid_range %s", p.VMID, rng)
-	}
-	if !auto {
-		return nil, nil // a range given with an explicit vmid only checks it
-	}
-	return rng, nil
-}
 
 // resolveAuto finds the VM of an auto task again by its name within the
 // range, or picks the VMID a clone or create would claim now. ok is false
@@ -110,7 +34,7 @@ func parseVMIDOptions(p *params) (*vmidRange, error) {
 func (v *vm) resolveAuto(guests []clusterguests.Guest) (bool, error) {
 	var named []clusterguests.Guest
 	for _, g := range guests {
-		if v.auto.has(g.VMID) && g.Name == v.p.Name {
+		if v.auto.Has(g.VMID) && g.Name == v.p.Name {
 			named = append(named, g)
 		}
 	}
@@ -147,7 +71,7 @@ func (v *vm) lowestFree(guests []clusterguests.Guest, refused map[int]bool) (int
 	for _, g := range guests {
 		used[g.VMID] = true
 	}
-	for id := v.auto.lo; id <= v.auto.hi; id++ {
+	for id := v.auto.Lo; id <= v.auto.Hi; id++ {
 		if !used[id] && !refused[id] {
 			return id, nil
 		}
@@ -155,10 +79,10 @@ func (v *vm) lowestFree(guests []clusterguests.Guest, refused map[int]bool) (int
 	return 0, ansible.NothingChanged(fmt.Errorf("vmid_range: every VMID of %s is taken (%d by guests of the cluster, %d refused to this run as taken); nothing was changed: widen the range or free a VMID", v.auto, countIn(used, *v.auto), len(refused)))
 }
 
-func countIn(ids map[int]bool, r vmidRange) int {
+func countIn(ids map[int]bool, r options.VMIDRange) int {
 	n := 0
 	for id := range ids {
-		if r.has(id) {
+		if r.Has(id) {
 			n++
 		}
 	}

@@ -77,7 +77,7 @@ func TestBareVMFirmwareCDROMBoot(t *testing.T) {
 					if a, _ := pn.Render(); a != rv || rn.MAC == "" {
 						t.Errorf("%s predicted %q, read back %q", k, pv, rv)
 					}
-				case strings.Contains(pv, AssignedAtCreation):
+				case strings.Contains(pv, qemu.AssignedAtCreation):
 					if rv == "" {
 						t.Errorf("%s predicted %q, missing after the real run", k, pv)
 					}

@@ -61,8 +61,8 @@ func (v *vm) planClone(ctx context.Context, guests []clusterguests.Guest) ([]ans
 	if err != nil {
 		return nil, err
 	}
-	predicted, err := predictClone(src, tpl.VMID, cloneOpts{newid: v.p.VMID, name: v.p.Name, description: clone.Description,
-		storage: cloneStorage, format: v.p.Format, full: v.p.Full}, stores, names)
+	predicted, err := qemu.PredictClone(src, tpl.VMID, qemu.CloneOpts{NewID: v.p.VMID, Name: v.p.Name, Description: clone.Description,
+		Storage: cloneStorage, Format: v.p.Format, Full: v.p.Full}, stores, names)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/gopve/proxmox/modules-src/modules/pveclone/options"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveformat"
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
 )
@@ -43,13 +44,13 @@ var classicBridge = regexp.MustCompile(`^vmbr\d+$`)
 // pending changes) and plans the difference. created says the VM was made
 // by this run: cipassword, which PVE shows masked, is then set; on an
 // existing VM only when none is set.
-func planSettings(cur qemu.Config, w *want, created bool) (settingsPlan, error) {
+func planSettings(cur qemu.Config, w *options.Want, created bool) (settingsPlan, error) {
 	p := settingsPlan{set: map[string]string{}, after: maps.Clone(cur.Values)}
 	if p.after == nil {
 		p.after = map[string]string{}
 	}
-	for _, k := range slices.Sorted(maps.Keys(w.scalars)) {
-		want := w.scalars[k]
+	for _, k := range slices.Sorted(maps.Keys(w.Scalars)) {
+		want := w.Scalars[k]
 		have, present := cur.Values[k]
 		if !present {
 			have = defaults[k]
@@ -65,14 +66,14 @@ func planSettings(cur qemu.Config, w *want, created bool) (settingsPlan, error) 
 		}
 		same, err := sameScalar(k, have, want)
 		if err != nil {
-			return p, fmt.Errorf("%s: %w", optionOf(k), err)
+			return p, fmt.Errorf("%s: %w", options.Of(k), err)
 		}
 		if !same {
 			p.set[k] = want
 		}
 	}
-	for _, k := range slices.Sorted(maps.Keys(w.nets)) {
-		nw := w.nets[k]
+	for _, k := range slices.Sorted(maps.Keys(w.Nets)) {
+		nw := w.Nets[k]
 		var cn qemu.Net
 		curStr, present := cur.Values[k]
 		if present {
@@ -81,7 +82,7 @@ func planSettings(cur qemu.Config, w *want, created bool) (settingsPlan, error) 
 				return p, fmt.Errorf("nets.%s: the VM's NIC does not parse: %w", k, err)
 			}
 		}
-		merged := nw.apply(cn) // the MAC stays (K16)
+		merged := nw.Apply(cn) // the MAC stays (K16)
 		s, err := merged.Render()
 		if err != nil {
 			return p, fmt.Errorf("nets.%s: %w", k, err)
@@ -96,8 +97,8 @@ func planSettings(cur qemu.Config, w *want, created bool) (settingsPlan, error) 
 		}
 		p.set[k] = s
 	}
-	for _, k := range slices.Sorted(maps.Keys(w.ipconf)) {
-		ic := w.ipconf[k]
+	for _, k := range slices.Sorted(maps.Keys(w.IPConfig)) {
+		ic := w.IPConfig[k]
 		if curStr, ok := cur.Values[k]; ok {
 			if have, err := qemu.ParseIPConfig(k, curStr); err == nil && have.IP == ic.IP && have.GW == ic.GW && have.IP6 == ic.IP6 && have.GW6 == ic.GW6 {
 				continue
@@ -173,8 +174,8 @@ func sortedParts(s string) []string {
 // planDisks: an existing disk grows to its minimum size, never shrinks
 // (K11), keeps its volume (K16) and merges the given drive options; a
 // missing one is allocated (a CD-ROM gets its ISO).
-func (p *settingsPlan) planDisks(cur qemu.Config, w *want) error {
-	for _, k := range slices.Sorted(maps.Keys(w.disks)) {
+func (p *settingsPlan) planDisks(cur qemu.Config, w *options.Want) error {
+	for _, k := range slices.Sorted(maps.Keys(w.Disks)) {
 		if err := p.planDisk(cur, w, k); err != nil {
 			return err
 		}
@@ -185,22 +186,22 @@ func (p *settingsPlan) planDisks(cur qemu.Config, w *want) error {
 // planDisk plans wanted disk k: a new drive where the VM has none (or a
 // cloud-init drive in place of a CD-ROM), else the existing one's options
 // and size.
-func (p *settingsPlan) planDisk(cur qemu.Config, w *want, k string) error {
-	dw := w.disks[k]
-	ciStore, wantCI := cloudInitStore(dw.file)
+func (p *settingsPlan) planDisk(cur qemu.Config, w *options.Want, k string) error {
+	dw := w.Disks[k]
+	ciStore, wantCI := qemu.CloudInitStore(dw.File)
 	if wantCI {
 		if at := cloudInitElsewhere(cur, w, k); at != "" {
 			// create_disks: "$ds - cloud-init drive is already attached at '$ci_key'"
-			return fmt.Errorf("%s: %s - cloud-init drive is already attached at '%s' (a VM has one cloud-init drive)", optionOf(k), k, at)
+			return fmt.Errorf("%s: %s - cloud-init drive is already attached at '%s' (a VM has one cloud-init drive)", options.Of(k), k, at)
 		}
 	}
 	curStr, present := cur.Values[k]
 	if !present {
-		return p.addDrive(k, dw, dw.file == "" || wantCI) // PVE allocates a volume: the POST (task) variant
+		return p.addDrive(k, dw, dw.File == "" || wantCI) // PVE allocates a volume: the POST (task) variant
 	}
 	d, err := qemu.ParseDrive(k, curStr)
 	if err != nil {
-		return fmt.Errorf("%s: the VM's disk does not parse: %w", optionOf(k), err)
+		return fmt.Errorf("%s: the VM's disk does not parse: %w", options.Of(k), err)
 	}
 	if wantCI && d.IsCloudInit() {
 		// A cloud-init drive exists or not (issue 23 §7): "storage:cloudinit"
@@ -210,7 +211,7 @@ func (p *settingsPlan) planDisk(cur qemu.Config, w *want, k string) error {
 		// already exists"), so only its storage is compared.
 		if have, _, _ := strings.Cut(d.File, ":"); have != ciStore {
 			return fmt.Errorf("%s: the VM's cloud-init drive %s is on storage '%s', not '%s'; this module does not move it (ask for %s:cloudinit; to have it on '%s', remove the drive in PVE, then run again)",
-				optionOf(k), d.File, have, ciStore, have, ciStore)
+				options.Of(k), d.File, have, ciStore, have, ciStore)
 		}
 		return nil
 	}
@@ -226,8 +227,8 @@ func (p *settingsPlan) planDisk(cur qemu.Config, w *want, k string) error {
 }
 
 // addDrive sets new drive k; alloc says PVE allocates a volume for it.
-func (p *settingsPlan) addDrive(k string, dw diskWant, alloc bool) error {
-	s, err := dw.newDriveString(k)
+func (p *settingsPlan) addDrive(k string, dw options.Disk, alloc bool) error {
+	s, err := dw.DriveString(k)
 	if err != nil {
 		return err
 	}
@@ -241,32 +242,32 @@ func (p *settingsPlan) addDrive(k string, dw diskWant, alloc bool) error {
 // planDriveOptions sets existing drive k (d, stored as curStr) again when
 // a wanted option or a CD-ROM's medium differs; a disk's volume is never
 // replaced.
-func (p *settingsPlan) planDriveOptions(k, curStr string, d qemu.Drive, dw diskWant) error {
-	if dw.file != "" && d.File != dw.file {
+func (p *settingsPlan) planDriveOptions(k, curStr string, d qemu.Drive, dw options.Disk) error {
+	if dw.File != "" && d.File != dw.File {
 		if !d.IsCDROM() {
-			return fmt.Errorf("%s: %s holds volume %s; this module never replaces a disk's volume (K16)", optionOf(k), k, d.File)
+			return fmt.Errorf("%s: %s holds volume %s; this module never replaces a disk's volume (K16)", options.Of(k), k, d.File)
 		}
-		d.File = dw.file // a CD-ROM's medium, not data
+		d.File = dw.File // a CD-ROM's medium, not data
 	}
 	props, err := pveformat.Parse(curStr, pveformat.Shape{DefaultKey: "file"})
 	if err != nil {
-		return fmt.Errorf("%s: %w", optionOf(k), err)
+		return fmt.Errorf("%s: %w", options.Of(k), err)
 	}
 	changed := d.File != props.Map()["file"]
 	props.Set("file", d.File)
-	for _, ok := range slices.Sorted(maps.Keys(dw.opts)) {
-		if ok == "format" && volumeFormat(d.File) == dw.opts[ok] {
+	for _, ok := range slices.Sorted(maps.Keys(dw.Opts)) {
+		if ok == "format" && volumeFormat(d.File) == dw.Opts[ok] {
 			continue // create_disks drops the key once the volume has that format
 		}
-		if v, has := props.Get(ok); !has || v != dw.opts[ok] {
-			props.Set(ok, dw.opts[ok])
+		if v, has := props.Get(ok); !has || v != dw.Opts[ok] {
+			props.Set(ok, dw.Opts[ok])
 			changed = true
 		}
 	}
 	if changed {
 		s, err := pveformat.Print(props, pveformat.Shape{DefaultKey: "file"})
 		if err != nil {
-			return fmt.Errorf("%s: %w", optionOf(k), err)
+			return fmt.Errorf("%s: %w", options.Of(k), err)
 		}
 		p.set[k] = s
 	}
@@ -274,19 +275,19 @@ func (p *settingsPlan) planDriveOptions(k, curStr string, d qemu.Drive, dw diskW
 }
 
 // planResize grows disk k to the wanted size; a larger disk only warns.
-func (p *settingsPlan) planResize(k string, d qemu.Drive, dw diskWant) {
+func (p *settingsPlan) planResize(k string, d qemu.Drive, dw options.Disk) {
 	switch {
-	case dw.size == 0 || d.IsCDROM():
-	case d.Size < dw.size:
-		p.resizes = append(p.resizes, resize{disk: k, from: d.Size, to: dw.size})
-	case d.Size > dw.size:
-		p.warnings = append(p.warnings, fmt.Sprintf("%s: the disk is %s, larger than the %s asked; disks are never shrunk (K11)", optionOf(k), pveformat.FormatSize(d.Size), pveformat.FormatSize(dw.size)))
+	case dw.Size == 0 || d.IsCDROM():
+	case d.Size < dw.Size:
+		p.resizes = append(p.resizes, resize{disk: k, from: d.Size, to: dw.Size})
+	case d.Size > dw.Size:
+		p.warnings = append(p.warnings, fmt.Sprintf("%s: the disk is %s, larger than the %s asked; disks are never shrunk (K11)", options.Of(k), pveformat.FormatSize(d.Size), pveformat.FormatSize(dw.Size)))
 	}
 }
 
 // cloudInitElsewhere is has_cloudinit($conf, $ds) over the config and the
 // task's other disks: the key of a cloud-init drive other than key, or "".
-func cloudInitElsewhere(cur qemu.Config, w *want, key string) string {
+func cloudInitElsewhere(cur qemu.Config, w *options.Want, key string) string {
 	for _, k := range slices.Sorted(maps.Keys(cur.Values)) {
 		if k == key || !qemu.IsDisk(k) {
 			continue
@@ -295,8 +296,8 @@ func cloudInitElsewhere(cur qemu.Config, w *want, key string) string {
 			return k
 		}
 	}
-	for _, k := range slices.Sorted(maps.Keys(w.disks)) {
-		if _, ci := cloudInitStore(w.disks[k].file); ci && k < key {
+	for _, k := range slices.Sorted(maps.Keys(w.Disks)) {
+		if _, ci := qemu.CloudInitStore(w.Disks[k].File); ci && k < key {
 			return k
 		}
 	}

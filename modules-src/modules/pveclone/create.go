@@ -5,15 +5,12 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/gopve/proxmox/modules-src/ansible"
+	"github.com/gopve/proxmox/modules-src/modules/pveclone/options"
 	"github.com/gopve/proxmox/modules-src/pveapi"
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
 )
-
-// AssignedAtCreation stands for a MAC PVE draws when it creates the VM.
-const AssignedAtCreation = "(assigned at creation)"
 
 // planCreate builds a VM bare (seed 002): one create call carrying the
 // machine, the disks (allocated by PVE from storage:GiB), the CD-ROM, the
@@ -31,7 +28,7 @@ func (v *vm) planCreate(ctx context.Context) ([]ansible.Change, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := v.w.createConfig()
+	cfg, err := v.w.CreateConfig()
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +52,7 @@ func (v *vm) planCreate(ctx context.Context) ([]ansible.Change, error) {
 	if err != nil {
 		return nil, err
 	}
-	predicted := predictCreate(cfg, names, isoSizes)
+	predicted := qemu.PredictCreate(cfg, names, isoSizes)
 	if _, _, _, err := v.settings(ctx, qemu.State{Node: node, Next: predicted, Live: predicted}, false); err != nil {
 		return nil, err // refused before the create is sent
 	}
@@ -63,50 +60,25 @@ func (v *vm) planCreate(ctx context.Context) ([]ansible.Change, error) {
 	return append(pool, v.createChange(node, params, predicted)), nil
 }
 
-// createConfig is the wanted config but for the disks: scalars, NICs and
-// cloud-init IP configs rendered as PVE stores them.
-func (w *want) createConfig() (map[string]string, error) {
-	cfg := map[string]string{}
-	for k, val := range w.scalars {
-		cfg[k] = val
-	}
-	for _, k := range slices.Sorted(maps.Keys(w.nets)) {
-		n := w.nets[k].apply(qemu.Net{})
-		s, err := n.Render()
-		if err != nil {
-			return nil, fmt.Errorf("nets.%s: %w", k, err)
-		}
-		cfg[k] = s
-	}
-	for k, ic := range w.ipconf {
-		s, err := ic.Render()
-		if err != nil {
-			return nil, fmt.Errorf("ipconfig.%s: %w", k, err)
-		}
-		cfg[k] = s
-	}
-	return cfg, nil
-}
-
 // addNewDisks checks each wanted disk against what node has (an ISO that
 // exists, a storage there that holds images) and adds its drive string
 // to cfg; it returns the ISOs' sizes, which the predicted config shows.
 func (v *vm) addNewDisks(ctx context.Context, node string, stores map[string]storageInfo, cfg map[string]string) (map[string]int64, error) {
 	isoSizes := map[string]int64{}
-	for _, k := range slices.Sorted(maps.Keys(v.w.disks)) {
-		d := v.w.disks[k]
-		if d.file != "" && d.media == "cdrom" {
-			size, err := v.isoExists(ctx, node, d.file)
+	for _, k := range slices.Sorted(maps.Keys(v.w.Disks)) {
+		d := v.w.Disks[k]
+		if d.File != "" && d.Media == "cdrom" {
+			size, err := v.isoExists(ctx, node, d.File)
 			if err != nil {
 				return nil, err
 			}
-			isoSizes[d.file] = size
-		} else if d.file == "" {
-			if err := v.checkNewDiskStorage(optionOf(k), d.storage, node, stores); err != nil {
+			isoSizes[d.File] = size
+		} else if d.File == "" {
+			if err := v.checkNewDiskStorage(options.Of(k), d.Storage, node, stores); err != nil {
 				return nil, err
 			}
 		}
-		s, err := d.newDriveString(k)
+		s, err := d.DriveString(k)
 		if err != nil {
 			return nil, err
 		}
@@ -173,68 +145,4 @@ func (v *vm) createChange(node string, params map[string]string, predicted qemu.
 			vmKey(v.p.VMID).Predict(w, qemu.State{Node: node, Next: predicted, Live: predicted})
 		},
 	}
-}
-
-// predictCreate is the config qemu-server writes for a create call
-// (API2/Qemu.pm create_vm): each storage:GiB allocated as
-// find_free_diskname names it (diskNames: orphan volumes of the VMID
-// counted), in sorted key order (create_disks walks the drives with
-// $foreach_volume_with_alloc, `sort keys`), the size recorded and the
-// format key dropped; a NIC without MAC gets one; boot and smbios1 filled
-// in.
-// Reconstruction: boot defaults to the legacy "cdn" order (CD-ROMs,
-// disks, the first NIC); vmgenid is added by PVE on create.
-func predictCreate(cfg map[string]string, names *diskNames, isoSizes map[string]int64) qemu.Config {
-	out := qemu.Config{Values: map[string]string{}}
-	var diskKeys []string
-	for _, k := range slices.Sorted(maps.Keys(cfg)) {
-		val := cfg[k]
-		switch {
-		case qemu.IsNet(k):
-			n, err := qemu.ParseNet(k, val)
-			if err == nil && n.MAC == "" {
-				n.MAC = AssignedAtCreation
-				val, _ = n.Render()
-			}
-		case qemu.IsDisk(k):
-			d, err := qemu.ParseDrive(k, val)
-			if err != nil {
-				break
-			}
-			if a, ok := allocated(k, val, names); ok {
-				val = a
-				if ad, err := qemu.ParseDrive(k, a); err == nil {
-					d = ad // a cloud-init drive becomes a CD-ROM (media=cdrom)
-				}
-			} else if n, ok := isoSizes[d.File]; ok && d.IsCDROM() && n > 0 {
-				d.Size = n // create_disks records volume_size_info of an existing volume
-				val, _ = d.Render()
-			}
-			if !d.IsCDROM() && k != "efidisk0" && k != "tpmstate0" {
-				diskKeys = append(diskKeys, k)
-			}
-		}
-		out.Values[k] = val
-	}
-	if _, ok := out.Values["boot"]; !ok {
-		// The legacy "cdn" default as an order: CD-ROMs, disks, the first NIC.
-		var cds, nets []string
-		for _, k := range slices.Sorted(maps.Keys(out.Values)) {
-			if d, err := qemu.ParseDrive(k, out.Values[k]); qemu.IsDisk(k) && err == nil && d.IsCDROM() && !d.IsCloudInit() {
-				cds = append(cds, k)
-			}
-			if qemu.IsNet(k) {
-				nets = append(nets, k)
-			}
-		}
-		order := append(cds, diskKeys...)
-		if len(nets) > 0 {
-			order = append(order, nets[0])
-		}
-		out.Values["boot"] = "order=" + strings.Join(order, ";")
-	}
-	out.Values["meta"] = "creation-qemu=" + AssignedAtCreation + ",ctime=" + AssignedAtCreation // new_meta_info_string
-	out.Values["smbios1"] = "uuid=" + AssignedAtCreation
-	out.Values["vmgenid"] = AssignedAtCreation
-	return out
 }

@@ -30,7 +30,7 @@ func samePrediction(t *testing.T, predicted, got map[string]string) {
 			if a, _ := pn.Render(); a != rv {
 				t.Errorf("%s: predicted %q, read back %q", k, pv, rv)
 			}
-		case strings.Contains(pv, Assigned) || strings.Contains(pv, AssignedAtCreation):
+		case strings.Contains(pv, qemu.AssignedAtClone) || strings.Contains(pv, qemu.AssignedAtCreation):
 		case k == "sshkeys":
 			if !slices.Equal(qemu.DecodeSSHKeys(pv), qemu.DecodeSSHKeys(rv)) {
 				t.Errorf("sshkeys predicted %q, read back %q", pv, rv)

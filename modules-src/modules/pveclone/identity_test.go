@@ -321,23 +321,6 @@ func TestOwnershipByOrigin(t *testing.T) {
 	}
 }
 
-// The base-volume forms of pve-storage's parse_volname.
-func TestLinkedBaseForms(t *testing.T) {
-	for volid, want := range map[string]int{
-		"local-lvm:base-9001-disk-0/vm-202-disk-0":                   9001,
-		"shared:9000/base-9000-disk-0.qcow2/201/vm-201-disk-0.qcow2": 9000,
-		"ceph:base-120-disk-1/vm-130-disk-0":                         120,
-		"local-lvm:vm-202-disk-0":                                    0,
-		"shared:201/vm-201-disk-0.qcow2":                             0,
-		"local-lvm:base-9001-disk-0":                                 0, // a template's own base volume
-	} {
-		got, ok := linkedBase(volid)
-		if got != want || ok != (want != 0) {
-			t.Errorf("%s: %d %v, want %d", volid, got, ok, want)
-		}
-	}
-}
-
 // The same race for bare VMs: create_vm claims the VMID in
 // create_and_lock_config (check_vmid_unused: "VM N already exists on node"),
 // the loser's refusal changed nothing and it takes the next one.

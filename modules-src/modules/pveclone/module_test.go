@@ -143,7 +143,7 @@ func TestCloneAcrossNodes(t *testing.T) {
 				t.Fatalf("K15: check mode wrote %+v", m)
 			}
 			predicted := cfgOf(check)
-			if !strings.Contains(predicted["net0"], Assigned) {
+			if !strings.Contains(predicted["net0"], qemu.AssignedAtClone) {
 				t.Errorf("the predicted MAC is not marked as assigned at clone: %q", predicted["net0"])
 			}
 
@@ -176,7 +176,7 @@ func TestCloneAcrossNodes(t *testing.T) {
 					if a != rv {
 						t.Errorf("net0 predicted %q, read back %q", pv, rv)
 					}
-				case strings.Contains(pv, Assigned):
+				case strings.Contains(pv, qemu.AssignedAtClone):
 					if rv == "" {
 						t.Errorf("%s predicted %q, missing after the real run", k, pv)
 					}

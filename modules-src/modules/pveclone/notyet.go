@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/gopve/proxmox/modules-src/ansible"
+	"github.com/gopve/proxmox/modules-src/modules/pveclone/options"
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
 )
 
@@ -34,7 +35,7 @@ func (v *vm) storageNotYet(option, storage string, stores map[string]storageInfo
 		info.Type = typ
 		kind = "a " + typ + " storage, as created_earlier.storage_types declares it"
 	}
-	named := storage + ":" + newDiskNames(v.p.VMID, map[string]storageInfo{storage: info}).next(storage, "")
+	named := storage + ":" + qemu.NewDiskNames(v.p.VMID, map[string]storageInfo{storage: info}).Next(storage, "")
 	err := v.r.NotYet(ansible.Prerequisite{Option: option, Kind: ansible.CreatedStorage, Name: storage, Object: "storage " + storage,
 		Predicts: fmt.Sprintf("the VM's disks on it, named as on %s (%s)", kind, strings.Replace(named, "-disk-0", "-disk-N", 1))},
 		fmt.Errorf("%s: storage '%s' does not exist", option, storage))
@@ -115,10 +116,10 @@ func (v *vm) planCloneNotYet(ctx context.Context) ([]ansible.Change, error) {
 	if v.p.Storage != "" {
 		named[v.p.Storage] = "storage"
 	}
-	for _, k := range slices.Sorted(maps.Keys(v.w.disks)) {
-		if d := v.w.disks[k]; d.file == "" && d.storage != "" {
-			if _, seen := named[d.storage]; !seen {
-				named[d.storage] = optionOf(k)
+	for _, k := range slices.Sorted(maps.Keys(v.w.Disks)) {
+		if d := v.w.Disks[k]; d.File == "" && d.Storage != "" {
+			if _, seen := named[d.Storage]; !seen {
+				named[d.Storage] = options.Of(k)
 			}
 		}
 	}
@@ -150,22 +151,22 @@ func (v *vm) planCloneNotYet(ctx context.Context) ([]ansible.Change, error) {
 // not by the config update after the clone, with a VM left behind. A
 // storage created_earlier names is assumed in check mode (storageNotYet).
 func (v *vm) checkAddedDiskStorages(src qemu.Config, target string, stores map[string]storageInfo) error {
-	for _, k := range slices.Sorted(maps.Keys(v.w.disks)) {
-		d := v.w.disks[k]
-		if _, has := src.Values[k]; has || d.file != "" || d.storage == "" {
+	for _, k := range slices.Sorted(maps.Keys(v.w.Disks)) {
+		d := v.w.Disks[k]
+		if _, has := src.Values[k]; has || d.File != "" || d.Storage == "" {
 			continue
 		}
-		st, ok := stores[d.storage]
+		st, ok := stores[d.Storage]
 		switch {
 		case !ok:
-			if err := v.storageNotYet(optionOf(k), d.storage, stores); err != nil {
+			if err := v.storageNotYet(options.Of(k), d.Storage, stores); err != nil {
 				return err
 			}
-		case v.assumedStores[d.storage] || v.notYet[target]:
+		case v.assumedStores[d.Storage] || v.notYet[target]:
 		case !st.OnNode(target):
-			return fmt.Errorf("%s: storage '%s' is not available on node '%s'", optionOf(k), d.storage, target)
+			return fmt.Errorf("%s: storage '%s' is not available on node '%s'", options.Of(k), d.Storage, target)
 		case !slices.Contains(st.Content, "images"):
-			return fmt.Errorf("%s: storage '%s' does not support vm images", optionOf(k), d.storage)
+			return fmt.Errorf("%s: storage '%s' does not support vm images", options.Of(k), d.Storage)
 		}
 	}
 	return nil

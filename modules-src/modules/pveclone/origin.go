@@ -2,11 +2,7 @@ package pveclone
 
 import (
 	"fmt"
-	"maps"
-	"regexp"
-	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/gopve/proxmox/modules-src/pveapi/clusterguests"
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
@@ -21,47 +17,6 @@ import (
 // marker), so for it the origin cannot be decided and is not checked; the
 // module writes no marker of its own into the user's config either.
 
-var (
-	fileLinkedRe = regexp.MustCompile(`^(\d+)/base-\d+-[^/]+/\d+/[^/]+$`)
-	thinLinkedRe = regexp.MustCompile(`^base-(\d+)-[^/]+/[^/]+$`)
-)
-
-// linkedBase is the template VMID a volume is a linked clone of, if any.
-func linkedBase(volid string) (int, bool) {
-	_, volname, ok := strings.Cut(volid, ":")
-	if !ok {
-		return 0, false
-	}
-	m := fileLinkedRe.FindStringSubmatch(volname)
-	if m == nil {
-		m = thinLinkedRe.FindStringSubmatch(volname)
-	}
-	if m == nil {
-		return 0, false
-	}
-	id, err := strconv.Atoi(m[1])
-	return id, err == nil
-}
-
-// linkedOrigin is the first disk (in key order) of cfg that is a linked
-// clone: its key, its volume and the template VMID it links to.
-func linkedOrigin(cfg qemu.Config) (key, volid string, base int, ok bool) {
-	disks, err := cfg.Disks()
-	if err != nil {
-		return "", "", 0, false
-	}
-	for _, k := range slices.Sorted(maps.Keys(disks)) {
-		d := disks[k]
-		if d.IsCDROM() || d.IsCloudInit() {
-			continue
-		}
-		if id, found := linkedBase(d.File); found {
-			return k, d.File, id, true
-		}
-	}
-	return "", "", 0, false
-}
-
 // checkOrigin refuses an existing VM whose origin, as far as PVE keeps
 // one, is not what the task asks: a template; a linked clone of another
 // template than the one given; a linked clone when the task builds the VM
@@ -72,7 +27,7 @@ func (v *vm) checkOrigin(guests []clusterguests.Guest, cfg qemu.Config) error {
 	if cfg.Template() && !v.p.AsTemplate {
 		return fmt.Errorf("vmid: %s is a template; this module never configures a template (as_template: true leaves one of this task's name alone); nothing was changed", held)
 	}
-	key, volid, base, linked := linkedOrigin(cfg)
+	key, volid, base, linked := qemu.LinkedOrigin(cfg)
 	if !linked {
 		return nil // built bare or a full clone: PVE keeps no origin to check
 	}

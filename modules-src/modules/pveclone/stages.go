@@ -75,7 +75,7 @@ func (v *vm) planConfig(ctx context.Context, w *ansible.World) ([]ansible.Change
 			if st.Running {
 				// A running VM takes what it can hot-plug; the rest waits
 				// for its next start (K10).
-				live, pending = predictHotplug(st, plan.set)
+				live, pending = qemu.PredictHotplug(st, plan.set)
 			}
 			n := qemu.State{Node: st.Node, Next: next, Live: live, Pending: pending, Running: st.Running, HA: st.HA}
 			vmKey(v.p.VMID).Predict(w, n)
@@ -98,7 +98,7 @@ func (v *vm) settings(ctx context.Context, st qemu.State, warn bool) (settingsPl
 		for _, w := range plan.warnings {
 			v.r.Warn(w)
 		}
-		if v.w.hasCI && !hasCloudInitDrive(st.Next) && len(plan.set) > 0 {
+		if v.w.HasCI && !hasCloudInitDrive(st.Next) && len(plan.set) > 0 {
 			v.r.Warn("cloud-init settings are given but the VM has no cloud-init drive (storage:cloudinit on ide2, sata or scsi): the guest will not see them")
 		}
 	}
@@ -137,8 +137,8 @@ func (v *vm) validate(reqs apischema.Request, more []apischema.Request) error {
 		check.Params = maps.Clone(r.Params)
 		for k, vals := range check.Params {
 			for i, s := range vals {
-				s = strings.ReplaceAll(s, Assigned, "BC:24:11:00:00:00")
-				check.Params[k][i] = strings.ReplaceAll(s, AssignedAtCreation, "BC:24:11:00:00:00")
+				s = strings.ReplaceAll(s, qemu.AssignedAtClone, "BC:24:11:00:00:00")
+				check.Params[k][i] = strings.ReplaceAll(s, qemu.AssignedAtCreation, "BC:24:11:00:00:00")
 			}
 		}
 		if err := check.Validate(v.version); err != nil {

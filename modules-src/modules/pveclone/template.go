@@ -85,7 +85,7 @@ func (v *vm) planTemplate(ctx context.Context, w *ansible.World) ([]ansible.Chan
 		// Reached only when the VM started between the reads: PVE refuses.
 		return nil, fmt.Errorf("as_template: VM %d is running on %s; PVE refuses to convert a running VM; give state: stopped", v.p.VMID, st.Node)
 	}
-	after, renamed, err := templateConfig(st.Next, v.p.VMID)
+	after, renamed, err := qemu.TemplateConfig(st.Next, v.p.VMID)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +127,7 @@ func (v *vm) planTemplate(ctx context.Context, w *ansible.World) ([]ansible.Chan
 			}
 			for _, k := range slices.Sorted(maps.Keys(disks)) {
 				d := disks[k]
-				if convertible(d) && !isBaseVolume(d.File) {
+				if qemu.Convertible(d) && !qemu.IsBaseVolume(d.File) {
 					return fmt.Errorf("VM %d on %s after its conversion: %s is %s, not a base volume", v.p.VMID, node, k, d.File)
 				}
 			}
@@ -139,68 +139,4 @@ func (v *vm) planTemplate(ctx context.Context, w *ansible.World) ([]ansible.Chan
 			v.setFinal(n)
 		},
 	}}, nil
-}
-
-// templateConfig is the config qemu-server leaves after the conversion:
-// template: 1 and every disk on its base volume (template_create).
-func templateConfig(cur qemu.Config, vmid int) (qemu.Config, []string, error) {
-	out := qemu.Config{Values: maps.Clone(cur.Values)}
-	if out.Values == nil {
-		out.Values = map[string]string{}
-	}
-	disks, err := cur.Disks()
-	if err != nil {
-		return out, nil, fmt.Errorf("VM %d: %w", vmid, err)
-	}
-	var renamed []string
-	for _, k := range slices.Sorted(maps.Keys(disks)) {
-		d := disks[k]
-		if !convertible(d) || isBaseVolume(d.File) {
-			continue
-		}
-		nb := baseVolume(d.File)
-		v := cur.Values[k]
-		switch {
-		case strings.HasPrefix(v, d.File):
-			v = nb + strings.TrimPrefix(v, d.File)
-		default:
-			v = strings.Replace(v, "file="+d.File, "file="+nb, 1)
-		}
-		out.Values[k] = v
-		renamed = append(renamed, fmt.Sprintf("%s %s", k, nb))
-	}
-	out.Values["template"] = "1"
-	delete(out.Values, "digest")
-	return out, renamed, nil
-}
-
-// convertible: template_create skips CD-ROMs (drive_is_cdrom, the
-// cloud-init drive included) and what is no storage volume.
-func convertible(d qemu.Drive) bool {
-	if d.IsCDROM() || d.IsCloudInit() {
-		return false
-	}
-	store, volname, ok := strings.Cut(d.File, ":")
-	return ok && store != "" && volname != "" && !strings.HasPrefix(d.File, "/")
-}
-
-// baseVolume is create_base's new volume name: the last part of the
-// volume name vm-… → base-… (Plugin.pm, LvmThinPlugin.pm,
-// ZFSPoolPlugin.pm, RBDPlugin.pm; a linked clone keeps its base in front).
-func baseVolume(volid string) string {
-	store, volname, _ := strings.Cut(volid, ":")
-	dir, last := "", volname
-	if i := strings.LastIndex(volname, "/"); i >= 0 {
-		dir, last = volname[:i+1], volname[i+1:]
-	}
-	return store + ":" + dir + strings.Replace(last, "vm-", "base-", 1)
-}
-
-// isBaseVolume: the volume is a template's base volume already.
-func isBaseVolume(volid string) bool {
-	_, volname, _ := strings.Cut(volid, ":")
-	if i := strings.LastIndex(volname, "/"); i >= 0 {
-		volname = volname[i+1:]
-	}
-	return strings.HasPrefix(volname, "base-")
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gopve/proxmox/modules-src/ansible"
+	"github.com/gopve/proxmox/modules-src/modules/pveclone/options"
 	"github.com/gopve/proxmox/modules-src/pveapi"
 	"github.com/gopve/proxmox/modules-src/pveapi/clusterguests"
 	"github.com/gopve/proxmox/modules-src/pveapi/guest"
@@ -23,10 +24,10 @@ import (
 type vm struct {
 	r    *ansible.Run
 	c    *pveapi.Client
-	p    params
-	w    *want
+	p    options.Params
+	w    *options.Want
 	poll time.Duration
-	auto *vmidRange // vmid: auto, within this range
+	auto *options.VMIDRange // vmid: auto, within this range
 
 	volumes  map[string][]string    // the VMID's volumes per node and storage, read once (diskname.go)
 	storages map[string]storageInfo // GET /storage, read once for the disk names
@@ -57,15 +58,15 @@ func vmKey(vmid int) ansible.Key[qemu.State] {
 }
 
 func run(r *ansible.Run, o pveapi.Options) error {
-	var p params
+	var p options.Params
 	if err := r.Decode(&p); err != nil {
 		return err
 	}
-	auto, err := parseVMIDOptions(&p)
+	auto, err := options.ParseVMID(&p)
 	if err != nil {
 		return err
 	}
-	w, err := buildWant(p)
+	w, err := options.NewWant(p)
 	if err != nil {
 		return err
 	}
@@ -371,3 +372,6 @@ func renderConf(values map[string]string) string {
 	}
 	return b.String()
 }
+
+// storageInfo is what the prediction needs of a storage (GET /storage).
+type storageInfo = storages.Info

@@ -3,6 +3,7 @@ package pveclone
 import (
 	"context"
 
+	"github.com/gopve/proxmox/modules-src/modules/pveclone/options"
 	"github.com/gopve/proxmox/modules-src/pveapi"
 	"github.com/gopve/proxmox/modules-src/pveapi/apischema"
 	"github.com/gopve/proxmox/modules-src/pveapi/pveansible"
@@ -43,4 +44,4 @@ func (v *vm) send(ctx context.Context, w write) (*pveapi.TaskResult, error) {
 }
 
 // schemaError names the Ansible options behind the refused PVE keys.
-func (v *vm) schemaError(err error) error { return pveansible.SchemaError(err, optionOf) }
+func (v *vm) schemaError(err error) error { return pveansible.SchemaError(err, options.Of) }

@@ -19,8 +19,9 @@ import (
 )
 
 // AssignedAtCreation stands, in check mode, for the MAC PVE draws for a
-// new NIC (parse_lxc_network: a random BC:24:11 address).
-const AssignedAtCreation = "(assigned at creation)"
+// new NIC (parse_lxc_network: a random BC:24:11 address); the marker is
+// pveapi/qemu's, so pve_clone's and this module's check mode read alike.
+const AssignedAtCreation = qemu.AssignedAtCreation
 
 // planCreate runs create_vm's checks read-only (node, storages holding
 // rootdir on the node, the template on its storage, the pool) and plans

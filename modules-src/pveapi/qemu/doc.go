@@ -17,4 +17,14 @@
 // values (apischema.Request) the caller dispatches: Update carries the
 // digest PVE compares before it changes anything, and is validated against
 // the node's PVE version by Request.Validate.
+//
+// It also holds qemu-server's and pve-storage's rules that a caller
+// predicts with, none of them about one module: the config clone_vm and
+// create_vm write (predict.go: API2/Qemu.pm), which keys a running VM
+// takes at once (hotplug.go: QemuServer.pm vmconfig_hotplug_pending,
+// vmconfig_update_disk), the names PVE gives the volumes it allocates
+// (disknames.go: find_free_diskname, create_disks, create_efidisk), and
+// what a volume ID says (volume.go: parse_volume_id, the cloud-init
+// drive's fixed name, a linked clone's base by parse_volname, a template's
+// base volumes by template_create/create_base).
 package qemu

@@ -1,12 +1,10 @@
-package pveclone
+package qemu
 
 import (
 	"maps"
 	"regexp"
 	"slices"
 	"strings"
-
-	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
 )
 
 // What a running VM takes at once, for check mode's prediction of what a
@@ -36,7 +34,7 @@ var (
 // ro); a new disk is plugged except on IDE/SATA; a cloud-init drive is
 // generated after the rest. A media change fails (pending).
 func driveTakesLive(diskHotplug bool, key, old, value string) bool {
-	nd, err := qemu.ParseDrive(key, value)
+	nd, err := ParseDrive(key, value)
 	if err != nil {
 		return false
 	}
@@ -46,7 +44,7 @@ func driveTakesLive(diskHotplug bool, key, old, value string) bool {
 	if old == "" {
 		return diskHotplug && !strings.HasPrefix(key, "ide") && !strings.HasPrefix(key, "sata")
 	}
-	od, err := qemu.ParseDrive(key, old)
+	od, err := ParseDrive(key, old)
 	if err != nil || od.IsCDROM() != nd.IsCDROM() {
 		return false
 	}
@@ -108,10 +106,10 @@ func takesLive(live map[string]string, key, value string) bool {
 	return false
 }
 
-// predictHotplug is the running VM after the update: the keys it takes at
+// PredictHotplug is the running VM after the update: the keys it takes at
 // once are live, the others pending next to what it runs.
-func predictHotplug(st qemu.State, set map[string]string) (qemu.Config, []qemu.PendingItem) {
-	live := qemu.Config{Values: map[string]string{}}
+func PredictHotplug(st State, set map[string]string) (Config, []PendingItem) {
+	live := Config{Values: map[string]string{}}
 	for k, v := range st.Live.Values {
 		live.Values[k] = v
 	}
@@ -120,13 +118,13 @@ func predictHotplug(st qemu.State, set map[string]string) (qemu.Config, []qemu.P
 		v := set[k]
 		if takesLive(st.Live.Values, k, v) {
 			live.Values[k] = v
-			pending = slices.DeleteFunc(pending, func(it qemu.PendingItem) bool { return it.Key == k })
+			pending = slices.DeleteFunc(pending, func(it PendingItem) bool { return it.Key == k })
 			continue
 		}
-		pending = slices.DeleteFunc(pending, func(it qemu.PendingItem) bool { return it.Key == k })
+		pending = slices.DeleteFunc(pending, func(it PendingItem) bool { return it.Key == k })
 		old, had := st.Live.Values[k]
-		pending = append(pending, qemu.PendingItem{Key: k, Value: old, HasValue: had, Pending: v, HasPending: true})
+		pending = append(pending, PendingItem{Key: k, Value: old, HasValue: had, Pending: v, HasPending: true})
 	}
-	slices.SortFunc(pending, func(a, b qemu.PendingItem) int { return strings.Compare(a.Key, b.Key) })
+	slices.SortFunc(pending, func(a, b PendingItem) int { return strings.Compare(a.Key, b.Key) })
 	return live, pending
 }

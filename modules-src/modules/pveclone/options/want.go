@@ -1,4 +1,4 @@
-package pveclone
+package options
 
 import (
 	"errors"
@@ -16,22 +16,22 @@ import (
 	"github.com/gopve/proxmox/modules-src/pveapi/qemu"
 )
 
-// want is the task's configuration in PVE's terms, checked before any
+// Want is the task's configuration in PVE's terms, checked before any
 // request: every error names the Ansible option.
-type want struct {
-	// scalars are plain config keys in PVE's string form (cores "2",
+type Want struct {
+	// Scalars are plain config keys in PVE's string form (cores "2",
 	// numa "1", tags "a;b", sshkeys URL-encoded, nameserver space-joined).
-	scalars map[string]string
-	nets    map[string]netWant
-	disks   map[string]diskWant
-	ipconf  map[string]qemu.IPConfig
-	sshkeys []string // decoded, for comparison (K12)
-	hasCI   bool     // a cloud-init option was given
+	Scalars  map[string]string
+	Nets     map[string]Net
+	Disks    map[string]Disk
+	IPConfig map[string]qemu.IPConfig
+	sshkeys  []string // decoded, for comparison (K12)
+	HasCI    bool     // a cloud-init option was given
 }
 
-// netWant is what a task says about one NIC: only the keys it gives are
+// Net is what a task says about one NIC: only the keys it gives are
 // merged into what is there (K16: the MAC is always kept).
-type netWant struct {
+type Net struct {
 	model, bridge, trunks, mac string
 	tag, mtu                   *int
 	firewall, linkDown         *bool
@@ -39,14 +39,14 @@ type netWant struct {
 	queues                     *int
 }
 
-// diskWant is a disk as a minimum size (K11) and drive options merged key
+// Disk is a disk as a minimum size (K11) and drive options merged key
 // by key; storage is where a new disk is allocated.
-type diskWant struct {
-	storage string
-	size    int64 // bytes; 0 = no size given
-	media   string
-	file    string            // a volume to attach as is (an ISO for a CD-ROM)
-	opts    map[string]string // PVE drive keys (cache, discard, ssd, iothread, backup, replicate, format…)
+type Disk struct {
+	Storage string
+	Size    int64 // bytes; 0 = no size given
+	Media   string
+	File    string            // a volume to attach as is (an ISO for a CD-ROM)
+	Opts    map[string]string // PVE drive keys (cache, discard, ssd, iothread, backup, replicate, format…)
 }
 
 // driveOptionKeys are the drive options a task may merge into an
@@ -65,12 +65,12 @@ var scalarOptions = []struct{ opt, key string }{
 
 var ciKeys = []string{"ciuser", "cipassword", "searchdomain", "citype", "cicustom", "nameserver", "sshkeys"}
 
-// buildWant turns the validated parameters into a want, refusing what PVE
+// NewWant turns the validated parameters into a Want, refusing what PVE
 // would refuse (property strings, sizes, NIC keys, ipconfig) with the
 // option's name.
-func buildWant(p params) (*want, error) {
-	w := &want{scalars: map[string]string{}, nets: map[string]netWant{}, disks: map[string]diskWant{}, ipconf: map[string]qemu.IPConfig{}}
-	for _, add := range []func(params, *want) error{addScalars, addNetworks, addDisks} {
+func NewWant(p Params) (*Want, error) {
+	w := &Want{Scalars: map[string]string{}, Nets: map[string]Net{}, Disks: map[string]Disk{}, IPConfig: map[string]qemu.IPConfig{}}
+	for _, add := range []func(Params, *Want) error{addScalars, addNetworks, addDisks} {
 		if err := add(p, w); err != nil {
 			return nil, err
 		}
@@ -80,7 +80,7 @@ func buildWant(p params) (*want, error) {
 
 // addScalars checks and encodes the options that are one config key each
 // (PVE's own formats: dns-name, pve-tag, the agent and ssh-key strings).
-func addScalars(p params, w *want) error {
+func addScalars(p Params, w *Want) error {
 	vals := map[string]any{"cores": p.Cores, "sockets": p.Sockets, "memory": p.Memory, "balloon": p.Balloon, "cpu": p.CPU,
 		"numa": p.NUMA, "onboot": p.OnBoot, "startup": p.Startup, "description": p.Description, "ciuser": p.CIUser,
 		"cipassword": p.CIPassword, "searchdomain": p.SearchDomain, "citype": p.CIType, "cicustom": p.CICustom,
@@ -88,7 +88,7 @@ func addScalars(p params, w *want) error {
 	for _, so := range scalarOptions {
 		s, ok := scalarString(vals[so.opt])
 		if ok {
-			w.scalars[so.key] = s
+			w.Scalars[so.key] = s
 		}
 	}
 	if p.Description != nil {
@@ -107,7 +107,7 @@ func addScalars(p params, w *want) error {
 			// Copy-of-VM-…, and vmstatus lists the VM as "VM <vmid>".
 			return errors.New(`name: "0" is no name to PVE (a clone is named Copy-of-VM-… instead, and the VM is listed as "VM <vmid>"), so it could never prove the VM is this task's (K1); give another name; nothing was changed`)
 		}
-		w.scalars["name"] = p.Name
+		w.Scalars["name"] = p.Name
 	}
 	if p.CPU != nil {
 		if err := checkCPU(*p.CPU); err != nil {
@@ -122,14 +122,14 @@ func addScalars(p params, w *want) error {
 			}
 		}
 		slices.Sort(tags)
-		w.scalars["tags"] = strings.Join(slices.Compact(tags), ";")
+		w.Scalars["tags"] = strings.Join(slices.Compact(tags), ";")
 	}
 	if p.Agent != nil {
 		a, err := agentString(p.Agent)
 		if err != nil {
 			return fmt.Errorf("agent: %w", err)
 		}
-		w.scalars["agent"] = a
+		w.Scalars["agent"] = a
 	}
 	if p.Nameservers != nil {
 		for _, ns := range p.Nameservers {
@@ -137,7 +137,7 @@ func addScalars(p params, w *want) error {
 				return fmt.Errorf("nameservers: %q: %w", ns, err)
 			}
 		}
-		w.scalars["nameserver"] = strings.Join(p.Nameservers, " ")
+		w.Scalars["nameserver"] = strings.Join(p.Nameservers, " ")
 	}
 	if p.SSHKeys != nil {
 		for i, k := range p.SSHKeys {
@@ -151,24 +151,24 @@ func addScalars(p params, w *want) error {
 			}
 		}
 		w.sshkeys = slices.Clone(p.SSHKeys)
-		w.scalars["sshkeys"] = qemu.EncodeSSHKeys(p.SSHKeys) // K12: stored URL-encoded
+		w.Scalars["sshkeys"] = qemu.EncodeSSHKeys(p.SSHKeys) // K12: stored URL-encoded
 	}
 	for _, k := range ciKeys {
-		if _, ok := w.scalars[k]; ok {
-			w.hasCI = true
+		if _, ok := w.Scalars[k]; ok {
+			w.HasCI = true
 		}
 	}
 	return nil
 }
 
 // addNetworks parses the NICs and the cloud-init ipconfigN keys.
-func addNetworks(p params, w *want) error {
+func addNetworks(p Params, w *Want) error {
 	for _, key := range slices.Sorted(maps.Keys(p.Nets)) {
 		nw, err := parseNetWant(key, p.Nets[key])
 		if err != nil {
 			return fmt.Errorf("nets.%s: %w", key, err)
 		}
-		w.nets[key] = nw
+		w.Nets[key] = nw
 	}
 	for _, key := range slices.Sorted(maps.Keys(p.IPConfig)) {
 		if !qemu.IsIPConfig(key) {
@@ -178,44 +178,44 @@ func addNetworks(p params, w *want) error {
 		if err != nil {
 			return fmt.Errorf("ipconfig.%w", err)
 		}
-		w.ipconf[key] = ic
-		w.hasCI = true
+		w.IPConfig[key] = ic
+		w.HasCI = true
 	}
 	return nil
 }
 
 // addDisks parses the disks, the CD-ROM (ide2) and the EFI and TPM state
 // disks, which all land in the config's disk keys.
-func addDisks(p params, w *want) error {
+func addDisks(p Params, w *Want) error {
 	for _, key := range slices.Sorted(maps.Keys(p.Disks)) {
 		dw, err := parseDiskWant(key, p.Disks[key])
 		if err != nil {
 			return fmt.Errorf("disks.%s: %w", key, err)
 		}
-		w.disks[key] = dw
+		w.Disks[key] = dw
 	}
 	if p.CDROM != "" {
-		if _, ok := w.disks["ide2"]; ok {
+		if _, ok := w.Disks["ide2"]; ok {
 			return fmt.Errorf("cdrom: the CD-ROM goes on ide2, which disks also gives")
 		}
 		if _, _, ok := strings.Cut(p.CDROM, ":"); !ok && p.CDROM != "none" && p.CDROM != "cdrom" {
 			return fmt.Errorf("cdrom: %q is not a volume ID (storage:iso/name.iso)", p.CDROM)
 		}
-		w.disks["ide2"] = diskWant{file: p.CDROM, media: "cdrom", opts: map[string]string{}}
+		w.Disks["ide2"] = Disk{File: p.CDROM, Media: "cdrom", Opts: map[string]string{}}
 	}
 	if p.EFIDisk != nil {
 		d, err := specialDisk("efidisk", p.EFIDisk, map[string]string{"efitype": "efitype", "pre_enrolled_keys": "pre-enrolled-keys", "format": "format"})
 		if err != nil {
 			return err
 		}
-		w.disks["efidisk0"] = d
+		w.Disks["efidisk0"] = d
 	}
 	if p.TPMState != nil {
 		d, err := specialDisk("tpmstate", p.TPMState, map[string]string{"version": "version"})
 		if err != nil {
 			return err
 		}
-		w.disks["tpmstate0"] = d
+		w.Disks["tpmstate0"] = d
 	}
 	return nil
 }
@@ -298,41 +298,41 @@ func propsString(m map[string]any, rename map[string]string) string {
 // parseDiskWant reads a disk as a size ("32G"), PVE's string
 // ("vmdata:32,discard=on,ssd=1" or "isos:iso/x.iso,media=cdrom"), or a
 // dict {size, storage, <drive options>}.
-func parseDiskWant(key string, v any) (diskWant, error) {
+func parseDiskWant(key string, v any) (Disk, error) {
 	if !qemu.IsDisk(key) || strings.HasPrefix(key, "efidisk") || strings.HasPrefix(key, "tpmstate") {
-		return diskWant{}, fmt.Errorf("not a disk key (scsi0 … scsi30, virtio0 … virtio15, sata0 … sata5, ide0 … ide3; use efidisk and tpmstate for those)")
+		return Disk{}, fmt.Errorf("not a disk key (scsi0 … scsi30, virtio0 … virtio15, sata0 … sata5, ide0 … ide3; use efidisk and tpmstate for those)")
 	}
-	d := diskWant{opts: map[string]string{}}
+	d := Disk{Opts: map[string]string{}}
 	switch x := v.(type) {
 	case string:
 		if !strings.Contains(x, ":") {
 			size, err := pveformat.ParseSize(x)
 			if err != nil {
-				return diskWant{}, fmt.Errorf("%q is neither a size PVE can parse (32G, 512M) nor a volume (storage:32,…): %w", x, err)
+				return Disk{}, fmt.Errorf("%q is neither a size PVE can parse (32G, 512M) nor a volume (storage:32,…): %w", x, err)
 			}
-			d.size = size
+			d.Size = size
 			return d, nil
 		}
 		dr, err := qemu.ParseDrive(key, x)
 		if err != nil {
-			return diskWant{}, err
+			return Disk{}, err
 		}
 		if st, gib, ok := dr.Allocation(); ok {
-			d.storage, d.size = st, int64(gib*float64(1<<30))
+			d.Storage, d.Size = st, int64(gib*float64(1<<30))
 		} else {
-			d.file = dr.File
+			d.File = dr.File
 		}
-		d.media = dr.Media
+		d.Media = dr.Media
 		rendered, err := dr.Render()
 		if err != nil {
-			return diskWant{}, err
+			return Disk{}, err
 		}
 		p, _ := pveformat.Parse(rendered, pveformat.Shape{DefaultKey: "file"})
 		for _, kv := range p {
 			if kv.Key == "file" || kv.Key == "size" || kv.Key == "media" {
 				continue
 			}
-			d.opts[kv.Key] = kv.Value
+			d.Opts[kv.Key] = kv.Value
 		}
 	case map[string]any:
 		for _, k := range slices.Sorted(maps.Keys(x)) {
@@ -344,37 +344,37 @@ func parseDiskWant(key string, v any) (diskWant, error) {
 			case "size":
 				n, err := pveformat.ParseSize(s)
 				if err != nil {
-					return diskWant{}, fmt.Errorf("size: %w", err)
+					return Disk{}, fmt.Errorf("size: %w", err)
 				}
-				d.size = n
+				d.Size = n
 			case "storage":
-				d.storage = s
+				d.Storage = s
 			case "file", "volume":
-				d.file = s
+				d.File = s
 			case "media":
-				d.media = s
+				d.Media = s
 			default:
 				if !slices.Contains(driveOptionKeys, k) {
-					return diskWant{}, fmt.Errorf("%q is not a drive option this module merges (size, storage, file, %s)", k, strings.Join(driveOptionKeys, ", "))
+					return Disk{}, fmt.Errorf("%q is not a drive option this module merges (size, storage, file, %s)", k, strings.Join(driveOptionKeys, ", "))
 				}
-				d.opts[k] = s
+				d.Opts[k] = s
 			}
 		}
 	default:
-		return diskWant{}, fmt.Errorf("give a size (32G), PVE's string (storage:32,ssd=1) or a dict, not %T", v)
+		return Disk{}, fmt.Errorf("give a size (32G), PVE's string (storage:32,ssd=1) or a dict, not %T", v)
 	}
-	if d.media == "cdrom" && d.size > 0 {
-		return diskWant{}, fmt.Errorf("a CD-ROM has no size")
+	if d.Media == "cdrom" && d.Size > 0 {
+		return Disk{}, fmt.Errorf("a CD-ROM has no size")
 	}
-	if d.file == "" && d.size == 0 && d.media != "cdrom" {
-		return diskWant{}, fmt.Errorf("no size: give the minimum size (32G)")
+	if d.File == "" && d.Size == 0 && d.Media != "cdrom" {
+		return Disk{}, fmt.Errorf("no size: give the minimum size (32G)")
 	}
 	return d, nil
 }
 
 // specialDisk reads efidisk/tpmstate {storage, …}.
-func specialDisk(opt string, m map[string]any, keys map[string]string) (diskWant, error) {
-	d := diskWant{opts: map[string]string{}}
+func specialDisk(opt string, m map[string]any, keys map[string]string) (Disk, error) {
+	d := Disk{Opts: map[string]string{}}
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if m[k] == nil {
 			continue // a sub-option not given
@@ -384,49 +384,49 @@ func specialDisk(opt string, m map[string]any, keys map[string]string) (diskWant
 			s = boolStr(b)
 		}
 		if k == "storage" {
-			d.storage = s
+			d.Storage = s
 			continue
 		}
 		pk, ok := keys[k]
 		if !ok {
-			return diskWant{}, fmt.Errorf("%s.%s: not an option (storage, %s)", opt, k, strings.Join(slices.Sorted(maps.Keys(keys)), ", "))
+			return Disk{}, fmt.Errorf("%s.%s: not an option (storage, %s)", opt, k, strings.Join(slices.Sorted(maps.Keys(keys)), ", "))
 		}
-		d.opts[pk] = s
+		d.Opts[pk] = s
 	}
-	if d.storage == "" {
-		return diskWant{}, fmt.Errorf("%s.storage: required", opt)
+	if d.Storage == "" {
+		return Disk{}, fmt.Errorf("%s.storage: required", opt)
 	}
 	return d, nil
 }
 
-// newDriveString is the create API's syntax for a new disk: storage:GiB
+// DriveString is the create API's syntax for a new disk: storage:GiB
 // with its options (PVE allocates it: QemuServer.pm $NEW_DISK_RE). The
 // size is rounded up to whole GiB, never down (K11).
-func (d diskWant) newDriveString(key string) (string, error) {
+func (d Disk) DriveString(key string) (string, error) {
 	var file string
 	switch {
-	case d.file != "":
-		file = d.file
+	case d.File != "":
+		file = d.File
 	case key == "efidisk0" || key == "tpmstate0":
-		file = d.storage + ":1" // PVE sizes them itself
-	case d.storage == "":
+		file = d.Storage + ":1" // PVE sizes them itself
+	case d.Storage == "":
 		return "", fmt.Errorf("disks.%s: storage is required to create a disk", key)
 	default:
-		gib := (d.size + (1<<30 - 1)) >> 30
-		file = fmt.Sprintf("%s:%d", d.storage, gib)
+		gib := (d.Size + (1<<30 - 1)) >> 30
+		file = fmt.Sprintf("%s:%d", d.Storage, gib)
 	}
 	parts := []string{file}
-	if d.media != "" {
-		parts = append(parts, "media="+d.media)
+	if d.Media != "" {
+		parts = append(parts, "media="+d.Media)
 	}
-	for _, k := range slices.Sorted(maps.Keys(d.opts)) {
-		parts = append(parts, k+"="+d.opts[k])
+	for _, k := range slices.Sorted(maps.Keys(d.Opts)) {
+		parts = append(parts, k+"="+d.Opts[k])
 	}
 	return strings.Join(parts, ","), nil
 }
 
-// optionOf names the Ansible option behind a PVE config key, for errors.
-func optionOf(key string) string {
+// Of names the Ansible option behind a PVE config key, for errors.
+func Of(key string) string {
 	switch {
 	case qemu.IsNet(key):
 		return "nets." + key
@@ -467,4 +467,29 @@ func checkCPU(s string) error {
 		}
 	}
 	return nil
+}
+
+// CreateConfig is the wanted config but for the disks: scalars, NICs and
+// cloud-init IP configs rendered as PVE stores them.
+func (w *Want) CreateConfig() (map[string]string, error) {
+	cfg := map[string]string{}
+	for k, val := range w.Scalars {
+		cfg[k] = val
+	}
+	for _, k := range slices.Sorted(maps.Keys(w.Nets)) {
+		n := w.Nets[k].Apply(qemu.Net{})
+		s, err := n.Render()
+		if err != nil {
+			return nil, fmt.Errorf("nets.%s: %w", k, err)
+		}
+		cfg[k] = s
+	}
+	for k, ic := range w.IPConfig {
+		s, err := ic.Render()
+		if err != nil {
+			return nil, fmt.Errorf("ipconfig.%s: %w", k, err)
+		}
+		cfg[k] = s
+	}
+	return cfg, nil
 }

@@ -1,4 +1,4 @@
-package pveclone
+package options
 
 import (
 	"fmt"
@@ -20,9 +20,9 @@ var netWantKeys = []string{"model", "bridge", "tag", "trunks", "firewall", "mtu"
 
 // parseNetWant reads a NIC as a dict of its keys or as PVE's string
 // ("virtio,bridge=vmbr0,tag=10").
-func parseNetWant(key string, v any) (netWant, error) {
+func parseNetWant(key string, v any) (Net, error) {
 	if !qemu.IsNet(key) {
-		return netWant{}, fmt.Errorf("not a NIC key (net0 … net31)")
+		return Net{}, fmt.Errorf("not a NIC key (net0 … net31)")
 	}
 	var m map[string]any
 	switch x := v.(type) {
@@ -31,19 +31,19 @@ func parseNetWant(key string, v any) (netWant, error) {
 	case string:
 		var err error
 		if m, err = netStringKeys(key, x); err != nil {
-			return netWant{}, err
+			return Net{}, err
 		}
 	default:
-		return netWant{}, fmt.Errorf("give a dict of NIC keys (model, bridge, tag, …) or PVE's string, not %T", v)
+		return Net{}, fmt.Errorf("give a dict of NIC keys (model, bridge, tag, …) or PVE's string, not %T", v)
 	}
-	var nw netWant
+	var nw Net
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if err := nw.set(k, pveapi.String(m[k])); err != nil {
-			return netWant{}, err
+			return Net{}, err
 		}
 	}
 	if nw.mtu != nil && *nw.mtu > 1 && *nw.mtu < 576 {
-		return netWant{}, fmt.Errorf("mtu: %d is below 576 (1 means the bridge's MTU, K9)", *nw.mtu)
+		return Net{}, fmt.Errorf("mtu: %d is below 576 (1 means the bridge's MTU, K9)", *nw.mtu)
 	}
 	return nw, nil
 }
@@ -93,7 +93,7 @@ func netStringKeys(key, x string) (map[string]any, error) {
 }
 
 // set checks one NIC key's value as PVE's net format does and records it.
-func (nw *netWant) set(k, s string) error {
+func (nw *Net) set(k, s string) error {
 	var err error
 	switch k {
 	case "model":
@@ -153,8 +153,8 @@ func intIn(key, s string, lo, hi int) (*int, error) {
 	return &n, nil
 }
 
-// apply merges the wanted keys into n; n.MAC stays unless a MAC is given.
-func (w netWant) apply(n qemu.Net) qemu.Net {
+// Apply merges the wanted keys into n; n.MAC stays unless a MAC is given.
+func (w Net) Apply(n qemu.Net) qemu.Net {
 	if w.model != "" {
 		n.Model = w.model
 	}

@@ -1,4 +1,4 @@
-package pveclone
+package options
 
 import (
 	"github.com/gopve/proxmox/modules-src/ansible"
@@ -155,9 +155,9 @@ agent_ready:
   type: bool
 ` + pveansible.TaskLogReturn
 
-// about is pve_clone's documentation, written by gen-plugins into
+// About is pve_clone's documentation, written by gen-plugins into
 // plugins/modules/pve_clone.py with the options of spec.
-func about() ansible.Module {
+func About() ansible.Module {
 	return ansible.Module{
 		Name:             "pve_clone",
 		ShortDescription: "A Proxmox VE VM by VMID: cloned from a template (or built bare), configured, read back",

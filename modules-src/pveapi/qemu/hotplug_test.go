@@ -1,10 +1,10 @@
-package pveclone
+package qemu
 
 import "testing"
 
 // K10: what check mode predicts a running VM takes at once, after
 // qemu-server's vmconfig_hotplug_pending and vmconfig_update_disk (the
-// lab's hotplug follows the same code; TestPendingNotCalledApplied checks
+// lab's hotplug follows the same code; pveclone's TestPendingNotCalledApplied checks
 // prediction against it).
 func TestTakesLive(t *testing.T) {
 	base := map[string]string{"scsi0": "shared:vm-201-disk-0,size=8G", "ide2": "none,media=cdrom", "net0": "virtio=BC:24:11:00:00:01,bridge=vmbr0"}
