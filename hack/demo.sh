@@ -121,8 +121,8 @@ echo "demo: replication and HA (pvesr status, ha-manager status)"
 if [ "$pve" -ge 9 ]; then
   "$lab" ssh --dir "$dir" pve01 'ha-manager rules config' || true
 fi
-mapfile -t nodes < <(sed -n 's/^ *\(pve[0-9][0-9]*\):$/\1/p' "$inventory")
-for node in "${nodes[@]}"; do
+mapfile -t node_names < <(sed -n 's/^ *\(pve[0-9][0-9]*\):$/\1/p' "$inventory")
+for node in "${node_names[@]}"; do
   printf '  %s: %s | %s\n' "$node" "$("$lab" ssh --dir "$dir" "$node" pveversion)" \
     "$("$lab" ssh --dir "$dir" "$node" 'zpool list -H -o name,health,size' | tr '\t' ' ')"
 done
