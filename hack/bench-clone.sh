@@ -160,7 +160,7 @@ declare -A reqs writes
 for v in $variants; do
   requests -X DELETE >/dev/null
   run "$v" converged >/dev/null
-  read -r reqs[$v] writes[$v] < <(requests | $py -c 'import json, sys
+  read -r "reqs[$v]" "writes[$v]" < <(requests | $py -c 'import json, sys
 r = [x for x in json.load(sys.stdin) if x["path"] != "/access/ticket"]
 print(len(r), sum(1 for x in r if x["method"] not in ("GET", "HEAD")))')
 done
@@ -174,9 +174,11 @@ for _ in $(seq "$R"); do
   done
 done
 stat() { # stat median|min "SECONDS…"
+  local xs
+  read -ra xs <<<"$2" # the space-separated times, one argument each
   $py -c 'import statistics, sys
 xs = [float(x) for x in sys.argv[2:]]
-print(statistics.median(xs) if sys.argv[1] == "median" else min(xs))' "$1" $2
+print(statistics.median(xs) if sys.argv[1] == "median" else min(xs))' "$1" "${xs[@]}"
 }
 declare -A med low
 for v in empty $variants; do

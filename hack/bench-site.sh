@@ -108,8 +108,9 @@ declare -A extra_args=([site]="--tags $(
 )")
 n=0
 run() { # run NAME KIND LABDIR [record flags] [-- ansible-playbook args]
-  local name=$1 kind=$2 dir=$3 flags=() args=() t0 t1
+  local name=$1 kind=$2 dir=$3 flags=() args=() more=() t0 t1
   shift 3
+  read -ra more <<<"${extra_args[$name]:-}" # "--tags a,b": one argument a word
   while [ $# -gt 0 ] && [ "$1" != -- ]; do flags+=("$1"); shift; done
   [ "${1:-}" = -- ] && shift && args=("$@")
   [[ " ${flags[*]} " == *" --vvv "* ]] && args+=(-vvv)
@@ -118,7 +119,7 @@ run() { # run NAME KIND LABDIR [record flags] [-- ansible-playbook args]
   t0=$(date +%s.%N)
   GOPVE_BENCH_PHASES=$work/run$n.json ansible-playbook -i "$dir/inventory.yml" \
     -e @"$repo/hack/demo/group_vars.yml" -e @"$dir/credentials.yml" \
-    ${extra_args[$name]:-} "${args[@]}" "${playbook[$name]}" >"$log" 2>&1 || true
+    "${more[@]}" "${args[@]}" "${playbook[$name]}" >"$log" 2>&1 || true
   t1=$(date +%s.%N)
   [ -f "$work/run$n.json" ] || echo '[]' >"$work/run$n.json"
   "${helper[@]}" record "$results" "$name" "$kind" "$(echo "$t1 - $t0" | bc -l)" \
@@ -130,6 +131,7 @@ run() { # run NAME KIND LABDIR [record flags] [-- ansible-playbook args]
 echo "bench-site: fresh 3-node PVE $PVE lab, gopve.proxmox.site first run"
 lab_up siteA site3 3
 [ ${#extra[@]} -gt 0 ] && first=site_all || first=site
+# shellcheck disable=SC2154 # siteA is set by lab_up (printf -v)
 run "$first" first "$siteA"
 # The smoke's converged runs below (shape, -vvv, rounds) each must report
 # changed=0 already: a second run of its own would prove nothing more.
@@ -211,7 +213,9 @@ done
 if [ "$SMOKE" = 1 ]; then
   # The smoke's round: its -vvv runs, recorded once more as a round.
   R=0
-  sed -n 's/"kind": "vvv"/"kind": "round"/p' "$results" >>"$results"
+  # Through a file of its own: sed must not read the lines it appends.
+  sed -n 's/"kind": "vvv"/"kind": "round"/p' "$results" >"$work/rounds.jsonl"
+  cat "$work/rounds.jsonl" >>"$results"
 fi
 # Perl costs off (BENCH_PERL_OFF=1, the default): each round also runs the
 # variants that start PVE tools with the lab's stand-ins at no start-up
@@ -247,6 +251,7 @@ if [ "${BENCH_SCALE:-0}" = 1 ]; then
   echo "bench-site: scale, fresh 7-node PVE $PVE lab, forks 10"
   "$lab" down --dir "$lab3" >/dev/null
   lab_up lab7 site7 7
+  # shellcheck disable=SC2154 # lab7 is set by lab_up (printf -v)
   run "$first" scale-first "$lab7" -- --forks 10
   for _ in $(seq "$R"); do run "$first" scale-converged "$lab7" --converged -- --forks 10; done
 fi

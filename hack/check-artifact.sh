@@ -52,8 +52,8 @@ for tag in linux_x86_64 linux_aarch64 darwin_x86_64 darwin_arm64; do
   [ "$got" = "${want[$tag]}" ] || err "bin/gopve_$tag is '$got', want '${want[$tag]}'"
   printf '  bin/gopve_%-14s %9d bytes  %s\n' "$tag" "$(stat -c %s "$f")" "$got"
 done
-extra=$(cd "$work" && find bin -type f ! -name 'gopve_linux_x86_64' ! -name 'gopve_linux_aarch64' \
-  ! -name 'gopve_darwin_x86_64' ! -name 'gopve_darwin_arm64' 2>/dev/null || true)
+extra=$(if cd "$work"; then find bin -type f ! -name 'gopve_linux_x86_64' ! -name 'gopve_linux_aarch64' \
+  ! -name 'gopve_darwin_x86_64' ! -name 'gopve_darwin_arm64' 2>/dev/null || true; fi)
 [ -z "$extra" ] || err "unexpected files in bin/: $extra"
 
 for f in MANIFEST.json FILES.json README.md LICENSE CHANGELOG.md meta/runtime.yml \

@@ -83,6 +83,7 @@ fi
 # apt inside the chroot needs /proc and /dev; a private mount namespace keeps
 # those mounts from leaking to the host and lets them vanish with the process.
 # A copied root has no apt lists (dropped below): those are fetched first.
+# shellcheck disable=SC2016 # the script's $1 is the inner shell's, not ours
 unshare --mount --propagation private -- sh -c '
   set -e
   mount -t proc proc "$1/proc"

@@ -57,7 +57,7 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/src/bin"
 cp -r galaxy.yml meta plugins roles playbooks README.md LICENSE CHANGELOG.md "$stage/src/"
-cp "bin/gopve_$(uname -s | tr A-Z a-z)_$(uname -m)" "$stage/src/bin/"
+cp "bin/gopve_$(uname -s | tr '[:upper:]' '[:lower:]')_$(uname -m)" "$stage/src/bin/"
 export ANSIBLE_COLLECTIONS_PATH=$collections ANSIBLE_RETRY_FILES_ENABLED=0
 # Every run ends with the plan callback's phase x host table.
 export ANSIBLE_CALLBACKS_ENABLED=gopve.proxmox.plan
@@ -121,7 +121,8 @@ echo "demo: replication and HA (pvesr status, ha-manager status)"
 if [ "$pve" -ge 9 ]; then
   "$lab" ssh --dir "$dir" pve01 'ha-manager rules config' || true
 fi
-for node in $(sed -n 's/^ *\(pve[0-9][0-9]*\):$/\1/p' "$inventory"); do
+mapfile -t node_names < <(sed -n 's/^ *\(pve[0-9][0-9]*\):$/\1/p' "$inventory")
+for node in "${node_names[@]}"; do
   printf '  %s: %s | %s\n' "$node" "$("$lab" ssh --dir "$dir" "$node" pveversion)" \
     "$("$lab" ssh --dir "$dir" "$node" 'zpool list -H -o name,health,size' | tr '\t' ' ')"
 done

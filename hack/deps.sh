@@ -4,6 +4,7 @@
 set -euo pipefail
 packages=(
   ansible-core ansible-lint yamllint   # controller (2.14 on Debian 12) and lint
+  shellcheck                             # ansible-test sanity's shellcheck (make lint): skipped without it
   openssh-server openssh-client sudo acl  # real SSH to the lab nodes, become
   debootstrap                            # Debian 13 roots: PVE 9 nodes, ansible-core 2.19
   dpkg-dev apt-utils                     # the lab's apt repository

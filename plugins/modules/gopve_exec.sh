@@ -44,7 +44,9 @@ case $want in
   *[!0-9a-f]*) fail "gopve_exec: $bin does not sit in a directory named after its sha256" ;;
 esac
 [ ${#want} -eq 64 ] || fail "gopve_exec: $bin does not sit in a directory named after its sha256"
-[ ! -L "$bin" ] && [ -f "$bin" ] && [ -x "$bin" ] || fail "gopve_exec: the cached binary $bin is missing or not executable (was the cache removed while the play ran?)"
+if [ -L "$bin" ] || [ ! -f "$bin" ] || [ ! -x "$bin" ]; then
+  fail "gopve_exec: the cached binary $bin is missing or not executable (was the cache removed while the play ran?)"
+fi
 [ -O "$bin" ] || fail "gopve_exec: the cached binary $bin does not belong to the user the module runs as: not running it"
 if command -v sha256sum >/dev/null 2>&1; then got=$(sha256sum "$bin")
 elif command -v shasum >/dev/null 2>&1; then got=$(shasum -a 256 "$bin")

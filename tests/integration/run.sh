@@ -85,11 +85,11 @@ paths_of() {  # paths_of CTL: the paths run under controller CTL
     [ "$p" = fallback ] && [ "$1" != "$FALLBACK_CONTROLLER" ] && continue
     out="$out $p"
   done
-  echo $out
+  echo "${out# }"
 }
 T=$(mktemp -d /tmp/gopve-it.XXXXXX)
 chmod 0711 "$T"
-SSHD_PID= HOLDER_PID= CTL_PIDS=
+SSHD_PID='' HOLDER_PID='' CTL_PIDS=
 kill_tree() {  # kill_tree PID: PID and its descendants, by id
   local c
   for c in $(ps -o pid= --ppid "$1" 2>/dev/null); do kill_tree "$c"; done
@@ -128,7 +128,7 @@ for tool in ansible-playbook ansible-galaxy ansible-doc ssh-keygen unshare nsent
   command -v "$tool" >/dev/null || die "$tool is missing: run make deps"
 done
 
-HOST_TAG=$(uname -s | tr A-Z a-z)_$(uname -m)
+HOST_TAG=$(uname -s | tr '[:upper:]' '[:lower:]')_$(uname -m)
 [ "$HOST_TAG" = linux_x86_64 ] || [ "$HOST_TAG" = linux_aarch64 ] ||
   die "these tests run on Linux x86_64 or aarch64, not $HOST_TAG"
 
@@ -157,8 +157,9 @@ for f in galaxy.yml README.md LICENSE CHANGELOG.md meta plugins roles playbooks;
 done
 cp "$TEST_BIN" "$SRC/bin/gopve_$HOST_TAG"
 "$TEST_BIN" gen-plugins --out "$SRC" >&2 || die "gopve gen-plugins failed"
-[ -f "$SRC/plugins/action/gopve_test.py" ] && [ -f "$SRC/plugins/modules/gopve_test.py" ] ||
+if [ ! -f "$SRC/plugins/action/gopve_test.py" ] || [ ! -f "$SRC/plugins/modules/gopve_test.py" ]; then
   die "gen-plugins wrote no gopve_test plugins: was the binary built with -tags gopve_testmodule?"
+fi
 sed -i 's/^  api:$/  api:\n    - gopve_test/' "$SRC/meta/runtime.yml"
 grep -q -- '- gopve_test' "$SRC/meta/runtime.yml" || die "could not add gopve_test to the api group"
 ansible-galaxy collection build --output-path "$T/dist" "$SRC" >"$T/build.log" 2>&1 ||
@@ -179,7 +180,7 @@ PORT=2222
 declare -A ADDR=([h1]=$NET.1 [h2]=$NET.2 [usr]=$NET.3 [fbsd]=$NET.4 [darwin]=$NET.5 [sec]=$NET.6 [pw]=$NET.7 [tty]=$NET.8)
 SYSPATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 {
-  echo "$(cat "$T/keys/test.pub")"
+  printf '%s\n' "$(cat "$T/keys/test.pub")"
   echo "environment=\"PATH=$T/fake/freebsd:$SYSPATH\" $(cat "$T/keys/fbsd.pub")"
   echo "environment=\"PATH=$T/fake/darwin:$SYSPATH\" $(cat "$T/keys/darwin.pub")"
 } >"$T/ssh/authorized_keys.root"
@@ -276,13 +277,14 @@ PTH=  # current path: fast or fallback
 W=    # their work directory
 COLL= # the controller's installed collections (both paths share them)
 ctl() {  # ctl CMD...: run CMD under the current controller, clean environment, cwd $W
-  local env=(PATH=$SYSPATH HOME=/root LANG=C.UTF-8 ANSIBLE_CONFIG="$T/ansible.cfg"
+  local env=("PATH=$SYSPATH" HOME=/root LANG=C.UTF-8 ANSIBLE_CONFIG="$T/ansible.cfg"
     ANSIBLE_COLLECTIONS_PATH="${CTL_COLLECTIONS:-$COLL}" ANSIBLE_LOCAL_TEMP="$W/localtmp"
     ANSIBLE_SSH_CONTROL_PATH_DIR="$W/cp" ANSIBLE_NOCOLOR=1 ANSIBLE_FORCE_COLOR=0
     ANSIBLE_RETRY_FILES_ENABLED=0 ANSIBLE_INVENTORY="$W/inventory.yml" ANSIBLE_FORKS=5)
   if [ "$CTL" = 2.14 ]; then
     (cd "$W" && env -i "${env[@]}" "$@")
   else
+    # shellcheck disable=SC2016 # $0 and $@ are the inner sh's
     nsenter --mount --target "$HOLDER_PID" -- chroot "$T/ctl219/root" \
       /usr/bin/env -i "${env[@]}" /bin/sh -c 'cd "$0" && exec "$@"' "$W" "$@"
   fi
@@ -566,7 +568,7 @@ case_corrupt_cache() {
   # A symlink planted in place of the binary is removed, not followed.
   rm -f "$entry"; ln -s /bin/true "$entry"
   pb corrupt_link one_task.yml || why "run after planting a symlink failed"
-  [ ! -L "$entry" ] && [ -f "$entry" ] || why "the planted symlink is still there"
+  if [ -L "$entry" ] || [ ! -f "$entry" ]; then why "the planted symlink is still there"; fi
   expect_cache "$W/cache/h1" 0
 }
 
@@ -583,6 +585,7 @@ case_no_binaries() {
   cp "$HERE/playbooks/one_task.yml" "$alt/"
   CTL_COLLECTIONS=$alt/c ctl ansible-playbook -vvv "$alt/one_task.yml" >"$W/logs/no_binaries.log" 2>&1 &&
     why "a collection without binaries ran the task"
+  # shellcheck disable=SC2016 # the backquotes are the message's own text
   grep -q 'holds no module binaries (its bin/ is empty, as in a git checkout): run `make collection`' \
     "$W/logs/no_binaries.log" || why "no message saying what to run: $(grep -m1 'msg' "$W/logs/no_binaries.log")"
   grep -Eq 'An exception occurred|NoneType' "$W/logs/no_binaries.log" &&
@@ -746,7 +749,7 @@ case_become_methods() {
     grep -q "gopve: fallback path (the fast path did not start (rc=1): sudo: .*tty" "$W/logs/become_methods.log" ||
       why "requiretty: the second task did not take the fallback for the remembered reason"
   fi
-  expect_content "$W/files/by-su-nopass" "written by $(echo ${UNPRIV[$CTL$PTH]})"
+  expect_content "$W/files/by-su-nopass" "written by ${UNPRIV[$CTL$PTH]}"
   expect_content "$W/files/by-su-pass" "written by root"
   expect_content "$W/files/by-sudo-pass" "written by root"
   grep -rqs -- "$PW_PASS\|$ROOT_PASS" "$W/logs/become_methods.log" "$T/target/up/tmp" && why "a become password shows in the log or on the node"

@@ -102,6 +102,7 @@ trixie=${GOPVE_TRIXIE_ROOT:-/var/cache/gopve/roots/trixie}
 if [ "${GOPVE_ROLES_219:-1}" = 1 ] && [ -x "$trixie/usr/bin/ansible-playbook" ]; then
   echo "== ansible-core from $trixie"
   mkdir -p "$work/ovl/up" "$work/ovl/work" "$work/ovl/root"
+  # shellcheck disable=SC2016 # $1 and $2 are the inner bash's
   unshare -m --propagation private bash -euc '
     mount -t overlay overlay -o "lowerdir=$1,upperdir=$2/ovl/up,workdir=$2/ovl/work" "$2/ovl/root"
     mount -t proc proc "$2/ovl/root/proc"

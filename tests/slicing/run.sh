@@ -44,20 +44,20 @@ if [ "${1:-}" = __ee ]; then
   mount -t tmpfs tmpfs "$ovl/root/tmp"
   mkdir -p "$ovl/root$cwd"
   mount --bind "$cwd" "$ovl/root$cwd"
+  # shellcheck disable=SC2016 # $0 and $@ are the inner sh's
   exec chroot "$ovl/root" /usr/bin/env -i PATH=/usr/bin:/bin HOME="$HOME" LANG=C.UTF-8 \
     ANSIBLE_COLLECTIONS_PATH="$ANSIBLE_COLLECTIONS_PATH" ANSIBLE_LOCAL_TEMP="$ANSIBLE_LOCAL_TEMP" \
     ANSIBLE_NOCOLOR=1 ANSIBLE_RETRY_FILES_ENABLED=0 /bin/sh -c 'cd "$0" && exec "$@"' "$cwd" "$@"
 fi
 self=$(realpath "$0")
 cd "$(dirname "$0")/../.."
-repo=$PWD
 PVE=${PVE:-9}
 work=$(mktemp -d)
 eeovl=$(mktemp -d)
 lab=$work/bin/lab
 labdir=
 cleanup() {
-  [ -n "$labdir" ] && "$lab" down --dir "$labdir" >/dev/null 2>&1 || true
+  if [ -n "$labdir" ]; then "$lab" down --dir "$labdir" >/dev/null 2>&1 || true; fi
   rm -rf "$work" "$eeovl"
 }
 trap cleanup EXIT
@@ -88,6 +88,7 @@ ee() { unshare --mount --propagation private -- "$self" __ee "$trixie" "$eeovl" 
 # ours and ansible-core's own
 ee_version=$(ee ansible-playbook --version 2>/dev/null | head -1)
 case $ee_version in *"core 2.19"*) ;; *) fail "the EE controller is not ansible-core 2.19: $ee_version" ;; esac
+# shellcheck disable=SC2016 # ${db:Status-Status} is dpkg-query's format
 status() { ee dpkg-query -W -f '${db:Status-Status}' "$1" 2>/dev/null || true; }
 [ "$(status ansible-core)" = installed ] || fail "the EE controller has no ansible-core"
 [ "$(status ansible)" != installed ] || fail "the EE controller has Debian's ansible package"
