@@ -291,8 +291,8 @@ func (v *vm) sendCreate(ctx context.Context, w write, done func(*pveapi.TaskResu
 			return nil
 		}
 		err = v.leftNothing(ctx, err)
-		if !ansible.IsNothingChanged(err) || !lockTimeout(err) || attempt > lockRetries {
-			return err
+		if !ansible.IsNothingChanged(err) || !lockTimeout(err) || takenMeanwhile(err, v.p.VMID) || attempt > lockRetries {
+			return err // K18 is no queue to wait in: the VMID is another's
 		}
 		wait := v.poll * time.Duration(5<<(attempt-1))
 		v.r.Warn(fmt.Sprintf("%s: attempt %d failed on a lock held by parallel work (%v); nothing was left, trying again in %v (K13)", w.what, attempt, err, wait))
@@ -317,7 +317,11 @@ func lockTimeout(err error) bool {
 // (clone_vm frees the new volumes and unlinks the config); one read proves
 // it, and the change is then reported as not made.
 func (v *vm) leftNothing(ctx context.Context, err error) error {
-	if pveapi.NothingDone(err) && strings.Contains(err.Error(), "already exists") {
+	// The VMID taken meanwhile (K18): the API's check_vmid_unused, or the
+	// worker's lock on the new VMID's config (clone_vm's lock_config_full
+	// around $clonefn, create_vm's create_and_lock_config), which times
+	// out while another run holds it, before anything is made.
+	if pveapi.NothingDone(err) && strings.Contains(err.Error(), "already exists") || takenMeanwhile(err, v.p.VMID) {
 		return ansible.NothingChanged(fmt.Errorf("vmid: VMID %d was taken between this run's read and its clone, by another run or user (K18): %w", v.p.VMID, err))
 	}
 	var te *pveapi.TaskError
