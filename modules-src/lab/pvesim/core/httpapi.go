@@ -171,7 +171,10 @@ func (s *Sim) serve(node string, table map[string]Handler, w http.ResponseWriter
 		switch fault.Kind {
 		case FaultLatency:
 			if !s.sleepCtx(r, fault.Delay) {
+				// The client left (or the lab stops): no answer at all, never
+				// the empty 200 net/http sends for a handler that wrote none.
 				finish(0)
+				httpwire.ResetConn(w)
 				return
 			}
 		case FaultError:
@@ -219,6 +222,7 @@ func (s *Sim) serve(node string, table map[string]Handler, w http.ResponseWriter
 			// concurrent call overtakes it (K18 races made exact).
 			if fault.Delay > 0 && !s.sleepCtx(r, fault.Delay) {
 				finish(0)
+				httpwire.ResetConn(w)
 				return
 			}
 		}
