@@ -291,8 +291,8 @@ func (v *vm) sendCreate(ctx context.Context, w write, done func(*pveapi.TaskResu
 			return nil
 		}
 		err = v.leftNothing(ctx, err)
-		if !ansible.IsNothingChanged(err) || !lockTimeout(err) || takenMeanwhile(err, v.p.VMID) || attempt > lockRetries {
-			return err // K18 is no queue to wait in: the VMID is another's
+		if !ansible.IsNothingChanged(err) || !lockTimeout(err) || attempt > lockRetries {
+			return err
 		}
 		wait := v.poll * time.Duration(5<<(attempt-1))
 		v.r.Warn(fmt.Sprintf("%s: attempt %d failed on a lock held by parallel work (%v); nothing was left, trying again in %v (K13)", w.what, attempt, err, wait))
@@ -317,11 +317,7 @@ func lockTimeout(err error) bool {
 // (clone_vm frees the new volumes and unlinks the config); one read proves
 // it, and the change is then reported as not made.
 func (v *vm) leftNothing(ctx context.Context, err error) error {
-	// The VMID taken meanwhile (K18): the API's check_vmid_unused, or the
-	// worker's lock on the new VMID's config (clone_vm's lock_config_full
-	// around $clonefn, create_vm's create_and_lock_config), which times
-	// out while another run holds it, before anything is made.
-	if pveapi.NothingDone(err) && strings.Contains(err.Error(), "already exists") || takenMeanwhile(err, v.p.VMID) {
+	if pveapi.NothingDone(err) && strings.Contains(err.Error(), "already exists") {
 		return ansible.NothingChanged(fmt.Errorf("vmid: VMID %d was taken between this run's read and its clone, by another run or user (K18): %w", v.p.VMID, err))
 	}
 	var te *pveapi.TaskError
@@ -332,6 +328,14 @@ func (v *vm) leftNothing(ctx context.Context, err error) error {
 	}
 	if ok, rerr := v.exists(ctx); rerr == nil && !ok {
 		return ansible.NothingChanged(fmt.Errorf("%w (VM %d does not exist after the failed task: nothing was left)", err, v.p.VMID))
+	}
+	// The task died on the new VMID's config lock (clone_vm's
+	// lock_config_full around $clonefn, create_vm's create_and_lock_config:
+	// taken before anything is made) and the VMID now holds a VM: another
+	// run or user took it meanwhile (K18). Named as such; still unverified,
+	// since no read proves what a started task did not do.
+	if ok, rerr := v.exists(ctx); rerr == nil && ok && takenMeanwhile(err, v.p.VMID) {
+		return fmt.Errorf("vmid: VMID %d was taken between this run's read and its clone, by another run or user (K18): %w", v.p.VMID, err)
 	}
 	return err
 }
