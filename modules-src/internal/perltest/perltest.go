@@ -19,6 +19,7 @@ package perltest
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
 	"os"
 	"os/exec"
@@ -107,6 +108,28 @@ func (p Perl) Run(script string, env map[string]string) (string, error) {
 		return strings.TrimSpace(stdout.String()), errors.New(err.Error() + ": " + strings.TrimSpace(stderr.String()))
 	}
 	return strings.TrimSpace(stdout.String()), nil
+}
+
+// Answers runs script once over inputs and returns its output's lines,
+// exactly one per input, else t fails. The script reads the inputs from
+// $ENV{INPUTS}, one a line, each "x" and its bytes in hex (so an empty one
+// survives the split and no byte is lost): `for my $h (split /\n/,
+// $ENV{INPUTS}) { my $v = pack("H*", substr($h, 1)); … }`.
+func (p Perl) Answers(t *testing.T, script string, inputs []string) []string {
+	t.Helper()
+	var in strings.Builder
+	for _, s := range inputs {
+		in.WriteString("x" + hex.EncodeToString([]byte(s)) + "\n")
+	}
+	out, err := p.Run(script, map[string]string{"INPUTS": in.String()})
+	if err != nil {
+		t.Fatalf("%s: %v", p.Name, err)
+	}
+	lines := strings.Split(out, "\n")
+	if len(lines) != len(inputs) {
+		t.Fatalf("%s answered %d lines for %d inputs:\n%s", p.Name, len(lines), len(inputs), out)
+	}
+	return lines
 }
 
 // trixieRoot is the cached Debian 13 root, built (or completed) by the

@@ -133,11 +133,12 @@ func (a *access) planACL(ctx context.Context) ([]ansible.Change, error) {
 	}
 	// Entries to remove: roles not named (present), or every named one
 	// (absent); what differs only by its flag is set by the add.
-	var delRoles, delMembers []string
+	var delRoles, delMembers, removed []string
 	for _, line := range have {
 		f := strings.Fields(line)
 		if a.p.State == "absent" || !slices.Contains(a.p.Roles, f[1]) {
 			delRoles, delMembers = append(delRoles, f[1]), append(delMembers, f[0])
+			removed = append(removed, line)
 		}
 	}
 	what := "ACL entries of " + a.p.Path
@@ -150,9 +151,6 @@ func (a *access) planACL(ctx context.Context) ([]ansible.Change, error) {
 	// state cannot show before the addition runs.
 	var out []ansible.Change
 	if len(delRoles) > 0 {
-		removed := slices.DeleteFunc(slices.Clone(have), func(line string) bool {
-			return a.p.State != "absent" && slices.Contains(a.p.Roles, strings.Fields(line)[1])
-		})
 		out = append(out, a.aclChange("acl:remove:"+a.p.Path, "remove the "+what+" ["+strings.Join(removed, "; ")+"]",
 			a.aclParams(sortedCopy(delRoles), sortedCopy(delMembers), true), func(got []string) error {
 				if left := intersect(got, removed); len(left) > 0 {

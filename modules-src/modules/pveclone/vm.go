@@ -326,7 +326,8 @@ func (v *vm) leftNothing(ctx context.Context, err error) error {
 		// request: never settled as "nothing done".
 		return err
 	}
-	if ok, rerr := v.exists(ctx); rerr == nil && !ok {
+	ok, rerr := v.exists(ctx)
+	if rerr == nil && !ok {
 		return ansible.NothingChanged(fmt.Errorf("%w (VM %d does not exist after the failed task: nothing was left)", err, v.p.VMID))
 	}
 	// The task died on the new VMID's config lock (clone_vm's
@@ -334,7 +335,7 @@ func (v *vm) leftNothing(ctx context.Context, err error) error {
 	// taken before anything is made) and the VMID now holds a VM: another
 	// run or user took it meanwhile (K18). Named as such; still unverified,
 	// since no read proves what a started task did not do.
-	if ok, rerr := v.exists(ctx); rerr == nil && ok && takenMeanwhile(err, v.p.VMID) {
+	if rerr == nil && takenMeanwhile(err, v.p.VMID) {
 		return fmt.Errorf("vmid: VMID %d was taken between this run's read and its clone, by another run or user (K18): %w", v.p.VMID, err)
 	}
 	return err

@@ -21,10 +21,6 @@ func TestEncodeDecodeTextAsPerl(t *testing.T) {
 		"ssh-ed25519 AAAA user@host", "~!@#$^&*()_+{}|\"<>?`-=[]\\;',./", "0", "",
 		"%C3%A9", "%FF", "a%FF%FEb", "%E2%82", "%E2%82x", "%E0%80%80", "%ED%A0%80", "%F0%9F%98", "%F4%90%80%80", "%C0%AF", "%80", "%F5%80%80%80", "%F8%88%80%80%80", "%FE", "%C2", "ok%F0%9F%98%80",
 	}
-	var in strings.Builder
-	for _, s := range inputs {
-		in.WriteString("x" + hex.EncodeToString([]byte(s)) + "\n")
-	}
 	const script = `use strict; use URI::Escape; use Encode;
 sub encode_text { my ($text) = @_; my $unsafe = "^\x20-\x39\x3b-\x7e"; return uri_escape(Encode::encode("utf8", $text), $unsafe); }
 sub decode_text { my ($data) = @_; return Encode::decode("utf8", uri_unescape($data)); }
@@ -34,14 +30,7 @@ for my $h (split /\n/, $ENV{INPUTS}) {
   my $dec = Encode::encode("utf8", decode_text($b));  # a file's field: bytes
   print unpack("H*", $enc), " ", unpack("H*", $dec), "\n";
 }`
-	out, err := p.Run(script, map[string]string{"INPUTS": in.String()})
-	if err != nil {
-		t.Fatalf("%s: %v", p.Name, err)
-	}
-	lines := strings.Split(out, "\n")
-	if len(lines) != len(inputs) {
-		t.Fatalf("%s answered %d lines for %d inputs:\n%s", p.Name, len(lines), len(inputs), out)
-	}
+	lines := p.Answers(t, script, inputs)
 	for i, s := range inputs {
 		encHex, decHex, _ := strings.Cut(lines[i], " ")
 		enc, err1 := hex.DecodeString(encHex)
@@ -65,19 +54,7 @@ for my $h (split /\n/, $ENV{INPUTS}) {
 func TestPerlTrueAsPerl(t *testing.T) {
 	p := perltest.Host(t)
 	inputs := []string{"", "0", "00", "0.0", "0E0", " 0", "0 ", "1", "a", "-0", "+0", "false", "\n"}
-	var in strings.Builder
-	for _, s := range inputs {
-		in.WriteString("x" + hex.EncodeToString([]byte(s)) + "\n")
-	}
-	out, err := p.Run(`use strict; for my $h (split /\n/, $ENV{INPUTS}) { my $v = pack("H*", substr($h, 1)); print(($v ? 1 : 0), "\n"); }`,
-		map[string]string{"INPUTS": in.String()})
-	if err != nil {
-		t.Fatalf("%s: %v", p.Name, err)
-	}
-	lines := strings.Split(out, "\n")
-	if len(lines) != len(inputs) {
-		t.Fatalf("%s answered %d lines for %d inputs:\n%s", p.Name, len(lines), len(inputs), out)
-	}
+	lines := p.Answers(t, `use strict; for my $h (split /\n/, $ENV{INPUTS}) { my $v = pack("H*", substr($h, 1)); print(($v ? 1 : 0), "\n"); }`, inputs)
 	for i, s := range inputs {
 		if got, want := PerlTrue(s), lines[i] == "1"; got != want {
 			t.Errorf("PerlTrue(%q) = %v, Perl says %v", s, got, want)
