@@ -194,3 +194,53 @@ func TestLostPasswordAnswerUnverified(t *testing.T) {
 		t.Error("a password is in a result or log")
 	}
 }
+
+// The ACL replace of the test above, in check mode: the two changes are
+// predicted (the removal, then the addition) and nothing is written.
+func TestACLReplaceCheckModeWritesNothing(t *testing.T) {
+	w := newWorld(t, 9)
+	for _, args := range []map[string]any{
+		{"type": "user", "userid": "automation@pve"},
+		{"type": "acl", "path": "/vms", "roles": []any{"PVEAuditor"}, "users": []any{"automation@pve"}},
+	} {
+		mustOK(t, "setup", w.run(args, false), true)
+	}
+	cfg, before := w.userCfg(), len(pveapitest.Mutating(w.sim))
+	res := w.run(map[string]any{"type": "acl", "path": "/vms", "roles": []any{"PVEVMUser"}, "users": []any{"automation@pve"}}, true)
+	changes := pveapi.String(res["changes"])
+	if res["failed"] == true || res["changed"] != true || !strings.Contains(changes, "remove the ACL entries of /vms [automation@pve PVEAuditor propagate=1]") ||
+		!strings.Contains(changes, "set the ACL entries of /vms") {
+		t.Errorf("check mode: changed=%v changes=%v %v", res["changed"], res["changes"], res["msg"])
+	}
+	if n := len(pveapitest.Mutating(w.sim)); n != before || w.userCfg() != cfg {
+		t.Errorf("check mode wrote %d times", n-before)
+	}
+}
+
+// A rotation that fails half-way: the DELETE lands, PVE refuses the new
+// token's POST. The run fails and is changed, the removal verified (the
+// lab's user.cfg no longer holds the token), the creation reported as not
+// made, each write sent once, and no secret in the result.
+func TestRotationFailsHalfWayChanged(t *testing.T) {
+	w := newWorld(t, 9)
+	mustOK(t, "user", w.run(map[string]any{"type": "user", "userid": "automation@pve"}, false), true)
+	tok := map[string]any{"type": "token", "userid": "automation@pve", "tokenid": "gopve"}
+	mustOK(t, "token", w.run(tok, false), true)
+	path := "/access/users/automation@pve/token/gopve"
+	w.sim.Faults().Add(pvesim.Fault{Method: "POST", Path: path, Kind: pvesim.FaultError, Status: 500, Message: "create token failed: injected", Count: 1})
+	w.sim.ResetRequests()
+	tok["state"] = "rotated"
+	res := w.run(tok, false)
+	if res["failed"] != true || res["changed"] != true || res["token_secret"] != nil ||
+		!strings.Contains(pveapi.String(res["changes_verified"]), "delete token automation@pve!gopve") ||
+		strings.Contains(pveapi.String(res["changes_verified"]), "create token") {
+		t.Errorf("half-way rotation: changed=%v verified=%v unverified=%v not run=%v %v", res["changed"], res["changes_verified"],
+			res["changes_unverified"], res["changes_not_run"], res["msg"])
+	}
+	if d, p := len(w.sent("DELETE", path)), len(w.sent("POST", path)); d != 1 || p != 1 {
+		t.Errorf("DELETE sent %d times, POST %d, want 1 and 1", d, p)
+	}
+	if strings.Contains(w.userCfg(), "token:automation@pve!gopve:") {
+		t.Errorf("the lab still holds the token the run reports removed:\n%s", w.userCfg())
+	}
+}
