@@ -236,3 +236,46 @@ func TestAnsweredUpdateFailureIsUnverified(t *testing.T) {
 		t.Errorf("a write that cannot be settled is a bug: %v", err)
 	}
 }
+
+// A write no read can settle (Write.Unreadable: a password) whose answer is
+// lost: unverified at once with that reason — not polled for, never
+// "nothing done" — and sent once; the lab did make it.
+func TestLostUnreadableAnswerUnverifiedAtOnce(t *testing.T) {
+	s := pveapitest.Start(t, 9, 1)
+	conn := pveapitest.TokenConn(t, s, "pve01")
+	conn.TokenID, conn.TokenSecret, conn.User, conn.Password = "", "", "root@pam", s.RootPassword()
+	c, err := pveapi.Connect(context.Background(), conn, pveapi.Options{Retry: &pveapitest.FastRetry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Dispatch(context.Background(), pveapi.Write{Method: "POST", Path: "/access/users",
+		Params: url.Values{"userid": {"bob@pve"}, "password": {"bob-pass-1"}}, What: "create user bob@pve",
+		Settle: func(context.Context) (bool, error) { return true, nil }}); err != nil {
+		t.Fatal(err)
+	}
+	s.Faults().Add(pvesim.Fault{Method: "PUT", Path: "/access/password", Kind: pvesim.FaultLostAnswer, Count: 1})
+	s.ResetRequests()
+	start := time.Now()
+	_, err = c.Dispatch(context.Background(), pveapi.Write{Method: "PUT", Path: "/access/password",
+		Params: url.Values{"userid": {"bob@pve"}, "password": {"bob-pass-2"}}, What: "set the password of bob@pve",
+		Unreadable: "PVE shows no password"})
+	if !pveapi.IsUnverified(err) || pveapi.NothingDone(err) || !strings.Contains(err.Error(), "PVE shows no password") {
+		t.Fatalf("lost unreadable write: %v (unverified %v, nothing done %v)", err, pveapi.IsUnverified(err), pveapi.NothingDone(err))
+	}
+	if took := time.Since(start); took > pveapi.DefaultSettle/4 {
+		t.Errorf("took %v: an unreadable write is not polled for", took)
+	}
+	n := 0
+	for _, r := range s.Requests() {
+		if r.Method == "PUT" && r.Path == "/access/password" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("PUT /access/password sent %d times, want 1", n)
+	}
+	if _, err := pveapi.Connect(context.Background(), pveapi.Connection{Host: conn.Host, Port: conn.Port, Fingerprint: conn.Fingerprint,
+		User: "bob@pve", Password: "bob-pass-2", Timeout: conn.Timeout}, pveapi.Options{Retry: &pveapitest.FastRetry}); err != nil {
+		t.Errorf("the lost write did happen in the lab, yet bob cannot log in with it: %v", err)
+	}
+}
